@@ -1,0 +1,68 @@
+"""memory_core: conversation memory whose every decision is recorded and replayable.
+
+Public names are imported lazily so that ``import memory_core`` stays cheap (the
+workbench and CLI import it at start-up) and optional parts load only when used.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS: dict[str, str] = {
+    # types
+    "Message": "memory_core.types", "TextPart": "memory_core.types",
+    "ToolCallPart": "memory_core.types", "ToolResultPart": "memory_core.types",
+    "StoredMessage": "memory_core.types", "AppendRow": "memory_core.types",
+    "Thread": "memory_core.types", "Observation": "memory_core.types",
+    "RunRecord": "memory_core.types", "ErasureReport": "memory_core.types",
+    # errors
+    "MemoryCoreError": "memory_core.errors", "InvalidInputError": "memory_core.errors",
+    "NotFoundError": "memory_core.errors", "StorageError": "memory_core.errors",
+    "StorageBusyError": "memory_core.errors", "ReplayMismatch": "memory_core.errors",
+    "ModelError": "memory_core.errors", "ImportFormatError": "memory_core.errors",
+    # storage
+    "Storage": "memory_core.storage.base", "MemoryStore": "memory_core.storage.base",
+    "RunJournal": "memory_core.storage.base",
+    "InMemoryStorage": "memory_core.storage.inmemory",
+    "DuckDBStorage": "memory_core.storage.duckdb",
+    "SQLiteStorage": "memory_core.storage.sqlite",
+    "PostgresStorage": "memory_core.storage.postgres",
+    "open_storage": "memory_core.storage.url",
+    # composition
+    "AgentMemory": "memory_core.memory", "RecallConfig": "memory_core.recall",
+    "RecallHit": "memory_core.recall",
+    "WorkingMemoryConfig": "memory_core.working_memory",
+    "ObservationalConfig": "memory_core.observational",
+    "Composition": "memory_core.prompt", "FrozenPrompt": "memory_core.prompt",
+    "PromptItem": "memory_core.prompt", "Memctx": "memory_core.provenance",
+    "HashingEmbedder": "memory_core.embedders", "MiniLMEmbedder": "memory_core.minilm",
+    # runs and models
+    "Agent": "memory_core.runner", "Runner": "memory_core.runner",
+    "RunResult": "memory_core.runner", "replay": "memory_core.replay",
+    "ModelResponse": "memory_core.models.base", "Tool": "memory_core.models.base",
+    "ToolSpec": "memory_core.models.base",
+    "ReaderModel": "memory_core.models.reader", "ScriptedModel": "memory_core.models.scripted",
+    "OpenAIChatModel": "memory_core.models.openai_http",
+    # analysis
+    "counterfactual": "memory_core.analysis.counterfactual",
+    "attribution": "memory_core.analysis.counterfactual",
+    "why_forgotten": "memory_core.analysis.forgotten",
+    "diff_runs": "memory_core.analysis.diff",
+    "lifeline": "memory_core.analysis.forgotten",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'memory_core' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

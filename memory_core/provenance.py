@@ -1,0 +1,166 @@
+"""The provenance record of one composition (journal key ``<run_id>:memctx``):
+which messages reached the prompt through which lane, which were dropped and why,
+which candidates just missed, the per-lane token counts and the settings used."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+MEMCTX_VERSION = 1
+PROVENANCE_RECENT_CAP = 24
+PROVENANCE_DROPPED_CAP = 24
+PREVIEW_CHARS = 120
+
+Lane = Literal["instructions", "working_memory", "observations", "recalled", "recent", "input"]
+LANES: tuple[str, ...] = ("instructions", "working_memory", "observations", "recalled",
+                          "recent", "input")
+
+
+class MessageRef(BaseModel):
+    """A stored message as provenance names it (SPEC §6.1)."""
+
+    model_config = ConfigDict(extra="forbid")
+    thread_id: str
+    seq: int
+    role: str
+    preview: str
+    score: float | None = None  # the ranking score for recall hits (fused in hybrid mode)
+    rank: int | None = None  # 1-based rank among eligible candidates, hits only
+    vector_score: float | None = None  # cosine, when computed
+    lexical_score: float | None = None  # BM25, hybrid mode only
+    origin: Literal["hit", "neighbour", "repair"] | None = None
+    reason: str | None = None  # dropped: "unanswered-tool-call" | "duplicate-tool-call-id"
+
+
+NearMissReason = Literal["below-threshold", "beyond-top-k", "filtered-out",
+                         "already-in-window"]
+
+
+class NearMiss(BaseModel):
+    """A recall candidate that did not make it, with why."""
+
+    model_config = ConfigDict(extra="forbid")
+    thread_id: str
+    seq: int
+    role: str
+    preview: str
+    rank: int  # 1-based rank by score among all scored candidates in scope
+    score: float
+    vector_score: float | None = None
+    lexical_score: float | None = None
+    reason: NearMissReason
+    filter_clause: str | None = None  # for filtered-out: the first clause that failed
+
+
+class ObservationRef(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    id: str
+    thread_id: str
+    level: int
+    from_seq: int | None = None
+    to_seq: int | None = None
+    preview: str
+    tokens: int = 0
+
+
+class LaneTokens(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    instructions: int = 0
+    working_memory: int = 0
+    observations: int = 0
+    recalled: int = 0
+    recent: int = 0
+    input: int = 0
+
+    @property
+    def total(self) -> int:
+        return (self.instructions + self.working_memory + self.observations + self.recalled
+                + self.recent + self.input)
+
+
+class CompositionSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    recent_n: int
+    recall_enabled: bool
+    top_k: int | None = None
+    threshold: float | None = None
+    scope: Literal["thread", "resource"] | None = None
+    filter: dict[str, Any] | None = None
+    message_range: int | dict[str, int] | None = None
+    mode: Literal["vector", "lexical", "hybrid"] | None = None
+    working_memory: Literal["off", "thread", "resource"] = "off"
+    working_memory_read_only: bool = False
+    observational: bool = False
+    token_counter: str = "chars/4"
+    embedder: str | None = None
+
+
+class Memctx(BaseModel):
+    """Journal record ``<run_id>:memctx`` (and what ``load_context`` returns).
+
+    Seed fields: recalled, recent_count, recent (capped at 24), dropped_count, dropped
+    (capped at 24), observation_count, working_memory_chars. Ours on top: v, thread_id,
+    resource_id, query, recall_skipped, tokens, settings, near_misses, observations,
+    incoming_count, echo_trimmed.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    v: int = MEMCTX_VERSION
+    thread_id: str
+    resource_id: str | None = None
+    query: str | None = None
+    recall_skipped: str | None = None  # why recall did not run, when it did not
+    recalled: list[MessageRef] = Field(default_factory=list)
+    recent_count: int = 0
+    recent: list[MessageRef] = Field(default_factory=list)
+    dropped_count: int = 0
+    dropped: list[MessageRef] = Field(default_factory=list)
+    near_misses: list[NearMiss] = Field(default_factory=list)
+    observation_count: int = 0
+    observations: list[ObservationRef] = Field(default_factory=list)
+    working_memory_chars: int = 0
+    tokens: LaneTokens = Field(default_factory=LaneTokens)
+    settings: CompositionSettings
+    incoming_count: int = 0
+    echo_trimmed: int = 0
+
+
+# -- previews (SPEC §6.2, §6.3) ---------------------------------------------------------
+def _clip(text: str, limit: int = PREVIEW_CHARS) -> str:
+    return text[:limit]
+
+
+def _as_arg_text(value: Any) -> str:
+    import json
+
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, sort_keys=False)
+
+
+def structural_preview(message: Any) -> str:
+    """Text parts as text, a call as ``→ NAME(ARGS)``, a result as ``NAME → OUTPUT``,
+    joined by spaces, clipped to 120 characters (no ellipsis)."""
+    from memory_core.types import TextPart, ToolCallPart, ToolResultPart
+
+    pieces: list[str] = []
+    for p in message.parts:
+        if isinstance(p, TextPart):
+            pieces.append(p.text)
+        elif isinstance(p, ToolCallPart):
+            pieces.append(f"→ {p.name or 'tool'}({_as_arg_text(p.args)})")
+        elif isinstance(p, ToolResultPart):
+            pieces.append(f"{p.name or 'tool'} → {_as_arg_text(p.result)}")
+    return _clip(" ".join(pieces))
+
+
+def preview(message: Any) -> str:
+    """The stored text, whitespace collapsed, trimmed, first 120 characters; the
+    structural preview when there is no text. A message whose parts mix text and
+    tool calls shows the structural form so the call stays visible."""
+    if message.tool_calls() or message.tool_results():
+        return structural_preview(message)
+    text = " ".join((message.text() or "").split())
+    return _clip(text) if text else structural_preview(message)

@@ -1,0 +1,283 @@
+"""The two storage ports: MemoryStore (threads, messages, embeddings, working memory,
+observations) and RunJournal (first-write-wins key/value log plus the runs table).
+
+Adapters subclass both; required methods raise NotImplementedError, convenience
+methods are built on top of them. `Storage` bundles the two ports with erasure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from memory_core.errors import InvalidInputError
+from memory_core.types import (
+    AppendRow,
+    ErasureReport,
+    Observation,
+    RunRecord,
+    RunStatus,
+    StoredMessage,
+    Thread,
+)
+
+THREAD_WM_PREFIX = "thread:"
+RESOURCE_WM_PREFIX = "resource:"
+
+
+@dataclass(frozen=True)
+class EmbeddingBlock:
+    """Stored vectors of some messages as one contiguous float32 matrix.
+
+    Row i belongs to (thread_ids[i], seqs[i]); rows come ordered by thread then seq.
+    """
+
+    thread_ids: np.ndarray  # dtype object (str)
+    seqs: np.ndarray  # int64
+    matrix: np.ndarray  # float32, shape (n, dim)
+
+    def __len__(self) -> int:
+        return int(self.seqs.shape[0])
+
+
+class MemoryStore:
+    """Port: threads, messages, embeddings, working memory and observations."""
+
+    # -- threads -------------------------------------------------------------------
+    def create_thread(self, thread_id: str | None = None, *, resource_id: str | None = None,
+                      title: str | None = None, metadata: dict[str, Any] | None = None,
+                      parent_thread_id: str | None = None) -> Thread:
+        """Create a thread with the id given (or a generated one). An existing id
+        raises InvalidInputError."""
+        raise NotImplementedError
+
+    def get_thread(self, thread_id: str) -> Thread | None:
+        raise NotImplementedError
+
+    def list_threads(self, resource_id: str | None = None) -> list[Thread]:
+        """Threads of one resource, or all threads when resource_id is None; ordered by
+        created_at descending, ties by id ascending (SPEC §2.2)."""
+        raise NotImplementedError
+
+    def list_resources(self) -> list[str]:
+        """Distinct non-null resource ids, ascending."""
+        raise NotImplementedError
+
+    def update_thread(self, thread_id: str, *, title: str | None = None,
+                      metadata: dict[str, Any] | None = None,
+                      resource_id: str | None = None) -> Thread:
+        """Shallow-merge the patch and bump updated_at; unknown id raises NotFoundError
+        with "thread '<id>' does not exist"."""
+        raise NotImplementedError
+
+    def clone_thread(self, source_id: str, new_id: str | None = None, *,
+                     resource_id: str | None = None) -> Thread:
+        """Copy messages (same seqs, embeddings), the thread's working memory and
+        observations into a new thread with parent_thread_id = source_id."""
+        raise NotImplementedError
+
+    def require_thread(self, thread_id: str) -> Thread:
+        from memory_core.errors import NotFoundError
+
+        t = self.get_thread(thread_id)
+        if t is None:
+            raise NotFoundError(f"thread '{thread_id}' does not exist")
+        return t
+
+    # -- messages ------------------------------------------------------------------
+    def append_messages(self, thread_id: str, rows: Sequence[AppendRow]) -> list[int]:
+        """Store a batch all-or-nothing and return the seq of each row.
+
+        Rows without seq get the next dense seqs (from 0 per thread), assigned inside
+        the write so concurrent appends never collide. Rows with seq are written there;
+        an existing (thread, seq) is ignored (idempotent) and its seq still returned.
+        A batch mixing both kinds raises InvalidInputError. The thread must exist.
+        Embeddings must all have the store's dimension (fixed by the first one stored).
+        """
+        raise NotImplementedError
+
+    def get_messages(self, thread_id: str, *, from_seq: int | None = None,
+                     to_seq: int | None = None,
+                     seqs: Sequence[int] | None = None) -> list[StoredMessage]:
+        """Messages in seq order: all, an inclusive seq range, or the given seqs."""
+        raise NotImplementedError
+
+    def count_messages(self, thread_id: str) -> int:
+        raise NotImplementedError
+
+    def get_messages_by_run(self, thread_id: str, run_id: str) -> list[StoredMessage]:
+        """Messages of the thread written by one run, in seq order (the runner uses
+        them as its marker: an append is atomic, so all or none are there)."""
+        return [m for m in self.get_messages(thread_id) if m.run_id == run_id]
+
+    def get_tail(self, thread_id: str, n: int) -> list[StoredMessage]:
+        """The last n messages in seq order."""
+        if n <= 0:
+            return []
+        count = self.count_messages(thread_id)
+        if count == 0:
+            return []
+        msgs = self.get_messages(thread_id, from_seq=max(0, self.max_seq(thread_id) - n + 1))
+        return msgs[-n:]
+
+    def max_seq(self, thread_id: str) -> int:
+        """Highest stored seq of the thread, -1 when empty."""
+        raise NotImplementedError
+
+    def get_embeddings(self, thread_ids: Sequence[str], *,
+                       after_seq: dict[str, int] | None = None) -> EmbeddingBlock:
+        """Stored vectors of the given threads (rows with no text have none), ordered
+        by thread then seq; with after_seq only rows whose seq is greater than the
+        thread's entry (for incremental caches)."""
+        raise NotImplementedError
+
+    def embedding_dim(self) -> int | None:
+        """The store's fixed vector dimension, None until a vector is stored."""
+        raise NotImplementedError
+
+    def search_messages(self, text: str, *, resource_id: str | None = None,
+                        thread_id: str | None = None, limit: int = 100) -> list[StoredMessage]:
+        """Case-insensitive substring search over message text."""
+        raise NotImplementedError
+
+    # -- working memory ------------------------------------------------------------
+    def get_working_memory(self, key: str) -> Any | None:
+        raise NotImplementedError
+
+    def put_working_memory(self, key: str, value: Any) -> None:
+        """Store a JSON value under "thread:<id>" or "resource:<id>"."""
+        raise NotImplementedError
+
+    def list_working_memory_keys(self) -> list[str]:
+        raise NotImplementedError
+
+    def delete_working_memory(self, key: str) -> bool:
+        """Delete one key; True when it existed."""
+        raise NotImplementedError
+
+    # -- observations --------------------------------------------------------------
+    def put_observation(self, observation: Observation) -> None:
+        """Insert; an existing id is ignored (first write wins)."""
+        raise NotImplementedError
+
+    def list_observations(self, thread_id: str, *,
+                          include_condensed: bool = True) -> list[Observation]:
+        """In creation order (created_at, then id)."""
+        raise NotImplementedError
+
+    def mark_condensed(self, observation_ids: Sequence[str]) -> None:
+        raise NotImplementedError
+
+    # -- erasure (memory side only; Storage.erase_* also clears the journal) --------
+    def delete_thread(self, thread_id: str) -> ErasureReport:
+        raise NotImplementedError
+
+
+class RunJournal:
+    """Port: first-write-wins JSON key/value log, and the runs table."""
+
+    def put_if_absent(self, key: str, value: Any) -> bool:
+        """Write value under key unless the key exists; True when this call wrote.
+        A value that is not JSON-serialisable raises InvalidInputError."""
+        raise NotImplementedError
+
+    def get(self, key: str) -> Any | None:
+        raise NotImplementedError
+
+    def list(self, prefix: str) -> list[tuple[str, Any]]:
+        """Entries whose key starts with prefix, in the order they were written."""
+        raise NotImplementedError
+
+    def delete(self, prefix: str) -> int:
+        """Delete entries whose key starts with prefix; returns how many."""
+        raise NotImplementedError
+
+    def has(self, key: str) -> bool:
+        return self.get(key) is not None
+
+    # -- runs ------------------------------------------------------------------------
+    def start_run(self, run: RunRecord) -> bool:
+        """Insert the run unless it exists (a resumed run keeps its first record);
+        True when inserted."""
+        raise NotImplementedError
+
+    def set_run_status(self, run_id: str, status: RunStatus, *,
+                       finished_at: datetime | None = None, error: str | None = None) -> None:
+        raise NotImplementedError
+
+    def get_run(self, run_id: str) -> RunRecord | None:
+        raise NotImplementedError
+
+    def require_run(self, run_id: str) -> RunRecord:
+        from memory_core.errors import NotFoundError
+
+        r = self.get_run(run_id)
+        if r is None:
+            raise NotFoundError(f"run '{run_id}' does not exist")
+        return r
+
+    def list_runs(self, *, thread_id: str | None = None,
+                  resource_id: str | None = None) -> list[RunRecord]:
+        """Ordered by started_at ascending, then run_id."""
+        raise NotImplementedError
+
+    def delete_runs(self, run_ids: Sequence[str]) -> int:
+        raise NotImplementedError
+
+
+class Storage:
+    """An adapter: both ports, plus erasure that spans them."""
+
+    memory: MemoryStore
+    runs: RunJournal
+
+    def close(self) -> None:  # pragma: no cover - adapters override when needed
+        pass
+
+    def __enter__(self) -> Storage:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def erase_thread(self, thread_id: str) -> ErasureReport:
+        """Remove a thread, its messages, embeddings, working memory, observations,
+        its runs and every journal record of them (run keys and om:<thread>: keys)."""
+        self.memory.require_thread(thread_id)
+        run_ids = [r.run_id for r in self.runs.list_runs(thread_id=thread_id)]
+        report = self.memory.delete_thread(thread_id)
+        journal = 0
+        for rid in run_ids:
+            journal += self.runs.delete(f"{rid}:")
+        journal += self.runs.delete(f"om:{thread_id}:")
+        report.journal_entries = journal
+        report.runs = self.runs.delete_runs(run_ids)
+        return report
+
+    def erase_resource(self, resource_id: str) -> ErasureReport:
+        """Erase every thread of the resource and the resource's working memory."""
+        if not resource_id:
+            raise InvalidInputError("resource_id must be a non-empty string")
+        total = ErasureReport()
+        for t in self.memory.list_threads(resource_id):
+            r = self.erase_thread(t.id)
+            total.threads += r.threads
+            total.messages += r.messages
+            total.embeddings += r.embeddings
+            total.working_memory += r.working_memory
+            total.observations += r.observations
+            total.journal_entries += r.journal_entries
+            total.runs += r.runs
+        # runs of the resource that had no thread
+        orphan = [r.run_id for r in self.runs.list_runs(resource_id=resource_id)]
+        for rid in orphan:
+            total.journal_entries += self.runs.delete(f"{rid}:")
+        total.runs += self.runs.delete_runs(orphan)
+        key = f"{RESOURCE_WM_PREFIX}{resource_id}"
+        if self.memory.delete_working_memory(key):
+            total.working_memory.append(key)
+        return total

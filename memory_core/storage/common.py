@@ -1,0 +1,118 @@
+"""Pieces every adapter shares: the clock and id sources, thread-id generation,
+validation of append batches and journal values."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+import time
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+
+from memory_core.errors import InvalidInputError
+from memory_core.types import AppendRow, canonical_json
+
+Clock = Callable[[], datetime]
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _base36(n: int) -> str:
+    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
+    out = ""
+    while True:
+        n, r = divmod(n, 36)
+        out = digits[r] + out
+        if n == 0:
+            return out
+
+
+class ThreadIdFactory:
+    """Generates ``th-<time36>-<n36>-<rand5>`` ids (SPEC §2.1). Inject a seeded
+    ``random.Random`` and a clock for reproducible ids."""
+
+    def __init__(self, clock: Clock = utc_now, rng: random.Random | None = None) -> None:
+        self._clock = clock
+        self._rng = rng or random.Random()
+        self._counter = itertools.count()
+
+    def __call__(self) -> str:
+        millis = int(self._clock().timestamp() * 1000)
+        rand = "".join(self._rng.choice("0123456789abcdefghijklmnopqrstuvwxyz") for _ in range(5))
+        return f"th-{_base36(millis)}-{_base36(next(self._counter))}-{rand}"
+
+
+def validate_batch(thread_id: str, rows: Sequence[AppendRow],
+                   dim: int | None) -> tuple[bool, int | None]:
+    """Check a batch before anything is written. Returns (explicit, dim) where
+    explicit says whether rows carry their own seq and dim the batch's vector size."""
+    if not isinstance(thread_id, str) or not thread_id:
+        raise InvalidInputError(f"thread_id must be a non-empty string, got {thread_id!r}")
+    for r in rows:
+        if not isinstance(r, AppendRow):
+            raise InvalidInputError(f"append expects AppendRow items, got {type(r).__name__}")
+    explicit = [r.seq is not None for r in rows]
+    if any(explicit) and not all(explicit):
+        raise InvalidInputError(
+            f"batch for thread '{thread_id}' mixes rows with and without seq "
+            f"(explicit at positions {[i for i, e in enumerate(explicit) if e]}); "
+            "give every row a seq or none")
+    if all(explicit):
+        seqs = [r.seq for r in rows]
+        if len(set(seqs)) != len(seqs):
+            raise InvalidInputError(f"batch for thread '{thread_id}' repeats a seq: {seqs}")
+    batch_dim = dim
+    for i, r in enumerate(rows):
+        if r.embedding is None:
+            continue
+        d = int(r.embedding.shape[0])
+        if d == 0:
+            raise InvalidInputError(f"row {i}: embedding is empty")
+        if batch_dim is None:
+            batch_dim = d
+        elif d != batch_dim:
+            raise InvalidInputError(
+                f"row {i}: embedding has dimension {d}, but this store holds "
+                f"{batch_dim}-dimensional vectors")
+    return bool(rows) and all(explicit), batch_dim
+
+
+def encode_json(key: str, value: Any) -> str:
+    """Serialise a journal value, naming the key when it is not JSON."""
+    try:
+        return canonical_json(value)
+    except (TypeError, ValueError) as e:
+        raise InvalidInputError(
+            f"journal value for key '{key}' is not JSON-serialisable: {e}") from e
+
+
+def decode_json(text: str) -> Any:
+    return json.loads(text)
+
+
+def encode_vector(v: np.ndarray) -> bytes:
+    return np.ascontiguousarray(v, dtype=np.float32).tobytes()
+
+
+def decode_vectors(blobs: Sequence[bytes], dim: int) -> np.ndarray:
+    if not blobs:
+        return np.zeros((0, dim), dtype=np.float32)
+    return np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), dim).copy()
+
+
+def tick_after(clock: Clock, last: datetime | None) -> datetime:
+    """A timestamp from the clock that never goes backwards relative to ``last``."""
+    now = clock()
+    if last is not None and now < last:
+        return last
+    return now
+
+
+def monotonic_ns() -> int:
+    return time.monotonic_ns()

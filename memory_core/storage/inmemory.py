@@ -1,0 +1,354 @@
+"""InMemoryStorage: the reference adapter, plain Python structures behind one lock.
+
+It defines the behaviour every other adapter must match (the conformance suite runs
+against it first); nothing survives the process.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from memory_core.errors import InvalidInputError, NotFoundError
+from memory_core.storage.base import EmbeddingBlock, MemoryStore, RunJournal, Storage
+from memory_core.storage.common import (
+    Clock,
+    ThreadIdFactory,
+    decode_json,
+    encode_json,
+    utc_now,
+    validate_batch,
+)
+from memory_core.types import (
+    AppendRow,
+    ErasureReport,
+    Observation,
+    RunRecord,
+    RunStatus,
+    StoredMessage,
+    Thread,
+)
+
+
+def _thread_order(threads: list[Thread]) -> list[Thread]:
+    threads = sorted(threads, key=lambda t: t.id)
+    return sorted(threads, key=lambda t: t.created_at, reverse=True)
+
+
+class _Row:
+    __slots__ = ("msg", "vec")
+
+    def __init__(self, msg: StoredMessage, vec: np.ndarray | None) -> None:
+        self.msg = msg
+        self.vec = vec
+
+
+class InMemoryMemoryStore(MemoryStore):
+    def __init__(self, lock: threading.RLock, clock: Clock, ids: ThreadIdFactory) -> None:
+        self._lock = lock
+        self._clock = clock
+        self._ids = ids
+        self._threads: dict[str, Thread] = {}
+        self._rows: dict[str, dict[int, _Row]] = {}
+        self._wm: dict[str, Any] = {}
+        self._obs: dict[str, Observation] = {}
+        self._dim: int | None = None
+
+    # -- threads
+    def create_thread(self, thread_id: str | None = None, *, resource_id: str | None = None,
+                      title: str | None = None, metadata: dict[str, Any] | None = None,
+                      parent_thread_id: str | None = None) -> Thread:
+        with self._lock:
+            tid = thread_id or self._ids()
+            if not isinstance(tid, str):
+                raise InvalidInputError(f"thread id must be a string, got {tid!r}")
+            if tid in self._threads:
+                raise InvalidInputError(f"thread '{tid}' already exists")
+            now = self._clock()
+            t = Thread(id=tid, resource_id=resource_id, title=title,
+                       metadata=dict(metadata or {}), parent_thread_id=parent_thread_id,
+                       created_at=now, updated_at=now)
+            self._threads[tid] = t
+            self._rows[tid] = {}
+            return t.model_copy(deep=True)
+
+    def get_thread(self, thread_id: str) -> Thread | None:
+        with self._lock:
+            t = self._threads.get(thread_id)
+            return t.model_copy(deep=True) if t else None
+
+    def list_threads(self, resource_id: str | None = None) -> list[Thread]:
+        with self._lock:
+            ts = [t.model_copy(deep=True) for t in self._threads.values()
+                  if resource_id is None or t.resource_id == resource_id]
+        return _thread_order(ts)
+
+    def list_resources(self) -> list[str]:
+        with self._lock:
+            return sorted({t.resource_id for t in self._threads.values() if t.resource_id})
+
+    def update_thread(self, thread_id: str, *, title: str | None = None,
+                      metadata: dict[str, Any] | None = None,
+                      resource_id: str | None = None) -> Thread:
+        with self._lock:
+            t = self._threads.get(thread_id)
+            if t is None:
+                raise NotFoundError(f"thread '{thread_id}' does not exist")
+            patch: dict[str, Any] = {"updated_at": max(self._clock(), t.updated_at)}
+            if title is not None:
+                patch["title"] = title
+            if metadata is not None:
+                patch["metadata"] = {**t.metadata, **metadata}
+            if resource_id is not None:
+                patch["resource_id"] = resource_id
+            nt = t.model_copy(update=patch, deep=True)
+            self._threads[thread_id] = nt
+            for row in self._rows[thread_id].values():
+                if resource_id is not None:
+                    row.msg = row.msg.model_copy(update={"resource_id": resource_id})
+            return nt.model_copy(deep=True)
+
+    def clone_thread(self, source_id: str, new_id: str | None = None, *,
+                     resource_id: str | None = None) -> Thread:
+        with self._lock:
+            src = self.require_thread(source_id)
+            rid = resource_id or src.resource_id or "default"
+            t = self.create_thread(new_id, resource_id=rid, title=src.title,
+                                   metadata=src.metadata, parent_thread_id=source_id)
+            for seq, row in self._rows[source_id].items():
+                m = row.msg.model_copy(update={"thread_id": t.id, "resource_id": rid}, deep=True)
+                self._rows[t.id][seq] = _Row(m, None if row.vec is None else row.vec.copy())
+            wm = self._wm.get(f"thread:{source_id}")
+            if wm is not None:
+                self._wm[f"thread:{t.id}"] = copy.deepcopy(wm)
+            for o in list(self._obs.values()):
+                if o.thread_id == source_id:
+                    no = o.model_copy(update={"thread_id": t.id, "id": f"{t.id}/{o.id}"},
+                                      deep=True)
+                    self._obs[no.id] = no
+            return t
+
+    # -- messages
+    def append_messages(self, thread_id: str, rows: Sequence[AppendRow]) -> list[int]:
+        with self._lock:
+            explicit, dim = validate_batch(thread_id, rows, self._dim)
+            thread = self.require_thread(thread_id)
+            store = self._rows[thread_id]
+            next_seq = (max(store) + 1) if store else 0
+            staged: list[tuple[int, _Row]] = []
+            seqs: list[int] = []
+            for r in rows:
+                seq = r.seq if explicit else next_seq
+                assert seq is not None
+                if not explicit:
+                    next_seq += 1
+                seqs.append(seq)
+                if seq in store:
+                    continue
+                m = StoredMessage(role=r.message.role, content=r.message.content,
+                                  metadata=r.message.metadata, thread_id=thread_id,
+                                  resource_id=thread.resource_id, seq=seq,
+                                  created_at=r.created_at or self._clock(), run_id=r.run_id)
+                staged.append((seq, _Row(m.model_copy(deep=True),
+                                         None if r.embedding is None else r.embedding.copy())))
+            for seq, row in staged:
+                store[seq] = row
+            if dim is not None and self._dim is None and any(r.vec is not None for _, r in staged):
+                self._dim = dim
+            return seqs
+
+    def get_messages(self, thread_id: str, *, from_seq: int | None = None,
+                     to_seq: int | None = None,
+                     seqs: Sequence[int] | None = None) -> list[StoredMessage]:
+        with self._lock:
+            store = self._rows.get(thread_id, {})
+            if seqs is not None:
+                keys = sorted({s for s in seqs if s in store})
+            else:
+                keys = sorted(s for s in store
+                              if (from_seq is None or s >= from_seq)
+                              and (to_seq is None or s <= to_seq))
+            return [store[k].msg.model_copy(deep=True) for k in keys]
+
+    def count_messages(self, thread_id: str) -> int:
+        with self._lock:
+            return len(self._rows.get(thread_id, {}))
+
+    def max_seq(self, thread_id: str) -> int:
+        with self._lock:
+            store = self._rows.get(thread_id, {})
+            return max(store) if store else -1
+
+    def get_embeddings(self, thread_ids: Sequence[str], *,
+                       after_seq: dict[str, int] | None = None) -> EmbeddingBlock:
+        with self._lock:
+            tids: list[str] = []
+            seqs: list[int] = []
+            vecs: list[np.ndarray] = []
+            for tid in sorted(set(thread_ids)):
+                lo = (after_seq or {}).get(tid, -1)
+                for seq in sorted(self._rows.get(tid, {})):
+                    row = self._rows[tid][seq]
+                    if seq > lo and row.vec is not None:
+                        tids.append(tid)
+                        seqs.append(seq)
+                        vecs.append(row.vec)
+            dim = self._dim or 0
+            mat = np.vstack(vecs).astype(np.float32) if vecs else np.zeros((0, dim), np.float32)
+            return EmbeddingBlock(np.array(tids, dtype=object), np.array(seqs, dtype=np.int64),
+                                  mat)
+
+    def embedding_dim(self) -> int | None:
+        with self._lock:
+            return self._dim
+
+    def search_messages(self, text: str, *, resource_id: str | None = None,
+                        thread_id: str | None = None, limit: int = 100) -> list[StoredMessage]:
+        needle = text.lower()
+        out: list[StoredMessage] = []
+        with self._lock:
+            for t in self.list_threads(resource_id):
+                if thread_id is not None and t.id != thread_id:
+                    continue
+                for seq in sorted(self._rows[t.id]):
+                    m = self._rows[t.id][seq].msg
+                    if needle and needle in (m.text() or "").lower():
+                        out.append(m.model_copy(deep=True))
+        out.sort(key=lambda m: (m.created_at, m.thread_id, m.seq))
+        return out[:limit]
+
+    # -- working memory
+    def get_working_memory(self, key: str) -> Any | None:
+        with self._lock:
+            return copy.deepcopy(self._wm.get(key))
+
+    def put_working_memory(self, key: str, value: Any) -> None:
+        encode_json(key, value)
+        with self._lock:
+            self._wm[key] = copy.deepcopy(value)
+
+    def list_working_memory_keys(self) -> list[str]:
+        with self._lock:
+            return sorted(self._wm)
+
+    def delete_working_memory(self, key: str) -> bool:
+        with self._lock:
+            return self._wm.pop(key, None) is not None
+
+    # -- observations
+    def put_observation(self, observation: Observation) -> None:
+        with self._lock:
+            self._obs.setdefault(observation.id, observation.model_copy(deep=True))
+
+    def list_observations(self, thread_id: str, *,
+                          include_condensed: bool = True) -> list[Observation]:
+        with self._lock:
+            obs = [o.model_copy(deep=True) for o in self._obs.values()
+                   if o.thread_id == thread_id and (include_condensed or not o.condensed)]
+        return sorted(obs, key=lambda o: (o.created_at, o.id))
+
+    def mark_condensed(self, observation_ids: Sequence[str]) -> None:
+        with self._lock:
+            for oid in observation_ids:
+                if oid in self._obs:
+                    self._obs[oid] = self._obs[oid].model_copy(update={"condensed": True})
+
+    # -- erasure
+    def delete_thread(self, thread_id: str) -> ErasureReport:
+        with self._lock:
+            self.require_thread(thread_id)
+            rows = self._rows.pop(thread_id)
+            del self._threads[thread_id]
+            wm = []
+            for key in (f"thread:{thread_id}",):
+                if self._wm.pop(key, None) is not None:
+                    wm.append(key)
+            obs = [oid for oid, o in self._obs.items() if o.thread_id == thread_id]
+            for oid in obs:
+                del self._obs[oid]
+            return ErasureReport(threads=[thread_id], messages=len(rows),
+                                 embeddings=sum(1 for r in rows.values() if r.vec is not None),
+                                 working_memory=wm, observations=len(obs))
+
+
+class InMemoryRunJournal(RunJournal):
+    def __init__(self, lock: threading.RLock) -> None:
+        self._lock = lock
+        self._entries: dict[str, str] = {}  # insertion-ordered
+        self._runs: dict[str, RunRecord] = {}
+
+    def put_if_absent(self, key: str, value: Any) -> bool:
+        if not isinstance(key, str) or not key:
+            raise InvalidInputError(f"journal key must be a non-empty string, got {key!r}")
+        text = encode_json(key, value)
+        with self._lock:
+            if key in self._entries:
+                return False
+            self._entries[key] = text
+            return True
+
+    def get(self, key: str) -> Any | None:
+        with self._lock:
+            text = self._entries.get(key)
+        return None if text is None else decode_json(text)
+
+    def list(self, prefix: str) -> list[tuple[str, Any]]:
+        with self._lock:
+            items = [(k, v) for k, v in self._entries.items() if k.startswith(prefix)]
+        return [(k, decode_json(v)) for k, v in items]
+
+    def delete(self, prefix: str) -> int:
+        with self._lock:
+            keys = [k for k in self._entries if k.startswith(prefix)]
+            for k in keys:
+                del self._entries[k]
+            return len(keys)
+
+    def start_run(self, run: RunRecord) -> bool:
+        with self._lock:
+            if run.run_id in self._runs:
+                return False
+            self._runs[run.run_id] = run.model_copy(deep=True)
+            return True
+
+    def set_run_status(self, run_id: str, status: RunStatus, *,
+                       finished_at: datetime | None = None, error: str | None = None) -> None:
+        with self._lock:
+            r = self.require_run(run_id)
+            self._runs[run_id] = r.model_copy(
+                update={"status": status, "finished_at": finished_at, "error": error})
+
+    def get_run(self, run_id: str) -> RunRecord | None:
+        with self._lock:
+            r = self._runs.get(run_id)
+            return r.model_copy(deep=True) if r else None
+
+    def list_runs(self, *, thread_id: str | None = None,
+                  resource_id: str | None = None) -> list[RunRecord]:
+        with self._lock:
+            rs = [r.model_copy(deep=True) for r in self._runs.values()
+                  if (thread_id is None or r.thread_id == thread_id)
+                  and (resource_id is None or r.resource_id == resource_id)]
+        return sorted(rs, key=lambda r: (r.started_at, r.run_id))
+
+    def delete_runs(self, run_ids: Sequence[str]) -> int:
+        with self._lock:
+            n = 0
+            for rid in run_ids:
+                if self._runs.pop(rid, None) is not None:
+                    n += 1
+            return n
+
+
+class InMemoryStorage(Storage):
+    """Both ports in plain Python structures; ``clock`` and ``ids`` are injectable."""
+
+    def __init__(self, *, clock: Clock = utc_now, ids: ThreadIdFactory | None = None) -> None:
+        lock = threading.RLock()
+        self.memory = InMemoryMemoryStore(lock, clock, ids or ThreadIdFactory(clock))
+        self.runs = InMemoryRunJournal(lock)

@@ -1,0 +1,191 @@
+"""Typed records shared by every layer: messages and their parts, threads,
+observations, working-memory records, runs and erasure reports."""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+Role = Literal["system", "user", "assistant", "tool"]
+ROLES: tuple[str, ...] = ("system", "user", "assistant", "tool")
+
+
+class TextPart(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    type: Literal["text"] = "text"
+    text: str
+
+
+class ToolCallPart(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    type: Literal["tool-call"] = "tool-call"
+    id: str
+    name: str
+    args: Any = Field(default_factory=dict)
+
+
+class ToolResultPart(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    type: Literal["tool-result"] = "tool-result"
+    call_id: str
+    name: str
+    result: Any = None
+
+
+Part = Annotated[TextPart | ToolCallPart | ToolResultPart, Field(discriminator="type")]
+
+
+class Message(BaseModel):
+    """A chat message: a role and either a string or a list of parts."""
+
+    model_config = ConfigDict(extra="forbid")
+    role: Role = "user"
+    content: str | list[Part] = ""
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    # -- derived views (SPEC §1.2) -------------------------------------------------
+    def text(self) -> str | None:
+        """The recallable text: a non-empty string, or the text parts joined by one
+        space. Pure tool-call / tool-result messages have none."""
+        if isinstance(self.content, str):
+            return self.content or None
+        joined = " ".join(p.text for p in self.content if isinstance(p, TextPart))
+        return joined or None
+
+    @property
+    def parts(self) -> list[TextPart | ToolCallPart | ToolResultPart]:
+        if isinstance(self.content, str):
+            return [TextPart(text=self.content)] if self.content else []
+        return list(self.content)
+
+    def tool_calls(self) -> list[ToolCallPart]:
+        return [p for p in self.parts if isinstance(p, ToolCallPart)]
+
+    def tool_results(self) -> list[ToolResultPart]:
+        return [p for p in self.parts if isinstance(p, ToolResultPart)]
+
+    def canonical_json(self) -> str:
+        """A byte-stable JSON form (sorted keys, no spaces) used for hashing and replay."""
+        return canonical_json(self.model_dump(mode="json"))
+
+
+class StoredMessage(Message):
+    """A message as the store holds it: its thread, its dense per-thread seq, when it
+    was written and by which run."""
+
+    thread_id: str
+    resource_id: str | None = None
+    seq: int
+    created_at: datetime
+    run_id: str | None = None
+
+    def as_message(self) -> Message:
+        return Message(role=self.role, content=self.content, metadata=self.metadata)
+
+    @property
+    def ref(self) -> tuple[str, int]:
+        return (self.thread_id, self.seq)
+
+
+class AppendRow(BaseModel):
+    """One row of an append batch. Without ``seq`` the store assigns the next one;
+    with it the write is idempotent (a repeated thread+seq is ignored)."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+    message: Message
+    seq: int | None = None
+    created_at: datetime | None = None
+    run_id: str | None = None
+    embedding: np.ndarray | None = None
+
+    @field_validator("embedding", mode="before")
+    @classmethod
+    def _as_float32(cls, v: Any) -> np.ndarray | None:
+        if v is None:
+            return None
+        arr = np.asarray(v, dtype=np.float32)
+        if arr.ndim != 1:
+            raise ValueError(f"embedding must be a 1-d vector, got shape {arr.shape}")
+        if not np.all(np.isfinite(arr)):
+            raise ValueError("embedding contains NaN or infinity")
+        return arr
+
+    @field_validator("seq")
+    @classmethod
+    def _non_negative(cls, v: int | None) -> int | None:
+        if v is not None and v < 0:
+            raise ValueError(f"seq must be >= 0, got {v}")
+        return v
+
+
+class Thread(BaseModel):
+    id: str
+    resource_id: str | None = None
+    title: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    parent_thread_id: str | None = None
+    created_at: datetime
+    updated_at: datetime
+
+
+class Observation(BaseModel):
+    """Text distilled from a thread's messages ``from_seq..to_seq`` (level 0, by the
+    observer) or from other observations (level 1+, by the reflector)."""
+
+    id: str
+    thread_id: str
+    from_seq: int | None = None
+    to_seq: int | None = None
+    level: int = 0
+    text: str
+    source_ids: list[str] = Field(default_factory=list)
+    created_at: datetime
+    condensed: bool = False
+
+
+class WorkingMemoryRecord(BaseModel):
+    key: str  # "thread:<id>" or "resource:<id>"
+    value: Any
+    updated_at: datetime
+
+
+RunStatus = Literal["running", "completed", "failed"]
+
+
+class RunRecord(BaseModel):
+    run_id: str
+    agent: str
+    thread_id: str | None = None
+    resource_id: str | None = None
+    status: RunStatus = "running"
+    started_at: datetime
+    finished_at: datetime | None = None
+    error: str | None = None
+
+
+class ErasureReport(BaseModel):
+    """What an erasure removed, counted per kind."""
+
+    threads: list[str] = Field(default_factory=list)
+    messages: int = 0
+    embeddings: int = 0
+    working_memory: list[str] = Field(default_factory=list)
+    observations: int = 0
+    journal_entries: int = 0
+    runs: int = 0
+
+
+def canonical_json(value: Any) -> str:
+    """JSON with sorted keys and no whitespace; raises on NaN/inf so what is
+    recorded can always be read back byte-identically."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                      allow_nan=False)
+
+
+def is_finite_number(x: Any) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
