@@ -125,6 +125,13 @@ class Memctx(BaseModel):
     settings: CompositionSettings
     incoming_count: int = 0
     echo_trimmed: int = 0
+    # highest seq of every thread in recall scope when composing: lets analysis rank a
+    # message exactly as it ranked then, ignoring what was written later
+    scope_snapshot: dict[str, int] = Field(default_factory=dict)
+    # "composed" by AgentMemory, or "imported" (reconstructed from a recorded request:
+    # fields that could not be known are listed in unknown_fields, never invented)
+    source: Literal["composed", "imported"] = "composed"
+    unknown_fields: list[str] = Field(default_factory=list)
 
 
 # -- previews (SPEC §6.2, §6.3) ---------------------------------------------------------

@@ -1,0 +1,49 @@
+"""One place that knows how to build every storage adapter for tests. The conformance
+suite (tests/conformance) is parametrized over ADAPTERS and runs unchanged on each."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memory_core.storage.base import Storage
+
+ADAPTERS = ["inmemory", "duckdb-memory", "duckdb-file", "sqlite", "postgres"]
+
+
+def make_storage(name: str, tmp_path: Path, **kwargs: Any) -> Storage:
+    if name == "inmemory":
+        from memory_core.storage.inmemory import InMemoryStorage
+
+        return InMemoryStorage(**kwargs)
+    if name == "duckdb-memory":
+        from memory_core.storage.duckdb import DuckDBStorage
+
+        return DuckDBStorage(":memory:", **kwargs)
+    if name == "duckdb-file":
+        from memory_core.storage.duckdb import DuckDBStorage
+
+        return DuckDBStorage(str(tmp_path / "conformance.duckdb"), **kwargs)
+    if name == "sqlite":
+        return _make_sqlite(tmp_path, **kwargs)
+    if name == "postgres":
+        return _make_postgres(tmp_path, **kwargs)
+    raise ValueError(f"unknown adapter {name!r}")
+
+
+def reopen_storage(name: str, tmp_path: Path, **kwargs: Any) -> Storage | None:
+    """A second handle on the same database, or None for adapters with no file."""
+    if name in ("inmemory", "duckdb-memory"):
+        return None
+    return make_storage(name, tmp_path, **kwargs)
+
+
+# -- SQL adapters (owned by the SQLite/PostgreSQL work) --------------------------------
+def _make_sqlite(tmp_path: Path, **kwargs: Any) -> Storage:
+    pytest.skip("SQLiteStorage not implemented yet")
+
+
+def _make_postgres(tmp_path: Path, **kwargs: Any) -> Storage:
+    pytest.skip("PostgresStorage not implemented yet")
