@@ -1,0 +1,129 @@
+"""Importing conversations recorded elsewhere (OpenAI chat-completions JSONL, OTLP/JSON
+GenAI spans) as threads, messages and reconstructed runs: ``import_file``.
+
+The whole file is parsed and validated before the first write; see docs/importing.md."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from contextlib import nullcontext
+from pathlib import Path
+
+from memory_core.embedders import Embedder, embedder_name
+from memory_core.errors import ImportFormatError, InvalidInputError
+from memory_core.importers.common import (
+    ImportFormat,
+    ImportReport,
+    ParsedFile,
+    Progress,
+    SkippedRecord,
+    resolve_tool_names,
+)
+from memory_core.importers.openai_jsonl import parse_openai_jsonl
+from memory_core.importers.otel import parse_otlp_json
+from memory_core.importers.threads import plan_threads
+from memory_core.importers.writer import embed_threads, run_records, write_all
+from memory_core.storage.base import Storage
+
+__all__ = ["ImportFormatError", "ImportReport", "SkippedRecord", "detect_format",
+           "import_file", "import_text", "run_id_for"]
+
+
+def detect_format(text: str) -> ImportFormat:
+    """OTLP/JSON when the document (or its first line) has ``resourceSpans``; else
+    OpenAI JSONL."""
+    stripped = text.lstrip()
+    try:
+        doc = json.loads(stripped)
+        if isinstance(doc, dict) and "resourceSpans" in doc:
+            return "otel"
+    except ValueError:
+        pass
+    first = next((ln for ln in stripped.splitlines() if ln.strip()), "")
+    try:
+        head = json.loads(first)
+    except ValueError:
+        return "openai"  # parsing will name the bad line
+    return "otel" if isinstance(head, dict) and "resourceSpans" in head else "openai"
+
+
+def run_id_for(sha1: str, index: int) -> str:
+    """Deterministic: the same file imports to the same run ids."""
+    return "imp-" + hashlib.sha1(f"{sha1}:{index}".encode()).hexdigest()[:12]
+
+
+def import_file(storage: Storage, path: str | Path, *, format: ImportFormat | None = None,
+                embed: Embedder | None = None, resource_id: str | None = None,
+                progress: Progress | None = None) -> ImportReport:
+    """Import one file. ``format`` None detects it; ``embed`` stores vectors for every
+    message with text (``progress(done, total)`` after each batch); ``resource_id``
+    puts every thread in that resource instead of the one the records name.
+
+    Raises ImportFormatError (naming the line or span) for a malformed file and
+    InvalidInputError when the file's thread ids collide with threads already stored;
+    in both cases nothing is written. Importing a file already imported is a no-op
+    whose report has ``already_imported=True``.
+    """
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except OSError as e:
+        raise InvalidInputError(f"cannot read import file '{p}': {e.strerror}") from e
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise ImportFormatError(f"file '{p}' is not UTF-8: {e}") from None
+    return import_text(storage, text, name=p.name, format=format, embed=embed,
+                       resource_id=resource_id, progress=progress, sha1=_sha1(data))
+
+
+def _sha1(data: bytes) -> str:
+    return hashlib.sha1(data).hexdigest()
+
+
+def import_text(storage: Storage, text: str, *, name: str = "<text>",
+                format: ImportFormat | None = None, embed: Embedder | None = None,
+                resource_id: str | None = None, progress: Progress | None = None,
+                sha1: str | None = None) -> ImportReport:
+    """``import_file`` on text already read (``name`` labels it in metadata)."""
+    if format not in (None, "openai", "otel"):
+        raise InvalidInputError(f"unknown import format {format!r} (expected 'openai', "
+                                "'otel' or None to detect)")
+    digest = sha1 or _sha1(text.encode("utf-8"))
+    fmt: ImportFormat = format or detect_format(text)
+    parsed: ParsedFile = parse_openai_jsonl(text) if fmt == "openai" else parse_otlp_json(text)
+    resolve_tool_names(parsed.exchanges)
+    report = ImportReport(format=fmt, file=name, sha1=digest, skipped=list(parsed.skipped))
+    report.skipped += [SkippedRecord(where=ex.where, reason=note)
+                       for ex in parsed.exchanges for note in ex.notes]
+    run_ids = [run_id_for(digest, ex.index) for ex in parsed.exchanges]
+    existing = [rid for rid in run_ids if storage.runs.get_run(rid) is not None]
+    if existing:
+        report.already_imported = True
+        report.skipped.append(SkippedRecord(
+            where="file", reason=f"already imported (run '{existing[0]}' exists); "
+                                 "erase its threads to import it again"))
+        return report
+
+    threads, runs = plan_threads(parsed.exchanges, f"imp-{digest[:8]}-", resource_id)
+    clash = [t.thread_id for t in threads if storage.memory.get_thread(t.thread_id)]
+    if clash:
+        raise InvalidInputError(
+            f"thread '{clash[0]}' already exists ({len(clash)} of the file's threads do); "
+            "the file's conversation ids collide with stored threads")
+    embedder = embedder_name(embed) if embed is not None else None
+    import_info = {"format": fmt, "file": name, "sha1": digest}
+    records = [run_records(rid, plan, embedder=embedder, import_info=import_info)
+               for rid, plan in zip(run_ids, runs, strict=True)]
+    vectors = embed_threads(threads, embed, progress)
+    dim = storage.memory.embedding_dim()
+    got = next(iter(vectors.values())).shape[0] if vectors else None
+    if dim is not None and got is not None and got != dim:
+        raise InvalidInputError(f"embedder {embedder!r} gives {got}-dimensional vectors but "
+                                f"this store holds {dim}-dimensional ones")
+    # one connection for the whole write where the adapter supports it (DuckDB files)
+    session = getattr(storage, "session", None)
+    with session() if callable(session) else nullcontext():
+        write_all(storage, threads, records, vectors, run_ids, import_info, report)
+    return report

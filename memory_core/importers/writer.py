@@ -1,0 +1,199 @@
+"""Turning planned threads and runs into store writes: messages (embedded in batches),
+run records and journal entries reconstructed honestly, with compensation on failure.
+
+Everything is computed before the first write; a write that fails midway erases
+what this import wrote, so nothing from the file remains."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from memory_core.embedders import Embedder, embedder_name
+from memory_core.errors import InvalidInputError
+from memory_core.importers.common import Exchange, ImportReport, Progress, undated
+from memory_core.importers.threads import RunPlan, ThreadPlan
+from memory_core.models.base import ModelResponse
+from memory_core.prompt import FrozenPrompt, PromptItem
+from memory_core.provenance import (
+    PROVENANCE_RECENT_CAP,
+    CompositionSettings,
+    LaneTokens,
+    Memctx,
+    MessageRef,
+    preview,
+)
+from memory_core.storage.base import Storage
+from memory_core.tokens import estimate_tokens
+from memory_core.types import (
+    AppendRow,
+    Message,
+    RunRecord,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+)
+
+EMBED_BATCH = 64
+# What a recorded request cannot tell: the recording system's memory decisions.
+UNKNOWN_FIELDS = ["recalled", "near_misses", "dropped", "settings", "settings.recall_enabled",
+                  "settings.top_k", "settings.threshold", "query", "recall_skipped",
+                  "working_memory", "observations", "scope_snapshot"]
+
+
+def _token_text(m: Message) -> str:
+    pieces: list[str] = []
+    for p in m.parts:
+        if isinstance(p, TextPart):
+            pieces.append(p.text)
+        elif isinstance(p, ToolCallPart):
+            pieces.append(f"{p.name}({json.dumps(p.args, ensure_ascii=False)})")
+        elif isinstance(p, ToolResultPart):
+            pieces.append(json.dumps(p.result, ensure_ascii=False))
+    return " ".join(pieces)
+
+
+def _tokens(msgs: Sequence[Message]) -> int:
+    return sum(estimate_tokens(_token_text(m)) for m in msgs)
+
+
+def _plain(m: Message) -> Message:
+    return Message(role=m.role, content=m.content, metadata=m.metadata)
+
+
+def run_records(run_id: str, plan: RunPlan, *, embedder: str | None,
+                import_info: dict[str, Any]) -> tuple[RunRecord, list[tuple[str, Any]]]:
+    """The run and its journal entries, in the order the runner would write them."""
+    ex: Exchange = plan.exchange
+    tid = plan.thread.thread_id
+    resource = plan.thread.resource_id
+    recent_idx = range(plan.input_from)
+    input_msgs = ex.history[plan.input_from:]
+    items: list[PromptItem] = [PromptItem(lane="instructions", message=_plain(m))
+                               for m in ex.instructions]
+    refs: list[MessageRef] = []
+    for i in recent_idx:
+        m, seq = ex.history[i], plan.history_seqs[i]
+        items.append(PromptItem(lane="recent", message=_plain(m), thread_id=tid, seq=seq))
+        refs.append(MessageRef(thread_id=tid, seq=seq, role=m.role, preview=preview(m)))
+    items += [PromptItem(lane="input", message=_plain(m)) for m in input_msgs]
+    recent_msgs = [ex.history[i] for i in recent_idx]
+    memctx = Memctx(
+        thread_id=tid, resource_id=resource,
+        recent_count=len(refs), recent=refs[-PROVENANCE_RECENT_CAP:],
+        tokens=LaneTokens(instructions=_tokens(ex.instructions), recent=_tokens(recent_msgs),
+                          input=_tokens(input_msgs)),
+        settings=CompositionSettings(recent_n=len(refs), recall_enabled=False,
+                                     embedder=embedder),
+        incoming_count=len(input_msgs),
+        source="imported", unknown_fields=list(UNKNOWN_FIELDS))
+    started = ex.started_at or undated(ex.index)
+    run = RunRecord(run_id=run_id, agent=ex.model or "imported", thread_id=tid,
+                    resource_id=resource, status="failed" if ex.error else "completed",
+                    started_at=started, finished_at=ex.finished_at or started, error=ex.error)
+    entries: list[tuple[str, Any]] = [
+        (f"{run_id}:import", {"v": 1, **import_info, "where": ex.where, "notes": ex.notes}),
+        (f"{run_id}:input", {"v": 1, "messages": [m.model_dump(mode="json")
+                                                  for m in map(_plain, input_msgs)]}),
+        (f"{run_id}:prompt", FrozenPrompt(items=items).to_json()),
+        (f"{run_id}:memctx", memctx.model_dump(mode="json")),
+        (f"{run_id}:persist:input", {"v": 1, "seqs": plan.history_seqs[plan.input_from:]}),
+    ]
+    if ex.response is not None:
+        resp = ex.response
+        usage_known = ex.usage_known
+        step = {"v": 1,
+                "response": ModelResponse(text=resp.text(), tool_calls=resp.tool_calls(),
+                                          usage=ex.usage, model=ex.model,
+                                          finish_reason=ex.finish_reason
+                                          ).model_dump(mode="json"),
+                "model": {"name": ex.model, "temperature": ex.temperature, "seed": ex.seed},
+                "usage_known": usage_known}
+        entries += [
+            (f"{run_id}:step:0", step),
+            (f"{run_id}:persist:output", {"v": 1, "seqs": [plan.response_seq]}),
+            (f"{run_id}:output", {"v": 1, "text": resp.text(), "steps": 1,
+                                  "tool_calls": len(resp.tool_calls())}),
+        ]
+    return run, entries
+
+
+def embed_threads(threads: Sequence[ThreadPlan], embed: Embedder | None,
+                  progress: Progress | None) -> dict[tuple[str, int], np.ndarray]:
+    """Vectors of every message with text, computed in batches before any write."""
+    if embed is None:
+        return {}
+    todo = [(t.thread_id, seq, m.text()) for t in threads for seq, m in enumerate(t.messages)]
+    items = [(tid, seq, text) for tid, seq, text in todo if text is not None]
+    out: dict[tuple[str, int], np.ndarray] = {}
+    total = len(items)
+    if progress is not None:
+        progress(0, total)
+    for lo in range(0, total, EMBED_BATCH):
+        chunk = items[lo:lo + EMBED_BATCH]
+        mat = np.asarray(embed([text for _, _, text in chunk]), dtype=np.float32)
+        if mat.ndim != 2 or mat.shape[0] != len(chunk):
+            raise InvalidInputError(f"embedder {embedder_name(embed)!r} returned shape "
+                                    f"{mat.shape} for {len(chunk)} texts")
+        for (tid, seq, _), vec in zip(chunk, mat, strict=True):
+            out[(tid, seq)] = vec
+        if progress is not None:
+            progress(min(lo + EMBED_BATCH, total), total)
+    return out
+
+
+def write_all(storage: Storage, threads: Sequence[ThreadPlan],
+              runs: Sequence[tuple[RunRecord, list[tuple[str, Any]]]],
+              vectors: dict[tuple[str, int], np.ndarray], run_ids: Sequence[str],
+              import_meta: dict[str, Any], report: ImportReport) -> None:
+    created_threads: list[str] = []
+    started_runs: list[str] = []
+    try:
+        for t in threads:
+            title = next((" ".join((m.text() or "").split())[:60] for m in t.messages
+                          if m.role == "user" and m.text()), None)
+            storage.memory.create_thread(
+                t.thread_id, resource_id=t.resource_id, title=title,
+                metadata={"import": {**import_meta, "key": t.key}})
+            created_threads.append(t.thread_id)
+            rows = [AppendRow(message=_plain(m), seq=seq, created_at=t.created_at[seq],
+                              run_id=None if t.first_run[seq] is None
+                              else run_ids[t.first_run[seq]],  # type: ignore[index]
+                              embedding=vectors.get((t.thread_id, seq)))
+                    for seq, m in enumerate(t.messages)]
+            if rows:
+                storage.memory.append_messages(t.thread_id, rows)
+            report.messages_stored += len(rows)
+            report.embeddings_stored += sum(1 for r in rows if r.embedding is not None)
+        for run, entries in runs:
+            started_runs.append(run.run_id)  # ids are ours: safe to erase if this fails
+            storage.runs.start_run(run)
+            for key, value in entries:
+                storage.runs.put_if_absent(key, value)
+    except BaseException:
+        _compensate(storage, created_threads, started_runs)
+        raise
+    report.threads_created = created_threads
+    report.runs_created = started_runs
+
+
+def _compensate(storage: Storage, threads: Sequence[str], runs: Sequence[str]) -> None:
+    """Best effort: every step is attempted even if an earlier one fails, since the
+    store that just failed may fail again."""
+    for rid in runs:
+        try:
+            storage.runs.delete(f"{rid}:")
+        except Exception:  # noqa: BLE001 - keep erasing the rest
+            pass
+        try:
+            storage.runs.delete_runs([rid])
+        except Exception:  # noqa: BLE001
+            pass
+    for tid in threads:
+        try:
+            storage.erase_thread(tid)
+        except Exception:  # noqa: BLE001
+            pass
