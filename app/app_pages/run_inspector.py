@@ -1,0 +1,162 @@
+"""Run inspector page: one run's composed prompt lane by lane with links to the
+source messages, its token bar, settings, near-miss score chart, steps and answer.
+
+URL: ``run?run=<id>`` opens the same run.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import streamlit as st
+
+from app import services
+from app.components import (
+    LANE_TITLES,
+    escape_md,
+    link_to_message,
+    literal,
+    score_chart,
+    set_query_params,
+    token_bar,
+)
+from memory_core.errors import NotFoundError
+
+st.title("Run inspector")
+url = services.current_url()
+
+try:
+    runs = services.cached_runs(url)
+except Exception as e:  # noqa: BLE001
+    st.error(services.friendly_error(e))
+    st.stop()
+
+wanted = services.query_param("run")
+if wanted and wanted not in {r.run_id for r in runs}:
+    st.error(f"run '{wanted}' does not exist in this database")
+    wanted = None
+if not runs:
+    st.info("No runs in this database yet.")
+    st.stop()
+
+threads = sorted({r.thread_id or "(no thread)" for r in runs})
+wanted_thread = next((r.thread_id or "(no thread)" for r in runs if r.run_id == wanted), None)
+col_thread, col_run = st.columns(2)
+thread = col_thread.selectbox("Thread", threads,
+                              index=threads.index(wanted_thread) if wanted_thread else 0)
+thread_runs = [r for r in runs if (r.thread_id or "(no thread)") == thread]
+run_ids = [r.run_id for r in thread_runs]
+status = {r.run_id: r.status for r in thread_runs}
+run_id = col_run.selectbox("Run", run_ids,
+                           index=run_ids.index(wanted) if wanted in run_ids else len(run_ids) - 1,
+                           format_func=lambda rid: f"{rid} ({status[rid]})")
+set_query_params({"run": run_id})
+
+try:
+    view = services.cached_run_view(url, run_id)
+except NotFoundError as e:
+    st.error(services.friendly_error(e))
+    st.stop()
+except Exception as e:  # noqa: BLE001
+    st.error(f"Cannot read run '{run_id}': {services.friendly_error(e)}")
+    st.stop()
+
+run = view.run
+st.subheader(f"Run {escape_md(run.run_id)}")
+meta = st.columns(4)
+meta[0].metric("Status", run.status)
+meta[1].metric("Agent", run.agent)
+meta[2].metric("Prompt tokens", view.total_tokens)
+meta[3].metric("Prompt messages", sum(len(lv.items) for lv in view.lanes
+                                      if lv.lane != "dropped"))
+if run.thread_id:
+    link_to_message(run.thread_id, None, label=f"thread {run.thread_id}")
+if view.error:
+    st.error(f"The run failed: {view.error}")
+for note in view.notes:
+    st.warning(note)
+if view.query:
+    st.caption("Recall query")
+    literal(view.query)
+
+st.markdown("#### Tokens by lane")
+st.plotly_chart(token_bar(view.lanes), key="token-bar")
+
+st.markdown("#### Lanes")
+tabs = st.tabs([f"{LANE_TITLES[lv.lane]} ({lv.total_count})" for lv in view.lanes])
+for tab, lv in zip(tabs, view.lanes, strict=True):
+    with tab:
+        st.caption(f"{len(lv.items)} item(s) · {lv.tokens} tokens")
+        if lv.lane == "dropped" and lv.total_count > len(lv.items):
+            st.caption(f"showing the first {len(lv.items)} of {lv.total_count} dropped")
+        if not lv.items:
+            st.text("(nothing in this lane)")
+        for i, item in enumerate(lv.items):
+            with st.container(border=True, key=f"lane-{lv.lane}-{i}"):
+                bits = [item.role]
+                if item.rank is not None:
+                    bits.append(f"rank {item.rank}")
+                if item.score is not None:
+                    bits.append(f"score {item.score:.3f}")
+                if item.origin:
+                    bits.append(f"origin {item.origin}")
+                if item.reason:
+                    bits.append(f"reason {item.reason}")
+                bits.append(f"{item.tokens} tokens")
+                st.caption(escape_md(" · ".join(bits)))
+                literal(item.text)
+                if item.thread_id is not None and item.seq is not None:
+                    link_to_message(item.thread_id, item.seq,
+                                    label=f"source: {item.thread_id} #{item.seq}")
+                for src in item.sources:
+                    if src.from_seq is not None:
+                        link_to_message(src.thread_id, src.from_seq, to_seq=src.to_seq,
+                                        label=f"observation {src.observation_id}: source "
+                                              f"{src.thread_id} #{src.from_seq}–{src.to_seq}")
+
+st.markdown("#### Settings")
+if view.settings:
+    st.dataframe(pd.DataFrame([{"setting": k, "value": v if isinstance(v, str)
+                                else json.dumps(v, ensure_ascii=False)}
+                               for k, v in view.settings.items()]),
+                 hide_index=True, width="stretch", height=35 * (len(view.settings) + 1) + 3)
+else:
+    st.text("(no settings recorded)")
+
+st.markdown("#### Recall scores")
+if view.recall_skipped:
+    st.info(f"Recall did not run: {view.recall_skipped}")
+if view.candidates:
+    st.plotly_chart(score_chart(view.candidates, view.threshold, view.top_k), key="scores")
+    st.dataframe(pd.DataFrame([{"rank": c.rank, "score": round(c.score, 4),
+                                "status": c.status, "thread": c.thread_id, "seq": c.seq,
+                                "filter clause": c.filter_clause or "",
+                                "preview": c.preview} for c in view.candidates]),
+                 hide_index=True, width="stretch")
+else:
+    st.text("(no recall candidates recorded)")
+
+st.markdown("#### Model steps")
+if not view.steps:
+    st.text("(no model steps recorded)")
+for s in view.steps:
+    label = (f"Step {s.n} · {s.model.get('name', '?')} · "
+             f"{s.input_tokens} in / {s.output_tokens} out")
+    with st.expander(escape_md(label), expanded=True):
+        if s.text:
+            literal(s.text)
+        for call in s.tool_calls:
+            st.text(call)
+if view.tool_calls:
+    st.markdown("#### Tool calls")
+    st.dataframe(pd.DataFrame([{"call": t.call_id, "name": t.name, "args": t.args,
+                                "status": t.status, "result": t.result,
+                                "error": t.error or ""} for t in view.tool_calls]),
+                 hide_index=True, width="stretch")
+
+st.markdown("#### Answer")
+if view.answer is not None:
+    literal(view.answer)
+else:
+    st.text("(no answer recorded)")

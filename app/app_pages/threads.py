@@ -1,0 +1,115 @@
+"""Threads page: resources → threads → messages in seq order (paged), with search
+across a resource and links from each message to the runs that used it.
+
+URL: ``?resource=<id>&thread=<id>&seq=<n>`` selects the same view.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import streamlit as st
+
+from app import services
+from app.components import escape_md, link_to_message, link_to_run, literal, set_query_params
+from memory_core.views import DEFAULT_PAGE_SIZE, page_of_seq
+
+st.title("Threads")
+url = services.current_url()
+
+try:
+    resources = services.cached_resources(url)
+except Exception as e:  # noqa: BLE001
+    st.error(services.friendly_error(e))
+    st.stop()
+
+if not resources:
+    st.info("This database has no threads yet. Run an agent against it, or build the demo "
+            "database with `make demo`.")
+    st.stop()
+
+wanted_thread = services.query_param("thread")
+wanted_resource = services.query_param("resource")
+if wanted_thread and not wanted_resource:
+    # a link that names only the thread: find its resource
+    for r in resources:
+        if any(t.thread_id == wanted_thread for t in services.cached_thread_summaries(url, r)):
+            wanted_resource = r
+            break
+if wanted_resource and wanted_resource not in resources:
+    st.error(f"resource '{wanted_resource}' does not exist in this database")
+    wanted_resource = None
+
+resource = st.selectbox("Resource", resources,
+                        index=resources.index(wanted_resource) if wanted_resource else 0)
+summaries = services.cached_thread_summaries(url, resource)
+
+st.subheader(f"Threads of {escape_md(str(resource))}")
+st.dataframe(pd.DataFrame([{
+    "thread": t.thread_id, "title": t.title or "", "messages": t.message_count,
+    "runs": t.run_count, "last activity": t.last_activity} for t in summaries]),
+    hide_index=True, width="stretch")
+
+with st.expander("Search messages in this resource", expanded=bool(services.query_param("q"))):
+    query = st.text_input("Text to find", value=services.query_param("q") or "", key="search")
+    set_query_params({"q": query.strip() or None})
+    if query.strip():
+        hits = services.cached_search(url, resource, query)
+        st.caption(f"{len(hits)} message(s) found")
+        if hits:
+            st.dataframe(pd.DataFrame([{"thread": h.thread_id, "seq": h.seq, "role": h.role,
+                                        "text": h.text} for h in hits]),
+                         hide_index=True, width="stretch")
+            for h in hits[:20]:
+                link_to_message(h.thread_id, h.seq,
+                                label=f"open {h.thread_id} #{h.seq} ({h.role})")
+
+thread_ids = [t.thread_id for t in summaries]
+if not thread_ids:
+    st.info("This resource has no threads.")
+    st.stop()
+if wanted_thread and wanted_thread not in thread_ids:
+    if resource == wanted_resource:  # the URL named it; after a resource change, drop it
+        st.error(f"thread '{wanted_thread}' does not exist in resource '{resource}'")
+    wanted_thread = None
+titles = {t.thread_id: t.title for t in summaries}
+thread = st.selectbox("Thread", thread_ids,
+                      index=thread_ids.index(wanted_thread) if wanted_thread else 0,
+                      format_func=lambda tid: f"{titles[tid] or '(untitled)'} · {tid}")
+
+wanted_seq = services.query_param("seq")
+focus_seq = int(wanted_seq) if wanted_seq and wanted_seq.isdigit() else None
+focus_to = services.query_param("to")
+focus_end = int(focus_to) if focus_to and focus_to.isdigit() else focus_seq
+if thread != wanted_thread:
+    focus_seq = focus_end = None  # the user picked another thread: drop the old focus
+
+first = services.cached_thread_messages(url, thread, 1, DEFAULT_PAGE_SIZE)
+start_page = min(page_of_seq(focus_seq), first.page_count) if focus_seq is not None else 1
+page = int(st.number_input(f"Page (of {first.page_count})", min_value=1,
+                           max_value=first.page_count, value=start_page, step=1,
+                           key=f"page:{thread}:{focus_seq}"))
+set_query_params({"resource": resource, "thread": thread,
+                  "seq": str(focus_seq) if focus_seq is not None else None,
+                  "to": str(focus_end) if focus_end not in (None, focus_seq) else None})
+
+msgs = first if page == 1 else services.cached_thread_messages(url, thread, page,
+                                                               DEFAULT_PAGE_SIZE)
+st.caption(f"{msgs.total} messages · page {msgs.page} of {msgs.page_count} · "
+           f"{DEFAULT_PAGE_SIZE} per page")
+for m in msgs.messages:
+    focused = (focus_seq is not None and focus_end is not None
+               and focus_seq <= m.seq <= focus_end)
+    with st.container(border=True, key=f"msg-{m.seq}"):
+        head = f"#{m.seq} · {m.role} · {m.created_at:%Y-%m-%d %H:%M:%S}"
+        if m.written_by_run:
+            head += f" · written by run {m.written_by_run}"
+        if focused:
+            head = "▶ " + head
+        st.caption(escape_md(head))
+        literal(m.text)
+        if m.metadata:
+            st.text("metadata: " + json.dumps(m.metadata, ensure_ascii=False, sort_keys=True))
+        for rid in m.used_by_runs:
+            link_to_run(rid, label=f"used by run {rid}")

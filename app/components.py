@@ -1,0 +1,122 @@
+"""Display pieces shared by the workbench pages: plotly figures built from read
+models, literal message text, and links between pages that keep shareable URLs.
+
+Nothing here computes from storage; it only turns view objects into widgets.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Mapping
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from memory_core import views
+
+THREADS_PAGE = "app_pages/threads.py"
+RUN_PAGE = "app_pages/run_inspector.py"
+
+LANE_COLOURS: dict[str, str] = {
+    "instructions": "#8c8c8c", "working_memory": "#6a51a3", "observations": "#31a354",
+    "recalled": "#3182bd", "recent": "#fd8d3c", "input": "#e6550d", "dropped": "#bdbdbd",
+}
+STATUS_COLOURS: dict[str, str] = {
+    "hit": "#3182bd", "below-threshold": "#fd8d3c", "beyond-top-k": "#fdae6b",
+    "filtered-out": "#969696", "already-in-window": "#74c476",
+}
+LANE_TITLES: dict[str, str] = {
+    "instructions": "Instructions", "working_memory": "Working memory",
+    "observations": "Observations", "recalled": "Recalled", "recent": "Recent",
+    "input": "Input", "dropped": "Dropped",
+}
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
+
+
+def escape_md(text: str) -> str:
+    """Backslash-escape Markdown so ids and previews in labels show literally."""
+    return _MD_SPECIAL.sub(r"\\\1", text)
+
+
+def literal(text: str) -> None:
+    """Message text exactly as stored: never Markdown, never HTML."""
+    st.text(text if text else "(empty)")
+
+
+def link_to_message(thread_id: str, seq: int | None, *, label: str | None = None,
+                    to_seq: int | None = None) -> None:
+    """A link to the Threads page focused on one message (or a seq range, or just the
+    thread when seq is None)."""
+    params: dict[str, str] = {"thread": thread_id}
+    if seq is not None:
+        params["seq"] = str(seq)
+        if to_seq is not None and to_seq != seq:
+            params["to"] = str(to_seq)
+    text = label or (f"{thread_id} #{seq}" if seq is not None else thread_id)
+    st.page_link(THREADS_PAGE, label=escape_md(text), icon=":material/chat:",
+                 query_params=params)
+
+
+def link_to_run(run_id: str, *, label: str | None = None) -> None:
+    st.page_link(RUN_PAGE, label=escape_md(label or f"run {run_id}"),
+                 icon=":material/manage_search:", query_params={"run": run_id})
+
+
+def token_bar(lanes: list[views.LaneView]) -> go.Figure:
+    """One stacked horizontal bar: the prompt's tokens split by lane."""
+    fig = go.Figure()
+    for lv in lanes:
+        if lv.lane == "dropped":
+            continue
+        fig.add_trace(go.Bar(
+            name=LANE_TITLES[lv.lane], x=[lv.tokens], y=["prompt"], orientation="h",
+            marker_color=LANE_COLOURS[lv.lane],
+            hovertemplate=f"{LANE_TITLES[lv.lane]}: %{{x}} tokens<extra></extra>"))
+    fig.update_layout(barmode="stack", height=170, margin={"l": 10, "r": 10, "t": 30, "b": 10},
+                      xaxis_title="tokens", legend={"orientation": "h", "y": 1.35},
+                      yaxis={"showticklabels": False})
+    return fig
+
+
+def score_chart(candidates: list[views.ScoreCandidate], threshold: float | None,
+                top_k: int | None) -> go.Figure:
+    """Recall candidates by rank: hits and near misses as bars, the threshold as a
+    horizontal line and the top-k cut as a vertical one."""
+    fig = go.Figure()
+    by_status: dict[str, list[views.ScoreCandidate]] = {}
+    for c in candidates:
+        by_status.setdefault(c.status, []).append(c)
+    for status, cs in by_status.items():
+        fig.add_trace(go.Bar(
+            name=status, x=[c.rank for c in cs], y=[c.score for c in cs],
+            marker_color=STATUS_COLOURS.get(status, "#636363"),
+            # plotly hover labels understand some HTML: escape stored text
+            customdata=[[html.escape(f"{c.thread_id} #{c.seq}"),
+                         html.escape(c.preview[:80]),
+                         html.escape(c.filter_clause or "")] for c in cs],
+            hovertemplate=("rank %{x} · score %{y:.3f}<br>%{customdata[0]}<br>"
+                           "%{customdata[1]}<br>%{customdata[2]}<extra>" + status
+                           + "</extra>")))
+    if threshold is not None:
+        fig.add_hline(y=threshold, line_dash="dash", line_color="#d62728",
+                      annotation_text=f"threshold {threshold:g}",
+                      annotation_position="top right")
+    if top_k is not None:
+        fig.add_vline(x=top_k + 0.5, line_dash="dot", line_color="#333333",
+                      annotation_text=f"top-k = {top_k}", annotation_position="top left")
+    fig.update_layout(height=320, margin={"l": 10, "r": 10, "t": 30, "b": 10},
+                      xaxis_title="rank", yaxis_title="score", barmode="overlay",
+                      xaxis={"dtick": 1})
+    return fig
+
+
+def set_query_params(params: Mapping[str, str | None]) -> None:
+    """Write the view's ids into the URL (dropping empty ones) so it can be shared."""
+    for key, value in params.items():
+        if value is None or value == "":
+            if key in st.query_params:
+                del st.query_params[key]
+        elif st.query_params.get(key) != value:
+            st.query_params[key] = value

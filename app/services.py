@@ -1,0 +1,223 @@
+"""The workbench's one services factory: which database to open (sidebar, MEMWB_DB,
+``--db``, demo default), opening it read-only, and cached read models keyed by its URL.
+
+Pages call the ``cached_*`` functions here and never touch storage or SQL themselves.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import streamlit as st
+
+from memory_core import views
+from memory_core.errors import InvalidInputError, MemoryCoreError, NotFoundError
+from memory_core.storage.base import Storage
+
+ENV_VAR = "MEMWB_DB"
+DEMO_DB = "sample_data/out/demo.duckdb"
+MEMORY_SCHEME = "memory://"
+SQL_SCHEMES = ("duckdb://", "sqlite://", "postgresql://", "postgres://")
+CACHE_TTL_SECONDS = 10
+LOCK_TIMEOUT_SECONDS = 5.0
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+
+# memory://<name> databases: storages a test (or an embedding program) hands to the
+# workbench in-process, since an in-memory store cannot be reopened by URL
+_registry: dict[str, Storage] = {}
+_registry_lock = threading.Lock()
+
+
+def register_storage(name: str, storage: Storage) -> str:
+    """Make ``storage`` reachable as ``memory://<name>``; returns that URL."""
+    if not name or "/" in name:
+        raise InvalidInputError(f"memory database name must be a non-empty word, got {name!r}")
+    with _registry_lock:
+        _registry[name] = storage
+    return f"{MEMORY_SCHEME}{name}"
+
+
+def unregister_storage(name: str) -> None:
+    with _registry_lock:
+        _registry.pop(name, None)
+
+
+def default_database(argv: Sequence[str] | None = None,
+                     env: Mapping[str, str] | None = None) -> str:
+    """MEMWB_DB, else ``--db`` (after ``--`` on the streamlit command line), else the
+    demo database."""
+    env = os.environ if env is None else env
+    if env.get(ENV_VAR):
+        return env[ENV_VAR]
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--db")
+    known, _ = parser.parse_known_args(list(argv) if argv is not None else [])
+    if known.db:
+        return str(known.db)
+    return DEMO_DB
+
+
+def _missing_file_message(path: str) -> str:
+    msg = f"database file '{path}' does not exist"
+    if Path(path).as_posix().endswith(DEMO_DB):
+        msg += "; build the demo database with `make demo` (from the project root)"
+    else:
+        msg += "; give the path of an existing DuckDB file, or a duckdb:/// URL"
+    return msg
+
+
+def _resolve_path(path: str) -> Path:
+    p = Path(path).expanduser()
+    # the demo default is relative to the project, wherever streamlit was started
+    if not p.is_absolute() and not p.exists() and (PROJECT_ROOT / p).exists():
+        return PROJECT_ROOT / p
+    return p
+
+
+def _open_duckdb_read_only(path: Path) -> Storage:
+    from memory_core.storage.duckdb import DuckDBStorage
+
+    # read-only and opened per operation by the adapter, so an agent process can keep
+    # writing to the same file; a short lock wait keeps the page responsive
+    return DuckDBStorage(str(path), read_only=True, lock_timeout=LOCK_TIMEOUT_SECONDS)
+
+
+def open_database(url: str) -> Storage:
+    """Open the database a user typed: ``memory://name``, a storage URL or a DuckDB
+    file path. Raises NotFoundError / InvalidInputError naming the bad value."""
+    url = url.strip()
+    if not url:
+        raise InvalidInputError("no database given: type a DuckDB file path or a storage URL")
+    if url.startswith(MEMORY_SCHEME):
+        name = url[len(MEMORY_SCHEME):]
+        with _registry_lock:
+            storage = _registry.get(name)
+        if storage is None:
+            raise NotFoundError(f"in-memory database '{url}' is not registered in this process")
+        return storage
+    if url.startswith("duckdb://"):
+        # as memory_core.storage.url reads it: duckdb:///abs/path or duckdb://rel/path
+        target = url[len("duckdb://"):]
+    elif url.startswith(SQL_SCHEMES):
+        from memory_core.storage.url import open_storage
+
+        return open_storage(url)
+    elif "://" in url:
+        raise InvalidInputError(
+            f"unknown database URL '{url}': use a file path, duckdb:///path, "
+            "sqlite:///path, postgresql://… or memory://name")
+    else:
+        target = url
+    path = _resolve_path(target)
+    if not path.exists():
+        raise NotFoundError(_missing_file_message(target))
+    if path.is_dir():
+        raise InvalidInputError(f"'{target}' is a directory, not a database file")
+    return _open_duckdb_read_only(path)
+
+
+@dataclass
+class Services:
+    """What the pages share for one database."""
+
+    url: str
+    storage: Storage
+
+
+def _release(services: Services) -> None:
+    # registered in-memory storages belong to whoever registered them
+    if not services.url.startswith(MEMORY_SCHEME):
+        try:
+            services.storage.close()
+        except Exception:  # noqa: BLE001 - closing a stale handle must never break a page
+            pass
+
+
+@st.cache_resource(show_spinner=False, on_release=_release)
+def get_services(url: str) -> Services:
+    """The one place a database is opened; cached per URL until Refresh."""
+    return Services(url=url, storage=open_database(url))
+
+
+def refresh() -> None:
+    """Drop every cached read and reopen the database, so new runs appear."""
+    st.cache_data.clear()
+    get_services.clear()
+
+
+def current_url() -> str:
+    value = st.session_state.get("db")
+    return str(value) if value else default_database()
+
+
+def current_storage() -> Storage:
+    return get_services(current_url()).storage
+
+
+def friendly_error(e: Exception) -> str:
+    """The message a page shows for an error (never a traceback)."""
+    if isinstance(e, MemoryCoreError):
+        return str(e)
+    return f"{type(e).__name__}: {e}"
+
+
+@contextmanager
+def _batch(url: str) -> Iterator[Storage]:
+    """The storage, held open for one page's batch of reads when the adapter can."""
+    storage = get_services(url).storage
+    session = getattr(storage, "session", None)
+    if session is None:
+        yield storage
+        return
+    with session():
+        yield storage
+
+
+# -- cached read models ---------------------------------------------------------------
+@st.cache_data(ttl=CACHE_TTL_SECONDS, show_spinner=False)
+def cached_resources(url: str) -> list[str]:
+    with _batch(url) as storage:
+        return views.list_resources(storage)
+
+
+@st.cache_data(ttl=CACHE_TTL_SECONDS, show_spinner=False)
+def cached_thread_summaries(url: str, resource: str | None) -> list[views.ThreadSummary]:
+    with _batch(url) as storage:
+        return views.thread_summaries(storage, resource)
+
+
+@st.cache_data(ttl=CACHE_TTL_SECONDS, show_spinner=False)
+def cached_thread_messages(url: str, thread_id: str, page: int,
+                           page_size: int) -> views.MessagePage:
+    with _batch(url) as storage:
+        return views.thread_messages(storage, thread_id, page, page_size)
+
+
+@st.cache_data(ttl=CACHE_TTL_SECONDS, show_spinner=False)
+def cached_search(url: str, resource: str | None, text: str) -> list[views.SearchHit]:
+    with _batch(url) as storage:
+        return views.search(storage, resource, text)
+
+
+@st.cache_data(ttl=CACHE_TTL_SECONDS, show_spinner=False)
+def cached_runs(url: str, thread_id: str | None = None) -> list[views.RunSummary]:
+    with _batch(url) as storage:
+        return views.list_runs(storage, thread_id=thread_id)
+
+
+@st.cache_data(ttl=CACHE_TTL_SECONDS, show_spinner=False)
+def cached_run_view(url: str, run_id: str) -> views.RunView:
+    with _batch(url) as storage:
+        return views.run_view(storage, run_id)
+
+
+def query_param(name: str) -> str | None:
+    value: Any = st.query_params.get(name)
+    return str(value) if value not in (None, "") else None

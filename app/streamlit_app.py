@@ -1,0 +1,57 @@
+"""Entry point of the Memory Workbench: page setup, the database control in the
+sidebar, and navigation over the pages in app/app_pages/.
+
+Run with ``streamlit run app/streamlit_app.py -- --db path/to/file.duckdb``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+_ROOT = str(Path(__file__).resolve().parents[1])
+if _ROOT not in sys.path:  # streamlit puts app/ on the path, the package root is above it
+    sys.path.insert(0, _ROOT)
+
+import streamlit as st  # noqa: E402
+
+from app import services  # noqa: E402
+from app.components import RUN_PAGE, THREADS_PAGE  # noqa: E402
+from memory_core.errors import MemoryCoreError  # noqa: E402
+
+st.set_page_config(page_title="Memory Workbench", page_icon=":material/memory:",
+                   layout="wide")
+
+if "db" not in st.session_state:
+    st.session_state["db"] = services.default_database(sys.argv[1:])
+
+with st.sidebar:
+    st.text_input("Database", key="db",
+                  help="A DuckDB file path or storage URL. Default: $MEMWB_DB, then "
+                       "`--db`, then the demo database.")
+    if st.button("Refresh", icon=":material/refresh:",
+                 help="Reopen the database and re-read it, so new runs appear."):
+        services.refresh()
+
+threads_page = st.Page(THREADS_PAGE, title="Threads", icon=":material/forum:",
+                       url_path="threads", default=True)
+run_page = st.Page(RUN_PAGE, title="Run inspector", icon=":material/manage_search:",
+                   url_path="run")
+nav = st.navigation([threads_page, run_page])
+
+# a shared link of the form /?run=<id> lands on the default page: send it on
+if nav.url_path != "run" and services.query_param("run") and not services.query_param("thread"):
+    st.switch_page(run_page, query_params={"run": services.query_param("run") or ""})
+
+try:
+    services.get_services(services.current_url())
+except Exception as e:  # noqa: BLE001 - every failure to open is shown, never raised
+    st.error(f"Cannot open the database: {services.friendly_error(e)}",
+             icon=":material/error:")
+    st.stop()
+
+try:
+    nav.run()
+except MemoryCoreError as e:
+    # a storage failure mid-page (busy file, malformed journal entry) is shown, not raised
+    st.error(services.friendly_error(e), icon=":material/error:")

@@ -1,0 +1,514 @@
+"""Read models the workbench renders: thread summaries, paged messages with the runs
+that used them, search hits and the lane-by-lane view of one run, all computed here.
+
+Pure functions over a Storage (no Streamlit, no SQL): the pages only display these.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from memory_core.errors import InvalidInputError, NotFoundError
+from memory_core.models.base import ModelResponse
+from memory_core.prompt import FrozenPrompt, PromptItem
+from memory_core.provenance import (
+    LANES,
+    CompositionSettings,
+    Memctx,
+    MessageRef,
+    ObservationRef,
+)
+from memory_core.storage.base import Storage
+from memory_core.tokens import estimate_tokens
+from memory_core.types import (
+    Message,
+    RunRecord,
+    StoredMessage,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+)
+
+DEFAULT_PAGE_SIZE = 50
+VIEW_LANES: tuple[str, ...] = (*LANES, "dropped")
+
+
+# -- message rendering ------------------------------------------------------------------
+def _json_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def tool_call_text(part: ToolCallPart) -> str:
+    return f"→ {part.name}({_json_text(part.args)})"
+
+
+def tool_result_text(part: ToolResultPart) -> str:
+    return f"{part.name} → {_json_text(part.result)}"
+
+
+def render_text(message: Message) -> str:
+    """The whole message as plain text, one part per line: text as is, a call as
+    ``→ name(args)``, a result as ``name → result`` (never clipped, never HTML)."""
+    lines: list[str] = []
+    for p in message.parts:
+        if isinstance(p, TextPart):
+            lines.append(p.text)
+        elif isinstance(p, ToolCallPart):
+            lines.append(tool_call_text(p))
+        else:
+            lines.append(tool_result_text(p))
+    return "\n".join(lines)
+
+
+# -- threads ----------------------------------------------------------------------------
+class ThreadSummary(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    thread_id: str
+    resource_id: str | None
+    title: str | None
+    message_count: int
+    run_count: int
+    run_ids: list[str]
+    last_activity: datetime
+
+
+class MessageView(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    thread_id: str
+    seq: int
+    role: str
+    text: str
+    tool_calls: list[str] = Field(default_factory=list)
+    tool_results: list[str] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    created_at: datetime
+    written_by_run: str | None = None
+    used_by_runs: list[str] = Field(default_factory=list)
+
+
+class MessagePage(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    thread_id: str
+    title: str | None
+    resource_id: str | None
+    total: int
+    page: int  # 1-based
+    page_size: int
+    page_count: int
+    messages: list[MessageView]
+
+
+class SearchHit(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    thread_id: str
+    thread_title: str | None
+    seq: int
+    role: str
+    text: str
+    created_at: datetime
+    page: int  # the page of the thread (at DEFAULT_PAGE_SIZE) that shows this message
+
+
+class RunSummary(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    run_id: str
+    agent: str
+    thread_id: str | None
+    resource_id: str | None
+    status: str
+    started_at: datetime
+    finished_at: datetime | None
+
+
+def list_resources(storage: Storage) -> list[str]:
+    """Resource ids in ascending order."""
+    return storage.memory.list_resources()
+
+
+def thread_summaries(storage: Storage, resource: str | None) -> list[ThreadSummary]:
+    """The threads of a resource (all threads when None), newest first: title, message
+    count, the runs on the thread and the time of the last message, run or update."""
+    out: list[ThreadSummary] = []
+    for t in storage.memory.list_threads(resource):
+        runs = storage.runs.list_runs(thread_id=t.id)
+        moments = [t.updated_at]
+        tail = storage.memory.get_tail(t.id, 1)
+        if tail:
+            moments.append(tail[-1].created_at)
+        for r in runs:
+            moments.append(r.finished_at or r.started_at)
+        out.append(ThreadSummary(
+            thread_id=t.id, resource_id=t.resource_id, title=t.title,
+            message_count=storage.memory.count_messages(t.id), run_count=len(runs),
+            run_ids=[r.run_id for r in runs], last_activity=max(moments)))
+    return out
+
+
+def _load_prompt(storage: Storage, run_id: str) -> FrozenPrompt | None:
+    raw = storage.runs.get(f"{run_id}:prompt")
+    if raw is None:
+        return None
+    try:
+        return FrozenPrompt.model_validate(raw)
+    except ValidationError as e:
+        raise InvalidInputError(f"journal entry '{run_id}:prompt' is not a FrozenPrompt: "
+                                f"{e.errors()[0]['msg']}") from e
+
+
+def _load_memctx(storage: Storage, run_id: str) -> Memctx | None:
+    raw = storage.runs.get(f"{run_id}:memctx")
+    if raw is None:
+        return None
+    try:
+        return Memctx.model_validate(raw)
+    except ValidationError as e:
+        raise InvalidInputError(f"journal entry '{run_id}:memctx' is not a Memctx: "
+                                f"{e.errors()[0]['msg']}") from e
+
+
+def _candidate_runs(storage: Storage, thread_id: str, resource_id: str | None) -> list[RunRecord]:
+    # recall in resource scope can put a message in the prompt of a run on a sibling thread
+    runs = {r.run_id: r for r in storage.runs.list_runs(thread_id=thread_id)}
+    if resource_id is not None:
+        for r in storage.runs.list_runs(resource_id=resource_id):
+            runs.setdefault(r.run_id, r)
+    return sorted(runs.values(), key=lambda r: (r.started_at, r.run_id))
+
+
+def message_usage(storage: Storage, thread_id: str) -> dict[int, list[str]]:
+    """seq → the runs whose prompt contained that message of the thread (through the
+    recalled or recent lanes), from each run's frozen prompt and memctx refs."""
+    thread = storage.memory.require_thread(thread_id)
+    usage: dict[int, list[str]] = {}
+    for run in _candidate_runs(storage, thread_id, thread.resource_id):
+        seqs: set[int] = set()
+        prompt = _load_prompt(storage, run.run_id)
+        if prompt is not None:
+            seqs.update(i.seq for i in prompt.items
+                        if i.thread_id == thread_id and i.seq is not None)
+        memctx = _load_memctx(storage, run.run_id)
+        if memctx is not None:
+            seqs.update(r.seq for r in (*memctx.recalled, *memctx.recent)
+                        if r.thread_id == thread_id)
+        for s in seqs:
+            usage.setdefault(s, []).append(run.run_id)
+    return usage
+
+
+def page_of_seq(seq: int, page_size: int = DEFAULT_PAGE_SIZE) -> int:
+    """The 1-based page that shows the message at seq (seqs are dense from 0)."""
+    return seq // page_size + 1
+
+
+def thread_messages(storage: Storage, thread_id: str, page: int = 1,
+                    page_size: int = DEFAULT_PAGE_SIZE) -> MessagePage:
+    """One page of the thread's messages in seq order, each with its rendered text,
+    tool calls and results, metadata and the runs that used it."""
+    if page_size < 1:
+        raise InvalidInputError(f"page_size must be >= 1, got {page_size}")
+    if page < 1:
+        raise InvalidInputError(f"page must be >= 1, got {page}")
+    thread = storage.memory.require_thread(thread_id)
+    total = storage.memory.count_messages(thread_id)
+    max_seq = storage.memory.max_seq(thread_id)
+    page_count = max(1, math.ceil((max_seq + 1) / page_size))
+    if page > page_count:
+        raise InvalidInputError(
+            f"page {page} is past the last page ({page_count}) of thread '{thread_id}'")
+    lo = (page - 1) * page_size
+    rows = storage.memory.get_messages(thread_id, from_seq=lo, to_seq=lo + page_size - 1)
+    usage = message_usage(storage, thread_id) if rows else {}
+    return MessagePage(
+        thread_id=thread_id, title=thread.title, resource_id=thread.resource_id, total=total,
+        page=page, page_size=page_size, page_count=page_count,
+        messages=[_message_view(m, usage.get(m.seq, [])) for m in rows])
+
+
+def _message_view(m: StoredMessage, used_by: list[str]) -> MessageView:
+    return MessageView(
+        thread_id=m.thread_id, seq=m.seq, role=m.role, text=render_text(m),
+        tool_calls=[tool_call_text(p) for p in m.tool_calls()],
+        tool_results=[tool_result_text(p) for p in m.tool_results()],
+        metadata=m.metadata, created_at=m.created_at, written_by_run=m.run_id,
+        used_by_runs=list(used_by))
+
+
+def search(storage: Storage, resource: str | None, text: str, *,
+           limit: int = 100) -> list[SearchHit]:
+    """Case-insensitive substring search over message text within a resource."""
+    needle = text.strip()
+    if not needle:
+        return []
+    titles: dict[str, str | None] = {}
+    hits: list[SearchHit] = []
+    for m in storage.memory.search_messages(needle, resource_id=resource, limit=limit):
+        if m.thread_id not in titles:
+            t = storage.memory.get_thread(m.thread_id)
+            titles[m.thread_id] = t.title if t else None
+        hits.append(SearchHit(thread_id=m.thread_id, thread_title=titles[m.thread_id],
+                              seq=m.seq, role=m.role, text=render_text(m),
+                              created_at=m.created_at, page=page_of_seq(m.seq)))
+    return hits
+
+
+def _summary(r: RunRecord) -> RunSummary:
+    return RunSummary(run_id=r.run_id, agent=r.agent, thread_id=r.thread_id,
+                      resource_id=r.resource_id, status=r.status, started_at=r.started_at,
+                      finished_at=r.finished_at)
+
+
+def list_runs(storage: Storage, *, thread_id: str | None = None) -> list[RunSummary]:
+    """Runs (of one thread, or all), oldest first."""
+    return [_summary(r) for r in storage.runs.list_runs(thread_id=thread_id)]
+
+
+# -- one run ----------------------------------------------------------------------------
+class ObservationSource(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    observation_id: str
+    thread_id: str
+    level: int
+    from_seq: int | None
+    to_seq: int | None
+
+
+class LaneItem(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    lane: str
+    role: str
+    text: str
+    thread_id: str | None = None
+    seq: int | None = None
+    observation_id: str | None = None
+    sources: list[ObservationSource] = Field(default_factory=list)
+    score: float | None = None
+    rank: int | None = None
+    origin: str | None = None
+    reason: str | None = None
+    tokens: int = 0
+
+
+class LaneView(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    lane: str
+    items: list[LaneItem]
+    tokens: int
+    total_count: int  # for dropped: the uncapped count from memctx
+
+
+class ScoreCandidate(BaseModel):
+    """One point of the score chart: a recall hit or a near miss."""
+
+    model_config = ConfigDict(frozen=True)
+    thread_id: str
+    seq: int
+    rank: int
+    score: float
+    status: Literal["hit", "below-threshold", "beyond-top-k", "filtered-out",
+                    "already-in-window"]
+    preview: str
+    filter_clause: str | None = None
+
+
+class StepView(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    n: int
+    text: str | None
+    tool_calls: list[str]
+    model: dict[str, Any]
+    input_tokens: int
+    output_tokens: int
+    finish_reason: str | None
+
+
+class ToolCallView(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    call_id: str
+    name: str
+    args: str
+    status: str
+    result: str
+    error: str | None
+
+
+class RunView(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    run: RunSummary
+    error: str | None
+    query: str | None
+    lanes: list[LaneView]
+    settings: dict[str, Any]
+    threshold: float | None
+    top_k: int | None
+    candidates: list[ScoreCandidate]
+    recall_skipped: str | None
+    steps: list[StepView]
+    tool_calls: list[ToolCallView]
+    answer: str | None
+    notes: list[str]
+
+    def lane(self, name: str) -> LaneView:
+        for lv in self.lanes:
+            if lv.lane == name:
+                return lv
+        raise NotFoundError(f"lane '{name}' does not exist; lanes are {list(VIEW_LANES)}")
+
+    @property
+    def total_tokens(self) -> int:
+        return sum(lv.tokens for lv in self.lanes if lv.lane != "dropped")
+
+
+def _ref_key(thread_id: str | None, seq: int | None) -> tuple[str, int] | None:
+    return None if thread_id is None or seq is None else (thread_id, seq)
+
+
+def _lane_items(storage: Storage, prompt: FrozenPrompt | None,
+                memctx: Memctx | None) -> dict[str, list[LaneItem]]:
+    recalled_refs: dict[tuple[str, int], MessageRef] = {}
+    obs_refs: dict[str, ObservationRef] = {}
+    if memctx is not None:
+        recalled_refs = {(r.thread_id, r.seq): r for r in memctx.recalled}
+        obs_refs = {o.id: o for o in memctx.observations}
+    lanes: dict[str, list[LaneItem]] = {lane: [] for lane in VIEW_LANES}
+    for item in (prompt.items if prompt is not None else []):
+        lanes[item.lane].append(_lane_item(item, recalled_refs, obs_refs, memctx))
+    if memctx is not None:
+        lanes["dropped"] = _dropped_items(storage, memctx.dropped)
+    return lanes
+
+
+def _lane_item(item: PromptItem, recalled_refs: dict[tuple[str, int], MessageRef],
+               obs_refs: dict[str, ObservationRef], memctx: Memctx | None) -> LaneItem:
+    text = render_text(item.message)
+    ref = None
+    key = _ref_key(item.thread_id, item.seq)
+    if key is not None:
+        ref = recalled_refs.get(key) if item.lane == "recalled" else None
+    sources: list[ObservationSource] = []
+    if item.lane == "observations" and memctx is not None:
+        # one observations message may carry several observations; without an id on the
+        # item it stands for all of them
+        picked = ([obs_refs[item.observation_id]] if item.observation_id in obs_refs
+                  else list(memctx.observations))
+        sources = [ObservationSource(observation_id=o.id, thread_id=o.thread_id,
+                                     level=o.level, from_seq=o.from_seq, to_seq=o.to_seq)
+                   for o in picked]
+    return LaneItem(
+        lane=item.lane, role=item.message.role, text=text, thread_id=item.thread_id,
+        seq=item.seq, observation_id=item.observation_id, sources=sources,
+        score=ref.score if ref else None, rank=ref.rank if ref else None,
+        origin=item.origin or (ref.origin if ref else None),
+        tokens=estimate_tokens(text))
+
+
+def _dropped_items(storage: Storage, refs: list[MessageRef]) -> list[LaneItem]:
+    full: dict[tuple[str, int], StoredMessage] = {}
+    by_thread: dict[str, list[int]] = {}
+    for r in refs:
+        by_thread.setdefault(r.thread_id, []).append(r.seq)
+    for tid, seqs in by_thread.items():
+        for m in storage.memory.get_messages(tid, seqs=seqs):
+            full[(m.thread_id, m.seq)] = m
+    out: list[LaneItem] = []
+    for r in refs:
+        stored = full.get((r.thread_id, r.seq))
+        # the message may have been erased since; the preview is what provenance kept
+        text = render_text(stored) if stored is not None else r.preview
+        out.append(LaneItem(lane="dropped", role=r.role, text=text, thread_id=r.thread_id,
+                            seq=r.seq, reason=r.reason, tokens=estimate_tokens(text)))
+    return out
+
+
+def _lane_tokens(lane: str, items: list[LaneItem], memctx: Memctx | None) -> int:
+    if memctx is not None and lane != "dropped":
+        return int(getattr(memctx.tokens, lane))
+    return sum(i.tokens for i in items)
+
+
+def _candidates(memctx: Memctx | None) -> list[ScoreCandidate]:
+    if memctx is None:
+        return []
+    out: list[ScoreCandidate] = []
+    for r in memctx.recalled:
+        if r.origin in (None, "hit") and r.score is not None and r.rank is not None:
+            out.append(ScoreCandidate(thread_id=r.thread_id, seq=r.seq, rank=r.rank,
+                                      score=r.score, status="hit", preview=r.preview))
+    for nm in memctx.near_misses:
+        out.append(ScoreCandidate(thread_id=nm.thread_id, seq=nm.seq, rank=nm.rank,
+                                  score=nm.score, status=nm.reason, preview=nm.preview,
+                                  filter_clause=nm.filter_clause))
+    return sorted(out, key=lambda c: (c.rank, c.thread_id, c.seq))
+
+
+def _step_number(key: str, prefix: str) -> int:
+    tail = key[len(prefix):]
+    return int(tail) if tail.isdigit() else -1
+
+
+def _steps(storage: Storage, run_id: str) -> list[StepView]:
+    prefix = f"{run_id}:step:"
+    out: list[StepView] = []
+    for key, value in storage.runs.list(prefix):
+        n = _step_number(key, prefix)
+        if n < 0 or not isinstance(value, dict):
+            continue
+        resp = ModelResponse.model_validate(value.get("response") or {})
+        out.append(StepView(n=n, text=resp.text, tool_calls=[tool_call_text(c)
+                                                               for c in resp.tool_calls],
+                            model=dict(value.get("model") or {}),
+                            input_tokens=resp.usage.input_tokens,
+                            output_tokens=resp.usage.output_tokens,
+                            finish_reason=resp.finish_reason))
+    return sorted(out, key=lambda s: s.n)
+
+
+def _tool_calls(storage: Storage, run_id: str) -> list[ToolCallView]:
+    prefix = f"{run_id}:tool:"
+    out: list[ToolCallView] = []
+    for key, value in storage.runs.list(prefix):
+        if not isinstance(value, dict):
+            continue
+        out.append(ToolCallView(
+            call_id=key[len(prefix):], name=str(value.get("name", "")),
+            args=_json_text(value.get("args", {})), status=str(value.get("status", "")),
+            result=_json_text(value.get("result")), error=value.get("error")))
+    return out
+
+
+def run_view(storage: Storage, run_id: str) -> RunView:
+    """Everything the run inspector shows about one run, from its journal."""
+    run = storage.runs.require_run(run_id)
+    prompt = _load_prompt(storage, run_id)
+    memctx = _load_memctx(storage, run_id)
+    notes: list[str] = []
+    if prompt is None:
+        notes.append(f"run '{run_id}' has no frozen prompt in the journal "
+                     f"(status {run.status}): it never reached composition")
+    if memctx is None:
+        notes.append(f"run '{run_id}' has no provenance record ('{run_id}:memctx'): "
+                     "scores, dropped items and near misses are unknown")
+    elif memctx.source == "imported" and memctx.unknown_fields:
+        notes.append("imported run; unknown fields: " + ", ".join(memctx.unknown_fields))
+    items = _lane_items(storage, prompt, memctx)
+    lanes = [LaneView(lane=lane, items=items[lane], tokens=_lane_tokens(lane, items[lane], memctx),
+                      total_count=(memctx.dropped_count if lane == "dropped" and memctx
+                                   else len(items[lane])))
+             for lane in VIEW_LANES]
+    settings: CompositionSettings | None = memctx.settings if memctx else None
+    output = storage.runs.get(f"{run_id}:output")
+    answer = output.get("text") if isinstance(output, dict) else None
+    return RunView(
+        run=_summary(run), error=run.error, query=memctx.query if memctx else None,
+        lanes=lanes, settings=settings.model_dump(mode="json") if settings else {},
+        threshold=settings.threshold if settings else None,
+        top_k=settings.top_k if settings else None, candidates=_candidates(memctx),
+        recall_skipped=memctx.recall_skipped if memctx else None,
+        steps=_steps(storage, run_id), tool_calls=_tool_calls(storage, run_id),
+        answer=answer, notes=notes)
