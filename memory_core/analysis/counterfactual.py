@@ -1,0 +1,316 @@
+"""Counterfactual replay on the frozen prompt: subtract recalled messages or whole
+lanes (or put back a dropped message or near miss), re-run the model, and say whether
+the answer changed; leave-one-out attribution is built on it.
+
+The prompt is never re-composed: edits apply to the journaled ``<run_id>:prompt``."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from memory_core.analysis.run_data import RunData, load_run
+from memory_core.embedders import tokenize
+from memory_core.errors import InvalidInputError, NotFoundError
+from memory_core.models.base import Model, ModelResponse, ToolSpec
+from memory_core.prompt import PromptItem
+from memory_core.storage.base import Storage
+from memory_core.types import Message, ToolResultPart, canonical_json
+
+CF_VERSION = 1
+Ref = tuple[str, int]
+SUBTRACTABLE_LANES = ("recalled", "recent", "observations", "working_memory")
+
+
+class Variant(BaseModel):
+    """What to change in the frozen prompt. ``subtract_recalled`` is "all" (exactly the
+    provenance record's ``recalled`` list), a list of refs from it, or empty."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    subtract_recalled: Literal["all"] | list[tuple[str, int]] = Field(default_factory=list)
+    subtract_lanes: list[str] = Field(default_factory=list)
+    put_back: list[tuple[str, int]] = Field(default_factory=list)
+
+    def key_hash(self, model_name: str, repeats: int) -> str:
+        body = canonical_json({"variant": self.model_dump(mode="json"), "model": model_name,
+                               "repeats": repeats})
+        return hashlib.sha256(body.encode()).hexdigest()[:16]
+
+    def describe(self) -> str:
+        parts = []
+        if self.subtract_recalled == "all":
+            parts.append("without all recalled messages")
+        elif self.subtract_recalled:
+            parts.append("without " + ", ".join(f"{t}#{s}" for t, s in self.subtract_recalled))
+        if self.subtract_lanes:
+            parts.append("without the " + ", ".join(self.subtract_lanes) + " lane(s)")
+        if self.put_back:
+            parts.append("with " + ", ".join(f"{t}#{s}" for t, s in self.put_back) + " put back")
+        return "; ".join(parts) or "unchanged"
+
+
+class CounterfactualResult(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    v: int = CF_VERSION
+    run_id: str
+    key: str
+    variant: Variant
+    description: str
+    removed: list[tuple[str, int]] = Field(default_factory=list)
+    removed_lanes: list[str] = Field(default_factory=list)
+    added: list[tuple[str, int]] = Field(default_factory=list)
+    original_answer: str | None
+    baseline_answers: list[str]
+    new_answers: list[str]
+    changed: bool
+    verdict: Literal["changed", "unchanged", "inconclusive"]
+    similarity: float  # token Jaccard of the first new answer vs the original
+    model: dict[str, Any]
+    notes: list[str] = Field(default_factory=list)
+
+    @property
+    def new_answer(self) -> str:
+        return self.new_answers[0] if self.new_answers else ""
+
+
+def _norm(text: str | None) -> str:
+    return " ".join((text or "").split())
+
+
+def similarity(a: str | None, b: str | None) -> float:
+    ta, tb = set(tokenize(a or "")), set(tokenize(b or ""))
+    if not ta and not tb:
+        return 1.0
+    return len(ta & tb) / len(ta | tb)
+
+
+def _model_info(model: Any) -> dict[str, Any]:
+    return {k: getattr(model, k) for k in ("name", "temperature", "seed")
+            if getattr(model, k, None) is not None}
+
+
+def _resolve_model(data: RunData, model: Model | None) -> Model:
+    if model is not None:
+        return model
+    from memory_core.registry import model_from_info
+
+    embed_name = data.memctx.settings.embedder if data.memctx else None
+    result: Model = model_from_info(data.model_info, embed_name)
+    return result
+
+
+def _tool_specs(data: RunData) -> list[ToolSpec]:
+    """Tools the run's model was offered, as the first step recorded them."""
+    raw = (data.steps[0].model.get("tools") if data.steps else None) or []
+    return [ToolSpec(name=t["name"], description=t.get("description", ""),
+                     parameters=t.get("parameters") or {"type": "object", "properties": {}})
+            for t in raw if isinstance(t, dict) and "name" in t]
+
+
+def apply_variant(storage: Storage, data: RunData, variant: Variant) -> tuple[
+        list[PromptItem], list[Ref], list[str], list[Ref]]:
+    """The edited prompt items plus what was removed (refs, lanes) and added."""
+    items = list(data.prompt.items)
+    memctx = data.memctx
+    recalled_refs = [(r.thread_id, r.seq) for r in memctx.recalled] if memctx else []
+    removed: list[Ref] = []
+    if variant.subtract_recalled == "all":
+        targets = set(recalled_refs)
+    else:
+        targets = set()
+        for ref in variant.subtract_recalled:
+            ref = (str(ref[0]), int(ref[1]))
+            if ref not in recalled_refs:
+                raise InvalidInputError(
+                    f"{ref[0]}#{ref[1]} is not in run '{data.run.run_id}''s recalled list; "
+                    "only recalled messages can be subtracted")
+            targets.add(ref)
+    kept: list[PromptItem] = []
+    for it in items:
+        ref = (it.thread_id, it.seq) if it.thread_id is not None and it.seq is not None else None
+        if it.lane == "recalled" and ref is not None and ref in targets:
+            removed.append(ref)
+            continue
+        kept.append(it)
+    lanes = []
+    for lane in variant.subtract_lanes:
+        if lane not in SUBTRACTABLE_LANES:
+            raise InvalidInputError(
+                f"unknown lane {lane!r}; choose from {', '.join(SUBTRACTABLE_LANES)}")
+        lanes.append(lane)
+        for it in kept:
+            if it.lane == lane and it.thread_id is not None and it.seq is not None:
+                if lane != "recalled" or (it.thread_id, it.seq) in recalled_refs:
+                    removed.append((it.thread_id, it.seq))
+        kept = [it for it in kept if it.lane != lane
+                or (lane == "recalled" and (it.thread_id, it.seq) not in recalled_refs)]
+    added: list[Ref] = []
+    if variant.put_back:
+        allowed = {(r.thread_id, r.seq) for r in (memctx.dropped if memctx else [])}
+        allowed |= {(n.thread_id, n.seq) for n in (memctx.near_misses if memctx else [])}
+        present = {(it.thread_id, it.seq) for it in kept if it.thread_id is not None}
+        new_items: list[tuple[Any, int, PromptItem]] = []
+        for ref in variant.put_back:
+            ref = (str(ref[0]), int(ref[1]))
+            if ref not in allowed:
+                raise InvalidInputError(
+                    f"{ref[0]}#{ref[1]} was neither dropped nor a near miss in run "
+                    f"'{data.run.run_id}'; only those can be put back")
+            if ref in present:
+                continue
+            msgs = storage.memory.get_messages(ref[0], seqs=[ref[1]])
+            if not msgs:
+                raise NotFoundError(f"message {ref[0]}#{ref[1]} is no longer stored")
+            m = msgs[0]
+            new_items.append((m.created_at, m.seq, PromptItem(
+                lane="recalled", message=m.as_message(), thread_id=m.thread_id, seq=m.seq,
+                origin="put-back")))
+            added.append(ref)
+        # insert after the last existing recalled item (or before recent/input)
+        insert_at = max((i + 1 for i, it in enumerate(kept) if it.lane == "recalled"),
+                        default=next((i for i, it in enumerate(kept)
+                                      if it.lane in ("recent", "input")), len(kept)))
+        for _, _, it in sorted(new_items, key=lambda x: (x[0], x[1])):
+            kept.insert(insert_at, it)
+            insert_at += 1
+    return kept, removed, lanes, added
+
+
+def _run_model(model: Model, messages: list[Message], tools: list[ToolSpec],
+               data: RunData, max_steps: int = 6) -> tuple[str, list[str]]:
+    """Run the model to a final answer. Tool calls are never executed: a call that the
+    original run made with the same name and arguments gets its recorded result; any
+    other call ends the variant with a note (re-running tools could have side effects)."""
+    notes: list[str] = []
+    convo = list(messages)
+    recorded = {(t.name, canonical_json(t.args)): t for t in data.tools.values()}
+    for _ in range(max_steps):
+        resp: ModelResponse = model.complete(convo, tools)
+        if not resp.tool_calls:
+            return resp.text or "", notes
+        convo.append(Message(role="assistant", content=[*resp.tool_calls]))
+        for call in resp.tool_calls:
+            rec = recorded.get((call.name, canonical_json(call.args)))
+            if rec is None:
+                notes.append(f"the variant asked for {call.name}({canonical_json(call.args)}), "
+                             "which the original run never executed; it was not run")
+                return (resp.text or f"[stopped: wanted to call {call.name}]"), notes
+            convo.append(Message(role="tool", content=[ToolResultPart(
+                call_id=call.id, name=call.name, result=rec.result)]))
+    notes.append(f"stopped after {max_steps} model steps")
+    return "", notes
+
+
+def counterfactual(storage: Storage, run_id: str, *,
+                   subtract: Literal["all"] | Sequence[Ref] | None = None,
+                   lanes: Sequence[str] = (), put_back: Sequence[Ref] = (),
+                   model: Model | None = None, repeats: int = 1) -> CounterfactualResult:
+    """Re-run ``run_id``'s frozen prompt with parts taken away (or put back).
+
+    ``subtract="all"`` removes exactly the provenance record's ``recalled`` list
+    (repairs included); a list of ``(thread_id, seq)`` removes those recalled refs;
+    ``lanes`` removes whole lanes; ``put_back`` re-inserts dropped messages or near
+    misses. With ``repeats > 1`` the unchanged prompt is run that many times first,
+    and a change counts only when the new answers fall outside that noise floor.
+    The result is journaled under ``<run_id>:cf:<hash>``; asking again returns it.
+    """
+    if repeats < 1:
+        raise InvalidInputError(f"repeats must be >= 1, got {repeats}")
+    data = load_run(storage, run_id)
+    variant = Variant(subtract_recalled="all" if subtract == "all" else
+                      [(str(t), int(s)) for t, s in (subtract or [])],
+                      subtract_lanes=list(lanes), put_back=[(str(t), int(s))
+                                                            for t, s in put_back])
+    mdl = _resolve_model(data, model)
+    info = _model_info(mdl)
+    key = f"{run_id}:cf:{variant.key_hash(str(info.get('name', '?')), repeats)}"
+    cached = storage.runs.get(key)
+    if cached is not None:
+        return CounterfactualResult.model_validate(cached)
+    items, removed, removed_lanes, added = apply_variant(storage, data, variant)
+    tools = _tool_specs(data)
+    original = data.answer
+    baseline: list[str] = []
+    notes: list[str] = []
+    if repeats > 1 or model is not None:
+        for _ in range(repeats):
+            ans, n = _run_model(mdl, data.prompt.messages(), tools, data)
+            baseline.append(ans)
+            notes += n
+    new: list[str] = []
+    for _ in range(repeats):
+        ans, n = _run_model(mdl, [i.message for i in items], tools, data)
+        new.append(ans)
+        notes += n
+    reference = {_norm(a) for a in baseline} | {_norm(original)}
+    if baseline and len({_norm(a) for a in baseline}) > 1:
+        # the unchanged prompt already gives several answers: only a new answer outside
+        # all of them counts, and only if every repeat agrees
+        outside = [_norm(a) not in reference for a in new]
+        verdict = "changed" if all(outside) else ("unchanged" if not any(outside)
+                                                  else "inconclusive")
+    else:
+        verdict = "changed" if any(_norm(a) not in reference for a in new) else "unchanged"
+    result = CounterfactualResult(
+        run_id=run_id, key=key, variant=variant, description=variant.describe(),
+        removed=removed, removed_lanes=removed_lanes, added=added, original_answer=original,
+        baseline_answers=baseline, new_answers=new, changed=verdict == "changed",
+        verdict=verdict, similarity=round(similarity(original, new[0]), 4), model=info,
+        notes=sorted(set(notes)))
+    storage.runs.put_if_absent(key, result.model_dump(mode="json"))
+    return result
+
+
+def list_counterfactuals(storage: Storage, run_id: str) -> list[CounterfactualResult]:
+    """Past counterfactuals of a run, in the order they were made."""
+    storage.runs.require_run(run_id)
+    return [CounterfactualResult.model_validate(v)
+            for _, v in storage.runs.list(f"{run_id}:cf:")]
+
+
+class AttributionItem(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["message", "lane"]
+    thread_id: str | None = None
+    seq: int | None = None
+    lane: str | None = None
+    preview: str = ""
+    changed: bool
+    effect: float  # 1 - similarity(original, answer without it); 0 means no effect
+    answer_without: str
+
+
+def attribution(storage: Storage, run_id: str, *, model: Model | None = None,
+                include_lanes: bool = False, progress: Any = None) -> list[AttributionItem]:
+    """Leave-one-out over the recalled messages (and optionally lanes): which items the
+    answer depended on, most influential first."""
+    data = load_run(storage, run_id)
+    memctx = data.memctx
+    if memctx is None:
+        raise InvalidInputError(f"run '{run_id}' has no provenance record (:memctx)")
+    jobs: list[tuple[str, Any]] = [("message", r) for r in memctx.recalled]
+    if include_lanes:
+        present = {it.lane for it in data.prompt.items}
+        jobs += [("lane", lane) for lane in SUBTRACTABLE_LANES if lane in present]
+    out: list[AttributionItem] = []
+    for i, (kind, obj) in enumerate(jobs):
+        if kind == "message":
+            res = counterfactual(storage, run_id, subtract=[(obj.thread_id, obj.seq)],
+                                 model=model)
+            item = AttributionItem(kind="message", thread_id=obj.thread_id, seq=obj.seq,
+                                   preview=obj.preview, changed=res.changed,
+                                   effect=round(1 - res.similarity, 4),
+                                   answer_without=res.new_answer)
+        else:
+            res = counterfactual(storage, run_id, lanes=[obj], model=model)
+            item = AttributionItem(kind="lane", lane=obj, preview=f"the {obj} lane",
+                                   changed=res.changed, effect=round(1 - res.similarity, 4),
+                                   answer_without=res.new_answer)
+        out.append(item)
+        if progress is not None:
+            progress(i + 1, len(jobs))
+    return sorted(out, key=lambda a: (-int(a.changed), -a.effect, a.kind,
+                                      a.thread_id or "", a.seq or 0, a.lane or ""))

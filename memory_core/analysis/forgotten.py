@@ -1,0 +1,308 @@
+""""Why did the model forget that?": the fate of one message in one run, with its
+evidence and one plain sentence, and its lifeline across every run of its thread."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from memory_core.analysis.run_data import RunData, load_run
+from memory_core.embedders import Embedder, tokenize
+from memory_core.errors import InvalidInputError, NotFoundError
+from memory_core.provenance import Memctx, preview
+from memory_core.storage.base import Storage
+from memory_core.types import StoredMessage
+
+Fate = Literal[
+    "recalled", "recent", "input", "below-threshold", "beyond-top-k", "filtered-out",
+    "out-of-scope", "recall-off", "recall-skipped", "dropped", "compacted",
+    "written-after", "no-text", "not-stored", "unexplained"]
+
+#: fates in which the message reached the model
+GIVEN_FATES = frozenset({"recalled", "recent", "input"})
+
+
+class Explanation(BaseModel):
+    """The fate of a message in a run: a structured reason plus a plain sentence."""
+
+    model_config = ConfigDict(extra="forbid")
+    run_id: str
+    fate: Fate
+    reached_model: bool
+    thread_id: str | None = None
+    seq: int | None = None
+    role: str | None = None
+    preview: str | None = None
+    evidence: dict[str, Any] = Field(default_factory=dict)
+    sentence: str
+    other_matches: list[tuple[str, int]] = Field(default_factory=list)
+
+
+def _fmt(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.2f}"
+
+
+def _find_by_text(storage: Storage, data: RunData, text: str) -> tuple[
+        StoredMessage | None, list[StoredMessage]]:
+    """Messages containing ``text`` (case-insensitive): the run's own thread first, then
+    the run's resource, then anywhere; written-before-the-run ones preferred."""
+    needle = " ".join(text.split())
+    if not needle:
+        raise InvalidInputError("the text to look for is empty")
+    run = data.run
+    found: list[StoredMessage] = []
+    if run.thread_id:
+        found = storage.memory.search_messages(needle, thread_id=run.thread_id, limit=200)
+    if not found and run.resource_id:
+        found = storage.memory.search_messages(needle, resource_id=run.resource_id, limit=200)
+    if not found:
+        found = storage.memory.search_messages(needle, limit=200)
+    if not found:
+        return None, []
+    before = [m for m in found if m.run_id != run.run_id and m.created_at <= run.started_at]
+    chosen = (before or found)[0]
+    return chosen, [m for m in found if (m.thread_id, m.seq) != (chosen.thread_id, chosen.seq)]
+
+
+def _fact_survives(fact: str, text: str) -> tuple[bool, float]:
+    """Whether an observation text still carries a fact: the exact phrase, or most of
+    its content words (numbers and rare words weigh the same as the rest)."""
+    if " ".join(fact.lower().split()) in " ".join(text.lower().split()):
+        return True, 1.0
+    stop = {"the", "a", "an", "and", "or", "to", "of", "in", "on", "for", "is", "was",
+            "we", "i", "you", "it", "that", "this", "be", "with", "at", "by", "as", "are"}
+    ft = [t for t in tokenize(fact) if t not in stop]
+    if not ft:
+        return False, 0.0
+    tt = set(tokenize(text))
+    cov = sum(1 for t in ft if t in tt) / len(ft)
+    return cov >= 0.7, round(cov, 3)
+
+
+def _recall_config(memctx: Memctx) -> Any:
+    from memory_core.recall import RecallConfig
+
+    s = memctx.settings
+    return RecallConfig(top_k=s.top_k or 3, threshold=s.threshold or 0.0,
+                        message_range=s.message_range or 0, scope=s.scope or "thread",
+                        filter=s.filter, mode=s.mode or "vector")
+
+
+def _resolve_embed(memctx: Memctx, embed: Embedder | None) -> Embedder | None:
+    if embed is not None:
+        return embed
+    from memory_core.registry import embedder_from_name
+
+    return embedder_from_name(memctx.settings.embedder)
+
+
+def explain_message(storage: Storage, data: RunData, msg: StoredMessage, *,
+                    fact: str | None = None, embed: Embedder | None = None) -> Explanation:
+    """The fate of a stored message in an already loaded run."""
+    run, memctx = data.run, data.memctx
+    ref = (msg.thread_id, msg.seq)
+    base = {"run_id": run.run_id, "thread_id": msg.thread_id, "seq": msg.seq,
+            "role": msg.role, "preview": preview(msg)}
+
+    def out(fate: Fate, sentence: str, **evidence: Any) -> Explanation:
+        return Explanation(fate=fate, reached_model=fate in GIVEN_FATES, sentence=sentence,
+                           evidence=evidence, **base)
+
+    by_lane: dict[tuple[str, int], str] = {}
+    for it in data.prompt.items:
+        if it.thread_id is not None and it.seq is not None:
+            by_lane.setdefault((it.thread_id, it.seq), it.lane)
+    lane = by_lane.get(ref)
+    if memctx is None:
+        if lane:
+            return out("recent" if lane != "recalled" else "recalled",
+                       f"The assistant was given this message (in the {lane} part of the "
+                       "prompt).", lane=lane)
+        return out("unexplained", "This run has no provenance record, so only its frozen "
+                   "prompt can be checked: the message is not in it.")
+    if lane == "recalled":
+        r = next((r for r in memctx.recalled if (r.thread_id, r.seq) == ref), None)
+        s = memctx.settings
+        if r is not None and r.origin == "repair":
+            return out("recalled", "The assistant was given this message: it was pulled in "
+                       "to complete a recalled tool call with its result.", origin="repair")
+        if r is not None and r.origin == "neighbour":
+            return out("recalled", "The assistant was given this message: it sits next to a "
+                       "recalled message and came along as context.", origin="neighbour")
+        return out("recalled",
+                   f"The assistant was given this message: recall ranked it "
+                   f"#{r.rank if r else '?'} with a similarity of {_fmt(r.score if r else None)}"
+                   f" (the bar was {_fmt(s.threshold)}, top {s.top_k} were kept).",
+                   rank=r.rank if r else None, score=r.score if r else None,
+                   threshold=s.threshold, top_k=s.top_k, origin=r.origin if r else None)
+    if lane == "recent":
+        return out("recent", f"The assistant was given this message: it was among the last "
+                   f"{memctx.recent_count} messages of the conversation, which are always "
+                   "included.", recent_count=memctx.recent_count)
+    if lane == "input" or (msg.run_id == run.run_id and msg.role == "user"):
+        return out("input", "This is the question the assistant was answering in this run.")
+    snap = memctx.scope_snapshot.get(msg.thread_id)
+    if (msg.run_id == run.run_id or (snap is not None and msg.seq > snap)
+            or msg.created_at > run.started_at):
+        return out("written-after", "This message did not exist yet: it was written after "
+                   "this run started, so the assistant could not have seen it.",
+                   created_at=msg.created_at.isoformat(), run_started_at=run.started_at.isoformat())
+    for d in memctx.dropped:
+        if (d.thread_id, d.seq) == ref:
+            why = {"unanswered-tool-call": "it is a tool call whose result was never stored, "
+                   "and a call without its result would make the model provider reject the "
+                   "whole prompt",
+                   "duplicate-tool-call-id": "the same tool call was already in the prompt, "
+                   "and a repeated call id would make the prompt invalid"}.get(
+                       d.reason or "", f"of {d.reason}")
+            return out("dropped", f"Recall found this message, but it was left out because "
+                       f"{why}.", reason=d.reason)
+    if msg.thread_id == run.thread_id:
+        for o in memctx.observations:
+            if o.from_seq is not None and o.to_seq is not None and o.from_seq <= msg.seq <= o.to_seq:
+                obs_text = next((it.message.text() or "" for it in data.prompt.items
+                                 if it.lane == "observations"), "")
+                full = _observation_text(storage, msg.thread_id, o.id) or obs_text
+                survives, cov = _fact_survives(fact or (msg.text() or preview(msg)), full)
+                tail = ("the summary still mentions it" if survives else
+                        "the summary no longer mentions it")
+                return out("compacted", f"Before this run, this message was condensed into "
+                           f"observation {o.id} (messages {o.from_seq}–{o.to_seq}); {tail}.",
+                           observation_id=o.id, from_seq=o.from_seq, to_seq=o.to_seq,
+                           fact_survives=survives, coverage=cov)
+    if msg.text() is None:
+        return out("no-text", "This message is a pure tool call or tool result with no text, "
+                   "so recall cannot match it by meaning; it only reaches the assistant inside "
+                   "the recent window or paired with a recalled call.")
+    s = memctx.settings
+    thread = storage.memory.get_thread(msg.thread_id)
+    msg_resource = thread.resource_id if thread else msg.resource_id
+    if msg_resource != run.resource_id and msg.thread_id != run.thread_id:
+        return out("out-of-scope", f"The assistant never saw this message: it belongs to "
+                   f"another owner ({msg_resource or 'none'}), and recall only searches the "
+                   f"conversations of {run.resource_id or 'the current thread'}.",
+                   scope="other-resource", message_resource=msg_resource,
+                   run_resource=run.resource_id)
+    if not s.recall_enabled:
+        return out("recall-off", f"Recall was off for this run, and this message was older "
+                   f"than the {s.recent_n} most recent messages the assistant always sees.",
+                   recent_n=s.recent_n)
+    if (msg.thread_id != run.thread_id and (s.scope == "thread" or not run.resource_id)):
+        return out("out-of-scope", f"The assistant never saw this message: it is in another "
+                   f"conversation ({msg.thread_id}), and recall was limited to the current "
+                   "conversation (thread scope).", scope="other-thread")
+    if memctx.recall_skipped:
+        return out("recall-skipped", f"Recall did not run for this run "
+                   f"({memctx.recall_skipped}), and the message was outside the recent window.",
+                   reason=memctx.recall_skipped)
+    return _explain_by_score(storage, data, msg, embed, out)
+
+
+def _observation_text(storage: Storage, thread_id: str, obs_id: str) -> str | None:
+    for o in storage.memory.list_observations(thread_id):
+        if o.id == obs_id:
+            return o.text
+    return None
+
+
+def _explain_by_score(storage: Storage, data: RunData, msg: StoredMessage,
+                      embed: Embedder | None, out: Any) -> Explanation:
+    from memory_core.recall import RecallEngine
+
+    memctx = data.memctx
+    assert memctx is not None
+    s = memctx.settings
+    config = _recall_config(memctx)
+    engine = RecallEngine(storage.memory, _resolve_embed(memctx, embed))
+    scores = engine.score_all(memctx.query or "", thread_id=data.run.thread_id or msg.thread_id,
+                              resource_id=data.run.resource_id, config=config,
+                              as_of=memctx.scope_snapshot or None)
+    cand = next((c for c in scores if (c.thread_id, c.seq) == (msg.thread_id, msg.seq)), None)
+    q = memctx.query or ""
+    if cand is None:
+        return out("unexplained", "Recall did not consider this message at all (it has no "
+                   "stored vector), so it could not be recalled.")
+    if cand.filter_clause:
+        return out("filtered-out", f"The assistant never saw this message: the recall filter "
+                   f"excluded it ({cand.filter_clause} did not hold for its metadata).",
+                   filter_clause=cand.filter_clause, filter=s.filter, score=cand.score)
+    ev = {"score": cand.score, "vector_score": cand.vector_score,
+          "lexical_score": cand.lexical_score, "threshold": s.threshold, "top_k": s.top_k,
+          "rank": cand.rank, "query": q, "mode": s.mode}
+    if not cand.eligible:
+        return out("below-threshold", f"The assistant never saw this message: recall scored "
+                   f"it {_fmt(cand.vector_score if cand.vector_score is not None else cand.score)}"
+                   f" against the question, below the bar of {_fmt(s.threshold)} a message must "
+                   "reach to be recalled.", **ev)
+    if cand.rank is not None and s.top_k is not None and cand.rank > s.top_k:
+        return out("beyond-top-k", f"The assistant never saw this message: it scored "
+                   f"{_fmt(cand.score)}, enough to qualify, but ranked #{cand.rank} and only the "
+                   f"top {s.top_k} are passed on.", **ev)
+    return out("unexplained", f"Recall ranked this message #{cand.rank} with "
+               f"{_fmt(cand.score)}, yet it is not in the prompt; the record does not say why.",
+               **ev)
+
+
+def why_forgotten(storage: Storage, run_id: str, target: tuple[str, int] | str, *,
+                  embed: Embedder | None = None) -> Explanation:
+    """Explain the fate of ``target`` — a ``(thread_id, seq)`` ref or a text to look for —
+    in run ``run_id``. Unknown runs and refs raise NotFoundError."""
+    data = load_run(storage, run_id)
+    if isinstance(target, str):
+        msg, others = _find_by_text(storage, data, target)
+        if msg is None:
+            return Explanation(run_id=run_id, fate="not-stored", reached_model=False,
+                               sentence=f"No stored message contains “{target}”, so the "
+                               "assistant could not have been given it: it was never said, or "
+                               "it was erased.", evidence={"text": target})
+        exp = explain_message(storage, data, msg, fact=target, embed=embed)
+        return exp.model_copy(update={"other_matches": [(m.thread_id, m.seq) for m in others]})
+    if (not isinstance(target, tuple | list) or len(target) != 2
+            or not isinstance(target[1], int)):
+        raise InvalidInputError(f"target must be (thread_id, seq) or a text, got {target!r}")
+    tid, seq = str(target[0]), int(target[1])
+    if storage.memory.get_thread(tid) is None:
+        raise NotFoundError(f"thread '{tid}' does not exist")
+    msgs = storage.memory.get_messages(tid, seqs=[seq])
+    if not msgs:
+        raise NotFoundError(f"message {tid}#{seq} does not exist")
+    return explain_message(storage, data, msgs[0], embed=embed)
+
+
+class LifelinePoint(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    run_id: str
+    started_at: str
+    fate: Fate
+    reached_model: bool
+    sentence: str
+    evidence: dict[str, Any] = Field(default_factory=dict)
+
+
+def lifeline(storage: Storage, thread_id: str, seq: int, *,
+             embed: Embedder | None = None,
+             run_ids: Sequence[str] | None = None) -> list[LifelinePoint]:
+    """The fate of one message across every run of its thread, in run order (recent →
+    left the window → recalled → compacted …), for the timeline view."""
+    msgs = storage.memory.get_messages(thread_id, seqs=[seq])
+    if storage.memory.get_thread(thread_id) is None:
+        raise NotFoundError(f"thread '{thread_id}' does not exist")
+    if not msgs:
+        raise NotFoundError(f"message {thread_id}#{seq} does not exist")
+    runs = storage.runs.list_runs(thread_id=thread_id)
+    if run_ids is not None:
+        wanted = set(run_ids)
+        runs = [r for r in runs if r.run_id in wanted]
+    points = []
+    for r in runs:
+        try:
+            data = load_run(storage, r.run_id)
+        except NotFoundError:
+            continue  # a run that crashed before freezing its prompt
+        e = explain_message(storage, data, msgs[0], embed=embed)
+        points.append(LifelinePoint(run_id=r.run_id, started_at=r.started_at.isoformat(),
+                                    fate=e.fate, reached_model=e.reached_model,
+                                    sentence=e.sentence, evidence=e.evidence))
+    return points

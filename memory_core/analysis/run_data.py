@@ -1,0 +1,93 @@
+"""Loads what the journal recorded about one run into typed pieces: the run row,
+the frozen prompt, the provenance record, the model steps, tool calls and output."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from memory_core.errors import NotFoundError
+from memory_core.models.base import ModelResponse
+from memory_core.prompt import FrozenPrompt
+from memory_core.provenance import Memctx
+from memory_core.storage.base import Storage
+from memory_core.types import RunRecord
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    index: int
+    response: ModelResponse
+    model: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolRecord:
+    call_id: str
+    name: str
+    args: Any
+    status: str
+    result: Any
+    error: str | None
+
+
+@dataclass(frozen=True)
+class RunData:
+    run: RunRecord
+    prompt: FrozenPrompt
+    memctx: Memctx | None
+    steps: list[StepRecord] = field(default_factory=list)
+    tools: dict[str, ToolRecord] = field(default_factory=dict)
+    output: dict[str, Any] | None = None
+
+    @property
+    def answer(self) -> str | None:
+        if self.output is not None:
+            text = self.output.get("text")
+            return text if isinstance(text, str) else None
+        for s in reversed(self.steps):
+            if s.response.text:
+                return s.response.text
+        return None
+
+    @property
+    def model_info(self) -> dict[str, Any]:
+        return dict(self.steps[0].model) if self.steps else {}
+
+
+def _step_index(key: str, run_id: str) -> int | None:
+    rest = key[len(f"{run_id}:step:"):]
+    return int(rest) if rest.isdigit() else None
+
+
+def load_run(storage: Storage, run_id: str) -> RunData:
+    """Everything recorded for ``run_id``; NotFoundError names an unknown run."""
+    if not isinstance(run_id, str) or not run_id:
+        raise NotFoundError(f"run id must be a non-empty string, got {run_id!r}")
+    run = storage.runs.get_run(run_id)
+    prompt_raw = storage.runs.get(f"{run_id}:prompt")
+    if run is None or prompt_raw is None:
+        raise NotFoundError(
+            f"run '{run_id}' does not exist (no run record or no frozen prompt in the journal)")
+    from memory_core.records import upgrade_memctx, upgrade_prompt, upgrade_step
+
+    prompt = upgrade_prompt(prompt_raw)
+    memctx_raw = storage.runs.get(f"{run_id}:memctx")
+    memctx = upgrade_memctx(memctx_raw) if memctx_raw is not None else None
+    steps: list[StepRecord] = []
+    for key, value in storage.runs.list(f"{run_id}:step:"):
+        idx = _step_index(key, run_id)
+        if idx is None:
+            continue
+        step = upgrade_step(value)
+        steps.append(StepRecord(idx, ModelResponse.model_validate(step["response"]),
+                                dict(step.get("model") or {})))
+    steps.sort(key=lambda s: s.index)
+    tools: dict[str, ToolRecord] = {}
+    for key, value in storage.runs.list(f"{run_id}:tool:"):
+        call_id = key[len(f"{run_id}:tool:"):]
+        tools[call_id] = ToolRecord(call_id, str(value.get("name", "")), value.get("args"),
+                                    str(value.get("status", "ok")), value.get("result"),
+                                    value.get("error"))
+    output = storage.runs.get(f"{run_id}:output")
+    return RunData(run, prompt, memctx, steps, tools, output)

@@ -1,0 +1,81 @@
+"""Reading journal records of every format version this project has written.
+
+Each record kind has an upgrade chain: a function per old version that lifts it one
+version up, so replay and analysis of old journals keep working after schema changes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memory_core.errors import InvalidInputError
+from memory_core.prompt import FrozenPrompt
+from memory_core.provenance import MEMCTX_VERSION, Memctx
+
+
+def _version(record: Any, kind: str) -> int:
+    if not isinstance(record, dict):
+        raise InvalidInputError(f"{kind} record must be a JSON object, got {type(record).__name__}")
+    v = record.get("v", 0)
+    if not isinstance(v, int):
+        raise InvalidInputError(f"{kind} record has a non-integer version {v!r}")
+    return v
+
+
+def upgrade_prompt(record: Any) -> FrozenPrompt:
+    v = _version(record, "prompt")
+    if v > 1:
+        raise InvalidInputError(f"prompt record version {v} is newer than this code (1)")
+    return FrozenPrompt.model_validate({**record, "v": 1})
+
+
+def _memctx_v0_to_v1(record: dict[str, Any]) -> dict[str, Any]:
+    """v0 (the seed's camelCase form) → v1 snake_case with our additions defaulted."""
+    renames = {"threadId": "thread_id", "recentCount": "recent_count",
+               "droppedCount": "dropped_count", "observationCount": "observation_count",
+               "workingMemoryChars": "working_memory_chars", "incomingCount": "incoming_count",
+               "echoTrimmed": "echo_trimmed"}
+    out = {renames.get(k, k): val for k, val in record.items()}
+
+    def ref(r: dict[str, Any]) -> dict[str, Any]:
+        r = dict(r)
+        if "threadId" in r:
+            r["thread_id"] = r.pop("threadId")
+        return r
+
+    for lane in ("recalled", "recent", "dropped"):
+        out[lane] = [ref(r) for r in out.get(lane, [])]
+    out.setdefault("settings", {"recent_n": out.get("recent_count", 0),
+                                "recall_enabled": bool(out.get("recalled"))})
+    for camel in ("chainAppended", "chainInserted", "incomingUnrecoverable",
+                  "incomingDedupedByShape"):
+        out.pop(camel, None)
+    out["v"] = 1
+    return out
+
+
+_MEMCTX_UPGRADES = {0: _memctx_v0_to_v1}
+
+
+def upgrade_memctx(record: Any) -> Memctx:
+    v = _version(record, "memctx")
+    if v > MEMCTX_VERSION:
+        raise InvalidInputError(
+            f"memctx record version {v} is newer than this code ({MEMCTX_VERSION})")
+    data = dict(record)
+    while v < MEMCTX_VERSION:
+        data = _MEMCTX_UPGRADES[v](data)
+        v = data["v"]
+    return Memctx.model_validate(data)
+
+
+def upgrade_step(record: Any) -> dict[str, Any]:
+    """Step entries: v0 had no model info and no input hash; v1 adds both."""
+    v = _version(record, "step")
+    if v > 1:
+        raise InvalidInputError(f"step record version {v} is newer than this code (1)")
+    data = dict(record)
+    data.setdefault("model", {})
+    data.setdefault("input_hash", None)
+    data["v"] = 1
+    return data

@@ -1,0 +1,47 @@
+"""Rebuilds embedders and models from the names provenance recorded, so analysis of
+a stored run can re-score and re-run without the caller wiring them up again."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memory_core.embedders import Embedder, HashingEmbedder
+from memory_core.errors import InvalidInputError
+
+_EMBEDDERS: dict[str, Embedder] = {}
+
+
+def embedder_from_name(name: str | None) -> Embedder | None:
+    """``hashing-<dim>`` or ``all-MiniLM-L6-v2``; None for a run composed without one.
+    Instances are shared so the MiniLM cache is reused across analyses."""
+    if name is None:
+        return None
+    if name in _EMBEDDERS:
+        return _EMBEDDERS[name]
+    emb: Embedder
+    if name.startswith("hashing-") and name[len("hashing-"):].isdigit():
+        emb = HashingEmbedder(int(name[len("hashing-"):]))
+    elif name == "all-MiniLM-L6-v2":
+        from memory_core.minilm import MiniLMEmbedder
+
+        emb = MiniLMEmbedder()
+    else:
+        raise InvalidInputError(
+            f"cannot rebuild the embedder {name!r} recorded for this run; pass embed=...")
+    _EMBEDDERS[name] = emb
+    return emb
+
+
+def model_from_info(info: dict[str, Any], embed_name: str | None) -> Any:
+    """The model a run recorded (``{"name": ...}``), rebuilt when it is one of ours."""
+    name = info.get("name")
+    if name == "offline-reader":
+        from memory_core.models.reader import ReaderModel
+
+        return ReaderModel(embed=embedder_from_name(embed_name))
+    if isinstance(name, str) and name.startswith("openai:"):
+        from memory_core.models.openai_http import OpenAIChatModel
+
+        return OpenAIChatModel.from_env()
+    raise InvalidInputError(
+        f"cannot rebuild the model {name!r} recorded for this run; pass model=...")

@@ -1,0 +1,94 @@
+"""A small world for the analysis tests: a keyword embedder whose cosine scores are
+known in advance, and helpers to run turns through the real Runner."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import numpy as np
+import pytest
+
+from memory_core.memory import AgentMemory
+from memory_core.models.reader import ReaderModel
+from memory_core.models.scripted import ScriptedModel
+from memory_core.recall import RecallConfig
+from memory_core.runner import Agent, Runner
+from memory_core.storage.inmemory import InMemoryStorage
+from memory_core.types import Message
+
+AXES = ["refund", "blender", "kettle", "weather", "lamp", "voucher", "cash"]
+
+
+class KeywordEmbedder:
+    """One axis per keyword plus a constant axis: cosine scores follow from which
+    keywords two texts share, so tests can place a message above or below a bar."""
+
+    name = "keyword-test"
+
+    def __call__(self, texts: Sequence[str]) -> np.ndarray:
+        out = np.zeros((len(texts), len(AXES) + 1), dtype=np.float32)
+        for i, t in enumerate(texts):
+            low = t.lower()
+            for j, k in enumerate(AXES):
+                if k in low:
+                    out[i, j] = 1.0
+            out[i, -1] = 0.3
+            out[i] /= np.linalg.norm(out[i])
+        return out
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = datetime(2027, 1, 1, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        self.now += timedelta(seconds=1)
+        return self.now
+
+
+class World:
+    def __init__(self) -> None:
+        self.clock = Clock()
+        self.storage = InMemoryStorage(clock=self.clock)
+        self.embed = KeywordEmbedder()
+
+    def memory(self, **kw: Any) -> AgentMemory:
+        kw.setdefault("recent_n", 2)
+        return AgentMemory(self.storage, embed=self.embed, clock=self.clock, **kw)
+
+    def say(self, thread: str, resource: str, *messages: Message) -> list[int]:
+        if self.storage.memory.get_thread(thread) is None:
+            self.storage.memory.create_thread(thread, resource_id=resource)
+        return self.memory().append(thread, list(messages), resource, created_at=self.clock())
+
+    def run(self, run_id: str, thread: str, resource: str, question: str, *,
+            memory: AgentMemory, model: Any = None) -> Any:
+        agent = Agent(name="a", instructions="Answer from memory.",
+                      model=model or ReaderModel(embed=self.embed))
+        runner = Runner(self.storage, {"a": agent}, memory=memory, clock=self.clock)
+        return runner.run("a", run_id=run_id, thread_id=thread, resource_id=resource,
+                          prompt=question)
+
+
+@pytest.fixture
+def world() -> World:
+    return World()
+
+
+def user(text: str, **meta: Any) -> Message:
+    return Message(role="user", content=text, metadata=meta)
+
+
+def assistant(text: str) -> Message:
+    return Message(role="assistant", content=text)
+
+
+def recall(**kw: Any) -> RecallConfig:
+    kw.setdefault("scope", "resource")
+    return RecallConfig(**kw)
+
+
+def scripted(*texts: str) -> ScriptedModel:
+    return ScriptedModel(list(texts))

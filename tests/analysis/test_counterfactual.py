@@ -1,0 +1,116 @@
+"""Counterfactual replay, leave-one-out attribution and run diffs on real runs."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory_core.analysis.counterfactual import attribution, counterfactual, list_counterfactuals
+from memory_core.analysis.diff import diff_runs
+from memory_core.errors import InvalidInputError, NotFoundError
+from memory_core.models.reader import ReaderModel
+from memory_core.models.scripted import ScriptedModel
+from memory_core.types import Message, TextPart, ToolCallPart
+from tests.analysis.conftest import World, assistant, recall, user
+
+QUESTION = "What did we decide about the refund for my blender?"
+
+
+@pytest.fixture
+def story(world: World) -> World:
+    w = world
+    w.say("old", "r1",
+          user("The refund for the blender was approved: 240 euros."),  # 0 carries the fact
+          assistant("Noted."),
+          user("Refund ok?"),                                            # 2 irrelevant hit
+          user("Nice weather today."),
+          Message(role="assistant", content=[TextPart(text="Starting the blender refund."),
+                                             ToolCallPart(id="c1", name="refund", args={})]))
+    w.say("cur", "r1", user("Hello"), assistant("Hi!"), user("Quick thing first."))
+    w.run("r1", "cur", "r1", QUESTION, memory=w.memory(recall=recall(top_k=3, threshold=0.5)))
+    return w
+
+
+def reader(w: World) -> ReaderModel:
+    return ReaderModel(embed=w.embed)
+
+
+def test_subtracting_recalled_changes_the_answer(story: World) -> None:
+    memctx = story.storage.runs.get("r1:memctx")
+    recalled = {(r["thread_id"], r["seq"]) for r in memctx["recalled"]}
+    assert ("old", 0) in recalled
+    res = counterfactual(story.storage, "r1", subtract="all", model=reader(story))
+    assert "240" in (res.original_answer or "")
+    assert "240" not in res.new_answer
+    assert res.changed and res.verdict == "changed"
+    # exactly the recalled list was removed, nothing else
+    assert set(map(tuple, res.removed)) == recalled
+    assert story.storage.runs.get(res.key) is not None
+
+
+def test_subtracting_an_irrelevant_message_does_not(story: World) -> None:
+    res = counterfactual(story.storage, "r1", subtract=[("old", 2)], model=reader(story))
+    assert not res.changed and res.verdict == "unchanged"
+    assert res.removed == [("old", 2)]
+
+
+def test_only_recalled_refs_can_be_subtracted(story: World) -> None:
+    with pytest.raises(InvalidInputError, match="not in run 'r1''s recalled list"):
+        counterfactual(story.storage, "r1", subtract=[("old", 3)], model=reader(story))
+    with pytest.raises(InvalidInputError, match="unknown lane 'bogus'"):
+        counterfactual(story.storage, "r1", lanes=["bogus"], model=reader(story))
+    with pytest.raises(NotFoundError, match="nope"):
+        counterfactual(story.storage, "nope", subtract="all", model=reader(story))
+
+
+def test_put_back_a_dropped_message(story: World) -> None:
+    memctx = story.storage.runs.get("r1:memctx")
+    assert [(d["thread_id"], d["seq"]) for d in memctx["dropped"]] == [("old", 4)]
+    res = counterfactual(story.storage, "r1", put_back=[("old", 4)], model=reader(story))
+    assert res.added == [("old", 4)]
+    with pytest.raises(InvalidInputError, match="neither dropped nor a near miss"):
+        counterfactual(story.storage, "r1", put_back=[("cur", 99)], model=reader(story))
+
+
+def test_results_are_journaled_and_reused(story: World) -> None:
+    counting = ScriptedModel(["base", "variant"])
+    counting.name = "offline-reader-copy"
+    first = counterfactual(story.storage, "r1", subtract="all", model=counting)
+    again = counterfactual(story.storage, "r1", subtract="all", model=counting)
+    assert counting.calls == 1 + 1  # baseline + variant, once
+    assert again == first
+    assert [c.key for c in list_counterfactuals(story.storage, "r1")] == [first.key]
+
+
+def test_noise_floor_for_a_nondeterministic_model(story: World) -> None:
+    # the unchanged prompt already answers two ways: an answer among them is no change
+    noisy = ScriptedModel(["A", "B", "B", "A"])
+    noisy.name = "noisy"
+    res = counterfactual(story.storage, "r1", subtract=[("old", 2)], model=noisy, repeats=2)
+    assert res.baseline_answers == ["A", "B"] and res.new_answers == ["B", "A"]
+    assert res.verdict == "unchanged"
+
+
+def test_attribution_ranks_the_carrying_message_first(story: World) -> None:
+    ranked = attribution(story.storage, "r1", model=reader(story))
+    assert (ranked[0].thread_id, ranked[0].seq) == ("old", 0) and ranked[0].changed
+    assert all(not a.changed for a in ranked[1:])
+
+
+def test_diff_reports_a_message_crossing_the_threshold(story: World) -> None:
+    story.run("r2", "cur", "r1", QUESTION,
+              memory=story.memory(recall=recall(top_k=3, threshold=0.8)), model=reader(story))
+    d = diff_runs(story.storage, "r1", "r2", embed=story.embed)
+    e = next(x for x in d.entries if (x.thread_id, x.seq) == ("old", 2))
+    assert (e.lane_a, e.lane_b, e.change) == ("recalled", None, "left")
+    assert e.score_a == pytest.approx(0.722, abs=1e-3)
+    assert e.score_b == pytest.approx(0.722, abs=1e-3)
+    assert "across the threshold" in e.reason and "0.80" in e.reason
+    assert d.settings_changed["threshold"] == (0.5, 0.8)
+    assert set(d.token_deltas) >= {"recalled", "recent", "input"}
+    assert d.token_deltas["recalled"][2] < 0
+    assert d.steps and d.divergent_at is None or isinstance(d.divergent_at, int)
+
+
+def test_diff_rejects_unknown_runs(story: World) -> None:
+    with pytest.raises(NotFoundError, match="ghost"):
+        diff_runs(story.storage, "r1", "ghost")
