@@ -6,8 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from memory_core.storage.base import Storage
 
 ADAPTERS = ["inmemory", "duckdb-memory", "duckdb-file", "sqlite", "postgres"]
@@ -42,8 +40,16 @@ def reopen_storage(name: str, tmp_path: Path, **kwargs: Any) -> Storage | None:
 
 # -- SQL adapters (owned by the SQLite/PostgreSQL work) --------------------------------
 def _make_sqlite(tmp_path: Path, **kwargs: Any) -> Storage:
-    pytest.skip("SQLiteStorage not implemented yet")
+    from memory_core.storage.sqlite import SQLiteStorage
+
+    return SQLiteStorage(str(tmp_path / "conformance.sqlite"), **kwargs)
 
 
 def _make_postgres(tmp_path: Path, **kwargs: Any) -> Storage:
-    pytest.skip("PostgresStorage not implemented yet")
+    # One schema per test (keyed by tmp_path, so reopen_storage finds the same one) on
+    # the throwaway server; skips only when MEMWB_SKIP_POSTGRES=1, fails if unavailable.
+    from memory_core.storage.postgres import PostgresStorage
+    from tests.pg_server import require_postgres_dsn, schema_for
+
+    dsn = require_postgres_dsn()
+    return PostgresStorage(dsn, schema=schema_for(dsn, tmp_path), **kwargs)

@@ -8,6 +8,7 @@ methods are built on top of them. `Storage` bundles the two ports with erasure.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -237,6 +238,11 @@ class Storage:
 
     def close(self) -> None:  # pragma: no cover - adapters override when needed
         pass
+
+    def session(self) -> AbstractContextManager[None]:
+        """Scope for a batch of operations: adapters that pay per operation to reach
+        their database (DuckDBStorage on a file) hold one connection inside it."""
+        return nullcontext()
 
     def __enter__(self) -> Storage:
         return self

@@ -1,0 +1,648 @@
+"""The MemoryStore and RunJournal ports written once in portable SQL, for the SQLite and
+PostgreSQL adapters; each adapter supplies a Driver (connections, transactions, DDL).
+
+The SQL here uses ``?`` placeholders and only constructs both engines understand
+(``ON CONFLICT``, ``substr``/``length``, ``||``); a driver rewrites placeholders if it
+must. Timestamps are stored twice: the ISO text (exact round trip, offset included)
+and integer microseconds since the epoch (for ordering). JSON is stored as canonical
+TEXT so a journal value reads back byte-identically; vectors are float32 blobs.
+Behaviour follows memory_core/storage/inmemory.py method by method.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, Protocol
+
+import numpy as np
+
+from memory_core.errors import InvalidInputError, NotFoundError
+from memory_core.storage.base import EmbeddingBlock, MemoryStore, RunJournal
+from memory_core.storage.common import (
+    Clock,
+    ThreadIdFactory,
+    decode_json,
+    decode_vectors,
+    encode_json,
+    encode_vector,
+    validate_batch,
+)
+from memory_core.types import (
+    AppendRow,
+    ErasureReport,
+    Observation,
+    RunRecord,
+    RunStatus,
+    StoredMessage,
+    Thread,
+    canonical_json,
+)
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_US = timedelta(microseconds=1)
+# Bound-parameter lists are chunked: SQLite caps the number of variables per statement.
+_CHUNK = 500
+DIM_KEY = "embedding_dim"
+
+
+def ts_text(dt: datetime) -> str:
+    return dt.isoformat()
+
+
+def ts_micros(dt: datetime) -> int:
+    """Microseconds since the epoch; a naive datetime is read as UTC."""
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=UTC)
+    return (dt - _EPOCH) // _US
+
+
+def ts_parse(text: str) -> datetime:
+    return datetime.fromisoformat(text)
+
+
+def ts_parse_opt(text: str | None) -> datetime | None:
+    return None if text is None else datetime.fromisoformat(text)
+
+
+def _chunks(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
+    for i in range(0, len(items), _CHUNK):
+        yield items[i:i + _CHUNK]
+
+
+def _marks(n: int) -> str:
+    return ",".join("?" * n)
+
+
+def _json_or_invalid(what: str, value: Any) -> str:
+    try:
+        return canonical_json(value)
+    except (TypeError, ValueError) as e:
+        raise InvalidInputError(f"{what} is not JSON-serialisable: {e}") from e
+
+
+class Tx(Protocol):
+    """One open transaction (or autocommit read) on a driver connection."""
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> int: ...
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None: ...
+
+
+class Driver(ABC):
+    """Engine-specific part of an SQL adapter.
+
+    ``write(op)`` yields a transaction that is serialised against every other write
+    that could assign seqs (the engine's own locking), commits on success and rolls
+    back on any exception; ``read(op)`` yields a consistent-enough read. Both re-raise
+    driver errors as StorageError naming ``op``.
+    """
+
+    #: appended to a SELECT on one threads row inside write(): a row lock where the
+    #: engine has them ("" where write() already excludes other writers).
+    lock_row: str = ""
+    #: SQL expression template testing that text column {col} contains parameter ?.
+    contains: str = "instr({col}, ?) > 0"
+
+    @abstractmethod
+    def read(self, op: str) -> AbstractContextManager[Tx]: ...
+
+    @abstractmethod
+    def write(self, op: str) -> AbstractContextManager[Tx]: ...
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    statements: tuple[str, ...]
+
+
+_MSG_COLS = "thread_id, seq, resource_id, body, created_at, run_id"
+
+
+def _row_to_message(r: Sequence[Any]) -> StoredMessage:
+    body = json.loads(r[3])
+    return StoredMessage.model_validate({
+        **body, "thread_id": r[0], "seq": int(r[1]), "resource_id": r[2],
+        "created_at": ts_parse(r[4]), "run_id": r[5]})
+
+
+_THREAD_COLS = "id, resource_id, title, metadata, parent_thread_id, created_at, updated_at"
+
+
+def _row_to_thread(r: Sequence[Any]) -> Thread:
+    return Thread(id=r[0], resource_id=r[1], title=r[2], metadata=json.loads(r[3]),
+                  parent_thread_id=r[4], created_at=ts_parse(r[5]),
+                  updated_at=ts_parse(r[6]))
+
+
+_OBS_COLS = "id, thread_id, from_seq, to_seq, level, text, source_ids, created_at, condensed"
+
+
+def _row_to_observation(r: Sequence[Any]) -> Observation:
+    return Observation(id=r[0], thread_id=r[1], from_seq=r[2], to_seq=r[3], level=int(r[4]),
+                       text=r[5], source_ids=json.loads(r[6]), created_at=ts_parse(r[7]),
+                       condensed=bool(r[8]))
+
+
+_RUN_COLS = "run_id, agent, thread_id, resource_id, status, started_at, finished_at, error"
+
+
+def _row_to_run(r: Sequence[Any]) -> RunRecord:
+    return RunRecord(run_id=r[0], agent=r[1], thread_id=r[2], resource_id=r[3], status=r[4],
+                     started_at=ts_parse(r[5]), finished_at=ts_parse_opt(r[6]), error=r[7])
+
+
+class SqlMemoryStore(MemoryStore):
+    def __init__(self, db: Driver, clock: Clock, ids: ThreadIdFactory) -> None:
+        self._db = db
+        self._clock = clock
+        self._ids = ids
+
+    # -- threads -------------------------------------------------------------------
+    def _insert_thread(self, tx: Tx, tid: str | None, resource_id: str | None,
+                       title: str | None, metadata: dict[str, Any] | None,
+                       parent_thread_id: str | None) -> Thread:
+        tid = tid or self._ids()
+        if not isinstance(tid, str):
+            raise InvalidInputError(f"thread id must be a string, got {tid!r}")
+        meta = dict(metadata or {})
+        meta_text = _json_or_invalid(f"metadata of thread '{tid}'", meta)
+        if tx.query("SELECT 1 FROM threads WHERE id = ?", (tid,)):
+            raise InvalidInputError(f"thread '{tid}' already exists")
+        now = self._clock()
+        n = tx.execute(
+            "INSERT INTO threads (id, resource_id, title, metadata, parent_thread_id,"
+            " created_at, created_us, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+            " ON CONFLICT (id) DO NOTHING",
+            (tid, resource_id, title, meta_text, parent_thread_id, ts_text(now),
+             ts_micros(now), ts_text(now)))
+        if n == 0:  # created by another process since the check above
+            raise InvalidInputError(f"thread '{tid}' already exists")
+        return Thread(id=tid, resource_id=resource_id, title=title, metadata=meta,
+                      parent_thread_id=parent_thread_id, created_at=now, updated_at=now)
+
+    def create_thread(self, thread_id: str | None = None, *, resource_id: str | None = None,
+                      title: str | None = None, metadata: dict[str, Any] | None = None,
+                      parent_thread_id: str | None = None) -> Thread:
+        with self._db.write("create_thread") as tx:
+            return self._insert_thread(tx, thread_id, resource_id, title, metadata,
+                                       parent_thread_id)
+
+    def _get_thread(self, tx: Tx, thread_id: str, lock: bool = False) -> Thread | None:
+        suffix = self._db.lock_row if lock else ""
+        rows = tx.query(f"SELECT {_THREAD_COLS} FROM threads WHERE id = ?{suffix}",
+                        (thread_id,))
+        return _row_to_thread(rows[0]) if rows else None
+
+    def _require(self, tx: Tx, thread_id: str, lock: bool = False) -> Thread:
+        t = self._get_thread(tx, thread_id, lock)
+        if t is None:
+            raise NotFoundError(f"thread '{thread_id}' does not exist")
+        return t
+
+    def get_thread(self, thread_id: str) -> Thread | None:
+        with self._db.read("get_thread") as tx:
+            return self._get_thread(tx, thread_id)
+
+    def list_threads(self, resource_id: str | None = None) -> list[Thread]:
+        sql = f"SELECT {_THREAD_COLS} FROM threads"
+        params: tuple[Any, ...] = ()
+        if resource_id is not None:
+            sql += " WHERE resource_id = ?"
+            params = (resource_id,)
+        sql += " ORDER BY created_us DESC, id ASC"
+        with self._db.read("list_threads") as tx:
+            return [_row_to_thread(r) for r in tx.query(sql, params)]
+
+    def list_resources(self) -> list[str]:
+        with self._db.read("list_resources") as tx:
+            rows = tx.query("SELECT DISTINCT resource_id FROM threads"
+                            " WHERE resource_id IS NOT NULL")
+        return sorted(r[0] for r in rows if r[0])
+
+    def update_thread(self, thread_id: str, *, title: str | None = None,
+                      metadata: dict[str, Any] | None = None,
+                      resource_id: str | None = None) -> Thread:
+        with self._db.write("update_thread") as tx:
+            t = self._require(tx, thread_id, lock=True)
+            patch: dict[str, Any] = {"updated_at": max(self._clock(), t.updated_at)}
+            if title is not None:
+                patch["title"] = title
+            if metadata is not None:
+                patch["metadata"] = {**t.metadata, **metadata}
+            if resource_id is not None:
+                patch["resource_id"] = resource_id
+            nt = t.model_copy(update=patch, deep=True)
+            meta_text = _json_or_invalid(f"metadata of thread '{thread_id}'", nt.metadata)
+            tx.execute("UPDATE threads SET title = ?, metadata = ?, resource_id = ?,"
+                       " updated_at = ? WHERE id = ?",
+                       (nt.title, meta_text, nt.resource_id, ts_text(nt.updated_at),
+                        thread_id))
+            if resource_id is not None:
+                tx.execute("UPDATE messages SET resource_id = ? WHERE thread_id = ?",
+                           (resource_id, thread_id))
+            return nt
+
+    def clone_thread(self, source_id: str, new_id: str | None = None, *,
+                     resource_id: str | None = None) -> Thread:
+        with self._db.write("clone_thread") as tx:
+            src = self._require(tx, source_id, lock=True)
+            rid = resource_id or src.resource_id or "default"
+            t = self._insert_thread(tx, new_id, rid, src.title, src.metadata, source_id)
+            tx.execute(
+                "INSERT INTO messages (thread_id, seq, resource_id, body, text_lower,"
+                " created_at, created_us, run_id, embedding)"
+                " SELECT ?, seq, ?, body, text_lower, created_at, created_us, run_id,"
+                " embedding FROM messages WHERE thread_id = ?",
+                (t.id, rid, source_id))
+            tx.execute(
+                "INSERT INTO working_memory (key, value) SELECT ?, value FROM working_memory"
+                " WHERE key = ? AND value <> 'null' ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (f"thread:{t.id}", f"thread:{source_id}"))
+            tx.execute(
+                f"INSERT INTO observations ({_OBS_COLS}, created_us)"
+                " SELECT CAST(? AS TEXT) || '/' || id, ?, from_seq, to_seq, level, text, source_ids,"
+                " created_at, condensed, created_us FROM observations WHERE thread_id = ?"
+                " ON CONFLICT (id) DO UPDATE SET thread_id = excluded.thread_id,"
+                " from_seq = excluded.from_seq, to_seq = excluded.to_seq,"
+                " level = excluded.level, text = excluded.text,"
+                " source_ids = excluded.source_ids, created_at = excluded.created_at,"
+                " condensed = excluded.condensed, created_us = excluded.created_us",
+                (t.id, t.id, source_id))
+            return t
+
+    # -- messages ------------------------------------------------------------------
+    @staticmethod
+    def _read_dim(tx: Tx, lock: str = "") -> int | None:
+        rows = tx.query(f"SELECT value FROM meta WHERE key = ?{lock}", (DIM_KEY,))
+        return int(rows[0][0]) if rows and rows[0][0] is not None else None
+
+    def append_messages(self, thread_id: str, rows: Sequence[AppendRow]) -> list[int]:
+        rows = list(rows)
+        has_vec = any(r.embedding is not None for r in rows)
+        with self._db.write("append_messages") as tx:
+            # the dimension only matters to batches carrying vectors
+            dim = self._read_dim(tx) if has_vec else None
+            explicit, batch_dim = validate_batch(thread_id, rows, dim)
+            # The thread row lock is what serialises seq assignment per thread.
+            thread = self._require(tx, thread_id, lock=True)
+            if dim is None and has_vec:
+                # First vectors of the store: take the store-wide row and re-check, so
+                # two writers on different threads cannot fix two dimensions.
+                dim = self._read_dim(tx, self._db.lock_row)
+                if dim is not None:
+                    explicit, batch_dim = validate_batch(thread_id, rows, dim)
+            if explicit:
+                wanted = [r.seq for r in rows if r.seq is not None]
+                existing: set[int] = set()
+                for part in _chunks(wanted):
+                    existing.update(int(x[0]) for x in tx.query(
+                        f"SELECT seq FROM messages WHERE thread_id = ?"
+                        f" AND seq IN ({_marks(len(part))})", (thread_id, *part)))
+                next_seq = 0
+            else:
+                existing = set()
+                top = tx.query("SELECT MAX(seq) FROM messages WHERE thread_id = ?",
+                               (thread_id,))[0][0]
+                next_seq = -1 if top is None else int(top)
+                next_seq += 1
+            seqs: list[int] = []
+            staged: list[tuple[Any, ...]] = []
+            staged_vec = False
+            for r in rows:
+                seq = r.seq if explicit else next_seq
+                assert seq is not None
+                if not explicit:
+                    next_seq += 1
+                seqs.append(seq)
+                if seq in existing:
+                    continue
+                existing.add(seq)
+                created = r.created_at or self._clock()
+                text = r.message.text()
+                body = canonical_json(r.message.model_dump(
+                    mode="json", include={"role", "content", "metadata"}))
+                vec = None if r.embedding is None else encode_vector(r.embedding)
+                staged_vec = staged_vec or vec is not None
+                staged.append((thread_id, seq, thread.resource_id, body,
+                               None if text is None else text.lower(), ts_text(created),
+                               ts_micros(created), r.run_id, vec))
+            if staged:
+                tx.executemany(
+                    "INSERT INTO messages (thread_id, seq, resource_id, body, text_lower,"
+                    " created_at, created_us, run_id, embedding)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", staged)
+            if batch_dim is not None and dim is None and staged_vec:
+                tx.execute("UPDATE meta SET value = ? WHERE key = ?",
+                           (str(batch_dim), DIM_KEY))
+            return seqs
+
+    def get_messages(self, thread_id: str, *, from_seq: int | None = None,
+                     to_seq: int | None = None,
+                     seqs: Sequence[int] | None = None) -> list[StoredMessage]:
+        base = f"SELECT {_MSG_COLS} FROM messages WHERE thread_id = ?"
+        with self._db.read("get_messages") as tx:
+            if seqs is not None:
+                wanted = sorted({int(s) for s in seqs})
+                out: list[StoredMessage] = []
+                for part in _chunks(wanted):
+                    out.extend(_row_to_message(r) for r in tx.query(
+                        f"{base} AND seq IN ({_marks(len(part))}) ORDER BY seq",
+                        (thread_id, *part)))
+                return out
+            sql = base
+            params: list[Any] = [thread_id]
+            if from_seq is not None:
+                sql += " AND seq >= ?"
+                params.append(from_seq)
+            if to_seq is not None:
+                sql += " AND seq <= ?"
+                params.append(to_seq)
+            return [_row_to_message(r) for r in tx.query(sql + " ORDER BY seq", params)]
+
+    def get_messages_by_run(self, thread_id: str, run_id: str) -> list[StoredMessage]:
+        with self._db.read("get_messages_by_run") as tx:
+            return [_row_to_message(r) for r in tx.query(
+                f"SELECT {_MSG_COLS} FROM messages WHERE thread_id = ? AND run_id = ?"
+                " ORDER BY seq", (thread_id, run_id))]
+
+    def count_messages(self, thread_id: str) -> int:
+        with self._db.read("count_messages") as tx:
+            return int(tx.query("SELECT COUNT(*) FROM messages WHERE thread_id = ?",
+                                (thread_id,))[0][0])
+
+    def max_seq(self, thread_id: str) -> int:
+        with self._db.read("max_seq") as tx:
+            top = tx.query("SELECT MAX(seq) FROM messages WHERE thread_id = ?",
+                           (thread_id,))[0][0]
+        return -1 if top is None else int(top)
+
+    def get_embeddings(self, thread_ids: Sequence[str], *,
+                       after_seq: dict[str, int] | None = None) -> EmbeddingBlock:
+        after = after_seq or {}
+        tids = sorted(set(thread_ids))
+        whole = [t for t in tids if after.get(t, -1) < 0]
+        partial = [t for t in tids if after.get(t, -1) >= 0]
+        got: dict[str, list[tuple[Any, ...]]] = {}
+        with self._db.read("get_embeddings") as tx:
+            dim = self._read_dim(tx)
+            for part in _chunks(whole):
+                for r in tx.query(
+                        "SELECT thread_id, seq, embedding FROM messages WHERE thread_id IN"
+                        f" ({_marks(len(part))}) AND embedding IS NOT NULL", part):
+                    got.setdefault(r[0], []).append(r)
+            for t in partial:
+                got[t] = tx.query(
+                    "SELECT thread_id, seq, embedding FROM messages WHERE thread_id = ?"
+                    " AND seq > ? AND embedding IS NOT NULL", (t, after[t]))
+        ordered: list[tuple[Any, ...]] = []
+        for t in tids:
+            ordered.extend(sorted(got.get(t, []), key=lambda r: int(r[1])))
+        d = dim or 0
+        mat = decode_vectors([bytes(r[2]) for r in ordered], d) if ordered else \
+            np.zeros((0, d), np.float32)
+        return EmbeddingBlock(np.array([r[0] for r in ordered], dtype=object),
+                              np.array([int(r[1]) for r in ordered], dtype=np.int64), mat)
+
+    def embedding_dim(self) -> int | None:
+        with self._db.read("embedding_dim") as tx:
+            return self._read_dim(tx)
+
+    def search_messages(self, text: str, *, resource_id: str | None = None,
+                        thread_id: str | None = None, limit: int = 100) -> list[StoredMessage]:
+        needle = text.lower()
+        if not needle:
+            return []
+        cols = ", ".join(f"m.{c.strip()}" for c in _MSG_COLS.split(","))
+        sql = (f"SELECT {cols} FROM messages m JOIN threads t ON t.id = m.thread_id"
+               f" WHERE m.text_lower IS NOT NULL AND "
+               + self._db.contains.format(col="m.text_lower"))
+        params: list[Any] = [needle]
+        if resource_id is not None:
+            sql += " AND t.resource_id = ?"
+            params.append(resource_id)
+        if thread_id is not None:
+            sql += " AND m.thread_id = ?"
+            params.append(thread_id)
+        sql += " ORDER BY m.created_us, m.thread_id, m.seq"
+        if limit >= 0:
+            sql += " LIMIT ?"
+            params.append(limit)
+        with self._db.read("search_messages") as tx:
+            out = [_row_to_message(r) for r in tx.query(sql, params)]
+        return out[:limit]
+
+    # -- working memory ------------------------------------------------------------
+    def get_working_memory(self, key: str) -> Any | None:
+        with self._db.read("get_working_memory") as tx:
+            rows = tx.query("SELECT value FROM working_memory WHERE key = ?", (key,))
+        return decode_json(rows[0][0]) if rows else None
+
+    def put_working_memory(self, key: str, value: Any) -> None:
+        text = encode_json(key, value)
+        with self._db.write("put_working_memory") as tx:
+            tx.execute("INSERT INTO working_memory (key, value) VALUES (?, ?)"
+                       " ON CONFLICT (key) DO UPDATE SET value = excluded.value", (key, text))
+
+    def list_working_memory_keys(self) -> list[str]:
+        with self._db.read("list_working_memory_keys") as tx:
+            return sorted(r[0] for r in tx.query("SELECT key FROM working_memory"))
+
+    @staticmethod
+    def _delete_wm(tx: Tx, key: str) -> bool:
+        # The reference adapter reports a key as deleted only when its value was not
+        # null (dict.pop(...) is not None); match it.
+        rows = tx.query("SELECT value FROM working_memory WHERE key = ?", (key,))
+        if not rows:
+            return False
+        tx.execute("DELETE FROM working_memory WHERE key = ?", (key,))
+        return decode_json(rows[0][0]) is not None
+
+    def delete_working_memory(self, key: str) -> bool:
+        with self._db.write("delete_working_memory") as tx:
+            return self._delete_wm(tx, key)
+
+    # -- observations --------------------------------------------------------------
+    def put_observation(self, observation: Observation) -> None:
+        o = observation
+        src = _json_or_invalid(f"source_ids of observation '{o.id}'", list(o.source_ids))
+        with self._db.write("put_observation") as tx:
+            tx.execute(f"INSERT INTO observations ({_OBS_COLS}, created_us)"
+                       " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
+                       (o.id, o.thread_id, o.from_seq, o.to_seq, o.level, o.text, src,
+                        ts_text(o.created_at), int(o.condensed), ts_micros(o.created_at)))
+
+    def list_observations(self, thread_id: str, *,
+                          include_condensed: bool = True) -> list[Observation]:
+        sql = f"SELECT {_OBS_COLS} FROM observations WHERE thread_id = ?"
+        if not include_condensed:
+            sql += " AND condensed = 0"
+        with self._db.read("list_observations") as tx:
+            return [_row_to_observation(r)
+                    for r in tx.query(sql + " ORDER BY created_us, id", (thread_id,))]
+
+    def mark_condensed(self, observation_ids: Sequence[str]) -> None:
+        ids = list(dict.fromkeys(observation_ids))
+        with self._db.write("mark_condensed") as tx:
+            for part in _chunks(ids):
+                tx.execute(f"UPDATE observations SET condensed = 1 WHERE id IN"
+                           f" ({_marks(len(part))})", part)
+
+    # -- erasure -------------------------------------------------------------------
+    def delete_thread(self, thread_id: str) -> ErasureReport:
+        with self._db.write("delete_thread") as tx:
+            self._require(tx, thread_id, lock=True)
+            n_msg, n_vec = tx.query(
+                "SELECT COUNT(*), COUNT(embedding) FROM messages WHERE thread_id = ?",
+                (thread_id,))[0]
+            tx.execute("DELETE FROM messages WHERE thread_id = ?", (thread_id,))
+            key = f"thread:{thread_id}"
+            wm = [key] if self._delete_wm(tx, key) else []
+            n_obs = tx.execute("DELETE FROM observations WHERE thread_id = ?", (thread_id,))
+            tx.execute("DELETE FROM threads WHERE id = ?", (thread_id,))
+            return ErasureReport(threads=[thread_id], messages=int(n_msg),
+                                 embeddings=int(n_vec), working_memory=wm,
+                                 observations=int(n_obs))
+
+
+_PREFIX = "substr(key, 1, length(?)) = ?"
+
+
+class SqlRunJournal(RunJournal):
+    def __init__(self, db: Driver) -> None:
+        self._db = db
+
+    def put_if_absent(self, key: str, value: Any) -> bool:
+        if not isinstance(key, str) or not key:
+            raise InvalidInputError(f"journal key must be a non-empty string, got {key!r}")
+        text = encode_json(key, value)
+        with self._db.write("journal put_if_absent") as tx:
+            return tx.execute("INSERT INTO journal (key, value) VALUES (?, ?)"
+                              " ON CONFLICT (key) DO NOTHING", (key, text)) > 0
+
+    def get(self, key: str) -> Any | None:
+        with self._db.read("journal get") as tx:
+            rows = tx.query("SELECT value FROM journal WHERE key = ?", (key,))
+        return decode_json(rows[0][0]) if rows else None
+
+    def list(self, prefix: str) -> list[tuple[str, Any]]:
+        with self._db.read("journal list") as tx:
+            rows = tx.query(f"SELECT key, value FROM journal WHERE {_PREFIX} ORDER BY pos",
+                            (prefix, prefix))
+        return [(r[0], decode_json(r[1])) for r in rows]
+
+    def delete(self, prefix: str) -> int:
+        with self._db.write("journal delete") as tx:
+            return tx.execute(f"DELETE FROM journal WHERE {_PREFIX}", (prefix, prefix))
+
+    # -- runs ------------------------------------------------------------------------
+    def start_run(self, run: RunRecord) -> bool:
+        with self._db.write("start_run") as tx:
+            return tx.execute(
+                f"INSERT INTO runs ({_RUN_COLS}, started_us) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT (run_id) DO NOTHING",
+                (run.run_id, run.agent, run.thread_id, run.resource_id, run.status,
+                 ts_text(run.started_at),
+                 None if run.finished_at is None else ts_text(run.finished_at), run.error,
+                 ts_micros(run.started_at))) > 0
+
+    def set_run_status(self, run_id: str, status: RunStatus, *,
+                       finished_at: datetime | None = None, error: str | None = None) -> None:
+        with self._db.write("set_run_status") as tx:
+            n = tx.execute("UPDATE runs SET status = ?, finished_at = ?, error = ?"
+                           " WHERE run_id = ?",
+                           (status, None if finished_at is None else ts_text(finished_at),
+                            error, run_id))
+            if n == 0:
+                raise NotFoundError(f"run '{run_id}' does not exist")
+
+    def get_run(self, run_id: str) -> RunRecord | None:
+        with self._db.read("get_run") as tx:
+            rows = tx.query(f"SELECT {_RUN_COLS} FROM runs WHERE run_id = ?", (run_id,))
+        return _row_to_run(rows[0]) if rows else None
+
+    def list_runs(self, *, thread_id: str | None = None,
+                  resource_id: str | None = None) -> builtins.list[RunRecord]:
+        sql = f"SELECT {_RUN_COLS} FROM runs WHERE 1 = 1"
+        params: builtins.list[Any] = []
+        if thread_id is not None:
+            sql += " AND thread_id = ?"
+            params.append(thread_id)
+        if resource_id is not None:
+            sql += " AND resource_id = ?"
+            params.append(resource_id)
+        with self._db.read("list_runs") as tx:
+            return [_row_to_run(r)
+                    for r in tx.query(sql + " ORDER BY started_us, run_id", params)]
+
+    def delete_runs(self, run_ids: Sequence[str]) -> int:
+        ids = list(dict.fromkeys(run_ids))
+        n = 0
+        with self._db.write("delete_runs") as tx:
+            for part in _chunks(ids):
+                n += tx.execute(f"DELETE FROM runs WHERE run_id IN ({_marks(len(part))})",
+                                part)
+        return n
+
+
+def schema_v1(text: str, blob: str, pos: str) -> tuple[str, ...]:
+    """The first migration's DDL, with the engine's spelling of a text key type, a blob
+    type and an auto-increasing integer primary key."""
+    return (
+        f"CREATE TABLE IF NOT EXISTS meta (key {text} PRIMARY KEY, value {text})",
+        f"INSERT INTO meta (key, value) VALUES ('{DIM_KEY}', NULL) ON CONFLICT (key) DO NOTHING",
+        f"CREATE TABLE IF NOT EXISTS threads (id {text} PRIMARY KEY, resource_id {text},"
+        f" title {text}, metadata {text} NOT NULL, parent_thread_id {text},"
+        f" created_at {text} NOT NULL, created_us BIGINT NOT NULL, updated_at {text} NOT NULL)",
+        "CREATE INDEX IF NOT EXISTS threads_by_resource ON threads (resource_id)",
+        f"CREATE TABLE IF NOT EXISTS messages (thread_id {text} NOT NULL, seq BIGINT NOT NULL,"
+        f" resource_id {text}, body {text} NOT NULL, text_lower {text},"
+        f" created_at {text} NOT NULL, created_us BIGINT NOT NULL, run_id {text},"
+        f" embedding {blob}, PRIMARY KEY (thread_id, seq))",
+        "CREATE INDEX IF NOT EXISTS messages_by_run ON messages (thread_id, run_id)",
+        f"CREATE TABLE IF NOT EXISTS working_memory (key {text} PRIMARY KEY,"
+        f" value {text} NOT NULL)",
+        f"CREATE TABLE IF NOT EXISTS observations (id {text} PRIMARY KEY,"
+        f" thread_id {text} NOT NULL, from_seq BIGINT, to_seq BIGINT, level INTEGER NOT NULL,"
+        f" text {text} NOT NULL, source_ids {text} NOT NULL, created_at {text} NOT NULL,"
+        f" condensed INTEGER NOT NULL DEFAULT 0, created_us BIGINT NOT NULL)",
+        "CREATE INDEX IF NOT EXISTS observations_by_thread ON observations (thread_id)",
+        f"CREATE TABLE IF NOT EXISTS journal (pos {pos}, key {text} NOT NULL UNIQUE,"
+        f" value {text} NOT NULL)",
+        f"CREATE TABLE IF NOT EXISTS runs (run_id {text} PRIMARY KEY, agent {text} NOT NULL,"
+        f" thread_id {text}, resource_id {text}, status {text} NOT NULL,"
+        f" started_at {text} NOT NULL, started_us BIGINT NOT NULL, finished_at {text},"
+        f" error {text})",
+        "CREATE INDEX IF NOT EXISTS runs_by_thread ON runs (thread_id)",
+        "CREATE INDEX IF NOT EXISTS runs_by_resource ON runs (resource_id)",
+    )
+
+
+def apply_migrations(tx: Tx, migrations: Sequence[Migration], now: datetime) -> list[int]:
+    """Run the migrations not yet recorded in schema_migrations, in order, inside the
+    caller's write transaction; returns the versions applied."""
+    tx.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY,"
+               " name TEXT NOT NULL, applied_at TEXT NOT NULL)")
+    done = {int(r[0]) for r in tx.query("SELECT version FROM schema_migrations")}
+    applied: list[int] = []
+    for m in sorted(migrations, key=lambda m: m.version):
+        if m.version in done:
+            continue
+        for stmt in m.statements:
+            tx.execute(stmt)
+        tx.execute("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+                   (m.version, m.name, ts_text(now)))
+        applied.append(m.version)
+    return applied
