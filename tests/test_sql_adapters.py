@@ -1,0 +1,250 @@
+"""What the SQL adapters promise beyond the ports: recorded migrations, WAL, driver
+errors re-raised as StorageError naming the operation, busy waits, exact Unicode
+search and timestamps that keep their offset; and the test server's skip/fail rules."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+
+import numpy as np
+import psycopg
+import pytest
+
+from memory_core.errors import InvalidInputError, StorageBusyError, StorageError
+from memory_core.storage.base import Storage
+from memory_core.storage.sqlite import SQLiteStorage
+from memory_core.types import AppendRow, Message
+from tests import pg_server
+from tests.storage_factories import make_storage
+
+SQL_ADAPTERS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+
+
+@pytest.fixture(params=SQL_ADAPTERS)
+def sql_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Storage]:
+    s = make_storage(str(request.param), tmp_path)
+    try:
+        yield s
+    finally:
+        s.close()
+
+
+def _raw(s: Storage, query: str) -> list[tuple[object, ...]]:
+    """Run SQL on the adapter's own database behind its back."""
+    if isinstance(s, SQLiteStorage):
+        with sqlite3.connect(s.path) as conn:
+            return conn.execute(query).fetchall()
+    from memory_core.storage.postgres import PostgresStorage
+
+    assert isinstance(s, PostgresStorage)
+    with psycopg.connect(pg_server.postgres_dsn(), autocommit=True) as conn:
+        conn.execute(f'SET search_path TO "{s.schema}"')
+        cur = conn.execute(query)
+        return cur.fetchall() if cur.description else []
+
+
+def _reopen(s: Storage) -> Storage:
+    if isinstance(s, SQLiteStorage):
+        return SQLiteStorage(s.path)
+    from memory_core.storage.postgres import PostgresStorage
+
+    assert isinstance(s, PostgresStorage)
+    return PostgresStorage(pg_server.postgres_dsn(), schema=s.schema)
+
+
+def test_migrations_are_recorded_once(sql_store: Storage) -> None:
+    assert [r[0] for r in _raw(sql_store, "SELECT version FROM schema_migrations")] == [1]
+    _reopen(sql_store).close()
+    assert [r[0] for r in _raw(sql_store, "SELECT version FROM schema_migrations")] == [1]
+
+
+def test_driver_error_becomes_storage_error_naming_the_operation(sql_store: Storage) -> None:
+    sql_store.memory.create_thread("t")
+    _raw(sql_store, "DROP TABLE working_memory")
+    with pytest.raises(StorageError, match="put_working_memory"):
+        sql_store.memory.put_working_memory("thread:t", {"a": 1})
+    with pytest.raises(StorageError, match="list_working_memory_keys"):
+        sql_store.memory.list_working_memory_keys()
+    # a failed operation leaves the connection usable
+    assert sql_store.memory.require_thread("t").id == "t"
+
+
+def test_use_after_close_is_a_storage_error(sql_store: Storage) -> None:
+    sql_store.close()
+    with pytest.raises(StorageError, match="get_thread"):
+        sql_store.memory.get_thread("t")
+
+
+def test_search_lowercases_unicode_like_python(sql_store: Storage) -> None:
+    sql_store.memory.create_thread("t")
+    sql_store.memory.append_messages("t", [AppendRow(message=Message(content="ÄPFEL und Ĳssel")),
+                                           AppendRow(message=Message(content="apfel"))])
+    assert [m.seq for m in sql_store.memory.search_messages("äpfel")] == [0]
+    assert [m.seq for m in sql_store.memory.search_messages("ĳSSEL")] == [0]
+
+
+def test_timestamps_keep_their_offset_and_order_by_instant(tmp_path: Path) -> None:
+    plus5 = timezone(timedelta(hours=5))
+    times = iter([datetime(2026, 1, 1, 10, 0, tzinfo=plus5),  # 05:00Z
+                  datetime(2026, 1, 1, 6, 0, tzinfo=UTC)])  # 06:00Z, later
+    with SQLiteStorage(tmp_path / "tz.db", clock=lambda: next(times)) as s:
+        s.memory.create_thread("early")
+        s.memory.create_thread("late")
+        got = s.memory.list_threads()
+        assert [t.id for t in got] == ["late", "early"]
+        assert got[1].created_at.utcoffset() == timedelta(hours=5)
+
+
+def test_sqlite_uses_wal(tmp_path: Path) -> None:
+    with SQLiteStorage(tmp_path / "w.db"):
+        with sqlite3.connect(tmp_path / "w.db") as conn:
+            assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_sqlite_writer_waits_then_reports_busy(tmp_path: Path) -> None:
+    path = tmp_path / "b.db"
+    with SQLiteStorage(path, busy_timeout=0.2) as s:
+        s.memory.create_thread("t")
+        other = sqlite3.connect(path, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")  # another process's write transaction
+        try:
+            with pytest.raises(StorageBusyError, match="append_messages"):
+                s.memory.append_messages("t", [AppendRow(message=Message(content="x"))])
+            assert s.memory.count_messages("t") == 0  # readers are not blocked (WAL)
+        finally:
+            other.execute("ROLLBACK")
+            other.close()
+        assert s.memory.append_messages("t", [AppendRow(message=Message(content="x"))]) == [0]
+
+
+@pytest.mark.postgres
+def test_postgres_first_dimension_is_fixed_once_across_connections(tmp_path: Path) -> None:
+    from memory_core.storage.postgres import PostgresStorage
+
+    dsn = pg_server.require_postgres_dsn()
+    schema = pg_server.schema_for(dsn, tmp_path)
+    a, b = PostgresStorage(dsn, schema=schema), PostgresStorage(dsn, schema=schema)
+    try:
+        a.memory.create_thread("x")
+        a.memory.create_thread("y")
+        start = threading.Barrier(2)
+        outcome: dict[str, object] = {}
+
+        def write(s: Storage, tid: str, dim: int) -> None:
+            start.wait()
+            try:
+                outcome[tid] = s.memory.append_messages(
+                    tid, [AppendRow(message=Message(content="v"), embedding=np.ones(dim))])
+            except InvalidInputError as e:
+                outcome[tid] = e
+
+        ts = [threading.Thread(target=write, args=(a, "x", 3)),
+              threading.Thread(target=write, args=(b, "y", 5))]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        assert sorted(type(v).__name__ for v in outcome.values()) == [
+            "InvalidInputError", "list"]
+        assert a.memory.embedding_dim() in (3, 5)
+        assert len(a.memory.get_embeddings(["x", "y"])) == 1
+    finally:
+        a.close()
+        b.close()
+
+
+@pytest.mark.postgres
+def test_postgres_append_behind_a_held_thread_lock_reports_busy(tmp_path: Path) -> None:
+    from memory_core.storage.postgres import PostgresStorage
+
+    dsn = pg_server.require_postgres_dsn()
+    schema = pg_server.schema_for(dsn, tmp_path)
+    with PostgresStorage(dsn, schema=schema, lock_timeout=0.3) as s:
+        s.memory.create_thread("t")
+        with psycopg.connect(dsn) as other:  # another process mid-append on "t"
+            other.execute(f'SET search_path TO "{schema}"')
+            other.execute("SELECT 1 FROM threads WHERE id = 't' FOR UPDATE")
+            with pytest.raises(StorageBusyError, match="append_messages"):
+                s.memory.append_messages("t", [AppendRow(message=Message(content="x"))])
+            other.rollback()
+        assert s.memory.append_messages("t", [AppendRow(message=Message(content="x"))]) == [0]
+
+
+@pytest.mark.postgres
+def test_postgres_close_returns_its_connections(tmp_path: Path) -> None:
+    from memory_core.storage.postgres import PostgresStorage
+
+    dsn = pg_server.require_postgres_dsn()
+    name = "memwb-close-test"
+    dsn_named = f"{dsn}?application_name={name}"
+    count = f"SELECT count(*) FROM pg_stat_activity WHERE application_name = '{name}'"
+    s = PostgresStorage(dsn_named, schema=pg_server.schema_for(dsn, tmp_path), min_size=2)
+    with psycopg.connect(dsn, autocommit=True) as admin:
+        assert admin.execute(count).fetchone()[0] >= 1  # type: ignore[index]
+        s.close()
+        # a backend leaves pg_stat_activity a moment after its client hangs up
+        for _ in range(100):
+            left = admin.execute(count).fetchone()[0]  # type: ignore[index]
+            if left == 0:
+                break
+            time.sleep(0.1)
+        assert left == 0
+
+
+def test_postgres_unreachable_server_is_a_storage_error_without_password() -> None:
+    from memory_core.storage.postgres import PostgresStorage
+
+    with socket_port() as port, pytest.raises(StorageError) as info:
+        PostgresStorage(f"postgresql://u:hunter2@127.0.0.1:{port}/db", connect_timeout=0.5)
+    assert "hunter2" not in str(info.value) and "u:***@127.0.0.1" in str(info.value)
+
+
+class socket_port:
+    """A loopback port nothing listens on, for as long as the block runs."""
+
+    def __enter__(self) -> int:
+        import socket
+
+        self._s = socket.socket()
+        self._s.bind(("127.0.0.1", 0))  # bound, not listening: connections are refused
+        return int(self._s.getsockname()[1])
+
+    def __exit__(self, *exc: object) -> None:
+        self._s.close()
+
+
+# -- the throwaway server's rules ---------------------------------------------------
+@pytest.fixture
+def no_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pg_server, "_server", None)
+    monkeypatch.setattr(pg_server, "_failure", None)
+    monkeypatch.delenv(pg_server.ENV_DSN, raising=False)
+    monkeypatch.delenv(pg_server.ENV_SKIP, raising=False)
+
+
+@pytest.mark.usefixtures("no_server")
+def test_given_dsn_is_used_as_is(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(pg_server.ENV_DSN, "postgresql://elsewhere/db")
+    assert pg_server.postgres_dsn() == "postgresql://elsewhere/db"
+
+
+@pytest.mark.usefixtures("no_server")
+def test_skip_only_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(pg_server.ENV_SKIP, "1")
+    with pytest.raises(pg_server.PostgresSkipped, match="MEMWB_SKIP_POSTGRES"):
+        pg_server.postgres_dsn()
+
+
+@pytest.mark.usefixtures("no_server")
+def test_missing_binaries_fail_with_install_hint(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pg_server, "find_bin_dir", lambda: None)
+    with pytest.raises(pg_server.PostgresUnavailable, match="postgresql` package"):
+        pg_server.postgres_dsn()
+    # and the pytest helper turns that into a failure, not a skip
+    with pytest.raises(pytest.fail.Exception, match="postgresql` package"):
+        pg_server.require_postgres_dsn()
