@@ -52,6 +52,8 @@ class Composition(BaseModel):
     model_config = ConfigDict(extra="forbid")
     prompt: FrozenPrompt
     memctx: Memctx
+    # the incoming messages after echo-trim and retry dedupe: what the caller persists
+    incoming: list[Message] = Field(default_factory=list)
 
     @property
     def messages(self) -> list[Message]:
