@@ -1,0 +1,322 @@
+"""Byte-identical replay: re-execute a recorded run from its journal alone, with a model
+that raises if called, and check prompt, step inputs and output against the record.
+
+Like Temporal's replayer, it runs the real runner code over a scratch copy of the run's
+journal, so a change in how the runner derives model inputs or outputs is caught; old
+record versions are upgraded explicitly (``runner.upgrade_*``) before they are used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from memory_core.errors import InvalidInputError, ModelError, NotFoundError, ReplayMismatch
+from memory_core.models.base import Tool
+from memory_core.models.scripted import RaisingModel
+from memory_core.prompt import FrozenPrompt
+from memory_core.provenance import LANES, Memctx
+from memory_core.records import upgrade_memctx, upgrade_prompt
+from memory_core.runner import (
+    STEP_VERSION,
+    Agent,
+    Runner,
+    key_input,
+    key_memctx,
+    key_output,
+    key_persist_input,
+    key_persist_output,
+    key_prompt,
+    upgrade_input,
+    upgrade_output,
+)
+from memory_core.storage.base import Storage
+from memory_core.storage.inmemory import InMemoryStorage
+from memory_core.types import AppendRow, Message, canonical_json
+
+if TYPE_CHECKING:
+    from memory_core.memory import AgentMemory
+
+# Working memory and observations are mutable state with no history: a later run may
+# have changed them, so by default the re-composition is compared on the lanes that
+# are reproducible from the append-only message log.
+DEFAULT_COMPARED_LANES: tuple[str, ...] = ("instructions", "recalled", "recent", "input")
+
+
+class ReplayReport(BaseModel):
+    """What a replay checked. Every check that ran passed (a failure raises)."""
+
+    model_config = ConfigDict(extra="forbid")
+    run_id: str
+    agent: str
+    thread_id: str | None = None
+    steps: int
+    tool_calls: int
+    output: dict[str, Any]
+    verified_steps: int  # steps whose recorded input hashes matched the re-derived input
+    unverified_steps: int  # old-format steps with no input hashes to check
+    upgraded: list[str] = Field(default_factory=list)  # keys read through an upgrade
+    prompt_checked: bool = False
+    compared_lanes: list[str] = Field(default_factory=list)
+    messages_checked: int = 0  # stored output messages compared with the replayed ones
+
+
+def _diff_at(a: str, b: str) -> int:
+    for i, (x, y) in enumerate(zip(a, b, strict=False)):
+        if x != y:
+            return i
+    return min(len(a), len(b))
+
+
+def _excerpt(s: str, at: int, width: int = 40) -> str:
+    return s[max(0, at - width // 2): at + width // 2]
+
+
+def _mismatch(key: str, recorded: str, replayed: str) -> ReplayMismatch:
+    at = _diff_at(recorded, replayed)
+    return ReplayMismatch(
+        f"'{key}' differs at character {at}: recorded …{_excerpt(recorded, at)!r}… "
+        f"replayed …{_excerpt(replayed, at)!r}…")
+
+
+def _raising_tool(tool: Tool) -> Tool:
+    def fn(args: dict[str, Any]) -> Any:
+        raise ModelError(f"tool '{tool.name}' was called during replay; every tool result "
+                         "must come from the journal")
+    return Tool(tool.spec, fn)
+
+
+class _Boundaries:
+    """Fails the replay on any step or tool write: those must all be recorded."""
+
+    def __init__(self, run_id: str) -> None:
+        self.run_id = run_id
+
+    def __call__(self, name: str) -> None:
+        if name.startswith(("step:", "tool:")):
+            raise ReplayMismatch(f"'{self.run_id}:{name}' is not in the journal but the "
+                                 "replayed run needed it")
+
+
+def replay(storage: Storage, run_id: str, *, memory: AgentMemory | None = None,
+           agents: Mapping[str, Agent] | None = None,
+           lanes: Sequence[str] | None = None) -> ReplayReport:
+    """Replay ``run_id`` from its journal and check it is byte-identical.
+
+    The model is never called. When ``agents`` holds the run's agent, its instructions,
+    tool specs and ``max_steps`` are used (a changed agent is a divergence); otherwise
+    the recorded prompt and the number of recorded steps stand in for them. When
+    ``memory`` is given, the prompt is also re-composed with ``load_context`` over a
+    copy of the store truncated to what existed when the run composed, and compared
+    item by item on ``lanes`` (default: instructions, recalled, recent, input).
+    Divergence raises ReplayMismatch naming the key and the first differing position.
+    """
+    runs = storage.runs
+    raw_input = runs.get(key_input(run_id))
+    if raw_input is None:
+        raise NotFoundError(f"run '{run_id}' has no recorded input ('{key_input(run_id)}')")
+    raw_output = runs.get(key_output(run_id))
+    record = runs.get_run(run_id)
+    if raw_output is None:
+        status = record.status if record else "no runs-table record"
+        raise InvalidInputError(f"run '{run_id}' has no recorded output (status {status}); "
+                                "resume it before replaying")
+    if runs.get(key_prompt(run_id)) is None:
+        raise NotFoundError(f"run '{run_id}' has no frozen prompt ('{key_prompt(run_id)}')")
+    entries = runs.list(f"{run_id}:")
+    step_keys = [k for k, _ in entries if k.startswith(f"{run_id}:step:")]
+    if record is None:
+        raise NotFoundError(f"run '{run_id}' has no runs-table record; its agent is unknown")
+    agent_name = record.agent
+    thread_id, resource_id = record.thread_id, record.resource_id
+
+    upgraded: list[str] = []
+    verified = unverified = 0
+    for k, v in entries:
+        if k.startswith(f"{run_id}:step:"):
+            if v.get("input_hashes") is None and v.get("input_hash") is None:
+                unverified += 1
+            else:
+                verified += 1
+            if v.get("v", 0) < STEP_VERSION or "input_hashes" not in v:
+                upgraded.append(k)
+    if "incoming" not in raw_input:
+        upgraded.append(key_input(run_id))
+    if "stop_reason" not in raw_output:
+        upgraded.append(key_output(run_id))
+
+    # scratch journal: every record of the run except its output, which is recomputed
+    scratch = InMemoryStorage()
+    for k, v in entries:
+        if k != key_output(run_id) and not k.startswith(f"{run_id}:cf:"):
+            scratch.runs.put_if_absent(k, v)
+
+    given = (agents or {}).get(agent_name)
+    prompt = upgrade_prompt(runs.get(key_prompt(run_id)))
+    if given is not None:
+        agent = Agent(name=agent_name, instructions=given.instructions, model=RaisingModel(),
+                      tools=[_raising_tool(t) for t in given.tools],
+                      max_steps=given.max_steps)
+    else:
+        instructions = next((str(i.message.content) for i in prompt.items
+                             if i.lane == "instructions"), "")
+        agent = Agent(name=agent_name, instructions=instructions, model=RaisingModel(),
+                      max_steps=max(1, len(step_keys)))
+    runner = Runner(scratch, {agent_name: agent}, memory=None,
+                    clock=lambda: record.started_at,
+                    on_boundary=_Boundaries(run_id))
+    incoming = [Message.model_validate(m) for m in upgrade_input(raw_input)["messages"]]
+    try:
+        result = runner.run(agent_name, run_id=run_id, thread_id=thread_id,
+                            resource_id=resource_id, prompt=incoming)
+    except ModelError as e:
+        raise ReplayMismatch(f"replay of run '{run_id}' needed a model or tool call that is "
+                             f"not in the journal: {e}") from e
+
+    recorded_out = canonical_json(upgrade_output(raw_output))
+    replayed_out = canonical_json(scratch.runs.get(key_output(run_id)))
+    if recorded_out != replayed_out:
+        raise _mismatch(key_output(run_id), recorded_out, replayed_out)
+
+    checked = _check_stored_messages(storage, run_id, thread_id, result.messages)
+
+    report = ReplayReport(run_id=run_id, agent=agent_name, thread_id=thread_id,
+                          steps=result.steps, tool_calls=result.tool_calls,
+                          output=upgrade_output(raw_output), verified_steps=verified,
+                          unverified_steps=unverified, upgraded=upgraded,
+                          messages_checked=checked)
+    if memory is not None and thread_id is not None:
+        compared = list(lanes) if lanes is not None else list(DEFAULT_COMPARED_LANES)
+        bad = [lane for lane in compared if lane not in LANES]
+        if bad:
+            raise InvalidInputError(f"unknown lanes {bad}; lanes are {list(LANES)}")
+        instructions = given.instructions if given is not None else agent.instructions
+        _check_prompt(storage, run_id, memory, prompt, incoming, instructions, thread_id,
+                      resource_id, compared)
+        report.prompt_checked = True
+        report.compared_lanes = compared
+    return report
+
+
+def _check_stored_messages(storage: Storage, run_id: str, thread_id: str | None,
+                           replayed: list[Message]) -> int:
+    """The assistant/tool messages still stored for the run must be the replayed ones."""
+    rec = storage.runs.get(key_persist_output(run_id))
+    if rec is None or thread_id is None or storage.memory.get_thread(thread_id) is None:
+        return 0
+    stored = storage.memory.get_messages(thread_id, seqs=rec["seqs"])
+    if not stored:
+        return 0  # erased since: nothing left to compare
+    got = [m.as_message().canonical_json() for m in stored]
+    want = [m.canonical_json() for m in replayed]
+    if got != want:
+        i = next((i for i, (a, b) in enumerate(zip(got, want, strict=False)) if a != b),
+                 min(len(got), len(want)))
+        raise ReplayMismatch(
+            f"'{key_persist_output(run_id)}': stored message {i} (seq "
+            f"{rec['seqs'][i] if i < len(rec['seqs']) else '?'}) differs from the replayed "
+            f"one ({len(got)} stored, {len(want)} replayed)")
+    return len(got)
+
+
+def snapshot_store(storage: Storage, run_id: str, thread_id: str,
+                   memctx: Memctx | None) -> InMemoryStorage:
+    """A scratch copy of what the run's composition could see: each thread in its recall
+    scope truncated to the seq it had then, with vectors and working memory; its
+    observations are re-derived from the thread's observer journal when there is one,
+    else copied as they existed when the run started."""
+    src = storage.memory
+    limits: dict[str, int] = dict(memctx.scope_snapshot) if memctx else {}
+    if thread_id not in limits:
+        pin = storage.runs.get(key_persist_input(run_id))
+        own = [m.seq for m in src.get_messages_by_run(thread_id, run_id)] \
+            if src.get_thread(thread_id) else []
+        seqs = (pin or {}).get("seqs") or own
+        limits[thread_id] = (min(seqs) - 1) if seqs else src.max_seq(thread_id)
+    record = storage.runs.get_run(run_id)
+    started = record.started_at if record else None
+    current: list[datetime] = []
+    snap = InMemoryStorage(clock=lambda: current[-1])
+    for tid, limit in sorted(limits.items()):
+        t = src.get_thread(tid)
+        if t is None:
+            continue
+        current.append(t.created_at)
+        snap.memory.create_thread(tid, resource_id=t.resource_id, title=t.title,
+                                  metadata=t.metadata, parent_thread_id=t.parent_thread_id)
+        msgs = src.get_messages(tid, to_seq=limit)
+        block = src.get_embeddings([tid])
+        vec = {int(s): block.matrix[i] for i, s in enumerate(block.seqs)
+               if block.thread_ids[i] == tid}
+        if msgs:
+            snap.memory.append_messages(tid, [
+                AppendRow(message=m.as_message(), seq=m.seq, created_at=m.created_at,
+                          run_id=m.run_id, embedding=vec.get(m.seq)) for m in msgs])
+        for key in (f"thread:{tid}",) + ((f"resource:{t.resource_id}",)
+                                          if t.resource_id else ()):
+            value = src.get_working_memory(key)
+            if value is not None and snap.memory.get_working_memory(key) is None:
+                snap.memory.put_working_memory(key, value)
+        om_journal = storage.runs.list(f"om:{tid}:")
+        if om_journal:
+            # observations are re-derived: compaction re-enters the recorded observer and
+            # reflector steps (never the model), so the journal itself is checked
+            for k, v in om_journal:
+                snap.runs.put_if_absent(k, v)
+        else:
+            for o in src.list_observations(tid):
+                if started is None or o.created_at <= started:
+                    snap.memory.put_observation(o)
+    return snap
+
+
+def _rebind(memory: AgentMemory, storage: Storage) -> AgentMemory:
+    from memory_core.memory import AgentMemory as _AgentMemory
+
+    om = memory.observational_config
+    if om is not None:
+        om = om.model_copy(update={"model": RaisingModel()})
+    return _AgentMemory(storage, embed=memory.embed, recent_n=memory.recent_n,
+                        recall=memory.recall_config, working_memory=memory.working_memory_config,
+                        observational_memory=om, token_counter=memory.token_counter,
+                        clock=memory.clock)
+
+
+def _check_prompt(storage: Storage, run_id: str, memory: AgentMemory, prompt: FrozenPrompt,
+                  incoming: list[Message], instructions: str, thread_id: str,
+                  resource_id: str | None, lanes: list[str]) -> None:
+    raw_memctx = storage.runs.get(key_memctx(run_id))
+    memctx = upgrade_memctx(raw_memctx) if raw_memctx else None
+    snap = snapshot_store(storage, run_id, thread_id, memctx)
+    try:
+        comp = _rebind(memory, snap).load_context(thread_id=thread_id,
+                                                  resource_id=resource_id, input=incoming,
+                                                  instructions=instructions or None)
+    except ModelError as e:
+        raise ReplayMismatch(f"re-composing '{key_prompt(run_id)}' needed an observer or "
+                             f"reflector call that is not in the journal: {e}") from e
+    want = [canonical_json(i.model_dump(mode="json")) for i in prompt.items
+            if i.lane in lanes]
+    got = [canonical_json(i.model_dump(mode="json")) for i in comp.prompt.items
+           if i.lane in lanes]
+    if want == got:
+        return
+    at = next((i for i, (a, b) in enumerate(zip(want, got, strict=False)) if a != b),
+              min(len(want), len(got)))
+    rec_items = [i for i in prompt.items if i.lane in lanes]
+    new_items = [i for i in comp.prompt.items if i.lane in lanes]
+
+    def describe(items: list[Any], i: int) -> str:
+        if i >= len(items):
+            return "(nothing)"
+        it = items[i]
+        where = f" {it.thread_id}#{it.seq}" if it.seq is not None else ""
+        return f"{it.lane}{where} {canonical_json(it.message.model_dump(mode='json'))[:80]}"
+
+    raise ReplayMismatch(
+        f"'{key_prompt(run_id)}': the re-composed prompt differs at item {at} "
+        f"(compared lanes {lanes}): recorded {describe(rec_items, at)} vs composed "
+        f"{describe(new_items, at)} ({len(want)} recorded items, {len(got)} composed)")

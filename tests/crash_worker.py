@@ -1,0 +1,154 @@
+"""The crash-matrix scenario: one support turn with a lookup tool and a working-memory
+update on a file database; run as a script it kills itself at MEMWB_CRASH_AT.
+
+Side files in the given folder count what really happened across processes: one line
+per model call (``model.log``), lookup application (``tools.log``) and working-memory
+patch (``wm.log``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from memory_core.memory import AgentMemory
+from memory_core.models.base import ModelResponse, Tool, ToolSpec
+from memory_core.runner import Agent, Runner, key_step
+from memory_core.storage.base import Storage
+from memory_core.types import Message, ToolCallPart
+from memory_core.working_memory import WorkingMemoryConfig
+
+RUN_ID = "run-crash"
+THREAD = "t-crash"
+RESOURCE = "u-crash"
+PROMPT = "Please look up my balance and remember the refund decision."
+HISTORY = [Message(role="user", content="I asked for a refund last week."),
+           Message(role="assistant", content="The refund was approved on Monday.")]
+RESPONSES = [
+    ModelResponse(text="Checking.", tool_calls=[
+        ToolCallPart(id="c1", name="lookup", args={"account": "a-1"}),
+        ToolCallPart(id="c2", name="update_working_memory",
+                     args={"memory": {"refund": "approved"}})]),
+    ModelResponse(text="Your balance is 42 and the refund is approved."),
+]
+BOUNDARIES = ["input", "memctx", "prompt", "run:start", "persist:input:stored",
+              "persist:input", "step:0", "tool:c1", "tool:c2", "step:1",
+              "persist:output:stored", "persist:output", "output", "run:completed"]
+
+
+class Tick:
+    def __init__(self) -> None:
+        self.t = datetime(2026, 3, 1, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        self.t += timedelta(seconds=1)
+        return self.t
+
+
+def _log(side: Path, name: str, line: str) -> None:
+    with open(side / name, "a", encoding="utf-8") as f:
+        f.write(line + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
+class JournalScriptedModel:
+    """Plays RESPONSES by step number: the step to run is the number of step entries
+    already journaled, so the same script serves the first process and the resume."""
+
+    name = "scripted-crash"
+
+    def __init__(self, storage: Storage, side: Path) -> None:
+        self.storage = storage
+        self.side = side
+
+    def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> ModelResponse:
+        n = 0
+        while self.storage.runs.get(key_step(RUN_ID, n)) is not None:
+            n += 1
+        _log(self.side, "model.log", str(n))
+        return RESPONSES[n]
+
+
+class CountingMemory(AgentMemory):
+    """AgentMemory whose working-memory tool also logs each real application."""
+
+    side: Path
+
+    def tools(self, *, thread_id: str, resource_id: str | None = None) -> list[Tool]:
+        out = []
+        for t in super().tools(thread_id=thread_id, resource_id=resource_id):
+            def fn(args: dict[str, Any], _inner: Tool = t) -> Any:
+                _log(self.side, "wm.log", "patch")
+                return _inner.fn(args)
+            out.append(Tool(t.spec, fn))
+        return out
+
+
+def build(storage: Storage, side: Path, on_boundary: Any = None) -> Runner:
+    def lookup(args: dict[str, Any]) -> Any:
+        _log(side, "tools.log", str(args.get("account")))
+        return {"balance": 42}
+
+    clock = Tick()
+    memory = CountingMemory(storage, recent_n=6, working_memory=WorkingMemoryConfig(),
+                            clock=clock)
+    memory.side = side
+    agent = Agent(name="support", instructions="You are a support agent.",
+                  model=JournalScriptedModel(storage, side),
+                  tools=[Tool(ToolSpec("lookup", "look up an account balance"), lookup)])
+    return Runner(storage, {"support": agent}, memory=memory, clock=clock,
+                  on_boundary=on_boundary)
+
+
+def open_storage(kind: str, path: str) -> Storage:
+    if kind == "sqlite":
+        from memory_core.storage.sqlite import SQLiteStorage
+
+        return SQLiteStorage(path, clock=Tick())
+    from memory_core.storage.duckdb import DuckDBStorage
+
+    return DuckDBStorage(path, clock=Tick())
+
+
+def _session(storage: Storage) -> Any:
+    # keep the file open for the whole turn (DuckDB otherwise reopens it per operation);
+    # every write still commits on its own, so a SIGKILL inside the block is a real crash
+    session = getattr(storage, "session", None)
+    return session() if session is not None else contextlib.nullcontext()
+
+
+def seed(storage: Storage) -> None:
+    with _session(storage):
+        storage.memory.create_thread(THREAD, resource_id=RESOURCE)
+        mem = AgentMemory(storage, clock=Tick())
+        mem.append(THREAD, HISTORY, RESOURCE, created_at=datetime(2026, 2, 1, tzinfo=UTC))
+
+
+def run(runner: Runner) -> Any:
+    with _session(runner.storage):
+        return runner.run("support", run_id=RUN_ID, thread_id=THREAD, resource_id=RESOURCE,
+                          prompt=PROMPT)
+
+
+def main(argv: list[str]) -> int:
+    kind, path, side = argv[1], argv[2], Path(argv[3])
+    crash_at = os.environ.get("MEMWB_CRASH_AT", "")
+
+    def hook(name: str) -> None:
+        if name == crash_at:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    storage = open_storage(kind, path)
+    run(build(storage, side, hook))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

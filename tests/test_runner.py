@@ -1,0 +1,305 @@
+"""The durable runner: SPEC §6.6 order, frozen prompt and memctx, one journal entry per
+model step and tool call, messages persisted exactly once, run status, resume."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from memory_core.errors import InvalidInputError, ModelError, NotFoundError, ReplayMismatch
+from memory_core.memory import AgentMemory
+from memory_core.models.base import ModelResponse, Tool, ToolSpec
+from memory_core.models.scripted import RaisingModel, ScriptedModel
+from memory_core.runner import (
+    Agent,
+    Runner,
+    ToolExecutionError,
+    input_digest,
+    key_step,
+    message_hash,
+)
+from memory_core.storage.inmemory import InMemoryStorage
+from memory_core.types import Message, ToolCallPart
+from memory_core.working_memory import WorkingMemoryConfig
+
+
+def jget(s: Any, key: str) -> Any:
+    """A journal value that must exist."""
+    value = s.runs.get(key)
+    assert value is not None, key
+    return value
+
+
+
+class Tick:
+    def __init__(self) -> None:
+        self.t = datetime(2026, 1, 1, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        self.t += timedelta(seconds=1)
+        return self.t
+
+
+def call(cid: str, name: str, **args: Any) -> ToolCallPart:
+    return ToolCallPart(id=cid, name=name, args=args)
+
+
+class Counter:
+    def __init__(self) -> None:
+        self.calls: list[dict[str, Any]] = []
+
+    def tool(self) -> Tool:
+        def fn(args: dict[str, Any]) -> Any:
+            self.calls.append(args)
+            return {"balance": 42}
+        return Tool(ToolSpec("lookup", "look up a balance"), fn)
+
+
+def setup(model: Any, *, tools: list[Tool] | None = None, wm: bool = True,
+          max_steps: int = 8) -> tuple[InMemoryStorage, AgentMemory, Runner]:
+    clock = Tick()
+    s = InMemoryStorage(clock=clock)
+    mem = AgentMemory(s, recent_n=6,
+                      working_memory=WorkingMemoryConfig() if wm else None, clock=clock)
+    agent = Agent(name="support", instructions="Be brief.", model=model, tools=tools or [],
+                  max_steps=max_steps)
+    return s, mem, Runner(s, {"support": agent}, memory=mem, clock=clock)
+
+
+def test_simple_run_composes_before_persisting_and_journals_everything() -> None:
+    model = ScriptedModel(["hello back"])
+    s, mem, runner = setup(model, wm=False)
+    mem.append("t1", [Message(role="user", content="earlier"),
+                      Message(role="assistant", content="ok")], "r1")
+    res = runner.run("support", run_id="run1", thread_id="t1", resource_id="r1",
+                     prompt="hello")
+    assert res.text == "hello back" and res.steps == 1 and res.tool_calls == 0
+    assert not res.resumed
+    prompt = jget(s, "run1:prompt")
+    lanes = [(i["lane"], i["seq"]) for i in prompt["items"]]
+    # the input is not in the recent lane: composition ran before it was persisted
+    assert lanes == [("instructions", None), ("recent", 0), ("recent", 1), ("input", None)]
+    assert jget(s, "run1:input")["messages"][0]["content"] == "hello"
+    assert jget(s, "run1:memctx")["recent_count"] == 2
+    assert s.runs.get("run1:persist:input") == {"v": 1, "seqs": [2]}
+    assert s.runs.get("run1:persist:output") == {"v": 1, "seqs": [3]}
+    assert s.runs.get("run1:output") == {"v": 1, "text": "hello back", "steps": 1,
+                                         "tool_calls": 0, "stop_reason": "final"}
+    step = jget(s, "run1:step:0")
+    assert step["v"] == 1 and step["model"] == {"name": "scripted", "temperature": None,
+                                                "seed": None}
+    assert step["input_hashes"] == [message_hash(m) for m in model.seen[0]]
+    assert step["input_hash"] == input_digest(model.seen[0])
+    msgs = s.memory.get_messages("t1")
+    assert [(m.seq, m.role, m.content, m.run_id) for m in msgs] == [
+        (0, "user", "earlier", None), (1, "assistant", "ok", None),
+        (2, "user", "hello", "run1"), (3, "assistant", "hello back", "run1")]
+    run = s.runs.require_run("run1")
+    assert run.status == "completed" and run.finished_at is not None and run.agent == "support"
+    keys = [k for k, _ in s.runs.list("run1:")]
+    assert keys == ["run1:input", "run1:memctx", "run1:prompt", "run1:persist:input",
+                    "run1:step:0", "run1:persist:output", "run1:output"]
+
+
+def test_tool_calls_and_working_memory_are_journaled_and_persisted() -> None:
+    counter = Counter()
+    model = ScriptedModel([
+        ModelResponse(text="checking", tool_calls=[
+            call("c1", "lookup", account="a-1"),
+            call("c2", "update_working_memory", memory={"refund": "approved"})]),
+        "Your balance is 42."])
+    s, mem, runner = setup(model, tools=[counter.tool()])
+    res = runner.run("support", run_id="run1", thread_id="t1", prompt="balance?")
+    assert res.text == "Your balance is 42." and res.steps == 2 and res.tool_calls == 2
+    assert counter.calls == [{"account": "a-1"}]
+    assert mem.get_working_memory(thread_id="t1") == {"refund": "approved"}
+    assert s.runs.get("run1:tool:c1") == {"v": 1, "name": "lookup", "args": {"account": "a-1"},
+                                          "status": "ok", "result": {"balance": 42},
+                                          "error": None}
+    assert jget(s, "run1:tool:c2")["result"]["ok"] is True
+    # step 1 saw the frozen prompt plus the assistant call and both results
+    seen = model.seen[1]
+    assert seen[:len(res.prompt.items)] == res.prompt.messages()
+    assert [m.role for m in seen[len(res.prompt.items):]] == ["assistant", "tool", "tool"]
+    stored = s.memory.get_messages("t1")
+    assert [(m.seq, m.role) for m in stored] == [(0, "user"), (1, "assistant"), (2, "tool"),
+                                                 (3, "tool"), (4, "assistant")]
+    assert all(m.run_id == "run1" for m in stored)
+    assert stored[2].tool_results()[0].call_id == "c1"
+
+
+def test_model_error_marks_failed_and_resume_loses_nothing() -> None:
+    class Flaky:
+        name = "flaky"
+
+        def __init__(self) -> None:
+            self.calls = 0
+
+        def complete(self, messages: Any, tools: Any) -> ModelResponse:
+            self.calls += 1
+            if self.calls == 2:
+                raise TimeoutError("read timed out")
+            if self.calls == 1:
+                return ModelResponse(tool_calls=[call("c1", "lookup")])
+            return ModelResponse(text="done")
+
+    counter = Counter()
+    model = Flaky()
+    s, mem, runner = setup(model, tools=[counter.tool()])
+    with pytest.raises(ModelError, match="read timed out"):
+        runner.run("support", run_id="run1", thread_id="t1", prompt="go")
+    run = s.runs.require_run("run1")
+    assert run.status == "failed" and run.error is not None and "TimeoutError" in run.error
+    assert [m.seq for m in s.memory.get_messages("t1")] == [0]  # input stored ahead
+    res = runner.run("support", run_id="run1", thread_id="t1", prompt="go")
+    assert res.resumed and res.text == "done"
+    assert model.calls == 3  # step 0 once, the failed try, step 1 once
+    assert counter.calls == [{}]
+    assert [(m.seq, m.role) for m in s.memory.get_messages("t1")] == [
+        (0, "user"), (1, "assistant"), (2, "tool"), (3, "assistant")]
+    assert s.runs.require_run("run1").status == "completed"
+    assert s.runs.require_run("run1").error is None
+
+
+def test_tool_exception_fails_the_run_and_resume_applies_it_once() -> None:
+    applied: list[int] = []
+
+    def fragile(args: dict[str, Any]) -> Any:
+        applied.append(1)
+        if len(applied) == 1:
+            raise ConnectionError("backend down")
+        return "ok"
+
+    model = ScriptedModel([ModelResponse(tool_calls=[call("c1", "fragile")]), "fine"])
+    s, mem, runner = setup(model, tools=[Tool(ToolSpec("fragile", "x"), fragile)])
+    with pytest.raises(ToolExecutionError, match="backend down"):
+        runner.run("support", run_id="run1", thread_id="t1", prompt="go")
+    assert s.runs.require_run("run1").status == "failed"
+    assert s.runs.get("run1:tool:c1") is None
+    res = runner.run("support", run_id="run1", thread_id="t1", prompt="go")
+    assert res.text == "fine" and len(applied) == 2 and model.calls == 2
+    runner.run("support", run_id="run1", thread_id="t1", prompt="go")
+    assert len(applied) == 2
+
+
+def test_completed_run_resumes_without_model_tools_or_writes() -> None:
+    counter = Counter()
+    model = ScriptedModel([ModelResponse(tool_calls=[
+        call("c1", "lookup"), call("c2", "update_working_memory", memory={"n": 1})]), "end"])
+    s, mem, runner = setup(model, tools=[counter.tool()])
+    first = runner.run("support", run_id="run1", thread_id="t1", prompt="go")
+    journal = s.runs.list("run1:")
+    again = Runner(s, {"support": Agent("support", "Be brief.", RaisingModel(),
+                                        [counter.tool()])}, memory=mem, clock=Tick())
+    res = again.run("support", run_id="run1", thread_id="t1", prompt="go")
+    assert res.resumed and res.text == first.text == "end"
+    assert res.memctx == first.memctx and res.prompt == first.prompt
+    assert len(counter.calls) == 1 and s.runs.list("run1:") == journal
+    assert s.memory.count_messages("t1") == 5
+
+
+def test_resume_reads_the_frozen_prompt_and_never_recomposes() -> None:
+    model = ScriptedModel([])  # fails at step 0
+    s, mem, runner = setup(model)
+    with pytest.raises(ModelError):
+        runner.run("support", run_id="run1", thread_id="t1", prompt="first")
+    memctx = jget(s, "run1:memctx")
+    mem.append("t1", [Message(content="written later")])
+
+    def no_compose(**kw: Any) -> Any:
+        raise AssertionError("load_context called on resume")
+
+    mem.load_context = no_compose  # type: ignore[method-assign]
+    runner.agents["support"] = Agent("support", "Be brief.", ScriptedModel(["ok"]))
+    res = runner.run("support", run_id="run1", thread_id="t1", prompt="first")
+    assert res.text == "ok" and s.runs.get("run1:memctx") == memctx
+    assert [m.content for m in s.memory.get_messages("t1")] == ["first", "written later", "ok"]
+
+
+def test_unknown_tool_is_reported_back_to_the_model() -> None:
+    model = ScriptedModel([ModelResponse(tool_calls=[call("c1", "nope")]), "sorry"])
+    s, _, runner = setup(model, wm=False)
+    res = runner.run("support", run_id="run1", thread_id="t1", prompt="go")
+    rec = jget(s, "run1:tool:c1")
+    assert rec["status"] == "error" and "unknown tool 'nope'" in rec["error"]
+    assert res.text == "sorry"
+    assert model.seen[1][-1].tool_results()[0].result == {"error": rec["error"]}
+
+
+def test_max_steps_stops_the_loop() -> None:
+    model = ScriptedModel([ModelResponse(text="again", tool_calls=[call(f"c{i}", "nope")])
+                           for i in range(2)])
+    s, _, runner = setup(model, wm=False, max_steps=2)
+    res = runner.run("support", run_id="run1", thread_id="t1", prompt="go")
+    assert res.stop_reason == "max_steps" and res.steps == 2 and res.text == "again"
+    assert jget(s, "run1:output")["stop_reason"] == "max_steps"
+
+
+def test_without_memory_nothing_is_stored_but_everything_is_journaled() -> None:
+    s = InMemoryStorage()
+    runner = Runner(s, {"a": Agent("a", "sys", ScriptedModel(["x"]))}, clock=Tick())
+    res = runner.run("a", run_id="r", prompt=[Message(content="hi")])
+    assert res.text == "x" and res.memctx is None
+    assert [i.lane for i in res.prompt.items] == ["instructions", "input"]
+    assert s.runs.get("r:memctx") is None and s.runs.get("r:persist:input") is None
+    assert s.memory.list_threads() == [] and s.runs.require_run("r").status == "completed"
+
+
+def test_changed_step_input_on_resume_raises_replay_mismatch() -> None:
+    model = ScriptedModel([ModelResponse(tool_calls=[call("c1", "lookup")])])
+    s, _, runner = setup(model, tools=[Counter().tool()], wm=False)
+    with pytest.raises(ModelError):
+        runner.run("support", run_id="run1", thread_id="t1", prompt="go")
+    rec = jget(s, key_step("run1", 0))
+    s.runs.delete(key_step("run1", 0))
+    rec["input_hashes"][1] = "0" * 16
+    s.runs.put_if_absent(key_step("run1", 0), rec)
+    with pytest.raises(ReplayMismatch, match=r"run1:step:0.*message 1"):
+        runner.run("support", run_id="run1", thread_id="t1", prompt="go")
+
+
+def test_bad_calls_name_the_bad_value() -> None:
+    s, _, runner = setup(ScriptedModel(["x", "y"]), wm=False)
+    with pytest.raises(NotFoundError, match="'ghost'"):
+        runner.run("ghost", run_id="r", prompt="hi")
+    with pytest.raises(InvalidInputError, match="run_id"):
+        runner.run("support", run_id="a:b", prompt="hi")
+    with pytest.raises(InvalidInputError, match="prompt"):
+        runner.run("support", run_id="r", prompt="  ")
+    runner.run("support", run_id="r", thread_id="t1", prompt="hi")
+    with pytest.raises(InvalidInputError, match="'t1'"):
+        runner.run("support", run_id="r", thread_id="t2", prompt="hi")
+    with pytest.raises(InvalidInputError, match="max_steps"):
+        Agent("a", "i", None, max_steps=0)
+    with pytest.raises(InvalidInputError, match="'x'"):
+        Runner(s, {"x": Agent("y", "i", None)})
+
+
+def test_whole_input_hash_is_checked_when_per_message_hashes_are_absent() -> None:
+    model = ScriptedModel([ModelResponse(tool_calls=[call("c1", "lookup")])])
+    s, _, runner = setup(model, tools=[Counter().tool()], wm=False)
+    with pytest.raises(ModelError):
+        runner.run("support", run_id="run1", thread_id="t1", prompt="go")
+    rec = jget(s, key_step("run1", 0))
+    s.runs.delete(key_step("run1", 0))
+    del rec["input_hashes"]
+    rec["input_hash"] = "f" * 64
+    s.runs.put_if_absent(key_step("run1", 0), rec)
+    with pytest.raises(ReplayMismatch, match="whole-input hash"):
+        runner.run("support", run_id="run1", thread_id="t1", prompt="go")
+
+
+def test_bad_tool_arguments_are_recorded_and_fed_back_not_fatal() -> None:
+    def strict(args: dict[str, Any]) -> Any:
+        raise ValueError(f"order id must be digits, got {args.get('order')!r}")
+
+    model = ScriptedModel([ModelResponse(tool_calls=[call("c1", "strict", order="x")]),
+                           "I need a valid order id."])
+    s, _, runner = setup(model, tools=[Tool(ToolSpec("strict", "x"), strict)], wm=False)
+    res = runner.run("support", run_id="run1", thread_id="t1", prompt="go")
+    rec = jget(s, "run1:tool:c1")
+    assert rec["status"] == "error" and "got 'x'" in rec["error"]
+    assert res.text == "I need a valid order id."
+    assert s.runs.require_run("run1").status == "completed"
