@@ -1,0 +1,951 @@
+"""The recall engine: exact cosine, BM25 lexical and hybrid (rank-fused) recall over a
+thread or a resource, with metadata filters, neighbour expansion and near misses.
+
+Recall is exact by design (no approximate index) so provenance can say truthfully why
+a message missed; speed comes from an incremental per-scope cache of one contiguous,
+pre-normalised float32 matrix, so the hot path is one matrix-vector product plus
+``np.argpartition``.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import threading
+from array import array
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, StrictInt, ValidationError, field_validator
+
+from memory_core.embedders import Embedder, tokenize
+from memory_core.errors import InvalidInputError
+from memory_core.filters import first_failing_clause, match_filter, validate_filter
+from memory_core.provenance import NearMiss, NearMissReason, preview
+from memory_core.storage.base import EmbeddingBlock, MemoryStore
+from memory_core.types import StoredMessage, Thread, canonical_json
+
+T_NONE = datetime.min.replace(tzinfo=UTC)
+RecallMode = Literal["vector", "lexical", "hybrid"]
+RecallScope = Literal["thread", "resource"]
+
+BM25_K1 = 1.2
+BM25_B = 0.75
+
+# Function words that carry no topic: without them BM25 ranks "what is the ..." turns
+# by chance. Deliberately short so that content words are never dropped.
+STOP_WORDS: frozenset[str] = frozenset("""
+a an the and or but if then than so of to in on at by for from with about as into over
+is are was were be been being am do does did done have has had having
+i me my mine we us our you your yours he him his she her it its they them their
+this that these those there here what which who whom whose when where why how
+can could would should will shall may might must not no nor yes ok okay
+just also very too only own same such some any all each few more most other
+up down out off again further once s t don didn doesn isn wasn aren won let
+after before much many get got go goes going make made need like want would
+""".split())
+
+
+def _stem(term: str) -> str:
+    """A light suffix folder, applied alike to queries and messages, so that common
+    inflections meet ("tiles"/"tiling"/"tile", "switched"/"switch", "policies"/
+    "policy", "yearly"/"year") without a stemming dependency. Stems need not be words."""
+    if term.endswith("'s"):
+        term = term[:-2]
+    term = term.replace("'", "")
+    if len(term) <= 3 or term.isdigit():
+        return term
+    if len(term) > 4 and term.endswith("ies"):
+        term = term[:-3] + "y"
+    elif term.endswith("sses"):
+        term = term[:-2]
+    elif term.endswith("s") and not term.endswith(("ss", "us", "is")):
+        term = term[:-1]
+    stripped = False
+    if len(term) > 5 and term.endswith("ing"):
+        term, stripped = term[:-3], True
+    elif len(term) > 4 and term.endswith("ed") and not term.endswith("eed"):
+        term, stripped = term[:-2], True
+    elif len(term) > 5 and term.endswith("ly"):
+        term = term[:-2]
+    if stripped and len(term) > 3 and term[-1] == term[-2] and term[-1] not in "lsz":
+        term = term[:-1]
+    if len(term) > 3 and term.endswith("e"):
+        term = term[:-1]
+    return term
+
+
+def lexical_terms(text: str) -> list[str]:
+    """The BM25 terms of a text: ``tokenize``, stop words removed, plurals folded."""
+    return [_stem(t) for t in tokenize(text) if t not in STOP_WORDS]
+
+
+# -- configuration ------------------------------------------------------------------------
+def _describe(e: ValidationError) -> str:
+    parts = []
+    for err in e.errors():
+        loc = ".".join(str(x) for x in err.get("loc", ())) or "config"
+        msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
+        parts.append(f"{loc}: {msg} (got {err.get('input')!r})")
+    return "invalid recall config: " + "; ".join(parts)
+
+
+class MessageRange(BaseModel):
+    """How many neighbours (by position in the hit's own thread) join each hit."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    before: StrictInt = 0
+    after: StrictInt = 0
+
+    @field_validator("before", "after")
+    @classmethod
+    def _non_negative(cls, v: int) -> int:
+        if v < 0:
+            raise ValueError(f"must be >= 0, got {v}")
+        return v
+
+
+class RecallConfig(BaseModel):
+    """Recall settings, validated at construction (bad values raise
+    ``InvalidInputError`` naming the value).
+
+    Example: ``RecallConfig(top_k=5, threshold=0.2, message_range={"before": 1,
+    "after": 2}, scope="resource", filter={"lang": "tr"}, mode="hybrid")``
+
+    Modes and what ``threshold`` means in each:
+
+    - ``"vector"`` (default): exact cosine over stored embeddings. A candidate is
+      eligible when ``cosine > 0 and cosine >= threshold``; the eligible candidates
+      that pass the filter are ranked by cosine and the first ``top_k`` are hits.
+    - ``"lexical"``: BM25 (k1=1.2, b=0.75) over message text in scope, corpus
+      statistics computed over the scope (as of the snapshot). Eligible when
+      ``bm25 > 0`` (the message shares a query term). ``threshold`` is a cosine bound
+      and does not apply (no embedding is computed).
+    - ``"hybrid"``: reciprocal-rank fusion of two rankings of the filtered candidates:
+      the vector list (candidates with ``cosine > 0 and cosine >= threshold``) and the
+      lexical list (``bm25 > 0``). ``score = sum(1 / (rrf_k + rank))`` over the lists
+      a candidate is in. So ``threshold`` gates only the cosine evidence: a message
+      below it can still be recalled when it shares rare terms with the query, and
+      then only its lexical rank counts. Eligible when the fused score is > 0. Ties
+      in the fused score go to the higher cosine, then the higher BM25.
+
+    In every mode ties are broken by (created_at, thread_id, seq), so results are
+    deterministic.
+
+    Which mode (bench/RESULTS.md, "Recall quality"): with the real MiniLM model,
+    ``mode="hybrid"`` puts the answer-bearing turn first most often (hit@1 0.54 vs
+    0.44 for vector on our paraphrased questions) and fusion is what wins on long real
+    conversations, where users reuse names, numbers and rare terms that cosine blurs;
+    ``"vector"`` is slightly ahead at hit@5 when questions share no words with the
+    answer. With the hashing embedder (no model) prefer ``"lexical"`` or ``"hybrid"``:
+    hashed cosine is far weaker than BM25. Recommended: ``RecallConfig(mode="hybrid")``.
+
+    ``near_misses`` is how many candidates just below the cut are reported (with a
+    reason); ``message_range`` is an int n (n before, n after) or
+    ``{"before": b, "after": a}``.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    top_k: StrictInt = 3
+    threshold: float = 0.0
+    message_range: StrictInt | MessageRange = 0
+    scope: RecallScope = "thread"
+    filter: dict[str, Any] | None = None
+    mode: RecallMode = "vector"
+    near_misses: StrictInt = 5
+    rrf_k: StrictInt = 60
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as e:
+            raise InvalidInputError(_describe(e)) from e
+
+    @classmethod
+    def model_validate(cls, obj: Any, *args: Any, **kwargs: Any) -> RecallConfig:
+        if isinstance(obj, RecallConfig):
+            return obj
+        if not isinstance(obj, dict):
+            raise InvalidInputError(f"recall config must be a dict, got {obj!r}")
+        return cls(**obj)
+
+    def replace(self, **changes: Any) -> RecallConfig:
+        """A validated copy with some settings changed (``model_copy`` would not
+        validate)."""
+        return RecallConfig(**{**self._fields_as_given(), **changes})
+
+    def _fields_as_given(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in type(self).model_fields}
+
+    @field_validator("top_k")
+    @classmethod
+    def _top_k(cls, v: int) -> int:
+        if v <= 0:
+            raise ValueError(f"top_k must be > 0, got {v}")
+        return v
+
+    @field_validator("threshold", mode="before")
+    @classmethod
+    def _threshold(cls, v: Any) -> float:
+        if isinstance(v, bool) or not isinstance(v, int | float):
+            raise ValueError(f"threshold must be a number in [-1, 1], got {v!r}")
+        if not math.isfinite(v) or not -1.0 <= v <= 1.0:
+            raise ValueError(f"threshold must be in [-1, 1], got {v!r}")
+        return float(v)
+
+    @field_validator("message_range")
+    @classmethod
+    def _range(cls, v: int | MessageRange) -> int | MessageRange:
+        if isinstance(v, int) and v < 0:
+            raise ValueError(f"message_range must be >= 0, got {v}")
+        return v
+
+    @field_validator("filter", mode="before")
+    @classmethod
+    def _filter(cls, v: Any) -> dict[str, Any] | None:
+        import copy
+
+        return validate_filter(copy.deepcopy(v))
+
+    @field_validator("near_misses")
+    @classmethod
+    def _near(cls, v: int) -> int:
+        if v < 0:
+            raise ValueError(f"near_misses must be >= 0, got {v}")
+        return v
+
+    @field_validator("rrf_k")
+    @classmethod
+    def _rrf(cls, v: int) -> int:
+        if v < 0:
+            raise ValueError(f"rrf_k must be >= 0, got {v}")
+        return v
+
+    @property
+    def before(self) -> int:
+        mr = self.message_range
+        return mr if isinstance(mr, int) else mr.before
+
+    @property
+    def after(self) -> int:
+        mr = self.message_range
+        return mr if isinstance(mr, int) else mr.after
+
+    def settings_dict(self) -> dict[str, Any]:
+        """The settings as plain JSON values (for provenance and the journal)."""
+        mr = self.message_range
+        return {
+            "top_k": self.top_k,
+            "threshold": self.threshold,
+            "message_range": mr if isinstance(mr, int) else {"before": mr.before,
+                                                             "after": mr.after},
+            "scope": self.scope,
+            "filter": self.filter,
+            "mode": self.mode,
+            "near_misses": self.near_misses,
+            "rrf_k": self.rrf_k,
+        }
+
+
+# -- results ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class RecallHit:
+    """A recalled message: a hit (with its rank and scores) or a neighbour of one."""
+
+    thread_id: str
+    seq: int
+    score: float | None
+    origin: Literal["hit", "neighbour"]
+    rank: int | None
+    vector_score: float | None
+    lexical_score: float | None
+    message: StoredMessage
+
+
+@dataclass(frozen=True)
+class RecallOutcome:
+    hits: list[RecallHit]
+    near_misses: list[NearMiss]
+    scope_snapshot: dict[str, int]  # thread -> max seq considered (-1: empty thread)
+    # why recall did not run: "no query", "no embedder" (vector and hybrid need one),
+    # "all-zero query" (vector mode), "no query terms" (lexical mode); else None
+    skipped: str | None
+    query: str | None
+
+
+@dataclass(frozen=True)
+class CandidateScore:
+    """How one message in scope scored (for "why was it forgotten?").
+
+    ``score`` is the mode's ranking score (cosine, BM25 or fused; for a filtered-out
+    row, the score it would have had). ``rank`` is the 1-based rank among candidates
+    that passed the filter and scored > 0; ``eligible`` says whether it could be a hit
+    (see ``RecallConfig``); ``in_scope`` is False for messages written after ``as_of``.
+    """
+
+    thread_id: str
+    seq: int
+    score: float | None
+    vector_score: float | None
+    lexical_score: float | None
+    rank: int | None
+    eligible: bool
+    filter_clause: str | None
+    in_scope: bool
+
+
+# -- the per-scope cache ----------------------------------------------------------------
+@dataclass
+class _Ranked:
+    """Scores and order of the rows that matter for one query."""
+
+    score: np.ndarray  # float64 per row (mode score; would-be score for filtered rows)
+    vec: np.ndarray | None  # cosine per row, nan where no vector
+    lex: np.ndarray | None  # bm25 per row
+    cand: np.ndarray  # bool: a candidate in this mode and within as_of
+    passing: np.ndarray  # bool: candidate and passes the filter
+    eligible: np.ndarray  # bool
+    pos: np.ndarray  # int64 per row: 1-based position among passing (would-be when
+    # filtered out), 0 when not ranked
+    order: list[int]  # rows considered, best first
+
+
+@dataclass
+class _ScopeIndex:
+    threads: list[str] = field(default_factory=list)
+    thread_pos: dict[str, int] = field(default_factory=dict)
+    loaded_max: dict[str, int] = field(default_factory=dict)
+    loaded_count: dict[str, int] = field(default_factory=dict)
+    thread_seqs: dict[str, list[int]] = field(default_factory=dict)
+    thread_born: dict[str, datetime] = field(default_factory=dict)  # created_at per thread
+    n: int = 0
+    dim: int | None = None
+    mat: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.float32))
+    has_vec: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+    tidx: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    seqs: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    created: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    keyrank: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    doclen: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    metadata: list[dict[str, Any] | None] = field(default_factory=list)
+    postings: dict[str, tuple[array[int], array[float]]] = field(default_factory=dict)
+    masks: dict[str, np.ndarray] = field(default_factory=dict)
+    last_key: tuple[int, str, int] | None = None
+    all_vec: bool = True
+
+    def _grow(self, extra: int, dim: int | None) -> None:
+        need = self.n + extra
+        if self.dim is None and dim is not None:
+            self.dim = dim
+            self.mat = np.zeros((self.mat.shape[0], dim), np.float32)
+        cap = self.has_vec.shape[0]
+        if need <= cap and (self.dim is None or self.mat.shape[1] == self.dim):
+            return
+        new_cap = max(need, int(cap * 1.5) + 16)
+        d = self.dim or 0
+
+        def grow(a: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+            out = np.zeros(shape, a.dtype)
+            out[: self.n] = a[: self.n]
+            return out
+
+        self.mat = grow(self.mat, (new_cap, d)) if self.mat.shape[1] == d else np.zeros(
+            (new_cap, d), np.float32)
+        self.has_vec = grow(self.has_vec, (new_cap,))
+        self.tidx = grow(self.tidx, (new_cap,))
+        self.seqs = grow(self.seqs, (new_cap,))
+        self.created = grow(self.created, (new_cap,))
+        self.keyrank = grow(self.keyrank, (new_cap,))
+        self.doclen = grow(self.doclen, (new_cap,))
+
+    def add_rows(self, messages: Sequence[StoredMessage], block: EmbeddingBlock,
+                 dim: int | None) -> None:
+        """Append messages (in seq order within each thread) and their vectors."""
+        if not messages:
+            return
+        start = self.n
+        self._grow(len(messages), dim)
+        where = {(str(t), int(s)): j for j, (t, s) in enumerate(
+            zip(block.thread_ids.tolist(), block.seqs.tolist(), strict=True))}
+        dest: list[int] = []
+        src: list[int] = []
+        in_order = True
+        for i, m in enumerate(messages, start):
+            t = m.thread_id
+            if t not in self.thread_pos:
+                self.thread_pos[t] = len(self.threads)
+                self.threads.append(t)
+                self.thread_seqs.setdefault(t, [])
+            self.tidx[i] = self.thread_pos[t]
+            self.seqs[i] = m.seq
+            us = int(m.created_at.timestamp() * 1_000_000)
+            self.created[i] = us
+            key = (us, t, m.seq)
+            if self.last_key is not None and key <= self.last_key:
+                in_order = False
+            self.last_key = key if self.last_key is None else max(self.last_key, key)
+            self.keyrank[i] = i
+            self.metadata.append(m.metadata or None)
+            self.thread_seqs[t].append(m.seq)
+            j = where.get((t, m.seq))
+            if j is not None and self.dim is not None:
+                dest.append(i)
+                src.append(j)
+            terms = lexical_terms(m.text() or "")
+            self.doclen[i] = len(terms)
+            counts: dict[str, int] = {}
+            for term in terms:
+                counts[term] = counts.get(term, 0) + 1
+            for term, tf in counts.items():
+                post = self.postings.get(term)
+                if post is None:
+                    post = (array("q"), array("f"))
+                    self.postings[term] = post
+                post[0].append(i)
+                post[1].append(float(tf))
+        self.n = start + len(messages)
+        self._put_vectors(np.asarray(dest, np.int64), np.asarray(src, np.int64), block.matrix)
+        if not bool(self.has_vec[start:self.n].all()):
+            self.all_vec = False
+        if not in_order:
+            self._rerank()
+        for fkey, mask in list(self.masks.items()):
+            self.masks[fkey] = self._extend_mask(mask, _filter_from_key(fkey), start)
+
+    def _put_vectors(self, dest: np.ndarray, src: np.ndarray, matrix: np.ndarray) -> None:
+        # in chunks: a million-row block must not be copied whole a second time
+        chunk = 65536
+        for a in range(0, dest.size, chunk):
+            d, s = dest[a:a + chunk], src[a:a + chunk]
+            vecs = np.asarray(matrix[s], dtype=np.float32)
+            norms = np.linalg.norm(vecs, axis=1)
+            ok = norms > 0
+            self.mat[d[ok]] = vecs[ok] / norms[ok, None]
+            self.has_vec[d[ok]] = True
+
+    def _rerank(self) -> None:
+        n = self.n
+        names = np.array(self.threads, dtype=object)
+        name_rank = np.empty(len(names), np.int64)
+        name_rank[np.argsort(names.astype(str), kind="stable")] = np.arange(len(names))
+        order = np.lexsort((self.seqs[:n], name_rank[self.tidx[:n]], self.created[:n]))
+        self.keyrank[order] = np.arange(n)
+
+    def _extend_mask(self, mask: np.ndarray, f: dict[str, Any], start: int) -> np.ndarray:
+        out = np.zeros(self.n, bool)
+        out[: mask.shape[0]] = mask[: min(mask.shape[0], self.n)]
+        for i in range(start, self.n):
+            out[i] = match_filter(f, self.metadata[i])
+        return out
+
+    def filter_mask(self, f: dict[str, Any] | None) -> np.ndarray | None:
+        if not f:
+            return None
+        key = canonical_json(f)
+        mask = self.masks.get(key)
+        if mask is None:
+            mask = self._extend_mask(np.zeros(0, bool), f, 0)
+            self.masks[key] = mask
+        return mask
+
+
+def _filter_from_key(key: str) -> dict[str, Any]:
+    import json
+
+    value: dict[str, Any] = json.loads(key)
+    return value
+
+
+# -- the engine ---------------------------------------------------------------------------
+class RecallEngine:
+    """Runs recall for ``AgentMemory`` (and for analysis) against one store.
+
+    Example::
+
+        engine = RecallEngine(storage.memory, HashingEmbedder())
+        out = engine.run("refund status", thread_id="t1", resource_id="u1",
+                         config=RecallConfig(top_k=3, mode="hybrid"))
+        [(h.thread_id, h.seq, h.score) for h in out.hits]
+    """
+
+    def __init__(self, store: MemoryStore, embed: Embedder | None, *,
+                 max_scopes: int = 64) -> None:
+        self.store = store
+        self.embed = embed
+        self.max_scopes = max_scopes  # cached scopes kept, least recently used dropped
+        self._lock = threading.RLock()
+        self._scopes: OrderedDict[tuple[str, str], _ScopeIndex] = OrderedDict()
+
+    # -- scope and cache --------------------------------------------------------------
+    def scope_threads(self, thread_id: str, resource_id: str | None,
+                      config: RecallConfig) -> list[str]:
+        """The threads recall searches: the thread, or every thread of the resource
+        (plus the thread itself) in resource scope with a resource id."""
+        return [t.id for t in self._scope(thread_id, resource_id, config)]
+
+    def _scope(self, thread_id: str, resource_id: str | None,
+               config: RecallConfig) -> list[Thread]:
+        thread = self.store.require_thread(thread_id)
+        if config.scope == "resource" and resource_id:
+            threads = self.store.list_threads(resource_id)
+            if all(t.id != thread_id for t in threads):
+                threads.append(thread)
+            return threads
+        return [thread]
+
+    def _scope_key(self, thread_id: str, resource_id: str | None,
+                   config: RecallConfig) -> tuple[str, str]:
+        if config.scope == "resource" and resource_id:
+            return ("resource", resource_id)
+        return ("thread", thread_id)
+
+    def _refresh(self, key: tuple[str, str], scope: list[Thread]) -> _ScopeIndex:
+        idx = self._scopes.get(key)
+        born = {t.id: t.created_at for t in scope}
+        if idx is not None and any(born.get(t, T_NONE) != idx.thread_born.get(t, T_NONE)
+                                   for t in idx.thread_born):
+            idx = None  # a thread vanished or was erased and recreated: rebuild
+        if idx is None:
+            idx = _ScopeIndex()
+        threads = [t.id for t in scope]
+        idx.thread_born.update(born)
+        changed: dict[str, int] = {}
+        fresh: list[StoredMessage] = []
+        for t in threads:
+            count = self.store.count_messages(t)
+            old_count = idx.loaded_count.get(t, 0)
+            if t in idx.loaded_count and count == old_count:
+                continue
+            if count < old_count:
+                return self._rebuild(key, scope)
+            after = idx.loaded_max.get(t, -1)
+            msgs = self.store.get_messages(t, from_seq=after + 1)
+            if old_count + len(msgs) != count:
+                return self._rebuild(key, scope)  # a gap was filled below the max
+            changed[t] = after
+            fresh.extend(msgs)
+            idx.loaded_count[t] = count
+            idx.loaded_max[t] = msgs[-1].seq if msgs else after
+        if fresh:
+            block = self.store.get_embeddings(list(changed), after_seq=changed)
+            idx.add_rows(fresh, block, self.store.embedding_dim())
+        self._scopes[key] = idx
+        self._scopes.move_to_end(key)
+        while len(self._scopes) > max(1, self.max_scopes):
+            self._scopes.popitem(last=False)
+        return idx
+
+    def _rebuild(self, key: tuple[str, str], scope: list[Thread]) -> _ScopeIndex:
+        self._scopes.pop(key, None)
+        return self._refresh(key, scope)
+
+    def preload(self, thread_id: str, resource_id: str | None, config: RecallConfig) -> None:
+        """Load (or refresh) the cache of a scope ahead of the first query."""
+        with self._lock:
+            self._refresh(self._scope_key(thread_id, resource_id, config),
+                          self._scope(thread_id, resource_id, config))
+
+    # -- scoring ----------------------------------------------------------------------
+    def _query_vector(self, query: str, dim: int | None) -> np.ndarray:
+        assert self.embed is not None
+        out = np.asarray(self.embed([query]), dtype=np.float32)
+        if out.ndim != 2 or out.shape[0] != 1:
+            raise InvalidInputError(
+                f"the embedder must return an array of shape (1, d) for one text, got "
+                f"shape {out.shape}")
+        q = out[0]
+        if dim is not None and q.shape[0] != dim:
+            raise InvalidInputError(
+                f"query embedding has dimension {q.shape[0]}, but the store holds "
+                f"{dim}-dimensional vectors; use the embedder the messages were stored with")
+        if not np.all(np.isfinite(q)):
+            raise InvalidInputError("query embedding contains NaN or infinity")
+        return np.asarray(q, dtype=np.float32)
+
+    def _within(self, idx: _ScopeIndex, as_of: dict[str, int] | None) -> np.ndarray | None:
+        if as_of is None:
+            return None
+        caps = np.array([as_of.get(t, -1) for t in idx.threads] or [-1], np.int64)
+        n = idx.n
+        return np.asarray(idx.seqs[:n] <= caps[idx.tidx[:n]])
+
+    def _bm25(self, idx: _ScopeIndex, query: str, docs: np.ndarray) -> np.ndarray:
+        n = idx.n
+        scores = np.zeros(n, np.float64)
+        terms = sorted(set(lexical_terms(query)))
+        if not terms or n == 0:
+            return scores
+        n_docs = int(np.count_nonzero(docs))
+        if n_docs == 0:
+            return scores
+        dl = idx.doclen[:n].astype(np.float64)
+        avgdl = float(dl[docs].mean())
+        for term in terms:
+            post = idx.postings.get(term)
+            if post is None:
+                continue
+            rows = np.frombuffer(post[0], dtype=np.int64)
+            tf = np.frombuffer(post[1], dtype=np.float32).astype(np.float64)
+            keep = docs[rows]
+            rows, tf = rows[keep], tf[keep]
+            df = rows.shape[0]
+            if df == 0:
+                continue
+            idf = math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+            norm = BM25_K1 * (1.0 - BM25_B + BM25_B * dl[rows] / avgdl)
+            scores[rows] += idf * tf * (BM25_K1 + 1.0) / (tf + norm)
+        return scores
+
+    def _rank_full(self, idx: _ScopeIndex, config: RecallConfig, q: np.ndarray | None,
+                   query: str, within: np.ndarray | None, pool: int | None = None) -> _Ranked:
+        """Score every row of the scope (lexical, hybrid, and score_all). With
+        ``pool`` only the best ``pool`` candidates (plus the top-k eligible) are
+        ordered; without it every candidate is."""
+        n = idx.n
+        inside = within if within is not None else np.ones(n, bool)
+        mask = idx.filter_mask(config.filter)
+        fmask = mask if mask is not None else np.ones(n, bool)
+        keyrank = idx.keyrank[:n]
+        vec: np.ndarray | None = None
+        lex: np.ndarray | None = None
+        if q is not None and config.mode != "lexical":
+            vec = np.full(n, np.nan)
+            if idx.dim is not None and n:
+                qn = q / np.linalg.norm(q)
+                raw = (idx.mat[:n] @ qn).astype(np.float64)
+                vec[idx.has_vec[:n]] = raw[idx.has_vec[:n]]
+        has_vec = idx.has_vec[:n] if vec is not None else np.zeros(n, bool)
+        if config.mode != "vector":
+            lex = self._bm25(idx, query, inside & (idx.doclen[:n] > 0))
+        thr = config.threshold
+
+        def order_of(rows: np.ndarray, primary: np.ndarray,
+                     secondary: Sequence[np.ndarray] = ()) -> np.ndarray:
+            keys = [keyrank[rows]] + [-s[rows] for s in reversed(secondary)] + [-primary[rows]]
+            return rows[np.lexsort(keys)] if rows.size else rows
+
+        if config.mode == "vector":
+            assert vec is not None
+            cand = inside & has_vec
+            score = np.where(has_vec, vec, -np.inf)
+            passing = cand & fmask
+            eligible = passing & (score > 0) & (score >= thr)
+            secondary: list[np.ndarray] = []
+        elif config.mode == "lexical":
+            assert lex is not None
+            cand = inside & (idx.doclen[:n] > 0)
+            score = lex
+            passing = cand & fmask
+            eligible = passing & (score > 0)
+            secondary = []
+        else:
+            assert lex is not None
+            cand = inside & (has_vec | (idx.doclen[:n] > 0))
+            passing = cand & fmask
+            vs = np.where(has_vec, vec if vec is not None else 0.0, -np.inf)
+            in_v = has_vec & (vs > 0) & (vs >= thr)
+            in_l = lex > 0
+            score = np.zeros(n, np.float64)
+            rrf = float(config.rrf_k)
+            for member, s in ((in_v, vs), (in_l, lex)):
+                rows = np.flatnonzero(passing & member)
+                ranked = _rank_list(rows, s, keyrank)
+                score[ranked] += 1.0 / (rrf + np.arange(1, ranked.size + 1))
+                # a filtered-out row is scored by the rank it would have taken
+                out_rows = np.flatnonzero(cand & ~fmask & member)
+                if out_rows.size:
+                    sorted_s = np.sort(s[ranked])
+                    better = sorted_s.size - np.searchsorted(sorted_s, s[out_rows], "right")
+                    score[out_rows] += 1.0 / (rrf + better + 1)
+            eligible = passing & (score > 0)
+            secondary = [vs, lex]
+        if pool is None:
+            order_arr = order_of(np.flatnonzero(cand), score, secondary)
+        else:
+            # only the head of the ranking is ever shown: select it exactly (by every
+            # key down to creation order) in linear time, then sort just that
+            keys = [score, *secondary, -keyrank.astype(np.float64)]
+            head = np.union1d(_select_top(cand, keys, pool),
+                              _select_top(eligible, keys, config.top_k))
+            order_arr = order_of(head, score, secondary)
+        pos = _positions(n, order_arr, passing)
+        order = order_arr.tolist()
+        return _Ranked(score, vec, lex, cand, passing, eligible, pos, order)
+
+    def _rank_fast(self, idx: _ScopeIndex, config: RecallConfig, q: np.ndarray,
+                   within: np.ndarray | None) -> _Ranked:
+        """Vector mode: one matrix-vector product, then only the top of the ranking."""
+        n = idx.n
+        qn = q / np.linalg.norm(q)
+        raw = idx.mat[:n] @ qn
+        if within is not None or not idx.all_vec:
+            bad = ~idx.has_vec[:n]
+            if within is not None:
+                bad |= ~within
+            raw[bad] = -np.inf
+        mask = idx.filter_mask(config.filter)
+        injected = config.top_k * (1 + config.before + config.after)
+        pool = _top(raw, injected + config.top_k + config.near_misses)
+        if mask is not None:
+            pool = np.union1d(pool, _top(np.where(mask, raw, -np.inf),
+                                         config.top_k + config.near_misses))
+        keyrank = idx.keyrank[:n]
+        order = pool[np.lexsort((keyrank[pool], -raw[pool]))] if pool.size else pool
+        score = np.full(n, -np.inf)
+        score[order] = raw[order]
+        cand = np.zeros(n, bool)
+        cand[order] = True
+        passing = cand.copy()
+        if mask is not None:
+            passing &= mask
+        eligible = passing & (score > 0) & (score >= config.threshold)
+        pos = _positions(n, order, passing)
+        vec = np.full(n, np.nan)
+        vec[order] = raw[order]
+        return _Ranked(score, vec, None, cand, passing, eligible, pos, order.tolist())
+
+    # -- public API -------------------------------------------------------------------
+    def _skip_reason(self, query: str | None, config: RecallConfig) -> str | None:
+        if query is None or not query.strip():
+            return "no query"
+        if config.mode != "lexical" and self.embed is None:
+            return "no embedder"
+        if config.mode == "lexical" and not lexical_terms(query):
+            return "no query terms"
+        return None
+
+    def _prepare(self, query: str, thread_id: str, resource_id: str | None,
+                 config: RecallConfig, as_of: dict[str, int] | None,
+                 ) -> tuple[_ScopeIndex, np.ndarray | None, np.ndarray | None, dict[str, int]]:
+        scope = self._scope(thread_id, resource_id, config)
+        idx = self._refresh(self._scope_key(thread_id, resource_id, config), scope)
+        within = self._within(idx, as_of)
+        snapshot = {t.id: idx.loaded_max.get(t.id, -1) for t in scope}
+        if as_of is not None:
+            snapshot = {t: min(m, as_of.get(t, -1)) for t, m in snapshot.items()}
+        q = None
+        if config.mode != "lexical":
+            q = self._query_vector(query, idx.dim)
+        return idx, q, within, snapshot
+
+    def run(self, query: str | None, *, thread_id: str, resource_id: str | None,
+            config: RecallConfig, window: frozenset[tuple[str, int]] = frozenset(),
+            as_of: dict[str, int] | None = None) -> RecallOutcome:
+        """Recall for one query: hits expanded by ``message_range`` (minus rows in
+        ``window``), near misses with reasons, and the scope snapshot."""
+        skipped = self._skip_reason(query, config)
+        if skipped is not None:
+            return RecallOutcome([], [], {}, skipped, query)
+        assert query is not None
+        with self._lock:
+            idx, q, within, snapshot = self._prepare(query, thread_id, resource_id,
+                                                     config, as_of)
+            zero_q = q is not None and not np.any(q)
+            if zero_q and config.mode == "vector":
+                return RecallOutcome([], [], snapshot, "all-zero query", query)
+            q_used = None if zero_q else q
+            # an empty scope has no vector dimension yet: the full path handles it
+            if config.mode == "vector" and q_used is not None and idx.dim is not None:
+                ranked = self._rank_fast(idx, config, q_used, within)
+            else:
+                pool = config.top_k * (2 + config.before + config.after) + config.near_misses
+                ranked = self._rank_full(idx, config, q_used, query, within, pool)
+            return self._outcome(idx, config, ranked, window, within, snapshot, query)
+
+    def _outcome(self, idx: _ScopeIndex, config: RecallConfig, ranked: _Ranked,
+                 window: frozenset[tuple[str, int]], within: np.ndarray | None,
+                 snapshot: dict[str, int], query: str) -> RecallOutcome:
+        hits = [r for r in ranked.order if ranked.eligible[r]][: config.top_k]
+        hit_set = set(hits)
+        rows_out: dict[tuple[str, int], int | None] = {}  # (thread, seq) -> hit row
+        for r in hits:
+            t = idx.threads[int(idx.tidx[r])]
+            rows_out[(t, int(idx.seqs[r]))] = r
+        for r in hits:
+            t = idx.threads[int(idx.tidx[r])]
+            seqs = idx.thread_seqs[t]
+            limit = len(seqs) if within is None else bisect.bisect_right(seqs, snapshot[t])
+            p = bisect.bisect_left(seqs, int(idx.seqs[r]))
+            for j in range(max(0, p - config.before), min(limit, p + config.after + 1)):
+                rows_out.setdefault((t, seqs[j]), None)
+        injected = {k for k in rows_out if k not in window}
+        in_window_hits = {r for k, r in rows_out.items() if r is not None and k in window}
+
+        misses: list[tuple[int, NearMissReason]] = []
+        for r in ranked.order:
+            if len(misses) >= config.near_misses:
+                break
+            key = (idx.threads[int(idx.tidx[r])], int(idx.seqs[r]))
+            if r in in_window_hits:
+                misses.append((r, "already-in-window"))
+            elif r in hit_set or key in injected:
+                continue
+            elif not ranked.passing[r]:
+                misses.append((r, "filtered-out"))
+            elif not ranked.eligible[r]:
+                misses.append((r, "below-threshold"))
+            else:
+                misses.append((r, "beyond-top-k"))
+
+        need: dict[str, set[int]] = {}
+        for t, s in injected:
+            need.setdefault(t, set()).add(s)
+        for r, _ in misses:
+            need.setdefault(idx.threads[int(idx.tidx[r])], set()).add(int(idx.seqs[r]))
+        msgs = self._fetch(need)
+
+        out_hits: list[RecallHit] = []
+        for key in injected:
+            m = msgs.get(key)
+            if m is None:
+                continue  # erased between refresh and fetch
+            hit_row = rows_out[key]
+            if hit_row is None:
+                out_hits.append(RecallHit(key[0], key[1], None, "neighbour", None, None, None,
+                                          m))
+            else:
+                vs, ls = _scores_of(ranked, hit_row)
+                out_hits.append(RecallHit(key[0], key[1], float(ranked.score[hit_row]), "hit",
+                                          int(ranked.pos[hit_row]) or None, vs, ls, m))
+        out_hits.sort(key=lambda h: (h.message.created_at, h.seq, h.thread_id))
+
+        near: list[NearMiss] = []
+        for r, reason in misses:
+            key = (idx.threads[int(idx.tidx[r])], int(idx.seqs[r]))
+            m = msgs.get(key)
+            if m is None:
+                continue
+            vs, ls = _scores_of(ranked, r)
+            clause = (first_failing_clause(config.filter, idx.metadata[r])
+                      if reason == "filtered-out" and config.filter else None)
+            sc = float(ranked.score[r])
+            near.append(NearMiss(thread_id=key[0], seq=key[1], role=m.role, preview=preview(m),
+                                 rank=int(ranked.pos[r]),
+                                 score=sc if math.isfinite(sc) else 0.0,
+                                 vector_score=vs, lexical_score=ls, reason=reason,
+                                 filter_clause=clause))
+        return RecallOutcome(out_hits, near, snapshot, None, query)
+
+    def _fetch(self, need: dict[str, set[int]]) -> dict[tuple[str, int], StoredMessage]:
+        out: dict[tuple[str, int], StoredMessage] = {}
+        for t, seqs in need.items():
+            for m in self.store.get_messages(t, seqs=sorted(seqs)):
+                out[(t, m.seq)] = m
+        return out
+
+    def score_all(self, query: str, *, thread_id: str, resource_id: str | None,
+                  config: RecallConfig,
+                  as_of: dict[str, int] | None = None) -> list[CandidateScore]:
+        """Every message in scope (including filtered-out ones, and ones written after
+        ``as_of`` with ``in_scope=False``) with its scores, ordered by rank."""
+        skipped = self._skip_reason(query, config)
+        if skipped is not None:
+            raise InvalidInputError(f"cannot score candidates: {skipped} (query {query!r})")
+        with self._lock:
+            idx, q, within, _ = self._prepare(query, thread_id, resource_id, config, as_of)
+            q_used = None if q is None or not np.any(q) else q
+            if q_used is None and config.mode == "vector":
+                raise InvalidInputError(
+                    f"cannot score candidates: all-zero query embedding for {query!r}")
+            ranked = self._rank_full(idx, config, q_used, query, within)
+            unbounded = self._rank_full(idx, config, q_used, query, None) \
+                if within is not None else ranked
+            n = idx.n
+            inside = within if within is not None else np.ones(n, bool)
+            keyrank = idx.keyrank[:n]
+            rows: list[tuple[CandidateScore, int]] = []
+            for r in range(n):
+                t = idx.threads[int(idx.tidx[r])]
+                src = ranked if inside[r] else unbounded
+                vs, ls = _scores_of(src, r)
+                has_score = bool(src.cand[r])
+                s = float(src.score[r]) if has_score else None
+                if s is not None and not math.isfinite(s):
+                    s = None
+                rank = int(ranked.pos[r]) if inside[r] and ranked.passing[r] and (
+                    s is not None and s > 0) else None
+                clause = None
+                if config.filter and not match_filter(config.filter, idx.metadata[r]):
+                    clause = first_failing_clause(config.filter, idx.metadata[r])
+                rows.append((CandidateScore(t, int(idx.seqs[r]), s, vs, ls, rank,
+                                            bool(inside[r] and ranked.eligible[r]), clause,
+                                            bool(inside[r])), int(keyrank[r])))
+            rows.sort(key=lambda ck: (ck[0].rank is None, ck[0].rank or 0,
+                                      -(ck[0].score if ck[0].score is not None else -math.inf),
+                                      ck[1]))
+            return [c for c, _ in rows]
+
+
+def _scores_of(ranked: _Ranked, r: int) -> tuple[float | None, float | None]:
+    vs = None
+    if ranked.vec is not None:
+        v = float(ranked.vec[r])
+        vs = v if math.isfinite(v) else None
+    ls = float(ranked.lex[r]) if ranked.lex is not None else None
+    return vs, ls
+
+
+def _positions(n: int, order: np.ndarray, passing: np.ndarray) -> np.ndarray:
+    """1-based rank among passing rows along ``order``; a filtered-out row gets the
+    rank it would have taken (1 + passing rows before it)."""
+    is_pass = passing[order]
+    seen = np.cumsum(is_pass)
+    pos = np.zeros(n, np.int64)
+    pos[order] = np.where(is_pass, seen, seen + 1)
+    return pos
+
+
+def _rank_list(rows: np.ndarray, s: np.ndarray, keyrank: np.ndarray) -> np.ndarray:
+    """``rows`` ordered by score descending, ties by creation order: a fast unstable
+    sort, then a second sort only when equal scores exist."""
+    if rows.size == 0:
+        return rows
+    o = rows[np.argsort(-s[rows])]
+    ss = s[o]
+    eq = ss[1:] == ss[:-1]
+    if eq.any():
+        run = np.concatenate([[0], np.cumsum(~eq)])
+        o = o[np.argsort(run * (int(keyrank.max()) + 1) + keyrank[o])]
+    return o
+
+
+def _select_top(mask: np.ndarray, keys: Sequence[np.ndarray], m: int) -> np.ndarray:
+    """The ``m`` rows of ``mask`` that come first when ordered by ``keys`` (each
+    descending; the last must be unique), unordered, in linear time."""
+    rows = np.flatnonzero(mask)
+    if m <= 0:
+        return rows[:0]
+    chosen: list[np.ndarray] = []
+    for key in keys:
+        if rows.size <= m:
+            break
+        vals = key[rows]
+        b = np.partition(vals, rows.size - m)[rows.size - m]
+        greater = rows[vals > b]
+        chosen.append(greater)
+        m -= greater.size
+        rows = rows[vals == b]
+    chosen.append(rows[:m])
+    return np.concatenate(chosen)
+
+
+def _top(scores: np.ndarray, m: int) -> np.ndarray:
+    """Indices of the m highest finite scores, plus every row tied with the lowest of
+    them (so tie-breaking by key stays exact)."""
+    n = scores.shape[0]
+    if n == 0 or m <= 0:
+        return np.zeros(0, np.int64)
+    if m >= n:
+        idx = np.arange(n)
+    else:
+        idx = np.argpartition(scores, n - m)[n - m:]
+        low = scores[idx].min()
+        if np.isfinite(low):
+            idx = np.flatnonzero(scores >= low)
+    out: np.ndarray = idx[np.isfinite(scores[idx])]
+    return out
+
