@@ -77,5 +77,6 @@ def upgrade_step(record: Any) -> dict[str, Any]:
     data = dict(record)
     data.setdefault("model", {})
     data.setdefault("input_hash", None)
+    data.setdefault("tools", [])  # the offered tool specs, recorded since the analysis engine
     data["v"] = 1
     return data

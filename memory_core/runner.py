@@ -231,6 +231,11 @@ def _normalise_prompt(prompt: str | Message | Sequence[Message]) -> list[Message
     return [Message.model_validate(m.model_dump()) for m in msgs]
 
 
+def _spec_record(spec: ToolSpec) -> dict[str, Any]:
+    return {"name": spec.name, "description": spec.description,
+            "parameters": spec.parameters}
+
+
 def _model_info(model: Any) -> dict[str, Any]:
     def plain(v: Any) -> Any:
         return v if v is None or isinstance(v, str | int | float | bool) else str(v)
@@ -451,7 +456,11 @@ class Runner:
                                       "response": resp.model_dump(mode="json"),
                                       "model": _model_info(agent.model),
                                       "input_hash": input_digest(model_input),
-                                      "input_hashes": hashes}, f"step:{n}")
+                                      "input_hashes": hashes,
+                                      # what the model was offered, so a counterfactual
+                                      # can offer the same tools
+                                      "tools": [_spec_record(t) for t in specs]},
+                                f"step:{n}")
             rec = upgrade_step(raw)
             verify_step_input(key, rec, model_input, hashes)
             resp = ModelResponse.model_validate(rec["response"])

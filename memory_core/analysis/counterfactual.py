@@ -104,7 +104,7 @@ def _resolve_model(data: RunData, model: Model | None) -> Model:
 
 def _tool_specs(data: RunData) -> list[ToolSpec]:
     """Tools the run's model was offered, as the first step recorded them."""
-    raw = (data.steps[0].model.get("tools") if data.steps else None) or []
+    raw = data.steps[0].tools if data.steps else []
     return [ToolSpec(name=t["name"], description=t.get("description", ""),
                      parameters=t.get("parameters") or {"type": "object", "properties": {}})
             for t in raw if isinstance(t, dict) and "name" in t]

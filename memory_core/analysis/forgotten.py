@@ -52,16 +52,25 @@ def _find_by_text(storage: Storage, data: RunData, text: str) -> tuple[
     if not needle:
         raise InvalidInputError("the text to look for is empty")
     run = data.run
+
+    def written_before(ms: list[StoredMessage]) -> list[StoredMessage]:
+        return [m for m in ms if m.run_id != run.run_id and m.created_at <= run.started_at]
+
     found: list[StoredMessage] = []
-    if run.thread_id:
-        found = storage.memory.search_messages(needle, thread_id=run.thread_id, limit=200)
-    if not found and run.resource_id:
-        found = storage.memory.search_messages(needle, resource_id=run.resource_id, limit=200)
-    if not found:
-        found = storage.memory.search_messages(needle, limit=200)
+    # widen the search while only later echoes of the phrase turn up (a later run's
+    # answer quoting it must not hide the message the run could have been given)
+    for where in ({"thread_id": run.thread_id} if run.thread_id else None,
+                  {"resource_id": run.resource_id} if run.resource_id else None, {}):
+        if where is None:
+            continue
+        hits = storage.memory.search_messages(needle, limit=200, **where)
+        found += [m for m in hits if (m.thread_id, m.seq) not in
+                  {(f.thread_id, f.seq) for f in found}]
+        if written_before(found):
+            break
     if not found:
         return None, []
-    before = [m for m in found if m.run_id != run.run_id and m.created_at <= run.started_at]
+    before = written_before(found)
     chosen = (before or found)[0]
     return chosen, [m for m in found if (m.thread_id, m.seq) != (chosen.thread_id, chosen.seq)]
 
@@ -193,10 +202,10 @@ def explain_message(storage: Storage, data: RunData, msg: StoredMessage, *,
         return out("out-of-scope", f"The assistant never saw this message: it is in another "
                    f"conversation ({msg.thread_id}), and recall was limited to the current "
                    "conversation (thread scope).", scope="other-thread")
-    if memctx.recall_skipped:
-        return out("recall-skipped", f"Recall did not run for this run "
-                   f"({memctx.recall_skipped}), and the message was outside the recent window.",
-                   reason=memctx.recall_skipped)
+    if memctx.recall_skipped or not memctx.query:
+        why = memctx.recall_skipped or "no query"
+        return out("recall-skipped", f"Recall did not run for this run ({why}), and the "
+                   "message was outside the recent window.", reason=why)
     return _explain_by_score(storage, data, msg, embed, out)
 
 
@@ -283,15 +292,19 @@ class LifelinePoint(BaseModel):
 
 def lifeline(storage: Storage, thread_id: str, seq: int, *,
              embed: Embedder | None = None,
-             run_ids: Sequence[str] | None = None) -> list[LifelinePoint]:
+             run_ids: Sequence[str] | None = None,
+             runs_of: str | None = None) -> list[LifelinePoint]:
     """The fate of one message across every run of its thread, in run order (recent →
-    left the window → recalled → compacted …), for the timeline view."""
+    left the window → recalled → compacted …), for the timeline view. ``runs_of``
+    follows the runs of another thread instead (a message recalled across threads)."""
     msgs = storage.memory.get_messages(thread_id, seqs=[seq])
     if storage.memory.get_thread(thread_id) is None:
         raise NotFoundError(f"thread '{thread_id}' does not exist")
     if not msgs:
         raise NotFoundError(f"message {thread_id}#{seq} does not exist")
-    runs = storage.runs.list_runs(thread_id=thread_id)
+    if runs_of is not None and storage.memory.get_thread(runs_of) is None:
+        raise NotFoundError(f"thread '{runs_of}' does not exist")
+    runs = storage.runs.list_runs(thread_id=runs_of or thread_id)
     if run_ids is not None:
         wanted = set(run_ids)
         runs = [r for r in runs if r.run_id in wanted]

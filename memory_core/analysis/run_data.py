@@ -19,6 +19,7 @@ class StepRecord:
     index: int
     response: ModelResponse
     model: dict[str, Any]
+    tools: list[dict[str, Any]] = field(default_factory=list)  # specs offered, if recorded
 
 
 @dataclass(frozen=True)
@@ -81,7 +82,7 @@ def load_run(storage: Storage, run_id: str) -> RunData:
             continue
         step = upgrade_step(value)
         steps.append(StepRecord(idx, ModelResponse.model_validate(step["response"]),
-                                dict(step.get("model") or {})))
+                                dict(step.get("model") or {}), list(step.get("tools") or [])))
     steps.sort(key=lambda s: s.index)
     tools: dict[str, ToolRecord] = {}
     for key, value in storage.runs.list(f"{run_id}:tool:"):

@@ -7,6 +7,7 @@ methods are built on top of them. `Storage` bundles the two ports with erasure.
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
@@ -189,7 +190,7 @@ class RunJournal:
     def get(self, key: str) -> Any | None:
         raise NotImplementedError
 
-    def list(self, prefix: str) -> list[tuple[str, Any]]:
+    def list(self, prefix: str) -> builtins.list[tuple[str, Any]]:
         """Entries whose key starts with prefix, in the order they were written."""
         raise NotImplementedError
 
@@ -222,7 +223,7 @@ class RunJournal:
         return r
 
     def list_runs(self, *, thread_id: str | None = None,
-                  resource_id: str | None = None) -> list[RunRecord]:
+                  resource_id: str | None = None) -> builtins.list[RunRecord]:
         """Ordered by started_at ascending, then run_id."""
         raise NotImplementedError
 

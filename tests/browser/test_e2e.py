@@ -126,7 +126,7 @@ def test_run_inspector_from_url_in_chromium(workbench: str, tmp_path: Path) -> N
             page.screenshot(path=str(shot), full_page=True)
             assert shot.stat().st_size > 10_000
             link.click()
-            page.get_by_role("heading", name="Threads").wait_for(timeout=PAGE_TIMEOUT_MS)
+            page.get_by_role("heading", name="Threads", exact=True).wait_for(timeout=PAGE_TIMEOUT_MS)
             page.get_by_text(SCRIPT_TEXT, exact=True).wait_for(timeout=PAGE_TIMEOUT_MS)
             assert "thread=" + THREAD in page.url and "seq=3" in page.url
             page.screenshot(path=str(tmp_path / "threads.png"), full_page=True)

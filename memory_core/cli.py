@@ -1,0 +1,429 @@
+"""memwb: the command-line face of memory_core. Each command opens the storage, calls
+one library function and prints its result; errors become one `error:` line and exit 1."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+
+from memory_core.errors import MemoryCoreError
+from memory_core.storage.base import Storage
+
+DEFAULT_DB = "sample_data/out/demo.duckdb"
+EMBEDDERS = {"hashing": "hashing-64", "minilm": "all-MiniLM-L6-v2"}
+app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
+                  pretty_exceptions_enable=False,
+                  help="Memory Workbench: inspect, replay and explain what an agent's "
+                       "memory gave the model.")
+
+DbOpt = Annotated[str | None, typer.Option(
+    "--db", help="Storage URL or DuckDB path (duckdb:///p, sqlite:///p, postgresql://…). "
+                 "Default: $MEMWB_DB or the demo database.")]
+T = TypeVar("T")
+
+
+def default_db() -> str:
+    return os.environ.get("MEMWB_DB") or DEFAULT_DB
+
+
+def fail(message: str) -> typer.Exit:
+    """Print the one error line; the caller raises what this returns."""
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(code=1)
+
+
+def local_path(url: str) -> str | None:
+    """The file a bare path, duckdb:// or sqlite:// URL names; None for in-memory
+    databases and servers (nothing on disk to check)."""
+    if "://" not in url:
+        path = url
+    elif url.startswith(("duckdb://", "sqlite://")):
+        path = url.split("://", 1)[1]
+    else:
+        return None
+    return None if path in ("", ":memory:", "/:memory:") else path
+
+
+def _is_duckdb(url: str) -> bool:
+    return "://" not in url or url.startswith("duckdb://")
+
+
+@contextmanager
+def opened(db: str | None, *, read_only: bool = True,
+           must_exist: bool = True) -> Iterator[Storage]:
+    from memory_core.storage.url import open_storage
+
+    url = db or default_db()
+    path = local_path(url)
+    if must_exist and path is not None and not Path(path).exists():
+        hint = " (build it with `memwb demo`)" if url == DEFAULT_DB else ""
+        raise fail(f"database {url!r} does not exist{hint}")
+    # read-only DuckDB connections let the workbench read while an agent writes
+    kwargs = {"read_only": True} if read_only and _is_duckdb(url) else {}
+    storage = guarded(lambda: open_storage(url, **kwargs))
+    try:
+        yield storage
+    finally:
+        storage.close()
+
+
+def guarded(fn: Callable[[], T]) -> T:
+    try:
+        return fn()
+    except MemoryCoreError as e:
+        raise fail(str(e)) from None
+    except OSError as e:
+        raise fail(f"{e.strerror or e}: {e.filename}" if e.filename else str(e)) from None
+
+
+def emit_json(value: Any) -> None:
+    typer.echo(json.dumps(value, indent=2, ensure_ascii=False, default=str))
+
+
+def _cell(value: Any) -> str:
+    text = "" if value is None else str(value)
+    return " ".join(text.split())[:60]
+
+
+def table(rows: list[dict[str, Any]], columns: list[str]) -> None:
+    if not rows:
+        typer.echo("(none)")
+        return
+    cells = [[_cell(r.get(c)) for c in columns] for r in rows]
+    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
+    typer.echo("  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip())
+    for row in cells:
+        typer.echo("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip())
+
+
+def parse_ref(text: str) -> tuple[str, int]:
+    """``THREAD:SEQ`` → (thread, seq); the thread id may itself contain colons."""
+    head, _, tail = text.rpartition(":")
+    if not head or not tail.isdigit():
+        raise fail(f"bad message ref {text!r}; expected THREAD:SEQ, e.g. support-1:12")
+    return head, int(tail)
+
+
+def _embedder(name: str, *, allow_none: bool) -> Any:
+    from memory_core.registry import embedder_from_name
+
+    choices = [*EMBEDDERS, *(["none"] if allow_none else [])]
+    if name not in choices:
+        raise fail(f"unknown embedder {name!r}; choose {', '.join(choices)}")
+    return None if name == "none" else guarded(lambda: embedder_from_name(EMBEDDERS[name]))
+
+
+@app.command()
+def demo(db: DbOpt = None,
+         if_absent: Annotated[bool, typer.Option(
+             "--if-absent", help="Do nothing when the database already exists.")] = False,
+         embedder: Annotated[str, typer.Option(
+             help="minilm (the real model) or hashing (no model needed).")] = "minilm") -> None:
+    """Build the demo database by running the real Runner over the demo scenarios.
+
+    Example: memwb demo --db sample_data/out/demo.duckdb --if-absent
+    """
+    from sample_data.build import build_demo
+
+    url = db or default_db()
+    path = local_path(url)
+    if not _is_duckdb(url) or path is None:
+        raise fail(f"the demo is a DuckDB file; give a path or duckdb:///path, not {url!r}")
+    if embedder not in EMBEDDERS:
+        raise fail(f"unknown embedder {embedder!r}; choose {', '.join(EMBEDDERS)}")
+    if if_absent and Path(path).exists():
+        typer.echo(f"demo database already at {path}")
+        return
+    guarded(lambda: build_demo(path, embedder=embedder,
+                               progress=lambda msg: typer.echo(msg, err=True)))
+    typer.echo(f"demo database written to {path}")
+
+
+@app.command()
+def ui(db: DbOpt = None,
+       port: Annotated[int, typer.Option(help="Port on 127.0.0.1.")] = 8501) -> None:
+    """Start the Streamlit workbench on a database.
+
+    Example: memwb ui --db sample_data/out/demo.duckdb --port 8501
+    """
+    url = db or default_db()
+    path = local_path(url)
+    if path is not None and not Path(path).exists():
+        raise fail(f"database {url!r} does not exist (build the demo with `memwb demo`)")
+    script = Path(__file__).resolve().parent.parent / "app" / "streamlit_app.py"
+    cmd = [sys.executable, "-m", "streamlit", "run", str(script), "--server.address",
+           "127.0.0.1", "--server.port", str(port), "--browser.gatherUsageStats", "false",
+           "--", "--db", url]
+    # the app prefers $MEMWB_DB over --db; make both name the database asked for here
+    env = {**os.environ, "MEMWB_DB": url}
+    raise typer.Exit(subprocess.call(cmd, env=env))
+
+
+@app.command("import")
+def import_(file: Annotated[Path, typer.Argument(help="JSONL (OpenAI) or OTLP/JSON file.")],
+            db: DbOpt = None,
+            format: Annotated[str | None, typer.Option(
+                help="openai or otel; detected when omitted.")] = None,
+            resource: Annotated[str | None, typer.Option(
+                help="Resource id for every imported thread.")] = None,
+            embedder: Annotated[str, typer.Option(
+                help="hashing, minilm or none; must match the vectors already in the "
+                     "database (the demo uses minilm).")] = "hashing") -> None:
+    """Import conversations recorded elsewhere as threads, messages and runs.
+
+    Example: memwb import traces.jsonl --db mine.duckdb --format openai
+    """
+    from memory_core.importers import import_file
+
+    if not file.is_file():
+        raise fail(f"import file {str(file)!r} does not exist")
+    embed = _embedder(embedder, allow_none=True)
+    url = db or default_db()
+    path = local_path(url)
+    created = path is not None and not Path(path).exists()
+    try:
+        with opened(url, read_only=False, must_exist=False) as storage:
+            report = guarded(lambda: import_file(
+                storage, file, format=format, embed=embed, resource_id=resource,  # type: ignore[arg-type]
+                progress=lambda done, total: typer.echo(f"embedded {done}/{total}", err=True)))
+    except typer.Exit:
+        if created and path is not None:
+            # a rejected file leaves no trace, not even an empty database
+            for leftover in (Path(path), Path(path + ".wal")):
+                leftover.unlink(missing_ok=True)
+        raise
+    if report.already_imported:
+        typer.echo(f"{file} was already imported into {url}; nothing written")
+        return
+    typer.echo(f"imported {file} ({report.format}) into {url}: "
+               f"{len(report.threads_created)} threads, {report.messages_stored} messages, "
+               f"{report.embeddings_stored} embeddings, {len(report.runs_created)} runs")
+    for s in report.skipped:
+        typer.echo(f"  skipped {s.where}: {s.reason}")
+
+
+@app.command()
+def threads(db: DbOpt = None,
+            resource: Annotated[str | None, typer.Option(help="Only this resource.")] = None
+            ) -> None:
+    """List threads (newest first) with their message and run counts.
+
+    Example: memwb threads --resource cust-anna
+    """
+    from memory_core import views
+
+    with opened(db) as s:
+        if resource is not None:
+            known = guarded(lambda: views.list_resources(s))
+            if resource not in known:
+                raise fail(f"resource {resource!r} does not exist; resources are "
+                           f"{', '.join(known) or '(none)'}")
+        rows = guarded(lambda: views.thread_summaries(s, resource))
+    table([r.model_dump() for r in rows],
+          ["thread_id", "resource_id", "title", "message_count", "run_count",
+           "last_activity"])
+
+
+@app.command()
+def runs(db: DbOpt = None,
+         thread: Annotated[str | None, typer.Option(help="Only runs of this thread.")] = None
+         ) -> None:
+    """List runs (oldest first) with their agent, thread and status.
+
+    Example: memwb runs --thread support-3
+    """
+    from memory_core import views
+
+    with opened(db) as s:
+        if thread is not None:
+            guarded(lambda: s.memory.require_thread(thread))
+        rows = guarded(lambda: views.list_runs(s, thread_id=thread))
+    table([r.model_dump() for r in rows],
+          ["run_id", "agent", "thread_id", "status", "started_at"])
+
+
+@app.command()
+def inspect(run: Annotated[str, typer.Argument(help="Run id.")], db: DbOpt = None,
+            as_json: Annotated[bool, typer.Option(
+                "--json", help="Print the provenance record (:memctx) as JSON.")] = False
+            ) -> None:
+    """Show what a run's prompt held, lane by lane (or its provenance record as JSON).
+
+    Example: memwb inspect support-3-forgot --json
+    """
+    from memory_core import views
+
+    with opened(db) as s:
+        if as_json:
+            guarded(lambda: s.runs.require_run(run))
+            rec = guarded(lambda: s.runs.get(f"{run}:memctx"))
+            if rec is None:
+                raise fail(f"run {run!r} has no provenance record ({run}:memctx)")
+            emit_json(rec)
+            return
+        v = guarded(lambda: views.run_view(s, run))
+    rows = [it.model_dump() for lane in v.lanes for it in lane.items]
+    table(rows, ["lane", "thread_id", "seq", "role", "score", "rank", "origin", "reason",
+                 "tokens", "text"])
+    typer.echo("")
+    typer.echo("tokens: " + ", ".join(f"{lv.lane} {lv.tokens}" for lv in v.lanes
+                                      if lv.lane != "dropped") + f" (total {v.total_tokens})")
+    for tc in v.tool_calls:
+        outcome = tc.error if tc.error is not None else tc.result
+        typer.echo(f"tool: {tc.name}({tc.args}) → {outcome} [{tc.status}]")
+    for note in v.notes:
+        typer.echo(f"note: {note}")
+    typer.echo(f"answer: {v.answer}")
+
+
+@app.command()
+def replay(run: Annotated[str, typer.Argument(help="Run id.")], db: DbOpt = None) -> None:
+    """Re-execute a run from its journal alone (the model is never called) and check
+    that prompt, step inputs and output are byte-identical.
+
+    Example: memwb replay support-3-forgot
+    """
+    from memory_core.replay import replay as do_replay
+
+    with opened(db) as s:
+        r = guarded(lambda: do_replay(s, run))
+    typer.echo(f"replay of {run}: identical ({r.steps} steps, {r.verified_steps} verified; "
+               f"{r.tool_calls} tool calls; {r.messages_checked} stored messages checked)")
+
+
+@app.command()
+def counterfactual(run: Annotated[str, typer.Argument(help="Run id.")], db: DbOpt = None,
+                   subtract: Annotated[list[str] | None, typer.Option(
+                       help="'all' or THREAD:SEQ of a recalled message (repeatable).")] = None,
+                   lane: Annotated[list[str] | None, typer.Option(
+                       help="A whole lane to remove: recalled, recent, observations, "
+                            "working_memory (repeatable).")] = None,
+                   put_back: Annotated[list[str] | None, typer.Option(
+                       help="THREAD:SEQ of a dropped message or near miss (repeatable).")
+                   ] = None,
+                   repeats: Annotated[int, typer.Option(
+                       help="Run each prompt this many times (a noise floor).")] = 1) -> None:
+    """Re-run a run's frozen prompt with parts removed (or put back) and say whether the
+    answer changed. The result is journaled with the run.
+
+    Example: memwb counterfactual support-3-card --subtract all
+    """
+    from memory_core.analysis.counterfactual import counterfactual as cf
+
+    subs = subtract or []
+    if "all" in subs and len(subs) > 1:
+        raise fail("--subtract all cannot be combined with THREAD:SEQ refs")
+    sub: Any = "all" if subs == ["all"] else [parse_ref(x) for x in subs]
+    backs = [parse_ref(x) for x in put_back or []]
+    if not sub and not lane and not backs:
+        raise fail("nothing to change; give --subtract, --lane or --put-back")
+    with opened(db, read_only=False) as s:
+        res = guarded(lambda: cf(s, run, subtract=sub, lanes=lane or [], put_back=backs,
+                                 repeats=repeats))
+    typer.echo(f"variant:  {res.description}")
+    typer.echo(f"original: {res.original_answer}")
+    for ans in res.new_answers:
+        typer.echo(f"new:      {ans}")
+    for note in res.notes:
+        typer.echo(f"note:     {note}")
+    typer.echo(f"verdict:  {res.verdict}")
+
+
+@app.command()
+def why(run: Annotated[str, typer.Argument(help="Run id.")], db: DbOpt = None,
+        seq: Annotated[int | None, typer.Option(help="Seq of the message.")] = None,
+        thread: Annotated[str | None, typer.Option(
+            help="Thread of the --seq message (default: the run's thread).")] = None,
+        text: Annotated[str | None, typer.Option(help="A phrase to look for.")] = None) -> None:
+    """Explain why a message did (or did not) reach the model in a run.
+
+    Example: memwb why support-3-forgot --text "refund of €240"
+    """
+    from memory_core.analysis.forgotten import why_forgotten
+
+    if (seq is None) == (text is None):
+        raise fail("give exactly one of --seq or --text")
+    if thread is not None and seq is None:
+        raise fail("--thread goes with --seq, not --text")
+    with opened(db) as s:
+        target: Any = text
+        if seq is not None:
+            tid = thread or guarded(lambda: s.runs.require_run(run)).thread_id
+            if tid is None:
+                raise fail(f"run {run!r} has no thread; pass --thread")
+            target = (tid, seq)
+        exp = guarded(lambda: why_forgotten(s, run, target))
+    where = f" ({exp.thread_id}:{exp.seq})" if exp.thread_id is not None else ""
+    typer.echo(f"{exp.fate}{where}: {exp.sentence}")
+    for k, v in exp.evidence.items():
+        typer.echo(f"  {k}: {v}")
+    if exp.other_matches:
+        typer.echo("  other matches: " + ", ".join(f"{t}:{q}" for t, q in exp.other_matches))
+
+
+@app.command()
+def diff(run_a: Annotated[str, typer.Argument(help="First run id.")],
+         run_b: Annotated[str, typer.Argument(help="Second run id.")],
+         db: DbOpt = None) -> None:
+    """Compare two runs' compositions: what entered, left or moved lane, and why.
+
+    Example: memwb diff support-3-forgot support-3-fixed
+    """
+    from memory_core.analysis.diff import diff_runs
+
+    with opened(db) as s:
+        d = guarded(lambda: diff_runs(s, run_a, run_b))
+    table([e.model_dump() for e in d.changed()],
+          ["thread_id", "seq", "change", "lane_a", "lane_b", "reason"])
+    typer.echo("")
+    typer.echo("tokens per lane (a → b):")
+    for lane_name, (a, b, delta) in d.token_deltas.items():
+        typer.echo(f"  {lane_name}: {a} → {b} ({delta:+d})")
+    for key, (a, b) in d.settings_changed.items():
+        typer.echo(f"setting {key}: {a} → {b}")
+    typer.echo("first divergent step: "
+               + ("none" if d.divergent_at is None else str(d.divergent_at)))
+    typer.echo(f"answer a: {d.answer_a}")
+    typer.echo(f"answer b: {d.answer_b}")
+
+
+@app.command()
+def erase(db: DbOpt = None,
+          thread: Annotated[str | None, typer.Option(help="Erase this thread.")] = None,
+          resource: Annotated[str | None, typer.Option(
+              help="Erase every thread of this resource.")] = None) -> None:
+    """Erase a thread or a whole resource: messages, vectors, memory, journal records.
+    Prints what was removed, as JSON.
+
+    Example: memwb erase --thread support-1
+    """
+    if (thread is None) == (resource is None):
+        raise fail("give exactly one of --thread or --resource")
+    with opened(db, read_only=False) as s:
+        if thread is not None:
+            report = guarded(lambda: s.erase_thread(thread))
+        else:
+            assert resource is not None
+            known = guarded(lambda: s.memory.list_resources())
+            if resource not in known and not guarded(
+                    lambda: s.runs.list_runs(resource_id=resource)):
+                raise fail(f"resource {resource!r} does not exist; resources are "
+                           f"{', '.join(known) or '(none)'}")
+            report = guarded(lambda: s.erase_resource(resource))
+    emit_json(report.model_dump())
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

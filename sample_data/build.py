@@ -1,0 +1,221 @@
+"""Builds the demo database: every scenario is played through the real Runner with
+journaled runs — history turns by a playback agent that says the hand-written
+replies (and makes the hand-written tool calls), question turns by the offline reader
+model answering from whatever memory composed. Same input, same database."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from memory_core.embedders import Embedder, HashingEmbedder
+from memory_core.memory import AgentMemory
+from memory_core.models.base import ModelResponse, Tool, ToolSpec
+from memory_core.observational import ObservationalConfig
+from memory_core.recall import RecallConfig
+from memory_core.runner import Agent, Runner
+from memory_core.storage.base import Storage
+from memory_core.types import Message, TextPart, ToolCallPart
+from memory_core.working_memory import WorkingMemoryConfig
+from sample_data.scenarios import Legacy, Scenario, Turn
+from sample_data.scenarios.home import HOME
+from sample_data.scenarios.support import SUPPORT
+from sample_data.scenarios.tech import TECH
+from sample_data.scenarios.trip import TRIP, TripPlan
+
+SCENARIOS: list[Scenario] = [SUPPORT, TRIP, TECH, HOME]
+SCHEMAS = {"TripPlan": TripPlan}
+EPOCH = datetime(2027, 3, 1, 9, 0, tzinfo=UTC)
+Progress = Callable[[str], None]
+
+
+class DemoClock:
+    """A clock that moves one second per reading and can jump forward between threads,
+    so timestamps are realistic and identical on every build."""
+
+    def __init__(self, start: datetime = EPOCH) -> None:
+        self.now = start
+
+    def __call__(self) -> datetime:
+        self.now += timedelta(seconds=1)
+        return self.now
+
+    def jump_to(self, when: datetime) -> None:
+        self.now = max(self.now, when)
+
+
+class PlaybackModel:
+    """Says the next scripted responses of a history turn; raises when the runner asks
+    for more than was scripted (a bug in the scenario or the runner)."""
+
+    name = "scripted-playback"
+
+    def __init__(self) -> None:
+        self.script: list[ModelResponse] = []
+
+    def complete(self, messages: Any, tools: Any) -> ModelResponse:
+        if not self.script:
+            raise RuntimeError("playback model has no scripted response left")
+        return self.script.pop(0)
+
+
+# -- the scenario tools: deterministic stand-ins for a shop's backend ------------------
+def _lookup_order(args: dict[str, Any]) -> dict[str, Any]:
+    orders = {"A-1042": {"item": "VitaBlend 700", "paid_eur": 240, "status": "delivered",
+                         "delivered": "2027-03-09"},
+              "A-1187": {"item": "SteamPro kettle", "paid_eur": 89, "status": "placed"}}
+    oid = str(args.get("order_id", ""))
+    return {"order_id": oid, **orders.get(oid, {"status": "unknown order"})}
+
+
+def _refund(args: dict[str, Any]) -> dict[str, Any]:
+    return {"refund_id": "RF-8812", "order_id": args.get("order_id"),
+            "amount_eur": args.get("amount_eur"), "status": "approved"}
+
+
+TOOLS: dict[str, Tool] = {
+    "lookup_order": Tool(ToolSpec("lookup_order", "Look up an order by its order id.",
+                                  {"type": "object", "properties": {
+                                      "order_id": {"type": "string"}},
+                                   "required": ["order_id"]}), _lookup_order),
+    "refund": Tool(ToolSpec("refund", "Issue a refund for an order.",
+                            {"type": "object", "properties": {
+                                "order_id": {"type": "string"},
+                                "amount_eur": {"type": "number"}},
+                             "required": ["order_id"]}), _refund),
+}
+
+
+def make_embedder(name: str, cache_dir: Path | None = None) -> Embedder:
+    if name == "hashing":
+        return HashingEmbedder(64)
+    if name == "minilm":
+        from memory_core.minilm import MiniLMEmbedder
+
+        return MiniLMEmbedder(cache_dir=str(cache_dir) if cache_dir else None)
+    raise ValueError(f"unknown embedder {name!r}; choose minilm or hashing")
+
+
+def make_memory(storage: Storage, embed: Embedder, profile: dict[str, Any],
+                clock: DemoClock) -> AgentMemory:
+    recall = RecallConfig(**profile["recall"]) if "recall" in profile else None
+    wm = None
+    if "working_memory" in profile:
+        w = profile["working_memory"]
+        wm = WorkingMemoryConfig(schema=SCHEMAS[w["schema"]], scope=w.get("scope", "thread"))
+    om = None
+    if "observational" in profile:
+        from memory_core.models.summarizer import ExtractiveSummarizer
+
+        om = ObservationalConfig(model=ExtractiveSummarizer(),
+                                 token_threshold=profile["observational"]["token_threshold"])
+    return AgentMemory(storage=storage, embed=embed, recent_n=profile["recent_n"],
+                       recall=recall, working_memory=wm, observational_memory=om, clock=clock)
+
+
+def _history_script(run_id: str, turn: Turn) -> list[ModelResponse]:
+    script = []
+    if turn.tool is not None:
+        name, args = turn.tool
+        script.append(ModelResponse(tool_calls=[ToolCallPart(id=f"call-{run_id}", name=name,
+                                                             args=args)]))
+    script.append(ModelResponse(text=turn.reply))
+    return script
+
+
+def play_scenario(storage: Storage, scenario: Scenario, embed: Embedder, clock: DemoClock,
+                  progress: Progress, start: datetime) -> list[str]:
+    """Plays one scenario; returns the run ids it wrote."""
+    from memory_core.models.reader import ReaderModel
+
+    playback = PlaybackModel()
+    tools = [TOOLS[n] for n in scenario.tools]
+    agents = {scenario.agent: Agent(name=scenario.agent, instructions=scenario.instructions,
+                                    model=ReaderModel(embed=embed), tools=tools),
+              f"{scenario.agent}:playback": Agent(name=f"{scenario.agent}:playback",
+                                                  instructions=scenario.instructions,
+                                                  model=playback, tools=tools)}
+    runners = {"default": Runner(storage, agents, memory=make_memory(
+        storage, embed, scenario.memory, clock), clock=clock)}
+    for name, profile in scenario.profiles.items():
+        runners[name] = Runner(storage, agents, memory=make_memory(storage, embed, profile,
+                                                                  clock), clock=clock)
+    run_ids: list[str] = []
+    for t_index, thread in enumerate(scenario.threads):
+        clock.jump_to(start + timedelta(days=9 * t_index))
+        storage.memory.create_thread(thread.thread_id, resource_id=scenario.resource_id,
+                                     title=thread.title)
+        for i, turn in enumerate(thread.turns):
+            if isinstance(turn, Legacy):
+                _store_legacy(runners["default"], thread.thread_id, scenario.resource_id,
+                              turn, clock)
+                continue
+            run_id = turn.run_id or f"{thread.thread_id}-t{i:02d}"
+            runner = runners[turn.memory or "default"]
+            prompt = [Message(role="user", content=turn.user, metadata=turn.metadata)]
+            if turn.reply is not None:
+                playback.script = _history_script(run_id, turn)
+                agent = f"{scenario.agent}:playback"
+            else:
+                agent = scenario.agent
+            runner.run(agent, run_id=run_id, thread_id=thread.thread_id,
+                       resource_id=scenario.resource_id, prompt=prompt)
+            run_ids.append(run_id)
+        progress(f"  {scenario.key}: {thread.thread_id} ({len(thread.turns)} turns)")
+    return run_ids
+
+
+def _store_legacy(runner: Runner, thread_id: str, resource_id: str, turn: Legacy,
+                  clock: DemoClock) -> None:
+    parts: list[Any] = [TextPart(text=turn.text)]
+    if turn.tool_call is not None:
+        cid, name, args = turn.tool_call
+        parts.append(ToolCallPart(id=cid, name=name, args=args))
+    assert runner.memory is not None
+    runner.memory.append(thread_id, [Message(role=turn.role, content=parts,  # type: ignore[arg-type]
+                                             metadata={"source": "legacy-ticket-system"})],
+                         resource_id, created_at=clock())
+
+
+def build_into(storage: Storage, clock: DemoClock, *, embedder: str = "minilm",
+               progress: Progress = print, cache_dir: Path | None = None,
+               only: list[str] | None = None) -> list[str]:
+    """Play every scenario (or those whose key is in ``only``) into ``storage``;
+    ``clock`` must be the storage's clock too."""
+    embed = make_embedder(embedder, cache_dir)
+    run_ids: list[str] = []
+    for n, scenario in enumerate(SCENARIOS):
+        if only is not None and scenario.key not in only:
+            continue
+        progress(f"[{n + 1}/{len(SCENARIOS)}] {scenario.title}")
+        run_ids += play_scenario(storage, scenario, embed, clock, progress,
+                                 EPOCH + timedelta(days=40 * n))
+    return run_ids
+
+
+def build_demo(path: Path | str, *, embedder: str = "minilm",
+               progress: Progress = print) -> Path:
+    """Write the demo database to ``path`` (replacing it). It is built in a temporary
+    file and moved into place, so a failed build never leaves half a database."""
+    from memory_core.storage.duckdb import DuckDBStorage
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    cache = path.parent / ".embed_cache"
+    with tempfile.TemporaryDirectory(dir=path.parent) as tmp:
+        tmp_db = Path(tmp) / path.name
+        clock = DemoClock()
+        storage = DuckDBStorage(str(tmp_db), clock=clock)
+        try:
+            with storage.session():
+                build_into(storage, clock, embedder=embedder, progress=progress,
+                           cache_dir=cache)
+        finally:
+            storage.close()
+        shutil.move(str(tmp_db), str(path))
+    progress(f"done: {path}")
+    return path

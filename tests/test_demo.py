@@ -1,0 +1,77 @@
+"""The demo data: deterministic, every run replays byte-identically, and the stories
+it tells hold (checked on the hashing embedder here; the MiniLM build is the same code
+path and is checked by test_demo_minilm.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from memory_core.replay import replay
+from memory_core.storage.inmemory import InMemoryStorage
+from memory_core.types import canonical_json
+from sample_data.build import SCENARIOS, DemoClock, build_into
+
+
+def snapshot(storage: InMemoryStorage) -> dict[str, Any]:
+    """Everything stored, as comparable JSON: threads, messages, WM, observations,
+    runs and every journal entry."""
+    mem = storage.memory
+    out: dict[str, Any] = {"threads": [], "wm": {}, "journal": storage.runs.list(""),
+                           "runs": [r.model_dump(mode="json")
+                                    for r in storage.runs.list_runs()]}
+    for t in mem.list_threads():
+        out["threads"].append({
+            "thread": t.model_dump(mode="json"),
+            "messages": [m.model_dump(mode="json") for m in mem.get_messages(t.id)],
+            "vectors": mem.get_embeddings([t.id]).matrix.tolist(),
+            "observations": [o.model_dump(mode="json") for o in mem.list_observations(t.id)]})
+    for key in mem.list_working_memory_keys():
+        out["wm"][key] = mem.get_working_memory(key)
+    return out
+
+
+@pytest.fixture(scope="module")
+def demo() -> tuple[InMemoryStorage, list[str]]:
+    clock = DemoClock()
+    storage = InMemoryStorage(clock=clock)
+    ids = build_into(storage, clock, embedder="hashing", progress=lambda _m: None)
+    return storage, ids
+
+
+def test_scenarios_are_long_enough() -> None:
+    for s in SCENARIOS:
+        turns = sum(1 for t in s.threads for x in t.turns if hasattr(x, "user"))
+        assert turns >= 40, s.key
+        assert len(s.threads) >= 2, s.key
+
+
+def test_building_twice_gives_identical_data(demo: tuple[InMemoryStorage, list[str]]) -> None:
+    storage, _ = demo
+    clock = DemoClock()
+    again = InMemoryStorage(clock=clock)
+    build_into(again, clock, embedder="hashing", progress=lambda _m: None)
+    assert canonical_json(snapshot(again)) == canonical_json(snapshot(storage))
+
+
+def test_every_demo_run_replays_byte_identically(
+        demo: tuple[InMemoryStorage, list[str]]) -> None:
+    storage, ids = demo
+    assert len(ids) >= 160
+    for rid in ids:
+        report = replay(storage, rid)
+        assert report.output == storage.runs.get(f"{rid}:output")
+
+
+def test_the_stories_have_their_moments(demo: tuple[InMemoryStorage, list[str]]) -> None:
+    storage, _ = demo
+    assert storage.runs.get("trip-3-budget:memctx")["working_memory_chars"] > 0
+    assert "2000" in storage.runs.get("trip-3-budget:output")["text"]
+    assert storage.runs.get("tech-staging-range:memctx")["observation_count"] >= 1
+    tiles = storage.runs.get("home-tiles:memctx")
+    assert any(n["reason"] == "filtered-out" and n["thread_id"] == "bathroom-plans"
+               for n in tiles["near_misses"])
+    wm_calls = [k for k, v in storage.runs.list("trip-") if ":tool:" in k
+                and v["name"] == "update_working_memory"]
+    assert len(wm_calls) >= 5
