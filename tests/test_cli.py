@@ -1,0 +1,474 @@
+"""Every memwb command through typer's CliRunner on a small demo database (support and
+home stories, hashing embedder): the happy path and its error paths (one `error:` line)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer
+from typer.testing import CliRunner, Result
+
+import sample_data.build as build
+from memory_core.cli import app
+from memory_core.provenance import Memctx
+from memory_core.storage.duckdb import DuckDBStorage
+from sample_data.scenarios.home import HOME
+from sample_data.scenarios.support import SUPPORT
+
+IMPORTS = Path(__file__).parent / "fixtures" / "imports"
+runner = CliRunner()
+
+
+def memwb(*args: str) -> Result:
+    return runner.invoke(app, list(args))
+
+
+def ok(result: Result) -> str:
+    assert result.exit_code == 0, (result.output, result.stderr, result.exception)
+    return result.stdout
+
+
+def error_line(result: Result) -> str:
+    """The command failed with exactly one `error:` line on stderr and no traceback."""
+    assert result.exit_code != 0, result.stdout
+    assert result.exception is None or isinstance(result.exception, SystemExit), \
+        repr(result.exception)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("error: "), lines[0]
+    assert "Traceback" not in result.output
+    return lines[0]
+
+
+def command_names() -> list[str]:
+    return sorted(typer.main.get_command(app).commands)  # type: ignore[attr-defined]
+
+
+@pytest.fixture(autouse=True)
+def _no_env_db(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MEMWB_DB", raising=False)
+
+
+@pytest.fixture(scope="module")
+def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    path = tmp_path_factory.mktemp("cli") / "demo.duckdb"
+    clock = build.DemoClock()
+    storage = DuckDBStorage(str(path), clock=clock)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(build, "SCENARIOS", [SUPPORT, HOME])
+        with storage.session():
+            build.build_into(storage, clock, embedder="hashing", progress=lambda _: None)
+    storage.close()
+    yield str(path)
+
+
+@pytest.fixture
+def db_copy(demo_db: str, tmp_path: Path) -> str:
+    """A private copy for commands that write (counterfactual, erase, import)."""
+    dst = tmp_path / "copy.duckdb"
+    shutil.copy(demo_db, dst)
+    return str(dst)
+
+
+# -- help ---------------------------------------------------------------------------------
+def test_every_command_is_listed_and_has_an_example() -> None:
+    assert command_names() == sorted(["demo", "ui", "import", "threads", "runs", "inspect",
+                                      "replay", "counterfactual", "why", "diff", "erase"])
+    top = ok(memwb("--help"))
+    for name in command_names():
+        assert name in top
+        out = ok(memwb(name, "--help"))
+        examples = [ln.strip() for ln in out.splitlines() if ln.strip().startswith("Example:")]
+        assert examples == [examples[0]] and examples[0].startswith(f"Example: memwb {name}")
+
+
+# -- demo ---------------------------------------------------------------------------------
+def test_demo_builds_a_database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(build, "SCENARIOS", [SUPPORT])
+    path = tmp_path / "out" / "demo.duckdb"
+    res = memwb("demo", "--db", str(path), "--embedder", "hashing")
+    assert f"demo database written to {path}" in ok(res)
+    assert "[1/1] " in res.stderr  # progress goes to stderr
+    storage = DuckDBStorage(str(path), read_only=True)
+    try:
+        assert storage.runs.get_run("support-3-forgot") is not None
+        assert {t.id for t in storage.memory.list_threads("cust-anna")} >= {"support-1",
+                                                                             "support-3"}
+    finally:
+        storage.close()
+
+
+def test_demo_if_absent_leaves_an_existing_file_alone(demo_db: str,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    def boom(*a: Any, **k: Any) -> None:
+        raise AssertionError("build_demo must not run")
+
+    monkeypatch.setattr(build, "build_demo", boom)
+    before = Path(demo_db).stat().st_mtime_ns
+    out = ok(memwb("demo", "--db", demo_db, "--if-absent", "--embedder", "hashing"))
+    assert f"demo database already at {demo_db}" in out
+    assert Path(demo_db).stat().st_mtime_ns == before
+
+
+def test_demo_errors(tmp_path: Path) -> None:
+    assert "unknown embedder 'bert'" in error_line(
+        memwb("demo", "--db", str(tmp_path / "d.duckdb"), "--embedder", "bert"))
+    assert "DuckDB file" in error_line(memwb("demo", "--db", "sqlite:///x.db"))
+    assert not (tmp_path / "d.duckdb").exists()
+
+
+# -- ui -----------------------------------------------------------------------------------
+def test_ui_runs_streamlit_on_the_database(demo_db: str,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[tuple[list[str], dict[str, str]]] = []
+
+    def fake_call(cmd: list[str], env: dict[str, str]) -> int:
+        calls.append((cmd, env))
+        return 0
+
+    monkeypatch.setattr(subprocess, "call", fake_call)
+    monkeypatch.setenv("MEMWB_DB", "/somewhere/else.duckdb")
+    ok(memwb("ui", "--db", demo_db, "--port", "8765"))
+    [(cmd, env)] = calls
+    assert cmd[1:4] == ["-m", "streamlit", "run"]
+    assert cmd[4].endswith("app/streamlit_app.py") and Path(cmd[4]).is_file()
+    flags = dict(zip(cmd[5:-3:2], cmd[6:-3:2], strict=True))
+    assert flags == {"--server.address": "127.0.0.1", "--server.port": "8765",
+                     "--browser.gatherUsageStats": "false"}
+    assert cmd[-3:] == ["--", "--db", demo_db]
+    assert env["MEMWB_DB"] == demo_db  # the app reads $MEMWB_DB before --db
+
+
+def test_ui_passes_streamlit_exit_code_and_checks_the_file(
+        tmp_path: Path, demo_db: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(subprocess, "call", lambda cmd, env: 3)
+    assert memwb("ui", "--db", demo_db).exit_code == 3
+    assert "does not exist" in error_line(memwb("ui", "--db", str(tmp_path / "no.duckdb")))
+
+
+# -- threads and runs ---------------------------------------------------------------------
+def test_threads(demo_db: str) -> None:
+    out = ok(memwb("threads", "--db", demo_db))
+    header = out.splitlines()[0].split()
+    assert header == ["thread_id", "resource_id", "title", "message_count", "run_count",
+                      "last_activity"]
+    assert {"support-1", "support-3", "bathroom-plans"} <= {ln.split()[0]
+                                                            for ln in out.splitlines()[1:]}
+    only = ok(memwb("threads", "--db", demo_db, "--resource", "cust-anna"))
+    assert "support-3" in only and "bathroom-plans" not in only
+    assert "resource 'nobody' does not exist" in error_line(
+        memwb("threads", "--db", demo_db, "--resource", "nobody"))
+
+
+def test_runs(demo_db: str) -> None:
+    out = ok(memwb("runs", "--db", demo_db, "--thread", "support-3"))
+    rows = {ln.split()[0]: ln.split() for ln in out.splitlines()[1:]}
+    assert rows["support-3-forgot"][1:4] == ["support", "support-3", "completed"]
+    assert "home-tiles" not in out
+    assert "home-tiles" in ok(memwb("runs", "--db", demo_db))
+    assert "thread 'nope' does not exist" in error_line(
+        memwb("runs", "--db", demo_db, "--thread", "nope"))
+
+
+# -- inspect ------------------------------------------------------------------------------
+def test_inspect_table(demo_db: str) -> None:
+    out = ok(memwb("inspect", "support-3-forgot", "--db", demo_db))
+    lanes = [ln.split()[0] for ln in out.splitlines()[1:] if ln.strip()]
+    assert lanes[0] == "instructions" and "recent" in lanes and "input" in lanes
+    assert "What did we decide about the refund for my blender?" in out
+    assert "answer: I don't know" in out
+    assert "tokens: instructions" in out
+
+
+def test_inspect_shows_tool_calls(demo_db: str) -> None:
+    run_id = tool_run(demo_db, "support-1")
+    out = ok(memwb("inspect", run_id, "--db", demo_db))
+    assert any(ln.startswith("tool: ") and ln.endswith("[ok]") for ln in out.splitlines()), out
+
+
+def test_inspect_json_is_the_provenance_record(demo_db: str) -> None:
+    out = ok(memwb("inspect", "home-cabinets", "--db", demo_db, "--json"))
+    rec = Memctx.model_validate(json.loads(out))
+    assert rec.thread_id and rec.query == "When do the kitchen cabinets arrive?"
+    assert rec.recalled  # this run recalls from the other home threads
+
+
+def test_inspect_errors(demo_db: str, tmp_path: Path) -> None:
+    assert "run 'nope' does not exist" in error_line(
+        memwb("inspect", "nope", "--db", demo_db))
+    assert "run 'nope' does not exist" in error_line(
+        memwb("inspect", "nope", "--db", demo_db, "--json"))
+    missing = str(tmp_path / "missing.duckdb")
+    assert f"database '{missing}' does not exist" in error_line(
+        memwb("inspect", "support-3-forgot", "--db", missing))
+
+
+# -- replay -------------------------------------------------------------------------------
+def tool_run(db: str, thread_id: str) -> str:
+    """The first run of the thread that executed a tool call."""
+    storage = DuckDBStorage(db, read_only=True)
+    try:
+        return next(r.run_id for r in storage.runs.list_runs(thread_id=thread_id)
+                    if storage.runs.list(f"{r.run_id}:tool:"))
+    finally:
+        storage.close()
+
+
+def test_replay_is_identical(demo_db: str) -> None:
+    out = ok(memwb("replay", "support-3-forgot", "--db", demo_db))
+    assert out.startswith("replay of support-3-forgot: identical (1 steps, 1 verified; ")
+
+
+def test_replay_checks_tool_calls(demo_db: str) -> None:
+    run_id = tool_run(demo_db, "support-1")
+    out = ok(memwb("replay", run_id, "--db", demo_db))
+    assert out.startswith(f"replay of {run_id}: identical (2 steps, 2 verified; 1 tool calls")
+
+
+def test_replay_unknown_run(demo_db: str) -> None:
+    assert "'nope'" in error_line(memwb("replay", "nope", "--db", demo_db))
+
+
+# -- counterfactual -----------------------------------------------------------------------
+def journaled_cf(db: str, run_id: str) -> list[dict[str, Any]]:
+    storage = DuckDBStorage(db, read_only=True)
+    try:
+        return [v for _, v in storage.runs.list(f"{run_id}:cf:")]
+    finally:
+        storage.close()
+
+
+def test_counterfactual_subtract_all_changes_the_answer(db_copy: str) -> None:
+    # home-cabinets answers from a recalled message: without recall it cannot
+    out = ok(memwb("counterfactual", "home-cabinets", "--db", db_copy, "--subtract", "all"))
+    lines = dict(ln.split(":", 1) for ln in out.splitlines())
+    assert lines["variant"].strip() == "without all recalled messages"
+    assert lines["original"].strip().startswith("From our conversation:")
+    assert lines["new"].strip().startswith("I don't know")
+    assert out.splitlines()[-1] == "verdict:  changed"
+    [rec] = journaled_cf(db_copy, "home-cabinets")
+    assert rec["verdict"] == "changed" and rec["new_answers"] == [lines["new"].strip()]
+    # asking again reads the journaled result
+    assert ok(memwb("counterfactual", "home-cabinets", "--db", db_copy,
+                    "--subtract", "all")) == out
+    assert len(journaled_cf(db_copy, "home-cabinets")) == 1
+
+
+def test_counterfactual_prints_the_library_verdict(db_copy: str) -> None:
+    out = ok(memwb("counterfactual", "support-3-card", "--db", db_copy, "--subtract", "all"))
+    [rec] = journaled_cf(db_copy, "support-3-card")
+    assert out.splitlines()[-1] == f"verdict:  {rec['verdict']}"
+    assert f"original: {rec['original_answer']}" in out.splitlines()
+
+
+def test_counterfactual_by_lane(db_copy: str) -> None:
+    out = ok(memwb("counterfactual", "home-cabinets", "--db", db_copy, "--lane", "recalled",
+                   "--lane", "recent"))
+    assert "variant:  without the recalled, recent lane(s)" in out.splitlines()
+    assert out.splitlines()[-1] == "verdict:  changed"
+
+
+def test_counterfactual_errors(db_copy: str) -> None:
+    def cf(*args: str) -> str:
+        return error_line(memwb("counterfactual", *args, "--db", db_copy))
+
+    assert "run 'nope' does not exist" in cf("nope", "--subtract", "all")
+    assert "bad message ref 'support-3'" in cf("home-cabinets", "--subtract", "support-3")
+    assert "bad message ref 'x:abc'" in cf("home-cabinets", "--subtract", "x:abc")
+    assert "bad message ref ':4'" in cf("home-cabinets", "--put-back", ":4")
+    assert "cannot be combined" in cf("home-cabinets", "--subtract", "all",
+                                      "--subtract", "support-1:2")
+    assert "nothing to change" in cf("home-cabinets")
+    assert "support-1#2 is not in run 'home-cabinets''s recalled list" in cf(
+        "home-cabinets", "--subtract", "support-1:2")
+    assert "unknown lane 'tools'" in cf("home-cabinets", "--lane", "tools")
+
+
+# -- why ----------------------------------------------------------------------------------
+def memctx_of(db: str, run_id: str) -> Memctx:
+    return Memctx.model_validate(json.loads(ok(memwb("inspect", run_id, "--db", db, "--json"))))
+
+
+def test_why_by_seq(demo_db: str) -> None:
+    rec = memctx_of(demo_db, "support-3-forgot")
+    r = rec.recent[0]
+    out = ok(memwb("why", "support-3-forgot", "--db", demo_db, "--seq", str(r.seq)))
+    assert r.thread_id == "support-3"  # --thread defaults to the run's thread
+    assert out.startswith(f"recent (support-3:{r.seq}): ")
+    nm = rec.near_misses[0]
+    out = ok(memwb("why", "support-3-forgot", "--db", demo_db, "--seq", str(nm.seq),
+                   "--thread", nm.thread_id))
+    assert out.startswith(f"{nm.reason} ({nm.thread_id}:{nm.seq}): ")
+    assert f"  threshold: {rec.settings.threshold}" in out.splitlines()
+
+
+def test_why_by_text(demo_db: str) -> None:
+    # the refund decided in support-1 never reached the model in support-3-forgot
+    out = ok(memwb("why", "support-3-forgot", "--db", demo_db, "--text", "refund of €240"))
+    fate, _, rest = out.splitlines()[0].partition(" ")
+    assert fate not in ("recalled", "recent", "input") and rest.startswith("(support-1:")
+    out = ok(memwb("why", "support-3-forgot", "--db", demo_db, "--text", "zebra crossing"))
+    assert out.startswith("not-stored: No stored message contains")
+
+
+def test_why_errors(demo_db: str) -> None:
+    def why(*args: str) -> str:
+        return error_line(memwb("why", *args, "--db", demo_db))
+
+    assert "exactly one of --seq or --text" in why("support-3-forgot")
+    assert "exactly one of --seq or --text" in why("support-3-forgot", "--seq", "1",
+                                                   "--text", "refund")
+    assert "--thread goes with --seq" in why("support-3-forgot", "--thread", "support-1",
+                                             "--text", "refund")
+    assert "run 'nope' does not exist" in why("nope", "--seq", "1")
+    assert "run 'nope' does not exist" in why("nope", "--text", "refund")
+    assert "thread 'nope' does not exist" in why("support-3-forgot", "--seq", "1",
+                                                 "--thread", "nope")
+    assert "message support-3#999 does not exist" in why("support-3-forgot", "--seq", "999")
+
+
+# -- diff ---------------------------------------------------------------------------------
+def test_diff(demo_db: str) -> None:
+    out = ok(memwb("diff", "support-3-forgot", "support-3-fixed", "--db", demo_db))
+    lines = out.splitlines()
+    assert lines[0].split() == ["thread_id", "seq", "change", "lane_a", "lane_b", "reason"]
+    assert any(ln.startswith("setting threshold: ") for ln in lines)
+    assert "tokens per lane (a → b):" in lines
+    assert any(ln.startswith("  recent: ") for ln in lines)
+    assert lines[-2].startswith("answer a: ") and lines[-1].startswith("answer b: ")
+    same = ok(memwb("diff", "support-3-forgot", "support-3-forgot", "--db", demo_db))
+    assert same.splitlines()[0] == "(none)" and "first divergent step: none" in same
+
+
+def test_diff_unknown_run(demo_db: str) -> None:
+    assert "run 'nope' does not exist" in error_line(
+        memwb("diff", "support-3-forgot", "nope", "--db", demo_db))
+
+
+# -- erase --------------------------------------------------------------------------------
+def test_erase_thread(db_copy: str) -> None:
+    report = json.loads(ok(memwb("erase", "--db", db_copy, "--thread", "support-1")))
+    assert report["threads"] == ["support-1"]
+    assert report["messages"] > 0 and report["runs"] > 0 and report["journal_entries"] > 0
+    assert "support-1 " not in ok(memwb("threads", "--db", db_copy))
+    assert "run 'support-1-t00' does not exist" in error_line(
+        memwb("inspect", "support-1-t00", "--db", db_copy))
+    assert "thread 'support-1' does not exist" in error_line(
+        memwb("erase", "--db", db_copy, "--thread", "support-1"))
+
+
+def test_erase_resource(db_copy: str) -> None:
+    listed = ok(memwb("threads", "--db", db_copy, "--resource", "home-eva")).splitlines()[1:]
+    report = json.loads(ok(memwb("erase", "--db", db_copy, "--resource", "home-eva")))
+    assert sorted(report["threads"]) == sorted(ln.split()[0] for ln in listed)
+    assert len(listed) >= 3
+    out = ok(memwb("threads", "--db", db_copy))
+    assert "home-eva" not in out and "cust-anna" in out
+    assert "resource 'home-eva' does not exist" in error_line(
+        memwb("erase", "--db", db_copy, "--resource", "home-eva"))
+
+
+def test_erase_errors(db_copy: str, tmp_path: Path) -> None:
+    assert "exactly one of --thread or --resource" in error_line(
+        memwb("erase", "--db", db_copy))
+    assert "exactly one of --thread or --resource" in error_line(
+        memwb("erase", "--db", db_copy, "--thread", "support-1", "--resource", "cust-anna"))
+    missing = tmp_path / "gone.duckdb"
+    assert "does not exist" in error_line(memwb("erase", "--db", str(missing),
+                                                "--thread", "support-1"))
+    assert not missing.exists()  # a missing database is reported, never created
+
+
+# -- import -------------------------------------------------------------------------------
+def test_import_into_a_new_database(tmp_path: Path) -> None:
+    db = str(tmp_path / "mine.duckdb")
+    src = str(IMPORTS / "openai_support.jsonl")
+    res = memwb("import", src, "--db", db, "--resource", "acme")
+    out = ok(res)
+    assert out.startswith(f"imported {src} (openai) into {db}: ")
+    counts = {c.split()[1]: c.split()[0]
+              for c in out.splitlines()[0].split(": ")[1].split(", ")}
+    assert int(counts["messages"]) > 0 and int(counts["embeddings"]) > 0
+    assert "embedded " in res.stderr  # progress
+    threads = ok(memwb("threads", "--db", db, "--resource", "acme")).splitlines()[1:]
+    assert len(threads) == int(counts["threads"]) > 0
+    assert all(t.split()[1] == "acme" for t in threads)
+    runs = [ln.split()[0] for ln in ok(memwb("runs", "--db", db)).splitlines()[1:]]
+    assert len(runs) == int(counts["runs"]) and all(r.startswith("imp-") for r in runs)
+    inspected = ok(memwb("inspect", runs[-1], "--db", db))
+    assert "note: imported run; unknown fields:" in inspected
+    again = ok(memwb("import", src, "--db", db))
+    assert "was already imported" in again
+
+
+def test_import_into_the_demo_database(db_copy: str) -> None:
+    ok(memwb("import", str(IMPORTS / "openai_keyed.jsonl"), "--db", db_copy,
+             "--format", "openai"))
+    assert "cust-anna" in ok(memwb("threads", "--db", db_copy))
+
+
+@pytest.mark.parametrize(("fixture", "needle"), [
+    ("openai_bad_json.jsonl", "line 3"),
+    ("openai_unknown_role.jsonl", "role"),
+    ("openai_orphan_tool.jsonl", "line"),
+])
+def test_import_malformed_file_changes_nothing(db_copy: str, tmp_path: Path, fixture: str,
+                                               needle: str) -> None:
+    before = ok(memwb("threads", "--db", db_copy))
+    line = error_line(memwb("import", str(IMPORTS / fixture), "--db", db_copy))
+    assert needle in line
+    assert ok(memwb("threads", "--db", db_copy)) == before
+    fresh = tmp_path / "fresh.duckdb"
+    error_line(memwb("import", str(IMPORTS / fixture), "--db", str(fresh)))
+    assert not fresh.exists() and not Path(f"{fresh}.wal").exists()
+
+
+def test_import_argument_errors(tmp_path: Path) -> None:
+    db = str(tmp_path / "x.duckdb")
+    src = str(IMPORTS / "openai_support.jsonl")
+    assert "import file" in error_line(memwb("import", str(tmp_path / "no.jsonl"), "--db", db))
+    assert "unknown embedder 'bert'" in error_line(
+        memwb("import", src, "--db", db, "--embedder", "bert"))
+    assert "unknown import format 'csv'" in error_line(
+        memwb("import", src, "--db", db, "--format", "csv"))
+    assert not Path(db).exists()
+
+
+# -- a database that is not there or not a database ---------------------------------------
+READ_COMMANDS = [
+    ["threads"], ["runs"], ["inspect", "support-3-forgot"], ["replay", "support-3-forgot"],
+    ["counterfactual", "support-3-forgot", "--subtract", "all"],
+    ["why", "support-3-forgot", "--seq", "1"], ["diff", "support-3-forgot", "support-3-fixed"],
+    ["erase", "--thread", "support-1"],
+]
+
+
+@pytest.mark.parametrize("args", READ_COMMANDS, ids=lambda a: a[0])
+def test_missing_database(args: list[str], tmp_path: Path) -> None:
+    missing = tmp_path / "nothing.duckdb"
+    line = error_line(memwb(*args, "--db", str(missing)))
+    assert f"database '{missing}' does not exist" in line
+    assert not missing.exists()
+
+
+def test_default_database_comes_from_env(demo_db: str, monkeypatch: pytest.MonkeyPatch,
+                                         tmp_path: Path) -> None:
+    monkeypatch.setenv("MEMWB_DB", demo_db)
+    assert "support-3-forgot" in ok(memwb("runs", "--thread", "support-3"))
+    monkeypatch.delenv("MEMWB_DB")
+    monkeypatch.chdir(tmp_path)  # no demo database here
+    assert "build it with `memwb demo`" in error_line(memwb("threads"))
+
+
+def test_not_a_database_and_bad_url(tmp_path: Path) -> None:
+    junk = tmp_path / "junk.duckdb"
+    junk.write_text("not a database")
+    assert "not a valid DuckDB database" in error_line(memwb("threads", "--db", str(junk)))
+    assert "unknown storage URL scheme 'foo'" in error_line(
+        memwb("threads", "--db", "foo://bar"))
