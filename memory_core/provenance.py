@@ -144,7 +144,8 @@ def _as_arg_text(value: Any) -> str:
 
     if isinstance(value, str):
         return value
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, sort_keys=False)
+    # sorted keys: the preview must not depend on how an adapter round-trips a dict
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
 
 
 def structural_preview(message: Any) -> str:
