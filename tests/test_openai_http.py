@@ -206,3 +206,51 @@ def test_text_and_string_tool_messages_convert() -> None:
     ])
     assert msgs == [{"role": "tool", "content": "{\"ok\": true}", "tool_call_id": "c9"},
                     {"role": "user", "content": ""}]
+
+
+@pytest.mark.parametrize("failure", ["timeout", "malformed"])
+def test_a_failing_server_fails_the_run_and_the_run_resumes_losing_nothing(
+        server: FakeServer, failure: str) -> None:
+    """The model server times out (or answers garbage) at step 1, after a tool call was
+    journaled at step 0; the run fails with a clear ModelError, and running the same
+    run_id again once the server is back calls the model only for the missing step."""
+    from memory_core.memory import AgentMemory
+    from memory_core.models.base import Tool
+    from memory_core.runner import Agent, Runner
+    from memory_core.storage.inmemory import InMemoryStorage
+
+    applied: list[dict[str, Any]] = []
+    lookup = Tool(ToolSpec("lookup", "Look something up.", {"type": "object", "properties": {
+        "q": {"type": "string"}}}), lambda args: applied.append(args) or {"found": "42"})
+    storage = InMemoryStorage()
+    memory = AgentMemory(storage, recent_n=4)
+    model = OpenAIChatModel(base_url=server.url, model="m", timeout=0.3)
+    runner = Runner(storage, {"a": Agent(name="a", instructions="Be brief.", model=model,
+                                         tools=[lookup])}, memory=memory)
+    call = completion({"role": "assistant", "content": None, "tool_calls": [{
+        "id": "c1", "type": "function",
+        "function": {"name": "lookup", "arguments": json.dumps({"q": "answer"})}}]},
+        finish="tool_calls")
+
+    def slow(h: BaseHTTPRequestHandler) -> None:
+        server.release.wait(3.0)
+
+    replies = [call, slow if failure == "timeout" else send(200, "{\"choices\": [oops")]
+    server.reply = lambda h: replies.pop(0)(h)
+    with pytest.raises(ModelError, match=r"http://127\.0\.0\.1"):
+        runner.run("a", run_id="r1", thread_id="t", resource_id="u", prompt="What is it?")
+    run = storage.runs.get_run("r1")
+    assert run is not None and run.status == "failed" and "ModelError" in (run.error or "")
+    assert storage.runs.get("r1:step:0") is not None and storage.runs.get("r1:step:1") is None
+    assert len(applied) == 1
+
+    server.release.set()
+    served = len(server.requests)
+    server.reply = completion({"role": "assistant", "content": "It is 42."})
+    result = runner.run("a", run_id="r1", thread_id="t", resource_id="u", prompt="What is it?")
+    assert result.text == "It is 42."
+    assert len(server.requests) == served + 1  # only the missing step was asked for
+    assert len(applied) == 1  # the tool was not applied again
+    assert storage.runs.get_run("r1").status == "completed"  # type: ignore[union-attr]
+    roles = [m.role for m in storage.memory.get_messages("t")]
+    assert roles == ["user", "assistant", "tool", "assistant"]
