@@ -17,6 +17,11 @@ from memory_core import views
 
 THREADS_PAGE = "app_pages/threads.py"
 RUN_PAGE = "app_pages/run_inspector.py"
+COMPARE_PAGE = "app_pages/compare.py"
+COUNTERFACTUAL_PAGE = "app_pages/counterfactual.py"
+WHY_PAGE = "app_pages/why.py"
+TIMELINE_PAGE = "app_pages/timeline.py"
+STORY_PAGE = "app_pages/story.py"
 
 LANE_COLOURS: dict[str, str] = {
     "instructions": "#8c8c8c", "working_memory": "#6a51a3", "observations": "#31a354",
@@ -25,6 +30,14 @@ LANE_COLOURS: dict[str, str] = {
 STATUS_COLOURS: dict[str, str] = {
     "hit": "#3182bd", "below-threshold": "#fd8d3c", "beyond-top-k": "#fdae6b",
     "filtered-out": "#969696", "already-in-window": "#74c476",
+}
+# why-forgotten fates: blue/green reached the model, warm colours did not
+FATE_COLOURS: dict[str, str] = {
+    "recalled": "#3182bd", "recent": "#31a354", "input": "#e6550d",
+    "below-threshold": "#fd8d3c", "beyond-top-k": "#fdae6b", "filtered-out": "#969696",
+    "out-of-scope": "#756bb1", "recall-off": "#636363", "recall-skipped": "#636363",
+    "dropped": "#d62728", "compacted": "#74c476", "written-after": "#d9d9d9",
+    "no-text": "#bdbdbd", "not-stored": "#252525", "unexplained": "#e377c2",
 }
 LANE_TITLES: dict[str, str] = {
     "instructions": "Instructions", "working_memory": "Working memory",
@@ -120,3 +133,11 @@ def set_query_params(params: Mapping[str, str | None]) -> None:
                 del st.query_params[key]
         elif st.query_params.get(key) != value:
             st.query_params[key] = value
+
+
+def fate_badge(fate: str, reached_model: bool) -> None:
+    """The fate of a message as one big badge: green when the model was given it."""
+    # fates are a fixed vocabulary (never stored text), so Markdown is safe here
+    icon = ":material/check_circle:" if reached_model else ":material/block:"
+    colour = "green" if reached_model else "red"
+    st.markdown(f"## :{colour}-badge[{icon} {fate}]")

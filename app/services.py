@@ -221,3 +221,157 @@ def cached_run_view(url: str, run_id: str) -> views.RunView:
 def query_param(name: str) -> str | None:
     value: Any = st.query_params.get(name)
     return str(value) if value not in (None, "") else None
+
+
+# -- analysis (compare, counterfactual, why forgotten, timeline, story) ----------------
+@st.cache_data(ttl=CACHE_TTL_SECONDS, show_spinner=False)
+def cached_diff(url: str, run_a: str, run_b: str) -> Any:
+    from memory_core.analysis.diff import diff_runs
+
+    with _batch(url) as storage:
+        return diff_runs(storage, run_a, run_b)
+
+
+@st.cache_data(ttl=CACHE_TTL_SECONDS, show_spinner=False)
+def cached_why(url: str, run_id: str, thread_id: str | None, seq: int | None,
+               text: str | None) -> Any:
+    """why_forgotten for a (thread, seq) ref, or for a phrase when ``text`` is given."""
+    from memory_core.analysis.forgotten import why_forgotten
+
+    target: tuple[str, int] | str
+    if text is not None:
+        target = text
+    elif thread_id is not None and seq is not None:
+        target = (thread_id, seq)
+    else:
+        raise InvalidInputError("pick a message or type a phrase to look for")
+    with _batch(url) as storage:
+        return why_forgotten(storage, run_id, target)
+
+
+@st.cache_data(ttl=CACHE_TTL_SECONDS, show_spinner=False)
+def cached_lifeline(url: str, thread_id: str, seq: int, runs_of: str | None = None) -> Any:
+    """The message's fate across the runs of its thread (or of ``runs_of``)."""
+    from memory_core.analysis.forgotten import lifeline
+
+    with _batch(url) as storage:
+        return lifeline(storage, thread_id, seq, runs_of=runs_of)
+
+
+@st.cache_data(ttl=CACHE_TTL_SECONDS, show_spinner=False)
+def cached_timeline(url: str, thread_id: str) -> Any:
+    from memory_core.analysis.timeline import composition_timeline
+
+    with _batch(url) as storage:
+        return composition_timeline(storage, thread_id)
+
+
+@st.cache_data(ttl=CACHE_TTL_SECONDS, show_spinner=False)
+def cached_counterfactuals(url: str, run_id: str) -> Any:
+    from memory_core.analysis.counterfactual import list_counterfactuals
+
+    with _batch(url) as storage:
+        return list_counterfactuals(storage, run_id)
+
+
+@st.cache_data(ttl=CACHE_TTL_SECONDS, show_spinner=False)
+def cached_scope_messages(url: str, run_id: str) -> list[views.SearchHit]:
+    """Messages a run could have been given: its thread's, then its resource's other
+    threads' (seq order within each thread), for pickers."""
+    with _batch(url) as storage:
+        run = storage.runs.require_run(run_id)
+        threads: list[str] = [run.thread_id] if run.thread_id else []
+        if run.resource_id:
+            threads += [t.id for t in storage.memory.list_threads(run.resource_id)
+                        if t.id not in threads]
+        out: list[views.SearchHit] = []
+        for tid in threads:
+            thread = storage.memory.get_thread(tid)
+            for m in storage.memory.get_messages(tid):
+                out.append(views.SearchHit(
+                    thread_id=tid, thread_title=thread.title if thread else None, seq=m.seq,
+                    role=m.role, text=views.render_text(m), created_at=m.created_at,
+                    page=views.page_of_seq(m.seq)))
+        return out
+
+
+@contextmanager
+def writable_storage(url: str) -> Iterator[Storage]:
+    """A storage that may write (counterfactuals journal their results): the shared
+    one when it is writable, else a short-lived writable handle on the same DuckDB file,
+    closed right after so an agent process can go on writing."""
+    from memory_core.storage.duckdb import DuckDBStorage
+
+    storage = get_services(url).storage
+    if not isinstance(storage, DuckDBStorage) or not storage.read_only:
+        yield storage
+        return
+    writer = DuckDBStorage(storage.path, lock_timeout=LOCK_TIMEOUT_SECONDS)
+    try:
+        yield writer
+    finally:
+        writer.close()
+
+
+def after_write() -> None:
+    """Forget cached reads after a write, keeping the opened database."""
+    st.cache_data.clear()
+
+
+# -- the demo database (story page) ----------------------------------------------------
+DEMO_EMBEDDER_VAR = "MEMWB_DEMO_EMBEDDER"  # "hashing" builds a quick demo (tests)
+STORY_RUNS = ("support-3-forgot", "support-3-fixed")
+
+
+def demo_path() -> Path:
+    p = Path(DEMO_DB)
+    return p if p.is_absolute() else PROJECT_ROOT / p
+
+
+def has_story(url: str) -> bool:
+    """Whether the database at ``url`` holds the demo's support story runs."""
+    try:
+        ids = {r.run_id for r in cached_runs(url, "support-3")}
+    except Exception:  # noqa: BLE001 - a missing or foreign database has no story
+        return False
+    return all(r in ids for r in STORY_RUNS)
+
+
+def build_demo_database(progress: Any) -> Path:
+    """Build the demo database in place (MiniLM unless MEMWB_DEMO_EMBEDDER says
+    otherwise) and drop cached handles so the pages open the new file."""
+    from sample_data.build import build_demo
+
+    path = demo_path()
+    get_services.clear()  # our read-only handle must not hold the file being replaced
+    built = build_demo(path, embedder=os.environ.get(DEMO_EMBEDDER_VAR) or "minilm",
+                       progress=progress)
+    refresh()
+    return built
+
+
+def run_counterfactual(url: str, run_id: str, *, subtract: Any = None,
+                       lanes: Sequence[str] = (), put_back: Sequence[tuple[str, int]] = (),
+                       ) -> Any:
+    """Replay ``run_id`` with the chosen edits; the result is journaled, so the cached
+    reads are dropped afterwards."""
+    from memory_core.analysis.counterfactual import counterfactual
+
+    try:
+        with writable_storage(url) as storage:
+            return counterfactual(storage, run_id, subtract=subtract, lanes=lanes,
+                                  put_back=put_back)
+    finally:
+        after_write()
+
+
+def run_attribution(url: str, run_id: str, progress: Any = None) -> Any:
+    """Leave-one-out over the run's recalled messages (each one a journaled
+    counterfactual)."""
+    from memory_core.analysis.counterfactual import attribution
+
+    try:
+        with writable_storage(url) as storage:
+            return attribution(storage, run_id, progress=progress)
+    finally:
+        after_write()

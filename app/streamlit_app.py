@@ -16,7 +16,15 @@ if _ROOT not in sys.path:  # streamlit puts app/ on the path, the package root i
 import streamlit as st  # noqa: E402
 
 from app import services  # noqa: E402
-from app.components import RUN_PAGE, THREADS_PAGE  # noqa: E402
+from app.components import (  # noqa: E402
+    COMPARE_PAGE,
+    COUNTERFACTUAL_PAGE,
+    RUN_PAGE,
+    STORY_PAGE,
+    THREADS_PAGE,
+    TIMELINE_PAGE,
+    WHY_PAGE,
+)
 from memory_core.errors import MemoryCoreError  # noqa: E402
 
 st.set_page_config(page_title="Memory Workbench", page_icon=":material/memory:",
@@ -37,10 +45,22 @@ threads_page = st.Page(THREADS_PAGE, title="Threads", icon=":material/forum:",
                        url_path="threads", default=True)
 run_page = st.Page(RUN_PAGE, title="Run inspector", icon=":material/manage_search:",
                    url_path="run")
-nav = st.navigation([threads_page, run_page])
+analysis_pages = [
+    st.Page(COMPARE_PAGE, title="Compare runs", icon=":material/compare_arrows:",
+            url_path="compare"),
+    st.Page(COUNTERFACTUAL_PAGE, title="Counterfactual replay", icon=":material/science:",
+            url_path="counterfactual"),
+    st.Page(WHY_PAGE, title="Why forgotten", icon=":material/help:", url_path="why"),
+    st.Page(TIMELINE_PAGE, title="Composition timeline", icon=":material/stacked_line_chart:",
+            url_path="timeline"),
+    st.Page(STORY_PAGE, title="Demo story", icon=":material/auto_stories:", url_path="story"),
+]
+nav = st.navigation([threads_page, run_page, *analysis_pages])
 
-# a shared link of the form /?run=<id> lands on the default page: send it on
-if nav.url_path != "run" and services.query_param("run") and not services.query_param("thread"):
+# a shared link of the form /?run=<id> lands on the default page: send it on (the
+# analysis pages read their own ?run=)
+if (nav.url_path in ("", "threads") and services.query_param("run")
+        and not services.query_param("thread")):
     st.switch_page(run_page, query_params={"run": services.query_param("run") or ""})
 
 try:
@@ -48,7 +68,8 @@ try:
 except Exception as e:  # noqa: BLE001 - every failure to open is shown, never raised
     st.error(f"Cannot open the database: {services.friendly_error(e)}",
              icon=":material/error:")
-    st.stop()
+    if nav.url_path != "story":  # the story page offers to build the demo database
+        st.stop()
 
 try:
     nav.run()

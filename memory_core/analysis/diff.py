@@ -140,6 +140,10 @@ def _reason(lane_a: str | None, lane_b: str | None, sa: Any, sb: Any, data_a: Ru
         nb = getattr(sb, "reason", None)
         if nb == "below-threshold" or (sb is not None and score_b is not None and thr is not None
                                        and score_b < thr):
+            thr_a = ma.settings.threshold if ma else None
+            if score_a is not None and _f(score_a) == _f(score_b) and thr_a != thr:
+                return (f"unchanged score {_f(score_b)} ended up across the threshold when "
+                        f"the bar moved {_f(thr_a)} → {_f(thr)}")
             return (f"score moved across the threshold: {_f(score_a)} → {_f(score_b)} "
                     f"(bar {_f(thr)})")
         if nb == "beyond-top-k" or (sb is not None and getattr(sb, "rank", None) and top_k
@@ -155,6 +159,10 @@ def _reason(lane_a: str | None, lane_b: str | None, sa: Any, sb: Any, data_a: Ru
             return f"new message, recalled in run B (score {_f(score_b)})"
         thr_a = ma.settings.threshold if ma else None
         if score_a is not None and thr_a is not None and score_a < thr_a:
+            if score_b is not None and _f(score_a) == _f(score_b):
+                # same score in both runs: it was the bar that moved
+                return (f"unchanged score {_f(score_b)} ended up across the threshold when "
+                        f"the bar moved {_f(thr_a)} → {_f(thr)}")
             return (f"score moved across the threshold: {_f(score_a)} → {_f(score_b)} "
                     f"(bar {_f(thr_a)} → {_f(thr)})")
         return f"recalled in run B (rank {getattr(sb, 'rank', None)}, score {_f(score_b)})"

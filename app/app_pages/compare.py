@@ -1,0 +1,194 @@
+"""Compare runs page: two runs' compositions side by side, lane by lane, with what
+entered, left or moved and why, the token deltas, changed settings and step alignment.
+
+URL: ``compare?a=<run>&b=<run>`` opens the same comparison.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Literal
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from app import services
+from app.components import (
+    LANE_TITLES,
+    escape_md,
+    link_to_message,
+    link_to_run,
+    literal,
+    set_query_params,
+)
+
+BadgeColour = Literal["green", "red", "orange", "gray"]
+CHANGE_BADGES: dict[str, tuple[BadgeColour, str]] = {"entered": ("green", ":material/add_circle:"),
+                 "left": ("red", ":material/remove_circle:"),
+                 "moved": ("orange", ":material/swap_horiz:"),
+                 "same": ("gray", ":material/drag_handle:")}
+# lanes a diff entry can sit in, in prompt order; "compacted" = inside an observation
+DIFF_LANES = ("recalled", "recent", "input", "dropped", "compacted")
+DIFF_TITLES = {**LANE_TITLES, "compacted": "Compacted into an observation"}
+
+st.title("Compare runs")
+url = services.current_url()
+
+try:
+    runs = services.cached_runs(url)
+except Exception as e:  # noqa: BLE001
+    st.error(services.friendly_error(e))
+    st.stop()
+if len(runs) < 2:
+    st.info(f"Comparing needs at least two runs; this database has {len(runs)}.")
+    st.stop()
+
+by_id = {r.run_id: r for r in runs}
+wanted_a, wanted_b = services.query_param("a"), services.query_param("b")
+for name, wanted in (("a", wanted_a), ("b", wanted_b)):
+    if wanted and wanted not in by_id:
+        st.error(f"run '{wanted}' (URL parameter {name}) does not exist in this database")
+if wanted_a not in by_id:
+    wanted_a = None
+if wanted_b not in by_id:
+    wanted_b = None
+
+threads = sorted({r.thread_id or "(no thread)" for r in runs})
+start_thread = None
+if wanted_b or wanted_a:
+    start_thread = by_id[wanted_b or wanted_a or ""].thread_id or "(no thread)"
+else:
+    # the thread of the most recent run that has a predecessor on the same thread
+    for r in reversed(runs):
+        key = r.thread_id or "(no thread)"
+        if sum(1 for x in runs if (x.thread_id or "(no thread)") == key) >= 2:
+            start_thread = key
+            break
+thread = st.selectbox("Thread", threads,
+                      index=threads.index(start_thread) if start_thread in threads else 0,
+                      help="The runs of this thread are offered first; any run can be "
+                           "compared with any other.")
+thread_runs = [r.run_id for r in runs if (r.thread_id or "(no thread)") == thread]
+others = [r.run_id for r in runs if r.run_id not in thread_runs]
+options = thread_runs + others
+# defaults: the two most recent consecutive runs of the thread
+default_b = thread_runs[-1] if thread_runs else options[-1]
+default_a = thread_runs[-2] if len(thread_runs) >= 2 else options[max(0, options.index(
+    default_b) - 1)]
+if wanted_a in options and thread == start_thread:
+    default_a = wanted_a
+if wanted_b in options and thread == start_thread:
+    default_b = wanted_b
+
+
+def _label(rid: str) -> str:
+    r = by_id[rid]
+    return f"{rid} · {r.started_at:%Y-%m-%d %H:%M} · {r.status}"
+
+
+col_a, col_b = st.columns(2)
+run_a = col_a.selectbox("Run A", options, index=options.index(default_a), format_func=_label)
+run_b = col_b.selectbox("Run B", options, index=options.index(default_b), format_func=_label)
+set_query_params({"a": run_a, "b": run_b})
+with col_a:
+    link_to_run(run_a, label=f"inspect run {run_a}")
+with col_b:
+    link_to_run(run_b, label=f"inspect run {run_b}")
+if run_a == run_b:
+    st.info("Pick two different runs to compare.")
+    st.stop()
+
+try:
+    diff = services.cached_diff(url, run_a, run_b)
+except Exception as e:  # noqa: BLE001
+    st.error(f"Cannot compare '{run_a}' with '{run_b}': {services.friendly_error(e)}")
+    st.stop()
+
+changed = diff.changed()
+counts = {c: sum(1 for e in diff.entries if e.change == c) for c in ("entered", "left", "moved")}
+m = st.columns(4)
+m[0].metric("Entered", counts["entered"])
+m[1].metric("Left", counts["left"])
+m[2].metric("Moved", counts["moved"])
+m[3].metric("First divergent step", "none" if diff.divergent_at is None
+            else str(diff.divergent_at))
+
+st.markdown("#### Answers")
+ans_a, ans_b = st.columns(2)
+with ans_a:
+    st.caption(escape_md(f"Run A · {run_a}"))
+    literal(diff.answer_a or "(no answer recorded)")
+with ans_b:
+    st.caption(escape_md(f"Run B · {run_b}"))
+    literal(diff.answer_b or "(no answer recorded)")
+
+st.markdown("#### What changed")
+if changed:
+    st.dataframe(pd.DataFrame([{
+        "change": e.change, "message": f"{e.thread_id} #{e.seq}",
+        "lane A": e.lane_a or "—", "lane B": e.lane_b or "—", "reason": e.reason,
+        "score A": e.score_a, "score B": e.score_b, "preview": e.preview}
+        for e in changed]), hide_index=True, width="stretch", key="changes")
+else:
+    st.text("The two prompts carried the same messages in the same lanes.")
+
+st.markdown("#### Lanes side by side")
+side_a, side_b = st.columns(2)
+for side, col, attr in (("A", side_a, "lane_a"), ("B", side_b, "lane_b")):
+    with col:
+        st.markdown(f"**Run {side}**")
+        for lane in DIFF_LANES:
+            items = [x for x in diff.entries if getattr(x, attr) == lane]
+            if not items and lane in ("compacted",):
+                continue
+            st.markdown(f"**{DIFF_TITLES[lane]}** ({len(items)})")
+            if not items:
+                st.text("(nothing in this lane)")
+            for i, entry in enumerate(items):
+                colour, icon = CHANGE_BADGES[entry.change]
+                with st.container(border=True, key=f"{side}-{lane}-{i}"):
+                    st.badge(entry.change, icon=icon, color=colour)
+                    bits = [f"{entry.thread_id} #{entry.seq}", entry.role or "?"]
+                    score = entry.score_a if side == "A" else entry.score_b
+                    if score is not None:
+                        bits.append(f"score {score:.2f}")
+                    st.caption(escape_md(" · ".join(bits)))
+                    literal(entry.preview)
+                    if entry.reason:
+                        st.caption(escape_md(entry.reason))
+                    link_to_message(entry.thread_id, entry.seq,
+                                    label=f"source: {entry.thread_id} #{entry.seq}")
+
+st.markdown("#### Tokens by lane")
+lanes = list(diff.token_deltas)
+fig = go.Figure()
+for side, idx in (("A", 0), ("B", 1)):
+    fig.add_trace(go.Bar(name=f"Run {side}", x=[LANE_TITLES.get(ln, ln) for ln in lanes],
+                         y=[diff.token_deltas[ln][idx] for ln in lanes],
+                         marker_color="#9ecae1" if side == "A" else "#3182bd"))
+fig.update_layout(barmode="group", height=300, margin={"l": 10, "r": 10, "t": 30, "b": 10},
+                  yaxis_title="tokens", legend={"orientation": "h", "y": 1.15})
+st.plotly_chart(fig, key="token-deltas")
+st.dataframe(pd.DataFrame([{"lane": LANE_TITLES.get(ln, ln), "run A": a, "run B": b,
+                            "delta": f"{d:+d}"} for ln, (a, b, d) in diff.token_deltas.items()]),
+             hide_index=True, width="stretch", key="token-table")
+
+st.markdown("#### Settings that changed")
+if diff.settings_changed:
+    st.dataframe(pd.DataFrame([{
+        "setting": k, "run A": json.dumps(a, ensure_ascii=False),
+        "run B": json.dumps(b, ensure_ascii=False)} for k, (a, b) in
+        diff.settings_changed.items()]), hide_index=True, width="stretch", key="settings")
+else:
+    st.text("(same settings)")
+
+st.markdown("#### Model steps")
+if diff.divergent_at is not None:
+    st.caption(f"The runs first diverge at step point {diff.divergent_at}.")
+if diff.steps:
+    st.dataframe(pd.DataFrame([{"#": p.index, "kind": p.kind, "status": p.status,
+                                "run A": p.a or "—", "run B": p.b or "—"} for p in diff.steps]),
+                 hide_index=True, width="stretch", key="steps")
+else:
+    st.text("(no model steps recorded in either run)")

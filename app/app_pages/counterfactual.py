@@ -1,0 +1,193 @@
+"""Counterfactual replay page: take recalled messages or whole lanes out of a run's
+frozen prompt (or put dropped messages and near misses back), re-run the model and
+show whether the answer changed; leave-one-out attribution; the run's past replays.
+
+URL: ``counterfactual?run=<id>`` opens the same run.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from app import services
+from app.components import LANE_TITLES, escape_md, link_to_run, literal, set_query_params
+from memory_core.analysis.counterfactual import SUBTRACTABLE_LANES
+
+VERDICT_BADGES = {"changed": ("orange", ":material/published_with_changes:"),
+                  "unchanged": ("green", ":material/check_circle:"),
+                  "inconclusive": ("gray", ":material/help:")}
+NEAR_MISS_STATUSES = ("below-threshold", "beyond-top-k", "filtered-out")
+REPLAY_HINT = ("A replay re-runs the model the run recorded: the offline reader, or an "
+               "OpenAI-compatible server configured with the MEMWB\\_OPENAI\\_\\* "
+               "variables. Scripted models cannot be replayed.")
+
+st.title("Counterfactual replay")
+st.caption("Take parts out of what the model was given (or put back what was left out), "
+           "run the same model again on the edited prompt, and see whether the answer "
+           "changes. Results are kept in the run's journal.")
+url = services.current_url()
+
+try:
+    runs = services.cached_runs(url)
+except Exception as e:  # noqa: BLE001
+    st.error(services.friendly_error(e))
+    st.stop()
+
+wanted = services.query_param("run")
+if wanted and wanted not in {r.run_id for r in runs}:
+    st.error(f"run '{wanted}' does not exist in this database")
+    wanted = None
+if not runs:
+    st.info("No runs in this database yet.")
+    st.stop()
+
+threads = sorted({r.thread_id or "(no thread)" for r in runs})
+wanted_thread = next((r.thread_id or "(no thread)" for r in runs if r.run_id == wanted), None)
+col_thread, col_run = st.columns(2)
+thread = col_thread.selectbox("Thread", threads,
+                              index=threads.index(wanted_thread) if wanted_thread else 0)
+thread_runs = [r for r in runs if (r.thread_id or "(no thread)") == thread]
+run_ids = [r.run_id for r in thread_runs]
+status = {r.run_id: r.status for r in thread_runs}
+run_id = col_run.selectbox("Run", run_ids,
+                           index=run_ids.index(wanted) if wanted in run_ids else len(run_ids) - 1,
+                           format_func=lambda rid: f"{rid} ({status[rid]})")
+set_query_params({"run": run_id})
+link_to_run(run_id, label=f"inspect run {run_id}")
+
+try:
+    view = services.cached_run_view(url, run_id)
+except Exception as e:  # noqa: BLE001
+    st.error(f"Cannot read run '{run_id}': {services.friendly_error(e)}")
+    st.stop()
+if view.error or not any(lv.items for lv in view.lanes):
+    st.warning(f"Run '{run_id}' has no frozen prompt to replay"
+               + (f" (it failed: {view.error})" if view.error else "") + ".")
+    st.stop()
+
+lanes = {lv.lane: lv for lv in view.lanes}
+Ref = tuple[str, int]
+recalled: dict[Ref, str] = {
+    (it.thread_id, it.seq): it.text for it in lanes["recalled"].items
+    if it.thread_id is not None and it.seq is not None} if "recalled" in lanes else {}
+putbackable: dict[Ref, str] = {}
+if "dropped" in lanes:
+    for it in lanes["dropped"].items:
+        if it.thread_id is not None and it.seq is not None:
+            putbackable[(it.thread_id, it.seq)] = f"dropped ({it.reason}): {it.text}"
+for c in view.candidates:
+    if c.status in NEAR_MISS_STATUSES and (c.thread_id, c.seq) not in putbackable:
+        putbackable[(c.thread_id, c.seq)] = f"near miss ({c.status}, {c.score:.2f}): {c.preview}"
+present_lanes = [ln for ln in SUBTRACTABLE_LANES if ln in lanes and lanes[ln].items]
+
+
+def _ref_label(ref: Ref, texts: dict[Ref, str]) -> str:
+    text = " ".join(texts[ref].split())
+    return f"{ref[0]} #{ref[1]} · {text[:90]}"
+
+
+st.markdown("#### What to change")
+mode = st.radio("Recalled messages", ["Keep them", "Subtract all recalled",
+                                      "Subtract chosen recalled"],
+                horizontal=True, key=f"mode:{run_id}",
+                disabled=not recalled,
+                help=None if recalled else "This run recalled nothing.")
+chosen: list[Ref] = []
+if mode == "Subtract chosen recalled":
+    chosen = st.multiselect("Recalled messages to subtract", list(recalled),
+                            format_func=lambda r: _ref_label(r, recalled),
+                            key=f"chosen:{run_id}")
+lanes_out = st.multiselect("Whole lanes to subtract", present_lanes,
+                           format_func=lambda ln: LANE_TITLES.get(ln, ln),
+                           key=f"lanes:{run_id}")
+put_back: list[Ref] = st.multiselect(
+    "Put back (dropped messages and near misses)", list(putbackable),
+    format_func=lambda r: _ref_label(r, putbackable), key=f"putback:{run_id}",
+    disabled=not putbackable)
+subtract = "all" if mode == "Subtract all recalled" else chosen
+
+if st.button("Run counterfactual", type="primary", icon=":material/play_arrow:"):
+    if not (subtract or lanes_out or put_back):
+        st.warning("Choose something to subtract or put back first.")
+    else:
+        with st.spinner("Re-running the model on the edited prompt…"):
+            try:
+                result = services.run_counterfactual(url, run_id, subtract=subtract,
+                                                     lanes=lanes_out, put_back=put_back)
+                st.session_state[f"cf-result:{run_id}"] = result
+            except Exception as e:  # noqa: BLE001 - no traceback in the page
+                st.session_state.pop(f"cf-result:{run_id}", None)
+                st.error(f"The counterfactual could not run: {services.friendly_error(e)}",
+                         icon=":material/error:")
+                st.caption(REPLAY_HINT)
+
+result = st.session_state.get(f"cf-result:{run_id}")
+if result is not None:
+    colour, icon = VERDICT_BADGES[result.verdict]
+    st.markdown(f"## Verdict: :{colour}-badge[{icon} {result.verdict}]")
+    st.caption(escape_md(f"{result.description} · similarity to the original answer "
+                         f"{result.similarity:.2f} · model {result.model.get('name', '?')}"))
+    left, right = st.columns(2)
+    with left:
+        st.markdown("**Original answer**")
+        literal(result.original_answer or "(no answer recorded)")
+    with right:
+        st.markdown("**New answer**")
+        for ans in result.new_answers:
+            literal(ans)
+    for note in result.notes:
+        st.warning(escape_md(note))
+
+st.markdown("#### Leave-one-out attribution")
+st.caption("Replays the run once without each recalled message, to show which ones the "
+           "answer depended on.")
+if st.button("Run attribution", icon=":material/bar_chart:", disabled=not recalled):
+    bar = st.progress(0.0, text="Replaying without each recalled message…")
+
+    def _progress(done: int, total: int) -> None:
+        bar.progress(done / max(total, 1), text=f"{done} of {total} replays done")
+
+    try:
+        st.session_state[f"attribution:{run_id}"] = services.run_attribution(
+            url, run_id, progress=_progress)
+    except Exception as e:  # noqa: BLE001
+        st.session_state.pop(f"attribution:{run_id}", None)
+        st.error(f"Attribution could not run: {services.friendly_error(e)}",
+                 icon=":material/error:")
+        st.caption(REPLAY_HINT)
+    bar.empty()
+items = st.session_state.get(f"attribution:{run_id}")
+if items:
+    labels = [f"{a.thread_id} #{a.seq}" if a.kind == "message" else f"lane {a.lane}"
+              for a in items]
+    fig = go.Figure(go.Bar(
+        x=[a.effect for a in items], y=labels, orientation="h",
+        marker_color=["#e6550d" if a.changed else "#9ecae1" for a in items],
+        hovertemplate="%{y}: effect %{x:.2f}<extra></extra>"))
+    fig.update_layout(height=80 + 40 * len(items), margin={"l": 10, "r": 10, "t": 30, "b": 10},
+                      xaxis_title="effect on the answer (1 − similarity)",
+                      yaxis={"autorange": "reversed"}, xaxis={"range": [0, 1]})
+    st.plotly_chart(fig, key="attribution")
+    st.dataframe(pd.DataFrame([{"item": lab, "changed": a.changed, "effect": a.effect,
+                                "preview": a.preview, "answer without it": a.answer_without}
+                               for lab, a in zip(labels, items, strict=True)]),
+                 hide_index=True, width="stretch", key="attribution-table")
+elif items is not None:
+    st.text("(this run recalled nothing to attribute)")
+
+st.markdown("#### Past counterfactuals of this run")
+try:
+    past = services.cached_counterfactuals(url, run_id)
+except Exception as e:  # noqa: BLE001
+    st.error(services.friendly_error(e))
+    past = []
+if past:
+    st.dataframe(pd.DataFrame([{"change": p.description, "verdict": p.verdict,
+                                "similarity": p.similarity, "new answer": p.new_answer,
+                                "model": p.model.get("name", "?"), "key": p.key}
+                               for p in past]),
+                 hide_index=True, width="stretch", key="past")
+else:
+    st.text("(none yet)")

@@ -1,0 +1,99 @@
+"""Composition timeline page: how a thread's prompts were made up over its runs —
+tokens per lane as a stacked area — with observation compactions marked.
+
+URL: ``timeline?thread=<id>`` opens the same thread.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from app import services
+from app.components import (
+    LANE_COLOURS,
+    LANE_TITLES,
+    escape_md,
+    link_to_message,
+    link_to_run,
+    set_query_params,
+)
+
+st.title("Composition timeline")
+st.caption("Tokens per lane in every run of a thread, oldest run first. Dashed lines mark "
+           "runs where observational memory had condensed older messages into new "
+           "observations.")
+url = services.current_url()
+
+try:
+    runs = services.cached_runs(url)
+except Exception as e:  # noqa: BLE001
+    st.error(services.friendly_error(e))
+    st.stop()
+threads = sorted({r.thread_id for r in runs if r.thread_id})
+if not threads:
+    st.info("No thread has runs in this database yet.")
+    st.stop()
+
+wanted = services.query_param("thread")
+if wanted and wanted not in threads:
+    # the Threads page shares its thread through the URL; it may have no runs yet
+    st.info(f"thread '{wanted}' has no runs in this database; pick a thread that has")
+    wanted = None
+counts = {t: sum(1 for r in runs if r.thread_id == t) for t in threads}
+thread = st.selectbox("Thread", threads, index=threads.index(wanted) if wanted else 0,
+                      format_func=lambda t: f"{t} ({counts[t]} runs)")
+set_query_params({"thread": thread})
+link_to_message(thread, None, label=f"open thread {thread}")
+
+try:
+    tl = services.cached_timeline(url, thread)
+except Exception as e:  # noqa: BLE001
+    st.error(services.friendly_error(e))
+    st.stop()
+if tl.skipped:
+    st.caption(escape_md(f"{len(tl.skipped)} run(s) without a provenance record are not "
+                         f"plotted: {', '.join(tl.skipped[:8])}"))
+if not tl.points:
+    st.info(f"None of the runs of '{thread}' recorded how its prompt was composed.")
+    st.stop()
+
+xs = [p.index for p in tl.points]
+labels = [p.run_id for p in tl.points]
+fig = go.Figure()
+for lane in tl.lanes:
+    ys = [p.tokens[lane] for p in tl.points]
+    if not any(ys):
+        continue  # an empty lane would only crowd the legend
+    fig.add_trace(go.Scatter(
+        x=xs, y=ys, name=LANE_TITLES[lane], mode="lines", stackgroup="tokens",
+        line={"width": 0.5, "color": LANE_COLOURS[lane]}, customdata=labels,
+        hovertemplate="%{customdata}<br>" + LANE_TITLES[lane] + ": %{y} tokens<extra></extra>"))
+for p in tl.compactions:
+    fig.add_vline(x=p.index, line_dash="dash", line_color="#31a354",
+                  annotation_text=f"compaction: {p.observation_count} obs.",
+                  annotation_position="top left")
+fig.update_layout(height=380, margin={"l": 10, "r": 10, "t": 40, "b": 10},
+                  xaxis={"title": "run (oldest first)", "tickmode": "array",
+                         "tickvals": xs, "ticktext": labels},
+                  yaxis_title="prompt tokens", legend={"orientation": "h", "y": 1.12})
+st.plotly_chart(fig, key="timeline")
+
+m = st.columns(3)
+m[0].metric("Runs plotted", len(tl.points))
+m[1].metric("Compactions", len(tl.compactions))
+m[2].metric("Largest prompt", max(p.total_tokens for p in tl.points))
+
+st.markdown("#### Runs")
+st.dataframe(pd.DataFrame([{
+    "run": p.run_id, "started": p.started_at, "status": p.status, "total": p.total_tokens,
+    **{LANE_TITLES[ln]: p.tokens[ln] for ln in tl.lanes}, "recalled msgs": p.recalled_count,
+    "dropped": p.dropped_count, "observations": p.observation_count,
+    "compaction": "yes" if p.compacted else ""} for p in tl.points]),
+    hide_index=True, width="stretch", key="timeline-table")
+if tl.compactions:
+    st.markdown("#### Compactions")
+    for p in tl.compactions:
+        link_to_run(p.run_id, label=f"run {p.run_id}: {p.observation_count} observation(s), "
+                                    f"new: {', '.join(p.new_observations) or '—'}")

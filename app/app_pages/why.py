@@ -1,0 +1,153 @@
+"""Why forgotten page: the fate of one message in one run (given to the model, or left
+out and why), its evidence, and its lifeline across the runs of the run's thread.
+
+URL: ``why?run=<id>&thread=<id>&seq=<n>`` or ``why?run=<id>&q=<phrase>``.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from app import services
+from app.components import (
+    FATE_COLOURS,
+    escape_md,
+    fate_badge,
+    link_to_message,
+    link_to_run,
+    literal,
+    set_query_params,
+)
+
+PICK, PHRASE = "Pick a message", "Type a phrase"
+
+st.title("Why forgotten")
+st.caption("Was a message given to the model in a run? If not, why not?")
+url = services.current_url()
+
+try:
+    runs = services.cached_runs(url)
+except Exception as e:  # noqa: BLE001
+    st.error(services.friendly_error(e))
+    st.stop()
+
+wanted = services.query_param("run")
+if wanted and wanted not in {r.run_id for r in runs}:
+    st.error(f"run '{wanted}' does not exist in this database")
+    wanted = None
+if not runs:
+    st.info("No runs in this database yet.")
+    st.stop()
+
+threads = sorted({r.thread_id or "(no thread)" for r in runs})
+wanted_thread = next((r.thread_id or "(no thread)" for r in runs if r.run_id == wanted), None)
+col_thread, col_run = st.columns(2)
+run_thread = col_thread.selectbox("Thread", threads,
+                                  index=threads.index(wanted_thread) if wanted_thread else 0)
+thread_runs = [r for r in runs if (r.thread_id or "(no thread)") == run_thread]
+run_ids = [r.run_id for r in thread_runs]
+run_id = col_run.selectbox("Run", run_ids,
+                           index=run_ids.index(wanted) if wanted in run_ids else len(run_ids) - 1)
+
+url_phrase = services.query_param("q")
+how = st.radio("Which message", [PICK, PHRASE], index=1 if url_phrase else 0,
+               horizontal=True)
+msg_thread: str | None = None
+msg_seq: int | None = None
+phrase: str | None = None
+if how == PICK:
+    try:
+        scope = services.cached_scope_messages(url, run_id)
+    except Exception as e:  # noqa: BLE001
+        st.error(services.friendly_error(e))
+        st.stop()
+    if not scope:
+        st.info("The run's thread and resource hold no messages.")
+        st.stop()
+    refs = [(m.thread_id, m.seq) for m in scope]
+    texts = {(m.thread_id, m.seq): f"{m.role}: {' '.join(m.text.split())[:100]}"
+             for m in scope}
+    seq_param = services.query_param("seq")
+    url_ref = (services.query_param("thread") or "",
+               int(seq_param) if seq_param and seq_param.isdigit() else -1)
+    picked = st.selectbox("Message", refs, index=refs.index(url_ref) if url_ref in refs else 0,
+                          format_func=lambda r: f"{r[0]} #{r[1]} · {texts[r]}",
+                          help="Messages of the run's thread, then of its owner's other "
+                               "threads.")
+    msg_thread, msg_seq = picked
+    set_query_params({"run": run_id, "thread": msg_thread, "seq": str(msg_seq), "q": None})
+else:
+    phrase = st.text_input("Phrase the model should have known", value=url_phrase or "",
+                           placeholder="e.g. refund of €240").strip() or None
+    set_query_params({"run": run_id, "q": phrase, "thread": None, "seq": None})
+    if phrase is None:
+        st.info("Type a phrase to look for in the stored messages.")
+        st.stop()
+
+try:
+    exp = services.cached_why(url, run_id, msg_thread, msg_seq, phrase)
+except Exception as e:  # noqa: BLE001
+    st.error(services.friendly_error(e))
+    st.stop()
+
+fate_badge(exp.fate, exp.reached_model)
+st.info(escape_md(exp.sentence))
+if exp.thread_id is not None and exp.seq is not None:
+    st.caption(escape_md(f"{exp.thread_id} #{exp.seq} · {exp.role or '?'}"))
+    literal(exp.preview or "")
+    link_to_message(exp.thread_id, exp.seq, label=f"open {exp.thread_id} #{exp.seq}")
+link_to_run(run_id, label=f"inspect run {run_id}")
+if exp.other_matches:
+    st.caption(escape_md("Other messages containing the phrase: " + ", ".join(
+        f"{t} #{s}" for t, s in exp.other_matches[:10])))
+
+st.markdown("#### Evidence")
+if exp.evidence:
+    st.dataframe(pd.DataFrame([{"what": k, "value": v if isinstance(v, str)
+                                else json.dumps(v, ensure_ascii=False)}
+                               for k, v in exp.evidence.items()]),
+                 hide_index=True, width="stretch", key="evidence")
+else:
+    st.text("(no further evidence recorded)")
+
+if exp.thread_id is None or exp.seq is None:
+    st.stop()
+# follow the conversation being analysed: for a message recalled from another thread
+# that is where its fate changes
+runs_of = next((r.thread_id for r in thread_runs if r.run_id == run_id), None) or exp.thread_id
+st.markdown(f"#### Lifeline of {escape_md(f'{exp.thread_id} #{exp.seq}')} across the runs "
+            f"of {escape_md(runs_of)}")
+try:
+    points = services.cached_lifeline(url, exp.thread_id, exp.seq, runs_of)
+except Exception as e:  # noqa: BLE001
+    st.error(services.friendly_error(e))
+    st.stop()
+if not points:
+    st.text("(the message's thread has no replayable runs)")
+    st.stop()
+fates = list(dict.fromkeys(p.fate for p in points))
+fig = go.Figure()
+for fate in fates:
+    ps = [(i, p) for i, p in enumerate(points) if p.fate == fate]
+    fig.add_trace(go.Scatter(
+        x=[i for i, _ in ps], y=[fate] * len(ps), mode="markers", name=fate,
+        marker={"size": 14, "color": FATE_COLOURS.get(fate, "#636363"),
+                "symbol": ["circle" if p.reached_model else "x" for _, p in ps],
+                "line": {"width": [3 if p.run_id == run_id else 0 for _, p in ps],
+                         "color": "#000000"}},
+        customdata=[[p.run_id, p.started_at] for _, p in ps],
+        hovertemplate="%{customdata[0]}<br>%{customdata[1]}<br>" + fate + "<extra></extra>"))
+fig.update_layout(height=140 + 30 * len(fates), margin={"l": 10, "r": 10, "t": 30, "b": 10},
+                  xaxis={"title": "run (oldest first)", "tickmode": "array",
+                         "tickvals": list(range(len(points))),
+                         "ticktext": [p.run_id for p in points]},
+                  yaxis={"title": "fate", "type": "category"}, showlegend=False)
+st.plotly_chart(fig, key="lifeline")
+st.dataframe(pd.DataFrame([{"run": p.run_id, "started": p.started_at, "fate": p.fate,
+                            "given to the model": p.reached_model, "why": p.sentence}
+                           for p in points]),
+             hide_index=True, width="stretch", key="lifeline-table")

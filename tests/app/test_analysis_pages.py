@@ -1,0 +1,490 @@
+"""AppTest tests of the analysis pages — Compare runs, Counterfactual replay, Why
+forgotten, Composition timeline, Demo story — on the demo scenarios (built with the
+hashing embedder), the hand-made fixture and an empty database, with interactions."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Callable, Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from app import services
+from app.components import (
+    COMPARE_PAGE,
+    COUNTERFACTUAL_PAGE,
+    STORY_PAGE,
+    TIMELINE_PAGE,
+    WHY_PAGE,
+)
+from memory_core.embedders import HashingEmbedder
+from memory_core.storage.duckdb import DuckDBStorage
+from memory_core.storage.inmemory import InMemoryStorage
+from memory_core.types import AppendRow, Message, RunRecord
+from sample_data import build as sample_build
+from sample_data.build import EPOCH, DemoClock, build_into, play_scenario
+from sample_data.scenarios.home import HOME
+from sample_data.scenarios.support import SUPPORT
+from tests.app.fixture_db import (
+    FAILED_RUN,
+    RUN_1,
+    RUN_2,
+    SCRIPT_TEXT,
+    SIBLING,
+    T0,
+    THREAD,
+    FixtureInfo,
+)
+
+MakeApp = Callable[..., AppTest]
+Populated = tuple[InMemoryStorage, FixtureInfo]
+PAGES = [COMPARE_PAGE, COUNTERFACTUAL_PAGE, WHY_PAGE, TIMELINE_PAGE, STORY_PAGE]
+TITLES = {COMPARE_PAGE: "Compare runs", COUNTERFACTUAL_PAGE: "Counterfactual replay",
+          WHY_PAGE: "Why forgotten", TIMELINE_PAGE: "Composition timeline",
+          STORY_PAGE: "The assistant forgot the refund"}
+# runs of the hashing-built demo whose behaviour the tests rely on
+REPLAYABLE = "home-worktops"  # offline reader, 3 recalled messages it answers from
+PLAYBACK = "support-1-t05"  # a history turn said by the scripted playback model
+_names = itertools.count()
+# the support story's settings, as the scenario (still being calibrated) defines them
+BAR = SUPPORT.memory["recall"]["threshold"]
+FIX = SUPPORT.profiles["lower-threshold"]["recall"]
+CHANGED_SETTINGS = {k: (v, FIX[k]) for k, v in SUPPORT.memory["recall"].items()
+                    if FIX.get(k) != v}
+
+
+@pytest.fixture(scope="module")
+def demo_storage() -> InMemoryStorage:
+    clock = DemoClock()
+    storage = InMemoryStorage(clock=clock)
+    build_into(storage, clock, embedder="hashing", progress=lambda _m: None)
+    return storage
+
+
+@pytest.fixture()
+def demo(demo_storage: InMemoryStorage, monkeypatch: pytest.MonkeyPatch,
+         ) -> Iterator[InMemoryStorage]:
+    # a fresh name per test: cached reads are keyed by the database URL
+    url = services.register_storage(f"analysis{next(_names)}", demo_storage)
+    monkeypatch.setenv(services.ENV_VAR, url)
+    yield demo_storage
+    services.unregister_storage(url.removeprefix(services.MEMORY_SCHEME))
+
+
+@pytest.fixture(autouse=True)
+def no_demo_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Point the demo database at a file that does not exist (yet), so a real demo
+    database in the checkout never leaks into a test."""
+    path = tmp_path / "out" / "demo.duckdb"
+    monkeypatch.setattr(services, "DEMO_DB", str(path))
+    monkeypatch.setenv(services.DEMO_EMBEDDER_VAR, "hashing")
+    return path
+
+
+def _select(at: AppTest, label: str) -> Any:
+    return next(w for w in at.selectbox if w.label == label)
+
+
+def _button(at: AppTest, label: str) -> Any:
+    return next(b for b in at.button if b.label == label)
+
+
+def _multiselect(at: AppTest, label: str) -> Any:
+    return next(w for w in at.multiselect if w.label.startswith(label))
+
+
+def _md(at: AppTest) -> list[str]:
+    return [m.value for m in at.markdown]
+
+
+def _texts(at: AppTest) -> list[str]:
+    return [t.value for t in at.text]
+
+
+def _captions(at: AppTest) -> str:
+    # captions are Markdown-escaped: drop the backslashes to compare with plain text
+    return "\n".join(c.value.replace("\\", "") for c in at.caption)
+
+
+def _charts(at: AppTest) -> list[dict[str, Any]]:
+    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+
+
+def _no_raw_html(at: AppTest) -> None:
+    assert len(at.get("html")) == 0
+    for md in (*at.markdown, *at.caption, *at.info):
+        assert "<script>" not in md.value
+
+
+def _ok(at: AppTest) -> None:
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+
+
+# -- smoke: every page on the fixture, the demo scenarios and an empty database --------
+@pytest.mark.parametrize("page", PAGES)
+def test_page_renders_on_the_fixture(populated: Populated, app: MakeApp, page: str) -> None:
+    at = app(page)
+    _ok(at)
+    assert at.title[0].value == TITLES[page]
+    _no_raw_html(at)
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_page_renders_on_the_demo(demo: InMemoryStorage, app: MakeApp, page: str) -> None:
+    at = app(page)
+    _ok(at)
+    assert at.title[0].value == TITLES[page]
+
+
+@pytest.mark.parametrize(("page", "message"), [
+    (COMPARE_PAGE, "Comparing needs at least two runs; this database has 0."),
+    (COUNTERFACTUAL_PAGE, "No runs in this database yet."),
+    (WHY_PAGE, "No runs in this database yet."),
+    (TIMELINE_PAGE, "No thread has runs in this database yet."),
+    (STORY_PAGE, "The story needs the demo database"),
+])
+def test_page_on_an_empty_database(empty_db: InMemoryStorage, app: MakeApp, page: str,
+                                   message: str) -> None:
+    at = app(page)
+    _ok(at)
+    assert at.info[0].value.startswith(message)
+
+
+# -- compare runs ----------------------------------------------------------------------
+def test_picking_two_runs_shows_what_entered_and_left_with_reasons(demo: InMemoryStorage,
+                                                                  app: MakeApp) -> None:
+    at = app(COMPARE_PAGE)
+    _select(at, "Thread").set_value("budget-review").run()
+    _select(at, "Run A").set_value("home-cabinets").run()
+    _select(at, "Run B").set_value("home-tiles-nofilter").run()
+    _ok(at)
+    assert at.query_params["a"] == "home-cabinets"
+    assert at.query_params["b"] == "home-tiles-nofilter"
+    badges = " ".join(_md(at))
+    assert "green-badge[:material/add_circle: entered]" in badges
+    assert "red-badge[:material/remove_circle: left]" in badges
+    caps = _captions(at)
+    # a recalled message fell under the bar; a new one came in above it
+    assert "score moved across the threshold: 0.31 → 0.17 (bar 0.30)" in caps
+    assert "new message, written after run A" in caps
+    metrics = {m.label: m.value for m in at.metric}
+    assert int(metrics["Entered"]) >= 1 and int(metrics["Left"]) >= 1
+    changes = at.dataframe[0].value
+    assert set(changes["change"]) <= {"entered", "left", "moved"}
+    assert "score moved across the threshold" in " ".join(changes["reason"])
+    assert len(_charts(at)) == 1  # token deltas
+
+
+def test_compare_from_url_shows_changed_settings_and_answers(demo: InMemoryStorage,
+                                                              app: MakeApp) -> None:
+    at = app(COMPARE_PAGE, a="support-3-forgot", b="support-3-fixed")
+    _ok(at)
+    assert _select(at, "Run A").value == "support-3-forgot"
+    assert _select(at, "Run B").value == "support-3-fixed"
+    settings = next(d.value for d in at.dataframe if "setting" in d.value.columns)
+    assert list(settings["setting"]) == sorted(CHANGED_SETTINGS)
+    assert list(zip(settings["run A"], settings["run B"], strict=True)) == [
+        (json.dumps(a), json.dumps(b)) for _, (a, b) in sorted(CHANGED_SETTINGS.items())]
+    tokens = next(d.value for d in at.dataframe if "delta" in d.value.columns)
+    assert list(tokens["lane"])[:2] == ["Instructions", "Working memory"]
+
+
+def test_compare_identical_compositions_and_same_run(populated: Populated,
+                                                     app: MakeApp) -> None:
+    at = app(COMPARE_PAGE, a=RUN_1, b=RUN_2)
+    _ok(at)
+    assert "The two prompts carried the same messages in the same lanes." in _texts(at)
+    _select(at, "Run B").set_value(RUN_1).run()
+    assert at.info[0].value == "Pick two different runs to compare."
+
+
+def test_compare_unknown_run_in_url_is_a_clear_error(populated: Populated,
+                                                     app: MakeApp) -> None:
+    at = app(COMPARE_PAGE, a="ghost", b=RUN_2)
+    assert not at.exception
+    assert "run 'ghost' (URL parameter a) does not exist" in at.error[0].value
+
+
+# -- counterfactual replay -------------------------------------------------------------
+def test_subtracting_all_recalled_changes_the_answer(demo: InMemoryStorage,
+                                                     app: MakeApp) -> None:
+    at = app(COUNTERFACTUAL_PAGE, run=REPLAYABLE)
+    _ok(at)
+    assert at.title[0].value == "Counterfactual replay"  # not forwarded to the inspector
+    at.radio[0].set_value("Subtract all recalled").run()
+    _button(at, "Run counterfactual").click().run()
+    _ok(at)
+    assert "## Verdict: :orange-badge[:material/published_with_changes: changed]" in _md(at)
+    texts = _texts(at)
+    assert any(t.startswith("From our conversation:") for t in texts)  # original answer
+    assert any(t.startswith("I don't know") for t in texts)  # the new one
+    past = at.dataframe[-1].value
+    assert "without all recalled messages" in list(past["change"])
+    assert demo.runs.list(f"{REPLAYABLE}:cf:")  # journaled
+
+
+def test_subtracting_chosen_items_and_putting_back(demo: InMemoryStorage,
+                                                   app: MakeApp) -> None:
+    at = app(COUNTERFACTUAL_PAGE, run=REPLAYABLE)
+    at.radio[0].set_value("Subtract chosen recalled").run()
+    chosen = _multiselect(at, "Recalled messages to subtract")
+    first = chosen.options[0]
+    chosen.select(first).run()
+    put_back = _multiselect(at, "Put back")
+    put_back.select(put_back.options[0]).run()
+    _button(at, "Run counterfactual").click().run()
+    _ok(at)
+    verdict = next(m for m in _md(at) if m.startswith("## Verdict"))
+    assert any(v in verdict for v in ("changed", "unchanged", "inconclusive"))
+    caps = _captions(at)
+    ref = first.split(" · ")[0].replace(" #", "#")
+    assert f"without {ref}; with " in caps and "put back" in caps
+
+
+def test_nothing_chosen_asks_for_a_choice(demo: InMemoryStorage, app: MakeApp) -> None:
+    at = app(COUNTERFACTUAL_PAGE, run=REPLAYABLE)
+    _button(at, "Run counterfactual").click().run()
+    _ok(at)
+    assert at.warning[0].value == "Choose something to subtract or put back first."
+
+
+def test_attribution_shows_a_bar_per_recalled_item(demo: InMemoryStorage,
+                                                   app: MakeApp) -> None:
+    at = app(COUNTERFACTUAL_PAGE, run=REPLAYABLE)
+    _button(at, "Run attribution").click().run()
+    _ok(at)
+    chart = next(c for c in _charts(at) if c["data"][0]["type"] == "bar")
+    memctx = demo.runs.get(f"{REPLAYABLE}:memctx")
+    assert memctx is not None
+    recalled = len(memctx["recalled"])
+    assert len(chart["data"][0]["y"]) == recalled == 3
+    table = next(d.value for d in at.dataframe if "effect" in d.value.columns)
+    assert table["changed"].any()  # the answer depended on at least one of them
+
+
+def test_a_scripted_run_cannot_be_replayed_and_says_so(demo: InMemoryStorage,
+                                                       app: MakeApp) -> None:
+    at = app(COUNTERFACTUAL_PAGE, run=PLAYBACK)
+    _multiselect(at, "Whole lanes").set_value(["recent"]).run()
+    _button(at, "Run counterfactual").click().run()
+    assert not at.exception
+    assert "cannot rebuild the model 'scripted-playback'" in at.error[0].value
+    assert "Scripted models cannot be replayed" in _captions(at)
+
+
+def test_a_model_server_that_is_down_is_a_clear_error(demo: InMemoryStorage, app: MakeApp,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    # a copy of a replayable run whose recorded model is an OpenAI-compatible server
+    run = demo.runs.get_run(REPLAYABLE)
+    assert run is not None
+    rid = f"openai-copy-{next(_names)}"
+    demo.runs.start_run(RunRecord(run_id=rid, agent=run.agent, thread_id=run.thread_id,
+                                  resource_id=run.resource_id, started_at=run.started_at))
+    for key, value in demo.runs.list(f"{REPLAYABLE}:"):
+        if ":cf:" in key:
+            continue
+        if ":step:" in key:
+            value = {**value, "model": {"name": "openai:test-model"}}
+        demo.runs.put_if_absent(rid + key[len(REPLAYABLE):], value)
+    demo.runs.set_run_status(rid, "completed")
+    monkeypatch.setenv("MEMWB_OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # discard port
+    at = app(COUNTERFACTUAL_PAGE, run=rid)
+    at.radio[0].set_value("Subtract all recalled").run()
+    _button(at, "Run counterfactual").click().run()
+    assert not at.exception
+    assert at.error[0].value.startswith("The counterfactual could not run:")
+
+
+def test_counterfactual_on_a_read_only_duckdb_file_writes_the_journal(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, app: MakeApp) -> None:
+    path = tmp_path / "demo.duckdb"
+    clock = DemoClock()
+    storage = DuckDBStorage(str(path), clock=clock)
+    with storage.session():  # only the scenario of the replayed run, to keep it quick
+        play_scenario(storage, HOME, HashingEmbedder(64), clock, lambda _m: None, EPOCH)
+    storage.close()
+    monkeypatch.setenv(services.ENV_VAR, str(path))
+    at = app(COUNTERFACTUAL_PAGE, run=REPLAYABLE)
+    at.radio[0].set_value("Subtract all recalled").run()
+    _button(at, "Run counterfactual").click().run()
+    _ok(at)
+    assert any(m.startswith("## Verdict: :orange-badge") for m in _md(at))
+    # the page's own storage stays read-only; the write went through a writer handle
+    assert services.get_services(str(path)).storage.read_only  # type: ignore[attr-defined]
+    assert "without all recalled messages" in list(at.dataframe[-1].value["change"])
+    reader = DuckDBStorage(str(path), read_only=True)
+    try:
+        assert len(reader.runs.list(f"{REPLAYABLE}:cf:")) == 1
+    finally:
+        reader.close()
+
+
+# -- why forgotten ---------------------------------------------------------------------
+@pytest.mark.parametrize(("seq", "fate", "given"), [
+    (0, "recalled", True), (6, "dropped", False), (3, "recent", True)])
+def test_picking_a_message_shows_its_fate(populated: Populated, app: MakeApp, seq: int,
+                                          fate: str, given: bool) -> None:
+    at = app(WHY_PAGE, run=RUN_1)
+    _select(at, "Message").set_value((THREAD, seq)).run()
+    _ok(at)
+    colour = "green" if given else "red"
+    assert any(m.startswith(f"## :{colour}-badge[") and m.endswith(f" {fate}]")
+               for m in _md(at))
+    assert at.query_params["thread"] == THREAD and at.query_params["seq"] == str(seq)
+    lifeline = _charts(at)[0]
+    assert [t["name"] for t in lifeline["data"]] == [fate]  # the same fate in both runs
+    assert sum(len(t["x"]) for t in lifeline["data"]) == 2
+    _no_raw_html(at)
+
+
+def test_stored_script_is_shown_literally(populated: Populated, app: MakeApp) -> None:
+    at = app(WHY_PAGE, run=RUN_1, thread=THREAD, seq="3")
+    _ok(at)
+    assert _select(at, "Message").value == (THREAD, 3)
+    assert SCRIPT_TEXT in _texts(at)
+    _no_raw_html(at)
+
+
+def test_typing_a_phrase_explains_the_forgotten_refund(demo: InMemoryStorage,
+                                                       app: MakeApp) -> None:
+    at = app(WHY_PAGE, run="support-3-forgot")
+    at.radio[0].set_value("Type a phrase").run()
+    at.text_input[0].input("refund of €240").run()
+    _ok(at)
+    # with the hashing embedder the refund scores far below the bar
+    assert "## :red-badge[:material/block: below-threshold]" in _md(at)
+    assert f"below the bar of {BAR:.2f}" in at.info[0].value.replace("\\", "")
+    assert at.query_params["q"] == "refund of €240"
+    evidence = next(d.value for d in at.dataframe if "what" in d.value.columns)
+    assert {"score", "threshold", "query"} <= set(evidence["what"])
+    # the refund sits in support-1; its lifeline follows the runs of support-3
+    assert "support-1 #17 · assistant" in _captions(at)
+    lifeline = _charts(at)[0]
+    ticks = lifeline["layout"]["xaxis"]["ticktext"]
+    assert len(ticks) == 14 and all(t.startswith("support-3") for t in ticks)
+    assert "support-3-forgot" in ticks
+
+
+def test_a_phrase_nobody_said_is_not_stored(demo: InMemoryStorage, app: MakeApp) -> None:
+    at = app(WHY_PAGE, run="support-3-forgot", q="a purple elephant")
+    _ok(at)
+    assert "## :red-badge[:material/block: not-stored]" in _md(at)
+    assert len(_charts(at)) == 0
+
+
+# -- composition timeline --------------------------------------------------------------
+def test_timeline_shows_stacked_lanes_and_marks_the_compaction(demo: InMemoryStorage,
+                                                              app: MakeApp) -> None:
+    at = app(TIMELINE_PAGE, thread="py311-migration")
+    _ok(at)
+    fig = _charts(at)[0]
+    assert {t["stackgroup"] for t in fig["data"]} == {"tokens"}
+    assert "Observations" in [t["name"] for t in fig["data"]]
+    assert len(fig["data"][0]["x"]) == 40  # one point per run
+    lines = [s for s in fig["layout"]["shapes"] if s["type"] == "line"]
+    assert len(lines) == 1 and lines[0]["x0"] == 25
+    assert any("compaction" in a["text"] for a in fig["layout"]["annotations"])
+    assert {m.label: m.value for m in at.metric}["Compactions"] == "1"
+    _select(at, "Thread").set_value("support-3").run()
+    _ok(at)
+    assert at.query_params["thread"] == "support-3"
+    assert _charts(at)[0]["layout"].get("shapes", []) == []
+
+
+# -- demo story ------------------------------------------------------------------------
+STEPS = ["1. The refund was agreed", "2. Weeks later, the assistant did not know",
+         "3. What the assistant was given", "4. The proof", "5. The fix"]
+
+
+def test_story_walks_through_every_step(demo: InMemoryStorage, app: MakeApp) -> None:
+    at = app(STORY_PAGE)
+    _ok(at)
+    assert [h.value for h in at.header] == STEPS
+    texts = _texts(at)
+    assert any("The refund of €240 for order A-1042 was approved" in t for t in texts)
+    assert "What did we decide about the refund for my blender?" in texts
+    assert any(m.endswith(" below-threshold]") for m in _md(at))  # the refund's fate
+    assert len(_charts(at)) == 2  # token bar and score chart with the threshold
+    assert f"threshold: {BAR} → {FIX['threshold']}" in " ".join(_md(at)).replace("\\", "")
+    _button(at, "Replay without the recalled messages").click().run()
+    _ok(at)
+    assert any(m.startswith("### The answer :") for m in _md(at))
+    # the replay is journaled: the next visit shows it without a button
+    again = app(STORY_PAGE)
+    assert any(m.startswith("### The answer :") for m in _md(again))
+    assert not [b for b in again.button if b.label.startswith("Replay")]
+
+
+def test_story_builds_the_missing_demo_database(empty_db: InMemoryStorage, app: MakeApp,
+                                                no_demo_file: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sample_build, "SCENARIOS", [SUPPORT])  # the story's only
+    at = app(STORY_PAGE)
+    _button(at, "Build the demo database").click().run()
+    _ok(at)
+    assert no_demo_file.exists()
+    assert [h.value for h in at.header] == STEPS
+    assert any("Reading the demo database" in c for c in _captions(at).splitlines())
+
+
+def test_a_later_echo_of_the_phrase_does_not_hide_the_original(populated: Populated,
+                                                               app: MakeApp) -> None:
+    storage, _ = populated
+    # written in the run's own thread hours after RUN_1: RUN_1 could not have seen it;
+    # the sibling thread's earlier message is the one the question is about
+    storage.memory.append_messages(THREAD, [AppendRow(
+        message=Message(role="assistant", content="You asked: refund status please"),
+        created_at=T0 + timedelta(hours=5))])
+    at = app(WHY_PAGE, run=RUN_1, q="refund status please")
+    _ok(at)
+    assert "support-2 #1 · user" in _captions(at)
+    assert not any(m.endswith(" written-after]") for m in _md(at))
+
+
+def test_a_failed_run_without_a_prompt_is_explained_not_raised(populated: Populated,
+                                                              app: MakeApp) -> None:
+    at = app(COUNTERFACTUAL_PAGE, run=FAILED_RUN)
+    assert not at.exception and not at.error
+    assert at.warning[0].value.startswith(f"Run '{FAILED_RUN}' has no frozen prompt to replay")
+    at = app(WHY_PAGE, run=FAILED_RUN)
+    assert not at.exception
+    assert "no frozen prompt" in at.error[0].value
+
+
+def test_a_lowered_bar_is_named_as_the_reason_a_message_entered(populated: Populated,
+                                                                app: MakeApp) -> None:
+    storage, _ = populated
+    # RUN_1 again, but with the bar at 0.55: its 0.58 near miss (support-2 #1) is recalled
+    rid = "run-lower-bar"
+    storage.runs.start_run(RunRecord(run_id=rid, agent="support", thread_id=THREAD,
+                                     resource_id="user-42", started_at=T0 + timedelta(hours=4)))
+    for key, value in storage.runs.list(f"{RUN_1}:"):
+        suffix = key[len(RUN_1):]
+        if suffix == ":memctx":
+            near = next(n for n in value["near_misses"] if n["thread_id"] == SIBLING)
+            value = {**value,
+                     "settings": {**value["settings"], "threshold": 0.55},
+                     "near_misses": [n for n in value["near_misses"] if n is not near],
+                     "recalled": [*value["recalled"], {
+                         "thread_id": SIBLING, "seq": 1, "role": "user",
+                         "preview": near["preview"], "score": 0.58, "rank": 2,
+                         "origin": "hit"}]}
+        elif suffix == ":prompt":
+            msg = storage.memory.get_messages(SIBLING, seqs=[1])[0].as_message()
+            item = {"lane": "recalled", "message": msg.model_dump(mode="json"),
+                    "thread_id": SIBLING, "seq": 1, "origin": "hit"}
+            value = {**value, "items": [*value["items"][:4], item, *value["items"][4:]]}
+        storage.runs.put_if_absent(rid + suffix, value)
+    storage.runs.set_run_status(rid, "completed")
+    at = app(COMPARE_PAGE, a=RUN_1, b=rid)
+    _ok(at)
+    assert ("unchanged score 0.58 ended up across the threshold when the bar moved "
+            "0.70 → 0.55") in _captions(at)
+    settings = next(d.value for d in at.dataframe if "setting" in d.value.columns)
+    assert list(settings["setting"]) == ["threshold"]
