@@ -515,8 +515,10 @@ class RecallEngine:
         idx.thread_born.update(born)
         changed: dict[str, int] = {}
         fresh: list[StoredMessage] = []
+        # one query for the whole scope: this check runs before every recall
+        stats = self.store.thread_stats(threads)
         for t in threads:
-            count = self.store.count_messages(t)
+            count = stats.get(t, (0, -1))[0]  # vanished since listed: as if empty
             old_count = idx.loaded_count.get(t, 0)
             if t in idx.loaded_count and count == old_count:
                 continue
@@ -831,11 +833,8 @@ class RecallEngine:
         return RecallOutcome(out_hits, near, snapshot, None, query)
 
     def _fetch(self, need: dict[str, set[int]]) -> dict[tuple[str, int], StoredMessage]:
-        out: dict[tuple[str, int], StoredMessage] = {}
-        for t, seqs in need.items():
-            for m in self.store.get_messages(t, seqs=sorted(seqs)):
-                out[(t, m.seq)] = m
-        return out
+        refs = [(t, s) for t, seqs in need.items() for s in seqs]
+        return {(m.thread_id, m.seq): m for m in self.store.get_messages_by_refs(refs)}
 
     def score_all(self, query: str, *, thread_id: str, resource_id: str | None,
                   config: RecallConfig,

@@ -130,6 +130,27 @@ class MemoryStore:
         """Highest stored seq of the thread, -1 when empty."""
         raise NotImplementedError
 
+    def thread_stats(self, thread_ids: Sequence[str]) -> dict[str, tuple[int, int]]:
+        """``(message count, max seq)`` of each given thread that exists (an empty
+        thread is ``(0, -1)``; unknown ids are absent). Adapters backed by a database
+        answer in one query: the recall cache checks every thread of a scope with it."""
+        out: dict[str, tuple[int, int]] = {}
+        for t in dict.fromkeys(thread_ids):
+            if self.get_thread(t) is not None:
+                out[t] = (self.count_messages(t), self.max_seq(t))
+        return out
+
+    def get_messages_by_refs(self, refs: Sequence[tuple[str, int]]) -> list[StoredMessage]:
+        """The stored messages named by ``(thread_id, seq)`` pairs, ordered by thread
+        then seq, each once; pairs naming no stored message are skipped."""
+        wanted: dict[str, set[int]] = {}
+        for t, s in refs:
+            wanted.setdefault(t, set()).add(int(s))
+        out: list[StoredMessage] = []
+        for t in sorted(wanted):
+            out.extend(self.get_messages(t, seqs=sorted(wanted[t])))
+        return out
+
     def get_embeddings(self, thread_ids: Sequence[str], *,
                        after_seq: dict[str, int] | None = None) -> EmbeddingBlock:
         """Stored vectors of the given threads (rows with no text have none), ordered

@@ -661,6 +661,40 @@ class DuckDBMemoryStore(MemoryStore):
 
         return self._db.run(f"max_seq of thread {thread_id!r}", go, write=False)
 
+    def thread_stats(self, thread_ids: Sequence[str]) -> dict[str, tuple[int, int]]:
+        tids = list(dict.fromkeys(thread_ids))
+        if not tids:
+            return {}
+
+        def go(conn: Conn) -> dict[str, tuple[int, int]]:
+            rows = conn.execute(
+                "SELECT t.id, coalesce(s.n, 0), coalesce(s.top, -1) FROM threads t "
+                "LEFT JOIN (SELECT thread_id, count(*) AS n, max(seq) AS top FROM messages "
+                "WHERE list_contains(?::VARCHAR[], thread_id) GROUP BY thread_id) s "
+                "ON s.thread_id = t.id WHERE list_contains(?::VARCHAR[], t.id)",
+                [tids, tids]).fetchall()
+            return {str(r[0]): (int(r[1]), int(r[2])) for r in rows}
+
+        return self._db.run(f"thread_stats of {len(tids)} threads", go, write=False)
+
+    def get_messages_by_refs(self, refs: Sequence[tuple[str, int]]) -> list[StoredMessage]:
+        pairs = sorted({(str(t), int(s)) for t, s in refs})
+        if not pairs:
+            return []
+
+        def go(conn: Conn) -> list[StoredMessage]:
+            rows = conn.execute(
+                f"SELECT {_MSG_READ} FROM messages SEMI JOIN (SELECT "
+                "unnest(?::VARCHAR[]) AS ref_thread, unnest(?::BIGINT[]) AS ref_seq) "
+                "ON thread_id = ref_thread AND seq = ref_seq",
+                [[t for t, _ in pairs], [q for _, q in pairs]]).fetchall()
+            out = [_message(r) for r in rows]
+            # Python order, not the database collation, so every adapter agrees
+            out.sort(key=lambda m: (m.thread_id, m.seq))
+            return out
+
+        return self._db.run(f"get_messages_by_refs of {len(pairs)} messages", go, write=False)
+
     def get_messages_by_run(self, thread_id: str, run_id: str) -> list[StoredMessage]:
         def go(conn: Conn) -> list[StoredMessage]:
             rows = conn.execute(f"SELECT {_MSG_READ} FROM messages WHERE thread_id = ? "

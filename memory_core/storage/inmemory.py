@@ -58,6 +58,10 @@ class InMemoryMemoryStore(MemoryStore):
         self._wm: dict[str, Any] = {}
         self._obs: dict[str, Observation] = {}
         self._dim: int | None = None
+        # thread -> (row count, max seq) when last computed: rows are only ever added
+        # to a thread (or the thread dropped whole), so an unchanged count means an
+        # unchanged max and thread_stats stays O(1) per thread
+        self._top: dict[str, tuple[int, int]] = {}
 
     # -- threads
     def create_thread(self, thread_id: str | None = None, *, resource_id: str | None = None,
@@ -184,6 +188,28 @@ class InMemoryMemoryStore(MemoryStore):
             store = self._rows.get(thread_id, {})
             return max(store) if store else -1
 
+    def thread_stats(self, thread_ids: Sequence[str]) -> dict[str, tuple[int, int]]:
+        with self._lock:
+            out: dict[str, tuple[int, int]] = {}
+            for t in thread_ids:
+                if t in self._threads:
+                    out[t] = self._stats(t)
+            return out
+
+    def _stats(self, thread_id: str) -> tuple[int, int]:
+        store = self._rows.get(thread_id, {})
+        known = self._top.get(thread_id)
+        if known is None or known[0] != len(store):
+            known = (len(store), max(store) if store else -1)
+            self._top[thread_id] = known
+        return known
+
+    def get_messages_by_refs(self, refs: Sequence[tuple[str, int]]) -> list[StoredMessage]:
+        with self._lock:
+            keys = sorted({(t, int(s)) for t, s in refs
+                           if int(s) in self._rows.get(t, {})})
+            return [self._rows[t][s].msg.model_copy(deep=True) for t, s in keys]
+
     def get_embeddings(self, thread_ids: Sequence[str], *,
                        after_seq: dict[str, int] | None = None) -> EmbeddingBlock:
         with self._lock:
@@ -263,6 +289,7 @@ class InMemoryMemoryStore(MemoryStore):
         with self._lock:
             self.require_thread(thread_id)
             rows = self._rows.pop(thread_id)
+            self._top.pop(thread_id, None)
             del self._threads[thread_id]
             wm = []
             for key in (f"thread:{thread_id}",):

@@ -389,6 +389,33 @@ class SqlMemoryStore(MemoryStore):
                            (thread_id,))[0][0]
         return -1 if top is None else int(top)
 
+    def thread_stats(self, thread_ids: Sequence[str]) -> dict[str, tuple[int, int]]:
+        tids = list(dict.fromkeys(thread_ids))
+        out: dict[str, tuple[int, int]] = {}
+        with self._db.read("thread_stats") as tx:
+            for part in _chunks(tids):
+                for r in tx.query(
+                        "SELECT t.id, COUNT(m.seq), COALESCE(MAX(m.seq), -1) FROM threads t "
+                        "LEFT JOIN messages m ON m.thread_id = t.id "
+                        f"WHERE t.id IN ({_marks(len(part))}) GROUP BY t.id", part):
+                    out[str(r[0])] = (int(r[1]), int(r[2]))
+        return out
+
+    def get_messages_by_refs(self, refs: Sequence[tuple[str, int]]) -> list[StoredMessage]:
+        pairs = sorted({(str(t), int(s)) for t, s in refs})
+        out: list[StoredMessage] = []
+        with self._db.read("get_messages_by_refs") as tx:
+            # two parameters a pair: half a chunk keeps under the drivers' limits
+            for i in range(0, len(pairs), _CHUNK // 2):
+                part = pairs[i:i + _CHUNK // 2]
+                values = ",".join(["(?, ?)"] * len(part))
+                out.extend(_row_to_message(r) for r in tx.query(
+                    f"SELECT {_MSG_COLS} FROM messages WHERE (thread_id, seq) IN "
+                    f"(VALUES {values})", [x for p in part for x in p]))
+        # Python order, not the database collation, so every adapter agrees
+        out.sort(key=lambda m: (m.thread_id, m.seq))
+        return out
+
     def get_embeddings(self, thread_ids: Sequence[str], *,
                        after_seq: dict[str, int] | None = None) -> EmbeddingBlock:
         after = after_seq or {}

@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 
 from memory_core.errors import InvalidInputError, NotFoundError
-from memory_core.storage.base import Storage
+from memory_core.storage.base import MemoryStore, Storage
 from memory_core.types import AppendRow, Message, TextPart, ToolCallPart, ToolResultPart
 from tests.conformance.support import T0, StepClock, row, vec
 
@@ -163,3 +163,37 @@ def test_search_filters_by_resource_and_thread_and_limits(clocked: Storage) -> N
     assert [(x.thread_id, x.seq) for x in everything] == [
         ("a", 0), ("a", 1), ("b", 0), ("b", 1), ("c", 0), ("c", 1)]  # by created_at
     assert m.search_messages("apple", limit=2) == everything[:2]
+
+
+def test_thread_stats_counts_and_max_seq_of_existing_threads(t1: Storage) -> None:
+    m = t1.memory
+    m.create_thread("t2")
+    m.create_thread("empty")
+    m.append_messages("t1", [row("a"), row("b"), row("c")])
+    m.append_messages("t2", [AppendRow(message=Message(role="user", content="x"), seq=7),
+                             AppendRow(message=Message(role="user", content="y"), seq=2)])
+    stats = m.thread_stats(["t1", "t2", "empty", "ghost", "t1"])
+    assert stats == {"t1": (3, 2), "t2": (2, 7), "empty": (0, -1)}  # ghost absent
+    assert m.thread_stats([]) == {}
+    m.append_messages("t1", [row("d")])
+    assert m.thread_stats(["t1"]) == {"t1": (4, 3)}
+    # the port's default (built on count_messages/max_seq) agrees with the override
+    assert MemoryStore.thread_stats(m, ["t1", "t2", "empty", "ghost"]) == {
+        "t1": (4, 3), "t2": (2, 7), "empty": (0, -1)}
+    m.delete_thread("t2")
+    assert m.thread_stats(["t2", "empty"]) == {"empty": (0, -1)}
+
+
+def test_get_messages_by_refs_across_threads(t1: Storage) -> None:
+    m = t1.memory
+    m.create_thread("t2")
+    m.append_messages("t1", [row("a"), row("b"), row("c")])
+    m.append_messages("t2", [row("x"), row("y")])
+    got = m.get_messages_by_refs([("t2", 1), ("t1", 2), ("t1", 0), ("t1", 2),
+                                  ("t1", 9), ("ghost", 0)])
+    assert [(x.thread_id, x.seq, x.text()) for x in got] == [
+        ("t1", 0, "a"), ("t1", 2, "c"), ("t2", 1, "y")]  # by thread, seq; each once
+    assert got[0] == m.get_messages("t1", seqs=[0])[0]
+    assert MemoryStore.get_messages_by_refs(m, [("t2", 1), ("t1", 2), ("t1", 0),
+                                                ("ghost", 0)]) == got
+    assert m.get_messages_by_refs([]) == []
