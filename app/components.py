@@ -141,3 +141,40 @@ def fate_badge(fate: str, reached_model: bool) -> None:
     icon = ":material/check_circle:" if reached_model else ":material/block:"
     colour = "green" if reached_model else "red"
     st.markdown(f"## :{colour}-badge[{icon} {fate}]")
+
+
+NO_THREAD = "(no thread)"
+
+
+def pick_run(url: str) -> tuple[str, list[views.RunSummary]]:
+    """The run picker of the run pages: a thread, then one of its runs (newest by
+    default), preselected from ``?run=``; writes the choice back into the URL. Returns
+    the run id and the runs of its thread. Stops the page with a message when the
+    database cannot be read or holds no runs."""
+    from app import services
+
+    try:
+        runs = services.cached_runs(url)
+    except Exception as e:  # noqa: BLE001 - shown in the page, never raised
+        st.error(services.friendly_error(e))
+        st.stop()
+    wanted = services.query_param("run")
+    if wanted and wanted not in {r.run_id for r in runs}:
+        st.error(f"run '{wanted}' does not exist in this database")
+        wanted = None
+    if not runs:
+        st.info("No runs in this database yet.")
+        st.stop()
+    threads = sorted({r.thread_id or NO_THREAD for r in runs})
+    wanted_thread = next((r.thread_id or NO_THREAD for r in runs if r.run_id == wanted), None)
+    col_thread, col_run = st.columns(2)
+    thread = col_thread.selectbox("Thread", threads,
+                                  index=threads.index(wanted_thread) if wanted_thread else 0)
+    thread_runs = [r for r in runs if (r.thread_id or NO_THREAD) == thread]
+    run_ids = [r.run_id for r in thread_runs]
+    status = {r.run_id: r.status for r in thread_runs}
+    run_id = col_run.selectbox(
+        "Run", run_ids, index=run_ids.index(wanted) if wanted in run_ids else len(run_ids) - 1,
+        format_func=lambda rid: f"{rid} ({status[rid]})")
+    set_query_params({"run": run_id})
+    return str(run_id), thread_runs

@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from app import services
-from app.components import LANE_TITLES, escape_md, link_to_run, literal, set_query_params
+from app.components import LANE_TITLES, escape_md, link_to_run, literal, pick_run
 from memory_core.analysis.counterfactual import SUBTRACTABLE_LANES
 
 VERDICT_BADGES = {"changed": ("orange", ":material/published_with_changes:"),
@@ -29,32 +29,7 @@ st.caption("Take parts out of what the model was given (or put back what was lef
            "changes. Results are kept in the run's journal.")
 url = services.current_url()
 
-try:
-    runs = services.cached_runs(url)
-except Exception as e:  # noqa: BLE001
-    st.error(services.friendly_error(e))
-    st.stop()
-
-wanted = services.query_param("run")
-if wanted and wanted not in {r.run_id for r in runs}:
-    st.error(f"run '{wanted}' does not exist in this database")
-    wanted = None
-if not runs:
-    st.info("No runs in this database yet.")
-    st.stop()
-
-threads = sorted({r.thread_id or "(no thread)" for r in runs})
-wanted_thread = next((r.thread_id or "(no thread)" for r in runs if r.run_id == wanted), None)
-col_thread, col_run = st.columns(2)
-thread = col_thread.selectbox("Thread", threads,
-                              index=threads.index(wanted_thread) if wanted_thread else 0)
-thread_runs = [r for r in runs if (r.thread_id or "(no thread)") == thread]
-run_ids = [r.run_id for r in thread_runs]
-status = {r.run_id: r.status for r in thread_runs}
-run_id = col_run.selectbox("Run", run_ids,
-                           index=run_ids.index(wanted) if wanted in run_ids else len(run_ids) - 1,
-                           format_func=lambda rid: f"{rid} ({status[rid]})")
-set_query_params({"run": run_id})
+run_id, _ = pick_run(url)
 link_to_run(run_id, label=f"inspect run {run_id}")
 
 try:

@@ -17,8 +17,8 @@ from app.components import (
     escape_md,
     link_to_message,
     literal,
+    pick_run,
     score_chart,
-    set_query_params,
     token_bar,
 )
 from memory_core.errors import NotFoundError
@@ -26,32 +26,7 @@ from memory_core.errors import NotFoundError
 st.title("Run inspector")
 url = services.current_url()
 
-try:
-    runs = services.cached_runs(url)
-except Exception as e:  # noqa: BLE001
-    st.error(services.friendly_error(e))
-    st.stop()
-
-wanted = services.query_param("run")
-if wanted and wanted not in {r.run_id for r in runs}:
-    st.error(f"run '{wanted}' does not exist in this database")
-    wanted = None
-if not runs:
-    st.info("No runs in this database yet.")
-    st.stop()
-
-threads = sorted({r.thread_id or "(no thread)" for r in runs})
-wanted_thread = next((r.thread_id or "(no thread)" for r in runs if r.run_id == wanted), None)
-col_thread, col_run = st.columns(2)
-thread = col_thread.selectbox("Thread", threads,
-                              index=threads.index(wanted_thread) if wanted_thread else 0)
-thread_runs = [r for r in runs if (r.thread_id or "(no thread)") == thread]
-run_ids = [r.run_id for r in thread_runs]
-status = {r.run_id: r.status for r in thread_runs}
-run_id = col_run.selectbox("Run", run_ids,
-                           index=run_ids.index(wanted) if wanted in run_ids else len(run_ids) - 1,
-                           format_func=lambda rid: f"{rid} ({status[rid]})")
-set_query_params({"run": run_id})
+run_id, _ = pick_run(url)
 
 try:
     view = services.cached_run_view(url, run_id)

@@ -20,6 +20,7 @@ from app.components import (
     link_to_message,
     link_to_run,
     literal,
+    pick_run,
     set_query_params,
 )
 
@@ -29,29 +30,7 @@ st.title("Why forgotten")
 st.caption("Was a message given to the model in a run? If not, why not?")
 url = services.current_url()
 
-try:
-    runs = services.cached_runs(url)
-except Exception as e:  # noqa: BLE001
-    st.error(services.friendly_error(e))
-    st.stop()
-
-wanted = services.query_param("run")
-if wanted and wanted not in {r.run_id for r in runs}:
-    st.error(f"run '{wanted}' does not exist in this database")
-    wanted = None
-if not runs:
-    st.info("No runs in this database yet.")
-    st.stop()
-
-threads = sorted({r.thread_id or "(no thread)" for r in runs})
-wanted_thread = next((r.thread_id or "(no thread)" for r in runs if r.run_id == wanted), None)
-col_thread, col_run = st.columns(2)
-run_thread = col_thread.selectbox("Thread", threads,
-                                  index=threads.index(wanted_thread) if wanted_thread else 0)
-thread_runs = [r for r in runs if (r.thread_id or "(no thread)") == run_thread]
-run_ids = [r.run_id for r in thread_runs]
-run_id = col_run.selectbox("Run", run_ids,
-                           index=run_ids.index(wanted) if wanted in run_ids else len(run_ids) - 1)
+run_id, thread_runs = pick_run(url)
 
 url_phrase = services.query_param("q")
 how = st.radio("Which message", [PICK, PHRASE], index=1 if url_phrase else 0,
