@@ -36,3 +36,7 @@ class ModelError(MemoryCoreError):
 
 class ImportFormatError(InvalidInputError):
     """An import file is malformed; the message names the line or span."""
+
+
+class ToolExecutionError(MemoryCoreError):
+    """A tool function raised; the run is marked failed and can be resumed."""

@@ -4,7 +4,6 @@ together with the provenance record (Memctx) that says why each message is there
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -28,6 +27,7 @@ from memory_core.provenance import (
     NearMiss,
     ObservationRef,
     preview,
+    structural_text,
 )
 from memory_core.storage.base import Storage
 from memory_core.storage.common import Clock, utc_now
@@ -38,10 +38,7 @@ from memory_core.types import (
     Message,
     Observation,
     StoredMessage,
-    TextPart,
     Thread,
-    ToolCallPart,
-    ToolResultPart,
 )
 from memory_core.working_memory import KeyLocks, WorkingMemory, WorkingMemoryConfig
 
@@ -72,21 +69,7 @@ def thread_title(messages: Sequence[Message]) -> str | None:
 def token_text(message: Message) -> str:
     """What the token counter sees of a message: text parts, and tool parts in their
     structural form (unclipped), joined by spaces."""
-    pieces: list[str] = []
-    for p in message.parts:
-        if isinstance(p, TextPart):
-            pieces.append(p.text)
-        elif isinstance(p, ToolCallPart):
-            pieces.append(f"→ {p.name or 'tool'}({_json_or_str(p.args)})")
-        elif isinstance(p, ToolResultPart):
-            pieces.append(f"{p.name or 'tool'} → {_json_or_str(p.result)}")
-    return " ".join(pieces)
-
-
-def _json_or_str(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
+    return structural_text(message)
 
 
 def _coerce_messages(messages: Any, what: str) -> list[Message]:
@@ -286,12 +269,13 @@ class AgentMemory:
         if not isinstance(query, str):
             raise InvalidInputError(f"query must be a string, got {type(query).__name__}")
         config = self._config_with(overrides)
+        thread: Thread | None = None
         if resource_id is None:
             thread = self.storage.memory.get_thread(thread_id)
             resource_id = thread.resource_id if thread else None
         outcome = self._recall_engine().run(query, thread_id=thread_id,
                                             resource_id=resource_id, config=config,
-                                            window=frozenset())
+                                            window=frozenset(), thread=thread)
         return list(outcome.hits)
 
     # -- working memory -----------------------------------------------------------------
@@ -451,11 +435,12 @@ class AgentMemory:
             if deduped:
                 # the retried input is already stored: rank as the first attempt did,
                 # before it was written
-                as_of = {t: store.max_seq(t)
-                         for t in engine.scope_threads(thread_id, resource, rc)}
+                scope = engine.scope_threads(thread_id, resource, rc, thread=thread)
+                stats = store.thread_stats(scope)  # one query for the scope's max seqs
+                as_of = {t: stats.get(t, (0, -1))[1] for t in scope}
                 as_of[thread_id] = history_end
             outcome = engine.run(query, thread_id=thread_id, resource_id=resource,
-                                 config=rc, window=window_refs, as_of=as_of)
+                                 config=rc, window=window_refs, as_of=as_of, thread=thread)
             skipped = outcome.skipped
             scope_snapshot = dict(outcome.scope_snapshot) or scope_snapshot
             near_misses = list(outcome.near_misses)

@@ -16,9 +16,10 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from memory_core.errors import InvalidInputError, ModelError
-from memory_core.models.base import ModelResponse, Tool, ToolSpec
+from memory_core.errors import InvalidInputError
+from memory_core.models.base import Tool, ToolSpec
 from memory_core.provenance import preview
+from memory_core.runner import complete_checked
 from memory_core.storage.base import Storage
 from memory_core.storage.common import utc_now
 from memory_core.tokens import TokenCounter, estimate_tokens
@@ -223,16 +224,8 @@ class ObservationalMemory:
         return added
 
     def _call(self, messages: list[Message], key: str) -> tuple[str, list[int] | None]:
-        try:
-            resp = self.config.model.complete(messages, [])
-        except ModelError:
-            raise
-        except Exception as e:
-            raise ModelError(f"observational model failed at '{key}': "
-                             f"{type(e).__name__}: {e}") from e
-        if not isinstance(resp, ModelResponse):
-            raise ModelError(f"observational model returned {type(resp).__name__} at "
-                             f"'{key}', expected ModelResponse")
+        resp = complete_checked(self.config.model, messages, [], label="observational model",
+                                key=key)
         text = (resp.text or "").strip()
         kept = getattr(self.config.model, "last_kept_seqs", None)
         if kept is not None:

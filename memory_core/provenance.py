@@ -148,9 +148,9 @@ def _as_arg_text(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
 
 
-def structural_preview(message: Any) -> str:
+def structural_text(message: Any) -> str:
     """Text parts as text, a call as ``→ NAME(ARGS)``, a result as ``NAME → OUTPUT``,
-    joined by spaces, clipped to 120 characters (no ellipsis)."""
+    joined by spaces, unclipped (what the token counter sees of a message)."""
     from memory_core.types import TextPart, ToolCallPart, ToolResultPart
 
     pieces: list[str] = []
@@ -161,7 +161,12 @@ def structural_preview(message: Any) -> str:
             pieces.append(f"→ {p.name or 'tool'}({_as_arg_text(p.args)})")
         elif isinstance(p, ToolResultPart):
             pieces.append(f"{p.name or 'tool'} → {_as_arg_text(p.result)}")
-    return _clip(" ".join(pieces))
+    return " ".join(pieces)
+
+
+def structural_preview(message: Any) -> str:
+    """``structural_text`` clipped to 120 characters (no ellipsis)."""
+    return _clip(structural_text(message))
 
 
 def preview(message: Any) -> str:

@@ -482,20 +482,22 @@ class RecallEngine:
 
     # -- scope and cache --------------------------------------------------------------
     def scope_threads(self, thread_id: str, resource_id: str | None,
-                      config: RecallConfig) -> list[str]:
+                      config: RecallConfig, *, thread: Thread | None = None) -> list[str]:
         """The threads recall searches: the thread, or every thread of the resource
-        (plus the thread itself) in resource scope with a resource id."""
-        return [t.id for t in self._scope(thread_id, resource_id, config)]
+        (plus the thread itself) in resource scope with a resource id. ``thread`` is
+        the caller's fresh read of ``thread_id``, to spare the store a round trip."""
+        return [t.id for t in self._scope(thread_id, resource_id, config, thread)]
 
-    def _scope(self, thread_id: str, resource_id: str | None,
-               config: RecallConfig) -> list[Thread]:
-        thread = self.store.require_thread(thread_id)
+    def _scope(self, thread_id: str, resource_id: str | None, config: RecallConfig,
+               thread: Thread | None = None) -> list[Thread]:
+        # runs before every recall: each store call here is a round trip on a database
+        known = thread if thread is not None and thread.id == thread_id else None
         if config.scope == "resource" and resource_id:
             threads = self.store.list_threads(resource_id)
             if all(t.id != thread_id for t in threads):
-                threads.append(thread)
+                threads.append(known or self.store.require_thread(thread_id))
             return threads
-        return [thread]
+        return [known or self.store.require_thread(thread_id)]
 
     def _scope_key(self, thread_id: str, resource_id: str | None,
                    config: RecallConfig) -> tuple[str, str]:
@@ -722,8 +724,9 @@ class RecallEngine:
 
     def _prepare(self, query: str, thread_id: str, resource_id: str | None,
                  config: RecallConfig, as_of: dict[str, int] | None,
+                 thread: Thread | None = None,
                  ) -> tuple[_ScopeIndex, np.ndarray | None, np.ndarray | None, dict[str, int]]:
-        scope = self._scope(thread_id, resource_id, config)
+        scope = self._scope(thread_id, resource_id, config, thread)
         idx = self._refresh(self._scope_key(thread_id, resource_id, config), scope)
         within = self._within(idx, as_of)
         snapshot = {t.id: idx.loaded_max.get(t.id, -1) for t in scope}
@@ -736,16 +739,18 @@ class RecallEngine:
 
     def run(self, query: str | None, *, thread_id: str, resource_id: str | None,
             config: RecallConfig, window: frozenset[tuple[str, int]] = frozenset(),
-            as_of: dict[str, int] | None = None) -> RecallOutcome:
+            as_of: dict[str, int] | None = None,
+            thread: Thread | None = None) -> RecallOutcome:
         """Recall for one query: hits expanded by ``message_range`` (minus rows in
-        ``window``), near misses with reasons, and the scope snapshot."""
+        ``window``), near misses with reasons, and the scope snapshot. ``thread`` is
+        the caller's fresh read of ``thread_id`` (see ``scope_threads``)."""
         skipped = self._skip_reason(query, config)
         if skipped is not None:
             return RecallOutcome([], [], {}, skipped, query)
         assert query is not None
         with self._lock:
             idx, q, within, snapshot = self._prepare(query, thread_id, resource_id,
-                                                     config, as_of)
+                                                     config, as_of, thread)
             zero_q = q is not None and not np.any(q)
             if zero_q and config.mode == "vector":
                 return RecallOutcome([], [], snapshot, "all-zero query", query)

@@ -70,13 +70,32 @@ def upgrade_memctx(record: Any) -> Memctx:
 
 
 def upgrade_step(record: Any) -> dict[str, Any]:
-    """Step entries: v0 had no model info and no input hash; v1 adds both."""
+    """``:step:<n>`` entries: v0 had no model info and no input hash; v1 adds both.
+    Records without per-message hashes get ``input_hashes: None``, which readers treat
+    as "not verifiable" position-wise."""
     v = _version(record, "step")
     if v > 1:
         raise InvalidInputError(f"step record version {v} is newer than this code (1)")
     data = dict(record)
     data.setdefault("model", {})
     data.setdefault("input_hash", None)
+    data.setdefault("input_hashes", None)
     data.setdefault("tools", [])  # the offered tool specs, recorded since the analysis engine
     data["v"] = 1
     return data
+
+
+def upgrade_output(record: dict[str, Any]) -> dict[str, Any]:
+    """``:output`` entries: ``stop_reason`` came later; records without it ended on a
+    final answer."""
+    rec = dict(record)
+    rec.setdefault("stop_reason", "final")
+    return rec
+
+
+def upgrade_input(record: dict[str, Any]) -> dict[str, Any]:
+    """``:input`` entries: ``incoming`` (what composition decided to persist) came
+    later; records without it persisted the messages as given."""
+    rec = dict(record)
+    rec.setdefault("incoming", rec.get("messages", []))
+    return rec

@@ -3,7 +3,7 @@ that raises if called, and check prompt, step inputs and output against the reco
 
 Like Temporal's replayer, it runs the real runner code over a scratch copy of the run's
 journal, so a change in how the runner derives model inputs or outputs is caught; old
-record versions are upgraded explicitly (``runner.upgrade_*``) before they are used.
+record versions are upgraded explicitly (``records.upgrade_*``) before they are used.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from memory_core.models.base import Tool
 from memory_core.models.scripted import RaisingModel
 from memory_core.prompt import FrozenPrompt
 from memory_core.provenance import LANES, Memctx
-from memory_core.records import upgrade_memctx, upgrade_prompt
+from memory_core.records import upgrade_input, upgrade_memctx, upgrade_output, upgrade_prompt
 from memory_core.runner import (
     STEP_VERSION,
     Agent,
@@ -30,8 +30,6 @@ from memory_core.runner import (
     key_persist_input,
     key_persist_output,
     key_prompt,
-    upgrade_input,
-    upgrade_output,
 )
 from memory_core.storage.base import Storage
 from memory_core.storage.inmemory import InMemoryStorage

@@ -18,12 +18,18 @@ from memory_core.errors import (
     ModelError,
     NotFoundError,
     ReplayMismatch,
+    ToolExecutionError,
 )
 from memory_core.models.base import ModelResponse, Tool, ToolSpec
 from memory_core.prompt import FrozenPrompt, PromptItem
 from memory_core.provenance import Memctx
-from memory_core.records import upgrade_memctx, upgrade_prompt
-from memory_core.records import upgrade_step as _records_upgrade_step
+from memory_core.records import (
+    upgrade_input,
+    upgrade_memctx,
+    upgrade_prompt,
+    upgrade_step,
+)
+from memory_core.records import upgrade_output as upgrade_output  # kept importable here
 from memory_core.storage.base import Storage
 from memory_core.storage.common import utc_now
 from memory_core.types import (
@@ -47,10 +53,6 @@ STEP_VERSION = 1  # v0 (no model info, no input hashes) is upgraded by records.p
 TOOL_VERSION = 1
 PERSIST_VERSION = 1
 OUTPUT_VERSION = 1
-
-
-class ToolExecutionError(MemoryCoreError):
-    """A tool function raised; the run is marked failed and can be resumed."""
 
 
 @dataclass(frozen=True)
@@ -141,31 +143,6 @@ def input_digest(messages: Sequence[Message]) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def upgrade_step(record: Any) -> dict[str, Any]:
-    """Bring a ``:step:<n>`` record to the current version (the chain lives in
-    ``records.upgrade_step``); records without per-message hashes get
-    ``input_hashes: None``, which readers treat as "not verifiable" position-wise."""
-    rec = _records_upgrade_step(record)
-    rec.setdefault("input_hashes", None)
-    return rec
-
-
-def upgrade_output(record: dict[str, Any]) -> dict[str, Any]:
-    """Bring an ``:output`` record to the current shape (``stop_reason`` came later;
-    records without it ended on a final answer)."""
-    rec = dict(record)
-    rec.setdefault("stop_reason", "final")
-    return rec
-
-
-def upgrade_input(record: dict[str, Any]) -> dict[str, Any]:
-    """``incoming`` (what composition decided to persist) came later; records without
-    it persisted the messages as given."""
-    rec = dict(record)
-    rec.setdefault("incoming", rec.get("messages", []))
-    return rec
-
-
 def verify_step_input(key: str, rec: dict[str, Any], model_input: Sequence[Message],
                       hashes: Sequence[str] | None = None) -> bool:
     """Check a recorded step against the re-derived model input; False when the record
@@ -195,6 +172,23 @@ def first_difference(expected: Sequence[str], actual: Sequence[str]) -> int:
         if a != b:
             return i
     return min(len(expected), len(actual))
+
+
+def complete_checked(model: Any, messages: list[Message], specs: list[ToolSpec], *,
+                     label: str, key: str) -> ModelResponse:
+    """``model.complete`` for the journal entry ``key``: a foreign exception, or anything
+    but a ModelResponse, becomes a ModelError naming ``label`` and ``key``; our own
+    errors pass through, they already name the problem."""
+    try:
+        resp = model.complete(messages, specs)
+    except MemoryCoreError:
+        raise
+    except Exception as e:
+        raise ModelError(f"{label} failed at '{key}': {type(e).__name__}: {e}") from e
+    if not isinstance(resp, ModelResponse):
+        raise ModelError(f"{label} returned {type(resp).__name__} at '{key}', "
+                         "expected ModelResponse")
+    return resp
 
 
 def assistant_message(resp: ModelResponse) -> Message:
@@ -480,18 +474,8 @@ class Runner:
 
     def _call_model(self, agent: Agent, messages: list[Message], specs: list[ToolSpec],
                     key: str) -> ModelResponse:
-        try:
-            resp = agent.model.complete(messages, specs)
-        except ModelError:
-            raise
-        except MemoryCoreError:
-            raise
-        except Exception as e:
-            raise ModelError(f"model '{_model_info(agent.model)['name']}' failed at "
-                             f"'{key}': {type(e).__name__}: {e}") from e
-        if not isinstance(resp, ModelResponse):
-            raise ModelError(f"model '{_model_info(agent.model)['name']}' returned "
-                             f"{type(resp).__name__} at '{key}', expected ModelResponse")
+        resp = complete_checked(agent.model, messages, specs,
+                                label=f"model '{_model_info(agent.model)['name']}'", key=key)
         ids = [c.id for c in resp.tool_calls]
         if len(set(ids)) != len(ids) or any(not i for i in ids):
             raise ModelError(f"model returned empty or repeated tool-call ids {ids} at '{key}'")

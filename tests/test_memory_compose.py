@@ -3,8 +3,9 @@ skip rules, tool-pair repair on recall, echo-trim, retry dedupe and determinism.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pytest
@@ -18,19 +19,9 @@ from memory_core.recall import RecallConfig
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.types import Message, TextPart, ToolCallPart, ToolResultPart
 from memory_core.working_memory import WorkingMemoryConfig
+from tests.helpers import Tick
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
-
-
-class Tick:
-    """A clock that advances one second per read."""
-
-    def __init__(self) -> None:
-        self.n = 0
-
-    def __call__(self) -> datetime:
-        self.n += 1
-        return T0 + timedelta(seconds=self.n)
 
 
 def storage() -> InMemoryStorage:
@@ -482,7 +473,6 @@ def test_observational_lane_replaces_recall_and_shows_unobserved() -> None:
     assert again.model_dump_json() == c.model_dump_json() and model.calls == 1
 
 
-
 def test_resource_scope_repairs_a_call_from_its_own_thread() -> None:
     s = storage()
     mem = AgentMemory(s, embed=HashingEmbedder(), recent_n=2,
@@ -574,3 +564,44 @@ def test_composition_is_the_same_on_duckdb() -> None:
         return c.model_dump_json()
 
     assert build(storage()) == build(duckdb_mod.DuckDBStorage(":memory:"))
+
+
+def _count_store_calls(s: InMemoryStorage, names: Sequence[str]) -> dict[str, int]:
+    """Wrap the store's methods on the instance and count how often each is called."""
+    counts = dict.fromkeys(names, 0)
+    for name in names:
+        original = getattr(s.memory, name)
+
+        def counted(*args: Any, _n: str = name, _f: Any = original, **kw: Any) -> Any:
+            counts[_n] += 1
+            return _f(*args, **kw)
+
+        setattr(s.memory, name, counted)
+    return counts
+
+
+@pytest.mark.parametrize("scope", ["thread", "resource"])
+def test_a_turn_reads_its_thread_once_and_lists_the_resource_once(
+        scope: Literal["thread", "resource"]) -> None:
+    # each store call is a round trip on a database: recall reuses the thread the turn
+    # already read, and a retried turn reads the scope's max seqs in one query
+    s = storage()
+    mem = AgentMemory(s, embed=HashingEmbedder(), recent_n=1,
+                      recall=RecallConfig(scope=scope, top_k=1))
+    mem.append("t1", [user("refund for order r-7 was approved"), bot("noted")] +
+               [user(t) for t in FILLER[:3]], "u1")
+    mem.append("t2", [user("refund for order r-7 was sent")], "u1")
+    counts = _count_store_calls(s, ["get_thread", "list_threads", "thread_stats"])
+    c = mem.load_context(thread_id="t1", resource_id="u1", input=[user("refund r-7")])
+    assert c.memctx.recalled and c.memctx.recall_skipped is None
+    assert counts == {"get_thread": 1, "list_threads": int(scope == "resource"),
+                      "thread_stats": 1}
+    mem.append("t1", [user("refund r-7")], "u1", run_id="r1")
+    for k in counts:
+        counts[k] = 0
+    retry = mem.load_context(thread_id="t1", resource_id="u1", input=[user("refund r-7")])
+    assert retry.incoming == [] and retry.memctx.recalled == c.memctx.recalled
+    assert counts == {"get_thread": 1, "list_threads": 2 * int(scope == "resource"),
+                      "thread_stats": 2}
+    assert mem.recall("refund r-7", thread_id="t1") == mem.recall(
+        "refund r-7", thread_id="t1", resource_id="u1")

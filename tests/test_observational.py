@@ -3,7 +3,6 @@ derived counters, tool-pair windows, recall and the opt-in recall tool."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -19,23 +18,7 @@ from memory_core.observational import (
 )
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.types import AppendRow, Message, Observation, ToolCallPart, ToolResultPart
-
-
-def jget(s: Any, key: str) -> Any:
-    """A journal value that must exist."""
-    value = s.runs.get(key)
-    assert value is not None, key
-    return value
-
-
-
-class Tick:
-    def __init__(self) -> None:
-        self.t = datetime(2026, 1, 1, tzinfo=UTC)
-
-    def __call__(self) -> datetime:
-        self.t += timedelta(seconds=1)
-        return self.t
+from tests.helpers import Tick, jget
 
 
 def _store(n: int, thread: str = "t1") -> InMemoryStorage:
@@ -47,7 +30,7 @@ def _store(n: int, thread: str = "t1") -> InMemoryStorage:
     return s
 
 
-def _om(s: InMemoryStorage, model: ScriptedModel, **kw: int) -> ObservationalMemory:
+def _om(s: InMemoryStorage, model: Any, **kw: int) -> ObservationalMemory:
     return ObservationalMemory(s, ObservationalConfig(model=model, **kw), clock=Tick())
 
 
@@ -108,6 +91,31 @@ def test_model_failure_is_a_model_error_and_nothing_is_recorded() -> None:
         om.compact("t1")
     assert s.runs.get(observe_key("t1", 0)) is None
     assert om.observed_seq("t1") == -1
+
+
+class _BadModel:
+    def __init__(self, outcome: Any) -> None:
+        self.outcome = outcome
+
+    def complete(self, messages: Any, tools: Any) -> Any:
+        if isinstance(self.outcome, Exception):
+            raise self.outcome
+        return self.outcome
+
+
+@pytest.mark.parametrize(("outcome", "message"), [
+    (ConnectionError("refused"), "observational model failed at 'om:t1:proc:observe:0': "
+                                 "ConnectionError: refused"),
+    ("just text", "observational model returned str at 'om:t1:proc:observe:0', "
+                  "expected ModelResponse"),
+])
+def test_a_broken_observer_model_names_the_journal_key(outcome: Any, message: str) -> None:
+    s = _store(10)
+    om = _om(s, _BadModel(outcome), message_threshold=4)
+    with pytest.raises(ModelError) as info:
+        om.compact("t1")
+    assert str(info.value) == message
+    assert s.runs.get(observe_key("t1", 0)) is None
 
 
 def _tool_store(call_seq: int, n_before: int) -> InMemoryStorage:

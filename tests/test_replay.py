@@ -22,16 +22,10 @@ from memory_core.runner import Agent, Runner
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.types import AppendRow, Message, RunRecord, StoredMessage, Thread, ToolCallPart
 from tests.fixtures.golden.record import make_memory
+from tests.helpers import jget
 
 GOLDEN = Path(__file__).parent / "fixtures" / "golden"
 GOLDEN_FILES = sorted(p.name for p in GOLDEN.glob("*.json"))
-
-def jget(s: Any, key: str) -> Any:
-    """A journal value that must exist."""
-    value = s.runs.get(key)
-    assert value is not None, key
-    return value
-
 
 
 class SettableClock:
@@ -107,6 +101,16 @@ def test_old_format_is_upgraded_explicitly() -> None:
     current, _, _ = load_golden("basic.json")
     new = replay(current, "golden-basic")
     assert (new.verified_steps, new.unverified_steps, new.upgraded) == (1, 0, [])
+
+
+def test_analysis_reads_old_records_through_the_same_upgrades() -> None:
+    from memory_core.analysis.run_data import load_run
+
+    s, _, _ = load_golden("v0_old_format.json")
+    assert "stop_reason" not in jget(s, "golden-basic:output")
+    data = load_run(s, "golden-basic")
+    assert data.output is not None and data.output["stop_reason"] == "final"
+    assert data.steps[0].model == {}  # v0 steps carried no model info
 
 
 def test_tool_run_replays_tools_from_the_journal() -> None:

@@ -3,7 +3,6 @@ model step and tool call, messages persisted exactly once, run status, resume.""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -23,23 +22,7 @@ from memory_core.runner import (
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.types import Message, ToolCallPart
 from memory_core.working_memory import WorkingMemoryConfig
-
-
-def jget(s: Any, key: str) -> Any:
-    """A journal value that must exist."""
-    value = s.runs.get(key)
-    assert value is not None, key
-    return value
-
-
-
-class Tick:
-    def __init__(self) -> None:
-        self.t = datetime(2026, 1, 1, tzinfo=UTC)
-
-    def __call__(self) -> datetime:
-        self.t += timedelta(seconds=1)
-        return self.t
+from tests.helpers import Tick, jget
 
 
 def call(cid: str, name: str, **args: Any) -> ToolCallPart:

@@ -10,6 +10,7 @@ from memory_core.errors import NotFoundError
 from memory_core.models.base import ModelResponse
 from memory_core.prompt import FrozenPrompt
 from memory_core.provenance import Memctx
+from memory_core.records import upgrade_memctx, upgrade_output, upgrade_prompt, upgrade_step
 from memory_core.storage.base import Storage
 from memory_core.types import RunRecord
 
@@ -70,8 +71,6 @@ def load_run(storage: Storage, run_id: str) -> RunData:
     if run is None or prompt_raw is None:
         raise NotFoundError(
             f"run '{run_id}' does not exist (no run record or no frozen prompt in the journal)")
-    from memory_core.records import upgrade_memctx, upgrade_prompt, upgrade_step
-
     prompt = upgrade_prompt(prompt_raw)
     memctx_raw = storage.runs.get(f"{run_id}:memctx")
     memctx = upgrade_memctx(memctx_raw) if memctx_raw is not None else None
@@ -91,4 +90,5 @@ def load_run(storage: Storage, run_id: str) -> RunData:
                                     str(value.get("status", "ok")), value.get("result"),
                                     value.get("error"))
     output = storage.runs.get(f"{run_id}:output")
-    return RunData(run, prompt, memctx, steps, tools, output)
+    return RunData(run, prompt, memctx, steps, tools,
+                   upgrade_output(output) if output is not None else None)
