@@ -38,7 +38,7 @@ class FixedEmbedder:
         for i, t in enumerate(texts):
             if t == self.query:
                 out[i] = self.vec
-        return out / np.linalg.norm(out, axis=1, keepdims=True)
+        return np.asarray(out / np.linalg.norm(out, axis=1, keepdims=True))
 
 
 def build(n_threads: int, per_thread: int) -> tuple[InMemoryStorage, np.ndarray]:

@@ -8,6 +8,7 @@ Run: ``.venv/bin/python -m bench.bench_recall`` (10k, 100k, 1M) or ``--quick`` (
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import platform
 import statistics
@@ -109,7 +110,7 @@ def bench_size(n: int, *, n_threads: int, repeat: int, modes: Sequence[str],
     def next_query(_: list[str]) -> np.ndarray:
         q = queries[qi["i"] % repeat]
         qi["i"] += 1
-        return q[None, :]
+        return np.asarray(q[None, :])
 
     engine = RecallEngine(store, next_query)
     k = 5
@@ -143,8 +144,8 @@ def bench_size(n: int, *, n_threads: int, repeat: int, modes: Sequence[str],
     row["min_ratio"] = row["vector_min_ms"] / row["numpy_min_ms"]
     for mode in modes:
         mcfg = cfg.replace(mode=mode)
-        times = _timed(lambda mcfg=mcfg: engine.run("topic 42 message", thread_id="t0",
-                                                    resource_id="u", config=mcfg),
+        times = _timed(functools.partial(engine.run, "topic 42 message", thread_id="t0",
+                                         resource_id="u", config=mcfg),
                        max(3, repeat // 4))
         row[f"{mode}_ms"] = statistics.median(times)
     return row

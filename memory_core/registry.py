@@ -1,12 +1,17 @@
-"""Rebuilds embedders and models from the names provenance recorded, so analysis of
-a stored run can re-score and re-run without the caller wiring them up again."""
+"""Rebuilds embedders, models and recall settings from what provenance recorded, so
+analysis of a stored run can re-score and re-run without the caller wiring them up again."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memory_core.embedders import Embedder, HashingEmbedder
 from memory_core.errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from memory_core.models.base import Model
+    from memory_core.provenance import CompositionSettings
+    from memory_core.recall import RecallConfig
 
 _EMBEDDERS: dict[str, Embedder] = {}
 
@@ -32,7 +37,12 @@ def embedder_from_name(name: str | None) -> Embedder | None:
     return emb
 
 
-def model_from_info(info: dict[str, Any], embed_name: str | None) -> Any:
+def resolve_embedder(settings: CompositionSettings, embed: Embedder | None) -> Embedder | None:
+    """``embed`` when the caller passed one, else the embedder the run recorded."""
+    return embed if embed is not None else embedder_from_name(settings.embedder)
+
+
+def model_from_info(info: dict[str, Any], embed_name: str | None) -> Model:
     """The model a run recorded (``{"name": ...}``), rebuilt when it is one of ours."""
     name = info.get("name")
     if name == "offline-reader":
@@ -45,3 +55,14 @@ def model_from_info(info: dict[str, Any], embed_name: str | None) -> Any:
         return OpenAIChatModel.from_env()
     raise InvalidInputError(
         f"cannot rebuild the model {name!r} recorded for this run; pass model=...")
+
+
+def recall_config_from_settings(settings: CompositionSettings) -> RecallConfig:
+    """The RecallConfig a run composed with, from its recorded settings (unrecorded
+    fields take RecallConfig's defaults)."""
+    from memory_core.recall import RecallConfig
+
+    s = settings
+    return RecallConfig(top_k=s.top_k or 3, threshold=s.threshold or 0.0,
+                        message_range=s.message_range or 0, scope=s.scope or "thread",
+                        filter=s.filter, mode=s.mode or "vector")

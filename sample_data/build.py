@@ -13,13 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from memory_core.embedders import Embedder, HashingEmbedder
+from memory_core.errors import InvalidInputError
 from memory_core.memory import AgentMemory
 from memory_core.models.base import ModelResponse, Tool, ToolSpec
 from memory_core.observational import ObservationalConfig
 from memory_core.recall import RecallConfig
 from memory_core.runner import Agent, Runner
 from memory_core.storage.base import Storage
-from memory_core.types import Message, TextPart, ToolCallPart
+from memory_core.types import Message, Part, TextPart, ToolCallPart
 from memory_core.working_memory import WorkingMemoryConfig
 from sample_data.scenarios import Legacy, Scenario, Turn
 from sample_data.scenarios.home import HOME
@@ -97,7 +98,7 @@ def make_embedder(name: str, cache_dir: Path | None = None) -> Embedder:
         from memory_core.minilm import MiniLMEmbedder
 
         return MiniLMEmbedder(cache_dir=str(cache_dir) if cache_dir else None)
-    raise ValueError(f"unknown embedder {name!r}; choose minilm or hashing")
+    raise InvalidInputError(f"unknown embedder {name!r}; choose minilm or hashing")
 
 
 def make_memory(storage: Storage, embed: Embedder, profile: dict[str, Any],
@@ -171,12 +172,12 @@ def play_scenario(storage: Storage, scenario: Scenario, embed: Embedder, clock: 
 
 def _store_legacy(runner: Runner, thread_id: str, resource_id: str, turn: Legacy,
                   clock: DemoClock) -> None:
-    parts: list[Any] = [TextPart(text=turn.text)]
+    parts: list[Part] = [TextPart(text=turn.text)]
     if turn.tool_call is not None:
         cid, name, args = turn.tool_call
         parts.append(ToolCallPart(id=cid, name=name, args=args))
     assert runner.memory is not None
-    runner.memory.append(thread_id, [Message(role=turn.role, content=parts,  # type: ignore[arg-type]
+    runner.memory.append(thread_id, [Message(role=turn.role, content=parts,
                                              metadata={"source": "legacy-ticket-system"})],
                          resource_id, created_at=clock())
 
@@ -186,6 +187,10 @@ def build_into(storage: Storage, clock: DemoClock, *, embedder: str = "minilm",
                only: list[str] | None = None) -> list[str]:
     """Play every scenario (or those whose key is in ``only``) into ``storage``;
     ``clock`` must be the storage's clock too."""
+    unknown = sorted(set(only or ()) - {s.key for s in SCENARIOS})
+    if unknown:
+        raise InvalidInputError(f"unknown scenario(s) {', '.join(map(repr, unknown))}; "
+                                f"choose from {', '.join(s.key for s in SCENARIOS)}")
     embed = make_embedder(embedder, cache_dir)
     run_ids: list[str] = []
     for n, scenario in enumerate(SCENARIOS):

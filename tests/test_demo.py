@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from memory_core.errors import InvalidInputError
 from memory_core.replay import replay
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.types import canonical_json
@@ -38,6 +39,17 @@ def demo() -> tuple[InMemoryStorage, list[str]]:
     storage = InMemoryStorage(clock=clock)
     ids = build_into(storage, clock, embedder="hashing", progress=lambda _m: None)
     return storage, ids
+
+
+def test_unknown_scenario_or_embedder_is_named_before_anything_is_written() -> None:
+    clock = DemoClock()
+    storage = InMemoryStorage(clock=clock)
+    with pytest.raises(InvalidInputError, match="'suport'"):
+        build_into(storage, clock, embedder="hashing", progress=lambda _m: None,
+                   only=["support", "suport"])
+    with pytest.raises(InvalidInputError, match="'word2vec'"):
+        build_into(storage, clock, embedder="word2vec", progress=lambda _m: None)
+    assert storage.memory.list_threads() == [] and storage.runs.list_runs() == []
 
 
 def test_scenarios_are_long_enough() -> None:

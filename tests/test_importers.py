@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 from memory_core.embedders import HashingEmbedder
 from memory_core.errors import ImportFormatError, InvalidInputError
 from memory_core.importers import detect_format, import_file, import_text
-from memory_core.importers.writer import UNKNOWN_FIELDS, _token_text
+from memory_core.importers.writer import UNKNOWN_FIELDS
+from memory_core.memory import token_text
 from memory_core.prompt import FrozenPrompt
 from memory_core.provenance import Memctx
 from memory_core.storage.base import Storage
@@ -113,7 +114,8 @@ def test_openai_run_journal_is_reconstructed_honestly() -> None:
     assert memctx.recalled == [] and memctx.near_misses == []
     assert memctx.tokens.instructions == estimate_tokens("You are a support agent for Acme.")
     assert memctx.tokens.input == estimate_tokens("Yes please, refund it.")
-    assert memctx.tokens.recent == sum(estimate_tokens(_token_text(m)) for m in stored[:4])
+    # counted exactly as AgentMemory counts a composed prompt (tool parts included)
+    assert memctx.tokens.recent == sum(estimate_tokens(token_text(m)) for m in stored[:4])
 
     assert s.runs.get(f"{rid}:input") == {"v": 1, "messages": [
         {"role": "user", "content": "Yes please, refund it.", "metadata": {}}]}
@@ -236,6 +238,17 @@ def test_openai_malformed_lines(line: str, expected: str) -> None:
         import_text(s, line)
     assert str(info.value).startswith(expected), str(info.value)
     assert snapshot(s) == snapshot(storage())
+
+
+def test_imported_thread_title_follows_the_spec() -> None:
+    # SPEC §2.5: the first user text, whitespace collapsed, trimmed, cut to 80
+    s = storage()
+    words = "  Please   help " + "x" * 100
+    import_text(s, _line(messages=[{"role": "user", "content": "   "},
+                                   {"role": "user", "content": words}]))
+    thread = s.memory.get_thread(only_thread(s))
+    assert thread is not None
+    assert thread.title == ("Please help " + "x" * 100)[:80]
 
 
 def test_openai_developer_role_is_instructions_and_late_system_is_kept() -> None:

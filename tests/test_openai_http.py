@@ -193,6 +193,11 @@ def test_configuration_from_environment(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setenv("MEMWB_OPENAI_MODEL", "env-model")
     monkeypatch.setenv("MEMWB_OPENAI_BASE_URL", "http://localhost:8000/v1")
     assert OpenAIChatModel().url == "http://localhost:8000/v1/chat/completions"
+    # an explicit environ is the only source: os.environ does not leak into it
+    with pytest.raises(InvalidInputError, match="MEMWB_OPENAI_MODEL"):
+        OpenAIChatModel.from_env({})
+    assert OpenAIChatModel.from_env({"MEMWB_OPENAI_MODEL": "m"}).base_url == \
+        "http://127.0.0.1:11434/v1"
     with pytest.raises(InvalidInputError, match="'soon'"):
         OpenAIChatModel.from_env({"MEMWB_OPENAI_MODEL": "m", "MEMWB_OPENAI_TIMEOUT": "soon"})
     with pytest.raises(InvalidInputError, match="'localhost:1'"):

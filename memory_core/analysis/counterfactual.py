@@ -7,7 +7,7 @@ The prompt is never re-composed: edits apply to the journaled ``<run_id>:prompt`
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -17,12 +17,14 @@ from memory_core.embedders import tokenize
 from memory_core.errors import InvalidInputError, NotFoundError
 from memory_core.models.base import Model, ModelResponse, ToolSpec
 from memory_core.prompt import PromptItem
+from memory_core.registry import model_from_info
 from memory_core.storage.base import Storage
 from memory_core.types import Message, ToolResultPart, canonical_json
 
 CF_VERSION = 1
 Ref = tuple[str, int]
 SUBTRACTABLE_LANES = ("recalled", "recent", "observations", "working_memory")
+Verdict = Literal["changed", "unchanged", "inconclusive"]
 
 
 class Variant(BaseModel):
@@ -66,7 +68,7 @@ class CounterfactualResult(BaseModel):
     baseline_answers: list[str]
     new_answers: list[str]
     changed: bool
-    verdict: Literal["changed", "unchanged", "inconclusive"]
+    verdict: Verdict
     similarity: float  # token Jaccard of the first new answer vs the original
     model: dict[str, Any]
     notes: list[str] = Field(default_factory=list)
@@ -95,11 +97,8 @@ def _model_info(model: Any) -> dict[str, Any]:
 def _resolve_model(data: RunData, model: Model | None) -> Model:
     if model is not None:
         return model
-    from memory_core.registry import model_from_info
-
     embed_name = data.memctx.settings.embedder if data.memctx else None
-    result: Model = model_from_info(data.model_info, embed_name)
-    return result
+    return model_from_info(data.model_info, embed_name)
 
 
 def _tool_specs(data: RunData) -> list[ToolSpec]:
@@ -130,9 +129,9 @@ def apply_variant(storage: Storage, data: RunData, variant: Variant) -> tuple[
             targets.add(ref)
     kept: list[PromptItem] = []
     for it in items:
-        ref = (it.thread_id, it.seq) if it.thread_id is not None and it.seq is not None else None
-        if it.lane == "recalled" and ref is not None and ref in targets:
-            removed.append(ref)
+        if it.lane == "recalled" and it.thread_id is not None and it.seq is not None \
+                and (it.thread_id, it.seq) in targets:
+            removed.append((it.thread_id, it.seq))
             continue
         kept.append(it)
     lanes = []
@@ -246,6 +245,7 @@ def counterfactual(storage: Storage, run_id: str, *,
         new.append(ans)
         notes += n
     reference = {_norm(a) for a in baseline} | {_norm(original)}
+    verdict: Verdict
     if baseline and len({_norm(a) for a in baseline}) > 1:
         # the unchanged prompt already gives several answers: only a new answer outside
         # all of them counts, and only if every repeat agrees
@@ -284,7 +284,8 @@ class AttributionItem(BaseModel):
 
 
 def attribution(storage: Storage, run_id: str, *, model: Model | None = None,
-                include_lanes: bool = False, progress: Any = None) -> list[AttributionItem]:
+                include_lanes: bool = False,
+                progress: Callable[[int, int], None] | None = None) -> list[AttributionItem]:
     """Leave-one-out over the recalled messages (and optionally lanes): which items the
     answer depended on, most influential first."""
     data = load_run(storage, run_id)

@@ -12,11 +12,14 @@ from pydantic import BaseModel, ConfigDict, Field
 from memory_core.analysis.run_data import RunData, load_run
 from memory_core.embedders import Embedder
 from memory_core.provenance import LANES, Memctx
+from memory_core.registry import recall_config_from_settings, resolve_embedder
 from memory_core.storage.base import Storage
 from memory_core.types import canonical_json
 
 Ref = tuple[str, int]
 Change = Literal["entered", "left", "moved", "same"]
+StepStatus = Literal["same", "changed", "missing", "added"]
+StepKind = Literal["model", "tool"]
 
 
 class DiffEntry(BaseModel):
@@ -38,8 +41,8 @@ class DiffEntry(BaseModel):
 class StepPoint(BaseModel):
     model_config = ConfigDict(extra="forbid")
     index: int
-    kind: Literal["model", "tool"]
-    status: Literal["same", "changed", "missing", "added"]
+    kind: StepKind
+    status: StepStatus
     a: str | None = None
     b: str | None = None
 
@@ -99,13 +102,12 @@ class _Scores:
             if (n.thread_id, n.seq) == ref:
                 return n
         if self._cache is None:
-            from memory_core.analysis.forgotten import _recall_config, _resolve_embed
             from memory_core.recall import RecallEngine
 
-            engine = RecallEngine(self.storage.memory, _resolve_embed(m, self.embed))
+            engine = RecallEngine(self.storage.memory, resolve_embedder(m.settings, self.embed))
             scored = engine.score_all(m.query, thread_id=self.data.run.thread_id or m.thread_id,
                                       resource_id=self.data.run.resource_id,
-                                      config=_recall_config(m),
+                                      config=recall_config_from_settings(m.settings),
                                       as_of=m.scope_snapshot or None)
             self._cache = {(c.thread_id, c.seq): c for c in scored}
         return self._cache.get(ref)
@@ -173,9 +175,9 @@ def _hash(value: Any) -> str:
     return hashlib.sha256(canonical_json(value).encode()).hexdigest()[:12]
 
 
-def _step_points(data: RunData) -> list[tuple[str, str, str]]:
+def _step_points(data: RunData) -> list[tuple[StepKind, str, str]]:
     """(kind, comparable signature, human summary) per model step and tool call."""
-    pts: list[tuple[str, str, str]] = []
+    pts: list[tuple[StepKind, str, str]] = []
     for s in data.steps:
         r = s.response
         sig = canonical_json({"text": r.text, "tools": [(c.name, _hash(c.args))
@@ -196,6 +198,8 @@ def _step_points(data: RunData) -> list[tuple[str, str, str]]:
 def align_steps(a: RunData, b: RunData) -> tuple[list[StepPoint], int | None]:
     pa, pb = _step_points(a), _step_points(b)
     points: list[StepPoint] = []
+    status: StepStatus
+    kind: StepKind
     for i in range(max(len(pa), len(pb))):
         x = pa[i] if i < len(pa) else None
         y = pb[i] if i < len(pb) else None
@@ -207,7 +211,7 @@ def align_steps(a: RunData, b: RunData) -> tuple[list[StepPoint], int | None]:
         else:
             assert y is not None
             status, kind = "added", y[0]
-        points.append(StepPoint(index=i, kind=kind, status=status,  # type: ignore[arg-type]
+        points.append(StepPoint(index=i, kind=kind, status=status,
                                 a=x[2] if x else None, b=y[2] if y else None))
     div = next((p.index for p in points if p.status != "same"), None)
     return points, div

@@ -4,14 +4,15 @@ evidence and one plain sentence, and its lifeline across every run of its thread
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from memory_core.analysis.run_data import RunData, load_run
 from memory_core.embedders import Embedder, tokenize
 from memory_core.errors import InvalidInputError, NotFoundError
-from memory_core.provenance import Memctx, preview
+from memory_core.provenance import preview
+from memory_core.registry import recall_config_from_settings, resolve_embedder
 from memory_core.storage.base import Storage
 from memory_core.types import StoredMessage
 
@@ -90,21 +91,8 @@ def _fact_survives(fact: str, text: str) -> tuple[bool, float]:
     return cov >= 0.7, round(cov, 3)
 
 
-def _recall_config(memctx: Memctx) -> Any:
-    from memory_core.recall import RecallConfig
-
-    s = memctx.settings
-    return RecallConfig(top_k=s.top_k or 3, threshold=s.threshold or 0.0,
-                        message_range=s.message_range or 0, scope=s.scope or "thread",
-                        filter=s.filter, mode=s.mode or "vector")
-
-
-def _resolve_embed(memctx: Memctx, embed: Embedder | None) -> Embedder | None:
-    if embed is not None:
-        return embed
-    from memory_core.registry import embedder_from_name
-
-    return embedder_from_name(memctx.settings.embedder)
+class _Out(Protocol):
+    def __call__(self, fate: Fate, sentence: str, **evidence: Any) -> Explanation: ...
 
 
 def explain_message(storage: Storage, data: RunData, msg: StoredMessage, *,
@@ -112,12 +100,13 @@ def explain_message(storage: Storage, data: RunData, msg: StoredMessage, *,
     """The fate of a stored message in an already loaded run."""
     run, memctx = data.run, data.memctx
     ref = (msg.thread_id, msg.seq)
-    base = {"run_id": run.run_id, "thread_id": msg.thread_id, "seq": msg.seq,
-            "role": msg.role, "preview": preview(msg)}
+    pv = preview(msg)
 
     def out(fate: Fate, sentence: str, **evidence: Any) -> Explanation:
-        return Explanation(fate=fate, reached_model=fate in GIVEN_FATES, sentence=sentence,
-                           evidence=evidence, **base)
+        return Explanation(run_id=run.run_id, thread_id=msg.thread_id, seq=msg.seq,
+                           role=msg.role, preview=pv, fate=fate,
+                           reached_model=fate in GIVEN_FATES, sentence=sentence,
+                           evidence=evidence)
 
     by_lane: dict[tuple[str, int], str] = {}
     for it in data.prompt.items:
@@ -217,14 +206,14 @@ def _observation_text(storage: Storage, thread_id: str, obs_id: str) -> str | No
 
 
 def _explain_by_score(storage: Storage, data: RunData, msg: StoredMessage,
-                      embed: Embedder | None, out: Any) -> Explanation:
+                      embed: Embedder | None, out: _Out) -> Explanation:
     from memory_core.recall import RecallEngine
 
     memctx = data.memctx
     assert memctx is not None
     s = memctx.settings
-    config = _recall_config(memctx)
-    engine = RecallEngine(storage.memory, _resolve_embed(memctx, embed))
+    config = recall_config_from_settings(s)
+    engine = RecallEngine(storage.memory, resolve_embedder(s, embed))
     scores = engine.score_all(memctx.query or "", thread_id=data.run.thread_id or msg.thread_id,
                               resource_id=data.run.resource_id, config=config,
                               as_of=memctx.scope_snapshot or None)
@@ -297,16 +286,21 @@ def lifeline(storage: Storage, thread_id: str, seq: int, *,
     """The fate of one message across every run of its thread, in run order (recent →
     left the window → recalled → compacted …), for the timeline view. ``runs_of``
     follows the runs of another thread instead (a message recalled across threads)."""
-    msgs = storage.memory.get_messages(thread_id, seqs=[seq])
     if storage.memory.get_thread(thread_id) is None:
         raise NotFoundError(f"thread '{thread_id}' does not exist")
+    msgs = storage.memory.get_messages(thread_id, seqs=[seq])
     if not msgs:
         raise NotFoundError(f"message {thread_id}#{seq} does not exist")
     if runs_of is not None and storage.memory.get_thread(runs_of) is None:
         raise NotFoundError(f"thread '{runs_of}' does not exist")
-    runs = storage.runs.list_runs(thread_id=runs_of or thread_id)
+    followed = runs_of or thread_id
+    runs = storage.runs.list_runs(thread_id=followed)
     if run_ids is not None:
         wanted = set(run_ids)
+        unknown = sorted(wanted - {r.run_id for r in runs})
+        if unknown:
+            raise NotFoundError(f"no run {', '.join(repr(u) for u in unknown)} "
+                                f"of thread '{followed}'")
         runs = [r for r in runs if r.run_id in wanted]
     points = []
     for r in runs:

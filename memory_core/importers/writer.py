@@ -6,7 +6,6 @@ what this import wrote, so nothing from the file remains."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,6 +15,7 @@ from memory_core.embedders import Embedder, embedder_name
 from memory_core.errors import InvalidInputError
 from memory_core.importers.common import Exchange, ImportReport, Progress, undated
 from memory_core.importers.threads import RunPlan, ThreadPlan
+from memory_core.memory import thread_title, token_text
 from memory_core.models.base import ModelResponse
 from memory_core.prompt import FrozenPrompt, PromptItem
 from memory_core.provenance import (
@@ -28,14 +28,7 @@ from memory_core.provenance import (
 )
 from memory_core.storage.base import Storage
 from memory_core.tokens import estimate_tokens
-from memory_core.types import (
-    AppendRow,
-    Message,
-    RunRecord,
-    TextPart,
-    ToolCallPart,
-    ToolResultPart,
-)
+from memory_core.types import AppendRow, Message, RunRecord
 
 EMBED_BATCH = 64
 # What a recorded request cannot tell: the recording system's memory decisions.
@@ -44,20 +37,9 @@ UNKNOWN_FIELDS = ["recalled", "near_misses", "dropped", "settings", "settings.re
                   "working_memory", "observations", "scope_snapshot"]
 
 
-def _token_text(m: Message) -> str:
-    pieces: list[str] = []
-    for p in m.parts:
-        if isinstance(p, TextPart):
-            pieces.append(p.text)
-        elif isinstance(p, ToolCallPart):
-            pieces.append(f"{p.name}({json.dumps(p.args, ensure_ascii=False)})")
-        elif isinstance(p, ToolResultPart):
-            pieces.append(json.dumps(p.result, ensure_ascii=False))
-    return " ".join(pieces)
-
-
 def _tokens(msgs: Sequence[Message]) -> int:
-    return sum(estimate_tokens(_token_text(m)) for m in msgs)
+    # counted as AgentMemory counts a composed prompt, so imported and live runs compare
+    return sum(estimate_tokens(token_text(m)) for m in msgs)
 
 
 def _plain(m: Message) -> Message:
@@ -153,10 +135,8 @@ def write_all(storage: Storage, threads: Sequence[ThreadPlan],
     started_runs: list[str] = []
     try:
         for t in threads:
-            title = next((" ".join((m.text() or "").split())[:60] for m in t.messages
-                          if m.role == "user" and m.text()), None)
             storage.memory.create_thread(
-                t.thread_id, resource_id=t.resource_id, title=title,
+                t.thread_id, resource_id=t.resource_id, title=thread_title(t.messages),
                 metadata={"import": {**import_meta, "key": t.key}})
             created_threads.append(t.thread_id)
             rows = [AppendRow(message=_plain(m), seq=seq, created_at=t.created_at[seq],

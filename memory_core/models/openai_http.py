@@ -83,8 +83,10 @@ class OpenAIChatModel:
 
     def __init__(self, base_url: str | None = None, model: str | None = None,
                  api_key: str | None = None, timeout: float | None = None,
-                 temperature: float | None = None, seed: int | None = None) -> None:
-        env = os.environ
+                 temperature: float | None = None, seed: int | None = None, *,
+                 environ: Mapping[str, str] | None = None) -> None:
+        # what is not passed comes from ``environ`` (default os.environ), and only there
+        env = os.environ if environ is None else environ
         base = base_url or env.get(ENV_BASE_URL) or DEFAULT_BASE_URL
         if not base.startswith(("http://", "https://")):
             raise InvalidInputError(
@@ -115,17 +117,7 @@ class OpenAIChatModel:
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> OpenAIChatModel:
         """Build from ``MEMWB_OPENAI_*`` variables (``environ`` defaults to os.environ)."""
-        env = os.environ if environ is None else environ
-        raw_timeout = env.get(ENV_TIMEOUT)
-        try:
-            timeout = float(raw_timeout) if raw_timeout else None
-        except ValueError:
-            raise InvalidInputError(
-                f"{ENV_TIMEOUT}={raw_timeout!r} is not a number of seconds") from None
-        return cls(base_url=env.get(ENV_BASE_URL) or DEFAULT_BASE_URL,
-                   model=env.get(ENV_MODEL) or None,
-                   api_key=env.get(ENV_API_KEY) or env.get("OPENAI_API_KEY") or None,
-                   timeout=timeout)
+        return cls(environ=environ)
 
     def __repr__(self) -> str:  # never shows the key
         return f"OpenAIChatModel(url={self.url!r}, model={self.model!r})"

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from memory_core.types import Role
+
 
 @dataclass(frozen=True)
 class Turn:
@@ -27,7 +29,7 @@ class Legacy:
     """A message stored outside any run (an import from an older system), e.g. a
     tool call whose result was lost."""
 
-    role: str
+    role: Role
     text: str
     tool_call: tuple[str, str, dict[str, Any]] | None = None  # (id, name, args)
 

@@ -114,3 +114,19 @@ def test_diff_reports_a_message_crossing_the_threshold(story: World) -> None:
 def test_diff_rejects_unknown_runs(story: World) -> None:
     with pytest.raises(NotFoundError, match="ghost"):
         diff_runs(story.storage, "r1", "ghost")
+
+
+def test_unknown_runs_are_named(story: World) -> None:
+    with pytest.raises(NotFoundError, match="'ghost'"):
+        counterfactual(story.storage, "ghost", subtract="all", model=reader(story))
+    with pytest.raises(NotFoundError, match="'ghost'"):
+        attribution(story.storage, "ghost", model=reader(story))
+    with pytest.raises(NotFoundError, match="'ghost'"):
+        list_counterfactuals(story.storage, "ghost")
+    with pytest.raises(NotFoundError, match="''"):
+        counterfactual(story.storage, "", model=reader(story))
+
+
+def test_put_back_rejects_a_ref_that_was_never_left_out(story: World) -> None:
+    with pytest.raises(InvalidInputError, match="ghost#7 was neither dropped nor a near miss"):
+        counterfactual(story.storage, "r1", put_back=[("ghost", 7)], model=reader(story))

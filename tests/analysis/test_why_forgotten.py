@@ -168,3 +168,17 @@ def _s(text: str) -> object:
     from memory_core.models.scripted import ScriptedModel
 
     return ScriptedModel([text])
+
+
+def test_lifeline_rejects_unknown_threads_messages_and_runs(story: World) -> None:
+    st = story.storage
+    with pytest.raises(NotFoundError, match="thread 'ghost'"):
+        lifeline(st, "ghost", 0, embed=story.embed)
+    with pytest.raises(NotFoundError, match="old#99"):
+        lifeline(st, "old", 99, embed=story.embed)
+    with pytest.raises(NotFoundError, match="thread 'nowhere'"):
+        lifeline(st, "old", 0, embed=story.embed, runs_of="nowhere")
+    with pytest.raises(NotFoundError, match="'r-gone' of thread 'cur'"):
+        lifeline(st, "old", 0, embed=story.embed, runs_of="cur", run_ids=["r-main", "r-gone"])
+    picked = lifeline(st, "old", 0, embed=story.embed, runs_of="cur", run_ids=["r-main"])
+    assert [p.run_id for p in picked] == ["r-main"]
