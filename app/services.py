@@ -218,6 +218,14 @@ def cached_run_view(url: str, run_id: str) -> views.RunView:
         return views.run_view(storage, run_id)
 
 
+@st.cache_data(ttl=CACHE_TTL_SECONDS, show_spinner=False)
+def cached_variant_options(url: str, run_id: str) -> Any:
+    from memory_core.analysis.counterfactual import variant_options
+
+    with _batch(url) as storage:
+        return variant_options(storage, run_id)
+
+
 def query_param(name: str) -> str | None:
     value: Any = st.query_params.get(name)
     return str(value) if value not in (None, "") else None

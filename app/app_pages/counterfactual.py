@@ -13,12 +13,10 @@ import streamlit as st
 
 from app import services
 from app.components import LANE_TITLES, escape_md, link_to_run, literal, pick_run
-from memory_core.analysis.counterfactual import SUBTRACTABLE_LANES
 
 VERDICT_BADGES = {"changed": ("orange", ":material/published_with_changes:"),
                   "unchanged": ("green", ":material/check_circle:"),
                   "inconclusive": ("gray", ":material/help:")}
-NEAR_MISS_STATUSES = ("below-threshold", "beyond-top-k", "filtered-out")
 REPLAY_HINT = ("A replay re-runs the model the run recorded: the offline reader, or an "
                "OpenAI-compatible server configured with the MEMWB\\_OPENAI\\_\\* "
                "variables. Scripted models cannot be replayed.")
@@ -42,20 +40,11 @@ if view.error or not any(lv.items for lv in view.lanes):
                + (f" (it failed: {view.error})" if view.error else "") + ".")
     st.stop()
 
-lanes = {lv.lane: lv for lv in view.lanes}
 Ref = tuple[str, int]
-recalled: dict[Ref, str] = {
-    (it.thread_id, it.seq): it.text for it in lanes["recalled"].items
-    if it.thread_id is not None and it.seq is not None} if "recalled" in lanes else {}
-putbackable: dict[Ref, str] = {}
-if "dropped" in lanes:
-    for it in lanes["dropped"].items:
-        if it.thread_id is not None and it.seq is not None:
-            putbackable[(it.thread_id, it.seq)] = f"dropped ({it.reason}): {it.text}"
-for c in view.candidates:
-    if c.status in NEAR_MISS_STATUSES and (c.thread_id, c.seq) not in putbackable:
-        putbackable[(c.thread_id, c.seq)] = f"near miss ({c.status}, {c.score:.2f}): {c.preview}"
-present_lanes = [ln for ln in SUBTRACTABLE_LANES if ln in lanes and lanes[ln].items]
+options = services.cached_variant_options(url, run_id)
+recalled: dict[Ref, str] = {(c.thread_id, c.seq): c.label for c in options.recalled}
+putbackable: dict[Ref, str] = {(c.thread_id, c.seq): c.label for c in options.put_back}
+present_lanes = options.lanes
 
 
 def _ref_label(ref: Ref, texts: dict[Ref, str]) -> str:

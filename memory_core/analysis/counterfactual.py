@@ -109,6 +109,54 @@ def _tool_specs(data: RunData) -> list[ToolSpec]:
             for t in raw if isinstance(t, dict) and "name" in t]
 
 
+class VariantChoice(BaseModel):
+    """A message a variant can take out or put back, with a label for pickers."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    thread_id: str
+    seq: int
+    label: str
+
+
+class VariantOptions(BaseModel):
+    """What a counterfactual of one run can change."""
+
+    model_config = ConfigDict(extra="forbid")
+    recalled: list[VariantChoice] = Field(default_factory=list)  # subtractable refs
+    put_back: list[VariantChoice] = Field(default_factory=list)  # dropped + near misses
+    lanes: list[str] = Field(default_factory=list)  # lanes present in the prompt
+
+
+def _put_back_choices(data: RunData) -> list[VariantChoice]:
+    """Dropped messages, then near misses that are not already in the prompt."""
+    m = data.memctx
+    if m is None:
+        return []
+    in_prompt = {(it.thread_id, it.seq) for it in data.prompt.items if it.thread_id is not None}
+    out: dict[tuple[str, int], VariantChoice] = {}
+    for d in m.dropped:
+        out.setdefault((d.thread_id, d.seq), VariantChoice(
+            thread_id=d.thread_id, seq=d.seq, label=f"dropped ({d.reason}): {d.preview}"))
+    for n in m.near_misses:
+        if (n.thread_id, n.seq) not in in_prompt:
+            out.setdefault((n.thread_id, n.seq), VariantChoice(
+                thread_id=n.thread_id, seq=n.seq,
+                label=f"near miss ({n.reason}, {n.score:.2f}): {n.preview}"))
+    return list(out.values())
+
+
+def variant_options(storage: Storage, run_id: str) -> VariantOptions:
+    """The recalled refs that can be subtracted, the dropped messages and near misses
+    that can be put back, and the lanes present — exactly what ``counterfactual``
+    accepts for this run."""
+    data = load_run(storage, run_id)
+    recalled = [VariantChoice(thread_id=r.thread_id, seq=r.seq, label=r.preview)
+                for r in (data.memctx.recalled if data.memctx else [])]
+    present = {it.lane for it in data.prompt.items}
+    return VariantOptions(recalled=recalled, put_back=_put_back_choices(data),
+                          lanes=[ln for ln in SUBTRACTABLE_LANES if ln in present])
+
+
 def apply_variant(storage: Storage, data: RunData, variant: Variant) -> tuple[
         list[PromptItem], list[Ref], list[str], list[Ref]]:
     """The edited prompt items plus what was removed (refs, lanes) and added."""
@@ -148,8 +196,7 @@ def apply_variant(storage: Storage, data: RunData, variant: Variant) -> tuple[
                 or (lane == "recalled" and (it.thread_id, it.seq) not in recalled_refs)]
     added: list[Ref] = []
     if variant.put_back:
-        allowed = {(r.thread_id, r.seq) for r in (memctx.dropped if memctx else [])}
-        allowed |= {(n.thread_id, n.seq) for n in (memctx.near_misses if memctx else [])}
+        allowed = {(c.thread_id, c.seq) for c in _put_back_choices(data)}
         present = {(it.thread_id, it.seq) for it in kept if it.thread_id is not None}
         new_items: list[tuple[Any, int, PromptItem]] = []
         for ref in variant.put_back:

@@ -130,3 +130,22 @@ def test_unknown_runs_are_named(story: World) -> None:
 def test_put_back_rejects_a_ref_that_was_never_left_out(story: World) -> None:
     with pytest.raises(InvalidInputError, match="ghost#7 was neither dropped nor a near miss"):
         counterfactual(story.storage, "r1", put_back=[("ghost", 7)], model=reader(story))
+
+
+def test_variant_options_are_exactly_what_counterfactual_accepts(story: World) -> None:
+    from memory_core.analysis.counterfactual import variant_options
+
+    opts = variant_options(story.storage, "r1")
+    memctx = story.storage.runs.get("r1:memctx")
+    assert [(c.thread_id, c.seq) for c in opts.recalled] == [
+        (r["thread_id"], r["seq"]) for r in memctx["recalled"]]
+    assert ("old", 4) in {(c.thread_id, c.seq) for c in opts.put_back}
+    assert opts.put_back[0].label.startswith("dropped (unanswered-tool-call)")
+    assert "recalled" in opts.lanes and "recent" in opts.lanes
+    in_prompt = {(i["thread_id"], i["seq"]) for i in story.storage.runs.get("r1:prompt")["items"]}
+    for c in opts.put_back:  # each one is accepted, and none is already in the prompt
+        assert (c.thread_id, c.seq) not in in_prompt
+        counterfactual(story.storage, "r1", put_back=[(c.thread_id, c.seq)],
+                       model=reader(story))
+    with pytest.raises(NotFoundError):
+        variant_options(story.storage, "ghost")
