@@ -248,3 +248,16 @@ def test_missing_binaries_fail_with_install_hint(monkeypatch: pytest.MonkeyPatch
     # and the pytest helper turns that into a failure, not a skip
     with pytest.raises(pytest.fail.Exception, match="postgresql` package"):
         pg_server.require_postgres_dsn()
+
+
+def test_sqlite_failed_migration_is_a_storage_error_naming_the_file(tmp_path: Path) -> None:
+    # a foreign table named like ours makes the first migration's index fail
+    path = tmp_path / "foreign.sqlite"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE threads (something_else TEXT)")
+    with pytest.raises(StorageError, match=r"migrate on SQLite database '.*foreign\.sqlite'"):
+        SQLiteStorage(path)
+    # nothing of the failed migration was kept
+    with sqlite3.connect(path) as conn:
+        names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+    assert names == {"threads"}

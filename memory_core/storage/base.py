@@ -120,11 +120,10 @@ class MemoryStore:
         """The last n messages in seq order."""
         if n <= 0:
             return []
-        count = self.count_messages(thread_id)
-        if count == 0:
+        top = self.max_seq(thread_id)
+        if top < 0:
             return []
-        msgs = self.get_messages(thread_id, from_seq=max(0, self.max_seq(thread_id) - n + 1))
-        return msgs[-n:]
+        return self.get_messages(thread_id, from_seq=max(0, top - n + 1))[-n:]
 
     def max_seq(self, thread_id: str) -> int:
         """Highest stored seq of the thread, -1 when empty."""
@@ -220,7 +219,8 @@ class RunJournal:
         raise NotImplementedError
 
     def has(self, key: str) -> bool:
-        return self.get(key) is not None
+        """Whether the key was written (a stored JSON null counts, unlike get's None)."""
+        return any(k == key for k, _ in self.list(key))
 
     # -- runs ------------------------------------------------------------------------
     def start_run(self, run: RunRecord) -> bool:

@@ -8,7 +8,7 @@ import json
 import random
 import time
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -83,13 +83,17 @@ def validate_batch(thread_id: str, rows: Sequence[AppendRow],
     return bool(rows) and all(explicit), batch_dim
 
 
-def encode_json(key: str, value: Any) -> str:
-    """Serialise a journal value, naming the key when it is not JSON."""
+def json_or_invalid(what: str, value: Any) -> str:
+    """Canonical JSON of value; InvalidInputError naming ``what`` when it is not JSON."""
     try:
         return canonical_json(value)
     except (TypeError, ValueError) as e:
-        raise InvalidInputError(
-            f"journal value for key '{key}' is not JSON-serialisable: {e}") from e
+        raise InvalidInputError(f"{what} is not JSON-serialisable: {e}") from e
+
+
+def encode_json(key: str, value: Any) -> str:
+    """Serialise a journal or working-memory value, naming the key when it is not JSON."""
+    return json_or_invalid(f"journal value for key '{key}'", value)
 
 
 def decode_json(text: str) -> Any:
@@ -104,6 +108,22 @@ def decode_vectors(blobs: Sequence[bytes], dim: int) -> np.ndarray:
     if not blobs:
         return np.zeros((0, dim), dtype=np.float32)
     return np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), dim).copy()
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICRO = timedelta(microseconds=1)
+
+
+def ts_micros(dt: datetime) -> int:
+    """Exact microseconds since the epoch; a naive datetime is read as UTC."""
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=UTC)
+    return (dt - _EPOCH) // _MICRO
+
+
+def ts_from_micros(us: int) -> datetime:
+    """The aware UTC datetime ``us`` microseconds after the epoch."""
+    return _EPOCH + timedelta(microseconds=us)
 
 
 def tick_after(clock: Clock, last: datetime | None) -> datetime:

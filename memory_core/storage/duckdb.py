@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any, TypeVar
 
 import duckdb
@@ -40,6 +40,9 @@ from memory_core.storage.common import (
     ThreadIdFactory,
     decode_json,
     encode_json,
+    json_or_invalid,
+    ts_from_micros,
+    ts_micros,
     utc_now,
     validate_batch,
 )
@@ -51,7 +54,6 @@ from memory_core.types import (
     RunStatus,
     StoredMessage,
     Thread,
-    canonical_json,
 )
 
 T = TypeVar("T")
@@ -92,21 +94,6 @@ MIGRATIONS: list[tuple[str, ...]] = [
             finished_at BIGINT, error VARCHAR)""",
     ),
 ]
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_MICRO = timedelta(microseconds=1)
-
-
-def _to_us(dt: datetime) -> int:
-    """Exact microseconds since the epoch; naive datetimes are taken as UTC."""
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=UTC)
-    return (dt - _EPOCH) // _MICRO
-
-
-def _from_us(us: int) -> datetime:
-    return _EPOCH + timedelta(microseconds=us)
-
 
 def _one(cur: Conn) -> tuple[Any, ...] | None:
     """The first row; fetching them all because DuckDB 2 refuses new work on a
@@ -400,26 +387,26 @@ _RUN_COLS = "run_id, agent, thread_id, resource_id, status, started_at, finished
 
 def _thread(row: tuple[Any, ...]) -> Thread:
     return Thread(id=row[0], resource_id=row[1], title=row[2], metadata=json.loads(row[3]),
-                  parent_thread_id=row[4], created_at=_from_us(row[5]),
-                  updated_at=_from_us(row[6]))
+                  parent_thread_id=row[4], created_at=ts_from_micros(row[5]),
+                  updated_at=ts_from_micros(row[6]))
 
 
 def _message(row: tuple[Any, ...]) -> StoredMessage:
     return StoredMessage(thread_id=row[0], seq=row[1], role=row[2],
                          content=json.loads(row[3]), metadata=json.loads(row[4]),
-                         created_at=_from_us(row[5]), run_id=row[6], resource_id=row[7])
+                         created_at=ts_from_micros(row[5]), run_id=row[6], resource_id=row[7])
 
 
 def _observation(row: tuple[Any, ...]) -> Observation:
     return Observation(id=row[0], thread_id=row[1], from_seq=row[2], to_seq=row[3],
                        level=row[4], text=row[5], source_ids=json.loads(row[6]),
-                       created_at=_from_us(row[7]), condensed=row[8])
+                       created_at=ts_from_micros(row[7]), condensed=row[8])
 
 
 def _run(row: tuple[Any, ...]) -> RunRecord:
     return RunRecord(run_id=row[0], agent=row[1], thread_id=row[2], resource_id=row[3],
-                     status=row[4], started_at=_from_us(row[5]),
-                     finished_at=None if row[6] is None else _from_us(row[6]), error=row[7])
+                     status=row[4], started_at=ts_from_micros(row[5]),
+                     finished_at=None if row[6] is None else ts_from_micros(row[6]), error=row[7])
 
 
 def _stored_dim(conn: Conn) -> int | None:
@@ -440,15 +427,8 @@ def _require_thread(conn: Conn, thread_id: str) -> Thread:
     return t
 
 
-def _to_json(what: str, value: Any) -> str:
-    try:
-        return canonical_json(value)
-    except (TypeError, ValueError) as e:
-        raise InvalidInputError(f"{what} is not JSON-serialisable: {e}") from e
-
-
 def _json_field(thread_id: str, i: int, what: str, value: Any) -> str:
-    return _to_json(f"row {i} of the batch for thread '{thread_id}': {what}", value)
+    return json_or_invalid(f"row {i} of the batch for thread '{thread_id}': {what}", value)
 
 
 class DuckDBMemoryStore(MemoryStore):
@@ -464,7 +444,7 @@ class DuckDBMemoryStore(MemoryStore):
         tid = thread_id or self._ids()
         if not isinstance(tid, str):
             raise InvalidInputError(f"thread id must be a string, got {tid!r}")
-        meta_json = _to_json(f"metadata of thread '{tid}'", dict(metadata or {}))
+        meta_json = json_or_invalid(f"metadata of thread '{tid}'", dict(metadata or {}))
 
         def go(conn: Conn) -> Thread:
             if _get_thread(conn, tid) is not None:
@@ -472,7 +452,7 @@ class DuckDBMemoryStore(MemoryStore):
             now = self._clock()
             conn.execute(f"INSERT INTO threads ({_THREAD_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
                          [tid, resource_id, title, meta_json, parent_thread_id,
-                          _to_us(now), _to_us(now)])
+                          ts_micros(now), ts_micros(now)])
             return Thread(id=tid, resource_id=resource_id, title=title,
                           metadata=json.loads(meta_json), parent_thread_id=parent_thread_id,
                           created_at=now, updated_at=now)
@@ -482,10 +462,6 @@ class DuckDBMemoryStore(MemoryStore):
     def get_thread(self, thread_id: str) -> Thread | None:
         return self._db.run(f"get_thread '{thread_id}'",
                             lambda c: _get_thread(c, thread_id), write=False)
-
-    def require_thread(self, thread_id: str) -> Thread:
-        return self._db.run(f"get_thread '{thread_id}'",
-                            lambda c: _require_thread(c, thread_id), write=False)
 
     def list_threads(self, resource_id: str | None = None) -> list[Thread]:
         def go(conn: Conn) -> list[Thread]:
@@ -519,10 +495,10 @@ class DuckDBMemoryStore(MemoryStore):
             if resource_id is not None:
                 patch["resource_id"] = resource_id
             nt = t.model_copy(update=patch, deep=True)
-            meta_json = _to_json(f"metadata of thread '{thread_id}'", nt.metadata)
+            meta_json = json_or_invalid(f"metadata of thread '{thread_id}'", nt.metadata)
             conn.execute("UPDATE threads SET title = ?, metadata = ?, resource_id = ?, "
                          "updated_at = ? WHERE id = ?",
-                         [nt.title, meta_json, nt.resource_id, _to_us(nt.updated_at),
+                         [nt.title, meta_json, nt.resource_id, ts_micros(nt.updated_at),
                           thread_id])
             if resource_id is not None:
                 conn.execute("UPDATE messages SET resource_id = ? WHERE thread_id = ?",
@@ -545,7 +521,7 @@ class DuckDBMemoryStore(MemoryStore):
             conn.execute("INSERT INTO embeddings SELECT ?, seq, vec FROM embeddings "
                          "WHERE thread_id = ?", [t.id, source_id])
             conn.execute("INSERT OR REPLACE INTO working_memory SELECT ?, value "
-                         "FROM working_memory WHERE key = ? AND value <> 'null'",
+                         "FROM working_memory WHERE key = ?",
                          [f"{THREAD_WM_PREFIX}{t.id}", f"{THREAD_WM_PREFIX}{source_id}"])
             conn.execute(
                 f"INSERT OR REPLACE INTO observations ({_OBS_COLS}) SELECT ? || '/' || id, ?,"
@@ -618,7 +594,7 @@ class DuckDBMemoryStore(MemoryStore):
             # lowered in Python so search matches the reference adapter's str.lower()
             cols["text_lower"].append(None if text is None else text.lower())
             cols["metadata"].append(_json_field(thread_id, i, "metadata", r.message.metadata))
-            cols["created_at"].append(_to_us(r.created_at or self._clock()))
+            cols["created_at"].append(ts_micros(r.created_at or self._clock()))
             cols["run_id"].append(r.run_id)
             cols["resource_id"].append(resource_id)
         names = list(cols)
@@ -788,25 +764,23 @@ class DuckDBMemoryStore(MemoryStore):
 
     def delete_working_memory(self, key: str) -> bool:
         def go(conn: Conn) -> bool:
-            row = _one(conn.execute("SELECT value FROM working_memory WHERE key = ?",
-                               [key]))
-            conn.execute("DELETE FROM working_memory WHERE key = ?", [key])
-            # a stored JSON null counts as absent, as in the reference adapter
-            return row is not None and row[0] != "null"
+            # a stored JSON null is a row too, so it counts as existing
+            row = _one(conn.execute("DELETE FROM working_memory WHERE key = ?", [key]))
+            return bool(row and row[0])
 
         return self._db.run(f"delete_working_memory '{key}'", go, write=True)
 
     # -- observations
     def put_observation(self, observation: Observation) -> None:
         o = observation
-        sources = _to_json(f"source_ids of observation '{o.id}'", o.source_ids)
+        sources = json_or_invalid(f"source_ids of observation '{o.id}'", o.source_ids)
         self._db.run(
             f"put_observation '{o.id}'",
             lambda c: c.execute(
                 f"INSERT OR IGNORE INTO observations ({_OBS_COLS}) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [o.id, o.thread_id, o.from_seq, o.to_seq, o.level, o.text, sources,
-                 _to_us(o.created_at), o.condensed]), write=True)
+                 ts_micros(o.created_at), o.condensed]), write=True)
 
     def list_observations(self, thread_id: str, *,
                           include_condensed: bool = True) -> list[Observation]:
@@ -843,11 +817,9 @@ class DuckDBMemoryStore(MemoryStore):
             observations = count("SELECT count(*) FROM observations WHERE thread_id = ?",
                                  [thread_id])
             key = f"{THREAD_WM_PREFIX}{thread_id}"
-            wm = [key] if count("SELECT count(*) FROM working_memory WHERE key = ? "
-                                "AND value <> 'null'", [key]) else []
+            wm = [key] if count("DELETE FROM working_memory WHERE key = ?", [key]) else []
             for table in ("messages", "embeddings", "observations"):
                 conn.execute(f"DELETE FROM {table} WHERE thread_id = ?", [thread_id])
-            conn.execute("DELETE FROM working_memory WHERE key = ?", [key])
             conn.execute("DELETE FROM threads WHERE id = ?", [thread_id])
             return ErasureReport(threads=[thread_id], messages=messages, embeddings=embeddings,
                                  working_memory=wm, observations=observations)
@@ -903,8 +875,8 @@ class DuckDBRunJournal(RunJournal):
                 return False
             conn.execute(f"INSERT INTO runs ({_RUN_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                          [run.run_id, run.agent, run.thread_id, run.resource_id, run.status,
-                          _to_us(run.started_at),
-                          None if run.finished_at is None else _to_us(run.finished_at),
+                          ts_micros(run.started_at),
+                          None if run.finished_at is None else ts_micros(run.finished_at),
                           run.error])
             return True
 
@@ -921,7 +893,7 @@ class DuckDBRunJournal(RunJournal):
                                            "finished_at": finished_at, "error": error})
             conn.execute("UPDATE runs SET status = ?, finished_at = ?, error = ? "
                          "WHERE run_id = ?",
-                         [nr.status, None if nr.finished_at is None else _to_us(nr.finished_at),
+                         [nr.status, None if nr.finished_at is None else ts_micros(nr.finished_at),
                           nr.error, run_id])
 
         self._db.run(f"set_run_status '{run_id}'", go, write=True)
@@ -1021,7 +993,7 @@ class DuckDBStorage(Storage):
                 for statement in MIGRATIONS[v - 1]:
                     conn.execute(statement)
                 conn.execute("INSERT INTO schema_migrations VALUES (?, ?)",
-                             [v, _to_us(self._clock())])
+                             [v, ts_micros(self._clock())])
             return len(MIGRATIONS)
 
         return self._db.run(f"setup of '{self.path}'", go, write=not self.read_only)

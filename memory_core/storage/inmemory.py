@@ -6,6 +6,7 @@ against it first); nothing survives the process.
 
 from __future__ import annotations
 
+import builtins
 import copy
 import threading
 from collections.abc import Sequence
@@ -15,7 +16,13 @@ from typing import Any
 import numpy as np
 
 from memory_core.errors import InvalidInputError, NotFoundError
-from memory_core.storage.base import EmbeddingBlock, MemoryStore, RunJournal, Storage
+from memory_core.storage.base import (
+    THREAD_WM_PREFIX,
+    EmbeddingBlock,
+    MemoryStore,
+    RunJournal,
+    Storage,
+)
 from memory_core.storage.common import (
     Clock,
     ThreadIdFactory,
@@ -112,8 +119,8 @@ class InMemoryMemoryStore(MemoryStore):
                 patch["resource_id"] = resource_id
             nt = t.model_copy(update=patch, deep=True)
             self._threads[thread_id] = nt
-            for row in self._rows[thread_id].values():
-                if resource_id is not None:
+            if resource_id is not None:
+                for row in self._rows[thread_id].values():
                     row.msg = row.msg.model_copy(update={"resource_id": resource_id})
             return nt.model_copy(deep=True)
 
@@ -127,9 +134,10 @@ class InMemoryMemoryStore(MemoryStore):
             for seq, row in self._rows[source_id].items():
                 m = row.msg.model_copy(update={"thread_id": t.id, "resource_id": rid}, deep=True)
                 self._rows[t.id][seq] = _Row(m, None if row.vec is None else row.vec.copy())
-            wm = self._wm.get(f"thread:{source_id}")
-            if wm is not None:
-                self._wm[f"thread:{t.id}"] = copy.deepcopy(wm)
+            # a stored JSON null is a value like any other: copy it too
+            src_key = f"{THREAD_WM_PREFIX}{source_id}"
+            if src_key in self._wm:
+                self._wm[f"{THREAD_WM_PREFIX}{t.id}"] = copy.deepcopy(self._wm[src_key])
             for o in list(self._obs.values()):
                 if o.thread_id == source_id:
                     no = o.model_copy(update={"thread_id": t.id, "id": f"{t.id}/{o.id}"},
@@ -238,11 +246,12 @@ class InMemoryMemoryStore(MemoryStore):
         needle = text.lower()
         out: list[StoredMessage] = []
         with self._lock:
-            for t in self.list_threads(resource_id):
-                if thread_id is not None and t.id != thread_id:
+            for t in self._threads.values():
+                if (resource_id is not None and t.resource_id != resource_id) or \
+                        (thread_id is not None and t.id != thread_id):
                     continue
-                for seq in sorted(self._rows[t.id]):
-                    m = self._rows[t.id][seq].msg
+                for row in self._rows[t.id].values():
+                    m = row.msg
                     if needle and needle in (m.text() or "").lower():
                         out.append(m.model_copy(deep=True))
         out.sort(key=lambda m: (m.created_at, m.thread_id, m.seq))
@@ -264,7 +273,11 @@ class InMemoryMemoryStore(MemoryStore):
 
     def delete_working_memory(self, key: str) -> bool:
         with self._lock:
-            return self._wm.pop(key, None) is not None
+            # membership, not the popped value: a stored JSON null existed too
+            if key not in self._wm:
+                return False
+            del self._wm[key]
+            return True
 
     # -- observations
     def put_observation(self, observation: Observation) -> None:
@@ -291,10 +304,8 @@ class InMemoryMemoryStore(MemoryStore):
             rows = self._rows.pop(thread_id)
             self._top.pop(thread_id, None)
             del self._threads[thread_id]
-            wm = []
-            for key in (f"thread:{thread_id}",):
-                if self._wm.pop(key, None) is not None:
-                    wm.append(key)
+            key = f"{THREAD_WM_PREFIX}{thread_id}"
+            wm = [key] if self.delete_working_memory(key) else []
             obs = [oid for oid, o in self._obs.items() if o.thread_id == thread_id]
             for oid in obs:
                 del self._obs[oid]
@@ -324,7 +335,7 @@ class InMemoryRunJournal(RunJournal):
             text = self._entries.get(key)
         return None if text is None else decode_json(text)
 
-    def list(self, prefix: str) -> list[tuple[str, Any]]:
+    def list(self, prefix: str) -> builtins.list[tuple[str, Any]]:
         with self._lock:
             items = [(k, v) for k, v in self._entries.items() if k.startswith(prefix)]
         return [(k, decode_json(v)) for k, v in items]
@@ -356,7 +367,7 @@ class InMemoryRunJournal(RunJournal):
             return r.model_copy(deep=True) if r else None
 
     def list_runs(self, *, thread_id: str | None = None,
-                  resource_id: str | None = None) -> list[RunRecord]:
+                  resource_id: str | None = None) -> builtins.list[RunRecord]:
         with self._lock:
             rs = [r.model_copy(deep=True) for r in self._runs.values()
                   if (thread_id is None or r.thread_id == thread_id)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
@@ -29,13 +30,11 @@ from psycopg import sql
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from memory_core.errors import InvalidInputError, StorageBusyError, StorageError
-from memory_core.storage.base import Storage
 from memory_core.storage.common import Clock, ThreadIdFactory, utc_now
 from memory_core.storage.sql_common import (
     Driver,
     Migration,
-    SqlMemoryStore,
-    SqlRunJournal,
+    SqlStorage,
     Tx,
     apply_migrations,
     schema_v1,
@@ -132,7 +131,7 @@ class _PgDriver(Driver):
     def write(self, op: str) -> Any:
         return self._tx(op)
 
-    def migrate(self, now: Any) -> None:
+    def migrate(self, migrations: Sequence[Migration], now: datetime) -> None:
         with self._tx("migrate") as tx:
             # Serialise concurrent first opens of one schema (CREATE … IF NOT EXISTS is
             # not safe against a concurrent CREATE of the same name).
@@ -142,13 +141,13 @@ class _PgDriver(Driver):
                 assert isinstance(tx, _PgTx)
                 tx._conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(
                     sql.Identifier(self._schema)))
-            apply_migrations(tx, MIGRATIONS, now)
+            apply_migrations(tx, migrations, now)
 
     def close(self) -> None:
         self._pool.close()
 
 
-class PostgresStorage(Storage):
+class PostgresStorage(SqlStorage):
     """Both ports on the PostgreSQL database at ``dsn`` (a ``postgresql://`` URL or a
     libpq key=value string), optionally inside ``schema``; ``clock`` and ``ids`` are
     injectable. ``max_size`` bounds the pool; ``pool_timeout`` (seconds) is how long
@@ -162,19 +161,10 @@ class PostgresStorage(Storage):
         if not isinstance(dsn, str) or not dsn:
             raise InvalidInputError(f"PostgreSQL dsn must be a non-empty string, got {dsn!r}")
         self.schema = _valid_schema(schema)
-        self._db = _PgDriver(dsn, self.schema, min_size=min_size, max_size=max_size,
+        self._pg = _PgDriver(dsn, self.schema, min_size=min_size, max_size=max_size,
                              connect_timeout=connect_timeout, pool_timeout=pool_timeout,
                              lock_timeout=lock_timeout)
-        try:
-            self._db.migrate(utc_now())
-        except BaseException:
-            self._db.close()
-            raise
-        self.memory = SqlMemoryStore(self._db, clock, ids or ThreadIdFactory(clock))
-        self.runs = SqlRunJournal(self._db)
-
-    def close(self) -> None:
-        self._db.close()
+        self._open(self._pg, MIGRATIONS, clock, ids)
 
     def __repr__(self) -> str:
-        return f"PostgresStorage({self._db.where!r})"
+        return f"PostgresStorage({self._pg.where!r})"

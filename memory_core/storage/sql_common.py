@@ -17,13 +17,13 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any, Protocol
 
 import numpy as np
 
 from memory_core.errors import InvalidInputError, NotFoundError
-from memory_core.storage.base import EmbeddingBlock, MemoryStore, RunJournal
+from memory_core.storage.base import EmbeddingBlock, MemoryStore, RunJournal, Storage
 from memory_core.storage.common import (
     Clock,
     ThreadIdFactory,
@@ -31,6 +31,9 @@ from memory_core.storage.common import (
     decode_vectors,
     encode_json,
     encode_vector,
+    json_or_invalid,
+    ts_micros,
+    utc_now,
     validate_batch,
 )
 from memory_core.types import (
@@ -44,8 +47,6 @@ from memory_core.types import (
     canonical_json,
 )
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_US = timedelta(microseconds=1)
 # Bound-parameter lists are chunked: SQLite caps the number of variables per statement.
 _CHUNK = 500
 DIM_KEY = "embedding_dim"
@@ -53,13 +54,6 @@ DIM_KEY = "embedding_dim"
 
 def ts_text(dt: datetime) -> str:
     return dt.isoformat()
-
-
-def ts_micros(dt: datetime) -> int:
-    """Microseconds since the epoch; a naive datetime is read as UTC."""
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=UTC)
-    return (dt - _EPOCH) // _US
 
 
 def ts_parse(text: str) -> datetime:
@@ -77,13 +71,6 @@ def _chunks(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
 
 def _marks(n: int) -> str:
     return ",".join("?" * n)
-
-
-def _json_or_invalid(what: str, value: Any) -> str:
-    try:
-        return canonical_json(value)
-    except (TypeError, ValueError) as e:
-        raise InvalidInputError(f"{what} is not JSON-serialisable: {e}") from e
 
 
 class Tx(Protocol):
@@ -119,6 +106,11 @@ class Driver(ABC):
 
     @abstractmethod
     def close(self) -> None: ...
+
+    def migrate(self, migrations: Sequence[Migration], now: datetime) -> None:
+        """Apply the migrations this database lacks, in one write transaction."""
+        with self.write("migrate") as tx:
+            apply_migrations(tx, migrations, now)
 
 
 @dataclass(frozen=True)
@@ -178,7 +170,7 @@ class SqlMemoryStore(MemoryStore):
         if not isinstance(tid, str):
             raise InvalidInputError(f"thread id must be a string, got {tid!r}")
         meta = dict(metadata or {})
-        meta_text = _json_or_invalid(f"metadata of thread '{tid}'", meta)
+        meta_text = json_or_invalid(f"metadata of thread '{tid}'", meta)
         if tx.query("SELECT 1 FROM threads WHERE id = ?", (tid,)):
             raise InvalidInputError(f"thread '{tid}' already exists")
         now = self._clock()
@@ -245,7 +237,7 @@ class SqlMemoryStore(MemoryStore):
             if resource_id is not None:
                 patch["resource_id"] = resource_id
             nt = t.model_copy(update=patch, deep=True)
-            meta_text = _json_or_invalid(f"metadata of thread '{thread_id}'", nt.metadata)
+            meta_text = json_or_invalid(f"metadata of thread '{thread_id}'", nt.metadata)
             tx.execute("UPDATE threads SET title = ?, metadata = ?, resource_id = ?,"
                        " updated_at = ? WHERE id = ?",
                        (nt.title, meta_text, nt.resource_id, ts_text(nt.updated_at),
@@ -269,7 +261,7 @@ class SqlMemoryStore(MemoryStore):
                 (t.id, rid, source_id))
             tx.execute(
                 "INSERT INTO working_memory (key, value) SELECT ?, value FROM working_memory"
-                " WHERE key = ? AND value <> 'null' ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                " WHERE key = ? ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                 (f"thread:{t.id}", f"thread:{source_id}"))
             tx.execute(
                 f"INSERT INTO observations ({_OBS_COLS}, created_us)"
@@ -377,6 +369,17 @@ class SqlMemoryStore(MemoryStore):
             return [_row_to_message(r) for r in tx.query(
                 f"SELECT {_MSG_COLS} FROM messages WHERE thread_id = ? AND run_id = ?"
                 " ORDER BY seq", (thread_id, run_id))]
+
+    def get_tail(self, thread_id: str, n: int) -> list[StoredMessage]:
+        if n <= 0:
+            return []
+        # the port's rule in one query (it runs every turn): seqs from max_seq - n + 1
+        with self._db.read("get_tail") as tx:
+            rows = tx.query(
+                f"SELECT {_MSG_COLS} FROM messages WHERE thread_id = ? AND seq >="
+                " (SELECT MAX(seq) FROM messages WHERE thread_id = ?) - ? + 1 ORDER BY seq",
+                (thread_id, thread_id, n))
+        return [_row_to_message(r) for r in rows][-n:]
 
     def count_messages(self, thread_id: str) -> int:
         with self._db.read("count_messages") as tx:
@@ -489,13 +492,8 @@ class SqlMemoryStore(MemoryStore):
 
     @staticmethod
     def _delete_wm(tx: Tx, key: str) -> bool:
-        # The reference adapter reports a key as deleted only when its value was not
-        # null (dict.pop(...) is not None); match it.
-        rows = tx.query("SELECT value FROM working_memory WHERE key = ?", (key,))
-        if not rows:
-            return False
-        tx.execute("DELETE FROM working_memory WHERE key = ?", (key,))
-        return decode_json(rows[0][0]) is not None
+        # a stored JSON null is a row too, so it counts as existing
+        return tx.execute("DELETE FROM working_memory WHERE key = ?", (key,)) > 0
 
     def delete_working_memory(self, key: str) -> bool:
         with self._db.write("delete_working_memory") as tx:
@@ -504,7 +502,7 @@ class SqlMemoryStore(MemoryStore):
     # -- observations --------------------------------------------------------------
     def put_observation(self, observation: Observation) -> None:
         o = observation
-        src = _json_or_invalid(f"source_ids of observation '{o.id}'", list(o.source_ids))
+        src = json_or_invalid(f"source_ids of observation '{o.id}'", list(o.source_ids))
         with self._db.write("put_observation") as tx:
             tx.execute(f"INSERT INTO observations ({_OBS_COLS}, created_us)"
                        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
@@ -622,6 +620,26 @@ class SqlRunJournal(RunJournal):
                 n += tx.execute(f"DELETE FROM runs WHERE run_id IN ({_marks(len(part))})",
                                 part)
         return n
+
+
+class SqlStorage(Storage):
+    """Both SQL ports over one Driver; an adapter builds its driver and calls _open."""
+
+    _db: Driver
+
+    def _open(self, db: Driver, migrations: Sequence[Migration], clock: Clock,
+              ids: ThreadIdFactory | None) -> None:
+        self._db = db
+        try:
+            db.migrate(migrations, utc_now())
+        except BaseException:
+            db.close()
+            raise
+        self.memory = SqlMemoryStore(db, clock, ids or ThreadIdFactory(clock))
+        self.runs = SqlRunJournal(db)
+
+    def close(self) -> None:
+        self._db.close()
 
 
 def schema_v1(text: str, blob: str, pos: str) -> tuple[str, ...]:

@@ -23,15 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from memory_core.errors import StorageBusyError, StorageError
-from memory_core.storage.base import Storage
 from memory_core.storage.common import Clock, ThreadIdFactory, utc_now
 from memory_core.storage.sql_common import (
     Driver,
     Migration,
-    SqlMemoryStore,
-    SqlRunJournal,
+    SqlStorage,
     Tx,
-    apply_migrations,
     schema_v1,
 )
 
@@ -120,7 +117,7 @@ class _SqliteDriver(Driver):
             self._conn.close()
 
 
-class SQLiteStorage(Storage):
+class SQLiteStorage(SqlStorage):
     """Both ports on the SQLite file at ``path`` (or ``":memory:"``); ``clock`` and
     ``ids`` are injectable, ``busy_timeout`` is how long (seconds) a write waits for
     another process's write before raising StorageBusyError."""
@@ -128,18 +125,7 @@ class SQLiteStorage(Storage):
     def __init__(self, path: str | Path, *, clock: Clock = utc_now,
                  ids: ThreadIdFactory | None = None, busy_timeout: float = 30.0) -> None:
         self.path = str(path)
-        self._db = _SqliteDriver(self.path, busy_timeout)
-        try:
-            with self._db.write("migrate") as tx:
-                apply_migrations(tx, MIGRATIONS, utc_now())
-        except BaseException:
-            self._db.close()
-            raise
-        self.memory = SqlMemoryStore(self._db, clock, ids or ThreadIdFactory(clock))
-        self.runs = SqlRunJournal(self._db)
-
-    def close(self) -> None:
-        self._db.close()
+        self._open(_SqliteDriver(self.path, busy_timeout), MIGRATIONS, clock, ids)
 
     def __repr__(self) -> str:
         return f"SQLiteStorage({self.path!r})"

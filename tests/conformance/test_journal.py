@@ -17,6 +17,15 @@ def test_put_if_absent_first_write_wins(storage: Storage) -> None:
     assert storage.runs.has("r1:step:0") and not storage.runs.has("r1:step:1")
 
 
+def test_has_counts_a_stored_null_and_only_the_exact_key(storage: Storage) -> None:
+    assert storage.runs.put_if_absent("r1:step:1", None) is True
+    storage.runs.put_if_absent("r1:step:10", 1)
+    assert storage.runs.get("r1:step:1") is None
+    assert storage.runs.has("r1:step:1")
+    assert storage.runs.put_if_absent("r1:step:1", 2) is False
+    assert not storage.runs.has("r1:step:")
+
+
 def test_get_missing_is_none(storage: Storage) -> None:
     assert storage.runs.get("nope") is None
 

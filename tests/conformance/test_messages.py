@@ -127,6 +127,15 @@ def test_get_tail(t1: Storage) -> None:
     assert [m.seq for m in t1.memory.get_tail("t1", 9)] == [0, 1, 2, 3, 4]
     assert t1.memory.get_tail("t1", 0) == []
     assert t1.memory.get_tail("ghost", 3) == []
+    assert t1.memory.get_tail("t1", -1) == []
+
+
+def test_get_tail_counts_seqs_not_rows_across_a_gap(t1: Storage) -> None:
+    # the port's rule is "seqs from max_seq - n + 1": a gap yields fewer than n rows
+    t1.memory.append_messages("t1", [row("a", seq=0), row("b", seq=5), row("c", seq=6)])
+    assert [m.seq for m in t1.memory.get_tail("t1", 2)] == [5, 6]
+    assert [m.seq for m in t1.memory.get_tail("t1", 4)] == [5, 6]
+    assert [m.seq for m in t1.memory.get_tail("t1", 7)] == [0, 5, 6]
 
 
 def test_get_messages_by_run(t1: Storage) -> None:

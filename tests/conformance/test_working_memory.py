@@ -36,3 +36,21 @@ def test_non_json_value_is_refused_naming_key(storage: Storage) -> None:
     with pytest.raises(InvalidInputError, match="thread:a"):
         storage.memory.put_working_memory("thread:a", {"bad": object()})
     assert storage.memory.list_working_memory_keys() == []
+
+
+def test_stored_json_null_is_a_value_that_exists(storage: Storage) -> None:
+    # get cannot tell null from absent, but listing, deleting, cloning and erasing can:
+    # every adapter must treat the stored null as a key that exists
+    m = storage.memory
+    m.create_thread("src", resource_id="u1")
+    m.put_working_memory("thread:src", None)
+    m.put_working_memory("resource:u1", None)
+    assert m.get_working_memory("thread:src") is None
+    assert m.list_working_memory_keys() == ["resource:u1", "thread:src"]
+    m.clone_thread("src", "dst")
+    assert "thread:dst" in m.list_working_memory_keys()
+    assert m.delete_working_memory("thread:dst") is True
+    assert m.delete_working_memory("thread:dst") is False
+    assert storage.erase_thread("src").working_memory == ["thread:src"]
+    assert storage.erase_resource("u1").working_memory == ["resource:u1"]
+    assert m.list_working_memory_keys() == []
