@@ -24,7 +24,6 @@ from memory_core.storage.base import Storage
 ENV_VAR = "MEMWB_DB"
 DEMO_DB = "sample_data/out/demo.duckdb"
 MEMORY_SCHEME = "memory://"
-SQL_SCHEMES = ("duckdb://", "sqlite://", "postgresql://", "postgres://")
 CACHE_TTL_SECONDS = 10
 LOCK_TIMEOUT_SECONDS = 5.0
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -81,17 +80,13 @@ def _resolve_path(path: str) -> Path:
     return p
 
 
-def _open_duckdb_read_only(path: Path) -> Storage:
-    from memory_core.storage.duckdb import DuckDBStorage
-
-    # read-only and opened per operation by the adapter, so an agent process can keep
-    # writing to the same file; a short lock wait keeps the page responsive
-    return DuckDBStorage(str(path), read_only=True, lock_timeout=LOCK_TIMEOUT_SECONDS)
-
-
 def open_database(url: str) -> Storage:
-    """Open the database a user typed: ``memory://name``, a storage URL or a DuckDB
-    file path. Raises NotFoundError / InvalidInputError naming the bad value."""
+    """Open the database a user typed: ``memory://name`` (registered in this process),
+    a storage URL or a DuckDB file path. DuckDB files open read-only, so an agent
+    process can keep writing, with a short lock wait that keeps the page responsive.
+    Raises NotFoundError / InvalidInputError naming the bad value."""
+    from memory_core.storage.url import file_of, open_existing
+
     url = url.strip()
     if not url:
         raise InvalidInputError("no database given: type a DuckDB file path or a storage URL")
@@ -102,25 +97,15 @@ def open_database(url: str) -> Storage:
         if storage is None:
             raise NotFoundError(f"in-memory database '{url}' is not registered in this process")
         return storage
-    if url.startswith("duckdb://"):
-        # as memory_core.storage.url reads it: duckdb:///abs/path or duckdb://rel/path
-        target = url[len("duckdb://"):]
-    elif url.startswith(SQL_SCHEMES):
-        from memory_core.storage.url import open_storage
-
-        return open_storage(url)
-    elif "://" in url:
-        raise InvalidInputError(
-            f"unknown database URL '{url}': use a file path, duckdb:///path, "
-            "sqlite:///path, postgresql://… or memory://name")
-    else:
-        target = url
-    path = _resolve_path(target)
-    if not path.exists():
-        raise NotFoundError(_missing_file_message(target))
-    if path.is_dir():
-        raise InvalidInputError(f"'{target}' is a directory, not a database file")
-    return _open_duckdb_read_only(path)
+    target = file_of(url)
+    kwargs: dict[str, Any] = {}
+    if target is not None and target[0] == "duckdb":
+        url = str(_resolve_path(target[1]))
+        kwargs["lock_timeout"] = LOCK_TIMEOUT_SECONDS
+    try:
+        return open_existing(url, read_only=True, **kwargs)
+    except NotFoundError:
+        raise NotFoundError(_missing_file_message(target[1] if target else url)) from None
 
 
 @dataclass

@@ -41,34 +41,30 @@ def fail(message: str) -> typer.Exit:
 
 
 def local_path(url: str) -> str | None:
-    """The file a bare path, duckdb:// or sqlite:// URL names; None for in-memory
-    databases and servers (nothing on disk to check)."""
-    if "://" not in url:
-        path = url
-    elif url.startswith(("duckdb://", "sqlite://")):
-        path = url.split("://", 1)[1]
-    else:
-        return None
-    return None if path in ("", ":memory:", "/:memory:") else path
+    """The database file a URL names, None for in-process databases and servers."""
+    from memory_core.storage.url import file_of
 
-
-def _is_duckdb(url: str) -> bool:
-    return "://" not in url or url.startswith("duckdb://")
+    target = file_of(url)
+    return target[1] if target else None
 
 
 @contextmanager
 def opened(db: str | None, *, read_only: bool = True,
            must_exist: bool = True) -> Iterator[Storage]:
-    from memory_core.storage.url import open_storage
+    """The storage a command works on; DuckDB is opened read-only unless the command
+    writes, so the workbench and an agent can keep using the file."""
+    from memory_core.errors import NotFoundError
+    from memory_core.storage.url import open_existing, open_storage
 
     url = db or default_db()
-    path = local_path(url)
-    if must_exist and path is not None and not Path(path).exists():
+    try:
+        storage = (open_existing(url, read_only=read_only) if must_exist
+                   else guarded(lambda: open_storage(url)))
+    except NotFoundError:
         hint = " (build it with `memwb demo`)" if url == DEFAULT_DB else ""
-        raise fail(f"database {url!r} does not exist{hint}")
-    # read-only DuckDB connections let the workbench read while an agent writes
-    kwargs = {"read_only": True} if read_only and _is_duckdb(url) else {}
-    storage = guarded(lambda: open_storage(url, **kwargs))
+        raise fail(f"database {url!r} does not exist{hint}") from None
+    except MemoryCoreError as e:
+        raise fail(str(e)) from None
     try:
         yield storage
     finally:
@@ -134,11 +130,14 @@ def demo(db: DbOpt = None,
     from sample_data.build import build_demo
 
     url = db or default_db()
-    path = local_path(url)
-    if not _is_duckdb(url) or path is None:
+    from memory_core.storage.url import file_of
+
+    target = file_of(url)
+    if target is None or target[0] != "duckdb":
         raise fail(f"the demo is a DuckDB file; give a path or duckdb:///path, not {url!r}")
     if embedder not in EMBEDDERS:
         raise fail(f"unknown embedder {embedder!r}; choose {', '.join(EMBEDDERS)}")
+    path = target[1]
     if if_absent and Path(path).exists():
         typer.echo(f"demo database already at {path}")
         return

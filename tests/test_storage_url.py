@@ -109,3 +109,33 @@ def test_empty_url_or_path_is_refused(url: str) -> None:
 ])
 def test_describe_url_hides_passwords(url: str, shown: str) -> None:
     assert describe_url(url) == shown
+
+
+def test_file_of_names_the_database_file() -> None:
+    from memory_core.storage.url import file_of
+
+    assert file_of("data/x.duckdb") == ("duckdb", "data/x.duckdb")
+    assert file_of("duckdb:///abs/x.duckdb") == ("duckdb", "/abs/x.duckdb")
+    assert file_of("sqlite://rel.db") == ("sqlite", "rel.db")
+    assert file_of("duckdb:///:memory:") is None
+    assert file_of("memory://") is None
+    assert file_of("postgresql://u@h/db") is None
+
+
+def test_open_existing_never_creates_a_database(tmp_path: Path) -> None:
+    from memory_core.errors import InvalidInputError, NotFoundError
+    from memory_core.storage.duckdb import DuckDBStorage
+    from memory_core.storage.url import open_existing
+
+    for url in (str(tmp_path / "no.duckdb"), f"sqlite://{tmp_path / 'no.db'}"):
+        with pytest.raises(NotFoundError, match="does not exist"):
+            open_existing(url)
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(InvalidInputError, match="is a directory"):
+        open_existing(str(tmp_path))
+    DuckDBStorage(str(tmp_path / "x.duckdb")).close()
+    s = open_existing(str(tmp_path / "x.duckdb"), read_only=True)
+    try:
+        assert s.read_only  # type: ignore[attr-defined]
+    finally:
+        s.close()

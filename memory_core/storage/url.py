@@ -18,10 +18,11 @@ Keyword arguments (clock, ids, …) are passed to the adapter's constructor.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from memory_core.errors import InvalidInputError
+from memory_core.errors import InvalidInputError, NotFoundError
 from memory_core.storage.base import Storage
 
 SCHEMES = ("duckdb", "sqlite", "postgresql", "postgres", "memory")
@@ -81,6 +82,41 @@ def open_storage(url: str, **kwargs: Any) -> Storage:
     raise InvalidInputError(
         f"unknown storage URL scheme {m.group(1)!r} in {describe_url(url)!r}; "
         f"use one of {', '.join(s + '://' for s in SCHEMES)} or a bare DuckDB path")
+
+
+def file_of(url: str) -> tuple[str, str] | None:
+    """``(adapter, path)`` for a URL naming a database file (``"duckdb"`` for bare paths
+    and ``duckdb://``, ``"sqlite"`` for ``sqlite://``); None for in-process databases
+    and servers, which have nothing on disk to check."""
+    url = url.strip()
+    m = _SCHEME_RE.match(url)
+    if m is None:
+        adapter, path = "duckdb", url
+    elif m.group(1).lower() in ("duckdb", "sqlite"):
+        adapter, path = m.group(1).lower(), url[len(m.group(1)) + 3:]
+    else:
+        return None
+    if path in ("", ":memory:", "/:memory:"):
+        return None
+    return adapter, path
+
+
+def open_existing(url: str, *, read_only: bool = False, **kwargs: Any) -> Storage:
+    """Open a database that must already exist: opening a missing file would silently
+    create an empty database, so a missing file raises NotFoundError naming it (and a
+    directory InvalidInputError). ``read_only`` applies to DuckDB, whose read-only
+    handles let another process keep writing."""
+    target = file_of(url)
+    if target is not None:
+        adapter, path = target
+        p = Path(path).expanduser()
+        if not p.exists():
+            raise NotFoundError(f"database file '{path}' does not exist")
+        if p.is_dir():
+            raise InvalidInputError(f"'{path}' is a directory, not a database file")
+        if read_only and adapter == "duckdb":
+            kwargs["read_only"] = True
+    return open_storage(url, **kwargs)
 
 
 _KV_PASSWORD = re.compile(r"(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&]*)", re.IGNORECASE)

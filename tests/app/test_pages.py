@@ -213,7 +213,7 @@ def test_missing_database_file_says_how_to_build_the_demo(monkeypatch: pytest.Mo
 
 @pytest.mark.parametrize(("db", "expected"), [
     ("/tmp/definitely-missing.duckdb", "'/tmp/definitely-missing.duckdb' does not exist"),
-    ("ftp://host/x", "unknown database URL 'ftp://host/x'"),
+    ("ftp://host/x", "unknown storage URL scheme 'ftp'"),
     ("memory://never-registered", "'memory://never-registered' is not registered"),
 ])
 def test_bad_database_in_the_sidebar_is_a_clear_error(populated: Populated, app: MakeApp,
