@@ -6,11 +6,26 @@ version up, so replay and analysis of old journals keep working after schema cha
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
 
 from memory_core.errors import InvalidInputError
 from memory_core.prompt import FrozenPrompt
 from memory_core.provenance import MEMCTX_VERSION, Memctx
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def validated(model: type[M], data: Any, what: str) -> M:
+    """``model.model_validate(data)``, a malformed record becoming an InvalidInputError
+    that names the record (``what``) and the first bad field — never a raw traceback."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(str(x) for x in err["loc"]) or "(top level)"
+        raise InvalidInputError(f"{what} is malformed at {where}: {err['msg']}") from e
 
 
 def _version(record: Any, kind: str) -> int:
@@ -22,11 +37,11 @@ def _version(record: Any, kind: str) -> int:
     return v
 
 
-def upgrade_prompt(record: Any) -> FrozenPrompt:
+def upgrade_prompt(record: Any, key: str = "prompt record") -> FrozenPrompt:
     v = _version(record, "prompt")
     if v > 1:
         raise InvalidInputError(f"prompt record version {v} is newer than this code (1)")
-    return FrozenPrompt.model_validate({**record, "v": 1})
+    return validated(FrozenPrompt, {**record, "v": 1}, f"journal entry '{key}'")
 
 
 def _memctx_v0_to_v1(record: dict[str, Any]) -> dict[str, Any]:
@@ -57,7 +72,7 @@ def _memctx_v0_to_v1(record: dict[str, Any]) -> dict[str, Any]:
 _MEMCTX_UPGRADES = {0: _memctx_v0_to_v1}
 
 
-def upgrade_memctx(record: Any) -> Memctx:
+def upgrade_memctx(record: Any, key: str = "memctx record") -> Memctx:
     v = _version(record, "memctx")
     if v > MEMCTX_VERSION:
         raise InvalidInputError(
@@ -66,7 +81,7 @@ def upgrade_memctx(record: Any) -> Memctx:
     while v < MEMCTX_VERSION:
         data = _MEMCTX_UPGRADES[v](data)
         v = data["v"]
-    return Memctx.model_validate(data)
+    return validated(Memctx, data, f"journal entry '{key}'")
 
 
 def upgrade_step(record: Any) -> dict[str, Any]:

@@ -11,7 +11,7 @@ import math
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from memory_core.errors import InvalidInputError, NotFoundError
 from memory_core.models.base import ModelResponse
@@ -23,6 +23,7 @@ from memory_core.provenance import (
     MessageRef,
     ObservationRef,
 )
+from memory_core.records import upgrade_memctx, upgrade_prompt, upgrade_step, validated
 from memory_core.storage.base import Storage
 from memory_core.tokens import estimate_tokens
 from memory_core.types import (
@@ -155,22 +156,14 @@ def _load_prompt(storage: Storage, run_id: str) -> FrozenPrompt | None:
     raw = storage.runs.get(f"{run_id}:prompt")
     if raw is None:
         return None
-    try:
-        return FrozenPrompt.model_validate(raw)
-    except ValidationError as e:
-        raise InvalidInputError(f"journal entry '{run_id}:prompt' is not a FrozenPrompt: "
-                                f"{e.errors()[0]['msg']}") from e
+    return upgrade_prompt(raw, f"{run_id}:prompt")
 
 
 def _load_memctx(storage: Storage, run_id: str) -> Memctx | None:
     raw = storage.runs.get(f"{run_id}:memctx")
     if raw is None:
         return None
-    try:
-        return Memctx.model_validate(raw)
-    except ValidationError as e:
-        raise InvalidInputError(f"journal entry '{run_id}:memctx' is not a Memctx: "
-                                f"{e.errors()[0]['msg']}") from e
+    return upgrade_memctx(raw, f"{run_id}:memctx")
 
 
 def _candidate_runs(storage: Storage, thread_id: str, resource_id: str | None) -> list[RunRecord]:
@@ -459,7 +452,8 @@ def _steps(storage: Storage, run_id: str) -> list[StepView]:
         n = _step_number(key, prefix)
         if n < 0 or not isinstance(value, dict):
             continue
-        resp = ModelResponse.model_validate(value.get("response") or {})
+        resp = validated(ModelResponse, upgrade_step(value).get("response") or {},
+                         f"journal entry '{key}' (response)")
         out.append(StepView(n=n, text=resp.text, tool_calls=[tool_call_text(c)
                                                                for c in resp.tool_calls],
                             model=dict(value.get("model") or {}),

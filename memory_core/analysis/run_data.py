@@ -10,7 +10,13 @@ from memory_core.errors import NotFoundError
 from memory_core.models.base import ModelResponse
 from memory_core.prompt import FrozenPrompt
 from memory_core.provenance import Memctx
-from memory_core.records import upgrade_memctx, upgrade_output, upgrade_prompt, upgrade_step
+from memory_core.records import (
+    upgrade_memctx,
+    upgrade_output,
+    upgrade_prompt,
+    upgrade_step,
+    validated,
+)
 from memory_core.storage.base import Storage
 from memory_core.types import RunRecord
 
@@ -71,16 +77,17 @@ def load_run(storage: Storage, run_id: str) -> RunData:
     if run is None or prompt_raw is None:
         raise NotFoundError(
             f"run '{run_id}' does not exist (no run record or no frozen prompt in the journal)")
-    prompt = upgrade_prompt(prompt_raw)
+    prompt = upgrade_prompt(prompt_raw, f"{run_id}:prompt")
     memctx_raw = storage.runs.get(f"{run_id}:memctx")
-    memctx = upgrade_memctx(memctx_raw) if memctx_raw is not None else None
+    memctx = upgrade_memctx(memctx_raw, f"{run_id}:memctx") if memctx_raw is not None else None
     steps: list[StepRecord] = []
     for key, value in storage.runs.list(f"{run_id}:step:"):
         idx = _step_index(key, run_id)
         if idx is None:
             continue
         step = upgrade_step(value)
-        steps.append(StepRecord(idx, ModelResponse.model_validate(step["response"]),
+        steps.append(StepRecord(idx, validated(ModelResponse, step.get("response"),
+                                               f"journal entry '{key}' (response)"),
                                 dict(step.get("model") or {}), list(step.get("tools") or [])))
     steps.sort(key=lambda s: s.index)
     tools: dict[str, ToolRecord] = {}

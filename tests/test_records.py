@@ -1,0 +1,54 @@
+"""Journal records are read through one upgrade path: old formats are lifted, malformed
+ones raise an InvalidInputError naming the journal key — in analysis and in the views."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from memory_core import views
+from memory_core.analysis.run_data import load_run
+from memory_core.errors import InvalidInputError
+from memory_core.storage.inmemory import InMemoryStorage
+from memory_core.types import RunRecord
+
+T0 = datetime(2027, 1, 1, tzinfo=UTC)
+PROMPT = {"v": 1, "items": [{"lane": "input", "message": {"role": "user", "content": "hi"}}]}
+
+
+def storage_with(**entries: object) -> InMemoryStorage:
+    s = InMemoryStorage()
+    s.runs.start_run(RunRecord(run_id="r", agent="a", thread_id="t", started_at=T0))
+    for key, value in entries.items():
+        s.runs.put_if_absent(f"r:{key}", value)
+    return s
+
+
+def test_an_old_camel_case_memctx_is_shown_by_the_inspector() -> None:
+    s = storage_with(prompt=PROMPT, memctx={"threadId": "t", "recentCount": 2, "recalled": [
+        {"threadId": "t", "seq": 0, "role": "user", "preview": "old", "score": 0.9}]})
+    view = views.run_view(s, "r")
+    assert view.settings["recent_n"] == 2  # the v0 record's recentCount, upgraded
+    assert len(view.lane("input").items) == 1
+    assert load_run(s, "r").memctx.recalled[0].thread_id == "t"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(("key", "value", "where"), [
+    ("memctx", {"v": 1, "thread_id": "t", "settings": {"recent_n": "many",
+                                                        "recall_enabled": False}},
+     "'r:memctx' is malformed at settings.recent_n"),
+    ("step:0", {"v": 1, "response": {"text": 5}}, r"'r:step:0' \(response\) is malformed at text"),
+])
+def test_malformed_records_name_the_key(key: str, value: object, where: str) -> None:
+    s = storage_with(prompt=PROMPT, **{key: value})
+    with pytest.raises(InvalidInputError, match=where):
+        load_run(s, "r")
+    with pytest.raises(InvalidInputError, match=where):
+        views.run_view(s, "r")
+
+
+def test_a_malformed_prompt_names_the_key() -> None:
+    s = storage_with(prompt={"v": 1, "items": [{"lane": "nowhere", "message": {}}]})
+    with pytest.raises(InvalidInputError, match="'r:prompt' is malformed at items.0.lane"):
+        load_run(s, "r")
