@@ -10,6 +10,7 @@ import duckdb
 import pytest
 
 from memory_core.errors import InvalidInputError, StorageError
+from memory_core.storage import duckdb as duckdb_module
 from memory_core.storage.duckdb import MIGRATIONS, DuckDBStorage
 from memory_core.types import AppendRow, Message
 
@@ -25,8 +26,42 @@ def test_migrations_are_recorded_once(tmp_path: Path) -> None:
     assert s.setup() == len(MIGRATIONS) == s.schema_version()
     s.close()
     raw = duckdb.connect(str(db), read_only=True)
-    assert raw.execute("SELECT version FROM schema_migrations").fetchall() == [(1,)]
+    assert raw.execute("SELECT version FROM schema_migrations ORDER BY version").fetchall() \
+        == [(v,) for v in range(1, len(MIGRATIONS) + 1)]
     raw.close()
+
+
+def test_old_schema_is_migrated_with_backfilled_thread_counters(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A database written before migration 2 gets each thread's message count and max
+    seq from the messages it already holds, and keeps them from then on."""
+    db = tmp_path / "old.duckdb"
+    monkeypatch.setattr(duckdb_module, "MIGRATIONS", MIGRATIONS[:1])
+    DuckDBStorage(db, linger=0).close()
+    monkeypatch.undo()
+    raw = duckdb.connect(str(db))
+    for tid in ("gappy", "empty", "one"):
+        raw.execute("INSERT INTO threads VALUES (?, 'r', NULL, '{}', NULL, 0, 0)", [tid])
+    for tid, seq in (("gappy", 0), ("gappy", 1), ("gappy", 2), ("gappy", 7), ("one", 3)):
+        raw.execute("INSERT INTO messages VALUES (?, ?, 'user', ?, ?, ?, '{}', 0, NULL, 'r')",
+                    [tid, seq, f'"m{seq}"', f"m{seq}", f"m{seq}"])
+    raw.close()
+
+    s = DuckDBStorage(db, linger=0)
+    try:
+        assert s.schema_version() == len(MIGRATIONS) == 2
+        m = s.memory
+        assert m.thread_stats(["gappy", "empty", "one", "ghost"]) == {
+            "gappy": (4, 7), "empty": (0, -1), "one": (1, 3)}
+        assert (m.count_messages("gappy"), m.max_seq("gappy")) == (4, 7)
+        assert m.append_messages("gappy", [msg("new")]) == [8]
+        assert m.append_messages("empty", [AppendRow(message=Message(content="a"), seq=5),
+                                           AppendRow(message=Message(content="b"), seq=2)]) \
+            == [5, 2]
+        assert m.thread_stats(["gappy", "empty"]) == {"gappy": (5, 8), "empty": (2, 5)}
+        assert [x.text() for x in m.get_messages("gappy")] == ["m0", "m1", "m2", "m7", "new"]
+    finally:
+        s.close()
 
 
 def test_read_only_refuses_writes_and_reads_data(tmp_path: Path) -> None:

@@ -10,12 +10,14 @@ import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 import psycopg
 import pytest
 
 from memory_core.errors import InvalidInputError, StorageBusyError, StorageError
+from memory_core.storage import sqlite as sqlite_module
 from memory_core.storage.base import Storage
 from memory_core.storage.sqlite import SQLiteStorage
 from memory_core.types import AppendRow, Message
@@ -58,9 +60,62 @@ def _reopen(s: Storage) -> Storage:
 
 
 def test_migrations_are_recorded_once(sql_store: Storage) -> None:
-    assert [r[0] for r in _raw(sql_store, "SELECT version FROM schema_migrations")] == [1]
+    versions = "SELECT version FROM schema_migrations ORDER BY version"
+    assert [r[0] for r in _raw(sql_store, versions)] == [1, 2]
     _reopen(sql_store).close()
+    assert [r[0] for r in _raw(sql_store, versions)] == [1, 2]
+
+
+def _module_of(s: Storage) -> ModuleType:
+    if isinstance(s, SQLiteStorage):
+        return sqlite_module
+    from memory_core.storage import postgres
+
+    return postgres
+
+
+def test_old_schema_is_migrated_with_backfilled_thread_counters(
+        sql_store: Storage, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A database written before migration 2 gets each thread's message count and max
+    seq from the messages it already holds, and keeps them from then on."""
+    # rebuild the database as the first schema left it, then write rows as that code did
+    for table in ("schema_migrations", "messages", "threads", "meta", "working_memory",
+                  "observations", "journal", "runs"):
+        _raw(sql_store, f"DROP TABLE {table}")
+    sql_store.close()
+    module = _module_of(sql_store)
+    monkeypatch.setattr(module, "MIGRATIONS", module.MIGRATIONS[:1])
+    _reopen(sql_store).close()
+    monkeypatch.undo()
     assert [r[0] for r in _raw(sql_store, "SELECT version FROM schema_migrations")] == [1]
+    for tid in ("gappy", "empty", "one"):
+        _raw(sql_store, "INSERT INTO threads (id, resource_id, title, metadata,"
+                        " parent_thread_id, created_at, created_us, updated_at) VALUES"
+                        f" ('{tid}', 'r', NULL, '{{}}', NULL, '2026-01-01T00:00:00+00:00', 0,"
+                        " '2026-01-01T00:00:00+00:00')")
+    for tid, seq in (("gappy", 0), ("gappy", 1), ("gappy", 2), ("gappy", 7), ("one", 3)):
+        _raw(sql_store, "INSERT INTO messages (thread_id, seq, resource_id, body, text_lower,"
+                        " created_at, created_us, run_id, embedding) VALUES"
+                        f" ('{tid}', {seq}, 'r', '{{\"content\":\"m{seq}\",\"metadata\":{{}},"
+                        f"\"role\":\"user\"}}', 'm{seq}', '2026-01-01T00:00:00+00:00', 0,"
+                        " NULL, NULL)")
+
+    s = _reopen(sql_store)
+    try:
+        versions = "SELECT version FROM schema_migrations ORDER BY version"
+        assert [r[0] for r in _raw(s, versions)] == [1, 2]
+        m = s.memory
+        assert m.thread_stats(["gappy", "empty", "one", "ghost"]) == {
+            "gappy": (4, 7), "empty": (0, -1), "one": (1, 3)}
+        assert (m.count_messages("gappy"), m.max_seq("gappy")) == (4, 7)
+        assert m.append_messages("gappy", [AppendRow(message=Message(content="new"))]) == [8]
+        assert m.append_messages("empty", [AppendRow(message=Message(content="a"), seq=5),
+                                           AppendRow(message=Message(content="b"), seq=2)]) \
+            == [5, 2]
+        assert m.thread_stats(["gappy", "empty"]) == {"gappy": (5, 8), "empty": (2, 5)}
+        assert [x.text() for x in m.get_messages("gappy")] == ["m0", "m1", "m2", "m7", "new"]
+    finally:
+        s.close()
 
 
 def test_driver_error_becomes_storage_error_naming_the_operation(sql_store: Storage) -> None:

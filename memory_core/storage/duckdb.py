@@ -93,6 +93,16 @@ MIGRATIONS: list[tuple[str, ...]] = [
             resource_id VARCHAR, status VARCHAR NOT NULL, started_at BIGINT NOT NULL,
             finished_at BIGINT, error VARCHAR)""",
     ),
+    (
+        # each thread's message count and highest seq, kept by every message write so
+        # thread_stats reads one row a thread; backfilled from the stored messages
+        "ALTER TABLE threads ADD COLUMN message_count BIGINT DEFAULT 0",
+        "ALTER TABLE threads ADD COLUMN max_seq BIGINT DEFAULT -1",
+        """UPDATE threads SET
+            message_count = (SELECT count(*) FROM messages m WHERE m.thread_id = threads.id),
+            max_seq = (SELECT coalesce(max(m.seq), -1) FROM messages m
+                       WHERE m.thread_id = threads.id)""",
+    ),
 ]
 
 def _one(cur: Conn) -> tuple[Any, ...] | None:
@@ -520,6 +530,9 @@ class DuckDBMemoryStore(MemoryStore):
                 " WHERE thread_id = ?", [t.id, rid, source_id])
             conn.execute("INSERT INTO embeddings SELECT ?, seq, vec FROM embeddings "
                          "WHERE thread_id = ?", [t.id, source_id])
+            conn.execute("UPDATE threads SET message_count = s.message_count, "
+                         "max_seq = s.max_seq FROM threads s WHERE s.id = ? "
+                         "AND threads.id = ?", [source_id, t.id])
             conn.execute("INSERT OR REPLACE INTO working_memory SELECT ?, value "
                          "FROM working_memory WHERE key = ?",
                          [f"{THREAD_WM_PREFIX}{t.id}", f"{THREAD_WM_PREFIX}{source_id}"])
@@ -561,6 +574,10 @@ class DuckDBMemoryStore(MemoryStore):
             if not new:
                 return seqs
             self._insert(conn, thread_id, resource_id, rows, new)
+            # same transaction: only the rows inserted (repeated explicit seqs skipped)
+            conn.execute("UPDATE threads SET message_count = message_count + ?, "
+                         "max_seq = greatest(max_seq, ?) WHERE id = ?",
+                         [len(new), max(s for _, s in new), thread_id])
             with_vec = [(i, s) for i, s in new if rows[i].embedding is not None]
             if with_vec:
                 assert dim is not None
@@ -621,18 +638,19 @@ class DuckDBMemoryStore(MemoryStore):
 
         return self._db.run(f"get_messages of thread {thread_id!r}", go, write=False)
 
+    # The counters on the threads row are kept by every write that adds or removes
+    # messages, so these read one row a thread instead of counting its messages.
     def count_messages(self, thread_id: str) -> int:
         def go(conn: Conn) -> int:
-            row = _one(conn.execute("SELECT count(*) FROM messages WHERE thread_id = ?",
-                               [thread_id]))
+            row = _one(conn.execute("SELECT message_count FROM threads WHERE id = ?",
+                                    [thread_id]))
             return int(row[0]) if row else 0
 
         return self._db.run(f"count_messages of thread {thread_id!r}", go, write=False)
 
     def max_seq(self, thread_id: str) -> int:
         def go(conn: Conn) -> int:
-            row = _one(conn.execute("SELECT coalesce(max(seq), -1) FROM messages WHERE thread_id = ?",
-                               [thread_id]))
+            row = _one(conn.execute("SELECT max_seq FROM threads WHERE id = ?", [thread_id]))
             return int(row[0]) if row else -1
 
         return self._db.run(f"max_seq of thread {thread_id!r}", go, write=False)
@@ -644,11 +662,8 @@ class DuckDBMemoryStore(MemoryStore):
 
         def go(conn: Conn) -> dict[str, tuple[int, int]]:
             rows = conn.execute(
-                "SELECT t.id, coalesce(s.n, 0), coalesce(s.top, -1) FROM threads t "
-                "LEFT JOIN (SELECT thread_id, count(*) AS n, max(seq) AS top FROM messages "
-                "WHERE list_contains(?::VARCHAR[], thread_id) GROUP BY thread_id) s "
-                "ON s.thread_id = t.id WHERE list_contains(?::VARCHAR[], t.id)",
-                [tids, tids]).fetchall()
+                "SELECT id, message_count, max_seq FROM threads "
+                "WHERE list_contains(?::VARCHAR[], id)", [tids]).fetchall()
             return {str(r[0]): (int(r[1]), int(r[2])) for r in rows}
 
         return self._db.run(f"thread_stats of {len(tids)} threads", go, write=False)

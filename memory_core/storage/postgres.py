@@ -38,13 +38,15 @@ from memory_core.storage.sql_common import (
     Tx,
     apply_migrations,
     schema_v1,
+    schema_v2_thread_counters,
 )
 
 _C_TEXT = 'TEXT COLLATE "C"'  # code-point order, like Python's sorted()
 MIGRATIONS: tuple[Migration, ...] = (
-    # append-only: add Migration(2, ...) below, never edit a shipped one
+    # append-only: add Migration(3, ...) below, never edit a shipped one
     Migration(1, "initial schema",
               schema_v1(_C_TEXT, "BYTEA", "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY")),
+    Migration(2, "per-thread message count and max seq", schema_v2_thread_counters()),
 )
 
 

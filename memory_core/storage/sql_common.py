@@ -259,6 +259,11 @@ class SqlMemoryStore(MemoryStore):
                 " SELECT ?, seq, ?, body, text_lower, created_at, created_us, run_id,"
                 " embedding FROM messages WHERE thread_id = ?",
                 (t.id, rid, source_id))
+            # the copy's counters are the source's, taken under the same write lock
+            tx.execute(
+                "UPDATE threads SET message_count = (SELECT s.message_count FROM threads s"
+                " WHERE s.id = ?), max_seq = (SELECT s.max_seq FROM threads s WHERE s.id = ?)"
+                " WHERE id = ?", (source_id, source_id, t.id))
             tx.execute(
                 "INSERT INTO working_memory (key, value) SELECT ?, value FROM working_memory"
                 " WHERE key = ? ON CONFLICT (key) DO UPDATE SET value = excluded.value",
@@ -336,6 +341,12 @@ class SqlMemoryStore(MemoryStore):
                     "INSERT INTO messages (thread_id, seq, resource_id, body, text_lower,"
                     " created_at, created_us, run_id, embedding)"
                     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", staged)
+                # Same transaction, under the thread's write lock: staged holds only the
+                # rows actually inserted (repeated explicit seqs were skipped above).
+                top = max(row[1] for row in staged)
+                tx.execute("UPDATE threads SET message_count = message_count + ?,"
+                           " max_seq = CASE WHEN max_seq < ? THEN ? ELSE max_seq END"
+                           " WHERE id = ?", (len(staged), top, top, thread_id))
             if batch_dim is not None and dim is None and staged_vec:
                 tx.execute("UPDATE meta SET value = ? WHERE key = ?",
                            (str(batch_dim), DIM_KEY))
@@ -381,26 +392,25 @@ class SqlMemoryStore(MemoryStore):
                 (thread_id, thread_id, n))
         return [_row_to_message(r) for r in rows][-n:]
 
+    # The counters on the threads row are kept by every write that adds or removes
+    # messages, so these read one row a thread instead of counting its messages.
     def count_messages(self, thread_id: str) -> int:
         with self._db.read("count_messages") as tx:
-            return int(tx.query("SELECT COUNT(*) FROM messages WHERE thread_id = ?",
-                                (thread_id,))[0][0])
+            rows = tx.query("SELECT message_count FROM threads WHERE id = ?", (thread_id,))
+        return int(rows[0][0]) if rows else 0
 
     def max_seq(self, thread_id: str) -> int:
         with self._db.read("max_seq") as tx:
-            top = tx.query("SELECT MAX(seq) FROM messages WHERE thread_id = ?",
-                           (thread_id,))[0][0]
-        return -1 if top is None else int(top)
+            rows = tx.query("SELECT max_seq FROM threads WHERE id = ?", (thread_id,))
+        return int(rows[0][0]) if rows else -1
 
     def thread_stats(self, thread_ids: Sequence[str]) -> dict[str, tuple[int, int]]:
         tids = list(dict.fromkeys(thread_ids))
         out: dict[str, tuple[int, int]] = {}
         with self._db.read("thread_stats") as tx:
             for part in _chunks(tids):
-                for r in tx.query(
-                        "SELECT t.id, COUNT(m.seq), COALESCE(MAX(m.seq), -1) FROM threads t "
-                        "LEFT JOIN messages m ON m.thread_id = t.id "
-                        f"WHERE t.id IN ({_marks(len(part))}) GROUP BY t.id", part):
+                for r in tx.query("SELECT id, message_count, max_seq FROM threads"
+                                  f" WHERE id IN ({_marks(len(part))})", part):
                     out[str(r[0])] = (int(r[1]), int(r[2]))
         return out
 
@@ -412,9 +422,13 @@ class SqlMemoryStore(MemoryStore):
             for i in range(0, len(pairs), _CHUNK // 2):
                 part = pairs[i:i + _CHUNK // 2]
                 values = ",".join(["(?, ?)"] * len(part))
+                # A join, not "(thread_id, seq) IN (VALUES ...)": SQLite plans that IN
+                # as a scan of every message; the join probes the primary key per pair.
+                cols = ", ".join(f"m.{c.strip()}" for c in _MSG_COLS.split(","))
                 out.extend(_row_to_message(r) for r in tx.query(
-                    f"SELECT {_MSG_COLS} FROM messages WHERE (thread_id, seq) IN "
-                    f"(VALUES {values})", [x for p in part for x in p]))
+                    f"SELECT {cols} FROM (VALUES {values}) AS v JOIN messages m"
+                    " ON m.thread_id = v.column1 AND m.seq = v.column2",
+                    [x for p in part for x in p]))
         # Python order, not the database collation, so every adapter agrees
         out.sort(key=lambda m: (m.thread_id, m.seq))
         return out
@@ -672,6 +686,19 @@ def schema_v1(text: str, blob: str, pos: str) -> tuple[str, ...]:
         f" error {text})",
         "CREATE INDEX IF NOT EXISTS runs_by_thread ON runs (thread_id)",
         "CREATE INDEX IF NOT EXISTS runs_by_resource ON runs (resource_id)",
+    )
+
+
+def schema_v2_thread_counters() -> tuple[str, ...]:
+    """The second migration: each thread's message count and highest seq kept on its
+    row (written in the transaction of every message insert), backfilled from the
+    messages already stored."""
+    return (
+        "ALTER TABLE threads ADD COLUMN message_count BIGINT NOT NULL DEFAULT 0",
+        "ALTER TABLE threads ADD COLUMN max_seq BIGINT NOT NULL DEFAULT -1",
+        "UPDATE threads SET message_count = (SELECT COUNT(*) FROM messages m"
+        " WHERE m.thread_id = threads.id), max_seq = COALESCE((SELECT MAX(m.seq)"
+        " FROM messages m WHERE m.thread_id = threads.id), -1)",
     )
 
 

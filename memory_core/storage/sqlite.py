@@ -30,11 +30,13 @@ from memory_core.storage.sql_common import (
     SqlStorage,
     Tx,
     schema_v1,
+    schema_v2_thread_counters,
 )
 
 MIGRATIONS: tuple[Migration, ...] = (
-    # append-only: add Migration(2, ...) below, never edit a shipped one
+    # append-only: add Migration(3, ...) below, never edit a shipped one
     Migration(1, "initial schema", schema_v1("TEXT", "BLOB", "INTEGER PRIMARY KEY")),
+    Migration(2, "per-thread message count and max seq", schema_v2_thread_counters()),
 )
 
 

@@ -193,6 +193,62 @@ def test_thread_stats_counts_and_max_seq_of_existing_threads(t1: Storage) -> Non
     assert m.thread_stats(["t2", "empty"]) == {"empty": (0, -1)}
 
 
+def _assert_stats_exact(m: MemoryStore, tids: list[str]) -> None:
+    """thread_stats, count_messages and max_seq all agree with the stored messages."""
+    truth: dict[str, tuple[int, int]] = {}
+    for t in tids:
+        if m.get_thread(t) is not None:
+            seqs = [x.seq for x in m.get_messages(t)]
+            truth[t] = (len(seqs), max(seqs, default=-1))
+    assert m.thread_stats(tids) == truth
+    for t in tids:
+        assert (m.count_messages(t), m.max_seq(t)) == truth.get(t, (0, -1))
+
+
+def test_thread_stats_stay_exact_through_explicit_seqs_clone_and_erase(
+        storage: Storage) -> None:
+    m = storage.memory
+    tids = ["a", "b", "a2", "b2"]
+    m.create_thread("a", resource_id="r")
+    m.create_thread("b", resource_id="gone")
+    _assert_stats_exact(m, tids)
+    assert m.append_messages("a", [row("x", seq=5), row("y", seq=1)]) == [5, 1]
+    _assert_stats_exact(m, tids)
+    # a replayed batch is ignored row by row: no count change, no max change
+    assert m.append_messages("a", [row("x", seq=5), row("y", seq=1)]) == [5, 1]
+    _assert_stats_exact(m, tids)
+    assert m.thread_stats(["a"]) == {"a": (2, 5)}
+    # partly repeated: only the new rows count, and a lower new seq keeps the max
+    assert m.append_messages("a", [row("y", seq=1), row("z", seq=3), row("w", seq=9)]) \
+        == [1, 3, 9]
+    assert m.append_messages("a", [row("v", seq=0)]) == [0]
+    assert m.thread_stats(["a"]) == {"a": (5, 9)}
+    assert m.append_messages("a", [row("next")]) == [10]
+    _assert_stats_exact(m, tids)
+    # a batch refused before writing leaves the counters alone
+    m.append_messages("b", [row("p", embedding=vec(1, 0))])
+    with pytest.raises(InvalidInputError):
+        m.append_messages("b", [row("q"), row("bad", embedding=vec(1, 0, 0))])
+    assert m.thread_stats(["b"]) == {"b": (1, 0)}
+    # a clone starts with the source's counters and then moves on its own
+    m.clone_thread("a", "a2")
+    assert m.thread_stats(["a", "a2"]) == {"a": (6, 10), "a2": (6, 10)}
+    m.append_messages("a2", [row("only in the clone")])
+    m.append_messages("a", [row("only in a", seq=20), row("again", seq=3)])
+    assert m.thread_stats(["a", "a2"]) == {"a": (7, 20), "a2": (7, 11)}
+    m.clone_thread("b", "b2", resource_id="gone")
+    _assert_stats_exact(m, tids)
+    # erasure: gone from the stats, and a thread recreated under the same id is empty
+    storage.erase_thread("a2")
+    assert m.thread_stats(tids) == {"a": (7, 20), "b": (1, 0), "b2": (1, 0)}
+    storage.erase_resource("gone")
+    assert m.thread_stats(tids) == {"a": (7, 20)}
+    m.create_thread("a2")
+    assert m.thread_stats(["a2"]) == {"a2": (0, -1)}
+    assert m.append_messages("a2", [row("fresh")]) == [0]
+    _assert_stats_exact(m, tids)
+
+
 def test_get_messages_by_refs_across_threads(t1: Storage) -> None:
     m = t1.memory
     m.create_thread("t2")
