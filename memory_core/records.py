@@ -37,7 +37,8 @@ def _version(record: Any, kind: str) -> int:
     return v
 
 
-def upgrade_prompt(record: Any, key: str = "prompt record") -> FrozenPrompt:
+def upgrade_prompt(record: Any, key: str) -> FrozenPrompt:
+    """The ``:prompt`` record at journal ``key``, lifted to the current format."""
     v = _version(record, "prompt")
     if v > 1:
         raise InvalidInputError(f"prompt record version {v} is newer than this code (1)")
@@ -72,15 +73,20 @@ def _memctx_v0_to_v1(record: dict[str, Any]) -> dict[str, Any]:
 _MEMCTX_UPGRADES = {0: _memctx_v0_to_v1}
 
 
-def upgrade_memctx(record: Any, key: str = "memctx record") -> Memctx:
+def upgrade_memctx(record: Any, key: str) -> Memctx:
+    """The ``:memctx`` record at journal ``key``, lifted to the current format."""
     v = _version(record, "memctx")
     if v > MEMCTX_VERSION:
         raise InvalidInputError(
             f"memctx record version {v} is newer than this code ({MEMCTX_VERSION})")
     data = dict(record)
-    while v < MEMCTX_VERSION:
-        data = _MEMCTX_UPGRADES[v](data)
-        v = data["v"]
+    try:
+        while v < MEMCTX_VERSION:
+            data = _MEMCTX_UPGRADES[v](data)
+            v = data["v"]
+    except (KeyError, TypeError, AttributeError) as e:
+        raise InvalidInputError(
+            f"journal entry '{key}' cannot be upgraded from version {v}: {e!r}") from e
     return validated(Memctx, data, f"journal entry '{key}'")
 
 

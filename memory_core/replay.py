@@ -153,7 +153,7 @@ def replay(storage: Storage, run_id: str, *, memory: AgentMemory | None = None,
             scratch.runs.put_if_absent(k, v)
 
     given = (agents or {}).get(agent_name)
-    prompt = upgrade_prompt(runs.get(key_prompt(run_id)))
+    prompt = upgrade_prompt(runs.get(key_prompt(run_id)), key_prompt(run_id))
     if given is not None:
         agent = Agent(name=agent_name, instructions=given.instructions, model=RaisingModel(),
                       tools=[_raising_tool(t) for t in given.tools],
@@ -287,7 +287,7 @@ def _check_prompt(storage: Storage, run_id: str, memory: AgentMemory, prompt: Fr
                   incoming: list[Message], instructions: str, thread_id: str,
                   resource_id: str | None, lanes: list[str]) -> None:
     raw_memctx = storage.runs.get(key_memctx(run_id))
-    memctx = upgrade_memctx(raw_memctx) if raw_memctx else None
+    memctx = upgrade_memctx(raw_memctx, key_memctx(run_id)) if raw_memctx else None
     snap = snapshot_store(storage, run_id, thread_id, memctx)
     try:
         comp = _rebind(memory, snap).load_context(thread_id=thread_id,

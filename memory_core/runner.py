@@ -367,8 +367,8 @@ class Runner:
             rec_input = upgrade_input(rec_input)
             memctx_raw = runs.get(key_memctx(run_id))
             return _RunState(
-                run_id=run_id, prompt=upgrade_prompt(frozen),
-                memctx=upgrade_memctx(memctx_raw) if memctx_raw else None,
+                run_id=run_id, prompt=upgrade_prompt(frozen, key_prompt(run_id)),
+                memctx=upgrade_memctx(memctx_raw, key_memctx(run_id)) if memctx_raw else None,
                 incoming=[Message.model_validate(m) for m in rec_input["incoming"]],
                 resumed=True)
         # a crash after :input but before :prompt re-composes: nothing was persisted
@@ -393,9 +393,9 @@ class Runner:
             # resume that finds the prompt never needs to compose
             memctx_raw = self._put(key_memctx(run_id), memctx.model_dump(mode="json"),
                                    "memctx")
-            memctx = upgrade_memctx(memctx_raw)
+            memctx = upgrade_memctx(memctx_raw, key_memctx(run_id))
         frozen = self._put(key_prompt(run_id), prompt.to_json(), "prompt")
-        return _RunState(run_id=run_id, prompt=upgrade_prompt(frozen),
+        return _RunState(run_id=run_id, prompt=upgrade_prompt(frozen, key_prompt(run_id)),
                          memctx=memctx,
                          incoming=[Message.model_validate(m) for m in rec_input["incoming"]],
                          resumed=seen_before)

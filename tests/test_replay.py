@@ -280,7 +280,7 @@ def test_every_demo_run_replays_byte_identically_with_its_composition() -> None:
         memory = None
         if raw is not None:
             # the memory a run composed with is the one whose settings it recorded
-            settings = upgrade_memctx(raw).settings
+            settings = upgrade_memctx(raw, f"{run_id}:memctx").settings
             memory = next(m for m in memories if m.settings() == settings)
         report = replay(s, run_id, memory=memory, lanes=every_lane_but_wm)
         composed += report.prompt_checked

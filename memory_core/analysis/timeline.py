@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from memory_core.errors import InvalidInputError, NotFoundError
 from memory_core.provenance import LANES
@@ -68,11 +68,7 @@ def composition_timeline(storage: Storage, thread_id: str) -> Timeline:
         if raw is None:
             skipped.append(run.run_id)
             continue
-        try:
-            memctx = upgrade_memctx(raw)
-        except (ValidationError, KeyError, TypeError) as e:
-            raise InvalidInputError(
-                f"journal entry '{run.run_id}:memctx' is not a provenance record: {e}") from e
+        memctx = upgrade_memctx(raw, f"{run.run_id}:memctx")
         tokens = {lane: int(getattr(memctx.tokens, lane)) for lane in LANES}
         ids = [o.id for o in memctx.observations]
         count = memctx.observation_count
