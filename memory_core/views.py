@@ -506,3 +506,50 @@ def run_view(storage: Storage, run_id: str) -> RunView:
         recall_skipped=memctx.recall_skipped if memctx else None,
         steps=_steps(storage, run_id), tool_calls=_tool_calls(storage, run_id),
         answer=answer, notes=notes)
+
+
+# -- choosing two runs to compare -------------------------------------------------------
+NO_THREAD = "(no thread)"
+
+
+class RunPairChoice(BaseModel):
+    """The runs offered for a comparison on one thread and the pair picked by default."""
+
+    model_config = ConfigDict(frozen=True)
+    options: list[str]  # the thread's runs first (oldest → newest), then every other run
+    default_a: str
+    default_b: str
+
+
+def thread_key(run: RunSummary) -> str:
+    return run.thread_id or NO_THREAD
+
+
+def comparison_thread(runs: list[RunSummary], wanted: list[str | None]) -> str | None:
+    """The thread a comparison opens on: that of a run asked for (``wanted``, in order of
+    preference), else that of the most recent run with a predecessor on its thread."""
+    by_id = {r.run_id: r for r in runs}
+    for rid in wanted:
+        if rid in by_id:
+            return thread_key(by_id[rid])
+    counts: dict[str, int] = {}
+    for r in runs:
+        counts[thread_key(r)] = counts.get(thread_key(r), 0) + 1
+    return next((thread_key(r) for r in reversed(runs) if counts[thread_key(r)] >= 2), None)
+
+
+def comparison_pair(runs: list[RunSummary], thread: str, *, wanted_a: str | None = None,
+                    wanted_b: str | None = None) -> RunPairChoice:
+    """Defaults to the two most recent consecutive runs of ``thread``; runs asked for
+    (``wanted_a``/``wanted_b``) win when they exist. Needs at least two runs."""
+    if len(runs) < 2:
+        raise InvalidInputError(f"comparing needs at least two runs, got {len(runs)}")
+    on_thread = [r.run_id for r in runs if thread_key(r) == thread]
+    options = on_thread + [r.run_id for r in runs if r.run_id not in on_thread]
+    b = on_thread[-1] if on_thread else options[-1]
+    a = on_thread[-2] if len(on_thread) >= 2 else options[max(0, options.index(b) - 1)]
+    if a == b:
+        a = next(o for o in options if o != b)
+    return RunPairChoice(options=options,
+                         default_a=wanted_a if wanted_a in options else a,
+                         default_b=wanted_b if wanted_b in options else b)

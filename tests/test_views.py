@@ -156,3 +156,28 @@ def test_empty_storage() -> None:
     assert views.list_resources(s) == []
     assert views.thread_summaries(s, None) == []
     assert views.list_runs(s) == []
+
+
+def _runs(*spec: tuple[str, str | None]) -> list[views.RunSummary]:
+    from datetime import UTC, datetime, timedelta
+
+    t0 = datetime(2027, 1, 1, tzinfo=UTC)
+    return [views.RunSummary(run_id=rid, agent="a", thread_id=tid, resource_id=None,
+                             status="completed", started_at=t0 + timedelta(minutes=i),
+                             finished_at=None) for i, (rid, tid) in enumerate(spec)]
+
+
+def test_comparison_defaults_to_consecutive_runs_of_a_thread() -> None:
+    runs = _runs(("a1", "A"), ("b1", "B"), ("a2", "A"), ("c1", "C"))
+    # C has one run only: the newest run with a predecessor on its thread is a2
+    assert views.comparison_thread(runs, [None, None]) == "A"
+    pair = views.comparison_pair(runs, "A")
+    assert (pair.default_a, pair.default_b) == ("a1", "a2")
+    assert pair.options == ["a1", "a2", "b1", "c1"]
+    # asked-for runs win; a thread with one run pairs it with its neighbour in the list
+    assert views.comparison_thread(runs, ["c1", "a1"]) == "C"
+    assert views.comparison_pair(runs, "A", wanted_b="b1").default_b == "b1"
+    lone = views.comparison_pair(runs, "C")
+    assert lone.default_b == "c1" and lone.default_a != "c1"
+    with pytest.raises(InvalidInputError, match="at least two runs"):
+        views.comparison_pair(runs[:1], "A")

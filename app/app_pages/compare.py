@@ -22,6 +22,7 @@ from app.components import (
     literal,
     set_query_params,
 )
+from memory_core import views
 
 BadgeColour = Literal["green", "red", "orange", "gray"]
 CHANGE_BADGES: dict[str, tuple[BadgeColour, str]] = {"entered": ("green", ":material/add_circle:"),
@@ -54,32 +55,17 @@ if wanted_a not in by_id:
 if wanted_b not in by_id:
     wanted_b = None
 
-threads = sorted({r.thread_id or "(no thread)" for r in runs})
-start_thread = None
-if wanted_b or wanted_a:
-    start_thread = by_id[wanted_b or wanted_a or ""].thread_id or "(no thread)"
-else:
-    # the thread of the most recent run that has a predecessor on the same thread
-    for r in reversed(runs):
-        key = r.thread_id or "(no thread)"
-        if sum(1 for x in runs if (x.thread_id or "(no thread)") == key) >= 2:
-            start_thread = key
-            break
+threads = sorted({views.thread_key(r) for r in runs})
+start_thread = views.comparison_thread(runs, [wanted_b, wanted_a])
 thread = st.selectbox("Thread", threads,
                       index=threads.index(start_thread) if start_thread in threads else 0,
                       help="The runs of this thread are offered first; any run can be "
                            "compared with any other.")
-thread_runs = [r.run_id for r in runs if (r.thread_id or "(no thread)") == thread]
-others = [r.run_id for r in runs if r.run_id not in thread_runs]
-options = thread_runs + others
-# defaults: the two most recent consecutive runs of the thread
-default_b = thread_runs[-1] if thread_runs else options[-1]
-default_a = thread_runs[-2] if len(thread_runs) >= 2 else options[max(0, options.index(
-    default_b) - 1)]
-if wanted_a in options and thread == start_thread:
-    default_a = wanted_a
-if wanted_b in options and thread == start_thread:
-    default_b = wanted_b
+# runs asked for in the URL count only on the thread they opened
+asked = thread == start_thread
+pair = views.comparison_pair(runs, thread, wanted_a=wanted_a if asked else None,
+                             wanted_b=wanted_b if asked else None)
+options, default_a, default_b = pair.options, pair.default_a, pair.default_b
 
 
 def _label(rid: str) -> str:
