@@ -51,10 +51,53 @@ class Tool:
         return self.spec.name
 
 
+class ModelIdentity(BaseModel):
+    """Who answered a model step, recorded in every step record so analysis can rebuild
+    (or knowingly replace) the model that ran.
+
+    ``kind`` names the family (``reader``, ``scripted``, ``summarizer``, ``openai`` for
+    any OpenAI-compatible server, ``imported`` for a recording, ``custom`` for a model we
+    know nothing about); ``base_url`` never carries credentials; sampling parameters are
+    ``None`` when the caller left them to the server's defaults."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    kind: str = "custom"
+    name: str
+    base_url: str | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    seed: int | None = None
+    max_tokens: int | None = None
+
+
 @runtime_checkable
 class Model(Protocol):
-    """Any object with this method is a model. ``name`` (and optionally
-    ``temperature``/``seed``) attributes are recorded in provenance when present."""
+    """Any object with this method is a model. A model may also offer
+    ``identity() -> ModelIdentity``; without it ``name``/``temperature``/``seed``
+    attributes are read (see ``model_identity``)."""
 
     def complete(self, messages: Sequence[Message],
                  tools: Sequence[ToolSpec]) -> ModelResponse: ...
+
+
+def model_identity(model: Any) -> ModelIdentity:
+    """The identity of any model object: its own ``identity()`` when it has one, else
+    what its ``name``/``temperature``/``top_p``/``seed``/``max_tokens`` attributes say
+    (kind ``custom``)."""
+    ident = getattr(model, "identity", None)
+    if callable(ident):
+        value = ident()
+        if isinstance(value, ModelIdentity):
+            return value
+
+    def num(attr: str) -> Any:
+        v = getattr(model, attr, None)
+        return v if isinstance(v, int | float) and not isinstance(v, bool) else None
+
+    seed = num("seed")
+    max_tokens = num("max_tokens")
+    return ModelIdentity(
+        kind="custom", name=str(getattr(model, "name", None) or type(model).__name__),
+        temperature=num("temperature"), top_p=num("top_p"),
+        seed=int(seed) if seed is not None else None,
+        max_tokens=int(max_tokens) if max_tokens is not None else None)

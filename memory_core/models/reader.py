@@ -41,7 +41,7 @@ from typing import Any, Literal
 import numpy as np
 
 from memory_core.embedders import Embedder
-from memory_core.models.base import ModelResponse, ToolSpec, Usage
+from memory_core.models.base import ModelIdentity, ModelResponse, ToolSpec, Usage
 from memory_core.tokens import estimate_tokens
 from memory_core.types import Message, ToolCallPart, ToolResultPart, canonical_json
 
@@ -674,6 +674,9 @@ class ReaderModel:
         self.name = name
         self.temperature = 0.0
         self.seed: int | None = None
+
+    def identity(self) -> ModelIdentity:
+        return ModelIdentity(kind="reader", name=self.name, temperature=0.0)
 
     # -- the Model protocol ---------------------------------------------------------
     def complete(self, messages: Sequence[Message],

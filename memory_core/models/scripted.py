@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from memory_core.errors import ModelError
-from memory_core.models.base import ModelResponse, ToolSpec
+from memory_core.models.base import ModelIdentity, ModelResponse, ToolSpec
 from memory_core.types import Message
 
 
@@ -18,6 +18,9 @@ class ScriptedModel:
         self.name = name
         self.calls = 0
         self.seen: list[list[Message]] = []  # the messages of every call, for assertions
+
+    def identity(self) -> ModelIdentity:
+        return ModelIdentity(kind="scripted", name=self.name)
 
     def complete(self, messages: Sequence[Message],
                  tools: Sequence[ToolSpec]) -> ModelResponse:

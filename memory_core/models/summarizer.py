@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memory_core.errors import InvalidInputError
-from memory_core.models.base import ModelResponse, ToolSpec, Usage
+from memory_core.models.base import ModelIdentity, ModelResponse, ToolSpec, Usage
 from memory_core.models.reader import (
     DATE_RE,
     ID_RE,
@@ -178,6 +178,9 @@ class ExtractiveSummarizer:
         self.temperature = 0.0
         self.seed: int | None = None
         self.last_kept_seqs: list[int] | None = None
+
+    def identity(self) -> ModelIdentity:
+        return ModelIdentity(kind="summarizer", name=self.name, temperature=0.0)
 
     def select(self, sentences: Sequence[Sentence]) -> list[Sentence]:
         """The kept sentences, in input order."""

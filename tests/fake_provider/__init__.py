@@ -1,0 +1,1 @@
+"""A local, strict stand-in for an OpenAI-compatible model provider (tests only)."""
