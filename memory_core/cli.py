@@ -262,11 +262,14 @@ def inspect(run: Annotated[str, typer.Argument(help="Run id.")], db: DbOpt = Non
 
     with opened(db) as s:
         if as_json:
+            from memory_core.journal import RunReader
+
             guarded(lambda: s.runs.require_run(run))
-            rec = guarded(lambda: s.runs.get(f"{run}:memctx"))
-            if rec is None:
-                raise fail(f"run {run!r} has no provenance record ({run}:memctx)")
-            emit_json(rec)
+            reader = RunReader(s.runs, run)
+            memctx = guarded(reader.memctx)  # upgraded to the current record version
+            if memctx is None:
+                raise fail(f"run {run!r} has no provenance record ({reader.keys.memctx})")
+            emit_json(memctx.model_dump(mode="json"))
             return
         v = guarded(lambda: views.run_view(s, run))
     rows = [it.model_dump() for lane in v.lanes for it in lane.items]

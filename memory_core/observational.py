@@ -17,9 +17,12 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from memory_core.errors import InvalidInputError
-from memory_core.models.base import Tool, ToolSpec
+from memory_core.journal.keys import ObserverKeys
+from memory_core.journal.reader import ObserverReader
+from memory_core.journal.records import ObserveRecord, ReflectRecord
+from memory_core.journal.writer import ObserverWriter
+from memory_core.models.base import Tool, ToolSpec, complete_checked
 from memory_core.provenance import preview
-from memory_core.runner import complete_checked
 from memory_core.storage.base import Storage
 from memory_core.storage.common import utc_now
 from memory_core.tokens import TokenCounter, estimate_tokens
@@ -28,8 +31,6 @@ from memory_core.types import Message, Observation, StoredMessage
 Clock = Callable[[], datetime]
 Embedder = Callable[[list[str]], np.ndarray]
 
-OBSERVE_VERSION = 1
-REFLECT_VERSION = 1
 
 OBSERVER_INSTRUCTIONS = (
     "You are the observer. Distil the conversation messages below into short, dated "
@@ -89,11 +90,11 @@ class ObservationMatch(BaseModel):
 
 
 def observe_key(thread_id: str, n: int) -> str:
-    return f"om:{thread_id}:proc:observe:{n}"
+    return ObserverKeys(thread_id).observe(n)
 
 
 def reflect_key(thread_id: str, n: int) -> str:
-    return f"om:{thread_id}:proc:reflect:{n}"
+    return ObserverKeys(thread_id).reflect(n)
 
 
 def observation_id(thread_id: str, n: int) -> str:
@@ -238,20 +239,16 @@ class ObservationalMemory:
 
     def _observe(self, thread_id: str, block: list[StoredMessage]) -> Observation:
         n = self.observe_seq(thread_id)
-        key = observe_key(thread_id, n)
-        rec = self.storage.runs.get(key)
+        rec = ObserverReader(self.storage.runs, thread_id).observe(n)
         if rec is None:
             prompt = observer_prompt(block)
-            text, kept = self._call(prompt, key)
-            value: dict[str, Any] = {
-                "v": OBSERVE_VERSION, "text": text, "from_seq": block[0].seq,
-                "to_seq": block[-1].seq,
-                "kept_seqs": kept if kept is not None else [m.seq for m in block]}
-            self.storage.runs.put_if_absent(key, value)
-            rec = self.storage.runs.get(key) or value
-        lo, hi = int(rec["from_seq"]), int(rec["to_seq"])
+            text, kept = self._call(prompt, observe_key(thread_id, n))
+            rec = ObserverWriter(self.storage.runs, thread_id).observe(n, ObserveRecord(
+                text=text, from_seq=block[0].seq, to_seq=block[-1].seq,
+                kept_seqs=kept if kept is not None else [m.seq for m in block]))
+        lo, hi = rec.from_seq, rec.to_seq
         obs = Observation(id=observation_id(thread_id, n), thread_id=thread_id, from_seq=lo,
-                          to_seq=hi, level=0, text=rec["text"],
+                          to_seq=hi, level=0, text=rec.text,
                           source_ids=[str(m.seq) for m in block if lo <= m.seq <= hi]
                           or [str(s) for s in range(lo, hi + 1)],
                           created_at=self.clock())
@@ -272,27 +269,24 @@ class ObservationalMemory:
         if len(act) <= self.config.observation_threshold:
             return None
         n = self.reflect_seq(thread_id)
-        key = reflect_key(thread_id, n)
-        rec = self.storage.runs.get(key)
+        rec = ObserverReader(self.storage.runs, thread_id).reflect(n)
         if rec is None:
             prompt = [Message(role="system", content=REFLECTOR_INSTRUCTIONS),
                       Message(role="user", content="\n".join(f"[{o.id}] {o.text}"
                                                              for o in act))]
-            text, _ = self._call(prompt, key)
-            value: dict[str, Any] = {"v": REFLECT_VERSION, "text": text,
-                                     "source_ids": [o.id for o in act]}
-            self.storage.runs.put_if_absent(key, value)
-            rec = self.storage.runs.get(key) or value
-        sources = [o for o in act if o.id in set(rec["source_ids"])]
+            text, _ = self._call(prompt, reflect_key(thread_id, n))
+            rec = ObserverWriter(self.storage.runs, thread_id).reflect(
+                n, ReflectRecord(text=text, source_ids=[o.id for o in act]))
+        sources = [o for o in act if o.id in set(rec.source_ids)]
         ranged = [o for o in sources if o.from_seq is not None and o.to_seq is not None]
         obs = Observation(
-            id=reflection_id(thread_id, n), thread_id=thread_id, level=1, text=rec["text"],
+            id=reflection_id(thread_id, n), thread_id=thread_id, level=1, text=rec.text,
             from_seq=min(o.from_seq for o in ranged if o.from_seq is not None)
             if ranged else None,
             to_seq=max(o.to_seq for o in ranged if o.to_seq is not None) if ranged else None,
-            source_ids=list(rec["source_ids"]), created_at=self.clock())
+            source_ids=list(rec.source_ids), created_at=self.clock())
         self.storage.memory.put_observation(obs)
-        self.storage.memory.mark_condensed(list(rec["source_ids"]))
+        self.storage.memory.mark_condensed(list(rec.source_ids))
         return obs
 
     # -- recall ----------------------------------------------------------------------

@@ -44,12 +44,12 @@ def resolve_embedder(settings: CompositionSettings, embed: Embedder | None) -> E
 
 def model_from_info(info: dict[str, Any], embed_name: str | None) -> Model:
     """The model a run recorded (``{"name": ...}``), rebuilt when it is one of ours."""
-    name = info.get("name")
-    if name == "offline-reader":
+    name, kind = info.get("name"), info.get("kind")
+    if kind == "reader" or name == "offline-reader":
         from memory_core.models.reader import ReaderModel
 
         return ReaderModel(embed=embedder_from_name(embed_name))
-    if isinstance(name, str) and name.startswith("openai:"):
+    if kind == "openai" or (isinstance(name, str) and name.startswith("openai:")):
         from memory_core.models.openai_http import OpenAIChatModel
 
         return OpenAIChatModel.from_env()

@@ -3,7 +3,7 @@ that raises if called, and check prompt, step inputs and output against the reco
 
 Like Temporal's replayer, it runs the real runner code over a scratch copy of the run's
 journal, so a change in how the runner derives model inputs or outputs is caught; old
-record versions are upgraded explicitly (``records.upgrade_*``) before they are used.
+record versions are upgraded by the journal reader before they are used.
 """
 
 from __future__ import annotations
@@ -15,22 +15,13 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from memory_core.errors import InvalidInputError, ModelError, NotFoundError, ReplayMismatch
+from memory_core.journal.keys import RunKeys
+from memory_core.journal.reader import ObserverReader, RunReader
 from memory_core.models.base import Tool
 from memory_core.models.scripted import RaisingModel
 from memory_core.prompt import FrozenPrompt
 from memory_core.provenance import LANES, Memctx
-from memory_core.records import upgrade_input, upgrade_memctx, upgrade_output, upgrade_prompt
-from memory_core.runner import (
-    STEP_VERSION,
-    Agent,
-    Runner,
-    key_input,
-    key_memctx,
-    key_output,
-    key_persist_input,
-    key_persist_output,
-    key_prompt,
-)
+from memory_core.runner import Agent, Runner
 from memory_core.storage.base import Storage
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.types import AppendRow, Message, canonical_json
@@ -95,7 +86,7 @@ class _Boundaries:
 
     def __call__(self, name: str) -> None:
         if name.startswith(("step:", "tool:")):
-            raise ReplayMismatch(f"'{self.run_id}:{name}' is not in the journal but the "
+            raise ReplayMismatch(f"'{RunKeys(self.run_id).prefix}{name}' is not in the journal but the "
                                  "replayed run needed it")
 
 
@@ -112,48 +103,37 @@ def replay(storage: Storage, run_id: str, *, memory: AgentMemory | None = None,
     item by item on ``lanes`` (default: instructions, recalled, recent, input).
     Divergence raises ReplayMismatch naming the key and the first differing position.
     """
-    runs = storage.runs
-    raw_input = runs.get(key_input(run_id))
-    if raw_input is None:
-        raise NotFoundError(f"run '{run_id}' has no recorded input ('{key_input(run_id)}')")
-    raw_output = runs.get(key_output(run_id))
-    record = runs.get_run(run_id)
-    if raw_output is None:
+    reader = RunReader(storage.runs, run_id)
+    keys = reader.keys
+    rec_input = reader.input()
+    if rec_input is None:
+        raise NotFoundError(f"run '{run_id}' has no recorded input ('{keys.input}')")
+    rec_output = reader.output()
+    record = storage.runs.get_run(run_id)
+    if rec_output is None:
         status = record.status if record else "no runs-table record"
         raise InvalidInputError(f"run '{run_id}' has no recorded output (status {status}); "
                                 "resume it before replaying")
-    if runs.get(key_prompt(run_id)) is None:
-        raise NotFoundError(f"run '{run_id}' has no frozen prompt ('{key_prompt(run_id)}')")
-    entries = runs.list(f"{run_id}:")
-    step_keys = [k for k, _ in entries if k.startswith(f"{run_id}:step:")]
+    prompt = reader.prompt()
+    if prompt is None:
+        raise NotFoundError(f"run '{run_id}' has no frozen prompt ('{keys.prompt}')")
+    steps = reader.steps()
     if record is None:
         raise NotFoundError(f"run '{run_id}' has no runs-table record; its agent is unknown")
     agent_name = record.agent
     thread_id, resource_id = record.thread_id, record.resource_id
-
-    upgraded: list[str] = []
-    verified = unverified = 0
-    for k, v in entries:
-        if k.startswith(f"{run_id}:step:"):
-            if v.get("input_hashes") is None and v.get("input_hash") is None:
-                unverified += 1
-            else:
-                verified += 1
-            if v.get("v", 0) < STEP_VERSION or "input_hashes" not in v:
-                upgraded.append(k)
-    if "incoming" not in raw_input:
-        upgraded.append(key_input(run_id))
-    if "stop_reason" not in raw_output:
-        upgraded.append(key_output(run_id))
+    verified = sum(1 for s in steps if s.record.input_hashes is not None
+                   or s.record.input_hash is not None)
+    unverified = len(steps) - verified
+    upgraded = reader.upgraded_keys()
 
     # scratch journal: every record of the run except its output, which is recomputed
     scratch = InMemoryStorage()
-    for k, v in entries:
-        if k != key_output(run_id) and not k.startswith(f"{run_id}:cf:"):
+    for k, v in reader.entries():
+        if k != keys.output:
             scratch.runs.put_if_absent(k, v)
 
     given = (agents or {}).get(agent_name)
-    prompt = upgrade_prompt(runs.get(key_prompt(run_id)), key_prompt(run_id))
     if given is not None:
         agent = Agent(name=agent_name, instructions=given.instructions, model=RaisingModel(),
                       tools=[_raising_tool(t) for t in given.tools],
@@ -162,11 +142,11 @@ def replay(storage: Storage, run_id: str, *, memory: AgentMemory | None = None,
         instructions = next((str(i.message.content) for i in prompt.items
                              if i.lane == "instructions"), "")
         agent = Agent(name=agent_name, instructions=instructions, model=RaisingModel(),
-                      max_steps=max(1, len(step_keys)))
+                      max_steps=max(1, len(steps)))
     runner = Runner(scratch, {agent_name: agent}, memory=None,
                     clock=lambda: record.started_at,
                     on_boundary=_Boundaries(run_id))
-    incoming = [Message.model_validate(m) for m in upgrade_input(raw_input)["messages"]]
+    incoming = list(rec_input.messages)
     try:
         result = runner.run(agent_name, run_id=run_id, thread_id=thread_id,
                             resource_id=resource_id, prompt=incoming)
@@ -174,16 +154,17 @@ def replay(storage: Storage, run_id: str, *, memory: AgentMemory | None = None,
         raise ReplayMismatch(f"replay of run '{run_id}' needed a model or tool call that is "
                              f"not in the journal: {e}") from e
 
-    recorded_out = canonical_json(upgrade_output(raw_output))
-    replayed_out = canonical_json(scratch.runs.get(key_output(run_id)))
+    replayed = RunReader(scratch.runs, run_id).output()
+    recorded_out = canonical_json(rec_output.model_dump(mode="json"))
+    replayed_out = canonical_json(replayed.model_dump(mode="json") if replayed else None)
     if recorded_out != replayed_out:
-        raise _mismatch(key_output(run_id), recorded_out, replayed_out)
+        raise _mismatch(keys.output, recorded_out, replayed_out)
 
     checked = _check_stored_messages(storage, run_id, thread_id, result.messages)
 
     report = ReplayReport(run_id=run_id, agent=agent_name, thread_id=thread_id,
                           steps=result.steps, tool_calls=result.tool_calls,
-                          output=upgrade_output(raw_output), verified_steps=verified,
+                          output=rec_output.model_dump(mode="json"), verified_steps=verified,
                           unverified_steps=unverified, upgraded=upgraded,
                           messages_checked=checked)
     if memory is not None and thread_id is not None:
@@ -202,10 +183,10 @@ def replay(storage: Storage, run_id: str, *, memory: AgentMemory | None = None,
 def _check_stored_messages(storage: Storage, run_id: str, thread_id: str | None,
                            replayed: list[Message]) -> int:
     """The assistant/tool messages still stored for the run must be the replayed ones."""
-    rec = storage.runs.get(key_persist_output(run_id))
+    rec = RunReader(storage.runs, run_id).persist_output()
     if rec is None or thread_id is None or storage.memory.get_thread(thread_id) is None:
         return 0
-    stored = storage.memory.get_messages(thread_id, seqs=rec["seqs"])
+    stored = storage.memory.get_messages(thread_id, seqs=rec.seqs)
     if not stored:
         return 0  # erased since: nothing left to compare
     got = [m.as_message().canonical_json() for m in stored]
@@ -214,8 +195,8 @@ def _check_stored_messages(storage: Storage, run_id: str, thread_id: str | None,
         i = next((i for i, (a, b) in enumerate(zip(got, want, strict=False)) if a != b),
                  min(len(got), len(want)))
         raise ReplayMismatch(
-            f"'{key_persist_output(run_id)}': stored message {i} (seq "
-            f"{rec['seqs'][i] if i < len(rec['seqs']) else '?'}) differs from the replayed "
+            f"'{RunKeys(run_id).persist_output}': stored message {i} (seq "
+            f"{rec.seqs[i] if i < len(rec.seqs) else '?'}) differs from the replayed "
             f"one ({len(got)} stored, {len(want)} replayed)")
     return len(got)
 
@@ -229,10 +210,10 @@ def snapshot_store(storage: Storage, run_id: str, thread_id: str,
     src = storage.memory
     limits: dict[str, int] = dict(memctx.scope_snapshot) if memctx else {}
     if thread_id not in limits:
-        pin = storage.runs.get(key_persist_input(run_id))
+        pin = RunReader(storage.runs, run_id).persist_input()
         own = [m.seq for m in src.get_messages_by_run(thread_id, run_id)] \
             if src.get_thread(thread_id) else []
-        seqs = (pin or {}).get("seqs") or own
+        seqs = (pin.seqs if pin else None) or own
         limits[thread_id] = (min(seqs) - 1) if seqs else src.max_seq(thread_id)
     record = storage.runs.get_run(run_id)
     started = record.started_at if record else None
@@ -258,7 +239,7 @@ def snapshot_store(storage: Storage, run_id: str, thread_id: str,
             value = src.get_working_memory(key)
             if value is not None and snap.memory.get_working_memory(key) is None:
                 snap.memory.put_working_memory(key, value)
-        om_journal = storage.runs.list(f"om:{tid}:")
+        om_journal = ObserverReader(storage.runs, tid).entries()
         if om_journal:
             # observations are re-derived: compaction re-enters the recorded observer and
             # reflector steps (never the model), so the journal itself is checked
@@ -286,15 +267,14 @@ def _rebind(memory: AgentMemory, storage: Storage) -> AgentMemory:
 def _check_prompt(storage: Storage, run_id: str, memory: AgentMemory, prompt: FrozenPrompt,
                   incoming: list[Message], instructions: str, thread_id: str,
                   resource_id: str | None, lanes: list[str]) -> None:
-    raw_memctx = storage.runs.get(key_memctx(run_id))
-    memctx = upgrade_memctx(raw_memctx, key_memctx(run_id)) if raw_memctx else None
+    memctx = RunReader(storage.runs, run_id).memctx()
     snap = snapshot_store(storage, run_id, thread_id, memctx)
     try:
         comp = _rebind(memory, snap).load_context(thread_id=thread_id,
                                                   resource_id=resource_id, input=incoming,
                                                   instructions=instructions or None)
     except ModelError as e:
-        raise ReplayMismatch(f"re-composing '{key_prompt(run_id)}' needed an observer or "
+        raise ReplayMismatch(f"re-composing '{RunKeys(run_id).prompt}' needed an observer or "
                              f"reflector call that is not in the journal: {e}") from e
     want = [canonical_json(i.model_dump(mode="json")) for i in prompt.items
             if i.lane in lanes]
@@ -315,6 +295,6 @@ def _check_prompt(storage: Storage, run_id: str, memory: AgentMemory, prompt: Fr
         return f"{it.lane}{where} {canonical_json(it.message.model_dump(mode='json'))[:80]}"
 
     raise ReplayMismatch(
-        f"'{key_prompt(run_id)}': the re-composed prompt differs at item {at} "
+        f"'{RunKeys(run_id).prompt}': the re-composed prompt differs at item {at} "
         f"(compared lanes {lanes}): recorded {describe(rec_items, at)} vs composed "
         f"{describe(new_items, at)} ({len(want)} recorded items, {len(got)} composed)")

@@ -14,7 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from memory_core.errors import InvalidInputError, NotFoundError
-from memory_core.models.base import ModelResponse
+from memory_core.journal import RunReader
 from memory_core.prompt import FrozenPrompt, PromptItem
 from memory_core.provenance import (
     LANES,
@@ -23,7 +23,6 @@ from memory_core.provenance import (
     MessageRef,
     ObservationRef,
 )
-from memory_core.records import upgrade_memctx, upgrade_prompt, upgrade_step, validated
 from memory_core.storage.base import Storage
 from memory_core.tokens import estimate_tokens
 from memory_core.types import (
@@ -153,17 +152,11 @@ def thread_summaries(storage: Storage, resource: str | None) -> list[ThreadSumma
 
 
 def _load_prompt(storage: Storage, run_id: str) -> FrozenPrompt | None:
-    raw = storage.runs.get(f"{run_id}:prompt")
-    if raw is None:
-        return None
-    return upgrade_prompt(raw, f"{run_id}:prompt")
+    return RunReader(storage.runs, run_id).prompt()
 
 
 def _load_memctx(storage: Storage, run_id: str) -> Memctx | None:
-    raw = storage.runs.get(f"{run_id}:memctx")
-    if raw is None:
-        return None
-    return upgrade_memctx(raw, f"{run_id}:memctx")
+    return RunReader(storage.runs, run_id).memctx()
 
 
 def _candidate_runs(storage: Storage, thread_id: str, resource_id: str | None) -> list[RunRecord]:
@@ -440,53 +433,36 @@ def _candidates(memctx: Memctx | None) -> list[ScoreCandidate]:
     return sorted(out, key=lambda c: (c.rank, c.thread_id, c.seq))
 
 
-def _step_number(key: str, prefix: str) -> int:
-    tail = key[len(prefix):]
-    return int(tail) if tail.isdigit() else -1
-
-
-def _steps(storage: Storage, run_id: str) -> list[StepView]:
-    prefix = f"{run_id}:step:"
+def _steps(reader: RunReader) -> list[StepView]:
     out: list[StepView] = []
-    for key, value in storage.runs.list(prefix):
-        n = _step_number(key, prefix)
-        if n < 0 or not isinstance(value, dict):
-            continue
-        resp = validated(ModelResponse, upgrade_step(value).get("response") or {},
-                         f"journal entry '{key}' (response)")
-        out.append(StepView(n=n, text=resp.text, tool_calls=[tool_call_text(c)
-                                                               for c in resp.tool_calls],
-                            model=dict(value.get("model") or {}),
+    for step in reader.steps():
+        resp = step.response
+        out.append(StepView(n=step.index, text=resp.text,
+                            tool_calls=[tool_call_text(c) for c in resp.tool_calls],
+                            model=step.model.model_dump(mode="json"),
                             input_tokens=resp.usage.input_tokens,
                             output_tokens=resp.usage.output_tokens,
                             finish_reason=resp.finish_reason))
-    return sorted(out, key=lambda s: s.n)
-
-
-def _tool_calls(storage: Storage, run_id: str) -> list[ToolCallView]:
-    prefix = f"{run_id}:tool:"
-    out: list[ToolCallView] = []
-    for key, value in storage.runs.list(prefix):
-        if not isinstance(value, dict):
-            continue
-        out.append(ToolCallView(
-            call_id=key[len(prefix):], name=str(value.get("name", "")),
-            args=_json_text(value.get("args", {})), status=str(value.get("status", "")),
-            result=_json_text(value.get("result")), error=value.get("error")))
     return out
+
+
+def _tool_calls(reader: RunReader) -> list[ToolCallView]:
+    return [ToolCallView(call_id=call_id, name=t.name, args=_json_text(t.args or {}),
+                         status=t.status, result=_json_text(t.result), error=t.error)
+            for call_id, t in reader.tools().items()]
 
 
 def run_view(storage: Storage, run_id: str) -> RunView:
     """Everything the run inspector shows about one run, from its journal."""
     run = storage.runs.require_run(run_id)
-    prompt = _load_prompt(storage, run_id)
-    memctx = _load_memctx(storage, run_id)
+    reader = RunReader(storage.runs, run_id)
+    prompt, memctx = reader.prompt(), reader.memctx()
     notes: list[str] = []
     if prompt is None:
         notes.append(f"run '{run_id}' has no frozen prompt in the journal "
                      f"(status {run.status}): it never reached composition")
     if memctx is None:
-        notes.append(f"run '{run_id}' has no provenance record ('{run_id}:memctx'): "
+        notes.append(f"run '{run_id}' has no provenance record ('{reader.keys.memctx}'): "
                      "scores, dropped items and near misses are unknown")
     elif memctx.source == "imported" and memctx.unknown_fields:
         notes.append("imported run; unknown fields: " + ", ".join(memctx.unknown_fields))
@@ -496,15 +472,15 @@ def run_view(storage: Storage, run_id: str) -> RunView:
                                    else len(items[lane])))
              for lane in VIEW_LANES]
     settings: CompositionSettings | None = memctx.settings if memctx else None
-    output = storage.runs.get(f"{run_id}:output")
-    answer = output.get("text") if isinstance(output, dict) else None
+    output = reader.output()
+    answer = output.text if output is not None else None
     return RunView(
         run=_summary(run), error=run.error, query=memctx.query if memctx else None,
         lanes=lanes, settings=settings.model_dump(mode="json") if settings else {},
         threshold=settings.threshold if settings else None,
         top_k=settings.top_k if settings else None, candidates=_candidates(memctx),
         recall_skipped=memctx.recall_skipped if memctx else None,
-        steps=_steps(storage, run_id), tool_calls=_tool_calls(storage, run_id),
+        steps=_steps(reader), tool_calls=_tool_calls(reader),
         answer=answer, notes=notes)
 
 

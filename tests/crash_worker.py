@@ -17,9 +17,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from memory_core.journal import RunKeys
 from memory_core.memory import AgentMemory
 from memory_core.models.base import ModelResponse, Tool, ToolSpec
-from memory_core.runner import Agent, Runner, key_step
+from memory_core.runner import Agent, Runner
 from memory_core.storage.base import Storage
 from memory_core.types import Message, ToolCallPart
 from memory_core.working_memory import WorkingMemoryConfig
@@ -70,7 +71,7 @@ class JournalScriptedModel:
 
     def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> ModelResponse:
         n = 0
-        while self.storage.runs.get(key_step(RUN_ID, n)) is not None:
+        while self.storage.runs.get(RunKeys(RUN_ID).step(n)) is not None:
             n += 1
         _log(self.side, "model.log", str(n))
         return RESPONSES[n]

@@ -17,6 +17,7 @@ from memory_core.embedders import HashingEmbedder
 from memory_core.errors import ImportFormatError, InvalidInputError
 from memory_core.importers import detect_format, import_file, import_text
 from memory_core.importers.writer import UNKNOWN_FIELDS
+from memory_core.journal import load_run
 from memory_core.memory import token_text
 from memory_core.prompt import FrozenPrompt
 from memory_core.provenance import Memctx
@@ -94,7 +95,7 @@ def test_openai_run_journal_is_reconstructed_honestly() -> None:
     assert run.thread_id == tid and run.resource_id == "cust-7"
     assert run.started_at == datetime.fromtimestamp(1767268860, tz=UTC)
 
-    prompt = FrozenPrompt.model_validate(s.runs.get(f"{rid}:prompt"))
+    prompt = load_run(s, rid).prompt
     lanes = [(i.lane, i.seq) for i in prompt.items]
     assert lanes == [("instructions", None), ("recent", 0), ("recent", 1), ("recent", 2),
                      ("recent", 3), ("input", None)]
@@ -105,7 +106,8 @@ def test_openai_run_journal_is_reconstructed_honestly() -> None:
             assert item.message.content == stored[item.seq].content  # type: ignore[index]
     assert prompt.items[-1].message.text() == "Yes please, refund it."
 
-    memctx = Memctx.model_validate(s.runs.get(f"{rid}:memctx"))
+    memctx = load_run(s, rid).memctx
+    assert memctx is not None
     assert memctx.source == "imported"
     assert {"recalled", "near_misses", "dropped", "settings"} <= set(memctx.unknown_fields)
     assert memctx.unknown_fields == UNKNOWN_FIELDS
@@ -117,24 +119,28 @@ def test_openai_run_journal_is_reconstructed_honestly() -> None:
     # counted exactly as AgentMemory counts a composed prompt (tool parts included)
     assert memctx.tokens.recent == sum(estimate_tokens(token_text(m)) for m in stored[:4])
 
-    assert s.runs.get(f"{rid}:input") == {"v": 1, "messages": [
-        {"role": "user", "content": "Yes please, refund it.", "metadata": {}}]}
-    step = s.runs.get(f"{rid}:step:0")
-    assert step["response"]["text"] == "Done: refund of $89.50 issued for order 1042."
-    assert step["response"]["usage"] == {"input_tokens": 131, "output_tokens": 14}
-    assert step["model"]["name"] == "gpt-4o-mini-2024-07-18"
-    assert s.runs.get(f"{rid}:output") == {"v": 1, "text": step["response"]["text"],
-                                           "steps": 1, "tool_calls": 0}
-    assert s.runs.get(f"{rid}:persist:input") == {"v": 1, "seqs": [4]}
-    assert s.runs.get(f"{rid}:persist:output") == {"v": 1, "seqs": [5]}
-    assert s.runs.get(f"{rid}:import")["where"] == "line 4"
+    data = load_run(s, rid)
+    assert data.input is not None
+    assert [m.model_dump(mode="json") for m in data.input.messages] == [
+        {"role": "user", "content": "Yes please, refund it.", "metadata": {}}]
+    step = data.steps[0].record
+    assert step.response.text == "Done: refund of $89.50 issued for order 1042."
+    assert step.response.usage.model_dump() == {"input_tokens": 131, "output_tokens": 14}
+    assert step.model.name == "gpt-4o-mini-2024-07-18" and step.model.kind == "imported"
+    assert data.output is not None and data.output.model_dump() == {
+        "v": 1, "text": step.response.text, "steps": 1, "tool_calls": 0,
+        "stop_reason": "final"}
+    assert data.persist_input is not None and data.persist_input.seqs == [4]
+    assert data.persist_output is not None and data.persist_output.seqs == [5]
+    assert data.import_record is not None and data.import_record.where == "line 4"
 
     # the first run's input is the user message; its response is a tool call
-    first = report.runs_created[0]
-    assert s.runs.get(f"{first}:step:0")["response"]["tool_calls"][0]["name"] == "lookup_order"
-    assert s.runs.get(f"{first}:output")["tool_calls"] == 1
+    first = load_run(s, report.runs_created[0])
+    assert first.steps[0].response.tool_calls[0].name == "lookup_order"
+    assert first.output is not None and first.output.tool_calls == 1
+    assert first.output.stop_reason == "tool_call"
     # the second run continues the tool loop: its input is the tool result
-    second = FrozenPrompt.model_validate(s.runs.get(f"{report.runs_created[1]}:prompt"))
+    second = load_run(s, report.runs_created[1]).prompt
     assert [i.lane for i in second.items] == ["instructions", "recent", "recent", "input"]
     assert second.items[-1].message.role == "tool"
 

@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 import pytest
 
 from memory_core import views
-from memory_core.analysis.run_data import load_run
 from memory_core.errors import InvalidInputError
+from memory_core.journal import load_run
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.types import RunRecord
 
@@ -38,7 +38,7 @@ def test_an_old_camel_case_memctx_is_shown_by_the_inspector() -> None:
     ("memctx", {"v": 1, "thread_id": "t", "settings": {"recent_n": "many",
                                                         "recall_enabled": False}},
      "'r:memctx' is malformed at settings.recent_n"),
-    ("step:0", {"v": 1, "response": {"text": 5}}, r"'r:step:0' \(response\) is malformed at text"),
+    ("step:0", {"v": 1, "response": {"text": 5}}, r"'r:step:0' is malformed at response.text"),
 ])
 def test_malformed_records_name_the_key(key: str, value: object, where: str) -> None:
     s = storage_with(prompt=PROMPT, **{key: value})

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from memory_core.errors import InvalidInputError, ModelError, NotFoundError, ReplayMismatch
+from memory_core.journal import RunKeys, input_digest, message_hash
 from memory_core.memory import AgentMemory
 from memory_core.models.base import ModelResponse, Tool, ToolSpec
 from memory_core.models.scripted import RaisingModel, ScriptedModel
@@ -15,9 +16,6 @@ from memory_core.runner import (
     Agent,
     Runner,
     ToolExecutionError,
-    input_digest,
-    key_step,
-    message_hash,
 )
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.types import Message, ToolCallPart
@@ -71,8 +69,9 @@ def test_simple_run_composes_before_persisting_and_journals_everything() -> None
     assert s.runs.get("run1:output") == {"v": 1, "text": "hello back", "steps": 1,
                                          "tool_calls": 0, "stop_reason": "final"}
     step = jget(s, "run1:step:0")
-    assert step["v"] == 1 and step["model"] == {"name": "scripted", "temperature": None,
-                                                "seed": None}
+    assert step["v"] == 2 and step["model"] == {
+        "kind": "scripted", "name": "scripted", "base_url": None, "temperature": None,
+        "top_p": None, "seed": None, "max_tokens": None}
     assert step["input_hashes"] == [message_hash(m) for m in model.seen[0]]
     assert step["input_hash"] == input_digest(model.seen[0])
     msgs = s.memory.get_messages("t1")
@@ -235,10 +234,10 @@ def test_changed_step_input_on_resume_raises_replay_mismatch() -> None:
     s, _, runner = setup(model, tools=[Counter().tool()], wm=False)
     with pytest.raises(ModelError):
         runner.run("support", run_id="run1", thread_id="t1", prompt="go")
-    rec = jget(s, key_step("run1", 0))
-    s.runs.delete(key_step("run1", 0))
+    rec = jget(s, RunKeys("run1").step(0))
+    s.runs.delete(RunKeys("run1").step(0))
     rec["input_hashes"][1] = "0" * 16
-    s.runs.put_if_absent(key_step("run1", 0), rec)
+    s.runs.put_if_absent(RunKeys("run1").step(0), rec)
     with pytest.raises(ReplayMismatch, match=r"run1:step:0.*message 1"):
         runner.run("support", run_id="run1", thread_id="t1", prompt="go")
 
@@ -265,11 +264,11 @@ def test_whole_input_hash_is_checked_when_per_message_hashes_are_absent() -> Non
     s, _, runner = setup(model, tools=[Counter().tool()], wm=False)
     with pytest.raises(ModelError):
         runner.run("support", run_id="run1", thread_id="t1", prompt="go")
-    rec = jget(s, key_step("run1", 0))
-    s.runs.delete(key_step("run1", 0))
+    rec = jget(s, RunKeys("run1").step(0))
+    s.runs.delete(RunKeys("run1").step(0))
     del rec["input_hashes"]
     rec["input_hash"] = "f" * 64
-    s.runs.put_if_absent(key_step("run1", 0), rec)
+    s.runs.put_if_absent(RunKeys("run1").step(0), rec)
     with pytest.raises(ReplayMismatch, match="whole-input hash"):
         runner.run("support", run_id="run1", thread_id="t1", prompt="go")
 

@@ -12,9 +12,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memory_core.analysis.run_data import RunData, load_run
 from memory_core.embedders import tokenize
 from memory_core.errors import InvalidInputError, NotFoundError
+from memory_core.journal import JournalWriter, RunData, RunKeys, RunReader, load_run
 from memory_core.models.base import Model, ModelResponse, ToolSpec
 from memory_core.prompt import PromptItem
 from memory_core.registry import model_from_info
@@ -103,10 +103,7 @@ def _resolve_model(data: RunData, model: Model | None) -> Model:
 
 def _tool_specs(data: RunData) -> list[ToolSpec]:
     """Tools the run's model was offered, as the first step recorded them."""
-    raw = data.steps[0].tools if data.steps else []
-    return [ToolSpec(name=t["name"], description=t.get("description", ""),
-                     parameters=t.get("parameters") or {"type": "object", "properties": {}})
-            for t in raw if isinstance(t, dict) and "name" in t]
+    return data.steps[0].tool_specs if data.steps else []
 
 
 class VariantChoice(BaseModel):
@@ -261,7 +258,7 @@ def counterfactual(storage: Storage, run_id: str, *,
     ``lanes`` removes whole lanes; ``put_back`` re-inserts dropped messages or near
     misses. With ``repeats > 1`` the unchanged prompt is run that many times first,
     and a change counts only when the new answers fall outside that noise floor.
-    The result is journaled under ``<run_id>:cf:<hash>``; asking again returns it.
+    The result is journaled as a counterfactual record of the run; asking again returns it.
     """
     if repeats < 1:
         raise InvalidInputError(f"repeats must be >= 1, got {repeats}")
@@ -272,8 +269,9 @@ def counterfactual(storage: Storage, run_id: str, *,
                                                             for t, s in put_back])
     mdl = _resolve_model(data, model)
     info = _model_info(mdl)
-    key = f"{run_id}:cf:{variant.key_hash(str(info.get('name', '?')), repeats)}"
-    cached = storage.runs.get(key)
+    digest = variant.key_hash(str(info.get('name', '?')), repeats)
+    key = RunKeys(run_id).cf(digest)
+    cached = RunReader(storage.runs, run_id).counterfactual(digest)
     if cached is not None:
         return CounterfactualResult.model_validate(cached)
     items, removed, removed_lanes, added = apply_variant(storage, data, variant)
@@ -307,7 +305,7 @@ def counterfactual(storage: Storage, run_id: str, *,
         baseline_answers=baseline, new_answers=new, changed=verdict == "changed",
         verdict=verdict, similarity=round(similarity(original, new[0]), 4), model=info,
         notes=sorted(set(notes)))
-    storage.runs.put_if_absent(key, result.model_dump(mode="json"))
+    JournalWriter(storage.runs, run_id).counterfactual(digest, result.model_dump(mode="json"))
     return result
 
 
@@ -315,7 +313,7 @@ def list_counterfactuals(storage: Storage, run_id: str) -> list[CounterfactualRe
     """Past counterfactuals of a run, in the order they were made."""
     storage.runs.require_run(run_id)
     return [CounterfactualResult.model_validate(v)
-            for _, v in storage.runs.list(f"{run_id}:cf:")]
+            for v in RunReader(storage.runs, run_id).counterfactuals()]
 
 
 class AttributionItem(BaseModel):

@@ -9,8 +9,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memory_core.analysis.run_data import RunData, load_run
 from memory_core.embedders import Embedder
+from memory_core.journal import RunData, load_run
 from memory_core.provenance import LANES, Memctx
 from memory_core.registry import recall_config_from_settings, resolve_embedder
 from memory_core.storage.base import Storage

@@ -8,8 +8,8 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict, Field
 
 from memory_core.errors import InvalidInputError, NotFoundError
+from memory_core.journal import RunReader
 from memory_core.provenance import LANES
-from memory_core.records import upgrade_memctx
 from memory_core.storage.base import Storage
 
 
@@ -64,11 +64,10 @@ def composition_timeline(storage: Storage, thread_id: str) -> Timeline:
     prev_count: int | None = None
     prev_ids: set[str] = set()
     for run in storage.runs.list_runs(thread_id=thread_id):
-        raw = storage.runs.get(f"{run.run_id}:memctx")
-        if raw is None:
+        memctx = RunReader(storage.runs, run.run_id).memctx()
+        if memctx is None:
             skipped.append(run.run_id)
             continue
-        memctx = upgrade_memctx(raw, f"{run.run_id}:memctx")
         tokens = {lane: int(getattr(memctx.tokens, lane)) for lane in LANES}
         ids = [o.id for o in memctx.observations]
         count = memctx.observation_count

@@ -7,6 +7,7 @@ what this import wrote, so nothing from the file remains."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -15,8 +16,15 @@ from memory_core.embedders import Embedder, embedder_name
 from memory_core.errors import InvalidInputError
 from memory_core.importers.common import Exchange, ImportReport, Progress, undated
 from memory_core.importers.threads import RunPlan, ThreadPlan
+from memory_core.journal import (
+    ImportRecord,
+    InputRecord,
+    JournalWriter,
+    OutputRecord,
+    StepRecord,
+)
 from memory_core.memory import thread_title, token_text
-from memory_core.models.base import ModelResponse
+from memory_core.models.base import ModelIdentity, ModelResponse
 from memory_core.prompt import FrozenPrompt, PromptItem
 from memory_core.provenance import (
     PROVENANCE_RECENT_CAP,
@@ -46,14 +54,45 @@ def _plain(m: Message) -> Message:
     return Message(role=m.role, content=m.content, metadata=m.metadata)
 
 
+@dataclass(frozen=True)
+class ImportedRun:
+    """One recorded request as a run: its runs-table row and its journal records, in
+    the order the runner writes them."""
+
+    run: RunRecord
+    import_record: ImportRecord
+    input: InputRecord
+    prompt: FrozenPrompt
+    memctx: Memctx
+    persist_input: list[int]
+    step: StepRecord | None = None
+    persist_output: list[int] | None = None
+    output: OutputRecord | None = None
+
+    def write(self, storage: Storage) -> None:
+        storage.runs.start_run(self.run)
+        w = JournalWriter(storage.runs, self.run.run_id)
+        w.import_record(self.import_record)
+        w.input(self.input)
+        w.prompt(self.prompt)
+        w.memctx(self.memctx)
+        w.persist_input(self.persist_input)
+        if self.step is not None:
+            w.step(0, self.step)
+        if self.persist_output is not None:
+            w.persist_output(self.persist_output)
+        if self.output is not None:
+            w.output(self.output)
+
+
 def run_records(run_id: str, plan: RunPlan, *, embedder: str | None,
-                import_info: dict[str, Any]) -> tuple[RunRecord, list[tuple[str, Any]]]:
-    """The run and its journal entries, in the order the runner would write them."""
+                import_info: dict[str, Any]) -> ImportedRun:
+    """The run and its journal records, reconstructed from what the recording holds."""
     ex: Exchange = plan.exchange
     tid = plan.thread.thread_id
     resource = plan.thread.resource_id
     recent_idx = range(plan.input_from)
-    input_msgs = ex.history[plan.input_from:]
+    input_msgs = [_plain(m) for m in ex.history[plan.input_from:]]
     items: list[PromptItem] = [PromptItem(lane="instructions", message=_plain(m))
                                for m in ex.instructions]
     refs: list[MessageRef] = []
@@ -61,7 +100,7 @@ def run_records(run_id: str, plan: RunPlan, *, embedder: str | None,
         m, seq = ex.history[i], plan.history_seqs[i]
         items.append(PromptItem(lane="recent", message=_plain(m), thread_id=tid, seq=seq))
         refs.append(MessageRef(thread_id=tid, seq=seq, role=m.role, preview=preview(m)))
-    items += [PromptItem(lane="input", message=_plain(m)) for m in input_msgs]
+    items += [PromptItem(lane="input", message=m) for m in input_msgs]
     recent_msgs = [ex.history[i] for i in recent_idx]
     memctx = Memctx(
         thread_id=tid, resource_id=resource,
@@ -76,31 +115,28 @@ def run_records(run_id: str, plan: RunPlan, *, embedder: str | None,
     run = RunRecord(run_id=run_id, agent=ex.model or "imported", thread_id=tid,
                     resource_id=resource, status="failed" if ex.error else "completed",
                     started_at=started, finished_at=ex.finished_at or started, error=ex.error)
-    entries: list[tuple[str, Any]] = [
-        (f"{run_id}:import", {"v": 1, **import_info, "where": ex.where, "notes": ex.notes}),
-        (f"{run_id}:input", {"v": 1, "messages": [m.model_dump(mode="json")
-                                                  for m in map(_plain, input_msgs)]}),
-        (f"{run_id}:prompt", FrozenPrompt(items=items).to_json()),
-        (f"{run_id}:memctx", memctx.model_dump(mode="json")),
-        (f"{run_id}:persist:input", {"v": 1, "seqs": plan.history_seqs[plan.input_from:]}),
-    ]
-    if ex.response is not None:
-        resp = ex.response
-        usage_known = ex.usage_known
-        step = {"v": 1,
-                "response": ModelResponse(text=resp.text(), tool_calls=resp.tool_calls(),
-                                          usage=ex.usage, model=ex.model,
-                                          finish_reason=ex.finish_reason
-                                          ).model_dump(mode="json"),
-                "model": {"name": ex.model, "temperature": ex.temperature, "seed": ex.seed},
-                "usage_known": usage_known}
-        entries += [
-            (f"{run_id}:step:0", step),
-            (f"{run_id}:persist:output", {"v": 1, "seqs": [plan.response_seq]}),
-            (f"{run_id}:output", {"v": 1, "text": resp.text(), "steps": 1,
-                                  "tool_calls": len(resp.tool_calls())}),
-        ]
-    return run, entries
+    known = {k: v for k, v in import_info.items() if k in ("format", "file", "sha1")}
+    rec = ImportedRun(
+        run=run,
+        import_record=ImportRecord(**known, where=ex.where, notes=list(ex.notes),
+                                   extra={k: v for k, v in import_info.items()
+                                          if k not in known}),
+        input=InputRecord(messages=input_msgs, incoming=input_msgs),
+        prompt=FrozenPrompt(items=items), memctx=memctx,
+        persist_input=plan.history_seqs[plan.input_from:])
+    if ex.response is None:
+        return rec
+    resp = ex.response
+    step = StepRecord(
+        response=ModelResponse(text=resp.text(), tool_calls=resp.tool_calls(), usage=ex.usage,
+                               model=ex.model, finish_reason=ex.finish_reason),
+        model=ModelIdentity(kind="imported", name=ex.model or "unknown",
+                            temperature=ex.temperature, seed=ex.seed),
+        usage_known=ex.usage_known)
+    output = OutputRecord(text=resp.text() or "", steps=1, tool_calls=len(resp.tool_calls()),
+                          stop_reason="tool_call" if resp.tool_calls() else "final")
+    seqs = [plan.response_seq] if plan.response_seq is not None else []
+    return replace(rec, step=step, persist_output=seqs, output=output)
 
 
 def embed_threads(threads: Sequence[ThreadPlan], embed: Embedder | None,
@@ -128,7 +164,7 @@ def embed_threads(threads: Sequence[ThreadPlan], embed: Embedder | None,
 
 
 def write_all(storage: Storage, threads: Sequence[ThreadPlan],
-              runs: Sequence[tuple[RunRecord, list[tuple[str, Any]]]],
+              runs: Sequence[ImportedRun],
               vectors: dict[tuple[str, int], np.ndarray], run_ids: Sequence[str],
               import_meta: dict[str, Any], report: ImportReport) -> None:
     created_threads: list[str] = []
@@ -148,11 +184,9 @@ def write_all(storage: Storage, threads: Sequence[ThreadPlan],
                 storage.memory.append_messages(t.thread_id, rows)
             report.messages_stored += len(rows)
             report.embeddings_stored += sum(1 for r in rows if r.embedding is not None)
-        for run, entries in runs:
-            started_runs.append(run.run_id)  # ids are ours: safe to erase if this fails
-            storage.runs.start_run(run)
-            for key, value in entries:
-                storage.runs.put_if_absent(key, value)
+        for imported in runs:
+            started_runs.append(imported.run.run_id)  # ids are ours: safe to erase
+            imported.write(storage)
     except BaseException:
         _compensate(storage, created_threads, started_runs)
         raise
@@ -165,7 +199,7 @@ def _compensate(storage: Storage, threads: Sequence[str], runs: Sequence[str]) -
     store that just failed may fail again."""
     for rid in runs:
         try:
-            storage.runs.delete(f"{rid}:")
+            JournalWriter(storage.runs, rid).erase()
         except Exception:  # noqa: BLE001 - keep erasing the rest
             pass
         try:

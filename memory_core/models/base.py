@@ -9,6 +9,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from memory_core.errors import MemoryCoreError, ModelError
 from memory_core.types import Message, ToolCallPart
 
 
@@ -101,3 +102,20 @@ def model_identity(model: Any) -> ModelIdentity:
         temperature=num("temperature"), top_p=num("top_p"),
         seed=int(seed) if seed is not None else None,
         max_tokens=int(max_tokens) if max_tokens is not None else None)
+
+
+def complete_checked(model: Any, messages: list[Message], specs: list[ToolSpec], *,
+                     label: str, key: str) -> ModelResponse:
+    """``model.complete`` for the journal entry ``key``: a foreign exception, or anything
+    but a ModelResponse, becomes a ModelError naming ``label`` and ``key``; our own
+    errors pass through, they already name the problem."""
+    try:
+        resp = model.complete(messages, specs)
+    except MemoryCoreError:
+        raise
+    except Exception as e:
+        raise ModelError(f"{label} failed at '{key}': {type(e).__name__}: {e}") from e
+    if not isinstance(resp, ModelResponse):
+        raise ModelError(f"{label} returned {type(resp).__name__} at '{key}', "
+                         "expected ModelResponse")
+    return resp

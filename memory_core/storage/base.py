@@ -275,13 +275,15 @@ class Storage:
     def erase_thread(self, thread_id: str) -> ErasureReport:
         """Remove a thread, its messages, embeddings, working memory, observations,
         its runs and every journal record of them (run keys and om:<thread>: keys)."""
+        from memory_core.journal import ObserverReader, RunKeys  # journal builds on storage
+
         self.memory.require_thread(thread_id)
         run_ids = [r.run_id for r in self.runs.list_runs(thread_id=thread_id)]
         report = self.memory.delete_thread(thread_id)
         journal = 0
         for rid in run_ids:
-            journal += self.runs.delete(f"{rid}:")
-        journal += self.runs.delete(f"om:{thread_id}:")
+            journal += self.runs.delete(RunKeys(rid).prefix)
+        journal += ObserverReader(self.runs, thread_id).erase()
         report.journal_entries = journal
         report.runs = self.runs.delete_runs(run_ids)
         return report

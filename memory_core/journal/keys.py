@@ -1,0 +1,146 @@
+"""The only place journal keys are spelled.
+
+A run's records live under ``<run_id>:<kind>[:<arg>]`` (run ids never contain ``:``);
+an observer's under ``om:<thread>:proc:<observe|reflect>:<n>`` where ``<thread>`` is the
+thread id with ``%`` and ``:`` percent-escaped, so one thread's prefix can never be a
+prefix of another's (``proj`` vs ``proj:archive``). Thread ids without those two
+characters — every thread before the escaping existed, bar ones with ``:`` — keep the
+key they always had; for the others ``legacy_*`` names the key older code wrote.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from memory_core.errors import InvalidInputError
+
+RUN_KINDS = ("import", "input", "memctx", "prompt", "persist:input", "step", "tool",
+             "persist:output", "output", "cf")
+
+
+def check_run_id(run_id: object) -> str:
+    """A run id as keys need it: a non-empty string without ``:``."""
+    if not isinstance(run_id, str) or not run_id or ":" in run_id:
+        raise InvalidInputError(
+            f"run_id must be a non-empty string without ':', got {run_id!r}")
+    return run_id
+
+
+@dataclass(frozen=True)
+class RunKeys:
+    """Every journal key of one run."""
+
+    run_id: str
+
+    @property
+    def prefix(self) -> str:
+        """All of the run's records (counterfactuals included)."""
+        return f"{self.run_id}:"
+
+    @property
+    def input(self) -> str:
+        return f"{self.run_id}:input"
+
+    @property
+    def prompt(self) -> str:
+        return f"{self.run_id}:prompt"
+
+    @property
+    def memctx(self) -> str:
+        return f"{self.run_id}:memctx"
+
+    @property
+    def import_(self) -> str:
+        return f"{self.run_id}:import"
+
+    @property
+    def persist_input(self) -> str:
+        return f"{self.run_id}:persist:input"
+
+    @property
+    def persist_output(self) -> str:
+        return f"{self.run_id}:persist:output"
+
+    @property
+    def output(self) -> str:
+        return f"{self.run_id}:output"
+
+    @property
+    def step_prefix(self) -> str:
+        return f"{self.run_id}:step:"
+
+    def step(self, n: int) -> str:
+        return f"{self.run_id}:step:{n}"
+
+    @property
+    def tool_prefix(self) -> str:
+        return f"{self.run_id}:tool:"
+
+    def tool(self, call_id: str) -> str:
+        return f"{self.run_id}:tool:{call_id}"
+
+    @property
+    def cf_prefix(self) -> str:
+        return f"{self.run_id}:cf:"
+
+    def cf(self, digest: str) -> str:
+        return f"{self.run_id}:cf:{digest}"
+
+    def kind_of(self, key: str) -> tuple[str, str | None] | None:
+        """``(kind, arg)`` for one of this run's keys (``("step", "0")``,
+        ``("tool", "call_1")``, ``("output", None)``); None for a foreign key."""
+        if not key.startswith(self.prefix):
+            return None
+        rest = key[len(self.prefix):]
+        for kind in ("step", "tool", "cf"):
+            if rest.startswith(kind + ":"):
+                return kind, rest[len(kind) + 1:]
+        return (rest, None) if rest in RUN_KINDS else None
+
+
+def step_index(keys: RunKeys, key: str) -> int | None:
+    """n of ``<run>:step:<n>``; None for any other key."""
+    kind = keys.kind_of(key)
+    if kind is None or kind[0] != "step" or kind[1] is None or not kind[1].isdigit():
+        return None
+    return int(kind[1])
+
+
+def _escape(thread_id: str) -> str:
+    return thread_id.replace("%", "%25").replace(":", "%3A")
+
+
+_OBSERVER_TAIL = re.compile(r"(observe|reflect):\d+")
+
+
+@dataclass(frozen=True)
+class ObserverKeys:
+    """The journal keys of one thread's observational memory (observer/reflector)."""
+
+    thread_id: str
+
+    @property
+    def prefix(self) -> str:
+        return f"om:{_escape(self.thread_id)}:proc:"
+
+    def observe(self, n: int) -> str:
+        return f"{self.prefix}observe:{n}"
+
+    def reflect(self, n: int) -> str:
+        return f"{self.prefix}reflect:{n}"
+
+    @property
+    def legacy_prefix(self) -> str:
+        """Where code before the escaping wrote this thread's records."""
+        return f"om:{self.thread_id}:proc:"
+
+    @property
+    def has_legacy(self) -> bool:
+        return self.legacy_prefix != self.prefix
+
+    def owns_legacy(self, key: str) -> bool:
+        """Whether a key under ``legacy_prefix`` is this thread's own (and not the
+        record of a thread whose id extends this one's)."""
+        return (key.startswith(self.legacy_prefix)
+                and _OBSERVER_TAIL.fullmatch(key[len(self.legacy_prefix):]) is not None)

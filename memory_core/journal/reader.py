@@ -1,0 +1,235 @@
+"""The one reader of run records: ``RunReader`` for a record at a time (resume, replay)
+and ``load_run`` for everything recorded about a run (analysis, views, timeline, CLI).
+Every record comes back typed and upgraded to the current version."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from memory_core.errors import NotFoundError
+from memory_core.journal.keys import ObserverKeys, RunKeys, step_index
+from memory_core.journal.records import (
+    ImportRecord,
+    InputRecord,
+    ObserveRecord,
+    OutputRecord,
+    PersistRecord,
+    ReflectRecord,
+    StepRecord,
+    ToolRecord,
+    load_record,
+    upgraded_dict,
+)
+from memory_core.models.base import ModelIdentity, ModelResponse, ToolSpec
+from memory_core.prompt import FrozenPrompt
+from memory_core.provenance import Memctx
+from memory_core.storage.base import RunJournal, Storage
+from memory_core.types import RunRecord
+
+R = TypeVar("R", bound=BaseModel)
+
+# the kind of record each run key holds, for reading a raw entry by its key
+_KIND_OF = {"import": "import", "input": "input", "memctx": "memctx", "prompt": "prompt",
+            "persist:input": "persist", "persist:output": "persist", "step": "step",
+            "tool": "tool", "output": "output"}
+
+
+class RunReader:
+    """Reads one run's records, one at a time; None where a record is absent."""
+
+    def __init__(self, runs: RunJournal, run_id: str) -> None:
+        self.runs = runs
+        self.keys = RunKeys(run_id)
+
+    def _get(self, kind: str, model: type[R], key: str) -> R | None:
+        raw = self.runs.get(key)
+        return None if raw is None else load_record(kind, model, raw, key)
+
+    def has_prompt(self) -> bool:
+        return self.runs.has(self.keys.prompt)
+
+    def has_input(self) -> bool:
+        return self.runs.has(self.keys.input)
+
+    def import_record(self) -> ImportRecord | None:
+        return self._get("import", ImportRecord, self.keys.import_)
+
+    def input(self) -> InputRecord | None:
+        return self._get("input", InputRecord, self.keys.input)
+
+    def prompt(self) -> FrozenPrompt | None:
+        return self._get("prompt", FrozenPrompt, self.keys.prompt)
+
+    def memctx(self) -> Memctx | None:
+        return self._get("memctx", Memctx, self.keys.memctx)
+
+    def persist_input(self) -> PersistRecord | None:
+        return self._get("persist", PersistRecord, self.keys.persist_input)
+
+    def persist_output(self) -> PersistRecord | None:
+        return self._get("persist", PersistRecord, self.keys.persist_output)
+
+    def step(self, n: int) -> StepRecord | None:
+        return self._get("step", StepRecord, self.keys.step(n))
+
+    def tool(self, call_id: str) -> ToolRecord | None:
+        return self._get("tool", ToolRecord, self.keys.tool(call_id))
+
+    def output(self) -> OutputRecord | None:
+        return self._get("output", OutputRecord, self.keys.output)
+
+    def steps(self) -> list[RunStep]:
+        out = []
+        for key, raw in self.runs.list(self.keys.step_prefix):
+            n = step_index(self.keys, key)
+            if n is not None:
+                out.append(RunStep(n, load_record("step", StepRecord, raw, key)))
+        return sorted(out, key=lambda s: s.index)
+
+    def tools(self) -> dict[str, ToolRecord]:
+        prefix = self.keys.tool_prefix
+        return {key[len(prefix):]: load_record("tool", ToolRecord, raw, key)
+                for key, raw in self.runs.list(prefix)}
+
+    def counterfactual(self, digest: str) -> Any | None:
+        return self.runs.get(self.keys.cf(digest))
+
+    def counterfactuals(self) -> list[Any]:
+        """Raw counterfactual results (analysis validates them), in key order."""
+        return [v for _, v in self.runs.list(self.keys.cf_prefix)]
+
+    def entries(self, *, counterfactuals: bool = False) -> list[tuple[str, Any]]:
+        """The run's raw entries (for copying a journal), counterfactuals only on request."""
+        return [(k, v) for k, v in self.runs.list(self.keys.prefix)
+                if counterfactuals or not k.startswith(self.keys.cf_prefix)]
+
+    def upgraded_keys(self) -> list[str]:
+        """Keys whose stored record is an older format that reading upgrades."""
+        out = []
+        for key, raw in self.entries():
+            kind = self.keys.kind_of(key)
+            rec_kind = _KIND_OF.get(kind[0]) if kind else None
+            if rec_kind is not None and upgraded_dict(rec_kind, raw, key)[1]:
+                out.append(key)
+        return out
+
+
+class ObserverReader:
+    """Reads one thread's observer/reflector records (also where older code wrote
+    them, for threads whose id holds ``:``)."""
+
+    def __init__(self, runs: RunJournal, thread_id: str) -> None:
+        self.runs = runs
+        self.keys = ObserverKeys(thread_id)
+
+    def _get(self, kind: str, model: type[R], key: str, legacy: str) -> R | None:
+        raw = self.runs.get(key)
+        if raw is None and self.keys.has_legacy:
+            key = legacy
+            raw = self.runs.get(key)
+        return None if raw is None else load_record(kind, model, raw, key)
+
+    def observe(self, n: int) -> ObserveRecord | None:
+        return self._get("observe", ObserveRecord, self.keys.observe(n),
+                         f"{self.keys.legacy_prefix}observe:{n}")
+
+    def reflect(self, n: int) -> ReflectRecord | None:
+        return self._get("reflect", ReflectRecord, self.keys.reflect(n),
+                         f"{self.keys.legacy_prefix}reflect:{n}")
+
+    def entries(self) -> list[tuple[str, Any]]:
+        """Every raw record of the thread's observer journal (legacy keys included)."""
+        out = list(self.runs.list(self.keys.prefix))
+        if self.keys.has_legacy:
+            out += [(k, v) for k, v in self.runs.list(self.keys.legacy_prefix)
+                    if self.keys.owns_legacy(k)]
+        return out
+
+    def erase(self) -> int:
+        n = self.runs.delete(self.keys.prefix)
+        if self.keys.has_legacy:
+            for key, _ in self.runs.list(self.keys.legacy_prefix):
+                if self.keys.owns_legacy(key) and self.runs.get(key) is not None:
+                    n += self.runs.delete(key)
+        return n
+
+
+@dataclass(frozen=True)
+class RunStep:
+    """Step ``index`` of a run and its record."""
+
+    index: int
+    record: StepRecord
+
+    @property
+    def response(self) -> ModelResponse:
+        return self.record.response
+
+    @property
+    def model(self) -> ModelIdentity:
+        return self.record.model
+
+    @property
+    def tool_specs(self) -> list[ToolSpec]:
+        return [t.spec() for t in self.record.tools]
+
+    @property
+    def tools(self) -> list[dict[str, Any]]:
+        return [t.model_dump() for t in self.record.tools]
+
+
+@dataclass(frozen=True)
+class RunData:
+    """Everything recorded about one run, typed and upgraded."""
+
+    run: RunRecord
+    prompt: FrozenPrompt
+    memctx: Memctx | None
+    steps: list[RunStep] = field(default_factory=list)
+    tools: dict[str, ToolRecord] = field(default_factory=dict)
+    output: OutputRecord | None = None
+    input: InputRecord | None = None
+    persist_input: PersistRecord | None = None
+    persist_output: PersistRecord | None = None
+    import_record: ImportRecord | None = None
+
+    @property
+    def run_id(self) -> str:
+        return self.run.run_id
+
+    @property
+    def answer(self) -> str | None:
+        if self.output is not None:
+            return self.output.text
+        for s in reversed(self.steps):
+            if s.response.text:
+                return s.response.text
+        return None
+
+    @property
+    def model(self) -> ModelIdentity | None:
+        return self.steps[0].model if self.steps else None
+
+    @property
+    def model_info(self) -> dict[str, Any]:
+        return self.steps[0].model.model_dump() if self.steps else {}
+
+
+def load_run(storage: Storage, run_id: str) -> RunData:
+    """Everything recorded for ``run_id``; NotFoundError names an unknown run."""
+    if not isinstance(run_id, str) or not run_id:
+        raise NotFoundError(f"run id must be a non-empty string, got {run_id!r}")
+    run = storage.runs.get_run(run_id)
+    reader = RunReader(storage.runs, run_id)
+    prompt = reader.prompt() if run is not None else None
+    if run is None or prompt is None:
+        raise NotFoundError(
+            f"run '{run_id}' does not exist (no run record or no frozen prompt in the journal)")
+    return RunData(run=run, prompt=prompt, memctx=reader.memctx(), steps=reader.steps(),
+                   tools=reader.tools(), output=reader.output(), input=reader.input(),
+                   persist_input=reader.persist_input(),
+                   persist_output=reader.persist_output(),
+                   import_record=reader.import_record())

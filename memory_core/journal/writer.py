@@ -1,0 +1,116 @@
+"""The one writer of run records, used by the Runner, the importers and analysis.
+
+Every write is first-write-wins (``RunJournal.put_if_absent``): the value returned is
+the record that is in the journal — this call's, or an earlier attempt's — read back as
+the current typed record, so a resumed run continues from what was really recorded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from memory_core.journal.keys import ObserverKeys, RunKeys, check_run_id
+from memory_core.journal.records import (
+    ImportRecord,
+    InputRecord,
+    ObserveRecord,
+    OutputRecord,
+    PersistRecord,
+    ReflectRecord,
+    StepRecord,
+    ToolRecord,
+    load_record,
+)
+from memory_core.prompt import FrozenPrompt
+from memory_core.provenance import Memctx
+from memory_core.storage.base import RunJournal
+
+R = TypeVar("R", bound=BaseModel)
+Written = Callable[[str], None]
+
+
+def _dump(record: BaseModel) -> dict[str, Any]:
+    return record.model_dump(mode="json")
+
+
+class JournalWriter:
+    """Writes one run's records. ``on_written(name)`` is called after each record this
+    writer really wrote (``input``, ``memctx``, ``prompt``, ``persist:input``,
+    ``step:<n>``, ``tool:<id>``, ``persist:output``, ``output``, ``import``) — the
+    Runner's crash boundaries."""
+
+    def __init__(self, runs: RunJournal, run_id: str, *,
+                 on_written: Written | None = None) -> None:
+        self.runs = runs
+        self.keys = RunKeys(check_run_id(run_id))
+        self.on_written = on_written
+
+    def _put(self, kind: str, key: str, name: str, record: R) -> R:
+        if self.runs.put_if_absent(key, _dump(record)):
+            if self.on_written is not None:
+                self.on_written(name)
+        stored = self.runs.get(key)
+        if stored is None:
+            return record
+        return load_record(kind, type(record), stored, key)
+
+    def import_record(self, record: ImportRecord) -> ImportRecord:
+        return self._put("import", self.keys.import_, "import", record)
+
+    def input(self, record: InputRecord) -> InputRecord:
+        return self._put("input", self.keys.input, "input", record)
+
+    def memctx(self, record: Memctx) -> Memctx:
+        return self._put("memctx", self.keys.memctx, "memctx", record)
+
+    def prompt(self, record: FrozenPrompt) -> FrozenPrompt:
+        return self._put("prompt", self.keys.prompt, "prompt", record)
+
+    def persist_input(self, seqs: Sequence[int]) -> PersistRecord:
+        return self._put("persist", self.keys.persist_input, "persist:input",
+                         PersistRecord(seqs=list(seqs)))
+
+    def persist_output(self, seqs: Sequence[int]) -> PersistRecord:
+        return self._put("persist", self.keys.persist_output, "persist:output",
+                         PersistRecord(seqs=list(seqs)))
+
+    def step(self, n: int, record: StepRecord) -> StepRecord:
+        return self._put("step", self.keys.step(n), f"step:{n}", record)
+
+    def tool(self, call_id: str, record: ToolRecord) -> ToolRecord:
+        return self._put("tool", self.keys.tool(call_id), f"tool:{call_id}", record)
+
+    def output(self, record: OutputRecord) -> OutputRecord:
+        return self._put("output", self.keys.output, "output", record)
+
+    def counterfactual(self, digest: str, value: dict[str, Any]) -> bool:
+        """A counterfactual result (``analysis.counterfactual.CounterfactualResult``,
+        dumped); True when this call wrote it."""
+        return self.runs.put_if_absent(self.keys.cf(digest), value)
+
+    def erase(self) -> int:
+        """Every record of the run (an import compensating a failed write)."""
+        return self.runs.delete(self.keys.prefix)
+
+
+class ObserverWriter:
+    """Writes one thread's observer and reflector records (first write wins)."""
+
+    def __init__(self, runs: RunJournal, thread_id: str) -> None:
+        self.runs = runs
+        self.keys = ObserverKeys(thread_id)
+
+    def observe(self, n: int, record: ObserveRecord) -> ObserveRecord:
+        key = self.keys.observe(n)
+        self.runs.put_if_absent(key, _dump(record))
+        stored = self.runs.get(key)
+        return record if stored is None else load_record("observe", ObserveRecord, stored, key)
+
+    def reflect(self, n: int, record: ReflectRecord) -> ReflectRecord:
+        key = self.keys.reflect(n)
+        self.runs.put_if_absent(key, _dump(record))
+        stored = self.runs.get(key)
+        return record if stored is None else load_record("reflect", ReflectRecord, stored, key)
