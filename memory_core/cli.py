@@ -297,8 +297,47 @@ def replay(run: Annotated[str, typer.Argument(help="Run id.")], db: DbOpt = None
 
     with opened(db) as s:
         r = guarded(lambda: do_replay(s, run))
+    if r.integrity == "redacted":
+        typer.echo(f"replay of {run}: redacted by the erasure of {', '.join(r.redacted_by)}; "
+                   "its records were rewritten, so byte-identity is not checked")
+        return
+    sealed = "" if r.integrity == "ok" else " (unsealed: recorded before sealing existed)"
     typer.echo(f"replay of {run}: identical ({r.steps} steps, {r.verified_steps} verified; "
-               f"{r.tool_calls} tool calls; {r.messages_checked} stored messages checked)")
+               f"{r.tool_calls} tool calls; {r.messages_checked} stored messages checked)"
+               f"{sealed}")
+
+
+@app.command()
+def verify(run: Annotated[str | None, typer.Argument(help="Run id (or --all).")] = None,
+           db: DbOpt = None,
+           all_runs: Annotated[bool, typer.Option(
+               "--all", help="Verify every run in the database.")] = False) -> None:
+    """Check runs against their seals: report the first record that no longer matches.
+    Exit code 1 when any run was tampered with.
+
+    Example: memwb verify --all
+    """
+    from memory_core.journal.seal import verify_run
+
+    if (run is None) == (not all_runs):
+        raise fail("give one run id or --all")
+    with opened(db) as s:
+        ids = ([r.run_id for r in guarded(lambda: s.runs.list_runs())] if all_runs
+               else [guarded(lambda: s.runs.require_run(run or "")).run_id])
+        reports = [verify_run(s, rid) for rid in ids]
+    bad = 0
+    for rep in reports:
+        if rep.status == "tampered":
+            bad += 1
+            typer.echo(f"{rep.run_id}: TAMPERED at {rep.first_mismatch or 'a record'}: "
+                       f"{rep.detail}")
+        else:
+            extra = f" — {rep.detail}" if rep.detail and rep.status != "ok" else ""
+            chain = f" chain {rep.chain[:16]}" if rep.chain else ""
+            typer.echo(f"{rep.run_id}: {rep.status}{chain}{extra}")
+    typer.echo(f"{len(reports)} runs checked, {bad} tampered")
+    if bad:
+        raise typer.Exit(1)
 
 
 @app.command()

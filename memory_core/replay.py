@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from memory_core.errors import InvalidInputError, ModelError, NotFoundError, ReplayMismatch
 from memory_core.journal.keys import RunKeys
 from memory_core.journal.reader import ObserverReader, RunReader
+from memory_core.journal.seal import read_seal, require_intact
 from memory_core.models.base import Tool
 from memory_core.models.scripted import RaisingModel
 from memory_core.prompt import FrozenPrompt
@@ -51,6 +52,10 @@ class ReplayReport(BaseModel):
     prompt_checked: bool = False
     compared_lanes: list[str] = Field(default_factory=list)
     messages_checked: int = 0  # stored output messages compared with the replayed ones
+    # the seal check (journal/seal.py): "ok", "unsealed" (recorded before sealing) or
+    # "redacted" (an erasure rewrote records, so byte-identity is not checked)
+    integrity: str = "ok"
+    redacted_by: list[str] = Field(default_factory=list)  # erased threads
 
 
 def _diff_at(a: str, b: str) -> int:
@@ -105,6 +110,7 @@ def replay(storage: Storage, run_id: str, *, memory: AgentMemory | None = None,
     """
     reader = RunReader(storage.runs, run_id)
     keys = reader.keys
+    seal = require_intact(storage, run_id)  # tampering is named before anything runs
     rec_input = reader.input()
     if rec_input is None:
         raise NotFoundError(f"run '{run_id}' has no recorded input ('{keys.input}')")
@@ -122,6 +128,14 @@ def replay(storage: Storage, run_id: str, *, memory: AgentMemory | None = None,
         raise NotFoundError(f"run '{run_id}' has no runs-table record; its agent is unknown")
     agent_name = record.agent
     thread_id, resource_id = record.thread_id, record.resource_id
+    if seal.status == "redacted":
+        sealed = read_seal(storage, run_id)
+        erased = sorted({t for r in (sealed.redactions if sealed else []) for t in r.threads})
+        return ReplayReport(run_id=run_id, agent=agent_name, thread_id=thread_id,
+                            steps=len(steps), tool_calls=len(reader.tools()),
+                            output=rec_output.model_dump(mode="json"), verified_steps=0,
+                            unverified_steps=len(steps), integrity="redacted",
+                            redacted_by=erased)
     verified = sum(1 for s in steps if s.record.input_hashes is not None
                    or s.record.input_hash is not None)
     unverified = len(steps) - verified
@@ -166,7 +180,7 @@ def replay(storage: Storage, run_id: str, *, memory: AgentMemory | None = None,
                           steps=result.steps, tool_calls=result.tool_calls,
                           output=rec_output.model_dump(mode="json"), verified_steps=verified,
                           unverified_steps=unverified, upgraded=upgraded,
-                          messages_checked=checked)
+                          messages_checked=checked, integrity=seal.status)
     if memory is not None and thread_id is not None:
         compared = list(lanes) if lanes is not None else list(DEFAULT_COMPARED_LANES)
         bad = [lane for lane in compared if lane not in LANES]

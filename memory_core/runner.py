@@ -28,6 +28,7 @@ from memory_core.journal.records import (
     ToolRecord,
     ToolSpecRecord,
 )
+from memory_core.journal.seal import seal_run
 from memory_core.journal.writer import JournalWriter
 from memory_core.models.base import (
     ModelResponse,
@@ -213,6 +214,8 @@ class Runner:
             self._loop(agent, state, thread_id, resource_id)
             self._persist_output(state, thread_id, resource_id)
             self._write_output(state)
+            # sealed before it is marked completed: a completed run always has its seal
+            seal_run(self.storage, run_id)
         except BaseException as e:
             if isinstance(e, Exception):
                 self.storage.runs.set_run_status(run_id, "failed", finished_at=self.clock(),
@@ -264,7 +267,8 @@ class Runner:
             items += [PromptItem(lane="input", message=m) for m in incoming]
             prompt, to_persist = FrozenPrompt(items=items), incoming
         writer = self._writer(run_id)
-        rec_input = writer.input(InputRecord(messages=incoming, incoming=to_persist))
+        rec_input = writer.input(InputRecord(messages=incoming, incoming=to_persist,
+                                             sealed=True))
         if memctx is not None:
             # memctx before prompt: a frozen prompt then implies its memctx exists, so a
             # resume that finds the prompt never needs to compose

@@ -79,7 +79,8 @@ def db_copy(demo_db: str, tmp_path: Path) -> str:
 # -- help ---------------------------------------------------------------------------------
 def test_every_command_is_listed_and_has_an_example() -> None:
     assert command_names() == sorted(["demo", "ui", "import", "threads", "runs", "inspect",
-                                      "replay", "counterfactual", "why", "diff", "erase"])
+                                      "replay", "verify", "counterfactual", "why", "diff",
+                                      "erase"])
     top = ok(memwb("--help"))
     for name in command_names():
         assert name in top

@@ -82,7 +82,7 @@ def test_simple_run_composes_before_persisting_and_journals_everything() -> None
     assert run.status == "completed" and run.finished_at is not None and run.agent == "support"
     keys = [k for k, _ in s.runs.list("run1:")]
     assert keys == ["run1:input", "run1:memctx", "run1:prompt", "run1:persist:input",
-                    "run1:step:0", "run1:persist:output", "run1:output"]
+                    "run1:step:0", "run1:persist:output", "run1:output", "run1:seal"]
 
 
 def test_tool_calls_and_working_memory_are_journaled_and_persisted() -> None:

@@ -23,6 +23,7 @@ from memory_core.journal import (
     OutputRecord,
     StepRecord,
 )
+from memory_core.journal.seal import seal_run
 from memory_core.memory import thread_title, token_text
 from memory_core.models.base import ModelIdentity, ModelResponse
 from memory_core.prompt import FrozenPrompt, PromptItem
@@ -83,6 +84,7 @@ class ImportedRun:
             w.persist_output(self.persist_output)
         if self.output is not None:
             w.output(self.output)
+        seal_run(storage, self.run.run_id)
 
 
 def run_records(run_id: str, plan: RunPlan, *, embedder: str | None,
@@ -121,7 +123,7 @@ def run_records(run_id: str, plan: RunPlan, *, embedder: str | None,
         import_record=ImportRecord(**known, where=ex.where, notes=list(ex.notes),
                                    extra={k: v for k, v in import_info.items()
                                           if k not in known}),
-        input=InputRecord(messages=input_msgs, incoming=input_msgs),
+        input=InputRecord(messages=input_msgs, incoming=input_msgs, sealed=True),
         prompt=FrozenPrompt(items=items), memctx=memctx,
         persist_input=plan.history_seqs[plan.input_from:])
     if ex.response is None:

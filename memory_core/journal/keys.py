@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from memory_core.errors import InvalidInputError
 
 RUN_KINDS = ("import", "input", "memctx", "prompt", "persist:input", "step", "tool",
-             "persist:output", "output", "cf")
+             "persist:output", "output", "cf", "seal")
 
 
 def check_run_id(run_id: object) -> str:
@@ -65,6 +65,10 @@ class RunKeys:
     @property
     def output(self) -> str:
         return f"{self.run_id}:output"
+
+    @property
+    def seal(self) -> str:
+        return f"{self.run_id}:seal"
 
     @property
     def step_prefix(self) -> str:

@@ -46,6 +46,7 @@ class InputRecord(_Record):
     v: int = 1
     messages: list[Message]
     incoming: list[Message]
+    sealed: bool = False  # the run will be sealed when it finishes (journal/seal.py)
 
 
 class PersistRecord(_Record):

@@ -1,0 +1,223 @@
+"""A tamper-evident seal over everything a finished run recorded.
+
+When a run finishes (or an import writes one), ``seal_run`` writes ``<run>:seal``: the
+sha256 of every journal record of the run (model identity, usage, offered tools, the
+memctx, the input, tool arguments and results, the output…), of every message the run
+stored (by thread and seq) and of its runs-table row, chained in a fixed order into
+one digest. ``verify_run`` recomputes them and names the first that no longer matches.
+
+It detects any edit that does not also rewrite the seal; keep ``memwb verify --all``'s
+chain digests elsewhere to detect that too. Records written before sealing existed are
+reported as unsealed, not as tampered; a run whose input record says it was sealed but
+whose seal is gone is tampered. An erasure that redacts a run's records re-seals it and
+lists the redaction in the seal, so verification says "redacted", not "tampered".
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from memory_core.errors import MemoryCoreError, ReplayMismatch
+from memory_core.journal.keys import RunKeys
+from memory_core.journal.records import validated
+from memory_core.storage.base import Storage
+from memory_core.types import RunRecord, canonical_json
+
+SEAL_VERSION = 1
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class Redaction(BaseModel):
+    """An erasure that rewrote this run's records: which erased messages, and when."""
+
+    model_config = ConfigDict(extra="forbid")
+    erased: list[tuple[str, int]] = Field(default_factory=list)  # (thread_id, seq)
+    threads: list[str] = Field(default_factory=list)
+    keys: list[str] = Field(default_factory=list)  # records rewritten
+
+
+class SealRecord(BaseModel):
+    """``<run>:seal``."""
+
+    model_config = ConfigDict(extra="forbid")
+    v: int = SEAL_VERSION
+    entries: list[tuple[str, str]]  # (journal key, sha256 of its canonical JSON)
+    messages: list[tuple[str, int, str]]  # (thread_id, seq, sha256 of the message)
+    run: str  # sha256 of the runs-table row
+    chain: str  # sha256 chained over all of the above, in this order
+    redactions: list[Redaction] = Field(default_factory=list)
+
+
+class VerifyReport(BaseModel):
+    """What ``verify_run`` found: ``ok``, ``unsealed`` (older than sealing, or not
+    finished), ``redacted`` (ok, but an erasure rewrote records) or ``tampered``."""
+
+    model_config = ConfigDict(extra="forbid")
+    run_id: str
+    status: Literal["ok", "redacted", "unsealed", "tampered"]
+    first_mismatch: str | None = None  # the first record that no longer matches
+    detail: str = ""
+    chain: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status in ("ok", "redacted", "unsealed")
+
+
+def _run_row(run: RunRecord | None) -> str:
+    """The row's fields fixed once the run started (the seal is written before the run
+    is marked completed, so status and finish time are checked separately)."""
+    if run is None:
+        return _sha("null")
+    return _sha(canonical_json(run.model_dump(
+        mode="json", include={"run_id", "agent", "thread_id", "resource_id", "started_at"})))
+
+
+def _chain(parts: Iterable[str]) -> str:
+    h = _sha("memwb-seal-v1")
+    for p in parts:
+        h = _sha(h + p)
+    return h
+
+
+def _sealed_entries(storage: Storage, keys: RunKeys) -> list[tuple[str, str]]:
+    out = []
+    for key, raw in storage.runs.list(keys.prefix):
+        if key.startswith(keys.cf_prefix) or key == keys.seal:
+            continue
+        out.append((key, _sha(canonical_json(raw))))
+    return sorted(out)
+
+
+def _sealed_messages(storage: Storage, run: RunRecord | None,
+                     keys: RunKeys) -> list[tuple[str, int, str]]:
+    if run is None or run.thread_id is None:
+        return []
+    seqs: list[int] = []
+    for key in (keys.persist_input, keys.persist_output):
+        raw = storage.runs.get(key)
+        if isinstance(raw, dict) and isinstance(raw.get("seqs"), list):
+            seqs += [int(s) for s in raw["seqs"] if isinstance(s, int)]
+    if not seqs or storage.memory.get_thread(run.thread_id) is None:
+        return []
+    stored = storage.memory.get_messages(run.thread_id, seqs=sorted(set(seqs)))
+    return [(run.thread_id, m.seq, _sha(m.as_message().canonical_json())) for m in stored]
+
+
+def compute_seal(storage: Storage, run_id: str,
+                 redactions: list[Redaction] | None = None) -> SealRecord:
+    keys = RunKeys(run_id)
+    run = storage.runs.get_run(run_id)
+    entries = _sealed_entries(storage, keys)
+    messages = _sealed_messages(storage, run, keys)
+    row = _run_row(run)
+    chain = _chain([f"{k}={d}" for k, d in entries]
+                   + [f"{t}#{s}={d}" for t, s, d in messages] + [f"run={row}"])
+    return SealRecord(entries=entries, messages=messages, run=row, chain=chain,
+                      redactions=list(redactions or []))
+
+
+def seal_run(storage: Storage, run_id: str) -> SealRecord:
+    """Seal a finished run (first write wins: a sealed run keeps its seal)."""
+    seal = compute_seal(storage, run_id)
+    keys = RunKeys(run_id)
+    storage.runs.put_if_absent(keys.seal, seal.model_dump(mode="json"))
+    raw = storage.runs.get(keys.seal)
+    return validated(SealRecord, raw, f"journal entry '{keys.seal}'")
+
+
+def reseal_run(storage: Storage, run_id: str, redaction: Redaction) -> SealRecord:
+    """Replace a run's seal after an erasure rewrote its records, recording why."""
+    keys = RunKeys(run_id)
+    old = read_seal(storage, run_id)
+    history = (old.redactions if old is not None else []) + [redaction]
+    seal = compute_seal(storage, run_id, history)
+    storage.runs.delete(keys.seal)
+    storage.runs.put_if_absent(keys.seal, seal.model_dump(mode="json"))
+    return seal
+
+
+def read_seal(storage: Storage, run_id: str) -> SealRecord | None:
+    keys = RunKeys(run_id)
+    raw = storage.runs.get(keys.seal)
+    return None if raw is None else validated(SealRecord, raw, f"journal entry '{keys.seal}'")
+
+
+def _expects_seal(storage: Storage, keys: RunKeys) -> bool:
+    raw = storage.runs.get(keys.input)
+    return isinstance(raw, dict) and raw.get("sealed") is True
+
+
+def _first_difference(seal: SealRecord, now: SealRecord) -> tuple[str, str]:
+    rec, cur = dict(seal.entries), dict(now.entries)
+    for key in sorted(set(rec) | set(cur)):
+        if key not in cur:
+            return key, "the record was removed"
+        if key not in rec:
+            return key, "the record was added after the run was sealed"
+        if rec[key] != cur[key]:
+            return key, "the record's content changed"
+    msg_rec = {(t, s): d for t, s, d in seal.messages}
+    msg_cur = {(t, s): d for t, s, d in now.messages}
+    for ref in sorted(set(msg_rec) | set(msg_cur)):
+        if msg_rec.get(ref) != msg_cur.get(ref):
+            what = "removed" if ref not in msg_cur else "changed"
+            return f"message {ref[0]}#{ref[1]}", f"the stored message was {what}"
+    if seal.run != now.run:
+        return "runs-table row", "the run's row (agent, thread, status or times) changed"
+    return "seal", "the seal's chain digest does not match its contents"
+
+
+def verify_run(storage: Storage, run_id: str) -> VerifyReport:
+    """Recompute a run's seal and compare; never raises for a damaged journal."""
+    keys = RunKeys(run_id)
+    try:
+        seal = read_seal(storage, run_id)
+        if seal is None:
+            if _expects_seal(storage, keys):
+                return VerifyReport(run_id=run_id, status="tampered", first_mismatch=keys.seal,
+                                    detail="the run was sealed but its seal record is gone")
+            return VerifyReport(run_id=run_id, status="unsealed",
+                                detail="no seal: recorded before sealing existed, or not "
+                                       "finished")
+        now = compute_seal(storage, run_id, seal.redactions)
+    except (MemoryCoreError, ValueError, TypeError) as e:
+        return VerifyReport(run_id=run_id, status="tampered", first_mismatch=None,
+                            detail=f"a record cannot be read: {e}")
+    expected_chain = _chain([f"{k}={d}" for k, d in seal.entries]
+                            + [f"{t}#{s}={d}" for t, s, d in seal.messages]
+                            + [f"run={seal.run}"])
+    run = storage.runs.get_run(run_id)
+    if run is not None and run.status not in ("completed", "running"):
+        return VerifyReport(run_id=run_id, status="tampered", first_mismatch="runs-table row",
+                            detail=f"the run was sealed as finished but its status is "
+                                   f"{run.status!r}")
+    if now.chain == seal.chain and expected_chain == seal.chain:
+        status: Literal["ok", "redacted"] = "redacted" if seal.redactions else "ok"
+        return VerifyReport(run_id=run_id, status=status, chain=seal.chain,
+                            detail="; ".join(f"redacted by the erasure of "
+                                             f"{', '.join(r.threads)}"
+                                             for r in seal.redactions))
+    where, why = _first_difference(seal, now)
+    return VerifyReport(run_id=run_id, status="tampered", first_mismatch=where, detail=why)
+
+
+def require_intact(storage: Storage, run_id: str) -> VerifyReport:
+    """``verify_run``, raising ReplayMismatch naming the first mismatch when tampered."""
+    report = verify_run(storage, run_id)
+    if report.status == "tampered":
+        raise ReplayMismatch(f"run '{run_id}' fails verification at "
+                             f"{report.first_mismatch or 'an unreadable record'}: "
+                             f"{report.detail}")
+    return report
+
+
+__all__ = ["Redaction", "SealRecord", "VerifyReport", "compute_seal", "read_seal",
+           "require_intact", "reseal_run", "seal_run", "verify_run"]

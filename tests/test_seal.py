@@ -1,0 +1,159 @@
+"""A tamper-evident journal: every kind of edit to a finished run is named by
+``verify_run`` (``memwb verify``) and by ``replay``."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from memory_core.cli import app
+from memory_core.embedders import HashingEmbedder
+from memory_core.errors import ReplayMismatch
+from memory_core.journal import RunKeys
+from memory_core.journal.seal import verify_run
+from memory_core.memory import AgentMemory
+from memory_core.models.base import ModelResponse, Tool, ToolSpec, Usage
+from memory_core.models.scripted import ScriptedModel
+from memory_core.replay import replay
+from memory_core.runner import Agent, Runner
+from memory_core.storage.sqlite import SQLiteStorage
+from memory_core.types import ToolCallPart
+
+K = RunKeys("r1")
+
+
+def build(path: Path) -> SQLiteStorage:
+    s = SQLiteStorage(str(path))
+    mem = AgentMemory(s, embed=HashingEmbedder(64), recent_n=4)
+    model = ScriptedModel([
+        ModelResponse(tool_calls=[ToolCallPart(id="c1", name="lookup", args={"order": 7})],
+                      usage=Usage(input_tokens=10, output_tokens=3), finish_reason="tool_calls"),
+        ModelResponse(text="Order 7 ships Monday.", usage=Usage(input_tokens=20, output_tokens=5),
+                      finish_reason="stop")])
+    model.temperature = 0.0  # type: ignore[attr-defined]
+    tool = Tool(ToolSpec("lookup", "look up an order"), lambda a: {"ships": "Monday"})
+    runner = Runner(s, {"a": Agent("a", "Be brief.", model, tools=[tool])}, memory=mem)
+    runner.run("a", run_id="r0", thread_id="t", resource_id="u", prompt="hello there")
+    model2 = ScriptedModel(list(model._responses))  # same script for the second run
+    runner.agents["a"] = Agent("a", "Be brief.", model2, tools=[tool])
+    runner.run("a", run_id="r1", thread_id="t", resource_id="u", prompt="When does 7 ship?")
+    return s
+
+
+def edit(s: SQLiteStorage, key: str, change: Callable[[Any], None]) -> None:
+    value = json.loads(json.dumps(s.runs.get(key)))
+    change(value)
+    s.runs.delete(key)
+    s.runs.put_if_absent(key, value)
+
+
+def sql(path: Path, statement: str, *params: Any) -> None:
+    con = sqlite3.connect(path)
+    with con:
+        con.execute(statement, params)
+    con.close()
+
+
+def _set(d: dict, path: str, value: Any) -> None:
+    *head, last = path.split(".")
+    for p in head:
+        d = d[int(p)] if p.isdigit() else d[p]  # type: ignore[assignment]
+    d[last] = value
+
+
+CASES: dict[str, tuple[str | None, Callable[[SQLiteStorage, Path], None]]] = {
+    "step usage": (K.step(0), lambda s, p: edit(s, K.step(0), lambda v: _set(
+        v, "response.usage.input_tokens", 999))),
+    "model name": (K.step(0), lambda s, p: edit(s, K.step(0), lambda v: _set(
+        v, "model.name", "gpt-4o"))),
+    "model temperature": (K.step(1), lambda s, p: edit(s, K.step(1), lambda v: _set(
+        v, "model.temperature", 1.5))),
+    "finish reason": (K.step(1), lambda s, p: edit(s, K.step(1), lambda v: _set(
+        v, "response.finish_reason", "length"))),
+    "offered tools": (K.step(0), lambda s, p: edit(s, K.step(0), lambda v: v["tools"].clear())),
+    "whole-input hash": (K.step(0), lambda s, p: edit(s, K.step(0), lambda v: _set(
+        v, "input_hash", "0" * 64))),
+    "memctx record": (K.memctx, lambda s, p: edit(s, K.memctx, lambda v: _set(
+        v, "recent_count", 0))),
+    "input record": (K.input, lambda s, p: edit(s, K.input, lambda v: _set(
+        v, "messages.0.content", "something else"))),
+    "tool arguments alone": (K.tool("c1"), lambda s, p: edit(s, K.tool("c1"), lambda v: _set(
+        v, "args.order", 8))),
+    "tool result": (K.tool("c1"), lambda s, p: edit(s, K.tool("c1"), lambda v: _set(
+        v, "result.ships", "never"))),
+    "output": (K.output, lambda s, p: edit(s, K.output, lambda v: _set(v, "text", "No."))),
+    "frozen prompt": (K.prompt, lambda s, p: edit(s, K.prompt, lambda v: _set(
+        v, "items.0.message.content", "Be rude."))),
+    "stored input message": ("message t#", lambda s, p: sql(
+        p, "UPDATE messages SET body = replace(body, 'When does 7', 'Why does 8') "
+           "WHERE thread_id = 't'")),
+    "runs row": ("runs-table row", lambda s, p: sql(
+        p, "UPDATE runs SET agent = 'other' WHERE run_id = 'r1'")),
+    "seal removed": (K.seal, lambda s, p: s.runs.delete(K.seal)),
+    "record removed": (K.persist_output, lambda s, p: s.runs.delete(K.persist_output)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_each_kind_of_tampering_is_named_by_verify_and_replay(tmp_path: Path,
+                                                               case: str) -> None:
+    path = tmp_path / "j.db"
+    s = build(path)
+    assert verify_run(s, "r1").status == "ok"
+    assert replay(s, "r1").integrity == "ok"
+    where, tamper = CASES[case]
+    tamper(s, path)
+    s.close()
+    s = SQLiteStorage(str(path))
+    report = verify_run(s, "r1")
+    assert report.status == "tampered", report
+    assert where is not None and (report.first_mismatch or "").startswith(where), report
+    assert verify_run(s, "r0").status == "ok"  # the other run is untouched
+    with pytest.raises(ReplayMismatch, match="fails verification"):
+        replay(s, "r1")
+    s.close()
+    result = CliRunner().invoke(app, ["verify", "--all", "--db", f"sqlite:///{path}"])
+    assert result.exit_code == 1
+    assert f"r1: TAMPERED at {report.first_mismatch}" in result.output
+    assert "r0: ok" in result.output and "2 runs checked, 1 tampered" in result.output
+
+
+def test_a_journal_value_that_is_not_json_is_reported_not_raised(tmp_path: Path) -> None:
+    path = tmp_path / "j.db"
+    build(path).close()
+    sql(path, "UPDATE journal SET value = '{not json' WHERE key = ?", K.output)
+    s = SQLiteStorage(str(path))
+    report = verify_run(s, "r1")
+    assert report.status == "tampered" and "cannot be read" in report.detail
+    result = CliRunner().invoke(app, ["verify", "r1", "--db", f"sqlite:///{path}"])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+
+
+def test_runs_recorded_before_sealing_are_unsealed_not_tampered(tmp_path: Path) -> None:
+    path = tmp_path / "j.db"
+    s = build(path)
+    s.runs.delete(K.seal)
+    edit(s, K.input, lambda v: v.pop("sealed"))  # as older code wrote it
+    assert verify_run(s, "r1").status == "unsealed"
+    assert replay(s, "r1").integrity == "unsealed"
+
+
+def test_imported_runs_are_sealed_and_verify(tmp_path: Path) -> None:
+    from memory_core.importers import import_file
+    from memory_core.storage.inmemory import InMemoryStorage
+
+    s = InMemoryStorage()
+    src = Path(__file__).parent / "fixtures" / "imports"
+    report = import_file(s, src / "openai_support.jsonl", embed=HashingEmbedder(64))
+    assert report.runs_created
+    for rid in report.runs_created:
+        assert verify_run(s, rid).status == "ok"
+    rid = report.runs_created[-1]
+    edit(s, RunKeys(rid).memctx, lambda v: _set(v, "recent_count", 99))  # type: ignore[arg-type]
+    assert verify_run(s, rid).status == "tampered"
