@@ -178,6 +178,9 @@ class ErasureReport(BaseModel):
     observations: int = 0
     journal_entries: int = 0
     runs: int = 0
+    redacted_runs: list[str] = Field(default_factory=list)  # other runs' records rewritten
+    answered_with: list[str] = Field(default_factory=list)  # threads whose stored answers
+    # were given with the erased text (not rewritten: the operator decides)
 
 
 def canonical_json(value: Any) -> str:

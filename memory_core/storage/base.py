@@ -16,10 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from memory_core.errors import InvalidInputError
 from memory_core.types import (
     AppendRow,
     ErasureReport,
+    Message,
     Observation,
     RunRecord,
     RunStatus,
@@ -195,6 +195,12 @@ class MemoryStore:
         raise NotImplementedError
 
     # -- erasure (memory side only; Storage.erase_* also clears the journal) --------
+    def redact_message(self, thread_id: str, seq: int, message: Message) -> bool:
+        """Replace a stored message's role/content/metadata in place and drop its vector
+        (erasure redacts answers that quoted erased text); False when there is no such
+        message. The only in-place edit the append-only store allows."""
+        raise NotImplementedError
+
     def delete_thread(self, thread_id: str) -> ErasureReport:
         raise NotImplementedError
 
@@ -273,41 +279,14 @@ class Storage:
         self.close()
 
     def erase_thread(self, thread_id: str) -> ErasureReport:
-        """Remove a thread, its messages, embeddings, working memory, observations,
-        its runs and every journal record of them (run keys and om:<thread>: keys)."""
-        from memory_core.journal import ObserverReader, RunKeys  # journal builds on storage
+        """Erase a thread everywhere: its data, its runs and journals, and its text in
+        every other run's records (memory_core.erasure)."""
+        from memory_core.erasure import erase_thread  # erasure builds on the journal
 
-        self.memory.require_thread(thread_id)
-        run_ids = [r.run_id for r in self.runs.list_runs(thread_id=thread_id)]
-        report = self.memory.delete_thread(thread_id)
-        journal = 0
-        for rid in run_ids:
-            journal += self.runs.delete(RunKeys(rid).prefix)
-        journal += ObserverReader(self.runs, thread_id).erase()
-        report.journal_entries = journal
-        report.runs = self.runs.delete_runs(run_ids)
-        return report
+        return erase_thread(self, thread_id)
 
     def erase_resource(self, resource_id: str) -> ErasureReport:
         """Erase every thread of the resource and the resource's working memory."""
-        if not resource_id:
-            raise InvalidInputError("resource_id must be a non-empty string")
-        total = ErasureReport()
-        for t in self.memory.list_threads(resource_id):
-            r = self.erase_thread(t.id)
-            total.threads += r.threads
-            total.messages += r.messages
-            total.embeddings += r.embeddings
-            total.working_memory += r.working_memory
-            total.observations += r.observations
-            total.journal_entries += r.journal_entries
-            total.runs += r.runs
-        # runs of the resource that had no thread
-        orphan = [r.run_id for r in self.runs.list_runs(resource_id=resource_id)]
-        for rid in orphan:
-            total.journal_entries += self.runs.delete(f"{rid}:")
-        total.runs += self.runs.delete_runs(orphan)
-        key = f"{RESOURCE_WM_PREFIX}{resource_id}"
-        if self.memory.delete_working_memory(key):
-            total.working_memory.append(key)
-        return total
+        from memory_core.erasure import erase_resource
+
+        return erase_resource(self, resource_id)

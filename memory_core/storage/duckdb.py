@@ -49,6 +49,7 @@ from memory_core.storage.common import (
 from memory_core.types import (
     AppendRow,
     ErasureReport,
+    Message,
     Observation,
     RunRecord,
     RunStatus,
@@ -818,6 +819,27 @@ class DuckDBMemoryStore(MemoryStore):
                      write=True)
 
     # -- erasure
+    def redact_message(self, thread_id: str, seq: int, message: Message) -> bool:
+        text = message.text()
+        content = message.model_dump(mode="json")["content"]
+
+        def go(conn: Conn) -> bool:
+            found = conn.execute("SELECT 1 FROM messages WHERE thread_id = ? AND seq = ?",
+                                 [thread_id, int(seq)]).fetchone()
+            if found is None:
+                return False
+            conn.execute("UPDATE messages SET role = ?, content = ?, plain_text = ?,"
+                         " text_lower = ?, metadata = ? WHERE thread_id = ? AND seq = ?",
+                         [message.role, _json_field(thread_id, seq, "content", content), text,
+                          None if text is None else text.lower(),
+                          _json_field(thread_id, seq, "metadata", message.metadata),
+                          thread_id, int(seq)])
+            conn.execute("DELETE FROM embeddings WHERE thread_id = ? AND seq = ?",
+                         [thread_id, int(seq)])
+            return True
+
+        return bool(self._db.run("redact_message", go, write=True))
+
     def delete_thread(self, thread_id: str) -> ErasureReport:
         def go(conn: Conn) -> ErasureReport:
             _require_thread(conn, thread_id)

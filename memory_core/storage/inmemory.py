@@ -34,6 +34,7 @@ from memory_core.storage.common import (
 from memory_core.types import (
     AppendRow,
     ErasureReport,
+    Message,
     Observation,
     RunRecord,
     RunStatus,
@@ -298,6 +299,17 @@ class InMemoryMemoryStore(MemoryStore):
                     self._obs[oid] = self._obs[oid].model_copy(update={"condensed": True})
 
     # -- erasure
+    def redact_message(self, thread_id: str, seq: int, message: Message) -> bool:
+        with self._lock:
+            row = self._rows.get(thread_id, {}).get(seq)
+            if row is None:
+                return False
+            row.msg = row.msg.model_copy(update={"role": message.role,
+                                                 "content": message.content,
+                                                 "metadata": dict(message.metadata)})
+            row.vec = None
+            return True
+
     def delete_thread(self, thread_id: str) -> ErasureReport:
         with self._lock:
             self.require_thread(thread_id)

@@ -39,6 +39,7 @@ from memory_core.storage.common import (
 from memory_core.types import (
     AppendRow,
     ErasureReport,
+    Message,
     Observation,
     RunRecord,
     RunStatus,
@@ -540,6 +541,19 @@ class SqlMemoryStore(MemoryStore):
                            f" ({_marks(len(part))})", part)
 
     # -- erasure -------------------------------------------------------------------
+    def redact_message(self, thread_id: str, seq: int, message: Message) -> bool:
+        text = message.text()
+        body = canonical_json(message.model_dump(mode="json",
+                                                 include={"role", "content", "metadata"}))
+        with self._db.write("redact_message") as tx:
+            if not tx.query("SELECT 1 FROM messages WHERE thread_id = ? AND seq = ?",
+                            [thread_id, int(seq)]):
+                return False
+            tx.execute("UPDATE messages SET body = ?, text_lower = ?, embedding = NULL"
+                       " WHERE thread_id = ? AND seq = ?",
+                       [body, None if text is None else text.lower(), thread_id, int(seq)])
+            return True
+
     def delete_thread(self, thread_id: str) -> ErasureReport:
         with self._db.write("delete_thread") as tx:
             self._require(tx, thread_id, lock=True)

@@ -1,0 +1,229 @@
+"""Erasure that reaches every copy (SPEC §9): erasing a thread removes its messages,
+vectors, working memory, observations, runs and journals, and redacts every other run's
+records that hold its text — frozen prompts, provenance previews, model steps, tool
+calls, outputs and counterfactual records — re-sealing them as redacted.
+
+What is redacted elsewhere: every prompt item and provenance ref that came from the
+erased thread (wholly), and every occurrence, in any string of another run's records,
+of an erased message's text, of one of its lines or sentences (12 characters or more),
+or of one of its identifier-like tokens (5+ characters with a digit, an ``@``, or a
+``-``/``_`` joining two parts: order numbers, codes, e-mail addresses). Answers that
+other runs stored after being given the erased text are redacted in place (their
+vectors dropped) and the report names their threads (``answered_with``) so the operator
+can decide what else to do with them.
+
+Erasure is resumable: other runs are redacted before anything is deleted, so a crash
+leaves either the thread (erase again redoes the idempotent redaction) or leftovers of
+a thread already gone (erase again deletes them).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from memory_core.errors import InvalidInputError, NotFoundError
+from memory_core.journal import ObserverReader, RunKeys
+from memory_core.journal.seal import Redaction, reseal_run
+from memory_core.storage.base import RESOURCE_WM_PREFIX, Storage
+from memory_core.types import ErasureReport, Message, StoredMessage
+
+REDACTED = "[redacted: erased]"
+_SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
+_TOKEN = re.compile(r"[\w@.+-]+", re.UNICODE)
+_PLAIN_WORD = re.compile(r"[A-Za-z]+")
+
+
+def _identifier_like(tok: str) -> bool:
+    tok = tok.strip(".-+")
+    if len(tok) < 5 or _PLAIN_WORD.fullmatch(tok):
+        return False
+    return (any(c.isdigit() for c in tok) or "@" in tok
+            or bool(re.search(r"\w[-_]\w", tok)))
+
+
+def needles(messages: Iterable[StoredMessage]) -> list[str]:
+    """The strings whose every occurrence elsewhere is redacted, longest first."""
+    out: set[str] = set()
+    for m in messages:
+        texts = [m.text() or ""]
+        for call in m.tool_calls():
+            texts.append(str(call.args))
+        for res in m.tool_results():
+            texts.append(str(res.result))
+        for text in texts:
+            text = text.strip()
+            if len(text) >= 8:
+                out.add(text)
+            out.update(s.strip() for s in _SENTENCE.findall(text) if len(s.strip()) >= 12)
+            out.update(t.strip(".-+") for t in _TOKEN.findall(text) if _identifier_like(t))
+    return sorted(out, key=lambda s: (-len(s), s))
+
+
+class Redactor:
+    """Replaces, in any JSON value, the erased thread's items and texts."""
+
+    def __init__(self, thread_id: str, needles: list[str]) -> None:
+        self.thread_id = thread_id
+        self.needles = needles
+
+    def value(self, value: Any) -> Any:
+        if isinstance(value, dict):
+            if value.get("thread_id") == self.thread_id:
+                return {k: _blank(v, k) for k, v in value.items()}
+            return {k: self.value(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.value(v) for v in value]
+        if isinstance(value, str):
+            return self.text(value)
+        return value
+
+    def text(self, text: str) -> str:
+        for n in self.needles:
+            if n in text:
+                text = text.replace(n, REDACTED)
+        return text
+
+
+def _blank(value: Any, key: str) -> Any:
+    """An item from the erased thread: keep its shape and ids, drop every text."""
+    if key in ("thread_id", "seq", "lane", "role", "rank", "score", "origin", "reason",
+               "observation_id", "tokens"):
+        return value
+    if isinstance(value, str):
+        return REDACTED
+    if isinstance(value, dict):
+        if "content" in value and "role" in value:  # a message
+            return {**value, "content": REDACTED, "metadata": {}}
+        return {k: _blank(v, k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_blank(v, key) for v in value]
+    return value
+
+
+def _redact_runs(storage: Storage, redactor: Redactor, erased_runs: set[str],
+                 erased: list[StoredMessage]) -> tuple[list[str], list[str]]:
+    """Redact every other run's records; returns (runs redacted, threads whose stored
+    answers were given by those runs)."""
+    thread_id = redactor.thread_id
+    refs = sorted({(thread_id, m.seq) for m in erased})
+    redacted: list[str] = []
+    answered: set[str] = set()
+    for run in storage.runs.list_runs():
+        if run.run_id in erased_runs:
+            continue
+        keys = RunKeys(run.run_id)
+        changed: list[str] = []
+        for key, raw in storage.runs.list(keys.prefix):
+            if key == keys.seal:
+                continue
+            new = redactor.value(raw)
+            if new != raw:
+                storage.runs.delete(key)
+                storage.runs.put_if_absent(key, new)
+                changed.append(key)
+        if run.thread_id is not None and run.thread_id != thread_id:
+            fixed = _redact_answers(storage, redactor, run.thread_id, keys)
+            if fixed:
+                answered.add(run.thread_id)
+                changed += [f"message {run.thread_id}#{seq}" for seq in fixed]
+        if changed:
+            reseal_run(storage, run.run_id, Redaction(erased=refs, threads=[thread_id],
+                                                      keys=changed))
+            redacted.append(run.run_id)
+    return redacted, sorted(answered)
+
+
+def _redact_answers(storage: Storage, redactor: Redactor, thread_id: str,
+                    keys: RunKeys) -> list[int]:
+    """The run's stored answers that quoted erased text, redacted in place."""
+    raw = storage.runs.get(keys.persist_output)
+    seqs = raw.get("seqs") if isinstance(raw, dict) else None
+    if not isinstance(seqs, list) or not seqs or storage.memory.get_thread(thread_id) is None:
+        return []
+    fixed = []
+    for m in storage.memory.get_messages(thread_id, seqs=[int(x) for x in seqs]):
+        plain = m.as_message()
+        dumped = plain.model_dump(mode="json")
+        new = redactor.value(dumped)
+        if new != dumped:
+            storage.memory.redact_message(thread_id, m.seq, Message.model_validate(new))
+            fixed.append(m.seq)
+    return fixed
+
+
+def _redact_working_memory(storage: Storage, redactor: Redactor,
+                           resource_id: str | None) -> None:
+    if resource_id is None:
+        return
+    key = f"{RESOURCE_WM_PREFIX}{resource_id}"
+    value = storage.memory.get_working_memory(key)
+    if value is None:
+        return
+    new = redactor.value(value)
+    if new != value:
+        storage.memory.put_working_memory(key, new)
+
+
+def erase_thread(storage: Storage, thread_id: str) -> ErasureReport:
+    """Erase a thread everywhere (see the module docstring); ``NotFoundError`` only
+    when nothing of it remains."""
+    if not isinstance(thread_id, str) or not thread_id:
+        raise InvalidInputError(f"thread id must be a non-empty string, got {thread_id!r}")
+    thread = storage.memory.get_thread(thread_id)
+    own_runs = [r.run_id for r in storage.runs.list_runs(thread_id=thread_id)]
+    observer = ObserverReader(storage.runs, thread_id)
+    if thread is None and not own_runs and not observer.entries():
+        raise NotFoundError(f"thread '{thread_id}' does not exist")
+    report = ErasureReport()
+    if thread is not None:
+        erased = storage.memory.get_messages(thread_id)
+        redactor = Redactor(thread_id, needles(erased))
+        report.redacted_runs, report.answered_with = _redact_runs(
+            storage, redactor, set(own_runs), erased)
+        _redact_working_memory(storage, redactor, thread.resource_id)
+        deleted = storage.memory.delete_thread(thread_id)
+        report = deleted.model_copy(update={"redacted_runs": report.redacted_runs,
+                                            "answered_with": report.answered_with})
+    else:
+        report.threads = [thread_id]
+    journal = 0
+    for rid in own_runs:
+        journal += storage.runs.delete(RunKeys(rid).prefix)
+    journal += observer.erase()
+    report.journal_entries = journal
+    report.runs = storage.runs.delete_runs(own_runs)
+    return report
+
+
+def erase_resource(storage: Storage, resource_id: str) -> ErasureReport:
+    """Erase every thread of a resource (a person), the runs it had without a thread
+    and its working memory."""
+    if not isinstance(resource_id, str) or not resource_id:
+        raise InvalidInputError(f"resource_id must be a non-empty string, got {resource_id!r}")
+    reports = [erase_thread(storage, t.id) for t in storage.memory.list_threads(resource_id)]
+    total = merge_reports(reports)
+    orphan = [r.run_id for r in storage.runs.list_runs(resource_id=resource_id)]
+    for rid in orphan:
+        total.journal_entries += storage.runs.delete(RunKeys(rid).prefix)
+    total.runs += storage.runs.delete_runs(orphan)
+    key = f"{RESOURCE_WM_PREFIX}{resource_id}"
+    if storage.memory.delete_working_memory(key):
+        total.working_memory.append(key)
+    return total
+
+
+def merge_reports(reports: Iterable[ErasureReport]) -> ErasureReport:
+    total = ErasureReport()
+    for r in reports:
+        total.threads += r.threads
+        total.messages += r.messages
+        total.embeddings += r.embeddings
+        total.working_memory += r.working_memory
+        total.observations += r.observations
+        total.journal_entries += r.journal_entries
+        total.runs += r.runs
+        total.redacted_runs = sorted(set(total.redacted_runs) | set(r.redacted_runs))
+        total.answered_with = sorted(set(total.answered_with) | set(r.answered_with))
+    return total
