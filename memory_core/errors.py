@@ -40,3 +40,8 @@ class ImportFormatError(InvalidInputError):
 
 class ToolExecutionError(MemoryCoreError):
     """A tool function raised; the run is marked failed and can be resumed."""
+
+
+class RunInProgress(MemoryCoreError):
+    """Another process holds the run's claim (journal/lease.py): this starter neither
+    calls the model nor runs a tool."""

@@ -20,6 +20,7 @@ from memory_core.errors import (
 )
 from memory_core.journal.hashes import input_digest, input_hashes, verify_step_input
 from memory_core.journal.keys import check_run_id
+from memory_core.journal.lease import DEFAULT_TTL, Lease
 from memory_core.journal.reader import RunReader
 from memory_core.journal.records import (
     InputRecord,
@@ -145,6 +146,7 @@ class _RunState:
     stop_reason: str = "final"
     input_seqs: list[int] = field(default_factory=list)
     output_seqs: list[int] = field(default_factory=list)
+    lease: Lease | None = None
 
 
 class Runner:
@@ -165,7 +167,8 @@ class Runner:
 
     def __init__(self, storage: Storage, agents: dict[str, Agent],
                  memory: AgentMemory | None = None, clock: Clock = utc_now, *,
-                 on_boundary: BoundaryHook | None = None) -> None:
+                 on_boundary: BoundaryHook | None = None,
+                 lease_ttl: float = DEFAULT_TTL) -> None:
         for key, agent in agents.items():
             if key != agent.name:
                 raise InvalidInputError(
@@ -175,20 +178,32 @@ class Runner:
         self.memory = memory
         self.clock = clock
         self.on_boundary = on_boundary
+        if not lease_ttl > 0:
+            raise InvalidInputError(f"lease_ttl must be > 0 seconds, got {lease_ttl!r}")
+        self.lease_ttl = float(lease_ttl)
 
     # -- public ----------------------------------------------------------------------
     def run(self, agent_name: str, *, run_id: str, thread_id: str | None = None,
             resource_id: str | None = None,
-            prompt: str | Message | Sequence[Message]) -> RunResult:
+            prompt: str | Message | Sequence[Message], wait: float = 0.0) -> RunResult:
         """Run (or resume) one turn. A run_id seen before resumes from its journal:
         the frozen prompt is read back, recorded model steps and tool results are
-        reused, and nothing is stored twice."""
+        reused, and nothing is stored twice. Only one process runs a run id at a time:
+        another starter gets RunInProgress (after waiting up to ``wait`` seconds)."""
         agent = self.agents.get(agent_name)
         if agent is None:
             raise NotFoundError(f"agent '{agent_name}' is not registered "
                                 f"(known: {sorted(self.agents)})")
         check_run_id(run_id)
         incoming = _normalise_prompt(prompt)
+        lease = Lease(self.storage.runs, run_id, ttl=self.lease_ttl).acquire(wait)
+        try:
+            return self._run(agent, run_id, thread_id, resource_id, incoming, lease)
+        finally:
+            lease.release()
+
+    def _run(self, agent: Agent, run_id: str, thread_id: str | None,
+             resource_id: str | None, incoming: list[Message], lease: Lease) -> RunResult:
         existing = self.storage.runs.get_run(run_id)
         if existing is not None and (existing.agent != agent.name
                                      or existing.thread_id != thread_id):
@@ -197,6 +212,7 @@ class Runner:
                 f"{existing.thread_id!r}; it cannot be resumed by agent '{agent.name}' "
                 f"on thread {thread_id!r}")
         state = self._freeze(agent, run_id, thread_id, resource_id, incoming)
+        state.lease = lease
         if existing is None:
             started = self.storage.runs.start_run(RunRecord(
                 run_id=run_id, agent=agent.name, thread_id=thread_id,
@@ -321,6 +337,8 @@ class Runner:
             key = reader.keys.step(n)
             rec = reader.step(n)
             if rec is None:
+                if state.lease is not None:
+                    state.lease.check()
                 resp = self._call_model(agent, model_input, specs, key)
                 # what the model was offered is recorded, so a counterfactual can offer
                 # the same tools; who answered, so analysis can ask it again
@@ -338,7 +356,7 @@ class Runner:
                 state.stop_reason = "final"
                 return
             for call in resp.tool_calls:
-                trec = self._tool(state.run_id, call, by_name)
+                trec = self._tool(state, call, by_name)
                 state.convo.append(tool_message(call, trec))
                 state.tool_calls += 1
         state.text = (last.text if last is not None else None) or ""
@@ -353,11 +371,14 @@ class Runner:
             raise ModelError(f"model returned empty or repeated tool-call ids {ids} at '{key}'")
         return resp
 
-    def _tool(self, run_id: str, call: ToolCallPart, by_name: dict[str, Tool]) -> ToolRecord:
-        recorded = RunReader(self.storage.runs, run_id).tool(call.id)
+    def _tool(self, state: _RunState, call: ToolCallPart,
+              by_name: dict[str, Tool]) -> ToolRecord:
+        recorded = RunReader(self.storage.runs, state.run_id).tool(call.id)
         if recorded is not None:
             return recorded  # the tool (and any WM patch) is not applied again
-        return self._writer(run_id).tool(call.id, run_tool(call, by_name))
+        if state.lease is not None:
+            state.lease.check()
+        return self._writer(state.run_id).tool(call.id, run_tool(call, by_name))
 
     def _persist_output(self, state: _RunState, thread_id: str | None,
                         resource_id: str | None) -> None:

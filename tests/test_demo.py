@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from memory_core.errors import InvalidInputError
+from memory_core.journal.keys import is_claim
 from memory_core.replay import replay
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.types import canonical_json
@@ -19,7 +20,8 @@ def snapshot(storage: InMemoryStorage) -> dict[str, Any]:
     """Everything stored, as comparable JSON: threads, messages, WM, observations,
     runs and every journal entry."""
     mem = storage.memory
-    out: dict[str, Any] = {"threads": [], "wm": {}, "journal": storage.runs.list(""),
+    out: dict[str, Any] = {"threads": [], "wm": {}, "journal": [(k, v) for k, v in storage.runs.list("")
+                                                       if not is_claim(k)],
                            "runs": [r.model_dump(mode="json")
                                     for r in storage.runs.list_runs()]}
     for t in mem.list_threads():

@@ -165,21 +165,27 @@ def _tamper(s: InMemoryStorage, key: str, edit: Any) -> None:
 
 
 def test_tampered_output_names_key_and_position() -> None:
-    s, _, _ = load_golden("basic.json")
+    # an unsealed (older) journal, so replay's own checks are what catches it; on a
+    # sealed one verification names the record first (tests/test_seal.py)
+    s, _, _ = load_golden("v1_basic.json")
     _tamper(s, "golden-basic:output", lambda v: v.update(text=v["text"] + "!"))
     with pytest.raises(ReplayMismatch, match=r"'golden-basic:output' differs at character \d+"):
         replay(s, "golden-basic")
 
 
 def test_changed_step_input_names_the_step_and_message() -> None:
-    s, _, _ = load_golden("tools_wm.json")
+    # an unsealed (older) journal, so replay's own checks are what catches it; on a
+    # sealed one verification names the record first (tests/test_seal.py)
+    s, _, _ = load_golden("v1_tools_wm.json")
     _tamper(s, "golden-tools-1:step:1", lambda v: v["input_hashes"].__setitem__(3, "x" * 16))
     with pytest.raises(ReplayMismatch, match=r"golden-tools-1:step:1.*message 3"):
         replay(s, "golden-tools-1")
 
 
 def test_missing_tool_record_is_a_mismatch_not_a_tool_call() -> None:
-    s, _, _ = load_golden("tools_wm.json")
+    # an unsealed (older) journal, so replay's own checks are what catches it; on a
+    # sealed one verification names the record first (tests/test_seal.py)
+    s, _, _ = load_golden("v1_tools_wm.json")
     s.runs.delete("golden-tools-1:tool:call-1")
     with pytest.raises(ReplayMismatch, match="golden-tools-1:tool:call-1"):
         replay(s, "golden-tools-1")
@@ -193,7 +199,9 @@ def test_missing_step_would_need_the_model() -> None:
 
 
 def test_stored_messages_must_match_the_replayed_ones() -> None:
-    s, _, _ = load_golden("basic.json")
+    # an unsealed (older) journal, so replay's own checks are what catches it; on a
+    # sealed one verification names the record first (tests/test_seal.py)
+    s, _, _ = load_golden("v1_basic.json")
     seqs = jget(s, "golden-basic:persist:output")["seqs"]
     row = s.memory._rows["t-golden"][seqs[0]]  # type: ignore[attr-defined]
     row.msg = row.msg.model_copy(update={"content": "edited"})
@@ -223,13 +231,15 @@ def test_fresh_run_replays_and_the_model_is_never_called() -> None:
 
 
 def test_replay_refuses_what_it_cannot_replay() -> None:
-    s, _, _ = load_golden("basic.json")
+    # an unsealed (older) journal, so replay's own checks are what catches it; on a
+    # sealed one verification names the record first (tests/test_seal.py)
+    s, _, _ = load_golden("v1_basic.json")
     with pytest.raises(NotFoundError, match="no recorded input"):
         replay(s, "ghost")
     s.runs.delete("golden-basic:output")
     with pytest.raises(InvalidInputError, match="no recorded output"):
         replay(s, "golden-basic")
-    s, memory, _ = load_golden("basic.json")
+    s, memory, _ = load_golden("v1_basic.json")
     with pytest.raises(InvalidInputError, match="unknown lanes"):
         replay(s, "golden-basic", memory=memory, lanes=["bogus"])
     _tamper(s, "golden-basic:step:0", lambda v: v.update(v=9))

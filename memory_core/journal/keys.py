@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from memory_core.errors import InvalidInputError
 
 RUN_KINDS = ("import", "input", "memctx", "prompt", "persist:input", "step", "tool",
-             "persist:output", "output", "cf", "seal")
+             "persist:output", "output", "cf", "seal", "lease")
 
 
 def check_run_id(run_id: object) -> str:
@@ -71,6 +71,13 @@ class RunKeys:
         return f"{self.run_id}:seal"
 
     @property
+    def lease_prefix(self) -> str:
+        return f"{self.run_id}:lease:"
+
+    def lease(self, n: int) -> str:
+        return f"{self.run_id}:lease:{n:06d}"
+
+    @property
     def step_prefix(self) -> str:
         return f"{self.run_id}:step:"
 
@@ -97,7 +104,7 @@ class RunKeys:
         if not key.startswith(self.prefix):
             return None
         rest = key[len(self.prefix):]
-        for kind in ("step", "tool", "cf"):
+        for kind in ("step", "tool", "cf", "lease"):
             if rest.startswith(kind + ":"):
                 return kind, rest[len(kind) + 1:]
         return (rest, None) if rest in RUN_KINDS else None
@@ -148,3 +155,10 @@ class ObserverKeys:
         record of a thread whose id extends this one's)."""
         return (key.startswith(self.legacy_prefix)
                 and _OBSERVER_TAIL.fullmatch(key[len(self.legacy_prefix):]) is not None)
+
+
+def is_claim(key: str) -> bool:
+    """Whether a journal key is a run's claim (``<run>:lease:<n>``): bookkeeping of who
+    ran it, not a record of what it did (seals, replays and snapshots skip it)."""
+    head, sep, rest = key.partition(":lease:")
+    return bool(sep) and ":" not in head and rest.isdigit()

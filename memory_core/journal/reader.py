@@ -104,7 +104,8 @@ class RunReader:
     def entries(self, *, counterfactuals: bool = False) -> list[tuple[str, Any]]:
         """The run's raw entries (for copying a journal), counterfactuals only on request."""
         return [(k, v) for k, v in self.runs.list(self.keys.prefix)
-                if counterfactuals or not k.startswith(self.keys.cf_prefix)]
+                if not k.startswith(self.keys.lease_prefix)
+                and (counterfactuals or not k.startswith(self.keys.cf_prefix))]
 
     def upgraded_keys(self) -> list[str]:
         """Keys whose stored record is an older format that reading upgrades."""

@@ -90,7 +90,7 @@ def _chain(parts: Iterable[str]) -> str:
 def _sealed_entries(storage: Storage, keys: RunKeys) -> list[tuple[str, str]]:
     out = []
     for key, raw in storage.runs.list(keys.prefix):
-        if key.startswith(keys.cf_prefix) or key == keys.seal:
+        if key.startswith((keys.cf_prefix, keys.lease_prefix)) or key == keys.seal:
             continue
         out.append((key, _sha(canonical_json(raw))))
     return sorted(out)

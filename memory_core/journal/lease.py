@@ -1,0 +1,119 @@
+"""A run runs once: the claim a starter must hold to call the model or run a tool.
+
+Claims are journal records ``<run>:lease:<n>`` written with ``put_if_absent``, which is
+atomic on every adapter, so of several processes starting the same run id at once
+exactly one writes lease 0; the others get ``RunInProgress`` (or wait for it, if
+asked). The holder renews by writing the next lease before it expires and releases by
+writing a ``released`` one. A later starter may take over a lease that expired, that
+was released, or whose holder is a process on this machine that no longer exists
+(a crashed run is resumed at once, without waiting out its lease).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+import uuid
+from dataclasses import dataclass, field
+
+from pydantic import BaseModel, ConfigDict
+
+from memory_core.errors import RunInProgress
+from memory_core.journal.keys import RunKeys
+from memory_core.storage.base import RunJournal
+
+DEFAULT_TTL = 60.0
+_HOST = socket.gethostname()
+
+
+class LeaseRecord(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    v: int = 1
+    owner: str
+    host: str
+    pid: int
+    expires: float  # unix time
+    released: bool = False
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _latest(runs: RunJournal, keys: RunKeys) -> tuple[int, LeaseRecord | None]:
+    entries = runs.list(keys.lease_prefix)
+    if not entries:
+        return -1, None
+    key, raw = entries[-1]  # zero-padded: key order is claim order
+    n = int(key[len(keys.lease_prefix):])
+    try:
+        return n, LeaseRecord.model_validate(raw)
+    except ValueError:
+        return n, None  # an unreadable lease claims nothing
+
+
+def _free(rec: LeaseRecord | None, owner: str, now: float) -> bool:
+    if rec is None or rec.released or rec.owner == owner or rec.expires <= now:
+        return True
+    return rec.host == _HOST and rec.pid != os.getpid() and not _alive(rec.pid)
+
+
+@dataclass
+class Lease:
+    """A held claim on one run."""
+
+    runs: RunJournal
+    run_id: str
+    ttl: float = DEFAULT_TTL
+    owner: str = field(default_factory=lambda: f"{_HOST}:{os.getpid()}:{uuid.uuid4().hex}")
+    n: int = -1
+    expires: float = 0.0
+
+    @property
+    def keys(self) -> RunKeys:
+        return RunKeys(self.run_id)
+
+    def _write(self, n: int, *, released: bool = False) -> bool:
+        expires = time.time() + self.ttl
+        rec = LeaseRecord(owner=self.owner, host=_HOST, pid=os.getpid(), expires=expires,
+                          released=released)
+        if not self.runs.put_if_absent(self.keys.lease(n), rec.model_dump(mode="json")):
+            return False
+        self.n, self.expires = n, expires
+        return True
+
+    def acquire(self, wait: float = 0.0) -> Lease:
+        """Claim the run, waiting up to ``wait`` seconds for another holder."""
+        deadline = time.monotonic() + max(0.0, wait)
+        delay = 0.01
+        while True:
+            n, rec = _latest(self.runs, self.keys)
+            if _free(rec, self.owner, time.time()) and self._write(n + 1):
+                return self
+            if time.monotonic() >= deadline:
+                holder = rec.owner if rec is not None else "another process"
+                raise RunInProgress(f"run '{self.run_id}' is being run by {holder} "
+                                    f"(claim {n}); it was neither re-asked nor re-run here")
+            time.sleep(delay)
+            delay = min(delay * 2, 0.25)
+
+    def check(self) -> None:
+        """Before a model call or a tool: still ours? Renews when half the ttl is gone."""
+        n, rec = _latest(self.runs, self.keys)
+        if rec is None or n != self.n or rec.owner != self.owner:
+            raise RunInProgress(f"run '{self.run_id}' was taken over by "
+                                f"{rec.owner if rec else 'another process'} (claim {n})")
+        if self.expires - time.time() < self.ttl / 2 and not self._write(n + 1):
+            raise RunInProgress(f"run '{self.run_id}' was taken over while renewing")
+
+    def release(self) -> None:
+        n, rec = _latest(self.runs, self.keys)
+        if rec is not None and n == self.n and rec.owner == self.owner:
+            self._write(n + 1, released=True)
