@@ -1,10 +1,11 @@
-"""Replay: golden journals (one in an older record format) replay byte-identically with
-a model that is never called; every kind of divergence raises ReplayMismatch saying
-where."""
+"""Replay: golden journals (today's, recorded by tests/fixtures/golden/record.py, and
+older formats kept as recorded) replay byte-identically with a model that is never
+called; every kind of divergence raises ReplayMismatch saying where."""
 
 from __future__ import annotations
 
 import json
+import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from memory_core.replay import replay
 from memory_core.runner import Agent, Runner
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.types import AppendRow, Message, RunRecord, StoredMessage, Thread, ToolCallPart
+from tests.fixtures.golden import record as golden_record
 from tests.fixtures.golden.record import make_memory
 from tests.helpers import jget
 
@@ -74,8 +76,25 @@ def golden_runs() -> list[tuple[str, str]]:
     return out
 
 
-def test_there_are_golden_files_including_an_old_format() -> None:
-    assert {"basic.json", "tools_wm.json", "v0_old_format.json"} <= set(GOLDEN_FILES)
+def test_there_are_golden_files_including_older_formats() -> None:
+    assert set(golden_record.CURRENT) < set(GOLDEN_FILES)
+    assert {"v0_old_format.json", "v1_no_step_tools_basic.json",
+            "v1_no_step_tools_tools_wm.json"} <= set(GOLDEN_FILES)
+
+
+@pytest.mark.parametrize("name", sorted(golden_record.CURRENT))
+def test_current_goldens_are_what_the_code_records_now(name: str) -> None:
+    recorded = golden_record.render(golden_record.CURRENT[name]())
+    on_disk = (GOLDEN / name).read_text(encoding="utf-8")
+    if recorded != on_disk:
+        at = len(os.path.commonprefix([recorded, on_disk]))
+        pytest.fail(
+            f"tests/fixtures/golden/{name} is not what today's code records (first "
+            f"difference at character {at}: {on_disk[at - 40:at + 40]!r} on disk vs "
+            f"{recorded[at - 40:at + 40]!r} now). If the record format changed on purpose, "
+            f"keep the old file as an older-format golden (git mv it to a name saying "
+            f"which format it holds) and re-record with "
+            f"`python -m tests.fixtures.golden.record`.")
 
 
 @pytest.mark.parametrize(("name", "run_id"), golden_runs())
@@ -263,8 +282,8 @@ def test_observational_runs_replay_with_the_observer_journal() -> None:
 
 @pytest.mark.slow
 def test_every_demo_run_replays_byte_identically_with_its_composition() -> None:
-    build = pytest.importorskip("sample_data.build")
     from memory_core.records import upgrade_memctx
+    from sample_data import build
 
     clock = build.DemoClock()
     s = InMemoryStorage(clock=clock)
