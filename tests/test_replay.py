@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import os
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,7 @@ from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.types import AppendRow, Message, RunRecord, StoredMessage, Thread, ToolCallPart
 from tests.fixtures.golden import record as golden_record
 from tests.fixtures.golden.record import make_memory
-from tests.helpers import jget
+from tests.helpers import Tick, jget
 
 GOLDEN = Path(__file__).parent / "fixtures" / "golden"
 GOLDEN_FILES = sorted(p.name for p in GOLDEN.glob("*.json"))
@@ -207,13 +207,7 @@ def test_stored_messages_must_match_the_replayed_ones() -> None:
 
 
 def test_fresh_run_replays_and_the_model_is_never_called() -> None:
-    t = datetime(2026, 1, 1, tzinfo=UTC)
-
-    def clock() -> datetime:
-        nonlocal t
-        t += timedelta(seconds=1)
-        return t
-
+    clock = Tick()
     s = InMemoryStorage(clock=clock)
     model = ScriptedModel([ModelResponse(tool_calls=[ToolCallPart(id="k", name="nope")]),
                            "done"])
@@ -246,13 +240,7 @@ def test_observational_runs_replay_with_the_observer_journal() -> None:
     from memory_core.models.summarizer import ExtractiveSummarizer
     from memory_core.observational import ObservationalConfig
 
-    t = datetime(2026, 1, 1, tzinfo=UTC)
-
-    def clock() -> datetime:
-        nonlocal t
-        t += timedelta(seconds=1)
-        return t
-
+    clock = Tick()
     s = InMemoryStorage(clock=clock)
     summarizer = ExtractiveSummarizer(max_sentences=2)
     config = ObservationalConfig(model=summarizer, message_threshold=4)

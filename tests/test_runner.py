@@ -3,6 +3,7 @@ model step and tool call, messages persisted exactly once, run status, resume.""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -230,17 +231,23 @@ def test_without_memory_nothing_is_stored_but_everything_is_journaled() -> None:
     assert s.memory.list_threads() == [] and s.runs.require_run("r").status == "completed"
 
 
-def test_changed_step_input_on_resume_raises_replay_mismatch() -> None:
+def _resume_with_tampered_step(edit: Callable[[dict[str, Any]], None]) -> None:
+    """Fail run1 after its first step, rewrite that step record with ``edit`` and
+    resume: the resume must notice the recorded input no longer matches."""
     model = ScriptedModel([ModelResponse(tool_calls=[call("c1", "lookup")])])
     s, _, runner = setup(model, tools=[Counter().tool()], wm=False)
     with pytest.raises(ModelError):
         runner.run("support", run_id="run1", thread_id="t1", prompt="go")
     rec = jget(s, key_step("run1", 0))
     s.runs.delete(key_step("run1", 0))
-    rec["input_hashes"][1] = "0" * 16
+    edit(rec)
     s.runs.put_if_absent(key_step("run1", 0), rec)
+    runner.run("support", run_id="run1", thread_id="t1", prompt="go")
+
+
+def test_changed_step_input_on_resume_raises_replay_mismatch() -> None:
     with pytest.raises(ReplayMismatch, match=r"run1:step:0.*message 1"):
-        runner.run("support", run_id="run1", thread_id="t1", prompt="go")
+        _resume_with_tampered_step(lambda rec: rec["input_hashes"].__setitem__(1, "0" * 16))
 
 
 def test_bad_calls_name_the_bad_value() -> None:
@@ -261,17 +268,12 @@ def test_bad_calls_name_the_bad_value() -> None:
 
 
 def test_whole_input_hash_is_checked_when_per_message_hashes_are_absent() -> None:
-    model = ScriptedModel([ModelResponse(tool_calls=[call("c1", "lookup")])])
-    s, _, runner = setup(model, tools=[Counter().tool()], wm=False)
-    with pytest.raises(ModelError):
-        runner.run("support", run_id="run1", thread_id="t1", prompt="go")
-    rec = jget(s, key_step("run1", 0))
-    s.runs.delete(key_step("run1", 0))
-    del rec["input_hashes"]
-    rec["input_hash"] = "f" * 64
-    s.runs.put_if_absent(key_step("run1", 0), rec)
+    def edit(rec: dict[str, Any]) -> None:
+        del rec["input_hashes"]
+        rec["input_hash"] = "f" * 64
+
     with pytest.raises(ReplayMismatch, match="whole-input hash"):
-        runner.run("support", run_id="run1", thread_id="t1", prompt="go")
+        _resume_with_tampered_step(edit)
 
 
 def test_bad_tool_arguments_are_recorded_and_fed_back_not_fatal() -> None:
