@@ -17,6 +17,7 @@ from memory_core.errors import InvalidInputError, NotFoundError, ReplayMismatch
 from memory_core.memory import AgentMemory
 from memory_core.models.base import ModelResponse
 from memory_core.models.scripted import ScriptedModel
+from memory_core.observational import observe_key
 from memory_core.provenance import LANES
 from memory_core.replay import replay
 from memory_core.runner import Agent, Runner
@@ -108,6 +109,18 @@ def test_golden_runs_replay_byte_identically(name: str, run_id: str) -> None:
         "instructions", "recalled", "recent", "input"]
     assert report.messages_checked == recorded["steps"] + recorded["tool_calls"]
     assert s.runs.list("") == journal_before  # replay never writes to the real journal
+
+
+def test_observational_golden_replays_its_observations_lane() -> None:
+    s, memory, _ = load_golden("observational.json")
+    every_lane_but_wm = [lane for lane in LANES if lane != "working_memory"]
+    for run_id in ("golden-om-1", "golden-om-2"):
+        report = replay(s, run_id, memory=memory, lanes=every_lane_but_wm)
+        assert "observations" in report.compared_lanes and report.prompt_checked
+    # the observer is never re-run: a changed observer record changes the lane
+    _tamper(s, observe_key("t-golden", 1), lambda v: v.update(text="something else"))
+    with pytest.raises(ReplayMismatch, match="observations"):
+        replay(s, "golden-om-2", memory=memory, lanes=every_lane_but_wm)
 
 
 def test_old_format_is_upgraded_explicitly() -> None:
