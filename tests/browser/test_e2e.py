@@ -118,7 +118,7 @@ def test_run_inspector_from_url_in_chromium(workbench: tuple[str, list[str], int
             labels = [t.strip() for t in tabs.all_inner_texts()]
             assert labels == expected_tabs
             # plotly rendered its charts (token bar and score chart)
-            page.locator(".js-plotly-plot").first.wait_for(timeout=PAGE_TIMEOUT_MS)
+            page.locator(".js-plotly-plot").nth(1).wait_for(timeout=PAGE_TIMEOUT_MS)
             assert page.locator(".js-plotly-plot").count() == 2
             # the stored <script> message is literal text in the Recent lane
             tabs.filter(has_text=next(t for t in expected_tabs
