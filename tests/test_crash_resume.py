@@ -101,7 +101,6 @@ def test_sigkill_at_every_boundary_then_resume_is_exact(
                                       "persist:output:stored"])
 def test_sigkill_matrix_on_sqlite(boundary: str, tmp_path: Path,
                                   reference: dict[str, Any]) -> None:
-    pytest.importorskip("memory_core.storage.sqlite")
     snap, side = _crash_then_resume("sqlite", boundary, tmp_path)
     assert _lines(side, "model.log") == ["0", "1"]
     assert _lines(side, "tools.log") == ["a-1"] and _lines(side, "wm.log") == ["patch"]

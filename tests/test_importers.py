@@ -510,7 +510,7 @@ def test_docs_name_every_unknown_field_and_report_field() -> None:
 
 
 def test_duckdb_storage_imports_too(tmp_path: Path) -> None:
-    duck = pytest.importorskip("memory_core.storage.duckdb")
+    from memory_core.storage import duckdb as duck
     s = duck.DuckDBStorage(str(tmp_path / "imp.duckdb"))
     try:
         report = import_file(s, FIX / "openai_support.jsonl", embed=HashingEmbedder(16))

@@ -547,7 +547,7 @@ def test_a_new_message_equal_to_an_older_one_is_not_deduped() -> None:
 
 
 def test_composition_is_the_same_on_duckdb() -> None:
-    duckdb_mod = pytest.importorskip("memory_core.storage.duckdb")
+    from memory_core.storage import duckdb as duckdb_mod
 
     def build(s: Any) -> str:
         mem = AgentMemory(s, embed=HashingEmbedder(), recent_n=2,

@@ -10,11 +10,25 @@ import pytest
 from memory_core import views
 from memory_core.errors import InvalidInputError
 from memory_core.journal import load_run
+from memory_core.prompt import FrozenPrompt, PromptItem
 from memory_core.storage.inmemory import InMemoryStorage
-from memory_core.types import RunRecord
+from memory_core.types import Message, RunRecord
 
 T0 = datetime(2027, 1, 1, tzinfo=UTC)
-PROMPT = {"v": 1, "items": [{"lane": "input", "message": {"role": "user", "content": "hi"}}]}
+PROMPT = FrozenPrompt(items=[PromptItem(lane="input", message=Message(content="hi"))]).to_json()
+# a :memctx record as SPEC §6.4-6.5 defines it for the seed (camelCase, "v" always 1)
+SPEC_MEMCTX = {
+    "v": 1, "threadId": "t", "incomingCount": 1, "echoTrimmed": 0,
+    "recalled": [{"threadId": "t", "seq": 0, "role": "user", "preview": "old", "score": 0.9,
+                  "origin": "hit"}],
+    "recentCount": 2,
+    "recent": [{"threadId": "t", "seq": 1, "role": "assistant", "preview": "noted"},
+               {"threadId": "t", "seq": 2, "role": "user", "preview": "ok"}],
+    "droppedCount": 1,
+    "dropped": [{"threadId": "t", "seq": 3, "role": "assistant", "preview": "→ refund({})",
+                 "reason": "unanswered-tool-call"}],
+    "observationCount": 0, "workingMemoryChars": 0,
+}
 
 
 def storage_with(**entries: object) -> InMemoryStorage:
@@ -25,13 +39,14 @@ def storage_with(**entries: object) -> InMemoryStorage:
     return s
 
 
-def test_an_old_camel_case_memctx_is_shown_by_the_inspector() -> None:
-    s = storage_with(prompt=PROMPT, memctx={"threadId": "t", "recentCount": 2, "recalled": [
-        {"threadId": "t", "seq": 0, "role": "user", "preview": "old", "score": 0.9}]})
+def test_a_spec_shaped_seed_memctx_is_shown_by_the_inspector() -> None:
+    s = storage_with(prompt=PROMPT, memctx=SPEC_MEMCTX)
     view = views.run_view(s, "r")
-    assert view.settings["recent_n"] == 2  # the v0 record's recentCount, upgraded
+    assert view.settings["recent_n"] == 2  # the seed record's recentCount, upgraded
     assert len(view.lane("input").items) == 1
-    assert load_run(s, "r").memctx.recalled[0].thread_id == "t"  # type: ignore[union-attr]
+    memctx = load_run(s, "r").memctx
+    assert memctx is not None and memctx.recalled[0].thread_id == "t"
+    assert [d.reason for d in memctx.dropped] == ["unanswered-tool-call"]
 
 
 @pytest.mark.parametrize(("key", "value", "where"), [

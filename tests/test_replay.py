@@ -1,11 +1,12 @@
-"""Replay: golden journals (one in an older record format) replay byte-identically with
-a model that is never called; every kind of divergence raises ReplayMismatch saying
-where."""
+"""Replay: golden journals (today's, recorded by tests/fixtures/golden/record.py, and
+older formats kept as recorded) replay byte-identically with a model that is never
+called; every kind of divergence raises ReplayMismatch saying where."""
 
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime, timedelta
+import os
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -16,13 +17,15 @@ from memory_core.errors import InvalidInputError, NotFoundError, ReplayMismatch
 from memory_core.memory import AgentMemory
 from memory_core.models.base import ModelResponse
 from memory_core.models.scripted import ScriptedModel
+from memory_core.observational import observe_key
 from memory_core.provenance import LANES
 from memory_core.replay import replay
 from memory_core.runner import Agent, Runner
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.types import AppendRow, Message, RunRecord, StoredMessage, Thread, ToolCallPart
+from tests.fixtures.golden import record as golden_record
 from tests.fixtures.golden.record import make_memory
-from tests.helpers import jget
+from tests.helpers import Tick, jget
 
 GOLDEN = Path(__file__).parent / "fixtures" / "golden"
 GOLDEN_FILES = sorted(p.name for p in GOLDEN.glob("*.json"))
@@ -74,9 +77,25 @@ def golden_runs() -> list[tuple[str, str]]:
     return out
 
 
-def test_there_are_golden_files_including_an_old_format() -> None:
-    assert {"basic.json", "tools_wm.json", "v0_old_format.json", "v1_basic.json",
-            "v1_tools_wm.json"} <= set(GOLDEN_FILES)
+def test_there_are_golden_files_including_older_formats() -> None:
+    assert set(golden_record.CURRENT) < set(GOLDEN_FILES)
+    assert {"v0_old_format.json", "v1_no_step_tools_basic.json",
+            "v1_no_step_tools_tools_wm.json"} <= set(GOLDEN_FILES)
+
+
+@pytest.mark.parametrize("name", sorted(golden_record.CURRENT))
+def test_current_goldens_are_what_the_code_records_now(name: str) -> None:
+    recorded = golden_record.render(golden_record.CURRENT[name]())
+    on_disk = (GOLDEN / name).read_text(encoding="utf-8")
+    if recorded != on_disk:
+        at = len(os.path.commonprefix([recorded, on_disk]))
+        pytest.fail(
+            f"tests/fixtures/golden/{name} is not what today's code records (first "
+            f"difference at character {at}: {on_disk[at - 40:at + 40]!r} on disk vs "
+            f"{recorded[at - 40:at + 40]!r} now). If the record format changed on purpose, "
+            f"keep the old file as an older-format golden (git mv it to a name saying "
+            f"which format it holds) and re-record with "
+            f"`python -m tests.fixtures.golden.record`.")
 
 
 @pytest.mark.parametrize(("name", "run_id"), golden_runs())
@@ -90,6 +109,18 @@ def test_golden_runs_replay_byte_identically(name: str, run_id: str) -> None:
         "instructions", "recalled", "recent", "input"]
     assert report.messages_checked == recorded["steps"] + recorded["tool_calls"]
     assert s.runs.list("") == journal_before  # replay never writes to the real journal
+
+
+def test_observational_golden_replays_its_observations_lane() -> None:
+    s, memory, _ = load_golden("observational.json")
+    every_lane_but_wm = [lane for lane in LANES if lane != "working_memory"]
+    for run_id in ("golden-om-1", "golden-om-2"):
+        report = replay(s, run_id, memory=memory, lanes=every_lane_but_wm)
+        assert "observations" in report.compared_lanes and report.prompt_checked
+    # the observer is never re-run: a changed observer record changes the lane
+    _tamper(s, observe_key("t-golden", 1), lambda v: v.update(text="something else"))
+    with pytest.raises(ReplayMismatch, match="observations"):
+        replay(s, "golden-om-2", memory=memory, lanes=every_lane_but_wm)
 
 
 def test_old_format_is_upgraded_explicitly() -> None:
@@ -118,7 +149,7 @@ def test_analysis_reads_old_records_through_the_same_upgrades() -> None:
 def test_v1_goldens_replay_and_their_model_names_become_identities() -> None:
     from memory_core.journal import load_run
 
-    for name in ("v1_basic.json", "v1_tools_wm.json"):
+    for name in ("v1_no_step_tools_basic.json", "v1_no_step_tools_tools_wm.json"):
         s, memory, data = load_golden(name)
         for run_id in [r["run_id"] for r in data["runs"]]:
             report = replay(s, run_id, memory=memory)
@@ -167,7 +198,7 @@ def _tamper(s: InMemoryStorage, key: str, edit: Any) -> None:
 def test_tampered_output_names_key_and_position() -> None:
     # an unsealed (older) journal, so replay's own checks are what catches it; on a
     # sealed one verification names the record first (tests/test_seal.py)
-    s, _, _ = load_golden("v1_basic.json")
+    s, _, _ = load_golden("v1_no_step_tools_basic.json")
     _tamper(s, "golden-basic:output", lambda v: v.update(text=v["text"] + "!"))
     with pytest.raises(ReplayMismatch, match=r"'golden-basic:output' differs at character \d+"):
         replay(s, "golden-basic")
@@ -176,7 +207,7 @@ def test_tampered_output_names_key_and_position() -> None:
 def test_changed_step_input_names_the_step_and_message() -> None:
     # an unsealed (older) journal, so replay's own checks are what catches it; on a
     # sealed one verification names the record first (tests/test_seal.py)
-    s, _, _ = load_golden("v1_tools_wm.json")
+    s, _, _ = load_golden("v1_no_step_tools_tools_wm.json")
     _tamper(s, "golden-tools-1:step:1", lambda v: v["input_hashes"].__setitem__(3, "x" * 16))
     with pytest.raises(ReplayMismatch, match=r"golden-tools-1:step:1.*message 3"):
         replay(s, "golden-tools-1")
@@ -185,7 +216,7 @@ def test_changed_step_input_names_the_step_and_message() -> None:
 def test_missing_tool_record_is_a_mismatch_not_a_tool_call() -> None:
     # an unsealed (older) journal, so replay's own checks are what catches it; on a
     # sealed one verification names the record first (tests/test_seal.py)
-    s, _, _ = load_golden("v1_tools_wm.json")
+    s, _, _ = load_golden("v1_no_step_tools_tools_wm.json")
     s.runs.delete("golden-tools-1:tool:call-1")
     with pytest.raises(ReplayMismatch, match="golden-tools-1:tool:call-1"):
         replay(s, "golden-tools-1")
@@ -201,7 +232,7 @@ def test_missing_step_would_need_the_model() -> None:
 def test_stored_messages_must_match_the_replayed_ones() -> None:
     # an unsealed (older) journal, so replay's own checks are what catches it; on a
     # sealed one verification names the record first (tests/test_seal.py)
-    s, _, _ = load_golden("v1_basic.json")
+    s, _, _ = load_golden("v1_no_step_tools_basic.json")
     seqs = jget(s, "golden-basic:persist:output")["seqs"]
     row = s.memory._rows["t-golden"][seqs[0]]  # type: ignore[attr-defined]
     row.msg = row.msg.model_copy(update={"content": "edited"})
@@ -210,13 +241,7 @@ def test_stored_messages_must_match_the_replayed_ones() -> None:
 
 
 def test_fresh_run_replays_and_the_model_is_never_called() -> None:
-    t = datetime(2026, 1, 1, tzinfo=UTC)
-
-    def clock() -> datetime:
-        nonlocal t
-        t += timedelta(seconds=1)
-        return t
-
+    clock = Tick()
     s = InMemoryStorage(clock=clock)
     model = ScriptedModel([ModelResponse(tool_calls=[ToolCallPart(id="k", name="nope")]),
                            "done"])
@@ -233,13 +258,13 @@ def test_fresh_run_replays_and_the_model_is_never_called() -> None:
 def test_replay_refuses_what_it_cannot_replay() -> None:
     # an unsealed (older) journal, so replay's own checks are what catches it; on a
     # sealed one verification names the record first (tests/test_seal.py)
-    s, _, _ = load_golden("v1_basic.json")
+    s, _, _ = load_golden("v1_no_step_tools_basic.json")
     with pytest.raises(NotFoundError, match="no recorded input"):
         replay(s, "ghost")
     s.runs.delete("golden-basic:output")
     with pytest.raises(InvalidInputError, match="no recorded output"):
         replay(s, "golden-basic")
-    s, memory, _ = load_golden("v1_basic.json")
+    s, memory, _ = load_golden("v1_no_step_tools_basic.json")
     with pytest.raises(InvalidInputError, match="unknown lanes"):
         replay(s, "golden-basic", memory=memory, lanes=["bogus"])
     _tamper(s, "golden-basic:step:0", lambda v: v.update(v=9))
@@ -251,13 +276,7 @@ def test_observational_runs_replay_with_the_observer_journal() -> None:
     from memory_core.models.summarizer import ExtractiveSummarizer
     from memory_core.observational import ObservationalConfig
 
-    t = datetime(2026, 1, 1, tzinfo=UTC)
-
-    def clock() -> datetime:
-        nonlocal t
-        t += timedelta(seconds=1)
-        return t
-
+    clock = Tick()
     s = InMemoryStorage(clock=clock)
     summarizer = ExtractiveSummarizer(max_sentences=2)
     config = ObservationalConfig(model=summarizer, message_threshold=4)
@@ -287,8 +306,8 @@ def test_observational_runs_replay_with_the_observer_journal() -> None:
 
 @pytest.mark.slow
 def test_every_demo_run_replays_byte_identically_with_its_composition() -> None:
-    build = pytest.importorskip("sample_data.build")
     from memory_core.journal import RunReader
+    from sample_data import build
 
     clock = build.DemoClock()
     s = InMemoryStorage(clock=clock)

@@ -3,12 +3,14 @@ model step and tool call, messages persisted exactly once, run status, resume.""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from memory_core.errors import InvalidInputError, ModelError, NotFoundError, ReplayMismatch
-from memory_core.journal import RunKeys, input_digest, message_hash
+from memory_core.journal import RunKeys, RunReader, input_digest, message_hash
+from memory_core.journal.keys import is_claim
 from memory_core.memory import AgentMemory
 from memory_core.models.base import ModelResponse, Tool, ToolSpec
 from memory_core.models.scripted import RaisingModel, ScriptedModel
@@ -80,7 +82,7 @@ def test_simple_run_composes_before_persisting_and_journals_everything() -> None
         (2, "user", "hello", "run1"), (3, "assistant", "hello back", "run1")]
     run = s.runs.require_run("run1")
     assert run.status == "completed" and run.finished_at is not None and run.agent == "support"
-    keys = [k for k, _ in s.runs.list("run1:") if ":lease:" not in k]
+    keys = [k for k, _ in s.runs.list("run1:") if not is_claim(k)]
     assert keys == ["run1:input", "run1:memctx", "run1:prompt", "run1:persist:input",
                     "run1:step:0", "run1:persist:output", "run1:output", "run1:seal"]
 
@@ -172,13 +174,13 @@ def test_completed_run_resumes_without_model_tools_or_writes() -> None:
         call("c1", "lookup"), call("c2", "update_working_memory", memory={"n": 1})]), "end"])
     s, mem, runner = setup(model, tools=[counter.tool()])
     first = runner.run("support", run_id="run1", thread_id="t1", prompt="go")
-    journal = s.runs.list("run1:")
+    journal = RunReader(s.runs, "run1").entries()
     again = Runner(s, {"support": Agent("support", "Be brief.", RaisingModel(),
                                         [counter.tool()])}, memory=mem, clock=Tick())
     res = again.run("support", run_id="run1", thread_id="t1", prompt="go")
     assert res.resumed and res.text == first.text == "end"
     assert res.memctx == first.memctx and res.prompt == first.prompt
-    assert len(counter.calls) == 1 and s.runs.list("run1:") == journal
+    assert len(counter.calls) == 1 and RunReader(s.runs, "run1").entries() == journal
     assert s.memory.count_messages("t1") == 5
 
 
@@ -229,17 +231,23 @@ def test_without_memory_nothing_is_stored_but_everything_is_journaled() -> None:
     assert s.memory.list_threads() == [] and s.runs.require_run("r").status == "completed"
 
 
-def test_changed_step_input_on_resume_raises_replay_mismatch() -> None:
+def _resume_with_tampered_step(edit: Callable[[dict[str, Any]], None]) -> None:
+    """Fail run1 after its first step, rewrite that step record with ``edit`` and
+    resume: the resume must notice the recorded input no longer matches."""
     model = ScriptedModel([ModelResponse(tool_calls=[call("c1", "lookup")])])
     s, _, runner = setup(model, tools=[Counter().tool()], wm=False)
     with pytest.raises(ModelError):
         runner.run("support", run_id="run1", thread_id="t1", prompt="go")
     rec = jget(s, RunKeys("run1").step(0))
     s.runs.delete(RunKeys("run1").step(0))
-    rec["input_hashes"][1] = "0" * 16
+    edit(rec)
     s.runs.put_if_absent(RunKeys("run1").step(0), rec)
+    runner.run("support", run_id="run1", thread_id="t1", prompt="go")
+
+
+def test_changed_step_input_on_resume_raises_replay_mismatch() -> None:
     with pytest.raises(ReplayMismatch, match=r"run1:step:0.*message 1"):
-        runner.run("support", run_id="run1", thread_id="t1", prompt="go")
+        _resume_with_tampered_step(lambda rec: rec["input_hashes"].__setitem__(1, "0" * 16))
 
 
 def test_bad_calls_name_the_bad_value() -> None:
@@ -260,17 +268,12 @@ def test_bad_calls_name_the_bad_value() -> None:
 
 
 def test_whole_input_hash_is_checked_when_per_message_hashes_are_absent() -> None:
-    model = ScriptedModel([ModelResponse(tool_calls=[call("c1", "lookup")])])
-    s, _, runner = setup(model, tools=[Counter().tool()], wm=False)
-    with pytest.raises(ModelError):
-        runner.run("support", run_id="run1", thread_id="t1", prompt="go")
-    rec = jget(s, RunKeys("run1").step(0))
-    s.runs.delete(RunKeys("run1").step(0))
-    del rec["input_hashes"]
-    rec["input_hash"] = "f" * 64
-    s.runs.put_if_absent(RunKeys("run1").step(0), rec)
+    def edit(rec: dict[str, Any]) -> None:
+        del rec["input_hashes"]
+        rec["input_hash"] = "f" * 64
+
     with pytest.raises(ReplayMismatch, match="whole-input hash"):
-        runner.run("support", run_id="run1", thread_id="t1", prompt="go")
+        _resume_with_tampered_step(edit)
 
 
 def test_bad_tool_arguments_are_recorded_and_fed_back_not_fatal() -> None:

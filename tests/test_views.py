@@ -6,12 +6,23 @@ from __future__ import annotations
 import pytest
 
 from memory_core import views
+from memory_core.analysis.counterfactual import list_counterfactuals
 from memory_core.errors import InvalidInputError, NotFoundError
+from memory_core.observational import observe_key
 from memory_core.storage.inmemory import InMemoryStorage
+from memory_core.tokens import estimate_tokens
 from memory_core.types import Message, RunRecord
 from tests.app.fixture_db import (
+    ANSWER_1,
     FAILED_RUN,
+    FAILURE,
+    FAQ_THREAD,
+    INSTRUCTIONS,
     LONG_THREAD,
+    LOWER_RUN,
+    NOTES_THREAD,
+    OBS_RUN,
+    QUESTION,
     RESOURCE,
     RUN_1,
     RUN_2,
@@ -19,16 +30,37 @@ from tests.app.fixture_db import (
     SIBLING,
     T0,
     THREAD,
-    build_fixture,
-    fixed_clock,
+    THRESHOLD,
+    lane_counts,
+    new_storage,
+    records,
+    seq_of,
 )
 
+THREAD_RUNS = [RUN_1, RUN_2, LOWER_RUN]
 
-@pytest.fixture()
+
+@pytest.fixture(scope="module")
 def storage() -> InMemoryStorage:
-    s = InMemoryStorage(clock=fixed_clock())
-    build_fixture(s, long_count=120)
-    return s
+    """Built once: these tests only read it."""
+    return new_storage()
+
+
+def test_the_fixture_covers_every_lane_and_fate(storage: InMemoryStorage) -> None:
+    """What the page tests rely on, as the real Runner wrote it."""
+    runs = [r.run_id for r in storage.runs.list_runs()]
+    filled = {lane for rid in runs for lane, n in lane_counts(storage, rid).items() if n}
+    assert filled == {"instructions", "working_memory", "observations", "recalled",
+                      "recent", "input", "dropped"}
+    ctxs = [c for c in (records(storage, rid).memctx for rid in runs) if c is not None]
+    assert {r.origin for c in ctxs for r in c.recalled} == {"hit", "repair"}
+    assert {n.reason for c in ctxs for n in c.near_misses} >= {"below-threshold",
+                                                               "filtered-out"}
+    assert {d.reason for c in ctxs for d in c.dropped} == {"unanswered-tool-call"}
+    assert {r.status for r in storage.runs.list_runs()} == {"completed", "failed"}
+    assert list_counterfactuals(storage, RUN_2)
+    assert storage.runs.get(observe_key(NOTES_THREAD, 0)) is not None
+    assert any(t.name == "update_working_memory" for t in records(storage, RUN_1).tools.values())
 
 
 def test_render_text_shows_calls_and_results_literally() -> None:
@@ -44,32 +76,48 @@ def test_render_text_shows_calls_and_results_literally() -> None:
 def test_resources_and_thread_summaries(storage: InMemoryStorage) -> None:
     assert views.list_resources(storage) == ["user-42", "user-7"]
     rows = {t.thread_id: t for t in views.thread_summaries(storage, RESOURCE)}
-    assert set(rows) == {THREAD, SIBLING, LONG_THREAD}
-    assert rows[THREAD].message_count == 8
-    assert rows[THREAD].run_ids == [RUN_1, RUN_2]
+    assert set(rows) == {THREAD, SIBLING, LONG_THREAD, NOTES_THREAD, FAQ_THREAD}
+    # the thread's history plus what its runs stored (their persist records)
+    persisted = sum(len(storage.runs.get(f"{r}:persist:{k}")["seqs"])  # type: ignore[index]
+                    for r in THREAD_RUNS for k in ("input", "output"))
+    assert rows[THREAD].message_count == 7 + persisted
+    assert rows[THREAD].run_ids == THREAD_RUNS
     assert rows[THREAD].title == "Refund for order A-17"
     assert rows[SIBLING].run_ids == [FAILED_RUN]
     assert rows[LONG_THREAD].message_count == 120
-    # RUN_2 finished at T0 + 2h + 3s: the latest thing that happened on the thread
-    assert rows[THREAD].last_activity >= T0.replace(hour=11)
+    # the last run on the thread finished last: the latest thing that happened on it
+    last = storage.runs.get_run(LOWER_RUN)
+    assert last is not None and last.finished_at is not None
+    assert rows[THREAD].last_activity == last.finished_at > T0
 
 
 def test_thread_messages_pages_and_usage(storage: InMemoryStorage) -> None:
     page = views.thread_messages(storage, THREAD)
-    assert [m.seq for m in page.messages] == list(range(8))
-    assert page.page_count == 1 and page.total == 8
+    count = storage.memory.count_messages(THREAD)
+    assert [m.seq for m in page.messages] == list(range(count))
+    assert page.page_count == 1 and page.total == count
     by_seq = {m.seq: m for m in page.messages}
-    assert by_seq[2].tool_calls == ['→ lookup_order({"order":"A-17"})']
-    assert by_seq[4].tool_results == ['lookup_order → {"status":"lost"}']
-    assert by_seq[3].text == SCRIPT_TEXT
+    lookup = seq_of(storage, THREAD, "Checking order")
+    assert by_seq[lookup].tool_calls == ['→ lookup_order({"order":"A-17"})']
+    assert by_seq[lookup + 1].tool_results == ['lookup_order → {"status":"lost"}']
+    assert by_seq[seq_of(storage, THREAD, "<script>")].text == SCRIPT_TEXT
     assert by_seq[0].metadata == {"topic": "billing"}
-    assert by_seq[0].used_by_runs == [RUN_1, RUN_2]  # recalled
-    assert by_seq[5].used_by_runs == [RUN_1, RUN_2]  # recent
-    assert by_seq[1].used_by_runs == []  # a near miss is not a use
-    assert by_seq[6].used_by_runs == []  # dropped
-    # a recalled message of a sibling thread knows the runs of the other thread
+    run1, run2 = records(storage, RUN_1).memctx, records(storage, RUN_2).memctx
+    assert run1 is not None and run2 is not None
+    hit = next(r.seq for r in run1.recalled if r.origin == "hit")
+    assert by_seq[hit].used_by_runs == THREAD_RUNS  # recalled by every run of the thread
+    # in RUN_1's recent window, only a near miss of RUN_2: a near miss is not a use
+    near2 = {(n.thread_id, n.seq) for n in run2.near_misses}
+    recent_then_near = next(r.seq for r in run1.recent if (THREAD, r.seq) in near2)
+    assert by_seq[recent_then_near].used_by_runs == [RUN_1]
+    [dropped] = run1.dropped
+    assert by_seq[dropped.seq].used_by_runs == []  # dropped from every prompt
+    # a message of a sibling thread recalled by a run of this thread knows that run
+    entered = records(storage, LOWER_RUN).memctx
+    assert entered is not None
+    sib_seq = next(r.seq for r in entered.recalled if r.thread_id == SIBLING)
     sib = views.thread_messages(storage, SIBLING)
-    assert sib.messages[0].used_by_runs == [RUN_1, RUN_2]
+    assert LOWER_RUN in sib.messages[sib_seq].used_by_runs
 
     p3 = views.thread_messages(storage, LONG_THREAD, page=3, page_size=50)
     assert p3.page_count == 3
@@ -98,39 +146,77 @@ def test_search_within_resource(storage: InMemoryStorage) -> None:
 
 def test_run_view_lanes_and_provenance(storage: InMemoryStorage) -> None:
     rv = views.run_view(storage, RUN_1)
+    data = records(storage, RUN_1)
+    memctx = data.memctx
+    assert memctx is not None
     counts = {lv.lane: len(lv.items) for lv in rv.lanes}
-    assert counts == {"instructions": 1, "working_memory": 1, "observations": 1,
-                      "recalled": 2, "recent": 3, "input": 1, "dropped": 1}
-    hit, repair = rv.lane("recalled").items
-    assert (hit.seq, hit.score, hit.rank, hit.origin) == (0, 0.91, 1, "hit")
-    assert (repair.thread_id, repair.origin, repair.score) == (SIBLING, "repair", None)
-    obs = rv.lane("observations").items[0]
-    assert [(s.from_seq, s.to_seq) for s in obs.sources] == [(0, 2)]
+    assert counts == lane_counts(storage, RUN_1)
+    # the fixture covers every kind of recalled item and a dropped one
+    assert counts["recalled"] >= 3 and counts["dropped"] == 1
+    recalled = rv.lane("recalled").items
+    assert [(i.thread_id, i.seq) for i in recalled] == [
+        (i.thread_id, i.seq) for i in data.prompt.items if i.lane == "recalled"]
+    refs = {(r.thread_id, r.seq): r for r in memctx.recalled}
+    for item in recalled:
+        ref = refs[(item.thread_id, item.seq)]  # type: ignore[index]
+        assert (item.score, item.rank, item.origin) == (ref.score, ref.rank, ref.origin)
+    assert {i.origin for i in recalled} == {"hit", "repair"}
+    assert all(i.score is None for i in recalled if i.origin == "repair")
     dropped = rv.lane("dropped").items[0]
     assert dropped.reason == "unanswered-tool-call"
-    assert dropped.text == '→ issue_refund({"order":"A-17"})'  # full text, not preview
+    stored = storage.memory.get_messages(THREAD, seqs=[memctx.dropped[0].seq])[0]
+    assert dropped.text == views.render_text(stored.as_message())  # full text, not preview
+    assert '→ issue_refund({"order":"A-17"})' in dropped.text
     assert rv.lane("recent").items[0].text == SCRIPT_TEXT
-    assert rv.threshold == 0.7 and rv.top_k == 2
+    assert rv.threshold == THRESHOLD and rv.top_k == memctx.settings.top_k
     assert rv.settings["scope"] == "resource"
-    assert [(c.rank, c.status) for c in rv.candidates] == [
-        (1, "hit"), (2, "below-threshold"), (3, "below-threshold"), (4, "filtered-out")]
-    assert rv.candidates[3].filter_clause == "topic $eq billing"
+    expected = sorted([(r.rank, "hit") for r in memctx.recalled if r.origin == "hit"]
+                      + [(n.rank, n.reason) for n in memctx.near_misses])
+    assert sorted((c.rank, c.status) for c in rv.candidates) == expected
+    assert {"hit", "below-threshold", "filtered-out"} <= {c.status for c in rv.candidates}
+    clauses = {c.filter_clause for c in rv.candidates if c.status == "filtered-out"}
+    assert clauses == {n.filter_clause for n in memctx.near_misses
+                       if n.reason == "filtered-out"} and None not in clauses
     assert rv.total_tokens == sum(lv.tokens for lv in rv.lanes if lv.lane != "dropped")
-    assert rv.lane("instructions").tokens == 6  # ceil(24 / 4)
+    assert rv.lane("instructions").tokens == estimate_tokens(INSTRUCTIONS)
     assert [s.n for s in rv.steps] == [0, 1]
-    assert rv.steps[0].tool_calls == ['→ lookup_order({"order":"A-17"})']
-    assert rv.steps[0].model["seed"] == 7
+    assert '→ lookup_order({"order":"A-17"})' in rv.steps[0].tool_calls
+    assert rv.steps[0].model == data.steps[0].model.model_dump(mode="json")
+    assert rv.steps[0].model["name"]
     assert [(t.call_id, t.name, t.status) for t in rv.tool_calls] == [
-        ("call-1", "lookup_order", "ok")]
-    assert rv.answer == "We agreed to refund order A-17."
-    assert rv.query == "What did we decide about the refund?"
+        ("call-1", "lookup_order", "ok"), ("call-2", "update_working_memory", "ok")]
+    assert rv.answer == ANSWER_1
+    assert rv.query == QUESTION
     assert rv.run.status == "completed" and rv.notes == []
     assert views.run_view(storage, RUN_2).run.run_id == RUN_2
 
 
-def test_run_view_of_failed_run_without_journal(storage: InMemoryStorage) -> None:
+def test_run_view_of_observational_run(storage: InMemoryStorage) -> None:
+    rv = views.run_view(storage, OBS_RUN)
+    memctx = records(storage, OBS_RUN).memctx
+    assert memctx is not None and memctx.observations
+    [obs] = rv.lane("observations").items
+    assert [(s.from_seq, s.to_seq) for s in obs.sources] == [
+        (o.from_seq, o.to_seq) for o in memctx.observations]
+    assert obs.text.startswith("# Observations\n")
+    assert rv.lane("recalled").items == [] and rv.recall_skipped
+
+
+def test_run_view_of_a_failed_run(storage: InMemoryStorage) -> None:
     rv = views.run_view(storage, FAILED_RUN)
-    assert rv.run.status == "failed" and rv.error and "refused" in rv.error
+    assert rv.run.status == "failed" and rv.error and FAILURE in rv.error
+    # it failed at the model: composition was frozen, nothing after it
+    assert {lv.lane: len(lv.items) for lv in rv.lanes} == lane_counts(storage, FAILED_RUN)
+    assert rv.answer is None and rv.steps == [] and rv.notes == []
+
+
+def test_run_view_of_a_run_row_without_journal(storage: InMemoryStorage) -> None:
+    # a run row whose records are gone (or were never written by the program that
+    # started it) is shown with notes, not an exception
+    s = InMemoryStorage()
+    s.runs.start_run(RunRecord(run_id="bare", agent="a", thread_id="t", started_at=T0))
+    s.runs.set_run_status("bare", "failed", error="killed")
+    rv = views.run_view(s, "bare")
     assert all(not lv.items for lv in rv.lanes)
     assert rv.answer is None and rv.candidates == [] and rv.steps == []
     assert any("no frozen prompt" in n for n in rv.notes)
@@ -139,6 +225,7 @@ def test_run_view_of_failed_run_without_journal(storage: InMemoryStorage) -> Non
 def test_run_view_unknown_run_and_bad_journal(storage: InMemoryStorage) -> None:
     with pytest.raises(NotFoundError, match="ghost"):
         views.run_view(storage, "ghost")
+    storage = new_storage()  # written to below
     storage.runs.start_run(RunRecord(run_id="bad", agent="a", thread_id=THREAD,
                                      started_at=T0))
     storage.runs.put_if_absent("bad:prompt", {"items": [{"lane": "nowhere"}]})
@@ -147,8 +234,12 @@ def test_run_view_unknown_run_and_bad_journal(storage: InMemoryStorage) -> None:
 
 
 def test_list_runs_of_thread(storage: InMemoryStorage) -> None:
-    assert [r.run_id for r in views.list_runs(storage, thread_id=THREAD)] == [RUN_1, RUN_2]
-    assert [r.run_id for r in views.list_runs(storage)] == [RUN_1, RUN_2, FAILED_RUN]
+    assert [r.run_id for r in views.list_runs(storage, thread_id=THREAD)] == THREAD_RUNS
+    everything = views.list_runs(storage)
+    assert [r.run_id for r in everything] == sorted(
+        (r.run_id for r in storage.runs.list_runs()),
+        key=lambda rid: storage.runs.get_run(rid).started_at)  # type: ignore[union-attr]
+    assert everything[-1].run_id == FAILED_RUN
 
 
 def test_empty_storage() -> None:

@@ -250,20 +250,49 @@ def test_tool_with_schema_exposes_partial_schema_and_reports_errors() -> None:
     assert tool.fn({"goal": "ship"}) == {"ok": True, "memory": {"goal": "ship"}}
 
 
+class RacingStore:
+    """A store whose working-memory read holds every reader at a barrier until all of
+    them have read: without the key lock, all updaters read the same (empty) record
+    before any of them writes, and all but one update is lost. With the lock only one
+    reader is ever inside, so the barrier times out, breaks, and lets each one through."""
+
+    def __init__(self, store: Any, parties: int) -> None:
+        self._store = store
+        self.barrier = threading.Barrier(parties, timeout=0.5)
+
+    def get_working_memory(self, key: str) -> Any:
+        value = self._store.get_working_memory(key)
+        try:
+            self.barrier.wait()
+        except threading.BrokenBarrierError:
+            pass
+        return value
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+
 def test_updates_to_one_key_are_serialised() -> None:
-    s = InMemoryStorage()
-    wm = WorkingMemory(s.memory, WorkingMemoryConfig())
-    n = 40
+    n = 8
+    store = RacingStore(InMemoryStorage().memory, n)
+    wm = WorkingMemory(store, WorkingMemoryConfig())  # type: ignore[arg-type]
+    start = threading.Barrier(n)
+    errors: list[BaseException] = []
 
     def worker(i: int) -> None:
-        wm.update("t1", None, {f"k{i}": i})
+        try:
+            start.wait(10)  # every updater starts at once
+            wm.update("t1", None, {f"k{i}": i})
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
 
     threads = [threading.Thread(target=worker, args=(i,)) for i in range(n)]
     for t in threads:
         t.start()
     for t in threads:
-        t.join()
-    assert wm.get("t1") == {f"k{i}": i for i in range(n)}
+        t.join(30)
+    assert not errors and not any(t.is_alive() for t in threads)
+    assert wm.get("t1") == {f"k{i}": i for i in range(n)}  # no update was lost
 
 
 def test_different_keys_never_wait_on_each_other() -> None:

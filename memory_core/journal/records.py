@@ -172,6 +172,11 @@ def _memctx_v0_to_v1(record: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _seed_memctx(rec: dict[str, Any]) -> int | None:
+    """SPEC §6.5's seed record is camelCase whatever its ``v`` says: read it as v0."""
+    return 0 if "threadId" in rec or "recentCount" in rec else None
+
+
 def _step_v0_to_v1(rec: dict[str, Any]) -> dict[str, Any]:
     # v0 had no model info and no input hashes: "not verifiable" position-wise
     out = dict(rec)
@@ -234,13 +239,15 @@ class RecordSpec:
     upgrades: dict[int, Upgrade] = field(default_factory=dict)
     normalise: Upgrade | None = None
     doc: str = ""
+    # the version a record really is when its "v" says otherwise (the seed's memctx)
+    detect: Callable[[dict[str, Any]], int | None] | None = None
 
 
 RECORDS: dict[str, RecordSpec] = {s.kind: s for s in (
     RecordSpec("import", ImportRecord, 1, doc="where an imported run came from"),
     RecordSpec("input", InputRecord, 1, normalise=_input_v1, doc="the run's input messages"),
     RecordSpec("memctx", Memctx, MEMCTX_VERSION, {0: _memctx_v0_to_v1},
-               doc="the provenance record of the composition"),
+               doc="the provenance record of the composition", detect=_seed_memctx),
     RecordSpec("prompt", FrozenPrompt, 1, {0: _prompt_v0_to_v1},
                doc="the frozen, lane-tagged prompt of step 0"),
     RecordSpec("persist", PersistRecord, 1, doc="seqs of stored input or output"),
@@ -267,6 +274,10 @@ def upgraded_dict(kind: str, raw: Any, key: str) -> tuple[dict[str, Any], bool]:
         raise InvalidInputError(f"journal entry '{key}' is {kind} record version {v}, "
                                 f"newer than this code ({spec.version})")
     data = dict(raw)
+    if spec.detect is not None:
+        real = spec.detect(data)
+        if real is not None:
+            v = real
     try:
         while v < spec.version:
             step = spec.upgrades.get(v)

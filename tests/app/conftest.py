@@ -1,9 +1,14 @@
 """AppTest fixtures: a populated and an empty database handed to the workbench as
-memory://<name> (a DuckDB file once the adapter is there), chosen through MEMWB_DB."""
+memory://<name>, chosen through MEMWB_DB, and the populated one as a DuckDB file.
+
+The populated database is tests/app/fixture_db.py, built by the real Runner. In memory
+it is rebuilt per test (it takes well under a second and tests write to it); the DuckDB
+file is built once per session and copied for each test."""
 
 from __future__ import annotations
 
 import itertools
+import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -12,7 +17,7 @@ from streamlit.testing.v1 import AppTest
 
 from app import services
 from memory_core.storage.inmemory import InMemoryStorage
-from tests.app.fixture_db import FixtureInfo, build_fixture, fixed_clock
+from tests.app.fixture_db import FixtureInfo, build_duckdb_file, build_fixture, fixed_clock
 
 ENTRY = Path(__file__).resolve().parents[2] / "app" / "streamlit_app.py"
 TIMEOUT = 30
@@ -26,12 +31,28 @@ def register(storage: InMemoryStorage) -> str:
 
 @pytest.fixture()
 def populated(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[InMemoryStorage, FixtureInfo]]:
-    storage = InMemoryStorage(clock=fixed_clock())
-    info = build_fixture(storage, long_count=120)
+    clock = fixed_clock()
+    storage = InMemoryStorage(clock=clock)
+    info = build_fixture(storage, clock=clock)
     url = register(storage)
     monkeypatch.setenv(services.ENV_VAR, url)
     yield storage, info
     services.unregister_storage(url.removeprefix(services.MEMORY_SCHEME))
+
+
+@pytest.fixture(scope="session")
+def built_duckdb_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("fixture-db") / "fixture.duckdb"
+    build_duckdb_file(str(path))
+    return path
+
+
+@pytest.fixture()
+def duckdb_copy(built_duckdb_file: Path, tmp_path: Path) -> Path:
+    """A private copy of the session's fixture DuckDB file (tests may write to it)."""
+    path = tmp_path / "fixture.duckdb"
+    shutil.copyfile(built_duckdb_file, path)
+    return path
 
 
 @pytest.fixture()

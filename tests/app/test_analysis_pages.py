@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import itertools
 import json
+import threading
 from collections.abc import Callable, Iterator
 from datetime import timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +25,8 @@ from app.components import (
     WHY_PAGE,
 )
 from memory_core.embedders import HashingEmbedder
+from memory_core.models.openai_http import OpenAIChatModel
+from memory_core.runner import Agent, Runner
 from memory_core.storage.duckdb import DuckDBStorage
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.types import AppendRow, Message, RunRecord
@@ -32,13 +36,21 @@ from sample_data.scenarios.home import HOME
 from sample_data.scenarios.support import SUPPORT
 from tests.app.fixture_db import (
     FAILED_RUN,
+    FAQ_RUNS,
+    LOWER_RUN,
+    LOWER_THRESHOLD,
     RUN_1,
     RUN_2,
     SCRIPT_TEXT,
     SIBLING,
     T0,
     THREAD,
+    THRESHOLD,
     FixtureInfo,
+    fixed_clock,
+    make_memory,
+    records,
+    seq_of,
 )
 
 MakeApp = Callable[..., AppTest]
@@ -197,10 +209,13 @@ def test_compare_from_url_shows_changed_settings_and_answers(demo: InMemoryStora
 
 def test_compare_identical_compositions_and_same_run(populated: Populated,
                                                      app: MakeApp) -> None:
-    at = app(COMPARE_PAGE, a=RUN_1, b=RUN_2)
+    storage, _ = populated
+    first, second = FAQ_RUNS  # no recall and no window: the same prompt twice
+    assert records(storage, first).prompt == records(storage, second).prompt
+    at = app(COMPARE_PAGE, a=first, b=second)
     _ok(at)
     assert "The two prompts carried the same messages in the same lanes." in _texts(at)
-    _select(at, "Run B").set_value(RUN_1).run()
+    _select(at, "Run B").set_value(first).run()
     assert at.info[0].value == "Pick two different runs to compare."
 
 
@@ -278,27 +293,60 @@ def test_a_scripted_run_cannot_be_replayed_and_says_so(demo: InMemoryStorage,
     assert "Scripted models cannot be replayed" in _captions(at)
 
 
-def test_a_model_server_that_is_down_is_a_clear_error(demo: InMemoryStorage, app: MakeApp,
+def _openai_run(storage: InMemoryStorage, run_id: str) -> str:
+    """A real run of RUN_1's question answered by OpenAIChatModel from a loopback server
+    that is stopped again before returning; returns the server's (now dead) base URL."""
+    body = json.dumps({"id": "x", "model": "test-model", "choices": [{
+        "index": 0, "finish_reason": "stop",
+        "message": {"role": "assistant", "content": "We agreed to refund order A-17."}}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5}}).encode()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+            self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    serving = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                               daemon=True)
+    serving.start()
+    try:
+        clock = fixed_clock(T0 + timedelta(days=1))
+        model = OpenAIChatModel(base_url=url, model="test-model", api_key="k", timeout=5.0)
+        Runner(storage, {"support": Agent("support", "You are a support agent.", model)},
+               memory=make_memory(storage, clock), clock=clock).run(
+            "support", run_id=run_id, thread_id=THREAD, resource_id="user-42",
+            prompt=records(storage, RUN_1).memctx.query)  # type: ignore[union-attr]
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        serving.join()
+    return url
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "needs OpenAIChatModel.identity() (provider branch) so the registry rebuilds it"))
+def test_a_model_server_that_is_down_is_a_clear_error(populated: Populated, app: MakeApp,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    # a copy of a replayable run whose recorded model is an OpenAI-compatible server
-    run = demo.runs.get_run(REPLAYABLE)
-    assert run is not None
-    rid = f"openai-copy-{next(_names)}"
-    demo.runs.start_run(RunRecord(run_id=rid, agent=run.agent, thread_id=run.thread_id,
-                                  resource_id=run.resource_id, started_at=run.started_at))
-    for key, value in demo.runs.list(f"{REPLAYABLE}:"):
-        if ":cf:" in key:
-            continue
-        if ":step:" in key:
-            value = {**value, "model": {"name": "openai:test-model"}}
-        demo.runs.put_if_absent(rid + key[len(REPLAYABLE):], value)
-    demo.runs.set_run_status(rid, "completed")
-    monkeypatch.setenv("MEMWB_OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # discard port
+    storage, _ = populated
+    rid = "run-openai"
+    url = _openai_run(storage, rid)  # recorded by the real client, server gone since
+    monkeypatch.setenv("MEMWB_OPENAI_BASE_URL", url)
     at = app(COUNTERFACTUAL_PAGE, run=rid)
     at.radio[0].set_value("Subtract all recalled").run()
     _button(at, "Run counterfactual").click().run()
     assert not at.exception
-    assert at.error[0].value.startswith("The counterfactual could not run:")
+    error = at.error[0].value
+    assert error.startswith("The counterfactual could not run:")
+    assert f"connection refused by {url}" in error.replace("\\", "")
 
 
 def test_counterfactual_on_a_read_only_duckdb_file_writes_the_journal(
@@ -326,10 +374,21 @@ def test_counterfactual_on_a_read_only_duckdb_file_writes_the_journal(
 
 
 # -- why forgotten ---------------------------------------------------------------------
-@pytest.mark.parametrize(("seq", "fate", "given"), [
-    (0, "recalled", True), (6, "dropped", False), (3, "recent", True)])
-def test_picking_a_message_shows_its_fate(populated: Populated, app: MakeApp, seq: int,
-                                          fate: str, given: bool) -> None:
+def _fates(storage: InMemoryStorage) -> list[tuple[int, str, bool]]:
+    """(seq, fate, given to the model) of one recalled, one dropped and one recent
+    message of RUN_1, read from its provenance record."""
+    memctx = records(storage, RUN_1).memctx
+    assert memctx is not None
+    hit = next(r.seq for r in memctx.recalled if r.origin == "hit")
+    return [(hit, "recalled", True), (memctx.dropped[0].seq, "dropped", False),
+            (memctx.recent[0].seq, "recent", True)]
+
+
+@pytest.mark.parametrize("which", [0, 1, 2])
+def test_picking_a_message_shows_its_fate(populated: Populated, app: MakeApp,
+                                          which: int) -> None:
+    storage, _ = populated
+    seq, fate, given = _fates(storage)[which]
     at = app(WHY_PAGE, run=RUN_1)
     _select(at, "Message").set_value((THREAD, seq)).run()
     _ok(at)
@@ -337,16 +396,19 @@ def test_picking_a_message_shows_its_fate(populated: Populated, app: MakeApp, se
     assert any(m.startswith(f"## :{colour}-badge[") and m.endswith(f" {fate}]")
                for m in _md(at))
     assert at.query_params["thread"] == THREAD and at.query_params["seq"] == str(seq)
+    # one point per run of the thread; RUN_1's is this fate
     lifeline = _charts(at)[0]
-    assert [t["name"] for t in lifeline["data"]] == [fate]  # the same fate in both runs
-    assert sum(len(t["x"]) for t in lifeline["data"]) == 2
+    points = {x: t["name"] for t in lifeline["data"] for x in t["x"]}
+    assert len(points) == len(storage.runs.list_runs(thread_id=THREAD))
+    assert fate in points.values()
     _no_raw_html(at)
 
 
 def test_stored_script_is_shown_literally(populated: Populated, app: MakeApp) -> None:
-    at = app(WHY_PAGE, run=RUN_1, thread=THREAD, seq="3")
+    seq = seq_of(populated[0], THREAD, SCRIPT_TEXT)
+    at = app(WHY_PAGE, run=RUN_1, thread=THREAD, seq=str(seq))
     _ok(at)
-    assert _select(at, "Message").value == (THREAD, 3)
+    assert _select(at, "Message").value == (THREAD, seq)
     assert SCRIPT_TEXT in _texts(at)
     _no_raw_html(at)
 
@@ -436,23 +498,33 @@ def test_story_builds_the_missing_demo_database(empty_db: InMemoryStorage, app: 
 def test_a_later_echo_of_the_phrase_does_not_hide_the_original(populated: Populated,
                                                                app: MakeApp) -> None:
     storage, _ = populated
+    phrase = storage.memory.get_messages(SIBLING)[1].text()
+    assert phrase
     # written in the run's own thread hours after RUN_1: RUN_1 could not have seen it;
     # the sibling thread's earlier message is the one the question is about
     storage.memory.append_messages(THREAD, [AppendRow(
-        message=Message(role="assistant", content="You asked: refund status please"),
+        message=Message(role="assistant", content=f"You asked: {phrase}"),
         created_at=T0 + timedelta(hours=5))])
-    at = app(WHY_PAGE, run=RUN_1, q="refund status please")
+    at = app(WHY_PAGE, run=RUN_1, q=phrase)
     _ok(at)
-    assert "support-2 #1 · user" in _captions(at)
+    assert f"{SIBLING} #1 · user" in _captions(at)
     assert not any(m.endswith(" written-after]") for m in _md(at))
 
 
-def test_a_failed_run_without_a_prompt_is_explained_not_raised(populated: Populated,
-                                                              app: MakeApp) -> None:
+def test_a_failed_run_is_explained_not_raised(populated: Populated, app: MakeApp) -> None:
+    storage, _ = populated
+    # a run row without any journal (started by another program) is named, not raised
+    storage.runs.start_run(RunRecord(run_id="bare", agent="support", thread_id=SIBLING,
+                                     resource_id="user-42", started_at=T0 + timedelta(days=1)))
+    # it failed at the model: the frozen prompt is there, the answer is not
     at = app(COUNTERFACTUAL_PAGE, run=FAILED_RUN)
     assert not at.exception and not at.error
-    assert at.warning[0].value.startswith(f"Run '{FAILED_RUN}' has no frozen prompt to replay")
     at = app(WHY_PAGE, run=FAILED_RUN)
+    assert not at.exception and not at.error
+    at = app(COUNTERFACTUAL_PAGE, run="bare")
+    assert not at.exception and not at.error
+    assert at.warning[0].value.startswith("Run 'bare' has no frozen prompt to replay")
+    at = app(WHY_PAGE, run="bare")
     assert not at.exception
     assert "no frozen prompt" in at.error[0].value
 
@@ -460,31 +532,18 @@ def test_a_failed_run_without_a_prompt_is_explained_not_raised(populated: Popula
 def test_a_lowered_bar_is_named_as_the_reason_a_message_entered(populated: Populated,
                                                                 app: MakeApp) -> None:
     storage, _ = populated
-    # RUN_1 again, but with the bar at 0.55: its 0.58 near miss (support-2 #1) is recalled
-    rid = "run-lower-bar"
-    storage.runs.start_run(RunRecord(run_id=rid, agent="support", thread_id=THREAD,
-                                     resource_id="user-42", started_at=T0 + timedelta(hours=4)))
-    for key, value in storage.runs.list(f"{RUN_1}:"):
-        suffix = key[len(RUN_1):]
-        if suffix == ":memctx":
-            near = next(n for n in value["near_misses"] if n["thread_id"] == SIBLING)
-            value = {**value,
-                     "settings": {**value["settings"], "threshold": 0.55},
-                     "near_misses": [n for n in value["near_misses"] if n is not near],
-                     "recalled": [*value["recalled"], {
-                         "thread_id": SIBLING, "seq": 1, "role": "user",
-                         "preview": near["preview"], "score": 0.58, "rank": 2,
-                         "origin": "hit"}]}
-        elif suffix == ":prompt":
-            msg = storage.memory.get_messages(SIBLING, seqs=[1])[0].as_message()
-            item = {"lane": "recalled", "message": msg.model_dump(mode="json"),
-                    "thread_id": SIBLING, "seq": 1, "origin": "hit"}
-            value = {**value, "items": [*value["items"][:4], item, *value["items"][4:]]}
-        storage.runs.put_if_absent(rid + suffix, value)
-    storage.runs.set_run_status(rid, "completed")
-    at = app(COMPARE_PAGE, a=RUN_1, b=rid)
+    # LOWER_RUN asked RUN_1's question with the bar lowered: a near miss of RUN_1 that
+    # scored under the old bar and over the new one was recalled
+    before, after = records(storage, RUN_1).memctx, records(storage, LOWER_RUN).memctx
+    assert before is not None and after is not None
+    entered = next(r for r in after.recalled
+                   if (r.thread_id, r.seq) not in {(b.thread_id, b.seq) for b in before.recalled})
+    near = next(n for n in before.near_misses
+                if (n.thread_id, n.seq) == (entered.thread_id, entered.seq))
+    assert near.reason == "below-threshold" and LOWER_THRESHOLD <= near.score < THRESHOLD
+    at = app(COMPARE_PAGE, a=RUN_1, b=LOWER_RUN)
     _ok(at)
-    assert ("unchanged score 0.58 ended up across the threshold when the bar moved "
-            "0.70 → 0.55") in _captions(at)
+    assert (f"unchanged score {near.score:.2f} ended up across the threshold when the bar "
+            f"moved {THRESHOLD:.2f} → {LOWER_THRESHOLD:.2f}") in _captions(at)
     settings = next(d.value for d in at.dataframe if "setting" in d.value.columns)
     assert list(settings["setting"]) == ["threshold"]

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.app.fixture_db import RUN_1, SCRIPT_TEXT, THREAD, build_duckdb_file
+from memory_core.storage.duckdb import DuckDBStorage
+from tests.app.fixture_db import RUN_1, SCRIPT_TEXT, THREAD, build_duckdb_file, seq_of, tab_labels
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
@@ -54,10 +55,16 @@ def _wait_healthy(base: str, proc: subprocess.Popen[bytes], log: Path) -> None:
 
 
 @pytest.fixture()
-def workbench(tmp_path: Path) -> Iterator[str]:
-    """The app serving a fixture DuckDB file; yields its base URL."""
+def workbench(tmp_path: Path) -> Iterator[tuple[str, list[str], int]]:
+    """The app serving a fixture DuckDB file; yields its base URL, RUN_1's tab labels
+    and the seq of the stored <script> message, as the file's records say."""
     db = tmp_path / "e2e.duckdb"
     build_duckdb_file(str(db))
+    reader = DuckDBStorage(str(db), read_only=True)
+    try:
+        labels, script_seq = tab_labels(reader, RUN_1), seq_of(reader, THREAD, SCRIPT_TEXT)
+    finally:
+        reader.close()
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if k != "MEMWB_DB"}
     env.update({"STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false", "PYTHONDONTWRITEBYTECODE": "1"})
@@ -72,7 +79,7 @@ def workbench(tmp_path: Path) -> Iterator[str]:
     base = f"http://127.0.0.1:{port}"
     try:
         _wait_healthy(base, proc, log)
-        yield base
+        yield base, labels, script_seq
     finally:
         proc.terminate()
         try:
@@ -82,7 +89,9 @@ def workbench(tmp_path: Path) -> Iterator[str]:
             proc.wait()
 
 
-def test_run_inspector_from_url_in_chromium(workbench: str, tmp_path: Path) -> None:
+def test_run_inspector_from_url_in_chromium(workbench: tuple[str, list[str], int],
+                                            tmp_path: Path) -> None:
+    base, expected_tabs, script_seq = workbench
     if not os.access(CHROMIUM, os.X_OK):
         pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium "
                     "(`make system-deps`, or apt-get install -y chromium) to run this test")
@@ -101,26 +110,26 @@ def test_run_inspector_from_url_in_chromium(workbench: str, tmp_path: Path) -> N
                 d.dismiss()
 
             page.on("dialog", on_dialog)
-            page.goto(f"{workbench}/run?run={RUN_1}", timeout=PAGE_TIMEOUT_MS)
+            page.goto(f"{base}/run?run={RUN_1}", timeout=PAGE_TIMEOUT_MS)
             page.get_by_role("heading", name="Run inspector").wait_for(timeout=PAGE_TIMEOUT_MS)
             # the lanes, with their item counts, as tabs
             tabs = page.get_by_role("tab")
-            tabs.filter(has_text="Dropped (1)").wait_for(timeout=PAGE_TIMEOUT_MS)
+            tabs.filter(has_text=expected_tabs[-1]).wait_for(timeout=PAGE_TIMEOUT_MS)
             labels = [t.strip() for t in tabs.all_inner_texts()]
-            assert labels == ["Instructions (1)", "Working memory (1)", "Observations (1)",
-                              "Recalled (2)", "Recent (3)", "Input (1)", "Dropped (1)"]
+            assert labels == expected_tabs
             # plotly rendered its charts (token bar and score chart)
-            page.locator(".js-plotly-plot").first.wait_for(timeout=PAGE_TIMEOUT_MS)
+            page.locator(".js-plotly-plot").nth(1).wait_for(timeout=PAGE_TIMEOUT_MS)
             assert page.locator(".js-plotly-plot").count() == 2
             # the stored <script> message is literal text in the Recent lane
-            tabs.filter(has_text="Recent (3)").click()
+            tabs.filter(has_text=next(t for t in expected_tabs
+                                      if t.startswith("Recent"))).click()
             shown = page.get_by_text(SCRIPT_TEXT, exact=True)
             shown.wait_for(timeout=PAGE_TIMEOUT_MS)
             assert shown.is_visible()
             assert page.locator("strong", has_text="bold").count() == 0
             assert dialogs == []
             # a source link leads to the Threads page focused on the message
-            link = page.get_by_role("link", name=f"source: {THREAD} #3")
+            link = page.get_by_role("link", name=f"source: {THREAD} #{script_seq}")
             assert link.count() == 1
             shot = tmp_path / "run_inspector.png"
             page.screenshot(path=str(shot), full_page=True)
@@ -128,7 +137,7 @@ def test_run_inspector_from_url_in_chromium(workbench: str, tmp_path: Path) -> N
             link.click()
             page.get_by_role("heading", name="Threads", exact=True).wait_for(timeout=PAGE_TIMEOUT_MS)
             page.get_by_text(SCRIPT_TEXT, exact=True).wait_for(timeout=PAGE_TIMEOUT_MS)
-            assert "thread=" + THREAD in page.url and "seq=3" in page.url
+            assert "thread=" + THREAD in page.url and f"seq={script_seq}" in page.url
             page.screenshot(path=str(tmp_path / "threads.png"), full_page=True)
             assert dialogs == []
         finally:
