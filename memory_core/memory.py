@@ -311,19 +311,14 @@ class AgentMemory:
 
     # -- composition --------------------------------------------------------------------
     def settings(self) -> CompositionSettings:
-        rc = self.recall_config
+        """What provenance records of this memory's configuration: the RecallConfig
+        whole, recent_n, working-memory and observational settings, the token counter
+        and the embedder by name."""
         wm = self.working_memory_config
-        message_range: int | dict[str, int] | None = None
-        if rc is not None:
-            mr = rc.message_range
-            message_range = mr if isinstance(mr, int) else {"before": mr.before,
-                                                            "after": mr.after}
         return CompositionSettings(
             recent_n=self.recent_n,
-            recall_enabled=rc is not None and self.observational_config is None,
-            top_k=rc.top_k if rc else None, threshold=rc.threshold if rc else None,
-            scope=rc.scope if rc else None, filter=rc.filter if rc else None,
-            message_range=message_range, mode=rc.mode if rc else None,
+            recall_enabled=self.recall_config is not None and self.observational_config is None,
+            recall=self.recall_config,
             working_memory=wm.scope if wm else "off",
             working_memory_read_only=bool(wm and wm.read_only),
             observational=self.observational_config is not None,

@@ -8,7 +8,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-MEMCTX_VERSION = 1
+from memory_core.recall_config import RecallConfig
+
+MEMCTX_VERSION = 2  # v2: settings.recall holds the whole RecallConfig
 PROVENANCE_RECENT_CAP = 24
 PROVENANCE_DROPPED_CAP = 24
 PREVIEW_CHARS = 120
@@ -81,20 +83,29 @@ class LaneTokens(BaseModel):
 
 
 class CompositionSettings(BaseModel):
+    """How a composition was configured. ``recall`` is the run's RecallConfig itself,
+    every field (None when none was configured), so analysis rebuilds it exactly; it
+    is recorded even when observational memory turned recall off (``recall_enabled``
+    says whether it ran)."""
+
     model_config = ConfigDict(extra="forbid")
     recent_n: int
     recall_enabled: bool
-    top_k: int | None = None
-    threshold: float | None = None
-    scope: Literal["thread", "resource"] | None = None
-    filter: dict[str, Any] | None = None
-    message_range: int | dict[str, int] | None = None
-    mode: Literal["vector", "lexical", "hybrid"] | None = None
+    recall: RecallConfig | None = None
     working_memory: Literal["off", "thread", "resource"] = "off"
     working_memory_read_only: bool = False
     observational: bool = False
     token_counter: str = "chars/4"
     embedder: str | None = None
+
+    def flat(self) -> dict[str, Any]:
+        """The settings as one flat JSON dict, the recall fields inlined (``top_k``,
+        ``threshold``, ...; None when recall was not configured), for tables and
+        setting-by-setting diffs."""
+        data = self.model_dump(mode="json", exclude={"recall"})
+        recall = (self.recall.model_dump(mode="json") if self.recall is not None
+                  else dict.fromkeys(RecallConfig.model_fields))
+        return {**data, **recall}
 
 
 class Memctx(BaseModel):

@@ -70,7 +70,35 @@ def _memctx_v0_to_v1(record: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-_MEMCTX_UPGRADES = {0: _memctx_v0_to_v1}
+# the RecallConfig fields v1 recorded flat in ``settings`` (it lacked near_misses, rrf_k)
+_V1_RECALL_FIELDS = ("top_k", "threshold", "message_range", "scope", "filter", "mode")
+
+
+def _memctx_v1_to_v2(record: dict[str, Any]) -> dict[str, Any]:
+    """v1 → v2: the flat recall settings become ``settings.recall`` (the whole
+    RecallConfig). What v1 never recorded takes RecallConfig's defaults and is listed
+    in ``unknown_fields``: ``settings.recall.near_misses``/``rrf_k`` when recall was
+    configured, ``settings.recall`` when recall ran but its settings were not recorded
+    (records upgraded from v0)."""
+    out = dict(record)
+    settings = dict(out["settings"])
+    flat = {k: settings.pop(k, None) for k in _V1_RECALL_FIELDS}
+    unknown = [u for u in out.get("unknown_fields", [])
+               if u.removeprefix("settings.") not in _V1_RECALL_FIELDS]
+    if flat["top_k"] is not None:
+        settings["recall"] = {k: v for k, v in flat.items() if v is not None}
+        unknown += ["settings.recall.near_misses", "settings.recall.rrf_k"]
+    else:
+        settings["recall"] = None
+        if settings.get("recall_enabled") or len(unknown) < len(out.get("unknown_fields", [])):
+            unknown.append("settings.recall")
+    out["settings"] = settings
+    out["unknown_fields"] = list(dict.fromkeys(unknown))
+    out["v"] = 2
+    return out
+
+
+_MEMCTX_UPGRADES = {0: _memctx_v0_to_v1, 1: _memctx_v1_to_v2}
 
 
 def upgrade_memctx(record: Any, key: str) -> Memctx:

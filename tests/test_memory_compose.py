@@ -239,7 +239,7 @@ def test_recall_order_and_scores_reach_provenance() -> None:
     assert lanes(c) == [("recalled", 0), ("recalled", 1), ("recalled", 2), ("recent", 5),
                         ("recent", 6), ("input", None)]
     assert [i.origin for i in c.prompt.items[:3]] == ["neighbour", "hit", "neighbour"]
-    assert c.memctx.settings.top_k == 1 and c.memctx.settings.message_range == 1
+    assert c.memctx.settings.recall == RecallConfig(top_k=1, message_range=1)
     assert c.memctx.query == "refund order r-7"
 
 

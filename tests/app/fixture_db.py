@@ -22,6 +22,7 @@ from memory_core.provenance import (
     ObservationRef,
     preview,
 )
+from memory_core.recall import RecallConfig
 from memory_core.storage.base import Storage
 from memory_core.tokens import estimate_tokens
 from memory_core.types import (
@@ -151,10 +152,11 @@ def _write_run(storage: Storage, run_id: str, thread: str, started: datetime) ->
                                      from_seq=0, to_seq=2, preview=obs_text[:120],
                                      tokens=estimate_tokens(obs_text))],
         working_memory_chars=28, tokens=tokens,
-        settings=CompositionSettings(recent_n=3, recall_enabled=True, top_k=2,
-                                     threshold=0.7, scope="resource",
-                                     filter={"topic": {"$eq": "billing"}},
-                                     message_range=0, mode="vector",
+        settings=CompositionSettings(recent_n=3, recall_enabled=True,
+                                     recall=RecallConfig(top_k=2, threshold=0.7,
+                                                         scope="resource",
+                                                         filter={"topic": {"$eq": "billing"}},
+                                                         message_range=0, mode="vector"),
                                      working_memory="thread", observational=True,
                                      embedder="hashing-64"),
         incoming_count=1, scope_snapshot={thread: 7, SIBLING: 1})

@@ -469,7 +469,8 @@ def test_a_lowered_bar_is_named_as_the_reason_a_message_entered(populated: Popul
         if suffix == ":memctx":
             near = next(n for n in value["near_misses"] if n["thread_id"] == SIBLING)
             value = {**value,
-                     "settings": {**value["settings"], "threshold": 0.55},
+                     "settings": {**value["settings"],
+                                  "recall": {**value["settings"]["recall"], "threshold": 0.55}},
                      "near_misses": [n for n in value["near_misses"] if n is not near],
                      "recalled": [*value["recalled"], {
                          "thread_id": SIBLING, "seq": 1, "role": "user",
