@@ -33,7 +33,11 @@ class MessageRef(BaseModel):
     vector_score: float | None = None  # cosine, when computed
     lexical_score: float | None = None  # BM25, hybrid mode only
     origin: Literal["hit", "neighbour", "repair"] | None = None
-    reason: str | None = None  # dropped: "unanswered-tool-call" | "duplicate-tool-call-id"
+    # dropped: "unanswered-tool-call" | "orphan-tool-result" | "duplicate-tool-call-id"
+    reason: str | None = None
+    # dropped: the lane it was left out of ("recent": the window could not pair it;
+    # None in records before memctx v2, which dropped recalled rows only)
+    lane: Literal["recalled", "recent"] | None = None
 
 
 NearMissReason = Literal["below-threshold", "beyond-top-k", "filtered-out",

@@ -152,11 +152,16 @@ def explain_message(storage: Storage, data: RunData, msg: StoredMessage, *,
             why = {"unanswered-tool-call": "it is a tool call whose result was never stored, "
                    "and a call without its result would make the model provider reject the "
                    "whole prompt",
+                   "orphan-tool-result": "it is a tool result whose call was not in the "
+                   "prompt, and a result without its call would make the model provider "
+                   "reject the whole prompt",
                    "duplicate-tool-call-id": "the same tool call was already in the prompt, "
                    "and a repeated call id would make the prompt invalid"}.get(
                        d.reason or "", f"of {d.reason}")
-            return out("dropped", f"Recall found this message, but it was left out because "
-                       f"{why}.", reason=d.reason)
+            found = ("It was among the most recent messages" if d.lane == "recent"
+                     else "Recall found this message")
+            return out("dropped", f"{found}, but it was left out because {why}.",
+                       reason=d.reason, lane=d.lane or "recalled")
     if msg.thread_id == run.thread_id:
         for o in memctx.observations:
             if o.from_seq is not None and o.to_seq is not None and o.from_seq <= msg.seq <= o.to_seq:
