@@ -10,14 +10,17 @@ from datetime import UTC, datetime
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from memory_core.models.openai_http import to_openai_messages
 from memory_core.toolpairs import (
     DUPLICATE,
     ORPHAN,
     UNANSWERED,
+    call_ids,
     open_at_calls,
     pair_tool_calls,
 )
-from memory_core.types import StoredMessage, TextPart, ToolCallPart, ToolResultPart
+from memory_core.types import Message, StoredMessage, TextPart, ToolCallPart, ToolResultPart
+from tests.fake_provider.validation import validate_messages
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -247,3 +250,8 @@ def test_pairing_invariants(kinds: list[tuple[str, str]], data: st.DataObject) -
         [d.message.seq for d in out.dropped]
     assert sorted(sources) == [m.seq for m in recalled]
     assert all(k.message.seq not in picked for k in out.kept if k.is_repair)
+    # the recalled lane alone is a valid provider request: exchanges whole, in order,
+    # and none reuses a call id of the window
+    validate_messages(to_openai_messages([k.message for k in out.kept]
+                                         + [Message(role="user", content="q")]))
+    assert not {c.id for c in kept_calls} & {c for m in window for c in call_ids(m)}
