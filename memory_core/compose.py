@@ -158,7 +158,9 @@ class Window:
 
     @property
     def refs(self) -> frozenset[tuple[str, int]]:
-        return frozenset(s.ref for s in self.rows)
+        """Every row the window covered, dropped ones included: recall leaves them
+        out, so a row the window could not pair is not recalled (and dropped) again."""
+        return frozenset([*(s.ref for s in self.rows), *(d.message.ref for d in self.dropped)])
 
 
 def recent_window(store: MemoryStore, thread_id: str, trim: InputTrim, recent_n: int,
@@ -229,10 +231,11 @@ def run_recall(engine: RecallEngine, store: MemoryStore, turn: Turn, trim: Input
                       scope_snapshot=dict(outcome.scope_snapshot), skipped=outcome.skipped)
 
 
-def pair_recalled(store: MemoryStore, lane: RecallLane, window: Window) -> RecallLane:
-    """The recalled rows as whole tool exchanges (``toolpairs.pair_tool_calls``); a
-    repair only ever looks after its call, so each thread is read from its earliest
-    recalled call, not from seq 0."""
+def pair_recalled(store: MemoryStore, lane: RecallLane, window: Window,
+                  incoming: Sequence[Message] = ()) -> RecallLane:
+    """The recalled rows as whole tool exchanges (``toolpairs.pair_tool_calls``), none
+    reusing a call id of the window or the input; a repair only ever looks after its
+    call, so each thread is read from its earliest recalled call, not from seq 0."""
     hits = [k.source for k in lane.kept if k.source is not None]
     first_call: dict[str, int] = {}
     for h in hits:
@@ -240,7 +243,8 @@ def pair_recalled(store: MemoryStore, lane: RecallLane, window: Window) -> Recal
             first_call[h.thread_id] = min(first_call.get(h.thread_id, h.seq), h.seq)
     pairing = pair_tool_calls(
         hits, message_of=lambda h: h.message, window=window.rows,
-        read_thread=lambda tid: store.get_messages(tid, from_seq=first_call.get(tid, -1) + 1))
+        read_thread=lambda tid: store.get_messages(tid, from_seq=first_call.get(tid, -1) + 1),
+        also=incoming)
     return RecallLane(kept=pairing.kept, dropped=pairing.dropped,
                       near_misses=lane.near_misses, scope_snapshot=lane.scope_snapshot,
                       skipped=lane.skipped)

@@ -354,4 +354,4 @@ class AgentMemory:
         if skipped is not None or rc is None:
             return RecallLane(skipped=skipped)
         lane = run_recall(self._recall_engine(), self.storage.memory, turn, trim, window, rc)
-        return pair_recalled(self.storage.memory, lane, window)
+        return pair_recalled(self.storage.memory, lane, window, trim.incoming)

@@ -137,20 +137,21 @@ def _adjacent_results(call: StoredMessage, rows: dict[Ref, StoredMessage]
 
 def pair_tool_calls(rows: Sequence[T], *, message_of: Callable[[T], StoredMessage],
                     window: Sequence[StoredMessage],
-                    read_thread: Callable[[str], Sequence[StoredMessage]]
-                    ) -> PairingResult[T]:
+                    read_thread: Callable[[str], Sequence[StoredMessage]],
+                    also: Sequence[Message] = ()) -> PairingResult[T]:
     """Keep the tool exchanges of ``rows`` (in prompt order) whole, in that order.
 
     A call row brings its exchange (results not among ``rows`` are repair rows read
     from its thread, each thread read at most once); a result row is emitted with its
     call when that call is one of ``rows``, else drops as ``orphan-tool-result``.
-    ``window`` is what the prompt already holds: an exchange reusing one of its call
-    ids or rows, or one emitted earlier here, drops as ``duplicate-tool-call-id``.
-    Rows with no tool part pass untouched."""
+    ``window`` (stored rows) and ``also`` (e.g. the new input) are what the prompt
+    already holds: an exchange reusing one of their call ids or rows, or one emitted
+    earlier here, drops as ``duplicate-tool-call-id``. Rows with no tool part pass
+    untouched."""
     messages = [message_of(r) for r in rows]
     source = {m.ref: r for m, r in zip(messages, rows, strict=True)}
     by_ref = {m.ref: m for m in messages}
-    claimed = {c for m in window for c in call_ids(m)}
+    claimed = {c for m in (*window, *also) for c in call_ids(m)}
     taken: set[Ref] = {m.ref for m in window}
     threads: dict[str, list[StoredMessage]] = {}
     out: PairingResult[T] = PairingResult()

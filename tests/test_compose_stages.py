@@ -33,7 +33,7 @@ from memory_core.observational import ObservationalConfig, ObservationalMemory
 from memory_core.provenance import CompositionSettings
 from memory_core.recall import RecallConfig, RecallEngine
 from memory_core.storage.inmemory import InMemoryStorage
-from memory_core.toolpairs import ORPHAN, UNANSWERED
+from memory_core.toolpairs import DUPLICATE, ORPHAN, UNANSWERED
 from memory_core.types import Message, Thread, ToolCallPart, ToolResultPart
 from memory_core.working_memory import KeyLocks, WorkingMemory, WorkingMemoryConfig
 from tests.helpers import Tick
@@ -168,6 +168,27 @@ def test_pair_recalled_repairs_a_call_with_its_result_and_keeps_the_scores() -> 
     assert [(k.message.seq, k.is_repair) for k in paired.kept] == [
         (0, False), (1, False), (2, True)]
     assert paired.near_misses == raw.near_misses and paired.dropped == []
+
+
+def test_pair_recalled_never_reuses_a_call_id_of_the_input() -> None:
+    s = store_with(user("blender order"), calls("call_1"), res("call_1"), bot("done"))
+    engine = RecallEngine(s.memory, HashingEmbedder(32))
+    s.memory.create_thread("fresh", resource_id="u")
+    fresh = s.memory.get_thread("fresh")
+    assert fresh is not None
+    # a client posts a whole conversation, with its own call_1, into a new thread
+    posted = [user("hi"), calls("call_1"), res("call_1"), user("blender order")]
+    trim = trim_input(s.memory, "fresh", posted, recent_n=2)
+    window = recent_window(s.memory, "fresh", trim, 2)
+    raw = run_recall(engine, s.memory, Turn("fresh", "u", fresh), trim, window,
+                     RecallConfig(top_k=1, scope="resource", mode="lexical",
+                                  message_range={"before": 0, "after": 1}))
+    assert [k.message.seq for k in raw.kept] == [0, 1]
+    assert [(k.message.seq, k.is_repair) for k in pair_recalled(
+        s.memory, raw, window).kept] == [(0, False), (1, False), (2, True)]
+    paired = pair_recalled(s.memory, raw, window, trim.incoming)
+    assert [k.message.seq for k in paired.kept] == [0]
+    assert [(d.message.seq, d.reason) for d in paired.dropped] == [(1, DUPLICATE)]
 
 
 # -- 7. assembly -------------------------------------------------------------------------
