@@ -6,45 +6,43 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from memory_core.compose import (
+    Draft,
+    InputTrim,
+    RecallLane,
+    Turn,
+    Window,
+    assemble,
+    observation_lane,
+    pair_recalled,
+    recall_skip,
+    recent_window,
+    run_recall,
+    token_text,
+    trim_input,
+    working_memory_lane,
+)
 from memory_core.embedders import Embedder, embedder_name
 from memory_core.errors import InvalidInputError
 from memory_core.models.base import Tool
-from memory_core.prompt import Composition, FrozenPrompt, PromptItem
-from memory_core.provenance import (
-    PREVIEW_CHARS,
-    PROVENANCE_DROPPED_CAP,
-    PROVENANCE_RECENT_CAP,
-    CompositionSettings,
-    LaneTokens,
-    Memctx,
-    MessageRef,
-    NearMiss,
-    ObservationRef,
-    preview,
-    structural_text,
-)
+from memory_core.prompt import Composition
+from memory_core.provenance import CompositionSettings
 from memory_core.storage.base import Storage
 from memory_core.storage.common import Clock, utc_now
 from memory_core.tokens import TokenCounter, counter_label, estimate_tokens
-from memory_core.toolpairs import pair_tool_calls
-from memory_core.types import (
-    AppendRow,
-    Message,
-    Observation,
-    StoredMessage,
-    Thread,
-)
+from memory_core.types import AppendRow, Message, StoredMessage, Thread
 from memory_core.working_memory import KeyLocks, WorkingMemory, WorkingMemoryConfig
 
 if TYPE_CHECKING:
     from memory_core.observational import ObservationalConfig, ObservationalMemory
     from memory_core.recall import RecallConfig, RecallEngine, RecallHit
+
+__all__ = ["AgentMemory", "thread_title", "token_text"]
 
 TITLE_CHARS = 80
 
@@ -64,12 +62,6 @@ def thread_title(messages: Sequence[Message]) -> str | None:
             if text:
                 return text[:TITLE_CHARS]
     return None
-
-
-def token_text(message: Message) -> str:
-    """What the token counter sees of a message: text parts, and tool parts in their
-    structural form (unclipped), joined by spaces."""
-    return structural_text(message)
 
 
 def _coerce_messages(messages: Any, what: str) -> list[Message]:
@@ -98,14 +90,6 @@ def _check_id(name: str, value: Any, *, optional: bool = False) -> None:
         return
     if not isinstance(value, str) or not value:
         raise InvalidInputError(f"{name} must be a non-empty string, got {value!r}")
-
-
-@dataclass
-class _Lanes:
-    items: list[PromptItem] = field(default_factory=list)
-
-    def add(self, lane: Any, message: Message, **source: Any) -> None:
-        self.items.append(PromptItem(lane=lane, message=message, **source))
 
 
 class AgentMemory:
@@ -311,19 +295,14 @@ class AgentMemory:
 
     # -- composition --------------------------------------------------------------------
     def settings(self) -> CompositionSettings:
-        rc = self.recall_config
+        """What provenance records of this memory's configuration: the RecallConfig
+        whole, recent_n, working-memory and observational settings, the token counter
+        and the embedder by name."""
         wm = self.working_memory_config
-        message_range: int | dict[str, int] | None = None
-        if rc is not None:
-            mr = rc.message_range
-            message_range = mr if isinstance(mr, int) else {"before": mr.before,
-                                                            "after": mr.after}
         return CompositionSettings(
             recent_n=self.recent_n,
-            recall_enabled=rc is not None and self.observational_config is None,
-            top_k=rc.top_k if rc else None, threshold=rc.threshold if rc else None,
-            scope=rc.scope if rc else None, filter=rc.filter if rc else None,
-            message_range=message_range, mode=rc.mode if rc else None,
+            recall_enabled=self.recall_config is not None and self.observational_config is None,
+            recall=self.recall_config,
             working_memory=wm.scope if wm else "off",
             working_memory_read_only=bool(wm and wm.read_only),
             observational=self.observational_config is not None,
@@ -335,15 +314,14 @@ class AgentMemory:
 
     def load_context(self, *, thread_id: str, resource_id: str | None = None,
                      input: Sequence[Message], instructions: str | None = None) -> Composition:
-        """Compose the prompt for one turn, before its input is persisted.
+        """Compose the prompt for one turn, before its input is persisted, as the stages
+        of ``memory_core.compose``: trim the input, render working memory, compact and
+        show observations, take the recent window, recall and pair tool calls, then
+        assemble the lanes and their provenance record.
 
         A missing thread is created (with ``resource_id``, which may be None so that a
-        first turn without a resource still works). Then the incoming list is
-        echo-trimmed (SPEC §6.6.2) and de-duplicated against the stored tail (§6.6.3:
-        rows already stored are treated as the input, not as history, so a retry
-        composes the same prompt as the first attempt; a thread holding nothing but
-        this input, written by one run, is a retried first turn and is not trimmed).
-        ``Composition.incoming`` holds the rows the caller still has to persist.
+        first turn without a resource still works). ``Composition.incoming`` holds the
+        rows the caller still has to persist (none on a retry whose input is stored).
         """
         _check_id("thread_id", thread_id)
         _check_id("resource_id", resource_id, optional=True)
@@ -353,191 +331,27 @@ class AgentMemory:
         given = _coerce_messages(input, "input")
         store = self.storage.memory
         thread = self._ensure_thread(thread_id, resource_id, given)
-        resource = resource_id if resource_id is not None else thread.resource_id
+        turn = Turn(thread_id, resource_id if resource_id is not None else thread.resource_id,
+                    thread)
+        trim = trim_input(store, thread_id, given, self.recent_n)
+        wm = working_memory_lane(self._wm, turn) if self._wm is not None else None
+        observed = (observation_lane(self._observational(), thread_id)
+                    if self.observational_config is not None else None)
+        window = recent_window(store, thread_id, trim, self.recent_n,
+                               observed.observed_seq if observed else None)
+        recall = self._recall_lane(turn, trim, window)
+        draft = Draft(turn=turn, trim=trim, window=window, recall=recall,
+                      instructions=instructions, working_memory=wm, observed=observed)
+        return assemble(draft, settings=self.settings(), count=self._count,
+                        count_text=lambda text: int(self.token_counter(text)))
 
-        history_len = store.count_messages(thread_id)
-        tail = store.get_tail(thread_id, self.recent_n + len(given))
-        if (given and history_len == len(given) and _ends_with(tail, given)
-                and len({m.run_id for m in tail}) == 1 and tail[0].run_id is not None):
-            # a retry of a first turn: one run stored exactly this input, which its
-            # first attempt composed against an empty thread (so without echo-trim)
-            incoming, echo_trimmed, deduped = given, 0, len(given)
-        else:
-            incoming, echo_trimmed = given, 0
-            if history_len > 0:
-                last = max((i for i, m in enumerate(given)
-                            if m.role in ("assistant", "tool")), default=-1)
-                incoming, echo_trimmed = given[last + 1:], last + 1
-            deduped = len(incoming) if incoming and _ends_with(tail, incoming) else 0
-        if deduped:
-            history_end = tail[len(tail) - deduped].seq - 1
-        else:
-            history_end = tail[-1].seq if tail else store.max_seq(thread_id)
-        history_count = history_len - deduped
-
-        lanes = _Lanes()
-        tokens = LaneTokens()
-        memctx_extra: dict[str, Any] = {}
-
-        if instructions:
-            msg = Message(role="system", content=instructions)
-            lanes.add("instructions", msg)
-            tokens.instructions = self._count([msg])
-
-        wm_chars = 0
-        if self._wm is not None:
-            block = self._wm.render(thread_id, resource)
-            wm_chars = len(block)
-            msg = Message(role="system", content=block)
-            lanes.add("working_memory", msg)
-            tokens.working_memory = self._count([msg])
-
-        observations: list[Observation] = []
-        if self.observational_config is not None:
-            om = self._observational()
-            om.compact(thread_id)
-            observed = om.observed_seq(thread_id)
-            observations = om.active(thread_id)
-            window = self._unobserved_window(thread_id, observed, history_end)
-            if observations:
-                text = "# Observations\n" + "\n".join(o.text for o in observations)
-                msg = Message(role="system", content=text)
-                lanes.add("observations", msg,
-                          observation_id=",".join(o.id for o in observations))
-                tokens.observations = self._count([msg])
-        else:
-            window = [s for s in tail if s.seq <= history_end][-self.recent_n:] \
-                if self.recent_n else []
-
-        query = next((m.text() for m in reversed(incoming) if m.role == "user" and m.text()),
-                     None)
-        recalled_refs: list[MessageRef] = []
-        dropped_refs: list[MessageRef] = []
-        near_misses: list[NearMiss] = []
-        scope_snapshot: dict[str, int] = {thread_id: history_end}
-        skipped: str | None = None
+    def _recall_lane(self, turn: Turn, trim: InputTrim, window: Window) -> RecallLane:
+        """Recall (stage 5) and tool pairing (stage 6), or why recall did not run."""
         rc = self.recall_config
-        if self.observational_config is not None:
-            skipped = SKIP_OBSERVATIONAL if rc is not None else SKIP_OFF
-        elif rc is None:
-            skipped = SKIP_OFF
-        elif not query:
-            skipped = SKIP_NO_QUERY
-        elif self.embed is None and rc.mode != "lexical":
-            skipped = SKIP_NO_EMBEDDER
-        elif history_count <= self.recent_n and rc.scope != "resource":
-            skipped = SKIP_FITS
-        else:
-            assert query is not None
-            window_refs = frozenset(s.ref for s in window)
-            engine = self._recall_engine()
-            as_of: dict[str, int] | None = None
-            if deduped:
-                # the retried input is already stored: rank as the first attempt did,
-                # before it was written
-                scope = engine.scope_threads(thread_id, resource, rc, thread=thread)
-                stats = store.thread_stats(scope)  # one query for the scope's max seqs
-                as_of = {t: stats.get(t, (0, -1))[1] for t in scope}
-                as_of[thread_id] = history_end
-            outcome = engine.run(query, thread_id=thread_id, resource_id=resource,
-                                 config=rc, window=window_refs, as_of=as_of, thread=thread)
-            skipped = outcome.skipped
-            scope_snapshot = dict(outcome.scope_snapshot) or scope_snapshot
-            near_misses = list(outcome.near_misses)
-            # the engine already removes window rows; checked again because a stray one
-            # would show twice in the prompt
-            hits = [h for h in outcome.hits if (h.thread_id, h.seq) not in window_refs]
-            # a repair only ever looks after its call: read each thread from its earliest
-            # recalled call, not from seq 0
-            first_call: dict[str, int] = {}
-            for h in hits:
-                if h.message.tool_calls():
-                    first_call[h.thread_id] = min(first_call.get(h.thread_id, h.seq), h.seq)
-            pairing = pair_tool_calls(
-                hits, message_of=lambda h: h.message, window=window,
-                read_thread=lambda tid: store.get_messages(
-                    tid, from_seq=first_call.get(tid, -1) + 1))
-            recalled_msgs: list[Message] = []
-            for kept in pairing.kept:
-                m = kept.message
-                src = kept.source
-                if src is None:
-                    ref = _ref(m, origin="repair")
-                    origin = "repair"
-                else:
-                    origin = src.origin
-                    ref = _ref(m, score=src.score, rank=src.rank,
-                               vector_score=src.vector_score,
-                               lexical_score=src.lexical_score, origin=src.origin)
-                recalled_refs.append(ref)
-                lanes.add("recalled", m.as_message(), thread_id=m.thread_id, seq=m.seq,
-                          origin=origin)
-                recalled_msgs.append(m)
-            tokens.recalled = self._count(recalled_msgs)
-            for d in pairing.dropped:
-                dropped_refs.append(_ref(d.message, score=d.source.score, rank=d.source.rank,
-                                         origin=d.source.origin, reason=d.reason))
-
-        for s in window:
-            lanes.add("recent", s.as_message(), thread_id=s.thread_id, seq=s.seq)
-        tokens.recent = self._count(window)
-        for msg_in in incoming:
-            lanes.add("input", msg_in)
-        tokens.input = self._count(incoming)
-
-        if dropped_refs:
-            memctx_extra["dropped_count"] = len(dropped_refs)
-            memctx_extra["dropped"] = dropped_refs[:PROVENANCE_DROPPED_CAP]
-        memctx = Memctx(
-            thread_id=thread_id, resource_id=resource, query=query, recall_skipped=skipped,
-            recalled=recalled_refs, recent_count=len(window),
-            recent=[_ref(s) for s in window[-PROVENANCE_RECENT_CAP:]],
-            near_misses=near_misses,
-            observation_count=len(observations),
-            observations=[self._obs_ref(o) for o in observations],
-            working_memory_chars=wm_chars, tokens=tokens, settings=self.settings(),
-            incoming_count=len(incoming), echo_trimmed=echo_trimmed,
-            scope_snapshot=scope_snapshot, **memctx_extra)
-        return Composition(prompt=FrozenPrompt(items=lanes.items), memctx=memctx,
-                           incoming=[] if deduped else list(incoming))
-
-    def _unobserved_window(self, thread_id: str, observed_seq: int,
-                           history_end: int) -> list[StoredMessage]:
-        """Messages after ``observed_seq``; when one of them answers a call that was
-        observed away, the window opens just before the earliest such call (SPEC §8.7)
-        so no result reaches the model without its call."""
-        store = self.storage.memory
-        if history_end <= observed_seq:
-            return []
-        window = store.get_messages(thread_id, from_seq=observed_seq + 1, to_seq=history_end)
-        pending = {r for m in window for r in (str(p.call_id) for p in m.tool_results())}
-        pending -= {str(p.id) for m in window for p in m.tool_calls()}
-        if not pending or observed_seq < 0:
-            return window
-        earlier = store.get_messages(thread_id, to_seq=observed_seq)
-        starts = [m.seq for m in earlier if {str(p.id) for p in m.tool_calls()} & pending]
-        if not starts:
-            return window
-        return store.get_messages(thread_id, from_seq=min(starts), to_seq=history_end)
-
-    def _obs_ref(self, o: Observation) -> ObservationRef:
-        text = " ".join(o.text.split())
-        return ObservationRef(id=o.id, thread_id=o.thread_id, level=o.level,
-                              from_seq=o.from_seq, to_seq=o.to_seq,
-                              preview=text[:PREVIEW_CHARS],
-                              tokens=int(self.token_counter(o.text)))
-
-
-def _ends_with(tail: Sequence[StoredMessage], messages: Sequence[Message]) -> bool:
-    """Whether the stored tail ends with exactly these messages (role, content and
-    metadata), i.e. they were already persisted."""
-    if not messages or len(tail) < len(messages):
-        return False
-    stored = tail[len(tail) - len(messages):]
-    return all(a.as_message().canonical_json() == b.canonical_json()
-               for a, b in zip(stored, messages, strict=True))
-
-
-def _ref(m: StoredMessage, **fields: Any) -> MessageRef:
-    return MessageRef(thread_id=m.thread_id, seq=m.seq, role=m.role, preview=preview(m),
-                      **fields)
+        skipped = recall_skip(rc, observational=self.observational_config is not None,
+                              query=trim.query, has_embedder=self.embed is not None,
+                              history_count=trim.history_count, recent_n=self.recent_n)
+        if skipped is not None or rc is None:
+            return RecallLane(skipped=skipped)
+        lane = run_recall(self._recall_engine(), self.storage.memory, turn, trim, window, rc)
+        return pair_recalled(self.storage.memory, lane, window, trim.incoming)

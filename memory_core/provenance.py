@@ -8,7 +8,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-MEMCTX_VERSION = 1
+from memory_core.recall_config import RecallConfig
+
+MEMCTX_VERSION = 2  # v2: settings.recall holds the whole RecallConfig
 PROVENANCE_RECENT_CAP = 24
 PROVENANCE_DROPPED_CAP = 24
 PREVIEW_CHARS = 120
@@ -31,7 +33,11 @@ class MessageRef(BaseModel):
     vector_score: float | None = None  # cosine, when computed
     lexical_score: float | None = None  # BM25, hybrid mode only
     origin: Literal["hit", "neighbour", "repair"] | None = None
-    reason: str | None = None  # dropped: "unanswered-tool-call" | "duplicate-tool-call-id"
+    # dropped: "unanswered-tool-call" | "orphan-tool-result" | "duplicate-tool-call-id"
+    reason: str | None = None
+    # dropped: the lane it was left out of ("recent": the window could not pair it;
+    # None in records before memctx v2, which dropped recalled rows only)
+    lane: Literal["recalled", "recent"] | None = None
 
 
 NearMissReason = Literal["below-threshold", "beyond-top-k", "filtered-out",
@@ -81,20 +87,29 @@ class LaneTokens(BaseModel):
 
 
 class CompositionSettings(BaseModel):
+    """How a composition was configured. ``recall`` is the run's RecallConfig itself,
+    every field (None when none was configured), so analysis rebuilds it exactly; it
+    is recorded even when observational memory turned recall off (``recall_enabled``
+    says whether it ran)."""
+
     model_config = ConfigDict(extra="forbid")
     recent_n: int
     recall_enabled: bool
-    top_k: int | None = None
-    threshold: float | None = None
-    scope: Literal["thread", "resource"] | None = None
-    filter: dict[str, Any] | None = None
-    message_range: int | dict[str, int] | None = None
-    mode: Literal["vector", "lexical", "hybrid"] | None = None
+    recall: RecallConfig | None = None
     working_memory: Literal["off", "thread", "resource"] = "off"
     working_memory_read_only: bool = False
     observational: bool = False
     token_counter: str = "chars/4"
     embedder: str | None = None
+
+    def flat(self) -> dict[str, Any]:
+        """The settings as one flat JSON dict, the recall fields inlined (``top_k``,
+        ``threshold``, ...; None when recall was not configured), for tables and
+        setting-by-setting diffs."""
+        data = self.model_dump(mode="json", exclude={"recall"})
+        recall = (self.recall.model_dump(mode="json") if self.recall is not None
+                  else dict.fromkeys(RecallConfig.model_fields))
+        return {**data, **recall}
 
 
 class Memctx(BaseModel):

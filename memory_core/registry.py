@@ -58,11 +58,8 @@ def model_from_info(info: dict[str, Any], embed_name: str | None) -> Model:
 
 
 def recall_config_from_settings(settings: CompositionSettings) -> RecallConfig:
-    """The RecallConfig a run composed with, from its recorded settings (unrecorded
-    fields take RecallConfig's defaults)."""
+    """The RecallConfig a run composed with: the one its settings recorded (every
+    field, since memctx v2), or RecallConfig's defaults when none was recorded."""
     from memory_core.recall import RecallConfig
 
-    s = settings
-    return RecallConfig(top_k=s.top_k or 3, threshold=s.threshold or 0.0,
-                        message_range=s.message_range or 0, scope=s.scope or "thread",
-                        filter=s.filter, mode=s.mode or "vector")
+    return settings.recall if settings.recall is not None else RecallConfig()

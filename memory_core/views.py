@@ -476,9 +476,10 @@ def run_view(storage: Storage, run_id: str) -> RunView:
     answer = output.text if output is not None else None
     return RunView(
         run=_summary(run), error=run.error, query=memctx.query if memctx else None,
-        lanes=lanes, settings=settings.model_dump(mode="json") if settings else {},
-        threshold=settings.threshold if settings else None,
-        top_k=settings.top_k if settings else None, candidates=_candidates(memctx),
+        lanes=lanes, settings=settings.flat() if settings else {},
+        threshold=settings.recall.threshold if settings and settings.recall else None,
+        top_k=settings.recall.top_k if settings and settings.recall else None,
+        candidates=_candidates(memctx),
         recall_skipped=memctx.recall_skipped if memctx else None,
         steps=_steps(reader), tool_calls=_tool_calls(reader),
         answer=answer, notes=notes)

@@ -306,7 +306,8 @@ def test_why_by_seq(demo_db: str) -> None:
     out = ok(memwb("why", "support-3-forgot", "--db", demo_db, "--seq", str(nm.seq),
                    "--thread", nm.thread_id))
     assert out.startswith(f"{nm.reason} ({nm.thread_id}:{nm.seq}): ")
-    assert f"  threshold: {rec.settings.threshold}" in out.splitlines()
+    assert rec.settings.recall is not None
+    assert f"  threshold: {rec.settings.recall.threshold}" in out.splitlines()
 
 
 def test_why_by_text(demo_db: str) -> None:

@@ -239,7 +239,7 @@ def test_recall_order_and_scores_reach_provenance() -> None:
     assert lanes(c) == [("recalled", 0), ("recalled", 1), ("recalled", 2), ("recent", 5),
                         ("recent", 6), ("input", None)]
     assert [i.origin for i in c.prompt.items[:3]] == ["neighbour", "hit", "neighbour"]
-    assert c.memctx.settings.top_k == 1 and c.memctx.settings.message_range == 1
+    assert c.memctx.settings.recall == RecallConfig(top_k=1, message_range=1)
     assert c.memctx.query == "refund order r-7"
 
 
@@ -291,6 +291,55 @@ def test_same_turn_stored_twice_emits_one_call_and_one_result() -> None:
     assert c.memctx.dropped_count == 2
     kept = {r.seq for r in c.memctx.recalled}
     assert not kept & {d.seq for d in c.memctx.dropped}
+
+
+def test_recent_window_opens_at_the_call_of_a_result_it_would_cut_off() -> None:
+    s = storage()
+    mem = AgentMemory(s, embed=HashingEmbedder(), recent_n=2)
+    parallel = Message(role="assistant", content=[ToolCallPart(id="a", name="lookup"),
+                                                  ToolCallPart(id="b", name="ship")])
+    mem.append("t1", [user("refund?"), parallel, result_msg("b"), result_msg("a"),
+                      bot("approved and shipped")])
+    c = compose(mem, "thanks")
+    # recent_n=2 would open on the result of "a" (seq 3): the window opens at the call
+    assert lanes(c) == [("recent", 1), ("recent", 2), ("recent", 3), ("recent", 4),
+                        ("input", None)]
+    assert c.memctx.recent_count == 4 and c.memctx.dropped == []
+
+
+def test_what_the_window_cannot_pair_is_dropped_with_its_lane_and_explained() -> None:
+    from memory_core.analysis.forgotten import why_forgotten
+    from memory_core.journal import RunKeys
+    from memory_core.runner import Agent, Runner
+
+    s = storage()
+    mem = AgentMemory(s, embed=HashingEmbedder(), recent_n=3)
+    # an imported thread: a result whose call was never stored, a call never answered
+    mem.append("t1", [user("refund?"), result_msg("ghost"), call_msg("c-1"), bot("hm")])
+    Runner(s, {"a": Agent("a", "Be brief.", ScriptedModel(["ok"]))}, memory=mem).run(
+        "a", run_id="r1", thread_id="t1", prompt="and now?")
+    e = why_forgotten(s, "r1", ("t1", 1))
+    assert e.fate == "dropped" and e.evidence == {"reason": "orphan-tool-result",
+                                                  "lane": "recent"}
+    assert e.sentence.startswith("It was among the most recent messages, but it was left "
+                                 "out because it is a tool result whose call was not in")
+    memctx = s.runs.get(RunKeys("r1").memctx)
+    assert [(d["seq"], d["lane"], d["reason"]) for d in memctx["dropped"]] == [
+        (1, "recent", "orphan-tool-result"), (2, "recent", "unanswered-tool-call")]
+    assert [i["seq"] for i in s.runs.get(RunKeys("r1").prompt)["items"] if i["lane"] == "recent"] == [3]
+
+
+def test_a_neighbour_never_brings_a_result_without_its_call() -> None:
+    s = storage()
+    mem = AgentMemory(s, embed=HashingEmbedder(), recent_n=1,
+                      recall=RecallConfig(top_k=1, message_range={"before": 1, "after": 0},
+                                          mode="lexical"))
+    mem.append("t1", [user("refund?"), call_msg("c-1"), result_msg("c-1"),
+                      bot("refund order r-7 approved")] + [user(t) for t in FILLER[:3]])
+    c = compose(mem, "refund order r-7")
+    assert lanes(c)[:1] == [("recalled", 3)]
+    assert [(d.seq, d.lane, d.reason) for d in c.memctx.dropped] == [
+        (2, "recalled", "orphan-tool-result")]
 
 
 def test_dropped_refs_are_capped_at_24() -> None:

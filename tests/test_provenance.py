@@ -65,11 +65,15 @@ def test_record_fields_and_settings() -> None:
     mem.append("t1", [user(t, lang="en") for t in TEXTS], "u1")
     c = mem.load_context(thread_id="t1", resource_id="u1", input=[user("refund order r-7")])
     ctx = c.memctx
-    assert ctx.v == MEMCTX_VERSION == 1 and ctx.thread_id == "t1" and ctx.resource_id == "u1"
+    assert ctx.v == MEMCTX_VERSION == 2 and ctx.thread_id == "t1" and ctx.resource_id == "u1"
     st = ctx.settings
-    assert (st.recent_n, st.top_k, st.threshold, st.scope, st.filter, st.mode) == \
-        (2, 1, 0.1, "resource", {"lang": "en"}, "vector")
-    assert st.message_range == {"before": 1, "after": 0}
+    # the RecallConfig itself, every field (near_misses and rrf_k included)
+    assert st.recent_n == 2 and st.recall == mem.recall_config
+    assert st.model_dump(mode="json")["recall"] == {
+        "top_k": 1, "threshold": 0.1, "message_range": {"before": 1, "after": 0},
+        "scope": "resource", "filter": {"lang": "en"}, "mode": "vector", "near_misses": 5,
+        "rrf_k": 60}
+    assert st.flat()["top_k"] == 1 and st.flat()["rrf_k"] == 60
     assert st.recall_enabled and st.embedder == "hashing-64" and st.token_counter == "chars/4"
     assert st.working_memory == "thread" and st.working_memory_read_only
     assert ctx.working_memory_chars > 0 and ctx.recall_skipped is None
@@ -124,4 +128,4 @@ def test_record_round_trips_through_the_journal_byte_identically() -> None:
     assert canonical_json(back.model_dump(mode="json")) == canonical_json(record)
     hit = next(r for r in back.recalled if r.origin == "hit")
     assert hit.vector_score is not None and hit.lexical_score is not None
-    assert back.settings.mode == "hybrid"
+    assert back.settings.recall is not None and back.settings.recall.mode == "hybrid"

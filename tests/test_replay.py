@@ -98,15 +98,25 @@ def test_current_goldens_are_what_the_code_records_now(name: str) -> None:
             f"`python -m tests.fixtures.golden.record`.")
 
 
+COMPOSED_BEFORE_THE_WINDOW_FIX = {("v1_no_step_tools_tools_wm.json", "golden-tools-2")}
+
+
 @pytest.mark.parametrize(("name", "run_id"), golden_runs())
 def test_golden_runs_replay_byte_identically(name: str, run_id: str) -> None:
     s, memory, data = load_golden(name)
     journal_before = s.runs.list("")
+    if (name, run_id) in COMPOSED_BEFORE_THE_WINDOW_FIX:
+        # its recent window opened on a tool result whose call was cut off, a prompt
+        # providers reject; today's composition extends the window to the call, so the
+        # re-composition differs — the journal itself still replays byte-identically
+        with pytest.raises(ReplayMismatch, match="re-composed prompt differs"):
+            replay(s, run_id, memory=memory)
+        memory = None  # type: ignore[assignment]
     report = replay(s, run_id, memory=memory)
     recorded = dict(data["journal"])[f"{run_id}:output"]
     assert report.output["text"] == recorded["text"]
-    assert report.prompt_checked and report.compared_lanes == [
-        "instructions", "recalled", "recent", "input"]
+    assert memory is None or (report.prompt_checked and report.compared_lanes == [
+        "instructions", "recalled", "recent", "input"])
     assert report.messages_checked == recorded["steps"] + recorded["tool_calls"]
     assert s.runs.list("") == journal_before  # replay never writes to the real journal
 
@@ -127,8 +137,8 @@ def test_old_format_is_upgraded_explicitly() -> None:
     s, memory, _ = load_golden("v0_old_format.json")
     report = replay(s, "golden-basic", memory=memory)
     assert (report.verified_steps, report.unverified_steps) == (0, 1)
-    assert sorted(report.upgraded) == ["golden-basic:input", "golden-basic:output",
-                                       "golden-basic:step:0"]
+    assert sorted(report.upgraded) == ["golden-basic:input", "golden-basic:memctx",
+                                       "golden-basic:output", "golden-basic:step:0"]
     assert report.output["stop_reason"] == "final"
     current, _, _ = load_golden("basic.json")
     new = replay(current, "golden-basic")
@@ -152,7 +162,8 @@ def test_v1_goldens_replay_and_their_model_names_become_identities() -> None:
     for name in ("v1_no_step_tools_basic.json", "v1_no_step_tools_tools_wm.json"):
         s, memory, data = load_golden(name)
         for run_id in [r["run_id"] for r in data["runs"]]:
-            report = replay(s, run_id, memory=memory)
+            composed = (name, run_id) not in COMPOSED_BEFORE_THE_WINDOW_FIX
+            report = replay(s, run_id, memory=memory if composed else None)
             assert any(":step:" in k for k in report.upgraded)  # step v1 -> v2
             step = load_run(s, run_id).steps[0]
             assert step.model.kind == "scripted" and step.model.name == "scripted"

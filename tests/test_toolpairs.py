@@ -1,5 +1,6 @@
-"""Tool-call pairing on recalled rows (SPEC §5): claiming, repair from the thread,
-unanswered and duplicate calls."""
+"""Tool exchanges in a prompt: recalled calls repaired with their results, results
+only with their calls, duplicates and unanswered calls dropped, and the recent window
+opened at the call of a result it holds."""
 
 from __future__ import annotations
 
@@ -9,8 +10,17 @@ from datetime import UTC, datetime
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memory_core.toolpairs import DUPLICATE, UNANSWERED, pair_tool_calls
-from memory_core.types import StoredMessage, TextPart, ToolCallPart, ToolResultPart
+from memory_core.models.openai_http import to_openai_messages
+from memory_core.toolpairs import (
+    DUPLICATE,
+    ORPHAN,
+    UNANSWERED,
+    call_ids,
+    open_at_calls,
+    pair_tool_calls,
+)
+from memory_core.types import Message, StoredMessage, TextPart, ToolCallPart, ToolResultPart
+from tests.fake_provider.validation import validate_messages
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -55,26 +65,26 @@ def seqs(out) -> list[tuple[int, bool]]:  # type: ignore[no-untyped-def]
     return [(k.message.seq, k.is_repair) for k in out.kept]
 
 
-def test_no_calls_means_nothing_changes() -> None:
+def test_rows_without_tool_parts_pass_and_results_without_their_call_drop() -> None:
     rows = [msg(0, text="a"), result(3, "x"), result(5, "x")]
     out, reader = run(rows)
-    assert seqs(out) == [(0, False), (3, False), (5, False)]
-    assert out.dropped == [] and reader.reads == []
+    assert seqs(out) == [(0, False)] and reader.reads == []
+    assert [(d.message.seq, d.reason) for d in out.dropped] == [(3, ORPHAN), (5, ORPHAN)]
 
 
-def test_recalled_call_gets_its_result_repaired_right_after() -> None:
-    thread = [msg(0, text="q"), call(1, "tc-1", text="let me check"), result(2, "tc-1"),
-              msg(3, "assistant", text="done")]
-    out, reader = run([thread[1], msg(3, "assistant", text="done")], thread=thread)
-    assert seqs(out) == [(1, False), (2, True), (3, False)]
-    assert reader.reads == ["t1"]
-
-
-def test_call_answered_inside_recalled_rows_or_window_is_kept_as_is() -> None:
+def test_call_answered_inside_recalled_rows_is_kept_without_a_read() -> None:
     out, reader = run([call(1, "a"), result(2, "a")])
     assert seqs(out) == [(1, False), (2, False)] and reader.reads == []
-    out, reader = run([call(1, "b")], window=[result(2, "b")])
-    assert seqs(out) == [(1, False)] and reader.reads == []
+
+
+def test_an_exchange_already_in_the_window_is_a_duplicate() -> None:
+    thread = [call(1, "b"), result(2, "b"), call(3, "c"), result(4, "c")]
+    # its result is in the window (so, in a composed prompt, is its call)
+    out, _ = run([thread[0]], window=[thread[1]], thread=thread)
+    assert out.kept == [] and [d.reason for d in out.dropped] == [DUPLICATE]
+    # another exchange reusing a call id of the window
+    out, _ = run([call(7, "c")], window=thread[2:], thread=thread + [result(8, "c")])
+    assert out.kept == [] and [d.reason for d in out.dropped] == [DUPLICATE]
 
 
 def test_orphan_call_is_dropped_as_unanswered() -> None:
@@ -135,6 +145,74 @@ def test_repair_reads_the_calls_own_thread() -> None:
     assert reader.reads == ["t2"]
 
 
+def test_a_recalled_result_comes_right_after_its_recalled_call() -> None:
+    # recalled rows of two threads interleave by time; the exchange stays together
+    t1 = [call(1, "a"), result(2, "a")]
+    other = msg(1, text="meanwhile", thread="t2")
+    out, _ = run([t1[0], other, t1[1]], thread=t1)
+    assert [(k.message.thread_id, k.message.seq, k.is_repair) for k in out.kept] == [
+        ("t1", 1, False), ("t1", 2, False), ("t2", 1, False)]
+
+
+def test_a_neighbour_result_without_its_call_is_dropped_not_split() -> None:
+    thread = [call(1, "a"), result(2, "a"), msg(3, "assistant", text="approved")]
+    out, _ = run(thread[1:], thread=thread)
+    assert seqs(out) == [(3, False)]
+    assert [(d.message.seq, d.reason) for d in out.dropped] == [(2, ORPHAN)]
+
+
+def test_a_result_of_a_dropped_call_is_an_orphan() -> None:
+    both = msg(1, "assistant", ToolCallPart(id="p", name="a"), ToolCallPart(id="q", name="b"))
+    thread = [both, result(2, "p")]
+    out, _ = run(thread, thread=thread)
+    assert out.kept == []
+    assert [(d.message.seq, d.reason) for d in out.dropped] == [(1, UNANSWERED), (2, ORPHAN)]
+
+
+def test_a_plain_tool_message_pairs_by_its_metadata_id_or_is_an_orphan() -> None:
+    plain = StoredMessage(role="tool", content="42", metadata={"tool_call_id": "k"},
+                          thread_id="t1", seq=2, created_at=T0)
+    bare = StoredMessage(role="tool", content="43", thread_id="t1", seq=3, created_at=T0)
+    out, _ = run([call(1, "k"), plain, bare])
+    assert seqs(out) == [(1, False), (2, False)]
+    assert [(d.message.seq, d.reason) for d in out.dropped] == [(3, ORPHAN)]
+
+
+class Ranges:
+    def __init__(self, rows: Sequence[StoredMessage]) -> None:
+        self.rows = list(rows)
+        self.reads: list[tuple[int, int]] = []
+
+    def __call__(self, a: int, b: int) -> list[StoredMessage]:
+        self.reads.append((a, b))
+        return [r for r in self.rows if a <= r.seq <= b]
+
+
+def test_the_window_opens_at_the_call_of_a_result_it_holds() -> None:
+    thread = [msg(0, text="q"), both_calls(1), result(2, "p"), result(3, "q"),
+              msg(4, "assistant", text="done")]
+    ranges = Ranges(thread)
+    assert [m.seq for m in open_at_calls(thread[3:], ranges)] == [1, 2, 3, 4]
+    assert ranges.reads == [(0, 2)]
+    # nothing cut off: nothing read
+    ranges.reads.clear()
+    assert [m.seq for m in open_at_calls(thread[4:], ranges)] == [4] and ranges.reads == []
+
+
+def test_a_call_far_back_is_found_after_the_short_look_back() -> None:
+    far = [call(0, "z")] + [msg(i, text=f"t{i}") for i in range(1, 40)] + [result(40, "z")]
+    ranges = Ranges(far)
+    assert open_at_calls(far[40:], ranges)[0].seq == 0
+    assert ranges.reads == [(8, 39), (0, 39)]
+    # a result whose call does not exist stays: pairing drops it
+    ranges = Ranges(far[1:])
+    assert [m.seq for m in open_at_calls(far[40:], ranges)] == [40]
+
+
+def both_calls(seq: int) -> StoredMessage:
+    return msg(seq, "assistant", ToolCallPart(id="p", name="a"), ToolCallPart(id="q", name="b"))
+
+
 # -- properties ---------------------------------------------------------------------------
 row_kind = st.tuples(st.sampled_from(["call", "result", "text"]), st.sampled_from("abcd"))
 
@@ -172,3 +250,8 @@ def test_pairing_invariants(kinds: list[tuple[str, str]], data: st.DataObject) -
         [d.message.seq for d in out.dropped]
     assert sorted(sources) == [m.seq for m in recalled]
     assert all(k.message.seq not in picked for k in out.kept if k.is_repair)
+    # the recalled lane alone is a valid provider request: exchanges whole, in order,
+    # and none reuses a call id of the window
+    validate_messages(to_openai_messages([k.message for k in out.kept]
+                                         + [Message(role="user", content="q")]))
+    assert not {c.id for c in kept_calls} & {c for m in window for c in call_ids(m)}

@@ -168,7 +168,7 @@ def test_run_view_lanes_and_provenance(storage: InMemoryStorage) -> None:
     assert dropped.text == views.render_text(stored.as_message())  # full text, not preview
     assert '→ issue_refund({"order":"A-17"})' in dropped.text
     assert rv.lane("recent").items[0].text == SCRIPT_TEXT
-    assert rv.threshold == THRESHOLD and rv.top_k == memctx.settings.top_k
+    assert rv.threshold == THRESHOLD and rv.top_k == memctx.settings.recall.top_k  # type: ignore[union-attr]
     assert rv.settings["scope"] == "resource"
     expected = sorted([(r.rank, "hit") for r in memctx.recalled if r.origin == "hit"]
                       + [(n.rank, n.reason) for n in memctx.near_misses])

@@ -117,13 +117,29 @@ def _f(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.2f}"
 
 
+def _bar(m: Memctx | None) -> tuple[float | None, int | None]:
+    """The recall threshold and top_k a run recorded (None when recall was off)."""
+    rc = m.settings.recall if m is not None else None
+    return (rc.threshold, rc.top_k) if rc is not None else (None, None)
+
+
+def _gated(scored: Any, m: Memctx | None) -> float | None:
+    """The score a run's threshold applied to: the score in vector mode, the cosine
+    alone in hybrid mode (the fused score is never compared with the bar), none in
+    lexical mode (the bar does not apply)."""
+    rc = m.settings.recall if m is not None else None
+    if scored is None or rc is None or rc.mode == "lexical":
+        return None
+    return getattr(scored, "vector_score" if rc.mode == "hybrid" else "score", None)
+
+
 def _reason(lane_a: str | None, lane_b: str | None, sa: Any, sb: Any, data_a: RunData,
             data_b: RunData, ref: Ref) -> str:
     ma, mb = data_a.memctx, data_b.memctx
-    thr = mb.settings.threshold if mb else None
-    top_k = mb.settings.top_k if mb else None
-    score_a = getattr(sa, "score", None)
+    thr, top_k = _bar(mb)
+    thr_a = _bar(ma)[0]
     score_b = getattr(sb, "score", None)
+    gated_a, gated_b = _gated(sa, ma), _gated(sb, mb)
     if lane_b == "compacted":
         return f"compacted into observation {_compacted(mb, ref)}"
     if lane_b == "dropped":
@@ -140,13 +156,12 @@ def _reason(lane_a: str | None, lane_b: str | None, sa: Any, sb: Any, data_a: Ru
         return f"left the recent window, then recalled (score {_f(score_b)})"
     if lane_a == "recalled" and lane_b is None:
         nb = getattr(sb, "reason", None)
-        if nb == "below-threshold" or (sb is not None and score_b is not None and thr is not None
-                                       and score_b < thr):
-            thr_a = ma.settings.threshold if ma else None
-            if score_a is not None and _f(score_a) == _f(score_b) and thr_a != thr:
-                return (f"unchanged score {_f(score_b)} ended up across the threshold when "
+        if nb == "below-threshold" or (gated_b is not None and thr is not None
+                                       and gated_b < thr):
+            if gated_a is not None and _f(gated_a) == _f(gated_b) and thr_a != thr:
+                return (f"unchanged score {_f(gated_b)} ended up across the threshold when "
                         f"the bar moved {_f(thr_a)} → {_f(thr)}")
-            return (f"score moved across the threshold: {_f(score_a)} → {_f(score_b)} "
+            return (f"score moved across the threshold: {_f(gated_a)} → {_f(gated_b)} "
                     f"(bar {_f(thr)})")
         if nb == "beyond-top-k" or (sb is not None and getattr(sb, "rank", None) and top_k
                                     and sb.rank > top_k):
@@ -159,13 +174,12 @@ def _reason(lane_a: str | None, lane_b: str | None, sa: Any, sb: Any, data_a: Ru
         snap = ma.scope_snapshot.get(ref[0]) if ma else None
         if snap is not None and ref[1] > snap:
             return f"new message, recalled in run B (score {_f(score_b)})"
-        thr_a = ma.settings.threshold if ma else None
-        if score_a is not None and thr_a is not None and score_a < thr_a:
-            if score_b is not None and _f(score_a) == _f(score_b):
+        if gated_a is not None and thr_a is not None and gated_a < thr_a:
+            if gated_b is not None and _f(gated_a) == _f(gated_b):
                 # same score in both runs: it was the bar that moved
-                return (f"unchanged score {_f(score_b)} ended up across the threshold when "
+                return (f"unchanged score {_f(gated_b)} ended up across the threshold when "
                         f"the bar moved {_f(thr_a)} → {_f(thr)}")
-            return (f"score moved across the threshold: {_f(score_a)} → {_f(score_b)} "
+            return (f"score moved across the threshold: {_f(gated_a)} → {_f(gated_b)} "
                     f"(bar {_f(thr_a)} → {_f(thr)})")
         return f"recalled in run B (rank {getattr(sb, 'rank', None)}, score {_f(score_b)})"
     return f"moved from {lane_a or 'absent'} to {lane_b or 'absent'}"
@@ -262,7 +276,7 @@ def diff_runs(storage: Storage, run_a: str, run_b: str, *,
         deltas[lane] = (va, vb, vb - va)
     settings: dict[str, tuple[Any, Any]] = {}
     if a.memctx and b.memctx:
-        sa_, sb_ = a.memctx.settings.model_dump(), b.memctx.settings.model_dump()
+        sa_, sb_ = a.memctx.settings.flat(), b.memctx.settings.flat()
         settings = {k: (sa_.get(k), sb_.get(k)) for k in sorted(set(sa_) | set(sb_))
                     if sa_.get(k) != sb_.get(k)}
     steps, div = align_steps(a, b)

@@ -122,7 +122,7 @@ def explain_message(storage: Storage, data: RunData, msg: StoredMessage, *,
                    "prompt can be checked: the message is not in it.")
     if lane == "recalled":
         r = next((r for r in memctx.recalled if (r.thread_id, r.seq) == ref), None)
-        s = memctx.settings
+        rc = recall_config_from_settings(memctx.settings)
         if r is not None and r.origin == "repair":
             return out("recalled", "The assistant was given this message: it was pulled in "
                        "to complete a recalled tool call with its result.", origin="repair")
@@ -132,9 +132,9 @@ def explain_message(storage: Storage, data: RunData, msg: StoredMessage, *,
         return out("recalled",
                    f"The assistant was given this message: recall ranked it "
                    f"#{r.rank if r else '?'} with a similarity of {_fmt(r.score if r else None)}"
-                   f" (the bar was {_fmt(s.threshold)}, top {s.top_k} were kept).",
+                   f" (the bar was {_fmt(rc.threshold)}, top {rc.top_k} were kept).",
                    rank=r.rank if r else None, score=r.score if r else None,
-                   threshold=s.threshold, top_k=s.top_k, origin=r.origin if r else None)
+                   threshold=rc.threshold, top_k=rc.top_k, origin=r.origin if r else None)
     if lane == "recent":
         return out("recent", f"The assistant was given this message: it was among the last "
                    f"{memctx.recent_count} messages of the conversation, which are always "
@@ -152,11 +152,16 @@ def explain_message(storage: Storage, data: RunData, msg: StoredMessage, *,
             why = {"unanswered-tool-call": "it is a tool call whose result was never stored, "
                    "and a call without its result would make the model provider reject the "
                    "whole prompt",
+                   "orphan-tool-result": "it is a tool result whose call was not in the "
+                   "prompt, and a result without its call would make the model provider "
+                   "reject the whole prompt",
                    "duplicate-tool-call-id": "the same tool call was already in the prompt, "
                    "and a repeated call id would make the prompt invalid"}.get(
                        d.reason or "", f"of {d.reason}")
-            return out("dropped", f"Recall found this message, but it was left out because "
-                       f"{why}.", reason=d.reason)
+            found = ("It was among the most recent messages" if d.lane == "recent"
+                     else "Recall found this message")
+            return out("dropped", f"{found}, but it was left out because {why}.",
+                       reason=d.reason, lane=d.lane or "recalled")
     if msg.thread_id == run.thread_id:
         for o in memctx.observations:
             if o.from_seq is not None and o.to_seq is not None and o.from_seq <= msg.seq <= o.to_seq:
@@ -187,7 +192,8 @@ def explain_message(storage: Storage, data: RunData, msg: StoredMessage, *,
         return out("recall-off", f"Recall was off for this run, and this message was older "
                    f"than the {s.recent_n} most recent messages the assistant always sees.",
                    recent_n=s.recent_n)
-    if (msg.thread_id != run.thread_id and (s.scope == "thread" or not run.resource_id)):
+    scope = recall_config_from_settings(s).scope
+    if (msg.thread_id != run.thread_id and (scope == "thread" or not run.resource_id)):
         return out("out-of-scope", f"The assistant never saw this message: it is in another "
                    f"conversation ({msg.thread_id}), and recall was limited to the current "
                    "conversation (thread scope).", scope="other-thread")
@@ -211,9 +217,8 @@ def _explain_by_score(storage: Storage, data: RunData, msg: StoredMessage,
 
     memctx = data.memctx
     assert memctx is not None
-    s = memctx.settings
-    config = recall_config_from_settings(s)
-    engine = RecallEngine(storage.memory, resolve_embedder(s, embed))
+    config = recall_config_from_settings(memctx.settings)
+    engine = RecallEngine(storage.memory, resolve_embedder(memctx.settings, embed))
     scores = engine.score_all(memctx.query or "", thread_id=data.run.thread_id or msg.thread_id,
                               resource_id=data.run.resource_id, config=config,
                               as_of=memctx.scope_snapshot or None)
@@ -225,19 +230,19 @@ def _explain_by_score(storage: Storage, data: RunData, msg: StoredMessage,
     if cand.filter_clause:
         return out("filtered-out", f"The assistant never saw this message: the recall filter "
                    f"excluded it ({cand.filter_clause} did not hold for its metadata).",
-                   filter_clause=cand.filter_clause, filter=s.filter, score=cand.score)
+                   filter_clause=cand.filter_clause, filter=config.filter, score=cand.score)
     ev = {"score": cand.score, "vector_score": cand.vector_score,
-          "lexical_score": cand.lexical_score, "threshold": s.threshold, "top_k": s.top_k,
-          "rank": cand.rank, "query": q, "mode": s.mode}
+          "lexical_score": cand.lexical_score, "threshold": config.threshold,
+          "top_k": config.top_k, "rank": cand.rank, "query": q, "mode": config.mode}
     if not cand.eligible:
         return out("below-threshold", f"The assistant never saw this message: recall scored "
                    f"it {_fmt(cand.vector_score if cand.vector_score is not None else cand.score)}"
-                   f" against the question, below the bar of {_fmt(s.threshold)} a message must "
-                   "reach to be recalled.", **ev)
-    if cand.rank is not None and s.top_k is not None and cand.rank > s.top_k:
+                   f" against the question, below the bar of {_fmt(config.threshold)} a message "
+                   "must reach to be recalled.", **ev)
+    if cand.rank is not None and config.top_k is not None and cand.rank > config.top_k:
         return out("beyond-top-k", f"The assistant never saw this message: it scored "
                    f"{_fmt(cand.score)}, enough to qualify, but ranked #{cand.rank} and only the "
-                   f"top {s.top_k} are passed on.", **ev)
+                   f"top {config.top_k} are passed on.", **ev)
     return out("unexplained", f"Recall ranked this message #{cand.rank} with "
                f"{_fmt(cand.score)}, yet it is not in the prompt; the record does not say why.",
                **ev)

@@ -42,7 +42,7 @@ from memory_core.types import AppendRow, Message, RunRecord
 EMBED_BATCH = 64
 # What a recorded request cannot tell: the recording system's memory decisions.
 UNKNOWN_FIELDS = ["recalled", "near_misses", "dropped", "settings", "settings.recall_enabled",
-                  "settings.top_k", "settings.threshold", "query", "recall_skipped",
+                  "settings.recall", "query", "recall_skipped",
                   "working_memory", "observations", "scope_snapshot"]
 
 

@@ -172,6 +172,34 @@ def _memctx_v0_to_v1(record: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+# the RecallConfig fields v1 recorded flat in ``settings`` (it lacked near_misses, rrf_k)
+_V1_RECALL_FIELDS = ("top_k", "threshold", "message_range", "scope", "filter", "mode")
+
+
+def _memctx_v1_to_v2(record: dict[str, Any]) -> dict[str, Any]:
+    """v1 → v2: the flat recall settings become ``settings.recall`` (the whole
+    RecallConfig). What v1 never recorded takes RecallConfig's defaults and is listed
+    in ``unknown_fields``: ``settings.recall.near_misses``/``rrf_k`` when recall was
+    configured, ``settings.recall`` when recall ran but its settings were not recorded
+    (records upgraded from v0)."""
+    out = dict(record)
+    settings = dict(out["settings"])
+    flat = {k: settings.pop(k, None) for k in _V1_RECALL_FIELDS}
+    unknown = [u for u in out.get("unknown_fields", [])
+               if u.removeprefix("settings.") not in _V1_RECALL_FIELDS]
+    if flat["top_k"] is not None:
+        settings["recall"] = {k: v for k, v in flat.items() if v is not None}
+        unknown += ["settings.recall.near_misses", "settings.recall.rrf_k"]
+    else:
+        settings["recall"] = None
+        if settings.get("recall_enabled") or len(unknown) < len(out.get("unknown_fields", [])):
+            unknown.append("settings.recall")
+    out["settings"] = settings
+    out["unknown_fields"] = list(dict.fromkeys(unknown))
+    out["v"] = 2
+    return out
+
+
 def _seed_memctx(rec: dict[str, Any]) -> int | None:
     """SPEC §6.5's seed record is camelCase whatever its ``v`` says: read it as v0."""
     return 0 if "threadId" in rec or "recentCount" in rec else None
@@ -246,7 +274,7 @@ class RecordSpec:
 RECORDS: dict[str, RecordSpec] = {s.kind: s for s in (
     RecordSpec("import", ImportRecord, 1, doc="where an imported run came from"),
     RecordSpec("input", InputRecord, 1, normalise=_input_v1, doc="the run's input messages"),
-    RecordSpec("memctx", Memctx, MEMCTX_VERSION, {0: _memctx_v0_to_v1},
+    RecordSpec("memctx", Memctx, MEMCTX_VERSION, {0: _memctx_v0_to_v1, 1: _memctx_v1_to_v2},
                doc="the provenance record of the composition", detect=_seed_memctx),
     RecordSpec("prompt", FrozenPrompt, 1, {0: _prompt_v0_to_v1},
                doc="the frozen, lane-tagged prompt of step 0"),

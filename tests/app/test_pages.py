@@ -289,7 +289,7 @@ def test_run_inspector_shows_settings_and_candidates(populated: Populated,
     at = app(RUN_PAGE, run=RUN_1)
     settings = at.dataframe[0].value
     values = dict(zip(settings["setting"], settings["value"], strict=True))
-    top_k = memctx.settings.top_k
+    top_k = memctx.settings.recall.top_k  # type: ignore[union-attr]
     assert values["threshold"] == str(THRESHOLD) and values["top_k"] == str(top_k)
     assert values["filter"] == '{"topic": {"$eq": "billing"}}'
     candidates = at.dataframe[1].value
