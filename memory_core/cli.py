@@ -296,6 +296,8 @@ def replay(run: Annotated[str, typer.Argument(help="Run id.")], db: DbOpt = None
         r = guarded(lambda: do_replay(s, run))
     typer.echo(f"replay of {run}: identical ({r.steps} steps, {r.verified_steps} verified; "
                f"{r.tool_calls} tool calls; {r.messages_checked} stored messages checked)")
+    for note in r.notes:
+        typer.echo(f"note: {note}")
 
 
 @app.command()

@@ -15,25 +15,34 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from memory_core.errors import InvalidInputError, ModelError, NotFoundError, ReplayMismatch
-from memory_core.models.base import Tool
+from memory_core.models.base import ModelResponse, Tool
 from memory_core.models.scripted import RaisingModel
 from memory_core.prompt import FrozenPrompt
 from memory_core.provenance import LANES, Memctx
-from memory_core.records import upgrade_input, upgrade_memctx, upgrade_output, upgrade_prompt
+from memory_core.records import (
+    upgrade_input,
+    upgrade_memctx,
+    upgrade_output,
+    upgrade_prompt,
+    upgrade_step,
+)
 from memory_core.runner import (
     STEP_VERSION,
     Agent,
     Runner,
+    assistant_message,
     key_input,
     key_memctx,
     key_output,
     key_persist_input,
     key_persist_output,
     key_prompt,
+    key_tool,
+    tool_message,
 )
 from memory_core.storage.base import Storage
 from memory_core.storage.inmemory import InMemoryStorage
-from memory_core.types import AppendRow, Message, canonical_json
+from memory_core.types import AppendRow, Message, RunRecord, ToolCallPart, canonical_json
 
 if TYPE_CHECKING:
     from memory_core.memory import AgentMemory
@@ -60,6 +69,10 @@ class ReplayReport(BaseModel):
     prompt_checked: bool = False
     compared_lanes: list[str] = Field(default_factory=list)
     messages_checked: int = 0  # stored output messages compared with the replayed ones
+    # an imported run whose recorded response is a tool call: replay stops at that call
+    ended_on_tool_call: bool = False
+    pending_tool_calls: list[str] = Field(default_factory=list)  # names of those calls
+    notes: list[str] = Field(default_factory=list)
 
 
 def _diff_at(a: str, b: str) -> int:
@@ -87,31 +100,83 @@ def _raising_tool(tool: Tool) -> Tool:
     return Tool(tool.spec, fn)
 
 
-class _Boundaries:
-    """Fails the replay on any step or tool write: those must all be recorded."""
+class _RecordingEnds(Exception):  # noqa: N818 - a signal, not an error
+    """The replayed run reached a tool call the recording ends on."""
 
-    def __init__(self, run_id: str) -> None:
+    def __init__(self, call_id: str) -> None:
+        super().__init__(call_id)
+        self.call_id = call_id
+
+
+class _Boundaries:
+    """Fails the replay on any step or tool write: those must all be recorded. A write
+    of a tool call the recording ends on (``ends_on``) stops the replay there instead."""
+
+    def __init__(self, run_id: str, ends_on: Sequence[str] = ()) -> None:
         self.run_id = run_id
+        self.ends_on = set(ends_on)
 
     def __call__(self, name: str) -> None:
+        if name.startswith("tool:") and name[len("tool:"):] in self.ends_on:
+            raise _RecordingEnds(name[len("tool:"):])
         if name.startswith(("step:", "tool:")):
             raise ReplayMismatch(f"'{self.run_id}:{name}' is not in the journal but the "
                                  "replayed run needed it")
 
 
-def replay(storage: Storage, run_id: str, *, memory: AgentMemory | None = None,
-           agents: Mapping[str, Agent] | None = None,
-           lanes: Sequence[str] | None = None) -> ReplayReport:
-    """Replay ``run_id`` from its journal and check it is byte-identical.
+def _step_responses(run_id: str, entries: list[tuple[str, Any]]) -> list[ModelResponse]:
+    """The recorded model responses, in step order."""
+    prefix = f"{run_id}:step:"
+    steps = sorted((int(k[len(prefix):]), v) for k, v in entries
+                   if k.startswith(prefix) and k[len(prefix):].isdigit())
+    return [ModelResponse.model_validate(upgrade_step(v)["response"]) for _, v in steps]
 
-    The model is never called. When ``agents`` holds the run's agent, its instructions,
-    tool specs and ``max_steps`` are used (a changed agent is a divergence); otherwise
-    the recorded prompt and the number of recorded steps stand in for them. When
-    ``memory`` is given, the prompt is also re-composed with ``load_context`` over a
-    copy of the store truncated to what existed when the run composed, and compared
-    item by item on ``lanes`` (default: instructions, recalled, recent, input).
-    Divergence raises ReplayMismatch naming the key and the first differing position.
-    """
+
+def recording_end_calls(run_id: str, entries: list[tuple[str, Any]]) -> list[ToolCallPart]:
+    """The tool calls an imported run's recording ends on: calls of its last step with no
+    tool record (an import records the model's request, never a tool's result). Empty
+    for runs made here, where a missing tool record is a divergence."""
+    journal = dict(entries)
+    raw_memctx = journal.get(key_memctx(run_id))
+    if raw_memctx is None or upgrade_memctx(raw_memctx, key_memctx(run_id)).source != "imported":
+        return []
+    steps = _step_responses(run_id, entries)
+    if not steps:
+        return []
+    return [c for c in steps[-1].tool_calls if key_tool(run_id, c.id) not in journal]
+
+
+def _check_recording_end(storage: Storage, run_id: str, thread_id: str | None,
+                         entries: list[tuple[str, Any]], raw_output: dict[str, Any]
+                         ) -> tuple[int, int, int]:
+    """After a replay stopped on the call a recording ends on: the recorded output and
+    stored messages must be what the recorded steps say. Returns (steps, tool results,
+    stored messages checked)."""
+    journal = dict(entries)
+    steps = _step_responses(run_id, entries)
+    convo: list[Message] = []
+    results = 0
+    for resp in steps:
+        convo.append(assistant_message(resp))
+        for call in resp.tool_calls:
+            rec = journal.get(key_tool(run_id, call.id))
+            if rec is not None:
+                convo.append(tool_message(call, rec))
+                results += 1
+    fields = ("text", "steps", "tool_calls")
+    recorded = {k: raw_output.get(k) for k in fields}
+    recorded["text"] = recorded["text"] or ""
+    derived = {"text": steps[-1].text or "", "steps": len(steps),
+               "tool_calls": sum(len(r.tool_calls) for r in steps)}
+    if canonical_json(recorded) != canonical_json(derived):
+        raise _mismatch(key_output(run_id), canonical_json(recorded), canonical_json(derived))
+    return len(steps), results, _check_stored_messages(storage, run_id, thread_id, convo)
+
+
+def _loaded(storage: Storage, run_id: str) -> tuple[dict[str, Any], dict[str, Any],
+                                                    RunRecord, list[tuple[str, Any]]]:
+    """The run's input, output, runs-table row and journal entries; a clear error when
+    something replay needs is missing."""
     runs = storage.runs
     raw_input = runs.get(key_input(run_id))
     if raw_input is None:
@@ -124,13 +189,14 @@ def replay(storage: Storage, run_id: str, *, memory: AgentMemory | None = None,
                                 "resume it before replaying")
     if runs.get(key_prompt(run_id)) is None:
         raise NotFoundError(f"run '{run_id}' has no frozen prompt ('{key_prompt(run_id)}')")
-    entries = runs.list(f"{run_id}:")
-    step_keys = [k for k, _ in entries if k.startswith(f"{run_id}:step:")]
     if record is None:
         raise NotFoundError(f"run '{run_id}' has no runs-table record; its agent is unknown")
-    agent_name = record.agent
-    thread_id, resource_id = record.thread_id, record.resource_id
+    return raw_input, raw_output, record, runs.list(f"{run_id}:")
 
+
+def _record_checks(run_id: str, raw_input: dict[str, Any], raw_output: dict[str, Any],
+                   entries: list[tuple[str, Any]]) -> tuple[int, int, list[str]]:
+    """(verified steps, unverified steps, keys read through an upgrade)."""
     upgraded: list[str] = []
     verified = unverified = 0
     for k, v in entries:
@@ -145,6 +211,44 @@ def replay(storage: Storage, run_id: str, *, memory: AgentMemory | None = None,
         upgraded.append(key_input(run_id))
     if "stop_reason" not in raw_output:
         upgraded.append(key_output(run_id))
+    return verified, unverified, upgraded
+
+
+def _replay_agent(name: str, prompt: FrozenPrompt, given: Agent | None, n_steps: int,
+                  ends_on_call: bool) -> Agent:
+    """The agent the replay runs: the caller's (model and tools raising if called), or
+    one standing in from the recorded prompt and step count. A run whose recording ends
+    on a tool call gets no tools, so reaching that call writes (and stops) rather than
+    calling anything."""
+    tools = [] if given is None or ends_on_call else [_raising_tool(t) for t in given.tools]
+    if given is not None:
+        return Agent(name=name, instructions=given.instructions, model=RaisingModel(),
+                     tools=tools, max_steps=given.max_steps)
+    instructions = next((str(i.message.content) for i in prompt.items
+                         if i.lane == "instructions"), "")
+    return Agent(name=name, instructions=instructions, model=RaisingModel(),
+                 max_steps=max(1, n_steps))
+
+
+def replay(storage: Storage, run_id: str, *, memory: AgentMemory | None = None,
+           agents: Mapping[str, Agent] | None = None,
+           lanes: Sequence[str] | None = None) -> ReplayReport:
+    """Replay ``run_id`` from its journal and check it is byte-identical.
+
+    The model is never called. When ``agents`` holds the run's agent, its instructions,
+    tool specs and ``max_steps`` are used (a changed agent is a divergence); otherwise
+    the recorded prompt and the number of recorded steps stand in for them. When
+    ``memory`` is given, the prompt is also re-composed with ``load_context`` over a
+    copy of the store truncated to what existed when the run composed, and compared
+    item by item on ``lanes`` (default: instructions, recalled, recent, input).
+    An imported run whose recorded response is a tool call is replayed up to that call
+    (the recording holds no tool result) and reported with ``ended_on_tool_call``.
+    Divergence raises ReplayMismatch naming the key and the first differing position.
+    """
+    raw_input, raw_output, record, entries = _loaded(storage, run_id)
+    agent_name, thread_id, resource_id = record.agent, record.thread_id, record.resource_id
+    verified, unverified, upgraded = _record_checks(run_id, raw_input, raw_output, entries)
+    ends_on = recording_end_calls(run_id, entries)
 
     # scratch journal: every record of the run except its output, which is recomputed
     scratch = InMemoryStorage()
@@ -153,39 +257,40 @@ def replay(storage: Storage, run_id: str, *, memory: AgentMemory | None = None,
             scratch.runs.put_if_absent(k, v)
 
     given = (agents or {}).get(agent_name)
-    prompt = upgrade_prompt(runs.get(key_prompt(run_id)), key_prompt(run_id))
-    if given is not None:
-        agent = Agent(name=agent_name, instructions=given.instructions, model=RaisingModel(),
-                      tools=[_raising_tool(t) for t in given.tools],
-                      max_steps=given.max_steps)
-    else:
-        instructions = next((str(i.message.content) for i in prompt.items
-                             if i.lane == "instructions"), "")
-        agent = Agent(name=agent_name, instructions=instructions, model=RaisingModel(),
-                      max_steps=max(1, len(step_keys)))
+    prompt = upgrade_prompt(storage.runs.get(key_prompt(run_id)), key_prompt(run_id))
+    n_steps = sum(1 for k, _ in entries if k.startswith(f"{run_id}:step:"))
+    agent = _replay_agent(agent_name, prompt, given, n_steps, bool(ends_on))
     runner = Runner(scratch, {agent_name: agent}, memory=None,
                     clock=lambda: record.started_at,
-                    on_boundary=_Boundaries(run_id))
+                    on_boundary=_Boundaries(run_id, [c.id for c in ends_on]))
     incoming = [Message.model_validate(m) for m in upgrade_input(raw_input)["messages"]]
+    report = ReplayReport(run_id=run_id, agent=agent_name, thread_id=thread_id, steps=0,
+                          tool_calls=0, output=upgrade_output(raw_output),
+                          verified_steps=verified, unverified_steps=unverified,
+                          upgraded=upgraded)
     try:
         result = runner.run(agent_name, run_id=run_id, thread_id=thread_id,
                             resource_id=resource_id, prompt=incoming)
     except ModelError as e:
         raise ReplayMismatch(f"replay of run '{run_id}' needed a model or tool call that is "
                              f"not in the journal: {e}") from e
+    except _RecordingEnds:
+        report.steps, report.tool_calls, report.messages_checked = _check_recording_end(
+            storage, run_id, thread_id, entries, raw_output)
+        report.ended_on_tool_call = True
+        report.pending_tool_calls = [c.name for c in ends_on]
+        report.notes.append(
+            f"the recording ends on the model's call to {', '.join(report.pending_tool_calls)}"
+            "; an imported run holds no tool results, so replay stopped there")
+    else:
+        recorded_out = canonical_json(upgrade_output(raw_output))
+        replayed_out = canonical_json(scratch.runs.get(key_output(run_id)))
+        if recorded_out != replayed_out:
+            raise _mismatch(key_output(run_id), recorded_out, replayed_out)
+        report.messages_checked = _check_stored_messages(storage, run_id, thread_id,
+                                                         result.messages)
+        report.steps, report.tool_calls = result.steps, result.tool_calls
 
-    recorded_out = canonical_json(upgrade_output(raw_output))
-    replayed_out = canonical_json(scratch.runs.get(key_output(run_id)))
-    if recorded_out != replayed_out:
-        raise _mismatch(key_output(run_id), recorded_out, replayed_out)
-
-    checked = _check_stored_messages(storage, run_id, thread_id, result.messages)
-
-    report = ReplayReport(run_id=run_id, agent=agent_name, thread_id=thread_id,
-                          steps=result.steps, tool_calls=result.tool_calls,
-                          output=upgrade_output(raw_output), verified_steps=verified,
-                          unverified_steps=unverified, upgraded=upgraded,
-                          messages_checked=checked)
     if memory is not None and thread_id is not None:
         compared = list(lanes) if lanes is not None else list(DEFAULT_COMPARED_LANES)
         bad = [lane for lane in compared if lane not in LANES]
