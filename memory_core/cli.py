@@ -310,8 +310,10 @@ def counterfactual(run: Annotated[str, typer.Argument(help="Run id.")], db: DbOp
                    put_back: Annotated[list[str] | None, typer.Option(
                        help="THREAD:SEQ of a dropped message or near miss (repeatable).")
                    ] = None,
-                   repeats: Annotated[int, typer.Option(
-                       help="Run each prompt this many times (a noise floor).")] = 1) -> None:
+                   repeats: Annotated[int | None, typer.Option(
+                       help="Ask each prompt this many times (default: 1 for a model at "
+                            "temperature 0, else 3 to measure its noise first).")] = None,
+                   ) -> None:
     """Re-run a run's frozen prompt with parts removed (or put back) and say whether the
     answer changed. The result is journaled with the run.
 

@@ -486,24 +486,7 @@ class Runner:
         rec = self.storage.runs.get(key)
         if rec is not None:
             return dict(rec)  # recorded: the tool (and any WM patch) is not applied again
-        tool = by_name.get(call.name)
-        base = {"v": TOOL_VERSION, "name": call.name, "args": call.args}
-        if tool is None:
-            value = {**base, "status": "error", "result": None,
-                     "error": f"unknown tool '{call.name}' (offered: {sorted(by_name)})"}
-        else:
-            args = call.args if isinstance(call.args, dict) else {"input": call.args}
-            try:
-                result = tool.fn(dict(args))
-                canonical_json(result)
-                value = {**base, "status": "ok", "result": result, "error": None}
-            except (InvalidInputError, TypeError, ValueError) as e:
-                # the model's arguments were wrong: tell it, as a recorded result
-                value = {**base, "status": "error", "result": None,
-                         "error": f"{type(e).__name__}: {e}"}
-            except Exception as e:
-                raise ToolExecutionError(f"tool '{call.name}' (call '{call.id}') raised "
-                                         f"{type(e).__name__}: {e}") from e
+        value = execute_tool(call, by_name.get(call.name), list(by_name))
         return dict(self._put(key, value, f"tool:{call.id}"))
 
     def _persist_output(self, state: _RunState, thread_id: str | None,
@@ -532,6 +515,30 @@ class Runner:
         self._put(key_output(state.run_id), output_record(state.text, state.steps,
                                                           state.tool_calls,
                                                           state.stop_reason), "output")
+
+
+def execute_tool(call: ToolCallPart, tool: Tool | None,
+                 offered: Sequence[str]) -> dict[str, Any]:
+    """Run one tool call and return its ``<run_id>:tool:<call_id>`` record. Wrong
+    arguments (InvalidInputError/TypeError/ValueError) and an unknown tool become an
+    error result the model sees; any other exception raises ToolExecutionError, so
+    nothing is recorded and a resume retries the call."""
+    base = {"v": TOOL_VERSION, "name": call.name, "args": call.args}
+    if tool is None:
+        return {**base, "status": "error", "result": None,
+                "error": f"unknown tool '{call.name}' (offered: {sorted(offered)})"}
+    args = call.args if isinstance(call.args, dict) else {"input": call.args}
+    try:
+        result = tool.fn(dict(args))
+        canonical_json(result)
+        return {**base, "status": "ok", "result": result, "error": None}
+    except (InvalidInputError, TypeError, ValueError) as e:
+        # the model's arguments were wrong: tell it, as a recorded result
+        return {**base, "status": "error", "result": None,
+                "error": f"{type(e).__name__}: {e}"}
+    except Exception as e:
+        raise ToolExecutionError(f"tool '{call.name}' (call '{call.id}') raised "
+                                 f"{type(e).__name__}: {e}") from e
 
 
 def output_record(text: str, steps: int, tool_calls: int, stop_reason: str) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from memory_core.records import (
     validated,
 )
 from memory_core.storage.base import Storage
-from memory_core.types import RunRecord
+from memory_core.types import RunRecord, ToolCallPart
 
 
 @dataclass(frozen=True)
@@ -61,6 +61,14 @@ class RunData:
     @property
     def model_info(self) -> dict[str, Any]:
         return dict(self.steps[0].model) if self.steps else {}
+
+    @property
+    def pending_calls(self) -> list[ToolCallPart]:
+        """Tool calls of the last step with no tool record: where the recording ends
+        on a call (an imported run records the model's request, never the result)."""
+        if not self.steps:
+            return []
+        return [c for c in self.steps[-1].response.tool_calls if c.id not in self.tools]
 
 
 def _step_index(key: str, run_id: str) -> int | None:
