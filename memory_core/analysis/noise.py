@@ -33,11 +33,22 @@ so just also very too what which who whom whose when where how
 """.split())
 
 
+def _stem(word: str) -> str:
+    """A light English stem, so "refunded"/"refund" and "euros"/"euro" match: one plural
+    or tense ending, then a final "e", each only when four letters remain."""
+    for suffix, repl in (("ies", "y"), ("ing", ""), ("ed", ""), ("s", "")):
+        if word.endswith(suffix) and not word.endswith("ss") \
+                and len(word) - len(suffix) + len(repl) >= 4:
+            word = word[:len(word) - len(suffix)] + repl
+            break
+    return word[:-1] if word.endswith("e") and len(word) >= 5 else word
+
+
 def words(text: str | None) -> set[str]:
-    """The content words of a text (lower-cased, function words left out); all of its
-    words when it has nothing else."""
+    """The content words of a text (lower-cased, stemmed, function words left out); all
+    of its words when it has nothing else."""
     toks = tokenize(text or "")
-    content = {t for t in toks if t not in _STOPWORDS}
+    content = {_stem(t) for t in toks if t not in _STOPWORDS}
     return content or set(toks)
 
 
@@ -94,8 +105,8 @@ def judge(reference: Sequence[str], new: Sequence[str], *, sampling: bool,
                 "the unchanged prompt already gives answers that disagree with each "
                 f"other ({_quoted(distinct)}), so no change can be told apart from that "
                 "noise"])
-        bar = spread + NOISE_MARGIN
-        outside = [min(distance(a, r) for r in distinct) > bar for a in new]
+        bar = round(spread + NOISE_MARGIN, 6)  # rounded: a tie is not "beyond"
+        outside = [round(min(distance(a, r) for r in distinct), 6) > bar for a in new]
     verdict: Verdict = ("changed" if all(outside) else
                         "unchanged" if not any(outside) else "inconclusive")
     if verdict == "inconclusive":

@@ -9,25 +9,7 @@ from memory_core.analysis.diff import diff_runs
 from memory_core.errors import InvalidInputError, NotFoundError
 from memory_core.models.reader import ReaderModel
 from memory_core.models.scripted import ScriptedModel
-from memory_core.types import Message, TextPart, ToolCallPart
-from tests.analysis.conftest import World, assistant, recall, user
-
-QUESTION = "What did we decide about the refund for my blender?"
-
-
-@pytest.fixture
-def story(world: World) -> World:
-    w = world
-    w.say("old", "r1",
-          user("The refund for the blender was approved: 240 euros."),  # 0 carries the fact
-          assistant("Noted."),
-          user("Refund ok?"),                                            # 2 irrelevant hit
-          user("Nice weather today."),
-          Message(role="assistant", content=[TextPart(text="Starting the blender refund."),
-                                             ToolCallPart(id="c1", name="refund", args={})]))
-    w.say("cur", "r1", user("Hello"), assistant("Hi!"), user("Quick thing first."))
-    w.run("r1", "cur", "r1", QUESTION, memory=w.memory(recall=recall(top_k=3, threshold=0.5)))
-    return w
+from tests.analysis.conftest import QUESTION, World, recall
 
 
 def reader(w: World) -> ReaderModel:

@@ -20,6 +20,7 @@ from memory_core.types import ToolCallPart
 from memory_core.working_memory import TOOL_NAME as WM_TOOL
 from memory_core.working_memory import WorkingMemoryConfig
 from tests.analysis.conftest import World, assistant, recall, user
+from tests.helpers import jget
 
 QUESTION = "Can I get a refund for my blender order?"
 WM_KEY = "thread:cur"
@@ -133,10 +134,10 @@ def test_another_call_runs_the_given_tool_in_the_counterfactuals_journal(
                        ("variant-1", WM_TOOL, "run")]
     run_use, wm_use = res.tool_uses[1], res.tool_uses[2]
     assert run_use.key is not None and run_use.key.startswith(f"{res.key}:tool:variant-1:")
-    rec = tool_story.storage.runs.get(run_use.key)
+    rec = jget(tool_story.storage, run_use.key)
     assert rec["result"]["order_id"] == "77" and rec["status"] == "ok"
     # the working-memory update ran against a scratch copy that started from the stored one
-    wm_rec = tool_story.storage.runs.get(wm_use.key or "")
+    wm_rec = jget(tool_story.storage, wm_use.key or "")
     assert wm_rec["result"] == {"ok": True, "memory": {"customer": "Anna", "order": "77"}}
     assert "scratch copy" in (wm_use.reason or "")
     assert res.new_answers == ["order 77 was delivered"]
@@ -198,7 +199,7 @@ def test_the_registered_agent_supplies_tools_and_max_steps(tool_story: World,
 
 
 def test_attribution_reuses_recorded_tool_results(tool_story: World, orders: Orders) -> None:
-    memctx = tool_story.storage.runs.get("r1:memctx")
+    memctx = jget(tool_story.storage, "r1:memctx")
     n = len(memctx["recalled"])
     assert n >= 1
     script: list[str | ModelResponse] = [lookup("x0", "1042"), "refund 89.50 approved"]
