@@ -333,6 +333,8 @@ def counterfactual(run: Annotated[str, typer.Argument(help="Run id.")], db: DbOp
                                  repeats=repeats))
     typer.echo(f"variant:  {res.description}")
     typer.echo(f"original: {res.original_answer}")
+    for ans in res.baseline_answers:
+        typer.echo(f"baseline: {ans}")
     for ans in res.new_answers:
         typer.echo(f"new:      {ans}")
     for note in res.notes:

@@ -173,12 +173,12 @@ def _toolbox(data: RunData, agent: Agent | None, tools: Sequence[Tool] | None,
         if not isinstance(t, Tool):
             raise InvalidInputError(f"tools[{i}] must be a memory_core Tool, got "
                                     f"{type(t).__name__}")
+    if memory is not None and not hasattr(memory, "working_memory_config"):
+        raise InvalidInputError(f"memory must be an AgentMemory, got {type(memory).__name__}")
+    wm = memory.working_memory_config if memory is not None else None
     chosen = agent or (agents or {}).get(data.run.agent)
     by_name = {t.name: t for t in (chosen.tools if chosen else [])}
     by_name.update({t.name: t for t in tools or []})
-    wm = getattr(memory, "working_memory_config", None) if memory is not None else None
-    if memory is not None and not hasattr(memory, "working_memory_config"):
-        raise InvalidInputError(f"memory must be an AgentMemory, got {type(memory).__name__}")
     out = data.output or {}
     recorded_max = int(out.get("steps", 0)) if out.get("stop_reason") == "max_steps" else 0
     return ToolBox(

@@ -6,16 +6,20 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
 from memory_core.analysis.counterfactual import attribution, counterfactual
+from memory_core.cli import app
 from memory_core.errors import ReplayMismatch
 from memory_core.importers import import_text
 from memory_core.models.base import ModelIdentity, ModelResponse, ToolSpec
 from memory_core.models.scripted import ScriptedModel
 from memory_core.replay import replay
+from memory_core.storage.duckdb import DuckDBStorage
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.types import Message, ToolCallPart
 from tests.helpers import jget
@@ -151,3 +155,20 @@ def test_attribution_of_an_imported_run_over_its_lanes() -> None:
     ranked = attribution(s, rid, include_lanes=True,
                          model=Scripted0([call("1042"), "Which order do you mean?"]))
     assert [(a.kind, a.lane, a.verdict) for a in ranked] == [("lane", "recent", "changed")]
+
+
+def test_the_cli_replays_an_imported_tool_call_and_says_where_it_stopped(
+        tmp_path: Path) -> None:
+    db = str(tmp_path / "imp.duckdb")
+    storage = DuckDBStorage(db)
+    try:
+        line = exchange([{"role": "user", "content": ASK}],
+                        {"content": None, "tool_calls": [LOOKUP]})
+        (rid,) = import_text(storage, line + "\n", format="openai").runs_created
+    finally:
+        storage.close()
+    result = CliRunner().invoke(app, ["replay", rid, "--db", db])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[0].startswith(f"replay of {rid}: identical (1 steps")
+    assert lines[1].startswith("note: the recording ends on the model's call to lookup_order")
