@@ -190,8 +190,9 @@ def _toolbox(data: RunData, agent: Agent | None, tools: Sequence[Tool] | None,
                                                       len(data.steps)))
 
 
-def _setup(storage: Storage, run_id: str, model: Model | None, repeats: int | None,
-           box_args: tuple[Any, Any, Any, Any]) -> _Setup:
+def _setup(storage: Storage, run_id: str, model: Model | None, repeats: int | None, *,
+           agent: Agent | None, tools: Sequence[Tool] | None,
+           agents: Mapping[str, Agent] | None, memory: AgentMemory | None) -> _Setup:
     if repeats is not None and (isinstance(repeats, bool) or not isinstance(repeats, int)
                                 or repeats < 1):
         raise InvalidInputError(f"repeats must be an integer >= 1, got {repeats!r}")
@@ -202,7 +203,7 @@ def _setup(storage: Storage, run_id: str, model: Model | None, repeats: int | No
     temperature = ident.temperature
     if temperature is None and model is None:
         temperature = _number(recorded.get("temperature"))
-    box = _toolbox(data, *box_args)
+    box = _toolbox(data, agent, tools, agents, memory)
     pending = data.pending_calls
     original = call_outcome(data.steps[-1].response) if pending else data.answer
     n = repeats if repeats is not None else (MIN_NOISE_REPEATS
@@ -211,6 +212,8 @@ def _setup(storage: Storage, run_id: str, model: Model | None, repeats: int | No
                   passed=model is not None, temperature=temperature, repeats=n, box=box,
                   specs=offered_specs(data, box), original=original,
                   same_model=model is None or ident.name == recorded.get("name"))
+
+
 class VariantChoice(BaseModel):
     """A message a variant can take out or put back, with a label for pickers."""
 
@@ -417,7 +420,8 @@ def counterfactual(storage: Storage, run_id: str, *,
     the tool it needs. The result is journaled under ``<run_id>:cf:<hash>``; asking
     again returns it.
     """
-    setup = _setup(storage, run_id, model, repeats, (agent, tools, agents, memory))
+    setup = _setup(storage, run_id, model, repeats, agent=agent, tools=tools, agents=agents,
+                   memory=memory)
     variant = Variant(subtract_recalled="all" if subtract == "all" else
                       [(str(t), int(s)) for t, s in (subtract or [])],
                       subtract_lanes=list(lanes), put_back=[(str(t), int(s))
@@ -458,7 +462,8 @@ def attribution(storage: Storage, run_id: str, *, model: Model | None = None,
     """Leave-one-out over the recalled messages (and optionally lanes): which items the
     answer depended on, most influential first. Each item is a ``counterfactual`` with
     the same settings; the unchanged prompt is re-asked once for all of them."""
-    setup = _setup(storage, run_id, model, repeats, (agent, tools, agents, memory))
+    setup = _setup(storage, run_id, model, repeats, agent=agent, tools=tools, agents=agents,
+                   memory=memory)
     memctx = setup.data.memctx
     if memctx is None:
         raise InvalidInputError(f"run '{run_id}' has no provenance record (:memctx)")
