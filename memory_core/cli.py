@@ -305,6 +305,8 @@ def replay(run: Annotated[str, typer.Argument(help="Run id.")], db: DbOpt = None
     typer.echo(f"replay of {run}: identical ({r.steps} steps, {r.verified_steps} verified; "
                f"{r.tool_calls} tool calls; {r.messages_checked} stored messages checked)"
                f"{sealed}")
+    for note in r.notes:
+        typer.echo(f"note: {note}")
 
 
 @app.command()
@@ -350,8 +352,10 @@ def counterfactual(run: Annotated[str, typer.Argument(help="Run id.")], db: DbOp
                    put_back: Annotated[list[str] | None, typer.Option(
                        help="THREAD:SEQ of a dropped message or near miss (repeatable).")
                    ] = None,
-                   repeats: Annotated[int, typer.Option(
-                       help="Run each prompt this many times (a noise floor).")] = 1) -> None:
+                   repeats: Annotated[int | None, typer.Option(
+                       help="Ask each prompt this many times (default: 1 for a model at "
+                            "temperature 0, else 3 to measure its noise first).")] = None,
+                   ) -> None:
     """Re-run a run's frozen prompt with parts removed (or put back) and say whether the
     answer changed. The result is journaled with the run.
 
@@ -371,6 +375,8 @@ def counterfactual(run: Annotated[str, typer.Argument(help="Run id.")], db: DbOp
                                  repeats=repeats))
     typer.echo(f"variant:  {res.description}")
     typer.echo(f"original: {res.original_answer}")
+    for ans in res.baseline_answers:
+        typer.echo(f"baseline: {ans}")
     for ans in res.new_answers:
         typer.echo(f"new:      {ans}")
     for note in res.notes:

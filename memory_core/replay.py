@@ -17,15 +17,16 @@ from pydantic import BaseModel, ConfigDict, Field
 from memory_core.errors import InvalidInputError, ModelError, NotFoundError, ReplayMismatch
 from memory_core.journal.keys import RunKeys
 from memory_core.journal.reader import ObserverReader, RunReader
+from memory_core.journal.records import OutputRecord
 from memory_core.journal.seal import read_seal, require_intact
 from memory_core.models.base import Tool
 from memory_core.models.scripted import RaisingModel
 from memory_core.prompt import FrozenPrompt
 from memory_core.provenance import LANES, Memctx
-from memory_core.runner import Agent, Runner
+from memory_core.runner import Agent, Runner, assistant_message, tool_message
 from memory_core.storage.base import Storage
 from memory_core.storage.inmemory import InMemoryStorage
-from memory_core.types import AppendRow, Message, canonical_json
+from memory_core.types import AppendRow, Message, ToolCallPart, canonical_json
 
 if TYPE_CHECKING:
     from memory_core.memory import AgentMemory
@@ -56,6 +57,10 @@ class ReplayReport(BaseModel):
     # "redacted" (an erasure rewrote records, so byte-identity is not checked)
     integrity: str = "ok"
     redacted_by: list[str] = Field(default_factory=list)  # erased threads
+    # an imported run whose recorded response is a tool call: replay stops at that call
+    ended_on_tool_call: bool = False
+    pending_tool_calls: list[str] = Field(default_factory=list)  # names of those calls
+    notes: list[str] = Field(default_factory=list)
 
 
 def _diff_at(a: str, b: str) -> int:
@@ -83,16 +88,64 @@ def _raising_tool(tool: Tool) -> Tool:
     return Tool(tool.spec, fn)
 
 
-class _Boundaries:
-    """Fails the replay on any step or tool write: those must all be recorded."""
+class _RecordingEnds(Exception):
+    """The replay reached the tool call an imported run's recording ends on."""
 
-    def __init__(self, run_id: str) -> None:
+
+class _Boundaries:
+    """Fails the replay on any step or tool write: those must all be recorded. A write
+    of a tool call the recording ends on (``ends_on``) stops the replay there instead."""
+
+    def __init__(self, run_id: str, ends_on: Sequence[str] = ()) -> None:
         self.run_id = run_id
+        self.ends_on = set(ends_on)
 
     def __call__(self, name: str) -> None:
+        if name.startswith("tool:") and name[len("tool:"):] in self.ends_on:
+            raise _RecordingEnds(name[len("tool:"):])
         if name.startswith(("step:", "tool:")):
-            raise ReplayMismatch(f"'{RunKeys(self.run_id).prefix}{name}' is not in the journal but the "
-                                 "replayed run needed it")
+            raise ReplayMismatch(f"'{RunKeys(self.run_id).prefix}{name}' is not in the "
+                                 "journal but the replayed run needed it")
+
+
+def recording_end_calls(reader: RunReader) -> list[ToolCallPart]:
+    """The tool calls an imported run's recording ends on: calls of its last step with no
+    tool record (an import records the model's request, never a tool's result). Empty
+    for runs made here, where a missing tool record is a divergence."""
+    memctx = reader.memctx()
+    if memctx is None or memctx.source != "imported":
+        return []
+    steps = reader.steps()
+    if not steps:
+        return []
+    tools = reader.tools()
+    return [c for c in steps[-1].response.tool_calls if c.id not in tools]
+
+
+def _check_recording_end(storage: Storage, reader: RunReader, thread_id: str | None,
+                         output: OutputRecord) -> tuple[int, int, int]:
+    """After a replay stopped on the call a recording ends on: the recorded output and
+    stored messages must be what the recorded steps say. Returns (steps, tool results,
+    stored messages checked)."""
+    steps = [s.response for s in reader.steps()]
+    tools = reader.tools()
+    convo: list[Message] = []
+    results = 0
+    for resp in steps:
+        convo.append(assistant_message(resp))
+        for call in resp.tool_calls:
+            rec = tools.get(call.id)
+            if rec is not None:
+                convo.append(tool_message(call, rec))
+                results += 1
+    recorded = {"text": output.text or "", "steps": output.steps,
+                "tool_calls": output.tool_calls}
+    derived = {"text": steps[-1].text or "", "steps": len(steps),
+               "tool_calls": sum(len(r.tool_calls) for r in steps)}
+    if canonical_json(recorded) != canonical_json(derived):
+        raise _mismatch(reader.keys.output, canonical_json(recorded), canonical_json(derived))
+    return (len(steps), results,
+            _check_stored_messages(storage, reader.keys.run_id, thread_id, convo))
 
 
 def replay(storage: Storage, run_id: str, *, memory: AgentMemory | None = None,
@@ -106,6 +159,10 @@ def replay(storage: Storage, run_id: str, *, memory: AgentMemory | None = None,
     ``memory`` is given, the prompt is also re-composed with ``load_context`` over a
     copy of the store truncated to what existed when the run composed, and compared
     item by item on ``lanes`` (default: instructions, recalled, recent, input).
+    An imported run whose recorded response is a tool call is replayed up to that call
+    (the recording holds no tool result) and reported with ``ended_on_tool_call``.
+    A run that fails its seal raises ReplayMismatch naming the first record that no
+    longer matches; one an erasure redacted is reported ``integrity="redacted"``.
     Divergence raises ReplayMismatch naming the key and the first differing position.
     """
     reader = RunReader(storage.runs, run_id)
@@ -147,10 +204,11 @@ def replay(storage: Storage, run_id: str, *, memory: AgentMemory | None = None,
         if k != keys.output:
             scratch.runs.put_if_absent(k, v)
 
+    ends_on = recording_end_calls(reader)
     given = (agents or {}).get(agent_name)
     if given is not None:
         agent = Agent(name=agent_name, instructions=given.instructions, model=RaisingModel(),
-                      tools=[_raising_tool(t) for t in given.tools],
+                      tools=[] if ends_on else [_raising_tool(t) for t in given.tools],
                       max_steps=given.max_steps)
     else:
         instructions = next((str(i.message.content) for i in prompt.items
@@ -159,28 +217,36 @@ def replay(storage: Storage, run_id: str, *, memory: AgentMemory | None = None,
                       max_steps=max(1, len(steps)))
     runner = Runner(scratch, {agent_name: agent}, memory=None,
                     clock=lambda: record.started_at,
-                    on_boundary=_Boundaries(run_id))
+                    on_boundary=_Boundaries(run_id, [c.id for c in ends_on]))
     incoming = list(rec_input.messages)
+    report = ReplayReport(run_id=run_id, agent=agent_name, thread_id=thread_id, steps=0,
+                          tool_calls=0, output=rec_output.model_dump(mode="json"),
+                          verified_steps=verified, unverified_steps=unverified,
+                          upgraded=upgraded, integrity=seal.status)
     try:
         result = runner.run(agent_name, run_id=run_id, thread_id=thread_id,
                             resource_id=resource_id, prompt=incoming)
     except ModelError as e:
         raise ReplayMismatch(f"replay of run '{run_id}' needed a model or tool call that is "
                              f"not in the journal: {e}") from e
+    except _RecordingEnds:
+        report.steps, report.tool_calls, report.messages_checked = _check_recording_end(
+            storage, reader, thread_id, rec_output)
+        report.ended_on_tool_call = True
+        report.pending_tool_calls = [c.name for c in ends_on]
+        report.notes.append(
+            f"the recording ends on the model's call to {', '.join(report.pending_tool_calls)}"
+            "; an imported run holds no tool results, so replay stopped there")
+    else:
+        replayed = RunReader(scratch.runs, run_id).output()
+        recorded_out = canonical_json(rec_output.model_dump(mode="json"))
+        replayed_out = canonical_json(replayed.model_dump(mode="json") if replayed else None)
+        if recorded_out != replayed_out:
+            raise _mismatch(keys.output, recorded_out, replayed_out)
+        report.messages_checked = _check_stored_messages(storage, run_id, thread_id,
+                                                         result.messages)
+        report.steps, report.tool_calls = result.steps, result.tool_calls
 
-    replayed = RunReader(scratch.runs, run_id).output()
-    recorded_out = canonical_json(rec_output.model_dump(mode="json"))
-    replayed_out = canonical_json(replayed.model_dump(mode="json") if replayed else None)
-    if recorded_out != replayed_out:
-        raise _mismatch(keys.output, recorded_out, replayed_out)
-
-    checked = _check_stored_messages(storage, run_id, thread_id, result.messages)
-
-    report = ReplayReport(run_id=run_id, agent=agent_name, thread_id=thread_id,
-                          steps=result.steps, tool_calls=result.tool_calls,
-                          output=rec_output.model_dump(mode="json"), verified_steps=verified,
-                          unverified_steps=unverified, upgraded=upgraded,
-                          messages_checked=checked, integrity=seal.status)
     if memory is not None and thread_id is not None:
         compared = list(lanes) if lanes is not None else list(DEFAULT_COMPARED_LANES)
         bad = [lane for lane in compared if lane not in LANES]

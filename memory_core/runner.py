@@ -4,7 +4,7 @@ run resumed under the same run_id loses nothing and repeats nothing."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -110,7 +110,12 @@ def assistant_message(resp: ModelResponse) -> Message:
     return Message(role="assistant", content=parts)
 
 
-def tool_message(call: ToolCallPart, record: ToolRecord) -> Message:
+def tool_message(call: ToolCallPart, record: ToolRecord | Mapping[str, Any]) -> Message:
+    """The tool message a recorded call result adds to the conversation."""
+    if not isinstance(record, ToolRecord):
+        record = ToolRecord(name=str(record.get("name", call.name)), args=record.get("args"),
+                            status="ok" if record.get("status") == "ok" else "error",
+                            result=record.get("result"), error=record.get("error"))
     result = record.result if record.status == "ok" else {"error": record.error}
     return Message(role="tool", content=[ToolResultPart(call_id=call.id, name=call.name,
                                                         result=result)])
@@ -378,7 +383,8 @@ class Runner:
             return recorded  # the tool (and any WM patch) is not applied again
         if state.lease is not None:
             state.lease.check()
-        return self._writer(state.run_id).tool(call.id, run_tool(call, by_name))
+        return self._writer(state.run_id).tool(
+            call.id, execute_tool(call, by_name.get(call.name), list(by_name)))
 
     def _persist_output(self, state: _RunState, thread_id: str | None,
                         resource_id: str | None) -> None:
@@ -407,14 +413,14 @@ class Runner:
             stop_reason=state.stop_reason))  # type: ignore[arg-type]
 
 
-def run_tool(call: ToolCallPart, by_name: dict[str, Tool]) -> ToolRecord:
-    """Run one tool call: its result, or an error result the model sees when the tool
-    is unknown or rejects its arguments. Any other exception fails the run
-    (ToolExecutionError) without a record, so a resume retries it."""
-    tool = by_name.get(call.name)
+def execute_tool(call: ToolCallPart, tool: Tool | None, offered: Sequence[str]) -> ToolRecord:
+    """Run one tool call (the runner's and the counterfactuals' one way): its result, or
+    an error result the model sees when the tool is unknown or rejects its arguments.
+    Any other exception fails the run (ToolExecutionError) without a record, so a
+    resume retries it."""
     if tool is None:
         return ToolRecord(name=call.name, args=call.args, status="error",
-                          error=f"unknown tool '{call.name}' (offered: {sorted(by_name)})")
+                          error=f"unknown tool '{call.name}' (offered: {sorted(offered)})")
     args = call.args if isinstance(call.args, dict) else {"input": call.args}
     try:
         result = tool.fn(dict(args))

@@ -2,29 +2,57 @@
 lanes (or put back a dropped message or near miss), re-run the model, and say whether
 the answer changed; leave-one-out attribution is built on it.
 
-The prompt is never re-composed: edits apply to the journaled ``<run_id>:prompt``."""
+The prompt is never re-composed: edits apply to the journaled ``<run_id>:prompt``.
+Tool calls of the re-asked model are answered as ``analysis.reask`` says; a sampling
+model is re-asked the unchanged prompt first, and ``analysis.noise`` judges the change."""
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memory_core.embedders import tokenize
+from memory_core.analysis.noise import (
+    MIN_NOISE_REPEATS,
+    Verdict,
+    judge,
+    samples_temperature,
+    similarity,
+)
+from memory_core.analysis.reask import (
+    Attempt,
+    ToolBox,
+    ToolUse,
+    call_key,
+    call_outcome,
+    offered_specs,
+    reask,
+    recorded_calls,
+)
 from memory_core.errors import InvalidInputError, NotFoundError
 from memory_core.journal import JournalWriter, RunData, RunKeys, RunReader, load_run
-from memory_core.models.base import Model, ModelResponse, ToolSpec
+from memory_core.models.base import Model, Tool, ToolSpec, model_identity
 from memory_core.prompt import PromptItem
 from memory_core.registry import model_from_info
+from memory_core.runner import Agent
 from memory_core.storage.base import Storage
-from memory_core.types import Message, ToolResultPart, canonical_json
+from memory_core.types import Message, canonical_json
+
+if TYPE_CHECKING:
+    from memory_core.memory import AgentMemory
+
+__all__ = ["AttributionItem", "CounterfactualResult", "ToolUse", "Variant", "VariantChoice",
+           "VariantOptions", "apply_variant", "attribution", "counterfactual",
+           "list_counterfactuals", "similarity", "variant_options"]
 
 CF_VERSION = 1
 Ref = tuple[str, int]
 SUBTRACTABLE_LANES = ("recalled", "recent", "observations", "working_memory")
-Verdict = Literal["changed", "unchanged", "inconclusive"]
+# the runner's default, for a run whose agent (and so its max_steps) is not known
+DEFAULT_MAX_STEPS: int = Agent(name="default", instructions="", model=None).max_steps
 
 
 class Variant(BaseModel):
@@ -36,10 +64,15 @@ class Variant(BaseModel):
     subtract_lanes: list[str] = Field(default_factory=list)
     put_back: list[tuple[str, int]] = Field(default_factory=list)
 
-    def key_hash(self, model_name: str, repeats: int) -> str:
-        body = canonical_json({"variant": self.model_dump(mode="json"), "model": model_name,
-                               "repeats": repeats})
-        return hashlib.sha256(body.encode()).hexdigest()[:16]
+    def key_hash(self, model_name: str, repeats: int, tools: Sequence[str] = ()) -> str:
+        """The digest of a counterfactual: the variant, the model, the repeats and (when
+        any) the tools that could really run — a result without them is not reused
+        once they are given."""
+        body: dict[str, Any] = {"variant": self.model_dump(mode="json"), "model": model_name,
+                                "repeats": repeats}
+        if tools:
+            body["tools"] = sorted(tools)
+        return hashlib.sha256(canonical_json(body).encode()).hexdigest()[:16]
 
     def describe(self) -> str:
         parts = []
@@ -55,6 +88,9 @@ class Variant(BaseModel):
 
 
 class CounterfactualResult(BaseModel):
+    """The journal's counterfactual record of a run. Fields after ``notes`` came later and
+    default to what older records meant."""
+
     model_config = ConfigDict(extra="forbid")
     v: int = CF_VERSION
     run_id: str
@@ -64,34 +100,50 @@ class CounterfactualResult(BaseModel):
     removed: list[tuple[str, int]] = Field(default_factory=list)
     removed_lanes: list[str] = Field(default_factory=list)
     added: list[tuple[str, int]] = Field(default_factory=list)
-    original_answer: str | None
-    baseline_answers: list[str]
+    original_answer: str | None  # a run that ended on a tool call: that call, as text
+    baseline_answers: list[str]  # the unchanged prompt, re-asked
     new_answers: list[str]
     changed: bool
     verdict: Verdict
-    similarity: float  # token Jaccard of the first new answer vs the original
+    similarity: float  # content-word Jaccard of the first new answer vs the original
     model: dict[str, Any]
     notes: list[str] = Field(default_factory=list)
+    repeats: int = 1  # re-asks of each prompt
+    temperature: float | None = None  # what the verdict assumed (None: unknown)
+    sampling: bool = False  # temperature > 0 or unknown: noise was measured first
+    spread: float | None = None  # largest distance among the unchanged prompt's answers
+    baseline_stops: list[str] = Field(default_factory=list)  # how each re-ask ended
+    new_stops: list[str] = Field(default_factory=list)
+    tool_uses: list[ToolUse] = Field(default_factory=list)
+    needs_tools: list[str] = Field(default_factory=list)  # wanted, but missing or refused
 
     @property
     def new_answer(self) -> str:
         return self.new_answers[0] if self.new_answers else ""
 
 
-def _norm(text: str | None) -> str:
-    return " ".join((text or "").split())
+@dataclass
+class _Setup:
+    """Everything a counterfactual of one run needs besides its variant."""
 
+    data: RunData
+    model: Model
+    info: dict[str, Any]
+    passed: bool  # the caller chose the model
+    temperature: float | None
+    repeats: int
+    box: ToolBox
+    specs: list[ToolSpec]
+    original: str | None
+    same_model: bool  # the original answer came from this model
+    baseline: list[Attempt] | None = None  # shared by attribution's counterfactuals
 
-def similarity(a: str | None, b: str | None) -> float:
-    ta, tb = set(tokenize(a or "")), set(tokenize(b or ""))
-    if not ta and not tb:
-        return 1.0
-    return len(ta & tb) / len(ta | tb)
+    @property
+    def sampling(self) -> bool:
+        return samples_temperature(self.temperature)
 
-
-def _model_info(model: Any) -> dict[str, Any]:
-    return {k: getattr(model, k) for k in ("name", "temperature", "seed")
-            if getattr(model, k, None) is not None}
+    def needs_baseline(self) -> bool:
+        return self.sampling or self.passed or self.repeats > 1 or self.original is None
 
 
 def _resolve_model(data: RunData, model: Model | None) -> Model:
@@ -101,9 +153,60 @@ def _resolve_model(data: RunData, model: Model | None) -> Model:
     return model_from_info(data.model_info, embed_name)
 
 
-def _tool_specs(data: RunData) -> list[ToolSpec]:
-    """Tools the run's model was offered, as the first step recorded them."""
-    return data.steps[0].tool_specs if data.steps else []
+def _number(v: Any) -> float | None:
+    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+
+
+def _toolbox(data: RunData, agent: Agent | None, tools: Sequence[Tool] | None,
+             agents: Mapping[str, Agent] | None, memory: AgentMemory | None) -> ToolBox:
+    for what, obj in (("agent", agent), *(("agents[" + repr(k) + "]", a)
+                                          for k, a in (agents or {}).items())):
+        if obj is not None and not isinstance(obj, Agent):
+            raise InvalidInputError(f"{what} must be a memory_core Agent, got "
+                                    f"{type(obj).__name__}")
+    for i, t in enumerate(tools or []):
+        if not isinstance(t, Tool):
+            raise InvalidInputError(f"tools[{i}] must be a memory_core Tool, got "
+                                    f"{type(t).__name__}")
+    if memory is not None and not hasattr(memory, "working_memory_config"):
+        raise InvalidInputError(f"memory must be an AgentMemory, got {type(memory).__name__}")
+    wm = memory.working_memory_config if memory is not None else None
+    chosen = agent or (agents or {}).get(data.run.agent)
+    by_name = {t.name: t for t in (chosen.tools if chosen else [])}
+    by_name.update({t.name: t for t in tools or []})
+    out = data.output
+    recorded_max = out.steps if out is not None and out.stop_reason == "max_steps" else 0
+    return ToolBox(
+        recorded=recorded_calls(data),
+        ends_on=frozenset(call_key(c) for c in data.pending_calls),
+        tools=by_name, working_memory=None if wm is None or wm.read_only else wm,
+        thread_id=data.run.thread_id, resource_id=data.run.resource_id,
+        max_steps=chosen.max_steps if chosen else max(recorded_max or DEFAULT_MAX_STEPS,
+                                                      len(data.steps)))
+
+
+def _setup(storage: Storage, run_id: str, model: Model | None, repeats: int | None, *,
+           agent: Agent | None, tools: Sequence[Tool] | None,
+           agents: Mapping[str, Agent] | None, memory: AgentMemory | None) -> _Setup:
+    if repeats is not None and (isinstance(repeats, bool) or not isinstance(repeats, int)
+                                or repeats < 1):
+        raise InvalidInputError(f"repeats must be an integer >= 1, got {repeats!r}")
+    data = load_run(storage, run_id)
+    mdl = _resolve_model(data, model)
+    ident = model_identity(mdl)
+    recorded = data.model_info
+    temperature = ident.temperature
+    if temperature is None and model is None:
+        temperature = _number(recorded.get("temperature"))
+    box = _toolbox(data, agent, tools, agents, memory)
+    pending = data.pending_calls
+    original = call_outcome(data.steps[-1].response) if pending else data.answer
+    n = repeats if repeats is not None else (MIN_NOISE_REPEATS
+                                             if samples_temperature(temperature) else 1)
+    return _Setup(data=data, model=mdl, info=ident.model_dump(exclude_none=True),
+                  passed=model is not None, temperature=temperature, repeats=n, box=box,
+                  specs=offered_specs(data, box), original=original,
+                  same_model=model is None or ident.name == recorded.get("name"))
 
 
 class VariantChoice(BaseModel):
@@ -222,95 +325,109 @@ def apply_variant(storage: Storage, data: RunData, variant: Variant) -> tuple[
     return kept, removed, lanes, added
 
 
-def _run_model(model: Model, messages: list[Message], tools: list[ToolSpec],
-               data: RunData, max_steps: int = 6) -> tuple[str, list[str]]:
-    """Run the model to a final answer. Tool calls are never executed: a call that the
-    original run made with the same name and arguments gets its recorded result; any
-    other call ends the variant with a note (re-running tools could have side effects)."""
+def _attempts(storage: Storage, setup: _Setup, messages: list[Message], cf_key: str,
+              kind: str) -> list[Attempt]:
+    return [reask(setup.model, messages, setup.specs, setup.box, storage, cf_key,
+                  f"{kind}-{i + 1}") for i in range(setup.repeats)]
+
+
+def _tool_notes(attempts: Sequence[Attempt]) -> list[str]:
     notes: list[str] = []
-    convo = list(messages)
-    recorded = {(t.name, canonical_json(t.args)): t for t in data.tools.values()}
-    for _ in range(max_steps):
-        resp: ModelResponse = model.complete(convo, tools)
-        if not resp.tool_calls:
-            return resp.text or "", notes
-        convo.append(Message(role="assistant", content=[*resp.tool_calls]))
-        for call in resp.tool_calls:
-            rec = recorded.get((call.name, canonical_json(call.args)))
-            if rec is None:
-                notes.append(f"the variant asked for {call.name}({canonical_json(call.args)}), "
-                             "which the original run never executed; it was not run")
-                return (resp.text or f"[stopped: wanted to call {call.name}]"), notes
-            convo.append(Message(role="tool", content=[ToolResultPart(
-                call_id=call.id, name=call.name, result=rec.result)]))
-    notes.append(f"stopped after {max_steps} model steps")
-    return "", notes
+    for a in attempts:
+        for u in a.tool_uses:
+            if u.source in ("missing", "refused"):
+                notes.append(f"needs tool {u.name}: the re-asked model called "
+                             f"{u.name}({canonical_json(u.args)}); {u.reason}")
+            elif u.source == "run" and u.reason:
+                notes.append(f"{u.name} {u.reason}")
+        if a.stop == "max_steps":
+            notes.append("a re-ask stopped after the maximum number of model steps")
+    return notes
 
 
-def counterfactual(storage: Storage, run_id: str, *,
-                   subtract: Literal["all"] | Sequence[Ref] | None = None,
-                   lanes: Sequence[str] = (), put_back: Sequence[Ref] = (),
-                   model: Model | None = None, repeats: int = 1) -> CounterfactualResult:
-    """Re-run ``run_id``'s frozen prompt with parts taken away (or put back).
+def _judged(setup: _Setup, base: list[Attempt],
+            new: list[Attempt]) -> tuple[Verdict, float | None, list[str]]:
+    notes = _tool_notes(base + new)
+    if any(a.stop in ("needs_tool", "refused") for a in base + new):
+        return "inconclusive", None, notes
+    reference = [a.answer for a in base]
+    if setup.original is not None and (setup.same_model or not reference):
+        reference.append(setup.original)
+    j = judge(reference, [a.answer for a in new], sampling=setup.sampling,
+              baseline_repeats=len(base))
+    return j.verdict, j.spread, notes + j.notes
 
-    ``subtract="all"`` removes exactly the provenance record's ``recalled`` list
-    (repairs included); a list of ``(thread_id, seq)`` removes those recalled refs;
-    ``lanes`` removes whole lanes; ``put_back`` re-inserts dropped messages or near
-    misses. With ``repeats > 1`` the unchanged prompt is run that many times first,
-    and a change counts only when the new answers fall outside that noise floor.
-    The result is journaled as a counterfactual record of the run; asking again returns it.
-    """
-    if repeats < 1:
-        raise InvalidInputError(f"repeats must be >= 1, got {repeats}")
-    data = load_run(storage, run_id)
-    variant = Variant(subtract_recalled="all" if subtract == "all" else
-                      [(str(t), int(s)) for t, s in (subtract or [])],
-                      subtract_lanes=list(lanes), put_back=[(str(t), int(s))
-                                                            for t, s in put_back])
-    mdl = _resolve_model(data, model)
-    info = _model_info(mdl)
-    digest = variant.key_hash(str(info.get('name', '?')), repeats)
+
+def _run_variant(storage: Storage, setup: _Setup, variant: Variant) -> CounterfactualResult:
+    data = setup.data
+    run_id = data.run.run_id
+    digest = variant.key_hash(str(setup.info.get("name", "?")), setup.repeats,
+                              setup.box.available())
     key = RunKeys(run_id).cf(digest)
     cached = RunReader(storage.runs, run_id).counterfactual(digest)
     if cached is not None:
         return CounterfactualResult.model_validate(cached)
     items, removed, removed_lanes, added = apply_variant(storage, data, variant)
-    tools = _tool_specs(data)
-    original = data.answer
-    baseline: list[str] = []
-    notes: list[str] = []
-    if repeats > 1 or model is not None:
-        for _ in range(repeats):
-            ans, n = _run_model(mdl, data.prompt.messages(), tools, data)
-            baseline.append(ans)
-            notes += n
-    new: list[str] = []
-    for _ in range(repeats):
-        ans, n = _run_model(mdl, [i.message for i in items], tools, data)
-        new.append(ans)
-        notes += n
-    reference = {_norm(a) for a in baseline} | {_norm(original)}
-    verdict: Verdict
-    if baseline and len({_norm(a) for a in baseline}) > 1:
-        # the unchanged prompt already gives several answers: only a new answer outside
-        # all of them counts, and only if every repeat agrees
-        outside = [_norm(a) not in reference for a in new]
-        verdict = "changed" if all(outside) else ("unchanged" if not any(outside)
-                                                  else "inconclusive")
-    else:
-        verdict = "changed" if any(_norm(a) not in reference for a in new) else "unchanged"
+    if setup.baseline is None:
+        setup.baseline = (_attempts(storage, setup, data.prompt.messages(), key, "baseline")
+                          if setup.needs_baseline() else [])
+    base = setup.baseline
+    new = _attempts(storage, setup, [i.message for i in items], key, "variant")
+    verdict, spread, notes = _judged(setup, base, new)
+    uses = [u for a in base + new for u in a.tool_uses]
     result = CounterfactualResult(
         run_id=run_id, key=key, variant=variant, description=variant.describe(),
-        removed=removed, removed_lanes=removed_lanes, added=added, original_answer=original,
-        baseline_answers=baseline, new_answers=new, changed=verdict == "changed",
-        verdict=verdict, similarity=round(similarity(original, new[0]), 4), model=info,
-        notes=sorted(set(notes)))
+        removed=removed, removed_lanes=removed_lanes, added=added,
+        original_answer=setup.original, baseline_answers=[a.answer for a in base],
+        new_answers=[a.answer for a in new], changed=verdict == "changed", verdict=verdict,
+        similarity=round(similarity(setup.original, new[0].answer), 4), model=setup.info,
+        notes=list(dict.fromkeys(notes)), repeats=setup.repeats,
+        temperature=setup.temperature, sampling=setup.sampling, spread=spread,
+        baseline_stops=[a.stop for a in base], new_stops=[a.stop for a in new],
+        tool_uses=uses,
+        needs_tools=sorted({u.name for u in uses if u.source in ("missing", "refused")}))
     JournalWriter(storage.runs, run_id).counterfactual(digest, result.model_dump(mode="json"))
     return result
 
 
+def counterfactual(storage: Storage, run_id: str, *,
+                   subtract: Literal["all"] | Sequence[Ref] | None = None,
+                   lanes: Sequence[str] = (), put_back: Sequence[Ref] = (),
+                   model: Model | None = None, repeats: int | None = None,
+                   agent: Agent | None = None, tools: Sequence[Tool] | None = None,
+                   agents: Mapping[str, Agent] | None = None,
+                   memory: AgentMemory | None = None) -> CounterfactualResult:
+    """Re-run ``run_id``'s frozen prompt with parts taken away (or put back).
+
+    ``subtract="all"`` removes exactly the provenance record's ``recalled`` list
+    (repairs included); a list of ``(thread_id, seq)`` removes those recalled refs;
+    ``lanes`` removes whole lanes; ``put_back`` re-inserts dropped messages or near
+    misses. ``model`` defaults to the one the run recorded (``registry``).
+
+    ``repeats`` (default: 1 for a model at temperature 0, else 3) is how often each
+    prompt is asked; a model that samples is asked the unchanged prompt first, and the
+    verdict is "changed" only when every new answer lies beyond those answers' own
+    spread, "inconclusive" when they already disagree (see ``analysis.noise``).
+
+    Tool calls: an identical call of the original run gets its recorded result; another
+    runs the real tool from ``tools``, ``agent`` or the run's agent in ``agents``,
+    journaled under the result's key; the working-memory tool only runs against a
+    scratch copy (needs ``memory``); otherwise the re-ask stops and the result names
+    the tool it needs. The result is journaled as the run's counterfactual record; asking
+    again returns it.
+    """
+    setup = _setup(storage, run_id, model, repeats, agent=agent, tools=tools, agents=agents,
+                   memory=memory)
+    variant = Variant(subtract_recalled="all" if subtract == "all" else
+                      [(str(t), int(s)) for t, s in (subtract or [])],
+                      subtract_lanes=list(lanes), put_back=[(str(t), int(s))
+                                                            for t, s in put_back])
+    return _run_variant(storage, setup, variant)
+
+
 def list_counterfactuals(storage: Storage, run_id: str) -> list[CounterfactualResult]:
-    """Past counterfactuals of a run, in the order they were made."""
+    """Past counterfactuals of a run, in the order they were made (the tool records
+    journaled below each result are not results themselves)."""
     storage.runs.require_run(run_id)
     return [CounterfactualResult.model_validate(v)
             for v in RunReader(storage.runs, run_id).counterfactuals()]
@@ -326,36 +443,41 @@ class AttributionItem(BaseModel):
     changed: bool
     effect: float  # 1 - similarity(original, answer without it); 0 means no effect
     answer_without: str
+    verdict: Verdict = "unchanged"
+    key: str | None = None  # the counterfactual record behind this item
 
 
 def attribution(storage: Storage, run_id: str, *, model: Model | None = None,
                 include_lanes: bool = False,
-                progress: Callable[[int, int], None] | None = None) -> list[AttributionItem]:
+                progress: Callable[[int, int], None] | None = None,
+                repeats: int | None = None, agent: Agent | None = None,
+                tools: Sequence[Tool] | None = None,
+                agents: Mapping[str, Agent] | None = None,
+                memory: AgentMemory | None = None) -> list[AttributionItem]:
     """Leave-one-out over the recalled messages (and optionally lanes): which items the
-    answer depended on, most influential first."""
-    data = load_run(storage, run_id)
-    memctx = data.memctx
+    answer depended on, most influential first. Each item is a ``counterfactual`` with
+    the same settings; the unchanged prompt is re-asked once for all of them."""
+    setup = _setup(storage, run_id, model, repeats, agent=agent, tools=tools, agents=agents,
+                   memory=memory)
+    memctx = setup.data.memctx
     if memctx is None:
         raise InvalidInputError(f"run '{run_id}' has no provenance record (:memctx)")
-    jobs: list[tuple[str, Any]] = [("message", r) for r in memctx.recalled]
+    jobs: list[tuple[Variant, AttributionItem]] = []
+    for r in memctx.recalled:
+        jobs.append((Variant(subtract_recalled=[(r.thread_id, r.seq)]), AttributionItem(
+            kind="message", thread_id=r.thread_id, seq=r.seq, preview=r.preview,
+            changed=False, effect=0.0, answer_without="")))
     if include_lanes:
-        present = {it.lane for it in data.prompt.items}
-        jobs += [("lane", lane) for lane in SUBTRACTABLE_LANES if lane in present]
+        present = {it.lane for it in setup.data.prompt.items}
+        jobs += [(Variant(subtract_lanes=[lane]), AttributionItem(
+            kind="lane", lane=lane, preview=f"the {lane} lane", changed=False, effect=0.0,
+            answer_without="")) for lane in SUBTRACTABLE_LANES if lane in present]
     out: list[AttributionItem] = []
-    for i, (kind, obj) in enumerate(jobs):
-        if kind == "message":
-            res = counterfactual(storage, run_id, subtract=[(obj.thread_id, obj.seq)],
-                                 model=model)
-            item = AttributionItem(kind="message", thread_id=obj.thread_id, seq=obj.seq,
-                                   preview=obj.preview, changed=res.changed,
-                                   effect=round(1 - res.similarity, 4),
-                                   answer_without=res.new_answer)
-        else:
-            res = counterfactual(storage, run_id, lanes=[obj], model=model)
-            item = AttributionItem(kind="lane", lane=obj, preview=f"the {obj} lane",
-                                   changed=res.changed, effect=round(1 - res.similarity, 4),
-                                   answer_without=res.new_answer)
-        out.append(item)
+    for i, (variant, item) in enumerate(jobs):
+        res = _run_variant(storage, setup, variant)
+        out.append(item.model_copy(update={
+            "changed": res.changed, "verdict": res.verdict, "key": res.key,
+            "effect": round(1 - res.similarity, 4), "answer_without": res.new_answer}))
         if progress is not None:
             progress(i + 1, len(jobs))
     return sorted(out, key=lambda a: (-int(a.changed), -a.effect, a.kind,

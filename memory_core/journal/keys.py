@@ -110,6 +110,12 @@ class RunKeys:
         return (rest, None) if rest in RUN_KINDS else None
 
 
+def cf_tool_key(cf_key: str, attempt: str, step: int, call_digest: str) -> str:
+    """Where a tool that counterfactual ``cf_key`` ran is journaled: under the
+    counterfactual's own key, by attempt, step and the call, so a retry finds it."""
+    return f"{cf_key}:tool:{attempt}:{step}:{call_digest}"
+
+
 def step_index(keys: RunKeys, key: str) -> int | None:
     """n of ``<run>:step:<n>``; None for any other key."""
     kind = keys.kind_of(key)

@@ -27,7 +27,7 @@ from memory_core.models.base import ModelIdentity, ModelResponse, ToolSpec
 from memory_core.prompt import FrozenPrompt
 from memory_core.provenance import Memctx
 from memory_core.storage.base import RunJournal, Storage
-from memory_core.types import RunRecord
+from memory_core.types import RunRecord, ToolCallPart
 
 R = TypeVar("R", bound=BaseModel)
 
@@ -98,8 +98,10 @@ class RunReader:
         return self.runs.get(self.keys.cf(digest))
 
     def counterfactuals(self) -> list[Any]:
-        """Raw counterfactual results (analysis validates them), in key order."""
-        return [v for _, v in self.runs.list(self.keys.cf_prefix)]
+        """Raw counterfactual results (analysis validates them), in key order; the tool
+        records journaled below a result are not results themselves."""
+        prefix = self.keys.cf_prefix
+        return [v for k, v in self.runs.list(prefix) if ":" not in k[len(prefix):]]
 
     def entries(self, *, counterfactuals: bool = False) -> list[tuple[str, Any]]:
         """The run's raw entries (for copying a journal), counterfactuals only on request."""
@@ -217,6 +219,14 @@ class RunData:
     @property
     def model_info(self) -> dict[str, Any]:
         return self.steps[0].model.model_dump() if self.steps else {}
+
+    @property
+    def pending_calls(self) -> list[ToolCallPart]:
+        """Tool calls of the last step with no tool record: where the recording ends
+        on a call (an imported run records the model's request, never the result)."""
+        if not self.steps:
+            return []
+        return [c for c in self.steps[-1].response.tool_calls if c.id not in self.tools]
 
 
 def load_run(storage: Storage, run_id: str) -> RunData:

@@ -16,8 +16,9 @@ from memory_core.models.scripted import ScriptedModel
 from memory_core.recall import RecallConfig
 from memory_core.runner import Agent, Runner
 from memory_core.storage.inmemory import InMemoryStorage
-from memory_core.types import Message
+from memory_core.types import Message, TextPart, ToolCallPart
 
+QUESTION = "What did we decide about the refund for my blender?"
 AXES = ["refund", "blender", "kettle", "weather", "lamp", "voucher", "cash"]
 
 
@@ -92,3 +93,20 @@ def recall(**kw: Any) -> RecallConfig:
 
 def scripted(*texts: str) -> ScriptedModel:
     return ScriptedModel(list(texts))
+
+
+@pytest.fixture
+def story(world: World) -> World:
+    """Run r1 (reader model): old#0 carries the fact (240 euros), old#2 is an
+    irrelevant hit, old#4 an unanswered tool call that is dropped."""
+    w = world
+    w.say("old", "r1",
+          user("The refund for the blender was approved: 240 euros."),  # 0 carries the fact
+          assistant("Noted."),
+          user("Refund ok?"),                                            # 2 irrelevant hit
+          user("Nice weather today."),
+          Message(role="assistant", content=[TextPart(text="Starting the blender refund."),
+                                             ToolCallPart(id="c1", name="refund", args={})]))
+    w.say("cur", "r1", user("Hello"), assistant("Hi!"), user("Quick thing first."))
+    w.run("r1", "cur", "r1", QUESTION, memory=w.memory(recall=recall(top_k=3, threshold=0.5)))
+    return w

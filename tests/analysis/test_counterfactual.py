@@ -9,25 +9,7 @@ from memory_core.analysis.diff import diff_runs
 from memory_core.errors import InvalidInputError, NotFoundError
 from memory_core.models.reader import ReaderModel
 from memory_core.models.scripted import ScriptedModel
-from memory_core.types import Message, TextPart, ToolCallPart
-from tests.analysis.conftest import World, assistant, recall, user
-
-QUESTION = "What did we decide about the refund for my blender?"
-
-
-@pytest.fixture
-def story(world: World) -> World:
-    w = world
-    w.say("old", "r1",
-          user("The refund for the blender was approved: 240 euros."),  # 0 carries the fact
-          assistant("Noted."),
-          user("Refund ok?"),                                            # 2 irrelevant hit
-          user("Nice weather today."),
-          Message(role="assistant", content=[TextPart(text="Starting the blender refund."),
-                                             ToolCallPart(id="c1", name="refund", args={})]))
-    w.say("cur", "r1", user("Hello"), assistant("Hi!"), user("Quick thing first."))
-    w.run("r1", "cur", "r1", QUESTION, memory=w.memory(recall=recall(top_k=3, threshold=0.5)))
-    return w
+from tests.analysis.conftest import QUESTION, World, recall
 
 
 def reader(w: World) -> ReaderModel:
@@ -74,20 +56,21 @@ def test_put_back_a_dropped_message(story: World) -> None:
 def test_results_are_journaled_and_reused(story: World) -> None:
     counting = ScriptedModel(["base", "variant"])
     counting.name = "offline-reader-copy"
-    first = counterfactual(story.storage, "r1", subtract="all", model=counting)
-    again = counterfactual(story.storage, "r1", subtract="all", model=counting)
+    first = counterfactual(story.storage, "r1", subtract="all", model=counting, repeats=1)
+    again = counterfactual(story.storage, "r1", subtract="all", model=counting, repeats=1)
     assert counting.calls == 1 + 1  # baseline + variant, once
     assert again == first
     assert [c.key for c in list_counterfactuals(story.storage, "r1")] == [first.key]
 
 
-def test_noise_floor_for_a_nondeterministic_model(story: World) -> None:
-    # the unchanged prompt already answers two ways: an answer among them is no change
+def test_a_baseline_that_disagrees_with_itself_gives_no_verdict(story: World) -> None:
+    # the unchanged prompt already answers two unrelated ways: nothing can be told apart
     noisy = ScriptedModel(["A", "B", "B", "A"])
     noisy.name = "noisy"
     res = counterfactual(story.storage, "r1", subtract=[("old", 2)], model=noisy, repeats=2)
     assert res.baseline_answers == ["A", "B"] and res.new_answers == ["B", "A"]
-    assert res.verdict == "unchanged"
+    assert res.verdict == "inconclusive" and not res.changed
+    assert any("disagree with each other ('A' | 'B')" in n for n in res.notes)
 
 
 def test_attribution_ranks_the_carrying_message_first(story: World) -> None:
