@@ -20,7 +20,7 @@ from memory_core.errors import (
     ReplayMismatch,
     ToolExecutionError,
 )
-from memory_core.models.base import ModelResponse, Tool, ToolSpec
+from memory_core.models.base import ModelResponse, Tool, ToolSpec, model_identity
 from memory_core.prompt import FrozenPrompt, PromptItem
 from memory_core.provenance import Memctx
 from memory_core.records import (
@@ -231,12 +231,9 @@ def _spec_record(spec: ToolSpec) -> dict[str, Any]:
 
 
 def _model_info(model: Any) -> dict[str, Any]:
-    def plain(v: Any) -> Any:
-        return v if v is None or isinstance(v, str | int | float | bool) else str(v)
-
-    return {"name": plain(getattr(model, "name", type(model).__name__)),
-            "temperature": plain(getattr(model, "temperature", None)),
-            "seed": plain(getattr(model, "seed", None))}
+    """Who answers a step (``ModelIdentity``: kind, name, credential-free base URL,
+    sampling parameters), so analysis can rebuild the model that ran."""
+    return model_identity(model).model_dump(mode="json")
 
 
 @dataclass

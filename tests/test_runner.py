@@ -71,8 +71,9 @@ def test_simple_run_composes_before_persisting_and_journals_everything() -> None
     assert s.runs.get("run1:output") == {"v": 1, "text": "hello back", "steps": 1,
                                          "tool_calls": 0, "stop_reason": "final"}
     step = jget(s, "run1:step:0")
-    assert step["v"] == 1 and step["model"] == {"name": "scripted", "temperature": None,
-                                                "seed": None}
+    assert step["v"] == 1 and step["model"] == {
+        "kind": "scripted", "name": "scripted", "base_url": None, "temperature": None,
+        "top_p": None, "seed": None, "max_tokens": None}
     assert step["input_hashes"] == [message_hash(m) for m in model.seen[0]]
     assert step["input_hash"] == input_digest(model.seen[0])
     msgs = s.memory.get_messages("t1")
