@@ -17,7 +17,7 @@ from typing import Any
 from memory_core.embedders import Embedder, HashingEmbedder
 from memory_core.errors import InvalidInputError
 from memory_core.memory import AgentMemory
-from memory_core.models.base import Model, ModelResponse, Tool, ToolSpec
+from memory_core.models.base import Model, ModelIdentity, ModelResponse, Tool, ToolSpec
 from memory_core.observational import ObservationalConfig
 from memory_core.recall import RecallConfig
 from memory_core.runner import Agent, Runner
@@ -60,6 +60,9 @@ class PlaybackModel:
 
     def __init__(self) -> None:
         self.script: list[ModelResponse] = []
+
+    def identity(self) -> ModelIdentity:
+        return ModelIdentity(kind="scripted", name=self.name)
 
     def complete(self, messages: Any, tools: Any) -> ModelResponse:
         if not self.script:

@@ -73,7 +73,7 @@ def test_demo_with_model_openai_plays_every_story_against_the_server(
     finally:
         storage.close()
     # the server answered the questions, playback said the history
-    assert {s.kind for s in steps} == {"openai", "custom"}
+    assert {s.kind for s in steps} == {"openai", "scripted"}
     assert len(threads) == 4
     bodies = server.chat_bodies
     assert len(bodies) == sum(s.kind == "openai" for s in steps) >= 12
@@ -149,11 +149,11 @@ def test_a_model_name_without_a_server_names_the_variable(real_demo: Path,
     db = tmp_path / "copy.duckdb"
     db.write_bytes(real_demo.read_bytes())
     # a history turn, said by the playback model: no server was ever recorded for it
-    run = question_runs(db, kind="custom")[0]
+    run = question_runs(db, kind="scripted")[0]
     line = error_line(memwb("counterfactual", run, "--db", str(db), "--lane", "recent",
                             "--model", "llama3.1"))
     assert line == ("error: the model 'llama3.1' is served by an OpenAI-compatible server, "
                     "and none is configured: set MEMWB_OPENAI_BASE_URL to the server's base "
                     "URL (e.g. http://127.0.0.1:11434/v1 for Ollama)")
     line = error_line(memwb("counterfactual", run, "--db", str(db), "--lane", "recent"))
-    assert "'scripted-playback' is a custom model that cannot be rebuilt" in line
+    assert "'scripted-playback' is a scripted model that cannot be rebuilt" in line

@@ -40,6 +40,7 @@ from tests.app.fixture_db import (
     THREAD,
     FixtureInfo,
 )
+from tests.helpers import copy_run_with_model
 
 MakeApp = Callable[..., AppTest]
 Populated = tuple[InMemoryStorage, FixtureInfo]
@@ -272,27 +273,23 @@ def test_a_scripted_run_cannot_be_replayed_and_says_so(demo: InMemoryStorage,
                                                        app: MakeApp) -> None:
     at = app(COUNTERFACTUAL_PAGE, run=PLAYBACK)
     _multiselect(at, "Whole lanes").set_value(["recent"]).run()
-    _button(at, "Run counterfactual").click().run()
     assert not at.exception
-    assert "cannot rebuild the model 'scripted-playback'" in at.error[0].value
-    assert "Scripted models cannot be replayed" in _captions(at)
+    assert "'scripted-playback' is a scripted model that cannot be rebuilt" in \
+        at.warning[0].value.replace("\\", "")
+    assert _button(at, "Run counterfactual").disabled
+    # the offline reader is the explicit alternative
+    next(r for r in at.radio if r.label == "Model to re-ask").set_value("reader").run()
+    assert not at.warning and not _button(at, "Run counterfactual").disabled
+    _button(at, "Run counterfactual").click().run()
+    _ok(at)
+    assert any(m.startswith("## Verdict:") for m in _md(at))
 
 
 def test_a_model_server_that_is_down_is_a_clear_error(demo: InMemoryStorage, app: MakeApp,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     # a copy of a replayable run whose recorded model is an OpenAI-compatible server
-    run = demo.runs.get_run(REPLAYABLE)
-    assert run is not None
-    rid = f"openai-copy-{next(_names)}"
-    demo.runs.start_run(RunRecord(run_id=rid, agent=run.agent, thread_id=run.thread_id,
-                                  resource_id=run.resource_id, started_at=run.started_at))
-    for key, value in demo.runs.list(f"{REPLAYABLE}:"):
-        if ":cf:" in key:
-            continue
-        if ":step:" in key:
-            value = {**value, "model": {"name": "openai:test-model"}}
-        demo.runs.put_if_absent(rid + key[len(REPLAYABLE):], value)
-    demo.runs.set_run_status(rid, "completed")
+    rid = copy_run_with_model(demo, REPLAYABLE, f"openai-copy-{next(_names)}",
+                              {"name": "openai:test-model"})
     monkeypatch.setenv("MEMWB_OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # discard port
     at = app(COUNTERFACTUAL_PAGE, run=rid)
     at.radio[0].set_value("Subtract all recalled").run()
