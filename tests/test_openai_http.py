@@ -218,6 +218,13 @@ def test_connection_refused() -> None:
                                          r"/v1/chat/completions: is the server running\? "
                                          r"\(set MEMWB_OPENAI_BASE_URL\)$"):
         m.complete(ASK, [])
+    secret = OpenAIChatModel(base_url=f"http://admin:hunter22@127.0.0.1:{port}/v1"
+                                      "?api-key=S3CRET-Q", model="m", api_key="sk-S3CRET-K",
+                             max_retries=0)
+    with pytest.raises(ModelError) as info:
+        secret.complete(ASK, [])
+    assert "S3CRET" not in str(info.value) and "hunter22" not in str(info.value)
+    assert "*** *** ***" == secret._redact("hunter22 S3CRET-Q sk-S3CRET-K")
 
 
 @pytest.mark.parametrize("message, needle", [

@@ -264,7 +264,14 @@ class OpenAIChatModel:
 
     # -- errors ----------------------------------------------------------------------
     def _redact(self, text: str) -> str:
-        return text.replace(self._api_key, "***") if self._api_key else text
+        """``text`` without the API key or any credential the base URL carries."""
+        parts = urllib.parse.urlsplit(self.base_url)
+        secrets = [self._api_key, parts.password, parts.username] + [
+            v for k, v in self._query.items() if _SECRET_PARAM.search(k)]
+        for secret in sorted((s for s in secrets if s and len(s) >= 3), key=len,
+                             reverse=True):
+            text = text.replace(secret, "***")
+        return text
 
     def _error(self, e: Exception) -> ModelError:
         """One clear line for whatever went wrong talking to the server."""
