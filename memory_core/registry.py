@@ -4,6 +4,7 @@ analysis of a stored run can re-score and re-run without the caller wiring them 
 from __future__ import annotations
 
 import os
+import urllib.parse
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -167,6 +168,12 @@ def plan_model_for_run(recorded: ModelIdentity | Mapping[str, Any] | None, *,
         raise InvalidInputError(
             f"the model {name!r} {what}, and none is configured: set {ENV_BASE_URL} to the "
             f"server's base URL (e.g. http://127.0.0.1:11434/v1 for Ollama)")
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        source = "the given base URL" if base_url else (
+            ENV_BASE_URL if env.get(ENV_BASE_URL) else "the recorded base URL")
+        raise InvalidInputError(f"{public_url(url)!r} ({source}) is not an http:// or "
+                                "https:// URL with a host")
     sampling = {k: getattr(ident, k) for k in _SAMPLING} if served and ident else {}
     return ModelPlan(ModelIdentity(kind="openai", name=name, base_url=public_url(url),
                                    **sampling), url)

@@ -146,6 +146,9 @@ def test_overrides() -> None:
         model_for_run(RECORDED, override=42)  # type: ignore[arg-type]
     with pytest.raises(InvalidInputError, match="'ftp://x'"):
         model_for_run(RECORDED, override="m", base_url="ftp://x")
+    with pytest.raises(InvalidInputError, match=r"'localhost:1' \(MEMWB_OPENAI_BASE_URL\) is "
+                                                "not an http"):
+        plan_model_for_run(RECORDED, environ={"MEMWB_OPENAI_BASE_URL": "localhost:1"})
 
 
 def test_bad_records_are_named() -> None:
