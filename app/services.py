@@ -345,26 +345,26 @@ def build_demo_database(progress: Any) -> Path:
 
 def run_counterfactual(url: str, run_id: str, *, subtract: Any = None,
                        lanes: Sequence[str] = (), put_back: Sequence[tuple[str, int]] = (),
-                       ) -> Any:
-    """Replay ``run_id`` with the chosen edits; the result is journaled, so the cached
-    reads are dropped afterwards."""
+                       model: Any = None) -> Any:
+    """Replay ``run_id`` with the chosen edits (re-asking ``model``, default the one the
+    run recorded); the result is journaled, so the cached reads are dropped afterwards."""
     from memory_core.analysis.counterfactual import counterfactual
 
     try:
         with writable_storage(url) as storage:
             return counterfactual(storage, run_id, subtract=subtract, lanes=lanes,
-                                  put_back=put_back)
+                                  put_back=put_back, model=model)
     finally:
         after_write()
 
 
-def run_attribution(url: str, run_id: str, progress: Any = None) -> Any:
+def run_attribution(url: str, run_id: str, progress: Any = None, model: Any = None) -> Any:
     """Leave-one-out over the run's recalled messages (each one a journaled
     counterfactual)."""
     from memory_core.analysis.counterfactual import attribution
 
     try:
         with writable_storage(url) as storage:
-            return attribution(storage, run_id, progress=progress)
+            return attribution(storage, run_id, progress=progress, model=model)
     finally:
         after_write()

@@ -43,7 +43,7 @@ _EXPORTS: dict[str, str] = {
     "ModelResponse": "memory_core.models.base", "Tool": "memory_core.models.base",
     "ToolSpec": "memory_core.models.base",
     "ReaderModel": "memory_core.models.reader", "ScriptedModel": "memory_core.models.scripted",
-    "OpenAIChatModel": "memory_core.models.openai_http",
+    "OpenAIChatModel": "memory_core.models.openai_chat",
     # analysis
     "counterfactual": "memory_core.analysis.counterfactual",
     "attribution": "memory_core.analysis.counterfactual",

@@ -19,6 +19,7 @@ from memory_core.storage.base import Storage
 
 DEFAULT_DB = "sample_data/out/demo.duckdb"
 EMBEDDERS = {"hashing": "hashing-64", "minilm": "all-MiniLM-L6-v2"}
+DEMO_MODELS = ("reader", "openai")
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
                   pretty_exceptions_enable=False,
                   help="Memory Workbench: inspect, replay and explain what an agent's "
@@ -122,10 +123,16 @@ def demo(db: DbOpt = None,
          if_absent: Annotated[bool, typer.Option(
              "--if-absent", help="Do nothing when the database already exists.")] = False,
          embedder: Annotated[str, typer.Option(
-             help="minilm (the real model) or hashing (no model needed).")] = "minilm") -> None:
+             help="minilm (the real model) or hashing (no model needed).")] = "minilm",
+         model: Annotated[str, typer.Option(
+             "--model", help="What answers the stories' questions: reader (the offline "
+                             "reader) or openai (the OpenAI-compatible server set by "
+                             "MEMWB_OPENAI_BASE_URL and MEMWB_OPENAI_MODEL).")] = "reader",
+         ) -> None:
     """Build the demo database by running the real Runner over the demo scenarios.
 
     Example: memwb demo --db sample_data/out/demo.duckdb --if-absent
+    Example: MEMWB_OPENAI_MODEL=llama3.1 memwb demo --model openai --db /tmp/real.duckdb
     """
     from sample_data.build import build_demo
 
@@ -137,11 +144,13 @@ def demo(db: DbOpt = None,
         raise fail(f"the demo is a DuckDB file; give a path or duckdb:///path, not {url!r}")
     if embedder not in EMBEDDERS:
         raise fail(f"unknown embedder {embedder!r}; choose {', '.join(EMBEDDERS)}")
+    if model not in DEMO_MODELS:
+        raise fail(f"unknown demo model {model!r}; choose {', '.join(DEMO_MODELS)}")
     path = target[1]
     if if_absent and Path(path).exists():
         typer.echo(f"demo database already at {path}")
         return
-    guarded(lambda: build_demo(path, embedder=embedder,
+    guarded(lambda: build_demo(path, embedder=embedder, model=model,
                                progress=lambda msg: typer.echo(msg, err=True)))
     typer.echo(f"demo database written to {path}")
 
@@ -342,6 +351,31 @@ def verify(run: Annotated[str | None, typer.Argument(help="Run id (or --all).")]
         raise typer.Exit(1)
 
 
+ModelOpt = Annotated[str | None, typer.Option(
+    "--model", help="The model to re-ask: 'reader' (the offline reader) or a model name "
+                    "served by an OpenAI-compatible server. Default: the model the run "
+                    "recorded.")]
+BaseUrlOpt = Annotated[str | None, typer.Option(
+    "--base-url", help="The OpenAI-compatible server's base URL, e.g. "
+                       "http://127.0.0.1:11434/v1. Default: $MEMWB_OPENAI_BASE_URL, else the "
+                       "URL the run recorded.")]
+
+
+def _chosen_model(storage: Storage, run: str, model: str | None,
+                  base_url: str | None) -> Any:
+    """The model --model/--base-url choose for re-asking ``run`` (None: the library
+    rebuilds the recorded one)."""
+    if model is None and base_url is None:
+        return None
+    from memory_core.journal import load_run
+    from memory_core.registry import model_for_run
+
+    data = guarded(lambda: load_run(storage, run))
+    embed_name = data.memctx.settings.embedder if data.memctx else None
+    return guarded(lambda: model_for_run(data.model_info or None, override=model,
+                                         base_url=base_url, embed_name=embed_name))
+
+
 @app.command()
 def counterfactual(run: Annotated[str, typer.Argument(help="Run id.")], db: DbOpt = None,
                    subtract: Annotated[list[str] | None, typer.Option(
@@ -355,11 +389,13 @@ def counterfactual(run: Annotated[str, typer.Argument(help="Run id.")], db: DbOp
                    repeats: Annotated[int | None, typer.Option(
                        help="Ask each prompt this many times (default: 1 for a model at "
                             "temperature 0, else 3 to measure its noise first).")] = None,
-                   ) -> None:
+                   model: ModelOpt = None, base_url: BaseUrlOpt = None) -> None:
     """Re-run a run's frozen prompt with parts removed (or put back) and say whether the
-    answer changed. The result is journaled with the run.
+    answer changed. The result is journaled with the run. The model is the one the run
+    recorded unless --model/--base-url choose another.
 
     Example: memwb counterfactual support-3-card --subtract all
+    Example: memwb counterfactual my-run --subtract all --model llama3.1 --base-url http://127.0.0.1:11434/v1
     """
     from memory_core.analysis.counterfactual import counterfactual as cf
 
@@ -371,8 +407,9 @@ def counterfactual(run: Annotated[str, typer.Argument(help="Run id.")], db: DbOp
     if not sub and not lane and not backs:
         raise fail("nothing to change; give --subtract, --lane or --put-back")
     with opened(db, read_only=False) as s:
+        chosen = _chosen_model(s, run, model, base_url)
         res = guarded(lambda: cf(s, run, subtract=sub, lanes=lane or [], put_back=backs,
-                                 repeats=repeats))
+                                 repeats=repeats, model=chosen))
     typer.echo(f"variant:  {res.description}")
     typer.echo(f"original: {res.original_answer}")
     for ans in res.baseline_answers:

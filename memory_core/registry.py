@@ -3,13 +3,18 @@ analysis of a stored run can re-score and re-run without the caller wiring them 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import os
+import urllib.parse
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from pydantic import ValidationError
 
 from memory_core.embedders import Embedder, HashingEmbedder
 from memory_core.errors import InvalidInputError
 
 if TYPE_CHECKING:
-    from memory_core.models.base import Model
+    from memory_core.models.base import Model, ModelIdentity
     from memory_core.provenance import CompositionSettings
     from memory_core.recall import RecallConfig
 
@@ -42,19 +47,168 @@ def resolve_embedder(settings: CompositionSettings, embed: Embedder | None) -> E
     return embed if embed is not None else embedder_from_name(settings.embedder)
 
 
-def model_from_info(info: dict[str, Any], embed_name: str | None) -> Model:
-    """The model a run recorded (``{"name": ...}``), rebuilt when it is one of ours."""
-    name, kind = info.get("name"), info.get("kind")
-    if kind == "reader" or name == "offline-reader":
+# -- models ------------------------------------------------------------------------------
+READER_NAMES = ("reader", "offline-reader")
+_SCRIPTED_NAMES = ("scripted", "scripted-playback", "raising")
+_SAMPLING = ("temperature", "top_p", "seed", "max_tokens")
+
+
+def recorded_identity(info: ModelIdentity | Mapping[str, Any] | None) -> ModelIdentity:
+    """The identity a step record holds, as a ModelIdentity. Records written before
+    identities were typed hold ``{"name", "temperature", "seed"}``: ``offline-reader`` is
+    the reader, ``openai:<name>`` and any other unknown bare name (``llama3.1``, an
+    imported ``gpt-4o-mini-2024-07-18``) a model served by an OpenAI-compatible server."""
+    from memory_core.models.base import ModelIdentity
+
+    if isinstance(info, ModelIdentity):
+        return info
+    if not info:
+        raise InvalidInputError("the run recorded no model (it has no model step)")
+    if "kind" in info:
+        try:
+            return ModelIdentity.model_validate(dict(info))
+        except ValidationError as e:
+            first = e.errors()[0]
+            raise InvalidInputError(
+                f"the run's recorded model {dict(info)!r} is malformed: "
+                f"{'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+    name = str(info.get("name") or "")
+    if not name:
+        raise InvalidInputError(f"the run's recorded model {dict(info)!r} has no name")
+    kind = "openai"
+    if name == "offline-reader":
+        kind = "reader"
+    elif name == "extractive-summarizer":
+        kind = "summarizer"
+    elif name in _SCRIPTED_NAMES:
+        kind = "scripted"
+    elif name.startswith("openai:"):
+        name = name[len("openai:"):]
+
+    def num(key: str) -> Any:
+        v = info.get(key)
+        return v if isinstance(v, int | float) and not isinstance(v, bool) else None
+
+    seed = num("seed")
+    return ModelIdentity(kind=kind, name=name, temperature=num("temperature"),
+                         seed=int(seed) if seed is not None else None)
+
+
+_KIND_LABELS = {"reader": "the offline reader", "openai": "an OpenAI-compatible model",
+                "imported": "an imported recording", "scripted": "a scripted model",
+                "summarizer": "the extractive summariser", "custom": "a custom model"}
+
+
+def describe_model(identity: ModelIdentity) -> str:
+    """A one-line label: ``llama3.1 (an OpenAI-compatible model, http://…/v1,
+    temperature 0.7)``."""
+    bits = [_KIND_LABELS.get(identity.kind, "a custom model")]
+    bits += [identity.base_url] if identity.base_url else []
+    bits += [f"{k.replace('_', ' ')} {getattr(identity, k)}" for k in _SAMPLING
+             if getattr(identity, k) is not None and identity.kind != "reader"]
+    return f"{identity.name} ({', '.join(bits)})"
+
+
+class ModelPlan(NamedTuple):
+    """The model a re-run will ask: its identity (credential-free) and, for a server,
+    the base URL to call (which may carry credentials: never shown)."""
+
+    identity: ModelIdentity
+    base_url: str | None = None
+
+
+def plan_model_for_run(recorded: ModelIdentity | Mapping[str, Any] | None, *,
+                       override: str | None = None, base_url: str | None = None,
+                       environ: Mapping[str, str] | None = None) -> ModelPlan:
+    """Which model re-asks a recorded run, without building it (nothing is loaded or
+    contacted). ``override`` is ``"reader"`` (the offline reader) or a model name served
+    by an OpenAI-compatible server; ``base_url`` names that server. Without them, the
+    run's own model: the reader, or its recorded name and sampling parameters at
+    ``MEMWB_OPENAI_BASE_URL`` — else at the base URL the run recorded (never for an
+    imported recording, whose original provider is not ours to call). InvalidInputError
+    says what is missing, naming the variable to set."""
+    from memory_core.models.base import ModelIdentity
+    from memory_core.models.openai_chat import ENV_BASE_URL, public_url
+
+    env = os.environ if environ is None else environ
+    if override is not None and (not isinstance(override, str) or not override.strip()):
+        raise InvalidInputError(f"model must be a model name or 'reader', got {override!r}")
+    name = override.strip() if override else None
+    if name in READER_NAMES:
+        if base_url:
+            raise InvalidInputError(f"the offline reader runs here and takes no base URL "
+                                    f"(got {public_url(base_url)!r})")
+        return ModelPlan(ModelIdentity(kind="reader", name="offline-reader", temperature=0.0))
+    ident: ModelIdentity | None
+    if name is None:
+        ident = recorded_identity(recorded)
+        if ident.kind == "reader" and not base_url:
+            return ModelPlan(ident)
+        if ident.kind not in ("openai", "imported"):
+            what = _KIND_LABELS.get(ident.kind, "a custom model")
+            raise InvalidInputError(
+                f"the run's model {ident.name!r} is {what} that cannot be rebuilt from the "
+                "journal" + (
+                    f"; name the model to ask at {public_url(base_url)!r}" if base_url else
+                    "; choose the offline reader or a model served by an OpenAI-compatible "
+                    "server to re-ask it"))
+        name = ident.name
+    else:
+        try:
+            ident = recorded_identity(recorded) if recorded else None
+        except InvalidInputError:
+            ident = None
+    served = ident is not None and ident.kind in ("openai", "imported")
+    url = base_url or env.get(ENV_BASE_URL) or (
+        ident.base_url if ident is not None and ident.kind == "openai" else None)
+    if not url:
+        what = ("was recorded from an imported trace" if ident is not None
+                and ident.kind == "imported" and name == ident.name else
+                "is served by an OpenAI-compatible server")
+        raise InvalidInputError(
+            f"the model {name!r} {what}, and none is configured: set {ENV_BASE_URL} to the "
+            f"server's base URL (e.g. http://127.0.0.1:11434/v1 for Ollama)")
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        source = "the given base URL" if base_url else (
+            ENV_BASE_URL if env.get(ENV_BASE_URL) else "the recorded base URL")
+        raise InvalidInputError(f"{public_url(url)!r} ({source}) is not an http:// or "
+                                "https:// URL with a host")
+    sampling = {k: getattr(ident, k) for k in _SAMPLING} if served and ident else {}
+    return ModelPlan(ModelIdentity(kind="openai", name=name, base_url=public_url(url),
+                                   **sampling), url)
+
+
+def model_for_run(recorded: ModelIdentity | Mapping[str, Any] | None, *,
+                  override: Model | str | None = None, base_url: str | None = None,
+                  embed_name: str | None = None,
+                  environ: Mapping[str, str] | None = None) -> Model:
+    """The model to re-ask a recorded run with (see ``plan_model_for_run``); a Model
+    object as ``override`` is used as it is. The reader gets the embedder the run was
+    composed with (``embed_name``); a server model its API key, timeout and retries
+    from the ``MEMWB_OPENAI_*`` variables."""
+    if override is not None and not isinstance(override, str):
+        if not callable(getattr(override, "complete", None)):
+            raise InvalidInputError(f"model must be a model object, a model name or "
+                                    f"'reader', got {override!r}")
+        return override
+    plan = plan_model_for_run(recorded, override=override, base_url=base_url,
+                              environ=environ)
+    ident = plan.identity
+    if ident.kind == "reader":
         from memory_core.models.reader import ReaderModel
 
-        return ReaderModel(embed=embedder_from_name(embed_name))
-    if kind == "openai" or (isinstance(name, str) and name.startswith("openai:")):
-        from memory_core.models.openai_http import OpenAIChatModel
+        return ReaderModel(embed=embedder_from_name(embed_name), name=ident.name)
+    from memory_core.models.openai_chat import OpenAIChatModel
 
-        return OpenAIChatModel.from_env()
-    raise InvalidInputError(
-        f"cannot rebuild the model {name!r} recorded for this run; pass model=...")
+    return OpenAIChatModel(base_url=plan.base_url, model=ident.name,
+                           temperature=ident.temperature, seed=ident.seed, top_p=ident.top_p,
+                           max_tokens=ident.max_tokens, environ=environ)
+
+
+def model_from_info(info: Mapping[str, Any], embed_name: str | None) -> Model:
+    """The model a run recorded, rebuilt (``model_for_run`` with no override)."""
+    return model_for_run(info, embed_name=embed_name)
 
 
 def recall_config_from_settings(settings: CompositionSettings) -> RecallConfig:

@@ -1,13 +1,15 @@
 """Builds the demo database: every scenario is played through the real Runner with
 journaled runs — history turns by a playback agent that says the hand-written
 replies (and makes the hand-written tool calls), question turns by the offline reader
-model answering from whatever memory composed. Same input, same database."""
+model answering from whatever memory composed. Same input, same database. With
+``model="openai"`` the question turns are answered by the configured OpenAI-compatible
+server instead (``memwb demo --model openai``)."""
 
 from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -15,7 +17,7 @@ from typing import Any
 from memory_core.embedders import Embedder, HashingEmbedder
 from memory_core.errors import InvalidInputError
 from memory_core.memory import AgentMemory
-from memory_core.models.base import ModelResponse, Tool, ToolSpec
+from memory_core.models.base import Model, ModelIdentity, ModelResponse, Tool, ToolSpec
 from memory_core.observational import ObservationalConfig
 from memory_core.recall import RecallConfig
 from memory_core.runner import Agent, Runner
@@ -30,6 +32,7 @@ from sample_data.scenarios.trip import TRIP, TripPlan
 
 SCENARIOS: list[Scenario] = [SUPPORT, TRIP, TECH, HOME]
 SCHEMAS = {"TripPlan": TripPlan}
+MODELS = ("reader", "openai")  # what answers the question turns
 EPOCH = datetime(2027, 3, 1, 9, 0, tzinfo=UTC)
 Progress = Callable[[str], None]
 
@@ -57,6 +60,9 @@ class PlaybackModel:
 
     def __init__(self) -> None:
         self.script: list[ModelResponse] = []
+
+    def identity(self) -> ModelIdentity:
+        return ModelIdentity(kind="scripted", name=self.name)
 
     def complete(self, messages: Any, tools: Any) -> ModelResponse:
         if not self.script:
@@ -128,15 +134,30 @@ def _history_script(run_id: str, turn: Turn) -> list[ModelResponse]:
     return script
 
 
-def play_scenario(storage: Storage, scenario: Scenario, embed: Embedder, clock: DemoClock,
-                  progress: Progress, start: datetime) -> list[str]:
-    """Plays one scenario; returns the run ids it wrote."""
-    from memory_core.models.reader import ReaderModel
+def make_model(name: str, embed: Embedder,
+               environ: Mapping[str, str] | None = None) -> Model:
+    """The model that answers the question turns: ``reader`` (the offline reader) or
+    ``openai`` (the OpenAI-compatible server the ``MEMWB_OPENAI_*`` variables configure)."""
+    if name == "reader":
+        from memory_core.models.reader import ReaderModel
 
+        return ReaderModel(embed=embed)
+    if name == "openai":
+        from memory_core.models.openai_chat import OpenAIChatModel
+
+        return OpenAIChatModel.from_env(environ)
+    raise InvalidInputError(f"unknown demo model {name!r}; choose {' or '.join(MODELS)}")
+
+
+def play_scenario(storage: Storage, scenario: Scenario, embed: Embedder, clock: DemoClock,
+                  progress: Progress, start: datetime, model: Model | None = None
+                  ) -> list[str]:
+    """Plays one scenario (question turns answered by ``model``, default the offline
+    reader); returns the run ids it wrote."""
     playback = PlaybackModel()
     tools = [TOOLS[n] for n in scenario.tools]
     agents = {scenario.agent: Agent(name=scenario.agent, instructions=scenario.instructions,
-                                    model=ReaderModel(embed=embed), tools=tools),
+                                    model=model or make_model("reader", embed), tools=tools),
               f"{scenario.agent}:playback": Agent(name=f"{scenario.agent}:playback",
                                                   instructions=scenario.instructions,
                                                   model=playback, tools=tools)}
@@ -184,13 +205,18 @@ def _store_legacy(runner: Runner, thread_id: str, resource_id: str, turn: Legacy
 
 def build_into(storage: Storage, clock: DemoClock, *, embedder: str = "minilm",
                progress: Progress = print, cache_dir: Path | None = None,
-               only: list[str] | None = None) -> list[str]:
+               only: list[str] | None = None, model: str = "reader",
+               environ: Mapping[str, str] | None = None) -> list[str]:
     """Play every scenario (or those whose key is in ``only``) into ``storage``;
-    ``clock`` must be the storage's clock too."""
+    ``clock`` must be the storage's clock too. ``model`` answers the question turns:
+    ``reader`` or ``openai`` (configured by the ``MEMWB_OPENAI_*`` variables in
+    ``environ``, default os.environ)."""
     unknown = sorted(set(only or ()) - {s.key for s in SCENARIOS})
     if unknown:
         raise InvalidInputError(f"unknown scenario(s) {', '.join(map(repr, unknown))}; "
                                 f"choose from {', '.join(s.key for s in SCENARIOS)}")
+    # a server model is configured (or its missing variable named) before any work
+    answerer = make_model(model, HashingEmbedder(8), environ) if model != "reader" else None
     embed = make_embedder(embedder, cache_dir)
     run_ids: list[str] = []
     for n, scenario in enumerate(SCENARIOS):
@@ -198,11 +224,11 @@ def build_into(storage: Storage, clock: DemoClock, *, embedder: str = "minilm",
             continue
         progress(f"[{n + 1}/{len(SCENARIOS)}] {scenario.title}")
         run_ids += play_scenario(storage, scenario, embed, clock, progress,
-                                 EPOCH + timedelta(days=40 * n))
+                                 EPOCH + timedelta(days=40 * n), answerer)
     return run_ids
 
 
-def build_demo(path: Path | str, *, embedder: str = "minilm",
+def build_demo(path: Path | str, *, embedder: str = "minilm", model: str = "reader",
                progress: Progress = print) -> Path:
     """Write the demo database to ``path`` (replacing it). It is built in a temporary
     file and moved into place, so a failed build never leaves half a database."""
@@ -218,7 +244,7 @@ def build_demo(path: Path | str, *, embedder: str = "minilm",
         try:
             with storage.session():
                 build_into(storage, clock, embedder=embedder, progress=progress,
-                           cache_dir=cache)
+                           cache_dir=cache, model=model)
         finally:
             storage.close()
         shutil.move(str(tmp_db), str(path))

@@ -7,6 +7,9 @@ from pathlib import Path
 
 import pytest
 
+# the local fake OpenAI-compatible provider, as the ``fake_provider`` fixture
+from tests.fake_provider.server import fake_provider  # noqa: F401
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 

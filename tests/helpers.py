@@ -25,3 +25,24 @@ class Tick:
     def __call__(self) -> datetime:
         self.t += timedelta(seconds=1)
         return self.t
+
+
+def copy_run_with_model(storage: Any, source: str, run_id: str,
+                        model: dict[str, Any]) -> str:
+    """A copy of run ``source`` under ``run_id`` whose step records say ``model``
+    answered them (past counterfactuals left out): how a test gets a run "made with"
+    another model without a server."""
+    from memory_core.types import RunRecord
+
+    run = storage.runs.get_run(source)
+    assert run is not None, source
+    storage.runs.start_run(RunRecord(run_id=run_id, agent=run.agent, thread_id=run.thread_id,
+                                     resource_id=run.resource_id, started_at=run.started_at))
+    for key, value in storage.runs.list(f"{source}:"):
+        if ":cf:" in key:
+            continue
+        if ":step:" in key:
+            value = {**value, "model": model}
+        storage.runs.put_if_absent(run_id + key[len(source):], value)
+    storage.runs.set_run_status(run_id, "completed")
+    return run_id

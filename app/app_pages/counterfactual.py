@@ -13,13 +13,21 @@ import streamlit as st
 
 from app import services
 from app.components import LANE_TITLES, escape_md, link_to_run, literal, pick_run
+from memory_core.errors import InvalidInputError
+from memory_core.registry import (
+    describe_model,
+    model_for_run,
+    plan_model_for_run,
+    recorded_identity,
+)
 
 VERDICT_BADGES = {"changed": ("orange", ":material/published_with_changes:"),
                   "unchanged": ("green", ":material/check_circle:"),
                   "inconclusive": ("gray", ":material/help:")}
-REPLAY_HINT = ("A replay re-runs the model the run recorded: the offline reader, or an "
-               "OpenAI-compatible server configured with the MEMWB\\_OPENAI\\_\\* "
-               "variables. Scripted models cannot be replayed.")
+REPLAY_HINT = ("A replay re-asks the model chosen above: the one the run recorded (the "
+               "offline reader, or its OpenAI-compatible server: MEMWB\\_OPENAI\\_BASE\\_URL "
+               "when set, else the server the run recorded), or the offline reader.")
+MODEL_CHOICES = ("recorded", "reader")
 
 st.title("Counterfactual replay")
 st.caption("Take parts out of what the model was given (or put back what was left out), "
@@ -72,14 +80,51 @@ put_back: list[Ref] = st.multiselect(
     disabled=not putbackable)
 subtract = "all" if mode == "Subtract all recalled" else chosen
 
-if st.button("Run counterfactual", type="primary", icon=":material/play_arrow:"):
+
+def _model_choice() -> tuple[str | None, str | None]:
+    """The model picker: the model this run used (default) or the offline reader.
+    Returns the override for the library (None: the recorded model) and, when that model
+    cannot be asked, why (the page then disables the buttons and says so)."""
+    recorded = view.steps[0].model if view.steps else {}
+    try:
+        used = describe_model(recorded_identity(recorded))
+    except InvalidInputError:
+        used = "unknown"
+    labels = {"recorded": f"The model this run used: {used}",
+              "reader": "The offline reader (runs here, no server)"}
+    pick = st.radio("Model to re-ask", MODEL_CHOICES, format_func=labels.__getitem__,
+                    key=f"model:{run_id}")
+    override = None if pick == "recorded" else "reader"
+    try:
+        plan_model_for_run(recorded, override=override)
+    except InvalidInputError as e:
+        return override, str(e)
+    return override, None
+
+
+override, model_problem = _model_choice()
+if model_problem:
+    st.warning(escape_md(model_problem), icon=":material/block:")
+
+
+def _chosen_model() -> object:
+    """The model object to pass (None: the library rebuilds the recorded one)."""
+    if override is None:
+        return None
+    return model_for_run(view.steps[0].model if view.steps else None, override=override,
+                         embed_name=view.settings.get("embedder"))
+
+
+if st.button("Run counterfactual", type="primary", icon=":material/play_arrow:",
+             disabled=model_problem is not None, help=model_problem):
     if not (subtract or lanes_out or put_back):
         st.warning("Choose something to subtract or put back first.")
     else:
         with st.spinner("Re-running the model on the edited prompt…"):
             try:
                 result = services.run_counterfactual(url, run_id, subtract=subtract,
-                                                     lanes=lanes_out, put_back=put_back)
+                                                     lanes=lanes_out, put_back=put_back,
+                                                     model=_chosen_model())
                 st.session_state[f"cf-result:{run_id}"] = result
             except Exception as e:  # noqa: BLE001 - no traceback in the page
                 st.session_state.pop(f"cf-result:{run_id}", None)
@@ -107,7 +152,9 @@ if result is not None:
 st.markdown("#### Leave-one-out attribution")
 st.caption("Replays the run once without each recalled message, to show which ones the "
            "answer depended on.")
-if st.button("Run attribution", icon=":material/bar_chart:", disabled=not recalled):
+if st.button("Run attribution", icon=":material/bar_chart:",
+             disabled=not recalled or model_problem is not None,
+             help=model_problem or (None if recalled else "This run recalled nothing.")):
     bar = st.progress(0.0, text="Replaying without each recalled message…")
 
     def _progress(done: int, total: int) -> None:
@@ -115,7 +162,7 @@ if st.button("Run attribution", icon=":material/bar_chart:", disabled=not recall
 
     try:
         st.session_state[f"attribution:{run_id}"] = services.run_attribution(
-            url, run_id, progress=_progress)
+            url, run_id, progress=_progress, model=_chosen_model())
     except Exception as e:  # noqa: BLE001
         st.session_state.pop(f"attribution:{run_id}", None)
         st.error(f"Attribution could not run: {services.friendly_error(e)}",

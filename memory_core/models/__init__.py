@@ -1,5 +1,5 @@
 """Models: the ``Model`` port and the shipped models (offline reader, extractive
-summariser, scripted/raising test models, OpenAI-compatible HTTP client).
+summariser, scripted/raising test models, OpenAI-compatible client on the openai SDK).
 
 Names load lazily so importing one model does not import the others."""
 
@@ -19,7 +19,7 @@ _EXPORTS: dict[str, str] = {
     "SummaryParts": "memory_core.models.summarizer",
     "parse_summary": "memory_core.models.summarizer",
     "format_block": "memory_core.models.summarizer",
-    "OpenAIChatModel": "memory_core.models.openai_http",
+    "OpenAIChatModel": "memory_core.models.openai_chat",
 }
 
 __all__ = sorted(_EXPORTS)
