@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, StrictInt, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt, ValidationError, field_validator
 
 from memory_core.embedders import Embedder, tokenize
 from memory_core.errors import InvalidInputError
@@ -144,6 +144,13 @@ class RecallConfig(BaseModel):
     answer. With the hashing embedder (no model) prefer ``"lexical"`` or ``"hybrid"``:
     hashed cosine is far weaker than BM25. Recommended: ``RecallConfig(mode="hybrid")``.
 
+    Hits are the first ``top_k`` eligible candidates that are not in the caller's
+    window (the recent window, already in the prompt: it never uses up a slot) and,
+    with ``skip_query_duplicates`` (default on), not near-duplicates of the query: a
+    stored question whose terms overlap the query's with Jaccard >= ``duplicate_overlap``
+    (an earlier asking of the same question, which holds no answer). Both kinds are
+    reported as near misses (``already-in-window``, ``duplicate-of-query``).
+
     ``near_misses`` is how many candidates just below the cut are reported (with a
     reason); ``message_range`` is an int n (n before, n after) or
     ``{"before": b, "after": a}``.
@@ -158,6 +165,8 @@ class RecallConfig(BaseModel):
     mode: RecallMode = "vector"
     near_misses: StrictInt = 5
     rrf_k: StrictInt = 60
+    skip_query_duplicates: StrictBool = True
+    duplicate_overlap: float = 0.6
 
     def __init__(self, **data: Any) -> None:
         try:
@@ -218,6 +227,15 @@ class RecallConfig(BaseModel):
             raise ValueError(f"near_misses must be >= 0, got {v}")
         return v
 
+    @field_validator("duplicate_overlap", mode="before")
+    @classmethod
+    def _overlap(cls, v: Any) -> float:
+        if isinstance(v, bool) or not isinstance(v, int | float):
+            raise ValueError(f"duplicate_overlap must be a number in (0, 1], got {v!r}")
+        if not math.isfinite(v) or not 0.0 < v <= 1.0:
+            raise ValueError(f"duplicate_overlap must be in (0, 1], got {v!r}")
+        return float(v)
+
     @field_validator("rrf_k")
     @classmethod
     def _rrf(cls, v: int) -> int:
@@ -248,6 +266,8 @@ class RecallConfig(BaseModel):
             "mode": self.mode,
             "near_misses": self.near_misses,
             "rrf_k": self.rrf_k,
+            "skip_query_duplicates": self.skip_query_duplicates,
+            "duplicate_overlap": self.duplicate_overlap,
         }
 
 
@@ -312,6 +332,30 @@ class _Ranked:
     pos: np.ndarray  # int64 per row: 1-based position among passing (would-be when
     # filtered out), 0 when not ranked
     order: list[int]  # rows considered, best first
+    truncated: bool = False  # some candidates were left out of ``order``
+
+
+@dataclass
+class _Picked:
+    """The hits of one query and the rows passed over on the way to them."""
+
+    hits: list[int]
+    skipped: dict[int, NearMissReason]
+    msgs: dict[tuple[str, int], StoredMessage]  # fetched on the way, reused for output
+
+
+def is_query_duplicate(text: str, query_terms: frozenset[str], overlap: float) -> bool:
+    """Whether a stored text is a near-duplicate of the query: a question (it holds a
+    "?") whose BM25 terms overlap the query's with Jaccard >= ``overlap``. Such a turn
+    repeats the question (an earlier asking, or the input itself) and carries no answer:
+    recalling it would crowd out the fact. A statement is never a duplicate, however
+    many words it shares with the question: it may be the answer."""
+    if "?" not in text or not query_terms:
+        return False
+    terms = frozenset(lexical_terms(text))
+    if not terms:
+        return False
+    return len(terms & query_terms) / len(terms | query_terms) >= overlap
 
 
 @dataclass
@@ -336,6 +380,10 @@ class _ScopeIndex:
     masks: dict[str, np.ndarray] = field(default_factory=dict)
     last_key: tuple[int, str, int] | None = None
     all_vec: bool = True
+
+    def key(self, row: int) -> tuple[str, int]:
+        """The ``(thread_id, seq)`` of a row."""
+        return self.threads[int(self.tidx[row])], int(self.seqs[row])
 
     def _grow(self, extra: int, dim: int | None) -> None:
         need = self.n + extra
@@ -678,10 +726,11 @@ class RecallEngine:
             order_arr = order_of(head, score, secondary)
         pos = _positions(n, order_arr, passing)
         order = order_arr.tolist()
-        return _Ranked(score, vec, lex, cand, passing, eligible, pos, order)
+        return _Ranked(score, vec, lex, cand, passing, eligible, pos, order,
+                       truncated=len(order) < int(np.count_nonzero(cand)))
 
     def _rank_fast(self, idx: _ScopeIndex, config: RecallConfig, q: np.ndarray,
-                   within: np.ndarray | None) -> _Ranked:
+                   within: np.ndarray | None, extra: int = 0) -> _Ranked:
         """Vector mode: one matrix-vector product, then only the top of the ranking."""
         n = idx.n
         qn = q / np.linalg.norm(q)
@@ -693,10 +742,11 @@ class RecallEngine:
             raw[bad] = -np.inf
         mask = idx.filter_mask(config.filter)
         injected = config.top_k * (1 + config.before + config.after)
-        pool = _top(raw, injected + config.top_k + config.near_misses)
+        head = config.top_k + config.near_misses + extra
+        pool = _top(raw, injected + head)
         if mask is not None:
-            pool = np.union1d(pool, _top(np.where(mask, raw, -np.inf),
-                                         config.top_k + config.near_misses))
+            pool = np.union1d(pool, _top(np.where(mask, raw, -np.inf), head))
+        total = n if within is None and idx.all_vec else int(np.isfinite(raw).sum())
         keyrank = idx.keyrank[:n]
         order = pool[np.lexsort((keyrank[pool], -raw[pool]))] if pool.size else pool
         score = np.full(n, -np.inf)
@@ -710,7 +760,8 @@ class RecallEngine:
         pos = _positions(n, order, passing)
         vec = np.full(n, np.nan)
         vec[order] = raw[order]
-        return _Ranked(score, vec, None, cand, passing, eligible, pos, order.tolist())
+        return _Ranked(score, vec, None, cand, passing, eligible, pos, order.tolist(),
+                       truncated=order.size < total)
 
     # -- public API -------------------------------------------------------------------
     def _skip_reason(self, query: str | None, config: RecallConfig) -> str | None:
@@ -741,9 +792,13 @@ class RecallEngine:
             config: RecallConfig, window: frozenset[tuple[str, int]] = frozenset(),
             as_of: dict[str, int] | None = None,
             thread: Thread | None = None) -> RecallOutcome:
-        """Recall for one query: hits expanded by ``message_range`` (minus rows in
-        ``window``), near misses with reasons, and the scope snapshot. ``thread`` is
-        the caller's fresh read of ``thread_id`` (see ``scope_threads``)."""
+        """Recall for one query: the ``top_k`` best eligible candidates that are not in
+        ``window`` (the recent window and any input already in the prompt: they never
+        use up a slot) and, with ``skip_query_duplicates``, not near-duplicates of the
+        query; those hits expanded by ``message_range`` (minus rows in ``window``); near
+        misses with reasons (rows passed over say ``already-in-window`` or
+        ``duplicate-of-query``); and the scope snapshot. ``thread`` is the caller's
+        fresh read of ``thread_id`` (see ``scope_threads``)."""
         skipped = self._skip_reason(query, config)
         if skipped is not None:
             return RecallOutcome([], [], {}, skipped, query)
@@ -755,23 +810,66 @@ class RecallEngine:
             if zero_q and config.mode == "vector":
                 return RecallOutcome([], [], snapshot, "all-zero query", query)
             q_used = None if zero_q else q
-            # an empty scope has no vector dimension yet: the full path handles it
-            if config.mode == "vector" and q_used is not None and idx.dim is not None:
-                ranked = self._rank_fast(idx, config, q_used, within)
-            else:
-                pool = config.top_k * (2 + config.before + config.after) + config.near_misses
-                ranked = self._rank_full(idx, config, q_used, query, within, pool)
-            return self._outcome(idx, config, ranked, window, within, snapshot, query)
+            # rows passed over still sit in the ranking: rank enough of its head to
+            # fill top_k past them, and widen it when more were passed over than planned
+            extra = len(window) + (config.top_k if config.skip_query_duplicates else 0)
+            while True:
+                ranked = self._rank(idx, config, q_used, query, within, extra)
+                picked = self._pick(idx, config, ranked, window, query)
+                if picked is not None:
+                    return self._outcome(idx, config, ranked, picked, window, within,
+                                         snapshot, query)
+                extra = 2 * extra + config.top_k
+
+    def _rank(self, idx: _ScopeIndex, config: RecallConfig, q: np.ndarray | None,
+              query: str, within: np.ndarray | None, extra: int) -> _Ranked:
+        # an empty scope has no vector dimension yet: the full path handles it
+        if config.mode == "vector" and q is not None and idx.dim is not None:
+            return self._rank_fast(idx, config, q, within, extra)
+        pool = config.top_k * (2 + config.before + config.after) + config.near_misses + extra
+        return self._rank_full(idx, config, q, query, within, pool)
+
+    def _pick(self, idx: _ScopeIndex, config: RecallConfig, ranked: _Ranked,
+              window: frozenset[tuple[str, int]], query: str) -> _Picked | None:
+        """Walk the eligible candidates best first until ``top_k`` hits are found,
+        passing over rows in the window and near-duplicates of the query. None when
+        the ranked head ran out before that although more candidates exist."""
+        query_terms = frozenset(lexical_terms(query)) if config.skip_query_duplicates \
+            else None
+        eligible = [r for r in ranked.order if ranked.eligible[r]]
+        picked = _Picked([], {}, {})
+        for i, r in enumerate(eligible):
+            if len(picked.hits) >= config.top_k:
+                break
+            key = idx.key(r)
+            if key in window:
+                picked.skipped[r] = "already-in-window"
+                continue
+            if query_terms is not None:
+                if key not in picked.msgs:
+                    # texts are needed to compare: fetch the next stretch of the head
+                    ahead = [idx.key(x) for x in eligible[i:i + 2 * config.top_k]]
+                    picked.msgs.update(self._fetch(
+                        [k for k in ahead if k not in window and k not in picked.msgs]))
+                m = picked.msgs.get(key)
+                if m is not None and is_query_duplicate(m.text() or "", query_terms,
+                                                        config.duplicate_overlap):
+                    picked.skipped[r] = "duplicate-of-query"
+                    continue
+            picked.hits.append(r)
+        if len(picked.hits) < config.top_k and ranked.truncated:
+            return None
+        return picked
 
     def _outcome(self, idx: _ScopeIndex, config: RecallConfig, ranked: _Ranked,
-                 window: frozenset[tuple[str, int]], within: np.ndarray | None,
-                 snapshot: dict[str, int], query: str) -> RecallOutcome:
-        hits = [r for r in ranked.order if ranked.eligible[r]][: config.top_k]
+                 picked: _Picked, window: frozenset[tuple[str, int]],
+                 within: np.ndarray | None, snapshot: dict[str, int],
+                 query: str) -> RecallOutcome:
+        hits = picked.hits
         hit_set = set(hits)
         rows_out: dict[tuple[str, int], int | None] = {}  # (thread, seq) -> hit row
         for r in hits:
-            t = idx.threads[int(idx.tidx[r])]
-            rows_out[(t, int(idx.seqs[r]))] = r
+            rows_out[idx.key(r)] = r
         for r in hits:
             t = idx.threads[int(idx.tidx[r])]
             seqs = idx.thread_seqs[t]
@@ -780,30 +878,10 @@ class RecallEngine:
             for j in range(max(0, p - config.before), min(limit, p + config.after + 1)):
                 rows_out.setdefault((t, seqs[j]), None)
         injected = {k for k in rows_out if k not in window}
-        in_window_hits = {r for k, r in rows_out.items() if r is not None and k in window}
-
-        misses: list[tuple[int, NearMissReason]] = []
-        for r in ranked.order:
-            if len(misses) >= config.near_misses:
-                break
-            key = (idx.threads[int(idx.tidx[r])], int(idx.seqs[r]))
-            if r in in_window_hits:
-                misses.append((r, "already-in-window"))
-            elif r in hit_set or key in injected:
-                continue
-            elif not ranked.passing[r]:
-                misses.append((r, "filtered-out"))
-            elif not ranked.eligible[r]:
-                misses.append((r, "below-threshold"))
-            else:
-                misses.append((r, "beyond-top-k"))
-
-        need: dict[str, set[int]] = {}
-        for t, s in injected:
-            need.setdefault(t, set()).add(s)
-        for r, _ in misses:
-            need.setdefault(idx.threads[int(idx.tidx[r])], set()).add(int(idx.seqs[r]))
-        msgs = self._fetch(need)
+        misses = self._misses(idx, config, ranked, picked, hit_set, injected, window)
+        msgs = picked.msgs
+        msgs.update(self._fetch([k for k in [*injected, *(idx.key(r) for r, _ in misses)]
+                                 if k not in msgs]))
 
         out_hits: list[RecallHit] = []
         for key in injected:
@@ -822,7 +900,7 @@ class RecallEngine:
 
         near: list[NearMiss] = []
         for r, reason in misses:
-            key = (idx.threads[int(idx.tidx[r])], int(idx.seqs[r]))
+            key = idx.key(r)
             m = msgs.get(key)
             if m is None:
                 continue
@@ -837,8 +915,35 @@ class RecallEngine:
                                  filter_clause=clause))
         return RecallOutcome(out_hits, near, snapshot, None, query)
 
-    def _fetch(self, need: dict[str, set[int]]) -> dict[tuple[str, int], StoredMessage]:
-        refs = [(t, s) for t, seqs in need.items() for s in seqs]
+    @staticmethod
+    def _misses(idx: _ScopeIndex, config: RecallConfig, ranked: _Ranked, picked: _Picked,
+                hit_set: set[int], injected: set[tuple[str, int]],
+                window: frozenset[tuple[str, int]]) -> list[tuple[int, NearMissReason]]:
+        """The first ``near_misses`` rows of the ranking that reach the prompt neither
+        as hits nor as neighbours, each with why."""
+        misses: list[tuple[int, NearMissReason]] = []
+        for r in ranked.order:
+            if len(misses) >= config.near_misses:
+                break
+            key = idx.key(r)
+            if r in hit_set or key in injected:
+                continue
+            passed_over = picked.skipped.get(r)
+            if passed_over is not None:
+                misses.append((r, passed_over))
+            elif not ranked.passing[r]:
+                misses.append((r, "filtered-out"))
+            elif not ranked.eligible[r]:
+                misses.append((r, "below-threshold"))
+            elif key in window:
+                misses.append((r, "already-in-window"))
+            else:
+                misses.append((r, "beyond-top-k"))
+        return misses
+
+    def _fetch(self, refs: Sequence[tuple[str, int]]) -> dict[tuple[str, int], StoredMessage]:
+        if not refs:
+            return {}
         return {(m.thread_id, m.seq): m for m in self.store.get_messages_by_refs(refs)}
 
     def score_all(self, query: str, *, thread_id: str, resource_id: str | None,
