@@ -14,13 +14,21 @@ import math
 import threading
 from array import array
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    StrictBool,
+    StrictInt,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
 from memory_core.embedders import Embedder, tokenize
 from memory_core.errors import InvalidInputError
@@ -82,6 +90,13 @@ def _stem(term: str) -> str:
 def lexical_terms(text: str) -> list[str]:
     """The BM25 terms of a text: ``tokenize``, stop words removed, plurals folded."""
     return [_stem(t) for t in tokenize(text) if t not in STOP_WORDS]
+
+
+def rewrite_query(query: str) -> str:
+    """The query without function words ("what", "did", "my", ...), so that its
+    embedding weighs the topic words; the query itself when nothing is left."""
+    kept = [t for t in tokenize(query) if t not in STOP_WORDS]
+    return " ".join(kept) if kept else query
 
 
 # -- configuration ------------------------------------------------------------------------
@@ -167,6 +182,12 @@ class RecallConfig(BaseModel):
     rrf_k: StrictInt = 60
     skip_query_duplicates: StrictBool = True
     duplicate_overlap: float = 0.6
+    fusion: Literal["rrf", "weighted"] = "rrf"
+    vector_weight: float = 0.5
+    score_norm: Literal["minmax", "zscore"] = "minmax"
+    context_weight: float = 0.0
+    question_weight: float = 1.0
+    query_rewrite: StrictBool = False
 
     def __init__(self, **data: Any) -> None:
         try:
@@ -236,6 +257,22 @@ class RecallConfig(BaseModel):
             raise ValueError(f"duplicate_overlap must be in (0, 1], got {v!r}")
         return float(v)
 
+    @field_validator("vector_weight", "question_weight", mode="before")
+    @classmethod
+    def _unit(cls, v: Any, info: ValidationInfo) -> float:
+        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) \
+                or not 0.0 <= v <= 1.0:
+            raise ValueError(f"{info.field_name} must be a number in [0, 1], got {v!r}")
+        return float(v)
+
+    @field_validator("context_weight", mode="before")
+    @classmethod
+    def _context(cls, v: Any) -> float:
+        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) \
+                or not 0.0 <= v <= 4.0:
+            raise ValueError(f"context_weight must be a number in [0, 4], got {v!r}")
+        return float(v)
+
     @field_validator("rrf_k")
     @classmethod
     def _rrf(cls, v: int) -> int:
@@ -268,6 +305,12 @@ class RecallConfig(BaseModel):
             "rrf_k": self.rrf_k,
             "skip_query_duplicates": self.skip_query_duplicates,
             "duplicate_overlap": self.duplicate_overlap,
+            "fusion": self.fusion,
+            "vector_weight": self.vector_weight,
+            "score_norm": self.score_norm,
+            "context_weight": self.context_weight,
+            "question_weight": self.question_weight,
+            "query_rewrite": self.query_rewrite,
         }
 
 
@@ -375,6 +418,11 @@ class _ScopeIndex:
     created: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     keyrank: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     doclen: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    prev_row: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # -1: first
+    asks: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))  # text holds a "?"
+    last_row: dict[str, int] = field(default_factory=dict)  # per thread
+    lexical: bool = False  # the lexical index is kept (a lexical/hybrid query came)
+    lex_n: int = 0  # rows [0, lex_n) are in the lexical index
     metadata: list[dict[str, Any] | None] = field(default_factory=list)
     postings: dict[str, tuple[array[int], array[float]]] = field(default_factory=dict)
     masks: dict[str, np.ndarray] = field(default_factory=dict)
@@ -409,6 +457,8 @@ class _ScopeIndex:
         self.created = grow(self.created, (new_cap,))
         self.keyrank = grow(self.keyrank, (new_cap,))
         self.doclen = grow(self.doclen, (new_cap,))
+        self.prev_row = grow(self.prev_row, (new_cap,))
+        self.asks = grow(self.asks, (new_cap,))
 
     def add_rows(self, messages: Sequence[StoredMessage], block: EmbeddingBlock,
                  dim: int | None) -> None:
@@ -443,19 +493,13 @@ class _ScopeIndex:
             if j is not None and self.dim is not None:
                 dest.append(i)
                 src.append(j)
-            terms = lexical_terms(m.text() or "")
-            self.doclen[i] = len(terms)
-            counts: dict[str, int] = {}
-            for term in terms:
-                counts[term] = counts.get(term, 0) + 1
-            for term, tf in counts.items():
-                post = self.postings.get(term)
-                if post is None:
-                    post = (array("q"), array("f"))
-                    self.postings[term] = post
-                post[0].append(i)
-                post[1].append(float(tf))
+            self.prev_row[i] = self.last_row.get(t, -1)
+            self.last_row[t] = i
         self.n = start + len(messages)
+        if self.lexical and self.lex_n == start:
+            for i, m in enumerate(messages, start):
+                self._index_text(i, m.text() or "")
+            self.lex_n = self.n
         self._put_vectors(np.asarray(dest, np.int64), np.asarray(src, np.int64), block.matrix)
         if not bool(self.has_vec[start:self.n].all()):
             self.all_vec = False
@@ -463,6 +507,38 @@ class _ScopeIndex:
             self._rerank()
         for fkey, mask in list(self.masks.items()):
             self.masks[fkey] = self._extend_mask(mask, _filter_from_key(fkey), start)
+
+    def _index_text(self, i: int, text: str) -> None:
+        """Add row ``i``'s text to the lexical index (BM25 postings, length, "asks")."""
+        self.asks[i] = "?" in text
+        terms = lexical_terms(text)
+        self.doclen[i] = len(terms)
+        counts: dict[str, int] = {}
+        for term in terms:
+            counts[term] = counts.get(term, 0) + 1
+        for term, tf in counts.items():
+            post = self.postings.get(term)
+            if post is None:
+                post = (array("q"), array("f"))
+                self.postings[term] = post
+            post[0].append(i)
+            post[1].append(float(tf))
+
+    def ensure_lexical(self, fetch: Callable[[Sequence[tuple[str, int]]],
+                                             dict[tuple[str, int], StoredMessage]]) -> None:
+        """Build the lexical index on first use (vector mode never needs it), then keep
+        it current: rows loaded since are indexed from their texts, fetched by ref in
+        chunks; later appends are indexed as they are loaded."""
+        self.lexical = True
+        chunk = 20_000
+        while self.lex_n < self.n:
+            rows = range(self.lex_n, min(self.n, self.lex_n + chunk))
+            refs = [self.key(r) for r in rows]
+            msgs = fetch(refs)
+            for r, ref in zip(rows, refs, strict=True):
+                m = msgs.get(ref)  # erased since it was loaded: no terms
+                self._index_text(r, (m.text() or "") if m is not None else "")
+            self.lex_n = rows.stop
 
     def _put_vectors(self, dest: np.ndarray, src: np.ndarray, matrix: np.ndarray) -> None:
         # in chunks: a million-row block must not be copied whole a second time
@@ -699,21 +775,7 @@ class RecallEngine:
             cand = inside & (has_vec | (idx.doclen[:n] > 0))
             passing = cand & fmask
             vs = np.where(has_vec, vec if vec is not None else 0.0, -np.inf)
-            in_v = has_vec & (vs > 0) & (vs >= thr)
-            in_l = lex > 0
-            score = np.zeros(n, np.float64)
-            rrf = float(config.rrf_k)
-            for member, s in ((in_v, vs), (in_l, lex)):
-                rows = np.flatnonzero(passing & member)
-                ranked = _rank_list(rows, s, keyrank)
-                score[ranked] += 1.0 / (rrf + np.arange(1, ranked.size + 1))
-                # a filtered-out row is scored by the rank it would have taken
-                out_rows = np.flatnonzero(cand & ~fmask & member)
-                if out_rows.size:
-                    sorted_s = np.sort(s[ranked])
-                    better = sorted_s.size - np.searchsorted(sorted_s, s[out_rows], "right")
-                    score[out_rows] += 1.0 / (rrf + better + 1)
-            eligible = passing & (score > 0)
+            score, eligible = _fuse(idx, config, cand, fmask, vs, lex)
             secondary = [vs, lex]
         if pool is None:
             order_arr = order_of(np.flatnonzero(cand), score, secondary)
@@ -779,13 +841,16 @@ class RecallEngine:
                  ) -> tuple[_ScopeIndex, np.ndarray | None, np.ndarray | None, dict[str, int]]:
         scope = self._scope(thread_id, resource_id, config, thread)
         idx = self._refresh(self._scope_key(thread_id, resource_id, config), scope)
+        if config.mode != "vector":
+            idx.ensure_lexical(self._fetch)
         within = self._within(idx, as_of)
         snapshot = {t.id: idx.loaded_max.get(t.id, -1) for t in scope}
         if as_of is not None:
             snapshot = {t: min(m, as_of.get(t, -1)) for t, m in snapshot.items()}
         q = None
         if config.mode != "lexical":
-            q = self._query_vector(query, idx.dim)
+            q = self._query_vector(rewrite_query(query) if config.query_rewrite
+                                   and config.mode == "hybrid" else query, idx.dim)
         return idx, q, within, snapshot
 
     def run(self, query: str | None, *, thread_id: str, resource_id: str | None,
@@ -987,6 +1052,80 @@ class RecallEngine:
                                       -(ck[0].score if ck[0].score is not None else -math.inf),
                                       ck[1]))
             return [c for c, _ in rows]
+
+
+def _fuse(idx: _ScopeIndex, config: RecallConfig, cand: np.ndarray, fmask: np.ndarray,
+          vs: np.ndarray, lex: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Hybrid score and eligibility of every row. The vector list holds candidates with
+    ``cosine > 0 and cosine >= threshold``, the lexical list those with ``bm25 > 0``;
+    a row in neither is not eligible. ``rrf`` sums ``1 / (rrf_k + rank)`` over the
+    lists; ``weighted`` sums ``vector_weight`` x the normalised cosine and the rest x
+    the normalised BM25 (each normalised over the passing candidates; 0 outside its
+    list). ``context_weight`` first adds that share of the better neighbour's signal
+    (same thread) to each row's; ``question_weight`` scales down rows that ask."""
+    n = idx.n
+    keyrank = idx.keyrank[:n]
+    passing = cand & fmask
+    in_v = np.isfinite(vs) & (vs > 0) & (vs >= config.threshold)
+    in_l = lex > 0
+    if config.context_weight > 0:
+        vs = np.where(np.isfinite(vs), _with_context(idx, np.where(in_v, vs, 0.0),
+                                                     config.context_weight), vs)
+        lex = _with_context(idx, lex, config.context_weight)
+    score = np.zeros(n, np.float64)
+    members = ((in_v, vs), (in_l, lex))
+    if config.fusion == "rrf":
+        rrf = float(config.rrf_k)
+        for member, s in members:
+            rows = np.flatnonzero(passing & member)
+            ranked = _rank_list(rows, s, keyrank)
+            score[ranked] += 1.0 / (rrf + np.arange(1, ranked.size + 1))
+            # a filtered-out row is scored by the rank it would have taken
+            out_rows = np.flatnonzero(cand & ~fmask & member)
+            if out_rows.size:
+                sorted_s = np.sort(s[ranked])
+                better = sorted_s.size - np.searchsorted(sorted_s, s[out_rows], "right")
+                score[out_rows] += 1.0 / (rrf + better + 1)
+    else:
+        weights = (config.vector_weight, 1.0 - config.vector_weight)
+        for (member, s), w in zip(members, weights, strict=True):
+            if w > 0:
+                score += w * np.where(member, _normalise(s, passing & member,
+                                                         config.score_norm), 0.0)
+        score = np.where(in_v | in_l, score, 0.0)
+    if config.question_weight < 1.0:
+        q = idx.asks[:n]
+        score[q] = np.where(score[q] > 0, score[q] * config.question_weight,
+                            score[q] / max(config.question_weight, 1e-9))
+    eligible = passing & (in_v | in_l)
+    if config.fusion == "rrf":
+        eligible &= score > 0
+    return score, eligible
+
+
+def _with_context(idx: _ScopeIndex, values: np.ndarray, weight: float) -> np.ndarray:
+    """Each row's value plus ``weight`` x the larger of its thread neighbours' values."""
+    n = idx.n
+    prev = idx.prev_row[:n]
+    has_prev = prev >= 0
+    nxt = np.full(n, -1, np.int64)
+    nxt[prev[has_prev]] = np.flatnonzero(has_prev)
+    ext = np.concatenate([values, [0.0]])  # index -1 reads the 0 pad
+    out: np.ndarray = values + weight * np.maximum(ext[prev], ext[nxt])
+    return out
+
+
+def _normalise(s: np.ndarray, rows: np.ndarray, how: str) -> np.ndarray:
+    """``s`` scaled over the rows of ``rows``: min-max to [0, 1] (BM25's floor is 0,
+    so its maximum maps to 1) or z-scores."""
+    vals = s[rows]
+    if vals.size == 0:
+        return np.zeros_like(s)
+    if how == "zscore":
+        sd = float(vals.std())
+        return (s - float(vals.mean())) / (sd if sd > 0 else 1.0)
+    lo, hi = float(vals.min()), float(vals.max())
+    return (s - lo) / (hi - lo) if hi > lo else np.ones_like(s)
 
 
 def _scores_of(ranked: _Ranked, r: int) -> tuple[float | None, float | None]:
