@@ -23,6 +23,7 @@ import numpy as np
 from bench.results import replace_section
 from memory_core.embedders import HashingEmbedder
 from memory_core.recall import RecallConfig, RecallEngine
+from memory_core.storage.base import MemoryStore
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.types import AppendRow, Message
 
@@ -71,6 +72,16 @@ def minilm() -> Callable[[list[str]], np.ndarray] | None:
     return embed
 
 
+def store_turns(store: MemoryStore, thread_id: str, turns: Sequence[dict[str, Any]],
+                embed: Callable[[list[str]], np.ndarray]) -> None:
+    """Create the thread and store the turns (``role``, ``text``) with their vectors."""
+    store.create_thread(thread_id, resource_id="bench")
+    vecs = embed([t["text"] for t in turns])
+    store.append_messages(thread_id, [
+        AppendRow(message=Message(role=t["role"], content=t["text"]), embedding=v)
+        for t, v in zip(turns, vecs, strict=True)])
+
+
 def evaluate(convs: Sequence[dict[str, Any]], embed: Callable[[list[str]], np.ndarray],
              modes: Sequence[str] = MODES, top_k: int = max(KS),
              ) -> dict[str, dict[int, float]]:
@@ -81,12 +92,7 @@ def evaluate(convs: Sequence[dict[str, Any]], embed: Callable[[list[str]], np.nd
     store = storage.memory
     found: dict[str, list[int | None]] = {m: [] for m in modes}
     for conv in convs:
-        store.create_thread(conv["id"], resource_id="bench")
-        texts = [t["text"] for t in conv["turns"]]
-        vecs = embed(texts)
-        store.append_messages(conv["id"], [
-            AppendRow(message=Message(role=t["role"], content=t["text"]), embedding=v)
-            for t, v in zip(conv["turns"], vecs, strict=True)])
+        store_turns(store, conv["id"], conv["turns"], embed)
         engine = RecallEngine(store, embed)
         for q in conv["questions"]:
             answers = set(q["answer_turns"])
