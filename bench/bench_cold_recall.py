@@ -13,8 +13,11 @@ Run: ``.venv/bin/python -m bench.bench_cold_recall [--n 100000] [--write]``
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import itertools
 import random
 import statistics
+import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -56,38 +59,65 @@ def _time(fn: Callable[[], Any]) -> float:
     return time.perf_counter() - t
 
 
-def measure(path: Path, repeat: int) -> dict[str, float]:
+def engine_from(path: str) -> Any:
+    """``RecallEngine`` of another version of recall.py (e.g. ``git show
+    <commit>:memory_core/recall.py > /tmp/before.py``), to compare in the same run."""
+    spec = importlib.util.spec_from_file_location("recall_before", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["recall_before"] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module.RecallEngine
+
+
+def measure(path: Path, repeat: int, before: str | None) -> dict[str, float]:
     storage = SQLiteStorage(str(path))
     store = storage.memory
     threads = [t.id for t in store.list_threads("u")]
     q = np.random.default_rng(5).standard_normal((1, DIM)).astype(np.float32)
-    times: dict[str, list[float]] = {"vector load": [], "vector": [], "hybrid": []}
+    engines: dict[str, Any] = {"": RecallEngine}
+    if before:
+        engines["before "] = engine_from(before)
+    times: dict[str, list[float]] = {}
     for _ in range(repeat):
-        times["vector load"].append(_time(lambda: store.get_embeddings(threads)))
-        for mode in ("vector", "hybrid"):
-            engine = RecallEngine(store, lambda texts: np.repeat(q, len(texts), 0))
+        times.setdefault("vector load", []).append(
+            _time(lambda: store.get_embeddings(threads)))
+        for (label, cls), mode in itertools.product(engines.items(), ("vector", "hybrid")):
+            engine = cls(store, lambda texts: np.repeat(q, len(texts), 0))
             cfg = RecallConfig(top_k=5, scope="resource", mode=mode)
-            times[mode].append(_time(lambda e=engine, c=cfg: e.run(
+            times.setdefault(label + mode, []).append(_time(lambda e=engine, c=cfg: e.run(
                 "w17 w230 w4410", thread_id="t0", resource_id="u", config=c)))
     storage.close()
     return {k: statistics.median(v) for k, v in times.items()}
 
 
-def render(n: int, r: dict[str, float], repeat: int) -> str:
+READING = ('Reading: vector mode no longer tokenises and stems every message into BM25 postings (the lexical index is built only for lexical/hybrid queries, from the rows being loaded, then incrementally), which roughly halves its first recall. What remains above the vector load, in both modes, is the per-thread load of every message (`get_messages`, for creation times, metadata and texts); only the hits and near misses are fetched by ref afterwards. Loading the scope from `get_embeddings` alone (creation order and metadata fetched only when a filter or a tie needs them) is left to do.')
+
+
+def render(n: int, r: dict[str, float], repeat: int, before: str | None) -> str:
     load = r["vector load"]
+    rows = [f"| first recall, {mode} mode{' (before)' if label else ''} | {r[label + mode]:.2f} "
+            f"| {r[label + mode] / load:.2f}× |"
+            for label in ("before ", "") if label + "vector" in r
+            for mode in ("vector", "hybrid")]
     return "\n".join([
         f"First recall of a scope of {n:,} messages in {THREADS} threads (SQLite file, "
         "12-word texts, random 384-d vectors, resource scope, top-5), a fresh engine "
         f"each time, against the bare vector load (`get_embeddings` of every thread) of "
         f"the same store. Medians of {repeat}; BLAS 1 thread.",
         "",
-        "Rerun: `.venv/bin/python -m bench.bench_cold_recall --write`",
+        "Rerun: `git show 9202a3e:memory_core/recall.py > /tmp/recall_before.py && "
+        ".venv/bin/python -m bench.bench_cold_recall --before /tmp/recall_before.py --write` "
+        "(`before` = recall.py before the lazy lexical index, measured interleaved in the "
+        "same run)" if before else "Rerun: `.venv/bin/python -m bench.bench_cold_recall "
+        "--write`",
         "",
         "| | seconds | ÷ vector load |",
         "|---|---:|---:|",
         f"| bare vector load | {load:.2f} | 1.00× |",
-        f"| first recall, vector mode | {r['vector']:.2f} | {r['vector'] / load:.2f}× |",
-        f"| first recall, hybrid mode | {r['hybrid']:.2f} | {r['hybrid'] / load:.2f}× |",
+        *rows,
+        "",
+        READING,
     ])
 
 
@@ -96,6 +126,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--n", type=int, default=100_000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--write", action="store_true")
+    ap.add_argument("--before", help="another recall.py to measure beside this one")
     args = ap.parse_args(argv)
     OUT.mkdir(exist_ok=True)
     path = OUT / f"cold-{args.n}.sqlite"
@@ -105,8 +136,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(f"built {path} in {time.perf_counter() - t:.1f}s", flush=True)
     limit, _ = blas_threads(1)
     with limit:
-        r = measure(path, args.repeat)
-    text = render(args.n, r, args.repeat)
+        r = measure(path, args.repeat, args.before)
+    text = render(args.n, r, args.repeat, args.before)
     print(text)
     if args.write:
         replace_section("Recall cold start", text)

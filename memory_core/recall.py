@@ -92,6 +92,13 @@ def lexical_terms(text: str) -> list[str]:
     return [_stem(t) for t in tokenize(text) if t not in STOP_WORDS]
 
 
+#: the hybrid settings that reproduce recall before score fusion, neighbour context,
+#: question demotion and duplicate skipping existed (for records written then)
+LEGACY_HYBRID: dict[str, Any] = {"fusion": "rrf", "context_weight": 0.0,
+                                 "question_weight": 1.0, "query_rewrite": False,
+                                 "skip_query_duplicates": False}
+
+
 def rewrite_query(query: str) -> str:
     """The query without function words ("what", "did", "my", ...), so that its
     embedding weighs the topic words; the query itself when nothing is left."""
@@ -140,23 +147,34 @@ class RecallConfig(BaseModel):
       statistics computed over the scope (as of the snapshot). Eligible when
       ``bm25 > 0`` (the message shares a query term). ``threshold`` is a cosine bound
       and does not apply (no embedding is computed).
-    - ``"hybrid"``: reciprocal-rank fusion of two rankings of the filtered candidates:
-      the vector list (candidates with ``cosine > 0 and cosine >= threshold``) and the
-      lexical list (``bm25 > 0``). ``score = sum(1 / (rrf_k + rank))`` over the lists
-      a candidate is in. So ``threshold`` gates only the cosine evidence: a message
-      below it can still be recalled when it shares rare terms with the query, and
-      then only its lexical rank counts. Eligible when the fused score is > 0. Ties
-      in the fused score go to the higher cosine, then the higher BM25.
+    - ``"hybrid"``: fusion of two signals of the filtered candidates: the vector list
+      (candidates with ``cosine > 0 and cosine >= threshold``) and the lexical list
+      (``bm25 > 0``); eligible when in either list. So ``threshold`` gates only the
+      cosine evidence: a message below it can still be recalled when it shares rare
+      terms with the query, and then only its lexical score counts. With
+      ``fusion="weighted"`` (default) ``score = vector_weight * norm(cosine) + (1 -
+      vector_weight) * norm(bm25)``, each signal scaled to [0, 1] over the passing
+      candidates that have it (every row with a vector; every row with terms, BM25 0
+      included) (``score_norm="minmax"``, default) or z-scored (``"zscore"``), 0
+      outside its list;
+      with ``fusion="rrf"`` reciprocal-rank fusion, ``score = sum(1 / (rrf_k +
+      rank))`` over the lists. Before fusing, ``context_weight`` adds that share of the
+      better thread neighbour's signal to each row's (a fact stated in answer to a
+      question scores with the question), and ``question_weight`` scales down turns
+      that ask (hold a "?"): they seldom carry the answer. ``query_rewrite`` embeds
+      the query without its function words. Ties in the fused score go to the higher
+      cosine, then the higher BM25. ``LEGACY_HYBRID`` holds the settings of the
+      rank-only fusion recall used before these settings existed.
 
     In every mode ties are broken by (created_at, thread_id, seq), so results are
     deterministic.
 
-    Which mode (bench/RESULTS.md, "Recall quality"): with the real MiniLM model,
-    ``mode="hybrid"`` puts the answer-bearing turn first most often (hit@1 0.54 vs
-    0.44 for vector on our paraphrased questions) and fusion is what wins on long real
-    conversations, where users reuse names, numbers and rare terms that cosine blurs;
-    ``"vector"`` is slightly ahead at hit@5 when questions share no words with the
-    answer. With the hashing embedder (no model) prefer ``"lexical"`` or ``"hybrid"``:
+    Which mode (bench/RESULTS.md, "Recall quality" and "Recall quality: long
+    conversations"): with the real MiniLM model, ``mode="hybrid"`` with the default
+    weighted fusion finds an evidence turn in the top 5 most often on long
+    multi-session conversations, ahead of plain cosine, BM25 and rank fusion; fusion
+    matters most on real conversations, where users reuse names, numbers and rare
+    terms that cosine blurs. With the hashing embedder (no model) prefer ``"lexical"`` or ``"hybrid"``:
     hashed cosine is far weaker than BM25. Recommended: ``RecallConfig(mode="hybrid")``.
 
     Hits are the first ``top_k`` eligible candidates that are not in the caller's
@@ -182,10 +200,11 @@ class RecallConfig(BaseModel):
     rrf_k: StrictInt = 60
     skip_query_duplicates: StrictBool = True
     duplicate_overlap: float = 0.6
-    fusion: Literal["rrf", "weighted"] = "rrf"
-    vector_weight: float = 0.5
+    # hybrid mode only (tuned on bench/recall_quality/longconv)
+    fusion: Literal["rrf", "weighted"] = "weighted"
+    vector_weight: float = 0.7
     score_norm: Literal["minmax", "zscore"] = "minmax"
-    context_weight: float = 0.0
+    context_weight: float = 0.5
     question_weight: float = 1.0
     query_rewrite: StrictBool = False
 
@@ -629,7 +648,10 @@ class RecallEngine:
             return ("resource", resource_id)
         return ("thread", thread_id)
 
-    def _refresh(self, key: tuple[str, str], scope: list[Thread]) -> _ScopeIndex:
+    def _refresh(self, key: tuple[str, str], scope: list[Thread],
+                 lexical: bool = False) -> _ScopeIndex:
+        """Bring the scope's cache up to date; with ``lexical`` the rows loaded now are
+        indexed for BM25 from the texts at hand (no second fetch)."""
         idx = self._scopes.get(key)
         born = {t.id: t.created_at for t in scope}
         if idx is not None and any(born.get(t, T_NONE) != idx.thread_born.get(t, T_NONE)
@@ -637,6 +659,8 @@ class RecallEngine:
             idx = None  # a thread vanished or was erased and recreated: rebuild
         if idx is None:
             idx = _ScopeIndex()
+        if lexical and idx.lex_n == idx.n:
+            idx.lexical = True
         threads = [t.id for t in scope]
         idx.thread_born.update(born)
         changed: dict[str, int] = {}
@@ -649,11 +673,11 @@ class RecallEngine:
             if t in idx.loaded_count and count == old_count:
                 continue
             if count < old_count:
-                return self._rebuild(key, scope)
+                return self._rebuild(key, scope, lexical)
             after = idx.loaded_max.get(t, -1)
             msgs = self.store.get_messages(t, from_seq=after + 1)
             if old_count + len(msgs) != count:
-                return self._rebuild(key, scope)  # a gap was filled below the max
+                return self._rebuild(key, scope, lexical)  # a gap filled below the max
             changed[t] = after
             fresh.extend(msgs)
             idx.loaded_count[t] = count
@@ -667,9 +691,10 @@ class RecallEngine:
             self._scopes.popitem(last=False)
         return idx
 
-    def _rebuild(self, key: tuple[str, str], scope: list[Thread]) -> _ScopeIndex:
+    def _rebuild(self, key: tuple[str, str], scope: list[Thread],
+                 lexical: bool) -> _ScopeIndex:
         self._scopes.pop(key, None)
-        return self._refresh(key, scope)
+        return self._refresh(key, scope, lexical)
 
     def preload(self, thread_id: str, resource_id: str | None, config: RecallConfig) -> None:
         """Load (or refresh) the cache of a scope ahead of the first query."""
@@ -840,7 +865,8 @@ class RecallEngine:
                  thread: Thread | None = None,
                  ) -> tuple[_ScopeIndex, np.ndarray | None, np.ndarray | None, dict[str, int]]:
         scope = self._scope(thread_id, resource_id, config, thread)
-        idx = self._refresh(self._scope_key(thread_id, resource_id, config), scope)
+        idx = self._refresh(self._scope_key(thread_id, resource_id, config), scope,
+                            lexical=config.mode != "vector")
         if config.mode != "vector":
             idx.ensure_lexical(self._fetch)
         within = self._within(idx, as_of)
@@ -1087,10 +1113,13 @@ def _fuse(idx: _ScopeIndex, config: RecallConfig, cand: np.ndarray, fmask: np.nd
                 better = sorted_s.size - np.searchsorted(sorted_s, s[out_rows], "right")
                 score[out_rows] += 1.0 / (rrf + better + 1)
     else:
+        # each signal is scaled over every passing row that has it (a BM25 of 0
+        # included), so that a rare strong match stands out from the crowd
         weights = (config.vector_weight, 1.0 - config.vector_weight)
-        for (member, s), w in zip(members, weights, strict=True):
+        has = (np.isfinite(vs), idx.doclen[:n] > 0)
+        for (member, s), w, pool in zip(members, weights, has, strict=True):
             if w > 0:
-                score += w * np.where(member, _normalise(s, passing & member,
+                score += w * np.where(member, _normalise(s, passing & pool,
                                                          config.score_norm), 0.0)
         score = np.where(in_v | in_l, score, 0.0)
     if config.question_weight < 1.0:
@@ -1116,8 +1145,7 @@ def _with_context(idx: _ScopeIndex, values: np.ndarray, weight: float) -> np.nda
 
 
 def _normalise(s: np.ndarray, rows: np.ndarray, how: str) -> np.ndarray:
-    """``s`` scaled over the rows of ``rows``: min-max to [0, 1] (BM25's floor is 0,
-    so its maximum maps to 1) or z-scores."""
+    """``s`` scaled over the rows of ``rows``: min-max to [0, 1] or z-scores."""
     vals = s[rows]
     if vals.size == 0:
         return np.zeros_like(s)

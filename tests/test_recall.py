@@ -419,7 +419,7 @@ def test_bm25_finds_a_rare_exact_term_that_cosine_misses() -> None:
                          config=RecallConfig(top_k=1, mode="lexical"))
     assert seqs(lexical) == [1]
     hybrid = engine.run(q, thread_id="t", resource_id=None,
-                        config=RecallConfig(top_k=2, mode="hybrid"))
+                        config=RecallConfig(top_k=2, mode="hybrid", fusion="rrf"))
     assert 1 in seqs(hybrid)
     hit = next(h for h in hybrid.hits if h.seq == 1)
     assert hit.vector_score == pytest.approx(np.cos(np.deg2rad(70)), abs=1e-6)
@@ -433,7 +433,7 @@ def test_hybrid_threshold_gates_only_the_cosine_evidence() -> None:
     q = "which part number was it? QX-7731?"
     out = engine.run(q, thread_id="t", resource_id=None,
                      config=RecallConfig(top_k=5, mode="hybrid", threshold=0.97,
-                                         near_misses=10))
+                                         near_misses=10, fusion="rrf"))
     # only seq 0 (cos 0.996) and seq 3 (0.985) pass the cosine gate; seq 1 (0.34) enters
     # by BM25 (it shares "part", "number", "qx", "7731"), seq 4 (0.906) by "part"
     # ("parts" folded); seq 2 (0.966) shares no term and stays out
@@ -486,7 +486,8 @@ def test_hybrid_with_hashing_embedder_runs_end_to_end() -> None:
     add(store, "t", [(t, embed([t])[0]) for t in texts])
     out = RecallEngine(store, embed).run("when does the Lisbon flight leave", thread_id="t",
                                          resource_id=None,
-                                         config=RecallConfig(mode="hybrid", top_k=1))
+                                         config=RecallConfig(mode="hybrid", top_k=1,
+                                                             vector_weight=0.5))
     assert seqs(out) == [0]
 
 

@@ -70,3 +70,12 @@ def test_lexical_index_is_built_on_first_use_then_incrementally(mode: str) -> No
     key = [(h.seq, h.score) for h in again.hits]
     assert key == [(h.seq, h.score) for h in fresh.hits]
     assert 6 in [h.seq for h in again.hits] and first.hits
+
+
+def test_a_first_hybrid_query_indexes_the_rows_it_loads_without_refetching() -> None:
+    engine, fetched = _engine()
+    cfg = RecallConfig(top_k=1, near_misses=0, mode="hybrid", skip_query_duplicates=False)
+    out = engine.run("boiler code", thread_id="t", resource_id=None, config=cfg)
+    assert [h.seq for h in out.hits] == [0]
+    assert fetched == [1]  # the hit only: texts were indexed as the rows were loaded
+    assert engine._scopes[("thread", "t")].lex_n == len(TEXTS)

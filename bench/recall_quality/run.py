@@ -129,11 +129,13 @@ def render(results: dict[str, dict[str, dict[int, float]]], convs: Sequence[dict
         lines.append("")
     lines += [
         "Reading: the questions were written to avoid the answer's wording, which favours "
-        "cosine at k ≥ 3; hybrid (reciprocal-rank fusion, k=60) ranks the answer first "
-        "most often with MiniLM, and on long real conversations (NOTES.md) BM25 beats "
+        "cosine at k ≥ 3. Hybrid is the default weighted score fusion (tuned on the long "
+        "conversations below: min-max scaled cosine 0.7 + BM25 0.3, half the better "
+        "neighbour's signal added); on long real conversations (NOTES.md) BM25 beats "
         "MiniLM at top-5 and fusion beats both. Recommended: `RecallConfig(mode=\"hybrid\")` "
-        "with MiniLM; with the hashing embedder use `\"lexical\"` or `\"hybrid\"`. "
-        "BM25 uses stop-word removal and a light suffix folder (`lexical_terms`).",
+        "with MiniLM; with the hashing embedder use `\"lexical\"`, or `\"hybrid\"` with "
+        "`vector_weight=0.5` or less (hashed cosine is weak). BM25 uses stop-word removal "
+        "and a light suffix folder (`lexical_terms`).",
     ]
     return "\n".join(lines)
 

@@ -128,13 +128,14 @@ def build_conversation(index: int, rng: random.Random) -> Conversation:
             i = id(p)
             if kind == "state":
                 evidence.setdefault(i, {})["old"] = conv.say(
-                    "user", _fill(rng.choice(p.fact.statements), p.value), session)
+                    "user", _embed_in_talk(rng, _fill(rng.choice(p.fact.statements), p.value)),
+                    session)
                 conv.say("assistant", _fill(rng.choice(p.fact.followups), p.value), session)
             elif kind == "update":
                 assert p.new_value is not None
                 evidence.setdefault(i, {})["new"] = conv.say(
-                    "user", _fill(rng.choice(p.fact.updates), p.new_value | {
-                        f"old_{k}": v for k, v in p.value.items()}), session)
+                    "user", _embed_in_talk(rng, _fill(rng.choice(p.fact.updates), p.new_value | {
+                        f"old_{k}": v for k, v in p.value.items()})), session)
                 conv.say("assistant", rng.choice(ACKS), session)
             elif kind == "other":
                 other = p.fact.draw(rng)
@@ -167,6 +168,19 @@ def build_conversation(index: int, rng: random.Random) -> Conversation:
     return conv
 
 
+def _embed_in_talk(rng: random.Random, fact: str) -> str:
+    """Most real turns carry more than the fact: two times in three, chit-chat comes
+    before or after it in the same turn (which dilutes its embedding)."""
+    r = rng.random()
+    before = rng.choice(rng.choice(CHITCHAT))[0]
+    after = rng.choice(AFTERTHOUGHTS)
+    if r < 0.33:
+        return f"{before} {fact}"
+    if r < 0.66:
+        return f"{fact} {after}"
+    return fact
+
+
 def _question(conv: Conversation, rng: random.Random, p: _Plan, evidence: list[int],
               kind: str) -> dict[str, Any]:
     return {"question": _fill(p.question, p.value), "evidence": evidence,
@@ -188,6 +202,13 @@ GOODBYES = ["Take care, talk soon!", "Bye! Have a good evening.", "Anytime. See 
             "Enjoy the rest of your day!"]
 ACKS = ["Thanks for the update, I'll keep that in mind.", "Noted, that's a change!",
         "Good to know, thanks for telling me.", "Oh, that's news. Noted."]
+AFTERTHOUGHTS = ["Anyway, enough about me, how are things with you?",
+                 "Other than that the week was pretty uneventful, just work and errands.",
+                 "Also the kids have a school play on Friday, chaos as usual.",
+                 "I still need to call the bank about the card, remind me later.",
+                 "And the washing machine is making that noise again.",
+                 "Weather's been all over the place, by the way.",
+                 "Oh, and I've started going to bed earlier, feels good."]
 OTHER_REPLIES = ["Ha, small world.", "Interesting!", "Oh really? Good for them.",
                  "That's nice to hear.", "Funny how that goes."]
 NO_ANSWER = ["Hmm, I don't think you've told me that yet.",
