@@ -927,21 +927,23 @@ class RecallEngine:
         the ranked head ran out before that although more candidates exist."""
         query_terms = frozenset(lexical_terms(query)) if config.skip_query_duplicates \
             else None
-        eligible = [r for r in ranked.order if ranked.eligible[r]]
         picked = _Picked([], {}, {})
-        for i, r in enumerate(eligible):
+        span = 2 * config.top_k + config.near_misses
+        for j, r in enumerate(ranked.order):
             if len(picked.hits) >= config.top_k:
                 break
+            if not ranked.eligible[r]:
+                continue
             key = idx.key(r)
             if key in window:
                 picked.skipped[r] = "already-in-window"
                 continue
             if query_terms is not None:
                 if key not in picked.msgs:
-                    # texts are needed to compare: fetch the next stretch of the head
-                    ahead = [idx.key(x) for x in eligible[i:i + 2 * config.top_k]]
-                    picked.msgs.update(self._fetch(
-                        [k for k in ahead if k not in window and k not in picked.msgs]))
+                    # texts are needed to compare: fetch the next stretch of the ranking
+                    # (near misses included, so that one round trip usually serves all)
+                    ahead = [idx.key(x) for x in ranked.order[j:j + span]]
+                    picked.msgs.update(self._fetch([k for k in ahead if k not in picked.msgs]))
                 m = picked.msgs.get(key)
                 if m is not None and is_query_duplicate(m.text() or "", query_terms,
                                                         config.duplicate_overlap):

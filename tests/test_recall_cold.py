@@ -61,9 +61,10 @@ def test_lexical_index_is_built_on_first_use_then_incrementally(mode: str) -> No
     add(engine.store, "t", [("boiler pressure dropped overnight",
                              embed(["boiler pressure dropped overnight"])[0])])
     fetched.clear()
+    cfg = cfg.replace(top_k=1, near_misses=0)  # hits fetch at most 2 refs
     again = engine.run("boiler pressure", thread_id="t", resource_id=None, config=cfg)
     # the new row was indexed as it was loaded: no refetch of indexed rows
-    assert all(n < len(TEXTS) for n in fetched)
+    assert all(n <= 2 for n in fetched)
     assert idx.lex_n == len(TEXTS) + 1
     fresh = RecallEngine(engine.store, embed).run("boiler pressure", thread_id="t",
                                                   resource_id=None, config=cfg)
@@ -79,3 +80,11 @@ def test_a_first_hybrid_query_indexes_the_rows_it_loads_without_refetching() -> 
     assert [h.seq for h in out.hits] == [0]
     assert fetched == [1]  # the hit only: texts were indexed as the rows were loaded
     assert engine._scopes[("thread", "t")].lex_n == len(TEXTS)
+
+
+def test_duplicate_checks_and_near_misses_share_one_message_fetch() -> None:
+    engine, fetched = _engine()
+    out = engine.run("boiler code", thread_id="t", resource_id=None,
+                     config=RecallConfig(top_k=2, near_misses=3))
+    assert len(out.hits) == 2 and len(out.near_misses) == 3
+    assert len(fetched) == 1  # one round trip to the store per recall
