@@ -30,6 +30,7 @@ LANE_COLOURS: dict[str, str] = {
 STATUS_COLOURS: dict[str, str] = {
     "hit": "#3182bd", "below-threshold": "#fd8d3c", "beyond-top-k": "#fdae6b",
     "filtered-out": "#969696", "already-in-window": "#74c476",
+    "duplicate-of-query": "#c7c7c7",
 }
 # why-forgotten fates: blue/green reached the model, warm colours did not
 FATE_COLOURS: dict[str, str] = {

@@ -41,7 +41,7 @@ class MessageRef(BaseModel):
 
 
 NearMissReason = Literal["below-threshold", "beyond-top-k", "filtered-out",
-                         "already-in-window"]
+                         "already-in-window", "duplicate-of-query"]
 
 
 class NearMiss(BaseModel):

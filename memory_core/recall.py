@@ -14,7 +14,7 @@ import math
 import threading
 from array import array
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -28,6 +28,7 @@ from memory_core.provenance import NearMiss, NearMissReason, preview
 
 # re-exported: recall settings live in their own module so that provenance can record
 # them whole without an import cycle
+from memory_core.recall_config import LEGACY_HYBRID as LEGACY_HYBRID
 from memory_core.recall_config import MessageRange as MessageRange
 from memory_core.recall_config import RecallConfig as RecallConfig
 from memory_core.recall_config import RecallMode as RecallMode
@@ -86,6 +87,13 @@ def _stem(term: str) -> str:
 def lexical_terms(text: str) -> list[str]:
     """The BM25 terms of a text: ``tokenize``, stop words removed, plurals folded."""
     return [_stem(t) for t in tokenize(text) if t not in STOP_WORDS]
+
+
+def rewrite_query(query: str) -> str:
+    """The query without function words ("what", "did", "my", ...), so that its
+    embedding weighs the topic words; the query itself when nothing is left."""
+    kept = [t for t in tokenize(query) if t not in STOP_WORDS]
+    return " ".join(kept) if kept else query
 
 
 # -- results ------------------------------------------------------------------------------
@@ -149,6 +157,30 @@ class _Ranked:
     pos: np.ndarray  # int64 per row: 1-based position among passing (would-be when
     # filtered out), 0 when not ranked
     order: list[int]  # rows considered, best first
+    truncated: bool = False  # some candidates were left out of ``order``
+
+
+@dataclass
+class _Picked:
+    """The hits of one query and the rows passed over on the way to them."""
+
+    hits: list[int]
+    skipped: dict[int, NearMissReason]
+    msgs: dict[tuple[str, int], StoredMessage]  # fetched on the way, reused for output
+
+
+def is_query_duplicate(text: str, query_terms: frozenset[str], overlap: float) -> bool:
+    """Whether a stored text is a near-duplicate of the query: a question (it holds a
+    "?") whose BM25 terms overlap the query's with Jaccard >= ``overlap``. Such a turn
+    repeats the question (an earlier asking, or the input itself) and carries no answer:
+    recalling it would crowd out the fact. A statement is never a duplicate, however
+    many words it shares with the question: it may be the answer."""
+    if "?" not in text or not query_terms:
+        return False
+    terms = frozenset(lexical_terms(text))
+    if not terms:
+        return False
+    return len(terms & query_terms) / len(terms | query_terms) >= overlap
 
 
 @dataclass
@@ -168,11 +200,20 @@ class _ScopeIndex:
     created: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     keyrank: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     doclen: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    prev_row: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # -1: first
+    asks: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))  # text holds a "?"
+    last_row: dict[str, int] = field(default_factory=dict)  # per thread
+    lexical: bool = False  # the lexical index is kept (a lexical/hybrid query came)
+    lex_n: int = 0  # rows [0, lex_n) are in the lexical index
     metadata: list[dict[str, Any] | None] = field(default_factory=list)
     postings: dict[str, tuple[array[int], array[float]]] = field(default_factory=dict)
     masks: dict[str, np.ndarray] = field(default_factory=dict)
     last_key: tuple[int, str, int] | None = None
     all_vec: bool = True
+
+    def key(self, row: int) -> tuple[str, int]:
+        """The ``(thread_id, seq)`` of a row."""
+        return self.threads[int(self.tidx[row])], int(self.seqs[row])
 
     def _grow(self, extra: int, dim: int | None) -> None:
         need = self.n + extra
@@ -198,6 +239,8 @@ class _ScopeIndex:
         self.created = grow(self.created, (new_cap,))
         self.keyrank = grow(self.keyrank, (new_cap,))
         self.doclen = grow(self.doclen, (new_cap,))
+        self.prev_row = grow(self.prev_row, (new_cap,))
+        self.asks = grow(self.asks, (new_cap,))
 
     def add_rows(self, messages: Sequence[StoredMessage], block: EmbeddingBlock,
                  dim: int | None) -> None:
@@ -232,19 +275,13 @@ class _ScopeIndex:
             if j is not None and self.dim is not None:
                 dest.append(i)
                 src.append(j)
-            terms = lexical_terms(m.text() or "")
-            self.doclen[i] = len(terms)
-            counts: dict[str, int] = {}
-            for term in terms:
-                counts[term] = counts.get(term, 0) + 1
-            for term, tf in counts.items():
-                post = self.postings.get(term)
-                if post is None:
-                    post = (array("q"), array("f"))
-                    self.postings[term] = post
-                post[0].append(i)
-                post[1].append(float(tf))
+            self.prev_row[i] = self.last_row.get(t, -1)
+            self.last_row[t] = i
         self.n = start + len(messages)
+        if self.lexical and self.lex_n == start:
+            for i, m in enumerate(messages, start):
+                self._index_text(i, m.text() or "")
+            self.lex_n = self.n
         self._put_vectors(np.asarray(dest, np.int64), np.asarray(src, np.int64), block.matrix)
         if not bool(self.has_vec[start:self.n].all()):
             self.all_vec = False
@@ -252,6 +289,38 @@ class _ScopeIndex:
             self._rerank()
         for fkey, mask in list(self.masks.items()):
             self.masks[fkey] = self._extend_mask(mask, _filter_from_key(fkey), start)
+
+    def _index_text(self, i: int, text: str) -> None:
+        """Add row ``i``'s text to the lexical index (BM25 postings, length, "asks")."""
+        self.asks[i] = "?" in text
+        terms = lexical_terms(text)
+        self.doclen[i] = len(terms)
+        counts: dict[str, int] = {}
+        for term in terms:
+            counts[term] = counts.get(term, 0) + 1
+        for term, tf in counts.items():
+            post = self.postings.get(term)
+            if post is None:
+                post = (array("q"), array("f"))
+                self.postings[term] = post
+            post[0].append(i)
+            post[1].append(float(tf))
+
+    def ensure_lexical(self, fetch: Callable[[Sequence[tuple[str, int]]],
+                                             dict[tuple[str, int], StoredMessage]]) -> None:
+        """Build the lexical index on first use (vector mode never needs it), then keep
+        it current: rows loaded since are indexed from their texts, fetched by ref in
+        chunks; later appends are indexed as they are loaded."""
+        self.lexical = True
+        chunk = 20_000
+        while self.lex_n < self.n:
+            rows = range(self.lex_n, min(self.n, self.lex_n + chunk))
+            refs = [self.key(r) for r in rows]
+            msgs = fetch(refs)
+            for r, ref in zip(rows, refs, strict=True):
+                m = msgs.get(ref)  # erased since it was loaded: no terms
+                self._index_text(r, (m.text() or "") if m is not None else "")
+            self.lex_n = rows.stop
 
     def _put_vectors(self, dest: np.ndarray, src: np.ndarray, matrix: np.ndarray) -> None:
         # in chunks: a million-row block must not be copied whole a second time
@@ -342,7 +411,10 @@ class RecallEngine:
             return ("resource", resource_id)
         return ("thread", thread_id)
 
-    def _refresh(self, key: tuple[str, str], scope: list[Thread]) -> _ScopeIndex:
+    def _refresh(self, key: tuple[str, str], scope: list[Thread],
+                 lexical: bool = False) -> _ScopeIndex:
+        """Bring the scope's cache up to date; with ``lexical`` the rows loaded now are
+        indexed for BM25 from the texts at hand (no second fetch)."""
         idx = self._scopes.get(key)
         born = {t.id: t.created_at for t in scope}
         if idx is not None and any(born.get(t, T_NONE) != idx.thread_born.get(t, T_NONE)
@@ -350,6 +422,8 @@ class RecallEngine:
             idx = None  # a thread vanished or was erased and recreated: rebuild
         if idx is None:
             idx = _ScopeIndex()
+        if lexical and idx.lex_n == idx.n:
+            idx.lexical = True
         threads = [t.id for t in scope]
         idx.thread_born.update(born)
         changed: dict[str, int] = {}
@@ -362,11 +436,11 @@ class RecallEngine:
             if t in idx.loaded_count and count == old_count:
                 continue
             if count < old_count:
-                return self._rebuild(key, scope)
+                return self._rebuild(key, scope, lexical)
             after = idx.loaded_max.get(t, -1)
             msgs = self.store.get_messages(t, from_seq=after + 1)
             if old_count + len(msgs) != count:
-                return self._rebuild(key, scope)  # a gap was filled below the max
+                return self._rebuild(key, scope, lexical)  # a gap filled below the max
             changed[t] = after
             fresh.extend(msgs)
             idx.loaded_count[t] = count
@@ -380,9 +454,10 @@ class RecallEngine:
             self._scopes.popitem(last=False)
         return idx
 
-    def _rebuild(self, key: tuple[str, str], scope: list[Thread]) -> _ScopeIndex:
+    def _rebuild(self, key: tuple[str, str], scope: list[Thread],
+                 lexical: bool) -> _ScopeIndex:
         self._scopes.pop(key, None)
-        return self._refresh(key, scope)
+        return self._refresh(key, scope, lexical)
 
     def preload(self, thread_id: str, resource_id: str | None, config: RecallConfig) -> None:
         """Load (or refresh) the cache of a scope ahead of the first query."""
@@ -488,21 +563,7 @@ class RecallEngine:
             cand = inside & (has_vec | (idx.doclen[:n] > 0))
             passing = cand & fmask
             vs = np.where(has_vec, vec if vec is not None else 0.0, -np.inf)
-            in_v = has_vec & (vs > 0) & (vs >= thr)
-            in_l = lex > 0
-            score = np.zeros(n, np.float64)
-            rrf = float(config.rrf_k)
-            for member, s in ((in_v, vs), (in_l, lex)):
-                rows = np.flatnonzero(passing & member)
-                ranked = _rank_list(rows, s, keyrank)
-                score[ranked] += 1.0 / (rrf + np.arange(1, ranked.size + 1))
-                # a filtered-out row is scored by the rank it would have taken
-                out_rows = np.flatnonzero(cand & ~fmask & member)
-                if out_rows.size:
-                    sorted_s = np.sort(s[ranked])
-                    better = sorted_s.size - np.searchsorted(sorted_s, s[out_rows], "right")
-                    score[out_rows] += 1.0 / (rrf + better + 1)
-            eligible = passing & (score > 0)
+            score, eligible = _fuse(idx, config, cand, fmask, vs, lex)
             secondary = [vs, lex]
         if pool is None:
             order_arr = order_of(np.flatnonzero(cand), score, secondary)
@@ -515,10 +576,11 @@ class RecallEngine:
             order_arr = order_of(head, score, secondary)
         pos = _positions(n, order_arr, passing)
         order = order_arr.tolist()
-        return _Ranked(score, vec, lex, cand, passing, eligible, pos, order)
+        return _Ranked(score, vec, lex, cand, passing, eligible, pos, order,
+                       truncated=len(order) < int(np.count_nonzero(cand)))
 
     def _rank_fast(self, idx: _ScopeIndex, config: RecallConfig, q: np.ndarray,
-                   within: np.ndarray | None) -> _Ranked:
+                   within: np.ndarray | None, extra: int = 0) -> _Ranked:
         """Vector mode: one matrix-vector product, then only the top of the ranking."""
         n = idx.n
         qn = q / np.linalg.norm(q)
@@ -530,10 +592,11 @@ class RecallEngine:
             raw[bad] = -np.inf
         mask = idx.filter_mask(config.filter)
         injected = config.top_k * (1 + config.before + config.after)
-        pool = _top(raw, injected + config.top_k + config.near_misses)
+        head = config.top_k + config.near_misses + extra
+        pool = _top(raw, injected + head)
         if mask is not None:
-            pool = np.union1d(pool, _top(np.where(mask, raw, -np.inf),
-                                         config.top_k + config.near_misses))
+            pool = np.union1d(pool, _top(np.where(mask, raw, -np.inf), head))
+        total = n if within is None and idx.all_vec else int(np.isfinite(raw).sum())
         keyrank = idx.keyrank[:n]
         order = pool[np.lexsort((keyrank[pool], -raw[pool]))] if pool.size else pool
         score = np.full(n, -np.inf)
@@ -547,7 +610,8 @@ class RecallEngine:
         pos = _positions(n, order, passing)
         vec = np.full(n, np.nan)
         vec[order] = raw[order]
-        return _Ranked(score, vec, None, cand, passing, eligible, pos, order.tolist())
+        return _Ranked(score, vec, None, cand, passing, eligible, pos, order.tolist(),
+                       truncated=order.size < total)
 
     # -- public API -------------------------------------------------------------------
     def _skip_reason(self, query: str | None, config: RecallConfig) -> str | None:
@@ -564,23 +628,31 @@ class RecallEngine:
                  thread: Thread | None = None,
                  ) -> tuple[_ScopeIndex, np.ndarray | None, np.ndarray | None, dict[str, int]]:
         scope = self._scope(thread_id, resource_id, config, thread)
-        idx = self._refresh(self._scope_key(thread_id, resource_id, config), scope)
+        idx = self._refresh(self._scope_key(thread_id, resource_id, config), scope,
+                            lexical=config.mode != "vector")
+        if config.mode != "vector":
+            idx.ensure_lexical(self._fetch)
         within = self._within(idx, as_of)
         snapshot = {t.id: idx.loaded_max.get(t.id, -1) for t in scope}
         if as_of is not None:
             snapshot = {t: min(m, as_of.get(t, -1)) for t, m in snapshot.items()}
         q = None
         if config.mode != "lexical":
-            q = self._query_vector(query, idx.dim)
+            q = self._query_vector(rewrite_query(query) if config.query_rewrite
+                                   and config.mode == "hybrid" else query, idx.dim)
         return idx, q, within, snapshot
 
     def run(self, query: str | None, *, thread_id: str, resource_id: str | None,
             config: RecallConfig, window: frozenset[tuple[str, int]] = frozenset(),
             as_of: dict[str, int] | None = None,
             thread: Thread | None = None) -> RecallOutcome:
-        """Recall for one query: hits expanded by ``message_range`` (minus rows in
-        ``window``), near misses with reasons, and the scope snapshot. ``thread`` is
-        the caller's fresh read of ``thread_id`` (see ``scope_threads``)."""
+        """Recall for one query: the ``top_k`` best eligible candidates that are not in
+        ``window`` (the recent window and any input already in the prompt: they never
+        use up a slot) and, with ``skip_query_duplicates``, not near-duplicates of the
+        query; those hits expanded by ``message_range`` (minus rows in ``window``); near
+        misses with reasons (rows passed over say ``already-in-window`` or
+        ``duplicate-of-query``); and the scope snapshot. ``thread`` is the caller's
+        fresh read of ``thread_id`` (see ``scope_threads``)."""
         skipped = self._skip_reason(query, config)
         if skipped is not None:
             return RecallOutcome([], [], {}, skipped, query)
@@ -592,23 +664,68 @@ class RecallEngine:
             if zero_q and config.mode == "vector":
                 return RecallOutcome([], [], snapshot, "all-zero query", query)
             q_used = None if zero_q else q
-            # an empty scope has no vector dimension yet: the full path handles it
-            if config.mode == "vector" and q_used is not None and idx.dim is not None:
-                ranked = self._rank_fast(idx, config, q_used, within)
-            else:
-                pool = config.top_k * (2 + config.before + config.after) + config.near_misses
-                ranked = self._rank_full(idx, config, q_used, query, within, pool)
-            return self._outcome(idx, config, ranked, window, within, snapshot, query)
+            # rows passed over still sit in the ranking: rank enough of its head to
+            # fill top_k past them, and widen it when more were passed over than planned
+            extra = len(window) + (config.top_k if config.skip_query_duplicates else 0)
+            while True:
+                ranked = self._rank(idx, config, q_used, query, within, extra)
+                picked = self._pick(idx, config, ranked, window, query)
+                if picked is not None:
+                    return self._outcome(idx, config, ranked, picked, window, within,
+                                         snapshot, query)
+                extra = 2 * extra + config.top_k
+
+    def _rank(self, idx: _ScopeIndex, config: RecallConfig, q: np.ndarray | None,
+              query: str, within: np.ndarray | None, extra: int) -> _Ranked:
+        # an empty scope has no vector dimension yet: the full path handles it
+        if config.mode == "vector" and q is not None and idx.dim is not None:
+            return self._rank_fast(idx, config, q, within, extra)
+        pool = config.top_k * (2 + config.before + config.after) + config.near_misses + extra
+        return self._rank_full(idx, config, q, query, within, pool)
+
+    def _pick(self, idx: _ScopeIndex, config: RecallConfig, ranked: _Ranked,
+              window: frozenset[tuple[str, int]], query: str) -> _Picked | None:
+        """Walk the eligible candidates best first until ``top_k`` hits are found,
+        passing over rows in the window and near-duplicates of the query. None when
+        the ranked head ran out before that although more candidates exist."""
+        query_terms = frozenset(lexical_terms(query)) if config.skip_query_duplicates \
+            else None
+        picked = _Picked([], {}, {})
+        span = 2 * config.top_k + config.near_misses
+        for j, r in enumerate(ranked.order):
+            if len(picked.hits) >= config.top_k:
+                break
+            if not ranked.eligible[r]:
+                continue
+            key = idx.key(r)
+            if key in window:
+                picked.skipped[r] = "already-in-window"
+                continue
+            if query_terms is not None:
+                if key not in picked.msgs:
+                    # texts are needed to compare: fetch the next stretch of the ranking
+                    # (near misses included, so that one round trip usually serves all)
+                    ahead = [idx.key(x) for x in ranked.order[j:j + span]]
+                    picked.msgs.update(self._fetch([k for k in ahead if k not in picked.msgs]))
+                m = picked.msgs.get(key)
+                if m is not None and is_query_duplicate(m.text() or "", query_terms,
+                                                        config.duplicate_overlap):
+                    picked.skipped[r] = "duplicate-of-query"
+                    continue
+            picked.hits.append(r)
+        if len(picked.hits) < config.top_k and ranked.truncated:
+            return None
+        return picked
 
     def _outcome(self, idx: _ScopeIndex, config: RecallConfig, ranked: _Ranked,
-                 window: frozenset[tuple[str, int]], within: np.ndarray | None,
-                 snapshot: dict[str, int], query: str) -> RecallOutcome:
-        hits = [r for r in ranked.order if ranked.eligible[r]][: config.top_k]
+                 picked: _Picked, window: frozenset[tuple[str, int]],
+                 within: np.ndarray | None, snapshot: dict[str, int],
+                 query: str) -> RecallOutcome:
+        hits = picked.hits
         hit_set = set(hits)
         rows_out: dict[tuple[str, int], int | None] = {}  # (thread, seq) -> hit row
         for r in hits:
-            t = idx.threads[int(idx.tidx[r])]
-            rows_out[(t, int(idx.seqs[r]))] = r
+            rows_out[idx.key(r)] = r
         for r in hits:
             t = idx.threads[int(idx.tidx[r])]
             seqs = idx.thread_seqs[t]
@@ -617,30 +734,10 @@ class RecallEngine:
             for j in range(max(0, p - config.before), min(limit, p + config.after + 1)):
                 rows_out.setdefault((t, seqs[j]), None)
         injected = {k for k in rows_out if k not in window}
-        in_window_hits = {r for k, r in rows_out.items() if r is not None and k in window}
-
-        misses: list[tuple[int, NearMissReason]] = []
-        for r in ranked.order:
-            if len(misses) >= config.near_misses:
-                break
-            key = (idx.threads[int(idx.tidx[r])], int(idx.seqs[r]))
-            if r in in_window_hits:
-                misses.append((r, "already-in-window"))
-            elif r in hit_set or key in injected:
-                continue
-            elif not ranked.passing[r]:
-                misses.append((r, "filtered-out"))
-            elif not ranked.eligible[r]:
-                misses.append((r, "below-threshold"))
-            else:
-                misses.append((r, "beyond-top-k"))
-
-        need: dict[str, set[int]] = {}
-        for t, s in injected:
-            need.setdefault(t, set()).add(s)
-        for r, _ in misses:
-            need.setdefault(idx.threads[int(idx.tidx[r])], set()).add(int(idx.seqs[r]))
-        msgs = self._fetch(need)
+        misses = self._misses(idx, config, ranked, picked, hit_set, injected, window)
+        msgs = picked.msgs
+        msgs.update(self._fetch([k for k in [*injected, *(idx.key(r) for r, _ in misses)]
+                                 if k not in msgs]))
 
         out_hits: list[RecallHit] = []
         for key in injected:
@@ -659,7 +756,7 @@ class RecallEngine:
 
         near: list[NearMiss] = []
         for r, reason in misses:
-            key = (idx.threads[int(idx.tidx[r])], int(idx.seqs[r]))
+            key = idx.key(r)
             m = msgs.get(key)
             if m is None:
                 continue
@@ -674,8 +771,35 @@ class RecallEngine:
                                  filter_clause=clause))
         return RecallOutcome(out_hits, near, snapshot, None, query)
 
-    def _fetch(self, need: dict[str, set[int]]) -> dict[tuple[str, int], StoredMessage]:
-        refs = [(t, s) for t, seqs in need.items() for s in seqs]
+    @staticmethod
+    def _misses(idx: _ScopeIndex, config: RecallConfig, ranked: _Ranked, picked: _Picked,
+                hit_set: set[int], injected: set[tuple[str, int]],
+                window: frozenset[tuple[str, int]]) -> list[tuple[int, NearMissReason]]:
+        """The first ``near_misses`` rows of the ranking that reach the prompt neither
+        as hits nor as neighbours, each with why."""
+        misses: list[tuple[int, NearMissReason]] = []
+        for r in ranked.order:
+            if len(misses) >= config.near_misses:
+                break
+            key = idx.key(r)
+            if r in hit_set or key in injected:
+                continue
+            passed_over = picked.skipped.get(r)
+            if passed_over is not None:
+                misses.append((r, passed_over))
+            elif not ranked.passing[r]:
+                misses.append((r, "filtered-out"))
+            elif not ranked.eligible[r]:
+                misses.append((r, "below-threshold"))
+            elif key in window:
+                misses.append((r, "already-in-window"))
+            else:
+                misses.append((r, "beyond-top-k"))
+        return misses
+
+    def _fetch(self, refs: Sequence[tuple[str, int]]) -> dict[tuple[str, int], StoredMessage]:
+        if not refs:
+            return {}
         return {(m.thread_id, m.seq): m for m in self.store.get_messages_by_refs(refs)}
 
     def score_all(self, query: str, *, thread_id: str, resource_id: str | None,
@@ -719,6 +843,82 @@ class RecallEngine:
                                       -(ck[0].score if ck[0].score is not None else -math.inf),
                                       ck[1]))
             return [c for c, _ in rows]
+
+
+def _fuse(idx: _ScopeIndex, config: RecallConfig, cand: np.ndarray, fmask: np.ndarray,
+          vs: np.ndarray, lex: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Hybrid score and eligibility of every row. The vector list holds candidates with
+    ``cosine > 0 and cosine >= threshold``, the lexical list those with ``bm25 > 0``;
+    a row in neither is not eligible. ``rrf`` sums ``1 / (rrf_k + rank)`` over the
+    lists; ``weighted`` sums ``vector_weight`` x the normalised cosine and the rest x
+    the normalised BM25 (each normalised over the passing candidates; 0 outside its
+    list). ``context_weight`` first adds that share of the better neighbour's signal
+    (same thread) to each row's; ``question_weight`` scales down rows that ask."""
+    n = idx.n
+    keyrank = idx.keyrank[:n]
+    passing = cand & fmask
+    in_v = np.isfinite(vs) & (vs > 0) & (vs >= config.threshold)
+    in_l = lex > 0
+    if config.context_weight > 0:
+        vs = np.where(np.isfinite(vs), _with_context(idx, np.where(in_v, vs, 0.0),
+                                                     config.context_weight), vs)
+        lex = _with_context(idx, lex, config.context_weight)
+    score = np.zeros(n, np.float64)
+    members = ((in_v, vs), (in_l, lex))
+    if config.fusion == "rrf":
+        rrf = float(config.rrf_k)
+        for member, s in members:
+            rows = np.flatnonzero(passing & member)
+            ranked = _rank_list(rows, s, keyrank)
+            score[ranked] += 1.0 / (rrf + np.arange(1, ranked.size + 1))
+            # a filtered-out row is scored by the rank it would have taken
+            out_rows = np.flatnonzero(cand & ~fmask & member)
+            if out_rows.size:
+                sorted_s = np.sort(s[ranked])
+                better = sorted_s.size - np.searchsorted(sorted_s, s[out_rows], "right")
+                score[out_rows] += 1.0 / (rrf + better + 1)
+    else:
+        # each signal is scaled over every passing row that has it (a BM25 of 0
+        # included), so that a rare strong match stands out from the crowd
+        weights = (config.vector_weight, 1.0 - config.vector_weight)
+        has = (np.isfinite(vs), idx.doclen[:n] > 0)
+        for (member, s), w, pool in zip(members, weights, has, strict=True):
+            if w > 0:
+                score += w * np.where(member, _normalise(s, passing & pool,
+                                                         config.score_norm), 0.0)
+        score = np.where(in_v | in_l, score, 0.0)
+    if config.question_weight < 1.0:
+        q = idx.asks[:n]
+        score[q] = np.where(score[q] > 0, score[q] * config.question_weight,
+                            score[q] / max(config.question_weight, 1e-9))
+    eligible = passing & (in_v | in_l)
+    if config.fusion == "rrf":
+        eligible &= score > 0
+    return score, eligible
+
+
+def _with_context(idx: _ScopeIndex, values: np.ndarray, weight: float) -> np.ndarray:
+    """Each row's value plus ``weight`` x the larger of its thread neighbours' values."""
+    n = idx.n
+    prev = idx.prev_row[:n]
+    has_prev = prev >= 0
+    nxt = np.full(n, -1, np.int64)
+    nxt[prev[has_prev]] = np.flatnonzero(has_prev)
+    ext = np.concatenate([values, [0.0]])  # index -1 reads the 0 pad
+    out: np.ndarray = values + weight * np.maximum(ext[prev], ext[nxt])
+    return out
+
+
+def _normalise(s: np.ndarray, rows: np.ndarray, how: str) -> np.ndarray:
+    """``s`` scaled over the rows of ``rows``: min-max to [0, 1] or z-scores."""
+    vals = s[rows]
+    if vals.size == 0:
+        return np.zeros_like(s)
+    if how == "zscore":
+        sd = float(vals.std())
+        return (s - float(vals.mean())) / (sd if sd > 0 else 1.0)
+    lo, hi = float(vals.min()), float(vals.max())
+    return (s - lo) / (hi - lo) if hi > lo else np.ones_like(s)
 
 
 def _scores_of(ranked: _Ranked, r: int) -> tuple[float | None, float | None]:

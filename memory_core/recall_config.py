@@ -8,13 +8,28 @@ from __future__ import annotations
 import math
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, StrictInt, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    StrictBool,
+    StrictInt,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
 from memory_core.errors import InvalidInputError
 from memory_core.filters import validate_filter
 
 RecallMode = Literal["vector", "lexical", "hybrid"]
 RecallScope = Literal["thread", "resource"]
+
+
+#: the hybrid settings that reproduce recall before score fusion, neighbour context,
+#: question demotion and duplicate skipping existed (for records written then)
+LEGACY_HYBRID: dict[str, Any] = {"fusion": "rrf", "context_weight": 0.0,
+                                 "question_weight": 1.0, "query_rewrite": False,
+                                 "skip_query_duplicates": False}
 
 
 # -- configuration ------------------------------------------------------------------------
@@ -58,24 +73,42 @@ class RecallConfig(BaseModel):
       statistics computed over the scope (as of the snapshot). Eligible when
       ``bm25 > 0`` (the message shares a query term). ``threshold`` is a cosine bound
       and does not apply (no embedding is computed).
-    - ``"hybrid"``: reciprocal-rank fusion of two rankings of the filtered candidates:
-      the vector list (candidates with ``cosine > 0 and cosine >= threshold``) and the
-      lexical list (``bm25 > 0``). ``score = sum(1 / (rrf_k + rank))`` over the lists
-      a candidate is in. So ``threshold`` gates only the cosine evidence: a message
-      below it can still be recalled when it shares rare terms with the query, and
-      then only its lexical rank counts. Eligible when the fused score is > 0. Ties
-      in the fused score go to the higher cosine, then the higher BM25.
+    - ``"hybrid"``: fusion of two signals of the filtered candidates: the vector list
+      (candidates with ``cosine > 0 and cosine >= threshold``) and the lexical list
+      (``bm25 > 0``); eligible when in either list. So ``threshold`` gates only the
+      cosine evidence: a message below it can still be recalled when it shares rare
+      terms with the query, and then only its lexical score counts. With
+      ``fusion="weighted"`` (default) ``score = vector_weight * norm(cosine) + (1 -
+      vector_weight) * norm(bm25)``, each signal scaled to [0, 1] over the passing
+      candidates that have it (every row with a vector; every row with terms, BM25 0
+      included) (``score_norm="minmax"``, default) or z-scored (``"zscore"``), 0
+      outside its list;
+      with ``fusion="rrf"`` reciprocal-rank fusion, ``score = sum(1 / (rrf_k +
+      rank))`` over the lists. Before fusing, ``context_weight`` adds that share of the
+      better thread neighbour's signal to each row's (a fact stated in answer to a
+      question scores with the question), and ``question_weight`` scales down turns
+      that ask (hold a "?"): they seldom carry the answer. ``query_rewrite`` embeds
+      the query without its function words. Ties in the fused score go to the higher
+      cosine, then the higher BM25. ``LEGACY_HYBRID`` holds the settings of the
+      rank-only fusion recall used before these settings existed.
 
     In every mode ties are broken by (created_at, thread_id, seq), so results are
     deterministic.
 
-    Which mode (bench/RESULTS.md, "Recall quality"): with the real MiniLM model,
-    ``mode="hybrid"`` puts the answer-bearing turn first most often (hit@1 0.54 vs
-    0.44 for vector on our paraphrased questions) and fusion is what wins on long real
-    conversations, where users reuse names, numbers and rare terms that cosine blurs;
-    ``"vector"`` is slightly ahead at hit@5 when questions share no words with the
-    answer. With the hashing embedder (no model) prefer ``"lexical"`` or ``"hybrid"``:
+    Which mode (bench/RESULTS.md, "Recall quality" and "Recall quality: long
+    conversations"): with the real MiniLM model, ``mode="hybrid"`` with the default
+    weighted fusion finds an evidence turn in the top 5 most often on long
+    multi-session conversations, ahead of plain cosine, BM25 and rank fusion; fusion
+    matters most on real conversations, where users reuse names, numbers and rare
+    terms that cosine blurs. With the hashing embedder (no model) prefer ``"lexical"`` or ``"hybrid"``:
     hashed cosine is far weaker than BM25. Recommended: ``RecallConfig(mode="hybrid")``.
+
+    Hits are the first ``top_k`` eligible candidates that are not in the caller's
+    window (the recent window, already in the prompt: it never uses up a slot) and,
+    with ``skip_query_duplicates`` (default on), not near-duplicates of the query: a
+    stored question whose terms overlap the query's with Jaccard >= ``duplicate_overlap``
+    (an earlier asking of the same question, which holds no answer). Both kinds are
+    reported as near misses (``already-in-window``, ``duplicate-of-query``).
 
     ``near_misses`` is how many candidates just below the cut are reported (with a
     reason); ``message_range`` is an int n (n before, n after) or
@@ -91,6 +124,15 @@ class RecallConfig(BaseModel):
     mode: RecallMode = "vector"
     near_misses: StrictInt = 5
     rrf_k: StrictInt = 60
+    skip_query_duplicates: StrictBool = True
+    duplicate_overlap: float = 0.6
+    # hybrid mode only (tuned on bench/recall_quality/longconv)
+    fusion: Literal["rrf", "weighted"] = "weighted"
+    vector_weight: float = 0.7
+    score_norm: Literal["minmax", "zscore"] = "minmax"
+    context_weight: float = 0.5
+    question_weight: float = 1.0
+    query_rewrite: StrictBool = False
 
     def __init__(self, **data: Any) -> None:
         try:
@@ -151,6 +193,31 @@ class RecallConfig(BaseModel):
             raise ValueError(f"near_misses must be >= 0, got {v}")
         return v
 
+    @field_validator("duplicate_overlap", mode="before")
+    @classmethod
+    def _overlap(cls, v: Any) -> float:
+        if isinstance(v, bool) or not isinstance(v, int | float):
+            raise ValueError(f"duplicate_overlap must be a number in (0, 1], got {v!r}")
+        if not math.isfinite(v) or not 0.0 < v <= 1.0:
+            raise ValueError(f"duplicate_overlap must be in (0, 1], got {v!r}")
+        return float(v)
+
+    @field_validator("vector_weight", "question_weight", mode="before")
+    @classmethod
+    def _unit(cls, v: Any, info: ValidationInfo) -> float:
+        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) \
+                or not 0.0 <= v <= 1.0:
+            raise ValueError(f"{info.field_name} must be a number in [0, 1], got {v!r}")
+        return float(v)
+
+    @field_validator("context_weight", mode="before")
+    @classmethod
+    def _context(cls, v: Any) -> float:
+        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) \
+                or not 0.0 <= v <= 4.0:
+            raise ValueError(f"context_weight must be a number in [0, 4], got {v!r}")
+        return float(v)
+
     @field_validator("rrf_k")
     @classmethod
     def _rrf(cls, v: int) -> int:
@@ -181,4 +248,12 @@ class RecallConfig(BaseModel):
             "mode": self.mode,
             "near_misses": self.near_misses,
             "rrf_k": self.rrf_k,
+            "skip_query_duplicates": self.skip_query_duplicates,
+            "duplicate_overlap": self.duplicate_overlap,
+            "fusion": self.fusion,
+            "vector_weight": self.vector_weight,
+            "score_norm": self.score_norm,
+            "context_weight": self.context_weight,
+            "question_weight": self.question_weight,
+            "query_rewrite": self.query_rewrite,
         }

@@ -298,7 +298,7 @@ class ScoreCandidate(BaseModel):
     rank: int
     score: float
     status: Literal["hit", "below-threshold", "beyond-top-k", "filtered-out",
-                    "already-in-window"]
+                    "already-in-window", "duplicate-of-query"]
     preview: str
     filter_clause: str | None = None
 

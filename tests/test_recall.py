@@ -234,7 +234,7 @@ def test_unknown_thread_is_an_error() -> None:
 
 
 # -- window and near misses ----------------------------------------------------------------
-def test_hits_and_neighbours_inside_the_window_are_removed() -> None:
+def test_window_rows_are_passed_over_and_their_neighbours_not_injected() -> None:
     store = make_store()
     store.create_thread("t")
     vecs = [[0.0, 1.0, 0.0]] * 6
@@ -245,7 +245,8 @@ def test_hits_and_neighbours_inside_the_window_are_removed() -> None:
     window = frozenset({("t", 4), ("t", 5)})
     out = engine.run("q", thread_id="t", resource_id=None,
                      config=RecallConfig(top_k=2, message_range=1), window=window)
-    assert seqs(out) == [0, 1, 2, 3]
+    # 4 is in the window: it is no hit, so 3 (its neighbour) is not injected either
+    assert seqs(out) == [0, 1, 2]
     assert out.near_misses[0].seq == 4 and out.near_misses[0].reason == "already-in-window"
     assert out.near_misses[0].rank == 1
 
@@ -257,19 +258,22 @@ def test_near_misses_report_each_reason_with_rank_and_clause() -> None:
         ("hit", unit(0)),          # rank 1, hit
         ("in window", unit(5)),    # rank 2, hit but in the window
         ("filtered", unit(10)),    # would rank 3, fails the filter
-        ("beyond", unit(20)),      # rank 3 among passing, beyond top-k
-        ("below", unit(80)),       # rank 4, below threshold
-    ], [{"ok": True}, {"ok": True}, {"ok": False}, {"ok": True}, {"ok": True}])
+        ("second", unit(20)),      # rank 3 among passing: a hit, the window row
+                                   # does not use up a slot
+        ("beyond", unit(25)),      # rank 4, beyond top-k
+        ("below", unit(80)),       # rank 5, below threshold
+    ], [{"ok": True}, {"ok": True}, {"ok": False}, {"ok": True}, {"ok": True},
+        {"ok": True}])
     engine = RecallEngine(store, query_to(unit(0)))
     cfg = RecallConfig(top_k=2, threshold=0.5, filter={"ok": True}, near_misses=10)
     out = engine.run("q", thread_id="t", resource_id=None, config=cfg,
                      window=frozenset({("t", 1)}))
-    assert seqs(out) == [0]
+    assert seqs(out) == [0, 3]
     got = [(m.preview, m.rank, m.reason, m.filter_clause) for m in out.near_misses]
     assert got == [("in window", 2, "already-in-window", None),
                    ("filtered", 3, "filtered-out", "ok $eq true"),
-                   ("beyond", 3, "beyond-top-k", None),
-                   ("below", 4, "below-threshold", None)]
+                   ("beyond", 4, "beyond-top-k", None),
+                   ("below", 5, "below-threshold", None)]
     scores = [m.score for m in out.near_misses]
     assert scores == sorted(scores, reverse=True)
     assert out.near_misses[1].vector_score == pytest.approx(np.cos(np.deg2rad(10)))
@@ -415,7 +419,7 @@ def test_bm25_finds_a_rare_exact_term_that_cosine_misses() -> None:
                          config=RecallConfig(top_k=1, mode="lexical"))
     assert seqs(lexical) == [1]
     hybrid = engine.run(q, thread_id="t", resource_id=None,
-                        config=RecallConfig(top_k=2, mode="hybrid"))
+                        config=RecallConfig(top_k=2, mode="hybrid", fusion="rrf"))
     assert 1 in seqs(hybrid)
     hit = next(h for h in hybrid.hits if h.seq == 1)
     assert hit.vector_score == pytest.approx(np.cos(np.deg2rad(70)), abs=1e-6)
@@ -429,7 +433,7 @@ def test_hybrid_threshold_gates_only_the_cosine_evidence() -> None:
     q = "which part number was it? QX-7731?"
     out = engine.run(q, thread_id="t", resource_id=None,
                      config=RecallConfig(top_k=5, mode="hybrid", threshold=0.97,
-                                         near_misses=10))
+                                         near_misses=10, fusion="rrf"))
     # only seq 0 (cos 0.996) and seq 3 (0.985) pass the cosine gate; seq 1 (0.34) enters
     # by BM25 (it shares "part", "number", "qx", "7731"), seq 4 (0.906) by "part"
     # ("parts" folded); seq 2 (0.966) shares no term and stays out
@@ -482,7 +486,8 @@ def test_hybrid_with_hashing_embedder_runs_end_to_end() -> None:
     add(store, "t", [(t, embed([t])[0]) for t in texts])
     out = RecallEngine(store, embed).run("when does the Lisbon flight leave", thread_id="t",
                                          resource_id=None,
-                                         config=RecallConfig(mode="hybrid", top_k=1))
+                                         config=RecallConfig(mode="hybrid", top_k=1,
+                                                             vector_weight=0.5))
     assert seqs(out) == [0]
 
 
@@ -504,7 +509,8 @@ def test_run_agrees_with_full_scoring(seed: int, mode: str) -> None:
         add(store, t, [(text, vec)], [{"g": rng.randint(0, 2)}])
     cfg = RecallConfig(top_k=rng.randint(1, 4), threshold=rng.choice([0.0, 0.3]),
                        scope="resource", filter=rng.choice([None, {"g": {"$ne": 1}}]),
-                       message_range=rng.randint(0, 1), near_misses=6, mode=mode)
+                       message_range=rng.randint(0, 1), near_misses=6, mode=mode,
+                       skip_query_duplicates=False)  # score_all ranks every row
     engine = RecallEngine(store, query_to([1.0, 0.5, 0.0, -0.5]))
     query = "refund for the parcel delay"
     out = engine.run(query, thread_id="a", resource_id="u", config=cfg)

@@ -16,7 +16,7 @@ from memory_core.journal.records import load_record
 from memory_core.memory import AgentMemory
 from memory_core.models.reader import ReaderModel
 from memory_core.provenance import MEMCTX_VERSION, Memctx
-from memory_core.recall import RecallConfig
+from memory_core.recall import LEGACY_HYBRID, RecallConfig
 from memory_core.registry import recall_config_from_settings
 from memory_core.runner import Agent, Runner
 from memory_core.storage.inmemory import InMemoryStorage
@@ -30,7 +30,8 @@ HISTORY = ["what was it about then", "so what was it about the zebra", "zebra lo
            "football scores from the weekend", "it was about the loan"]
 QUESTION = "what was it about the zebra loan"
 TARGET = ("h", 6)
-BASE: dict[str, Any] = {"mode": "hybrid", "top_k": 2, "threshold": 0.5,
+BASE: dict[str, Any] = {"mode": "hybrid", "fusion": "rrf", "top_k": 2, "threshold": 0.5,
+                        "skip_query_duplicates": False,
                         "filter": {"kind": "history"}}  # the runs' own turns stay out
 
 
@@ -86,9 +87,10 @@ def test_a_v1_record_upgrades_with_the_unrecorded_fields_named() -> None:
         "scope": "resource", "filter": None, "message_range": {"before": 1, "after": 0},
         "mode": "hybrid", "embedder": "hashing-64"}}
     m = upgrade_memctx(v1, "r:memctx")
+    # recorded fields as recorded; what v1 recall did not have yet, as it then behaved
     assert m.v == 2 and m.settings.recall == RecallConfig(
         top_k=2, threshold=0.3, scope="resource", message_range={"before": 1, "after": 0},
-        mode="hybrid")
+        mode="hybrid", **LEGACY_HYBRID)
     assert m.unknown_fields == ["settings.recall.near_misses", "settings.recall.rrf_k"]
     off = upgrade_memctx({"v": 1, "thread_id": "t",
                           "settings": {"recent_n": 4, "recall_enabled": False}}, "r:memctx")

@@ -18,6 +18,7 @@ from memory_core.errors import InvalidInputError
 from memory_core.models.base import ModelIdentity, ModelResponse, ToolSpec
 from memory_core.prompt import FrozenPrompt
 from memory_core.provenance import MEMCTX_VERSION, Memctx
+from memory_core.recall_config import LEGACY_HYBRID
 from memory_core.types import Message
 
 M = TypeVar("M", bound=BaseModel)
@@ -188,7 +189,9 @@ def _memctx_v1_to_v2(record: dict[str, Any]) -> dict[str, Any]:
     unknown = [u for u in out.get("unknown_fields", [])
                if u.removeprefix("settings.") not in _V1_RECALL_FIELDS]
     if flat["top_k"] is not None:
-        settings["recall"] = {k: v for k, v in flat.items() if v is not None}
+        # v1 recall ranked with rank-only fusion and none of the later refinements
+        settings["recall"] = {**LEGACY_HYBRID,
+                              **{k: v for k, v in flat.items() if v is not None}}
         unknown += ["settings.recall.near_misses", "settings.recall.rrf_k"]
     else:
         settings["recall"] = None
