@@ -10,7 +10,6 @@ compaction again re-enters the same step keys and never calls the model twice.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -24,11 +23,11 @@ from memory_core.journal.writer import ObserverWriter
 from memory_core.models.base import Tool, ToolSpec, complete_checked
 from memory_core.provenance import preview
 from memory_core.storage.base import Storage
-from memory_core.storage.common import utc_now
+from memory_core.storage.common import Clock, utc_now
 from memory_core.tokens import TokenCounter, estimate_tokens
 from memory_core.types import Message, Observation, StoredMessage
+from memory_core.vectors import cosine_to
 
-Clock = Callable[[], datetime]
 Embedder = Callable[[list[str]], np.ndarray]
 
 
@@ -325,13 +324,10 @@ class ObservationalMemory:
             needle = query.lower()
             return [self._match(o, None) for o in obs if needle in o.text.lower()]
         q = self._vector(query)
-        scored: list[tuple[float, int, Observation]] = []
-        for i, o in enumerate(obs):
-            v = self._vector(o.text)
-            denom = float(np.linalg.norm(q) * np.linalg.norm(v)) or 1.0
-            s = float(np.dot(q, v)) / denom
-            if s >= threshold:
-                scored.append((s, i, o))
+        sims: list[float] = ([float(x) for x in cosine_to(
+            np.stack([self._vector(o.text) for o in obs]), q)] if obs else [])
+        scored = [(s, i, o) for i, (s, o) in enumerate(zip(sims, obs, strict=True))
+                  if s >= threshold]
         scored.sort(key=lambda t: (-t[0], t[1]))
         return [self._match(o, round(s, 6)) for s, _, o in scored[:top_k]]
 

@@ -35,6 +35,7 @@ from memory_core.recall_config import RecallMode as RecallMode
 from memory_core.recall_config import RecallScope as RecallScope
 from memory_core.storage.base import EmbeddingBlock, MemoryStore
 from memory_core.types import StoredMessage, Thread, canonical_json
+from memory_core.vectors import cosine_scores, top_indices, unit_rows
 
 T_NONE = datetime.min.replace(tzinfo=UTC)
 
@@ -327,10 +328,8 @@ class _ScopeIndex:
         chunk = 65536
         for a in range(0, dest.size, chunk):
             d, s = dest[a:a + chunk], src[a:a + chunk]
-            vecs = np.asarray(matrix[s], dtype=np.float32)
-            norms = np.linalg.norm(vecs, axis=1)
-            ok = norms > 0
-            self.mat[d[ok]] = vecs[ok] / norms[ok, None]
+            vecs, ok = unit_rows(matrix[s])
+            self.mat[d[ok]] = vecs[ok]
             self.has_vec[d[ok]] = True
 
     def _rerank(self) -> None:
@@ -531,8 +530,7 @@ class RecallEngine:
         if q is not None and config.mode != "lexical":
             vec = np.full(n, np.nan)
             if idx.dim is not None and n:
-                qn = q / np.linalg.norm(q)
-                raw = (idx.mat[:n] @ qn).astype(np.float64)
+                raw = cosine_scores(idx.mat[:n], q).astype(np.float64)
                 vec[idx.has_vec[:n]] = raw[idx.has_vec[:n]]
         has_vec = idx.has_vec[:n] if vec is not None else np.zeros(n, bool)
         if config.mode != "vector":
@@ -583,8 +581,7 @@ class RecallEngine:
                    within: np.ndarray | None, extra: int = 0) -> _Ranked:
         """Vector mode: one matrix-vector product, then only the top of the ranking."""
         n = idx.n
-        qn = q / np.linalg.norm(q)
-        raw = idx.mat[:n] @ qn
+        raw = cosine_scores(idx.mat[:n], q)
         if within is not None or not idx.all_vec:
             bad = ~idx.has_vec[:n]
             if within is not None:
@@ -974,19 +971,4 @@ def _select_top(mask: np.ndarray, keys: Sequence[np.ndarray], m: int) -> np.ndar
     return np.concatenate(chosen)
 
 
-def _top(scores: np.ndarray, m: int) -> np.ndarray:
-    """Indices of the m highest finite scores, plus every row tied with the lowest of
-    them (so tie-breaking by key stays exact)."""
-    n = scores.shape[0]
-    if n == 0 or m <= 0:
-        return np.zeros(0, np.int64)
-    if m >= n:
-        idx = np.arange(n)
-    else:
-        idx = np.argpartition(scores, n - m)[n - m:]
-        low = scores[idx].min()
-        if np.isfinite(low):
-            idx = np.flatnonzero(scores >= low)
-    out: np.ndarray = idx[np.isfinite(scores[idx])]
-    return out
-
+_top = top_indices

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -41,7 +40,7 @@ from memory_core.models.base import (
 from memory_core.prompt import FrozenPrompt, PromptItem
 from memory_core.provenance import Memctx
 from memory_core.storage.base import Storage
-from memory_core.storage.common import utc_now
+from memory_core.storage.common import Clock, utc_now
 from memory_core.types import (
     Message,
     Part,
@@ -55,7 +54,6 @@ from memory_core.types import (
 if TYPE_CHECKING:
     from memory_core.memory import AgentMemory
 
-Clock = Callable[[], datetime]
 BoundaryHook = Callable[[str], None]
 
 @dataclass(frozen=True)

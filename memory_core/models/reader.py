@@ -44,6 +44,7 @@ from memory_core.embedders import Embedder
 from memory_core.models.base import ModelIdentity, ModelResponse, ToolSpec, Usage
 from memory_core.tokens import estimate_tokens
 from memory_core.types import Message, ToolCallPart, ToolResultPart, canonical_json
+from memory_core.vectors import cosine_to
 
 # ---------------------------------------------------------------------------------------
 # Text analysis (shared with the extractive summariser)
@@ -359,10 +360,7 @@ def score_units(question: str, units: Sequence[Evidence],
     cos: list[float] | None = None
     if embed is not None:
         vecs = np.asarray(embed([question] + [u.text for u in units]), dtype=np.float64)
-        norms = np.linalg.norm(vecs, axis=1)
-        norms[norms == 0] = 1.0
-        vecs = vecs / norms[:, None]
-        cos = [float(x) for x in vecs[1:] @ vecs[0]]
+        cos = [float(x) for x in cosine_to(vecs[1:], vecs[0])]
     out: list[Scored] = []
     for i, u in enumerate(units):
         matched = tuple(t for t in q_terms if t in u.terms)

@@ -1,0 +1,57 @@
+"""The one place cosine similarity is computed: unit-normalising rows and queries,
+scoring a matrix against a query, and taking the top of a score vector exactly."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def unit_rows(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rows scaled to unit length (float32) and a mask of the rows that had a length
+    (zero rows stay zero and are reported as such)."""
+    m = np.asarray(matrix, dtype=np.float32)
+    if m.ndim != 2:
+        raise ValueError(f"expected a 2-d matrix, got shape {m.shape}")
+    norms = np.linalg.norm(m, axis=1)
+    ok = norms > 0
+    out = np.zeros_like(m)
+    out[ok] = m[ok] / norms[ok, None]
+    return out, ok
+
+
+def unit(vector: np.ndarray) -> np.ndarray:
+    """A query vector scaled to unit length (zero stays zero)."""
+    v = np.asarray(vector, dtype=np.float32).reshape(-1)
+    n = float(np.linalg.norm(v))
+    return v / n if n > 0 else v
+
+
+def cosine_scores(unit_matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """Cosine of every row of an already unit-normalised matrix with ``query``."""
+    if unit_matrix.shape[0] == 0:
+        return np.zeros(0, dtype=np.float32)
+    out: np.ndarray = unit_matrix @ unit(query)
+    return out
+
+
+def cosine_to(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """Cosine of every row of a raw matrix with ``query`` (zero rows score 0)."""
+    rows, _ = unit_rows(matrix)
+    return cosine_scores(rows, query)
+
+
+def top_indices(scores: np.ndarray, m: int) -> np.ndarray:
+    """Indices of the m highest finite scores, plus every row tied with the lowest of
+    them (so tie-breaking by a secondary key stays exact)."""
+    n = scores.shape[0]
+    if n == 0 or m <= 0:
+        return np.zeros(0, np.int64)
+    if m >= n:
+        idx = np.arange(n)
+    else:
+        idx = np.argpartition(scores, n - m)[n - m:]
+        low = scores[idx].min()
+        if np.isfinite(low):
+            idx = np.flatnonzero(scores >= low)
+    out: np.ndarray = idx[np.isfinite(scores[idx])]
+    return out
