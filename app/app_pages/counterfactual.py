@@ -12,7 +12,14 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from app import services
-from app.components import LANE_TITLES, escape_md, link_to_run, literal, pick_run
+from app.components import (
+    LANE_TITLES,
+    escape_md,
+    link_to_run,
+    literal,
+    pick_run,
+    plot_text,
+)
 
 VERDICT_BADGES = {"changed": ("orange", ":material/published_with_changes:"),
                   "unchanged": ("green", ":material/check_circle:"),
@@ -33,11 +40,11 @@ link_to_run(run_id, label=f"inspect run {run_id}")
 try:
     view = services.cached_run_view(url, run_id)
 except Exception as e:  # noqa: BLE001
-    st.error(f"Cannot read run '{run_id}': {services.friendly_error(e)}")
+    st.error(escape_md(f"Cannot read run '{run_id}': {services.friendly_error(e)}"))
     st.stop()
 if view.error or not any(lv.items for lv in view.lanes):
-    st.warning(f"Run '{run_id}' has no frozen prompt to replay"
-               + (f" (it failed: {view.error})" if view.error else "") + ".")
+    st.warning(escape_md(f"Run '{run_id}' has no frozen prompt to replay"
+                         + (f" (it failed: {view.error})" if view.error else "") + "."))
     st.stop()
 
 Ref = tuple[str, int]
@@ -72,7 +79,11 @@ put_back: list[Ref] = st.multiselect(
     disabled=not putbackable)
 subtract = "all" if mode == "Subtract all recalled" else chosen
 
-if st.button("Run counterfactual", type="primary", icon=":material/play_arrow:"):
+read_only = services.read_only()
+if read_only:
+    st.info(services.READ_ONLY_REASON, icon=":material/lock:")
+if st.button("Run counterfactual", type="primary", icon=":material/play_arrow:",
+             disabled=read_only, help=services.READ_ONLY_REASON if read_only else None):
     if not (subtract or lanes_out or put_back):
         st.warning("Choose something to subtract or put back first.")
     else:
@@ -83,7 +94,7 @@ if st.button("Run counterfactual", type="primary", icon=":material/play_arrow:")
                 st.session_state[f"cf-result:{run_id}"] = result
             except Exception as e:  # noqa: BLE001 - no traceback in the page
                 st.session_state.pop(f"cf-result:{run_id}", None)
-                st.error(f"The counterfactual could not run: {services.friendly_error(e)}",
+                st.error(escape_md(f"The counterfactual could not run: {services.friendly_error(e)}"),
                          icon=":material/error:")
                 st.caption(REPLAY_HINT)
 
@@ -107,7 +118,9 @@ if result is not None:
 st.markdown("#### Leave-one-out attribution")
 st.caption("Replays the run once without each recalled message, to show which ones the "
            "answer depended on.")
-if st.button("Run attribution", icon=":material/bar_chart:", disabled=not recalled):
+if st.button("Run attribution", icon=":material/bar_chart:",
+             disabled=read_only or not recalled,
+             help=services.READ_ONLY_REASON if read_only else None):
     bar = st.progress(0.0, text="Replaying without each recalled message…")
 
     def _progress(done: int, total: int) -> None:
@@ -118,7 +131,7 @@ if st.button("Run attribution", icon=":material/bar_chart:", disabled=not recall
             url, run_id, progress=_progress)
     except Exception as e:  # noqa: BLE001
         st.session_state.pop(f"attribution:{run_id}", None)
-        st.error(f"Attribution could not run: {services.friendly_error(e)}",
+        st.error(escape_md(f"Attribution could not run: {services.friendly_error(e)}"),
                  icon=":material/error:")
         st.caption(REPLAY_HINT)
     bar.empty()
@@ -127,7 +140,7 @@ if items:
     labels = [f"{a.thread_id} #{a.seq}" if a.kind == "message" else f"lane {a.lane}"
               for a in items]
     fig = go.Figure(go.Bar(
-        x=[a.effect for a in items], y=labels, orientation="h",
+        x=[a.effect for a in items], y=[plot_text(lab) for lab in labels], orientation="h",
         marker_color=["#e6550d" if a.changed else "#9ecae1" for a in items],
         hovertemplate="%{y}: effect %{x:.2f}<extra></extra>"))
     fig.update_layout(height=80 + 40 * len(items), margin={"l": 10, "r": 10, "t": 30, "b": 10},
@@ -145,7 +158,7 @@ st.markdown("#### Past counterfactuals of this run")
 try:
     past = services.cached_counterfactuals(url, run_id)
 except Exception as e:  # noqa: BLE001
-    st.error(services.friendly_error(e))
+    st.error(escape_md(services.friendly_error(e)))
     past = []
 if past:
     st.dataframe(pd.DataFrame([{"change": p.description, "verdict": p.verdict,
