@@ -48,16 +48,36 @@ LANE_TITLES: dict[str, str] = {
 
 # every ASCII punctuation character: CommonMark lets each be backslash-escaped, and
 # escaping all of them leaves no link, image, HTML tag, entity, emphasis, heading, list,
-# math ($), Streamlit directive (:red[…], :material/…:) or autolink (a.b, x@y) to parse
+# math ($) or Streamlit directive (:red[…], :material/…:) to parse
 _MD_SPECIAL = re.compile("([" + re.escape(string.punctuation) + "])")
+# GFM autolinks are found in the parsed text, after escapes are resolved, so escaping
+# cannot stop them: URL- and address-like runs are put in code spans instead
+_AUTOLINK = re.compile(r"(?i)(?:https?://|ftp://|mailto:|www\.)\S*|[\w.+-]+@[\w-]+\.[\w.-]+")
+
+
+def _code_span(text: str) -> str:
+    """``text`` as a Markdown code span (shown as is, whatever it holds)."""
+    longest = max((len(run) for run in re.findall("`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith(("`", " ")) or text.endswith(("`", " ")) else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def escape_md(text: str) -> str:
     """Stored text or a URL parameter made literal for any Streamlit element that renders
     Markdown (errors, captions, metric and expander labels, page links, tooltips): every
-    Markdown and HTML special character is backslash-escaped. The one shared helper for
-    this; st.text / st.code need none."""
-    return _MD_SPECIAL.sub(r"\\\1", str(text))
+    Markdown and HTML special character is backslash-escaped, and anything a GFM
+    autolink would catch is a code span. The one shared helper for this; st.text and
+    st.code need none."""
+    text = str(text)
+    out: list[str] = []
+    pos = 0
+    for m in _AUTOLINK.finditer(text):
+        out.append(_MD_SPECIAL.sub(r"\\\1", text[pos:m.start()]))
+        out.append(_code_span(m.group()))
+        pos = m.end()
+    out.append(_MD_SPECIAL.sub(r"\\\1", text[pos:]))
+    return "".join(out)
 
 
 def plot_text(text: object) -> str:

@@ -14,13 +14,23 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Literal
 
 import streamlit as st
 
 from memory_core import views
 from memory_core.errors import InvalidInputError, MemoryCoreError, NotFoundError
 from memory_core.storage.base import Storage
+
+if TYPE_CHECKING:  # the analysis modules load on first use, keeping page starts fast
+    from memory_core.analysis.counterfactual import (
+        AttributionItem,
+        CounterfactualResult,
+        VariantOptions,
+    )
+    from memory_core.analysis.diff import RunDiff
+    from memory_core.analysis.forgotten import Explanation, LifelinePoint
+    from memory_core.analysis.timeline import Timeline
 
 ENV_VAR = "MEMWB_DB"
 DEMO_DB = "sample_data/out/demo.duckdb"
@@ -231,7 +241,7 @@ def cached_run_view(url: str, run_id: str) -> views.RunView:
 
 
 @st.cache_data(ttl=CACHE_TTL_SECONDS, show_spinner=False)
-def cached_variant_options(url: str, run_id: str) -> Any:
+def cached_variant_options(url: str, run_id: str) -> VariantOptions:
     from memory_core.analysis.counterfactual import variant_options
 
     with _batch(url) as storage:
@@ -239,13 +249,13 @@ def cached_variant_options(url: str, run_id: str) -> Any:
 
 
 def query_param(name: str) -> str | None:
-    value: Any = st.query_params.get(name)
+    value: object = st.query_params.get(name)
     return str(value) if value not in (None, "") else None
 
 
 # -- analysis (compare, counterfactual, why forgotten, timeline, story) ----------------
 @st.cache_data(ttl=CACHE_TTL_SECONDS, show_spinner=False)
-def cached_diff(url: str, run_a: str, run_b: str) -> Any:
+def cached_diff(url: str, run_a: str, run_b: str) -> RunDiff:
     from memory_core.analysis.diff import diff_runs
 
     with _batch(url) as storage:
@@ -254,7 +264,7 @@ def cached_diff(url: str, run_a: str, run_b: str) -> Any:
 
 @st.cache_data(ttl=CACHE_TTL_SECONDS, show_spinner=False)
 def cached_why(url: str, run_id: str, thread_id: str | None, seq: int | None,
-               text: str | None) -> Any:
+               text: str | None) -> Explanation:
     """why_forgotten for a (thread, seq) ref, or for a phrase when ``text`` is given."""
     from memory_core.analysis.forgotten import why_forgotten
 
@@ -270,7 +280,8 @@ def cached_why(url: str, run_id: str, thread_id: str | None, seq: int | None,
 
 
 @st.cache_data(ttl=CACHE_TTL_SECONDS, show_spinner=False)
-def cached_lifeline(url: str, thread_id: str, seq: int, runs_of: str | None = None) -> Any:
+def cached_lifeline(url: str, thread_id: str, seq: int,
+                    runs_of: str | None = None) -> list[LifelinePoint]:
     """The message's fate across the runs of its thread (or of ``runs_of``)."""
     from memory_core.analysis.forgotten import lifeline
 
@@ -279,7 +290,7 @@ def cached_lifeline(url: str, thread_id: str, seq: int, runs_of: str | None = No
 
 
 @st.cache_data(ttl=CACHE_TTL_SECONDS, show_spinner=False)
-def cached_timeline(url: str, thread_id: str) -> Any:
+def cached_timeline(url: str, thread_id: str) -> Timeline:
     from memory_core.analysis.timeline import composition_timeline
 
     with _batch(url) as storage:
@@ -287,7 +298,7 @@ def cached_timeline(url: str, thread_id: str) -> Any:
 
 
 @st.cache_data(ttl=CACHE_TTL_SECONDS, show_spinner=False)
-def cached_counterfactuals(url: str, run_id: str) -> Any:
+def cached_counterfactuals(url: str, run_id: str) -> list[CounterfactualResult]:
     from memory_core.analysis.counterfactual import list_counterfactuals
 
     with _batch(url) as storage:
@@ -393,9 +404,10 @@ def build_demo_database(progress: Callable[[str], None]) -> Path:
     return built
 
 
-def run_counterfactual(url: str, run_id: str, *, subtract: Any = None,
+def run_counterfactual(url: str, run_id: str, *,
+                       subtract: Literal["all"] | Sequence[tuple[str, int]] | None = None,
                        lanes: Sequence[str] = (), put_back: Sequence[tuple[str, int]] = (),
-                       ) -> Any:
+                       ) -> CounterfactualResult:
     """Replay ``run_id`` with the chosen edits; the result is journaled, so the cached
     reads are dropped afterwards."""
     from memory_core.analysis.counterfactual import counterfactual
@@ -408,7 +420,9 @@ def run_counterfactual(url: str, run_id: str, *, subtract: Any = None,
         after_write()
 
 
-def run_attribution(url: str, run_id: str, progress: Any = None) -> Any:
+def run_attribution(url: str, run_id: str,
+                    progress: Callable[[int, int], None] | None = None,
+                    ) -> list[AttributionItem]:
     """Leave-one-out over the run's recalled messages (each one a journaled
     counterfactual)."""
     from memory_core.analysis.counterfactual import attribution

@@ -30,7 +30,8 @@ from app.components import (  # noqa: E402
 )
 from memory_core.errors import MemoryCoreError  # noqa: E402
 
-st.set_page_config(page_title="Memory Workbench", page_icon=":material/memory:",
+# an emoji favicon is drawn in the page; a :material/…: one is fetched from fonts.gstatic.com
+st.set_page_config(page_title="Memory Workbench", page_icon="🧠",
                    layout="wide")
 
 served = services.served()

@@ -665,3 +665,33 @@ def test_a_bare_path_to_our_sqlite_database_opens_as_sqlite(tmp_path: Path) -> N
     s.memory.create_thread(resource_id="r", thread_id="t-sqlite")
     s.close()
     assert "t-sqlite" in ok(memwb("threads", "--db", str(path)))
+
+
+def test_ui_serves_every_db_given_and_read_only(demo_db: str, tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[list[str]] = []
+    monkeypatch.setattr(subprocess, "call", lambda cmd, env: calls.append(cmd) or 0)
+    other = tmp_path / "other.duckdb"
+    shutil.copy(demo_db, other)
+    res = memwb("ui", "--db", demo_db, "--db", str(other), "--read-only")
+    ok(res)
+    assert calls[0][calls[0].index("--"):] == ["--", "--db", demo_db, "--db", str(other),
+                                               "--read-only"]
+    assert "serving demo, other" in res.stderr and "(read-only)" in res.stderr
+    # a directory is served whole; an empty one (or one without databases) is an error
+    ok(memwb("ui", "--db", str(tmp_path)))
+    assert calls[1][-2:] == ["--db", str(tmp_path)]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "notes.txt").write_text("x")
+    assert "holds no DuckDB or SQLite database" in error_line(memwb("ui", "--db", str(empty)))
+
+
+def test_ui_refuses_a_foreign_database(tmp_path: Path,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(subprocess, "call", lambda cmd, env: pytest.fail("ui started"))
+    foreign = tmp_path / "app.db"
+    before = _foreign_sqlite(foreign)
+    assert "is not a Memory Workbench database" in error_line(
+        memwb("ui", "--db", str(foreign)))
+    assert foreign.read_bytes() == before

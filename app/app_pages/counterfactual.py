@@ -7,6 +7,8 @@ URL: ``counterfactual?run=<id>`` opens the same run.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Literal
+
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
@@ -20,6 +22,9 @@ from app.components import (
     pick_run,
     plot_text,
 )
+
+if TYPE_CHECKING:
+    from memory_core.analysis.counterfactual import AttributionItem, CounterfactualResult
 
 VERDICT_BADGES = {"changed": ("orange", ":material/published_with_changes:"),
                   "unchanged": ("green", ":material/check_circle:"),
@@ -77,7 +82,7 @@ put_back: list[Ref] = st.multiselect(
     "Put back (dropped messages and near misses)", list(putbackable),
     format_func=lambda r: _ref_label(r, putbackable), key=f"putback:{run_id}",
     disabled=not putbackable)
-subtract = "all" if mode == "Subtract all recalled" else chosen
+subtract: Literal["all"] | list[Ref] = "all" if mode == "Subtract all recalled" else chosen
 
 read_only = services.read_only()
 if read_only:
@@ -89,16 +94,15 @@ if st.button("Run counterfactual", type="primary", icon=":material/play_arrow:",
     else:
         with st.spinner("Re-running the model on the edited prompt…"):
             try:
-                result = services.run_counterfactual(url, run_id, subtract=subtract,
-                                                     lanes=lanes_out, put_back=put_back)
-                st.session_state[f"cf-result:{run_id}"] = result
+                st.session_state[f"cf-result:{run_id}"] = services.run_counterfactual(
+                    url, run_id, subtract=subtract, lanes=lanes_out, put_back=put_back)
             except Exception as e:  # noqa: BLE001 - no traceback in the page
                 st.session_state.pop(f"cf-result:{run_id}", None)
                 st.error(escape_md(f"The counterfactual could not run: {services.friendly_error(e)}"),
                          icon=":material/error:")
                 st.caption(REPLAY_HINT)
 
-result = st.session_state.get(f"cf-result:{run_id}")
+result: CounterfactualResult | None = st.session_state.get(f"cf-result:{run_id}")
 if result is not None:
     colour, icon = VERDICT_BADGES[result.verdict]
     st.markdown(f"## Verdict: :{colour}-badge[{icon} {result.verdict}]")
@@ -135,7 +139,7 @@ if st.button("Run attribution", icon=":material/bar_chart:",
                  icon=":material/error:")
         st.caption(REPLAY_HINT)
     bar.empty()
-items = st.session_state.get(f"attribution:{run_id}")
+items: list[AttributionItem] | None = st.session_state.get(f"attribution:{run_id}")
 if items:
     labels = [f"{a.thread_id} #{a.seq}" if a.kind == "message" else f"lane {a.lane}"
               for a in items]

@@ -58,7 +58,8 @@ def _served_name() -> str:
 def shown(value: str) -> str:
     """What a Markdown element displays: its source with the backslash escapes the
     pages put on stored text and URL parameters removed."""
-    return re.sub(r"\\(.)", r"\1", value)
+    unfenced = re.sub(r"(?<!\\)`+", "", value)  # code spans hold URL-like runs
+    return re.sub(r"\\(.)", r"\1", unfenced)
 
 
 def _no_raw_html(at: AppTest) -> None:
@@ -318,3 +319,58 @@ def test_storage_failure_mid_page_is_shown_not_raised(populated: Populated, app:
     at = app()
     assert not at.exception
     assert "is held by another process" in shown(at.error[0].value)
+
+
+# -- several served databases -----------------------------------------------------------
+@pytest.fixture()
+def two_served(monkeypatch: pytest.MonkeyPatch) -> Any:
+    from tests.app.fixture_db import build_fixture, fixed_clock
+
+    first = InMemoryStorage(clock=fixed_clock())
+    build_fixture(first)
+    second = InMemoryStorage()
+    second.memory.create_thread("only-in-second", resource_id="res-second")
+    names = ["served-one", "served-two"]
+    urls = [services.register_storage(n, s) for n, s in zip(names, (first, second),
+                                                             strict=True)]
+    monkeypatch.setattr("sys.argv", ["streamlit_app.py", "--db", urls[0], "--db", urls[1]])
+    monkeypatch.delenv(services.ENV_VAR, raising=False)
+    yield names
+    for n in names:
+        services.unregister_storage(n)
+
+
+def test_the_sidebar_switches_between_served_databases(two_served: list[str],
+                                                       app: MakeApp) -> None:
+    at = app()
+    box = next(s for s in at.sidebar.selectbox if s.label == "Database")
+    assert box.options == two_served and box.value == "served-one"
+    assert _select(at, "Resource").value == RESOURCE
+    box.set_value("served-two").run()
+    assert not at.exception and not at.error
+    assert at.query_params["db"] == "served-two"
+    assert _select(at, "Resource").value == "res-second"
+    # a shared link names its database
+    at = app(db="served-two")
+    assert _select(at, "Resource").value == "res-second"
+    at = app(RUN_PAGE, db="served-one", run=RUN_1)
+    assert _select(at, "Run").value == RUN_1
+
+
+def test_a_served_foreign_database_is_refused_untouched(tmp_path: Path, app: MakeApp,
+                                                        monkeypatch: pytest.MonkeyPatch
+                                                        ) -> None:
+    import sqlite3
+
+    foreign = tmp_path / "app.db"
+    conn = sqlite3.connect(foreign)
+    conn.execute("CREATE TABLE notes (body TEXT)")
+    conn.commit()
+    conn.close()
+    before = foreign.read_bytes()
+    monkeypatch.setenv(services.ENV_VAR, str(foreign))
+    at = app()
+    assert not at.exception
+    assert "is not a Memory Workbench database" in shown(at.error[0].value)
+    assert foreign.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["app.db"]
