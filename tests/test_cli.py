@@ -695,3 +695,44 @@ def test_ui_refuses_a_foreign_database(tmp_path: Path,
     assert "is not a Memory Workbench database" in error_line(
         memwb("ui", "--db", str(foreign)))
     assert foreign.read_bytes() == before
+
+
+@pytest.mark.postgres
+def test_no_command_touches_a_foreign_postgres_schema(tmp_path: Path) -> None:
+    import psycopg
+    from psycopg import sql
+
+    from tests.pg_server import drop_schema, require_postgres_dsn, schema_for
+
+    dsn = require_postgres_dsn()
+    foreign, missing = schema_for(dsn, tmp_path / "foreign"), schema_for(dsn, tmp_path / "m")
+    drop_schema(dsn, missing)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(foreign)))
+        conn.execute(sql.SQL("CREATE TABLE {}.notes (body text)").format(
+            sql.Identifier(foreign)))
+
+    def tables(schema: str) -> list[str]:
+        with psycopg.connect(dsn) as conn:
+            return [r[0] for r in conn.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = %s",
+                (schema,))]
+
+    for schema in (foreign, missing):
+        url = f"{dsn}?schema={schema}"
+        for args in [*READ_ONLY_COMMANDS, ["erase", "--thread", "t"],
+                     ["counterfactual", "r1", "--subtract", "all"]]:
+            line = error_line(memwb(*args, "--db", url))
+            assert "is not a Memory Workbench database" in line, line
+    assert tables(foreign) == ["notes"]
+    with psycopg.connect(dsn) as conn:  # not even an empty schema was created
+        assert conn.execute("SELECT count(*) FROM information_schema.schemata "
+                            "WHERE schema_name = %s", (missing,)).fetchone() == (0,)
+    # and ours opens
+    from memory_core.storage.postgres import PostgresStorage
+
+    ours = schema_for(dsn, tmp_path / "ours")
+    s = PostgresStorage(dsn, schema=ours)
+    s.memory.create_thread("pg-thread", resource_id="r")
+    s.close()
+    assert "pg-thread" in ok(memwb("threads", "--db", f"{dsn}?schema={ours}"))
