@@ -98,6 +98,27 @@ class Visit:
         assert self.dialogs == [], (url, self.dialogs)
 
 
+    def hover(self, plot: int, wanted: str) -> str:
+        """Move the mouse over chart ``plot`` until its hover label holds ``wanted``;
+        returns that label's text (plotly renders hover labels from HTML)."""
+        chart = self.page.locator(".js-plotly-plot").nth(plot)
+        chart.wait_for(timeout=PAGE_TIMEOUT_MS)
+        box = chart.bounding_box()
+        assert box is not None
+        seen = []
+        for fx in (0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9):
+            for fy in (0.3, 0.5, 0.7, 0.85):
+                self.page.mouse.move(box["x"] + box["width"] * fx,
+                                     box["y"] + box["height"] * fy)
+                self.page.wait_for_timeout(100)
+                text = chart.locator(".hoverlayer").text_content() or ""
+                seen.append(text)
+                if wanted in text:
+                    self.check_nothing_rendered("hover")
+                    return text
+        pytest.fail(f"no hover label of chart {plot} shows {wanted!r}: {set(seen)}")
+
+
 def test_stored_strings_are_literal_on_every_page(served: tuple[str, Path]) -> None:
     base, _ = served
     with chromium() as browser:
@@ -106,6 +127,8 @@ def test_stored_strings_are_literal_on_every_page(served: tuple[str, Path]) -> N
                f"used by run {h.RUN_A}")
         v.open(_url(base, "run", run=h.RUN_A), f"Run {h.RUN_A}", h.AGENT, h.MODEL,
                f"answer {h.PAYLOAD}", f"thread {h.THREAD}")
+        # the near-miss chart's hover labels name the candidates' threads
+        assert f"{h.THREAD} #" in v.hover(1, h.THREAD)
         v.open(_url(base, "run", run=h.RUN_FAILED), f"Run {h.RUN_FAILED}", h.MODEL)
         v.open(_url(base, "compare", a=h.RUN_A, b=h.RUN_B), f"Run A · {h.RUN_A}",
                f"Run B · {h.RUN_B}", f"second answer {h.PAYLOAD}")
