@@ -7,6 +7,7 @@ Pages call the ``cached_*`` functions here and never touch storage or SQL themse
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 import threading
@@ -93,8 +94,15 @@ def served_from(argv: Sequence[str], env: Mapping[str, str]) -> Served:
 
 
 def served() -> Served:
-    """What this process serves (from its command line and environment)."""
-    return served_from(sys.argv[1:], os.environ)
+    """What this process serves (from its command line and environment); a directory
+    is scanned once, again after Refresh."""
+    env = {k: os.environ[k] for k in (ENV_VAR, READ_ONLY_VAR) if k in os.environ}
+    return _served(tuple(sys.argv[1:]), tuple(sorted(env.items())))
+
+
+@functools.lru_cache(maxsize=16)
+def _served(argv: tuple[str, ...], env: tuple[tuple[str, str], ...]) -> Served:
+    return served_from(argv, dict(env))
 
 
 def _missing_file_message(path: str) -> str:
@@ -160,6 +168,7 @@ def refresh() -> None:
     """Drop every cached read and reopen the database, so new runs appear."""
     st.cache_data.clear()
     get_services.clear()
+    _served.cache_clear()  # a served directory may hold new databases
 
 
 def current_name() -> str:

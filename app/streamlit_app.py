@@ -54,9 +54,10 @@ with st.sidebar:
                  help="The databases this workbench was started with (memwb ui --db …).")
     if served.read_only:
         st.caption(":material/lock: Read-only: counterfactual replays are off.")
-    if st.button("Refresh", icon=":material/refresh:",
-                 help="Reopen the database and re-read it, so new runs appear."):
-        services.refresh()
+    # a callback runs before the script, so the served list above is re-read too
+    st.button("Refresh", icon=":material/refresh:", on_click=services.refresh,
+              help="Reopen the database and re-read it, so new runs (and new databases "
+                   "in a served directory) appear.")
 
 threads_page = st.Page(THREADS_PAGE, title="Threads", icon=":material/forum:",
                        url_path="threads", default=True)

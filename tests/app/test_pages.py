@@ -374,3 +374,20 @@ def test_a_served_foreign_database_is_refused_untouched(tmp_path: Path, app: Mak
     assert "is not a Memory Workbench database" in shown(at.error[0].value)
     assert foreign.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["app.db"]
+
+
+def test_a_served_directory_is_rescanned_on_refresh(tmp_path: Path, app: MakeApp,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from memory_core.storage.duckdb import DuckDBStorage
+    from tests.app.fixture_db import build_duckdb_file
+
+    build_duckdb_file(str(tmp_path / "first.duckdb"))
+    monkeypatch.setenv(services.ENV_VAR, str(tmp_path))
+    at = app()
+    assert not at.exception and not at.error
+    box = next(s for s in at.sidebar.selectbox if s.label == "Database")
+    assert box.options == ["first"]
+    DuckDBStorage(str(tmp_path / "second.duckdb")).close()
+    next(b for b in at.sidebar.button if b.label == "Refresh").click().run()
+    box = next(s for s in at.sidebar.selectbox if s.label == "Database")
+    assert box.options == ["first", "second"]
