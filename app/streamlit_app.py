@@ -79,6 +79,9 @@ if wanted_db is not None and wanted_db not in served.databases:
     # never another database in its place: the page would show the wrong data
     st.error(f"Database {escape_md(repr(wanted_db))} is not served here; choose one of "
              f"{escape_md(', '.join(names))} in the sidebar.", icon=":material/error:")
+    for name in names:
+        st.page_link(threads_page, label=escape_md(f"open database {name}"),
+                     icon=":material/database:", query_params={"db": name})
     st.stop()
 # the database in use is part of every URL (sidebar links carry none)
 st.query_params["db"] = services.current_name()

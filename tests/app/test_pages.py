@@ -251,6 +251,8 @@ def test_an_unknown_db_in_the_url_is_an_error_not_another_database(
             f"Database {wanted!r} is not served here; choose one of "
             f"{_served_name()} in the sidebar."]
         assert not at.tabs and not at.dataframe and not at.text  # nothing of any database
+        assert [el.proto.query_string for el in at.get("page_link")] == [
+            f"db={_served_name()}"]  # a way back to what is served
 
 
 def test_served_databases_from_the_command_line(tmp_path: Path) -> None:
