@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import re
+import string
 from collections.abc import Mapping
 
 import plotly.graph_objects as go
@@ -46,12 +47,44 @@ LANE_TITLES: dict[str, str] = {
     "input": "Input", "dropped": "Dropped",
 }
 
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
+# every ASCII punctuation character: CommonMark lets each be backslash-escaped, and
+# escaping all of them leaves no link, image, HTML tag, entity, emphasis, heading, list,
+# math ($) or Streamlit directive (:red[…], :material/…:) to parse
+_MD_SPECIAL = re.compile("([" + re.escape(string.punctuation) + "])")
+# GFM autolinks are found in the parsed text, after escapes are resolved, so escaping
+# cannot stop them: URL- and address-like runs are put in code spans instead
+_AUTOLINK = re.compile(r"(?i)(?:https?://|ftp://|mailto:|www\.)\S*|[\w.+-]+@[\w-]+\.[\w.-]+")
+
+
+def _code_span(text: str) -> str:
+    """``text`` as a Markdown code span (shown as is, whatever it holds)."""
+    longest = max((len(run) for run in re.findall("`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith(("`", " ")) or text.endswith(("`", " ")) else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def escape_md(text: str) -> str:
-    """Backslash-escape Markdown so ids and previews in labels show literally."""
-    return _MD_SPECIAL.sub(r"\\\1", text)
+    """Stored text or a URL parameter made literal for any Streamlit element that renders
+    Markdown (errors, captions, metric and expander labels, page links, tooltips): every
+    Markdown and HTML special character is backslash-escaped, and anything a GFM
+    autolink would catch is a code span. The one shared helper for this; st.text and
+    st.code need none."""
+    text = str(text)
+    out: list[str] = []
+    pos = 0
+    for m in _AUTOLINK.finditer(text):
+        out.append(_MD_SPECIAL.sub(r"\\\1", text[pos:m.start()]))
+        out.append(_code_span(m.group()))
+        pos = m.end()
+    out.append(_MD_SPECIAL.sub(r"\\\1", text[pos:]))
+    return "".join(out)
+
+
+def plot_text(text: object) -> str:
+    """Stored text for a plotly label, tick or hover: plotly renders a subset of HTML
+    (<a href>, <b>, <br>) in those, so it is escaped."""
+    return html.escape(str(text), quote=True)
 
 
 def literal(text: str) -> None:
@@ -70,12 +103,20 @@ def link_to_message(thread_id: str, seq: int | None, *, label: str | None = None
             params["to"] = str(to_seq)
     text = label or (f"{thread_id} #{seq}" if seq is not None else thread_id)
     st.page_link(THREADS_PAGE, label=escape_md(text), icon=":material/chat:",
-                 query_params=params)
+                 query_params=with_db(params))
 
 
 def link_to_run(run_id: str, *, label: str | None = None) -> None:
     st.page_link(RUN_PAGE, label=escape_md(label or f"run {run_id}"),
-                 icon=":material/manage_search:", query_params={"run": run_id})
+                 icon=":material/manage_search:", query_params=with_db({"run": run_id}))
+
+
+def with_db(params: Mapping[str, str]) -> dict[str, str]:
+    """A link's query parameters plus ``db=<name>`` of the database in use, so the
+    link opens the same database in a new tab too."""
+    from app import services
+
+    return {"db": services.current_name(), **params}
 
 
 def token_bar(lanes: list[views.LaneView]) -> go.Figure:
@@ -107,9 +148,8 @@ def score_chart(candidates: list[views.ScoreCandidate], threshold: float | None,
             name=status, x=[c.rank for c in cs], y=[c.score for c in cs],
             marker_color=STATUS_COLOURS.get(status, "#636363"),
             # plotly hover labels understand some HTML: escape stored text
-            customdata=[[html.escape(f"{c.thread_id} #{c.seq}"),
-                         html.escape(c.preview[:80]),
-                         html.escape(c.filter_clause or "")] for c in cs],
+            customdata=[[plot_text(f"{c.thread_id} #{c.seq}"), plot_text(c.preview[:80]),
+                         plot_text(c.filter_clause or "")] for c in cs],
             hovertemplate=("rank %{x} · score %{y:.3f}<br>%{customdata[0]}<br>"
                            "%{customdata[1]}<br>%{customdata[2]}<extra>" + status
                            + "</extra>")))
@@ -157,11 +197,11 @@ def pick_run(url: str) -> tuple[str, list[views.RunSummary]]:
     try:
         runs = services.cached_runs(url)
     except Exception as e:  # noqa: BLE001 - shown in the page, never raised
-        st.error(services.friendly_error(e))
+        st.error(escape_md(services.friendly_error(e)))
         st.stop()
     wanted = services.query_param("run")
     if wanted and wanted not in {r.run_id for r in runs}:
-        st.error(f"run '{wanted}' does not exist in this database")
+        st.error(escape_md(f"run '{wanted}' does not exist in this database"))
         wanted = None
     if not runs:
         st.info("No runs in this database yet.")

@@ -7,19 +7,32 @@ Pages call the ``cached_*`` functions here and never touch storage or SQL themse
 from __future__ import annotations
 
 import argparse
+import functools
 import os
+import sys
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Literal
 
 import streamlit as st
 
 from memory_core import views
 from memory_core.errors import InvalidInputError, MemoryCoreError, NotFoundError
 from memory_core.storage.base import Storage
+
+if TYPE_CHECKING:  # the analysis modules load on first use, keeping page starts fast
+    from memory_core.analysis.counterfactual import (
+        AttributionItem,
+        CounterfactualResult,
+        VariantOptions,
+    )
+    from memory_core.analysis.diff import RunDiff
+    from memory_core.analysis.forgotten import Explanation, LifelinePoint
+    from memory_core.analysis.timeline import Timeline
+    from memory_core.models.base import Model
 
 ENV_VAR = "MEMWB_DB"
 DEMO_DB = "sample_data/out/demo.duckdb"
@@ -48,48 +61,68 @@ def unregister_storage(name: str) -> None:
         _registry.pop(name, None)
 
 
-def default_database(argv: Sequence[str] | None = None,
-                     env: Mapping[str, str] | None = None) -> str:
-    """MEMWB_DB, else ``--db`` (after ``--`` on the streamlit command line), else the
-    demo database."""
-    env = os.environ if env is None else env
-    if env.get(ENV_VAR):
-        return env[ENV_VAR]
-    parser = argparse.ArgumentParser(add_help=False)
-    parser.add_argument("--db")
-    known, _ = parser.parse_known_args(list(argv) if argv is not None else [])
-    if known.db:
-        return str(known.db)
-    return DEMO_DB
+READ_ONLY_VAR = "MEMWB_READ_ONLY"  # "1" serves every database without writes
+READ_ONLY_REASON = ("This workbench was started read-only (`memwb ui --read-only`): "
+                    "counterfactual replays, which write to the run's journal, are off.")
+
+
+@dataclass(frozen=True)
+class Served:
+    """The databases this workbench serves, by name (fixed at start), and whether it may
+    write to them."""
+
+    databases: dict[str, str]
+    read_only: bool
+
+
+def served_from(argv: Sequence[str], env: Mapping[str, str]) -> Served:
+    """``--db`` (repeatable; after ``--`` on the streamlit command line), else
+    MEMWB_DB, else the demo database; a directory serves every database in it.
+    ``--read-only`` (or MEMWB_READ_ONLY=1) turns writes off."""
+    from memory_core.storage.url import catalog
+
+    # no abbreviations: the test runner's own flags must never read as ours
+    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    parser.add_argument("--db", action="append", default=[])
+    parser.add_argument("--read-only", action="store_true")
+    known, _ = parser.parse_known_args(list(argv))
+    specs = [str(d) for d in known.db if str(d).strip()]
+    if not specs:
+        specs = [env[ENV_VAR]] if env.get(ENV_VAR, "").strip() else [str(demo_path())]
+    read_only = bool(known.read_only) or env.get(READ_ONLY_VAR, "").lower() in (
+        "1", "true", "yes")
+    return Served(databases=catalog(specs), read_only=read_only)
+
+
+def served() -> Served:
+    """What this process serves (from its command line and environment); a directory
+    is scanned once, again after Refresh."""
+    env = {k: os.environ[k] for k in (ENV_VAR, READ_ONLY_VAR) if k in os.environ}
+    return _served(tuple(sys.argv[1:]), tuple(sorted(env.items())))
+
+
+@functools.lru_cache(maxsize=16)
+def _served(argv: tuple[str, ...], env: tuple[tuple[str, str], ...]) -> Served:
+    return served_from(argv, dict(env))
 
 
 def _missing_file_message(path: str) -> str:
     msg = f"database file '{path}' does not exist"
     if Path(path).as_posix().endswith(DEMO_DB):
         msg += "; build the demo database with `make demo` (from the project root)"
-    else:
-        msg += "; give the path of an existing DuckDB file, or a duckdb:/// URL"
     return msg
 
 
-def _resolve_path(path: str) -> Path:
-    p = Path(path).expanduser()
-    # the demo default is relative to the project, wherever streamlit was started
-    if not p.is_absolute() and not p.exists() and (PROJECT_ROOT / p).exists():
-        return PROJECT_ROOT / p
-    return p
-
-
 def open_database(url: str) -> Storage:
-    """Open the database a user typed: ``memory://name`` (registered in this process),
-    a storage URL or a DuckDB file path. DuckDB files open read-only, so an agent
-    process can keep writing, with a short lock wait that keeps the page responsive.
-    Raises NotFoundError / InvalidInputError naming the bad value."""
-    from memory_core.storage.url import file_of, open_existing
+    """Open one of the served databases: ``memory://name`` (registered in this
+    process), or an existing Memory Workbench database (storage URL or file path),
+    never creating or migrating anything: a foreign database is refused. DuckDB files
+    open read-only, so an agent process can keep writing, with a short lock wait that
+    keeps the page responsive. Raises NotFoundError / InvalidInputError naming the
+    bad value."""
+    from memory_core.storage.url import file_of, open_existing, resolve_existing
 
     url = url.strip()
-    if not url:
-        raise InvalidInputError("no database given: type a DuckDB file path or a storage URL")
     if url.startswith(MEMORY_SCHEME):
         name = url[len(MEMORY_SCHEME):]
         with _registry_lock:
@@ -97,15 +130,16 @@ def open_database(url: str) -> Storage:
         if storage is None:
             raise NotFoundError(f"in-memory database '{url}' is not registered in this process")
         return storage
-    target = file_of(url)
-    kwargs: dict[str, Any] = {}
-    if target is not None and target[0] == "duckdb":
-        url = str(_resolve_path(target[1]))
-        kwargs["lock_timeout"] = LOCK_TIMEOUT_SECONDS
     try:
-        return open_existing(url, read_only=True, **kwargs)
+        resolved = resolve_existing(url)
     except NotFoundError:
+        target = file_of(url)
         raise NotFoundError(_missing_file_message(target[1] if target else url)) from None
+    target = file_of(resolved)
+    kwargs: dict[str, float] = {}
+    if target is not None and target[0] == "duckdb":
+        kwargs["lock_timeout"] = LOCK_TIMEOUT_SECONDS
+    return open_existing(resolved, read_only=True, **kwargs)
 
 
 @dataclass
@@ -135,11 +169,24 @@ def refresh() -> None:
     """Drop every cached read and reopen the database, so new runs appear."""
     st.cache_data.clear()
     get_services.clear()
+    _served.cache_clear()  # a served directory may hold new databases
+
+
+def current_name() -> str:
+    """The name of the served database in use (the sidebar's choice, or ``?db=``)."""
+    databases = served().databases
+    value = st.session_state.get("db")
+    if isinstance(value, str) and value in databases:
+        return value
+    return next(iter(databases))
 
 
 def current_url() -> str:
-    value = st.session_state.get("db")
-    return str(value) if value else default_database()
+    return served().databases[current_name()]
+
+
+def read_only() -> bool:
+    return served().read_only
 
 
 def current_storage() -> Storage:
@@ -204,7 +251,7 @@ def cached_run_view(url: str, run_id: str) -> views.RunView:
 
 
 @st.cache_data(ttl=CACHE_TTL_SECONDS, show_spinner=False)
-def cached_variant_options(url: str, run_id: str) -> Any:
+def cached_variant_options(url: str, run_id: str) -> VariantOptions:
     from memory_core.analysis.counterfactual import variant_options
 
     with _batch(url) as storage:
@@ -212,13 +259,13 @@ def cached_variant_options(url: str, run_id: str) -> Any:
 
 
 def query_param(name: str) -> str | None:
-    value: Any = st.query_params.get(name)
+    value: object = st.query_params.get(name)
     return str(value) if value not in (None, "") else None
 
 
 # -- analysis (compare, counterfactual, why forgotten, timeline, story) ----------------
 @st.cache_data(ttl=CACHE_TTL_SECONDS, show_spinner=False)
-def cached_diff(url: str, run_a: str, run_b: str) -> Any:
+def cached_diff(url: str, run_a: str, run_b: str) -> RunDiff:
     from memory_core.analysis.diff import diff_runs
 
     with _batch(url) as storage:
@@ -227,7 +274,7 @@ def cached_diff(url: str, run_a: str, run_b: str) -> Any:
 
 @st.cache_data(ttl=CACHE_TTL_SECONDS, show_spinner=False)
 def cached_why(url: str, run_id: str, thread_id: str | None, seq: int | None,
-               text: str | None) -> Any:
+               text: str | None) -> Explanation:
     """why_forgotten for a (thread, seq) ref, or for a phrase when ``text`` is given."""
     from memory_core.analysis.forgotten import why_forgotten
 
@@ -243,7 +290,8 @@ def cached_why(url: str, run_id: str, thread_id: str | None, seq: int | None,
 
 
 @st.cache_data(ttl=CACHE_TTL_SECONDS, show_spinner=False)
-def cached_lifeline(url: str, thread_id: str, seq: int, runs_of: str | None = None) -> Any:
+def cached_lifeline(url: str, thread_id: str, seq: int,
+                    runs_of: str | None = None) -> list[LifelinePoint]:
     """The message's fate across the runs of its thread (or of ``runs_of``)."""
     from memory_core.analysis.forgotten import lifeline
 
@@ -252,7 +300,7 @@ def cached_lifeline(url: str, thread_id: str, seq: int, runs_of: str | None = No
 
 
 @st.cache_data(ttl=CACHE_TTL_SECONDS, show_spinner=False)
-def cached_timeline(url: str, thread_id: str) -> Any:
+def cached_timeline(url: str, thread_id: str) -> Timeline:
     from memory_core.analysis.timeline import composition_timeline
 
     with _batch(url) as storage:
@@ -260,7 +308,7 @@ def cached_timeline(url: str, thread_id: str) -> Any:
 
 
 @st.cache_data(ttl=CACHE_TTL_SECONDS, show_spinner=False)
-def cached_counterfactuals(url: str, run_id: str) -> Any:
+def cached_counterfactuals(url: str, run_id: str) -> list[CounterfactualResult]:
     from memory_core.analysis.counterfactual import list_counterfactuals
 
     with _batch(url) as storage:
@@ -295,6 +343,8 @@ def writable_storage(url: str) -> Iterator[Storage]:
     closed right after so an agent process can go on writing."""
     from memory_core.storage.duckdb import DuckDBStorage
 
+    if read_only():
+        raise InvalidInputError(READ_ONLY_REASON)
     storage = get_services(url).storage
     if not isinstance(storage, DuckDBStorage) or not storage.read_only:
         yield storage
@@ -330,12 +380,33 @@ def has_story(url: str) -> bool:
     return all(r in ids for r in STORY_RUNS)
 
 
-def build_demo_database(progress: Any) -> Path:
+def demo_target() -> str | None:
+    """The served database the story page may build the demo into: the demo file, when
+    it is one of the served databases and the workbench may write; else None."""
+    from memory_core.storage.url import file_of
+
+    if read_only():
+        return None
+    for name, url in served().databases.items():
+        target = file_of(url)
+        if target is not None and Path(target[1]).resolve() == demo_path().resolve():
+            return name
+    return None
+
+
+def build_demo_database(progress: Callable[[str], None]) -> Path:
     """Build the demo database in place (MiniLM unless MEMWB_DEMO_EMBEDDER says
-    otherwise) and drop cached handles so the pages open the new file."""
+    otherwise) and drop cached handles so the pages open the new file. Only into the
+    served demo file (demo_target), and never over a file that is not a demo database."""
+    from memory_core.cli import demo_refusal
     from sample_data.build import build_demo
 
+    if demo_target() is None:
+        raise InvalidInputError("the demo database is not among the databases this "
+                                "workbench serves (or it was started read-only)")
     path = demo_path()
+    if path.exists() and (refusal := demo_refusal(str(path))) is not None:
+        raise InvalidInputError(f"refusing to overwrite '{path}': {refusal}")
     get_services.clear()  # our read-only handle must not hold the file being replaced
     built = build_demo(path, embedder=os.environ.get(DEMO_EMBEDDER_VAR) or "minilm",
                        progress=progress)
@@ -343,9 +414,10 @@ def build_demo_database(progress: Any) -> Path:
     return built
 
 
-def run_counterfactual(url: str, run_id: str, *, subtract: Any = None,
+def run_counterfactual(url: str, run_id: str, *,
+                       subtract: Literal["all"] | Sequence[tuple[str, int]] | None = None,
                        lanes: Sequence[str] = (), put_back: Sequence[tuple[str, int]] = (),
-                       model: Any = None) -> Any:
+                       model: Model | None = None) -> CounterfactualResult:
     """Replay ``run_id`` with the chosen edits (re-asking ``model``, default the one the
     run recorded); the result is journaled, so the cached reads are dropped afterwards."""
     from memory_core.analysis.counterfactual import counterfactual
@@ -358,7 +430,9 @@ def run_counterfactual(url: str, run_id: str, *, subtract: Any = None,
         after_write()
 
 
-def run_attribution(url: str, run_id: str, progress: Any = None, model: Any = None) -> Any:
+def run_attribution(url: str, run_id: str,
+                    progress: Callable[[int, int], None] | None = None,
+                    model: Model | None = None) -> list[AttributionItem]:
     """Leave-one-out over the run's recalled messages (each one a journaled
     counterfactual)."""
     from memory_core.analysis.counterfactual import attribution

@@ -1,7 +1,9 @@
 """Entry point of the Memory Workbench: page setup, the database control in the
 sidebar, and navigation over the pages in app/app_pages/.
 
-Run with ``streamlit run app/streamlit_app.py -- --db path/to/file.duckdb``.
+Run with ``memwb ui --db A --db B`` (or ``streamlit run app/streamlit_app.py -- --db A
+--db B [--read-only]``): the sidebar chooses among exactly those databases, by name, and
+``?db=<name>`` names the one in use.
 """
 
 from __future__ import annotations
@@ -24,22 +26,38 @@ from app.components import (  # noqa: E402
     THREADS_PAGE,
     TIMELINE_PAGE,
     WHY_PAGE,
+    escape_md,
 )
 from memory_core.errors import MemoryCoreError  # noqa: E402
 
-st.set_page_config(page_title="Memory Workbench", page_icon=":material/memory:",
+# an emoji favicon is drawn in the page; a :material/…: one is fetched from fonts.gstatic.com
+st.set_page_config(page_title="Memory Workbench", page_icon="🧠",
                    layout="wide")
 
-if "db" not in st.session_state:
-    st.session_state["db"] = services.default_database(sys.argv[1:])
+served = services.served()
+names = list(served.databases)
+wanted_db = services.query_param("db")
+if wanted_db in served.databases:
+    st.session_state["db"] = wanted_db  # a shared link names its database
+elif st.session_state.get("db") not in served.databases:
+    st.session_state["db"] = names[0]
+
+
+def _database_changed() -> None:
+    # another database: the old page's ids mean nothing there
+    st.query_params.clear()
+    st.query_params["db"] = st.session_state["db"]
+
 
 with st.sidebar:
-    st.text_input("Database", key="db",
-                  help="A DuckDB file path or storage URL. Default: $MEMWB_DB, then "
-                       "`--db`, then the demo database.")
-    if st.button("Refresh", icon=":material/refresh:",
-                 help="Reopen the database and re-read it, so new runs appear."):
-        services.refresh()
+    st.selectbox("Database", names, key="db", on_change=_database_changed,
+                 help="The databases this workbench was started with (memwb ui --db …).")
+    if served.read_only:
+        st.caption(":material/lock: Read-only: counterfactual replays are off.")
+    # a callback runs before the script, so the served list above is re-read too
+    st.button("Refresh", icon=":material/refresh:", on_click=services.refresh,
+              help="Reopen the database and re-read it, so new runs (and new databases "
+                   "in a served directory) appear.")
 
 threads_page = st.Page(THREADS_PAGE, title="Threads", icon=":material/forum:",
                        url_path="threads", default=True)
@@ -57,16 +75,28 @@ analysis_pages = [
 ]
 nav = st.navigation([threads_page, run_page, *analysis_pages])
 
+if wanted_db is not None and wanted_db not in served.databases:
+    # never another database in its place: the page would show the wrong data
+    st.error(f"Database {escape_md(repr(wanted_db))} is not served here; choose one of "
+             f"{escape_md(', '.join(names))} in the sidebar.", icon=":material/error:")
+    for name in names:
+        st.page_link(threads_page, label=escape_md(f"open database {name}"),
+                     icon=":material/database:", query_params={"db": name})
+    st.stop()
+# the database in use is part of every URL (sidebar links carry none)
+st.query_params["db"] = services.current_name()
+
 # a shared link of the form /?run=<id> lands on the default page: send it on (the
 # analysis pages read their own ?run=)
 if (nav.url_path in ("", "threads") and services.query_param("run")
         and not services.query_param("thread")):
-    st.switch_page(run_page, query_params={"run": services.query_param("run") or ""})
+    st.switch_page(run_page, query_params={"run": services.query_param("run") or "",
+                                           "db": services.current_name()})
 
 try:
     services.get_services(services.current_url())
 except Exception as e:  # noqa: BLE001 - every failure to open is shown, never raised
-    st.error(f"Cannot open the database: {services.friendly_error(e)}",
+    st.error(f"Cannot open the database: {escape_md(services.friendly_error(e))}",
              icon=":material/error:")
     if nav.url_path != "story":  # the story page offers to build the demo database
         st.stop()
@@ -75,4 +105,4 @@ try:
     nav.run()
 except MemoryCoreError as e:
     # a storage failure mid-page (busy file, malformed journal entry) is shown, not raised
-    st.error(services.friendly_error(e), icon=":material/error:")
+    st.error(escape_md(services.friendly_error(e)), icon=":material/error:")

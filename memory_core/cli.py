@@ -5,14 +5,19 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
+
+# typer (0.29) vendors click; its exception classes live here
+from typer._click.exceptions import ClickException, NoArgsIsHelpError
+from typer.core import TyperGroup
 
 from memory_core.errors import MemoryCoreError
 from memory_core.storage.base import Storage
@@ -20,8 +25,61 @@ from memory_core.storage.base import Storage
 DEFAULT_DB = "sample_data/out/demo.duckdb"
 EMBEDDERS = {"hashing": "hashing-64", "minilm": "all-MiniLM-L6-v2"}
 DEMO_MODELS = ("reader", "openai")
-app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
-                  pretty_exceptions_enable=False,
+MAX_REPEATS = 20
+# the runs every demo database holds: what `demo` checks before replacing a file
+DEMO_RUNS = ("support-3-forgot", "support-3-fixed")
+
+# C0 controls except newline and tab, DEL, C1 controls (8-bit CSI and friends) and the
+# bidirectional overrides that reorder what a terminal shows
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def terminal_safe(text: str, *, one_line: bool = False) -> str:
+    """Stored text made harmless for a terminal: every control character (ESC, CSI,
+    BEL, carriage return, …) shown as its escape (``\\x1b``); with ``one_line`` also
+    newlines and tabs, so an error stays one line."""
+    pattern = _CONTROL if not one_line else re.compile(f"{_CONTROL.pattern}|[\n\t]")
+
+    def esc(m: re.Match[str]) -> str:
+        c = ord(m.group())
+        return f"\\x{c:02x}" if c <= 0xFF else f"\\u{c:04x}"
+
+    return pattern.sub(esc, text)
+
+
+def say(text: str, *, err: bool = False) -> None:
+    """Every line the CLI prints goes through here (control characters escaped)."""
+    typer.echo(terminal_safe(text), err=err)
+
+
+class _OneLineErrors(TyperGroup):
+    """Usage errors (unknown option, bad or out-of-range value) become one ``error:``
+    line and exit 1, like every other error, instead of click's usage block."""
+
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
+             complete_var: str | None = None, standalone_mode: bool = True,
+             windows_expand_args: bool = True, **extra: Any) -> Any:
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode,
+                                windows_expand_args, **extra)
+        try:
+            rv = super().main(args, prog_name, complete_var, False, windows_expand_args,
+                              **extra)
+        except NoArgsIsHelpError as e:
+            typer.echo(e.ctx.get_help() if e.ctx else str(e))
+            sys.exit(0)
+        except ClickException as e:
+            typer.echo(f"error: {terminal_safe(e.format_message(), one_line=True)}",
+                       err=True)
+            sys.exit(1)
+        except typer.Abort:
+            typer.echo("error: aborted", err=True)
+            sys.exit(1)
+        sys.exit(rv if isinstance(rv, int) else 0)
+
+
+app = typer.Typer(cls=_OneLineErrors, add_completion=False, no_args_is_help=True,
+                  rich_markup_mode=None, pretty_exceptions_enable=False,
                   help="Memory Workbench: inspect, replay and explain what an agent's "
                        "memory gave the model.")
 
@@ -37,8 +95,19 @@ def default_db() -> str:
 
 def fail(message: str) -> typer.Exit:
     """Print the one error line; the caller raises what this returns."""
-    typer.echo(f"error: {message}", err=True)
+    typer.echo(f"error: {terminal_safe(message, one_line=True)}", err=True)
     return typer.Exit(code=1)
+
+
+def resolve_db(db: str | None) -> str:
+    """The database a command names: ``--db`` when given (an empty one is an error,
+    never a fall-back to $MEMWB_DB), else $MEMWB_DB, else the demo database; ``~``
+    expanded."""
+    from memory_core.storage.url import expand_url
+
+    if db is not None and not db.strip():
+        raise fail("--db is empty; give a database path or storage URL")
+    return expand_url(db if db is not None else default_db())
 
 
 def local_path(url: str) -> str | None:
@@ -55,12 +124,17 @@ def opened(db: str | None, *, read_only: bool = True,
     """The storage a command works on; DuckDB is opened read-only unless the command
     writes, so the workbench and an agent can keep using the file."""
     from memory_core.errors import NotFoundError
-    from memory_core.storage.url import open_existing, open_storage
+    from memory_core.storage.url import open_ours, open_storage
 
-    url = db or default_db()
+    url = resolve_db(db)
+    path = local_path(url)
     try:
-        storage = (open_existing(url, read_only=read_only) if must_exist
-                   else guarded(lambda: open_storage(url)))
+        # an existing database must already be ours: nothing is created or migrated
+        # in a foreign file or schema; only a missing file may be created, on request
+        if must_exist or path is None or Path(path).exists():
+            storage = open_ours(url, read_only=read_only)
+        else:
+            storage = open_storage(url)
     except NotFoundError:
         hint = " (build it with `memwb demo`)" if url == DEFAULT_DB else ""
         raise fail(f"database {url!r} does not exist{hint}") from None
@@ -82,23 +156,25 @@ def guarded(fn: Callable[[], T]) -> T:
 
 
 def emit_json(value: Any) -> None:
-    typer.echo(json.dumps(value, indent=2, ensure_ascii=False, default=str))
+    # json escapes C0 controls itself; C1 and bidi ones get JSON escapes here
+    text = json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    typer.echo(_CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", text))
 
 
 def _cell(value: Any) -> str:
     text = "" if value is None else str(value)
-    return " ".join(text.split())[:60]
+    return terminal_safe(" ".join(text.split()))[:60]
 
 
 def table(rows: list[dict[str, Any]], columns: list[str]) -> None:
     if not rows:
-        typer.echo("(none)")
+        say("(none)")
         return
     cells = [[_cell(r.get(c)) for c in columns] for r in rows]
     widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
-    typer.echo("  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip())
+    say("  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip())
     for row in cells:
-        typer.echo("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip())
+        say("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip())
 
 
 def parse_ref(text: str) -> tuple[str, int]:
@@ -136,7 +212,7 @@ def demo(db: DbOpt = None,
     """
     from sample_data.build import build_demo
 
-    url = db or default_db()
+    url = resolve_db(db)
     from memory_core.storage.url import file_of
 
     target = file_of(url)
@@ -147,31 +223,78 @@ def demo(db: DbOpt = None,
     if model not in DEMO_MODELS:
         raise fail(f"unknown demo model {model!r}; choose {', '.join(DEMO_MODELS)}")
     path = target[1]
-    if if_absent and Path(path).exists():
-        typer.echo(f"demo database already at {path}")
-        return
+    if Path(path).exists() or Path(path).is_symlink():
+        refusal = demo_refusal(path)
+        if refusal is not None:
+            raise fail(f"refusing to overwrite {path!r}: {refusal}")
+        if if_absent:
+            say(f"demo database already at {path}")
+            return
     guarded(lambda: build_demo(path, embedder=embedder, model=model,
-                               progress=lambda msg: typer.echo(msg, err=True)))
-    typer.echo(f"demo database written to {path}")
+                               progress=lambda msg: say(msg, err=True)))
+    say(f"demo database written to {path}")
+
+
+def demo_refusal(path: str) -> str | None:
+    """Why the file at ``path`` must not be replaced by a demo build (None when it is a
+    demo database: ours, holding the demo's runs)."""
+    from memory_core.storage.url import open_ours
+
+    try:
+        storage = open_ours(path, read_only=True)
+    except MemoryCoreError as e:
+        return f"it is not a demo database ({e})"
+    try:
+        missing = [r for r in DEMO_RUNS if storage.runs.get_run(r) is None]
+    except MemoryCoreError as e:
+        return f"it cannot be read as a demo database ({e})"
+    finally:
+        storage.close()
+    if missing:
+        return f"it is not a demo database (it lacks the demo runs {', '.join(missing)})"
+    return None
+
+
+DbsOpt = Annotated[list[str] | None, typer.Option(
+    "--db", help="A database to serve (repeatable): a DuckDB/SQLite path, a storage URL, "
+                 "or a directory whose databases are all served. Default: $MEMWB_DB or "
+                 "the demo database.")]
 
 
 @app.command()
-def ui(db: DbOpt = None,
-       port: Annotated[int, typer.Option(help="Port on 127.0.0.1.")] = 8501) -> None:
-    """Start the Streamlit workbench on a database.
+def ui(db: DbsOpt = None,
+       port: Annotated[int, typer.Option(help="Port on 127.0.0.1.", min=1, max=65535)] = 8501,
+       read_only: Annotated[bool, typer.Option(
+           "--read-only", help="Serve without counterfactual writes.")] = False) -> None:
+    """Start the Streamlit workbench on the databases given here (and no others).
 
-    Example: memwb ui --db sample_data/out/demo.duckdb --port 8501
+    Example: memwb ui --db sample_data/out/demo.duckdb --db other.duckdb --port 8501
     """
-    url = db or default_db()
-    path = local_path(url)
-    if path is not None and not Path(path).exists():
-        raise fail(f"database {url!r} does not exist (build the demo with `memwb demo`)")
+    from memory_core.storage.url import catalog, databases_in, resolve_existing
+
+    urls = [resolve_db(d) for d in db] if db else [resolve_db(None)]
+    for url in urls:
+        path = local_path(url)
+        if path is not None and Path(path).is_dir():
+            if not databases_in(path):
+                raise fail(f"directory {path!r} holds no DuckDB or SQLite database")
+            continue
+        try:
+            resolve_existing(url)
+        except MemoryCoreError as e:
+            hint = " (build the demo with `memwb demo`)" if url == DEFAULT_DB else ""
+            raise fail(f"database {url!r}: {e}{hint}") from None
+    served = catalog(urls)
     script = Path(__file__).resolve().parent.parent / "app" / "streamlit_app.py"
     cmd = [sys.executable, "-m", "streamlit", "run", str(script), "--server.address",
            "127.0.0.1", "--server.port", str(port), "--browser.gatherUsageStats", "false",
-           "--", "--db", url]
-    # the app prefers $MEMWB_DB over --db; make both name the database asked for here
-    env = {**os.environ, "MEMWB_DB": url}
+           "--client.toolbarMode", "viewer", "--",
+           *[arg for url in urls for arg in ("--db", url)],
+           *(["--read-only"] if read_only else [])]
+    say(f"serving {', '.join(served)} on http://127.0.0.1:{port}"
+        + (" (read-only)" if read_only else ""), err=True)
+    # the app serves exactly the --db given here: no $MEMWB_DB left to disagree
+    env = {k: v for k, v in os.environ.items() if k != "MEMWB_DB"}
     raise typer.Exit(subprocess.call(cmd, env=env))
 
 
@@ -191,17 +314,18 @@ def import_(file: Annotated[Path, typer.Argument(help="JSONL (OpenAI) or OTLP/JS
     """
     from memory_core.importers import import_file
 
+    file = file.expanduser()
     if not file.is_file():
         raise fail(f"import file {str(file)!r} does not exist")
     embed = _embedder(embedder, allow_none=True)
-    url = db or default_db()
+    url = resolve_db(db)
     path = local_path(url)
     created = path is not None and not Path(path).exists()
     try:
         with opened(url, read_only=False, must_exist=False) as storage:
             report = guarded(lambda: import_file(
                 storage, file, format=format, embed=embed, resource_id=resource,  # type: ignore[arg-type]
-                progress=lambda done, total: typer.echo(f"embedded {done}/{total}", err=True)))
+                progress=lambda done, total: say(f"embedded {done}/{total}", err=True)))
     except typer.Exit:
         if created and path is not None:
             # a rejected file leaves no trace, not even an empty database
@@ -209,13 +333,13 @@ def import_(file: Annotated[Path, typer.Argument(help="JSONL (OpenAI) or OTLP/JS
                 leftover.unlink(missing_ok=True)
         raise
     if report.already_imported:
-        typer.echo(f"{file} was already imported into {url}; nothing written")
+        say(f"{file} was already imported into {url}; nothing written")
         return
-    typer.echo(f"imported {file} ({report.format}) into {url}: "
+    say(f"imported {file} ({report.format}) into {url}: "
                f"{len(report.threads_created)} threads, {report.messages_stored} messages, "
                f"{report.embeddings_stored} embeddings, {len(report.runs_created)} runs")
     for s in report.skipped:
-        typer.echo(f"  skipped {s.where}: {s.reason}")
+        say(f"  skipped {s.where}: {s.reason}")
 
 
 @app.command()
@@ -284,15 +408,15 @@ def inspect(run: Annotated[str, typer.Argument(help="Run id.")], db: DbOpt = Non
     rows = [it.model_dump() for lane in v.lanes for it in lane.items]
     table(rows, ["lane", "thread_id", "seq", "role", "score", "rank", "origin", "reason",
                  "tokens", "text"])
-    typer.echo("")
-    typer.echo("tokens: " + ", ".join(f"{lv.lane} {lv.tokens}" for lv in v.lanes
+    say("")
+    say("tokens: " + ", ".join(f"{lv.lane} {lv.tokens}" for lv in v.lanes
                                       if lv.lane != "dropped") + f" (total {v.total_tokens})")
     for tc in v.tool_calls:
         outcome = tc.error if tc.error is not None else tc.result
-        typer.echo(f"tool: {tc.name}({tc.args}) → {outcome} [{tc.status}]")
+        say(f"tool: {tc.name}({tc.args}) → {outcome} [{tc.status}]")
     for note in v.notes:
-        typer.echo(f"note: {note}")
-    typer.echo(f"answer: {v.answer}")
+        say(f"note: {note}")
+    say(f"answer: {v.answer}")
 
 
 @app.command()
@@ -307,15 +431,15 @@ def replay(run: Annotated[str, typer.Argument(help="Run id.")], db: DbOpt = None
     with opened(db) as s:
         r = guarded(lambda: do_replay(s, run))
     if r.integrity == "redacted":
-        typer.echo(f"replay of {run}: redacted by the erasure of {', '.join(r.redacted_by)}; "
+        say(f"replay of {run}: redacted by the erasure of {', '.join(r.redacted_by)}; "
                    "its records were rewritten, so byte-identity is not checked")
         return
     sealed = "" if r.integrity == "ok" else " (unsealed: recorded before sealing existed)"
-    typer.echo(f"replay of {run}: identical ({r.steps} steps, {r.verified_steps} verified; "
+    say(f"replay of {run}: identical ({r.steps} steps, {r.verified_steps} verified; "
                f"{r.tool_calls} tool calls; {r.messages_checked} stored messages checked)"
                f"{sealed}")
     for note in r.notes:
-        typer.echo(f"note: {note}")
+        say(f"note: {note}")
 
 
 @app.command()
@@ -340,13 +464,13 @@ def verify(run: Annotated[str | None, typer.Argument(help="Run id (or --all).")]
     for rep in reports:
         if rep.status == "tampered":
             bad += 1
-            typer.echo(f"{rep.run_id}: TAMPERED at {rep.first_mismatch or 'a record'}: "
+            say(f"{rep.run_id}: TAMPERED at {rep.first_mismatch or 'a record'}: "
                        f"{rep.detail}")
         else:
             extra = f" — {rep.detail}" if rep.detail and rep.status != "ok" else ""
             chain = f" chain {rep.chain[:16]}" if rep.chain else ""
-            typer.echo(f"{rep.run_id}: {rep.status}{chain}{extra}")
-    typer.echo(f"{len(reports)} runs checked, {bad} tampered")
+            say(f"{rep.run_id}: {rep.status}{chain}{extra}")
+    say(f"{len(reports)} runs checked, {bad} tampered")
     if bad:
         raise typer.Exit(1)
 
@@ -388,7 +512,8 @@ def counterfactual(run: Annotated[str, typer.Argument(help="Run id.")], db: DbOp
                    ] = None,
                    repeats: Annotated[int | None, typer.Option(
                        help="Ask each prompt this many times (default: 1 for a model at "
-                            "temperature 0, else 3 to measure its noise first).")] = None,
+                            f"temperature 0, else 3 to measure its noise first); 1 to "
+                            f"{MAX_REPEATS}.", min=1, max=MAX_REPEATS)] = None,
                    model: ModelOpt = None, base_url: BaseUrlOpt = None) -> None:
     """Re-run a run's frozen prompt with parts removed (or put back) and say whether the
     answer changed. The result is journaled with the run. The model is the one the run
@@ -410,15 +535,15 @@ def counterfactual(run: Annotated[str, typer.Argument(help="Run id.")], db: DbOp
         chosen = _chosen_model(s, run, model, base_url)
         res = guarded(lambda: cf(s, run, subtract=sub, lanes=lane or [], put_back=backs,
                                  repeats=repeats, model=chosen))
-    typer.echo(f"variant:  {res.description}")
-    typer.echo(f"original: {res.original_answer}")
+    say(f"variant:  {res.description}")
+    say(f"original: {res.original_answer}")
     for ans in res.baseline_answers:
-        typer.echo(f"baseline: {ans}")
+        say(f"baseline: {ans}")
     for ans in res.new_answers:
-        typer.echo(f"new:      {ans}")
+        say(f"new:      {ans}")
     for note in res.notes:
-        typer.echo(f"note:     {note}")
-    typer.echo(f"verdict:  {res.verdict}")
+        say(f"note:     {note}")
+    say(f"verdict:  {res.verdict}")
 
 
 @app.command()
@@ -446,11 +571,11 @@ def why(run: Annotated[str, typer.Argument(help="Run id.")], db: DbOpt = None,
             target = (tid, seq)
         exp = guarded(lambda: why_forgotten(s, run, target))
     where = f" ({exp.thread_id}:{exp.seq})" if exp.thread_id is not None else ""
-    typer.echo(f"{exp.fate}{where}: {exp.sentence}")
+    say(f"{exp.fate}{where}: {exp.sentence}")
     for k, v in exp.evidence.items():
-        typer.echo(f"  {k}: {v}")
+        say(f"  {k}: {v}")
     if exp.other_matches:
-        typer.echo("  other matches: " + ", ".join(f"{t}:{q}" for t, q in exp.other_matches))
+        say("  other matches: " + ", ".join(f"{t}:{q}" for t, q in exp.other_matches))
 
 
 @app.command()
@@ -467,16 +592,16 @@ def diff(run_a: Annotated[str, typer.Argument(help="First run id.")],
         d = guarded(lambda: diff_runs(s, run_a, run_b))
     table([e.model_dump() for e in d.changed()],
           ["thread_id", "seq", "change", "lane_a", "lane_b", "reason"])
-    typer.echo("")
-    typer.echo("tokens per lane (a → b):")
+    say("")
+    say("tokens per lane (a → b):")
     for lane_name, (a, b, delta) in d.token_deltas.items():
-        typer.echo(f"  {lane_name}: {a} → {b} ({delta:+d})")
+        say(f"  {lane_name}: {a} → {b} ({delta:+d})")
     for key, (a, b) in d.settings_changed.items():
-        typer.echo(f"setting {key}: {a} → {b}")
-    typer.echo("first divergent step: "
+        say(f"setting {key}: {a} → {b}")
+    say("first divergent step: "
                + ("none" if d.divergent_at is None else str(d.divergent_at)))
-    typer.echo(f"answer a: {d.answer_a}")
-    typer.echo(f"answer b: {d.answer_b}")
+    say(f"answer a: {d.answer_a}")
+    say(f"answer b: {d.answer_b}")
 
 
 @app.command()

@@ -141,9 +141,9 @@ def test_ui_runs_streamlit_on_the_database(demo_db: str,
     assert cmd[4].endswith("app/streamlit_app.py") and Path(cmd[4]).is_file()
     flags = dict(zip(cmd[5:-3:2], cmd[6:-3:2], strict=True))
     assert flags == {"--server.address": "127.0.0.1", "--server.port": "8765",
-                     "--browser.gatherUsageStats": "false"}
+                     "--browser.gatherUsageStats": "false", "--client.toolbarMode": "viewer"}
     assert cmd[-3:] == ["--", "--db", demo_db]
-    assert env["MEMWB_DB"] == demo_db  # the app reads $MEMWB_DB before --db
+    assert "MEMWB_DB" not in env  # the app serves exactly the --db given, nothing else
 
 
 def test_ui_passes_streamlit_exit_code_and_checks_the_file(
@@ -471,6 +471,270 @@ def test_default_database_comes_from_env(demo_db: str, monkeypatch: pytest.Monke
 def test_not_a_database_and_bad_url(tmp_path: Path) -> None:
     junk = tmp_path / "junk.duckdb"
     junk.write_text("not a database")
-    assert "not a valid DuckDB database" in error_line(memwb("threads", "--db", str(junk)))
+    assert "is not a valid DuckDB or SQLite database file" in error_line(
+        memwb("threads", "--db", str(junk)))
     assert "unknown storage URL scheme 'foo'" in error_line(
         memwb("threads", "--db", "foo://bar"))
+
+
+# -- a CLI that cannot hurt you (#14.6) ---------------------------------------------------
+def _foreign_sqlite(path: Path) -> bytes:
+    import sqlite3
+
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)")
+    conn.execute("INSERT INTO notes (body) VALUES ('keep me')")
+    conn.commit()
+    conn.close()
+    return path.read_bytes()
+
+
+def test_demo_refuses_to_overwrite_what_is_not_a_demo_database(
+        tmp_path: Path, db_copy: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    def boom(*a: Any, **k: Any) -> None:
+        raise AssertionError("build_demo must not run")
+
+    monkeypatch.setattr(build, "build_demo", boom)
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes")
+    for flags in ([], ["--if-absent"]):
+        line = error_line(memwb("demo", "--db", str(notes), "--embedder", "hashing", *flags))
+        assert f"refusing to overwrite '{notes}'" in line and "not a demo database" in line
+    assert notes.read_text() == "my notes"
+    sqlite_file = tmp_path / "app.duckdb"  # a foreign SQLite file with a DuckDB name
+    before = _foreign_sqlite(sqlite_file)
+    assert "not a demo database" in error_line(memwb("demo", "--db", str(sqlite_file)))
+    assert sqlite_file.read_bytes() == before
+    # ours but not a demo: an imported database without the demo runs
+    ours = tmp_path / "mine.duckdb"
+    DuckDBStorage(str(ours)).close()
+    assert "lacks the demo runs" in error_line(memwb("demo", "--db", str(ours)))
+    # a demo database may be rebuilt (here: the build is reached)
+    with pytest.raises(AssertionError, match="must not run"):
+        runner.invoke(app, ["demo", "--db", db_copy, "--embedder", "hashing"],
+                      catch_exceptions=False)
+
+
+@pytest.mark.parametrize("command", [["threads"], ["erase", "--thread", "support-1"],
+                                     ["demo"], ["ui"]], ids=lambda c: c[0])
+def test_empty_db_is_an_error_never_the_env_database(command: list[str], db_copy: str,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMWB_DB", db_copy)
+    monkeypatch.setattr(subprocess, "call", lambda cmd, env: pytest.fail("ui started"))
+    before = Path(db_copy).read_bytes()
+    for empty in ("", "  "):
+        assert "--db is empty" in error_line(memwb(*command, "--db", empty))
+    assert Path(db_copy).read_bytes() == before
+
+
+def test_tilde_is_expanded_by_every_command(demo_db: str, tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    shutil.copy(demo_db, tmp_path / "home.duckdb")
+    for args in (["threads"], ["runs"], ["inspect", "support-3-forgot"],
+                 ["replay", "support-3-forgot"], ["diff", "support-3-forgot", "support-3-fixed"],
+                 ["why", "support-3-forgot", "--seq", "1"]):
+        ok(memwb(*args, "--db", "~/home.duckdb"))
+        ok(memwb(*args, "--db", "duckdb://~/home.duckdb"))
+    monkeypatch.setenv("MEMWB_DB", "~/home.duckdb")
+    assert "support-3-forgot" in ok(memwb("runs"))
+    calls: list[list[str]] = []
+    monkeypatch.setattr(subprocess, "call", lambda cmd, env: calls.append(cmd) or 0)
+    ok(memwb("ui", "--db", "~/home.duckdb"))
+    assert calls[0][-2:] == ["--db", str(tmp_path / "home.duckdb")]
+    assert not (Path.cwd() / "~").exists()
+
+
+@pytest.mark.parametrize("port", ["70000", "0", "-1", "65536", "eighty"])
+def test_ui_port_is_validated_in_one_line(port: str, demo_db: str,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(subprocess, "call", lambda cmd, env: pytest.fail("ui started"))
+    line = error_line(memwb("ui", "--db", demo_db, "--port", port))
+    assert "--port" in line
+    assert error_line(memwb("ui", "--db", demo_db, "--port", port)).startswith("error: ")
+
+
+def test_usage_errors_are_one_error_line_with_exit_1(demo_db: str) -> None:
+    for args in (["threads", "--nope"], ["no-such-command"], ["inspect"],
+                 ["runs", "--db"], ["why", "r", "--seq", "x"]):
+        res = memwb(*args)
+        error_line(res)
+        assert res.exit_code == 1, args
+        assert "Usage:" not in res.output
+
+
+def test_help_still_works() -> None:
+    assert "Usage:" in ok(memwb("--help"))
+    assert "--read-only" in ok(memwb("ui", "--help"))
+    res = memwb()  # no arguments: the help, not an error
+    assert "Commands" in res.stdout
+
+
+@pytest.mark.parametrize("repeats", ["0", "21", "-3", "1000000"])
+def test_counterfactual_repeats_is_bounded(repeats: str, db_copy: str) -> None:
+    line = error_line(memwb("counterfactual", "support-3-forgot", "--db", db_copy,
+                            "--subtract", "all", "--repeats", repeats))
+    assert "--repeats" in line and ("less than or equal to 20" in line
+                                    or "greater than or equal to 1" in line), line
+
+
+HOSTILE = "\x1b]0;pwned\x07\x1b[2J\x1b[31mred\r\x9b31mc1\u202egnp.exe\x00"
+
+
+def test_terminal_control_characters_are_escaped(db_copy: str) -> None:
+    storage = DuckDBStorage(db_copy)
+    try:
+        from memory_core.types import AppendRow, Message
+
+        t = storage.memory.create_thread(resource_id="cust-anna", thread_id="evil\x1b[2J")
+        storage.memory.append_messages(t.id, [AppendRow(message=Message(content=HOSTILE))])
+        t2 = storage.memory.create_thread(resource_id="cust-\x1b[31manna", title=HOSTILE)
+    finally:
+        storage.close()
+    outputs = [ok(memwb("threads", "--db", db_copy)),
+               ok(memwb("threads", "--db", db_copy, "--resource", "cust-\x1b[31manna")),
+               error_line(memwb("runs", "--db", db_copy, "--thread", "nope\x1b[2J\nerror: x")),
+               error_line(memwb("inspect", "ghost\x07\r", "--db", db_copy))]
+    for out in outputs:
+        for bad in ("\x1b", "\x07", "\r", "\x9b", "\u202e", "\x00"):
+            assert bad not in out, (bad, out)
+    assert "\\x1b[2J" in outputs[0] and "evil" in outputs[0]
+    assert t2.id in outputs[1]
+    assert "\\x1b[2J\\x0aerror: x" in outputs[2]  # still one line
+    assert "ghost\\x07\\x0d" in outputs[3]
+
+
+def test_json_output_escapes_c1_controls(demo_db: str) -> None:
+    import io
+    from contextlib import redirect_stdout
+
+    from memory_core.cli import emit_json
+
+    buf = io.StringIO()
+    with redirect_stdout(buf):
+        emit_json({"a": HOSTILE})
+    text = buf.getvalue()
+    assert json.loads(text) == {"a": HOSTILE}
+    for bad in ("\x1b", "\x07", "\r", "\x9b", "\u202e", "\x00"):
+        assert bad not in text
+
+
+READ_ONLY_COMMANDS = [["threads"], ["runs"], ["inspect", "r1"], ["replay", "r1"],
+                      ["why", "r1", "--text", "x"], ["diff", "r1", "r2"]]
+
+
+@pytest.mark.parametrize("args", [*READ_ONLY_COMMANDS,
+                                  ["counterfactual", "r1", "--subtract", "all"],
+                                  ["erase", "--thread", "t"]], ids=lambda a: a[0])
+def test_no_command_touches_a_foreign_sqlite_file(args: list[str], tmp_path: Path) -> None:
+    foreign = tmp_path / "app.db"
+    before = _foreign_sqlite(foreign)
+    for url in (f"sqlite://{foreign}", str(foreign)):
+        line = error_line(memwb(*args, "--db", url))
+        assert "is not a Memory Workbench database" in line, line
+    assert foreign.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["app.db"]  # no -wal, no -shm
+
+
+@pytest.mark.parametrize("args", READ_ONLY_COMMANDS, ids=lambda a: a[0])
+def test_no_command_touches_a_foreign_duckdb_file(args: list[str], tmp_path: Path) -> None:
+    import duckdb
+
+    foreign = tmp_path / "app.duckdb"
+    conn = duckdb.connect(str(foreign))
+    conn.execute("CREATE TABLE notes (body VARCHAR)")
+    conn.close()
+    before = foreign.read_bytes()
+    assert "is not a Memory Workbench database" in error_line(
+        memwb(*args, "--db", str(foreign)))
+    assert foreign.read_bytes() == before
+
+
+def test_engine_mismatch_is_one_error(tmp_path: Path, demo_db: str) -> None:
+    foreign = tmp_path / "app.db"
+    _foreign_sqlite(foreign)
+    assert "is a sqlite file, not duckdb" in error_line(
+        memwb("threads", "--db", f"duckdb://{foreign}"))
+    assert "is a duckdb file, not sqlite" in error_line(
+        memwb("threads", "--db", f"sqlite://{demo_db}"))
+
+
+def test_a_bare_path_to_our_sqlite_database_opens_as_sqlite(tmp_path: Path) -> None:
+    from memory_core.storage.sqlite import SQLiteStorage
+
+    path = tmp_path / "ours.db"
+    s = SQLiteStorage(str(path))
+    s.memory.create_thread(resource_id="r", thread_id="t-sqlite")
+    s.close()
+    assert "t-sqlite" in ok(memwb("threads", "--db", str(path)))
+
+
+def test_ui_serves_every_db_given_and_read_only(demo_db: str, tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[list[str]] = []
+    monkeypatch.setattr(subprocess, "call", lambda cmd, env: calls.append(cmd) or 0)
+    other = tmp_path / "other.duckdb"
+    shutil.copy(demo_db, other)
+    res = memwb("ui", "--db", demo_db, "--db", str(other), "--read-only")
+    ok(res)
+    assert calls[0][calls[0].index("--"):] == ["--", "--db", demo_db, "--db", str(other),
+                                               "--read-only"]
+    assert "serving demo, other" in res.stderr and "(read-only)" in res.stderr
+    # a directory is served whole; an empty one (or one without databases) is an error
+    ok(memwb("ui", "--db", str(tmp_path)))
+    assert calls[1][-2:] == ["--db", str(tmp_path)]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "notes.txt").write_text("x")
+    assert "holds no DuckDB or SQLite database" in error_line(memwb("ui", "--db", str(empty)))
+
+
+def test_ui_refuses_a_foreign_database(tmp_path: Path,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(subprocess, "call", lambda cmd, env: pytest.fail("ui started"))
+    foreign = tmp_path / "app.db"
+    before = _foreign_sqlite(foreign)
+    assert "is not a Memory Workbench database" in error_line(
+        memwb("ui", "--db", str(foreign)))
+    assert foreign.read_bytes() == before
+
+
+@pytest.mark.postgres
+def test_no_command_touches_a_foreign_postgres_schema(tmp_path: Path) -> None:
+    import psycopg
+    from psycopg import sql
+
+    from tests.pg_server import drop_schema, require_postgres_dsn, schema_for
+
+    dsn = require_postgres_dsn()
+    foreign, missing = schema_for(dsn, tmp_path / "foreign"), schema_for(dsn, tmp_path / "m")
+    drop_schema(dsn, missing)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(foreign)))
+        conn.execute(sql.SQL("CREATE TABLE {}.notes (body text)").format(
+            sql.Identifier(foreign)))
+
+    def tables(schema: str) -> list[str]:
+        with psycopg.connect(dsn) as conn:
+            return [r[0] for r in conn.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = %s",
+                (schema,))]
+
+    for schema in (foreign, missing):
+        url = f"{dsn}?schema={schema}"
+        for args in [*READ_ONLY_COMMANDS, ["erase", "--thread", "t"],
+                     ["counterfactual", "r1", "--subtract", "all"]]:
+            line = error_line(memwb(*args, "--db", url))
+            assert "is not a Memory Workbench database" in line, line
+    assert tables(foreign) == ["notes"]
+    with psycopg.connect(dsn) as conn:  # not even an empty schema was created
+        assert conn.execute("SELECT count(*) FROM information_schema.schemata "
+                            "WHERE schema_name = %s", (missing,)).fetchone() == (0,)
+    # and ours opens
+    from memory_core.storage.postgres import PostgresStorage
+
+    ours = schema_for(dsn, tmp_path / "ours")
+    s = PostgresStorage(dsn, schema=ours)
+    s.memory.create_thread("pg-thread", resource_id="r")
+    s.close()
+    assert "pg-thread" in ok(memwb("threads", "--db", f"{dsn}?schema={ours}"))

@@ -39,17 +39,17 @@ url = services.current_url()
 try:
     runs = services.cached_runs(url)
 except Exception as e:  # noqa: BLE001
-    st.error(services.friendly_error(e))
+    st.error(escape_md(services.friendly_error(e)))
     st.stop()
 if len(runs) < 2:
-    st.info(f"Comparing needs at least two runs; this database has {len(runs)}.")
+    st.info(escape_md(f"Comparing needs at least two runs; this database has {len(runs)}."))
     st.stop()
 
 by_id = {r.run_id: r for r in runs}
 wanted_a, wanted_b = services.query_param("a"), services.query_param("b")
 for name, wanted in (("a", wanted_a), ("b", wanted_b)):
     if wanted and wanted not in by_id:
-        st.error(f"run '{wanted}' (URL parameter {name}) does not exist in this database")
+        st.error(escape_md(f"run '{wanted}' (URL parameter {name}) does not exist in this database"))
 if wanted_a not in by_id:
     wanted_a = None
 if wanted_b not in by_id:
@@ -88,7 +88,7 @@ if run_a == run_b:
 try:
     diff = services.cached_diff(url, run_a, run_b)
 except Exception as e:  # noqa: BLE001
-    st.error(f"Cannot compare '{run_a}' with '{run_b}': {services.friendly_error(e)}")
+    st.error(escape_md(f"Cannot compare '{run_a}' with '{run_b}': {services.friendly_error(e)}"))
     st.stop()
 
 changed = diff.changed()

@@ -7,12 +7,21 @@ URL: ``counterfactual?run=<id>`` opens the same run.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Literal
+
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
 from app import services
-from app.components import LANE_TITLES, escape_md, link_to_run, literal, pick_run
+from app.components import (
+    LANE_TITLES,
+    escape_md,
+    link_to_run,
+    literal,
+    pick_run,
+    plot_text,
+)
 from memory_core.errors import InvalidInputError
 from memory_core.registry import (
     describe_model,
@@ -20,6 +29,10 @@ from memory_core.registry import (
     plan_model_for_run,
     recorded_identity,
 )
+
+if TYPE_CHECKING:
+    from memory_core.analysis.counterfactual import AttributionItem, CounterfactualResult
+    from memory_core.models.base import Model
 
 VERDICT_BADGES = {"changed": ("orange", ":material/published_with_changes:"),
                   "unchanged": ("green", ":material/check_circle:"),
@@ -41,11 +54,11 @@ link_to_run(run_id, label=f"inspect run {run_id}")
 try:
     view = services.cached_run_view(url, run_id)
 except Exception as e:  # noqa: BLE001
-    st.error(f"Cannot read run '{run_id}': {services.friendly_error(e)}")
+    st.error(escape_md(f"Cannot read run '{run_id}': {services.friendly_error(e)}"))
     st.stop()
 if view.error or not any(lv.items for lv in view.lanes):
-    st.warning(f"Run '{run_id}' has no frozen prompt to replay"
-               + (f" (it failed: {view.error})" if view.error else "") + ".")
+    st.warning(escape_md(f"Run '{run_id}' has no frozen prompt to replay"
+                         + (f" (it failed: {view.error})" if view.error else "") + "."))
     st.stop()
 
 Ref = tuple[str, int]
@@ -78,7 +91,7 @@ put_back: list[Ref] = st.multiselect(
     "Put back (dropped messages and near misses)", list(putbackable),
     format_func=lambda r: _ref_label(r, putbackable), key=f"putback:{run_id}",
     disabled=not putbackable)
-subtract = "all" if mode == "Subtract all recalled" else chosen
+subtract: Literal["all"] | list[Ref] = "all" if mode == "Subtract all recalled" else chosen
 
 
 def _model_choice() -> tuple[str | None, str | None]:
@@ -107,7 +120,7 @@ if model_problem:
     st.warning(escape_md(model_problem), icon=":material/block:")
 
 
-def _chosen_model() -> object:
+def _chosen_model() -> Model | None:
     """The model object to pass (None: the library rebuilds the recorded one)."""
     if override is None:
         return None
@@ -115,24 +128,27 @@ def _chosen_model() -> object:
                          embed_name=view.settings.get("embedder"))
 
 
+read_only = services.read_only()
+if read_only:
+    st.info(services.READ_ONLY_REASON, icon=":material/lock:")
 if st.button("Run counterfactual", type="primary", icon=":material/play_arrow:",
-             disabled=model_problem is not None, help=model_problem):
+             disabled=read_only or model_problem is not None,
+             help=services.READ_ONLY_REASON if read_only else model_problem):
     if not (subtract or lanes_out or put_back):
         st.warning("Choose something to subtract or put back first.")
     else:
         with st.spinner("Re-running the model on the edited prompt…"):
             try:
-                result = services.run_counterfactual(url, run_id, subtract=subtract,
-                                                     lanes=lanes_out, put_back=put_back,
-                                                     model=_chosen_model())
-                st.session_state[f"cf-result:{run_id}"] = result
+                st.session_state[f"cf-result:{run_id}"] = services.run_counterfactual(
+                    url, run_id, subtract=subtract, lanes=lanes_out, put_back=put_back,
+                    model=_chosen_model())
             except Exception as e:  # noqa: BLE001 - no traceback in the page
                 st.session_state.pop(f"cf-result:{run_id}", None)
-                st.error(f"The counterfactual could not run: {services.friendly_error(e)}",
+                st.error(escape_md(f"The counterfactual could not run: {services.friendly_error(e)}"),
                          icon=":material/error:")
                 st.caption(REPLAY_HINT)
 
-result = st.session_state.get(f"cf-result:{run_id}")
+result: CounterfactualResult | None = st.session_state.get(f"cf-result:{run_id}")
 if result is not None:
     colour, icon = VERDICT_BADGES[result.verdict]
     st.markdown(f"## Verdict: :{colour}-badge[{icon} {result.verdict}]")
@@ -153,8 +169,9 @@ st.markdown("#### Leave-one-out attribution")
 st.caption("Replays the run once without each recalled message, to show which ones the "
            "answer depended on.")
 if st.button("Run attribution", icon=":material/bar_chart:",
-             disabled=not recalled or model_problem is not None,
-             help=model_problem or (None if recalled else "This run recalled nothing.")):
+             disabled=read_only or not recalled or model_problem is not None,
+             help=(services.READ_ONLY_REASON if read_only else model_problem
+                   or (None if recalled else "This run recalled nothing."))):
     bar = st.progress(0.0, text="Replaying without each recalled message…")
 
     def _progress(done: int, total: int) -> None:
@@ -165,16 +182,16 @@ if st.button("Run attribution", icon=":material/bar_chart:",
             url, run_id, progress=_progress, model=_chosen_model())
     except Exception as e:  # noqa: BLE001
         st.session_state.pop(f"attribution:{run_id}", None)
-        st.error(f"Attribution could not run: {services.friendly_error(e)}",
+        st.error(escape_md(f"Attribution could not run: {services.friendly_error(e)}"),
                  icon=":material/error:")
         st.caption(REPLAY_HINT)
     bar.empty()
-items = st.session_state.get(f"attribution:{run_id}")
+items: list[AttributionItem] | None = st.session_state.get(f"attribution:{run_id}")
 if items:
     labels = [f"{a.thread_id} #{a.seq}" if a.kind == "message" else f"lane {a.lane}"
               for a in items]
     fig = go.Figure(go.Bar(
-        x=[a.effect for a in items], y=labels, orientation="h",
+        x=[a.effect for a in items], y=[plot_text(lab) for lab in labels], orientation="h",
         marker_color=["#e6550d" if a.changed else "#9ecae1" for a in items],
         hovertemplate="%{y}: effect %{x:.2f}<extra></extra>"))
     fig.update_layout(height=80 + 40 * len(items), margin={"l": 10, "r": 10, "t": 30, "b": 10},
@@ -192,7 +209,7 @@ st.markdown("#### Past counterfactuals of this run")
 try:
     past = services.cached_counterfactuals(url, run_id)
 except Exception as e:  # noqa: BLE001
-    st.error(services.friendly_error(e))
+    st.error(escape_md(services.friendly_error(e)))
     past = []
 if past:
     st.dataframe(pd.DataFrame([{"change": p.description, "verdict": p.verdict,

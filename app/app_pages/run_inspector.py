@@ -31,26 +31,26 @@ run_id, _ = pick_run(url)
 try:
     view = services.cached_run_view(url, run_id)
 except NotFoundError as e:
-    st.error(services.friendly_error(e))
+    st.error(escape_md(services.friendly_error(e)))
     st.stop()
 except Exception as e:  # noqa: BLE001
-    st.error(f"Cannot read run '{run_id}': {services.friendly_error(e)}")
+    st.error(escape_md(f"Cannot read run '{run_id}': {services.friendly_error(e)}"))
     st.stop()
 
 run = view.run
 st.subheader(f"Run {escape_md(run.run_id)}")
 meta = st.columns(4)
-meta[0].metric("Status", run.status)
-meta[1].metric("Agent", run.agent)
+meta[0].metric("Status", escape_md(run.status))
+meta[1].metric("Agent", escape_md(run.agent))
 meta[2].metric("Prompt tokens", view.total_tokens)
 meta[3].metric("Prompt messages", sum(len(lv.items) for lv in view.lanes
                                       if lv.lane != "dropped"))
 if run.thread_id:
     link_to_message(run.thread_id, None, label=f"thread {run.thread_id}")
 if view.error:
-    st.error(f"The run failed: {view.error}")
+    st.error(escape_md(f"The run failed: {view.error}"))
 for note in view.notes:
-    st.warning(note)
+    st.warning(escape_md(note))
 if view.query:
     st.caption("Recall query")
     literal(view.query)
@@ -101,7 +101,7 @@ else:
 
 st.markdown("#### Recall scores")
 if view.recall_skipped:
-    st.info(f"Recall did not run: {view.recall_skipped}")
+    st.info(escape_md(f"Recall did not run: {view.recall_skipped}"))
 if view.candidates:
     st.plotly_chart(score_chart(view.candidates, view.threshold, view.top_k), key="scores")
     st.dataframe(pd.DataFrame([{"rank": c.rank, "score": round(c.score, 4),

@@ -10,6 +10,7 @@ import streamlit as st
 from app import services
 from app.components import (
     COMPARE_PAGE,
+    STORY_PAGE,
     escape_md,
     fate_badge,
     link_to_message,
@@ -30,19 +31,26 @@ st.title("The assistant forgot the refund")
 st.markdown(escape_md(SUPPORT.summary) + " Here is what happened, step by step.")
 
 
-def _story_url() -> str | None:
-    """The open database when it holds the story, else the demo database if built."""
-    current = services.current_url()
-    if services.has_story(current):
+def _story_database() -> str | None:
+    """The served database that holds the story: the open one when it does, else the
+    first other served one (never a database the workbench was not started with)."""
+    current = services.current_name()
+    databases = services.served().databases
+    if services.has_story(databases[current]):
         return current
-    demo = str(services.demo_path())
-    if services.demo_path().exists() and services.has_story(demo):
-        return demo
-    return None
+    return next((name for name, u in databases.items()
+                 if name != current and services.has_story(u)), None)
 
 
-url = _story_url()
-if url is None:
+story_db = _story_database()
+if story_db is None:
+    target = services.demo_target()
+    if target is None:
+        st.info("The story needs the demo database, and none of the databases this "
+                "workbench serves holds it. Build it with `memwb demo` and start the "
+                "workbench on it (`memwb ui --db sample_data/out/demo.duckdb`).",
+                icon=":material/info:")
+        st.stop()
     st.info("The story needs the demo database, which is not built yet. Building it plays "
             "four scripted conversations through the real memory code (about two minutes).",
             icon=":material/info:")
@@ -53,15 +61,18 @@ if url is None:
                     escape_md(str(msg))))
             except Exception as e:  # noqa: BLE001 - shown, never raised
                 status.update(label="The build failed", state="error")
-                st.error(f"Building the demo database failed: {services.friendly_error(e)}")
+                st.error(escape_md(f"Building the demo database failed: "
+                                   f"{services.friendly_error(e)}"))
                 st.stop()
-            status.update(label=f"Demo database ready: {path}", state="complete")
+            status.update(label=escape_md(f"Demo database ready: {path}"), state="complete")
         st.rerun()
     st.stop()
 
-if url != services.current_url():
-    st.caption(escape_md(f"Reading the demo database {url}. (Type it into the sidebar's "
-                         "Database box to explore it on the other pages.)"))
+url = services.served().databases[story_db]
+if story_db != services.current_name():
+    st.caption(escape_md(f"Reading the served database '{story_db}', which holds the demo."))
+    st.page_link(STORY_PAGE, label=escape_md(f"switch to database '{story_db}'"),
+                 icon=":material/database:", query_params={"db": story_db})
 
 try:
     forgot = services.cached_run_view(url, FORGOT)
@@ -70,7 +81,7 @@ try:
     diff = services.cached_diff(url, FORGOT, FIXED)
     conversation = services.cached_thread_messages(url, FIRST_THREAD, 1, 200)
 except Exception as e:  # noqa: BLE001
-    st.error(f"The demo database cannot tell the story: {services.friendly_error(e)}")
+    st.error(escape_md(f"The demo database cannot tell the story: {services.friendly_error(e)}"))
     st.stop()
 
 # -- 1 -------------------------------------------------------------------------------
@@ -145,16 +156,18 @@ try:
             if c.variant.subtract_recalled == "all" and not c.variant.subtract_lanes
             and not c.variant.put_back]
 except Exception as e:  # noqa: BLE001
-    st.error(services.friendly_error(e))
+    st.error(escape_md(services.friendly_error(e)))
     past = []
 proof = past[0] if past else None
 if proof is None and st.button("Replay without the recalled messages", type="primary",
-                               icon=":material/science:"):
+                               icon=":material/science:", disabled=services.read_only(),
+                               help=services.READ_ONLY_REASON if services.read_only()
+                               else None):
     with st.spinner("Replaying…"):
         try:
             proof = services.run_counterfactual(url, FIXED, subtract="all")
         except Exception as e:  # noqa: BLE001
-            st.error(f"The replay could not run: {services.friendly_error(e)}")
+            st.error(escape_md(f"The replay could not run: {services.friendly_error(e)}"))
 if proof is not None:
     colour = {"changed": "orange", "unchanged": "green"}.get(proof.verdict, "gray")
     st.markdown(f"### The answer :{colour}-badge[{proof.verdict}]")
@@ -183,4 +196,5 @@ if entered:
             literal(entry.preview)
             st.caption(escape_md(entry.reason))
 st.page_link(COMPARE_PAGE, label="compare the two runs in detail",
-             icon=":material/compare_arrows:", query_params={"a": FORGOT, "b": FIXED})
+             icon=":material/compare_arrows:",
+             query_params={"db": story_db, "a": FORGOT, "b": FIXED})

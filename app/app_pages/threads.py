@@ -21,7 +21,7 @@ url = services.current_url()
 try:
     resources = services.cached_resources(url)
 except Exception as e:  # noqa: BLE001
-    st.error(services.friendly_error(e))
+    st.error(escape_md(services.friendly_error(e)))
     st.stop()
 
 if not resources:
@@ -38,7 +38,7 @@ if wanted_thread and not wanted_resource:
             wanted_resource = r
             break
 if wanted_resource and wanted_resource not in resources:
-    st.error(f"resource '{wanted_resource}' does not exist in this database")
+    st.error(escape_md(f"resource '{wanted_resource}' does not exist in this database"))
     wanted_resource = None
 
 resource = st.selectbox("Resource", resources,
@@ -71,7 +71,7 @@ if not thread_ids:
     st.stop()
 if wanted_thread and wanted_thread not in thread_ids:
     if resource == wanted_resource:  # the URL named it; after a resource change, drop it
-        st.error(f"thread '{wanted_thread}' does not exist in resource '{resource}'")
+        st.error(escape_md(f"thread '{wanted_thread}' does not exist in resource '{resource}'"))
     wanted_thread = None
 titles = {t.thread_id: t.title for t in summaries}
 thread = st.selectbox("Thread", thread_ids,

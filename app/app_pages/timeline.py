@@ -17,6 +17,7 @@ from app.components import (
     escape_md,
     link_to_message,
     link_to_run,
+    plot_text,
     set_query_params,
 )
 
@@ -29,7 +30,7 @@ url = services.current_url()
 try:
     runs = services.cached_runs(url)
 except Exception as e:  # noqa: BLE001
-    st.error(services.friendly_error(e))
+    st.error(escape_md(services.friendly_error(e)))
     st.stop()
 threads = sorted({r.thread_id for r in runs if r.thread_id})
 if not threads:
@@ -39,7 +40,7 @@ if not threads:
 wanted = services.query_param("thread")
 if wanted and wanted not in threads:
     # the Threads page shares its thread through the URL; it may have no runs yet
-    st.info(f"thread '{wanted}' has no runs in this database; pick a thread that has")
+    st.info(escape_md(f"thread '{wanted}' has no runs in this database; pick a thread that has"))
     wanted = None
 counts = {t: sum(1 for r in runs if r.thread_id == t) for t in threads}
 thread = st.selectbox("Thread", threads, index=threads.index(wanted) if wanted else 0,
@@ -50,17 +51,17 @@ link_to_message(thread, None, label=f"open thread {thread}")
 try:
     tl = services.cached_timeline(url, thread)
 except Exception as e:  # noqa: BLE001
-    st.error(services.friendly_error(e))
+    st.error(escape_md(services.friendly_error(e)))
     st.stop()
 if tl.skipped:
     st.caption(escape_md(f"{len(tl.skipped)} run(s) without a provenance record are not "
                          f"plotted: {', '.join(tl.skipped[:8])}"))
 if not tl.points:
-    st.info(f"None of the runs of '{thread}' recorded how its prompt was composed.")
+    st.info(escape_md(f"None of the runs of '{thread}' recorded how its prompt was composed."))
     st.stop()
 
 xs = [p.index for p in tl.points]
-labels = [p.run_id for p in tl.points]
+labels = [plot_text(p.run_id) for p in tl.points]
 fig = go.Figure()
 for lane in tl.lanes:
     ys = [p.tokens[lane] for p in tl.points]

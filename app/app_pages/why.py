@@ -21,6 +21,7 @@ from app.components import (
     link_to_run,
     literal,
     pick_run,
+    plot_text,
     set_query_params,
 )
 
@@ -42,7 +43,7 @@ if how == PICK:
     try:
         scope = services.cached_scope_messages(url, run_id)
     except Exception as e:  # noqa: BLE001
-        st.error(services.friendly_error(e))
+        st.error(escape_md(services.friendly_error(e)))
         st.stop()
     if not scope:
         st.info("The run's thread and resource hold no messages.")
@@ -70,7 +71,7 @@ else:
 try:
     exp = services.cached_why(url, run_id, msg_thread, msg_seq, phrase)
 except Exception as e:  # noqa: BLE001
-    st.error(services.friendly_error(e))
+    st.error(escape_md(services.friendly_error(e)))
     st.stop()
 
 fate_badge(exp.fate, exp.reached_model)
@@ -103,7 +104,7 @@ st.markdown(f"#### Lifeline of {escape_md(f'{exp.thread_id} #{exp.seq}')} across
 try:
     points = services.cached_lifeline(url, exp.thread_id, exp.seq, runs_of)
 except Exception as e:  # noqa: BLE001
-    st.error(services.friendly_error(e))
+    st.error(escape_md(services.friendly_error(e)))
     st.stop()
 if not points:
     st.text("(the message's thread has no replayable runs)")
@@ -118,12 +119,12 @@ for fate in fates:
                 "symbol": ["circle" if p.reached_model else "x" for _, p in ps],
                 "line": {"width": [3 if p.run_id == run_id else 0 for _, p in ps],
                          "color": "#000000"}},
-        customdata=[[p.run_id, p.started_at] for _, p in ps],
+        customdata=[[plot_text(p.run_id), plot_text(p.started_at)] for _, p in ps],
         hovertemplate="%{customdata[0]}<br>%{customdata[1]}<br>" + fate + "<extra></extra>"))
 fig.update_layout(height=140 + 30 * len(fates), margin={"l": 10, "r": 10, "t": 30, "b": 10},
                   xaxis={"title": "run (oldest first)", "tickmode": "array",
                          "tickvals": list(range(len(points))),
-                         "ticktext": [p.run_id for p in points]},
+                         "ticktext": [plot_text(p.run_id) for p in points]},
                   yaxis={"title": "fate", "type": "category"}, showlegend=False)
 st.plotly_chart(fig, key="lifeline")
 st.dataframe(pd.DataFrame([{"run": p.run_id, "started": p.started_at, "fate": p.fate,

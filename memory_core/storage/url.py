@@ -127,3 +127,202 @@ def describe_url(url: str) -> str:
     """The URL or libpq DSN with any password replaced by ``***``."""
     out = _URL_PASSWORD.sub(r"\1:***@", url)
     return _KV_PASSWORD.sub(r"\1***", out)
+
+
+# -- opening policy for the workbench and the CLI ---------------------------------------
+# What a reader (a read-only command, the workbench) may open: an existing database that
+# already holds our schema. Everything is checked over a read-only connection before the
+# adapter (whose setup migrates) ever sees the database, so a foreign SQLite file,
+# DuckDB file or PostgreSQL schema is refused untouched, and a SQLite file named by a
+# bare path is opened as SQLite (DuckDB would try to download its sqlite extension).
+OUR_TABLES = ("schema_migrations", "meta", "threads", "messages", "journal", "runs")
+SQLITE_MAGIC = b"SQLite format 3\x00"
+DUCKDB_MAGIC = b"DUCK"  # bytes 8..12 of a DuckDB file
+# never fetch or load DuckDB extensions behind the caller's back (no network here)
+DUCKDB_SAFE_CONFIG: dict[str, str | bool | int | float | list[str]] = {
+    "autoinstall_known_extensions": False,
+    "autoload_known_extensions": False}
+PROBE_TIMEOUT_SECONDS = 5.0
+
+
+def expand_url(url: str) -> str:
+    """The URL with ``~`` expanded in a file path (bare, ``duckdb://`` or ``sqlite://``);
+    other URLs unchanged."""
+    url = url.strip()
+    target = file_of(url)
+    if target is None or not target[1].startswith("~"):
+        return url
+    expanded = str(Path(target[1]).expanduser())
+    m = _SCHEME_RE.match(url)
+    return expanded if m is None else f"{m.group(1)}://{expanded}"
+
+
+def file_kind(path: str | Path) -> str | None:
+    """``"duckdb"`` or ``"sqlite"`` from a file's first bytes; None for anything else
+    (an empty file, a text file, a directory)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(16)
+    except (IsADirectoryError, PermissionError, FileNotFoundError):
+        return None
+    if head.startswith(SQLITE_MAGIC):
+        return "sqlite"
+    if head[8:12] == DUCKDB_MAGIC:
+        return "duckdb"
+    return None
+
+
+def _foreign(where: str, tables: set[str]) -> InvalidInputError:
+    missing = [t for t in OUR_TABLES if t not in tables]
+    return InvalidInputError(
+        f"{where} is not a Memory Workbench database (it lacks our tables: "
+        f"{', '.join(missing)}); refusing to open it")
+
+
+def _duckdb_tables(path: str) -> set[str]:
+    import time
+
+    import duckdb
+
+    from memory_core.errors import StorageBusyError
+
+    deadline = time.monotonic() + PROBE_TIMEOUT_SECONDS
+    while True:
+        try:
+            conn = duckdb.connect(path, read_only=True, config=DUCKDB_SAFE_CONFIG)
+            break
+        except duckdb.IOException as e:
+            if "lock" not in str(e).lower() or time.monotonic() > deadline:
+                raise StorageBusyError(f"cannot open '{path}': {e}") from e
+            time.sleep(0.05)
+        except duckdb.Error as e:
+            raise InvalidInputError(f"'{path}' is not a valid DuckDB database: {e}") from e
+    try:
+        rows = conn.execute("SELECT table_name FROM duckdb_tables() "
+                            "WHERE schema_name = 'main'").fetchall()
+    finally:
+        conn.close()
+    return {str(r[0]) for r in rows}
+
+
+def _sqlite_tables(path: str) -> set[str]:
+    import sqlite3
+
+    uri = Path(path).resolve().as_uri() + "?mode=ro"
+    try:
+        conn = sqlite3.connect(uri, uri=True, timeout=PROBE_TIMEOUT_SECONDS)
+        try:
+            rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+        finally:
+            conn.close()
+    except sqlite3.Error as e:
+        raise InvalidInputError(f"'{path}' is not a readable SQLite database: {e}") from e
+    return {str(r[0]) for r in rows}
+
+
+def _postgres_tables(url: str) -> tuple[str, set[str]]:
+    import psycopg
+
+    from memory_core.errors import StorageError
+
+    dsn, schema = _split_schema(url)
+    where = describe_url(dsn) + (f" (schema {schema})" if schema else "")
+    try:
+        with psycopg.connect(dsn, connect_timeout=int(PROBE_TIMEOUT_SECONDS)) as conn:
+            conn.read_only = True
+            rows = conn.execute(
+                "SELECT table_name FROM information_schema.tables "
+                "WHERE table_schema = coalesce(%s, current_schema())", (schema,)).fetchall()
+    except psycopg.Error as e:
+        raise StorageError(f"connecting to PostgreSQL at {where} failed: {e}") from e
+    return f"PostgreSQL {where}", {str(r[0]) for r in rows}
+
+
+def resolve_existing(url: str) -> str:
+    """The URL of an existing Memory Workbench database, checked without writing a byte:
+    ``~`` expanded, a bare path to a SQLite file turned into ``sqlite://``; raises
+    NotFoundError for a missing file and InvalidInputError naming the value for a
+    directory, a file of the other engine, a file that is no database, or a database
+    (file or PostgreSQL schema) that does not hold our tables."""
+    if not isinstance(url, str) or not url.strip():
+        raise InvalidInputError(f"storage URL must be a non-empty string, got {url!r}")
+    url = expand_url(url)
+    m = _SCHEME_RE.match(url)
+    scheme = m.group(1).lower() if m else None
+    if scheme in ("postgresql", "postgres"):
+        where, tables = _postgres_tables(url)
+        if not set(OUR_TABLES) <= tables:
+            raise _foreign(where, tables)
+        return url
+    target = file_of(url)
+    if target is None:  # memory:// and :memory: are new, empty databases
+        if scheme not in SCHEMES and scheme is not None:
+            open_storage(url)  # raises the unknown-scheme error
+        return url
+    adapter, path = target
+    p = Path(path)
+    if not p.exists():
+        raise NotFoundError(f"database file '{path}' does not exist")
+    if p.is_dir():
+        raise InvalidInputError(f"'{path}' is a directory, not a database file")
+    kind = file_kind(p)
+    if kind is None:
+        raise InvalidInputError(f"'{path}' is not a valid DuckDB or SQLite database file")
+    if scheme is not None and kind != adapter:
+        raise InvalidInputError(f"'{path}' is a {kind} file, not {adapter}; "
+                                f"open it as {kind}:///{p.resolve().as_posix().lstrip('/')}")
+    tables = _duckdb_tables(path) if kind == "duckdb" else _sqlite_tables(path)
+    if not set(OUR_TABLES) <= tables:
+        raise _foreign(f"'{path}'", tables)
+    return url if scheme is not None else f"{kind}://{path}"
+
+
+def open_ours(url: str, *, read_only: bool = True, **kwargs: Any) -> Storage:
+    """Open an existing Memory Workbench database (see resolve_existing); DuckDB files
+    open read-only when ``read_only``, so an agent process can keep writing."""
+    resolved = resolve_existing(url)
+    return open_existing(resolved, read_only=read_only, **kwargs)
+
+
+def databases_in(directory: str | Path) -> list[Path]:
+    """The DuckDB and SQLite files directly inside ``directory`` (by their first bytes,
+    not their names), sorted by name."""
+    return sorted(p for p in Path(directory).iterdir()
+                  if p.is_file() and file_kind(p) is not None)
+
+
+def database_name(url: str) -> str:
+    """A short display name for a database: the file's stem, the PostgreSQL schema (or
+    database), or the name of a ``memory://`` database."""
+    target = file_of(url)
+    if target is not None:
+        return Path(target[1]).stem or target[1]
+    m = _SCHEME_RE.match(url.strip())
+    scheme = m.group(1).lower() if m else ""
+    if scheme in ("postgresql", "postgres"):
+        dsn, schema = _split_schema(url)
+        return schema or urlsplit(dsn).path.strip("/") or "postgres"
+    return url.strip()[len(scheme) + 3:] or scheme or url
+
+
+def catalog(specs: list[str]) -> dict[str, str]:
+    """The databases a workbench serves, by unique name: each spec is a database URL or
+    path, or a directory whose database files are all served. Names repeat with a
+    ``-2``, ``-3`` … suffix."""
+    urls: list[str] = []
+    for spec in specs:
+        spec = expand_url(spec)
+        target = file_of(spec)
+        if target is not None and Path(target[1]).is_dir():
+            urls += [str(p) for p in databases_in(target[1])]
+        else:
+            urls.append(spec)
+    out: dict[str, str] = {}
+    for url in urls:
+        base = name = database_name(url)
+        n = 1
+        while name in out:
+            n += 1
+            name = f"{base}-{n}"
+        out[name] = url
+    return out

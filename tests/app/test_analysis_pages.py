@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import threading
 from collections.abc import Callable, Iterator
 from datetime import timedelta
@@ -25,6 +26,7 @@ from app.components import (
     WHY_PAGE,
 )
 from memory_core.embedders import HashingEmbedder
+from memory_core.errors import InvalidInputError
 from memory_core.models.openai_http import OpenAIChatModel
 from memory_core.runner import Agent, Runner
 from memory_core.storage.duckdb import DuckDBStorage
@@ -110,6 +112,13 @@ def _multiselect(at: AppTest, label: str) -> Any:
     return next(w for w in at.multiselect if w.label.startswith(label))
 
 
+def shown(value: str) -> str:
+    """What a Markdown element displays: its source without the backslash escapes the
+    pages put on stored text and URL parameters."""
+    unfenced = re.sub(r"(?<!\\)`+", "", value)  # code spans hold URL-like runs
+    return re.sub(r"\\(.)", r"\1", unfenced)
+
+
 def _md(at: AppTest) -> list[str]:
     return [m.value for m in at.markdown]
 
@@ -165,7 +174,7 @@ def test_page_on_an_empty_database(empty_db: InMemoryStorage, app: MakeApp, page
                                    message: str) -> None:
     at = app(page)
     _ok(at)
-    assert at.info[0].value.startswith(message)
+    assert shown(at.info[0].value).startswith(message)
 
 
 # -- compare runs ----------------------------------------------------------------------
@@ -223,7 +232,7 @@ def test_compare_unknown_run_in_url_is_a_clear_error(populated: Populated,
                                                      app: MakeApp) -> None:
     at = app(COMPARE_PAGE, a="ghost", b=RUN_2)
     assert not at.exception
-    assert "run 'ghost' (URL parameter a) does not exist" in at.error[0].value
+    assert "run 'ghost' (URL parameter a) does not exist" in shown(at.error[0].value)
 
 
 # -- counterfactual replay -------------------------------------------------------------
@@ -242,6 +251,24 @@ def test_subtracting_all_recalled_changes_the_answer(demo: InMemoryStorage,
     past = at.dataframe[-1].value
     assert "without all recalled messages" in list(past["change"])
     assert demo.runs.list(f"{REPLAYABLE}:cf:")  # journaled
+
+
+def test_read_only_workbench_writes_no_counterfactual(demo: InMemoryStorage, app: MakeApp,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(services.READ_ONLY_VAR, "1")
+    before = demo.runs.list(f"{REPLAYABLE}:cf:")
+    at = app(COUNTERFACTUAL_PAGE, run=REPLAYABLE)
+    _ok(at)
+    at.radio[0].set_value("Subtract all recalled").run()
+    for label in ("Run counterfactual", "Run attribution"):
+        button = _button(at, label)
+        assert button.disabled and button.help == services.READ_ONLY_REASON
+    assert services.READ_ONLY_REASON in [i.value for i in at.info]
+    assert any("Read-only" in c.value for c in at.sidebar.caption)
+    with pytest.raises(InvalidInputError, match="read-only"):
+        services.run_counterfactual(next(iter(services.served().databases.values())), REPLAYABLE,
+                                    subtract="all")
+    assert demo.runs.list(f"{REPLAYABLE}:cf:") == before
 
 
 def test_subtracting_chosen_items_and_putting_back(demo: InMemoryStorage,
@@ -289,7 +316,7 @@ def test_a_scripted_run_cannot_be_replayed_and_says_so(demo: InMemoryStorage,
     _multiselect(at, "Whole lanes").set_value(["recent"]).run()
     assert not at.exception
     assert "'scripted-playback' is a scripted model that cannot be rebuilt" in \
-        at.warning[0].value.replace("\\", "")
+        shown(at.warning[0].value)
     assert _button(at, "Run counterfactual").disabled
     # the offline reader is the explicit alternative
     next(r for r in at.radio if r.label == "Model to re-ask").set_value("reader").run()
@@ -348,9 +375,9 @@ def test_a_model_server_that_is_down_is_a_clear_error(populated: Populated, app:
     at.radio[0].set_value("Subtract all recalled").run()
     _button(at, "Run counterfactual").click().run()
     assert not at.exception
-    error = at.error[0].value
+    error = shown(at.error[0].value)
     assert error.startswith("The counterfactual could not run:")
-    assert f"connection refused by {url}" in error.replace("\\", "")
+    assert f"connection refused by {url}" in error
 
 
 def test_counterfactual_on_a_read_only_duckdb_file_writes_the_journal(
@@ -487,16 +514,45 @@ def test_story_walks_through_every_step(demo: InMemoryStorage, app: MakeApp) -> 
     assert not [b for b in again.button if b.label.startswith("Replay")]
 
 
-def test_story_builds_the_missing_demo_database(empty_db: InMemoryStorage, app: MakeApp,
-                                                no_demo_file: Path,
+def test_story_builds_the_missing_demo_database(no_demo_file: Path, app: MakeApp,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sample_build, "SCENARIOS", [SUPPORT])  # the story's only
+    monkeypatch.setenv(services.ENV_VAR, str(no_demo_file))  # served, not built yet
     at = app(STORY_PAGE)
     _button(at, "Build the demo database").click().run()
     _ok(at)
     assert no_demo_file.exists()
     assert [h.value for h in at.header] == STEPS
-    assert any("Reading the demo database" in c for c in _captions(at).splitlines())
+
+
+def test_story_never_builds_or_reads_a_database_that_is_not_served(
+        empty_db: InMemoryStorage, no_demo_file: Path, app: MakeApp,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    at = app(STORY_PAGE)
+    _ok(at)
+    assert "none of the databases this workbench serves holds it" in shown(at.info[0].value)
+    assert not [b for b in at.button if b.label == "Build the demo database"]
+    assert not no_demo_file.exists()
+    # served but read-only: no build either
+    monkeypatch.setenv(services.ENV_VAR, str(no_demo_file))
+    monkeypatch.setenv(services.READ_ONLY_VAR, "1")
+    at = app(STORY_PAGE)
+    assert not [b for b in at.button if b.label == "Build the demo database"]
+
+
+def test_story_refuses_to_overwrite_a_served_file_that_is_not_a_demo(
+        no_demo_file: Path, app: MakeApp, monkeypatch: pytest.MonkeyPatch) -> None:
+    from memory_core.storage.duckdb import DuckDBStorage
+
+    no_demo_file.parent.mkdir(parents=True)
+    DuckDBStorage(str(no_demo_file)).close()  # ours, but no story in it
+    before = no_demo_file.read_bytes()
+    monkeypatch.setenv(services.ENV_VAR, str(no_demo_file))
+    at = app(STORY_PAGE)
+    _button(at, "Build the demo database").click().run()
+    assert not at.exception
+    assert "lacks the demo runs" in shown(at.error[0].value)
+    assert no_demo_file.read_bytes() == before
 
 
 def test_a_later_echo_of_the_phrase_does_not_hide_the_original(populated: Populated,
@@ -527,10 +583,10 @@ def test_a_failed_run_is_explained_not_raised(populated: Populated, app: MakeApp
     assert not at.exception and not at.error
     at = app(COUNTERFACTUAL_PAGE, run="bare")
     assert not at.exception and not at.error
-    assert at.warning[0].value.startswith("Run 'bare' has no frozen prompt to replay")
+    assert shown(at.warning[0].value).startswith("Run 'bare' has no frozen prompt to replay")
     at = app(WHY_PAGE, run="bare")
     assert not at.exception
-    assert "no frozen prompt" in at.error[0].value
+    assert "no frozen prompt" in shown(at.error[0].value)
 
 
 def test_a_lowered_bar_is_named_as_the_reason_a_message_entered(populated: Populated,

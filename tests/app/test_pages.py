@@ -3,6 +3,7 @@ and an empty database, their interactions, shareable URLs, errors and literal te
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
@@ -49,7 +50,25 @@ def _texts(at: AppTest) -> list[str]:
 
 
 def _links(at: AppTest) -> list[str]:
-    return [el.proto.query_string for el in at.get("page_link")]
+    """Each link's query string without the leading ``db=<name>`` every link carries."""
+    out = []
+    for el in at.get("page_link"):
+        qs = el.proto.query_string
+        assert qs.startswith(f"db={_served_name()}&"), qs
+        out.append(qs.partition("&")[2])
+    return out
+
+
+def _served_name() -> str:
+    """The name the workbench serves the test's database under."""
+    return next(iter(services.served().databases))
+
+
+def shown(value: str) -> str:
+    """What a Markdown element displays: its source with the backslash escapes the
+    pages put on stored text and URL parameters removed."""
+    unfenced = re.sub(r"(?<!\\)`+", "", value)  # code spans hold URL-like runs
+    return re.sub(r"\\(.)", r"\1", unfenced)
 
 
 def _no_raw_html(at: AppTest) -> None:
@@ -154,7 +173,7 @@ def test_url_opens_the_named_run(populated: Populated, app: MakeApp, page: str |
 def test_unknown_run_in_url_is_a_clear_error(populated: Populated, app: MakeApp) -> None:
     at = app(RUN_PAGE, run="ghost-run")
     assert not at.exception
-    assert any("run 'ghost-run' does not exist" in e.value for e in at.error)
+    assert any("run 'ghost-run' does not exist" in shown(e.value) for e in at.error)
 
 
 def test_refresh_shows_new_runs(populated: Populated, app: MakeApp) -> None:
@@ -223,7 +242,7 @@ def test_large_thread_is_paginated_and_url_seq_opens_its_page(populated: Populat
 def test_unknown_thread_in_url_is_a_clear_error(populated: Populated, app: MakeApp) -> None:
     at = app(resource=RESOURCE, thread="no-such-thread")
     assert not at.exception
-    assert any("thread 'no-such-thread' does not exist" in e.value for e in at.error)
+    assert any("thread 'no-such-thread' does not exist" in shown(e.value) for e in at.error)
 
 
 # -- literal text -----------------------------------------------------------------------
@@ -247,29 +266,62 @@ def test_missing_database_file_says_how_to_build_the_demo(monkeypatch: pytest.Mo
     monkeypatch.setattr(services, "PROJECT_ROOT", Path("/nonexistent-root"))
     at = app()
     assert not at.exception
-    assert "make demo" in at.error[0].value
-    assert services.DEMO_DB in at.error[0].value
+    assert "make demo" in shown(at.error[0].value)
+    assert services.DEMO_DB in shown(at.error[0].value)
 
 
-@pytest.mark.parametrize(("db", "expected"), [
-    ("/tmp/definitely-missing.duckdb", "'/tmp/definitely-missing.duckdb' does not exist"),
-    ("ftp://host/x", "unknown storage URL scheme 'ftp'"),
-    ("memory://never-registered", "'memory://never-registered' is not registered"),
-])
-def test_bad_database_in_the_sidebar_is_a_clear_error(populated: Populated, app: MakeApp,
-                                                      db: str, expected: str) -> None:
+def test_the_sidebar_offers_only_the_served_databases(populated: Populated,
+                                                     app: MakeApp) -> None:
     at = app()
-    at.sidebar.text_input[0].set_value(db).run()
-    assert not at.exception
-    assert expected in at.error[0].value
+    assert not at.sidebar.text_input  # nothing to type a path or URL into
+    box = next(s for s in at.sidebar.selectbox if s.label == "Database")
+    name = _served_name()
+    assert box.options == [name] and box.value == name
+    assert at.query_params["db"] == name  # the database in use is part of the URL
 
 
-def test_default_database_order() -> None:
+@pytest.mark.parametrize("wanted", ["/tmp/x.duckdb", "ftp://host/x", "memory://other",
+                                    "nope", "postgresql://127.0.0.1:1/x"])
+def test_an_unknown_db_in_the_url_is_an_error_not_another_database(
+        populated: Populated, app: MakeApp, wanted: str) -> None:
+    for page in (None, RUN_PAGE):
+        at = app(page, db=wanted, run=RUN_1)
+        assert not at.exception
+        assert [shown(e.value) for e in at.error] == [
+            f"Database {wanted!r} is not served here; choose one of "
+            f"{_served_name()} in the sidebar."]
+        assert not at.tabs and not at.dataframe and not at.text  # nothing of any database
+        assert [el.proto.query_string for el in at.get("page_link")] == [
+            f"db={_served_name()}"]  # a way back to what is served
+
+
+def test_served_databases_from_the_command_line(tmp_path: Path) -> None:
+    from memory_core.storage.duckdb import DuckDBStorage
+    from memory_core.storage.sqlite import SQLiteStorage
+    from memory_core.storage.url import catalog
+
     env = {services.ENV_VAR: "/env.duckdb"}
-    assert services.default_database(["--db", "/flag.duckdb"], env) == "/env.duckdb"
-    assert services.default_database(["--db", "/flag.duckdb"], {}) == "/flag.duckdb"
-    assert services.default_database(["--db=/f2.duckdb"], {}) == "/f2.duckdb"
-    assert services.default_database([], {}) == services.DEMO_DB
+    # --db wins over $MEMWB_DB; repeated --db are all served, by file stem
+    got = services.served_from(["--db", "/a/one.duckdb", "--db", "/b/one.duckdb",
+                                "--db", "sqlite:///c/two.db"], env)
+    assert got.databases == {"one": "/a/one.duckdb", "one-2": "/b/one.duckdb",
+                             "two": "sqlite:///c/two.db"}
+    assert not got.read_only
+    assert services.served_from([], env).databases == {"env": "/env.duckdb"}
+    assert services.served_from(["--read-only"], env).read_only
+    assert services.served_from([], {**env, services.READ_ONLY_VAR: "1"}).read_only
+    assert not services.served_from(["--re"], env).read_only  # no abbreviations
+    demo = services.served_from([], {}).databases
+    assert list(demo) == ["demo"] and demo["demo"].endswith(services.DEMO_DB)
+    # a directory serves the database files in it, recognised by content, not name
+    DuckDBStorage(str(tmp_path / "b.duckdb")).close()
+    SQLiteStorage(str(tmp_path / "a.sqlite")).close()
+    (tmp_path / "notes.txt").write_text("hello")
+    (tmp_path / "sub").mkdir()
+    assert catalog([str(tmp_path)]) == {"a": str(tmp_path / "a.sqlite"),
+                                        "b": str(tmp_path / "b.duckdb")}
+    assert services.served_from(["--db", str(tmp_path)], {}).databases == catalog(
+        [str(tmp_path)])
 
 
 def test_changing_resource_moves_to_its_threads(populated: Populated, app: MakeApp) -> None:
@@ -313,4 +365,76 @@ def test_storage_failure_mid_page_is_shown_not_raised(populated: Populated, app:
     monkeypatch.setattr(storage.memory, "list_threads", busy)
     at = app()
     assert not at.exception
-    assert "is held by another process" in at.error[0].value
+    assert "is held by another process" in shown(at.error[0].value)
+
+
+# -- several served databases -----------------------------------------------------------
+@pytest.fixture()
+def two_served(monkeypatch: pytest.MonkeyPatch) -> Any:
+    from tests.app.fixture_db import build_fixture, fixed_clock
+
+    first = InMemoryStorage(clock=fixed_clock())
+    build_fixture(first)
+    second = InMemoryStorage()
+    second.memory.create_thread("only-in-second", resource_id="res-second")
+    names = ["served-one", "served-two"]
+    urls = [services.register_storage(n, s) for n, s in zip(names, (first, second),
+                                                             strict=True)]
+    monkeypatch.setattr("sys.argv", ["streamlit_app.py", "--db", urls[0], "--db", urls[1]])
+    monkeypatch.delenv(services.ENV_VAR, raising=False)
+    yield names
+    for n in names:
+        services.unregister_storage(n)
+
+
+def test_the_sidebar_switches_between_served_databases(two_served: list[str],
+                                                       app: MakeApp) -> None:
+    at = app()
+    box = next(s for s in at.sidebar.selectbox if s.label == "Database")
+    assert box.options == two_served and box.value == "served-one"
+    assert _select(at, "Resource").value == RESOURCE
+    box.set_value("served-two").run()
+    assert not at.exception and not at.error
+    assert at.query_params["db"] == "served-two"
+    assert _select(at, "Resource").value == "res-second"
+    # a shared link names its database
+    at = app(db="served-two")
+    assert _select(at, "Resource").value == "res-second"
+    at = app(RUN_PAGE, db="served-one", run=RUN_1)
+    assert _select(at, "Run").value == RUN_1
+
+
+def test_a_served_foreign_database_is_refused_untouched(tmp_path: Path, app: MakeApp,
+                                                        monkeypatch: pytest.MonkeyPatch
+                                                        ) -> None:
+    import sqlite3
+
+    foreign = tmp_path / "app.db"
+    conn = sqlite3.connect(foreign)
+    conn.execute("CREATE TABLE notes (body TEXT)")
+    conn.commit()
+    conn.close()
+    before = foreign.read_bytes()
+    monkeypatch.setenv(services.ENV_VAR, str(foreign))
+    at = app()
+    assert not at.exception
+    assert "is not a Memory Workbench database" in shown(at.error[0].value)
+    assert foreign.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["app.db"]
+
+
+def test_a_served_directory_is_rescanned_on_refresh(tmp_path: Path, app: MakeApp,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from memory_core.storage.duckdb import DuckDBStorage
+    from tests.app.fixture_db import build_duckdb_file
+
+    build_duckdb_file(str(tmp_path / "first.duckdb"))
+    monkeypatch.setenv(services.ENV_VAR, str(tmp_path))
+    at = app()
+    assert not at.exception and not at.error
+    box = next(s for s in at.sidebar.selectbox if s.label == "Database")
+    assert box.options == ["first"]
+    DuckDBStorage(str(tmp_path / "second.duckdb")).close()
+    next(b for b in at.sidebar.button if b.label == "Refresh").click().run()
+    box = next(s for s in at.sidebar.selectbox if s.label == "Database")
+    assert box.options == ["first", "second"]

@@ -7,12 +7,6 @@ stored ``<script>`` message shown as literal text. Fails (never skips) without c
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,38 +14,9 @@ import pytest
 
 from memory_core.storage.duckdb import DuckDBStorage
 from tests.app.fixture_db import RUN_1, SCRIPT_TEXT, THREAD, build_duckdb_file, seq_of, tab_labels
-
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                 "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
-ROOT = Path(__file__).resolve().parents[2]
-START_TIMEOUT = 90.0
-PAGE_TIMEOUT_MS = 60_000
+from tests.browser.server import PAGE_TIMEOUT_MS, chromium, serve
 
 pytestmark = pytest.mark.browser
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _wait_healthy(base: str, proc: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + START_TIMEOUT
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            pytest.fail(f"streamlit exited with {proc.returncode}:\n{log.read_text()}")
-        try:
-            with urllib.request.urlopen(f"{base}/_stcore/health", timeout=2) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            pass
-        time.sleep(0.3)
-    pytest.fail(f"streamlit did not become healthy within {START_TIMEOUT:g}s:\n"
-                f"{log.read_text()}")
 
 
 @pytest.fixture()
@@ -65,80 +30,51 @@ def workbench(tmp_path: Path) -> Iterator[tuple[str, list[str], int]]:
         labels, script_seq = tab_labels(reader, RUN_1), seq_of(reader, THREAD, SCRIPT_TEXT)
     finally:
         reader.close()
-    port = _free_port()
-    env = {k: v for k, v in os.environ.items() if k != "MEMWB_DB"}
-    env.update({"STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false", "PYTHONDONTWRITEBYTECODE": "1"})
-    log = tmp_path / "streamlit.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", str(ROOT / "app" / "streamlit_app.py"),
-             "--server.port", str(port), "--server.address", "127.0.0.1",
-             "--server.headless", "true", "--server.fileWatcherType", "none",
-             "--", "--db", str(db)],
-            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        _wait_healthy(base, proc, log)
+    with serve(["--db", str(db)], tmp_path) as base:
         yield base, labels, script_seq
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def test_run_inspector_from_url_in_chromium(workbench: tuple[str, list[str], int],
                                             tmp_path: Path) -> None:
+    from playwright.sync_api import Dialog
+
     base, expected_tabs, script_seq = workbench
-    if not os.access(CHROMIUM, os.X_OK):
-        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium "
-                    "(`make system-deps`, or apt-get install -y chromium) to run this test")
-    from playwright.sync_api import Dialog, sync_playwright
 
     dialogs: list[str] = []
-    with sync_playwright() as p:
-        # playwright gives every launch a fresh temporary profile (it refuses an explicit
-        # --user-data-dir here), which is the fresh profile NOTES.md asks for
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 2200})
+    with chromium() as browser:
+        page = browser.new_page(viewport={"width": 1400, "height": 2200})
 
-            def on_dialog(d: Dialog) -> None:  # an alert() would mean script ran
-                dialogs.append(d.message)
-                d.dismiss()
+        def on_dialog(d: Dialog) -> None:  # an alert() would mean script ran
+            dialogs.append(d.message)
+            d.dismiss()
 
-            page.on("dialog", on_dialog)
-            page.goto(f"{base}/run?run={RUN_1}", timeout=PAGE_TIMEOUT_MS)
-            page.get_by_role("heading", name="Run inspector").wait_for(timeout=PAGE_TIMEOUT_MS)
-            # the lanes, with their item counts, as tabs
-            tabs = page.get_by_role("tab")
-            tabs.filter(has_text=expected_tabs[-1]).wait_for(timeout=PAGE_TIMEOUT_MS)
-            labels = [t.strip() for t in tabs.all_inner_texts()]
-            assert labels == expected_tabs
-            # plotly rendered its charts (token bar and score chart)
-            page.locator(".js-plotly-plot").nth(1).wait_for(timeout=PAGE_TIMEOUT_MS)
-            assert page.locator(".js-plotly-plot").count() == 2
-            # the stored <script> message is literal text in the Recent lane
-            tabs.filter(has_text=next(t for t in expected_tabs
-                                      if t.startswith("Recent"))).click()
-            shown = page.get_by_text(SCRIPT_TEXT, exact=True)
-            shown.wait_for(timeout=PAGE_TIMEOUT_MS)
-            assert shown.is_visible()
-            assert page.locator("strong", has_text="bold").count() == 0
-            assert dialogs == []
-            # a source link leads to the Threads page focused on the message
-            link = page.get_by_role("link", name=f"source: {THREAD} #{script_seq}")
-            assert link.count() == 1
-            shot = tmp_path / "run_inspector.png"
-            page.screenshot(path=str(shot), full_page=True)
-            assert shot.stat().st_size > 10_000
-            link.click()
-            page.get_by_role("heading", name="Threads", exact=True).wait_for(timeout=PAGE_TIMEOUT_MS)
-            page.get_by_text(SCRIPT_TEXT, exact=True).wait_for(timeout=PAGE_TIMEOUT_MS)
-            assert "thread=" + THREAD in page.url and f"seq={script_seq}" in page.url
-            page.screenshot(path=str(tmp_path / "threads.png"), full_page=True)
-            assert dialogs == []
-        finally:
-            browser.close()
+        page.on("dialog", on_dialog)
+        page.goto(f"{base}/run?run={RUN_1}", timeout=PAGE_TIMEOUT_MS)
+        page.get_by_role("heading", name="Run inspector").wait_for(timeout=PAGE_TIMEOUT_MS)
+        # the lanes, with their item counts, as tabs
+        tabs = page.get_by_role("tab")
+        tabs.filter(has_text=expected_tabs[-1]).wait_for(timeout=PAGE_TIMEOUT_MS)
+        labels = [t.strip() for t in tabs.all_inner_texts()]
+        assert labels == expected_tabs
+        # plotly rendered its charts (token bar and score chart)
+        page.locator(".js-plotly-plot").nth(1).wait_for(timeout=PAGE_TIMEOUT_MS)
+        assert page.locator(".js-plotly-plot").count() == 2
+        # the stored <script> message is literal text in the Recent lane
+        tabs.filter(has_text=next(t for t in expected_tabs if t.startswith("Recent"))).click()
+        shown = page.get_by_text(SCRIPT_TEXT, exact=True)
+        shown.wait_for(timeout=PAGE_TIMEOUT_MS)
+        assert shown.is_visible()
+        assert page.locator("strong", has_text="bold").count() == 0
+        assert dialogs == []
+        # a source link leads to the Threads page focused on the message
+        link = page.get_by_role("link", name=f"source: {THREAD} #{script_seq}")
+        assert link.count() == 1
+        shot = tmp_path / "run_inspector.png"
+        page.screenshot(path=str(shot), full_page=True)
+        assert shot.stat().st_size > 10_000
+        link.click()
+        page.get_by_role("heading", name="Threads", exact=True).wait_for(timeout=PAGE_TIMEOUT_MS)
+        page.get_by_text(SCRIPT_TEXT, exact=True).wait_for(timeout=PAGE_TIMEOUT_MS)
+        assert "thread=" + THREAD in page.url and f"seq={script_seq}" in page.url
+        page.screenshot(path=str(tmp_path / "threads.png"), full_page=True)
+        assert dialogs == []
