@@ -124,6 +124,11 @@ def key_tool(run_id: str, call_id: str) -> str:
     return f"{run_id}:tool:{call_id}"
 
 
+def key_import(run_id: str) -> str:
+    """Where an imported run came from (written only by memory_core.importers.writer)."""
+    return f"{run_id}:import"
+
+
 def key_output(run_id: str) -> str:
     return f"{run_id}:output"
 

@@ -20,8 +20,8 @@ from memory_core.importers.common import (
     SkippedRecord,
     resolve_tool_names,
 )
-from memory_core.importers.openai_jsonl import parse_openai_jsonl
-from memory_core.importers.otel import parse_otlp_json
+from memory_core.importers.openai_jsonl import parse_openai
+from memory_core.importers.otel import parse_otlp
 from memory_core.importers.threads import plan_threads
 from memory_core.importers.writer import embed_threads, run_records, write_all
 from memory_core.storage.base import Storage
@@ -31,21 +31,29 @@ __all__ = ["ImportFormatError", "ImportReport", "SkippedRecord", "detect_format"
 
 
 def detect_format(text: str) -> ImportFormat:
-    """OTLP/JSON when the document (or its first line) has ``resourceSpans``; else
-    OpenAI JSONL."""
+    """OTLP/JSON when the document (or its first line) has ``resourceSpans`` or
+    ``resourceLogs``; else the OpenAI family (whose parser names any record it cannot
+    read and what it expected)."""
     stripped = text.lstrip()
-    try:
-        doc = json.loads(stripped)
-        if isinstance(doc, dict) and "resourceSpans" in doc:
-            return "otel"
-    except ValueError:
-        pass
+    head = stripped[:4096]
+    if '"resourceSpans"' in head or '"resourceLogs"' in head:
+        return "otel"
     first = next((ln for ln in stripped.splitlines() if ln.strip()), "")
     try:
-        head = json.loads(first)
+        doc = json.loads(first)
     except ValueError:
         return "openai"  # parsing will name the bad line
-    return "otel" if isinstance(head, dict) and "resourceSpans" in head else "openai"
+    return "otel" if isinstance(doc, dict) and ("resourceSpans" in doc
+                                                or "resourceLogs" in doc) else "openai"
+
+
+def is_binary(data: bytes) -> bool:
+    """OTLP protobuf (or any binary file) rather than text."""
+    try:
+        text = data[:4096].decode("utf-8")
+    except UnicodeDecodeError as e:
+        return e.start < 4092  # a multi-byte character cut at the end is still text
+    return any(ord(c) < 9 or 13 < ord(c) < 32 for c in text)
 
 
 def run_id_for(sha1: str, index: int) -> str:
@@ -90,9 +98,16 @@ def import_text(storage: Storage, text: str, *, name: str = "<text>",
     if format not in (None, "openai", "otel"):
         raise InvalidInputError(f"unknown import format {format!r} (expected 'openai', "
                                 "'otel' or None to detect)")
-    digest = sha1 or _sha1(text.encode("utf-8"))
+    digest = sha1 or _sha1(text.encode("utf-8", "surrogatepass"))
     fmt: ImportFormat = format or detect_format(text)
-    parsed: ParsedFile = parse_openai_jsonl(text) if fmt == "openai" else parse_otlp_json(text)
+    parsed: ParsedFile = parse_openai(text) if fmt == "openai" else parse_otlp(text)
+    return _import_parsed(storage, parsed, fmt=fmt, name=name, digest=digest, embed=embed,
+                          resource_id=resource_id, progress=progress)
+
+
+def _import_parsed(storage: Storage, parsed: ParsedFile, *, fmt: ImportFormat, name: str,
+                   digest: str, embed: Embedder | None, resource_id: str | None,
+                   progress: Progress | None) -> ImportReport:
     resolve_tool_names(parsed.exchanges)
     report = ImportReport(format=fmt, file=name, sha1=digest, skipped=list(parsed.skipped))
     report.skipped += [SkippedRecord(where=ex.where, reason=note)

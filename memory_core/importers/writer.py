@@ -16,7 +16,7 @@ from memory_core.errors import InvalidInputError
 from memory_core.importers.common import Exchange, ImportReport, Progress, undated
 from memory_core.importers.threads import RunPlan, ThreadPlan
 from memory_core.memory import thread_title, token_text
-from memory_core.models.base import ModelResponse
+from memory_core.models.base import ModelIdentity, ModelResponse
 from memory_core.prompt import FrozenPrompt, PromptItem
 from memory_core.provenance import (
     PROVENANCE_RECENT_CAP,
@@ -25,6 +25,16 @@ from memory_core.provenance import (
     Memctx,
     MessageRef,
     preview,
+)
+from memory_core.runner import (
+    key_import,
+    key_input,
+    key_memctx,
+    key_output,
+    key_persist_input,
+    key_persist_output,
+    key_prompt,
+    key_step,
 )
 from memory_core.storage.base import Storage
 from memory_core.tokens import estimate_tokens
@@ -35,6 +45,37 @@ EMBED_BATCH = 64
 UNKNOWN_FIELDS = ["recalled", "near_misses", "dropped", "settings", "settings.recall_enabled",
                   "settings.top_k", "settings.threshold", "query", "recall_skipped",
                   "working_memory", "observations", "scope_snapshot"]
+
+
+def _num(params: dict[str, Any], *names: str) -> Any:
+    for name in names:
+        v = params.get(name)
+        if isinstance(v, int | float) and not isinstance(v, bool):
+            return v
+    return None
+
+
+def model_identity(ex: Exchange) -> ModelIdentity:
+    """The recorded model and its sampling parameters (``None`` where the request left
+    them to the server)."""
+    p = ex.params
+    seed, max_tokens = _num(p, "seed"), _num(p, "max_tokens", "max_completion_tokens",
+                                             "max_output_tokens")
+    temperature, top_p = _num(p, "temperature"), _num(p, "top_p")
+    return ModelIdentity(kind="imported", name=ex.model or "imported",
+                         temperature=None if temperature is None else float(temperature),
+                         top_p=None if top_p is None else float(top_p),
+                         seed=None if seed is None else int(seed),
+                         max_tokens=None if max_tokens is None else int(max_tokens))
+
+
+def unknown_fields(ex: Exchange) -> list[str]:
+    """What this recording lacks: the memory decisions always, and the offered tools,
+    usage or model when the record does not say."""
+    extra = [name for name, missing in (("tools", ex.tools is None),
+                                        ("usage", not ex.usage_known and ex.response),
+                                        ("model", ex.model is None)) if missing]
+    return UNKNOWN_FIELDS + extra
 
 
 def _tokens(msgs: Sequence[Message]) -> int:
@@ -71,18 +112,19 @@ def run_records(run_id: str, plan: RunPlan, *, embedder: str | None,
         settings=CompositionSettings(recent_n=len(refs), recall_enabled=False,
                                      embedder=embedder),
         incoming_count=len(input_msgs),
-        source="imported", unknown_fields=list(UNKNOWN_FIELDS))
+        source="imported", unknown_fields=unknown_fields(ex))
     started = ex.started_at or undated(ex.index)
     run = RunRecord(run_id=run_id, agent=ex.model or "imported", thread_id=tid,
                     resource_id=resource, status="failed" if ex.error else "completed",
                     started_at=started, finished_at=ex.finished_at or started, error=ex.error)
     entries: list[tuple[str, Any]] = [
-        (f"{run_id}:import", {"v": 1, **import_info, "where": ex.where, "notes": ex.notes}),
-        (f"{run_id}:input", {"v": 1, "messages": [m.model_dump(mode="json")
+        (key_import(run_id), {"v": 1, **import_info, "where": ex.where, "notes": ex.notes,
+                              "request_params": ex.params}),
+        (key_input(run_id), {"v": 1, "messages": [m.model_dump(mode="json")
                                                   for m in map(_plain, input_msgs)]}),
-        (f"{run_id}:prompt", FrozenPrompt(items=items).to_json()),
-        (f"{run_id}:memctx", memctx.model_dump(mode="json")),
-        (f"{run_id}:persist:input", {"v": 1, "seqs": plan.history_seqs[plan.input_from:]}),
+        (key_prompt(run_id), FrozenPrompt(items=items).to_json()),
+        (key_memctx(run_id), memctx.model_dump(mode="json")),
+        (key_persist_input(run_id), {"v": 1, "seqs": plan.history_seqs[plan.input_from:]}),
     ]
     if ex.response is not None:
         resp = ex.response
@@ -92,12 +134,13 @@ def run_records(run_id: str, plan: RunPlan, *, embedder: str | None,
                                           usage=ex.usage, model=ex.model,
                                           finish_reason=ex.finish_reason
                                           ).model_dump(mode="json"),
-                "model": {"name": ex.model, "temperature": ex.temperature, "seed": ex.seed},
+                "model": model_identity(ex).model_dump(mode="json"),
+                "tools": ex.tools or [],
                 "usage_known": usage_known}
         entries += [
-            (f"{run_id}:step:0", step),
-            (f"{run_id}:persist:output", {"v": 1, "seqs": [plan.response_seq]}),
-            (f"{run_id}:output", {"v": 1, "text": resp.text(), "steps": 1,
+            (key_step(run_id, 0), step),
+            (key_persist_output(run_id), {"v": 1, "seqs": [plan.response_seq]}),
+            (key_output(run_id), {"v": 1, "text": resp.text(), "steps": 1,
                                   "tool_calls": len(resp.tool_calls())}),
         ]
     return run, entries

@@ -20,7 +20,10 @@ from typing import Any
 
 from memory_core.errors import InvalidInputError, ModelError
 from memory_core.models.base import ModelResponse, ToolSpec, Usage
-from memory_core.types import Message, TextPart, ToolCallPart, ToolResultPart
+from memory_core.openai_codec import to_openai_messages, to_openai_tools
+from memory_core.types import Message, ToolCallPart
+
+__all__ = ["OpenAIChatModel", "to_openai_messages", "to_openai_tools"]
 
 DEFAULT_BASE_URL = "http://127.0.0.1:11434/v1"
 DEFAULT_TIMEOUT = 30.0
@@ -34,48 +37,6 @@ _EXCERPT = 300
 def _excerpt(text: str) -> str:
     text = " ".join(text.split())
     return text if len(text) <= _EXCERPT else text[:_EXCERPT] + "…"
-
-
-def to_openai_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
-    """Our messages in the OpenAI chat format: assistant tool calls carry JSON-string
-    arguments, each tool result becomes a ``tool`` message with its ``tool_call_id``."""
-    out: list[dict[str, Any]] = []
-    for m in messages:
-        if isinstance(m.content, str):
-            plain: dict[str, Any] = {"role": m.role, "content": m.content}
-            call_id = m.metadata.get("tool_call_id") or m.metadata.get("call_id")
-            if m.role == "tool" and call_id:
-                plain["tool_call_id"] = str(call_id)
-            out.append(plain)
-            continue
-        text = " ".join(p.text for p in m.content if isinstance(p, TextPart))
-        calls = [p for p in m.content if isinstance(p, ToolCallPart)]
-        results = [p for p in m.content if isinstance(p, ToolResultPart)]
-        if m.role == "assistant":
-            msg: dict[str, Any] = {"role": "assistant", "content": text or None}
-            if calls:
-                msg["tool_calls"] = [
-                    {"id": c.id, "type": "function",
-                     "function": {"name": c.name,
-                                  "arguments": json.dumps(c.args, ensure_ascii=False,
-                                                          sort_keys=True)}}
-                    for c in calls]
-            out.append(msg)
-            continue
-        for r in results:
-            content = r.result if isinstance(r.result, str) else json.dumps(
-                r.result, ensure_ascii=False, sort_keys=True)
-            out.append({"role": "tool", "tool_call_id": r.call_id, "name": r.name,
-                        "content": content})
-        if text or not results:
-            out.append({"role": "user" if m.role == "tool" else m.role, "content": text})
-    return out
-
-
-def to_openai_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
-    return [{"type": "function",
-             "function": {"name": t.name, "description": t.description,
-                          "parameters": t.parameters}} for t in tools]
 
 
 class OpenAIChatModel:
