@@ -31,7 +31,7 @@ from memory_core.types import Message, TextPart, ToolCallPart, ToolResultPart
 
 # OpenAI's "developer" role is the system role of newer models.
 OPENAI_ROLES: dict[str, str] = {"system": "system", "developer": "system", "user": "user",
-                                "assistant": "assistant", "tool": "tool"}
+                                "assistant": "assistant", "tool": "tool", "function": "tool"}
 ATTACHMENT_TYPES = ("image_url", "input_audio", "file", "image", "audio", "input_image",
                     "input_file")
 Parts = list[TextPart | ToolCallPart | ToolResultPart]
@@ -244,13 +244,14 @@ def from_openai_message(raw: Any, where: str, notes: list[str]) -> Message:
     if not isinstance(raw, dict):
         raise _fail(where, f"a message must be an object, got {raw!r}")
     role = _role(raw, where)
-    if raw.get("function_call") is not None:
-        raise _fail(where, "legacy 'function_call' messages are not supported; use tool_calls")
+    if raw.get("function_call") is not None and role == "assistant" and not raw.get("tool_calls"):
+        # the legacy single function call: a tool call with a derived id
+        raw = {**raw, "tool_calls": [{"type": "function", "function": raw["function_call"]}]}
     metadata: dict[str, Any] = {}
     if raw.get("name") is not None:
         if not isinstance(raw["name"], str):
             raise _fail(where, f"'name' must be a string, got {raw['name']!r}")
-        if role != "tool":
+        if OPENAI_ROLES[role] != "tool":
             metadata["name"] = raw["name"]
     if role == "developer":
         metadata["openai_role"] = "developer"
@@ -259,7 +260,7 @@ def from_openai_message(raw: Any, where: str, notes: list[str]) -> Message:
         metadata["attachments"] = attachments
     if isinstance(raw.get("refusal"), str) and raw["refusal"]:
         metadata["refusal"] = raw["refusal"]
-    if role == "tool":
+    if OPENAI_ROLES[role] == "tool":
         call_id = raw.get("tool_call_id")
         if call_id is not None and not isinstance(call_id, str):
             raise _fail(where, f"tool_call_id must be a string, got {call_id!r}")

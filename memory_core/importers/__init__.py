@@ -22,6 +22,7 @@ from memory_core.importers.common import (
 )
 from memory_core.importers.openai_jsonl import parse_openai
 from memory_core.importers.otel import parse_otlp
+from memory_core.importers.otel_read import is_attribute_map
 from memory_core.importers.threads import plan_threads
 from memory_core.importers.writer import embed_threads, run_records, write_all
 from memory_core.storage.base import Storage
@@ -38,13 +39,21 @@ def detect_format(text: str) -> ImportFormat:
     head = stripped[:4096]
     if '"resourceSpans"' in head or '"resourceLogs"' in head:
         return "otel"
-    first = next((ln for ln in stripped.splitlines() if ln.strip()), "")
+    first = next((ln for ln in stripped.splitlines() if ln.strip()), "").strip()
+    if first in ("{", "[{", "[") or first.startswith('{"'):
+        try:
+            whole = json.loads(stripped)
+        except ValueError:
+            whole = None
+        if is_attribute_map(whole):
+            return "otel"
     try:
         doc = json.loads(first)
     except ValueError:
         return "openai"  # parsing will name the bad line
-    return "otel" if isinstance(doc, dict) and ("resourceSpans" in doc
-                                                or "resourceLogs" in doc) else "openai"
+    if isinstance(doc, dict) and ("resourceSpans" in doc or "resourceLogs" in doc):
+        return "otel"
+    return "openai"
 
 
 def is_binary(data: bytes) -> bool:

@@ -113,6 +113,8 @@ def from_unix(value: Any, where: str, what: str, *, scale: int = 1) -> datetime:
     if isinstance(value, bool) or not isinstance(value, int | float) or \
             not math.isfinite(value):
         raise fail(where, f"{what} must be a unix timestamp, got {value!r}")
+    if scale == 1 and 1e11 < value < 1e14:  # milliseconds, as some servers write them
+        scale = 1000
     try:
         if isinstance(value, int) and scale != 1:
             at = datetime.fromtimestamp(value // scale, tz=UTC) + timedelta(

@@ -13,6 +13,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+from memory_core.importers.cassette import cassette_records, looks_like_cassette
 from memory_core.importers.common import (
     Exchange,
     ParsedFile,
@@ -194,6 +195,41 @@ def sharegpt_exchanges(obj: dict[str, Any], where: str, index: int) -> list[Exch
     return out
 
 
+def completion_exchanges(obj: dict[str, Any], where: str, index: int) -> list[Exchange]:
+    """A legacy ``/completions`` record: each prompt is a user message and the choice
+    with its index the answer (a list of prompts is a batch of calls)."""
+    request = obj.get("request", obj)
+    prompts = request["prompt"]
+    if isinstance(prompts, str):
+        prompts = [prompts]
+    if not isinstance(prompts, list) or not all(isinstance(p, str) for p in prompts):
+        raise fail(where, f"'prompt' must be a string or a list of strings, got {prompts!r}")
+    response = obj.get("response")
+    if isinstance(response, list | str):
+        response = reassemble_stream(response, where, [])
+    choices = response.get("choices") if isinstance(response, dict) else None
+    by_index = {c.get("index", i): c for i, c in enumerate(choices or [])
+                if isinstance(c, dict)}
+    rest = {k: v for k, v in request.items() if k != "prompt"}
+    out: list[Exchange] = []
+    for i, prompt in enumerate(prompts):
+        record: dict[str, Any] = {**{k: v for k, v in obj.items() if k != "request"},
+                                  "request": {**rest, "messages": [{"role": "user",
+                                                                    "content": prompt}]}}
+        choice = by_index.get(i)
+        if isinstance(response, dict) and choice is not None:
+            text = choice.get("text", (choice.get("message") or {}).get("content"))
+            record["response"] = {**response, "choices": [{
+                "message": {"role": "assistant", "content": text},
+                "finish_reason": choice.get("finish_reason")}]}
+        elif "error" not in obj:
+            record.pop("response", None)
+            record["error"] = f"no completion recorded for prompt {i}"
+        label = where if len(prompts) == 1 else f"{where} prompt {i}"
+        out.append(chat_exchange(record, label, index + i))
+    return out
+
+
 def _tools_field(raw: Any, where: str) -> Any:
     # ShareGPT-style datasets often store tools as a JSON string
     return load_json(raw, where, "tools") if isinstance(raw, str) else raw
@@ -233,6 +269,8 @@ def record_kind(obj: Any) -> str:
         return "sharegpt"
     if isinstance(request, dict) and "messages" in request:
         return "chat"
+    if isinstance(request, dict) and "prompt" in request and "input" not in request:
+        return "completion"
     response = obj.get("response")
     if (isinstance(request, dict) and "input" in request) or (
             isinstance(response, dict) and (response.get("object") == "response"
@@ -245,6 +283,8 @@ def parse_record(obj: Any, where: str, index: int) -> list[Exchange]:
     kind = record_kind(obj)
     if kind == "chat":
         return [chat_exchange(obj, where, index)]
+    if kind == "completion":
+        return completion_exchanges(obj, where, index)
     if kind == "sharegpt":
         return sharegpt_exchanges(obj, where, index)
     if kind == "responses":
@@ -310,7 +350,13 @@ def _exchanges(rows: list[tuple[str, Any]]) -> Iterator[Exchange]:
 
 
 def parse_openai(text: str) -> ParsedFile:
-    rows, skipped = _join_batch(read_documents(text))
+    if looks_like_cassette(text):
+        rows, skipped = cassette_records(text)
+        if not rows:
+            raise fail("file", "the cassette holds no chat-completions or Responses API "
+                               f"interaction ({len(skipped)} other interaction(s))")
+    else:
+        rows, skipped = _join_batch(read_documents(text))
     exchanges = list(_exchanges(rows))
     if not exchanges:
         raise fail("file", "no records (expected one JSON object per line, a JSON array of "

@@ -60,6 +60,8 @@ def reassemble_stream(stream: list[Any] | str, where: str, notes: list[str]
             role = delta.get("role") or role
             if isinstance(delta.get("content"), str):
                 content.append(delta["content"])
+            elif isinstance(choice.get("text"), str):  # legacy completions stream text
+                content.append(choice["text"])
             for tc in delta.get("tool_calls") or []:
                 slot = calls.setdefault(int(tc.get("index", len(calls))),
                                         {"type": "function",

@@ -157,16 +157,45 @@ def _event_body(body: dict[str, Any], where: str) -> dict[str, Any]:
             for k, v in body.items()}
 
 
+def json_messages(value: Any, where: str, key: str, role: str, notes: list[str]
+                  ) -> tuple[list[Message], str | None]:
+    """Messages recorded as one JSON value (or plain text): a list of messages in the
+    OpenAI form or the current ``parts`` form, ``{"messages": […]}``, a chat completion
+    (``choices``), ``{"text": …}``, one message, or — not JSON — text of ``role``.
+    Returns the messages and a finish reason when the value names one."""
+    parsed = parse_arguments(value) if isinstance(value, str) else value
+    kw = f"{where}: {key}"
+    if isinstance(parsed, dict) and isinstance(parsed.get("messages"), list):
+        parsed = parsed["messages"]
+    if isinstance(parsed, list) and parsed and all(isinstance(m, dict) for m in parsed):
+        if any("parts" in m for m in parsed):
+            return [_parts_message(m, f"{kw}[{i}]", notes) for i, m in enumerate(parsed)], None
+        return openai_messages([{"role": role, **m} for m in parsed], kw, notes), None
+    if isinstance(parsed, dict):
+        finish = parsed.get("finish_reason")
+        finish = finish if isinstance(finish, str) else None
+        choices = parsed.get("choices")
+        if isinstance(choices, list) and choices and isinstance(choices[0], dict):
+            c0 = choices[0]
+            raw = c0.get("message") or {"content": c0.get("text")}
+            fin = c0.get("finish_reason")
+            return [openai_message({"role": role, **raw}, kw, notes)], \
+                fin if isinstance(fin, str) else None
+        if isinstance(parsed.get("parts"), list):
+            return [_parts_message({"role": role, **parsed}, kw, notes)], finish
+        if isinstance(parsed.get("text"), str) or "content" in parsed:
+            return [openai_message({"role": role, "content": parsed.get("text"), **{
+                k: v for k, v in parsed.items() if k in ("role", "content", "tool_calls",
+                                                         "name")}}, kw, notes)], finish
+    if isinstance(value, str):
+        return [Message(role=role, content=value)], None  # type: ignore[arg-type]
+    raise fail(where, f"{key} must be text or JSON messages, got {value!r}")
+
+
 def _text_or_messages(value: Any, where: str, key: str, role: str,
                       notes: list[str]) -> list[Message]:
-    """``gen_ai.prompt``/``gen_ai.completion``: a JSON list of messages, or (OpenLIT)
-    plain text, which becomes one message of ``role``."""
-    parsed = parse_arguments(value) if isinstance(value, str) else value
-    if isinstance(parsed, list) and all(isinstance(m, dict) for m in parsed):
-        return openai_messages([{"role": role, **m} for m in parsed], f"{where}: {key}", notes)
-    if isinstance(value, str):
-        return [Message(role=role, content=value)]  # type: ignore[arg-type]
-    raise fail(where, f"{key} must be text or a JSON list of messages, got {value!r}")
+    """``gen_ai.prompt``/``gen_ai.completion``: JSON messages, or (OpenLIT) plain text."""
+    return json_messages(value, where, key, role, notes)[0]
 
 
 def _has_content(body: dict[str, Any]) -> bool:
@@ -321,36 +350,28 @@ def _openinference(span: RawSpan, notes: list[str]) -> SpanContent | None:
 
 
 def _oi_values(span: RawSpan, notes: list[str]) -> SpanContent | None:
-    """``input.value``/``output.value`` of an LLM span: a JSON request/response when
-    the mime type says so, else plain text."""
+    """``input.value``/``output.value`` of an LLM span: JSON messages or a JSON
+    request/response when the mime type says so, else plain text."""
     where, attrs = span.where, span.attrs
     msgs: list[Message] = []
     reply: Message | None = None
-    inp, out = attrs.get("input.value"), attrs.get("output.value")
-    if isinstance(inp, str):
-        parsed = load_json(inp, where, "input.value") \
-            if attrs.get("input.mime_type") == "application/json" else inp
-        if isinstance(parsed, dict) and "messages" in parsed:
-            msgs = openai_messages(parsed["messages"], f"{where}: input.value", notes)
-        elif isinstance(parsed, str):
-            msgs = [Message(role="user", content=parsed)]
+    finish: str | None = None
+    for side, role in (("input", "user"), ("output", "assistant")):
+        value = attrs.get(f"{side}.value")
+        if not isinstance(value, str):
+            continue
+        if attrs.get(f"{side}.mime_type") == "application/json":
+            load_json(value, where, f"{side}.value")  # a malformed value names the span
+            got, fin = json_messages(value, where, f"{side}.value", role, notes)
         else:
-            raise fail(where, "input.value is JSON but has no 'messages'")
-    if isinstance(out, str):
-        parsed = load_json(out, where, "output.value") \
-            if attrs.get("output.mime_type") == "application/json" else out
-        if isinstance(parsed, dict) and isinstance(parsed.get("choices"), list) \
-                and parsed["choices"] and isinstance(parsed["choices"][0], dict):
-            raw = parsed["choices"][0].get("message", {})
-            reply = openai_message({"role": "assistant", **raw}, f"{where}: output.value",
-                                   notes)
-        elif isinstance(parsed, str):
-            reply = Message(role="assistant", content=parsed)
-        else:
-            raise fail(where, "output.value is JSON but has no 'choices'")
+            got, fin = [Message(role=role, content=value)], None  # type: ignore[arg-type]
+        if side == "input":
+            msgs = got
+        elif got:
+            reply, finish = got[0], fin
     if not msgs and reply is None:
         return None
-    return SpanContent([], msgs, reply, notes=notes)
+    return SpanContent([], msgs, reply, finish, notes)
 
 
 def _openlit_attrs(span: RawSpan, notes: list[str]) -> SpanContent | None:
