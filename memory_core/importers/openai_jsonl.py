@@ -26,6 +26,7 @@ from memory_core.importers.common import (
 )
 from memory_core.importers.jsonvalues import load_json, read_documents
 from memory_core.importers.openai_shapes import (
+    completed_response,
     reassemble_stream,
     responses_exchange_parts,
     sharegpt_messages,
@@ -240,7 +241,7 @@ def responses_exchange(obj: dict[str, Any], where: str, index: int) -> Exchange:
     request = obj.get("request", obj)
     if not isinstance(request, dict):
         raise fail(where, f"'request' must be an object, got {type(request).__name__}")
-    response = obj.get("response")
+    response = completed_response(obj.get("response"), where, notes)
     instructions, history, reply, tools = responses_exchange_parts(request, response, where,
                                                                    notes)
     thread_key, resource = _record_context(obj, request, where)

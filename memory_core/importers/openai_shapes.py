@@ -134,6 +134,19 @@ def response_items(items: Any, where: str, notes: list[str], *,
     return out
 
 
+def completed_response(response: Any, where: str, notes: list[str]) -> Any:
+    """A Responses API response, or — for a recorded stream — the response its
+    ``response.completed`` (or ``response.failed``) event carries."""
+    if not isinstance(response, list | str):
+        return response
+    done = [e for e in stream_events(response, where)
+            if e.get("type") in ("response.completed", "response.failed")]
+    if not done:
+        raise fail(where, "the recorded Responses stream has no response.completed event")
+    notes.append(f"{where}: response taken from the stream's {done[-1]['type']} event")
+    return done[-1].get("response")
+
+
 def responses_exchange_parts(request: dict[str, Any], response: Any, where: str,
                              notes: list[str]
                              ) -> tuple[list[Message], list[Message], Message | None,
@@ -141,13 +154,6 @@ def responses_exchange_parts(request: dict[str, Any], response: Any, where: str,
     """Instructions, history, reply and offered tools of a Responses API record."""
     if "input" not in request:
         raise fail(where, "Responses API record has no request 'input'")
-    if isinstance(response, list | str):
-        done = [e for e in stream_events(response, where)
-                if e.get("type") in ("response.completed", "response.failed")]
-        if not done:
-            raise fail(where, "the recorded Responses stream has no response.completed event")
-        response = done[-1].get("response")
-        notes.append(f"{where}: response taken from the stream's {done[-1]['type']} event")
     msgs = response_items(request["input"], where, notes, side="input")
     if isinstance(request.get("instructions"), str) and request["instructions"]:
         msgs.insert(0, Message(role="system", content=request["instructions"]))

@@ -47,7 +47,10 @@ def ids_compatible(stored: Message, seen: Message) -> bool:
 
 
 def adopt_ids(stored: Message, seen: Message) -> None:
-    """Give ``stored`` the ids the client used for calls we had to name ourselves."""
+    """Give ``stored`` the ids the client used for calls we had to name ourselves, and
+    the ``name`` the client gave a response it sends back as history."""
+    if "name" in seen.metadata and "name" not in stored.metadata:
+        stored.metadata["name"] = seen.metadata["name"]
     mapping = {a: b for a, b in zip(_ids(stored), _ids(seen), strict=False) if a != b}
     if not mapping or isinstance(stored.content, str):
         return
