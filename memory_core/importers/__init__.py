@@ -87,10 +87,15 @@ def import_file(storage: Storage, path: str | Path, *, format: ImportFormat | No
         data = p.read_bytes()
     except OSError as e:
         raise InvalidInputError(f"cannot read import file '{p}': {e.strerror}") from e
+    if format in (None, "otel") and is_binary(data):
+        return _import_parsed(storage, parse_otlp(data=data), fmt="otel", name=p.name,
+                              digest=_sha1(data), embed=embed, resource_id=resource_id,
+                              progress=progress)
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
-        raise ImportFormatError(f"file '{p}' is not UTF-8: {e}") from None
+        raise ImportFormatError(f"file '{p}' is neither UTF-8 text nor OTLP protobuf: {e}") \
+            from None
     return import_text(storage, text, name=p.name, format=format, embed=embed,
                        resource_id=resource_id, progress=progress, sha1=_sha1(data))
 

@@ -215,6 +215,8 @@ def _events(span: RawSpan, notes: list[str]) -> SpanContent | None:
         body = _event_body(raw, ew)
         if name in EVENT_ROLES or name == "gen_ai.choice":
             if not _has_content(body):
+                if name != "gen_ai.assistant.message":
+                    return None  # recorded without content: nothing here is the conversation
                 empty += 1
                 continue
         if name in EVENT_ROLES:
