@@ -167,7 +167,9 @@ def ui(db: DbOpt = None,
 
 
 @app.command("import")
-def import_(file: Annotated[Path, typer.Argument(help="JSONL (OpenAI) or OTLP/JSON file.")],
+def import_(file: Annotated[Path, typer.Argument(
+                help="OpenAI logs (JSONL, JSON, VCR cassettes, ShareGPT, fine-tuning, batch) "
+                     "or OTLP traces/logs (JSON, JSON lines, protobuf).")],
             db: DbOpt = None,
             format: Annotated[str | None, typer.Option(
                 help="openai or otel; detected when omitted.")] = None,
@@ -202,11 +204,13 @@ def import_(file: Annotated[Path, typer.Argument(help="JSONL (OpenAI) or OTLP/JS
     if report.already_imported:
         typer.echo(f"{file} was already imported into {url}; nothing written")
         return
+    if report.resumed:
+        typer.echo(f"an earlier import of {file} stopped part way; completing it")
     typer.echo(f"imported {file} ({report.format}) into {url}: "
                f"{len(report.threads_created)} threads, {report.messages_stored} messages, "
                f"{report.embeddings_stored} embeddings, {len(report.runs_created)} runs")
-    for s in report.skipped:
-        typer.echo(f"  skipped {s.where}: {s.reason}")
+    for s in report.skipped:  # what was not imported, and what was kept differently
+        typer.echo(f"  {s.where}: {s.reason}")
 
 
 @app.command()

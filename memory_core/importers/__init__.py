@@ -23,8 +23,13 @@ from memory_core.importers.common import (
 from memory_core.importers.openai_jsonl import parse_openai
 from memory_core.importers.otel import parse_otlp
 from memory_core.importers.otel_read import is_attribute_map
-from memory_core.importers.threads import plan_threads
-from memory_core.importers.writer import embed_threads, run_records, write_all
+from memory_core.importers.threads import RunPlan, plan_threads
+from memory_core.importers.writer import (
+    embed_threads,
+    last_record_key,
+    run_records,
+    write_all,
+)
 from memory_core.storage.base import Storage
 
 __all__ = ["ImportFormatError", "ImportReport", "SkippedRecord", "detect_format",
@@ -80,7 +85,8 @@ def import_file(storage: Storage, path: str | Path, *, format: ImportFormat | No
     Raises ImportFormatError (naming the line or span) for a malformed file and
     InvalidInputError when the file's thread ids collide with threads already stored;
     in both cases nothing is written. Importing a file already imported is a no-op
-    whose report has ``already_imported=True``.
+    whose report has ``already_imported=True``; importing a file whose import was
+    killed part way completes it (``resumed=True``).
     """
     p = Path(path)
     try:
@@ -98,6 +104,24 @@ def import_file(storage: Storage, path: str | Path, *, format: ImportFormat | No
             from None
     return import_text(storage, text, name=p.name, format=format, embed=embed,
                        resource_id=resource_id, progress=progress, sha1=_sha1(data))
+
+
+def _threads_of_file(storage: Storage, thread_ids: list[str], digest: str) -> set[str]:
+    """The file's threads already in the store from an earlier (maybe killed) import of
+    the same bytes: their metadata names the file's SHA-1."""
+    found: set[str] = set()
+    for tid in thread_ids:
+        t = storage.memory.get_thread(tid)
+        meta = (t.metadata.get("import") or {}) if t is not None else {}
+        if isinstance(meta, dict) and meta.get("sha1") == digest:
+            found.add(tid)
+    return found
+
+
+def _complete(storage: Storage, last_run: str, plan: RunPlan) -> bool:
+    """An import writes threads, then runs in order, each run's records in order: it
+    finished when the last run's last record is there."""
+    return storage.runs.has(last_record_key(last_run, plan))
 
 
 def _sha1(data: bytes) -> str:
@@ -127,16 +151,17 @@ def _import_parsed(storage: Storage, parsed: ParsedFile, *, fmt: ImportFormat, n
     report.skipped += [SkippedRecord(where=ex.where, reason=note)
                        for ex in parsed.exchanges for note in ex.notes]
     run_ids = [run_id_for(digest, ex.index) for ex in parsed.exchanges]
-    existing = [rid for rid in run_ids if storage.runs.get_run(rid) is not None]
-    if existing:
+    threads, runs = plan_threads(parsed.exchanges, f"imp-{digest[:8]}-", resource_id)
+    ours = _threads_of_file(storage, [t.thread_id for t in threads], digest)
+    if ours and len(ours) == len(threads) and _complete(storage, run_ids[-1], runs[-1]):
         report.already_imported = True
         report.skipped.append(SkippedRecord(
-            where="file", reason=f"already imported (run '{existing[0]}' exists); "
+            where="file", reason=f"already imported (run '{run_ids[0]}' exists); "
                                  "erase its threads to import it again"))
         return report
-
-    threads, runs = plan_threads(parsed.exchanges, f"imp-{digest[:8]}-", resource_id)
-    clash = [t.thread_id for t in threads if storage.memory.get_thread(t.thread_id)]
+    report.resumed = bool(ours) or storage.runs.get_run(run_ids[0]) is not None
+    clash = [t.thread_id for t in threads
+             if t.thread_id not in ours and storage.memory.get_thread(t.thread_id)]
     if clash:
         raise InvalidInputError(
             f"thread '{clash[0]}' already exists ({len(clash)} of the file's threads do); "

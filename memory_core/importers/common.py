@@ -53,6 +53,7 @@ class ImportReport(BaseModel):
     runs_created: list[str] = Field(default_factory=list)
     skipped: list[SkippedRecord] = Field(default_factory=list)
     already_imported: bool = False
+    resumed: bool = False  # an earlier import of this file stopped part way; completed
 
 
 @dataclass

@@ -146,6 +146,12 @@ def run_records(run_id: str, plan: RunPlan, *, embedder: str | None,
     return run, entries
 
 
+def last_record_key(run_id: str, plan: RunPlan) -> str:
+    """The journal key ``run_records`` writes last for this run."""
+    return key_output(run_id) if plan.exchange.response is not None \
+        else key_persist_input(run_id)
+
+
 def embed_threads(threads: Sequence[ThreadPlan], embed: Embedder | None,
                   progress: Progress | None) -> dict[tuple[str, int], np.ndarray]:
     """Vectors of every message with text, computed in batches before any write."""
@@ -178,10 +184,12 @@ def write_all(storage: Storage, threads: Sequence[ThreadPlan],
     started_runs: list[str] = []
     try:
         for t in threads:
-            storage.memory.create_thread(
-                t.thread_id, resource_id=t.resource_id, title=thread_title(t.messages),
-                metadata={"import": {**import_meta, "key": t.key}})
-            created_threads.append(t.thread_id)
+            if storage.memory.get_thread(t.thread_id) is None:
+                storage.memory.create_thread(
+                    t.thread_id, resource_id=t.resource_id, title=thread_title(t.messages),
+                    metadata={"import": {**import_meta, "key": t.key}})
+                created_threads.append(t.thread_id)
+            # explicit seqs: rows a killed earlier attempt already stored are skipped
             rows = [AppendRow(message=_plain(m), seq=seq, created_at=t.created_at[seq],
                               run_id=None if t.first_run[seq] is None
                               else run_ids[t.first_run[seq]],  # type: ignore[index]
@@ -192,15 +200,15 @@ def write_all(storage: Storage, threads: Sequence[ThreadPlan],
             report.messages_stored += len(rows)
             report.embeddings_stored += sum(1 for r in rows if r.embedding is not None)
         for run, entries in runs:
-            started_runs.append(run.run_id)  # ids are ours: safe to erase if this fails
-            storage.runs.start_run(run)
+            if storage.runs.start_run(run):
+                started_runs.append(run.run_id)  # ids are ours: safe to erase if this fails
             for key, value in entries:
                 storage.runs.put_if_absent(key, value)
     except BaseException:
         _compensate(storage, created_threads, started_runs)
         raise
-    report.threads_created = created_threads
-    report.runs_created = started_runs
+    report.threads_created = [t.thread_id for t in threads]
+    report.runs_created = [run.run_id for run, _ in runs]
 
 
 def _compensate(storage: Storage, threads: Sequence[str], runs: Sequence[str]) -> None:
@@ -208,7 +216,7 @@ def _compensate(storage: Storage, threads: Sequence[str], runs: Sequence[str]) -
     store that just failed may fail again."""
     for rid in runs:
         try:
-            storage.runs.delete(f"{rid}:")
+            storage.runs.delete(f"{rid}:")  # every key of the run: the prefix is the run
         except Exception:  # noqa: BLE001 - keep erasing the rest
             pass
         try:
