@@ -41,6 +41,10 @@ from memory_core.tokens import estimate_tokens
 from memory_core.types import AppendRow, Message, RunRecord
 
 EMBED_BATCH = 64
+# writes grouped per transaction (Storage.write_batch): a killed import loses at most
+# one batch, which importing the file again completes
+WRITE_BATCH_THREADS = 200
+WRITE_BATCH_RUNS = 500
 # What a recorded request cannot tell: the recording system's memory decisions.
 UNKNOWN_FIELDS = ["recalled", "near_misses", "dropped", "settings", "settings.recall_enabled",
                   "settings.top_k", "settings.threshold", "query", "recall_skipped",
@@ -183,32 +187,44 @@ def write_all(storage: Storage, threads: Sequence[ThreadPlan],
     created_threads: list[str] = []
     started_runs: list[str] = []
     try:
-        for t in threads:
-            if storage.memory.get_thread(t.thread_id) is None:
-                storage.memory.create_thread(
-                    t.thread_id, resource_id=t.resource_id, title=thread_title(t.messages),
-                    metadata={"import": {**import_meta, "key": t.key}})
-                created_threads.append(t.thread_id)
-            # explicit seqs: rows a killed earlier attempt already stored are skipped
-            rows = [AppendRow(message=_plain(m), seq=seq, created_at=t.created_at[seq],
-                              run_id=None if t.first_run[seq] is None
-                              else run_ids[t.first_run[seq]],  # type: ignore[index]
-                              embedding=vectors.get((t.thread_id, seq)))
-                    for seq, m in enumerate(t.messages)]
-            if rows:
-                storage.memory.append_messages(t.thread_id, rows)
-            report.messages_stored += len(rows)
-            report.embeddings_stored += sum(1 for r in rows if r.embedding is not None)
-        for run, entries in runs:
-            if storage.runs.start_run(run):
-                started_runs.append(run.run_id)  # ids are ours: safe to erase if this fails
-            for key, value in entries:
-                storage.runs.put_if_absent(key, value)
+        for lo in range(0, len(threads), WRITE_BATCH_THREADS):
+            with storage.write_batch():  # one commit per batch where the engine can
+                for t in threads[lo:lo + WRITE_BATCH_THREADS]:
+                    if _write_thread(storage, t, vectors, run_ids, import_meta, report):
+                        created_threads.append(t.thread_id)
+        for lo in range(0, len(runs), WRITE_BATCH_RUNS):
+            chunk = runs[lo:lo + WRITE_BATCH_RUNS]
+            with storage.write_batch():
+                # ids are ours: safe to erase if this fails
+                started_runs += storage.runs.start_runs([run for run, _ in chunk])
+                storage.runs.put_many_if_absent([e for _, entries in chunk for e in entries])
     except BaseException:
         _compensate(storage, created_threads, started_runs)
         raise
     report.threads_created = [t.thread_id for t in threads]
     report.runs_created = [run.run_id for run, _ in runs]
+
+
+def _write_thread(storage: Storage, t: ThreadPlan, vectors: dict[tuple[str, int], np.ndarray],
+                  run_ids: Sequence[str], import_meta: dict[str, Any],
+                  report: ImportReport) -> bool:
+    """Create the thread unless an earlier (killed) attempt did, and append its rows at
+    their planned seqs (rows already stored are skipped); True when created here."""
+    created = storage.memory.get_thread(t.thread_id) is None
+    if created:
+        storage.memory.create_thread(
+            t.thread_id, resource_id=t.resource_id, title=thread_title(t.messages),
+            metadata={"import": {**import_meta, "key": t.key}})
+    rows = [AppendRow(message=_plain(m), seq=seq, created_at=t.created_at[seq],
+                      run_id=None if t.first_run[seq] is None
+                      else run_ids[t.first_run[seq]],  # type: ignore[index]
+                      embedding=vectors.get((t.thread_id, seq)))
+            for seq, m in enumerate(t.messages)]
+    if rows:
+        storage.memory.append_messages(t.thread_id, rows)
+    report.messages_stored += len(rows)
+    report.embeddings_stored += sum(1 for r in rows if r.embedding is not None)
+    return created
 
 
 def _compensate(storage: Storage, threads: Sequence[str], runs: Sequence[str]) -> None:
