@@ -132,6 +132,17 @@ def _bulk_insert(conn: Conn, table: str, columns: str, placeholders: str,
         conn.unregister(_BATCH_VIEW)
 
 
+def _stored_keys(conn: Conn, table: str, column: str, keys: list[str]) -> set[str]:
+    """Which of ``keys`` the table already holds (one join against an Arrow batch)."""
+    conn.register(_BATCH_VIEW, pa.table({"k": pa.array(keys, pa.string())}))
+    try:
+        return {r[0] for r in conn.execute(
+            f"SELECT t.{column} FROM {table} t JOIN {_BATCH_VIEW} b ON t.{column} = b.k"
+        ).fetchall()}
+    finally:
+        conn.unregister(_BATCH_VIEW)
+
+
 def _is_lock_conflict(e: duckdb.Error) -> bool:
     text = str(e)
     return "Could not set lock" in text or "Conflicting lock" in text
@@ -874,13 +885,7 @@ class DuckDBRunJournal(RunJournal):
             return 0
 
         def go(conn: Conn) -> int:
-            conn.register(_BATCH_VIEW, pa.table({"k": list(fresh)}))
-            try:
-                have = {r[0] for r in conn.execute(
-                    f"SELECT j.key FROM journal j JOIN {_BATCH_VIEW} b ON j.key = b.k"
-                ).fetchall()}
-            finally:
-                conn.unregister(_BATCH_VIEW)
+            have = _stored_keys(conn, "journal", "key", list(fresh))
             rows = [[k, v] for k, v in fresh.items() if k not in have]
             if not rows:
                 return 0
@@ -925,13 +930,7 @@ class DuckDBRunJournal(RunJournal):
             return []
 
         def go(conn: Conn) -> builtins.list[str]:
-            conn.register(_BATCH_VIEW, pa.table({"k": list(fresh)}))
-            try:
-                have = {r[0] for r in conn.execute(
-                    f"SELECT r.run_id FROM runs r JOIN {_BATCH_VIEW} b ON r.run_id = b.k"
-                ).fetchall()}
-            finally:
-                conn.unregister(_BATCH_VIEW)
+            have = _stored_keys(conn, "runs", "run_id", list(fresh))
             new = [r for r in runs if r.run_id not in have and fresh.get(r.run_id) is r]
             rows = [[r.run_id, r.agent, r.thread_id, r.resource_id, r.status,
                      ts_micros(r.started_at),
