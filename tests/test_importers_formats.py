@@ -496,3 +496,10 @@ def test_tool_results_keep_their_call_ids_in_parallel_calls() -> None:
                for p in m.tool_results()]
     assert results == [ToolResultPart(call_id="b", name="g", result="B"),
                        ToolResultPart(call_id="a", name="f", result="A")]
+
+
+def test_raw_lone_surrogates_in_text_name_the_line() -> None:
+    text = json.dumps({"messages": [{"role": "user", "content": "ok"}],
+                       "response": {"choices": [{"message": {"content": "y"}}]}})
+    with pytest.raises(ImportFormatError, match="line 2: contains a lone UTF-16 surrogate"):
+        import_text(s(), text + "\n" + text.replace("ok", "\ud800"))

@@ -136,7 +136,12 @@ def import_text(storage: Storage, text: str, *, name: str = "<text>",
     if format not in (None, "openai", "otel"):
         raise InvalidInputError(f"unknown import format {format!r} (expected 'openai', "
                                 "'otel' or None to detect)")
-    digest = sha1 or _sha1(text.encode("utf-8", "surrogatepass"))
+    try:
+        encoded = text.encode("utf-8")
+    except UnicodeEncodeError as e:  # only text built in Python can hold one
+        raise ImportFormatError(f"line {text.count(chr(10), 0, e.start) + 1}: contains a "
+                                "lone UTF-16 surrogate (not valid Unicode)") from None
+    digest = sha1 or _sha1(encoded)
     fmt: ImportFormat = format or detect_format(text)
     parsed: ParsedFile = parse_openai(text) if fmt == "openai" else parse_otlp(text)
     return _import_parsed(storage, parsed, fmt=fmt, name=name, digest=digest, embed=embed,

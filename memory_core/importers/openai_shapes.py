@@ -15,6 +15,9 @@ from memory_core.openai_codec import (
     from_openai_tools,
     parse_arguments,
 )
+
+__all__ = ["completed_response", "reassemble_stream", "responses_exchange_parts",
+           "sharegpt_messages"]
 from memory_core.types import Message, TextPart, ToolCallPart, ToolResultPart
 
 
@@ -225,7 +228,3 @@ def sharegpt_messages(turns: Any, where: str, notes: list[str]) -> list[Message]
             raise fail(where, f"turn {j}: unknown speaker {who!r} (expected one of "
                               f"{', '.join([*SHAREGPT_ROLES, *SHAREGPT_CALLS, *SHAREGPT_RESULTS])})")
     return out
-
-
-__all__ = ["from_openai_tools", "reassemble_stream", "responses_exchange_parts",
-           "sharegpt_messages"]

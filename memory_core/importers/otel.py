@@ -17,7 +17,6 @@ from memory_core.importers.common import (
     ParsedFile,
     SkippedRecord,
     fail,
-    openai_message,
     split_instructions,
 )
 from memory_core.importers.otel_content import (
@@ -29,7 +28,6 @@ from memory_core.importers.otel_content import (
 )
 from memory_core.importers.otel_read import RawSpan, read_otlp
 from memory_core.models.base import Usage
-from memory_core.types import Message
 
 REASONS_SHOWN = 12
 
@@ -153,4 +151,4 @@ def parse_otlp_json(text: str) -> ParsedFile:
     return parse_otlp(text)
 
 
-__all__ = ["Message", "openai_message", "parse_otlp", "parse_otlp_json"]
+__all__ = ["parse_otlp", "parse_otlp_json"]
