@@ -119,15 +119,14 @@ def main(n: int, *, write: bool) -> None:
             f"| {n:,} | {rows:,} | {len(report.runs_created):,} | {seconds:.1f} | "
             f"{rate:.0f} | {limit:.1f} | {seconds / limit:.2f}× |\n\n"
             "Target: 10,000 requests in under 30 s (the first importer managed about 10 "
-            "requests/s; one DuckDB commit per journal record, ~5 requests/s on a loaded "
-            "machine). Not met yet. Where the rest goes (cProfile at 3,000 requests): "
-            "reading and validating each request's full history again (pydantic "
-            "construction and JSON decoding, ~30%), building each run's journal records — "
-            "the frozen prompt and memctx repeat the history, so the journal grows with "
-            "requests × history length (~25%) — and per-thread `append_messages` on DuckDB "
-            "(4–5 statements each, ~50 ms per thread on this machine; 1,000 threads here). "
-            "Next steps: a multi-thread append in the DuckDB adapter, and parsing each "
-            "distinct history message once per file.")
+            "requests/s: one DuckDB commit per journal record). Writes now go in batches "
+            "(`Storage.write_batch`, `start_runs`, `put_many_if_absent`). The machine is "
+            "shared by other jobs: with the load average near 8 on 2 cores the same run "
+            "took 192 s against a 48 s limit, so compare the ratio. What is left above the "
+            "limit: reading and validating each request's full history again, and each "
+            "run's journal records (the frozen prompt repeats the history, so the journal "
+            "grows with requests × history length); the biggest store cost is one "
+            "`append_messages` per thread on DuckDB (4–5 statements).")
         replace_section("Import speed", body)
 
 

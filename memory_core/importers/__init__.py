@@ -106,16 +106,23 @@ def import_file(storage: Storage, path: str | Path, *, format: ImportFormat | No
                        resource_id=resource_id, progress=progress, sha1=_sha1(data))
 
 
-def _threads_of_file(storage: Storage, thread_ids: list[str], digest: str) -> set[str]:
-    """The file's threads already in the store from an earlier (maybe killed) import of
-    the same bytes: their metadata names the file's SHA-1."""
-    found: set[str] = set()
+def _stored_threads(storage: Storage, thread_ids: list[str], digest: str
+                    ) -> tuple[set[str], list[str]]:
+    """The file's threads already stored by an earlier (maybe killed) import of the same
+    bytes — their metadata names the file's SHA-1 — and the ids that clash with threads
+    of anything else."""
+    ours: set[str] = set()
+    clash: list[str] = []
     for tid in thread_ids:
         t = storage.memory.get_thread(tid)
-        meta = (t.metadata.get("import") or {}) if t is not None else {}
+        if t is None:
+            continue
+        meta = t.metadata.get("import") or {}
         if isinstance(meta, dict) and meta.get("sha1") == digest:
-            found.add(tid)
-    return found
+            ours.add(tid)
+        else:
+            clash.append(tid)
+    return ours, clash
 
 
 def _complete(storage: Storage, last_run: str, plan: RunPlan) -> bool:
@@ -157,7 +164,7 @@ def _import_parsed(storage: Storage, parsed: ParsedFile, *, fmt: ImportFormat, n
                        for ex in parsed.exchanges for note in ex.notes]
     run_ids = [run_id_for(digest, ex.index) for ex in parsed.exchanges]
     threads, runs = plan_threads(parsed.exchanges, f"imp-{digest[:8]}-", resource_id)
-    ours = _threads_of_file(storage, [t.thread_id for t in threads], digest)
+    ours, clash = _stored_threads(storage, [t.thread_id for t in threads], digest)
     if ours and len(ours) == len(threads) and _complete(storage, run_ids[-1], runs[-1]):
         report.already_imported = True
         report.skipped.append(SkippedRecord(
@@ -165,8 +172,6 @@ def _import_parsed(storage: Storage, parsed: ParsedFile, *, fmt: ImportFormat, n
                                  "erase its threads to import it again"))
         return report
     report.resumed = bool(ours) or storage.runs.get_run(run_ids[0]) is not None
-    clash = [t.thread_id for t in threads
-             if t.thread_id not in ours and storage.memory.get_thread(t.thread_id)]
     if clash:
         raise InvalidInputError(
             f"thread '{clash[0]}' already exists ({len(clash)} of the file's threads do); "
@@ -184,5 +189,5 @@ def _import_parsed(storage: Storage, parsed: ParsedFile, *, fmt: ImportFormat, n
     # one connection for the whole write where the adapter supports it (DuckDB files)
     session = getattr(storage, "session", None)
     with session() if callable(session) else nullcontext():
-        write_all(storage, threads, records, vectors, run_ids, import_info, report)
+        write_all(storage, threads, records, vectors, run_ids, import_info, report, ours)
     return report

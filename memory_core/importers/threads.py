@@ -70,6 +70,9 @@ class ThreadPlan:
     keys: list[str] = field(default_factory=list)
     created_at: list[datetime] = field(default_factory=list)
     first_run: list[int | None] = field(default_factory=list)  # exchange index or None
+    # per stored seq, computed once for all the runs whose history repeats it
+    token_counts: dict[int, int] = field(default_factory=dict)
+    previews: dict[int, str] = field(default_factory=dict)
 
     def add(self, m: Message, key: str, at: datetime, run: int | None) -> int:
         self.messages.append(m)

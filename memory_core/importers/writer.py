@@ -7,6 +7,7 @@ what this import wrote, so nothing from the file remains."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 import numpy as np
@@ -102,16 +103,21 @@ def run_records(run_id: str, plan: RunPlan, *, embedder: str | None,
     items: list[PromptItem] = [PromptItem(lane="instructions", message=_plain(m))
                                for m in ex.instructions]
     refs: list[MessageRef] = []
+    tp = plan.thread
+    recent_tokens = 0
     for i in recent_idx:
         m, seq = ex.history[i], plan.history_seqs[i]
         items.append(PromptItem(lane="recent", message=_plain(m), thread_id=tid, seq=seq))
-        refs.append(MessageRef(thread_id=tid, seq=seq, role=m.role, preview=preview(m)))
+        if seq not in tp.previews:  # the same stored message: the same preview and count
+            tp.previews[seq] = preview(m)
+            tp.token_counts[seq] = _tokens([m])
+        refs.append(MessageRef(thread_id=tid, seq=seq, role=m.role, preview=tp.previews[seq]))
+        recent_tokens += tp.token_counts[seq]
     items += [PromptItem(lane="input", message=_plain(m)) for m in input_msgs]
-    recent_msgs = [ex.history[i] for i in recent_idx]
     memctx = Memctx(
         thread_id=tid, resource_id=resource,
         recent_count=len(refs), recent=refs[-PROVENANCE_RECENT_CAP:],
-        tokens=LaneTokens(instructions=_tokens(ex.instructions), recent=_tokens(recent_msgs),
+        tokens=LaneTokens(instructions=_tokens(ex.instructions), recent=recent_tokens,
                           input=_tokens(input_msgs)),
         settings=CompositionSettings(recent_n=len(refs), recall_enabled=False,
                                      embedder=embedder),
@@ -183,14 +189,18 @@ def embed_threads(threads: Sequence[ThreadPlan], embed: Embedder | None,
 def write_all(storage: Storage, threads: Sequence[ThreadPlan],
               runs: Sequence[tuple[RunRecord, list[tuple[str, Any]]]],
               vectors: dict[tuple[str, int], np.ndarray], run_ids: Sequence[str],
-              import_meta: dict[str, Any], report: ImportReport) -> None:
+              import_meta: dict[str, Any], report: ImportReport,
+              existing: AbstractSet[str] = frozenset()) -> None:
+    """Write the planned threads and runs in batches; ``existing`` names the file's
+    threads an earlier, killed import of it already created."""
     created_threads: list[str] = []
     started_runs: list[str] = []
     try:
         for lo in range(0, len(threads), WRITE_BATCH_THREADS):
             with storage.write_batch():  # one commit per batch where the engine can
                 for t in threads[lo:lo + WRITE_BATCH_THREADS]:
-                    if _write_thread(storage, t, vectors, run_ids, import_meta, report):
+                    if _write_thread(storage, t, vectors, run_ids, import_meta, report,
+                                     existing):
                         created_threads.append(t.thread_id)
         for lo in range(0, len(runs), WRITE_BATCH_RUNS):
             chunk = runs[lo:lo + WRITE_BATCH_RUNS]
@@ -207,10 +217,10 @@ def write_all(storage: Storage, threads: Sequence[ThreadPlan],
 
 def _write_thread(storage: Storage, t: ThreadPlan, vectors: dict[tuple[str, int], np.ndarray],
                   run_ids: Sequence[str], import_meta: dict[str, Any],
-                  report: ImportReport) -> bool:
+                  report: ImportReport, existing: AbstractSet[str]) -> bool:
     """Create the thread unless an earlier (killed) attempt did, and append its rows at
     their planned seqs (rows already stored are skipped); True when created here."""
-    created = storage.memory.get_thread(t.thread_id) is None
+    created = t.thread_id not in existing
     if created:
         storage.memory.create_thread(
             t.thread_id, resource_id=t.resource_id, title=thread_title(t.messages),
