@@ -503,3 +503,23 @@ def test_raw_lone_surrogates_in_text_name_the_line() -> None:
                        "response": {"choices": [{"message": {"content": "y"}}]}})
     with pytest.raises(ImportFormatError, match="line 2: contains a lone UTF-16 surrogate"):
         import_text(s(), text + "\n" + text.replace("ok", "\ud800"))
+
+
+def test_the_latest_conventions_details_event_with_structured_values() -> None:
+    """gen_ai.client.inference.operation.details as a log record whose attributes hold
+    the messages as OTLP arrays of key/value lists (no JSON strings)."""
+    details = {"timeUnixNano": T, "eventName": "gen_ai.client.inference.operation.details",
+               "traceId": "a" * 32, "spanId": "00000000000000a1", "attributes": [
+                   attr("gen_ai.input.messages", [{"role": "user", "parts": [
+                       {"type": "text", "content": "Ping?"}]}]),
+                   attr("gen_ai.output.messages", [{"role": "assistant", "parts": [
+                       {"type": "text", "content": "Pong."}], "finish_reason": "stop"}]),
+                   attr("gen_ai.system_instructions", [{"type": "text",
+                                                        "content": "Answer briefly."}])]}
+    st = s()
+    report = import_text(st, otlp([MODEL_SPAN], [details]))
+    assert texts(st, report.threads_created[0]) == ["user:Ping?", "assistant:Pong."]
+    prompt = st.runs.get(f"{report.runs_created[0]}:prompt")
+    assert prompt["items"][0]["message"]["content"] == "Answer briefly."
+    step = st.runs.get(f"{report.runs_created[0]}:step:0")
+    assert step["response"]["finish_reason"] == "stop"
