@@ -299,7 +299,9 @@ def ui(db: DbsOpt = None,
 
 
 @app.command("import")
-def import_(file: Annotated[Path, typer.Argument(help="JSONL (OpenAI) or OTLP/JSON file.")],
+def import_(file: Annotated[Path, typer.Argument(
+                help="OpenAI logs (JSONL, JSON, VCR cassettes, ShareGPT, fine-tuning, batch) "
+                     "or OTLP traces/logs (JSON, JSON lines, protobuf).")],
             db: DbOpt = None,
             format: Annotated[str | None, typer.Option(
                 help="openai or otel; detected when omitted.")] = None,
@@ -335,11 +337,13 @@ def import_(file: Annotated[Path, typer.Argument(help="JSONL (OpenAI) or OTLP/JS
     if report.already_imported:
         say(f"{file} was already imported into {url}; nothing written")
         return
+    if report.resumed:
+        say(f"an earlier import of {file} stopped part way; completing it")
     say(f"imported {file} ({report.format}) into {url}: "
                f"{len(report.threads_created)} threads, {report.messages_stored} messages, "
                f"{report.embeddings_stored} embeddings, {len(report.runs_created)} runs")
-    for s in report.skipped:
-        say(f"  skipped {s.where}: {s.reason}")
+    for s in report.skipped:  # what was not imported, and what was kept differently
+        say(f"  {s.where}: {s.reason}")
 
 
 @app.command()

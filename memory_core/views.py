@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Literal
 
@@ -149,6 +150,28 @@ def thread_summaries(storage: Storage, resource: str | None) -> list[ThreadSumma
             message_count=storage.memory.count_messages(t.id), run_count=len(runs),
             run_ids=[r.run_id for r in runs], last_activity=max(moments)))
     return out
+
+
+NO_RESOURCE_LABEL = "(no resource)"
+
+
+def resource_groups(summaries: Sequence[ThreadSummary]) -> list[str | None]:
+    """The groups the Threads page offers: each resource in ascending order, then
+    ``None`` — threads that belong to no resource (imports, single-user agents) — when
+    there are any."""
+    named = sorted({t.resource_id for t in summaries if t.resource_id is not None})
+    loose = any(t.resource_id is None for t in summaries)
+    return [*named, *([None] if loose else [])]
+
+
+def threads_in_group(summaries: Sequence[ThreadSummary],
+                     group: str | None) -> list[ThreadSummary]:
+    """The threads of one group (``None``: those with no resource), in listing order."""
+    return [t for t in summaries if t.resource_id == group]
+
+
+def group_label(group: str | None) -> str:
+    return NO_RESOURCE_LABEL if group is None else group
 
 
 def _load_prompt(storage: Storage, run_id: str) -> FrozenPrompt | None:

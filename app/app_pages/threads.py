@@ -1,7 +1,9 @@
 """Threads page: resources → threads → messages in seq order (paged), with search
 across a resource and links from each message to the runs that used it.
 
-URL: ``?resource=<id>&thread=<id>&seq=<n>`` selects the same view.
+URL: ``?resource=<id>&thread=<id>&seq=<n>`` selects the same view; threads with no
+resource are listed under "(no resource)" (no ``resource`` in the URL), and a link
+naming a thread opens it whatever resource the link says.
 """
 
 from __future__ import annotations
@@ -13,39 +15,42 @@ import streamlit as st
 
 from app import services
 from app.components import escape_md, link_to_message, link_to_run, literal, set_query_params
+from memory_core import views
 from memory_core.views import DEFAULT_PAGE_SIZE, page_of_seq
 
 st.title("Threads")
 url = services.current_url()
 
 try:
-    resources = services.cached_resources(url)
+    every_thread = services.cached_thread_summaries(url, None)
 except Exception as e:  # noqa: BLE001
     st.error(escape_md(services.friendly_error(e)))
     st.stop()
 
-if not resources:
+if not every_thread:
     st.info("This database has no threads yet. Run an agent against it, or build the demo "
             "database with `make demo`.")
     st.stop()
 
+# every resource, then the threads that belong to none (imports, single-user agents)
+groups = views.resource_groups(every_thread)
 wanted_thread = services.query_param("thread")
 wanted_resource = services.query_param("resource")
-if wanted_thread and not wanted_resource:
-    # a link that names only the thread: find its resource
-    for r in resources:
-        if any(t.thread_id == wanted_thread for t in services.cached_thread_summaries(url, r)):
-            wanted_resource = r
-            break
-if wanted_resource and wanted_resource not in resources:
+linked = next((t for t in every_thread if t.thread_id == wanted_thread), None)
+if linked is not None:
+    # a link to a thread finds it whatever resource it names (or none)
+    wanted_group: str | None = linked.resource_id
+elif wanted_resource and wanted_resource not in groups:
     st.error(escape_md(f"resource '{wanted_resource}' does not exist in this database"))
-    wanted_resource = None
+    wanted_group = groups[0]
+else:
+    wanted_group = wanted_resource if wanted_resource else groups[0]
 
-resource = st.selectbox("Resource", resources,
-                        index=resources.index(wanted_resource) if wanted_resource else 0)
-summaries = services.cached_thread_summaries(url, resource)
+resource = st.selectbox("Resource", groups, index=groups.index(wanted_group),
+                        format_func=views.group_label)
+summaries = views.threads_in_group(every_thread, resource)
 
-st.subheader(f"Threads of {escape_md(str(resource))}")
+st.subheader(f"Threads of {escape_md(views.group_label(resource))}")
 st.dataframe(pd.DataFrame([{
     "thread": t.thread_id, "title": t.title or "", "messages": t.message_count,
     "runs": t.run_count, "last activity": t.last_activity} for t in summaries]),
@@ -56,6 +61,8 @@ with st.expander("Search messages in this resource", expanded=bool(services.quer
     set_query_params({"q": query.strip() or None})
     if query.strip():
         hits = services.cached_search(url, resource, query)
+        if resource is None:  # searching all resources: keep the resource-less threads
+            hits = [h for h in hits if h.thread_id in {t.thread_id for t in summaries}]
         st.caption(f"{len(hits)} message(s) found")
         if hits:
             st.dataframe(pd.DataFrame([{"thread": h.thread_id, "seq": h.seq, "role": h.role,
@@ -70,8 +77,8 @@ if not thread_ids:
     st.info("This resource has no threads.")
     st.stop()
 if wanted_thread and wanted_thread not in thread_ids:
-    if resource == wanted_resource:  # the URL named it; after a resource change, drop it
-        st.error(escape_md(f"thread '{wanted_thread}' does not exist in resource '{resource}'"))
+    if linked is None:  # the URL named a thread that is nowhere in this database
+        st.error(escape_md(f"thread '{wanted_thread}' does not exist in this database"))
     wanted_thread = None
 titles = {t.thread_id: t.title for t in summaries}
 thread = st.selectbox("Thread", thread_ids,

@@ -20,10 +20,16 @@ from memory_core.importers.common import (
     SkippedRecord,
     resolve_tool_names,
 )
-from memory_core.importers.openai_jsonl import parse_openai_jsonl
-from memory_core.importers.otel import parse_otlp_json
-from memory_core.importers.threads import plan_threads
-from memory_core.importers.writer import embed_threads, run_records, write_all
+from memory_core.importers.openai_jsonl import parse_openai
+from memory_core.importers.otel import parse_otlp
+from memory_core.importers.otel_read import is_attribute_map
+from memory_core.importers.threads import RunPlan, plan_threads
+from memory_core.importers.writer import (
+    embed_threads,
+    last_record_key,
+    run_records,
+    write_all,
+)
 from memory_core.storage.base import Storage
 
 __all__ = ["ImportFormatError", "ImportReport", "SkippedRecord", "detect_format",
@@ -31,21 +37,37 @@ __all__ = ["ImportFormatError", "ImportReport", "SkippedRecord", "detect_format"
 
 
 def detect_format(text: str) -> ImportFormat:
-    """OTLP/JSON when the document (or its first line) has ``resourceSpans``; else
-    OpenAI JSONL."""
+    """OTLP/JSON when the document (or its first line) has ``resourceSpans`` or
+    ``resourceLogs``; else the OpenAI family (whose parser names any record it cannot
+    read and what it expected)."""
     stripped = text.lstrip()
-    try:
-        doc = json.loads(stripped)
-        if isinstance(doc, dict) and "resourceSpans" in doc:
+    head = stripped[:4096]
+    if '"resourceSpans"' in head or '"resourceLogs"' in head:
+        return "otel"
+    first = next((ln for ln in stripped.splitlines() if ln.strip()), "").strip()
+    if first in ("{", "[{", "[") or first.startswith('{"'):
+        try:
+            whole = json.loads(stripped)
+        except ValueError:
+            whole = None
+        if is_attribute_map(whole):
             return "otel"
-    except ValueError:
-        pass
-    first = next((ln for ln in stripped.splitlines() if ln.strip()), "")
     try:
-        head = json.loads(first)
+        doc = json.loads(first)
     except ValueError:
         return "openai"  # parsing will name the bad line
-    return "otel" if isinstance(head, dict) and "resourceSpans" in head else "openai"
+    if isinstance(doc, dict) and ("resourceSpans" in doc or "resourceLogs" in doc):
+        return "otel"
+    return "openai"
+
+
+def is_binary(data: bytes) -> bool:
+    """OTLP protobuf (or any binary file) rather than text."""
+    try:
+        text = data[:4096].decode("utf-8")
+    except UnicodeDecodeError as e:
+        return e.start < 4092  # a multi-byte character cut at the end is still text
+    return any(ord(c) < 9 or 13 < ord(c) < 32 for c in text)
 
 
 def run_id_for(sha1: str, index: int) -> str:
@@ -63,19 +85,50 @@ def import_file(storage: Storage, path: str | Path, *, format: ImportFormat | No
     Raises ImportFormatError (naming the line or span) for a malformed file and
     InvalidInputError when the file's thread ids collide with threads already stored;
     in both cases nothing is written. Importing a file already imported is a no-op
-    whose report has ``already_imported=True``.
+    whose report has ``already_imported=True``; importing a file whose import was
+    killed part way completes it (``resumed=True``).
     """
     p = Path(path)
     try:
         data = p.read_bytes()
     except OSError as e:
         raise InvalidInputError(f"cannot read import file '{p}': {e.strerror}") from e
+    if format in (None, "otel") and is_binary(data):
+        return _import_parsed(storage, parse_otlp(data=data), fmt="otel", name=p.name,
+                              digest=_sha1(data), embed=embed, resource_id=resource_id,
+                              progress=progress)
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
-        raise ImportFormatError(f"file '{p}' is not UTF-8: {e}") from None
+        raise ImportFormatError(f"file '{p}' is neither UTF-8 text nor OTLP protobuf: {e}") \
+            from None
     return import_text(storage, text, name=p.name, format=format, embed=embed,
                        resource_id=resource_id, progress=progress, sha1=_sha1(data))
+
+
+def _stored_threads(storage: Storage, thread_ids: list[str], digest: str
+                    ) -> tuple[set[str], list[str]]:
+    """The file's threads already stored by an earlier (maybe killed) import of the same
+    bytes — their metadata names the file's SHA-1 — and the ids that clash with threads
+    of anything else."""
+    ours: set[str] = set()
+    clash: list[str] = []
+    for tid in thread_ids:
+        t = storage.memory.get_thread(tid)
+        if t is None:
+            continue
+        meta = t.metadata.get("import") or {}
+        if isinstance(meta, dict) and meta.get("sha1") == digest:
+            ours.add(tid)
+        else:
+            clash.append(tid)
+    return ours, clash
+
+
+def _complete(storage: Storage, last_run: str, plan: RunPlan) -> bool:
+    """An import writes threads, then runs in order, each run's records in order: it
+    finished when the last run's last record is there."""
+    return storage.runs.has(last_record_key(last_run, plan))
 
 
 def _sha1(data: bytes) -> str:
@@ -90,24 +143,35 @@ def import_text(storage: Storage, text: str, *, name: str = "<text>",
     if format not in (None, "openai", "otel"):
         raise InvalidInputError(f"unknown import format {format!r} (expected 'openai', "
                                 "'otel' or None to detect)")
-    digest = sha1 or _sha1(text.encode("utf-8"))
+    try:
+        encoded = text.encode("utf-8")
+    except UnicodeEncodeError as e:  # only text built in Python can hold one
+        raise ImportFormatError(f"line {text.count(chr(10), 0, e.start) + 1}: contains a "
+                                "lone UTF-16 surrogate (not valid Unicode)") from None
+    digest = sha1 or _sha1(encoded)
     fmt: ImportFormat = format or detect_format(text)
-    parsed: ParsedFile = parse_openai_jsonl(text) if fmt == "openai" else parse_otlp_json(text)
+    parsed: ParsedFile = parse_openai(text) if fmt == "openai" else parse_otlp(text)
+    return _import_parsed(storage, parsed, fmt=fmt, name=name, digest=digest, embed=embed,
+                          resource_id=resource_id, progress=progress)
+
+
+def _import_parsed(storage: Storage, parsed: ParsedFile, *, fmt: ImportFormat, name: str,
+                   digest: str, embed: Embedder | None, resource_id: str | None,
+                   progress: Progress | None) -> ImportReport:
     resolve_tool_names(parsed.exchanges)
     report = ImportReport(format=fmt, file=name, sha1=digest, skipped=list(parsed.skipped))
     report.skipped += [SkippedRecord(where=ex.where, reason=note)
                        for ex in parsed.exchanges for note in ex.notes]
     run_ids = [run_id_for(digest, ex.index) for ex in parsed.exchanges]
-    existing = [rid for rid in run_ids if storage.runs.get_run(rid) is not None]
-    if existing:
+    threads, runs = plan_threads(parsed.exchanges, f"imp-{digest[:8]}-", resource_id)
+    ours, clash = _stored_threads(storage, [t.thread_id for t in threads], digest)
+    if ours and len(ours) == len(threads) and _complete(storage, run_ids[-1], runs[-1]):
         report.already_imported = True
         report.skipped.append(SkippedRecord(
-            where="file", reason=f"already imported (run '{existing[0]}' exists); "
+            where="file", reason=f"already imported (run '{run_ids[0]}' exists); "
                                  "erase its threads to import it again"))
         return report
-
-    threads, runs = plan_threads(parsed.exchanges, f"imp-{digest[:8]}-", resource_id)
-    clash = [t.thread_id for t in threads if storage.memory.get_thread(t.thread_id)]
+    report.resumed = bool(ours) or storage.runs.get_run(run_ids[0]) is not None
     if clash:
         raise InvalidInputError(
             f"thread '{clash[0]}' already exists ({len(clash)} of the file's threads do); "
@@ -125,5 +189,5 @@ def import_text(storage: Storage, text: str, *, name: str = "<text>",
     # one connection for the whole write where the adapter supports it (DuckDB files)
     session = getattr(storage, "session", None)
     with session() if callable(session) else nullcontext():
-        write_all(storage, threads, records, vectors, run_ids, import_info, report)
+        write_all(storage, threads, records, vectors, run_ids, import_info, report, ours)
     return report

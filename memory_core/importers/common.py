@@ -5,7 +5,7 @@ Parsers only read and validate; nothing here touches storage (see ``writer.py``)
 
 from __future__ import annotations
 
-import json
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -15,14 +15,19 @@ from pydantic import BaseModel, Field
 
 from memory_core.errors import ImportFormatError
 from memory_core.models.base import Usage
+from memory_core.openai_codec import (
+    OPENAI_ROLES,
+    from_openai_message,
+    from_openai_messages,
+    parse_arguments,
+)
 from memory_core.types import Message, TextPart, ToolCallPart, ToolResultPart
+
+__all__ = ["OPENAI_ROLES"]
 
 ImportFormat = Literal["openai", "otel"]
 Progress = Callable[[int, int], None]
 
-# OpenAI's "developer" role is the system role of newer models.
-OPENAI_ROLES: dict[str, str] = {"system": "system", "developer": "system", "user": "user",
-                                "assistant": "assistant", "tool": "tool"}
 # A record with no timestamp gets one from this fixed origin plus its index, so that
 # importing the same file twice gives the same data.
 UNDATED_ORIGIN = datetime(1970, 1, 1, tzinfo=UTC)
@@ -48,6 +53,7 @@ class ImportReport(BaseModel):
     runs_created: list[str] = Field(default_factory=list)
     skipped: list[SkippedRecord] = Field(default_factory=list)
     already_imported: bool = False
+    resumed: bool = False  # an earlier import of this file stopped part way; completed
 
 
 @dataclass
@@ -69,8 +75,8 @@ class Exchange:
     usage: Usage = field(default_factory=Usage)
     usage_known: bool = False
     finish_reason: str | None = None
-    temperature: float | None = None
-    seed: int | None = None
+    params: dict[str, Any] = field(default_factory=dict)  # recorded request parameters
+    tools: list[dict[str, Any]] | None = None  # offered tools; None: not recorded
     started_at: datetime | None = None
     finished_at: datetime | None = None
     error: str | None = None  # the recorded call failed (status "failed")
@@ -93,21 +99,38 @@ def undated(index: int) -> datetime:
     return UNDATED_ORIGIN + timedelta(seconds=index)
 
 
-def from_unix(value: Any, where: str, what: str) -> datetime:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise fail(where, f"{what} must be a unix timestamp in seconds, got {value!r}")
-    return datetime.fromtimestamp(float(value), tz=UTC)
+# datetimes outside these years are a corrupt record, not a recording
+_EARLIEST, _LATEST = datetime(1970, 1, 1, tzinfo=UTC), datetime(9000, 1, 1, tzinfo=UTC)
 
 
-def parse_json_value(text: Any) -> Any:
-    """Tool arguments arrive as a JSON string (OpenAI) or as a value (OTel); keep
-    anything that is not valid JSON as the string it was."""
-    if not isinstance(text, str):
-        return text
+def from_unix(value: Any, where: str, what: str, *, scale: int = 1) -> datetime:
+    """A unix timestamp (seconds, or ``scale`` units per second) as a UTC datetime;
+    NaN, infinite, negative or absurdly far values are an error naming ``where``."""
+    if isinstance(value, str) and scale != 1:  # OTLP/JSON writes int64 as a string
+        try:
+            value = int(value)
+        except ValueError:
+            raise fail(where, f"{what} must be an integer, got {value!r}") from None
+    if isinstance(value, bool) or not isinstance(value, int | float) or \
+            not math.isfinite(value):
+        raise fail(where, f"{what} must be a unix timestamp, got {value!r}")
+    if scale == 1 and 1e11 < value < 1e14:  # milliseconds, as some servers write them
+        scale = 1000
     try:
-        return json.loads(text)
-    except ValueError:
-        return text
+        if isinstance(value, int) and scale != 1:
+            at = datetime.fromtimestamp(value // scale, tz=UTC) + timedelta(
+                microseconds=(value % scale) * 1_000_000 // scale)
+        else:
+            at = datetime.fromtimestamp(float(value) / scale, tz=UTC)
+    except (OverflowError, OSError, ValueError):
+        at = None
+    if at is None or not _EARLIEST <= at < _LATEST:
+        raise fail(where, f"{what} {value!r} is not a plausible unix timestamp "
+                          "(expected a date between 1970 and 9000)")
+    return at
+
+
+parse_json_value = parse_arguments
 
 
 def split_instructions(messages: Sequence[Message]) -> tuple[list[Message], list[Message]]:
@@ -119,84 +142,15 @@ def split_instructions(messages: Sequence[Message]) -> tuple[list[Message], list
     return list(messages[:i]), list(messages[i:])
 
 
-# -- OpenAI chat-completions messages ----------------------------------------------------
-def _openai_text(content: Any, where: str, notes: list[str]) -> str:
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        raise fail(where, f"content must be a string, null or a list of parts, got "
-                          f"{type(content).__name__}")
-    texts: list[str] = []
-    for j, part in enumerate(content):
-        if not isinstance(part, dict):
-            raise fail(where, f"content part {j} must be an object, got {part!r}")
-        kind = part.get("type")
-        if kind == "text" and isinstance(part.get("text"), str):
-            texts.append(part["text"])
-        elif kind == "refusal" and isinstance(part.get("refusal"), str):
-            texts.append(part["refusal"])
-        else:
-            notes.append(f"{where}: content part {j} of type {kind!r} not imported")
-    return "\n".join(texts)
-
-
-def _openai_tool_calls(raw: Any, where: str) -> list[ToolCallPart]:
-    if raw is None:
-        return []
-    if not isinstance(raw, list):
-        raise fail(where, f"tool_calls must be a list, got {type(raw).__name__}")
-    calls: list[ToolCallPart] = []
-    for j, tc in enumerate(raw):
-        fn = tc.get("function") if isinstance(tc, dict) else None
-        if not isinstance(fn, dict) or not isinstance(fn.get("name"), str) or not fn["name"]:
-            raise fail(where, f"tool call {j} has no function name: {tc!r}")
-        call_id = tc.get("id")
-        if not isinstance(call_id, str) or not call_id:
-            raise fail(where, f"tool call {j} ({fn['name']}) has no id")
-        calls.append(ToolCallPart(id=call_id, name=fn["name"],
-                                  args=parse_json_value(fn.get("arguments", {}))))
-    return calls
-
-
+# -- OpenAI chat-completions messages (memory_core.openai_codec) --------------------------
 def openai_message(raw: Any, where: str, notes: list[str]) -> Message:
-    """One OpenAI chat message (request or response side) as a ``Message``. Tool
-    results get an empty name here; ``resolve_tool_names`` fills it from the call."""
-    if not isinstance(raw, dict):
-        raise fail(where, f"a message must be an object, got {raw!r}")
-    role = raw.get("role")
-    if role not in OPENAI_ROLES:
-        raise fail(where, f"unknown role {role!r} (expected one of "
-                          f"{', '.join(OPENAI_ROLES)})")
-    if "function_call" in raw and raw["function_call"] is not None:
-        raise fail(where, "legacy 'function_call' messages are not supported; "
-                          "use tool_calls")
-    metadata: dict[str, Any] = {}
-    if isinstance(raw.get("name"), str):
-        metadata["name"] = raw["name"]
-    text = _openai_text(raw.get("content"), where, notes)
-    if role == "tool":
-        call_id = raw.get("tool_call_id")
-        if not isinstance(call_id, str) or not call_id:
-            raise fail(where, "tool message has no tool_call_id")
-        return Message(role="tool", content=[ToolResultPart(call_id=call_id, name="",
-                                                            result=text)],
-                       metadata=metadata)
-    calls = _openai_tool_calls(raw.get("tool_calls"), where) if role == "assistant" else []
-    if calls:
-        parts: list[TextPart | ToolCallPart | ToolResultPart] = []
-        if text:
-            parts.append(TextPart(text=text))
-        parts.extend(calls)
-        return Message(role="assistant", content=parts, metadata=metadata)
-    return Message(role=OPENAI_ROLES[role], content=text, metadata=metadata)  # type: ignore[arg-type]
+    """One OpenAI chat message as a ``Message``; tool results get their name from the
+    call they answer in ``resolve_tool_names``."""
+    return from_openai_message(raw, where, notes)
 
 
 def openai_messages(raw: Any, where: str, notes: list[str]) -> list[Message]:
-    if not isinstance(raw, list):
-        raise fail(where, f"'messages' must be a list, got {type(raw).__name__}")
-    return [openai_message(m, f"{where}: message {i}", notes) for i, m in enumerate(raw)]
+    return from_openai_messages(raw, where, notes)
 
 
 # -- tool-name resolution ---------------------------------------------------------------

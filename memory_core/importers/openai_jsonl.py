@@ -1,14 +1,19 @@
-"""Reading OpenAI chat-completions logs: JSONL, one request/response per line, in the
-wrapped form ``{"request", "response", "metadata"}`` or the flat ``{"messages", "response"}``.
+"""Reading OpenAI logs: chat-completions request/response records (wrapped
+``{"request", "response", "metadata"}`` or flat ``{"messages", "response"}``), fine-tuning
+rows (``messages`` only), ShareGPT conversations, Responses API request/response records,
+batch input+output files, and responses recorded as SSE streams — as JSON lines, a JSON
+array, or one (pretty-printed) JSON document.
 
-Each line becomes an ``Exchange``; any malformed line rejects the whole file with an
-``ImportFormatError`` naming the line."""
+Each record becomes one or more ``Exchange``s; any malformed record rejects the whole
+file with an ``ImportFormatError`` naming the line (or item) and what was expected."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
+from memory_core.importers.cassette import cassette_records, looks_like_cassette
 from memory_core.importers.common import (
     Exchange,
     ParsedFile,
@@ -19,10 +24,28 @@ from memory_core.importers.common import (
     openai_messages,
     split_instructions,
 )
+from memory_core.importers.jsonvalues import load_json, read_documents
+from memory_core.importers.openai_shapes import (
+    completed_response,
+    reassemble_stream,
+    responses_exchange_parts,
+    sharegpt_messages,
+)
 from memory_core.models.base import Usage
+from memory_core.openai_codec import from_openai_tools
+from memory_core.types import Message
 
 THREAD_KEYS = ("thread_id", "conversation_id")
 RESOURCE_KEYS = ("resource_id", "user_id", "user")
+# request keys that are the conversation or its packaging, not sampling parameters
+NOT_PARAMS = {"messages", "model", "tools", "functions", "input", "instructions",
+              "metadata", "user", "stream_options", "prompt"}
+EXPECTED = ("expected an OpenAI chat-completions record ({\"request\": {\"messages\": "
+            "[...]}, \"response\": {...}} or {\"messages\": [...], \"response\": {...}}), a "
+            "fine-tuning row ({\"messages\": [...]}), a ShareGPT conversation "
+            "({\"conversations\": [...]}), a Responses API record ({\"request\": {\"input\": "
+            "...}, \"response\": {\"output\": [...]}}) or batch lines ({\"custom_id\", "
+            "\"body\"})")
 
 
 def _str_field(where: str, obj: dict[str, Any], name: str) -> str | None:
@@ -45,14 +68,27 @@ def _first(where: str, sources: list[dict[str, Any]], names: tuple[str, ...]) ->
     return None
 
 
-def _usage(raw: Any) -> tuple[Usage, bool]:
+def usage_of(raw: Any) -> tuple[Usage, bool]:
     if not isinstance(raw, dict):
         return Usage(), False
     inp = raw.get("prompt_tokens", raw.get("input_tokens"))
     out = raw.get("completion_tokens", raw.get("output_tokens"))
-    if isinstance(inp, int) and isinstance(out, int):
+    if isinstance(inp, int) and isinstance(out, int) and not isinstance(inp, bool) \
+            and inp >= 0 and out >= 0:
         return Usage(input_tokens=inp, output_tokens=out), True
     return Usage(), False
+
+
+def request_params(request: dict[str, Any], where: str) -> dict[str, Any]:
+    """Every sampling/request parameter the record kept (temperature, top_p, seed,
+    max_tokens, stop, response_format, …); numbers must be finite."""
+    params = {k: v for k, v in request.items() if k not in NOT_PARAMS}
+    for k in ("temperature", "top_p", "seed", "max_tokens", "max_completion_tokens",
+              "max_output_tokens", "frequency_penalty", "presence_penalty", "n"):
+        v = params.get(k)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int | float)):
+            raise fail(where, f"request '{k}' must be a number, got {v!r}")
+    return params
 
 
 def _looks_like_batch(obj: dict[str, Any]) -> bool:
@@ -60,91 +96,220 @@ def _looks_like_batch(obj: dict[str, Any]) -> bool:
                                    and "body" in obj["response"])
 
 
-def parse_line(obj: Any, where: str, index: int) -> Exchange:
-    if not isinstance(obj, dict):
-        raise fail(where, f"expected a JSON object, got {type(obj).__name__}")
+def _record_context(obj: dict[str, Any], request: dict[str, Any], where: str
+                    ) -> tuple[str | None, str | None]:
+    metadata = obj.get("metadata") or {}
+    if not isinstance(metadata, dict):
+        raise fail(where, f"'metadata' must be an object, got {type(metadata).__name__}")
+    return (_first(where, [obj, metadata], THREAD_KEYS),
+            _first(where, [obj, metadata, request], RESOURCE_KEYS))
+
+
+def _chat_response(response: Any, where: str, notes: list[str]
+                   ) -> tuple[Message, str | None, Usage, bool, dict[str, Any]]:
+    if isinstance(response, list | str):
+        response = reassemble_stream(response, where, notes)
+    if not isinstance(response, dict):
+        raise fail(where, f"'response' must be an object, got {type(response).__name__}")
+    choices = response.get("choices")
+    if not isinstance(choices, list) or not choices:
+        raise fail(where, "response has no 'choices'")
+    if len(choices) > 1:
+        notes.append(f"{where}: {len(choices) - 1} alternative choice(s) not imported")
+    choice = choices[0]
+    if not isinstance(choice, dict) or "message" not in choice:
+        raise fail(where, "response choice 0 has no 'message'")
+    raw_reply = choice["message"]
+    if isinstance(raw_reply, dict) and "role" not in raw_reply:
+        raw_reply = {**raw_reply, "role": "assistant"}
+    reply = openai_message(raw_reply, f"{where}: response", notes)
+    if reply.role != "assistant":
+        raise fail(where, f"response message has role {reply.role!r}, expected 'assistant'")
+    finish = choice.get("finish_reason") if isinstance(choice.get("finish_reason"),
+                                                       str) else None
+    usage, known = usage_of(response.get("usage"))
+    return reply, finish, usage, known, response
+
+
+def chat_exchange(obj: dict[str, Any], where: str, index: int) -> Exchange:
+    """A chat-completions record, or a fine-tuning row whose last message is the
+    assistant's answer."""
     request = obj.get("request", obj)
     if not isinstance(request, dict):
         raise fail(where, f"'request' must be an object, got {type(request).__name__}")
-    if "messages" not in request:
-        raise fail(where, "missing 'messages' (expected {\"request\": {\"messages\": [...]}, "
-                          "\"response\": {...}} or {\"messages\": [...], \"response\": {...}})")
     notes: list[str] = []
     messages = openai_messages(request["messages"], where, notes)
     if not messages:
         raise fail(where, "'messages' is empty")
-    metadata = obj.get("metadata") or {}
-    if not isinstance(metadata, dict):
-        raise fail(where, f"'metadata' must be an object, got {type(metadata).__name__}")
-    sources = [obj, metadata, request]
-
-    response = obj.get("response")
-    error = obj.get("error")
-    reply = None
-    usage, usage_known = Usage(), False
-    finish = None
-    created = None
+    thread_key, resource = _record_context(obj, request, where)
+    response, error = obj.get("response"), obj.get("error")
+    reply: Message | None = None
+    usage, usage_known, finish, created = Usage(), False, None, None
     model = _str_field(where, request, "model")
-    if response is None:
-        if not error:
-            raise fail(where, "missing 'response' (expected {\"choices\": [{\"message\": "
-                              "...}]})")
-    else:
-        if not isinstance(response, dict):
-            raise fail(where, f"'response' must be an object, got {type(response).__name__}")
-        choices = response.get("choices")
-        if not isinstance(choices, list) or not choices:
-            raise fail(where, "response has no 'choices'")
-        if len(choices) > 1:
-            notes.append(f"{where}: {len(choices) - 1} alternative choice(s) not imported")
-        choice = choices[0]
-        if not isinstance(choice, dict) or "message" not in choice:
-            raise fail(where, "response choice 0 has no 'message'")
-        raw_reply = choice["message"]
-        if isinstance(raw_reply, dict) and "role" not in raw_reply:
-            raw_reply = {**raw_reply, "role": "assistant"}
-        reply = openai_message(raw_reply, f"{where}: response", notes)
-        if reply.role != "assistant":
-            raise fail(where, f"response message has role {reply.role!r}, expected "
-                              "'assistant'")
-        finish = choice.get("finish_reason") if isinstance(choice.get("finish_reason"),
-                                                           str) else None
-        usage, usage_known = _usage(response.get("usage"))
-        model = _str_field(where, response, "model") or model
-        if response.get("created") is not None:
-            created = from_unix(response["created"], where, "response.created")
+    if response is not None:
+        reply, finish, usage, usage_known, body = _chat_response(response, where, notes)
+        model = _str_field(where, body, "model") or model
+        if body.get("created") is not None:
+            created = from_unix(body["created"], where, "response.created")
+    elif not error:
+        if messages[-1].role != "assistant":
+            raise fail(where, "missing 'response' and the last message is not the "
+                              "assistant's (a fine-tuning row ends with the answer): "
+                              + EXPECTED)
+        reply = messages.pop()  # fine-tuning row: the last message is the answer
+        notes.append(f"{where}: no response recorded; the last message is taken as the "
+                     "answer (fine-tuning row)")
     instructions, history = split_instructions(messages)
-    temperature = request.get("temperature")
-    seed = request.get("seed")
     return Exchange(
         where=where, index=index, instructions=instructions, history=history,
-        response=reply,
-        thread_key=_first(where, [obj, metadata], THREAD_KEYS),
-        resource_id=_first(where, sources, RESOURCE_KEYS),
+        response=reply, thread_key=thread_key, resource_id=resource,
         model=model, usage=usage, usage_known=usage_known, finish_reason=finish,
-        temperature=float(temperature) if isinstance(temperature, int | float)
-        and not isinstance(temperature, bool) else None,
-        seed=seed if isinstance(seed, int) and not isinstance(seed, bool) else None,
+        params=request_params(request, where),
+        tools=from_openai_tools(request.get("tools", request.get("functions")) or [],
+                                where, notes),
         started_at=created, finished_at=created,
         error=None if reply is not None else (error if isinstance(error, str)
                                               else json.dumps(error, sort_keys=True)),
         notes=notes)
 
 
-def _join_batch(rows: list[tuple[int, Any]]) -> tuple[list[tuple[int, Any]],
+def sharegpt_exchanges(obj: dict[str, Any], where: str, index: int) -> list[Exchange]:
+    """A ShareGPT conversation: one exchange per assistant turn, each with the turns
+    before it as its request (they group into one thread by shared history)."""
+    notes: list[str] = []
+    messages = sharegpt_messages(obj["conversations"], where, notes)
+    key = _str_field(where, obj, "id")
+    tools = from_openai_tools(_tools_field(obj.get("tools"), where), where, notes)
+    out: list[Exchange] = []
+    for i, m in enumerate(messages):
+        if m.role != "assistant" or i == 0:
+            continue
+        instructions, history = split_instructions(messages[:i])
+        if not history:
+            continue
+        out.append(Exchange(where=f"{where} turn {i}", index=index + len(out),
+                            instructions=instructions, history=history, response=m,
+                            thread_key=key, tools=tools, notes=notes if not out else []))
+    if not out:
+        raise fail(where, "ShareGPT conversation has no assistant ('gpt') turn after a "
+                          "user turn")
+    return out
+
+
+def completion_exchanges(obj: dict[str, Any], where: str, index: int) -> list[Exchange]:
+    """A legacy ``/completions`` record: each prompt is a user message and the choice
+    with its index the answer (a list of prompts is a batch of calls)."""
+    request = obj.get("request", obj)
+    prompts = request["prompt"]
+    if isinstance(prompts, str):
+        prompts = [prompts]
+    if not isinstance(prompts, list) or not all(isinstance(p, str) for p in prompts):
+        raise fail(where, f"'prompt' must be a string or a list of strings, got {prompts!r}")
+    response = obj.get("response")
+    if isinstance(response, list | str):
+        response = reassemble_stream(response, where, [])
+    choices = response.get("choices") if isinstance(response, dict) else None
+    by_index = {c.get("index", i): c for i, c in enumerate(choices or [])
+                if isinstance(c, dict)}
+    rest = {k: v for k, v in request.items() if k != "prompt"}
+    out: list[Exchange] = []
+    for i, prompt in enumerate(prompts):
+        record: dict[str, Any] = {**{k: v for k, v in obj.items() if k != "request"},
+                                  "request": {**rest, "messages": [{"role": "user",
+                                                                    "content": prompt}]}}
+        choice = by_index.get(i)
+        if isinstance(response, dict) and choice is not None:
+            text = choice.get("text", (choice.get("message") or {}).get("content"))
+            record["response"] = {**response, "choices": [{
+                "message": {"role": "assistant", "content": text},
+                "finish_reason": choice.get("finish_reason")}]}
+        elif "error" not in obj:
+            record.pop("response", None)
+            record["error"] = f"no completion recorded for prompt {i}"
+        label = where if len(prompts) == 1 else f"{where} prompt {i}"
+        out.append(chat_exchange(record, label, index + i))
+    return out
+
+
+def _tools_field(raw: Any, where: str) -> Any:
+    # ShareGPT-style datasets often store tools as a JSON string
+    return load_json(raw, where, "tools") if isinstance(raw, str) else raw
+
+
+def responses_exchange(obj: dict[str, Any], where: str, index: int) -> Exchange:
+    notes: list[str] = []
+    request = obj.get("request", obj)
+    if not isinstance(request, dict):
+        raise fail(where, f"'request' must be an object, got {type(request).__name__}")
+    response = completed_response(obj.get("response"), where, notes)
+    instructions, history, reply, tools = responses_exchange_parts(request, response, where,
+                                                                   notes)
+    thread_key, resource = _record_context(obj, request, where)
+    usage, known = usage_of(response.get("usage") if isinstance(response, dict) else None)
+    created = response.get("created_at") if isinstance(response, dict) else None
+    at = from_unix(created, where, "response.created_at") if created is not None else None
+    model = _str_field(where, response, "model") if isinstance(response, dict) else None
+    error = obj.get("error") or (response.get("error") if isinstance(response, dict) else None)
+    return Exchange(
+        where=where, index=index, instructions=instructions, history=history, response=reply,
+        thread_key=thread_key, resource_id=resource,
+        model=model or _str_field(where, request, "model"), usage=usage, usage_known=known,
+        finish_reason=response.get("status") if isinstance(response, dict) else None,
+        params=request_params(request, where), tools=tools, started_at=at, finished_at=at,
+        error=None if reply is not None else json.dumps(error or "no output recorded",
+                                                        sort_keys=True),
+        notes=notes)
+
+
+def record_kind(obj: Any) -> str:
+    """Which OpenAI record shape ``obj`` is (for dispatch and for error messages)."""
+    if not isinstance(obj, dict):
+        return "not-an-object"
+    request = obj.get("request", obj)
+    if isinstance(obj.get("conversations"), list):
+        return "sharegpt"
+    if isinstance(request, dict) and "messages" in request:
+        return "chat"
+    if isinstance(request, dict) and "prompt" in request and "input" not in request:
+        return "completion"
+    response = obj.get("response")
+    if (isinstance(request, dict) and "input" in request) or (
+            isinstance(response, dict) and (response.get("object") == "response"
+                                            or isinstance(response.get("output"), list))):
+        return "responses"
+    return "unknown"
+
+
+def parse_record(obj: Any, where: str, index: int) -> list[Exchange]:
+    kind = record_kind(obj)
+    if kind == "chat":
+        return [chat_exchange(obj, where, index)]
+    if kind == "completion":
+        return completion_exchanges(obj, where, index)
+    if kind == "sharegpt":
+        return sharegpt_exchanges(obj, where, index)
+    if kind == "responses":
+        return [responses_exchange(obj, where, index)]
+    if kind == "not-an-object":
+        raise fail(where, f"expected a JSON object, got {type(obj).__name__}")
+    keys = ", ".join(sorted(obj)[:8]) or "none"
+    raise fail(where, f"missing 'messages': a JSON object with keys {keys} is not a record "
+                      f"this importer reads; {EXPECTED}")
+
+
+def _join_batch(rows: list[tuple[str, Any]]) -> tuple[list[tuple[str, Any]],
                                                        list[SkippedRecord]]:
     """OpenAI Batch files: an input line (``custom_id``, ``body``) and its output line
     (``custom_id``, ``response.body``) become one request/response record, so a file
     made by concatenating a batch's input and output files imports directly."""
-    outputs: dict[str, tuple[int, dict[str, Any]]] = {}
+    outputs: dict[str, tuple[str, dict[str, Any]]] = {}
     for n, obj in rows:
         if isinstance(obj, dict) and _looks_like_batch(obj) and "body" not in obj:
             cid = str(obj["custom_id"])
             if cid in outputs:
-                raise fail(f"line {n}", f"batch output for custom_id {cid!r} repeats "
-                                        f"line {outputs[cid][0]}")
+                raise fail(n, f"batch output for custom_id {cid!r} repeats {outputs[cid][0]}")
             outputs[cid] = (n, obj)
-    joined: list[tuple[int, Any]] = []
+    joined: list[tuple[str, Any]] = []
     skipped: list[SkippedRecord] = []
     used: set[str] = set()
     for n, obj in rows:
@@ -156,15 +321,14 @@ def _join_batch(rows: list[tuple[int, Any]]) -> tuple[list[tuple[int, Any]],
         cid = str(obj["custom_id"])
         body = obj["body"]
         if not isinstance(body, dict):
-            raise fail(f"line {n}", f"batch 'body' must be an object, got {body!r}")
+            raise fail(n, f"batch 'body' must be an object, got {body!r}")
         if cid not in outputs:
-            skipped.append(SkippedRecord(where=f"line {n}", reason=f"batch request "
-                                         f"{cid!r} has no output line in this file"))
+            skipped.append(SkippedRecord(where=n, reason=f"batch request {cid!r} has no "
+                                                         "output line in this file"))
             continue
         used.add(cid)
         response = outputs[cid][1].get("response") or {}
-        record: dict[str, Any] = {"request": body,
-                                  "metadata": body.get("metadata") or {}}
+        record: dict[str, Any] = {"request": body, "metadata": body.get("metadata") or {}}
         if response.get("status_code", 200) == 200 and isinstance(response.get("body"), dict):
             record["response"] = response["body"]
         else:
@@ -173,22 +337,32 @@ def _join_batch(rows: list[tuple[int, Any]]) -> tuple[list[tuple[int, Any]],
         joined.append((n, record))
     for cid, (n, _) in outputs.items():
         if cid not in used:
-            raise fail(f"line {n}", f"batch output for custom_id {cid!r} has no input line "
-                                    "in this file (concatenate the batch input file first)")
+            raise fail(n, f"batch output for custom_id {cid!r} has no input line in this "
+                          "file (concatenate the batch input file first)")
     return joined, skipped
 
 
-def parse_openai_jsonl(text: str) -> ParsedFile:
-    rows: list[tuple[int, Any]] = []
-    for n, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            rows.append((n, json.loads(line)))
-        except ValueError as e:
-            raise fail(f"line {n}", f"invalid JSON: {e}") from None
-    rows, skipped = _join_batch(rows)
-    exchanges = [parse_line(obj, f"line {n}", i) for i, (n, obj) in enumerate(rows)]
+def _exchanges(rows: list[tuple[str, Any]]) -> Iterator[Exchange]:
+    index = 0
+    for where, obj in rows:
+        for ex in parse_record(obj, where, index):
+            index += 1
+            yield ex
+
+
+def parse_openai(text: str) -> ParsedFile:
+    if looks_like_cassette(text):
+        rows, skipped = cassette_records(text)
+        if not rows:
+            raise fail("file", "the cassette holds no chat-completions or Responses API "
+                               f"interaction ({len(skipped)} other interaction(s))")
+    else:
+        rows, skipped = _join_batch(read_documents(text))
+    exchanges = list(_exchanges(rows))
     if not exchanges:
-        raise fail("file", "no records (expected one JSON object per line)")
+        raise fail("file", "no records (expected one JSON object per line, a JSON array of "
+                           "them, or one JSON object)")
     return ParsedFile(exchanges, skipped)
+
+
+parse_openai_jsonl = parse_openai

@@ -7,18 +7,57 @@ messages are a prefix of its conversation, else starts a new thread."""
 
 from __future__ import annotations
 
+import hashlib
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from memory_core.importers.common import Exchange, undated
-from memory_core.types import Message, canonical_json
+from memory_core.types import Message, TextPart, ToolCallPart, ToolResultPart, canonical_json
+
+_DERIVED_ID = re.compile(r"^call-[0-9a-f]{12}$")
+
+
+def _loose(p: TextPart | ToolCallPart | ToolResultPart) -> dict[str, Any]:
+    data = p.model_dump(mode="json")
+    data.pop("id", None)  # call ids are compared separately (see ``adopt_ids``)
+    data.pop("call_id", None)
+    return data
 
 
 def message_key(m: Message) -> str:
-    """Identity of a message for matching repeated history: role and parts (a string
-    and a single text part are the same message); metadata does not count."""
-    return canonical_json([m.role, [p.model_dump(mode="json") for p in m.parts]])
+    """Identity of a message for matching repeated history: role and parts without
+    tool-call ids (a string and a single text part are the same message); metadata
+    does not count."""
+    return canonical_json([m.role, [_loose(p) for p in m.parts]])
+
+
+def _ids(m: Message) -> list[str]:
+    return [p.id if isinstance(p, ToolCallPart) else p.call_id
+            for p in m.parts if isinstance(p, ToolCallPart | ToolResultPart)]
+
+
+def ids_compatible(stored: Message, seen: Message) -> bool:
+    """The same message as far as ids go: equal ids, or ids we derived (the recording
+    had none) that a later request spells out."""
+    return all(a == b or _DERIVED_ID.match(a) for a, b in zip(_ids(stored), _ids(seen),
+                                                                strict=False))
+
+
+def adopt_ids(stored: Message, seen: Message) -> None:
+    """Give ``stored`` the ids the client used for calls we had to name ourselves, and
+    the ``name`` the client gave a response it sends back as history."""
+    if "name" in seen.metadata and "name" not in stored.metadata:
+        stored.metadata["name"] = seen.metadata["name"]
+    mapping = {a: b for a, b in zip(_ids(stored), _ids(seen), strict=False) if a != b}
+    if not mapping or isinstance(stored.content, str):
+        return
+    stored.content = [p.model_copy(update={"id": mapping.get(p.id, p.id)})
+                      if isinstance(p, ToolCallPart) else
+                      p.model_copy(update={"call_id": mapping.get(p.call_id, p.call_id)})
+                      if isinstance(p, ToolResultPart) else p for p in stored.content]
 
 
 @dataclass
@@ -31,6 +70,9 @@ class ThreadPlan:
     keys: list[str] = field(default_factory=list)
     created_at: list[datetime] = field(default_factory=list)
     first_run: list[int | None] = field(default_factory=list)  # exchange index or None
+    # per stored seq, computed once for all the runs whose history repeats it
+    token_counts: dict[int, int] = field(default_factory=dict)
+    previews: dict[int, str] = field(default_factory=dict)
 
     def add(self, m: Message, key: str, at: datetime, run: int | None) -> int:
         self.messages.append(m)
@@ -73,11 +115,59 @@ def _find_run(stored: list[str], conv: list[str]) -> int | None:
     return None
 
 
+def _chain(keys: Sequence[str]) -> list[str]:
+    """Digests of every prefix of ``keys`` (entry n-1 identifies keys[:n])."""
+    out: list[str] = []
+    h = hashlib.sha1()
+    for k in keys:
+        h.update(k.encode("utf-8", "surrogatepass"))
+        h.update(b"\x00")
+        out.append(h.copy().hexdigest())
+    return out
+
+
+@dataclass
+class _PrefixIndex:
+    """Threads without a key, found by their content: the thread whose messages are a
+    prefix of a request's conversation (longest wins), or — for a retry — a thread the
+    request is a prefix of. Lookups cost one hash per message, not a scan of threads."""
+
+    threads: list[ThreadPlan] = field(default_factory=list)
+    full: dict[tuple[str, str | None, str], ThreadPlan] = field(default_factory=dict)
+    prefix: dict[tuple[str, str | None, str], ThreadPlan] = field(default_factory=dict)
+    chains: dict[str, list[str]] = field(default_factory=dict)
+
+    def register(self, tp: ThreadPlan) -> None:
+        chain = _chain(tp.keys)
+        old = self.chains.get(tp.thread_id)
+        if old:
+            self.full.pop((tp.instructions_key, tp.resource_id, old[-1]), None)
+        self.chains[tp.thread_id] = chain
+        if chain:
+            self.full.setdefault((tp.instructions_key, tp.resource_id, chain[-1]), tp)
+        for d in chain[len(old or []):]:
+            self.prefix.setdefault((tp.instructions_key, tp.resource_id, d), tp)
+
+    def find(self, ikey: str, resource: str | None, keys: list[str],
+             conv: list[Message]) -> tuple[ThreadPlan | None, int]:
+        chain = _chain(keys)
+        for n in range(len(chain), 0, -1):
+            tp = self.full.get((ikey, resource, chain[n - 1]))
+            if tp is not None and all(ids_compatible(tp.messages[i], conv[i])
+                                      for i in range(n)):
+                return tp, n
+        tp = self.prefix.get((ikey, resource, chain[-1])) if chain else None
+        if tp is not None and all(ids_compatible(tp.messages[i], conv[i])
+                                  for i in range(len(conv))):
+            return tp, len(keys)  # the same request recorded again: store nothing new
+        return None, -1
+
+
 def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
                  resource_override: str | None) -> tuple[list[ThreadPlan], list[RunPlan]]:
     threads: list[ThreadPlan] = []
     by_key: dict[str, ThreadPlan] = {}
-    implicit: list[ThreadPlan] = []
+    index = _PrefixIndex()
     runs: list[RunPlan] = []
     for ex in exchanges:
         conv = ex.history + ([ex.response] if ex.response is not None else [])
@@ -110,29 +200,19 @@ def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
                 seqs += [tp.add(conv[i], keys[i], at[i], ex.index if owned[i] else None)
                          for i in range(k, len(conv))]
         else:
-            tp = None
-            best = -1
-            for cand in implicit:
-                if cand.instructions_key != ikey or cand.resource_id != resource:
-                    continue
-                n = len(cand.keys)
-                if n <= len(keys) and cand.keys == keys[:n] and n > best:
-                    tp, best = cand, n
+            tp, best = index.find(ikey, resource, keys, conv)
             if tp is None:
-                # the same request recorded again (a retry): reuse, store nothing new
-                for cand in implicit:
-                    if (cand.instructions_key == ikey and cand.resource_id == resource
-                            and cand.keys[:len(keys)] == keys):
-                        tp, best = cand, len(keys)
-                        break
-            if tp is None:
-                tp = ThreadPlan(f"{implicit_prefix}{len(implicit)}", None, resource, ikey)
-                implicit.append(tp)
+                tp = ThreadPlan(f"{implicit_prefix}{len(index.threads)}", None, resource, ikey)
+                index.threads.append(tp)
                 threads.append(tp)
                 best = 0
             seqs = list(range(min(best, len(keys))))
             seqs += [tp.add(conv[i], keys[i], at[i], ex.index if owned[i] else None)
                      for i in range(len(seqs), len(conv))]
+            index.register(tp)
+        for i, seq in enumerate(seqs):
+            if tp.messages[seq] is not conv[i]:
+                adopt_ids(tp.messages[seq], conv[i])
         h = len(ex.history)
         runs.append(RunPlan(ex, tp, seqs[:h], seqs[h] if ex.response is not None else None,
                             inp))

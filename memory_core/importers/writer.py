@@ -7,10 +7,11 @@ what this import wrote, so nothing from the file remains."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 import numpy as np
+from pydantic import BaseModel
 
 from memory_core.embedders import Embedder, embedder_name
 from memory_core.errors import InvalidInputError
@@ -21,9 +22,12 @@ from memory_core.journal import (
     InputRecord,
     JournalWriter,
     OutputRecord,
+    PersistRecord,
+    RunKeys,
     StepRecord,
+    ToolSpecRecord,
 )
-from memory_core.journal.seal import seal_run
+from memory_core.journal.seal import seal_of
 from memory_core.memory import thread_title, token_text
 from memory_core.models.base import ModelIdentity, ModelResponse
 from memory_core.prompt import FrozenPrompt, PromptItem
@@ -40,10 +44,45 @@ from memory_core.tokens import estimate_tokens
 from memory_core.types import AppendRow, Message, RunRecord
 
 EMBED_BATCH = 64
+# writes grouped per transaction (Storage.write_batch): a killed import loses at most
+# one batch, which importing the file again completes
+WRITE_BATCH_THREADS = 200
+WRITE_BATCH_RUNS = 500
 # What a recorded request cannot tell: the recording system's memory decisions.
 UNKNOWN_FIELDS = ["recalled", "near_misses", "dropped", "settings", "settings.recall_enabled",
                   "settings.recall", "query", "recall_skipped",
                   "working_memory", "observations", "scope_snapshot"]
+
+
+def _num(params: dict[str, Any], *names: str) -> Any:
+    for name in names:
+        v = params.get(name)
+        if isinstance(v, int | float) and not isinstance(v, bool):
+            return v
+    return None
+
+
+def model_identity(ex: Exchange) -> ModelIdentity:
+    """The recorded model and its sampling parameters (``None`` where the request left
+    them to the server)."""
+    p = ex.params
+    seed, max_tokens = _num(p, "seed"), _num(p, "max_tokens", "max_completion_tokens",
+                                             "max_output_tokens")
+    temperature, top_p = _num(p, "temperature"), _num(p, "top_p")
+    return ModelIdentity(kind="imported", name=ex.model or "imported",
+                         temperature=None if temperature is None else float(temperature),
+                         top_p=None if top_p is None else float(top_p),
+                         seed=None if seed is None else int(seed),
+                         max_tokens=None if max_tokens is None else int(max_tokens))
+
+
+def unknown_fields(ex: Exchange) -> list[str]:
+    """What this recording lacks: the memory decisions always, and the offered tools,
+    usage or model when the record does not say."""
+    extra = [name for name, missing in (("tools", ex.tools is None),
+                                        ("usage", not ex.usage_known and ex.response),
+                                        ("model", ex.model is None)) if missing]
+    return UNKNOWN_FIELDS + extra
 
 
 def _tokens(msgs: Sequence[Message]) -> int:
@@ -55,90 +94,91 @@ def _plain(m: Message) -> Message:
     return Message(role=m.role, content=m.content, metadata=m.metadata)
 
 
-@dataclass(frozen=True)
-class ImportedRun:
-    """One recorded request as a run: its runs-table row and its journal records, in
-    the order the runner writes them."""
-
-    run: RunRecord
-    import_record: ImportRecord
-    input: InputRecord
-    prompt: FrozenPrompt
-    memctx: Memctx
-    persist_input: list[int]
-    step: StepRecord | None = None
-    persist_output: list[int] | None = None
-    output: OutputRecord | None = None
-
-    def write(self, storage: Storage) -> None:
-        storage.runs.start_run(self.run)
-        w = JournalWriter(storage.runs, self.run.run_id)
-        w.import_record(self.import_record)
-        w.input(self.input)
-        w.prompt(self.prompt)
-        w.memctx(self.memctx)
-        w.persist_input(self.persist_input)
-        if self.step is not None:
-            w.step(0, self.step)
-        if self.persist_output is not None:
-            w.persist_output(self.persist_output)
-        if self.output is not None:
-            w.output(self.output)
-        seal_run(storage, self.run.run_id)
-
-
 def run_records(run_id: str, plan: RunPlan, *, embedder: str | None,
-                import_info: dict[str, Any]) -> ImportedRun:
-    """The run and its journal records, reconstructed from what the recording holds."""
+                import_info: dict[str, Any]) -> tuple[RunRecord, list[tuple[str, Any]]]:
+    """The run and its journal entries, in the order the runner would write them."""
     ex: Exchange = plan.exchange
     tid = plan.thread.thread_id
     resource = plan.thread.resource_id
     recent_idx = range(plan.input_from)
-    input_msgs = [_plain(m) for m in ex.history[plan.input_from:]]
+    input_msgs = ex.history[plan.input_from:]
     items: list[PromptItem] = [PromptItem(lane="instructions", message=_plain(m))
                                for m in ex.instructions]
     refs: list[MessageRef] = []
+    tp = plan.thread
+    recent_tokens = 0
     for i in recent_idx:
         m, seq = ex.history[i], plan.history_seqs[i]
         items.append(PromptItem(lane="recent", message=_plain(m), thread_id=tid, seq=seq))
-        refs.append(MessageRef(thread_id=tid, seq=seq, role=m.role, preview=preview(m)))
-    items += [PromptItem(lane="input", message=m) for m in input_msgs]
-    recent_msgs = [ex.history[i] for i in recent_idx]
+        if seq not in tp.previews:  # the same stored message: the same preview and count
+            tp.previews[seq] = preview(m)
+            tp.token_counts[seq] = _tokens([m])
+        refs.append(MessageRef(thread_id=tid, seq=seq, role=m.role, preview=tp.previews[seq]))
+        recent_tokens += tp.token_counts[seq]
+    items += [PromptItem(lane="input", message=_plain(m)) for m in input_msgs]
     memctx = Memctx(
         thread_id=tid, resource_id=resource,
         recent_count=len(refs), recent=refs[-PROVENANCE_RECENT_CAP:],
-        tokens=LaneTokens(instructions=_tokens(ex.instructions), recent=_tokens(recent_msgs),
+        tokens=LaneTokens(instructions=_tokens(ex.instructions), recent=recent_tokens,
                           input=_tokens(input_msgs)),
         settings=CompositionSettings(recent_n=len(refs), recall_enabled=False,
                                      embedder=embedder),
         incoming_count=len(input_msgs),
-        source="imported", unknown_fields=list(UNKNOWN_FIELDS))
+        source="imported", unknown_fields=unknown_fields(ex))
+    keys = RunKeys(run_id)
     started = ex.started_at or undated(ex.index)
     run = RunRecord(run_id=run_id, agent=ex.model or "imported", thread_id=tid,
                     resource_id=resource, status="failed" if ex.error else "completed",
                     started_at=started, finished_at=ex.finished_at or started, error=ex.error)
     known = {k: v for k, v in import_info.items() if k in ("format", "file", "sha1")}
-    rec = ImportedRun(
-        run=run,
-        import_record=ImportRecord(**known, where=ex.where, notes=list(ex.notes),
-                                   extra={k: v for k, v in import_info.items()
-                                          if k not in known}),
-        input=InputRecord(messages=input_msgs, incoming=input_msgs, sealed=True),
-        prompt=FrozenPrompt(items=items), memctx=memctx,
-        persist_input=plan.history_seqs[plan.input_from:])
-    if ex.response is None:
-        return rec
-    resp = ex.response
-    step = StepRecord(
-        response=ModelResponse(text=resp.text(), tool_calls=resp.tool_calls(), usage=ex.usage,
-                               model=ex.model, finish_reason=ex.finish_reason),
-        model=ModelIdentity(kind="imported", name=ex.model or "unknown",
-                            temperature=ex.temperature, seed=ex.seed),
-        usage_known=ex.usage_known)
-    output = OutputRecord(text=resp.text() or "", steps=1, tool_calls=len(resp.tool_calls()),
-                          stop_reason="tool_call" if resp.tool_calls() else "final")
-    seqs = [plan.response_seq] if plan.response_seq is not None else []
-    return replace(rec, step=step, persist_output=seqs, output=output)
+    records: list[tuple[str, BaseModel]] = [
+        (keys.import_, ImportRecord(**known, where=ex.where, notes=list(ex.notes),
+                                    request_params=dict(ex.params or {}),
+                                    extra={k: v for k, v in import_info.items()
+                                           if k not in known})),
+        (keys.input, InputRecord(messages=[_plain(m) for m in input_msgs],
+                                 incoming=[_plain(m) for m in input_msgs], sealed=True)),
+        (keys.prompt, FrozenPrompt(items=items)),
+        (keys.memctx, memctx),
+        (keys.persist_input, PersistRecord(seqs=plan.history_seqs[plan.input_from:])),
+    ]
+    seqs = list(plan.history_seqs[plan.input_from:])
+    if ex.response is not None:
+        resp = ex.response
+        out_seqs = [plan.response_seq] if plan.response_seq is not None else []
+        seqs += out_seqs
+        records += [
+            (keys.step(0), StepRecord(
+                response=ModelResponse(text=resp.text(), tool_calls=resp.tool_calls(),
+                                       usage=ex.usage, model=ex.model,
+                                       finish_reason=ex.finish_reason),
+                model=model_identity(ex), tools=_tool_specs(ex.tools),
+                usage_known=ex.usage_known)),
+            (keys.persist_output, PersistRecord(seqs=out_seqs)),
+            (keys.output, OutputRecord(
+                text=resp.text() or "", steps=1, tool_calls=len(resp.tool_calls()),
+                stop_reason="tool_call" if resp.tool_calls() else "final")),
+        ]
+    entries: list[tuple[str, Any]] = [(k, r.model_dump(mode="json")) for k, r in records]
+    stored = [(seq, _plain(tp.messages[seq])) for seq in seqs if 0 <= seq < len(tp.messages)]
+    # sealed last: a run whose seal is written is whole (and resuming checks for it)
+    entries.append((keys.seal, seal_of(run, entries, stored).model_dump(mode="json")))
+    return run, entries
+
+
+def _tool_specs(tools: Sequence[Any] | None) -> list[ToolSpecRecord]:
+    out = []
+    for t in tools or []:
+        if isinstance(t, dict) and isinstance(t.get("name"), str):
+            params = t.get("parameters")
+            out.append(ToolSpecRecord(name=t["name"], description=str(t.get("description") or ""),
+                                      parameters=params if isinstance(params, dict) else {}))
+    return out
+
+
+def last_record_key(run_id: str, plan: RunPlan) -> str:
+    """The journal key ``run_records`` writes last for this run (its seal)."""
+    return RunKeys(run_id).seal
 
 
 def embed_threads(threads: Sequence[ThreadPlan], embed: Embedder | None,
@@ -166,34 +206,54 @@ def embed_threads(threads: Sequence[ThreadPlan], embed: Embedder | None,
 
 
 def write_all(storage: Storage, threads: Sequence[ThreadPlan],
-              runs: Sequence[ImportedRun],
+              runs: Sequence[tuple[RunRecord, list[tuple[str, Any]]]],
               vectors: dict[tuple[str, int], np.ndarray], run_ids: Sequence[str],
-              import_meta: dict[str, Any], report: ImportReport) -> None:
+              import_meta: dict[str, Any], report: ImportReport,
+              existing: AbstractSet[str] = frozenset()) -> None:
+    """Write the planned threads and runs in batches; ``existing`` names the file's
+    threads an earlier, killed import of it already created."""
     created_threads: list[str] = []
     started_runs: list[str] = []
     try:
-        for t in threads:
-            storage.memory.create_thread(
-                t.thread_id, resource_id=t.resource_id, title=thread_title(t.messages),
-                metadata={"import": {**import_meta, "key": t.key}})
-            created_threads.append(t.thread_id)
-            rows = [AppendRow(message=_plain(m), seq=seq, created_at=t.created_at[seq],
-                              run_id=None if t.first_run[seq] is None
-                              else run_ids[t.first_run[seq]],  # type: ignore[index]
-                              embedding=vectors.get((t.thread_id, seq)))
-                    for seq, m in enumerate(t.messages)]
-            if rows:
-                storage.memory.append_messages(t.thread_id, rows)
-            report.messages_stored += len(rows)
-            report.embeddings_stored += sum(1 for r in rows if r.embedding is not None)
-        for imported in runs:
-            started_runs.append(imported.run.run_id)  # ids are ours: safe to erase
-            imported.write(storage)
+        for lo in range(0, len(threads), WRITE_BATCH_THREADS):
+            with storage.write_batch():  # one commit per batch where the engine can
+                for t in threads[lo:lo + WRITE_BATCH_THREADS]:
+                    if _write_thread(storage, t, vectors, run_ids, import_meta, report,
+                                     existing):
+                        created_threads.append(t.thread_id)
+        for lo in range(0, len(runs), WRITE_BATCH_RUNS):
+            chunk = runs[lo:lo + WRITE_BATCH_RUNS]
+            with storage.write_batch():
+                # ids are ours: safe to erase if this fails
+                started_runs += storage.runs.start_runs([run for run, _ in chunk])
+                storage.runs.put_many_if_absent([e for _, entries in chunk for e in entries])
     except BaseException:
         _compensate(storage, created_threads, started_runs)
         raise
-    report.threads_created = created_threads
-    report.runs_created = started_runs
+    report.threads_created = [t.thread_id for t in threads]
+    report.runs_created = [run.run_id for run, _ in runs]
+
+
+def _write_thread(storage: Storage, t: ThreadPlan, vectors: dict[tuple[str, int], np.ndarray],
+                  run_ids: Sequence[str], import_meta: dict[str, Any],
+                  report: ImportReport, existing: AbstractSet[str]) -> bool:
+    """Create the thread unless an earlier (killed) attempt did, and append its rows at
+    their planned seqs (rows already stored are skipped); True when created here."""
+    created = t.thread_id not in existing
+    if created:
+        storage.memory.create_thread(
+            t.thread_id, resource_id=t.resource_id, title=thread_title(t.messages),
+            metadata={"import": {**import_meta, "key": t.key}})
+    rows = [AppendRow(message=_plain(m), seq=seq, created_at=t.created_at[seq],
+                      run_id=None if t.first_run[seq] is None
+                      else run_ids[t.first_run[seq]],  # type: ignore[index]
+                      embedding=vectors.get((t.thread_id, seq)))
+            for seq, m in enumerate(t.messages)]
+    if rows:
+        storage.memory.append_messages(t.thread_id, rows)
+    report.messages_stored += len(rows)
+    report.embeddings_stored += sum(1 for r in rows if r.embedding is not None)
+    return created
 
 
 def _compensate(storage: Storage, threads: Sequence[str], runs: Sequence[str]) -> None:
@@ -201,7 +261,7 @@ def _compensate(storage: Storage, threads: Sequence[str], runs: Sequence[str]) -
     store that just failed may fail again."""
     for rid in runs:
         try:
-            JournalWriter(storage.runs, rid).erase()
+            JournalWriter(storage.runs, rid).erase()  # every record of the run
         except Exception:  # noqa: BLE001 - keep erasing the rest
             pass
         try:

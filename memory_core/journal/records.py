@@ -117,6 +117,7 @@ class ImportRecord(_Record):
     sha1: str | None = None  # of the imported file's bytes
     where: str | None = None  # line or span of the source
     notes: list[str] = Field(default_factory=list)
+    request_params: dict[str, Any] = Field(default_factory=dict)  # temperature, tools…
     extra: dict[str, Any] = Field(default_factory=dict)
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -25,7 +25,7 @@ from memory_core.errors import MemoryCoreError, ReplayMismatch
 from memory_core.journal.keys import RunKeys
 from memory_core.journal.records import validated
 from memory_core.storage.base import Storage
-from memory_core.types import RunRecord, canonical_json
+from memory_core.types import Message, RunRecord, canonical_json
 
 SEAL_VERSION = 1
 
@@ -115,13 +115,29 @@ def compute_seal(storage: Storage, run_id: str,
                  redactions: list[Redaction] | None = None) -> SealRecord:
     keys = RunKeys(run_id)
     run = storage.runs.get_run(run_id)
-    entries = _sealed_entries(storage, keys)
-    messages = _sealed_messages(storage, run, keys)
-    row = _run_row(run)
+    return _seal(_sealed_entries(storage, keys), _sealed_messages(storage, run, keys),
+                 _run_row(run), redactions)
+
+
+def _seal(entries: list[tuple[str, str]], messages: list[tuple[str, int, str]], row: str,
+          redactions: list[Redaction] | None = None) -> SealRecord:
     chain = _chain([f"{k}={d}" for k, d in entries]
                    + [f"{t}#{s}={d}" for t, s, d in messages] + [f"run={row}"])
     return SealRecord(entries=entries, messages=messages, run=row, chain=chain,
                       redactions=list(redactions or []))
+
+
+def seal_of(run: RunRecord, entries: list[tuple[str, Any]],
+            messages: list[tuple[int, Message]]) -> SealRecord:
+    """The seal of a run about to be written whole (an import): computed from the
+    records and messages themselves, so no read-back is needed. Must equal what
+    ``compute_seal`` finds once they are stored."""
+    keys = RunKeys(run.run_id)
+    digests = sorted((k, _sha(canonical_json(v))) for k, v in entries
+                     if not k.startswith((keys.cf_prefix, keys.lease_prefix)) and k != keys.seal)
+    msgs = ([(run.thread_id, seq, _sha(m.canonical_json())) for seq, m in sorted(
+        dict(messages).items())] if run.thread_id is not None else [])
+    return _seal(digests, msgs, _run_row(run))
 
 
 def seal_run(storage: Storage, run_id: str) -> SealRecord:
@@ -220,4 +236,4 @@ def require_intact(storage: Storage, run_id: str) -> VerifyReport:
 
 
 __all__ = ["Redaction", "SealRecord", "VerifyReport", "compute_seal", "read_seal",
-           "require_intact", "reseal_run", "seal_run", "verify_run"]
+           "require_intact", "reseal_run", "seal_of", "seal_run", "verify_run"]

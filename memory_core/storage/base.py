@@ -228,6 +228,15 @@ class RunJournal:
         """Whether the key was written (a stored JSON null counts, unlike get's None)."""
         return any(k == key for k, _ in self.list(key))
 
+    def put_many_if_absent(self, items: Sequence[tuple[str, Any]]) -> int:
+        """``put_if_absent`` of each (key, value) in order — adapters may do it in one
+        statement; returns how many were written."""
+        return sum(1 for key, value in items if self.put_if_absent(key, value))
+
+    def start_runs(self, runs: Sequence[RunRecord]) -> builtins.list[str]:
+        """``start_run`` of each run; returns the ids this call inserted."""
+        return [r.run_id for r in runs if self.start_run(r)]
+
     # -- runs ------------------------------------------------------------------------
     def start_run(self, run: RunRecord) -> bool:
         """Insert the run unless it exists (a resumed run keeps its first record);
@@ -266,6 +275,11 @@ class Storage:
 
     def close(self) -> None:  # pragma: no cover - adapters override when needed
         pass
+
+    def write_batch(self) -> AbstractContextManager[None]:
+        """Group the writes made in the block into one transaction where the engine can
+        (an import's batches); by default each write commits on its own."""
+        return nullcontext()
 
     def session(self) -> AbstractContextManager[None]:
         """Scope for a batch of operations: adapters that pay per operation to reach

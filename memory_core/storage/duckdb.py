@@ -133,6 +133,17 @@ def _bulk_insert(conn: Conn, table: str, columns: str, placeholders: str,
         conn.unregister(_BATCH_VIEW)
 
 
+def _stored_keys(conn: Conn, table: str, column: str, keys: list[str]) -> set[str]:
+    """Which of ``keys`` the table already holds (one join against an Arrow batch)."""
+    conn.register(_BATCH_VIEW, pa.table({"k": pa.array(keys, pa.string())}))
+    try:
+        return {r[0] for r in conn.execute(
+            f"SELECT t.{column} FROM {table} t JOIN {_BATCH_VIEW} b ON t.{column} = b.k"
+        ).fetchall()}
+    finally:
+        conn.unregister(_BATCH_VIEW)
+
+
 def _is_lock_conflict(e: duckdb.Error) -> bool:
     text = str(e)
     return "Could not set lock" in text or "Conflicting lock" in text
@@ -883,6 +894,34 @@ class DuckDBRunJournal(RunJournal):
 
         return self._db.run(f"journal put_if_absent '{key}'", go, write=True)
 
+    def put_many_if_absent(self, items: Sequence[tuple[str, Any]]) -> int:
+        """One anti-join insert: keys already stored (or repeated in ``items``) keep
+        their first value; ordinals follow the order of ``items``."""
+        fresh: dict[str, str] = {}
+        for key, value in items:
+            if not isinstance(key, str) or not key:
+                raise InvalidInputError(f"journal key must be a non-empty string, got {key!r}")
+            if key not in fresh:
+                fresh[key] = encode_json(key, value)
+        if not fresh:
+            return 0
+
+        def go(conn: Conn) -> int:
+            have = _stored_keys(conn, "journal", "key", list(fresh))
+            rows = [[k, v] for k, v in fresh.items() if k not in have]
+            if not rows:
+                return 0
+            top = _one(conn.execute("SELECT coalesce(max(ordinal), 0) FROM journal"))
+            base = int(top[0]) if top else 0
+            cols = {"key": pa.array([r[0] for r in rows], pa.string()),
+                    "value": pa.array([r[1] for r in rows], pa.string()),
+                    "ordinal": pa.array(range(base + 1, base + 1 + len(rows)), pa.int64())}
+            _bulk_insert(conn, "journal", "key, value, ordinal", "?, ?, ?", cols,
+                         [[k, v, base + 1 + i] for i, (k, v) in enumerate(rows)])
+            return len(rows)
+
+        return self._db.run(f"journal put_many_if_absent ({len(fresh)} keys)", go, write=True)
+
     def get(self, key: str) -> Any | None:
         def go(conn: Conn) -> Any | None:
             row = _one(conn.execute("SELECT value FROM journal WHERE key = ?", [key]))
@@ -905,6 +944,31 @@ class DuckDBRunJournal(RunJournal):
             return int(row[0]) if row else 0
 
         return self._db.run(f"journal delete '{prefix}'", go, write=True)
+
+    def start_runs(self, runs: Sequence[RunRecord]) -> builtins.list[str]:
+        """One anti-join insert of the runs not stored yet (the first of repeated ids)."""
+        fresh = {r.run_id: r for r in reversed(runs)}
+        if not fresh:
+            return []
+
+        def go(conn: Conn) -> builtins.list[str]:
+            have = _stored_keys(conn, "runs", "run_id", list(fresh))
+            new = [r for r in runs if r.run_id not in have and fresh.get(r.run_id) is r]
+            rows = [[r.run_id, r.agent, r.thread_id, r.resource_id, r.status,
+                     ts_micros(r.started_at),
+                     None if r.finished_at is None else ts_micros(r.finished_at), r.error]
+                    for r in new]
+            if rows:
+                names = _RUN_COLS.split(", ")
+                types = [pa.int64() if n in ("started_at", "finished_at") else pa.string()
+                         for n in names]
+                cols = {n: pa.array([row[i] for row in rows], t)
+                        for i, (n, t) in enumerate(zip(names, types, strict=True))}
+                _bulk_insert(conn, "runs", _RUN_COLS, ", ".join("?" for _ in names), cols,
+                             rows)
+            return [r.run_id for r in new]
+
+        return self._db.run(f"start_runs ({len(fresh)} runs)", go, write=True)
 
     def start_run(self, run: RunRecord) -> bool:
         def go(conn: Conn) -> bool:
@@ -1051,6 +1115,13 @@ class DuckDBStorage(Storage):
 
     def close(self) -> None:
         self._db.close()
+
+    @contextmanager
+    def write_batch(self) -> Iterator[None]:
+        """Every write in the block joins one transaction: one commit instead of one per
+        write (an import writes tens of thousands of journal records)."""
+        with self._db.transaction("write batch", write=True):
+            yield
 
     def erase_thread(self, thread_id: str) -> ErasureReport:
         with self._db.transaction(f"erase_thread '{thread_id}'", write=True):

@@ -1,0 +1,230 @@
+"""The less common OpenAI-family shapes, turned into chat-format messages: SSE streams
+reassembled into one chat completion, Responses API input/output items, ShareGPT
+conversations. Only reading and validating; every error names the record."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memory_core.importers.common import fail, split_instructions
+from memory_core.importers.jsonvalues import load_json
+from memory_core.openai_codec import (
+    derived_call_id,
+    from_openai_message,
+    from_openai_messages,
+    from_openai_tools,
+    parse_arguments,
+)
+
+__all__ = ["completed_response", "reassemble_stream", "responses_exchange_parts",
+           "sharegpt_messages"]
+from memory_core.types import Message, TextPart, ToolCallPart, ToolResultPart
+
+
+# -- SSE streams ---------------------------------------------------------------------------
+def stream_events(stream: list[Any] | str, where: str) -> list[dict[str, Any]]:
+    """The JSON payloads of an SSE text (``data: {...}`` lines, ``[DONE]`` ends it) or a
+    list of already-parsed chunks."""
+    if isinstance(stream, list):
+        items: list[Any] = stream
+    else:
+        items = []
+        for line in stream.splitlines():
+            if line.startswith("data:"):
+                payload = line[5:].strip()
+                if payload == "[DONE]":
+                    break
+                items.append(load_json(payload, where, "stream chunk"))
+    events = [x for x in items if isinstance(x, dict)]
+    if len(events) != len(items):
+        raise fail(where, "every chunk of a recorded stream must be a JSON object")
+    if not events:
+        raise fail(where, "the recorded stream has no chunks")
+    return events
+
+
+def reassemble_stream(stream: list[Any] | str, where: str, notes: list[str]
+                      ) -> dict[str, Any]:
+    """``chat.completion.chunk`` deltas joined into one chat completion: content and
+    tool-call arguments concatenated per index, usage from the chunk that carries it."""
+    content: list[str] = []
+    calls: dict[int, dict[str, Any]] = {}
+    out: dict[str, Any] = {"choices": []}
+    role, finish, other_choices = "assistant", None, False
+    for chunk in stream_events(stream, where):
+        for key in ("id", "model", "created", "usage"):
+            if chunk.get(key) is not None:
+                out[key] = chunk[key]
+        for choice in chunk.get("choices") or []:
+            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+                other_choices = True
+                continue
+            delta = choice.get("delta") or {}
+            role = delta.get("role") or role
+            if isinstance(delta.get("content"), str):
+                content.append(delta["content"])
+            elif isinstance(choice.get("text"), str):  # legacy completions stream text
+                content.append(choice["text"])
+            for tc in delta.get("tool_calls") or []:
+                slot = calls.setdefault(int(tc.get("index", len(calls))),
+                                        {"type": "function",
+                                         "function": {"name": "", "arguments": ""}})
+                if tc.get("id"):
+                    slot["id"] = tc["id"]
+                fn = tc.get("function") or {}
+                slot["function"]["name"] += fn.get("name") or ""
+                slot["function"]["arguments"] += fn.get("arguments") or ""
+            finish = choice.get("finish_reason") or finish
+    if other_choices:
+        notes.append(f"{where}: stream choices other than index 0 not imported")
+    message: dict[str, Any] = {"role": role, "content": "".join(content) or None}
+    if calls:
+        message["tool_calls"] = [calls[i] for i in sorted(calls)]
+    out["choices"] = [{"index": 0, "message": message, "finish_reason": finish}]
+    notes.append(f"{where}: response reassembled from {len(stream_events(stream, where))} "
+                 "stream chunk(s)")
+    return out
+
+
+# -- Responses API --------------------------------------------------------------------------
+def _function_call(item: dict[str, Any], j: int, where: str) -> ToolCallPart:
+    name = item.get("name")
+    if not isinstance(name, str) or not name:
+        raise fail(where, f"function_call item {j} has no name")
+    args = parse_arguments(item.get("arguments") or {})
+    cid = item.get("call_id") or item.get("id") or derived_call_id(j, name, args)
+    return ToolCallPart(id=str(cid), name=name, args=args)
+
+
+def response_items(items: Any, where: str, notes: list[str], *,
+                   side: str) -> list[Message]:
+    """Responses API items (``input`` or ``output``) as chat messages: consecutive
+    assistant text and function calls form one assistant message."""
+    if isinstance(items, str):
+        return [Message(role="user", content=items)]
+    if not isinstance(items, list):
+        raise fail(where, f"'{side}' must be a string or a list of items, got "
+                          f"{type(items).__name__}")
+    out: list[Message] = []
+    for j, item in enumerate(items):
+        iw = f"{where}: {side}[{j}]"
+        if not isinstance(item, dict):
+            raise fail(iw, f"an item must be an object, got {item!r}")
+        kind = item.get("type", "message")
+        if kind == "function_call":
+            call = _function_call(item, j, iw)
+            if out and out[-1].role == "assistant":
+                prev = out.pop()
+                out.append(Message(role="assistant", content=[*prev.parts, call],
+                                   metadata=prev.metadata))
+            else:
+                out.append(Message(role="assistant", content=[call]))
+        elif kind == "function_call_output":
+            output = item.get("output")
+            out.append(Message(role="tool", content=[ToolResultPart(
+                call_id=str(item.get("call_id") or ""), name="",
+                result=output if isinstance(output, str) else parse_arguments(output))]))
+        elif kind == "message":
+            m = from_openai_message({k: v for k, v in item.items()
+                                     if k in ("role", "content", "name")}, iw, notes)
+            if m.role == "assistant" and out and out[-1].role == "assistant" \
+                    and not out[-1].tool_calls():
+                prev = out.pop()
+                m = Message(role="assistant", content=[*prev.parts, *m.parts])
+            out.append(m)
+        else:
+            notes.append(f"{iw}: item of type {kind!r} not imported")
+    return out
+
+
+def completed_response(response: Any, where: str, notes: list[str]) -> Any:
+    """A Responses API response, or — for a recorded stream — the response its
+    ``response.completed`` (or ``response.failed``) event carries."""
+    if not isinstance(response, list | str):
+        return response
+    done = [e for e in stream_events(response, where)
+            if e.get("type") in ("response.completed", "response.failed")]
+    if not done:
+        raise fail(where, "the recorded Responses stream has no response.completed event")
+    notes.append(f"{where}: response taken from the stream's {done[-1]['type']} event")
+    return done[-1].get("response")
+
+
+def responses_exchange_parts(request: dict[str, Any], response: Any, where: str,
+                             notes: list[str]
+                             ) -> tuple[list[Message], list[Message], Message | None,
+                                        list[dict[str, Any]]]:
+    """Instructions, history, reply and offered tools of a Responses API record."""
+    if "input" not in request:
+        raise fail(where, "Responses API record has no request 'input'")
+    msgs = response_items(request["input"], where, notes, side="input")
+    if isinstance(request.get("instructions"), str) and request["instructions"]:
+        msgs.insert(0, Message(role="system", content=request["instructions"]))
+    reply: Message | None = None
+    if isinstance(response, dict) and response.get("output") is not None:
+        outs = response_items(response["output"], where, notes, side="output")
+        if outs:
+            reply = outs[0]
+            if len(outs) > 1:
+                notes.append(f"{where}: {len(outs) - 1} further output message(s) not imported")
+    if reply is not None and reply.role != "assistant":
+        raise fail(where, f"output message has role {reply.role!r}, expected 'assistant'")
+    instructions, history = split_instructions(msgs)
+    tools = from_openai_tools(request.get("tools") or [], where, notes)
+    return instructions, history, reply, tools
+
+
+# -- ShareGPT -------------------------------------------------------------------------------
+SHAREGPT_ROLES = {"human": "user", "user": "user", "gpt": "assistant",
+                  "assistant": "assistant", "chatgpt": "assistant", "model": "assistant",
+                  "bard": "assistant", "bing": "assistant", "system": "system"}
+SHAREGPT_CALLS = ("function_call", "tool_call")
+SHAREGPT_RESULTS = ("observation", "tool", "function", "tool_response")
+
+
+def _sharegpt_call(value: Any, j: int, where: str) -> Message:
+    parsed = parse_arguments(value)
+    items = parsed if isinstance(parsed, list) else [parsed]
+    calls: list[TextPart | ToolCallPart | ToolResultPart] = []
+    for k, c in enumerate(items):
+        if not isinstance(c, dict) or not isinstance(c.get("name"), str):
+            raise fail(where, f"turn {j}: a function_call value must be JSON with a "
+                              f"'name', got {value!r}")
+        args = parse_arguments(c.get("arguments", c.get("parameters", {})))
+        calls.append(ToolCallPart(id=str(c.get("id") or derived_call_id(k, c["name"], args)),
+                                  name=c["name"], args=args))
+    return Message(role="assistant", content=calls)
+
+
+def sharegpt_messages(turns: Any, where: str, notes: list[str]) -> list[Message]:
+    """ShareGPT turns (``from``/``value``, or ``role``/``content``) as messages; a
+    ``function_call`` turn is an assistant tool call and an ``observation`` answers it."""
+    out: list[Message] = []
+    if turns and all(isinstance(t, dict) and "role" in t for t in turns):
+        return from_openai_messages(turns, where, notes)
+    pending: list[ToolCallPart] = []
+    for j, turn in enumerate(turns):
+        if not isinstance(turn, dict):
+            raise fail(where, f"turn {j} must be an object, got {turn!r}")
+        who, value = turn.get("from"), turn.get("value")
+        if not isinstance(who, str):
+            raise fail(where, f"turn {j}: 'from' must be a string, got {who!r}")
+        if who in SHAREGPT_CALLS:
+            m = _sharegpt_call(value, j, where)
+            pending = m.tool_calls()
+            out.append(m)
+        elif who in SHAREGPT_RESULTS:
+            call = pending.pop(0) if pending else None
+            if call is None:
+                raise fail(where, f"turn {j} ({who}) answers no function_call turn")
+            out.append(Message(role="tool", content=[ToolResultPart(
+                call_id=call.id, name=call.name,
+                result=value if isinstance(value, str) else parse_arguments(value))]))
+        elif who in SHAREGPT_ROLES:
+            if not isinstance(value, str):
+                raise fail(where, f"turn {j}: 'value' must be a string, got {value!r}")
+            out.append(Message(role=SHAREGPT_ROLES[who], content=value))  # type: ignore[arg-type]
+        else:
+            raise fail(where, f"turn {j}: unknown speaker {who!r} (expected one of "
+                              f"{', '.join([*SHAREGPT_ROLES, *SHAREGPT_CALLS, *SHAREGPT_RESULTS])})")
+    return out

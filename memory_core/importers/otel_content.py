@@ -1,0 +1,449 @@
+"""Where each instrumentation puts a model call's messages, tools and parameters on a
+span (or on the events/log records attached to it), read into chat messages.
+
+Sources, first found wins: ``gen_ai.input.messages``/``gen_ai.output.messages`` (span or
+an ``gen_ai.client.inference.operation.details`` event); the older per-message events
+(``gen_ai.user.message`` … ``gen_ai.choice``, also as OTLP log records); OpenLLMetry's
+``gen_ai.prompt.N.*``/``gen_ai.completion.N.*``; OpenInference ``llm.input_messages.N.*``;
+OpenLIT's ``gen_ai.prompt``/``gen_ai.completion`` text (events or attributes); and for
+OpenInference LLM spans ``input.value``/``output.value``."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from memory_core.importers.common import fail, openai_message, openai_messages
+from memory_core.importers.jsonvalues import load_json
+from memory_core.importers.otel_read import Event, RawSpan
+from memory_core.openai_codec import attachment, from_openai_tools, parse_arguments
+from memory_core.types import Message, TextPart, ToolCallPart, ToolResultPart
+
+MODEL_CALL_OPERATIONS = {"chat", "text_completion", "generate_content", "completion"}
+EVENT_ROLES = {"gen_ai.system.message": "system", "gen_ai.user.message": "user",
+               "gen_ai.assistant.message": "assistant", "gen_ai.tool.message": "tool"}
+OTEL_ROLES = ("system", "user", "assistant", "tool")
+DETAILS_EVENT = "gen_ai.client.inference.operation.details"
+INSTRUCTION_KEYS = ("gen_ai.system_instructions", "gen_ai.system.instructions")
+ATTACHMENT_PARTS = ("blob", "uri", "file", "image", "audio", "image_url", "input_audio")
+Parts = list[TextPart | ToolCallPart | ToolResultPart]
+
+
+@dataclass
+class SpanContent:
+    instructions: list[Message]
+    messages: list[Message]
+    reply: Message | None
+    finish: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def _json(value: Any, where: str, key: str) -> Any:
+    return load_json(value, where, key) if isinstance(value, str) else value
+
+
+# -- current convention: messages with typed parts ------------------------------------------
+def _parts(raw: Any, where: str, notes: list[str]) -> tuple[Parts, list[dict[str, Any]]]:
+    if not isinstance(raw, list):
+        raise fail(where, f"'parts' must be a list, got {type(raw).__name__}")
+    out: Parts = []
+    attachments: list[dict[str, Any]] = []
+    for j, p in enumerate(raw):
+        kind = p.get("type") if isinstance(p, dict) else None
+        if kind == "text":
+            if not isinstance(p.get("content"), str):
+                raise fail(where, f"text part {j} has no string 'content'")
+            out.append(TextPart(text=p["content"]))
+        elif kind == "tool_call":
+            name, cid = p.get("name"), p.get("id")
+            if not isinstance(name, str) or not name:
+                raise fail(where, f"tool_call part {j} has no name")
+            if not isinstance(cid, str) or not cid:
+                raise fail(where, f"tool_call part {j} ({name}) has no id")
+            out.append(ToolCallPart(id=cid, name=name,
+                                    args=parse_arguments(p.get("arguments") or {})))
+        elif kind == "tool_call_response":
+            cid = p.get("id")
+            if not isinstance(cid, str) or not cid:
+                raise fail(where, f"tool_call_response part {j} has no id")
+            out.append(ToolResultPart(call_id=cid, name="", result=p.get("response")))
+        elif kind in ATTACHMENT_PARTS:
+            attachments.append({**attachment({"type": kind, kind: {
+                k: v for k, v in p.items() if k in ("uri", "url", "mime_type", "modality")}},
+                len(out) + len(attachments)), "type": kind})
+            notes.append(f"{where}: part {j} ({kind}) kept as a placeholder")
+        elif isinstance(kind, str):
+            notes.append(f"{where}: part {j} of type {kind!r} not imported")
+        else:
+            raise fail(where, f"part {j} has no 'type': {p!r}")
+    return out, attachments
+
+
+def _parts_message(raw: Any, where: str, notes: list[str]) -> Message:
+    if not isinstance(raw, dict):
+        raise fail(where, f"a message must be an object, got {raw!r}")
+    role = raw.get("role")
+    if not isinstance(role, str) or role not in OTEL_ROLES:
+        raise fail(where, f"unknown role {role!r} (expected one of {', '.join(OTEL_ROLES)})")
+    parts, attachments = _parts(raw.get("parts"), where, notes)
+    meta: dict[str, Any] = {"name": raw["name"]} if isinstance(raw.get("name"), str) else {}
+    if attachments:
+        meta["attachments"] = attachments
+    if all(isinstance(p, TextPart) for p in parts) and len(parts) <= 1:
+        text = parts[0].text if parts else ""  # type: ignore[union-attr]
+        return Message(role=role, content=text, metadata=meta)  # type: ignore[arg-type]
+    return Message(role=role, content=parts, metadata=meta)  # type: ignore[arg-type]
+
+
+def _parts_messages(where: str, attrs: dict[str, Any], key: str,
+                    notes: list[str]) -> list[Message] | None:
+    raw = _json(attrs.get(key), where, key)
+    if raw is None:
+        return None
+    if not isinstance(raw, list):
+        raise fail(where, f"{key} must be a JSON array of messages")
+    return [_parts_message(m, f"{where}: {key}[{i}]", notes) for i, m in enumerate(raw)]
+
+
+def _instructions(where: str, attrs: dict[str, Any], notes: list[str]) -> list[Message]:
+    key = next((k for k in INSTRUCTION_KEYS if attrs.get(k) is not None), None)
+    if key is None:
+        return []
+    raw = attrs[key]
+    parsed = parse_arguments(raw) if isinstance(raw, str) else raw
+    if isinstance(parsed, list):
+        parts, _ = _parts(parsed, f"{where}: {key}", notes)
+        text = "\n".join(p.text for p in parts if isinstance(p, TextPart))
+    elif isinstance(parsed, str):
+        text = parsed
+    else:
+        raise fail(where, f"{key} must be text or a JSON array of parts, got {raw!r}")
+    return [Message(role="system", content=text)] if text else []
+
+
+def _current(span: RawSpan, notes: list[str]) -> SpanContent | None:
+    attrs = dict(span.attrs)
+    for name, body in span.events:  # the newest convention's event carries the same keys
+        if name == DETAILS_EVENT:
+            for k, v in body.items():
+                attrs.setdefault(k, v)
+    instructions = _instructions(span.where, attrs, notes)
+    msgs = _parts_messages(span.where, attrs, "gen_ai.input.messages", notes)
+    outs = _parts_messages(span.where, attrs, "gen_ai.output.messages", notes)
+    if msgs is None and not outs:
+        return SpanContent(instructions, [], None, notes=notes) if instructions else None
+    finish = None
+    if outs:
+        if len(outs) > 1:
+            notes.append(f"{span.where}: {len(outs) - 1} alternative output message(s) "
+                         "not imported")
+        raw_out = _json(attrs["gen_ai.output.messages"], span.where, "gen_ai.output.messages")
+        finish = raw_out[0].get("finish_reason") if isinstance(raw_out[0], dict) else None
+    return SpanContent(instructions, msgs or [], outs[0] if outs else None,
+                       finish if isinstance(finish, str) else None, notes)
+
+
+# -- older convention: one event per message ----------------------------------------------------
+def _event_body(body: dict[str, Any], where: str) -> dict[str, Any]:
+    """Span events carry the event body as one JSON attribute or flattened; log records
+    carry it as a map. JSON strings of structured fields are decoded."""
+    for key in ("body", "gen_ai.event.content", "event.body"):
+        if isinstance(body.get(key), str) and body[key].lstrip().startswith("{"):
+            decoded = load_json(body[key], where, key)
+            if isinstance(decoded, dict):
+                return decoded
+    return {k: parse_arguments(v) if k in ("tool_calls", "message") else v
+            for k, v in body.items()}
+
+
+def json_messages(value: Any, where: str, key: str, role: str, notes: list[str]
+                  ) -> tuple[list[Message], str | None]:
+    """Messages recorded as one JSON value (or plain text): a list of messages in the
+    OpenAI form or the current ``parts`` form, ``{"messages": […]}``, a chat completion
+    (``choices``), ``{"text": …}``, one message, or — not JSON — text of ``role``.
+    Returns the messages and a finish reason when the value names one."""
+    parsed = parse_arguments(value) if isinstance(value, str) else value
+    kw = f"{where}: {key}"
+    if isinstance(parsed, dict) and isinstance(parsed.get("messages"), list):
+        parsed = parsed["messages"]
+    if isinstance(parsed, list) and parsed and all(isinstance(m, dict) for m in parsed):
+        if any("parts" in m for m in parsed):
+            return [_parts_message(m, f"{kw}[{i}]", notes) for i, m in enumerate(parsed)], None
+        return openai_messages([{"role": role, **m} for m in parsed], kw, notes), None
+    if isinstance(parsed, dict):
+        finish = parsed.get("finish_reason")
+        finish = finish if isinstance(finish, str) else None
+        choices = parsed.get("choices")
+        if isinstance(choices, list) and choices and isinstance(choices[0], dict):
+            c0 = choices[0]
+            raw = c0.get("message") or {"content": c0.get("text")}
+            fin = c0.get("finish_reason")
+            return [openai_message({"role": role, **raw}, kw, notes)], \
+                fin if isinstance(fin, str) else None
+        if isinstance(parsed.get("parts"), list):
+            return [_parts_message({"role": role, **parsed}, kw, notes)], finish
+        if isinstance(parsed.get("text"), str) or "content" in parsed:
+            return [openai_message({"role": role, "content": parsed.get("text"), **{
+                k: v for k, v in parsed.items() if k in ("role", "content", "tool_calls",
+                                                         "name")}}, kw, notes)], finish
+    if isinstance(value, str):
+        return [Message(role=role, content=value)], None  # type: ignore[arg-type]
+    raise fail(where, f"{key} must be text or JSON messages, got {value!r}")
+
+
+def _text_or_messages(value: Any, where: str, key: str, role: str,
+                      notes: list[str]) -> list[Message]:
+    """``gen_ai.prompt``/``gen_ai.completion``: JSON messages, or (OpenLIT) plain text."""
+    return json_messages(value, where, key, role, notes)[0]
+
+
+def _has_content(body: dict[str, Any]) -> bool:
+    message = body.get("message")
+    return (body.get("content") is not None or bool(body.get("tool_calls"))
+            or (isinstance(message, dict) and (message.get("content") is not None
+                                               or bool(message.get("tool_calls")))))
+
+
+def _events(span: RawSpan, notes: list[str]) -> SpanContent | None:
+    msgs: list[Message] = []
+    reply: Message | None = None
+    finish: str | None = None
+    empty = 0
+    for k, (name, raw) in enumerate(span.events):
+        ew = f"{span.where}: event {k} ({name})"
+        body = _event_body(raw, ew)
+        if name in EVENT_ROLES or name == "gen_ai.choice":
+            if not _has_content(body):
+                if name != "gen_ai.assistant.message":
+                    return None  # recorded without content: nothing here is the conversation
+                empty += 1
+                continue
+        if name in EVENT_ROLES:
+            role = body.get("role") or EVENT_ROLES[name]
+            msgs.append(openai_message({"role": role, "content": body.get("content"),
+                                        "tool_calls": body.get("tool_calls"),
+                                        "tool_call_id": body.get("id"),
+                                        "name": body.get("name")}, ew, notes))
+        elif name == "gen_ai.choice":
+            if reply is not None:
+                notes.append(f"{ew}: alternative choice not imported")
+                continue
+            message = body.get("message") or body
+            if not isinstance(message, dict):
+                raise fail(ew, "'message' must be an object")
+            reply = openai_message({"role": message.get("role") or "assistant",
+                                    "content": message.get("content"),
+                                    "tool_calls": message.get("tool_calls")}, ew, notes)
+            finish = body.get("finish_reason") if isinstance(body.get("finish_reason"),
+                                                             str) else None
+        elif name == "gen_ai.content.prompt" and body.get("gen_ai.prompt") is not None:
+            msgs.extend(_text_or_messages(body["gen_ai.prompt"], ew, "gen_ai.prompt", "user",
+                                          notes))
+        elif name == "gen_ai.content.completion" and body.get("gen_ai.completion") is not None:
+            done = _text_or_messages(body["gen_ai.completion"], ew, "gen_ai.completion",
+                                     "assistant", notes)
+            reply = done[0] if done else reply
+    if not msgs and reply is None:
+        return None
+    if empty:
+        notes.append(f"{span.where}: {empty} event(s) without content not imported")
+    return SpanContent([], msgs, reply, finish, notes)
+
+
+# -- indexed attributes: OpenLLMetry and OpenInference ------------------------------------------
+def _nest(flat: dict[str, Any]) -> dict[str, Any]:
+    """``{"tool_calls.0.id": x}`` as ``{"tool_calls": {0: {"id": x}}}`` (dotted keys
+    whose segments are numbers become int-keyed maps)."""
+    out: dict[Any, Any] = {}
+    for key, value in flat.items():
+        node = out
+        segs: list[Any] = [int(s) if s.isdigit() else s for s in key.split(".")]
+        for seg in segs[:-1]:
+            nxt = node.get(seg)
+            if not isinstance(nxt, dict):
+                nxt = node[seg] = {}
+            node = nxt
+        node[segs[-1]] = value
+    return out
+
+
+def indexed(attrs: dict[str, Any], prefix: str) -> dict[int, dict[str, Any]]:
+    pat = re.compile(rf"^{re.escape(prefix)}\.(\d+)\.(.+)$")
+    flat: dict[int, dict[str, Any]] = {}
+    for key, value in attrs.items():
+        m = pat.match(key)
+        if m:
+            flat.setdefault(int(m.group(1)), {})[m.group(2)] = value
+    return {i: _nest(flat[i]) for i in sorted(flat)}
+
+
+def _listed(node: Any) -> list[Any]:
+    return [node[k] for k in sorted(node)] if isinstance(node, dict) else []
+
+
+def _content_value(value: Any) -> Any:
+    # OpenLLMetry writes list content as a JSON string of content parts
+    if isinstance(value, str) and value.startswith("[{"):
+        parsed = parse_arguments(value)
+        if isinstance(parsed, list) and all(isinstance(p, dict) and "type" in p
+                                            for p in parsed):
+            return parsed
+    return value
+
+
+def _openllmetry(span: RawSpan, notes: list[str]) -> SpanContent | None:
+    prompts = indexed(span.attrs, "gen_ai.prompt")
+    completions = indexed(span.attrs, "gen_ai.completion")
+    if not prompts and not completions:
+        return None
+
+    def chat(m: dict[str, Any], role: str | None = None) -> dict[str, Any]:
+        calls = [{"id": c.get("id"), "type": "function",
+                  "function": {"name": c.get("name"), "arguments": c.get("arguments")}}
+                 for c in _listed(m.get("tool_calls"))]
+        fc = m.get("function_call")
+        if isinstance(fc, dict) and not calls:
+            calls = [{"id": None, "type": "function", "function": fc}]
+        return {"role": m.get("role") or role, "content": _content_value(m.get("content")),
+                "tool_calls": calls or None, "tool_call_id": m.get("tool_call_id"),
+                "name": m.get("name")}
+
+    msgs = openai_messages([chat(prompts[i]) for i in prompts], span.where, notes)
+    outs = [openai_message(chat(completions[i], "assistant"), f"{span.where}: gen_ai.completion.{i}", notes)
+            for i in completions]
+    if len(outs) > 1:
+        notes.append(f"{span.where}: {len(outs) - 1} alternative completion(s) not imported")
+    finish = completions[min(completions)].get("finish_reason") if completions else None
+    return SpanContent([], msgs, outs[0] if outs else None,
+                       finish if isinstance(finish, str) else None, notes)
+
+
+def _oi_chat(m: dict[str, Any]) -> dict[str, Any]:
+    m = m.get("message", m)
+    calls = [{"id": c.get("tool_call", c).get("id"), "type": "function",
+              "function": c.get("tool_call", c).get("function") or {}}
+             for c in _listed(m.get("tool_calls"))]
+    content = m.get("content")
+    if content is None and m.get("contents"):
+        content = []
+        for c in _listed(m["contents"]):
+            mc = c.get("message_content", c)
+            if mc.get("type", "text") == "text":
+                content.append({"type": "text", "text": mc.get("text", "")})
+            elif mc.get("type") == "image":
+                url = ((mc.get("image") or {}).get("image") or {}).get("url")
+                content.append({"type": "image_url", "image_url": {"url": url}})
+    return {"role": m.get("role"), "content": content, "tool_calls": calls or None,
+            "tool_call_id": m.get("tool_call_id"), "name": m.get("name")}
+
+
+def _openinference(span: RawSpan, notes: list[str]) -> SpanContent | None:
+    ins = indexed(span.attrs, "llm.input_messages")
+    outs = indexed(span.attrs, "llm.output_messages")
+    if ins or outs:
+        msgs = openai_messages([_oi_chat(ins[i]) for i in ins], span.where, notes)
+        replies = [openai_message(_oi_chat(outs[i]), f"{span.where}: llm.output_messages.{i}",
+                                  notes) for i in outs]
+        return SpanContent([], msgs, replies[0] if replies else None, notes=notes)
+    if span.attrs.get("openinference.span.kind") != "LLM":
+        return None
+    return _oi_values(span, notes)
+
+
+def _oi_values(span: RawSpan, notes: list[str]) -> SpanContent | None:
+    """``input.value``/``output.value`` of an LLM span: JSON messages or a JSON
+    request/response when the mime type says so, else plain text."""
+    where, attrs = span.where, span.attrs
+    msgs: list[Message] = []
+    reply: Message | None = None
+    finish: str | None = None
+    for side, role in (("input", "user"), ("output", "assistant")):
+        value = attrs.get(f"{side}.value")
+        if not isinstance(value, str):
+            continue
+        if attrs.get(f"{side}.mime_type") == "application/json":
+            load_json(value, where, f"{side}.value")  # a malformed value names the span
+            got, fin = json_messages(value, where, f"{side}.value", role, notes)
+        else:
+            got, fin = [Message(role=role, content=value)], None  # type: ignore[arg-type]
+        if side == "input":
+            msgs = got
+        elif got:
+            reply, finish = got[0], fin
+    if not msgs and reply is None:
+        return None
+    return SpanContent([], msgs, reply, finish, notes)
+
+
+def _openlit_attrs(span: RawSpan, notes: list[str]) -> SpanContent | None:
+    events: list[Event] = []
+    for key, name in (("gen_ai.prompt", "gen_ai.content.prompt"),
+                      ("gen_ai.content.prompt", "gen_ai.content.prompt"),
+                      ("gen_ai.completion", "gen_ai.content.completion"),
+                      ("gen_ai.content.completion", "gen_ai.content.completion")):
+        value = span.attrs.get(key)
+        if isinstance(value, str):
+            events.append((name, {name.replace("content.", ""): value}))
+    if not events:
+        return None
+    return _events(RawSpan(span.where, span.trace_id, span.span_id, span.parent_id,
+                           span.name, span.start, span.end, {}, events), notes)
+
+
+def span_content(span: RawSpan) -> SpanContent | None:
+    """The span's messages from the first source that has any; None when it has none."""
+    notes: list[str] = []
+    for reader in (_current, _events, _openllmetry, _openinference, _openlit_attrs):
+        got = reader(span, notes)
+        if got is not None and (got.messages or got.reply is not None):
+            if not got.instructions:
+                got.instructions = _instructions(span.where, span.attrs, notes)
+            return got
+    return None
+
+
+# -- tools and parameters ---------------------------------------------------------------------
+def span_tools(span: RawSpan, notes: list[str]) -> list[dict[str, Any]] | None:
+    """Offered tools, or None when the span does not record them."""
+    attrs, where = span.attrs, span.where
+    raw = attrs.get("gen_ai.tool.definitions")
+    if raw is not None:
+        return from_openai_tools(_json(raw, where, "gen_ai.tool.definitions"), where, notes)
+    fns = indexed(attrs, "llm.request.functions")
+    if fns:
+        return from_openai_tools([{"type": "function", "function": {
+            "name": f.get("name"), "description": f.get("description"),
+            "parameters": parse_arguments(f.get("parameters"))}} for f in fns.values()],
+            where, notes)
+    oi = indexed(attrs, "llm.tools")
+    if oi:
+        return from_openai_tools([_json((t.get("tool") or {}).get("json_schema"), where,
+                                        "llm.tools") for t in oi.values()], where, notes)
+    inp = attrs.get("input.value")
+    if attrs.get("input.mime_type") == "application/json" and isinstance(inp, str):
+        body = parse_arguments(inp)
+        if isinstance(body, dict) and "messages" in body:
+            return from_openai_tools(body.get("tools") or [], where, notes)
+    return None
+
+
+def span_params(attrs: dict[str, Any], where: str) -> dict[str, Any]:
+    """Request parameters the span recorded (``gen_ai.request.*`` without the model,
+    OpenInference ``llm.invocation_parameters``)."""
+    params: dict[str, Any] = {}
+    inv = attrs.get("llm.invocation_parameters")
+    if isinstance(inv, str):
+        decoded = load_json(inv, where, "llm.invocation_parameters")
+        if isinstance(decoded, dict):
+            params.update({k: v for k, v in decoded.items() if k not in ("model", "tools")})
+    for key, value in attrs.items():
+        if key.startswith(("gen_ai.request.", "llm.request.")) and not key.endswith(".model") \
+                and not key.startswith("llm.request.functions") \
+                and not key.startswith("llm.request.type"):
+            params[key.split(".", 2)[2]] = value
+    for k in ("temperature", "top_p", "seed", "max_tokens"):
+        v = params.get(k)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int | float)):
+            raise fail(where, f"request parameter {k} must be a number, got {v!r}")
+    return params

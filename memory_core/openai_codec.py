@@ -1,0 +1,334 @@
+"""The one translation between our messages and the OpenAI chat-completions format, in
+both directions, shared by the model client (``models/openai_http.py``) and the
+importers, so what we send and what we read back agree.
+
+Rules (both directions):
+
+- text: a string stays a string; a list of content parts stays a list of ``TextPart``
+  (never joined), and goes back out as a list when it has more than one part;
+- ``name`` on a message lives in ``metadata["name"]``; OpenAI's ``developer`` role is our
+  ``system`` with ``metadata["openai_role"] = "developer"``;
+- image, audio and file parts cannot be messages' parts here: each becomes a typed
+  placeholder in ``metadata["attachments"]`` (``index`` in the content list, ``type``
+  and what identifies it; a ``data:`` URI is summarised by media type, size and sha256)
+  and goes back out as the same part when its URL was kept, else as a text part naming it;
+- tool calls: arguments are a JSON string on the wire and a parsed value here (text that
+  is not JSON stays the string it was); a call with no id gets a deterministic one,
+  ``derived_call_id`` (the formula the model client uses), and a ``tool`` message with no
+  ``tool_call_id`` answers the first unanswered call before it; both are noted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from memory_core.errors import ImportFormatError
+from memory_core.models.base import ToolSpec
+from memory_core.types import Message, TextPart, ToolCallPart, ToolResultPart
+
+# OpenAI's "developer" role is the system role of newer models.
+OPENAI_ROLES: dict[str, str] = {"system": "system", "developer": "system", "user": "user",
+                                "assistant": "assistant", "tool": "tool", "function": "tool"}
+ATTACHMENT_TYPES = ("image_url", "input_audio", "file", "image", "audio", "input_image",
+                    "input_file")
+Parts = list[TextPart | ToolCallPart | ToolResultPart]
+
+
+def _fail(where: str, problem: str) -> ImportFormatError:
+    return ImportFormatError(f"{where}: {problem}")
+
+
+def _dump(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def derived_call_id(index: int, name: str, args: Any) -> str:
+    """The id given to the ``index``-th tool call of a message when the recording or
+    the server has none: stable for the same call, so repeated history matches."""
+    digest = hashlib.sha1(f"{index}:{name}:{json.dumps(args, sort_keys=True)}"
+                          .encode()).hexdigest()[:12]
+    return f"call-{digest}"
+
+
+# -- ours -> OpenAI --------------------------------------------------------------------
+def _attachment_part(att: dict[str, Any]) -> dict[str, Any]:
+    kind = att.get("type")
+    if kind == "image_url" and isinstance(att.get("url"), str):
+        image: dict[str, Any] = {"url": att["url"]}
+        if att.get("detail") is not None:
+            image["detail"] = att["detail"]
+        return {"type": "image_url", "image_url": image}
+    described = ", ".join(f"{k} {v}" for k, v in sorted(att.items())
+                          if k not in ("type", "index"))
+    return {"type": "text", "text": f"[{kind} not kept: {described}]"}
+
+
+def _content_out(texts: list[TextPart], m: Message) -> str | list[dict[str, Any]] | None:
+    """The wire content of a message's text parts and attachment placeholders."""
+    attachments = [a for a in m.metadata.get("attachments") or [] if isinstance(a, dict)]
+    if not attachments and len(texts) <= 1:
+        return texts[0].text if texts else None
+    parts: list[dict[str, Any]] = [{"type": "text", "text": t.text} for t in texts]
+    for att in sorted(attachments, key=lambda a: int(a.get("index", len(parts)))):
+        parts.insert(min(int(att.get("index", len(parts))), len(parts)), _attachment_part(att))
+    return parts
+
+
+def _with_name(msg: dict[str, Any], m: Message) -> dict[str, Any]:
+    if isinstance(m.metadata.get("name"), str):
+        msg["name"] = m.metadata["name"]
+    if m.role == "system" and m.metadata.get("openai_role") == "developer":
+        msg["role"] = "developer"
+    return msg
+
+
+def _arguments(args: Any) -> str:
+    # text that was not JSON when read goes back as the same text
+    return args if isinstance(args, str) else _dump(args)
+
+
+def to_openai_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """Our messages in the OpenAI chat format: assistant tool calls carry JSON-string
+    arguments, each tool result becomes a ``tool`` message with its ``tool_call_id``."""
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        if isinstance(m.content, str):
+            content = _content_out([TextPart(text=m.content)] if m.content else [], m)
+            plain: dict[str, Any] = {"role": m.role,
+                                     "content": "" if content is None else content}
+            call_id = m.metadata.get("tool_call_id") or m.metadata.get("call_id")
+            if m.role == "tool" and call_id:
+                plain["tool_call_id"] = str(call_id)
+            out.append(_with_name(plain, m))
+            continue
+        texts = [p for p in m.content if isinstance(p, TextPart)]
+        calls = [p for p in m.content if isinstance(p, ToolCallPart)]
+        results = [p for p in m.content if isinstance(p, ToolResultPart)]
+        if m.role == "assistant":
+            msg: dict[str, Any] = {"role": "assistant", "content": _content_out(texts, m)}
+            if calls:
+                msg["tool_calls"] = [
+                    {"id": c.id, "type": "function",
+                     "function": {"name": c.name, "arguments": _arguments(c.args)}}
+                    for c in calls]
+            out.append(_with_name(msg, m))
+            continue
+        for r in results:
+            content = r.result if isinstance(r.result, str) else _dump(r.result)
+            out.append({"role": "tool", "tool_call_id": r.call_id, "name": r.name,
+                        "content": content})
+        if texts or not results:
+            body = _content_out(texts, m)
+            out.append(_with_name({"role": "user" if m.role == "tool" else m.role,
+                                   "content": "" if body is None else body}, m))
+    return out
+
+
+def to_openai_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
+    return [{"type": "function",
+             "function": {"name": t.name, "description": t.description,
+                          "parameters": t.parameters}} for t in tools]
+
+
+# -- OpenAI -> ours --------------------------------------------------------------------
+def _data_uri_summary(url: str) -> dict[str, Any]:
+    head, _, data = url.partition(",")
+    return {"media_type": head[5:].split(";")[0] or None, "bytes": len(data),
+            "sha256": hashlib.sha256(data.encode("utf-8", "surrogatepass")).hexdigest()}
+
+
+def attachment(part: dict[str, Any], index: int) -> dict[str, Any]:
+    """A typed placeholder for a content part we do not store (image, audio, file)."""
+    kind = str(part.get("type"))
+    out: dict[str, Any] = {"index": index, "type": kind}
+    body = part.get(kind)
+    if kind == "image_url" and isinstance(body, str):
+        body = {"url": body}
+    if not isinstance(body, dict):
+        body = part  # Responses API parts keep their fields flat
+    if isinstance(body, dict):
+        url = body.get("url") or body.get("image_url")
+        if isinstance(url, str) and url.startswith("data:"):
+            out.update(_data_uri_summary(url))
+        elif isinstance(url, str):
+            out["url"] = url
+        for k in ("detail", "format", "filename", "file_id"):
+            if isinstance(body.get(k), str):
+                out[k] = body[k]
+        if isinstance(body.get("data"), str):
+            out.update(bytes=len(body["data"]), sha256=hashlib.sha256(
+                body["data"].encode("utf-8", "surrogatepass")).hexdigest())
+    return out
+
+
+def content_parts(content: Any, where: str, notes: list[str]
+                  ) -> tuple[str | list[TextPart], list[dict[str, Any]]]:
+    """Wire content as our text (a string, or a list of text parts) plus attachment
+    placeholders. Refusal parts are text."""
+    if content is None:
+        return "", []
+    if isinstance(content, str):
+        return content, []
+    if not isinstance(content, list):
+        raise _fail(where, f"content must be a string, null or a list of parts, got "
+                           f"{type(content).__name__}")
+    texts: list[TextPart] = []
+    attachments: list[dict[str, Any]] = []
+    for j, part in enumerate(content):
+        if isinstance(part, str):
+            texts.append(TextPart(text=part))
+            continue
+        if not isinstance(part, dict):
+            raise _fail(where, f"content part {j} must be an object, got {part!r}")
+        kind = part.get("type")
+        text = part.get("text", part.get("refusal"))
+        if kind in ("text", "refusal", "input_text", "output_text") and isinstance(text, str):
+            texts.append(TextPart(text=text))
+        elif kind in ATTACHMENT_TYPES:
+            attachments.append(attachment(part, len(texts) + len(attachments)))
+            notes.append(f"{where}: content part {j} ({kind}) kept as a placeholder")
+        else:
+            raise _fail(where, f"content part {j} has unknown type {kind!r} (expected text, "
+                               "refusal, image_url, input_audio or file)")
+    return texts, attachments
+
+
+def _role(raw: dict[str, Any], where: str) -> str:
+    role = raw.get("role")
+    if not isinstance(role, str) or role not in OPENAI_ROLES:
+        raise _fail(where, f"unknown role {role!r} (expected one of {', '.join(OPENAI_ROLES)})")
+    return role
+
+
+def parse_arguments(value: Any) -> Any:
+    """Tool arguments arrive as a JSON string (OpenAI) or as a value (OTel); anything
+    that is not valid JSON stays the string it was."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except ValueError:
+        return value
+
+
+def tool_calls_in(raw: Any, where: str, notes: list[str]) -> list[ToolCallPart]:
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise _fail(where, f"tool_calls must be a list, got {type(raw).__name__}")
+    calls: list[ToolCallPart] = []
+    for j, tc in enumerate(raw):
+        fn = tc.get("function") if isinstance(tc, dict) else None
+        if not isinstance(fn, dict) or not isinstance(fn.get("name"), str) or not fn["name"]:
+            raise _fail(where, f"tool call {j} has no function name: {tc!r}")
+        args = parse_arguments(fn.get("arguments", {}))
+        call_id = tc.get("id")
+        if call_id is None or call_id == "":
+            call_id = derived_call_id(j, fn["name"], args)
+            notes.append(f"{where}: tool call {j} ({fn['name']}) had no id; given "
+                         f"'{call_id}'")
+        elif not isinstance(call_id, str):
+            raise _fail(where, f"tool call {j} ({fn['name']}) id must be a string, got "
+                               f"{call_id!r}")
+        calls.append(ToolCallPart(id=call_id, name=fn["name"], args=args))
+    return calls
+
+
+def from_openai_message(raw: Any, where: str, notes: list[str]) -> Message:
+    """One OpenAI chat message (request or response side). A tool result keeps the
+    message's ``name`` or an empty one (callers fill it from the call it answers); a
+    missing ``tool_call_id`` is left empty for ``from_openai_messages`` to resolve."""
+    if not isinstance(raw, dict):
+        raise _fail(where, f"a message must be an object, got {raw!r}")
+    role = _role(raw, where)
+    if raw.get("function_call") is not None and role == "assistant" and not raw.get("tool_calls"):
+        # the legacy single function call: a tool call with a derived id
+        raw = {**raw, "tool_calls": [{"type": "function", "function": raw["function_call"]}]}
+    metadata: dict[str, Any] = {}
+    if raw.get("name") is not None:
+        if not isinstance(raw["name"], str):
+            raise _fail(where, f"'name' must be a string, got {raw['name']!r}")
+        if OPENAI_ROLES[role] != "tool":
+            metadata["name"] = raw["name"]
+    if role == "developer":
+        metadata["openai_role"] = "developer"
+    text, attachments = content_parts(raw.get("content"), where, notes)
+    if attachments:
+        metadata["attachments"] = attachments
+    if isinstance(raw.get("refusal"), str) and raw["refusal"]:
+        metadata["refusal"] = raw["refusal"]
+    if OPENAI_ROLES[role] == "tool":
+        call_id = raw.get("tool_call_id")
+        if call_id is not None and not isinstance(call_id, str):
+            raise _fail(where, f"tool_call_id must be a string, got {call_id!r}")
+        result = text if isinstance(text, str) else "\n".join(t.text for t in text)
+        name = raw["name"] if isinstance(raw.get("name"), str) else ""
+        return Message(role="tool", content=[ToolResultPart(call_id=call_id or "",
+                                                            name=name, result=result)],
+                       metadata=metadata)
+    calls = tool_calls_in(raw.get("tool_calls"), where, notes) if role == "assistant" else []
+    if calls:
+        parts: Parts = [TextPart(text=text)] if isinstance(text, str) and text else \
+            list(text) if isinstance(text, list) else []
+        parts.extend(calls)
+        return Message(role="assistant", content=parts, metadata=metadata)
+    content: str | Parts = text if isinstance(text, str) else list(text)
+    return Message(role=OPENAI_ROLES[role], content=content,  # type: ignore[arg-type]
+                   metadata=metadata)
+
+
+def from_openai_messages(raw: Any, where: str, notes: list[str]) -> list[Message]:
+    """A request's ``messages``. A tool message without ``tool_call_id`` answers the
+    first call of the latest assistant message not answered yet (noted)."""
+    if not isinstance(raw, list):
+        raise _fail(where, f"'messages' must be a list, got {type(raw).__name__}")
+    out: list[Message] = []
+    pending: list[str] = []
+    for i, item in enumerate(raw):
+        mw = f"{where}: message {i}"
+        m = from_openai_message(item, mw, notes)
+        if m.role == "assistant":
+            pending = [c.id for c in m.tool_calls()]
+        for r in m.tool_results():
+            if not r.call_id:
+                if not pending:
+                    raise _fail(mw, "tool message has no tool_call_id and no earlier tool "
+                                    "call is waiting for an answer")
+                m = m.model_copy(update={"content": [r.model_copy(
+                    update={"call_id": pending[0]})]})
+                notes.append(f"{mw}: tool message had no tool_call_id; taken as the answer "
+                             f"to '{pending[0]}'")
+            cid = m.tool_results()[0].call_id
+            if cid in pending:
+                pending.remove(cid)
+        out.append(m)
+    return out
+
+
+def from_openai_tools(raw: Any, where: str, notes: list[str]) -> list[dict[str, Any]]:
+    """A request's ``tools`` (or legacy ``functions``) as the step record stores offered
+    tools: ``{"name", "description", "parameters"}``."""
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise _fail(where, f"'tools' must be a list, got {type(raw).__name__}")
+    out: list[dict[str, Any]] = []
+    for j, tool in enumerate(raw):
+        if not isinstance(tool, dict):
+            raise _fail(where, f"tool {j} must be an object, got {tool!r}")
+        fn = tool.get("function", tool)
+        if tool.get("type", "function") != "function" or not isinstance(fn, dict):
+            notes.append(f"{where}: tool {j} of type {tool.get('type')!r} kept by name only")
+            out.append({"name": str(tool.get("name") or tool.get("type")), "description": "",
+                        "parameters": {}, "type": tool.get("type")})
+            continue
+        name = fn.get("name")
+        if not isinstance(name, str) or not name:
+            raise _fail(where, f"tool {j} has no name: {tool!r}")
+        params = fn.get("parameters", fn.get("input_schema"))
+        out.append({"name": name, "description": str(fn.get("description") or ""),
+                    "parameters": params if isinstance(params, dict) else {}})
+    return out

@@ -1,0 +1,525 @@
+"""Every shape agents and their instrumentations write: OTLP log records and protobuf,
+OpenLLMetry/OpenLIT/OpenInference attribute forms, the OpenAI log family; what is kept
+(tools, parameters, placeholders, usage) and the errors malformed values give."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memory_core.errors import ImportFormatError
+from memory_core.importers import import_file, import_text
+from memory_core.storage.inmemory import InMemoryStorage
+from memory_core.types import ToolCallPart, ToolResultPart
+
+T = "1767600000000000000"  # 2026-01-05 08:00:00 UTC in nanoseconds
+
+
+def s() -> InMemoryStorage:
+    return InMemoryStorage()
+
+
+def attr(key: str, value: Any) -> dict[str, Any]:
+    if isinstance(value, bool):
+        return {"key": key, "value": {"boolValue": value}}
+    if isinstance(value, int):
+        return {"key": key, "value": {"intValue": str(value)}}
+    if isinstance(value, float):
+        return {"key": key, "value": {"doubleValue": value}}
+    if isinstance(value, dict):
+        return {"key": key, "value": {"kvlistValue": {"values": [attr(k, v) for k, v in
+                                                                 value.items()]}}}
+    if isinstance(value, list):
+        return {"key": key, "value": {"arrayValue": {"values": [
+            attr("", v)["value"] for v in value]}}}
+    return {"key": key, "value": {"stringValue": value}}
+
+
+def span(sid: str, attrs: dict[str, Any], *, trace: str = "a" * 32, name: str = "chat m",
+         start: str = T, parent: str = "", events: list[Any] | None = None) -> dict[str, Any]:
+    return {"traceId": trace, "spanId": sid, "parentSpanId": parent, "name": name,
+            "startTimeUnixNano": start, "endTimeUnixNano": start,
+            "attributes": [attr(k, v) for k, v in attrs.items()], "events": events or []}
+
+
+def log(name: str, body: dict[str, Any], *, trace: str = "a" * 32,
+        sid: str = "00000000000000a1") -> dict[str, Any]:
+    return {"timeUnixNano": T, "eventName": name, "traceId": trace, "spanId": sid,
+            "attributes": [attr("gen_ai.system", "openai")],
+            "body": attr("", body)["value"]}
+
+
+def otlp(spans: list[Any] = (), logs: list[Any] = ()) -> str:  # type: ignore[assignment]
+    doc: dict[str, Any] = {}
+    if spans:
+        doc["resourceSpans"] = [{"scopeSpans": [{"spans": list(spans)}]}]
+    if logs:
+        doc["resourceLogs"] = [{"scopeLogs": [{"logRecords": list(logs)}]}]
+    return json.dumps(doc)
+
+
+def texts(st: InMemoryStorage, tid: str) -> list[str]:
+    out = []
+    for m in st.memory.get_messages(tid):
+        calls = [f"{p.name}#{p.id}" for p in m.tool_calls()]
+        results = [f"{p.name}#{p.call_id}={p.result}" for p in m.tool_results()]
+        out.append(f"{m.role}:{m.text() or ''}{''.join(calls)}{''.join(results)}")
+    return out
+
+
+# -- OTel: log records (the openai-v2 instrumentation's default) -------------------------
+OPENAI_V2_LOGS = [
+    log("gen_ai.system.message", {"content": "You're a helpful assistant."}),
+    log("gen_ai.user.message", {"content": "Weather in Seattle?"}),
+    log("gen_ai.assistant.message", {"tool_calls": [
+        {"id": "call_1", "type": "function",
+         "function": {"name": "get_weather", "arguments": "{\"city\": \"Seattle\"}"}}]}),
+    log("gen_ai.tool.message", {"id": "call_1", "content": "50 degrees and raining"}),
+    log("gen_ai.choice", {"index": 0, "finish_reason": "stop", "message": {
+        "role": "assistant", "content": "It is 50 degrees and raining."}}),
+]
+MODEL_SPAN = span("00000000000000a1", {
+    "gen_ai.operation.name": "chat", "gen_ai.system": "openai",
+    "gen_ai.request.model": "gpt-4o-mini", "gen_ai.response.model": "gpt-4o-mini-2024-07-18",
+    "gen_ai.usage.input_tokens": 99, "gen_ai.usage.output_tokens": 25,
+    "gen_ai.request.temperature": 0.25})
+
+
+def test_log_records_attach_to_their_span() -> None:
+    st = s()
+    report = import_text(st, otlp([MODEL_SPAN], OPENAI_V2_LOGS))
+    assert report.format == "otel" and len(report.runs_created) == 1
+    tid = report.threads_created[0]
+    assert texts(st, tid) == [
+        "user:Weather in Seattle?", "assistant:get_weather#call_1",
+        "tool:get_weather#call_1=50 degrees and raining",
+        "assistant:It is 50 degrees and raining."]
+    step = st.runs.get(f"{report.runs_created[0]}:step:0")
+    assert step["response"]["usage"] == {"input_tokens": 99, "output_tokens": 25}
+    assert step["model"]["name"] == "gpt-4o-mini-2024-07-18"
+    assert step["model"]["temperature"] == 0.25
+    assert step["response"]["finish_reason"] == "stop"
+
+
+def test_a_file_of_log_records_alone_imports() -> None:
+    st = s()
+    report = import_text(st, otlp(logs=OPENAI_V2_LOGS))
+    assert len(report.runs_created) == 1
+    assert texts(st, report.threads_created[0])[-1] == "assistant:It is 50 degrees and raining."
+    memctx = st.runs.get(f"{report.runs_created[0]}:memctx")
+    # nothing says which model, usage or tools: listed as unknown, not invented
+    assert {"usage", "model", "tools"} <= set(memctx["unknown_fields"])
+
+
+def test_logs_without_content_are_skipped_as_content_capture_off() -> None:
+    no_content = [log("gen_ai.user.message", {}), log("gen_ai.choice", {
+        "index": 0, "finish_reason": "stop", "message": {"role": "assistant"}})]
+    with pytest.raises(ImportFormatError, match="content capture was off"):
+        import_text(s(), otlp([MODEL_SPAN], no_content))
+
+
+def test_json_lines_of_trace_and_log_exports() -> None:
+    text = otlp([MODEL_SPAN]) + "\n" + otlp(logs=OPENAI_V2_LOGS) + "\n"
+    st = s()
+    report = import_text(st, text)
+    assert st.runs.get(f"{report.runs_created[0]}:step:0")["model"]["name"] == \
+        "gpt-4o-mini-2024-07-18"
+    assert len(texts(st, report.threads_created[0])) == 4
+
+
+def test_otlp_protobuf_traces_and_logs(tmp_path: Path) -> None:
+    from google.protobuf.json_format import ParseDict
+    from opentelemetry.proto.logs.v1.logs_pb2 import LogsData
+    from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
+
+    def as_proto_ids(d: dict[str, Any]) -> dict[str, Any]:
+        import base64
+        for key in ("traceId", "spanId", "parentSpanId"):
+            if d.get(key):
+                d[key] = base64.b64encode(bytes.fromhex(d[key])).decode()
+            else:
+                d.pop(key, None)
+        return d
+
+    traces = json.loads(otlp([as_proto_ids(dict(MODEL_SPAN))]))
+    logs = json.loads(otlp(logs=[as_proto_ids(dict(r)) for r in OPENAI_V2_LOGS]))
+    (tmp_path / "t.pb").write_bytes(ParseDict(traces, TracesData()).SerializeToString())
+    (tmp_path / "l.pb").write_bytes(ParseDict(logs, LogsData()).SerializeToString())
+    st = s()
+    # the span alone has no content: skipped with its reason in the error
+    with pytest.raises(ImportFormatError, match="00000000000000a1.*content capture was off"):
+        import_file(st, tmp_path / "t.pb")
+    report = import_file(st, tmp_path / "l.pb")
+    assert report.format == "otel"
+    assert texts(st, report.threads_created[0])[0] == "user:Weather in Seattle?"
+    (tmp_path / "junk.pb").write_bytes(b"\x00\x01\x02\xff\xfe")
+    with pytest.raises(ImportFormatError, match="not an OTLP protobuf export"):
+        import_file(st, tmp_path / "junk.pb")
+
+
+# -- OTel: other instrumentations' attribute forms ---------------------------------------
+def test_openllmetry_indexed_attributes_with_tools() -> None:
+    attrs = {
+        "llm.request.type": "chat", "gen_ai.system": "openai",
+        "gen_ai.request.model": "gpt-4o", "gen_ai.request.max_tokens": 100,
+        "gen_ai.prompt.0.role": "system", "gen_ai.prompt.0.content": "Be brief.",
+        "gen_ai.prompt.1.role": "user", "gen_ai.prompt.1.content": "Time in Oslo?",
+        "gen_ai.prompt.2.role": "assistant",
+        "gen_ai.prompt.2.tool_calls.0.id": "call_t", "gen_ai.prompt.2.tool_calls.0.name":
+            "clock", "gen_ai.prompt.2.tool_calls.0.arguments": "{\"city\": \"Oslo\"}",
+        "gen_ai.prompt.3.role": "tool", "gen_ai.prompt.3.content": "09:00",
+        "gen_ai.prompt.3.tool_call_id": "call_t",
+        "gen_ai.completion.0.role": "assistant", "gen_ai.completion.0.content": "It is 9.",
+        "gen_ai.completion.0.finish_reason": "stop",
+        "llm.request.functions.0.name": "clock",
+        "llm.request.functions.0.description": "Local time",
+        "llm.request.functions.0.parameters": "{\"type\": \"object\"}",
+        "gen_ai.usage.prompt_tokens": 30, "gen_ai.usage.completion_tokens": 4}
+    st = s()
+    report = import_text(st, otlp([span("00000000000000b1", attrs, name="openai.chat")]))
+    rid = report.runs_created[0]
+    assert texts(st, report.threads_created[0]) == [
+        "user:Time in Oslo?", "assistant:clock#call_t", "tool:clock#call_t=09:00",
+        "assistant:It is 9."]
+    step = st.runs.get(f"{rid}:step:0")
+    assert step["tools"] == [{"name": "clock", "description": "Local time",
+                              "parameters": {"type": "object"}}]
+    assert step["model"]["max_tokens"] == 100
+    assert step["response"]["usage"] == {"input_tokens": 30, "output_tokens": 4}
+    prompt = st.runs.get(f"{rid}:prompt")
+    assert prompt["items"][0]["message"]["content"] == "Be brief."
+
+
+def test_openlit_plain_text_events_and_attributes() -> None:
+    events = [{"name": "gen_ai.content.prompt", "attributes": [
+                  attr("gen_ai.prompt", "user: What is OTel?")]},
+              {"name": "gen_ai.content.completion", "attributes": [
+                  attr("gen_ai.completion", "OpenTelemetry, an observability framework.")]}]
+    st = s()
+    report = import_text(st, otlp([
+        span("00000000000000c1", {"gen_ai.operation.name": "chat",
+                                  "gen_ai.request.model": "gpt-4o"}, events=events),
+        span("00000000000000c2", {"gen_ai.operation.name": "chat",
+                                  "gen_ai.prompt": "Say hi", "gen_ai.completion": "Hi!"},
+             trace="b" * 32, start="1767600100000000000")]))
+    assert len(report.runs_created) == 2
+    got = sorted(texts(st, t) for t in report.threads_created)
+    assert got == [["user:Say hi", "assistant:Hi!"],
+                   ["user:user: What is OTel?",
+                    "assistant:OpenTelemetry, an observability framework."]]
+
+
+def test_system_instructions_spellings_and_any_operation_name() -> None:
+    msgs = json.dumps([{"role": "user", "parts": [{"type": "text", "content": "hi"}]}])
+    out = json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": "yo"}],
+                       "finish_reason": "stop"}])
+    st = s()
+    report = import_text(st, otlp([span("00000000000000d1", {
+        "gen_ai.operation.name": "completion",  # Latitude's name: still a model call
+        "gen_ai.system.instructions": "Answer in slang.",
+        "gen_ai.input.messages": msgs, "gen_ai.output.messages": out,
+        "gen_ai.tool.definitions": json.dumps([{"type": "function", "name": "f",
+                                                "description": "d",
+                                                "parameters": {"type": "object"}}])})]))
+    rid = report.runs_created[0]
+    prompt = st.runs.get(f"{rid}:prompt")
+    assert prompt["items"][0]["lane"] == "instructions"
+    assert prompt["items"][0]["message"]["content"] == "Answer in slang."
+    assert st.runs.get(f"{rid}:step:0")["tools"][0]["name"] == "f"
+
+
+def test_when_every_span_is_skipped_the_error_lists_why() -> None:
+    spans = [span("00000000000000e1", {"gen_ai.operation.name": "chat"}),
+             span("00000000000000e2", {"gen_ai.operation.name": "execute_tool"}),
+             span("00000000000000e3", {"openinference.span.kind": "RETRIEVER"})]
+    with pytest.raises(ImportFormatError) as info:
+        import_text(s(), otlp(spans))
+    msg = str(info.value)
+    assert "3 span(s) read, 3 skipped" in msg
+    assert "span 00000000000000e1 (chat m): model call with no message content" in msg
+    assert "span 00000000000000e2 (chat m): not a model call (operation 'execute_tool')" in msg
+    assert "span 00000000000000e3 (chat m): not a model call (operation 'RETRIEVER')" in msg
+
+
+def test_an_agent_span_repeating_its_calls_is_skipped_once() -> None:
+    user = json.dumps([{"role": "user", "parts": [{"type": "text", "content": "go"}]}])
+    done = json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": "done"}]}])
+    agent = span("00000000000000f0", {"gen_ai.operation.name": "invoke_agent",
+                                      "gen_ai.input.messages": user,
+                                      "gen_ai.output.messages": done}, name="agent")
+    chat = span("00000000000000f1", {"gen_ai.operation.name": "chat",
+                                     "gen_ai.input.messages": user,
+                                     "gen_ai.output.messages": done},
+                parent="00000000000000f0", start="1767600000500000000")
+    report = import_text(s(), otlp([agent, chat]))
+    assert len(report.runs_created) == 1
+    assert any("wraps model-call span 00000000000000f1" in k.reason for k in report.skipped)
+
+
+def test_calls_group_by_shared_history_across_traces_and_split_within_one() -> None:
+    def call(sid: str, trace: str, start: str, inp: list[tuple[str, str]], out: str
+             ) -> dict[str, Any]:
+        return span(sid, {"gen_ai.operation.name": "chat", "gen_ai.input.messages": json.dumps(
+            [{"role": r, "parts": [{"type": "text", "content": c}]} for r, c in inp]),
+            "gen_ai.output.messages": json.dumps(
+                [{"role": "assistant", "parts": [{"type": "text", "content": out}]}])},
+            trace=trace, start=start)
+    spans = [call("0000000000000001", "1" * 32, "1767600000000000000", [("user", "A?")], "a"),
+             # the same trace: a different conversation
+             call("0000000000000002", "1" * 32, "1767600001000000000", [("user", "B?")], "b"),
+             # another trace continuing the first conversation
+             call("0000000000000003", "2" * 32, "1767600002000000000",
+                  [("user", "A?"), ("assistant", "a"), ("user", "more A")], "a2")]
+    st = s()
+    report = import_text(st, otlp(spans))
+    got = sorted(texts(st, t) for t in report.threads_created)
+    assert got == [["user:A?", "assistant:a", "user:more A", "assistant:a2"],
+                   ["user:B?", "assistant:b"]]
+
+
+# -- the OpenAI family ---------------------------------------------------------------------
+REC = {"request": {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}],
+                   "temperature": 0.3, "top_p": 0.9, "seed": 7, "max_tokens": 64,
+                   "stop": ["\n"],
+                   "tools": [{"type": "function", "function": {
+                       "name": "lookup", "description": "Find", "parameters": {
+                           "type": "object", "properties": {"q": {"type": "string"}}}}}]},
+       "response": {"model": "gpt-4o-2024", "created": 1767268800,
+                    "choices": [{"message": {"role": "assistant", "content": "hello"},
+                                 "finish_reason": "stop"}],
+                    "usage": {"prompt_tokens": 9, "completion_tokens": 2}}}
+
+
+@pytest.mark.parametrize("text", [
+    json.dumps(REC), json.dumps([REC]), json.dumps(REC, indent=2),
+    json.dumps([REC, REC], indent=2)])
+def test_jsonl_array_and_pretty_json_read_alike(text: str) -> None:
+    st = s()
+    report = import_text(st, text)
+    assert texts(st, report.threads_created[0]) == ["user:hi", "assistant:hello"]
+
+
+def test_nothing_in_the_request_is_lost() -> None:
+    st = s()
+    report = import_text(st, json.dumps(REC))
+    rid = report.runs_created[0]
+    step = st.runs.get(f"{rid}:step:0")
+    assert step["model"] == {"kind": "imported", "name": "gpt-4o-2024", "base_url": None,
+                             "temperature": 0.3, "top_p": 0.9, "seed": 7, "max_tokens": 64}
+    assert step["tools"] == [{"name": "lookup", "description": "Find", "parameters": {
+        "type": "object", "properties": {"q": {"type": "string"}}}}]
+    assert step["response"]["usage"] == {"input_tokens": 9, "output_tokens": 2}
+    assert st.runs.get(f"{rid}:import")["request_params"] == {
+        "temperature": 0.3, "top_p": 0.9, "seed": 7, "max_tokens": 64, "stop": ["\n"]}
+    unknown = st.runs.get(f"{rid}:memctx")["unknown_fields"]
+    assert not {"tools", "usage", "model"} & set(unknown)
+
+
+def test_parts_names_images_and_missing_ids_are_kept_with_notice() -> None:
+    rec = {"messages": [
+        {"role": "developer", "content": "Be kind."},
+        {"role": "user", "name": "ann", "content": [
+            {"type": "text", "text": "What is this?"},
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
+            {"type": "text", "text": "Be brief."}]},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"type": "function", "function": {"name": "see", "arguments": "{}"}}]},
+        {"role": "tool", "content": "a cat"}],
+        "response": {"choices": [{"message": {"content": "A cat."}}]}}
+    st = s()
+    report = import_text(st, json.dumps(rec))
+    msgs = st.memory.get_messages(report.threads_created[0])
+    user = msgs[0]
+    assert [p.text for p in user.parts] == ["What is this?", "Be brief."]  # not joined
+    assert user.metadata["name"] == "ann"
+    assert user.metadata["attachments"] == [{
+        "index": 1, "type": "image_url", "media_type": "image/png", "bytes": 4,
+        "sha256": hashlib.sha256(b"AAAA").hexdigest()}]
+    call = msgs[1].tool_calls()[0]
+    assert call.id.startswith("call-") and msgs[2].tool_results()[0].call_id == call.id
+    reasons = " ".join(k.reason for k in report.skipped)
+    assert "kept as a placeholder" in reasons and "had no id" in reasons
+    assert "had no tool_call_id" in reasons
+    prompt = st.runs.get(f"{report.runs_created[0]}:prompt")
+    assert prompt["items"][0]["message"]["metadata"] == {"openai_role": "developer"}
+
+
+def test_fine_tuning_rows_and_sharegpt_conversations() -> None:
+    ft = {"messages": [{"role": "user", "content": "2+2?"},
+                       {"role": "assistant", "content": "4"}]}
+    st = s()
+    report = import_text(st, json.dumps(ft))
+    assert texts(st, report.threads_created[0]) == ["user:2+2?", "assistant:4"]
+    with pytest.raises(ImportFormatError, match="last message is not the assistant's"):
+        import_text(s(), json.dumps({"messages": [{"role": "user", "content": "x"}]}))
+    share = [{"id": "c1", "conversations": [
+        {"from": "system", "value": "Use tools."},
+        {"from": "human", "value": "Weather?"},
+        {"from": "function_call", "value": "{\"name\": \"w\", \"arguments\": {}}"},
+        {"from": "observation", "value": "sunny"},
+        {"from": "gpt", "value": "Sunny."}]}]
+    st = s()
+    report = import_text(st, json.dumps(share))
+    assert report.threads_created == ["c1"]
+    got = texts(st, "c1")
+    assert got[0] == "user:Weather?" and got[2].startswith("tool:w#call-")
+    assert got[3] == "assistant:Sunny." and len(report.runs_created) == 2
+    with pytest.raises(ImportFormatError, match="turn 0: unknown speaker 'robot'"):
+        import_text(s(), json.dumps({"conversations": [{"from": "robot", "value": "x"}]}))
+
+
+def test_responses_api_records() -> None:
+    rec = {"request": {"model": "gpt-4.1", "instructions": "Be nice", "input": [
+        {"role": "user", "content": [{"type": "input_text", "text": "Paris weather?"}]},
+        {"type": "function_call", "call_id": "c1", "name": "w", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c1", "output": "Rainy"}]},
+           "response": {"object": "response", "model": "gpt-4.1-x", "created_at": 1759502598,
+                        "output": [{"type": "reasoning", "summary": []},
+                                   {"type": "message", "role": "assistant", "content": [
+                                       {"type": "output_text", "text": "Rainy."}]}],
+                        "usage": {"input_tokens": 43, "output_tokens": 21}}}
+    st = s()
+    report = import_text(st, json.dumps(rec))
+    assert texts(st, report.threads_created[0]) == [
+        "user:Paris weather?", "assistant:w#c1", "tool:w#c1=Rainy", "assistant:Rainy."]
+    step = st.runs.get(f"{report.runs_created[0]}:step:0")
+    assert step["response"]["usage"] == {"input_tokens": 43, "output_tokens": 21}
+    assert any("'reasoning' not imported" in k.reason for k in report.skipped)
+
+
+def test_sse_streams_are_reassembled_and_a_bare_stream_is_explained() -> None:
+    chunks = [{"model": "m1", "choices": [{"index": 0, "delta": {"role": "assistant",
+                                                                  "content": "Hel"}}]},
+              {"choices": [{"index": 0, "delta": {"content": "lo", "tool_calls": [
+                  {"index": 0, "id": "c9", "function": {"name": "f", "arguments": "{\"a\""}}]}}]},
+              {"choices": [{"index": 0, "delta": {"tool_calls": [
+                  {"index": 0, "function": {"arguments": ": 1}"}}]}, "finish_reason": "stop"}],
+               "usage": {"prompt_tokens": 3, "completion_tokens": 4}}]
+    sse = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
+    st = s()
+    report = import_text(st, json.dumps({"messages": [{"role": "user", "content": "x"}],
+                                         "response": sse}))
+    msgs = st.memory.get_messages(report.threads_created[0])
+    assert msgs[1].text() == "Hello"
+    assert msgs[1].tool_calls() == [ToolCallPart(id="c9", name="f", args={"a": 1})]
+    step = st.runs.get(f"{report.runs_created[0]}:step:0")
+    assert step["response"]["usage"] == {"input_tokens": 3, "output_tokens": 4}
+    with pytest.raises(ImportFormatError, match="server-sent-events stream"):
+        import_text(s(), sse)
+
+
+def test_an_unknown_shape_names_what_it_saw_and_what_to_do() -> None:
+    with pytest.raises(ImportFormatError) as info:
+        import_text(s(), json.dumps({"prompt_text": "x", "answer": "y"}))
+    msg = str(info.value)
+    assert "keys answer, prompt_text" in msg and "expected an OpenAI chat-completions" in msg
+
+
+# -- errors, not tracebacks -----------------------------------------------------------------
+BAD_OPENAI = [
+    ('{"messages": [{"role": "user", "content": "x"}], "response": {"created": NaN, '
+     '"choices": [{"message": {"content": "y"}}]}}', "line 1: invalid JSON: NaN is not"),
+    (json.dumps({"messages": [{"role": "user", "content": "x"}], "response": {
+        "created": 1e300, "choices": [{"message": {"content": "y"}}]}}),
+     "line 1: response.created 1e+300 is not a plausible unix timestamp"),
+    ('{"messages": [{"role": "user", "content": "\\ud800"}], "response": {"choices": '
+     '[{"message": {"content": "y"}}]}}',
+     "line 1: the string at /messages/0/content contains a lone UTF-16 surrogate"),
+    ('{"messages": [{"role": "user", "content": "a\\u0000b"}], "response": {"choices": '
+     '[{"message": {"content": "y"}}]}}',
+     "line 1: the string at /messages/0/content contains a NUL character"),
+    ('{"messages": [{"role": "user", "content": ' + "[" * 200 + "]" * 200 + "}]}",
+     "line 1: nested more than 100 levels deep"),
+    (json.dumps({"messages": [{"role": ["user"], "content": "x"}]}),
+     "line 1: message 0: unknown role ['user']"),
+    (json.dumps({"messages": [{"role": "user", "content": "x"}], "temperature": "hot",
+                 "response": {"choices": [{"message": {"content": "y"}}]}}),
+     "line 1: request 'temperature' must be a number, got 'hot'"),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), BAD_OPENAI)
+def test_malformed_openai_values_name_the_line(text: str, expected: str) -> None:
+    st = s()
+    with pytest.raises(ImportFormatError) as info:
+        import_text(st, text, format="openai")
+    assert str(info.value).startswith(expected), str(info.value)
+    assert st.memory.list_threads() == [] and st.runs.list("") == []
+
+
+def _content_span(extra: dict[str, Any], **kw: Any) -> dict[str, Any]:
+    msgs = json.dumps([{"role": "user", "parts": [{"type": "text", "content": "hi"}]}])
+    out = json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": "yo"}]}])
+    return span("00000000000000aa", {"gen_ai.operation.name": "chat",
+                                     "gen_ai.input.messages": msgs,
+                                     "gen_ai.output.messages": out, **extra}, **kw)
+
+
+def test_malformed_otel_values_name_the_span() -> None:
+    bad_int = _content_span({})
+    bad_int["attributes"].append({"key": "gen_ai.usage.input_tokens",
+                                  "value": {"intValue": "many"}})
+    cases = [
+        (otlp([bad_int]), "span 00000000000000aa (chat m): attribute gen_ai.usage.input_tokens"
+                          ": intValue 'many' is not an integer"),
+        (otlp([_content_span({}, start="99999999999999999999999")]),
+         "span 00000000000000aa (chat m): startTimeUnixNano 99999999999999999999999 is not "
+         "a plausible unix timestamp"),
+        (otlp([_content_span({}, start="soon")]),
+         "span 00000000000000aa (chat m): startTimeUnixNano must be an integer"),
+        (otlp([_content_span({"gen_ai.input.messages": json.dumps(
+            [{"role": ["user"], "parts": []}])})]),
+         "span 00000000000000aa (chat m): gen_ai.input.messages[0]: unknown role ['user']"),
+    ]
+    for text, expected in cases:
+        with pytest.raises(ImportFormatError) as info:
+            import_text(s(), text)
+        assert str(info.value).startswith(expected), str(info.value)
+
+
+def test_tool_results_keep_their_call_ids_in_parallel_calls() -> None:
+    rec = {"messages": [
+        {"role": "user", "content": "both"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}},
+            {"id": "b", "type": "function", "function": {"name": "g", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "b", "content": "B"},
+        {"role": "tool", "tool_call_id": "a", "content": "A"}],
+        "response": {"choices": [{"message": {"content": "ok"}}]}}
+    st = s()
+    report = import_text(st, json.dumps(rec))
+    results = [p for m in st.memory.get_messages(report.threads_created[0])
+               for p in m.tool_results()]
+    assert results == [ToolResultPart(call_id="b", name="g", result="B"),
+                       ToolResultPart(call_id="a", name="f", result="A")]
+
+
+def test_raw_lone_surrogates_in_text_name_the_line() -> None:
+    text = json.dumps({"messages": [{"role": "user", "content": "ok"}],
+                       "response": {"choices": [{"message": {"content": "y"}}]}})
+    with pytest.raises(ImportFormatError, match="line 2: contains a lone UTF-16 surrogate"):
+        import_text(s(), text + "\n" + text.replace("ok", "\ud800"))
+
+
+def test_the_latest_conventions_details_event_with_structured_values() -> None:
+    """gen_ai.client.inference.operation.details as a log record whose attributes hold
+    the messages as OTLP arrays of key/value lists (no JSON strings)."""
+    details = {"timeUnixNano": T, "eventName": "gen_ai.client.inference.operation.details",
+               "traceId": "a" * 32, "spanId": "00000000000000a1", "attributes": [
+                   attr("gen_ai.input.messages", [{"role": "user", "parts": [
+                       {"type": "text", "content": "Ping?"}]}]),
+                   attr("gen_ai.output.messages", [{"role": "assistant", "parts": [
+                       {"type": "text", "content": "Pong."}], "finish_reason": "stop"}]),
+                   attr("gen_ai.system_instructions", [{"type": "text",
+                                                        "content": "Answer briefly."}])]}
+    st = s()
+    report = import_text(st, otlp([MODEL_SPAN], [details]))
+    assert texts(st, report.threads_created[0]) == ["user:Ping?", "assistant:Pong."]
+    prompt = st.runs.get(f"{report.runs_created[0]}:prompt")
+    assert prompt["items"][0]["message"]["content"] == "Answer briefly."
+    step = st.runs.get(f"{report.runs_created[0]}:step:0")
+    assert step["response"]["finish_reason"] == "stop"

@@ -1,0 +1,385 @@
+"""The corpus of real recordings (tests/fixtures/imports/real, see its README) imports as
+it is. Every expected value below was written by reading the source file (decoding its
+gzip and SSE bodies by hand), not by running the importer."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memory_core.importers import import_file
+from memory_core.storage.inmemory import InMemoryStorage
+from memory_core.types import Message, ToolCallPart, ToolResultPart
+
+REAL = Path(__file__).parent / "fixtures" / "imports" / "real"
+
+
+def render(m: Message) -> str:
+    """One stored message as a line: ``role: text``, ``assistant: → tool({args})``,
+    ``tool name: result``; attachment placeholders as ``[+type]``."""
+    bits: list[str] = []
+    for p in m.parts:
+        if isinstance(p, ToolCallPart):
+            bits.append(f"→ {p.name}({json.dumps(p.args, sort_keys=True, ensure_ascii=False)})")
+        elif isinstance(p, ToolResultPart):
+            return f"tool {p.name}: {p.result}"
+        else:
+            bits.append(p.text)
+    bits += [f"[+{a['type']}]" for a in m.metadata.get("attachments", [])]
+    return f"{m.role}: " + " ".join(bits)
+
+
+def same(got: str, want: str) -> bool:
+    return got.startswith(want[:-1]) if want.endswith("…") else got == want
+
+
+# file -> threads (each a list of rendered messages), per-run (model, usage, tools offered)
+# and anything else the file says.
+EXPECTED: dict[str, dict[str, Any]] = {
+    "otelv2-test_chat_completion_with_content.yaml": {
+        "threads": [["user: Say this is a test", "assistant: This is a test."]],
+        "runs": [("gpt-4o-mini-2024-07-18", (12, 5), [])],
+    },
+    "otelv2-test_chat_completion_tool_calls_with_content.yaml": {
+        "threads": [[
+            "user: What's the weather in Seattle and San Francisco today?",
+            'assistant: → get_current_weather({"location": "Seattle, WA"}) '
+            '→ get_current_weather({"location": "San Francisco, CA"})',
+            "tool get_current_weather: 50 degrees and raining",
+            "tool get_current_weather: 70 degrees and sunny",
+            "assistant: Today, the weather in Seattle is 50 degrees and raining, while in San "
+            "Francisco, it's 70 degrees and sunny."]],
+        "runs": [("gpt-4o-mini-2024-07-18", (75, 51), ["get_current_weather"]),
+                 ("gpt-4o-mini-2024-07-18", (99, 25), [])],
+        "instructions": "You're a helpful assistant.",
+        "call_ids": ["call_JpNb8OiAkbIbHzDggfpdDHpi", "call_vaFQc3zK6hHTRZKXRI5Eo2cJ"],
+    },
+    "otelv2-test_chat_completion_extra_params.yaml": {
+        "threads": [["user: Say this is a test",
+                     "assistant: This is a test. How can I assist you further?"]],
+        "runs": [("gpt-4o-mini-2024-07-18", (12, 12), [])],
+        "identity": {"temperature": 0.5, "seed": 42, "max_tokens": 50, "top_p": None},
+        "params": {"response_format": {"type": "text"}, "service_tier": "default",
+                   "stream": False},
+    },
+    "otelv2-test_chat_completion_streaming.yaml": {
+        "threads": [["user: Say this is a test", 'assistant: "This is a test."']],
+        "runs": [("gpt-4", (12, 5), [])],
+    },
+    "otelv2-test_chat_completion_multiple_choices.yaml": {
+        "threads": [["user: Say this is a test",
+                     "assistant: This is a test. How can I assist you further?"]],
+        "runs": [("gpt-4o-mini-2024-07-18", (12, 24), [])],
+        "skipped": ["1 alternative choice(s) not imported"],
+    },
+    "otelv2-test_chat_completion_404.yaml": {
+        "threads": [["user: Say this is a test"]],
+        "runs": [("this-model-does-not-exist", None, [])],
+        "failed": "The model `this-model-does-not-exist` does not exist…",
+    },
+    "otelv2-test_responses_create_captures_tool_call_contentcontent_mode0.yaml": {
+        "threads": [["user: What's the weather in Seattle right now?",
+                     'assistant: → get_current_weather({"location": "Seattle, WA"})']],
+        "runs": [("gpt-4o-mini-2024-07-18", (72, 8), ["get_current_weather"])],
+        "call_ids": ["call_90uO5LcGP5vTBTCrjyhYtWsA"],
+    },
+    "otelv2-test_responses_create_streaming_captures_contentcontent_mode0.yaml": {
+        "threads": [["user: Say this is a test", "assistant: This is a test."]],
+        "runs": [("gpt-4o-mini-2024-07-18", (22, 6), [])],
+        "instructions": "You are a helpful assistant.",
+    },
+    "openllmetry-test_chat_tool_calls.yaml": {
+        # the same request recorded three times; the second and third answers agree
+        "threads": [
+            ['assistant: → get_current_weather({"location": "San Francisco"})',
+             "tool get_current_weather: The weather in San Francisco is 70 degrees and sunny.",
+             "assistant: The weather in San Francisco is 70 degrees and sunny."],
+            ['assistant: → get_current_weather({"location": "San Francisco"})',
+             "tool get_current_weather: The weather in San Francisco is 70 degrees and sunny.",
+             "assistant: The current weather in San Francisco is 70 degrees and sunny."]],
+        "runs": [("gpt-3.5-turbo-0125", (40, 12), []), ("gpt-3.5-turbo-0125", (40, 13), []),
+                 ("gpt-3.5-turbo-0125", (40, 13), [])],
+    },
+    "openllmetry-test_chat_history_message_dict.yaml": {
+        "threads": [
+            ["user: Generate a random noun in Korean. Respond with just that word.",
+             "assistant: 바다",
+             "user: Now, generate a sentence using the word you just gave me.",
+             "assistant: 나는 바다를 좋아해요."],
+            ["user: Generate a random noun in Korean. Respond with just that word.",
+             "assistant: 나무",
+             "user: Now, generate a sentence using the word you just gave me.",
+             "assistant: 나는 공원에서 아름다운 나무를 봤어요."]],
+        "runs": [("gpt-4.1-nano-2025-04-14", (20, 2), []),
+                 ("gpt-4.1-nano-2025-04-14", (43, 8), []),
+                 ("gpt-4.1-nano-2025-04-14", (20, 2), []),
+                 ("gpt-4.1-nano-2025-04-14", (43, 13), []),
+                 ("gpt-4.1-nano-2025-04-14", (20, 2), []),
+                 ("gpt-4.1-nano-2025-04-14", (43, 8), [])],
+    },
+    "openllmetry-test_chat_streaming.yaml": {
+        "threads": [["user: Tell me a joke about opentelemetry",
+                     "assistant: In the observability department, Prometheus, Grafana, "
+                     "Jaeger, and Loki were stressed.…"]],
+        "runs": [("gpt-3.5-turbo", (10, 50), [])],
+    },
+    "langchain-test_langgraph_invoke.yaml": {
+        "threads": [["user: What's 5 + 5?", "assistant: \\(5 + 5 = 10\\)."]],
+        "runs": [("gpt-4o-2024-08-06", (24, 11), [])],
+        "instructions": "You are a mathematician.",
+    },
+    "langchain-test_simple_lcel.yaml": {
+        # legacy `functions` and `function_call`: two recordings, two different jokes
+        "threads": [
+            ["user: tell me a short joke",
+             'assistant: → Joke({"punchline": "It was two tired!", "setup": '
+             '"Why couldn\'t the bicycle stand up by itself?"})'],
+            ["user: tell me a short joke",
+             'assistant: → Joke({"punchline": "It lost its bearings.", "setup": '
+             '"Why couldn\'t the bicycle find its way home?"})']],
+        "runs": [("gpt-3.5-turbo-0125", (76, 33), ["Joke"]),
+                 ("gpt-3.5-turbo-0125", (76, 33), ["Joke"])],
+        "identity": {"temperature": 0.7, "seed": None, "max_tokens": None, "top_p": None},
+    },
+    "langchain-test_sequential_chain.yaml": {
+        "threads": [
+            ["user: You are a playwright. Given the title of play and the era it is set in…",
+             "assistant:  \n\nIn the midst of the strict and proper society of Victorian…"],
+            ["user: You are a play critic from the New York Times.…",
+             "assistant: \n\n\"Tragedy at Sunset on the Beach\" is a thought-provoking…"]],
+        "runs": [("gpt-3.5-turbo-instruct", (61, 145), []),
+                 ("gpt-3.5-turbo-instruct", (192, 256), [])],
+        "identity": {"temperature": 0.7, "seed": None, "max_tokens": 256, "top_p": 1.0},
+    },
+    "openinference-openinference_client_span_tool_calls.json": {
+        "threads": [["user: Weather in Paris?",
+                     'assistant: Absolutely! Let me check the weather for you. '
+                     '→ get_weather({"location": "Paris"})',
+                     "tool get_weather: rainy, 57°F",
+                     "assistant: The weather in Paris is currently rainy with a temperature "
+                     "of 57°F."]],
+        # input.value is the request body as sent, with no "tools": none were offered
+        "runs": [("gpt-4-0613", (97, 52), [])],
+        "identity": {"temperature": 0.5, "top_p": 0.9, "max_tokens": 200, "seed": None},
+    },
+    "openinference-openinference_client_span_input_output_only.json": {
+        "threads": [["user: Weather in Paris?",
+                     'assistant: Absolutely! Let me check the weather for you. '
+                     '→ get_weather({"location": "Paris"})',
+                     "tool get_weather: rainy, 57°F",
+                     "assistant: The weather in Paris is currently rainy with a temperature "
+                     "of 57°F."]],
+        "runs": [("gpt-4-0613", (97, 52), None)],
+    },
+    "openinference-otel_genai_client_span_tool_calls.json": {
+        "threads": [["user: Weather in Paris?",
+                     'assistant: Absolutely! Let me check the weather for you. '
+                     '→ get_weather({"location": "Paris"})',
+                     "tool get_weather: rainy, 57°F",
+                     "assistant: The weather in Paris is currently rainy with a temperature "
+                     "of 57°F."]],
+        "runs": [("gpt-4-0613", (97, 52), None)],
+        "identity": {"temperature": 0.5, "top_p": 0.9, "max_tokens": 200, "seed": None},
+    },
+    "openinference-otel_genai_deprecated_client_span_tool_calls.json": {
+        "threads": [["user: Weather in Paris?",
+                     'assistant: Absolutely! Let me check the weather for you. '
+                     '→ get_weather({"location": "Paris"})',
+                     "tool get_weather: rainy, 57°F",
+                     "assistant: The weather in Paris is currently rainy with a temperature "
+                     "of 57°F."]],
+        "runs": [("gpt-4-0613", (97, 52), None)],
+    },
+    "dspy-messages_kwarg.yaml": {
+        "threads": [["user: Who won the World Cup in 2018?",
+                     "assistant: France won the World Cup in 2018."]],
+        "runs": [("gpt-4-0613", (17, 10), [])],
+        "identity": {"temperature": 0.0, "max_tokens": 1000, "seed": None, "top_p": None},
+    },
+    "autogen-agent_run.yaml": {
+        "threads": [["user: What is the weather in New York?",
+                     'assistant: → get_weather({"city": "New York"})',
+                     "tool get_weather: The weather in New York is 73 degrees and Sunny.",
+                     "assistant: The weather in New York is currently 73 degrees and sunny."]],
+        "runs": [("gpt-3.5-turbo", None, ["get_weather"]), ("gpt-3.5-turbo", None, [])],
+        "instructions": "You are a helpful assistant that can check the weather.",
+        "call_ids": ["call_MgGVx3hRe0DbWL6BURPysHqs"],
+        "names": {0: "user", 1: "weather_agent"},
+    },
+    "pydanticai-test_compatible_api_with_tool_calls_without_id.yaml": {
+        # the server gave no id; the client named the call itself in its next request
+        "threads": [["user: What is the current time?",
+                     "assistant: → get_current_time({})",
+                     "tool get_current_time: Noon",
+                     "assistant: The current time is Noon."]],
+        "runs": [("gemini-2.5-pro-preview-05-06", (35, 12), ["get_current_time"]),
+                 ("gemini-2.5-pro-preview-05-06", (66, 6), ["get_current_time"])],
+        "call_ids": ["pyd_ai_cee885c699414386a7e14b7ec43cadbc"],
+        "skipped": ["tool call 0 (get_current_time) had no id; given 'call-…"],
+    },
+    "pydanticai-test_image_url_tool_response.yaml": {
+        "threads": [["user: What food is in the image you can get from the get_image tool?",
+                     "assistant: → get_image({})",
+                     "tool get_image: See file bd38f5",
+                     "user: This is file bd38f5: [+image_url]",
+                     "assistant: The image shows a potato."]],
+        "runs": [("gpt-4o-2024-08-06", (46, 11), ["get_image"]),
+                 ("gpt-4o-2024-08-06", (503, 8), ["get_image"])],
+        "attachment": {"index": 1, "type": "image_url", "url": "https://t3.ftcdn.net/jpg/00/"
+                       "85/79/92/360_F_85799278_0BBGV9OAdQDTLnKwAPBCcg1J7QtiieJY.jpg"},
+    },
+    "pydanticai-test_openai_instructions.yaml": {
+        "threads": [["user: What is the capital of France?",
+                     "assistant: The capital of France is Paris."]],
+        "runs": [("gpt-4o-2024-08-06", (24, 8), [])],
+        "instructions": "You are a helpful assistant.",
+    },
+    "logfire-test_responses_api.yaml": {
+        # the second request no longer sends the instructions: another system prompt,
+        # so another thread (the grouping rule of docs/importing.md)
+        "threads": [["user: What is the weather like in Paris today?",
+                     'assistant: → get_weather({"location": "Paris, France"})'],
+                    ["user: What is the weather like in Paris today?",
+                     'assistant: → get_weather({"location": "Paris, France"})',
+                     "tool get_weather: Rainy",
+                     "assistant: The weather in Paris today is rainy. If you're planning to "
+                     "go out, don't forget an umbrella!"]],
+        "runs": [("gpt-4.1-2025-04-14", (65, 17), ["get_weather"]),
+                 ("gpt-4.1-2025-04-14", (43, 21), [])],
+        "instructions": "Be nice",
+        "call_ids": ["call_uilZSE2qAuMA2NWct72DBwd6"],
+    },
+    "logfire-test_responses_stream.yaml": {
+        "threads": [["user: What is four plus five?",
+                     "assistant: Four plus five equals **nine**."]],
+        "runs": [("gpt-4.1-2025-04-14", (13, 9), [])],
+    },
+    "logfire-test_sync_chat_completions_stream_version_latest.yaml": {
+        "threads": [["user: What is four plus five?", "assistant: Four plus five is nine."]],
+        "runs": [("gpt-4.1-2025-04-14", None, [])],
+        "instructions": "You are a helpful assistant.",
+    },
+    "fastchat-dummy_conversation.json": {
+        "threads": [
+            ["user: Who are you?",
+             "assistant: I am Vicuna, a language model trained by researchers from Large "
+             "Model Systems Organization (LMSYS).",
+             "user: Have a nice day!", "assistant: You too!"],
+            ["user: Who are you?",
+             "assistant: My name is Vicuna, and I'm a language model developed by Large…"],
+            ["user: What is up?", "assistant: Hello! How can I help you today?",
+             "user: Who are you?", "assistant: You can call me Vicuna, and I was trained…",
+             "user: Goodbye", "assistant: Goodbye! If you have any more questions in the…"]],
+        "runs": [(None, None, [])] * 6,
+        "thread_ids": ["identity_0", "identity_1", "identity_2"],
+    },
+    "cookbook-toy_chat_fine_tuning.jsonl": {
+        "threads": [
+            ["user: I fell off my bike today.",
+             "assistant: It's great that you're getting exercise outdoors!"],
+            ["user: I lost my tennis match today.",
+             "assistant: It's ok, it happens to everyone.", "user: But I trained so hard!",
+             "assistant: It will pay off next time.", "user: I'm going to switch to golf.",
+             "assistant: Golf is fun too!", "user: I don't even know how to play golf.",
+             "assistant: It's easy to learn!"],
+            ["user: I lost my book today.",
+             "assistant: You can read everything on ebooks these days!"],
+            ["assistant: You're great!"]],
+        "runs": [(None, None, [])] * 4,
+        "instructions": "You are a happy assistant that puts a positive spin on everything.",
+    },
+}
+
+# the real model name when the response carries one; the streamed chat completions
+# carry it in every chunk
+EXPECTED["otelv2-test_chat_completion_streaming.yaml"]["runs"] = [("gpt-4-0613", (12, 5), [])]
+EXPECTED["logfire-test_sync_chat_completions_stream_version_latest.yaml"]["runs"] = [
+    ("gpt-4.1-2025-04-14", None, [])]
+EXPECTED["autogen-agent_run.yaml"]["runs"] = [("gpt-3.5-turbo-0125", None, ["get_weather"]),
+                                             ("gpt-3.5-turbo-0125", None, [])]
+EXPECTED["openllmetry-test_chat_streaming.yaml"]["runs"] = [("gpt-3.5-turbo", (10, 50), [])]
+
+
+def test_corpus_is_large_and_varied_enough() -> None:
+    files = sorted(p.name for p in REAL.iterdir() if p.name != "README.md")
+    assert files == sorted(EXPECTED)
+    assert len(files) >= 20
+    sources = {name.split("-", 1)[0] for name in files}
+    assert len(sources) >= 8, sources
+    readme = (REAL / "README.md").read_text()
+    assert all(f"`{name}`" in readme for name in files)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_real_file_imports_as_recorded(name: str) -> None:
+    want = EXPECTED[name]
+    s = InMemoryStorage()
+    report = import_file(s, REAL / name)
+    threads = [[render(m) for m in s.memory.get_messages(t)] for t in report.threads_created]
+    assert len(threads) == len(want["threads"]), threads
+    for got_t, want_t in zip(threads, want["threads"], strict=True):
+        assert len(got_t) == len(want_t), got_t
+        for got, exp in zip(got_t, want_t, strict=True):
+            assert same(got, exp), (got, exp)
+    assert report.messages_stored == sum(len(t) for t in want["threads"])
+    assert len(report.runs_created) == len(want["runs"])
+    for rid, (model, usage, tools) in zip(report.runs_created, want["runs"], strict=True):
+        step = s.runs.get(f"{rid}:step:0")
+        memctx = s.runs.get(f"{rid}:memctx")
+        if step is None:  # a failed call: no response, so no step
+            assert s.runs.require_run(rid).status == "failed"
+            continue
+        assert step["model"]["kind"] == "imported"
+        assert step["model"]["name"] == (model or "imported")
+        if usage is None:
+            assert step["usage_known"] is False and "usage" in memctx["unknown_fields"]
+        else:
+            assert step["usage_known"] is True and "usage" not in memctx["unknown_fields"]
+            assert (step["response"]["usage"]["input_tokens"],
+                    step["response"]["usage"]["output_tokens"]) == usage
+        if tools is None:  # the recording does not say which tools were offered
+            assert "tools" in memctx["unknown_fields"]
+        else:
+            assert [t["name"] for t in step["tools"]] == tools
+            assert "tools" not in memctx["unknown_fields"]
+    _check_extras(s, report, want)
+
+
+def _check_extras(s: InMemoryStorage, report: Any, want: dict[str, Any]) -> None:
+    first = report.runs_created[0]
+    if "instructions" in want:
+        prompt = s.runs.get(f"{first}:prompt")
+        lanes = [i for i in prompt["items"] if i["lane"] == "instructions"]
+        assert [i["message"]["content"] for i in lanes] == [want["instructions"]]
+    if "identity" in want:
+        model = s.runs.get(f"{first}:step:0")["model"]
+        assert {k: model[k] for k in want["identity"]} == want["identity"]
+    if "params" in want:
+        params = s.runs.get(f"{first}:import")["request_params"]
+        assert {k: params[k] for k in want["params"]} == want["params"]
+    if "call_ids" in want:
+        ids = [p.id for t in report.threads_created for m in s.memory.get_messages(t)
+               for p in m.tool_calls()]
+        assert sorted(set(ids)) == sorted(want["call_ids"])
+        results = [p.call_id for t in report.threads_created
+                   for m in s.memory.get_messages(t) for p in m.tool_results()]
+        assert set(results) <= set(ids)
+    if "skipped" in want:
+        reasons = [k.reason for k in report.skipped]
+        assert all(any(w.rstrip("…") in r for r in reasons) for w in want["skipped"]), reasons
+    if "failed" in want:
+        run = s.runs.require_run(first)
+        assert run.status == "failed" and run.error is not None
+        assert same(json.loads(run.error)["message"], want["failed"])
+    if "attachment" in want:
+        msgs = s.memory.get_messages(report.threads_created[0])
+        atts = [a for m in msgs for a in m.metadata.get("attachments", [])]
+        assert atts == [want["attachment"]]
+    if "names" in want:
+        msgs = s.memory.get_messages(report.threads_created[0])
+        assert {i: msgs[i].metadata.get("name") for i in want["names"]} == want["names"]
+    if "thread_ids" in want:
+        assert report.threads_created == want["thread_ids"]

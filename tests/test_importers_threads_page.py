@@ -1,0 +1,100 @@
+"""Imported databases on the workbench: threads without a resource are listed under
+"(no resource)" on the Threads page, and a link to a thread opens it whatever resource
+the link names (AppTest)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from app import services
+from memory_core import views
+from memory_core.importers import import_file
+from memory_core.storage.inmemory import InMemoryStorage
+from tests.app.conftest import ENTRY, TIMEOUT, register
+
+REAL = Path(__file__).parent / "fixtures" / "imports" / "real"
+FIX = Path(__file__).parent / "fixtures" / "imports"
+
+
+@pytest.fixture()
+def imported(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[InMemoryStorage, list[str]]]:
+    storage = InMemoryStorage()
+    loose = import_file(storage, REAL / "fastchat-dummy_conversation.json").threads_created
+    import_file(storage, FIX / "openai_support.jsonl")  # threads of cust-7 and cust-9
+    url = register(storage)
+    monkeypatch.setenv(services.ENV_VAR, url)
+    yield storage, loose
+    services.unregister_storage(url.removeprefix(services.MEMORY_SCHEME))
+
+
+def _open(**query: str) -> AppTest:
+    at = AppTest.from_file(str(ENTRY), default_timeout=TIMEOUT)
+    at.query_params.update(query)
+    at.run()
+    return at
+
+
+def _select(at: AppTest, label: str) -> Any:
+    return next(w for w in at.selectbox if w.label == label)
+
+
+def test_resource_less_threads_are_listed_under_no_resource(
+        imported: tuple[InMemoryStorage, list[str]]) -> None:
+    _, loose = imported
+    at = _open(resource="")  # no resource chosen: the first group
+    assert not at.exception and not at.error
+    groups = _select(at, "Resource")
+    assert groups.options == ["cust-7", "cust-9", views.NO_RESOURCE_LABEL]
+    groups.select_index(2).run()
+    assert not at.exception and not at.error
+    assert at.subheader[0].value == r"Threads of \(no resource\)"  # escaped markdown
+    assert sorted(at.dataframe[0].value["thread"]) == sorted(loose)
+    assert "resource" not in at.query_params
+
+
+@pytest.mark.parametrize("named", ["", "cust-7", "nobody"])
+def test_a_link_to_a_thread_finds_it_whatever_resource_it_names(
+        imported: tuple[InMemoryStorage, list[str]], named: str) -> None:
+    _, loose = imported
+    query = {"thread": "identity_2"} | ({"resource": named} if named else {})
+    at = _open(**query)
+    assert not at.exception and not at.error
+    assert _select(at, "Resource").value is None
+    assert _select(at, "Thread").value == "identity_2"
+    assert [t.value for t in at.text][:2] == ["What is up?", "Hello! How can I help you today?"]
+
+
+def test_a_database_of_imports_alone_is_not_called_empty(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    storage = InMemoryStorage()
+    import_file(storage, REAL / "otelv2-test_chat_completion_tool_calls_with_content.yaml")
+    url = register(storage)
+    monkeypatch.setenv(services.ENV_VAR, url)
+    try:
+        at = _open()
+        assert not at.exception and not at.error
+        assert not any("no threads yet" in i.value for i in at.info)
+        assert _select(at, "Resource").options == [views.NO_RESOURCE_LABEL]
+        assert len(at.dataframe[0].value) == 1
+    finally:
+        services.unregister_storage(url.removeprefix(services.MEMORY_SCHEME))
+
+
+def test_groups_of_a_listing() -> None:
+    from datetime import UTC, datetime
+
+    def row(tid: str, res: str | None) -> views.ThreadSummary:
+        return views.ThreadSummary(thread_id=tid, resource_id=res, title=None,
+                                   message_count=0, run_count=0, run_ids=[],
+                                   last_activity=datetime(2026, 1, 1, tzinfo=UTC))
+
+    rows = [row("a", "u2"), row("b", None), row("c", "u1")]
+    assert views.resource_groups(rows) == ["u1", "u2", None]
+    assert views.threads_in_group(rows, None) == [rows[1]]
+    assert views.resource_groups(rows[:1]) == ["u2"]
+    assert views.group_label(None) == "(no resource)"
