@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from memory_core.errors import InvalidInputError, ModelError, NotFoundError, ReplayMismatch
 from memory_core.journal.keys import RunKeys
 from memory_core.journal.reader import ObserverReader, RunReader
-from memory_core.journal.records import OutputRecord
+from memory_core.journal.records import InputRecord, OutputRecord
 from memory_core.journal.seal import read_seal, require_intact
 from memory_core.models.base import Tool
 from memory_core.models.scripted import RaisingModel
@@ -26,7 +26,7 @@ from memory_core.provenance import LANES, Memctx
 from memory_core.runner import Agent, Runner, assistant_message, tool_message
 from memory_core.storage.base import Storage
 from memory_core.storage.inmemory import InMemoryStorage
-from memory_core.types import AppendRow, Message, ToolCallPart, canonical_json
+from memory_core.types import AppendRow, Message, RunRecord, ToolCallPart, canonical_json
 
 if TYPE_CHECKING:
     from memory_core.memory import AgentMemory
@@ -148,6 +148,56 @@ def _check_recording_end(storage: Storage, reader: RunReader, thread_id: str | N
             _check_stored_messages(storage, reader.keys.run_id, thread_id, convo))
 
 
+def _recorded(reader: RunReader, storage: Storage
+              ) -> tuple[InputRecord, OutputRecord, FrozenPrompt, RunRecord]:
+    """What replay needs from the journal; a clear error naming what is missing."""
+    keys, run_id = reader.keys, reader.keys.run_id
+    rec_input = reader.input()
+    if rec_input is None:
+        raise NotFoundError(f"run '{run_id}' has no recorded input ('{keys.input}')")
+    rec_output = reader.output()
+    record = storage.runs.get_run(run_id)
+    if rec_output is None:
+        status = record.status if record else "no runs-table record"
+        raise InvalidInputError(f"run '{run_id}' has no recorded output (status {status}); "
+                                "resume it before replaying")
+    prompt = reader.prompt()
+    if prompt is None:
+        raise NotFoundError(f"run '{run_id}' has no frozen prompt ('{keys.prompt}')")
+    if record is None:
+        raise NotFoundError(f"run '{run_id}' has no runs-table record; its agent is unknown")
+    return rec_input, rec_output, prompt, record
+
+
+def _redacted(storage: Storage, reader: RunReader, record: RunRecord,
+              output: OutputRecord) -> ReplayReport:
+    """An erasure rewrote the run's records: report that, never a mismatch."""
+    sealed = read_seal(storage, record.run_id)
+    erased = sorted({t for r in (sealed.redactions if sealed else []) for t in r.threads})
+    steps = reader.steps()
+    return ReplayReport(run_id=record.run_id, agent=record.agent, thread_id=record.thread_id,
+                        steps=len(steps), tool_calls=len(reader.tools()),
+                        output=output.model_dump(mode="json"), verified_steps=0,
+                        unverified_steps=len(steps), integrity="redacted",
+                        redacted_by=erased)
+
+
+def _replay_agent(name: str, prompt: FrozenPrompt, given: Agent | None, n_steps: int,
+                  ends_on_call: bool) -> Agent:
+    """The agent the replay runs: the caller's (model and tools raising if called), or
+    one standing in from the recorded prompt and step count. A run whose recording ends
+    on a tool call gets no tools, so reaching that call writes (and stops) rather than
+    calling anything."""
+    if given is not None:
+        return Agent(name=name, instructions=given.instructions, model=RaisingModel(),
+                     tools=[] if ends_on_call else [_raising_tool(t) for t in given.tools],
+                     max_steps=given.max_steps)
+    instructions = next((str(i.message.content) for i in prompt.items
+                         if i.lane == "instructions"), "")
+    return Agent(name=name, instructions=instructions, model=RaisingModel(),
+                 max_steps=max(1, n_steps))
+
+
 def replay(storage: Storage, run_id: str, *, memory: AgentMemory | None = None,
            agents: Mapping[str, Agent] | None = None,
            lanes: Sequence[str] | None = None) -> ReplayReport:
@@ -168,31 +218,12 @@ def replay(storage: Storage, run_id: str, *, memory: AgentMemory | None = None,
     reader = RunReader(storage.runs, run_id)
     keys = reader.keys
     seal = require_intact(storage, run_id)  # tampering is named before anything runs
-    rec_input = reader.input()
-    if rec_input is None:
-        raise NotFoundError(f"run '{run_id}' has no recorded input ('{keys.input}')")
-    rec_output = reader.output()
-    record = storage.runs.get_run(run_id)
-    if rec_output is None:
-        status = record.status if record else "no runs-table record"
-        raise InvalidInputError(f"run '{run_id}' has no recorded output (status {status}); "
-                                "resume it before replaying")
-    prompt = reader.prompt()
-    if prompt is None:
-        raise NotFoundError(f"run '{run_id}' has no frozen prompt ('{keys.prompt}')")
+    rec_input, rec_output, prompt, record = _recorded(reader, storage)
     steps = reader.steps()
-    if record is None:
-        raise NotFoundError(f"run '{run_id}' has no runs-table record; its agent is unknown")
     agent_name = record.agent
     thread_id, resource_id = record.thread_id, record.resource_id
     if seal.status == "redacted":
-        sealed = read_seal(storage, run_id)
-        erased = sorted({t for r in (sealed.redactions if sealed else []) for t in r.threads})
-        return ReplayReport(run_id=run_id, agent=agent_name, thread_id=thread_id,
-                            steps=len(steps), tool_calls=len(reader.tools()),
-                            output=rec_output.model_dump(mode="json"), verified_steps=0,
-                            unverified_steps=len(steps), integrity="redacted",
-                            redacted_by=erased)
+        return _redacted(storage, reader, record, rec_output)
     verified = sum(1 for s in steps if s.record.input_hashes is not None
                    or s.record.input_hash is not None)
     unverified = len(steps) - verified
@@ -206,15 +237,7 @@ def replay(storage: Storage, run_id: str, *, memory: AgentMemory | None = None,
 
     ends_on = recording_end_calls(reader)
     given = (agents or {}).get(agent_name)
-    if given is not None:
-        agent = Agent(name=agent_name, instructions=given.instructions, model=RaisingModel(),
-                      tools=[] if ends_on else [_raising_tool(t) for t in given.tools],
-                      max_steps=given.max_steps)
-    else:
-        instructions = next((str(i.message.content) for i in prompt.items
-                             if i.lane == "instructions"), "")
-        agent = Agent(name=agent_name, instructions=instructions, model=RaisingModel(),
-                      max_steps=max(1, len(steps)))
+    agent = _replay_agent(agent_name, prompt, given, len(steps), bool(ends_on))
     runner = Runner(scratch, {agent_name: agent}, memory=None,
                     clock=lambda: record.started_at,
                     on_boundary=_Boundaries(run_id, [c.id for c in ends_on]))

@@ -103,7 +103,7 @@ def _model_choice() -> tuple[str | None, str | None]:
         used = describe_model(recorded_identity(recorded))
     except InvalidInputError:
         used = "unknown"
-    labels = {"recorded": f"The model this run used: {used}",
+    labels = {"recorded": escape_md(f"The model this run used: {used}"),
               "reader": "The offline reader (runs here, no server)"}
     pick = st.radio("Model to re-ask", MODEL_CHOICES, format_func=labels.__getitem__,
                     key=f"model:{run_id}")
