@@ -26,8 +26,13 @@ from memory_core.storage.base import (
 from memory_core.storage.common import (
     Clock,
     ThreadIdFactory,
+    as_json,
+    checked_clock,
     decode_json,
     encode_json,
+    json_or_invalid,
+    message_body,
+    require_aware,
     utc_now,
     validate_batch,
 )
@@ -78,11 +83,12 @@ class InMemoryMemoryStore(MemoryStore):
             tid = thread_id or self._ids()
             if not isinstance(tid, str):
                 raise InvalidInputError(f"thread id must be a string, got {tid!r}")
+            meta = as_json(f"metadata of thread '{tid}'", dict(metadata or {}))
             if tid in self._threads:
                 raise InvalidInputError(f"thread '{tid}' already exists")
             now = self._clock()
             t = Thread(id=tid, resource_id=resource_id, title=title,
-                       metadata=dict(metadata or {}), parent_thread_id=parent_thread_id,
+                       metadata=meta, parent_thread_id=parent_thread_id,
                        created_at=now, updated_at=now)
             self._threads[tid] = t
             self._rows[tid] = {}
@@ -114,7 +120,8 @@ class InMemoryMemoryStore(MemoryStore):
             if title is not None:
                 patch["title"] = title
             if metadata is not None:
-                patch["metadata"] = {**t.metadata, **metadata}
+                patch["metadata"] = as_json(f"metadata of thread '{thread_id}'",
+                                            {**t.metadata, **metadata})
             if resource_id is not None:
                 patch["resource_id"] = resource_id
             nt = t.model_copy(update=patch, deep=True)
@@ -147,6 +154,9 @@ class InMemoryMemoryStore(MemoryStore):
 
     # -- messages
     def append_messages(self, thread_id: str, rows: Sequence[AppendRow]) -> list[int]:
+        validate_batch(thread_id, rows, None)
+        # the same checks and the same JSON round trip as the database adapters
+        bodies = [message_body(thread_id, i, r) for i, r in enumerate(rows)]
         with self._lock:
             explicit, dim = validate_batch(thread_id, rows, self._dim)
             thread = self.require_thread(thread_id)
@@ -154,7 +164,7 @@ class InMemoryMemoryStore(MemoryStore):
             next_seq = (max(store) + 1) if store else 0
             staged: list[tuple[int, _Row]] = []
             seqs: list[int] = []
-            for r in rows:
+            for r, body in zip(rows, bodies, strict=True):
                 seq = r.seq if explicit else next_seq
                 assert seq is not None
                 if not explicit:
@@ -162,11 +172,11 @@ class InMemoryMemoryStore(MemoryStore):
                 seqs.append(seq)
                 if seq in store:
                     continue
-                m = StoredMessage(role=r.message.role, content=r.message.content,
-                                  metadata=r.message.metadata, thread_id=thread_id,
-                                  resource_id=thread.resource_id, seq=seq,
-                                  created_at=r.created_at or self._clock(), run_id=r.run_id)
-                staged.append((seq, _Row(m.model_copy(deep=True),
+                m = StoredMessage.model_validate({
+                    **decode_json(body), "thread_id": thread_id,
+                    "resource_id": thread.resource_id, "seq": seq,
+                    "created_at": r.created_at or self._clock(), "run_id": r.run_id})
+                staged.append((seq, _Row(m,
                                          None if r.embedding is None else r.embedding.copy())))
             for seq, row in staged:
                 store[seq] = row
@@ -263,9 +273,9 @@ class InMemoryMemoryStore(MemoryStore):
             return copy.deepcopy(self._wm.get(key))
 
     def put_working_memory(self, key: str, value: Any) -> None:
-        encode_json(key, value)
+        stored = decode_json(encode_json(key, value))
         with self._lock:
-            self._wm[key] = copy.deepcopy(value)
+            self._wm[key] = stored
 
     def list_working_memory_keys(self) -> list[str]:
         with self._lock:
@@ -281,6 +291,9 @@ class InMemoryMemoryStore(MemoryStore):
 
     # -- observations
     def put_observation(self, observation: Observation) -> None:
+        require_aware(f"created_at of observation '{observation.id}'", observation.created_at)
+        json_or_invalid(f"source_ids of observation '{observation.id}'",
+                        observation.source_ids)
         with self._lock:
             self._obs.setdefault(observation.id, observation.model_copy(deep=True))
 
@@ -348,6 +361,8 @@ class InMemoryRunJournal(RunJournal):
             return len(keys)
 
     def start_run(self, run: RunRecord) -> bool:
+        require_aware(f"started_at of run '{run.run_id}'", run.started_at)
+        require_aware(f"finished_at of run '{run.run_id}'", run.finished_at)
         with self._lock:
             if run.run_id in self._runs:
                 return False
@@ -356,6 +371,7 @@ class InMemoryRunJournal(RunJournal):
 
     def set_run_status(self, run_id: str, status: RunStatus, *,
                        finished_at: datetime | None = None, error: str | None = None) -> None:
+        require_aware(f"finished_at of run '{run_id}'", finished_at)
         with self._lock:
             r = self.require_run(run_id)
             self._runs[run_id] = r.model_copy(
@@ -388,5 +404,6 @@ class InMemoryStorage(Storage):
 
     def __init__(self, *, clock: Clock = utc_now, ids: ThreadIdFactory | None = None) -> None:
         lock = threading.RLock()
+        clock = checked_clock(clock)
         self.memory = InMemoryMemoryStore(lock, clock, ids or ThreadIdFactory(clock))
         self.runs = InMemoryRunJournal(lock)
