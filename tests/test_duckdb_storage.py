@@ -106,7 +106,7 @@ def test_sqlite_file_opened_as_duckdb_is_one_clear_error_naming_it(tmp_path: Pat
     SQLiteStorage(path).close()
     before = path.read_bytes()
     for read_only in (False, True):
-        with pytest.raises(StorageError, match="foreign.sqlite' is a SQLite database") as info:
+        with pytest.raises(StorageError, match="foreign.sqlite' is not a valid DuckDB database .it is a SQLite") as info:
             DuckDBStorage(path, read_only=read_only, lock_timeout=1)
         # refused before DuckDB saw it: no "install the sqlite extension" advice
         assert "extension" not in str(info.value).lower()
@@ -139,7 +139,7 @@ def test_read_only_memory_is_refused() -> None:
 def test_engine_errors_become_storage_errors_naming_the_operation(tmp_path: Path) -> None:
     bad = tmp_path / "not-a-db.duckdb"
     bad.write_text("this is not a database")
-    with pytest.raises(StorageError, match="not-a-db.duckdb' is not a DuckDB database"):
+    with pytest.raises(StorageError, match="not-a-db.duckdb' is not a valid DuckDB database;"):
         DuckDBStorage(bad)
 
 

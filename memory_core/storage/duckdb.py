@@ -69,10 +69,10 @@ def _refuse_foreign(op: str, path: str) -> None:
         raise StorageError(f"{op} failed: cannot read '{path}': {e}") from e
     if not head or head[8:12] == b"DUCK":
         return
-    kind = "a SQLite database" if head.startswith(b"SQLite format 3") else \
-        "not a DuckDB database"
-    raise StorageError(f"{op} failed: '{path}' is {kind}; give a DuckDB file (or a new "
-                       "path), or open it with the adapter it belongs to")
+    kind = " (it is a SQLite database)" if head.startswith(b"SQLite format 3") else ""
+    raise StorageError(f"{op} failed: '{path}' is not a valid DuckDB database{kind}; give "
+                       "a DuckDB file (or a new path), or open it with the adapter it "
+                       "belongs to")
 
 
 # -- connections -----------------------------------------------------------------------
