@@ -22,6 +22,7 @@ from memory_core.storage.base import (
     MemoryStore,
     RunJournal,
     Storage,
+    ThreadCounts,
 )
 from memory_core.storage.common import (
     Clock,
@@ -213,6 +214,19 @@ class InMemoryMemoryStore(MemoryStore):
                 if t in self._threads:
                     out[t] = self._stats(t)
             return out
+
+    def scope_counts(self, thread_id: str,
+                     resource_id: str | None = None) -> dict[str, ThreadCounts]:
+        with self._lock:
+            own = self._threads.get(thread_id)
+            if own is None:
+                raise NotFoundError(f"thread '{thread_id}' does not exist")
+            threads = [t for t in self._threads.values()
+                       if resource_id is not None and t.resource_id == resource_id]
+            threads = _thread_order(threads)
+            if all(t.id != thread_id for t in threads):
+                threads.append(own)
+            return {t.id: ThreadCounts(*self._stats(t.id), t.created_at) for t in threads}
 
     def _stats(self, thread_id: str) -> tuple[int, int]:
         store = self._rows.get(thread_id, {})

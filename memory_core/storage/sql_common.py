@@ -29,7 +29,13 @@ import numpy as np
 
 from memory_core.errors import InvalidInputError, NotFoundError
 from memory_core.storage import schema
-from memory_core.storage.base import EmbeddingBlock, MemoryStore, RunJournal, Storage
+from memory_core.storage.base import (
+    EmbeddingBlock,
+    MemoryStore,
+    RunJournal,
+    Storage,
+    ThreadCounts,
+)
 from memory_core.storage.common import (
     Clock,
     ThreadIdFactory,
@@ -424,6 +430,20 @@ class SqlMemoryStore(MemoryStore):
                                   f" WHERE id IN ({_marks(len(part))})", part):
                     out[str(r[0])] = (int(r[1]), int(r[2]))
         return out
+
+    def scope_counts(self, thread_id: str,
+                     resource_id: str | None = None) -> dict[str, ThreadCounts]:
+        with self._db.read("scope_counts") as tx:
+            rows = tx.query("SELECT id, message_count, max_seq, created_at, resource_id"
+                            " FROM threads WHERE id = ? OR resource_id = ?"
+                            " ORDER BY created_us DESC, id ASC", (thread_id, resource_id))
+        own = [r for r in rows if r[0] == thread_id]
+        if not own:
+            raise NotFoundError(f"thread '{thread_id}' does not exist")
+        members = [r for r in rows if resource_id is not None and r[4] == resource_id]
+        if own[0] not in members:
+            members.append(own[0])
+        return {str(r[0]): ThreadCounts(int(r[1]), int(r[2]), ts_parse(r[3])) for r in members}
 
     def get_messages_by_refs(self, refs: Sequence[tuple[str, int]]) -> list[StoredMessage]:
         pairs = sorted({(str(t), int(s)) for t, s in refs})
