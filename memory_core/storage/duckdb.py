@@ -27,7 +27,7 @@ import pyarrow as pa
 
 from memory_core.errors import InvalidInputError, StorageBusyError, StorageError
 from memory_core.storage.base import EmbeddingBlock
-from memory_core.storage.common import Clock, ThreadIdFactory, decode_vectors, utc_now
+from memory_core.storage.common import Clock, ThreadIdFactory, utc_now
 from memory_core.storage.schema import (
     Dialect,
     Migration,
@@ -47,7 +47,8 @@ _CONFIG: dict[str, str | bool | int | float | list[str]] = {
     "autoinstall_known_extensions": False, "autoload_known_extensions": False}
 _BATCH_VIEW = "_mc_insert_batch"  # name of the Arrow batch registered for one insert
 _SMALL_BATCH = 8
-_DIALECT = Dialect(text="VARCHAR", blob="BLOB",
+# FLOAT[] rather than bytes: DuckDB checkpoints (compresses) large BLOBs slowly
+_DIALECT = Dialect(text="VARCHAR", vector="FLOAT[]",
                    serial_pk="BIGINT PRIMARY KEY DEFAULT nextval('journal_pos')",
                    serial_setup=("CREATE SEQUENCE IF NOT EXISTS journal_pos",), indexes=False)
 
@@ -340,16 +341,17 @@ def _arrow(conn: Conn, sql: str, params: list[Any]) -> pa.Table:
     return to_table()
 
 
-def _blob_matrix(col: pa.Array, n: int, dim: int) -> np.ndarray | None:
-    """The n float32 vectors of a binary column as one (n, dim) matrix viewing the
-    Arrow data buffer, or None when the rows are not all dim floats long."""
-    if col.null_count or dim <= 0 or not pa.types.is_binary(col.type):
-        return None
-    offsets = np.frombuffer(col.buffers()[1], dtype=np.int32)[col.offset:col.offset + n + 1]
-    if not np.all(np.diff(offsets) == dim * 4):
-        return None
-    data = np.frombuffer(col.buffers()[2], dtype=np.uint8)[offsets[0]:offsets[-1]]
-    return data.view(np.float32).reshape(n, dim)
+def _vector_column(values: Sequence[Any]) -> pa.Array:
+    """float32 vectors (or None) as one Arrow fixed-size list column, built from one
+    concatenated buffer instead of per-float Python objects."""
+    present = [v for v in values if v is not None]
+    if not present:
+        return pa.nulls(len(values), pa.list_(pa.float32()))
+    dim = int(present[0].shape[0])
+    zero = np.zeros(dim, np.float32)
+    flat = np.concatenate([zero if v is None else v for v in values])
+    mask = pa.array([v is None for v in values]) if len(present) < len(values) else None
+    return pa.FixedSizeListArray.from_arrays(pa.array(flat), dim, mask=mask)
 
 
 class _DuckDriver(Driver):
@@ -407,16 +409,29 @@ class _DuckDriver(Driver):
         """Few rows as bound parameters; a larger batch as one registered Arrow table
         (registering costs ~6 ms, a bound row ~0.7 ms)."""
         if len(rows) <= _SMALL_BATCH:
-            super().insert_rows(tx, table, columns, rows)
+            super().insert_rows(tx, table, columns, [
+                [v.tolist() if isinstance(v, np.ndarray) else v for v in r] for r in rows])
             return
         conn: Conn = tx.conn
-        arrays = {c: pa.array([r[i] for r in rows]) for i, c in enumerate(columns)}
+        arrays = {}
+        select = []
+        for i, c in enumerate(columns):
+            col = [r[i] for r in rows]
+            if any(isinstance(v, np.ndarray) for v in col):
+                arrays[c] = _vector_column(col)
+                select.append(f"{c}::FLOAT[]")
+            else:
+                arrays[c] = pa.array(col)
+                select.append(c)
         conn.register(_BATCH_VIEW, pa.table(arrays))
         try:
-            names = ", ".join(columns)
-            conn.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM {_BATCH_VIEW}")
+            conn.execute(f"INSERT INTO {table} ({', '.join(columns)})"
+                         f" SELECT {', '.join(select)} FROM {_BATCH_VIEW}")
         finally:
             conn.unregister(_BATCH_VIEW)
+
+    def vector_param(self, v: np.ndarray) -> Any:
+        return np.ascontiguousarray(v, dtype=np.float32)
 
     def read_vectors(self, tx: Any, thread_ids: Sequence[str], after: Sequence[int],
                      dim: int) -> EmbeddingBlock | None:
@@ -430,13 +445,12 @@ class _DuckDriver(Driver):
         if n == 0:
             return EmbeddingBlock(np.array([], dtype=object), np.zeros(0, np.int64),
                                   np.zeros((0, dim), np.float32))
-        col = table.column("embedding").combine_chunks()
-        matrix = _blob_matrix(col, n, dim)
-        if matrix is None:
-            matrix = decode_vectors([bytes(b) for b in col.to_pylist()], dim)
+        flat = table.column("embedding").combine_chunks().flatten()
+        matrix = flat.to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
         return EmbeddingBlock(
             np.array(table.column("thread_id").to_pylist(), dtype=object),
-            table.column("seq").to_numpy().astype(np.int64, copy=False), matrix)
+            table.column("seq").to_numpy().astype(np.int64, copy=False),
+            matrix.reshape(n, dim))
 
 
 # -- the adapter ---------------------------------------------------------------------------

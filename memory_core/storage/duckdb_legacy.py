@@ -42,7 +42,7 @@ def _iso(us: int | None) -> str | None:
 
 
 def _message_pages(tx: Tx) -> Iterator[list[tuple[Any, ...]]]:
-    """The legacy messages with their vectors (as float32 bytes), a page at a time in
+    """The legacy messages with their vectors (float32 arrays), a page at a time in
     key order, so a large table is never all in Python (the connection's one open
     result must be read to the end before the next insert, hence keyset pages)."""
     last: tuple[str, int] = ("", -1)
@@ -62,10 +62,12 @@ def _message_pages(tx: Tx) -> Iterator[list[tuple[Any, ...]]]:
         vecs = table.column(9).combine_chunks()
         flat = vecs.flatten().to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
         offsets = vecs.offsets.to_numpy()
+        valid = vecs.is_valid().to_numpy(zero_copy_only=False)
         rows = []
         for i, r in enumerate(zip(*cols, strict=True)):
-            blob = None if not vecs[i].is_valid else flat[offsets[i]:offsets[i + 1]].tobytes()
-            rows.append((*r, blob))
+            lo, hi = offsets[i] - offsets[0], offsets[i + 1] - offsets[0]
+            vec = flat[lo:hi] if valid[i] else None
+            rows.append((*r, vec))
         yield rows
         last = (rows[-1][0], int(rows[-1][1]))
 
@@ -121,10 +123,10 @@ def _copy_messages(tx: Tx, db: Driver) -> None:
             "created_us", "run_id", "embedding")
     for rows in _message_pages(tx):
         out = []
-        for (tid, seq, rid, role, content, meta, lower, us, run_id, blob) in rows:
+        for (tid, seq, rid, role, content, meta, lower, us, run_id, vec) in rows:
             body = canonical_json({"role": role, "content": json.loads(content),
                                    "metadata": json.loads(meta)})
-            out.append((tid, seq, rid, body, lower, _iso(us), int(us), run_id, blob))
+            out.append((tid, seq, rid, body, lower, _iso(us), int(us), run_id, vec))
         db.insert_rows(tx, "messages", cols, out)
 
 

@@ -10,7 +10,7 @@ order, inside the caller's write transaction.
 Tables: ``meta`` (the store's fixed embedding dimension), ``threads`` (with each
 thread's message count and highest seq, kept by every message write), ``messages``
 (the message as canonical JSON in ``body``, its lowered text for search, the vector as
-a float32 blob), ``working_memory``, ``observations``, ``journal`` (``pos`` gives the
+float32 bytes, or DuckDB's ``FLOAT[]``), ``working_memory``, ``observations``, ``journal`` (``pos`` gives the
 write order) and ``runs``. Times are stored twice: ISO text with its offset (exact
 round trip) and integer microseconds since the epoch (for ordering).
 """
@@ -43,7 +43,8 @@ class Dialect:
 
     #: a text column (keys compare in code-point order, like Python's sorted())
     text: str = "TEXT"
-    blob: str = "BLOB"
+    #: the embedding column (float32 bytes, or an engine's array of floats)
+    vector: str = "BLOB"
     #: the journal's ``pos`` column: an integer primary key that grows with each insert
     serial_pk: str = "INTEGER PRIMARY KEY"
     #: statements that must run before a table using ``serial_pk`` is created
@@ -64,7 +65,7 @@ class Migration:
 
 
 def _initial(d: Dialect) -> tuple[str, ...]:
-    t, b = d.text, d.blob
+    t, b = d.text, d.vector
     return (
         f"CREATE TABLE IF NOT EXISTS meta (key {t} PRIMARY KEY, value {t})",
         f"INSERT INTO meta (key, value) VALUES ('{DIM_KEY}', NULL) ON CONFLICT (key) DO NOTHING",

@@ -11,8 +11,9 @@ memory_core/storage/inmemory.py method by method.
 
 Driver hooks, each with a portable default: ``lock_row`` (a row lock inside a write),
 ``contains`` (substring test), ``insert_rows`` (a batch insert; DuckDB loads large
-batches through Arrow) and ``read_vectors`` (DuckDB reads a scope's vectors as one
-Arrow column).
+batches through Arrow), ``vector_param`` (how a vector is bound; DuckDB stores
+``FLOAT[]``) and ``read_vectors`` (DuckDB reads a scope's vectors as one Arrow
+column).
 """
 
 from __future__ import annotations
@@ -131,6 +132,10 @@ class Driver(ABC):
         """Insert a batch of rows (all new) into table."""
         tx.executemany(f"INSERT INTO {table} ({', '.join(columns)})"
                        f" VALUES ({_marks(len(columns))})", rows)
+
+    def vector_param(self, v: np.ndarray) -> Any:
+        """A vector as the embedding column's parameter (float32 bytes here)."""
+        return encode_vector(v)
 
     def read_vectors(self, tx: Tx, thread_ids: Sequence[str], after: Sequence[int],
                      dim: int) -> EmbeddingBlock | None:
@@ -319,15 +324,20 @@ class SqlMemoryStore(MemoryStore):
             # the dimension only matters to batches carrying vectors
             dim = self._read_dim(tx) if has_vec else None
             explicit, batch_dim = validate_batch(thread_id, rows, dim)
-            # The thread row lock is what serialises seq assignment per thread.
-            thread = self._require(tx, thread_id, lock=True)
+            # The thread row lock is what serialises seq assignment per thread; the
+            # row's max_seq is kept under it, so no scan of the messages is needed.
+            found = tx.query(f"SELECT resource_id, max_seq FROM threads WHERE id = ?"
+                             f"{self._db.lock_row}", (thread_id,))
+            if not found:
+                raise NotFoundError(f"thread '{thread_id}' does not exist")
+            resource_id, top = found[0][0], int(found[0][1])
             if dim is None and has_vec:
                 # First vectors of the store: take the store-wide row and re-check, so
                 # two writers on different threads cannot fix two dimensions.
                 dim = self._read_dim(tx, self._db.lock_row)
                 if dim is not None:
                     explicit, batch_dim = validate_batch(thread_id, rows, dim)
-            seqs, existing = self._assign_seqs(tx, thread_id, rows, explicit)
+            seqs, existing = self._assign_seqs(tx, thread_id, rows, explicit, top)
             staged: list[tuple[Any, ...]] = []
             for r, seq, body in zip(rows, seqs, bodies, strict=True):
                 if seq in existing:
@@ -335,10 +345,11 @@ class SqlMemoryStore(MemoryStore):
                 existing.add(seq)
                 created = r.created_at or self._clock()
                 text = r.message.text()
-                staged.append((thread_id, seq, thread.resource_id, body,
+                staged.append((thread_id, seq, resource_id, body,
                                None if text is None else text.lower(), ts_text(created),
                                ts_micros(created), r.run_id,
-                               None if r.embedding is None else encode_vector(r.embedding)))
+                               None if r.embedding is None else
+                               self._db.vector_param(r.embedding)))
             if staged:
                 self._db.insert_rows(tx, "messages", _MSG_INSERT, staged)
                 # Same transaction, under the thread's write lock: staged holds only the
@@ -354,9 +365,9 @@ class SqlMemoryStore(MemoryStore):
 
     @staticmethod
     def _assign_seqs(tx: Tx, thread_id: str, rows: Sequence[AppendRow],
-                     explicit: bool) -> tuple[list[int], set[int]]:
+                     explicit: bool, top: int) -> tuple[list[int], set[int]]:
         """Each row's seq, and which of them are already stored (explicit seqs only:
-        the next dense seqs come after the thread's highest)."""
+        the next dense seqs come after ``top``, the thread's highest)."""
         if explicit:
             wanted = [int(r.seq) for r in rows if r.seq is not None]
             existing: set[int] = set()
@@ -365,9 +376,7 @@ class SqlMemoryStore(MemoryStore):
                     f"SELECT seq FROM messages WHERE thread_id = ?"
                     f" AND seq IN ({_marks(len(part))})", (thread_id, *part)))
             return wanted, existing
-        top = tx.query("SELECT MAX(seq) FROM messages WHERE thread_id = ?", (thread_id,))[0][0]
-        start = 0 if top is None else int(top) + 1
-        return list(range(start, start + len(rows))), set()
+        return list(range(top + 1, top + 1 + len(rows))), set()
 
     def get_messages(self, thread_id: str, *, from_seq: int | None = None,
                      to_seq: int | None = None,
@@ -405,7 +414,7 @@ class SqlMemoryStore(MemoryStore):
         with self._db.read("get_tail") as tx:
             rows = tx.query(
                 f"SELECT {_MSG_COLS} FROM messages WHERE thread_id = ? AND seq >="
-                " (SELECT MAX(seq) FROM messages WHERE thread_id = ?) - ? + 1 ORDER BY seq",
+                " (SELECT max_seq FROM threads WHERE id = ?) - ? + 1 ORDER BY seq",
                 (thread_id, thread_id, n))
         return [_row_to_message(r) for r in rows][-n:]
 
