@@ -160,9 +160,12 @@ class InMemoryMemoryStore(MemoryStore):
         bodies = [message_body(thread_id, i, r) for i, r in enumerate(rows)]
         with self._lock:
             explicit, dim = validate_batch(thread_id, rows, self._dim)
-            thread = self.require_thread(thread_id)
+            thread = self._threads.get(thread_id)
+            if thread is None:
+                raise NotFoundError(f"thread '{thread_id}' does not exist")
             store = self._rows[thread_id]
-            next_seq = (max(store) + 1) if store else 0
+            count, top = self._stats(thread_id)
+            next_seq = top + 1
             staged: list[tuple[int, _Row]] = []
             seqs: list[int] = []
             for r, body in zip(rows, bodies, strict=True):
@@ -181,6 +184,9 @@ class InMemoryMemoryStore(MemoryStore):
                                          None if r.embedding is None else r.embedding.copy())))
             for seq, row in staged:
                 store[seq] = row
+            if staged:  # the cached (count, max) moves with the rows, no rescan
+                self._top[thread_id] = (count + len(staged),
+                                        max(top, max(q for q, _ in staged)))
             if dim is not None and self._dim is None and any(r.vec is not None for _, r in staged):
                 self._dim = dim
             return seqs
