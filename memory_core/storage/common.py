@@ -117,13 +117,18 @@ def _json_problem(value: Any, path: str) -> str | None:
             "which is not a JSON value")
 
 
+# canonical_json's settings, built once (json.dumps makes a new encoder per call)
+_ENCODE = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                           allow_nan=False).encode
+
+
 def json_or_invalid(what: str, value: Any) -> str:
     """Canonical JSON of value; InvalidInputError naming ``what`` and the offending
     part when value is not JSON (NaN/inf, sets, bytes, datetimes, non-string keys...).
     Every adapter stores what this returns, so all of them accept the same values."""
     try:
         # fast path (C speed): JSON that reads back equal to the value is exactly JSON
-        text = canonical_json(value)
+        text = _ENCODE(value)
         if json.loads(text) == value:
             return text
     except (TypeError, ValueError, RecursionError):
@@ -166,9 +171,15 @@ def checked_clock(clock: Clock) -> Clock:
 def message_body(thread_id: str, i: int, r: AppendRow) -> str:
     """Canonical JSON of a row's role, content and metadata, checked like every other
     JSON value (tool arguments and results included), with its created_at."""
-    require_aware(f"row {i} of the batch for thread '{thread_id}': created_at", r.created_at)
+    if r.created_at is not None:
+        require_aware(f"row {i} of the batch for thread '{thread_id}': created_at",
+                      r.created_at)
+    m = r.message
+    if type(m.content) is str and not m.metadata:
+        # the common case (plain text, no metadata) is JSON by construction
+        return _ENCODE({"content": m.content, "metadata": {}, "role": m.role})
     return json_or_invalid(f"row {i} of the batch for thread '{thread_id}'",
-                           r.message.model_dump(include={"role", "content", "metadata"}))
+                           m.model_dump(include={"role", "content", "metadata"}))
 
 
 def encode_json(key: str, value: Any) -> str:
