@@ -33,7 +33,7 @@ from memory_core.recall_config import MessageRange as MessageRange
 from memory_core.recall_config import RecallConfig as RecallConfig
 from memory_core.recall_config import RecallMode as RecallMode
 from memory_core.recall_config import RecallScope as RecallScope
-from memory_core.storage.base import EmbeddingBlock, MemoryStore
+from memory_core.storage.base import EmbeddingBlock, MemoryStore, ThreadCounts
 from memory_core.types import StoredMessage, Thread, canonical_json
 from memory_core.vectors import cosine_scores, top_indices, unit_rows
 
@@ -391,18 +391,14 @@ class RecallEngine:
         """The threads recall searches: the thread, or every thread of the resource
         (plus the thread itself) in resource scope with a resource id. ``thread`` is
         the caller's fresh read of ``thread_id``, to spare the store a round trip."""
-        return [t.id for t in self._scope(thread_id, resource_id, config, thread)]
+        return list(self._scope(thread_id, resource_id, config, thread))
 
     def _scope(self, thread_id: str, resource_id: str | None, config: RecallConfig,
-               thread: Thread | None = None) -> list[Thread]:
-        # runs before every recall: each store call here is a round trip on a database
-        known = thread if thread is not None and thread.id == thread_id else None
-        if config.scope == "resource" and resource_id:
-            threads = self.store.list_threads(resource_id)
-            if all(t.id != thread_id for t in threads):
-                threads.append(known or self.store.require_thread(thread_id))
-            return threads
-        return [known or self.store.require_thread(thread_id)]
+               thread: Thread | None = None) -> dict[str, ThreadCounts]:
+        # runs before every recall: one store call gives the threads and their counts
+        del thread  # that call reads the thread too
+        rid = resource_id if config.scope == "resource" and resource_id else None
+        return self.store.scope_counts(thread_id, rid)
 
     def _scope_key(self, thread_id: str, resource_id: str | None,
                    config: RecallConfig) -> tuple[str, str]:
@@ -410,12 +406,12 @@ class RecallEngine:
             return ("resource", resource_id)
         return ("thread", thread_id)
 
-    def _refresh(self, key: tuple[str, str], scope: list[Thread],
+    def _refresh(self, key: tuple[str, str], scope: dict[str, ThreadCounts],
                  lexical: bool = False) -> _ScopeIndex:
         """Bring the scope's cache up to date; with ``lexical`` the rows loaded now are
         indexed for BM25 from the texts at hand (no second fetch)."""
         idx = self._scopes.get(key)
-        born = {t.id: t.created_at for t in scope}
+        born = {t: c.created_at for t, c in scope.items()}
         if idx is not None and any(born.get(t, T_NONE) != idx.thread_born.get(t, T_NONE)
                                    for t in idx.thread_born):
             idx = None  # a thread vanished or was erased and recreated: rebuild
@@ -423,14 +419,11 @@ class RecallEngine:
             idx = _ScopeIndex()
         if lexical and idx.lex_n == idx.n:
             idx.lexical = True
-        threads = [t.id for t in scope]
         idx.thread_born.update(born)
         changed: dict[str, int] = {}
         fresh: list[StoredMessage] = []
-        # one query for the whole scope: this check runs before every recall
-        stats = self.store.thread_stats(threads)
-        for t in threads:
-            count = stats.get(t, (0, -1))[0]  # vanished since listed: as if empty
+        for t, counts in scope.items():
+            count = counts.message_count
             old_count = idx.loaded_count.get(t, 0)
             if t in idx.loaded_count and count == old_count:
                 continue
@@ -453,10 +446,14 @@ class RecallEngine:
             self._scopes.popitem(last=False)
         return idx
 
-    def _rebuild(self, key: tuple[str, str], scope: list[Thread],
+    def _rebuild(self, key: tuple[str, str], scope: dict[str, ThreadCounts],
                  lexical: bool) -> _ScopeIndex:
         self._scopes.pop(key, None)
-        return self._refresh(key, scope, lexical)
+        # counts read again: the scope's may predate a write that caused the rebuild
+        now = self.store.thread_stats(list(scope))
+        return self._refresh(key, {t: c._replace(message_count=now.get(t, (0, -1))[0],
+                                                 max_seq=now.get(t, (0, -1))[1])
+                                   for t, c in scope.items()}, lexical)
 
     def preload(self, thread_id: str, resource_id: str | None, config: RecallConfig) -> None:
         """Load (or refresh) the cache of a scope ahead of the first query."""
@@ -630,7 +627,7 @@ class RecallEngine:
         if config.mode != "vector":
             idx.ensure_lexical(self._fetch)
         within = self._within(idx, as_of)
-        snapshot = {t.id: idx.loaded_max.get(t.id, -1) for t in scope}
+        snapshot = {t: idx.loaded_max.get(t, -1) for t in scope}
         if as_of is not None:
             snapshot = {t: min(m, as_of.get(t, -1)) for t, m in snapshot.items()}
         q = None

@@ -1,8 +1,11 @@
-"""DuckDB-specific behaviour beyond the conformance suite: migrations, read-only
-handles, error mapping, and appends without a session from many threads."""
+"""DuckDB-specific behaviour beyond the conformance suite: migrations (including files
+of the older DuckDB-only schema), read-only handles, extension settings, error
+mapping, and appends without a session from many threads."""
 
 from __future__ import annotations
 
+import gzip
+import shutil
 import threading
 from pathlib import Path
 
@@ -10,9 +13,11 @@ import duckdb
 import pytest
 
 from memory_core.errors import InvalidInputError, StorageError
-from memory_core.storage import duckdb as duckdb_module
-from memory_core.storage.duckdb import MIGRATIONS, DuckDBStorage
+from memory_core.storage.duckdb import DuckDBStorage
+from memory_core.storage.schema import MIGRATIONS
+from memory_core.storage.sqlite import SQLiteStorage
 from memory_core.types import AppendRow, Message
+from tests.conformance.legacy import FILES
 
 
 def msg(text: str) -> AppendRow:
@@ -26,42 +31,86 @@ def test_migrations_are_recorded_once(tmp_path: Path) -> None:
     assert s.setup() == len(MIGRATIONS) == s.schema_version()
     s.close()
     raw = duckdb.connect(str(db), read_only=True)
-    assert raw.execute("SELECT version FROM schema_migrations ORDER BY version").fetchall() \
-        == [(v,) for v in range(1, len(MIGRATIONS) + 1)]
+    assert raw.execute("SELECT version, name FROM schema_migrations ORDER BY version"
+                       ).fetchall() == [(m.version, m.name) for m in MIGRATIONS]
     raw.close()
 
 
-def test_old_schema_is_migrated_with_backfilled_thread_counters(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A database written before migration 2 gets each thread's message count and max
-    seq from the messages it already holds, and keeps them from then on."""
-    db = tmp_path / "old.duckdb"
-    monkeypatch.setattr(duckdb_module, "MIGRATIONS", MIGRATIONS[:1])
-    DuckDBStorage(db, linger=0).close()
-    monkeypatch.undo()
-    raw = duckdb.connect(str(db))
-    for tid in ("gappy", "empty", "one"):
-        raw.execute("INSERT INTO threads VALUES (?, 'r', NULL, '{}', NULL, 0, 0)", [tid])
-    for tid, seq in (("gappy", 0), ("gappy", 1), ("gappy", 2), ("gappy", 7), ("one", 3)):
-        raw.execute("INSERT INTO messages VALUES (?, ?, 'user', ?, ?, ?, '{}', 0, NULL, 'r')",
-                    [tid, seq, f'"m{seq}"', f"m{seq}", f"m{seq}"])
-    raw.close()
+def _legacy_file(tmp_path: Path) -> Path:
+    path = tmp_path / "legacy.duckdb"
+    with gzip.open(FILES["duckdb"]) as src, path.open("wb") as dst:
+        shutil.copyfileobj(src, dst)
+    return path
 
-    s = DuckDBStorage(db, linger=0)
+
+def test_legacy_version_1_file_gets_thread_counters_from_its_messages(tmp_path: Path) -> None:
+    """A file the DuckDB-only code left at its first schema (no counters) is moved onto
+    the shared schema with each thread's count and max seq taken from its messages."""
+    path = _legacy_file(tmp_path)
+    raw = duckdb.connect(str(path))
+    raw.execute("ALTER TABLE threads DROP COLUMN message_count")
+    raw.execute("ALTER TABLE threads DROP COLUMN max_seq")
+    raw.execute("DELETE FROM schema_migrations WHERE version = 2")
+    raw.close()
+    s = DuckDBStorage(path, linger=0)
     try:
-        assert s.schema_version() == len(MIGRATIONS) == 2
+        assert s.schema_version() == len(MIGRATIONS)
         m = s.memory
-        assert m.thread_stats(["gappy", "empty", "one", "ghost"]) == {
-            "gappy": (4, 7), "empty": (0, -1), "one": (1, 3)}
-        assert (m.count_messages("gappy"), m.max_seq("gappy")) == (4, 7)
-        assert m.append_messages("gappy", [msg("new")]) == [8]
-        assert m.append_messages("empty", [AppendRow(message=Message(content="a"), seq=5),
-                                           AppendRow(message=Message(content="b"), seq=2)]) \
-            == [5, 2]
-        assert m.thread_stats(["gappy", "empty"]) == {"gappy": (5, 8), "empty": (2, 5)}
-        assert [x.text() for x in m.get_messages("gappy")] == ["m0", "m1", "m2", "m7", "new"]
+        assert m.thread_stats(["t1", "t2", "lone", "ghost"]) == {
+            "t1": (3, 2), "t2": (3, 9), "lone": (0, -1)}
+        assert m.append_messages("t2", [msg("new")]) == [10]
+        assert m.thread_stats(["t2"]) == {"t2": (4, 10)}
+        # the journal keeps its order and goes on after the legacy entries
+        assert s.runs.put_if_absent("z:new", 1)
+        assert [k for k, _ in s.runs.list("")][-2:] == ["r1:output", "z:new"]
     finally:
         s.close()
+
+
+def test_legacy_file_opened_read_only_asks_for_a_writable_open(tmp_path: Path) -> None:
+    path = _legacy_file(tmp_path)
+    with pytest.raises(StorageError, match="without read_only to migrate"):
+        DuckDBStorage(path, read_only=True)
+    DuckDBStorage(path).close()
+    r = DuckDBStorage(path, read_only=True)
+    assert r.memory.count_messages("t1") == 3
+    r.close()
+
+
+def test_file_from_newer_code_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "new.duckdb"
+    DuckDBStorage(path, linger=0).close()
+    raw = duckdb.connect(str(path))
+    raw.execute("INSERT INTO schema_migrations VALUES (99, 'future', 'x')")
+    raw.close()
+    with pytest.raises(StorageError, match=r"schema versions \[99\]"):
+        DuckDBStorage(path)
+
+
+def test_connections_never_load_or_install_extensions(tmp_path: Path) -> None:
+    s = DuckDBStorage(tmp_path / "x.duckdb", linger=0)
+    with s._duck.transaction("probe", write=False) as conn:
+        got = conn.execute("SELECT current_setting('autoinstall_known_extensions'),"
+                           " current_setting('autoload_known_extensions')").fetchall()
+    assert got == [(False, False)]
+    s.close()
+    mem = DuckDBStorage(":memory:")
+    with mem._duck.transaction("probe", write=False) as conn:
+        assert conn.execute("SELECT current_setting('autoload_known_extensions')"
+                            ).fetchall() == [(False,)]
+    mem.close()
+
+
+def test_sqlite_file_opened_as_duckdb_is_one_clear_error_naming_it(tmp_path: Path) -> None:
+    path = tmp_path / "foreign.sqlite"
+    SQLiteStorage(path).close()
+    before = path.read_bytes()
+    for read_only in (False, True):
+        with pytest.raises(StorageError, match="foreign.sqlite' is not a valid DuckDB database .it is a SQLite") as info:
+            DuckDBStorage(path, read_only=read_only, lock_timeout=1)
+        # refused before DuckDB saw it: no "install the sqlite extension" advice
+        assert "extension" not in str(info.value).lower()
+    assert path.read_bytes() == before  # nothing written into the foreign file
 
 
 def test_read_only_refuses_writes_and_reads_data(tmp_path: Path) -> None:
@@ -72,7 +121,7 @@ def test_read_only_refuses_writes_and_reads_data(tmp_path: Path) -> None:
     w.close()
     r = DuckDBStorage(db, read_only=True)
     assert [m.text() for m in r.memory.get_messages("t1")] == ["a"]
-    with pytest.raises(StorageError, match="append_messages on thread 't1' refused"):
+    with pytest.raises(StorageError, match="append_messages refused"):
         r.memory.append_messages("t1", [msg("b")])
     r.close()
 
@@ -90,9 +139,8 @@ def test_read_only_memory_is_refused() -> None:
 def test_engine_errors_become_storage_errors_naming_the_operation(tmp_path: Path) -> None:
     bad = tmp_path / "not-a-db.duckdb"
     bad.write_text("this is not a database")
-    with pytest.raises(StorageError, match="not-a-db.duckdb") as info:
+    with pytest.raises(StorageError, match="not-a-db.duckdb' is not a valid DuckDB database;"):
         DuckDBStorage(bad)
-    assert isinstance(info.value.__cause__, duckdb.Error)
 
 
 def test_closed_storage_refuses_work() -> None:

@@ -640,17 +640,19 @@ def test_a_turn_reads_its_thread_once_and_lists_the_resource_once(
     mem.append("t1", [user("refund for order r-7 was approved"), bot("noted")] +
                [user(t) for t in FILLER[:3]], "u1")
     mem.append("t2", [user("refund for order r-7 was sent")], "u1")
-    counts = _count_store_calls(s, ["get_thread", "list_threads", "thread_stats"])
+    counts = _count_store_calls(s, ["get_thread", "list_threads", "thread_stats",
+                                    "scope_counts"])
     c = mem.load_context(thread_id="t1", resource_id="u1", input=[user("refund r-7")])
     assert c.memctx.recalled and c.memctx.recall_skipped is None
-    assert counts == {"get_thread": 1, "list_threads": int(scope == "resource"),
-                      "thread_stats": 1}
+    # recall's scope and its change check: one scope_counts call, whatever the scope
+    assert counts == {"get_thread": 1, "list_threads": 0, "thread_stats": 0,
+                      "scope_counts": 1}
     mem.append("t1", [user("refund r-7")], "u1", run_id="r1")
     for k in counts:
         counts[k] = 0
     retry = mem.load_context(thread_id="t1", resource_id="u1", input=[user("refund r-7")])
     assert retry.incoming == [] and retry.memctx.recalled == c.memctx.recalled
-    assert counts == {"get_thread": 1, "list_threads": 2 * int(scope == "resource"),
-                      "thread_stats": 2}
+    assert counts == {"get_thread": 1, "list_threads": 0, "thread_stats": 1,
+                      "scope_counts": 2}
     assert mem.recall("refund r-7", thread_id="t1") == mem.recall(
         "refund r-7", thread_id="t1", resource_id="u1")

@@ -1,4 +1,5 @@
-"""What the SQL adapters promise beyond the ports: recorded migrations, WAL, driver
+"""What the SQL adapters (SQLite, PostgreSQL and DuckDB, all drivers of the shared SQL
+in sql_common.py) promise beyond the ports: one recorded migration list, WAL, driver
 errors re-raised as StorageError naming the operation, busy waits, exact Unicode
 search and timestamps that keep their offset; and the test server's skip/fail rules."""
 
@@ -10,21 +11,21 @@ import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
-from types import ModuleType
 
 import numpy as np
 import psycopg
 import pytest
 
 from memory_core.errors import InvalidInputError, StorageBusyError, StorageError
-from memory_core.storage import sqlite as sqlite_module
+from memory_core.storage import schema
 from memory_core.storage.base import Storage
+from memory_core.storage.duckdb import DuckDBStorage, _Database
 from memory_core.storage.sqlite import SQLiteStorage
 from memory_core.types import AppendRow, Message
 from tests import pg_server
 from tests.storage_factories import make_storage
 
-SQL_ADAPTERS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+SQL_ADAPTERS = ["sqlite", "duckdb-file", pytest.param("postgres", marks=pytest.mark.postgres)]
 
 
 @pytest.fixture(params=SQL_ADAPTERS)
@@ -41,6 +42,14 @@ def _raw(s: Storage, query: str) -> list[tuple[object, ...]]:
     if isinstance(s, SQLiteStorage):
         with sqlite3.connect(s.path) as conn:
             return conn.execute(query).fetchall()
+    if isinstance(s, DuckDBStorage):
+        # through the process's own handle on the file (a second one would conflict),
+        # without the storage's setup
+        raw = _Database(s.path, read_only=False, lock_timeout=5, linger=0, max_hold=1)
+        with raw.transaction("raw", write=True) as conn:
+            rows = conn.execute(query).fetchall()
+        raw.close()
+        return rows
     from memory_core.storage.postgres import PostgresStorage
 
     assert isinstance(s, PostgresStorage)
@@ -53,6 +62,8 @@ def _raw(s: Storage, query: str) -> list[tuple[object, ...]]:
 def _reopen(s: Storage) -> Storage:
     if isinstance(s, SQLiteStorage):
         return SQLiteStorage(s.path)
+    if isinstance(s, DuckDBStorage):
+        return DuckDBStorage(s.path)
     from memory_core.storage.postgres import PostgresStorage
 
     assert isinstance(s, PostgresStorage)
@@ -66,14 +77,6 @@ def test_migrations_are_recorded_once(sql_store: Storage) -> None:
     assert [r[0] for r in _raw(sql_store, versions)] == [1, 2]
 
 
-def _module_of(s: Storage) -> ModuleType:
-    if isinstance(s, SQLiteStorage):
-        return sqlite_module
-    from memory_core.storage import postgres
-
-    return postgres
-
-
 def test_old_schema_is_migrated_with_backfilled_thread_counters(
         sql_store: Storage, monkeypatch: pytest.MonkeyPatch) -> None:
     """A database written before migration 2 gets each thread's message count and max
@@ -83,8 +86,7 @@ def test_old_schema_is_migrated_with_backfilled_thread_counters(
                   "observations", "journal", "runs"):
         _raw(sql_store, f"DROP TABLE {table}")
     sql_store.close()
-    module = _module_of(sql_store)
-    monkeypatch.setattr(module, "MIGRATIONS", module.MIGRATIONS[:1])
+    monkeypatch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:1])
     _reopen(sql_store).close()
     monkeypatch.undo()
     assert [r[0] for r in _raw(sql_store, "SELECT version FROM schema_migrations")] == [1]
@@ -143,11 +145,12 @@ def test_search_lowercases_unicode_like_python(sql_store: Storage) -> None:
     assert [m.seq for m in sql_store.memory.search_messages("ĳSSEL")] == [0]
 
 
-def test_timestamps_keep_their_offset_and_order_by_instant(tmp_path: Path) -> None:
+@pytest.mark.parametrize("adapter", SQL_ADAPTERS)
+def test_timestamps_keep_their_offset_and_order_by_instant(adapter: str, tmp_path: Path) -> None:
     plus5 = timezone(timedelta(hours=5))
     times = iter([datetime(2026, 1, 1, 10, 0, tzinfo=plus5),  # 05:00Z
                   datetime(2026, 1, 1, 6, 0, tzinfo=UTC)])  # 06:00Z, later
-    with SQLiteStorage(tmp_path / "tz.db", clock=lambda: next(times)) as s:
+    with make_storage(adapter, tmp_path, clock=lambda: next(times)) as s:
         s.memory.create_thread("early")
         s.memory.create_thread("late")
         got = s.memory.list_threads()

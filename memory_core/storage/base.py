@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -44,6 +44,15 @@ class EmbeddingBlock:
 
     def __len__(self) -> int:
         return int(self.seqs.shape[0])
+
+
+class ThreadCounts(NamedTuple):
+    """A thread's message count and highest seq (-1 when empty), and when the thread
+    was created (a thread erased and made again under the same id differs in it)."""
+
+    message_count: int
+    max_seq: int
+    created_at: datetime
 
 
 class MemoryStore:
@@ -138,6 +147,19 @@ class MemoryStore:
             if self.get_thread(t) is not None:
                 out[t] = (self.count_messages(t), self.max_seq(t))
         return out
+
+    def scope_counts(self, thread_id: str,
+                     resource_id: str | None = None) -> dict[str, ThreadCounts]:
+        """The counts of a recall scope in one call: every thread of ``resource_id``
+        (none when it is None) in list_threads order, then ``thread_id`` itself if it
+        is not among them. NotFoundError when ``thread_id`` does not exist. Adapters
+        backed by a database answer in one query: recall checks its cache with it."""
+        own = self.require_thread(thread_id)
+        threads = self.list_threads(resource_id) if resource_id is not None else []
+        if all(t.id != thread_id for t in threads):
+            threads.append(own)
+        stats = self.thread_stats([t.id for t in threads])
+        return {t.id: ThreadCounts(*stats.get(t.id, (0, -1)), t.created_at) for t in threads}
 
     def get_messages_by_refs(self, refs: Sequence[tuple[str, int]]) -> list[StoredMessage]:
         """The stored messages named by ``(thread_id, seq)`` pairs, ordered by thread

@@ -1,10 +1,12 @@
 """Pieces every adapter shares: the clock and id sources, thread-id generation,
-validation of append batches and journal values."""
+validation of append batches, and the one check of what a port accepts as JSON and as
+a time (so every adapter refuses the same values with the same error)."""
 
 from __future__ import annotations
 
 import itertools
 import json
+import math
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -83,12 +85,101 @@ def validate_batch(thread_id: str, rows: Sequence[AppendRow],
     return bool(rows) and all(explicit), batch_dim
 
 
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _json_problem(value: Any, path: str) -> str | None:
+    """Where value stops being JSON that reads back as itself, or None. Tuples count
+    as arrays (they read back as lists); everything else must be exactly JSON."""
+    if value is None or isinstance(value, str | bool | int):
+        return None
+    if isinstance(value, float):
+        return None if math.isfinite(value) else \
+            f"{path or 'the value'} is {value!r}, which JSON cannot hold"
+    if isinstance(value, list | tuple):
+        for i, v in enumerate(value):
+            found = _json_problem(v, f"{path}[{i}]")
+            if found:
+                return found
+        return None
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if not isinstance(k, str):
+                return (f"{path or 'the value'} has the key {_short(k)} "
+                        f"({type(k).__name__}); JSON object keys are strings")
+            found = _json_problem(v, f"{path}[{k!r}]")
+            if found:
+                return found
+        return None
+    return (f"{path or 'the value'} is {_short(value)} ({type(value).__name__}), "
+            "which is not a JSON value")
+
+
+# canonical_json's settings, built once (json.dumps makes a new encoder per call)
+_ENCODE = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                           allow_nan=False).encode
+
+
 def json_or_invalid(what: str, value: Any) -> str:
-    """Canonical JSON of value; InvalidInputError naming ``what`` when it is not JSON."""
+    """Canonical JSON of value; InvalidInputError naming ``what`` and the offending
+    part when value is not JSON (NaN/inf, sets, bytes, datetimes, non-string keys...).
+    Every adapter stores what this returns, so all of them accept the same values."""
+    try:
+        # fast path (C speed): JSON that reads back equal to the value is exactly JSON
+        text = _ENCODE(value)
+        if json.loads(text) == value:
+            return text
+    except (TypeError, ValueError, RecursionError):
+        pass
+    # tuples, or not JSON: the walk says which, and where
+    problem = _json_problem(value, "")
+    if problem is not None:
+        raise InvalidInputError(f"{what} is not JSON: {problem}")
     try:
         return canonical_json(value)
-    except (TypeError, ValueError) as e:
-        raise InvalidInputError(f"{what} is not JSON-serialisable: {e}") from e
+    except (TypeError, ValueError, RecursionError) as e:
+        raise InvalidInputError(f"{what} is not JSON: {e}") from e
+
+
+def as_json(what: str, value: Any) -> Any:
+    """The value as every adapter gives it back (tuples become lists), checked."""
+    return json.loads(json_or_invalid(what, value))
+
+
+def require_aware(what: str, dt: datetime | None) -> None:
+    """A time given to a port must say which instant it is: naive ones are refused on
+    every adapter (comparing them with the aware times stored would fail later)."""
+    if dt is not None and (dt.tzinfo is None or dt.utcoffset() is None):
+        raise InvalidInputError(
+            f"{what} must be timezone-aware, got the naive datetime {dt.isoformat()!r} "
+            "(add tzinfo, e.g. datetime.now(UTC))")
+
+
+def checked_clock(clock: Clock) -> Clock:
+    """The clock, refusing to hand a naive time to the store."""
+
+    def now() -> datetime:
+        t = clock()
+        require_aware("the storage clock's time", t)
+        return t
+
+    return now
+
+
+def message_body(thread_id: str, i: int, r: AppendRow) -> str:
+    """Canonical JSON of a row's role, content and metadata, checked like every other
+    JSON value (tool arguments and results included), with its created_at."""
+    if r.created_at is not None:
+        require_aware(f"row {i} of the batch for thread '{thread_id}': created_at",
+                      r.created_at)
+    m = r.message
+    if type(m.content) is str and not m.metadata:
+        # the common case (plain text, no metadata) is JSON by construction
+        return _ENCODE({"content": m.content, "metadata": {}, "role": m.role})
+    return json_or_invalid(f"row {i} of the batch for thread '{thread_id}'",
+                           m.model_dump(include={"role", "content", "metadata"}))
 
 
 def encode_json(key: str, value: Any) -> str:

@@ -22,12 +22,18 @@ from memory_core.storage.base import (
     MemoryStore,
     RunJournal,
     Storage,
+    ThreadCounts,
 )
 from memory_core.storage.common import (
     Clock,
     ThreadIdFactory,
+    as_json,
+    checked_clock,
     decode_json,
     encode_json,
+    json_or_invalid,
+    message_body,
+    require_aware,
     utc_now,
     validate_batch,
 )
@@ -79,11 +85,12 @@ class InMemoryMemoryStore(MemoryStore):
             tid = thread_id or self._ids()
             if not isinstance(tid, str):
                 raise InvalidInputError(f"thread id must be a string, got {tid!r}")
+            meta = as_json(f"metadata of thread '{tid}'", dict(metadata or {}))
             if tid in self._threads:
                 raise InvalidInputError(f"thread '{tid}' already exists")
             now = self._clock()
             t = Thread(id=tid, resource_id=resource_id, title=title,
-                       metadata=dict(metadata or {}), parent_thread_id=parent_thread_id,
+                       metadata=meta, parent_thread_id=parent_thread_id,
                        created_at=now, updated_at=now)
             self._threads[tid] = t
             self._rows[tid] = {}
@@ -115,7 +122,8 @@ class InMemoryMemoryStore(MemoryStore):
             if title is not None:
                 patch["title"] = title
             if metadata is not None:
-                patch["metadata"] = {**t.metadata, **metadata}
+                patch["metadata"] = as_json(f"metadata of thread '{thread_id}'",
+                                            {**t.metadata, **metadata})
             if resource_id is not None:
                 patch["resource_id"] = resource_id
             nt = t.model_copy(update=patch, deep=True)
@@ -148,14 +156,20 @@ class InMemoryMemoryStore(MemoryStore):
 
     # -- messages
     def append_messages(self, thread_id: str, rows: Sequence[AppendRow]) -> list[int]:
+        validate_batch(thread_id, rows, None)
+        # the same checks and the same JSON round trip as the database adapters
+        bodies = [message_body(thread_id, i, r) for i, r in enumerate(rows)]
         with self._lock:
             explicit, dim = validate_batch(thread_id, rows, self._dim)
-            thread = self.require_thread(thread_id)
+            thread = self._threads.get(thread_id)
+            if thread is None:
+                raise NotFoundError(f"thread '{thread_id}' does not exist")
             store = self._rows[thread_id]
-            next_seq = (max(store) + 1) if store else 0
+            count, top = self._stats(thread_id)
+            next_seq = top + 1
             staged: list[tuple[int, _Row]] = []
             seqs: list[int] = []
-            for r in rows:
+            for r, body in zip(rows, bodies, strict=True):
                 seq = r.seq if explicit else next_seq
                 assert seq is not None
                 if not explicit:
@@ -163,14 +177,17 @@ class InMemoryMemoryStore(MemoryStore):
                 seqs.append(seq)
                 if seq in store:
                     continue
-                m = StoredMessage(role=r.message.role, content=r.message.content,
-                                  metadata=r.message.metadata, thread_id=thread_id,
-                                  resource_id=thread.resource_id, seq=seq,
-                                  created_at=r.created_at or self._clock(), run_id=r.run_id)
-                staged.append((seq, _Row(m.model_copy(deep=True),
+                m = StoredMessage.model_validate({
+                    **decode_json(body), "thread_id": thread_id,
+                    "resource_id": thread.resource_id, "seq": seq,
+                    "created_at": r.created_at or self._clock(), "run_id": r.run_id})
+                staged.append((seq, _Row(m,
                                          None if r.embedding is None else r.embedding.copy())))
             for seq, row in staged:
                 store[seq] = row
+            if staged:  # the cached (count, max) moves with the rows, no rescan
+                self._top[thread_id] = (count + len(staged),
+                                        max(top, max(q for q, _ in staged)))
             if dim is not None and self._dim is None and any(r.vec is not None for _, r in staged):
                 self._dim = dim
             return seqs
@@ -204,6 +221,19 @@ class InMemoryMemoryStore(MemoryStore):
                 if t in self._threads:
                     out[t] = self._stats(t)
             return out
+
+    def scope_counts(self, thread_id: str,
+                     resource_id: str | None = None) -> dict[str, ThreadCounts]:
+        with self._lock:
+            own = self._threads.get(thread_id)
+            if own is None:
+                raise NotFoundError(f"thread '{thread_id}' does not exist")
+            threads = [t for t in self._threads.values()
+                       if resource_id is not None and t.resource_id == resource_id]
+            threads = _thread_order(threads)
+            if all(t.id != thread_id for t in threads):
+                threads.append(own)
+            return {t.id: ThreadCounts(*self._stats(t.id), t.created_at) for t in threads}
 
     def _stats(self, thread_id: str) -> tuple[int, int]:
         store = self._rows.get(thread_id, {})
@@ -264,9 +294,9 @@ class InMemoryMemoryStore(MemoryStore):
             return copy.deepcopy(self._wm.get(key))
 
     def put_working_memory(self, key: str, value: Any) -> None:
-        encode_json(key, value)
+        stored = decode_json(encode_json(key, value))
         with self._lock:
-            self._wm[key] = copy.deepcopy(value)
+            self._wm[key] = stored
 
     def list_working_memory_keys(self) -> list[str]:
         with self._lock:
@@ -282,6 +312,9 @@ class InMemoryMemoryStore(MemoryStore):
 
     # -- observations
     def put_observation(self, observation: Observation) -> None:
+        require_aware(f"created_at of observation '{observation.id}'", observation.created_at)
+        json_or_invalid(f"source_ids of observation '{observation.id}'",
+                        observation.source_ids)
         with self._lock:
             self._obs.setdefault(observation.id, observation.model_copy(deep=True))
 
@@ -360,6 +393,8 @@ class InMemoryRunJournal(RunJournal):
             return len(keys)
 
     def start_run(self, run: RunRecord) -> bool:
+        require_aware(f"started_at of run '{run.run_id}'", run.started_at)
+        require_aware(f"finished_at of run '{run.run_id}'", run.finished_at)
         with self._lock:
             if run.run_id in self._runs:
                 return False
@@ -368,6 +403,7 @@ class InMemoryRunJournal(RunJournal):
 
     def set_run_status(self, run_id: str, status: RunStatus, *,
                        finished_at: datetime | None = None, error: str | None = None) -> None:
+        require_aware(f"finished_at of run '{run_id}'", finished_at)
         with self._lock:
             r = self.require_run(run_id)
             self._runs[run_id] = r.model_copy(
@@ -400,5 +436,6 @@ class InMemoryStorage(Storage):
 
     def __init__(self, *, clock: Clock = utc_now, ids: ThreadIdFactory | None = None) -> None:
         lock = threading.RLock()
+        clock = checked_clock(clock)
         self.memory = InMemoryMemoryStore(lock, clock, ids or ThreadIdFactory(clock))
         self.runs = InMemoryRunJournal(lock)

@@ -31,23 +31,11 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from memory_core.errors import InvalidInputError, StorageBusyError, StorageError
 from memory_core.storage.common import Clock, ThreadIdFactory, utc_now
-from memory_core.storage.sql_common import (
-    Driver,
-    Migration,
-    SqlStorage,
-    Tx,
-    apply_migrations,
-    schema_v1,
-    schema_v2_thread_counters,
-)
+from memory_core.storage.schema import Dialect, Migration, Tx, apply_migrations
+from memory_core.storage.sql_common import Driver, SqlStorage
 
-_C_TEXT = 'TEXT COLLATE "C"'  # code-point order, like Python's sorted()
-MIGRATIONS: tuple[Migration, ...] = (
-    # append-only: add Migration(3, ...) below, never edit a shipped one
-    Migration(1, "initial schema",
-              schema_v1(_C_TEXT, "BYTEA", "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY")),
-    Migration(2, "per-thread message count and max seq", schema_v2_thread_counters()),
-)
+_DIALECT = Dialect(text='TEXT COLLATE "C"',  # code-point order, like Python's sorted()
+                   vector="BYTEA", serial_pk="BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY")
 
 
 @lru_cache(maxsize=512)
@@ -82,6 +70,7 @@ def _valid_schema(schema: str | None) -> str | None:
 
 
 class _PgDriver(Driver):
+    dialect = _DIALECT
     lock_row = " FOR UPDATE"
     contains = "strpos({col}, ?) > 0"
 
@@ -143,7 +132,7 @@ class _PgDriver(Driver):
                 assert isinstance(tx, _PgTx)
                 tx._conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(
                     sql.Identifier(self._schema)))
-            apply_migrations(tx, migrations, now)
+            apply_migrations(tx, self.dialect, migrations, now, self.where)
 
     def close(self) -> None:
         self._pool.close()
@@ -166,7 +155,7 @@ class PostgresStorage(SqlStorage):
         self._pg = _PgDriver(dsn, self.schema, min_size=min_size, max_size=max_size,
                              connect_timeout=connect_timeout, pool_timeout=pool_timeout,
                              lock_timeout=lock_timeout)
-        self._open(self._pg, MIGRATIONS, clock, ids)
+        self._open(self._pg, clock, ids)
 
     def __repr__(self) -> str:
         return f"PostgresStorage({self._pg.where!r})"

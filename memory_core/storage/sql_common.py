@@ -1,12 +1,19 @@
-"""The MemoryStore and RunJournal ports written once in portable SQL, for the SQLite and
-PostgreSQL adapters; each adapter supplies a Driver (connections, transactions, DDL).
+"""The MemoryStore and RunJournal ports written once in portable SQL, for every SQL
+engine: SQLite, PostgreSQL and DuckDB each supply only a Driver (connections,
+transactions, error mapping) and a few dialect hooks.
 
-The SQL here uses ``?`` placeholders and only constructs both engines understand
-(``ON CONFLICT``, ``substr``/``length``, ``||``); a driver rewrites placeholders if it
-must. Timestamps are stored twice: the ISO text (exact round trip, offset included)
-and integer microseconds since the epoch (for ordering). JSON is stored as canonical
-TEXT so a journal value reads back byte-identically; vectors are float32 blobs.
-Behaviour follows memory_core/storage/inmemory.py method by method.
+The SQL here uses ``?`` placeholders and only constructs all three engines understand
+(``ON CONFLICT``, ``substr``/``length``, ``||``, ``WITH v(a, b) AS (VALUES ...)``); a
+driver rewrites placeholders if it must. The schema and its one migration list are in
+memory_core/storage/schema.py. JSON is stored as canonical TEXT so a journal value
+reads back byte-identically; vectors are float32 blobs. Behaviour follows
+memory_core/storage/inmemory.py method by method.
+
+Driver hooks, each with a portable default: ``lock_row`` (a row lock inside a write),
+``contains`` (substring test), ``insert_rows`` (a batch insert; DuckDB loads large
+batches through Arrow), ``vector_param`` (how a vector is bound; DuckDB stores
+``FLOAT[]``) and ``read_vectors`` (DuckDB reads a scope's vectors as one Arrow
+column).
 """
 
 from __future__ import annotations
@@ -16,25 +23,41 @@ import json
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
 from memory_core.errors import InvalidInputError, NotFoundError
-from memory_core.storage.base import EmbeddingBlock, MemoryStore, RunJournal, Storage
+from memory_core.storage import schema
+from memory_core.storage.base import (
+    EmbeddingBlock,
+    MemoryStore,
+    RunJournal,
+    Storage,
+    ThreadCounts,
+)
 from memory_core.storage.common import (
     Clock,
     ThreadIdFactory,
+    checked_clock,
     decode_json,
     decode_vectors,
     encode_json,
     encode_vector,
     json_or_invalid,
+    message_body,
+    require_aware,
     ts_micros,
     utc_now,
     validate_batch,
+)
+from memory_core.storage.schema import (
+    DIM_KEY,
+    Dialect,
+    Migration,
+    Tx,
+    apply_migrations,
 )
 from memory_core.types import (
     AppendRow,
@@ -45,12 +68,10 @@ from memory_core.types import (
     RunStatus,
     StoredMessage,
     Thread,
-    canonical_json,
 )
 
 # Bound-parameter lists are chunked: SQLite caps the number of variables per statement.
 _CHUNK = 500
-DIM_KEY = "embedding_dim"
 
 
 def ts_text(dt: datetime) -> str:
@@ -74,16 +95,6 @@ def _marks(n: int) -> str:
     return ",".join("?" * n)
 
 
-class Tx(Protocol):
-    """One open transaction (or autocommit read) on a driver connection."""
-
-    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
-
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> int: ...
-
-    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None: ...
-
-
 class Driver(ABC):
     """Engine-specific part of an SQL adapter.
 
@@ -93,6 +104,10 @@ class Driver(ABC):
     driver errors as StorageError naming ``op``.
     """
 
+    #: how this engine spells the schema's types
+    dialect: Dialect = Dialect()
+    #: the database, for error messages
+    where: str = "database"
     #: appended to a SELECT on one threads row inside write(): a row lock where the
     #: engine has them ("" where write() already excludes other writers).
     lock_row: str = ""
@@ -111,17 +126,28 @@ class Driver(ABC):
     def migrate(self, migrations: Sequence[Migration], now: datetime) -> None:
         """Apply the migrations this database lacks, in one write transaction."""
         with self.write("migrate") as tx:
-            apply_migrations(tx, migrations, now)
+            apply_migrations(tx, self.dialect, migrations, now, self.where)
 
+    def insert_rows(self, tx: Tx, table: str, columns: Sequence[str],
+                    rows: Sequence[Sequence[Any]]) -> None:
+        """Insert a batch of rows (all new) into table."""
+        tx.executemany(f"INSERT INTO {table} ({', '.join(columns)})"
+                       f" VALUES ({_marks(len(columns))})", rows)
 
-@dataclass(frozen=True)
-class Migration:
-    version: int
-    name: str
-    statements: tuple[str, ...]
+    def vector_param(self, v: np.ndarray) -> Any:
+        """A vector as the embedding column's parameter (float32 bytes here)."""
+        return encode_vector(v)
+
+    def read_vectors(self, tx: Tx, thread_ids: Sequence[str], after: Sequence[int],
+                     dim: int) -> EmbeddingBlock | None:
+        """The stored vectors of thread_ids[i] with seq > after[i], ordered by thread
+        then seq, in one engine-specific read; None to use the portable queries."""
+        return None
 
 
 _MSG_COLS = "thread_id, seq, resource_id, body, created_at, run_id"
+_MSG_INSERT = ("thread_id", "seq", "resource_id", "body", "text_lower", "created_at",
+               "created_us", "run_id", "embedding")
 
 
 def _row_to_message(r: Sequence[Any]) -> StoredMessage:
@@ -183,8 +209,8 @@ class SqlMemoryStore(MemoryStore):
              ts_micros(now), ts_text(now)))
         if n == 0:  # created by another process since the check above
             raise InvalidInputError(f"thread '{tid}' already exists")
-        return Thread(id=tid, resource_id=resource_id, title=title, metadata=meta,
-                      parent_thread_id=parent_thread_id, created_at=now, updated_at=now)
+        return Thread(id=tid, resource_id=resource_id, title=title,
+                      metadata=json.loads(meta_text), parent_thread_id=parent_thread_id, created_at=now, updated_at=now)
 
     def create_thread(self, thread_id: str | None = None, *, resource_id: str | None = None,
                       title: str | None = None, metadata: dict[str, Any] | None = None,
@@ -237,8 +263,10 @@ class SqlMemoryStore(MemoryStore):
                 patch["metadata"] = {**t.metadata, **metadata}
             if resource_id is not None:
                 patch["resource_id"] = resource_id
+            meta_text = json_or_invalid(f"metadata of thread '{thread_id}'",
+                                        patch.get("metadata", t.metadata))
+            patch["metadata"] = json.loads(meta_text)
             nt = t.model_copy(update=patch, deep=True)
-            meta_text = json_or_invalid(f"metadata of thread '{thread_id}'", nt.metadata)
             tx.execute("UPDATE threads SET title = ?, metadata = ?, resource_id = ?,"
                        " updated_at = ? WHERE id = ?",
                        (nt.title, meta_text, nt.resource_id, ts_text(nt.updated_at),
@@ -289,69 +317,67 @@ class SqlMemoryStore(MemoryStore):
 
     def append_messages(self, thread_id: str, rows: Sequence[AppendRow]) -> list[int]:
         rows = list(rows)
+        validate_batch(thread_id, rows, None)
+        # JSON and time checks before the transaction: every adapter refuses alike
+        bodies = [message_body(thread_id, i, r) for i, r in enumerate(rows)]
         has_vec = any(r.embedding is not None for r in rows)
         with self._db.write("append_messages") as tx:
             # the dimension only matters to batches carrying vectors
             dim = self._read_dim(tx) if has_vec else None
             explicit, batch_dim = validate_batch(thread_id, rows, dim)
-            # The thread row lock is what serialises seq assignment per thread.
-            thread = self._require(tx, thread_id, lock=True)
+            # The thread row lock is what serialises seq assignment per thread; the
+            # row's max_seq is kept under it, so no scan of the messages is needed.
+            found = tx.query(f"SELECT resource_id, max_seq FROM threads WHERE id = ?"
+                             f"{self._db.lock_row}", (thread_id,))
+            if not found:
+                raise NotFoundError(f"thread '{thread_id}' does not exist")
+            resource_id, top = found[0][0], int(found[0][1])
             if dim is None and has_vec:
                 # First vectors of the store: take the store-wide row and re-check, so
                 # two writers on different threads cannot fix two dimensions.
                 dim = self._read_dim(tx, self._db.lock_row)
                 if dim is not None:
                     explicit, batch_dim = validate_batch(thread_id, rows, dim)
-            if explicit:
-                wanted = [r.seq for r in rows if r.seq is not None]
-                existing: set[int] = set()
-                for part in _chunks(wanted):
-                    existing.update(int(x[0]) for x in tx.query(
-                        f"SELECT seq FROM messages WHERE thread_id = ?"
-                        f" AND seq IN ({_marks(len(part))})", (thread_id, *part)))
-                next_seq = 0
-            else:
-                existing = set()
-                top = tx.query("SELECT MAX(seq) FROM messages WHERE thread_id = ?",
-                               (thread_id,))[0][0]
-                next_seq = -1 if top is None else int(top)
-                next_seq += 1
-            seqs: list[int] = []
+            seqs, existing = self._assign_seqs(tx, thread_id, rows, explicit, top)
             staged: list[tuple[Any, ...]] = []
-            staged_vec = False
-            for r in rows:
-                seq = r.seq if explicit else next_seq
-                assert seq is not None
-                if not explicit:
-                    next_seq += 1
-                seqs.append(seq)
+            for r, seq, body in zip(rows, seqs, bodies, strict=True):
                 if seq in existing:
                     continue
                 existing.add(seq)
                 created = r.created_at or self._clock()
                 text = r.message.text()
-                body = canonical_json(r.message.model_dump(
-                    mode="json", include={"role", "content", "metadata"}))
-                vec = None if r.embedding is None else encode_vector(r.embedding)
-                staged_vec = staged_vec or vec is not None
-                staged.append((thread_id, seq, thread.resource_id, body,
+                staged.append((thread_id, seq, resource_id, body,
                                None if text is None else text.lower(), ts_text(created),
-                               ts_micros(created), r.run_id, vec))
+                               ts_micros(created), r.run_id,
+                               None if r.embedding is None else
+                               self._db.vector_param(r.embedding)))
             if staged:
-                tx.executemany(
-                    "INSERT INTO messages (thread_id, seq, resource_id, body, text_lower,"
-                    " created_at, created_us, run_id, embedding)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", staged)
+                self._db.insert_rows(tx, "messages", _MSG_INSERT, staged)
                 # Same transaction, under the thread's write lock: staged holds only the
                 # rows actually inserted (repeated explicit seqs were skipped above).
                 top = max(row[1] for row in staged)
                 tx.execute("UPDATE threads SET message_count = message_count + ?,"
                            " max_seq = CASE WHEN max_seq < ? THEN ? ELSE max_seq END"
                            " WHERE id = ?", (len(staged), top, top, thread_id))
-            if batch_dim is not None and dim is None and staged_vec:
+            if batch_dim is not None and dim is None and any(x[8] is not None for x in staged):
                 tx.execute("UPDATE meta SET value = ? WHERE key = ?",
                            (str(batch_dim), DIM_KEY))
             return seqs
+
+    @staticmethod
+    def _assign_seqs(tx: Tx, thread_id: str, rows: Sequence[AppendRow],
+                     explicit: bool, top: int) -> tuple[list[int], set[int]]:
+        """Each row's seq, and which of them are already stored (explicit seqs only:
+        the next dense seqs come after ``top``, the thread's highest)."""
+        if explicit:
+            wanted = [int(r.seq) for r in rows if r.seq is not None]
+            existing: set[int] = set()
+            for part in _chunks(wanted):
+                existing.update(int(x[0]) for x in tx.query(
+                    f"SELECT seq FROM messages WHERE thread_id = ?"
+                    f" AND seq IN ({_marks(len(part))})", (thread_id, *part)))
+            return wanted, existing
+        return list(range(top + 1, top + 1 + len(rows))), set()
 
     def get_messages(self, thread_id: str, *, from_seq: int | None = None,
                      to_seq: int | None = None,
@@ -389,7 +415,7 @@ class SqlMemoryStore(MemoryStore):
         with self._db.read("get_tail") as tx:
             rows = tx.query(
                 f"SELECT {_MSG_COLS} FROM messages WHERE thread_id = ? AND seq >="
-                " (SELECT MAX(seq) FROM messages WHERE thread_id = ?) - ? + 1 ORDER BY seq",
+                " (SELECT max_seq FROM threads WHERE id = ?) - ? + 1 ORDER BY seq",
                 (thread_id, thread_id, n))
         return [_row_to_message(r) for r in rows][-n:]
 
@@ -415,6 +441,20 @@ class SqlMemoryStore(MemoryStore):
                     out[str(r[0])] = (int(r[1]), int(r[2]))
         return out
 
+    def scope_counts(self, thread_id: str,
+                     resource_id: str | None = None) -> dict[str, ThreadCounts]:
+        with self._db.read("scope_counts") as tx:
+            rows = tx.query("SELECT id, message_count, max_seq, created_at, resource_id"
+                            " FROM threads WHERE id = ? OR resource_id = ?"
+                            " ORDER BY created_us DESC, id ASC", (thread_id, resource_id))
+        own = [r for r in rows if r[0] == thread_id]
+        if not own:
+            raise NotFoundError(f"thread '{thread_id}' does not exist")
+        members = [r for r in rows if resource_id is not None and r[4] == resource_id]
+        if own[0] not in members:
+            members.append(own[0])
+        return {str(r[0]): ThreadCounts(int(r[1]), int(r[2]), ts_parse(r[3])) for r in members}
+
     def get_messages_by_refs(self, refs: Sequence[tuple[str, int]]) -> list[StoredMessage]:
         pairs = sorted({(str(t), int(s)) for t, s in refs})
         out: list[StoredMessage] = []
@@ -427,8 +467,8 @@ class SqlMemoryStore(MemoryStore):
                 # as a scan of every message; the join probes the primary key per pair.
                 cols = ", ".join(f"m.{c.strip()}" for c in _MSG_COLS.split(","))
                 out.extend(_row_to_message(r) for r in tx.query(
-                    f"SELECT {cols} FROM (VALUES {values}) AS v JOIN messages m"
-                    " ON m.thread_id = v.column1 AND m.seq = v.column2",
+                    f"WITH v(tid, sq) AS (VALUES {values}) SELECT {cols} FROM v"
+                    " JOIN messages m ON m.thread_id = v.tid AND m.seq = v.sq",
                     [x for p in part for x in p]))
         # Python order, not the database collation, so every adapter agrees
         out.sort(key=lambda m: (m.thread_id, m.seq))
@@ -443,6 +483,9 @@ class SqlMemoryStore(MemoryStore):
         got: dict[str, list[tuple[Any, ...]]] = {}
         with self._db.read("get_embeddings") as tx:
             dim = self._read_dim(tx)
+            fast = self._db.read_vectors(tx, tids, [after.get(t, -1) for t in tids], dim or 0)
+            if fast is not None:
+                return fast
             for part in _chunks(whole):
                 for r in tx.query(
                         "SELECT thread_id, seq, embedding FROM messages WHERE thread_id IN"
@@ -517,6 +560,7 @@ class SqlMemoryStore(MemoryStore):
     # -- observations --------------------------------------------------------------
     def put_observation(self, observation: Observation) -> None:
         o = observation
+        require_aware(f"created_at of observation '{o.id}'", o.created_at)
         src = json_or_invalid(f"source_ids of observation '{o.id}'", list(o.source_ids))
         with self._db.write("put_observation") as tx:
             tx.execute(f"INSERT INTO observations ({_OBS_COLS}, created_us)"
@@ -543,8 +587,7 @@ class SqlMemoryStore(MemoryStore):
     # -- erasure -------------------------------------------------------------------
     def redact_message(self, thread_id: str, seq: int, message: Message) -> bool:
         text = message.text()
-        body = canonical_json(message.model_dump(mode="json",
-                                                 include={"role", "content", "metadata"}))
+        body = message_body(thread_id, 0, AppendRow(message=message))
         with self._db.write("redact_message") as tx:
             if not tx.query("SELECT 1 FROM messages WHERE thread_id = ? AND seq = ?",
                             [thread_id, int(seq)]):
@@ -602,6 +645,8 @@ class SqlRunJournal(RunJournal):
 
     # -- runs ------------------------------------------------------------------------
     def start_run(self, run: RunRecord) -> bool:
+        require_aware(f"started_at of run '{run.run_id}'", run.started_at)
+        require_aware(f"finished_at of run '{run.run_id}'", run.finished_at)
         with self._db.write("start_run") as tx:
             return tx.execute(
                 f"INSERT INTO runs ({_RUN_COLS}, started_us) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
@@ -613,6 +658,7 @@ class SqlRunJournal(RunJournal):
 
     def set_run_status(self, run_id: str, status: RunStatus, *,
                        finished_at: datetime | None = None, error: str | None = None) -> None:
+        require_aware(f"finished_at of run '{run_id}'", finished_at)
         with self._db.write("set_run_status") as tx:
             n = tx.execute("UPDATE runs SET status = ?, finished_at = ?, error = ?"
                            " WHERE run_id = ?",
@@ -655,80 +701,18 @@ class SqlStorage(Storage):
 
     _db: Driver
 
-    def _open(self, db: Driver, migrations: Sequence[Migration], clock: Clock,
-              ids: ThreadIdFactory | None) -> None:
+    def _open(self, db: Driver, clock: Clock, ids: ThreadIdFactory | None,
+              memory: type[SqlMemoryStore] | None = None) -> None:
         self._db = db
         try:
-            db.migrate(migrations, utc_now())
+            # looked up here, not bound at import, so a test can pin an older list
+            db.migrate(schema.MIGRATIONS, utc_now())
         except BaseException:
             db.close()
             raise
-        self.memory = SqlMemoryStore(db, clock, ids or ThreadIdFactory(clock))
+        clock = checked_clock(clock)
+        self.memory = (memory or SqlMemoryStore)(db, clock, ids or ThreadIdFactory(clock))
         self.runs = SqlRunJournal(db)
 
     def close(self) -> None:
         self._db.close()
-
-
-def schema_v1(text: str, blob: str, pos: str) -> tuple[str, ...]:
-    """The first migration's DDL, with the engine's spelling of a text key type, a blob
-    type and an auto-increasing integer primary key."""
-    return (
-        f"CREATE TABLE IF NOT EXISTS meta (key {text} PRIMARY KEY, value {text})",
-        f"INSERT INTO meta (key, value) VALUES ('{DIM_KEY}', NULL) ON CONFLICT (key) DO NOTHING",
-        f"CREATE TABLE IF NOT EXISTS threads (id {text} PRIMARY KEY, resource_id {text},"
-        f" title {text}, metadata {text} NOT NULL, parent_thread_id {text},"
-        f" created_at {text} NOT NULL, created_us BIGINT NOT NULL, updated_at {text} NOT NULL)",
-        "CREATE INDEX IF NOT EXISTS threads_by_resource ON threads (resource_id)",
-        f"CREATE TABLE IF NOT EXISTS messages (thread_id {text} NOT NULL, seq BIGINT NOT NULL,"
-        f" resource_id {text}, body {text} NOT NULL, text_lower {text},"
-        f" created_at {text} NOT NULL, created_us BIGINT NOT NULL, run_id {text},"
-        f" embedding {blob}, PRIMARY KEY (thread_id, seq))",
-        "CREATE INDEX IF NOT EXISTS messages_by_run ON messages (thread_id, run_id)",
-        f"CREATE TABLE IF NOT EXISTS working_memory (key {text} PRIMARY KEY,"
-        f" value {text} NOT NULL)",
-        f"CREATE TABLE IF NOT EXISTS observations (id {text} PRIMARY KEY,"
-        f" thread_id {text} NOT NULL, from_seq BIGINT, to_seq BIGINT, level INTEGER NOT NULL,"
-        f" text {text} NOT NULL, source_ids {text} NOT NULL, created_at {text} NOT NULL,"
-        f" condensed INTEGER NOT NULL DEFAULT 0, created_us BIGINT NOT NULL)",
-        "CREATE INDEX IF NOT EXISTS observations_by_thread ON observations (thread_id)",
-        f"CREATE TABLE IF NOT EXISTS journal (pos {pos}, key {text} NOT NULL UNIQUE,"
-        f" value {text} NOT NULL)",
-        f"CREATE TABLE IF NOT EXISTS runs (run_id {text} PRIMARY KEY, agent {text} NOT NULL,"
-        f" thread_id {text}, resource_id {text}, status {text} NOT NULL,"
-        f" started_at {text} NOT NULL, started_us BIGINT NOT NULL, finished_at {text},"
-        f" error {text})",
-        "CREATE INDEX IF NOT EXISTS runs_by_thread ON runs (thread_id)",
-        "CREATE INDEX IF NOT EXISTS runs_by_resource ON runs (resource_id)",
-    )
-
-
-def schema_v2_thread_counters() -> tuple[str, ...]:
-    """The second migration: each thread's message count and highest seq kept on its
-    row (written in the transaction of every message insert), backfilled from the
-    messages already stored."""
-    return (
-        "ALTER TABLE threads ADD COLUMN message_count BIGINT NOT NULL DEFAULT 0",
-        "ALTER TABLE threads ADD COLUMN max_seq BIGINT NOT NULL DEFAULT -1",
-        "UPDATE threads SET message_count = (SELECT COUNT(*) FROM messages m"
-        " WHERE m.thread_id = threads.id), max_seq = COALESCE((SELECT MAX(m.seq)"
-        " FROM messages m WHERE m.thread_id = threads.id), -1)",
-    )
-
-
-def apply_migrations(tx: Tx, migrations: Sequence[Migration], now: datetime) -> list[int]:
-    """Run the migrations not yet recorded in schema_migrations, in order, inside the
-    caller's write transaction; returns the versions applied."""
-    tx.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY,"
-               " name TEXT NOT NULL, applied_at TEXT NOT NULL)")
-    done = {int(r[0]) for r in tx.query("SELECT version FROM schema_migrations")}
-    applied: list[int] = []
-    for m in sorted(migrations, key=lambda m: m.version):
-        if m.version in done:
-            continue
-        for stmt in m.statements:
-            tx.execute(stmt)
-        tx.execute("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
-                   (m.version, m.name, ts_text(now)))
-        applied.append(m.version)
-    return applied

@@ -24,20 +24,8 @@ from typing import Any
 
 from memory_core.errors import StorageBusyError, StorageError
 from memory_core.storage.common import Clock, ThreadIdFactory, utc_now
-from memory_core.storage.sql_common import (
-    Driver,
-    Migration,
-    SqlStorage,
-    Tx,
-    schema_v1,
-    schema_v2_thread_counters,
-)
-
-MIGRATIONS: tuple[Migration, ...] = (
-    # append-only: add Migration(3, ...) below, never edit a shipped one
-    Migration(1, "initial schema", schema_v1("TEXT", "BLOB", "INTEGER PRIMARY KEY")),
-    Migration(2, "per-thread message count and max seq", schema_v2_thread_counters()),
-)
+from memory_core.storage.schema import Tx
+from memory_core.storage.sql_common import Driver, SqlStorage
 
 
 class _SqliteTx:
@@ -65,6 +53,7 @@ class _SqliteDriver(Driver):
 
     def __init__(self, path: str, busy_timeout: float) -> None:
         self.path = path
+        self.where = f"SQLite database '{path}'"
         self._lock = threading.RLock()
         try:
             # isolation_level=None: the module never opens transactions behind our back;
@@ -127,7 +116,7 @@ class SQLiteStorage(SqlStorage):
     def __init__(self, path: str | Path, *, clock: Clock = utc_now,
                  ids: ThreadIdFactory | None = None, busy_timeout: float = 30.0) -> None:
         self.path = str(path)
-        self._open(_SqliteDriver(self.path, busy_timeout), MIGRATIONS, clock, ids)
+        self._open(_SqliteDriver(self.path, busy_timeout), clock, ids)
 
     def __repr__(self) -> str:
         return f"SQLiteStorage({self.path!r})"
