@@ -210,8 +210,6 @@ def demo(db: DbOpt = None,
     Example: memwb demo --db sample_data/out/demo.duckdb --if-absent
     Example: MEMWB_OPENAI_MODEL=llama3.1 memwb demo --model openai --db /tmp/real.duckdb
     """
-    from sample_data.build import build_demo
-
     url = resolve_db(db)
     from memory_core.storage.url import file_of
 
@@ -230,9 +228,50 @@ def demo(db: DbOpt = None,
         if if_absent:
             say(f"demo database already at {path}")
             return
-    guarded(lambda: build_demo(path, embedder=embedder, model=model,
-                               progress=lambda msg: say(msg, err=True)))
+    code = _run_bundled("sample_data", ["-m", "sample_data.build", "--db", str(path),
+                                        "--embedder", embedder, "--model", model])
+    if code != 0:
+        raise typer.Exit(1)
     say(f"demo database written to {path}")
+
+
+def bundle_dir(name: str) -> Path:
+    """Where the workbench (``app``) or the demo stories (``sample_data``) live, found
+    without importing them: in an install they are ``memwb_bundle.<name>`` (never a
+    top-level ``app``/``sample_data`` in site-packages), in a checkout the folder beside
+    ``memory_core``."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec(f"memwb_bundle.{name}")
+    except ModuleNotFoundError:
+        spec = None
+    if spec is not None and spec.submodule_search_locations:
+        return Path(next(iter(spec.submodule_search_locations)))
+    beside = Path(__file__).resolve().parent.parent / name
+    if (beside / "__init__.py").is_file():
+        return beside
+    raise fail(f"cannot find the {name!r} folder of this installation (reinstall memwb)")
+
+
+def _run_bundled(name: str, args: list[str]) -> int:
+    """Run ``python <args>`` with the bundled folder ``name`` importable, passing its
+    output through line by line (progress on stderr stays live)."""
+    root = str(bundle_dir(name).parent)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [root, *filter(None, [os.environ.get("PYTHONPATH")])])}
+    proc = subprocess.Popen([sys.executable, *args], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, encoding="utf-8",
+                            errors="replace")
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        line = line.rstrip("\n")
+        if line.startswith("error: "):
+            typer.echo(f"error: {terminal_safe(line[len('error: '):], one_line=True)}",
+                       err=True)
+        else:
+            say(line, err=True)
+    return proc.wait()
 
 
 def demo_refusal(path: str) -> str | None:
@@ -285,7 +324,7 @@ def ui(db: DbsOpt = None,
             hint = " (build the demo with `memwb demo`)" if url == DEFAULT_DB else ""
             raise fail(f"database {url!r}: {e}{hint}") from None
     served = catalog(urls)
-    script = Path(__file__).resolve().parent.parent / "app" / "streamlit_app.py"
+    script = bundle_dir("app") / "streamlit_app.py"
     cmd = [sys.executable, "-m", "streamlit", "run", str(script), "--server.address",
            "127.0.0.1", "--server.port", str(port), "--browser.gatherUsageStats", "false",
            "--client.toolbarMode", "viewer", "--",

@@ -25,9 +25,9 @@ from typing import Any
 
 from memory_core.errors import InvalidInputError, NotFoundError
 from memory_core.journal import ObserverReader, RunKeys
-from memory_core.journal.seal import Redaction, reseal_run
+from memory_core.journal.seal import Redaction, reseal_run, verify_run
 from memory_core.storage.base import RESOURCE_WM_PREFIX, Storage
-from memory_core.types import ErasureReport, Message, StoredMessage
+from memory_core.types import ErasureReport, Message, StoredMessage, canonical_json
 
 REDACTED = "[redacted: erased]"
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
@@ -128,11 +128,19 @@ def _redact_runs(storage: Storage, redactor: Redactor, erased_runs: set[str],
             if fixed:
                 answered.add(run.thread_id)
                 changed += [f"message {run.thread_id}#{seq}" for seq in fixed]
-        if changed:
+        if changed or _half_redacted(storage, run.run_id):
             reseal_run(storage, run.run_id, Redaction(erased=refs, threads=[thread_id],
                                                       keys=changed))
             redacted.append(run.run_id)
     return redacted, sorted(answered)
+
+
+def _half_redacted(storage: Storage, run_id: str) -> bool:
+    """A crash between rewriting a run's records and re-sealing it leaves records that
+    are already redacted but a seal that no longer matches: finish it."""
+    if verify_run(storage, run_id).status != "tampered":
+        return False
+    return any(REDACTED in canonical_json(v) for _, v in storage.runs.list(RunKeys(run_id).prefix))
 
 
 def _redact_answers(storage: Storage, redactor: Redactor, thread_id: str,

@@ -250,3 +250,30 @@ def build_demo(path: Path | str, *, embedder: str = "minilm", model: str = "read
         shutil.move(str(tmp_db), str(path))
     progress(f"done: {path}")
     return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m sample_data.build --db PATH [--embedder E] [--model M]``: what
+    ``memwb demo`` runs (it checks the target first), in its own process so the library
+    never imports the demo data. Errors are one ``error:`` line and exit code 1."""
+    import argparse
+    import sys
+
+    from memory_core.errors import MemoryCoreError
+
+    parser = argparse.ArgumentParser(prog="python -m sample_data.build")
+    parser.add_argument("--db", required=True)
+    parser.add_argument("--embedder", default="minilm", choices=("minilm", "hashing"))
+    parser.add_argument("--model", default="reader", choices=("reader", "openai"))
+    args = parser.parse_args(argv)
+    try:
+        build_demo(args.db, embedder=args.embedder, model=args.model,
+                   progress=lambda msg: print(msg, file=sys.stderr, flush=True))
+    except (MemoryCoreError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -19,8 +19,10 @@ from memory_core.runner import Agent, Runner
 from memory_core.storage.base import Storage
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.storage.sqlite import SQLiteStorage
+from memory_core.types import AppendRow, Message
 
 MARKER = "ZQX-4471-KESTREL"
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def play(s: Storage) -> None:
@@ -82,6 +84,26 @@ def test_no_byte_of_the_erased_text_remains_in_the_sqlite_file(tmp_path: Path) -
         assert MARKER.encode() not in f.read_bytes(), f.name
 
 
+def test_no_byte_of_the_erased_text_remains_in_the_duckdb_file(tmp_path: Path) -> None:
+    from memory_core.storage.duckdb import DuckDBStorage
+
+    path = tmp_path / "e.duckdb"
+    s = DuckDBStorage(str(path))
+    play(s)
+    s.close()
+    assert MARKER.encode() in path.read_bytes() or (tmp_path / "e.duckdb.wal").exists()
+    s = DuckDBStorage(str(path))
+    check_erased(s)
+    s.memory.append_messages("other", [AppendRow(message=Message(content="after"))])
+    s.runs.put_if_absent("later:note", {"v": 1})  # the journal keeps numbering
+    s.close()
+    for f in tmp_path.iterdir():
+        assert MARKER.encode() not in f.read_bytes(), f.name
+    s = DuckDBStorage(str(path), read_only=True)
+    assert s.memory.get_messages("other")[-1].text() == "after"
+    s.close()
+
+
 def test_erase_finishes_what_a_crash_left() -> None:
     s = InMemoryStorage()
     play(s)
@@ -91,3 +113,81 @@ def test_erase_finishes_what_a_crash_left() -> None:
     report = s.erase_thread("secret")
     assert report.runs == 2 and s.runs.get_run("s1") is None
     assert s.runs.list("s1:") == []
+
+
+def _url(kind: str, tmp_path: Path) -> str:
+    if kind == "sqlite":
+        return f"sqlite:///{tmp_path / 'e.db'}"
+    if kind == "duckdb":
+        return f"duckdb:///{tmp_path / 'e.duckdb'}"
+    from tests.pg_server import require_postgres_dsn, schema_for
+
+    dsn = require_postgres_dsn()
+    sep = "&" if "?" in dsn else "?"
+    return f"{dsn}{sep}schema={schema_for(dsn, tmp_path)}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["sqlite", "duckdb",
+                                  pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_sigkill_during_erase_then_erase_again_leaves_nothing(kind: str,
+                                                             tmp_path: Path) -> None:
+    import random
+    import subprocess
+    import sys
+
+    from memory_core.storage.url import open_storage
+
+    rng = random.Random(f"erase-{kind}")
+    url = _url(kind, tmp_path)
+    s = open_storage(url)
+    play(s)
+    s.close()
+    # how many writes a whole erasure makes, on a copy of the same history
+    probe = InMemoryStorage()
+    play(probe)
+    writes = _count_writes(probe)
+    for kill_at in sorted(rng.sample(range(1, writes + 1), k=min(4, writes))):
+        # each round starts from what the previous crash left
+        proc = subprocess.run([sys.executable, str(ROOT / "tests" / "erase_worker.py"), url,
+                               str(kill_at)], capture_output=True, text=True, timeout=120)
+        # killed, finished, or finding the erasure already complete
+        assert proc.returncode in (-9, 0) or "does not exist" in proc.stderr, \
+            proc.stderr[-2000:]
+    s = open_storage(url)
+    try:
+        try:
+            s.erase_thread("secret")
+        except NotFoundError:
+            pass  # a round finished it
+        assert MARKER not in all_text(s)
+        if kind != "postgres":
+            s.close()
+            for f in tmp_path.iterdir():
+                if f.is_file():
+                    assert MARKER.encode() not in f.read_bytes(), f.name
+            s = open_storage(url)
+        assert s.memory.get_thread("secret") is None
+        assert s.runs.list_runs(thread_id="secret") == []
+        for rid in ("o0", "o1", "o2"):
+            assert verify_run(s, rid).status in ("redacted", "ok")
+    finally:
+        s.close()
+
+
+def _count_writes(s: Storage) -> int:
+    n = 0
+
+    def counting(fn: object) -> object:
+        def wrapped(*a: object, **k: object) -> object:
+            nonlocal n
+            n += 1
+            return fn(*a, **k)  # type: ignore[operator]
+        return wrapped
+
+    for obj, names in ((s.runs, ("delete", "put_if_absent", "delete_runs")),
+                       (s.memory, ("redact_message", "delete_thread", "put_working_memory"))):
+        for name in names:
+            setattr(obj, name, counting(getattr(obj, name)))
+    s.erase_thread("secret")
+    return n

@@ -302,6 +302,44 @@ class _Database:
                     h.held.close()
                     h.held = None
 
+    def rewrite_file(self, op: str) -> None:
+        """Copy the database into a fresh file and put it in place of the old one:
+        DuckDB does not zero freed blocks, so after an erasure the erased text would
+        otherwise stay in the file's bytes. Runs between operations of this process,
+        holding the file; a session's connection is reopened afterwards."""
+        h = self.handle
+        if h.path is None:
+            return
+        with h.lock:
+            if h.active is not None:
+                raise StorageError(f"{op} failed: cannot rewrite the file inside an operation")
+            session = h.held is not None
+            if session:
+                assert h.held is not None
+                h.held.close()
+                h.held = None
+            h.drop_idle()
+            fresh = f"{h.path}.rewrite"
+            for leftover in (fresh, fresh + ".wal"):
+                if os.path.exists(leftover):
+                    os.remove(leftover)
+            conn = self._connect(op, read_only=False)
+            try:
+                conn.execute("CHECKPOINT")
+                name = conn.execute("SELECT current_database()").fetchone()
+                conn.execute("ATTACH ? AS memwb_fresh", [fresh])
+                conn.execute(f'COPY FROM DATABASE "{name[0] if name else "main"}" TO memwb_fresh')
+                conn.execute("DETACH memwb_fresh")
+            except duckdb.Error as e:
+                conn.close()
+                raise StorageError(f"{op} failed: rewriting '{h.path}': {e}") from e
+            conn.close()
+            os.replace(fresh, h.path)
+            if os.path.exists(h.path + ".wal"):
+                os.remove(h.path + ".wal")
+            if session:
+                h.held = self._connect(op, read_only=h.held_read_only)
+
     def close(self) -> None:
         if self.closed:
             return
@@ -516,12 +554,18 @@ class DuckDBStorage(SqlStorage):
             yield
 
     def erase_thread(self, thread_id: str) -> ErasureReport:
+        """One transaction, then the file is rewritten so no byte of the erased text
+        stays in it (DuckDB keeps freed blocks as they were)."""
         with self._duck.transaction(f"erase_thread '{thread_id}'", write=True):
-            return super().erase_thread(thread_id)
+            report = super().erase_thread(thread_id)
+        self._duck.rewrite_file(f"erase_thread '{thread_id}'")
+        return report
 
     def erase_resource(self, resource_id: str) -> ErasureReport:
         with self._duck.transaction(f"erase_resource '{resource_id}'", write=True):
-            return super().erase_resource(resource_id)
+            report = super().erase_resource(resource_id)
+        self._duck.rewrite_file(f"erase_resource '{resource_id}'")
+        return report
 
 
 __all__ = ["DuckDBStorage"]
