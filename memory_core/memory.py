@@ -30,6 +30,7 @@ from memory_core.compose import (
 from memory_core.embedders import Embedder, embedder_name
 from memory_core.errors import InvalidInputError
 from memory_core.models.base import Tool
+from memory_core.processors import InputProcessor, TokenLimiter, run_processors
 from memory_core.prompt import Composition
 from memory_core.provenance import CompositionSettings
 from memory_core.storage.base import Storage
@@ -85,6 +86,25 @@ def _coerce_messages(messages: Any, what: str) -> list[Message]:
     return out
 
 
+def _processor_chain(processors: Sequence[InputProcessor],
+                     token_budget: int | None) -> tuple[InputProcessor, ...]:
+    if isinstance(processors, InputProcessor) or not isinstance(processors, Sequence):
+        raise InvalidInputError(
+            f"processors must be a list of input processors, got {type(processors).__name__}")
+    for i, p in enumerate(processors):
+        if not isinstance(p, InputProcessor):
+            raise InvalidInputError(
+                f"processors[{i}] is a {type(p).__name__}, not an input processor (it needs "
+                "name, settings() and process(draft, count))")
+    chain = tuple(processors)
+    if token_budget is not None:
+        if any(isinstance(p, TokenLimiter) for p in chain):
+            raise InvalidInputError(
+                "token_budget and a TokenLimiter in processors both set a budget; pass one")
+        chain += (TokenLimiter(token_budget),)
+    return chain
+
+
 def _check_id(name: str, value: Any, *, optional: bool = False) -> None:
     if value is None and optional:
         return
@@ -99,6 +119,8 @@ class AgentMemory:
     vector recall). ``recall=None`` turns recall off; ``working_memory`` and
     ``observational_memory`` are off unless configured. ``token_counter`` measures the
     lanes (default ceil(chars/4)); ``clock`` is handed to observational memory.
+    ``processors`` is the input-processor chain run on the composed lanes (SPEC §6.6
+    step 4); ``token_budget=N`` is shorthand for a ``TokenLimiter(N)`` run last.
     """
 
     def __init__(self, storage: Storage, embed: Embedder | None = None, recent_n: int = 6,
@@ -106,7 +128,8 @@ class AgentMemory:
                  working_memory: WorkingMemoryConfig | None = None,
                  observational_memory: ObservationalConfig | None = None,
                  token_counter: TokenCounter = estimate_tokens,
-                 clock: Clock = utc_now) -> None:
+                 clock: Clock = utc_now, *, token_budget: int | None = None,
+                 processors: Sequence[InputProcessor] = ()) -> None:
         if not isinstance(storage, Storage):
             raise InvalidInputError(
                 f"storage must be a memory_core Storage, got {type(storage).__name__}")
@@ -126,6 +149,7 @@ class AgentMemory:
             if not isinstance(recall, _RecallConfig):
                 raise InvalidInputError(
                     f"recall must be a RecallConfig or None, got {type(recall).__name__}")
+        self.processors = _processor_chain(processors, token_budget)
         self.storage = storage
         self.embed = embed
         self.recent_n = recent_n
@@ -307,7 +331,8 @@ class AgentMemory:
             working_memory_read_only=bool(wm and wm.read_only),
             observational=self.observational_config is not None,
             token_counter=counter_label(self.token_counter),
-            embedder=embedder_name(self.embed) if self.embed is not None else None)
+            embedder=embedder_name(self.embed) if self.embed is not None else None,
+            processors=[p.settings() for p in self.processors])
 
     def _count(self, messages: Sequence[Message]) -> int:
         return sum(int(self.token_counter(token_text(m))) for m in messages)
@@ -342,6 +367,8 @@ class AgentMemory:
         recall = self._recall_lane(turn, trim, window)
         draft = Draft(turn=turn, trim=trim, window=window, recall=recall,
                       instructions=instructions, working_memory=wm, observed=observed)
+        if self.processors:
+            draft = run_processors(draft, self.processors, self._count)
         return assemble(draft, settings=self.settings(), count=self._count,
                         count_text=lambda text: int(self.token_counter(text)))
 
