@@ -28,7 +28,7 @@ from memory_core.compose import (
     working_memory_lane,
 )
 from memory_core.embedders import Embedder, embedder_name
-from memory_core.errors import InvalidInputError
+from memory_core.errors import InvalidInputError, MemoryCoreError
 from memory_core.models.base import Tool
 from memory_core.processors import InputProcessor, TokenLimiter, run_processors
 from memory_core.prompt import Composition
@@ -40,6 +40,7 @@ from memory_core.types import AppendRow, Message, StoredMessage, Thread
 from memory_core.working_memory import KeyLocks, WorkingMemory, WorkingMemoryConfig
 
 if TYPE_CHECKING:
+    from memory_core.journal import TitleRecord
     from memory_core.observational import ObservationalConfig, ObservationalMemory
     from memory_core.recall import RecallConfig, RecallEngine, RecallHit
 
@@ -63,6 +64,30 @@ def thread_title(messages: Sequence[Message]) -> str | None:
             if text:
                 return text[:TITLE_CHARS]
     return None
+
+
+TITLE_INSTRUCTIONS = ("Write a short title (at most 8 words) for a conversation that "
+                      "starts with the user's message below. Answer with the title only.")
+
+
+def ask_title(model: Any, messages: Sequence[Message], *, key: str) -> TitleRecord:
+    """One title-model call: its cleaned answer (whitespace collapsed, quotes trimmed,
+    cut to 80 characters; None when empty) or the error, as a ``TitleRecord``."""
+    from memory_core.journal import TitleRecord
+    from memory_core.models.base import complete_checked, model_identity
+
+    identity = model_identity(model)
+    first = thread_title(messages)
+    if first is None:
+        return TitleRecord(title=None, model=identity, error="no user text to title")
+    prompt = [Message(role="system", content=TITLE_INSTRUCTIONS),
+              Message(role="user", content=first)]
+    try:
+        resp = complete_checked(model, prompt, [], label="title model", key=key)
+    except MemoryCoreError as e:
+        return TitleRecord(title=None, model=identity, error=f"{type(e).__name__}: {e}")
+    title = " ".join((resp.text or "").split()).strip("\"'` ")[:TITLE_CHARS] or None
+    return TitleRecord(title=title, model=identity)
 
 
 def _coerce_messages(messages: Any, what: str) -> list[Message]:
@@ -121,6 +146,9 @@ class AgentMemory:
     lanes (default ceil(chars/4)); ``clock`` is handed to observational memory.
     ``processors`` is the input-processor chain run on the composed lanes (SPEC §6.6
     step 4); ``token_budget=N`` is shorthand for a ``TokenLimiter(N)`` run last.
+    ``generate_title`` is a model (``complete(messages, tools)``) asked for a thread
+    title on a thread's first turn run by the Runner, journaled under ``<run>:title``
+    (SPEC §2.5; see ``title_thread``).
     """
 
     def __init__(self, storage: Storage, embed: Embedder | None = None, recent_n: int = 6,
@@ -129,7 +157,8 @@ class AgentMemory:
                  observational_memory: ObservationalConfig | None = None,
                  token_counter: TokenCounter = estimate_tokens,
                  clock: Clock = utc_now, *, token_budget: int | None = None,
-                 processors: Sequence[InputProcessor] = ()) -> None:
+                 processors: Sequence[InputProcessor] = (),
+                 generate_title: Any = None) -> None:
         if not isinstance(storage, Storage):
             raise InvalidInputError(
                 f"storage must be a memory_core Storage, got {type(storage).__name__}")
@@ -150,6 +179,12 @@ class AgentMemory:
                 raise InvalidInputError(
                     f"recall must be a RecallConfig or None, got {type(recall).__name__}")
         self.processors = _processor_chain(processors, token_budget)
+        if generate_title is not None and not callable(getattr(generate_title, "complete",
+                                                               None)):
+            raise InvalidInputError(
+                "generate_title must be a model with complete(messages, tools), got "
+                f"{type(generate_title).__name__}")
+        self.generate_title = generate_title
         self.storage = storage
         self.embed = embed
         self.recent_n = recent_n
@@ -201,6 +236,26 @@ class AgentMemory:
             if thread is None:
                 raise
             return thread
+
+    def title_thread(self, thread_id: str, messages: Sequence[Message], *,
+                     run_id: str) -> str | None:
+        """SPEC §2.5: ask ``generate_title`` for the thread's title from the first turn's
+        ``messages`` once per run, journaled under ``<run_id>:title`` (a resume reads the
+        record and never asks again), and set it on the thread. An error or an empty
+        answer is recorded and ignored: the thread keeps its first-text title."""
+        from memory_core.journal import JournalWriter, RunReader
+
+        if self.generate_title is None:
+            return None
+        recorded = RunReader(self.storage.runs, run_id).title()
+        if recorded is None:
+            recorded = JournalWriter(self.storage.runs, run_id).title(
+                ask_title(self.generate_title, messages, key=f"{run_id}:title"))
+        if recorded.title:
+            thread = self.storage.memory.get_thread(thread_id)
+            if thread is not None and thread.title != recorded.title:
+                self.storage.memory.update_thread(thread_id, title=recorded.title)
+        return recorded.title
 
     # -- append -------------------------------------------------------------------------
     def _embed_texts(self, texts: list[str]) -> np.ndarray:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from memory_core.recall_config import RecallConfig
 
@@ -124,6 +124,10 @@ class CompositionSettings(BaseModel):
     # ({"name": "token-limiter", "limit": 4000, "priority": [...]}); [] before they existed
     processors: list[dict[str, Any]] = Field(default_factory=list)
 
+    @model_serializer(mode="wrap")
+    def _omit_unused(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return _omit_defaults(handler(self), {"processors": []})
+
     def flat(self) -> dict[str, Any]:
         """The settings as one flat JSON dict, the recall fields inlined (``top_k``,
         ``threshold``, ...; None when recall was not configured), for tables and
@@ -175,6 +179,17 @@ class Memctx(BaseModel):
     over_budget: int = 0
     source: Literal["composed", "imported"] = "composed"
     unknown_fields: list[str] = Field(default_factory=list)
+
+    @model_serializer(mode="wrap")
+    def _omit_unused(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return _omit_defaults(handler(self), {"processed": [], "over_budget": 0})
+
+
+def _omit_defaults(data: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
+    """Leave out fields added after memctx v2 while they hold their default, so a run
+    without input processors records (and seals) exactly what it did before them;
+    reading fills the defaults back in."""
+    return {k: v for k, v in data.items() if k not in defaults or v != defaults[k]}
 
 
 # -- previews (SPEC §6.2, §6.3) ---------------------------------------------------------
