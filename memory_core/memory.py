@@ -200,6 +200,15 @@ class AgentMemory:
         self._om: ObservationalMemory | None = None
         self._lazy_lock = threading.Lock()
 
+    @classmethod
+    def from_preset(cls, name: str, *, storage: Storage, embed: Embedder | None = None,
+                    **overrides: Any) -> AgentMemory:
+        """A memory configured as a named preset (``memory_core.presets``: ``chat``,
+        ``recall``), ``overrides`` winning over the preset's settings (SPEC §3.1)."""
+        from memory_core.presets import from_preset
+
+        return from_preset(name, storage=storage, embed=embed, **overrides)
+
     # -- lazily built collaborators ---------------------------------------------------
     def _recall_engine(self) -> RecallEngine:
         with self._lazy_lock:
