@@ -8,7 +8,9 @@ one job and explicit inputs and outputs, so each can be read and tested alone:
    result it holds, with what still cannot pair dropped;
 5. ``recall_skip`` / ``run_recall`` — whether recall runs, and its hits and near misses;
 6. ``pair_recalled`` — the recalled rows as whole tool exchanges;
-7. ``assemble`` — the lanes, their token counts and the provenance record (Memctx).
+7. ``processors.run_processors`` — the input processors (token limiter, tool-call
+   filter) trim the lanes, each change recorded (SPEC §6.6 step 4);
+8. ``assemble`` — the lanes, their token counts and the provenance record (Memctx).
 
 The stages fill a ``Draft`` that ``assemble`` turns into the ``Composition``.
 """
@@ -30,6 +32,7 @@ from memory_core.provenance import (
     MessageRef,
     NearMiss,
     ObservationRef,
+    Processed,
     preview,
     structural_text,
 )
@@ -142,12 +145,15 @@ class Observed:
 
 def observation_lane(om: ObservationalMemory, thread_id: str) -> Observed:
     om.compact(thread_id)
-    observations = om.active(thread_id)
-    block = None
-    if observations:
-        text = "# Observations\n" + "\n".join(o.text for o in observations)
-        block = SystemBlock(Message(role="system", content=text), observations)
-    return Observed(om.observed_seq(thread_id), block)
+    return Observed(om.observed_seq(thread_id), observations_block(om.active(thread_id)))
+
+
+def observations_block(observations: Sequence[Observation]) -> SystemBlock | None:
+    """SPEC §8.1: ``# Observations`` and the texts joined by newlines; None for none."""
+    if not observations:
+        return None
+    text = "# Observations\n" + "\n".join(o.text for o in observations)
+    return SystemBlock(Message(role="system", content=text), list(observations))
 
 
 # -- 4. recent window --------------------------------------------------------------------
@@ -262,6 +268,20 @@ class Draft:
     instructions: str | None = None
     working_memory: SystemBlock | None = None
     observed: Observed | None = None
+    # what the input processors changed, and the stored rows they removed (with the
+    # recall hit each came from, None for recent rows and repairs)
+    processed: list[Processed] = field(default_factory=list)
+    trimmed: list[Trimmed] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Trimmed:
+    """A stored row an input processor removed from its lane."""
+
+    message: StoredMessage
+    lane: str
+    reason: str
+    source: RecallHit | None = None
 
 
 def assemble(draft: Draft, *, settings: CompositionSettings, count: Count,
@@ -300,10 +320,13 @@ def provenance(draft: Draft, *, settings: CompositionSettings, tokens: LaneToken
                count_text: Callable[[str], int]) -> Memctx:
     """The Memctx record of a draft (SPEC §6)."""
     turn, trim, recall, window = draft.turn, draft.trim, draft.recall, draft.window
+    budget = next((p.get("limit") for p in settings.processors
+                   if p.get("name") == "token-limiter"), None)
     dropped = ([_ref(d.message, lane="recent", reason=d.reason) for d in window.dropped]
                + [_ref(d.message, score=d.source.score, rank=d.source.rank,
                        origin=d.source.origin, lane="recalled", reason=d.reason)
-                  for d in recall.dropped])
+                  for d in recall.dropped]
+               + [_trimmed_ref(t) for t in draft.trimmed])
     observations = draft.observed.block.observations if (
         draft.observed and draft.observed.block) else []
     extra: dict[str, Any] = {}
@@ -320,7 +343,16 @@ def provenance(draft: Draft, *, settings: CompositionSettings, tokens: LaneToken
                               if draft.working_memory else 0),
         tokens=tokens, settings=settings, incoming_count=len(trim.incoming),
         echo_trimmed=trim.echo_trimmed,
-        scope_snapshot=recall.scope_snapshot or {turn.thread_id: trim.history_end}, **extra)
+        scope_snapshot=recall.scope_snapshot or {turn.thread_id: trim.history_end},
+        processed=list(draft.processed), over_budget=max(0, tokens.total - budget)
+        if budget is not None else 0, **extra)
+
+
+def _trimmed_ref(t: Trimmed) -> MessageRef:
+    src = t.source
+    return _ref(t.message, score=src.score if src else None, rank=src.rank if src else None,
+                origin=(src.origin if src else "repair") if t.lane == "recalled" else None,
+                lane=t.lane, reason=t.reason)
 
 
 def _origin(kept: KeptRow[RecallHit]) -> str:

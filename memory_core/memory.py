@@ -28,8 +28,9 @@ from memory_core.compose import (
     working_memory_lane,
 )
 from memory_core.embedders import Embedder, embedder_name
-from memory_core.errors import InvalidInputError
+from memory_core.errors import InvalidInputError, MemoryCoreError
 from memory_core.models.base import Tool
+from memory_core.processors import InputProcessor, TokenLimiter, run_processors
 from memory_core.prompt import Composition
 from memory_core.provenance import CompositionSettings
 from memory_core.storage.base import Storage
@@ -39,6 +40,7 @@ from memory_core.types import AppendRow, Message, StoredMessage, Thread
 from memory_core.working_memory import KeyLocks, WorkingMemory, WorkingMemoryConfig
 
 if TYPE_CHECKING:
+    from memory_core.journal import TitleRecord
     from memory_core.observational import ObservationalConfig, ObservationalMemory
     from memory_core.recall import RecallConfig, RecallEngine, RecallHit
 
@@ -64,6 +66,30 @@ def thread_title(messages: Sequence[Message]) -> str | None:
     return None
 
 
+TITLE_INSTRUCTIONS = ("Write a short title (at most 8 words) for a conversation that "
+                      "starts with the user's message below. Answer with the title only.")
+
+
+def ask_title(model: Any, messages: Sequence[Message], *, key: str) -> TitleRecord:
+    """One title-model call: its cleaned answer (whitespace collapsed, quotes trimmed,
+    cut to 80 characters; None when empty) or the error, as a ``TitleRecord``."""
+    from memory_core.journal import TitleRecord
+    from memory_core.models.base import complete_checked, model_identity
+
+    identity = model_identity(model)
+    first = thread_title(messages)
+    if first is None:
+        return TitleRecord(title=None, model=identity, error="no user text to title")
+    prompt = [Message(role="system", content=TITLE_INSTRUCTIONS),
+              Message(role="user", content=first)]
+    try:
+        resp = complete_checked(model, prompt, [], label="title model", key=key)
+    except MemoryCoreError as e:
+        return TitleRecord(title=None, model=identity, error=f"{type(e).__name__}: {e}")
+    title = " ".join((resp.text or "").split()).strip("\"'` ")[:TITLE_CHARS] or None
+    return TitleRecord(title=title, model=identity)
+
+
 def _coerce_messages(messages: Any, what: str) -> list[Message]:
     if isinstance(messages, Message | str | Mapping):
         raise InvalidInputError(f"{what} must be a list of messages, got one "
@@ -85,6 +111,25 @@ def _coerce_messages(messages: Any, what: str) -> list[Message]:
     return out
 
 
+def _processor_chain(processors: Sequence[InputProcessor],
+                     token_budget: int | None) -> tuple[InputProcessor, ...]:
+    if isinstance(processors, InputProcessor) or not isinstance(processors, Sequence):
+        raise InvalidInputError(
+            f"processors must be a list of input processors, got {type(processors).__name__}")
+    for i, p in enumerate(processors):
+        if not isinstance(p, InputProcessor):
+            raise InvalidInputError(
+                f"processors[{i}] is a {type(p).__name__}, not an input processor (it needs "
+                "name, settings() and process(draft, count))")
+    chain = tuple(processors)
+    if token_budget is not None:
+        if any(isinstance(p, TokenLimiter) for p in chain):
+            raise InvalidInputError(
+                "token_budget and a TokenLimiter in processors both set a budget; pass one")
+        chain += (TokenLimiter(token_budget),)
+    return chain
+
+
 def _check_id(name: str, value: Any, *, optional: bool = False) -> None:
     if value is None and optional:
         return
@@ -99,6 +144,11 @@ class AgentMemory:
     vector recall). ``recall=None`` turns recall off; ``working_memory`` and
     ``observational_memory`` are off unless configured. ``token_counter`` measures the
     lanes (default ceil(chars/4)); ``clock`` is handed to observational memory.
+    ``processors`` is the input-processor chain run on the composed lanes (SPEC §6.6
+    step 4); ``token_budget=N`` is shorthand for a ``TokenLimiter(N)`` run last.
+    ``generate_title`` is a model (``complete(messages, tools)``) asked for a thread
+    title on a thread's first turn run by the Runner, journaled under ``<run>:title``
+    (SPEC §2.5; see ``title_thread``).
     """
 
     def __init__(self, storage: Storage, embed: Embedder | None = None, recent_n: int = 6,
@@ -106,7 +156,9 @@ class AgentMemory:
                  working_memory: WorkingMemoryConfig | None = None,
                  observational_memory: ObservationalConfig | None = None,
                  token_counter: TokenCounter = estimate_tokens,
-                 clock: Clock = utc_now) -> None:
+                 clock: Clock = utc_now, *, token_budget: int | None = None,
+                 processors: Sequence[InputProcessor] = (),
+                 generate_title: Any = None) -> None:
         if not isinstance(storage, Storage):
             raise InvalidInputError(
                 f"storage must be a memory_core Storage, got {type(storage).__name__}")
@@ -126,6 +178,13 @@ class AgentMemory:
             if not isinstance(recall, _RecallConfig):
                 raise InvalidInputError(
                     f"recall must be a RecallConfig or None, got {type(recall).__name__}")
+        self.processors = _processor_chain(processors, token_budget)
+        if generate_title is not None and not callable(getattr(generate_title, "complete",
+                                                               None)):
+            raise InvalidInputError(
+                "generate_title must be a model with complete(messages, tools), got "
+                f"{type(generate_title).__name__}")
+        self.generate_title = generate_title
         self.storage = storage
         self.embed = embed
         self.recent_n = recent_n
@@ -140,6 +199,15 @@ class AgentMemory:
         self._engine: RecallEngine | None = None
         self._om: ObservationalMemory | None = None
         self._lazy_lock = threading.Lock()
+
+    @classmethod
+    def from_preset(cls, name: str, *, storage: Storage, embed: Embedder | None = None,
+                    **overrides: Any) -> AgentMemory:
+        """A memory configured as a named preset (``memory_core.presets``: ``chat``,
+        ``recall``), ``overrides`` winning over the preset's settings (SPEC §3.1)."""
+        from memory_core.presets import from_preset
+
+        return from_preset(name, storage=storage, embed=embed, **overrides)
 
     # -- lazily built collaborators ---------------------------------------------------
     def _recall_engine(self) -> RecallEngine:
@@ -177,6 +245,26 @@ class AgentMemory:
             if thread is None:
                 raise
             return thread
+
+    def title_thread(self, thread_id: str, messages: Sequence[Message], *,
+                     run_id: str) -> str | None:
+        """SPEC §2.5: ask ``generate_title`` for the thread's title from the first turn's
+        ``messages`` once per run, journaled under ``<run_id>:title`` (a resume reads the
+        record and never asks again), and set it on the thread. An error or an empty
+        answer is recorded and ignored: the thread keeps its first-text title."""
+        from memory_core.journal import JournalWriter, RunReader
+
+        if self.generate_title is None:
+            return None
+        recorded = RunReader(self.storage.runs, run_id).title()
+        if recorded is None:
+            recorded = JournalWriter(self.storage.runs, run_id).title(
+                ask_title(self.generate_title, messages, key=f"{run_id}:title"))
+        if recorded.title:
+            thread = self.storage.memory.get_thread(thread_id)
+            if thread is not None and thread.title != recorded.title:
+                self.storage.memory.update_thread(thread_id, title=recorded.title)
+        return recorded.title
 
     # -- append -------------------------------------------------------------------------
     def _embed_texts(self, texts: list[str]) -> np.ndarray:
@@ -307,7 +395,8 @@ class AgentMemory:
             working_memory_read_only=bool(wm and wm.read_only),
             observational=self.observational_config is not None,
             token_counter=counter_label(self.token_counter),
-            embedder=embedder_name(self.embed) if self.embed is not None else None)
+            embedder=embedder_name(self.embed) if self.embed is not None else None,
+            processors=[p.settings() for p in self.processors])
 
     def _count(self, messages: Sequence[Message]) -> int:
         return sum(int(self.token_counter(token_text(m))) for m in messages)
@@ -342,6 +431,8 @@ class AgentMemory:
         recall = self._recall_lane(turn, trim, window)
         draft = Draft(turn=turn, trim=trim, window=window, recall=recall,
                       instructions=instructions, working_memory=wm, observed=observed)
+        if self.processors:
+            draft = run_processors(draft, self.processors, self._count)
         return assemble(draft, settings=self.settings(), count=self._count,
                         count_text=lambda text: int(self.token_counter(text)))
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from memory_core.recall_config import RecallConfig
 
@@ -34,6 +34,7 @@ class MessageRef(BaseModel):
     lexical_score: float | None = None  # BM25, hybrid mode only
     origin: Literal["hit", "neighbour", "repair"] | None = None
     # dropped: "unanswered-tool-call" | "orphan-tool-result" | "duplicate-tool-call-id"
+    # | "token-limit" (the token limiter removed it) | "tool-call-filter"
     reason: str | None = None
     # dropped: the lane it was left out of ("recent": the window could not pair it;
     # None in records before memctx v2, which dropped recalled rows only)
@@ -71,6 +72,24 @@ class ObservationRef(BaseModel):
     tokens: int = 0
 
 
+class Processed(BaseModel):
+    """One change an input processor made to the composed lanes (SPEC §6.6 step 4):
+    which processor, which item (a stored message by thread/seq, an observation by
+    id, or the working-memory block), whether it was removed or shortened, its tokens
+    before and after, and why."""
+
+    model_config = ConfigDict(extra="forbid")
+    processor: str  # "token-limiter" | "tool-call-filter" | a custom processor's name
+    lane: Lane
+    thread_id: str | None = None
+    seq: int | None = None
+    observation_id: str | None = None
+    action: Literal["removed", "shortened"]
+    tokens_before: int
+    tokens_after: int
+    reason: str
+
+
 class LaneTokens(BaseModel):
     model_config = ConfigDict(extra="forbid")
     instructions: int = 0
@@ -101,6 +120,13 @@ class CompositionSettings(BaseModel):
     observational: bool = False
     token_counter: str = "chars/4"
     embedder: str | None = None
+    # the input processors in the order they ran, each as its settings
+    # ({"name": "token-limiter", "limit": 4000, "priority": [...]}); [] before they existed
+    processors: list[dict[str, Any]] = Field(default_factory=list)
+
+    @model_serializer(mode="wrap")
+    def _omit_unused(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return _omit_defaults(handler(self), {"processors": []})
 
     def flat(self) -> dict[str, Any]:
         """The settings as one flat JSON dict, the recall fields inlined (``top_k``,
@@ -118,7 +144,7 @@ class Memctx(BaseModel):
     Seed fields: recalled, recent_count, recent (capped at 24), dropped_count, dropped
     (capped at 24), observation_count, working_memory_chars. Ours on top: v, thread_id,
     resource_id, query, recall_skipped, tokens, settings, near_misses, observations,
-    incoming_count, echo_trimmed.
+    incoming_count, echo_trimmed, processed, over_budget.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -145,8 +171,25 @@ class Memctx(BaseModel):
     scope_snapshot: dict[str, int] = Field(default_factory=dict)
     # "composed" by AgentMemory, or "imported" (reconstructed from a recorded request:
     # fields that could not be known are listed in unknown_fields, never invented)
+    # what the input processors removed or shortened, in order (removed messages are
+    # also in dropped, reason "token-limit" or "tool-call-filter")
+    processed: list[Processed] = Field(default_factory=list)
+    # tokens the prompt still exceeds the token budget by: instructions and the input
+    # never give way, so when they alone exceed it the prompt goes out over budget
+    over_budget: int = 0
     source: Literal["composed", "imported"] = "composed"
     unknown_fields: list[str] = Field(default_factory=list)
+
+    @model_serializer(mode="wrap")
+    def _omit_unused(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return _omit_defaults(handler(self), {"processed": [], "over_budget": 0})
+
+
+def _omit_defaults(data: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
+    """Leave out fields added after memctx v2 while they hold their default, so a run
+    without input processors records (and seals) exactly what it did before them;
+    reading fills the defaults back in."""
+    return {k: v for k, v in data.items() if k not in defaults or v != defaults[k]}
 
 
 # -- previews (SPEC §6.2, §6.3) ---------------------------------------------------------

@@ -23,7 +23,7 @@ from memory_core.models.base import Tool
 from memory_core.models.scripted import RaisingModel
 from memory_core.prompt import FrozenPrompt
 from memory_core.provenance import LANES, Memctx
-from memory_core.runner import Agent, Runner, assistant_message, tool_message
+from memory_core.runner import Agent, Runner, RunResult, assistant_message, tool_message
 from memory_core.storage.base import Storage
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.types import AppendRow, Message, RunRecord, ToolCallPart, canonical_json
@@ -401,3 +401,53 @@ def _check_prompt(storage: Storage, run_id: str, memory: AgentMemory, prompt: Fr
         f"'{RunKeys(run_id).prompt}': the re-composed prompt differs at item {at} "
         f"(compared lanes {lanes}): recorded {describe(rec_items, at)} vs composed "
         f"{describe(new_items, at)} ({len(want)} recorded items, {len(got)} composed)")
+
+
+# -- replay with another model (SPEC §10.1) ------------------------------------------------
+def replay_with(storage: Storage, run_id: str, *, model: Any, tools: Sequence[Tool] = (),
+                new_run_id: str, instructions: str | None = None) -> RunResult:
+    """A fresh run under ``new_run_id`` that starts from ``run_id``'s frozen prompt and
+    answers with the caller's ``model`` and ``tools`` (none by default): tools really
+    run again, everything is journaled like any run (``Runner``: steps, tools, output,
+    seal), and the original run is untouched. Unlike ``replay`` (byte-identical, model
+    never called) the answer is new. The recorded input and provenance are copied, so
+    the new run shows the same lanes; ``instructions`` replaces the frozen system prompt.
+    Nothing is written to the thread's messages. Calling again with the same ids
+    resumes the same run.
+
+    Example: ``replay_with(storage, "ticket-9", model=other, new_run_id="ticket-9-b")``
+    """
+    from memory_core.journal.keys import check_run_id
+    from memory_core.journal.writer import JournalWriter
+
+    check_run_id(new_run_id)
+    if new_run_id == run_id:
+        raise InvalidInputError(f"new_run_id must differ from the recorded run '{run_id}'")
+    if instructions is not None and not isinstance(instructions, str):
+        raise InvalidInputError(f"instructions must be a string, got {instructions!r}")
+    reader = RunReader(storage.runs, run_id)
+    record, rec_input, prompt = storage.runs.get_run(run_id), reader.input(), reader.prompt()
+    if record is None or rec_input is None or prompt is None:
+        raise NotFoundError(f"run '{run_id}' has no recorded input ('{reader.keys.input}' "
+                            "and a frozen prompt); nothing to replay")
+    if instructions is not None:
+        prompt = FrozenPrompt(items=[
+            i.model_copy(update={"message": Message(role="system", content=instructions)})
+            if i.lane == "instructions" else i for i in prompt.items])
+    existing = RunReader(storage.runs, new_run_id).prompt()
+    if existing is not None and existing.canonical() != prompt.canonical():
+        raise InvalidInputError(f"run '{new_run_id}' already exists with another prompt; "
+                                "choose a new run id")
+    writer = JournalWriter(storage.runs, new_run_id)
+    writer.input(rec_input.model_copy(update={"sealed": True}))
+    memctx = reader.memctx()
+    if memctx is not None:
+        writer.memctx(memctx)
+    writer.prompt(prompt)
+    agent = Agent(name=record.agent, model=model, tools=list(tools),
+                  instructions=next((i.message.text() or "" for i in prompt.items
+                                     if i.lane == "instructions"), ""))
+    # no memory: the new run reads its frozen prompt and writes nothing to the thread
+    return Runner(storage, {agent.name: agent}).run(
+        agent.name, run_id=new_run_id, thread_id=record.thread_id,
+        resource_id=record.resource_id, prompt=rec_input.messages)

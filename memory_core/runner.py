@@ -230,6 +230,9 @@ class Runner:
             state.resumed = True
         try:
             self._persist_input(state, thread_id, resource_id)
+            if self.memory is not None and thread_id is not None and state.input_seqs[:1] == [0]:
+                # the run that wrote the thread's first message titles it (SPEC §2.5)
+                self.memory.title_thread(thread_id, state.incoming, run_id=run_id)
             self._loop(agent, state, thread_id, resource_id)
             self._persist_output(state, thread_id, resource_id)
             self._write_output(state)

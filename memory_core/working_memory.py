@@ -19,6 +19,9 @@ TOOL_NAME = "update_working_memory"
 _TOOL_DESCRIPTION = (
     "Update the working memory with a partial patch. Objects merge recursively, arrays "
     "and scalars replace, and null deletes a key.")
+_TEMPLATE_HINT = (f"Update it by calling {TOOL_NAME} with memory set to the whole "
+                  "template filled in, as text.")
+TEXT_KEY = "text"  # a template's free-form, filled-in text
 _UPDATE_HINT = (f"Update it by calling {TOOL_NAME} with only the fields that changed "
                 "(null deletes a field).")
 
@@ -76,9 +79,8 @@ def deep_merge(existing: Any, update: Any) -> Any:
     """Merge ``update`` into ``existing`` without mutating either.
 
     Both objects: null deletes a key, two objects merge recursively, arrays and scalars
-    replace; an object replacing a non-object is merged into ``{}``. A non-object
-    ``existing`` yields ``update`` as-is (nulls included); a non-object ``update``
-    yields ``{}``.
+    replace. A non-object ``existing`` (at any level, so also a new nested object)
+    yields ``update`` as-is, nulls included; a non-object ``update`` yields ``{}``.
     """
     if not isinstance(update, dict):
         return {}
@@ -89,11 +91,10 @@ def deep_merge(existing: Any, update: Any) -> Any:
         if value is None:
             out.pop(key, None)
         elif isinstance(value, dict):
-            # a new nested object merges into {} so its nulls delete rather than get
-            # stored (the reference stores them, which makes a repeated patch change
-            # the memory a second time)
-            current = out.get(key)
-            out[key] = deep_merge(current if isinstance(current, dict) else {}, value)
+            # SPEC §7.6 applied at every level: a new nested object (nothing, or a
+            # non-object, under the key) is stored as given, nulls included, as the
+            # reference stores it; an existing object merges recursively
+            out[key] = deep_merge(out.get(key), value)
         else:
             out[key] = value
     return out
@@ -121,9 +122,17 @@ def partial_model(schema: type[BaseModel]) -> type[BaseModel]:
 
 
 def tool_parameters(config: WorkingMemoryConfig) -> dict[str, Any]:
-    """JSON schema of the tool input: the partial schema, or ``{memory: object}``."""
+    """JSON schema of the tool input: the partial schema, ``{memory: object}``, or with
+    a template ``{memory: text | object}`` (text: the whole filled-in template)."""
     if config.schema is not None:
         return partial_model(config.schema).model_json_schema()
+    if config.template is not None:
+        return {"type": "object",
+                "properties": {"memory": {
+                    "type": ["string", "object"],
+                    "description": "the whole template filled in, as text (replaces it), "
+                                   "or an object of fields to merge"}},
+                "required": ["memory"]}
     return {"type": "object",
             "properties": {"memory": {"type": "object",
                                       "description": "the fields to merge"}},
@@ -158,13 +167,17 @@ def validate_memory(config: WorkingMemoryConfig, merged: dict[str, Any]) -> dict
 
 
 def patch_from_input(config: WorkingMemoryConfig, args: Any) -> dict[str, Any]:
-    """The whole input with a schema; else ``input.memory`` falling back to the input."""
+    """The whole input with a schema; else ``input.memory`` falling back to the input.
+    With a template, ``memory`` may also be the filled-in template as text: it replaces
+    the free-form text (``{"text": ...}``) the block then shows."""
     if not isinstance(args, dict):
         raise InvalidInputError(
             f"{TOOL_NAME} expects a JSON object, got {type(args).__name__}")
     if config.schema is not None:
         return args
     inner = args.get("memory")
+    if config.template is not None and isinstance(inner, str):
+        return {TEXT_KEY: inner}
     patch = inner if inner is not None else args
     if not isinstance(patch, dict):
         raise InvalidInputError(
@@ -177,21 +190,21 @@ def render_block(config: WorkingMemoryConfig, value: dict[str, Any]) -> str:
     """``# Working Memory\\n<working_memory>\\n{BODY}\\n</working_memory>`` plus the
     field list and the update hint.
 
-    With a template the body is the template verbatim; the reference then hides the
-    values entirely, which leaves the model unable to read what it wrote, so once
-    something is stored the values follow the template as JSON.
+    With a template the body is the template verbatim and the stored values are not
+    shown, as in the reference — unless the model wrote the template back filled in
+    (free-form text, ``{"text": ...}``): then that text is the body, so the model reads
+    what it wrote as the Markdown it wrote, never as JSON.
     """
     if config.template is not None:
-        body = config.template
-        if value:
-            body += "\n\nCurrent values:\n" + json.dumps(value, indent=2, ensure_ascii=False)
+        text_value = value.get(TEXT_KEY)
+        body = text_value if isinstance(text_value, str) and text_value else config.template
     else:
         body = json.dumps(value, indent=2, ensure_ascii=False)
     text = f"# Working Memory\n<working_memory>\n{body}\n</working_memory>"
     if config.schema is not None and config.schema.model_fields:
         text += "\nFields: " + ", ".join(config.schema.model_fields)
     if not config.read_only:
-        text += "\n" + _UPDATE_HINT
+        text += "\n" + (_TEMPLATE_HINT if config.template is not None else _UPDATE_HINT)
     return text
 
 

@@ -69,7 +69,10 @@ def test_record_fields_and_settings() -> None:
     st = ctx.settings
     # the RecallConfig itself, every field (near_misses and rrf_k included)
     assert st.recent_n == 2 and st.recall == mem.recall_config
-    assert st.model_dump(mode="json")["recall"] == {
+    recorded = st.model_dump(mode="json")["recall"]
+    assert set(recorded) == set(RecallConfig.model_fields)  # every field, later ones too
+    assert {k: recorded[k] for k in ("top_k", "threshold", "message_range", "scope", "filter",
+                                     "mode", "near_misses", "rrf_k")} == {
         "top_k": 1, "threshold": 0.1, "message_range": {"before": 1, "after": 0},
         "scope": "resource", "filter": {"lang": "en"}, "mode": "vector", "near_misses": 5,
         "rrf_k": 60, "skip_query_duplicates": True, "duplicate_overlap": 0.6,

@@ -76,13 +76,28 @@ def test_render_schema_lists_fields_and_read_only_has_no_hint() -> None:
     assert TOOL_NAME not in text
 
 
-def test_render_template_verbatim_when_empty_then_with_values() -> None:
+def test_spec_7_4_render_template_verbatim_values_not_appended() -> None:
     cfg = WorkingMemoryConfig(template="## Person\n- name:\n- city:")
-    assert render_block(cfg, {}).startswith(
-        "# Working Memory\n<working_memory>\n## Person\n- name:\n- city:\n</working_memory>")
+    block = "# Working Memory\n<working_memory>\n## Person\n- name:\n- city:\n</working_memory>"
+    assert render_block(cfg, {}).startswith(block)
+    # object values are hidden, as the reference renders them: never appended as JSON
     filled = render_block(cfg, {"name": "Ayse"})
-    assert "## Person\n- name:\n- city:\n\nCurrent values:\n" in filled
-    assert '"name": "Ayse"' in filled
+    assert filled.startswith(block) and "Ayse" not in filled and "{" not in filled
+
+
+def test_spec_7_4_free_form_template_filled_in_is_the_body() -> None:
+    cfg = WorkingMemoryConfig(template="## Person\n- name:\n- city:")
+    s = InMemoryStorage()
+    wm = WorkingMemory(s.memory, cfg)
+    out = wm.tool("t1", None).fn({"memory": "## Person\n- name: Ayse\n- city: Izmir"})
+    assert out["ok"] and s.memory.get_working_memory("thread:t1") == {
+        "text": "## Person\n- name: Ayse\n- city: Izmir"}
+    text = wm.render("t1")
+    assert text.startswith("# Working Memory\n<working_memory>\n## Person\n- name: Ayse\n"
+                           "- city: Izmir\n</working_memory>")
+    assert "whole template filled in" in text
+    params = wm.tool("t1", None).spec.parameters
+    assert params["properties"]["memory"]["type"] == ["string", "object"]
 
 
 # -- deep merge (SPEC §7.6) ------------------------------------------------------------
@@ -101,10 +116,12 @@ def test_merge_non_object_update_gives_empty() -> None:
     assert deep_merge({"a": 1}, None) == {}
 
 
-def test_merge_new_nested_object_drops_its_nulls() -> None:
-    # applying {"a": {"b": None}} twice must not change the memory the second time
-    assert deep_merge({}, {"a": {"b": None, "c": 1}}) == {"a": {"c": 1}}
-    assert deep_merge({"a": 3}, {"a": {"b": None}}) == {"a": {}}
+def test_spec_7_6_new_nested_object_is_stored_with_its_nulls() -> None:
+    # as the reference stores it: a non-object existing value takes the update as-is
+    assert deep_merge({}, {"a": {"b": None, "c": 1}}) == {"a": {"b": None, "c": 1}}
+    assert deep_merge({"a": 3}, {"a": {"b": None}}) == {"a": {"b": None}}
+    # an existing object merges: its nulls delete
+    assert deep_merge({"a": {"b": 1, "c": 1}}, {"a": {"b": None}}) == {"a": {"c": 1}}
 
 
 def test_merge_does_not_mutate_inputs() -> None:
@@ -142,6 +159,9 @@ def test_merging_empty_patch_is_identity(obj: dict[str, Any]) -> None:
 @given(json_object, json_object)
 def test_applying_the_same_patch_twice_is_idempotent(obj: dict[str, Any],
                                                      patch: dict[str, Any]) -> None:
+    # a new nested object keeps its nulls (SPEC §7.6), so a patch whose nested objects
+    # hold nulls is not idempotent, as in the reference; top-level nulls always delete
+    patch = {k: _no_nulls(v) for k, v in patch.items()}
     once = deep_merge(obj, patch)
     assert deep_merge(once, patch) == once
 
@@ -164,8 +184,7 @@ def test_patch_keys_win_and_other_keys_survive(obj: dict[str, Any],
         if v is None:
             assert k not in merged
         elif isinstance(v, dict):
-            base = obj.get(k) if isinstance(obj.get(k), dict) else {}
-            assert merged[k] == deep_merge(base, v)
+            assert merged[k] == deep_merge(obj.get(k), v)
         else:
             assert merged[k] == v  # arrays and scalars replace
 

@@ -23,6 +23,9 @@ from app.components import (
 )
 from memory_core.errors import NotFoundError
 
+# a dropped row's reason as the Dropped lane says it
+DROP_LABELS = {"token-limit": "trimmed by the token limiter"}
+
 st.title("Run inspector")
 url = services.current_url()
 
@@ -77,7 +80,7 @@ for tab, lv in zip(tabs, view.lanes, strict=True):
                 if item.origin:
                     bits.append(f"origin {item.origin}")
                 if item.reason:
-                    bits.append(f"reason {item.reason}")
+                    bits.append(DROP_LABELS.get(item.reason, f"reason {item.reason}"))
                 bits.append(f"{item.tokens} tokens")
                 st.caption(escape_md(" · ".join(bits)))
                 literal(item.text)

@@ -18,7 +18,8 @@ from memory_core.types import StoredMessage
 
 Fate = Literal[
     "recalled", "recent", "input", "below-threshold", "beyond-top-k", "filtered-out",
-    "out-of-scope", "recall-off", "recall-skipped", "dropped", "compacted",
+    "out-of-scope", "recall-off", "recall-skipped", "dropped", "trimmed-by-token-limit",
+    "compacted",
     "written-after", "no-text", "not-stored", "unexplained"]
 
 #: fates in which the message reached the model
@@ -156,10 +157,19 @@ def explain_message(storage: Storage, data: RunData, msg: StoredMessage, *,
                    "prompt, and a result without its call would make the model provider "
                    "reject the whole prompt",
                    "duplicate-tool-call-id": "the same tool call was already in the prompt, "
-                   "and a repeated call id would make the prompt invalid"}.get(
+                   "and a repeated call id would make the prompt invalid",
+                   "tool-call-filter": "the tool-call filter removes tool exchanges from "
+                   "the prompt"}.get(
                        d.reason or "", f"of {d.reason}")
             found = ("It was among the most recent messages" if d.lane == "recent"
                      else "Recall found this message")
+            if d.reason == "token-limit":
+                limit = next((p.get("limit") for p in memctx.settings.processors
+                              if p.get("name") == "token-limiter"), None)
+                return out("trimmed-by-token-limit", f"{found}, but the token limiter "
+                           f"removed it: the prompt was over its budget of {limit} tokens "
+                           f"and the {d.lane or 'recalled'} lane gave way.",
+                           reason=d.reason, lane=d.lane or "recalled", token_budget=limit)
             return out("dropped", f"{found}, but it was left out because {why}.",
                        reason=d.reason, lane=d.lane or "recalled")
     if msg.thread_id == run.thread_id:

@@ -14,6 +14,7 @@ from memory_core.journal.records import (
     PersistRecord,
     ReflectRecord,
     StepRecord,
+    TitleRecord,
     ToolRecord,
     ToolSpecRecord,
     load_record,
@@ -25,6 +26,6 @@ __all__ = [
     "RECORDS", "ImportRecord", "InputRecord", "JournalWriter", "ObserveRecord",
     "ObserverKeys", "ObserverReader", "ObserverWriter", "OutputRecord", "PersistRecord",
     "ReflectRecord", "RunData", "RunKeys", "RunReader", "RunStep", "StepRecord",
-    "ToolRecord", "ToolSpecRecord", "check_run_id", "input_digest", "input_hashes",
+    "TitleRecord", "ToolRecord", "ToolSpecRecord", "check_run_id", "input_digest", "input_hashes",
     "load_record", "load_run", "message_hash", "validated", "verify_step_input",
 ]

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from memory_core.errors import InvalidInputError
 
 RUN_KINDS = ("import", "input", "memctx", "prompt", "persist:input", "step", "tool",
-             "persist:output", "output", "cf", "seal", "lease")
+             "persist:output", "output", "cf", "seal", "lease", "title")
 
 
 def check_run_id(run_id: object) -> str:
@@ -65,6 +65,11 @@ class RunKeys:
     @property
     def output(self) -> str:
         return f"{self.run_id}:output"
+
+    @property
+    def title(self) -> str:
+        """The thread title a run's first turn asked the title model for (SPEC §2.5)."""
+        return f"{self.run_id}:title"
 
     @property
     def seal(self) -> str:

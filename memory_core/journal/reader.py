@@ -19,6 +19,7 @@ from memory_core.journal.records import (
     PersistRecord,
     ReflectRecord,
     StepRecord,
+    TitleRecord,
     ToolRecord,
     load_record,
     upgraded_dict,
@@ -80,6 +81,9 @@ class RunReader:
 
     def output(self) -> OutputRecord | None:
         return self._get("output", OutputRecord, self.keys.output)
+
+    def title(self) -> TitleRecord | None:
+        return self._get("title", TitleRecord, self.keys.title)
 
     def steps(self) -> list[RunStep]:
         out = []

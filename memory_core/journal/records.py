@@ -121,6 +121,17 @@ class ImportRecord(_Record):
     extra: dict[str, Any] = Field(default_factory=dict)
 
 
+class TitleRecord(_Record):
+    """``<run>:title``: the title model's answer on a thread's first turn (SPEC §2.5):
+    the cleaned title (None when it failed or was empty: the thread keeps its first-text
+    title), who answered and the error, if any. A resume reads it and never asks twice."""
+
+    v: int = 1
+    title: str | None
+    model: ModelIdentity
+    error: str | None = None
+
+
 class ObserveRecord(_Record):
     """``om:<thread>:proc:observe:<n>``: observer call n on a thread."""
 
@@ -287,6 +298,7 @@ RECORDS: dict[str, RecordSpec] = {s.kind: s for s in (
                doc="one model step"),
     RecordSpec("tool", ToolRecord, 1, doc="one tool call and its result"),
     RecordSpec("output", OutputRecord, 1, normalise=_output_v1, doc="how the run ended"),
+    RecordSpec("title", TitleRecord, 1, doc="the model-made thread title of a first turn"),
     RecordSpec("observe", ObserveRecord, 1, doc="one observer call of a thread"),
     RecordSpec("reflect", ReflectRecord, 1, doc="one reflector call of a thread"),
 )}

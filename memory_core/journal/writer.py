@@ -21,6 +21,7 @@ from memory_core.journal.records import (
     PersistRecord,
     ReflectRecord,
     StepRecord,
+    TitleRecord,
     ToolRecord,
     load_record,
 )
@@ -85,6 +86,9 @@ class JournalWriter:
 
     def output(self, record: OutputRecord) -> OutputRecord:
         return self._put("output", self.keys.output, "output", record)
+
+    def title(self, record: TitleRecord) -> TitleRecord:
+        return self._put("title", self.keys.title, "title", record)
 
     def counterfactual(self, digest: str, value: dict[str, Any]) -> bool:
         """A counterfactual result (``analysis.counterfactual.CounterfactualResult``,

@@ -1,0 +1,42 @@
+"""The Run inspector's Dropped lane names rows the token limiter removed (SPEC §6.5)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from app import services
+from app.components import RUN_PAGE
+from memory_core.memory import AgentMemory
+from memory_core.models.scripted import ScriptedModel
+from memory_core.runner import Agent, Runner
+from memory_core.storage.inmemory import InMemoryStorage
+from memory_core.types import Message
+from tests.app.conftest import register
+from tests.helpers import Tick
+
+
+@pytest.fixture()
+def trimmed(monkeypatch: pytest.MonkeyPatch) -> Iterator[InMemoryStorage]:
+    s = InMemoryStorage(clock=Tick())
+    mem = AgentMemory(s, recent_n=6, token_budget=40)
+    for i in range(6):
+        mem.append("t", [Message(role="user", content=f"message {i} " + "x" * 40)],
+                   resource_id="r")
+    Runner(storage=s, agents={"a": Agent(name="a", instructions="be brief",
+                                         model=ScriptedModel(["ok"]))},
+           memory=mem).run("a", run_id="run-1", thread_id="t", resource_id="r", prompt="hi")
+    url = register(s)
+    monkeypatch.setenv(services.ENV_VAR, url)
+    yield s
+    services.unregister_storage(url.removeprefix(services.MEMORY_SCHEME))
+
+
+def test_spec_6_5_dropped_lane_says_trimmed_by_the_token_limiter(
+        trimmed: InMemoryStorage, app: Callable[..., AppTest]) -> None:
+    at = app(RUN_PAGE, run="run-1")
+    assert not at.exception
+    captions = [c.value for c in at.caption]
+    assert sum("trimmed by the token limiter" in c for c in captions) >= 1
