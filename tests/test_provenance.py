@@ -75,9 +75,7 @@ def test_record_fields_and_settings() -> None:
                                      "mode", "near_misses", "rrf_k")} == {
         "top_k": 1, "threshold": 0.1, "message_range": {"before": 1, "after": 0},
         "scope": "resource", "filter": {"lang": "en"}, "mode": "vector", "near_misses": 5,
-        "rrf_k": 60, "skip_query_duplicates": True, "duplicate_overlap": 0.6,
-        "fusion": "weighted", "vector_weight": 0.7, "score_norm": "minmax",
-        "context_weight": 0.5, "question_weight": 1.0, "query_rewrite": False}
+        "rrf_k": 60}
     assert st.flat()["top_k"] == 1 and st.flat()["rrf_k"] == 60
     assert st.recall_enabled and st.embedder == "hashing-64" and st.token_counter == "chars/4"
     assert st.working_memory == "thread" and st.working_memory_read_only
