@@ -6,19 +6,13 @@ torch). The real model lives in ``memory_core.minilm`` (imported lazily)."""
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from memory_core.text import tokenize as tokenize  # re-exported: where it always was
+
 Embedder = Callable[[list[str]], np.ndarray]
-
-_TOKEN = re.compile(r"[\w']+", re.UNICODE)
-
-
-def tokenize(text: str) -> list[str]:
-    """Lower-cased word tokens; shared by the hashing embedder and lexical recall."""
-    return [t.strip("'") for t in _TOKEN.findall(text.lower()) if t.strip("'")]
 
 
 class HashingEmbedder:

@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from memory_core.embedders import Embedder, tokenize
+from memory_core.embedders import Embedder
 from memory_core.errors import InvalidInputError
 from memory_core.filters import first_failing_clause, match_filter
 from memory_core.provenance import NearMiss, NearMissReason, preview
@@ -34,6 +34,8 @@ from memory_core.recall_config import RecallConfig as RecallConfig
 from memory_core.recall_config import RecallMode as RecallMode
 from memory_core.recall_config import RecallScope as RecallScope
 from memory_core.storage.base import EmbeddingBlock, MemoryStore, ThreadCounts
+from memory_core.text import STOP_WORDS as STOP_WORDS
+from memory_core.text import tokenize
 from memory_core.types import StoredMessage, Thread, canonical_json
 from memory_core.vectors import cosine_scores, top_indices, unit_rows
 
@@ -42,18 +44,6 @@ T_NONE = datetime.min.replace(tzinfo=UTC)
 BM25_K1 = 1.2
 BM25_B = 0.75
 
-# Function words that carry no topic: without them BM25 ranks "what is the ..." turns
-# by chance. Deliberately short so that content words are never dropped.
-STOP_WORDS: frozenset[str] = frozenset("""
-a an the and or but if then than so of to in on at by for from with about as into over
-is are was were be been being am do does did done have has had having
-i me my mine we us our you your yours he him his she her it its they them their
-this that these those there here what which who whom whose when where why how
-can could would should will shall may might must not no nor yes ok okay
-just also very too only own same such some any all each few more most other
-up down out off again further once s t don didn doesn isn wasn aren won let
-after before much many get got go goes going make made need like want would
-""".split())
 
 
 def _stem(term: str) -> str:

@@ -8,12 +8,13 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memory_core.embedders import Embedder, tokenize
+from memory_core.embedders import Embedder
 from memory_core.errors import InvalidInputError, NotFoundError
 from memory_core.journal import RunData, load_run
 from memory_core.provenance import preview
 from memory_core.registry import recall_config_from_settings, resolve_embedder
 from memory_core.storage.base import Storage
+from memory_core.text import STOP_WORDS, tokenize
 from memory_core.types import StoredMessage
 
 Fate = Literal[
@@ -82,9 +83,7 @@ def _fact_survives(fact: str, text: str) -> tuple[bool, float]:
     its content words (numbers and rare words weigh the same as the rest)."""
     if " ".join(fact.lower().split()) in " ".join(text.lower().split()):
         return True, 1.0
-    stop = {"the", "a", "an", "and", "or", "to", "of", "in", "on", "for", "is", "was",
-            "we", "i", "you", "it", "that", "this", "be", "with", "at", "by", "as", "are"}
-    ft = [t for t in tokenize(fact) if t not in stop]
+    ft = [t for t in tokenize(fact) if t not in STOP_WORDS]
     if not ft:
         return False, 0.0
     tt = set(tokenize(text))

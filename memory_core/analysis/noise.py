@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Literal
 
-from memory_core.embedders import tokenize
+from memory_core.text import NEGATIONS, STOP_WORDS, tokenize
 
 Verdict = Literal["changed", "unchanged", "inconclusive"]
 
@@ -24,13 +24,7 @@ MIN_NOISE_REPEATS = 3
 NOISE_MARGIN = 0.2
 
 # Function words carry no content; negations are deliberately kept ("not", "no").
-_STOPWORDS = frozenset("""
-a an the and or but if of to in on at for with by from as into about over under than then
-is are was were be been being am it its it's this that these those there here
-i me my mine you your yours we us our ours he him his she her hers they them their theirs
-do does did have has had will would shall should can could may might must
-so just also very too what which who whom whose when where how
-""".split())
+_STOPWORDS = STOP_WORDS - NEGATIONS
 
 
 def _stem(word: str) -> str:

@@ -42,6 +42,7 @@ import numpy as np
 
 from memory_core.embedders import Embedder
 from memory_core.models.base import ModelIdentity, ModelResponse, ToolSpec, Usage
+from memory_core.text import STOP_WORDS as BASE_STOP_WORDS
 from memory_core.tokens import estimate_tokens
 from memory_core.types import Message, ToolCallPart, ToolResultPart, canonical_json
 from memory_core.vectors import cosine_to
@@ -50,22 +51,18 @@ from memory_core.vectors import cosine_to
 # Text analysis (shared with the extractive summariser)
 # ---------------------------------------------------------------------------------------
 
-STOP_WORDS: frozenset[str] = frozenset("""
-a about above after again against all also am an and any are aren't as at be because
-been before being below between both but by can can't cannot could couldn't did didn't
-do does doesn't doing don't down during each either else ever few for from further get
-gets got had hadn't has hasn't have haven't having he he'd he'll he's her here here's
-hers herself him himself his how how's i i'd i'll i'm i've if in into is isn't it it's
-its itself just let let's me mine more most much my myself no nor not now of off on
-once only or other ought our ours ourselves out over own please really same say said
-says shall shan't she she'd she'll she's should shouldn't so some such tell than that
-that's the their theirs them themselves then there there's these they they'd they'll
-they're they've this those through to too under until up upon us very was wasn't we
-we'd we'll we're we've were weren't what what's whats when when's where where's which
-while who who's whom why why's will with won't would wouldn't yes yet you you'd you'll
-you're you've your yours yourself yourselves remind remember recall know think okay ok
-thanks thank hi hello hey again anything something thing things one like just sure
-well also still already ever many
+# The shared function words, plus what a conversation says around its content
+# (greetings, "remember", "tell me") and contractions as the reader's tokens keep them.
+STOP_WORDS: frozenset[str] = BASE_STOP_WORDS | frozenset("""
+above against already anything aren't because below between both can't cannot couldn't
+didn't doesn't doing don't during either else ever gets hadn't hasn't haven't he'd
+he'll he's hello here's hers herself hey hi himself how's i'd i'll i'm i've isn't it's
+itself know let's myself now one ought ours ourselves please really recall remember
+remind said say says shan't she'd she'll she's shouldn't something still sure tell
+thank thanks that's theirs themselves there's they'd they'll they're they've thing
+things think through under until upon wasn't we'd we'll we're we've well weren't
+what's whats when's where's while who's why's won't wouldn't yet you'd you'll you're
+you've yourself yourselves
 """.split())
 
 # Stems folded into one concept so paraphrases meet ("agreed" ~ "decided").
