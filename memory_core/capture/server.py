@@ -1,0 +1,182 @@
+"""What the proxy and the collector share: the ``Recorder`` (the one writer of captured
+records) and ``LoopbackServer`` (uvicorn on 127.0.0.1, in the foreground or a thread)."""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import uvicorn
+
+from memory_core.embedders import Embedder
+from memory_core.errors import InvalidInputError, MemoryCoreError
+from memory_core.importers import ImportReport, import_text
+from memory_core.importers.common import ImportFormat
+from memory_core.storage.base import Storage
+
+log = logging.getLogger("memory_core.capture")
+
+
+def validate_port(port: Any, *, allow_any: bool = False) -> int:
+    """A TCP port 1..65535 (0, "any free port", only with ``allow_any``)."""
+    low = 0 if allow_any else 1
+    if isinstance(port, bool) or not isinstance(port, int) or not low <= port <= 65535:
+        raise InvalidInputError(f"port must be an integer from {low} to 65535, got {port!r}")
+    return port
+
+
+def validate_upstream(url: Any) -> str:
+    """The upstream's base URL as an OpenAI client takes it (``https://host/v1``),
+    without a trailing slash; credentials in it are refused (they would be logged)."""
+    if not isinstance(url, str) or not url.strip():
+        raise InvalidInputError(f"upstream must be an http(s) URL, got {url!r}")
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise InvalidInputError(f"upstream must be an http(s) URL such as "
+                                f"https://api.openai.com/v1, got {url!r}")
+    if parts.username or parts.password:
+        raise InvalidInputError("the upstream URL must not carry credentials; the client's "
+                                "Authorization header is forwarded as it is")
+    if parts.query or parts.fragment:
+        raise InvalidInputError(f"the upstream URL must not have a query or fragment, "
+                                f"got {url!r}")
+    try:
+        parts.port  # noqa: B018 - raises on a bad port
+    except ValueError:
+        raise InvalidInputError(f"the upstream URL has a bad port: {url!r}") from None
+    return url.strip().rstrip("/")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What became of one captured record: the import report, or why it was refused."""
+
+    report: ImportReport | None
+    reason: str | None = None
+
+
+class Recorder:
+    """The one writer: every captured record is imported (``import_text``) on a single
+    worker thread, one at a time and in arrival order, so concurrent exchanges never
+    write at once and a DuckDB file is held only for the length of one import."""
+
+    def __init__(self, storage: Storage, *, embed: Embedder | None = None,
+                 resource_id: str | None = None) -> None:
+        self.storage, self.embed, self.resource_id = storage, embed, resource_id
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memwb-capture")
+        self._lock = threading.Lock()
+        self._pending: set[Future[Outcome]] = set()
+        self.runs: list[str] = []  # run ids written, in order
+        self.failures: list[str] = []  # why a record was not written
+
+    def submit(self, text: str, *, name: str,
+               format: ImportFormat) -> Future[Outcome]:
+        """Queue one record; its future gives the ``Outcome``."""
+        fut = self._pool.submit(self._write, text, name, format)
+        with self._lock:
+            self._pending.add(fut)
+        fut.add_done_callback(self._done)
+        return fut
+
+    def _done(self, fut: Future[Outcome]) -> None:
+        with self._lock:
+            self._pending.discard(fut)
+
+    def _write(self, text: str, name: str, format: ImportFormat) -> Outcome:
+        try:
+            report = import_text(self.storage, text, name=name, format=format,
+                                 embed=self.embed, resource_id=self.resource_id)
+        except MemoryCoreError as e:
+            return self.refused(name, str(e))
+        except Exception as e:  # noqa: BLE001 - a bad record must not stop the capture
+            return self.refused(name, f"{type(e).__name__}: {e}")
+        self.runs += report.runs_created
+        for s in report.skipped:
+            log.info("%s: skipped %s: %s", name, s.where, s.reason)
+        log.info("%s: recorded %d run(s): %s", name, len(report.runs_created),
+                 ", ".join(report.runs_created) or "-")
+        return Outcome(report)
+
+    def refused(self, name: str, reason: str) -> Outcome:
+        """Note (and log) a record that is not written, and why."""
+        self.failures.append(f"{name}: {reason}")
+        log.warning("%s: not recorded: %s", name, reason)
+        return Outcome(None, reason)
+
+    def drain(self, timeout: float | None = 30.0) -> None:
+        """Wait until every record queued so far is written (or refused)."""
+        with self._lock:
+            pending = list(self._pending)
+        wait(pending, timeout=timeout)
+
+    def close(self) -> None:
+        """Finish every queued write, then stop the worker."""
+        self._pool.shutdown(wait=True)
+
+
+class LoopbackServer:
+    """An ASGI app served by uvicorn on 127.0.0.1 only. ``start``/``stop`` (or ``with``)
+    run it on a thread (port 0 picks a free port); ``serve`` runs it in the
+    foreground until interrupted."""
+
+    def __init__(self, app: Any, port: int = 0, *, name: str = "capture") -> None:
+        self.app, self.name = app, name
+        self.port = validate_port(port, allow_any=True)
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def _bind(self) -> socket.socket:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", self.port))
+        except OSError as e:
+            sock.close()
+            raise InvalidInputError(f"cannot listen on 127.0.0.1:{self.port}: "
+                                    f"{e.strerror or e}") from None
+        self.port = sock.getsockname()[1]
+        config = uvicorn.Config(self.app, log_level="warning", access_log=False,
+                                lifespan="on", timeout_graceful_shutdown=2)
+        self._server = uvicorn.Server(config)
+        return sock
+
+    def serve(self) -> None:
+        sock = self._bind()
+        assert self._server is not None
+        self._server.run(sockets=[sock])
+
+    def start(self) -> LoopbackServer:
+        sock = self._bind()
+        assert self._server is not None
+        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]},
+                                        name=f"memwb-{self.name}-{self.port}", daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not self._server.started:
+            if time.monotonic() > deadline or not self._thread.is_alive():
+                self.stop()
+                raise RuntimeError(f"the {self.name} server did not start")
+            time.sleep(0.01)
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
+    def __enter__(self) -> LoopbackServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
