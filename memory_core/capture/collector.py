@@ -27,6 +27,9 @@ from memory_core.capture.server import Recorder
 Signal = Literal["traces", "logs"]
 PROTOBUF = "application/x-protobuf"
 ID_KEYS = ("traceId", "spanId", "parentSpanId")
+#: an export holding none of these has no GenAI content (semantic conventions, their
+#: older event names, OpenInference) and is answered without an import
+GENAI_MARKS = ('"gen_ai.', '"llm.', '"openinference.')
 #: per signal: request type, response type, the partial-success field counting rejects,
 #: and the list of records inside each scope
 KINDS: dict[Signal, tuple[type[Message], type[Message], str, tuple[str, str, str]]] = {
@@ -40,7 +43,12 @@ KINDS: dict[Signal, tuple[type[Message], type[Message], str, tuple[str, str, str
 
 
 class BadExport(ValueError):
-    """An export request that cannot be read; answered with HTTP 400."""
+    """An export request that cannot be read; answered with ``status`` (400, or 415
+    for a content type OTLP/HTTP does not use)."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 def _hex_ids(node: Any) -> Any:
@@ -87,7 +95,7 @@ def decode_export(signal: Signal, body: bytes, content_type: str,
                             f"{type(parsed).__name__}")
         return parsed
     raise BadExport(f"unsupported Content-Type {content_type!r} (use application/json or "
-                    f"{PROTOBUF})")
+                    f"{PROTOBUF})", status=415)
 
 
 def count_records(signal: Signal, doc: dict[str, Any]) -> int:
@@ -120,14 +128,16 @@ def collector_app(recorder: Recorder) -> Starlette:
             doc = decode_export(signal, await request.body(), ctype,
                                 request.headers.get("content-encoding"))
         except BadExport as e:
-            return JSONResponse({"code": 3, "message": str(e)}, status_code=400)
+            return JSONResponse({"code": 3, "message": str(e)}, status_code=e.status)
         total = count_records(signal, doc)
-        if total == 0:
+        text = json.dumps(doc, ensure_ascii=False)
+        if total == 0 or not any(mark in text for mark in GENAI_MARKS):
+            # an application's other telemetry (HTTP, database spans…): accepted, and
+            # nothing in it for us
             return _answer(signal, ctype, 0, None)
         counter["n"] += 1
         name = f"collect:{signal}:{counter['n']}"
-        outcome = await asyncio.wrap_future(
-            recorder.submit(json.dumps(doc, ensure_ascii=False), name=name, format="otel"))
+        outcome = await asyncio.wrap_future(recorder.submit(text, name=name, format="otel"))
         if outcome.report is None:
             return _answer(signal, ctype, total, outcome.reason)
         return _answer(signal, ctype, 0, None)
