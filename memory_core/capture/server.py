@@ -126,18 +126,23 @@ class LoopbackServer:
     foreground until interrupted."""
 
     def __init__(self, app: Any, port: int = 0, *, name: str = "capture") -> None:
+        # ``app`` may be given later (set ``.app``) when the port is bound first
         self.app, self.name = app, name
         self.port = validate_port(port, allow_any=True)
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
+        self._sock: socket.socket | None = None
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def _bind(self) -> socket.socket:
+    def bind(self) -> socket.socket:
+        """Take the port now (InvalidInputError naming it when it is taken), so a
+        caller can refuse early; ``serve``/``start`` use this socket."""
+        if self._sock is not None:
+            return self._sock
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind(("127.0.0.1", self.port))
         except OSError as e:
@@ -145,24 +150,27 @@ class LoopbackServer:
             raise InvalidInputError(f"cannot listen on 127.0.0.1:{self.port}: "
                                     f"{e.strerror or e}") from None
         self.port = sock.getsockname()[1]
+        self._sock = sock
+        return sock
+
+    def _uvicorn(self) -> tuple[uvicorn.Server, socket.socket]:
+        sock = self.bind()
         config = uvicorn.Config(self.app, log_level="warning", access_log=False,
                                 lifespan="on", timeout_graceful_shutdown=2)
         self._server = uvicorn.Server(config)
-        return sock
+        return self._server, sock
 
     def serve(self) -> None:
-        sock = self._bind()
-        assert self._server is not None
-        self._server.run(sockets=[sock])
+        server, sock = self._uvicorn()
+        server.run(sockets=[sock])
 
     def start(self) -> LoopbackServer:
-        sock = self._bind()
-        assert self._server is not None
-        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]},
+        server, sock = self._uvicorn()
+        self._thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]},
                                         name=f"memwb-{self.name}-{self.port}", daemon=True)
         self._thread.start()
         deadline = time.monotonic() + 10
-        while not self._server.started:
+        while not server.started:
             if time.monotonic() > deadline or not self._thread.is_alive():
                 self.stop()
                 raise RuntimeError(f"the {self.name} server did not start")
@@ -174,6 +182,8 @@ class LoopbackServer:
             self._server.should_exit = True
         if self._thread is not None:
             self._thread.join(timeout=10)
+        if self._sock is not None:
+            self._sock.close()
 
     def __enter__(self) -> LoopbackServer:
         return self.start()
