@@ -177,6 +177,17 @@ def proxy_app(recorder: Recorder, upstream: str) -> Starlette:
                                        "type": "upstream_unreachable"}}, status_code=502)
 
     async def chat(request: Request) -> Response:
+        recorder.begin()
+        streaming = False
+        try:
+            response = await exchange(request)
+            streaming = isinstance(response, StreamingResponse)
+            return response
+        finally:
+            if not streaming:  # a stream's relay ends the exchange when the stream does
+                recorder.end()
+
+    async def exchange(request: Request) -> Response:
         raw = await request.body()
         try:
             body: Any = json.loads(raw)
@@ -205,8 +216,11 @@ def proxy_app(recorder: Recorder, upstream: str) -> Starlette:
                     seen.append(piece)
                     yield piece
             finally:
-                await resp.aclose()
-                exchanges.streamed(body, b"".join(seen))
+                try:
+                    await resp.aclose()
+                    exchanges.streamed(body, b"".join(seen))
+                finally:
+                    recorder.end()
 
         return StreamingResponse(relay(), status_code=resp.status_code,
                                  headers=_back_headers(resp.headers))

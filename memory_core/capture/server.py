@@ -71,6 +71,8 @@ class Recorder:
         self.storage, self.embed, self.resource_id = storage, embed, resource_id
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memwb-capture")
         self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)
+        self._open = 0  # exchanges under way whose record is not queued yet
         self._pending: set[Future[Outcome]] = set()
         self.runs: list[str] = []  # run ids written, in order
         self.failures: list[str] = []  # why a record was not written
@@ -109,11 +111,25 @@ class Recorder:
         log.warning("%s: not recorded: %s", name, reason)
         return Outcome(None, reason)
 
-    def drain(self, timeout: float | None = 30.0) -> None:
-        """Wait until every record queued so far is written (or refused)."""
+    def begin(self) -> None:
+        """An exchange has started: ``drain`` waits for its record too (call ``end``
+        once that record is queued or dropped)."""
         with self._lock:
+            self._open += 1
+
+    def end(self) -> None:
+        with self._lock:
+            self._open -= 1
+            self._idle.notify_all()
+
+    def drain(self, timeout: float = 30.0) -> None:
+        """Wait until every exchange under way has queued its record and every record
+        queued is written (or refused), for at most ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            self._idle.wait_for(lambda: self._open == 0, timeout)
             pending = list(self._pending)
-        wait(pending, timeout=timeout)
+        wait(pending, timeout=max(0.0, deadline - time.monotonic()))
 
     def close(self) -> None:
         """Finish every queued write, then stop the worker."""

@@ -220,3 +220,32 @@ def test_a_stream_is_passed_on_as_it_arrives(tmp_path: Path) -> None:
     [run] = storage.runs.list_runs()
     assert load_run(storage, run.run_id).answer == "first second"
     storage.close()
+
+
+def test_concurrent_exchanges_are_all_recorded_by_the_one_writer(setup) -> None:  # type: ignore[no-untyped-def]
+    from concurrent.futures import ThreadPoolExecutor
+
+    fp, server, recorder, db = setup
+    client = _client(server)
+
+    def ask(i: int) -> str:
+        msgs = [{"role": "user", "content": f"Note {i}: the code is {1000 + i}. Code?"}]
+        if i % 2:
+            return "".join(c.choices[0].delta.content or "" for c in
+                           client.chat.completions.create(model="fake-model", messages=msgs,  # type: ignore[arg-type]
+                                                          temperature=0, stream=True)
+                           if c.choices)
+        return client.chat.completions.create(model="fake-model", messages=msgs,  # type: ignore[arg-type]
+                                              temperature=0).choices[0].message.content or ""
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        answers = list(pool.map(ask, range(8)))
+    recorder.drain()
+    assert not recorder.failures
+    s, run_ids = _runs(db)
+    try:
+        assert len(run_ids) == 8
+        recorded = {load_run(s, r).answer for r in run_ids}
+        assert recorded == set(answers)
+    finally:
+        s.close()
