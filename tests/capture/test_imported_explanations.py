@@ -111,3 +111,16 @@ def test_a_message_left_out_says_the_client_did_not_send_it(tmp_path: Path) -> N
     later = why_forgotten(s, first, "hello")
     assert later.fate == "not-sent-by-client"
     _check(later.sentence, "why_forgotten")
+
+
+def test_unknown_paths_cover_the_fields_below_them() -> None:
+    from memory_core.provenance import CompositionSettings, Memctx
+
+    m = Memctx(thread_id="t", settings=CompositionSettings(recent_n=2, recall_enabled=False),
+               unknown_fields=["settings.recall", "observations"])
+    assert m.is_unknown("settings.recall.top_k") and m.is_unknown("observations")
+    assert m.is_unknown_setting("top_k") and m.is_unknown_setting("rrf_k")
+    assert not m.is_unknown_setting("recent_n") and not m.is_unknown("settings")
+    assert not m.is_unknown("settings.recall_enabled")  # a sibling, not a child
+    whole = m.model_copy(update={"unknown_fields": ["settings"]})
+    assert whole.is_unknown_setting("recent_n") and whole.is_unknown_setting("threshold")
