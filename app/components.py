@@ -40,6 +40,8 @@ FATE_COLOURS: dict[str, str] = {
     "out-of-scope": "#756bb1", "recall-off": "#636363", "recall-skipped": "#636363",
     "dropped": "#d62728", "compacted": "#74c476", "written-after": "#d9d9d9",
     "no-text": "#bdbdbd", "not-stored": "#252525", "unexplained": "#e377c2",
+    # imported runs: what the recorded request shows
+    "sent-by-client": "#31a354", "not-sent-by-client": "#fd8d3c", "unknown": "#bdbdbd",
 }
 LANE_TITLES: dict[str, str] = {
     "instructions": "Instructions", "working_memory": "Working memory",

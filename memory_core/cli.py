@@ -673,6 +673,81 @@ def erase(db: DbOpt = None,
     emit_json(report.model_dump())
 
 
+# -- live capture (memory_core/capture, docs/capture.md) ---------------------------------
+def _port(value: int) -> int:
+    from memory_core.capture import validate_port
+
+    return guarded(lambda: validate_port(value))
+
+
+def _capture(db: str | None, port: int, embedder: str, resource: str | None,
+             make_app: Callable[[Any], Any], what: str) -> None:
+    """Serve a capture app on 127.0.0.1:port, writing to ``db`` until interrupted."""
+    import logging
+
+    from memory_core.capture import LoopbackServer, Recorder
+
+    embed = _embedder(embedder, allow_none=True)
+    server = LoopbackServer(None, _port(port), name=what)
+    guarded(server.bind)  # a taken port is refused before the database is touched
+    log = logging.getLogger("memory_core.capture")  # what was recorded, never headers
+    if not log.handlers:
+        log.addHandler(logging.StreamHandler(sys.stderr))
+    log.setLevel(logging.INFO)
+    url = db or default_db()
+    with opened(url, read_only=False, must_exist=False) as storage:
+        recorder = Recorder(storage, embed=embed, resource_id=resource)
+        server.app = guarded(lambda: make_app(recorder))
+        typer.echo(f"{what} on {server.url} writing to {url} (Ctrl-C to stop)", err=True)
+        try:
+            server.serve()
+        except KeyboardInterrupt:
+            pass  # uvicorn shut down on Ctrl-C and passes the signal on: a normal stop
+        finally:
+            recorder.close()
+    typer.echo(f"recorded {len(recorder.runs)} run(s); {len(recorder.failures)} record(s) "
+               "not recorded", err=True)
+
+
+CapturePort = Annotated[int, typer.Option(help="Port on 127.0.0.1 (1-65535).")]
+CaptureEmbedder = Annotated[str, typer.Option(
+    help="hashing, minilm or none; must match the vectors already in the database.")]
+CaptureResource = Annotated[str | None, typer.Option(
+    help="Resource id for every recorded thread.")]
+
+
+@app.command()
+def proxy(upstream: Annotated[str, typer.Option(
+              help="The model server's base URL as an OpenAI client takes it, e.g. "
+                   "https://api.openai.com/v1.")],
+          db: DbOpt = None, port: CapturePort = 8788, embedder: CaptureEmbedder = "hashing",
+          resource: CaptureResource = None) -> None:
+    """Record an agent's OpenAI-compatible traffic: a proxy on 127.0.0.1 that forwards
+    every chat completion to --upstream and writes each exchange as an imported run.
+
+    Example: memwb proxy --db mine.duckdb --upstream https://api.openai.com/v1, then run
+    the agent with OPENAI_BASE_URL=http://127.0.0.1:8788/v1
+    """
+    from memory_core.capture import proxy_app, validate_upstream
+
+    base = guarded(lambda: validate_upstream(upstream))
+    _capture(db, port, embedder, resource, lambda rec: proxy_app(rec, base), "proxy")
+
+
+@app.command()
+def collect(db: DbOpt = None, port: CapturePort = 4318,
+            embedder: CaptureEmbedder = "hashing", resource: CaptureResource = None) -> None:
+    """Receive OpenTelemetry GenAI spans and logs (OTLP/HTTP, JSON or protobuf) on
+    127.0.0.1 and import them as runs as they arrive.
+
+    Example: memwb collect --db mine.duckdb, then run the agent with
+    OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318
+    """
+    from memory_core.capture import collector_app
+
+    _capture(db, port, embedder, resource, collector_app, "collector")
+
+
 def main() -> None:
     app()
 

@@ -180,6 +180,21 @@ class Memctx(BaseModel):
     source: Literal["composed", "imported"] = "composed"
     unknown_fields: list[str] = Field(default_factory=list)
 
+    def is_unknown(self, field: str) -> bool:
+        """Whether ``field`` (a dotted path such as ``settings.recall.top_k``) is one the
+        record could not know: it or a path above it is in ``unknown_fields``."""
+        parts = field.split(".")
+        return any(".".join(parts[:i]) in self.unknown_fields for i in range(1, len(parts) + 1))
+
+    def is_unknown_setting(self, key: str) -> bool:
+        """``is_unknown`` for a key of ``settings.flat()`` (``top_k``, ``recent_n``…)."""
+        inner = "" if key in CompositionSettings.model_fields else "recall."
+        return self.is_unknown(f"settings.{inner}{key}")
+
+    @property
+    def imported(self) -> bool:
+        return self.source == "imported"
+
     @model_serializer(mode="wrap")
     def _omit_unused(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         return _omit_defaults(handler(self), {"processed": [], "over_budget": 0})

@@ -475,6 +475,22 @@ def _tool_calls(reader: RunReader) -> list[ToolCallView]:
             for call_id, t in reader.tools().items()]
 
 
+UNKNOWN_SETTING = "unknown (not in the record)"
+
+
+def _known_settings(memctx: Memctx | None) -> dict[str, Any]:
+    """The run's settings as the Settings table shows them: a setting the record could
+    not know (``unknown_fields``) reads ``UNKNOWN_SETTING``, never a placeholder value.
+    An imported run's ``embedder`` is kept: it is the one that embedded its messages in
+    this database, not a setting of the recorded system."""
+    if memctx is None:
+        return {}
+    flat = memctx.settings.flat()
+    return {k: v if not memctx.is_unknown_setting(k)
+            or (k == "embedder" and memctx.imported) else UNKNOWN_SETTING
+            for k, v in flat.items()}
+
+
 def run_view(storage: Storage, run_id: str) -> RunView:
     """Everything the run inspector shows about one run, from its journal."""
     run = storage.runs.require_run(run_id)
@@ -487,8 +503,13 @@ def run_view(storage: Storage, run_id: str) -> RunView:
     if memctx is None:
         notes.append(f"run '{run_id}' has no provenance record ('{reader.keys.memctx}'): "
                      "scores, dropped items and near misses are unknown")
-    elif memctx.source == "imported" and memctx.unknown_fields:
-        notes.append("imported run; unknown fields: " + ", ".join(memctx.unknown_fields))
+    elif memctx.imported:
+        sent = len(prompt.items) if prompt is not None else 0
+        notes.append("imported run: this recording does not say whether memory recalled "
+                     f"anything; the client sent these {sent} messages")
+    if memctx is not None and memctx.unknown_fields:
+        notes.append("not in the record (shown as unknown): "
+                     + ", ".join(memctx.unknown_fields))
     items = _lane_items(storage, prompt, memctx)
     lanes = [LaneView(lane=lane, items=items[lane], tokens=_lane_tokens(lane, items[lane], memctx),
                       total_count=(memctx.dropped_count if lane == "dropped" and memctx
@@ -499,9 +520,11 @@ def run_view(storage: Storage, run_id: str) -> RunView:
     answer = output.text if output is not None else None
     return RunView(
         run=_summary(run), error=run.error, query=memctx.query if memctx else None,
-        lanes=lanes, settings=settings.flat() if settings else {},
-        threshold=settings.recall.threshold if settings and settings.recall else None,
-        top_k=settings.recall.top_k if settings and settings.recall else None,
+        lanes=lanes, settings=_known_settings(memctx),
+        threshold=(settings.recall.threshold if settings and settings.recall
+                   and memctx and not memctx.is_unknown_setting("threshold") else None),
+        top_k=(settings.recall.top_k if settings and settings.recall
+               and memctx and not memctx.is_unknown_setting("top_k") else None),
         candidates=_candidates(memctx),
         recall_skipped=memctx.recall_skipped if memctx else None,
         steps=_steps(reader), tool_calls=_tool_calls(reader),

@@ -133,9 +133,28 @@ def _gated(scored: Any, m: Memctx | None) -> float | None:
     return getattr(scored, "vector_score" if rc.mode == "hybrid" else "score", None)
 
 
+def _side(lane: str | None, m: Memctx | None) -> str:
+    """Where a message stood in one run, in words true for how the run was recorded."""
+    if m is not None and m.imported:
+        return "not sent by the client" if lane is None else "sent by the client"
+    return "not in the prompt" if lane is None else f"in the {lane} part of the prompt"
+
+
+def _imported_reason(lane_a: str | None, lane_b: str | None, ma: Memctx | None,
+                     mb: Memctx | None) -> str:
+    """A change involving an imported run: what each recording shows, never a memory
+    decision the recording does not hold."""
+    said = f"run A: {_side(lane_a, ma)}; run B: {_side(lane_b, mb)}"
+    imported = [n for n, m in (("A", ma), ("B", mb)) if m is not None and m.imported]
+    return (f"{said} (the recording of run {' and '.join(imported)} does not say whether "
+            "memory recalled anything)")
+
+
 def _reason(lane_a: str | None, lane_b: str | None, sa: Any, sb: Any, data_a: RunData,
             data_b: RunData, ref: Ref) -> str:
     ma, mb = data_a.memctx, data_b.memctx
+    if any(m is not None and m.imported for m in (ma, mb)):
+        return _imported_reason(lane_a, lane_b, ma, mb)
     thr, top_k = _bar(mb)
     thr_a = _bar(ma)[0]
     score_b = getattr(sb, "score", None)
@@ -278,7 +297,10 @@ def diff_runs(storage: Storage, run_a: str, run_b: str, *,
     if a.memctx and b.memctx:
         sa_, sb_ = a.memctx.settings.flat(), b.memctx.settings.flat()
         settings = {k: (sa_.get(k), sb_.get(k)) for k in sorted(set(sa_) | set(sb_))
-                    if sa_.get(k) != sb_.get(k)}
+                    if sa_.get(k) != sb_.get(k)
+                    # a value a recording never held cannot have changed
+                    and not a.memctx.is_unknown_setting(k)
+                    and not b.memctx.is_unknown_setting(k)}
     steps, div = align_steps(a, b)
     return RunDiff(run_a=run_a, run_b=run_b, entries=entries, token_deltas=deltas,
                    settings_changed=settings, steps=steps, divergent_at=div,

@@ -20,11 +20,12 @@ from memory_core.types import StoredMessage
 Fate = Literal[
     "recalled", "recent", "input", "below-threshold", "beyond-top-k", "filtered-out",
     "out-of-scope", "recall-off", "recall-skipped", "dropped", "trimmed-by-token-limit",
-    "compacted",
-    "written-after", "no-text", "not-stored", "unexplained"]
+    "compacted", "written-after", "no-text", "not-stored", "unexplained",
+    # imported runs: only what the recorded request shows (docs/capture.md)
+    "sent-by-client", "not-sent-by-client", "unknown"]
 
 #: fates in which the message reached the model
-GIVEN_FATES = frozenset({"recalled", "recent", "input"})
+GIVEN_FATES = frozenset({"recalled", "recent", "input", "sent-by-client"})
 
 
 class Explanation(BaseModel):
@@ -113,6 +114,8 @@ def explain_message(storage: Storage, data: RunData, msg: StoredMessage, *,
         if it.thread_id is not None and it.seq is not None:
             by_lane.setdefault((it.thread_id, it.seq), it.lane)
     lane = by_lane.get(ref)
+    if memctx is not None and memctx.imported:
+        return _explain_imported(data, msg, lane, out)
     if memctx is None:
         if lane:
             return out("recent" if lane != "recalled" else "recalled",
@@ -211,6 +214,39 @@ def explain_message(storage: Storage, data: RunData, msg: StoredMessage, *,
         return out("recall-skipped", f"Recall did not run for this run ({why}), and the "
                    "message was outside the recent window.", reason=why)
     return _explain_by_score(storage, data, msg, embed, out)
+
+
+def _explain_imported(data: RunData, msg: StoredMessage, lane: str | None,
+                      out: _Out) -> Explanation:
+    """An imported run's record holds the request the client sent, not how its memory
+    chose it: every sentence says what the recording shows and nothing it lacks."""
+    items = data.prompt.items
+    n = len(items)
+    if not items:
+        return out("unknown", "This recording does not show what the client sent in this "
+                   "request, so whether this message was in it is unknown.")
+    unknown = ("this recording does not say whether memory recalled anything or how the "
+               "client chose what to send")
+    if lane is not None:
+        return out("sent-by-client", f"The client sent this message in this request: it is "
+                   f"one of the {n} messages the recorded request carried ({unknown}).",
+                   lane=lane, sent=n)
+    if msg.run_id == data.run.run_id:
+        return out("written-after", "This is the answer recorded for this request, so it "
+                   "was written after the request was sent.", sent=n)
+    tail = f"{unknown}; the client sent these {n} messages, and this was not one of them"
+    if msg.thread_id != data.run.thread_id:
+        return out("not-sent-by-client", f"The client did not send this message in this "
+                   f"request (it is in another conversation, {msg.thread_id}): {tail}.",
+                   sent=n, scope="other-thread")
+    last = max((it.seq for it in items if it.thread_id == msg.thread_id
+                and it.seq is not None), default=None)
+    if last is not None and msg.seq > last:
+        return out("not-sent-by-client", f"The client did not send this message in this "
+                   f"request: it comes later in the conversation than everything the request "
+                   f"carried (#{msg.seq} after #{last}).", sent=n, last_sent_seq=last)
+    return out("not-sent-by-client", f"The client did not send this message in this "
+               f"request: {tail}.", sent=n)
 
 
 def _observation_text(storage: Storage, thread_id: str, obs_id: str) -> str | None:

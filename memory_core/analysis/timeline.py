@@ -23,14 +23,17 @@ class TimelinePoint(BaseModel):
     status: str
     tokens: dict[str, int]  # lane -> tokens, every lane of LANES present
     total_tokens: int
-    recalled_count: int
+    # None where the run's record cannot know it (an imported run: ``unknown_fields``)
+    recalled_count: int | None
     recent_count: int
-    dropped_count: int
-    observation_count: int
+    dropped_count: int | None
+    observation_count: int | None
     observation_ids: list[str] = Field(default_factory=list)
     # observations this run's prompt carried that the previous plotted run's did not
     new_observations: list[str] = Field(default_factory=list)
     compacted: bool = False  # observation_count rose against the previous plotted run
+    source: str = "composed"  # or "imported": recent_count counts what the client sent
+    unknown_fields: list[str] = Field(default_factory=list)
 
 
 class Timeline(BaseModel):
@@ -70,16 +73,22 @@ def composition_timeline(storage: Storage, thread_id: str) -> Timeline:
             continue
         tokens = {lane: int(getattr(memctx.tokens, lane)) for lane in LANES}
         ids = [o.id for o in memctx.observations]
+        known_obs = not memctx.is_unknown("observations")
         count = memctx.observation_count
         points.append(TimelinePoint(
             index=len(points), run_id=run.run_id, started_at=run.started_at,
             status=run.status, tokens=tokens, total_tokens=sum(tokens.values()),
-            recalled_count=len(memctx.recalled), recent_count=memctx.recent_count,
-            dropped_count=memctx.dropped_count, observation_count=count,
+            recalled_count=None if memctx.is_unknown("recalled") else len(memctx.recalled),
+            recent_count=memctx.recent_count,
+            dropped_count=None if memctx.is_unknown("dropped") else memctx.dropped_count,
+            observation_count=count if known_obs else None,
             observation_ids=ids,
             new_observations=[i for i in ids if i not in prev_ids] if prev_count is not None
             else list(ids),
-            # the first run compacted only if it already carried observations
-            compacted=count > (prev_count if prev_count is not None else 0)))
-        prev_count, prev_ids = count, set(ids)
+            # the first run compacted only if it already carried observations; a run
+            # whose record cannot know its observations never counts as a compaction
+            compacted=known_obs and count > (prev_count if prev_count is not None else 0),
+            source=memctx.source, unknown_fields=list(memctx.unknown_fields)))
+        if known_obs:
+            prev_count, prev_ids = count, set(ids)
     return Timeline(thread_id=thread_id, points=points, skipped=skipped)

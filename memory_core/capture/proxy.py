@@ -1,0 +1,241 @@
+"""The OpenAI-compatible recording proxy: ``POST /v1/chat/completions`` is forwarded to
+the upstream as it is (headers included; nothing of them is logged or stored), the
+upstream's answer goes back as it is — a streamed one chunk by chunk as it arrives —
+and each finished exchange is recorded as an imported run (OpenAI chat-completions
+request/response). ``GET /v1/models`` passes through unrecorded."""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx2
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from memory_core.capture.server import Recorder, validate_upstream
+
+log = logging.getLogger("memory_core.capture")
+# never forwarded: they describe one hop, not the request (and we want the upstream's
+# body uncompressed so it can be recorded)
+HOP_HEADERS = frozenset({"host", "content-length", "connection", "keep-alive",
+                         "transfer-encoding", "te", "trailer", "upgrade",
+                         "proxy-authorization", "proxy-connection", "accept-encoding"})
+BACK_DROP = frozenset({"content-length", "content-encoding", "transfer-encoding",
+                       "connection", "keep-alive"})
+UPSTREAM_TIMEOUT = httpx2.Timeout(600.0, connect=10.0)
+
+
+def _forward_headers(headers: Any) -> dict[str, str]:
+    return {k: v for k, v in headers.items() if k.lower() not in HOP_HEADERS}
+
+
+def _back_headers(headers: Any) -> dict[str, str]:
+    return {k: v for k, v in headers.items() if k.lower() not in BACK_DROP}
+
+
+def reassemble_sse(raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
+    """A streamed chat completion (``text/event-stream`` chunks) as the one response
+    object it adds up to, and why it is incomplete (None when it ended with a
+    ``finish_reason`` or ``[DONE]``)."""
+    content: list[str] = []
+    calls: dict[int, dict[str, Any]] = {}
+    head: dict[str, Any] = {}
+    role, finish, usage, done = "assistant", None, None, False
+    for line in raw.decode("utf-8", errors="replace").splitlines():
+        if not line.startswith("data:"):
+            continue
+        data = line[5:].strip()
+        if data == "[DONE]":
+            done = True
+            continue
+        try:
+            chunk = json.loads(data)
+        except ValueError:
+            return None, f"stream chunk is not JSON: {data[:80]!r}"
+        if not isinstance(chunk, dict):
+            continue
+        if "error" in chunk:
+            return None, f"the stream carried an error: {json.dumps(chunk['error'])[:300]}"
+        head.update({k: chunk[k] for k in ("id", "model", "created") if k in chunk})
+        usage = chunk.get("usage") or usage
+        for choice in chunk.get("choices") or []:
+            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+                continue
+            delta = choice.get("delta") or {}
+            role = delta.get("role") or role
+            if isinstance(delta.get("content"), str):
+                content.append(delta["content"])
+            for tc in delta.get("tool_calls") or []:
+                _add_call_delta(calls, tc)
+            finish = choice.get("finish_reason") or finish
+    if not head and not content and not calls:
+        return None, "the stream held no chunks"
+    message: dict[str, Any] = {"role": role, "content": "".join(content) if content else None}
+    if calls:
+        message["tool_calls"] = [calls[i] for i in sorted(calls)]
+    response = {**head, "object": "chat.completion",
+                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                **({"usage": usage} if usage else {})}
+    ended = done or finish is not None
+    return response, None if ended else "the stream ended before its last chunk"
+
+
+def _add_call_delta(calls: dict[int, dict[str, Any]], tc: Any) -> None:
+    if not isinstance(tc, dict):
+        return
+    slot = calls.setdefault(int(tc.get("index", 0)), {
+        "id": None, "type": "function", "function": {"name": "", "arguments": ""}})
+    if tc.get("id"):
+        slot["id"] = tc["id"]
+    fn = tc.get("function") or {}
+    slot["function"]["name"] += fn.get("name") or ""
+    slot["function"]["arguments"] += fn.get("arguments") or ""
+
+
+class _Exchanges:
+    """Turns a finished exchange into the one JSONL record the importer reads."""
+
+    def __init__(self, recorder: Recorder) -> None:
+        self.recorder = recorder
+
+    def record(self, request: Any, response: dict[str, Any] | None,
+               error: str | None) -> None:
+        cid = uuid.uuid4().hex[:16]
+        name = f"proxy:{cid}"
+        if not isinstance(request, dict) or not isinstance(request.get("messages"), list):
+            self.recorder.refused(name, "the request has no 'messages' list")
+            return
+        # the id makes each exchange its own record: the same question asked twice is
+        # two runs, not an "already imported" no-op
+        line: dict[str, Any] = {"request": request, "metadata": {"memwb_capture_id": cid}}
+        if response is not None:
+            line["response"] = response
+        else:
+            line["error"] = error or "no response"
+        self.recorder.submit(json.dumps(line, ensure_ascii=False), name=name, format="openai")
+
+    def finished(self, request: Any, status: int, body: bytes) -> None:
+        """A whole (not streamed) answer."""
+        if status >= 400:
+            self.record(request, None, f"HTTP {status}: {_error_text(body)}")
+            return
+        try:
+            doc = json.loads(body)
+        except ValueError:
+            self.record(request, None, f"HTTP {status}: the upstream's body is not JSON")
+            return
+        if not isinstance(doc, dict) or not doc.get("choices"):
+            self.record(request, None, f"HTTP {status}: the upstream's answer has no "
+                                       "choices")
+            return
+        self.record(request, doc, None)
+
+    def streamed(self, request: Any, raw: bytes) -> None:
+        response, problem = reassemble_sse(raw)
+        if problem is not None:
+            self.record(request, None, problem)
+        else:
+            self.record(request, response, None)
+
+
+def _error_text(body: bytes) -> str:
+    text = body.decode("utf-8", errors="replace")
+    try:
+        doc = json.loads(text)
+        msg = doc.get("error", {}).get("message") if isinstance(doc, dict) else None
+        if isinstance(msg, str):
+            return msg[:500]
+    except (ValueError, AttributeError):
+        pass
+    return text[:500]
+
+
+def proxy_app(recorder: Recorder, upstream: str) -> Starlette:
+    """The proxy as an ASGI app forwarding to ``upstream`` (a base URL such as
+    ``https://api.openai.com/v1``)."""
+    base = validate_upstream(upstream)
+    exchanges = _Exchanges(recorder)
+    state: dict[str, httpx2.AsyncClient] = {}
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with httpx2.AsyncClient(timeout=UPSTREAM_TIMEOUT) as client:
+            state["client"] = client
+            yield
+
+    async def unreachable(e: Exception, request: Any) -> Response:
+        why = f"upstream {base} unreachable: {type(e).__name__}: {e}"
+        exchanges.record(request, None, why)
+        return JSONResponse({"error": {"message": f"memwb proxy: {why}",
+                                       "type": "upstream_unreachable"}}, status_code=502)
+
+    async def chat(request: Request) -> Response:
+        recorder.begin()
+        streaming = False
+        try:
+            response = await exchange(request)
+            streaming = isinstance(response, StreamingResponse)
+            return response
+        finally:
+            if not streaming:  # a stream's relay ends the exchange when the stream does
+                recorder.end()
+
+    async def exchange(request: Request) -> Response:
+        raw = await request.body()
+        try:
+            body: Any = json.loads(raw)
+        except ValueError:
+            body = None  # forwarded anyway: the upstream answers it; not recorded
+        client = state["client"]
+        up = client.build_request("POST", f"{base}/chat/completions", content=raw,
+                                  headers=_forward_headers(request.headers),
+                                  params=request.query_params)
+        try:
+            resp = await client.send(up, stream=True)
+        except httpx2.HTTPError as e:
+            return await unreachable(e, body)
+        streamed = "text/event-stream" in resp.headers.get("content-type", "")
+        if not streamed or resp.status_code >= 400:
+            data = await resp.aread()
+            await resp.aclose()
+            exchanges.finished(body, resp.status_code, data)
+            return Response(data, status_code=resp.status_code,
+                            headers=_back_headers(resp.headers))
+
+        async def relay() -> AsyncIterator[bytes]:
+            seen: list[bytes] = []
+            try:
+                async for piece in resp.aiter_bytes():
+                    seen.append(piece)
+                    yield piece
+            finally:
+                try:
+                    await resp.aclose()
+                    exchanges.streamed(body, b"".join(seen))
+                finally:
+                    recorder.end()
+
+        return StreamingResponse(relay(), status_code=resp.status_code,
+                                 headers=_back_headers(resp.headers))
+
+    async def models(request: Request) -> Response:
+        try:
+            resp = await state["client"].get(f"{base}/models",
+                                             headers=_forward_headers(request.headers))
+        except httpx2.HTTPError as e:
+            return JSONResponse({"error": {"message": f"memwb proxy: upstream {base} "
+                                           f"unreachable: {type(e).__name__}: {e}",
+                                           "type": "upstream_unreachable"}}, status_code=502)
+        return Response(resp.content, status_code=resp.status_code,
+                        headers=_back_headers(resp.headers))
+
+    return Starlette(lifespan=lifespan, routes=[
+        Route("/v1/chat/completions", chat, methods=["POST"]),
+        Route("/v1/models", models, methods=["GET"])])

@@ -1,0 +1,126 @@
+"""Never invent an explanation (issue 13.4): on imported runs, why-forgotten, compare,
+the composition timeline and the inspector's settings state nothing the recording
+lacks (the fields in ``memctx.unknown_fields``)."""
+
+from __future__ import annotations
+
+import re
+from itertools import pairwise
+from pathlib import Path
+
+import pytest
+
+from memory_core.analysis.diff import diff_runs
+from memory_core.analysis.forgotten import GIVEN_FATES, lifeline, why_forgotten
+from memory_core.analysis.timeline import composition_timeline
+from memory_core.embedders import HashingEmbedder
+from memory_core.importers import import_file
+from memory_core.journal import load_run
+from memory_core.storage.duckdb import DuckDBStorage
+from memory_core.storage.inmemory import InMemoryStorage
+from memory_core.views import UNKNOWN_SETTING, run_view
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures" / "imports"
+GOOD = ["openai_support.jsonl", "openai_batch.jsonl", "openai_keyed.jsonl",
+        "otel_genai.json", "otel_events.json", "otel_openinference.json"]
+# phrases that state a memory setting or decision as a fact
+INVENTED = re.compile(
+    r"recall was off|recall is off|recall was limited|recall (ranked|scored|found|did not)"
+    r"|top_k|\btop \d+|threshold|the bar\b|recent window|most recent messages"
+    r"|not recalled|no longer recalled|always sees|always included|filter excluded",
+    re.IGNORECASE)
+IMPORTED_FATES = {"sent-by-client", "not-sent-by-client", "written-after", "unknown"}
+
+
+def _imported(name: str) -> InMemoryStorage:
+    s = InMemoryStorage()
+    import_file(s, FIX / name, embed=HashingEmbedder(32))
+    return s
+
+
+def _check(sentence: str, where: str) -> None:
+    bad = INVENTED.search(sentence)
+    assert bad is None, f"{where} states {bad.group(0)!r} as a fact: {sentence}"
+
+
+@pytest.mark.parametrize("name", GOOD)
+def test_no_sentence_states_an_unknown_field(name: str) -> None:
+    s = _imported(name)
+    runs = s.runs.list_runs()
+    assert runs
+    messages = [m for t in s.memory.list_threads() for m in s.memory.get_messages(t.id)]
+    assert messages
+    fates: set[str] = set()
+    for run in runs:
+        data = load_run(s, run.run_id)
+        assert data.memctx is not None and data.memctx.imported
+        sent = {(it.thread_id, it.seq) for it in data.prompt.items if it.seq is not None}
+        for m in messages:
+            e = why_forgotten(s, run.run_id, (m.thread_id, m.seq))
+            _check(e.sentence, f"why_forgotten({run.run_id}, {m.thread_id}#{m.seq})")
+            assert e.fate in IMPORTED_FATES, e
+            assert e.reached_model == ((m.thread_id, m.seq) in sent)
+            assert e.reached_model == (e.fate in GIVEN_FATES)
+            fates.add(e.fate)
+        view = run_view(s, run.run_id)
+        for note in view.notes:
+            _check(note, f"run_view({run.run_id}).notes")
+        assert any("does not say whether memory recalled anything" in n for n in view.notes)
+        for key, value in view.settings.items():
+            if key != "embedder":
+                assert value == UNKNOWN_SETTING, (key, value)
+        assert view.top_k is None and view.threshold is None
+    assert "sent-by-client" in fates
+    for t in s.memory.list_threads():
+        tl = composition_timeline(s, t.id)
+        for p in tl.points:
+            assert p.source == "imported"
+            assert p.recalled_count is None and p.dropped_count is None
+            assert p.observation_count is None and not p.compacted
+        for m in s.memory.get_messages(t.id):
+            for pt in lifeline(s, t.id, m.seq):
+                _check(pt.sentence, f"lifeline({t.id}#{m.seq})")
+    ordered = [r.run_id for r in runs]
+    for a, b in [*pairwise(ordered), *zip(ordered, ordered, strict=True)]:
+        d = diff_runs(s, a, b)
+        assert not d.settings_changed
+        for entry in d.changed():
+            _check(entry.reason, f"diff_runs({a}, {b}) {entry.thread_id}#{entry.seq}")
+            assert "does not say whether memory recalled anything" in entry.reason
+
+
+def test_a_message_left_out_says_the_client_did_not_send_it(tmp_path: Path) -> None:
+    """The issue's own example: a later request that no longer carries an early message."""
+    s = DuckDBStorage(str(tmp_path / "x.duckdb"))
+    text = "\n".join([
+        '{"request": {"model": "m", "messages": [{"role": "user", "content": "my code is 4417"}]},'
+        ' "response": {"choices": [{"message": {"role": "assistant", "content": "noted"}}]}}',
+        '{"request": {"model": "m", "messages": [{"role": "user", "content": "my code is 4417"},'
+        ' {"role": "assistant", "content": "noted"}, {"role": "user", "content": "hi"}]},'
+        ' "response": {"choices": [{"message": {"role": "assistant", "content": "hello"}}]}}',
+    ])
+    p = tmp_path / "two.jsonl"
+    p.write_text(text + "\n", encoding="utf-8")
+    import_file(s, p)
+    runs = s.runs.list_runs()
+    assert len(runs) == 2
+    last = runs[-1].run_id
+    e = why_forgotten(s, last, "my code is 4417")
+    assert e.fate == "sent-by-client" and "one of the 3 messages" in e.sentence
+    first = runs[0].run_id
+    later = why_forgotten(s, first, "hello")
+    assert later.fate == "not-sent-by-client"
+    _check(later.sentence, "why_forgotten")
+
+
+def test_unknown_paths_cover_the_fields_below_them() -> None:
+    from memory_core.provenance import CompositionSettings, Memctx
+
+    m = Memctx(thread_id="t", settings=CompositionSettings(recent_n=2, recall_enabled=False),
+               unknown_fields=["settings.recall", "observations"])
+    assert m.is_unknown("settings.recall.top_k") and m.is_unknown("observations")
+    assert m.is_unknown_setting("top_k") and m.is_unknown_setting("rrf_k")
+    assert not m.is_unknown_setting("recent_n") and not m.is_unknown("settings")
+    assert not m.is_unknown("settings.recall_enabled")  # a sibling, not a child
+    whole = m.model_copy(update={"unknown_fields": ["settings"]})
+    assert whole.is_unknown_setting("recent_n") and whole.is_unknown_setting("threshold")
