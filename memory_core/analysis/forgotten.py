@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from memory_core.embedders import Embedder
 from memory_core.errors import InvalidInputError, NotFoundError
 from memory_core.journal import RunData, load_run
-from memory_core.provenance import preview
+from memory_core.provenance import Memctx, preview
 from memory_core.registry import recall_config_from_settings, resolve_embedder
 from memory_core.storage.base import Storage
 from memory_core.text import STOP_WORDS, tokenize
@@ -123,6 +123,28 @@ def explain_message(storage: Storage, data: RunData, msg: StoredMessage, *,
                        "prompt).", lane=lane)
         return out("unexplained", "This run has no provenance record, so only its frozen "
                    "prompt can be checked: the message is not in it.")
+    given = _explain_given(memctx, ref, lane, out)
+    if given is not None:
+        return given
+    if lane == "input" or (msg.run_id == run.run_id and msg.role == "user"):
+        return out("input", "This is the question the assistant was answering in this run.")
+    snap = memctx.scope_snapshot.get(msg.thread_id)
+    if (msg.run_id == run.run_id or (snap is not None and msg.seq > snap)
+            or msg.created_at > run.started_at):
+        return out("written-after", "This message did not exist yet: it was written after "
+                   "this run started, so the assistant could not have seen it.",
+                   created_at=msg.created_at.isoformat(), run_started_at=run.started_at.isoformat())
+    found = (_explain_dropped(memctx, ref, out)
+             or _explain_compacted(storage, data, msg, fact, out)
+             or _explain_unseen(storage, data, msg, out))
+    if found is not None:
+        return found
+    return _explain_by_score(storage, data, msg, embed, out)
+
+
+def _explain_given(memctx: Memctx, ref: tuple[str, int], lane: str | None,
+                   out: _Out) -> Explanation | None:
+    """The message was in the prompt (recalled or recent): how it got there."""
     if lane == "recalled":
         r = next((r for r in memctx.recalled if (r.thread_id, r.seq) == ref), None)
         rc = recall_config_from_settings(memctx.settings)
@@ -142,14 +164,11 @@ def explain_message(storage: Storage, data: RunData, msg: StoredMessage, *,
         return out("recent", f"The assistant was given this message: it was among the last "
                    f"{memctx.recent_count} messages of the conversation, which are always "
                    "included.", recent_count=memctx.recent_count)
-    if lane == "input" or (msg.run_id == run.run_id and msg.role == "user"):
-        return out("input", "This is the question the assistant was answering in this run.")
-    snap = memctx.scope_snapshot.get(msg.thread_id)
-    if (msg.run_id == run.run_id or (snap is not None and msg.seq > snap)
-            or msg.created_at > run.started_at):
-        return out("written-after", "This message did not exist yet: it was written after "
-                   "this run started, so the assistant could not have seen it.",
-                   created_at=msg.created_at.isoformat(), run_started_at=run.started_at.isoformat())
+    return None
+
+
+def _explain_dropped(memctx: Memctx, ref: tuple[str, int], out: _Out) -> Explanation | None:
+    """Recall or the window found it, but composition (or a processor) left it out."""
     for d in memctx.dropped:
         if (d.thread_id, d.seq) == ref:
             why = {"unanswered-tool-call": "it is a tool call whose result was never stored, "
@@ -174,6 +193,14 @@ def explain_message(storage: Storage, data: RunData, msg: StoredMessage, *,
                            reason=d.reason, lane=d.lane or "recalled", token_budget=limit)
             return out("dropped", f"{found}, but it was left out because {why}.",
                        reason=d.reason, lane=d.lane or "recalled")
+    return None
+
+
+def _explain_compacted(storage: Storage, data: RunData, msg: StoredMessage,
+                       fact: str | None, out: _Out) -> Explanation | None:
+    """Observational memory condensed it before the run."""
+    run, memctx = data.run, data.memctx
+    assert memctx is not None
     if msg.thread_id == run.thread_id:
         for o in memctx.observations:
             if o.from_seq is not None and o.to_seq is not None and o.from_seq <= msg.seq <= o.to_seq:
@@ -187,6 +214,15 @@ def explain_message(storage: Storage, data: RunData, msg: StoredMessage, *,
                            f"observation {o.id} (messages {o.from_seq}–{o.to_seq}); {tail}.",
                            observation_id=o.id, from_seq=o.from_seq, to_seq=o.to_seq,
                            fact_survives=survives, coverage=cov)
+    return None
+
+
+def _explain_unseen(storage: Storage, data: RunData, msg: StoredMessage,
+                    out: _Out) -> Explanation | None:
+    """Why recall could not have found it at all (no text, scope, recall off or skipped);
+    None when recall ran over it (its score decides)."""
+    run, memctx = data.run, data.memctx
+    assert memctx is not None
     if msg.text() is None:
         return out("no-text", "This message is a pure tool call or tool result with no text, "
                    "so recall cannot match it by meaning; it only reaches the assistant inside "
@@ -213,7 +249,7 @@ def explain_message(storage: Storage, data: RunData, msg: StoredMessage, *,
         why = memctx.recall_skipped or "no query"
         return out("recall-skipped", f"Recall did not run for this run ({why}), and the "
                    "message was outside the recent window.", reason=why)
-    return _explain_by_score(storage, data, msg, embed, out)
+    return None
 
 
 def _explain_imported(data: RunData, msg: StoredMessage, lane: str | None,
