@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # the analysis modules load on first use, keeping page starts
     from memory_core.analysis.diff import RunDiff
     from memory_core.analysis.forgotten import Explanation, LifelinePoint
     from memory_core.analysis.timeline import Timeline
+    from memory_core.journal.seal import VerifyReport
     from memory_core.models.base import Model
 
 ENV_VAR = "MEMWB_DB"
@@ -248,6 +249,15 @@ def cached_runs(url: str, thread_id: str | None = None) -> list[views.RunSummary
 def cached_run_view(url: str, run_id: str) -> views.RunView:
     with _batch(url) as storage:
         return views.run_view(storage, run_id)
+
+
+@st.cache_data(ttl=CACHE_TTL_SECONDS, show_spinner=False)
+def cached_verification(url: str, run_id: str) -> VerifyReport:
+    """The run checked against its seal (journal/seal.py): the inspector's badge."""
+    from memory_core.journal.seal import verify_run
+
+    with _batch(url) as storage:
+        return verify_run(storage, run_id)
 
 
 @st.cache_data(ttl=CACHE_TTL_SECONDS, show_spinner=False)

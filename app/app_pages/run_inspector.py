@@ -42,6 +42,20 @@ except Exception as e:  # noqa: BLE001
 
 run = view.run
 st.subheader(f"Run {escape_md(run.run_id)}")
+# the seal: what this page shows is what the run recorded, or it says it is not
+check = services.cached_verification(url, run_id)
+BADGES = {"ok": ("green", ":material/verified:", "verified: every record matches its seal"),
+          "redacted": ("orange", ":material/ink_eraser:",
+                       "redacted: an erasure rewrote records; the rest matches its seal"),
+          "unsealed": ("gray", ":material/help:",
+                       "unsealed: recorded before runs were sealed, or not finished"),
+          "tampered": ("red", ":material/gpp_bad:", "tampered")}
+colour, icon, label = BADGES[check.status]
+st.markdown(f":{colour}-badge[{icon} {label}]")
+if check.status == "tampered":
+    st.error(escape_md(f"This run's journal no longer matches its seal at "
+                       f"{check.first_mismatch or 'an unreadable record'}: {check.detail}. "
+                       "What this page shows may not be what the run recorded."))
 meta = st.columns(4)
 meta[0].metric("Status", escape_md(run.status))
 meta[1].metric("Agent", escape_md(run.agent))

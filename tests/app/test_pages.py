@@ -438,3 +438,25 @@ def test_a_served_directory_is_rescanned_on_refresh(tmp_path: Path, app: MakeApp
     next(b for b in at.sidebar.button if b.label == "Refresh").click().run()
     box = next(s for s in at.sidebar.selectbox if s.label == "Database")
     assert box.options == ["first", "second"]
+
+
+def test_the_inspector_shows_whether_the_run_matches_its_seal(populated: Populated,
+                                                              app: MakeApp) -> None:
+    from memory_core.journal import RunKeys
+
+    storage, _ = populated
+    at = app(RUN_PAGE, run=RUN_1)
+    assert not at.exception
+    assert any("verified: every record matches its seal" in m.value for m in at.markdown)
+    assert not at.error
+    # a changed record: the badge says so and names it, the page still renders
+    key = RunKeys(RUN_1).output
+    value = dict(storage.runs.get(key))
+    value["text"] = "something the model never said"
+    storage.runs.delete(key)
+    storage.runs.put_if_absent(key, value)
+    services.after_write()
+    at = app(RUN_PAGE, run=RUN_1)
+    assert not at.exception
+    assert any("tampered" in m.value for m in at.markdown)
+    assert any(key in e.value.replace("\\", "") for e in at.error)
