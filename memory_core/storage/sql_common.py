@@ -628,6 +628,27 @@ class SqlRunJournal(RunJournal):
             return tx.execute("INSERT INTO journal (key, value) VALUES (?, ?)"
                               " ON CONFLICT (key) DO NOTHING", (key, text)) > 0
 
+    def put_many_if_absent(self, items: Sequence[tuple[str, Any]]) -> int:
+        """Many records in one transaction and one batch insert (an import's); keys
+        already stored, or repeated in ``items``, keep their first value."""
+        fresh: dict[str, str] = {}
+        for key, value in items:
+            if not isinstance(key, str) or not key:
+                raise InvalidInputError(f"journal key must be a non-empty string, got {key!r}")
+            if key not in fresh:
+                fresh[key] = encode_json(key, value)
+        if not fresh:
+            return 0
+        with self._db.write("journal put_many_if_absent") as tx:
+            have: set[str] = set()
+            for part in _chunks(list(fresh)):
+                have.update(r[0] for r in tx.query(
+                    f"SELECT key FROM journal WHERE key IN ({_marks(len(part))})", part))
+            rows = [[k, v] for k, v in fresh.items() if k not in have]
+            if rows:
+                self._db.insert_rows(tx, "journal", ["key", "value"], rows)
+            return len(rows)
+
     def get(self, key: str) -> Any | None:
         with self._db.read("journal get") as tx:
             rows = tx.query("SELECT value FROM journal WHERE key = ?", (key,))
@@ -655,6 +676,30 @@ class SqlRunJournal(RunJournal):
                  ts_text(run.started_at),
                  None if run.finished_at is None else ts_text(run.finished_at), run.error,
                  ts_micros(run.started_at))) > 0
+
+    def start_runs(self, runs: Sequence[RunRecord]) -> builtins.list[str]:
+        """The runs not stored yet, in one transaction and one batch insert (the first
+        of repeated ids); returns the ids started here."""
+        first: dict[str, RunRecord] = {}
+        for r in runs:
+            require_aware(f"started_at of run '{r.run_id}'", r.started_at)
+            require_aware(f"finished_at of run '{r.run_id}'", r.finished_at)
+            first.setdefault(r.run_id, r)
+        if not first:
+            return []
+        with self._db.write("start_runs") as tx:
+            have: set[str] = set()
+            for part in _chunks(list(first)):
+                have.update(row[0] for row in tx.query(
+                    f"SELECT run_id FROM runs WHERE run_id IN ({_marks(len(part))})", part))
+            new = [r for r in first.values() if r.run_id not in have]
+            if new:
+                self._db.insert_rows(tx, "runs", [*_RUN_COLS.split(", "), "started_us"], [
+                    [r.run_id, r.agent, r.thread_id, r.resource_id, r.status,
+                     ts_text(r.started_at),
+                     None if r.finished_at is None else ts_text(r.finished_at), r.error,
+                     ts_micros(r.started_at)] for r in new])
+            return [r.run_id for r in new]
 
     def set_run_status(self, run_id: str, status: RunStatus, *,
                        finished_at: datetime | None = None, error: str | None = None) -> None:
