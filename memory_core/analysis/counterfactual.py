@@ -39,6 +39,7 @@ from memory_core.prompt import PromptItem
 from memory_core.registry import model_from_info
 from memory_core.runner import Agent
 from memory_core.storage.base import Storage
+from memory_core.toolpairs import result_ids
 from memory_core.types import Message, canonical_json
 
 if TYPE_CHECKING:
@@ -322,7 +323,31 @@ def apply_variant(storage: Storage, data: RunData, variant: Variant) -> tuple[
         for _, _, it in sorted(new_items, key=lambda x: (x[0], x[1])):
             kept.insert(insert_at, it)
             insert_at += 1
+    kept, orphaned = whole_exchanges(kept)
+    removed += [r for r in orphaned if r not in removed]
     return kept, removed, lanes, added
+
+
+def whole_exchanges(items: list[PromptItem]) -> tuple[list[PromptItem], list[Ref]]:
+    """The items with every tool exchange the edit cut in two taken out whole: a call
+    whose result was subtracted, or a result (the input, say) whose call was, would
+    make a model provider reject the prompt. Returns the items kept and the stored
+    refs that went with them."""
+    kept = list(items)
+    while True:
+        calls = {c.id for it in kept for c in it.message.tool_calls()}
+        answered = {cid for it in kept for cid in result_ids(it.message)}
+        broken = [it for it in kept
+                  if (it.message.tool_calls()
+                      and not {c.id for c in it.message.tool_calls()} <= answered)
+                  or any(cid not in calls for cid in result_ids(it.message))
+                  or (it.message.role == "tool" and not result_ids(it.message))]
+        if not broken:
+            break
+        kept = [it for it in kept if it not in broken]
+    gone = [(it.thread_id, it.seq) for it in items if it not in kept
+            and it.thread_id is not None and it.seq is not None]
+    return kept, gone
 
 
 def _attempts(storage: Storage, setup: _Setup, messages: list[Message], cf_key: str,
