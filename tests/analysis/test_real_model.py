@@ -7,6 +7,9 @@ from __future__ import annotations
 import pytest
 
 from memory_core.analysis.counterfactual import attribution, counterfactual
+from memory_core.analysis.diff import diff_runs
+from memory_core.analysis.forgotten import why_forgotten
+from memory_core.journal import load_run
 from memory_core.models.base import ModelIdentity, model_identity
 from memory_core.models.openai_chat import OpenAIChatModel
 from memory_core.replay import replay
@@ -60,6 +63,12 @@ def test_counterfactual_without_model_re_asks_the_recorded_server(
     items = attribution(world.storage, "r1")
     assert any(a.changed for a in items)
     assert replay(world.storage, "r1").steps == 1  # replay never calls the model
+    # why-forgotten and diff read the same record: the refund fact was recalled
+    memctx = load_run(world.storage, "r1").memctx
+    assert memctx is not None and memctx.recalled
+    hit = memctx.recalled[0]
+    assert why_forgotten(world.storage, "r1", (hit.thread_id, hit.seq)).fate == "recalled"
+    assert {e.change for e in diff_runs(world.storage, "r1", "r1").entries} == {"same"}
 
 
 def test_the_configured_server_wins_over_the_recorded_one(
