@@ -53,3 +53,17 @@ def _make_postgres(tmp_path: Path, **kwargs: Any) -> Storage:
 
     dsn = require_postgres_dsn()
     return PostgresStorage(dsn, schema=schema_for(dsn, tmp_path), **kwargs)
+
+
+def shared_url(kind: str, tmp_path: Path, stem: str = "db") -> str:
+    """A storage URL several real processes can open at once: a SQLite or DuckDB file
+    under ``tmp_path``, or a PostgreSQL schema private to ``tmp_path``."""
+    if kind == "sqlite":
+        return f"sqlite:///{tmp_path / (stem + '.db')}"
+    if kind == "duckdb":
+        return f"duckdb:///{tmp_path / (stem + '.duckdb')}"
+    from tests.pg_server import require_postgres_dsn, schema_for
+
+    dsn = require_postgres_dsn()
+    sep = "&" if "?" in dsn else "?"
+    return f"{dsn}{sep}schema={schema_for(dsn, tmp_path)}"

@@ -115,16 +115,6 @@ def test_erase_finishes_what_a_crash_left() -> None:
     assert s.runs.list("s1:") == []
 
 
-def _url(kind: str, tmp_path: Path) -> str:
-    if kind == "sqlite":
-        return f"sqlite:///{tmp_path / 'e.db'}"
-    if kind == "duckdb":
-        return f"duckdb:///{tmp_path / 'e.duckdb'}"
-    from tests.pg_server import require_postgres_dsn, schema_for
-
-    dsn = require_postgres_dsn()
-    sep = "&" if "?" in dsn else "?"
-    return f"{dsn}{sep}schema={schema_for(dsn, tmp_path)}"
 
 
 @pytest.mark.slow
@@ -137,9 +127,10 @@ def test_sigkill_during_erase_then_erase_again_leaves_nothing(kind: str,
     import sys
 
     from memory_core.storage.url import open_storage
+    from tests.storage_factories import shared_url
 
     rng = random.Random(f"erase-{kind}")
-    url = _url(kind, tmp_path)
+    url = shared_url(kind, tmp_path, "e")
     s = open_storage(url)
     play(s)
     s.close()

@@ -16,21 +16,12 @@ from memory_core.errors import RunInProgress
 from memory_core.journal.lease import Lease
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.storage.url import open_storage
+from tests.storage_factories import shared_url
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = 20
 
 
-def _url(kind: str, tmp_path: Path) -> str:
-    if kind == "sqlite":
-        return f"sqlite:///{tmp_path / 'claims.db'}"
-    if kind == "duckdb":
-        return f"duckdb:///{tmp_path / 'claims.duckdb'}"
-    from tests.pg_server import require_postgres_dsn, schema_for
-
-    dsn = require_postgres_dsn()
-    sep = "&" if "?" in dsn else "?"
-    return f"{dsn}{sep}schema={schema_for(dsn, tmp_path)}"
 
 
 @pytest.mark.slow
@@ -38,7 +29,7 @@ def _url(kind: str, tmp_path: Path) -> str:
                                   pytest.param("postgres", marks=pytest.mark.postgres)])
 def test_four_processes_starting_the_same_runs_call_the_model_once_per_step(
         kind: str, tmp_path: Path) -> None:
-    url = _url(kind, tmp_path)
+    url = shared_url(kind, tmp_path, "claims")
     open_storage(url).close()  # schema created once, before the race
     log = tmp_path / "calls.log"
     start = time.time() + 3.0
