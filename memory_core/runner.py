@@ -40,7 +40,7 @@ from memory_core.models.base import (
 from memory_core.prompt import FrozenPrompt, PromptItem
 from memory_core.provenance import Memctx
 from memory_core.storage.base import Storage
-from memory_core.storage.common import Clock, utc_now
+from memory_core.storage.common import Clock, json_or_invalid, utc_now
 from memory_core.types import (
     Message,
     Part,
@@ -48,7 +48,6 @@ from memory_core.types import (
     TextPart,
     ToolCallPart,
     ToolResultPart,
-    canonical_json,
 )
 
 if TYPE_CHECKING:
@@ -425,7 +424,9 @@ def execute_tool(call: ToolCallPart, tool: Tool | None, offered: Sequence[str]) 
     args = call.args if isinstance(call.args, dict) else {"input": call.args}
     try:
         result = tool.fn(dict(args))
-        canonical_json(result)
+        # the same check every adapter applies: a result storage would refuse (NaN,
+        # sets, non-string keys…) is an error the model sees, not a failed run
+        json_or_invalid(f"result of tool '{call.name}'", result)
         return ToolRecord(name=call.name, args=call.args, status="ok", result=result)
     except (InvalidInputError, TypeError, ValueError) as e:
         # the model's arguments were wrong: tell it, as a recorded result

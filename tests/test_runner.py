@@ -288,3 +288,13 @@ def test_bad_tool_arguments_are_recorded_and_fed_back_not_fatal() -> None:
     assert rec["status"] == "error" and "got 'x'" in rec["error"]
     assert res.text == "I need a valid order id."
     assert s.runs.require_run("run1").status == "completed"
+
+
+@pytest.mark.parametrize("bad", [{1: "int key"}, {"x": float("nan")}, {"s": {1, 2}}])
+def test_a_tool_result_storage_would_refuse_is_an_error_the_model_sees(bad: Any) -> None:
+    model = ScriptedModel([ModelResponse(tool_calls=[call("c1", "odd")]), "Noted."])
+    s, _, runner = setup(model, tools=[Tool(ToolSpec("odd", "x"), lambda a: bad)], wm=False)
+    res = runner.run("support", run_id="run1", thread_id="t1", prompt="go")
+    rec = jget(s, "run1:tool:c1")
+    assert rec["status"] == "error" and "result of tool 'odd'" in rec["error"]
+    assert res.text == "Noted." and s.runs.require_run("run1").status == "completed"
