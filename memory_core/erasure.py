@@ -114,33 +114,28 @@ def _redact_runs(storage: Storage, redactor: Redactor, erased_runs: set[str],
         if run.run_id in erased_runs:
             continue
         keys = RunKeys(run.run_id)
+        entries = [(k, v) for k, v in storage.runs.list(keys.prefix) if k != keys.seal]
         changed: list[str] = []
-        for key, raw in storage.runs.list(keys.prefix):
-            if key == keys.seal:
-                continue
+        for key, raw in entries:
             new = redactor.value(raw)
             if new != raw:
                 storage.runs.delete(key)
                 storage.runs.put_if_absent(key, new)
                 changed.append(key)
+        # an earlier, interrupted erase left this run's records redacted already
+        resumed = not changed and any(REDACTED in canonical_json(v) for _, v in entries)
+        if not (changed or resumed):
+            continue  # its answers quote nothing erased: its records would show it
         if run.thread_id is not None and run.thread_id != thread_id:
             fixed = _redact_answers(storage, redactor, run.thread_id, keys)
             if fixed:
                 answered.add(run.thread_id)
                 changed += [f"message {run.thread_id}#{seq}" for seq in fixed]
-        if changed or _half_redacted(storage, run.run_id):
+        if changed or verify_run(storage, run.run_id).status == "tampered":
             reseal_run(storage, run.run_id, Redaction(erased=refs, threads=[thread_id],
                                                       keys=changed))
             redacted.append(run.run_id)
     return redacted, sorted(answered)
-
-
-def _half_redacted(storage: Storage, run_id: str) -> bool:
-    """A crash between rewriting a run's records and re-sealing it leaves records that
-    are already redacted but a seal that no longer matches: finish it."""
-    if verify_run(storage, run_id).status != "tampered":
-        return False
-    return any(REDACTED in canonical_json(v) for _, v in storage.runs.list(RunKeys(run_id).prefix))
 
 
 def _redact_answers(storage: Storage, redactor: Redactor, thread_id: str,
