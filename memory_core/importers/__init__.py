@@ -23,6 +23,7 @@ from memory_core.importers.common import (
 from memory_core.importers.openai_jsonl import parse_openai
 from memory_core.importers.otel import parse_otlp
 from memory_core.importers.otel_read import is_attribute_map
+from memory_core.importers.stored import StoredImports
 from memory_core.importers.threads import RunPlan, plan_threads
 from memory_core.importers.writer import (
     embed_threads,
@@ -163,9 +164,15 @@ def _import_parsed(storage: Storage, parsed: ParsedFile, *, fmt: ImportFormat, n
     report.skipped += [SkippedRecord(where=ex.where, reason=note)
                        for ex in parsed.exchanges for note in ex.notes]
     run_ids = [run_id_for(digest, ex.index) for ex in parsed.exchanges]
-    threads, runs = plan_threads(parsed.exchanges, f"imp-{digest[:8]}-", resource_id)
-    ours, clash = _stored_threads(storage, [t.thread_id for t in threads], digest)
-    if ours and len(ours) == len(threads) and _complete(storage, run_ids[-1], runs[-1]):
+    threads, runs = plan_threads(parsed.exchanges, f"imp-{digest[:8]}-", resource_id,
+                                 StoredImports.of(storage))
+    ours, clash = _stored_threads(storage, [t.thread_id for t in threads if not t.stored],
+                                  digest)
+    ours |= {t.thread_id for t in threads
+             if t.stored and (t.stored_meta or {}).get("sha1") == digest}
+    nothing_new = all(t.thread_id in ours or (t.stored and t.stored_count == len(t.messages))
+                      for t in threads)
+    if threads and nothing_new and _complete(storage, run_ids[-1], runs[-1]):
         report.already_imported = True
         report.skipped.append(SkippedRecord(
             where="file", reason=f"already imported (run '{run_ids[0]}' exists); "

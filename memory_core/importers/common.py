@@ -48,6 +48,8 @@ class ImportReport(BaseModel):
     file: str
     sha1: str
     threads_created: list[str] = Field(default_factory=list)
+    # threads earlier imports stored that this one continued (same conversation)
+    threads_extended: list[str] = Field(default_factory=list)
     messages_stored: int = 0
     embeddings_stored: int = 0
     runs_created: list[str] = Field(default_factory=list)

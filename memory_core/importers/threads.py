@@ -3,7 +3,9 @@ message must be stored once per thread and each request mapped onto stored seqs.
 
 Rules (docs/importing.md): a record with a thread key joins that key's thread, its
 messages aligned by overlap; a record without one joins the thread whose stored
-messages are a prefix of its conversation, else starts a new thread."""
+messages are a prefix of its conversation, else starts a new thread. Threads stored by
+earlier imports count too (``StoredThreads``): a conversation captured one exchange at a
+time (the proxy, the collector) or exported in several files continues its thread."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from memory_core.importers.common import Exchange, undated
 from memory_core.types import Message, TextPart, ToolCallPart, ToolResultPart, canonical_json
@@ -73,6 +75,14 @@ class ThreadPlan:
     # per stored seq, computed once for all the runs whose history repeats it
     token_counts: dict[int, int] = field(default_factory=dict)
     previews: dict[int, str] = field(default_factory=dict)
+    # a thread an earlier import stored: its first ``stored_count`` messages are in the
+    # store already (``stored_meta`` is its import metadata, kept when it is extended)
+    stored_count: int = 0
+    stored_meta: dict[str, Any] | None = None
+
+    @property
+    def stored(self) -> bool:
+        return self.stored_meta is not None
 
     def add(self, m: Message, key: str, at: datetime, run: int | None) -> int:
         self.messages.append(m)
@@ -113,6 +123,32 @@ def _find_run(stored: list[str], conv: list[str]) -> int | None:
         if stored[i:i + n] == conv:
             return i
     return None
+
+
+def instructions_digest(ikey: str) -> str:
+    """Short digest of a thread's instructions key (stored in its import metadata)."""
+    return hashlib.sha1(ikey.encode("utf-8", "surrogatepass")).hexdigest()[:CHAIN_DIGITS]
+
+
+CHAIN_DIGITS = 16  # 64 bits per stored prefix digest: enough to find, content decides
+
+
+def chain_digests(keys: Sequence[str]) -> list[str]:
+    """The stored form of a thread's prefix digests (see ``StoredThreads``)."""
+    return [d[:CHAIN_DIGITS] for d in _chain(keys)]
+
+
+class StoredThreads(Protocol):
+    """Threads earlier imports stored, as the planner may continue them."""
+
+    def keyed(self, key: str) -> ThreadPlan | None:
+        """The imported thread stored under ``key``, or None."""
+
+    def find(self, ikey: str, resource: str | None, keys: list[str],
+             conv: list[Message]) -> tuple[ThreadPlan, int] | None:
+        """A stored thread whose messages are a prefix of ``conv`` (longest first), or
+        that ``conv`` is a prefix of (a request recorded again); with how many of
+        ``conv``'s messages it holds."""
 
 
 def _chain(keys: Sequence[str]) -> list[str]:
@@ -164,7 +200,9 @@ class _PrefixIndex:
 
 
 def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
-                 resource_override: str | None) -> tuple[list[ThreadPlan], list[RunPlan]]:
+                 resource_override: str | None,
+                 stored: StoredThreads | None = None
+                 ) -> tuple[list[ThreadPlan], list[RunPlan]]:
     threads: list[ThreadPlan] = []
     by_key: dict[str, ThreadPlan] = {}
     index = _PrefixIndex()
@@ -187,7 +225,8 @@ def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
         if ex.thread_key is not None:
             tp = by_key.get(ex.thread_key)
             if tp is None:
-                tp = ThreadPlan(ex.thread_key, ex.thread_key, resource, ikey)
+                tp = stored.keyed(ex.thread_key) if stored is not None else None
+                tp = tp or ThreadPlan(ex.thread_key, ex.thread_key, resource, ikey)
                 by_key[ex.thread_key] = tp
                 threads.append(tp)
             k = _suffix_overlap(tp.keys, keys)
@@ -202,16 +241,20 @@ def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
         else:
             tp, best = index.find(ikey, resource, keys, conv)
             if tp is None:
-                tp = ThreadPlan(f"{implicit_prefix}{len(index.threads)}", None, resource, ikey)
+                # the file's n-th new conversation is named the same on every attempt,
+                # whether or not an earlier import holds it
+                name = f"{implicit_prefix}{len(index.threads)}"
+                found = stored.find(ikey, resource, keys, conv) if stored is not None \
+                    else None
+                tp, best = found or (ThreadPlan(name, None, resource, ikey), 0)
                 index.threads.append(tp)
                 threads.append(tp)
-                best = 0
             seqs = list(range(min(best, len(keys))))
             seqs += [tp.add(conv[i], keys[i], at[i], ex.index if owned[i] else None)
                      for i in range(len(seqs), len(conv))]
             index.register(tp)
         for i, seq in enumerate(seqs):
-            if tp.messages[seq] is not conv[i]:
+            if tp.messages[seq] is not conv[i] and seq >= tp.stored_count:
                 adopt_ids(tp.messages[seq], conv[i])
         h = len(ex.history)
         runs.append(RunPlan(ex, tp, seqs[:h], seqs[h] if ex.response is not None else None,

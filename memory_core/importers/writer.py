@@ -16,6 +16,7 @@ from pydantic import BaseModel
 from memory_core.embedders import Embedder, embedder_name
 from memory_core.errors import InvalidInputError
 from memory_core.importers.common import Exchange, ImportReport, Progress, undated
+from memory_core.importers.stored import chain_metadata
 from memory_core.importers.threads import RunPlan, ThreadPlan
 from memory_core.journal import (
     ImportRecord,
@@ -186,7 +187,8 @@ def embed_threads(threads: Sequence[ThreadPlan], embed: Embedder | None,
     """Vectors of every message with text, computed in batches before any write."""
     if embed is None:
         return {}
-    todo = [(t.thread_id, seq, m.text()) for t in threads for seq, m in enumerate(t.messages)]
+    todo = [(t.thread_id, seq, m.text()) for t in threads for seq, m in enumerate(t.messages)
+            if seq >= t.stored_count]  # an earlier import stored (and embedded) the rest
     items = [(tid, seq, text) for tid, seq, text in todo if text is not None]
     out: dict[tuple[str, int], np.ndarray] = {}
     total = len(items)
@@ -230,27 +232,33 @@ def write_all(storage: Storage, threads: Sequence[ThreadPlan],
     except BaseException:
         _compensate(storage, created_threads, started_runs)
         raise
-    report.threads_created = [t.thread_id for t in threads]
+    report.threads_created = [t.thread_id for t in threads if not t.stored]
+    report.threads_extended = [t.thread_id for t in threads if t.stored]
     report.runs_created = [run.run_id for run, _ in runs]
 
 
 def _write_thread(storage: Storage, t: ThreadPlan, vectors: dict[tuple[str, int], np.ndarray],
                   run_ids: Sequence[str], import_meta: dict[str, Any],
                   report: ImportReport, existing: AbstractSet[str]) -> bool:
-    """Create the thread unless an earlier (killed) attempt did, and append its rows at
-    their planned seqs (rows already stored are skipped); True when created here."""
-    created = t.thread_id not in existing
+    """Create the thread unless an earlier import (this file's killed attempt, or the
+    import that stored the start of the conversation) did, and append its rows at their
+    planned seqs (rows already stored are skipped); True when created here."""
+    created = not t.stored and t.thread_id not in existing
+    meta = {**(t.stored_meta or {**import_meta, "key": t.key}), "chain": chain_metadata(t)}
     if created:
         storage.memory.create_thread(
             t.thread_id, resource_id=t.resource_id, title=thread_title(t.messages),
-            metadata={"import": {**import_meta, "key": t.key}})
+            metadata={"import": meta})
     rows = [AppendRow(message=_plain(m), seq=seq, created_at=t.created_at[seq],
                       run_id=None if t.first_run[seq] is None
                       else run_ids[t.first_run[seq]],  # type: ignore[index]
                       embedding=vectors.get((t.thread_id, seq)))
-            for seq, m in enumerate(t.messages)]
+            for seq, m in enumerate(t.messages) if seq >= t.stored_count]
     if rows:
         storage.memory.append_messages(t.thread_id, rows)
+    if not created and (rows or t.thread_id in existing):
+        # the digests later imports find the conversation by, after what was appended
+        storage.memory.update_thread(t.thread_id, metadata={"import": meta})
     report.messages_stored += len(rows)
     report.embeddings_stored += sum(1 for r in rows if r.embedding is not None)
     return created

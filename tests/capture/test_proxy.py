@@ -78,14 +78,65 @@ def test_plain_and_streamed_exchanges_become_runs_the_workbench_shows(setup) -> 
         # the streamed answer's usage came in its last chunk, and is kept
         assert all(st.record.usage_known and st.response.usage.output_tokens > 0
                    for st in steps)
+        # the same request sent twice, answered alike: one conversation, two runs
         threads = thread_summaries(s, None)
-        assert len(threads) == 2 and all(t.run_count == 1 for t in threads)
+        assert len(threads) == 1 and threads[0].run_count == 2
         page = thread_messages(s, threads[0].thread_id)
         assert [m.role for m in page.messages] == ["user", "assistant"]
         assert {r.run_id for r in list_runs(s)} == set(run_ids)
         # nothing of the Authorization header is stored anywhere
         for rid in run_ids:
             assert KEY not in json.dumps(s.runs.list(rid), default=str)
+    finally:
+        s.close()
+
+
+def test_a_conversation_through_the_proxy_is_one_thread(setup) -> None:  # type: ignore[no-untyped-def]
+    """Each exchange is imported as it completes, yet a conversation — a tool loop and a
+    follow-up question, each request repeating the history — is one thread with every
+    message stored once, and each run's history points at those stored messages."""
+    fp, server, recorder, db = setup
+    client = _client(server)
+    tool = {"type": "function", "function": {"name": "lookup", "description": "look up",
+                                             "parameters": {"type": "object", "properties": {
+                                                 "q": {"type": "string"}}}}}
+    fp.reply_next(ModelResponse(text=None, tool_calls=[
+        ToolCallPart(id="call_1", name="lookup", args={"q": "locker"})]))
+    msgs: list[dict] = list(USER)  # type: ignore[type-arg]
+    first = client.chat.completions.create(model="fake-model", messages=msgs,  # type: ignore[arg-type]
+                                           tools=[tool])  # type: ignore[list-item]
+    call = first.choices[0].message.tool_calls[0]  # type: ignore[index]
+    msgs += [first.choices[0].message.model_dump(exclude_none=True),
+             {"role": "tool", "tool_call_id": call.id, "content": "4417"}]
+    second = client.chat.completions.create(model="fake-model", messages=msgs,  # type: ignore[arg-type]
+                                            tools=[tool])  # type: ignore[list-item]
+    msgs += [{"role": "assistant", "content": second.choices[0].message.content},
+             {"role": "user", "content": "And which floor is the locker on?"}]
+    third = "".join(c.choices[0].delta.content or "" for c in client.chat.completions.create(
+        model="fake-model", messages=msgs, tools=[tool], stream=True)  # type: ignore[arg-type,list-item]
+        if c.choices)
+    recorder.drain()
+    assert not recorder.failures
+    s, run_ids = _runs(db)
+    try:
+        threads = thread_summaries(s, None)
+        assert len(threads) == 1 and threads[0].run_count == 3
+        tid = threads[0].thread_id
+        stored = s.memory.get_messages(tid)
+        assert [m.role for m in stored] == ["user", "assistant", "tool", "assistant", "user",
+                                            "assistant"]
+        assert stored[-1].text() == third
+        for rid in recorder.runs:
+            view = run_view(s, rid)
+            for item in view.lane("recent").items:
+                assert item.thread_id == tid
+                assert item.seq is not None and stored[item.seq].role == item.role
+                if stored[item.seq].text() is not None:  # the stored message itself
+                    assert stored[item.seq].text() == item.text
+        # the messages each run added carry its run id
+        assert [m.run_id for m in stored] == [recorder.runs[0], recorder.runs[0],
+                                              recorder.runs[1], recorder.runs[1],
+                                              recorder.runs[2], recorder.runs[2]]
     finally:
         s.close()
 

@@ -1,0 +1,105 @@
+"""Threads earlier imports stored, found again so a new import continues them.
+
+Every imported thread's metadata keeps, under ``import.chain``, a short digest of its
+instructions and of every prefix of its messages (``threads.chain_digests``). An import
+reads the imported threads' metadata once, and the planner asks for the thread whose
+messages are a prefix of a request's conversation (a later exchange of the same
+conversation, captured separately) or that the conversation is a prefix of (the same
+request recorded again). Digests only find candidates: the thread's stored messages are
+read and compared before it is used. Erasing a thread erases its metadata, digests
+included."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from memory_core.importers.threads import (
+    ThreadPlan,
+    chain_digests,
+    ids_compatible,
+    instructions_digest,
+    message_key,
+)
+from memory_core.storage.base import Storage
+from memory_core.types import Message
+
+Slot = tuple[str, str | None, str]  # (instructions digest, resource, prefix digest)
+
+
+def chain_metadata(tp: ThreadPlan) -> dict[str, Any]:
+    """What a thread's import metadata records so later imports can find it."""
+    before = (tp.stored_meta or {}).get("chain")
+    ins = before.get("instructions") if isinstance(before, dict) else None
+    # a keyed thread is found by its key, not its instructions: keep what was stored
+    return {"instructions": ins if isinstance(ins, str) and tp.key is not None
+            else instructions_digest(tp.instructions_key),
+            "prefixes": chain_digests(tp.keys)}
+
+
+@dataclass
+class StoredImports:
+    """``StoredThreads`` over a store: the imported threads as they were when the import
+    began (each thread is handed out at most once per import)."""
+
+    storage: Storage
+    full: dict[Slot, str] = field(default_factory=dict)
+    prefix: dict[Slot, str] = field(default_factory=dict)
+    meta: dict[str, dict[str, Any]] = field(default_factory=dict)
+    used: set[str] = field(default_factory=set)
+
+    @classmethod
+    def of(cls, storage: Storage) -> StoredImports:
+        out = cls(storage)
+        for t in storage.memory.list_threads():
+            imp = t.metadata.get("import")
+            if not isinstance(imp, dict):
+                continue  # threads written by agents are never continued by an import
+            out.meta[t.id] = imp
+            chain = imp.get("chain")
+            if not isinstance(chain, dict):
+                continue
+            ins, prefixes = chain.get("instructions"), chain.get("prefixes")
+            if not isinstance(ins, str) or not isinstance(prefixes, list) or not prefixes:
+                continue
+            out.full.setdefault((ins, t.resource_id, str(prefixes[-1])), t.id)
+            for d in prefixes:
+                out.prefix.setdefault((ins, t.resource_id, str(d)), t.id)
+        return out
+
+    def _load(self, thread_id: str, ikey: str) -> ThreadPlan:
+        t = self.storage.memory.require_thread(thread_id)
+        imp = self.meta[thread_id]
+        key = imp.get("key")
+        tp = ThreadPlan(thread_id, key if isinstance(key, str) else None, t.resource_id,
+                        ikey, stored_meta=dict(imp))
+        for sm in self.storage.memory.get_messages(thread_id):
+            m = sm.as_message()
+            tp.add(m, message_key(m), sm.created_at, None)
+        tp.stored_count = len(tp.messages)
+        self.used.add(thread_id)
+        return tp
+
+    def keyed(self, key: str) -> ThreadPlan | None:
+        if key not in self.meta or key in self.used:
+            return None  # not an imported thread: creating it is refused as a clash
+        return self._load(key, "")
+
+    def find(self, ikey: str, resource: str | None, keys: list[str],
+             conv: list[Message]) -> tuple[ThreadPlan, int] | None:
+        ins = instructions_digest(ikey)
+        chain = chain_digests(keys)
+        candidates = [self.full.get((ins, resource, chain[n - 1]))
+                      for n in range(len(chain), 0, -1)]
+        if chain:
+            candidates.append(self.prefix.get((ins, resource, chain[-1])))
+        for tid in dict.fromkeys(c for c in candidates if c is not None):
+            if tid in self.used:
+                continue  # this import already continues it: a branch starts a new thread
+            tp = self._load(tid, ikey)
+            n = min(len(tp.keys), len(keys))
+            if tp.keys[:n] == keys[:n] and all(ids_compatible(tp.messages[i], conv[i])
+                                               for i in range(n)):
+                return tp, n
+            self.used.discard(tid)
+        return None
