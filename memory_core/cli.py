@@ -338,9 +338,11 @@ def ui(db: DbsOpt = None,
 
 
 @app.command("import")
-def import_(file: Annotated[Path, typer.Argument(
+def import_(files: Annotated[list[Path], typer.Argument(
                 help="OpenAI logs (JSONL, JSON, VCR cassettes, ShareGPT, fine-tuning, batch) "
-                     "or OTLP traces/logs (JSON, JSON lines, protobuf).")],
+                     "or OTLP traces/logs (JSON, JSON lines, protobuf). Several OTLP "
+                     "exports (say traces.json logs.json) are imported as one, so a "
+                     "call's span and its log records join; other files one by one.")],
             db: DbOpt = None,
             format: Annotated[str | None, typer.Option(
                 help="openai or otel; detected when omitted.")] = None,
@@ -353,34 +355,62 @@ def import_(file: Annotated[Path, typer.Argument(
 
     Example: memwb import traces.jsonl --db mine.duckdb --format openai
     """
-    from memory_core.importers import import_file
+    from functools import partial
 
-    file = file.expanduser()
-    if not file.is_file():
-        raise fail(f"import file {str(file)!r} does not exist")
+    from memory_core.importers import file_format, import_file, import_otel_files
+
+    files = [f.expanduser() for f in files]
+    for f in files:
+        if not f.is_file():
+            raise fail(f"import file {str(f)!r} does not exist")
     embed = _embedder(embedder, allow_none=True)
     url = resolve_db(db)
     path = local_path(url)
     created = path is not None and not Path(path).exists()
+
+    def progress(done: int, total: int) -> None:
+        say(f"embedded {done}/{total}", err=True)
+
+    def detected(f: Path) -> str:
+        return guarded(lambda: file_format(f))
+
+    together = len(files) > 1 and format != "openai" and all(
+        detected(f) == "otel" for f in files)
+    done: list[str] = []
     try:
         with opened(url, read_only=False, must_exist=False) as storage:
-            report = guarded(lambda: import_file(
-                storage, file, format=format, embed=embed, resource_id=resource,  # type: ignore[arg-type]
-                progress=lambda done, total: say(f"embedded {done}/{total}", err=True)))
+            if together:
+                label = " + ".join(str(f) for f in files)
+                _say_imported(label, url, guarded(lambda: import_otel_files(
+                    storage, files, embed=embed, resource_id=resource, progress=progress)))
+                done.append(label)
+            for f in [] if together else files:
+                _say_imported(str(f), url, guarded(partial(
+                    import_file, storage, f, format=format, embed=embed,  # type: ignore[arg-type]
+                    resource_id=resource, progress=progress)))
+                done.append(str(f))
     except typer.Exit:
-        if created and path is not None:
+        if done:
+            say(f"stopped after importing {', '.join(done)}; the files after it were not "
+                "imported", err=True)
+        elif created and path is not None:
             # a rejected file leaves no trace, not even an empty database
             for leftover in (Path(path), Path(path + ".wal")):
                 leftover.unlink(missing_ok=True)
         raise
+
+
+def _say_imported(label: str, url: str, report: Any) -> None:
     if report.already_imported:
-        say(f"{file} was already imported into {url}; nothing written")
+        say(f"{label} was already imported into {url}; nothing written")
         return
     if report.resumed:
-        say(f"an earlier import of {file} stopped part way; completing it")
-    say(f"imported {file} ({report.format}) into {url}: "
-               f"{len(report.threads_created)} threads, {report.messages_stored} messages, "
-               f"{report.embeddings_stored} embeddings, {len(report.runs_created)} runs")
+        say(f"an earlier import of {label} stopped part way; completing it")
+    extended = (f" (continuing {len(report.threads_extended)} earlier thread(s))"
+                if report.threads_extended else "")
+    say(f"imported {label} ({report.format}) into {url}: "
+        f"{len(report.threads_created)} threads{extended}, {report.messages_stored} messages, "
+        f"{report.embeddings_stored} embeddings, {len(report.runs_created)} runs")
     for s in report.skipped:  # what was not imported, and what was kept differently
         say(f"  {s.where}: {s.reason}")
 
@@ -736,7 +766,10 @@ def proxy(upstream: Annotated[str, typer.Option(
 
 @app.command()
 def collect(db: DbOpt = None, port: CapturePort = 4318,
-            embedder: CaptureEmbedder = "hashing", resource: CaptureResource = None) -> None:
+            embedder: CaptureEmbedder = "hashing", resource: CaptureResource = None,
+            settle: Annotated[float, typer.Option(
+                help="Seconds a trace must be quiet before it is imported (its spans and "
+                     "log records arrive in separate exports).")] = 2.0) -> None:
     """Receive OpenTelemetry GenAI spans and logs (OTLP/HTTP, JSON or protobuf) on
     127.0.0.1 and import them as runs as they arrive.
 
@@ -745,7 +778,10 @@ def collect(db: DbOpt = None, port: CapturePort = 4318,
     """
     from memory_core.capture import collector_app
 
-    _capture(db, port, embedder, resource, collector_app, "collector")
+    if not 0 <= settle <= 600:
+        raise fail(f"--settle must be between 0 and 600 seconds, got {settle}")
+    _capture(db, port, embedder, resource,
+             lambda recorder: collector_app(recorder, settle=settle), "collector")
 
 
 def main() -> None:

@@ -1,16 +1,29 @@
 """The OTLP/HTTP receiver: ``POST /v1/traces`` and ``/v1/logs`` in OTLP/JSON
 (``application/json``) or protobuf (``application/x-protobuf``, decoded with
 ``opentelemetry-proto``), optionally gzip-compressed. Each export request is imported
-as it arrives through the importers' OTel entry point, then answered with the OTLP
-response (a partial success naming why, when nothing of it could be imported)."""
+through the importers' OTel entry point and answered with the OTLP response (a partial
+success naming why, when it cannot be read).
+
+An SDK exports spans and log records in separate requests, and the openai-v2
+instrumentation puts a call's messages in log records while its model and usage stay on
+the span: the receiver therefore holds each trace's records (``TraceBuffer``) until the
+trace has been quiet for ``settle`` seconds, and imports them together — one run per
+call, whatever request each part came in. A trace still busy after ``max_hold`` seconds
+is imported in parts; its later calls continue the same thread (importers/stored.py)."""
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import binascii
 import gzip
+import itertools
 import json
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from google.protobuf.json_format import MessageToDict
@@ -23,6 +36,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from memory_core.capture.server import Recorder
+from memory_core.errors import ImportFormatError
+from memory_core.importers.otel_read import spans_of
 
 Signal = Literal["traces", "logs"]
 PROTOBUF = "application/x-protobuf"
@@ -118,9 +133,165 @@ def _answer(signal: Signal, content_type: str, rejected: int, reason: str | None
     return JSONResponse({"partialSuccess": partial} if partial else {})
 
 
-def collector_app(recorder: Recorder) -> Starlette:
-    """The receiver as an ASGI app writing through ``recorder``."""
-    counter = {"n": 0}
+def split_by_trace(signal: Signal, doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The export's records regrouped per trace id, each part a document of its own
+    with the resource and scope it came under (records without a trace id: key "")."""
+    outer, scope_key, items = KINDS[signal][3]
+    parts: dict[str, dict[str, Any]] = {}
+    for res in doc.get(outer) or []:
+        if not isinstance(res, dict):
+            continue
+        for scope in res.get(scope_key) or []:
+            if not isinstance(scope, dict):
+                continue
+            for rec in scope.get(items) or []:
+                trace = rec.get("traceId") if isinstance(rec, dict) else None
+                part = parts.setdefault(trace if isinstance(trace, str) else "", {outer: []})
+                holders = part[outer]
+                if not holders or holders[-1]["_from"] is not res:
+                    holders.append({"_from": res, "resource": res.get("resource") or {},
+                                    scope_key: []})
+                scopes = holders[-1][scope_key]
+                if not scopes or scopes[-1]["_from"] is not scope:
+                    scopes.append({"_from": scope, "scope": scope.get("scope") or {},
+                                   items: []})
+                scopes[-1][items].append(rec)
+    return {t: _strip(p) for t, p in parts.items()}
+
+
+def _strip(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_strip(v) for v in node]
+    if isinstance(node, dict):
+        return {k: _strip(v) for k, v in node.items() if k != "_from"}
+    return node
+
+
+@dataclass
+class _Held:
+    first: float
+    last: float
+    docs: list[dict[str, Any]] = field(default_factory=list)
+
+
+class TraceBuffer:
+    """Holds each trace's parts until the trace is quiet for ``settle`` seconds (or held
+    for ``max_hold``), then hands them to the recorder as one OTLP/JSON document. The
+    recorder counts every held trace as an exchange under way, so ``Recorder.drain``
+    waits for it; ``close`` imports whatever is held."""
+
+    def __init__(self, recorder: Recorder, *, settle: float = 2.0, max_hold: float = 30.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.recorder, self.settle, self.max_hold, self.clock = (recorder, settle,
+                                                                 max_hold, clock)
+        self._cv = threading.Condition()
+        self._held: dict[str, _Held] = {}
+        self._ids = itertools.count(1)
+        self._seen: OrderedDict[str, None] = OrderedDict()
+        self._stop = False
+        self._thread = threading.Thread(target=self._run, name="memwb-collect-buffer",
+                                        daemon=True)
+        self._thread.start()
+
+    SEEN_CAP = 200_000  # records remembered to drop an exporter's retries
+
+    def _fresh(self, signal: Signal, doc: dict[str, Any]) -> dict[str, Any]:
+        """The export without records already received (an exporter retries a request
+        it got no answer to): spans by their ids, log records by their content."""
+        outer, scope_key, items = KINDS[signal][3]
+        for res in doc.get(outer) or []:
+            for scope in (res.get(scope_key) or []) if isinstance(res, dict) else []:
+                if not isinstance(scope, dict):
+                    continue
+                kept = []
+                for rec in scope.get(items) or []:
+                    ident = (f"span:{rec.get('traceId')}:{rec.get('spanId')}"
+                             if signal == "traces" and isinstance(rec, dict)
+                             else "log:" + json.dumps(rec, sort_keys=True))
+                    if ident not in self._seen:
+                        self._seen[ident] = None
+                        kept.append(rec)
+                scope[items] = kept
+        while len(self._seen) > self.SEEN_CAP:
+            self._seen.popitem(last=False)
+        return doc
+
+    def add(self, signal: Signal, doc: dict[str, Any]) -> None:
+        now = self.clock()
+        with self._cv:
+            for trace, part in split_by_trace(signal, self._fresh(signal, doc)).items():
+                key = trace or f"untraced-{next(self._ids)}"  # nothing to join it with
+                held = self._held.get(key)
+                if held is None:
+                    held = self._held[key] = _Held(now, now)
+                    self.recorder.begin()
+                held.docs.append(part)
+                held.last = now
+            self._cv.notify_all()
+
+    def _due(self, everything: bool) -> list[tuple[str, _Held]]:
+        now = self.clock()
+        due = [(k, h) for k, h in self._held.items() if everything
+               or now - h.last >= self.settle or now - h.first >= self.max_hold]
+        for k, _ in due:
+            del self._held[k]
+        return due
+
+    def _hand_on(self, due: list[tuple[str, _Held]]) -> None:
+        for key, held in due:
+            merged: dict[str, Any] = {"resourceSpans": [], "resourceLogs": []}
+            for d in held.docs:
+                for k in merged:
+                    merged[k] += d.get(k) or []
+            try:
+                self.recorder.submit(json.dumps(merged, ensure_ascii=False),
+                                     name=f"collect:trace:{key[:32]}:{next(self._ids)}",
+                                     format="otel")
+            finally:
+                self.recorder.end()
+
+    def _run(self) -> None:
+        while True:
+            with self._cv:
+                if self._stop:
+                    return
+                self._cv.wait(timeout=min(0.1, self.settle / 4) if self._held else None)
+                due = self._due(everything=False)
+            self._hand_on(due)
+
+    def close(self) -> None:
+        """Hand on everything held, and stop."""
+        with self._cv:
+            self._stop = True
+            due = self._due(everything=True)
+            self._cv.notify_all()
+        self._hand_on(due)
+        self._thread.join(timeout=5)
+
+
+def _readable(signal: Signal, doc: dict[str, Any]) -> str | None:
+    """Why the export cannot be read as OTLP (None when it can): found now, so the
+    exporter is told, although the import waits for the rest of the trace."""
+    try:
+        spans_of([(f"{signal} export", doc)])
+    except ImportFormatError as e:
+        return str(e)
+    return None
+
+
+def collector_app(recorder: Recorder, *, settle: float = 2.0,
+                  max_hold: float = 30.0) -> Starlette:
+    """The receiver as an ASGI app writing through ``recorder``; see ``TraceBuffer`` for
+    ``settle`` and ``max_hold`` (seconds)."""
+    buffer: list[TraceBuffer] = []
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        buffer.append(TraceBuffer(recorder, settle=settle, max_hold=max_hold))
+        try:
+            yield
+        finally:
+            buffer.pop().close()  # nothing held is lost on shutdown
 
     async def receive(request: Request, signal: Signal) -> Response:
         ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
@@ -135,11 +306,10 @@ def collector_app(recorder: Recorder) -> Starlette:
             # an application's other telemetry (HTTP, database spans…): accepted, and
             # nothing in it for us
             return _answer(signal, ctype, 0, None)
-        counter["n"] += 1
-        name = f"collect:{signal}:{counter['n']}"
-        outcome = await asyncio.wrap_future(recorder.submit(text, name=name, format="otel"))
-        if outcome.report is None:
-            return _answer(signal, ctype, total, outcome.reason)
+        if (reason := _readable(signal, doc)) is not None:
+            recorder.refused(f"collect:{signal}", reason)
+            return _answer(signal, ctype, total, reason)
+        buffer[0].add(signal, doc)
         return _answer(signal, ctype, 0, None)
 
     async def traces(request: Request) -> Response:
@@ -149,4 +319,4 @@ def collector_app(recorder: Recorder) -> Starlette:
         return await receive(request, "logs")
 
     return Starlette(routes=[Route("/v1/traces", traces, methods=["POST"]),
-                             Route("/v1/logs", logs, methods=["POST"])])
+                             Route("/v1/logs", logs, methods=["POST"])], lifespan=lifespan)

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from contextlib import nullcontext
 from pathlib import Path
+from typing import Any
 
 from memory_core.embedders import Embedder, embedder_name
 from memory_core.errors import ImportFormatError, InvalidInputError
@@ -20,9 +22,10 @@ from memory_core.importers.common import (
     SkippedRecord,
     resolve_tool_names,
 )
+from memory_core.importers.jsonvalues import read_documents
 from memory_core.importers.openai_jsonl import parse_openai
-from memory_core.importers.otel import parse_otlp
-from memory_core.importers.otel_read import is_attribute_map
+from memory_core.importers.otel import parse_otlp, parse_spans
+from memory_core.importers.otel_read import is_attribute_map, protobuf_documents, spans_of
 from memory_core.importers.stored import StoredImports
 from memory_core.importers.threads import RunPlan, plan_threads
 from memory_core.importers.writer import (
@@ -34,7 +37,7 @@ from memory_core.importers.writer import (
 from memory_core.storage.base import Storage
 
 __all__ = ["ImportFormatError", "ImportReport", "SkippedRecord", "detect_format",
-           "import_file", "import_text", "run_id_for"]
+           "import_file", "import_otel_files", "import_text", "run_id_for"]
 
 
 def detect_format(text: str) -> ImportFormat:
@@ -90,10 +93,7 @@ def import_file(storage: Storage, path: str | Path, *, format: ImportFormat | No
     killed part way completes it (``resumed=True``).
     """
     p = Path(path)
-    try:
-        data = p.read_bytes()
-    except OSError as e:
-        raise InvalidInputError(f"cannot read import file '{p}': {e.strerror}") from e
+    data = _read(p)
     if format in (None, "otel") and is_binary(data):
         return _import_parsed(storage, parse_otlp(data=data), fmt="otel", name=p.name,
                               digest=_sha1(data), embed=embed, resource_id=resource_id,
@@ -105,6 +105,57 @@ def import_file(storage: Storage, path: str | Path, *, format: ImportFormat | No
             from None
     return import_text(storage, text, name=p.name, format=format, embed=embed,
                        resource_id=resource_id, progress=progress, sha1=_sha1(data))
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as e:
+        raise InvalidInputError(f"cannot read import file '{path}': {e.strerror}") from e
+
+
+def file_format(path: str | Path) -> ImportFormat:
+    """The format ``import_file`` would detect for this file."""
+    data = _read(Path(path))
+    if is_binary(data):
+        return "otel"
+    return detect_format(data.decode("utf-8-sig", errors="replace"))
+
+
+def import_otel_files(storage: Storage, paths: Sequence[str | Path], *,
+                      embed: Embedder | None = None, resource_id: str | None = None,
+                      progress: Progress | None = None) -> ImportReport:
+    """Several OTLP exports (JSON, JSON lines or protobuf) imported as one: spans and
+    the log records that carry their messages, written by different exporters to
+    different files, join into one run per call. Errors name the file and record;
+    importing the same files again (in the same order) is a no-op."""
+    if not paths:
+        raise InvalidInputError("no files to import")
+    docs: list[tuple[str, Any]] = []
+    digests = []
+    for raw in paths:
+        p = Path(raw)
+        data = _read(p)
+        digests.append(_sha1(data))
+        if is_binary(data):
+            found = protobuf_documents(data)
+        else:
+            try:
+                text = data.decode("utf-8-sig")
+            except UnicodeDecodeError as e:
+                raise ImportFormatError(f"file '{p}' is neither UTF-8 text nor OTLP "
+                                        f"protobuf: {e}") from None
+            if detect_format(text) != "otel":
+                raise ImportFormatError(f"file '{p}' is not an OTLP export (no "
+                                        "'resourceSpans' or 'resourceLogs'); import it "
+                                        "on its own")
+            found = read_documents(text)
+        docs += [(f"{p.name}: {where}", doc) for where, doc in found]
+    name = " + ".join(Path(p).name for p in paths)
+    digest = _sha1(":".join(digests).encode()) if len(digests) > 1 else digests[0]
+    return _import_parsed(storage, parse_spans(spans_of(docs)), fmt="otel", name=name,
+                          digest=digest, embed=embed, resource_id=resource_id,
+                          progress=progress)
 
 
 def _stored_threads(storage: Storage, thread_ids: list[str], digest: str

@@ -136,9 +136,12 @@ def parse_spans(spans: list[RawSpan]) -> ParsedFile:
         shown = "; ".join(f"{s.where}: {s.reason}" for s in skipped[:REASONS_SHOWN])
         more = f"; and {len(skipped) - REASONS_SHOWN} more" if len(skipped) > REASONS_SHOWN \
             else ""
+        hint = ("; if the calls' messages were exported as log records to another file, "
+                "import the files together (memwb import traces.json logs.json)"
+                if any("content capture" in s.reason for s in skipped) else "")
         raise fail("file", f"no GenAI model-call spans with message content ({len(spans)} "
                            f"span(s) read, {len(skipped)} skipped"
-                           + (f": {shown}{more})" if skipped else ")"))
+                           + (f": {shown}{more})" if skipped else ")") + hint)
     return ParsedFile(exchanges, skipped)
 
 

@@ -95,18 +95,23 @@ def test_proxy_records_what_the_openai_sdk_sends(tmp_path: Path) -> None:
 
 def test_collect_imports_otlp_json_as_it_arrives(tmp_path: Path) -> None:
     db, port = str(tmp_path / "c.duckdb"), _free_port()
-    with _memwb("collect", "--db", db, "--port", str(port)) as proc:
+    with _memwb("collect", "--db", db, "--port", str(port), "--settle", "0.5") as proc:
         req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/traces",
                                      data=(FIX / "otel_genai.json").read_bytes(),
                                      headers={"Content-Type": "application/json"})
         with urllib.request.urlopen(req, timeout=30) as resp:
             assert json.loads(resp.read()) == {}
-        # the run is there while the collector still runs (the workbench sees it on refresh)
-        s = DuckDBStorage(db)
-        try:
-            assert s.runs.list_runs()
-        finally:
-            s.close()
+        # the run is there while the collector still runs, once its trace has been quiet
+        # for --settle seconds (the workbench sees it on refresh)
+        deadline, runs = time.monotonic() + 20, []
+        while not runs and time.monotonic() < deadline:
+            time.sleep(0.2)
+            s = DuckDBStorage(db)
+            try:
+                runs = s.runs.list_runs()
+            finally:
+                s.close()
+        assert runs
     _, err = proc.communicate()
     assert proc.returncode == 0, err
 

@@ -41,7 +41,7 @@ def collector(tmp_path: Path) -> Iterator[tuple[LoopbackServer, Recorder, str]]:
     db = str(tmp_path / "otel.duckdb")
     storage = DuckDBStorage(db)
     recorder = Recorder(storage, embed=HashingEmbedder(64))
-    with LoopbackServer(collector_app(recorder), name="collect") as server:
+    with LoopbackServer(collector_app(recorder, settle=0.3), name="collect") as server:
         yield server, recorder, db
     recorder.close()
     storage.close()
@@ -140,16 +140,26 @@ def test_what_cannot_be_imported_is_a_partial_success_naming_why(
             {"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}}]}]}]}]}
     status, body = _post(server.url + "/v1/traces", json.dumps(plain).encode(),
                          "application/json")
+    # a span without content may get it from log records exported later: accepted, and
+    # once its trace is quiet the recorder names why nothing could be imported
+    assert (status, json.loads(body)) == (200, {})
+    recorder.drain()
+    assert len(recorder.failures) == 1 and "content capture" in recorder.failures[0]
+    # an export that is not OTLP inside is refused at once, naming why
+    broken = {"resourceSpans": [{"scopeSpans": [{"spans": ["not a span"]}]}],
+              "gen_ai.note": 1}
+    status, body = _post(server.url + "/v1/traces", json.dumps(broken).encode(),
+                         "application/json")
     answer = json.loads(body)
     assert status == 200 and answer["partialSuccess"]["rejectedSpans"] == "1"
-    assert answer["partialSuccess"]["errorMessage"]
-    assert len(recorder.failures) == 1
+    assert "span" in answer["partialSuccess"]["errorMessage"]
+    assert len(recorder.failures) == 2
     # other telemetry is accepted and left alone: no import, no complaint
     other = json.loads(json.dumps(plain))
     other["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["attributes"] = []
     status, body = _post(server.url + "/v1/traces", json.dumps(other).encode(),
                          "application/json")
-    assert (status, json.loads(body)) == (200, {}) and len(recorder.failures) == 1
+    assert (status, json.loads(body)) == (200, {}) and len(recorder.failures) == 2
     # protobuf callers get the protobuf response type
     req = trace_service_pb2.ExportTraceServiceRequest()
     status, body = _post(server.url + "/v1/traces", req.SerializeToString(),
@@ -196,6 +206,85 @@ def test_the_sdk_log_exporter_is_answered_and_its_records_handed_on(
     try:
         # either the importer read the record, or the recorder names why it did not
         assert s.runs.list_runs() or recorder.failures
-        assert all("collect:logs:" in f for f in recorder.failures)
+        assert all(f.startswith("collect:") for f in recorder.failures)
     finally:
         s.close()
+
+
+def test_a_call_whose_messages_are_logs_and_usage_a_span_is_one_run(
+        tmp_path: Path) -> None:
+    """The openai-v2 instrumentation's default: the chat span carries the model and the
+    usage, the messages go out as log records — through two exporters, in separate
+    requests, logs first. The receiver holds the trace until it is quiet and imports
+    both together: one run with the messages, the model and the recorded usage."""
+    from opentelemetry import context as otel_context
+    from opentelemetry import trace as otel_trace
+    from opentelemetry._logs import LogRecord
+
+    db = str(tmp_path / "joined.duckdb")
+    storage = DuckDBStorage(db)
+    recorder = Recorder(storage, embed=HashingEmbedder(64))
+    with LoopbackServer(collector_app(recorder, settle=0.5), name="collect") as server:
+        logs = LoggerProvider(resource=Resource.create({"service.name": "travel-agent"}))
+        logs.add_log_record_processor(SimpleLogRecordProcessor(OTLPLogExporter(
+            endpoint=server.url + "/v1/logs", timeout=10)))
+        spans = TracerProvider(resource=Resource.create({"service.name": "travel-agent"}))
+        spans.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(
+            endpoint=server.url + "/v1/traces", timeout=10)))
+        logger = logs.get_logger("opentelemetry.instrumentation.openai_v2")
+        with spans.get_tracer("opentelemetry.instrumentation.openai_v2").start_as_current_span(
+                "chat gpt-4o-mini") as span:
+            span.set_attributes({"gen_ai.operation.name": "chat", "gen_ai.system": "openai",
+                                 "gen_ai.request.model": "gpt-4o-mini",
+                                 "gen_ai.response.model": "gpt-4o-mini-2024-07-18",
+                                 "gen_ai.usage.input_tokens": 24,
+                                 "gen_ai.usage.output_tokens": 11})
+            ctx = otel_context.get_current()
+            logger.emit(LogRecord(event_name="gen_ai.user.message", context=ctx,
+                                  body={"content": QUESTION},
+                                  attributes={"gen_ai.system": "openai"}))
+            logger.emit(LogRecord(event_name="gen_ai.choice", context=ctx, body={
+                "index": 0, "finish_reason": "stop",
+                "message": {"role": "assistant", "content": ANSWER}},
+                attributes={"gen_ai.system": "openai"}))
+            assert otel_trace.get_current_span() is span
+        spans.shutdown()  # the span is exported after its logs, in its own request
+        logs.shutdown()
+        recorder.drain()
+    recorder.close()
+    try:
+        assert not recorder.failures
+        runs = storage.runs.list_runs()
+        assert len(runs) == 1
+        data = load_run(storage, runs[0].run_id)
+        assert data.answer == ANSWER
+        step = data.steps[0]
+        assert step.record.usage_known
+        assert (step.response.usage.input_tokens, step.response.usage.output_tokens) == (24, 11)
+        assert step.record.model.name == "gpt-4o-mini-2024-07-18"
+        view = run_view(storage, runs[0].run_id)
+        assert [i.text for i in view.lane("input").items] == [QUESTION]
+    finally:
+        storage.close()
+
+
+def test_split_by_trace_keeps_each_record_under_its_resource_and_scope() -> None:
+    from memory_core.capture.collector import split_by_trace
+
+    def span(trace: str, sid: str) -> dict[str, str]:
+        return {"traceId": trace, "spanId": sid, "name": sid}
+
+    doc = {"resourceSpans": [
+        {"resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "a"}}]},
+         "scopeSpans": [{"scope": {"name": "s1"}, "spans": [span("t1", "1"), span("t2", "2")]},
+                        {"scope": {"name": "s2"}, "spans": [span("t1", "3")]}]},
+        {"resource": {}, "scopeSpans": [{"scope": {"name": "s3"}, "spans": [span("t2", "4")]}]}]}
+    parts = split_by_trace("traces", doc)
+    assert sorted(parts) == ["t1", "t2"]
+    t1 = parts["t1"]["resourceSpans"]
+    assert len(t1) == 1 and [s["scope"]["name"] for s in t1[0]["scopeSpans"]] == ["s1", "s2"]
+    assert [[sp["spanId"] for sp in s["spans"]] for s in t1[0]["scopeSpans"]] == [["1"], ["3"]]
+    t2 = parts["t2"]["resourceSpans"]
+    assert [r["resource"] for r in t2] == [doc["resourceSpans"][0]["resource"], {}]
+    assert [[sp["spanId"] for s in r["scopeSpans"] for sp in s["spans"]] for r in t2] == \
+        [["2"], ["4"]]
