@@ -28,6 +28,8 @@ import psycopg
 import pytest
 from psycopg import sql
 
+from memory_core.journal.lease import pid_alive
+
 ENV_DSN = "MEMWB_PG_DSN"
 ENV_SKIP = "MEMWB_SKIP_POSTGRES"
 DB_NAME = "memwb_test"
@@ -66,16 +68,6 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def reap_stale(bin_dir: Path) -> None:
     """Stop and delete throwaway servers whose test process died without cleaning up
     (killed runs skip atexit); a live owner's server is left alone."""
@@ -84,7 +76,7 @@ def reap_stale(bin_dir: Path) -> None:
             pid = int(owner.read_text().strip())
         except (OSError, ValueError):
             continue
-        if _pid_alive(pid):
+        if pid_alive(pid):
             continue
         tmp = owner.parent
         if (tmp / "data" / "postmaster.pid").exists():

@@ -37,7 +37,9 @@ class LeaseRecord(BaseModel):
     released: bool = False
 
 
-def _alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this id exists on this host (one we may not signal
+    counts as alive)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -62,7 +64,7 @@ def _latest(runs: RunJournal, keys: RunKeys) -> tuple[int, LeaseRecord | None]:
 def _free(rec: LeaseRecord | None, owner: str, now: float) -> bool:
     if rec is None or rec.released or rec.owner == owner or rec.expires <= now:
         return True
-    return rec.host == _HOST and rec.pid != os.getpid() and not _alive(rec.pid)
+    return rec.host == _HOST and rec.pid != os.getpid() and not pid_alive(rec.pid)
 
 
 @dataclass
