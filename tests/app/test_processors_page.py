@@ -40,3 +40,27 @@ def test_spec_6_5_dropped_lane_says_trimmed_by_the_token_limiter(
     assert not at.exception
     captions = [c.value for c in at.caption]
     assert sum("trimmed by the token limiter" in c for c in captions) >= 1
+
+
+@pytest.fixture()
+def move_demo(monkeypatch: pytest.MonkeyPatch) -> Iterator[InMemoryStorage]:
+    from sample_data.build import DemoClock, build_into
+
+    clock = DemoClock()
+    s = InMemoryStorage(clock=clock)
+    build_into(s, clock, embedder="hashing", progress=lambda _m: None, only=["move"])
+    url = register(s)
+    monkeypatch.setenv(services.ENV_VAR, url)
+    yield s
+    services.unregister_storage(url.removeprefix(services.MEMORY_SCHEME))
+
+
+def test_spec_6_5_demo_story_dropped_lane_shows_the_trimmed_gate_code(
+        move_demo: InMemoryStorage, app: Callable[..., AppTest]) -> None:
+    at = app(RUN_PAGE, run="move-gate-small-budget")
+    assert not at.exception
+    captions = [c.value for c in at.caption]
+    assert sum("trimmed by the token limiter" in c for c in captions) >= 6
+    shown = " ".join([*(t.value for t in at.text), *(c.value for c in at.code),
+                      *(m.value for m in at.markdown)])
+    assert "gate code is 4417" in shown
