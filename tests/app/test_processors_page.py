@@ -28,6 +28,11 @@ def trimmed(monkeypatch: pytest.MonkeyPatch) -> Iterator[InMemoryStorage]:
     Runner(storage=s, agents={"a": Agent(name="a", instructions="be brief",
                                          model=ScriptedModel(["ok"]))},
            memory=mem).run("a", run_id="run-1", thread_id="t", resource_id="r", prompt="hi")
+    yield from _served(s, monkeypatch)
+
+
+def _served(s: InMemoryStorage, monkeypatch: pytest.MonkeyPatch) -> Iterator[InMemoryStorage]:
+    """Serve ``s`` to the app for one test."""
     url = register(s)
     monkeypatch.setenv(services.ENV_VAR, url)
     yield s
@@ -49,10 +54,7 @@ def move_demo(monkeypatch: pytest.MonkeyPatch) -> Iterator[InMemoryStorage]:
     clock = DemoClock()
     s = InMemoryStorage(clock=clock)
     build_into(s, clock, embedder="hashing", progress=lambda _m: None, only=["move"])
-    url = register(s)
-    monkeypatch.setenv(services.ENV_VAR, url)
-    yield s
-    services.unregister_storage(url.removeprefix(services.MEMORY_SCHEME))
+    yield from _served(s, monkeypatch)
 
 
 def test_spec_6_5_demo_story_dropped_lane_shows_the_trimmed_gate_code(
