@@ -43,6 +43,7 @@ REFLECTOR_INSTRUCTIONS = (
 
 
 VECTOR_NAMESPACE = "observations"
+RECALL_TOOL_NAME = "recall_observations"
 
 
 def overfetch(top_k: int) -> int:
@@ -459,7 +460,7 @@ class ObservationalMemory:
             return {"matches": out}
 
         spec = ToolSpec(
-            name="recall_observations",
+            name=RECALL_TOOL_NAME,
             description="Search this conversation's observations (compacted history) by "
                         "keyword; set expand to see the original messages.",
             parameters={"type": "object",
@@ -522,5 +523,5 @@ class BackgroundCompactor:
 
 
 __all__ = ["BackgroundCompactor", "ModelByTokens", "ObservationalConfig", "ObservationalMemory", "ObservationMatch",
-           "overfetch", "observe_key",
+           "RECALL_TOOL_NAME", "overfetch", "observe_key",
            "reflect_key", "observer_prompt", "observation_id", "reflection_id"]

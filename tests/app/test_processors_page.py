@@ -7,14 +7,13 @@ from collections.abc import Callable, Iterator
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app import services
 from app.components import RUN_PAGE
 from memory_core.memory import AgentMemory
 from memory_core.models.scripted import ScriptedModel
 from memory_core.runner import Agent, Runner
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.types import Message
-from tests.app.conftest import register
+from tests.app.conftest import served
 from tests.helpers import Tick
 
 
@@ -28,15 +27,7 @@ def trimmed(monkeypatch: pytest.MonkeyPatch) -> Iterator[InMemoryStorage]:
     Runner(storage=s, agents={"a": Agent(name="a", instructions="be brief",
                                          model=ScriptedModel(["ok"]))},
            memory=mem).run("a", run_id="run-1", thread_id="t", resource_id="r", prompt="hi")
-    yield from _served(s, monkeypatch)
-
-
-def _served(s: InMemoryStorage, monkeypatch: pytest.MonkeyPatch) -> Iterator[InMemoryStorage]:
-    """Serve ``s`` to the app for one test."""
-    url = register(s)
-    monkeypatch.setenv(services.ENV_VAR, url)
-    yield s
-    services.unregister_storage(url.removeprefix(services.MEMORY_SCHEME))
+    yield from served(s, monkeypatch)
 
 
 def test_spec_6_5_dropped_lane_says_trimmed_by_the_token_limiter(
@@ -54,7 +45,7 @@ def move_demo(monkeypatch: pytest.MonkeyPatch) -> Iterator[InMemoryStorage]:
     clock = DemoClock()
     s = InMemoryStorage(clock=clock)
     build_into(s, clock, embedder="hashing", progress=lambda _m: None, only=["move"])
-    yield from _served(s, monkeypatch)
+    yield from served(s, monkeypatch)
 
 
 def test_spec_6_5_demo_story_dropped_lane_shows_the_trimmed_gate_code(
