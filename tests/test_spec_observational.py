@@ -301,3 +301,22 @@ def test_spec_8_3_observation_ids_are_thread_qualified_so_threads_never_collide(
     mem.compact_observations("t2")
     ids = [o.id for t in ("t1", "t2") for o in s.memory.list_observations(t)]
     assert ids == ["obs-t1-0000", "obs-t2-0000"]
+
+
+def test_spec_8_1_buffered_run_replays_with_its_composition_and_hands_nothing_off() -> None:
+    from memory_core.replay import replay
+
+    s = InMemoryStorage(clock=Tick())
+    handed: list[str] = []
+    clock = Tick()
+    mem = AgentMemory(s, clock=clock, observational_memory=ObservationalConfig(
+        model=ScriptedModel(["obs A"]), message_threshold=2, buffering=True,
+        on_compact=handed.append))
+    _talk(mem, ["a", "b", "c"])
+    runner = Runner(s, {"a": Agent(name="a", instructions="", model=ScriptedModel(["ok"]))},
+                    memory=mem, clock=clock)
+    runner.run("a", run_id="run1", thread_id="t1", prompt="d")
+    assert handed == ["t1"]
+    mem.compact_observations("t1")  # observations made after the run do not change it
+    report = replay(s, "run1", memory=mem)
+    assert report.prompt_checked and handed == ["t1"]
