@@ -7,9 +7,12 @@ Nothing here computes from storage; it only turns view objects into widgets.
 from __future__ import annotations
 
 import html
+import json
 import re
 import string
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import plotly.graph_objects as go
 import streamlit as st
@@ -221,3 +224,39 @@ def pick_run(url: str) -> tuple[str, list[views.RunSummary]]:
         format_func=lambda rid: f"{rid} ({status[rid]})")
     set_query_params({"run": run_id})
     return str(run_id), thread_runs
+
+
+@dataclass(frozen=True)
+class RecalledObservation:
+    """An observation the ``recall_observations`` tool returned during a run."""
+
+    call_id: str
+    id: str
+    thread_id: str
+    text: str
+    from_seq: int | None
+    to_seq: int | None
+    score: float | None
+
+
+def recalled_observations(tool_calls: Sequence[Any]) -> list[RecalledObservation]:
+    """The observations a run's ``recall_observations`` tool calls returned, in call
+    order, with their source ranges (SPEC §8.9–8.10); failed calls return none."""
+    from memory_core.observational import RECALL_TOOL_NAME
+
+    out: list[RecalledObservation] = []
+    for t in tool_calls:
+        if t.name != RECALL_TOOL_NAME or t.status != "ok":
+            continue
+        try:
+            matches = json.loads(t.result).get("matches", [])
+        except (ValueError, AttributeError):
+            continue
+        for m in matches if isinstance(matches, list) else []:
+            if not isinstance(m, dict):
+                continue
+            rng = m.get("range")
+            lo, hi = (rng if isinstance(rng, list) and len(rng) == 2 else (None, None))
+            out.append(RecalledObservation(t.call_id, str(m.get("id")), str(m.get("thread_id")),
+                                           str(m.get("text", "")), lo, hi, m.get("score")))
+    return out

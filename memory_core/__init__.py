@@ -34,6 +34,7 @@ _EXPORTS: dict[str, str] = {
     "RecallHit": "memory_core.recall",
     "WorkingMemoryConfig": "memory_core.working_memory",
     "ObservationalConfig": "memory_core.observational",
+    "ModelByTokens": "memory_core.observational",
     "Composition": "memory_core.prompt", "FrozenPrompt": "memory_core.prompt",
     "PromptItem": "memory_core.prompt", "Memctx": "memory_core.provenance",
     "HashingEmbedder": "memory_core.embedders", "MiniLMEmbedder": "memory_core.minilm",

@@ -141,11 +141,22 @@ def working_memory_lane(wm: WorkingMemory, turn: Turn) -> SystemBlock:
 class Observed:
     observed_seq: int  # messages up to here are covered by observations
     block: SystemBlock | None  # None: no active observation
+    # buffering handed compaction off (SPEC §8.1): the lane holds what was ready
+    pending: bool = False
 
 
-def observation_lane(om: ObservationalMemory, thread_id: str) -> Observed:
-    om.compact(thread_id)
-    return Observed(om.observed_seq(thread_id), observations_block(om.active(thread_id)))
+def observation_lane(om: ObservationalMemory, thread_id: str,
+                     hand_off: Callable[[str], object] | None = None) -> Observed:
+    """Compact (or, buffering, hand compaction to ``hand_off`` when over the threshold
+    and use what is ready), then the active observations and what they cover."""
+    pending = False
+    if hand_off is None:
+        om.compact(thread_id)
+    elif om.needs_compaction(thread_id):
+        hand_off(thread_id)
+        pending = True
+    return Observed(om.observed_seq(thread_id), observations_block(om.active(thread_id)),
+                    pending)
 
 
 def observations_block(observations: Sequence[Observation]) -> SystemBlock | None:
@@ -345,7 +356,8 @@ def provenance(draft: Draft, *, settings: CompositionSettings, tokens: LaneToken
         echo_trimmed=trim.echo_trimmed,
         scope_snapshot=recall.scope_snapshot or {turn.thread_id: trim.history_end},
         processed=list(draft.processed), over_budget=max(0, tokens.total - budget)
-        if budget is not None else 0, **extra)
+        if budget is not None else 0,
+        observations_pending=bool(draft.observed and draft.observed.pending), **extra)
 
 
 def _trimmed_ref(t: Trimmed) -> MessageRef:

@@ -5,7 +5,7 @@ together with the provenance record (Memctx) that says why each message is there
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -36,12 +36,17 @@ from memory_core.provenance import CompositionSettings
 from memory_core.storage.base import Storage
 from memory_core.storage.common import Clock, utc_now
 from memory_core.tokens import TokenCounter, counter_label, estimate_tokens
-from memory_core.types import AppendRow, Message, StoredMessage, Thread
+from memory_core.types import AppendRow, Message, Observation, StoredMessage, Thread
 from memory_core.working_memory import KeyLocks, WorkingMemory, WorkingMemoryConfig
 
 if TYPE_CHECKING:
     from memory_core.journal import TitleRecord
-    from memory_core.observational import ObservationalConfig, ObservationalMemory
+    from memory_core.observational import (
+        BackgroundCompactor,
+        ObservationalConfig,
+        ObservationalMemory,
+        ObservationMatch,
+    )
     from memory_core.recall import RecallConfig, RecallEngine, RecallHit
 
 __all__ = ["AgentMemory", "thread_title", "token_text"]
@@ -148,7 +153,8 @@ class AgentMemory:
     step 4); ``token_budget=N`` is shorthand for a ``TokenLimiter(N)`` run last.
     ``generate_title`` is a model (``complete(messages, tools)``) asked for a thread
     title on a thread's first turn run by the Runner, journaled under ``<run>:title``
-    (SPEC §2.5; see ``title_thread``).
+    (SPEC §2.5; see ``title_thread``). ``observation_tool=True`` opts in to the
+    ``recall_observations`` tool (SPEC §8.10; never registered otherwise).
     """
 
     def __init__(self, storage: Storage, embed: Embedder | None = None, recent_n: int = 6,
@@ -158,7 +164,7 @@ class AgentMemory:
                  token_counter: TokenCounter = estimate_tokens,
                  clock: Clock = utc_now, *, token_budget: int | None = None,
                  processors: Sequence[InputProcessor] = (),
-                 generate_title: Any = None) -> None:
+                 generate_title: Any = None, observation_tool: bool = False) -> None:
         if not isinstance(storage, Storage):
             raise InvalidInputError(
                 f"storage must be a memory_core Storage, got {type(storage).__name__}")
@@ -185,6 +191,10 @@ class AgentMemory:
                 "generate_title must be a model with complete(messages, tools), got "
                 f"{type(generate_title).__name__}")
         self.generate_title = generate_title
+        if observation_tool and observational_memory is None:
+            raise InvalidInputError("observation_tool=True needs observational_memory "
+                                    "(there are no observations to recall without it)")
+        self.observation_tool = bool(observation_tool)
         self.storage = storage
         self.embed = embed
         self.recent_n = recent_n
@@ -198,6 +208,7 @@ class AgentMemory:
                     if working_memory is not None else None)
         self._engine: RecallEngine | None = None
         self._om: ObservationalMemory | None = None
+        self._compactor: BackgroundCompactor | None = None
         self._lazy_lock = threading.Lock()
 
     @classmethod
@@ -228,6 +239,54 @@ class AgentMemory:
                                token_counter=self.token_counter, clock=self.clock,
                                embed=self.embed)
             return self._om
+
+    def _hand_off(self) -> Callable[[str], object] | None:
+        """Where buffered observational memory hands compaction (None: not buffered)."""
+        config = self.observational_config
+        if config is None or not config.buffering:
+            return None
+        if config.on_compact is not None:
+            return config.on_compact
+        om = self._observational()
+        with self._lazy_lock:
+            if self._compactor is None:
+                from memory_core.observational import BackgroundCompactor as _BC
+
+                self._compactor = _BC(om)
+            return self._compactor
+
+    # -- observational memory (SPEC §8) ------------------------------------------------
+    def _require_om(self) -> ObservationalMemory:
+        if self.observational_config is None:
+            raise InvalidInputError("observational memory is off; pass "
+                                    "observational_memory=ObservationalConfig(...)")
+        return self._observational()
+
+    def compact_observations(self, thread_id: str) -> list[Observation]:
+        """Compact the thread now (what ``on_compact`` is asked to arrange when
+        buffering); returns the observations added."""
+        _check_id("thread_id", thread_id)
+        return self._require_om().compact(thread_id)
+
+    def wait_for_observations(self, timeout: float | None = None) -> bool:
+        """Join the background compactions of buffered observational memory; False
+        when one still runs at ``timeout``."""
+        return self._compactor.wait(timeout) if self._compactor is not None else True
+
+    def recall_observations(self, query: str, *, thread_id: str, top_k: int = 5,
+                            threshold: float = 0.0,
+                            semantic: bool | None = None) -> list[ObservationMatch]:
+        """SPEC §8.8–8.9: the thread's observations matching ``query`` — by cosine over
+        the stored observation vectors when an embedder is set (top_k 5, threshold 0),
+        else by case-insensitive substring — condensed ones included."""
+        _check_id("thread_id", thread_id)
+        return self._require_om().recall_observations(
+            thread_id, query, semantic=semantic, top_k=top_k, threshold=threshold)
+
+    def observation_recall_tool(self, thread_id: str) -> Tool:
+        """The opt-in ``recall_observations({query, expand?})`` tool of a thread."""
+        _check_id("thread_id", thread_id)
+        return self._require_om().recall_tool(thread_id)
 
     # -- threads ------------------------------------------------------------------------
     def _ensure_thread(self, thread_id: str, resource_id: str | None,
@@ -372,14 +431,18 @@ class AgentMemory:
 
     def tools(self, *, thread_id: str, resource_id: str | None = None) -> list[Tool]:
         """The tools memory offers the model: the working-memory update tool, unless
-        working memory is off or read-only."""
+        working memory is off or read-only, and the observation recall tool when
+        ``observation_tool`` opted in."""
         _check_id("thread_id", thread_id)
-        if self._wm is None or self._wm.config.read_only:
-            return []
-        if resource_id is None:
-            thread = self.storage.memory.get_thread(thread_id)
-            resource_id = thread.resource_id if thread else None
-        return [self._wm.tool(thread_id, resource_id)]
+        out: list[Tool] = []
+        if self._wm is not None and not self._wm.config.read_only:
+            if resource_id is None:
+                thread = self.storage.memory.get_thread(thread_id)
+                resource_id = thread.resource_id if thread else None
+            out.append(self._wm.tool(thread_id, resource_id))
+        if self.observation_tool:
+            out.append(self.observation_recall_tool(thread_id))
+        return out
 
     # -- composition --------------------------------------------------------------------
     def settings(self) -> CompositionSettings:
@@ -424,7 +487,7 @@ class AgentMemory:
                     thread)
         trim = trim_input(store, thread_id, given, self.recent_n)
         wm = working_memory_lane(self._wm, turn) if self._wm is not None else None
-        observed = (observation_lane(self._observational(), thread_id)
+        observed = (observation_lane(self._observational(), thread_id, self._hand_off())
                     if self.observational_config is not None else None)
         window = recent_window(store, thread_id, trim, self.recent_n,
                                observed.observed_seq if observed else None)

@@ -177,6 +177,10 @@ class Memctx(BaseModel):
     # tokens the prompt still exceeds the token budget by: instructions and the input
     # never give way, so when they alone exceed it the prompt goes out over budget
     over_budget: int = 0
+    # observational memory with buffering (SPEC §8.1): the unobserved history was over
+    # the threshold, compaction was handed off and the prompt used the observations
+    # ready then (the ones in ``observations``); replay reads this frozen record
+    observations_pending: bool = False
     source: Literal["composed", "imported"] = "composed"
     unknown_fields: list[str] = Field(default_factory=list)
 
@@ -197,7 +201,8 @@ class Memctx(BaseModel):
 
     @model_serializer(mode="wrap")
     def _omit_unused(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        return _omit_defaults(handler(self), {"processed": [], "over_budget": 0})
+        return _omit_defaults(handler(self), {"processed": [], "over_budget": 0,
+                                                "observations_pending": False})
 
 
 def _omit_defaults(data: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:

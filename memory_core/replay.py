@@ -360,11 +360,17 @@ def _rebind(memory: AgentMemory, storage: Storage) -> AgentMemory:
 
     om = memory.observational_config
     if om is not None:
-        om = om.model_copy(update={"model": RaisingModel()})
+        # buffered: re-composing uses what the snapshot holds and hands nothing off
+        om = om.model_copy(update={"model": RaisingModel(),
+                                   "on_compact": _no_hand_off if om.buffering else None})
     return _AgentMemory(storage, embed=memory.embed, recent_n=memory.recent_n,
                         recall=memory.recall_config, working_memory=memory.working_memory_config,
                         observational_memory=om, token_counter=memory.token_counter,
-                        clock=memory.clock)
+                        clock=memory.clock, processors=memory.processors)
+
+
+def _no_hand_off(thread_id: str) -> None:
+    """``on_compact`` of a re-composition: replay never starts an observer."""
 
 
 def _check_prompt(storage: Storage, run_id: str, memory: AgentMemory, prompt: FrozenPrompt,

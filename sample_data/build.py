@@ -26,11 +26,12 @@ from memory_core.types import Message, Part, TextPart, ToolCallPart
 from memory_core.working_memory import WorkingMemoryConfig
 from sample_data.scenarios import Legacy, Scenario, Turn
 from sample_data.scenarios.home import HOME
+from sample_data.scenarios.move import MOVE
 from sample_data.scenarios.support import SUPPORT
 from sample_data.scenarios.tech import TECH
 from sample_data.scenarios.trip import TRIP, TripPlan
 
-SCENARIOS: list[Scenario] = [SUPPORT, TRIP, TECH, HOME]
+SCENARIOS: list[Scenario] = [SUPPORT, TRIP, TECH, HOME, MOVE]
 SCHEMAS = {"TripPlan": TripPlan}
 MODELS = ("reader", "openai")  # what answers the question turns
 EPOCH = datetime(2027, 3, 1, 9, 0, tzinfo=UTC)
@@ -121,7 +122,8 @@ def make_memory(storage: Storage, embed: Embedder, profile: dict[str, Any],
         om = ObservationalConfig(model=ExtractiveSummarizer(),
                                  token_threshold=profile["observational"]["token_threshold"])
     return AgentMemory(storage=storage, embed=embed, recent_n=profile["recent_n"],
-                       recall=recall, working_memory=wm, observational_memory=om, clock=clock)
+                       recall=recall, working_memory=wm, observational_memory=om, clock=clock,
+                       token_budget=profile.get("token_budget"))
 
 
 def _history_script(run_id: str, turn: Turn) -> list[ModelResponse]:

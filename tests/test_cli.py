@@ -95,7 +95,7 @@ def test_demo_builds_a_database(tmp_path: Path) -> None:
     path = tmp_path / "out" / "demo.duckdb"
     res = memwb("demo", "--db", str(path), "--embedder", "hashing")
     assert f"demo database written to {path}" in ok(res)
-    assert "[1/4] " in res.stderr and "[4/4] " in res.stderr  # progress goes to stderr
+    assert "[1/5] " in res.stderr and "[5/5] " in res.stderr  # progress goes to stderr
     storage = DuckDBStorage(str(path), read_only=True)
     try:
         assert storage.runs.get_run("support-3-forgot") is not None

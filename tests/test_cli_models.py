@@ -13,6 +13,7 @@ import pytest
 from memory_core.journal import load_run
 from memory_core.registry import recorded_identity
 from memory_core.storage.duckdb import DuckDBStorage
+from sample_data.build import SCENARIOS
 from tests.fake_provider.server import FakeProvider
 from tests.fake_provider.validation import validate_request
 from tests.test_cli import error_line, memwb, ok
@@ -74,7 +75,7 @@ def test_demo_with_model_openai_plays_every_story_against_the_server(
         storage.close()
     # the server answered the questions, playback said the history
     assert {s.kind for s in steps} == {"openai", "scripted"}
-    assert len(threads) == 4
+    assert len(threads) == len(SCENARIOS)
     bodies = server.chat_bodies
     assert len(bodies) == sum(s.kind == "openai" for s in steps) >= 12
     assert {b["model"] for b in bodies} == {"fake-model"}

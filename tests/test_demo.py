@@ -89,3 +89,31 @@ def test_the_stories_have_their_moments(demo: tuple[InMemoryStorage, list[str]])
     wm_calls = [k for k, v in storage.runs.list("trip-") if ":tool:" in k
                 and v["name"] == "update_working_memory"]
     assert len(wm_calls) >= 5
+
+
+def test_spec_6_5_demo_story_the_token_budget_trims_the_gate_code(
+        demo: tuple[InMemoryStorage, list[str]]) -> None:
+    """The fifth story: the token limiter removes the gate code from the small-budget
+    run (provenance and why-forgotten say so) and the answer goes; the large-budget run
+    keeps it and answers."""
+    from memory_core.analysis.forgotten import why_forgotten
+    from sample_data.scenarios.move import GATE_FACT
+
+    storage, ids = demo
+    assert {"move-gate-small-budget", "move-gate-large-budget"} <= set(ids)
+    fact = next(m for m in storage.memory.get_messages("new-flat") if m.text() == GATE_FACT)
+    small = storage.runs.get("move-gate-small-budget:memctx")
+    gone = next(d for d in small["dropped"] if d["seq"] == fact.seq)
+    assert gone["reason"] == "token-limit" and gone["thread_id"] == "new-flat"
+    assert any(p["processor"] == "token-limiter" and p["seq"] == fact.seq
+               and p["action"] == "removed" for p in small["processed"])
+    assert small["settings"]["processors"][0]["limit"] == 160
+    assert "I don't know" in storage.runs.get("move-gate-small-budget:output")["text"]
+    e = why_forgotten(storage, "move-gate-small-budget", ("new-flat", fact.seq))
+    assert e.fate == "trimmed-by-token-limit" and not e.reached_model
+
+    large = storage.runs.get("move-gate-large-budget:memctx")
+    assert large["dropped"] == [] and large["settings"]["processors"][0]["limit"] == 1000
+    assert "4417" in storage.runs.get("move-gate-large-budget:output")["text"]
+    assert why_forgotten(storage, "move-gate-large-budget",
+                         ("new-flat", fact.seq)).fate == "recent"

@@ -47,7 +47,7 @@ def test_threshold_4_ten_messages_one_call_range_0_7() -> None:
     assert om.render("t1") == "# Observations\nobs A"
     rec = jget(s, observe_key("t1", 0))
     assert rec == {"v": 1, "text": "obs A", "from_seq": 0, "to_seq": 7,
-                   "kept_seqs": list(range(8))}
+                   "kept_seqs": list(range(8)), "model": "scripted", "tokens": 32}
     # the observer saw its instruction and every message labelled by seq
     seen = model.seen[0]
     assert seen[0].role == "system" and len(seen) == 9
@@ -204,7 +204,8 @@ def test_reflection_condenses_past_the_observation_threshold() -> None:
     r = added[-1]
     assert r.source_ids == ["obs-t1-0000", "obs-t1-0001", "obs-t1-0002"]
     assert s.runs.get(reflect_key("t1", 0)) == {"v": 1, "text": "reflected",
-                                                 "source_ids": r.source_ids}
+                                                 "source_ids": r.source_ids,
+                                                 "model": "scripted", "tokens": 3}
     assert (om.observe_seq("t1"), om.reflect_seq("t1"), om.observed_seq("t1")) == (3, 1, 7)
     assert [o.id for o in om.active("t1")] == ["obs-t1-r0000"]
     assert om.render("t1") == "# Observations\nreflected"

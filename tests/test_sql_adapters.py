@@ -70,11 +70,14 @@ def _reopen(s: Storage) -> Storage:
     return PostgresStorage(pg_server.postgres_dsn(), schema=s.schema)
 
 
+ALL_VERSIONS = [m.version for m in schema.MIGRATIONS]
+
+
 def test_migrations_are_recorded_once(sql_store: Storage) -> None:
     versions = "SELECT version FROM schema_migrations ORDER BY version"
-    assert [r[0] for r in _raw(sql_store, versions)] == [1, 2]
+    assert [r[0] for r in _raw(sql_store, versions)] == ALL_VERSIONS
     _reopen(sql_store).close()
-    assert [r[0] for r in _raw(sql_store, versions)] == [1, 2]
+    assert [r[0] for r in _raw(sql_store, versions)] == ALL_VERSIONS
 
 
 def test_old_schema_is_migrated_with_backfilled_thread_counters(
@@ -83,7 +86,7 @@ def test_old_schema_is_migrated_with_backfilled_thread_counters(
     seq from the messages it already holds, and keeps them from then on."""
     # rebuild the database as the first schema left it, then write rows as that code did
     for table in ("schema_migrations", "messages", "threads", "meta", "working_memory",
-                  "observations", "journal", "runs"):
+                  "observations", "observation_vectors", "journal", "runs"):
         _raw(sql_store, f"DROP TABLE {table}")
     sql_store.close()
     monkeypatch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:1])
@@ -105,7 +108,7 @@ def test_old_schema_is_migrated_with_backfilled_thread_counters(
     s = _reopen(sql_store)
     try:
         versions = "SELECT version FROM schema_migrations ORDER BY version"
-        assert [r[0] for r in _raw(s, versions)] == [1, 2]
+        assert [r[0] for r in _raw(s, versions)] == ALL_VERSIONS
         m = s.memory
         assert m.thread_stats(["gappy", "empty", "one", "ghost"]) == {
             "gappy": (4, 7), "empty": (0, -1), "one": (1, 3)}

@@ -18,6 +18,7 @@ from app.components import (
     link_to_message,
     literal,
     pick_run,
+    recalled_observations,
     score_chart,
     token_bar,
 )
@@ -106,6 +107,18 @@ for tab, lv in zip(tabs, view.lanes, strict=True):
                         link_to_message(src.thread_id, src.from_seq, to_seq=src.to_seq,
                                         label=f"observation {src.observation_id}: source "
                                               f"{src.thread_id} #{src.from_seq}–{src.to_seq}")
+        if lv.lane == "observations":
+            for j, ro in enumerate(recalled_observations(view.tool_calls)):
+                if j == 0:
+                    st.caption("Recalled during the run by the recall_observations tool")
+                with st.container(border=True, key=f"recalled-obs-{j}"):
+                    score = f" · score {ro.score:.3f}" if ro.score is not None else ""
+                    st.caption(escape_md(f"observation {ro.id} · call {ro.call_id}{score}"))
+                    literal(ro.text)
+                    if ro.from_seq is not None:
+                        link_to_message(ro.thread_id, ro.from_seq, to_seq=ro.to_seq,
+                                        label=f"source {ro.thread_id} "
+                                              f"#{ro.from_seq}–{ro.to_seq}")
 
 st.markdown("#### Settings")
 if view.settings:

@@ -152,6 +152,11 @@ class ObserverKeys:
     def reflect(self, n: int) -> str:
         return f"{self.prefix}reflect:{n}"
 
+    def vector(self, level: int, n: int) -> str:
+        """The id of observation ``n`` of ``level``'s vector in the observation vector
+        store (SPEC §8.9 ``om:<tid>:<level>:<seq>``; not a journal key)."""
+        return f"om:{_escape(self.thread_id)}:{level}:{n}"
+
     @property
     def legacy_prefix(self) -> str:
         """Where code before the escaping wrote this thread's records."""

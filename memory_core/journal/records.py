@@ -140,6 +140,10 @@ class ObserveRecord(_Record):
     from_seq: int
     to_seq: int
     kept_seqs: list[int] = Field(default_factory=list)
+    # the model that answered and the block's tokens it was chosen by (SPEC §8.4 tiers);
+    # None in records written before tiers existed
+    model: str | None = None
+    tokens: int | None = None
 
 
 class ReflectRecord(_Record):
@@ -148,6 +152,8 @@ class ReflectRecord(_Record):
     v: int = 1
     text: str
     source_ids: list[str] = Field(default_factory=list)
+    model: str | None = None
+    tokens: int | None = None
 
 
 # -- upgrades -------------------------------------------------------------------------

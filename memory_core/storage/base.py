@@ -46,6 +46,34 @@ class EmbeddingBlock:
         return int(self.seqs.shape[0])
 
 
+@dataclass(frozen=True)
+class ObservationVector:
+    """One stored observation vector (SPEC §8.9): ``id`` is ``om:<tid>:<level>:<seq>``,
+    ``metadata`` holds ``thread_id, level, from_seq, to_seq, obs_id`` plus the owner and
+    namespace labels; ``vector`` is float32 and ``score`` is set by a query."""
+
+    id: str
+    thread_id: str
+    vector: np.ndarray
+    metadata: dict[str, Any]
+    score: float | None = None
+
+
+def check_observation_vector(v: ObservationVector) -> np.ndarray:
+    """The vector as a finite 1-d float32 array; InvalidInputError naming the id
+    otherwise (nothing is written)."""
+    from memory_core.errors import InvalidInputError
+
+    if not isinstance(v.id, str) or not v.id or not isinstance(v.thread_id, str):
+        raise InvalidInputError(f"observation vector id and thread_id must be strings, "
+                                f"got {v.id!r}, {v.thread_id!r}")
+    arr = np.asarray(v.vector, dtype=np.float32)
+    if arr.ndim != 1 or arr.shape[0] == 0 or not np.all(np.isfinite(arr)):
+        raise InvalidInputError(f"observation vector '{v.id}' must be a finite non-empty "
+                                f"1-d vector, got shape {arr.shape}")
+    return arr
+
+
 class ThreadCounts(NamedTuple):
     """A thread's message count and highest seq (-1 when empty), and when the thread
     was created (a thread erased and made again under the same id differs in it)."""
@@ -215,6 +243,35 @@ class MemoryStore:
 
     def mark_condensed(self, observation_ids: Sequence[str]) -> None:
         raise NotImplementedError
+
+    def put_observation_vectors(self, vectors: Sequence[ObservationVector]) -> None:
+        """Store observation vectors all-or-nothing; an existing id is kept (first write
+        wins). ``delete_thread`` removes the thread's vectors with its observations."""
+        raise NotImplementedError
+
+    def list_observation_vectors(self, thread_id: str | None = None) -> list[ObservationVector]:
+        """Stored observation vectors (of one thread, or all), ordered by id."""
+        raise NotImplementedError
+
+    def query_observation_vectors(self, query: np.ndarray,
+                                  top_k: int) -> list[ObservationVector]:
+        """The ``top_k`` stored observation vectors (every thread) most cosine-similar to
+        ``query``, best first, ties by id, each with its ``score`` — the vector store's
+        query the reference over-fetches from (SPEC §8.9)."""
+        from memory_core.vectors import cosine_to
+
+        stored = self.list_observation_vectors()
+        if not stored or top_k < 1:
+            return []
+        q = np.asarray(query, dtype=np.float32).reshape(-1)
+        same = [v for v in stored if v.vector.shape[0] == q.shape[0]]
+        if not same:
+            return []
+        scores = cosine_to(np.stack([v.vector for v in same]), q)
+        order = sorted(range(len(same)), key=lambda i: (-float(scores[i]), same[i].id))
+        return [ObservationVector(same[i].id, same[i].thread_id, same[i].vector,
+                                  dict(same[i].metadata), round(float(scores[i]), 6))
+                for i in order[:top_k]]
 
     # -- erasure (memory side only; Storage.erase_* also clears the journal) --------
     def redact_message(self, thread_id: str, seq: int, message: Message) -> bool:

@@ -20,9 +20,11 @@ from memory_core.storage.base import (
     THREAD_WM_PREFIX,
     EmbeddingBlock,
     MemoryStore,
+    ObservationVector,
     RunJournal,
     Storage,
     ThreadCounts,
+    check_observation_vector,
 )
 from memory_core.storage.common import (
     Clock,
@@ -71,6 +73,7 @@ class InMemoryMemoryStore(MemoryStore):
         self._rows: dict[str, dict[int, _Row]] = {}
         self._wm: dict[str, Any] = {}
         self._obs: dict[str, Observation] = {}
+        self._obs_vecs: dict[str, ObservationVector] = {}
         self._dim: int | None = None
         # thread -> (row count, max seq) when last computed: rows are only ever added
         # to a thread (or the thread dropped whole), so an unchanged count means an
@@ -331,6 +334,24 @@ class InMemoryMemoryStore(MemoryStore):
                 if oid in self._obs:
                     self._obs[oid] = self._obs[oid].model_copy(update={"condensed": True})
 
+    def put_observation_vectors(self, vectors: Sequence[ObservationVector]) -> None:
+        items = []
+        for v in vectors:
+            arr = check_observation_vector(v)
+            meta = decode_json(json_or_invalid(f"metadata of observation vector '{v.id}'",
+                                               v.metadata))
+            items.append(ObservationVector(v.id, v.thread_id, arr.copy(), meta))
+        with self._lock:
+            for item in items:
+                self._obs_vecs.setdefault(item.id, item)
+
+    def list_observation_vectors(self, thread_id: str | None = None) -> list[ObservationVector]:
+        with self._lock:
+            out = [ObservationVector(v.id, v.thread_id, v.vector.copy(), copy.deepcopy(v.metadata))
+                   for v in self._obs_vecs.values()
+                   if thread_id is None or v.thread_id == thread_id]
+        return sorted(out, key=lambda v: v.id)
+
     # -- erasure
     def redact_message(self, thread_id: str, seq: int, message: Message) -> bool:
         with self._lock:
@@ -354,6 +375,8 @@ class InMemoryMemoryStore(MemoryStore):
             obs = [oid for oid, o in self._obs.items() if o.thread_id == thread_id]
             for oid in obs:
                 del self._obs[oid]
+            for vid in [k for k, v in self._obs_vecs.items() if v.thread_id == thread_id]:
+                del self._obs_vecs[vid]
             return ErasureReport(threads=[thread_id], messages=len(rows),
                                  embeddings=sum(1 for r in rows.values() if r.vec is not None),
                                  working_memory=wm, observations=len(obs))

@@ -10,7 +10,7 @@ order, inside the caller's write transaction.
 Tables: ``meta`` (the store's fixed embedding dimension), ``threads`` (with each
 thread's message count and highest seq, kept by every message write), ``messages``
 (the message as canonical JSON in ``body``, its lowered text for search, the vector as
-float32 bytes, or DuckDB's ``FLOAT[]``), ``working_memory``, ``observations``, ``journal`` (``pos`` gives the
+float32 bytes, or DuckDB's ``FLOAT[]``), ``working_memory``, ``observations``, ``observation_vectors``, ``journal`` (``pos`` gives the
 write order) and ``runs``. Times are stored twice: ISO text with its offset (exact
 round trip) and integer microseconds since the epoch (for ordering).
 """
@@ -109,10 +109,24 @@ def _thread_counters(d: Dialect) -> tuple[str, ...]:
     )
 
 
-# Append-only: add Migration(3, ...) at the end, never edit a shipped one.
+def _observation_vectors(d: Dialect) -> tuple[str, ...]:
+    """Observation vectors (SPEC §8.9), one row per vector id ``om:<tid>:<level>:<seq>``:
+    the vector as JSON floats (float32 values round-trip exactly; observations are few,
+    so no engine-specific column) and its metadata as JSON."""
+    t = d.text
+    return (
+        f"CREATE TABLE IF NOT EXISTS observation_vectors (id {t} PRIMARY KEY,"
+        f" thread_id {t} NOT NULL, metadata {t} NOT NULL, vector {t} NOT NULL)",
+        *d.index("CREATE INDEX IF NOT EXISTS observation_vectors_by_thread"
+                 " ON observation_vectors (thread_id)"),
+    )
+
+
+# Append-only: add Migration(4, ...) at the end, never edit a shipped one.
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial schema", _initial),
     Migration(2, "per-thread message count and max seq", _thread_counters),
+    Migration(3, "observation vectors", _observation_vectors),
 )
 
 MIGRATIONS_TABLE = ("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY,"

@@ -33,9 +33,11 @@ from memory_core.storage import schema
 from memory_core.storage.base import (
     EmbeddingBlock,
     MemoryStore,
+    ObservationVector,
     RunJournal,
     Storage,
     ThreadCounts,
+    check_observation_vector,
 )
 from memory_core.storage.common import (
     Clock,
@@ -584,6 +586,29 @@ class SqlMemoryStore(MemoryStore):
                 tx.execute(f"UPDATE observations SET condensed = 1 WHERE id IN"
                            f" ({_marks(len(part))})", part)
 
+    def put_observation_vectors(self, vectors: Sequence[ObservationVector]) -> None:
+        rows = [(v.id, v.thread_id,
+                 json_or_invalid(f"metadata of observation vector '{v.id}'", v.metadata),
+                 json.dumps([float(x) for x in check_observation_vector(v)]))
+                for v in vectors]
+        if not rows:
+            return
+        with self._db.write("put_observation_vectors") as tx:
+            for r in rows:
+                tx.execute("INSERT INTO observation_vectors (id, thread_id, metadata, vector)"
+                           " VALUES (?, ?, ?, ?) ON CONFLICT (id) DO NOTHING", r)
+
+    def list_observation_vectors(self, thread_id: str | None = None) -> list[ObservationVector]:
+        sql = "SELECT id, thread_id, metadata, vector FROM observation_vectors"
+        params: tuple[Any, ...] = ()
+        if thread_id is not None:
+            sql, params = sql + " WHERE thread_id = ?", (thread_id,)
+        with self._db.read("list_observation_vectors") as tx:
+            rows = tx.query(sql + " ORDER BY id", params)
+        return [ObservationVector(str(r[0]), str(r[1]),
+                                  np.asarray(json.loads(r[3]), dtype=np.float32),
+                                  decode_json(r[2])) for r in rows]
+
     # -- erasure -------------------------------------------------------------------
     def redact_message(self, thread_id: str, seq: int, message: Message) -> bool:
         text = message.text()
@@ -607,6 +632,7 @@ class SqlMemoryStore(MemoryStore):
             key = f"thread:{thread_id}"
             wm = [key] if self._delete_wm(tx, key) else []
             n_obs = tx.execute("DELETE FROM observations WHERE thread_id = ?", (thread_id,))
+            tx.execute("DELETE FROM observation_vectors WHERE thread_id = ?", (thread_id,))
             tx.execute("DELETE FROM threads WHERE id = ?", (thread_id,))
             return ErasureReport(threads=[thread_id], messages=int(n_msg),
                                  embeddings=int(n_vec), working_memory=wm,

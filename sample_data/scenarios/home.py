@@ -105,4 +105,4 @@ HOME = Scenario(
                                                       "scope": "resource"}}},
 )
 
-ALL_SCENARIOS_NOTE = "support, trip, tech, home"
+ALL_SCENARIOS_NOTE = "support, trip, tech, home, move"

@@ -29,6 +29,15 @@ def register(storage: InMemoryStorage) -> str:
     return services.register_storage(f"apptest{next(_names)}", storage)
 
 
+def served(storage: InMemoryStorage,
+           monkeypatch: pytest.MonkeyPatch) -> Iterator[InMemoryStorage]:
+    """Serve ``storage`` to the app for one test (``yield from`` it in a fixture)."""
+    url = register(storage)
+    monkeypatch.setenv(services.ENV_VAR, url)
+    yield storage
+    services.unregister_storage(url.removeprefix(services.MEMORY_SCHEME))
+
+
 @pytest.fixture()
 def populated(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[InMemoryStorage, FixtureInfo]]:
     clock = fixed_clock()

@@ -7,14 +7,13 @@ from collections.abc import Callable, Iterator
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app import services
 from app.components import RUN_PAGE
 from memory_core.memory import AgentMemory
 from memory_core.models.scripted import ScriptedModel
 from memory_core.runner import Agent, Runner
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.types import Message
-from tests.app.conftest import register
+from tests.app.conftest import served
 from tests.helpers import Tick
 
 
@@ -28,10 +27,7 @@ def trimmed(monkeypatch: pytest.MonkeyPatch) -> Iterator[InMemoryStorage]:
     Runner(storage=s, agents={"a": Agent(name="a", instructions="be brief",
                                          model=ScriptedModel(["ok"]))},
            memory=mem).run("a", run_id="run-1", thread_id="t", resource_id="r", prompt="hi")
-    url = register(s)
-    monkeypatch.setenv(services.ENV_VAR, url)
-    yield s
-    services.unregister_storage(url.removeprefix(services.MEMORY_SCHEME))
+    yield from served(s, monkeypatch)
 
 
 def test_spec_6_5_dropped_lane_says_trimmed_by_the_token_limiter(
@@ -40,3 +36,24 @@ def test_spec_6_5_dropped_lane_says_trimmed_by_the_token_limiter(
     assert not at.exception
     captions = [c.value for c in at.caption]
     assert sum("trimmed by the token limiter" in c for c in captions) >= 1
+
+
+@pytest.fixture()
+def move_demo(monkeypatch: pytest.MonkeyPatch) -> Iterator[InMemoryStorage]:
+    from sample_data.build import DemoClock, build_into
+
+    clock = DemoClock()
+    s = InMemoryStorage(clock=clock)
+    build_into(s, clock, embedder="hashing", progress=lambda _m: None, only=["move"])
+    yield from served(s, monkeypatch)
+
+
+def test_spec_6_5_demo_story_dropped_lane_shows_the_trimmed_gate_code(
+        move_demo: InMemoryStorage, app: Callable[..., AppTest]) -> None:
+    at = app(RUN_PAGE, run="move-gate-small-budget")
+    assert not at.exception
+    captions = [c.value for c in at.caption]
+    assert sum("trimmed by the token limiter" in c for c in captions) >= 6
+    shown = " ".join([*(t.value for t in at.text), *(c.value for c in at.code),
+                      *(m.value for m in at.markdown)])
+    assert "gate code is 4417" in shown
