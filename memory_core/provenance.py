@@ -177,7 +177,8 @@ class Memctx(BaseModel):
     # tokens the prompt still exceeds the token budget by: instructions and the input
     # never give way, so when they alone exceed it the prompt goes out over budget
     over_budget: int = 0
-    source: Literal["composed", "imported"] = "composed"
+    # "messages-only": the memory offered only get_messages (SPEC §6.8, other_memory.py)
+    source: Literal["composed", "imported", "messages-only"] = "composed"
     unknown_fields: list[str] = Field(default_factory=list)
 
     def is_unknown(self, field: str) -> bool:
@@ -194,6 +195,10 @@ class Memctx(BaseModel):
     @property
     def imported(self) -> bool:
         return self.source == "imported"
+
+    @property
+    def messages_only(self) -> bool:
+        return self.source == "messages-only"
 
     @model_serializer(mode="wrap")
     def _omit_unused(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:

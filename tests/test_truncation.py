@@ -141,6 +141,10 @@ def test_spec_2_7_runs_whose_messages_went_keep_their_journal_verify_and_replay(
     view = run_view(s, "r2")  # the workbench's view of such a run does not fail
     assert [i.text for i in view.lane("input").items] == ["second question"]
     assert view.answer == "second answer"
+    assert any("4 message(s) this run stored were removed since by a truncation" in n
+               and "seq 2, 3, 4, 5" in n for n in view.notes)
+    assert any("2 message(s) this run stored" in n and "seq 0, 1" in n
+               for n in run_view(s, "r1").notes)
 
 
 def test_spec_2_7_a_partly_truncated_run_replays_against_what_remains() -> None:
@@ -151,6 +155,7 @@ def test_spec_2_7_a_partly_truncated_run_replays_against_what_remains() -> None:
     assert read_seal(s, "r2").truncated == [("t", 5)]  # type: ignore[union-attr]
     rep = replay(s, "r2")
     assert rep.messages_checked == 2  # the call and its result, still stored
+    assert not any("truncation" in n for n in run_view(s, "r1").notes)  # r1 untouched
     # a later turn stores after the old highest seq and seals normally
     runner.agents["a"] = Agent(name="a", instructions="be brief",
                                model=ScriptedModel(["third answer"]))
