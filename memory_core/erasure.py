@@ -277,10 +277,12 @@ def erase_subject(storage: Storage, user: str, org_id: str | None = None,
     unreached = sorted(t for t in named - held if storage.memory.get_thread(t) is None
                        and (other is None or other.memory.get_thread(t) is None))
     reports: list[ErasureReport] = []
+    # through the adapters' own erase_resource: DuckDB wraps it in one transaction and
+    # rewrites its file so no freed block keeps the erased text
     if other is not None:
         reports += [_redact_from_elsewhere(storage, other, tid) for tid in elsewhere]
-        reports.append(erase_resource(other, user))
-    reports.append(erase_resource(storage, user))
+        reports.append(other.erase_resource(user))
+    reports.append(storage.erase_resource(user))
     total = merge_reports(reports)
     return SubjectErasureReport(**total.model_dump(), memory_threads=sorted(held),
                                 unreached_threads=unreached)

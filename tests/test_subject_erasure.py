@@ -4,6 +4,7 @@ threads erased and those no store given could reach; refusals come before any wr
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,7 +18,9 @@ from memory_core.memory import AgentMemory
 from memory_core.models.scripted import ScriptedModel
 from memory_core.runner import Agent, Runner
 from memory_core.storage.base import Storage
+from memory_core.storage.duckdb import DuckDBStorage
 from memory_core.storage.inmemory import InMemoryStorage
+from memory_core.storage.sqlite import SQLiteStorage
 from memory_core.types import AppendRow, Message, Observation, RunRecord
 from memory_core.working_memory import WorkingMemoryConfig
 from tests.helpers import T0, Tick
@@ -39,8 +42,8 @@ def observe(s: Storage, tid: str, oid: str, text: str) -> None:
     s.runs.put_if_absent(ObserverKeys(tid).observe(0), {"v": 1, "text": text})
 
 
-def ayse_and_staff() -> tuple[Storage, AgentMemory]:
-    s = InMemoryStorage(clock=Tick())
+def ayse_and_staff(s: Storage | None = None) -> tuple[Storage, AgentMemory]:
+    s = s if s is not None else InMemoryStorage(clock=Tick())
     mem = AgentMemory(s, HashingEmbedder(), recent_n=4,
                       working_memory=WorkingMemoryConfig(scope="resource"))
     model = ScriptedModel(["noted", "noted again", "staff note"])
@@ -161,3 +164,22 @@ def test_spec_9_5_acme_ayse_and_globex_ayse() -> None:
     assert everything(globex) == before and "LK-48213" in before
     assert acme.memory.list_threads("ayse") == [] and globex.memory.list_threads("ayse")
     assert "LK-48213" not in repr(acme.runs.list(""))
+
+
+def test_spec_9_3_no_byte_of_the_person_stays_in_duckdb_or_sqlite_files(
+        tmp_path: Path) -> None:
+    for name, make in (("d.duckdb", DuckDBStorage), ("s.sqlite", SQLiteStorage)):
+        path = tmp_path / name
+        s = make(str(path), clock=Tick())
+        try:
+            ayse_and_staff(s)
+            report = erase_subject(s, "ayse", memory=AgentMemory(s))  # the same storage
+            assert report.memory_threads == ["ayse-2", "ayse:1"]
+            assert report.unreached_threads == []
+        finally:
+            s.close()
+        data = b"".join(p.read_bytes() for p in tmp_path.glob(f"{name}*"))
+        assert b"LK-48213" in data  # the staff member's own message keeps it
+        assert b"my locker code is LK-48213" not in data.replace(
+            b"a customer said: my locker code is LK-48213", b"")
+        assert b"second visit" not in data and b"Ayse keeps" not in data
