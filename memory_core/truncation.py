@@ -18,6 +18,9 @@ What it leaves, on purpose (SPEC §11: truncation does not reconcile):
   to leave out the removed messages and list them (``SealRecord.truncated``), so
   ``verify_run`` still says ok and ``replay`` still replays them byte-identically,
   comparing the stored messages that remain.
+  Re-composing such a run (``replay(..., memory=...)``) reads the store as it is now:
+  a run whose history was truncated away composes differently, and replay names the
+  first differing item rather than pretending the history is still there.
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from memory_core.embedders import HashingEmbedder
+from memory_core.errors import ReplayMismatch
 from memory_core.journal.seal import read_seal, verify_run
 from memory_core.memory import AgentMemory
 from memory_core.models.base import ModelResponse, Tool, ToolSpec
@@ -138,6 +139,9 @@ def test_spec_2_7_runs_whose_messages_went_keep_their_journal_verify_and_replay(
     assert verify_run(s, "r1").status == "ok"
     for rid in ("r1", "r2"):
         assert replay(s, rid).output["text"] in ("first answer", "second answer")
+    # re-composing r2 over the rewound store cannot find its history: said, not hidden
+    with pytest.raises(ReplayMismatch, match="re-composed prompt differs"):
+        replay(s, "r2", memory=mem)
     view = run_view(s, "r2")  # the workbench's view of such a run does not fail
     assert [i.text for i in view.lane("input").items] == ["second question"]
     assert view.answer == "second answer"
