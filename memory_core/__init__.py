@@ -16,6 +16,9 @@ _EXPORTS: dict[str, str] = {
     "StoredMessage": "memory_core.types", "AppendRow": "memory_core.types",
     "Thread": "memory_core.types", "Observation": "memory_core.types",
     "RunRecord": "memory_core.types", "ErasureReport": "memory_core.types",
+    "SubjectErasureReport": "memory_core.types",
+    "erase_subject": "memory_core.erasure",
+    "truncate_messages_after": "memory_core.truncation",
     # errors
     "MemoryCoreError": "memory_core.errors", "InvalidInputError": "memory_core.errors",
     "NotFoundError": "memory_core.errors", "StorageError": "memory_core.errors",

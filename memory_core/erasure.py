@@ -26,8 +26,14 @@ from typing import Any
 from memory_core.errors import InvalidInputError, NotFoundError
 from memory_core.journal import ObserverReader, RunKeys
 from memory_core.journal.seal import Redaction, reseal_run, verify_run
-from memory_core.storage.base import RESOURCE_WM_PREFIX, Storage
-from memory_core.types import ErasureReport, Message, StoredMessage, canonical_json
+from memory_core.storage.base import RESOURCE_WM_PREFIX, THREAD_WM_PREFIX, Storage
+from memory_core.types import (
+    ErasureReport,
+    Message,
+    StoredMessage,
+    SubjectErasureReport,
+    canonical_json,
+)
 
 REDACTED = "[redacted: erased]"
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
@@ -230,3 +236,82 @@ def merge_reports(reports: Iterable[ErasureReport]) -> ErasureReport:
         total.redacted_runs = sorted(set(total.redacted_runs) | set(r.redacted_runs))
         total.answered_with = sorted(set(total.answered_with) | set(r.answered_with))
     return total
+
+
+# -- erasing a person (SPEC §9.3–9.5) ---------------------------------------------------
+def erase_subject(storage: Storage, user: str, org_id: str | None = None,
+                  memory: object = None) -> SubjectErasureReport:
+    """Erase a person (a resource id) everywhere we can reach (SPEC §9.3–9.5).
+
+    Removes the person's threads (messages, vectors, thread working memory,
+    observations and their observer journal), the person's working memory and every
+    run they had, and redacts every other run's copies, as ``erase_resource`` does. A
+    thread whose memory is kept on another storage is erased there when that storage
+    is given as ``memory`` (an ``AgentMemory`` or a ``Storage``), its copies in this
+    storage's runs redacted too; a thread this storage's journal names for the person
+    but no store given holds is reported in ``unreached_threads`` (its runs here are
+    erased, its messages are not). Observations belong to a thread: a person's erasure
+    takes those of the person's threads (made before an anonymous thread was claimed
+    too) and leaves every other thread's, a staff thread's included.
+
+    Refused before anything is written: an empty ``user``, an ``org_id`` (this library
+    keeps no organisations: each organisation has its own storage, and a person is
+    erased on it) and a ``memory`` that holds no memory store.
+    """
+    if not isinstance(storage, Storage):
+        raise InvalidInputError(
+            f"storage must be a memory_core Storage, got {type(storage).__name__}")
+    if not isinstance(user, str) or not user:
+        raise InvalidInputError(f"user must be a non-empty resource id, got {user!r}")
+    if org_id is not None:
+        raise InvalidInputError(
+            f"org_id {org_id!r}: this storage keeps no organisations (each organisation "
+            f"has its own storage); erase '{user}' on that organisation's storage")
+    other = memory_storage(memory)
+    if other is storage:
+        other = None
+    local = [t.id for t in storage.memory.list_threads(user)]
+    elsewhere = [t.id for t in other.memory.list_threads(user)] if other else []
+    named = {r.thread_id for r in storage.runs.list_runs(resource_id=user) if r.thread_id}
+    held = set(local) | set(elsewhere)
+    unreached = sorted(t for t in named - held if storage.memory.get_thread(t) is None
+                       and (other is None or other.memory.get_thread(t) is None))
+    reports: list[ErasureReport] = []
+    # through the adapters' own erase_resource: DuckDB wraps it in one transaction and
+    # rewrites its file so no freed block keeps the erased text
+    if other is not None:
+        reports += [_redact_from_elsewhere(storage, other, tid) for tid in elsewhere]
+        reports.append(other.erase_resource(user))
+    reports.append(storage.erase_resource(user))
+    total = merge_reports(reports)
+    return SubjectErasureReport(**total.model_dump(), memory_threads=sorted(held),
+                                unreached_threads=unreached)
+
+
+def memory_storage(memory: object) -> Storage | None:
+    """The storage ``memory=`` names: a Storage, or what an AgentMemory stores in;
+    InvalidInputError for anything that holds no memory store."""
+    if memory is None or isinstance(memory, Storage):
+        return memory
+    inner = getattr(memory, "storage", None)
+    if isinstance(inner, Storage):
+        return inner
+    raise InvalidInputError(
+        f"memory must be an AgentMemory or a Storage holding a memory store; a "
+        f"{type(memory).__name__} has none, so its threads cannot be erased through it")
+
+
+def _redact_from_elsewhere(storage: Storage, other: Storage, thread_id: str) -> ErasureReport:
+    """A thread kept on ``other`` whose runs and copies are in ``storage``: redact this
+    storage's runs, erase its runs and observer journal here (the thread itself is
+    erased on ``other`` afterwards, so a crash in between redoes this)."""
+    erased = other.memory.get_messages(thread_id)
+    own = [r.run_id for r in storage.runs.list_runs(thread_id=thread_id)]
+    redactor = Redactor(thread_id, needles(erased))
+    redacted, answered = _redact_runs(storage, redactor, set(own), erased)
+    journal = sum(storage.runs.delete(RunKeys(rid).prefix) for rid in own)
+    journal += ObserverReader(storage.runs, thread_id).erase()
+    key = f"{THREAD_WM_PREFIX}{thread_id}"
+    wm = [key] if storage.memory.delete_working_memory(key) else []
+    return ErasureReport(journal_entries=journal, runs=storage.runs.delete_runs(own),
+                         redacted_runs=redacted, answered_with=answered, working_memory=wm)

@@ -410,6 +410,34 @@ class AgentMemory:
         return list(outcome.hits)
 
     # -- working memory -----------------------------------------------------------------
+    # -- the no-query view and truncation (SPEC §2.7) ----------------------------------
+    def get_messages(self, thread_id: str) -> list[StoredMessage]:
+        """The no-query view of a thread: its recent window as a turn without input
+        would see it (the last ``recent_n`` messages, opened at a cut-off tool call;
+        with observational memory, the messages not yet observed). Nothing is written
+        (the observer does not run); an unknown thread has no messages."""
+        _check_id("thread_id", thread_id)
+        store = self.storage.memory
+        if store.get_thread(thread_id) is None:
+            return []
+        observed = (self._observational().observed_seq(thread_id)
+                    if self.observational_config is not None else None)
+        trim = trim_input(store, thread_id, [], self.recent_n)
+        return recent_window(store, thread_id, trim, self.recent_n, observed).rows
+
+    def truncate_messages_after(self, thread_id: str, index: object) -> int | None:
+        """Rewind a thread (SPEC §2.7): keep ``get_messages(thread_id)[index]`` and
+        delete every later message of the thread (``-1``: all); returns how many went,
+        0 for a non-integer index, one below -1 or past the end, None when the store
+        cannot delete. Observations and working memory are left as they are; the
+        runs that stored removed messages keep their records (see
+        ``memory_core.truncation``)."""
+        from memory_core.truncation import truncate_messages_after
+
+        _check_id("thread_id", thread_id)
+        view = self.get_messages(thread_id)
+        return truncate_messages_after(self.storage, thread_id, index, view)
+
     def _require_wm(self) -> WorkingMemory:
         if self._wm is None:
             raise InvalidInputError(

@@ -181,7 +181,8 @@ class Memctx(BaseModel):
     # the threshold, compaction was handed off and the prompt used the observations
     # ready then (the ones in ``observations``); replay reads this frozen record
     observations_pending: bool = False
-    source: Literal["composed", "imported"] = "composed"
+    # "messages-only": the memory offered only get_messages (SPEC §6.8, other_memory.py)
+    source: Literal["composed", "imported", "messages-only"] = "composed"
     unknown_fields: list[str] = Field(default_factory=list)
 
     def is_unknown(self, field: str) -> bool:
@@ -198,6 +199,10 @@ class Memctx(BaseModel):
     @property
     def imported(self) -> bool:
         return self.source == "imported"
+
+    @property
+    def messages_only(self) -> bool:
+        return self.source == "messages-only"
 
     @model_serializer(mode="wrap")
     def _omit_unused(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:

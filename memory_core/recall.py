@@ -416,7 +416,9 @@ class RecallEngine:
             count = counts.message_count
             old_count = idx.loaded_count.get(t, 0)
             if t in idx.loaded_count and count == old_count:
-                continue
+                if counts.max_seq == idx.loaded_max.get(t, -1):
+                    continue
+                return self._rebuild(key, scope, lexical)  # a truncated tail grew back
             if count < old_count:
                 return self._rebuild(key, scope, lexical)
             after = idx.loaded_max.get(t, -1)

@@ -267,7 +267,7 @@ def replay(storage: Storage, run_id: str, *, memory: AgentMemory | None = None,
         if recorded_out != replayed_out:
             raise _mismatch(keys.output, recorded_out, replayed_out)
         report.messages_checked = _check_stored_messages(storage, run_id, thread_id,
-                                                         result.messages)
+                                                         result.messages, seal.truncated)
         report.steps, report.tool_calls = result.steps, result.tool_calls
 
     if memory is not None and thread_id is not None:
@@ -284,11 +284,18 @@ def replay(storage: Storage, run_id: str, *, memory: AgentMemory | None = None,
 
 
 def _check_stored_messages(storage: Storage, run_id: str, thread_id: str | None,
-                           replayed: list[Message]) -> int:
-    """The assistant/tool messages still stored for the run must be the replayed ones."""
+                           replayed: list[Message],
+                           truncated: Sequence[tuple[str, int]] = ()) -> int:
+    """The assistant/tool messages still stored for the run must be the replayed ones
+    (those a truncation removed are compared no more: their seqs are in the seal)."""
     rec = RunReader(storage.runs, run_id).persist_output()
     if rec is None or thread_id is None or storage.memory.get_thread(thread_id) is None:
         return 0
+    gone = {s for t, s in truncated if t == thread_id}
+    if gone and len(rec.seqs) == len(replayed):
+        kept = [(s, m) for s, m in zip(rec.seqs, replayed, strict=True) if s not in gone]
+        rec = rec.model_copy(update={"seqs": [s for s, _ in kept]})
+        replayed = [m for _, m in kept]
     stored = storage.memory.get_messages(thread_id, seqs=rec.seqs)
     if not stored:
         return 0  # erased since: nothing left to compare

@@ -52,6 +52,7 @@ from memory_core.types import (
 
 if TYPE_CHECKING:
     from memory_core.memory import AgentMemory
+    from memory_core.other_memory import MessagesMemory
 
 BoundaryHook = Callable[[str], None]
 
@@ -151,6 +152,21 @@ class _RunState:
     lease: Lease | None = None
 
 
+def _memories(memory: object) -> tuple[AgentMemory | None, MessagesMemory | None]:
+    """``memory=`` sorted: an AgentMemory, or another memory that only offers
+    ``get_messages`` (SPEC §6.8, ``memory_core.other_memory``)."""
+    from memory_core.memory import AgentMemory
+    from memory_core.other_memory import is_messages_memory
+
+    if memory is None or isinstance(memory, AgentMemory):
+        return memory, None
+    if is_messages_memory(memory):
+        return None, memory  # type: ignore[return-value]
+    raise InvalidInputError(
+        f"memory must be an AgentMemory or offer get_messages(thread_id), got "
+        f"{type(memory).__name__}")
+
+
 class Runner:
     """Runs agents durably over a storage (SPEC §6.6 order).
 
@@ -168,7 +184,8 @@ class Runner:
     """
 
     def __init__(self, storage: Storage, agents: dict[str, Agent],
-                 memory: AgentMemory | None = None, clock: Clock = utc_now, *,
+                 memory: AgentMemory | MessagesMemory | None = None,
+                 clock: Clock = utc_now, *,
                  on_boundary: BoundaryHook | None = None,
                  lease_ttl: float = DEFAULT_TTL) -> None:
         for key, agent in agents.items():
@@ -177,7 +194,7 @@ class Runner:
                     f"agents key '{key}' does not match the agent's name '{agent.name}'")
         self.storage = storage
         self.agents = dict(agents)
-        self.memory = memory
+        self.memory, self.messages_memory = _memories(memory)
         self.clock = clock
         self.on_boundary = on_boundary
         if not lease_ttl > 0:
@@ -282,6 +299,12 @@ class Runner:
                                             input=incoming, instructions=agent.instructions)
             prompt, memctx = comp.prompt, comp.memctx
             to_persist = list(getattr(comp, "incoming", incoming))
+        elif self.messages_memory is not None and thread_id is not None:
+            from memory_core.other_memory import compose_from_messages
+
+            prompt, memctx, to_persist = compose_from_messages(
+                self.messages_memory, thread_id=thread_id, resource_id=resource_id,
+                incoming=incoming, instructions=agent.instructions)
         else:
             items = [PromptItem(lane="instructions",
                                 message=Message(role="system", content=agent.instructions))]

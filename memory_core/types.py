@@ -183,6 +183,16 @@ class ErasureReport(BaseModel):
     # were given with the erased text (not rewritten: the operator decides)
 
 
+class SubjectErasureReport(ErasureReport):
+    """``erase_subject``'s report (SPEC §9.4: ``memoryThreads``, ``workingMemory``,
+    ``unreachedThreads``): the counts of everything erased, plus which of the person's
+    threads were erased from a memory store (the storage's or ``memory=``'s) and which
+    the journal names but no store given holds (their messages were not erased)."""
+
+    memory_threads: list[str] = Field(default_factory=list)
+    unreached_threads: list[str] = Field(default_factory=list)
+
+
 def canonical_json(value: Any) -> str:
     """JSON with sorted keys and no whitespace; raises on NaN/inf so what is
     recorded can always be read back byte-identically."""

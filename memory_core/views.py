@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memory_core.errors import InvalidInputError, NotFoundError
+from memory_core.errors import InvalidInputError, MemoryCoreError, NotFoundError
 from memory_core.journal import RunReader
 from memory_core.prompt import FrozenPrompt, PromptItem
 from memory_core.provenance import (
@@ -491,6 +491,17 @@ def _known_settings(memctx: Memctx | None) -> dict[str, Any]:
             for k, v in flat.items()}
 
 
+def _truncated(storage: Storage, run_id: str) -> list[tuple[str, int]]:
+    """The stored messages of the run a truncation removed (SPEC §2.7), from its seal."""
+    from memory_core.journal.seal import read_seal
+
+    try:
+        seal = read_seal(storage, run_id)
+    except (MemoryCoreError, ValueError):
+        return []  # a damaged seal is the badge's to report
+    return list(seal.truncated) if seal is not None else []
+
+
 def run_view(storage: Storage, run_id: str) -> RunView:
     """Everything the run inspector shows about one run, from its journal."""
     run = storage.runs.require_run(run_id)
@@ -507,6 +518,15 @@ def run_view(storage: Storage, run_id: str) -> RunView:
         sent = len(prompt.items) if prompt is not None else 0
         notes.append("imported run: this recording does not say whether memory recalled "
                      f"anything; the client sent these {sent} messages")
+    elif memctx.messages_only:
+        from memory_core.other_memory import NO_PROVENANCE
+
+        notes.append(NO_PROVENANCE)
+    gone = _truncated(storage, run_id)
+    if gone:
+        notes.append(f"{len(gone)} message(s) this run stored were removed since by a "
+                     f"truncation of the thread (seq {', '.join(str(q) for _, q in gone)}); "
+                     "its records are kept and still verify")
     if memctx is not None and memctx.unknown_fields:
         notes.append("not in the record (shown as unknown): "
                      + ", ".join(memctx.unknown_fields))

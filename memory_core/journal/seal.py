@@ -19,7 +19,13 @@ import hashlib
 from collections.abc import Iterable
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+)
 
 from memory_core.errors import MemoryCoreError, ReplayMismatch
 from memory_core.journal.keys import RunKeys
@@ -53,6 +59,17 @@ class SealRecord(BaseModel):
     run: str  # sha256 of the runs-table row
     chain: str  # sha256 chained over all of the above, in this order
     redactions: list[Redaction] = Field(default_factory=list)
+    # (thread_id, seq) of messages the run stored that a truncation removed since
+    # (SPEC §2.7): no longer part of the seal; the records that hold them are kept
+    truncated: list[tuple[str, int]] = Field(default_factory=list)
+
+    @model_serializer(mode="wrap")
+    def _without_empty_truncated(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # seals of runs nothing truncated are stored as they were before the field
+        out = handler(self)
+        if isinstance(out, dict) and not out.get("truncated"):
+            out.pop("truncated", None)
+        return out
 
 
 class VerifyReport(BaseModel):
@@ -65,6 +82,7 @@ class VerifyReport(BaseModel):
     first_mismatch: str | None = None  # the first record that no longer matches
     detail: str = ""
     chain: str | None = None
+    truncated: list[tuple[str, int]] = Field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -96,15 +114,16 @@ def _sealed_entries(storage: Storage, keys: RunKeys) -> list[tuple[str, str]]:
     return sorted(out)
 
 
-def _sealed_messages(storage: Storage, run: RunRecord | None,
-                     keys: RunKeys) -> list[tuple[str, int, str]]:
+def _sealed_messages(storage: Storage, run: RunRecord | None, keys: RunKeys,
+                     truncated: Iterable[tuple[str, int]] = ()) -> list[tuple[str, int, str]]:
     if run is None or run.thread_id is None:
         return []
+    gone = {s for t, s in truncated if t == run.thread_id}
     seqs: list[int] = []
     for key in (keys.persist_input, keys.persist_output):
         raw = storage.runs.get(key)
         if isinstance(raw, dict) and isinstance(raw.get("seqs"), list):
-            seqs += [int(s) for s in raw["seqs"] if isinstance(s, int)]
+            seqs += [int(s) for s in raw["seqs"] if isinstance(s, int) and s not in gone]
     if not seqs or storage.memory.get_thread(run.thread_id) is None:
         return []
     stored = storage.memory.get_messages(run.thread_id, seqs=sorted(set(seqs)))
@@ -112,19 +131,23 @@ def _sealed_messages(storage: Storage, run: RunRecord | None,
 
 
 def compute_seal(storage: Storage, run_id: str,
-                 redactions: list[Redaction] | None = None) -> SealRecord:
+                 redactions: list[Redaction] | None = None,
+                 truncated: list[tuple[str, int]] | None = None) -> SealRecord:
     keys = RunKeys(run_id)
     run = storage.runs.get_run(run_id)
-    return _seal(_sealed_entries(storage, keys), _sealed_messages(storage, run, keys),
-                 _run_row(run), redactions)
+    return _seal(_sealed_entries(storage, keys),
+                 _sealed_messages(storage, run, keys, truncated or ()),
+                 _run_row(run), redactions, truncated)
 
 
 def _seal(entries: list[tuple[str, str]], messages: list[tuple[str, int, str]], row: str,
-          redactions: list[Redaction] | None = None) -> SealRecord:
+          redactions: list[Redaction] | None = None,
+          truncated: list[tuple[str, int]] | None = None) -> SealRecord:
     chain = _chain([f"{k}={d}" for k, d in entries]
                    + [f"{t}#{s}={d}" for t, s, d in messages] + [f"run={row}"])
     return SealRecord(entries=entries, messages=messages, run=row, chain=chain,
-                      redactions=list(redactions or []))
+                      redactions=list(redactions or []),
+                      truncated=sorted(set(truncated or [])))
 
 
 def seal_of(run: RunRecord, entries: list[tuple[str, Any]],
@@ -154,10 +177,26 @@ def reseal_run(storage: Storage, run_id: str, redaction: Redaction) -> SealRecor
     keys = RunKeys(run_id)
     old = read_seal(storage, run_id)
     history = (old.redactions if old is not None else []) + [redaction]
-    seal = compute_seal(storage, run_id, history)
+    seal = compute_seal(storage, run_id, history, old.truncated if old is not None else None)
     storage.runs.delete(keys.seal)
     storage.runs.put_if_absent(keys.seal, seal.model_dump(mode="json"))
     return seal
+
+
+def detach_truncated(storage: Storage, run_id: str, refs: list[tuple[str, int]]) -> bool:
+    """A truncation removed messages the run stored (SPEC §2.7): its records are kept,
+    and its seal (if any) is rewritten without those messages, listing them, so it
+    still verifies. Call before the messages go, so a seal that was intact up to them
+    is recomputed from what stays. False for an unsealed run (nothing to rewrite)."""
+    keys = RunKeys(run_id)
+    old = read_seal(storage, run_id)
+    if old is None:
+        return False
+    gone = sorted(set(old.truncated) | {(t, int(s)) for t, s in refs})
+    seal = compute_seal(storage, run_id, old.redactions, gone)
+    storage.runs.delete(keys.seal)
+    storage.runs.put_if_absent(keys.seal, seal.model_dump(mode="json"))
+    return True
 
 
 def read_seal(storage: Storage, run_id: str) -> SealRecord | None:
@@ -203,7 +242,7 @@ def verify_run(storage: Storage, run_id: str) -> VerifyReport:
             return VerifyReport(run_id=run_id, status="unsealed",
                                 detail="no seal: recorded before sealing existed, or not "
                                        "finished")
-        now = compute_seal(storage, run_id, seal.redactions)
+        now = compute_seal(storage, run_id, seal.redactions, seal.truncated)
     except (MemoryCoreError, ValueError, TypeError) as e:
         return VerifyReport(run_id=run_id, status="tampered", first_mismatch=None,
                             detail=f"a record cannot be read: {e}")
@@ -217,10 +256,12 @@ def verify_run(storage: Storage, run_id: str) -> VerifyReport:
                                    f"{run.status!r}")
     if now.chain == seal.chain and expected_chain == seal.chain:
         status: Literal["ok", "redacted"] = "redacted" if seal.redactions else "ok"
+        notes = [f"redacted by the erasure of {', '.join(r.threads)}"
+                 for r in seal.redactions]
+        if seal.truncated:
+            notes.append(f"{len(seal.truncated)} stored message(s) removed by truncation")
         return VerifyReport(run_id=run_id, status=status, chain=seal.chain,
-                            detail="; ".join(f"redacted by the erasure of "
-                                             f"{', '.join(r.threads)}"
-                                             for r in seal.redactions))
+                            detail="; ".join(notes), truncated=seal.truncated)
     where, why = _first_difference(seal, now)
     return VerifyReport(run_id=run_id, status="tampered", first_mismatch=where, detail=why)
 

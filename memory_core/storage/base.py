@@ -283,6 +283,16 @@ class MemoryStore:
     def delete_thread(self, thread_id: str) -> ErasureReport:
         raise NotImplementedError
 
+    # -- truncation (SPEC §2.7) ------------------------------------------------------
+    def delete_messages_after(self, thread_id: str, seq: int) -> builtins.list[int]:
+        """Delete, in one write, the thread's messages whose seq is greater than ``seq``
+        (``-1``: every message) with their vectors; returns the deleted seqs, ascending.
+        Deleted seqs are never given again: later appends continue after the highest
+        seq the thread ever held, because journals and provenance records name messages
+        by (thread, seq). NotFoundError for an unknown thread. A store without it
+        raises NotImplementedError (``truncate_messages_after`` then returns None)."""
+        raise NotImplementedError
+
 
 class RunJournal:
     """Port: first-write-wins JSON key/value log, and the runs table."""

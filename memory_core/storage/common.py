@@ -227,3 +227,13 @@ def tick_after(clock: Clock, last: datetime | None) -> datetime:
 
 def monotonic_ns() -> int:
     return time.monotonic_ns()
+
+
+SEQ_FLOOR_PREFIX = "seq_floor:"  # meta key: the highest seq a truncated thread held
+
+
+def check_seq_bound(seq: Any) -> int:
+    """The bound of ``delete_messages_after``: an int ``>= -1`` (bools refused)."""
+    if isinstance(seq, bool) or not isinstance(seq, int) or seq < -1:
+        raise InvalidInputError(f"seq must be an integer >= -1, got {seq!r}")
+    return seq

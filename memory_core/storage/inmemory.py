@@ -30,6 +30,7 @@ from memory_core.storage.common import (
     Clock,
     ThreadIdFactory,
     as_json,
+    check_seq_bound,
     checked_clock,
     decode_json,
     encode_json,
@@ -79,6 +80,8 @@ class InMemoryMemoryStore(MemoryStore):
         # to a thread (or the thread dropped whole), so an unchanged count means an
         # unchanged max and thread_stats stays O(1) per thread
         self._top: dict[str, tuple[int, int]] = {}
+        # thread -> the highest seq it ever held, once a truncation deleted its tail
+        self._floor: dict[str, int] = {}
 
     # -- threads
     def create_thread(self, thread_id: str | None = None, *, resource_id: str | None = None,
@@ -169,7 +172,7 @@ class InMemoryMemoryStore(MemoryStore):
                 raise NotFoundError(f"thread '{thread_id}' does not exist")
             store = self._rows[thread_id]
             count, top = self._stats(thread_id)
-            next_seq = top + 1
+            next_seq = max(top, self._floor.get(thread_id, -1)) + 1
             staged: list[tuple[int, _Row]] = []
             seqs: list[int] = []
             for r, body in zip(rows, bodies, strict=True):
@@ -364,11 +367,25 @@ class InMemoryMemoryStore(MemoryStore):
             row.vec = None
             return True
 
+    def delete_messages_after(self, thread_id: str, seq: int) -> builtins.list[int]:
+        check_seq_bound(seq)
+        with self._lock:
+            self.require_thread(thread_id)
+            store = self._rows[thread_id]
+            gone = sorted(s for s in store if s > seq)
+            if gone:
+                self._floor[thread_id] = max(self._floor.get(thread_id, -1), max(store))
+                for s in gone:
+                    del store[s]
+                self._top.pop(thread_id, None)  # a count can come back with another max
+            return gone
+
     def delete_thread(self, thread_id: str) -> ErasureReport:
         with self._lock:
             self.require_thread(thread_id)
             rows = self._rows.pop(thread_id)
             self._top.pop(thread_id, None)
+            self._floor.pop(thread_id, None)
             del self._threads[thread_id]
             key = f"{THREAD_WM_PREFIX}{thread_id}"
             wm = [key] if self.delete_working_memory(key) else []

@@ -40,8 +40,10 @@ from memory_core.storage.base import (
     check_observation_vector,
 )
 from memory_core.storage.common import (
+    SEQ_FLOOR_PREFIX,
     Clock,
     ThreadIdFactory,
+    check_seq_bound,
     checked_clock,
     decode_json,
     decode_vectors,
@@ -334,6 +336,7 @@ class SqlMemoryStore(MemoryStore):
             if not found:
                 raise NotFoundError(f"thread '{thread_id}' does not exist")
             resource_id, top = found[0][0], int(found[0][1])
+            top = max(top, self._seq_floor(tx, thread_id))  # truncated seqs stay unused
             if dim is None and has_vec:
                 # First vectors of the store: take the store-wide row and re-check, so
                 # two writers on different threads cannot fix two dimensions.
@@ -622,6 +625,37 @@ class SqlMemoryStore(MemoryStore):
                        [body, None if text is None else text.lower(), thread_id, int(seq)])
             return True
 
+    @staticmethod
+    def _seq_floor(tx: Tx, thread_id: str) -> int:
+        rows = tx.query("SELECT value FROM meta WHERE key = ?",
+                        (f"{SEQ_FLOOR_PREFIX}{thread_id}",))
+        return int(rows[0][0]) if rows and rows[0][0] is not None else -1
+
+    def delete_messages_after(self, thread_id: str, seq: int) -> builtins.list[int]:
+        check_seq_bound(seq)
+        with self._db.write("delete_messages_after") as tx:
+            found = tx.query(f"SELECT max_seq FROM threads WHERE id = ?{self._db.lock_row}",
+                             (thread_id,))
+            if not found:
+                raise NotFoundError(f"thread '{thread_id}' does not exist")
+            gone = [int(r[0]) for r in tx.query(
+                "SELECT seq FROM messages WHERE thread_id = ? AND seq > ? ORDER BY seq",
+                (thread_id, seq))]
+            if not gone:
+                return []
+            floor, key = self._seq_floor(tx, thread_id), f"{SEQ_FLOOR_PREFIX}{thread_id}"
+            high = str(max(floor, int(found[0][0]), gone[-1]))
+            if floor >= 0:
+                tx.execute("UPDATE meta SET value = ? WHERE key = ?", (high, key))
+            else:
+                tx.execute("INSERT INTO meta (key, value) VALUES (?, ?)", (key, high))
+            tx.execute("DELETE FROM messages WHERE thread_id = ? AND seq > ?", (thread_id, seq))
+            left = tx.query("SELECT COUNT(*), COALESCE(MAX(seq), -1) FROM messages"
+                            " WHERE thread_id = ?", (thread_id,))[0]
+            tx.execute("UPDATE threads SET message_count = ?, max_seq = ? WHERE id = ?",
+                       (int(left[0]), int(left[1]), thread_id))
+            return gone
+
     def delete_thread(self, thread_id: str) -> ErasureReport:
         with self._db.write("delete_thread") as tx:
             self._require(tx, thread_id, lock=True)
@@ -633,6 +667,7 @@ class SqlMemoryStore(MemoryStore):
             wm = [key] if self._delete_wm(tx, key) else []
             n_obs = tx.execute("DELETE FROM observations WHERE thread_id = ?", (thread_id,))
             tx.execute("DELETE FROM observation_vectors WHERE thread_id = ?", (thread_id,))
+            tx.execute("DELETE FROM meta WHERE key = ?", (f"{SEQ_FLOOR_PREFIX}{thread_id}",))
             tx.execute("DELETE FROM threads WHERE id = ?", (thread_id,))
             return ErasureReport(threads=[thread_id], messages=int(n_msg),
                                  embeddings=int(n_vec), working_memory=wm,
