@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 
 from memory_core.errors import InvalidInputError, StorageBusyError, StorageError
-from memory_core.storage.base import EmbeddingBlock
+from memory_core.storage.base import EmbeddingBlock, ScopeRows
 from memory_core.storage.common import Clock, ThreadIdFactory, utc_now
 from memory_core.storage.schema import (
     Dialect,
@@ -35,7 +35,7 @@ from memory_core.storage.schema import (
     check_known,
     recorded_versions,
 )
-from memory_core.storage.sql_common import Driver, SqlStorage
+from memory_core.storage.sql_common import Driver, RowsBuilder, ScopeScan, SqlStorage
 from memory_core.types import ErasureReport
 
 Conn = duckdb.DuckDBPyConnection
@@ -47,6 +47,7 @@ _CONFIG: dict[str, str | bool | int | float | list[str]] = {
     "autoinstall_known_extensions": False, "autoload_known_extensions": False}
 _BATCH_VIEW = "_mc_insert_batch"  # name of the Arrow batch registered for one insert
 _SMALL_BATCH = 8
+_SCAN_BATCH = 65536  # rows per Arrow record batch of a scope scan
 # FLOAT[] rather than bytes: DuckDB checkpoints (compresses) large BLOBs slowly
 _DIALECT = Dialect(text="VARCHAR", vector="FLOAT[]",
                    serial_pk="BIGINT PRIMARY KEY DEFAULT nextval('journal_pos')",
@@ -489,6 +490,32 @@ class _DuckDriver(Driver):
             np.array(table.column("thread_id").to_pylist(), dtype=object),
             table.column("seq").to_numpy().astype(np.int64, copy=False),
             matrix.reshape(n, dim))
+
+
+    def scan_scope(self, tx: Any, scan: ScopeScan) -> ScopeRows | None:
+        """One Arrow scan streamed in record batches into arrays allocated once from
+        a count (the vectors are never held twice, nor as Python objects)."""
+        conn: Conn = tx.conn
+        src = ("FROM messages m JOIN (SELECT unnest(?::VARCHAR[]) AS tid, "
+               "unnest(?::BIGINT[]) AS lo, unnest(?::INTEGER[]) AS pos) f "
+               "ON m.thread_id = f.tid AND m.seq > f.lo")
+        params = [list(scan.threads), list(scan.after), list(range(len(scan.threads)))]
+        counted = conn.execute(f"SELECT count(*) {src}", params).fetchall()[0]
+        out = RowsBuilder(scan, int(counted[0]) if counted else 0)
+        rel = conn.sql(f"SELECT f.pos, {scan.columns()} {src}", params=params)
+        reader = rel.to_arrow_reader(_SCAN_BATCH)
+        for batch in reader:
+            vectors = has_vec = None
+            if scan.vectors and scan.dim:
+                col = batch.column("embedding")
+                has_vec = col.is_valid().to_numpy(zero_copy_only=False)
+                flat = col.flatten().to_numpy(zero_copy_only=False)
+                vectors = flat.astype(np.float32, copy=False).reshape(-1, scan.dim)
+            out.add(batch.column("pos").to_numpy(), batch.column("seq").to_numpy(),
+                    batch.column("created_us").to_numpy(), vectors, has_vec,
+                    batch.column("text_lower").to_pylist() if scan.texts else None,
+                    batch.column("body").to_pylist() if scan.metadata else None)
+        return out.done()
 
 
 # -- the adapter ---------------------------------------------------------------------------
