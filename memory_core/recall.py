@@ -195,7 +195,9 @@ class _ScopeIndex:
     doclen: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
     prev_row: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # -1: first
     asks: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))  # text holds a "?"
+    loc: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # -1: none
     last_row: dict[str, int] = field(default_factory=dict)  # per thread
+    thread_rows: dict[str, list[int]] = field(default_factory=dict)  # by thread_seqs
     lexical: bool = False  # the lexical index is kept (a lexical/hybrid query came)
     lex_n: int = 0  # rows [0, lex_n) are in the lexical index
     keep_meta: bool = False  # metadata is kept (a filtered query came)
@@ -246,6 +248,7 @@ class _ScopeIndex:
         self.doclen = grow(self.doclen, (new_cap,))
         self.prev_row = grow(self.prev_row, (new_cap,))
         self.asks = grow(self.asks, (new_cap,))
+        self.loc = grow(self.loc, (new_cap,))
 
     def add_rows(self, rows: ScopeRows, dim: int | None) -> dict[str, int]:
         """Append a scan of rows (any order; each thread's rows after those already
@@ -270,6 +273,7 @@ class _ScopeIndex:
         self.tidx[start:end] = tpos[rows.tidx]
         self.seqs[start:end] = rows.seqs
         self.created[start:end] = rows.created_us
+        self.loc[start:end] = -1 if rows.locators is None else rows.locators
         if usable and m is not None:
             if self.mat is not m:
                 self.mat[start:end] = m
@@ -320,6 +324,7 @@ class _ScopeIndex:
             prev[a] = self.last_row.get(t, -1)
             seqs = self.seqs[order[a:b]].tolist()
             self.thread_seqs[t].extend(seqs)
+            self.thread_rows.setdefault(t, []).extend(order[a:b].tolist())
             self.last_row[t] = int(order[b - 1])
             added[t] = seqs[-1]
         self.prev_row[order] = prev
@@ -342,6 +347,14 @@ class _ScopeIndex:
         top = int(c.max())
         newest = max((top, *self.key(start + i)) for i in np.flatnonzero(c == top).tolist())
         self.last_key = newest if self.last_key is None else max(self.last_key, newest)
+
+    def row_at(self, key: tuple[str, int]) -> int:
+        """The row of ``(thread_id, seq)``, -1 when not held."""
+        seqs = self.thread_seqs.get(key[0])
+        if not seqs:
+            return -1
+        p = bisect.bisect_left(seqs, key[1])
+        return self.thread_rows[key[0]][p] if p < len(seqs) and seqs[p] == key[1] else -1
 
     def ranks(self) -> np.ndarray:
         """The creation-order rank (created_at, thread id, seq) of every row: the tie
@@ -829,7 +842,7 @@ class RecallEngine:
                     ahead += [k for x in ranked.order[j:j + span]
                               for k in _around(idx, x, config, caps)]
                     picked.msgs.update(self._fetch(
-                        list(dict.fromkeys(k for k in ahead if k not in picked.msgs))))
+                        list(dict.fromkeys(k for k in ahead if k not in picked.msgs)), idx))
                 m = picked.msgs.get(key)
                 if m is not None and is_query_duplicate(m.text() or "", query_terms,
                                                         config.duplicate_overlap):
@@ -857,7 +870,7 @@ class RecallEngine:
         misses = self._misses(idx, config, ranked, picked, hit_set, injected, window)
         msgs = picked.msgs
         msgs.update(self._fetch([k for k in [*injected, *(idx.key(r) for r, _ in misses)]
-                                 if k not in msgs]))
+                                 if k not in msgs], idx))
 
         out_hits: list[RecallHit] = []
         for key in injected:
@@ -917,10 +930,17 @@ class RecallEngine:
                 misses.append((r, "beyond-top-k"))
         return misses
 
-    def _fetch(self, refs: Sequence[tuple[str, int]]) -> dict[tuple[str, int], StoredMessage]:
+    def _fetch(self, refs: Sequence[tuple[str, int]],
+               idx: _ScopeIndex | None = None) -> dict[tuple[str, int], StoredMessage]:
+        """The messages of refs in one round trip (by their locators where the scan
+        gave some)."""
         if not refs:
             return {}
-        return {(m.thread_id, m.seq): m for m in self.store.get_messages_by_refs(refs)}
+        locs = [] if idx is None else [int(idx.loc[r]) if (r := idx.row_at(k)) >= 0 else -1
+                                       for k in refs]
+        got = self.store.get_messages_located(refs, locs) if any(x >= 0 for x in locs) \
+            else self.store.get_messages_by_refs(refs)
+        return {(m.thread_id, m.seq): m for m in got}
 
     def score_all(self, query: str, *, thread_id: str, resource_id: str | None,
                   config: RecallConfig,

@@ -260,3 +260,25 @@ def test_rows_loaded_in_any_order_recall_the_same(seed: int) -> None:
                        for c in e.score_all("boiler rain", thread_id="x", resource_id="u",
                                             config=cfg)] for e in engines)
             assert sa == sb
+
+
+def test_a_store_with_locators_serves_hits_by_them() -> None:
+    """DuckDB's scan gives each row's rowid; recall's one fetch reads hits by it (a
+    join on (thread, seq) would scan the table), and the hits are the same."""
+    from memory_core.storage.duckdb import DuckDBStorage
+
+    embed = HashingEmbedder(64)
+    duck = DuckDBStorage(":memory:").memory
+    plain = make_store()
+    for store in (duck, plain):
+        for t in ("a", "b"):
+            store.create_thread(t, resource_id="u")
+            add(store, t, [(f"{x} in {t}", embed([f"{x} in {t}"])[0]) for x in TEXTS])
+    log = CallLog(duck)
+    cfg = RecallConfig(top_k=3, near_misses=3, scope="resource", message_range=1)
+    outs = [RecallEngine(s, embed).run("boiler code", thread_id="a", resource_id="u",
+                                       config=cfg) for s in (duck, plain)]
+    assert log.calls == ["scope_counts", "scope_rows", "get_messages_located"]
+    assert [(h.thread_id, h.seq, h.origin) for h in outs[0].hits] == [
+        (h.thread_id, h.seq, h.origin) for h in outs[1].hits]
+    assert [h.message.text() for h in outs[0].hits] == [h.message.text() for h in outs[1].hits]

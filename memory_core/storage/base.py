@@ -57,7 +57,8 @@ class ScopeRows:
     The optional columns are None unless asked for: ``matrix`` (float32, shape
     (n, dim), a zero row where ``has_vec`` is False), ``texts`` (the lower-cased text,
     None for a message without text) and ``metadata`` (the message's metadata, None
-    when empty).
+    when empty). The caller owns the arrays (recall's cache keeps the matrix as its
+    own).
     """
 
     threads: tuple[str, ...]
@@ -68,6 +69,9 @@ class ScopeRows:
     matrix: np.ndarray | None = None
     texts: list[str | None] | None = None
     metadata: list[dict[str, Any] | None] | None = None
+    #: where each row sits in the adapter's storage (DuckDB: its rowid), for
+    #: ``get_messages_located``; None when the adapter has no such thing
+    locators: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.seqs.shape[0])
@@ -208,6 +212,14 @@ class MemoryStore:
         threads give no rows. Adapters backed by a database read it in one scan (DuckDB
         through Arrow), without building a message per row."""
         return rows_from_messages(self, thread_ids, after_seq, vectors, texts, metadata)
+
+    def get_messages_located(self, refs: Sequence[tuple[str, int]],
+                             locators: Sequence[int]) -> list[StoredMessage]:
+        """``get_messages_by_refs`` of refs whose ``ScopeRows.locators`` are known
+        (``locators[i]`` for ``refs[i]``, -1 when not): an adapter that finds a row
+        faster by its locator does, checking that the row found is still the one
+        named (a locator gone stale only costs the plain lookup)."""
+        return self.get_messages_by_refs(refs)
 
     def get_embeddings(self, thread_ids: Sequence[str], *,
                        after_seq: dict[str, int] | None = None) -> EmbeddingBlock:

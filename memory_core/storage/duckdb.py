@@ -35,7 +35,13 @@ from memory_core.storage.schema import (
     check_known,
     recorded_versions,
 )
-from memory_core.storage.sql_common import Driver, RowsBuilder, ScopeScan, SqlStorage
+from memory_core.storage.sql_common import (
+    MESSAGE_COLUMNS,
+    Driver,
+    RowsBuilder,
+    ScopeScan,
+    SqlStorage,
+)
 from memory_core.types import ErasureReport
 
 Conn = duckdb.DuckDBPyConnection
@@ -48,6 +54,7 @@ _CONFIG: dict[str, str | bool | int | float | list[str]] = {
 _BATCH_VIEW = "_mc_insert_batch"  # name of the Arrow batch registered for one insert
 _SMALL_BATCH = 8
 _SCAN_BATCH = 65536  # rows per Arrow record batch of a scope scan
+_LOCATED_CHUNK = 64  # point reads per statement
 # FLOAT[] rather than bytes: DuckDB checkpoints (compresses) large BLOBs slowly
 _DIALECT = Dialect(text="VARCHAR", vector="FLOAT[]",
                    serial_pk="BIGINT PRIMARY KEY DEFAULT nextval('journal_pos')",
@@ -502,7 +509,8 @@ class _DuckDriver(Driver):
         params = [list(scan.threads), list(scan.after), list(range(len(scan.threads)))]
         counted = conn.execute(f"SELECT count(*) {src}", params).fetchall()[0]
         out = RowsBuilder(scan, int(counted[0]) if counted else 0)
-        rel = conn.sql(f"SELECT f.pos, {scan.columns()} {src}", params=params)
+        rel = conn.sql(f"SELECT f.pos, m.rowid AS locator, {scan.columns()} {src}",
+                       params=params)
         reader = rel.to_arrow_reader(_SCAN_BATCH)
         for batch in reader:
             vectors = has_vec = None
@@ -511,11 +519,27 @@ class _DuckDriver(Driver):
                 has_vec = col.is_valid().to_numpy(zero_copy_only=False)
                 flat = col.flatten().to_numpy(zero_copy_only=False)
                 vectors = flat.astype(np.float32, copy=False).reshape(-1, scan.dim)
+            out.locate(out.n, batch.column("locator").to_numpy())
             out.add(batch.column("pos").to_numpy(), batch.column("seq").to_numpy(),
                     batch.column("created_us").to_numpy(), vectors, has_vec,
                     batch.column("text_lower").to_pylist() if scan.texts else None,
                     batch.column("body").to_pylist() if scan.metadata else None)
         return out.done()
+
+
+    def fetch_located(self, tx: Any, refs: Sequence[tuple[str, int]],
+                      locators: Sequence[int]) -> list[tuple[Any, ...]]:
+        """Point reads by rowid (DuckDB skips every row group but the one holding it;
+        a join on (thread_id, seq) scans the table), each checked against its ref."""
+        items = [(int(loc), str(t), int(s)) for (t, s), loc in zip(refs, locators, strict=True)
+                 if loc >= 0]
+        out: list[tuple[Any, ...]] = []
+        one = f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE rowid = ? AND thread_id = ? AND seq = ?"
+        for i in range(0, len(items), _LOCATED_CHUNK):
+            part = items[i:i + _LOCATED_CHUNK]
+            out.extend(tx.query(" UNION ALL ".join([one] * len(part)),
+                                [x for item in part for x in item]))
+        return out
 
 
 # -- the adapter ---------------------------------------------------------------------------

@@ -156,6 +156,12 @@ class Driver(ABC):
         """``scope_rows`` in one engine-specific read; None to use the portable one."""
         return None
 
+    def fetch_located(self, tx: Tx, refs: Sequence[tuple[str, int]],
+                      locators: Sequence[int]) -> list[tuple[Any, ...]]:
+        """The ``_MSG_COLS`` rows of the refs found through their locators (only
+        where the row there is still the ref's); none by default."""
+        return []
+
 
 @dataclass(frozen=True)
 class ScopeScan:
@@ -190,6 +196,7 @@ class RowsBuilder:
         self.matrix = np.zeros((n, scan.dim), np.float32) if scan.vectors else None
         self.texts: list[str | None] | None = [] if scan.texts else None
         self.meta: list[dict[str, Any] | None] | None = [] if scan.metadata else None
+        self.loc: np.ndarray | None = None
 
     def add(self, pos: np.ndarray, seqs: np.ndarray, created: np.ndarray,
             vectors: np.ndarray | None, has_vec: np.ndarray | None,
@@ -210,6 +217,15 @@ class RowsBuilder:
         if self.meta is not None and bodies is not None:
             self.meta.extend(json.loads(x).get("metadata") or None for x in bodies)
         self.n = b
+
+    def locate(self, a: int, locators: np.ndarray) -> None:
+        """The locators of rows [a, a + len(locators))."""
+        if self.loc is None or self.loc.shape[0] < self.seqs.shape[0]:
+            grown = np.full(self.seqs.shape[0], -1, np.int64)
+            if self.loc is not None:
+                grown[: self.loc.shape[0]] = self.loc
+            self.loc = grown
+        self.loc[a:a + len(locators)] = locators
 
     def add_rows(self, rows: Sequence[Sequence[Any]]) -> None:
         """One batch of ``(pos, *ScopeScan.columns())`` tuples, vectors as bytes."""
@@ -244,10 +260,12 @@ class RowsBuilder:
         n = self.n
         return ScopeRows(self.scan.threads, self.tidx[:n], self.seqs[:n], self.created[:n],
                          self.has_vec[:n], None if self.matrix is None else self.matrix[:n],
-                         self.texts, self.meta)
+                         self.texts, self.meta, None if self.loc is None else self.loc[:n])
 
 
 _MSG_COLS = "thread_id, seq, resource_id, body, created_at, run_id"
+#: the columns a message is read from (a driver's own message reads select these)
+MESSAGE_COLUMNS = _MSG_COLS
 _MSG_INSERT = ("thread_id", "seq", "resource_id", "body", "text_lower", "created_at",
                "created_us", "run_id", "embedding")
 
@@ -558,23 +576,36 @@ class SqlMemoryStore(MemoryStore):
         return {str(r[0]): ThreadCounts(int(r[1]), int(r[2]), ts_parse(r[3])) for r in members}
 
     def get_messages_by_refs(self, refs: Sequence[tuple[str, int]]) -> list[StoredMessage]:
-        pairs = sorted({(str(t), int(s)) for t, s in refs})
-        out: list[StoredMessage] = []
         with self._db.read("get_messages_by_refs") as tx:
-            # two parameters a pair: half a chunk keeps under the drivers' limits
-            for i in range(0, len(pairs), _CHUNK // 2):
-                part = pairs[i:i + _CHUNK // 2]
-                values = ",".join(["(?, ?)"] * len(part))
-                # A join, not "(thread_id, seq) IN (VALUES ...)": SQLite plans that IN
-                # as a scan of every message; the join probes the primary key per pair.
-                cols = ", ".join(f"m.{c.strip()}" for c in _MSG_COLS.split(","))
-                out.extend(_row_to_message(r) for r in tx.query(
-                    f"WITH v(tid, sq) AS (VALUES {values}) SELECT {cols} FROM v"
-                    " JOIN messages m ON m.thread_id = v.tid AND m.seq = v.sq",
-                    [x for p in part for x in p]))
+            return self._by_refs(tx, refs)
+
+    @staticmethod
+    def _by_refs(tx: Tx, refs: Sequence[tuple[str, int]],
+                 found: Sequence[tuple[Any, ...]] = ()) -> list[StoredMessage]:
+        """The messages of refs, plus rows already ``found`` (skipped in the query)."""
+        out = [_row_to_message(r) for r in found]
+        have = {(m.thread_id, m.seq) for m in out}
+        pairs = sorted({(str(t), int(s)) for t, s in refs} - have)
+        # two parameters a pair: half a chunk keeps under the drivers' limits
+        for i in range(0, len(pairs), _CHUNK // 2):
+            part = pairs[i:i + _CHUNK // 2]
+            values = ",".join(["(?, ?)"] * len(part))
+            # A join, not "(thread_id, seq) IN (VALUES ...)": SQLite plans that IN
+            # as a scan of every message; the join probes the primary key per pair.
+            cols = ", ".join(f"m.{c.strip()}" for c in _MSG_COLS.split(","))
+            out.extend(_row_to_message(r) for r in tx.query(
+                f"WITH v(tid, sq) AS (VALUES {values}) SELECT {cols} FROM v"
+                " JOIN messages m ON m.thread_id = v.tid AND m.seq = v.sq",
+                [x for p in part for x in p]))
         # Python order, not the database collation, so every adapter agrees
+        out = list({(m.thread_id, m.seq): m for m in out}.values())
         out.sort(key=lambda m: (m.thread_id, m.seq))
         return out
+
+    def get_messages_located(self, refs: Sequence[tuple[str, int]],
+                             locators: Sequence[int]) -> list[StoredMessage]:
+        with self._db.read("get_messages_located") as tx:
+            return self._by_refs(tx, refs, self._db.fetch_located(tx, refs, locators))
 
     def scope_rows(self, thread_ids: Sequence[str], *,
                    after_seq: dict[str, int] | None = None, vectors: bool = True,

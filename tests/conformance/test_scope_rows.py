@@ -118,3 +118,28 @@ def test_many_threads_and_rows(storage: Storage) -> None:
         s = int(got.seqs[i])
         assert np.array_equal(got.matrix[i], mats[t][s]) and got.texts is not None
         assert got.texts[i] == f"m{s}"
+
+
+def test_located_reads_agree_with_reads_by_ref_even_when_stale(storage: Storage) -> None:
+    _fill(storage)
+    m = storage.memory
+    got = m.scope_rows(["a", "b"])
+    refs = [(got.threads[int(t)], int(s)) for t, s in zip(got.tidx, got.seqs, strict=True)]
+    locs = got.locators.tolist() if got.locators is not None else [-1] * len(refs)
+    want = m.get_messages_by_refs(refs)
+    assert len(want) == 5
+    assert m.get_messages_located(refs, locs) == want
+    # locators that point at other rows, or at nothing, never give a wrong message
+    shuffled = locs[1:] + locs[:1]
+    assert m.get_messages_located(refs, shuffled) == want
+    assert m.get_messages_located(refs, [10**9] * len(refs)) == want
+    assert m.get_messages_located(refs[:2], [-1, -1]) == m.get_messages_by_refs(refs[:2])
+    assert m.get_messages_located([("a", 99), ("nobody", 0)], [locs[0], 3]) == []
+    # after an erasure (DuckDB rewrites its file: rows move) and a new thread
+    storage.erase_thread("a")
+    m.create_thread("a", resource_id="u")
+    m.append_messages("a", [row("fresh")])
+    again = m.get_messages_located(refs, locs)
+    assert again == m.get_messages_by_refs(refs)
+    assert [(x.thread_id, x.seq, x.text()) for x in again if x.thread_id == "a"] == [
+        ("a", 0, "fresh")]
