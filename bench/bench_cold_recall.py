@@ -102,7 +102,10 @@ def location(adapter: str, n: int, pg_dsn: str | None) -> str:
         finally:
             storage.close()
         part.rename(path)
-        print(f"built {path} in {time.perf_counter() - t:.0f}s", file=sys.stderr, flush=True)
+        spent = time.perf_counter() - t
+        # the build is the batch-append measurement of bench/bench_scaling.py
+        Path(f"{path}.json").write_text(json.dumps({"build_s": spent}))
+        print(f"built {path} in {spent:.0f}s", file=sys.stderr, flush=True)
     return str(path)
 
 
@@ -160,6 +163,8 @@ def worker(adapter: str, where: str, n: int, what: str) -> dict[str, float]:
 
     from memory_core.recall import RecallConfig, RecallEngine
 
+    if what in EXTRA_WORKERS:
+        return EXTRA_WORKERS[what](adapter, where, n)
     storage = open_storage(adapter, where)
     if adapter == "inmemory":
         fill(storage, n)
@@ -181,7 +186,10 @@ def worker(adapter: str, where: str, n: int, what: str) -> dict[str, float]:
             out["seconds"] = time.perf_counter() - t
             out["peak_rss"] = _peak_rss()
             if what == "vector":
-                out.update(warm(engine, cfg, queries, current))
+                # DuckDB: the file held for the loop, as a live agent's session would
+                # (its connection policy between operations is not what is measured)
+                with storage.session():
+                    out.update(warm(engine, cfg, queries, current))
         out["peak_rss"] = _peak_rss()
         out["rss_before"] = rss_before
     storage.close()
@@ -207,10 +215,48 @@ def warm(engine: Any, cfg: Any, queries: np.ndarray, current: list[np.ndarray],
             "warm_best_ms": 1000 * min(rec), "numpy_best_ms": 1000 * min(base)}
 
 
-def run_worker(adapter: str, where: str, n: int, what: str) -> dict[str, float]:
+def compose_worker(adapter: str, where: str, n: int) -> dict[str, float]:
+    """``AgentMemory.load_context`` (resource-scope recall, recent window of 10) on a
+    thread of the scope, warm, interleaved with the numpy scan of the engine's matrix."""
+    from threadpoolctl import threadpool_limits
+
+    from memory_core.memory import AgentMemory
+    from memory_core.recall import RecallConfig
+
+    storage = open_storage(adapter, where)
+    queries = np.random.default_rng(6).standard_normal((WARM_QUERIES + 1, DIM)).astype(
+        np.float32)
+    current = [queries[0]]
+    memory = AgentMemory(storage, embed=lambda texts: np.repeat(current[:1], len(texts), 0),
+                         recent_n=10, recall=RecallConfig(top_k=5, scope="resource"))
+    inp = [Message(role="user", content="where did we leave the budget?")]
+    with threadpool_limits(limits=1, user_api="blas"), storage.session():
+        memory.load_context(thread_id="t00000", resource_id=RESOURCE, input=inp)
+        idx = next(iter(memory._recall_engine()._scopes.values()))
+        x = idx.mat[: idx.n]
+        comp, base = [], []
+        for q in queries[1:]:
+            current[0] = q
+            t = time.perf_counter()
+            numpy_scan(x, q / np.linalg.norm(q))
+            base.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            memory.load_context(thread_id="t00000", resource_id=RESOURCE, input=inp)
+            comp.append(time.perf_counter() - t)
+    storage.close()
+    return {"compose_ms": 1000 * statistics.median(comp),
+            "numpy_ms": 1000 * statistics.median(base)}
+
+
+EXTRA_WORKERS = {"compose": compose_worker}
+
+
+def run_worker(adapter: str, where: str, n: int, what: str,
+               module: str = "bench.bench_cold_recall") -> dict[str, float]:
+    """One measurement in a fresh process (``module`` registers the worker)."""
     proc = subprocess.run(
-        [sys.executable, "-m", "bench.bench_cold_recall", "--worker", adapter, where,
-         str(n), what], capture_output=True, text=True, check=False,
+        [sys.executable, "-m", module, "--worker", adapter, where, str(n), what],
+        capture_output=True, text=True, check=False,
         cwd=Path(__file__).resolve().parent.parent)
     if proc.returncode != 0:
         raise RuntimeError(f"{adapter} {what} at {n:,} failed:\n{proc.stderr[-3000:]}")
@@ -270,7 +316,8 @@ def render(rows: Sequence[Row], command: str) -> str:
         "vectors, 1,000 messages a thread; top-5, 5 near misses; BLAS 1 thread; one "
         "process per measurement, peak RSS from `getrusage` (the matrix = n × 384 × 4 "
         "bytes). Warm: medians of "
-        f"{WARM_QUERIES} queries, interleaved with the scan.",
+        f"{WARM_QUERIES} queries, interleaved with the scan, inside `storage.session()` "
+        "(DuckDB then holds its file for the loop, as a live agent's session does).",
         "",
         f"Rerun: `{command}` · machine: {os.cpu_count()} cores, {platform.machine()}, "
         f"numpy {np.__version__} · {datetime.now(UTC):%Y-%m-%d %H:%M} UTC · load "
@@ -305,11 +352,19 @@ def parse_sizes(text: str) -> list[tuple[str, int]]:
     return out
 
 
+def worker_main(args: Sequence[str]) -> bool:
+    """Run a worker when the command line asks for one (``--worker adapter where n
+    what``); False otherwise."""
+    if list(args[:1]) != ["--worker"]:
+        return False
+    adapter, where, n, what = args[1:5]
+    print(json.dumps(worker(adapter, where, int(n), what)))
+    return True
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     args_in = list(sys.argv[1:] if argv is None else argv)
-    if args_in[:1] == ["--worker"]:
-        adapter, where, n, what = args_in[1:5]
-        print(json.dumps(worker(adapter, where, int(n), what)))
+    if worker_main(args_in):
         return
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--sizes", default="duckdb=1000000,sqlite=100000,postgres=100000,"
