@@ -196,9 +196,10 @@ def worker(adapter: str, where: str, n: int, what: str) -> dict[str, float]:
     return out
 
 
-def warm(engine: Any, cfg: Any, queries: np.ndarray, current: list[np.ndarray],
-         ) -> dict[str, float]:
-    """Warm recalls interleaved with the numpy scan over the engine's own matrix."""
+def interleaved(engine: Any, queries: np.ndarray, current: list[np.ndarray],
+                call: Any) -> dict[str, float]:
+    """``call()`` per query (``current[0]`` is the query vector the embedder returns)
+    interleaved with the numpy scan over the engine's own matrix; medians and bests."""
     idx = next(iter(engine._scopes.values()))
     x = idx.mat[: idx.n]
     rec: list[float] = []
@@ -209,10 +210,17 @@ def warm(engine: Any, cfg: Any, queries: np.ndarray, current: list[np.ndarray],
         numpy_scan(x, q / np.linalg.norm(q))
         base.append(time.perf_counter() - t)
         t = time.perf_counter()
-        engine.run("w17 w230", thread_id="t00000", resource_id=RESOURCE, config=cfg)
+        call()
         rec.append(time.perf_counter() - t)
     return {"warm_ms": 1000 * statistics.median(rec), "numpy_ms": 1000 * statistics.median(base),
             "warm_best_ms": 1000 * min(rec), "numpy_best_ms": 1000 * min(base)}
+
+
+def warm(engine: Any, cfg: Any, queries: np.ndarray, current: list[np.ndarray],
+         ) -> dict[str, float]:
+    """Warm recalls interleaved with the numpy scan over the engine's own matrix."""
+    return interleaved(engine, queries, current, lambda: engine.run(
+        "w17 w230", thread_id="t00000", resource_id=RESOURCE, config=cfg))
 
 
 def compose_worker(adapter: str, where: str, n: int) -> dict[str, float]:
@@ -232,20 +240,10 @@ def compose_worker(adapter: str, where: str, n: int) -> dict[str, float]:
     inp = [Message(role="user", content="where did we leave the budget?")]
     with threadpool_limits(limits=1, user_api="blas"), storage.session():
         memory.load_context(thread_id="t00000", resource_id=RESOURCE, input=inp)
-        idx = next(iter(memory._recall_engine()._scopes.values()))
-        x = idx.mat[: idx.n]
-        comp, base = [], []
-        for q in queries[1:]:
-            current[0] = q
-            t = time.perf_counter()
-            numpy_scan(x, q / np.linalg.norm(q))
-            base.append(time.perf_counter() - t)
-            t = time.perf_counter()
-            memory.load_context(thread_id="t00000", resource_id=RESOURCE, input=inp)
-            comp.append(time.perf_counter() - t)
+        got = interleaved(memory._recall_engine(), queries, current, lambda: memory.load_context(
+            thread_id="t00000", resource_id=RESOURCE, input=inp))
     storage.close()
-    return {"compose_ms": 1000 * statistics.median(comp),
-            "numpy_ms": 1000 * statistics.median(base)}
+    return {"compose_ms": got["warm_ms"], "numpy_ms": got["numpy_ms"]}
 
 
 EXTRA_WORKERS = {"compose": compose_worker}
