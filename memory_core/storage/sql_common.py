@@ -234,12 +234,13 @@ class RowsBuilder:
         cols = list(zip(*rows, strict=True))
         i = 3
         vectors = has_vec = None
-        if self.scan.vectors:
+        if self.scan.vectors and self.scan.dim:
             blobs = cols[i]
             has_vec = np.array([x is not None for x in blobs], bool)
-            vectors = decode_vectors([bytes(x) for x in blobs if x is not None],
-                                     self.scan.dim)
-            i += 1
+            # read in place (copied once, into the matrix)
+            vectors = np.frombuffer(b"".join(x for x in blobs if x is not None),
+                                    np.float32).reshape(-1, self.scan.dim)
+        i += int(self.scan.vectors)
         texts = cols[i] if self.scan.texts else None
         bodies = cols[i + int(self.scan.texts)] if self.scan.metadata else None
         self.add(np.asarray(cols[0], np.int32), np.asarray(cols[1], np.int64),
