@@ -54,7 +54,7 @@ _CONFIG: dict[str, str | bool | int | float | list[str]] = {
 _BATCH_VIEW = "_mc_insert_batch"  # name of the Arrow batch registered for one insert
 _SMALL_BATCH = 8
 _SCAN_BATCH = 65536  # rows per Arrow record batch of a scope scan
-_LOCATED_CHUNK = 64  # point reads per statement
+_ROW_GROUP = 122_880  # DuckDB's rows per row group (only speed depends on it)
 # FLOAT[] rather than bytes: DuckDB checkpoints (compresses) large BLOBs slowly
 _DIALECT = Dialect(text="VARCHAR", vector="FLOAT[]",
                    serial_pk="BIGINT PRIMARY KEY DEFAULT nextval('journal_pos')",
@@ -529,17 +529,23 @@ class _DuckDriver(Driver):
 
     def fetch_located(self, tx: Any, refs: Sequence[tuple[str, int]],
                       locators: Sequence[int]) -> list[tuple[Any, ...]]:
-        """Point reads by rowid (DuckDB skips every row group but the one holding it;
-        a join on (thread_id, seq) scans the table), each checked against its ref."""
-        items = [(int(loc), str(t), int(s)) for (t, s), loc in zip(refs, locators, strict=True)
-                 if loc >= 0]
-        out: list[tuple[Any, ...]] = []
-        one = f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE rowid = ? AND thread_id = ? AND seq = ?"
-        for i in range(0, len(items), _LOCATED_CHUNK):
-            part = items[i:i + _LOCATED_CHUNK]
-            out.extend(tx.query(" UNION ALL ".join([one] * len(part)),
-                                [x for item in part for x in item]))
-        return out
+        """Reads by rowid, one range per row group touched (DuckDB then skips every
+        other row group; a join on (thread_id, seq) scans the table), each row kept
+        only if it is still its ref's."""
+        want = {int(loc): (str(t), int(s)) for (t, s), loc in zip(refs, locators, strict=True)
+                if loc >= 0}
+        groups: dict[int, list[int]] = {}
+        for loc in sorted(want):
+            groups.setdefault(loc // _ROW_GROUP, []).append(loc)
+        if not groups:
+            return []
+        parts, params = [], []
+        for locs in groups.values():
+            parts.append(f"SELECT rowid, {MESSAGE_COLUMNS} FROM messages WHERE rowid BETWEEN"
+                         f" ? AND ? AND rowid IN ({','.join('?' * len(locs))})")
+            params += [locs[0], locs[-1], *locs]
+        rows = tx.query(" UNION ALL ".join(parts), params)
+        return [r[1:] for r in rows if want.get(int(r[0])) == (r[1], int(r[2]))]
 
 
 # -- the adapter ---------------------------------------------------------------------------
