@@ -130,6 +130,12 @@ def open_storage(adapter: str, where: str) -> Storage:
 
 # -- one measuring process -----------------------------------------------------------------
 def _peak_rss() -> int:
+    """This process's peak RSS in bytes: VmHWM, which starts afresh at exec (getrusage's
+    ru_maxrss carries the parent's peak over a fork + exec)."""
+    with open("/proc/self/status", encoding="ascii") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
@@ -312,7 +318,7 @@ def render(rows: Sequence[Row], command: str) -> str:
         "in-memory: stacking its vectors) and the numpy scan over the engine's own matrix "
         "(`X @ q`, argpartition, sort of the top 5). 12-word texts, random 384-d float32 "
         "vectors, 1,000 messages a thread; top-5, 5 near misses; BLAS 1 thread; one "
-        "process per measurement, peak RSS from `getrusage` (the matrix = n × 384 × 4 "
+        "process per measurement, peak RSS from `/proc/self/status` VmHWM (the matrix = n × 384 × 4 "
         "bytes). Warm: medians of "
         f"{WARM_QUERIES} queries, interleaved with the scan, inside `storage.session()` "
         "(DuckDB then holds its file for the loop, as a live agent's session does).",
