@@ -374,10 +374,19 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--sizes", default="duckdb=1000000,sqlite=100000,postgres=100000,"
                     "inmemory=100000", help="adapter=messages, comma-separated")
     ap.add_argument("--no-hybrid", action="store_true")
+    ap.add_argument("--duckdb-from-scaling", type=int, metavar="N",
+                    help="take the DuckDB row at N messages from bench/out/scaling.json "
+                    "(the same measurements, made by bench_scaling) instead of measuring")
     ap.add_argument("--write", action="store_true")
     args = ap.parse_args(args_in)
     sizes = parse_sizes(args.sizes)
     rows = []
+    if args.duckdb_from_scaling:
+        got = json.loads((OUT / "scaling.json").read_text())[str(args.duckdb_from_scaling)]
+        rec = got["recall"]
+        rows.append(Row("duckdb", args.duckdb_from_scaling, rec["limit"], rec["vector"],
+                        rec["hybrid"]))
+        sizes = [(a, n) for a, n in sizes if a != "duckdb"]
     with postgres([a for a, _ in sizes]) as pg_dsn:
         for adapter, n in sizes:
             if adapter == "postgres" and pg_dsn is None:
@@ -386,6 +395,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             print(rows[-1], file=sys.stderr, flush=True)
     command = ".venv/bin/python -m bench.bench_cold_recall" + (
         f" --sizes {args.sizes}" if args.sizes != ap.get_default("sizes") else "") + (
+        f" --duckdb-from-scaling {args.duckdb_from_scaling}" if args.duckdb_from_scaling
+        else "") + (
         " --write" if args.write else "")
     text = render(rows, command)
     print(text)
