@@ -17,7 +17,7 @@ import random
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from datetime import datetime
 from typing import Any
 
@@ -54,6 +54,7 @@ _CONFIG: dict[str, str | bool | int | float | list[str]] = {
 _BATCH_VIEW = "_mc_insert_batch"  # name of the Arrow batch registered for one insert
 _SMALL_BATCH = 8
 _SCAN_BATCH = 65536  # rows per Arrow record batch of a scope scan
+_SCAN_MEMORY = "512MB"  # DuckDB's memory limit while a scope is scanned
 _ROW_GROUP = 122_880  # DuckDB's rows per row group (only speed depends on it)
 # FLOAT[] rather than bytes: DuckDB checkpoints (compresses) large BLOBs slowly
 _DIALECT = Dialect(text="VARCHAR", vector="FLOAT[]",
@@ -400,6 +401,20 @@ def _vector_column(values: Sequence[Any]) -> pa.Array:
     return pa.FixedSizeListArray.from_arrays(pa.array(flat), dim, mask=mask)
 
 
+@contextmanager
+def _cache_capped(conn: Conn) -> Iterator[None]:
+    """DuckDB's memory limit lowered for a whole-scope scan, so that the blocks it
+    reads are dropped as it goes instead of staying cached beside the matrix they
+    fill (a million vectors would otherwise be held twice); restored after."""
+    was = conn.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
+    conn.execute(f"SET memory_limit = '{_SCAN_MEMORY}'")
+    conn.execute("SET enable_progress_bar = false")  # a long scan prints none
+    try:
+        yield
+    finally:
+        conn.execute(f"SET memory_limit = '{was}'")
+
+
 class _DuckDriver(Driver):
     dialect = _DIALECT
     lock_row = ""  # one process holds the file read-write; _Database serialises its threads
@@ -511,7 +526,13 @@ class _DuckDriver(Driver):
         out = RowsBuilder(scan, int(counted[0]) if counted else 0)
         rel = conn.sql(f"SELECT f.pos, m.rowid AS locator, {scan.columns()} {src}",
                        params=params)
-        reader = rel.to_arrow_reader(_SCAN_BATCH)
+        # (a file's blocks can be dropped and read again; ``:memory:`` data cannot)
+        with _cache_capped(conn) if self.db.handle.path is not None else nullcontext():
+            self._fill(rel.to_arrow_reader(_SCAN_BATCH), scan, out)
+        return out.done()
+
+    @staticmethod
+    def _fill(reader: Any, scan: ScopeScan, out: RowsBuilder) -> None:
         for batch in reader:
             vectors = has_vec = None
             if scan.vectors and scan.dim:
@@ -524,7 +545,6 @@ class _DuckDriver(Driver):
                     batch.column("created_us").to_numpy(), vectors, has_vec,
                     batch.column("text_lower").to_pylist() if scan.texts else None,
                     batch.column("body").to_pylist() if scan.metadata else None)
-        return out.done()
 
 
     def fetch_located(self, tx: Any, refs: Sequence[tuple[str, int]],
