@@ -269,7 +269,9 @@ def render(results: dict[str, dict[str, Any]], command: str) -> str:
     lines += ["", "Growth = how much the cost itself is multiplied per 10× more messages "
               "(×10 = linear in the store, ×1 = flat); for per-message costs (batch append, "
               "import) ×1 means linear overall. The machine is shared (2 cores, several "
-              "agents): compare ratios within a column, not single figures across runs."]
+              "agents): compare ratios within a column, not single figures across runs. "
+              "Sizes and pieces can be measured in separate runs (`--sizes 1000000 --skip "
+              "import`); the table shows the latest measurement of each."]
     return "\n".join(lines)
 
 
@@ -290,8 +292,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         results[str(n)] = {**results.get(str(n), {}), **fresh}
         cold.OUT.mkdir(exist_ok=True)
         STORE.write_text(json.dumps(results, indent=1))
-    text = render(results, ".venv/bin/python -m bench.bench_scaling --write  (sizes one "
-                  "at a time: --sizes 1000000 --skip import)")
+    text = render(results, ".venv/bin/python -m bench.bench_scaling --write")
     print(text)
     if args.write:
         replace_section("Scaling", text)
