@@ -1,143 +1,422 @@
-"""Cold start: the first recall of a scope (a fresh engine) against the bare vector load
-of the same store (``get_embeddings`` over every thread), in vector and hybrid mode.
+"""Cold start and warm recall over one scope, per adapter, each beside its limit.
 
-100,000 messages (12-word texts from a 5,000-word vocabulary, random 384-d vectors) in
-100 threads of one resource, written once to a SQLite file (the data set is rebuilt
-when missing, under bench/out/, git-ignored). Each measurement opens a fresh
-``RecallEngine``, so the scope's cache is built from the store; BLAS limited to one
-thread.
+A scope of N messages (12-word texts from a 5,000-word vocabulary, random 384-d
+float32 vectors, 1,000 messages a thread, one resource) is written once through the
+adapter's batch path (DuckDB and SQLite files are kept under bench/out/, git-ignored;
+PostgreSQL gets a fresh schema on the loopback server of tests/pg_server.py; the
+in-memory store is filled inside each measuring process, outside the timed part).
 
-Run: ``.venv/bin/python -m bench.bench_cold_recall [--n 100000] [--write]``
+Every measurement runs in its own Python process, so each first recall is really cold
+and its peak RSS (``resource.getrusage``) is its own:
+
+- **limit**: the bare vector load — DuckDB's Arrow path (``SELECT thread_id, seq,
+  embedding FROM messages`` → ``fetch_arrow_table`` → a float32 numpy matrix); on
+  SQLite/PostgreSQL the same SELECT with the blobs joined into one numpy matrix; on
+  the in-memory store a ``np.vstack`` of its vectors.
+- **first recall, vector / hybrid**: a fresh ``RecallEngine`` answering one query over
+  the resource (top-5, 5 near misses), the scope's cache built from the store.
+- **warm recall**: the same engine answering more queries (no writes in between),
+  interleaved with the numpy scan over the very matrix it holds (``X @ q``,
+  ``argpartition``, sort of the top 5). BLAS limited to one thread.
+
+Run: ``.venv/bin/python -m bench.bench_cold_recall [--sizes duckdb=1000000,sqlite=100000]
+[--write]``
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import itertools
+import json
+import os
+import platform
 import random
+import resource
 import statistics
+import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from bench.bench_storage import blas_threads
 from bench.results import replace_section
-from memory_core.recall import RecallConfig, RecallEngine
-from memory_core.storage.sqlite import SQLiteStorage
+from memory_core.storage.base import Storage
 from memory_core.types import AppendRow, Message
 
 OUT = Path(__file__).with_name("out")
 DIM = 384
-THREADS = 100
+PER_THREAD = 1000
+RESOURCE = "u"
+DEFAULT_SIZES = {"duckdb": 1_000_000, "sqlite": 100_000, "postgres": 100_000,
+                 "inmemory": 100_000}
+WARM_QUERIES = 15
 
 
-def build(path: Path, n: int) -> None:
-    rng = random.Random(3)
+# -- the data set -------------------------------------------------------------------------
+def thread_rows(t: int) -> list[AppendRow]:
+    """Thread t's messages (the same for every adapter and run)."""
+    rng = random.Random(1000 + t)
     vocab = [f"w{i}" for i in range(5000)]
-    vecs = np.random.default_rng(3).standard_normal((n, DIM)).astype(np.float32)
-    storage = SQLiteStorage(str(path))
-    per = n // THREADS
-    for t in range(THREADS):
-        tid = f"t{t}"
-        storage.memory.create_thread(tid, resource_id="u")
-        rows = [AppendRow(message=Message(role="user" if i % 2 == 0 else "assistant",
-                                          content=" ".join(rng.choices(vocab, k=12))),
-                          embedding=vecs[t * per + i]) for i in range(per)]
-        for a in range(0, per, 1000):
-            storage.memory.append_messages(tid, rows[a:a + 1000])
+    vecs = np.random.default_rng(t).standard_normal((PER_THREAD, DIM)).astype(np.float32)
+    return [AppendRow(message=Message(role="user" if i % 2 == 0 else "assistant",
+                                      content=" ".join(rng.choices(vocab, k=12))),
+                      embedding=vecs[i]) for i in range(PER_THREAD)]
+
+
+def fill(storage: Storage, n: int) -> None:
+    """Write n messages through the batch path (one append of 1,000 rows a thread)."""
+    with storage.session():
+        for t in range(n // PER_THREAD):
+            storage.memory.create_thread(f"t{t:05}", resource_id=RESOURCE)
+            storage.memory.append_messages(f"t{t:05}", thread_rows(t))
+
+
+def location(adapter: str, n: int, pg_dsn: str | None) -> str:
+    """Where the adapter's data set lives (built when missing)."""
+    if adapter == "inmemory":
+        return ""
+    if adapter == "postgres":
+        assert pg_dsn is not None
+        schema = f"bench_cold_{n}_{os.getpid()}"
+        storage = open_storage(adapter, f"{pg_dsn}|{schema}")
+        try:
+            fill(storage, n)
+        finally:
+            storage.close()
+        return f"{pg_dsn}|{schema}"
+    OUT.mkdir(exist_ok=True)
+    path = OUT / f"cold-{n}.{adapter}"
+    if not path.exists():
+        t = time.perf_counter()
+        part = path.with_suffix(".part")
+        for leftover in (part, Path(f"{part}.wal")):
+            leftover.unlink(missing_ok=True)
+        storage = open_storage(adapter, str(part))
+        try:
+            fill(storage, n)
+        finally:
+            storage.close()
+        part.rename(path)
+        spent = time.perf_counter() - t
+        # the build is the batch-append measurement of bench/bench_scaling.py
+        Path(f"{path}.json").write_text(json.dumps({"build_s": spent}))
+        print(f"built {path} in {spent:.0f}s", file=sys.stderr, flush=True)
+    return str(path)
+
+
+def open_storage(adapter: str, where: str) -> Storage:
+    if adapter == "duckdb":
+        from memory_core.storage.duckdb import DuckDBStorage
+
+        return DuckDBStorage(where)
+    if adapter == "sqlite":
+        from memory_core.storage.sqlite import SQLiteStorage
+
+        return SQLiteStorage(where)
+    if adapter == "postgres":
+        from memory_core.storage.postgres import PostgresStorage
+
+        dsn, schema = where.split("|")
+        return PostgresStorage(dsn, schema=schema)
+    from memory_core.storage.inmemory import InMemoryStorage
+
+    return InMemoryStorage()
+
+
+# -- one measuring process -----------------------------------------------------------------
+def _peak_rss() -> int:
+    """This process's peak RSS in bytes: VmHWM, which starts afresh at exec (getrusage's
+    ru_maxrss carries the parent's peak over a fork + exec)."""
+    with open("/proc/self/status", encoding="ascii") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def bare_load(adapter: str, storage: Storage) -> np.ndarray:
+    """The limit: every stored vector into one float32 matrix, the fastest way the
+    engine offers, with nothing else read."""
+    sql = "SELECT thread_id, seq, embedding FROM messages WHERE embedding IS NOT NULL"
+    if adapter == "duckdb":
+        with storage._duck.transaction("bench", write=False) as conn:  # type: ignore[attr-defined]
+            table = conn.sql(sql).fetch_arrow_table()
+        flat = table.column("embedding").combine_chunks().flatten()
+        return np.asarray(flat.to_numpy(zero_copy_only=False), np.float32).reshape(-1, DIM)
+    if adapter in ("sqlite", "postgres"):
+        with storage._db.read("bench") as tx:  # type: ignore[attr-defined]
+            rows = tx.query(sql)
+        return np.frombuffer(b"".join(bytes(r[2]) for r in rows), np.float32).reshape(-1, DIM)
+    mem = storage.memory
+    return mem.get_embeddings([t.id for t in mem.list_threads(RESOURCE)]).matrix
+
+
+def numpy_scan(x: np.ndarray, q: np.ndarray) -> np.ndarray:
+    s = x @ q
+    top = np.argpartition(s, -5)[-5:]
+    out: np.ndarray = top[np.argsort(-s[top])]
+    return out
+
+
+def worker(adapter: str, where: str, n: int, what: str) -> dict[str, float]:
+    """One measurement in this (fresh) process: ``limit``, ``vector`` or ``hybrid``."""
+    from threadpoolctl import threadpool_limits
+
+    from memory_core.recall import RecallConfig, RecallEngine
+
+    if what in EXTRA_WORKERS:
+        return EXTRA_WORKERS[what](adapter, where, n)
+    storage = open_storage(adapter, where)
+    if adapter == "inmemory":
+        fill(storage, n)
+    queries = np.random.default_rng(5).standard_normal((WARM_QUERIES + 1, DIM)).astype(
+        np.float32)
+    current = [queries[0]]
+    out: dict[str, float] = {}
+    with threadpool_limits(limits=1, user_api="blas"):
+        rss_before = _peak_rss()
+        t = time.perf_counter()
+        if what == "limit":
+            matrix = bare_load(adapter, storage)
+            out["seconds"] = time.perf_counter() - t
+            out["rows"] = matrix.shape[0]
+        else:
+            engine = RecallEngine(storage.memory, lambda texts: np.asarray([current[0]]))
+            cfg = RecallConfig(top_k=5, scope="resource", mode=what)  # type: ignore[arg-type]
+            engine.run("w17 w230 w4410", thread_id="t00000", resource_id=RESOURCE, config=cfg)
+            out["seconds"] = time.perf_counter() - t
+            out["peak_rss"] = _peak_rss()
+            if what == "vector":
+                # DuckDB: the file held for the loop, as a live agent's session would
+                # (its connection policy between operations is not what is measured)
+                with storage.session():
+                    out.update(warm(engine, cfg, queries, current))
+        out["peak_rss"] = _peak_rss()
+        out["rss_before"] = rss_before
     storage.close()
+    return out
 
 
-def _time(fn: Callable[[], Any]) -> float:
-    t = time.perf_counter()
-    fn()
-    return time.perf_counter() - t
+def interleaved(engine: Any, queries: np.ndarray, current: list[np.ndarray],
+                call: Any) -> dict[str, float]:
+    """``call()`` per query (``current[0]`` is the query vector the embedder returns)
+    interleaved with the numpy scan over the engine's own matrix; medians and bests."""
+    idx = next(iter(engine._scopes.values()))
+    x = idx.mat[: idx.n]
+    rec: list[float] = []
+    base: list[float] = []
+    for q in queries[1:]:
+        current[0] = q
+        t = time.perf_counter()
+        numpy_scan(x, q / np.linalg.norm(q))
+        base.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        call()
+        rec.append(time.perf_counter() - t)
+    return {"warm_ms": 1000 * statistics.median(rec), "numpy_ms": 1000 * statistics.median(base),
+            "warm_best_ms": 1000 * min(rec), "numpy_best_ms": 1000 * min(base)}
 
 
-def engine_from(path: str) -> Any:
-    """``RecallEngine`` of another version of recall.py (e.g. ``git show
-    <commit>:memory_core/recall.py > /tmp/before.py``), to compare in the same run."""
-    spec = importlib.util.spec_from_file_location("recall_before", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["recall_before"] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module.RecallEngine
+def warm(engine: Any, cfg: Any, queries: np.ndarray, current: list[np.ndarray],
+         ) -> dict[str, float]:
+    """Warm recalls interleaved with the numpy scan over the engine's own matrix."""
+    return interleaved(engine, queries, current, lambda: engine.run(
+        "w17 w230", thread_id="t00000", resource_id=RESOURCE, config=cfg))
 
 
-def measure(path: Path, repeat: int, before: str | None) -> dict[str, float]:
-    storage = SQLiteStorage(str(path))
-    store = storage.memory
-    threads = [t.id for t in store.list_threads("u")]
-    q = np.random.default_rng(5).standard_normal((1, DIM)).astype(np.float32)
-    engines: dict[str, Any] = {"": RecallEngine}
-    if before:
-        engines["before "] = engine_from(before)
-    times: dict[str, list[float]] = {}
-    for _ in range(repeat):
-        times.setdefault("vector load", []).append(
-            _time(lambda: store.get_embeddings(threads)))
-        for (label, cls), mode in itertools.product(engines.items(), ("vector", "hybrid")):
-            engine = cls(store, lambda texts: np.repeat(q, len(texts), 0))
-            cfg = RecallConfig(top_k=5, scope="resource", mode=mode)
-            times.setdefault(label + mode, []).append(_time(lambda e=engine, c=cfg: e.run(
-                "w17 w230 w4410", thread_id="t0", resource_id="u", config=c)))
+def compose_worker(adapter: str, where: str, n: int) -> dict[str, float]:
+    """``AgentMemory.load_context`` (resource-scope recall, recent window of 10) on a
+    thread of the scope, warm, interleaved with the numpy scan of the engine's matrix."""
+    from threadpoolctl import threadpool_limits
+
+    from memory_core.memory import AgentMemory
+    from memory_core.recall import RecallConfig
+
+    storage = open_storage(adapter, where)
+    queries = np.random.default_rng(6).standard_normal((WARM_QUERIES + 1, DIM)).astype(
+        np.float32)
+    current = [queries[0]]
+    memory = AgentMemory(storage, embed=lambda texts: np.repeat(current[:1], len(texts), 0),
+                         recent_n=10, recall=RecallConfig(top_k=5, scope="resource"))
+    inp = [Message(role="user", content="where did we leave the budget?")]
+    with threadpool_limits(limits=1, user_api="blas"), storage.session():
+        memory.load_context(thread_id="t00000", resource_id=RESOURCE, input=inp)
+        got = interleaved(memory._recall_engine(), queries, current, lambda: memory.load_context(
+            thread_id="t00000", resource_id=RESOURCE, input=inp))
     storage.close()
-    return {k: statistics.median(v) for k, v in times.items()}
+    return {"compose_ms": got["warm_ms"], "numpy_ms": got["numpy_ms"]}
 
 
-READING = ('Reading: vector mode no longer tokenises and stems every message into BM25 postings (the lexical index is built only for lexical/hybrid queries, from the rows being loaded, then incrementally), which roughly halves its first recall. What remains above the vector load, in both modes, is the per-thread load of every message (`get_messages`, for creation times, metadata and texts); only the hits and near misses are fetched by ref afterwards. Loading the scope from `get_embeddings` alone (creation order and metadata fetched only when a filter or a tie needs them) is left to do.')
+EXTRA_WORKERS = {"compose": compose_worker}
 
 
-def render(n: int, r: dict[str, float], repeat: int, before: str | None) -> str:
-    load = r["vector load"]
-    rows = [f"| first recall, {mode} mode{' (before)' if label else ''} | {r[label + mode]:.2f} "
-            f"| {r[label + mode] / load:.2f}× |"
-            for label in ("before ", "") if label + "vector" in r
-            for mode in ("vector", "hybrid")]
-    return "\n".join([
-        f"First recall of a scope of {n:,} messages in {THREADS} threads (SQLite file, "
-        "12-word texts, random 384-d vectors, resource scope, top-5), a fresh engine "
-        f"each time, against the bare vector load (`get_embeddings` of every thread) of "
-        f"the same store. Medians of {repeat}; BLAS 1 thread.",
+def run_worker(adapter: str, where: str, n: int, what: str,
+               module: str = "bench.bench_cold_recall") -> dict[str, float]:
+    """One measurement in a fresh process (``module`` registers the worker)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", module, "--worker", adapter, where, str(n), what],
+        capture_output=True, text=True, check=False,
+        cwd=Path(__file__).resolve().parent.parent)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{adapter} {what} at {n:,} failed:\n{proc.stderr[-3000:]}")
+    result: dict[str, float] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return result
+
+
+# -- the table ------------------------------------------------------------------------------
+@dataclass
+class Row:
+    adapter: str
+    n: int
+    limit: dict[str, float]
+    vector: dict[str, float]
+    hybrid: dict[str, float] | None
+
+
+@contextmanager
+def postgres(adapters: Sequence[str]) -> Iterator[str | None]:
+    if "postgres" not in adapters:
+        yield None
+        return
+    from bench.bench_storage import postgres_dsn
+
+    dsn, reason = postgres_dsn()
+    if dsn is None:
+        print(f"postgres skipped: {reason}", file=sys.stderr)
+    yield dsn
+
+
+def measure(adapter: str, n: int, pg_dsn: str | None, hybrid: bool = True) -> Row:
+    where = location(adapter, n, pg_dsn)
+    try:
+        limit = run_worker(adapter, where, n, "limit")
+        vector = run_worker(adapter, where, n, "vector")
+        hyb = run_worker(adapter, where, n, "hybrid") if hybrid else None
+    finally:
+        if adapter == "postgres":
+            from tests.pg_server import drop_schema
+
+            dsn, schema = where.split("|")
+            drop_schema(dsn, schema)
+    return Row(adapter, n, limit, vector, hyb)
+
+
+def _gb(b: float) -> str:
+    return f"{b / 2**30:.2f}"
+
+
+def render(rows: Sequence[Row], command: str) -> str:
+    lines = [
+        "First recall of a resource scope (a fresh process and engine), and warm recall, "
+        "each beside its limit measured in the same run: the bare vector load (DuckDB: "
+        "one Arrow query into a numpy matrix; SQLite/PostgreSQL: one SELECT of the blobs; "
+        "in-memory: stacking its vectors) and the numpy scan over the engine's own matrix "
+        "(`X @ q`, argpartition, sort of the top 5). 12-word texts, random 384-d float32 "
+        "vectors, 1,000 messages a thread; top-5, 5 near misses; BLAS 1 thread; one "
+        "process per measurement, peak RSS from `/proc/self/status` VmHWM (the matrix = n × 384 × 4 "
+        "bytes). Warm: medians of "
+        f"{WARM_QUERIES} queries, interleaved with the scan, inside `storage.session()` "
+        "(DuckDB then holds its file for the loop, as a live agent's session does).",
         "",
-        "Rerun: `git show 9202a3e:memory_core/recall.py > /tmp/recall_before.py && "
-        ".venv/bin/python -m bench.bench_cold_recall --before /tmp/recall_before.py --write` "
-        "(`before` = recall.py before the lazy lexical index, measured interleaved in the "
-        "same run)" if before else "Rerun: `.venv/bin/python -m bench.bench_cold_recall "
-        "--write`",
+        f"Rerun: `{command}` · machine: {os.cpu_count()} cores, {platform.machine()}, "
+        f"numpy {np.__version__} · {datetime.now(UTC):%Y-%m-%d %H:%M} UTC · load "
+        f"{os.getloadavg()[0]:.1f}",
         "",
-        "| | seconds | ÷ vector load |",
-        "|---|---:|---:|",
-        f"| bare vector load | {load:.2f} | 1.00× |",
-        *rows,
-        "",
-        READING,
-    ])
+        "| adapter | messages | vector load s (limit) | first recall, vector s | ÷ load "
+        "| first recall, hybrid s | peak RSS GB (vector) | matrix GB | RSS ÷ matrix "
+        "| warm ms | numpy ms | warm ÷ numpy |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        load, v = r.limit["seconds"], r.vector
+        matrix = r.n * DIM * 4
+        hyb = f"{r.hybrid['seconds']:.2f}" if r.hybrid else "—"
+        lines.append(
+            f"| {r.adapter} | {r.n:,} | {load:.2f} | {v['seconds']:.2f} | "
+            f"{v['seconds'] / load:.2f}× | {hyb} | {_gb(v['peak_rss'])} | {_gb(matrix)} | "
+            f"{v['peak_rss'] / matrix:.2f}× | {v['warm_ms']:.1f} | {v['numpy_ms']:.1f} | "
+            f"{v['warm_ms'] / v['numpy_ms']:.2f}× |")
+    lines += ["", "Targets (issue 16): first recall at 1M messages in a DuckDB file ≤ 2× the "
+              "Arrow vector load in vector mode and ≤ 15 s in hybrid; peak RSS ≤ 2× the "
+              "vector matrix; warm recall ≤ 1.25× the numpy scan at 100k and 1M on every "
+              "adapter.", "", READING]
+    return "\n".join(lines)
+
+
+READING = (
+    "How the first recall works now: one `scope_rows` scan per scope (DuckDB: one Arrow "
+    "query streamed in record batches into a matrix allocated once from a count, its "
+    "memory limit lowered during the scan so the blocks read are not also kept cached; "
+    "SQLite/PostgreSQL: one query, blobs joined per batch) gives refs, creation times "
+    "and the vectors; the matrix becomes the cache's own (normalised in place, never "
+    "copied). No message object is built per row: texts are read only for "
+    "lexical/hybrid queries (then BM25 postings are built in bulk: each distinct token "
+    "folded once, the rest numpy), metadata only for a filtered query, creation order "
+    "sorted only when a tie or a full ranking needs it. A recall then fetches its hits, "
+    "neighbours and near misses in one query (DuckDB by rowid, one range per row group "
+    "touched). The previous code took 75 s and 7.9 GB for the first recall at 1M on "
+    "DuckDB (issue 16). Warm recall at 100k pays a fixed ~10–20 ms per recall on the "
+    "database adapters (the `scope_counts` check and the one fetch, plus Python around "
+    "them), which is why its ratio is above the 1M one; the machine is shared, so "
+    "compare ratios in a row, not figures across rows.")
+
+
+def parse_sizes(text: str) -> list[tuple[str, int]]:
+    out = []
+    for part in text.split(","):
+        name, _, n = part.partition("=")
+        out.append((name.strip(), int(n) if n else DEFAULT_SIZES[name.strip()]))
+    return out
+
+
+def worker_main(args: Sequence[str]) -> bool:
+    """Run a worker when the command line asks for one (``--worker adapter where n
+    what``); False otherwise."""
+    if list(args[:1]) != ["--worker"]:
+        return False
+    adapter, where, n, what = args[1:5]
+    print(json.dumps(worker(adapter, where, int(n), what)))
+    return True
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    args_in = list(sys.argv[1:] if argv is None else argv)
+    if worker_main(args_in):
+        return
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--n", type=int, default=100_000)
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--sizes", default="duckdb=1000000,sqlite=100000,postgres=100000,"
+                    "inmemory=100000", help="adapter=messages, comma-separated")
+    ap.add_argument("--no-hybrid", action="store_true")
+    ap.add_argument("--duckdb-from-scaling", type=int, metavar="N",
+                    help="take the DuckDB row at N messages from bench/out/scaling.json "
+                    "(the same measurements, made by bench_scaling) instead of measuring")
     ap.add_argument("--write", action="store_true")
-    ap.add_argument("--before", help="another recall.py to measure beside this one")
-    args = ap.parse_args(argv)
-    OUT.mkdir(exist_ok=True)
-    path = OUT / f"cold-{args.n}.sqlite"
-    if not path.exists():
-        t = time.perf_counter()
-        build(path, args.n)
-        print(f"built {path} in {time.perf_counter() - t:.1f}s", flush=True)
-    limit, _ = blas_threads(1)
-    with limit:
-        r = measure(path, args.repeat, args.before)
-    text = render(args.n, r, args.repeat, args.before)
+    args = ap.parse_args(args_in)
+    sizes = parse_sizes(args.sizes)
+    rows = []
+    if args.duckdb_from_scaling:
+        got = json.loads((OUT / "scaling.json").read_text())[str(args.duckdb_from_scaling)]
+        rec = got["recall"]
+        rows.append(Row("duckdb", args.duckdb_from_scaling, rec["limit"], rec["vector"],
+                        rec["hybrid"]))
+        sizes = [(a, n) for a, n in sizes if a != "duckdb"]
+    with postgres([a for a, _ in sizes]) as pg_dsn:
+        for adapter, n in sizes:
+            if adapter == "postgres" and pg_dsn is None:
+                continue
+            rows.append(measure(adapter, n, pg_dsn, not args.no_hybrid))
+            print(rows[-1], file=sys.stderr, flush=True)
+    command = ".venv/bin/python -m bench.bench_cold_recall" + (
+        f" --sizes {args.sizes}" if args.sizes != ap.get_default("sizes") else "") + (
+        f" --duckdb-from-scaling {args.duckdb_from_scaling}" if args.duckdb_from_scaling
+        else "") + (
+        " --write" if args.write else "")
+    text = render(rows, command)
     print(text)
     if args.write:
         replace_section("Recall cold start", text)

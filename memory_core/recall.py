@@ -10,11 +10,12 @@ pre-normalised float32 matrix, so the hot path is one matrix-vector product plus
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 import threading
 from array import array
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -33,11 +34,12 @@ from memory_core.recall_config import MessageRange as MessageRange
 from memory_core.recall_config import RecallConfig as RecallConfig
 from memory_core.recall_config import RecallMode as RecallMode
 from memory_core.recall_config import RecallScope as RecallScope
-from memory_core.storage.base import EmbeddingBlock, MemoryStore, ThreadCounts
+from memory_core.storage.base import MemoryStore, ScopeRows, ThreadCounts
 from memory_core.text import STOP_WORDS as STOP_WORDS
+from memory_core.text import TOKEN_RE as _TOKEN
 from memory_core.text import tokenize
 from memory_core.types import StoredMessage, Thread, canonical_json
-from memory_core.vectors import cosine_scores, top_indices, unit_rows
+from memory_core.vectors import cosine_scores, top_indices
 
 T_NONE = datetime.min.replace(tzinfo=UTC)
 
@@ -193,20 +195,30 @@ class _ScopeIndex:
     doclen: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
     prev_row: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # -1: first
     asks: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))  # text holds a "?"
+    loc: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # -1: none
     last_row: dict[str, int] = field(default_factory=dict)  # per thread
+    thread_rows: dict[str, list[int]] = field(default_factory=dict)  # by thread_seqs
     lexical: bool = False  # the lexical index is kept (a lexical/hybrid query came)
     lex_n: int = 0  # rows [0, lex_n) are in the lexical index
-    metadata: list[dict[str, Any] | None] = field(default_factory=list)
+    keep_meta: bool = False  # metadata is kept (a filtered query came)
+    metadata: list[dict[str, Any] | None] = field(default_factory=list)  # rows [0, len)
     postings: dict[str, tuple[array[int], array[float]]] = field(default_factory=dict)
+    raw_terms: dict[str, int] = field(default_factory=dict)  # token -> term id, -1: none
+    term_ids: dict[str, int] = field(default_factory=dict)  # BM25 term -> id
+    term_names: list[str] = field(default_factory=list)  # id -> BM25 term
     masks: dict[str, np.ndarray] = field(default_factory=dict)
     last_key: tuple[int, str, int] | None = None
+    ranked_n: int = 0  # keyrank holds the creation order of rows [0, ranked_n)
+    rank_stale: bool = False  # rows arrived out of creation order: rank them all again
     all_vec: bool = True
 
     def key(self, row: int) -> tuple[str, int]:
         """The ``(thread_id, seq)`` of a row."""
         return self.threads[int(self.tidx[row])], int(self.seqs[row])
 
-    def _grow(self, extra: int, dim: int | None) -> None:
+    def _grow(self, extra: int, dim: int | None, adopt: np.ndarray | None = None) -> None:
+        """Room for ``extra`` more rows; ``adopt`` is a first load's matrix, taken as
+        the cache's own instead of copied (a million-row matrix is never held twice)."""
         need = self.n + extra
         if self.dim is None and dim is not None:
             self.dim = dim
@@ -214,7 +226,7 @@ class _ScopeIndex:
         cap = self.has_vec.shape[0]
         if need <= cap and (self.dim is None or self.mat.shape[1] == self.dim):
             return
-        new_cap = max(need, int(cap * 1.5) + 16)
+        new_cap = need if adopt is not None else max(need, int(cap * 1.5) + 16)
         d = self.dim or 0
 
         def grow(a: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
@@ -222,8 +234,12 @@ class _ScopeIndex:
             out[: self.n] = a[: self.n]
             return out
 
-        self.mat = grow(self.mat, (new_cap, d)) if self.mat.shape[1] == d else np.zeros(
-            (new_cap, d), np.float32)
+        if adopt is not None:
+            self.mat = adopt
+        elif self.mat.shape[1] == d:
+            self.mat = grow(self.mat, (new_cap, d))
+        else:
+            self.mat = np.zeros((new_cap, d), np.float32)
         self.has_vec = grow(self.has_vec, (new_cap,))
         self.tidx = grow(self.tidx, (new_cap,))
         self.seqs = grow(self.seqs, (new_cap,))
@@ -232,95 +248,217 @@ class _ScopeIndex:
         self.doclen = grow(self.doclen, (new_cap,))
         self.prev_row = grow(self.prev_row, (new_cap,))
         self.asks = grow(self.asks, (new_cap,))
+        self.loc = grow(self.loc, (new_cap,))
 
-    def add_rows(self, messages: Sequence[StoredMessage], block: EmbeddingBlock,
-                 dim: int | None) -> None:
-        """Append messages (in seq order within each thread) and their vectors."""
-        if not messages:
-            return
-        start = self.n
-        self._grow(len(messages), dim)
-        where = {(str(t), int(s)): j for j, (t, s) in enumerate(
-            zip(block.thread_ids.tolist(), block.seqs.tolist(), strict=True))}
-        dest: list[int] = []
-        src: list[int] = []
-        in_order = True
-        for i, m in enumerate(messages, start):
-            t = m.thread_id
+    def add_rows(self, rows: ScopeRows, dim: int | None) -> dict[str, int]:
+        """Append a scan of rows (any order; each thread's rows after those already
+        held) with their vectors, texts and metadata when given; returns the highest
+        seq added per thread."""
+        k = len(rows)
+        if k == 0:
+            return {}
+        start, end = self.n, self.n + k
+        tpos = np.zeros(len(rows.threads), np.int32)
+        for i, t in enumerate(rows.threads):
             if t not in self.thread_pos:
                 self.thread_pos[t] = len(self.threads)
                 self.threads.append(t)
                 self.thread_seqs.setdefault(t, [])
-            self.tidx[i] = self.thread_pos[t]
-            self.seqs[i] = m.seq
-            us = int(m.created_at.timestamp() * 1_000_000)
-            self.created[i] = us
-            key = (us, t, m.seq)
-            if self.last_key is not None and key <= self.last_key:
-                in_order = False
-            self.last_key = key if self.last_key is None else max(self.last_key, key)
-            self.keyrank[i] = i
-            self.metadata.append(m.metadata or None)
-            self.thread_seqs[t].append(m.seq)
-            j = where.get((t, m.seq))
-            if j is not None and self.dim is not None:
-                dest.append(i)
-                src.append(j)
-            self.prev_row[i] = self.last_row.get(t, -1)
-            self.last_row[t] = i
-        self.n = start + len(messages)
-        if self.lexical and self.lex_n == start:
-            for i, m in enumerate(messages, start):
-                self._index_text(i, m.text() or "")
-            self.lex_n = self.n
-        self._put_vectors(np.asarray(dest, np.int64), np.asarray(src, np.int64), block.matrix)
-        if not bool(self.has_vec[start:self.n].all()):
+            tpos[i] = self.thread_pos[t]
+        m = rows.matrix
+        usable = m is not None and dim is not None and m.shape == (k, dim) \
+            and self.dim in (None, dim)
+        adopt = m if m is not None and usable and start == 0 and m.flags.writeable else None
+        self._grow(k, dim, adopt)
+        self.tidx[start:end] = tpos[rows.tidx]
+        self.seqs[start:end] = rows.seqs
+        self.created[start:end] = rows.created_us
+        self.loc[start:end] = -1 if rows.locators is None else rows.locators
+        if usable and m is not None:
+            if self.mat is not m:
+                self.mat[start:end] = m
+            self._unit_rows(start, end, rows.has_vec)
+        self.n = end
+        if not bool(self.has_vec[start:end].all()):
             self.all_vec = False
-        if not in_order:
-            self._rerank()
+        added = self._link_threads(start, end)
+        self._note_order(start, end)
+        if self.lexical and self.lex_n == start and rows.texts is not None:
+            self._index_texts(start, rows.texts)
+        if self.keep_meta and len(self.metadata) == start and rows.metadata is not None:
+            self.metadata.extend(rows.metadata)
+        if len(self.metadata) < end:
+            self.masks.clear()  # rebuilt once the metadata is loaded
         for fkey, mask in list(self.masks.items()):
             self.masks[fkey] = self._extend_mask(mask, _filter_from_key(fkey), start)
+        return added
 
-    def _index_text(self, i: int, text: str) -> None:
-        """Add row ``i``'s text to the lexical index (BM25 postings, length, "asks")."""
-        self.asks[i] = "?" in text
-        terms = lexical_terms(text)
-        self.doclen[i] = len(terms)
-        counts: dict[str, int] = {}
-        for term in terms:
-            counts[term] = counts.get(term, 0) + 1
-        for term, tf in counts.items():
+    def _unit_rows(self, start: int, end: int, has_vec: np.ndarray) -> None:
+        """Scale rows [start, end) to unit length in place, in chunks; a row without a
+        vector (or a zero one) stays zero and is marked so."""
+        chunk = 65536
+        for a in range(start, end, chunk):
+            b = min(end, a + chunk)
+            block = self.mat[a:b]
+            norms = np.linalg.norm(block, axis=1)
+            ok = (norms > 0) & has_vec[a - start:b - start]
+            if ok.all():
+                block /= norms[:, None]
+            else:
+                block[ok] /= norms[ok, None]
+                block[~ok] = 0
+            self.has_vec[a:b] = ok
+
+    def _link_threads(self, start: int, end: int) -> dict[str, int]:
+        """Each new row's previous row in its thread, and the threads' seq lists."""
+        order = start + np.lexsort((self.seqs[start:end], self.tidx[start:end]))
+        ts = self.tidx[order]
+        first = np.ones(order.size, bool)
+        first[1:] = ts[1:] != ts[:-1]
+        prev = np.empty(order.size, np.int64)
+        prev[1:] = order[:-1]
+        bounds = [*np.flatnonzero(first).tolist(), order.size]
+        added: dict[str, int] = {}
+        for a, b in itertools.pairwise(bounds):
+            t = self.threads[int(ts[a])]
+            prev[a] = self.last_row.get(t, -1)
+            seqs = self.seqs[order[a:b]].tolist()
+            self.thread_seqs[t].extend(seqs)
+            self.thread_rows.setdefault(t, []).extend(order[a:b].tolist())
+            self.last_row[t] = int(order[b - 1])
+            added[t] = seqs[-1]
+        self.prev_row[order] = prev
+        return added
+
+    def _note_order(self, start: int, end: int) -> None:
+        """Whether rows [start, end) come after every earlier row in creation order
+        (then their creation ranks are their row numbers, no sort is needed)."""
+        c = self.created[start:end]
+        steps = np.diff(c)
+        ties = np.flatnonzero(steps == 0)
+        head = self.key(start)
+        in_order = not (steps < 0).any() and ties.size <= 1000 and (
+            self.last_key is None or (int(c[0]), *head) > self.last_key)
+        if in_order:
+            in_order = all(self.key(start + i) < self.key(start + i + 1)
+                           for i in ties.tolist())
+        if not in_order:
+            self.rank_stale = True
+        top = int(c.max())
+        newest = max((top, *self.key(start + i)) for i in np.flatnonzero(c == top).tolist())
+        self.last_key = newest if self.last_key is None else max(self.last_key, newest)
+
+    def row_at(self, key: tuple[str, int]) -> int:
+        """The row of ``(thread_id, seq)``, -1 when not held."""
+        seqs = self.thread_seqs.get(key[0])
+        if not seqs:
+            return -1
+        p = bisect.bisect_left(seqs, key[1])
+        return self.thread_rows[key[0]][p] if p < len(seqs) and seqs[p] == key[1] else -1
+
+    def ranks(self) -> np.ndarray:
+        """The creation-order rank (created_at, thread id, seq) of every row: the tie
+        break of every ranking, computed when a ranking first needs it."""
+        n = self.n
+        if self.rank_stale:
+            self._rerank()
+            self.rank_stale = False
+        elif self.ranked_n < n:
+            self.keyrank[self.ranked_n:n] = np.arange(self.ranked_n, n)
+        self.ranked_n = n
+        return self.keyrank[:n]
+
+    def _index_texts(self, first: int, texts: Sequence[str | None]) -> None:
+        """Add rows [first, first + len(texts)) to the lexical index from their texts:
+        BM25 postings, lengths and "asks". Each distinct token is folded once (terms as
+        ``lexical_terms`` gives them), the rest is array work."""
+        k = len(texts)
+        findall = _TOKEN.findall
+        tokens: list[str] = []
+        counts = np.zeros(k, np.int64)
+        asks = np.zeros(k, bool)
+        for i, text in enumerate(texts):
+            low = (text or "").lower()
+            asks[i] = "?" in low
+            found = findall(low)
+            counts[i] = len(found)
+            tokens.extend(found)
+        self.asks[first:first + k] = asks
+        raw = self.raw_terms
+        for tok in set(tokens).difference(raw):
+            word = tok.strip("'")
+            term = _stem(word) if word and word not in STOP_WORDS else None
+            if term is not None and term not in self.term_ids:
+                self.term_ids[term] = len(self.term_names)
+                self.term_names.append(term)
+            raw[tok] = -1 if term is None else self.term_ids[term]
+        tids = np.fromiter(map(raw.__getitem__, tokens), np.int64, len(tokens))
+        docs = np.repeat(np.arange(k, dtype=np.int64), counts)
+        keep = tids >= 0
+        tids, docs = tids[keep], docs[keep]
+        self.doclen[first:first + k] = np.bincount(docs, minlength=k)
+        pairs, tf = np.unique(tids * k + docs, return_counts=True)
+        terms, rows = pairs // k, pairs % k + first
+        cuts = [*np.flatnonzero(np.diff(terms)).tolist()]
+        for a, b in itertools.pairwise([0, *(c + 1 for c in cuts), terms.size]):
+            term = self.term_names[int(terms[a])]
             post = self.postings.get(term)
             if post is None:
                 post = (array("q"), array("f"))
                 self.postings[term] = post
-            post[0].append(i)
-            post[1].append(float(tf))
+            post[0].frombytes(rows[a:b].astype(np.int64).tobytes())
+            post[1].frombytes(tf[a:b].astype(np.float32).tobytes())
+        self.lex_n = first + k
 
-    def ensure_lexical(self, fetch: Callable[[Sequence[tuple[str, int]]],
-                                             dict[tuple[str, int], StoredMessage]]) -> None:
+    def row_of(self, got: ScopeRows) -> np.ndarray:
+        """The cache row of each scanned row of ``got`` (-1: not held)."""
+        n = self.n
+        if n == 0 or len(got) == 0:
+            return np.full(len(got), -1, np.int64)
+        pos = np.array([self.thread_pos.get(t, -1) for t in got.threads], np.int64)
+        t_got = pos[got.tidx]
+        span = max(int(self.seqs[:n].max()), int(got.seqs.max())) + 1
+        if span * (len(self.threads) + 1) >= 2 ** 62:  # keys would overflow: by dict
+            held = {self.key(r): r for r in range(n)}
+            return np.array([held.get((got.threads[int(t)], int(s)), -1)
+                             for t, s in zip(got.tidx, got.seqs, strict=True)], np.int64)
+        keys = self.tidx[:n].astype(np.int64) * span + self.seqs[:n]
+        order = np.argsort(keys)
+        keys = keys[order]
+        want = t_got * span + got.seqs
+        at = np.minimum(np.searchsorted(keys, want), n - 1)
+        found = (t_got >= 0) & (keys[at] == want)
+        out: np.ndarray = np.where(found, order[at], -1)
+        return out
+
+    def ensure_lexical(self, store: MemoryStore) -> None:
         """Build the lexical index on first use (vector mode never needs it), then keep
-        it current: rows loaded since are indexed from their texts, fetched by ref in
-        chunks; later appends are indexed as they are loaded."""
+        it current: rows loaded since are indexed from their texts, read in one scan of
+        the scope; later appends are indexed as they are loaded."""
         self.lexical = True
-        chunk = 20_000
-        while self.lex_n < self.n:
-            rows = range(self.lex_n, min(self.n, self.lex_n + chunk))
-            refs = [self.key(r) for r in rows]
-            msgs = fetch(refs)
-            for r, ref in zip(rows, refs, strict=True):
-                m = msgs.get(ref)  # erased since it was loaded: no terms
-                self._index_text(r, (m.text() or "") if m is not None else "")
-            self.lex_n = rows.stop
+        if self.lex_n >= self.n:
+            return
+        got = store.scope_rows(self.threads, vectors=False, texts=True)
+        where = self.row_of(got) - self.lex_n
+        texts = np.full(self.n - self.lex_n, "", dtype=object)  # erased since: no terms
+        sel = np.flatnonzero(where >= 0)
+        texts[where[sel]] = np.array(got.texts or [], dtype=object)[sel]
+        self._index_texts(self.lex_n, texts.tolist())
 
-    def _put_vectors(self, dest: np.ndarray, src: np.ndarray, matrix: np.ndarray) -> None:
-        # in chunks: a million-row block must not be copied whole a second time
-        chunk = 65536
-        for a in range(0, dest.size, chunk):
-            d, s = dest[a:a + chunk], src[a:a + chunk]
-            vecs, ok = unit_rows(matrix[s])
-            self.mat[d[ok]] = vecs[ok]
-            self.has_vec[d[ok]] = True
+    def ensure_metadata(self, store: MemoryStore) -> None:
+        """Load the rows' metadata on a scope's first filtered query, in one scan;
+        later appends bring theirs as they are loaded."""
+        self.keep_meta = True
+        have = len(self.metadata)
+        if have >= self.n:
+            return
+        got = store.scope_rows(self.threads, vectors=False, metadata=True)
+        where = self.row_of(got) - have
+        fill: list[dict[str, Any] | None] = [None] * (self.n - have)
+        meta = got.metadata or []
+        for j in np.flatnonzero(where >= 0).tolist():
+            fill[int(where[j])] = meta[j]
+        self.metadata.extend(fill)
 
     def _rerank(self) -> None:
         n = self.n
@@ -411,27 +549,28 @@ class RecallEngine:
             idx.lexical = True
         idx.thread_born.update(born)
         changed: dict[str, int] = {}
-        fresh: list[StoredMessage] = []
         for t, counts in scope.items():
-            count = counts.message_count
             old_count = idx.loaded_count.get(t, 0)
-            if t in idx.loaded_count and count == old_count:
+            if t in idx.loaded_count and counts.message_count == old_count:
                 if counts.max_seq == idx.loaded_max.get(t, -1):
                     continue
                 return self._rebuild(key, scope, lexical)  # a truncated tail grew back
-            if count < old_count:
+            if counts.message_count < old_count:
                 return self._rebuild(key, scope, lexical)
-            after = idx.loaded_max.get(t, -1)
-            msgs = self.store.get_messages(t, from_seq=after + 1)
-            if old_count + len(msgs) != count:
-                return self._rebuild(key, scope, lexical)  # a gap filled below the max
-            changed[t] = after
-            fresh.extend(msgs)
-            idx.loaded_count[t] = count
-            idx.loaded_max[t] = msgs[-1].seq if msgs else after
-        if fresh:
-            block = self.store.get_embeddings(list(changed), after_seq=changed)
-            idx.add_rows(fresh, block, self.store.embedding_dim())
+            changed[t] = idx.loaded_max.get(t, -1)
+        if changed:
+            rows = self.store.scope_rows(list(changed), after_seq=changed,
+                                         texts=idx.lexical and idx.lex_n == idx.n,
+                                         metadata=idx.keep_meta and len(idx.metadata) == idx.n)
+            got = np.bincount(rows.tidx, minlength=len(rows.threads)).tolist()
+            for t, k in zip(rows.threads, got, strict=True):
+                if idx.loaded_count.get(t, 0) + k != scope[t].message_count:
+                    return self._rebuild(key, scope, lexical)  # a gap filled below the max
+            dim = rows.matrix.shape[1] if rows.matrix is not None else 0
+            added = idx.add_rows(rows, dim or None)
+            for t in changed:
+                idx.loaded_count[t] = scope[t].message_count
+                idx.loaded_max[t] = added.get(t, changed[t])
         self._scopes[key] = idx
         self._scopes.move_to_end(key)
         while len(self._scopes) > max(1, self.max_scopes):
@@ -513,7 +652,7 @@ class RecallEngine:
         inside = within if within is not None else np.ones(n, bool)
         mask = idx.filter_mask(config.filter)
         fmask = mask if mask is not None else np.ones(n, bool)
-        keyrank = idx.keyrank[:n]
+        keyrank = idx.ranks()
         vec: np.ndarray | None = None
         lex: np.ndarray | None = None
         if q is not None and config.mode != "lexical":
@@ -583,8 +722,11 @@ class RecallEngine:
         if mask is not None:
             pool = np.union1d(pool, _top(np.where(mask, raw, -np.inf), head))
         total = n if within is None and idx.all_vec else int(np.isfinite(raw).sum())
-        keyrank = idx.keyrank[:n]
-        order = pool[np.lexsort((keyrank[pool], -raw[pool]))] if pool.size else pool
+        vals = raw[pool]
+        if np.unique(vals).size == vals.size:  # no ties: creation order is not needed
+            order = pool[np.argsort(-vals)]
+        else:
+            order = pool[np.lexsort((idx.ranks()[pool], -vals))]
         score = np.full(n, -np.inf)
         score[order] = raw[order]
         cand = np.zeros(n, bool)
@@ -617,7 +759,9 @@ class RecallEngine:
         idx = self._refresh(self._scope_key(thread_id, resource_id, config), scope,
                             lexical=config.mode != "vector")
         if config.mode != "vector":
-            idx.ensure_lexical(self._fetch)
+            idx.ensure_lexical(self.store)
+        if config.filter:
+            idx.ensure_metadata(self.store)
         within = self._within(idx, as_of)
         snapshot = {t: idx.loaded_max.get(t, -1) for t in scope}
         if as_of is not None:
@@ -655,7 +799,8 @@ class RecallEngine:
             extra = len(window) + (config.top_k if config.skip_query_duplicates else 0)
             while True:
                 ranked = self._rank(idx, config, q_used, query, within, extra)
-                picked = self._pick(idx, config, ranked, window, query)
+                picked = self._pick(idx, config, ranked, window, query,
+                                    None if within is None else snapshot)
                 if picked is not None:
                     return self._outcome(idx, config, ranked, picked, window, within,
                                          snapshot, query)
@@ -670,10 +815,12 @@ class RecallEngine:
         return self._rank_full(idx, config, q, query, within, pool)
 
     def _pick(self, idx: _ScopeIndex, config: RecallConfig, ranked: _Ranked,
-              window: frozenset[tuple[str, int]], query: str) -> _Picked | None:
+              window: frozenset[tuple[str, int]], query: str,
+              caps: dict[str, int] | None = None) -> _Picked | None:
         """Walk the eligible candidates best first until ``top_k`` hits are found,
         passing over rows in the window and near-duplicates of the query. None when
-        the ranked head ran out before that although more candidates exist."""
+        the ranked head ran out before that although more candidates exist. ``caps``
+        bounds each thread's neighbours (an ``as_of`` recall)."""
         query_terms = frozenset(lexical_terms(query)) if config.skip_query_duplicates \
             else None
         picked = _Picked([], {}, {})
@@ -690,9 +837,14 @@ class RecallEngine:
             if query_terms is not None:
                 if key not in picked.msgs:
                     # texts are needed to compare: fetch the next stretch of the ranking
-                    # (near misses included, so that one round trip usually serves all)
-                    ahead = [idx.key(x) for x in ranked.order[j:j + span]]
-                    picked.msgs.update(self._fetch([k for k in ahead if k not in picked.msgs]))
+                    # with its neighbours, and the head of the ranking where near misses
+                    # come from, so that one round trip usually serves the whole recall
+                    ahead = [] if picked.msgs else [
+                        idx.key(x) for x in ranked.order[:config.near_misses]]
+                    ahead += [k for x in ranked.order[j:j + span]
+                              for k in _around(idx, x, config, caps)]
+                    picked.msgs.update(self._fetch(
+                        list(dict.fromkeys(k for k in ahead if k not in picked.msgs)), idx))
                 m = picked.msgs.get(key)
                 if m is not None and is_query_duplicate(m.text() or "", query_terms,
                                                         config.duplicate_overlap):
@@ -712,18 +864,15 @@ class RecallEngine:
         rows_out: dict[tuple[str, int], int | None] = {}  # (thread, seq) -> hit row
         for r in hits:
             rows_out[idx.key(r)] = r
+        caps = None if within is None else snapshot
         for r in hits:
-            t = idx.threads[int(idx.tidx[r])]
-            seqs = idx.thread_seqs[t]
-            limit = len(seqs) if within is None else bisect.bisect_right(seqs, snapshot[t])
-            p = bisect.bisect_left(seqs, int(idx.seqs[r]))
-            for j in range(max(0, p - config.before), min(limit, p + config.after + 1)):
-                rows_out.setdefault((t, seqs[j]), None)
+            for key in _around(idx, r, config, caps):
+                rows_out.setdefault(key, None)
         injected = {k for k in rows_out if k not in window}
         misses = self._misses(idx, config, ranked, picked, hit_set, injected, window)
         msgs = picked.msgs
         msgs.update(self._fetch([k for k in [*injected, *(idx.key(r) for r, _ in misses)]
-                                 if k not in msgs]))
+                                 if k not in msgs], idx))
 
         out_hits: list[RecallHit] = []
         for key in injected:
@@ -783,10 +932,17 @@ class RecallEngine:
                 misses.append((r, "beyond-top-k"))
         return misses
 
-    def _fetch(self, refs: Sequence[tuple[str, int]]) -> dict[tuple[str, int], StoredMessage]:
+    def _fetch(self, refs: Sequence[tuple[str, int]],
+               idx: _ScopeIndex | None = None) -> dict[tuple[str, int], StoredMessage]:
+        """The messages of refs in one round trip (by their locators where the scan
+        gave some)."""
         if not refs:
             return {}
-        return {(m.thread_id, m.seq): m for m in self.store.get_messages_by_refs(refs)}
+        locs = [] if idx is None else [int(idx.loc[r]) if (r := idx.row_at(k)) >= 0 else -1
+                                       for k in refs]
+        got = self.store.get_messages_located(refs, locs) if any(x >= 0 for x in locs) \
+            else self.store.get_messages_by_refs(refs)
+        return {(m.thread_id, m.seq): m for m in got}
 
     def score_all(self, query: str, *, thread_id: str, resource_id: str | None,
                   config: RecallConfig,
@@ -807,7 +963,7 @@ class RecallEngine:
                 if within is not None else ranked
             n = idx.n
             inside = within if within is not None else np.ones(n, bool)
-            keyrank = idx.keyrank[:n]
+            keyrank = idx.ranks()
             rows: list[tuple[CandidateScore, int]] = []
             for r in range(n):
                 t = idx.threads[int(idx.tidx[r])]
@@ -831,6 +987,18 @@ class RecallEngine:
             return [c for c, _ in rows]
 
 
+def _around(idx: _ScopeIndex, r: int, config: RecallConfig,
+            caps: dict[str, int] | None) -> list[tuple[str, int]]:
+    """Row ``r`` and its ``message_range`` neighbours in its thread, as refs (only
+    seqs up to the thread's entry in ``caps``, when given)."""
+    t = idx.threads[int(idx.tidx[r])]
+    seqs = idx.thread_seqs[t]
+    limit = len(seqs) if caps is None else bisect.bisect_right(seqs, caps[t])
+    p = bisect.bisect_left(seqs, int(idx.seqs[r]))
+    return [(t, seqs[j]) for j in range(max(0, p - config.before),
+                                          min(limit, p + config.after + 1))]
+
+
 def _fuse(idx: _ScopeIndex, config: RecallConfig, cand: np.ndarray, fmask: np.ndarray,
           vs: np.ndarray, lex: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Hybrid score and eligibility of every row. The vector list holds candidates with
@@ -841,7 +1009,7 @@ def _fuse(idx: _ScopeIndex, config: RecallConfig, cand: np.ndarray, fmask: np.nd
     list). ``context_weight`` first adds that share of the better neighbour's signal
     (same thread) to each row's; ``question_weight`` scales down rows that ask."""
     n = idx.n
-    keyrank = idx.keyrank[:n]
+    keyrank = idx.ranks()
     passing = cand & fmask
     in_v = np.isfinite(vs) & (vs > 0) & (vs >= config.threshold)
     in_l = lex > 0

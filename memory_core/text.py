@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 
 _TOKEN = re.compile(r"[\w']+", re.UNICODE)
+#: ``tokenize``'s pattern, for bulk indexing (tokens before quotes are stripped)
+TOKEN_RE = _TOKEN
 
 # Function words that carry no topic: without them BM25 ranks "what is the ..." turns
 # by chance. Deliberately short so that content words are never dropped.

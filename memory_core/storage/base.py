@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from memory_core.storage.common import ts_micros
 from memory_core.types import (
     AppendRow,
     ErasureReport,
@@ -72,6 +73,36 @@ def check_observation_vector(v: ObservationVector) -> np.ndarray:
         raise InvalidInputError(f"observation vector '{v.id}' must be a finite non-empty "
                                 f"1-d vector, got shape {arr.shape}")
     return arr
+
+
+@dataclass(frozen=True)
+class ScopeRows:
+    """Every stored message of some threads as columns (recall's cache loads a scope
+    from it without building a message object per row).
+
+    Row i is ``(threads[tidx[i]], seqs[i])``; rows come in no promised order, each
+    once. ``created_us`` is the exact creation time in microseconds since the epoch.
+    The optional columns are None unless asked for: ``matrix`` (float32, shape
+    (n, dim), a zero row where ``has_vec`` is False), ``texts`` (the lower-cased text,
+    None for a message without text) and ``metadata`` (the message's metadata, None
+    when empty). The caller owns the arrays (recall's cache keeps the matrix as its
+    own).
+    """
+
+    threads: tuple[str, ...]
+    tidx: np.ndarray  # int32, index into threads
+    seqs: np.ndarray  # int64
+    created_us: np.ndarray  # int64
+    has_vec: np.ndarray  # bool (all False when the matrix was not asked for)
+    matrix: np.ndarray | None = None
+    texts: list[str | None] | None = None
+    metadata: list[dict[str, Any] | None] | None = None
+    #: where each row sits in the adapter's storage (DuckDB: its rowid), for
+    #: ``get_messages_located``; None when the adapter has no such thing
+    locators: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return int(self.seqs.shape[0])
 
 
 class ThreadCounts(NamedTuple):
@@ -199,6 +230,24 @@ class MemoryStore:
         for t in sorted(wanted):
             out.extend(self.get_messages(t, seqs=sorted(wanted[t])))
         return out
+
+    def scope_rows(self, thread_ids: Sequence[str], *,
+                   after_seq: dict[str, int] | None = None, vectors: bool = True,
+                   texts: bool = False, metadata: bool = False) -> ScopeRows:
+        """Every stored message of the given threads (with ``after_seq``, only rows
+        whose seq is greater than the thread's entry) as one ``ScopeRows``, with the
+        vector matrix, the lower-cased texts and the metadata when asked for. Unknown
+        threads give no rows. Adapters backed by a database read it in one scan (DuckDB
+        through Arrow), without building a message per row."""
+        return rows_from_messages(self, thread_ids, after_seq, vectors, texts, metadata)
+
+    def get_messages_located(self, refs: Sequence[tuple[str, int]],
+                             locators: Sequence[int]) -> list[StoredMessage]:
+        """``get_messages_by_refs`` of refs whose ``ScopeRows.locators`` are known
+        (``locators[i]`` for ``refs[i]``, -1 when not): an adapter that finds a row
+        faster by its locator does, checking that the row found is still the one
+        named (a locator gone stale only costs the plain lookup)."""
+        return self.get_messages_by_refs(refs)
 
     def get_embeddings(self, thread_ids: Sequence[str], *,
                        after_seq: dict[str, int] | None = None) -> EmbeddingBlock:
@@ -393,3 +442,34 @@ class Storage:
         from memory_core.erasure import erase_resource
 
         return erase_resource(self, resource_id)
+
+
+def rows_from_messages(store: MemoryStore, thread_ids: Sequence[str],
+                       after_seq: dict[str, int] | None, vectors: bool, texts: bool,
+                       metadata: bool) -> ScopeRows:
+    """``scope_rows`` built from ``get_messages`` and ``get_embeddings`` (the portable
+    way; adapters override it with one scan)."""
+    after = after_seq or {}
+    threads = tuple(dict.fromkeys(thread_ids))
+    msgs = [m for t in threads for m in store.get_messages(t, from_seq=after.get(t, -1) + 1)]
+    pos = {t: i for i, t in enumerate(threads)}
+    n = len(msgs)
+    where = {(m.thread_id, m.seq): i for i, m in enumerate(msgs)}
+    has_vec = np.zeros(n, bool)
+    matrix = None
+    if vectors:
+        block = store.get_embeddings(list(threads), after_seq=after)
+        dim = block.matrix.shape[1] if len(block) else (store.embedding_dim() or 0)
+        matrix = np.zeros((n, dim), np.float32)
+        for j, (t, s) in enumerate(zip(block.thread_ids.tolist(), block.seqs.tolist(),
+                                       strict=True)):
+            i = where.get((str(t), int(s)))
+            if i is not None:
+                matrix[i] = block.matrix[j]
+                has_vec[i] = True
+    return ScopeRows(
+        threads, np.array([pos[m.thread_id] for m in msgs], np.int32),
+        np.array([m.seq for m in msgs], np.int64),
+        np.array([ts_micros(m.created_at) for m in msgs], np.int64), has_vec, matrix,
+        [None if (x := m.text()) is None else x.lower() for m in msgs] if texts else None,
+        [m.metadata or None for m in msgs] if metadata else None)

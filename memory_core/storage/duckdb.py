@@ -17,7 +17,7 @@ import random
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from datetime import datetime
 from typing import Any
 
@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 
 from memory_core.errors import InvalidInputError, StorageBusyError, StorageError
-from memory_core.storage.base import EmbeddingBlock
+from memory_core.storage.base import EmbeddingBlock, ScopeRows
 from memory_core.storage.common import Clock, ThreadIdFactory, utc_now
 from memory_core.storage.schema import (
     Dialect,
@@ -35,7 +35,13 @@ from memory_core.storage.schema import (
     check_known,
     recorded_versions,
 )
-from memory_core.storage.sql_common import Driver, SqlStorage
+from memory_core.storage.sql_common import (
+    MESSAGE_COLUMNS,
+    Driver,
+    RowsBuilder,
+    ScopeScan,
+    SqlStorage,
+)
 from memory_core.types import ErasureReport
 
 Conn = duckdb.DuckDBPyConnection
@@ -47,6 +53,9 @@ _CONFIG: dict[str, str | bool | int | float | list[str]] = {
     "autoinstall_known_extensions": False, "autoload_known_extensions": False}
 _BATCH_VIEW = "_mc_insert_batch"  # name of the Arrow batch registered for one insert
 _SMALL_BATCH = 8
+_SCAN_BATCH = 65536  # rows per Arrow record batch of a scope scan
+_SCAN_MEMORY = "512MB"  # DuckDB's memory limit while a scope is scanned
+_ROW_GROUP = 122_880  # DuckDB's rows per row group (only speed depends on it)
 # FLOAT[] rather than bytes: DuckDB checkpoints (compresses) large BLOBs slowly
 _DIALECT = Dialect(text="VARCHAR", vector="FLOAT[]",
                    serial_pk="BIGINT PRIMARY KEY DEFAULT nextval('journal_pos')",
@@ -392,6 +401,20 @@ def _vector_column(values: Sequence[Any]) -> pa.Array:
     return pa.FixedSizeListArray.from_arrays(pa.array(flat), dim, mask=mask)
 
 
+@contextmanager
+def _cache_capped(conn: Conn) -> Iterator[None]:
+    """DuckDB's memory limit lowered for a whole-scope scan, so that the blocks it
+    reads are dropped as it goes instead of staying cached beside the matrix they
+    fill (a million vectors would otherwise be held twice); restored after."""
+    was = conn.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
+    conn.execute(f"SET memory_limit = '{_SCAN_MEMORY}'")
+    conn.execute("SET enable_progress_bar = false")  # a long scan prints none
+    try:
+        yield
+    finally:
+        conn.execute(f"SET memory_limit = '{was}'")
+
+
 class _DuckDriver(Driver):
     dialect = _DIALECT
     lock_row = ""  # one process holds the file read-write; _Database serialises its threads
@@ -489,6 +512,60 @@ class _DuckDriver(Driver):
             np.array(table.column("thread_id").to_pylist(), dtype=object),
             table.column("seq").to_numpy().astype(np.int64, copy=False),
             matrix.reshape(n, dim))
+
+
+    def scan_scope(self, tx: Any, scan: ScopeScan) -> ScopeRows | None:
+        """One Arrow scan streamed in record batches into arrays allocated once from
+        a count (the vectors are never held twice, nor as Python objects)."""
+        conn: Conn = tx.conn
+        src = ("FROM messages m JOIN (SELECT unnest(?::VARCHAR[]) AS tid, "
+               "unnest(?::BIGINT[]) AS lo, unnest(?::INTEGER[]) AS pos) f "
+               "ON m.thread_id = f.tid AND m.seq > f.lo")
+        params = [list(scan.threads), list(scan.after), list(range(len(scan.threads)))]
+        counted = conn.execute(f"SELECT count(*) {src}", params).fetchall()[0]
+        out = RowsBuilder(scan, int(counted[0]) if counted else 0)
+        rel = conn.sql(f"SELECT f.pos, m.rowid AS locator, {scan.columns()} {src}",
+                       params=params)
+        # (a file's blocks can be dropped and read again; ``:memory:`` data cannot)
+        with _cache_capped(conn) if self.db.handle.path is not None else nullcontext():
+            self._fill(rel.to_arrow_reader(_SCAN_BATCH), scan, out)
+        return out.done()
+
+    @staticmethod
+    def _fill(reader: Any, scan: ScopeScan, out: RowsBuilder) -> None:
+        for batch in reader:
+            vectors = has_vec = None
+            if scan.vectors and scan.dim:
+                col = batch.column("embedding")
+                has_vec = col.is_valid().to_numpy(zero_copy_only=False)
+                flat = col.flatten().to_numpy(zero_copy_only=False)
+                vectors = flat.astype(np.float32, copy=False).reshape(-1, scan.dim)
+            out.locate(out.n, batch.column("locator").to_numpy())
+            out.add(batch.column("pos").to_numpy(), batch.column("seq").to_numpy(),
+                    batch.column("created_us").to_numpy(), vectors, has_vec,
+                    batch.column("text_lower").to_pylist() if scan.texts else None,
+                    batch.column("body").to_pylist() if scan.metadata else None)
+
+
+    def fetch_located(self, tx: Any, refs: Sequence[tuple[str, int]],
+                      locators: Sequence[int]) -> list[tuple[Any, ...]]:
+        """Reads by rowid, one range per row group touched (DuckDB then skips every
+        other row group; a join on (thread_id, seq) scans the table), each row kept
+        only if it is still its ref's."""
+        want = {int(loc): (str(t), int(s)) for (t, s), loc in zip(refs, locators, strict=True)
+                if loc >= 0}
+        groups: dict[int, list[int]] = {}
+        for loc in sorted(want):
+            groups.setdefault(loc // _ROW_GROUP, []).append(loc)
+        if not groups:
+            return []
+        parts, params = [], []
+        for locs in groups.values():
+            parts.append(f"SELECT rowid, {MESSAGE_COLUMNS} FROM messages WHERE rowid BETWEEN"
+                         f" ? AND ? AND rowid IN ({','.join('?' * len(locs))})")
+            params += [locs[0], locs[-1], *locs]
+        rows = tx.query(" UNION ALL ".join(parts), params)
+        return [r[1:] for r in rows if want.get(int(r[0])) == (r[1], int(r[2]))]
 
 
 # -- the adapter ---------------------------------------------------------------------------

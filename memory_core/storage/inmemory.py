@@ -22,6 +22,7 @@ from memory_core.storage.base import (
     MemoryStore,
     ObservationVector,
     RunJournal,
+    ScopeRows,
     Storage,
     ThreadCounts,
     check_observation_vector,
@@ -37,6 +38,7 @@ from memory_core.storage.common import (
     json_or_invalid,
     message_body,
     require_aware,
+    ts_micros,
     utc_now,
     validate_batch,
 )
@@ -277,6 +279,31 @@ class InMemoryMemoryStore(MemoryStore):
     def embedding_dim(self) -> int | None:
         with self._lock:
             return self._dim
+
+    def scope_rows(self, thread_ids: Sequence[str], *,
+                   after_seq: dict[str, int] | None = None, vectors: bool = True,
+                   texts: bool = False, metadata: bool = False) -> ScopeRows:
+        after = after_seq or {}
+        threads = tuple(dict.fromkeys(thread_ids))
+        with self._lock:
+            picked = [(i, self._rows[t][s]) for i, t in enumerate(threads)
+                      for s in sorted(self._rows.get(t, {})) if s > after.get(t, -1)]
+            dim = self._dim or 0
+        n = len(picked)
+        has_vec = np.array([vectors and r.vec is not None for _, r in picked], bool)
+        matrix = None
+        if vectors:
+            matrix = np.zeros((n, dim), np.float32)
+            if has_vec.any():
+                matrix[has_vec] = np.vstack([r.vec for _, r in picked if r.vec is not None])
+        return ScopeRows(
+            threads, np.array([i for i, _ in picked], np.int32),
+            np.array([r.msg.seq for _, r in picked], np.int64),
+            np.array([ts_micros(r.msg.created_at) for _, r in picked], np.int64), has_vec,
+            matrix,
+            [None if (x := r.msg.text()) is None else x.lower() for _, r in picked]
+            if texts else None,
+            [copy.deepcopy(r.msg.metadata) or None for _, r in picked] if metadata else None)
 
     def search_messages(self, text: str, *, resource_id: str | None = None,
                         thread_id: str | None = None, limit: int = 100) -> list[StoredMessage]:

@@ -122,6 +122,15 @@ class _PgDriver(Driver):
     def write(self, op: str) -> Any:
         return self._tx(op)
 
+    def stream(self, tx: Tx, query: str, params: Sequence[Any],
+               size: int) -> Iterator[Sequence[tuple[Any, ...]]]:
+        # a server-side cursor: the client holds one batch, not the whole scan
+        assert isinstance(tx, _PgTx)
+        with tx._conn.cursor(name="memwb_scan", binary=True) as cur:
+            cur.execute(_pg(query), tuple(params) or None)
+            while batch := cur.fetchmany(size):
+                yield batch
+
     def migrate(self, migrations: Sequence[Migration], now: datetime) -> None:
         with self._tx("migrate") as tx:
             # Serialise concurrent first opens of one schema (CREATE … IF NOT EXISTS is

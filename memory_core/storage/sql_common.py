@@ -23,6 +23,7 @@ import json
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -35,6 +36,7 @@ from memory_core.storage.base import (
     MemoryStore,
     ObservationVector,
     RunJournal,
+    ScopeRows,
     Storage,
     ThreadCounts,
     check_observation_vector,
@@ -148,8 +150,127 @@ class Driver(ABC):
         then seq, in one engine-specific read; None to use the portable queries."""
         return None
 
+    def stream(self, tx: Tx, sql: str, params: Sequence[Any],
+               size: int) -> Iterator[Sequence[tuple[Any, ...]]]:
+        """A query's rows in batches of about ``size`` (a scope scan of a million rows
+        must not sit in client memory whole); by default one batch."""
+        yield tx.query(sql, params)
+
+    def scan_scope(self, tx: Tx, scan: ScopeScan) -> ScopeRows | None:
+        """``scope_rows`` in one engine-specific read; None to use the portable one."""
+        return None
+
+    def fetch_located(self, tx: Tx, refs: Sequence[tuple[str, int]],
+                      locators: Sequence[int]) -> list[tuple[Any, ...]]:
+        """The ``_MSG_COLS`` rows of the refs found through their locators (only
+        where the row there is still the ref's); none by default."""
+        return []
+
+
+@dataclass(frozen=True)
+class ScopeScan:
+    """What ``scope_rows`` reads: the threads (a row's ``pos`` is its index here), each
+    thread's rows after ``after[pos]``, and which optional columns."""
+
+    threads: tuple[str, ...]
+    after: tuple[int, ...]
+    dim: int
+    vectors: bool
+    texts: bool
+    metadata: bool
+
+    def columns(self, vector_expr: str = "m.embedding") -> str:
+        return ", ".join(["m.seq", "m.created_us",
+                          *([vector_expr] if self.vectors else []),
+                          *(["m.text_lower"] if self.texts else []),
+                          *(["m.body"] if self.metadata else [])])
+
+
+class RowsBuilder:
+    """Fills a ``ScopeRows`` batch by batch into arrays allocated once (the matrix is
+    the big one: it is never held twice)."""
+
+    def __init__(self, scan: ScopeScan, n: int) -> None:
+        self.scan = scan
+        self.n = 0
+        self.tidx = np.zeros(n, np.int32)
+        self.seqs = np.zeros(n, np.int64)
+        self.created = np.zeros(n, np.int64)
+        self.has_vec = np.zeros(n, bool)
+        self.matrix = np.zeros((n, scan.dim), np.float32) if scan.vectors else None
+        self.texts: list[str | None] | None = [] if scan.texts else None
+        self.meta: list[dict[str, Any] | None] | None = [] if scan.metadata else None
+        self.loc: np.ndarray | None = None
+
+    def add(self, pos: np.ndarray, seqs: np.ndarray, created: np.ndarray,
+            vectors: np.ndarray | None, has_vec: np.ndarray | None,
+            texts: Sequence[str | None] | None, bodies: Sequence[str] | None) -> None:
+        """One batch: ``vectors`` holds the rows marked in ``has_vec``, in order."""
+        a, b = self.n, self.n + len(seqs)
+        if b > self.seqs.shape[0]:  # rows written since the count: grow (rare)
+            self._grow(b)
+        self.tidx[a:b], self.seqs[a:b], self.created[a:b] = pos, seqs, created
+        if self.matrix is not None and vectors is not None and has_vec is not None:
+            self.has_vec[a:b] = has_vec
+            if has_vec.all():
+                self.matrix[a:b] = vectors
+            else:
+                self.matrix[a:b][has_vec] = vectors
+        if self.texts is not None and texts is not None:
+            self.texts.extend(texts)
+        if self.meta is not None and bodies is not None:
+            self.meta.extend(json.loads(x).get("metadata") or None for x in bodies)
+        self.n = b
+
+    def locate(self, a: int, locators: np.ndarray) -> None:
+        """The locators of rows [a, a + len(locators))."""
+        if self.loc is None or self.loc.shape[0] < self.seqs.shape[0]:
+            grown = np.full(self.seqs.shape[0], -1, np.int64)
+            if self.loc is not None:
+                grown[: self.loc.shape[0]] = self.loc
+            self.loc = grown
+        self.loc[a:a + len(locators)] = locators
+
+    def add_rows(self, rows: Sequence[Sequence[Any]]) -> None:
+        """One batch of ``(pos, *ScopeScan.columns())`` tuples, vectors as bytes."""
+        if not rows:
+            return
+        cols = list(zip(*rows, strict=True))
+        i = 3
+        vectors = has_vec = None
+        if self.scan.vectors and self.scan.dim:
+            blobs = cols[i]
+            has_vec = np.array([x is not None for x in blobs], bool)
+            # read in place (copied once, into the matrix)
+            vectors = np.frombuffer(b"".join(x for x in blobs if x is not None),
+                                    np.float32).reshape(-1, self.scan.dim)
+        i += int(self.scan.vectors)
+        texts = cols[i] if self.scan.texts else None
+        bodies = cols[i + int(self.scan.texts)] if self.scan.metadata else None
+        self.add(np.asarray(cols[0], np.int32), np.asarray(cols[1], np.int64),
+                 np.asarray(cols[2], np.int64), vectors, has_vec, texts, bodies)
+
+    def _grow(self, need: int) -> None:
+        def grown(a: np.ndarray) -> np.ndarray:
+            out = np.zeros((need, *a.shape[1:]), a.dtype)
+            out[: a.shape[0]] = a
+            return out
+
+        self.tidx, self.seqs = grown(self.tidx), grown(self.seqs)
+        self.created, self.has_vec = grown(self.created), grown(self.has_vec)
+        if self.matrix is not None:
+            self.matrix = grown(self.matrix)
+
+    def done(self) -> ScopeRows:
+        n = self.n
+        return ScopeRows(self.scan.threads, self.tidx[:n], self.seqs[:n], self.created[:n],
+                         self.has_vec[:n], None if self.matrix is None else self.matrix[:n],
+                         self.texts, self.meta, None if self.loc is None else self.loc[:n])
+
 
 _MSG_COLS = "thread_id, seq, resource_id, body, created_at, run_id"
+#: the columns a message is read from (a driver's own message reads select these)
+MESSAGE_COLUMNS = _MSG_COLS
 _MSG_INSERT = ("thread_id", "seq", "resource_id", "body", "text_lower", "created_at",
                "created_us", "run_id", "embedding")
 
@@ -461,23 +582,68 @@ class SqlMemoryStore(MemoryStore):
         return {str(r[0]): ThreadCounts(int(r[1]), int(r[2]), ts_parse(r[3])) for r in members}
 
     def get_messages_by_refs(self, refs: Sequence[tuple[str, int]]) -> list[StoredMessage]:
-        pairs = sorted({(str(t), int(s)) for t, s in refs})
-        out: list[StoredMessage] = []
         with self._db.read("get_messages_by_refs") as tx:
-            # two parameters a pair: half a chunk keeps under the drivers' limits
-            for i in range(0, len(pairs), _CHUNK // 2):
-                part = pairs[i:i + _CHUNK // 2]
-                values = ",".join(["(?, ?)"] * len(part))
-                # A join, not "(thread_id, seq) IN (VALUES ...)": SQLite plans that IN
-                # as a scan of every message; the join probes the primary key per pair.
-                cols = ", ".join(f"m.{c.strip()}" for c in _MSG_COLS.split(","))
-                out.extend(_row_to_message(r) for r in tx.query(
-                    f"WITH v(tid, sq) AS (VALUES {values}) SELECT {cols} FROM v"
-                    " JOIN messages m ON m.thread_id = v.tid AND m.seq = v.sq",
-                    [x for p in part for x in p]))
+            return self._by_refs(tx, refs)
+
+    @staticmethod
+    def _by_refs(tx: Tx, refs: Sequence[tuple[str, int]],
+                 found: Sequence[tuple[Any, ...]] = ()) -> list[StoredMessage]:
+        """The messages of refs, plus rows already ``found`` (skipped in the query)."""
+        out = [_row_to_message(r) for r in found]
+        have = {(m.thread_id, m.seq) for m in out}
+        pairs = sorted({(str(t), int(s)) for t, s in refs} - have)
+        # two parameters a pair: half a chunk keeps under the drivers' limits
+        for i in range(0, len(pairs), _CHUNK // 2):
+            part = pairs[i:i + _CHUNK // 2]
+            values = ",".join(["(?, ?)"] * len(part))
+            # A join, not "(thread_id, seq) IN (VALUES ...)": SQLite plans that IN
+            # as a scan of every message; the join probes the primary key per pair.
+            cols = ", ".join(f"m.{c.strip()}" for c in _MSG_COLS.split(","))
+            out.extend(_row_to_message(r) for r in tx.query(
+                f"WITH v(tid, sq) AS (VALUES {values}) SELECT {cols} FROM v"
+                " JOIN messages m ON m.thread_id = v.tid AND m.seq = v.sq",
+                [x for p in part for x in p]))
         # Python order, not the database collation, so every adapter agrees
+        out = list({(m.thread_id, m.seq): m for m in out}.values())
         out.sort(key=lambda m: (m.thread_id, m.seq))
         return out
+
+    def get_messages_located(self, refs: Sequence[tuple[str, int]],
+                             locators: Sequence[int]) -> list[StoredMessage]:
+        with self._db.read("get_messages_located") as tx:
+            return self._by_refs(tx, refs, self._db.fetch_located(tx, refs, locators))
+
+    def scope_rows(self, thread_ids: Sequence[str], *,
+                   after_seq: dict[str, int] | None = None, vectors: bool = True,
+                   texts: bool = False, metadata: bool = False) -> ScopeRows:
+        after = after_seq or {}
+        threads = tuple(dict.fromkeys(thread_ids))
+        with self._db.read("scope_rows") as tx:
+            dim = (self._read_dim(tx) or 0) if vectors else 0
+            scan = ScopeScan(threads, tuple(after.get(t, -1) for t in threads), dim,
+                             vectors, texts, metadata)
+            fast = self._db.scan_scope(tx, scan)
+            if fast is not None:
+                return fast
+            parts = [range(i, min(len(threads), i + _CHUNK // 3))
+                     for i in range(0, len(threads), _CHUNK // 3)]
+
+            def source(part: range) -> tuple[str, list[Any]]:
+                return (f"WITH f(pos, tid, lo) AS (VALUES {','.join(['(?, ?, ?)'] * len(part))})"
+                        " {} FROM f JOIN messages m ON m.thread_id = f.tid AND m.seq > f.lo",
+                        [x for i in part for x in (i, threads[i], scan.after[i])])
+
+            n = 0
+            for part in parts:
+                sql, params = source(part)
+                n += int(tx.query(sql.format("SELECT COUNT(*)"), params)[0][0])
+            out = RowsBuilder(scan, n)
+            for part in parts:
+                sql, params = source(part)
+                for batch in self._db.stream(
+                        tx, sql.format(f"SELECT f.pos, {scan.columns()}"), params, 20_000):
+                    out.add_rows(batch)
+        return out.done()
 
     def get_embeddings(self, thread_ids: Sequence[str], *,
                        after_seq: dict[str, int] | None = None) -> EmbeddingBlock:

@@ -103,6 +103,12 @@ class _SqliteDriver(Driver):
                     raise self._wrap(op, exc) from exc
                 raise
 
+    def stream(self, tx: Tx, sql: str, params: Sequence[Any],
+               size: int) -> Iterator[Sequence[tuple[Any, ...]]]:
+        cursor = self._conn.execute(sql, tuple(params))
+        while batch := cursor.fetchmany(size):
+            yield batch
+
     def close(self) -> None:
         with self._lock:
             self._conn.close()
