@@ -139,3 +139,32 @@ def test_a_deferred_append_checks_the_thread_and_follows_other_writes(tmp_path: 
     s.memory.create_thread("t1")
     assert s.memory.append_messages("t1", [AppendRow(message=Message(content="z"))]) == [0]
     s.close()
+
+
+@pytest.mark.slow
+def test_the_workbench_open_gets_the_file_from_a_busy_writer(tmp_path: Path) -> None:
+    """``open_ours`` (the workbench and read-only commands) first probes the file over
+    a raw read-only connection; it asks for the file like the adapter does, so a
+    writer that never pauses still hands it over."""
+    from memory_core.storage.url import open_ours
+
+    db = tmp_path / "busy.duckdb"
+    span = tmp_path / "writer-span"
+    s = DuckDBStorage(db)
+    s.memory.create_thread("t1")
+    s.memory.create_thread("t2")
+    s.close()
+    writer = spawn(WRITER, str(db), "12", str(span))
+    try:
+        deadline = time.monotonic() + 60
+        while DuckDBStorage(db, read_only=True, lock_timeout=30).memory.count_messages(
+                "t1") == 0:  # the writer has started appending
+            assert time.monotonic() < deadline
+        for _ in range(3):
+            r = open_ours(str(db))
+            assert r.memory.get_thread("t1") is not None
+            r.close()
+        assert not span.exists()  # all of it while the writer kept appending
+    finally:
+        out, err = writer.communicate(timeout=180)
+    assert writer.returncode == 0, err

@@ -121,6 +121,12 @@ def _warm_arrow_scans() -> None:
     threading.Thread(target=go, daemon=True, name="duckdb-arrow-warmup").start()
 
 
+def ask_for_file(db_path: str) -> None:
+    """Ask the process holding a DuckDB file to hand it over (any opener that found it
+    locked calls this before retrying; the holder checks the flag between operations)."""
+    _touch(os.path.realpath(db_path) + _WANTS)
+
+
 def _touch(path: str) -> None:
     """Ask the holder of a database for it: update the flag's modification time."""
     try:
@@ -826,4 +832,4 @@ class DuckDBStorage(SqlStorage):
         return report
 
 
-__all__ = ["DuckDBStorage"]
+__all__ = ["DuckDBStorage", "ask_for_file"]
