@@ -155,6 +155,12 @@ class _RunState:
     run: RunRecord | None = None
     titled: bool = False
 
+    @property
+    def fresh(self) -> bool:
+        """This attempt inserted the run's row and found no earlier input: no attempt
+        before it reached persisting or a model step, so there is nothing to read back."""
+        return self.run is not None and not self.resumed
+
 
 class Runner:
     """Runs agents durably over a storage (SPEC §6.6 order).
@@ -334,11 +340,11 @@ class Runner:
         if not self._persists(thread_id):
             return
         assert thread_id is not None and self.memory is not None
-        rec = RunReader(self.storage.runs, state.run_id).persist_input()
+        rec = None if state.fresh else RunReader(self.storage.runs, state.run_id).persist_input()
         if rec is None:
             # the store is the marker: an append is atomic, and input is stored before
             # any output, so the run's first len(incoming) messages are its input
-            already = self._stored_by_run(thread_id, state.run_id)
+            already = [] if state.fresh else self._stored_by_run(thread_id, state.run_id)
             if already:
                 seqs = already[:len(state.incoming)]
             elif state.incoming:
@@ -365,7 +371,7 @@ class Runner:
             model_input = base + state.convo
             hashes = input_hashes(model_input)
             key = reader.keys.step(n)
-            rec = reader.step(n)
+            rec = None if state.fresh else reader.step(n)
             if rec is None:
                 if state.lease is not None:
                     state.lease.check()
@@ -416,11 +422,12 @@ class Runner:
         if not self._persists(thread_id):
             return
         assert thread_id is not None and self.memory is not None
-        rec = RunReader(self.storage.runs, state.run_id).persist_output()
+        rec = None if state.fresh else RunReader(self.storage.runs,
+                                                 state.run_id).persist_output()
         if rec is None:
             inputs = set(state.input_seqs)
-            already = [s for s in self._stored_by_run(thread_id, state.run_id)
-                       if s not in inputs]
+            already = [] if state.fresh else [
+                s for s in self._stored_by_run(thread_id, state.run_id) if s not in inputs]
             if already:
                 seqs = already
             elif state.convo:
