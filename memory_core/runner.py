@@ -28,7 +28,7 @@ from memory_core.journal.records import (
     ToolRecord,
     ToolSpecRecord,
 )
-from memory_core.journal.seal import seal_run
+from memory_core.journal.seal import seal_run, seal_written
 from memory_core.journal.writer import JournalWriter
 from memory_core.models.base import (
     ModelResponse,
@@ -150,6 +150,17 @@ class _RunState:
     input_seqs: list[int] = field(default_factory=list)
     output_seqs: list[int] = field(default_factory=list)
     lease: Lease | None = None
+    #: the run's records as this attempt wrote (or found) them, and its runs row when
+    #: this attempt started it: a fresh run is sealed from these without reading back
+    log: dict[str, Any] = field(default_factory=dict)
+    run: RunRecord | None = None
+    titled: bool = False
+
+    @property
+    def fresh(self) -> bool:
+        """This attempt inserted the run's row and found no earlier input: no attempt
+        before it reached persisting or a model step, so there is nothing to read back."""
+        return self.run is not None and not self.resumed
 
 
 def _memories(memory: object) -> tuple[AgentMemory | None, MessagesMemory | None]:
@@ -233,10 +244,11 @@ class Runner:
         state = self._freeze(agent, run_id, thread_id, resource_id, incoming)
         state.lease = lease
         if existing is None:
-            started = self.storage.runs.start_run(RunRecord(
-                run_id=run_id, agent=agent.name, thread_id=thread_id,
-                resource_id=resource_id, status="running", started_at=self.clock()))
-            if started:
+            row = RunRecord(run_id=run_id, agent=agent.name, thread_id=thread_id,
+                            resource_id=resource_id, status="running",
+                            started_at=self.clock())
+            if self.storage.runs.start_run(row):
+                state.run = row
                 self._boundary("run:start")
         elif existing.status != "running":
             state.resumed = True
@@ -249,17 +261,18 @@ class Runner:
             if self.memory is not None and thread_id is not None and state.input_seqs[:1] == [0]:
                 # the run that wrote the thread's first message titles it (SPEC §2.5)
                 self.memory.title_thread(thread_id, state.incoming, run_id=run_id)
+                state.titled = True
             self._loop(agent, state, thread_id, resource_id)
             self._persist_output(state, thread_id, resource_id)
             self._write_output(state)
             # sealed before it is marked completed: a completed run always has its seal
-            seal_run(self.storage, run_id)
+            self._seal(state, thread_id)
         except BaseException as e:
             if isinstance(e, Exception):
                 self.storage.runs.set_run_status(run_id, "failed", finished_at=self.clock(),
                                                  error=f"{type(e).__name__}: {e}")
             raise
-        record = self.storage.runs.get_run(run_id)
+        record = None if state.run is not None else self.storage.runs.get_run(run_id)
         if record is None or record.status != "completed":
             self.storage.runs.set_run_status(run_id, "completed", finished_at=self.clock())
             self._boundary("run:completed")
@@ -275,8 +288,24 @@ class Runner:
         if self.on_boundary is not None:
             self.on_boundary(name)
 
-    def _writer(self, run_id: str) -> JournalWriter:
-        return JournalWriter(self.storage.runs, run_id, on_written=self._boundary)
+    def _writer(self, run_id: str, log: dict[str, Any] | None = None) -> JournalWriter:
+        return JournalWriter(self.storage.runs, run_id, on_written=self._boundary, log=log)
+
+    def _seal(self, state: _RunState, thread_id: str | None) -> None:
+        """Seal the run. A run this attempt started and wrote whole (not resumed, not
+        titled by the memory's own writer) is sealed from what it wrote; any other is
+        sealed from what the journal and the store hold."""
+        persisted = self._persists(thread_id)
+        whole = not persisted or (len(state.input_seqs) == len(state.incoming)
+                                  and len(state.output_seqs) == len(state.convo))
+        if state.run is None or state.resumed or state.titled or not whole:
+            seal_run(self.storage, state.run_id)
+            return
+        messages: list[tuple[int, Message]] = []
+        if persisted:
+            messages = [*zip(state.input_seqs, state.incoming, strict=True),
+                        *zip(state.output_seqs, state.convo, strict=True)]
+        seal_written(self.storage, state.run, list(state.log.items()), messages)
 
     def _freeze(self, agent: Agent, run_id: str, thread_id: str | None,
                 resource_id: str | None, incoming: list[Message]) -> _RunState:
@@ -310,7 +339,7 @@ class Runner:
                                 message=Message(role="system", content=agent.instructions))]
             items += [PromptItem(lane="input", message=m) for m in incoming]
             prompt, to_persist = FrozenPrompt(items=items), incoming
-        writer = self._writer(run_id)
+        writer = self._writer(run_id, {})
         rec_input = writer.input(InputRecord(messages=incoming, incoming=to_persist,
                                              sealed=True))
         if memctx is not None:
@@ -318,7 +347,8 @@ class Runner:
             # resume that finds the prompt never needs to compose
             memctx = writer.memctx(memctx)
         return _RunState(run_id=run_id, prompt=writer.prompt(prompt), memctx=memctx,
-                         incoming=list(rec_input.incoming), resumed=seen_before)
+                         incoming=list(rec_input.incoming), resumed=seen_before,
+                         log=writer.log)
 
     def _persists(self, thread_id: str | None) -> bool:
         return self.memory is not None and thread_id is not None
@@ -333,11 +363,11 @@ class Runner:
         if not self._persists(thread_id):
             return
         assert thread_id is not None and self.memory is not None
-        rec = RunReader(self.storage.runs, state.run_id).persist_input()
+        rec = None if state.fresh else RunReader(self.storage.runs, state.run_id).persist_input()
         if rec is None:
             # the store is the marker: an append is atomic, and input is stored before
             # any output, so the run's first len(incoming) messages are its input
-            already = self._stored_by_run(thread_id, state.run_id)
+            already = [] if state.fresh else self._stored_by_run(thread_id, state.run_id)
             if already:
                 seqs = already[:len(state.incoming)]
             elif state.incoming:
@@ -346,7 +376,7 @@ class Runner:
                 self._boundary("persist:input:stored")
             else:
                 seqs = []
-            rec = self._writer(state.run_id).persist_input(seqs)
+            rec = self._writer(state.run_id, state.log).persist_input(seqs)
         state.input_seqs = list(rec.seqs)
 
     def _loop(self, agent: Agent, state: _RunState, thread_id: str | None,
@@ -357,13 +387,14 @@ class Runner:
         by_name = {t.name: t for t in tools}
         specs: list[ToolSpec] = [t.spec for t in tools]
         base = state.prompt.messages()
-        reader, writer = RunReader(self.storage.runs, state.run_id), self._writer(state.run_id)
+        reader = RunReader(self.storage.runs, state.run_id)
+        writer = self._writer(state.run_id, state.log)
         last: ModelResponse | None = None
         for n in range(agent.max_steps):
             model_input = base + state.convo
             hashes = input_hashes(model_input)
             key = reader.keys.step(n)
-            rec = reader.step(n)
+            rec = None if state.fresh else reader.step(n)
             if rec is None:
                 if state.lease is not None:
                     state.lease.check()
@@ -406,7 +437,7 @@ class Runner:
             return recorded  # the tool (and any WM patch) is not applied again
         if state.lease is not None:
             state.lease.check()
-        return self._writer(state.run_id).tool(
+        return self._writer(state.run_id, state.log).tool(
             call.id, execute_tool(call, by_name.get(call.name), list(by_name)))
 
     def _persist_output(self, state: _RunState, thread_id: str | None,
@@ -414,11 +445,12 @@ class Runner:
         if not self._persists(thread_id):
             return
         assert thread_id is not None and self.memory is not None
-        rec = RunReader(self.storage.runs, state.run_id).persist_output()
+        rec = None if state.fresh else RunReader(self.storage.runs,
+                                                 state.run_id).persist_output()
         if rec is None:
             inputs = set(state.input_seqs)
-            already = [s for s in self._stored_by_run(thread_id, state.run_id)
-                       if s not in inputs]
+            already = [] if state.fresh else [
+                s for s in self._stored_by_run(thread_id, state.run_id) if s not in inputs]
             if already:
                 seqs = already
             elif state.convo:
@@ -427,11 +459,11 @@ class Runner:
                 self._boundary("persist:output:stored")
             else:
                 seqs = []
-            rec = self._writer(state.run_id).persist_output(seqs)
+            rec = self._writer(state.run_id, state.log).persist_output(seqs)
         state.output_seqs = list(rec.seqs)
 
     def _write_output(self, state: _RunState) -> None:
-        self._writer(state.run_id).output(OutputRecord(
+        self._writer(state.run_id, state.log).output(OutputRecord(
             text=state.text, steps=state.steps, tool_calls=state.tool_calls,
             stop_reason=state.stop_reason))  # type: ignore[arg-type]
 

@@ -298,3 +298,28 @@ def test_a_tool_result_storage_would_refuse_is_an_error_the_model_sees(bad: Any)
     rec = jget(s, "run1:tool:c1")
     assert rec["status"] == "error" and "result of tool 'odd'" in rec["error"]
     assert res.text == "Noted." and s.runs.require_run("run1").status == "completed"
+
+
+def test_a_fresh_run_reads_back_none_of_its_own_records() -> None:
+    """A run whose row this attempt inserted has nothing recorded before it: it does
+    not look for stored steps, persist records or messages of its own, nor read back
+    what it writes (a resumed run still does: tests/test_crash_resume.py)."""
+    from memory_core.embedders import HashingEmbedder
+    from memory_core.memory import AgentMemory
+    from memory_core.models.scripted import ScriptedModel
+    from memory_core.storage.inmemory import InMemoryStorage
+
+    s = InMemoryStorage()
+    mem = AgentMemory(s, embed=HashingEmbedder(32), recent_n=4)
+    runner = Runner(s, {"a": Agent(name="a", instructions="A.",
+                                   model=ScriptedModel(["one", "two"]))}, memory=mem)
+    runner.run("a", run_id="r0", thread_id="t", resource_id="u", prompt="first")
+    reads: list[str] = []
+    get, by_run = s.runs.get, s.memory.get_messages_by_run
+    s.runs.get = lambda key: (reads.append(key), get(key))[1]  # type: ignore[method-assign]
+    s.memory.get_messages_by_run = (  # type: ignore[method-assign]
+        lambda t, r: (reads.append(f"messages of {r}"), by_run(t, r))[1])
+    result = runner.run("a", run_id="r1", thread_id="t", resource_id="u", prompt="second")
+    assert result.text == "two" and result.input_seqs == [2] and result.output_seqs == [3]
+    assert [k for k in reads if k.startswith("r1:") or k == "messages of r1"] == [
+        "r1:prompt"]  # the one look that tells a fresh run from a resumed one

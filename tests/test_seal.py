@@ -157,3 +157,42 @@ def test_imported_runs_are_sealed_and_verify(tmp_path: Path) -> None:
     rid = report.runs_created[-1]
     edit(s, RunKeys(rid).memctx, lambda v: _set(v, "recent_count", 99))  # type: ignore[arg-type]
     assert verify_run(s, rid).status == "tampered"
+
+
+@pytest.mark.parametrize("kind", ["inmemory", "sqlite", "duckdb"])
+def test_a_fresh_run_is_sealed_from_what_it_wrote(kind: str, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Runner seals a run it wrote whole from its own records and messages, with no
+    read-back (``seal_run`` is not called), and that seal is the one the journal and the
+    store give — on every adapter, tool calls, two threads' runs and a second turn."""
+    from memory_core.journal import seal as seal_mod
+    from memory_core.runner import Runner as RunnerCls
+    from memory_core.storage.duckdb import DuckDBStorage
+    from memory_core.storage.inmemory import InMemoryStorage
+
+    s: Any = {"inmemory": InMemoryStorage, "sqlite": lambda: SQLiteStorage(
+        str(tmp_path / "s.sqlite")), "duckdb": lambda: DuckDBStorage(
+        tmp_path / "s.duckdb")}[kind]()
+    mem = AgentMemory(s, embed=HashingEmbedder(64), recent_n=4)
+    responses: list[ModelResponse | str] = []
+    for i in range(3):
+        responses += [ModelResponse(tool_calls=[ToolCallPart(id=f"c{i}", name="lookup",
+                                                             args={"order": i})]),
+                      f"Order {i} ships Monday."]
+    tool = Tool(ToolSpec("lookup", "look up an order"), lambda a: {"ships": "Monday"})
+    agent = Agent(name="a", instructions="Answer.", model=ScriptedModel(responses),
+                  tools=[tool])
+    runner = RunnerCls(s, {"a": agent}, memory=mem)
+    # the first turn of a thread is titled by the memory's own writer: read back
+    runner.run("a", run_id="r0", thread_id="t1", resource_id="u", prompt="order 0?")
+
+    def no_read_back(*a: Any, **k: Any) -> Any:
+        raise AssertionError("a fresh run was sealed by reading it back")
+
+    monkeypatch.setattr("memory_core.runner.seal_run", no_read_back)
+    runner.run("a", run_id="r1", thread_id="t1", resource_id="u", prompt="order 1?")
+    runner.run("a", run_id="r2", thread_id=None, prompt="order 2?")
+    for rid in ("r0", "r1", "r2"):
+        assert seal_mod.read_seal(s, rid) == seal_mod.compute_seal(s, rid)
+        assert verify_run(s, rid).status == "ok"
+    s.close()

@@ -163,6 +163,19 @@ def seal_of(run: RunRecord, entries: list[tuple[str, Any]],
     return _seal(digests, msgs, _run_row(run))
 
 
+def seal_written(storage: Storage, run: RunRecord, entries: list[tuple[str, Any]],
+                 messages: list[tuple[int, Message]]) -> SealRecord:
+    """Seal a finished run from what its writer stored — every record of the run and
+    every message it persisted, as ``seal_of`` takes them — without reading them back
+    (first write wins: a sealed run keeps its seal)."""
+    seal = seal_of(run, entries, messages)
+    keys = RunKeys(run.run_id)
+    if storage.runs.put_if_absent(keys.seal, seal.model_dump(mode="json")):
+        return seal
+    stored = read_seal(storage, run.run_id)
+    return seal if stored is None else stored
+
+
 def seal_run(storage: Storage, run_id: str) -> SealRecord:
     """Seal a finished run (first write wins: a sealed run keeps its seal)."""
     seal = compute_seal(storage, run_id)
@@ -277,4 +290,5 @@ def require_intact(storage: Storage, run_id: str) -> VerifyReport:
 
 
 __all__ = ["Redaction", "SealRecord", "VerifyReport", "compute_seal", "read_seal",
-           "require_intact", "reseal_run", "seal_of", "seal_run", "verify_run"]
+           "require_intact", "reseal_run", "seal_of", "seal_run", "seal_written",
+           "verify_run"]

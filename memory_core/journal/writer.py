@@ -7,6 +7,7 @@ the current typed record, so a resumed run continues from what was really record
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -28,6 +29,7 @@ from memory_core.journal.records import (
 from memory_core.prompt import FrozenPrompt
 from memory_core.provenance import Memctx
 from memory_core.storage.base import RunJournal
+from memory_core.types import canonical_json
 
 R = TypeVar("R", bound=BaseModel)
 Written = Callable[[str], None]
@@ -44,18 +46,27 @@ class JournalWriter:
     Runner's crash boundaries."""
 
     def __init__(self, runs: RunJournal, run_id: str, *,
-                 on_written: Written | None = None) -> None:
+                 on_written: Written | None = None,
+                 log: dict[str, Any] | None = None) -> None:
         self.runs = runs
         self.keys = RunKeys(check_run_id(run_id))
         self.on_written = on_written
+        #: every record this writer stored or found stored, key -> JSON value as the
+        #: journal holds it (the Runner seals a fresh run from it without reading back)
+        self.log: dict[str, Any] = {} if log is None else log
 
     def _put(self, kind: str, key: str, name: str, record: R) -> R:
-        if self.runs.put_if_absent(key, _dump(record)):
+        value = _dump(record)
+        if self.runs.put_if_absent(key, value):
+            # what the journal now holds is this value, as its JSON text reads back
+            stored: Any = json.loads(canonical_json(value))
             if self.on_written is not None:
                 self.on_written(name)
-        stored = self.runs.get(key)
-        if stored is None:
-            return record
+        else:
+            stored = self.runs.get(key)
+            if stored is None:
+                return record
+        self.log[key] = stored
         return load_record(kind, type(record), stored, key)
 
     def import_record(self, record: ImportRecord) -> ImportRecord:

@@ -25,10 +25,22 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from memory_core.errors import InvalidInputError, StorageBusyError, StorageError
+from memory_core.errors import (
+    InvalidInputError,
+    NotFoundError,
+    StorageBusyError,
+    StorageError,
+)
 from memory_core.storage.base import EmbeddingBlock, ScopeRows
-from memory_core.storage.common import Clock, ThreadIdFactory, utc_now
+from memory_core.storage.common import (
+    Clock,
+    ThreadIdFactory,
+    message_body,
+    utc_now,
+    validate_batch,
+)
 from memory_core.storage.schema import (
+    DIM_KEY,
     Dialect,
     Migration,
     apply_migrations,
@@ -40,9 +52,11 @@ from memory_core.storage.sql_common import (
     Driver,
     RowsBuilder,
     ScopeScan,
+    SqlMemoryStore,
     SqlStorage,
+    write_staged,
 )
-from memory_core.types import ErasureReport
+from memory_core.types import AppendRow, ErasureReport
 
 Conn = duckdb.DuckDBPyConnection
 
@@ -86,20 +100,95 @@ def _refuse_foreign(op: str, path: str) -> None:
 
 
 # -- connections -----------------------------------------------------------------------
-# A waiting process polls at most every ~30 ms (backoff cap x jitter); the gap left after
-# a forced release is longer than that so a waiter can get in.
+# A waiting process polls at most every ~30 ms (backoff cap x jitter) and touches the
+# file's request flag each time; a holder checks the flag between operations and every
+# _ASK_POLL seconds while idle, and hands the file over once it has had it max_hold
+# seconds. After such a release the holder waits a gap longer than a waiter's poll
+# before reopening, so the waiter gets in.
 _POLL_CAP = 0.02
+_ASK_POLL = 0.02
 _COURTESY_GAP = 0.05
+_FLUSH_ROWS = 5000  # deferred appends committed at once when this many are waiting
+_WANTS = ".wants"  # suffix of the request flag next to the database file
+
+
+_WARM = threading.Event()
+
+
+def _warm_arrow_scans() -> None:
+    """DuckDB imports pandas the first time it scans an Arrow table (a second or more);
+    a writable storage does that import in the background as it opens, so its first
+    commit of deferred appends — which holds the file — does not pay for it."""
+    if _WARM.is_set():
+        return
+    _WARM.set()
+
+    def go() -> None:
+        try:
+            import pandas  # noqa: F401
+        except ImportError:
+            pass
+
+    threading.Thread(target=go, daemon=True, name="duckdb-arrow-warmup").start()
+
+
+def ask_for_file(db_path: str) -> None:
+    """Ask the process holding a DuckDB file to hand it over (any opener that found it
+    locked calls this before retrying; the holder checks the flag between operations)."""
+    _touch(os.path.realpath(db_path) + _WANTS)
+
+
+def _touch(path: str) -> None:
+    """Ask the holder of a database for it: update the flag's modification time."""
+    try:
+        with open(path, "a"):
+            pass
+        os.utime(path)
+    except OSError:
+        pass  # a read-only directory: the holder still releases after linger
+
+
+def _insert_rows(tx: Any, table: str, columns: Sequence[str],
+                 rows: Sequence[Sequence[Any]]) -> None:
+    """Few rows as bound parameters; a larger batch as one registered Arrow table
+    (registering costs ~6 ms, a bound row ~0.7 ms)."""
+    if len(rows) <= _SMALL_BATCH:
+        tx.executemany(f"INSERT INTO {table} ({', '.join(columns)})"
+                       f" VALUES ({', '.join('?' * len(columns))})",
+                       [[v.tolist() if isinstance(v, np.ndarray) else v for v in r]
+                        for r in rows])
+        return
+    conn: Conn = tx.conn
+    arrays = {}
+    select = []
+    for i, c in enumerate(columns):
+        col = [r[i] for r in rows]
+        if any(isinstance(v, np.ndarray) for v in col):
+            arrays[c] = _vector_column(col)
+            select.append(f"{c}::FLOAT[]")
+        else:
+            arrays[c] = pa.array(col)
+            select.append(c)
+    conn.register(_BATCH_VIEW, pa.table(arrays))
+    try:
+        conn.execute(f"INSERT INTO {table} ({', '.join(columns)})"
+                     f" SELECT {', '.join(select)} FROM {_BATCH_VIEW}")
+    finally:
+        conn.unregister(_BATCH_VIEW)
 
 
 class _Handle:
     """Process-wide state of one database: the lock that serialises its operations
     across Python threads, the connection held by open sessions (or forever, for
-    ``:memory:``), the lingering connection between operations, and the connection
-    of the operation in progress (so nested operations join its transaction)."""
+    ``:memory:``), the lingering connection between operations, the connection of the
+    operation in progress (so nested operations join its transaction), and the
+    appended messages waiting to be committed (with what the appends need to know:
+    each touched thread's resource and highest seq, the store's vector dimension —
+    valid only while this process holds the file read-write)."""
 
     def __init__(self, path: str | None) -> None:
         self.path = path
+        self.wants = None if path is None else path + _WANTS
         self.lock = threading.RLock()
         self.wake = threading.Condition(self.lock)
         self.held: Conn | None = None
@@ -108,6 +197,7 @@ class _Handle:
         self.idle: Conn | None = None
         self.idle_read_only = False
         self.opened_at = 0.0
+        self.opened_ns = 0
         self.last_used = 0.0
         self.linger = 0.0
         self.max_hold = 0.0
@@ -115,34 +205,118 @@ class _Handle:
         self.closer: threading.Thread | None = None
         self.active: Conn | None = None
         self.active_read_only = False
+        self.active_write = False
+        self.commit_delay = 0.0
+        self.pending: list[tuple[Any, ...]] = []
+        self.pending_dim: int | None = None
+        self.pending_since = 0.0
+        self.flush_error: StorageError | None = None
+        self.threads: dict[str, list[Any]] = {}
+        self.dim: int | None = None
+        self.dim_known = False
         if path is None:
             self.held = duckdb.connect(MEMORY, config=_CONFIG)
+
+    def forget(self) -> None:
+        """Drop what deferred appends cached about the database (another write of this
+        process, or of another process once the file is released, may change it)."""
+        self.threads.clear()
+        self.dim_known = False
+
+    def asked(self) -> bool:
+        """Whether another process asked for the file since this one opened it."""
+        if self.wants is None:
+            return False
+        try:
+            return os.stat(self.wants).st_mtime_ns > self.opened_ns
+        except OSError:
+            return False
+
+    def flush(self, conn: Conn | None = None) -> None:
+        """Commit the deferred appends in one transaction (caller holds the lock), on
+        conn or the connection this process holds."""
+        if not self.pending:
+            return
+        conn = conn or (self.held if self.held is not None else self.idle)
+        assert conn is not None, "deferred appends outlived their connection"
+        rows, self.pending = self.pending, []
+        new_dim, self.pending_dim = self.pending_dim, None
+        try:
+            conn.begin()
+            write_staged(_insert_rows, _DuckTx(conn), rows, new_dim)
+            conn.commit()
+        except duckdb.Error as e:
+            try:
+                conn.rollback()
+            except duckdb.Error:
+                pass
+            self.forget()
+            raise StorageError(f"committing {len(rows)} appended messages failed; they "
+                               f"are not stored: {e}") from e
+
+    def close_conn(self, conn: Conn) -> None:
+        """Close a connection of this handle, committing deferred appends first."""
+        try:
+            self.flush(conn)
+        finally:
+            conn.close()
+            self.forget()
 
     def drop_idle(self, *, forced: bool = False) -> None:
         """Close the lingering connection (caller holds the lock)."""
         if self.idle is not None:
-            conn, self.idle = self.idle, None
-            conn.close()
-            if forced:
-                self.reopen_after = time.monotonic() + _COURTESY_GAP
+            conn = self.idle
+            try:
+                self.close_conn(conn)
+            finally:
+                self.idle = None
+                if forced:
+                    self.reopen_after = time.monotonic() + _COURTESY_GAP
 
     def start_closer(self) -> None:
         if self.closer is None:
-            self.closer = threading.Thread(target=self._close_when_idle, daemon=True,
+            self.closer = threading.Thread(target=self._keep, daemon=True,
                                            name=f"duckdb-linger {self.path}")
             self.closer.start()
 
-    def _close_when_idle(self) -> None:
+    def _keep(self) -> None:
+        """While a connection lingers or appends wait: commit them after commit_delay,
+        release the file when asked for, after linger idle or max_hold held."""
         with self.lock:
-            while self.idle is not None:
-                now = time.monotonic()
-                hold_end = self.opened_at + self.max_hold
-                due = min(self.last_used + self.linger, hold_end)
-                if now >= due:
-                    self.drop_idle(forced=now >= hold_end)
+            while self.idle is not None or self.pending:
+                try:
+                    due = self._keep_step(time.monotonic())
+                except StorageError as e:
+                    self.flush_error = e  # raised by this process's next operation
+                    continue
+                if due is None:
                     break
-                self.wake.wait(timeout=due - now)
+                self.wake.wait(timeout=max(0.0, min(due - time.monotonic(), _ASK_POLL)))
             self.closer = None
+
+    def hand_over(self, now: float) -> bool:
+        """Whether the lingering connection must go now: another process asked for the
+        file and this one has had it for max_hold seconds (its time slice)."""
+        return (self.idle is not None and now >= self.opened_at + self.max_hold
+                and self.asked())
+
+    def _keep_step(self, now: float) -> float | None:
+        """One look by the keeper: what is due now, and when to look again (None: stop)."""
+        if self.hand_over(now):
+            self.drop_idle(forced=True)
+            return None
+        if self.pending and now >= self.pending_since + self.commit_delay:
+            self.flush()
+        due = float("inf")
+        if self.idle is not None:
+            idle_end = self.last_used + self.linger
+            if now >= idle_end:
+                self.drop_idle()
+                return None
+            due = idle_end
+        if self.pending:
+            due = min(due, self.pending_since + self.commit_delay)
+        return due if self.idle is not None or self.pending else None
 
 
 _HANDLES: dict[str, _Handle] = {}
@@ -163,6 +337,10 @@ def _close_lingering() -> None:
         handles = list(_HANDLES.values())
     for h in handles:
         with h.lock:
+            try:
+                h.flush()
+            except StorageError:
+                pass  # nothing to report to at exit
             h.drop_idle()
 
 
@@ -171,7 +349,7 @@ class _Database:
     process holds the file), runs each operation in one transaction, maps errors."""
 
     def __init__(self, path: str, *, read_only: bool, lock_timeout: float, linger: float,
-                 max_hold: float) -> None:
+                 max_hold: float, commit_delay: float = 0.0) -> None:
         if path == MEMORY:
             if read_only:
                 raise InvalidInputError("read_only=True makes no sense for ':memory:'")
@@ -188,6 +366,7 @@ class _Database:
         self.lock_timeout = lock_timeout
         self.linger = linger
         self.max_hold = max_hold
+        self.commit_delay = commit_delay
         self.closed = False
 
     def _connect(self, op: str, read_only: bool) -> Conn:
@@ -202,8 +381,12 @@ class _Database:
         delay = 0.002
         while True:
             try:
-                return duckdb.connect(self.handle.path, read_only=read_only, config=_CONFIG)
+                conn = duckdb.connect(self.handle.path, read_only=read_only, config=_CONFIG)
+                self.handle.opened_ns = time.time_ns()
+                return conn
             except duckdb.IOException as e:
+                assert self.handle.wants is not None
+                _touch(self.handle.wants)  # ask the holder to hand the file over
                 if not _is_lock_conflict(e):
                     raise StorageError(f"{op} failed: cannot open '{self.handle.path}': {e}") from e
                 remaining = deadline - time.monotonic()
@@ -226,8 +409,14 @@ class _Database:
 
     def _connection(self, op: str, write: bool) -> tuple[Conn, bool]:
         """The connection for an operation (caller holds the lock): the session's, the
-        lingering one while it is young enough, or a new one that will linger."""
+        lingering one while it is young enough and not asked for by another process,
+        or a new one that will linger. A failed background commit is raised here."""
         h = self.handle
+        if h.flush_error is not None:
+            err, h.flush_error = h.flush_error, None
+            raise err
+        if h.hand_over(time.monotonic()):
+            h.drop_idle(forced=True)  # another process waits for the file: hand it over
         if h.held is not None:
             if h.held_read_only and write:
                 # a read-only session of this process is upgraded so the write can run
@@ -236,9 +425,7 @@ class _Database:
                 h.held_read_only = False
             return h.held, h.held_read_only
         if h.idle is not None:
-            if time.monotonic() >= h.opened_at + h.max_hold:
-                h.drop_idle(forced=True)
-            elif write and h.idle_read_only:
+            if write and h.idle_read_only:
                 h.drop_idle()
             else:
                 return h.idle, h.idle_read_only
@@ -255,13 +442,21 @@ class _Database:
         h = self.handle
         with h.lock:
             if h.active is not None:
-                if write and h.active_read_only:
+                if write and (h.active_read_only or not h.active_write):
                     raise StorageError(f"{op} refused: the enclosing operation is read-only")
                 yield h.active
                 return
             conn, ro = self._connection(op, write)
-            h.active, h.active_read_only = conn, ro
+            h.flush()  # deferred appends first: the operation sees them, in order
+            h.active, h.active_read_only, h.active_write = conn, ro, write
             try:
+                if not write:
+                    # A read needs no transaction of its own: while this process has
+                    # the file and the lock, nothing else can write (a read-write
+                    # holder excludes other processes, a read-only one all writers),
+                    # and a DuckDB commit, even of a read, costs ~1 ms.
+                    yield conn
+                    return
                 try:
                     conn.begin()
                     yield conn
@@ -276,13 +471,35 @@ class _Database:
                 raise StorageError(f"{op} failed: {e}") from e
             finally:
                 h.active = None
-                if conn is h.idle:
-                    h.last_used = time.monotonic()
-                    h.linger, h.max_hold = self.linger, self.max_hold
-                    if self.linger <= 0:
-                        h.drop_idle()
-                    else:
-                        h.start_closer()
+                if write:
+                    h.forget()  # it may have changed a thread row or the dimension
+                self.used(conn)
+
+    def used(self, conn: Conn) -> None:
+        """After an operation on conn (caller holds the lock): let a lingering
+        connection linger, and have deferred appends committed in time."""
+        h = self.handle
+        h.commit_delay = self.commit_delay
+        if conn is h.idle:
+            h.last_used = time.monotonic()
+            h.linger, h.max_hold = self.linger, self.max_hold
+            if self.linger <= 0:
+                h.drop_idle()
+                return
+        if h.idle is not None or h.pending:
+            h.start_closer()
+            h.wake.notify_all()
+
+    def writer(self, op: str) -> Conn | None:
+        """The read-write connection for a deferred append (caller holds the lock), or
+        None when the append must run as its own transaction: inside another operation
+        (it joins it), on ``:memory:`` or a read-only storage, or with commit_delay 0."""
+        h = self.handle
+        self._check_open(op, True)
+        if h.active is not None or h.path is None or self.commit_delay <= 0:
+            return None
+        conn, _ = self._connection(op, write=True)
+        return conn
 
     @contextmanager
     def session(self) -> Iterator[None]:
@@ -308,8 +525,8 @@ class _Database:
             with h.lock:
                 h.holds -= 1
                 if h.holds == 0 and h.held is not None:
-                    h.held.close()
-                    h.held = None
+                    conn, h.held = h.held, None
+                    h.close_conn(conn)
 
     def rewrite_file(self, op: str) -> None:
         """Copy the database into a fresh file and put it in place of the old one:
@@ -322,12 +539,14 @@ class _Database:
         with h.lock:
             if h.active is not None:
                 raise StorageError(f"{op} failed: cannot rewrite the file inside an operation")
+            h.flush()
             session = h.held is not None
             if session:
                 assert h.held is not None
                 h.held.close()
                 h.held = None
             h.drop_idle()
+            h.forget()
             fresh = f"{h.path}.rewrite"
             for leftover in (fresh, fresh + ".wal"):
                 if os.path.exists(leftover):
@@ -467,29 +686,7 @@ class _DuckDriver(Driver):
 
     def insert_rows(self, tx: Any, table: str, columns: Sequence[str],
                     rows: Sequence[Sequence[Any]]) -> None:
-        """Few rows as bound parameters; a larger batch as one registered Arrow table
-        (registering costs ~6 ms, a bound row ~0.7 ms)."""
-        if len(rows) <= _SMALL_BATCH:
-            super().insert_rows(tx, table, columns, [
-                [v.tolist() if isinstance(v, np.ndarray) else v for v in r] for r in rows])
-            return
-        conn: Conn = tx.conn
-        arrays = {}
-        select = []
-        for i, c in enumerate(columns):
-            col = [r[i] for r in rows]
-            if any(isinstance(v, np.ndarray) for v in col):
-                arrays[c] = _vector_column(col)
-                select.append(f"{c}::FLOAT[]")
-            else:
-                arrays[c] = pa.array(col)
-                select.append(c)
-        conn.register(_BATCH_VIEW, pa.table(arrays))
-        try:
-            conn.execute(f"INSERT INTO {table} ({', '.join(columns)})"
-                         f" SELECT {', '.join(select)} FROM {_BATCH_VIEW}")
-        finally:
-            conn.unregister(_BATCH_VIEW)
+        _insert_rows(tx, table, columns, rows)
 
     def vector_param(self, v: np.ndarray) -> Any:
         return np.ascontiguousarray(v, dtype=np.float32)
@@ -567,6 +764,70 @@ class _DuckDriver(Driver):
         rows = tx.query(" UNION ALL ".join(parts), params)
         return [r[1:] for r in rows if want.get(int(r[0])) == (r[1], int(r[2]))]
 
+class _DuckMemoryStore(SqlMemoryStore):
+    """The shared SQL store, with appends deferred while this process holds the file:
+    a DuckDB commit costs milliseconds, so appends of new messages (no explicit seqs)
+    are checked, given their seqs and kept in memory, then committed together — after
+    ``commit_delay`` seconds, before any other operation of this process, when another
+    process asks for the file, and when the storage closes. The seqs come from the
+    thread's row read once while the file is held (no other process can write then)."""
+
+    duck: _Database
+
+    def append_messages(self, thread_id: str, rows: Sequence[AppendRow]) -> list[int]:
+        rows = list(rows)
+        explicit, _ = validate_batch(thread_id, rows, None)
+        h = self.duck.handle
+        if not rows or explicit:
+            return super().append_messages(thread_id, rows)
+        # JSON and time checks first, as every adapter does
+        bodies = [message_body(thread_id, i, r) for i, r in enumerate(rows)]
+        has_vec = any(r.embedding is not None for r in rows)
+        with h.lock:
+            conn = self.duck.writer("append_messages")
+            if conn is None:
+                return super().append_messages(thread_id, rows)
+            try:
+                state = self._thread_state(conn, thread_id)
+                dim = self._dim(conn) if has_vec else None
+            except duckdb.Error as e:
+                raise StorageError(f"append_messages failed: {e}") from e
+            _, batch_dim = validate_batch(thread_id, rows, dim)
+            top = int(state[1])
+            seqs = list(range(top + 1, top + 1 + len(rows)))
+            staged = [self.staged_row(thread_id, seq, state[0], body, r)
+                      for seq, body, r in zip(seqs, bodies, rows, strict=True)]
+            if has_vec and dim is None:
+                h.dim = h.pending_dim = batch_dim
+            state[1] = seqs[-1]
+            if not h.pending:
+                h.pending_since = time.monotonic()
+            h.pending.extend(staged)
+            if len(h.pending) >= _FLUSH_ROWS:
+                h.flush()
+            self.duck.used(conn)
+            return seqs
+
+    def _thread_state(self, conn: Conn, thread_id: str) -> list[Any]:
+        """[resource_id, highest seq incl. waiting appends] of a thread, read once."""
+        h = self.duck.handle
+        state = h.threads.get(thread_id)
+        if state is None:
+            found = conn.execute("SELECT resource_id, max_seq FROM threads WHERE id = ?",
+                                 [thread_id]).fetchall()
+            if not found:
+                raise NotFoundError(f"thread '{thread_id}' does not exist")
+            state = h.threads[thread_id] = [found[0][0], int(found[0][1])]
+        return state
+
+    def _dim(self, conn: Conn) -> int | None:
+        h = self.duck.handle
+        if not h.dim_known:
+            rows = conn.execute("SELECT value FROM meta WHERE key = ?", [DIM_KEY]).fetchall()
+            h.dim = int(rows[0][0]) if rows and rows[0][0] is not None else None
+            h.dim_known = True
+        return h.dim
+
 
 # -- the adapter ---------------------------------------------------------------------------
 class DuckDBStorage(SqlStorage):
@@ -588,17 +849,21 @@ class DuckDBStorage(SqlStorage):
 
     def __init__(self, path: str | os.PathLike[str], *, clock: Clock = utc_now,
                  ids: ThreadIdFactory | None = None, lock_timeout: float = 30.0,
-                 read_only: bool = False, linger: float = 0.05,
-                 max_hold: float = 0.5) -> None:
+                 read_only: bool = False, linger: float = 2.0,
+                 max_hold: float = 0.25, commit_delay: float = 0.1) -> None:
         for name, value in (("lock_timeout", lock_timeout), ("linger", linger),
-                            ("max_hold", max_hold)):
+                            ("max_hold", max_hold), ("commit_delay", commit_delay)):
             if not value >= 0:
                 raise InvalidInputError(f"{name} must be a number >= 0, got {value!r}")
         self._duck = _Database(os.fspath(path), read_only=read_only, lock_timeout=lock_timeout,
-                               linger=linger, max_hold=max_hold)
+                               linger=linger, max_hold=max_hold, commit_delay=commit_delay)
         self.path = self._duck.path
         self.read_only = read_only
-        self._open(_DuckDriver(self._duck), clock, ids)
+        if not read_only and commit_delay > 0 and self.path != MEMORY:
+            _warm_arrow_scans()
+        self._open(_DuckDriver(self._duck), clock, ids, memory=_DuckMemoryStore)
+        assert isinstance(self.memory, _DuckMemoryStore)
+        self.memory.duck = self._duck
 
     def __repr__(self) -> str:
         return f"DuckDBStorage({self.path!r})"
@@ -645,4 +910,4 @@ class DuckDBStorage(SqlStorage):
         return report
 
 
-__all__ = ["DuckDBStorage"]
+__all__ = ["DuckDBStorage", "ask_for_file"]

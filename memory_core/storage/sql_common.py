@@ -21,7 +21,7 @@ from __future__ import annotations
 import builtins
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
@@ -308,6 +308,30 @@ def _row_to_run(r: Sequence[Any]) -> RunRecord:
                      started_at=ts_parse(r[5]), finished_at=ts_parse_opt(r[6]), error=r[7])
 
 
+Insert = Callable[[Tx, str, Sequence[str], Sequence[Sequence[Any]]], None]
+
+
+def write_staged(insert: Insert, tx: Tx, staged: Sequence[tuple[Any, ...]],
+                 new_dim: int | None) -> None:
+    """Insert staged message rows (``SqlMemoryStore.staged_row``, all new, seqs already
+    assigned) and keep each thread's counters, in the caller's write transaction; with
+    ``new_dim`` the rows carry the store's first vectors and fix its dimension."""
+    if not staged:
+        return
+    insert(tx, "messages", _MSG_INSERT, staged)
+    counts: dict[str, list[int]] = {}
+    for row in staged:
+        c = counts.setdefault(row[0], [0, -1])
+        c[0] += 1
+        c[1] = max(c[1], int(row[1]))
+    for tid, (n, top) in counts.items():
+        tx.execute("UPDATE threads SET message_count = message_count + ?,"
+                   " max_seq = CASE WHEN max_seq < ? THEN ? ELSE max_seq END"
+                   " WHERE id = ?", (n, top, top, tid))
+    if new_dim is not None and any(row[8] is not None for row in staged):
+        tx.execute("UPDATE meta SET value = ? WHERE key = ?", (str(new_dim), DIM_KEY))
+
+
 class SqlMemoryStore(MemoryStore):
     def __init__(self, db: Driver, clock: Clock, ids: ThreadIdFactory) -> None:
         self._db = db
@@ -470,25 +494,19 @@ class SqlMemoryStore(MemoryStore):
                 if seq in existing:
                     continue
                 existing.add(seq)
-                created = r.created_at or self._clock()
-                text = r.message.text()
-                staged.append((thread_id, seq, resource_id, body,
-                               None if text is None else text.lower(), ts_text(created),
-                               ts_micros(created), r.run_id,
-                               None if r.embedding is None else
-                               self._db.vector_param(r.embedding)))
-            if staged:
-                self._db.insert_rows(tx, "messages", _MSG_INSERT, staged)
-                # Same transaction, under the thread's write lock: staged holds only the
-                # rows actually inserted (repeated explicit seqs were skipped above).
-                top = max(row[1] for row in staged)
-                tx.execute("UPDATE threads SET message_count = message_count + ?,"
-                           " max_seq = CASE WHEN max_seq < ? THEN ? ELSE max_seq END"
-                           " WHERE id = ?", (len(staged), top, top, thread_id))
-            if batch_dim is not None and dim is None and any(x[8] is not None for x in staged):
-                tx.execute("UPDATE meta SET value = ? WHERE key = ?",
-                           (str(batch_dim), DIM_KEY))
+                staged.append(self.staged_row(thread_id, seq, resource_id, body, r))
+            new_dim = batch_dim if dim is None else None
+            write_staged(self._db.insert_rows, tx, staged, new_dim)
             return seqs
+
+    def staged_row(self, thread_id: str, seq: int, resource_id: str | None, body: str,
+                   r: AppendRow) -> tuple[Any, ...]:
+        """One messages row (columns ``_MSG_INSERT``) of an append."""
+        created = r.created_at or self._clock()
+        text = r.message.text()
+        return (thread_id, seq, resource_id, body, None if text is None else text.lower(),
+                ts_text(created), ts_micros(created), r.run_id,
+                None if r.embedding is None else self._db.vector_param(r.embedding))
 
     @staticmethod
     def _assign_seqs(tx: Tx, thread_id: str, rows: Sequence[AppendRow],

@@ -185,6 +185,7 @@ def _duckdb_tables(path: str) -> set[str]:
     import duckdb
 
     from memory_core.errors import StorageBusyError
+    from memory_core.storage.duckdb import ask_for_file
 
     deadline = time.monotonic() + PROBE_TIMEOUT_SECONDS
     while True:
@@ -194,6 +195,7 @@ def _duckdb_tables(path: str) -> set[str]:
         except duckdb.IOException as e:
             if "lock" not in str(e).lower() or time.monotonic() > deadline:
                 raise StorageBusyError(f"cannot open '{path}': {e}") from e
+            ask_for_file(path)  # a writer holding it hands it over between operations
             time.sleep(0.05)
         except duckdb.Error as e:
             raise InvalidInputError(f"'{path}' is not a valid DuckDB database: {e}") from e

@@ -1,0 +1,230 @@
+"""Runner overhead: everything a run costs except the model and the embedder.
+
+``Runner.run`` with a ScriptedModel (one answer a run) and AgentMemory (HashingEmbedder,
+384-d, hybrid recall top-5, recent window 6) over 10 threads of one resource, on each
+adapter. The time inside the model's ``complete`` and the embedder is measured and
+taken out; what is left is the overhead (composition, recall, journal, seal, claims,
+storage). Breakdown: the time inside storage port calls (and how many a run makes)
+against the rest (our Python). Limit, measured in the same run on the same adapter:
+the storage writes one run needs, issued directly through the ports (start_run, the
+run's journal records one by one, two single-message appends, the status update).
+Target (issue 16): ≤ 5 ms a run on DuckDB and SQLite.
+
+Run: ``.venv/bin/python -m bench.bench_runner [--runs N] [--profile ADAPTER] [--write]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import os
+import platform
+import pstats
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from statistics import median
+from typing import Any
+
+import numpy as np
+
+from bench.results import replace_section
+from memory_core.embedders import HashingEmbedder
+from memory_core.memory import AgentMemory
+from memory_core.models.base import ModelResponse, ToolSpec
+from memory_core.models.scripted import ScriptedModel
+from memory_core.recall import RecallConfig
+from memory_core.runner import Agent, Runner
+from memory_core.storage.base import Storage
+from memory_core.types import AppendRow, Message, RunRecord
+
+TITLE = "Runner overhead per run (scripted model)"
+ADAPTERS = ("inmemory", "sqlite", "duckdb")
+THREADS = 10
+
+
+class Timer:
+    def __init__(self) -> None:
+        self.s = 0.0
+        self.calls = 0
+
+
+class TimedModel(ScriptedModel):
+    def __init__(self, n: int, timer: Timer) -> None:
+        super().__init__(["Noted: the order ships on Monday."] * n)
+        self.timer = timer
+
+    def complete(self, messages: Sequence[Message],
+                 tools: Sequence[ToolSpec]) -> ModelResponse:
+        t = time.perf_counter()
+        try:
+            return super().complete(messages, tools)
+        finally:
+            self.timer.s += time.perf_counter() - t
+
+
+def timed_embed(timer: Timer) -> Callable[[list[str]], np.ndarray]:
+    inner = HashingEmbedder(dim=384)
+
+    def embed(texts: list[str]) -> np.ndarray:
+        t = time.perf_counter()
+        try:
+            return np.asarray(inner(texts))
+        finally:
+            timer.s += time.perf_counter() - t
+    embed.name = inner.name  # type: ignore[attr-defined]
+    return embed
+
+
+def time_ports(storage: Storage, timer: Timer) -> None:
+    """Count and time every public call on the two ports (outermost calls only)."""
+    depth = [0]
+    for port in (storage.memory, storage.runs):
+        for name in dir(type(port)):
+            fn = getattr(port, name)
+            if name.startswith("_") or not callable(fn):
+                continue
+
+            def wrap(f: Callable[..., Any]) -> Callable[..., Any]:
+                def call(*a: Any, **k: Any) -> Any:
+                    if depth[0]:
+                        return f(*a, **k)
+                    depth[0] += 1
+                    t = time.perf_counter()
+                    try:
+                        return f(*a, **k)
+                    finally:
+                        depth[0] -= 1
+                        timer.s += time.perf_counter() - t
+                        timer.calls += 1
+                return call
+            setattr(port, name, wrap(fn))
+
+
+def open_storage(kind: str, work: Path, tag: str) -> Storage:
+    if kind == "inmemory":
+        from memory_core.storage.inmemory import InMemoryStorage
+        return InMemoryStorage()
+    if kind == "sqlite":
+        from memory_core.storage.sqlite import SQLiteStorage
+        return SQLiteStorage(str(work / f"{tag}.sqlite"))
+    from memory_core.storage.duckdb import DuckDBStorage
+    return DuckDBStorage(work / f"{tag}.duckdb")
+
+
+def measure(kind: str, work: Path, runs: int, warm: int = 20,
+            profile: bool = False) -> dict[str, float]:
+    storage = open_storage(kind, work, "runner")
+    model_t, embed_t, port_t = Timer(), Timer(), Timer()
+    memory = AgentMemory(storage, embed=timed_embed(embed_t), recent_n=6,
+                         recall=RecallConfig(top_k=5, mode="hybrid"))
+    agent = Agent(name="a", instructions="Answer from the conversation.",
+                  model=TimedModel(runs + warm, model_t))
+    runner = Runner(storage, {"a": agent}, memory=memory)
+
+    def go(lo: int, hi: int) -> list[tuple[float, float]]:
+        """(seconds, of which model and embedder) of each run."""
+        out = []
+        for i in range(lo, hi):
+            t, inside = time.perf_counter(), model_t.s + embed_t.s
+            runner.run("a", run_id=f"run-{i}", thread_id=f"t{i % THREADS}",
+                       resource_id="u", prompt=f"When does order {i % 31} ship? ({i})")
+            out.append((time.perf_counter() - t, model_t.s + embed_t.s - inside))
+        return out
+
+    go(0, warm)
+    model_t.s = embed_t.s = 0.0
+    time_ports(storage, port_t)
+    prof = cProfile.Profile() if profile else None
+    if prof:
+        prof.enable()
+    per_run = go(warm, warm + runs)
+    if prof:
+        prof.disable()
+        pstats.Stats(prof).sort_stats("cumulative").print_stats(30)
+    storage.close()
+    total = sum(t for t, _ in per_run)
+    overhead = total - model_t.s - embed_t.s
+    return {"run_ms": 1e3 * median(t for t, _ in per_run),
+            "overhead_p50_ms": 1e3 * median(t - m for t, m in per_run),
+            "overhead_ms": 1e3 * overhead / runs,
+            "model_embed_ms": 1e3 * (model_t.s + embed_t.s) / runs,
+            "port_ms": 1e3 * port_t.s / runs, "port_calls": port_t.calls / runs,
+            "limit_ms": port_limit(kind, work, runs)}
+
+
+def port_limit(kind: str, work: Path, runs: int) -> float:
+    """ms a run for the writes a run makes, straight through the ports."""
+    storage = open_storage(kind, work, "limit")
+    for t in range(THREADS):
+        storage.memory.create_thread(f"t{t}", resource_id="u")
+    vec = np.ones(384, np.float32) / np.sqrt(384)
+    record = {"v": 1, "text": "x" * 400}
+    t0 = time.perf_counter()
+    for i in range(runs):
+        rid, tid = f"run-{i}", f"t{i % THREADS}"
+        storage.runs.put_if_absent(f"{rid}:lease:000000", record)
+        storage.runs.start_run(RunRecord(run_id=rid, agent="a", thread_id=tid,
+                                         resource_id="u", status="running",
+                                         started_at=datetime.now(UTC)))
+        for key in ("input", "memctx", "prompt", "persist:input", "step:0",
+                    "persist:output", "output", "seal", "lease:000001"):
+            storage.runs.put_if_absent(f"{rid}:{key}", record)
+        for role in ("user", "assistant"):
+            storage.memory.append_messages(tid, [AppendRow(
+                message=Message(role=role, content=f"{role} {i}"), run_id=rid, embedding=vec)])
+        storage.runs.set_run_status(rid, "completed", finished_at=datetime.now(UTC))
+    elapsed = time.perf_counter() - t0
+    storage.close()
+    return 1e3 * elapsed / runs
+
+
+def render(results: dict[str, dict[str, float]], runs: int, load: float, cmd: str) -> str:
+    when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    intro = (__doc__ or "").split("\n\n", 1)[1].split("Run:")[0].strip()
+    lines = [intro, "",
+             f"Rerun: `{cmd} --write` · machine: {os.cpu_count()} cores, "
+             f"{platform.machine()} · {when} · {runs} runs an adapter after 20 warm-up runs "
+             f"· 1-minute load average {load:.1f} (shared machine: compare within a row)", "",
+             "| adapter | run p50 ms | model + embedder ms | overhead p50 ms | overhead mean"
+             " ms | in storage ms (calls) | rest ms | port writes alone ms (limit) |"
+             " overhead p50 ÷ limit | target |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for name, r in results.items():
+        lines.append(
+            f"| {name} | {r['run_ms']:.1f} | {r['model_embed_ms']:.2f} | "
+            f"{r['overhead_p50_ms']:.1f} | {r['overhead_ms']:.1f} | "
+            f"{r['port_ms']:.1f} ({r['port_calls']:.0f}) | "
+            f"{r['overhead_ms'] - r['port_ms']:.1f} | {r['limit_ms']:.1f} | "
+            f"{r['overhead_p50_ms'] / r['limit_ms']:.2f}× | "
+            f"{'≤ 5 ms' if name != 'inmemory' else '—'} |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    ap.add_argument("--runs", type=int, default=200)
+    ap.add_argument("--adapters", nargs="*", default=list(ADAPTERS))
+    ap.add_argument("--profile", default="", help="print a cProfile of this adapter's runs")
+    ap.add_argument("--write", action="store_true", help="replace the RESULTS.md section")
+    args = ap.parse_args()
+    load0 = os.getloadavg()[0]
+    results = {}
+    with tempfile.TemporaryDirectory() as d:
+        for kind in args.adapters:
+            results[kind] = measure(kind, Path(d), args.runs,
+                                    profile=kind == args.profile)
+            print(kind, results[kind], flush=True)
+    load = max(load0, os.getloadavg()[0])
+    body = render(results, args.runs, load,
+                  ".venv/bin/python -m bench.bench_runner" +
+                  (f" --runs {args.runs}" if args.runs != 200 else ""))
+    print(body)
+    if args.write:
+        replace_section(TITLE, body)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,170 @@
+"""The DuckDB write path for live agents: a writer keeps its connection and defers its
+appends, and hands the file over when another process asks for it (the request flag
+next to the file). A reader process gets the file again and again while a writer
+process never stops appending, and every append lands once, in order."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from memory_core.errors import NotFoundError
+from memory_core.storage.duckdb import _CONFIG, DuckDBStorage
+from memory_core.types import AppendRow, Message
+from tests.test_duckdb_processes import spawn
+
+# Appends single messages for argv[2] seconds to two threads, writing the time span it
+# was appending to argv[3]; prints how many it appended to each thread.
+WRITER = """
+import sys, time
+from memory_core.storage.duckdb import _CONFIG, DuckDBStorage
+from memory_core.types import AppendRow, Message
+s = DuckDBStorage(sys.argv[1])
+counts = {"t1": 0, "t2": 0}
+start = time.time()
+end = time.monotonic() + float(sys.argv[2])
+while time.monotonic() < end:
+    tid = "t1" if sum(counts.values()) % 3 else "t2"
+    seqs = s.memory.append_messages(tid, [AppendRow(message=Message(content=f"{tid} {counts[tid]}"))])
+    assert seqs == [counts[tid]], (tid, seqs, counts)
+    counts[tid] += 1
+stop = time.time()
+s.close()
+open(sys.argv[3], "w").write(f"{start} {stop}")
+print(counts["t1"], counts["t2"])
+"""
+
+# Opens the file read-only again and again until the writer is done; prints, per read,
+# when it got the file and what it saw.
+READER = """
+import sys, time
+from memory_core.storage.duckdb import _CONFIG, DuckDBStorage
+done = sys.argv[2]
+deadline = time.monotonic() + 120
+while time.monotonic() < deadline:
+    s = DuckDBStorage(sys.argv[1], read_only=True, lock_timeout=30)
+    n = s.memory.count_messages("t1")
+    s.close()
+    print(time.time(), n, flush=True)
+    try:
+        open(done).read()
+        break
+    except FileNotFoundError:
+        time.sleep(0.05)
+"""
+
+
+@pytest.mark.slow
+def test_a_reader_gets_the_file_while_a_writer_process_keeps_appending(tmp_path: Path) -> None:
+    db = tmp_path / "live.duckdb"
+    span = tmp_path / "writer-span"
+    s = DuckDBStorage(db)
+    s.memory.create_thread("t1")
+    s.memory.create_thread("t2")
+    s.close()
+
+    writer = spawn(WRITER, str(db), "6", str(span))
+    reader = spawn(READER, str(db), str(span))
+    w_out, w_err = writer.communicate(timeout=180)
+    assert writer.returncode == 0, w_err
+    r_out, r_err = reader.communicate(timeout=180)
+    assert reader.returncode == 0, r_err
+    n1, n2 = map(int, w_out.split())
+    start, stop = map(float, span.read_text().split())
+    reads = [(float(t), int(n)) for t, n in (line.split() for line in r_out.splitlines())]
+    during = [n for t, n in reads if start < t < stop]
+    # the writer never paused, yet the reader got in several times, seeing it progress
+    assert len(during) >= 3, reads
+    assert during == sorted(during) and during[-1] > during[0] > 0, during
+
+    final = DuckDBStorage(db, read_only=True)
+    for tid, n in (("t1", n1), ("t2", n2)):
+        msgs = final.memory.get_messages(tid)
+        # every append landed once, seqs dense, in the order made
+        assert [m.seq for m in msgs] == list(range(n))
+        assert [m.text() for m in msgs] == [f"{tid} {i}" for i in range(n)]
+        assert final.memory.count_messages(tid) == n
+        assert final.memory.max_seq(tid) == n - 1
+    final.close()
+
+
+def test_appends_wait_in_memory_and_commit_together(tmp_path: Path) -> None:
+    db = tmp_path / "deferred.duckdb"
+    s = DuckDBStorage(db, commit_delay=30)
+    s.memory.create_thread("t1", resource_id="r")
+    got = [s.memory.append_messages("t1", [AppendRow(message=Message(content=f"m{i}"))])
+           for i in range(5)]
+    assert got == [[0], [1], [2], [3], [4]]
+    # another connection to the same database sees nothing committed yet...
+    peek = duckdb.connect(str(db), config=_CONFIG)
+    assert peek.execute("SELECT count(*) FROM messages").fetchone() == (0,)
+    # ...while this storage's own reads see every append (they are committed first)
+    assert [m.seq for m in s.memory.get_messages("t1")] == [0, 1, 2, 3, 4]
+    assert peek.execute("SELECT count(*), max(seq) FROM messages").fetchone() == (5, 4)
+    assert peek.execute("SELECT message_count, max_seq, resource_id FROM threads"
+                        " WHERE id = 't1'").fetchone() == (5, 4, "r")
+    peek.close()
+    s.close()
+
+
+def test_deferred_appends_are_committed_after_commit_delay(tmp_path: Path) -> None:
+    db = tmp_path / "delay.duckdb"
+    s = DuckDBStorage(db, commit_delay=0.05)
+    s.memory.create_thread("t1")
+    s.memory.append_messages("t1", [AppendRow(message=Message(content="hello"))])
+    peek = duckdb.connect(str(db), config=_CONFIG)
+    deadline = time.monotonic() + 30
+    while peek.execute("SELECT count(*) FROM messages").fetchone() != (1,):
+        assert time.monotonic() < deadline, "the append was never committed"
+        time.sleep(0.02)
+    peek.close()
+    s.close()
+
+
+def test_a_deferred_append_checks_the_thread_and_follows_other_writes(tmp_path: Path) -> None:
+    s = DuckDBStorage(tmp_path / "checks.duckdb", commit_delay=30)
+    with pytest.raises(NotFoundError, match="thread 'nope' does not exist"):
+        s.memory.append_messages("nope", [AppendRow(message=Message(content="x"))])
+    s.memory.create_thread("t1", resource_id="a")
+    s.memory.append_messages("t1", [AppendRow(message=Message(content="x"))])
+    # a write of this process between appends (the thread moves resource) is seen
+    s.memory.update_thread("t1", resource_id="b")
+    assert s.memory.append_messages("t1", [AppendRow(message=Message(content="y"))]) == [1]
+    assert {m.resource_id for m in s.memory.get_messages("t1")} == {"b"}
+    # the thread erased and made again starts at seq 0
+    s.memory.delete_thread("t1")
+    s.memory.create_thread("t1")
+    assert s.memory.append_messages("t1", [AppendRow(message=Message(content="z"))]) == [0]
+    s.close()
+
+
+@pytest.mark.slow
+def test_the_workbench_open_gets_the_file_from_a_busy_writer(tmp_path: Path) -> None:
+    """``open_ours`` (the workbench and read-only commands) first probes the file over
+    a raw read-only connection; it asks for the file like the adapter does, so a
+    writer that never pauses still hands it over."""
+    from memory_core.storage.url import open_ours
+
+    db = tmp_path / "busy.duckdb"
+    span = tmp_path / "writer-span"
+    s = DuckDBStorage(db)
+    s.memory.create_thread("t1")
+    s.memory.create_thread("t2")
+    s.close()
+    writer = spawn(WRITER, str(db), "12", str(span))
+    try:
+        deadline = time.monotonic() + 60
+        while DuckDBStorage(db, read_only=True, lock_timeout=30).memory.count_messages(
+                "t1") == 0:  # the writer has started appending
+            assert time.monotonic() < deadline
+        for _ in range(3):
+            r = open_ours(str(db))
+            assert r.memory.get_thread("t1") is not None
+            r.close()
+        assert not span.exists()  # all of it while the writer kept appending
+    finally:
+        out, err = writer.communicate(timeout=180)
+    assert writer.returncode == 0, err
