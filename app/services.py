@@ -202,14 +202,35 @@ def friendly_error(e: Exception) -> str:
 
 
 @contextmanager
+def _held(storage: Storage) -> Iterator[None]:
+    session = getattr(storage, "session", None)
+    if session is None:
+        yield
+        return
+    with session():
+        yield
+
+
+@contextmanager
+def page_reads() -> Iterator[None]:
+    """Hold the database in use open for one run of a page, so its reads share one
+    connection: a DuckDB file is otherwise opened again for every cached read (a
+    connect costs more than most reads). A database that cannot be opened is left to
+    the page to report."""
+    try:
+        storage = current_storage()
+    except Exception:  # noqa: BLE001 - the page shows the failure to open
+        yield
+        return
+    with _held(storage):
+        yield
+
+
+@contextmanager
 def _batch(url: str) -> Iterator[Storage]:
     """The storage, held open for one page's batch of reads when the adapter can."""
     storage = get_services(url).storage
-    session = getattr(storage, "session", None)
-    if session is None:
-        yield storage
-        return
-    with session():
+    with _held(storage):
         yield storage
 
 

@@ -391,7 +391,7 @@ def lifeline(storage: Storage, thread_id: str, seq: int, *,
     points = []
     for r in runs:
         try:
-            data = load_run(storage, r.run_id)
+            data = load_run(storage, r.run_id, record=r)
         except NotFoundError:
             continue  # a run that crashed before freezing its prompt
         e = explain_message(storage, data, msgs[0], embed=embed)
