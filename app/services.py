@@ -352,16 +352,18 @@ def cached_scope_messages(url: str, run_id: str) -> list[views.SearchHit]:
     threads' (seq order within each thread), for pickers."""
     with _batch(url) as storage:
         run = storage.runs.require_run(run_id)
-        threads: list[str] = [run.thread_id] if run.thread_id else []
-        if run.resource_id:
-            threads += [t.id for t in storage.memory.list_threads(run.resource_id)
-                        if t.id not in threads]
+        titles: dict[str, str | None] = {}
+        if run.thread_id:
+            own = storage.memory.get_thread(run.thread_id)
+            titles[run.thread_id] = own.title if own else None
+        if run.resource_id:  # one listing gives every title (no query per thread)
+            for t in storage.memory.list_threads(run.resource_id):
+                titles.setdefault(t.id, t.title)
         out: list[views.SearchHit] = []
-        for tid in threads:
-            thread = storage.memory.get_thread(tid)
+        for tid, title in titles.items():
             for m in storage.memory.get_messages(tid):
                 out.append(views.SearchHit(
-                    thread_id=tid, thread_title=thread.title if thread else None, seq=m.seq,
+                    thread_id=tid, thread_title=title, seq=m.seq,
                     role=m.role, text=views.render_text(m), created_at=m.created_at,
                     page=views.page_of_seq(m.seq)))
         return out
