@@ -69,3 +69,21 @@ def test_unknown_and_unfrozen_runs_are_still_not_found(storage: InMemoryStorage)
     # a run whose model failed froze its prompt first: it reads, with no output
     data = load_run(storage, FAILED_RUN)
     assert data.run.status == "failed" and data.output is None
+
+
+def test_a_lifeline_reads_each_run_by_point_reads_and_agrees_with_whole_runs(
+        storage: InMemoryStorage) -> None:
+    from memory_core.analysis.forgotten import explain_message, lifeline
+    from tests.app.fixture_db import REFUND_TEXT, THREAD, seq_of
+
+    seq = seq_of(storage, THREAD, REFUND_TEXT)
+    msg = storage.memory.get_messages(THREAD, seqs=[seq])[0]
+    expected = [explain_message(storage, load_run(storage, r.run_id), msg)
+                for r in storage.runs.list_runs(thread_id=THREAD)]
+    counting = CountingJournal(storage.runs)
+    storage.runs = counting  # type: ignore[assignment]
+    points = lifeline(storage, THREAD, seq)
+    assert "list" not in counting.calls
+    assert [(p.run_id, p.fate, p.sentence) for p in points] == [
+        (e.run_id, e.fate, e.sentence) for e in expected]
+    assert len(points) >= 3
