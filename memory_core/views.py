@@ -137,20 +137,21 @@ def thread_summaries(storage: Storage, resource: str | None) -> list[ThreadSumma
     """The threads of a resource (all threads when None), newest first: title, message
     count, the runs on the thread and the time of the last message, run or update."""
     threads = storage.memory.list_threads(resource)
-    # one query each for the counts and the runs (not three per thread: thousands of
-    # round trips on a file database)
+    # one query each for the counts, the last messages and the runs (not three per
+    # thread: thousands of round trips on a file database)
     counts = storage.memory.thread_stats([t.id for t in threads])
     runs_of: dict[str, list[RunRecord]] = {t.id: [] for t in threads}
     for r in storage.runs.list_runs():  # oldest first, as per thread
         if r.thread_id in runs_of:
             runs_of[r.thread_id].append(r)
+    last = {m.thread_id: m.created_at for m in storage.memory.get_messages_by_refs(
+        [(tid, top) for tid, (_n, top) in counts.items() if top >= 0])}
     out: list[ThreadSummary] = []
     for t in threads:
         runs = runs_of[t.id]
         moments = [t.updated_at]
-        tail = storage.memory.get_tail(t.id, 1)
-        if tail:
-            moments.append(tail[-1].created_at)
+        if t.id in last:
+            moments.append(last[t.id])
         for r in runs:
             moments.append(r.finished_at or r.started_at)
         out.append(ThreadSummary(

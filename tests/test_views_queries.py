@@ -29,7 +29,11 @@ def _one_by_one(storage: Any, resource: str | None) -> list[tuple[Any, ...]]:
     out = []
     for t in storage.memory.list_threads(resource):
         runs = storage.runs.list_runs(thread_id=t.id)
-        out.append((t.id, storage.memory.count_messages(t.id), [r.run_id for r in runs]))
+        tail = storage.memory.get_tail(t.id, 1)
+        last = max([t.updated_at, *(m.created_at for m in tail),
+                    *(r.finished_at or r.started_at for r in runs)])
+        out.append((t.id, storage.memory.count_messages(t.id), [r.run_id for r in runs],
+                    last))
     return out
 
 
@@ -38,13 +42,15 @@ def test_summaries_read_runs_and_counts_once_and_agree_with_per_thread_reads() -
     for resource in (None, RESOURCE):
         expected = _one_by_one(storage, resource)
         runs = Counting(storage.runs, ("list_runs",))
-        memory = Counting(storage.memory, ("count_messages", "thread_stats"))
+        memory = Counting(storage.memory, ("count_messages", "thread_stats", "get_tail",
+                                           "get_messages_by_refs"))
         storage.runs, storage.memory = runs, memory  # type: ignore[assignment]
         try:
             got = views.thread_summaries(storage, resource)
         finally:
             storage.runs, storage.memory = runs._inner, memory._inner
-        assert [(s.thread_id, s.message_count, s.run_ids) for s in got] == expected
+        assert [(s.thread_id, s.message_count, s.run_ids, s.last_activity)
+                for s in got] == expected
         assert runs.calls == ["list_runs"]
-        assert memory.calls == ["thread_stats"]
+        assert memory.calls == ["thread_stats", "get_messages_by_refs"]
         assert any(s.run_ids for s in got) and any(s.message_count for s in got)
