@@ -202,14 +202,35 @@ def friendly_error(e: Exception) -> str:
 
 
 @contextmanager
+def _held(storage: Storage) -> Iterator[None]:
+    session = getattr(storage, "session", None)
+    if session is None:
+        yield
+        return
+    with session():
+        yield
+
+
+@contextmanager
+def page_reads() -> Iterator[None]:
+    """Hold the database in use open for one run of a page, so its reads share one
+    connection: a DuckDB file is otherwise opened again for every cached read (a
+    connect costs more than most reads). A database that cannot be opened is left to
+    the page to report."""
+    try:
+        storage = current_storage()
+    except Exception:  # noqa: BLE001 - the page shows the failure to open
+        yield
+        return
+    with _held(storage):
+        yield
+
+
+@contextmanager
 def _batch(url: str) -> Iterator[Storage]:
     """The storage, held open for one page's batch of reads when the adapter can."""
     storage = get_services(url).storage
-    session = getattr(storage, "session", None)
-    if session is None:
-        yield storage
-        return
-    with session():
+    with _held(storage):
         yield storage
 
 
@@ -331,16 +352,18 @@ def cached_scope_messages(url: str, run_id: str) -> list[views.SearchHit]:
     threads' (seq order within each thread), for pickers."""
     with _batch(url) as storage:
         run = storage.runs.require_run(run_id)
-        threads: list[str] = [run.thread_id] if run.thread_id else []
-        if run.resource_id:
-            threads += [t.id for t in storage.memory.list_threads(run.resource_id)
-                        if t.id not in threads]
+        titles: dict[str, str | None] = {}
+        if run.thread_id:
+            own = storage.memory.get_thread(run.thread_id)
+            titles[run.thread_id] = own.title if own else None
+        if run.resource_id:  # one listing gives every title (no query per thread)
+            for t in storage.memory.list_threads(run.resource_id):
+                titles.setdefault(t.id, t.title)
         out: list[views.SearchHit] = []
-        for tid in threads:
-            thread = storage.memory.get_thread(tid)
+        for tid, title in titles.items():
             for m in storage.memory.get_messages(tid):
                 out.append(views.SearchHit(
-                    thread_id=tid, thread_title=thread.title if thread else None, seq=m.seq,
+                    thread_id=tid, thread_title=title, seq=m.seq,
                     role=m.role, text=views.render_text(m), created_at=m.created_at,
                     page=views.page_of_seq(m.seq)))
         return out

@@ -102,7 +102,8 @@ except Exception as e:  # noqa: BLE001 - every failure to open is shown, never r
         st.stop()
 
 try:
-    nav.run()
+    with services.page_reads():  # one connection for the page's reads
+        nav.run()
 except MemoryCoreError as e:
     # a storage failure mid-page (busy file, malformed journal entry) is shown, not raised
     st.error(escape_md(services.friendly_error(e)), icon=":material/error:")

@@ -136,18 +136,27 @@ def list_resources(storage: Storage) -> list[str]:
 def thread_summaries(storage: Storage, resource: str | None) -> list[ThreadSummary]:
     """The threads of a resource (all threads when None), newest first: title, message
     count, the runs on the thread and the time of the last message, run or update."""
+    threads = storage.memory.list_threads(resource)
+    # one query each for the counts, the last messages and the runs (not three per
+    # thread: thousands of round trips on a file database)
+    counts = storage.memory.thread_stats([t.id for t in threads])
+    runs_of: dict[str, list[RunRecord]] = {t.id: [] for t in threads}
+    for r in storage.runs.list_runs():  # oldest first, as per thread
+        if r.thread_id in runs_of:
+            runs_of[r.thread_id].append(r)
+    last = {m.thread_id: m.created_at for m in storage.memory.get_messages_by_refs(
+        [(tid, top) for tid, (_n, top) in counts.items() if top >= 0])}
     out: list[ThreadSummary] = []
-    for t in storage.memory.list_threads(resource):
-        runs = storage.runs.list_runs(thread_id=t.id)
+    for t in threads:
+        runs = runs_of[t.id]
         moments = [t.updated_at]
-        tail = storage.memory.get_tail(t.id, 1)
-        if tail:
-            moments.append(tail[-1].created_at)
+        if t.id in last:
+            moments.append(last[t.id])
         for r in runs:
             moments.append(r.finished_at or r.started_at)
         out.append(ThreadSummary(
             thread_id=t.id, resource_id=t.resource_id, title=t.title,
-            message_count=storage.memory.count_messages(t.id), run_count=len(runs),
+            message_count=counts.get(t.id, (0, -1))[0], run_count=len(runs),
             run_ids=[r.run_id for r in runs], last_activity=max(moments)))
     return out
 

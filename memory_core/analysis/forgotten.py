@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from memory_core.embedders import Embedder
 from memory_core.errors import InvalidInputError, NotFoundError
-from memory_core.journal import RunData, load_run
+from memory_core.journal import RunData, RunReader, load_run
 from memory_core.provenance import Memctx, preview
 from memory_core.registry import recall_config_from_settings, resolve_embedder
 from memory_core.storage.base import Storage
@@ -390,10 +390,13 @@ def lifeline(storage: Storage, thread_id: str, seq: int, *,
         runs = [r for r in runs if r.run_id in wanted]
     points = []
     for r in runs:
-        try:
-            data = load_run(storage, r.run_id)
-        except NotFoundError:
+        # a fate needs the run's prompt and provenance only: two point reads per run
+        # (a whole journal listing costs ~20x one on a large file)
+        reader = RunReader(storage.runs, r.run_id)
+        prompt = reader.prompt()
+        if prompt is None:
             continue  # a run that crashed before freezing its prompt
+        data = RunData(run=r, prompt=prompt, memctx=reader.memctx())
         e = explain_message(storage, data, msgs[0], embed=embed)
         points.append(LifelinePoint(run_id=r.run_id, started_at=r.started_at.isoformat(),
                                     fate=e.fate, reached_model=e.reached_model,

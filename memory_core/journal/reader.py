@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from memory_core.errors import NotFoundError
+from memory_core.errors import InvalidInputError, NotFoundError
 from memory_core.journal.keys import ObserverKeys, RunKeys, step_index
 from memory_core.journal.records import (
     ImportRecord,
@@ -38,10 +38,37 @@ _KIND_OF = {"import": "import", "input": "input", "memctx": "memctx", "prompt": 
             "tool": "tool", "output": "output"}
 
 
+class _JournalSnapshot:
+    """A run's journal entries read with one query, answering the reads RunReader makes
+    (``get``, ``has``, ``list``) from memory: ``load_run`` would otherwise ask the store
+    once per record, which dominates the workbench's pages on a file database."""
+
+    def __init__(self, runs: RunJournal, prefix: str) -> None:
+        self.prefix = prefix
+        self.entries = runs.list(prefix)
+        self.by_key = dict(self.entries)
+
+    def get(self, key: str) -> Any | None:
+        self._check(key)
+        return self.by_key.get(key)
+
+    def has(self, key: str) -> bool:
+        self._check(key)
+        return key in self.by_key
+
+    def list(self, prefix: str) -> list[tuple[str, Any]]:
+        self._check(prefix)
+        return [(k, v) for k, v in self.entries if k.startswith(prefix)]
+
+    def _check(self, key: str) -> None:
+        if not key.startswith(self.prefix):  # a bug: the snapshot holds one run only
+            raise ValueError(f"key {key!r} is outside the snapshot of {self.prefix!r}")
+
+
 class RunReader:
     """Reads one run's records, one at a time; None where a record is absent."""
 
-    def __init__(self, runs: RunJournal, run_id: str) -> None:
+    def __init__(self, runs: RunJournal | _JournalSnapshot, run_id: str) -> None:
         self.runs = runs
         self.keys = RunKeys(run_id)
 
@@ -233,14 +260,19 @@ class RunData:
         return [c for c in self.steps[-1].response.tool_calls if c.id not in self.tools]
 
 
-def load_run(storage: Storage, run_id: str) -> RunData:
-    """Everything recorded for ``run_id``; NotFoundError names an unknown run."""
+def load_run(storage: Storage, run_id: str, *, record: RunRecord | None = None) -> RunData:
+    """Everything recorded for ``run_id``; NotFoundError names an unknown run. The
+    run's records are read with one journal query; ``record`` is its runs row when the
+    caller has just listed it (one query less per run of a thread)."""
     if not isinstance(run_id, str) or not run_id:
         raise NotFoundError(f"run id must be a non-empty string, got {run_id!r}")
-    run = storage.runs.get_run(run_id)
-    reader = RunReader(storage.runs, run_id)
-    prompt = reader.prompt() if run is not None else None
-    if run is None or prompt is None:
+    if record is not None and record.run_id != run_id:
+        raise InvalidInputError(f"record of run '{record.run_id}' given for run '{run_id}'")
+    run = record or storage.runs.get_run(run_id)
+    reader = (RunReader(_JournalSnapshot(storage.runs, RunKeys(run_id).prefix), run_id)
+              if run is not None else None)
+    prompt = reader.prompt() if reader is not None else None
+    if run is None or reader is None or prompt is None:
         raise NotFoundError(
             f"run '{run_id}' does not exist (no run record or no frozen prompt in the journal)")
     return RunData(run=run, prompt=prompt, memctx=reader.memctx(), steps=reader.steps(),

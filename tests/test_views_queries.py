@@ -1,0 +1,56 @@
+"""The Threads page's summaries read the runs and the message counts once for all
+threads (not once per thread), and say what reading them thread by thread says."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memory_core import views
+from tests.app.fixture_db import RESOURCE, new_storage
+
+
+class Counting:
+    def __init__(self, inner: Any, names: tuple[str, ...]) -> None:
+        self._inner, self._names = inner, names
+        self.calls: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._inner, name)
+        if name not in self._names:
+            return attr
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            self.calls.append(name)
+            return attr(*args, **kwargs)
+        return counted
+
+
+def _one_by_one(storage: Any, resource: str | None) -> list[tuple[Any, ...]]:
+    out = []
+    for t in storage.memory.list_threads(resource):
+        runs = storage.runs.list_runs(thread_id=t.id)
+        tail = storage.memory.get_tail(t.id, 1)
+        last = max([t.updated_at, *(m.created_at for m in tail),
+                    *(r.finished_at or r.started_at for r in runs)])
+        out.append((t.id, storage.memory.count_messages(t.id), [r.run_id for r in runs],
+                    last))
+    return out
+
+
+def test_summaries_read_runs_and_counts_once_and_agree_with_per_thread_reads() -> None:
+    storage = new_storage()
+    for resource in (None, RESOURCE):
+        expected = _one_by_one(storage, resource)
+        runs = Counting(storage.runs, ("list_runs",))
+        memory = Counting(storage.memory, ("count_messages", "thread_stats", "get_tail",
+                                           "get_messages_by_refs"))
+        storage.runs, storage.memory = runs, memory  # type: ignore[assignment]
+        try:
+            got = views.thread_summaries(storage, resource)
+        finally:
+            storage.runs, storage.memory = runs._inner, memory._inner
+        assert [(s.thread_id, s.message_count, s.run_ids, s.last_activity)
+                for s in got] == expected
+        assert runs.calls == ["list_runs"]
+        assert memory.calls == ["thread_stats", "get_messages_by_refs"]
+        assert any(s.run_ids for s in got) and any(s.message_count for s in got)
