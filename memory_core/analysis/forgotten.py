@@ -8,6 +8,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from memory_core.analysis.wording import score_text
 from memory_core.embedders import Embedder, HashingEmbedder, embedder_name
 from memory_core.errors import InvalidInputError, NotFoundError
 from memory_core.journal import RunData, load_run
@@ -45,7 +46,7 @@ class Explanation(BaseModel):
 
 
 def _fmt(x: float | None) -> str:
-    return "n/a" if x is None else f"{x:.2f}"
+    return score_text(x)
 
 
 def _exact_hits(storage: Storage, data: RunData, needle: str) -> list[StoredMessage]:

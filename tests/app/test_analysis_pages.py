@@ -192,7 +192,7 @@ def test_picking_two_runs_shows_what_entered_and_left_with_reasons(demo: InMemor
     assert "red-badge[:material/remove_circle: left]" in badges
     caps = _captions(at)
     # a recalled message fell under the bar; a new one came in above it
-    assert "score moved across the threshold: 0.31 → 0.17 (bar 0.30)" in caps
+    assert "score moved across the threshold: 0.311 → 0.169 (bar 0.300)" in caps
     assert "new message, written after run A" in caps
     metrics = {m.label: m.value for m in at.metric}
     assert int(metrics["Entered"]) >= 1 and int(metrics["Left"]) >= 1
@@ -452,7 +452,7 @@ def test_typing_a_phrase_explains_the_forgotten_refund(demo: InMemoryStorage,
     _ok(at)
     # with the hashing embedder the refund scores far below the bar
     assert "## :red-badge[:material/block: below-threshold]" in _md(at)
-    assert f"below the bar of {BAR:.2f}" in at.info[0].value.replace("\\", "")
+    assert f"below the bar of {BAR:.3f}" in at.info[0].value.replace("\\", "")
     assert at.query_params["q"] == "refund of €240"
     evidence = next(d.value for d in at.dataframe if "what" in d.value.columns)
     assert {"score", "threshold", "query"} <= set(evidence["what"])
@@ -603,7 +603,8 @@ def test_a_lowered_bar_is_named_as_the_reason_a_message_entered(populated: Popul
     assert near.reason == "below-threshold" and LOWER_THRESHOLD <= near.score < THRESHOLD
     at = app(COMPARE_PAGE, a=RUN_1, b=LOWER_RUN)
     _ok(at)
-    assert (f"unchanged score {near.score:.2f} ended up across the threshold when the bar "
-            f"moved {THRESHOLD:.2f} → {LOWER_THRESHOLD:.2f}") in _captions(at)
+    # the reason names the setting change: the bar moved past an unchanged score
+    assert (f"recall threshold {THRESHOLD:.3f} → {LOWER_THRESHOLD:.3f} let it in: its "
+            f"unchanged score {near.score:.3f} ended up across the threshold") in _captions(at)
     settings = next(d.value for d in at.dataframe if "setting" in d.value.columns)
     assert list(settings["setting"]) == ["threshold"]
