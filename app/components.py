@@ -221,3 +221,51 @@ def pick_run(url: str) -> tuple[str, list[views.RunSummary]]:
         format_func=lambda rid: f"{rid} ({status[rid]})")
     set_query_params({"run": run_id})
     return str(run_id), thread_runs
+
+
+# -- number, time and text formats: every page shows them the same way -----------------
+MISSING = "—"  # a value that is not there (never "None" or "nan")
+
+
+def fmt_score(x: object) -> str:
+    """Every score the workbench shows (cosine, BM25, fused, threshold, similarity):
+    3 decimals, ``MISSING`` when there is none; the same as the library's sentences."""
+    from memory_core.analysis.wording import score_text
+
+    return score_text(x)
+
+
+def fmt_cell(value: object) -> str:
+    """A table cell: ``MISSING`` for None or NaN, floats as scores, text as stored, other
+    JSON values as compact JSON (a dataframe column of mixed types stays readable)."""
+    import json
+    import math
+
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return MISSING
+    if isinstance(value, float):
+        return fmt_score(value)
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def fmt_time(value: object) -> str:
+    """A run's or message's time, to the second (runs a minute apart stay apart); ISO
+    strings as the library writes them are accepted too."""
+    from datetime import datetime
+
+    if isinstance(value, str):
+        try:
+            return datetime.fromisoformat(value).strftime("%Y-%m-%d %H:%M:%S")
+        except ValueError:
+            return value
+    if isinstance(value, datetime):
+        return value.strftime("%Y-%m-%d %H:%M:%S")
+    return MISSING if value is None else str(value)
+
+
+def truncate(text: str, limit: int) -> str:
+    """``text`` on one line, cut to ``limit`` characters with an ellipsis when longer."""
+    one = " ".join(str(text).split())
+    return one if len(one) <= limit else one[:max(limit - 1, 0)].rstrip() + "…"

@@ -258,8 +258,9 @@ def _reason(p: _Pair) -> str:
 
 def _input_reason(p: _Pair) -> str:
     if p.lane_b == "input":
-        was = "new message" if p.new() else f"in run A: {p.lane_a or 'not in the prompt'}"
-        return f"run B's question ({was})"
+        was = "written after run A" if p.new() else \
+            f"in run A: {p.lane_a or 'not in the prompt'}"
+        return f"run B's question, {was}"
     if p.lane_b is None:
         return f"run A's question; in run B {p.window('left it out')}, and it was not recalled"
     if p.lane_b == "recalled":
@@ -358,6 +359,17 @@ def align_steps(a: RunData, b: RunData) -> tuple[list[StepPoint], int | None]:
     return points, div
 
 
+def _same_question(entries: list[DiffEntry]) -> None:
+    """Each run's question is its own stored message: when the two are the same text and
+    neither prompt held the other's, the prompts asked the same thing, which is no
+    change (the run that asks a question twice composes the same prompt)."""
+    qa = [e for e in entries if e.lane_a == "input" and e.lane_b is None]
+    qb = [e for e in entries if e.lane_b == "input" and e.lane_a is None]
+    if len(qa) == 1 and len(qb) == 1 and qa[0].preview == qb[0].preview:
+        for e in (qa[0], qb[0]):
+            e.change, e.reason = "same", ""
+
+
 def diff_runs(storage: Storage, run_a: str, run_b: str, *,
               embed: Embedder | None = None) -> RunDiff:
     """Structural diff of two runs' compositions and their model steps."""
@@ -403,6 +415,7 @@ def diff_runs(storage: Storage, run_a: str, run_b: str, *,
             reason="" if change == "same" else _reason(_Pair(ref, x, y, sa, sb, a, b, settings)),
             score_a=getattr(sa, "score", None), score_b=getattr(sb, "score", None),
             rank_a=getattr(sa, "rank", None), rank_b=getattr(sb, "rank", None)))
+    _same_question(entries)
     deltas: dict[str, tuple[int, int, int]] = {}
     ta = a.memctx.tokens.model_dump() if a.memctx else {}
     tb = b.memctx.tokens.model_dump() if b.memctx else {}

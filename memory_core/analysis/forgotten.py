@@ -463,7 +463,7 @@ def _phrase_sentence(needle: str, n_exact: int, matches: list[PhraseMatch], wher
                      how: str) -> str:
     if n_exact:
         return (f"“{needle}” appears word for word in {n_exact} stored "
-                f"message{'s' if n_exact != 1 else ''}; the closest are listed first.")
+                f"message{'s' if n_exact != 1 else ''}, listed first; then the closest others.")
     if matches:
         return (f"No stored message contains “{needle}” word for word; the closest "
                 f"messages of {where}, {how}, are below.")
