@@ -150,14 +150,14 @@ def score_chart(candidates: list[views.ScoreCandidate], threshold: float | None,
             name=status, x=[c.rank for c in cs], y=[c.score for c in cs],
             marker_color=STATUS_COLOURS.get(status, "#636363"),
             # plotly hover labels understand some HTML: escape stored text
-            customdata=[[plot_text(f"{c.thread_id} #{c.seq}"), plot_text(c.preview[:80]),
+            customdata=[[plot_text(f"{c.thread_id} #{c.seq}"), plot_text(truncate(c.preview, 80)),
                          plot_text(c.filter_clause or "")] for c in cs],
             hovertemplate=("rank %{x} · score %{y:.3f}<br>%{customdata[0]}<br>"
                            "%{customdata[1]}<br>%{customdata[2]}<extra>" + status
                            + "</extra>")))
     if threshold is not None:
         fig.add_hline(y=threshold, line_dash="dash", line_color="#d62728",
-                      annotation_text=f"threshold {threshold:g}",
+                      annotation_text=f"threshold {fmt_score(threshold)}",
                       annotation_position="top right")
     if top_k is not None:
         fig.add_vline(x=top_k + 0.5, line_dash="dot", line_color="#333333",
