@@ -466,7 +466,7 @@ def _phrase_sentence(needle: str, n_exact: int, matches: list[PhraseMatch], wher
                 f"message{'s' if n_exact != 1 else ''}, listed first; then the closest others.")
     if matches:
         return (f"No stored message contains “{needle}” word for word; the closest "
-                f"messages of {where}, {how}, are below.")
+                "messages by words and meaning are below.")
     return (f"No stored message contains “{needle}”, and none of {where} shares its words "
             f"or comes close in meaning (compared {how}), so the assistant could not have been "
             "given it: it was never said, or it was erased.")
