@@ -102,7 +102,8 @@ def _closest(search: PhraseSearch) -> Explanation:
                                  f"similarity {fmt_score(m.similarity)}"))
             literal(e.preview or "")
             st.caption(escape_md(e.sentence))
-    labels = [f"{m.thread_id} #{m.seq}" for m in search.matches]
+    # radio options render Markdown: ids are stored text
+    labels = [escape_md(f"{m.thread_id} #{m.seq}") for m in search.matches]
     picked = st.radio("Explain in detail", range(len(labels)), format_func=labels.__getitem__,
                       horizontal=True, key="match")
     return search.matches[picked or 0].explanation

@@ -446,7 +446,8 @@ def find_by_phrase(storage: Storage, run_id: str, phrase: str, *,
                         embedder=embedder_name(embedder) if embedder else None,
                         searched=searched, scope_size=len(scored),
                         exact=[(m.thread_id, m.seq) for m in exact], matches=matches,
-                        sentence=_phrase_sentence(needle, len(exact), matches, where, how))
+                        sentence=_phrase_sentence(needle, len(exact), matches, where, how,
+                                                  meaning))
 
 
 def _shared_words(phrase: str, text: str) -> list[str]:
@@ -460,13 +461,14 @@ def _shared_words(phrase: str, text: str) -> list[str]:
 
 
 def _phrase_sentence(needle: str, n_exact: int, matches: list[PhraseMatch], where: str,
-                     how: str) -> str:
+                     how: str, meaning: bool) -> str:
     if n_exact:
         return (f"“{needle}” appears word for word in {n_exact} stored "
                 f"message{'s' if n_exact != 1 else ''}, listed first; then the closest others.")
     if matches:
+        by = "by words and meaning" if meaning else "by words"
         return (f"No stored message contains “{needle}” word for word; the closest "
-                "messages by words and meaning are below.")
+                f"messages {by} are below.")
     return (f"No stored message contains “{needle}”, and none of {where} shares its words "
             f"or comes close in meaning (compared {how}), so the assistant could not have been "
             "given it: it was never said, or it was erased.")
@@ -494,7 +496,7 @@ def why_forgotten(storage: Storage, run_id: str, target: tuple[str, int] | str, 
             "other_matches": others,
             "sentence": f"No stored message contains “{found.phrase}” word for word; the "
                         f"closest is {best.thread_id} #{best.seq}. {exp.sentence}",
-            "evidence": {**exp.evidence, "matched": "closest by words and meaning",
+            "evidence": {**exp.evidence, "matched": found.searched,
                          "shared_terms": best.shared_terms,
                          "similarity": best.similarity}})
     if (not isinstance(target, tuple | list) or len(target) != 2

@@ -604,7 +604,7 @@ def test_a_later_echo_of_the_phrase_does_not_hide_the_original(populated: Popula
     # the message explained is the original; the echo is only listed after it
     assert not any(m.startswith("## ") and m.endswith(" written-after]") for m in _md(at))
     radio = next(r for r in at.radio if r.label == "Explain in detail")
-    assert radio.options[0] == f"{SIBLING} #1"
+    assert shown(radio.options[0]) == f"{SIBLING} #1"
 
 
 def test_a_failed_run_is_explained_not_raised(populated: Populated, app: MakeApp) -> None:
