@@ -153,14 +153,14 @@ def score_chart(candidates: list[views.ScoreCandidate], threshold: float | None,
             name=status, x=[c.rank for c in cs], y=[c.score for c in cs],
             marker_color=STATUS_COLOURS.get(status, "#636363"),
             # plotly hover labels understand some HTML: escape stored text
-            customdata=[[plot_text(f"{c.thread_id} #{c.seq}"), plot_text(c.preview[:80]),
+            customdata=[[plot_text(f"{c.thread_id} #{c.seq}"), plot_text(truncate(c.preview, 80)),
                          plot_text(c.filter_clause or "")] for c in cs],
             hovertemplate=("rank %{x} · score %{y:.3f}<br>%{customdata[0]}<br>"
                            "%{customdata[1]}<br>%{customdata[2]}<extra>" + status
                            + "</extra>")))
     if threshold is not None:
         fig.add_hline(y=threshold, line_dash="dash", line_color="#d62728",
-                      annotation_text=f"threshold {threshold:g}",
+                      annotation_text=f"threshold {fmt_score(threshold)}",
                       annotation_position="top right")
     if top_k is not None:
         fig.add_vline(x=top_k + 0.5, line_dash="dot", line_color="#333333",
@@ -260,3 +260,51 @@ def recalled_observations(tool_calls: Sequence[Any]) -> list[RecalledObservation
             out.append(RecalledObservation(t.call_id, str(m.get("id")), str(m.get("thread_id")),
                                            str(m.get("text", "")), lo, hi, m.get("score")))
     return out
+
+
+# -- number, time and text formats: every page shows them the same way -----------------
+MISSING = "—"  # a value that is not there (never "None" or "nan")
+
+
+def fmt_score(x: object) -> str:
+    """Every score the workbench shows (cosine, BM25, fused, threshold, similarity):
+    3 decimals, ``MISSING`` when there is none; the same as the library's sentences."""
+    from memory_core.analysis.wording import score_text
+
+    return score_text(x)
+
+
+def fmt_cell(value: object) -> str:
+    """A table cell: ``MISSING`` for None or NaN, floats as scores, text as stored, other
+    JSON values as compact JSON (a dataframe column of mixed types stays readable)."""
+    import json
+    import math
+
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return MISSING
+    if isinstance(value, float):
+        return fmt_score(value)
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def fmt_time(value: object) -> str:
+    """A run's or message's time, to the second (runs a minute apart stay apart); ISO
+    strings as the library writes them are accepted too."""
+    from datetime import datetime
+
+    if isinstance(value, str):
+        try:
+            return datetime.fromisoformat(value).strftime("%Y-%m-%d %H:%M:%S")
+        except ValueError:
+            return value
+    if isinstance(value, datetime):
+        return value.strftime("%Y-%m-%d %H:%M:%S")
+    return MISSING if value is None else str(value)
+
+
+def truncate(text: str, limit: int) -> str:
+    """``text`` on one line, cut to ``limit`` characters with an ellipsis when longer."""
+    one = " ".join(str(text).split())
+    return one if len(one) <= limit else one[:max(limit - 1, 0)].rstrip() + "…"

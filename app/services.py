@@ -475,3 +475,55 @@ def run_attribution(url: str, run_id: str,
             return attribution(storage, run_id, progress=progress, model=model)
     finally:
         after_write()
+
+
+# -- why forgotten by phrase, and the embedding model it needs -------------------------
+if TYPE_CHECKING:
+    from memory_core.analysis.forgotten import PhraseSearch
+    from memory_core.embedders import Embedder
+
+EMBEDDING_MODEL_STATUS = "Loading the embedding model ({name})…"
+_embedders_loaded: set[str] = set()
+
+
+@st.cache_data(ttl=CACHE_TTL_SECONDS, show_spinner=False)
+def cached_run_embedder(url: str, run_id: str) -> str | None:
+    """The embedder the run recorded (None: none, or a recording that does not say)."""
+    from memory_core.journal import load_run
+
+    with _batch(url) as storage:
+        m = load_run(storage, run_id).memctx
+    return None if m is None or m.is_unknown_setting("embedder") else m.settings.embedder
+
+
+@st.cache_resource(show_spinner=False)
+def _embedding_model(name: str) -> Embedder | None:
+    """The shared embedder instance for ``name``, its model loaded (one warm-up text)."""
+    from memory_core.registry import embedder_from_name
+
+    embed = embedder_from_name(name)
+    if embed is not None:
+        embed([f"warm-up of {name}"])
+    return embed
+
+
+def load_run_embedder(url: str, run_id: str) -> None:
+    """Load the embedder a run recorded before an analysis embeds text with it: a model
+    (all-MiniLM-L6-v2) loads on first use, behind a visible status, once per process;
+    the hashing embedder needs no loading. Never called at a page's import."""
+    name = cached_run_embedder(url, run_id)
+    if name is None or name.startswith("hashing-") or name in _embedders_loaded:
+        return
+    with st.spinner(EMBEDDING_MODEL_STATUS.format(name=name)):
+        _embedding_model(name)
+    _embedders_loaded.add(name)
+
+
+@st.cache_data(ttl=CACHE_TTL_SECONDS, show_spinner=False)
+def cached_phrase_search(url: str, run_id: str, phrase: str) -> PhraseSearch:
+    """The stored messages closest to ``phrase`` (words and meaning), each with its fate
+    in the run (memory_core.analysis.forgotten.find_by_phrase)."""
+    from memory_core.analysis.forgotten import find_by_phrase
+
+    with _batch(url) as storage:
+        return find_by_phrase(storage, run_id, phrase)

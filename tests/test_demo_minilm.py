@@ -87,3 +87,17 @@ def test_every_run_replays(demo: Storage) -> None:
     assert len(runs) >= 160
     for r in runs:
         replay(demo, r.run_id)
+
+
+def test_a_phrase_finds_the_refund_by_words_and_meaning(demo: Storage) -> None:
+    from memory_core.analysis.forgotten import PHRASE_MIN_COSINE, find_by_phrase
+
+    # no stored message holds this text; MiniLM puts the refund decision close to it
+    found = find_by_phrase(demo, "support-3-forgot", "money back approved")
+    assert found.exact == [] and found.embedder == "all-MiniLM-L6-v2"
+    hit = next(m for m in found.matches if (m.thread_id, m.seq) == _fact_ref(demo))
+    assert not hit.contains and hit.similarity is not None
+    assert hit.similarity >= PHRASE_MIN_COSINE
+    assert hit.explanation.fate == why_forgotten(demo, "support-3-forgot",
+                                                 _fact_ref(demo)).fate
+    assert why_forgotten(demo, "support-3-forgot", "money back approved").fate != "not-stored"

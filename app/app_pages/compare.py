@@ -6,7 +6,6 @@ URL: ``compare?a=<run>&b=<run>`` opens the same comparison.
 
 from __future__ import annotations
 
-import json
 from typing import Literal
 
 import pandas as pd
@@ -16,7 +15,11 @@ import streamlit as st
 from app import services
 from app.components import (
     LANE_TITLES,
+    MISSING,
     escape_md,
+    fmt_cell,
+    fmt_score,
+    fmt_time,
     link_to_message,
     link_to_run,
     literal,
@@ -70,7 +73,7 @@ options, default_a, default_b = pair.options, pair.default_a, pair.default_b
 
 def _label(rid: str) -> str:
     r = by_id[rid]
-    return f"{rid} · {r.started_at:%Y-%m-%d %H:%M} · {r.status}"
+    return f"{rid} · {fmt_time(r.started_at)} · {r.status}"
 
 
 col_a, col_b = st.columns(2)
@@ -113,8 +116,9 @@ st.markdown("#### What changed")
 if changed:
     st.dataframe(pd.DataFrame([{
         "change": e.change, "message": f"{e.thread_id} #{e.seq}",
-        "lane A": e.lane_a or "—", "lane B": e.lane_b or "—", "reason": e.reason,
-        "score A": e.score_a, "score B": e.score_b, "preview": e.preview}
+        "lane A": e.lane_a or MISSING, "lane B": e.lane_b or MISSING, "reason": e.reason,
+        "score A": fmt_score(e.score_a), "score B": fmt_score(e.score_b),
+        "rank A": fmt_cell(e.rank_a), "rank B": fmt_cell(e.rank_b), "preview": e.preview}
         for e in changed]), hide_index=True, width="stretch", key="changes")
 else:
     st.text("The two prompts carried the same messages in the same lanes.")
@@ -128,7 +132,11 @@ for side, col, attr in (("A", side_a, "lane_a"), ("B", side_b, "lane_b")):
             items = [x for x in diff.entries if getattr(x, attr) == lane]
             if not items and lane in ("compacted",):
                 continue
-            st.markdown(f"**{DIFF_TITLES[lane]}** ({len(items)})")
+            # the same count and tokens as the token table below (one record: the diff)
+            tokens = diff.token_deltas.get(lane)
+            size = f"{len(items)} · {tokens[0 if side == 'A' else 1]} tokens" if tokens \
+                else str(len(items))
+            st.markdown(f"**{DIFF_TITLES[lane]}** ({size})")
             if not items:
                 st.text("(nothing in this lane)")
             for i, entry in enumerate(items):
@@ -138,7 +146,7 @@ for side, col, attr in (("A", side_a, "lane_a"), ("B", side_b, "lane_b")):
                     bits = [f"{entry.thread_id} #{entry.seq}", entry.role or "?"]
                     score = entry.score_a if side == "A" else entry.score_b
                     if score is not None:
-                        bits.append(f"score {score:.2f}")
+                        bits.append(f"score {fmt_score(score)}")
                     st.caption(escape_md(" · ".join(bits)))
                     literal(entry.preview)
                     if entry.reason:
@@ -163,8 +171,7 @@ st.dataframe(pd.DataFrame([{"lane": LANE_TITLES.get(ln, ln), "run A": a, "run B"
 st.markdown("#### Settings that changed")
 if diff.settings_changed:
     st.dataframe(pd.DataFrame([{
-        "setting": k, "run A": json.dumps(a, ensure_ascii=False),
-        "run B": json.dumps(b, ensure_ascii=False)} for k, (a, b) in
+        "setting": k, "run A": fmt_cell(a), "run B": fmt_cell(b)} for k, (a, b) in
         diff.settings_changed.items()]), hide_index=True, width="stretch", key="settings")
 else:
     st.text("(same settings)")

@@ -17,10 +17,12 @@ from app import services
 from app.components import (
     LANE_TITLES,
     escape_md,
+    fmt_score,
     link_to_run,
     literal,
     pick_run,
     plot_text,
+    truncate,
 )
 from memory_core.errors import InvalidInputError
 from memory_core.registry import (
@@ -70,7 +72,7 @@ present_lanes = options.lanes
 
 def _ref_label(ref: Ref, texts: dict[Ref, str]) -> str:
     text = " ".join(texts[ref].split())
-    return f"{ref[0]} #{ref[1]} · {text[:90]}"
+    return f"{ref[0]} #{ref[1]} · {truncate(text, 90)}"
 
 
 st.markdown("#### What to change")
@@ -153,7 +155,7 @@ if result is not None:
     colour, icon = VERDICT_BADGES[result.verdict]
     st.markdown(f"## Verdict: :{colour}-badge[{icon} {result.verdict}]")
     st.caption(escape_md(f"{result.description} · similarity to the original answer "
-                         f"{result.similarity:.2f} · model {result.model.get('name', '?')}"))
+                         f"{fmt_score(result.similarity)} · model {result.model.get('name', '?')}"))
     left, right = st.columns(2)
     with left:
         st.markdown("**Original answer**")
@@ -193,7 +195,7 @@ if items:
     fig = go.Figure(go.Bar(
         x=[a.effect for a in items], y=[plot_text(lab) for lab in labels], orientation="h",
         marker_color=["#e6550d" if a.changed else "#9ecae1" for a in items],
-        hovertemplate="%{y}: effect %{x:.2f}<extra></extra>"))
+        hovertemplate="%{y}: effect %{x:.3f}<extra></extra>"))
     fig.update_layout(height=80 + 40 * len(items), margin={"l": 10, "r": 10, "t": 30, "b": 10},
                       xaxis_title="effect on the answer (1 − similarity)",
                       yaxis={"autorange": "reversed"}, xaxis={"range": [0, 1]})

@@ -6,8 +6,6 @@ URL: ``run?run=<id>`` opens the same run.
 
 from __future__ import annotations
 
-import json
-
 import pandas as pd
 import streamlit as st
 
@@ -15,6 +13,8 @@ from app import services
 from app.components import (
     LANE_TITLES,
     escape_md,
+    fmt_cell,
+    fmt_score,
     link_to_message,
     literal,
     pick_run,
@@ -59,7 +59,9 @@ if check.status == "tampered":
                        "What this page shows may not be what the run recorded."))
 meta = st.columns(4)
 meta[0].metric("Status", escape_md(run.status))
-meta[1].metric("Agent", escape_md(run.agent))
+with meta[1]:  # an agent's name can be long: shown whole, as an id
+    st.caption("Agent")
+    st.code(run.agent, language=None, wrap_lines=True)
 meta[2].metric("Prompt tokens", view.total_tokens)
 meta[3].metric("Prompt messages", sum(len(lv.items) for lv in view.lanes
                                       if lv.lane != "dropped"))
@@ -91,7 +93,7 @@ for tab, lv in zip(tabs, view.lanes, strict=True):
                 if item.rank is not None:
                     bits.append(f"rank {item.rank}")
                 if item.score is not None:
-                    bits.append(f"score {item.score:.3f}")
+                    bits.append(f"score {fmt_score(item.score)}")
                 if item.origin:
                     bits.append(f"origin {item.origin}")
                 if item.reason:
@@ -122,8 +124,7 @@ for tab, lv in zip(tabs, view.lanes, strict=True):
 
 st.markdown("#### Settings")
 if view.settings:
-    st.dataframe(pd.DataFrame([{"setting": k, "value": v if isinstance(v, str)
-                                else json.dumps(v, ensure_ascii=False)}
+    st.dataframe(pd.DataFrame([{"setting": k, "value": fmt_cell(v)}
                                for k, v in view.settings.items()]),
                  hide_index=True, width="stretch", height=35 * (len(view.settings) + 1) + 3)
 else:
@@ -134,7 +135,7 @@ if view.recall_skipped:
     st.info(escape_md(f"Recall did not run: {view.recall_skipped}"))
 if view.candidates:
     st.plotly_chart(score_chart(view.candidates, view.threshold, view.top_k), key="scores")
-    st.dataframe(pd.DataFrame([{"rank": c.rank, "score": round(c.score, 4),
+    st.dataframe(pd.DataFrame([{"rank": c.rank, "score": fmt_score(c.score),
                                 "status": c.status, "thread": c.thread_id, "seq": c.seq,
                                 "filter clause": c.filter_clause or "",
                                 "preview": c.preview} for c in view.candidates]),

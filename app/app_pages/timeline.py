@@ -17,6 +17,7 @@ from app.components import (
     LANE_COLOURS,
     LANE_TITLES,
     escape_md,
+    fmt_time,
     link_to_message,
     link_to_run,
     plot_text,
@@ -90,7 +91,7 @@ m[2].metric("Largest prompt", max(p.total_tokens for p in tl.points))
 
 st.markdown("#### Runs")
 st.dataframe(pd.DataFrame([{
-    "run": p.run_id, "started": p.started_at, "status": p.status, "total": p.total_tokens,
+    "run": p.run_id, "started": fmt_time(p.started_at), "status": p.status, "total": p.total_tokens,
     **{LANE_TITLES[ln]: p.tokens[ln] for ln in tl.lanes}, "recalled msgs": p.recalled_count,
     "dropped": p.dropped_count, "observations": p.observation_count,
     "compaction": "yes" if p.compacted else ""} for p in tl.points]),

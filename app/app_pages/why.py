@@ -1,12 +1,14 @@
 """Why forgotten page: the fate of one message in one run (given to the model, or left
 out and why), its evidence, and its lifeline across the runs of the run's thread.
 
-URL: ``why?run=<id>&thread=<id>&seq=<n>`` or ``why?run=<id>&q=<phrase>``.
+URL: ``why?run=<id>&thread=<id>&seq=<n>`` or ``why?run=<id>&q=<phrase>``. A phrase is
+matched by words and meaning (memory_core.analysis.forgotten.find_by_phrase): the page
+lists the closest stored messages, each with its fate, and explains the one picked.
 """
 
 from __future__ import annotations
 
-import json
+from typing import TYPE_CHECKING
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -17,13 +19,20 @@ from app.components import (
     FATE_COLOURS,
     escape_md,
     fate_badge,
+    fmt_cell,
+    fmt_score,
+    fmt_time,
     link_to_message,
     link_to_run,
     literal,
     pick_run,
     plot_text,
     set_query_params,
+    truncate,
 )
+
+if TYPE_CHECKING:
+    from memory_core.analysis.forgotten import Explanation, PhraseSearch
 
 PICK, PHRASE = "Pick a message", "Type a phrase"
 
@@ -49,7 +58,7 @@ if how == PICK:
         st.info("The run's thread and resource hold no messages.")
         st.stop()
     refs = [(m.thread_id, m.seq) for m in scope]
-    texts = {(m.thread_id, m.seq): f"{m.role}: {' '.join(m.text.split())[:100]}"
+    texts = {(m.thread_id, m.seq): f"{m.role}: {truncate(m.text, 100)}"
              for m in scope}
     seq_param = services.query_param("seq")
     url_ref = (services.query_param("thread") or "",
@@ -68,27 +77,61 @@ else:
         st.info("Type a phrase to look for in the stored messages.")
         st.stop()
 
+
+def _closest(search: PhraseSearch) -> Explanation:
+    """The search's verdict and its closest messages, each with its fate; returns the
+    explanation of the one picked (the best by default), or the not-stored one."""
+    from memory_core.analysis.forgotten import GIVEN_FATES, Explanation
+
+    st.info(escape_md(search.sentence))
+    st.caption(escape_md(f"Searched {search.searched}."))
+    if not search.matches:
+        return Explanation(run_id=search.run_id, fate="not-stored", reached_model=False,
+                           sentence=search.sentence, evidence={"text": search.phrase})
+    st.markdown("#### Closest messages")
+    for i, m in enumerate(search.matches):
+        e = m.explanation
+        given = e.fate in GIVEN_FATES
+        with st.container(border=True, key=f"match-{i}"):
+            st.badge(e.fate, icon=":material/check_circle:" if given else ":material/block:",
+                     color="green" if given else "red")
+            how = ("contains the phrase" if m.contains else
+                   "shares " + ", ".join(m.shared_terms) if m.shared_terms
+                   else "close in meaning")
+            st.caption(escape_md(f"{m.thread_id} #{m.seq} · {e.role or '?'} · {how} · "
+                                 f"similarity {fmt_score(m.similarity)}"))
+            literal(e.preview or "")
+            st.caption(escape_md(e.sentence))
+    # radio options render Markdown: ids are stored text
+    labels = [escape_md(f"{m.thread_id} #{m.seq}") for m in search.matches]
+    picked = st.radio("Explain in detail", range(len(labels)), format_func=labels.__getitem__,
+                      horizontal=True, key="match")
+    return search.matches[picked or 0].explanation
+
+
 try:
-    exp = services.cached_why(url, run_id, msg_thread, msg_seq, phrase)
+    if phrase is not None:
+        # the phrase is embedded with the run's embedder: a model loads on first use
+        services.load_run_embedder(url, run_id)
+        exp = _closest(services.cached_phrase_search(url, run_id, phrase))
+    else:
+        exp = services.cached_why(url, run_id, msg_thread, msg_seq, None)
 except Exception as e:  # noqa: BLE001
     st.error(escape_md(services.friendly_error(e)))
     st.stop()
 
 fate_badge(exp.fate, exp.reached_model)
-st.info(escape_md(exp.sentence))
+if phrase is None or exp.thread_id is not None:
+    st.info(escape_md(exp.sentence))
 if exp.thread_id is not None and exp.seq is not None:
     st.caption(escape_md(f"{exp.thread_id} #{exp.seq} · {exp.role or '?'}"))
     literal(exp.preview or "")
     link_to_message(exp.thread_id, exp.seq, label=f"open {exp.thread_id} #{exp.seq}")
 link_to_run(run_id, label=f"inspect run {run_id}")
-if exp.other_matches:
-    st.caption(escape_md("Other messages containing the phrase: " + ", ".join(
-        f"{t} #{s}" for t, s in exp.other_matches[:10])))
 
 st.markdown("#### Evidence")
 if exp.evidence:
-    st.dataframe(pd.DataFrame([{"what": k, "value": v if isinstance(v, str)
-                                else json.dumps(v, ensure_ascii=False)}
+    st.dataframe(pd.DataFrame([{"what": k, "value": fmt_cell(v)}
                                for k, v in exp.evidence.items()]),
                  hide_index=True, width="stretch", key="evidence")
 else:
@@ -119,7 +162,7 @@ for fate in fates:
                 "symbol": ["circle" if p.reached_model else "x" for _, p in ps],
                 "line": {"width": [3 if p.run_id == run_id else 0 for _, p in ps],
                          "color": "#000000"}},
-        customdata=[[plot_text(p.run_id), plot_text(p.started_at)] for _, p in ps],
+        customdata=[[plot_text(p.run_id), plot_text(fmt_time(p.started_at))] for _, p in ps],
         hovertemplate="%{customdata[0]}<br>%{customdata[1]}<br>" + fate + "<extra></extra>"))
 fig.update_layout(height=140 + 30 * len(fates), margin={"l": 10, "r": 10, "t": 30, "b": 10},
                   xaxis={"title": "run (oldest first)", "tickmode": "array",
@@ -127,7 +170,7 @@ fig.update_layout(height=140 + 30 * len(fates), margin={"l": 10, "r": 10, "t": 3
                          "ticktext": [plot_text(p.run_id) for p in points]},
                   yaxis={"title": "fate", "type": "category"}, showlegend=False)
 st.plotly_chart(fig, key="lifeline")
-st.dataframe(pd.DataFrame([{"run": p.run_id, "started": p.started_at, "fate": p.fate,
+st.dataframe(pd.DataFrame([{"run": p.run_id, "started": fmt_time(p.started_at), "fate": p.fate,
                             "given to the model": p.reached_model, "why": p.sentence}
                            for p in points]),
              hide_index=True, width="stretch", key="lifeline-table")

@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from memory_core.analysis.wording import score_text, value_text
 from memory_core.embedders import Embedder
 from memory_core.journal import RunData, load_run
 from memory_core.provenance import LANES, Memctx
@@ -64,10 +65,17 @@ class RunDiff(BaseModel):
 
 
 def _lanes_of(data: RunData) -> dict[Ref, str]:
+    """Where each stored message stood in the run's prompt. The input is frozen before
+    it is stored, so its items carry no seq: they are the seqs the run stored its input
+    under (``persist:input``), in order, so the input lane counts what the prompt held."""
     lanes: dict[Ref, str] = {}
+    stored = list(data.persist_input.seqs) if data.persist_input else []
+    thread = data.run.thread_id or (data.memctx.thread_id if data.memctx else None)
     for it in data.prompt.items:
         if it.thread_id is not None and it.seq is not None:
             lanes.setdefault((it.thread_id, it.seq), it.lane)
+        elif it.lane == "input" and stored and thread is not None:
+            lanes.setdefault((thread, stored.pop(0)), "input")
     m = data.memctx
     if m is not None:
         for d in m.dropped:
@@ -114,7 +122,22 @@ class _Scores:
 
 
 def _f(x: float | None) -> str:
-    return "n/a" if x is None else f"{x:.2f}"
+    return score_text(x)
+
+
+#: how a reason names a setting of ``CompositionSettings.flat()``
+SETTING_NAMES = {"top_k": "recall top_k", "threshold": "recall threshold",
+                 "recent_n": "recent window", "recall_enabled": "recall on",
+                 "scope": "recall scope", "filter": "recall filter", "mode": "recall mode",
+                 "embedder": "embedder", "fusion": "recall fusion",
+                 "vector_weight": "recall vector_weight"}
+Changes = dict[str, tuple[Any, Any]]
+
+
+def _change(changes: Changes, key: str) -> str:
+    """``recall top_k 3 → 8``: a changed setting as a reason names it."""
+    a, b = changes[key]
+    return f"{SETTING_NAMES.get(key, key)} {value_text(a)} → {value_text(b)}"
 
 
 def _bar(m: Memctx | None) -> tuple[float | None, int | None]:
@@ -150,58 +173,144 @@ def _imported_reason(lane_a: str | None, lane_b: str | None, ma: Memctx | None,
             "memory recalled anything)")
 
 
-def _reason(lane_a: str | None, lane_b: str | None, sa: Any, sb: Any, data_a: RunData,
-            data_b: RunData, ref: Ref) -> str:
-    ma, mb = data_a.memctx, data_b.memctx
+class _Pair:
+    """One message's standing in the two runs, and what a reason may cite about it."""
+
+    def __init__(self, ref: Ref, lane_a: str | None, lane_b: str | None, sa: Any, sb: Any,
+                 a: RunData, b: RunData, changes: Changes) -> None:
+        self.ref, self.lane_a, self.lane_b, self.sa, self.sb = ref, lane_a, lane_b, sa, sb
+        self.ma, self.mb, self.changes = a.memctx, b.memctx, changes
+
+    def new(self) -> bool:
+        """Written after run A composed (so run A could not have held it)."""
+        snap = self.ma.scope_snapshot.get(self.ref[0]) if self.ma else None
+        return snap is None or self.ref[1] > snap
+
+    def rank(self, side: str) -> int | None:
+        return getattr(self.sa if side == "A" else self.sb, "rank", None)
+
+    def window(self, verb: str) -> str:
+        """Why the recent window took a message in or left it out: the recent_n change
+        when run B's window with run A's size would have decided otherwise, else the
+        conversation moving on."""
+        snap = self.mb.scope_snapshot.get(self.ref[0]) if self.mb else None
+        if "recent_n" in self.changes and snap is not None:
+            n_a, n_b = self.changes["recent_n"]
+            if isinstance(n_a, int) and isinstance(n_b, int) and \
+                    (snap - n_a < self.ref[1] <= snap) != (snap - n_b < self.ref[1] <= snap):
+                return f"{_change(self.changes, 'recent_n')} {verb}"
+        return ("newer messages pushed it out of the recent window" if verb.startswith("left")
+                else "it entered the recent window")
+
+    def crossed(self, verb: str, bar: str) -> str:
+        """The score moved across the threshold, or (same score in both runs) the
+        threshold moved past it."""
+        gated_a, gated_b = _gated(self.sa, self.ma), _gated(self.sb, self.mb)
+        if gated_a is not None and gated_b is not None and _f(gated_a) == _f(gated_b) \
+                and "threshold" in self.changes:
+            return (f"{_change(self.changes, 'threshold')} {verb}: its unchanged score "
+                    f"{_f(gated_b)} ended up across the threshold")
+        return (f"score moved across the threshold: {_f(gated_a)} → {_f(gated_b)} "
+                f"(bar {bar}){self.other_recall_changes()}")
+
+    def recall_switch(self) -> str | None:
+        return _change(self.changes, "recall_enabled") if "recall_enabled" in self.changes \
+            else None
+
+    def other_recall_changes(self) -> str:
+        """Recall settings that changed besides top_k and threshold, as a tail."""
+        keys = [k for k in ("mode", "scope", "filter", "fusion", "embedder")
+                if k in self.changes]
+        if self.ma and self.mb and self.ma.query != self.mb.query:
+            tail = ["run B asked a different question"]
+        else:
+            tail = []
+        tail += [_change(self.changes, k) for k in keys]
+        return f" ({'; '.join(tail)})" if tail else ""
+
+
+def _reason(p: _Pair) -> str:
+    ma, mb = p.ma, p.mb
     if any(m is not None and m.imported for m in (ma, mb)):
-        return _imported_reason(lane_a, lane_b, ma, mb)
-    thr, top_k = _bar(mb)
-    thr_a = _bar(ma)[0]
-    score_b = getattr(sb, "score", None)
-    gated_a, gated_b = _gated(sa, ma), _gated(sb, mb)
+        return _imported_reason(p.lane_a, p.lane_b, ma, mb)
+    lane_a, lane_b = p.lane_a, p.lane_b
     if lane_b == "compacted":
-        return f"compacted into observation {_compacted(mb, ref)}"
+        return f"compacted into observation {_compacted(mb, p.ref)}"
     if lane_b == "dropped":
-        d = next((d for d in (mb.dropped if mb else []) if (d.thread_id, d.seq) == ref), None)
+        d = next((d for d in (mb.dropped if mb else []) if (d.thread_id, d.seq) == p.ref),
+                 None)
         return f"dropped ({d.reason if d else 'unknown reason'})"
-    if lane_a is None and lane_b in ("recent", "input"):
-        snap = ma.scope_snapshot.get(ref[0]) if ma else None
-        if snap is None or ref[1] > snap:
-            return "new message, written after run A"
-        return "entered the recent window"
-    if lane_a in ("recent", "input") and lane_b is None:
-        return "left the recent window and was not recalled"
-    if lane_a in ("recent", "input") and lane_b == "recalled":
-        return f"left the recent window, then recalled (score {_f(score_b)})"
+    if "input" in (lane_a, lane_b):
+        return _input_reason(p)
+    if lane_a is None and lane_b == "recent":
+        return "new message, written after run A" if p.new() else p.window("took it in")
+    if lane_a == "recent" and lane_b is None:
+        return f"{p.window('left it out')}, and it was not recalled"
+    if lane_a == "recent" and lane_b == "recalled":
+        return (f"{p.window('left it out')}, then recall brought it back (rank "
+                f"{p.rank('B')}, score {_f(getattr(p.sb, 'score', None))})")
     if lane_a == "recalled" and lane_b is None:
-        nb = getattr(sb, "reason", None)
-        if nb == "below-threshold" or (gated_b is not None and thr is not None
-                                       and gated_b < thr):
-            if gated_a is not None and _f(gated_a) == _f(gated_b) and thr_a != thr:
-                return (f"unchanged score {_f(gated_b)} ended up across the threshold when "
-                        f"the bar moved {_f(thr_a)} → {_f(thr)}")
-            return (f"score moved across the threshold: {_f(gated_a)} → {_f(gated_b)} "
-                    f"(bar {_f(thr)})")
-        if nb == "beyond-top-k" or (sb is not None and getattr(sb, "rank", None) and top_k
-                                    and sb.rank > top_k):
-            return (f"pushed out by a new hit: rank {getattr(sa, 'rank', None)} → "
-                    f"{getattr(sb, 'rank', None)} (top {top_k})")
-        if nb == "filtered-out":
-            return f"excluded by the filter ({getattr(sb, 'filter_clause', '')})"
-        return "no longer recalled"
+        return _left_recall(p)
     if lane_a is None and lane_b == "recalled":
-        snap = ma.scope_snapshot.get(ref[0]) if ma else None
-        if snap is not None and ref[1] > snap:
-            return f"new message, recalled in run B (score {_f(score_b)})"
-        if gated_a is not None and thr_a is not None and gated_a < thr_a:
-            if gated_b is not None and _f(gated_a) == _f(gated_b):
-                # same score in both runs: it was the bar that moved
-                return (f"unchanged score {_f(gated_b)} ended up across the threshold when "
-                        f"the bar moved {_f(thr_a)} → {_f(thr)}")
-            return (f"score moved across the threshold: {_f(gated_a)} → {_f(gated_b)} "
-                    f"(bar {_f(thr_a)} → {_f(thr)})")
-        return f"recalled in run B (rank {getattr(sb, 'rank', None)}, score {_f(score_b)})"
+        return _entered_recall(p)
     return f"moved from {lane_a or 'absent'} to {lane_b or 'absent'}"
+
+
+def _input_reason(p: _Pair) -> str:
+    if p.lane_b == "input":
+        was = "written after run A" if p.new() else \
+            f"in run A: {p.lane_a or 'not in the prompt'}"
+        return f"run B's question, {was}"
+    if p.lane_b is None:
+        return f"run A's question; in run B {p.window('left it out')}, and it was not recalled"
+    if p.lane_b == "recalled":
+        return f"run A's question, recalled in run B (rank {p.rank('B')})"
+    return f"run A's question, in run B's {p.lane_b} lane"
+
+
+def _left_recall(p: _Pair) -> str:
+    """A message run A recalled and run B did not: which setting (or score) moved."""
+    if (switch := p.recall_switch()) is not None:
+        return f"{switch}: recall did not run in run B"
+    thr, top_k = _bar(p.mb)
+    nb = getattr(p.sb, "reason", None)
+    gated_b = _gated(p.sb, p.mb)
+    if nb == "below-threshold" or (gated_b is not None and thr is not None and gated_b < thr):
+        return p.crossed("left it out", _f(thr))
+    rank_b = p.rank("B")
+    if nb == "beyond-top-k" or (rank_b and top_k and rank_b > top_k):
+        if "top_k" in p.changes and rank_b and top_k and rank_b <= p.changes["top_k"][0]:
+            return f"{_change(p.changes, 'top_k')} left it out (rank {rank_b})"
+        return (f"pushed out by a new hit: rank {p.rank('A')} → {rank_b} (top {top_k})"
+                f"{p.other_recall_changes()}")
+    if nb == "filtered-out":
+        by = f"; {_change(p.changes, 'filter')}" if "filter" in p.changes else ""
+        return f"excluded by the filter ({getattr(p.sb, 'filter_clause', '')}{by})"
+    return f"no longer recalled{p.other_recall_changes()}"
+
+
+def _entered_recall(p: _Pair) -> str:
+    """A message run B recalled and run A did not: which setting (or score) let it in."""
+    score_b = getattr(p.sb, "score", None)
+    rank_b = p.rank("B")
+    if p.new():
+        return f"new message, recalled in run B (score {_f(score_b)})"
+    if (switch := p.recall_switch()) is not None:
+        return f"{switch} let it in (rank {rank_b}, score {_f(score_b)})"
+    thr_a, top_k_a = _bar(p.ma)
+    gated_a = _gated(p.sa, p.ma)
+    if gated_a is not None and thr_a is not None and gated_a < thr_a:
+        thr_b = _bar(p.mb)[0]
+        return p.crossed("let it in", _f(thr_a) if _f(thr_a) == _f(thr_b)
+                         else f"{_f(thr_a)} → {_f(thr_b)}")
+    rank_a = p.rank("A")
+    if "top_k" in p.changes and rank_b is not None and top_k_a is not None \
+            and rank_b > top_k_a:
+        return f"{_change(p.changes, 'top_k')} let it in (rank {rank_b})"
+    if getattr(p.sa, "reason", None) == "filtered-out" and "filter" in p.changes:
+        return f"{_change(p.changes, 'filter')} let it in (rank {rank_b})"
+    return (f"recalled in run B (rank {rank_a} → {rank_b}, score {_f(score_b)})"
+            f"{p.other_recall_changes()}")
 
 
 def _hash(value: Any) -> str:
@@ -250,6 +359,17 @@ def align_steps(a: RunData, b: RunData) -> tuple[list[StepPoint], int | None]:
     return points, div
 
 
+def _same_question(entries: list[DiffEntry]) -> None:
+    """Each run's question is its own stored message: when the two are the same text and
+    neither prompt held the other's, the prompts asked the same thing, which is no
+    change (the run that asks a question twice composes the same prompt)."""
+    qa = [e for e in entries if e.lane_a == "input" and e.lane_b is None]
+    qb = [e for e in entries if e.lane_b == "input" and e.lane_a is None]
+    if len(qa) == 1 and len(qb) == 1 and qa[0].preview == qb[0].preview:
+        for e in (qa[0], qb[0]):
+            e.change, e.reason = "same", ""
+
+
 def diff_runs(storage: Storage, run_a: str, run_b: str, *,
               embed: Embedder | None = None) -> RunDiff:
     """Structural diff of two runs' compositions and their model steps."""
@@ -267,6 +387,14 @@ def diff_runs(storage: Storage, run_a: str, run_b: str, *,
         m = data.memctx
         for r in ([*m.recalled, *m.recent, *m.dropped] if m else []):
             previews.setdefault((r.thread_id, r.seq), (r.role, r.preview))
+    settings: dict[str, tuple[Any, Any]] = {}
+    if a.memctx and b.memctx:
+        sa_, sb_ = a.memctx.settings.flat(), b.memctx.settings.flat()
+        settings = {k: (sa_.get(k), sb_.get(k)) for k in sorted(set(sa_) | set(sb_))
+                    if sa_.get(k) != sb_.get(k)
+                    # a value a recording never held cannot have changed
+                    and not a.memctx.is_unknown_setting(k)
+                    and not b.memctx.is_unknown_setting(k)}
     entries: list[DiffEntry] = []
     for ref in sorted(refs):
         x, y = la.get(ref), lb.get(ref)
@@ -284,23 +412,16 @@ def diff_runs(storage: Storage, run_a: str, run_b: str, *,
         entries.append(DiffEntry(
             thread_id=ref[0], seq=ref[1], role=role, preview=pv, lane_a=x, lane_b=y,
             change=change,
-            reason="" if change == "same" else _reason(x, y, sa, sb, a, b, ref),
+            reason="" if change == "same" else _reason(_Pair(ref, x, y, sa, sb, a, b, settings)),
             score_a=getattr(sa, "score", None), score_b=getattr(sb, "score", None),
             rank_a=getattr(sa, "rank", None), rank_b=getattr(sb, "rank", None)))
+    _same_question(entries)
     deltas: dict[str, tuple[int, int, int]] = {}
     ta = a.memctx.tokens.model_dump() if a.memctx else {}
     tb = b.memctx.tokens.model_dump() if b.memctx else {}
     for lane in LANES:
         va, vb = int(ta.get(lane, 0)), int(tb.get(lane, 0))
         deltas[lane] = (va, vb, vb - va)
-    settings: dict[str, tuple[Any, Any]] = {}
-    if a.memctx and b.memctx:
-        sa_, sb_ = a.memctx.settings.flat(), b.memctx.settings.flat()
-        settings = {k: (sa_.get(k), sb_.get(k)) for k in sorted(set(sa_) | set(sb_))
-                    if sa_.get(k) != sb_.get(k)
-                    # a value a recording never held cannot have changed
-                    and not a.memctx.is_unknown_setting(k)
-                    and not b.memctx.is_unknown_setting(k)}
     steps, div = align_steps(a, b)
     return RunDiff(run_a=run_a, run_b=run_b, entries=entries, token_deltas=deltas,
                    settings_changed=settings, steps=steps, divergent_at=div,

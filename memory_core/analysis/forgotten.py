@@ -8,7 +8,8 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memory_core.embedders import Embedder
+from memory_core.analysis.wording import score_text
+from memory_core.embedders import Embedder, HashingEmbedder, embedder_name
 from memory_core.errors import InvalidInputError, NotFoundError
 from memory_core.journal import RunData, RunReader, load_run
 from memory_core.provenance import Memctx, preview
@@ -45,38 +46,31 @@ class Explanation(BaseModel):
 
 
 def _fmt(x: float | None) -> str:
-    return "n/a" if x is None else f"{x:.2f}"
+    return score_text(x)
 
 
-def _find_by_text(storage: Storage, data: RunData, text: str) -> tuple[
-        StoredMessage | None, list[StoredMessage]]:
-    """Messages containing ``text`` (case-insensitive): the run's own thread first, then
-    the run's resource, then anywhere; written-before-the-run ones preferred."""
-    needle = " ".join(text.split())
-    if not needle:
-        raise InvalidInputError("the text to look for is empty")
+def _exact_hits(storage: Storage, data: RunData, needle: str) -> list[StoredMessage]:
+    """Messages containing ``needle`` word for word (case-insensitive): the run's own
+    thread first, then the run's resource, then anywhere; the search widens while only
+    later echoes of the phrase turn up (a later run's answer quoting it must not hide the
+    message the run could have been given)."""
     run = data.run
-
-    def written_before(ms: list[StoredMessage]) -> list[StoredMessage]:
-        return [m for m in ms if m.run_id != run.run_id and m.created_at <= run.started_at]
-
     found: list[StoredMessage] = []
-    # widen the search while only later echoes of the phrase turn up (a later run's
-    # answer quoting it must not hide the message the run could have been given)
     for where in ({"thread_id": run.thread_id} if run.thread_id else None,
                   {"resource_id": run.resource_id} if run.resource_id else None, {}):
         if where is None:
             continue
         hits = storage.memory.search_messages(needle, limit=200, **where)
-        found += [m for m in hits if (m.thread_id, m.seq) not in
-                  {(f.thread_id, f.seq) for f in found}]
-        if written_before(found):
+        seen = {(f.thread_id, f.seq) for f in found}
+        found += [m for m in hits if (m.thread_id, m.seq) not in seen]
+        if any(_written_before(m, data) for m in found):
             break
-    if not found:
-        return None, []
-    before = written_before(found)
-    chosen = (before or found)[0]
-    return chosen, [m for m in found if (m.thread_id, m.seq) != (chosen.thread_id, chosen.seq)]
+    return found
+
+
+def _written_before(msg: StoredMessage, data: RunData) -> bool:
+    """Whether the run could have been given ``msg`` (it existed when the run started)."""
+    return msg.run_id != data.run.run_id and msg.created_at <= data.run.started_at
 
 
 def _fact_survives(fact: str, text: str) -> tuple[bool, float]:
@@ -329,23 +323,186 @@ def _explain_by_score(storage: Storage, data: RunData, msg: StoredMessage,
                **ev)
 
 
+#: how many of the closest messages a phrase search reports
+PHRASE_MATCHES = 5
+#: cosine with the phrase (the run's embedder) at which a message that shares none of
+#: the phrase's words still counts as close in meaning
+PHRASE_MIN_COSINE = 0.4
+
+
+class PhraseMatch(BaseModel):
+    """One stored message close to a phrase, and its fate in the run."""
+
+    model_config = ConfigDict(extra="forbid")
+    thread_id: str
+    seq: int
+    contains: bool  # the message holds the phrase word for word
+    shared_terms: list[str] = Field(default_factory=list)  # the phrase's words it holds
+    similarity: float | None = None  # cosine with the phrase (None: not embedded)
+    lexical: float | None = None  # BM25 of the phrase against the message
+    explanation: Explanation
+
+
+class PhraseSearch(BaseModel):
+    """What a phrase search checked and the closest messages it found, best first."""
+
+    model_config = ConfigDict(extra="forbid")
+    run_id: str
+    phrase: str
+    embedder: str | None  # the embedder that compared meanings (None: words only)
+    searched: str  # where and how it looked, in words
+    scope_size: int  # messages compared by words and meaning
+    exact: list[tuple[str, int]] = Field(default_factory=list)  # every word-for-word hit
+    matches: list[PhraseMatch] = Field(default_factory=list)
+    sentence: str
+
+    @property
+    def best(self) -> PhraseMatch | None:
+        return self.matches[0] if self.matches else None
+
+
+def _similar(storage: Storage, data: RunData, phrase: str,
+             embed: Embedder | None) -> tuple[list[Any], Embedder | None, str]:
+    """Every message of the run's scope scored against the phrase by recall itself
+    (BM25 terms plus the run's embedder, hybrid), best first, and where it looked."""
+    from memory_core.recall import RecallConfig, RecallEngine
+
+    run, memctx = data.run, data.memctx
+    embedder = embed
+    if memctx is not None and not memctx.is_unknown_setting("embedder"):
+        embedder = resolve_embedder(memctx.settings, embed)
+    thread = run.thread_id or (memctx.thread_id if memctx else None)
+    where = (f"the conversations of {run.resource_id}" if run.resource_id
+             else f"conversation {thread}")
+    if thread is None:
+        return [], embedder, "no conversation (the run has no thread)"
+    config = RecallConfig(mode="hybrid" if embedder is not None else "lexical",
+                          scope="resource" if run.resource_id else "thread",
+                          threshold=PHRASE_MIN_COSINE, context_weight=0.0,
+                          query_rewrite=True, skip_query_duplicates=False, near_misses=0)
+    try:
+        scored = RecallEngine(storage.memory, embedder).score_all(
+            phrase, thread_id=thread, resource_id=run.resource_id, config=config)
+    except InvalidInputError:  # no content word and nothing to embed with
+        return [], embedder, where
+    return scored, embedder, where
+
+
+def find_by_phrase(storage: Storage, run_id: str, phrase: str, *,
+                   embed: Embedder | None = None,
+                   limit: int = PHRASE_MATCHES) -> PhraseSearch:
+    """The stored messages closest to ``phrase`` — word for word, by shared words
+    (recall's BM25 terms) and by meaning (the run's embedder, or ``embed``) over the
+    run's scope — each with its fate in run ``run_id``, best first: word-for-word hits,
+    then by recall's hybrid rank; a message the run could have seen before a later echo."""
+    from memory_core.recall import lexical_terms
+
+    needle = " ".join(phrase.split()) if isinstance(phrase, str) else ""
+    if not needle:
+        raise InvalidInputError(f"the text to look for is empty (got {phrase!r})")
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise InvalidInputError(f"limit must be a positive int, got {limit!r}")
+    data = load_run(storage, run_id)
+    exact = _exact_hits(storage, data, needle)
+    scored, embedder, where = _similar(storage, data, needle, embed)
+    rank = {(c.thread_id, c.seq): i for i, c in enumerate(scored)}
+    # a hashing embedder's cosine counts shared (or colliding) words, not meaning: with
+    # it only a shared word (BM25) makes a message close; its cosine still ranks
+    meaning = embedder is not None and not isinstance(embedder, HashingEmbedder)
+    close = {(c.thread_id, c.seq): c for c in scored if c.eligible and (
+        meaning or (c.lexical_score or 0.0) > 0)}
+    refs = list(dict.fromkeys([*((m.thread_id, m.seq) for m in exact), *close]))
+    msgs = {(m.thread_id, m.seq): m for m in exact}
+    missing = [r for r in refs if r not in msgs]
+    msgs.update({(m.thread_id, m.seq): m
+                 for m in storage.memory.get_messages_by_refs(missing)} if missing else {})
+    exact_refs = {(m.thread_id, m.seq) for m in exact}
+    terms = set(lexical_terms(needle))
+
+    def holds_all(ref: tuple[str, int]) -> bool:
+        return bool(terms) and terms <= set(lexical_terms(msgs[ref].text() or ""))
+
+    # word for word first, then every word of the phrase in any order, then recall's
+    # hybrid rank; within each, a message the run could have seen before a later echo
+    refs = sorted((r for r in refs if r in msgs), key=lambda r: (
+        r not in exact_refs, not holds_all(r), not _written_before(msgs[r], data),
+        rank.get(r, len(rank))))
+    matches = []
+    for ref in refs[:limit]:
+        m, c = msgs[ref], close.get(ref)
+        contains = ref in exact_refs
+        matches.append(PhraseMatch(
+            thread_id=ref[0], seq=ref[1], contains=contains,
+            shared_terms=_shared_words(needle, m.text() or ""),
+            similarity=c.vector_score if c else None, lexical=c.lexical_score if c else None,
+            explanation=explain_message(storage, data, m, fact=needle if contains else None,
+                                        embed=embed)))
+    how = "by words" + (f" and by meaning with {embedder_name(embedder)}" if meaning else
+                        f" (ranked with {embedder_name(embedder)}, which compares words, not "
+                        "meaning)" if embedder else "")
+    searched = (f"every stored message for the exact text; the {len(scored)} messages of "
+                f"{where} {how}")
+    return PhraseSearch(run_id=run_id, phrase=needle,
+                        embedder=embedder_name(embedder) if embedder else None,
+                        searched=searched, scope_size=len(scored),
+                        exact=[(m.thread_id, m.seq) for m in exact], matches=matches,
+                        sentence=_phrase_sentence(needle, len(exact), matches, where, how,
+                                                  meaning))
+
+
+def _shared_words(phrase: str, text: str) -> list[str]:
+    """The phrase's content words that ``text`` holds (as recall's BM25 terms: plurals
+    and inflections meet), spelled as in the phrase."""
+    from memory_core.recall import lexical_terms
+
+    held = set(lexical_terms(text))
+    words = [w for w in tokenize(phrase) if w not in STOP_WORDS]
+    return list(dict.fromkeys(w for w in words if set(lexical_terms(w)) & held))
+
+
+def _phrase_sentence(needle: str, n_exact: int, matches: list[PhraseMatch], where: str,
+                     how: str, meaning: bool) -> str:
+    if n_exact:
+        return (f"“{needle}” appears word for word in {n_exact} stored "
+                f"message{'s' if n_exact != 1 else ''}, listed first; then the closest others.")
+    if matches:
+        by = "by words and meaning" if meaning else "by words"
+        return (f"No stored message contains “{needle}” word for word; the closest "
+                f"messages {by} are below.")
+    return (f"No stored message contains “{needle}”, and none of {where} shares its words "
+            f"or comes close in meaning (compared {how}), so the assistant could not have been "
+            "given it: it was never said, or it was erased.")
+
+
 def why_forgotten(storage: Storage, run_id: str, target: tuple[str, int] | str, *,
                   embed: Embedder | None = None) -> Explanation:
-    """Explain the fate of ``target`` — a ``(thread_id, seq)`` ref or a text to look for —
-    in run ``run_id``. Unknown runs and refs raise NotFoundError."""
-    data = load_run(storage, run_id)
+    """Explain the fate of ``target`` — a ``(thread_id, seq)`` ref or a phrase (the
+    closest stored message, see ``find_by_phrase``) — in run ``run_id``. Unknown runs
+    and refs raise NotFoundError."""
     if isinstance(target, str):
-        msg, others = _find_by_text(storage, data, target)
-        if msg is None:
+        found = find_by_phrase(storage, run_id, target, embed=embed)
+        best = found.best
+        if best is None:
             return Explanation(run_id=run_id, fate="not-stored", reached_model=False,
-                               sentence=f"No stored message contains “{target}”, so the "
-                               "assistant could not have been given it: it was never said, or "
-                               "it was erased.", evidence={"text": target})
-        exp = explain_message(storage, data, msg, fact=target, embed=embed)
-        return exp.model_copy(update={"other_matches": [(m.thread_id, m.seq) for m in others]})
+                               sentence=found.sentence,
+                               evidence={"text": found.phrase, "searched": found.searched})
+        exp = best.explanation
+        others = [(m.thread_id, m.seq) for m in found.matches[1:]]
+        if best.contains:
+            others += [r for r in found.exact if r not in others
+                       and r != (best.thread_id, best.seq)]
+            return exp.model_copy(update={"other_matches": others})
+        return exp.model_copy(update={
+            "other_matches": others,
+            "sentence": f"No stored message contains “{found.phrase}” word for word; the "
+                        f"closest is {best.thread_id} #{best.seq}. {exp.sentence}",
+            "evidence": {**exp.evidence, "matched": found.searched,
+                         "shared_terms": best.shared_terms,
+                         "similarity": best.similarity}})
     if (not isinstance(target, tuple | list) or len(target) != 2
             or not isinstance(target[1], int)):
         raise InvalidInputError(f"target must be (thread_id, seq) or a text, got {target!r}")
+    data = load_run(storage, run_id)
     tid, seq = str(target[0]), int(target[1])
     if storage.memory.get_thread(tid) is None:
         raise NotFoundError(f"thread '{tid}' does not exist")

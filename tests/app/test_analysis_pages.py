@@ -24,6 +24,7 @@ from app.components import (
     STORY_PAGE,
     TIMELINE_PAGE,
     WHY_PAGE,
+    fmt_cell,
 )
 from memory_core.embedders import HashingEmbedder
 from memory_core.errors import InvalidInputError
@@ -192,7 +193,7 @@ def test_picking_two_runs_shows_what_entered_and_left_with_reasons(demo: InMemor
     assert "red-badge[:material/remove_circle: left]" in badges
     caps = _captions(at)
     # a recalled message fell under the bar; a new one came in above it
-    assert "score moved across the threshold: 0.31 → 0.17 (bar 0.30)" in caps
+    assert "score moved across the threshold: 0.311 → 0.169 (bar 0.300)" in caps
     assert "new message, written after run A" in caps
     metrics = {m.label: m.value for m in at.metric}
     assert int(metrics["Entered"]) >= 1 and int(metrics["Left"]) >= 1
@@ -211,7 +212,7 @@ def test_compare_from_url_shows_changed_settings_and_answers(demo: InMemoryStora
     settings = next(d.value for d in at.dataframe if "setting" in d.value.columns)
     assert list(settings["setting"]) == sorted(CHANGED_SETTINGS)
     assert list(zip(settings["run A"], settings["run B"], strict=True)) == [
-        (json.dumps(a), json.dumps(b)) for _, (a, b) in sorted(CHANGED_SETTINGS.items())]
+        (fmt_cell(a), fmt_cell(b)) for _, (a, b) in sorted(CHANGED_SETTINGS.items())]
     tokens = next(d.value for d in at.dataframe if "delta" in d.value.columns)
     assert list(tokens["lane"])[:2] == ["Instructions", "Working memory"]
 
@@ -452,7 +453,9 @@ def test_typing_a_phrase_explains_the_forgotten_refund(demo: InMemoryStorage,
     _ok(at)
     # with the hashing embedder the refund scores far below the bar
     assert "## :red-badge[:material/block: below-threshold]" in _md(at)
-    assert f"below the bar of {BAR:.2f}" in at.info[0].value.replace("\\", "")
+    infos = [i.value.replace("\\", "") for i in at.info]
+    assert infos[0].startswith("“refund of €240” appears word for word in 1 stored message")
+    assert f"below the bar of {BAR:.3f}" in infos[1]
     assert at.query_params["q"] == "refund of €240"
     evidence = next(d.value for d in at.dataframe if "what" in d.value.columns)
     assert {"score", "threshold", "query"} <= set(evidence["what"])
@@ -468,7 +471,37 @@ def test_a_phrase_nobody_said_is_not_stored(demo: InMemoryStorage, app: MakeApp)
     at = app(WHY_PAGE, run="support-3-forgot", q="a purple elephant")
     _ok(at)
     assert "## :red-badge[:material/block: not-stored]" in _md(at)
+    # said only after the exact text, the words and the meaning were all checked
+    verdict = at.info[0].value.replace("\\", "")
+    assert verdict.startswith("No stored message contains “a purple elephant”, and none of")
+    assert "shares its words or comes close in meaning" in verdict
     assert len(_charts(at)) == 0
+
+
+def test_words_of_the_phrase_find_the_stored_refund_with_its_fate(
+        demo: InMemoryStorage, app: MakeApp) -> None:
+    # "240 refund" is no substring of the refund message: it used to be "not-stored"
+    at = app(WHY_PAGE, run="support-3-forgot", q="240 refund")
+    _ok(at)
+    md = _md(at)
+    assert not any("not-stored" in m for m in md)
+    infos = [i.value.replace("\\", "") for i in at.info]
+    assert infos[0].startswith("No stored message contains “240 refund” word for word")
+    caps = _captions(at)
+    # the closest messages, each with its fate; the refund (both words) first
+    assert "support-1 #17 · assistant · shares 240, refund · similarity " in caps
+    # each listed message carries its fate as a badge
+    assert sum(1 for m in md if m.startswith(":red-badge[") or m.startswith(":green-badge[")
+               ) == len(next(r for r in at.radio if r.label == "Explain in detail").options)
+    assert "## :red-badge[:material/block: below-threshold]" in md
+    assert "support-1 #17 · assistant" in caps.splitlines()
+    radio = next(r for r in at.radio if r.label == "Explain in detail")
+    assert radio.value == 0 and len(radio.options) >= 2
+    # explaining another of the closest messages follows it
+    radio.set_value(1).run()
+    _ok(at)
+    other = [c for c in _captions(at).splitlines() if c.count(" · ") == 1]
+    assert other and other[-1] != "support-1 #17 · assistant"
 
 
 # -- composition timeline --------------------------------------------------------------
@@ -568,7 +601,10 @@ def test_a_later_echo_of_the_phrase_does_not_hide_the_original(populated: Popula
     at = app(WHY_PAGE, run=RUN_1, q=phrase)
     _ok(at)
     assert f"{SIBLING} #1 · user" in _captions(at)
-    assert not any(m.endswith(" written-after]") for m in _md(at))
+    # the message explained is the original; the echo is only listed after it
+    assert not any(m.startswith("## ") and m.endswith(" written-after]") for m in _md(at))
+    radio = next(r for r in at.radio if r.label == "Explain in detail")
+    assert shown(radio.options[0]) == f"{SIBLING} #1"
 
 
 def test_a_failed_run_is_explained_not_raised(populated: Populated, app: MakeApp) -> None:
@@ -603,7 +639,8 @@ def test_a_lowered_bar_is_named_as_the_reason_a_message_entered(populated: Popul
     assert near.reason == "below-threshold" and LOWER_THRESHOLD <= near.score < THRESHOLD
     at = app(COMPARE_PAGE, a=RUN_1, b=LOWER_RUN)
     _ok(at)
-    assert (f"unchanged score {near.score:.2f} ended up across the threshold when the bar "
-            f"moved {THRESHOLD:.2f} → {LOWER_THRESHOLD:.2f}") in _captions(at)
+    # the reason names the setting change: the bar moved past an unchanged score
+    assert (f"recall threshold {THRESHOLD:.3f} → {LOWER_THRESHOLD:.3f} let it in: its "
+            f"unchanged score {near.score:.3f} ended up across the threshold") in _captions(at)
     settings = next(d.value for d in at.dataframe if "setting" in d.value.columns)
     assert list(settings["setting"]) == ["threshold"]

@@ -13,7 +13,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from app import services
-from app.components import RUN_PAGE
+from app.components import RUN_PAGE, fmt_cell, fmt_score
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.types import RunRecord
 from tests.app.fixture_db import (
@@ -342,14 +342,14 @@ def test_run_inspector_shows_settings_and_candidates(populated: Populated,
     settings = at.dataframe[0].value
     values = dict(zip(settings["setting"], settings["value"], strict=True))
     top_k = memctx.settings.recall.top_k  # type: ignore[union-attr]
-    assert values["threshold"] == str(THRESHOLD) and values["top_k"] == str(top_k)
+    assert values["threshold"] == fmt_cell(THRESHOLD) and values["top_k"] == str(top_k)
     assert values["filter"] == '{"topic": {"$eq": "billing"}}'
     candidates = at.dataframe[1].value
     hits = [r for r in memctx.recalled if r.origin == "hit"]
     assert sorted(candidates["status"]) == sorted(
         ["hit"] * len(hits) + [n.reason for n in memctx.near_misses])
     chart = at.get("plotly_chart")[1].proto.spec
-    assert f'"threshold {THRESHOLD}"' in chart and f'"top-k = {top_k}"' in chart
+    assert f'"threshold {fmt_score(THRESHOLD)}"' in chart and f'"top-k = {top_k}"' in chart
 
 
 def test_storage_failure_mid_page_is_shown_not_raised(populated: Populated, app: MakeApp,

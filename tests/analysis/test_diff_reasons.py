@@ -1,0 +1,81 @@
+"""diff_runs: the input lane holds the run's own question (so lanes agree with the
+token counts), and each entered/left reason names the setting change behind it."""
+
+from __future__ import annotations
+
+from memory_core.analysis.diff import diff_runs
+from memory_core.journal import load_run
+from tests.analysis.conftest import World, assistant, recall, user
+
+QUESTION = "What did we decide about the refund for my blender?"
+
+
+def _world(world: World, *, a: dict[str, int], b: dict[str, int]) -> World:
+    w = world
+    w.say("old", "r1",
+          user("The refund for the blender was approved: 240 euros."),
+          user("Refund ok?"),
+          user("The lamp refund is pending."),
+          user("Blender refund, kettle refund, lamp refund."),
+          assistant("Noted."))
+    w.say("cur", "r1", user("Hello"), assistant("Hi!"), user("Quick thing first."),
+          assistant("Sure."))
+    for run_id, s in (("ra", a), ("rb", b)):
+        w.run(run_id, "cur", "r1", QUESTION,
+              memory=w.memory(recent_n=s.get("recent_n", 2),
+                              recall=recall(top_k=s.get("top_k", 1), threshold=0.1)))
+    return w
+
+
+def _lanes(diff_entries: list, side: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for e in diff_entries:
+        lane = e.lane_a if side == "A" else e.lane_b
+        if lane is not None:
+            out[lane] = out.get(lane, 0) + 1
+    return out
+
+
+def test_every_lane_with_tokens_has_its_messages(world: World) -> None:
+    w = _world(world, a={"top_k": 1}, b={"top_k": 3})
+    d = diff_runs(w.storage, "ra", "rb", embed=w.embed)
+    for side, run_id in (("A", "ra"), ("B", "rb")):
+        data = load_run(w.storage, run_id)
+        lanes = _lanes(d.entries, side)
+        for lane in ("recalled", "recent", "input"):
+            held = sum(1 for it in data.prompt.items if it.lane == lane)
+            assert lanes.get(lane, 0) == held, (side, lane)
+        assert lanes["input"] == 1 and d.token_deltas["input"][0 if side == "A" else 1] > 0
+    # run A's question is stored under the seq its persist record names
+    stored = load_run(w.storage, "ra").persist_input
+    assert stored is not None
+    qa = next(e for e in d.entries if e.lane_a == "input")
+    assert (qa.thread_id, qa.seq) == ("cur", stored.seqs[0]) and qa.reason.startswith(
+        "run A's question")
+    qb = next(e for e in d.entries if e.lane_b == "input")
+    assert qb.change == "entered" and qb.reason.startswith("run B's question")
+
+
+def test_a_raised_top_k_is_named_as_what_let_a_message_in(world: World) -> None:
+    w = _world(world, a={"top_k": 1}, b={"top_k": 3})
+    d = diff_runs(w.storage, "ra", "rb", embed=w.embed)
+    assert d.settings_changed["top_k"] == (1, 3)
+    entered = [e for e in d.entries if e.change == "entered" and e.lane_b == "recalled"]
+    assert entered
+    for e in entered:
+        assert e.reason == f"recall top_k 1 → 3 let it in (rank {e.rank_b})"
+        assert e.rank_b is not None and e.rank_b > 1  # beyond run A's top 1
+    back = diff_runs(w.storage, "rb", "ra", embed=w.embed)
+    left = [e for e in back.entries if e.change == "left" and e.lane_a == "recalled"]
+    assert left and all(e.reason.startswith("recall top_k 3 → 1 left it out (rank ")
+                        for e in left)
+
+
+def test_a_smaller_recent_window_is_named_as_what_left_a_message_out(world: World) -> None:
+    w = _world(world, a={"recent_n": 4}, b={"recent_n": 2})
+    d = diff_runs(w.storage, "ra", "rb", embed=w.embed)
+    left = [e for e in d.entries if e.change == "left" and e.lane_a == "recent"]
+    assert any(e.reason == "recent window 4 → 2 left it out, and it was not recalled"
+               for e in left), [e.reason for e in left]
+    # missing scores are "—" in sentences, never "None" or "nan"
+    assert not any("None" in e.reason or "nan" in e.reason for e in d.entries)

@@ -1,0 +1,90 @@
+"""Why forgotten by phrase: words and meaning (recall's BM25 terms plus the run's
+embedder), the closest messages each with its fate, and "no message contains" only when
+neither the exact text, nor the words, nor the meaning found anything."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+
+from memory_core.analysis.forgotten import find_by_phrase, why_forgotten
+from memory_core.errors import InvalidInputError, NotFoundError
+from tests.analysis.conftest import KeywordEmbedder, World
+from tests.analysis.test_why_forgotten import story as story  # noqa: F401 - fixture
+
+FACT = ("old", 0)  # "The refund for the blender was approved: 240 euros."
+
+
+class SynonymEmbedder(KeywordEmbedder):
+    """The keyword space, but it knows that a reimbursement is a refund and a mixer a
+    blender: a model that matches meaning where the words differ."""
+
+    def __call__(self, texts: Sequence[str]) -> np.ndarray:
+        return super().__call__([t.lower().replace("reimbursement", "refund")
+                                 .replace("mixer", "blender") for t in texts])
+
+
+def test_partial_words_find_the_stored_message_with_its_fate(story: World) -> None:
+    # not a substring of the message, so an exact search finds nothing
+    assert not story.storage.memory.search_messages("approved 240")
+    found = find_by_phrase(story.storage, "r-main", "approved 240", embed=story.embed)
+    best = found.best
+    assert best is not None and (best.thread_id, best.seq) == FACT
+    assert not best.contains and best.shared_terms == ["approved", "240"]
+    by_ref = why_forgotten(story.storage, "r-main", FACT, embed=story.embed)
+    assert best.explanation.fate == by_ref.fate
+    assert found.exact == []
+    assert "No stored message contains “approved 240” word for word" in found.sentence
+    # the one-message answer is that message, not a false "not-stored"
+    e = why_forgotten(story.storage, "r-main", "approved 240", embed=story.embed)
+    assert (e.thread_id, e.seq, e.fate) == (*FACT, by_ref.fate)
+    assert "the closest is old #0" in e.sentence and "never said" not in e.sentence
+    assert e.evidence["shared_terms"] == ["approved", "240"]
+
+
+def test_inflected_words_meet(story: World) -> None:
+    found = find_by_phrase(story.storage, "r-main", "refunds approving", embed=story.embed)
+    assert found.best is not None and (found.best.thread_id, found.best.seq) == FACT
+
+
+def test_a_paraphrase_is_found_by_meaning(story: World) -> None:
+    found = find_by_phrase(story.storage, "r-main", "reimbursement for the mixer",
+                           embed=SynonymEmbedder())
+    assert found.exact == []
+    hit = next(m for m in found.matches if (m.thread_id, m.seq) == FACT)
+    assert hit.shared_terms == [] and hit.similarity is not None and hit.similarity > 0.9
+    assert hit.explanation.fate == why_forgotten(story.storage, "r-main", FACT,
+                                                 embed=story.embed).fate
+    # the keyword model alone does not know the words: nothing close
+    assert find_by_phrase(story.storage, "r-main", "reimbursement for the mixer cash",
+                          embed=story.embed).matches == []
+
+
+def test_a_phrase_with_no_similar_message_says_so(story: World) -> None:
+    found = find_by_phrase(story.storage, "r-main", "zebra crossing for cash",
+                           embed=story.embed)
+    assert found.matches == [] and found.exact == [] and found.scope_size > 0
+    assert found.sentence.startswith("No stored message contains “zebra crossing for cash”,")
+    assert "shares its words or comes close in meaning" in found.sentence
+    assert "keyword-test" in found.searched
+
+
+def test_word_for_word_hits_come_first(story: World) -> None:
+    found = find_by_phrase(story.storage, "r-main", "lamp refund", embed=story.embed)
+    assert found.exact == [("old", 3)]
+    assert [(m.thread_id, m.seq, m.contains) for m in found.matches][0] == ("old", 3, True)
+    assert all(not m.contains for m in found.matches[1:])
+    assert len(found.matches) <= 5
+    assert "appears word for word in 1 stored message" in found.sentence
+    assert found.best is not None and found.best.explanation.fate == "beyond-top-k"
+
+
+def test_bad_input_is_one_clear_error(story: World) -> None:
+    with pytest.raises(InvalidInputError, match="empty"):
+        find_by_phrase(story.storage, "r-main", "   ", embed=story.embed)
+    with pytest.raises(InvalidInputError, match="limit must be a positive int, got 0"):
+        find_by_phrase(story.storage, "r-main", "refund", embed=story.embed, limit=0)
+    with pytest.raises(NotFoundError, match="nope"):
+        find_by_phrase(story.storage, "nope", "refund", embed=story.embed)

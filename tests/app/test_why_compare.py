@@ -1,0 +1,168 @@
+"""Compare and Why forgotten, as people read them: Compare's lanes agree with its token
+table, nothing shows "None"/"nan", reasons name the setting change; the embedding model
+a phrase needs loads once behind a visible status."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import timedelta
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from app import services
+from app.components import COMPARE_PAGE, fmt_cell, fmt_score, fmt_time, truncate
+from memory_core.embedders import HashingEmbedder
+from memory_core.memory import AgentMemory
+from memory_core.models.scripted import ScriptedModel
+from memory_core.recall import RecallConfig
+from memory_core.runner import Agent, Runner
+from memory_core.storage.inmemory import InMemoryStorage
+from tests.app.fixture_db import (
+    AGENT,
+    ANSWER_1,
+    FAQ_RUNS,
+    FILTER,
+    INSTRUCTIONS,
+    LOWER_RUN,
+    QUESTION,
+    RESOURCE,
+    RUN_1,
+    T0,
+    THREAD,
+    THRESHOLD,
+    FixtureInfo,
+    fixed_clock,
+    records,
+)
+
+MakeApp = Callable[..., AppTest]
+Populated = tuple[InMemoryStorage, FixtureInfo]
+TOP_K_RUNS = ("run-top-1", "run-top-4")  # the fixture's recall with top_k 1, then 4
+_LANE_HEADER = re.compile(r"^\*\*(?P<title>[A-Za-z ]+)\*\* \((?P<n>\d+)(?: · (?P<t>\d+) tokens)?\)$")
+TITLES = {"Recalled": "recalled", "Recent": "recent", "Input": "input"}
+
+
+def _top_k_pair(storage: InMemoryStorage) -> None:
+    """RUN_1's question asked twice more, a day later, with top_k 1 and then 4."""
+    clock = fixed_clock(T0 + timedelta(days=1))
+    for run_id, k in zip(TOP_K_RUNS, (1, 4), strict=True):
+        memory = AgentMemory(storage, embed=HashingEmbedder(), recent_n=3, clock=clock,
+                             recall=RecallConfig(top_k=k, threshold=THRESHOLD,
+                                                 scope="resource", filter=FILTER,
+                                                 message_range=0, near_misses=4))
+        agent = Agent(AGENT, INSTRUCTIONS, ScriptedModel([ANSWER_1]))
+        Runner(storage, {AGENT: agent}, memory=memory, clock=clock).run(
+            AGENT, run_id=run_id, thread_id=THREAD, resource_id=RESOURCE, prompt=QUESTION)
+
+
+def _rendered(at: AppTest) -> list[str]:
+    """Every text the page shows, table cells included."""
+    out = [e.value for e in (*at.markdown, *at.caption, *at.text, *at.info)]
+    out += [f"{m.label} {m.value}" for m in at.metric]
+    for d in at.dataframe:
+        out += [str(v) for v in d.value.astype(str).to_numpy().ravel()]
+    return out
+
+
+def _lane_headers(at: AppTest) -> list[tuple[str, int, int | None]]:
+    heads = []
+    for m in at.markdown:
+        if (hit := _LANE_HEADER.match(m.value)) and hit["title"] in TITLES:
+            heads.append((TITLES[hit["title"]], int(hit["n"]),
+                          int(hit["t"]) if hit["t"] else None))
+    return heads
+
+
+def _compare(populated: Populated, app: MakeApp, pair: tuple[str, str]) -> AppTest:
+    _top_k_pair(populated[0])
+    at = app(COMPARE_PAGE, a=pair[0], b=pair[1])
+    assert not at.exception and not at.error
+    return at
+
+
+@pytest.mark.parametrize("pair", [(RUN_1, LOWER_RUN), FAQ_RUNS, TOP_K_RUNS])
+def test_lanes_agree_with_the_token_table(populated: Populated, app: MakeApp,
+                                          pair: tuple[str, str]) -> None:
+    storage, _ = populated
+    at = _compare(populated, app, pair)
+    tokens = next(d.value for d in at.dataframe if "delta" in d.value.columns)
+    table = {row["lane"]: (int(row["run A"]), int(row["run B"])) for _, row in tokens.iterrows()}
+    heads = _lane_headers(at)
+    assert len(heads) == 2 * len(TITLES)  # each lane of run A, then of run B
+    for i, (lane, n, shown_tokens) in enumerate(heads):
+        side = 0 if i < len(TITLES) else 1
+        data = records(storage, pair[side])
+        assert n == sum(1 for it in data.prompt.items if it.lane == lane), (pair, lane)
+        title = next(t for t, ln in TITLES.items() if ln == lane)
+        assert shown_tokens == table[title][side]
+        assert (n == 0) == (shown_tokens == 0), (pair, lane, n, shown_tokens)
+
+
+@pytest.mark.parametrize("pair", [(RUN_1, LOWER_RUN), FAQ_RUNS, TOP_K_RUNS])
+def test_compare_never_shows_none_or_nan(populated: Populated, app: MakeApp,
+                                         pair: tuple[str, str]) -> None:
+    at = _compare(populated, app, pair)
+    for text in _rendered(at):
+        assert not re.search(r"\b(None|nan|NaN|null)\b", text), text
+    # scores are 3 decimals wherever they appear
+    changes = next((d.value for d in at.dataframe if "change" in d.value.columns), None)
+    if changes is not None:
+        for cell in (*changes["score A"], *changes["score B"]):
+            assert cell == "—" or re.fullmatch(r"-?\d+\.\d{3}", cell), cell
+
+
+def test_a_reason_names_the_top_k_change(populated: Populated, app: MakeApp) -> None:
+    at = _compare(populated, app, TOP_K_RUNS)
+    settings = next(d.value for d in at.dataframe if "setting" in d.value.columns)
+    assert list(settings["setting"]) == ["top_k"]
+    changes = next(d.value for d in at.dataframe if "change" in d.value.columns)
+    entered = changes[(changes["change"] == "entered") & (changes["lane B"] == "recalled")]
+    assert len(entered) >= 1
+    for _, row in entered.iterrows():
+        assert row["reason"] == f"recall top_k 1 → 4 let it in (rank {row['rank B']})"
+    assert any(c.value.replace("\\", "").startswith("recall top_k 1 → 4 let it in (rank ")
+               for c in at.caption)
+    # the run pickers tell runs apart to the second
+
+
+
+def test_formats_are_one_helper_each() -> None:
+    assert [fmt_score(x) for x in (0.619, 0.4849, 0.4344174265861511, None,
+                                   float("nan"), 1)] == [
+        "0.619", "0.485", "0.434", "—", "—", "1.000"]
+    assert [fmt_cell(x) for x in (None, float("nan"), 0.5, "None", {"a": 1}, 3)] == [
+        "—", "—", "0.500", "None", '{"a": 1}', "3"]
+    assert fmt_time(T0 + timedelta(seconds=7)) == "2026-01-05 09:00:07"
+    assert fmt_time((T0 + timedelta(seconds=7)).isoformat()) == "2026-01-05 09:00:07"
+    assert truncate("short", 10) == "short"
+    assert truncate("a  long\ntext that goes on", 10) == "a long te…"
+    assert len(truncate("x" * 50, 10)) == 10
+
+
+@pytest.fixture()
+def spinner_log(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    shown: list[str] = []
+
+    @contextmanager
+    def spinner(text: str) -> Iterator[None]:
+        shown.append(text)
+        yield
+
+    monkeypatch.setattr(services.st, "spinner", spinner)
+    monkeypatch.setattr(services, "_embedders_loaded", set())
+    yield shown
+
+
+def test_the_embedding_model_loads_once_behind_a_status(
+        spinner_log: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    loads: list[str] = []
+    recorded = {"r-minilm": "all-MiniLM-L6-v2", "r-hash": "hashing-64", "r-none": None}
+    monkeypatch.setattr(services, "cached_run_embedder", lambda _url, run: recorded[run])
+    monkeypatch.setattr(services, "_embedding_model", lambda name: loads.append(name))
+    for run in ("r-hash", "r-none", "r-minilm", "r-minilm"):
+        services.load_run_embedder("memory://x", run)
+    assert loads == ["all-MiniLM-L6-v2"]
+    assert spinner_log == ["Loading the embedding model (all-MiniLM-L6-v2)…"]
