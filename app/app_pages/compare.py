@@ -1,7 +1,8 @@
 """Compare runs page: two runs' compositions side by side, lane by lane, with what
 entered, left or moved and why, the token deltas, changed settings and step alignment.
 
-URL: ``compare?a=<run>&b=<run>`` opens the same comparison.
+URL: ``compare?a=<run>&b=<run>`` opens the same comparison; without them it opens on
+the current run (as B) and the run before it on its thread (as A).
 """
 
 from __future__ import annotations
@@ -54,6 +55,10 @@ if wanted_a not in by_id:
     wanted_a = None
 if wanted_b not in by_id:
     wanted_b = None
+if wanted_a is None and wanted_b is None and services.current_run() in by_id:
+    # opened without a pair: the current run against the run before it on its thread
+    wanted_b = services.current_run()
+    wanted_a = services.previous_run(runs, wanted_b or "")
 
 threads = sorted({views.thread_key(r) for r in runs})
 start_thread = views.comparison_thread(runs, [wanted_b, wanted_a])
@@ -77,6 +82,7 @@ col_a, col_b = st.columns(2)
 run_a = col_a.selectbox("Run A", options, index=options.index(default_a), format_func=_label)
 run_b = col_b.selectbox("Run B", options, index=options.index(default_b), format_func=_label)
 set_query_params({"a": run_a, "b": run_b})
+services.set_current_run(run_b, in_url=False)  # run B is the run the user follows
 with col_a:
     link_to_run(run_a, label=f"inspect run {run_a}")
 with col_b:
