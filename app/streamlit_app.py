@@ -92,8 +92,11 @@ if wanted_db is not None and wanted_db not in served.databases:
         st.page_link(threads_page, label=escape_md(f"open database {name}"),
                      icon=":material/database:", query_params={"db": name})
     st.stop()
-# the database in use is part of every URL (sidebar links carry none)
-st.query_params["db"] = services.current_name()
+# the database in use is part of every URL (sidebar links carry none); written only
+# when it differs, since every write is a browser history entry when the URL changes
+# and a message to the browser even when it does not
+if st.query_params.get("db") != services.current_name():
+    st.query_params["db"] = services.current_name()
 
 # a shared link of the form /?run=<id> lands on the default page: send it on (the
 # analysis pages read their own ?run=)
