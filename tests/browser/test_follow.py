@@ -121,6 +121,14 @@ def test_a_run_follows_you_and_links_land(workbench: tuple[str, int], tmp_path: 
         _settled(page)
         assert _query(page) == {"run": FOLLOWED, "db": "follow"}  # the database joined
         page.screenshot(path=str(tmp_path / "inspector.png"))
+        # the sidebar's links carry no run: the session's current run is followed
+        page.get_by_test_id("stSidebarNavItems").get_by_role(
+            "link", name="Composition timeline").click()
+        _selected(page, "Thread", THREAD)
+        _selected(page, "Marked run", FOLLOWED)
+        _settled(page)
+        assert _query(page)["run"] == FOLLOWED
+        page.screenshot(path=str(tmp_path / "sidebar-timeline.png"))
         for label, path, title, widget in ACTIONS:
             # a fresh tab each time, so history.length counts this navigation only
             page.close()
@@ -191,7 +199,8 @@ def test_a_run_follows_you_and_links_land(workbench: tuple[str, int], tmp_path: 
         page.get_by_label("Search").press("Enter")
         page.get_by_text("2 match(es)", exact=True).wait_for(timeout=PAGE_TIMEOUT_MS)
         _settled(page)
-        offered = page.get_by_test_id("stMainBlockContainer").get_by_role("link")
+        offered = page.get_by_test_id("stMainBlockContainer").get_by_test_id(
+            "stPageLink-NavLink")
         assert sorted(t.split(" · ")[0] for t in offered.all_inner_texts()) == [
             "run-faq-1", "run-faq-2"]
         page.screenshot(path=str(tmp_path / "not-found.png"))
