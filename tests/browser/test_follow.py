@@ -50,7 +50,7 @@ def _query(page: Any) -> dict[str, str]:
 
 
 def _path(page: Any) -> str:
-    return urlparse(page.url).path
+    return str(urlparse(page.url).path)
 
 
 def _selected(page: Any, label: str, value: str) -> None:
@@ -72,7 +72,7 @@ def _settled(page: Any) -> None:
 
 
 def _focused_card(page: Any) -> dict[str, Any] | None:
-    return page.evaluate("""() => {
+    card: dict[str, Any] | None = page.evaluate("""() => {
         const cards = document.querySelectorAll('[data-focused="true"]');
         if (cards.length === 0) return null;
         const r = cards[0].getBoundingClientRect();
@@ -80,6 +80,7 @@ def _focused_card(page: Any) -> dict[str, Any] | None:
                 bottom: r.bottom, height: window.innerHeight,
                 outline: getComputedStyle(cards[0]).outlineStyle};
     }""")
+    return card
 
 
 def _wait_focused(page: Any) -> dict[str, Any]:
@@ -92,7 +93,7 @@ def _wait_focused(page: Any) -> dict[str, Any]:
 
 
 def _in_view(card: dict[str, Any]) -> bool:
-    return 0 <= card["top"] and card["bottom"] <= card["height"]
+    return bool(0 <= card["top"] and card["bottom"] <= card["height"])
 
 
 def _tab(browser: Any, outside: list[str]) -> Any:
