@@ -16,11 +16,13 @@ import streamlit as st
 
 from app import services
 from app.components import (
+    COMPARE_PAGE,
     LANE_TITLES,
     escape_md,
     link_to_message,
     link_to_run,
     literal,
+    run_not_found,
     set_query_params,
 )
 from memory_core import views
@@ -48,13 +50,10 @@ if len(runs) < 2:
 
 by_id = {r.run_id: r for r in runs}
 wanted_a, wanted_b = services.query_param("a"), services.query_param("b")
-for name, wanted in (("a", wanted_a), ("b", wanted_b)):
+for wanted in (wanted_a, wanted_b):
     if wanted and wanted not in by_id:
-        st.error(escape_md(f"run '{wanted}' (URL parameter {name}) does not exist in this database"))
-if wanted_a not in by_id:
-    wanted_a = None
-if wanted_b not in by_id:
-    wanted_b = None
+        # never another run in its place: "not found", a search, the URL left as is
+        run_not_found(url, wanted, runs, page=COMPARE_PAGE)
 if wanted_a is None and wanted_b is None and services.current_run() in by_id:
     # opened without a pair: the current run against the run before it on its thread
     wanted_b = services.current_run()

@@ -232,7 +232,10 @@ def test_compare_unknown_run_in_url_is_a_clear_error(populated: Populated,
                                                      app: MakeApp) -> None:
     at = app(COMPARE_PAGE, a="ghost", b=RUN_2)
     assert not at.exception
-    assert "run 'ghost' (URL parameter a) does not exist" in shown(at.error[0].value)
+    assert [shown(e.value) for e in at.error] == [
+        f"Run 'ghost' not found in database '{next(iter(services.served().databases))}'."]
+    assert all(w.label not in ("Run A", "Run B") for w in at.selectbox)  # no other run
+    assert at.query_params["a"] == "ghost" and at.query_params["b"] == RUN_2
 
 
 # -- counterfactual replay -------------------------------------------------------------
