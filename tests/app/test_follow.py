@@ -35,7 +35,7 @@ from tests.app.fixture_db import (
     THREAD,
     FixtureInfo,
 )
-from tests.app.test_pages import shown
+from tests.app.test_pages import shown, two_served  # noqa: F401 - a fixture
 
 Populated = tuple[InMemoryStorage, FixtureInfo]
 MakeApp = Callable[..., AppTest]
@@ -265,3 +265,23 @@ def test_previous_run_is_the_one_before_on_its_thread(populated: Populated) -> N
 def test_threads_page_is_reachable_by_its_path(populated: Populated, app: MakeApp) -> None:
     at = app(THREADS_PAGE, thread=THREAD)
     assert not at.exception and at.title[0].value == "Threads"
+
+
+def test_the_database_choice_is_named_kept_and_has_its_own_current_run(
+        two_served: list[str], app: MakeApp) -> None:  # noqa: F811 - the imported fixture
+    one, two = two_served
+    at = app(RUN_PAGE, db=one, run=FOLLOWED)
+    box = next(s for s in at.sidebar.selectbox if s.label == "Database")
+    box.set_value(two).run()
+    assert not at.exception
+    assert any(f"In use: **{two}**" in c.value.replace("\\", "") for c in at.sidebar.caption)
+    assert at.query_params["db"] == two and "run" not in at.query_params
+    assert any("No runs in this database yet." in i.value for i in at.info)
+    # back on the first database, its current run is still the one followed
+    next(s for s in at.sidebar.selectbox if s.label == "Database").set_value(one).run()
+    _go(at, COUNTERFACTUAL_PAGE)
+    assert _select(at, "Run").value == FOLLOWED and at.query_params["db"] == one
+    # a reload (a new session on the same URL) keeps the database the URL names
+    again = app(COUNTERFACTUAL_PAGE, **{k: at.query_params[k] for k in at.query_params})
+    assert next(s for s in again.sidebar.selectbox if s.label == "Database").value == one
+    assert _select(again, "Run").value == FOLLOWED
