@@ -12,7 +12,7 @@ import re
 import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 import plotly.graph_objects as go
 import streamlit as st
@@ -192,11 +192,13 @@ def fate_badge(fate: str, reached_model: bool) -> None:
 NO_THREAD = "(no thread)"
 
 
-def pick_run(url: str) -> tuple[str, list[views.RunSummary]]:
-    """The run picker of the run pages: a thread, then one of its runs (newest by
-    default), preselected from ``?run=``; writes the choice back into the URL. Returns
-    the run id and the runs of its thread. Stops the page with a message when the
-    database cannot be read or holds no runs."""
+def pick_run(url: str, *, page: str = RUN_PAGE) -> tuple[str, list[views.RunSummary]]:
+    """The run picker of the run pages (``page`` is the calling page): a thread, then
+    one of its runs, preselected from the current run (``?run=``, else the run the user
+    last looked at; else the newest); the choice becomes the current run and goes into
+    the URL. Returns the run id and the runs of its thread. A ``?run=`` that does not
+    exist stops the page with "not found" and a search (never another run). Stops the
+    page with a message when the database cannot be read or holds no runs."""
     from app import services
 
     try:
@@ -204,10 +206,14 @@ def pick_run(url: str) -> tuple[str, list[views.RunSummary]]:
     except Exception as e:  # noqa: BLE001 - shown in the page, never raised
         st.error(escape_md(services.friendly_error(e)))
         st.stop()
-    wanted = services.query_param("run")
-    if wanted and wanted not in {r.run_id for r in runs}:
-        st.error(escape_md(f"run '{wanted}' does not exist in this database"))
-        wanted = None
+    ids = {r.run_id for r in runs}
+    asked = services.query_param("run")
+    if asked is not None and asked not in ids:
+        services.forget_current_run()
+        run_not_found(url, asked, runs, page=page)
+    wanted = services.current_run()
+    if wanted not in ids:
+        wanted = None  # a run remembered from before a Refresh that removed it
     if not runs:
         st.info("No runs in this database yet.")
         st.stop()
@@ -222,7 +228,7 @@ def pick_run(url: str) -> tuple[str, list[views.RunSummary]]:
     run_id = col_run.selectbox(
         "Run", run_ids, index=run_ids.index(wanted) if wanted in run_ids else len(run_ids) - 1,
         format_func=lambda rid: f"{rid} ({status[rid]})")
-    set_query_params({"run": run_id})
+    services.set_current_run(str(run_id))
     return str(run_id), thread_runs
 
 
@@ -308,3 +314,115 @@ def truncate(text: str, limit: int) -> str:
     """``text`` on one line, cut to ``limit`` characters with an ellipsis when longer."""
     one = " ".join(str(text).split())
     return one if len(one) <= limit else one[:max(limit - 1, 0)].rstrip() + "…"
+
+
+SEARCH_LIMIT = 20
+
+
+def not_found(what: str, page: str, choices: list[tuple[str, str, dict[str, str]]]) -> NoReturn:
+    """Stop the page on an id the URL named that does not exist: says so (``what``,
+    e.g. "Run 'x'"), and offers a search over ``choices`` — (text searched, link label,
+    query parameters of a link to ``page``) — instead of showing anything else. The
+    URL is left as it is."""
+    from app import services
+
+    st.error(escape_md(f"{what} not found in database '{services.current_name()}'."),
+             icon=":material/search_off:")
+    text = st.text_input("Search", key=f"not-found-search:{what}",
+                         placeholder="part of an id or a thread name")
+    needle = text.strip().casefold()
+    hits = [c for c in choices if needle in c[0].casefold()]
+    st.caption(f"{len(hits)} match(es)" + (f", showing the first {SEARCH_LIMIT}"
+                                           if len(hits) > SEARCH_LIMIT else ""))
+    for _, label, params in hits[:SEARCH_LIMIT]:
+        st.page_link(page, label=escape_md(label), query_params=with_db(params))
+    st.stop()
+
+
+def run_not_found(url: str, run_id: str, runs: list[views.RunSummary], *,
+                  page: str = RUN_PAGE) -> NoReturn:
+    """"Run … not found" with a search over run ids and thread ids and titles."""
+    from app import services
+
+    try:
+        titles = {t.thread_id: t.title or "" for t in services.cached_thread_summaries(url, None)}
+    except Exception:  # noqa: BLE001 - the search then covers ids only
+        titles = {}
+    choices = []
+    for r in reversed(runs):  # newest first
+        thread = r.thread_id or NO_THREAD
+        choices.append((f"{r.run_id} {thread} {titles.get(thread, '')}",
+                        f"{r.run_id} · {thread} · {r.status}", {"run": r.run_id}))
+    not_found(f"Run '{run_id}'", page, choices)
+
+
+def thread_not_found(thread_id: str, threads: list[views.ThreadSummary], *,
+                     page: str = THREADS_PAGE) -> NoReturn:
+    """"Thread … not found" with a search over thread ids and titles."""
+    not_found(f"Thread '{thread_id}'", page,
+              [(f"{t.thread_id} {t.title or ''}", f"{t.thread_id} · {t.title or '(untitled)'}",
+                {"thread": t.thread_id}) for t in threads])
+
+
+def run_action_bar(run: views.RunSummary, previous: str | None) -> None:
+    """The run inspector's way to the analysis pages, each opening on ``run``:
+    Counterfactual, Why forgotten, Compare with the previous run of its thread,
+    Timeline of its thread (disabled, saying why, when there is none)."""
+    cols = st.columns(4)
+    with cols[0]:
+        st.page_link(COUNTERFACTUAL_PAGE, label="Counterfactual", icon=":material/science:",
+                     query_params=with_db({"run": run.run_id}),
+                     help="Replay this run with parts of its prompt taken out or put back.")
+    with cols[1]:
+        st.page_link(WHY_PAGE, label="Why forgotten", icon=":material/help:",
+                     query_params=with_db({"run": run.run_id}),
+                     help="Was a message given to the model in this run? If not, why not?")
+    with cols[2]:
+        st.page_link(COMPARE_PAGE, label="Compare with previous run",
+                     icon=":material/compare_arrows:",
+                     query_params=with_db({"a": previous or "", "b": run.run_id}),
+                     disabled=previous is None,
+                     help=(escape_md(f"Compare with {previous}, the run before it on its "
+                                     "thread.") if previous else
+                           "This is the first run of its thread: there is no earlier run "
+                           "to compare with." if run.thread_id else
+                           "This run belongs to no thread, so it has no previous run."))
+    with cols[3]:
+        st.page_link(TIMELINE_PAGE, label="Timeline", icon=":material/stacked_line_chart:",
+                     query_params=with_db({"thread": run.thread_id or "", "run": run.run_id}),
+                     disabled=run.thread_id is None,
+                     help=("Tokens per lane over every run of its thread, this one marked."
+                           if run.thread_id else "This run belongs to no thread."))
+
+
+def focus_cards(keys: list[str]) -> None:
+    """Scroll to the first of the containers with these keys and highlight them all
+    (a link that lands on a message). A small script in the page itself: no request
+    leaves it. Keys are ours (``msg-<seq>``), never stored text."""
+    classes = [f".st-key-{k}" for k in keys if re.fullmatch(r"[A-Za-z0-9_-]+", k)]
+    if not classes:
+        return
+    selector = json.dumps(", ".join(classes))
+    st.html(f"""<script>
+(() => {{
+  const doc = window.parent === window ? document : window.parent.document;
+  let tries = 0;
+  const land = () => {{
+    const cards = doc.querySelectorAll({selector});
+    if (cards.length === 0) {{
+      if (++tries < 100) setTimeout(land, 100);
+      return;
+    }}
+    cards.forEach((c) => {{
+      c.dataset.focused = "true";
+      c.style.outline = "3px solid #f59f00";
+      c.style.outlineOffset = "2px";
+      c.style.background = "rgba(245, 159, 0, 0.10)";
+    }});
+    cards[0].scrollIntoView({{block: "center"}});
+    // the page may still grow above the card while it renders: settle once more
+    setTimeout(() => cards[0].scrollIntoView({{block: "center"}}), 700);
+  }};
+  land();
+}})();
+</script>""", unsafe_allow_javascript=True)

@@ -527,3 +527,110 @@ def cached_phrase_search(url: str, run_id: str, phrase: str) -> PhraseSearch:
 
     with _batch(url) as storage:
         return find_by_phrase(storage, run_id, phrase)
+
+
+# -- the current run: the run the user is looking at, followed from page to page -------
+def _current_run_key() -> str:
+    # per database: a run id means nothing in another one
+    return f"current-run:{current_name()}"
+
+
+def current_run() -> str | None:
+    """The run the user is looking at: ``?run=`` of this URL, else the last run a page
+    showed in this session on the database in use (None before any). Unchecked: the
+    page that opens it says when it does not exist."""
+    from_url = query_param("run")
+    if from_url is not None:
+        return from_url
+    value = st.session_state.get(_current_run_key())
+    return value if isinstance(value, str) and value else None
+
+
+def set_current_run(run_id: str, *, in_url: bool = True) -> None:
+    """Make ``run_id`` the current run (every page that shows a run calls this), and
+    write it into the URL as ``?run=`` unless the page names it otherwise (Compare's
+    ``b``)."""
+    st.session_state[_current_run_key()] = run_id
+    if in_url and st.query_params.get("run") != run_id:
+        st.query_params["run"] = run_id
+
+
+def forget_current_run() -> None:
+    """No current run (a URL named a run that does not exist)."""
+    st.session_state.pop(_current_run_key(), None)
+
+
+def previous_run(runs: Sequence[views.RunSummary], run_id: str) -> str | None:
+    """The run before ``run_id`` on the same thread (``runs`` oldest first, as
+    ``cached_runs`` gives them), or None when it is the thread's first or has no
+    thread."""
+    by_id = {r.run_id: r for r in runs}
+    run = by_id.get(run_id)
+    if run is None or run.thread_id is None:
+        return None
+    on_thread = [r.run_id for r in runs if r.thread_id == run.thread_id]
+    at = on_thread.index(run_id)
+    return on_thread[at - 1] if at > 0 else None
+
+
+def run_of(url: str, run_id: str | None) -> views.RunSummary | None:
+    """The summary of ``run_id`` in the database at ``url`` (None when absent)."""
+    if run_id is None:
+        return None
+    return next((r for r in cached_runs(url) if r.run_id == run_id), None)
+
+
+# -- Refresh that says what it reloaded -------------------------------------------------
+@dataclass(frozen=True)
+class DatabaseCounts:
+    """What a database held when counted: for Refresh's message."""
+
+    runs: int
+    threads: int
+    databases: int
+
+
+def count_database(url: str) -> DatabaseCounts | None:
+    """Runs and threads in the database at ``url`` and how many databases are served
+    (None when it cannot be read)."""
+    try:
+        return DatabaseCounts(runs=len(cached_runs(url)),
+                              threads=len(cached_thread_summaries(url, None)),
+                              databases=len(served().databases))
+    except Exception:  # noqa: BLE001 - the message then says only that it reloaded
+        return None
+
+
+def _change(n: int, word: str) -> str | None:
+    if n == 0:
+        return None
+    plural = "" if abs(n) == 1 else "s"
+    return f"{n} new {word}{plural}" if n > 0 else f"{-n} {word}{plural} fewer"
+
+
+def reload_message(name: str, before: DatabaseCounts | None,
+                   after: DatabaseCounts | None) -> str:
+    """What Refresh says: ``Reloaded demo: 3 new runs, 1 new thread`` (or ``nothing
+    new``, or the counts it now holds when there was nothing to compare with)."""
+    if after is None:
+        return f"Reloaded {name}, but it cannot be read now."
+    if before is None:
+        return f"Reloaded {name}: {after.runs} runs, {after.threads} threads."
+    changes = [c for c in (_change(after.runs - before.runs, "run"),
+                           _change(after.threads - before.threads, "thread"),
+                           _change(after.databases - before.databases, "database"))
+               if c is not None]
+    return f"Reloaded {name}: " + (", ".join(changes) if changes else
+                                   f"nothing new ({after.runs} runs, "
+                                   f"{after.threads} threads).")
+
+
+REFRESH_NOTE_KEY = "refresh-note"
+
+
+def refresh_and_report() -> None:
+    """Refresh (a button callback), leaving what it reloaded for the page to show."""
+    name, url = current_name(), current_url()
+    before = count_database(url)
+    refresh()
+    st.session_state[REFRESH_NOTE_KEY] = reload_message(name, before, count_database(url))

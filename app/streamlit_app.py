@@ -54,13 +54,22 @@ with st.sidebar:
                  help="The databases this workbench was started with (memwb ui --db …).")
     if served.read_only:
         st.caption(":material/lock: Read-only: counterfactual replays are off.")
+    # named even when it is the only one: the page always says whose data it shows
+    st.caption(f":material/database: In use: **{escape_md(st.session_state['db'])}**")
     # a callback runs before the script, so the served list above is re-read too
-    st.button("Refresh", icon=":material/refresh:", on_click=services.refresh,
+    st.button("Refresh", icon=":material/refresh:", on_click=services.refresh_and_report,
               help="Reopen the database and re-read it, so new runs (and new databases "
                    "in a served directory) appear.")
+note = st.session_state.pop(services.REFRESH_NOTE_KEY, None)
+if note:  # what Refresh reloaded, said once
+    st.toast(escape_md(note), icon=":material/refresh:")
 
+# the default page is served at "/" and its own url_path is never matched, so /threads
+# (a URL people type or keep) is the same page under a hidden second entry
 threads_page = st.Page(THREADS_PAGE, title="Threads", icon=":material/forum:",
-                       url_path="threads", default=True)
+                       url_path="home", default=True)
+threads_alias = st.Page(THREADS_PAGE, title="Threads", icon=":material/forum:",
+                        url_path="threads", visibility="hidden")
 run_page = st.Page(RUN_PAGE, title="Run inspector", icon=":material/manage_search:",
                    url_path="run")
 analysis_pages = [
@@ -73,7 +82,7 @@ analysis_pages = [
             url_path="timeline"),
     st.Page(STORY_PAGE, title="Demo story", icon=":material/auto_stories:", url_path="story"),
 ]
-nav = st.navigation([threads_page, run_page, *analysis_pages])
+nav = st.navigation([threads_page, run_page, *analysis_pages, threads_alias])
 
 if wanted_db is not None and wanted_db not in served.databases:
     # never another database in its place: the page would show the wrong data
@@ -83,8 +92,11 @@ if wanted_db is not None and wanted_db not in served.databases:
         st.page_link(threads_page, label=escape_md(f"open database {name}"),
                      icon=":material/database:", query_params={"db": name})
     st.stop()
-# the database in use is part of every URL (sidebar links carry none)
-st.query_params["db"] = services.current_name()
+# the database in use is part of every URL (sidebar links carry none); written only
+# when it differs, since every write is a browser history entry when the URL changes
+# and a message to the browser even when it does not
+if st.query_params.get("db") != services.current_name():
+    st.query_params["db"] = services.current_name()
 
 # a shared link of the form /?run=<id> lands on the default page: send it on (the
 # analysis pages read their own ?run=)

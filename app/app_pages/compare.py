@@ -1,7 +1,8 @@
 """Compare runs page: two runs' compositions side by side, lane by lane, with what
 entered, left or moved and why, the token deltas, changed settings and step alignment.
 
-URL: ``compare?a=<run>&b=<run>`` opens the same comparison.
+URL: ``compare?a=<run>&b=<run>`` opens the same comparison; without them it opens on
+the current run (as B) and the run before it on its thread (as A).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import streamlit as st
 
 from app import services
 from app.components import (
+    COMPARE_PAGE,
     LANE_TITLES,
     MISSING,
     escape_md,
@@ -23,6 +25,7 @@ from app.components import (
     link_to_message,
     link_to_run,
     literal,
+    run_not_found,
     set_query_params,
 )
 from memory_core import views
@@ -50,13 +53,14 @@ if len(runs) < 2:
 
 by_id = {r.run_id: r for r in runs}
 wanted_a, wanted_b = services.query_param("a"), services.query_param("b")
-for name, wanted in (("a", wanted_a), ("b", wanted_b)):
+for wanted in (wanted_a, wanted_b):
     if wanted and wanted not in by_id:
-        st.error(escape_md(f"run '{wanted}' (URL parameter {name}) does not exist in this database"))
-if wanted_a not in by_id:
-    wanted_a = None
-if wanted_b not in by_id:
-    wanted_b = None
+        # never another run in its place: "not found", a search, the URL left as is
+        run_not_found(url, wanted, runs, page=COMPARE_PAGE)
+if wanted_a is None and wanted_b is None and services.current_run() in by_id:
+    # opened without a pair: the current run against the run before it on its thread
+    wanted_b = services.current_run()
+    wanted_a = services.previous_run(runs, wanted_b or "")
 
 threads = sorted({views.thread_key(r) for r in runs})
 start_thread = views.comparison_thread(runs, [wanted_b, wanted_a])
@@ -80,6 +84,7 @@ col_a, col_b = st.columns(2)
 run_a = col_a.selectbox("Run A", options, index=options.index(default_a), format_func=_label)
 run_b = col_b.selectbox("Run B", options, index=options.index(default_b), format_func=_label)
 set_query_params({"a": run_a, "b": run_b})
+services.set_current_run(run_b, in_url=False)  # run B is the run the user follows
 with col_a:
     link_to_run(run_a, label=f"inspect run {run_a}")
 with col_b:

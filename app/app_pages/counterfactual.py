@@ -15,6 +15,7 @@ import streamlit as st
 
 from app import services
 from app.components import (
+    COUNTERFACTUAL_PAGE,
     LANE_TITLES,
     escape_md,
     fmt_score,
@@ -50,7 +51,7 @@ st.caption("Take parts out of what the model was given (or put back what was lef
            "changes. Results are kept in the run's journal.")
 url = services.current_url()
 
-run_id, _ = pick_run(url)
+run_id, _ = pick_run(url, page=COUNTERFACTUAL_PAGE)
 link_to_run(run_id, label=f"inspect run {run_id}")
 
 try:

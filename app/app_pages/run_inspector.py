@@ -1,7 +1,8 @@
 """Run inspector page: one run's composed prompt lane by lane with links to the
 source messages, its token bar, settings, near-miss score chart, steps and answer.
 
-URL: ``run?run=<id>`` opens the same run.
+URL: ``run?run=<id>`` opens the same run. The action bar under its title opens the
+analysis pages on it.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from app.components import (
     literal,
     pick_run,
     recalled_observations,
+    run_action_bar,
     score_chart,
     token_bar,
 )
@@ -30,7 +32,7 @@ DROP_LABELS = {"token-limit": "trimmed by the token limiter"}
 st.title("Run inspector")
 url = services.current_url()
 
-run_id, _ = pick_run(url)
+run_id, thread_runs = pick_run(url)
 
 try:
     view = services.cached_run_view(url, run_id)
@@ -43,6 +45,8 @@ except Exception as e:  # noqa: BLE001
 
 run = view.run
 st.subheader(f"Run {escape_md(run.run_id)}")
+summary = next(r for r in thread_runs if r.run_id == run_id)
+run_action_bar(summary, services.previous_run(thread_runs, run_id))
 # the seal: what this page shows is what the run recorded, or it says it is not
 check = services.cached_verification(url, run_id)
 BADGES = {"ok": ("green", ":material/verified:", "verified: every record matches its seal"),

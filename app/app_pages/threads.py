@@ -1,9 +1,11 @@
 """Threads page: resources → threads → messages in seq order (paged), with search
 across a resource and links from each message to the runs that used it.
 
-URL: ``?resource=<id>&thread=<id>&seq=<n>`` selects the same view; threads with no
-resource are listed under "(no resource)" (no ``resource`` in the URL), and a link
-naming a thread opens it whatever resource the link says.
+URL: ``?thread=<id>&seq=<n>[&to=<n>]`` selects the same view, scrolled to the message
+(or range), highlighted; the thread names its resource, so ``?resource=<id>`` is only
+read (a link naming a thread opens it whatever resource the link says). Threads with no
+resource are listed under "(no resource)". A thread that does not exist is "not found",
+with a search.
 """
 
 from __future__ import annotations
@@ -14,7 +16,15 @@ import pandas as pd
 import streamlit as st
 
 from app import services
-from app.components import escape_md, link_to_message, link_to_run, literal, set_query_params
+from app.components import (
+    escape_md,
+    focus_cards,
+    link_to_message,
+    link_to_run,
+    literal,
+    set_query_params,
+    thread_not_found,
+)
 from memory_core import views
 from memory_core.views import DEFAULT_PAGE_SIZE, page_of_seq
 
@@ -37,6 +47,9 @@ groups = views.resource_groups(every_thread)
 wanted_thread = services.query_param("thread")
 wanted_resource = services.query_param("resource")
 linked = next((t for t in every_thread if t.thread_id == wanted_thread), None)
+if wanted_thread and linked is None:
+    # a URL naming a thread that is nowhere here: never another thread in its place
+    thread_not_found(wanted_thread, every_thread)
 if linked is not None:
     # a link to a thread finds it whatever resource it names (or none)
     wanted_group: str | None = linked.resource_id
@@ -77,9 +90,7 @@ if not thread_ids:
     st.info("This resource has no threads.")
     st.stop()
 if wanted_thread and wanted_thread not in thread_ids:
-    if linked is None:  # the URL named a thread that is nowhere in this database
-        st.error(escape_md(f"thread '{wanted_thread}' does not exist in this database"))
-    wanted_thread = None
+    wanted_thread = None  # the user picked another resource
 titles = {t.thread_id: t.title for t in summaries}
 thread = st.selectbox("Thread", thread_ids,
                       index=thread_ids.index(wanted_thread) if wanted_thread else 0,
@@ -97,7 +108,9 @@ start_page = min(page_of_seq(focus_seq), first.page_count) if focus_seq is not N
 page = int(st.number_input(f"Page (of {first.page_count})", min_value=1,
                            max_value=first.page_count, value=start_page, step=1,
                            key=f"page:{thread}:{focus_seq}"))
-set_query_params({"resource": resource, "thread": thread,
+# the thread names its resource: ``resource`` stays out of the URL, so a link to a
+# message is one browser history entry (the page adds nothing to the link's URL)
+set_query_params({"resource": None, "thread": thread,
                   "seq": str(focus_seq) if focus_seq is not None else None,
                   "to": str(focus_end) if focus_end not in (None, focus_seq) else None})
 
@@ -105,6 +118,9 @@ msgs = first if page == 1 else services.cached_thread_messages(url, thread, page
                                                                DEFAULT_PAGE_SIZE)
 st.caption(f"{msgs.total} messages · page {msgs.page} of {msgs.page_count} · "
            f"{DEFAULT_PAGE_SIZE} per page")
+if focus_seq is not None and focus_end is not None:
+    # the link lands on its message: scrolled to and highlighted
+    focus_cards([f"msg-{m.seq}" for m in msgs.messages if focus_seq <= m.seq <= focus_end])
 for m in msgs.messages:
     focused = (focus_seq is not None and focus_end is not None
                and focus_seq <= m.seq <= focus_end)

@@ -1,7 +1,8 @@
 """Composition timeline page: how a thread's prompts were made up over its runs —
 tokens per lane as a stacked area — with observation compactions marked.
 
-URL: ``timeline?thread=<id>`` opens the same thread.
+URL: ``timeline?thread=<id>&run=<id>`` opens the same thread with that run marked;
+without them, the current run's thread.
 """
 
 from __future__ import annotations
@@ -16,12 +17,15 @@ from app import services
 from app.components import (
     LANE_COLOURS,
     LANE_TITLES,
+    TIMELINE_PAGE,
     escape_md,
     fmt_time,
     link_to_message,
     link_to_run,
     plot_text,
+    run_not_found,
     set_query_params,
+    thread_not_found,
 )
 
 st.title("Composition timeline")
@@ -42,14 +46,34 @@ if not threads:
 
 wanted = services.query_param("thread")
 if wanted and wanted not in threads:
+    every_thread = services.cached_thread_summaries(url, None)
+    if wanted not in {t.thread_id for t in every_thread}:
+        thread_not_found(wanted, [t for t in every_thread if t.thread_id in threads],
+                         page=TIMELINE_PAGE)
     # the Threads page shares its thread through the URL; it may have no runs yet
     st.info(escape_md(f"thread '{wanted}' has no runs in this database; pick a thread that has"))
     wanted = None
+asked_run = services.query_param("run")
+if asked_run is not None and services.run_of(url, asked_run) is None:
+    services.forget_current_run()
+    run_not_found(url, asked_run, runs, page=TIMELINE_PAGE)
+current = services.run_of(url, services.current_run())
+if wanted is None and current is not None:
+    wanted = current.thread_id  # opened from a run: that run's thread
 counts = Counter(r.thread_id for r in runs)  # one pass: a database holds thousands
 thread = st.selectbox("Thread", threads, index=threads.index(wanted) if wanted else 0,
                       format_func=lambda t: f"{t} ({counts[t]} runs)")
+# the run marked on the chart: the current run when it is on this thread, else the newest
+thread_run_ids = [r.run_id for r in runs if r.thread_id == thread]
+marked: str = st.selectbox(
+    "Marked run", thread_run_ids,
+    index=(thread_run_ids.index(current.run_id) if current is not None
+           and current.run_id in thread_run_ids else len(thread_run_ids) - 1),
+    help="The run marked on the chart; it is also the run the other pages open on.")
 set_query_params({"thread": thread})
+services.set_current_run(marked)
 link_to_message(thread, None, label=f"open thread {thread}")
+link_to_run(marked, label=f"inspect run {marked}")
 
 try:
     tl = services.cached_timeline(url, thread)
@@ -74,6 +98,13 @@ for lane in tl.lanes:
         x=xs, y=ys, name=LANE_TITLES[lane], mode="lines", stackgroup="tokens",
         line={"width": 0.5, "color": LANE_COLOURS[lane]}, customdata=labels,
         hovertemplate="%{customdata}<br>" + LANE_TITLES[lane] + ": %{y} tokens<extra></extra>"))
+marked_point = next((p for p in tl.points if p.run_id == marked), None)
+if marked_point is not None:
+    fig.add_vline(x=marked_point.index, line_width=3, line_color="#d62728",
+                  annotation_text=plot_text(f"this run: {marked}"),
+                  annotation_position="top right")
+else:
+    st.caption(escape_md(f"Run {marked} recorded no composition, so it is not on the chart."))
 for p in tl.compactions:
     fig.add_vline(x=p.index, line_dash="dash", line_color="#31a354",
                   annotation_text=f"compaction: {p.observation_count} obs.",

@@ -17,6 +17,7 @@ import streamlit as st
 from app import services
 from app.components import (
     FATE_COLOURS,
+    WHY_PAGE,
     escape_md,
     fate_badge,
     fmt_cell,
@@ -40,7 +41,7 @@ st.title("Why forgotten")
 st.caption("Was a message given to the model in a run? If not, why not?")
 url = services.current_url()
 
-run_id, thread_runs = pick_run(url)
+run_id, thread_runs = pick_run(url, page=WHY_PAGE)
 
 url_phrase = services.query_param("q")
 how = st.radio("Which message", [PICK, PHRASE], index=1 if url_phrase else 0,
@@ -68,7 +69,11 @@ if how == PICK:
                           help="Messages of the run's thread, then of its owner's other "
                                "threads.")
     msg_thread, msg_seq = picked
-    set_query_params({"run": run_id, "thread": msg_thread, "seq": str(msg_seq), "q": None})
+    # the first message, shown by default, stays out of the URL: a link that opened
+    # this page on a run is then one browser history entry, not two
+    named = url_ref in refs or picked != refs[0]
+    set_query_params({"run": run_id, "thread": msg_thread if named else None,
+                      "seq": str(msg_seq) if named else None, "q": None})
 else:
     phrase = st.text_input("Phrase the model should have known", value=url_phrase or "",
                            placeholder="e.g. refund of €240").strip() or None

@@ -233,7 +233,10 @@ def test_compare_unknown_run_in_url_is_a_clear_error(populated: Populated,
                                                      app: MakeApp) -> None:
     at = app(COMPARE_PAGE, a="ghost", b=RUN_2)
     assert not at.exception
-    assert "run 'ghost' (URL parameter a) does not exist" in shown(at.error[0].value)
+    assert [shown(e.value) for e in at.error] == [
+        f"Run 'ghost' not found in database '{next(iter(services.served().databases))}'."]
+    assert all(w.label not in ("Run A", "Run B") for w in at.selectbox)  # no other run
+    assert at.query_params["a"] == "ghost" and at.query_params["b"] == RUN_2
 
 
 # -- counterfactual replay -------------------------------------------------------------
@@ -427,7 +430,9 @@ def test_picking_a_message_shows_its_fate(populated: Populated, app: MakeApp,
     colour = "green" if given else "red"
     assert any(m.startswith(f"## :{colour}-badge[") and m.endswith(f" {fate}]")
                for m in _md(at))
-    assert at.query_params["thread"] == THREAD and at.query_params["seq"] == str(seq)
+    # the URL reproduces the pick (the page's first message needs no thread/seq in it)
+    shared = app(WHY_PAGE, **{k: at.query_params[k] for k in at.query_params})
+    assert _select(shared, "Message").value == (THREAD, seq)
     # one point per run of the thread; RUN_1's is this fate
     lifeline = _charts(at)[0]
     points = {x: t["name"] for t in lifeline["data"] for x in t["x"]}
@@ -513,14 +518,15 @@ def test_timeline_shows_stacked_lanes_and_marks_the_compaction(demo: InMemorySto
     assert {t["stackgroup"] for t in fig["data"]} == {"tokens"}
     assert "Observations" in [t["name"] for t in fig["data"]]
     assert len(fig["data"][0]["x"]) == 40  # one point per run
-    lines = [s for s in fig["layout"]["shapes"] if s["type"] == "line"]
+    lines = [s for s in fig["layout"]["shapes"] if s["line"].get("dash") == "dash"]
     assert len(lines) == 1 and lines[0]["x0"] == 25
     assert any("compaction" in a["text"] for a in fig["layout"]["annotations"])
     assert {m.label: m.value for m in at.metric}["Compactions"] == "1"
     _select(at, "Thread").set_value("support-3").run()
     _ok(at)
     assert at.query_params["thread"] == "support-3"
-    assert _charts(at)[0]["layout"].get("shapes", []) == []
+    assert [s for s in _charts(at)[0]["layout"].get("shapes", [])
+            if s["line"].get("dash") == "dash"] == []
 
 
 # -- demo story ------------------------------------------------------------------------

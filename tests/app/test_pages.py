@@ -173,7 +173,12 @@ def test_url_opens_the_named_run(populated: Populated, app: MakeApp, page: str |
 def test_unknown_run_in_url_is_a_clear_error(populated: Populated, app: MakeApp) -> None:
     at = app(RUN_PAGE, run="ghost-run")
     assert not at.exception
-    assert any("run 'ghost-run' does not exist" in shown(e.value) for e in at.error)
+    assert [shown(e.value) for e in at.error] == [
+        f"Run 'ghost-run' not found in database '{_served_name()}'."]
+    # never another run in its place, and the URL still names the run asked for
+    assert all(w.label != "Run" for w in at.selectbox)
+    assert not at.subheader and not at.tabs and not at.text
+    assert at.query_params["run"] == "ghost-run"
 
 
 def test_refresh_shows_new_runs(populated: Populated, app: MakeApp) -> None:
@@ -208,7 +213,8 @@ def test_threads_lists_messages_with_runs_that_used_them(populated: Populated,
         used = {i.seq for i in records(storage, run_id).prompt.items if i.thread_id == THREAD}
         assert len(used) >= 4
         assert _links(at).count(f"run={run_id}") == len(used)
-    assert at.query_params["thread"] == THREAD and at.query_params["resource"] == RESOURCE
+    # the thread names its resource: the URL carries the thread alone
+    assert at.query_params["thread"] == THREAD and "resource" not in at.query_params
 
 
 def test_search_finds_a_message(populated: Populated, app: MakeApp) -> None:
@@ -242,7 +248,10 @@ def test_large_thread_is_paginated_and_url_seq_opens_its_page(populated: Populat
 def test_unknown_thread_in_url_is_a_clear_error(populated: Populated, app: MakeApp) -> None:
     at = app(resource=RESOURCE, thread="no-such-thread")
     assert not at.exception
-    assert any("thread 'no-such-thread' does not exist" in shown(e.value) for e in at.error)
+    assert [shown(e.value) for e in at.error] == [
+        f"Thread 'no-such-thread' not found in database '{_served_name()}'."]
+    assert not at.text and all(w.label != "Thread" for w in at.selectbox)  # no other thread
+    assert at.query_params["thread"] == "no-such-thread"
 
 
 # -- literal text -----------------------------------------------------------------------
@@ -330,7 +339,7 @@ def test_changing_resource_moves_to_its_threads(populated: Populated, app: MakeA
     assert not at.exception and not at.error
     assert _select(at, "Thread").value == "other-1"
     assert _texts(at) == ["hello"]
-    assert at.query_params["resource"] == "user-7" and at.query_params["thread"] == "other-1"
+    assert at.query_params["thread"] == "other-1" and "resource" not in at.query_params
 
 
 def test_run_inspector_shows_settings_and_candidates(populated: Populated,

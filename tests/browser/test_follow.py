@@ -1,0 +1,209 @@
+"""Chromium walk of navigation (issue 15): from a run in the inspector, each link of its
+action bar opens that run's page (and Back, pressed once, returns); a message link
+scrolls its card into view, highlighted; /threads is served; an unknown run is "not
+found" and stays in the URL. Nothing is requested from any address but loopback."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+
+from memory_core.storage.duckdb import DuckDBStorage
+from tests.app.fixture_db import (
+    LONG_THREAD,
+    RUN_1,
+    RUN_2,
+    THREAD,
+    build_duckdb_file,
+    records,
+)
+from tests.browser.server import PAGE_TIMEOUT_MS, chromium, serve
+
+pytestmark = pytest.mark.browser
+
+FOLLOWED = RUN_2  # not the default of any page: landing on it means it followed
+
+
+@pytest.fixture()
+def workbench(tmp_path: Path) -> Iterator[tuple[str, int]]:
+    """The app serving a fixture DuckDB file: its base URL and the seq of a message in
+    FOLLOWED's recent lane (the message link to click)."""
+    db = tmp_path / "follow.duckdb"
+    build_duckdb_file(str(db))
+    reader = DuckDBStorage(str(db), read_only=True)
+    try:
+        memctx = records(reader, FOLLOWED).memctx
+        assert memctx is not None
+        seq = memctx.recent[0].seq
+    finally:
+        reader.close()
+    with serve(["--db", str(db)], tmp_path) as base:
+        yield base, seq
+
+
+def _query(page: Any) -> dict[str, str]:
+    return {k: v[-1] for k, v in parse_qs(urlparse(page.url).query).items()}
+
+
+def _path(page: Any) -> str:
+    return str(urlparse(page.url).path)
+
+
+def _selected(page: Any, label: str, value: str) -> None:
+    """Wait until the select box labelled ``label`` shows ``value`` (its option label
+    starts with the run id)."""
+    page.wait_for_function(
+        """([label, value]) => {
+            const box = document.querySelector(`input[role="combobox"][aria-label="${label}"]`);
+            return box !== null && (box.value === value || box.value.startsWith(value + " "));
+        }""", arg=[label, value], timeout=PAGE_TIMEOUT_MS)
+
+
+def _settled(page: Any) -> None:
+    """Wait until the script run is over (the status widget is gone)."""
+    page.wait_for_timeout(300)
+    page.locator('[data-testid="stStatusWidget"]').wait_for(state="detached",
+                                                             timeout=PAGE_TIMEOUT_MS)
+    page.wait_for_timeout(500)
+
+
+def _focused_card(page: Any) -> dict[str, Any] | None:
+    card: dict[str, Any] | None = page.evaluate("""() => {
+        const cards = document.querySelectorAll('[data-focused="true"]');
+        if (cards.length === 0) return null;
+        const r = cards[0].getBoundingClientRect();
+        return {count: cards.length, cls: cards[0].className, top: r.top,
+                bottom: r.bottom, height: window.innerHeight,
+                outline: getComputedStyle(cards[0]).outlineStyle};
+    }""")
+    return card
+
+
+def _wait_focused(page: Any) -> dict[str, Any]:
+    page.wait_for_function("document.querySelector('[data-focused=\"true\"]') !== null",
+                           timeout=PAGE_TIMEOUT_MS)
+    page.wait_for_timeout(1000)  # the second, settling scroll
+    card = _focused_card(page)
+    assert card is not None
+    return card
+
+
+def _in_view(card: dict[str, Any]) -> bool:
+    return bool(0 <= card["top"] and card["bottom"] <= card["height"])
+
+
+def _tab(browser: Any, outside: list[str]) -> Any:
+    """A new tab that notes every request to anywhere but loopback in ``outside``."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1400})
+    page.on("request", lambda r: None if urlparse(r.url).hostname in (
+        "127.0.0.1", "localhost") or r.url.startswith(("data:", "blob:", "about:"))
+        else outside.append(r.url))
+    return page
+
+
+ACTIONS = [("Counterfactual", "/counterfactual", "Counterfactual replay", "Run"),
+           ("Why forgotten", "/why", "Why forgotten", "Run"),
+           ("Compare with previous run", "/compare", "Compare runs", "Run B"),
+           ("Timeline", "/timeline", "Composition timeline", "Marked run")]
+
+
+def test_a_run_follows_you_and_links_land(workbench: tuple[str, int], tmp_path: Path) -> None:
+    base, seq = workbench
+    outside: list[str] = []
+    with chromium() as browser:
+        page = _tab(browser, outside)
+        page.goto(f"{base}/run?run={FOLLOWED}", timeout=PAGE_TIMEOUT_MS)
+        page.get_by_role("heading", name="Run inspector").wait_for(timeout=PAGE_TIMEOUT_MS)
+        _selected(page, "Run", FOLLOWED)
+        _settled(page)
+        assert _query(page) == {"run": FOLLOWED, "db": "follow"}  # the database joined
+        page.screenshot(path=str(tmp_path / "inspector.png"))
+        # the sidebar's links carry no run: the session's current run is followed
+        page.get_by_test_id("stSidebarNavItems").get_by_role(
+            "link", name="Composition timeline").click()
+        _selected(page, "Thread", THREAD)
+        _selected(page, "Marked run", FOLLOWED)
+        _settled(page)
+        assert _query(page)["run"] == FOLLOWED
+        page.screenshot(path=str(tmp_path / "sidebar-timeline.png"))
+        for label, path, title, widget in ACTIONS:
+            # a fresh tab each time, so history.length counts this navigation only
+            page.close()
+            page = _tab(browser, outside)
+            page.goto(f"{base}/run?run={FOLLOWED}&db=follow", timeout=PAGE_TIMEOUT_MS)
+            _selected(page, "Run", FOLLOWED)
+            _settled(page)
+            before = page.evaluate("history.length")
+            page.get_by_test_id("stMainBlockContainer").get_by_role(
+                "link", name=label, exact=True).click()
+            page.get_by_role("heading", name=title, exact=True).wait_for(
+                timeout=PAGE_TIMEOUT_MS)
+            _selected(page, widget, FOLLOWED)
+            _settled(page)
+            assert _path(page) == path
+            assert FOLLOWED in _query(page).values() and _query(page)["db"] == "follow"
+            if widget == "Run B":
+                assert _query(page)["a"] == RUN_1
+                _selected(page, "Run A", RUN_1)
+            page.screenshot(path=str(tmp_path / f"action-{path.strip('/')}.png"))
+            # one history entry per navigation: Back, once, returns to the inspector
+            assert page.evaluate("history.length") == before + 1, label
+            page.go_back()
+            page.get_by_role("heading", name="Run inspector").wait_for(
+                timeout=PAGE_TIMEOUT_MS)
+            _selected(page, "Run", FOLLOWED)
+            _settled(page)
+            assert _path(page) == "/run" and _query(page)["run"] == FOLLOWED
+
+        # a message link from the prompt lands on its card, in view and highlighted
+        page.close()
+        page = _tab(browser, outside)
+        page.goto(f"{base}/run?run={FOLLOWED}&db=follow", timeout=PAGE_TIMEOUT_MS)
+        _selected(page, "Run", FOLLOWED)
+        _settled(page)
+        page.get_by_role("tab").filter(has_text="Recent").click()
+        before = page.evaluate("history.length")
+        page.get_by_role("link", name=f"source: {THREAD} #{seq}", exact=True).click()
+        page.get_by_role("heading", name="Threads", exact=True).wait_for(
+            timeout=PAGE_TIMEOUT_MS)
+        card = _wait_focused(page)
+        assert f"st-key-msg-{seq}" in card["cls"].split() and card["count"] == 1
+        assert _in_view(card) and card["outline"] == "solid"
+        _settled(page)
+        assert page.evaluate("history.length") == before + 1
+        assert _query(page)["thread"] == THREAD and _query(page)["seq"] == str(seq)
+        page.screenshot(path=str(tmp_path / "message-link.png"))
+        page.go_back()
+        page.get_by_role("heading", name="Run inspector").wait_for(timeout=PAGE_TIMEOUT_MS)
+
+        # /threads, typed: a message far down a long thread, scrolled to
+        page.goto(f"{base}/threads?thread={LONG_THREAD}&seq=77", timeout=PAGE_TIMEOUT_MS)
+        page.get_by_role("heading", name="Threads", exact=True).wait_for(
+            timeout=PAGE_TIMEOUT_MS)
+        card = _wait_focused(page)
+        assert "st-key-msg-77" in card["cls"].split() and _in_view(card)
+        assert page.get_by_text("Page not found").count() == 0
+        page.screenshot(path=str(tmp_path / "threads-path.png"))
+
+        # an unknown run: "not found", a search, and the URL keeps the id asked for
+        page.goto(f"{base}/counterfactual?run=ghost", timeout=PAGE_TIMEOUT_MS)
+        page.get_by_text("Run 'ghost' not found in database 'follow'.").wait_for(
+            timeout=PAGE_TIMEOUT_MS)
+        _settled(page)
+        assert _query(page)["run"] == "ghost"
+        assert page.locator('input[role="combobox"][aria-label="Run"]').count() == 0
+        page.get_by_label("Search").fill("faq")
+        page.get_by_label("Search").press("Enter")
+        page.get_by_text("2 match(es)", exact=True).wait_for(timeout=PAGE_TIMEOUT_MS)
+        _settled(page)
+        offered = page.get_by_test_id("stMainBlockContainer").get_by_test_id(
+            "stPageLink-NavLink")
+        assert sorted(t.split(" · ")[0] for t in offered.all_inner_texts()) == [
+            "run-faq-1", "run-faq-2"]
+        page.screenshot(path=str(tmp_path / "not-found.png"))
+        assert _query(page)["run"] == "ghost"
+    assert outside == []
