@@ -374,21 +374,11 @@ def after_write() -> None:
 
 # -- the demo database (story page) ----------------------------------------------------
 DEMO_EMBEDDER_VAR = "MEMWB_DEMO_EMBEDDER"  # "hashing" builds a quick demo (tests)
-STORY_RUNS = ("support-3-forgot", "support-3-fixed")
 
 
 def demo_path() -> Path:
     p = Path(DEMO_DB)
     return p if p.is_absolute() else PROJECT_ROOT / p
-
-
-def has_story(url: str) -> bool:
-    """Whether the database at ``url`` holds the demo's support story runs."""
-    try:
-        ids = {r.run_id for r in cached_runs(url, "support-3")}
-    except Exception:  # noqa: BLE001 - a missing or foreign database has no story
-        return False
-    return all(r in ids for r in STORY_RUNS)
 
 
 def holds_runs(url: str, run_ids: Sequence[str]) -> bool:

@@ -365,6 +365,10 @@ def proof_section(url: str, story: Story, key: Ref | None, *, engineer: bool) ->
             st.caption(escape_md(f"{put_back[0][0]} #{put_back[0][1]} is neither dropped "
                                  f"nor a near miss in run {proof.run}"))
         return
+    if proof.run != story.run:  # the proof asks another question: show it
+        asked = services.cached_run_view(url, proof.run).query
+        st.markdown("The question asked in this replay:")
+        bubble("user", asked or "(question not recorded)", engineer=False)
     stored = stored_proof(url, proof.run, put_back, proof.take_away)
     read_only = services.read_only()
     if read_only:

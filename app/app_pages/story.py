@@ -23,12 +23,18 @@ from app.stories import GLOSSARY, STORIES, Story, story_by_key
 
 story = story_by_key(services.query_param("story"))
 st.title(story.title)
-picked = st.segmented_control(
-    "Stories", [s.key for s in STORIES], default=story.key, key="story-pick",
-    format_func=lambda k: story_by_key(k).title, label_visibility="collapsed")
-if picked is not None and picked != story.key:
-    set_query_params({"story": picked})
-    st.rerun()
+
+
+def _picked() -> None:
+    # runs before the page: the URL then names the story picked
+    if (key := st.session_state.get("story-pick")) is not None:
+        st.query_params["story"] = key
+
+
+st.session_state["story-pick"] = story.key  # the URL decides which story is shown
+st.segmented_control("Stories", [s.key for s in STORIES], key="story-pick",
+                     on_change=_picked, format_func=lambda k: story_by_key(k).title,
+                     label_visibility="collapsed")
 set_query_params({"story": story.key})
 st.markdown(escape_md(story.intro))
 engineer = st.toggle("Engineer details", key="story-engineer",
