@@ -249,6 +249,11 @@ def key_fate(view: views.RunView, memctx: Memctx | None, key: Ref | None,
         if (d.thread_id, d.seq) == key:
             return False, (f"{name} was found by memory but left out, because "
                            + PLAIN_LEFT_OUT.get(d.reason or "", "of a rule") + ".")
+    for p in memctx.processed:
+        if (p.thread_id, p.seq) == key:
+            done = "cut out" if p.action == "removed" else "shortened"
+            return False, (f"{name} was {done} to keep what the assistant is given under "
+                           "its length limit.")
     rc = memctx.settings.recall
     for n in memctx.near_misses:
         if (n.thread_id, n.seq) != key:

@@ -23,7 +23,7 @@ st.markdown(
     "what an answer depended on.")
 
 st.subheader("Stories")
-st.caption("Four short walkthroughs on the demo database, in plain words.")
+st.caption(f"{len(STORIES)} short walkthroughs on the demo database, in plain words.")
 columns = st.columns(2)
 for n, story in enumerate(STORIES):
     with columns[n % 2], st.container(border=True):

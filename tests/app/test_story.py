@@ -283,3 +283,29 @@ def test_a_key_message_memory_never_found_cannot_be_put_back(demo: InMemoryStora
     at = _story(app, "support")
     assert any("cannot be put back here" in i.value.replace("\\", "") for i in at.info)
     assert not [b for b in at.main.button if b.label == story_by_key("support").proof.button]
+
+
+def test_a_message_the_length_limit_cut_out_is_named_plainly() -> None:
+    from datetime import UTC, datetime
+
+    from app.story_parts import key_fate
+    from memory_core.provenance import CompositionSettings, Memctx, Processed
+    from memory_core.views import VIEW_LANES, LaneView, RunSummary, RunView
+
+    view = RunView(
+        run=RunSummary(run_id="r", agent="a", thread_id="t", resource_id=None,
+                       status="completed", started_at=datetime(2027, 1, 1, tzinfo=UTC),
+                       finished_at=None),
+        error=None, query="q", settings={}, threshold=None, top_k=None, candidates=[],
+        lanes=[LaneView(lane=lane, items=[], tokens=0, total_count=0) for lane in VIEW_LANES],
+        recall_skipped=None, steps=[], tool_calls=[], answer=None, notes=[])
+    memctx = Memctx(thread_id="t", settings=CompositionSettings(recent_n=4,
+                                                                 recall_enabled=False),
+                    processed=[Processed(processor="token-limiter", lane="recent",
+                                         thread_id="t", seq=3, action="removed",
+                                         tokens_before=10, tokens_after=0, reason="budget")])
+    given, sentence = key_fate(view, memctx, ("t", 3), "the budget")
+    assert given is False
+    assert sentence == ("The budget was cut out to keep what the assistant is given under "
+                        "its length limit.")
+    assert not BANNED.search(sentence)
