@@ -19,6 +19,7 @@ import streamlit as st
 
 from memory_core import views
 
+START_PAGE = "app_pages/start.py"
 THREADS_PAGE = "app_pages/threads.py"
 RUN_PAGE = "app_pages/run_inspector.py"
 COMPARE_PAGE = "app_pages/compare.py"

@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # the analysis modules load on first use, keeping page starts
     from memory_core.analysis.timeline import Timeline
     from memory_core.journal.seal import VerifyReport
     from memory_core.models.base import Model
+    from memory_core.provenance import Memctx
 
 ENV_VAR = "MEMWB_DB"
 DEMO_DB = "sample_data/out/demo.duckdb"
@@ -396,7 +397,6 @@ def after_write() -> None:
 
 # -- the demo database (story page) ----------------------------------------------------
 DEMO_EMBEDDER_VAR = "MEMWB_DEMO_EMBEDDER"  # "hashing" builds a quick demo (tests)
-STORY_RUNS = ("support-3-forgot", "support-3-fixed")
 
 
 def demo_path() -> Path:
@@ -404,13 +404,24 @@ def demo_path() -> Path:
     return p if p.is_absolute() else PROJECT_ROOT / p
 
 
-def has_story(url: str) -> bool:
-    """Whether the database at ``url`` holds the demo's support story runs."""
+def holds_runs(url: str, run_ids: Sequence[str]) -> bool:
+    """Whether the database at ``url`` holds every one of ``run_ids`` (a story's runs)."""
     try:
-        ids = {r.run_id for r in cached_runs(url, "support-3")}
-    except Exception:  # noqa: BLE001 - a missing or foreign database has no story
+        ids = {r.run_id for r in cached_runs(url)}
+    except Exception:  # noqa: BLE001 - a missing or foreign database holds no runs
         return False
-    return all(r in ids for r in STORY_RUNS)
+    return all(r in ids for r in run_ids)
+
+
+@st.cache_data(ttl=CACHE_TTL_SECONDS, show_spinner=False)
+def cached_memctx(url: str, run_id: str) -> Memctx | None:
+    """A run's provenance record as recorded (the story reads the ranks and scores of
+    what was left out)."""
+    from memory_core.journal import RunReader
+
+    with _batch(url) as storage:
+        storage.runs.require_run(run_id)
+        return RunReader(storage.runs, run_id).memctx()
 
 
 def demo_target() -> str | None:
@@ -450,15 +461,16 @@ def build_demo_database(progress: Callable[[str], None]) -> Path:
 def run_counterfactual(url: str, run_id: str, *,
                        subtract: Literal["all"] | Sequence[tuple[str, int]] | None = None,
                        lanes: Sequence[str] = (), put_back: Sequence[tuple[str, int]] = (),
-                       model: Model | None = None) -> CounterfactualResult:
+                       model: Model | None = None, reuse: bool = True) -> CounterfactualResult:
     """Replay ``run_id`` with the chosen edits (re-asking ``model``, default the one the
-    run recorded); the result is journaled, so the cached reads are dropped afterwards."""
+    run recorded); the result is journaled, so the cached reads are dropped afterwards.
+    ``reuse=False`` asks the model again even when the journal holds this replay."""
     from memory_core.analysis.counterfactual import counterfactual
 
     try:
         with writable_storage(url) as storage:
             return counterfactual(storage, run_id, subtract=subtract, lanes=lanes,
-                                  put_back=put_back, model=model)
+                                  put_back=put_back, model=model, reuse=reuse)
     finally:
         after_write()
 

@@ -22,6 +22,7 @@ from app.components import (  # noqa: E402
     COMPARE_PAGE,
     COUNTERFACTUAL_PAGE,
     RUN_PAGE,
+    START_PAGE,
     STORY_PAGE,
     THREADS_PAGE,
     TIMELINE_PAGE,
@@ -64,12 +65,12 @@ note = st.session_state.pop(services.REFRESH_NOTE_KEY, None)
 if note:  # what Refresh reloaded, said once
     st.toast(escape_md(note), icon=":material/refresh:")
 
-# the default page is served at "/" and its own url_path is never matched, so /threads
-# (a URL people type or keep) is the same page under a hidden second entry
+# the start page is the default (served at /); Threads keeps its own /threads
+start_page = st.Page(START_PAGE, title="Start", icon=":material/home:", default=True)
+story_page = st.Page(STORY_PAGE, title="Demo stories", icon=":material/auto_stories:",
+                     url_path="story")
 threads_page = st.Page(THREADS_PAGE, title="Threads", icon=":material/forum:",
-                       url_path="home", default=True)
-threads_alias = st.Page(THREADS_PAGE, title="Threads", icon=":material/forum:",
-                        url_path="threads", visibility="hidden")
+                       url_path="threads")
 run_page = st.Page(RUN_PAGE, title="Run inspector", icon=":material/manage_search:",
                    url_path="run")
 analysis_pages = [
@@ -80,16 +81,15 @@ analysis_pages = [
     st.Page(WHY_PAGE, title="Why forgotten", icon=":material/help:", url_path="why"),
     st.Page(TIMELINE_PAGE, title="Composition timeline", icon=":material/stacked_line_chart:",
             url_path="timeline"),
-    st.Page(STORY_PAGE, title="Demo story", icon=":material/auto_stories:", url_path="story"),
 ]
-nav = st.navigation([threads_page, run_page, *analysis_pages, threads_alias])
+nav = st.navigation([start_page, story_page, threads_page, run_page, *analysis_pages])
 
 if wanted_db is not None and wanted_db not in served.databases:
     # never another database in its place: the page would show the wrong data
     st.error(f"Database {escape_md(repr(wanted_db))} is not served here; choose one of "
              f"{escape_md(', '.join(names))} in the sidebar.", icon=":material/error:")
     for name in names:
-        st.page_link(threads_page, label=escape_md(f"open database {name}"),
+        st.page_link(start_page, label=escape_md(f"open database {name}"),
                      icon=":material/database:", query_params={"db": name})
     st.stop()
 # the database in use is part of every URL (sidebar links carry none); written only
@@ -104,6 +104,12 @@ if (nav.url_path in ("", "threads") and services.query_param("run")
         and not services.query_param("thread")):
     st.switch_page(run_page, query_params={"run": services.query_param("run") or "",
                                            "db": services.current_name()})
+# links made when Threads was the default page (/?thread=…, /?q=…) still open it
+THREAD_PARAMS = ("thread", "seq", "to", "resource", "q")
+if nav.url_path == "" and any(services.query_param(k) for k in THREAD_PARAMS):
+    st.switch_page(threads_page, query_params={
+        **{k: v for k in THREAD_PARAMS if (v := services.query_param(k))},
+        "db": services.current_name()})
 
 try:
     services.get_services(services.current_url())

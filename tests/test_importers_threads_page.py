@@ -12,6 +12,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from app import services
+from app.components import THREADS_PAGE
 from memory_core import views
 from memory_core.importers import import_file
 from memory_core.storage.inmemory import InMemoryStorage
@@ -33,7 +34,10 @@ def imported(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[InMemoryStorage,
 
 
 def _open(**query: str) -> AppTest:
+    """The Threads page (the start page is the default) with ``query`` in its URL."""
     at = AppTest.from_file(str(ENTRY), default_timeout=TIMEOUT)
+    at.run()
+    at.switch_page(THREADS_PAGE)
     at.query_params.update(query)
     at.run()
     return at

@@ -1,34 +1,52 @@
-"""Demo story page: "the assistant forgot the refund" told step by step for someone
-who never saw a prompt — the conversation, the run that went wrong, what the model was
-given, the counterfactual that proves it, and the fix. Builds the demo database first
-when it is missing."""
+"""Demo stories, told for someone who never saw a prompt: what was said, what the
+assistant answered, what it was given, why, the proof (the very answer replayed with
+one change) and the fix. Plain words by default; "Engineer details" adds the ids,
+settings and scores. The stories are the table in app/stories.py; ``?story=<key>``
+picks one. Builds the demo database first when it is missing."""
 
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
 from app import services
+from app import story_parts as parts
 from app.components import (
-    COMPARE_PAGE,
     STORY_PAGE,
     escape_md,
-    fate_badge,
     link_to_message,
     link_to_run,
-    literal,
     score_chart,
-    token_bar,
+    set_query_params,
 )
-from sample_data.scenarios.support import SUPPORT
+from app.stories import GLOSSARY, STORIES, Story, story_by_key
 
-FORGOT, FIXED = services.STORY_RUNS
-FIRST_THREAD = "support-1"
-REFUND_PHRASE = "refund of €240"
-ROLE_AVATARS = {"user": ":material/person:", "assistant": ":material/support_agent:",
-                "tool": ":material/build:", "system": ":material/settings:"}
+story = story_by_key(services.query_param("story"))
+st.title(story.title)
 
-st.title("The assistant forgot the refund")
-st.markdown(escape_md(SUPPORT.summary) + " Here is what happened, step by step.")
+
+def _picked() -> None:
+    # runs before the page: the URL then names the story picked
+    if (key := st.session_state.get("story-pick")) is not None:
+        st.query_params["story"] = key
+
+
+st.session_state["story-pick"] = story.key  # the URL decides which story is shown
+st.segmented_control("Stories", [s.key for s in STORIES], key="story-pick",
+                     on_change=_picked, format_func=lambda k: story_by_key(k).title,
+                     label_visibility="collapsed")
+set_query_params({"story": story.key})
+st.markdown(escape_md(story.intro))
+engineer = st.toggle("Engineer details", key="story-engineer",
+                     help="Show the ids, settings and numbers behind each step.")
+with st.expander("Glossary: the words engineers use for these things"):
+    st.dataframe(pd.DataFrame(GLOSSARY, columns=["in this story", "engineers say",
+                                                 "meaning"]),
+                 hide_index=True, width="stretch")
+
+
+def _runs(s: Story) -> list[str]:
+    return [s.run, s.proof.run, *([s.fix.run] if s.fix else [])]
 
 
 def _story_database() -> str | None:
@@ -36,14 +54,13 @@ def _story_database() -> str | None:
     first other served one (never a database the workbench was not started with)."""
     current = services.current_name()
     databases = services.served().databases
-    if services.has_story(databases[current]):
+    if services.holds_runs(databases[current], _runs(story)):
         return current
     return next((name for name, u in databases.items()
-                 if name != current and services.has_story(u)), None)
+                 if name != current and services.holds_runs(u, _runs(story))), None)
 
 
-story_db = _story_database()
-if story_db is None:
+def _offer_demo_build() -> None:
     target = services.demo_target()
     if target is None:
         st.info("The story needs the demo database, and none of the databases this "
@@ -68,133 +85,91 @@ if story_db is None:
         st.rerun()
     st.stop()
 
+
+story_db = _story_database()
+if story_db is None:
+    _offer_demo_build()
+assert story_db is not None
 url = services.served().databases[story_db]
 if story_db != services.current_name():
     st.caption(escape_md(f"Reading the served database '{story_db}', which holds the demo."))
     st.page_link(STORY_PAGE, label=escape_md(f"switch to database '{story_db}'"),
-                 icon=":material/database:", query_params={"db": story_db})
+                 icon=":material/database:", query_params={"db": story_db,
+                                                           "story": story.key})
 
 try:
-    forgot = services.cached_run_view(url, FORGOT)
-    fixed = services.cached_run_view(url, FIXED)
-    why = services.cached_why(url, FORGOT, None, None, REFUND_PHRASE)
-    diff = services.cached_diff(url, FORGOT, FIXED)
-    conversation = services.cached_thread_messages(url, FIRST_THREAD, 1, 200)
+    view = services.cached_run_view(url, story.run)
+    memctx = services.cached_memctx(url, story.run)
+    conversation = services.cached_thread_messages(url, story.thread, 1, 500)
+    fixed = services.cached_run_view(url, story.fix.run) if story.fix else None
 except Exception as e:  # noqa: BLE001
     st.error(escape_md(f"The demo database cannot tell the story: {services.friendly_error(e)}"))
     st.stop()
+key_msg = parts.find_key(conversation, story.key_phrase)
+key = (key_msg.thread_id, key_msg.seq) if key_msg is not None else None
 
 # -- 1 -------------------------------------------------------------------------------
-st.header("1. The refund was agreed", divider="gray")
-st.markdown("In an earlier conversation Anna reported a cracked blender jug and the "
-            "assistant approved a refund of €240. This is the message that matters:")
-key_msg = next((m for m in conversation.messages
-                if why.thread_id == FIRST_THREAD and m.seq == why.seq), None)
+st.header("1. What was said", divider="gray")
+st.markdown(escape_md(story.said))
 if key_msg is not None:
-    with st.chat_message(key_msg.role, avatar=ROLE_AVATARS.get(key_msg.role)):
-        literal(key_msg.text)
-    link_to_message(FIRST_THREAD, key_msg.seq, label=f"see it in the conversation "
-                                                     f"({FIRST_THREAD} #{key_msg.seq})")
-with st.expander(f"The whole conversation ({conversation.total} messages)"):
+    parts.message_bubble(key_msg, engineer=engineer)
+    link_to_message(story.thread, key_msg.seq, label="see it in the conversation")
+with st.expander(escape_md(f"The whole conversation ({conversation.total} messages)")):
     for m in conversation.messages:
-        with st.chat_message(m.role, avatar=ROLE_AVATARS.get(m.role)):
-            literal(m.text)
+        parts.message_bubble(m, engineer=engineer)
 
 # -- 2 -------------------------------------------------------------------------------
-st.header("2. Weeks later, the assistant did not know", divider="gray")
-st.markdown("In a new conversation Anna asks about that refund. The assistant answers:")
-with st.chat_message("user", avatar=ROLE_AVATARS["user"]):
-    literal(forgot.query or "(question not recorded)")
-with st.chat_message("assistant", avatar=ROLE_AVATARS["assistant"]):
-    literal(forgot.answer or "(no answer recorded)")
-link_to_run(FORGOT, label=f"open this run ({FORGOT}) in the run inspector")
+st.header("2. What the assistant answered", divider="gray")
+st.markdown(escape_md(story.answered))
+parts.bubble("user", view.query or "(question not recorded)", engineer=False)
+parts.bubble("assistant", view.answer or "(no answer recorded)", engineer=False)
+if engineer:
+    link_to_run(story.run, label=f"open run {story.run} in the run inspector")
 
 # -- 3 -------------------------------------------------------------------------------
 st.header("3. What the assistant was given", divider="gray")
-st.markdown("A language model only knows what is put in front of it. This bar shows how "
-            "that run's prompt was made up: the instructions, the last few messages of "
-            "the new conversation, the question — and what memory recalled from older ones.")
-st.plotly_chart(token_bar(forgot.lanes), key="story-tokens")
-recalled = forgot.lane("recalled")
-dropped = forgot.lane("dropped")
-col_r, col_d = st.columns(2)
-with col_r:
-    st.markdown(f"**Recalled from older conversations: {len(recalled.items)}**")
-    if not recalled.items:
-        st.text("(nothing)")
-    for it in recalled.items:
-        with st.container(border=True):
-            literal(it.text)
-with col_d:
-    st.markdown(f"**Found but left out: {dropped.total_count}**")
-    if not dropped.items:
-        st.text("(nothing)")
-    for it in dropped.items:
-        with st.container(border=True):
-            literal(it.text)
-            st.caption(escape_md(f"left out because: {it.reason or 'unknown'}"))
-    if dropped.items:
-        st.caption("A refund call from the old ticket system was found, but its result was "
-                   "never stored; a call without its result would make the model reject the "
-                   "whole prompt, so it had to be left out.")
-st.markdown("Memory scores every older message by how close it is to the question. Only "
-            "messages above the red line are recalled:")
-if forgot.candidates:
-    st.plotly_chart(score_chart(forgot.candidates, forgot.threshold, forgot.top_k),
-                    key="story-scores")
-st.markdown("And the refund message itself?")
-fate_badge(why.fate, why.reached_model)
-st.info(escape_md(why.sentence))
+st.markdown("A language model only knows what is put in front of it for each answer. "
+            "This is how that was made up: its instructions, the latest messages of the "
+            "conversation, the question, and whatever memory added from before.")
+st.plotly_chart(parts.composition_chart(view.lanes), key="story-given")
+parts.given_parts(view, engineer=engineer)
+if engineer:
+    parts.engineer_prompt(view)
 
 # -- 4 -------------------------------------------------------------------------------
-st.header("4. The proof", divider="gray")
-st.markdown(f"With a lower bar (run {escape_md(FIXED)}) memory does recall the refund. To "
-            "prove the answer depends on it, we replay that run with everything memory "
-            "recalled taken away, keeping the rest exactly as it was.")
-try:
-    past = [c for c in services.cached_counterfactuals(url, FIXED)
-            if c.variant.subtract_recalled == "all" and not c.variant.subtract_lanes
-            and not c.variant.put_back]
-except Exception as e:  # noqa: BLE001
-    st.error(escape_md(services.friendly_error(e)))
-    past = []
-proof = past[0] if past else None
-if proof is None and st.button("Replay without the recalled messages", type="primary",
-                               icon=":material/science:", disabled=services.read_only(),
-                               help=services.READ_ONLY_REASON if services.read_only()
-                               else None):
-    with st.spinner("Replaying…"):
+st.header("4. Why", divider="gray")
+st.markdown(escape_md(story.why))
+bars = parts.match_bars(view, memctx)
+if story.chart and view.threshold is not None and bars:
+    st.plotly_chart(parts.match_chart(bars, view.threshold, view.top_k, key, story.key_name),
+                    key="story-matches")
+    st.caption(escape_md(parts.match_caption(bars, view.threshold, view.top_k, key,
+                                             story.key_name)))
+given, sentence = parts.key_fate(view, memctx, key, story.key_name)
+icon = ":material/check_circle:" if given else ":material/block:"
+colour = "green" if given else "red"
+st.markdown(f"#### :{colour}-badge[{icon} {'Handed over' if given else 'Not handed over'}]")
+st.info(escape_md(sentence))
+if engineer and key is not None:
+    with st.spinner("Asking why-forgotten (the first time loads the embedding model)…"):
         try:
-            proof = services.run_counterfactual(url, FIXED, subtract="all")
+            why = services.cached_why(url, story.run, key[0], key[1], None)
+            st.caption(escape_md(f"why_forgotten({story.run}, {key[0]} #{key[1]}): "
+                                 f"{why.fate} — {why.sentence}"))
         except Exception as e:  # noqa: BLE001
-            st.error(escape_md(f"The replay could not run: {services.friendly_error(e)}"))
-if proof is not None:
-    colour = {"changed": "orange", "unchanged": "green"}.get(proof.verdict, "gray")
-    st.markdown(f"### The answer :{colour}-badge[{proof.verdict}]")
-    with_col, without_col = st.columns(2)
-    with with_col:
-        st.markdown("**With the recalled messages**")
-        literal(proof.original_answer or "(no answer recorded)")
-    with without_col:
-        st.markdown("**Without them**")
-        literal(proof.new_answer or "(empty answer)")
+            st.caption(escape_md(services.friendly_error(e)))
+    if view.candidates:
+        st.plotly_chart(score_chart(view.candidates, view.threshold, view.top_k),
+                        key="story-scores")
 
 # -- 5 -------------------------------------------------------------------------------
-st.header("5. The fix", divider="gray")
-changed_settings = ", ".join(f"{k}: {a} → {b}" for k, (a, b) in diff.settings_changed.items())
-st.markdown("The same question, asked with a different memory setting "
-            f"({escape_md(changed_settings or 'no setting changed')}):")
-with st.chat_message("user", avatar=ROLE_AVATARS["user"]):
-    literal(fixed.query or "(question not recorded)")
-with st.chat_message("assistant", avatar=ROLE_AVATARS["assistant"]):
-    literal(fixed.answer or "(no answer recorded)")
-entered = [x for x in diff.entries if x.change == "entered" and x.lane_b == "recalled"]
-if entered:
-    st.markdown("What the lower bar let in:")
-    for entry in entered:
-        with st.container(border=True):
-            literal(entry.preview)
-            st.caption(escape_md(entry.reason))
-st.page_link(COMPARE_PAGE, label="compare the two runs in detail",
-             icon=":material/compare_arrows:",
-             query_params={"db": story_db, "a": FORGOT, "b": FIXED})
+st.header("5. The proof", divider="gray")
+parts.proof_section(url, story, key, engineer=engineer)
+
+# -- 6 -------------------------------------------------------------------------------
+if story.fix is not None and fixed is not None:
+    st.header("6. The fix", divider="gray")
+    parts.fix_section(url, story, view, fixed, key, engineer=engineer)
+elif story.next_step:
+    st.header("6. What next", divider="gray")
+    st.markdown(escape_md(story.next_step))

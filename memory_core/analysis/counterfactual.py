@@ -383,13 +383,14 @@ def _judged(setup: _Setup, base: list[Attempt],
     return j.verdict, j.spread, notes + j.notes
 
 
-def _run_variant(storage: Storage, setup: _Setup, variant: Variant) -> CounterfactualResult:
+def _run_variant(storage: Storage, setup: _Setup, variant: Variant, *,
+                 reuse: bool = True) -> CounterfactualResult:
     data = setup.data
     run_id = data.run.run_id
     digest = variant.key_hash(str(setup.info.get("name", "?")), setup.repeats,
                               setup.box.available())
     key = RunKeys(run_id).cf(digest)
-    cached = RunReader(storage.runs, run_id).counterfactual(digest)
+    cached = RunReader(storage.runs, run_id).counterfactual(digest) if reuse else None
     if cached is not None:
         return CounterfactualResult.model_validate(cached)
     items, removed, removed_lanes, added = apply_variant(storage, data, variant)
@@ -411,6 +412,7 @@ def _run_variant(storage: Storage, setup: _Setup, variant: Variant) -> Counterfa
         baseline_stops=[a.stop for a in base], new_stops=[a.stop for a in new],
         tool_uses=uses,
         needs_tools=sorted({u.name for u in uses if u.source in ("missing", "refused")}))
+    # first write wins: asked again (reuse=False), the journal keeps the first result
     JournalWriter(storage.runs, run_id).counterfactual(digest, result.model_dump(mode="json"))
     return result
 
@@ -421,7 +423,8 @@ def counterfactual(storage: Storage, run_id: str, *,
                    model: Model | None = None, repeats: int | None = None,
                    agent: Agent | None = None, tools: Sequence[Tool] | None = None,
                    agents: Mapping[str, Agent] | None = None,
-                   memory: AgentMemory | None = None) -> CounterfactualResult:
+                   memory: AgentMemory | None = None,
+                   reuse: bool = True) -> CounterfactualResult:
     """Re-run ``run_id``'s frozen prompt with parts taken away (or put back).
 
     ``subtract="all"`` removes exactly the provenance record's ``recalled`` list
@@ -439,7 +442,9 @@ def counterfactual(storage: Storage, run_id: str, *,
     journaled under the result's key; the working-memory tool only runs against a
     scratch copy (needs ``memory``); otherwise the re-ask stops and the result names
     the tool it needs. The result is journaled as the run's counterfactual record; asking
-    again returns it.
+    again returns it, unless ``reuse=False``: then the model is really asked again and
+    the fresh result returned, while the journal keeps the first (first write wins), so
+    a caller can check a recorded result still holds.
     """
     setup = _setup(storage, run_id, model, repeats, agent=agent, tools=tools, agents=agents,
                    memory=memory)
@@ -447,7 +452,7 @@ def counterfactual(storage: Storage, run_id: str, *,
                       [(str(t), int(s)) for t, s in (subtract or [])],
                       subtract_lanes=list(lanes), put_back=[(str(t), int(s))
                                                             for t, s in put_back])
-    return _run_variant(storage, setup, variant)
+    return _run_variant(storage, setup, variant, reuse=reuse)
 
 
 def list_counterfactuals(storage: Storage, run_id: str) -> list[CounterfactualResult]:

@@ -63,6 +63,19 @@ def test_results_are_journaled_and_reused(story: World) -> None:
     assert [c.key for c in list_counterfactuals(story.storage, "r1")] == [first.key]
 
 
+def test_asked_again_without_reuse_the_model_answers_anew_and_the_first_record_stays(
+        story: World) -> None:
+    counting = ScriptedModel(["base", "variant", "base again", "variant again"])
+    counting.name = "offline-reader-copy"
+    first = counterfactual(story.storage, "r1", subtract="all", model=counting, repeats=1)
+    fresh = counterfactual(story.storage, "r1", subtract="all", model=counting, repeats=1,
+                           reuse=False)
+    assert counting.calls == 4  # really asked again
+    assert fresh.key == first.key and fresh.new_answer == "variant again"
+    stored = list_counterfactuals(story.storage, "r1")
+    assert [c.new_answer for c in stored] == [first.new_answer]  # first write wins
+
+
 def test_a_baseline_that_disagrees_with_itself_gives_no_verdict(story: World) -> None:
     # the unchanged prompt already answers two unrelated ways: nothing can be told apart
     noisy = ScriptedModel(["A", "B", "B", "A"])

@@ -73,6 +73,27 @@ def empty_db(monkeypatch: pytest.MonkeyPatch) -> Iterator[InMemoryStorage]:
     services.unregister_storage(url.removeprefix(services.MEMORY_SCHEME))
 
 
+@pytest.fixture(scope="module")
+def demo_storage() -> InMemoryStorage:
+    """The demo scenarios (sample_data), built once per module with the hashing embedder."""
+    from sample_data.build import DemoClock, build_into
+
+    clock = DemoClock()
+    storage = InMemoryStorage(clock=clock)
+    build_into(storage, clock, embedder="hashing", progress=lambda _m: None)
+    return storage
+
+
+@pytest.fixture()
+def demo(demo_storage: InMemoryStorage, monkeypatch: pytest.MonkeyPatch,
+         ) -> Iterator[InMemoryStorage]:
+    """The module's demo database served through MEMWB_DB (a fresh name per test)."""
+    url = register(demo_storage)
+    monkeypatch.setenv(services.ENV_VAR, url)
+    yield demo_storage
+    services.unregister_storage(url.removeprefix(services.MEMORY_SCHEME))
+
+
 @pytest.fixture()
 def app() -> Callable[..., AppTest]:
     """An AppTest of the entry script, optionally with URL query params and a page."""

@@ -8,7 +8,7 @@ import itertools
 import json
 import re
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -34,7 +34,7 @@ from memory_core.storage.duckdb import DuckDBStorage
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.types import AppendRow, Message, RunRecord
 from sample_data import build as sample_build
-from sample_data.build import EPOCH, DemoClock, build_into, play_scenario
+from sample_data.build import EPOCH, DemoClock, play_scenario
 from sample_data.scenarios.home import HOME
 from sample_data.scenarios.support import SUPPORT
 from tests.app.fixture_db import (
@@ -71,24 +71,6 @@ BAR = SUPPORT.memory["recall"]["threshold"]
 FIX = SUPPORT.profiles["lower-threshold"]["recall"]
 CHANGED_SETTINGS = {k: (v, FIX[k]) for k, v in SUPPORT.memory["recall"].items()
                     if FIX.get(k) != v}
-
-
-@pytest.fixture(scope="module")
-def demo_storage() -> InMemoryStorage:
-    clock = DemoClock()
-    storage = InMemoryStorage(clock=clock)
-    build_into(storage, clock, embedder="hashing", progress=lambda _m: None)
-    return storage
-
-
-@pytest.fixture()
-def demo(demo_storage: InMemoryStorage, monkeypatch: pytest.MonkeyPatch,
-         ) -> Iterator[InMemoryStorage]:
-    # a fresh name per test: cached reads are keyed by the database URL
-    url = services.register_storage(f"analysis{next(_names)}", demo_storage)
-    monkeypatch.setenv(services.ENV_VAR, url)
-    yield demo_storage
-    services.unregister_storage(url.removeprefix(services.MEMORY_SCHEME))
 
 
 @pytest.fixture(autouse=True)
@@ -529,28 +511,9 @@ def test_timeline_shows_stacked_lanes_and_marks_the_compaction(demo: InMemorySto
             if s["line"].get("dash") == "dash"] == []
 
 
-# -- demo story ------------------------------------------------------------------------
-STEPS = ["1. The refund was agreed", "2. Weeks later, the assistant did not know",
-         "3. What the assistant was given", "4. The proof", "5. The fix"]
-
-
-def test_story_walks_through_every_step(demo: InMemoryStorage, app: MakeApp) -> None:
-    at = app(STORY_PAGE)
-    _ok(at)
-    assert [h.value for h in at.header] == STEPS
-    texts = _texts(at)
-    assert any("The refund of €240 for order A-1042 was approved" in t for t in texts)
-    assert "What did we decide about the refund for my blender?" in texts
-    assert any(m.endswith(" below-threshold]") for m in _md(at))  # the refund's fate
-    assert len(_charts(at)) == 2  # token bar and score chart with the threshold
-    assert f"threshold: {BAR} → {FIX['threshold']}" in " ".join(_md(at)).replace("\\", "")
-    _button(at, "Replay without the recalled messages").click().run()
-    _ok(at)
-    assert any(m.startswith("### The answer :") for m in _md(at))
-    # the replay is journaled: the next visit shows it without a button
-    again = app(STORY_PAGE)
-    assert any(m.startswith("### The answer :") for m in _md(again))
-    assert not [b for b in again.button if b.label.startswith("Replay")]
+# -- demo story (the story itself: tests/app/test_story.py) ----------------------------
+STEPS = ["1. What was said", "2. What the assistant answered",
+         "3. What the assistant was given", "4. Why", "5. The proof", "6. The fix"]
 
 
 def test_story_builds_the_missing_demo_database(no_demo_file: Path, app: MakeApp,

@@ -13,7 +13,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from app import services
-from app.components import RUN_PAGE, fmt_cell, fmt_score
+from app.components import RUN_PAGE, THREADS_PAGE, fmt_cell, fmt_score
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.types import RunRecord
 from tests.app.fixture_db import (
@@ -79,17 +79,18 @@ def _no_raw_html(at: AppTest) -> None:
 
 
 # -- smoke: every page on a populated and on an empty database --------------------------
-@pytest.mark.parametrize("page", [None, RUN_PAGE])
+@pytest.mark.parametrize("page", [None, THREADS_PAGE, RUN_PAGE])
 def test_pages_render_on_populated_db(populated: Populated, app: MakeApp,
                                       page: str | None) -> None:
     at = app(page)
     assert not at.exception
     assert not at.error
-    assert at.title[0].value == ("Run inspector" if page else "Threads")
+    assert at.title[0].value == {None: "Memory Workbench", THREADS_PAGE: "Threads",
+                                 RUN_PAGE: "Run inspector"}[page]
 
 
 def test_threads_on_empty_db(empty_db: InMemoryStorage, app: MakeApp) -> None:
-    at = app()
+    at = app(THREADS_PAGE)
     assert not at.exception and not at.error
     assert "no threads yet" in at.info[0].value
 
@@ -218,7 +219,7 @@ def test_threads_lists_messages_with_runs_that_used_them(populated: Populated,
 
 
 def test_search_finds_a_message(populated: Populated, app: MakeApp) -> None:
-    at = app()
+    at = app(THREADS_PAGE)
     at.text_input(key="search").set_value("parcel never").run()
     assert not at.exception
     df = at.dataframe[-1].value
@@ -398,7 +399,7 @@ def two_served(monkeypatch: pytest.MonkeyPatch) -> Any:
 
 def test_the_sidebar_switches_between_served_databases(two_served: list[str],
                                                        app: MakeApp) -> None:
-    at = app()
+    at = app(THREADS_PAGE)
     box = next(s for s in at.sidebar.selectbox if s.label == "Database")
     assert box.options == two_served and box.value == "served-one"
     assert _select(at, "Resource").value == RESOURCE
@@ -407,7 +408,7 @@ def test_the_sidebar_switches_between_served_databases(two_served: list[str],
     assert at.query_params["db"] == "served-two"
     assert _select(at, "Resource").value == "res-second"
     # a shared link names its database
-    at = app(db="served-two")
+    at = app(THREADS_PAGE, db="served-two")
     assert _select(at, "Resource").value == "res-second"
     at = app(RUN_PAGE, db="served-one", run=RUN_1)
     assert _select(at, "Run").value == RUN_1

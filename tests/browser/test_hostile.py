@@ -141,6 +141,7 @@ def test_stored_strings_are_literal_on_every_page(served: tuple[str, Path]) -> N
         assert h.RUN_A in v.page.locator(".js-plotly-plot").first.text_content()
         assert "&lt;" not in text
         v.open(_url(base, "story"), "none of the databases")
+        v.open(base + "/", "Memory Workbench", h.RESOURCE)  # the start page's threads
 
 
 def test_url_parameters_are_literal_in_errors(served: tuple[str, Path]) -> None:

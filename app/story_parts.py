@@ -1,0 +1,442 @@
+"""The pieces of the story page (app/app_pages/story.py): messages in plain words, what
+the assistant was given, how closely older messages matched, the key message's fate,
+the proof replay (stored, run again, read-only) and the fix — each in plain language,
+with the ids and settings added only when the engineer details are on."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from app import services
+from app.components import (
+    COMPARE_PAGE,
+    COUNTERFACTUAL_PAGE,
+    LANE_COLOURS,
+    escape_md,
+    link_to_run,
+    literal,
+    plot_text,
+    token_bar,
+    with_db,
+)
+from app.stories import PLAIN_LEFT_OUT, PLAIN_PARTS, Story, percent, plain_plan, plain_summary
+from memory_core import views
+
+if TYPE_CHECKING:
+    from memory_core.analysis.counterfactual import CounterfactualResult
+    from memory_core.provenance import Memctx
+
+Ref = tuple[str, int]
+ROLE_AVATARS = {"user": ":material/person:", "assistant": ":material/support_agent:",
+                "tool": ":material/build:", "system": ":material/settings:"}
+_CALL_LINE = re.compile(r"^→ ([\w.-]+)\(.*\)$", re.MULTILINE)
+_RESULT_LINE = re.compile(r"^([\w.-]+) → .*$", re.MULTILINE)
+
+
+def _tool_words(name: str) -> str:
+    return {"update_working_memory": "plan-keeping"}.get(name, name.replace("_", " "))
+
+
+def plain_text(role: str, text: str, lane: str | None = None) -> str:
+    """Stored text for people: tool calls and results named in words (never their JSON),
+    the summary without its position tags, the plan as ``field: value`` lines."""
+    if lane == "observations":
+        return plain_summary(text)
+    if lane == "working_memory":
+        return plain_plan(text)
+    if role == "tool":
+        text = _RESULT_LINE.sub(lambda m: f"(the {_tool_words(m[1])} system answers)", text)
+    else:
+        text = _CALL_LINE.sub(lambda m: f"(asks the {_tool_words(m[1])} system)", text)
+    return text.strip() or "(empty)"
+
+
+def bubble(role: str, text: str, *, engineer: bool, raw: str | None = None) -> None:
+    """A chat message: the plain text, and the stored text too in engineer mode when the
+    two differ."""
+    with st.chat_message(role, avatar=ROLE_AVATARS.get(role)):
+        literal(text)
+        if engineer and raw is not None and raw != text:
+            st.code(raw, language=None, wrap_lines=True)
+
+
+def find_key(page: views.MessagePage, phrase: str) -> views.MessageView | None:
+    """The key message: the first message of the thread containing ``phrase``."""
+    return next((m for m in page.messages if phrase in m.text), None)
+
+
+def message_bubble(m: views.MessageView, *, engineer: bool) -> None:
+    bubble(m.role, plain_text(m.role, m.text), engineer=engineer, raw=m.text)
+    if engineer:
+        st.caption(escape_md(f"{m.thread_id} #{m.seq} · written by run "
+                             f"{m.written_by_run or '(none)'}"))
+
+
+# -- what the assistant was given -------------------------------------------------------
+def composition_chart(lanes: list[views.LaneView]) -> go.Figure:
+    """One stacked bar: each part's share of what the assistant was given, in plain
+    words (the engineer view has the token counts)."""
+    total = sum(lv.tokens for lv in lanes if lv.lane != "dropped") or 1
+    fig = go.Figure()
+    for lv in lanes:
+        if lv.lane == "dropped" or lv.tokens == 0:
+            continue
+        name = PLAIN_PARTS.get(lv.lane, lv.lane)
+        fig.add_trace(go.Bar(
+            name=name, x=[round(100 * lv.tokens / total, 1)], y=[""], orientation="h",
+            marker_color=LANE_COLOURS.get(lv.lane),
+            hovertemplate=f"{plot_text(name)}: %{{x:.0f}} %<extra></extra>"))
+    fig.update_layout(barmode="stack", height=190, margin={"l": 10, "r": 10, "t": 40, "b": 10},
+                      title={"text": "What the assistant was given, by share of its length"},
+                      xaxis={"title": {"text": "% of everything it was given"},
+                             "range": [0, 100]},
+                      legend={"orientation": "h", "y": -0.6}, yaxis={"showticklabels": False})
+    return fig
+
+
+def given_parts(view: views.RunView, *, engineer: bool) -> None:
+    """The parts that matter for a memory story, each shown in plain words: the plan,
+    the summary, the older messages looked up, and what was found but left out."""
+    for lane in ("working_memory", "observations", "recalled"):
+        lv = view.lane(lane)
+        if not lv.items:
+            continue
+        st.markdown(f"**{PLAIN_PARTS[lane]}**")
+        for it in lv.items:
+            with st.container(border=True):
+                literal(plain_text(it.role, it.text, lane))
+                if engineer:
+                    st.code(it.text, language=None, wrap_lines=True)
+    dropped = view.lane("dropped")
+    if dropped.items:
+        st.markdown("**Found by memory, but left out**")
+        for it in dropped.items:
+            with st.container(border=True):
+                literal(plain_text(it.role, it.text))
+                st.caption(escape_md("Left out because "
+                                     + PLAIN_LEFT_OUT.get(it.reason or "", "of a rule "
+                                                          "about what may be handed over")))
+                if engineer:
+                    st.caption(escape_md(f"{it.thread_id} #{it.seq} · reason {it.reason}"))
+
+
+# -- how closely older messages matched ----------------------------------------------
+KIND_WORDS: dict[str, str] = {
+    "hit": "handed over", "dropped": "found but left out",
+    "beyond-top-k": "passed the minimum, not among the closest",
+    "below-threshold": "under the minimum match", "filtered-out": "skipped by a label filter",
+    "already-in-window": "already among the latest messages",
+    "duplicate-of-query": "the question itself",
+}
+KIND_COLOURS: dict[str, str] = {
+    "hit": "#3182bd", "dropped": "#7f7f7f", "beyond-top-k": "#fdae6b",
+    "below-threshold": "#fd8d3c", "filtered-out": "#bdbdbd", "already-in-window": "#74c476",
+    "duplicate-of-query": "#c7c7c7",
+}
+
+
+@dataclass(frozen=True)
+class Bar:
+    position: int
+    score: float
+    kind: str
+    ref: Ref
+    preview: str
+    reason: str | None = None  # why a found message was left out
+
+
+def match_bars(view: views.RunView, memctx: Memctx | None) -> list[Bar]:
+    """Every older message whose match the record kept: what was handed over, the near
+    misses, and what was found but left out (with its position, so the chart starts at
+    the closest match)."""
+    bars = [Bar(c.rank, c.score, c.status, (c.thread_id, c.seq), c.preview)
+            for c in view.candidates]
+    for d in memctx.dropped if memctx else []:
+        if d.rank is not None and d.score is not None and d.origin in (None, "hit"):
+            bars.append(Bar(d.rank, d.score, "dropped", (d.thread_id, d.seq), d.preview,
+                            d.reason))
+    return sorted(bars, key=lambda b: (b.position, -b.score))
+
+
+def match_chart(bars: list[Bar], threshold: float, top_k: int | None,
+                key: Ref | None, key_name: str) -> go.Figure:
+    """Older messages by how closely they matched the question, closest first: the
+    minimum match as a line, the cut after the N closest, and the key message's bar
+    named on the chart."""
+    fig = go.Figure()
+    for kind in KIND_WORDS:
+        bs = [b for b in bars if b.kind == kind]
+        if not bs:
+            continue
+        fig.add_trace(go.Bar(
+            name=KIND_WORDS[kind], x=[b.position for b in bs],
+            y=[round(b.score * 100, 1) for b in bs], marker_color=KIND_COLOURS[kind],
+            marker_line={"width": [3 if b.ref == key else 0 for b in bs],
+                         "color": "#000000"},
+            customdata=[plot_text(b.preview[:80]) for b in bs],
+            hovertemplate="%{y:.0f} % match<br>%{customdata}<extra></extra>"))
+    last = max((b.position for b in bars), default=1)
+    fig.add_hline(y=threshold * 100, line_dash="dash", line_color="#d62728",
+                  annotation_text=f"minimum match {percent(threshold)}",
+                  annotation_position="top right")
+    if top_k is not None and top_k < last:
+        fig.add_vrect(x0=top_k + 0.5, x1=last + 0.5, fillcolor="#999999", opacity=0.12,
+                      line_width=0)
+        fig.add_vline(x=top_k + 0.5, line_dash="dot", line_color="#333333",
+                      annotation_text=f"only the {top_k} closest are handed over",
+                      annotation_position="top left")
+    key_bar = next((b for b in bars if b.ref == key), None)
+    if key_bar is not None:
+        fig.add_annotation(x=key_bar.position, y=key_bar.score * 100, text=f"<b>{plot_text(key_name)}</b>",
+                           showarrow=True, arrowhead=2, ax=0, ay=-60,
+                           bgcolor="#ffffff", bordercolor="#000000")
+    fig.update_layout(
+        height=380, margin={"l": 10, "r": 10, "t": 50, "b": 10}, barmode="overlay",
+        title={"text": "How closely each older message matched the question"},
+        xaxis={"title": {"text": "older messages, closest match first"}, "dtick": 1},
+        yaxis={"title": {"text": "match (%)"}, "range": [0, 105]},
+        legend={"orientation": "h", "y": -0.25})
+    return fig
+
+
+def match_caption(bars: list[Bar], threshold: float, top_k: int | None,
+                  key: Ref | None, key_name: str) -> str:
+    """The chart's rule, true to the record: both conditions, what passed the line and
+    still was not handed over, why the first bars are what they are, where the key
+    message stands."""
+    rule = (f"Memory hands over an older message only if it matches at least "
+            f"{percent(threshold)}" + (f" and is among the {top_k} closest matches."
+                                       if top_k is not None else "."))
+    parts = [rule]
+    if bars and bars[0].position > 1:
+        parts.append(f"The chart starts at position {bars[0].position}: the record does "
+                     "not keep the closer ones.")
+    for b in bars:
+        if b.kind == "dropped":
+            parts.append(f"Bar {b.position} was found but left out of what the assistant "
+                         "was given, because " + PLAIN_LEFT_OUT.get(
+                             b.reason or "", "of a rule about what may be handed over") + ".")
+    over = [b for b in bars if b.kind == "beyond-top-k"]
+    if over and top_k is not None:
+        parts.append(f"{len(over)} message{'s' if len(over) > 1 else ''} passed the minimum "
+                     f"but came after the {top_k} closest, so "
+                     f"{'they were' if len(over) > 1 else 'it was'} not handed over either.")
+    key_bar = next((b for b in bars if b.ref == key), None)
+    if key_bar is not None:
+        parts.append(f"The bar marked “{key_name}” is at position {key_bar.position}.")
+    return " ".join(parts)
+
+
+# -- the key message's fate -----------------------------------------------------------
+def key_fate(view: views.RunView, memctx: Memctx | None, key: Ref | None,
+             key_name: str) -> tuple[bool | None, str]:
+    """Whether the key message reached the assistant in this run, and why, in plain
+    words, read from the run's record alone (no embedding model needed)."""
+    name = key_name[:1].upper() + key_name[1:]
+    if key is None:
+        return None, f"{name} is not in this database."
+    for lv in view.lanes:
+        if lv.lane != "dropped" and any((it.thread_id, it.seq) == key for it in lv.items):
+            return True, f"{name} was handed over, as part of “{PLAIN_PARTS[lv.lane]}”."
+    if memctx is None:
+        return None, f"{name} was not handed over; this answer keeps no memory record."
+    for d in memctx.dropped:
+        if (d.thread_id, d.seq) == key:
+            return False, (f"{name} was found by memory but left out, because "
+                           + PLAIN_LEFT_OUT.get(d.reason or "", "of a rule") + ".")
+    for p in memctx.processed:
+        if (p.thread_id, p.seq) == key:
+            done = "cut out" if p.action == "removed" else "shortened"
+            return False, (f"{name} was {done} to keep what the assistant is given under "
+                           "its length limit.")
+    rc = memctx.settings.recall
+    for n in memctx.near_misses:
+        if (n.thread_id, n.seq) != key:
+            continue
+        pct = percent(n.vector_score if n.vector_score is not None else n.score)
+        if n.reason == "below-threshold" and rc is not None and rc.threshold is not None:
+            more = (f", and {n.rank - 1} messages matched better while only the "
+                    f"{rc.top_k} closest are handed over" if rc.top_k and n.rank > rc.top_k
+                    else "")
+            return False, (f"{name} matched the question {pct}, under the minimum of "
+                           f"{percent(rc.threshold)}{more}. So it was not handed over.")
+        if n.reason == "beyond-top-k" and rc is not None:
+            return False, (f"{name} matched the question {pct}, enough to pass, but "
+                           f"{n.rank - 1} messages matched better and only the {rc.top_k} "
+                           "closest are handed over.")
+        if n.reason == "filtered-out":
+            return False, (f"A label filter skipped {key_name}, although it matched "
+                           f"the question {pct}.")
+    for it in view.lane("observations").items:
+        for src in it.sources:
+            if (src.thread_id == key[0] and src.from_seq is not None
+                    and src.to_seq is not None and src.from_seq <= key[1] <= src.to_seq):
+                return False, (f"{name} was in the part of the conversation that reached "
+                               "the assistant only as a summary.")
+    if not memctx.settings.recall_enabled:
+        return False, (f"{name} was not handed over: it is older than the latest messages, "
+                       "and memory does not search older messages in this setup.")
+    return False, (f"{name} was not among the closest matches memory noted for this "
+                   "question, so it was not handed over.")
+
+
+# -- the proof ------------------------------------------------------------------------
+VERDICT_WORDS = {"changed": ("orange", "The answer changed"),
+                 "unchanged": ("green", "The answer stayed the same"),
+                 "inconclusive": ("gray", "Cannot tell: the answers vary on their own")}
+
+
+def stored_proof(url: str, run_id: str, put_back: list[Ref],
+                 take_away: tuple[str, ...]) -> CounterfactualResult | None:
+    """The latest journaled replay of exactly this change (any visitor's)."""
+    matching = [c for c in services.cached_counterfactuals(url, run_id)
+                if not c.variant.subtract_recalled
+                and sorted(c.variant.subtract_lanes) == sorted(take_away)
+                and sorted(map(tuple, c.variant.put_back)) == sorted(put_back)]
+    return matching[-1] if matching else None
+
+
+def change_words(story: Story) -> str:
+    bits = []
+    if story.proof.put_back_key:
+        bits.append(f"with {story.key_name} put back")
+    bits += [f"without {PLAIN_PARTS.get(lane, lane)[:1].lower()}"
+             f"{PLAIN_PARTS.get(lane, lane)[1:]}" for lane in story.proof.take_away]
+    return " and ".join(bits) or "unchanged"
+
+
+def proof_result(result: CounterfactualResult, story: Story, *, engineer: bool) -> None:
+    colour, words = VERDICT_WORDS.get(result.verdict, ("gray", result.verdict))
+    st.markdown(f"#### :{colour}-badge[{words}]")
+    before, after = st.columns(2)
+    with before:
+        st.markdown("**Before: the answer it gave**")
+        literal(result.original_answer or "(no answer recorded)")
+    with after:
+        st.markdown(f"**After: asked again {escape_md(change_words(story))}**")
+        literal(result.new_answer or "(empty answer)")
+    for note in result.notes:
+        st.warning(escape_md(note))
+    if engineer:
+        st.caption(escape_md(f"counterfactual of run {result.run_id}: {result.description} · "
+                             f"verdict {result.verdict} · similarity {result.similarity:.2f} · "
+                             f"model {result.model.get('name', '?')} · record {result.key}"))
+        st.page_link(COUNTERFACTUAL_PAGE, label=escape_md(
+            f"open the counterfactual page on run {result.run_id}"),
+            icon=":material/science:", query_params=with_db({"run": result.run_id}))
+
+
+def run_proof(url: str, story: Story, put_back: list[Ref], *, again: bool) -> None:
+    """Replay the proof (the first time, or again), showing what is loading."""
+    label = "Asking the assistant again…"
+    with st.status(label, expanded=True) as status:
+        st.write("Loading the language model the assistant reads with (the first time "
+                 "only: up to half a minute), then asking the same question again.")
+        try:
+            result = services.run_counterfactual(url, story.proof.run,
+                                                 lanes=story.proof.take_away,
+                                                 put_back=put_back, reuse=not again)
+        except Exception as e:  # noqa: BLE001 - shown, never raised
+            status.update(label="The replay could not run", state="error")
+            st.error(escape_md(f"The replay could not run: {services.friendly_error(e)}"))
+            return
+        status.update(label="Asked again", state="complete", expanded=False)
+    if again:
+        st.session_state[f"story-again:{story.key}"] = result
+    st.rerun()  # the stored result is shown with its "Run again" button
+
+
+def proof_section(url: str, story: Story, key: Ref | None, *, engineer: bool) -> None:
+    """The proof: the stored result with "Run again", or the button that runs it the
+    first time; read-only shows what is stored and says replay is off."""
+    proof = story.proof
+    st.markdown(escape_md(proof.intro))
+    put_back = [key] if proof.put_back_key and key is not None else []
+    if proof.put_back_key and key is None:
+        st.info(f"{escape_md(story.key_name[:1].upper() + story.key_name[1:])} is not in "
+                "this database, so it cannot be put back.", icon=":material/info:")
+        return
+    options = services.cached_variant_options(url, proof.run)
+    if put_back and key not in {(c.thread_id, c.seq) for c in options.put_back}:
+        st.info(escape_md(f"In this database, memory's record for that answer does not list "
+                          f"{story.key_name} among the messages it found, so it cannot be "
+                          "put back here."), icon=":material/info:")
+        if engineer:
+            st.caption(escape_md(f"{put_back[0][0]} #{put_back[0][1]} is neither dropped "
+                                 f"nor a near miss in run {proof.run}"))
+        return
+    if proof.run != story.run:  # the proof asks another question: show it
+        asked = services.cached_run_view(url, proof.run).query
+        st.markdown("The question asked in this replay:")
+        bubble("user", asked or "(question not recorded)", engineer=False)
+    stored = stored_proof(url, proof.run, put_back, proof.take_away)
+    read_only = services.read_only()
+    if read_only:
+        st.info("Replays are off: this workbench was started read-only, so nothing can be "
+                "asked again here." + (" The proof below was recorded earlier."
+                                       if stored is not None else ""),
+                icon=":material/lock:")
+    if stored is None:
+        if st.button(proof.button, type="primary", icon=":material/science:",
+                     disabled=read_only, key=f"proof:{story.key}"):
+            run_proof(url, story, put_back, again=False)
+        return
+    proof_result(stored, story, engineer=engineer)
+    if st.button("Run again", icon=":material/replay:", disabled=read_only,
+                 key=f"again:{story.key}",
+                 help="Ask the assistant again now, to check the result still holds."):
+        run_proof(url, story, put_back, again=True)
+    fresh: CounterfactualResult | None = st.session_state.get(f"story-again:{story.key}")
+    if fresh is not None:
+        same = fresh.new_answer == stored.new_answer
+        st.success("Asked again just now: the same answer as before." if same else
+                   "Asked again just now: this time the answer was different:",
+                   icon=":material/check_circle:" if same else ":material/info:")
+        if not same:
+            literal(fresh.new_answer or "(empty answer)")
+
+
+# -- the fix --------------------------------------------------------------------------
+def changed_settings(a: views.RunView, b: views.RunView) -> dict[str, tuple[object, object]]:
+    return {k: (a.settings.get(k), v) for k, v in b.settings.items()
+            if a.settings.get(k) != v}
+
+
+def fix_section(url: str, story: Story, view: views.RunView, fixed: views.RunView,
+                key: Ref | None, *, engineer: bool) -> None:
+    assert story.fix is not None
+    st.markdown(escape_md(story.fix.intro))
+    if engineer:
+        changes = changed_settings(view, fixed)
+        st.caption(escape_md(f"run {story.fix.run} · settings changed: " + (", ".join(
+            f"{k}: {a} → {b}" for k, (a, b) in changes.items()) or "none")))
+        link_to_run(story.fix.run, label=f"open run {story.fix.run} in the run inspector")
+        st.page_link(COMPARE_PAGE, label=escape_md(f"compare {story.run} with {story.fix.run}"),
+                     icon=":material/compare_arrows:",
+                     query_params=with_db({"a": story.run, "b": story.fix.run}))
+    bubble("user", fixed.query or "(question not recorded)", engineer=False)
+    bubble("assistant", fixed.answer or "(no answer recorded)", engineer=False)
+    before = {(it.thread_id, it.seq) for it in view.lane("recalled").items}
+    new = [it for it in fixed.lane("recalled").items if (it.thread_id, it.seq) not in before]
+    if new:
+        st.markdown("**What the change let in:**")
+        for it in new:
+            with st.container(border=True):
+                literal(plain_text(it.role, it.text))
+                if (it.thread_id, it.seq) == key:
+                    st.caption(escape_md(f"↑ {story.key_name}"))
+                if engineer:
+                    st.caption(escape_md(f"{it.thread_id} #{it.seq} · rank {it.rank} · "
+                                         f"score {it.score}"))
+
+
+def engineer_prompt(view: views.RunView) -> None:
+    """The engineer's view of what was given: tokens per lane and the settings."""
+    st.plotly_chart(token_bar(view.lanes), key="story-tokens")
+    st.caption(escape_md(f"run {view.run.run_id} · " + ", ".join(
+        f"{k}={v}" for k, v in view.settings.items() if v is not None)))
