@@ -151,6 +151,32 @@ STORIES: tuple[Story, ...] = (
         next_step=("Nothing to fix here: this is memory working as intended. Try the other "
                    "stories to see it fail."),
     ),
+    Story(
+        key="move", title="The budget that cut the gate code",
+        question=("Why couldn't the assistant tell Noor the gate code she had mentioned "
+                  "earlier in the same conversation?"),
+        intro=("Noor is moving into a new flat and talks it through with an assistant in one "
+               "long conversation. Early on, the caretaker's gate code comes up. When she "
+               "asks for it later, the assistant says it does not know."),
+        thread="new-flat", key_phrase="gate code is 4417", key_name="the gate code",
+        run="move-gate-small-budget",
+        said="Early in the conversation Noor passed on what the caretaker told her:",
+        answered="Later in the same conversation she asks for it. The assistant answers:",
+        why=("The assistant can only read a limited amount of the conversation each time it "
+             "answers. By the time Noor asked, the conversation had grown past that limit, so "
+             "the oldest messages were left out to make room, and the gate code was among "
+             "them. With nothing about the gate code in front of it, the assistant said it "
+             "did not know."),
+        proof=Proof(
+            run="move-gate-small-budget", put_back_key=True,
+            intro=("To prove the left-out message is the whole reason, we take the very "
+                   "answer that went wrong, put the gate code back into what the assistant "
+                   "was given, change nothing else, and ask again."),
+            button="Put the gate code back and ask again"),
+        fix=Fix(run="move-gate-large-budget",
+                intro=("The fix: the same question, asked with room for more of the "
+                       "conversation. Nothing is left out, and the answer is 4417.")),
+    ),
 )
 
 

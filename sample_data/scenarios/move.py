@@ -48,7 +48,7 @@ MOVING_DAY = ThreadScript("moving-day", "Moving day: van and boxes", [
 ])
 
 NEW_FLAT = ThreadScript("new-flat", "New flat: handover and first days", [
-    T("We got the keys to the new flat on Mill Lane.",
+    T("We got the keys to the new flat on Mill Road.",
       "Congratulations! Let's note what you need for the first days."),
     T("The flat is on the third floor, there's a lift.",
       "A lift makes unloading much easier; book it with the caretaker if needed."),

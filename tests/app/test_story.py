@@ -38,7 +38,7 @@ def fresh_demo(monkeypatch: pytest.MonkeyPatch) -> Iterator[InMemoryStorage]:
     clock = DemoClock()
     storage = InMemoryStorage(clock=clock)
     build_into(storage, clock, embedder="hashing", progress=lambda _m: None,
-               only=["home", "trip"])
+               only=["home", "trip", "move"])
     url = register(storage)
     monkeypatch.setenv(services.ENV_VAR, url)
     yield storage
@@ -309,3 +309,15 @@ def test_a_message_the_length_limit_cut_out_is_named_plainly() -> None:
     assert sentence == ("The budget was cut out to keep what the assistant is given under "
                         "its length limit.")
     assert not BANNED.search(sentence)
+
+
+def test_the_token_budget_story_puts_the_trimmed_gate_code_back(
+        fresh_demo: InMemoryStorage, app: MakeApp) -> None:
+    """The fifth story: the message the token limiter trimmed is put back into the very
+    run that forgot it, and the answer comes back."""
+    story = story_by_key("move")
+    at = _story(app, "move")
+    _button(at, story.proof.button).click().run()
+    _ok(at)
+    assert any("The answer changed" in m.value for m in at.markdown)
+    assert any("4417" in t.value for t in at.text)
