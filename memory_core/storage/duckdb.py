@@ -33,6 +33,7 @@ from memory_core.errors import (
 )
 from memory_core.storage.base import EmbeddingBlock, ScopeRows
 from memory_core.storage.common import (
+    SEQ_FLOOR_PREFIX,
     Clock,
     ThreadIdFactory,
     message_body,
@@ -813,11 +814,15 @@ class _DuckMemoryStore(SqlMemoryStore):
         h = self.duck.handle
         state = h.threads.get(thread_id)
         if state is None:
-            found = conn.execute("SELECT resource_id, max_seq FROM threads WHERE id = ?",
-                                 [thread_id]).fetchall()
+            found = conn.execute(
+                "SELECT resource_id, max_seq, (SELECT value FROM meta WHERE key = ?)"
+                " FROM threads WHERE id = ?",
+                [f"{SEQ_FLOOR_PREFIX}{thread_id}", thread_id]).fetchall()
             if not found:
                 raise NotFoundError(f"thread '{thread_id}' does not exist")
-            state = h.threads[thread_id] = [found[0][0], int(found[0][1])]
+            floor = int(found[0][2]) if found[0][2] is not None else -1
+            # a truncated thread's removed seqs are never given again (SPEC §2.7)
+            state = h.threads[thread_id] = [found[0][0], max(int(found[0][1]), floor)]
         return state
 
     def _dim(self, conn: Conn) -> int | None:
