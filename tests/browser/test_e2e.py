@@ -68,6 +68,7 @@ def test_run_inspector_from_url_in_chromium(workbench: tuple[str, list[str], int
         assert dialogs == []
         # a source link leads to the Threads page focused on the message
         link = page.get_by_role("link", name=f"source: {THREAD} #{script_seq}")
+        link.wait_for(timeout=PAGE_TIMEOUT_MS)
         assert link.count() == 1
         shot = tmp_path / "run_inspector.png"
         page.screenshot(path=str(shot), full_page=True)

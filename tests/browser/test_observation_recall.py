@@ -29,6 +29,8 @@ def test_spec_8_9_recalled_observations_in_the_inspector_in_chromium(tmp_path: P
         # stored text literally, markup characters and all
         assert page.get_by_text(FACT, exact=True).count() >= 1
         link = page.get_by_role("link", name="source t1 #0–2", exact=True)
+        # the lane's elements arrive over the websocket one delta at a time
+        link.wait_for(timeout=PAGE_TIMEOUT_MS)
         assert link.count() == 1
         page.screenshot(path=str(tmp_path / "observations-lane.png"), full_page=True)
         link.click()
