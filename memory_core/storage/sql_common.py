@@ -52,6 +52,7 @@ from memory_core.storage.common import (
     encode_json,
     encode_vector,
     json_or_invalid,
+    message_bodies,
     message_body,
     require_aware,
     ts_micros,
@@ -65,6 +66,7 @@ from memory_core.storage.schema import (
     Tx,
     apply_migrations,
 )
+from memory_core.storage.staging import MESSAGE_INSERT, StagedMessages, stage_messages
 from memory_core.types import (
     AppendRow,
     ErasureReport,
@@ -143,6 +145,12 @@ class Driver(ABC):
     def vector_param(self, v: np.ndarray) -> Any:
         """A vector as the embedding column's parameter (float32 bytes here)."""
         return encode_vector(v)
+
+    def insert_messages(self, tx: Tx, staged: Sequence[StagedMessages]) -> None:
+        """Insert the staged appends (all new rows), in order: by default as bound
+        rows through ``insert_rows``."""
+        self.insert_rows(tx, "messages", MESSAGE_INSERT,
+                         [row for s in staged for row in s.rows(self.vector_param)])
 
     def read_vectors(self, tx: Tx, thread_ids: Sequence[str], after: Sequence[int],
                      dim: int) -> EmbeddingBlock | None:
@@ -271,8 +279,6 @@ class RowsBuilder:
 _MSG_COLS = "thread_id, seq, resource_id, body, created_at, run_id"
 #: the columns a message is read from (a driver's own message reads select these)
 MESSAGE_COLUMNS = _MSG_COLS
-_MSG_INSERT = ("thread_id", "seq", "resource_id", "body", "text_lower", "created_at",
-               "created_us", "run_id", "embedding")
 
 
 def _row_to_message(r: Sequence[Any]) -> StoredMessage:
@@ -308,27 +314,28 @@ def _row_to_run(r: Sequence[Any]) -> RunRecord:
                      started_at=ts_parse(r[5]), finished_at=ts_parse_opt(r[6]), error=r[7])
 
 
-Insert = Callable[[Tx, str, Sequence[str], Sequence[Sequence[Any]]], None]
+InsertMessages = Callable[[Tx, Sequence[StagedMessages]], None]
 
 
-def write_staged(insert: Insert, tx: Tx, staged: Sequence[tuple[Any, ...]],
+def write_staged(insert: InsertMessages, tx: Tx, staged: Sequence[StagedMessages],
                  new_dim: int | None) -> None:
-    """Insert staged message rows (``SqlMemoryStore.staged_row``, all new, seqs already
-    assigned) and keep each thread's counters, in the caller's write transaction; with
-    ``new_dim`` the rows carry the store's first vectors and fix its dimension."""
+    """Insert staged appends (``staging.stage_messages``: all new, seqs assigned) and
+    keep each thread's counters, in the caller's write transaction; with ``new_dim``
+    the rows carry the store's first vectors and fix its dimension."""
+    staged = [s for s in staged if len(s)]
     if not staged:
         return
-    insert(tx, "messages", _MSG_INSERT, staged)
+    insert(tx, staged)
     counts: dict[str, list[int]] = {}
-    for row in staged:
-        c = counts.setdefault(row[0], [0, -1])
-        c[0] += 1
-        c[1] = max(c[1], int(row[1]))
+    for s in staged:
+        c = counts.setdefault(s.thread_id, [0, -1])
+        c[0] += len(s)
+        c[1] = max(c[1], s.top())
     for tid, (n, top) in counts.items():
         tx.execute("UPDATE threads SET message_count = message_count + ?,"
                    " max_seq = CASE WHEN max_seq < ? THEN ? ELSE max_seq END"
                    " WHERE id = ?", (n, top, top, tid))
-    if new_dim is not None and any(row[8] is not None for row in staged):
+    if new_dim is not None and any(s.vectors is not None for s in staged):
         tx.execute("UPDATE meta SET value = ? WHERE key = ?", (str(new_dim), DIM_KEY))
 
 
@@ -468,7 +475,7 @@ class SqlMemoryStore(MemoryStore):
         rows = list(rows)
         validate_batch(thread_id, rows, None)
         # JSON and time checks before the transaction: every adapter refuses alike
-        bodies = [message_body(thread_id, i, r) for i, r in enumerate(rows)]
+        bodies = message_bodies(thread_id, rows)
         has_vec = any(r.embedding is not None for r in rows)
         with self._db.write("append_messages") as tx:
             # the dimension only matters to batches carrying vectors
@@ -489,24 +496,16 @@ class SqlMemoryStore(MemoryStore):
                 if dim is not None:
                     explicit, batch_dim = validate_batch(thread_id, rows, dim)
             seqs, existing = self._assign_seqs(tx, thread_id, rows, explicit, top)
-            staged: list[tuple[Any, ...]] = []
-            for r, seq, body in zip(rows, seqs, bodies, strict=True):
-                if seq in existing:
-                    continue
-                existing.add(seq)
-                staged.append(self.staged_row(thread_id, seq, resource_id, body, r))
-            new_dim = batch_dim if dim is None else None
-            write_staged(self._db.insert_rows, tx, staged, new_dim)
+            if existing:  # explicit seqs already stored are skipped (idempotent)
+                keep = [i for i, q in enumerate(seqs) if q not in existing]
+                staged = stage_messages(thread_id, resource_id, [seqs[i] for i in keep],
+                                        [bodies[i] for i in keep], [rows[i] for i in keep],
+                                        self._clock)
+            else:
+                staged = stage_messages(thread_id, resource_id, seqs, bodies, rows,
+                                        self._clock)
+            write_staged(self._db.insert_messages, tx, [staged], batch_dim if dim is None else None)
             return seqs
-
-    def staged_row(self, thread_id: str, seq: int, resource_id: str | None, body: str,
-                   r: AppendRow) -> tuple[Any, ...]:
-        """One messages row (columns ``_MSG_INSERT``) of an append."""
-        created = r.created_at or self._clock()
-        text = r.message.text()
-        return (thread_id, seq, resource_id, body, None if text is None else text.lower(),
-                ts_text(created), ts_micros(created), r.run_id,
-                None if r.embedding is None else self._db.vector_param(r.embedding))
 
     @staticmethod
     def _assign_seqs(tx: Tx, thread_id: str, rows: Sequence[AppendRow],
