@@ -5,13 +5,14 @@ process never stops appending, and every append lands once, in order."""
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
 import duckdb
 import pytest
 
-from memory_core.errors import NotFoundError
+from memory_core.errors import NotFoundError, StorageBusyError
 from memory_core.storage.duckdb import _CONFIG, DuckDBStorage
 from memory_core.types import AppendRow, Message
 from tests.test_duckdb_processes import spawn
@@ -168,3 +169,161 @@ def test_the_workbench_open_gets_the_file_from_a_busy_writer(tmp_path: Path) -> 
     finally:
         out, err = writer.communicate(timeout=180)
     assert writer.returncode == 0, err
+
+
+# Asks for the file like the workbench does, holds it read-only until argv[2] exists,
+# then prints what it saw and lets go.
+HOLDER = """
+import sys, time, os, duckdb
+from memory_core.storage.duckdb import _CONFIG, ask_for_file
+while True:
+    try:
+        conn = duckdb.connect(sys.argv[1], read_only=True, config=_CONFIG)
+        break
+    except duckdb.IOException:
+        ask_for_file(sys.argv[1])
+        time.sleep(0.01)
+print("got", conn.execute("SELECT count(*) FROM messages").fetchone()[0], flush=True)
+while not os.path.exists(sys.argv[2]):
+    time.sleep(0.01)
+conn.close()
+"""
+
+
+def test_appends_go_on_while_a_reader_holds_the_file(tmp_path: Path) -> None:
+    """A reader that asked gets the file lent: the writer keeps giving seqs and keeping
+    its appends in memory while the reader holds the file (here until the appends are
+    done: had they waited for the file, they would have failed with StorageBusyError),
+    then takes the file back and commits them, in order (a long linger: an idle
+    lender gives up its claim and what it knows after linger)."""
+    db = tmp_path / "lent.duckdb"
+    release = tmp_path / "release"
+    s = DuckDBStorage(db, lock_timeout=10, max_hold=0, linger=120)
+    s.memory.create_thread("t1")
+    assert s.memory.append_messages("t1", [AppendRow(message=Message(content="m0"))]) == [0]
+    holder = spawn(HOLDER, str(db), str(release))
+    try:
+        assert holder.stdout is not None
+        line = holder.stdout.readline()  # the writer lent it (the keeper saw the ask)
+        assert line == "got 1\n", holder.stderr.read() if holder.stderr else line
+        assert Path(f"{db}.lease").read_text() == str(os.getpid())
+        for i in range(1, 301):  # none of these needs the file
+            assert s.memory.append_messages(
+                "t1", [AppendRow(message=Message(content=f"m{i}"))]) == [i]
+    finally:
+        release.write_text("done")
+        holder.communicate(timeout=60)
+    assert [m.text() for m in s.memory.get_messages("t1")] == [f"m{i}" for i in range(301)]
+    s.close()
+    assert not Path(f"{db}.lease").exists()
+    r = DuckDBStorage(db, read_only=True)
+    assert r.memory.count_messages("t1") == 301 and r.memory.max_seq("t1") == 300
+    r.close()
+
+
+def test_a_writer_waits_while_another_has_lent_the_file(tmp_path: Path) -> None:
+    """The claim next to the file keeps other writers out while the lender's appends
+    wait (they hold seqs no one else may give); readers still get in, and a claim
+    whose process is gone is ignored."""
+    db = tmp_path / "claimed.duckdb"
+    s = DuckDBStorage(db)
+    s.memory.create_thread("t1")
+    s.close()
+    sleeper = spawn("import time; time.sleep(60)")
+    try:
+        Path(f"{db}.lease").write_text(str(sleeper.pid))
+        with pytest.raises(StorageBusyError, match=f"process {sleeper.pid} lent it"):
+            DuckDBStorage(db, lock_timeout=0.3)  # its setup opens the file to write
+        r = DuckDBStorage(db, read_only=True)
+        assert r.memory.count_messages("t1") == 0
+        r.close()
+    finally:
+        sleeper.kill()
+        sleeper.communicate(timeout=30)
+    w = DuckDBStorage(db, lock_timeout=5)  # the lender is gone: its claim means nothing
+    assert w.memory.append_messages("t1", [AppendRow(message=Message(content="x"))]) == [0]
+    w.close()
+
+
+# Appends argv[3] single messages to the thread "shared"; prints the seqs it was given.
+SHARED_WRITER = """
+import sys
+from memory_core.storage.duckdb import DuckDBStorage
+from memory_core.types import AppendRow, Message
+s = DuckDBStorage(sys.argv[1], lock_timeout=60)
+seqs = []
+for i in range(int(sys.argv[3])):
+    seqs += s.memory.append_messages("shared", [AppendRow(message=Message(content=f"{sys.argv[2]} {i}"))])
+s.close()
+print(" ".join(map(str, seqs)))
+"""
+
+
+@pytest.mark.slow
+def test_two_writers_and_a_reader_never_give_a_seq_twice(tmp_path: Path) -> None:
+    """Two writer processes append to one thread while a reader keeps asking for the
+    file: a writer lends the file to the reader, never to the other writer while its
+    appends wait, so every seq is given once and every append is stored."""
+    db = tmp_path / "two.duckdb"
+    done = tmp_path / "done"
+    s = DuckDBStorage(db)
+    s.memory.create_thread("shared")
+    s.close()
+    reader = spawn(READER.replace('"t1"', '"shared"'), str(db), str(done))
+    writers = {name: spawn(SHARED_WRITER, str(db), name, "400") for name in ("a", "b")}
+    got = {}
+    for name, w in writers.items():
+        out, err = w.communicate(timeout=300)
+        assert w.returncode == 0, err
+        got[name] = [int(x) for x in out.split()]
+    done.write_text("done")
+    _, r_err = reader.communicate(timeout=120)
+    assert reader.returncode == 0, r_err
+    assert sorted(got["a"] + got["b"]) == list(range(800))
+    final = DuckDBStorage(db, read_only=True)
+    by_seq = {m.seq: m.text() for m in final.memory.get_messages("shared")}
+    final.close()
+    for name, seqs in got.items():
+        assert [by_seq[q] for q in seqs] == [f"{name} {i}" for i in range(400)]
+
+
+def test_another_writer_waits_for_the_lenders_appends(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """While this process has lent the file and its appends wait with seqs given,
+    another writer that asked gets the file only after this one took it back and
+    committed them (this process looks for the file back slowly here, so without the
+    claim the other writer would get in first and give seq 1 again). A long linger
+    keeps this process from giving up its claim as idle while the reader starts."""
+    import memory_core.storage.duckdb as duck
+
+    monkeypatch.setattr(duck, "_ASK_POLL", 0.5)
+    # this process does not ask (the holder below does not listen): the request flag
+    # then changes only when the other writer asks
+    monkeypatch.setattr(duck._Handle, "ask", lambda self, write: None)
+    db = tmp_path / "race.duckdb"
+    release = tmp_path / "release"
+    s = DuckDBStorage(db, lock_timeout=60, max_hold=0, linger=120)
+    s.memory.create_thread("t1")
+    s.memory.append_messages("t1", [AppendRow(message=Message(content="m0"))])
+    holder = spawn(HOLDER, str(db), str(release))
+    other = None
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "got 1\n"
+        for i in range(1, 11):
+            s.memory.append_messages("t1", [AppendRow(message=Message(content=f"m{i}"))])
+        asked = Path(f"{db}.wants-write")
+        before = asked.stat().st_mtime_ns if asked.exists() else 0
+        other = spawn(SHARED_WRITER.replace('"shared"', '"t1"'), str(db), "other", "1")
+        deadline = time.monotonic() + 60
+        while not asked.exists() or asked.stat().st_mtime_ns == before:
+            assert time.monotonic() < deadline, "the other writer never asked"
+            time.sleep(0.01)
+    finally:
+        release.write_text("done")
+        holder.communicate(timeout=60)
+    out, err = other.communicate(timeout=120)
+    assert other.returncode == 0, err
+    assert out.split() == ["11"]
+    assert [m.text() for m in s.memory.get_messages("t1")] == \
+        [f"m{i}" for i in range(11)] + ["other 0"]
+    s.close()

@@ -112,6 +112,12 @@ _ASK_POLL = 0.02
 _COURTESY_GAP = 0.05
 _FLUSH_ROWS = 5000  # deferred appends committed at once when this many are waiting
 _WANTS = ".wants"  # suffix of the request flag next to the database file
+_WANTS_WRITE = ".wants-write"  # touched as well by an asker that will write
+# A writer lends the file to a reader that asked: it writes this claim next to the file
+# (its pid) and keeps giving seqs to appends from what it knows while the reader has
+# the file; another writer that gets the file meanwhile gives it back until the lender
+# has taken it back and committed them (so no one else assigns those seqs).
+_LEASE = ".lease"
 
 
 _WARM = threading.Event()
@@ -138,6 +144,25 @@ def ask_for_file(db_path: str) -> None:
     """Ask the process holding a DuckDB file to hand it over (any opener that found it
     locked calls this before retrying; the holder checks the flag between operations)."""
     _touch(os.path.realpath(db_path) + _WANTS)
+
+
+def _lender(path: str) -> int | None:
+    """The pid of another live process that lent the file to a reader and takes it
+    back first (its appends wait with seqs given), or None."""
+    try:
+        with open(path + _LEASE) as f:
+            pid = int(f.read() or 0)
+    except (OSError, ValueError):
+        return None
+    if pid <= 0 or pid == os.getpid():
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None  # a lender that died: its waiting appends died with it
+    except PermissionError:
+        pass
+    return pid
 
 
 def _touch(path: str) -> None:
@@ -226,6 +251,8 @@ class _Handle:
     def __init__(self, path: str | None) -> None:
         self.path = path
         self.wants = None if path is None else path + _WANTS
+        self.away = False  # the file is lent to a reader; appends wait with seqs given
+        self.opener: _Database | None = None  # reopens the file for waiting appends
         self.lock = threading.RLock()
         self.wake = threading.Condition(self.lock)
         self.held: Conn | None = None
@@ -255,20 +282,79 @@ class _Handle:
         if path is None:
             self.held = duckdb.connect(MEMORY, config=_CONFIG)
 
+    def raise_flush_error(self) -> None:
+        """A failed background commit is raised by this process's next operation."""
+        if self.flush_error is not None:
+            err, self.flush_error = self.flush_error, None
+            raise err
+
     def forget(self) -> None:
         """Drop what deferred appends cached about the database (another write of this
         process, or of another process once the file is released, may change it)."""
         self.threads.clear()
         self.dim_known = False
 
-    def asked(self) -> bool:
-        """Whether another process asked for the file since this one opened it."""
-        if self.wants is None:
+    def asked(self, suffix: str = _WANTS) -> bool:
+        """Whether another process asked for the file since this one opened it (with
+        ``_WANTS_WRITE``: a process that will write)."""
+        if self.path is None:
             return False
         try:
-            return os.stat(self.wants).st_mtime_ns > self.opened_ns
+            return os.stat(self.path + suffix).st_mtime_ns > self.opened_ns
         except OSError:
             return False
+
+    def ask(self, write: bool) -> None:
+        """Ask the holder of the file for it (a writer says it will write)."""
+        assert self.path is not None
+        _touch(self.path + _WANTS)
+        if write:
+            _touch(self.path + _WANTS_WRITE)
+
+    def lend(self, now: float) -> bool:
+        """Hand the lingering read-write connection to a reader that asked, keeping
+        what appends know: they go on getting seqs and waiting in memory until this
+        process takes the file back. False (nothing done) when a writer asked too,
+        or the claim cannot be written."""
+        if self.idle is None or self.idle_read_only or self.commit_delay <= 0 \
+                or self.asked(_WANTS_WRITE) or self.path is None:
+            return False
+        try:
+            tmp = f"{self.path}{_LEASE}.{os.getpid()}"
+            with open(tmp, "w") as f:
+                f.write(str(os.getpid()))
+            os.replace(tmp, self.path + _LEASE)
+        except OSError:
+            return False
+        conn, self.idle = self.idle, None
+        try:
+            self.flush(conn)  # the reader sees everything appended so far
+        finally:
+            conn.close()
+            self.away = True
+            self.reopen_after = now + _COURTESY_GAP
+        return True
+
+    def home(self) -> None:
+        """The file is this process's again (or nothing waits): drop the claim."""
+        if self.away:
+            self.away = False
+            assert self.path is not None
+            try:
+                os.remove(self.path + _LEASE)
+            except OSError:
+                pass
+
+    def take_back(self, *, wait: bool) -> Conn | None:
+        """Reopen the file lent to a reader (caller holds the lock): one attempt, or
+        waiting like any open; the connection lingers as usual. None: still held."""
+        assert self.opener is not None
+        conn = self.opener._connect("commit appended messages", read_only=False) if wait \
+            else self.opener._attempt("commit appended messages", read_only=False)
+        if conn is not None:
+            self.idle, self.idle_read_only = conn, False
+            self.opened_at = self.last_used = time.monotonic()
+        return conn
 
     def flush(self, conn: Conn | None = None) -> None:
         """Commit the deferred appends in one transaction (caller holds the lock), on
@@ -276,6 +362,8 @@ class _Handle:
         if not self.pending:
             return
         conn = conn or (self.held if self.held is not None else self.idle)
+        if conn is None and self.away:
+            conn = self.take_back(wait=True)
         assert conn is not None, "deferred appends outlived their connection"
         staged, self.pending = self.pending, []
         rows, self.pending_rows = self.pending_rows, 0
@@ -322,7 +410,7 @@ class _Handle:
         """While a connection lingers or appends wait: commit them after commit_delay,
         release the file when asked for, after linger idle or max_hold held."""
         with self.lock:
-            while self.idle is not None or self.pending:
+            while self.idle is not None or self.pending or self.away:
                 try:
                     due = self._keep_step(time.monotonic())
                 except StorageError as e:
@@ -342,8 +430,17 @@ class _Handle:
     def _keep_step(self, now: float) -> float | None:
         """One look by the keeper: what is due now, and when to look again (None: stop)."""
         if self.hand_over(now):
+            if self.lend(now):
+                return now + _COURTESY_GAP
             self.drop_idle(forced=True)
             return None
+        if self.away:
+            if not self.pending and now >= self.last_used + self.linger:
+                self.home()  # idle: nothing to take back
+                self.forget()
+                return None
+            if now < self.reopen_after or self.take_back(wait=False) is None:
+                return now + _ASK_POLL
         if self.pending and now >= self.pending_since + self.commit_delay:
             self.flush()
         due = float("inf")
@@ -378,6 +475,7 @@ def _close_lingering() -> None:
         with h.lock:
             try:
                 h.flush()
+                h.home()
             except StorageError:
                 pass  # nothing to report to at exit
             h.drop_idle()
@@ -407,8 +505,10 @@ class _Database:
         self.max_hold = max_hold
         self.commit_delay = commit_delay
         self.closed = False
+        self._busy = ""  # why the last open attempt failed
 
     def _connect(self, op: str, read_only: bool) -> Conn:
+        """Open the file, waiting (and asking for it) while another process has it."""
         assert self.handle.path is not None
         if read_only and not os.path.exists(self.handle.path):
             raise StorageError(f"{op} failed: database file '{self.handle.path}' does not exist")
@@ -419,26 +519,44 @@ class _Database:
         deadline = time.monotonic() + self.lock_timeout
         delay = 0.002
         while True:
-            try:
-                conn = duckdb.connect(self.handle.path, read_only=read_only, config=_CONFIG)
-                self.handle.opened_ns = time.time_ns()
+            conn = self._attempt(op, read_only)
+            if conn is not None:
                 return conn
-            except duckdb.IOException as e:
-                assert self.handle.wants is not None
-                _touch(self.handle.wants)  # ask the holder to hand the file over
-                if not _is_lock_conflict(e):
-                    raise StorageError(f"{op} failed: cannot open '{self.handle.path}': {e}") from e
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise StorageBusyError(
-                        f"{op} failed: database file '{self.handle.path}' is held by another "
-                        f"process and was not released within {self.lock_timeout:g}s "
-                        f"(raise lock_timeout, or end that process's session): {e}") from e
-                # jitter keeps two waiting processes from retrying in lock-step
-                time.sleep(min(remaining, delay * random.uniform(0.5, 1.5)))
-                delay = min(delay * 2, _POLL_CAP)
-            except duckdb.Error as e:
-                raise StorageError(f"{op} failed: cannot open '{self.handle.path}': {e}") from e
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise StorageBusyError(
+                    f"{op} failed: database file '{self.handle.path}' is held by another "
+                    f"process and was not released within {self.lock_timeout:g}s "
+                    f"(raise lock_timeout, or end that process's session): {self._busy}")
+            # jitter keeps two waiting processes from retrying in lock-step
+            time.sleep(min(remaining, delay * random.uniform(0.5, 1.5)))
+            delay = min(delay * 2, _POLL_CAP)
+
+    def _attempt(self, op: str, read_only: bool) -> Conn | None:
+        """One try at opening the file: None (and the holder asked for it) while another
+        process holds it, or lent it to a reader and has not taken it back yet."""
+        h = self.handle
+        assert h.path is not None
+        read_only = read_only and not h.away  # waiting appends need a writable one
+        try:
+            conn = duckdb.connect(h.path, read_only=read_only, config=_CONFIG)
+        except duckdb.IOException as e:
+            h.ask(write=not read_only)
+            if not _is_lock_conflict(e):
+                raise StorageError(f"{op} failed: cannot open '{h.path}': {e}") from e
+            self._busy = str(e)
+            return None
+        except duckdb.Error as e:
+            raise StorageError(f"{op} failed: cannot open '{h.path}': {e}") from e
+        lender = None if read_only else _lender(h.path)
+        if lender is not None:
+            conn.close()  # nothing written: the lender's appends hold seqs, it goes first
+            h.ask(write=True)
+            self._busy = f"process {lender} lent it to a reader and takes it back first"
+            return None
+        h.opened_ns = time.time_ns()
+        h.home()
+        return conn
 
     def _check_open(self, op: str, write: bool) -> None:
         if self.closed:
@@ -451,10 +569,10 @@ class _Database:
         lingering one while it is young enough and not asked for by another process,
         or a new one that will linger. A failed background commit is raised here."""
         h = self.handle
-        if h.flush_error is not None:
-            err, h.flush_error = h.flush_error, None
-            raise err
-        if h.hand_over(time.monotonic()):
+        h.raise_flush_error()
+        h.opener = self
+        now = time.monotonic()
+        if h.hand_over(now) and not h.lend(now):
             h.drop_idle(forced=True)  # another process waits for the file: hand it over
         if h.held is not None:
             if h.held_read_only and write:
@@ -468,8 +586,9 @@ class _Database:
                 h.drop_idle()
             else:
                 return h.idle, h.idle_read_only
-        h.idle = self._connect(op, read_only=self.read_only)
-        h.idle_read_only = self.read_only
+        read_only = self.read_only and not h.away
+        h.idle = self._connect(op, read_only=read_only)
+        h.idle_read_only = read_only
         h.opened_at = time.monotonic()
         return h.idle, h.idle_read_only
 
@@ -514,29 +633,38 @@ class _Database:
                     h.forget()  # it may have changed a thread row or the dimension
                 self.used(conn)
 
-    def used(self, conn: Conn) -> None:
-        """After an operation on conn (caller holds the lock): let a lingering
-        connection linger, and have deferred appends committed in time."""
+    def used(self, conn: Conn | None) -> None:
+        """After an operation on conn (caller holds the lock; None: an append made
+        while the file is lent): let a lingering connection linger, and have deferred
+        appends committed in time."""
         h = self.handle
         h.commit_delay = self.commit_delay
         if conn is h.idle:
             h.last_used = time.monotonic()
             h.linger, h.max_hold = self.linger, self.max_hold
-            if self.linger <= 0:
+            if self.linger <= 0 and conn is not None:
                 h.drop_idle()
                 return
-        if h.idle is not None or h.pending:
+        if h.idle is not None or h.pending or h.away:
             h.start_closer()
             h.wake.notify_all()
 
-    def writer(self, op: str) -> Conn | None:
-        """The read-write connection for a deferred append (caller holds the lock), or
-        None when the append must run as its own transaction: inside another operation
-        (it joins it), on ``:memory:`` or a read-only storage, or with commit_delay 0."""
+    def defers(self, op: str) -> bool:
+        """Whether an append waits in memory (caller holds the lock): not when it must
+        run as its own transaction — inside another operation (it joins it), on
+        ``:memory:`` or a read-only storage, or with commit_delay 0."""
         h = self.handle
         self._check_open(op, True)
         if h.active is not None or h.path is None or self.commit_delay <= 0:
-            return None
+            return False
+        h.opener = self
+        now = time.monotonic()
+        if h.hand_over(now) and not h.lend(now):
+            h.drop_idle(forced=True)
+        return True
+
+    def writer(self, op: str) -> Conn:
+        """The read-write connection for a deferred append (caller holds the lock)."""
         conn, _ = self._connection(op, write=True)
         return conn
 
@@ -617,6 +745,9 @@ class _Database:
                     self.handle.held.close()
                     self.handle.held = None
             elif self.handle.active is None:
+                if self.handle.away:
+                    self.handle.flush()  # appends made while the file was lent
+                    self.handle.home()
                 self.handle.drop_idle()
 
 
@@ -826,9 +957,14 @@ class _DuckMemoryStore(SqlMemoryStore):
         bodies = message_bodies(thread_id, rows)
         has_vec = any(r.embedding is not None for r in rows)
         with h.lock:
-            conn = self.duck.writer("append_messages")
-            if conn is None:
+            if not self.duck.defers("append_messages"):
                 return super().append_messages(thread_id, rows)
+            h.raise_flush_error()
+            # while the file is lent to a reader, an append of a thread whose seqs this
+            # process knows waits in memory without it
+            lent = h.away and thread_id in h.threads and (h.dim_known or not has_vec) \
+                and h.pending_rows + len(rows) < _FLUSH_ROWS
+            conn = None if lent else self.duck.writer("append_messages")
             try:
                 state = self._thread_state(conn, thread_id)
                 dim = self._dim(conn) if has_vec else None
@@ -850,11 +986,12 @@ class _DuckMemoryStore(SqlMemoryStore):
             self.duck.used(conn)
             return seqs
 
-    def _thread_state(self, conn: Conn, thread_id: str) -> list[Any]:
+    def _thread_state(self, conn: Conn | None, thread_id: str) -> list[Any]:
         """[resource_id, highest seq incl. waiting appends] of a thread, read once."""
         h = self.duck.handle
         state = h.threads.get(thread_id)
         if state is None:
+            assert conn is not None, "an append without the file needs what it knows"
             found = conn.execute(
                 "SELECT resource_id, max_seq, (SELECT value FROM meta WHERE key = ?)"
                 " FROM threads WHERE id = ?",
@@ -866,9 +1003,10 @@ class _DuckMemoryStore(SqlMemoryStore):
             state = h.threads[thread_id] = [found[0][0], max(int(found[0][1]), floor)]
         return state
 
-    def _dim(self, conn: Conn) -> int | None:
+    def _dim(self, conn: Conn | None) -> int | None:
         h = self.duck.handle
         if not h.dim_known:
+            assert conn is not None, "an append without the file needs what it knows"
             rows = conn.execute("SELECT value FROM meta WHERE key = ?", [DIM_KEY]).fetchall()
             h.dim = int(rows[0][0]) if rows and rows[0][0] is not None else None
             h.dim_known = True
