@@ -7,14 +7,16 @@ from __future__ import annotations
 
 import os
 import time
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pytest
 
-from memory_core.errors import NotFoundError, StorageBusyError
+from memory_core.errors import NotFoundError, StorageBusyError, StorageError
 from memory_core.storage.duckdb import _CONFIG, DuckDBStorage
-from memory_core.types import AppendRow, Message
+from memory_core.types import AppendRow, Message, RunRecord
 from tests.test_duckdb_processes import spawn
 
 # Appends single messages for argv[2] seconds to two threads, writing the time span it
@@ -326,4 +328,78 @@ def test_another_writer_waits_for_the_lenders_appends(
     assert out.split() == ["11"]
     assert [m.text() for m in s.memory.get_messages("t1")] == \
         [f"m{i}" for i in range(11)] + ["other 0"]
+    s.close()
+
+
+def test_journal_writes_keep_what_appends_know(tmp_path: Path) -> None:
+    """Runs and journal records leave threads alone, so the next append still gets its
+    seq without reading the file (it may be lent to a reader); a write of a thread
+    makes the next append read it again."""
+    s = DuckDBStorage(tmp_path / "keep.duckdb", commit_delay=30)
+    s.memory.create_thread("t1")
+    s.memory.append_messages("t1", [AppendRow(message=Message(content="a"))])
+    known = s._duck.handle.threads
+    assert "t1" in known
+    s.runs.start_run(RunRecord(run_id="r1", agent="a", thread_id="t1", status="running",
+                               started_at=datetime.now(UTC)))
+    s.runs.put_if_absent("run/r1/step/0", {"ok": True})
+    s.runs.set_run_status("r1", "done", finished_at=datetime.now(UTC))
+    assert "t1" in known
+    s.memory.update_thread("t1", title="renamed")
+    assert "t1" not in known
+    assert s.memory.append_messages("t1", [AppendRow(message=Message(content="b"))]) == [1]
+    s.close()
+
+
+def _blocking_commit(monkeypatch: pytest.MonkeyPatch, fail: bool) -> tuple[Any, Any]:
+    """The keeper's next commit of appends waits for ``go`` (``started`` is set when it
+    is waiting), then fails if ``fail``; later commits run as usual."""
+    import threading
+
+    import memory_core.storage.duckdb as duck
+
+    started, go = threading.Event(), threading.Event()
+    real = duck._insert_messages
+
+    def insert(tx: Any, staged: Any) -> None:
+        if not started.is_set():
+            started.set()
+            assert go.wait(60)
+            if fail:
+                raise duckdb.IOException("disk went away")
+        real(tx, staged)
+
+    monkeypatch.setattr(duck, "_insert_messages", insert)
+    return started, go
+
+
+@pytest.mark.parametrize("fail", [False, True])
+def test_appends_go_on_while_the_keeper_commits(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fail: bool) -> None:
+    """The keeper commits waiting appends without the lock: appends of a known thread
+    return meanwhile (here while the commit is held up), reads wait for it. A commit
+    that fails loses the appends made during it too, and says how many."""
+    import threading
+
+    s = DuckDBStorage(tmp_path / "keeper.duckdb", commit_delay=0.01)
+    s.memory.create_thread("t1")
+    assert s.memory.append_messages("t1", [AppendRow(message=Message(content="m0"))]) == [0]
+    s.memory.count_messages("t1")  # committed
+    started, go = _blocking_commit(monkeypatch, fail)
+    s.memory.append_messages("t1", [AppendRow(message=Message(content="m1"))])
+    assert started.wait(60)  # the keeper is committing m1, without the lock
+    done = []
+    t = threading.Thread(target=lambda: done.append(s.memory.append_messages(
+        "t1", [AppendRow(message=Message(content="m2"))])))
+    t.start()
+    t.join(60)
+    assert done == [[2]]  # returned while the commit is still held up
+    go.set()
+    if fail:
+        with pytest.raises(StorageError, match="committing 2 appended messages failed"):
+            s.memory.count_messages("t1")
+        assert s.memory.append_messages("t1", [AppendRow(message=Message(content="x"))]) == [1]
+        assert [m.text() for m in s.memory.get_messages("t1")] == ["m0", "x"]
+    else:
+        assert [m.text() for m in s.memory.get_messages("t1")] == ["m0", "m1", "m2"]
     s.close()

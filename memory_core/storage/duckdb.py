@@ -14,6 +14,7 @@ from __future__ import annotations
 import atexit
 import os
 import random
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -111,6 +112,8 @@ _POLL_CAP = 0.02
 _ASK_POLL = 0.02
 _COURTESY_GAP = 0.05
 _FLUSH_ROWS = 5000  # deferred appends committed at once when this many are waiting
+_READER_SLICE = 0.5  # a lender lets a reader work this long before asking the file back
+_CHECKPOINT = "4MB"  # WAL size at which a commit checkpoints (DuckDB's default: 16MB)
 _WANTS = ".wants"  # suffix of the request flag next to the database file
 _WANTS_WRITE = ".wants-write"  # touched as well by an asker that will write
 # A writer lends the file to a reader that asked: it writes this claim next to the file
@@ -190,6 +193,7 @@ def _insert_rows(tx: Any, table: str, columns: Sequence[str],
         col = [r[i] for r in rows]
         arrays[c] = _vector_column(col) if any(isinstance(v, np.ndarray) for v in col) \
             else pa.array(col)
+    tx.wrote(f"INSERT INTO {table}")
     _insert_table(tx.conn, table, pa.table(arrays))
 
 
@@ -236,6 +240,7 @@ def _insert_messages(tx: Any, staged: Sequence[StagedMessages]) -> None:
         _insert_rows(tx, "messages", MESSAGE_INSERT,
                      [row for s in staged for row in s.rows(lambda v: v)])
         return
+    tx.wrote("INSERT INTO messages")
     _insert_table(tx.conn, "messages", _messages_table(staged))
 
 
@@ -252,6 +257,8 @@ class _Handle:
         self.path = path
         self.wants = None if path is None else path + _WANTS
         self.away = False  # the file is lent to a reader; appends wait with seqs given
+        self.flushing = False  # the keeper commits deferred appends without the lock
+        self.stale = False  # the write in progress touched more than journal and runs
         self.opener: _Database | None = None  # reopens the file for waiting appends
         self.lock = threading.RLock()
         self.wake = threading.Condition(self.lock)
@@ -316,6 +323,7 @@ class _Handle:
         what appends know: they go on getting seqs and waiting in memory until this
         process takes the file back. False (nothing done) when a writer asked too,
         or the claim cannot be written."""
+        self.settle()
         if self.idle is None or self.idle_read_only or self.commit_delay <= 0 \
                 or self.asked(_WANTS_WRITE) or self.path is None:
             return False
@@ -328,9 +336,8 @@ class _Handle:
             return False
         conn, self.idle = self.idle, None
         try:
-            self.flush(conn)  # the reader sees everything appended so far
+            conn.close()  # waiting appends stay waiting: the reader gets in sooner
         finally:
-            conn.close()
             self.away = True
             self.reopen_after = now + _COURTESY_GAP
         return True
@@ -356,9 +363,19 @@ class _Handle:
             self.opened_at = self.last_used = time.monotonic()
         return conn
 
-    def flush(self, conn: Conn | None = None) -> None:
+    def settle(self) -> None:
+        """Wait for a commit of deferred appends running without the lock (caller
+        holds the lock): nothing else may use the connection meanwhile."""
+        while self.flushing:
+            self.wake.wait()
+
+    def flush(self, conn: Conn | None = None, *, unlocked: bool = False) -> None:
         """Commit the deferred appends in one transaction (caller holds the lock), on
-        conn or the connection this process holds."""
+        conn or the connection this process holds. ``unlocked`` (the keeper, holding
+        the lock once): the lock is let go during the commit, so appends whose seqs
+        this process knows go on meanwhile; anything else that needs the connection
+        waits for it (``settle``)."""
+        self.settle()
         if not self.pending:
             return
         conn = conn or (self.held if self.held is not None else self.idle)
@@ -368,18 +385,32 @@ class _Handle:
         staged, self.pending = self.pending, []
         rows, self.pending_rows = self.pending_rows, 0
         new_dim, self.pending_dim = self.pending_dim, None
+        failed: duckdb.Error | None = None
+        if unlocked:
+            self.flushing = True
+            self.lock.release()
         try:
             conn.begin()
             write_staged(_insert_messages, _DuckTx(conn), staged, new_dim)
             conn.commit()
         except duckdb.Error as e:
+            failed = e
             try:
                 conn.rollback()
             except duckdb.Error:
                 pass
+        finally:
+            if unlocked:
+                self.lock.acquire()
+                self.flushing = False
+                self.wake.notify_all()
+        if failed is not None:
+            # appends made during the commit follow the lost ones: they go too
+            rows += self.pending_rows
+            self.pending, self.pending_rows, self.pending_dim = [], 0, None
             self.forget()
             raise StorageError(f"committing {rows} appended messages failed; they "
-                               f"are not stored: {e}") from e
+                               f"are not stored: {failed}") from failed
 
     def close_conn(self, conn: Conn) -> None:
         """Close a connection of this handle, committing deferred appends first."""
@@ -391,6 +422,7 @@ class _Handle:
 
     def drop_idle(self, *, forced: bool = False) -> None:
         """Close the lingering connection (caller holds the lock)."""
+        self.settle()
         if self.idle is not None:
             conn = self.idle
             try:
@@ -442,7 +474,7 @@ class _Handle:
             if now < self.reopen_after or self.take_back(wait=False) is None:
                 return now + _ASK_POLL
         if self.pending and now >= self.pending_since + self.commit_delay:
-            self.flush()
+            self.flush(unlocked=True)
         due = float("inf")
         if self.idle is not None:
             idle_end = self.last_used + self.linger
@@ -541,7 +573,10 @@ class _Database:
         try:
             conn = duckdb.connect(h.path, read_only=read_only, config=_CONFIG)
         except duckdb.IOException as e:
-            h.ask(write=not read_only)
+            if not (h.away and time.monotonic() < h.reopen_after + _READER_SLICE):
+                # (a lender lets the reader do a few operations first: asked at once,
+                # a reader making two would hand the file back between them)
+                h.ask(write=not read_only)
             if not _is_lock_conflict(e):
                 raise StorageError(f"{op} failed: cannot open '{h.path}': {e}") from e
             self._busy = str(e)
@@ -556,6 +591,10 @@ class _Database:
             return None
         h.opened_ns = time.time_ns()
         h.home()
+        if not read_only:
+            # checkpoint in the small steps commits take (a keeper's commit runs
+            # without the lock), not all at once when the file is handed over
+            conn.execute(f"SET checkpoint_threshold = '{_CHECKPOINT}'")
         return conn
 
     def _check_open(self, op: str, write: bool) -> None:
@@ -569,6 +608,7 @@ class _Database:
         lingering one while it is young enough and not asked for by another process,
         or a new one that will linger. A failed background commit is raised here."""
         h = self.handle
+        h.settle()
         h.raise_flush_error()
         h.opener = self
         now = time.monotonic()
@@ -593,9 +633,11 @@ class _Database:
         return h.idle, h.idle_read_only
 
     @contextmanager
-    def transaction(self, op: str, *, write: bool) -> Iterator[Conn]:
+    def transaction(self, op: str, *, write: bool, tracked: bool = False) -> Iterator[Conn]:
         """Run the body in one transaction; a call made from inside another operation
-        of the same database joins its transaction."""
+        of the same database joins its transaction. What deferred appends know is
+        dropped after a write, unless ``tracked`` (its statements go through a
+        ``_DuckTx`` of this handle) and they touched only the journal and runs."""
         self._check_open(op, write)
         h = self.handle
         with h.lock:
@@ -607,6 +649,7 @@ class _Database:
             conn, ro = self._connection(op, write)
             h.flush()  # deferred appends first: the operation sees them, in order
             h.active, h.active_read_only, h.active_write = conn, ro, write
+            h.stale = not tracked
             try:
                 if not write:
                     # A read needs no transaction of its own: while this process has
@@ -629,7 +672,7 @@ class _Database:
                 raise StorageError(f"{op} failed: {e}") from e
             finally:
                 h.active = None
-                if write:
+                if write and h.stale:
                     h.forget()  # it may have changed a thread row or the dimension
                 self.used(conn)
 
@@ -756,19 +799,36 @@ class _DuckTx:
     """A transaction of the shared SQL on one DuckDB connection. Every result is read
     to the end: DuckDB 2 refuses new work on a connection with an unread result."""
 
-    def __init__(self, conn: Conn) -> None:
+    def __init__(self, conn: Conn, handle: _Handle | None = None) -> None:
         self.conn = conn
+        self.handle = handle
+
+    def wrote(self, sql: str) -> None:
+        """Note a statement that may change what deferred appends know (anything but
+        reads and writes of the journal and runs)."""
+        if self.handle is not None and not _KEEPS_STATE.match(sql):
+            self.handle.stale = True
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        self.wrote(sql)
         return self.conn.execute(sql, list(params)).fetchall()
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        self.wrote(sql)
         rows = self.conn.execute(sql, list(params)).fetchall()
         # DML answers with one row holding the number of rows it changed
         return int(rows[0][0]) if rows and isinstance(rows[0][0], int) else 0
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        self.wrote(sql)
         self.conn.executemany(sql, [list(r) for r in rows])
+
+
+# statements after which what deferred appends know (threads' seqs, the dimension)
+# still holds: reads, and writes of the journal and runs
+_KEEPS_STATE = re.compile(
+    r"\s*(SELECT\b|INSERT INTO (journal|runs)\b|UPDATE runs\b|DELETE FROM (journal|runs)\b)",
+    re.IGNORECASE)
 
 
 def _arrow(conn: Conn, sql: str, params: list[Any]) -> pa.Table:
@@ -820,8 +880,8 @@ class _DuckDriver(Driver):
 
     @contextmanager
     def write(self, op: str) -> Iterator[_DuckTx]:
-        with self.db.transaction(op, write=True) as conn:
-            yield _DuckTx(conn)
+        with self.db.transaction(op, write=True, tracked=True) as conn:
+            yield _DuckTx(conn, self.db.handle)
 
     def close(self) -> None:
         self.db.close()
@@ -960,11 +1020,12 @@ class _DuckMemoryStore(SqlMemoryStore):
             if not self.duck.defers("append_messages"):
                 return super().append_messages(thread_id, rows)
             h.raise_flush_error()
-            # while the file is lent to a reader, an append of a thread whose seqs this
-            # process knows waits in memory without it
-            lent = h.away and thread_id in h.threads and (h.dim_known or not has_vec) \
+            # an append of a thread whose seqs this process knows (it holds the file,
+            # or lent it to a reader) waits in memory without touching the file: it
+            # goes on while waiting appends are committed, or a reader has the file
+            known = thread_id in h.threads and (h.dim_known or not has_vec) \
                 and h.pending_rows + len(rows) < _FLUSH_ROWS
-            conn = None if lent else self.duck.writer("append_messages")
+            conn = h.idle if known else self.duck.writer("append_messages")
             try:
                 state = self._thread_state(conn, thread_id)
                 dim = self._dim(conn) if has_vec else None
