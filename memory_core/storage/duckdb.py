@@ -12,6 +12,7 @@ DuckDB-only schema onto the shared one (memory_core/storage/duckdb_legacy.py).
 from __future__ import annotations
 
 import atexit
+import math
 import os
 import random
 import re
@@ -336,8 +337,9 @@ class _Handle:
             return False
         conn, self.idle = self.idle, None
         try:
-            conn.close()  # waiting appends stay waiting: the reader gets in sooner
+            self.flush(conn)  # the reader sees every append made before it asked
         finally:
+            conn.close()
             self.away = True
             self.reopen_after = now + _COURTESY_GAP
         return True
@@ -1043,7 +1045,10 @@ class _DuckMemoryStore(SqlMemoryStore):
             h.pending.append(staged)
             h.pending_rows += len(rows)
             if h.pending_rows >= _FLUSH_ROWS:
-                h.flush()
+                # committed by the keeper now, without the lock: the caller builds its
+                # next batch meanwhile (one commit in flight at most: settle first)
+                h.settle()
+                h.pending_since = -math.inf
             self.duck.used(conn)
             return seqs
 
