@@ -7,6 +7,12 @@ asked). The holder renews by writing the next lease before it expires and releas
 writing a ``released`` one. A later starter may take over a lease that expired, that
 was released, or whose holder is a process on this machine that no longer exists
 (a crashed run is resumed at once, without waiting out its lease).
+
+So while less than half its ttl has passed since the holder wrote its claim, nobody
+can have taken it over (it is neither expired, released, nor held by a dead process;
+clocks of the hosts sharing a store must agree to well within ttl/2): ``check`` then
+answers without reading the store. A release is a ``put_if_absent`` of the next claim,
+which fails exactly when another starter has written it — no read is needed either.
 """
 
 from __future__ import annotations
@@ -77,18 +83,23 @@ class Lease:
     owner: str = field(default_factory=lambda: f"{_HOST}:{os.getpid()}:{uuid.uuid4().hex}")
     n: int = -1
     expires: float = 0.0
+    #: set once a release of this claim is durable (by ``release``, or by a holder
+    #: whose ``release_held`` committed): a later ``release`` does nothing
+    released: bool = False
 
     @property
     def keys(self) -> RunKeys:
         return RunKeys(self.run_id)
 
     def _write(self, n: int, *, released: bool = False) -> bool:
+        """Write claim n; a held claim (not a release) becomes this lease's."""
         expires = time.time() + self.ttl
         rec = LeaseRecord(owner=self.owner, host=_HOST, pid=os.getpid(), expires=expires,
                           released=released)
         if not self.runs.put_if_absent(self.keys.lease(n), rec.model_dump(mode="json")):
             return False
-        self.n, self.expires = n, expires
+        if not released:
+            self.n, self.expires = n, expires
         return True
 
     def acquire(self, wait: float = 0.0) -> Lease:
@@ -107,7 +118,10 @@ class Lease:
             delay = min(delay * 2, 0.25)
 
     def check(self) -> None:
-        """Before a model call or a tool: still ours? Renews when half the ttl is gone."""
+        """Before a model call or a tool: still ours? Renews when half the ttl is gone
+        (before that, nobody can have taken it over: no read is needed)."""
+        if self.n >= 0 and time.time() < self.expires - self.ttl / 2:
+            return
         n, rec = _latest(self.runs, self.keys)
         if rec is None or n != self.n or rec.owner != self.owner:
             raise RunInProgress(f"run '{self.run_id}' was taken over by "
@@ -116,6 +130,16 @@ class Lease:
             raise RunInProgress(f"run '{self.run_id}' was taken over while renewing")
 
     def release(self) -> None:
+        """Release the claim if it is still ours (it reads which claim is the latest:
+        safe to call again after ``release_held``, or after a rolled-back one)."""
+        if self.released:
+            return
         n, rec = _latest(self.runs, self.keys)
         if rec is not None and n == self.n and rec.owner == self.owner:
-            self._write(n + 1, released=True)
+            self.released = self._write(n + 1, released=True)
+
+    def release_held(self) -> bool:
+        """Release a claim this process knows it holds, without reading: the next claim
+        written as released, which is refused if another starter took the run over
+        (it wrote that claim). True when written."""
+        return self.n >= 0 and self._write(self.n + 1, released=True)

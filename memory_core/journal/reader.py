@@ -72,6 +72,13 @@ class RunReader:
         self.runs = runs
         self.keys = RunKeys(run_id)
 
+    @classmethod
+    def snapshot(cls, runs: RunJournal, run_id: str) -> RunReader:
+        """A reader of the run's records as they are now, read with one query and
+        answered from memory after (the Runner reads a run it holds the claim on so:
+        nobody else writes it meanwhile, and it never re-reads what it writes)."""
+        return cls(_JournalSnapshot(runs, RunKeys(run_id).prefix), run_id)
+
     def _get(self, kind: str, model: type[R], key: str) -> R | None:
         raw = self.runs.get(key)
         return None if raw is None else load_record(kind, model, raw, key)

@@ -22,7 +22,7 @@ import builtins
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -128,6 +128,11 @@ class Driver(ABC):
 
     @abstractmethod
     def close(self) -> None: ...
+
+    def batch(self) -> AbstractContextManager[None]:
+        """``Storage.write_batch``: every write in the block in one transaction, where
+        the engine's driver can; by default each write commits on its own."""
+        return nullcontext()
 
     def migrate(self, migrations: Sequence[Migration], now: datetime) -> None:
         """Apply the migrations this database lacks, in one write transaction."""
@@ -1003,6 +1008,11 @@ class SqlStorage(Storage):
         clock = checked_clock(clock)
         self.memory = (memory or SqlMemoryStore)(db, clock, ids or ThreadIdFactory(clock))
         self.runs = SqlRunJournal(db)
+
+    def write_batch(self) -> AbstractContextManager[None]:
+        """Every write in the block in one transaction (one commit), where the driver
+        groups writes (SQLite, PostgreSQL, DuckDB); a failure leaves none of them."""
+        return self._db.batch()
 
     def close(self) -> None:
         self._db.close()
