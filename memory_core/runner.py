@@ -30,7 +30,7 @@ from memory_core.journal.records import (
     ToolSpecRecord,
 )
 from memory_core.journal.seal import seal_run, seal_written
-from memory_core.journal.writer import JournalWriter
+from memory_core.journal.writer import JournalWriter, write_deferred
 from memory_core.models.base import (
     ModelResponse,
     Tool,
@@ -138,12 +138,15 @@ def _normalise_prompt(prompt: str | Message | Sequence[Message]) -> list[Message
 
 
 class _Marks:
-    """A run's boundary names (``Runner.on_boundary``), each passed on once the write it
-    names is durable: at once outside a write group, when the group commits inside one."""
+    """A run's write groups, and its boundary names (``Runner.on_boundary``), each passed
+    on once the write it names is durable: at once outside a group, when the group
+    commits inside one."""
 
     def __init__(self, hook: BoundaryHook | None) -> None:
         self.hook = hook
         self.held: list[str] | None = None
+        #: inside a deferring group: the journal records its writers collected
+        self.deferred: list[tuple[str, Any]] | None = None
 
     def __call__(self, name: str) -> None:
         if self.held is not None:
@@ -152,16 +155,23 @@ class _Marks:
             self.hook(name)
 
     @contextmanager
-    def group(self, storage: Storage) -> Iterator[None]:
-        """One phase's writes in one transaction (``Storage.write_batch``)."""
+    def group(self, storage: Storage, *, defer: bool) -> Iterator[None]:
+        """One phase's writes in one transaction (``Storage.write_batch``). With
+        ``defer`` its journal records are written together as it ends, in one
+        statement: only for a fresh run (none of them can be stored yet) on an adapter
+        whose batches are transactions (a failure keeps none of the group)."""
         assert self.held is None, "write groups do not nest"
         self.held = []
+        self.deferred = [] if defer and type(storage).write_batch is not Storage.write_batch \
+            else None
         try:
             with storage.write_batch():
                 yield
+                if self.deferred:
+                    write_deferred(storage.runs, self.deferred)
             done = self.held
         finally:
-            self.held = None
+            self.held = self.deferred = None
         for name in done:
             self(name)
 
@@ -305,7 +315,7 @@ class Runner:
         # once its record exists.
         try:
             plan = self._plan_persist(state, thread_id, state.incoming, "input")
-            with state.marks.group(self.storage):
+            with state.marks.group(self.storage, defer=state.fresh):
                 self._write_frozen(state)
                 self._start(state, existing, row)
                 state.input_seqs = self._write_persist(state, plan, "input", thread_id,
@@ -316,7 +326,7 @@ class Runner:
                 state.titled = self.memory.generate_title is not None
             self._loop(agent, state, thread_id, resource_id)
             plan = self._plan_persist(state, thread_id, state.convo, "output")
-            with state.marks.group(self.storage):
+            with state.marks.group(self.storage, defer=state.fresh):
                 self._finish(state, thread_id, resource_id, plan)
             lease.released = True
         except Exception as e:
@@ -362,7 +372,7 @@ class Runner:
                                              finished_at=self.clock())
             state.marks("run:completed")
         if state.lease is not None:
-            state.lease.release_held()
+            state.lease.release_held(into=state.marks.deferred)
 
     def _fail(self, state: _RunState, e: Exception) -> None:
         """Mark the run failed. A model step the failed group did not make durable is
@@ -382,7 +392,7 @@ class Runner:
     # -- phases ----------------------------------------------------------------------
     def _writer(self, state: _RunState) -> JournalWriter:
         return JournalWriter(self.storage.runs, state.run_id, on_written=state.marks,
-                             log=state.log)
+                             log=state.log, deferred=state.marks.deferred)
 
     def _seal(self, state: _RunState, thread_id: str | None) -> None:
         """Seal the run. A run this attempt started and wrote whole (not resumed, not
@@ -398,7 +408,8 @@ class Runner:
         if persisted:
             messages = [*zip(state.input_seqs, state.incoming, strict=True),
                         *zip(state.output_seqs, state.convo, strict=True)]
-        seal_written(self.storage, state.run, list(state.log.items()), messages)
+        seal_written(self.storage, state.run, list(state.log.items()), messages,
+                     into=state.marks.deferred)
 
     def _freeze(self, agent: Agent, run_id: str, thread_id: str | None,
                 resource_id: str | None, incoming: list[Message],

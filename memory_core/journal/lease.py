@@ -22,6 +22,7 @@ import socket
 import time
 import uuid
 from dataclasses import dataclass, field
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -91,12 +92,19 @@ class Lease:
     def keys(self) -> RunKeys:
         return RunKeys(self.run_id)
 
+    def _record(self, expires: float, released: bool) -> dict[str, Any]:
+        return LeaseRecord(owner=self.owner, host=_HOST, pid=os.getpid(), expires=expires,
+                           released=released).model_dump(mode="json")
+
+    def _young(self) -> bool:
+        """Held, and less than half the ttl since it was written: nobody can have taken
+        it over (module docstring)."""
+        return self.n >= 0 and time.time() < self.expires - self.ttl / 2
+
     def _write(self, n: int, *, released: bool = False) -> bool:
         """Write claim n; a held claim (not a release) becomes this lease's."""
         expires = time.time() + self.ttl
-        rec = LeaseRecord(owner=self.owner, host=_HOST, pid=os.getpid(), expires=expires,
-                          released=released)
-        if not self.runs.put_if_absent(self.keys.lease(n), rec.model_dump(mode="json")):
+        if not self.runs.put_if_absent(self.keys.lease(n), self._record(expires, released)):
             return False
         if not released:
             self.n, self.expires = n, expires
@@ -120,7 +128,7 @@ class Lease:
     def check(self) -> None:
         """Before a model call or a tool: still ours? Renews when half the ttl is gone
         (before that, nobody can have taken it over: no read is needed)."""
-        if self.n >= 0 and time.time() < self.expires - self.ttl / 2:
+        if self._young():
             return
         n, rec = _latest(self.runs, self.keys)
         if rec is None or n != self.n or rec.owner != self.owner:
@@ -138,8 +146,16 @@ class Lease:
         if rec is not None and n == self.n and rec.owner == self.owner:
             self.released = self._write(n + 1, released=True)
 
-    def release_held(self) -> bool:
+    def release_held(self, into: list[tuple[str, Any]] | None = None) -> bool:
         """Release a claim this process knows it holds, without reading: the next claim
         written as released, which is refused if another starter took the run over
-        (it wrote that claim). True when written."""
-        return self.n >= 0 and self._write(self.n + 1, released=True)
+        (it wrote that claim). With ``into`` (records its caller writes at once, all or
+        none) and a claim too young to have been taken over, the release is added
+        there instead. True when written (or added)."""
+        if self.n < 0:
+            return False
+        if into is not None and self._young():
+            record = self._record(time.time() + self.ttl, True)
+            into.append((self.keys.lease(self.n + 1), record))
+            return True
+        return self._write(self.n + 1, released=True)
