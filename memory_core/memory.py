@@ -197,6 +197,8 @@ class AgentMemory:
         self.observation_tool = bool(observation_tool)
         self.storage = storage
         self.embed = embed
+        #: the store's vector dimension once it has one (it never changes after)
+        self._store_dim: int | None = None
         self.recent_n = recent_n
         self.recall_config = recall
         self.working_memory_config = working_memory
@@ -339,7 +341,10 @@ class AgentMemory:
                 f"texts, got {vecs.shape}")
         if not np.all(np.isfinite(vecs)):
             raise InvalidInputError(f"embedder '{name}' returned NaN or infinity")
-        dim = self.storage.memory.embedding_dim()
+        dim = self._store_dim
+        if dim is None:
+            # fixed by the store's first vector and never changed after: read until then
+            dim = self._store_dim = self.storage.memory.embedding_dim()
         if dim is not None and vecs.shape[1] != dim:
             raise InvalidInputError(
                 f"embedder '{name}' returns {vecs.shape[1]}-dimensional vectors, but this "

@@ -16,10 +16,11 @@ from memory_core.errors import (
     ModelError,
     NotFoundError,
     ReplayMismatch,
+    RunInProgress,
     ToolExecutionError,
 )
 from memory_core.journal.hashes import input_digest, input_hashes, verify_step_input
-from memory_core.journal.keys import check_run_id
+from memory_core.journal.keys import RunKeys, check_run_id
 from memory_core.journal.lease import DEFAULT_TTL, Lease
 from memory_core.journal.reader import RunReader
 from memory_core.journal.records import (
@@ -137,6 +138,16 @@ def _normalise_prompt(prompt: str | Message | Sequence[Message]) -> list[Message
     return [Message.model_validate(m.model_dump()) for m in msgs]
 
 
+def _groups_writes(storage: Storage) -> bool:
+    """Whether the adapter's ``write_batch`` is a transaction (every SQL adapter); the
+    reference adapter commits each write on its own."""
+    return type(storage).write_batch is not Storage.write_batch
+
+
+class _ClaimLost(RunInProgress):
+    """Another starter claimed the run between this one's look and its first group."""
+
+
 class _Marks:
     """A run's write groups, and its boundary names (``Runner.on_boundary``), each passed
     on once the write it names is durable: at once outside a group, when the group
@@ -162,8 +173,7 @@ class _Marks:
         whose batches are transactions (a failure keeps none of the group)."""
         assert self.held is None, "write groups do not nest"
         self.held = []
-        self.deferred = [] if defer and type(storage).write_batch is not Storage.write_batch \
-            else None
+        self.deferred = [] if defer and _groups_writes(storage) else None
         try:
             with storage.write_batch():
                 yield
@@ -283,15 +293,21 @@ class Runner:
                                 f"(known: {sorted(self.agents)})")
         check_run_id(run_id)
         incoming = _normalise_prompt(prompt)
-        lease = Lease(self.storage.runs, run_id, ttl=self.lease_ttl).acquire(wait)
+        lease = Lease(self.storage.runs, run_id, ttl=self.lease_ttl)
+        claim, entries = lease.look(wait)
         try:
-            return self._run(agent, run_id, thread_id, resource_id, incoming, lease)
+            return self._run(agent, run_id, thread_id, resource_id, incoming, lease,
+                             (claim, entries, wait))
         finally:
-            if not lease.released:  # the run's last group releases it when it commits
+            if lease.n >= 0 and not lease.released:  # the last group released it
                 lease.release()
 
-    def _run(self, agent: Agent, run_id: str, thread_id: str | None,
-             resource_id: str | None, incoming: list[Message], lease: Lease) -> RunResult:
+    def _claim(self, agent: Agent, run_id: str, thread_id: str | None, lease: Lease,
+               look: tuple[int, list[tuple[str, Any]], float],
+               ) -> tuple[RunRecord | None, RunReader, bool]:
+        """The run's row, a reader of its records, and whether the claim is made lazily
+        — in the first write group, with the run's first records (a run nothing was
+        recorded of, on an adapter whose groups are transactions) — or was made now."""
         existing = self.storage.runs.get_run(run_id)
         if existing is not None and (existing.agent != agent.name
                                      or existing.thread_id != thread_id):
@@ -299,8 +315,20 @@ class Runner:
                 f"run '{run_id}' was started by agent '{existing.agent}' on thread "
                 f"{existing.thread_id!r}; it cannot be resumed by agent '{agent.name}' "
                 f"on thread {thread_id!r}")
-        state = self._freeze(agent, run_id, thread_id, resource_id, incoming,
-                             RunReader.snapshot(self.storage.runs, run_id))
+        claim, entries, wait = look
+        keys = RunKeys(run_id)
+        if existing is None and _groups_writes(self.storage) and all(
+                k.startswith(keys.lease_prefix) for k, _ in entries):
+            return existing, RunReader.of_entries(run_id, entries), True
+        lease.claim(claim, wait)
+        # read after the claim: nobody else writes the run now
+        return existing, RunReader.snapshot(self.storage.runs, run_id), False
+
+    def _run(self, agent: Agent, run_id: str, thread_id: str | None,
+             resource_id: str | None, incoming: list[Message], lease: Lease,
+             look: tuple[int, list[tuple[str, Any]], float]) -> RunResult:
+        existing, reader, lazy = self._claim(agent, run_id, thread_id, lease, look)
+        state = self._freeze(agent, run_id, thread_id, resource_id, incoming, reader)
         state.lease = lease
         state.fresh = existing is None and not state.resumed
         row = None if existing is not None else RunRecord(
@@ -315,11 +343,21 @@ class Runner:
         # once its record exists.
         try:
             plan = self._plan_persist(state, thread_id, state.incoming, "input")
-            with state.marks.group(self.storage, defer=state.fresh):
-                self._write_frozen(state)
-                self._start(state, existing, row)
-                state.input_seqs = self._write_persist(state, plan, "input", thread_id,
-                                                       resource_id)
+            try:
+                with state.marks.group(self.storage, defer=state.fresh):
+                    if lazy and state.marks.deferred is not None:
+                        lease.claim_into(look[0], state.marks.deferred)
+                    self._write_frozen(state)
+                    self._start(state, existing, row)
+                    state.input_seqs = self._write_persist(state, plan, "input", thread_id,
+                                                           resource_id)
+            except ReplayMismatch as e:
+                if not lazy:
+                    raise
+                lease.unclaim()
+                raise _ClaimLost(f"run '{run_id}' was claimed by another starter while "
+                                 "this one composed it; nothing of this attempt was "
+                                 "kept") from e
             if self.memory is not None and thread_id is not None and state.input_seqs[:1] == [0]:
                 # the run that wrote the thread's first message titles it (SPEC §2.5)
                 self.memory.title_thread(thread_id, state.incoming, run_id=run_id)
@@ -329,6 +367,8 @@ class Runner:
             with state.marks.group(self.storage, defer=state.fresh):
                 self._finish(state, thread_id, resource_id, plan)
             lease.released = True
+        except _ClaimLost:
+            raise  # the run is another starter's: nothing of it is this attempt's to mark
         except Exception as e:
             self._fail(state, e)
             raise

@@ -1,6 +1,6 @@
-"""The Runner's writes grouped into one transaction per phase: a fresh run commits three
-times (its claim; the frozen prompt, row and stored input before the model is called;
-the last step, stored output, output, seal, status and release after it answered), a
+"""The Runner's writes grouped into one transaction per phase: a fresh run commits twice
+(its claim, frozen prompt, row and stored input before the model is called; the last
+step, stored output, output, seal, status and release after it answered), a
 step that calls tools is durable before its tools run, each tool result before the
 next model call, and a group that fails leaves nothing of itself but the model step it
 held (see tests/test_crash_resume.py for the same under SIGKILL)."""
@@ -54,22 +54,47 @@ def _runner(store: SQLiteStorage, model: Any, tools: list[Tool] | None = None) -
     return Runner(store, {"a": agent}, memory=memory, clock=clock)
 
 
-def test_a_fresh_run_commits_three_times(store: SQLiteStorage) -> None:
+def test_a_fresh_run_commits_twice(store: SQLiteStorage) -> None:
     runner = _runner(store, ScriptedModel(["one", "two"]))
     runner.run("a", run_id="r0", thread_id="t", resource_id="u", prompt="first")
     trace = Statements(store)
     result = runner.run("a", run_id="r1", thread_id="t", resource_id="u", prompt="second")
     assert result.text == "two" and result.input_seqs == [2] and result.output_seqs == [3]
-    # the claim, then one commit before the model call and one after its answer (each
+    # one commit before the model call (the claim with it), one after its answer (each
     # write used to commit on its own: thirteen a run)
-    assert trace.count("COMMIT") == 3
-    # the journal's records of each group go in one statement: claim, 5 + 5 records
-    assert trace.count("INSERT INTO JOURNAL") == 3
+    assert trace.count("COMMIT") == 2
+    # the journal's records of each group go in one statement, and the run's records
+    # are read once (the look before the claim), never read back
+    assert trace.count("INSERT INTO JOURNAL") == 2
+    assert trace.count("SELECT KEY, VALUE FROM JOURNAL") == 1
+    assert trace.count("SELECT VALUE FROM JOURNAL") == 0
     keys = RunKeys("r1")
     assert [k for k, _ in store.runs.list("r1:")] == [
         keys.lease(0), keys.input, keys.memctx, keys.prompt, keys.persist_input,
         keys.step(0), keys.persist_output, keys.output, keys.seal, keys.lease(1)]
     assert store.runs.require_run("r1").status == "completed"
+
+
+def test_a_claim_lost_while_composing_keeps_nothing_of_the_attempt(
+        store: SQLiteStorage) -> None:
+    """The claim made with the first group: another starter that claimed the run after
+    this one looked wins, and this attempt leaves nothing (not even a failed row)."""
+    from memory_core.errors import RunInProgress
+    from memory_core.journal.lease import Lease
+
+    class Racing(AgentMemory):
+        def load_context(self, **kw: Any) -> Any:
+            Lease(store.runs, "r1", ttl=60).acquire()  # another starter, meanwhile
+            return super().load_context(**kw)
+
+    clock = Tick()
+    runner = Runner(store, {"a": Agent(name="a", instructions="x",
+                                       model=ScriptedModel(["never"]))},
+                    memory=Racing(store, recent_n=4, clock=clock), clock=clock)
+    with pytest.raises(RunInProgress, match="claimed by another starter"):
+        runner.run("a", run_id="r1", thread_id="t", prompt="question")
+    assert [k for k, _ in store.runs.list("r1:")] == [RunKeys("r1").lease(0)]
+    assert store.runs.get_run("r1") is None and store.memory.get_messages("t") == []
 
 
 def test_a_tool_step_is_durable_before_its_tool_runs(store: SQLiteStorage,
@@ -101,8 +126,8 @@ def test_a_tool_step_is_durable_before_its_tool_runs(store: SQLiteStorage,
         other.close()
     assert seen["step at tool"]["response"]["tool_calls"][0]["id"] == "c1"
     assert seen["tool at model"][0] is None and seen["tool at model"][1]["status"] == "ok"
-    # claim, before the model, the tool step, the tool result, after the last answer
-    assert trace.count("COMMIT") == 5
+    # before the model, the tool step, the tool result, after the last answer
+    assert trace.count("COMMIT") == 4
 
 
 def test_a_failed_last_group_keeps_only_the_model_step(store: SQLiteStorage) -> None:

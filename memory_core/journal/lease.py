@@ -57,10 +57,16 @@ def pid_alive(pid: int) -> bool:
 
 
 def _latest(runs: RunJournal, keys: RunKeys) -> tuple[int, LeaseRecord | None]:
-    entries = runs.list(keys.lease_prefix)
-    if not entries:
+    return _latest_of(runs.list(keys.lease_prefix), keys)
+
+
+def _latest_of(entries: list[tuple[str, Any]],
+               keys: RunKeys) -> tuple[int, LeaseRecord | None]:
+    """The latest of a run's claims among ``entries`` (in write order)."""
+    claims = [(k, v) for k, v in entries if k.startswith(keys.lease_prefix)]
+    if not claims:
         return -1, None
-    key, raw = entries[-1]  # zero-padded: key order is claim order
+    key, raw = claims[-1]  # zero-padded: key order is claim order
     n = int(key[len(keys.lease_prefix):])
     try:
         return n, LeaseRecord.model_validate(raw)
@@ -113,17 +119,44 @@ class Lease:
     def acquire(self, wait: float = 0.0) -> Lease:
         """Claim the run, waiting up to ``wait`` seconds for another holder."""
         deadline = time.monotonic() + max(0.0, wait)
+        while not self._write(self.look(max(0.0, deadline - time.monotonic()))[0]):
+            pass  # another starter claimed it between the look and the write: look again
+        return self
+
+    def look(self, wait: float = 0.0) -> tuple[int, list[tuple[str, Any]]]:
+        """Wait up to ``wait`` seconds until the run is free to claim, without claiming
+        it: the number its claim will have, and every record of the run as it is now
+        (one read). RunInProgress when another holder keeps it that long."""
+        deadline = time.monotonic() + max(0.0, wait)
         delay = 0.01
         while True:
-            n, rec = _latest(self.runs, self.keys)
-            if _free(rec, self.owner, time.time()) and self._write(n + 1):
-                return self
+            entries = self.runs.list(self.keys.prefix)
+            n, rec = _latest_of(entries, self.keys)
+            if _free(rec, self.owner, time.time()):
+                return n + 1, entries
             if time.monotonic() >= deadline:
                 holder = rec.owner if rec is not None else "another process"
                 raise RunInProgress(f"run '{self.run_id}' is being run by {holder} "
                                     f"(claim {n}); it was neither re-asked nor re-run here")
             time.sleep(delay)
             delay = min(delay * 2, 0.25)
+
+    def claim(self, n: int, wait: float = 0.0) -> Lease:
+        """Claim number ``n`` (from ``look``), or, if another starter wrote it first,
+        claim the run as ``acquire`` does."""
+        return self if self._write(n) else self.acquire(wait)
+
+    def claim_into(self, n: int, into: list[tuple[str, Any]]) -> None:
+        """Claim number ``n`` (from ``look``) as one of the records its caller writes at
+        once, all or none: if another starter wrote it first, none is written (the
+        caller then calls ``unclaim``)."""
+        expires = time.time() + self.ttl
+        into.append((self.keys.lease(n), self._record(expires, False)))
+        self.n, self.expires = n, expires
+
+    def unclaim(self) -> None:
+        """Forget a ``claim_into`` whose write was rolled back."""
+        self.n, self.expires = -1, 0.0
 
     def check(self) -> None:
         """Before a model call or a tool: still ours? Renews when half the ttl is gone
