@@ -5,7 +5,8 @@
 adapter. The time inside the model's ``complete`` and the embedder is measured and
 taken out; what is left is the overhead (composition, recall, journal, seal, claims,
 storage). Breakdown: the time inside storage port calls (and how many a run makes)
-against the rest (our Python). Limit, measured in the same run on the same adapter:
+against the rest (our Python, and the begin and commit of the Runner's write groups,
+which are not port calls). Limit, measured in the same run on the same adapter:
 the storage writes one run needs, issued directly through the ports (start_run, the
 run's journal records one by one, two single-message appends, the status update);
 beside it the same writes grouped as the Runner groups them (two ``write_batch``

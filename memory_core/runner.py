@@ -19,7 +19,7 @@ from memory_core.errors import (
     RunInProgress,
     ToolExecutionError,
 )
-from memory_core.journal.hashes import input_digest, input_hashes, verify_step_input
+from memory_core.journal.hashes import input_signature, verify_step_input
 from memory_core.journal.keys import RunKeys, check_run_id
 from memory_core.journal.lease import DEFAULT_TTL, Lease
 from memory_core.journal.reader import RunReader
@@ -567,10 +567,14 @@ class Runner:
         last: ModelResponse | None = None
         for n in range(agent.max_steps):
             model_input = base + state.convo
-            hashes = input_hashes(model_input)
+            hashes, digest = input_signature(model_input)
             key = reader.keys.step(n)
             rec = None if state.fresh else reader.step(n)
-            if rec is None:
+            if rec is not None:
+                # a recorded step: the input re-derived now must be the one it answered
+                verify_step_input(key, rec.input_hashes, rec.input_hash, model_input,
+                                  hashes, digest)
+            else:
                 if state.lease is not None:
                     state.lease.check()
                 resp = self._call_model(agent, model_input, specs, key)
@@ -579,13 +583,16 @@ class Runner:
                 rec = StepRecord(
                     response=resp, model=model_identity(agent.model),
                     tools=[ToolSpecRecord.of(t) for t in specs],
-                    input_hash=input_digest(model_input), input_hashes=hashes)
+                    input_hash=digest, input_hashes=hashes)
                 if resp.tool_calls:
                     # durable before any tool runs on its word
-                    rec = self._writer(state).step(n, rec)
+                    stored = self._writer(state).step(n, rec)
+                    if stored is not rec:  # an earlier attempt's: it answered this input?
+                        verify_step_input(key, stored.input_hashes, stored.input_hash,
+                                          model_input, hashes, digest)
+                    rec = stored
                 else:
                     state.final_step = (n, rec)  # written with the run's output
-            verify_step_input(key, rec.input_hashes, rec.input_hash, model_input, hashes)
             resp = rec.response
             last = resp
             state.steps += 1
