@@ -103,3 +103,17 @@ def test_batches_nest_into_the_outermost(adapter: str, storage: Storage) -> None
             raise Boom
     expected = [] if adapter in GROUPED else [("inner", 1), ("outer", 2)]
     assert storage.runs.list("") == expected
+
+
+def test_put_many_if_absent_is_put_if_absent_in_order(storage: Storage) -> None:
+    """A few records (one multi-row statement on SQL adapters) or many (a batch
+    insert): stored keys and repeats keep their first value, order is write order."""
+    assert storage.runs.put_if_absent("k:1", {"first": True})
+    assert storage.runs.put_many_if_absent([("k:1", "ignored"), ("k:2", [1, 2]),
+                                            ("k:3", None), ("k:2", "repeat ignored")]) == 2
+    assert storage.runs.list("k:") == [("k:1", {"first": True}), ("k:2", [1, 2]),
+                                       ("k:3", None)]
+    many = [(f"m:{i:03d}", {"i": i}) for i in range(150)]
+    assert storage.runs.put_many_if_absent([("k:3", 0), *many]) == 150
+    assert storage.runs.list("m:") == many
+    assert storage.runs.put_many_if_absent(many[:5]) == 0
