@@ -4,6 +4,7 @@ run resumed under the same run_id loses nothing and repeats nothing."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
@@ -293,14 +294,22 @@ class Runner:
                                 f"(known: {sorted(self.agents)})")
         check_run_id(run_id)
         incoming = _normalise_prompt(prompt)
-        lease = Lease(self.storage.runs, run_id, ttl=self.lease_ttl)
-        claim, entries = lease.look(wait)
-        try:
-            return self._run(agent, run_id, thread_id, resource_id, incoming, lease,
-                             (claim, entries, wait))
-        finally:
-            if lease.n >= 0 and not lease.released:  # the last group released it
-                lease.release()
+        deadline = time.monotonic() + max(0.0, wait)
+        while True:
+            left = max(0.0, deadline - time.monotonic())
+            lease = Lease(self.storage.runs, run_id, ttl=self.lease_ttl)
+            claim, entries = lease.look(left)
+            try:
+                return self._run(agent, run_id, thread_id, resource_id, incoming, lease,
+                                 (claim, entries, left))
+            except _ClaimLost:
+                if time.monotonic() >= deadline:
+                    raise
+                # another starter claimed it as this one composed: wait for it, then
+                # resume what it recorded (or run it, if it recorded nothing)
+            finally:
+                if lease.n >= 0 and not lease.released:  # the last group released it
+                    lease.release()
 
     def _claim(self, agent: Agent, run_id: str, thread_id: str | None, lease: Lease,
                look: tuple[int, list[tuple[str, Any]], float],

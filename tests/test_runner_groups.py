@@ -226,3 +226,27 @@ def test_messages_are_embedded_before_the_group_opens(store: SQLiteStorage) -> N
                     memory=memory, clock=clock)
     runner.run("a", run_id="r1", thread_id="t", prompt=[Message(role="user", content="hi")])
     assert during and not any(during)
+
+
+def test_a_starter_that_lost_the_claim_waits_and_resumes_when_asked_to(
+        store: SQLiteStorage) -> None:
+    """With ``wait``, the starter whose claim was lost waits for the winner's claim
+    to end, then goes on from what the winner recorded (here: nothing, it released)."""
+    from memory_core.journal.lease import Lease
+
+    class Racing(AgentMemory):
+        raced = False
+
+        def load_context(self, **kw: Any) -> Any:
+            if not Racing.raced:
+                Racing.raced = True
+                Lease(store.runs, "r1", ttl=60).acquire().release()  # another starter
+            return super().load_context(**kw)
+
+    clock = Tick()
+    runner = Runner(store, {"a": Agent(name="a", instructions="x",
+                                       model=ScriptedModel(["answered"]))},
+                    memory=Racing(store, recent_n=4, clock=clock), clock=clock)
+    result = runner.run("a", run_id="r1", thread_id="t", prompt="question", wait=5)
+    assert result.text == "answered"
+    assert [m.text() for m in store.memory.get_messages("t")] == ["question", "answered"]
