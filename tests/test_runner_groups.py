@@ -19,6 +19,7 @@ from memory_core.memory import AgentMemory
 from memory_core.models.base import ModelResponse, Tool, ToolSpec
 from memory_core.models.scripted import ScriptedModel
 from memory_core.runner import Agent, Runner
+from memory_core.storage.base import Storage
 from memory_core.storage.sqlite import SQLiteStorage
 from memory_core.types import Message, ToolCallPart
 from tests.helpers import Tick
@@ -47,7 +48,7 @@ def store(tmp_path: Path) -> Iterator[SQLiteStorage]:
         s.close()
 
 
-def _runner(store: SQLiteStorage, model: Any, tools: list[Tool] | None = None) -> Runner:
+def _runner(store: Storage, model: Any, tools: list[Tool] | None = None) -> Runner:
     clock = Tick()
     memory = AgentMemory(store, recent_n=4, clock=clock)
     agent = Agent(name="a", instructions="Be brief.", model=model, tools=tools or [])
@@ -146,7 +147,8 @@ def test_a_failed_last_group_keeps_only_the_model_step(store: SQLiteStorage) -> 
     with pytest.raises(StorageError, match="disk full"):
         runner.run("a", run_id="r1", thread_id="t", prompt="question")
     keys = RunKeys("r1")
-    assert store.runs.get(keys.step(0))["response"]["text"] == "the answer"
+    step = store.runs.get(keys.step(0))
+    assert step is not None and step["response"]["text"] == "the answer"
     for key in (keys.persist_output, keys.output, keys.seal):
         assert store.runs.get(key) is None, key
     assert [m.role for m in store.memory.get_messages("t")] == ["user"]
@@ -250,3 +252,43 @@ def test_a_starter_that_lost_the_claim_waits_and_resumes_when_asked_to(
     result = runner.run("a", run_id="r1", thread_id="t", prompt="question", wait=5)
     assert result.text == "answered"
     assert [m.text() for m in store.memory.get_messages("t")] == ["question", "answered"]
+
+
+def test_a_fresh_run_is_two_write_transactions_on_duckdb(tmp_path: Path) -> None:
+    """The same on a DuckDB file (the default adapter): every outermost write
+    transaction a run opens is counted (deferred appends' own commits included)."""
+    from contextlib import contextmanager
+
+    from memory_core.storage.duckdb import DuckDBStorage
+
+    store = DuckDBStorage(str(tmp_path / "groups.duckdb"), clock=Tick())
+    db = store._duck
+    opened: list[str] = []
+    transaction, flush = db.transaction, db.handle.flush
+
+    @contextmanager
+    def counting(op: str, *, write: bool) -> Iterator[Any]:
+        outer = db.handle.active is None
+        with transaction(op, write=write) as conn:
+            yield conn
+        if write and outer:
+            opened.append(op)
+
+    def counting_flush(conn: Any = None) -> None:
+        if db.handle.pending:
+            opened.append("deferred appends")
+        flush(conn)
+
+    try:
+        with store.session():
+            runner = _runner(store, ScriptedModel(["one", "two"]))
+            runner.run("a", run_id="r0", thread_id="t", resource_id="u", prompt="first")
+            db.transaction = counting  # type: ignore[method-assign]
+            db.handle.flush = counting_flush  # type: ignore[method-assign]
+            result = runner.run("a", run_id="r1", thread_id="t", resource_id="u",
+                                prompt="second")
+        assert result.text == "two"
+        assert opened == ["write batch", "write batch"]
+        assert store.runs.require_run("r1").status == "completed"
+    finally:
+        store.close()
