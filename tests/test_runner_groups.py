@@ -62,7 +62,7 @@ def test_a_fresh_run_commits_twice(store: SQLiteStorage) -> None:
     result = runner.run("a", run_id="r1", thread_id="t", resource_id="u", prompt="second")
     assert result.text == "two" and result.input_seqs == [2] and result.output_seqs == [3]
     # one commit before the model call (the claim with it), one after its answer (each
-    # write used to commit on its own: thirteen a run)
+    # write used to commit on its own: fourteen a run)
     assert trace.count("COMMIT") == 2
     # the journal's records of each group go in one statement, and the run's records
     # are read once (the look before the claim), never read back
