@@ -197,6 +197,8 @@ class AgentMemory:
         self.observation_tool = bool(observation_tool)
         self.storage = storage
         self.embed = embed
+        #: the store's vector dimension once it has one (it never changes after)
+        self._store_dim: int | None = None
         self.recent_n = recent_n
         self.recall_config = recall
         self.working_memory_config = working_memory
@@ -339,7 +341,10 @@ class AgentMemory:
                 f"texts, got {vecs.shape}")
         if not np.all(np.isfinite(vecs)):
             raise InvalidInputError(f"embedder '{name}' returned NaN or infinity")
-        dim = self.storage.memory.embedding_dim()
+        dim = self._store_dim
+        if dim is None:
+            # fixed by the store's first vector and never changed after: read until then
+            dim = self._store_dim = self.storage.memory.embedding_dim()
         if dim is not None and vecs.shape[1] != dim:
             raise InvalidInputError(
                 f"embedder '{name}' returns {vecs.shape[1]}-dimensional vectors, but this "
@@ -355,6 +360,13 @@ class AgentMemory:
         lock (SPEC §1.3)."""
         _check_id("thread_id", thread_id)
         _check_id("resource_id", resource_id, optional=True)
+        rows = self.prepare_append(messages, run_id=run_id, created_at=created_at)
+        return self.append_rows(thread_id, rows, resource_id) if rows else []
+
+    def prepare_append(self, messages: Sequence[Message], *, run_id: str | None = None,
+                       created_at: datetime | None = None) -> list[AppendRow]:
+        """The rows ``append`` would store: the messages checked and embedded, without
+        touching the store (the Runner embeds before it opens a write group)."""
         _check_id("run_id", run_id, optional=True)
         msgs = _coerce_messages(messages, "messages")
         if not msgs:
@@ -367,10 +379,16 @@ class AgentMemory:
                 vecs = self._embed_texts([texts[i] or "" for i in idx])
                 for j, i in enumerate(idx):
                     vectors[i] = vecs[j]
-        self._ensure_thread(thread_id, resource_id, msgs)
-        rows = [AppendRow(message=m, run_id=run_id, created_at=created_at, embedding=v)
+        return [AppendRow(message=m, run_id=run_id, created_at=created_at, embedding=v)
                 for m, v in zip(msgs, vectors, strict=True)]
-        return self.storage.memory.append_messages(thread_id, rows)
+
+    def append_rows(self, thread_id: str, rows: Sequence[AppendRow],
+                    resource_id: str | None = None) -> list[int]:
+        """Store rows made by ``prepare_append`` (the thread is created when missing)."""
+        _check_id("thread_id", thread_id)
+        _check_id("resource_id", resource_id, optional=True)
+        self._ensure_thread(thread_id, resource_id, [r.message for r in rows])
+        return self.storage.memory.append_messages(thread_id, list(rows))
 
     # -- recall -------------------------------------------------------------------------
     def _config_with(self, overrides: Mapping[str, Any]) -> RecallConfig:

@@ -4,7 +4,9 @@ run resumed under the same run_id loses nothing and repeats nothing."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -15,10 +17,11 @@ from memory_core.errors import (
     ModelError,
     NotFoundError,
     ReplayMismatch,
+    RunInProgress,
     ToolExecutionError,
 )
-from memory_core.journal.hashes import input_digest, input_hashes, verify_step_input
-from memory_core.journal.keys import check_run_id
+from memory_core.journal.hashes import input_signature, verify_step_input
+from memory_core.journal.keys import RunKeys, check_run_id
 from memory_core.journal.lease import DEFAULT_TTL, Lease
 from memory_core.journal.reader import RunReader
 from memory_core.journal.records import (
@@ -29,7 +32,7 @@ from memory_core.journal.records import (
     ToolSpecRecord,
 )
 from memory_core.journal.seal import seal_run, seal_written
-from memory_core.journal.writer import JournalWriter
+from memory_core.journal.writer import JournalWriter, write_deferred
 from memory_core.models.base import (
     ModelResponse,
     Tool,
@@ -42,6 +45,7 @@ from memory_core.provenance import Memctx
 from memory_core.storage.base import Storage
 from memory_core.storage.common import Clock, json_or_invalid, utc_now
 from memory_core.types import (
+    AppendRow,
     Message,
     Part,
     RunRecord,
@@ -135,6 +139,65 @@ def _normalise_prompt(prompt: str | Message | Sequence[Message]) -> list[Message
     return [Message.model_validate(m.model_dump()) for m in msgs]
 
 
+def _groups_writes(storage: Storage) -> bool:
+    """Whether the adapter's ``write_batch`` is a transaction (every SQL adapter); the
+    reference adapter commits each write on its own."""
+    return type(storage).write_batch is not Storage.write_batch
+
+
+class _ClaimLost(RunInProgress):
+    """Another starter claimed the run between this one's look and its first group."""
+
+
+class _Marks:
+    """A run's write groups, and its boundary names (``Runner.on_boundary``), each passed
+    on once the write it names is durable: at once outside a group, when the group
+    commits inside one."""
+
+    def __init__(self, hook: BoundaryHook | None) -> None:
+        self.hook = hook
+        self.held: list[str] | None = None
+        #: inside a deferring group: the journal records its writers collected
+        self.deferred: list[tuple[str, Any]] | None = None
+
+    def __call__(self, name: str) -> None:
+        if self.held is not None:
+            self.held.append(name)
+        elif self.hook is not None:
+            self.hook(name)
+
+    @contextmanager
+    def group(self, storage: Storage, *, defer: bool) -> Iterator[None]:
+        """One phase's writes in one transaction (``Storage.write_batch``). With
+        ``defer`` its journal records are written together as it ends, in one
+        statement: only for a fresh run (none of them can be stored yet) on an adapter
+        whose batches are transactions (a failure keeps none of the group)."""
+        assert self.held is None, "write groups do not nest"
+        self.held = []
+        self.deferred = [] if defer and _groups_writes(storage) else None
+        try:
+            with storage.write_batch():
+                yield
+                if self.deferred:
+                    write_deferred(storage.runs, self.deferred)
+            done = self.held
+        finally:
+            self.held = self.deferred = None
+        for name in done:
+            self(name)
+
+
+@dataclass
+class _Persist:
+    """What persisting one side of a run (input or output) still has to do: ``seqs``
+    when they are known (recorded, or found stored), else ``rows`` to append; and
+    whether the persist record is still to be written."""
+
+    seqs: list[int] | None
+    rows: list[AppendRow] = field(default_factory=list)
+    record: bool = True
+
+
 @dataclass
 class _RunState:
     run_id: str
@@ -142,6 +205,11 @@ class _RunState:
     memctx: Memctx | None
     incoming: list[Message]
     resumed: bool
+    marks: _Marks
+    #: the run's records as they were when this attempt claimed it (read once)
+    reader: RunReader
+    #: the input record still to be written (a composition this attempt made)
+    unwritten: InputRecord | None = None
     convo: list[Message] = field(default_factory=list)
     steps: int = 0
     tool_calls: int = 0
@@ -155,12 +223,11 @@ class _RunState:
     log: dict[str, Any] = field(default_factory=dict)
     run: RunRecord | None = None
     titled: bool = False
-
-    @property
-    def fresh(self) -> bool:
-        """This attempt inserted the run's row and found no earlier input: no attempt
-        before it reached persisting or a model step, so there is nothing to read back."""
-        return self.run is not None and not self.resumed
+    #: no earlier attempt wrote anything of this run (no row, no input record): there
+    #: is nothing to read back, and nothing stored to find
+    fresh: bool = False
+    #: the last model step, written with the run's output (it called no tool)
+    final_step: tuple[int, StepRecord] | None = None
 
 
 def _memories(memory: object) -> tuple[AgentMemory | None, MessagesMemory | None]:
@@ -181,11 +248,12 @@ def _memories(memory: object) -> tuple[AgentMemory | None, MessagesMemory | None
 class Runner:
     """Runs agents durably over a storage (SPEC §6.6 order).
 
-    ``on_boundary`` is a test hook called with a boundary name right after each durable
-    write (``input``, ``memctx``, ``prompt``, ``run:start``, ``persist:input:stored``,
+    ``on_boundary`` is a test hook called with a boundary name once each write is
+    durable (``input``, ``memctx``, ``prompt``, ``run:start``, ``persist:input:stored``,
     ``persist:input``, ``step:<n>``, ``tool:<call_id>``, ``persist:output:stored``,
-    ``persist:output``, ``output``, ``run:completed``); the crash matrix kills the process
-    there.
+    ``persist:output``, ``output``, ``run:completed``), in that order; the crash matrix
+    kills the process there. Writes are grouped into a transaction per phase (see
+    ``_run``), so the names of one group are called together after its commit.
 
     Tools run at least once: a crash after a tool ran but before its journal entry was
     written runs it again on resume (the working-memory merge is idempotent; other
@@ -226,14 +294,29 @@ class Runner:
                                 f"(known: {sorted(self.agents)})")
         check_run_id(run_id)
         incoming = _normalise_prompt(prompt)
-        lease = Lease(self.storage.runs, run_id, ttl=self.lease_ttl).acquire(wait)
-        try:
-            return self._run(agent, run_id, thread_id, resource_id, incoming, lease)
-        finally:
-            lease.release()
+        deadline = time.monotonic() + max(0.0, wait)
+        while True:
+            left = max(0.0, deadline - time.monotonic())
+            lease = Lease(self.storage.runs, run_id, ttl=self.lease_ttl)
+            claim, entries = lease.look(left)
+            try:
+                return self._run(agent, run_id, thread_id, resource_id, incoming, lease,
+                                 (claim, entries, left))
+            except _ClaimLost:
+                if time.monotonic() >= deadline:
+                    raise
+                # another starter claimed it as this one composed: wait for it, then
+                # resume what it recorded (or run it, if it recorded nothing)
+            finally:
+                if lease.n >= 0 and not lease.released:  # the last group released it
+                    lease.release()
 
-    def _run(self, agent: Agent, run_id: str, thread_id: str | None,
-             resource_id: str | None, incoming: list[Message], lease: Lease) -> RunResult:
+    def _claim(self, agent: Agent, run_id: str, thread_id: str | None, lease: Lease,
+               look: tuple[int, list[tuple[str, Any]], float],
+               ) -> tuple[RunRecord | None, RunReader, bool]:
+        """The run's row, a reader of its records, and whether the claim is made lazily
+        — in the first write group, with the run's first records (a run nothing was
+        recorded of, on an adapter whose groups are transactions) — or was made now."""
         existing = self.storage.runs.get_run(run_id)
         if existing is not None and (existing.agent != agent.name
                                      or existing.thread_id != thread_id):
@@ -241,41 +324,63 @@ class Runner:
                 f"run '{run_id}' was started by agent '{existing.agent}' on thread "
                 f"{existing.thread_id!r}; it cannot be resumed by agent '{agent.name}' "
                 f"on thread {thread_id!r}")
-        state = self._freeze(agent, run_id, thread_id, resource_id, incoming)
+        claim, entries, wait = look
+        keys = RunKeys(run_id)
+        if existing is None and _groups_writes(self.storage) and all(
+                k.startswith(keys.lease_prefix) for k, _ in entries):
+            return existing, RunReader.of_entries(run_id, entries), True
+        lease.claim(claim, wait)
+        # read after the claim: nobody else writes the run now
+        return existing, RunReader.snapshot(self.storage.runs, run_id), False
+
+    def _run(self, agent: Agent, run_id: str, thread_id: str | None,
+             resource_id: str | None, incoming: list[Message], lease: Lease,
+             look: tuple[int, list[tuple[str, Any]], float]) -> RunResult:
+        existing, reader, lazy = self._claim(agent, run_id, thread_id, lease, look)
+        state = self._freeze(agent, run_id, thread_id, resource_id, incoming, reader)
         state.lease = lease
-        if existing is None:
-            row = RunRecord(run_id=run_id, agent=agent.name, thread_id=thread_id,
-                            resource_id=resource_id, status="running",
-                            started_at=self.clock())
-            if self.storage.runs.start_run(row):
-                state.run = row
-                self._boundary("run:start")
-        elif existing.status != "running":
-            state.resumed = True
-            if existing.status == "failed":
-                self.storage.runs.set_run_status(run_id, "running")
-        else:
-            state.resumed = True
+        state.fresh = existing is None and not state.resumed
+        row = None if existing is not None else RunRecord(
+            run_id=run_id, agent=agent.name, thread_id=thread_id, resource_id=resource_id,
+            status="running", started_at=self.clock())
+        # Writes are grouped into one transaction per phase: before the model is called
+        # (the frozen prompt, the run's row, its stored input) and after it answered
+        # for the last time (its step, the stored output, the output, the seal, the
+        # status, the release). A step that calls tools and each tool result commit on
+        # their own, before the tool or the next model call runs: whatever a crash
+        # loses is redone on resume, and nothing done outside the store is done twice
+        # once its record exists.
         try:
-            self._persist_input(state, thread_id, resource_id)
+            plan = self._plan_persist(state, thread_id, state.incoming, "input")
+            try:
+                with state.marks.group(self.storage, defer=state.fresh):
+                    if lazy and state.marks.deferred is not None:
+                        lease.claim_into(look[0], state.marks.deferred)
+                    self._write_frozen(state)
+                    self._start(state, existing, row)
+                    state.input_seqs = self._write_persist(state, plan, "input", thread_id,
+                                                           resource_id)
+            except ReplayMismatch as e:
+                if not lazy:
+                    raise
+                lease.unclaim()
+                raise _ClaimLost(f"run '{run_id}' was claimed by another starter while "
+                                 "this one composed it; nothing of this attempt was "
+                                 "kept") from e
             if self.memory is not None and thread_id is not None and state.input_seqs[:1] == [0]:
                 # the run that wrote the thread's first message titles it (SPEC §2.5)
                 self.memory.title_thread(thread_id, state.incoming, run_id=run_id)
-                state.titled = True
+                state.titled = self.memory.generate_title is not None
             self._loop(agent, state, thread_id, resource_id)
-            self._persist_output(state, thread_id, resource_id)
-            self._write_output(state)
-            # sealed before it is marked completed: a completed run always has its seal
-            self._seal(state, thread_id)
-        except BaseException as e:
-            if isinstance(e, Exception):
-                self.storage.runs.set_run_status(run_id, "failed", finished_at=self.clock(),
-                                                 error=f"{type(e).__name__}: {e}")
+            plan = self._plan_persist(state, thread_id, state.convo, "output")
+            with state.marks.group(self.storage, defer=state.fresh):
+                self._finish(state, thread_id, resource_id, plan)
+            lease.released = True
+        except _ClaimLost:
+            raise  # the run is another starter's: nothing of it is this attempt's to mark
+        except Exception as e:
+            self._fail(state, e)
             raise
-        record = None if state.run is not None else self.storage.runs.get_run(run_id)
-        if record is None or record.status != "completed":
-            self.storage.runs.set_run_status(run_id, "completed", finished_at=self.clock())
-            self._boundary("run:completed")
         return RunResult(run_id=run_id, agent=agent.name, thread_id=thread_id,
                          text=state.text, steps=state.steps, tool_calls=state.tool_calls,
                          stop_reason=state.stop_reason, memctx=state.memctx,
@@ -283,13 +388,60 @@ class Runner:
                          input_seqs=state.input_seqs, output_seqs=state.output_seqs,
                          resumed=state.resumed)
 
-    # -- phases ----------------------------------------------------------------------
-    def _boundary(self, name: str) -> None:
-        if self.on_boundary is not None:
-            self.on_boundary(name)
+    def _start(self, state: _RunState, existing: RunRecord | None,
+               row: RunRecord | None) -> None:
+        """Insert the run's row (``row``, made when there was none), or mark the
+        existing run resumed (and running again if it had failed)."""
+        if row is not None:
+            if self.storage.runs.start_run(row):
+                state.run = row
+                state.marks("run:start")
+            return
+        state.resumed = True
+        if existing is not None and existing.status == "failed":
+            self.storage.runs.set_run_status(state.run_id, "running")
 
-    def _writer(self, run_id: str, log: dict[str, Any] | None = None) -> JournalWriter:
-        return JournalWriter(self.storage.runs, run_id, on_written=self._boundary, log=log)
+    def _finish(self, state: _RunState, thread_id: str | None, resource_id: str | None,
+                plan: _Persist | None) -> None:
+        """The last phase, in one group: the last model step, the stored output, the
+        output record, the seal (before the run is marked completed: a completed run
+        always has its seal), the status and the release of the claim."""
+        writer = self._writer(state)
+        if state.final_step is not None:
+            n, rec = state.final_step
+            if writer.step(n, rec) != rec:
+                raise ReplayMismatch(f"'{writer.keys.step(n)}' was written by another "
+                                     "process while this one held the run")
+        state.output_seqs = self._write_persist(state, plan, "output", thread_id, resource_id)
+        self._write_output(state)
+        self._seal(state, thread_id)
+        record = None if state.run is not None else self.storage.runs.get_run(state.run_id)
+        if record is None or record.status != "completed":
+            self.storage.runs.set_run_status(state.run_id, "completed",
+                                             finished_at=self.clock())
+            state.marks("run:completed")
+        if state.lease is not None:
+            state.lease.release_held(into=state.marks.deferred)
+
+    def _fail(self, state: _RunState, e: Exception) -> None:
+        """Mark the run failed. A model step the failed group did not make durable is
+        written on its own first, so a resume does not ask the model again."""
+        if state.final_step is not None:
+            with suppress(Exception):
+                self._writer(state).step(*state.final_step)
+        error, now = f"{type(e).__name__}: {e}", self.clock()
+        try:
+            self.storage.runs.set_run_status(state.run_id, "failed", finished_at=now,
+                                             error=error)
+        except NotFoundError:
+            if state.run is not None:  # its start was rolled back with the failed group
+                self.storage.runs.start_run(state.run.model_copy(update={
+                    "status": "failed", "finished_at": now, "error": error}))
+
+    # -- phases ----------------------------------------------------------------------
+    def _writer(self, state: _RunState) -> JournalWriter:
+        return JournalWriter(self.storage.runs, state.run_id, on_written=state.marks,
+                             log=state.log, deferred=state.marks.deferred)
 
     def _seal(self, state: _RunState, thread_id: str | None) -> None:
         """Seal the run. A run this attempt started and wrote whole (not resumed, not
@@ -305,11 +457,15 @@ class Runner:
         if persisted:
             messages = [*zip(state.input_seqs, state.incoming, strict=True),
                         *zip(state.output_seqs, state.convo, strict=True)]
-        seal_written(self.storage, state.run, list(state.log.items()), messages)
+        seal_written(self.storage, state.run, list(state.log.items()), messages,
+                     into=state.marks.deferred)
 
     def _freeze(self, agent: Agent, run_id: str, thread_id: str | None,
-                resource_id: str | None, incoming: list[Message]) -> _RunState:
-        reader = RunReader(self.storage.runs, run_id)
+                resource_id: str | None, incoming: list[Message],
+                reader: RunReader) -> _RunState:
+        """The run's frozen prompt: read back when an earlier attempt froze it, else
+        composed now (``_write_frozen`` records it)."""
+        marks = _Marks(self.on_boundary)
         frozen = reader.prompt()
         if frozen is not None:
             # resumed: read back, never re-compose (recall is frozen by the first try)
@@ -318,10 +474,11 @@ class Runner:
                 raise ReplayMismatch(f"run '{run_id}' has a frozen prompt but no "
                                      f"'{reader.keys.input}' record")
             return _RunState(run_id=run_id, prompt=frozen, memctx=reader.memctx(),
-                             incoming=list(rec_input.incoming), resumed=True)
+                             incoming=list(rec_input.incoming), resumed=True, marks=marks,
+                             reader=reader)
         # a crash after :input but before :prompt re-composes: nothing was persisted
         # yet, so the store (and the composition) is as the first attempt saw it
-        seen_before = reader.has_input()
+        earlier = reader.input()
         memctx: Memctx | None = None
         if self.memory is not None and thread_id is not None:
             comp = self.memory.load_context(thread_id=thread_id, resource_id=resource_id,
@@ -339,16 +496,25 @@ class Runner:
                                 message=Message(role="system", content=agent.instructions))]
             items += [PromptItem(lane="input", message=m) for m in incoming]
             prompt, to_persist = FrozenPrompt(items=items), incoming
-        writer = self._writer(run_id, {})
-        rec_input = writer.input(InputRecord(messages=incoming, incoming=to_persist,
-                                             sealed=True))
-        if memctx is not None:
-            # memctx before prompt: a frozen prompt then implies its memctx exists, so a
-            # resume that finds the prompt never needs to compose
-            memctx = writer.memctx(memctx)
-        return _RunState(run_id=run_id, prompt=writer.prompt(prompt), memctx=memctx,
-                         incoming=list(rec_input.incoming), resumed=seen_before,
-                         log=writer.log)
+        # the input an earlier attempt recorded is the one that stays (first write wins)
+        return _RunState(run_id=run_id, prompt=prompt, memctx=memctx,
+                         incoming=list(earlier.incoming if earlier else to_persist),
+                         resumed=earlier is not None, marks=marks, reader=reader,
+                         unwritten=InputRecord(messages=incoming, incoming=to_persist,
+                                               sealed=True))
+
+    def _write_frozen(self, state: _RunState) -> None:
+        """Record what ``_freeze`` composed: input, memctx, prompt — memctx before
+        prompt, so a frozen prompt implies its memctx exists and a resume that finds
+        the prompt never needs to compose. Each record that was already there (an
+        earlier attempt's) is the one kept."""
+        if state.unwritten is None:
+            return
+        writer = self._writer(state)
+        state.incoming = list(writer.input(state.unwritten).incoming)
+        if state.memctx is not None:
+            state.memctx = writer.memctx(state.memctx)
+        state.prompt = writer.prompt(state.prompt)
 
     def _persists(self, thread_id: str | None) -> bool:
         return self.memory is not None and thread_id is not None
@@ -358,26 +524,45 @@ class Runner:
             return []
         return [m.seq for m in self.storage.memory.get_messages_by_run(thread_id, run_id)]
 
-    def _persist_input(self, state: _RunState, thread_id: str | None,
-                       resource_id: str | None) -> None:
+    def _plan_persist(self, state: _RunState, thread_id: str | None,
+                      messages: list[Message], side: str) -> _Persist | None:
+        """What persisting ``messages`` (the run's ``input`` or ``output``) needs, found
+        before the write group opens (their embedding happens here, outside it)."""
         if not self._persists(thread_id):
-            return
+            return None
         assert thread_id is not None and self.memory is not None
-        rec = None if state.fresh else RunReader(self.storage.runs, state.run_id).persist_input()
-        if rec is None:
-            # the store is the marker: an append is atomic, and input is stored before
-            # any output, so the run's first len(incoming) messages are its input
-            already = [] if state.fresh else self._stored_by_run(thread_id, state.run_id)
-            if already:
-                seqs = already[:len(state.incoming)]
-            elif state.incoming:
-                seqs = list(self.memory.append(thread_id, state.incoming, resource_id,
-                                               run_id=state.run_id, created_at=self.clock()))
-                self._boundary("persist:input:stored")
-            else:
-                seqs = []
-            rec = self._writer(state.run_id, state.log).persist_input(seqs)
-        state.input_seqs = list(rec.seqs)
+        rec = None if state.fresh else (state.reader.persist_input() if side == "input"
+                                        else state.reader.persist_output())
+        if rec is not None:
+            return _Persist(seqs=list(rec.seqs), record=False)
+        # the store is the marker: an append is atomic, and input is stored before
+        # any output, so the run's first len(incoming) messages are its input
+        already = [] if state.fresh else self._stored_by_run(thread_id, state.run_id)
+        if side == "input":
+            already = already[:len(state.incoming)]
+        else:
+            inputs = set(state.input_seqs)
+            already = [s for s in already if s not in inputs]
+        if already or not messages:
+            return _Persist(seqs=already)
+        return _Persist(seqs=None, rows=self.memory.prepare_append(
+            messages, run_id=state.run_id, created_at=self.clock()))
+
+    def _write_persist(self, state: _RunState, plan: _Persist | None, side: str,
+                       thread_id: str | None, resource_id: str | None) -> list[int]:
+        if plan is None:
+            return []
+        assert thread_id is not None and self.memory is not None
+        seqs = plan.seqs
+        if seqs is None:
+            seqs = list(self.memory.append_rows(thread_id, plan.rows, resource_id))
+            state.marks(f"persist:{side}:stored")
+        if plan.record:
+            writer = self._writer(state)
+            rec = (writer.persist_input(seqs) if side == "input"
+                   else writer.persist_output(seqs))
+            seqs = list(rec.seqs)
+        return seqs
 
     def _loop(self, agent: Agent, state: _RunState, thread_id: str | None,
               resource_id: str | None) -> None:
@@ -387,25 +572,36 @@ class Runner:
         by_name = {t.name: t for t in tools}
         specs: list[ToolSpec] = [t.spec for t in tools]
         base = state.prompt.messages()
-        reader = RunReader(self.storage.runs, state.run_id)
-        writer = self._writer(state.run_id, state.log)
+        reader = state.reader
         last: ModelResponse | None = None
         for n in range(agent.max_steps):
             model_input = base + state.convo
-            hashes = input_hashes(model_input)
+            hashes, digest = input_signature(model_input)
             key = reader.keys.step(n)
             rec = None if state.fresh else reader.step(n)
-            if rec is None:
+            if rec is not None:
+                # a recorded step: the input re-derived now must be the one it answered
+                verify_step_input(key, rec.input_hashes, rec.input_hash, model_input,
+                                  hashes, digest)
+            else:
                 if state.lease is not None:
                     state.lease.check()
                 resp = self._call_model(agent, model_input, specs, key)
                 # what the model was offered is recorded, so a counterfactual can offer
                 # the same tools; who answered, so analysis can ask it again
-                rec = writer.step(n, StepRecord(
+                rec = StepRecord(
                     response=resp, model=model_identity(agent.model),
                     tools=[ToolSpecRecord.of(t) for t in specs],
-                    input_hash=input_digest(model_input), input_hashes=hashes))
-            verify_step_input(key, rec.input_hashes, rec.input_hash, model_input, hashes)
+                    input_hash=digest, input_hashes=hashes)
+                if resp.tool_calls:
+                    # durable before any tool runs on its word
+                    stored = self._writer(state).step(n, rec)
+                    if stored is not rec:  # an earlier attempt's: it answered this input?
+                        verify_step_input(key, stored.input_hashes, stored.input_hash,
+                                          model_input, hashes, digest)
+                    rec = stored
+                else:
+                    state.final_step = (n, rec)  # written with the run's output
             resp = rec.response
             last = resp
             state.steps += 1
@@ -432,38 +628,16 @@ class Runner:
 
     def _tool(self, state: _RunState, call: ToolCallPart,
               by_name: dict[str, Tool]) -> ToolRecord:
-        recorded = RunReader(self.storage.runs, state.run_id).tool(call.id)
+        recorded = None if state.fresh else state.reader.tool(call.id)
         if recorded is not None:
             return recorded  # the tool (and any WM patch) is not applied again
         if state.lease is not None:
             state.lease.check()
-        return self._writer(state.run_id, state.log).tool(
+        return self._writer(state).tool(
             call.id, execute_tool(call, by_name.get(call.name), list(by_name)))
 
-    def _persist_output(self, state: _RunState, thread_id: str | None,
-                        resource_id: str | None) -> None:
-        if not self._persists(thread_id):
-            return
-        assert thread_id is not None and self.memory is not None
-        rec = None if state.fresh else RunReader(self.storage.runs,
-                                                 state.run_id).persist_output()
-        if rec is None:
-            inputs = set(state.input_seqs)
-            already = [] if state.fresh else [
-                s for s in self._stored_by_run(thread_id, state.run_id) if s not in inputs]
-            if already:
-                seqs = already
-            elif state.convo:
-                seqs = list(self.memory.append(thread_id, state.convo, resource_id,
-                                               run_id=state.run_id, created_at=self.clock()))
-                self._boundary("persist:output:stored")
-            else:
-                seqs = []
-            rec = self._writer(state.run_id, state.log).persist_output(seqs)
-        state.output_seqs = list(rec.seqs)
-
     def _write_output(self, state: _RunState) -> None:
-        self._writer(state.run_id, state.log).output(OutputRecord(
+        self._writer(state).output(OutputRecord(
             text=state.text, steps=state.steps, tool_calls=state.tool_calls,
             stop_reason=state.stop_reason))  # type: ignore[arg-type]
 

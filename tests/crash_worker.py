@@ -138,6 +138,29 @@ def run(runner: Runner) -> Any:
                           prompt=PROMPT)
 
 
+def kill_inside_group(storage: Storage, which: str) -> None:
+    """SIGKILL in the middle of one of the Runner's write groups, before it commits:
+    ``first`` as the run's row is inserted (its frozen prompt already given to the
+    group), ``last`` as it is marked completed (its last step, stored output, output
+    and seal already given)."""
+    runs = storage.runs
+    if which == "first":
+        start = runs.start_run
+
+        def start_run(run: Any) -> bool:
+            os.kill(os.getpid(), signal.SIGKILL)
+            return start(run)
+        runs.start_run = start_run  # type: ignore[method-assign]
+    elif which == "last":
+        set_status = runs.set_run_status
+
+        def set_run_status(run_id: str, status: Any, **kw: Any) -> None:
+            if status == "completed":
+                os.kill(os.getpid(), signal.SIGKILL)
+            set_status(run_id, status, **kw)
+        runs.set_run_status = set_run_status  # type: ignore[method-assign]
+
+
 def main(argv: list[str]) -> int:
     kind, path, side = argv[1], argv[2], Path(argv[3])
     crash_at = os.environ.get("MEMWB_CRASH_AT", "")
@@ -147,6 +170,7 @@ def main(argv: list[str]) -> int:
             os.kill(os.getpid(), signal.SIGKILL)
 
     storage = open_storage(kind, path)
+    kill_inside_group(storage, os.environ.get("MEMWB_CRASH_INSIDE", ""))
     run(build(storage, side, hook))
     return 0
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from memory_core.journal import RunReader
+from memory_core.journal import RunKeys, RunReader
 from memory_core.storage.base import Storage
 from memory_core.types import canonical_json
 from tests import crash_worker as cw
@@ -63,14 +63,19 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return snap
 
 
-def _crash_then_resume(kind: str, boundary: str, tmp_path: Path) -> tuple[dict[str, Any], Path]:
+def _crash(kind: str, tmp_path: Path, **env: str) -> tuple[Path, Path]:
     storage, db, side = _fresh(kind, tmp_path)
     storage.close()
-    env = {**os.environ, "MEMWB_CRASH_AT": boundary, "PYTHONPATH": str(ROOT)}
     proc = subprocess.run([sys.executable, "-m", "tests.crash_worker", kind, str(db),
-                           str(side)], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=120)
+                           str(side)], cwd=ROOT, env={**os.environ, **env,
+                                                      "PYTHONPATH": str(ROOT)},
+                          capture_output=True, text=True, timeout=120)
     assert proc.returncode == -signal.SIGKILL, (proc.returncode, proc.stderr[-2000:])
+    return db, side
+
+
+def _crash_then_resume(kind: str, boundary: str, tmp_path: Path) -> tuple[dict[str, Any], Path]:
+    db, side = _crash(kind, tmp_path, MEMWB_CRASH_AT=boundary)
     crashed_calls = len(_lines(side, "model.log"))
     storage = cw.open_storage(kind, str(db))
     result = cw.run(cw.build(storage, side))
@@ -113,3 +118,40 @@ def test_every_boundary_fires_once_in_order(tmp_path: Path) -> None:
     seen: list[str] = []
     cw.run(cw.build(storage, side, seen.append))
     assert seen == cw.BOUNDARIES
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["duckdb", "sqlite"])
+@pytest.mark.parametrize("inside", ["first", "last"])
+def test_sigkill_inside_a_write_group_keeps_none_of_it(
+        kind: str, inside: str, tmp_path: Path, reference: dict[str, Any]) -> None:
+    """The Runner commits a run's writes in groups; a kill between a group's writes
+    and its commit leaves none of the group, and the resume ends like the reference.
+    Only the model answer the killed last group held is asked again (it never became
+    durable); the step that called the tools, and the tools, were committed before."""
+    db, side = _crash(kind, tmp_path, MEMWB_CRASH_INSIDE=inside)
+    storage = cw.open_storage(kind, str(db))
+    keys = RunKeys(cw.RUN_ID)
+    records = [k for k, _ in storage.runs.list(keys.prefix)
+               if not k.startswith(keys.lease_prefix)]
+    roles = [m.role for m in storage.memory.get_messages(cw.THREAD)]
+    if inside == "first":
+        assert records == [] and storage.runs.get_run(cw.RUN_ID) is None
+        assert roles == ["user", "assistant"]  # the history only
+        assert _lines(side, "model.log") == []
+    else:
+        assert records == [keys.input, keys.memctx, keys.prompt, keys.persist_input,
+                           keys.step(0), keys.tool("c1"), keys.tool("c2")]
+        assert roles == ["user", "assistant", "user"]  # no output stored
+        assert storage.runs.require_run(cw.RUN_ID).status == "running"
+        assert _lines(side, "model.log") == ["0", "1"]
+    storage.close()
+    storage = cw.open_storage(kind, str(db))
+    result = cw.run(cw.build(storage, side))
+    assert result.text == "Your balance is 42 and the refund is approved."
+    assert _lines(side, "model.log") == (["0", "1"] if inside == "first" else ["0", "1", "1"])
+    assert _lines(side, "tools.log") == ["a-1"] and _lines(side, "wm.log") == ["patch"]
+    snap = _snapshot(storage)
+    assert snap["messages"] == reference["messages"]
+    assert snap["journal"] == reference["journal"]
+    assert snap["status"] == "completed"

@@ -21,8 +21,19 @@ def input_hashes(messages: Sequence[Message]) -> list[str]:
 
 def input_digest(messages: Sequence[Message]) -> str:
     """sha256 over the canonical JSON of the whole model input."""
-    text = "[" + ",".join(m.canonical_json() for m in messages) + "]"
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return _digest([m.canonical_json() for m in messages])
+
+
+def _digest(texts: Sequence[str]) -> str:
+    return hashlib.sha256(("[" + ",".join(texts) + "]").encode("utf-8")).hexdigest()
+
+
+def input_signature(messages: Sequence[Message]) -> tuple[list[str], str]:
+    """``input_hashes`` and ``input_digest`` of one model input, each message's
+    canonical JSON made once."""
+    texts = [m.canonical_json() for m in messages]
+    return ([hashlib.sha256(t.encode("utf-8")).hexdigest()[:16] for t in texts],
+            _digest(texts))
 
 
 def first_difference(expected: Sequence[str], actual: Sequence[str]) -> int:
@@ -35,10 +46,12 @@ def first_difference(expected: Sequence[str], actual: Sequence[str]) -> int:
 
 def verify_step_input(key: str, recorded_hashes: Sequence[str] | None,
                       recorded_digest: str | None, model_input: Sequence[Message],
-                      hashes: Sequence[str] | None = None) -> bool:
+                      hashes: Sequence[str] | None = None,
+                      digest: str | None = None) -> bool:
     """Check a recorded step against the re-derived model input; False when the record
     carries no hash to check (old format). A difference raises ReplayMismatch. Both the
-    per-message hashes and the whole-input digest are checked when recorded."""
+    per-message hashes and the whole-input digest are checked when recorded (against
+    ``hashes`` and ``digest`` when the caller has them: ``input_signature``)."""
     hashes = list(hashes) if hashes is not None else input_hashes(model_input)
     checked = False
     if recorded_hashes is not None:
@@ -50,7 +63,7 @@ def verify_step_input(key: str, recorded_hashes: Sequence[str] | None,
                 f"derived {len(hashes)})")
         checked = True
     if recorded_digest is not None:
-        if recorded_digest != input_digest(model_input):
+        if recorded_digest != (digest if digest is not None else input_digest(model_input)):
             raise ReplayMismatch(f"'{key}': the model input re-derived from the journal "
                                  "differs from the recorded one (whole-input hash)")
         checked = True

@@ -43,9 +43,11 @@ class _JournalSnapshot:
     (``get``, ``has``, ``list``) from memory: ``load_run`` would otherwise ask the store
     once per record, which dominates the workbench's pages on a file database."""
 
-    def __init__(self, runs: RunJournal, prefix: str) -> None:
+    def __init__(self, runs: RunJournal | None, prefix: str,
+                 entries: list[tuple[str, Any]] | None = None) -> None:
         self.prefix = prefix
-        self.entries = runs.list(prefix)
+        self.entries = entries if entries is not None else (
+            runs.list(prefix) if runs is not None else [])
         self.by_key = dict(self.entries)
 
     def get(self, key: str) -> Any | None:
@@ -71,6 +73,21 @@ class RunReader:
     def __init__(self, runs: RunJournal | _JournalSnapshot, run_id: str) -> None:
         self.runs = runs
         self.keys = RunKeys(run_id)
+
+    @classmethod
+    def snapshot(cls, runs: RunJournal, run_id: str) -> RunReader:
+        """A reader of the run's records as they are now, read with one query and
+        answered from memory after (the Runner reads a run it holds the claim on so:
+        nobody else writes it meanwhile, and it never re-reads what it writes)."""
+        return cls(_JournalSnapshot(runs, RunKeys(run_id).prefix), run_id)
+
+    @classmethod
+    def of_entries(cls, run_id: str, entries: list[tuple[str, Any]]) -> RunReader:
+        """A reader answering from ``entries``: every record of the run, as read once
+        (``Lease.look``)."""
+        prefix = RunKeys(run_id).prefix
+        return cls(_JournalSnapshot(None, prefix, [(k, v) for k, v in entries
+                                                   if k.startswith(prefix)]), run_id)
 
     def _get(self, kind: str, model: type[R], key: str) -> R | None:
         raw = self.runs.get(key)

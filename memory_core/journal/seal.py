@@ -164,12 +164,17 @@ def seal_of(run: RunRecord, entries: list[tuple[str, Any]],
 
 
 def seal_written(storage: Storage, run: RunRecord, entries: list[tuple[str, Any]],
-                 messages: list[tuple[int, Message]]) -> SealRecord:
+                 messages: list[tuple[int, Message]], *,
+                 into: list[tuple[str, Any]] | None = None) -> SealRecord:
     """Seal a finished run from what its writer stored — every record of the run and
     every message it persisted, as ``seal_of`` takes them — without reading them back
-    (first write wins: a sealed run keeps its seal)."""
+    (first write wins: a sealed run keeps its seal). With ``into`` (the records a
+    fresh run's writers deferred, written at once) the seal is added there."""
     seal = seal_of(run, entries, messages)
     keys = RunKeys(run.run_id)
+    if into is not None:
+        into.append((keys.seal, seal.model_dump(mode="json")))
+        return seal
     if storage.runs.put_if_absent(keys.seal, seal.model_dump(mode="json")):
         return seal
     stored = read_seal(storage, run.run_id)

@@ -3,16 +3,20 @@
 Every write is first-write-wins (``RunJournal.put_if_absent``): the value returned is
 the record that is in the journal — this call's, or an earlier attempt's — read back as
 the current typed record, so a resumed run continues from what was really recorded.
+
+A writer given a ``deferred`` list writes nothing itself: it adds each record there,
+for its caller to write all at once inside the same transaction (``write_deferred``) —
+only where nothing of the run can be stored yet (a fresh run holding its claim).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from memory_core.errors import ReplayMismatch
 from memory_core.journal.keys import ObserverKeys, RunKeys, check_run_id
 from memory_core.journal.records import (
     ImportRecord,
@@ -29,7 +33,6 @@ from memory_core.journal.records import (
 from memory_core.prompt import FrozenPrompt
 from memory_core.provenance import Memctx
 from memory_core.storage.base import RunJournal
-from memory_core.types import canonical_json
 
 R = TypeVar("R", bound=BaseModel)
 Written = Callable[[str], None]
@@ -47,27 +50,32 @@ class JournalWriter:
 
     def __init__(self, runs: RunJournal, run_id: str, *,
                  on_written: Written | None = None,
-                 log: dict[str, Any] | None = None) -> None:
+                 log: dict[str, Any] | None = None,
+                 deferred: list[tuple[str, Any]] | None = None) -> None:
         self.runs = runs
         self.keys = RunKeys(check_run_id(run_id))
         self.on_written = on_written
         #: every record this writer stored or found stored, key -> JSON value as the
         #: journal holds it (the Runner seals a fresh run from it without reading back)
         self.log: dict[str, Any] = {} if log is None else log
+        self.deferred = deferred
 
     def _put(self, kind: str, key: str, name: str, record: R) -> R:
+        # a JSON-mode dump holds only what JSON text reads back as (lists, str keys…):
+        # the journal now holds exactly this value, and the record is what it reads as
         value = _dump(record)
-        if self.runs.put_if_absent(key, value):
-            # what the journal now holds is this value, as its JSON text reads back
-            stored: Any = json.loads(canonical_json(value))
-            if self.on_written is not None:
-                self.on_written(name)
-        else:
+        if self.deferred is not None:
+            self.deferred.append((key, value))
+        elif not self.runs.put_if_absent(key, value):
             stored = self.runs.get(key)
             if stored is None:
                 return record
-        self.log[key] = stored
-        return load_record(kind, type(record), stored, key)
+            self.log[key] = stored
+            return load_record(kind, type(record), stored, key)
+        self.log[key] = value
+        if self.on_written is not None:
+            self.on_written(name)
+        return record
 
     def import_record(self, record: ImportRecord) -> ImportRecord:
         return self._put("import", self.keys.import_, "import", record)
@@ -109,6 +117,16 @@ class JournalWriter:
     def erase(self) -> int:
         """Every record of the run (an import compensating a failed write)."""
         return self.runs.delete(self.keys.prefix)
+
+
+def write_deferred(runs: RunJournal, items: Sequence[tuple[str, Any]]) -> None:
+    """Write the records deferred writers collected, in one ``put_many_if_absent``.
+    Each must be new: one already stored means another process wrote the run while
+    its caller held it, and ReplayMismatch rolls the caller's transaction back."""
+    if items and runs.put_many_if_absent(items) != len(items):
+        raise ReplayMismatch(f"some of the records {[k for k, _ in items]} were already "
+                             "written by another process while this one held their run; "
+                             "nothing of this group was kept")
 
 
 class ObserverWriter:

@@ -19,6 +19,7 @@ test a fresh one instead of a database per test).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
@@ -80,6 +81,7 @@ class _PgDriver(Driver):
 
         self.where = describe_url(dsn) + (f" (schema {schema})" if schema else "")
         self._schema = schema
+        self._batch = threading.local()  # .conn: the connection of this thread's batch()
         self._lock_timeout = lock_timeout
         self._pool = ConnectionPool(dsn, min_size=min_size, max_size=max_size, open=False,
                                     configure=self._configure, timeout=pool_timeout,
@@ -109,12 +111,37 @@ class _PgDriver(Driver):
 
     @contextmanager
     def _tx(self, op: str) -> Iterator[Tx]:
+        held = getattr(self._batch, "conn", None)
         try:
+            if held is not None:
+                # inside this thread's batch: a savepoint of its transaction, so an
+                # operation that fails leaves nothing of itself
+                with held.transaction():
+                    yield _PgTx(held)
+                return
             # The pool's context commits on a clean exit and rolls back on an exception.
             with self._pool.connection() as conn:
                 yield _PgTx(conn)
         except psycopg.Error as e:
             raise self._wrap(op, e) from e
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Every operation of this thread in the block on one pooled connection, in one
+        transaction (one commit); other threads keep their own connections."""
+        if getattr(self._batch, "conn", None) is not None:
+            yield
+            return
+        with self._tx("write batch") as tx:
+            assert isinstance(tx, _PgTx)
+            try:
+                # an explicit transaction block: the operations' blocks nest in it as
+                # savepoints, and it commits (or rolls back) once, as the block ends
+                with tx._conn.transaction():
+                    self._batch.conn = tx._conn
+                    yield
+            finally:
+                self._batch.conn = None
 
     def read(self, op: str) -> Any:
         return self._tx(op)

@@ -55,6 +55,7 @@ class _SqliteDriver(Driver):
         self.path = path
         self.where = f"SQLite database '{path}'"
         self._lock = threading.RLock()
+        self._batch = False  # inside batch(): writes join its transaction
         try:
             # isolation_level=None: the module never opens transactions behind our back;
             # check_same_thread=False: the lock below makes sharing across threads safe.
@@ -84,8 +85,28 @@ class _SqliteDriver(Driver):
                 raise self._wrap(op, e) from e
 
     @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Every write in the block joins one ``BEGIN IMMEDIATE`` transaction (one
+        commit); each write inside it is a savepoint, so one that fails leaves nothing
+        of itself even if the caller goes on. Other threads wait for the block."""
+        with self._lock:
+            if self._batch:
+                yield
+                return
+            with self.write("write batch"):
+                self._batch = True
+                try:
+                    yield
+                finally:
+                    self._batch = False
+
+    @contextmanager
     def write(self, op: str) -> Iterator[Tx]:
         with self._lock:
+            if self._batch:
+                with self._savepoint(op) as tx:
+                    yield tx
+                return
             try:
                 self._conn.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as e:
@@ -102,6 +123,20 @@ class _SqliteDriver(Driver):
                 if isinstance(exc, sqlite3.Error):
                     raise self._wrap(op, exc) from exc
                 raise
+
+    @contextmanager
+    def _savepoint(self, op: str) -> Iterator[Tx]:
+        try:
+            self._conn.execute("SAVEPOINT memwb_write")
+            try:
+                yield _SqliteTx(self._conn)
+            except BaseException:
+                self._conn.execute("ROLLBACK TO memwb_write")
+                self._conn.execute("RELEASE memwb_write")
+                raise
+            self._conn.execute("RELEASE memwb_write")
+        except sqlite3.Error as e:
+            raise self._wrap(op, e) from e
 
     def stream(self, tx: Tx, sql: str, params: Sequence[Any],
                size: int) -> Iterator[Sequence[tuple[Any, ...]]]:
