@@ -267,17 +267,17 @@ def test_a_fresh_run_is_two_write_transactions_on_duckdb(tmp_path: Path) -> None
     transaction, flush = db.transaction, db.handle.flush
 
     @contextmanager
-    def counting(op: str, *, write: bool) -> Iterator[Any]:
+    def counting(op: str, *, write: bool, tracked: bool = False) -> Iterator[Any]:
         outer = db.handle.active is None
-        with transaction(op, write=write) as conn:
+        with transaction(op, write=write, tracked=tracked) as conn:
             yield conn
         if write and outer:
             opened.append(op)
 
-    def counting_flush(conn: Any = None) -> None:
+    def counting_flush(conn: Any = None, **kw: Any) -> None:
         if db.handle.pending:
             opened.append("deferred appends")
-        flush(conn)
+        flush(conn, **kw)
 
     try:
         with store.session():
