@@ -15,7 +15,7 @@ import math
 import threading
 from array import array
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -512,6 +512,10 @@ class RecallEngine:
         self.max_scopes = max_scopes  # cached scopes kept, least recently used dropped
         self._lock = threading.RLock()
         self._scopes: OrderedDict[tuple[str, str], _ScopeIndex] = OrderedDict()
+        # per (thread, resource): the store's change token taken before the last
+        # scope_counts, and its answer (reused while the token stays the same)
+        self._checked: OrderedDict[tuple[str, str | None],
+                                   tuple[Hashable, dict[str, ThreadCounts]]] = OrderedDict()
 
     # -- scope and cache --------------------------------------------------------------
     def scope_threads(self, thread_id: str, resource_id: str | None,
@@ -523,10 +527,25 @@ class RecallEngine:
 
     def _scope(self, thread_id: str, resource_id: str | None, config: RecallConfig,
                thread: Thread | None = None) -> dict[str, ThreadCounts]:
-        # runs before every recall: one store call gives the threads and their counts
+        # runs before every recall: one store call gives the threads and their counts,
+        # or none when the store vouches that nothing was written since the last one
         del thread  # that call reads the thread too
         rid = resource_id if config.scope == "resource" and resource_id else None
-        return self.store.scope_counts(thread_id, rid)
+        token = self.store.change_token()
+        key = (thread_id, rid)
+        seen = self._checked.get(key)
+        if token is not None and seen is not None and seen[0] == token:
+            self._checked.move_to_end(key)
+            return seen[1]
+        counts = self.store.scope_counts(thread_id, rid)
+        if token is None:
+            self._checked.pop(key, None)
+            return counts
+        self._checked[key] = (token, counts)
+        self._checked.move_to_end(key)
+        while len(self._checked) > max(1, self.max_scopes):
+            self._checked.popitem(last=False)
+        return counts
 
     def _scope_key(self, thread_id: str, resource_id: str | None,
                    config: RecallConfig) -> tuple[str, str]:

@@ -157,15 +157,18 @@ def test_cold_recall_is_one_scan_and_warm_recall_one_check_and_one_fetch(mode: s
                        message_range=1)
     engine.run("boiler code", thread_id="a", resource_id="u", config=cfg)
     # the scope's counts, one scan of every row (vectors, and texts for BM25), the hits
-    assert log.calls == ["scope_counts", "scope_rows", "get_messages_by_refs"]
+    # (the in-memory store gives no change token: its counts are read every time)
+    assert log.calls == ["change_token", "scope_counts", "scope_rows",
+                         "get_messages_by_refs"]
     log.calls.clear()
     engine.run("dentist", thread_id="a", resource_id="u", config=cfg)
-    assert log.calls == ["scope_counts", "get_messages_by_refs"]
+    assert log.calls == ["change_token", "scope_counts", "get_messages_by_refs"]
     log.calls.clear()
     add(store, "b", [("boiler pressure", embed(["boiler pressure"])[0])])
     log.calls.clear()
     engine.run("boiler", thread_id="a", resource_id="u", config=cfg)
-    assert log.calls == ["scope_counts", "scope_rows", "get_messages_by_refs"]
+    assert log.calls == ["change_token", "scope_counts", "scope_rows",
+                         "get_messages_by_refs"]
 
 
 def test_metadata_is_read_only_for_a_filter_then_kept_current() -> None:
@@ -278,7 +281,7 @@ def test_a_store_with_locators_serves_hits_by_them() -> None:
     cfg = RecallConfig(top_k=3, near_misses=3, scope="resource", message_range=1)
     outs = [RecallEngine(s, embed).run("boiler code", thread_id="a", resource_id="u",
                                        config=cfg) for s in (duck, plain)]
-    assert log.calls == ["scope_counts", "scope_rows", "get_messages_located"]
+    assert log.calls == ["change_token", "scope_counts", "scope_rows", "get_messages_located"]
     assert [(h.thread_id, h.seq, h.origin) for h in outs[0].hits] == [
         (h.thread_id, h.seq, h.origin) for h in outs[1].hits]
     assert [h.message.text() for h in outs[0].hits] == [h.message.text() for h in outs[1].hits]

@@ -21,7 +21,7 @@ from __future__ import annotations
 import builtins
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
@@ -158,6 +158,10 @@ class Driver(ABC):
 
     def scan_scope(self, tx: Tx, scan: ScopeScan) -> ScopeRows | None:
         """``scope_rows`` in one engine-specific read; None to use the portable one."""
+        return None
+
+    def change_token(self) -> Hashable | None:
+        """``MemoryStore.change_token`` for this engine; None by default."""
         return None
 
     def fetch_located(self, tx: Tx, refs: Sequence[tuple[str, int]],
@@ -598,6 +602,9 @@ class SqlMemoryStore(MemoryStore):
         if own[0] not in members:
             members.append(own[0])
         return {str(r[0]): ThreadCounts(int(r[1]), int(r[2]), ts_parse(r[3])) for r in members}
+
+    def change_token(self) -> Hashable | None:
+        return self._db.change_token()
 
     def get_messages_by_refs(self, refs: Sequence[tuple[str, int]]) -> list[StoredMessage]:
         with self._db.read("get_messages_by_refs") as tx:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -55,6 +55,7 @@ class _SqliteDriver(Driver):
         self.path = path
         self.where = f"SQLite database '{path}'"
         self._lock = threading.RLock()
+        self._writes = 0  # write transactions of this connection (see change_token)
         try:
             # isolation_level=None: the module never opens transactions behind our back;
             # check_same_thread=False: the lock below makes sharing across threads safe.
@@ -93,6 +94,7 @@ class _SqliteDriver(Driver):
             try:
                 yield _SqliteTx(self._conn)
                 self._conn.execute("COMMIT")
+                self._writes += 1
             except BaseException as exc:
                 try:
                     if self._conn.in_transaction:
@@ -102,6 +104,16 @@ class _SqliteDriver(Driver):
                 if isinstance(exc, sqlite3.Error):
                     raise self._wrap(op, exc) from exc
                 raise
+
+    def change_token(self) -> Hashable | None:
+        """``PRAGMA data_version`` changes when another connection (of any process)
+        commits; this connection's own commits are counted here."""
+        with self._lock:
+            try:
+                row = self._conn.execute("PRAGMA data_version").fetchone()
+            except sqlite3.Error as e:
+                raise self._wrap("change_token", e) from e
+            return id(self), self._writes, int(row[0]) if row else -1
 
     def stream(self, tx: Tx, sql: str, params: Sequence[Any],
                size: int) -> Iterator[Sequence[tuple[Any, ...]]]:
