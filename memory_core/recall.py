@@ -137,17 +137,35 @@ class CandidateScore:
 
 
 # -- the per-scope cache ----------------------------------------------------------------
+class _AtRows:
+    """Per-row values of a few rows (every other row has ``fill``), read by row number
+    like an n-long array: vector recall ranks a handful of rows out of a million and
+    need not write n-long arrays to say so."""
+
+    def __init__(self, at: dict[int, int], values: np.ndarray, fill: Any) -> None:
+        self._at = at  # row -> index into values
+        self._values = values.tolist()
+        self._fill = fill
+
+    def __getitem__(self, row: int) -> Any:
+        i = self._at.get(int(row))
+        return self._fill if i is None else self._values[i]
+
+
+_PerRow = np.ndarray | _AtRows  # indexed by row, one value at a time
+
+
 @dataclass
 class _Ranked:
     """Scores and order of the rows that matter for one query."""
 
-    score: np.ndarray  # float64 per row (mode score; would-be score for filtered rows)
-    vec: np.ndarray | None  # cosine per row, nan where no vector
-    lex: np.ndarray | None  # bm25 per row
-    cand: np.ndarray  # bool: a candidate in this mode and within as_of
-    passing: np.ndarray  # bool: candidate and passes the filter
-    eligible: np.ndarray  # bool
-    pos: np.ndarray  # int64 per row: 1-based position among passing (would-be when
+    score: _PerRow  # float64 per row (mode score; would-be score for filtered rows)
+    vec: _PerRow | None  # cosine per row, nan where no vector
+    lex: _PerRow | None  # bm25 per row
+    cand: _PerRow  # bool: a candidate in this mode and within as_of
+    passing: _PerRow  # bool: candidate and passes the filter
+    eligible: _PerRow  # bool
+    pos: _PerRow  # int64 per row: 1-based position among passing (would-be when
     # filtered out), 0 when not ranked
     order: list[int]  # rows considered, best first
     truncated: bool = False  # some candidates were left out of ``order``
@@ -373,42 +391,40 @@ class _ScopeIndex:
         BM25 postings, lengths and "asks". Each distinct token is folded once (terms as
         ``lexical_terms`` gives them), the rest is array work."""
         k = len(texts)
-        findall = _TOKEN.findall
-        tokens: list[str] = []
-        counts = np.zeros(k, np.int64)
-        asks = np.zeros(k, bool)
-        for i, text in enumerate(texts):
-            low = (text or "").lower()
-            asks[i] = "?" in low
-            found = findall(low)
-            counts[i] = len(found)
-            tokens.extend(found)
+        tok = _tokens_arrow(texts) if k >= _ARROW_MIN else None
+        codes, vocab, counts, asks = tok if tok is not None else _tokens_python(texts)
         self.asks[first:first + k] = asks
-        raw = self.raw_terms
-        for tok in set(tokens).difference(raw):
-            word = tok.strip("'")
-            term = _stem(word) if word and word not in STOP_WORDS else None
-            if term is not None and term not in self.term_ids:
-                self.term_ids[term] = len(self.term_names)
-                self.term_names.append(term)
-            raw[tok] = -1 if term is None else self.term_ids[term]
-        tids = np.fromiter(map(raw.__getitem__, tokens), np.int64, len(tokens))
+        tid_of = np.fromiter(map(self._term_id, vocab), np.int64, len(vocab))
+        tids = tid_of[codes] if codes.size else np.zeros(0, np.int64)
         docs = np.repeat(np.arange(k, dtype=np.int64), counts)
         keep = tids >= 0
         tids, docs = tids[keep], docs[keep]
         self.doclen[first:first + k] = np.bincount(docs, minlength=k)
-        pairs, tf = np.unique(tids * k + docs, return_counts=True)
-        terms, rows = pairs // k, pairs % k + first
-        cuts = [*np.flatnonzero(np.diff(terms)).tolist()]
-        for a, b in itertools.pairwise([0, *(c + 1 for c in cuts), terms.size]):
+        terms, rows, tf = _postings(tids, docs)
+        rows += first
+        cuts = np.flatnonzero(np.diff(terms)) + 1
+        for a, b in itertools.pairwise([0, *cuts.tolist(), terms.size]):
             term = self.term_names[int(terms[a])]
             post = self.postings.get(term)
             if post is None:
                 post = (array("q"), array("f"))
                 self.postings[term] = post
-            post[0].frombytes(rows[a:b].astype(np.int64).tobytes())
+            post[0].frombytes(rows[a:b].tobytes())
             post[1].frombytes(tf[a:b].astype(np.float32).tobytes())
         self.lex_n = first + k
+
+    def _term_id(self, tok: str) -> int:
+        """The BM25 term id of a raw token (-1: a stop word or only quotes), folded
+        once per distinct token."""
+        tid = self.raw_terms.get(tok)
+        if tid is None:
+            word = tok.strip("'")
+            term = _stem(word) if word and word not in STOP_WORDS else None
+            if term is not None and term not in self.term_ids:
+                self.term_ids[term] = len(self.term_names)
+                self.term_names.append(term)
+            tid = self.raw_terms[tok] = -1 if term is None else self.term_ids[term]
+        return tid
 
     def row_of(self, got: ScopeRows) -> np.ndarray:
         """The cache row of each scanned row of ``got`` (-1: not held)."""
@@ -484,6 +500,95 @@ class _ScopeIndex:
             mask = self._extend_mask(np.zeros(0, bool), f, 0)
             self.masks[key] = mask
         return mask
+
+
+_ARROW_MIN = 2048  # texts below this are tokenised in Python (Arrow's setup costs more)
+_Tokens = tuple[np.ndarray, list[str], np.ndarray, np.ndarray]
+
+
+def _tokens_python(texts: Sequence[str | None]) -> _Tokens:
+    """Tokens of lower-cased texts as codes into a vocabulary of distinct tokens, with
+    each text's token count and whether it holds a "?"."""
+    k = len(texts)
+    findall = _TOKEN.findall
+    tokens: list[str] = []
+    counts = np.zeros(k, np.int64)
+    asks = np.zeros(k, bool)
+    for i, text in enumerate(texts):
+        low = (text or "").lower()
+        asks[i] = "?" in low
+        found = findall(low)
+        counts[i] = len(found)
+        tokens.extend(found)
+    vocab: dict[str, int] = {}
+    codes = np.fromiter((vocab.setdefault(t, len(vocab)) for t in tokens), np.int64,
+                        len(tokens))
+    return codes, list(vocab), counts, asks
+
+
+def _ascii_table() -> np.ndarray:
+    """Byte -> byte: a token character of ``TOKEN_RE`` on ASCII (``[0-9A-Za-z_']``)
+    to itself lower-cased, every other byte to a space."""
+    lut = np.full(256, ord(" "), np.uint8)
+    for c in b"0123456789abcdefghijklmnopqrstuvwxyz_'":
+        lut[c] = c
+    for c in b"ABCDEFGHIJKLMNOPQRSTUVWXYZ":
+        lut[c] = c + 32
+    return lut
+
+
+_ASCII_LUT = _ascii_table()
+
+
+def _tokens_arrow(texts: Sequence[str | None]) -> _Tokens | None:
+    """``_tokens_python`` as array work, for all-ASCII texts (None otherwise, since
+    Python's ``\\w`` is Unicode): every byte that is not a token character becomes a
+    space, Arrow splits on spaces and encodes the tokens, so only the distinct ones are
+    ever Python strings."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    k = len(texts)
+    arr = pa.array(texts, pa.large_string())
+    if arr.null_count:
+        arr = arr.fill_null("")
+    if not pc.all(pc.string_is_ascii(arr)).as_py():
+        return None
+    _, offs_buf, data_buf = arr.buffers()
+    offs = np.frombuffer(offs_buf, np.int64)[arr.offset:arr.offset + k + 1]
+    data = np.frombuffer(data_buf, np.uint8) if data_buf is not None and offs[-1] else \
+        np.zeros(0, np.uint8)
+    data = data[offs[0]:offs[-1]]
+    offs = offs - offs[0]
+    asks = np.zeros(k, bool)  # the text of each "?" byte asks
+    asks[np.searchsorted(offs, np.flatnonzero(data == ord("?")), "right") - 1] = True
+    spaced = pa.LargeStringArray.from_buffers(k, pa.py_buffer(offs),
+                                              pa.py_buffer(_ASCII_LUT[data]))
+    parts = pc.ascii_split_whitespace(spaced)  # (an empty piece at a leading space)
+    flat = parts.flatten()
+    words = pc.greater(pc.binary_length(flat), 0)
+    docs = np.repeat(np.arange(k, dtype=np.int64), np.diff(parts.offsets.to_numpy()))
+    enc = pc.dictionary_encode(flat.filter(words))
+    codes = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+    counts = np.bincount(docs[words.to_numpy(zero_copy_only=False)], minlength=k)
+    return codes, enc.dictionary.to_pylist(), counts.astype(np.int64), asks
+
+
+def _postings(tids: np.ndarray, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray,
+                                                           np.ndarray]:
+    """(term, row, tf) of each distinct (term, row) pair, ordered by term then row.
+    ``docs`` must be ascending (it is: tokens come text by text), so a stable sort by
+    term alone orders the rows too (a radix sort when the term ids fit 16 bits)."""
+    if tids.size == 0:
+        return tids, docs, np.zeros(0, np.int64)
+    small = int(tids.max()) < 2 ** 16
+    order = np.argsort(tids.astype(np.uint16) if small else tids, kind="stable")
+    t, d = tids[order], docs[order]
+    new = np.ones(t.size, bool)
+    new[1:] = (t[1:] != t[:-1]) | (d[1:] != d[:-1])
+    starts = np.flatnonzero(new)
+    tf = np.diff(np.append(starts, t.size))
+    return t[starts], d[starts], tf
 
 
 def _filter_from_key(key: str) -> dict[str, Any]:
@@ -746,19 +851,17 @@ class RecallEngine:
             order = pool[np.argsort(-vals)]
         else:
             order = pool[np.lexsort((idx.ranks()[pool], -vals))]
-        score = np.full(n, -np.inf)
-        score[order] = raw[order]
-        cand = np.zeros(n, bool)
-        cand[order] = True
-        passing = cand.copy()
-        if mask is not None:
-            passing &= mask
-        eligible = passing & (score > 0) & (score >= config.threshold)
-        pos = _positions(n, order, passing)
-        vec = np.full(n, np.nan)
-        vec[order] = raw[order]
-        return _Ranked(score, vec, None, cand, passing, eligible, pos, order.tolist(),
-                       truncated=order.size < total)
+        # only the rows of ``order`` are ever looked at: their values, not n-long arrays
+        picked = raw[order].astype(np.float64)
+        passing = np.ones(order.size, bool) if mask is None else mask[order]
+        eligible = passing & (picked > 0) & (picked >= config.threshold)
+        seen = np.cumsum(passing)
+        pos = np.where(passing, seen, seen + 1)
+        at = dict(zip(order.tolist(), range(order.size), strict=True))
+        return _Ranked(_AtRows(at, picked, -math.inf), _AtRows(at, picked, math.nan), None,
+                       _AtRows(at, np.ones(order.size, bool), False),
+                       _AtRows(at, passing, False), _AtRows(at, eligible, False),
+                       _AtRows(at, pos, 0), order.tolist(), truncated=order.size < total)
 
     # -- public API -------------------------------------------------------------------
     def _skip_reason(self, query: str | None, config: RecallConfig) -> str | None:

@@ -285,3 +285,47 @@ def test_a_store_with_locators_serves_hits_by_them() -> None:
     assert [(h.thread_id, h.seq, h.origin) for h in outs[0].hits] == [
         (h.thread_id, h.seq, h.origin) for h in outs[1].hits]
     assert [h.message.text() for h in outs[0].hits] == [h.message.text() for h in outs[1].hits]
+
+
+def _index_of(texts: list[str | None]) -> tuple[Any, ...]:
+    from memory_core.recall import _ScopeIndex
+
+    idx = _ScopeIndex()
+    idx._grow(len(texts), None)
+    idx.n = len(texts)
+    idx._index_texts(0, texts)
+    return ({t: (list(r), list(f)) for t, (r, f) in idx.postings.items()},
+            idx.doclen[:idx.n].tolist(), idx.asks[:idx.n].tolist())
+
+
+def test_bulk_indexing_of_ascii_texts_is_array_work_with_the_same_index(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A large batch of ASCII texts is tokenised by Arrow (no Python string per token)
+    and gives exactly the index the per-text tokenizer gives; a batch with any other
+    character keeps the per-text (Unicode) tokenizer."""
+    import random
+
+    import memory_core.recall as recall_mod
+
+    rng = random.Random(7)
+    words = ["the", "Boiler", "tiles", "tiling", "what's", "'quoted'", "policies", "x2",
+             "don't", "snake_case", "a-b", "?", "pressure?", "", "  "]
+    texts: list[str | None] = [None, "", " lead and trail ", "''"] + [
+        " ".join(rng.choice(words) for _ in range(rng.randint(0, 14)))
+        for _ in range(recall_mod._ARROW_MIN + 100)]
+    monkeypatch.setattr(recall_mod, "_ARROW_MIN", 10 ** 9)
+    expected = _index_of(texts)
+    monkeypatch.setattr(recall_mod, "_ARROW_MIN", 2048)
+
+    def refuse(_: Any) -> Any:
+        raise AssertionError("ASCII texts went through the per-text tokenizer")
+
+    with monkeypatch.context() as m:
+        m.setattr(recall_mod, "_tokens_python", refuse)
+        assert _index_of(texts) == expected
+    assert "pressur" in expected[0] and any(expected[2])
+    unicode_texts = [*texts, "café naïve ünïcode?"]
+    with monkeypatch.context() as m:
+        m.setattr(recall_mod, "_ARROW_MIN", 10 ** 9)
+        expected_u = _index_of(unicode_texts)
+    assert _index_of(unicode_texts) == expected_u and "café" in expected_u[0]
