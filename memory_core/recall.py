@@ -392,7 +392,8 @@ class _ScopeIndex:
         ``lexical_terms`` gives them), the rest is array work."""
         k = len(texts)
         tok = _tokens_arrow(texts) if k >= _ARROW_MIN else None
-        codes, vocab, counts, asks = tok if tok is not None else _tokens_python(texts)
+        codes, vocab, counts, asks = tok if tok is not None else _tokens_python(
+            _text_list(texts))
         self.asks[first:first + k] = asks
         tid_of = np.fromiter(map(self._term_id, vocab), np.int64, len(vocab))
         tids = tid_of[codes] if codes.size else np.zeros(0, np.int64)
@@ -458,7 +459,7 @@ class _ScopeIndex:
         where = self.row_of(got) - self.lex_n
         texts = np.full(self.n - self.lex_n, "", dtype=object)  # erased since: no terms
         sel = np.flatnonzero(where >= 0)
-        texts[where[sel]] = np.array(got.texts or [], dtype=object)[sel]
+        texts[where[sel]] = np.array(_text_list(got.texts), dtype=object)[sel]
         self._index_texts(self.lex_n, texts.tolist())
 
     def ensure_metadata(self, store: MemoryStore) -> None:
@@ -506,6 +507,14 @@ _ARROW_MIN = 2048  # texts below this are tokenised in Python (Arrow's setup cos
 _Tokens = tuple[np.ndarray, list[str], np.ndarray, np.ndarray]
 
 
+def _text_list(texts: Sequence[str | None] | None) -> list[str | None]:
+    """A scan's texts as a list (an Arrow column converted)."""
+    if texts is None:
+        return []
+    to_pylist = getattr(texts, "to_pylist", None)
+    return list(texts) if to_pylist is None else list(to_pylist())
+
+
 def _tokens_python(texts: Sequence[str | None]) -> _Tokens:
     """Tokens of lower-cased texts as codes into a vocabulary of distinct tokens, with
     each text's token count and whether it holds a "?"."""
@@ -549,7 +558,12 @@ def _tokens_arrow(texts: Sequence[str | None]) -> _Tokens | None:
     import pyarrow.compute as pc
 
     k = len(texts)
-    arr = pa.array(texts, pa.large_string())
+    if isinstance(texts, (pa.Array, pa.ChunkedArray)):  # a scan's column, as it came
+        arr = texts.cast(pa.large_string())
+        if isinstance(arr, pa.ChunkedArray):
+            arr = arr.combine_chunks() if arr.num_chunks else pa.array([], pa.large_string())
+    else:
+        arr = pa.array(texts, pa.large_string())
     if arr.null_count:
         arr = arr.fill_null("")
     if not pc.all(pc.string_is_ascii(arr)).as_py():

@@ -329,3 +329,39 @@ def test_bulk_indexing_of_ascii_texts_is_array_work_with_the_same_index(
         m.setattr(recall_mod, "_ARROW_MIN", 10 ** 9)
         expected_u = _index_of(unicode_texts)
     assert _index_of(unicode_texts) == expected_u and "café" in expected_u[0]
+
+
+@pytest.mark.parametrize("rows", [40, 2100])
+@pytest.mark.parametrize("vector_first", [False, True])
+def test_duckdb_texts_come_as_an_arrow_column_and_recall_the_same(
+        rows: int, vector_first: bool) -> None:
+    """DuckDB's scan hands its texts over as the Arrow column it read (indexed in bulk
+    or, for a small batch, one by one); hybrid recall ranks exactly as on a store that
+    gives Python strings, whether the index is built with the first load or later."""
+    import random
+
+    from memory_core.storage.duckdb import DuckDBStorage
+
+    rng = random.Random(rows)
+    words = ["boiler", "code", "dentist", "flight", "harbour", "rain", "Okafor", "May?"]
+    texts = [" ".join(rng.choices(words, k=6)) for _ in range(rows)]
+    if rows < 100:
+        texts.append("café boiler")  # (a large batch stays ASCII: Arrow tokenises it)
+    embed = HashingEmbedder(32)
+    vecs = embed(texts)
+    duck = DuckDBStorage(":memory:").memory
+    plain = make_store()
+    for store in (duck, plain):
+        store.create_thread("t", resource_id="u")
+        add(store, "t", list(zip(texts, vecs, strict=True)))
+    cfg = RecallConfig(top_k=5, near_misses=3, mode="hybrid")
+    got = []
+    for store in (duck, plain):
+        engine = RecallEngine(store, embed)
+        if vector_first:
+            engine.run("boiler code", thread_id="t", resource_id=None,
+                       config=cfg.replace(mode="vector"))
+        out = engine.run("boiler code harbour", thread_id="t", resource_id=None, config=cfg)
+        got.append(([(h.seq, h.score, h.lexical_score) for h in out.hits],
+                    [(n.seq, n.reason) for n in out.near_misses]))
+    assert got[0] == got[1] and got[0][0]

@@ -95,7 +95,8 @@ class ScopeRows:
     created_us: np.ndarray  # int64
     has_vec: np.ndarray  # bool (all False when the matrix was not asked for)
     matrix: np.ndarray | None = None
-    texts: list[str | None] | None = None
+    #: a list, or an Arrow string column (DuckDB: no Python string per row)
+    texts: Sequence[str | None] | None = None
     metadata: list[dict[str, Any] | None] | None = None
     #: where each row sits in the adapter's storage (DuckDB: its rowid), for
     #: ``get_messages_located``; None when the adapter has no such thing

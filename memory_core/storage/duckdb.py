@@ -757,7 +757,7 @@ class _DuckDriver(Driver):
             out.locate(out.n, batch.column("locator").to_numpy())
             out.add(batch.column("pos").to_numpy(), batch.column("seq").to_numpy(),
                     batch.column("created_us").to_numpy(), vectors, has_vec,
-                    batch.column("text_lower").to_pylist() if scan.texts else None,
+                    batch.column("text_lower") if scan.texts else None,
                     batch.column("body").to_pylist() if scan.metadata else None)
 
 

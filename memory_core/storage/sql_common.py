@@ -28,6 +28,7 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from memory_core.errors import InvalidInputError, NotFoundError
 from memory_core.storage import schema
@@ -203,6 +204,7 @@ class RowsBuilder:
         self.has_vec = np.zeros(n, bool)
         self.matrix = np.zeros((n, scan.dim), np.float32) if scan.vectors else None
         self.texts: list[str | None] | None = [] if scan.texts else None
+        self.text_chunks: list[Any] = []  # Arrow string arrays, kept as they came
         self.meta: list[dict[str, Any] | None] | None = [] if scan.metadata else None
         self.loc: np.ndarray | None = None
 
@@ -221,7 +223,10 @@ class RowsBuilder:
             else:
                 self.matrix[a:b][has_vec] = vectors
         if self.texts is not None and texts is not None:
-            self.texts.extend(texts)
+            if isinstance(texts, (list, tuple)):
+                self.texts.extend(texts)
+            else:  # an Arrow column: no Python string per row
+                self.text_chunks.append(texts)
         if self.meta is not None and bodies is not None:
             self.meta.extend(json.loads(x).get("metadata") or None for x in bodies)
         self.n = b
@@ -269,7 +274,8 @@ class RowsBuilder:
         n = self.n
         return ScopeRows(self.scan.threads, self.tidx[:n], self.seqs[:n], self.created[:n],
                          self.has_vec[:n], None if self.matrix is None else self.matrix[:n],
-                         self.texts, self.meta, None if self.loc is None else self.loc[:n])
+                         pa.chunked_array(self.text_chunks) if self.text_chunks else self.texts,
+                         self.meta, None if self.loc is None else self.loc[:n])
 
 
 _MSG_COLS = "thread_id, seq, resource_id, body, created_at, run_id"
