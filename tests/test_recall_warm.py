@@ -160,3 +160,32 @@ def test_another_process_append_is_seen_by_the_next_warm_recall(
     # the other process's message is the best match of this query: it must be loaded
     assert ("b", 6) in _recall(engine, _vec(42))
     storage.close()
+
+
+def test_postgres_answers_the_check_and_the_fetch_in_one_round_trip_each(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No BEGIN/COMMIT around recall's single-statement reads (autocommit), and every
+    pooled connection goes back transactional (writes still commit whole)."""
+    import psycopg
+
+    storage = make_storage("postgres", tmp_path)
+    _fill(storage)
+    engine = RecallEngine(storage.memory, None)
+    _recall(engine, _vec(1))
+    seen: list[tuple[str, bool]] = []
+    execute = psycopg.Connection.execute
+
+    def spy(self: Any, query: Any, *a: Any, **kw: Any) -> Any:
+        seen.append((str(query)[:30], self.autocommit))
+        return execute(self, query, *a, **kw)
+
+    monkeypatch.setattr(psycopg.Connection, "execute", spy)
+    _recall(engine, _vec(2))
+    assert len(seen) == 2 and all(auto for _, auto in seen)  # the counts, the hits
+    monkeypatch.setattr(psycopg.Connection, "execute", execute)
+    pool = storage._pg._pool  # type: ignore[attr-defined]
+    conns = [pool.getconn() for _ in range(pool.get_stats()["pool_size"])]
+    assert conns and not any(c.autocommit for c in conns)
+    for c in conns:
+        pool.putconn(c)
+    storage.close()
