@@ -189,3 +189,31 @@ def test_postgres_answers_the_check_and_the_fetch_in_one_round_trip_each(
     for c in conns:
         pool.putconn(c)
     storage.close()
+
+
+def test_duckdb_keeps_its_cache_for_an_incremental_scan(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A whole-scope scan lowers DuckDB's memory limit (the blocks read are not kept
+    beside the matrix), but the few rows a warm recall loads after a write do not:
+    lowering the limit would evict the whole buffer cache every turn."""
+    import memory_core.storage.duckdb as duck_mod
+
+    storage = make_storage("duckdb-file", tmp_path)
+    _fill(storage)
+    capped: list[int] = []
+    real = duck_mod._cache_capped
+
+    def spy(conn: Any) -> Any:
+        capped.append(1)
+        return real(conn)
+
+    monkeypatch.setattr(duck_mod, "_cache_capped", spy)
+    monkeypatch.setattr(duck_mod, "_SCAN_BATCH", 5)  # 12 rows: a "big" scan
+    engine = RecallEngine(storage.memory, None)
+    _recall(engine, _vec(1))
+    assert capped == [1]
+    storage.memory.append_messages("b", [AppendRow(
+        message=Message(content="new note"), embedding=_vec(7))])
+    assert ("b", 6) in _recall(engine, _vec(7))
+    assert capped == [1]  # the one new row: no eviction
+    storage.close()

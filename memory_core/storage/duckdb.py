@@ -740,8 +740,10 @@ class _DuckDriver(Driver):
         out = RowsBuilder(scan, int(counted[0]) if counted else 0)
         rel = conn.sql(f"SELECT f.pos, m.rowid AS locator, {scan.columns()} {src}",
                        params=params)
-        # (a file's blocks can be dropped and read again; ``:memory:`` data cannot)
-        with _cache_capped(conn) if self.db.handle.path is not None else nullcontext():
+        # (a file's blocks can be dropped and read again; ``:memory:`` data cannot; an
+        # incremental scan of a few rows keeps the cache: lowering the limit evicts it)
+        big = out.n_planned > _SCAN_BATCH and self.db.handle.path is not None
+        with _cache_capped(conn) if big else nullcontext():
             self._fill(rel.to_arrow_reader(_SCAN_BATCH), scan, out)
         return out.done()
 

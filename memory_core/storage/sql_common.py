@@ -203,6 +203,7 @@ class RowsBuilder:
     def __init__(self, scan: ScopeScan, n: int) -> None:
         self.scan = scan
         self.n = 0
+        self.n_planned = n  # the rows counted before the scan
         self.tidx = np.zeros(n, np.int32)
         self.seqs = np.zeros(n, np.int64)
         self.created = np.zeros(n, np.int64)
