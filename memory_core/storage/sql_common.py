@@ -28,7 +28,6 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 
 from memory_core.errors import InvalidInputError, NotFoundError
 from memory_core.storage import schema
@@ -280,8 +279,15 @@ class RowsBuilder:
         n = self.n
         return ScopeRows(self.scan.threads, self.tidx[:n], self.seqs[:n], self.created[:n],
                          self.has_vec[:n], None if self.matrix is None else self.matrix[:n],
-                         pa.chunked_array(self.text_chunks) if self.text_chunks else self.texts,
-                         self.meta, None if self.loc is None else self.loc[:n])
+                         self._texts(), self.meta, None if self.loc is None else self.loc[:n])
+
+    def _texts(self) -> Sequence[str | None] | None:
+        if not self.text_chunks:
+            return self.texts
+        import pyarrow as pa  # only a driver that reads Arrow gave chunks
+
+        texts: Sequence[str | None] = pa.chunked_array(self.text_chunks)
+        return texts
 
 
 _MSG_COLS = "thread_id, seq, resource_id, body, created_at, run_id"
