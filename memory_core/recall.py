@@ -393,7 +393,7 @@ class _ScopeIndex:
         k = len(texts)
         tok = _tokens_arrow(texts) if k >= _ARROW_MIN else None
         codes, vocab, counts, asks = tok if tok is not None else _tokens_python(
-            _text_list(texts))
+            texts.to_pylist() if hasattr(texts, "to_pylist") else texts)
         self.asks[first:first + k] = asks
         tid_of = np.fromiter(map(self._term_id, vocab), np.int64, len(vocab))
         tids = tid_of[codes] if codes.size else np.zeros(0, np.int64)
@@ -459,7 +459,7 @@ class _ScopeIndex:
         where = self.row_of(got) - self.lex_n
         texts = np.full(self.n - self.lex_n, "", dtype=object)  # erased since: no terms
         sel = np.flatnonzero(where >= 0)
-        texts[where[sel]] = np.array(_text_list(got.texts), dtype=object)[sel]
+        texts[where[sel]] = np.array(got.text_list(), dtype=object)[sel]
         self._index_texts(self.lex_n, texts.tolist())
 
     def ensure_metadata(self, store: MemoryStore) -> None:
@@ -505,14 +505,6 @@ class _ScopeIndex:
 
 _ARROW_MIN = 2048  # texts below this are tokenised in Python (Arrow's setup costs more)
 _Tokens = tuple[np.ndarray, list[str], np.ndarray, np.ndarray]
-
-
-def _text_list(texts: Sequence[str | None] | None) -> list[str | None]:
-    """A scan's texts as a list (an Arrow column converted)."""
-    if texts is None:
-        return []
-    to_pylist = getattr(texts, "to_pylist", None)
-    return list(texts) if to_pylist is None else list(to_pylist())
 
 
 def _tokens_python(texts: Sequence[str | None]) -> _Tokens:

@@ -105,6 +105,14 @@ class ScopeRows:
     def __len__(self) -> int:
         return int(self.seqs.shape[0])
 
+    def text_list(self) -> list[str | None]:
+        """``texts`` as a list of Python strings (an Arrow column converted; [] when
+        texts were not asked for)."""
+        if self.texts is None:
+            return []
+        to_pylist = getattr(self.texts, "to_pylist", None)
+        return list(self.texts) if to_pylist is None else list(to_pylist())
+
 
 class ThreadCounts(NamedTuple):
     """A thread's message count and highest seq (-1 when empty), and when the thread
