@@ -355,15 +355,23 @@ READING = (
     "SQLite/PostgreSQL: one query, blobs joined per batch) gives refs, creation times "
     "and the vectors; the matrix becomes the cache's own (normalised in place, never "
     "copied). No message object is built per row: texts are read only for "
-    "lexical/hybrid queries (then BM25 postings are built in bulk: each distinct token "
-    "folded once, the rest numpy), metadata only for a filtered query, creation order "
-    "sorted only when a tie or a full ranking needs it. A recall then fetches its hits, "
-    "neighbours and near misses in one query (DuckDB by rowid, one range per row group "
-    "touched). The previous code took 75 s and 7.9 GB for the first recall at 1M on "
-    "DuckDB (issue 16). Warm recall at 100k pays a fixed ~10–20 ms per recall on the "
-    "database adapters (the `scope_counts` check and the one fetch, plus Python around "
-    "them), which is why its ratio is above the 1M one; the machine is shared, so "
-    "compare ratios in a row, not figures across rows.")
+    "lexical/hybrid queries, and DuckDB hands them over as the Arrow column it read; "
+    "ASCII texts are then tokenised as array work (bytes mapped to token characters or "
+    "spaces, Arrow splits and encodes them, postings by one stable radix sort), other "
+    "texts by the per-text tokenizer, each distinct token folded once; metadata is read "
+    "only for a filtered query, creation order sorted only when a tie or a full ranking "
+    "needs it. The previous code took 75 s and 7.9 GB for the first recall at 1M on "
+    "DuckDB (issue 16). A warm recall asks the store for its change token (DuckDB: this "
+    "process's own writes and connections while it holds the file, which no other "
+    "process can write then; SQLite: `PRAGMA data_version` and its own commits; "
+    "PostgreSQL: the server's current snapshot; the in-memory store gives none) and "
+    "reads the scope's counts only when it changed, ranks only the head of the scores, "
+    "and fetches its hits, "
+    "neighbours and near misses in one query (DuckDB: by a list of rowids, one "
+    "parameter; PostgreSQL: in autocommit, one round trip). What is left above the "
+    "numpy scan is that fetch (~2–7 ms on DuckDB depending on load) and building the "
+    "messages; the machine is shared, so compare ratios in a row, not figures across "
+    "rows.")
 
 
 def parse_sizes(text: str) -> list[tuple[str, int]]:

@@ -15,7 +15,7 @@ import math
 import threading
 from array import array
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -137,17 +137,35 @@ class CandidateScore:
 
 
 # -- the per-scope cache ----------------------------------------------------------------
+class _AtRows:
+    """Per-row values of a few rows (every other row has ``fill``), read by row number
+    like an n-long array: vector recall ranks a handful of rows out of a million and
+    need not write n-long arrays to say so."""
+
+    def __init__(self, at: dict[int, int], values: np.ndarray, fill: Any) -> None:
+        self._at = at  # row -> index into values
+        self._values = values.tolist()
+        self._fill = fill
+
+    def __getitem__(self, row: int) -> Any:
+        i = self._at.get(int(row))
+        return self._fill if i is None else self._values[i]
+
+
+_PerRow = np.ndarray | _AtRows  # indexed by row, one value at a time
+
+
 @dataclass
 class _Ranked:
     """Scores and order of the rows that matter for one query."""
 
-    score: np.ndarray  # float64 per row (mode score; would-be score for filtered rows)
-    vec: np.ndarray | None  # cosine per row, nan where no vector
-    lex: np.ndarray | None  # bm25 per row
-    cand: np.ndarray  # bool: a candidate in this mode and within as_of
-    passing: np.ndarray  # bool: candidate and passes the filter
-    eligible: np.ndarray  # bool
-    pos: np.ndarray  # int64 per row: 1-based position among passing (would-be when
+    score: _PerRow  # float64 per row (mode score; would-be score for filtered rows)
+    vec: _PerRow | None  # cosine per row, nan where no vector
+    lex: _PerRow | None  # bm25 per row
+    cand: _PerRow  # bool: a candidate in this mode and within as_of
+    passing: _PerRow  # bool: candidate and passes the filter
+    eligible: _PerRow  # bool
+    pos: _PerRow  # int64 per row: 1-based position among passing (would-be when
     # filtered out), 0 when not ranked
     order: list[int]  # rows considered, best first
     truncated: bool = False  # some candidates were left out of ``order``
@@ -373,42 +391,41 @@ class _ScopeIndex:
         BM25 postings, lengths and "asks". Each distinct token is folded once (terms as
         ``lexical_terms`` gives them), the rest is array work."""
         k = len(texts)
-        findall = _TOKEN.findall
-        tokens: list[str] = []
-        counts = np.zeros(k, np.int64)
-        asks = np.zeros(k, bool)
-        for i, text in enumerate(texts):
-            low = (text or "").lower()
-            asks[i] = "?" in low
-            found = findall(low)
-            counts[i] = len(found)
-            tokens.extend(found)
+        tok = _tokens_arrow(texts) if k >= _ARROW_MIN else None
+        codes, vocab, counts, asks = tok if tok is not None else _tokens_python(
+            texts.to_pylist() if hasattr(texts, "to_pylist") else texts)
         self.asks[first:first + k] = asks
-        raw = self.raw_terms
-        for tok in set(tokens).difference(raw):
-            word = tok.strip("'")
-            term = _stem(word) if word and word not in STOP_WORDS else None
-            if term is not None and term not in self.term_ids:
-                self.term_ids[term] = len(self.term_names)
-                self.term_names.append(term)
-            raw[tok] = -1 if term is None else self.term_ids[term]
-        tids = np.fromiter(map(raw.__getitem__, tokens), np.int64, len(tokens))
+        tid_of = np.fromiter(map(self._term_id, vocab), np.int64, len(vocab))
+        tids = tid_of[codes] if codes.size else np.zeros(0, np.int64)
         docs = np.repeat(np.arange(k, dtype=np.int64), counts)
         keep = tids >= 0
         tids, docs = tids[keep], docs[keep]
         self.doclen[first:first + k] = np.bincount(docs, minlength=k)
-        pairs, tf = np.unique(tids * k + docs, return_counts=True)
-        terms, rows = pairs // k, pairs % k + first
-        cuts = [*np.flatnonzero(np.diff(terms)).tolist()]
-        for a, b in itertools.pairwise([0, *(c + 1 for c in cuts), terms.size]):
+        terms, rows, tf = _postings(tids, docs)
+        rows += first
+        cuts = np.flatnonzero(np.diff(terms)) + 1
+        for a, b in itertools.pairwise([0, *cuts.tolist(), terms.size]):
             term = self.term_names[int(terms[a])]
             post = self.postings.get(term)
             if post is None:
                 post = (array("q"), array("f"))
                 self.postings[term] = post
-            post[0].frombytes(rows[a:b].astype(np.int64).tobytes())
+            post[0].frombytes(rows[a:b].tobytes())
             post[1].frombytes(tf[a:b].astype(np.float32).tobytes())
         self.lex_n = first + k
+
+    def _term_id(self, tok: str) -> int:
+        """The BM25 term id of a raw token (-1: a stop word or only quotes), folded
+        once per distinct token."""
+        tid = self.raw_terms.get(tok)
+        if tid is None:
+            word = tok.strip("'")
+            term = _stem(word) if word and word not in STOP_WORDS else None
+            if term is not None and term not in self.term_ids:
+                self.term_ids[term] = len(self.term_names)
+                self.term_names.append(term)
+            tid = self.raw_terms[tok] = -1 if term is None else self.term_ids[term]
+        return tid
 
     def row_of(self, got: ScopeRows) -> np.ndarray:
         """The cache row of each scanned row of ``got`` (-1: not held)."""
@@ -442,7 +459,7 @@ class _ScopeIndex:
         where = self.row_of(got) - self.lex_n
         texts = np.full(self.n - self.lex_n, "", dtype=object)  # erased since: no terms
         sel = np.flatnonzero(where >= 0)
-        texts[where[sel]] = np.array(got.texts or [], dtype=object)[sel]
+        texts[where[sel]] = np.array(got.text_list(), dtype=object)[sel]
         self._index_texts(self.lex_n, texts.tolist())
 
     def ensure_metadata(self, store: MemoryStore) -> None:
@@ -486,6 +503,100 @@ class _ScopeIndex:
         return mask
 
 
+_ARROW_MIN = 2048  # texts below this are tokenised in Python (Arrow's setup costs more)
+_Tokens = tuple[np.ndarray, list[str], np.ndarray, np.ndarray]
+
+
+def _tokens_python(texts: Sequence[str | None]) -> _Tokens:
+    """Tokens of lower-cased texts as codes into a vocabulary of distinct tokens, with
+    each text's token count and whether it holds a "?"."""
+    k = len(texts)
+    findall = _TOKEN.findall
+    tokens: list[str] = []
+    counts = np.zeros(k, np.int64)
+    asks = np.zeros(k, bool)
+    for i, text in enumerate(texts):
+        low = (text or "").lower()
+        asks[i] = "?" in low
+        found = findall(low)
+        counts[i] = len(found)
+        tokens.extend(found)
+    vocab: dict[str, int] = {}
+    codes = np.fromiter((vocab.setdefault(t, len(vocab)) for t in tokens), np.int64,
+                        len(tokens))
+    return codes, list(vocab), counts, asks
+
+
+def _ascii_table() -> np.ndarray:
+    """Byte -> byte: a token character of ``TOKEN_RE`` on ASCII (``[0-9A-Za-z_']``)
+    to itself lower-cased, every other byte to a space."""
+    lut = np.full(256, ord(" "), np.uint8)
+    for c in b"0123456789abcdefghijklmnopqrstuvwxyz_'":
+        lut[c] = c
+    for c in b"ABCDEFGHIJKLMNOPQRSTUVWXYZ":
+        lut[c] = c + 32
+    return lut
+
+
+_ASCII_LUT = _ascii_table()
+
+
+def _tokens_arrow(texts: Sequence[str | None]) -> _Tokens | None:
+    """``_tokens_python`` as array work, for all-ASCII texts (None otherwise, since
+    Python's ``\\w`` is Unicode): every byte that is not a token character becomes a
+    space, Arrow splits on spaces and encodes the tokens, so only the distinct ones are
+    ever Python strings."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    k = len(texts)
+    if isinstance(texts, (pa.Array, pa.ChunkedArray)):  # a scan's column, as it came
+        arr = texts.cast(pa.large_string())
+        if isinstance(arr, pa.ChunkedArray):
+            arr = arr.combine_chunks() if arr.num_chunks else pa.array([], pa.large_string())
+    else:
+        arr = pa.array(texts, pa.large_string())
+    if arr.null_count:
+        arr = arr.fill_null("")
+    if not pc.all(pc.string_is_ascii(arr)).as_py():
+        return None
+    _, offs_buf, data_buf = arr.buffers()
+    offs = np.frombuffer(offs_buf, np.int64)[arr.offset:arr.offset + k + 1]
+    data = np.frombuffer(data_buf, np.uint8) if data_buf is not None and offs[-1] else \
+        np.zeros(0, np.uint8)
+    data = data[offs[0]:offs[-1]]
+    offs = offs - offs[0]
+    asks = np.zeros(k, bool)  # the text of each "?" byte asks
+    asks[np.searchsorted(offs, np.flatnonzero(data == ord("?")), "right") - 1] = True
+    spaced = pa.LargeStringArray.from_buffers(k, pa.py_buffer(offs),
+                                              pa.py_buffer(_ASCII_LUT[data]))
+    parts = pc.ascii_split_whitespace(spaced)  # (an empty piece at a leading space)
+    flat = parts.flatten()
+    words = pc.greater(pc.binary_length(flat), 0)
+    docs = np.repeat(np.arange(k, dtype=np.int64), np.diff(parts.offsets.to_numpy()))
+    enc = pc.dictionary_encode(flat.filter(words))
+    codes = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+    counts = np.bincount(docs[words.to_numpy(zero_copy_only=False)], minlength=k)
+    return codes, enc.dictionary.to_pylist(), counts.astype(np.int64), asks
+
+
+def _postings(tids: np.ndarray, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray,
+                                                           np.ndarray]:
+    """(term, row, tf) of each distinct (term, row) pair, ordered by term then row.
+    ``docs`` must be ascending (it is: tokens come text by text), so a stable sort by
+    term alone orders the rows too (a radix sort when the term ids fit 16 bits)."""
+    if tids.size == 0:
+        return tids, docs, np.zeros(0, np.int64)
+    small = int(tids.max()) < 2 ** 16
+    order = np.argsort(tids.astype(np.uint16) if small else tids, kind="stable")
+    t, d = tids[order], docs[order]
+    new = np.ones(t.size, bool)
+    new[1:] = (t[1:] != t[:-1]) | (d[1:] != d[:-1])
+    starts = np.flatnonzero(new)
+    tf = np.diff(np.append(starts, t.size))
+    return t[starts], d[starts], tf
+
+
 def _filter_from_key(key: str) -> dict[str, Any]:
     import json
 
@@ -512,6 +623,10 @@ class RecallEngine:
         self.max_scopes = max_scopes  # cached scopes kept, least recently used dropped
         self._lock = threading.RLock()
         self._scopes: OrderedDict[tuple[str, str], _ScopeIndex] = OrderedDict()
+        # per (thread, resource): the store's change token taken before the last
+        # scope_counts, and its answer (reused while the token stays the same)
+        self._checked: OrderedDict[tuple[str, str | None],
+                                   tuple[Hashable, dict[str, ThreadCounts]]] = OrderedDict()
 
     # -- scope and cache --------------------------------------------------------------
     def scope_threads(self, thread_id: str, resource_id: str | None,
@@ -523,10 +638,25 @@ class RecallEngine:
 
     def _scope(self, thread_id: str, resource_id: str | None, config: RecallConfig,
                thread: Thread | None = None) -> dict[str, ThreadCounts]:
-        # runs before every recall: one store call gives the threads and their counts
+        # runs before every recall: one store call gives the threads and their counts,
+        # or none when the store vouches that nothing was written since the last one
         del thread  # that call reads the thread too
         rid = resource_id if config.scope == "resource" and resource_id else None
-        return self.store.scope_counts(thread_id, rid)
+        token = self.store.change_token()
+        key = (thread_id, rid)
+        seen = self._checked.get(key)
+        if token is not None and seen is not None and seen[0] == token:
+            self._checked.move_to_end(key)
+            return seen[1]
+        counts = self.store.scope_counts(thread_id, rid)
+        if token is None:
+            self._checked.pop(key, None)
+            return counts
+        self._checked[key] = (token, counts)
+        self._checked.move_to_end(key)
+        while len(self._checked) > max(1, self.max_scopes):
+            self._checked.popitem(last=False)
+        return counts
 
     def _scope_key(self, thread_id: str, resource_id: str | None,
                    config: RecallConfig) -> tuple[str, str]:
@@ -727,19 +857,17 @@ class RecallEngine:
             order = pool[np.argsort(-vals)]
         else:
             order = pool[np.lexsort((idx.ranks()[pool], -vals))]
-        score = np.full(n, -np.inf)
-        score[order] = raw[order]
-        cand = np.zeros(n, bool)
-        cand[order] = True
-        passing = cand.copy()
-        if mask is not None:
-            passing &= mask
-        eligible = passing & (score > 0) & (score >= config.threshold)
-        pos = _positions(n, order, passing)
-        vec = np.full(n, np.nan)
-        vec[order] = raw[order]
-        return _Ranked(score, vec, None, cand, passing, eligible, pos, order.tolist(),
-                       truncated=order.size < total)
+        # only the rows of ``order`` are ever looked at: their values, not n-long arrays
+        picked = raw[order].astype(np.float64)
+        passing = np.ones(order.size, bool) if mask is None else mask[order]
+        eligible = passing & (picked > 0) & (picked >= config.threshold)
+        seen = np.cumsum(passing)
+        pos = np.where(passing, seen, seen + 1)
+        at = dict(zip(order.tolist(), range(order.size), strict=True))
+        return _Ranked(_AtRows(at, picked, -math.inf), _AtRows(at, picked, math.nan), None,
+                       _AtRows(at, np.ones(order.size, bool), False),
+                       _AtRows(at, passing, False), _AtRows(at, eligible, False),
+                       _AtRows(at, pos, 0), order.tolist(), truncated=order.size < total)
 
     # -- public API -------------------------------------------------------------------
     def _skip_reason(self, query: str | None, config: RecallConfig) -> str | None:

@@ -157,15 +157,18 @@ def test_cold_recall_is_one_scan_and_warm_recall_one_check_and_one_fetch(mode: s
                        message_range=1)
     engine.run("boiler code", thread_id="a", resource_id="u", config=cfg)
     # the scope's counts, one scan of every row (vectors, and texts for BM25), the hits
-    assert log.calls == ["scope_counts", "scope_rows", "get_messages_by_refs"]
+    # (the in-memory store gives no change token: its counts are read every time)
+    assert log.calls == ["change_token", "scope_counts", "scope_rows",
+                         "get_messages_by_refs"]
     log.calls.clear()
     engine.run("dentist", thread_id="a", resource_id="u", config=cfg)
-    assert log.calls == ["scope_counts", "get_messages_by_refs"]
+    assert log.calls == ["change_token", "scope_counts", "get_messages_by_refs"]
     log.calls.clear()
     add(store, "b", [("boiler pressure", embed(["boiler pressure"])[0])])
     log.calls.clear()
     engine.run("boiler", thread_id="a", resource_id="u", config=cfg)
-    assert log.calls == ["scope_counts", "scope_rows", "get_messages_by_refs"]
+    assert log.calls == ["change_token", "scope_counts", "scope_rows",
+                         "get_messages_by_refs"]
 
 
 def test_metadata_is_read_only_for_a_filter_then_kept_current() -> None:
@@ -278,7 +281,87 @@ def test_a_store_with_locators_serves_hits_by_them() -> None:
     cfg = RecallConfig(top_k=3, near_misses=3, scope="resource", message_range=1)
     outs = [RecallEngine(s, embed).run("boiler code", thread_id="a", resource_id="u",
                                        config=cfg) for s in (duck, plain)]
-    assert log.calls == ["scope_counts", "scope_rows", "get_messages_located"]
+    assert log.calls == ["change_token", "scope_counts", "scope_rows", "get_messages_located"]
     assert [(h.thread_id, h.seq, h.origin) for h in outs[0].hits] == [
         (h.thread_id, h.seq, h.origin) for h in outs[1].hits]
     assert [h.message.text() for h in outs[0].hits] == [h.message.text() for h in outs[1].hits]
+
+
+def _index_of(texts: list[str | None]) -> tuple[Any, ...]:
+    from memory_core.recall import _ScopeIndex
+
+    idx = _ScopeIndex()
+    idx._grow(len(texts), None)
+    idx.n = len(texts)
+    idx._index_texts(0, texts)
+    return ({t: (list(r), list(f)) for t, (r, f) in idx.postings.items()},
+            idx.doclen[:idx.n].tolist(), idx.asks[:idx.n].tolist())
+
+
+def test_bulk_indexing_of_ascii_texts_is_array_work_with_the_same_index(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A large batch of ASCII texts is tokenised by Arrow (no Python string per token)
+    and gives exactly the index the per-text tokenizer gives; a batch with any other
+    character keeps the per-text (Unicode) tokenizer."""
+    import random
+
+    import memory_core.recall as recall_mod
+
+    rng = random.Random(7)
+    words = ["the", "Boiler", "tiles", "tiling", "what's", "'quoted'", "policies", "x2",
+             "don't", "snake_case", "a-b", "?", "pressure?", "", "  "]
+    texts: list[str | None] = [None, "", " lead and trail ", "''"] + [
+        " ".join(rng.choice(words) for _ in range(rng.randint(0, 14)))
+        for _ in range(recall_mod._ARROW_MIN + 100)]
+    monkeypatch.setattr(recall_mod, "_ARROW_MIN", 10 ** 9)
+    expected = _index_of(texts)
+    monkeypatch.setattr(recall_mod, "_ARROW_MIN", 2048)
+
+    def refuse(_: Any) -> Any:
+        raise AssertionError("ASCII texts went through the per-text tokenizer")
+
+    with monkeypatch.context() as m:
+        m.setattr(recall_mod, "_tokens_python", refuse)
+        assert _index_of(texts) == expected
+    assert "pressur" in expected[0] and any(expected[2])
+    unicode_texts = [*texts, "café naïve ünïcode?"]
+    with monkeypatch.context() as m:
+        m.setattr(recall_mod, "_ARROW_MIN", 10 ** 9)
+        expected_u = _index_of(unicode_texts)
+    assert _index_of(unicode_texts) == expected_u and "café" in expected_u[0]
+
+
+@pytest.mark.parametrize("rows", [40, 2100])
+@pytest.mark.parametrize("vector_first", [False, True])
+def test_duckdb_texts_come_as_an_arrow_column_and_recall_the_same(
+        rows: int, vector_first: bool) -> None:
+    """DuckDB's scan hands its texts over as the Arrow column it read (indexed in bulk
+    or, for a small batch, one by one); hybrid recall ranks exactly as on a store that
+    gives Python strings, whether the index is built with the first load or later."""
+    import random
+
+    from memory_core.storage.duckdb import DuckDBStorage
+
+    rng = random.Random(rows)
+    words = ["boiler", "code", "dentist", "flight", "harbour", "rain", "Okafor", "May?"]
+    texts = [" ".join(rng.choices(words, k=6)) for _ in range(rows)]
+    if rows < 100:
+        texts.append("café boiler")  # (a large batch stays ASCII: Arrow tokenises it)
+    embed = HashingEmbedder(32)
+    vecs = embed(texts)
+    duck = DuckDBStorage(":memory:").memory
+    plain = make_store()
+    for store in (duck, plain):
+        store.create_thread("t", resource_id="u")
+        add(store, "t", list(zip(texts, vecs, strict=True)))
+    cfg = RecallConfig(top_k=5, near_misses=3, mode="hybrid")
+    got = []
+    for store in (duck, plain):
+        engine = RecallEngine(store, embed)
+        if vector_first:
+            engine.run("boiler code", thread_id="t", resource_id=None,
+                       config=cfg.replace(mode="vector"))
+        out = engine.run("boiler code harbour", thread_id="t", resource_id=None, config=cfg)
+        got.append(([(h.seq, h.score, h.lexical_score) for h in out.hits],
+                    [(n.seq, n.reason) for n in out.near_misses]))
+    assert got[0] == got[1] and got[0][0]

@@ -8,7 +8,7 @@ methods are built on top of them. `Storage` bundles the two ports with erasure.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime
@@ -95,7 +95,8 @@ class ScopeRows:
     created_us: np.ndarray  # int64
     has_vec: np.ndarray  # bool (all False when the matrix was not asked for)
     matrix: np.ndarray | None = None
-    texts: list[str | None] | None = None
+    #: a list, or an Arrow string column (DuckDB: no Python string per row)
+    texts: Sequence[str | None] | None = None
     metadata: list[dict[str, Any] | None] | None = None
     #: where each row sits in the adapter's storage (DuckDB: its rowid), for
     #: ``get_messages_located``; None when the adapter has no such thing
@@ -103,6 +104,14 @@ class ScopeRows:
 
     def __len__(self) -> int:
         return int(self.seqs.shape[0])
+
+    def text_list(self) -> list[str | None]:
+        """``texts`` as a list of Python strings (an Arrow column converted; [] when
+        texts were not asked for)."""
+        if self.texts is None:
+            return []
+        to_pylist = getattr(self.texts, "to_pylist", None)
+        return list(self.texts) if to_pylist is None else list(to_pylist())
 
 
 class ThreadCounts(NamedTuple):
@@ -219,6 +228,15 @@ class MemoryStore:
             threads.append(own)
         stats = self.thread_stats([t.id for t in threads])
         return {t.id: ThreadCounts(*stats.get(t.id, (0, -1)), t.created_at) for t in threads}
+
+    def change_token(self) -> Hashable | None:
+        """An opaque value that is different from every earlier one whenever a write
+        may have been committed since it was taken, by this process or any other; None
+        when the adapter cannot tell cheaply. Recall's cache compares it with the one
+        taken before its last ``scope_counts`` and skips that check when they are
+        equal (so a token must never stay equal across a write: take it before the
+        read it vouches for)."""
+        return None
 
     def get_messages_by_refs(self, refs: Sequence[tuple[str, int]]) -> list[StoredMessage]:
         """The stored messages named by ``(thread_id, seq)`` pairs, ordered by thread

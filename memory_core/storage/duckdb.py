@@ -18,7 +18,7 @@ import random
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from datetime import datetime
 from typing import Any
@@ -73,7 +73,6 @@ _BATCH_VIEW = "_mc_insert_batch"  # name of the Arrow batch registered for one i
 _SMALL_BATCH = 8
 _SCAN_BATCH = 65536  # rows per Arrow record batch of a scope scan
 _SCAN_MEMORY = "512MB"  # DuckDB's memory limit while a scope is scanned
-_ROW_GROUP = 122_880  # DuckDB's rows per row group (only speed depends on it)
 # FLOAT[] rather than bytes: DuckDB checkpoints (compresses) large BLOBs slowly
 _DIALECT = Dialect(text="VARCHAR", vector="FLOAT[]",
                    serial_pk="BIGINT PRIMARY KEY DEFAULT nextval('journal_pos')",
@@ -287,6 +286,9 @@ class _Handle:
         self.threads: dict[str, list[Any]] = {}
         self.dim: int | None = None
         self.dim_known = False
+        # bumped by every write of this process and every connection it opens: while
+        # it holds a connection, no other process can write (see change_token)
+        self.changes = 0
         if path is None:
             self.held = duckdb.connect(MEMORY, config=_CONFIG)
 
@@ -301,6 +303,18 @@ class _Handle:
         process, or of another process once the file is released, may change it)."""
         self.threads.clear()
         self.dim_known = False
+        self.changes += 1
+
+    def change_token(self) -> tuple[int, int] | None:
+        """``MemoryStore.change_token``: while this process holds a connection (a
+        read-write one excludes every other process, a read-only one every writer),
+        only its own writes can change the file, and each bumps ``changes``; so does
+        every connection opened (others may have written while the file was free).
+        None when no connection is held."""
+        with self.lock:
+            if self.held is None and self.idle is None:
+                return None
+            return id(self), self.changes
 
     def asked(self, suffix: str = _WANTS) -> bool:
         """Whether another process asked for the file since this one opened it (with
@@ -592,6 +606,7 @@ class _Database:
             self._busy = f"process {lender} lent it to a reader and takes it back first"
             return None
         h.opened_ns = time.time_ns()
+        h.changes += 1  # others may have written while this process had no connection
         h.home()
         if not read_only:
             # checkpoint in the small steps commits take (a keeper's commit runs
@@ -711,6 +726,7 @@ class _Database:
     def writer(self, op: str) -> Conn:
         """The read-write connection for a deferred append (caller holds the lock)."""
         conn, _ = self._connection(op, write=True)
+        self.handle.changes += 1  # an append is deferred on it: visible to this process's reads
         return conn
 
     @contextmanager
@@ -958,8 +974,10 @@ class _DuckDriver(Driver):
         out = RowsBuilder(scan, int(counted[0]) if counted else 0)
         rel = conn.sql(f"SELECT f.pos, m.rowid AS locator, {scan.columns()} {src}",
                        params=params)
-        # (a file's blocks can be dropped and read again; ``:memory:`` data cannot)
-        with _cache_capped(conn) if self.db.handle.path is not None else nullcontext():
+        # (a file's blocks can be dropped and read again; ``:memory:`` data cannot; an
+        # incremental scan of a few rows keeps the cache: lowering the limit evicts it)
+        big = out.n_planned > _SCAN_BATCH and self.db.handle.path is not None
+        with _cache_capped(conn) if big else nullcontext():
             self._fill(rel.to_arrow_reader(_SCAN_BATCH), scan, out)
         return out.done()
 
@@ -975,29 +993,27 @@ class _DuckDriver(Driver):
             out.locate(out.n, batch.column("locator").to_numpy())
             out.add(batch.column("pos").to_numpy(), batch.column("seq").to_numpy(),
                     batch.column("created_us").to_numpy(), vectors, has_vec,
-                    batch.column("text_lower").to_pylist() if scan.texts else None,
+                    batch.column("text_lower") if scan.texts else None,
                     batch.column("body").to_pylist() if scan.metadata else None)
 
 
+    def change_token(self) -> Hashable | None:
+        return self.db.handle.change_token()
+
     def fetch_located(self, tx: Any, refs: Sequence[tuple[str, int]],
                       locators: Sequence[int]) -> list[tuple[Any, ...]]:
-        """Reads by rowid, one range per row group touched (DuckDB then skips every
-        other row group; a join on (thread_id, seq) scans the table), each row kept
-        only if it is still its ref's."""
+        """Reads by rowid in one query, the rowids passed as one list parameter (DuckDB
+        then fetches just those rows: ~1 ms where an ``IN (?, ...)`` list or a join on
+        (thread_id, seq) scans the table's row groups), each row kept only if it is
+        still its ref's."""
         want = {int(loc): (str(t), int(s)) for (t, s), loc in zip(refs, locators, strict=True)
                 if loc >= 0}
-        groups: dict[int, list[int]] = {}
-        for loc in sorted(want):
-            groups.setdefault(loc // _ROW_GROUP, []).append(loc)
-        if not groups:
+        if not want:
             return []
-        parts, params = [], []
-        for locs in groups.values():
-            parts.append(f"SELECT rowid, {MESSAGE_COLUMNS} FROM messages WHERE rowid BETWEEN"
-                         f" ? AND ? AND rowid IN ({','.join('?' * len(locs))})")
-            params += [locs[0], locs[-1], *locs]
-        rows = tx.query(" UNION ALL ".join(parts), params)
+        rows = tx.query(f"SELECT rowid, {MESSAGE_COLUMNS} FROM messages WHERE rowid IN"
+                        " (SELECT unnest(?::BIGINT[]))", [sorted(want)])
         return [r[1:] for r in rows if want.get(int(r[0])) == (r[1], int(r[2]))]
+
 
 class _DuckMemoryStore(SqlMemoryStore):
     """The shared SQL store, with appends deferred while this process holds the file:
@@ -1044,6 +1060,7 @@ class _DuckMemoryStore(SqlMemoryStore):
                 h.pending_since = time.monotonic()
             h.pending.append(staged)
             h.pending_rows += len(rows)
+            h.changes += 1  # waiting, yet visible to this process's reads (change_token)
             if h.pending_rows >= _FLUSH_ROWS:
                 # committed by the keeper now, without the lock: the caller builds its
                 # next batch meanwhile (one commit in flight at most: settle first)

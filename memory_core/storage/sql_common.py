@@ -21,7 +21,7 @@ from __future__ import annotations
 import builtins
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime
@@ -128,6 +128,11 @@ class Driver(ABC):
     @abstractmethod
     def write(self, op: str) -> AbstractContextManager[Tx]: ...
 
+    def read_single(self, op: str) -> AbstractContextManager[Tx]:
+        """``read`` for a body that runs one statement (it needs no snapshot across
+        statements): an engine that pays round trips for a transaction skips it."""
+        return self.read(op)
+
     @abstractmethod
     def close(self) -> None: ...
 
@@ -173,6 +178,10 @@ class Driver(ABC):
         """``scope_rows`` in one engine-specific read; None to use the portable one."""
         return None
 
+    def change_token(self) -> Hashable | None:
+        """``MemoryStore.change_token`` for this engine; None by default."""
+        return None
+
     def fetch_located(self, tx: Tx, refs: Sequence[tuple[str, int]],
                       locators: Sequence[int]) -> list[tuple[Any, ...]]:
         """The ``_MSG_COLS`` rows of the refs found through their locators (only
@@ -206,12 +215,14 @@ class RowsBuilder:
     def __init__(self, scan: ScopeScan, n: int) -> None:
         self.scan = scan
         self.n = 0
+        self.n_planned = n  # the rows counted before the scan
         self.tidx = np.zeros(n, np.int32)
         self.seqs = np.zeros(n, np.int64)
         self.created = np.zeros(n, np.int64)
         self.has_vec = np.zeros(n, bool)
         self.matrix = np.zeros((n, scan.dim), np.float32) if scan.vectors else None
         self.texts: list[str | None] | None = [] if scan.texts else None
+        self.text_chunks: list[Any] = []  # Arrow string arrays, kept as they came
         self.meta: list[dict[str, Any] | None] | None = [] if scan.metadata else None
         self.loc: np.ndarray | None = None
 
@@ -230,7 +241,10 @@ class RowsBuilder:
             else:
                 self.matrix[a:b][has_vec] = vectors
         if self.texts is not None and texts is not None:
-            self.texts.extend(texts)
+            if isinstance(texts, (list, tuple)):
+                self.texts.extend(texts)
+            else:  # an Arrow column: no Python string per row
+                self.text_chunks.append(texts)
         if self.meta is not None and bodies is not None:
             self.meta.extend(json.loads(x).get("metadata") or None for x in bodies)
         self.n = b
@@ -278,7 +292,15 @@ class RowsBuilder:
         n = self.n
         return ScopeRows(self.scan.threads, self.tidx[:n], self.seqs[:n], self.created[:n],
                          self.has_vec[:n], None if self.matrix is None else self.matrix[:n],
-                         self.texts, self.meta, None if self.loc is None else self.loc[:n])
+                         self._texts(), self.meta, None if self.loc is None else self.loc[:n])
+
+    def _texts(self) -> Sequence[str | None] | None:
+        if not self.text_chunks:
+            return self.texts
+        import pyarrow as pa  # only a driver that reads Arrow gave chunks
+
+        texts: Sequence[str | None] = pa.chunked_array(self.text_chunks)
+        return texts
 
 
 _MSG_COLS = "thread_id, seq, resource_id, body, created_at, run_id"
@@ -591,7 +613,7 @@ class SqlMemoryStore(MemoryStore):
 
     def scope_counts(self, thread_id: str,
                      resource_id: str | None = None) -> dict[str, ThreadCounts]:
-        with self._db.read("scope_counts") as tx:
+        with self._db.read_single("scope_counts") as tx:
             rows = tx.query("SELECT id, message_count, max_seq, created_at, resource_id"
                             " FROM threads WHERE id = ? OR resource_id = ?"
                             " ORDER BY created_us DESC, id ASC", (thread_id, resource_id))
@@ -603,8 +625,13 @@ class SqlMemoryStore(MemoryStore):
             members.append(own[0])
         return {str(r[0]): ThreadCounts(int(r[1]), int(r[2]), ts_parse(r[3])) for r in members}
 
+    def change_token(self) -> Hashable | None:
+        return self._db.change_token()
+
     def get_messages_by_refs(self, refs: Sequence[tuple[str, int]]) -> list[StoredMessage]:
-        with self._db.read("get_messages_by_refs") as tx:
+        # up to half a chunk of pairs is one statement (see _by_refs)
+        read = self._db.read_single if len(refs) <= _CHUNK // 2 else self._db.read
+        with read("get_messages_by_refs") as tx:
             return self._by_refs(tx, refs)
 
     @staticmethod

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -56,6 +56,7 @@ class _SqliteDriver(Driver):
         self.where = f"SQLite database '{path}'"
         self._lock = threading.RLock()
         self._batch = False  # inside batch(): writes join its transaction
+        self._writes = 0  # write transactions of this connection (see change_token)
         try:
             # isolation_level=None: the module never opens transactions behind our back;
             # check_same_thread=False: the lock below makes sharing across threads safe.
@@ -114,6 +115,7 @@ class _SqliteDriver(Driver):
             try:
                 yield _SqliteTx(self._conn)
                 self._conn.execute("COMMIT")
+                self._writes += 1
             except BaseException as exc:
                 try:
                     if self._conn.in_transaction:
@@ -135,8 +137,19 @@ class _SqliteDriver(Driver):
                 self._conn.execute("RELEASE memwb_write")
                 raise
             self._conn.execute("RELEASE memwb_write")
+            self._writes += 1  # seen by this connection's reads at once
         except sqlite3.Error as e:
             raise self._wrap(op, e) from e
+
+    def change_token(self) -> Hashable | None:
+        """``PRAGMA data_version`` changes when another connection (of any process)
+        commits; this connection's own commits are counted here."""
+        with self._lock:
+            try:
+                row = self._conn.execute("PRAGMA data_version").fetchone()
+            except sqlite3.Error as e:
+                raise self._wrap("change_token", e) from e
+            return id(self), self._writes, int(row[0]) if row else -1
 
     def stream(self, tx: Tx, sql: str, params: Sequence[Any],
                size: int) -> Iterator[Sequence[tuple[Any, ...]]]:

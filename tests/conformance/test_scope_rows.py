@@ -16,6 +16,7 @@ from tests.conformance.support import StepClock, row, vec
 def _by_ref(rows: ScopeRows) -> dict[tuple[str, int], dict[str, Any]]:
     """The scan keyed by (thread, seq), each row once (the order is not promised)."""
     out: dict[tuple[str, int], dict[str, Any]] = {}
+    texts = rows.text_list()  # (DuckDB gives an Arrow column)
     for i in range(len(rows)):
         key = (rows.threads[int(rows.tidx[i])], int(rows.seqs[i]))
         assert key not in out
@@ -23,7 +24,7 @@ def _by_ref(rows: ScopeRows) -> dict[tuple[str, int], dict[str, Any]]:
             "created": int(rows.created_us[i]),
             "vec": rows.matrix[i].tolist() if rows.matrix is not None and rows.has_vec[i]
             else None,
-            "text": rows.texts[i] if rows.texts is not None else "-",
+            "text": texts[i] if rows.texts is not None else "-",
             "meta": rows.metadata[i] if rows.metadata is not None else "-",
         }
     return out
@@ -117,7 +118,7 @@ def test_many_threads_and_rows(storage: Storage) -> None:
         t = int(got.threads[int(got.tidx[i])][1:])
         s = int(got.seqs[i])
         assert np.array_equal(got.matrix[i], mats[t][s]) and got.texts is not None
-        assert got.texts[i] == f"m{s}"
+        assert got.text_list()[i] == f"m{s}"
 
 
 def test_located_reads_agree_with_reads_by_ref_even_when_stale(storage: Storage) -> None:

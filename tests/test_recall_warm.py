@@ -1,0 +1,219 @@
+"""Warm recall's fixed cost: a recall with nothing written since the last one asks the
+store for its change token and fetches its hits (one query), nothing else; any write,
+by this process or another, makes the next recall check the scope's counts again."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from memory_core.recall import RecallConfig, RecallEngine
+from memory_core.storage.base import MemoryStore, Storage
+from memory_core.types import AppendRow, Message
+from tests.storage_factories import make_storage
+
+ROOT = Path(__file__).resolve().parents[1]
+DIM = 8
+CFG = RecallConfig(top_k=2, near_misses=2, scope="resource", message_range=1)
+
+
+def _vec(i: int) -> np.ndarray:
+    return np.random.default_rng(i).standard_normal(DIM).astype(np.float32)
+
+
+def _fill(storage: Storage) -> None:
+    for t in ("a", "b"):
+        storage.memory.create_thread(t, resource_id="u")
+        storage.memory.append_messages(t, [
+            AppendRow(message=Message(content=f"note {i} in {t}"), embedding=_vec(i))
+            for i in range(6)])
+
+
+class Ports:
+    """Every port method called and every query run by the SQL adapters' reads."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self.calls: list[str] = []
+        self.queries = 0
+        for name in dir(MemoryStore):
+            if not name.startswith("_") and callable(getattr(store, name)):
+                setattr(store, name, self._logged(name, getattr(store, name)))
+        db = getattr(store, "_db", None)
+        for name in ("read", "read_single") if db is not None else ():
+            setattr(db, name, self._counted(getattr(db, name)))
+
+    def _counted(self, read: Any) -> Any:
+        @contextmanager
+        def counted(op: str) -> Iterator[Any]:
+            with read(op) as tx:
+                query = tx.query
+                if getattr(query, "counted", False):  # read_single by way of read
+                    yield tx
+                    return
+
+                def counting(sql: str, params: Any = ()) -> Any:
+                    self.queries += 1
+                    return query(sql, params)
+
+                counting.counted = True  # type: ignore[attr-defined]
+                tx.query = counting  # the adapter's own Tx, its queries counted
+                yield tx
+        return counted
+
+    def _logged(self, name: str, fn: Any) -> Any:
+        def wrapped(*a: Any, **kw: Any) -> Any:
+            self.calls.append(name)
+            return fn(*a, **kw)
+        return wrapped
+
+    def clear(self) -> None:
+        self.calls.clear()
+        self.queries = 0
+
+
+def _recall(engine: RecallEngine, vec: np.ndarray) -> list[tuple[str, int]]:
+    engine.embed = lambda texts: np.asarray([vec])
+    out = engine.run("note", thread_id="a", resource_id="u", config=CFG)
+    return [(h.thread_id, h.seq) for h in out.hits if h.origin == "hit"]
+
+
+@pytest.mark.parametrize("adapter", ["duckdb-file", "duckdb-memory", "sqlite", "postgres"])
+def test_a_warm_recall_with_nothing_written_is_a_token_and_one_query(
+        adapter: str, tmp_path: Path) -> None:
+    storage = make_storage(adapter, tmp_path)
+    _fill(storage)
+    engine = RecallEngine(storage.memory, None)
+    ports = Ports(storage.memory)
+    # DuckDB finds rows by the rowids its scan gave; SQLite by (thread, seq)
+    fetch = "get_messages_located" if adapter.startswith("duckdb") else "get_messages_by_refs"
+    with storage.session():
+        _recall(engine, _vec(1))
+        assert ports.calls[:3] == ["change_token", "scope_counts", "scope_rows"]
+        ports.clear()
+        hits = _recall(engine, _vec(2))
+        # nothing written since: no counts read, the hits fetched in one query
+        assert ports.calls == ["change_token", fetch]
+        # (PostgreSQL's token is a query of its own: the server's snapshot)
+        assert ports.queries == (2 if adapter == "postgres" else 1) and ("a", 2) in hits
+        storage.memory.append_messages("b", [AppendRow(
+            message=Message(content="new note"), embedding=_vec(7))])
+        ports.clear()
+        assert ("b", 6) in _recall(engine, _vec(7))  # the append is seen
+        assert ports.calls == ["change_token", "scope_counts", "scope_rows", fetch]
+        storage.memory.put_working_memory("k", 1)  # any write: the counts are read again
+        ports.clear()
+        _recall(engine, _vec(7))
+        assert ports.calls == ["change_token", "scope_counts", fetch]
+    storage.close()
+
+
+def test_the_in_memory_store_reads_its_counts_every_time(tmp_path: Path) -> None:
+    storage = make_storage("inmemory", tmp_path)
+    _fill(storage)
+    engine = RecallEngine(storage.memory, None)
+    _recall(engine, _vec(1))
+    ports = Ports(storage.memory)
+    _recall(engine, _vec(2))
+    assert ports.calls == ["change_token", "scope_counts", "get_messages_by_refs"]
+
+
+APPEND = """
+import sys
+import numpy as np
+from memory_core.storage.url import open_storage
+from memory_core.types import AppendRow, Message
+s = open_storage(sys.argv[1])
+vec = np.random.default_rng(int(sys.argv[2])).standard_normal({dim}).astype(np.float32)
+s.memory.append_messages("b", [AppendRow(message=Message(content="from afar"),
+                                         embedding=vec)])
+s.close()
+"""
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "duckdb", "postgres"])
+def test_another_process_append_is_seen_by_the_next_warm_recall(
+        kind: str, tmp_path: Path) -> None:
+    from memory_core.storage.url import open_storage
+    from tests.storage_factories import shared_url
+
+    url = shared_url(kind, tmp_path)
+    storage = open_storage(url)
+    _fill(storage)
+    engine = RecallEngine(storage.memory, None)
+    _recall(engine, _vec(1))
+    _recall(engine, _vec(2))  # warm: the token is held now
+    script = textwrap.dedent(APPEND.format(dim=DIM))
+    proc = subprocess.run([sys.executable, "-c", script, url, "42"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    # another read first: DuckDB opens the file again (a connection this process holds
+    # now, but the other process wrote while the file was free)
+    assert storage.memory.get_thread("a") is not None
+    # the other process's message is the best match of this query: it must be loaded
+    assert ("b", 6) in _recall(engine, _vec(42))
+    storage.close()
+
+
+def test_postgres_answers_the_check_and_the_fetch_in_one_round_trip_each(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No BEGIN/COMMIT around recall's single-statement reads (autocommit), and every
+    pooled connection goes back transactional (writes still commit whole)."""
+    import psycopg
+
+    storage = make_storage("postgres", tmp_path)
+    _fill(storage)
+    engine = RecallEngine(storage.memory, None)
+    _recall(engine, _vec(1))
+    seen: list[tuple[str, bool]] = []
+    execute = psycopg.Connection.execute
+
+    def spy(self: Any, query: Any, *a: Any, **kw: Any) -> Any:
+        seen.append((str(query)[:30], self.autocommit))
+        return execute(self, query, *a, **kw)
+
+    monkeypatch.setattr(psycopg.Connection, "execute", spy)
+    _recall(engine, _vec(2))
+    assert len(seen) == 2 and all(auto for _, auto in seen)  # the token, the hits
+    monkeypatch.setattr(psycopg.Connection, "execute", execute)
+    pool = storage._pg._pool  # type: ignore[attr-defined]
+    conns = [pool.getconn() for _ in range(pool.get_stats()["pool_size"])]
+    assert conns and not any(c.autocommit for c in conns)
+    for c in conns:
+        pool.putconn(c)
+    storage.close()
+
+
+def test_duckdb_keeps_its_cache_for_an_incremental_scan(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A whole-scope scan lowers DuckDB's memory limit (the blocks read are not kept
+    beside the matrix), but the few rows a warm recall loads after a write do not:
+    lowering the limit would evict the whole buffer cache every turn."""
+    import memory_core.storage.duckdb as duck_mod
+
+    storage = make_storage("duckdb-file", tmp_path)
+    _fill(storage)
+    capped: list[int] = []
+    real = duck_mod._cache_capped
+
+    def spy(conn: Any) -> Any:
+        capped.append(1)
+        return real(conn)
+
+    monkeypatch.setattr(duck_mod, "_cache_capped", spy)
+    monkeypatch.setattr(duck_mod, "_SCAN_BATCH", 5)  # 12 rows: a "big" scan
+    engine = RecallEngine(storage.memory, None)
+    _recall(engine, _vec(1))
+    assert capped == [1]
+    storage.memory.append_messages("b", [AppendRow(
+        message=Message(content="new note"), embedding=_vec(7))])
+    assert ("b", 6) in _recall(engine, _vec(7))
+    assert capped == [1]  # the one new row: no eviction
+    storage.close()
