@@ -217,3 +217,21 @@ def test_duckdb_keeps_its_cache_for_an_incremental_scan(
     assert ("b", 6) in _recall(engine, _vec(7))
     assert capped == [1]  # the one new row: no eviction
     storage.close()
+
+
+def test_a_waiting_duckdb_append_of_a_known_thread_is_seen_by_the_next_warm_recall(
+        tmp_path: Path) -> None:
+    """A deferred append of a thread whose seqs this process already knows waits in
+    memory without touching the file; it must still change the store's token, or a warm
+    recall would skip its check and miss the message."""
+    storage = make_storage("duckdb-file", tmp_path)
+    _fill(storage)
+    engine = RecallEngine(storage.memory, None)
+    try:
+        for i, vec in enumerate((_vec(21), _vec(22), _vec(23))):
+            # the first append teaches the handle thread b's seqs; the next are "known"
+            storage.memory.append_messages("b", [AppendRow(
+                message=Message(content=f"late note {i}"), embedding=vec)])
+            assert ("b", 6 + i) in _recall(engine, vec)
+    finally:
+        storage.close()
