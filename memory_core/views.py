@@ -35,7 +35,9 @@ from memory_core.types import (
     ToolResultPart,
 )
 
-DEFAULT_PAGE_SIZE = 50
+# messages a page of the Threads page shows: each is several elements the browser
+# renders one delta at a time (50 took ~2x as long to settle as 20; bench/RESULTS.md)
+DEFAULT_PAGE_SIZE = 20
 VIEW_LANES: tuple[str, ...] = (*LANES, "dropped")
 
 
