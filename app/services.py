@@ -546,6 +546,31 @@ def load_run_embedder(url: str, run_id: str) -> None:
     _embedders_loaded.add(name)
 
 
+def _model_loaded(name: str) -> bool:
+    """Whether the shared embedder ``name`` has sent texts to its model (so the model is
+    loaded in this process)."""
+    from memory_core.registry import embedder_from_name
+
+    return getattr(embedder_from_name(name), "model_calls", 0) > 0
+
+
+@contextmanager
+def embedding_status(url: str, run_id: str) -> Iterator[None]:
+    """Around an analysis that may embed text with the run's recorded embedder (why
+    forgotten re-scores a message recall did not rank): while that model is not loaded
+    in this process, the block runs behind the loading status (a spinner appears only
+    once the block has run for a moment, so a quick answer shows none); a block that
+    loaded it marks it loaded."""
+    name = cached_run_embedder(url, run_id)
+    if name is None or name.startswith("hashing-") or name in _embedders_loaded:
+        yield
+        return
+    with st.spinner(EMBEDDING_MODEL_STATUS.format(name=name)):
+        yield
+    if _model_loaded(name):
+        _embedders_loaded.add(name)
+
+
 @st.cache_data(ttl=CACHE_TTL_SECONDS, show_spinner=False)
 def cached_phrase_search(url: str, run_id: str, phrase: str) -> PhraseSearch:
     """The stored messages closest to ``phrase`` (words and meaning), each with its fate

@@ -120,7 +120,9 @@ try:
         services.load_run_embedder(url, run_id)
         exp = _closest(services.cached_phrase_search(url, run_id, phrase))
     else:
-        exp = services.cached_why(url, run_id, msg_thread, msg_seq, None)
+        # a message recall did not rank is scored again with the run's embedder
+        with services.embedding_status(url, run_id):
+            exp = services.cached_why(url, run_id, msg_thread, msg_seq, None)
 except Exception as e:  # noqa: BLE001
     st.error(escape_md(services.friendly_error(e)))
     st.stop()
