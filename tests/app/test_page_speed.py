@@ -12,7 +12,6 @@ import sys
 import textwrap
 from collections import Counter
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -175,26 +174,11 @@ def test_the_read_connection_outlives_a_page_run_and_yields_to_a_writer(
     assert storage.memory.get_tail(THREAD, 1)[0].text() == "from the agent"
 
 
-@pytest.fixture()
-def statuses(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
-    """The statuses (spinners) shown, in order; no model counts as loaded."""
-    shown: list[str] = []
-
-    @contextmanager
-    def spinner(text: str) -> Iterator[None]:
-        shown.append(text)
-        yield
-
-    monkeypatch.setattr(services.st, "spinner", spinner)
-    monkeypatch.setattr(services, "_embedders_loaded", set())
-    yield shown
-
-
 MINILM_STATUS = services.EMBEDDING_MODEL_STATUS.format(name="all-MiniLM-L6-v2")
 
 
 def test_an_analysis_that_may_load_the_model_runs_behind_its_status(
-        statuses: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+        spinner_log: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
     recorded = {"r-minilm": "all-MiniLM-L6-v2", "r-hash": "hashing-64", "r-none": None}
     monkeypatch.setattr(services, "cached_run_embedder", lambda _url, run: recorded[run])
     loaded = {"now": False}
@@ -202,18 +186,18 @@ def test_an_analysis_that_may_load_the_model_runs_behind_its_status(
     for run in ("r-hash", "r-none"):
         with services.embedding_status("memory://x", run):
             pass
-    assert statuses == []  # nothing to load
+    assert spinner_log == []  # nothing to load
     with services.embedding_status("memory://x", "r-minilm"):
         pass  # answered without the model: it stays unloaded
     with services.embedding_status("memory://x", "r-minilm"):
         loaded["now"] = True  # this analysis loaded it
     with services.embedding_status("memory://x", "r-minilm"):
         pass
-    assert statuses == [MINILM_STATUS, MINILM_STATUS]
+    assert spinner_log == [MINILM_STATUS, MINILM_STATUS]
 
 
 def test_why_forgotten_explains_a_message_behind_the_model_status(
-        populated: Any, statuses: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+        populated: Any, spinner_log: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
     # the run recorded a model embedder that is not loaded yet: re-scoring a message
     # recall did not rank would load it, so the explanation runs behind the status
     monkeypatch.setattr(services, "cached_run_embedder",
@@ -221,4 +205,4 @@ def test_why_forgotten_explains_a_message_behind_the_model_status(
     monkeypatch.setattr(services, "_model_loaded", lambda _name: False)
     at = _open(WHY_PAGE, run=RUN_1)
     assert not at.error
-    assert statuses == [MINILM_STATUS]
+    assert spinner_log == [MINILM_STATUS]
