@@ -41,6 +41,11 @@ DEMO_DB = "sample_data/out/demo.duckdb"
 MEMORY_SCHEME = "memory://"
 CACHE_TTL_SECONDS = 10
 LOCK_TIMEOUT_SECONDS = 5.0
+# The read-only DuckDB connection is kept between page runs for this long idle (a
+# connect costs 0.1-0.3 s, more than most pages' reads): an agent that wants the file
+# asks for it (``<file>.wants``) and gets it within ~20 ms whatever this says; only a
+# program that does not ask (the duckdb shell) waits up to this long (docs/storage.md).
+READ_LINGER_SECONDS = 30.0
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
 # memory://<name> databases: storages a test (or an embedding program) hands to the
@@ -141,6 +146,7 @@ def open_database(url: str) -> Storage:
     kwargs: dict[str, float] = {}
     if target is not None and target[0] == "duckdb":
         kwargs["lock_timeout"] = LOCK_TIMEOUT_SECONDS
+        kwargs["linger"] = READ_LINGER_SECONDS
     return open_existing(resolved, read_only=True, **kwargs)
 
 
@@ -204,20 +210,29 @@ def friendly_error(e: Exception) -> str:
 
 @contextmanager
 def _held(storage: Storage) -> Iterator[None]:
-    session = getattr(storage, "session", None)
-    if session is None:
-        yield
+    if lingers(storage):
+        yield  # its connection outlives the page run: a session would close it at the end
         return
-    with session():
+    with storage.session():
         yield
+
+
+def lingers(storage: Storage) -> bool:
+    """Whether ``storage`` keeps its connection between page runs: a read-only DuckDB
+    handle (open_database gives it READ_LINGER_SECONDS) lingers, handing the file over
+    to a writer that asks."""
+    from memory_core.storage.duckdb import DuckDBStorage
+
+    return isinstance(storage, DuckDBStorage) and storage.read_only
 
 
 @contextmanager
 def page_reads() -> Iterator[None]:
     """Hold the database in use open for one run of a page, so its reads share one
     connection: a DuckDB file is otherwise opened again for every cached read (a
-    connect costs more than most reads). A database that cannot be opened is left to
-    the page to report."""
+    connect costs more than most reads); the workbench's read-only DuckDB handle keeps
+    its connection across page runs instead (``lingers``). A database that cannot be
+    opened is left to the page to report."""
     try:
         storage = current_storage()
     except Exception:  # noqa: BLE001 - the page shows the failure to open
@@ -529,6 +544,31 @@ def load_run_embedder(url: str, run_id: str) -> None:
     with st.spinner(EMBEDDING_MODEL_STATUS.format(name=name)):
         _embedding_model(name)
     _embedders_loaded.add(name)
+
+
+def _model_loaded(name: str) -> bool:
+    """Whether the shared embedder ``name`` has sent texts to its model (so the model is
+    loaded in this process)."""
+    from memory_core.registry import embedder_from_name
+
+    return getattr(embedder_from_name(name), "model_calls", 0) > 0
+
+
+@contextmanager
+def embedding_status(url: str, run_id: str) -> Iterator[None]:
+    """Around an analysis that may embed text with the run's recorded embedder (why
+    forgotten re-scores a message recall did not rank): while that model is not loaded
+    in this process, the block runs behind the loading status (a spinner appears only
+    once the block has run for a moment, so a quick answer shows none); a block that
+    loaded it marks it loaded."""
+    name = cached_run_embedder(url, run_id)
+    if name is None or name.startswith("hashing-") or name in _embedders_loaded:
+        yield
+        return
+    with st.spinner(EMBEDDING_MODEL_STATUS.format(name=name)):
+        yield
+    if _model_loaded(name):
+        _embedders_loaded.add(name)
 
 
 @st.cache_data(ttl=CACHE_TTL_SECONDS, show_spinner=False)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,6 +21,7 @@ from memory_core.journal import (
     RunReader,
     StepRecord,
     load_run,
+    prefetched_readers,
 )
 from memory_core.journal.records import identity_from_v1
 from memory_core.memory import AgentMemory
@@ -160,6 +163,32 @@ def test_a_run_made_by_the_runner_reads_back_whole() -> None:
     s.runs.start_run(RunRecord(run_id="r2", agent="a", started_at=T0))
     with pytest.raises(Exception, match="r2"):
         load_run(s, "r2")
+
+
+def test_prefetched_readers_read_the_named_records_of_many_runs_in_one_query() -> None:
+    s = InMemoryStorage()
+    mem = AgentMemory(s, embed=HashingEmbedder(64), recent_n=4)
+    runner = Runner(s, {"a": Agent("a", "Be brief.", ScriptedModel(["x", "y"]))}, memory=mem)
+    for rid in ("r1", "r2"):
+        runner.run("a", run_id=rid, thread_id="t", resource_id="u", prompt=f"hello {rid}")
+    asked: list[list[str]] = []
+    get_many = s.runs.get_many
+
+    def counted(keys: Sequence[str]) -> dict[str, Any]:
+        asked.append(list(keys))
+        return get_many(keys)
+
+    s.runs.get_many = counted  # type: ignore[method-assign]
+    readers = prefetched_readers(s.runs, ["r1", "r2", "r3"], ("prompt", "memctx"))
+    assert len(asked) == 1  # one read for every record of every run
+    for rid in ("r1", "r2"):
+        assert readers[rid].prompt() == RunReader(s.runs, rid).prompt()
+        assert readers[rid].memctx() == RunReader(s.runs, rid).memctx()
+    assert readers["r3"].prompt() is None  # a run without the record
+    with pytest.raises(ValueError, match="not read ahead"):
+        readers["r1"].output()  # a record nobody asked for is a bug, never a silent None
+    with pytest.raises(InvalidInputError, match="steps"):
+        prefetched_readers(s.runs, ["r1"], ("steps",))
 
 
 def test_inspect_json_prints_an_old_record_upgraded(tmp_path: Path) -> None:

@@ -122,7 +122,8 @@ def test_thread_messages_pages_and_usage(storage: InMemoryStorage) -> None:
     p3 = views.thread_messages(storage, LONG_THREAD, page=3, page_size=50)
     assert p3.page_count == 3
     assert [m.seq for m in p3.messages] == list(range(100, 120))
-    assert views.page_of_seq(100) == 3 and views.page_of_seq(49) == 1
+    assert views.page_of_seq(100, 50) == 3 and views.page_of_seq(49, 50) == 1
+    assert views.page_of_seq(100) == 6 and views.page_of_seq(19) == 1  # 20 a page
 
 
 def test_thread_messages_errors(storage: InMemoryStorage) -> None:
@@ -141,7 +142,7 @@ def test_search_within_resource(storage: InMemoryStorage) -> None:
     assert views.search(storage, "user-7", "refund") == []
     assert views.search(storage, RESOURCE, "   ") == []
     long_hit = views.search(storage, RESOURCE, "long message number 77")
-    assert [(h.seq, h.page) for h in long_hit] == [(77, 2)]
+    assert [(h.seq, h.page) for h in long_hit] == [(77, 4)]
 
 
 def test_run_view_lanes_and_provenance(storage: InMemoryStorage) -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Literal
 
-import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
@@ -28,6 +27,7 @@ from app.components import (
     run_not_found,
     set_query_params,
 )
+from app.tables import table
 from memory_core import views
 
 BadgeColour = Literal["green", "red", "orange", "gray"]
@@ -119,7 +119,7 @@ with ans_b:
 
 st.markdown("#### What changed")
 if changed:
-    st.dataframe(pd.DataFrame([{
+    st.dataframe(table([{
         "change": e.change, "message": f"{e.thread_id} #{e.seq}",
         "lane A": e.lane_a or MISSING, "lane B": e.lane_b or MISSING, "reason": e.reason,
         "score A": fmt_score(e.score_a), "score B": fmt_score(e.score_b),
@@ -169,13 +169,13 @@ for side, idx in (("A", 0), ("B", 1)):
 fig.update_layout(barmode="group", height=300, margin={"l": 10, "r": 10, "t": 30, "b": 10},
                   yaxis_title="tokens", legend={"orientation": "h", "y": 1.15})
 st.plotly_chart(fig, key="token-deltas")
-st.dataframe(pd.DataFrame([{"lane": LANE_TITLES.get(ln, ln), "run A": a, "run B": b,
+st.dataframe(table([{"lane": LANE_TITLES.get(ln, ln), "run A": a, "run B": b,
                             "delta": f"{d:+d}"} for ln, (a, b, d) in diff.token_deltas.items()]),
              hide_index=True, width="stretch", key="token-table")
 
 st.markdown("#### Settings that changed")
 if diff.settings_changed:
-    st.dataframe(pd.DataFrame([{
+    st.dataframe(table([{
         "setting": k, "run A": fmt_cell(a), "run B": fmt_cell(b)} for k, (a, b) in
         diff.settings_changed.items()]), hide_index=True, width="stretch", key="settings")
 else:
@@ -185,7 +185,7 @@ st.markdown("#### Model steps")
 if diff.divergent_at is not None:
     st.caption(f"The runs first diverge at step point {diff.divergent_at}.")
 if diff.steps:
-    st.dataframe(pd.DataFrame([{"#": p.index, "kind": p.kind, "status": p.status,
+    st.dataframe(table([{"#": p.index, "kind": p.kind, "status": p.status,
                                 "run A": p.a or "—", "run B": p.b or "—"} for p in diff.steps]),
                  hide_index=True, width="stretch", key="steps")
 else:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
 
-import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
@@ -25,6 +24,7 @@ from app.components import (
     plot_text,
     truncate,
 )
+from app.tables import table
 from memory_core.errors import InvalidInputError
 from memory_core.registry import (
     describe_model,
@@ -201,7 +201,7 @@ if items:
                       xaxis_title="effect on the answer (1 − similarity)",
                       yaxis={"autorange": "reversed"}, xaxis={"range": [0, 1]})
     st.plotly_chart(fig, key="attribution")
-    st.dataframe(pd.DataFrame([{"item": lab, "changed": a.changed, "effect": a.effect,
+    st.dataframe(table([{"item": lab, "changed": a.changed, "effect": a.effect,
                                 "preview": a.preview, "answer without it": a.answer_without}
                                for lab, a in zip(labels, items, strict=True)]),
                  hide_index=True, width="stretch", key="attribution-table")
@@ -215,7 +215,7 @@ except Exception as e:  # noqa: BLE001
     st.error(escape_md(services.friendly_error(e)))
     past = []
 if past:
-    st.dataframe(pd.DataFrame([{"change": p.description, "verdict": p.verdict,
+    st.dataframe(table([{"change": p.description, "verdict": p.verdict,
                                 "similarity": p.similarity, "new answer": p.new_answer,
                                 "model": p.model.get("name", "?"), "key": p.key}
                                for p in past]),

@@ -7,7 +7,6 @@ analysis pages on it.
 
 from __future__ import annotations
 
-import pandas as pd
 import streamlit as st
 
 from app import services
@@ -24,6 +23,7 @@ from app.components import (
     score_chart,
     token_bar,
 )
+from app.tables import table
 from memory_core.errors import NotFoundError
 
 # a dropped row's reason as the Dropped lane says it
@@ -128,7 +128,7 @@ for tab, lv in zip(tabs, view.lanes, strict=True):
 
 st.markdown("#### Settings")
 if view.settings:
-    st.dataframe(pd.DataFrame([{"setting": k, "value": fmt_cell(v)}
+    st.dataframe(table([{"setting": k, "value": fmt_cell(v)}
                                for k, v in view.settings.items()]),
                  hide_index=True, width="stretch", height=35 * (len(view.settings) + 1) + 3)
 else:
@@ -139,7 +139,7 @@ if view.recall_skipped:
     st.info(escape_md(f"Recall did not run: {view.recall_skipped}"))
 if view.candidates:
     st.plotly_chart(score_chart(view.candidates, view.threshold, view.top_k), key="scores")
-    st.dataframe(pd.DataFrame([{"rank": c.rank, "score": fmt_score(c.score),
+    st.dataframe(table([{"rank": c.rank, "score": fmt_score(c.score),
                                 "status": c.status, "thread": c.thread_id, "seq": c.seq,
                                 "filter clause": c.filter_clause or "",
                                 "preview": c.preview} for c in view.candidates]),
@@ -160,7 +160,7 @@ for s in view.steps:
             st.text(call)
 if view.tool_calls:
     st.markdown("#### Tool calls")
-    st.dataframe(pd.DataFrame([{"call": t.call_id, "name": t.name, "args": t.args,
+    st.dataframe(table([{"call": t.call_id, "name": t.name, "args": t.args,
                                 "status": t.status, "result": t.result,
                                 "error": t.error or ""} for t in view.tool_calls]),
                  hide_index=True, width="stretch")

@@ -6,7 +6,6 @@ picks one. Builds the demo database first when it is missing."""
 
 from __future__ import annotations
 
-import pandas as pd
 import streamlit as st
 
 from app import services
@@ -20,6 +19,7 @@ from app.components import (
     set_query_params,
 )
 from app.stories import GLOSSARY, STORIES, Story, story_by_key
+from app.tables import table
 
 story = story_by_key(services.query_param("story"))
 st.title(story.title)
@@ -40,7 +40,7 @@ st.markdown(escape_md(story.intro))
 engineer = st.toggle("Engineer details", key="story-engineer",
                      help="Show the ids, settings and numbers behind each step.")
 with st.expander("Glossary: the words engineers use for these things"):
-    st.dataframe(pd.DataFrame(GLOSSARY, columns=["in this story", "engineers say",
+    st.dataframe(table(GLOSSARY, columns=["in this story", "engineers say",
                                                  "meaning"]),
                  hide_index=True, width="stretch")
 

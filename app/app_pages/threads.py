@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 
-import pandas as pd
 import streamlit as st
 
 from app import services
@@ -25,6 +24,7 @@ from app.components import (
     set_query_params,
     thread_not_found,
 )
+from app.tables import table
 from memory_core import views
 from memory_core.views import DEFAULT_PAGE_SIZE, page_of_seq
 
@@ -64,7 +64,7 @@ resource = st.selectbox("Resource", groups, index=groups.index(wanted_group),
 summaries = views.threads_in_group(every_thread, resource)
 
 st.subheader(f"Threads of {escape_md(views.group_label(resource))}")
-st.dataframe(pd.DataFrame([{
+st.dataframe(table([{
     "thread": t.thread_id, "title": t.title or "", "messages": t.message_count,
     "runs": t.run_count, "last activity": t.last_activity} for t in summaries]),
     hide_index=True, width="stretch")
@@ -78,7 +78,7 @@ with st.expander("Search messages in this resource", expanded=bool(services.quer
             hits = [h for h in hits if h.thread_id in {t.thread_id for t in summaries}]
         st.caption(f"{len(hits)} message(s) found")
         if hits:
-            st.dataframe(pd.DataFrame([{"thread": h.thread_id, "seq": h.seq, "role": h.role,
+            st.dataframe(table([{"thread": h.thread_id, "seq": h.seq, "role": h.role,
                                         "text": h.text} for h in hits]),
                          hide_index=True, width="stretch")
             for h in hits[:20]:

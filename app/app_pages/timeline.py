@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections import Counter
 
-import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
@@ -27,6 +26,7 @@ from app.components import (
     set_query_params,
     thread_not_found,
 )
+from app.tables import table
 
 st.title("Composition timeline")
 st.caption("Tokens per lane in every run of a thread, oldest run first. Dashed lines mark "
@@ -121,7 +121,7 @@ m[1].metric("Compactions", len(tl.compactions))
 m[2].metric("Largest prompt", max(p.total_tokens for p in tl.points))
 
 st.markdown("#### Runs")
-st.dataframe(pd.DataFrame([{
+st.dataframe(table([{
     "run": p.run_id, "started": fmt_time(p.started_at), "status": p.status, "total": p.total_tokens,
     **{LANE_TITLES[ln]: p.tokens[ln] for ln in tl.lanes}, "recalled msgs": p.recalled_count,
     "dropped": p.dropped_count, "observations": p.observation_count,

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
@@ -31,6 +30,7 @@ from app.components import (
     set_query_params,
     truncate,
 )
+from app.tables import table
 
 if TYPE_CHECKING:
     from memory_core.analysis.forgotten import Explanation, PhraseSearch
@@ -120,7 +120,9 @@ try:
         services.load_run_embedder(url, run_id)
         exp = _closest(services.cached_phrase_search(url, run_id, phrase))
     else:
-        exp = services.cached_why(url, run_id, msg_thread, msg_seq, None)
+        # a message recall did not rank is scored again with the run's embedder
+        with services.embedding_status(url, run_id):
+            exp = services.cached_why(url, run_id, msg_thread, msg_seq, None)
 except Exception as e:  # noqa: BLE001
     st.error(escape_md(services.friendly_error(e)))
     st.stop()
@@ -136,7 +138,7 @@ link_to_run(run_id, label=f"inspect run {run_id}")
 
 st.markdown("#### Evidence")
 if exp.evidence:
-    st.dataframe(pd.DataFrame([{"what": k, "value": fmt_cell(v)}
+    st.dataframe(table([{"what": k, "value": fmt_cell(v)}
                                for k, v in exp.evidence.items()]),
                  hide_index=True, width="stretch", key="evidence")
 else:
@@ -175,7 +177,7 @@ fig.update_layout(height=140 + 30 * len(fates), margin={"l": 10, "r": 10, "t": 3
                          "ticktext": [plot_text(p.run_id) for p in points]},
                   yaxis={"title": "fate", "type": "category"}, showlegend=False)
 st.plotly_chart(fig, key="lifeline")
-st.dataframe(pd.DataFrame([{"run": p.run_id, "started": fmt_time(p.started_at), "fate": p.fate,
+st.dataframe(table([{"run": p.run_id, "started": fmt_time(p.started_at), "fate": p.fate,
                             "given to the model": p.reached_model, "why": p.sentence}
                            for p in points]),
              hide_index=True, width="stretch", key="lifeline-table")

@@ -4,7 +4,14 @@ and the input digests resume and replay check (``hashes``)."""
 
 from memory_core.journal.hashes import input_digest, input_hashes, message_hash, verify_step_input
 from memory_core.journal.keys import ObserverKeys, RunKeys, check_run_id
-from memory_core.journal.reader import ObserverReader, RunData, RunReader, RunStep, load_run
+from memory_core.journal.reader import (
+    ObserverReader,
+    RunData,
+    RunReader,
+    RunStep,
+    load_run,
+    prefetched_readers,
+)
 from memory_core.journal.records import (
     RECORDS,
     ImportRecord,
@@ -27,5 +34,5 @@ __all__ = [
     "ObserverKeys", "ObserverReader", "ObserverWriter", "OutputRecord", "PersistRecord",
     "ReflectRecord", "RunData", "RunKeys", "RunReader", "RunStep", "StepRecord",
     "TitleRecord", "ToolRecord", "ToolSpecRecord", "check_run_id", "input_digest", "input_hashes",
-    "load_record", "load_run", "message_hash", "validated", "verify_step_input",
+    "load_record", "load_run", "message_hash", "prefetched_readers", "validated", "verify_step_input",
 ]

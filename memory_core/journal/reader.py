@@ -4,6 +4,7 @@ Every record comes back typed and upgraded to the current version."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -38,7 +39,28 @@ _KIND_OF = {"import": "import", "input": "input", "memctx": "memctx", "prompt": 
             "tool": "tool", "output": "output"}
 
 
-class _JournalSnapshot:
+class _ReadAhead:
+    """Journal entries read ahead, answering RunReader's ``get`` and ``has`` from
+    memory; ``_check`` refuses a key that was not read (a bug in the caller)."""
+
+    by_key: dict[str, Any]
+
+    def get(self, key: str) -> Any | None:
+        self._check(key)
+        return self.by_key.get(key)
+
+    def has(self, key: str) -> bool:
+        self._check(key)
+        return key in self.by_key
+
+    def list(self, prefix: str) -> list[tuple[str, Any]]:
+        raise NotImplementedError
+
+    def _check(self, key: str) -> None:
+        raise NotImplementedError
+
+
+class _JournalSnapshot(_ReadAhead):
     """A run's journal entries read with one query, answering the reads RunReader makes
     (``get``, ``has``, ``list``) from memory: ``load_run`` would otherwise ask the store
     once per record, which dominates the workbench's pages on a file database."""
@@ -50,14 +72,6 @@ class _JournalSnapshot:
             runs.list(prefix) if runs is not None else [])
         self.by_key = dict(self.entries)
 
-    def get(self, key: str) -> Any | None:
-        self._check(key)
-        return self.by_key.get(key)
-
-    def has(self, key: str) -> bool:
-        self._check(key)
-        return key in self.by_key
-
     def list(self, prefix: str) -> list[tuple[str, Any]]:
         self._check(prefix)
         return [(k, v) for k, v in self.entries if k.startswith(prefix)]
@@ -67,10 +81,46 @@ class _JournalSnapshot:
             raise ValueError(f"key {key!r} is outside the snapshot of {self.prefix!r}")
 
 
+# the single-key records ``prefetched_readers`` can read ahead (RunKeys property names)
+PREFETCHABLE = ("import_", "input", "memctx", "prompt", "persist_input", "persist_output",
+                "output", "title")
+
+
+class _Prefetched(_ReadAhead):
+    """Chosen single-key records of many runs read with one query (``get_many``): a
+    page listing hundreds of runs would otherwise ask the store once per record."""
+
+    def __init__(self, runs: RunJournal, keys: list[str]) -> None:
+        self.keys = frozenset(keys)
+        self.by_key = runs.get_many(keys)
+
+    def list(self, prefix: str) -> list[tuple[str, Any]]:
+        raise ValueError(f"prefix {prefix!r} was not read ahead (only single records are)")
+
+    def _check(self, key: str) -> None:
+        if key not in self.keys:  # a bug: the caller asked for a record it did not name
+            raise ValueError(f"record {key!r} was not read ahead")
+
+
+def prefetched_readers(runs: RunJournal, run_ids: Sequence[str],
+                       records: Sequence[str]) -> dict[str, RunReader]:
+    """A RunReader per run whose ``records`` (names from PREFETCHABLE, e.g. "prompt",
+    "memctx") were all read in one query; reading any other record through them is a
+    ValueError."""
+    unknown = [r for r in records if r not in PREFETCHABLE]
+    if unknown:
+        raise InvalidInputError(f"records {unknown} cannot be read ahead; choose from "
+                                f"{list(PREFETCHABLE)}")
+    keys = [str(getattr(RunKeys(rid), r)) for rid in run_ids for r in records]
+    snapshot = _Prefetched(runs, keys)
+    return {rid: RunReader(snapshot, rid) for rid in run_ids}
+
+
 class RunReader:
     """Reads one run's records, one at a time; None where a record is absent."""
 
-    def __init__(self, runs: RunJournal | _JournalSnapshot, run_id: str) -> None:
+    def __init__(self, runs: RunJournal | _ReadAhead,
+                 run_id: str) -> None:
         self.runs = runs
         self.keys = RunKeys(run_id)
 

@@ -376,6 +376,16 @@ class RunJournal:
         """Entries whose key starts with prefix, in the order they were written."""
         raise NotImplementedError
 
+    def get_many(self, keys: Sequence[str]) -> dict[str, Any]:
+        """key → value of each of ``keys`` that was written (absent keys are left out; a
+        stored JSON null maps to None). Adapters read them in one query; this default
+        asks once per key."""
+        out: dict[str, Any] = {}
+        for key in dict.fromkeys(keys):
+            if self.has(key):
+                out[key] = self.get(key)
+        return out
+
     def delete(self, prefix: str) -> int:
         """Delete entries whose key starts with prefix; returns how many."""
         raise NotImplementedError

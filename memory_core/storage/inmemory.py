@@ -447,6 +447,11 @@ class InMemoryRunJournal(RunJournal):
             text = self._entries.get(key)
         return None if text is None else decode_json(text)
 
+    def get_many(self, keys: Sequence[str]) -> dict[str, Any]:
+        with self._lock:
+            found = [(k, self._entries[k]) for k in dict.fromkeys(keys) if k in self._entries]
+        return {k: decode_json(v) for k, v in found}
+
     def list(self, prefix: str) -> builtins.list[tuple[str, Any]]:
         with self._lock:
             items = [(k, v) for k, v in self._entries.items() if k.startswith(prefix)]

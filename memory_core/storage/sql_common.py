@@ -938,6 +938,17 @@ class SqlRunJournal(RunJournal):
             rows = tx.query("SELECT value FROM journal WHERE key = ?", (key,))
         return decode_json(rows[0][0]) if rows else None
 
+    def get_many(self, keys: Sequence[str]) -> dict[str, Any]:
+        wanted = list(dict.fromkeys(keys))
+        out: dict[str, Any] = {}
+        if not wanted:
+            return out
+        with self._db.read("journal get_many") as tx:
+            for part in _chunks(wanted):
+                out.update((r[0], decode_json(r[1])) for r in tx.query(
+                    f"SELECT key, value FROM journal WHERE key IN ({_marks(len(part))})", part))
+        return out
+
     def list(self, prefix: str) -> list[tuple[str, Any]]:
         with self._db.read("journal list") as tx:
             rows = tx.query(f"SELECT key, value FROM journal WHERE {_PREFIX} ORDER BY pos",

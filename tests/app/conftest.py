@@ -10,9 +10,11 @@ from __future__ import annotations
 import itertools
 import shutil
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from app import services
@@ -109,3 +111,19 @@ def app() -> Callable[..., AppTest]:
         return at
 
     return make
+
+
+@pytest.fixture()
+def spinner_log(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """The statuses (st.spinner texts) shown, in order; no embedding model counts as
+    loaded in this process."""
+    shown: list[str] = []
+
+    @contextmanager
+    def spinner(text: str) -> Iterator[None]:
+        shown.append(text)
+        yield
+
+    monkeypatch.setattr(st, "spinner", spinner)
+    monkeypatch.setattr(services, "_embedders_loaded", set())
+    yield shown

@@ -237,13 +237,13 @@ def test_large_thread_is_paginated_and_url_seq_opens_its_page(populated: Populat
     at = app(thread=LONG_THREAD, seq="77")
     assert not at.exception
     texts = _texts(at)
-    assert len(texts) == 50
-    assert texts[0] == "long message number 50" and "long message number 77" in texts
-    assert at.number_input[0].value == 2
-    at.number_input[0].set_value(3).run()
+    assert len(texts) == 20
+    assert texts[0] == "long message number 60" and "long message number 77" in texts
+    assert at.number_input[0].value == 4
+    at.number_input[0].set_value(6).run()
     texts = _texts(at)
     assert texts[0] == "long message number 100" and len(texts) == 20
-    assert any(c.value == "120 messages · page 3 of 3 · 50 per page" for c in at.caption)
+    assert any(c.value == "120 messages · page 6 of 6 · 20 per page" for c in at.caption)
 
 
 def test_unknown_thread_in_url_is_a_clear_error(populated: Populated, app: MakeApp) -> None:

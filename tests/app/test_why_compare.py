@@ -5,8 +5,7 @@ a phrase needs loads once behind a visible status."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
@@ -140,20 +139,6 @@ def test_formats_are_one_helper_each() -> None:
     assert truncate("short", 10) == "short"
     assert truncate("a  long\ntext that goes on", 10) == "a long te…"
     assert len(truncate("x" * 50, 10)) == 10
-
-
-@pytest.fixture()
-def spinner_log(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
-    shown: list[str] = []
-
-    @contextmanager
-    def spinner(text: str) -> Iterator[None]:
-        shown.append(text)
-        yield
-
-    monkeypatch.setattr(services.st, "spinner", spinner)
-    monkeypatch.setattr(services, "_embedders_loaded", set())
-    yield shown
 
 
 def test_the_embedding_model_loads_once_behind_a_status(

@@ -51,16 +51,18 @@ def _wait_healthy(base: str, proc: subprocess.Popen[bytes], log: Path) -> None:
 
 
 @contextmanager
-def serve(app_args: list[str], workdir: Path) -> Iterator[str]:
+def serve(app_args: list[str], workdir: Path, *, script: Path | None = None) -> Iterator[str]:
     """Run the workbench with ``app_args`` (``--db …``, ``--read-only``); yields its base
-    URL and stops it afterwards."""
+    URL and stops it afterwards. ``script`` serves another Streamlit script instead (the
+    page benchmark's empty page)."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k != "MEMWB_DB"}
     env.update({"STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false", "PYTHONDONTWRITEBYTECODE": "1"})
     log = workdir / f"streamlit-{port}.log"
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", str(ROOT / "app" / "streamlit_app.py"),
+            [sys.executable, "-m", "streamlit", "run",
+             str(script or ROOT / "app" / "streamlit_app.py"),
              "--server.port", str(port), "--server.address", "127.0.0.1",
              "--server.headless", "true", "--server.fileWatcherType", "none",
              "--client.toolbarMode", "viewer", "--", *app_args],

@@ -76,3 +76,19 @@ def test_nan_is_refused(storage: Storage) -> None:
 def test_empty_key_is_refused(storage: Storage) -> None:
     with pytest.raises(InvalidInputError, match="non-empty string"):
         storage.runs.put_if_absent("", 1)
+
+
+def test_get_many_reads_the_written_keys_only(storage: Storage) -> None:
+    for key, value in (("r1:prompt", {"p": 1}), ("r1:memctx", None), ("r2:prompt", "x")):
+        storage.runs.put_if_absent(key, value)
+    got = storage.runs.get_many(["r1:prompt", "r1:memctx", "r2:prompt", "r3:prompt",
+                                 "r1:prompt", "r1:"])
+    assert got == {"r1:prompt": {"p": 1}, "r1:memctx": None, "r2:prompt": "x"}
+    assert storage.runs.get_many([]) == {}
+
+
+def test_get_many_beyond_one_statement_of_bound_values(storage: Storage) -> None:
+    keys = [f"r{i}:prompt" for i in range(1203)]
+    storage.runs.put_many_if_absent([(k, i) for i, k in enumerate(keys)])
+    got = storage.runs.get_many([*keys, "missing"])
+    assert got == {k: i for i, k in enumerate(keys)}
