@@ -105,6 +105,9 @@ try:
 except Exception as e:  # noqa: BLE001
     st.error(escape_md(f"The demo database cannot tell the story: {services.friendly_error(e)}"))
     st.stop()
+if story_db == services.current_name():
+    # the story's run is the run the other pages open on (Counterfactual, Why, …)
+    services.set_current_run(story.run, in_url=False)
 key_msg = parts.find_key(conversation, story.key_phrase)
 key = (key_msg.thread_id, key_msg.seq) if key_msg is not None else None
 

@@ -193,6 +193,22 @@ def test_story_picker_switches_stories(demo: InMemoryStorage, app: MakeApp) -> N
     assert at.title[0].value == story_by_key("trip").title
 
 
+def test_the_story_run_is_the_run_the_other_pages_open_on(demo: InMemoryStorage,
+                                                          app: MakeApp) -> None:
+    """From a story, Counterfactual and the inspector open on the story's run."""
+    from app.components import COUNTERFACTUAL_PAGE, RUN_PAGE
+
+    at = _story(app, "trip")
+    for page in (COUNTERFACTUAL_PAGE, RUN_PAGE):
+        for key in [k for k in at.query_params if k != "db"]:  # as the sidebar does
+            del at.query_params[key]
+        at.switch_page(page)
+        at.run()
+        _ok(at)
+        run = next(w for w in at.selectbox if w.label == "Run")
+        assert run.value == story_by_key("trip").run, page
+
+
 # -- the chart ------------------------------------------------------------------------
 # the forgotten-refund run as the real demo records it: a left-out note first, two
 # handed over, two above the line past the cut, the refund under the line
