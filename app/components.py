@@ -427,3 +427,35 @@ def focus_cards(keys: list[str]) -> None:
   land();
 }})();
 </script>""", unsafe_allow_javascript=True)
+
+
+def json_view(value: Mapping[str, object]) -> None:
+    """Settings, evidence and other JSON shown as JSON: monospace, every value literal
+    (a dataframe would draw them in the body font). Values that are no JSON type
+    (times, sets) are shown as their text, missing ones (None, NaN) as ``MISSING``."""
+    import math
+
+    def shown(v: Any) -> Any:
+        if v is None or (isinstance(v, float) and not math.isfinite(v)):
+            return MISSING
+        if isinstance(v, dict):
+            return {str(k): shown(x) for k, x in v.items()}
+        if isinstance(v, list | tuple):
+            return [shown(x) for x in v]
+        return v
+
+    st.json(json.loads(json.dumps(shown(dict(value)), ensure_ascii=False, default=str)),
+            expanded=True)
+
+
+def tool_call_cards(calls: Sequence[Any]) -> None:
+    """A run's tool calls, one card each: the call id, tool and status as a caption,
+    its arguments and result (JSON) in a monospace block each."""
+    for i, t in enumerate(calls):
+        with st.container(border=True, key=f"tool-call-{i}"):
+            st.caption(escape_md(f"call {t.call_id} · {t.name} · {t.status}"))
+            st.code(t.args, language="json", wrap_lines=True)
+            if t.status == "ok" or t.result:
+                st.code(t.result, language="json", wrap_lines=True)
+            if t.error:
+                st.error(escape_md(t.error))

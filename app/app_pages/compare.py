@@ -22,6 +22,7 @@ from app.components import (
     fmt_cell,
     fmt_score,
     fmt_time,
+    json_view,
     link_to_message,
     link_to_run,
     literal,
@@ -175,9 +176,7 @@ st.dataframe(pd.DataFrame([{"lane": LANE_TITLES.get(ln, ln), "run A": a, "run B"
 
 st.markdown("#### Settings that changed")
 if diff.settings_changed:
-    st.dataframe(pd.DataFrame([{
-        "setting": k, "run A": fmt_cell(a), "run B": fmt_cell(b)} for k, (a, b) in
-        diff.settings_changed.items()]), hide_index=True, width="stretch", key="settings")
+    json_view({k: {"run A": a, "run B": b} for k, (a, b) in diff.settings_changed.items()})
 else:
     st.text("(same settings)")
 

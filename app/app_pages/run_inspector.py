@@ -14,8 +14,8 @@ from app import services
 from app.components import (
     LANE_TITLES,
     escape_md,
-    fmt_cell,
     fmt_score,
+    json_view,
     link_to_message,
     literal,
     pick_run,
@@ -23,6 +23,7 @@ from app.components import (
     run_action_bar,
     score_chart,
     token_bar,
+    tool_call_cards,
 )
 from memory_core.errors import NotFoundError
 
@@ -128,9 +129,7 @@ for tab, lv in zip(tabs, view.lanes, strict=True):
 
 st.markdown("#### Settings")
 if view.settings:
-    st.dataframe(pd.DataFrame([{"setting": k, "value": fmt_cell(v)}
-                               for k, v in view.settings.items()]),
-                 hide_index=True, width="stretch", height=35 * (len(view.settings) + 1) + 3)
+    json_view(view.settings)
 else:
     st.text("(no settings recorded)")
 
@@ -160,10 +159,7 @@ for s in view.steps:
             st.text(call)
 if view.tool_calls:
     st.markdown("#### Tool calls")
-    st.dataframe(pd.DataFrame([{"call": t.call_id, "name": t.name, "args": t.args,
-                                "status": t.status, "result": t.result,
-                                "error": t.error or ""} for t in view.tool_calls]),
-                 hide_index=True, width="stretch")
+    tool_call_cards(view.tool_calls)
 
 st.markdown("#### Answer")
 if view.answer is not None:

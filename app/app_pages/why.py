@@ -20,9 +20,9 @@ from app.components import (
     WHY_PAGE,
     escape_md,
     fate_badge,
-    fmt_cell,
     fmt_score,
     fmt_time,
+    json_view,
     link_to_message,
     link_to_run,
     literal,
@@ -136,9 +136,7 @@ link_to_run(run_id, label=f"inspect run {run_id}")
 
 st.markdown("#### Evidence")
 if exp.evidence:
-    st.dataframe(pd.DataFrame([{"what": k, "value": fmt_cell(v)}
-                               for k, v in exp.evidence.items()]),
-                 hide_index=True, width="stretch", key="evidence")
+    json_view(exp.evidence)
 else:
     st.text("(no further evidence recorded)")
 

@@ -13,7 +13,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from app import services
-from app.components import RUN_PAGE, THREADS_PAGE, fmt_cell, fmt_score
+from app.components import RUN_PAGE, THREADS_PAGE, fmt_score
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.types import RunRecord
 from tests.app.fixture_db import (
@@ -343,18 +343,31 @@ def test_changing_resource_moves_to_its_threads(populated: Populated, app: MakeA
     assert at.query_params["thread"] == "other-1" and "resource" not in at.query_params
 
 
+def json_blocks(at: AppTest) -> list[Any]:
+    """What each st.json element of the page shows, parsed."""
+    import json
+
+    return [json.loads(j.value) for j in at.json]
+
+
 def test_run_inspector_shows_settings_and_candidates(populated: Populated,
                                                      app: MakeApp) -> None:
     storage, _ = populated
     memctx = records(storage, RUN_1).memctx
     assert memctx is not None
     at = app(RUN_PAGE, run=RUN_1)
-    settings = at.dataframe[0].value
-    values = dict(zip(settings["setting"], settings["value"], strict=True))
+    # settings are JSON, shown as JSON (monospace), never in a dataframe
+    values = json_blocks(at)[0]
     top_k = memctx.settings.recall.top_k  # type: ignore[union-attr]
-    assert values["threshold"] == fmt_cell(THRESHOLD) and values["top_k"] == str(top_k)
-    assert values["filter"] == '{"topic": {"$eq": "billing"}}'
-    candidates = at.dataframe[1].value
+    assert values["threshold"] == THRESHOLD and values["top_k"] == top_k
+    assert values["filter"] == {"topic": {"$eq": "billing"}}
+    assert not [d for d in at.dataframe if {"value", "args"} & set(d.value.columns)]
+    # tool calls: their arguments and results in monospace code blocks
+    from memory_core import views
+
+    calls = views.run_view(storage, RUN_1).tool_calls
+    assert calls and {c.args for c in calls} <= {c.value for c in at.code if c.language == "json"}
+    candidates = at.dataframe[0].value
     hits = [r for r in memctx.recalled if r.origin == "hit"]
     assert sorted(candidates["status"]) == sorted(
         ["hit"] * len(hits) + [n.reason for n in memctx.near_misses])
