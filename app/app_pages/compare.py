@@ -22,6 +22,7 @@ from app.components import (
     fmt_cell,
     fmt_score,
     fmt_time,
+    follow_run,
     json_view,
     link_to_message,
     link_to_run,
@@ -58,10 +59,11 @@ for wanted in (wanted_a, wanted_b):
     if wanted and wanted not in by_id:
         # never another run in its place: "not found", a search, the URL left as is
         run_not_found(url, wanted, runs, page=COMPARE_PAGE)
+url_b = wanted_b  # run B as the URL names it (the sidebar's link names only B)
 if wanted_a is None and wanted_b is None and services.current_run() in by_id:
-    # opened without a pair: the current run against the run before it on its thread
-    wanted_b = services.current_run()
-    wanted_a = services.previous_run(runs, wanted_b or "")
+    wanted_b = services.current_run()  # opened without a pair: the current run
+if wanted_a is None and wanted_b is not None:
+    wanted_a = services.previous_run(runs, wanted_b)  # against the run before it
 
 threads = sorted({views.thread_key(r) for r in runs})
 start_thread = views.comparison_thread(runs, [wanted_b, wanted_a])
@@ -84,8 +86,16 @@ def _label(rid: str) -> str:
 col_a, col_b = st.columns(2)
 run_a = col_a.selectbox("Run A", options, index=options.index(default_a), format_func=_label)
 run_b = col_b.selectbox("Run B", options, index=options.index(default_b), format_func=_label)
-set_query_params({"a": run_a, "b": run_b})
-services.set_current_run(run_b, in_url=False)  # run B is the run the user follows
+# a run the URL leaves out is written only when it is not what that URL opens in a
+# fresh session: a sidebar link (``?b=``) is then one history entry
+url_a = services.query_param("a")
+fresh_start = views.comparison_thread(runs, [url_b, url_a])
+fresh = views.comparison_pair(
+    runs, fresh_start if fresh_start in threads else threads[0], wanted_b=url_b,
+    wanted_a=url_a or (services.previous_run(runs, url_b) if url_b else None))
+set_query_params({"a": run_a if url_a or run_a != fresh.default_a else None,
+                  "b": run_b if url_b or run_b != fresh.default_b else None})
+follow_run(run_b, in_url=False)  # run B is the run the user follows
 with col_a:
     link_to_run(run_a, label=f"inspect run {run_a}")
 with col_b:

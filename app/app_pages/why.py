@@ -72,12 +72,12 @@ if how == PICK:
     # the first message, shown by default, stays out of the URL: a link that opened
     # this page on a run is then one browser history entry, not two
     named = url_ref in refs or picked != refs[0]
-    set_query_params({"run": run_id, "thread": msg_thread if named else None,
+    set_query_params({"thread": msg_thread if named else None,
                       "seq": str(msg_seq) if named else None, "q": None})
 else:
     phrase = st.text_input("Phrase the model should have known", value=url_phrase or "",
                            placeholder="e.g. refund of €240").strip() or None
-    set_query_params({"run": run_id, "q": phrase, "thread": None, "seq": None})
+    set_query_params({"q": phrase, "thread": None, "seq": None})
     if phrase is None:
         st.info("Type a phrase to look for in the stored messages.")
         st.stop()

@@ -52,7 +52,7 @@ def _texts(at: AppTest) -> list[str]:
 def _links(at: AppTest) -> list[str]:
     """Each link's query string without the leading ``db=<name>`` every link carries."""
     out = []
-    for el in at.get("page_link"):
+    for el in at.main.get("page_link"):
         qs = el.proto.query_string
         assert qs.startswith(f"db={_served_name()}&"), qs
         out.append(qs.partition("&")[2])
@@ -301,7 +301,7 @@ def test_an_unknown_db_in_the_url_is_an_error_not_another_database(
             f"Database {wanted!r} is not served here; choose one of "
             f"{_served_name()} in the sidebar."]
         assert not at.tabs and not at.dataframe and not at.text  # nothing of any database
-        assert [el.proto.query_string for el in at.get("page_link")] == [
+        assert [el.proto.query_string for el in at.main.get("page_link")] == [
             f"db={_served_name()}"]  # a way back to what is served
 
 

@@ -116,7 +116,7 @@ def test_start_page_groups_threads_by_resource_and_none(populated: tuple[Any, Fi
     own = len(storage.memory.list_threads(info.resource))
     assert f"{info.resource} · {own} thread(s)" in labels
     assert "(no resource) · 1 thread(s)" in labels
-    links = [el.proto.query_string for el in at.get("page_link")]
+    links = [el.proto.query_string for el in at.main.get("page_link")]
     assert any("thread=loose-1" in q for q in links)
     assert any(f"thread={info.thread}" in q for q in links)
 
