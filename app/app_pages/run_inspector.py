@@ -129,7 +129,12 @@ for tab, lv in zip(tabs, view.lanes, strict=True):
 
 st.markdown("#### Settings")
 if view.settings:
-    json_view(view.settings)
+    # settings a run leaves unset (recall's, when recall is off) are named once, not
+    # listed as a column of "—"
+    json_view({k: v for k, v in view.settings.items() if v is not None})
+    unset = [k for k, v in view.settings.items() if v is None]
+    if unset:
+        st.caption(escape_md(f"Not set in this run: {', '.join(unset)}."))
 else:
     st.text("(no settings recorded)")
 

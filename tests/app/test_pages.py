@@ -13,13 +13,14 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from app import services
-from app.components import RUN_PAGE, THREADS_PAGE, fmt_score
+from app.components import MISSING, RUN_PAGE, THREADS_PAGE, fmt_score
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.types import RunRecord
 from tests.app.fixture_db import (
     ANSWER_1,
     FAILED_RUN,
     FAILURE,
+    FAQ_RUNS,
     LONG_THREAD,
     LOWER_RUN,
     REFUND_TEXT,
@@ -361,6 +362,12 @@ def test_run_inspector_shows_settings_and_candidates(populated: Populated,
     top_k = memctx.settings.recall.top_k  # type: ignore[union-attr]
     assert values["threshold"] == THRESHOLD and values["top_k"] == top_k
     assert values["filter"] == {"topic": {"$eq": "billing"}}
+    # a run without recall: its recall settings are named once as unset, not listed
+    faq = app(RUN_PAGE, run=FAQ_RUNS[0])
+    shown_settings = json_blocks(faq)[0]
+    assert "top_k" not in shown_settings and MISSING not in shown_settings.values()
+    assert any(shown(c.value).startswith("Not set in this run: ") and "top_k" in shown(c.value)
+               for c in faq.caption)
     assert not [d for d in at.dataframe if {"value", "args"} & set(d.value.columns)]
     # tool calls: their arguments and results in monospace code blocks
     from memory_core import views
