@@ -292,6 +292,10 @@ def test_attribution_shows_a_bar_per_recalled_item(demo: InMemoryStorage,
     assert len(chart["data"][0]["y"]) == recalled == 3
     table = next(d.value for d in at.dataframe if "effect" in d.value.columns)
     assert table["changed"].any()  # the answer depended on at least one of them
+    # effects and similarities read as every score does: 3 decimals
+    past = at.dataframe[-1].value
+    for cell in (*table["effect"], *past["similarity"]):
+        assert re.fullmatch(r"\d\.\d{3}", cell), cell
 
 
 def test_a_scripted_run_cannot_be_replayed_and_says_so(demo: InMemoryStorage,
