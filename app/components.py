@@ -316,6 +316,14 @@ def fmt_time(value: object) -> str:
     return MISSING if value is None else str(value)
 
 
+def preview_text(preview: str) -> str:
+    """A recorded preview (the library keeps a message's first
+    ``provenance.PREVIEW_CHARS`` characters) with an ellipsis when it was cut there."""
+    from memory_core.provenance import PREVIEW_CHARS
+
+    return preview + "…" if len(preview) >= PREVIEW_CHARS else preview
+
+
 def truncate(text: str, limit: int) -> str:
     """``text`` on one line, cut to ``limit`` characters with an ellipsis when longer."""
     one = " ".join(str(text).split())
@@ -437,12 +445,15 @@ def focus_cards(keys: list[str]) -> None:
 def json_view(value: Mapping[str, object]) -> None:
     """Settings, evidence and other JSON shown as JSON: monospace, every value literal
     (a dataframe would draw them in the body font). Values that are no JSON type
-    (times, sets) are shown as their text, missing ones (None, NaN) as ``MISSING``."""
+    (times, sets) are shown as their text, missing ones (None, NaN) as ``MISSING``,
+    fractions to 3 decimals like every score."""
     import math
 
     def shown(v: Any) -> Any:
         if v is None or (isinstance(v, float) and not math.isfinite(v)):
             return MISSING
+        if isinstance(v, float):
+            return round(v, 3)
         if isinstance(v, dict):
             return {str(k): shown(x) for k, x in v.items()}
         if isinstance(v, list | tuple):

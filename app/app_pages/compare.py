@@ -27,6 +27,7 @@ from app.components import (
     link_to_message,
     link_to_run,
     literal,
+    preview_text,
     run_not_found,
     set_query_params,
 )
@@ -134,7 +135,8 @@ if changed:
         "change": e.change, "message": f"{e.thread_id} #{e.seq}",
         "lane A": e.lane_a or MISSING, "lane B": e.lane_b or MISSING, "reason": e.reason,
         "score A": fmt_score(e.score_a), "score B": fmt_score(e.score_b),
-        "rank A": fmt_cell(e.rank_a), "rank B": fmt_cell(e.rank_b), "preview": e.preview}
+        "rank A": fmt_cell(e.rank_a), "rank B": fmt_cell(e.rank_b),
+        "preview": preview_text(e.preview)}
         for e in changed]), hide_index=True, width="stretch", key="changes")
 else:
     st.text("The two prompts carried the same messages in the same lanes.")
@@ -164,7 +166,7 @@ for side, col, attr in (("A", side_a, "lane_a"), ("B", side_b, "lane_b")):
                     if score is not None:
                         bits.append(f"score {fmt_score(score)}")
                     st.caption(escape_md(" · ".join(bits)))
-                    literal(entry.preview)
+                    literal(preview_text(entry.preview))
                     if entry.reason:
                         st.caption(escape_md(entry.reason))
                     link_to_message(entry.thread_id, entry.seq,

@@ -23,6 +23,7 @@ from app.components import (
     literal,
     pick_run,
     plot_text,
+    preview_text,
     truncate,
 )
 from memory_core.errors import InvalidInputError
@@ -202,7 +203,7 @@ if items:
                       yaxis={"autorange": "reversed"}, xaxis={"range": [0, 1]})
     st.plotly_chart(fig, key="attribution")
     st.dataframe(pd.DataFrame([{"item": lab, "changed": a.changed, "effect": fmt_score(a.effect),
-                                "preview": a.preview, "answer without it": a.answer_without}
+                                "preview": preview_text(a.preview), "answer without it": a.answer_without}
                                for lab, a in zip(labels, items, strict=True)]),
                  hide_index=True, width="stretch", key="attribution-table")
 elif items is not None:

@@ -19,6 +19,7 @@ from app.components import (
     link_to_message,
     literal,
     pick_run,
+    preview_text,
     recalled_observations,
     run_action_bar,
     score_chart,
@@ -146,7 +147,8 @@ if view.candidates:
     st.dataframe(pd.DataFrame([{"rank": c.rank, "score": fmt_score(c.score),
                                 "status": c.status, "thread": c.thread_id, "seq": c.seq,
                                 "filter clause": c.filter_clause or "",
-                                "preview": c.preview} for c in view.candidates]),
+                                "preview": preview_text(c.preview)}
+                               for c in view.candidates]),
                  hide_index=True, width="stretch")
 else:
     st.text("(no recall candidates recorded)")

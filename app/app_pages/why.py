@@ -28,6 +28,7 @@ from app.components import (
     literal,
     pick_run,
     plot_text,
+    preview_text,
     set_query_params,
     truncate,
 )
@@ -105,7 +106,7 @@ def _closest(search: PhraseSearch) -> Explanation:
                    else "close in meaning")
             st.caption(escape_md(f"{m.thread_id} #{m.seq} · {e.role or '?'} · {how} · "
                                  f"similarity {fmt_score(m.similarity)}"))
-            literal(e.preview or "")
+            literal(preview_text(e.preview or ""))
             st.caption(escape_md(e.sentence))
     # radio options render Markdown: ids are stored text
     labels = [escape_md(f"{m.thread_id} #{m.seq}") for m in search.matches]
@@ -130,7 +131,7 @@ if phrase is None or exp.thread_id is not None:
     st.info(escape_md(exp.sentence))
 if exp.thread_id is not None and exp.seq is not None:
     st.caption(escape_md(f"{exp.thread_id} #{exp.seq} · {exp.role or '?'}"))
-    literal(exp.preview or "")
+    literal(preview_text(exp.preview or ""))
     link_to_message(exp.thread_id, exp.seq, label=f"open {exp.thread_id} #{exp.seq}")
 link_to_run(run_id, label=f"inspect run {run_id}")
 

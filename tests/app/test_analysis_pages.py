@@ -484,6 +484,12 @@ def test_words_of_the_phrase_find_the_stored_refund_with_its_fate(
                ) == len(next(r for r in at.radio if r.label == "Explain in detail").options)
     assert "## :red-badge[:material/block: below-threshold]" in md
     assert "support-1 #17 · assistant" in caps.splitlines()
+    # the refund's recorded preview was cut: it says so with an ellipsis
+    cut = [t for t in _texts(at) if t.startswith("The refund of €240 for order A-1042")]
+    assert cut and all(t.endswith("…") for t in cut)
+    # the evidence's scores have 3 decimals, like every score shown
+    score = json_blocks(at)[0]["score"]
+    assert score == round(score, 3)
     radio = next(r for r in at.radio if r.label == "Explain in detail")
     assert radio.value == 0 and len(radio.options) >= 2
     # explaining another of the closest messages follows it
