@@ -18,6 +18,7 @@ import streamlit as st
 from app import services
 from app.components import (
     escape_md,
+    fmt_time,
     focus_cards,
     link_to_message,
     link_to_run,
@@ -66,7 +67,7 @@ summaries = views.threads_in_group(every_thread, resource)
 st.subheader(f"Threads of {escape_md(views.group_label(resource))}")
 st.dataframe(pd.DataFrame([{
     "thread": t.thread_id, "title": t.title or "", "messages": t.message_count,
-    "runs": t.run_count, "last activity": t.last_activity} for t in summaries]),
+    "runs": t.run_count, "last activity": fmt_time(t.last_activity)} for t in summaries]),
     hide_index=True, width="stretch")
 
 with st.expander("Search messages in this resource", expanded=bool(services.query_param("q"))):

@@ -108,9 +108,11 @@ for lane in tl.lanes:
         hovertemplate="%{customdata}<br>" + LANE_TITLES[lane] + ": %{y} tokens<extra></extra>"))
 marked_point = next((p for p in tl.points if p.run_id == marked), None)
 if marked_point is not None:
+    # written on the side with room, so it is never cut at the chart's edge
+    right_half = marked_point.index > (xs[0] + xs[-1]) / 2
     fig.add_vline(x=marked_point.index, line_width=3, line_color="#d62728",
                   annotation_text=plot_text(f"this run: {marked}"),
-                  annotation_position="top right")
+                  annotation_position="top left" if right_half else "top right")
 else:
     st.caption(escape_md(f"Run {marked} recorded no composition, so it is not on the chart."))
 for p in tl.compactions:

@@ -336,3 +336,20 @@ def test_a_sidebar_link_is_the_whole_url_its_page_keeps(populated: Populated, ap
         if current is not None and path not in ("", "story", "threads"):
             widget = {"compare": "Run B", "timeline": "Marked run"}.get(path, "Run")
             assert _select(landed, widget).value == current, path
+
+
+def test_times_read_to_the_second_and_the_run_mark_fits(populated: Populated,
+                                                         app: MakeApp) -> None:
+    import json
+    import re
+
+    at = app(THREADS_PAGE, thread=THREAD)
+    table = at.dataframe[0].value
+    assert all(re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", t)
+               for t in table["last activity"])
+    # the newest run of a thread is marked at the chart's right edge: its label is
+    # written to the left of the line, inside the chart
+    at = app(TIMELINE_PAGE, thread=THREAD)
+    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+    mark = next(a for a in spec["layout"]["annotations"] if a["text"].startswith("this run"))
+    assert mark["xanchor"] == "right", mark
