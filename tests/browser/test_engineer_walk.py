@@ -25,6 +25,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 import pytest
+from playwright.sync_api import expect
 
 from memory_core.storage.duckdb import DuckDBStorage
 from tests.browser.server import PAGE_TIMEOUT_MS, chromium, serve
@@ -198,7 +199,9 @@ def test_why_by_phrase_shared_in_a_fresh_context_then_compare(walk: Walk) -> Non
             timeout=REPLAY_TIMEOUT_MS)
         _selected(other, "Run", FORGOT)
         _settled(other)
-        assert other.get_by_label("Phrase the model should have known").input_value() == PHRASE
+        # (the input may be drawn a moment after the heading: wait for its value)
+        expect(other.get_by_label("Phrase the model should have known")).to_have_value(
+            PHRASE, timeout=PAGE_TIMEOUT_MS)
         assert refund in other.locator("body").inner_text()
         assert _query(other) == _query(page)
         other.screenshot(path=str(walk.shots / "why-phrase-shared.png"))
