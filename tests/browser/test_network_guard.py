@@ -8,6 +8,7 @@ import http.server
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 
@@ -137,3 +138,23 @@ def test_pages_of_a_second_context_are_watched_too() -> None:
             other.set_content('<img src="http://pixels.example.com/second.png">',
                               timeout=PAGE_TIMEOUT_MS)
             other.wait_for_load_state("load", timeout=PAGE_TIMEOUT_MS)
+
+
+def test_a_plain_streamlit_run_shows_no_deploy_button_and_stays_local(tmp_path: Path) -> None:
+    """`streamlit run app/streamlit_app.py` from the project root, with none of our
+    flags: the project's .streamlit/config.toml turns off the Deploy button and usage
+    statistics, so the page is ours alone and requests nothing off loopback."""
+    from tests.app.fixture_db import build_duckdb_file
+    from tests.browser.server import serve
+
+    db = tmp_path / "plain.duckdb"
+    build_duckdb_file(str(db))
+    with serve(["--db", str(db)], tmp_path, bare=True) as base, chromium() as browser:
+        page = browser.new_page(viewport={"width": 1400, "height": 1400})
+        page.goto(base, timeout=PAGE_TIMEOUT_MS)
+        page.get_by_role("heading", name="Memory Workbench").wait_for(timeout=PAGE_TIMEOUT_MS)
+        page.locator("[data-testid='stStatusWidget']").wait_for(state="detached",
+                                                                timeout=PAGE_TIMEOUT_MS)
+        page.wait_for_load_state("networkidle")
+        assert page.get_by_role("button", name="Deploy").count() == 0
+        assert page.get_by_test_id("stAppDeployButton").count() == 0
