@@ -118,6 +118,15 @@ def _check_lands(tab: Any, base: str, run: str, label: str, href: str) -> None:
         card = _wait_focused(tab)
         assert f"st-key-msg-{m[2]}" in card["cls"].split() and _in_view(card), label
         assert (query["thread"], query["seq"]) == (m[1], m[2])
+    elif m := re.fullmatch(r"observation \S+: source (\S+) #(\d+)–(\d+)", label):
+        # an observation's source range: every message of it highlighted, the first
+        # scrolled to
+        tab.get_by_role("heading", name="Threads", exact=True).wait_for(
+            timeout=PAGE_TIMEOUT_MS)
+        card = _wait_focused(tab)
+        assert card["count"] == int(m[3]) - int(m[2]) + 1 and _in_view(card), label
+        assert f"st-key-msg-{m[2]}" in card["cls"].split(), label
+        assert (query["thread"], query["seq"], query["to"]) == (m[1], m[2], m[3])
     elif m := re.fullmatch(r"thread (\S+)", label):
         tab.get_by_role("heading", name="Threads", exact=True).wait_for(
             timeout=PAGE_TIMEOUT_MS)
@@ -260,3 +269,12 @@ def test_attribution_then_the_timeline_compaction(walk: Walk) -> None:
         page.get_by_role("tab").filter(has_text="Observations (1)").click()
         page.get_by_text("Observations", exact=False).first.wait_for(timeout=PAGE_TIMEOUT_MS)
         page.screenshot(path=str(walk.shots / "compaction-run.png"))
+        # its links land too: the summary's source range, and (of its many recent
+        # messages) the first and the last source
+        links = _main_links(page)
+        observed = [x for x in links if x[0].startswith("observation ")]
+        sources = [x for x in links if x[0].startswith("source: ")]
+        assert len(observed) == 1 and len(sources) > 2
+        tab = browser.new_page(viewport={"width": 1400, "height": 1600})
+        for label, href in [*observed, sources[0], sources[-1]]:
+            _check_lands(tab, walk.base, walk.compaction_run, label, href)
