@@ -469,9 +469,10 @@ def tool_call_cards(calls: Sequence[Any]) -> None:
     its arguments and result (JSON) in a monospace block each."""
     for i, t in enumerate(calls):
         with st.container(border=True, key=f"tool-call-{i}"):
-            st.caption(escape_md(f"call {t.call_id} · {t.name} · {t.status}"))
+            st.caption(escape_md(f"call {t.call_id} · {t.name} · {t.status} · arguments"))
             st.code(t.args, language="json", wrap_lines=True)
             if t.status == "ok" or t.result:
+                st.caption("result")
                 st.code(t.result, language="json", wrap_lines=True)
             if t.error:
                 st.error(escape_md(t.error))

@@ -162,8 +162,8 @@ for s in view.steps:
     with st.expander(escape_md(label), expanded=True):
         if s.text:
             literal(s.text)
-        for call in s.tool_calls:
-            st.text(call)
+        for call in s.tool_calls:  # a call and its JSON arguments, in monospace
+            st.code(call, language=None, wrap_lines=True)
 if view.tool_calls:
     st.markdown("#### Tool calls")
     tool_call_cards(view.tool_calls)

@@ -115,7 +115,9 @@ def test_selecting_a_run_shows_its_lanes_with_counts(populated: Populated,
     assert len(at.get("plotly_chart")) == 2  # token bar and score chart
     texts = _texts(at)
     assert ANSWER_1 in texts  # the answer
-    assert '→ lookup_order({"order":"A-17"})' in texts  # a tool call of step 0
+    # a tool call of step 0, in monospace
+    assert '→ lookup_order({"order":"A-17"})' in [c.value for c in at.code]
+    assert '→ lookup_order({"order":"A-17"})' not in texts
     # each recalled/recent item links to its source message
     memctx = records(storage, RUN_1).memctx
     assert memctx is not None
