@@ -136,7 +136,10 @@ def token_bar(lanes: list[views.LaneView]) -> go.Figure:
             marker_color=LANE_COLOURS[lv.lane],
             hovertemplate=f"{LANE_TITLES[lv.lane]}: %{{x}} tokens<extra></extra>"))
     fig.update_layout(barmode="stack", height=170, margin={"l": 10, "r": 10, "t": 30, "b": 10},
-                      xaxis_title="tokens", legend={"orientation": "h", "y": 1.35},
+                      # the legend in prompt order, as the bar reads (plotly reverses
+                      # a stacked bar's legend by default)
+                      xaxis_title="tokens", legend={"orientation": "h", "y": 1.35,
+                                                    "traceorder": "normal"},
                       yaxis={"showticklabels": False})
     return fig
 

@@ -113,6 +113,11 @@ def test_selecting_a_run_shows_its_lanes_with_counts(populated: Populated,
     assert [t.label for t in at.tabs] == tab_labels(storage, RUN_1)
     assert at.query_params["run"] == RUN_1  # the view is shareable
     assert len(at.get("plotly_chart")) == 2  # token bar and score chart
+    import json
+
+    bar = json.loads(at.get("plotly_chart")[0].proto.spec)
+    assert bar["layout"]["legend"]["traceorder"] == "normal"  # legend in prompt order
+    assert [t["name"] for t in bar["data"]][:2] == ["Instructions", "Working memory"]
     texts = _texts(at)
     assert ANSWER_1 in texts  # the answer
     # a tool call of step 0, in monospace
