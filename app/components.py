@@ -436,9 +436,13 @@ def focus_cards(keys: list[str]) -> None:
       c.style.outlineOffset = "2px";
       c.style.background = "rgba(245, 159, 0, 0.10)";
     }});
-    cards[0].scrollIntoView({{block: "center"}});
+    // centred; a message taller than the window from its first line instead
+    const view = (doc.defaultView || window).innerHeight;
+    const place = () => cards[0].scrollIntoView({{
+      block: cards[0].getBoundingClientRect().height > 0.8 * view ? "start" : "center"}});
+    place();
     // the page may still grow above the card while it renders: settle once more
-    setTimeout(() => cards[0].scrollIntoView({{block: "center"}}), 700);
+    setTimeout(place, 700);
   }};
   land();
 }})();

@@ -93,7 +93,9 @@ def _wait_focused(page: Any) -> dict[str, Any]:
 
 
 def _in_view(card: dict[str, Any]) -> bool:
-    return bool(0 <= card["top"] and card["bottom"] <= card["height"])
+    """The card is on screen: whole, or (taller than most of the window) from its top."""
+    tall = card["bottom"] - card["top"] > 0.8 * card["height"]
+    return bool(0 <= card["top"] < card["height"] and (tall or card["bottom"] <= card["height"]))
 
 
 def _tab(browser: Any, outside: list[str]) -> Any:
