@@ -136,7 +136,10 @@ def token_bar(lanes: list[views.LaneView]) -> go.Figure:
             marker_color=LANE_COLOURS[lv.lane],
             hovertemplate=f"{LANE_TITLES[lv.lane]}: %{{x}} tokens<extra></extra>"))
     fig.update_layout(barmode="stack", height=170, margin={"l": 10, "r": 10, "t": 30, "b": 10},
-                      xaxis_title="tokens", legend={"orientation": "h", "y": 1.35},
+                      # the legend in prompt order, as the bar reads (plotly reverses
+                      # a stacked bar's legend by default)
+                      xaxis_title="tokens", legend={"orientation": "h", "y": 1.35,
+                                                    "traceorder": "normal"},
                       yaxis={"showticklabels": False})
     return fig
 
@@ -197,8 +200,8 @@ def pick_run(url: str, *, page: str = RUN_PAGE) -> tuple[str, list[views.RunSumm
     """The run picker of the run pages (``page`` is the calling page): a thread, then
     one of its runs, preselected from the current run (``?run=``, else the run the user
     last looked at; else the newest); the choice becomes the current run and goes into
-    the URL. Returns the run id and the runs of its thread. A ``?run=`` that does not
-    exist stops the page with "not found" and a search (never another run). Stops the
+    the URL (unless it is the one a URL without ``run`` opens). Returns the run id and
+    the runs of its thread. A ``?run=`` that does not exist stops the page with "not found" and a search (never another run). Stops the
     page with a message when the database cannot be read or holds no runs."""
     from app import services
 
@@ -229,7 +232,12 @@ def pick_run(url: str, *, page: str = RUN_PAGE) -> tuple[str, list[views.RunSumm
     run_id = col_run.selectbox(
         "Run", run_ids, index=run_ids.index(wanted) if wanted in run_ids else len(run_ids) - 1,
         format_func=lambda rid: f"{rid} ({status[rid]})")
-    services.set_current_run(str(run_id))
+    # what the page shows for a URL without ``run`` in a fresh session: that run stays
+    # out of the URL (a sidebar link then pushes one history entry, not two), any other
+    # goes in, so the URL always opens what is shown
+    fresh_default = next(r.run_id for r in reversed(runs)
+                         if (r.thread_id or NO_THREAD) == threads[0])
+    follow_run(str(run_id), in_url=asked is not None or run_id != fresh_default)
     return str(run_id), thread_runs
 
 
@@ -309,6 +317,14 @@ def fmt_time(value: object) -> str:
     if isinstance(value, datetime):
         return value.strftime("%Y-%m-%d %H:%M:%S")
     return MISSING if value is None else str(value)
+
+
+def preview_text(preview: str) -> str:
+    """A recorded preview (the library keeps a message's first
+    ``provenance.PREVIEW_CHARS`` characters) with an ellipsis when it was cut there."""
+    from memory_core.provenance import PREVIEW_CHARS
+
+    return preview + "…" if len(preview) >= PREVIEW_CHARS else preview
 
 
 def truncate(text: str, limit: int) -> str:
@@ -420,10 +436,101 @@ def focus_cards(keys: list[str]) -> None:
       c.style.outlineOffset = "2px";
       c.style.background = "rgba(245, 159, 0, 0.10)";
     }});
-    cards[0].scrollIntoView({{block: "center"}});
+    // centred; a message taller than the window from its first line instead
+    const view = (doc.defaultView || window).innerHeight;
+    const place = () => cards[0].scrollIntoView({{
+      block: cards[0].getBoundingClientRect().height > 0.8 * view ? "start" : "center"}});
+    place();
     // the page may still grow above the card while it renders: settle once more
-    setTimeout(() => cards[0].scrollIntoView({{block: "center"}}), 700);
+    setTimeout(place, 700);
   }};
   land();
 }})();
 </script>""", unsafe_allow_javascript=True)
+
+
+def json_view(value: Mapping[str, object]) -> None:
+    """Settings, evidence and other JSON shown as JSON: monospace, every value literal
+    (a dataframe would draw them in the body font). Values that are no JSON type
+    (times, sets) are shown as their text, missing ones (None, NaN) as ``MISSING``,
+    fractions to 3 decimals like every score."""
+    import math
+
+    def shown(v: Any) -> Any:
+        if v is None or (isinstance(v, float) and not math.isfinite(v)):
+            return MISSING
+        if isinstance(v, float):
+            return round(v, 3)
+        if isinstance(v, dict):
+            return {str(k): shown(x) for k, x in v.items()}
+        if isinstance(v, list | tuple):
+            return [shown(x) for x in v]
+        return v
+
+    st.json(json.loads(json.dumps(shown(dict(value)), ensure_ascii=False, default=str)),
+            expanded=True)
+
+
+def tool_call_cards(calls: Sequence[Any]) -> None:
+    """A run's tool calls, one card each: the call id, tool and status as a caption,
+    its arguments and result (JSON) in a monospace block each."""
+    for i, t in enumerate(calls):
+        with st.container(border=True, key=f"tool-call-{i}"):
+            st.caption(escape_md(f"call {t.call_id} · {t.name} · {t.status} · arguments"))
+            st.code(t.args, language="json", wrap_lines=True)
+            if t.status == "ok" or t.result:
+                st.caption("result")
+                st.code(t.result, language="json", wrap_lines=True)
+            if t.error:
+                st.error(escape_md(t.error))
+
+
+# -- the sidebar's navigation: links that carry what the page would write ----------------
+# Streamlit's own sidebar menu opens a page with an empty URL query; the page then wrote
+# ``db`` (a history entry pushed while the browser still showed the old path) and the
+# current run (another): three entries for one click. These links carry exactly the
+# parameters the page keeps in its URL, so it writes none: one entry per navigation.
+NAV_SLOT_KEY = "sidebar-nav-slot"
+RUN_PARAM_PAGES = ("run", "counterfactual", "why", "timeline")  # open on ``?run=``
+
+
+def nav_params(url_path: str) -> dict[str, str]:
+    """The query parameters of the sidebar's link to the page at ``url_path``: the
+    database in use, and the current run for the pages that open on a run (Compare as
+    its run B)."""
+    from app import services
+
+    params = {"db": services.current_name()}
+    run = services.remembered_run()
+    if run is not None and url_path in RUN_PARAM_PAGES:
+        params["run"] = run
+    elif run is not None and url_path == "compare":
+        params["b"] = run
+    return params
+
+
+def sidebar_nav(slot: Any | None = None, pages: Sequence[Any] | None = None) -> None:
+    """Draw (or redraw, after the current run changed) the sidebar's page links into
+    ``slot``. Called with both by the entry script, which keeps them for the run; with
+    none by ``follow_run``."""
+    if slot is not None and pages is not None:
+        st.session_state[NAV_SLOT_KEY] = (slot, list(pages))
+    kept = st.session_state.get(NAV_SLOT_KEY)
+    if kept is None:
+        return
+    slot, pages = kept
+    with slot.container():
+        for p in pages:
+            st.page_link(p, query_params=nav_params(p.url_path))
+        st.divider()
+
+
+def follow_run(run_id: str, *, in_url: bool = True) -> None:
+    """Make ``run_id`` the current run (services.set_current_run) and redraw the
+    sidebar's links, so they carry it even when the page stops early."""
+    from app import services
+
+    before = services.remembered_run()
+    services.set_current_run(run_id, in_url=in_url)
+    if before != run_id:
+        sidebar_nav()

@@ -686,3 +686,10 @@ def refresh_and_report() -> None:
     before = count_database(url)
     refresh()
     st.session_state[REFRESH_NOTE_KEY] = reload_message(name, before, count_database(url))
+
+
+def remembered_run() -> str | None:
+    """The current run this browser session remembers on the database in use (the last
+    run a page showed), whatever the URL says; None before any."""
+    value = st.session_state.get(_current_run_key())
+    return value if isinstance(value, str) and value else None

@@ -28,6 +28,7 @@ from app.components import (  # noqa: E402
     TIMELINE_PAGE,
     WHY_PAGE,
     escape_md,
+    sidebar_nav,
 )
 from memory_core.errors import MemoryCoreError  # noqa: E402
 
@@ -50,6 +51,8 @@ def _database_changed() -> None:
     st.query_params["db"] = st.session_state["db"]
 
 
+# the page links, first in the sidebar (drawn once the pages are known, below)
+nav_slot = st.sidebar.empty()
 with st.sidebar:
     st.selectbox("Database", names, key="db", on_change=_database_changed,
                  help="The databases this workbench was started with (memwb ui --db …).")
@@ -82,7 +85,11 @@ analysis_pages = [
     st.Page(TIMELINE_PAGE, title="Composition timeline", icon=":material/stacked_line_chart:",
             url_path="timeline"),
 ]
-nav = st.navigation([start_page, story_page, threads_page, run_page, *analysis_pages])
+every_page = [start_page, story_page, threads_page, run_page, *analysis_pages]
+# our own links replace Streamlit's menu: they carry the page's parameters (one history
+# entry per navigation, app/components.py sidebar_nav)
+nav = st.navigation(every_page, position="hidden")
+sidebar_nav(nav_slot, every_page)
 
 if wanted_db is not None and wanted_db not in served.databases:
     # never another database in its place: the page would show the wrong data

@@ -21,9 +21,12 @@ from app.components import (
     fmt_cell,
     fmt_score,
     fmt_time,
+    follow_run,
+    json_view,
     link_to_message,
     link_to_run,
     literal,
+    preview_text,
     run_not_found,
     set_query_params,
 )
@@ -57,10 +60,11 @@ for wanted in (wanted_a, wanted_b):
     if wanted and wanted not in by_id:
         # never another run in its place: "not found", a search, the URL left as is
         run_not_found(url, wanted, runs, page=COMPARE_PAGE)
+url_b = wanted_b  # run B as the URL names it (the sidebar's link names only B)
 if wanted_a is None and wanted_b is None and services.current_run() in by_id:
-    # opened without a pair: the current run against the run before it on its thread
-    wanted_b = services.current_run()
-    wanted_a = services.previous_run(runs, wanted_b or "")
+    wanted_b = services.current_run()  # opened without a pair: the current run
+if wanted_a is None and wanted_b is not None:
+    wanted_a = services.previous_run(runs, wanted_b)  # against the run before it
 
 threads = sorted({views.thread_key(r) for r in runs})
 start_thread = views.comparison_thread(runs, [wanted_b, wanted_a])
@@ -83,8 +87,16 @@ def _label(rid: str) -> str:
 col_a, col_b = st.columns(2)
 run_a = col_a.selectbox("Run A", options, index=options.index(default_a), format_func=_label)
 run_b = col_b.selectbox("Run B", options, index=options.index(default_b), format_func=_label)
-set_query_params({"a": run_a, "b": run_b})
-services.set_current_run(run_b, in_url=False)  # run B is the run the user follows
+# a run the URL leaves out is written only when it is not what that URL opens in a
+# fresh session: a sidebar link (``?b=``) is then one history entry
+url_a = services.query_param("a")
+fresh_start = views.comparison_thread(runs, [url_b, url_a])
+fresh = views.comparison_pair(
+    runs, fresh_start if fresh_start in threads else threads[0], wanted_b=url_b,
+    wanted_a=url_a or (services.previous_run(runs, url_b) if url_b else None))
+set_query_params({"a": run_a if url_a or run_a != fresh.default_a else None,
+                  "b": run_b if url_b or run_b != fresh.default_b else None})
+follow_run(run_b, in_url=False)  # run B is the run the user follows
 with col_a:
     link_to_run(run_a, label=f"inspect run {run_a}")
 with col_b:
@@ -123,7 +135,8 @@ if changed:
         "change": e.change, "message": f"{e.thread_id} #{e.seq}",
         "lane A": e.lane_a or MISSING, "lane B": e.lane_b or MISSING, "reason": e.reason,
         "score A": fmt_score(e.score_a), "score B": fmt_score(e.score_b),
-        "rank A": fmt_cell(e.rank_a), "rank B": fmt_cell(e.rank_b), "preview": e.preview}
+        "rank A": fmt_cell(e.rank_a), "rank B": fmt_cell(e.rank_b),
+        "preview": preview_text(e.preview)}
         for e in changed]), hide_index=True, width="stretch", key="changes")
 else:
     st.text("The two prompts carried the same messages in the same lanes.")
@@ -153,7 +166,7 @@ for side, col, attr in (("A", side_a, "lane_a"), ("B", side_b, "lane_b")):
                     if score is not None:
                         bits.append(f"score {fmt_score(score)}")
                     st.caption(escape_md(" · ".join(bits)))
-                    literal(entry.preview)
+                    literal(preview_text(entry.preview))
                     if entry.reason:
                         st.caption(escape_md(entry.reason))
                     link_to_message(entry.thread_id, entry.seq,
@@ -175,9 +188,7 @@ st.dataframe(table([{"lane": LANE_TITLES.get(ln, ln), "run A": a, "run B": b,
 
 st.markdown("#### Settings that changed")
 if diff.settings_changed:
-    st.dataframe(table([{
-        "setting": k, "run A": fmt_cell(a), "run B": fmt_cell(b)} for k, (a, b) in
-        diff.settings_changed.items()]), hide_index=True, width="stretch", key="settings")
+    json_view({k: {"run A": a, "run B": b} for k, (a, b) in diff.settings_changed.items()})
 else:
     st.text("(same settings)")
 

@@ -22,6 +22,7 @@ from app.components import (
     literal,
     pick_run,
     plot_text,
+    preview_text,
     truncate,
 )
 from app.tables import table
@@ -201,8 +202,8 @@ if items:
                       xaxis_title="effect on the answer (1 − similarity)",
                       yaxis={"autorange": "reversed"}, xaxis={"range": [0, 1]})
     st.plotly_chart(fig, key="attribution")
-    st.dataframe(table([{"item": lab, "changed": a.changed, "effect": a.effect,
-                                "preview": a.preview, "answer without it": a.answer_without}
+    st.dataframe(table([{"item": lab, "changed": a.changed, "effect": fmt_score(a.effect),
+                                "preview": preview_text(a.preview), "answer without it": a.answer_without}
                                for lab, a in zip(labels, items, strict=True)]),
                  hide_index=True, width="stretch", key="attribution-table")
 elif items is not None:
@@ -216,7 +217,8 @@ except Exception as e:  # noqa: BLE001
     past = []
 if past:
     st.dataframe(table([{"change": p.description, "verdict": p.verdict,
-                                "similarity": p.similarity, "new answer": p.new_answer,
+                                "similarity": fmt_score(p.similarity),
+                                "new answer": p.new_answer,
                                 "model": p.model.get("name", "?"), "key": p.key}
                                for p in past]),
                  hide_index=True, width="stretch", key="past")

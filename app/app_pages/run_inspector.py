@@ -13,15 +13,17 @@ from app import services
 from app.components import (
     LANE_TITLES,
     escape_md,
-    fmt_cell,
     fmt_score,
+    json_view,
     link_to_message,
     literal,
     pick_run,
+    preview_text,
     recalled_observations,
     run_action_bar,
     score_chart,
     token_bar,
+    tool_call_cards,
 )
 from app.tables import table
 from memory_core.errors import NotFoundError
@@ -128,9 +130,12 @@ for tab, lv in zip(tabs, view.lanes, strict=True):
 
 st.markdown("#### Settings")
 if view.settings:
-    st.dataframe(table([{"setting": k, "value": fmt_cell(v)}
-                               for k, v in view.settings.items()]),
-                 hide_index=True, width="stretch", height=35 * (len(view.settings) + 1) + 3)
+    # settings a run leaves unset (recall's, when recall is off) are named once, not
+    # listed as a column of "—"
+    json_view({k: v for k, v in view.settings.items() if v is not None})
+    unset = [k for k, v in view.settings.items() if v is None]
+    if unset:
+        st.caption(escape_md(f"Not set in this run: {', '.join(unset)}."))
 else:
     st.text("(no settings recorded)")
 
@@ -142,7 +147,8 @@ if view.candidates:
     st.dataframe(table([{"rank": c.rank, "score": fmt_score(c.score),
                                 "status": c.status, "thread": c.thread_id, "seq": c.seq,
                                 "filter clause": c.filter_clause or "",
-                                "preview": c.preview} for c in view.candidates]),
+                                "preview": preview_text(c.preview)}
+                               for c in view.candidates]),
                  hide_index=True, width="stretch")
 else:
     st.text("(no recall candidates recorded)")
@@ -156,14 +162,11 @@ for s in view.steps:
     with st.expander(escape_md(label), expanded=True):
         if s.text:
             literal(s.text)
-        for call in s.tool_calls:
-            st.text(call)
+        for call in s.tool_calls:  # a call and its JSON arguments, in monospace
+            st.code(call, language=None, wrap_lines=True)
 if view.tool_calls:
     st.markdown("#### Tool calls")
-    st.dataframe(table([{"call": t.call_id, "name": t.name, "args": t.args,
-                                "status": t.status, "result": t.result,
-                                "error": t.error or ""} for t in view.tool_calls]),
-                 hide_index=True, width="stretch")
+    tool_call_cards(view.tool_calls)
 
 st.markdown("#### Answer")
 if view.answer is not None:

@@ -13,6 +13,7 @@ from app import story_parts as parts
 from app.components import (
     STORY_PAGE,
     escape_md,
+    follow_run,
     link_to_message,
     link_to_run,
     score_chart,
@@ -35,7 +36,8 @@ st.session_state["story-pick"] = story.key  # the URL decides which story is sho
 st.segmented_control("Stories", [s.key for s in STORIES], key="story-pick",
                      on_change=_picked, format_func=lambda k: story_by_key(k).title,
                      label_visibility="collapsed")
-set_query_params({"story": story.key})
+if services.query_param("story") not in (None, story.key):
+    set_query_params({"story": story.key})  # an unknown story: the URL names the one shown
 st.markdown(escape_md(story.intro))
 engineer = st.toggle("Engineer details", key="story-engineer",
                      help="Show the ids, settings and numbers behind each step.")
@@ -105,6 +107,9 @@ try:
 except Exception as e:  # noqa: BLE001
     st.error(escape_md(f"The demo database cannot tell the story: {services.friendly_error(e)}"))
     st.stop()
+if story_db == services.current_name():
+    # the story's run is the run the other pages open on (Counterfactual, Why, …)
+    follow_run(story.run, in_url=False)
 key_msg = parts.find_key(conversation, story.key_phrase)
 key = (key_msg.thread_id, key_msg.seq) if key_msg is not None else None
 

@@ -17,6 +17,7 @@ import streamlit as st
 from app import services
 from app.components import (
     escape_md,
+    fmt_time,
     focus_cards,
     link_to_message,
     link_to_run,
@@ -66,7 +67,7 @@ summaries = views.threads_in_group(every_thread, resource)
 st.subheader(f"Threads of {escape_md(views.group_label(resource))}")
 st.dataframe(table([{
     "thread": t.thread_id, "title": t.title or "", "messages": t.message_count,
-    "runs": t.run_count, "last activity": t.last_activity} for t in summaries]),
+    "runs": t.run_count, "last activity": fmt_time(t.last_activity)} for t in summaries]),
     hide_index=True, width="stretch")
 
 with st.expander("Search messages in this resource", expanded=bool(services.query_param("q"))):
@@ -110,7 +111,11 @@ page = int(st.number_input(f"Page (of {first.page_count})", min_value=1,
                            key=f"page:{thread}:{focus_seq}"))
 # the thread names its resource: ``resource`` stays out of the URL, so a link to a
 # message is one browser history entry (the page adds nothing to the link's URL)
-set_query_params({"resource": None, "thread": thread,
+# and the thread a URL without one opens (the first resource's first thread) stays out
+# too, so the sidebar's link is one entry as well
+fresh_view = (not services.query_param("thread") and resource == groups[0]
+              and thread == thread_ids[0])
+set_query_params({"resource": None, "thread": None if fresh_view else thread,
                   "seq": str(focus_seq) if focus_seq is not None else None,
                   "to": str(focus_end) if focus_end not in (None, focus_seq) else None})
 

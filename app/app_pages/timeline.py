@@ -19,6 +19,7 @@ from app.components import (
     TIMELINE_PAGE,
     escape_md,
     fmt_time,
+    follow_run,
     link_to_message,
     link_to_run,
     plot_text,
@@ -70,8 +71,15 @@ marked: str = st.selectbox(
     index=(thread_run_ids.index(current.run_id) if current is not None
            and current.run_id in thread_run_ids else len(thread_run_ids) - 1),
     help="The run marked on the chart; it is also the run the other pages open on.")
-set_query_params({"thread": thread})
-services.set_current_run(marked)
+# what a fresh session shows for this URL stays out of it (a sidebar link is then one
+# history entry); anything else goes in, so the URL opens what is shown
+from_url = services.run_of(url, asked_run)
+fresh_thread = (services.query_param("thread") or (from_url.thread_id if from_url else None)
+                or threads[0])
+fresh_marked = (asked_run if asked_run in thread_run_ids else thread_run_ids[-1])
+if services.query_param("thread") or thread != fresh_thread:
+    set_query_params({"thread": thread})
+follow_run(marked, in_url=asked_run is not None or marked != fresh_marked)
 link_to_message(thread, None, label=f"open thread {thread}")
 link_to_run(marked, label=f"inspect run {marked}")
 
@@ -100,9 +108,11 @@ for lane in tl.lanes:
         hovertemplate="%{customdata}<br>" + LANE_TITLES[lane] + ": %{y} tokens<extra></extra>"))
 marked_point = next((p for p in tl.points if p.run_id == marked), None)
 if marked_point is not None:
+    # written on the side with room, so it is never cut at the chart's edge
+    right_half = marked_point.index > (xs[0] + xs[-1]) / 2
     fig.add_vline(x=marked_point.index, line_width=3, line_color="#d62728",
                   annotation_text=plot_text(f"this run: {marked}"),
-                  annotation_position="top right")
+                  annotation_position="top left" if right_half else "top right")
 else:
     st.caption(escape_md(f"Run {marked} recorded no composition, so it is not on the chart."))
 for p in tl.compactions:

@@ -19,14 +19,15 @@ from app.components import (
     WHY_PAGE,
     escape_md,
     fate_badge,
-    fmt_cell,
     fmt_score,
     fmt_time,
+    json_view,
     link_to_message,
     link_to_run,
     literal,
     pick_run,
     plot_text,
+    preview_text,
     set_query_params,
     truncate,
 )
@@ -72,12 +73,12 @@ if how == PICK:
     # the first message, shown by default, stays out of the URL: a link that opened
     # this page on a run is then one browser history entry, not two
     named = url_ref in refs or picked != refs[0]
-    set_query_params({"run": run_id, "thread": msg_thread if named else None,
+    set_query_params({"thread": msg_thread if named else None,
                       "seq": str(msg_seq) if named else None, "q": None})
 else:
     phrase = st.text_input("Phrase the model should have known", value=url_phrase or "",
                            placeholder="e.g. refund of €240").strip() or None
-    set_query_params({"run": run_id, "q": phrase, "thread": None, "seq": None})
+    set_query_params({"q": phrase, "thread": None, "seq": None})
     if phrase is None:
         st.info("Type a phrase to look for in the stored messages.")
         st.stop()
@@ -105,7 +106,7 @@ def _closest(search: PhraseSearch) -> Explanation:
                    else "close in meaning")
             st.caption(escape_md(f"{m.thread_id} #{m.seq} · {e.role or '?'} · {how} · "
                                  f"similarity {fmt_score(m.similarity)}"))
-            literal(e.preview or "")
+            literal(preview_text(e.preview or ""))
             st.caption(escape_md(e.sentence))
     # radio options render Markdown: ids are stored text
     labels = [escape_md(f"{m.thread_id} #{m.seq}") for m in search.matches]
@@ -132,15 +133,13 @@ if phrase is None or exp.thread_id is not None:
     st.info(escape_md(exp.sentence))
 if exp.thread_id is not None and exp.seq is not None:
     st.caption(escape_md(f"{exp.thread_id} #{exp.seq} · {exp.role or '?'}"))
-    literal(exp.preview or "")
+    literal(preview_text(exp.preview or ""))
     link_to_message(exp.thread_id, exp.seq, label=f"open {exp.thread_id} #{exp.seq}")
 link_to_run(run_id, label=f"inspect run {run_id}")
 
 st.markdown("#### Evidence")
 if exp.evidence:
-    st.dataframe(table([{"what": k, "value": fmt_cell(v)}
-                               for k, v in exp.evidence.items()]),
-                 hide_index=True, width="stretch", key="evidence")
+    json_view(exp.evidence)
 else:
     st.text("(no further evidence recorded)")
 

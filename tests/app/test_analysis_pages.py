@@ -24,7 +24,6 @@ from app.components import (
     STORY_PAGE,
     TIMELINE_PAGE,
     WHY_PAGE,
-    fmt_cell,
 )
 from memory_core.embedders import HashingEmbedder
 from memory_core.errors import InvalidInputError
@@ -55,6 +54,7 @@ from tests.app.fixture_db import (
     records,
     seq_of,
 )
+from tests.app.test_pages import json_blocks
 
 MakeApp = Callable[..., AppTest]
 Populated = tuple[InMemoryStorage, FixtureInfo]
@@ -191,10 +191,8 @@ def test_compare_from_url_shows_changed_settings_and_answers(demo: InMemoryStora
     _ok(at)
     assert _select(at, "Run A").value == "support-3-forgot"
     assert _select(at, "Run B").value == "support-3-fixed"
-    settings = next(d.value for d in at.dataframe if "setting" in d.value.columns)
-    assert list(settings["setting"]) == sorted(CHANGED_SETTINGS)
-    assert list(zip(settings["run A"], settings["run B"], strict=True)) == [
-        (fmt_cell(a), fmt_cell(b)) for _, (a, b) in sorted(CHANGED_SETTINGS.items())]
+    settings = json_blocks(at)[0]  # JSON, shown as JSON
+    assert settings == {k: {"run A": a, "run B": b} for k, (a, b) in CHANGED_SETTINGS.items()}
     tokens = next(d.value for d in at.dataframe if "delta" in d.value.columns)
     assert list(tokens["lane"])[:2] == ["Instructions", "Working memory"]
 
@@ -294,6 +292,10 @@ def test_attribution_shows_a_bar_per_recalled_item(demo: InMemoryStorage,
     assert len(chart["data"][0]["y"]) == recalled == 3
     table = next(d.value for d in at.dataframe if "effect" in d.value.columns)
     assert table["changed"].any()  # the answer depended on at least one of them
+    # effects and similarities read as every score does: 3 decimals
+    past = at.dataframe[-1].value
+    for cell in (*table["effect"], *past["similarity"]):
+        assert re.fullmatch(r"\d\.\d{3}", cell), cell
 
 
 def test_a_scripted_run_cannot_be_replayed_and_says_so(demo: InMemoryStorage,
@@ -444,8 +446,8 @@ def test_typing_a_phrase_explains_the_forgotten_refund(demo: InMemoryStorage,
     assert infos[0].startswith("“refund of €240” appears word for word in 1 stored message")
     assert f"below the bar of {BAR:.3f}" in infos[1]
     assert at.query_params["q"] == "refund of €240"
-    evidence = next(d.value for d in at.dataframe if "what" in d.value.columns)
-    assert {"score", "threshold", "query"} <= set(evidence["what"])
+    evidence = json_blocks(at)[0]
+    assert {"score", "threshold", "query"} <= set(evidence)
     # the refund sits in support-1; its lifeline follows the runs of support-3
     assert "support-1 #17 · assistant" in _captions(at)
     lifeline = _charts(at)[0]
@@ -482,6 +484,12 @@ def test_words_of_the_phrase_find_the_stored_refund_with_its_fate(
                ) == len(next(r for r in at.radio if r.label == "Explain in detail").options)
     assert "## :red-badge[:material/block: below-threshold]" in md
     assert "support-1 #17 · assistant" in caps.splitlines()
+    # the refund's recorded preview was cut: it says so with an ellipsis
+    cut = [t for t in _texts(at) if t.startswith("The refund of €240 for order A-1042")]
+    assert cut and all(t.endswith("…") for t in cut)
+    # the evidence's scores have 3 decimals, like every score shown
+    score = json_blocks(at)[0]["score"]
+    assert score == round(score, 3)
     radio = next(r for r in at.radio if r.label == "Explain in detail")
     assert radio.value == 0 and len(radio.options) >= 2
     # explaining another of the closest messages follows it
@@ -611,5 +619,4 @@ def test_a_lowered_bar_is_named_as_the_reason_a_message_entered(populated: Popul
     # the reason names the setting change: the bar moved past an unchanged score
     assert (f"recall threshold {THRESHOLD:.3f} → {LOWER_THRESHOLD:.3f} let it in: its "
             f"unchanged score {near.score:.3f} ended up across the threshold") in _captions(at)
-    settings = next(d.value for d in at.dataframe if "setting" in d.value.columns)
-    assert list(settings["setting"]) == ["threshold"]
+    assert list(json_blocks(at)[0]) == ["threshold"]

@@ -17,6 +17,8 @@ from app.components import (
     COMPARE_PAGE,
     COUNTERFACTUAL_PAGE,
     RUN_PAGE,
+    START_PAGE,
+    STORY_PAGE,
     THREADS_PAGE,
     TIMELINE_PAGE,
     WHY_PAGE,
@@ -63,7 +65,7 @@ def _go(at: AppTest, page: str) -> AppTest:
 
 
 def _links(at: AppTest) -> dict[str, Any]:
-    return {el.proto.label: el.proto for el in at.get("page_link")}
+    return {el.proto.label: el.proto for el in at.main.get("page_link")}
 
 
 def _page_of(proto: Any) -> str:
@@ -180,7 +182,7 @@ def test_an_unknown_run_is_not_found_never_another(populated: Populated, app: Ma
     assert at.query_params["run"] == "ghost"  # the URL is not rewritten
     # the search narrows the runs offered, by run id or thread
     at.text_input[0].set_value("faq").run()
-    offered = [shown(el.proto.label) for el in at.get("page_link")]
+    offered = [shown(el.proto.label) for el in at.main.get("page_link")]
     assert offered and all("faq" in o for o in offered)
     assert {o.split(" · ")[0] for o in offered} == set(FAQ_RUNS)
     assert at.query_params["run"] == "ghost"
@@ -193,7 +195,7 @@ def test_an_unknown_thread_is_not_found_with_a_search(populated: Populated,
         f"Thread 'ghost-thread' not found in database '{_name()}'."]
     assert at.query_params["thread"] == "ghost-thread" and not at.text
     at.text_input[0].set_value("long").run()
-    assert [el.proto.query_string for el in at.get("page_link")] == [
+    assert [el.proto.query_string for el in at.main.get("page_link")] == [
         f"db={_name()}&thread={LONG_THREAD}"]
     timeline = app(TIMELINE_PAGE, thread="ghost-thread")
     assert timeline.error and not timeline.get("plotly_chart")
@@ -285,3 +287,69 @@ def test_the_database_choice_is_named_kept_and_has_its_own_current_run(
     again = app(COUNTERFACTUAL_PAGE, **{k: at.query_params[k] for k in at.query_params})
     assert next(s for s in again.sidebar.selectbox if s.label == "Database").value == one
     assert _select(again, "Run").value == FOLLOWED
+
+
+def _sidebar_links(at: AppTest) -> dict[str, dict[str, str]]:
+    """The sidebar's page links: page url path -> the query parameters they carry."""
+    out = {}
+    for el in at.sidebar.get("page_link"):
+        q = el.proto.query_string
+        out[_page_of(el.proto)] = dict(p.split("=", 1) for p in q.split("&")) if q else {}
+    return out
+
+
+SIDEBAR_PAGES = {"": START_PAGE, "story": STORY_PAGE, "threads": THREADS_PAGE, "run": RUN_PAGE,
+                 "compare": COMPARE_PAGE, "counterfactual": COUNTERFACTUAL_PAGE,
+                 "why": WHY_PAGE, "timeline": TIMELINE_PAGE}
+
+
+def test_sidebar_links_carry_the_current_run(populated: Populated, app: MakeApp) -> None:
+    db = _name()
+    fresh = _sidebar_links(app(None))
+    assert set(fresh) == set(SIDEBAR_PAGES)
+    assert all(q == {"db": db} for q in fresh.values())  # no run followed yet
+    at = app(RUN_PAGE, run=FOLLOWED)
+    links = _sidebar_links(at)
+    for path in ("run", "counterfactual", "why", "timeline"):
+        assert links[path] == {"db": db, "run": FOLLOWED}, path
+    assert links["compare"] == {"db": db, "b": FOLLOWED}
+    assert links[""] == links["story"] == links["threads"] == {"db": db}
+    # picking another run redraws them in the same script run
+    _select(at, "Run").set_value(RUN_1).run()
+    assert _sidebar_links(at)["counterfactual"] == {"db": db, "run": RUN_1}
+
+
+@pytest.mark.parametrize("current", [None, FOLLOWED])
+def test_a_sidebar_link_is_the_whole_url_its_page_keeps(populated: Populated, app: MakeApp,
+                                                        current: str | None) -> None:
+    """One browser history entry per navigation: the page opened by a sidebar link writes
+    nothing more into its URL (every write would push another entry), with or without a
+    current run, and shows that run."""
+    start = app(RUN_PAGE, run=current) if current else app(None)
+    links = _sidebar_links(start)
+    assert set(links) == set(SIDEBAR_PAGES)
+    for path, query in links.items():
+        page = SIDEBAR_PAGES[path]
+        landed = app(page, **query)
+        assert not landed.exception and not landed.error, path
+        assert {k: landed.query_params[k] for k in landed.query_params} == query, path
+        if current is not None and path not in ("", "story", "threads"):
+            widget = {"compare": "Run B", "timeline": "Marked run"}.get(path, "Run")
+            assert _select(landed, widget).value == current, path
+
+
+def test_times_read_to_the_second_and_the_run_mark_fits(populated: Populated,
+                                                         app: MakeApp) -> None:
+    import json
+    import re
+
+    at = app(THREADS_PAGE, thread=THREAD)
+    table = at.dataframe[0].value
+    assert all(re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", t)
+               for t in table["last activity"])
+    # the newest run of a thread is marked at the chart's right edge: its label is
+    # written to the left of the line, inside the chart
+    at = app(TIMELINE_PAGE, thread=THREAD)
+    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+    mark = next(a for a in spec["layout"]["annotations"] if a["text"].startswith("this run"))
+    assert mark["xanchor"] == "right", mark

@@ -60,7 +60,7 @@ def test_spec_8_9_inspector_shows_recalled_observations_with_their_source_range(
                for c in captions)
     # stored text shown literally
     assert FACT in [t.value for t in at.text] + [c.value for c in at.code]
-    links = [p.proto.label for p in at.get("page_link")]
+    links = [p.proto.label for p in at.main.get("page_link")]
     assert escape_md("source t1 #0–2") in links
 
 

@@ -13,13 +13,14 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from app import services
-from app.components import RUN_PAGE, THREADS_PAGE, fmt_cell, fmt_score
+from app.components import MISSING, RUN_PAGE, THREADS_PAGE, fmt_score
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.types import RunRecord
 from tests.app.fixture_db import (
     ANSWER_1,
     FAILED_RUN,
     FAILURE,
+    FAQ_RUNS,
     LONG_THREAD,
     LOWER_RUN,
     REFUND_TEXT,
@@ -52,7 +53,7 @@ def _texts(at: AppTest) -> list[str]:
 def _links(at: AppTest) -> list[str]:
     """Each link's query string without the leading ``db=<name>`` every link carries."""
     out = []
-    for el in at.get("page_link"):
+    for el in at.main.get("page_link"):
         qs = el.proto.query_string
         assert qs.startswith(f"db={_served_name()}&"), qs
         out.append(qs.partition("&")[2])
@@ -112,9 +113,16 @@ def test_selecting_a_run_shows_its_lanes_with_counts(populated: Populated,
     assert [t.label for t in at.tabs] == tab_labels(storage, RUN_1)
     assert at.query_params["run"] == RUN_1  # the view is shareable
     assert len(at.get("plotly_chart")) == 2  # token bar and score chart
+    import json
+
+    bar = json.loads(at.get("plotly_chart")[0].proto.spec)
+    assert bar["layout"]["legend"]["traceorder"] == "normal"  # legend in prompt order
+    assert [t["name"] for t in bar["data"]][:2] == ["Instructions", "Working memory"]
     texts = _texts(at)
     assert ANSWER_1 in texts  # the answer
-    assert '→ lookup_order({"order":"A-17"})' in texts  # a tool call of step 0
+    # a tool call of step 0, in monospace
+    assert '→ lookup_order({"order":"A-17"})' in [c.value for c in at.code]
+    assert '→ lookup_order({"order":"A-17"})' not in texts
     # each recalled/recent item links to its source message
     memctx = records(storage, RUN_1).memctx
     assert memctx is not None
@@ -301,7 +309,7 @@ def test_an_unknown_db_in_the_url_is_an_error_not_another_database(
             f"Database {wanted!r} is not served here; choose one of "
             f"{_served_name()} in the sidebar."]
         assert not at.tabs and not at.dataframe and not at.text  # nothing of any database
-        assert [el.proto.query_string for el in at.get("page_link")] == [
+        assert [el.proto.query_string for el in at.main.get("page_link")] == [
             f"db={_served_name()}"]  # a way back to what is served
 
 
@@ -343,18 +351,37 @@ def test_changing_resource_moves_to_its_threads(populated: Populated, app: MakeA
     assert at.query_params["thread"] == "other-1" and "resource" not in at.query_params
 
 
+def json_blocks(at: AppTest) -> list[Any]:
+    """What each st.json element of the page shows, parsed."""
+    import json
+
+    return [json.loads(j.value) for j in at.json]
+
+
 def test_run_inspector_shows_settings_and_candidates(populated: Populated,
                                                      app: MakeApp) -> None:
     storage, _ = populated
     memctx = records(storage, RUN_1).memctx
     assert memctx is not None
     at = app(RUN_PAGE, run=RUN_1)
-    settings = at.dataframe[0].value
-    values = dict(zip(settings["setting"], settings["value"], strict=True))
+    # settings are JSON, shown as JSON (monospace), never in a dataframe
+    values = json_blocks(at)[0]
     top_k = memctx.settings.recall.top_k  # type: ignore[union-attr]
-    assert values["threshold"] == fmt_cell(THRESHOLD) and values["top_k"] == str(top_k)
-    assert values["filter"] == '{"topic": {"$eq": "billing"}}'
-    candidates = at.dataframe[1].value
+    assert values["threshold"] == THRESHOLD and values["top_k"] == top_k
+    assert values["filter"] == {"topic": {"$eq": "billing"}}
+    # a run without recall: its recall settings are named once as unset, not listed
+    faq = app(RUN_PAGE, run=FAQ_RUNS[0])
+    shown_settings = json_blocks(faq)[0]
+    assert "top_k" not in shown_settings and MISSING not in shown_settings.values()
+    assert any(shown(c.value).startswith("Not set in this run: ") and "top_k" in shown(c.value)
+               for c in faq.caption)
+    assert not [d for d in at.dataframe if {"value", "args"} & set(d.value.columns)]
+    # tool calls: their arguments and results in monospace code blocks
+    from memory_core import views
+
+    calls = views.run_view(storage, RUN_1).tool_calls
+    assert calls and {c.args for c in calls} <= {c.value for c in at.code if c.language == "json"}
+    candidates = at.dataframe[0].value
     hits = [r for r in memctx.recalled if r.origin == "hit"]
     assert sorted(candidates["status"]) == sorted(
         ["hit"] * len(hits) + [n.reason for n in memctx.near_misses])

@@ -116,7 +116,7 @@ def test_start_page_groups_threads_by_resource_and_none(populated: tuple[Any, Fi
     own = len(storage.memory.list_threads(info.resource))
     assert f"{info.resource} · {own} thread(s)" in labels
     assert "(no resource) · 1 thread(s)" in labels
-    links = [el.proto.query_string for el in at.get("page_link")]
+    links = [el.proto.query_string for el in at.main.get("page_link")]
     assert any("thread=loose-1" in q for q in links)
     assert any(f"thread={info.thread}" in q for q in links)
 
@@ -191,6 +191,22 @@ def test_story_picker_switches_stories(demo: InMemoryStorage, app: MakeApp) -> N
     at.get("segmented_control")[0].set_value("trip").run()
     _ok(at)
     assert at.title[0].value == story_by_key("trip").title
+
+
+def test_the_story_run_is_the_run_the_other_pages_open_on(demo: InMemoryStorage,
+                                                          app: MakeApp) -> None:
+    """From a story, Counterfactual and the inspector open on the story's run."""
+    from app.components import COUNTERFACTUAL_PAGE, RUN_PAGE
+
+    at = _story(app, "trip")
+    for page in (COUNTERFACTUAL_PAGE, RUN_PAGE):
+        for key in [k for k in at.query_params if k != "db"]:  # as the sidebar does
+            del at.query_params[key]
+        at.switch_page(page)
+        at.run()
+        _ok(at)
+        run = next(w for w in at.selectbox if w.label == "Run")
+        assert run.value == story_by_key("trip").run, page
 
 
 # -- the chart ------------------------------------------------------------------------

@@ -36,6 +36,7 @@ from tests.app.fixture_db import (
     fixed_clock,
     records,
 )
+from tests.app.test_pages import json_blocks
 
 MakeApp = Callable[..., AppTest]
 Populated = tuple[InMemoryStorage, FixtureInfo]
@@ -115,8 +116,7 @@ def test_compare_never_shows_none_or_nan(populated: Populated, app: MakeApp,
 
 def test_a_reason_names_the_top_k_change(populated: Populated, app: MakeApp) -> None:
     at = _compare(populated, app, TOP_K_RUNS)
-    settings = next(d.value for d in at.dataframe if "setting" in d.value.columns)
-    assert list(settings["setting"]) == ["top_k"]
+    assert list(json_blocks(at)[0]) == ["top_k"]
     changes = next(d.value for d in at.dataframe if "change" in d.value.columns)
     entered = changes[(changes["change"] == "entered") & (changes["lane B"] == "recalled")]
     assert len(entered) >= 1

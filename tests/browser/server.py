@@ -51,21 +51,26 @@ def _wait_healthy(base: str, proc: subprocess.Popen[bytes], log: Path) -> None:
 
 
 @contextmanager
-def serve(app_args: list[str], workdir: Path, *, script: Path | None = None) -> Iterator[str]:
+def serve(app_args: list[str], workdir: Path, *, script: Path | None = None,
+          bare: bool = False) -> Iterator[str]:
     """Run the workbench with ``app_args`` (``--db …``, ``--read-only``); yields its base
     URL and stops it afterwards. ``script`` serves another Streamlit script instead (the
-    page benchmark's empty page)."""
+    page benchmark's empty page). ``bare``: as a plain ``streamlit run`` from the project
+    root, with none of our settings on the command line or in the environment (the
+    project's .streamlit/config.toml must then give them)."""
     port = free_port()
-    env = {k: v for k, v in os.environ.items() if k != "MEMWB_DB"}
-    env.update({"STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false", "PYTHONDONTWRITEBYTECODE": "1"})
+    env = {k: v for k, v in os.environ.items()
+           if k != "MEMWB_DB" and not k.startswith("STREAMLIT_")}
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    ours = [] if bare else ["--server.address", "127.0.0.1", "--client.toolbarMode", "viewer",
+                            "--browser.gatherUsageStats", "false"]
     log = workdir / f"streamlit-{port}.log"
     with log.open("wb") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "streamlit", "run",
              str(script or ROOT / "app" / "streamlit_app.py"),
-             "--server.port", str(port), "--server.address", "127.0.0.1",
-             "--server.headless", "true", "--server.fileWatcherType", "none",
-             "--client.toolbarMode", "viewer", "--", *app_args],
+             "--server.port", str(port), "--server.headless", "true",
+             "--server.fileWatcherType", "none", *ours, "--", *app_args],
             cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:

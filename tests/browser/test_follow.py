@@ -93,7 +93,9 @@ def _wait_focused(page: Any) -> dict[str, Any]:
 
 
 def _in_view(card: dict[str, Any]) -> bool:
-    return bool(0 <= card["top"] and card["bottom"] <= card["height"])
+    """The card is on screen: whole, or (taller than most of the window) from its top."""
+    tall = card["bottom"] - card["top"] > 0.8 * card["height"]
+    return bool(0 <= card["top"] < card["height"] and (tall or card["bottom"] <= card["height"]))
 
 
 def _tab(browser: Any, outside: list[str]) -> Any:
@@ -122,14 +124,33 @@ def test_a_run_follows_you_and_links_land(workbench: tuple[str, int], tmp_path: 
         _settled(page)
         assert _query(page) == {"run": FOLLOWED, "db": "follow"}  # the database joined
         page.screenshot(path=str(tmp_path / "inspector.png"))
-        # the sidebar's links carry no run: the session's current run is followed
-        page.get_by_test_id("stSidebarNavItems").get_by_role(
-            "link", name="Composition timeline").click()
-        _selected(page, "Thread", THREAD)
+        # the sidebar's links follow the current run, one history entry each: Back,
+        # pressed once, returns to the page before
+        for name, path, widget in (("Composition timeline", "/timeline", "Marked run"),
+                                   ("Counterfactual replay", "/counterfactual", "Run"),
+                                   ("Compare runs", "/compare", "Run B")):
+            before = page.evaluate("history.length")
+            page.get_by_test_id("stSidebar").get_by_role("link", name=name,
+                                                         exact=True).click()
+            page.get_by_role("heading", name=name, exact=True).wait_for(
+                timeout=PAGE_TIMEOUT_MS)
+            _selected(page, widget, FOLLOWED)
+            _settled(page)
+            assert _path(page) == path and FOLLOWED in _query(page).values()
+            assert page.evaluate("history.length") == before + 1, name
+            page.screenshot(path=str(tmp_path / f"sidebar-{path.strip('/')}.png"))
+        _selected(page, "Run A", RUN_1)  # the run before it on its thread
+        page.go_back()
+        page.get_by_role("heading", name="Counterfactual replay").wait_for(
+            timeout=PAGE_TIMEOUT_MS)
+        _settled(page)
+        assert _path(page) == "/counterfactual" and _query(page)["run"] == FOLLOWED
+        page.go_back()
+        page.get_by_role("heading", name="Composition timeline").wait_for(
+            timeout=PAGE_TIMEOUT_MS)
         _selected(page, "Marked run", FOLLOWED)
         _settled(page)
-        assert _query(page)["run"] == FOLLOWED
-        page.screenshot(path=str(tmp_path / "sidebar-timeline.png"))
+        assert _path(page) == "/timeline"
         for label, path, title, widget in ACTIONS:
             # a fresh tab each time, so history.length counts this navigation only
             page.close()

@@ -8,6 +8,7 @@ import http.server
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 
@@ -101,3 +102,59 @@ def test_only_chromium_services_are_excused_and_pages_never_are() -> None:
     assert log.violations() == ["page requested https://accounts.google.com/o",
                                 "GET http://cdn.example.com/x.js HTTP/1.1",
                                 "CONNECT fonts.gstatic.com:443 HTTP/1.1"]
+
+
+def test_every_browser_test_goes_through_the_guard() -> None:
+    """Each test module here that drives a browser gets it from ``chromium()`` (so every
+    context and page it opens is watched and every request off loopback is refused and
+    fails it); none launches a browser, or opens a persistent context, of its own."""
+    import ast
+    from pathlib import Path
+
+    here = Path(__file__).parent
+    for path in sorted(here.glob("*.py")):
+        if path.name == "server.py":
+            continue
+        source = path.read_text()
+        tree = ast.parse(source)
+        names = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)} | {
+            n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+        imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+                    and n.module == "playwright.sync_api" for a in n.names}
+        assert not {"sync_playwright", "async_playwright", "launch",
+                    "launch_persistent_context", "connect_over_cdp"} & (names | imported), (
+            f"{path.name} starts a browser outside tests/browser/server.py chromium()")
+        if {"new_page", "new_context"} & names:
+            assert "chromium" in names, f"{path.name} opens pages without chromium()"
+
+
+def test_pages_of_a_second_context_are_watched_too() -> None:
+    """A page of a context the test opens itself (a fresh browser profile for a shared
+    URL) is guarded like the first."""
+    with pytest.raises(pytest.fail.Exception, match=r"pixels\.example\.com"):
+        with chromium() as browser:
+            browser.new_page().set_content("<p>first</p>", timeout=PAGE_TIMEOUT_MS)
+            other = browser.new_context().new_page()
+            other.set_content('<img src="http://pixels.example.com/second.png">',
+                              timeout=PAGE_TIMEOUT_MS)
+            other.wait_for_load_state("load", timeout=PAGE_TIMEOUT_MS)
+
+
+def test_a_plain_streamlit_run_shows_no_deploy_button_and_stays_local(tmp_path: Path) -> None:
+    """`streamlit run app/streamlit_app.py` from the project root, with none of our
+    flags: the project's .streamlit/config.toml turns off the Deploy button and usage
+    statistics, so the page is ours alone and requests nothing off loopback."""
+    from tests.app.fixture_db import build_duckdb_file
+    from tests.browser.server import serve
+
+    db = tmp_path / "plain.duckdb"
+    build_duckdb_file(str(db))
+    with serve(["--db", str(db)], tmp_path, bare=True) as base, chromium() as browser:
+        page = browser.new_page(viewport={"width": 1400, "height": 1400})
+        page.goto(base, timeout=PAGE_TIMEOUT_MS)
+        page.get_by_role("heading", name="Memory Workbench").wait_for(timeout=PAGE_TIMEOUT_MS)
+        page.locator("[data-testid='stStatusWidget']").wait_for(state="detached",
+                                                                timeout=PAGE_TIMEOUT_MS)
+        page.wait_for_load_state("networkidle")
+        assert page.get_by_role("button", name="Deploy").count() == 0
+        assert page.get_by_test_id("stAppDeployButton").count() == 0

@@ -26,8 +26,9 @@ def test_spec_8_9_recalled_observations_in_the_inspector_in_chromium(tmp_path: P
         page.get_by_role("tab", name="Observations").click(timeout=PAGE_TIMEOUT_MS)
         page.get_by_text("Recalled during the run by the recall_observations tool").wait_for(
             timeout=PAGE_TIMEOUT_MS)
-        # stored text literally, markup characters and all
-        assert page.get_by_text(FACT, exact=True).count() >= 1
+        # stored text literally, markup characters and all (the lane's elements arrive
+        # in several deltas: wait for it rather than counting at once)
+        page.get_by_text(FACT, exact=True).first.wait_for(timeout=PAGE_TIMEOUT_MS)
         link = page.get_by_role("link", name="source t1 #0–2", exact=True)
         # the lane's elements arrive over the websocket one delta at a time
         link.wait_for(timeout=PAGE_TIMEOUT_MS)

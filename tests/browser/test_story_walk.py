@@ -1,6 +1,7 @@
 """The product manager's task in Chromium, on the real demo database (MiniLM + the
 offline reader): start page → the refund story's card → the proof (the refund decision
-put back into the very answer that forgot it) → the answer changes → the fix shown.
+put back into the very answer that forgot it) → the answer changes → the fix shown →
+the sidebar's inspector link opens the story's run.
 No request may leave loopback meanwhile."""
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from tests.browser.server import PAGE_TIMEOUT_MS, chromium, serve
+from tests.browser.test_follow import _selected
 
 pytestmark = [pytest.mark.browser, pytest.mark.model]
 LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
@@ -64,5 +66,10 @@ def test_story_card_to_proof_to_fix(minilm_demo_db: Path, tmp_path: Path) -> Non
         page.get_by_role("heading", name="6. The fix").wait_for(timeout=PAGE_TIMEOUT_MS)
         page.get_by_text("What the change let in:").wait_for(timeout=PAGE_TIMEOUT_MS)
         page.screenshot(path=str(tmp_path / "proof.png"))
+        # the story's run is the current run: the sidebar opens the inspector on it
+        page.get_by_test_id("stSidebar").get_by_role("link", name="Run inspector",
+                                                     exact=True).click()
+        page.get_by_role("heading", name="Run inspector").wait_for(timeout=PAGE_TIMEOUT_MS)
+        _selected(page, "Run", "support-3-forgot")
     assert requests, "no request seen"
     assert _off_loopback(requests) == []
