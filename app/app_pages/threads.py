@@ -97,6 +97,8 @@ thread = st.selectbox("Thread", thread_ids,
                       index=thread_ids.index(wanted_thread) if wanted_thread else 0,
                       format_func=lambda tid: f"{titles[tid] or '(untitled)'} · {tid}")
 
+MAX_EXTRA_PAGES = 10  # a linked range shows at most this many pages past its first
+
 wanted_seq = services.query_param("seq")
 focus_seq = int(wanted_seq) if wanted_seq and wanted_seq.isdigit() else None
 focus_to = services.query_param("to")
@@ -121,12 +123,24 @@ set_query_params({"resource": None, "thread": None if fresh_view else thread,
 
 msgs = first if page == 1 else services.cached_thread_messages(url, thread, page,
                                                                DEFAULT_PAGE_SIZE)
-st.caption(f"{msgs.total} messages · page {msgs.page} of {msgs.page_count} · "
+shown = list(msgs.messages)
+last_page = msgs.page
+if focus_end is not None and page == start_page:
+    # a linked range longer than what is left of its first page (a summary's source,
+    # say) is shown whole: the next pages' messages follow on this one, up to a bound
+    while (shown and shown[-1].seq < focus_end and last_page < msgs.page_count
+           and last_page - page < MAX_EXTRA_PAGES):
+        last_page += 1
+        shown += services.cached_thread_messages(url, thread, last_page,
+                                                 DEFAULT_PAGE_SIZE).messages
+pages_said = (f"page {msgs.page}" if last_page == msgs.page
+              else f"pages {msgs.page}–{last_page} (the linked range)")
+st.caption(f"{msgs.total} messages · {pages_said} of {msgs.page_count} · "
            f"{DEFAULT_PAGE_SIZE} per page")
 if focus_seq is not None and focus_end is not None:
     # the link lands on its message: scrolled to and highlighted
-    focus_cards([f"msg-{m.seq}" for m in msgs.messages if focus_seq <= m.seq <= focus_end])
-for m in msgs.messages:
+    focus_cards([f"msg-{m.seq}" for m in shown if focus_seq <= m.seq <= focus_end])
+for m in shown:
     focused = (focus_seq is not None and focus_end is not None
                and focus_seq <= m.seq <= focus_end)
     with st.container(border=True, key=f"msg-{m.seq}"):

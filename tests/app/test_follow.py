@@ -212,6 +212,11 @@ def test_a_message_link_lands_on_its_card(populated: Populated, app: MakeApp) ->
     body = ranged.get("html")[0].proto.body
     assert all(f".st-key-msg-{n}" in body for n in (10, 11, 12))
     assert app(thread=LONG_THREAD).get("html") == []  # no link, no scrolling
+    # a range past its first page's end (a summary's source, say) is shown whole
+    crossing = app(thread=LONG_THREAD, seq="15", to="44")
+    body = crossing.get("html")[0].proto.body
+    assert all(f".st-key-msg-{n}" in body for n in range(15, 45))
+    assert "(the linked range)" in " ".join(c.value for c in crossing.main.caption)
 
 
 def test_the_database_is_named_and_kept_in_the_url(populated: Populated,
