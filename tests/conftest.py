@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,16 @@ from tests.fake_provider.server import fake_provider  # noqa: F401
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+@pytest.fixture(autouse=True)
+def _keep_main_module() -> Iterator[None]:
+    """Streamlit's AppTest runs a page as ``__main__`` and leaves it there; a process
+    that the next test starts with multiprocessing's "spawn" would then import (and
+    run) that page before its target. Put the real ``__main__`` back after each test."""
+    main = sys.modules["__main__"]
+    yield
+    sys.modules["__main__"] = main
 
 
 @pytest.fixture(scope="session")
