@@ -264,10 +264,11 @@ def cached_thread_summaries(url: str, resource: str | None) -> list[views.Thread
 
 
 @st.cache_data(ttl=CACHE_TTL_SECONDS, show_spinner=False)
-def cached_thread_messages(url: str, thread_id: str, page: int,
-                           page_size: int) -> views.MessagePage:
+def cached_thread_messages(url: str, thread_id: str, page: int, page_size: int,
+                           through_seq: int | None = None) -> views.MessagePage:
     with _batch(url) as storage:
-        return views.thread_messages(storage, thread_id, page, page_size)
+        return views.thread_messages(storage, thread_id, page, page_size,
+                                     through_seq=through_seq)
 
 
 @st.cache_data(ttl=CACHE_TTL_SECONDS, show_spinner=False)

@@ -39,6 +39,7 @@ from memory_core.types import (
 # renders one delta at a time (on the 5,000-run bench thread a page reopened in Chromium
 # settled in ~2.2 s at 20 against 3.1-4.1 s at 50, measured back to back under load)
 DEFAULT_PAGE_SIZE = 20
+MAX_RANGE_PAGES = 10  # a page extended to a linked range shows at most this many pages
 VIEW_LANES: tuple[str, ...] = (*LANES, "dropped")
 
 
@@ -225,9 +226,12 @@ def page_of_seq(seq: int, page_size: int = DEFAULT_PAGE_SIZE) -> int:
 
 
 def thread_messages(storage: Storage, thread_id: str, page: int = 1,
-                    page_size: int = DEFAULT_PAGE_SIZE) -> MessagePage:
+                    page_size: int = DEFAULT_PAGE_SIZE, *,
+                    through_seq: int | None = None) -> MessagePage:
     """One page of the thread's messages in seq order, each with its rendered text,
-    tool calls and results, metadata and the runs that used it."""
+    tool calls and results, metadata and the runs that used it. ``through_seq``: the
+    page goes on to that seq when it lies further (a linked range — a summary's source
+    — is shown whole), at most MAX_RANGE_PAGES pages in all."""
     if page_size < 1:
         raise InvalidInputError(f"page_size must be >= 1, got {page_size}")
     if page < 1:
@@ -240,7 +244,10 @@ def thread_messages(storage: Storage, thread_id: str, page: int = 1,
         raise InvalidInputError(
             f"page {page} is past the last page ({page_count}) of thread '{thread_id}'")
     lo = (page - 1) * page_size
-    rows = storage.memory.get_messages(thread_id, from_seq=lo, to_seq=lo + page_size - 1)
+    hi = lo + page_size - 1
+    if through_seq is not None and through_seq > hi:
+        hi = min(through_seq, lo + MAX_RANGE_PAGES * page_size - 1)
+    rows = storage.memory.get_messages(thread_id, from_seq=lo, to_seq=hi)
     usage = message_usage(storage, thread_id) if rows else {}
     return MessagePage(
         thread_id=thread_id, title=thread.title, resource_id=thread.resource_id, total=total,

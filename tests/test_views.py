@@ -124,6 +124,11 @@ def test_thread_messages_pages_and_usage(storage: InMemoryStorage) -> None:
     assert [m.seq for m in p3.messages] == list(range(100, 120))
     assert views.page_of_seq(100, 50) == 3 and views.page_of_seq(49, 50) == 1
     assert views.page_of_seq(100) == 6 and views.page_of_seq(19) == 1  # 20 a page
+    # a linked range past the page's end: the page goes on to it, one read, bounded
+    ranged = views.thread_messages(storage, LONG_THREAD, page=1, page_size=10, through_seq=24)
+    assert [m.seq for m in ranged.messages] == list(range(25)) and ranged.page == 1
+    capped = views.thread_messages(storage, LONG_THREAD, page=1, page_size=5, through_seq=119)
+    assert len(capped.messages) == 5 * views.MAX_RANGE_PAGES
 
 
 def test_thread_messages_errors(storage: InMemoryStorage) -> None:

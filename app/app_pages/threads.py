@@ -97,8 +97,6 @@ thread = st.selectbox("Thread", thread_ids,
                       index=thread_ids.index(wanted_thread) if wanted_thread else 0,
                       format_func=lambda tid: f"{titles[tid] or '(untitled)'} · {tid}")
 
-MAX_EXTRA_PAGES = 10  # a linked range shows at most this many pages past its first
-
 wanted_seq = services.query_param("seq")
 focus_seq = int(wanted_seq) if wanted_seq and wanted_seq.isdigit() else None
 focus_to = services.query_param("to")
@@ -121,18 +119,13 @@ set_query_params({"resource": None, "thread": None if fresh_view else thread,
                   "seq": str(focus_seq) if focus_seq is not None else None,
                   "to": str(focus_end) if focus_end not in (None, focus_seq) else None})
 
-msgs = first if page == 1 else services.cached_thread_messages(url, thread, page,
-                                                               DEFAULT_PAGE_SIZE)
-shown = list(msgs.messages)
-last_page = msgs.page
-if focus_end is not None and page == start_page:
-    # a linked range longer than what is left of its first page (a summary's source,
-    # say) is shown whole: the next pages' messages follow on this one, up to a bound
-    while (shown and shown[-1].seq < focus_end and last_page < msgs.page_count
-           and last_page - page < MAX_EXTRA_PAGES):
-        last_page += 1
-        shown += services.cached_thread_messages(url, thread, last_page,
-                                                 DEFAULT_PAGE_SIZE).messages
+# a linked range longer than what is left of its first page (a summary's source, say)
+# is shown whole on it
+through = focus_end if focus_end is not None and page == start_page else None
+msgs = first if page == 1 and (through is None or through < DEFAULT_PAGE_SIZE) else \
+    services.cached_thread_messages(url, thread, page, DEFAULT_PAGE_SIZE, through)
+shown = msgs.messages
+last_page = page_of_seq(shown[-1].seq) if shown else msgs.page
 pages_said = (f"page {msgs.page}" if last_page == msgs.page
               else f"pages {msgs.page}–{last_page} (the linked range)")
 st.caption(f"{msgs.total} messages · {pages_said} of {msgs.page_count} · "
