@@ -661,6 +661,8 @@ class _Database:
             if h.active is not None:
                 if write and (h.active_read_only or not h.active_write):
                     raise StorageError(f"{op} refused: the enclosing operation is read-only")
+                if write:
+                    h.changes += 1  # a write inside a batch: its reads must see it
                 yield h.active
                 return
             conn, ro = self._connection(op, write)

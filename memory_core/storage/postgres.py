@@ -149,7 +149,12 @@ class _PgDriver(Driver):
     @contextmanager
     def read_single(self, op: str) -> Iterator[Tx]:
         """One statement in autocommit: one round trip instead of three (BEGIN, the
-        query, COMMIT); the pooled connection is handed back as it was taken."""
+        query, COMMIT); the pooled connection is handed back as it was taken. Inside
+        this thread's batch, on the batch's connection: it must see the batch's writes."""
+        if getattr(self._batch, "conn", None) is not None:
+            with self._tx(op) as tx:
+                yield tx
+            return
         try:
             with self._pool.connection() as conn:
                 conn.autocommit = True
@@ -166,7 +171,10 @@ class _PgDriver(Driver):
     def change_token(self) -> Hashable | None:
         """The server's current snapshot (the highest completed transaction and those
         in progress): any write transaction that commits, on any connection of any
-        process, changes it. One round trip, in autocommit."""
+        process, changes it. One round trip, in autocommit. None inside a batch (its
+        own writes are not committed yet: the counts are read every time)."""
+        if getattr(self._batch, "conn", None) is not None:
+            return None
         with self.read_single("change_token") as tx:
             return str(tx.query("SELECT pg_current_snapshot()::text")[0][0])
 

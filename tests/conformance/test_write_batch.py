@@ -117,3 +117,16 @@ def test_put_many_if_absent_is_put_if_absent_in_order(storage: Storage) -> None:
     assert storage.runs.put_many_if_absent([("k:3", 0), *many]) == 150
     assert storage.runs.list("m:") == many
     assert storage.runs.put_many_if_absent(many[:5]) == 0
+
+
+def test_recall_reads_inside_a_batch_see_its_writes(storage: Storage) -> None:
+    """Recall's single-statement reads (the scope's counts, the change token) inside a
+    batch see what the batch wrote: on PostgreSQL they must use the batch's connection,
+    not another pooled one in autocommit."""
+    storage.memory.create_thread("t", resource_id="u")
+    before = storage.memory.change_token()
+    with storage.write_batch():
+        storage.memory.append_messages("t", _rows("hello", "world"))
+        assert storage.memory.scope_counts("t", "u")["t"].max_seq == 1
+        token = storage.memory.change_token()
+        assert token is None or token != before
