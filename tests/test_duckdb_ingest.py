@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
@@ -201,3 +202,64 @@ def test_a_bad_row_in_a_large_batch_writes_nothing(tmp_path: Path, bad: AppendRo
     assert s.memory.append_messages("t1", rows[:2]) == [0, 1]
     s.close()
     assert len(stored(tmp_path / "bad.duckdb")) == 2
+
+
+def _compressions(db: Path) -> set[str]:
+    conn = duckdb.connect(str(db), read_only=True, config=_CONFIG)
+    try:
+        return {r[0] for r in conn.execute(
+            "SELECT DISTINCT compression FROM pragma_storage_info('messages')"
+            " WHERE column_name = 'embedding' AND segment_type = 'FLOAT'").fetchall()}
+    finally:
+        conn.close()
+
+
+def test_vectors_are_stored_uncompressed_also_after_an_erasure(tmp_path: Path) -> None:
+    """A checkpoint compressing the floats was half of DuckDB's cost of a batch; the
+    column is declared uncompressed, and the rewrite after an erasure keeps that."""
+    db = tmp_path / "unc.duckdb"
+    s = DuckDBStorage(db)
+    rows = [AppendRow(message=Message(content=f"m{i}"),
+                      embedding=np.full(DIM, i / 7, np.float32)) for i in range(3000)]
+    for tid in ("t1", "t2"):
+        s.memory.create_thread(tid)
+        s.memory.append_messages(tid, rows)
+    s.close()
+    assert _compressions(db) == {"Uncompressed"}
+    s = DuckDBStorage(db)
+    s.erase_thread("t2")
+    assert s.memory.get_messages("t1", seqs=[2999])[0].seq == 2999
+    s.close()
+    assert _compressions(db) == {"Uncompressed"}
+    assert len(stored(db)) == 3000
+    assert stored(db)[7][8] == [np.float32(1.0)] * DIM
+
+
+def _threshold(s: DuckDBStorage) -> str:
+    with s._duck.transaction("look", write=False) as conn:
+        return str(conn.execute("SELECT current_setting('checkpoint_threshold')")
+                   .fetchall()[0][0])
+
+
+def test_bulk_commits_leave_checkpoints_for_later(tmp_path: Path) -> None:
+    """Commits of batch appends do not checkpoint at the small WAL size of live appends
+    (each checkpoint rewrote the table's partly filled row group); the small threshold
+    is back after each, and closing checkpoints everything."""
+    db = tmp_path / "bulk.duckdb"
+    s = DuckDBStorage(db, commit_delay=30)
+    s.memory.create_thread("t1")
+    small = _threshold(s)
+    vecs = np.random.default_rng(2).standard_normal((duck._BULK_ROWS * 3, 384), np.float32)
+    rows = [AppendRow(message=Message(content=f"m{i}"), embedding=vecs[i])
+            for i in range(len(vecs))]
+    for lo in range(0, len(rows), duck._BULK_ROWS):
+        s.memory.append_messages("t1", rows[lo:lo + duck._BULK_ROWS])
+        assert s.memory.count_messages("t1") == lo + duck._BULK_ROWS  # committed now
+        assert _threshold(s) == small
+    # 3,000 rows of 1.5 KB: more WAL than a live append's threshold, not checkpointed
+    assert os.path.getsize(f"{db}.wal") > 4 * 2**20
+    s.close()
+    assert not os.path.exists(f"{db}.wal") or os.path.getsize(f"{db}.wal") == 0
+    got = stored(db)
+    assert len(got) == len(rows)
+    assert np.array_equal(np.asarray(got[-1][8], np.float32), vecs[-1])
