@@ -263,3 +263,37 @@ def test_bulk_commits_leave_checkpoints_for_later(tmp_path: Path) -> None:
     got = stored(db)
     assert len(got) == len(rows)
     assert np.array_equal(np.asarray(got[-1][8], np.float32), vecs[-1])
+
+
+def test_a_large_append_builds_its_insert_table_in_the_appending_thread(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        inserts: list[tuple[str, int]]) -> None:
+    """The keeper's commit of one batch runs while the caller's thread builds the next
+    batch's Arrow table; appends with and without vectors still go in as one insert."""
+    built: list[int] = []
+    real = duck._build_table
+
+    def spy(staged: Any) -> Any:
+        built.append(sum(len(s) for s in staged))
+        return real(staged)
+
+    monkeypatch.setattr(duck, "_build_table", spy)
+    s = DuckDBStorage(tmp_path / "pre.duckdb", commit_delay=30)
+    s.memory.create_thread("t1")
+    vecs = np.random.default_rng(3).standard_normal((100, DIM), np.float32)
+    s.memory.append_messages("t1", [AppendRow(message=Message(content=f"p{i}"))
+                                    for i in range(100)])
+    s.memory.append_messages("t1", [AppendRow(message=Message(content=f"v{i}"),
+                                              embedding=vecs[i]) for i in range(100)])
+    for i in range(3):
+        s.memory.append_messages("t1", [AppendRow(message=Message(content=f"s{i}"),
+                                                  embedding=vecs[i])])
+    assert built == [100, 100] and inserts == []  # built at append time, not inserted
+    assert s.memory.count_messages("t1") == 203
+    assert inserts == [("messages", 203)]
+    assert built == [100, 100, 3]  # the single appends, built and joined at the commit
+    s.close()
+    got = stored(tmp_path / "pre.duckdb")
+    assert [r[8] for r in got[:100]] == [None] * 100
+    assert np.array_equal(np.asarray([r[8] for r in got[100:200]], np.float32), vecs)
+    assert np.array_equal(np.asarray(got[202][8], np.float32), vecs[2])

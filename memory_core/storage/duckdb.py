@@ -12,6 +12,7 @@ DuckDB-only schema onto the shared one (memory_core/storage/duckdb_legacy.py).
 from __future__ import annotations
 
 import atexit
+import itertools
 import math
 import os
 import random
@@ -222,8 +223,24 @@ def _insert_table(conn: Conn, table: str, data: pa.Table) -> None:
 
 
 def _messages_table(staged: Sequence[StagedMessages]) -> pa.Table:
-    """Staged appends as one Arrow table of ``MESSAGE_INSERT`` columns, in order:
-    built from the staged columns with no work per row beyond joining the lists."""
+    """Staged appends as one Arrow table of ``MESSAGE_INSERT`` columns, in order: the
+    tables appends built already, joined with the rest built now."""
+    parts: list[pa.Table] = []
+    for prebuilt, group in itertools.groupby(staged, key=lambda s: s.table is not None):
+        run = list(group)
+        parts += [s.table for s in run] if prebuilt else [_build_table(run)]
+    if len(parts) == 1:
+        return parts[0]
+    if len({t.schema for t in parts}) > 1:  # vectors in some appends only
+        kind = pa.list_(pa.float32())
+        parts = [t.set_column(t.schema.get_field_index("embedding"), "embedding",
+                              t.column("embedding").cast(kind)) for t in parts]
+    return pa.concat_tables(parts)
+
+
+def _build_table(staged: Sequence[StagedMessages]) -> pa.Table:
+    """Staged appends as one Arrow table, built from the staged columns with no work
+    per row beyond joining the lists."""
     def joined(column: Callable[[StagedMessages], list[Any]]) -> list[Any]:
         return [v for s in staged for v in column(s)]
 
@@ -1079,6 +1096,9 @@ class _DuckMemoryStore(SqlMemoryStore):
             top = int(state[1])
             seqs = list(range(top + 1, top + 1 + len(rows)))
             staged = stage_messages(thread_id, state[0], seqs, bodies, rows, self._clock)
+            if len(rows) > _SMALL_BATCH:
+                # built here, so the keeper's commit of the last batch runs meanwhile
+                staged.table = _build_table([staged])
             if has_vec and dim is None:
                 h.dim = h.pending_dim = batch_dim
             state[1] = seqs[-1]
