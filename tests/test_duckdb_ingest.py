@@ -297,3 +297,24 @@ def test_a_large_append_builds_its_insert_table_in_the_appending_thread(
     assert [r[8] for r in got[:100]] == [None] * 100
     assert np.array_equal(np.asarray([r[8] for r in got[100:200]], np.float32), vecs)
     assert np.array_equal(np.asarray(got[202][8], np.float32), vecs[2])
+
+
+@pytest.mark.parametrize("size", [1, 20])
+@pytest.mark.parametrize("adapter", ["duckdb", "sqlite"])
+def test_text_that_is_not_valid_unicode_is_refused_naming_its_row(
+        tmp_path: Path, size: int, adapter: str) -> None:
+    """A lone surrogate cannot be stored as UTF-8: the append fails at once, naming the
+    row, nothing is written, and the store goes on working (it was accepted and then
+    failed the commit, leaving DuckDB's connection inside a transaction)."""
+    s: Any = DuckDBStorage(tmp_path / "u.duckdb") if adapter == "duckdb" \
+        else SQLiteStorage(tmp_path / "u.sqlite")
+    s.memory.create_thread("t1")
+    rows = [AppendRow(message=Message(content=f"m{i}")) for i in range(size)]
+    rows[-1] = AppendRow(message=Message(content="bad \ud800 text"))
+    with pytest.raises(InvalidInputError, match=f"row {size - 1} of the batch for thread 't1'"
+                       r".*'\\ud800'"):
+        s.memory.append_messages("t1", rows)
+    assert s.memory.count_messages("t1") == 0
+    assert s.memory.append_messages("t1", rows[:-1]) == list(range(size - 1))
+    assert s.memory.count_messages("t1") == size - 1
+    s.close()

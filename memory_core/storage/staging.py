@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from memory_core.errors import InvalidInputError
 from memory_core.storage.common import Clock, ts_micros
 from memory_core.types import AppendRow, Message
 
@@ -67,11 +68,30 @@ def _lowered(m: Message) -> str | None:
     return None if text is None else text.lower()
 
 
+def _check_encodable(thread_id: str, bodies: Sequence[str]) -> None:
+    """A SQL engine stores text as UTF-8: a lone surrogate (``"\\ud800"``) cannot be
+    stored, so it is refused here, naming the row, before anything is written (it
+    failed later, inside the commit, and left the connection in a transaction)."""
+    try:
+        "".join(bodies).encode("utf-8")
+    except UnicodeEncodeError:
+        for i, body in enumerate(bodies):
+            try:
+                body.encode("utf-8")
+            except UnicodeEncodeError as e:
+                raise InvalidInputError(
+                    f"row {i} of the batch for thread '{thread_id}' holds text that is "
+                    f"not valid Unicode ({e.reason}: {body[e.start:e.end]!r}); it cannot "
+                    "be stored") from None
+
+
 def stage_messages(thread_id: str, resource_id: str | None, seqs: Sequence[int],
                    bodies: Sequence[str], rows: Sequence[AppendRow],
                    clock: Clock) -> StagedMessages:
     """The rows to insert for ``rows`` (already checked; bodies from
-    ``common.message_bodies``) at ``seqs``; rows without a time get ``clock()``."""
+    ``common.message_bodies``) at ``seqs``; rows without a time get ``clock()``.
+    InvalidInputError when a body cannot be stored as UTF-8."""
+    _check_encodable(thread_id, bodies)
     msgs = [r.message for r in rows]
     # Message.text() of a plain string is the string, or None when it is empty
     texts = [(c.lower() or None) if type(c) is str else _lowered(m)
