@@ -43,6 +43,7 @@ from bench.results import replace_section
 
 SETTLE_TIMEOUT_S = 120.0
 QUIET_S = 0.5  # no rerun may start within this long after the page settled
+LINK_WAIT_S = 20.0
 VIEWPORT = {"width": 1400, "height": 2400}
 SECTION = "Workbench: page speed in Chromium"
 WARM_TARGET, COLD_TARGET = 1.0, 3.0
@@ -160,21 +161,24 @@ class Measure:
 # ``params``. The default page's link (the Start page, path "") carries the current
 # page's address in its href, so it is found by its label, "Start".
 LINKS = 'a[data-testid="stPageLink-NavLink"]'
-_FIND_LINK = """([path, params]) => [...document.querySelectorAll('%s')].findIndex(a => {
+_FIND_LINK = """([path, params]) => [...document.querySelectorAll('LINKS')].findIndex(a => {
   if (path === '') return a.innerText.trim().endsWith('Start');
   const u = new URL(a.href, location.href);
   const there = u.pathname.split('/').filter(Boolean).join('/') === path;
   return u.origin === location.origin && there
     && Object.entries(params).every(([k, v]) => u.searchParams.get(k) === v);
-})""" % LINKS
+})""".replace("LINKS", LINKS)
 _MARK = "window.__benchNoReload"
 
 
 def click_link(page: Any, path: str, params: dict[str, str]) -> None:
-    """Click the page's own link (st.page_link) to ``path`` carrying ``params``."""
-    index = page.evaluate(_FIND_LINK, [path, params])
-    if index < 0:
-        raise SystemExit(f"no link to /{path} with {params} on {page.url}")
+    """Click the page's own link (st.page_link) to ``path`` carrying ``params`` (waiting
+    up to LINK_WAIT_S for it: the sidebar is drawn by the same script run)."""
+    deadline = time.perf_counter() + LINK_WAIT_S
+    while (index := page.evaluate(_FIND_LINK, [path, params])) < 0:
+        if time.perf_counter() > deadline:
+            raise SystemExit(f"no link to /{path} with {params} on {page.url}")
+        page.wait_for_timeout(100)
     page.locator(LINKS).nth(index).click()
 
 
