@@ -15,6 +15,7 @@ import streamlit as st
 from app import services
 from app.components import (
     COMPARE_PAGE,
+    SEARCH_LIMIT,
     LANE_TITLES,
     MISSING,
     escape_md,
@@ -26,8 +27,10 @@ from app.components import (
     link_to_message,
     link_to_run,
     literal,
+    offered_runs,
     preview_text,
     run_not_found,
+    run_search,
     set_query_params,
 )
 from app.tables import table
@@ -70,11 +73,22 @@ threads = sorted({views.thread_key(r) for r in runs})
 start_thread = views.comparison_thread(runs, [wanted_b, wanted_a])
 thread = st.selectbox("Thread", threads,
                       index=threads.index(start_thread) if start_thread in threads else 0,
-                      help="The runs of this thread are offered first; any run can be "
-                           "compared with any other.")
+                      help="Run A and Run B offer this thread's runs; a run of another "
+                           "thread can be added below.")
 # runs asked for in the URL count only on the thread they opened
 asked = thread == start_thread
-pair = views.comparison_pair(runs, thread, wanted_a=wanted_a if asked else None,
+with st.expander("Compare with a run of another thread",
+                 expanded=bool(services.query_param("find"))):
+    found = st.text_input("Find a run", value=services.query_param("find") or "",
+                          key="find-run", placeholder="part of a run id or a thread id")
+    hits = run_search(runs, found)
+    if found.strip():
+        st.caption(f"{len(hits)} run(s) match" + (
+            f"; the newest {SEARCH_LIMIT} are offered in Run A and Run B"
+            if len(hits) > SEARCH_LIMIT else "; offered in Run A and Run B"))
+offered = offered_runs(runs, thread, [*((wanted_a, wanted_b) if asked else ()),
+                                      *hits[:SEARCH_LIMIT]])
+pair = views.comparison_pair(offered, thread, wanted_a=wanted_a if asked else None,
                              wanted_b=wanted_b if asked else None)
 options, default_a, default_b = pair.options, pair.default_a, pair.default_b
 
@@ -91,11 +105,13 @@ run_b = col_b.selectbox("Run B", options, index=options.index(default_b), format
 # fresh session: a sidebar link (``?b=``) is then one history entry
 url_a = services.query_param("a")
 fresh_start = views.comparison_thread(runs, [url_b, url_a])
-fresh = views.comparison_pair(
-    runs, fresh_start if fresh_start in threads else threads[0], wanted_b=url_b,
-    wanted_a=url_a or (services.previous_run(runs, url_b) if url_b else None))
+fresh_thread = fresh_start if fresh_start in threads else threads[0]
+fresh_a = url_a or (services.previous_run(runs, url_b) if url_b else None)
+fresh = views.comparison_pair(offered_runs(runs, fresh_thread, [fresh_a, url_b]),
+                              fresh_thread, wanted_b=url_b, wanted_a=fresh_a)
 set_query_params({"a": run_a if url_a or run_a != fresh.default_a else None,
-                  "b": run_b if url_b or run_b != fresh.default_b else None})
+                  "b": run_b if url_b or run_b != fresh.default_b else None,
+                  "find": found.strip() or None})
 follow_run(run_b, in_url=False)  # run B is the run the user follows
 with col_a:
     link_to_run(run_a, label=f"inspect run {run_a}")
