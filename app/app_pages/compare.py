@@ -7,7 +7,7 @@ the current run (as B) and the run before it on its thread (as A).
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import plotly.graph_objects as go
 import streamlit as st
@@ -15,9 +15,9 @@ import streamlit as st
 from app import services
 from app.components import (
     COMPARE_PAGE,
-    SEARCH_LIMIT,
     LANE_TITLES,
     MISSING,
+    SEARCH_LIMIT,
     escape_md,
     fmt_cell,
     fmt_score,
@@ -35,6 +35,9 @@ from app.components import (
 )
 from app.tables import table
 from memory_core import views
+
+if TYPE_CHECKING:
+    from memory_core.analysis.diff import DiffEntry
 
 BadgeColour = Literal["green", "red", "orange", "gray"]
 CHANGE_BADGES: dict[str, tuple[BadgeColour, str]] = {"entered": ("green", ":material/add_circle:"),
@@ -157,6 +160,25 @@ if changed:
 else:
     st.text("The two prompts carried the same messages in the same lanes.")
 
+
+
+def _card(side: str, lane: str, i: int, entry: DiffEntry) -> None:
+    """One message of a lane of run ``side``: its change, ids, score, text, reason."""
+    colour, icon = CHANGE_BADGES[entry.change]
+    with st.container(border=True, key=f"{side}-{lane}-{i}"):
+        st.badge(entry.change, icon=icon, color=colour)
+        bits = [f"{entry.thread_id} #{entry.seq}", entry.role or "?"]
+        score = entry.score_a if side == "A" else entry.score_b
+        if score is not None:
+            bits.append(f"score {fmt_score(score)}")
+        st.caption(escape_md(" · ".join(bits)))
+        literal(preview_text(entry.preview))
+        if entry.reason:
+            st.caption(escape_md(entry.reason))
+        link_to_message(entry.thread_id, entry.seq,
+                        label=f"source: {entry.thread_id} #{entry.seq}")
+
+
 st.markdown("#### Lanes side by side")
 side_a, side_b = st.columns(2)
 for side, col, attr in (("A", side_a, "lane_a"), ("B", side_b, "lane_b")):
@@ -174,19 +196,19 @@ for side, col, attr in (("A", side_a, "lane_a"), ("B", side_b, "lane_b")):
             if not items:
                 st.text("(nothing in this lane)")
             for i, entry in enumerate(items):
-                colour, icon = CHANGE_BADGES[entry.change]
-                with st.container(border=True, key=f"{side}-{lane}-{i}"):
-                    st.badge(entry.change, icon=icon, color=colour)
-                    bits = [f"{entry.thread_id} #{entry.seq}", entry.role or "?"]
-                    score = entry.score_a if side == "A" else entry.score_b
-                    if score is not None:
-                        bits.append(f"score {fmt_score(score)}")
-                    st.caption(escape_md(" · ".join(bits)))
-                    literal(preview_text(entry.preview))
-                    if entry.reason:
-                        st.caption(escape_md(entry.reason))
-                    link_to_message(entry.thread_id, entry.seq,
-                                    label=f"source: {entry.thread_id} #{entry.seq}")
+                if entry.change != "same":
+                    _card(side, lane, i, entry)
+            same = [(i, e) for i, e in enumerate(items) if e.change == "same"]
+            if same:
+                # what did not change is built only when opened: a long thread's
+                # dropped lane alone held hundreds of elements
+                box = st.expander(f"{len(same)} unchanged (this lane in both runs)",
+                                  icon=":material/drag_handle:", on_change="rerun",
+                                  key=f"same-{side}-{lane}")
+                if box.open:
+                    with box:
+                        for i, entry in same:
+                            _card(side, lane, i, entry)
 
 st.markdown("#### Tokens by lane")
 lanes = list(diff.token_deltas)

@@ -208,3 +208,24 @@ def test_why_picks_a_thread_then_one_of_its_messages(populated: Populated,
     shared = app(WHY_PAGE, **{k: at.query_params[k] for k in at.query_params})
     assert _picker(shared, "Message thread").value == SIBLING  # type: ignore[attr-defined]
     assert _picker(shared, "Message").value == sibling[-1]  # type: ignore[attr-defined]
+
+
+def test_compare_builds_unchanged_cards_only_when_opened(populated: Populated,
+                                                         app: MakeApp) -> None:
+    storage, _ = populated
+    on_thread = [r.run_id for r in storage.runs.list_runs(thread_id=THREAD)]
+    at = app(COMPARE_PAGE, a=on_thread[0], b=on_thread[1])
+    assert not at.exception and not at.error
+    badges = " ".join(m.value for m in at.markdown)
+    assert "drag_handle: same]" not in badges  # no unchanged card yet
+    boxes = [e for e in at.expander if "unchanged (this lane in both runs)" in e.label]
+    assert boxes
+    keys = [f"same-{side}-{lane}" for side in "AB"
+            for lane in ("recalled", "recent", "input", "dropped", "compacted")]
+    for key in keys:
+        at.session_state[key] = True
+    at.run()
+    assert not at.exception and not at.error
+    shown = sum(int(e.label.split()[0]) for e in at.expander
+                if "unchanged (this lane in both runs)" in e.label)
+    assert " ".join(m.value for m in at.markdown).count("drag_handle: same]") == shown
