@@ -364,9 +364,9 @@ def cached_counterfactuals(url: str, run_id: str) -> list[CounterfactualResult]:
 
 
 @st.cache_data(ttl=CACHE_TTL_SECONDS, show_spinner=False)
-def cached_scope_messages(url: str, run_id: str) -> list[views.SearchHit]:
-    """Messages a run could have been given: its thread's, then its resource's other
-    threads' (seq order within each thread), for pickers."""
+def cached_scope_threads(url: str, run_id: str) -> list[tuple[str, str | None]]:
+    """The threads whose messages a run could have been given, with their titles: its
+    thread, then its resource's other threads (for the message picker's first step)."""
     with _batch(url) as storage:
         run = storage.runs.require_run(run_id)
         titles: dict[str, str | None] = {}
@@ -376,14 +376,20 @@ def cached_scope_messages(url: str, run_id: str) -> list[views.SearchHit]:
         if run.resource_id:  # one listing gives every title (no query per thread)
             for t in storage.memory.list_threads(run.resource_id):
                 titles.setdefault(t.id, t.title)
-        out: list[views.SearchHit] = []
-        for tid, title in titles.items():
-            for m in storage.memory.get_messages(tid):
-                out.append(views.SearchHit(
-                    thread_id=tid, thread_title=title, seq=m.seq,
-                    role=m.role, text=views.render_text(m), created_at=m.created_at,
-                    page=views.page_of_seq(m.seq)))
-        return out
+        return list(titles.items())
+
+
+@st.cache_data(ttl=CACHE_TTL_SECONDS, show_spinner=False)
+def cached_thread_scope_messages(url: str, thread_id: str) -> list[views.SearchHit]:
+    """One thread's messages in seq order, for the message picker's second step (a
+    resource can hold thousands: the picker offers one thread's at a time)."""
+    with _batch(url) as storage:
+        thread = storage.memory.get_thread(thread_id)
+        title = thread.title if thread else None
+        return [views.SearchHit(thread_id=thread_id, thread_title=title, seq=m.seq,
+                                role=m.role, text=views.render_text(m),
+                                created_at=m.created_at, page=views.page_of_seq(m.seq))
+                for m in storage.memory.get_messages(thread_id)]
 
 
 @contextmanager

@@ -6,8 +6,8 @@ a table (bench/RESULTS.md, "Workbench: page speed in Chromium"). pyarrow's own
 conversion of Python objects (``pa.array``) imports pandas too, to ask whether a value
 is a pandas one; its JSON reader does not. So the rows go to Arrow as JSON lines with an
 explicit schema: each column's type is decided here from its values (booleans,
-integers, floats, text, times; anything else, or a column mixing types, as text the way
-``fmt_cell`` shows it). pyarrow is loaded already (the DuckDB adapter reads through it).
+integers, floats, text, times; anything else, a column mixing types, or one holding NaN
+or infinity, as text the way ``fmt_cell`` shows it: NaN and infinity as "—"). pyarrow is loaded already (the DuckDB adapter reads through it).
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ _INT64 = 2 ** 63
 
 def _kind(values: Sequence[Any]) -> str:
     """The column's type by its non-null values: bool, int, float, aware or naive
-    time, or text (also for a mix of these, nested values and huge integers)."""
+    time, or text (also for a mix of these, nested values, huge integers and a column
+    holding NaN or infinity)."""
     kinds: set[str] = set()
     for v in values:
         if v is None:
@@ -37,7 +38,9 @@ def _kind(values: Sequence[Any]) -> str:
         elif isinstance(v, int):
             kinds.add("int" if -_INT64 <= v < _INT64 else "text")
         elif isinstance(v, float):
-            kinds.add("float")
+            # NaN or infinity has no cell of its own in a number column (it would show
+            # empty): the column is shown as text, that value as MISSING
+            kinds.add("float" if math.isfinite(v) else "text")
         elif isinstance(v, datetime):
             kinds.add("time" if v.tzinfo is not None else "naive")
         else:
@@ -54,7 +57,7 @@ def _cell(kind: str, v: Any) -> Any:
     if v is None:
         return None
     if kind == "float":
-        return float(v) if math.isfinite(v) else None
+        return float(v)
     if kind == "time":
         return v.astimezone(UTC).isoformat()
     if kind == "naive":

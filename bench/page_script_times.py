@@ -4,8 +4,12 @@ cleared (``cold``), then again with them cached (``warm``, best of two). Steadie
 the Chromium figures of bench/bench_pages.py on a loaded machine, since the browser's
 rendering and page load are left out; compare code versions side by side with it.
 
+Each page's payload too: the elements its script run sends and their protobuf size
+(kB), what the browser has to apply one delta at a time — load-independent, so the
+measure of a lighter page.
+
 Run: ``.venv/bin/python -m bench.page_script_times <file.duckdb> [--story]`` from the
-checkout to measure (it prints one JSON line: page → [cold, warm]).
+checkout to measure (it prints one JSON line: page → [cold s, warm s, elements, kB]).
 """
 
 from __future__ import annotations
@@ -44,9 +48,9 @@ def _pages(db: str, story: bool) -> list[tuple[str, str, dict[str, str]]]:
     return pages + ([("Story", "app_pages/story.py", {})] if story else [])
 
 
-def _timed_runner() -> Callable[[str | None, dict[str, str]], float]:
+def _timed_runner() -> Callable[[str | None, dict[str, str]], tuple[float, int, int]]:
     """A function opening a page in a new AppTest session and returning the seconds its
-    script ran (Streamlit's exec wrapped with a clock)."""
+    script ran (Streamlit's exec wrapped with a clock) and its payload (elements, bytes)."""
     import streamlit.runtime.scriptrunner.script_runner as sr
     from streamlit.testing.v1 import AppTest
 
@@ -63,7 +67,7 @@ def _timed_runner() -> Callable[[str | None, dict[str, str]], float]:
 
     setattr(sr, "exec_func_with_error_handling", clocked)  # noqa: B010
 
-    def run(page: str | None, query: dict[str, str]) -> float:
+    def run(page: str | None, query: dict[str, str]) -> tuple[float, int, int]:
         at = AppTest.from_file(str(ENTRY), default_timeout=300)
         if page:
             at.switch_page(page)
@@ -72,24 +76,41 @@ def _timed_runner() -> Callable[[str | None, dict[str, str]], float]:
         at.run()
         if at.exception:
             raise SystemExit(f"{page} raised: {at.exception[0].message[:400]}")
-        return spent[0]
+        return (spent[0], *payload(at))
 
     return run
 
 
-def measure(db: str, *, story: bool = False) -> dict[str, tuple[float, float]]:
+def payload(at: Any) -> tuple[int, int]:
+    """The elements and blocks of the page's tree and their protobuf bytes (the sidebar
+    included: it is sent on every script run too)."""
+    count, size = 0, 0
+    stack: list[Any] = [at._tree]  # noqa: SLF001 - AppTest has no public walk
+    while stack:
+        node = stack.pop()
+        proto = getattr(node, "proto", None)
+        if proto is not None and hasattr(proto, "ByteSize"):
+            count += 1
+            size += proto.ByteSize()
+        children = getattr(node, "children", None)
+        if isinstance(children, dict):
+            stack.extend(children.values())
+    return count, size
+
+
+def measure(db: str, *, story: bool = False) -> dict[str, tuple[float, float, int, float]]:
     os.environ["MEMWB_DB"] = db
     logging.getLogger("streamlit").setLevel(logging.ERROR)  # bare-mode warnings
     import streamlit as st
 
     run = _timed_runner()
     run(None, {})  # the Start page: Streamlit's and our imports
-    out: dict[str, tuple[float, float]] = {}
+    out: dict[str, tuple[float, float, int, float]] = {}
     for name, page, query in _pages(db, story):
         st.cache_data.clear()
-        cold = run(page, query)
-        warm = min(run(page, query) for _ in range(2))
-        out[name] = (round(cold, 2), round(warm, 2))
+        cold, elements, size = run(page, query)
+        warm = min(run(page, query)[0] for _ in range(2))
+        out[name] = (round(cold, 2), round(warm, 2), elements, round(size / 1000, 1))
     return out
 
 

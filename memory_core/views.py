@@ -139,7 +139,8 @@ def list_resources(storage: Storage) -> list[str]:
 
 def thread_summaries(storage: Storage, resource: str | None) -> list[ThreadSummary]:
     """The threads of a resource (all threads when None), newest first: title, message
-    count, the runs on the thread and the time of the last message, run or update."""
+    count, the runs on the thread and the time of its last message or run (of its last
+    update when it has neither)."""
     threads = storage.memory.list_threads(resource)
     # one query each for the counts, the last messages and the runs (not three per
     # thread: thousands of round trips on a file database)
@@ -153,15 +154,16 @@ def thread_summaries(storage: Storage, resource: str | None) -> list[ThreadSumma
     out: list[ThreadSummary] = []
     for t in threads:
         runs = runs_of[t.id]
-        moments = [t.updated_at]
-        if t.id in last:
-            moments.append(last[t.id])
+        # the recorded time of its last message or run; the thread's own update time
+        # only when it has neither (an import writes the thread when it runs, while its
+        # messages and runs keep the times the file recorded)
+        moments = [last[t.id]] if t.id in last else []
         for r in runs:
             moments.append(r.finished_at or r.started_at)
         out.append(ThreadSummary(
             thread_id=t.id, resource_id=t.resource_id, title=t.title,
             message_count=counts.get(t.id, (0, -1))[0], run_count=len(runs),
-            run_ids=[r.run_id for r in runs], last_activity=max(moments)))
+            run_ids=[r.run_id for r in runs], last_activity=max(moments, default=t.updated_at)))
     return out
 
 

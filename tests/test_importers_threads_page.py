@@ -12,7 +12,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from app import services
-from app.components import THREADS_PAGE
+from app.components import THREADS_PAGE, fmt_time
 from memory_core import views
 from memory_core.importers import import_file
 from memory_core.storage.inmemory import InMemoryStorage
@@ -102,3 +102,24 @@ def test_groups_of_a_listing() -> None:
     assert views.threads_in_group(rows, None) == [rows[1]]
     assert views.resource_groups(rows[:1]) == ["u2"]
     assert views.group_label(None) == "(no resource)"
+
+
+def test_last_activity_of_imported_threads_is_their_recorded_time(
+        imported: tuple[InMemoryStorage, list[str]]) -> None:
+    """An import writes its threads when it runs; their last activity is the recorded
+    time of their last message or run, as the Threads page shows it."""
+    storage, _ = imported
+    summaries = {t.thread_id: t for t in views.thread_summaries(storage, "cust-7")}
+    assert summaries
+    for tid, summary in summaries.items():
+        recorded = [m.created_at for m in storage.memory.get_messages(tid)]
+        recorded += [r.finished_at or r.started_at
+                     for r in storage.runs.list_runs(thread_id=tid)]
+        thread = storage.memory.get_thread(tid)
+        assert thread is not None and max(recorded) < thread.updated_at  # written later
+        assert summary.last_activity == max(recorded)
+    at = _open(resource="cust-7")
+    assert not at.exception and not at.error
+    table = at.dataframe[0].value
+    shown = dict(zip(table["thread"], table["last activity"], strict=True))
+    assert shown == {tid: fmt_time(t.last_activity) for tid, t in summaries.items()}

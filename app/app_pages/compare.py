@@ -7,7 +7,7 @@ the current run (as B) and the run before it on its thread (as A).
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import plotly.graph_objects as go
 import streamlit as st
@@ -17,6 +17,7 @@ from app.components import (
     COMPARE_PAGE,
     LANE_TITLES,
     MISSING,
+    SEARCH_LIMIT,
     escape_md,
     fmt_cell,
     fmt_score,
@@ -26,12 +27,17 @@ from app.components import (
     link_to_message,
     link_to_run,
     literal,
+    offered_runs,
     preview_text,
     run_not_found,
+    run_search,
     set_query_params,
 )
 from app.tables import table
 from memory_core import views
+
+if TYPE_CHECKING:
+    from memory_core.analysis.diff import DiffEntry
 
 BadgeColour = Literal["green", "red", "orange", "gray"]
 CHANGE_BADGES: dict[str, tuple[BadgeColour, str]] = {"entered": ("green", ":material/add_circle:"),
@@ -70,11 +76,22 @@ threads = sorted({views.thread_key(r) for r in runs})
 start_thread = views.comparison_thread(runs, [wanted_b, wanted_a])
 thread = st.selectbox("Thread", threads,
                       index=threads.index(start_thread) if start_thread in threads else 0,
-                      help="The runs of this thread are offered first; any run can be "
-                           "compared with any other.")
+                      help="Run A and Run B offer this thread's runs; a run of another "
+                           "thread can be added below.")
 # runs asked for in the URL count only on the thread they opened
 asked = thread == start_thread
-pair = views.comparison_pair(runs, thread, wanted_a=wanted_a if asked else None,
+with st.expander("Compare with a run of another thread",
+                 expanded=bool(services.query_param("find"))):
+    found = st.text_input("Find a run", value=services.query_param("find") or "",
+                          key="find-run", placeholder="part of a run id or a thread id")
+    hits = run_search(runs, found)
+    if found.strip():
+        st.caption(f"{len(hits)} run(s) match" + (
+            f"; the newest {SEARCH_LIMIT} are offered in Run A and Run B"
+            if len(hits) > SEARCH_LIMIT else "; offered in Run A and Run B"))
+offered = offered_runs(runs, thread, [*((wanted_a, wanted_b) if asked else ()),
+                                      *hits[:SEARCH_LIMIT]])
+pair = views.comparison_pair(offered, thread, wanted_a=wanted_a if asked else None,
                              wanted_b=wanted_b if asked else None)
 options, default_a, default_b = pair.options, pair.default_a, pair.default_b
 
@@ -91,11 +108,13 @@ run_b = col_b.selectbox("Run B", options, index=options.index(default_b), format
 # fresh session: a sidebar link (``?b=``) is then one history entry
 url_a = services.query_param("a")
 fresh_start = views.comparison_thread(runs, [url_b, url_a])
-fresh = views.comparison_pair(
-    runs, fresh_start if fresh_start in threads else threads[0], wanted_b=url_b,
-    wanted_a=url_a or (services.previous_run(runs, url_b) if url_b else None))
+fresh_thread = fresh_start if fresh_start in threads else threads[0]
+fresh_a = url_a or (services.previous_run(runs, url_b) if url_b else None)
+fresh = views.comparison_pair(offered_runs(runs, fresh_thread, [fresh_a, url_b]),
+                              fresh_thread, wanted_b=url_b, wanted_a=fresh_a)
 set_query_params({"a": run_a if url_a or run_a != fresh.default_a else None,
-                  "b": run_b if url_b or run_b != fresh.default_b else None})
+                  "b": run_b if url_b or run_b != fresh.default_b else None,
+                  "find": found.strip() or None})
 follow_run(run_b, in_url=False)  # run B is the run the user follows
 with col_a:
     link_to_run(run_a, label=f"inspect run {run_a}")
@@ -141,6 +160,25 @@ if changed:
 else:
     st.text("The two prompts carried the same messages in the same lanes.")
 
+
+
+def _card(side: str, lane: str, i: int, entry: DiffEntry) -> None:
+    """One message of a lane of run ``side``: its change, ids, score, text, reason."""
+    colour, icon = CHANGE_BADGES[entry.change]
+    with st.container(border=True, key=f"{side}-{lane}-{i}"):
+        st.badge(entry.change, icon=icon, color=colour)
+        bits = [f"{entry.thread_id} #{entry.seq}", entry.role or "?"]
+        score = entry.score_a if side == "A" else entry.score_b
+        if score is not None:
+            bits.append(f"score {fmt_score(score)}")
+        st.caption(escape_md(" · ".join(bits)))
+        literal(preview_text(entry.preview))
+        if entry.reason:
+            st.caption(escape_md(entry.reason))
+        link_to_message(entry.thread_id, entry.seq,
+                        label=f"source: {entry.thread_id} #{entry.seq}")
+
+
 st.markdown("#### Lanes side by side")
 side_a, side_b = st.columns(2)
 for side, col, attr in (("A", side_a, "lane_a"), ("B", side_b, "lane_b")):
@@ -158,19 +196,19 @@ for side, col, attr in (("A", side_a, "lane_a"), ("B", side_b, "lane_b")):
             if not items:
                 st.text("(nothing in this lane)")
             for i, entry in enumerate(items):
-                colour, icon = CHANGE_BADGES[entry.change]
-                with st.container(border=True, key=f"{side}-{lane}-{i}"):
-                    st.badge(entry.change, icon=icon, color=colour)
-                    bits = [f"{entry.thread_id} #{entry.seq}", entry.role or "?"]
-                    score = entry.score_a if side == "A" else entry.score_b
-                    if score is not None:
-                        bits.append(f"score {fmt_score(score)}")
-                    st.caption(escape_md(" · ".join(bits)))
-                    literal(preview_text(entry.preview))
-                    if entry.reason:
-                        st.caption(escape_md(entry.reason))
-                    link_to_message(entry.thread_id, entry.seq,
-                                    label=f"source: {entry.thread_id} #{entry.seq}")
+                if entry.change != "same":
+                    _card(side, lane, i, entry)
+            same = [(i, e) for i, e in enumerate(items) if e.change == "same"]
+            if same:
+                # what did not change is built only when opened: a long thread's
+                # dropped lane alone held hundreds of elements
+                box = st.expander(f"{len(same)} unchanged (this lane in both runs)",
+                                  icon=":material/drag_handle:", on_change="rerun",
+                                  key=f"same-{side}-{lane}")
+                if box.open:
+                    with box:
+                        for i, entry in same:
+                            _card(side, lane, i, entry)
 
 st.markdown("#### Tokens by lane")
 lanes = list(diff.token_deltas)

@@ -24,6 +24,7 @@ from app.components import (
     literal,
     set_query_params,
     thread_not_found,
+    used_by_key,
 )
 from app.tables import table
 from memory_core import views
@@ -146,5 +147,14 @@ for m in shown:
         literal(m.text)
         if m.metadata:
             st.text("metadata: " + json.dumps(m.metadata, ensure_ascii=False, sort_keys=True))
-        for rid in m.used_by_runs:
-            link_to_run(rid, label=f"used by run {rid}")
+        if m.used_by_runs:
+            # a message can be in dozens of prompts: the links are built only once
+            # the expander is opened (a page of cards carried ~24 links each)
+            count = len(m.used_by_runs)
+            used = st.expander(f"Used by {count} run{'s' if count != 1 else ''}",
+                               icon=":material/manage_search:", on_change="rerun",
+                               key=used_by_key(thread, m.seq))
+            if used.open:
+                with used:
+                    for rid in m.used_by_runs:
+                        link_to_run(rid, label=f"used by run {rid}")

@@ -52,27 +52,41 @@ msg_seq: int | None = None
 phrase: str | None = None
 if how == PICK:
     try:
-        scope = services.cached_scope_messages(url, run_id)
+        scope = services.cached_scope_threads(url, run_id)
     except Exception as e:  # noqa: BLE001
         st.error(escape_md(services.friendly_error(e)))
         st.stop()
-    if not scope:
-        st.info("The run's thread and resource hold no messages.")
-        st.stop()
-    refs = [(m.thread_id, m.seq) for m in scope]
-    texts = {(m.thread_id, m.seq): f"{m.role}: {truncate(m.text, 100)}"
-             for m in scope}
     seq_param = services.query_param("seq")
     url_ref = (services.query_param("thread") or "",
                int(seq_param) if seq_param and seq_param.isdigit() else -1)
-    picked = st.selectbox("Message", refs, index=refs.index(url_ref) if url_ref in refs else 0,
-                          format_func=lambda r: f"{r[0]} #{r[1]} · {texts[r]}",
-                          help="Messages of the run's thread, then of its owner's other "
-                               "threads.")
+    # thread first, then one of its messages: a resource can hold thousands of messages,
+    # and a picker offering them all is sent whole on every script run
+    scope_ids = [tid for tid, _ in scope]
+    scope_titles = dict(scope)
+    col_thread, col_msg = st.columns([1, 2])
+    msg_thread = col_thread.selectbox(
+        "Message thread", scope_ids,
+        index=scope_ids.index(url_ref[0]) if url_ref[0] in scope_ids else 0,
+        format_func=lambda t: f"{t} · {scope_titles[t] or '(untitled)'}",
+        help="The run's thread, then its owner's other threads.") if scope_ids else None
+    try:
+        msgs = services.cached_thread_scope_messages(url, msg_thread) if msg_thread else []
+    except Exception as e:  # noqa: BLE001
+        st.error(escape_md(services.friendly_error(e)))
+        st.stop()
+    if not msgs:
+        st.info("The run's thread and resource hold no messages." if len(scope_ids) < 2
+                else "This thread holds no messages.")
+        st.stop()
+    refs = [(m.thread_id, m.seq) for m in msgs]
+    texts = {(m.thread_id, m.seq): f"{m.role}: {truncate(m.text, 100)}" for m in msgs}
+    picked = col_msg.selectbox("Message", refs, index=refs.index(url_ref) if url_ref in refs
+                               else 0, format_func=lambda r: f"#{r[1]} · {texts[r]}",
+                               help="The messages of the thread picked beside it.")
     msg_thread, msg_seq = picked
-    # the first message, shown by default, stays out of the URL: a link that opened
-    # this page on a run is then one browser history entry, not two
-    named = url_ref in refs or picked != refs[0]
+    # the run's thread's first message, shown by default, stays out of the URL: a link
+    # that opened this page on a run is then one browser history entry, not two
+    named = url_ref in refs or picked != (scope_ids[0], msgs[0].seq)
     set_query_params({"thread": msg_thread if named else None,
                       "seq": str(msg_seq) if named else None, "q": None})
 else:

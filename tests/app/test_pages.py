@@ -13,7 +13,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from app import services
-from app.components import MISSING, RUN_PAGE, THREADS_PAGE, fmt_score
+from app.components import MISSING, RUN_PAGE, THREADS_PAGE, fmt_score, used_by_key
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.types import RunRecord
 from tests.app.fixture_db import (
@@ -58,6 +58,13 @@ def _links(at: AppTest) -> list[str]:
         assert qs.startswith(f"db={_served_name()}&"), qs
         out.append(qs.partition("&")[2])
     return out
+
+
+def _used_by(storage: InMemoryStorage, seq: int) -> list[str]:
+    """The runs whose prompt carried THREAD #seq."""
+    return [r.run_id for r in storage.runs.list_runs()
+            if any(i.thread_id == THREAD and i.seq == seq
+                   for i in records(storage, r.run_id).prompt.items)]
 
 
 def _served_name() -> str:
@@ -217,11 +224,22 @@ def test_threads_lists_messages_with_runs_that_used_them(populated: Populated,
     assert 'Checking order A-17 for the refund.\n→ lookup_order({"order":"A-17"})' in texts
     assert 'lookup_order → {"status":"lost"}' in texts
     assert 'metadata: {"topic": "billing"}' in texts
+    # a card says how many runs used its message; their links are built only once
+    # its expander is opened (a card of the largest thread carried ~24 of them)
+    expanders = {e.label: e for e in at.expander}
+    assert not [link for link in _links(at) if "run=" in link]
+    for seq in range(len(texts)):
+        at.session_state[used_by_key(THREAD, seq)] = True
+    at.run()
     # one link per message of the thread that was in the run's prompt (recalled/recent)
     for run_id in (RUN_1, RUN_2):
         used = {i.seq for i in records(storage, run_id).prompt.items if i.thread_id == THREAD}
         assert len(used) >= 4
         assert _links(at).count(f"run={run_id}") == len(used)
+    every = [rid for m in storage.memory.get_messages(THREAD)
+             for rid in _used_by(storage, m.seq)]
+    assert len([link for link in _links(at) if "run=" in link]) == len(every)
+    assert any(label.startswith("Used by ") and label.endswith(" runs") for label in expanders)
     # the thread names its resource: the URL carries the thread alone
     assert at.query_params["thread"] == THREAD and "resource" not in at.query_params
 

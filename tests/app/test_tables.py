@@ -41,10 +41,19 @@ def test_mixed_and_nested_values_are_shown_as_text() -> None:
                                      {"v": 2 ** 70, "w": [1], "x": float("nan")}]
     t = table(rows)
     assert t.to_pylist() == [
-        {"v": "1", "w": '{"b": [1, 2]}', "x": 1.0},
-        {"v": "a", "w": None, "x": 2.5},
-        {"v": str(2 ** 70), "w": "[1]", "x": None}]
+        {"v": "1", "w": '{"b": [1, 2]}', "x": "1"},
+        {"v": "a", "w": None, "x": "2.500"},
+        {"v": str(2 ** 70), "w": "[1]", "x": MISSING}]
     assert MISSING not in t.column("w").to_pylist()  # a null stays empty, not "—"
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf")])
+def test_non_finite_floats_are_shown_as_missing_not_empty(bad: float) -> None:
+    t = table([{"score": 0.25, "id": "a"}, {"score": bad, "id": "b"},
+               {"score": None, "id": "c"}])
+    assert t.schema.field("score").type == pa.string()
+    assert t.column("score").to_pylist() == ["0.250", MISSING, None]
+    assert table([{"score": 0.25}, {"score": 1.5}]).schema.field("score").type == pa.float64()
 
 
 def test_tuples_with_column_names_and_odd_names() -> None:

@@ -12,7 +12,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from app import services
-from app.components import COMPARE_PAGE, fmt_cell, fmt_score, fmt_time, truncate
+from app.components import COMPARE_PAGE, WHY_PAGE, fmt_cell, fmt_score, fmt_time, truncate
 from memory_core.embedders import HashingEmbedder
 from memory_core.memory import AgentMemory
 from memory_core.models.scripted import ScriptedModel
@@ -151,3 +151,81 @@ def test_the_embedding_model_loads_once_behind_a_status(
         services.load_run_embedder("memory://x", run)
     assert loads == ["all-MiniLM-L6-v2"]
     assert spinner_log == ["Loading the embedding model (all-MiniLM-L6-v2)…"]
+
+
+# -- bounded pickers: a picker offering every run (or message) is sent whole on every
+# script run, so they offer one thread's and find the rest ---------------------------
+def _picker(at: AppTest, label: str) -> object:
+    return next(w for w in at.selectbox if w.label == label)
+
+
+def _offered(at: AppTest, label: str) -> list[str]:
+    """What a picker offers, by the first part of each option's label (an id, #seq)."""
+    return [o.split(" · ")[0] for o in _picker(at, label).options]  # type: ignore[attr-defined]
+
+
+def test_compare_offers_the_threads_runs_and_finds_another_threads(
+        populated: Populated, app: MakeApp) -> None:
+    storage, _ = populated
+    on_thread = [r.run_id for r in storage.runs.list_runs(thread_id=THREAD)]
+    at = app(COMPARE_PAGE, a=RUN_1, b=on_thread[-1])
+    assert not at.exception and not at.error
+    for label in ("Run A", "Run B"):  # this thread's runs only, not the database's
+        assert _offered(at, label) == on_thread
+    faq = FAQ_RUNS[1]
+    assert faq not in on_thread
+    at.text_input(key="find-run").set_value("faq").run()
+    assert faq in _offered(at, "Run A")
+    _picker(at, "Run A").set_value(faq).run()  # type: ignore[attr-defined]
+    assert not at.exception and not at.error
+    assert (at.query_params["a"], at.query_params["find"]) == (faq, "faq")
+    # the URL reopens the cross-thread pair, search or not
+    for query in ({"a": faq, "b": on_thread[-1]}, {"a": faq, "b": on_thread[-1], "find": ""}):
+        shared = app(COMPARE_PAGE, **{k: v for k, v in query.items() if v})
+        assert not shared.exception and not shared.error
+        assert _picker(shared, "Run A").value == faq  # type: ignore[attr-defined]
+        assert _picker(shared, "Run B").value == on_thread[-1]  # type: ignore[attr-defined]
+
+
+def test_why_picks_a_thread_then_one_of_its_messages(populated: Populated,
+                                                     app: MakeApp) -> None:
+    from tests.app.fixture_db import SIBLING
+
+    storage, _ = populated
+    at = app(WHY_PAGE, run=RUN_1)
+    assert not at.exception and not at.error
+    threads = _picker(at, "Message thread")
+    assert _offered(at, "Message thread")[0] == THREAD  # the run's, then its resource's
+    assert SIBLING in _offered(at, "Message thread")
+    own = [f"#{m.seq}" for m in storage.memory.get_messages(THREAD)]
+    assert _offered(at, "Message") == own
+    threads.set_value(SIBLING).run()  # type: ignore[attr-defined]
+    sibling = [(SIBLING, m.seq) for m in storage.memory.get_messages(SIBLING)]
+    assert _offered(at, "Message") == [f"#{seq}" for _, seq in sibling]
+    _picker(at, "Message").set_value(sibling[-1]).run()  # type: ignore[attr-defined]
+    assert not at.exception and not at.error
+    assert (at.query_params["thread"], at.query_params["seq"]) == (SIBLING, str(sibling[-1][1]))
+    shared = app(WHY_PAGE, **{k: at.query_params[k] for k in at.query_params})
+    assert _picker(shared, "Message thread").value == SIBLING  # type: ignore[attr-defined]
+    assert _picker(shared, "Message").value == sibling[-1]  # type: ignore[attr-defined]
+
+
+def test_compare_builds_unchanged_cards_only_when_opened(populated: Populated,
+                                                         app: MakeApp) -> None:
+    storage, _ = populated
+    on_thread = [r.run_id for r in storage.runs.list_runs(thread_id=THREAD)]
+    at = app(COMPARE_PAGE, a=on_thread[0], b=on_thread[1])
+    assert not at.exception and not at.error
+    badges = " ".join(m.value for m in at.markdown)
+    assert "drag_handle: same]" not in badges  # no unchanged card yet
+    boxes = [e for e in at.expander if "unchanged (this lane in both runs)" in e.label]
+    assert boxes
+    keys = [f"same-{side}-{lane}" for side in "AB"
+            for lane in ("recalled", "recent", "input", "dropped", "compacted")]
+    for key in keys:
+        at.session_state[key] = True
+    at.run()
+    assert not at.exception and not at.error
+    shown = sum(int(e.label.split()[0]) for e in at.expander
+                if "unchanged (this lane in both runs)" in e.label)
+    assert " ".join(m.value for m in at.markdown).count("drag_handle: same]") == shown

@@ -73,6 +73,21 @@ class Visit:
         self.check_nothing_rendered(url)
         return str(self.page.evaluate("document.body.textContent"))
 
+    def open_used_by(self, wanted: str) -> None:
+        """Open the message cards' "Used by N runs" expanders (their links are built
+        when opened) until ``wanted`` is shown, checking the page each time."""
+        summaries = self.page.locator('[data-testid="stExpander"] summary', has_text="Used by")
+        for i in range(summaries.count()):
+            summaries.nth(i).click()
+            try:
+                self.page.wait_for_function("s => document.body.textContent.includes(s)",
+                                            arg=wanted, timeout=15_000)
+            except Exception:  # noqa: BLE001 - not in this card: the next one
+                continue
+            self.check_nothing_rendered("used-by expander")
+            return
+        pytest.fail(f"no 'Used by' expander shows {wanted!r}")
+
     def check_nothing_rendered(self, url: str) -> None:
         p = self.page
         srcs = p.eval_on_selector_all("img, image, source, iframe",
@@ -123,8 +138,8 @@ def test_stored_strings_are_literal_on_every_page(served: tuple[str, Path]) -> N
     base, _ = served
     with chromium() as browser:
         v = Visit(browser, base)
-        v.open(_url(base, "threads", thread=h.THREAD), h.THREAD, h.RESOURCE, h.PAYLOAD,
-               f"used by run {h.RUN_A}")
+        v.open(_url(base, "threads", thread=h.THREAD), h.THREAD, h.RESOURCE, h.PAYLOAD)
+        v.open_used_by(f"used by run {h.RUN_A}")
         v.open(_url(base, "run", run=h.RUN_A), f"Run {h.RUN_A}", h.AGENT, h.MODEL,
                f"answer {h.PAYLOAD}", f"thread {h.THREAD}")
         # the near-miss chart's hover labels name the candidates' threads
