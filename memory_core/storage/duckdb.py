@@ -60,7 +60,7 @@ from memory_core.storage.sql_common import (
     write_staged,
 )
 from memory_core.storage.staging import MESSAGE_INSERT, StagedMessages, stage_messages
-from memory_core.types import AppendRow, ErasureReport
+from memory_core.types import AppendRow, ErasureReport, Thread
 
 Conn = duckdb.DuckDBPyConnection
 
@@ -286,6 +286,8 @@ class _Handle:
         self.threads: dict[str, list[Any]] = {}
         self.dim: int | None = None
         self.dim_known = False
+        #: thread rows read while this process writes the file (``writing``)
+        self.rows: dict[str, Thread] = {}
         # bumped by every write of this process and every connection it opens: while
         # it holds a connection, no other process can write (see change_token)
         self.changes = 0
@@ -299,11 +301,24 @@ class _Handle:
             raise err
 
     def forget(self) -> None:
-        """Drop what deferred appends cached about the database (another write of this
-        process, or of another process once the file is released, may change it)."""
+        """Drop what this process cached about the database — each thread's seqs and
+        row, the dimension — (another write of this process, or of another process
+        once the file is released, may change it)."""
         self.threads.clear()
+        self.rows.clear()
         self.dim_known = False
         self.changes += 1
+
+    def writing(self) -> bool:
+        """Whether no other process can write the file now: this one holds it
+        read-write (a session or a lingering connection) or lent it to a reader (no
+        other writer gets it back first). What it reads then stays true until its
+        own next write or the file's release (both ``forget``)."""
+        if self.away:
+            return True
+        if self.held is not None:
+            return not self.held_read_only
+        return self.idle is not None and not self.idle_read_only
 
     def change_token(self) -> tuple[int, int] | None:
         """``MemoryStore.change_token``: while this process holds a connection (a
@@ -682,6 +697,7 @@ class _Database:
                     yield conn
                     conn.commit()
                 except BaseException:
+                    h.stale = True  # what the rolled-back writes taught the caches is void
                     try:
                         conn.rollback()
                     except duckdb.Error:
@@ -824,10 +840,12 @@ class _DuckTx:
         self.handle = handle
 
     def wrote(self, sql: str) -> None:
-        """Note a statement that may change what deferred appends know (anything but
-        reads and writes of the journal and runs)."""
+        """Note a statement that may change what this process caches (anything but
+        reads and writes of the journal and runs): the caches go at once, so a later
+        read in the same transaction (a write batch) reads the file again."""
         if self.handle is not None and not _KEEPS_STATE.match(sql):
             self.handle.stale = True
+            self.handle.forget()
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         self.wrote(sql)
@@ -1038,6 +1056,8 @@ class _DuckMemoryStore(SqlMemoryStore):
         has_vec = any(r.embedding is not None for r in rows)
         with h.lock:
             if not self.duck.defers("append_messages"):
+                if h.active is not None and h.active_write and h.writing():
+                    return self._append_joined(thread_id, rows, bodies, has_vec)
                 return super().append_messages(thread_id, rows)
             h.raise_flush_error()
             # an append of a thread whose seqs this process knows (it holds the file,
@@ -1070,6 +1090,45 @@ class _DuckMemoryStore(SqlMemoryStore):
                 h.pending_since = -math.inf
             self.duck.used(conn)
             return seqs
+
+    def _append_joined(self, thread_id: str, rows: list[AppendRow], bodies: list[str],
+                       has_vec: bool) -> list[int]:
+        """An append inside another write operation (a Runner's write group) while this
+        process writes the file: it joins that transaction, and takes the thread's
+        seqs and the dimension from what this process knows (read once while it
+        writes the file) instead of reading them again; what it writes keeps them
+        true (a rollback drops them)."""
+        h = self.duck.handle
+        with self.duck.transaction("append_messages", write=True) as conn:
+            try:
+                state = self._thread_state(conn, thread_id)
+                dim = self._dim(conn) if has_vec else None
+                _, batch_dim = validate_batch(thread_id, rows, dim)
+                top = int(state[1])
+                seqs = list(range(top + 1, top + 1 + len(rows)))
+                staged = stage_messages(thread_id, state[0], seqs, bodies, rows, self._clock)
+                # not a tracked statement: the caches are kept up to date here instead
+                write_staged(_insert_messages, _DuckTx(conn), [staged],
+                             batch_dim if dim is None else None)
+            except duckdb.Error as e:
+                raise StorageError(f"append_messages failed: {e}") from e
+            state[1] = seqs[-1]
+            if has_vec and dim is None:
+                h.dim = batch_dim
+            return seqs
+
+    def get_thread(self, thread_id: str) -> Thread | None:
+        """A thread's row, read once while this process writes the file: nothing else
+        can change it then, and each write of this process that may drops it."""
+        h = self.duck.handle
+        with h.lock:
+            known = h.rows.get(thread_id) if h.writing() else None
+            if known is not None:
+                return known.model_copy(deep=True)
+            thread = super().get_thread(thread_id)
+            if thread is not None and h.writing():
+                h.rows[thread_id] = thread.model_copy(deep=True)
+            return thread
 
     def _thread_state(self, conn: Conn | None, thread_id: str) -> list[Any]:
         """[resource_id, highest seq incl. waiting appends] of a thread, read once."""
@@ -1161,7 +1220,9 @@ class DuckDBStorage(SqlStorage):
     def write_batch(self) -> Iterator[None]:
         """Every write in the block joins one transaction: one commit instead of one per
         write (an import writes tens of thousands of journal records)."""
-        with self._duck.transaction("write batch", write=True):
+        # tracked: a batch of journal and run writes, and appends (which keep what
+        # this process knows up to date), leaves the caches standing
+        with self._duck.transaction("write batch", write=True, tracked=True):
             yield
 
     def erase_thread(self, thread_id: str) -> ErasureReport:
