@@ -154,3 +154,33 @@ def test_what_a_writer_knew_goes_with_the_file(tmp_path: Path) -> None:
         assert s.memory.append_messages("t", [_row("b")]) == [2]
     assert [m.text() for m in s.memory.get_messages("t")] == ["a", "theirs", "b"]
     s.close()
+
+
+def test_first_write_wins_without_on_conflict(
+        store: DuckDBStorage, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Journal records and run rows: the stored keys are looked up, the rest inserted
+    plainly (DuckDB's ON CONFLICT costs milliseconds more a statement); the first
+    write still wins, also for a key repeated in one call and inside a batch."""
+    from datetime import UTC, datetime
+
+    from memory_core.types import RunRecord
+
+    seen: list[str] = []
+    real = duck._DuckTx.execute
+
+    def execute(tx: duck._DuckTx, sql: str, params: object = ()) -> int:
+        seen.append(sql)
+        return real(tx, sql, params)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(duck._DuckTx, "execute", execute)
+    assert store.runs.put_if_absent("k1", {"v": 1}) is True
+    assert store.runs.put_if_absent("k1", {"v": 2}) is False
+    with store.write_batch():
+        assert store.runs.put_many_if_absent([("k1", 3), ("k2", 4), ("k2", 5), ("k3", 6)]) == 2
+        assert store.runs.put_if_absent("k3", 7) is False
+    run = RunRecord(run_id="r", agent="a", status="running", started_at=datetime.now(UTC))
+    assert store.runs.start_run(run) is True
+    assert store.runs.start_run(run.model_copy(update={"agent": "b"})) is False
+    assert store.runs.get_many(["k1", "k2", "k3"]) == {"k1": {"v": 1}, "k2": 4, "k3": 6}
+    assert store.runs.require_run("r").agent == "a"
+    assert seen and not [s for s in seen if "ON CONFLICT" in s]
