@@ -64,6 +64,10 @@ def test_an_append_in_a_batch_reads_nothing_this_writer_knows(
     assert reads.of("threads") == [] and reads.of("meta") == []
     assert [m.seq for m in store.memory.get_messages("t")] == [0, 1, 2]
     assert store.memory.count_messages("t") == 3 and store.memory.max_seq("t") == 2
+    # nor by a recall's scope scan
+    assert store.memory.embedding_dim() == 4
+    assert store.memory.scope_rows(["t"]).matrix.shape == (3, 4)  # type: ignore[union-attr]
+    assert reads.of("meta") == []
 
 
 def test_a_rolled_back_batch_drops_what_its_appends_taught(store: DuckDBStorage) -> None:
