@@ -61,7 +61,7 @@ from memory_core.storage.sql_common import (
     write_staged,
 )
 from memory_core.storage.staging import MESSAGE_INSERT, StagedMessages, stage_messages
-from memory_core.types import AppendRow, ErasureReport
+from memory_core.types import AppendRow, ErasureReport, Thread
 
 Conn = duckdb.DuckDBPyConnection
 
@@ -193,6 +193,11 @@ def _insert_rows(tx: Any, table: str, columns: Sequence[str],
                  rows: Sequence[Sequence[Any]]) -> None:
     """Few rows as bound parameters; a larger batch as one registered Arrow table
     (registering costs ~1-6 ms, a bound row ~0.7 ms)."""
+    if len(rows) == 1:  # one row (an agent's message): executemany costs ~0.5 ms more
+        tx.execute(f"INSERT INTO {table} ({', '.join(columns)})"
+                   f" VALUES ({', '.join('?' * len(columns))})",
+                   [v.tolist() if isinstance(v, np.ndarray) else v for v in rows[0]])
+        return
     if len(rows) <= _SMALL_BATCH:
         tx.executemany(f"INSERT INTO {table} ({', '.join(columns)})"
                        f" VALUES ({', '.join('?' * len(columns))})",
@@ -322,6 +327,8 @@ class _Handle:
         self.threads: dict[str, list[Any]] = {}
         self.dim: int | None = None
         self.dim_known = False
+        #: thread rows read while this process writes the file (``writing``)
+        self.rows: dict[str, Thread] = {}
         # bumped by every write of this process and every connection it opens: while
         # it holds a connection, no other process can write (see change_token)
         self.changes = 0
@@ -335,11 +342,24 @@ class _Handle:
             raise err
 
     def forget(self) -> None:
-        """Drop what deferred appends cached about the database (another write of this
-        process, or of another process once the file is released, may change it)."""
+        """Drop what this process cached about the database — each thread's seqs and
+        row, the dimension — (another write of this process, or of another process
+        once the file is released, may change it)."""
         self.threads.clear()
+        self.rows.clear()
         self.dim_known = False
         self.changes += 1
+
+    def writing(self) -> bool:
+        """Whether no other process can write the file now: this one holds it
+        read-write (a session or a lingering connection) or lent it to a reader (no
+        other writer gets it back first). What it reads then stays true until its
+        own next write or the file's release (both ``forget``)."""
+        if self.away:
+            return True
+        if self.held is not None:
+            return not self.held_read_only
+        return self.idle is not None and not self.idle_read_only
 
     def change_token(self) -> tuple[int, int] | None:
         """``MemoryStore.change_token``: while this process holds a connection (a
@@ -723,6 +743,7 @@ class _Database:
                     yield conn
                     conn.commit()
                 except BaseException:
+                    h.stale = True  # what the rolled-back writes taught the caches is void
                     try:
                         conn.rollback()
                     except duckdb.Error:
@@ -865,10 +886,12 @@ class _DuckTx:
         self.handle = handle
 
     def wrote(self, sql: str) -> None:
-        """Note a statement that may change what deferred appends know (anything but
-        reads and writes of the journal and runs)."""
+        """Note a statement that may change what this process caches (anything but
+        reads and writes of the journal and runs): the caches go at once, so a later
+        read in the same transaction (a write batch) reads the file again."""
         if self.handle is not None and not _KEEPS_STATE.match(sql):
             self.handle.stale = True
+            self.handle.forget()
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         self.wrote(sql)
@@ -979,6 +1002,25 @@ class _DuckDriver(Driver):
                     rows: Sequence[Sequence[Any]]) -> None:
         _insert_rows(tx, table, columns, rows)
 
+    def insert_absent(self, tx: Any, table: str, key: str, columns: Sequence[str],
+                      rows: Sequence[Sequence[Any]]) -> int:
+        """The stored keys looked up through the key's index, then the others in one
+        plain ``INSERT``: DuckDB's ``ON CONFLICT`` costs ~4-6 ms more a statement on a
+        file of a few hundred runs (bench/RESULTS.md, runner overhead). Nothing can
+        store one of the keys between the two: this process holds the file read-write
+        and runs the write under its lock."""
+        if not rows:
+            return 0
+        keys = [r[0] for r in rows]
+        have = {r[0] for r in tx.query(
+            f"SELECT {key} FROM {table} WHERE {key} IN ({', '.join('?' * len(keys))})", keys)}
+        new = [r for r in rows if r[0] not in have]
+        if new:
+            one = f"({', '.join('?' * len(columns))})"
+            tx.execute(f"INSERT INTO {table} ({', '.join(columns)}) VALUES"
+                       f" {','.join([one] * len(new))}", [v for r in new for v in r])
+        return len(new)
+
     def insert_messages(self, tx: Any, staged: Sequence[StagedMessages]) -> None:
         _insert_messages(tx, staged)
 
@@ -1079,6 +1121,8 @@ class _DuckMemoryStore(SqlMemoryStore):
         has_vec = any(r.embedding is not None for r in rows)
         with h.lock:
             if not self.duck.defers("append_messages"):
+                if h.active is not None and h.active_write and h.writing():
+                    return self._append_joined(thread_id, rows, bodies, has_vec)
                 return super().append_messages(thread_id, rows)
             h.raise_flush_error()
             # an append of a thread whose seqs this process knows (it holds the file,
@@ -1115,6 +1159,45 @@ class _DuckMemoryStore(SqlMemoryStore):
             self.duck.used(conn)
             return seqs
 
+    def _append_joined(self, thread_id: str, rows: list[AppendRow], bodies: list[str],
+                       has_vec: bool) -> list[int]:
+        """An append inside another write operation (a Runner's write group) while this
+        process writes the file: it joins that transaction, and takes the thread's
+        seqs and the dimension from what this process knows (read once while it
+        writes the file) instead of reading them again; what it writes keeps them
+        true (a rollback drops them)."""
+        h = self.duck.handle
+        with self.duck.transaction("append_messages", write=True) as conn:
+            try:
+                state = self._thread_state(conn, thread_id)
+                dim = self._dim(conn) if has_vec else None
+                _, batch_dim = validate_batch(thread_id, rows, dim)
+                top = int(state[1])
+                seqs = list(range(top + 1, top + 1 + len(rows)))
+                staged = stage_messages(thread_id, state[0], seqs, bodies, rows, self._clock)
+                # not a tracked statement: the caches are kept up to date here instead
+                write_staged(_insert_messages, _DuckTx(conn), [staged],
+                             batch_dim if dim is None else None)
+            except duckdb.Error as e:
+                raise StorageError(f"append_messages failed: {e}") from e
+            state[1] = seqs[-1]
+            if has_vec and dim is None:
+                h.dim = batch_dim
+            return seqs
+
+    def get_thread(self, thread_id: str) -> Thread | None:
+        """A thread's row, read once while this process writes the file: nothing else
+        can change it then, and each write of this process that may drops it."""
+        h = self.duck.handle
+        with h.lock:
+            known = h.rows.get(thread_id) if h.writing() else None
+            if known is not None:
+                return known.model_copy(deep=True)
+            thread = super().get_thread(thread_id)
+            if thread is not None and h.writing():
+                h.rows[thread_id] = thread.model_copy(deep=True)
+            return thread
+
     def _thread_state(self, conn: Conn | None, thread_id: str) -> list[Any]:
         """[resource_id, highest seq incl. waiting appends] of a thread, read once."""
         h = self.duck.handle
@@ -1131,6 +1214,18 @@ class _DuckMemoryStore(SqlMemoryStore):
             # a truncated thread's removed seqs are never given again (SPEC §2.7)
             state = h.threads[thread_id] = [found[0][0], max(int(found[0][1]), floor)]
         return state
+
+    def _read_dim(self, tx: Any, lock: str = "") -> int | None:  # type: ignore[override]
+        """The store's dimension, read once while this process writes the file (a
+        recall's scope scan reads it every time otherwise)."""
+        h = self.duck.handle
+        with h.lock:
+            if h.dim_known and h.writing():
+                return h.dim
+            dim = SqlMemoryStore._read_dim(tx, lock)
+            if h.writing():
+                h.dim, h.dim_known = dim, True
+            return dim
 
     def _dim(self, conn: Conn | None) -> int | None:
         h = self.duck.handle
@@ -1205,7 +1300,9 @@ class DuckDBStorage(SqlStorage):
     def write_batch(self) -> Iterator[None]:
         """Every write in the block joins one transaction: one commit instead of one per
         write (an import writes tens of thousands of journal records)."""
-        with self._duck.transaction("write batch", write=True):
+        # tracked: a batch of journal and run writes, and appends (which keep what
+        # this process knows up to date), leaves the caches standing
+        with self._duck.transaction("write batch", write=True, tracked=True):
             yield
 
     def erase_thread(self, thread_id: str) -> ErasureReport:

@@ -152,6 +152,17 @@ class Driver(ABC):
         tx.executemany(f"INSERT INTO {table} ({', '.join(columns)})"
                        f" VALUES ({_marks(len(columns))})", rows)
 
+    def insert_absent(self, tx: Tx, table: str, key: str, columns: Sequence[str],
+                      rows: Sequence[Sequence[Any]]) -> int:
+        """Insert the few ``rows`` (distinct ``key``, the first column) whose key is not
+        stored yet; returns how many went in. One ``INSERT … ON CONFLICT DO NOTHING``."""
+        if not rows:
+            return 0
+        one = f"({_marks(len(columns))})"
+        return tx.execute(f"INSERT INTO {table} ({', '.join(columns)}) VALUES"
+                          f" {','.join([one] * len(rows))} ON CONFLICT ({key}) DO NOTHING",
+                          [v for r in rows for v in r])
+
     def vector_param(self, v: np.ndarray) -> Any:
         """A vector as the embedding column's parameter (float32 bytes here)."""
         return encode_vector(v)
@@ -890,6 +901,8 @@ class SqlMemoryStore(MemoryStore):
 
 
 _PREFIX = "substr(key, 1, length(?)) = ?"
+_JOURNAL_COLS = ("key", "value")
+_RUN_INSERT = (*_RUN_COLS.split(", "), "started_us")
 # put_many_if_absent of at most this many records is one INSERT … ON CONFLICT statement
 _FEW_RECORDS = 64
 
@@ -903,8 +916,8 @@ class SqlRunJournal(RunJournal):
             raise InvalidInputError(f"journal key must be a non-empty string, got {key!r}")
         text = encode_json(key, value)
         with self._db.write("journal put_if_absent") as tx:
-            return tx.execute("INSERT INTO journal (key, value) VALUES (?, ?)"
-                              " ON CONFLICT (key) DO NOTHING", (key, text)) > 0
+            return self._db.insert_absent(tx, "journal", "key", _JOURNAL_COLS,
+                                          [(key, text)]) > 0
 
     def put_many_if_absent(self, items: Sequence[tuple[str, Any]]) -> int:
         """Many records in one transaction and one batch insert (an import's); keys
@@ -920,9 +933,8 @@ class SqlRunJournal(RunJournal):
         if len(fresh) <= _FEW_RECORDS:
             # a run's group of records: one statement (DuckDB pays per statement)
             with self._db.write("journal put_many_if_absent") as tx:
-                return tx.execute(
-                    f"INSERT INTO journal (key, value) VALUES {','.join(['(?, ?)'] * len(fresh))}"
-                    " ON CONFLICT (key) DO NOTHING", [x for kv in fresh.items() for x in kv])
+                return self._db.insert_absent(tx, "journal", "key", _JOURNAL_COLS,
+                                              list(fresh.items()))
         with self._db.write("journal put_many_if_absent") as tx:
             have: set[str] = set()
             for part in _chunks(list(fresh)):
@@ -964,13 +976,11 @@ class SqlRunJournal(RunJournal):
         require_aware(f"started_at of run '{run.run_id}'", run.started_at)
         require_aware(f"finished_at of run '{run.run_id}'", run.finished_at)
         with self._db.write("start_run") as tx:
-            return tx.execute(
-                f"INSERT INTO runs ({_RUN_COLS}, started_us) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
-                " ON CONFLICT (run_id) DO NOTHING",
-                (run.run_id, run.agent, run.thread_id, run.resource_id, run.status,
-                 ts_text(run.started_at),
-                 None if run.finished_at is None else ts_text(run.finished_at), run.error,
-                 ts_micros(run.started_at))) > 0
+            return self._db.insert_absent(tx, "runs", "run_id", _RUN_INSERT, [(
+                run.run_id, run.agent, run.thread_id, run.resource_id, run.status,
+                ts_text(run.started_at),
+                None if run.finished_at is None else ts_text(run.finished_at), run.error,
+                ts_micros(run.started_at))]) > 0
 
     def start_runs(self, runs: Sequence[RunRecord]) -> builtins.list[str]:
         """The runs not stored yet, in one transaction and one batch insert (the first
@@ -989,7 +999,7 @@ class SqlRunJournal(RunJournal):
                     f"SELECT run_id FROM runs WHERE run_id IN ({_marks(len(part))})", part))
             new = [r for r in first.values() if r.run_id not in have]
             if new:
-                self._db.insert_rows(tx, "runs", [*_RUN_COLS.split(", "), "started_us"], [
+                self._db.insert_rows(tx, "runs", _RUN_INSERT, [
                     [r.run_id, r.agent, r.thread_id, r.resource_id, r.status,
                      ts_text(r.started_at),
                      None if r.finished_at is None else ts_text(r.finished_at), r.error,

@@ -1,0 +1,190 @@
+"""What a DuckDB writer knows while it holds the file: each thread's row and seqs and
+the store's dimension are read once and kept, because no other process can write
+then. Every way they can change drops them: any write of this process outside the
+journal and runs (even inside a write batch), a rolled-back batch, and the file's
+release (another writer may write before this process has it again)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memory_core.errors import InvalidInputError
+from memory_core.storage import duckdb as duck
+from memory_core.storage.duckdb import DuckDBStorage
+from memory_core.types import AppendRow, Message
+from tests.test_duckdb_processes import spawn
+
+
+class Reads:
+    """The SELECTs every DuckDB transaction runs (reads and writes alike)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.seen: list[str] = []
+        real = duck._DuckTx.query
+
+        def query(tx: duck._DuckTx, sql: str, params: object = ()) -> object:
+            self.seen.append(" ".join(sql.split()))
+            return real(tx, sql, params)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(duck._DuckTx, "query", query)
+
+    def of(self, table: str) -> list[str]:
+        return [s for s in self.seen if f"FROM {table}" in s]
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[DuckDBStorage]:
+    s = DuckDBStorage(tmp_path / "cache.duckdb", commit_delay=30)
+    try:
+        yield s
+    finally:
+        s.close()
+
+
+def _row(text: str, vec: np.ndarray | None = None) -> AppendRow:
+    return AppendRow(message=Message(content=text), embedding=vec)
+
+
+def test_an_append_in_a_batch_reads_nothing_this_writer_knows(
+        store: DuckDBStorage, monkeypatch: pytest.MonkeyPatch) -> None:
+    store.memory.create_thread("t", resource_id="u")
+    vec = np.ones(4, np.float32)
+    with store.write_batch():
+        assert store.memory.append_messages("t", [_row("a", vec)]) == [0]
+    reads = Reads(monkeypatch)
+    for i in (1, 2):
+        with store.write_batch():  # a Runner's write group
+            assert store.memory.append_messages("t", [_row(f"m{i}", vec)]) == [i]
+    # the thread's row, its seq floor and the dimension were not read again (they were
+    # three to four reads an append)
+    assert reads.of("threads") == [] and reads.of("meta") == []
+    assert [m.seq for m in store.memory.get_messages("t")] == [0, 1, 2]
+    assert store.memory.count_messages("t") == 3 and store.memory.max_seq("t") == 2
+    # nor by a recall's scope scan
+    assert store.memory.embedding_dim() == 4
+    assert store.memory.scope_rows(["t"]).matrix.shape == (3, 4)  # type: ignore[union-attr]
+    assert reads.of("meta") == []
+
+
+def test_a_rolled_back_batch_drops_what_its_appends_taught(store: DuckDBStorage) -> None:
+    store.memory.create_thread("t")
+    with pytest.raises(RuntimeError), store.write_batch():
+        assert store.memory.append_messages("t", [_row("lost", np.ones(4, np.float32))]) \
+            == [0]
+        raise RuntimeError("the group fails")
+    # the seq and the dimension of the lost append are not kept
+    assert store.memory.append_messages("t", [_row("kept", np.ones(8, np.float32))]) == [0]
+    assert store.memory.embedding_dim() == 8
+    assert [m.text() for m in store.memory.get_messages("t")] == ["kept"]
+
+
+def test_a_batch_reads_again_what_it_changed(store: DuckDBStorage) -> None:
+    store.memory.create_thread("t", resource_id="a", title="first")
+    with store.write_batch():
+        store.memory.append_messages("t", [_row("x"), _row("y"), _row("z")])
+        assert store.memory.get_thread("t").title == "first"  # type: ignore[union-attr]
+        store.memory.update_thread("t", title="second", resource_id="b")
+        assert store.memory.get_thread("t").title == "second"  # type: ignore[union-attr]
+        assert store.memory.append_messages("t", [_row("w")]) == [3]
+        # a truncation inside the batch: its removed seqs are never given again
+        assert store.memory.delete_messages_after("t", 0) == [1, 2, 3]
+        assert store.memory.append_messages("t", [_row("v")]) == [4]
+    got = store.memory.get_messages("t")
+    assert [(m.seq, m.resource_id) for m in got] == [(0, "b"), (4, "b")]
+
+
+def test_the_dimension_fixed_in_a_batch_is_checked_in_it(store: DuckDBStorage) -> None:
+    store.memory.create_thread("t")
+    with store.write_batch():
+        store.memory.append_messages("t", [_row("a", np.ones(4, np.float32))])
+        with pytest.raises(InvalidInputError, match="dimension"):
+            store.memory.append_messages("t", [_row("b", np.ones(8, np.float32))])
+
+
+def test_a_thread_row_is_read_once_while_writing(
+        store: DuckDBStorage, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store.memory.create_thread("t", title="first", metadata={"k": 1})
+    store.memory.create_thread("gone")
+    store.memory.get_thread("t")
+    reads = Reads(monkeypatch)
+    got = store.memory.get_thread("t")
+    assert got is not None and got.title == "first" and reads.of("threads") == []
+    got.metadata["k"] = 2  # the caller's copy: the kept row does not change
+    assert store.memory.get_thread("t").metadata == {"k": 1}  # type: ignore[union-attr]
+    # every write of a thread row drops it
+    store.memory.update_thread("t", title="second")
+    assert store.memory.get_thread("t").title == "second"  # type: ignore[union-attr]
+    other = DuckDBStorage(tmp_path / "cache.duckdb", commit_delay=30)  # same process
+    other.memory.update_thread("t", metadata={"k": 3})
+    assert store.memory.get_thread("t").metadata == {"k": 3}  # type: ignore[union-attr]
+    assert store.memory.get_thread("gone") is not None
+    store.memory.delete_thread("gone")
+    assert store.memory.get_thread("gone") is None
+    store.memory.clone_thread("t", "copy")
+    assert store.memory.get_thread("copy").parent_thread_id == "t"  # type: ignore[union-attr]
+    store.erase_thread("t")
+    assert store.memory.get_thread("t") is None
+
+
+RENAME = """
+import sys
+from memory_core.storage.duckdb import DuckDBStorage
+s = DuckDBStorage(sys.argv[1], lock_timeout=60)
+s.memory.update_thread("t", title="renamed elsewhere")
+s.memory.append_messages("t", [__import__("memory_core.types").types.AppendRow(
+    message=__import__("memory_core.types").types.Message(content="theirs"))])
+s.close()
+"""
+
+
+@pytest.mark.slow
+def test_what_a_writer_knew_goes_with_the_file(tmp_path: Path) -> None:
+    """Another process that writes while this one has let go of the file: this one's
+    next reads and appends see what it wrote."""
+    db = tmp_path / "shared.duckdb"
+    s = DuckDBStorage(db, commit_delay=30, max_hold=0.0)
+    s.memory.create_thread("t", title="mine")
+    assert s.memory.append_messages("t", [_row("a")]) == [0]
+    assert s.memory.get_thread("t").title == "mine"  # type: ignore[union-attr]
+    other = spawn(RENAME, str(db))  # asks for the file; this process's keeper lets go
+    _, err = other.communicate(timeout=120)
+    assert other.returncode == 0, err
+    assert s.memory.get_thread("t").title == "renamed elsewhere"  # type: ignore[union-attr]
+    with s.write_batch():
+        assert s.memory.append_messages("t", [_row("b")]) == [2]
+    assert [m.text() for m in s.memory.get_messages("t")] == ["a", "theirs", "b"]
+    s.close()
+
+
+def test_first_write_wins_without_on_conflict(
+        store: DuckDBStorage, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Journal records and run rows: the stored keys are looked up, the rest inserted
+    plainly (DuckDB's ON CONFLICT costs milliseconds more a statement); the first
+    write still wins, also for a key repeated in one call and inside a batch."""
+    from datetime import UTC, datetime
+
+    from memory_core.types import RunRecord
+
+    seen: list[str] = []
+    real = duck._DuckTx.execute
+
+    def execute(tx: duck._DuckTx, sql: str, params: object = ()) -> int:
+        seen.append(sql)
+        return real(tx, sql, params)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(duck._DuckTx, "execute", execute)
+    assert store.runs.put_if_absent("k1", {"v": 1}) is True
+    assert store.runs.put_if_absent("k1", {"v": 2}) is False
+    with store.write_batch():
+        assert store.runs.put_many_if_absent([("k1", 3), ("k2", 4), ("k2", 5), ("k3", 6)]) == 2
+        assert store.runs.put_if_absent("k3", 7) is False
+    run = RunRecord(run_id="r", agent="a", status="running", started_at=datetime.now(UTC))
+    assert store.runs.start_run(run) is True
+    assert store.runs.start_run(run.model_copy(update={"agent": "b"})) is False
+    assert store.runs.get_many(["k1", "k2", "k3"]) == {"k1": {"v": 1}, "k2": 4, "k3": 6}
+    assert store.runs.require_run("r").agent == "a"
+    assert seen and not [s for s in seen if "ON CONFLICT" in s]
