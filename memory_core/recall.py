@@ -202,6 +202,7 @@ class _ScopeIndex:
     loaded_count: dict[str, int] = field(default_factory=dict)
     thread_seqs: dict[str, list[int]] = field(default_factory=dict)
     thread_born: dict[str, datetime] = field(default_factory=dict)  # created_at per thread
+    edits: int = 0  # the store's in-place rewrites when loaded (ThreadCounts.edits)
     n: int = 0
     dim: int | None = None
     mat: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.float32))
@@ -670,11 +671,14 @@ class RecallEngine:
         indexed for BM25 from the texts at hand (no second fetch)."""
         idx = self._scopes.get(key)
         born = {t: c.created_at for t, c in scope.items()}
+        edits = max((c.edits for c in scope.values()), default=0)
         if idx is not None and any(born.get(t, T_NONE) != idx.thread_born.get(t, T_NONE)
                                    for t in idx.thread_born):
             idx = None  # a thread vanished or was erased and recreated: rebuild
+        if idx is not None and idx.edits != edits:
+            idx = None  # a message was redacted: its vector and words must go
         if idx is None:
-            idx = _ScopeIndex()
+            idx = _ScopeIndex(edits=edits)
         if lexical and idx.lex_n == idx.n:
             idx.lexical = True
         idx.thread_born.update(born)

@@ -115,12 +115,16 @@ class ScopeRows:
 
 
 class ThreadCounts(NamedTuple):
-    """A thread's message count and highest seq (-1 when empty), and when the thread
-    was created (a thread erased and made again under the same id differs in it)."""
+    """A thread's message count and highest seq (-1 when empty), when the thread was
+    created (a thread erased and made again under the same id differs in it), and how
+    many in-place rewrites of stored messages (``redact_message``) the store has made:
+    counts alone cannot show a redaction, and a cache of vectors or words must drop
+    what it held of a redacted message (erased means gone)."""
 
     message_count: int
     max_seq: int
     created_at: datetime
+    edits: int = 0
 
 
 class MemoryStore:
@@ -344,7 +348,8 @@ class MemoryStore:
     def redact_message(self, thread_id: str, seq: int, message: Message) -> bool:
         """Replace a stored message's role/content/metadata in place and drop its vector
         (erasure redacts answers that quoted erased text); False when there is no such
-        message. The only in-place edit the append-only store allows."""
+        message. The only in-place edit the append-only store allows; each one raises
+        the ``edits`` that ``scope_counts`` reports (recall drops its cached scope)."""
         raise NotImplementedError
 
     def delete_thread(self, thread_id: str) -> ErasureReport:

@@ -250,6 +250,7 @@ def monotonic_ns() -> int:
 
 
 SEQ_FLOOR_PREFIX = "seq_floor:"  # meta key: the highest seq a truncated thread held
+EDITS_KEY = "message_edits"  # meta key: redact_message calls (ThreadCounts.edits)
 
 
 def check_seq_bound(seq: Any) -> int:

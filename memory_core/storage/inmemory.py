@@ -82,6 +82,7 @@ class InMemoryMemoryStore(MemoryStore):
         # to a thread (or the thread dropped whole), so an unchanged count means an
         # unchanged max and thread_stats stays O(1) per thread
         self._top: dict[str, tuple[int, int]] = {}
+        self._edits = 0  # redact_message calls: scope_counts reports them (ThreadCounts)
         # thread -> the highest seq it ever held, once a truncation deleted its tail
         self._floor: dict[str, int] = {}
 
@@ -241,7 +242,8 @@ class InMemoryMemoryStore(MemoryStore):
             threads = _thread_order(threads)
             if all(t.id != thread_id for t in threads):
                 threads.append(own)
-            return {t.id: ThreadCounts(*self._stats(t.id), t.created_at) for t in threads}
+            return {t.id: ThreadCounts(*self._stats(t.id), t.created_at, self._edits)
+                    for t in threads}
 
     def _stats(self, thread_id: str) -> tuple[int, int]:
         store = self._rows.get(thread_id, {})
@@ -392,6 +394,7 @@ class InMemoryMemoryStore(MemoryStore):
                                                  "content": message.content,
                                                  "metadata": dict(message.metadata)})
             row.vec = None
+            self._edits += 1  # seen by recall's cache through scope_counts
             return True
 
     def delete_messages_after(self, thread_id: str, seq: int) -> builtins.list[int]:

@@ -42,6 +42,7 @@ from memory_core.storage.base import (
     check_observation_vector,
 )
 from memory_core.storage.common import (
+    EDITS_KEY,
     SEQ_FLOOR_PREFIX,
     Clock,
     ThreadIdFactory,
@@ -625,16 +626,19 @@ class SqlMemoryStore(MemoryStore):
     def scope_counts(self, thread_id: str,
                      resource_id: str | None = None) -> dict[str, ThreadCounts]:
         with self._db.read_single("scope_counts") as tx:
-            rows = tx.query("SELECT id, message_count, max_seq, created_at, resource_id"
+            rows = tx.query("SELECT id, message_count, max_seq, created_at, resource_id,"
+                            " (SELECT value FROM meta WHERE key = ?)"
                             " FROM threads WHERE id = ? OR resource_id = ?"
-                            " ORDER BY created_us DESC, id ASC", (thread_id, resource_id))
+                            " ORDER BY created_us DESC, id ASC",
+                            (EDITS_KEY, thread_id, resource_id))
         own = [r for r in rows if r[0] == thread_id]
         if not own:
             raise NotFoundError(f"thread '{thread_id}' does not exist")
         members = [r for r in rows if resource_id is not None and r[4] == resource_id]
         if own[0] not in members:
             members.append(own[0])
-        return {str(r[0]): ThreadCounts(int(r[1]), int(r[2]), ts_parse(r[3])) for r in members}
+        return {str(r[0]): ThreadCounts(int(r[1]), int(r[2]), ts_parse(r[3]),
+                                        int(r[5] or 0)) for r in members}
 
     def change_token(self) -> Hashable | None:
         return self._db.change_token()
@@ -849,6 +853,13 @@ class SqlMemoryStore(MemoryStore):
             tx.execute("UPDATE messages SET body = ?, text_lower = ?, embedding = NULL"
                        " WHERE thread_id = ? AND seq = ?",
                        [body, None if text is None else text.lower(), thread_id, int(seq)])
+            # counted where recall's scope check reads it (ThreadCounts.edits)
+            edits = tx.query("SELECT value FROM meta WHERE key = ?", (EDITS_KEY,))
+            if edits:
+                tx.execute("UPDATE meta SET value = ? WHERE key = ?",
+                           (str(int(edits[0][0] or 0) + 1), EDITS_KEY))
+            else:
+                tx.execute("INSERT INTO meta (key, value) VALUES (?, ?)", (EDITS_KEY, "1"))
             return True
 
     @staticmethod

@@ -22,3 +22,38 @@ def test_redact_message_rewrites_one_message_and_drops_its_vector(storage: Stora
     assert storage.memory.search_messages("secret") == []
     assert not storage.memory.redact_message("t", 7, Message(role="user", content="x"))
     assert not storage.memory.redact_message("nope", 0, Message(role="user", content="x"))
+    # every redaction is counted where recall checks its cache; a miss counts nothing
+    assert storage.memory.scope_counts("t")["t"].edits == 1
+    storage.memory.create_thread("other", resource_id="u")
+    assert storage.memory.redact_message("t", 0, Message(role="user", content="[x]"))
+    assert {c.edits for c in storage.memory.scope_counts("other", "u").values()} == {2}
+
+
+def test_a_warm_recall_forgets_a_redacted_message(storage: Storage) -> None:
+    """A recall engine that cached the message's vector and words before the redaction
+    ranks it by neither afterwards: erased means gone, also from a process's warm index
+    (an erasure redacts other threads' answers that quoted the erased text)."""
+    from memory_core.recall import RecallConfig, RecallEngine
+
+    class Exact:  # the query "secret 42" embeds like the secret's own vector
+        def __call__(self, texts: list[str]) -> list[list[float]]:
+            return [list(vec(0, 1)) if "secret" in t else list(vec(1, 0)) for t in texts]
+
+    storage.memory.create_thread("t", resource_id="u")
+    storage.memory.append_messages("t", [row("keep me", embedding=vec(1, 0)),
+                                         row("secret 42", embedding=vec(0, 1)),
+                                         row("more", embedding=vec(1, 0))])
+    engine = RecallEngine(storage.memory, Exact())
+    for mode in ("vector", "lexical", "hybrid"):
+        cfg = RecallConfig(top_k=1, mode=mode, scope="resource", threshold=0.5,
+                           skip_query_duplicates=False)
+        before = engine.run("secret 42", thread_id="t", resource_id="u", config=cfg)
+        assert [h.seq for h in before.hits] == [1], mode
+    assert storage.memory.redact_message("t", 1, Message(role="assistant",
+                                                          content="[redacted]"))
+    for mode in ("vector", "lexical", "hybrid"):
+        cfg = RecallConfig(top_k=1, mode=mode, scope="resource", threshold=0.5,
+                           skip_query_duplicates=False)
+        after = engine.run("secret 42", thread_id="t", resource_id="u", config=cfg)
+        assert 1 not in [h.seq for h in after.hits], (mode, after.hits)
+        assert 1 not in [n.seq for n in after.near_misses if n.score > 0], mode

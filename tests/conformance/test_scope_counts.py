@@ -27,7 +27,7 @@ def test_resource_scope_lists_its_threads_then_the_own_thread(clocked: Storage,
 
     got = m.scope_counts("own", "u1")
     assert list(got) == ["newest", "a", "b", "own"]
-    assert got["a"] == (2, 1, got["a"].created_at) and got["newest"][:2] == (1, 7)
+    assert got["a"] == (2, 1, got["a"].created_at, 0) and got["newest"][:2] == (1, 7)
     assert got["b"][:2] == (0, -1) and got["own"][:2] == (1, 0)
     assert isinstance(got["a"], ThreadCounts)
     assert got["a"].created_at == T0.replace(second=10)
