@@ -92,9 +92,10 @@ def test_a_failing_test_body_is_reported_as_itself_not_as_the_guard() -> None:
 
 
 def test_only_chromium_services_are_excused_and_pages_never_are() -> None:
-    from tests.browser.server import NetworkLog
+    from tests.browser.server import EMPTY_CONNECTION, NetworkLog
 
     log = NetworkLog(proxied=["CONNECT update.googleapis.com:443 HTTP/1.1",
+                              EMPTY_CONNECTION,  # a spare socket closed unused
                               "CONNECT accounts.google.com:443 HTTP/1.1",
                               "GET http://cdn.example.com/x.js HTTP/1.1",
                               "CONNECT fonts.gstatic.com:443 HTTP/1.1"],
