@@ -356,31 +356,6 @@ def not_found(what: str, page: str, choices: list[tuple[str, str, dict[str, str]
     st.stop()
 
 
-def run_search(runs: Sequence[views.RunSummary], text: str) -> list[str]:
-    """Ids of the runs whose id or thread id holds ``text`` (case-insensitive), newest
-    first; none for empty text."""
-    needle = text.strip().casefold()
-    if not needle:
-        return []
-    return [r.run_id for r in reversed(runs)
-            if needle in f"{r.run_id} {views.thread_key(r)}".casefold()]
-
-
-def offered_runs(runs: Sequence[views.RunSummary], thread: str,
-                 also: Sequence[str | None]) -> list[views.RunSummary]:
-    """What a run picker offers: the runs of ``thread``, plus the runs named in ``also``
-    (asked for by the URL, found by a search) wherever they are, in the runs' order; and
-    when that is fewer than two, the runs next to the thread's last one, so a pair can
-    always be made. A picker of every run is sent whole on every script run (5,000 runs
-    are ~300 KB a picker)."""
-    keep = {rid for rid in also if rid}
-    index = [i for i, r in enumerate(runs) if views.thread_key(r) == thread or r.run_id in keep]
-    if len(index) < 2 and len(runs) >= 2:
-        last = index[-1] if index else len(runs) - 1
-        index = sorted({*index, last, last - 1 if last > 0 else last + 1})
-    return [runs[i] for i in index]
-
-
 def run_not_found(url: str, run_id: str, runs: list[views.RunSummary], *,
                   page: str = RUN_PAGE) -> NoReturn:
     """"Run … not found" with a search over run ids and thread ids and titles."""

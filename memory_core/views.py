@@ -598,6 +598,31 @@ def comparison_thread(runs: list[RunSummary], wanted: list[str | None]) -> str |
     return next((thread_key(r) for r in reversed(runs) if counts[thread_key(r)] >= 2), None)
 
 
+def run_search(runs: Sequence[RunSummary], text: str) -> list[str]:
+    """Ids of the runs whose id or thread id holds ``text`` (case-insensitive), newest
+    first; none for empty text."""
+    needle = text.strip().casefold()
+    if not needle:
+        return []
+    return [r.run_id for r in reversed(runs)
+            if needle in f"{r.run_id} {thread_key(r)}".casefold()]
+
+
+def offered_runs(runs: Sequence[RunSummary], thread: str,
+                 also: Sequence[str | None]) -> list[RunSummary]:
+    """What a run picker offers: the runs of ``thread``, plus the runs named in ``also``
+    (asked for by the URL, found by a search) wherever they are, in the runs' order; and
+    when that is fewer than two, the runs next to the thread's last one, so a pair can
+    always be made. A picker of every run is sent whole on every script run (5,000 runs
+    are ~300 KB a picker)."""
+    keep = {rid for rid in also if rid}
+    index = [i for i, r in enumerate(runs) if thread_key(r) == thread or r.run_id in keep]
+    if len(index) < 2 and len(runs) >= 2:
+        last = index[-1] if index else len(runs) - 1
+        index = sorted({*index, last, last - 1 if last > 0 else last + 1})
+    return [runs[i] for i in index]
+
+
 def comparison_pair(runs: list[RunSummary], thread: str, *, wanted_a: str | None = None,
                     wanted_b: str | None = None) -> RunPairChoice:
     """Defaults to the two most recent consecutive runs of ``thread``; runs asked for

@@ -278,3 +278,17 @@ def test_comparison_defaults_to_consecutive_runs_of_a_thread() -> None:
     assert lone.default_b == "c1" and lone.default_a != "c1"
     with pytest.raises(InvalidInputError, match="at least two runs"):
         views.comparison_pair(runs[:1], "A")
+
+
+def test_run_pickers_offer_the_threads_runs_plus_the_named_and_found_ones() -> None:
+    runs = _runs(("a1", "A"), ("b1", "B"), ("a2", "A"), ("c1", "C"), ("b2", "B"))
+    ids = lambda got: [r.run_id for r in got]  # noqa: E731
+    assert ids(views.offered_runs(runs, "A", [])) == ["a1", "a2"]
+    # runs named by the URL or found by a search join, in the runs' order
+    assert ids(views.offered_runs(runs, "A", ["b2", None, "c1"])) == ["a1", "a2", "c1", "b2"]
+    # one run on the thread: its neighbour joins, so a pair can be made
+    assert ids(views.offered_runs(runs, "C", [])) == ["a2", "c1"]
+    assert ids(views.offered_runs(runs[:2], "A", [])) == ["a1", "b1"]
+    # search: run or thread ids, case-insensitive, newest first; empty text finds none
+    assert views.run_search(runs, " b ") == ["b2", "b1"]
+    assert views.run_search(runs, "A1") == ["a1"] and views.run_search(runs, "  ") == []

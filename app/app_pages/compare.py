@@ -27,10 +27,8 @@ from app.components import (
     link_to_message,
     link_to_run,
     literal,
-    offered_runs,
     preview_text,
     run_not_found,
-    run_search,
     set_query_params,
 )
 from app.tables import table
@@ -84,12 +82,12 @@ with st.expander("Compare with a run of another thread",
                  expanded=bool(services.query_param("find"))):
     found = st.text_input("Find a run", value=services.query_param("find") or "",
                           key="find-run", placeholder="part of a run id or a thread id")
-    hits = run_search(runs, found)
+    hits = views.run_search(runs, found)
     if found.strip():
         st.caption(f"{len(hits)} run(s) match" + (
             f"; the newest {SEARCH_LIMIT} are offered in Run A and Run B"
             if len(hits) > SEARCH_LIMIT else "; offered in Run A and Run B"))
-offered = offered_runs(runs, thread, [*((wanted_a, wanted_b) if asked else ()),
+offered = views.offered_runs(runs, thread, [*((wanted_a, wanted_b) if asked else ()),
                                       *hits[:SEARCH_LIMIT]])
 pair = views.comparison_pair(offered, thread, wanted_a=wanted_a if asked else None,
                              wanted_b=wanted_b if asked else None)
@@ -110,7 +108,7 @@ url_a = services.query_param("a")
 fresh_start = views.comparison_thread(runs, [url_b, url_a])
 fresh_thread = fresh_start if fresh_start in threads else threads[0]
 fresh_a = url_a or (services.previous_run(runs, url_b) if url_b else None)
-fresh = views.comparison_pair(offered_runs(runs, fresh_thread, [fresh_a, url_b]),
+fresh = views.comparison_pair(views.offered_runs(runs, fresh_thread, [fresh_a, url_b]),
                               fresh_thread, wanted_b=url_b, wanted_a=fresh_a)
 set_query_params({"a": run_a if url_a or run_a != fresh.default_a else None,
                   "b": run_b if url_b or run_b != fresh.default_b else None,
@@ -159,7 +157,6 @@ if changed:
         for e in changed]), hide_index=True, width="stretch", key="changes")
 else:
     st.text("The two prompts carried the same messages in the same lanes.")
-
 
 
 def _card(side: str, lane: str, i: int, entry: DiffEntry) -> None:
