@@ -6,6 +6,7 @@ Nothing here computes from storage; it only turns view objects into widgets.
 
 from __future__ import annotations
 
+import hashlib
 import html
 import json
 import re
@@ -415,8 +416,6 @@ def run_action_bar(run: views.RunSummary, previous: str | None) -> None:
 def used_by_key(thread_id: str, seq: int) -> str:
     """The key of a message card's "Used by N runs" expander (its open state): ours,
     made of a digest of the thread id (stored text) and the seq."""
-    import hashlib
-
     return f"used-{hashlib.sha1(thread_id.encode()).hexdigest()[:12]}-{seq}"
 
 

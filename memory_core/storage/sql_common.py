@@ -104,6 +104,13 @@ def _marks(n: int) -> str:
     return ",".join("?" * n)
 
 
+def insert_sql(table: str, columns: Sequence[str], rows: int = 1) -> str:
+    """``INSERT INTO table (columns) VALUES (?, …)`` with ``rows`` groups of marks: the
+    one spelling of a plain insert every driver binds its rows to."""
+    one = f"({_marks(len(columns))})"
+    return f"INSERT INTO {table} ({', '.join(columns)}) VALUES {','.join([one] * rows)}"
+
+
 class Driver(ABC):
     """Engine-specific part of an SQL adapter.
 
@@ -150,8 +157,7 @@ class Driver(ABC):
     def insert_rows(self, tx: Tx, table: str, columns: Sequence[str],
                     rows: Sequence[Sequence[Any]]) -> None:
         """Insert a batch of rows (all new) into table."""
-        tx.executemany(f"INSERT INTO {table} ({', '.join(columns)})"
-                       f" VALUES ({_marks(len(columns))})", rows)
+        tx.executemany(insert_sql(table, columns), rows)
 
     def insert_absent(self, tx: Tx, table: str, key: str, columns: Sequence[str],
                       rows: Sequence[Sequence[Any]]) -> int:
@@ -159,10 +165,8 @@ class Driver(ABC):
         stored yet; returns how many went in. One ``INSERT … ON CONFLICT DO NOTHING``."""
         if not rows:
             return 0
-        one = f"({_marks(len(columns))})"
-        return tx.execute(f"INSERT INTO {table} ({', '.join(columns)}) VALUES"
-                          f" {','.join([one] * len(rows))} ON CONFLICT ({key}) DO NOTHING",
-                          [v for r in rows for v in r])
+        return tx.execute(f"{insert_sql(table, columns, len(rows))}"
+                          f" ON CONFLICT ({key}) DO NOTHING", [v for r in rows for v in r])
 
     def vector_param(self, v: np.ndarray) -> Any:
         """A vector as the embedding column's parameter (float32 bytes here)."""
