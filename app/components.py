@@ -88,6 +88,39 @@ def escape_md(text: str) -> str:
     return "".join(out)
 
 
+@dataclass(frozen=True, slots=True)
+class Id:
+    """An identifier (a thread, run, observation or call id) in a label: shown in the
+    code font, exactly as stored."""
+
+    text: str
+
+
+#: a label in our words with ids in it: plain text, or parts of text and ``Id``
+Label = str | tuple[str | Id, ...]
+
+
+def md(*parts: str | Id) -> str:
+    """Markdown for a label made of our words and stored values: text parts escaped
+    (``escape_md``), ``Id`` parts as code spans — monospace, shown as they are."""
+    return "".join(_code_span(p.text) if isinstance(p, Id) else escape_md(p) for p in parts)
+
+
+def _label(label: Label) -> str:
+    return escape_md(label) if isinstance(label, str) else md(*label)
+
+
+def ref(thread_id: str | None, seq: int | None, *,
+        to_seq: int | None = None) -> tuple[str | Id, ...]:
+    """A message (or thread, or seq range) as label parts: ``thread #seq``."""
+    if thread_id is None:
+        return ("(not a stored message)",)
+    if seq is None:
+        return (Id(thread_id),)
+    tail = f" #{seq}" if to_seq is None or to_seq == seq else f" #{seq}–{to_seq}"
+    return (Id(thread_id), tail)
+
+
 def plot_text(text: object) -> str:
     """Stored text for a plotly label, tick or hover: plotly renders a subset of HTML
     (<a href>, <b>, <br>) in those, so it is escaped."""
@@ -99,22 +132,21 @@ def literal(text: str) -> None:
     st.text(text if text else "(empty)")
 
 
-def link_to_message(thread_id: str, seq: int | None, *, label: str | None = None,
+def link_to_message(thread_id: str, seq: int | None, *, label: Label | None = None,
                     to_seq: int | None = None) -> None:
     """A link to the Threads page focused on one message (or a seq range, or just the
-    thread when seq is None)."""
+    thread when seq is None); by default labelled ``thread #seq``."""
     params: dict[str, str] = {"thread": thread_id}
     if seq is not None:
         params["seq"] = str(seq)
         if to_seq is not None and to_seq != seq:
             params["to"] = str(to_seq)
-    text = label or (f"{thread_id} #{seq}" if seq is not None else thread_id)
-    st.page_link(THREADS_PAGE, label=escape_md(text), icon=":material/chat:",
-                 query_params=with_db(params))
+    st.page_link(THREADS_PAGE, label=_label(label or ref(thread_id, seq)),
+                 icon=":material/chat:", query_params=with_db(params))
 
 
-def link_to_run(run_id: str, *, label: str | None = None) -> None:
-    st.page_link(RUN_PAGE, label=escape_md(label or f"run {run_id}"),
+def link_to_run(run_id: str, *, label: Label | None = None) -> None:
+    st.page_link(RUN_PAGE, label=_label(label or ("run ", Id(run_id))),
                  icon=":material/manage_search:", query_params=with_db({"run": run_id}))
 
 

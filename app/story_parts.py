@@ -17,10 +17,13 @@ from app.components import (
     COMPARE_PAGE,
     COUNTERFACTUAL_PAGE,
     LANE_COLOURS,
+    Id,
     escape_md,
     link_to_run,
     literal,
+    md,
     plot_text,
+    ref,
     token_bar,
     with_db,
 )
@@ -73,8 +76,8 @@ def find_key(page: views.MessagePage, phrase: str) -> views.MessageView | None:
 def message_bubble(m: views.MessageView, *, engineer: bool) -> None:
     bubble(m.role, plain_text(m.role, m.text), engineer=engineer, raw=m.text)
     if engineer:
-        st.caption(escape_md(f"{m.thread_id} #{m.seq} · written by run "
-                             f"{m.written_by_run or '(none)'}"))
+        st.caption(md(*ref(m.thread_id, m.seq), " · written by run ",
+                      Id(m.written_by_run) if m.written_by_run else "(none)"))
 
 
 # -- what the assistant was given -------------------------------------------------------
@@ -122,7 +125,7 @@ def given_parts(view: views.RunView, *, engineer: bool) -> None:
                                      + PLAIN_LEFT_OUT.get(it.reason or "", "of a rule "
                                                           "about what may be handed over")))
                 if engineer:
-                    st.caption(escape_md(f"{it.thread_id} #{it.seq} · reason {it.reason}"))
+                    st.caption(md(*ref(it.thread_id, it.seq), f" · reason {it.reason}"))
 
 
 # -- how closely older messages matched ----------------------------------------------
@@ -415,7 +418,8 @@ def fix_section(url: str, story: Story, view: views.RunView, fixed: views.RunVie
         changes = changed_settings(view, fixed)
         st.caption(escape_md(f"run {story.fix.run} · settings changed: " + (", ".join(
             f"{k}: {a} → {b}" for k, (a, b) in changes.items()) or "none")))
-        link_to_run(story.fix.run, label=f"open run {story.fix.run} in the run inspector")
+        link_to_run(story.fix.run, label=("open run ", Id(story.fix.run),
+                                          " in the run inspector"))
         st.page_link(COMPARE_PAGE, label=escape_md(f"compare {story.run} with {story.fix.run}"),
                      icon=":material/compare_arrows:",
                      query_params=with_db({"a": story.run, "b": story.fix.run}))
@@ -431,8 +435,8 @@ def fix_section(url: str, story: Story, view: views.RunView, fixed: views.RunVie
                 if (it.thread_id, it.seq) == key:
                     st.caption(escape_md(f"↑ {story.key_name}"))
                 if engineer:
-                    st.caption(escape_md(f"{it.thread_id} #{it.seq} · rank {it.rank} · "
-                                         f"score {it.score}"))
+                    st.caption(md(*ref(it.thread_id, it.seq), f" · rank {it.rank} · "
+                                  f"score {it.score}"))
 
 
 def engineer_prompt(view: views.RunView) -> None:

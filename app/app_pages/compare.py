@@ -18,6 +18,7 @@ from app.components import (
     LANE_TITLES,
     MISSING,
     SEARCH_LIMIT,
+    Id,
     escape_md,
     fmt_cell,
     fmt_score,
@@ -27,7 +28,9 @@ from app.components import (
     link_to_message,
     link_to_run,
     literal,
+    md,
     preview_text,
+    ref,
     run_not_found,
     set_query_params,
 )
@@ -115,9 +118,9 @@ set_query_params({"a": run_a if url_a or run_a != fresh.default_a else None,
                   "find": found.strip() or None})
 follow_run(run_b, in_url=False)  # run B is the run the user follows
 with col_a:
-    link_to_run(run_a, label=f"inspect run {run_a}")
+    link_to_run(run_a, label=("inspect run ", Id(run_a)))
 with col_b:
-    link_to_run(run_b, label=f"inspect run {run_b}")
+    link_to_run(run_b, label=("inspect run ", Id(run_b)))
 if run_a == run_b:
     st.info("Pick two different runs to compare.")
     st.stop()
@@ -140,10 +143,10 @@ m[3].metric("First divergent step", "none" if diff.divergent_at is None
 st.markdown("#### Answers")
 ans_a, ans_b = st.columns(2)
 with ans_a:
-    st.caption(escape_md(f"Run A · {run_a}"))
+    st.caption(md("Run A · ", Id(run_a)))
     literal(diff.answer_a or "(no answer recorded)")
 with ans_b:
-    st.caption(escape_md(f"Run B · {run_b}"))
+    st.caption(md("Run B · ", Id(run_b)))
     literal(diff.answer_b or "(no answer recorded)")
 
 st.markdown("#### What changed")
@@ -173,7 +176,7 @@ def _card(side: str, lane: str, i: int, entry: DiffEntry) -> None:
         if entry.reason:
             st.caption(escape_md(entry.reason))
         link_to_message(entry.thread_id, entry.seq,
-                        label=f"source: {entry.thread_id} #{entry.seq}")
+                        label=("source: ", *ref(entry.thread_id, entry.seq)))
 
 
 st.markdown("#### Lanes side by side")

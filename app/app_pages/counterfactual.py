@@ -16,6 +16,7 @@ from app import services
 from app.components import (
     COUNTERFACTUAL_PAGE,
     LANE_TITLES,
+    Id,
     escape_md,
     fmt_score,
     link_to_run,
@@ -53,7 +54,7 @@ st.caption("Take parts out of what the model was given (or put back what was lef
 url = services.current_url()
 
 run_id, _ = pick_run(url, page=COUNTERFACTUAL_PAGE)
-link_to_run(run_id, label=f"inspect run {run_id}")
+link_to_run(run_id, label=("inspect run ", Id(run_id)))
 
 try:
     view = services.cached_run_view(url, run_id)

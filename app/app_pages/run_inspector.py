@@ -12,14 +12,17 @@ import streamlit as st
 from app import services
 from app.components import (
     LANE_TITLES,
+    Id,
     escape_md,
     fmt_score,
     json_view,
     link_to_message,
     literal,
+    md,
     pick_run,
     preview_text,
     recalled_observations,
+    ref,
     run_action_bar,
     score_chart,
     token_bar,
@@ -46,7 +49,7 @@ except Exception as e:  # noqa: BLE001
     st.stop()
 
 run = view.run
-st.subheader(f"Run {escape_md(run.run_id)}")
+st.subheader(md("Run ", Id(run.run_id)))
 summary = next(r for r in thread_runs if r.run_id == run_id)
 run_action_bar(summary, services.previous_run(thread_runs, run_id))
 # the seal: what this page shows is what the run recorded, or it says it is not
@@ -72,7 +75,7 @@ meta[2].metric("Prompt tokens", view.total_tokens)
 meta[3].metric("Prompt messages", sum(len(lv.items) for lv in view.lanes
                                       if lv.lane != "dropped"))
 if run.thread_id:
-    link_to_message(run.thread_id, None, label=f"thread {run.thread_id}")
+    link_to_message(run.thread_id, None, label=("thread ", Id(run.thread_id)))
 if view.error:
     st.error(escape_md(f"The run failed: {view.error}"))
 for note in view.notes:
@@ -109,24 +112,25 @@ for tab, lv in zip(tabs, view.lanes, strict=True):
                 literal(item.text)
                 if item.thread_id is not None and item.seq is not None:
                     link_to_message(item.thread_id, item.seq,
-                                    label=f"source: {item.thread_id} #{item.seq}")
+                                    label=("source: ", *ref(item.thread_id, item.seq)))
                 for src in item.sources:
                     if src.from_seq is not None:
                         link_to_message(src.thread_id, src.from_seq, to_seq=src.to_seq,
-                                        label=f"observation {src.observation_id}: source "
-                                              f"{src.thread_id} #{src.from_seq}–{src.to_seq}")
+                                        label=("observation ", Id(src.observation_id),
+                                               ": source ", *ref(src.thread_id, src.from_seq,
+                                                                 to_seq=src.to_seq)))
         if lv.lane == "observations":
             for j, ro in enumerate(recalled_observations(view.tool_calls)):
                 if j == 0:
                     st.caption("Recalled during the run by the recall_observations tool")
                 with st.container(border=True, key=f"recalled-obs-{j}"):
                     score = f" · score {ro.score:.3f}" if ro.score is not None else ""
-                    st.caption(escape_md(f"observation {ro.id} · call {ro.call_id}{score}"))
+                    st.caption(md("observation ", Id(ro.id), " · call ", Id(ro.call_id), score))
                     literal(ro.text)
                     if ro.from_seq is not None:
                         link_to_message(ro.thread_id, ro.from_seq, to_seq=ro.to_seq,
-                                        label=f"source {ro.thread_id} "
-                                              f"#{ro.from_seq}–{ro.to_seq}")
+                                        label=("source ", *ref(ro.thread_id, ro.from_seq,
+                                                               to_seq=ro.to_seq)))
 
 st.markdown("#### Settings")
 if view.settings:

@@ -12,6 +12,7 @@ from app import services
 from app import story_parts as parts
 from app.components import (
     STORY_PAGE,
+    Id,
     escape_md,
     follow_run,
     link_to_message,
@@ -129,7 +130,7 @@ st.markdown(escape_md(story.answered))
 parts.bubble("user", view.query or "(question not recorded)", engineer=False)
 parts.bubble("assistant", view.answer or "(no answer recorded)", engineer=False)
 if engineer:
-    link_to_run(story.run, label=f"open run {story.run} in the run inspector")
+    link_to_run(story.run, label=("open run ", Id(story.run), " in the run inspector"))
 
 # -- 3 -------------------------------------------------------------------------------
 st.header("3. What the assistant was given", divider="gray")

@@ -16,12 +16,15 @@ import streamlit as st
 
 from app import services
 from app.components import (
+    Id,
     escape_md,
     fmt_time,
     focus_cards,
     link_to_message,
     link_to_run,
     literal,
+    md,
+    ref,
     set_query_params,
     thread_not_found,
     used_by_key,
@@ -85,7 +88,7 @@ with st.expander("Search messages in this resource", expanded=bool(services.quer
                          hide_index=True, width="stretch")
             for h in hits[:20]:
                 link_to_message(h.thread_id, h.seq,
-                                label=f"open {h.thread_id} #{h.seq} ({h.role})")
+                                label=("open ", *ref(h.thread_id, h.seq), f" ({h.role})"))
 
 thread_ids = [t.thread_id for t in summaries]
 if not thread_ids:
@@ -138,12 +141,12 @@ for m in shown:
     focused = (focus_seq is not None and focus_end is not None
                and focus_seq <= m.seq <= focus_end)
     with st.container(border=True, key=f"msg-{m.seq}"):
-        head = f"#{m.seq} · {m.role} · {m.created_at:%Y-%m-%d %H:%M:%S}"
+        head: list[str | Id] = [f"#{m.seq} · {m.role} · {m.created_at:%Y-%m-%d %H:%M:%S}"]
         if m.written_by_run:
-            head += f" · written by run {m.written_by_run}"
+            head += [" · written by run ", Id(m.written_by_run)]
         if focused:
-            head = "▶ " + head
-        st.caption(escape_md(head))
+            head.insert(0, "▶ ")
+        st.caption(md(*head))
         literal(m.text)
         if m.metadata:
             st.text("metadata: " + json.dumps(m.metadata, ensure_ascii=False, sort_keys=True))
@@ -157,4 +160,4 @@ for m in shown:
             if used.open:
                 with used:
                     for rid in m.used_by_runs:
-                        link_to_run(rid, label=f"used by run {rid}")
+                        link_to_run(rid, label=("used by run ", Id(rid)))

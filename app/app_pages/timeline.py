@@ -17,6 +17,7 @@ from app.components import (
     LANE_COLOURS,
     LANE_TITLES,
     TIMELINE_PAGE,
+    Id,
     escape_md,
     fmt_time,
     follow_run,
@@ -80,8 +81,8 @@ fresh_marked = (asked_run if asked_run in thread_run_ids else thread_run_ids[-1]
 if services.query_param("thread") or thread != fresh_thread:
     set_query_params({"thread": thread})
 follow_run(marked, in_url=asked_run is not None or marked != fresh_marked)
-link_to_message(thread, None, label=f"open thread {thread}")
-link_to_run(marked, label=f"inspect run {marked}")
+link_to_message(thread, None, label=("open thread ", Id(thread)))
+link_to_run(marked, label=("inspect run ", Id(marked)))
 
 try:
     tl = services.cached_timeline(url, thread)
@@ -140,5 +141,6 @@ st.dataframe(table([{
 if tl.compactions:
     st.markdown("#### Compactions")
     for p in tl.compactions:
-        link_to_run(p.run_id, label=f"run {p.run_id}: {p.observation_count} observation(s), "
-                                    f"new: {', '.join(p.new_observations) or '—'}")
+        link_to_run(p.run_id, label=("run ", Id(p.run_id), f": {p.observation_count} "
+                                     f"observation(s), new: "
+                                     f"{', '.join(p.new_observations) or '—'}"))

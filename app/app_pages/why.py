@@ -17,6 +17,7 @@ from app import services
 from app.components import (
     FATE_COLOURS,
     WHY_PAGE,
+    Id,
     escape_md,
     fate_badge,
     fmt_score,
@@ -25,9 +26,11 @@ from app.components import (
     link_to_message,
     link_to_run,
     literal,
+    md,
     pick_run,
     plot_text,
     preview_text,
+    ref,
     set_query_params,
     truncate,
 )
@@ -118,8 +121,8 @@ def _closest(search: PhraseSearch) -> Explanation:
             how = ("contains the phrase" if m.contains else
                    "shares " + ", ".join(m.shared_terms) if m.shared_terms
                    else "close in meaning")
-            st.caption(escape_md(f"{m.thread_id} #{m.seq} · {e.role or '?'} · {how} · "
-                                 f"similarity {fmt_score(m.similarity)}"))
+            st.caption(md(*ref(m.thread_id, m.seq), f" · {e.role or '?'} · {how} · "
+                          f"similarity {fmt_score(m.similarity)}"))
             literal(preview_text(e.preview or ""))
             st.caption(escape_md(e.sentence))
     # radio options render Markdown: ids are stored text
@@ -146,10 +149,10 @@ fate_badge(exp.fate, exp.reached_model)
 if phrase is None or exp.thread_id is not None:
     st.info(escape_md(exp.sentence))
 if exp.thread_id is not None and exp.seq is not None:
-    st.caption(escape_md(f"{exp.thread_id} #{exp.seq} · {exp.role or '?'}"))
+    st.caption(md(*ref(exp.thread_id, exp.seq), f" · {exp.role or '?'}"))
     literal(preview_text(exp.preview or ""))
-    link_to_message(exp.thread_id, exp.seq, label=f"open {exp.thread_id} #{exp.seq}")
-link_to_run(run_id, label=f"inspect run {run_id}")
+    link_to_message(exp.thread_id, exp.seq, label=("open ", *ref(exp.thread_id, exp.seq)))
+link_to_run(run_id, label=("inspect run ", Id(run_id)))
 
 st.markdown("#### Evidence")
 if exp.evidence:

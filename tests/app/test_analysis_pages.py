@@ -54,6 +54,7 @@ from tests.app.fixture_db import (
     records,
     seq_of,
 )
+from tests.app.markdown import shown_text
 from tests.app.test_pages import json_blocks
 
 MakeApp = Callable[..., AppTest]
@@ -111,8 +112,8 @@ def _texts(at: AppTest) -> list[str]:
 
 
 def _captions(at: AppTest) -> str:
-    # captions are Markdown-escaped: drop the backslashes to compare with plain text
-    return "\n".join(c.value.replace("\\", "") for c in at.caption)
+    # captions are Markdown: compare their shown text (escapes and code fences dropped)
+    return "\n".join(shown_text(c.value) for c in at.caption)
 
 
 def _charts(at: AppTest) -> list[dict[str, Any]]:

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app.components import RUN_PAGE, escape_md, recalled_observations
+from app.components import RUN_PAGE, Id, md, recalled_observations, ref
 from memory_core.embedders import HashingEmbedder
 from memory_core.memory import AgentMemory
 from memory_core.models.base import ModelResponse
@@ -56,12 +56,15 @@ def test_spec_8_9_inspector_shows_recalled_observations_with_their_source_range(
     assert not at.exception
     captions = [c.value for c in at.caption]
     assert "Recalled during the run by the recall_observations tool" in captions
-    assert any(c.startswith(escape_md("observation obs-t1-0000 · call c1 · score "))
+    # ids in the code font (code spans), our words escaped
+    assert any(c.startswith(md("observation ", Id("obs-t1-0000"), " · call ", Id("c1"),
+                               " · score "))
                for c in captions)
     # stored text shown literally
     assert FACT in [t.value for t in at.text] + [c.value for c in at.code]
     links = [p.proto.label for p in at.main.get("page_link")]
-    assert escape_md("source t1 #0–2") in links
+    assert md("source ", *ref("t1", 0, to_seq=2)).startswith("source `t1` ")
+    assert md("source ", *ref("t1", 0, to_seq=2)) in links
 
 
 def test_spec_8_9_recalled_observations_skip_other_and_failed_calls() -> None:

@@ -183,7 +183,7 @@ def test_url_opens_the_named_run(populated: Populated, app: MakeApp, page: str |
     assert not at.exception
     assert at.title[0].value == "Run inspector"
     assert _select(at, "Run").value == RUN_2
-    assert at.subheader[0].value == "Run " + RUN_2.replace("-", "\\-")
+    assert at.subheader[0].value == f"Run `{RUN_2}`"  # the id in the code font
 
 
 def test_unknown_run_in_url_is_a_clear_error(populated: Populated, app: MakeApp) -> None:

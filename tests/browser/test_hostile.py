@@ -134,14 +134,21 @@ class Visit:
         pytest.fail(f"no hover label of chart {plot} shows {wanted!r}: {set(seen)}")
 
 
+def _code_texts(page: Any) -> set[str]:
+    return set(page.eval_on_selector_all("code", "els => els.map(e => e.textContent)"))
+
+
 def test_stored_strings_are_literal_on_every_page(served: tuple[str, Path]) -> None:
     base, _ = served
     with chromium() as browser:
         v = Visit(browser, base)
         v.open(_url(base, "threads", thread=h.THREAD), h.THREAD, h.RESOURCE, h.PAYLOAD)
         v.open_used_by(f"used by run {h.RUN_A}")
+        # ids are shown whole in the code font (a code span each)
+        assert h.RUN_A in _code_texts(v.page)
         v.open(_url(base, "run", run=h.RUN_A), f"Run {h.RUN_A}", h.AGENT, h.MODEL,
                f"answer {h.PAYLOAD}", f"thread {h.THREAD}")
+        assert {h.THREAD, h.RUN_A} <= _code_texts(v.page)  # backticks and all
         # the near-miss chart's hover labels name the candidates' threads
         assert f"{h.THREAD} #" in v.hover(1, h.THREAD)
         v.open(_url(base, "run", run=h.RUN_FAILED), f"Run {h.RUN_FAILED}", h.MODEL)
