@@ -364,14 +364,16 @@ class _ScopeIndex:
             return None
         i = bisect.bisect_right(self.msg_starts, r) - 1
         body, resource_id, run_id = self.msg_parts[i].row(r - self.msg_starts[i])
+        if body is None:
+            return None  # too long to keep: read when needed
         t, seq = self.key(r)
         return stored_message(t, seq, resource_id, body, at, run_id)
 
     def keeps_messages(self, share: float) -> bool:
         """Whether to ask the next scan for its message columns: every row held so far
         has them, within the scope's budget."""
-        return self.msg_n == self.n and \
-            self.msg_bytes < message_budget(share, self.n, self.dim or 0)
+        return self.msg_n == self.n and (
+            self.n == 0 or self.msg_bytes < message_budget(share, self.n, self.dim or 0))
 
     def _unit_rows(self, start: int, end: int, has_vec: np.ndarray) -> None:
         """Scale rows [start, end) to unit length in place, in chunks; a row without a

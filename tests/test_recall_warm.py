@@ -310,3 +310,43 @@ def test_duckdb_keeps_a_scope_s_messages_only_within_their_budget(
         _recall(engine, _vec(2))
     assert ports.calls == ["change_token", "get_messages_located"]
     storage.close()
+
+
+def test_duckdb_reads_only_the_bodies_too_long_to_keep(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A body longer than the scan's cap (4x a row's share of the budget, at least
+    ``_BODY_CAP``) is left out of the message columns (a batch of long tool outputs is
+    never held whole): recall reads just that message, and builds the others."""
+    import memory_core.storage.base as base_mod
+    import memory_core.storage.duckdb as duck_mod
+
+    monkeypatch.setattr(base_mod, "MESSAGE_FLOOR", 0)
+    monkeypatch.setattr(duck_mod, "_BODY_CAP", 200)
+    storage = make_storage("duckdb-file", tmp_path)
+    _fill(storage)
+    long_text = "a long tool output " * 40  # ~800 bytes
+    storage.memory.append_messages("a", [AppendRow(message=Message(content=long_text),
+                                                   embedding=_vec(99))])  # ("a", 6)
+    got = storage.memory.scope_rows(["a", "b"], message_share=2.0)
+    assert got.messages is not None
+    bodies = dict(zip(zip(got.tidx.tolist(), got.seqs.tolist(), strict=True),
+                      got.messages.bodies.to_pylist(), strict=True))  # type: ignore[attr-defined]
+    assert bodies[(got.threads.index("a"), 6)] is None
+    assert sum(b is None for b in bodies.values()) == 1
+    engine = RecallEngine(storage.memory, None, message_share=2.0)
+    read: list[list[tuple[str, int]]] = []
+    located = storage.memory.get_messages_located
+
+    def spy(refs: Any, *a: Any) -> Any:
+        read.append(list(refs))
+        return located(refs, *a)
+
+    storage.memory.get_messages_located = spy  # type: ignore[method-assign]
+    engine.embed = lambda texts: np.asarray([_vec(99)])
+    out = engine.run("note", thread_id="a", resource_id="u", config=CFG)
+    assert read == [[("a", 6)]]
+    msgs = {h.message.ref: h.message for h in out.hits}
+    assert msgs[("a", 6)].text() == long_text and ("a", 5) in msgs
+    assert sorted(msgs.values(), key=lambda m: m.ref) == \
+        storage.memory.get_messages_by_refs(sorted(msgs))
+    storage.close()

@@ -90,11 +90,12 @@ def message_budget(share: float, rows: int, dim: int) -> int:
 @dataclass(frozen=True)
 class MessageColumns:
     """What a stored message holds beyond a ``ScopeRows`` row's thread, seq and
-    creation time: its stored JSON body (role, content, metadata), resource id and run
-    id, row i of each for row i (a list, or an Arrow column as a scan read it), so that
-    a cache of the scope can build a hit's message without reading it again."""
+    creation time: its stored JSON body (role, content, metadata; None where the scan
+    left out a body too long to keep), resource id and run id, row i of each for row i
+    (a list, or an Arrow column as a scan read it), so that a cache of the scope can
+    build a hit's message without reading it again."""
 
-    bodies: Sequence[str]
+    bodies: Sequence[str | None]
     resource_ids: Sequence[str | None]
     run_ids: Sequence[str | None]
 
@@ -112,7 +113,7 @@ class MessageColumns:
     def size(self) -> int:
         return sum(map(self.nbytes, (self.bodies, self.resource_ids, self.run_ids)))
 
-    def row(self, i: int) -> tuple[str, str | None, str | None]:
+    def row(self, i: int) -> tuple[str | None, str | None, str | None]:
         """Row i's (body, resource_id, run_id) as Python values."""
         body, resource_id, run_id = (_py(col[i]) for col in
                                      (self.bodies, self.resource_ids, self.run_ids))

@@ -79,7 +79,11 @@ _SCAN_BATCH = 65536  # rows per Arrow record batch of a scope scan
 # created_us), else what follows the seconds and their fraction ("" when none)
 _ZONE_SCAN = ("CASE WHEN suffix(m.created_at, '+00:00') THEN NULL"
               " ELSE ltrim(m.created_at[20:], '.0123456789') END")
-_MESSAGE_SCAN = ", m.body AS body_json, m.resource_id, m.run_id"  # ScopeRows.messages
+# ScopeRows.messages; a body longer than {cap} bytes comes as null (read when needed),
+# so that no batch of long bodies is ever held whole
+_MESSAGE_SCAN = (", CASE WHEN strlen(m.body) <= {cap} THEN m.body END AS body_json,"
+                 " m.resource_id, m.run_id")
+_BODY_CAP = 4096  # the least of that cap: 4x a row's share of the budget, or this
 _SCAN_MEMORY = "512MB"  # DuckDB's memory limit while a scope is scanned
 # FLOAT[] rather than bytes: DuckDB checkpoints (compresses) large BLOBs slowly. Stored
 # uncompressed: a checkpoint compressing 384 floats a row took half of DuckDB's whole
@@ -1072,7 +1076,8 @@ class _DuckDriver(Driver):
         with _cache_capped(conn) if big else nullcontext():
             while True:
                 out = RowsBuilder(scan, planned)
-                extra = _MESSAGE_SCAN if out.message_budget else ""
+                cap = max(_BODY_CAP, 4 * out.message_budget // max(1, planned))
+                extra = _MESSAGE_SCAN.format(cap=cap) if out.message_budget else ""
                 rel = conn.sql(f"SELECT f.pos, m.rowid AS locator, {_ZONE_SCAN} AS zone,"
                                f" {scan.columns()}{extra} {src}", params=params)
                 if self._fill(rel.to_arrow_reader(_SCAN_BATCH), scan, out, bool(extra)):
