@@ -342,7 +342,7 @@ def render(results: dict[str, dict[str, Any]], command: str) -> str:
     for n in sizes:
         if "carried_over" in results[str(n)]:
             lines += ["", f"The {n:,} column is carried over from the "
-                      f"{results[str(n)]['carried_over']} (not measured again)."]
+                      f"{results[str(n)]['carried_over']}."]
     lines += ["", "Growth = how much the cost itself is multiplied per 10× more messages "
               "(×10 = linear in the store, ×1 = flat); for per-message costs (batch append, "
               "import) ×1 means linear overall. The machine is shared (2 cores, several "

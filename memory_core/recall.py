@@ -17,7 +17,7 @@ from array import array
 from collections import OrderedDict
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 from typing import Any, Literal
 
 import numpy as np
@@ -34,7 +34,14 @@ from memory_core.recall_config import MessageRange as MessageRange
 from memory_core.recall_config import RecallConfig as RecallConfig
 from memory_core.recall_config import RecallMode as RecallMode
 from memory_core.recall_config import RecallScope as RecallScope
-from memory_core.storage.base import MemoryStore, ScopeRows, ThreadCounts
+from memory_core.storage.base import (
+    MemoryStore,
+    MessageColumns,
+    ScopeRows,
+    ThreadCounts,
+    message_budget,
+)
+from memory_core.storage.common import stored_message, ts_from_micros, zone_of
 from memory_core.text import STOP_WORDS as STOP_WORDS
 from memory_core.text import TOKEN_RE as _TOKEN
 from memory_core.text import tokenize
@@ -215,6 +222,15 @@ class _ScopeIndex:
     prev_row: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # -1: first
     asks: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))  # text holds a "?"
     loc: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # -1: none
+    # created_at's offset per row: -1 UTC, -2 unknown, else an index into zone_tz
+    zone: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    zone_tz: list[tzinfo] = field(default_factory=list)
+    zone_at: dict[str, int] = field(default_factory=dict)  # offset text -> zone index
+    # the message columns of rows [0, msg_n), part i from row msg_starts[i]
+    msg_parts: list[MessageColumns] = field(default_factory=list)
+    msg_starts: list[int] = field(default_factory=list)
+    msg_n: int = 0
+    msg_bytes: int = 0
     last_row: dict[str, int] = field(default_factory=dict)  # per thread
     thread_rows: dict[str, list[int]] = field(default_factory=dict)  # by thread_seqs
     lexical: bool = False  # the lexical index is kept (a lexical/hybrid query came)
@@ -268,6 +284,7 @@ class _ScopeIndex:
         self.prev_row = grow(self.prev_row, (new_cap,))
         self.asks = grow(self.asks, (new_cap,))
         self.loc = grow(self.loc, (new_cap,))
+        self.zone = grow(self.zone, (new_cap,))
 
     def add_rows(self, rows: ScopeRows, dim: int | None) -> dict[str, int]:
         """Append a scan of rows (any order; each thread's rows after those already
@@ -293,6 +310,12 @@ class _ScopeIndex:
         self.seqs[start:end] = rows.seqs
         self.created[start:end] = rows.created_us
         self.loc[start:end] = -1 if rows.locators is None else rows.locators
+        self.zone[start:end] = self._zones(rows)
+        got = rows.messages
+        if got is not None and self.msg_n == start and len(got) == k:
+            self.msg_parts.append(got)
+            self.msg_starts.append(start)
+            self.msg_n, self.msg_bytes = end, self.msg_bytes + got.size()
         if usable and m is not None:
             if self.mat is not m:
                 self.mat[start:end] = m
@@ -311,6 +334,46 @@ class _ScopeIndex:
         for fkey, mask in list(self.masks.items()):
             self.masks[fkey] = self._extend_mask(mask, _filter_from_key(fkey), start)
         return added
+
+    def _zones(self, rows: ScopeRows) -> np.ndarray | int:
+        """The rows' ``zone`` entries from a scan's ``zones`` (-2 where unknown)."""
+        if rows.zones is None:
+            return -2
+        lut = np.full(len(rows.zone_names) + 1, -2, np.int32)  # [-1] stays -2
+        for i, name in enumerate(rows.zone_names):
+            z = self.zone_at.get(name)
+            if z is None and (tz := zone_of(name)) is not None:
+                z = self.zone_at[name] = len(self.zone_tz)
+                self.zone_tz.append(tz)
+            lut[i] = -2 if z is None else z
+        codes = rows.zones
+        out: np.ndarray = np.where(codes >= 0, lut[codes], codes)
+        return out
+
+    def created_at(self, r: int) -> datetime | None:
+        """Row r's ``created_at`` exactly as stored, when the scan said its offset."""
+        z = int(self.zone[r])
+        if z == -2:
+            return None
+        t = ts_from_micros(int(self.created[r]))
+        return t if z == -1 else t.astimezone(self.zone_tz[z])
+
+    def message(self, r: int) -> StoredMessage | None:
+        """Row r's stored message from the message columns held (None: not held)."""
+        if r >= self.msg_n or (at := self.created_at(r)) is None:
+            return None
+        i = bisect.bisect_right(self.msg_starts, r) - 1
+        body, resource_id, run_id = self.msg_parts[i].row(r - self.msg_starts[i])
+        if body is None:
+            return None  # too long to keep: read when needed
+        t, seq = self.key(r)
+        return stored_message(t, seq, resource_id, body, at, run_id)
+
+    def keeps_messages(self, share: float) -> bool:
+        """Whether to ask the next scan for its message columns: every row held so far
+        has them, within the scope's budget."""
+        return self.msg_n == self.n and (
+            self.n == 0 or self.msg_bytes < message_budget(share, self.n, self.dim or 0))
 
     def _unit_rows(self, start: int, end: int, has_vec: np.ndarray) -> None:
         """Scale rows [start, end) to unit length in place, in chunks; a row without a
@@ -618,10 +681,15 @@ class RecallEngine:
     """
 
     def __init__(self, store: MemoryStore, embed: Embedder | None, *,
-                 max_scopes: int = 64) -> None:
+                 max_scopes: int = 64, message_share: float = 0.25) -> None:
         self.store = store
         self.embed = embed
         self.max_scopes = max_scopes  # cached scopes kept, least recently used dropped
+        # where a single read costs more than a scan (DuckDB), a scope's cache also
+        # keeps its messages (loaded in the same scan) while they take at most this
+        # share of its vectors' bytes (or MESSAGE_FLOOR): a warm recall then builds
+        # its hits without a read; beyond it, hits are read as they are found
+        self.message_share = message_share
         self._lock = threading.RLock()
         self._scopes: OrderedDict[tuple[str, str], _ScopeIndex] = OrderedDict()
         # per (thread, resource): the store's change token taken before the last
@@ -693,9 +761,11 @@ class RecallEngine:
                 return self._rebuild(key, scope, lexical)
             changed[t] = idx.loaded_max.get(t, -1)
         if changed:
+            share = self.message_share if idx.keeps_messages(self.message_share) else 0.0
             rows = self.store.scope_rows(list(changed), after_seq=changed,
                                          texts=idx.lexical and idx.lex_n == idx.n,
-                                         metadata=idx.keep_meta and len(idx.metadata) == idx.n)
+                                         metadata=idx.keep_meta and len(idx.metadata) == idx.n,
+                                         message_share=share)
             got = np.bincount(rows.tidx, minlength=len(rows.threads)).tolist()
             for t, k in zip(rows.threads, got, strict=True):
                 if idx.loaded_count.get(t, 0) + k != scope[t].message_count:
@@ -1066,15 +1136,30 @@ class RecallEngine:
 
     def _fetch(self, refs: Sequence[tuple[str, int]],
                idx: _ScopeIndex | None = None) -> dict[tuple[str, int], StoredMessage]:
-        """The messages of refs in one round trip (by their locators where the scan
-        gave some)."""
-        if not refs:
-            return {}
-        locs = [] if idx is None else [int(idx.loc[r]) if (r := idx.row_at(k)) >= 0 else -1
-                                       for k in refs]
-        got = self.store.get_messages_located(refs, locs) if any(x >= 0 for x in locs) \
-            else self.store.get_messages_by_refs(refs)
-        return {(m.thread_id, m.seq): m for m in got}
+        """The messages of refs: from the scope's message columns where it holds
+        them, the rest in one round trip (by their locators where the scan gave some,
+        with the creation times it gave)."""
+        out: dict[tuple[str, int], StoredMessage] = {}
+        rest: list[tuple[str, int]] = []
+        rows: list[int] = []
+        for k in refs:
+            r = -1 if idx is None else idx.row_at(k)
+            m = None if idx is None or r < 0 else idx.message(r)
+            if m is not None:
+                out[k] = m
+            else:
+                rest.append(k)
+                rows.append(r)
+        if not rest:
+            return out
+        if idx is not None and any(r >= 0 and idx.loc[r] >= 0 for r in rows):
+            got = self.store.get_messages_located(
+                rest, [int(idx.loc[r]) if r >= 0 else -1 for r in rows],
+                [idx.created_at(r) if r >= 0 else None for r in rows])
+        else:
+            got = self.store.get_messages_by_refs(rest)
+        out.update({(m.thread_id, m.seq): m for m in got})
+        return out
 
     def score_all(self, query: str, *, thread_id: str, resource_id: str | None,
                   config: RecallConfig,

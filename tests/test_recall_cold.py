@@ -265,9 +265,13 @@ def test_rows_loaded_in_any_order_recall_the_same(seed: int) -> None:
             assert sa == sb
 
 
-def test_a_store_with_locators_serves_hits_by_them() -> None:
-    """DuckDB's scan gives each row's rowid; recall's one fetch reads hits by it (a
-    join on (thread, seq) would scan the table), and the hits are the same."""
+@pytest.mark.parametrize("share", [0.25, 0.0])
+def test_a_store_with_locators_serves_hits_by_them(share: float) -> None:
+    """DuckDB's scan gives each row's rowid and, within the engine's message share,
+    the rest of each message: recall builds its hits from them without a read, or
+    (no room) reads them in one fetch by rowid (a join on (thread, seq) would scan the
+    table); the hits and their messages are the same either way, and the same as the
+    store's own reads of them."""
     from memory_core.storage.duckdb import DuckDBStorage
 
     embed = HashingEmbedder(64)
@@ -276,15 +280,21 @@ def test_a_store_with_locators_serves_hits_by_them() -> None:
     for store in (duck, plain):
         for t in ("a", "b"):
             store.create_thread(t, resource_id="u")
-            add(store, t, [(f"{x} in {t}", embed([f"{x} in {t}"])[0]) for x in TEXTS])
+            add(store, t, [(f"{x} in {t}", embed([f"{x} in {t}"])[0]) for x in TEXTS],
+                [{"k": i % 3} for i in range(len(TEXTS))])
     log = CallLog(duck)
     cfg = RecallConfig(top_k=3, near_misses=3, scope="resource", message_range=1)
-    outs = [RecallEngine(s, embed).run("boiler code", thread_id="a", resource_id="u",
-                                       config=cfg) for s in (duck, plain)]
-    assert log.calls == ["change_token", "scope_counts", "scope_rows", "get_messages_located"]
+    outs = [RecallEngine(s, embed, message_share=share).run(
+        "boiler code", thread_id="a", resource_id="u", config=cfg) for s in (duck, plain)]
+    assert log.calls == ["change_token", "scope_counts", "scope_rows",
+                         *([] if share else ["get_messages_located"])]
     assert [(h.thread_id, h.seq, h.origin) for h in outs[0].hits] == [
         (h.thread_id, h.seq, h.origin) for h in outs[1].hits]
     assert [h.message.text() for h in outs[0].hits] == [h.message.text() for h in outs[1].hits]
+    refs = [(h.thread_id, h.seq) for h in outs[0].hits]
+    assert sorted([h.message for h in outs[0].hits], key=lambda m: m.ref) == \
+        duck.get_messages_by_refs(refs)
+    assert [n.preview for n in outs[0].near_misses] == [n.preview for n in outs[1].near_misses]
 
 
 def _index_of(texts: list[str | None]) -> tuple[Any, ...]:

@@ -85,33 +85,39 @@ def _recall(engine: RecallEngine, vec: np.ndarray) -> list[tuple[str, int]]:
     return [(h.thread_id, h.seq) for h in out.hits if h.origin == "hit"]
 
 
-@pytest.mark.parametrize("adapter", ["duckdb-file", "duckdb-memory", "sqlite", "postgres"])
-def test_a_warm_recall_with_nothing_written_is_a_token_and_one_query(
-        adapter: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("adapter", "share"), [
+    ("duckdb-file", 0.25), ("duckdb-file", 0.0), ("duckdb-memory", 0.25),
+    ("duckdb-memory", 0.0), ("sqlite", 0.25), ("postgres", 0.25)])
+def test_a_warm_recall_with_nothing_written_is_a_token_and_at_most_one_query(
+        adapter: str, share: float, tmp_path: Path) -> None:
+    """DuckDB keeps the scope's messages beside its vectors (a single read of a row
+    costs it milliseconds): its warm recall reads nothing at all; with no room for
+    them (``message_share=0``) the hits are read in one query by the rowids its scan
+    gave; SQLite and PostgreSQL read them by (thread, seq)."""
     storage = make_storage(adapter, tmp_path)
     _fill(storage)
-    engine = RecallEngine(storage.memory, None)
+    engine = RecallEngine(storage.memory, None, message_share=share)
     ports = Ports(storage.memory)
-    # DuckDB finds rows by the rowids its scan gave; SQLite by (thread, seq)
-    fetch = "get_messages_located" if adapter.startswith("duckdb") else "get_messages_by_refs"
+    duck, kept = adapter.startswith("duckdb"), adapter.startswith("duckdb") and share > 0
+    fetch = [] if kept else ["get_messages_located" if duck else "get_messages_by_refs"]
     with storage.session():
         _recall(engine, _vec(1))
         assert ports.calls[:3] == ["change_token", "scope_counts", "scope_rows"]
         ports.clear()
         hits = _recall(engine, _vec(2))
-        # nothing written since: no counts read, the hits fetched in one query
-        assert ports.calls == ["change_token", fetch]
+        # nothing written since: no counts read, the hits built or fetched in one query
+        assert ports.calls == ["change_token", *fetch]
         # (PostgreSQL's token is a query of its own: the server's snapshot)
-        assert ports.queries == (2 if adapter == "postgres" else 1) and ("a", 2) in hits
+        assert ports.queries == len(fetch) + (adapter == "postgres") and ("a", 2) in hits
         storage.memory.append_messages("b", [AppendRow(
             message=Message(content="new note"), embedding=_vec(7))])
         ports.clear()
         assert ("b", 6) in _recall(engine, _vec(7))  # the append is seen
-        assert ports.calls == ["change_token", "scope_counts", "scope_rows", fetch]
+        assert ports.calls == ["change_token", "scope_counts", "scope_rows", *fetch]
         storage.memory.put_working_memory("k", 1)  # any write: the counts are read again
         ports.clear()
         _recall(engine, _vec(7))
-        assert ports.calls == ["change_token", "scope_counts", fetch]
+        assert ports.calls == ["change_token", "scope_counts", *fetch]
     storage.close()
 
 
@@ -235,3 +241,112 @@ def test_a_waiting_duckdb_append_of_a_known_thread_is_seen_by_the_next_warm_reca
             assert ("b", 6 + i) in _recall(engine, vec)
     finally:
         storage.close()
+
+
+def test_duckdb_reads_no_creation_time_its_scan_gave(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With no room for the scope's messages, a warm recall reads its hits by rowid,
+    but not their ``created_at``: the scan gave each row's time (``created_us``) and
+    offset, and a random read of that nearly unique text costs DuckDB more than all
+    the other columns together. The messages are the stored ones all the same."""
+    import memory_core.storage.duckdb as duck_mod
+
+    storage = make_storage("duckdb-file", tmp_path)
+    _fill(storage)
+    engine = RecallEngine(storage.memory, None, message_share=0.0)
+    sql: list[str] = []
+    query = duck_mod._DuckTx.query
+
+    def spy(self: Any, text: str, params: Any = ()) -> Any:
+        sql.append(text)
+        return query(self, text, params)
+
+    monkeypatch.setattr(duck_mod._DuckTx, "query", spy)
+    with storage.session():
+        _recall(engine, _vec(1))
+        sql.clear()
+        engine.embed = lambda texts: np.asarray([_vec(2)])
+        out = engine.run("note", thread_id="a", resource_id="u", config=CFG)
+    assert len(sql) == 1 and "rowid" in sql[0] and "created_at" not in sql[0]
+    msgs = sorted((h.message for h in out.hits), key=lambda m: m.ref)
+    assert msgs and msgs == storage.memory.get_messages_by_refs([m.ref for m in msgs])
+    storage.close()
+
+
+def test_duckdb_keeps_a_scope_s_messages_only_within_their_budget(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The message columns come with the scan only while they take at most their share
+    of the vectors' bytes: when the first batch shows they will not fit, the scan starts
+    again without them (long bodies are not read whole for nothing), and recall reads
+    its hits instead."""
+    import memory_core.storage.base as base_mod
+    import memory_core.storage.duckdb as duck_mod
+
+    monkeypatch.setattr(base_mod, "MESSAGE_FLOOR", 0)
+    monkeypatch.setattr(duck_mod, "_SCAN_BATCH", 4)  # 12 rows: three batches
+    storage = make_storage("duckdb-file", tmp_path)
+    _fill(storage)
+    fills: list[bool] = []
+    fill = duck_mod._DuckDriver._fill
+
+    def spy(reader: Any, scan: Any, out: Any, extra: bool) -> bool:
+        fills.append(extra)
+        return fill(reader, scan, out, extra)
+
+    monkeypatch.setattr(duck_mod._DuckDriver, "_fill", staticmethod(spy))
+    # a body of ~60 bytes a row beside 8 float32s (32 bytes): a share of 4 fits
+    fits = storage.memory.scope_rows(["a", "b"], message_share=4.0)
+    assert fits.messages is not None and len(fits.messages) == len(fits) == 12
+    assert fills == [True]
+    fills.clear()
+    over = storage.memory.scope_rows(["a", "b"], message_share=0.5)
+    assert over.messages is None and len(over) == 12 and fills == [True, False]
+    assert over.zones is not None and set(over.zones.tolist()) == {-1}  # all UTC
+    engine = RecallEngine(storage.memory, None, message_share=0.5)
+    ports = Ports(storage.memory)
+    with storage.session():
+        _recall(engine, _vec(1))
+        ports.clear()
+        _recall(engine, _vec(2))
+    assert ports.calls == ["change_token", "get_messages_located"]
+    storage.close()
+
+
+def test_duckdb_reads_only_the_bodies_too_long_to_keep(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A body longer than the scan's cap (4x a row's share of the budget, at least
+    ``_BODY_CAP``) is left out of the message columns (a batch of long tool outputs is
+    never held whole): recall reads just that message, and builds the others."""
+    import memory_core.storage.base as base_mod
+    import memory_core.storage.duckdb as duck_mod
+
+    monkeypatch.setattr(base_mod, "MESSAGE_FLOOR", 0)
+    monkeypatch.setattr(duck_mod, "_BODY_CAP", 200)
+    storage = make_storage("duckdb-file", tmp_path)
+    _fill(storage)
+    long_text = "a long tool output " * 40  # ~800 bytes
+    storage.memory.append_messages("a", [AppendRow(message=Message(content=long_text),
+                                                   embedding=_vec(99))])  # ("a", 6)
+    got = storage.memory.scope_rows(["a", "b"], message_share=2.0)
+    assert got.messages is not None
+    bodies = dict(zip(zip(got.tidx.tolist(), got.seqs.tolist(), strict=True),
+                      got.messages.bodies.to_pylist(), strict=True))  # type: ignore[attr-defined]
+    assert bodies[(got.threads.index("a"), 6)] is None
+    assert sum(b is None for b in bodies.values()) == 1
+    engine = RecallEngine(storage.memory, None, message_share=2.0)
+    read: list[list[tuple[str, int]]] = []
+    located = storage.memory.get_messages_located
+
+    def spy(refs: Any, *a: Any) -> Any:
+        read.append(list(refs))
+        return located(refs, *a)
+
+    storage.memory.get_messages_located = spy  # type: ignore[method-assign]
+    engine.embed = lambda texts: np.asarray([_vec(99)])
+    out = engine.run("note", thread_id="a", resource_id="u", config=CFG)
+    assert read == [[("a", 6)]]
+    msgs = {h.message.ref: h.message for h in out.hits}
+    assert msgs[("a", 6)].text() == long_text and ("a", 5) in msgs
+    assert sorted(msgs.values(), key=lambda m: m.ref) == \
+        storage.memory.get_messages_by_refs(sorted(msgs))
+    storage.close()

@@ -75,6 +75,57 @@ def check_observation_vector(v: ObservationVector) -> np.ndarray:
     return arr
 
 
+MESSAGE_FLOOR = 16 * 2**20  # bytes of message columns any scope may keep
+
+
+def message_budget(share: float, rows: int, dim: int) -> int:
+    """The bytes ``rows`` rows' message columns may take: ``share`` of their vectors'
+    bytes (float32, ``dim`` each), or ``MESSAGE_FLOOR`` if that is more (0 for a
+    share of 0: none)."""
+    if share <= 0:
+        return 0
+    return max(MESSAGE_FLOOR, int(share * rows * dim * 4))
+
+
+@dataclass(frozen=True)
+class MessageColumns:
+    """What a stored message holds beyond a ``ScopeRows`` row's thread, seq and
+    creation time: its stored JSON body (role, content, metadata; None where the scan
+    left out a body too long to keep), resource id and run id, row i of each for row i
+    (a list, or an Arrow column as a scan read it), so that a cache of the scope can
+    build a hit's message without reading it again."""
+
+    bodies: Sequence[str | None]
+    resource_ids: Sequence[str | None]
+    run_ids: Sequence[str | None]
+
+    def __len__(self) -> int:
+        return len(self.bodies)
+
+    @staticmethod
+    def nbytes(column: Sequence[Any]) -> int:
+        """The memory a column holds (an Arrow column's buffers; a list's strings)."""
+        size = getattr(column, "nbytes", None)
+        if size is not None:
+            return int(size)
+        return sum(64 + len(x) for x in column if x is not None) + 8 * len(column)
+
+    def size(self) -> int:
+        return sum(map(self.nbytes, (self.bodies, self.resource_ids, self.run_ids)))
+
+    def row(self, i: int) -> tuple[str | None, str | None, str | None]:
+        """Row i's (body, resource_id, run_id) as Python values."""
+        body, resource_id, run_id = (_py(col[i]) for col in
+                                     (self.bodies, self.resource_ids, self.run_ids))
+        return body, resource_id, run_id
+
+
+def _py(value: Any) -> Any:
+    """A value of a list, or an Arrow scalar of a column, as a Python value."""
+    as_py = getattr(value, "as_py", None)
+    return value if as_py is None else as_py()
+
+
 @dataclass(frozen=True)
 class ScopeRows:
     """Every stored message of some threads as columns (recall's cache loads a scope
@@ -101,6 +152,15 @@ class ScopeRows:
     #: where each row sits in the adapter's storage (DuckDB: its rowid), for
     #: ``get_messages_located``; None when the adapter has no such thing
     locators: np.ndarray | None = None
+    #: the UTC offset each row's ``created_at`` was written with: -1 for UTC (the
+    #: time is exactly ``created_us``), -2 unknown, else an index into
+    #: ``zone_names`` (an offset as ISO text, "+02:00"); None when the adapter does
+    #: not say (then only a read of the message gives its ``created_at``)
+    zones: np.ndarray | None = None
+    zone_names: tuple[str, ...] = ()
+    #: the rest of every row's message, when asked for with a ``message_share`` and
+    #: they fitted in its budget (None otherwise)
+    messages: MessageColumns | None = None
 
     def __len__(self) -> int:
         return int(self.seqs.shape[0])
@@ -117,9 +177,10 @@ class ScopeRows:
 class ThreadCounts(NamedTuple):
     """A thread's message count and highest seq (-1 when empty), when the thread was
     created (a thread erased and made again under the same id differs in it), and how
-    many in-place rewrites of stored messages (``redact_message``) the store has made:
-    counts alone cannot show a redaction, and a cache of vectors or words must drop
-    what it held of a redacted message (erased means gone)."""
+    many in-place rewrites of stored messages (``redact_message``, and
+    ``update_thread`` moving a thread's messages to another resource) the store has
+    made: counts alone cannot show a redaction, and a cache of vectors, words or
+    messages must drop what it held of a rewritten message (erased means gone)."""
 
     message_count: int
     max_seq: int
@@ -154,7 +215,8 @@ class MemoryStore:
                       metadata: dict[str, Any] | None = None,
                       resource_id: str | None = None) -> Thread:
         """Shallow-merge the patch and bump updated_at; unknown id raises NotFoundError
-        with "thread '<id>' does not exist"."""
+        with "thread '<id>' does not exist". A new ``resource_id`` is also the thread's
+        messages' (rewritten in place: counted in ``ThreadCounts.edits``)."""
         raise NotImplementedError
 
     def clone_thread(self, source_id: str, new_id: str | None = None, *,
@@ -255,20 +317,32 @@ class MemoryStore:
 
     def scope_rows(self, thread_ids: Sequence[str], *,
                    after_seq: dict[str, int] | None = None, vectors: bool = True,
-                   texts: bool = False, metadata: bool = False) -> ScopeRows:
+                   texts: bool = False, metadata: bool = False,
+                   message_share: float = 0.0) -> ScopeRows:
         """Every stored message of the given threads (with ``after_seq``, only rows
         whose seq is greater than the thread's entry) as one ``ScopeRows``, with the
         vector matrix, the lower-cased texts and the metadata when asked for. Unknown
         threads give no rows. Adapters backed by a database read it in one scan (DuckDB
-        through Arrow), without building a message per row."""
+        through Arrow), without building a message per row. With a positive
+        ``message_share`` an adapter whose single reads cost more than its scans
+        (DuckDB) also gives ``ScopeRows.messages``, as long as they take at most
+        ``message_budget(message_share, rows, dim)`` bytes (else None, and the scan
+        stops reading them as soon as it knows); the others give None."""
+        del message_share  # a message read here costs what a later fetch would
         return rows_from_messages(self, thread_ids, after_seq, vectors, texts, metadata)
 
     def get_messages_located(self, refs: Sequence[tuple[str, int]],
-                             locators: Sequence[int]) -> list[StoredMessage]:
+                             locators: Sequence[int],
+                             created: Sequence[datetime | None] | None = None,
+                             ) -> list[StoredMessage]:
         """``get_messages_by_refs`` of refs whose ``ScopeRows.locators`` are known
         (``locators[i]`` for ``refs[i]``, -1 when not): an adapter that finds a row
         faster by its locator does, checking that the row found is still the one
-        named (a locator gone stale only costs the plain lookup)."""
+        named (a locator gone stale only costs the plain lookup). ``created[i]``, when
+        given and not None, is the exact ``created_at`` of ``refs[i]`` as the caller
+        read it (from ``ScopeRows.created_us`` and ``zones``): an adapter may use it
+        instead of reading the stored time again."""
+        del created
         return self.get_messages_by_refs(refs)
 
     def get_embeddings(self, thread_ids: Sequence[str], *,

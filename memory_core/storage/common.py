@@ -10,13 +10,13 @@ import math
 import random
 import time
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any
 
 import numpy as np
 
 from memory_core.errors import InvalidInputError
-from memory_core.types import AppendRow, canonical_json
+from memory_core.types import AppendRow, StoredMessage, canonical_json
 
 Clock = Callable[[], datetime]
 
@@ -237,6 +237,25 @@ def ts_from_micros(us: int) -> datetime:
     return _EPOCH + timedelta(microseconds=us)
 
 
+def zone_of(offset: str) -> tzinfo | None:
+    """The fixed-offset time zone of an ISO offset ("+02:00", "-05:30:15"), as
+    ``datetime.fromisoformat`` gives it for a time written with it; None when the text
+    is no offset (then such a time must be read as written)."""
+    try:
+        return datetime.fromisoformat(f"2000-01-01T00:00:00{offset}").tzinfo
+    except ValueError:
+        return None
+
+
+def stored_message(thread_id: str, seq: int, resource_id: str | None, body: str,
+                   created_at: datetime, run_id: str | None) -> StoredMessage:
+    """The message of a stored row: its JSON body (role, content, metadata) and the
+    columns beside it."""
+    return StoredMessage.model_validate({
+        **json.loads(body), "thread_id": thread_id, "seq": int(seq),
+        "resource_id": resource_id, "created_at": created_at, "run_id": run_id})
+
+
 def tick_after(clock: Clock, last: datetime | None) -> datetime:
     """A timestamp from the clock that never goes backwards relative to ``last``."""
     now = clock()
@@ -250,7 +269,7 @@ def monotonic_ns() -> int:
 
 
 SEQ_FLOOR_PREFIX = "seq_floor:"  # meta key: the highest seq a truncated thread held
-EDITS_KEY = "message_edits"  # meta key: redact_message calls (ThreadCounts.edits)
+EDITS_KEY = "message_edits"  # meta key: in-place message rewrites (ThreadCounts.edits)
 
 
 def check_seq_bound(seq: Any) -> int:

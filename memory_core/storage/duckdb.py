@@ -21,12 +21,14 @@ import threading
 import time
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
 import duckdb
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from memory_core.errors import (
     InvalidInputError,
@@ -34,7 +36,7 @@ from memory_core.errors import (
     StorageBusyError,
     StorageError,
 )
-from memory_core.storage.base import EmbeddingBlock, ScopeRows
+from memory_core.storage.base import EmbeddingBlock, MessageColumns, ScopeRows
 from memory_core.storage.common import (
     SEQ_FLOOR_PREFIX,
     Clock,
@@ -74,6 +76,15 @@ _CONFIG: dict[str, str | bool | int | float | list[str]] = {
 _BATCH_VIEW = "_mc_insert_batch"  # name of the Arrow batch registered for one insert
 _SMALL_BATCH = 8
 _SCAN_BATCH = 65536  # rows per Arrow record batch of a scope scan
+# a row's created_at offset for ScopeRows.zones: null for UTC (the time is then exactly
+# created_us), else what follows the seconds and their fraction ("" when none)
+_ZONE_SCAN = ("CASE WHEN suffix(m.created_at, '+00:00') THEN NULL"
+              " ELSE ltrim(m.created_at[20:], '.0123456789') END")
+# ScopeRows.messages; a body longer than {cap} bytes comes as null (read when needed),
+# so that no batch of long bodies is ever held whole
+_MESSAGE_SCAN = (", CASE WHEN strlen(m.body) <= {cap} THEN m.body END AS body_json,"
+                 " m.resource_id, m.run_id")
+_BODY_CAP = 4096  # the least of that cap: 4x a row's share of the budget, or this
 _SCAN_MEMORY = "512MB"  # DuckDB's memory limit while a scope is scanned
 # FLOAT[] rather than bytes: DuckDB checkpoints (compresses) large BLOBs slowly. Stored
 # uncompressed: a checkpoint compressing 384 floats a row took half of DuckDB's whole
@@ -1044,25 +1055,34 @@ class _DuckDriver(Driver):
 
     def scan_scope(self, tx: Any, scan: ScopeScan) -> ScopeRows | None:
         """One Arrow scan streamed in record batches into arrays allocated once from
-        a count (the vectors are never held twice, nor as Python objects)."""
+        a count (the vectors are never held twice, nor as Python objects). With a
+        message budget the message columns come too, unless the first batch says
+        they will not fit: then the scan starts again without them."""
         conn: Conn = tx.conn
         src = ("FROM messages m JOIN (SELECT unnest(?::VARCHAR[]) AS tid, "
                "unnest(?::BIGINT[]) AS lo, unnest(?::INTEGER[]) AS pos) f "
                "ON m.thread_id = f.tid AND m.seq > f.lo")
         params = [list(scan.threads), list(scan.after), list(range(len(scan.threads)))]
         counted = conn.execute(f"SELECT count(*) {src}", params).fetchall()[0]
-        out = RowsBuilder(scan, int(counted[0]) if counted else 0)
-        rel = conn.sql(f"SELECT f.pos, m.rowid AS locator, {scan.columns()} {src}",
-                       params=params)
+        planned = int(counted[0]) if counted else 0
         # (a file's blocks can be dropped and read again; ``:memory:`` data cannot; an
         # incremental scan of a few rows keeps the cache: lowering the limit evicts it)
-        big = out.n_planned > _SCAN_BATCH and self.db.handle.path is not None
+        big = planned > _SCAN_BATCH and self.db.handle.path is not None
         with _cache_capped(conn) if big else nullcontext():
-            self._fill(rel.to_arrow_reader(_SCAN_BATCH), scan, out)
-        return out.done()
+            while True:
+                out = RowsBuilder(scan, planned)
+                cap = max(_BODY_CAP, 4 * out.message_budget // max(1, planned))
+                extra = _MESSAGE_SCAN.format(cap=cap) if out.message_budget else ""
+                rel = conn.sql(f"SELECT f.pos, m.rowid AS locator, {_ZONE_SCAN} AS zone,"
+                               f" {scan.columns()}{extra} {src}", params=params)
+                if self._fill(rel.to_arrow_reader(_SCAN_BATCH), scan, out, bool(extra)):
+                    return out.done()
+                scan = replace(scan, message_share=0.0)
 
     @staticmethod
-    def _fill(reader: Any, scan: ScopeScan, out: RowsBuilder) -> None:
+    def _fill(reader: Any, scan: ScopeScan, out: RowsBuilder, extra: bool) -> bool:
+        """Fill ``out`` from the scan's batches; False (and nothing more read) when
+        the first batch shows the message columns will not fit in their budget."""
         for batch in reader:
             vectors = has_vec = None
             if scan.vectors and scan.dim:
@@ -1070,29 +1090,55 @@ class _DuckDriver(Driver):
                 has_vec = col.is_valid().to_numpy(zero_copy_only=False)
                 flat = col.flatten().to_numpy(zero_copy_only=False)
                 vectors = flat.astype(np.float32, copy=False).reshape(-1, scan.dim)
-            out.locate(out.n, batch.column("locator").to_numpy())
+            a = out.n
+            out.locate(a, batch.column("locator").to_numpy())
             out.add(batch.column("pos").to_numpy(), batch.column("seq").to_numpy(),
                     batch.column("created_us").to_numpy(), vectors, has_vec,
                     batch.column("text_lower") if scan.texts else None,
                     batch.column("body").to_pylist() if scan.metadata else None)
+            out.zone(a, batch.column("zone"))
+            if extra:
+                # copies: a column as the scan gave it keeps its whole batch's
+                # memory (the vectors' too) alive
+                bodies = batch.column("body_json")
+                out.keep_messages(MessageColumns(
+                    pa.concat_arrays([bodies, pa.array([], bodies.type)]),
+                    pc.dictionary_encode(batch.column("resource_id")),
+                    pc.dictionary_encode(batch.column("run_id"))))
+                if a == 0 and out.over_budget():
+                    reader.close()
+                    return False
+        return True
 
 
     def change_token(self) -> Hashable | None:
         return self.db.handle.change_token()
 
     def fetch_located(self, tx: Any, refs: Sequence[tuple[str, int]],
-                      locators: Sequence[int]) -> list[tuple[Any, ...]]:
+                      locators: Sequence[int],
+                      created: Sequence[datetime | None] | None = None,
+                      ) -> list[tuple[Any, ...]]:
         """Reads by rowid in one query, the rowids passed as one list parameter (DuckDB
         then fetches just those rows: ~1 ms where an ``IN (?, ...)`` list or a join on
         (thread_id, seq) scans the table's row groups), each row kept only if it is
-        still its ref's."""
-        want = {int(loc): (str(t), int(s)) for (t, s), loc in zip(refs, locators, strict=True)
-                if loc >= 0}
+        still its ref's. ``created_at`` is not read when every time is given: a
+        random read of that text (nearly unique, so compressed) costs more than all
+        the other columns together."""
+        times = list(created) if created is not None else [None] * len(refs)
+        want = {int(loc): ((str(t), int(s)), at) for (t, s), loc, at
+                in zip(refs, locators, times, strict=True) if loc >= 0}
         if not want:
             return []
-        rows = tx.query(f"SELECT rowid, {MESSAGE_COLUMNS} FROM messages WHERE rowid IN"
+        known = all(at is not None for _, at in want.values())
+        cols = MESSAGE_COLUMNS.replace("created_at", "NULL") if known else MESSAGE_COLUMNS
+        rows = tx.query(f"SELECT rowid, {cols} FROM messages WHERE rowid IN"
                         " (SELECT unnest(?::BIGINT[]))", [sorted(want)])
-        return [r[1:] for r in rows if want.get(int(r[0])) == (r[1], int(r[2]))]
+        out = []
+        for r in rows:
+            ref, at = want.get(int(r[0]), (None, None))
+            if ref == (r[1], int(r[2])):
+                out.append((*r[1:5], at, r[6]) if known else r[1:])
+        return out
 
 
 class _DuckMemoryStore(SqlMemoryStore):

@@ -82,7 +82,7 @@ class InMemoryMemoryStore(MemoryStore):
         # to a thread (or the thread dropped whole), so an unchanged count means an
         # unchanged max and thread_stats stays O(1) per thread
         self._top: dict[str, tuple[int, int]] = {}
-        self._edits = 0  # redact_message calls: scope_counts reports them (ThreadCounts)
+        self._edits = 0  # in-place rewrites of messages: scope_counts reports them
         # thread -> the highest seq it ever held, once a truncation deleted its tail
         self._floor: dict[str, int] = {}
 
@@ -140,6 +140,7 @@ class InMemoryMemoryStore(MemoryStore):
             if resource_id is not None:
                 for row in self._rows[thread_id].values():
                     row.msg = row.msg.model_copy(update={"resource_id": resource_id})
+                self._edits += 1  # messages rewritten in place (ThreadCounts.edits)
             return nt.model_copy(deep=True)
 
     def clone_thread(self, source_id: str, new_id: str | None = None, *,
@@ -284,7 +285,9 @@ class InMemoryMemoryStore(MemoryStore):
 
     def scope_rows(self, thread_ids: Sequence[str], *,
                    after_seq: dict[str, int] | None = None, vectors: bool = True,
-                   texts: bool = False, metadata: bool = False) -> ScopeRows:
+                   texts: bool = False, metadata: bool = False,
+                   message_share: float = 0.0) -> ScopeRows:
+        del message_share  # its messages are in memory already
         after = after_seq or {}
         threads = tuple(dict.fromkeys(thread_ids))
         with self._lock:

@@ -23,7 +23,7 @@ import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -34,12 +34,14 @@ from memory_core.storage import schema
 from memory_core.storage.base import (
     EmbeddingBlock,
     MemoryStore,
+    MessageColumns,
     ObservationVector,
     RunJournal,
     ScopeRows,
     Storage,
     ThreadCounts,
     check_observation_vector,
+    message_budget,
 )
 from memory_core.storage.common import (
     EDITS_KEY,
@@ -56,6 +58,7 @@ from memory_core.storage.common import (
     message_bodies,
     message_body,
     require_aware,
+    stored_message,
     ts_micros,
     utc_now,
     validate_batch,
@@ -199,9 +202,12 @@ class Driver(ABC):
         return None
 
     def fetch_located(self, tx: Tx, refs: Sequence[tuple[str, int]],
-                      locators: Sequence[int]) -> list[tuple[Any, ...]]:
+                      locators: Sequence[int],
+                      created: Sequence[datetime | None] | None = None,
+                      ) -> list[tuple[Any, ...]]:
         """The ``_MSG_COLS`` rows of the refs found through their locators (only
-        where the row there is still the ref's); none by default."""
+        where the row there is still the ref's), ``created_at`` as a datetime where
+        ``created`` gives it; none by default."""
         return []
 
 
@@ -216,6 +222,7 @@ class ScopeScan:
     vectors: bool
     texts: bool
     metadata: bool
+    message_share: float = 0.0  # ScopeRows.messages, within message_budget (0: not read)
 
     def columns(self, vector_expr: str = "m.embedding") -> str:
         return ", ".join(["m.seq", "m.created_us",
@@ -241,6 +248,12 @@ class RowsBuilder:
         self.text_chunks: list[Any] = []  # Arrow string arrays, kept as they came
         self.meta: list[dict[str, Any] | None] | None = [] if scan.metadata else None
         self.loc: np.ndarray | None = None
+        self.zones: np.ndarray | None = None
+        self.zone_names: dict[str, int] = {}
+        # the message columns' chunks, while they fit in the scan's budget
+        self.message_budget = message_budget(scan.message_share, n, scan.dim)
+        self.messages: list[MessageColumns] | None = [] if self.message_budget else None
+        self.message_bytes = 0
 
     def add(self, pos: np.ndarray, seqs: np.ndarray, created: np.ndarray,
             vectors: np.ndarray | None, has_vec: np.ndarray | None,
@@ -293,6 +306,47 @@ class RowsBuilder:
         self.add(np.asarray(cols[0], np.int32), np.asarray(cols[1], np.int64),
                  np.asarray(cols[2], np.int64), vectors, has_vec, texts, bodies)
 
+    def zone(self, a: int, offsets: Any) -> None:
+        """The zones of rows [a, a + len(offsets)) (``ScopeRows.zones``) from an Arrow
+        column of their created_at's UTC offsets: null for UTC, "" when it has none."""
+        import pyarrow.compute as pc
+
+        if self.zones is None or self.zones.shape[0] < self.seqs.shape[0]:
+            grown = np.full(self.seqs.shape[0], -2, np.int32)
+            if self.zones is not None:
+                grown[: self.zones.shape[0]] = self.zones
+            self.zones = grown
+        k = len(offsets)
+        if not offsets.null_count == k:
+            enc = pc.dictionary_encode(offsets)
+            names = enc.dictionary.to_pylist()
+            codes = np.array([self.zone_names.setdefault(x, len(self.zone_names)) if x
+                              else -2 for x in names] or [-2], np.int32)
+            at = enc.indices.fill_null(0).to_numpy(zero_copy_only=False)
+            self.zones[a:a + k] = np.where(enc.indices.is_valid().to_numpy(
+                zero_copy_only=False), codes[at], -1)
+        else:
+            self.zones[a:a + k] = -1
+
+    def keep_messages(self, cols: MessageColumns) -> None:
+        """One batch's message columns, while they fit in the budget (the first
+        batch's size per row tells whether the whole scan's would: ``over_budget``)."""
+        if self.messages is None:
+            return
+        self.message_bytes += cols.size()
+        if self.message_bytes > self.message_budget:
+            self.messages = None  # over: dropped, the rest not kept
+        else:
+            self.messages.append(cols)
+
+    def over_budget(self) -> bool:
+        """Whether the rows read so far say the message columns of all the planned
+        rows will not fit (then a scan had better not read them at all)."""
+        if self.messages is None:
+            return self.message_budget > 0
+        per_row = self.message_bytes / max(1, self.n)
+        return per_row * max(self.n, self.n_planned) > self.message_budget
+
     def _grow(self, need: int) -> None:
         def grown(a: np.ndarray) -> np.ndarray:
             out = np.zeros((need, *a.shape[1:]), a.dtype)
@@ -308,7 +362,19 @@ class RowsBuilder:
         n = self.n
         return ScopeRows(self.scan.threads, self.tidx[:n], self.seqs[:n], self.created[:n],
                          self.has_vec[:n], None if self.matrix is None else self.matrix[:n],
-                         self._texts(), self.meta, None if self.loc is None else self.loc[:n])
+                         self._texts(), self.meta, None if self.loc is None else self.loc[:n],
+                         None if self.zones is None else self.zones[:n],
+                         tuple(self.zone_names), self._messages())
+
+    def _messages(self) -> MessageColumns | None:
+        if self.messages is None:
+            return None
+        if len(self.messages) == 1 or not self.messages:
+            return self.messages[0] if self.messages else MessageColumns([], [], [])
+        import pyarrow as pa  # only a driver that reads Arrow gives message columns
+
+        return MessageColumns(*(pa.chunked_array([getattr(c, f) for c in self.messages])
+                                for f in ("bodies", "resource_ids", "run_ids")))
 
     def _texts(self) -> Sequence[str | None] | None:
         if not self.text_chunks:
@@ -325,10 +391,9 @@ MESSAGE_COLUMNS = _MSG_COLS
 
 
 def _row_to_message(r: Sequence[Any]) -> StoredMessage:
-    body = json.loads(r[3])
-    return StoredMessage.model_validate({
-        **body, "thread_id": r[0], "seq": int(r[1]), "resource_id": r[2],
-        "created_at": ts_parse(r[4]), "run_id": r[5]})
+    # a created_at already known as a datetime (a located read may skip the text)
+    created = r[4] if isinstance(r[4], datetime) else ts_parse(r[4])
+    return stored_message(r[0], r[1], r[2], r[3], created, r[5])
 
 
 _THREAD_COLS = "id, resource_id, title, metadata, parent_thread_id, created_at, updated_at"
@@ -473,6 +538,7 @@ class SqlMemoryStore(MemoryStore):
             if resource_id is not None:
                 tx.execute("UPDATE messages SET resource_id = ? WHERE thread_id = ?",
                            (resource_id, thread_id))
+                self._count_edit(tx)  # the thread's messages were rewritten in place
             return nt
 
     def clone_thread(self, source_id: str, new_id: str | None = None, *,
@@ -677,22 +743,28 @@ class SqlMemoryStore(MemoryStore):
         return out
 
     def get_messages_located(self, refs: Sequence[tuple[str, int]],
-                             locators: Sequence[int]) -> list[StoredMessage]:
+                             locators: Sequence[int],
+                             created: Sequence[datetime | None] | None = None,
+                             ) -> list[StoredMessage]:
         with self._db.read("get_messages_located") as tx:
-            return self._by_refs(tx, refs, self._db.fetch_located(tx, refs, locators))
+            return self._by_refs(tx, refs, self._db.fetch_located(tx, refs, locators,
+                                                                  created))
 
     def scope_rows(self, thread_ids: Sequence[str], *,
                    after_seq: dict[str, int] | None = None, vectors: bool = True,
-                   texts: bool = False, metadata: bool = False) -> ScopeRows:
+                   texts: bool = False, metadata: bool = False,
+                   message_share: float = 0.0) -> ScopeRows:
         after = after_seq or {}
         threads = tuple(dict.fromkeys(thread_ids))
         with self._db.read("scope_rows") as tx:
             dim = (self._read_dim(tx) or 0) if vectors else 0
             scan = ScopeScan(threads, tuple(after.get(t, -1) for t in threads), dim,
-                             vectors, texts, metadata)
+                             vectors, texts, metadata,
+                             message_share if vectors else 0.0)
             fast = self._db.scan_scope(tx, scan)
             if fast is not None:
                 return fast
+            scan = replace(scan, message_share=0.0)  # a message is read as cheaply later
             parts = [range(i, min(len(threads), i + _CHUNK // 3))
                      for i in range(0, len(threads), _CHUNK // 3)]
 
@@ -857,14 +929,19 @@ class SqlMemoryStore(MemoryStore):
             tx.execute("UPDATE messages SET body = ?, text_lower = ?, embedding = NULL"
                        " WHERE thread_id = ? AND seq = ?",
                        [body, None if text is None else text.lower(), thread_id, int(seq)])
-            # counted where recall's scope check reads it (ThreadCounts.edits)
-            edits = tx.query("SELECT value FROM meta WHERE key = ?", (EDITS_KEY,))
-            if edits:
-                tx.execute("UPDATE meta SET value = ? WHERE key = ?",
-                           (str(int(edits[0][0] or 0) + 1), EDITS_KEY))
-            else:
-                tx.execute("INSERT INTO meta (key, value) VALUES (?, ?)", (EDITS_KEY, "1"))
+            self._count_edit(tx)
             return True
+
+    @staticmethod
+    def _count_edit(tx: Tx) -> None:
+        """Count an in-place rewrite of stored messages where recall's scope check
+        reads it (ThreadCounts.edits): a cache of them must load them again."""
+        edits = tx.query("SELECT value FROM meta WHERE key = ?", (EDITS_KEY,))
+        if edits:
+            tx.execute("UPDATE meta SET value = ? WHERE key = ?",
+                       (str(int(edits[0][0] or 0) + 1), EDITS_KEY))
+        else:
+            tx.execute("INSERT INTO meta (key, value) VALUES (?, ?)", (EDITS_KEY, "1"))
 
     @staticmethod
     def _seq_floor(tx: Tx, thread_id: str) -> int:
