@@ -116,15 +116,19 @@ def tune(prepared: Sequence[Prepared]) -> dict[str, Any]:
     return best
 
 
+Subsets = dict[str, Callable[[dict[str, Any]], bool]]
+SUBSETS: Subsets = {
+    "all": lambda q: True,
+    "asked before": lambda q: bool(q["pre_asked"]),
+    "updated fact": lambda q: q["kind"] == "updated",
+    "probe": lambda q: q["kind"] == "probe",
+}
+
+
 def evaluate(prepared: Sequence[Prepared], configs: dict[str, RecallConfig],
-             ) -> dict[str, dict[str, dict[int, float]]]:
-    """Per config: all questions, and the ones asked before (pre-asked) and updated."""
-    subsets: dict[str, Callable[[dict[str, Any]], bool]] = {
-        "all": lambda q: True,
-        "asked before": lambda q: bool(q["pre_asked"]),
-        "updated fact": lambda q: q["kind"] == "updated",
-        "probe": lambda q: q["kind"] == "probe",
-    }
+             subsets: Subsets = SUBSETS) -> dict[str, dict[str, dict[int, float]]]:
+    """Per config, hit rates over each subset of the questions (here: all questions,
+    and the ones asked before (pre-asked), updated and probes)."""
     out = {}
     for name, cfg in configs.items():
         found = positions(prepared, cfg)
