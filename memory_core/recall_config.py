@@ -79,10 +79,10 @@ class RecallConfig(BaseModel):
       cosine evidence: a message below it can still be recalled when it shares rare
       terms with the query, and then only its lexical score counts. With
       ``fusion="weighted"`` (default) ``score = vector_weight * norm(cosine) + (1 -
-      vector_weight) * norm(bm25)``, each signal scaled to [0, 1] over the passing
+      vector_weight) * norm(bm25)``, each signal normalised over the passing
       candidates that have it (every row with a vector; every row with terms, BM25 0
-      included) (``score_norm="minmax"``, default) or z-scored (``"zscore"``), 0
-      outside its list;
+      included), z-scored (``score_norm="zscore"``, default) or min-max scaled to
+      [0, 1] (``"minmax"``), 0 outside its list;
       with ``fusion="rrf"`` reciprocal-rank fusion, ``score = sum(1 / (rrf_k +
       rank))`` over the lists. Before fusing, ``context_weight`` adds that share of the
       better thread neighbour's signal to each row's (a fact stated in answer to a
@@ -95,12 +95,13 @@ class RecallConfig(BaseModel):
     In every mode ties are broken by (created_at, thread_id, seq), so results are
     deterministic.
 
-    Which mode (bench/RESULTS.md, "Recall quality" and "Recall quality: long
-    conversations"): with the real MiniLM model, ``mode="hybrid"`` with the default
-    weighted fusion finds an evidence turn in the top 5 most often on long
-    multi-session conversations, ahead of plain cosine, BM25 and rank fusion; fusion
-    matters most on real conversations, where users reuse names, numbers and rare
-    terms that cosine blurs. With the hashing embedder (no model) prefer ``"lexical"`` or ``"hybrid"``:
+    Which mode (bench/RESULTS.md, "Recall quality", "Recall quality: long
+    conversations" and "Recall quality: LongMemEval threads"): with the real MiniLM
+    model, ``mode="hybrid"`` with the default weighted fusion finds an evidence turn in
+    the top 5 most often on long multi-session conversations, generated and real,
+    ahead of plain cosine, BM25 and rank fusion; fusion matters most on real
+    conversations, where users reuse names, numbers and rare terms that cosine blurs
+    (there BM25 alone beats cosine). With the hashing embedder (no model) prefer ``"lexical"`` or ``"hybrid"``:
     hashed cosine is far weaker than BM25. Recommended: ``RecallConfig(mode="hybrid")``.
 
     Hits are the first ``top_k`` eligible candidates that are not in the caller's
@@ -126,11 +127,14 @@ class RecallConfig(BaseModel):
     rrf_k: StrictInt = 60
     skip_query_duplicates: StrictBool = True
     duplicate_overlap: float = 0.6
-    # hybrid mode only (tuned on bench/recall_quality/longconv)
+    # hybrid mode only: tuned on bench/recall_quality/longconv (generated), then
+    # score_norm and context_weight moved to what real chats (bench/recall_quality/
+    # longmemeval) favour at no more than ~2 points' cost on longconv (bench/RESULTS.md,
+    # "Recall quality: LongMemEval threads"); was minmax / 0.5 until 2026-12-03
     fusion: Literal["rrf", "weighted"] = "weighted"
     vector_weight: float = 0.7
-    score_norm: Literal["minmax", "zscore"] = "minmax"
-    context_weight: float = 0.5
+    score_norm: Literal["minmax", "zscore"] = "zscore"
+    context_weight: float = 0.35
     question_weight: float = 1.0
     query_rewrite: StrictBool = False
 

@@ -130,9 +130,10 @@ def render(results: dict[str, dict[str, dict[int, float]]], convs: Sequence[dict
     lines += [
         "Reading: the questions were written to avoid the answer's wording, which favours "
         "cosine at k ≥ 3. Hybrid is the default weighted score fusion (tuned on the long "
-        "conversations below: min-max scaled cosine 0.7 + BM25 0.3, half the better "
-        "neighbour's signal added); on long real conversations (NOTES.md) BM25 beats "
-        "MiniLM at top-5 and fusion beats both. Recommended: `RecallConfig(mode=\"hybrid\")` "
+        "conversations below and checked on real chats: z-scored cosine 0.7 + BM25 0.3, "
+        "0.35 of the better neighbour's signal added); on long real conversations "
+        "(NOTES.md, LongMemEval threads below) BM25 beats MiniLM at top-5 and fusion "
+        "beats both. Recommended: `RecallConfig(mode=\"hybrid\")` "
         "with MiniLM; with the hashing embedder use `\"lexical\"`, or `\"hybrid\"` with "
         "`vector_weight=0.5` or less (hashed cosine is weak). BM25 uses stop-word removal "
         "and a light suffix folder (`lexical_terms`).",
