@@ -121,6 +121,11 @@ def ref(thread_id: str | None, seq: int | None, *,
     return (Id(thread_id), tail)
 
 
+def counted(n: int, noun: str) -> str:
+    """``n`` and the noun in the number it takes: "1 thread", "3 threads", "0 runs"."""
+    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
+
+
 def plot_text(text: object) -> str:
     """Stored text for a plotly label, tick or hover: plotly renders a subset of HTML
     (<a href>, <b>, <br>) in those, so it is escaped."""

@@ -19,6 +19,7 @@ from app.components import (
     MISSING,
     SEARCH_LIMIT,
     Id,
+    counted,
     escape_md,
     fmt_cell,
     fmt_score,
@@ -87,7 +88,7 @@ with st.expander("Compare with a run of another thread",
                           key="find-run", placeholder="part of a run id or a thread id")
     hits = views.run_search(runs, found)
     if found.strip():
-        st.caption(f"{len(hits)} run(s) match" + (
+        st.caption(f"{counted(len(hits), 'run')} found" + (
             f"; the newest {SEARCH_LIMIT} are offered in Run A and Run B"
             if len(hits) > SEARCH_LIMIT else "; offered in Run A and Run B"))
 offered = views.offered_runs(runs, thread, [*((wanted_a, wanted_b) if asked else ()),

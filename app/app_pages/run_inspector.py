@@ -13,6 +13,7 @@ from app import services
 from app.components import (
     LANE_TITLES,
     Id,
+    counted,
     escape_md,
     fmt_score,
     json_view,
@@ -91,7 +92,7 @@ st.markdown("#### Lanes")
 tabs = st.tabs([f"{LANE_TITLES[lv.lane]} ({lv.total_count})" for lv in view.lanes])
 for tab, lv in zip(tabs, view.lanes, strict=True):
     with tab:
-        st.caption(f"{len(lv.items)} item(s) · {lv.tokens} tokens")
+        st.caption(f"{counted(len(lv.items), 'item')} · {counted(lv.tokens, 'token')}")
         if lv.lane == "dropped" and lv.total_count > len(lv.items):
             st.caption(f"showing the first {len(lv.items)} of {lv.total_count} dropped")
         if not lv.items:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app import services
-from app.components import STORY_PAGE, escape_md, link_to_message
+from app.components import STORY_PAGE, counted, escape_md, link_to_message
 from app.stories import STORIES
 from memory_core import views
 
@@ -62,7 +62,7 @@ if not every_thread:
 groups = views.resource_groups(every_thread)
 for group in groups:
     threads = views.threads_in_group(every_thread, group)
-    with st.expander(escape_md(f"{views.group_label(group)} · {len(threads)} thread(s)"),
+    with st.expander(escape_md(f"{views.group_label(group)} · {counted(len(threads), 'thread')}"),
                      expanded=len(groups) <= 6):
         for t in threads[:THREADS_SHOWN]:
             link_to_message(t.thread_id, None, label=(

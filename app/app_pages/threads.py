@@ -17,6 +17,7 @@ import streamlit as st
 from app import services
 from app.components import (
     Id,
+    counted,
     escape_md,
     fmt_time,
     focus_cards,
@@ -81,7 +82,7 @@ with st.expander("Search messages in this resource", expanded=bool(services.quer
         hits = services.cached_search(url, resource, query)
         if resource is None:  # searching all resources: keep the resource-less threads
             hits = [h for h in hits if h.thread_id in {t.thread_id for t in summaries}]
-        st.caption(f"{len(hits)} message(s) found")
+        st.caption(f"{counted(len(hits), 'message')} found")
         if hits:
             st.dataframe(table([{"thread": h.thread_id, "seq": h.seq, "role": h.role,
                                         "text": h.text} for h in hits]),

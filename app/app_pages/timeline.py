@@ -18,6 +18,7 @@ from app.components import (
     LANE_TITLES,
     TIMELINE_PAGE,
     Id,
+    counted,
     escape_md,
     fmt_time,
     follow_run,
@@ -90,8 +91,9 @@ except Exception as e:  # noqa: BLE001
     st.error(escape_md(services.friendly_error(e)))
     st.stop()
 if tl.skipped:
-    st.caption(escape_md(f"{len(tl.skipped)} run(s) without a provenance record are not "
-                         f"plotted: {', '.join(tl.skipped[:8])}"))
+    st.caption(escape_md(f"Not plotted, having no provenance record: "
+                         f"{counted(len(tl.skipped), 'run')} ({', '.join(tl.skipped[:8])}"
+                         f"{', …' if len(tl.skipped) > 8 else ''})"))
 if not tl.points:
     st.info(escape_md(f"None of the runs of '{thread}' recorded how its prompt was composed."))
     st.stop()
@@ -142,5 +144,5 @@ if tl.compactions:
     st.markdown("#### Compactions")
     for p in tl.compactions:
         link_to_run(p.run_id, label=("run ", Id(p.run_id), f": {p.observation_count} "
-                                     f"observation(s), new: "
+                                     f"observation{'' if p.observation_count == 1 else 's'}, new: "
                                      f"{', '.join(p.new_observations) or '—'}"))

@@ -13,7 +13,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from app import services
-from app.components import MISSING, RUN_PAGE, THREADS_PAGE, fmt_score, used_by_key
+from app.components import MISSING, RUN_PAGE, THREADS_PAGE, counted, fmt_score, used_by_key
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.types import RunRecord
 from tests.app.fixture_db import (
@@ -255,7 +255,7 @@ def test_search_finds_a_message(populated: Populated, app: MakeApp) -> None:
     shared = app(q="parcel never")
     assert list(shared.dataframe[-1].value["seq"]) == [0]
     at.text_input(key="search").set_value("no such words anywhere").run()
-    assert any(c.value == "0 message(s) found" for c in at.caption)
+    assert any(c.value == "0 messages found" for c in at.caption)
 
 
 def test_large_thread_is_paginated_and_url_seq_opens_its_page(populated: Populated,
@@ -515,3 +515,11 @@ def test_the_inspector_shows_whether_the_run_matches_its_seal(populated: Populat
     assert not at.exception
     assert any("tampered" in m.value for m in at.markdown)
     assert any(key in e.value.replace("\\", "") for e in at.error)
+
+
+def test_counts_take_the_number_of_their_noun() -> None:
+    # no "thread(s)": one of a thing is singular, any other count plural
+    assert counted(1, "thread") == "1 thread"
+    assert counted(0, "message") == "0 messages"
+    assert counted(3, "run") == "3 runs"
+    assert counted(12_500, "token") == "12,500 tokens"

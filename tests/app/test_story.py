@@ -114,8 +114,8 @@ def test_start_page_groups_threads_by_resource_and_none(populated: tuple[Any, Fi
     _ok(at)
     labels = [e.label.replace("\\", "") for e in at.expander]
     own = len(storage.memory.list_threads(info.resource))
-    assert f"{info.resource} · {own} thread(s)" in labels
-    assert "(no resource) · 1 thread(s)" in labels
+    assert f"{info.resource} · {own} threads" in labels
+    assert "(no resource) · 1 thread" in labels
     links = [el.proto.query_string for el in at.main.get("page_link")]
     assert any("thread=loose-1" in q for q in links)
     assert any(f"thread={info.thread}" in q for q in links)
@@ -127,7 +127,7 @@ def test_start_page_on_an_imported_database(empty_db: InMemoryStorage, app: Make
     import_text(empty_db, line + "\n", format="openai")
     at = app()
     _ok(at)
-    assert [e.label.replace("\\", "") for e in at.expander] == ["(no resource) · 1 thread(s)"]
+    assert [e.label.replace("\\", "") for e in at.expander] == ["(no resource) · 1 thread"]
 
 
 def test_start_page_on_an_empty_database(empty_db: InMemoryStorage, app: MakeApp) -> None:

@@ -174,7 +174,7 @@ def test_url_parameters_are_literal_in_errors(served: tuple[str, Path]) -> None:
                           ("compare", "a"), ("threads", "resource")):
             v.open(_url(base, page, **{key: EVIL_PARAM}), EVIL_PARAM)
         v.open(_url(base, "timeline", thread=EVIL_PARAM), EVIL_PARAM)
-        v.open(_url(base, "threads", thread=h.THREAD, q=EVIL_PARAM), "0 message(s) found")
+        v.open(_url(base, "threads", thread=h.THREAD, q=EVIL_PARAM), "0 messages found")
         v.open(_url(base, "why", run=h.RUN_A, q=EVIL_PARAM), EVIL_PARAM)
         v.open(_url(base, "run", db=EVIL_PARAM), f"Database {EVIL_PARAM!r} is not served")
 
