@@ -262,7 +262,7 @@ def test_attribution_then_the_timeline_compaction(walk: Walk) -> None:
         assert chart.get_by_text(f"this run: {TECH_RUN}").count() == 1
         page.screenshot(path=str(walk.shots / "timeline.png"), full_page=True)
         page.get_by_role("link", name=re.compile(
-            rf"^run {walk.compaction_run}: 1 observation\(s\)")).click()
+            rf"^run {walk.compaction_run}: 1 observation,")).click()
         page.get_by_role("heading", name="Run inspector").wait_for(timeout=PAGE_TIMEOUT_MS)
         _selected(page, "Run", walk.compaction_run)
         _settled(page)
