@@ -7,6 +7,7 @@ release (another writer may write before this process has it again)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +16,7 @@ import pytest
 from memory_core.errors import InvalidInputError
 from memory_core.storage import duckdb as duck
 from memory_core.storage.duckdb import DuckDBStorage
-from memory_core.types import AppendRow, Message
+from memory_core.types import AppendRow, Message, RunRecord
 from tests.test_duckdb_processes import spawn
 
 
@@ -135,6 +136,7 @@ import sys
 from memory_core.storage.duckdb import DuckDBStorage
 s = DuckDBStorage(sys.argv[1], lock_timeout=60)
 s.memory.update_thread("t", title="renamed elsewhere")
+s.runs.put_if_absent("r:theirs", "theirs")
 s.memory.append_messages("t", [__import__("memory_core.types").types.AppendRow(
     message=__import__("memory_core.types").types.Message(content="theirs"))])
 s.close()
@@ -150,6 +152,7 @@ def test_what_a_writer_knew_goes_with_the_file(tmp_path: Path) -> None:
     s.memory.create_thread("t", title="mine")
     assert s.memory.append_messages("t", [_row("a")]) == [0]
     assert s.memory.get_thread("t").title == "mine"  # type: ignore[union-attr]
+    assert s.runs.list("r:") == []  # this writer knows run r has no records
     other = spawn(RENAME, str(db))  # asks for the file; this process's keeper lets go
     _, err = other.communicate(timeout=120)
     assert other.returncode == 0, err
@@ -157,6 +160,9 @@ def test_what_a_writer_knew_goes_with_the_file(tmp_path: Path) -> None:
     with s.write_batch():
         assert s.memory.append_messages("t", [_row("b")]) == [2]
     assert [m.text() for m in s.memory.get_messages("t")] == ["a", "theirs", "b"]
+    # nor does it take the run's records for absent: the other process wrote one
+    assert s.runs.put_if_absent("r:theirs", "mine") is False
+    assert s.runs.get("r:theirs") == "theirs"
     s.close()
 
 
@@ -165,16 +171,12 @@ def test_first_write_wins_without_on_conflict(
     """Journal records and run rows: the stored keys are looked up, the rest inserted
     plainly (DuckDB's ON CONFLICT costs milliseconds more a statement); the first
     write still wins, also for a key repeated in one call and inside a batch."""
-    from datetime import UTC, datetime
-
-    from memory_core.types import RunRecord
-
     seen: list[str] = []
     real = duck._DuckTx.execute
 
-    def execute(tx: duck._DuckTx, sql: str, params: object = ()) -> int:
+    def execute(tx: duck._DuckTx, sql: str, params: object = (), **kw: bool) -> int:
         seen.append(sql)
-        return real(tx, sql, params)  # type: ignore[arg-type]
+        return real(tx, sql, params, **kw)  # type: ignore[arg-type]
 
     monkeypatch.setattr(duck._DuckTx, "execute", execute)
     assert store.runs.put_if_absent("k1", {"v": 1}) is True
@@ -188,3 +190,57 @@ def test_first_write_wins_without_on_conflict(
     assert store.runs.get_many(["k1", "k2", "k3"]) == {"k1": {"v": 1}, "k2": 4, "k3": 6}
     assert store.runs.require_run("r").agent == "a"
     assert seen and not [s for s in seen if "ON CONFLICT" in s]
+
+
+def _run(run_id: str = "r") -> RunRecord:
+    return RunRecord(run_id=run_id, agent="a", status="running",
+                     started_at=datetime.now(UTC))
+
+
+def test_a_runs_first_writes_look_nothing_up_after_its_first_read(
+        store: DuckDBStorage, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Runner reads a fresh run's records and row once (its lease, its row); while
+    this process writes the file, the run's first-write-wins inserts then know which
+    keys are stored without looking them up — and still keep the first value."""
+    store.runs.put_if_absent("r:input", "first")
+    assert [k for k, _ in store.runs.list("r:")] == ["r:input"]
+    assert store.runs.get_run("r") is None
+    reads = Reads(monkeypatch)
+    with store.write_batch():
+        assert store.runs.start_run(_run()) is True
+        assert store.runs.put_many_if_absent([("r:input", "again"), ("r:prompt", "p"),
+                                              ("r:lease:1", 1)]) == 2
+    assert store.runs.put_if_absent("r:prompt", "again") is False
+    assert reads.of("journal") == [] and reads.of("runs") == []
+    # a key under a prefix never listed, and a run row now stored, are looked up
+    assert store.runs.put_if_absent("s:input", "x") is True
+    assert store.runs.start_run(_run()) is False
+    assert len(reads.of("journal")) == 1 and len(reads.of("runs")) == 1
+    assert store.runs.get_many(["r:input", "r:prompt", "r:lease:1"]) == {
+        "r:input": "first", "r:prompt": "p", "r:lease:1": 1}
+
+
+def test_what_a_writer_knows_of_a_runs_keys_goes_with_what_changes_them(
+        store: DuckDBStorage) -> None:
+    """Each way the run's stored keys can change without ``insert_absent`` telling the
+    writer drops what it knew: a delete, a bulk insert, a rolled-back batch."""
+    store.runs.list("r:")
+    store.runs.put_if_absent("r:a", 1)
+    assert store.runs.delete("r:") == 1
+    assert store.runs.put_if_absent("r:a", 2) is True  # deleted: absent again
+    assert store.runs.get("r:a") == 2
+    store.runs.list("r:")
+    many = [(f"r:k{i}", i) for i in range(100)]  # more than one statement's worth
+    assert store.runs.put_many_if_absent(many) == 100
+    assert store.runs.put_if_absent("r:k7", "late") is False
+    assert store.runs.get("r:k7") == 7
+    store.runs.list("q:")
+    assert store.runs.get_run("q") is None
+    with pytest.raises(RuntimeError), store.write_batch():
+        assert store.runs.put_if_absent("q:input", "lost") is True
+        assert store.runs.start_run(_run("q")) is True
+        raise RuntimeError("the group fails")
+    assert store.runs.get("q:input") is None
+    assert store.runs.put_if_absent("q:input", "kept") is True
+    assert store.runs.start_run(_run("q")) is True
+    assert store.runs.get("q:input") == "kept"

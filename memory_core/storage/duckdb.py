@@ -19,6 +19,7 @@ import random
 import re
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import replace
@@ -76,6 +77,10 @@ _CONFIG: dict[str, str | bool | int | float | list[str]] = {
 _BATCH_VIEW = "_mc_insert_batch"  # name of the Arrow batch registered for one insert
 _SMALL_BATCH = 8
 _SCAN_BATCH = 65536  # rows per Arrow record batch of a scope scan
+_SMALL_SCAN = 64  # an incremental scan of at most this many rows: one plain query
+# the Arrow types of a scope scan's columns read as Python rows (the rest are strings)
+_SCAN_TYPES = {"pos": pa.int32(), "locator": pa.int64(), "seq": pa.int64(),
+               "created_us": pa.int64(), "embedding": pa.list_(pa.float32())}
 # a row's created_at offset for ScopeRows.zones: null for UTC (the time is then exactly
 # created_us), else what follows the seconds and their fraction ("" when none)
 _ZONE_SCAN = ("CASE WHEN suffix(m.created_at, '+00:00') THEN NULL"
@@ -128,6 +133,7 @@ def _refuse_foreign(op: str, path: str) -> None:
 _POLL_CAP = 0.02
 _ASK_POLL = 0.02
 _COURTESY_GAP = 0.05
+_KNOWN_PREFIXES = 256  # journal prefixes (runs) whose stored keys a writer keeps
 _FLUSH_ROWS = 5000  # deferred appends committed at once when this many are waiting
 _READER_SLICE = 0.5  # a lender lets a reader work this long before asking the file back
 _CHECKPOINT = "4MB"  # WAL size at which a commit checkpoints (DuckDB's default: 16MB)
@@ -337,6 +343,11 @@ class _Handle:
         self.dim_known = False
         #: thread rows read while this process writes the file (``writing``)
         self.rows: dict[str, Thread] = {}
+        #: journal keys stored under a prefix this process listed while writing (the
+        #: prefix up to a key's first ':' — a run's), and run ids it read as absent:
+        #: a run's first-write-wins inserts then look nothing up (``stored_of``)
+        self.listed: OrderedDict[str, set[str]] = OrderedDict()
+        self.no_run: set[str] = set()
         # bumped by every write of this process and every connection it opens: while
         # it holds a connection, no other process can write (see change_token)
         self.changes = 0
@@ -356,7 +367,58 @@ class _Handle:
         self.threads.clear()
         self.rows.clear()
         self.dim_known = False
+        self.forget_keys()
         self.changes += 1
+
+    def forget_keys(self) -> None:
+        """Drop which journal keys and run ids this process knows to be stored (a
+        delete or a bulk insert of either table, written past ``note_stored``)."""
+        self.listed.clear()
+        self.no_run.clear()
+
+    def noted_listing(self, prefix: str, keys: Sequence[str]) -> None:
+        """Every journal key under ``prefix``, as a read found them (caller holds the
+        lock): kept while this process writes the file, for the last _KNOWN_PREFIXES."""
+        if self.writing():
+            self.listed[prefix] = set(keys)
+            self.listed.move_to_end(prefix)
+            while len(self.listed) > _KNOWN_PREFIXES:
+                self.listed.popitem(last=False)
+
+    def noted_missing_run(self, run_id: str) -> None:
+        """A read found no row for the run (caller holds the lock)."""
+        if self.writing():
+            if len(self.no_run) >= _KNOWN_PREFIXES:
+                self.no_run.clear()
+            self.no_run.add(run_id)
+
+    def stored_of(self, table: str, keys: Sequence[str]) -> set[str] | None:
+        """Which of ``keys`` (journal keys or run ids) are stored, from what this
+        process knows while it writes the file; None unless it knows every one."""
+        if not self.writing():
+            return None
+        if table == "runs":
+            return set() if all(k in self.no_run for k in keys) else None
+        if table != "journal":
+            return None
+        out = set()
+        for k in keys:
+            known = self.listed.get(k[:k.find(":") + 1]) if ":" in k else None
+            if known is None:
+                return None
+            if k in known:
+                out.add(k)
+        return out
+
+    def note_stored(self, table: str, keys: Sequence[str]) -> None:
+        """Keys this process just inserted (a rollback drops everything, ``forget``)."""
+        if table == "runs":
+            self.no_run.difference_update(keys)
+        elif table == "journal":
+            for k in keys:
+                known = self.listed.get(k[:k.find(":") + 1]) if ":" in k else None
+                if known is not None:
+                    known.add(k)
 
     def writing(self) -> bool:
         """Whether no other process can write the file now: this one holds it
@@ -893,20 +955,26 @@ class _DuckTx:
         self.conn = conn
         self.handle = handle
 
-    def wrote(self, sql: str) -> None:
+    def wrote(self, sql: str, *, noted: bool = False) -> None:
         """Note a statement that may change what this process caches (anything but
         reads and writes of the journal and runs): the caches go at once, so a later
-        read in the same transaction (a write batch) reads the file again."""
-        if self.handle is not None and not _KEEPS_STATE.match(sql):
+        read in the same transaction (a write batch) reads the file again. A delete
+        or insert of journal records or runs drops which keys it knows are stored,
+        unless ``noted`` (the writer tells the handle itself: ``note_stored``)."""
+        if self.handle is None:
+            return
+        if not _KEEPS_STATE.match(sql):
             self.handle.stale = True
             self.handle.forget()
+        elif not noted and _CHANGES_KEYS.match(sql):
+            self.handle.forget_keys()
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         self.wrote(sql)
         return self.conn.execute(sql, list(params)).fetchall()
 
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
-        self.wrote(sql)
+    def execute(self, sql: str, params: Sequence[Any] = (), *, noted: bool = False) -> int:
+        self.wrote(sql, noted=noted)
         rows = self.conn.execute(sql, list(params)).fetchall()
         # DML answers with one row holding the number of rows it changed
         return int(rows[0][0]) if rows and isinstance(rows[0][0], int) else 0
@@ -921,6 +989,8 @@ class _DuckTx:
 _KEEPS_STATE = re.compile(
     r"\s*(SELECT\b|INSERT INTO (journal|runs)\b|UPDATE runs\b|DELETE FROM (journal|runs)\b)",
     re.IGNORECASE)
+# of those, the ones that change which journal keys and run ids are stored
+_CHANGES_KEYS = re.compile(r"\s*(INSERT INTO|DELETE FROM) (journal|runs)\b", re.IGNORECASE)
 
 
 def _arrow(conn: Conn, sql: str, params: list[Any]) -> pa.Table:
@@ -1020,12 +1090,24 @@ class _DuckDriver(Driver):
         if not rows:
             return 0
         keys = [r[0] for r in rows]
-        have = {r[0] for r in tx.query(
-            f"SELECT {key} FROM {table} WHERE {key} IN ({', '.join('?' * len(keys))})", keys)}
+        h = self.db.handle
+        have = h.stored_of(table, keys)  # a run's keys, known from its first read
+        if have is None:
+            have = {r[0] for r in tx.query(
+                f"SELECT {key} FROM {table} WHERE {key} IN ({', '.join('?' * len(keys))})",
+                keys)}
         new = [r for r in rows if r[0] not in have]
         if new:
-            tx.execute(insert_sql(table, columns, len(new)), [v for r in new for v in r])
+            tx.execute(insert_sql(table, columns, len(new)), [v for r in new for v in r],
+                       noted=True)
+            h.note_stored(table, [r[0] for r in new])
         return len(new)
+
+    def noted_listing(self, prefix: str, keys: Sequence[str]) -> None:
+        self.db.handle.noted_listing(prefix, keys)
+
+    def noted_missing_run(self, run_id: str) -> None:
+        self.db.handle.noted_missing_run(run_id)
 
     def insert_messages(self, tx: Any, staged: Sequence[StagedMessages]) -> None:
         _insert_messages(tx, staged)
@@ -1063,6 +1145,10 @@ class _DuckDriver(Driver):
                "unnest(?::BIGINT[]) AS lo, unnest(?::INTEGER[]) AS pos) f "
                "ON m.thread_id = f.tid AND m.seq > f.lo")
         params = [list(scan.threads), list(scan.after), list(range(len(scan.threads)))]
+        if scan.threads and min(scan.after) >= 0:
+            small = self._scan_small(conn, scan, src, params)
+            if small is not None:
+                return small
         counted = conn.execute(f"SELECT count(*) {src}", params).fetchall()[0]
         planned = int(counted[0]) if counted else 0
         # (a file's blocks can be dropped and read again; ``:memory:`` data cannot; an
@@ -1071,13 +1157,40 @@ class _DuckDriver(Driver):
         with _cache_capped(conn) if big else nullcontext():
             while True:
                 out = RowsBuilder(scan, planned)
-                cap = max(_BODY_CAP, 4 * out.message_budget // max(1, planned))
-                extra = _MESSAGE_SCAN.format(cap=cap) if out.message_budget else ""
-                rel = conn.sql(f"SELECT f.pos, m.rowid AS locator, {_ZONE_SCAN} AS zone,"
-                               f" {scan.columns()}{extra} {src}", params=params)
-                if self._fill(rel.to_arrow_reader(_SCAN_BATCH), scan, out, bool(extra)):
+                rel = conn.sql(self._select(scan, out, planned, src), params=params)
+                if self._fill(rel.to_arrow_reader(_SCAN_BATCH), scan, out, out.message_budget > 0):
                     return out.done()
                 scan = replace(scan, message_share=0.0)
+
+    @staticmethod
+    def _select(scan: ScopeScan, out: RowsBuilder, planned: int, src: str) -> str:
+        """The scan's SELECT: with a message budget, the message columns too (a body
+        longer than 4x a row's share of the budget, or _BODY_CAP, left out)."""
+        extra = ""
+        if out.message_budget:
+            cap = max(_BODY_CAP, 4 * out.message_budget // max(1, planned))
+            extra = _MESSAGE_SCAN.format(cap=cap)
+        return (f"SELECT f.pos, m.rowid AS locator, {_ZONE_SCAN} AS zone,"
+                f" {scan.columns()}{extra} {src}")
+
+    def _scan_small(self, conn: Conn, scan: ScopeScan, src: str,
+                    params: list[Any]) -> ScopeRows | None:
+        """An incremental scan (a live agent's few new rows since the last recall) in
+        one plain query: an Arrow scan's set-up and its count cost ~3-4 ms, more than
+        the rows. None when there are more than _SMALL_SCAN rows (or their message
+        columns would not fit): the caller scans as usual."""
+        out = RowsBuilder(scan, _SMALL_SCAN)
+        cur = conn.execute(f"{self._select(scan, out, _SMALL_SCAN, src)}"
+                           f" LIMIT {_SMALL_SCAN + 1}", params)
+        names = [d[0] for d in cur.description]
+        rows = cur.fetchall()
+        if len(rows) > _SMALL_SCAN:
+            return None
+        cols = list(zip(*rows, strict=True)) if rows else [()] * len(names)
+        batch = pa.record_batch([pa.array(c, _SCAN_TYPES.get(n, pa.string()))
+                                 for n, c in zip(names, cols, strict=True)], names=names)
+        reader = pa.RecordBatchReader.from_batches(batch.schema, [batch])
+        return out.done() if self._fill(reader, scan, out, out.message_budget > 0) else None
 
     @staticmethod
     def _fill(reader: Any, scan: ScopeScan, out: RowsBuilder, extra: bool) -> bool:

@@ -181,6 +181,16 @@ class Driver(ABC):
         self.insert_rows(tx, "messages", MESSAGE_INSERT,
                          [row for s in staged for row in s.rows(self.vector_param)])
 
+    def noted_listing(self, prefix: str, keys: Sequence[str]) -> None:
+        """A read inside ``read`` found these journal keys, all there are under
+        ``prefix``: an engine whose writer excludes every other may keep that for
+        ``insert_absent`` (ignored by default)."""
+        return None
+
+    def noted_missing_run(self, run_id: str) -> None:
+        """A read inside ``read`` found no row for the run (see ``noted_listing``)."""
+        return None
+
     def read_vectors(self, tx: Tx, thread_ids: Sequence[str], after: Sequence[int],
                      dim: int) -> EmbeddingBlock | None:
         """The stored vectors of thread_ids[i] with seq > after[i], ordered by thread
@@ -1057,6 +1067,7 @@ class SqlRunJournal(RunJournal):
         with self._db.read("journal list") as tx:
             rows = tx.query(f"SELECT key, value FROM journal WHERE {_PREFIX} ORDER BY pos",
                             (prefix, prefix))
+            self._db.noted_listing(prefix, [r[0] for r in rows])
         return [(r[0], decode_json(r[1])) for r in rows]
 
     def delete(self, prefix: str) -> int:
@@ -1112,6 +1123,8 @@ class SqlRunJournal(RunJournal):
     def get_run(self, run_id: str) -> RunRecord | None:
         with self._db.read("get_run") as tx:
             rows = tx.query(f"SELECT {_RUN_COLS} FROM runs WHERE run_id = ?", (run_id,))
+            if not rows:
+                self._db.noted_missing_run(run_id)
         return _row_to_run(rows[0]) if rows else None
 
     def list_runs(self, *, thread_id: str | None = None,
