@@ -46,7 +46,7 @@ from memory_core.text import STOP_WORDS as STOP_WORDS
 from memory_core.text import TOKEN_RE as _TOKEN
 from memory_core.text import tokenize
 from memory_core.types import StoredMessage, Thread, canonical_json
-from memory_core.vectors import cosine_scores, top_indices
+from memory_core.vectors import buffer_rows, cosine_scores, top_indices, widened
 
 T_NONE = datetime.min.replace(tzinfo=UTC)
 
@@ -261,16 +261,20 @@ class _ScopeIndex:
         cap = self.has_vec.shape[0]
         if need <= cap and (self.dim is None or self.mat.shape[1] == self.dim):
             return
-        new_cap = need if adopt is not None else max(need, int(cap * 1.5) + 16)
         d = self.dim or 0
+        # a matrix made with spare rows (a scan's) grows into them without a copy: a
+        # live agent's next rows would otherwise copy a million-row matrix whole
+        room = buffer_rows(adopt if adopt is not None else self.mat) \
+            if (adopt is not None or self.mat.shape[1] == d) else 0
+        new_cap = room if need <= room else max(need, int(cap * 1.5) + 16)
 
         def grow(a: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
             out = np.zeros(shape, a.dtype)
             out[: self.n] = a[: self.n]
             return out
 
-        if adopt is not None:
-            self.mat = adopt
+        if need <= room:
+            self.mat = widened(adopt if adopt is not None else self.mat, new_cap)
         elif self.mat.shape[1] == d:
             self.mat = grow(self.mat, (new_cap, d))
         else:
@@ -317,7 +321,7 @@ class _ScopeIndex:
             self.msg_starts.append(start)
             self.msg_n, self.msg_bytes = end, self.msg_bytes + got.size()
         if usable and m is not None:
-            if self.mat is not m:
+            if adopt is None:  # (an adopted matrix is the cache's own already)
                 self.mat[start:end] = m
             self._unit_rows(start, end, rows.has_vec)
         self.n = end

@@ -55,3 +55,31 @@ def top_indices(scores: np.ndarray, m: int) -> np.ndarray:
             idx = np.flatnonzero(scores >= low)
     out: np.ndarray = idx[np.isfinite(scores[idx])]
     return out
+
+
+def with_spare_rows(rows: int, dim: int) -> np.ndarray:
+    """A zero float32 matrix of ``rows`` rows (a view) over a buffer with about an
+    eighth more: a cache that adopts it grows into the spare rows without copying
+    (``widened``). Untouched zero pages cost no resident memory."""
+    spare = rows // 8 if rows >= 1024 else 0
+    return np.zeros((rows + spare, dim), np.float32)[:rows]
+
+
+def buffer_rows(matrix: np.ndarray) -> int:
+    """How many rows the buffer under ``matrix`` holds from its first row: its base's
+    when it is a leading slice of a C-contiguous matrix, else its own."""
+    base = matrix.base
+    if (isinstance(base, np.ndarray) and base.ndim == 2 and base.dtype == matrix.dtype
+            and base.shape[1] == matrix.shape[1] and base.flags.c_contiguous
+            and matrix.flags.c_contiguous and base.ctypes.data == matrix.ctypes.data):
+        return int(base.shape[0])
+    return int(matrix.shape[0])
+
+
+def widened(matrix: np.ndarray, rows: int) -> np.ndarray:
+    """The first ``rows`` rows of the buffer under ``matrix`` (``rows`` ≤
+    ``buffer_rows(matrix)``): the same memory, no copy."""
+    base = matrix.base if buffer_rows(matrix) > matrix.shape[0] else matrix
+    assert isinstance(base, np.ndarray) and base.shape[0] >= rows
+    out: np.ndarray = base[:rows]
+    return out

@@ -350,3 +350,35 @@ def test_duckdb_reads_only_the_bodies_too_long_to_keep(
     assert sorted(msgs.values(), key=lambda m: m.ref) == \
         storage.memory.get_messages_by_refs(sorted(msgs))
     storage.close()
+
+
+@pytest.mark.parametrize("adapter", ["duckdb-file", "sqlite", "inmemory"])
+def test_a_scope_grows_into_the_spare_rows_of_its_first_scan(
+        tmp_path: Path, adapter: str) -> None:
+    """The first scan's matrix becomes the cache's own with spare rows behind it: a
+    live agent's next rows go into them instead of copying the whole matrix (5.6 s
+    and a 2.3 GB copy at a million rows); past them it is copied once, and recall
+    finds the new rows either way."""
+    storage = make_storage(adapter, tmp_path)
+    storage.memory.create_thread("a", resource_id="u")
+    storage.memory.append_messages("a", [
+        AppendRow(message=Message(content=f"note {i}"), embedding=_vec(i))
+        for i in range(1200)])
+    engine = RecallEngine(storage.memory, None)
+    assert ("a", 3) in _recall(engine, _vec(3))  # (hits come in thread order)
+    idx = engine._scopes[("resource", "u")]
+    mat, cap = idx.mat.ctypes.data, idx.has_vec.shape[0]
+    assert cap == 1200 + 1200 // 8 and idx.mat.shape[0] == cap
+    for i in range(3):
+        storage.memory.append_messages("a", [AppendRow(
+            message=Message(content="new"), embedding=_vec(5000 + i))])
+        assert ("a", 1200 + i) in _recall(engine, _vec(5000 + i))
+    assert idx is engine._scopes[("resource", "u")]
+    assert idx.mat.ctypes.data == mat and idx.has_vec.shape[0] == cap  # nothing copied
+    storage.memory.append_messages("a", [
+        AppendRow(message=Message(content="more"), embedding=_vec(6000 + i))
+        for i in range(200)])  # past the spare rows: copied, and still right
+    assert ("a", 1401) in _recall(engine, _vec(6198))
+    assert ("a", 3) in _recall(engine, _vec(3))
+    assert idx.mat.ctypes.data != mat and idx.n == 1403
+    storage.close()

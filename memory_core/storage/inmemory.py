@@ -52,6 +52,7 @@ from memory_core.types import (
     StoredMessage,
     Thread,
 )
+from memory_core.vectors import with_spare_rows
 
 
 def _thread_order(threads: list[Thread]) -> list[Thread]:
@@ -298,7 +299,7 @@ class InMemoryMemoryStore(MemoryStore):
         has_vec = np.array([vectors and r.vec is not None for _, r in picked], bool)
         matrix = None
         if vectors:
-            matrix = np.zeros((n, dim), np.float32)
+            matrix = with_spare_rows(n, dim)  # the recall cache grows into them
             if has_vec.any():
                 matrix[has_vec] = np.vstack([r.vec for _, r in picked if r.vec is not None])
         return ScopeRows(

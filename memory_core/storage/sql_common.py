@@ -81,6 +81,7 @@ from memory_core.types import (
     StoredMessage,
     Thread,
 )
+from memory_core.vectors import with_spare_rows
 
 # Bound-parameter lists are chunked: SQLite caps the number of variables per statement.
 _CHUNK = 500
@@ -253,7 +254,8 @@ class RowsBuilder:
         self.seqs = np.zeros(n, np.int64)
         self.created = np.zeros(n, np.int64)
         self.has_vec = np.zeros(n, bool)
-        self.matrix = np.zeros((n, scan.dim), np.float32) if scan.vectors else None
+        # spare rows: the recall cache adopting it grows into them without a copy
+        self.matrix = with_spare_rows(n, scan.dim) if scan.vectors else None
         self.texts: list[str | None] | None = [] if scan.texts else None
         self.text_chunks: list[Any] = []  # Arrow string arrays, kept as they came
         self.meta: list[dict[str, Any] | None] | None = [] if scan.metadata else None
