@@ -329,7 +329,7 @@ class RowsBuilder:
                 grown[: self.zones.shape[0]] = self.zones
             self.zones = grown
         k = len(offsets)
-        if not offsets.null_count == k:
+        if offsets.null_count != k:
             enc = pc.dictionary_encode(offsets)
             names = enc.dictionary.to_pylist()
             codes = np.array([self.zone_names.setdefault(x, len(self.zone_names)) if x
@@ -381,8 +381,10 @@ class RowsBuilder:
     def _messages(self) -> MessageColumns | None:
         if self.messages is None:
             return None
-        if len(self.messages) == 1 or not self.messages:
-            return self.messages[0] if self.messages else MessageColumns([], [], [])
+        if not self.messages:
+            return MessageColumns([], [], [])
+        if len(self.messages) == 1:
+            return self.messages[0]
         import pyarrow as pa  # only a driver that reads Arrow gives message columns
 
         return MessageColumns(*(pa.chunked_array([getattr(c, f) for c in self.messages])

@@ -520,6 +520,31 @@ def test_timeline_shows_stacked_lanes_and_marks_the_compaction(demo: InMemorySto
             if s["line"].get("dash") == "dash"] == []
 
 
+def test_timeline_names_the_runs_it_cannot_plot(empty_db: InMemoryStorage,
+                                                app: MakeApp) -> None:
+    """Runs with no provenance record (started elsewhere, never composed here) are
+    counted and named, the first eight of them; the composed runs are plotted."""
+    from memory_core.memory import AgentMemory
+    from memory_core.models.scripted import ScriptedModel
+
+    memory = AgentMemory(empty_db, embed=HashingEmbedder(16), recent_n=4)
+    runner = Runner(empty_db, {"a": Agent("a", "Be brief.", ScriptedModel(["ok", "ok"]))},
+                    memory=memory)
+    for i in range(2):
+        runner.run("a", run_id=f"composed-{i}", thread_id="t", prompt=f"question {i}")
+    start = empty_db.runs.require_run("composed-1").started_at
+    for i in range(9):
+        empty_db.runs.start_run(RunRecord(run_id=f"bare-{i}", agent="a", thread_id="t",
+                                          status="completed",
+                                          started_at=start + timedelta(seconds=i + 1)))
+    at = app(TIMELINE_PAGE, thread="t")
+    _ok(at)
+    assert len(_charts(at)[0]["data"][0]["x"]) == 2
+    caption = [c for c in _captions(at).splitlines() if c.startswith("Not plotted")]
+    assert caption == ["Not plotted, having no provenance record: 9 runs ("
+                       + ", ".join(f"bare-{i}" for i in range(8)) + ", …)"]
+
+
 # -- demo story (the story itself: tests/app/test_story.py) ----------------------------
 STEPS = ["1. What was said", "2. What the assistant answered",
          "3. What the assistant was given", "4. Why", "5. The proof", "6. The fix"]
