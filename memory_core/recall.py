@@ -457,7 +457,14 @@ class _ScopeIndex:
     def _index_texts(self, first: int, texts: Sequence[str | None]) -> None:
         """Add rows [first, first + len(texts)) to the lexical index from their texts:
         BM25 postings, lengths and "asks". Each distinct token is folded once (terms as
-        ``lexical_terms`` gives them), the rest is array work."""
+        ``lexical_terms`` gives them), the rest is array work, done _INDEX_CHUNK texts
+        at a time (a million texts at once took ~0.9 GB of temporaries)."""
+        k = len(texts)
+        for a in range(0, k, _INDEX_CHUNK):
+            self._index_part(first + a, texts[a:a + _INDEX_CHUNK])
+        self.lex_n = first + k
+
+    def _index_part(self, first: int, texts: Sequence[str | None]) -> None:
         k = len(texts)
         tok = _tokens_arrow(texts) if k >= _ARROW_MIN else None
         codes, vocab, counts, asks = tok if tok is not None else _tokens_python(
@@ -470,6 +477,8 @@ class _ScopeIndex:
         tids, docs = tids[keep], docs[keep]
         self.doclen[first:first + k] = np.bincount(docs, minlength=k)
         terms, rows, tf = _postings(tids, docs)
+        if terms.size == 0:
+            return  # no text here holds a term ("OK", a tool call's empty content)
         rows += first
         cuts = np.flatnonzero(np.diff(terms)) + 1
         for a, b in itertools.pairwise([0, *cuts.tolist(), terms.size]):
@@ -480,7 +489,6 @@ class _ScopeIndex:
                 self.postings[term] = post
             post[0].frombytes(rows[a:b].tobytes())
             post[1].frombytes(tf[a:b].astype(np.float32).tobytes())
-        self.lex_n = first + k
 
     def _term_id(self, tok: str) -> int:
         """The BM25 term id of a raw token (-1: a stop word or only quotes), folded
@@ -572,6 +580,7 @@ class _ScopeIndex:
 
 
 _ARROW_MIN = 2048  # texts below this are tokenised in Python (Arrow's setup costs more)
+_INDEX_CHUNK = 131_072  # texts tokenised at once (their temporaries: ~70 bytes a token)
 _Tokens = tuple[np.ndarray, list[str], np.ndarray, np.ndarray]
 
 
