@@ -286,8 +286,10 @@ def _cells(r: dict[str, Any], n: int) -> dict[str, tuple[float, float, str]]:
         c["recall, warm (ms)"] = (v["warm_ms"], v["numpy_ms"], "numpy scan")
         c["recall, cold vector (s)"] = (v["seconds"], lim["seconds"], "Arrow vector load")
         c["recall, cold hybrid (s)"] = (h["seconds"], 15.0, "15 s target")
-        c["recall, cold peak RSS (GB)"] = (v["peak_rss"] / 2**30,
-                                           n * cold.DIM * 4 / 2**30, "vector matrix")
+        matrix = n * cold.DIM * 4 / 2**30
+        c["recall, cold peak RSS (GB)"] = (v["peak_rss"] / 2**30, matrix, "vector matrix")
+        c["recall, cold hybrid peak RSS (GB)"] = (h["peak_rss"] / 2**30, matrix,
+                                                  "vector matrix")
     if "compose" in r:
         c["load_context, warm (ms)"] = (r["compose"]["compose_ms"], r["compose"]["numpy_ms"],
                                         "numpy scan")
