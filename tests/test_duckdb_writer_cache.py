@@ -210,6 +210,13 @@ def test_a_runs_first_writes_look_nothing_up_after_its_first_read(
         assert store.runs.start_run(_run()) is True
         assert store.runs.put_many_if_absent([("r:input", "again"), ("r:prompt", "p"),
                                               ("r:lease:1", 1)]) == 2
+    # writes of other tables between a run's groups (its thread's title, working
+    # memory, another thread) leave what the writer knows of its keys
+    store.memory.create_thread("t", title="untitled")
+    store.memory.update_thread("t", title="titled")
+    store.memory.put_working_memory("wm:t", {"note": 1})
+    with store.write_batch():
+        assert store.runs.put_many_if_absent([("r:output", "o"), ("r:seal", "s")]) == 2
     assert store.runs.put_if_absent("r:prompt", "again") is False
     assert reads.of("journal") == [] and reads.of("runs") == []
     # a key under a prefix never listed, and a run row now stored, are looked up
@@ -244,3 +251,13 @@ def test_what_a_writer_knows_of_a_runs_keys_goes_with_what_changes_them(
     assert store.runs.put_if_absent("q:input", "kept") is True
     assert store.runs.start_run(_run("q")) is True
     assert store.runs.get("q:input") == "kept"
+    # an erasure deletes the records of the thread's runs: what was known of them goes
+    store.memory.create_thread("gone")
+    erased = _run("e").model_copy(update={"thread_id": "gone"})
+    assert store.runs.list("e:") == [] and store.runs.get_run("e") is None
+    assert store.runs.start_run(erased) is True
+    assert store.runs.put_if_absent("e:input", "before") is True
+    store.erase_thread("gone")
+    assert store.runs.put_if_absent("e:input", "after") is True
+    assert store.runs.start_run(erased) is True
+    assert store.runs.get("e:input") == "after"

@@ -314,6 +314,7 @@ class _Handle:
         self.away = False  # the file is lent to a reader; appends wait with seqs given
         self.flushing = False  # the keeper commits deferred appends without the lock
         self.stale = False  # the write in progress touched more than journal and runs
+        self.stale_keys = False  # ... in ways that may change which of their keys exist
         self.opener: _Database | None = None  # reopens the file for waiting appends
         self.lock = threading.RLock()
         self.wake = threading.Condition(self.lock)
@@ -360,14 +361,16 @@ class _Handle:
             err, self.flush_error = self.flush_error, None
             raise err
 
-    def forget(self) -> None:
+    def forget(self, *, keys: bool = True) -> None:
         """Drop what this process cached about the database — each thread's seqs and
-        row, the dimension — (another write of this process, or of another process
-        once the file is released, may change it)."""
+        row, the dimension, and (``keys``) which journal keys and run ids are stored —
+        (another write of this process, or of another process once the file is
+        released, may change it). A write of other tables keeps the keys."""
         self.threads.clear()
         self.rows.clear()
         self.dim_known = False
-        self.forget_keys()
+        if keys:
+            self.forget_keys()
         self.changes += 1
 
     def forget_keys(self) -> None:
@@ -799,7 +802,7 @@ class _Database:
             conn, ro = self._connection(op, write)
             h.flush()  # deferred appends first: the operation sees them, in order
             h.active, h.active_read_only, h.active_write = conn, ro, write
-            h.stale = not tracked
+            h.stale = h.stale_keys = not tracked
             try:
                 if not write:
                     # A read needs no transaction of its own: while this process has
@@ -813,7 +816,8 @@ class _Database:
                     yield conn
                     conn.commit()
                 except BaseException:
-                    h.stale = True  # what the rolled-back writes taught the caches is void
+                    # what the rolled-back writes taught the caches is void
+                    h.stale = h.stale_keys = True
                     try:
                         conn.rollback()
                     except duckdb.Error:
@@ -824,7 +828,8 @@ class _Database:
             finally:
                 h.active = None
                 if write and h.stale:
-                    h.forget()  # it may have changed a thread row or the dimension
+                    # it may have changed a thread row or the dimension
+                    h.forget(keys=h.stale_keys)
                 self.used(conn)
 
     def used(self, conn: Conn | None) -> None:
@@ -965,7 +970,10 @@ class _DuckTx:
             return
         if not _KEEPS_STATE.match(sql):
             self.handle.stale = True
-            self.handle.forget()
+            # (a statement naming neither table, a thread's or working memory's
+            # write, leaves the run keys known: a run's title or working memory
+            # mid-run would otherwise send its next inserts looking them up)
+            self.handle.forget(keys=bool(_NAMES_KEYS.search(sql)))
         elif not noted and _CHANGES_KEYS.match(sql):
             self.handle.forget_keys()
 
@@ -991,6 +999,8 @@ _KEEPS_STATE = re.compile(
     re.IGNORECASE)
 # of those, the ones that change which journal keys and run ids are stored
 _CHANGES_KEYS = re.compile(r"\s*(INSERT INTO|DELETE FROM) (journal|runs)\b", re.IGNORECASE)
+# any other statement naming either table may change them too
+_NAMES_KEYS = re.compile(r"\b(journal|runs)\b", re.IGNORECASE)
 
 
 def _arrow(conn: Conn, sql: str, params: list[Any]) -> pa.Table:
