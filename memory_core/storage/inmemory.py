@@ -433,10 +433,20 @@ class InMemoryMemoryStore(MemoryStore):
                                  working_memory=wm, observations=len(obs))
 
 
+def _group(key: str) -> str:
+    """A key's group: up to and including its first ':' (a run's records, an
+    observer's), or the whole key when it has none."""
+    colon = key.find(":")
+    return key if colon < 0 else key[:colon + 1]
+
+
 class InMemoryRunJournal(RunJournal):
     def __init__(self, lock: threading.RLock) -> None:
         self._lock = lock
         self._entries: dict[str, str] = {}  # insertion-ordered
+        # the keys of each group, in insertion order: a run's ``list`` (every run's
+        # claim looks) reads its own records, not the whole journal's
+        self._groups: dict[str, dict[str, None]] = {}
         self._runs: dict[str, RunRecord] = {}
 
     def put_if_absent(self, key: str, value: Any) -> bool:
@@ -447,7 +457,16 @@ class InMemoryRunJournal(RunJournal):
             if key in self._entries:
                 return False
             self._entries[key] = text
+            self._groups.setdefault(_group(key), {})[key] = None
             return True
+
+    def _keys(self, prefix: str) -> builtins.list[str]:
+        """The keys under ``prefix`` in insertion order (caller holds the lock): a
+        prefix holding ':' lies within one group, so only that group is read."""
+        if ":" in prefix:
+            group = self._groups.get(_group(prefix), {})
+            return [k for k in group if k.startswith(prefix)]
+        return [k for k in self._entries if k.startswith(prefix)]
 
     def get(self, key: str) -> Any | None:
         with self._lock:
@@ -461,14 +480,18 @@ class InMemoryRunJournal(RunJournal):
 
     def list(self, prefix: str) -> builtins.list[tuple[str, Any]]:
         with self._lock:
-            items = [(k, v) for k, v in self._entries.items() if k.startswith(prefix)]
+            items = [(k, self._entries[k]) for k in self._keys(prefix)]
         return [(k, decode_json(v)) for k, v in items]
 
     def delete(self, prefix: str) -> int:
         with self._lock:
-            keys = [k for k in self._entries if k.startswith(prefix)]
+            keys = self._keys(prefix)
             for k in keys:
                 del self._entries[k]
+                group = self._groups[_group(k)]
+                del group[k]
+                if not group:
+                    del self._groups[_group(k)]
             return len(keys)
 
     def start_run(self, run: RunRecord) -> bool:
