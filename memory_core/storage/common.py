@@ -202,6 +202,15 @@ def message_bodies(thread_id: str, rows: Sequence[AppendRow]) -> list[str]:
                                strict=True)]
 
 
+def key_group(key: str) -> str:
+    """A journal key's group: the key up to and including its first ':' (a run's
+    records, an observer's), or the whole key when it has none. Every key under a
+    prefix that ends a group is in that group, so a listing of the prefix is all of it
+    (the in-memory journal's index; what a DuckDB writer knows it stored)."""
+    colon = key.find(":")
+    return key if colon < 0 else key[:colon + 1]
+
+
 def encode_json(key: str, value: Any) -> str:
     """Serialise a journal or working-memory value, naming the key when it is not JSON."""
     return json_or_invalid(f"journal value for key '{key}'", value)

@@ -42,6 +42,7 @@ from memory_core.storage.common import (
     SEQ_FLOOR_PREFIX,
     Clock,
     ThreadIdFactory,
+    key_group,
     message_bodies,
     utc_now,
     validate_batch,
@@ -344,8 +345,8 @@ class _Handle:
         self.dim_known = False
         #: thread rows read while this process writes the file (``writing``)
         self.rows: dict[str, Thread] = {}
-        #: journal keys stored under a prefix this process listed while writing (the
-        #: prefix up to a key's first ':' — a run's), and run ids it read as absent:
+        #: journal keys stored under a prefix this process listed while writing (a
+        #: key's group, ``key_group``: a run's), and run ids it read as absent:
         #: a run's first-write-wins inserts then look nothing up (``stored_of``)
         self.listed: OrderedDict[str, set[str]] = OrderedDict()
         self.no_run: set[str] = set()
@@ -406,7 +407,7 @@ class _Handle:
             return None
         out = set()
         for k in keys:
-            known = self.listed.get(k[:k.find(":") + 1]) if ":" in k else None
+            known = self.listed.get(key_group(k))
             if known is None:
                 return None
             if k in known:
@@ -419,7 +420,7 @@ class _Handle:
             self.no_run.difference_update(keys)
         elif table == "journal":
             for k in keys:
-                known = self.listed.get(k[:k.find(":") + 1]) if ":" in k else None
+                known = self.listed.get(key_group(k))
                 if known is not None:
                     known.add(k)
 

@@ -36,6 +36,7 @@ from memory_core.storage.common import (
     decode_json,
     encode_json,
     json_or_invalid,
+    key_group,
     message_body,
     require_aware,
     ts_micros,
@@ -433,13 +434,6 @@ class InMemoryMemoryStore(MemoryStore):
                                  working_memory=wm, observations=len(obs))
 
 
-def _group(key: str) -> str:
-    """A key's group: up to and including its first ':' (a run's records, an
-    observer's), or the whole key when it has none."""
-    colon = key.find(":")
-    return key if colon < 0 else key[:colon + 1]
-
-
 class InMemoryRunJournal(RunJournal):
     def __init__(self, lock: threading.RLock) -> None:
         self._lock = lock
@@ -457,14 +451,14 @@ class InMemoryRunJournal(RunJournal):
             if key in self._entries:
                 return False
             self._entries[key] = text
-            self._groups.setdefault(_group(key), {})[key] = None
+            self._groups.setdefault(key_group(key), {})[key] = None
             return True
 
     def _keys(self, prefix: str) -> builtins.list[str]:
         """The keys under ``prefix`` in insertion order (caller holds the lock): a
         prefix holding ':' lies within one group, so only that group is read."""
         if ":" in prefix:
-            group = self._groups.get(_group(prefix), {})
+            group = self._groups.get(key_group(prefix), {})
             return [k for k in group if k.startswith(prefix)]
         return [k for k in self._entries if k.startswith(prefix)]
 
@@ -488,10 +482,10 @@ class InMemoryRunJournal(RunJournal):
             keys = self._keys(prefix)
             for k in keys:
                 del self._entries[k]
-                group = self._groups[_group(k)]
+                group = self._groups[key_group(k)]
                 del group[k]
                 if not group:
-                    del self._groups[_group(k)]
+                    del self._groups[key_group(k)]
             return len(keys)
 
     def start_run(self, run: RunRecord) -> bool:
