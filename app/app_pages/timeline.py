@@ -143,6 +143,6 @@ st.dataframe(table([{
 if tl.compactions:
     st.markdown("#### Compactions")
     for p in tl.compactions:
-        link_to_run(p.run_id, label=("run ", Id(p.run_id), f": {p.observation_count} "
-                                     f"observation{'' if p.observation_count == 1 else 's'}, new: "
+        link_to_run(p.run_id, label=("run ", Id(p.run_id),
+                                     f": {counted(p.observation_count or 0, 'observation')}, new: "
                                      f"{', '.join(p.new_observations) or '—'}"))
