@@ -65,7 +65,7 @@ if wanted is None and current is not None:
     wanted = current.thread_id  # opened from a run: that run's thread
 counts = Counter(r.thread_id for r in runs)  # one pass: a database holds thousands
 thread = st.selectbox("Thread", threads, index=threads.index(wanted) if wanted else 0,
-                      format_func=lambda t: f"{t} ({counts[t]} runs)")
+                      format_func=lambda t: f"{t} ({counted(counts[t], 'run')})")
 # the run marked on the chart: the current run when it is on this thread, else the newest
 thread_run_ids = [r.run_id for r in runs if r.thread_id == thread]
 marked: str = st.selectbox(

@@ -528,10 +528,11 @@ def test_timeline_names_the_runs_it_cannot_plot(empty_db: InMemoryStorage,
     from memory_core.models.scripted import ScriptedModel
 
     memory = AgentMemory(empty_db, embed=HashingEmbedder(16), recent_n=4)
-    runner = Runner(empty_db, {"a": Agent("a", "Be brief.", ScriptedModel(["ok", "ok"]))},
-                    memory=memory)
+    runner = Runner(empty_db, {"a": Agent("a", "Be brief.",
+                                          ScriptedModel(["ok", "ok", "ok"]))}, memory=memory)
     for i in range(2):
         runner.run("a", run_id=f"composed-{i}", thread_id="t", prompt=f"question {i}")
+    runner.run("a", run_id="solo-0", thread_id="solo", prompt="one question")
     start = empty_db.runs.require_run("composed-1").started_at
     for i in range(9):
         empty_db.runs.start_run(RunRecord(run_id=f"bare-{i}", agent="a", thread_id="t",
@@ -540,6 +541,7 @@ def test_timeline_names_the_runs_it_cannot_plot(empty_db: InMemoryStorage,
     at = app(TIMELINE_PAGE, thread="t")
     _ok(at)
     assert len(_charts(at)[0]["data"][0]["x"]) == 2
+    assert sorted(_select(at, "Thread").options) == ["solo (1 run)", "t (11 runs)"]
     caption = [c for c in _captions(at).splitlines() if c.startswith("Not plotted")]
     assert caption == ["Not plotted, having no provenance record: 9 runs ("
                        + ", ".join(f"bare-{i}" for i in range(8)) + ", …)"]
