@@ -63,6 +63,9 @@ def test_legacy_version_1_file_gets_thread_counters_from_its_messages(tmp_path: 
         # the journal keeps its order and goes on after the legacy entries
         assert s.runs.put_if_absent("z:new", 1)
         assert [k for k, _ in s.runs.list("")][-2:] == ["r1:output", "z:new"]
+        # the legacy records have their key groups: a run's listing finds them
+        r1 = [k for k, _ in s.runs.list("") if k.startswith("r1:")]
+        assert r1 and [k for k, _ in s.runs.list("r1:")] == r1
     finally:
         s.close()
 

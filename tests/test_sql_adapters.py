@@ -19,6 +19,7 @@ import pytest
 from memory_core.errors import InvalidInputError, StorageBusyError, StorageError
 from memory_core.storage import schema
 from memory_core.storage.base import Storage
+from memory_core.storage.common import key_group
 from memory_core.storage.duckdb import DuckDBStorage, _Database
 from memory_core.storage.sqlite import SQLiteStorage
 from memory_core.types import AppendRow, Message
@@ -121,6 +122,76 @@ def test_old_schema_is_migrated_with_backfilled_thread_counters(
         assert [x.text() for x in m.get_messages("gappy")] == ["m0", "m1", "m2", "m7", "new"]
     finally:
         s.close()
+
+
+JOURNAL_KEYS = ["run-1:input", "run-1:step:0", "run-10:input", "rün-ä😀:prompt",
+                "no-colon", "om:t:x:1", "run-1"]
+
+
+def test_old_journal_gets_its_key_groups(sql_store: Storage,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """A database written before migration 4 gets each record's group from its key
+    (non-ASCII keys and keys without ':' too), and its records listed by prefix through
+    the group are the ones a scan of the keys finds — nothing lost, nothing extra."""
+    for table in ("schema_migrations", "messages", "threads", "meta", "working_memory",
+                  "observations", "observation_vectors", "journal", "runs"):
+        _raw(sql_store, f"DROP TABLE {table}")
+    if isinstance(sql_store, DuckDBStorage):
+        _raw(sql_store, "DROP SEQUENCE journal_pos")
+    sql_store.close()
+    monkeypatch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:3])
+    _reopen(sql_store).close()
+    monkeypatch.undo()
+    for i, key in enumerate(JOURNAL_KEYS):
+        _raw(sql_store, f"INSERT INTO journal (key, value) VALUES ('{key}', '{i}')")
+
+    s = _reopen(sql_store)
+    try:
+        assert [r[0] for r in _raw(s, "SELECT version FROM schema_migrations ORDER BY"
+                                      " version")] == ALL_VERSIONS
+        assert dict(_raw(s, "SELECT key, grp FROM journal")) == {
+            k: key_group(k) for k in JOURNAL_KEYS}
+        for prefix in ("run-1:", "run-1:step:", "run-1", "rün-ä😀:", "no-colon", "om:t:",
+                       "om:t:x:", "", "zzz:"):
+            assert [k for k, _ in s.runs.list(prefix)] == [
+                k for k in JOURNAL_KEYS if k.startswith(prefix)], prefix
+        # new records carry their group too, and a delete by prefix finds them
+        s.runs.put_many_if_absent([("run-1:output", 1), ("run-2:input", 2)])
+        assert s.runs.put_if_absent("rün-ä😀:seal", 3)
+        assert [k for k, _ in s.runs.list("run-1:")] == [
+            "run-1:input", "run-1:step:0", "run-1:output"]
+        assert [k for k, _ in s.runs.list("rün-ä😀:")] == ["rün-ä😀:prompt", "rün-ä😀:seal"]
+        assert s.runs.delete("run-1:step:") == 1
+        assert s.runs.delete("run-1:") == 2
+        assert [k for k, _ in s.runs.list("run-")] == ["run-10:input", "run-1", "run-2:input"]
+    finally:
+        s.close()
+
+
+def _plan(s: Storage, query: str) -> str:
+    if isinstance(s, SQLiteStorage):
+        return " ".join(str(r[-1]) for r in _raw(s, f"EXPLAIN QUERY PLAN {query}"))
+    if isinstance(s, DuckDBStorage):
+        return " ".join(str(r[-1]) for r in _raw(s, f"EXPLAIN ANALYZE {query}"))
+    return " ".join(str(r[0]) for r in _raw(s, f"EXPLAIN {query}"))
+
+
+def test_a_runs_records_are_read_through_the_group_index(sql_store: Storage) -> None:
+    """Listing a run's records is an index look-up on its group, not a scan of the
+    whole journal (the runner lists a run's records before each run)."""
+    sql_store.runs.put_many_if_absent([(f"run-{i}:{part}", i) for i in range(300)
+                                       for part in ("input", "prompt", "output")])
+    assert [k for k, _ in sql_store.runs.list("run-7:")] == [
+        "run-7:input", "run-7:prompt", "run-7:output"]
+    plan = _plan(sql_store, "SELECT key, value FROM journal WHERE grp = 'run-7:' ORDER BY pos")
+    if isinstance(sql_store, DuckDBStorage):
+        assert "Index Scan" in plan, plan
+    elif isinstance(sql_store, SQLiteStorage):
+        assert "USING INDEX journal_by_group" in plan, plan
+    else:
+        _raw(sql_store, "ANALYZE journal")
+        plan = _plan(sql_store, "SELECT key, value FROM journal WHERE grp = 'run-7:'")
+        assert "journal_by_group" in plan, plan
 
 
 def test_driver_error_becomes_storage_error_naming_the_operation(sql_store: Storage) -> None:

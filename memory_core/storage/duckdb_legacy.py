@@ -19,7 +19,14 @@ from typing import Any
 import numpy as np
 
 from memory_core.storage.common import ts_from_micros
-from memory_core.storage.schema import Migration, Tx, apply_migrations, check_known
+from memory_core.storage.schema import (
+    Dialect,
+    Migration,
+    Tx,
+    apply_migrations,
+    check_known,
+    key_group_sql,
+)
 from memory_core.storage.sql_common import Driver
 from memory_core.types import canonical_json
 
@@ -85,7 +92,7 @@ def convert(tx: Tx, db: Driver, migrations: Sequence[Migration], now: datetime) 
     top = tx.query("SELECT coalesce(max(ordinal), 0) FROM legacy_journal")[0][0]
     tx.execute(f"CREATE SEQUENCE journal_pos START WITH {int(top) + 1}")
     apply_migrations(tx, db.dialect, migrations, now, db.where)
-    _copy_simple(tx)
+    _copy_simple(tx, db.dialect)
     _copy_messages(tx, db)
     _copy_threads(tx, db)
     _copy_observations(tx, db)
@@ -95,13 +102,13 @@ def convert(tx: Tx, db: Driver, migrations: Sequence[Migration], now: datetime) 
             tx.execute(f"DROP TABLE legacy_{t}")
 
 
-def _copy_simple(tx: Tx) -> None:
+def _copy_simple(tx: Tx, dialect: Dialect) -> None:
     tx.execute("UPDATE meta SET value = (SELECT value FROM legacy_meta"
                " WHERE key = 'embedding_dim') WHERE key = 'embedding_dim'")
     tx.execute("INSERT INTO working_memory (key, value)"
                " SELECT key, value FROM legacy_working_memory")
-    tx.execute("INSERT INTO journal (pos, key, value)"
-               " SELECT ordinal, key, value FROM legacy_journal")
+    tx.execute("INSERT INTO journal (pos, key, value, grp)"
+               f" SELECT ordinal, key, value, {key_group_sql(dialect)} FROM legacy_journal")
 
 
 def _copy_threads(tx: Tx, db: Driver) -> None:

@@ -36,7 +36,7 @@ from memory_core.storage.schema import Dialect, Migration, Tx, apply_migrations
 from memory_core.storage.sql_common import Driver, SqlStorage
 
 _DIALECT = Dialect(text='TEXT COLLATE "C"',  # code-point order, like Python's sorted()
-                   vector="BYTEA", serial_pk="BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY")
+                   vector="BYTEA", position="strpos", serial_pk="BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY")
 
 
 @lru_cache(maxsize=512)

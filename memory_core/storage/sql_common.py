@@ -55,6 +55,7 @@ from memory_core.storage.common import (
     encode_json,
     encode_vector,
     json_or_invalid,
+    key_group,
     message_bodies,
     message_body,
     require_aware,
@@ -1007,7 +1008,17 @@ class SqlMemoryStore(MemoryStore):
 
 
 _PREFIX = "substr(key, 1, length(?)) = ?"
-_JOURNAL_COLS = ("key", "value")
+
+
+def _by_prefix(prefix: str) -> tuple[str, list[str]]:
+    """The journal's records whose key starts with ``prefix``: a prefix that is a whole
+    group (a run's, ``<run_id>:``, listed before every run) is one look-up of the group
+    index; any other is a scan of the keys (an index look-up takes no other condition
+    on DuckDB, and a group can be large: every observer record is in ``om:``)."""
+    if prefix.endswith(":") and key_group(prefix) == prefix:
+        return "grp = ?", [prefix]
+    return _PREFIX, [prefix, prefix]
+_JOURNAL_COLS = ("key", "value", "grp")
 _RUN_INSERT = (*_RUN_COLS.split(", "), "started_us")
 # put_many_if_absent of at most this many records is one INSERT … ON CONFLICT statement
 _FEW_RECORDS = 64
@@ -1023,7 +1034,7 @@ class SqlRunJournal(RunJournal):
         text = encode_json(key, value)
         with self._db.write("journal put_if_absent") as tx:
             return self._db.insert_absent(tx, "journal", "key", _JOURNAL_COLS,
-                                          [(key, text)]) > 0
+                                          [(key, text, key_group(key))]) > 0
 
     def put_many_if_absent(self, items: Sequence[tuple[str, Any]]) -> int:
         """Many records in one transaction and one batch insert (an import's); keys
@@ -1039,16 +1050,16 @@ class SqlRunJournal(RunJournal):
         if len(fresh) <= _FEW_RECORDS:
             # a run's group of records: one statement (DuckDB pays per statement)
             with self._db.write("journal put_many_if_absent") as tx:
-                return self._db.insert_absent(tx, "journal", "key", _JOURNAL_COLS,
-                                              list(fresh.items()))
+                return self._db.insert_absent(tx, "journal", "key", _JOURNAL_COLS, [
+                    (k, v, key_group(k)) for k, v in fresh.items()])
         with self._db.write("journal put_many_if_absent") as tx:
             have: set[str] = set()
             for part in _chunks(list(fresh)):
                 have.update(r[0] for r in tx.query(
                     f"SELECT key FROM journal WHERE key IN ({_marks(len(part))})", part))
-            rows = [[k, v] for k, v in fresh.items() if k not in have]
+            rows = [[k, v, key_group(k)] for k, v in fresh.items() if k not in have]
             if rows:
-                self._db.insert_rows(tx, "journal", ["key", "value"], rows)
+                self._db.insert_rows(tx, "journal", _JOURNAL_COLS, rows)
             return len(rows)
 
     def get(self, key: str) -> Any | None:
@@ -1068,15 +1079,17 @@ class SqlRunJournal(RunJournal):
         return out
 
     def list(self, prefix: str) -> list[tuple[str, Any]]:
+        where, params = _by_prefix(prefix)
         with self._db.read("journal list") as tx:
-            rows = tx.query(f"SELECT key, value FROM journal WHERE {_PREFIX} ORDER BY pos",
-                            (prefix, prefix))
+            rows = tx.query(f"SELECT key, value FROM journal WHERE {where} ORDER BY pos",
+                            params)
             self._db.noted_listing(prefix, [r[0] for r in rows])
         return [(r[0], decode_json(r[1])) for r in rows]
 
     def delete(self, prefix: str) -> int:
+        where, params = _by_prefix(prefix)
         with self._db.write("journal delete") as tx:
-            return tx.execute(f"DELETE FROM journal WHERE {_PREFIX}", (prefix, prefix))
+            return tx.execute(f"DELETE FROM journal WHERE {where}", params)
 
     # -- runs ------------------------------------------------------------------------
     def start_run(self, run: RunRecord) -> bool:
