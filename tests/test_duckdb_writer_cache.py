@@ -153,10 +153,14 @@ def test_what_a_writer_knew_goes_with_the_file(tmp_path: Path) -> None:
     assert s.memory.append_messages("t", [_row("a")]) == [0]
     assert s.memory.get_thread("t").title == "mine"  # type: ignore[union-attr]
     assert s.runs.list("r:") == []  # this writer knows run r has no records
+    assert s.memory.count_messages("t") == 1  # ... and the thread's count and tail
+    assert [m.text() for m in s.memory.get_tail("t", 5)] == ["a"]
     other = spawn(RENAME, str(db))  # asks for the file; this process's keeper lets go
     _, err = other.communicate(timeout=120)
     assert other.returncode == 0, err
     assert s.memory.get_thread("t").title == "renamed elsewhere"  # type: ignore[union-attr]
+    assert s.memory.count_messages("t") == 2 and s.memory.max_seq("t") == 1
+    assert [m.text() for m in s.memory.get_tail("t", 5)] == ["a", "theirs"]
     with s.write_batch():
         assert s.memory.append_messages("t", [_row("b")]) == [2]
     assert [m.text() for m in s.memory.get_messages("t")] == ["a", "theirs", "b"]

@@ -57,16 +57,18 @@ from memory_core.storage.schema import (
 )
 from memory_core.storage.sql_common import (
     MESSAGE_COLUMNS,
+    MSG_COLS,
     Driver,
     RowsBuilder,
     ScopeScan,
     SqlMemoryStore,
     SqlStorage,
     insert_sql,
+    row_to_message,
     write_staged,
 )
 from memory_core.storage.staging import MESSAGE_INSERT, StagedMessages, stage_messages
-from memory_core.types import AppendRow, ErasureReport, Thread
+from memory_core.types import AppendRow, ErasureReport, StoredMessage, Thread
 
 Conn = duckdb.DuckDBPyConnection
 
@@ -300,6 +302,47 @@ def _restore_checkpoint(conn: Conn) -> None:
         pass  # a connection DuckDB invalidated: it is not used again
 
 
+class _Tail:
+    """What this process knows of a thread while it writes the file (``_Handle.tails``,
+    dropped with the other caches by ``forget``): its message count, its highest seq
+    ``top`` (the thread row's ``max_seq``), and its stored rows of seqs ``lo``..``top``
+    as a read gives them (the columns of ``MSG_COLS``; each caller gets messages made
+    anew from them). The thread's appends (waiting, or joined to a write group) add
+    their rows, so a composition's count and tail reads, each run, read nothing."""
+
+    __slots__ = ("count", "top", "lo", "want", "rows")
+
+    #: seqs kept beyond the longest tail asked for
+    KEEP = 64
+
+    def __init__(self, count: int, top: int) -> None:
+        self.count, self.top, self.lo, self.want = count, top, top + 1, 0
+        self.rows: list[tuple[Any, ...]] = []
+
+    def covers(self, n: int) -> bool:
+        return self.top - n + 1 >= self.lo
+
+    def tail(self, n: int) -> list[tuple[Any, ...]]:
+        first = self.top - n + 1
+        return [r for r in self.rows if r[1] >= first]
+
+    def fill(self, n: int, rows: list[tuple[Any, ...]]) -> None:
+        """The rows a read found for the last ``n`` seqs."""
+        self.lo, self.rows, self.want = self.top - n + 1, rows, max(self.want, n)
+
+    def add(self, staged: StagedMessages) -> None:
+        """Rows this process appended (their seqs follow ``top``)."""
+        self.count += len(staged)
+        self.rows += zip([staged.thread_id] * len(staged), staged.seqs,
+                         [staged.resource_id] * len(staged), staged.bodies,
+                         staged.created_at, staged.run_ids, strict=True)
+        self.top = max(self.top, staged.top())
+        floor = self.top - self.want - _Tail.KEEP + 1
+        if floor > self.lo:
+            self.rows = [r for r in self.rows if r[1] >= floor]
+            self.lo = floor
+
+
 class _Handle:
     """Process-wide state of one database: the lock that serialises its operations
     across Python threads, the connection held by open sessions (or forever, for
@@ -345,6 +388,8 @@ class _Handle:
         self.dim_known = False
         #: thread rows read while this process writes the file (``writing``)
         self.rows: dict[str, Thread] = {}
+        #: each thread's count and last messages, kept by its appends (``_Tail``)
+        self.tails: dict[str, _Tail] = {}
         #: journal keys stored under a prefix this process listed while writing (a
         #: key's group, ``key_group``: a run's), and run ids it read as absent:
         #: a run's first-write-wins inserts then look nothing up (``stored_of``)
@@ -369,6 +414,7 @@ class _Handle:
         released, may change it). A write of other tables keeps the keys."""
         self.threads.clear()
         self.rows.clear()
+        self.tails.clear()
         self.dim_known = False
         if keys:
             self.forget_keys()
@@ -1316,6 +1362,8 @@ class _DuckMemoryStore(SqlMemoryStore):
             if has_vec and dim is None:
                 h.dim = h.pending_dim = batch_dim
             state[1] = seqs[-1]
+            if thread_id in h.tails:
+                h.tails[thread_id].add(staged)
             if not h.pending:
                 h.pending_since = time.monotonic()
             h.pending.append(staged)
@@ -1351,9 +1399,62 @@ class _DuckMemoryStore(SqlMemoryStore):
             except duckdb.Error as e:
                 raise StorageError(f"append_messages failed: {e}") from e
             state[1] = seqs[-1]
+            if thread_id in h.tails:
+                h.tails[thread_id].add(staged)
             if has_vec and dim is None:
                 h.dim = batch_dim
             return seqs
+
+    # -- a thread's count and tail: read once while this process writes the file ----
+    def _tail(self, thread_id: str) -> _Tail | None:
+        """What this process knows of the thread (caller holds the lock): read now if
+        it is not known; None while it does not write the file or the thread does not
+        exist (then the callers read as the shared store does). As any operation, it
+        waits for a commit of waiting appends in flight, and raises one that failed."""
+        h = self.duck.handle
+        self.duck._check_open("count_messages", False)
+        h.settle()
+        h.raise_flush_error()
+        known = h.tails.get(thread_id) if h.writing() else None
+        if known is not None:
+            return known
+        with self._db.read("count_messages") as tx:
+            found = tx.query("SELECT message_count, max_seq FROM threads WHERE id = ?",
+                             (thread_id,))
+        if not found or not h.writing():
+            return None
+        known = h.tails[thread_id] = _Tail(int(found[0][0]), int(found[0][1]))
+        return known
+
+    def count_messages(self, thread_id: str) -> int:
+        with self.duck.handle.lock:
+            known = self._tail(thread_id)
+            return known.count if known is not None else super().count_messages(thread_id)
+
+    def max_seq(self, thread_id: str) -> int:
+        with self.duck.handle.lock:
+            known = self._tail(thread_id)
+            return known.top if known is not None else super().max_seq(thread_id)
+
+    def get_tail(self, thread_id: str, n: int) -> list[StoredMessage]:
+        """The port's rule (the messages of the last ``n`` seqs up to ``max_seq``), from
+        what this process knows of the thread, reading only the seqs it does not."""
+        if n <= 0:
+            return []
+        h = self.duck.handle
+        with h.lock:
+            known = self._tail(thread_id)
+            if known is None:
+                return super().get_tail(thread_id, n)
+            if not known.covers(n):
+                with self._db.read("get_tail") as tx:
+                    rows = tx.query(f"SELECT {MSG_COLS} FROM messages WHERE thread_id = ?"
+                                    " AND seq >= ? ORDER BY seq",
+                                    (thread_id, known.top - n + 1))
+                if h.tails.get(thread_id) is not known:  # the read dropped it
+                    return [row_to_message(r) for r in rows][-n:]
+                known.fill(n, rows)
+            return [row_to_message(r) for r in known.tail(n)][-n:]
 
     def get_thread(self, thread_id: str) -> Thread | None:
         """A thread's row, read once while this process writes the file: nothing else

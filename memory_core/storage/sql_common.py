@@ -217,7 +217,7 @@ class Driver(ABC):
                       locators: Sequence[int],
                       created: Sequence[datetime | None] | None = None,
                       ) -> list[tuple[Any, ...]]:
-        """The ``_MSG_COLS`` rows of the refs found through their locators (only
+        """The ``MSG_COLS`` rows of the refs found through their locators (only
         where the row there is still the ref's), ``created_at`` as a datetime where
         ``created`` gives it; none by default."""
         return []
@@ -400,12 +400,12 @@ class RowsBuilder:
         return texts
 
 
-_MSG_COLS = "thread_id, seq, resource_id, body, created_at, run_id"
+MSG_COLS = "thread_id, seq, resource_id, body, created_at, run_id"
 #: the columns a message is read from (a driver's own message reads select these)
-MESSAGE_COLUMNS = _MSG_COLS
+MESSAGE_COLUMNS = MSG_COLS
 
 
-def _row_to_message(r: Sequence[Any]) -> StoredMessage:
+def row_to_message(r: Sequence[Any]) -> StoredMessage:
     # a created_at already known as a datetime (a located read may skip the text)
     created = r[4] if isinstance(r[4], datetime) else ts_parse(r[4])
     return stored_message(r[0], r[1], r[2], r[3], created, r[5])
@@ -649,13 +649,13 @@ class SqlMemoryStore(MemoryStore):
     def get_messages(self, thread_id: str, *, from_seq: int | None = None,
                      to_seq: int | None = None,
                      seqs: Sequence[int] | None = None) -> list[StoredMessage]:
-        base = f"SELECT {_MSG_COLS} FROM messages WHERE thread_id = ?"
+        base = f"SELECT {MSG_COLS} FROM messages WHERE thread_id = ?"
         with self._db.read("get_messages") as tx:
             if seqs is not None:
                 wanted = sorted({int(s) for s in seqs})
                 out: list[StoredMessage] = []
                 for part in _chunks(wanted):
-                    out.extend(_row_to_message(r) for r in tx.query(
+                    out.extend(row_to_message(r) for r in tx.query(
                         f"{base} AND seq IN ({_marks(len(part))}) ORDER BY seq",
                         (thread_id, *part)))
                 return out
@@ -667,12 +667,12 @@ class SqlMemoryStore(MemoryStore):
             if to_seq is not None:
                 sql += " AND seq <= ?"
                 params.append(to_seq)
-            return [_row_to_message(r) for r in tx.query(sql + " ORDER BY seq", params)]
+            return [row_to_message(r) for r in tx.query(sql + " ORDER BY seq", params)]
 
     def get_messages_by_run(self, thread_id: str, run_id: str) -> list[StoredMessage]:
         with self._db.read("get_messages_by_run") as tx:
-            return [_row_to_message(r) for r in tx.query(
-                f"SELECT {_MSG_COLS} FROM messages WHERE thread_id = ? AND run_id = ?"
+            return [row_to_message(r) for r in tx.query(
+                f"SELECT {MSG_COLS} FROM messages WHERE thread_id = ? AND run_id = ?"
                 " ORDER BY seq", (thread_id, run_id))]
 
     def get_tail(self, thread_id: str, n: int) -> list[StoredMessage]:
@@ -681,10 +681,10 @@ class SqlMemoryStore(MemoryStore):
         # the port's rule in one query (it runs every turn): seqs from max_seq - n + 1
         with self._db.read("get_tail") as tx:
             rows = tx.query(
-                f"SELECT {_MSG_COLS} FROM messages WHERE thread_id = ? AND seq >="
+                f"SELECT {MSG_COLS} FROM messages WHERE thread_id = ? AND seq >="
                 " (SELECT max_seq FROM threads WHERE id = ?) - ? + 1 ORDER BY seq",
                 (thread_id, thread_id, n))
-        return [_row_to_message(r) for r in rows][-n:]
+        return [row_to_message(r) for r in rows][-n:]
 
     # The counters on the threads row are kept by every write that adds or removes
     # messages, so these read one row a thread instead of counting its messages.
@@ -738,7 +738,7 @@ class SqlMemoryStore(MemoryStore):
     def _by_refs(tx: Tx, refs: Sequence[tuple[str, int]],
                  found: Sequence[tuple[Any, ...]] = ()) -> list[StoredMessage]:
         """The messages of refs, plus rows already ``found`` (skipped in the query)."""
-        out = [_row_to_message(r) for r in found]
+        out = [row_to_message(r) for r in found]
         have = {(m.thread_id, m.seq) for m in out}
         pairs = sorted({(str(t), int(s)) for t, s in refs} - have)
         # two parameters a pair: half a chunk keeps under the drivers' limits
@@ -747,8 +747,8 @@ class SqlMemoryStore(MemoryStore):
             values = ",".join(["(?, ?)"] * len(part))
             # A join, not "(thread_id, seq) IN (VALUES ...)": SQLite plans that IN
             # as a scan of every message; the join probes the primary key per pair.
-            cols = ", ".join(f"m.{c.strip()}" for c in _MSG_COLS.split(","))
-            out.extend(_row_to_message(r) for r in tx.query(
+            cols = ", ".join(f"m.{c.strip()}" for c in MSG_COLS.split(","))
+            out.extend(row_to_message(r) for r in tx.query(
                 f"WITH v(tid, sq) AS (VALUES {values}) SELECT {cols} FROM v"
                 " JOIN messages m ON m.thread_id = v.tid AND m.seq = v.sq",
                 [x for p in part for x in p]))
@@ -839,7 +839,7 @@ class SqlMemoryStore(MemoryStore):
         needle = text.lower()
         if not needle:
             return []
-        cols = ", ".join(f"m.{c.strip()}" for c in _MSG_COLS.split(","))
+        cols = ", ".join(f"m.{c.strip()}" for c in MSG_COLS.split(","))
         sql = (f"SELECT {cols} FROM messages m JOIN threads t ON t.id = m.thread_id"
                f" WHERE m.text_lower IS NOT NULL AND "
                + self._db.contains.format(col="m.text_lower"))
@@ -855,7 +855,7 @@ class SqlMemoryStore(MemoryStore):
             sql += " LIMIT ?"
             params.append(limit)
         with self._db.read("search_messages") as tx:
-            out = [_row_to_message(r) for r in tx.query(sql, params)]
+            out = [row_to_message(r) for r in tx.query(sql, params)]
         return out[:limit]
 
     # -- working memory ------------------------------------------------------------
