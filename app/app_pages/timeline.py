@@ -106,7 +106,9 @@ for lane in tl.lanes:
     if not any(ys):
         continue  # an empty lane would only crowd the legend
     fig.add_trace(go.Scatter(
-        x=xs, y=ys, name=LANE_TITLES[lane], mode="lines", stackgroup="tokens",
+        # one run has no line to draw: its stacked lanes are shown as points
+        x=xs, y=ys, name=LANE_TITLES[lane], mode="lines" if len(xs) > 1 else "markers",
+        marker={"size": 12, "color": LANE_COLOURS[lane]}, stackgroup="tokens",
         line={"width": 0.5, "color": LANE_COLOURS[lane]}, customdata=labels,
         hovertemplate="%{customdata}<br>" + LANE_TITLES[lane] + ": %{y} tokens<extra></extra>"))
 marked_point = next((p for p in tl.points if p.run_id == marked), None)
@@ -143,6 +145,9 @@ st.dataframe(table([{
 if tl.compactions:
     st.markdown("#### Compactions")
     for p in tl.compactions:
+        new: list[str | Id] = []
+        for oid in p.new_observations:
+            new += [", ", Id(oid)] if new else [Id(oid)]
         link_to_run(p.run_id, label=("run ", Id(p.run_id),
-                                     f": {counted(p.observation_count or 0, 'observation')}, new: "
-                                     f"{', '.join(p.new_observations) or '—'}"))
+                                     f": {counted(p.observation_count or 0, 'observation')}, new: ",
+                                     *(new or ["—"])))

@@ -24,7 +24,9 @@ from app.components import (
     STORY_PAGE,
     TIMELINE_PAGE,
     WHY_PAGE,
+    counted,
 )
+from memory_core.analysis.timeline import composition_timeline
 from memory_core.embedders import HashingEmbedder
 from memory_core.errors import InvalidInputError
 from memory_core.models.openai_http import OpenAIChatModel
@@ -513,6 +515,16 @@ def test_timeline_shows_stacked_lanes_and_marks_the_compaction(demo: InMemorySto
     assert len(lines) == 1 and lines[0]["x0"] == 25
     assert any("compaction" in a["text"] for a in fig["layout"]["annotations"])
     assert {m.label: m.value for m in at.metric}["Compactions"] == "1"
+    assert {t["mode"] for t in fig["data"]} == {"lines"}
+    # the compaction's run and its new observations, each id in the code font
+    (point,) = composition_timeline(demo, "py311-migration").compactions
+    new = point.new_observations
+    (label,) = [el.proto.label for el in at.main.get("page_link")
+                if el.proto.label.startswith("run ")]
+    assert new and shown(label) == (
+        f"run {point.run_id}: {counted(point.observation_count or 0, 'observation')},"
+        " new: " + ", ".join(new))
+    assert all(f"`{i}`" in label for i in (point.run_id, *new)), label  # code font
     _select(at, "Thread").set_value("support-3").run()
     _ok(at)
     assert at.query_params["thread"] == "support-3"
@@ -545,6 +557,11 @@ def test_timeline_names_the_runs_it_cannot_plot(empty_db: InMemoryStorage,
     caption = [c for c in _captions(at).splitlines() if c.startswith("Not plotted")]
     assert caption == ["Not plotted, having no provenance record: 9 runs ("
                        + ", ".join(f"bare-{i}" for i in range(8)) + ", …)"]
+    # a thread of one run has no line to draw: its lanes are points
+    _select(at, "Thread").set_value("solo").run()
+    _ok(at)
+    solo = _charts(at)[0]["data"]
+    assert solo and {t["mode"] for t in solo} == {"markers"} and solo[0]["x"] == [0]
 
 
 # -- demo story (the story itself: tests/app/test_story.py) ----------------------------
