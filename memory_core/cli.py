@@ -222,7 +222,8 @@ def demo(db: DbOpt = None,
         raise fail(f"unknown demo model {model!r}; choose {', '.join(DEMO_MODELS)}")
     path = target[1]
     if Path(path).exists() or Path(path).is_symlink():
-        refusal = demo_refusal(path)
+        refusal = demo_refusal(path, on_migrated=lambda v: say(
+            f"{path}: made by older code, its schema brought up to version {v}"))
         if refusal is not None:
             raise fail(f"refusing to overwrite {path!r}: {refusal}")
         if if_absent:
@@ -274,13 +275,24 @@ def _run_bundled(name: str, args: list[str]) -> int:
     return proc.wait()
 
 
-def demo_refusal(path: str) -> str | None:
+def demo_refusal(path: str, *,
+                 on_migrated: Callable[[int], None] | None = None) -> str | None:
     """Why the file at ``path`` must not be replaced by a demo build (None when it is a
-    demo database: ours, holding the demo's runs)."""
+    demo database: ours, holding the demo's runs). A file of ours made by older code is
+    given the migrations it lacks first (the workbench opens the demo read-only, which
+    refuses it otherwise); ``on_migrated`` is told the version it is brought to."""
+    from memory_core.errors import SchemaOutdatedError
+    from memory_core.storage.schema import MIGRATIONS
     from memory_core.storage.url import open_ours
 
     try:
-        storage = open_ours(path, read_only=True)
+        try:
+            storage = open_ours(path, read_only=True)
+        except SchemaOutdatedError:
+            open_ours(path, read_only=False).close()  # applies the migrations it lacks
+            if on_migrated is not None:
+                on_migrated(max(m.version for m in MIGRATIONS))
+            storage = open_ours(path, read_only=True)
     except MemoryCoreError as e:
         return f"it is not a demo database ({e})"
     try:

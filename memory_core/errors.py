@@ -22,6 +22,11 @@ class StorageError(MemoryCoreError):
     """The storage engine failed; the message names the operation."""
 
 
+class SchemaOutdatedError(StorageError):
+    """A read-only storage was asked to open a database made by older code: a writable
+    open applies the migrations it lacks first."""
+
+
 class StorageBusyError(StorageError):
     """Another process holds the database file and did not release it in time."""
 

@@ -117,6 +117,37 @@ def test_demo_if_absent_leaves_an_existing_file_alone(demo_db: str,
     assert Path(demo_db).stat().st_mtime_ns == before
 
 
+def test_demo_if_absent_migrates_a_demo_database_made_by_older_code(
+        demo_db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The workbench opens the demo read-only, which refuses a file made before a
+    migration: `make demo` (demo --if-absent) brings such a file up to date instead of
+    leaving it for the workbench to refuse. The journal's records come through."""
+    import duckdb
+
+    from memory_core.errors import SchemaOutdatedError
+    from memory_core.storage.schema import MIGRATIONS
+
+    monkeypatch.setattr(build, "build_demo", lambda *a, **k: pytest.fail("no build"))
+    old = str(tmp_path / "old-demo.duckdb")
+    shutil.copyfile(demo_db, old)
+    raw = duckdb.connect(old)  # as the code before migration 4 left it
+    keys = raw.execute("SELECT key FROM journal ORDER BY pos").fetchall()
+    raw.execute("DROP INDEX journal_by_group")
+    raw.execute(f"DELETE FROM schema_migrations WHERE version = {MIGRATIONS[-1].version}")
+    raw.close()
+    with pytest.raises(SchemaOutdatedError, match="open it once without read_only"):
+        DuckDBStorage(old, read_only=True)
+    out = ok(memwb("demo", "--db", old, "--if-absent", "--embedder", "hashing"))
+    assert f"{old}: made by older code, its schema brought up to version " \
+           f"{MIGRATIONS[-1].version}" in out and f"demo database already at {old}" in out
+    reader = DuckDBStorage(old, read_only=True)
+    try:
+        assert [k for k, _ in reader.runs.list("")] == [k for (k,) in keys]
+        assert reader.runs.list("support-3-forgot:")
+    finally:
+        reader.close()
+
+
 def test_demo_errors(tmp_path: Path) -> None:
     assert "unknown embedder 'bert'" in error_line(
         memwb("demo", "--db", str(tmp_path / "d.duckdb"), "--embedder", "bert"))

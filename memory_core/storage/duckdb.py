@@ -34,6 +34,7 @@ import pyarrow.compute as pc
 from memory_core.errors import (
     InvalidInputError,
     NotFoundError,
+    SchemaOutdatedError,
     StorageBusyError,
     StorageError,
 )
@@ -1134,7 +1135,7 @@ class _DuckDriver(Driver):
         versions = set() if legacy else recorded_versions(tx)
         check_known(versions, migrations, self.where)
         if versions != {m.version for m in migrations}:
-            raise StorageError(
+            raise SchemaOutdatedError(
                 f"setup failed: '{self.db.path}' has an older memory_core schema; open it "
                 "once without read_only to migrate it")
 
