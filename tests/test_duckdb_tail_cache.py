@@ -83,7 +83,7 @@ def test_count_and_tail_agree_with_the_file_through_every_kind_of_write(
             with store.write_batch():
                 m.append_messages("other", [_row(f"o{i}", i)])
             i += 1
-        for n in (1, 4, 9, 70, 200):
+        for n in (1, 4, 9, 70, 200, 1500):
             # the answer from what this process knows first, then the file's
             assert _known(store, "t", n) == _as_read(store, "t", n), (step, op, n)
     assert m.count_messages("t") > 50
@@ -124,3 +124,23 @@ def test_a_rolled_back_append_is_not_in_the_tail(store: DuckDBStorage) -> None:
         raise RuntimeError("the group fails")
     assert _known(store, "t", 5) == _as_read(store, "t", 5)
     assert [x.text() for x in m.get_tail("t", 5)] == ["kept"]
+
+
+def test_a_reader_reads_count_and_tail_once_a_call(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A read-only storage (the workbench) knows nothing between calls (another
+    process may write): one read a call, as the shared store makes."""
+    path = tmp_path / "read.duckdb"
+    w = DuckDBStorage(path)
+    w.memory.create_thread("t")
+    w.memory.append_messages("t", [_row(f"m{i}", i) for i in range(5)])
+    w.close()
+    r = DuckDBStorage(path, read_only=True)
+    try:
+        reads = Reads(monkeypatch)
+        assert r.memory.count_messages("t") == 5 and r.memory.max_seq("t") == 4
+        assert [m.seq for m in r.memory.get_tail("t", 3)] == [2, 3, 4]
+        assert len(reads.seen) == 3, reads.seen
+        assert (r.memory.count_messages("ghost"), r.memory.get_tail("ghost", 3)) == (0, [])
+    finally:
+        r.close()

@@ -315,6 +315,8 @@ class _Tail:
 
     #: seqs kept beyond the longest tail asked for
     KEEP = 64
+    #: the longest tail kept (a composition asks for its window and its input)
+    MAX = 1024
 
     def __init__(self, count: int, top: int) -> None:
         self.count, self.top, self.lo, self.want = count, top, top + 1, 0
@@ -1407,52 +1409,58 @@ class _DuckMemoryStore(SqlMemoryStore):
             return seqs
 
     # -- a thread's count and tail: read once while this process writes the file ----
-    def _tail(self, thread_id: str) -> _Tail | None:
-        """What this process knows of the thread (caller holds the lock): read now if
-        it is not known; None while it does not write the file or the thread does not
-        exist (then the callers read as the shared store does). As any operation, it
-        waits for a commit of waiting appends in flight, and raises one that failed."""
+    def _tail(self, op: str, thread_id: str) -> _Tail | None:
+        """What this process knows of the thread (caller holds the lock), read now if
+        it is not known; None while it does not write the file (the callers then read
+        as the shared store does). A thread that does not exist is an empty one, not
+        kept. As any operation, it waits for a commit of waiting appends in flight,
+        and raises one that failed."""
         h = self.duck.handle
-        self.duck._check_open("count_messages", False)
+        self.duck._check_open(op, False)
         h.settle()
         h.raise_flush_error()
-        known = h.tails.get(thread_id) if h.writing() else None
+        if not h.writing():
+            return None
+        known = h.tails.get(thread_id)
         if known is not None:
             return known
-        with self._db.read("count_messages") as tx:
+        with self._db.read(op) as tx:
             found = tx.query("SELECT message_count, max_seq FROM threads WHERE id = ?",
                              (thread_id,))
-        if not found or not h.writing():
-            return None
-        known = h.tails[thread_id] = _Tail(int(found[0][0]), int(found[0][1]))
+        if not found:
+            return _Tail(0, -1)
+        known = _Tail(int(found[0][0]), int(found[0][1]))
+        if h.writing():
+            h.tails[thread_id] = known
         return known
 
     def count_messages(self, thread_id: str) -> int:
         with self.duck.handle.lock:
-            known = self._tail(thread_id)
+            known = self._tail("count_messages", thread_id)
             return known.count if known is not None else super().count_messages(thread_id)
 
     def max_seq(self, thread_id: str) -> int:
         with self.duck.handle.lock:
-            known = self._tail(thread_id)
+            known = self._tail("max_seq", thread_id)
             return known.top if known is not None else super().max_seq(thread_id)
 
     def get_tail(self, thread_id: str, n: int) -> list[StoredMessage]:
         """The port's rule (the messages of the last ``n`` seqs up to ``max_seq``), from
-        what this process knows of the thread, reading only the seqs it does not."""
+        what this process knows of the thread, reading only the seqs it does not (a
+        tail longer than ``_Tail.MAX`` is read, not kept)."""
         if n <= 0:
             return []
         h = self.duck.handle
         with h.lock:
-            known = self._tail(thread_id)
-            if known is None:
+            known = self._tail("get_tail", thread_id)
+            if known is None or n > _Tail.MAX:
                 return super().get_tail(thread_id, n)
             if not known.covers(n):
                 with self._db.read("get_tail") as tx:
                     rows = tx.query(f"SELECT {MSG_COLS} FROM messages WHERE thread_id = ?"
                                     " AND seq >= ? ORDER BY seq",
                                     (thread_id, known.top - n + 1))
-                if h.tails.get(thread_id) is not known:  # the read dropped it
+                if h.tails.get(thread_id) is not known:  # not kept, or the read dropped it
                     return [row_to_message(r) for r in rows][-n:]
                 known.fill(n, rows)
             return [row_to_message(r) for r in known.tail(n)][-n:]
