@@ -1008,6 +1008,10 @@ class SqlMemoryStore(MemoryStore):
 
 
 _PREFIX = "substr(key, 1, length(?)) = ?"
+_JOURNAL_COLS = ("key", "value", "grp")
+_RUN_INSERT = (*_RUN_COLS.split(", "), "started_us")
+# put_many_if_absent of at most this many records is one INSERT … ON CONFLICT statement
+_FEW_RECORDS = 64
 
 
 def _by_prefix(prefix: str) -> tuple[str, list[str]]:
@@ -1018,10 +1022,6 @@ def _by_prefix(prefix: str) -> tuple[str, list[str]]:
     if prefix.endswith(":") and key_group(prefix) == prefix:
         return "grp = ?", [prefix]
     return _PREFIX, [prefix, prefix]
-_JOURNAL_COLS = ("key", "value", "grp")
-_RUN_INSERT = (*_RUN_COLS.split(", "), "started_us")
-# put_many_if_absent of at most this many records is one INSERT … ON CONFLICT statement
-_FEW_RECORDS = 64
 
 
 class SqlRunJournal(RunJournal):
