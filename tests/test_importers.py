@@ -616,3 +616,39 @@ def test_openai_jsonl_round_trip(data: st.DataObject, n: int, system: str | None
     if keyed:
         assert stored == {f"conv-{cid}": e for cid, e in enumerate(expected)}
     assert report.messages_stored == sum(len(c) for c in convs)
+
+
+def test_a_runs_records_are_made_when_its_write_batch_comes(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each run's journal records (its frozen prompt repeats its history) are made for
+    the write batch that stores them, not all before the first write: all at once, a
+    large log's runs held ~45x the file in memory. The result is the same."""
+    from memory_core.importers import writer
+
+    lines = "\n".join(_line(messages=[{"role": "user", "content": f"question {i}"}])
+                      for i in range(7))
+    expected = storage()
+    import_text(expected, lines)
+    made: list[int] = []
+    at_first_start: list[int] = []
+    real_records = writer.run_records
+
+    def records(*a: Any, **k: Any) -> Any:
+        made.append(1)
+        return real_records(*a, **k)
+
+    s = storage()
+    first_start = type(s.runs).start_runs
+
+    def start_runs(self: Any, runs: Any) -> Any:
+        at_first_start.append(len(made))
+        return first_start(self, runs)
+
+    monkeypatch.setattr(writer, "run_records", records)
+    monkeypatch.setattr(writer, "WRITE_BATCH_RUNS", 3)
+    monkeypatch.setattr(type(s.runs), "start_runs", start_runs)
+    report = import_text(s, lines)
+    assert at_first_start[:1] == [3] and len(made) == 7  # a batch's, then the rest, once
+    assert report.runs_created == [r.run_id for r in s.runs.list_runs()] and \
+        len(report.runs_created) == 7
+    assert snapshot(s) == snapshot(expected)

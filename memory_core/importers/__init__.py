@@ -29,9 +29,9 @@ from memory_core.importers.otel_read import is_attribute_map, protobuf_documents
 from memory_core.importers.stored import StoredImports
 from memory_core.importers.threads import RunPlan, plan_threads
 from memory_core.importers.writer import (
+    RunsToWrite,
     embed_threads,
     last_record_key,
-    run_records,
     write_all,
 )
 from memory_core.storage.base import Storage
@@ -236,8 +236,7 @@ def _import_parsed(storage: Storage, parsed: ParsedFile, *, fmt: ImportFormat, n
             "the file's conversation ids collide with stored threads")
     embedder = embedder_name(embed) if embed is not None else None
     import_info = {"format": fmt, "file": name, "sha1": digest}
-    records = [run_records(rid, plan, embedder=embedder, import_info=import_info)
-               for rid, plan in zip(run_ids, runs, strict=True)]
+    records = RunsToWrite(run_ids, runs, embedder=embedder, import_info=import_info)
     vectors = embed_threads(threads, embed, progress)
     dim = storage.memory.embedding_dim()
     got = next(iter(vectors.values())).shape[0] if vectors else None
