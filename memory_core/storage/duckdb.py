@@ -798,7 +798,7 @@ class _Database:
             conn.execute(f"SET checkpoint_threshold = '{_CHECKPOINT}'")
         return conn
 
-    def _check_open(self, op: str, write: bool) -> None:
+    def check_open(self, op: str, write: bool) -> None:
         if self.closed:
             raise StorageError(f"{op} failed: the storage is closed")
         if write and self.read_only:
@@ -839,7 +839,7 @@ class _Database:
         of the same database joins its transaction. What deferred appends know is
         dropped after a write, unless ``tracked`` (its statements go through a
         ``_DuckTx`` of this handle) and they touched only the journal and runs."""
-        self._check_open(op, write)
+        self.check_open(op, write)
         h = self.handle
         with h.lock:
             if h.active is not None:
@@ -903,7 +903,7 @@ class _Database:
         run as its own transaction — inside another operation (it joins it), on
         ``:memory:`` or a read-only storage, or with commit_delay 0."""
         h = self.handle
-        self._check_open(op, True)
+        self.check_open(op, True)
         if h.active is not None or h.path is None or self.commit_delay <= 0:
             return False
         h.opener = self
@@ -922,7 +922,7 @@ class _Database:
     def session(self) -> Iterator[None]:
         """Hold one connection for every operation in the block (this process's other
         threads share it); other processes wait until the block ends."""
-        self._check_open("session", False)
+        self.check_open("session", False)
         h = self.handle
         if h.path is None:
             yield
@@ -1416,7 +1416,7 @@ class _DuckMemoryStore(SqlMemoryStore):
         kept. As any operation, it waits for a commit of waiting appends in flight,
         and raises one that failed."""
         h = self.duck.handle
-        self.duck._check_open(op, False)
+        self.duck.check_open(op, False)
         h.settle()
         h.raise_flush_error()
         if not h.writing():
@@ -1424,12 +1424,10 @@ class _DuckMemoryStore(SqlMemoryStore):
         known = h.tails.get(thread_id)
         if known is not None:
             return known
-        with self._db.read(op) as tx:
-            found = tx.query("SELECT message_count, max_seq FROM threads WHERE id = ?",
-                             (thread_id,))
-        if not found:
-            return _Tail(0, -1)
-        known = _Tail(int(found[0][0]), int(found[0][1]))
+        stats = self.thread_stats([thread_id]).get(thread_id)
+        if stats is None:
+            return _Tail(0, -1)  # no such thread: an empty one, not kept
+        known = _Tail(*stats)
         if h.writing():
             h.tails[thread_id] = known
         return known
