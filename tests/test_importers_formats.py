@@ -303,6 +303,54 @@ def test_jsonl_array_and_pretty_json_read_alike(text: str) -> None:
     assert texts(st, report.threads_created[0]) == ["user:hi", "assistant:hello"]
 
 
+def test_records_holding_line_separators_raw_are_one_line_each() -> None:
+    # json.dumps(ensure_ascii=False) writes U+2028, U+2029 and U+0085 raw inside
+    # strings; JSON lines end at "\n" only (str.splitlines would cut the record)
+    text = "\u2028a\u2029b\x85c"
+    rec = {**REC, "request": {**REC["request"], "messages": [{"role": "user",
+                                                               "content": text}]}}
+    st = s()
+    report = import_text(st, json.dumps(rec, ensure_ascii=False) + "\r\n"
+                         + json.dumps(REC, ensure_ascii=False) + "\r\n")
+    assert texts(st, report.threads_created[0]) == [f"user:{text}", "assistant:hello"]
+    assert len(report.runs_created) == 2
+    # a file of old Mac line endings (no "\n" at all) is read by lines of "\r"
+    st = s()
+    report = import_text(st, json.dumps(REC) + "\r" + json.dumps(REC) + "\r")
+    assert len(report.runs_created) == 2
+
+
+def test_json_lines_are_parsed_as_they_are_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A large log is never held parsed whole: the reader parses a line when asked for
+    its record (and the one after the first, to tell a JSON array from lines)."""
+    from memory_core.importers import jsonvalues
+
+    parsed: list[str] = []
+    real = jsonvalues.load_json
+    monkeypatch.setattr(jsonvalues, "load_json",
+                        lambda text, where, what="": parsed.append(where) or real(
+                            text, where, what))
+    docs = jsonvalues.iter_documents("\n".join(json.dumps(REC) for _ in range(5)))
+    assert next(docs)[0] == "line 1" and parsed == ["line 1"]
+    assert next(docs)[0] == "line 2" and next(docs)[0] == "line 3"
+    assert parsed == ["line 1", "line 2", "line 3"]
+    assert [w for w, _ in docs] == ["line 4", "line 5"]
+
+
+def test_batch_lines_after_plain_records_are_joined() -> None:
+    """Records are read one at a time until a batch line; from there the rest of the
+    file is read so an output line can find its input (which may come later)."""
+    body = {"model": "gpt-4o", "messages": [{"role": "user", "content": "batched?"}]}
+    out = {"custom_id": "r1", "response": {"status_code": 200, "body": REC["response"]}}
+    lines = [json.dumps(REC), json.dumps(out),
+             json.dumps({"custom_id": "r1", "body": body}), json.dumps(REC)]
+    st = s()
+    report = import_text(st, "\n".join(lines))
+    assert len(report.runs_created) == 3
+    prompts = [st.runs.get(f"{rid}:import")["where"] for rid in report.runs_created]
+    assert prompts == ["line 1", "line 3", "line 4"]
+
+
 def test_nothing_in_the_request_is_lost() -> None:
     st = s()
     report = import_text(st, json.dumps(REC))

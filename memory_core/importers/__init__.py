@@ -103,8 +103,10 @@ def import_file(storage: Storage, path: str | Path, *, format: ImportFormat | No
     except UnicodeDecodeError as e:
         raise ImportFormatError(f"file '{p}' is neither UTF-8 text nor OTLP protobuf: {e}") \
             from None
+    digest = _sha1(data)
+    del data  # the text is all that is read from here: not the file twice in memory
     return import_text(storage, text, name=p.name, format=format, embed=embed,
-                       resource_id=resource_id, progress=progress, sha1=_sha1(data))
+                       resource_id=resource_id, progress=progress, sha1=digest)
 
 
 def _read(path: Path) -> bytes:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from memory_core.importers.common import fail
@@ -65,27 +66,62 @@ def _is_sse(first: str) -> bool:
     return first.startswith(("data:", "event:", ": "))
 
 
-def read_documents(text: str) -> list[tuple[str, Any]]:
-    """The records of a file: JSON lines (``line N``), a JSON array (``item N``) or one
-    JSON document (``file``), in that order of preference."""
-    lines = [(n, ln) for n, ln in enumerate(text.splitlines(), start=1) if ln.strip()]
-    if not lines:
+def _lines(text: str) -> Iterator[tuple[int, str]]:
+    """Numbered non-blank lines, one at a time (a large log is not copied into a list).
+    Lines end at ``\n`` (``\r\n`` too; ``\r`` alone in a file without ``\n``): not at the
+    other characters ``str.splitlines`` breaks on, which JSON strings may hold raw
+    (U+2028, U+0085, …)."""
+    sep = "\n" if "\n" in text or "\r" not in text else "\r"
+    pos, n, end = 0, 0, len(text)
+    while pos < end:
+        nxt = text.find(sep, pos)
+        if nxt < 0:
+            nxt = end
+        n += 1
+        line = text[pos:nxt]
+        pos = nxt + 1
+        if line.strip():
+            yield n, line
+
+
+def iter_documents(text: str) -> Iterator[tuple[str, Any]]:
+    """The records of a file as ``read_documents`` gives them, read one line at a time:
+    a JSON-lines file's records are parsed as they are asked for, so a caller that
+    turns each into something smaller never holds the whole file parsed."""
+    lines = _lines(text)
+    first = next(lines, None)
+    if first is None:
         raise fail("file", "the file is empty")
-    if _is_sse(lines[0][1].lstrip()):
+    if _is_sse(first[1].lstrip()):
         raise fail("file", "this is a server-sent-events stream (lines starting 'data:'): it "
                            "holds a response without its request; import a record "
                            "{\"request\": {...}, \"response\": \"<the stream text>\"} instead")
-    rows: list[tuple[str, Any]] = []
+    second = next(lines, None)
     try:
-        for n, ln in lines:
-            rows.append((f"line {n}", load_json(ln, f"line {n}")))
+        doc = load_json(first[1], f"line {first[0]}")
     except Exception as line_error:
-        if len(lines) == 1 or not lines[0][1].lstrip().startswith(("{", "[")) or rows:
+        if second is None or not first[1].lstrip().startswith(("{", "[")):
             raise
-        doc = load_json(text, "file")  # pretty-printed JSON spans several lines
-        if len(rows) == 0 and not isinstance(doc, dict | list):
+        whole = load_json(text, "file")  # pretty-printed JSON spans several lines
+        if not isinstance(whole, dict | list):
             raise line_error from None
-        rows = [("file", doc)]
-    if len(rows) == 1 and isinstance(rows[0][1], list):
-        return [(f"item {i + 1}", x) for i, x in enumerate(rows[0][1])]
-    return rows
+        yield from _items(whole) if isinstance(whole, list) else [("file", whole)]
+        return
+    if second is None and isinstance(doc, list):  # one JSON array
+        yield from _items(doc)
+        return
+    yield f"line {first[0]}", doc
+    if second is not None:
+        yield f"line {second[0]}", load_json(second[1], f"line {second[0]}")
+    for n, ln in lines:
+        yield f"line {n}", load_json(ln, f"line {n}")
+
+
+def _items(doc: list[Any]) -> Iterator[tuple[str, Any]]:
+    return ((f"item {i + 1}", x) for i, x in enumerate(doc))
+
+
+def read_documents(text: str) -> list[tuple[str, Any]]:
+    """The records of a file: JSON lines (``line N``), a JSON array (``item N``) or one
+    JSON document (``file``), in that order of preference."""
+    return list(iter_documents(text))

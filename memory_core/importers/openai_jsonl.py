@@ -10,7 +10,7 @@ file with an ``ImportFormatError`` naming the line (or item) and what was expect
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from memory_core.importers.cassette import cassette_records, looks_like_cassette
@@ -24,7 +24,7 @@ from memory_core.importers.common import (
     openai_messages,
     split_instructions,
 )
-from memory_core.importers.jsonvalues import load_json, read_documents
+from memory_core.importers.jsonvalues import iter_documents, load_json
 from memory_core.importers.openai_shapes import (
     completed_response,
     reassemble_stream,
@@ -342,7 +342,21 @@ def _join_batch(rows: list[tuple[str, Any]]) -> tuple[list[tuple[str, Any]],
     return joined, skipped
 
 
-def _exchanges(rows: list[tuple[str, Any]]) -> Iterator[Exchange]:
+def _joined(docs: Iterator[tuple[str, Any]], skipped: list[SkippedRecord]
+            ) -> Iterator[tuple[str, Any]]:
+    """The file's records one at a time, batch lines joined (``_join_batch``): a batch
+    output may come after its input, so from the first batch line on the rest of the
+    file is read before it goes on (the records before it have no batch line)."""
+    for where, obj in docs:
+        if isinstance(obj, dict) and _looks_like_batch(obj):
+            joined, found = _join_batch([(where, obj), *docs])
+            skipped += found
+            yield from joined
+            return
+        yield where, obj
+
+
+def _exchanges(rows: Iterable[tuple[str, Any]]) -> Iterator[Exchange]:
     index = 0
     for where, obj in rows:
         for ex in parse_record(obj, where, index):
@@ -351,14 +365,17 @@ def _exchanges(rows: list[tuple[str, Any]]) -> Iterator[Exchange]:
 
 
 def parse_openai(text: str) -> ParsedFile:
+    rows: Iterable[tuple[str, Any]]
+    skipped: list[SkippedRecord]
     if looks_like_cassette(text):
         rows, skipped = cassette_records(text)
         if not rows:
             raise fail("file", "the cassette holds no chat-completions or Responses API "
                                f"interaction ({len(skipped)} other interaction(s))")
     else:
-        rows, skipped = _join_batch(read_documents(text))
-    exchanges = list(_exchanges(rows))
+        skipped = []
+        rows = _joined(iter_documents(text), skipped)
+    exchanges = list(_exchanges(rows))  # each record parsed, turned into exchanges, let go
     if not exchanges:
         raise fail("file", "no records (expected one JSON object per line, a JSON array of "
                            "them, or one JSON object)")
