@@ -403,3 +403,67 @@ def test_appends_go_on_while_the_keeper_commits(
     else:
         assert [m.text() for m in s.memory.get_messages("t1")] == ["m0", "m1", "m2"]
     s.close()
+
+
+def test_a_session_that_ends_during_the_keepers_commit_waits_for_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A session ending while the keeper commits waiting appends without the lock
+    waits for that commit before it lets its connection go: appends made meanwhile
+    never wait without a connection. (Letting it go first, then waiting, left such
+    appends with no connection while the keeper, getting the lock first on a busy
+    machine, came to commit them: its assertion stopped it for good, and appends
+    made afterwards were no longer committed after commit_delay.)"""
+    import threading
+
+    import memory_core.storage.duckdb as duck
+
+    errors: list[BaseException | None] = []
+    monkeypatch.setattr(threading, "excepthook", lambda a: errors.append(a.exc_value))
+    s = DuckDBStorage(tmp_path / "ending.duckdb", commit_delay=0.01, linger=30)
+    s.memory.create_thread("t1")
+    assert s.memory.append_messages("t1", [AppendRow(message=Message(content="m0"))]) == [0]
+    s.memory.count_messages("t1")  # committed
+    started, go = _blocking_commit(monkeypatch, False)
+    # The ending session's thread, once the commit it waits for is done, gets the lock
+    # back only after the keeper's next look (as on a machine too busy to run it).
+    main, ending, looked = threading.current_thread(), threading.Event(), threading.Event()
+    real_settle, real_step = duck._Handle.settle, duck._Handle._keep_step
+
+    def settle(h: Any) -> None:
+        waits = h.flushing and ending.is_set() and threading.current_thread() is main
+        if waits:
+            ending.clear()
+            threading.Thread(target=lambda: (time.sleep(0.05), go.set())).start()
+        real_settle(h)
+        if waits:
+            state = h.lock._release_save()
+            assert looked.wait(60)
+            h.lock._acquire_restore(state)
+
+    def keep_step(h: Any, now: float) -> float | None:
+        after = go.is_set()
+        try:
+            return real_step(h, now)
+        finally:
+            if after:
+                looked.set()
+
+    monkeypatch.setattr(duck._Handle, "settle", settle)
+    monkeypatch.setattr(duck._Handle, "_keep_step", keep_step)
+    with s.session():
+        s.memory.append_messages("t1", [AppendRow(message=Message(content="m1"))])
+        assert started.wait(60)  # the keeper is committing m1, without the lock
+        assert s.memory.append_messages("t1", [AppendRow(message=Message(content="m2"))]) == [2]
+        ending.set()
+    assert looked.is_set()
+    # the keeper still commits appends after commit_delay
+    s.memory.append_messages("t1", [AppendRow(message=Message(content="m3"))])
+    deadline = time.monotonic() + 10
+    while s._duck.handle.pending:
+        assert time.monotonic() < deadline, ("the append was never committed", errors)
+        time.sleep(0.02)
+    s.close()
+    again = DuckDBStorage(tmp_path / "ending.duckdb")
+    assert [m.text() for m in again.memory.get_messages("t1")] == ["m0", "m1", "m2", "m3"]
+    again.close()
+    assert errors == []

@@ -576,6 +576,8 @@ class _Handle:
         conn = conn or (self.held if self.held is not None else self.idle)
         if conn is None and self.away:
             conn = self.take_back(wait=True)
+        # whoever lets a connection go commits the waiting appends on it first, having
+        # waited (``settle``) for a commit in flight before letting it go
         assert conn is not None, "deferred appends outlived their connection"
         staged, self.pending = self.pending, []
         rows, self.pending_rows = self.pending_rows, 0
@@ -613,7 +615,9 @@ class _Handle:
                                f"are not stored: {failed}") from failed
 
     def close_conn(self, conn: Conn) -> None:
-        """Close a connection of this handle, committing deferred appends first."""
+        """Close a connection of this handle, committing deferred appends first (the
+        caller let it go after ``settle``, with the lock held since: waiting appends
+        are never without a connection, see ``flush``)."""
         try:
             self.flush(conn)
         finally:
@@ -941,6 +945,11 @@ class _Database:
         finally:
             with h.lock:
                 h.holds -= 1
+                # A commit of waiting appends in flight (the keeper's, without the
+                # lock) ends before the connection is let go, not after: the wait lets
+                # the lock go, and appends made meanwhile would wait with no
+                # connection to be committed on while the keeper came to commit them.
+                h.settle()
                 if h.holds == 0 and h.held is not None:
                     conn, h.held = h.held, None
                     h.close_conn(conn)
