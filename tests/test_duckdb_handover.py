@@ -467,3 +467,38 @@ def test_a_session_that_ends_during_the_keepers_commit_waits_for_it(
     assert [m.text() for m in again.memory.get_messages("t1")] == ["m0", "m1", "m2", "m3"]
     again.close()
     assert errors == []
+
+
+def test_a_keeper_stopped_by_an_unexpected_error_is_started_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An error the keeper does not expect ends its thread; the next append starts
+    another, so waiting appends are still committed after commit_delay."""
+    import threading
+
+    import memory_core.storage.duckdb as duck
+
+    errors: list[BaseException | None] = []
+    monkeypatch.setattr(threading, "excepthook", lambda a: errors.append(a.exc_value))
+    real_step = duck._Handle._keep_step
+    failed = threading.Event()
+
+    def keep_step(h: Any, now: float) -> float | None:
+        if not failed.is_set():
+            failed.set()
+            raise RuntimeError("unexpected")
+        return real_step(h, now)
+
+    monkeypatch.setattr(duck._Handle, "_keep_step", keep_step)
+    s = DuckDBStorage(tmp_path / "restart.duckdb", commit_delay=0.01, linger=30)
+    s.memory.create_thread("t1")
+    s.memory.append_messages("t1", [AppendRow(message=Message(content="m0"))])
+    deadline = time.monotonic() + 10
+    while not errors:
+        assert time.monotonic() < deadline, "the keeper did not stop"
+        time.sleep(0.01)
+    s.memory.append_messages("t1", [AppendRow(message=Message(content="m1"))])
+    while s._duck.handle.pending:
+        assert time.monotonic() < deadline, "the appends were never committed"
+        time.sleep(0.01)
+    assert [type(e) for e in errors] == [RuntimeError]
+    s.close()

@@ -646,16 +646,20 @@ class _Handle:
         """While a connection lingers or appends wait: commit them after commit_delay,
         release the file when asked for, after linger idle or max_hold held."""
         with self.lock:
-            while self.idle is not None or self.pending or self.away:
-                try:
-                    due = self._keep_step(time.monotonic())
-                except StorageError as e:
-                    self.flush_error = e  # raised by this process's next operation
-                    continue
-                if due is None:
-                    break
-                self.wake.wait(timeout=max(0.0, min(due - time.monotonic(), _ASK_POLL)))
-            self.closer = None
+            try:
+                while self.idle is not None or self.pending or self.away:
+                    try:
+                        due = self._keep_step(time.monotonic())
+                    except StorageError as e:
+                        self.flush_error = e  # raised by this process's next operation
+                        continue
+                    if due is None:
+                        break
+                    self.wake.wait(timeout=max(0.0, min(due - time.monotonic(), _ASK_POLL)))
+            finally:
+                # also when an unexpected error stops it: the next operation starts
+                # another (a stale closer would leave appends waiting for good)
+                self.closer = None
 
     def hand_over(self, now: float) -> bool:
         """Whether the lingering connection must go now: another process asked for the
