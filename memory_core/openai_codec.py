@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from memory_core.errors import ImportFormatError
@@ -280,16 +280,20 @@ def from_openai_message(raw: Any, where: str, notes: list[str]) -> Message:
                    metadata=metadata)
 
 
-def from_openai_messages(raw: Any, where: str, notes: list[str]) -> list[Message]:
+def from_openai_messages(raw: Any, where: str, notes: list[str], *,
+                         parse: Callable[[Any, str, list[str]], Message] | None = None
+                         ) -> list[Message]:
     """A request's ``messages``. A tool message without ``tool_call_id`` answers the
-    first call of the latest assistant message not answered yet (noted)."""
+    first call of the latest assistant message not answered yet (noted). ``parse``
+    reads each message (``from_openai_message`` unless given)."""
+    parse = parse or from_openai_message
     if not isinstance(raw, list):
         raise _fail(where, f"'messages' must be a list, got {type(raw).__name__}")
     out: list[Message] = []
     pending: list[str] = []
     for i, item in enumerate(raw):
         mw = f"{where}: message {i}"
-        m = from_openai_message(item, mw, notes)
+        m = parse(item, mw, notes)
         if m.role == "assistant":
             pending = [c.id for c in m.tool_calls()]
         for r in m.tool_results():

@@ -5,8 +5,11 @@ Parsers only read and validate; nothing here touches storage (see ``writer.py``)
 
 from __future__ import annotations
 
+import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
@@ -21,7 +24,7 @@ from memory_core.openai_codec import (
     from_openai_messages,
     parse_arguments,
 )
-from memory_core.types import Message, TextPart, ToolCallPart, ToolResultPart
+from memory_core.types import Message, ToolCallPart, ToolResultPart
 
 __all__ = ["OPENAI_ROLES"]
 
@@ -145,33 +148,84 @@ def split_instructions(messages: Sequence[Message]) -> tuple[list[Message], list
 
 
 # -- OpenAI chat-completions messages (memory_core.openai_codec) --------------------------
+class SharedMessages:
+    """Identical raw messages parsed once while a file is parsed (``sharing``).
+
+    A recorded request repeats its whole history, so a log of N requests of a
+    conversation holds its early messages N times: parsed one by one they were most of
+    an import's memory (~12× the log). A message that parses with no note is kept by
+    its JSON text and handed out again for every later copy. Such a message is never
+    changed in place: tool-name resolution makes copies, and a thread stores a copy of
+    its own (``plan_threads``), to which a later request may give a ``name``. (A tool
+    call whose id we derive carries a note, so the ids a later request spells out are
+    never adopted by a shared message.)"""
+
+    def __init__(self) -> None:
+        self.by_text: dict[str, Message] = {}
+
+    def parse(self, raw: Any, where: str, notes: list[str]) -> Message:
+        try:
+            text = json.dumps(raw, ensure_ascii=False, allow_nan=False)
+        except (TypeError, ValueError):
+            return from_openai_message(raw, where, notes)
+        m = self.by_text.get(text)
+        if m is not None:
+            return m
+        before = len(notes)
+        m = from_openai_message(raw, where, notes)
+        if len(notes) == before:  # a note names its record: such a message is parsed anew
+            self.by_text[text] = m
+        return m
+
+
+_SHARING: ContextVar[SharedMessages | None] = ContextVar("import_sharing", default=None)
+
+
+@contextmanager
+def sharing() -> Iterator[SharedMessages]:
+    """Parse a file's messages through one ``SharedMessages`` (``openai_message``,
+    ``openai_messages`` inside the block)."""
+    cache = SharedMessages()
+    token = _SHARING.set(cache)
+    try:
+        yield cache
+    finally:
+        _SHARING.reset(token)
+
+
 def openai_message(raw: Any, where: str, notes: list[str]) -> Message:
     """One OpenAI chat message as a ``Message``; tool results get their name from the
     call they answer in ``resolve_tool_names``."""
-    return from_openai_message(raw, where, notes)
+    cache = _SHARING.get()
+    return from_openai_message(raw, where, notes) if cache is None \
+        else cache.parse(raw, where, notes)
 
 
 def openai_messages(raw: Any, where: str, notes: list[str]) -> list[Message]:
-    return from_openai_messages(raw, where, notes)
+    cache = _SHARING.get()
+    return from_openai_messages(raw, where, notes,
+                                parse=None if cache is None else cache.parse)
 
 
 # -- tool-name resolution ---------------------------------------------------------------
 def resolve_tool_names(exchanges: Sequence[Exchange]) -> None:
-    """Give every tool result the name of the call it answers, in place.
+    """Give every tool result the name of the call it answers: the exchange's message is
+    replaced by a named copy (messages may be shared between exchanges, ``sharing``;
+    one copy serves every exchange that resolves the same message alike).
 
     A result must answer a call made earlier in the same request, or (when records
     carry a thread key and clients send a trimmed window) earlier in that thread;
     otherwise the file is malformed and the error names the record and message.
     """
     known_by_key: dict[str, dict[str, str]] = {}
+    named: dict[tuple[int, tuple[str, ...]], tuple[Message, Message]] = {}
     for ex in exchanges:
         known = dict(known_by_key.get(ex.thread_key, {})) if ex.thread_key else {}
         conv = ex.history + ([ex.response] if ex.response is not None else [])
         for i, m in enumerate(conv):
             if not isinstance(m.content, list):
                 continue
-            new_parts: list[TextPart | ToolCallPart | ToolResultPart] = []
-            changed = False
+            names: list[str] = []
             for p in m.content:
                 if isinstance(p, ToolCallPart):
                     known[p.id] = p.name
@@ -183,10 +237,19 @@ def resolve_tool_names(exchanges: Sequence[Exchange]) -> None:
                         raise fail(ex.where, f"{label} (tool) answers tool call "
                                              f"'{p.call_id}', but no earlier assistant "
                                              "message made that call")
-                    p = p.model_copy(update={"name": name})
-                    changed = True
-                new_parts.append(p)
-            if changed:
-                m.content = new_parts
+                    names.append(name)
+            if not names:
+                continue
+            key = (id(m), tuple(names))
+            if key not in named:  # (the original is kept with its copy: ids stay unique)
+                given = iter(names)
+                named[key] = (m, m.model_copy(update={"content": [
+                    p.model_copy(update={"name": next(given)})
+                    if isinstance(p, ToolResultPart) and not p.name else p
+                    for p in m.content]}))
+            if i < len(ex.history):
+                ex.history[i] = named[key][1]
+            else:
+                ex.response = named[key][1]
         if ex.thread_key:
             known_by_key[ex.thread_key] = known

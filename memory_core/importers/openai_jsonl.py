@@ -22,6 +22,7 @@ from memory_core.importers.common import (
     from_unix,
     openai_message,
     openai_messages,
+    sharing,
     split_instructions,
 )
 from memory_core.importers.jsonvalues import iter_documents, load_json
@@ -365,6 +366,11 @@ def _exchanges(rows: Iterable[tuple[str, Any]]) -> Iterator[Exchange]:
 
 
 def parse_openai(text: str) -> ParsedFile:
+    with sharing():  # a request repeats its history: each message parsed once
+        return _parse_openai(text)
+
+
+def _parse_openai(text: str) -> ParsedFile:
     rows: Iterable[tuple[str, Any]]
     skipped: list[SkippedRecord]
     if looks_like_cassette(text):

@@ -17,6 +17,7 @@ from memory_core.importers.common import (
     ParsedFile,
     SkippedRecord,
     fail,
+    sharing,
     split_instructions,
 )
 from memory_core.importers.otel_content import (
@@ -114,6 +115,11 @@ def _wrappers(spans: list[RawSpan], with_content: set[str]) -> dict[str, str]:
 
 
 def parse_spans(spans: list[RawSpan]) -> ParsedFile:
+    with sharing():  # a span repeats its request's history: each message parsed once
+        return _parse_spans(spans)
+
+
+def _parse_spans(spans: list[RawSpan]) -> ParsedFile:
     contents: dict[str, SpanContent] = {}
     for span in spans:
         c = span_content(span)

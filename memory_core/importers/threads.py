@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -199,6 +200,10 @@ class _PrefixIndex:
         return None, -1
 
 
+def _conv(ex: Exchange) -> list[Message]:
+    return ex.history + ([ex.response] if ex.response is not None else [])
+
+
 def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
                  resource_override: str | None,
                  stored: StoredThreads | None = None
@@ -207,10 +212,31 @@ def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
     by_key: dict[str, ThreadPlan] = {}
     index = _PrefixIndex()
     runs: list[RunPlan] = []
+    # message objects held more than once (a parser shares identical messages): a
+    # thread stores a copy of its own, so the ids ``adopt_ids`` gives it reach the
+    # exchange that stored it, as with a message of its own, and no other
+    held = Counter(id(m) for ex in exchanges for m in _conv(ex))
+    keyed: dict[int, tuple[Message, str]] = {}  # (keeps each message keyed alive)
+
+    def key_of(m: Message) -> str:
+        got = keyed.get(id(m))
+        if got is None or got[0] is not m:
+            got = keyed[id(m)] = (m, message_key(m))
+        return got[1]
+
+    def own(ex: Exchange, conv: list[Message], i: int) -> Message:
+        if held[id(conv[i])] > 1:
+            conv[i] = conv[i].model_copy(deep=True)
+            if i < len(ex.history):
+                ex.history[i] = conv[i]
+            else:
+                ex.response = conv[i]
+        return conv[i]
+
     for ex in exchanges:
-        conv = ex.history + ([ex.response] if ex.response is not None else [])
-        keys = [message_key(m) for m in conv]
-        ikey = canonical_json([message_key(m) for m in ex.instructions])
+        conv = _conv(ex)
+        keys = [key_of(m) for m in conv]
+        ikey = canonical_json([key_of(m) for m in ex.instructions])
         start = ex.started_at or undated(ex.index)
         end = ex.finished_at or start
         at = [start] * len(ex.history) + ([end] if ex.response is not None else [])
@@ -236,7 +262,7 @@ def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
                 seqs = list(range(pos, pos + len(keys)))  # a re-recorded earlier request
             else:
                 seqs = list(range(len(tp.keys) - k, len(tp.keys)))
-                seqs += [tp.add(conv[i], keys[i], at[i], ex.index if owned[i] else None)
+                seqs += [tp.add(own(ex, conv, i), keys[i], at[i], ex.index if owned[i] else None)
                          for i in range(k, len(conv))]
         else:
             tp, best = index.find(ikey, resource, keys, conv)
@@ -250,7 +276,7 @@ def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
                 index.threads.append(tp)
                 threads.append(tp)
             seqs = list(range(min(best, len(keys))))
-            seqs += [tp.add(conv[i], keys[i], at[i], ex.index if owned[i] else None)
+            seqs += [tp.add(own(ex, conv, i), keys[i], at[i], ex.index if owned[i] else None)
                      for i in range(len(seqs), len(conv))]
             index.register(tp)
         for i, seq in enumerate(seqs):
