@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -380,8 +381,7 @@ def import_(files: Annotated[list[Path], typer.Argument(
     path = local_path(url)
     created = path is not None and not Path(path).exists()
 
-    def progress(done: int, total: int) -> None:
-        say(f"embedded {done}/{total}", err=True)
+    progress = _ImportProgress()
 
     def detected(f: Path) -> str:
         return guarded(lambda: file_format(f))
@@ -394,12 +394,12 @@ def import_(files: Annotated[list[Path], typer.Argument(
             if together:
                 label = " + ".join(str(f) for f in files)
                 _say_imported(label, url, guarded(lambda: import_otel_files(
-                    storage, files, embed=embed, resource_id=resource, progress=progress)))
+                    storage, files, embed=embed, resource_id=resource, stages=progress)))
                 done.append(label)
             for f in [] if together else files:
                 _say_imported(str(f), url, guarded(partial(
                     import_file, storage, f, format=format, embed=embed,  # type: ignore[arg-type]
-                    resource_id=resource, progress=progress)))
+                    resource_id=resource, stages=progress)))
                 done.append(str(f))
     except typer.Exit:
         if done:
@@ -410,6 +410,27 @@ def import_(files: Annotated[list[Path], typer.Argument(
             for leftover in (Path(path), Path(path + ".wal")):
                 leftover.unlink(missing_ok=True)
         raise
+
+
+class _ImportProgress:
+    """An import's stages on stderr: a line when a stage starts and ends, and at most
+    one every ``every`` seconds between (a million-message log reads for minutes)."""
+
+    WHAT = {"read": ("read", "records"), "planned": ("planned", "requests"),
+            "embedded": ("embedded", "messages"), "stored": ("stored", "threads"),
+            "recorded": ("recorded", "runs")}
+
+    def __init__(self, every: float = 2.0) -> None:
+        self.every, self.stage, self.last = every, "", 0.0
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        now = time.monotonic()
+        if stage == self.stage and done != total and now - self.last < self.every:
+            return
+        self.stage, self.last = stage, now
+        verb, unit = self.WHAT.get(stage, (stage, "items"))
+        of = f" of {total:,}" if total and done != total else ""
+        say(f"{verb} {done:,}{of} {unit}", err=True)
 
 
 def _say_imported(label: str, url: str, report: Any) -> None:

@@ -428,7 +428,12 @@ def test_import_into_a_new_database(tmp_path: Path) -> None:
     counts = {c.split()[1]: c.split()[0]
               for c in out.splitlines()[0].split(": ")[1].split(", ")}
     assert int(counts["messages"]) > 0 and int(counts["embeddings"]) > 0
-    assert "embedded " in res.stderr  # progress
+    # the stages on stderr, each ending with its count
+    stages = [ln.split()[0] for ln in res.stderr.splitlines() if ln.split()[-1] in (
+        "records", "requests", "messages", "threads", "runs")]
+    assert list(dict.fromkeys(stages)) == ["read", "planned", "embedded", "stored",
+                                           "recorded"]
+    assert f"recorded {counts['runs']} runs" in res.stderr
     threads = ok(memwb("threads", "--db", db, "--resource", "acme")).splitlines()[1:]
     assert len(threads) == int(counts["threads"]) > 0
     assert all(t.split()[1] == "acme" for t in threads)

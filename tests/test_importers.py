@@ -466,6 +466,47 @@ def test_embeddings_are_batched_with_progress(monkeypatch: pytest.MonkeyPatch) -
     assert memctx["settings"]["embedder"] == "hashing-16"
 
 
+def test_stages_follow_the_whole_import(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``stages`` reports reading as it goes (no total until the file is read), then
+    planning, embedding, threads stored and runs recorded, each ending at its total."""
+    import memory_core.importers.common as common
+    import memory_core.importers.openai_jsonl as openai_jsonl
+    import memory_core.importers.writer as writer
+
+    for mod in (common, openai_jsonl):
+        monkeypatch.setattr(mod, "READ_EVERY", 2)
+    monkeypatch.setattr(writer, "WRITE_BATCH_THREADS", 1)
+    monkeypatch.setattr(writer, "WRITE_BATCH_RUNS", 3)
+    seen: list[tuple[str, int, int]] = []
+    report = import_file(storage(), FIX / "openai_support.jsonl", embed=HashingEmbedder(16),
+                         stages=lambda *a: seen.append(a))
+    assert len(report.runs_created) == 4 and len(report.threads_created) == 2
+    assert seen == [("read", 2, 0), ("read", 4, 0), ("read", 4, 4), ("planned", 4, 4),
+                    ("embedded", 0, 6), ("embedded", 6, 6), ("stored", 1, 2),
+                    ("stored", 2, 2), ("recorded", 3, 4), ("recorded", 4, 4)]
+    # a file that fails to read reports no total (nothing else either)
+    seen.clear()
+    with pytest.raises(ImportFormatError):
+        import_file(storage(), FIX / "openai_orphan_tool.jsonl", stages=lambda *a:
+                    seen.append(a))
+    assert all(total == 0 for _, _, total in seen)
+
+
+def test_the_cli_prints_each_stage_start_and_end_and_little_between(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from memory_core.cli import _ImportProgress
+
+    show = _ImportProgress(every=3600)
+    for done in range(0, 5001, 1000):
+        show("read", done, 0)
+    show("read", 5000, 5000)
+    for done in (0, 64, 128):
+        show("embedded", done, 128)
+    assert capsys.readouterr().err.splitlines() == [
+        "read 0 records", "read 5,000 records", "embedded 0 of 128 messages",
+        "embedded 128 messages"]
+
+
 def test_embedder_dimension_mismatch_is_refused_before_writing() -> None:
     s = storage()
     import_file(s, FIX / "openai_keyed.jsonl", embed=HashingEmbedder(16))

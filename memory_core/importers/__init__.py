@@ -20,6 +20,7 @@ from memory_core.importers.common import (
     ParsedFile,
     Progress,
     SkippedRecord,
+    Stages,
     resolve_tool_names,
 )
 from memory_core.importers.jsonvalues import read_documents
@@ -81,10 +82,15 @@ def run_id_for(sha1: str, index: int) -> str:
 
 def import_file(storage: Storage, path: str | Path, *, format: ImportFormat | None = None,
                 embed: Embedder | None = None, resource_id: str | None = None,
-                progress: Progress | None = None) -> ImportReport:
+                progress: Progress | None = None, stages: Stages | None = None
+                ) -> ImportReport:
     """Import one file. ``format`` None detects it; ``embed`` stores vectors for every
     message with text (``progress(done, total)`` after each batch); ``resource_id``
     puts every thread in that resource instead of the one the records name.
+    ``stages(stage, done, total)`` follows the whole import: ``"read"`` (records of
+    the file read so far, total 0 until the end; OTLP: model calls, once), then
+    ``"planned"`` (requests), ``"embedded"`` (messages, with ``embed``), ``"stored"``
+    (threads written) and ``"recorded"`` (runs written), each ending with done = total.
 
     Raises ImportFormatError (naming the line or span) for a malformed file and
     InvalidInputError when the file's thread ids collide with threads already stored;
@@ -97,7 +103,7 @@ def import_file(storage: Storage, path: str | Path, *, format: ImportFormat | No
     if format in (None, "otel") and is_binary(data):
         return _import_parsed(storage, parse_otlp(data=data), fmt="otel", name=p.name,
                               digest=_sha1(data), embed=embed, resource_id=resource_id,
-                              progress=progress)
+                              progress=progress, stages=stages)
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
@@ -106,7 +112,8 @@ def import_file(storage: Storage, path: str | Path, *, format: ImportFormat | No
     digest = _sha1(data)
     del data  # the text is all that is read from here: not the file twice in memory
     return import_text(storage, text, name=p.name, format=format, embed=embed,
-                       resource_id=resource_id, progress=progress, sha1=digest)
+                       resource_id=resource_id, progress=progress, sha1=digest,
+                       stages=stages)
 
 
 def _read(path: Path) -> bytes:
@@ -126,7 +133,8 @@ def file_format(path: str | Path) -> ImportFormat:
 
 def import_otel_files(storage: Storage, paths: Sequence[str | Path], *,
                       embed: Embedder | None = None, resource_id: str | None = None,
-                      progress: Progress | None = None) -> ImportReport:
+                      progress: Progress | None = None, stages: Stages | None = None
+                      ) -> ImportReport:
     """Several OTLP exports (JSON, JSON lines or protobuf) imported as one: spans and
     the log records that carry their messages, written by different exporters to
     different files, join into one run per call. Errors name the file and record;
@@ -157,7 +165,7 @@ def import_otel_files(storage: Storage, paths: Sequence[str | Path], *,
     digest = _sha1(":".join(digests).encode()) if len(digests) > 1 else digests[0]
     return _import_parsed(storage, parse_spans(spans_of(docs)), fmt="otel", name=name,
                           digest=digest, embed=embed, resource_id=resource_id,
-                          progress=progress)
+                          progress=progress, stages=stages)
 
 
 def _stored_threads(storage: Storage, thread_ids: list[str], digest: str
@@ -192,7 +200,7 @@ def _sha1(data: bytes) -> str:
 def import_text(storage: Storage, text: str, *, name: str = "<text>",
                 format: ImportFormat | None = None, embed: Embedder | None = None,
                 resource_id: str | None = None, progress: Progress | None = None,
-                sha1: str | None = None) -> ImportReport:
+                sha1: str | None = None, stages: Stages | None = None) -> ImportReport:
     """``import_file`` on text already read (``name`` labels it in metadata)."""
     if format not in (None, "openai", "otel"):
         raise InvalidInputError(f"unknown import format {format!r} (expected 'openai', "
@@ -204,21 +212,25 @@ def import_text(storage: Storage, text: str, *, name: str = "<text>",
                                 "lone UTF-16 surrogate (not valid Unicode)") from None
     digest = sha1 or _sha1(encoded)
     fmt: ImportFormat = format or detect_format(text)
-    parsed: ParsedFile = parse_openai(text) if fmt == "openai" else parse_otlp(text)
+    parsed: ParsedFile = parse_openai(text, stages) if fmt == "openai" else parse_otlp(text)
     return _import_parsed(storage, parsed, fmt=fmt, name=name, digest=digest, embed=embed,
-                          resource_id=resource_id, progress=progress)
+                          resource_id=resource_id, progress=progress, stages=stages)
 
 
 def _import_parsed(storage: Storage, parsed: ParsedFile, *, fmt: ImportFormat, name: str,
                    digest: str, embed: Embedder | None, resource_id: str | None,
-                   progress: Progress | None) -> ImportReport:
-    resolve_tool_names(parsed.exchanges)
+                   progress: Progress | None, stages: Stages | None = None) -> ImportReport:
+    resolve_tool_names(parsed.exchanges)  # (the last check of the file's validity)
+    if stages is not None:
+        stages("read", parsed.records, parsed.records)
     report = ImportReport(format=fmt, file=name, sha1=digest, skipped=list(parsed.skipped))
     report.skipped += [SkippedRecord(where=ex.where, reason=note)
                        for ex in parsed.exchanges for note in ex.notes]
     run_ids = [run_id_for(digest, ex.index) for ex in parsed.exchanges]
     threads, runs = plan_threads(parsed.exchanges, f"imp-{digest[:8]}-", resource_id,
                                  StoredImports.of(storage))
+    if stages is not None:
+        stages("planned", len(runs), len(runs))
     ours, clash = _stored_threads(storage, [t.thread_id for t in threads if not t.stored],
                                   digest)
     ours |= {t.thread_id for t in threads
@@ -239,7 +251,7 @@ def _import_parsed(storage: Storage, parsed: ParsedFile, *, fmt: ImportFormat, n
     embedder = embedder_name(embed) if embed is not None else None
     import_info = {"format": fmt, "file": name, "sha1": digest}
     records = RunsToWrite(run_ids, runs, embedder=embedder, import_info=import_info)
-    vectors = embed_threads(threads, embed, progress)
+    vectors = embed_threads(threads, embed, _both(progress, stages))
     dim = storage.memory.embedding_dim()
     got = next(iter(vectors.values())).shape[0] if vectors else None
     if dim is not None and got is not None and got != dim:
@@ -248,5 +260,18 @@ def _import_parsed(storage: Storage, parsed: ParsedFile, *, fmt: ImportFormat, n
     # one connection for the whole write where the adapter supports it (DuckDB files)
     session = getattr(storage, "session", None)
     with session() if callable(session) else nullcontext():
-        write_all(storage, threads, records, vectors, run_ids, import_info, report, ours)
+        write_all(storage, threads, records, vectors, run_ids, import_info, report, ours,
+                  stages=stages)
     return report
+
+
+def _both(progress: Progress | None, stages: Stages | None) -> Progress | None:
+    """The embedding's progress, to ``progress`` and as the ``"embedded"`` stage."""
+    if stages is None:
+        return progress
+
+    def both(done: int, total: int) -> None:
+        if progress is not None:
+            progress(done, total)
+        stages("embedded", done, total)
+    return both

@@ -30,6 +30,9 @@ __all__ = ["OPENAI_ROLES"]
 
 ImportFormat = Literal["openai", "otel"]
 Progress = Callable[[int, int], None]
+# ``stages(stage, done, total)`` as an import goes (see ``import_file``)
+Stages = Callable[[str, int, int], None]
+READ_EVERY = 1000  # records read between two "read" reports
 
 # A record with no timestamp gets one from this fixed origin plus its index, so that
 # importing the same file twice gives the same data.
@@ -94,6 +97,10 @@ class ParsedFile:
 
     exchanges: list[Exchange]
     skipped: list[SkippedRecord] = field(default_factory=list)
+    records: int = 0  # records of the file read (0: one a request)
+
+    def __post_init__(self) -> None:
+        self.records = self.records or len(self.exchanges)
 
 
 def fail(where: str, problem: str) -> ImportFormatError:

@@ -15,9 +15,11 @@ from typing import Any
 
 from memory_core.importers.cassette import cassette_records, looks_like_cassette
 from memory_core.importers.common import (
+    READ_EVERY,
     Exchange,
     ParsedFile,
     SkippedRecord,
+    Stages,
     fail,
     from_unix,
     openai_message,
@@ -357,20 +359,27 @@ def _joined(docs: Iterator[tuple[str, Any]], skipped: list[SkippedRecord]
         yield where, obj
 
 
-def _exchanges(rows: Iterable[tuple[str, Any]]) -> Iterator[Exchange]:
+def _exchanges(rows: Iterable[tuple[str, Any]], stages: Stages | None, read: list[int]
+               ) -> Iterator[Exchange]:
+    """Each record's exchanges; ``read[0]`` counts the records."""
     index = 0
     for where, obj in rows:
         for ex in parse_record(obj, where, index):
             index += 1
             yield ex
+        read[0] += 1
+        if stages is not None and read[0] % READ_EVERY == 0:
+            stages("read", read[0], 0)  # (the total is known once the file is read)
 
 
-def parse_openai(text: str) -> ParsedFile:
+def parse_openai(text: str, stages: Stages | None = None) -> ParsedFile:
+    """``stages("read", records, 0)`` every ``READ_EVERY`` records (the importer reports
+    the total once the file is valid)."""
     with sharing():  # a request repeats its history: each message parsed once
-        return _parse_openai(text)
+        return _parse_openai(text, stages)
 
 
-def _parse_openai(text: str) -> ParsedFile:
+def _parse_openai(text: str, stages: Stages | None) -> ParsedFile:
     rows: Iterable[tuple[str, Any]]
     skipped: list[SkippedRecord]
     if looks_like_cassette(text):
@@ -381,11 +390,12 @@ def _parse_openai(text: str) -> ParsedFile:
     else:
         skipped = []
         rows = _joined(iter_documents(text), skipped)
-    exchanges = list(_exchanges(rows))  # each record parsed, turned into exchanges, let go
+    read = [0]
+    exchanges = list(_exchanges(rows, stages, read))  # each record parsed, turned into exchanges, let go
     if not exchanges:
         raise fail("file", "no records (expected one JSON object per line, a JSON array of "
                            "them, or one JSON object)")
-    return ParsedFile(exchanges, skipped)
+    return ParsedFile(exchanges, skipped, records=read[0])
 
 
 parse_openai_jsonl = parse_openai

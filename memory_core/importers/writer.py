@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from memory_core.embedders import Embedder, embedder_name
 from memory_core.errors import InvalidInputError
-from memory_core.importers.common import Exchange, ImportReport, Progress, undated
+from memory_core.importers.common import Exchange, ImportReport, Progress, Stages, undated
 from memory_core.importers.stored import chain_metadata
 from memory_core.importers.threads import RunPlan, ThreadPlan
 from memory_core.journal import (
@@ -241,9 +241,11 @@ def write_all(storage: Storage, threads: Sequence[ThreadPlan],
               runs: Sequence[tuple[RunRecord, list[tuple[str, Any]]]],
               vectors: dict[tuple[str, int], np.ndarray], run_ids: Sequence[str],
               import_meta: dict[str, Any], report: ImportReport,
-              existing: AbstractSet[str] = frozenset()) -> None:
+              existing: AbstractSet[str] = frozenset(), *,
+              stages: Stages | None = None) -> None:
     """Write the planned threads and runs in batches; ``existing`` names the file's
-    threads an earlier, killed import of it already created."""
+    threads an earlier, killed import of it already created. ``stages("stored", …)``
+    and ``stages("recorded", …)`` after each batch of threads and of runs."""
     created_threads: list[str] = []
     started_runs: list[str] = []
     try:
@@ -253,12 +255,16 @@ def write_all(storage: Storage, threads: Sequence[ThreadPlan],
                     if _write_thread(storage, t, vectors, run_ids, import_meta, report,
                                      existing):
                         created_threads.append(t.thread_id)
+            if stages is not None:
+                stages("stored", min(lo + WRITE_BATCH_THREADS, len(threads)), len(threads))
         for lo in range(0, len(runs), WRITE_BATCH_RUNS):
             chunk = runs[lo:lo + WRITE_BATCH_RUNS]
             with storage.write_batch():
                 # ids are ours: safe to erase if this fails
                 started_runs += storage.runs.start_runs([run for run, _ in chunk])
                 storage.runs.put_many_if_absent([e for _, entries in chunk for e in entries])
+            if stages is not None:
+                stages("recorded", min(lo + WRITE_BATCH_RUNS, len(runs)), len(runs))
     except BaseException:
         _compensate(storage, created_threads, started_runs)
         raise
