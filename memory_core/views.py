@@ -185,6 +185,35 @@ def threads_in_group(summaries: Sequence[ThreadSummary],
     return [t for t in summaries if t.resource_id == group]
 
 
+# the Threads page lists at most this many threads of a group (newest first): an
+# imported log of a million messages holds tens of thousands, and a table of them all
+# is sent to the browser on every script run (a megabyte per 4,000 threads)
+THREADS_LISTED = 200
+
+
+class ThreadListing(BaseModel):
+    """What the Threads page lists of a group: ``listed`` (newest first, at most
+    ``THREADS_LISTED``) out of ``matched`` threads that hold the search text, out of
+    ``total``."""
+
+    model_config = ConfigDict(frozen=True)
+    listed: list[ThreadSummary]
+    matched: int
+    total: int
+
+
+def list_threads_of(summaries: Sequence[ThreadSummary], text: str,
+                    limit: int | None = None) -> ThreadListing:
+    """The threads whose id or title holds ``text`` (case-insensitive; all for empty
+    text), the first ``limit`` (``THREADS_LISTED``) of them in listing order."""
+    limit = THREADS_LISTED if limit is None else limit
+    needle = text.strip().casefold()
+    matched = [t for t in summaries
+               if not needle or needle in f"{t.thread_id} {t.title or ''}".casefold()]
+    return ThreadListing(listed=matched[:limit], matched=len(matched),
+                         total=len(summaries))
+
+
 def group_label(group: str | None) -> str:
     return NO_RESOURCE_LABEL if group is None else group
 

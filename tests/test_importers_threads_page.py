@@ -123,3 +123,59 @@ def test_last_activity_of_imported_threads_is_their_recorded_time(
     table = at.dataframe[0].value
     shown = dict(zip(table["thread"], table["last activity"], strict=True))
     assert shown == {tid: fmt_time(t.last_activity) for tid, t in summaries.items()}
+
+
+@pytest.fixture()
+def many_threads(monkeypatch: pytest.MonkeyPatch) -> Iterator[InMemoryStorage]:
+    """Eight threads of no resource, t0 oldest, while the page lists three."""
+    from datetime import UTC, datetime, timedelta
+
+    from memory_core.types import AppendRow, Message
+
+    monkeypatch.setattr(views, "THREADS_LISTED", 3)
+    storage = InMemoryStorage()
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    for i in range(8):
+        storage.memory.create_thread(f"t{i}", title=f"topic {'odd' if i % 2 else 'even'} {i}")
+        storage.memory.append_messages(f"t{i}", [AppendRow(
+            message=Message(role="user", content=f"message {i}"),
+            created_at=start + timedelta(minutes=i))])
+    url = register(storage)
+    monkeypatch.setenv(services.ENV_VAR, url)
+    yield storage
+    services.unregister_storage(url.removeprefix(services.MEMORY_SCHEME))
+
+
+def test_a_large_group_lists_its_newest_threads_and_finds_the_rest(
+        many_threads: InMemoryStorage) -> None:
+    """An import of a big log holds tens of thousands of threads: the page lists the
+    newest few (table and picker) and finds any other by id or title."""
+    at = _open()
+    assert not at.exception and not at.error
+    assert list(at.dataframe[0].value["thread"]) == ["t7", "t6", "t5"]
+    assert _select(at, "Thread").options == ["topic odd 7 · t7", "topic even 6 · t6",
+                                              "topic odd 5 · t5"]
+    assert "8 threads; the newest 3 are listed here" in at.caption[0].value
+    def find(text: str) -> None:
+        next(w for w in at.text_input if w.label == "Find a thread").set_value(text).run()
+
+    find("EVEN")  # id or title, any case
+    assert not at.exception and not at.error
+    assert list(at.dataframe[0].value["thread"]) == ["t6", "t4", "t2"]
+    assert "4 threads of 8 hold 'EVEN'" in at.caption[0].value
+    assert at.query_params["find"] == "EVEN"
+    find("t1")
+    assert list(at.dataframe[0].value["thread"]) == ["t1"]
+    assert _select(at, "Thread").value == "t1"
+    assert [t.value for t in at.text][:1] == ["message 1"]
+    find("nothing like it")
+    assert not at.exception and not at.error
+    assert any("No thread of this resource holds that text" in i.value for i in at.info)
+
+
+def test_a_link_opens_its_thread_beyond_the_newest(many_threads: InMemoryStorage) -> None:
+    at = _open(thread="t0")
+    assert not at.exception and not at.error
+    assert list(at.dataframe[0].value["thread"]) == ["t7", "t6", "t5"]
+    assert _select(at, "Thread").value == "t0"  # offered, though not listed
+    assert [t.value for t in at.text][:1] == ["message 0"]

@@ -5,7 +5,9 @@ URL: ``?thread=<id>&seq=<n>[&to=<n>]`` selects the same view, scrolled to the me
 (or range), highlighted; the thread names its resource, so ``?resource=<id>`` is only
 read (a link naming a thread opens it whatever resource the link says). Threads with no
 resource are listed under "(no resource)". A thread that does not exist is "not found",
-with a search.
+with a search. A resource (or "(no resource)", where imports go) with more threads than
+``views.THREADS_LISTED`` lists its newest ones, in the table and the picker, and finds the
+others by id or title (``?find=<text>``); a link to any thread still opens it.
 """
 
 from __future__ import annotations
@@ -70,10 +72,25 @@ resource = st.selectbox("Resource", groups, index=groups.index(wanted_group),
 summaries = views.threads_in_group(every_thread, resource)
 
 st.subheader(f"Threads of {escape_md(views.group_label(resource))}")
+if wanted_thread and all(t.thread_id != wanted_thread for t in summaries):
+    wanted_thread = None  # the user picked another resource
+finding = ""
+if len(summaries) > views.THREADS_LISTED:
+    finding = st.text_input("Find a thread", value=services.query_param("find") or "",
+                            key="find-thread", placeholder="part of a thread id or title")
+    set_query_params({"find": finding.strip() or None})
+listing = views.list_threads_of(summaries, finding)
+if listing.total > views.THREADS_LISTED:
+    found = (f"{counted(listing.matched, 'thread')} of {listing.total:,} hold "
+             f"'{escape_md(finding.strip())}'" if finding.strip()
+             else f"{listing.total:,} threads")
+    st.caption(f"{found}; the newest {views.THREADS_LISTED} are listed here and offered "
+               "below" if listing.matched > views.THREADS_LISTED
+               else f"{found}; listed here and offered below")
 st.dataframe(table([{
     "thread": t.thread_id, "title": t.title or "", "messages": t.message_count,
-    "runs": t.run_count, "last activity": fmt_time(t.last_activity)} for t in summaries]),
-    hide_index=True, width="stretch")
+    "runs": t.run_count, "last activity": fmt_time(t.last_activity)}
+    for t in listing.listed]), hide_index=True, width="stretch")
 
 with st.expander("Search messages in this resource", expanded=bool(services.query_param("q"))):
     query = st.text_input("Text to find", value=services.query_param("q") or "", key="search")
@@ -91,13 +108,15 @@ with st.expander("Search messages in this resource", expanded=bool(services.quer
                 link_to_message(h.thread_id, h.seq,
                                 label=("open ", *ref(h.thread_id, h.seq), f" ({h.role})"))
 
-thread_ids = [t.thread_id for t in summaries]
+# the picker offers the threads listed, and the thread a link opened wherever it is
+offered = [*listing.listed, *(t for t in summaries if t.thread_id == wanted_thread
+                              and t not in listing.listed)]
+thread_ids = [t.thread_id for t in offered]
 if not thread_ids:
-    st.info("This resource has no threads.")
+    st.info("No thread of this resource holds that text." if finding.strip()
+            else "This resource has no threads.")
     st.stop()
-if wanted_thread and wanted_thread not in thread_ids:
-    wanted_thread = None  # the user picked another resource
-titles = {t.thread_id: t.title for t in summaries}
+titles = {t.thread_id: t.title for t in offered}
 thread = st.selectbox("Thread", thread_ids,
                       index=thread_ids.index(wanted_thread) if wanted_thread else 0,
                       format_func=lambda tid: f"{titles[tid] or '(untitled)'} · {tid}")
