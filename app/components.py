@@ -394,7 +394,7 @@ def not_found(what: str, page: str, choices: list[tuple[str, str, dict[str, str]
     st.stop()
 
 
-def run_not_found(url: str, run_id: str, runs: list[views.RunSummary], *,
+def run_not_found(url: str, run_id: str, runs: Sequence[views.RunSummary], *,
                   page: str = RUN_PAGE) -> NoReturn:
     """"Run … not found" with a search over run ids and thread ids and titles."""
     from app import services
@@ -411,7 +411,7 @@ def run_not_found(url: str, run_id: str, runs: list[views.RunSummary], *,
     not_found(f"Run '{run_id}'", page, choices)
 
 
-def thread_not_found(thread_id: str, threads: list[views.ThreadSummary], *,
+def thread_not_found(thread_id: str, threads: Sequence[views.ThreadSummary], *,
                      page: str = THREADS_PAGE) -> NoReturn:
     """"Thread … not found" with a search over thread ids and titles."""
     not_found(f"Thread '{thread_id}'", page,

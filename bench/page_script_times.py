@@ -101,13 +101,13 @@ def payload(at: Any) -> tuple[int, int]:
 def measure(db: str, *, story: bool = False) -> dict[str, tuple[float, float, int, float]]:
     os.environ["MEMWB_DB"] = db
     logging.getLogger("streamlit").setLevel(logging.ERROR)  # bare-mode warnings
-    import streamlit as st
+    from app import services
 
     run = _timed_runner()
     run(None, {})  # the Start page: Streamlit's and our imports
     out: dict[str, tuple[float, float, int, float]] = {}
     for name, page, query in _pages(db, story):
-        st.cache_data.clear()
+        services.forget_reads()
         cold, elements, size = run(page, query)
         warm = min(run(page, query)[0] for _ in range(2))
         out[name] = (round(cold, 2), round(warm, 2), elements, round(size / 1000, 1))

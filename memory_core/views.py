@@ -614,7 +614,7 @@ def thread_key(run: RunSummary) -> str:
     return run.thread_id or NO_THREAD
 
 
-def comparison_thread(runs: list[RunSummary], wanted: list[str | None]) -> str | None:
+def comparison_thread(runs: Sequence[RunSummary], wanted: list[str | None]) -> str | None:
     """The thread a comparison opens on: that of a run asked for (``wanted``, in order of
     preference), else that of the most recent run with a predecessor on its thread."""
     by_id = {r.run_id: r for r in runs}

@@ -206,3 +206,32 @@ def test_why_forgotten_explains_a_message_behind_the_model_status(
     at = _open(WHY_PAGE, run=RUN_1)
     assert not at.error
     assert spinner_log == [MINILM_STATUS]
+
+
+def test_every_run_and_thread_is_read_once_and_shared_not_copied() -> None:
+    """Most pages read the database's every run and thread on every script run: the
+    cached tuples are handed out as they are (st.cache_data unpickled a copy a read:
+    0.1 s for 43,480 runs, three reads a page), and a write or Refresh drops them."""
+    from datetime import UTC, datetime
+
+    from memory_core.types import RunRecord
+
+    storage = _runs_db(6)
+    counting = CountingStorage(storage)
+    url = services.register_storage("shared-reads", counting)
+    try:
+        runs = services.cached_runs(url)
+        threads = services.cached_thread_summaries(url, None)
+        assert isinstance(runs, tuple) and isinstance(threads, tuple)  # nothing to mutate
+        assert services.cached_runs(url) is runs
+        assert services.cached_thread_summaries(url, None) is threads
+        assert counting.calls["list_runs"] == 2  # (the summaries count runs too)
+        storage.runs.start_run(RunRecord(run_id="late", agent="a", thread_id=None,
+                                         status="running", started_at=datetime.now(UTC)))
+        assert services.cached_runs(url) is runs  # within the cache's lifetime
+        services.after_write()
+        assert [r.run_id for r in services.cached_runs(url)] == [
+            *(r.run_id for r in runs), "late"]
+    finally:
+        services.unregister_storage(url.removeprefix(services.MEMORY_SCHEME))
+        services.forget_reads()
