@@ -179,3 +179,25 @@ def test_a_link_opens_its_thread_beyond_the_newest(many_threads: InMemoryStorage
     assert list(at.dataframe[0].value["thread"]) == ["t7", "t6", "t5"]
     assert _select(at, "Thread").value == "t0"  # offered, though not listed
     assert [t.value for t in at.text][:1] == ["message 0"]
+
+
+def test_the_timeline_says_unknown_where_an_imported_run_cannot_know(
+        imported: tuple[InMemoryStorage, list[str]]) -> None:
+    """An imported run does not say what memory recalled, dropped or observed: the
+    timeline's table says "unknown" there, not 0 (nor None), and tells why."""
+    from app.components import LANE_TITLES, TIMELINE_PAGE
+
+    storage, _ = imported
+    thread = storage.runs.list_runs(resource_id="cust-7")[0].thread_id
+    at = AppTest.from_file(str(ENTRY), default_timeout=TIMEOUT)
+    at.run()
+    at.switch_page(TIMELINE_PAGE)
+    at.query_params.update({"thread": thread})
+    at.run()
+    assert not at.exception and not at.error
+    rows = at.dataframe[0].value
+    for column in (LANE_TITLES["recalled"], LANE_TITLES["working_memory"],
+                   LANE_TITLES["observations"], "recalled msgs", "dropped", "observations"):
+        assert set(rows[column]) == {"unknown"}, column
+    assert all(int(v) > 0 for v in rows[LANE_TITLES["input"]])  # what the recording knows
+    assert any("unknown: the run's record does not say" in c.value for c in at.caption)

@@ -30,6 +30,9 @@ from app.components import (
     thread_not_found,
 )
 from app.tables import table
+from memory_core.analysis.timeline import TimelinePoint
+
+UNKNOWN = "unknown"
 
 st.title("Composition timeline")
 st.caption("Tokens per lane in every run of a thread, oldest run first. Dashed lines mark "
@@ -136,12 +139,26 @@ m[1].metric("Compactions", len(tl.compactions))
 m[2].metric("Largest prompt", max(p.total_tokens for p in tl.points))
 
 st.markdown("#### Runs")
+
+
+def known(value: int | None, field: str, p: TimelinePoint) -> int | str:
+    """A count, or "unknown" where the run's record cannot know it (an imported run
+    does not say what memory recalled, dropped or observed: not zero)."""
+    return UNKNOWN if value is None or field in p.unknown_fields else value
+
+
 st.dataframe(table([{
     "run": p.run_id, "started": fmt_time(p.started_at), "status": p.status, "total": p.total_tokens,
-    **{LANE_TITLES[ln]: p.tokens[ln] for ln in tl.lanes}, "recalled msgs": p.recalled_count,
-    "dropped": p.dropped_count, "observations": p.observation_count,
+    **{LANE_TITLES[ln]: known(p.tokens[ln], ln, p) for ln in tl.lanes},
+    "recalled msgs": known(p.recalled_count, "recalled", p),
+    "dropped": known(p.dropped_count, "dropped", p),
+    "observations": known(p.observation_count, "observations", p),
     "compaction": "yes" if p.compacted else ""} for p in tl.points]),
     hide_index=True, width="stretch", key="timeline-table")
+if any(p.unknown_fields for p in tl.points):
+    st.caption(f"{UNKNOWN}: the run's record does not say (an imported run: the recording "
+               "holds what the model was sent, not what memory decided), counted as 0 in "
+               "the chart and the total.")
 if tl.compactions:
     st.markdown("#### Compactions")
     for p in tl.compactions:
