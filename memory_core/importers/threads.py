@@ -213,8 +213,9 @@ def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
     index = _PrefixIndex()
     runs: list[RunPlan] = []
     # message objects held more than once (a parser shares identical messages): a
-    # thread stores a copy of its own, so the ids ``adopt_ids`` gives it reach the
-    # exchange that stored it, as with a message of its own, and no other
+    # thread stores a copy of its own, so what ``adopt_ids`` gives it (the name a later
+    # request sends) reaches the exchange that stored it, as with a message of its
+    # own, and no other exchange or thread
     held = Counter(id(m) for ex in exchanges for m in _conv(ex))
     keyed: dict[int, tuple[Message, str]] = {}  # (keeps each message keyed alive)
 
