@@ -492,6 +492,22 @@ def test_stages_follow_the_whole_import(monkeypatch: pytest.MonkeyPatch) -> None
     assert all(total == 0 for _, _, total in seen)
 
 
+def test_an_otlp_import_reports_its_model_calls_read_and_embedding_to_both_callbacks(
+        ) -> None:
+    """OTLP is read whole: "read" comes once, counting the model calls; with both
+    ``progress`` and ``stages`` the embedding goes to each."""
+    seen: list[tuple[str, int, int]] = []
+    embedded: list[tuple[int, int]] = []
+    report = import_file(storage(), FIX / "otel_genai.json", embed=HashingEmbedder(16),
+                         progress=lambda d, t: embedded.append((d, t)),
+                         stages=lambda *a: seen.append(a))
+    calls = len(report.runs_created)
+    assert seen[:2] == [("read", calls, calls), ("planned", calls, calls)]
+    assert [(d, t) for stage, d, t in seen if stage == "embedded"] == embedded
+    assert embedded[-1] == (report.embeddings_stored, report.embeddings_stored)
+    assert [s for s, _, _ in seen][-1] == "recorded"
+
+
 def test_the_cli_prints_each_stage_start_and_end_and_little_between(
         capsys: pytest.CaptureFixture[str]) -> None:
     from memory_core.cli import _ImportProgress

@@ -90,6 +90,10 @@ class Exchange:
     error: str | None = None  # the recorded call failed (status "failed")
     notes: list[str] = field(default_factory=list)  # what was dropped while reading
 
+    def conversation(self) -> list[Message]:
+        """The history and the response (when recorded), as a thread stores them."""
+        return self.history + ([self.response] if self.response is not None else [])
+
 
 @dataclass
 class ParsedFile:
@@ -189,13 +193,12 @@ _SHARING: ContextVar[SharedMessages | None] = ContextVar("import_sharing", defau
 
 
 @contextmanager
-def sharing() -> Iterator[SharedMessages]:
+def sharing() -> Iterator[None]:
     """Parse a file's messages through one ``SharedMessages`` (``openai_message``,
     ``openai_messages`` inside the block)."""
-    cache = SharedMessages()
-    token = _SHARING.set(cache)
+    token = _SHARING.set(SharedMessages())
     try:
-        yield cache
+        yield
     finally:
         _SHARING.reset(token)
 
@@ -228,8 +231,7 @@ def resolve_tool_names(exchanges: Sequence[Exchange]) -> None:
     named: dict[tuple[int, tuple[str, ...]], tuple[Message, Message]] = {}
     for ex in exchanges:
         known = dict(known_by_key.get(ex.thread_key, {})) if ex.thread_key else {}
-        conv = ex.history + ([ex.response] if ex.response is not None else [])
-        for i, m in enumerate(conv):
+        for i, m in enumerate(ex.conversation()):
             if not isinstance(m.content, list):
                 continue
             names: list[str] = []

@@ -359,17 +359,18 @@ def _joined(docs: Iterator[tuple[str, Any]], skipped: list[SkippedRecord]
         yield where, obj
 
 
-def _exchanges(rows: Iterable[tuple[str, Any]], stages: Stages | None, read: list[int]
-               ) -> Iterator[Exchange]:
-    """Each record's exchanges; ``read[0]`` counts the records."""
-    index = 0
+def _exchanges(rows: Iterable[tuple[str, Any]], stages: Stages | None
+               ) -> tuple[list[Exchange], int]:
+    """Every record's exchanges, each record let go once turned into them, and how many
+    records were read."""
+    out: list[Exchange] = []
+    read = 0
     for where, obj in rows:
-        for ex in parse_record(obj, where, index):
-            index += 1
-            yield ex
-        read[0] += 1
-        if stages is not None and read[0] % READ_EVERY == 0:
-            stages("read", read[0], 0)  # (the total is known once the file is read)
+        out += parse_record(obj, where, len(out))
+        read += 1
+        if stages is not None and read % READ_EVERY == 0:
+            stages("read", read, 0)  # (the total is known once the file is read)
+    return out, read
 
 
 def parse_openai(text: str, stages: Stages | None = None) -> ParsedFile:
@@ -390,12 +391,11 @@ def _parse_openai(text: str, stages: Stages | None) -> ParsedFile:
     else:
         skipped = []
         rows = _joined(iter_documents(text), skipped)
-    read = [0]
-    exchanges = list(_exchanges(rows, stages, read))  # each record parsed, turned into exchanges, let go
+    exchanges, read = _exchanges(rows, stages)
     if not exchanges:
         raise fail("file", "no records (expected one JSON object per line, a JSON array of "
                            "them, or one JSON object)")
-    return ParsedFile(exchanges, skipped, records=read[0])
+    return ParsedFile(exchanges, skipped, records=read)
 
 
 parse_openai_jsonl = parse_openai

@@ -200,10 +200,6 @@ class _PrefixIndex:
         return None, -1
 
 
-def _conv(ex: Exchange) -> list[Message]:
-    return ex.history + ([ex.response] if ex.response is not None else [])
-
-
 def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
                  resource_override: str | None,
                  stored: StoredThreads | None = None
@@ -216,7 +212,7 @@ def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
     # thread stores a copy of its own, so what ``adopt_ids`` gives it (the name a later
     # request sends) reaches the exchange that stored it, as with a message of its
     # own, and no other exchange or thread
-    held = Counter(id(m) for ex in exchanges for m in _conv(ex))
+    held = Counter(id(m) for ex in exchanges for m in ex.conversation())
     keyed: dict[int, tuple[Message, str]] = {}  # (keeps each message keyed alive)
 
     def key_of(m: Message) -> str:
@@ -235,7 +231,7 @@ def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
         return conv[i]
 
     for ex in exchanges:
-        conv = _conv(ex)
+        conv = ex.conversation()
         keys = [key_of(m) for m in conv]
         ikey = canonical_json([key_of(m) for m in ex.instructions])
         start = ex.started_at or undated(ex.index)
