@@ -1,5 +1,6 @@
-"""The Threads page's summaries read the runs and the message counts once for all
-threads (not once per thread), and say what reading them thread by thread says."""
+"""The Threads page's summaries read the threads and the runs once for all threads
+(not once per thread, and no run record or message body), and say what reading them
+thread by thread says."""
 
 from __future__ import annotations
 
@@ -32,8 +33,7 @@ def _one_by_one(storage: Any, resource: str | None) -> list[tuple[Any, ...]]:
         tail = storage.memory.get_tail(t.id, 1)
         last = max([t.updated_at, *(m.created_at for m in tail),
                     *(r.finished_at or r.started_at for r in runs)])
-        out.append((t.id, storage.memory.count_messages(t.id), [r.run_id for r in runs],
-                    last))
+        out.append((t.id, storage.memory.count_messages(t.id), len(runs), last))
     return out
 
 
@@ -41,16 +41,17 @@ def test_summaries_read_runs_and_counts_once_and_agree_with_per_thread_reads() -
     storage = new_storage()
     for resource in (None, RESOURCE):
         expected = _one_by_one(storage, resource)
-        runs = Counting(storage.runs, ("list_runs",))
+        runs = Counting(storage.runs, ("list_runs", "thread_runs"))
         memory = Counting(storage.memory, ("count_messages", "thread_stats", "get_tail",
-                                           "get_messages_by_refs"))
+                                           "get_messages_by_refs", "list_threads",
+                                           "thread_activity"))
         storage.runs, storage.memory = runs, memory  # type: ignore[assignment]
         try:
             got = views.thread_summaries(storage, resource)
         finally:
             storage.runs, storage.memory = runs._inner, memory._inner
-        assert [(s.thread_id, s.message_count, s.run_ids, s.last_activity)
+        assert [(s.thread_id, s.message_count, s.run_count, s.last_activity)
                 for s in got] == expected
-        assert runs.calls == ["list_runs"]
-        assert memory.calls == ["thread_stats", "get_messages_by_refs"]
-        assert any(s.run_ids for s in got) and any(s.message_count for s in got)
+        assert runs.calls == ["thread_runs"]
+        assert memory.calls == ["thread_activity"]
+        assert any(s.run_count for s in got) and any(s.message_count for s in got)

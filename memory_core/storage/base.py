@@ -8,7 +8,7 @@ methods are built on top of them. `Storage` bundles the two ports with erasure.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime
@@ -188,6 +188,40 @@ class ThreadCounts(NamedTuple):
     edits: int = 0
 
 
+class ThreadActivity(NamedTuple):
+    """A thread as a listing of many shows it: its row without the metadata, its
+    message count and the recorded time of its last message (None when it has none)."""
+
+    thread_id: str
+    resource_id: str | None
+    title: str | None
+    updated_at: datetime
+    message_count: int
+    last_message_at: datetime | None
+
+
+class ThreadRuns(NamedTuple):
+    """How many runs a thread has, and the latest moment among them (a run's finish,
+    or its start while it has not finished)."""
+
+    run_count: int
+    last_at: datetime
+
+
+def tally_thread_runs(rows: Iterable[tuple[str | None, datetime, datetime | None]]
+                      ) -> dict[str, ThreadRuns]:
+    """``RunJournal.thread_runs`` from ``(thread_id, started_at, finished_at)`` rows."""
+    out: dict[str, ThreadRuns] = {}
+    for thread_id, started, finished in rows:
+        if thread_id is None:
+            continue
+        at = finished or started
+        seen = out.get(thread_id)
+        out[thread_id] = (ThreadRuns(1, at) if seen is None
+                          else ThreadRuns(seen.run_count + 1, max(seen.last_at, at)))
+    return out
+
+
 class MemoryStore:
     """Port: threads, messages, embeddings, working memory and observations."""
 
@@ -210,6 +244,20 @@ class MemoryStore:
     def list_resources(self) -> list[str]:
         """Distinct non-null resource ids, ascending."""
         raise NotImplementedError
+
+    def thread_activity(self, resource_id: str | None = None) -> list[ThreadActivity]:
+        """``list_threads`` (same threads, same order) with each thread's message count
+        and the time of its last message, reading no metadata and no message bodies:
+        the one read behind a listing of every thread (the workbench's Threads page;
+        tens of thousands of threads in an imported log). Adapters backed by a
+        database answer in one query."""
+        threads = self.list_threads(resource_id)
+        stats = self.thread_stats([t.id for t in threads])
+        last = {m.thread_id: m.created_at for m in self.get_messages_by_refs(
+            [(tid, top) for tid, (_n, top) in stats.items() if top >= 0])}
+        return [ThreadActivity(t.id, t.resource_id, t.title, t.updated_at,
+                               stats.get(t.id, (0, -1))[0], last.get(t.id))
+                for t in threads]
 
     def update_thread(self, thread_id: str, *, title: str | None = None,
                       metadata: dict[str, Any] | None = None,
@@ -510,6 +558,14 @@ class RunJournal:
 
     def delete_runs(self, run_ids: Sequence[str]) -> int:
         raise NotImplementedError
+
+    def thread_runs(self) -> dict[str, ThreadRuns]:
+        """Each thread that has runs: how many, and their latest moment (a run's
+        ``finished_at``, else its ``started_at``); runs on no thread are left out.
+        Builds no ``RunRecord``: the workbench reads it for every thread of an
+        imported log (hundreds of thousands of runs)."""
+        return tally_thread_runs((r.thread_id, r.started_at, r.finished_at)
+                                 for r in self.list_runs())
 
 
 class Storage:

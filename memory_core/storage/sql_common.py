@@ -39,9 +39,12 @@ from memory_core.storage.base import (
     RunJournal,
     ScopeRows,
     Storage,
+    ThreadActivity,
     ThreadCounts,
+    ThreadRuns,
     check_observation_vector,
     message_budget,
+    tally_thread_runs,
 )
 from memory_core.storage.common import (
     EDITS_KEY,
@@ -523,6 +526,21 @@ class SqlMemoryStore(MemoryStore):
         sql += " ORDER BY created_us DESC, id ASC"
         with self._db.read("list_threads") as tx:
             return [_row_to_thread(r) for r in tx.query(sql, params)]
+
+    def thread_activity(self, resource_id: str | None = None) -> list[ThreadActivity]:
+        # the last message by the thread's own max_seq: a key look-up a thread (a hash
+        # join on DuckDB), and only its time, not its body
+        sql = ("SELECT t.id, t.resource_id, t.title, t.updated_at, t.message_count,"
+               " m.created_at FROM threads t LEFT JOIN messages m"
+               " ON m.thread_id = t.id AND m.seq = t.max_seq")
+        params: tuple[Any, ...] = ()
+        if resource_id is not None:
+            sql += " WHERE t.resource_id = ?"
+            params = (resource_id,)
+        sql += " ORDER BY t.created_us DESC, t.id ASC"
+        with self._db.read("thread_activity") as tx:
+            return [ThreadActivity(r[0], r[1], r[2], ts_parse(r[3]), int(r[4]),
+                                   ts_parse_opt(r[5])) for r in tx.query(sql, params)]
 
     def list_resources(self) -> list[str]:
         with self._db.read("list_resources") as tx:
@@ -1157,6 +1175,12 @@ class SqlRunJournal(RunJournal):
         with self._db.read("list_runs") as tx:
             return [_row_to_run(r)
                     for r in tx.query(sql + " ORDER BY started_us, run_id", params)]
+
+    def thread_runs(self) -> dict[str, ThreadRuns]:
+        sql = "SELECT thread_id, started_at, finished_at FROM runs WHERE thread_id IS NOT NULL"
+        with self._db.read("thread_runs") as tx:
+            rows = (r for part in self._db.stream(tx, sql, (), 20_000) for r in part)
+            return tally_thread_runs((r[0], ts_parse(r[1]), ts_parse_opt(r[2])) for r in rows)
 
     def delete_runs(self, run_ids: Sequence[str]) -> int:
         ids = list(dict.fromkeys(run_ids))
