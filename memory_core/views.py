@@ -25,6 +25,7 @@ from memory_core.provenance import (
     ObservationRef,
 )
 from memory_core.storage.base import Storage
+from memory_core.storage.common import many_objects
 from memory_core.tokens import estimate_tokens
 from memory_core.types import (
     Message,
@@ -145,7 +146,9 @@ def thread_summaries(storage: Storage, resource: str | None) -> list[ThreadSumma
     # runs, and reading those whole took the Threads page 10-16 s
     runs = storage.runs.thread_runs()
     out: list[ThreadSummary] = []
-    for t in storage.memory.thread_activity(resource):
+    with many_objects():
+        activity = storage.memory.thread_activity(resource)
+    for t in activity:
         r = runs.get(t.thread_id)
         # the recorded time of its last message or run; the thread's own update time
         # only when it has neither (an import writes the thread when it runs, while its
@@ -312,7 +315,8 @@ def _summary(r: RunRecord) -> RunSummary:
 
 def list_runs(storage: Storage, *, thread_id: str | None = None) -> list[RunSummary]:
     """Runs (of one thread, or all), oldest first."""
-    return [_summary(r) for r in storage.runs.list_runs(thread_id=thread_id)]
+    with many_objects():
+        return [_summary(r) for r in storage.runs.list_runs(thread_id=thread_id)]
 
 
 # -- one run ----------------------------------------------------------------------------

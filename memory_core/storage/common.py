@@ -4,12 +4,14 @@ a time (so every adapter refuses the same values with the same error)."""
 
 from __future__ import annotations
 
+import gc
 import itertools
 import json
 import math
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any
 
@@ -19,6 +21,23 @@ from memory_core.errors import InvalidInputError
 from memory_core.types import AppendRow, StoredMessage, canonical_json
 
 Clock = Callable[[], datetime]
+
+
+@contextmanager
+def many_objects() -> Iterator[None]:
+    """Build a large result (hundreds of thousands of rows and records) without the
+    cyclic garbage collector running: each collection of the oldest generation walks
+    every object alive, and allocating that many containers starts one again and again
+    (half of the 4.4 s that listing 434,780 runs took). Nothing built is garbage; it
+    is collected as usual after. Runs the collector's state back only if this call
+    turned it off (another thread may be inside too)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def utc_now() -> datetime:

@@ -59,6 +59,7 @@ from memory_core.storage.common import (
     encode_vector,
     json_or_invalid,
     key_group,
+    many_objects,
     message_bodies,
     message_body,
     require_aware,
@@ -538,7 +539,7 @@ class SqlMemoryStore(MemoryStore):
             sql += " WHERE t.resource_id = ?"
             params = (resource_id,)
         sql += " ORDER BY t.created_us DESC, t.id ASC"
-        with self._db.read("thread_activity") as tx:
+        with self._db.read("thread_activity") as tx, many_objects():
             return [ThreadActivity(r[0], r[1], r[2], ts_parse(r[3]), int(r[4]),
                                    ts_parse_opt(r[5])) for r in tx.query(sql, params)]
 
@@ -1172,13 +1173,13 @@ class SqlRunJournal(RunJournal):
         if resource_id is not None:
             sql += " AND resource_id = ?"
             params.append(resource_id)
-        with self._db.read("list_runs") as tx:
+        with self._db.read("list_runs") as tx, many_objects():
             return [_row_to_run(r)
                     for r in tx.query(sql + " ORDER BY started_us, run_id", params)]
 
     def thread_runs(self) -> dict[str, ThreadRuns]:
         sql = "SELECT thread_id, started_at, finished_at FROM runs WHERE thread_id IS NOT NULL"
-        with self._db.read("thread_runs") as tx:
+        with self._db.read("thread_runs") as tx, many_objects():
             rows = (r for part in self._db.stream(tx, sql, (), 20_000) for r in part)
             return tally_thread_runs((r[0], ts_parse(r[1]), ts_parse_opt(r[2])) for r in rows)
 
