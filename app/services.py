@@ -11,7 +11,7 @@ import functools
 import os
 import sys
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -260,12 +260,55 @@ def cached_resources(url: str) -> list[str]:
 # Every run and thread of a database: read by most pages on every script run. Cached as
 # shared, immutable tuples (st.cache_resource), not copies: st.cache_data unpickles its
 # value on every read, which for the 43,480 runs of an imported log of 100,000 messages
-# took 0.1 s a read, three reads a page; a million messages, ten times that.
-@st.cache_resource(ttl=CACHE_TTL_SECONDS, show_spinner=False)
+# took 0.1 s a read, three reads a page; a million messages, ten times that. And kept
+# while the database is unchanged (keyed by ``data_version``), not CACHE_TTL_SECONDS:
+# at a million messages they take seconds to read, and a user coming back to a page
+# after ten seconds paid that again though nothing had been written.
+SHARED_READ_TTL_SECONDS = 3600
+SHARED_READ_ENTRIES = 8  # versions and resources kept at once (each up to ~0.2 GB at 1M)
+
+
+def data_version(url: str) -> Hashable | None:
+    """What the shared reads of ``url`` are keyed by: the storage's change token, which
+    changes whenever a write may have been committed since, by any process
+    (``MemoryStore.change_token``); None where the adapter cannot tell (the in-memory
+    store: those reads then live CACHE_TTL_SECONDS, as the others do)."""
+    storage = get_services(url).storage
+    token = storage.memory.change_token()
+    if token is None and lingers(storage):
+        # the workbench's DuckDB handle gives a token only while its connection is
+        # open: a read of nothing opens it (the page's reads would), and the token then
+        # holds until the connection is let go (to a writer that asks, or idle)
+        storage.memory.thread_stats([])
+        token = storage.memory.change_token()
+    return token
+
+
 def cached_thread_summaries(url: str, resource: str | None
                             ) -> tuple[views.ThreadSummary, ...]:
+    version = data_version(url)
+    if version is None:
+        return _thread_summaries_a_while(url, resource)
+    return _thread_summaries(url, resource, version)
+
+
+def _read_thread_summaries(url: str, resource: str | None
+                           ) -> tuple[views.ThreadSummary, ...]:
     with _batch(url) as storage:
         return tuple(views.thread_summaries(storage, resource))
+
+
+@st.cache_resource(ttl=SHARED_READ_TTL_SECONDS, max_entries=SHARED_READ_ENTRIES,
+                   show_spinner=False)
+def _thread_summaries(url: str, resource: str | None, version: Hashable
+                      ) -> tuple[views.ThreadSummary, ...]:
+    return _read_thread_summaries(url, resource)
+
+
+@st.cache_resource(ttl=CACHE_TTL_SECONDS, show_spinner=False)
+def _thread_summaries_a_while(url: str, resource: str | None
+                              ) -> tuple[views.ThreadSummary, ...]:
+    return _read_thread_summaries(url, resource)
 
 
 @st.cache_data(ttl=CACHE_TTL_SECONDS, show_spinner=False)
@@ -282,17 +325,35 @@ def cached_search(url: str, resource: str | None, text: str) -> list[views.Searc
         return views.search(storage, resource, text)
 
 
-@st.cache_resource(ttl=CACHE_TTL_SECONDS, show_spinner=False)
 def cached_runs(url: str, thread_id: str | None = None) -> tuple[views.RunSummary, ...]:
+    version = data_version(url)
+    if version is None:
+        return _runs_a_while(url, thread_id)
+    return _runs(url, thread_id, version)
+
+
+def _read_runs(url: str, thread_id: str | None) -> tuple[views.RunSummary, ...]:
     with _batch(url) as storage:
         return tuple(views.list_runs(storage, thread_id=thread_id))
+
+
+@st.cache_resource(ttl=SHARED_READ_TTL_SECONDS, max_entries=SHARED_READ_ENTRIES,
+                   show_spinner=False)
+def _runs(url: str, thread_id: str | None, version: Hashable
+          ) -> tuple[views.RunSummary, ...]:
+    return _read_runs(url, thread_id)
+
+
+@st.cache_resource(ttl=CACHE_TTL_SECONDS, show_spinner=False)
+def _runs_a_while(url: str, thread_id: str | None) -> tuple[views.RunSummary, ...]:
+    return _read_runs(url, thread_id)
 
 
 def forget_reads() -> None:
     """Drop every cached read (the shared ones too)."""
     st.cache_data.clear()
-    cached_runs.clear()
-    cached_thread_summaries.clear()
+    for shared in (_runs, _runs_a_while, _thread_summaries, _thread_summaries_a_while):
+        shared.clear()
 
 
 @st.cache_data(ttl=CACHE_TTL_SECONDS, show_spinner=False)

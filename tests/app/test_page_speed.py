@@ -174,6 +174,48 @@ def test_the_read_connection_outlives_a_page_run_and_yields_to_a_writer(
     assert storage.memory.get_tail(THREAD, 1)[0].text() == "from the agent"
 
 
+def test_every_run_and_thread_is_kept_until_another_process_writes(
+        duckdb_copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The shared reads are keyed by the database's change token, not a 10 s life: on
+    a million messages they take seconds, and nothing written means nothing to read
+    again; a write by the agent's process is seen at the next script run."""
+    monkeypatch.setenv(services.ENV_VAR, str(duckdb_copy))
+    url = str(duckdb_copy)
+    services.forget_reads()
+    threads, runs = (services.cached_thread_summaries(url, None),
+                     services.cached_runs(url))
+    version = services.data_version(url)
+    assert version is not None
+    assert services.cached_thread_summaries(url, None) is threads
+    assert services.cached_runs(url) is runs
+    before = {t.thread_id: t.message_count for t in threads}
+    out = subprocess.run([sys.executable, "-c", WRITER, str(duckdb_copy), "5", THREAD],
+                         cwd=ROOT, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)},
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "wrote", out.stderr[-3000:]
+    # no Refresh, no after_write: the handed-over file is a new version
+    assert services.data_version(url) != version
+    after = {t.thread_id: t.message_count for t in services.cached_thread_summaries(url, None)}
+    assert after == {**before, THREAD: before[THREAD] + 1}
+    services.forget_reads()
+
+
+def test_a_store_without_a_change_token_keeps_its_reads_a_while() -> None:
+    storage = InMemoryStorage()
+    url = services.register_storage("no-token", storage)
+    try:
+        assert services.data_version(url) is None
+        storage.memory.create_thread("t")
+        threads = services.cached_thread_summaries(url, None)
+        storage.memory.create_thread("u")
+        assert services.cached_thread_summaries(url, None) is threads  # CACHE_TTL_SECONDS
+        services.after_write()
+        assert len(services.cached_thread_summaries(url, None)) == 2
+    finally:
+        services.unregister_storage("no-token")
+        services.forget_reads()
+
+
 MINILM_STATUS = services.EMBEDDING_MODEL_STATUS.format(name="all-MiniLM-L6-v2")
 
 
