@@ -15,7 +15,7 @@ from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import streamlit as st
 
@@ -265,7 +265,7 @@ def cached_resources(url: str) -> list[str]:
 # at a million messages they take seconds to read, and a user coming back to a page
 # after ten seconds paid that again though nothing had been written.
 SHARED_READ_TTL_SECONDS = 3600
-SHARED_READ_ENTRIES = 8  # versions and resources kept at once (each up to ~0.2 GB at 1M)
+SHARED_READ_ENTRIES = 16  # reads, versions and resources kept at once (~0.2 GB each at 1M)
 
 
 def data_version(url: str) -> Hashable | None:
@@ -286,29 +286,41 @@ def data_version(url: str) -> Hashable | None:
 
 def cached_thread_summaries(url: str, resource: str | None
                             ) -> tuple[views.ThreadSummary, ...]:
+    return cast("tuple[views.ThreadSummary, ...]", _shared("threads", url, resource))
+
+
+def cached_runs(url: str, thread_id: str | None = None) -> tuple[views.RunSummary, ...]:
+    return cast("tuple[views.RunSummary, ...]", _shared("runs", url, thread_id))
+
+
+_SHARED_READS: dict[str, Callable[[Storage, str | None], tuple[Any, ...]]] = {
+    "threads": lambda storage, resource: tuple(views.thread_summaries(storage, resource)),
+    "runs": lambda storage, thread_id: tuple(views.list_runs(storage, thread_id=thread_id)),
+}
+
+
+def _shared(read: str, url: str, arg: str | None) -> tuple[Any, ...]:
     version = data_version(url)
     if version is None:
-        return _thread_summaries_a_while(url, resource)
-    return _thread_summaries(url, resource, version)
+        return _shared_a_while(read, url, arg)
+    return _shared_versioned(read, url, arg, version)
 
 
-def _read_thread_summaries(url: str, resource: str | None
-                           ) -> tuple[views.ThreadSummary, ...]:
+def _read_shared(read: str, url: str, arg: str | None) -> tuple[Any, ...]:
     with _batch(url) as storage:
-        return tuple(views.thread_summaries(storage, resource))
+        return _SHARED_READS[read](storage, arg)
 
 
 @st.cache_resource(ttl=SHARED_READ_TTL_SECONDS, max_entries=SHARED_READ_ENTRIES,
                    show_spinner=False)
-def _thread_summaries(url: str, resource: str | None, version: Hashable
-                      ) -> tuple[views.ThreadSummary, ...]:
-    return _read_thread_summaries(url, resource)
+def _shared_versioned(read: str, url: str, arg: str | None, version: Hashable
+                      ) -> tuple[Any, ...]:
+    return _read_shared(read, url, arg)
 
 
 @st.cache_resource(ttl=CACHE_TTL_SECONDS, show_spinner=False)
-def _thread_summaries_a_while(url: str, resource: str | None
-                              ) -> tuple[views.ThreadSummary, ...]:
-    return _read_thread_summaries(url, resource)
+def _shared_a_while(read: str, url: str, arg: str | None) -> tuple[Any, ...]:
+    return _read_shared(read, url, arg)
 
 
 @st.cache_data(ttl=CACHE_TTL_SECONDS, show_spinner=False)
@@ -325,35 +337,11 @@ def cached_search(url: str, resource: str | None, text: str) -> list[views.Searc
         return views.search(storage, resource, text)
 
 
-def cached_runs(url: str, thread_id: str | None = None) -> tuple[views.RunSummary, ...]:
-    version = data_version(url)
-    if version is None:
-        return _runs_a_while(url, thread_id)
-    return _runs(url, thread_id, version)
-
-
-def _read_runs(url: str, thread_id: str | None) -> tuple[views.RunSummary, ...]:
-    with _batch(url) as storage:
-        return tuple(views.list_runs(storage, thread_id=thread_id))
-
-
-@st.cache_resource(ttl=SHARED_READ_TTL_SECONDS, max_entries=SHARED_READ_ENTRIES,
-                   show_spinner=False)
-def _runs(url: str, thread_id: str | None, version: Hashable
-          ) -> tuple[views.RunSummary, ...]:
-    return _read_runs(url, thread_id)
-
-
-@st.cache_resource(ttl=CACHE_TTL_SECONDS, show_spinner=False)
-def _runs_a_while(url: str, thread_id: str | None) -> tuple[views.RunSummary, ...]:
-    return _read_runs(url, thread_id)
-
-
 def forget_reads() -> None:
     """Drop every cached read (the shared ones too)."""
     st.cache_data.clear()
-    for shared in (_runs, _runs_a_while, _thread_summaries, _thread_summaries_a_while):
-        shared.clear()
+    _shared_versioned.clear()
+    _shared_a_while.clear()
 
 
 @st.cache_data(ttl=CACHE_TTL_SECONDS, show_spinner=False)
