@@ -707,6 +707,45 @@ def _file_handle(path: str) -> _Handle:
         return h
 
 
+def _holder(path: str | os.PathLike[str]) -> _Handle | None:
+    with _HANDLES_LOCK:
+        return _HANDLES.get(os.path.realpath(path))
+
+
+def holds_file(path: str | os.PathLike[str]) -> bool:
+    """Whether this process has the DuckDB file at ``path`` open (a session's or a
+    lingering connection). While it has, nothing in the process may open the file
+    another way and close it again: DuckDB's lock on the file is a POSIX record lock,
+    which belongs to the process and goes with the close of *any* descriptor of the
+    file, letting another process open it for writing beside this one
+    (tests/test_duckdb_file_lock.py). ``storage.url`` asks this before it sniffs a file."""
+    h = _holder(path)
+    if h is None:
+        return False
+    with h.lock:
+        return h.held is not None or h.idle is not None
+
+
+def held_tables(path: str | os.PathLike[str]) -> set[str] | None:
+    """The names of the tables of a file this process holds (``holds_file``), read
+    through the connection it holds; None when it holds no connection to the file (a
+    second connection to it would be refused, its configuration being another)."""
+    h = _holder(path)
+    if h is None:
+        return None
+    with h.lock:
+        h.settle()
+        conn = h.held if h.held is not None else h.idle
+        if conn is None:
+            return None
+        try:
+            rows = conn.execute("SELECT table_name FROM duckdb_tables()"
+                                " WHERE schema_name = 'main'").fetchall()
+        except duckdb.Error as e:
+            raise StorageError(f"reading the tables of '{h.path}' failed: {e}") from e
+    return {str(r[0]) for r in rows}
+
+
 @atexit.register
 def _close_lingering() -> None:
     with _HANDLES_LOCK:

@@ -18,6 +18,7 @@ Keyword arguments (clock, ids, …) are passed to the adapter's constructor.
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -160,6 +161,8 @@ def expand_url(url: str) -> str:
 def file_kind(path: str | Path) -> str | None:
     """``"duckdb"`` or ``"sqlite"`` from a file's first bytes; None for anything else
     (an empty file, a text file, a directory)."""
+    if _held_here(path):
+        return "duckdb"  # opening it to look would drop this process's lock on it
     try:
         with open(path, "rb") as f:
             head = f.read(16)
@@ -179,14 +182,24 @@ def _foreign(where: str, tables: set[str]) -> InvalidInputError:
         f"{', '.join(missing)}); refusing to open it")
 
 
+def _held_here(path: str | Path) -> bool:
+    """Whether a DuckDB storage of this process holds the file (``holds_file``); no
+    storage can before the DuckDB adapter is imported, and this does not import it."""
+    duck = sys.modules.get("memory_core.storage.duckdb")
+    return duck is not None and bool(duck.holds_file(path))
+
+
 def _duckdb_tables(path: str) -> set[str]:
     import time
 
     import duckdb
 
     from memory_core.errors import StorageBusyError
-    from memory_core.storage.duckdb import ask_for_file
+    from memory_core.storage.duckdb import ask_for_file, held_tables
 
+    held = held_tables(path)
+    if held is not None:  # a second connection here would be refused, and its close
+        return held  # would drop the lock this process holds on the file
     deadline = time.monotonic() + PROBE_TIMEOUT_SECONDS
     while True:
         try:
