@@ -228,6 +228,9 @@ class _RunState:
     fresh: bool = False
     #: the last model step, written with the run's output (it called no tool)
     final_step: tuple[int, StepRecord] | None = None
+    #: the number of the claim made with the first group, until that group commits:
+    #: meanwhile this attempt holds no claim, and the run is not its to mark failed
+    unclaimed: int | None = None
 
 
 def _memories(memory: object) -> tuple[AgentMemory | None, MessagesMemory | None]:
@@ -339,6 +342,7 @@ class Runner:
         existing, reader, lazy = self._claim(agent, run_id, thread_id, lease, look)
         state = self._freeze(agent, run_id, thread_id, resource_id, incoming, reader)
         state.lease = lease
+        state.unclaimed = look[0] if lazy else None
         state.fresh = existing is None and not state.resumed
         row = None if existing is not None else RunRecord(
             run_id=run_id, agent=agent.name, thread_id=thread_id, resource_id=resource_id,
@@ -360,13 +364,16 @@ class Runner:
                     self._start(state, existing, row)
                     state.input_seqs = self._write_persist(state, plan, "input", thread_id,
                                                            resource_id)
-            except ReplayMismatch as e:
+            except Exception as e:
                 if not lazy:
                     raise
-                lease.unclaim()
-                raise _ClaimLost(f"run '{run_id}' was claimed by another starter while "
-                                 "this one composed it; nothing of this attempt was "
-                                 "kept") from e
+                lease.unclaim()  # the claim went with the group
+                if isinstance(e, ReplayMismatch):
+                    raise _ClaimLost(f"run '{run_id}' was claimed by another starter while "
+                                     "this one composed it; nothing of this attempt was "
+                                     "kept") from e
+                raise
+            state.unclaimed = None
             if self.memory is not None and thread_id is not None and state.input_seqs[:1] == [0]:
                 # the run that wrote the thread's first message titles it (SPEC §2.5)
                 self.memory.title_thread(thread_id, state.incoming, run_id=run_id)
@@ -430,13 +437,34 @@ class Runner:
             with suppress(Exception):
                 self._writer(state).step(*state.final_step)
         error, now = f"{type(e).__name__}: {e}", self.clock()
+        failed = None if state.run is None else state.run.model_copy(update={
+            "status": "failed", "finished_at": now, "error": error})
+        if state.unclaimed is not None:
+            # the first group, and the claim made with it, were rolled back: another
+            # starter may have claimed (even completed) the run since
+            if failed is not None:
+                self._start_failed(state, state.unclaimed, failed)
+            return
         try:
             self.storage.runs.set_run_status(state.run_id, "failed", finished_at=now,
                                              error=error)
         except NotFoundError:
-            if state.run is not None:  # its start was rolled back with the failed group
-                self.storage.runs.start_run(state.run.model_copy(update={
-                    "status": "failed", "finished_at": now, "error": error}))
+            if failed is not None:  # its start was rolled back with the failed group
+                self.storage.runs.start_run(failed)
+
+    def _start_failed(self, state: _RunState, claim: int, failed: RunRecord) -> None:
+        """Insert the failed row of a run whose first group was rolled back with its
+        claim, together with that claim written again (released: nobody holds a failed
+        run), in one transaction: if another starter claimed the run meanwhile, the run
+        is its own and nothing is written. So a run's row is only ever written by the
+        holder of its claim, and a starter that looked before this one (it claims with
+        its first group) loses its claim instead of running under this failure."""
+        assert state.lease is not None
+        claims: list[tuple[str, Any]] = []
+        state.lease.claim_into(claim, claims, released=True)
+        with suppress(ReplayMismatch), self.storage.write_batch():
+            write_deferred(self.storage.runs, claims)
+            self.storage.runs.start_run(failed)
 
     # -- phases ----------------------------------------------------------------------
     def _writer(self, state: _RunState) -> JournalWriter:

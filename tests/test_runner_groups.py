@@ -292,3 +292,89 @@ def test_a_fresh_run_is_two_write_transactions_on_duckdb(tmp_path: Path) -> None
         assert store.runs.require_run("r1").status == "completed"
     finally:
         store.close()
+
+
+class _Failing(AgentMemory):
+    """A memory whose appends fail (a full disk, a dropped connection): the first group
+    of a run it stores fails for a reason other than a lost claim."""
+
+    def append_rows(self, *a: Any, **kw: Any) -> Any:
+        raise StorageError("disk full")
+
+
+def test_a_failed_first_group_does_not_mark_a_run_another_starter_completed(
+        tmp_path: Path) -> None:
+    """The claim of a fresh run goes with its first group: once that group failed, the
+    attempt holds nothing, and the run another starter claimed and completed while it
+    composed is not its to mark failed (a completed run would no longer verify)."""
+    from memory_core.journal.seal import verify_run
+
+    path = str(tmp_path / "race.sqlite")
+    mine, other = SQLiteStorage(path, clock=Tick()), SQLiteStorage(path, clock=Tick())
+
+    class Racing(_Failing):
+        def load_context(self, **kw: Any) -> Any:
+            # another process runs the whole run while this one composes
+            _runner(other, ScriptedModel(["theirs"])).run(
+                "a", run_id="r1", thread_id="t", prompt="question")
+            return super().load_context(**kw)
+
+    clock = Tick()
+    runner = Runner(mine, {"a": Agent(name="a", instructions="x",
+                                      model=ScriptedModel(["never"]))},
+                    memory=Racing(mine, recent_n=4, clock=clock), clock=clock)
+    try:
+        with pytest.raises(StorageError, match="disk full"):
+            runner.run("a", run_id="r1", thread_id="t", prompt="question")
+        assert other.runs.require_run("r1").status == "completed"
+        assert verify_run(other, "r1").status == "ok"
+    finally:
+        mine.close()
+        other.close()
+
+
+def test_a_failed_first_group_records_the_failure_with_a_claim(tmp_path: Path) -> None:
+    """The failed run's row is written with a claim of its own, in one transaction, so
+    a starter that looked before it (and would claim the run with its first group)
+    loses that claim instead of running the run under another's failed row; with
+    ``wait`` it then resumes the failed run, which completes and verifies."""
+    from memory_core.journal.seal import verify_run
+
+    path = str(tmp_path / "race.sqlite")
+    mine, other = SQLiteStorage(path, clock=Tick()), SQLiteStorage(path, clock=Tick())
+    statuses: list[str] = []
+
+    class Racing(AgentMemory):
+        raced = False
+
+        def load_context(self, **kw: Any) -> Any:
+            if not Racing.raced:
+                Racing.raced = True
+                # another process starts the run after this one looked, and fails
+                clock = Tick()
+                failing = Runner(other, {"a": Agent(name="a", instructions="x",
+                                                    model=ScriptedModel(["never"]))},
+                                 memory=_Failing(other, recent_n=4, clock=clock),
+                                 clock=clock)
+                with pytest.raises(StorageError, match="disk full"):
+                    failing.run("a", run_id="r1", thread_id="t", prompt="question")
+            return super().load_context(**kw)
+
+    class Watching(ScriptedModel):
+        def complete(self, messages: Any, tools: Any) -> ModelResponse:
+            statuses.append(other.runs.require_run("r1").status)
+            return super().complete(messages, tools)
+
+    clock = Tick()
+    runner = Runner(mine, {"a": Agent(name="a", instructions="x",
+                                      model=Watching(["answered"]))},
+                    memory=Racing(mine, recent_n=4, clock=clock), clock=clock)
+    try:
+        result = runner.run("a", run_id="r1", thread_id="t", prompt="question", wait=5)
+        assert result.text == "answered"
+        assert statuses == ["running"]  # not another attempt's failure while it runs
+        assert mine.runs.require_run("r1").status == "completed"
+        assert verify_run(mine, "r1").status == "ok"
+    finally:
+        mine.close()
+        other.close()

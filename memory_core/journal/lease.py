@@ -146,13 +146,16 @@ class Lease:
         claim the run as ``acquire`` does."""
         return self if self._write(n) else self.acquire(wait)
 
-    def claim_into(self, n: int, into: list[tuple[str, Any]]) -> None:
+    def claim_into(self, n: int, into: list[tuple[str, Any]], *,
+                   released: bool = False) -> None:
         """Claim number ``n`` (from ``look``) as one of the records its caller writes at
         once, all or none: if another starter wrote it first, none is written (the
-        caller then calls ``unclaim``)."""
+        caller then calls ``unclaim``). ``released``: the claim is written released
+        (records written under it, none held after), and never becomes this lease's."""
         expires = time.time() + self.ttl
-        into.append((self.keys.lease(n), self._record(expires, False)))
-        self.n, self.expires = n, expires
+        into.append((self.keys.lease(n), self._record(expires, released)))
+        if not released:
+            self.n, self.expires = n, expires
 
     def unclaim(self) -> None:
         """Forget a ``claim_into`` whose write was rolled back."""
