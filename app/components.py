@@ -11,7 +11,7 @@ import html
 import json
 import re
 import string
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
@@ -231,16 +231,66 @@ def fate_badge(fate: str, reached_model: bool) -> None:
     st.markdown(f"## :{colour}-badge[{icon} {fate}]")
 
 
-NO_THREAD = "(no thread)"
+NO_THREAD = views.NO_THREAD
+FIND_THREAD_KEY = "find-thread"
+
+
+def pick_thread(url: str, threads: Mapping[str, int], *, wanted: str | None,
+                where: Any = None, find_param: str = "find",
+                format_func: Callable[[str], str] = str, help: str | None = None) -> str:
+    """The thread picker of the run pages (run inspector, counterfactual, why-forgotten,
+    timeline, compare): of ``threads`` (``views.threads_with_runs``), the newest
+    ``views.THREADS_LISTED`` and ``wanted`` (the thread the page opens on, preselected;
+    else the first), in ascending order. With more threads than that, a "Find a thread"
+    box (its text in the URL as ``find_param``) narrows them by id or title, and a
+    caption says what is offered, as on the Threads page. All of it goes into ``where``
+    (a column) when given. Returns the thread picked."""
+    from app import services
+
+    box = st if where is None else where
+    finding = ""
+    if len(threads) > views.THREADS_LISTED:
+        finding = box.text_input("Find a thread", value=services.query_param(find_param) or "",
+                                key=FIND_THREAD_KEY, placeholder="part of a thread id or title")
+        set_query_params({find_param: finding.strip() or None})
+    titles: dict[str, str | None] = {}
+    if finding.strip():  # titles are read only to find by them
+        try:
+            titles = {t.thread_id: t.title for t in services.cached_thread_summaries(url, None)}
+        except Exception:  # noqa: BLE001 - found by id only
+            titles = {}
+    choice = views.offered_threads(threads, titles, finding, keep=[wanted])
+    if choice.total > views.THREADS_LISTED:
+        box.caption(escape_md(offered_caption(choice, finding)))
+    offered = choice.offered
+    return str(box.selectbox(
+        "Thread", offered, index=offered.index(wanted) if wanted in offered else 0,
+        format_func=format_func, help=help))
+
+
+def offered_caption(choice: views.OfferedThreads, finding: str) -> str:
+    """What a cut thread picker offers, in words (shown escaped)."""
+    text = finding.strip()
+    if not text:
+        return (f"{choice.total:,} threads with runs; the newest {choice.listed:,} are "
+                "offered below")
+    if not choice.matched:
+        return f"No thread of the {choice.total:,} with runs holds '{text}'"
+    found = (f"{counted(choice.matched, 'thread')} of {choice.total:,} with runs "
+             f"{'holds' if choice.matched == 1 else 'hold'} '{text}'")
+    return (f"{found}; the newest {choice.listed:,} are offered below"
+            if choice.matched > choice.listed else f"{found}; offered below")
 
 
 def pick_run(url: str, *, page: str = RUN_PAGE) -> tuple[str, list[views.RunSummary]]:
-    """The run picker of the run pages (``page`` is the calling page): a thread, then
-    one of its runs, preselected from the current run (``?run=``, else the run the user
-    last looked at; else the newest); the choice becomes the current run and goes into
-    the URL (unless it is the one a URL without ``run`` opens). Returns the run id and
-    the runs of its thread. A ``?run=`` that does not exist stops the page with "not found" and a search (never another run). Stops the
-    page with a message when the database cannot be read or holds no runs."""
+    """The run picker of the run pages (``page`` is the calling page): a thread
+    (``pick_thread``: the newest threads, found by id or title, and the current run's),
+    then one of its runs, preselected from the current run (``?run=``, else the run the
+    user last looked at; else the newest); the choice becomes the current run and goes
+    into the URL (unless it is the one a URL without ``run`` opens). Returns the run id
+    and the runs of its thread. A ``?run=`` that does not exist stops the page with "not
+    found" and a search (never another run). Stops the page with a message when the
+    database cannot be read or holds no runs."""
     from app import services
 
     try:
@@ -248,33 +298,33 @@ def pick_run(url: str, *, page: str = RUN_PAGE) -> tuple[str, list[views.RunSumm
     except Exception as e:  # noqa: BLE001 - shown in the page, never raised
         st.error(escape_md(services.friendly_error(e)))
         st.stop()
-    ids = {r.run_id for r in runs}
     asked = services.query_param("run")
-    if asked is not None and asked not in ids:
+    wanted = services.current_run()
+    wanted_run = services.run_of(url, wanted)
+    if asked is not None and wanted_run is None:
         services.forget_current_run()
         run_not_found(url, asked, runs, page=page)
-    wanted = services.current_run()
-    if wanted not in ids:
-        wanted = None  # a run remembered from before a Refresh that removed it
+    # (a run remembered from before a Refresh that removed it is not wanted)
     if not runs:
         st.info("No runs in this database yet.")
         st.stop()
-    threads = sorted({r.thread_id or NO_THREAD for r in runs})
-    wanted_thread = next((r.thread_id or NO_THREAD for r in runs if r.run_id == wanted), None)
-    col_thread, col_run = st.columns(2)
-    thread = col_thread.selectbox("Thread", threads,
-                                  index=threads.index(wanted_thread) if wanted_thread else 0)
-    thread_runs = [r for r in runs if (r.thread_id or NO_THREAD) == thread]
+    threads = views.threads_with_runs(runs)
+    first = min(threads)  # a URL without ``run`` opens on it in a fresh session
+    col_thread, col_run = st.columns(2, vertical_alignment="bottom")
+    thread = pick_thread(url, threads, where=col_thread,
+                         wanted=views.thread_key(wanted_run) if wanted_run else first)
+    thread_runs = [r for r in runs if views.thread_key(r) == thread]
     run_ids = [r.run_id for r in thread_runs]
     status = {r.run_id: r.status for r in thread_runs}
+    wanted_id = wanted_run.run_id if wanted_run else None
     run_id = col_run.selectbox(
-        "Run", run_ids, index=run_ids.index(wanted) if wanted in run_ids else len(run_ids) - 1,
+        "Run", run_ids,
+        index=run_ids.index(wanted_id) if wanted_id in run_ids else len(run_ids) - 1,
         format_func=lambda rid: f"{rid} ({status[rid]})")
     # what the page shows for a URL without ``run`` in a fresh session: that run stays
     # out of the URL (a sidebar link then pushes one history entry, not two), any other
     # goes in, so the URL always opens what is shown
-    fresh_default = next(r.run_id for r in reversed(runs)
-                         if (r.thread_id or NO_THREAD) == threads[0])
+    fresh_default = next(r.run_id for r in reversed(runs) if views.thread_key(r) == first)
     follow_run(str(run_id), in_url=asked is not None or run_id != fresh_default)
     return str(run_id), thread_runs
 

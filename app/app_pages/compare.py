@@ -2,7 +2,10 @@
 entered, left or moved and why, the token deltas, changed settings and step alignment.
 
 URL: ``compare?a=<run>&b=<run>`` opens the same comparison; without them it opens on
-the current run (as B) and the run before it on its thread (as A).
+the current run (as B) and the run before it on its thread (as A). ``?find=<text>`` finds
+a run of another thread. The thread picker offers the newest ``views.THREADS_LISTED``
+threads with runs and the one open; with more, ``?find_thread=<text>`` finds the others
+by id or title (``components.pick_thread``).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from app.components import (
     link_to_run,
     literal,
     md,
+    pick_thread,
     preview_text,
     ref,
     run_not_found,
@@ -49,6 +53,7 @@ CHANGE_BADGES: dict[str, tuple[BadgeColour, str]] = {"entered": ("green", ":mate
 # lanes a diff entry can sit in, in prompt order; "compacted" = inside an observation
 DIFF_LANES = ("recalled", "recent", "input", "dropped", "compacted")
 DIFF_TITLES = {**LANE_TITLES, "compacted": "Compacted into an observation"}
+FIND_THREAD_PARAM = "find_thread"  # ``find`` finds a run of another thread
 
 st.title("Compare runs")
 url = services.current_url()
@@ -74,12 +79,12 @@ if wanted_a is None and wanted_b is None and services.current_run() in by_id:
 if wanted_a is None and wanted_b is not None:
     wanted_a = services.previous_run(runs, wanted_b)  # against the run before it
 
-threads = sorted({views.thread_key(r) for r in runs})
+threads = views.threads_with_runs(runs)
+first = min(threads)  # opened when no run is asked for and no thread has two runs
 start_thread = views.comparison_thread(runs, [wanted_b, wanted_a])
-thread = st.selectbox("Thread", threads,
-                      index=threads.index(start_thread) if start_thread in threads else 0,
-                      help="Run A and Run B offer this thread's runs; a run of another "
-                           "thread can be added below.")
+thread = pick_thread(url, threads, wanted=start_thread or first, find_param=FIND_THREAD_PARAM,
+                     help="Run A and Run B offer this thread's runs; a run of another "
+                          "thread can be added below.")
 # runs asked for in the URL count only on the thread they opened
 asked = thread == start_thread
 with st.expander("Compare with a run of another thread",
@@ -110,7 +115,7 @@ run_b = col_b.selectbox("Run B", options, index=options.index(default_b), format
 # fresh session: a sidebar link (``?b=``) is then one history entry
 url_a = services.query_param("a")
 fresh_start = views.comparison_thread(runs, [url_b, url_a])
-fresh_thread = fresh_start if fresh_start in threads else threads[0]
+fresh_thread = fresh_start or first
 fresh_a = url_a or (services.previous_run(runs, url_b) if url_b else None)
 fresh = views.comparison_pair(views.offered_runs(runs, fresh_thread, [fresh_a, url_b]),
                               fresh_thread, wanted_b=url_b, wanted_a=fresh_a)

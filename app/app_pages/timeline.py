@@ -2,7 +2,9 @@
 tokens per lane as a stacked area — with observation compactions marked.
 
 URL: ``timeline?thread=<id>&run=<id>`` opens the same thread with that run marked;
-without them, the current run's thread.
+without them, the current run's thread. The thread picker offers the newest
+``views.THREADS_LISTED`` threads with runs and the one open; with more, ``?find=<text>``
+finds the others by id or title (``components.pick_thread``).
 """
 
 from __future__ import annotations
@@ -24,12 +26,14 @@ from app.components import (
     follow_run,
     link_to_message,
     link_to_run,
+    pick_thread,
     plot_text,
     run_not_found,
     set_query_params,
     thread_not_found,
 )
 from app.tables import table
+from memory_core import views
 from memory_core.analysis.timeline import TimelinePoint
 
 UNKNOWN = "unknown"
@@ -45,7 +49,7 @@ try:
 except Exception as e:  # noqa: BLE001
     st.error(escape_md(services.friendly_error(e)))
     st.stop()
-threads = sorted({r.thread_id for r in runs if r.thread_id})
+threads = views.threads_with_runs(runs, unthreaded=False)
 if not threads:
     st.info("No thread has runs in this database yet.")
     st.stop()
@@ -66,9 +70,10 @@ if asked_run is not None and services.run_of(url, asked_run) is None:
 current = services.run_of(url, services.current_run())
 if wanted is None and current is not None:
     wanted = current.thread_id  # opened from a run: that run's thread
+first = min(threads)  # what a URL naming no thread or run opens on
 counts = Counter(r.thread_id for r in runs)  # one pass: a database holds thousands
-thread = st.selectbox("Thread", threads, index=threads.index(wanted) if wanted else 0,
-                      format_func=lambda t: f"{t} ({counted(counts[t], 'run')})")
+thread = pick_thread(url, threads, wanted=wanted or first,
+                     format_func=lambda t: f"{t} ({counted(counts[t], 'run')})")
 # the run marked on the chart: the current run when it is on this thread, else the newest
 thread_run_ids = [r.run_id for r in runs if r.thread_id == thread]
 marked: str = st.selectbox(
@@ -80,7 +85,7 @@ marked: str = st.selectbox(
 # history entry); anything else goes in, so the URL opens what is shown
 from_url = services.run_of(url, asked_run)
 fresh_thread = (services.query_param("thread") or (from_url.thread_id if from_url else None)
-                or threads[0])
+                or first)
 fresh_marked = (asked_run if asked_run in thread_run_ids else thread_run_ids[-1])
 if services.query_param("thread") or thread != fresh_thread:
     set_query_params({"thread": thread})
