@@ -313,7 +313,7 @@ def pick_run(url: str, *, page: str = RUN_PAGE) -> tuple[str, list[views.RunSumm
     col_thread, col_run = st.columns(2, vertical_alignment="bottom")
     thread = pick_thread(url, threads, where=col_thread,
                          wanted=views.thread_key(wanted_run) if wanted_run else first)
-    thread_runs = [r for r in runs if views.thread_key(r) == thread]
+    thread_runs = runs.on_thread(thread)
     run_ids = [r.run_id for r in thread_runs]
     status = {r.run_id: r.status for r in thread_runs}
     wanted_id = wanted_run.run_id if wanted_run else None
@@ -324,7 +324,7 @@ def pick_run(url: str, *, page: str = RUN_PAGE) -> tuple[str, list[views.RunSumm
     # what the page shows for a URL without ``run`` in a fresh session: that run stays
     # out of the URL (a sidebar link then pushes one history entry, not two), any other
     # goes in, so the URL always opens what is shown
-    fresh_default = next(r.run_id for r in reversed(runs) if views.thread_key(r) == first)
+    fresh_default = runs.on_thread(first)[-1].run_id
     follow_run(str(run_id), in_url=asked is not None or run_id != fresh_default)
     return str(run_id), thread_runs
 

@@ -289,24 +289,25 @@ def cached_thread_summaries(url: str, resource: str | None
     return cast("tuple[views.ThreadSummary, ...]", _shared("threads", url, resource))
 
 
-def cached_runs(url: str, thread_id: str | None = None) -> tuple[views.RunSummary, ...]:
-    return cast("tuple[views.RunSummary, ...]", _shared("runs", url, thread_id))
+def cached_runs(url: str) -> views.Runs:
+    """Every run of the database, oldest first, looked up by id and by thread."""
+    return cast("views.Runs", _shared("runs", url, None))
 
 
-_SHARED_READS: dict[str, Callable[[Storage, str | None], tuple[Any, ...]]] = {
+_SHARED_READS: dict[str, Callable[[Storage, str | None], Sequence[Any]]] = {
     "threads": lambda storage, resource: tuple(views.thread_summaries(storage, resource)),
-    "runs": lambda storage, thread_id: tuple(views.list_runs(storage, thread_id=thread_id)),
+    "runs": lambda storage, _: views.Runs(views.list_runs(storage)),
 }
 
 
-def _shared(read: str, url: str, arg: str | None) -> tuple[Any, ...]:
+def _shared(read: str, url: str, arg: str | None) -> Sequence[Any]:
     version = data_version(url)
     if version is None:
         return _shared_a_while(read, url, arg)
     return _shared_versioned(read, url, arg, version)
 
 
-def _read_shared(read: str, url: str, arg: str | None) -> tuple[Any, ...]:
+def _read_shared(read: str, url: str, arg: str | None) -> Sequence[Any]:
     with _batch(url) as storage:
         return _SHARED_READS[read](storage, arg)
 
@@ -314,12 +315,12 @@ def _read_shared(read: str, url: str, arg: str | None) -> tuple[Any, ...]:
 @st.cache_resource(ttl=SHARED_READ_TTL_SECONDS, max_entries=SHARED_READ_ENTRIES,
                    show_spinner=False)
 def _shared_versioned(read: str, url: str, arg: str | None, version: Hashable
-                      ) -> tuple[Any, ...]:
+                      ) -> Sequence[Any]:
     return _read_shared(read, url, arg)
 
 
 @st.cache_resource(ttl=CACHE_TTL_SECONDS, show_spinner=False)
-def _shared_a_while(read: str, url: str, arg: str | None) -> tuple[Any, ...]:
+def _shared_a_while(read: str, url: str, arg: str | None) -> Sequence[Any]:
     return _read_shared(read, url, arg)
 
 
@@ -490,10 +491,10 @@ def demo_path() -> Path:
 def holds_runs(url: str, run_ids: Sequence[str]) -> bool:
     """Whether the database at ``url`` holds every one of ``run_ids`` (a story's runs)."""
     try:
-        ids = {r.run_id for r in cached_runs(url)}
+        runs = cached_runs(url)
     except Exception:  # noqa: BLE001 - a missing or foreign database holds no runs
         return False
-    return all(r in ids for r in run_ids)
+    return all(runs.get(r) is not None for r in run_ids)
 
 
 @st.cache_data(ttl=CACHE_TTL_SECONDS, show_spinner=False)
@@ -684,20 +685,12 @@ def previous_run(runs: Sequence[views.RunSummary], run_id: str) -> str | None:
     """The run before ``run_id`` on the same thread (``runs`` oldest first, as
     ``cached_runs`` gives them), or None when it is the thread's first or has no
     thread."""
-    by_id = {r.run_id: r for r in runs}
-    run = by_id.get(run_id)
-    if run is None or run.thread_id is None:
-        return None
-    on_thread = [r.run_id for r in runs if r.thread_id == run.thread_id]
-    at = on_thread.index(run_id)
-    return on_thread[at - 1] if at > 0 else None
+    return (runs if isinstance(runs, views.Runs) else views.Runs(runs)).previous(run_id)
 
 
 def run_of(url: str, run_id: str | None) -> views.RunSummary | None:
     """The summary of ``run_id`` in the database at ``url`` (None when absent)."""
-    if run_id is None:
-        return None
-    return next((r for r in cached_runs(url) if r.run_id == run_id), None)
+    return None if run_id is None else cached_runs(url).get(run_id)
 
 
 # -- Refresh that says what it reloaded -------------------------------------------------

@@ -9,7 +9,7 @@ from __future__ import annotations
 import heapq
 import json
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from operator import attrgetter
 from typing import Any, Literal
@@ -368,6 +368,65 @@ def list_runs(storage: Storage, *, thread_id: str | None = None) -> list[RunSumm
     return storage.runs.list_runs(thread_id=thread_id)
 
 
+class Runs(Sequence[RunSummary]):
+    """Runs oldest first, as ``list_runs`` gives them, with what the run pages look up in
+    them on every script run found once: a run by id, the runs of a thread
+    (``thread_key``). On an imported log of a million messages (434,780 runs) each such
+    look-up was a pass over every run, several a script run (0.2-0.6 s of a warm one);
+    the workbench builds this once per version of the database and shares it."""
+
+    __slots__ = ("_runs", "_at", "_of_thread")
+
+    def __init__(self, runs: Sequence[RunSummary]) -> None:
+        self._runs = tuple(runs)
+        self._at = {r.run_id: i for i, r in enumerate(self._runs)}
+        of_thread: dict[str, list[int]] = {}
+        for i, r in enumerate(self._runs):
+            of_thread.setdefault(thread_key(r), []).append(i)
+        self._of_thread = of_thread
+
+    def __len__(self) -> int:
+        return len(self._runs)
+
+    def __getitem__(self, i: Any) -> Any:
+        return Runs(self._runs[i]) if isinstance(i, slice) else self._runs[i]
+
+    def __iter__(self) -> Iterator[RunSummary]:
+        return iter(self._runs)
+
+    def __reversed__(self) -> Iterator[RunSummary]:
+        return reversed(self._runs)
+
+    def __contains__(self, run: object) -> bool:
+        return isinstance(run, RunRecord) and self.get(run.run_id) == run
+
+    def position(self, run_id: str | None) -> int | None:
+        """Where ``run_id`` is (None: not here)."""
+        return None if run_id is None else self._at.get(run_id)
+
+    def get(self, run_id: str | None) -> RunSummary | None:
+        i = self.position(run_id)
+        return None if i is None else self._runs[i]
+
+    def positions(self, thread: str) -> list[int]:
+        """Where the runs of ``thread`` (a ``thread_key``) are, oldest first."""
+        return self._of_thread.get(thread, [])
+
+    def on_thread(self, thread: str) -> list[RunSummary]:
+        """The runs of ``thread`` (a ``thread_key``: ``NO_THREAD`` for those on none)."""
+        return [self._runs[i] for i in self.positions(thread)]
+
+    def previous(self, run_id: str) -> str | None:
+        """The run before ``run_id`` on its thread; None when it is the thread's first,
+        is on no thread, or is not here."""
+        run = self.get(run_id)
+        if run is None or not run.thread_id:
+            return None
+        at = self.positions(thread_key(run))
+        k = at.index(self._at[run_id])
+        return self._runs[at[k - 1]].run_id if k > 0 else None
+
+
 # -- one run ----------------------------------------------------------------------------
 class ObservationSource(BaseModel):
     model_config = ConfigDict(frozen=True)
@@ -657,17 +716,15 @@ def thread_key(run: RunSummary) -> str:
     return run.thread_id or NO_THREAD
 
 
-def comparison_thread(runs: Sequence[RunSummary], wanted: list[str | None]) -> str | None:
+def comparison_thread(runs: Runs, wanted: list[str | None]) -> str | None:
     """The thread a comparison opens on: that of a run asked for (``wanted``, in order of
     preference), else that of the most recent run with a predecessor on its thread."""
-    by_id = {r.run_id: r for r in runs}
     for rid in wanted:
-        if rid in by_id:
-            return thread_key(by_id[rid])
-    counts: dict[str, int] = {}
-    for r in runs:
-        counts[thread_key(r)] = counts.get(thread_key(r), 0) + 1
-    return next((thread_key(r) for r in reversed(runs) if counts[thread_key(r)] >= 2), None)
+        run = runs.get(rid)
+        if run is not None:
+            return thread_key(run)
+    return next((thread_key(r) for r in reversed(runs)
+                 if len(runs.positions(thread_key(r))) >= 2), None)
 
 
 def run_search(runs: Sequence[RunSummary], text: str) -> list[str]:
@@ -680,15 +737,14 @@ def run_search(runs: Sequence[RunSummary], text: str) -> list[str]:
             if needle in f"{r.run_id} {thread_key(r)}".casefold()]
 
 
-def offered_runs(runs: Sequence[RunSummary], thread: str,
-                 also: Sequence[str | None]) -> list[RunSummary]:
+def offered_runs(runs: Runs, thread: str, also: Sequence[str | None]) -> list[RunSummary]:
     """What a run picker offers: the runs of ``thread``, plus the runs named in ``also``
     (asked for by the URL, found by a search) wherever they are, in the runs' order; and
     when that is fewer than two, the runs next to the thread's last one, so a pair can
     always be made. A picker of every run is sent whole on every script run (5,000 runs
     are ~300 KB a picker)."""
-    keep = {rid for rid in also if rid}
-    index = [i for i, r in enumerate(runs) if thread_key(r) == thread or r.run_id in keep]
+    named = [i for i in map(runs.position, also) if i is not None]
+    index = sorted({*runs.positions(thread), *named})
     if len(index) < 2 and len(runs) >= 2:
         last = index[-1] if index else len(runs) - 1
         index = sorted({*index, last, last - 1 if last > 0 else last + 1})

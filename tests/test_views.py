@@ -255,13 +255,14 @@ def test_empty_storage() -> None:
     assert views.list_runs(s) == []
 
 
-def _runs(*spec: tuple[str, str | None]) -> list[views.RunSummary]:
+def _runs(*spec: tuple[str, str | None]) -> views.Runs:
     from datetime import UTC, datetime, timedelta
 
     t0 = datetime(2027, 1, 1, tzinfo=UTC)
-    return [views.RunSummary(run_id=rid, agent="a", thread_id=tid, resource_id=None,
-                             status="completed", started_at=t0 + timedelta(minutes=i),
-                             finished_at=None) for i, (rid, tid) in enumerate(spec)]
+    return views.Runs([views.RunSummary(run_id=rid, agent="a", thread_id=tid,
+                                        resource_id=None, status="completed",
+                                        started_at=t0 + timedelta(minutes=i),
+                                        finished_at=None) for i, (rid, tid) in enumerate(spec)])
 
 
 def test_comparison_defaults_to_consecutive_runs_of_a_thread() -> None:
@@ -292,3 +293,24 @@ def test_run_pickers_offer_the_threads_runs_plus_the_named_and_found_ones() -> N
     # search: run or thread ids, case-insensitive, newest first; empty text finds none
     assert views.run_search(runs, " b ") == ["b2", "b1"]
     assert views.run_search(runs, "A1") == ["a1"] and views.run_search(runs, "  ") == []
+
+
+def test_runs_look_up_what_a_pass_over_every_run_finds() -> None:
+    spec = [(f"r{i}", (None, "A", "B", "C", "")[i * 7 % 5]) for i in range(40)]
+    runs = _runs(*spec)
+    listed = list(runs)
+    assert len(runs) == 40 and [r.run_id for r in runs] == [rid for rid, _ in spec]
+    assert list(reversed(runs)) == listed[::-1] and runs[3] == listed[3]
+    assert isinstance(runs[:5], views.Runs) and list(runs[:5]) == listed[:5]
+    for r in listed:
+        assert runs.get(r.run_id) is r and runs.position(r.run_id) == listed.index(r)
+        key = views.thread_key(r)
+        same = [x for x in listed if views.thread_key(x) == key]
+        assert runs.on_thread(key) == same
+        before = same[:same.index(r)]
+        assert runs.previous(r.run_id) == (
+            before[-1].run_id if before and r.thread_id else None)
+    assert runs.get("ghost") is None and runs.get(None) is None
+    assert runs.previous("ghost") is None and runs.on_thread("nowhere") == []
+    # runs on no thread (None or "") are one thread, NO_THREAD, and have no previous
+    assert {r.thread_id for r in runs.on_thread(views.NO_THREAD)} == {None, ""}

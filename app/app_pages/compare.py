@@ -67,14 +67,13 @@ if len(runs) < 2:
     st.info(escape_md(f"Comparing needs at least two runs; this database has {len(runs)}."))
     st.stop()
 
-by_id = {r.run_id: r for r in runs}
 wanted_a, wanted_b = services.query_param("a"), services.query_param("b")
 for wanted in (wanted_a, wanted_b):
-    if wanted and wanted not in by_id:
+    if wanted and runs.get(wanted) is None:
         # never another run in its place: "not found", a search, the URL left as is
         run_not_found(url, wanted, runs, page=COMPARE_PAGE)
 url_b = wanted_b  # run B as the URL names it (the sidebar's link names only B)
-if wanted_a is None and wanted_b is None and services.current_run() in by_id:
+if wanted_a is None and wanted_b is None and runs.get(services.current_run()) is not None:
     wanted_b = services.current_run()  # opened without a pair: the current run
 if wanted_a is None and wanted_b is not None:
     wanted_a = services.previous_run(runs, wanted_b)  # against the run before it
@@ -104,7 +103,8 @@ options, default_a, default_b = pair.options, pair.default_a, pair.default_b
 
 
 def _label(rid: str) -> str:
-    r = by_id[rid]
+    r = runs.get(rid)
+    assert r is not None  # options are runs of this database
     return f"{rid} · {fmt_time(r.started_at)} · {r.status}"
 
 

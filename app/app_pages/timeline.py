@@ -9,8 +9,6 @@ finds the others by id or title (``components.pick_thread``).
 
 from __future__ import annotations
 
-from collections import Counter
-
 import plotly.graph_objects as go
 import streamlit as st
 
@@ -71,11 +69,10 @@ current = services.run_of(url, services.current_run())
 if wanted is None and current is not None:
     wanted = current.thread_id  # opened from a run: that run's thread
 first = min(threads)  # what a URL naming no thread or run opens on
-counts = Counter(r.thread_id for r in runs)  # one pass: a database holds thousands
 thread = pick_thread(url, threads, wanted=wanted or first,
-                     format_func=lambda t: f"{t} ({counted(counts[t], 'run')})")
+                     format_func=lambda t: f"{t} ({counted(len(runs.positions(t)), 'run')})")
 # the run marked on the chart: the current run when it is on this thread, else the newest
-thread_run_ids = [r.run_id for r in runs if r.thread_id == thread]
+thread_run_ids = [r.run_id for r in runs.on_thread(thread)]
 marked: str = st.selectbox(
     "Marked run", thread_run_ids,
     index=(thread_run_ids.index(current.run_id) if current is not None

@@ -22,6 +22,7 @@ from streamlit.testing.v1 import AppTest
 from app import services
 from app.components import RUN_PAGE, THREADS_PAGE, WHY_PAGE
 from bench.runs_db import plan, play
+from memory_core import views
 from memory_core.storage.base import Storage
 from memory_core.storage.duckdb import DuckDBStorage
 from memory_core.storage.inmemory import InMemoryStorage
@@ -264,7 +265,7 @@ def test_every_run_and_thread_is_read_once_and_shared_not_copied() -> None:
     try:
         runs = services.cached_runs(url)
         threads = services.cached_thread_summaries(url, None)
-        assert isinstance(runs, tuple) and isinstance(threads, tuple)  # nothing to mutate
+        assert isinstance(runs, views.Runs) and isinstance(threads, tuple)  # nothing to mutate
         assert services.cached_runs(url) is runs
         assert services.cached_thread_summaries(url, None) is threads
         # one read each: the summaries count runs by thread without reading every run
