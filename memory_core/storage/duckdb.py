@@ -21,7 +21,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterator, Sequence
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager, nullcontext, suppress
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -154,6 +154,11 @@ _WANTS_WRITE = ".wants-write"  # touched as well by an asker that will write
 # the file; another writer that gets the file meanwhile gives it back until the lender
 # has taken it back and committed them (so no one else assigns those seqs).
 _LEASE = ".lease"
+# A process rewriting the file (after an erasure) writes this next to it (its pid) from
+# before it lets the old file go until the fresh copy is in its place: a process that
+# opens the file meanwhile closes it again and waits (else it could write into the old
+# file, which is then replaced: its writes lost, its WAL left beside the new file).
+_REWRITING = ".rewriting"
 
 
 _WARM = threading.Event()
@@ -185,8 +190,26 @@ def ask_for_file(db_path: str) -> None:
 def _lender(path: str) -> int | None:
     """The pid of another live process that lent the file to a reader and takes it
     back first (its appends wait with seqs given), or None."""
+    return _claimant(path + _LEASE)
+
+
+def _rewriter(path: str) -> int | None:
+    """The pid of another live process putting a rewritten copy in place of the file
+    (``_Database.rewrite_file``), or None."""
+    return _claimant(path + _REWRITING)
+
+
+def _inode(path: str) -> int | None:
     try:
-        with open(path + _LEASE) as f:
+        return os.stat(path).st_ino
+    except OSError:
+        return None
+
+
+def _claimant(flag: str) -> int | None:
+    """The pid written in ``flag`` when it is another live process's, else None."""
+    try:
+        with open(flag) as f:
             pid = int(f.read() or 0)
     except (OSError, ValueError):
         return None
@@ -199,6 +222,14 @@ def _lender(path: str) -> int | None:
     except PermissionError:
         pass
     return pid
+
+
+def _write_pid(flag: str) -> None:
+    """Write this process's pid to ``flag`` at once (whole or not at all)."""
+    tmp = f"{flag}.{os.getpid()}"
+    with open(tmp, "w") as f:
+        f.write(str(os.getpid()))
+    os.replace(tmp, flag)
 
 
 def _touch(path: str) -> None:
@@ -522,10 +553,7 @@ class _Handle:
                 or self.asked(_WANTS_WRITE) or self.path is None:
             return False
         try:
-            tmp = f"{self.path}{_LEASE}.{os.getpid()}"
-            with open(tmp, "w") as f:
-                f.write(str(os.getpid()))
-            os.replace(tmp, self.path + _LEASE)
+            _write_pid(self.path + _LEASE)
         except OSError:
             return False
         conn, self.idle = self.idle, None
@@ -817,6 +845,7 @@ class _Database:
         h = self.handle
         assert h.path is not None
         read_only = read_only and not h.away  # waiting appends need a writable one
+        inode = _inode(h.path)
         try:
             conn = duckdb.connect(h.path, read_only=read_only, config=_CONFIG)
         except duckdb.IOException as e:
@@ -830,6 +859,12 @@ class _Database:
             return None
         except duckdb.Error as e:
             raise StorageError(f"{op} failed: cannot open '{h.path}': {e}") from e
+        rewriter = _rewriter(h.path)
+        if rewriter is not None or (inode is not None and _inode(h.path) != inode):
+            # the old file, or one put in its place while it opened: open the new one
+            conn.close()
+            self._busy = f"process {rewriter} is putting a rewritten copy in its place"
+            return None
         lender = None if read_only else _lender(h.path)
         if lender is not None:
             conn.close()  # nothing written: the lender's appends hold seqs, it goes first
@@ -1030,12 +1065,25 @@ class _Database:
             except duckdb.Error as e:
                 conn.close()
                 raise StorageError(f"{op} failed: rewriting '{h.path}': {e}") from e
-            conn.close()
-            os.replace(fresh, h.path)
-            if os.path.exists(h.path + ".wal"):
-                os.remove(h.path + ".wal")
+            # others stay out from before the old file is let go until the copy is in
+            # its place (they check the flag, and the inode, after they open it)
+            flag = h.path + _REWRITING
+            _write_pid(flag)
+            try:
+                conn.close()
+                self._swap_in(fresh)
+            finally:
+                with suppress(OSError):
+                    os.remove(flag)
             if session:
                 h.held = self._connect(op, read_only=h.held_read_only)
+
+    def _swap_in(self, fresh: str) -> None:
+        """Put the rewritten copy in place of the file (its WAL is empty: checkpointed)."""
+        assert self.handle.path is not None
+        os.replace(fresh, self.handle.path)
+        if os.path.exists(self.handle.path + ".wal"):
+            os.remove(self.handle.path + ".wal")
 
     def close(self) -> None:
         if self.closed:
