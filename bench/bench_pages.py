@@ -9,7 +9,10 @@ page measured the same way (the baseline the ratios are against).
   own row, once per database.
 - **cold**: a new visitor — a fresh browser context — opening the page on that running
   server, once every cached read of the pages before it has expired
-  (services.CACHE_TTL_SECONDS): the page's own imports and every read it makes.
+  (services.CACHE_TTL_SECONDS): the page's own imports and every read it makes, except
+  the two shared reads of every run and every thread, which live while the database is
+  unchanged (``services.data_version``) as they do for a real new visitor;
+  ``bench.page_script_times`` measures a first visit with every read cleared.
 - **warm (reload)**: the same context opening the page's URL again (median of
   ``--warm``): Streamlit's whole front end and websocket load again.
 - **warm (in-app)**: in the app already open in that context, a click on our link to the
@@ -380,8 +383,9 @@ def _intro(b_cold: float, b_warm: float, warm_repeat: int) -> str:
         "run), its own row per database and not part of any page's cold figure; "
         "**cold** = a new visitor (a fresh browser context) opening the page on that "
         "running server once every read cached by the pages before it has expired (the "
-        "page's own imports and all its reads; the read-only connection may still be "
-        f"open); **warm (reload)** = the same context opening the page's URL again "
+        "page's own imports and its reads, but not the shared reads of every run and "
+        "thread, kept while the database is unchanged as for any new visitor; the "
+        f"read-only connection may still be open); **warm (reload)** = the same context opening the page's URL again "
         f"(median of {warm_repeat}; Streamlit's front end and websocket load again); "
         "**warm (in-app)** = in the app already open in that context, a click on our "
         "own link to the page — the sidebar's (Run inspector, Story, from the Start "
