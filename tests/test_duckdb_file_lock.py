@@ -11,6 +11,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -90,3 +91,27 @@ def test_a_file_held_read_only_keeps_its_lock(tmp_path: Path) -> None:
     finally:
         reader.close()
     assert _other_process_gets_it(path)  # let go: anyone may have it
+
+
+def test_a_file_is_looked_at_once_however_often_it_is_reopened(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reading its first bytes (to refuse a foreign file) opens and closes the file: done
+    once, on the first open, not again on each reopen."""
+    import builtins
+
+    from memory_core.storage import duckdb as duck
+
+    path = tmp_path / "agent.duckdb"
+    opened: list[str] = []
+    real_open = builtins.open
+
+    def counting(file: Any, *args: Any, **kwargs: Any) -> Any:
+        opened.append(str(file))
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr(duck, "open", counting, raising=False)
+    s = DuckDBStorage(path, linger=0)  # lets the file go after every operation
+    for i in range(4):
+        s.memory.create_thread(f"t{i}")
+    s.close()
+    assert opened.count(str(path)) <= 1

@@ -390,6 +390,10 @@ class _Handle:
         self.path = path
         self.wants = None if path is None else path + _WANTS
         self.away = False  # the file is lent to a reader; appends wait with seqs given
+        # DuckDB opened the file once already: it is not looked at again (reading its
+        # first bytes opens and closes it, and any close of the file drops the lock a
+        # DuckDB instance of this process may still hold on it)
+        self.known = False
         self.flushing = False  # the keeper commits deferred appends without the lock
         self.stale = False  # the write in progress touched more than journal and runs
         self.stale_keys = False  # ... in ways that may change which of their keys exist
@@ -819,7 +823,8 @@ class _Database:
         assert self.handle.path is not None
         if read_only and not os.path.exists(self.handle.path):
             raise StorageError(f"{op} failed: database file '{self.handle.path}' does not exist")
-        _refuse_foreign(op, self.handle.path)
+        if not self.handle.known:
+            _refuse_foreign(op, self.handle.path)
         gap = self.handle.reopen_after - time.monotonic()
         if gap > 0:
             time.sleep(gap)  # this process just held the file for max_hold: let others in
@@ -871,6 +876,7 @@ class _Database:
             h.ask(write=True)
             self._busy = f"process {lender} lent it to a reader and takes it back first"
             return None
+        h.known = True
         h.opened_ns = time.time_ns()
         h.changes += 1  # others may have written while this process had no connection
         h.home()
