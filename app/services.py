@@ -20,7 +20,12 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 import streamlit as st
 
 from memory_core import views
-from memory_core.errors import InvalidInputError, MemoryCoreError, NotFoundError
+from memory_core.errors import (
+    InvalidInputError,
+    MemoryCoreError,
+    NotFoundError,
+    StorageBusyError,
+)
 from memory_core.storage.base import Storage
 
 if TYPE_CHECKING:  # the analysis modules load on first use, keeping page starts fast
@@ -265,7 +270,7 @@ def cached_resources(url: str) -> list[str]:
 # at a million messages they take seconds to read, and a user coming back to a page
 # after ten seconds paid that again though nothing had been written.
 SHARED_READ_TTL_SECONDS = 3600
-SHARED_READ_ENTRIES = 16  # reads, versions and resources kept at once (~0.2 GB each at 1M)
+SHARED_READ_ENTRIES = 16  # reads and databases kept at once (one version a read)
 
 
 def data_version(url: str) -> Hashable | None:
@@ -300,10 +305,29 @@ _SHARED_READS: dict[str, Callable[[Storage, str | None], Sequence[Any]]] = {
 }
 
 
+# the version each shared read was last given: one version is kept a read (each is up
+# to half a gigabyte at a million messages), and it is what the pages show while the
+# file is held by a writer that does not let go (an import's session)
+_versions: dict[tuple[str, str, str | None], Hashable] = {}
+_versions_lock = threading.Lock()
+
+
 def _shared(read: str, url: str, arg: str | None) -> Sequence[Any]:
-    version = data_version(url)
+    key = (read, url, arg)
+    try:
+        version = data_version(url)
+    except StorageBusyError:
+        with _versions_lock:
+            version = _versions.get(key)
+        if version is None:
+            raise
+        return _shared_versioned(read, url, arg, version)  # as last read, if still kept
     if version is None:
         return _shared_a_while(read, url, arg)
+    with _versions_lock:
+        old, _versions[key] = _versions.get(key), version
+    if old is not None and old != version:
+        _shared_versioned.clear(read, url, arg, old)
     return _shared_versioned(read, url, arg, version)
 
 
@@ -343,6 +367,8 @@ def forget_reads() -> None:
     st.cache_data.clear()
     _shared_versioned.clear()
     _shared_a_while.clear()
+    with _versions_lock:
+        _versions.clear()
 
 
 @st.cache_data(ttl=CACHE_TTL_SECONDS, show_spinner=False)

@@ -23,6 +23,7 @@ from app import services
 from app.components import RUN_PAGE, THREADS_PAGE, WHY_PAGE
 from bench.runs_db import plan, play
 from memory_core import views
+from memory_core.errors import StorageBusyError
 from memory_core.storage.base import Storage
 from memory_core.storage.duckdb import DuckDBStorage
 from memory_core.storage.inmemory import InMemoryStorage
@@ -198,7 +199,47 @@ def test_every_run_and_thread_is_kept_until_another_process_writes(
     assert services.data_version(url) != version
     after = {t.thread_id: t.message_count for t in services.cached_thread_summaries(url, None)}
     assert after == {**before, THREAD: before[THREAD] + 1}
+    # one version is kept a read: the old one was dropped (asked for, it is read again)
+    assert services._shared_versioned("threads", url, None, version) is not threads
     services.forget_reads()
+
+
+HOLDER = """
+import sys, time
+from memory_core.storage.duckdb import DuckDBStorage
+s = DuckDBStorage(sys.argv[1], lock_timeout=60)
+with s.session():
+    s.memory.list_threads()
+    print("holding", flush=True)
+    time.sleep(60)
+"""
+
+
+def test_while_a_writer_holds_the_file_the_pages_show_what_was_read(
+        duckdb_copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An import holds the file for its whole session: the pages show every run and
+    thread as last read instead of failing on the file (the other reads wait and say
+    it is busy, as before)."""
+    monkeypatch.setenv(services.ENV_VAR, str(duckdb_copy))
+    monkeypatch.setattr(services, "LOCK_TIMEOUT_SECONDS", 0.5)
+    url = str(duckdb_copy)
+    services.forget_reads()
+    runs = services.cached_runs(url)
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(duckdb_copy)], cwd=ROOT,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline().strip() == "holding", holder.stderr.read()[-3000:]
+        with pytest.raises(StorageBusyError):
+            services.data_version(url)
+        assert services.cached_runs(url) is runs
+        services.forget_reads()  # nothing read before: the busy file is said
+        with pytest.raises(StorageBusyError):
+            services.cached_runs(url)
+    finally:
+        holder.kill()
+        holder.communicate(timeout=60)
+        services.forget_reads()
 
 
 def test_a_store_without_a_change_token_keeps_its_reads_a_while() -> None:
