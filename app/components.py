@@ -235,48 +235,69 @@ NO_THREAD = views.NO_THREAD
 FIND_THREAD_KEY = "find-thread"
 
 
+@dataclass(frozen=True)
+class ThreadPicker:
+    """How a cut thread picker speaks: its label, the find box's widget key and URL
+    parameter, and what its threads are (in the caption: "<total> <what>")."""
+
+    label: str = "Thread"
+    find_key: str = FIND_THREAD_KEY
+    find_param: str = "find"
+    what: str = "threads with runs"
+
+
 def pick_thread(url: str, threads: Mapping[str, int], *, wanted: str | None,
                 where: Any = None, find_param: str = "find",
-                format_func: Callable[[str], str] = str, help: str | None = None) -> str:
+                format_func: Callable[[str], str] = str, help: str | None = None,
+                picker: ThreadPicker | None = None,
+                titles: Mapping[str, str | None] | None = None,
+                also: Sequence[str] = ()) -> str:
     """The thread picker of the run pages (run inspector, counterfactual, why-forgotten,
     timeline, compare): of ``threads`` (``views.threads_with_runs``), the newest
     ``views.THREADS_LISTED`` and ``wanted`` (the thread the page opens on, preselected;
-    else the first), in ascending order. With more threads than that, a "Find a thread"
-    box (its text in the URL as ``find_param``) narrows them by id or title, and a
-    caption says what is offered, as on the Threads page. All of it goes into ``where``
-    (a column) when given. Returns the thread picked."""
+    else the first) and ``also``, in ascending order. With more threads than that, a
+    "Find a thread" box (its text in the URL as ``find_param``) narrows them by id or
+    title (``titles``, else every thread's), and a caption says what is offered, as on
+    the Threads page. All of it goes into ``where`` (a column) when given. ``picker``
+    names another such picker on the same page (why-forgotten's message thread).
+    Returns the thread picked."""
     from app import services
 
+    picker = picker or ThreadPicker(find_param=find_param)
     box = st if where is None else where
     finding = ""
     if len(threads) > views.THREADS_LISTED:
-        finding = box.text_input("Find a thread", value=services.query_param(find_param) or "",
-                                key=FIND_THREAD_KEY, placeholder="part of a thread id or title")
-        set_query_params({find_param: finding.strip() or None})
-    titles: dict[str, str | None] = {}
-    if finding.strip():  # titles are read only to find by them
-        try:
-            titles = {t.thread_id: t.title for t in services.cached_thread_summaries(url, None)}
-        except Exception:  # noqa: BLE001 - found by id only
-            titles = {}
-    choice = views.offered_threads(threads, titles, finding, keep=[wanted])
+        finding = box.text_input(f"Find a {picker.label.lower()}",
+                                 value=services.query_param(picker.find_param) or "",
+                                 key=picker.find_key, placeholder="part of a thread id or title")
+        set_query_params({picker.find_param: finding.strip() or None})
+    if titles is None:
+        titles = {}
+        if finding.strip():  # titles are read only to find by them
+            try:
+                titles = {t.thread_id: t.title
+                          for t in services.cached_thread_summaries(url, None)}
+            except Exception:  # noqa: BLE001 - found by id only
+                titles = {}
+    choice = views.offered_threads(threads, titles, finding, keep=[wanted, *also])
     if choice.total > views.THREADS_LISTED:
-        box.caption(escape_md(offered_caption(choice, finding)))
+        box.caption(escape_md(offered_caption(choice, finding, picker.what)))
     offered = choice.offered
     return str(box.selectbox(
-        "Thread", offered, index=offered.index(wanted) if wanted in offered else 0,
+        picker.label, offered, index=offered.index(wanted) if wanted in offered else 0,
         format_func=format_func, help=help))
 
 
-def offered_caption(choice: views.OfferedThreads, finding: str) -> str:
-    """What a cut thread picker offers, in words (shown escaped)."""
+def offered_caption(choice: views.OfferedThreads, finding: str,
+                    what: str = "threads with runs") -> str:
+    """What a cut thread picker offers, in words (shown escaped); ``what`` its threads
+    are ("threads with runs")."""
     text = finding.strip()
     if not text:
-        return (f"{choice.total:,} threads with runs; the newest {choice.listed:,} are "
-                "offered below")
+        return f"{choice.total:,} {what}; the newest {choice.listed:,} are offered below"
     if not choice.matched:
-        return f"No thread of the {choice.total:,} with runs holds '{text}'"
-    found = (f"{counted(choice.matched, 'thread')} of {choice.total:,} with runs "
+        return f"None of the {choice.total:,} {what} holds '{text}'"
+    found = (f"{choice.matched:,} of the {choice.total:,} {what} "
              f"{'holds' if choice.matched == 1 else 'hold'} '{text}'")
     return (f"{found}; the newest {choice.listed:,} are offered below"
             if choice.matched > choice.listed else f"{found}; offered below")

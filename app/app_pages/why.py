@@ -18,6 +18,7 @@ from app.components import (
     FATE_COLOURS,
     WHY_PAGE,
     Id,
+    ThreadPicker,
     escape_md,
     fate_badge,
     fmt_score,
@@ -28,6 +29,7 @@ from app.components import (
     literal,
     md,
     pick_run,
+    pick_thread,
     plot_text,
     preview_text,
     ref,
@@ -35,6 +37,7 @@ from app.components import (
     truncate,
 )
 from app.tables import table
+from memory_core import views
 
 if TYPE_CHECKING:
     from memory_core.analysis.forgotten import Explanation, PhraseSearch
@@ -66,12 +69,27 @@ if how == PICK:
     # and a picker offering them all is sent whole on every script run
     scope_ids = [tid for tid, _ in scope]
     scope_titles = dict(scope)
-    col_thread, col_msg = st.columns([1, 2])
-    msg_thread = col_thread.selectbox(
-        "Message thread", scope_ids,
-        index=scope_ids.index(url_ref[0]) if url_ref[0] in scope_ids else 0,
-        format_func=lambda t: f"{t} · {scope_titles[t] or '(untitled)'}",
-        help="The run's thread, then its owner's other threads.") if scope_ids else None
+    col_thread, col_msg = st.columns([1, 2], vertical_alignment="bottom")
+    def thread_label(t: str) -> str:
+        return f"{t} · {scope_titles[t] or '(untitled)'}"
+
+    thread_help = "The run's thread, then its owner's other threads."
+    if len(scope_ids) > views.THREADS_LISTED:
+        # an owner of thousands of threads: the run's thread and the newest others
+        # (scope order: the run's thread first, then newest first), found by id or title
+        rank = {tid: len(scope_ids) - i for i, tid in enumerate(scope_ids)}
+        msg_thread = pick_thread(
+            url, rank, wanted=url_ref[0] if url_ref[0] in rank else scope_ids[0],
+            where=col_thread, titles=scope_titles, also=scope_ids[:1],
+            picker=ThreadPicker(label="Message thread", find_key="find-message-thread",
+                                find_param="find_message_thread",
+                                what="threads the run could have been given"),
+            format_func=thread_label, help=thread_help)
+    else:
+        msg_thread = col_thread.selectbox(
+            "Message thread", scope_ids,
+            index=scope_ids.index(url_ref[0]) if url_ref[0] in scope_ids else 0,
+            format_func=thread_label, help=thread_help) if scope_ids else None
     try:
         msgs = services.cached_thread_scope_messages(url, msg_thread) if msg_thread else []
     except Exception as e:  # noqa: BLE001

@@ -122,7 +122,7 @@ def test_the_run_inspector_finds_a_thread_by_id_or_title(many: InMemoryStorage,
     assert _threads(at) == ["t2", "t4", "t6", "t7"]  # the newest three, and the open one
     assert _select(at, "Thread").value == "t7" and _select(at, "Run").value == "r7"
     assert at.query_params["find"] == "EVEN"
-    assert escape_md("4 threads of 8 with runs hold 'EVEN'; the newest 3 are offered "
+    assert escape_md("4 of the 8 threads with runs hold 'EVEN'; the newest 3 are offered "
                      "below") in _captions(at)
     _find(at, "t1")
     assert _threads(at) == ["t1", "t7"]
@@ -132,7 +132,7 @@ def test_the_run_inspector_finds_a_thread_by_id_or_title(many: InMemoryStorage,
     assert at.query_params["run"] == "r1b"
     _find(at, "nothing like it")
     assert _threads(at) == ["t1"]  # the open thread stays
-    assert escape_md("No thread of the 8 with runs holds 'nothing like it'") in _captions(at)
+    assert escape_md("None of the 8 threads with runs holds 'nothing like it'") in _captions(at)
 
 
 @pytest.mark.parametrize(("page", "run_label"), [(RUN_PAGE, "Run"),
@@ -234,3 +234,42 @@ def test_offered_threads_are_the_newest_found_and_the_kept() -> None:
     found = views.offered_threads(threads, {"a": "Blue sky", "c": "blue sea"}, " BLUE ",
                                   limit=1)
     assert (found.offered, found.matched) == (["c"], 2)
+
+
+# -- why-forgotten's message thread: the run's thread and its owner's ----------------------
+@pytest.fixture()
+def one_owner(monkeypatch: pytest.MonkeyPatch) -> Iterator[InMemoryStorage]:
+    """Eight threads of one resource (a user of a support bot), one run each."""
+    monkeypatch.setattr(views, "THREADS_LISTED", LISTED)
+    storage = InMemoryStorage(clock=fixed_clock())
+    memory = AgentMemory(storage, embed=HashingEmbedder(16), recent_n=4)
+    runner = Runner(storage, {"a": Agent("a", "Be brief.", ScriptedModel(["ok"] * 20))},
+                    memory=memory)
+    for i, thread in enumerate(THREADS):
+        runner.run("a", run_id=f"r{i}", thread_id=thread, resource_id="u", prompt=_title(i))
+    yield from served(storage, monkeypatch)
+
+
+def _message_threads(at: AppTest) -> list[str]:
+    return [o.split(" · ")[0] for o in _select(at, "Message thread").options]
+
+
+def test_why_offers_the_runs_thread_and_the_newest_of_its_owners(one_owner: InMemoryStorage,
+                                                                app: MakeApp) -> None:
+    at = app(WHY_PAGE, run="r0")  # the oldest thread's run
+    _ok(at)
+    assert _message_threads(at) == ["t0", "t6", "t7"]  # its own, and the newest others
+    assert _select(at, "Message thread").value == "t0"
+    assert escape_md("8 threads the run could have been given; the newest 3 are offered "
+                     "below") in _captions(at)
+    at.text_input(key="find-message-thread").set_value("odd").run()
+    _ok(at)
+    assert _message_threads(at) == ["t0", "t3", "t5", "t7"]
+    assert escape_md("4 of the 8 threads the run could have been given hold 'odd'; the "
+                     "newest 3 are offered below") in _captions(at)
+    assert at.query_params["find_message_thread"] == "odd"
+    assert "find" not in at.query_params  # the run picker's own find box is another
+    _select(at, "Message thread").set_value("t3").run()
+    _ok(at)
+    assert [o.split(" · ")[0] for o in _select(at, "Message").options] == ["#0", "#1"]
+    assert at.query_params["thread"] == "t3"
