@@ -162,7 +162,7 @@ def test_a_large_group_lists_its_newest_threads_and_finds_the_rest(
     find("EVEN")  # id or title, any case
     assert not at.exception and not at.error
     assert list(at.dataframe[0].value["thread"]) == ["t6", "t4", "t2"]
-    assert "4 threads of 8 hold 'EVEN'" in at.caption[0].value
+    assert "4 of the 8 threads hold 'EVEN'" in at.caption[0].value
     assert at.query_params["find"] == "EVEN"
     find("t1")
     assert list(at.dataframe[0].value["thread"]) == ["t1"]

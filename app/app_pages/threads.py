@@ -81,9 +81,9 @@ if len(summaries) > views.THREADS_LISTED:
     set_query_params({"find": finding.strip() or None})
 listing = views.list_threads_of(summaries, finding)
 if listing.total > views.THREADS_LISTED:
-    found = (f"{counted(listing.matched, 'thread')} of {listing.total:,} hold "
-             f"'{escape_md(finding.strip())}'" if finding.strip()
-             else f"{listing.total:,} threads")
+    found = (f"{listing.matched:,} of the {listing.total:,} threads "
+             f"{'holds' if listing.matched == 1 else 'hold'} '{escape_md(finding.strip())}'"
+             if finding.strip() else f"{listing.total:,} threads")
     st.caption(f"{found}; the newest {views.THREADS_LISTED} are listed here and offered "
                "below" if listing.matched > views.THREADS_LISTED
                else f"{found}; listed here and offered below")
