@@ -484,7 +484,7 @@ def runs(db: DbOpt = None,
         if thread is not None:
             guarded(lambda: s.memory.require_thread(thread))
         rows = guarded(lambda: views.list_runs(s, thread_id=thread))
-    table([r.model_dump() for r in rows],
+    table([r._asdict() for r in rows],
           ["run_id", "agent", "thread_id", "status", "started_at"])
 
 

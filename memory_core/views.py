@@ -26,7 +26,7 @@ from memory_core.provenance import (
     MessageRef,
     ObservationRef,
 )
-from memory_core.storage.base import Storage
+from memory_core.storage.base import RunRow, Storage
 from memory_core.storage.common import many_objects
 from memory_core.tokens import estimate_tokens
 from memory_core.types import (
@@ -123,10 +123,10 @@ class SearchHit(BaseModel):
     page: int  # the page of the thread (at DEFAULT_PAGE_SIZE) that shows this message
 
 
-# A run as the pages list it is the journal's own record, not a copy: a copy of each of
-# the 434,780 runs of a million-message import cost a second validation a run (1.8 s of
-# the run pages' 4.1 s first read of every run).
-RunSummary = RunRecord
+# A run as the pages list it: its row as a plain, immutable tuple (``run_rows``), not a
+# validated record: the pages read every run of a database, 434,780 of a million-message
+# import, and a record each (a copy of it, before) cost seconds and ~1 KB a run.
+RunSummary = RunRow
 
 
 def list_resources(storage: Storage) -> list[str]:
@@ -365,7 +365,7 @@ def search(storage: Storage, resource: str | None, text: str, *,
 
 def list_runs(storage: Storage, *, thread_id: str | None = None) -> list[RunSummary]:
     """Runs (of one thread, or all), oldest first."""
-    return storage.runs.list_runs(thread_id=thread_id)
+    return storage.runs.run_rows(thread_id=thread_id)
 
 
 class Runs(Sequence[RunSummary]):
@@ -398,7 +398,7 @@ class Runs(Sequence[RunSummary]):
         return reversed(self._runs)
 
     def __contains__(self, run: object) -> bool:
-        return isinstance(run, RunRecord) and self.get(run.run_id) == run
+        return isinstance(run, RunRow) and self.get(run.run_id) == run
 
     def position(self, run_id: str | None) -> int | None:
         """Where ``run_id`` is (None: not here)."""
@@ -498,7 +498,7 @@ class ToolCallView(BaseModel):
 
 class RunView(BaseModel):
     model_config = ConfigDict(frozen=True)
-    run: RunSummary
+    run: RunRecord
     error: str | None
     query: str | None
     lanes: list[LaneView]

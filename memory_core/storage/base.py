@@ -200,6 +200,20 @@ class ThreadActivity(NamedTuple):
     last_message_at: datetime | None
 
 
+class RunRow(NamedTuple):
+    """A run's row as a plain tuple (``RunJournal.run_rows``): the fields of
+    ``RunRecord``, not validated again (they were when written) and immutable."""
+
+    run_id: str
+    agent: str
+    thread_id: str | None
+    resource_id: str | None
+    status: str
+    started_at: datetime
+    finished_at: datetime | None = None
+    error: str | None = None
+
+
 class ThreadRuns(NamedTuple):
     """How many runs a thread has, and the latest moment among them (a run's finish,
     or its start while it has not finished)."""
@@ -558,6 +572,14 @@ class RunJournal:
 
     def delete_runs(self, run_ids: Sequence[str]) -> int:
         raise NotImplementedError
+
+    def run_rows(self, *, thread_id: str | None = None) -> builtins.list[RunRow]:
+        """``list_runs`` as plain rows, in the same order: the workbench reads every run
+        of a database (434,780 of a million-message import), and a validated record
+        each cost it a second and twice the memory."""
+        return [RunRow(r.run_id, r.agent, r.thread_id, r.resource_id, r.status,
+                       r.started_at, r.finished_at, r.error)
+                for r in self.list_runs(thread_id=thread_id)]
 
     def thread_runs(self) -> dict[str, ThreadRuns]:
         """Each thread that has runs: how many, and their latest moment (a run's

@@ -37,6 +37,7 @@ from memory_core.storage.base import (
     MessageColumns,
     ObservationVector,
     RunJournal,
+    RunRow,
     ScopeRows,
     Storage,
     ThreadActivity,
@@ -1165,6 +1166,16 @@ class SqlRunJournal(RunJournal):
 
     def list_runs(self, *, thread_id: str | None = None,
                   resource_id: str | None = None) -> builtins.list[RunRecord]:
+        with many_objects():
+            return [_row_to_run(r) for r in self._run_rows(thread_id, resource_id)]
+
+    def run_rows(self, *, thread_id: str | None = None) -> builtins.list[RunRow]:
+        with many_objects():
+            return [RunRow(r[0], r[1], r[2], r[3], r[4], ts_parse(r[5]), ts_parse_opt(r[6]),
+                           r[7]) for r in self._run_rows(thread_id, None)]
+
+    def _run_rows(self, thread_id: str | None, resource_id: str | None
+                  ) -> builtins.list[tuple[Any, ...]]:
         sql = f"SELECT {_RUN_COLS} FROM runs WHERE 1 = 1"
         params: builtins.list[Any] = []
         if thread_id is not None:
@@ -1173,9 +1184,8 @@ class SqlRunJournal(RunJournal):
         if resource_id is not None:
             sql += " AND resource_id = ?"
             params.append(resource_id)
-        with self._db.read("list_runs") as tx, many_objects():
-            return [_row_to_run(r)
-                    for r in tx.query(sql + " ORDER BY started_us, run_id", params)]
+        with self._db.read("list_runs") as tx:
+            return tx.query(sql + " ORDER BY started_us, run_id", params)
 
     def thread_runs(self) -> dict[str, ThreadRuns]:
         sql = "SELECT thread_id, started_at, finished_at FROM runs WHERE thread_id IS NOT NULL"

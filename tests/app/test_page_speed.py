@@ -310,7 +310,7 @@ def test_every_run_and_thread_is_read_once_and_shared_not_copied() -> None:
         assert services.cached_runs(url) is runs
         assert services.cached_thread_summaries(url, None) is threads
         # one read each: the summaries count runs by thread without reading every run
-        assert (counting.calls["list_runs"], counting.calls["thread_runs"]) == (1, 1)
+        assert (counting.calls["run_rows"], counting.calls["thread_runs"]) == (1, 1)
         storage.runs.start_run(RunRecord(run_id="late", agent="a", thread_id=None,
                                          status="running", started_at=datetime.now(UTC)))
         assert services.cached_runs(url) is runs  # within the cache's lifetime

@@ -306,12 +306,13 @@ def test_a_message_the_length_limit_cut_out_is_named_plainly() -> None:
 
     from app.story_parts import key_fate
     from memory_core.provenance import CompositionSettings, Memctx, Processed
-    from memory_core.views import VIEW_LANES, LaneView, RunSummary, RunView
+    from memory_core.types import RunRecord
+    from memory_core.views import VIEW_LANES, LaneView, RunView
 
     view = RunView(
-        run=RunSummary(run_id="r", agent="a", thread_id="t", resource_id=None,
-                       status="completed", started_at=datetime(2027, 1, 1, tzinfo=UTC),
-                       finished_at=None),
+        run=RunRecord(run_id="r", agent="a", thread_id="t", resource_id=None,
+                      status="completed", started_at=datetime(2027, 1, 1, tzinfo=UTC),
+                      finished_at=None),
         error=None, query="q", settings={}, threshold=None, top_k=None, candidates=[],
         lanes=[LaneView(lane=lane, items=[], tokens=0, total_count=0) for lane in VIEW_LANES],
         recall_skipped=None, steps=[], tool_calls=[], answer=None, notes=[])

@@ -1,6 +1,7 @@
-"""Conformance: the two reads behind a listing of every thread — ``thread_activity``
-(each thread with its message count and last message time, no bodies) and
-``thread_runs`` (each thread's run count and latest run moment, no run records).
+"""Conformance: the reads behind the workbench's listings of every thread and run —
+``thread_activity`` (each thread with its message count and last message time, no
+bodies), ``thread_runs`` (each thread's run count and latest run moment, no run
+records) and ``run_rows`` (``list_runs`` as plain rows).
 
 Each adapter's answer is also checked against the ports' portable definition (the
 base class's, built from ``list_threads``, ``thread_stats``, ``get_messages_by_refs``
@@ -13,6 +14,7 @@ from datetime import timedelta, timezone
 from memory_core.storage.base import (
     MemoryStore,
     RunJournal,
+    RunRow,
     Storage,
     ThreadActivity,
     ThreadRuns,
@@ -102,3 +104,23 @@ def test_each_thread_with_its_run_count_and_latest_moment(storage: Storage) -> N
     assert got == RunJournal.thread_runs(r)
     r.delete_runs(["r1"])
     assert r.thread_runs()["t1"] == ThreadRuns(1, T0 + timedelta(hours=3))
+
+
+def test_run_rows_are_list_runs_as_plain_rows(storage: Storage) -> None:
+    r = storage.runs
+    assert r.run_rows() == []
+    r.start_run(_run("r2", "t1", 2))
+    r.start_run(_run("r1", "t1", 1, tz=PLUS2))
+    r.start_run(_run("r3", None, 3))
+    r.start_run(_run("r0", "t2", 1))  # same start as r1: ties by run id
+    r.set_run_status("r2", "failed", finished_at=T0 + timedelta(hours=4), error="boom")
+    for thread in (None, "t1", "t2", "nowhere"):
+        rows = r.run_rows(thread_id=thread)
+        assert [tuple(x) for x in rows] == [
+            (x.run_id, x.agent, x.thread_id, x.resource_id, x.status, x.started_at,
+             x.finished_at, x.error) for x in r.list_runs(thread_id=thread)]
+        assert rows == RunJournal.run_rows(r, thread_id=thread)
+    rows = r.run_rows()
+    assert [x.run_id for x in rows] == ["r0", "r1", "r2", "r3"]
+    assert isinstance(rows[0], RunRow) and rows[2].error == "boom"
+    assert rows[1].started_at.utcoffset() == timedelta(hours=2)  # as recorded
