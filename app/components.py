@@ -237,33 +237,33 @@ FIND_THREAD_KEY = "find-thread"
 
 @dataclass(frozen=True)
 class ThreadPicker:
-    """How a cut thread picker speaks: its label, the find box's widget key and URL
-    parameter, and what its threads are (in the caption: "<total> <what>")."""
+    """How a thread picker speaks: its label, the find box's widget key and URL
+    parameter, what its threads are (in the caption: "<total> <what>"), and whether it
+    lists them newest first (else in ascending order)."""
 
     label: str = "Thread"
     find_key: str = FIND_THREAD_KEY
     find_param: str = "find"
     what: str = "threads with runs"
+    newest_first: bool = False
 
 
 def pick_thread(url: str, threads: Mapping[str, int], *, wanted: str | None,
-                where: Any = None, find_param: str = "find",
-                format_func: Callable[[str], str] = str, help: str | None = None,
-                picker: ThreadPicker | None = None,
+                where: Any = None, format_func: Callable[[str], str] = str,
+                help: str | None = None, picker: ThreadPicker = ThreadPicker(),
                 titles: Mapping[str, str | None] | None = None,
                 also: Sequence[str] = ()) -> str:
     """The thread picker of the run pages (run inspector, counterfactual, why-forgotten,
-    timeline, compare): of ``threads`` (``views.threads_with_runs``), the newest
-    ``views.THREADS_LISTED`` and ``wanted`` (the thread the page opens on, preselected;
-    else the first) and ``also``, in ascending order. With more threads than that, a
-    "Find a thread" box (its text in the URL as ``find_param``) narrows them by id or
-    title (``titles``, else every thread's), and a caption says what is offered, as on
-    the Threads page. All of it goes into ``where`` (a column) when given. ``picker``
-    names another such picker on the same page (why-forgotten's message thread).
-    Returns the thread picked."""
+    timeline, compare): of ``threads`` (``views.threads_with_runs``: each with its rank,
+    larger = newer), the newest ``views.THREADS_LISTED``, ``wanted`` (the thread the
+    page opens on, preselected; else the first) and ``also``. With more threads than
+    that, a "Find a thread" box (its text in the URL as ``picker.find_param``) narrows
+    them by id or title (``titles``, else every thread's), and a caption says what is
+    offered, as on the Threads page. All of it goes into ``where`` (a column) when
+    given. ``picker`` names another such picker on the same page (why-forgotten's
+    message thread) or another URL parameter (compare's). Returns the thread picked."""
     from app import services
 
-    picker = picker or ThreadPicker(find_param=find_param)
     box = st if where is None else where
     finding = ""
     if len(threads) > views.THREADS_LISTED:
@@ -279,7 +279,8 @@ def pick_thread(url: str, threads: Mapping[str, int], *, wanted: str | None,
                           for t in services.cached_thread_summaries(url, None)}
             except Exception:  # noqa: BLE001 - found by id only
                 titles = {}
-    choice = views.offered_threads(threads, titles, finding, keep=[wanted, *also])
+    choice = views.offered_threads(threads, titles, finding, keep=[wanted, *also],
+                                   newest_first=picker.newest_first)
     if choice.total > views.THREADS_LISTED:
         box.caption(escape_md(offered_caption(choice, finding, picker.what)))
     offered = choice.offered

@@ -11,7 +11,6 @@ import json
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
-from operator import attrgetter
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -219,17 +218,13 @@ def list_threads_of(summaries: Sequence[ThreadSummary], text: str,
 NO_THREAD = "(no thread)"  # the runs on no thread, offered as one thread
 
 
-def threads_with_runs(runs: Sequence[RunSummary], *, unthreaded: bool = True) -> dict[str, int]:
-    """Every thread a run is on, with the position in ``runs`` of its newest run (``runs``
-    oldest first, as ``list_runs`` gives them: a larger position is a newer run); the
-    runs on no thread under ``NO_THREAD``, or left out when not ``unthreaded``. One pass
-    (an imported log of a million messages has 434,780 runs: ~0.05 s, about what the
-    set of thread ids the pickers built before took)."""
-    newest = dict(zip(map(attrgetter("thread_id"), runs), range(len(runs)), strict=True))
-    loose = [newest.pop(k) for k in (None, "") if k in newest]
-    if loose and unthreaded:
-        newest[NO_THREAD] = max(*loose, newest.get(NO_THREAD, -1))
-    return newest
+def threads_with_runs(runs: Runs, *, unthreaded: bool = True) -> Mapping[str, int]:
+    """Every thread a run is on, with the position in ``runs`` of its newest run (a
+    larger position is a newer run: ``Runs.newest``); the runs on no thread under
+    ``NO_THREAD``, or left out when not ``unthreaded``."""
+    if unthreaded or NO_THREAD not in runs.newest:
+        return runs.newest
+    return {k: v for k, v in runs.newest.items() if k != NO_THREAD}
 
 
 class OfferedThreads(BaseModel):
@@ -247,21 +242,24 @@ class OfferedThreads(BaseModel):
 
 def offered_threads(threads: Mapping[str, int], titles: Mapping[str, str | None],
                     text: str, *, keep: Sequence[str | None] = (),
-                    limit: int | None = None) -> OfferedThreads:
-    """The threads a run page's picker offers out of ``threads`` (``threads_with_runs``):
-    the newest ``limit`` (``THREADS_LISTED``; newest = latest run) whose id or title
-    (``titles``) holds ``text`` (``thread_finder``, as the Threads page finds), and the
-    threads of ``keep`` that have runs (the one the page opens on) whatever the text;
-    in ascending order, as the pickers always listed them. A picker of every thread is
-    sent whole on every script run (43,478 threads: ~1 MB)."""
+                    limit: int | None = None, newest_first: bool = False) -> OfferedThreads:
+    """The threads a run page's picker offers out of ``threads`` (``threads_with_runs``:
+    each with its rank, larger = newer): the newest ``limit`` (``THREADS_LISTED``) whose
+    id or title (``titles``) holds ``text`` (``thread_finder``, as the Threads page
+    finds), and the threads of ``keep`` that have runs (the one the page opens on)
+    whatever the text; in ascending order, as the run pickers always listed them, or by
+    rank with ``newest_first``. A picker of every thread is sent whole on every script
+    run (43,478 threads: ~1 MB)."""
     limit = THREADS_LISTED if limit is None else limit
     holds = thread_finder(text)
     matched = ([k for k in threads if holds(k, titles.get(k))] if text.strip()
                else list(threads))
     listed = heapq.nlargest(limit, matched, key=threads.__getitem__)
     kept = [k for k in keep if k is not None and k in threads]
-    return OfferedThreads(offered=sorted({*listed, *kept}), listed=len(listed),
-                          matched=len(matched), total=len(threads))
+    offered = {*listed, *kept}
+    return OfferedThreads(
+        offered=sorted(offered, key=lambda k: -threads[k]) if newest_first else sorted(offered),
+        listed=len(listed), matched=len(matched), total=len(threads))
 
 
 def group_label(group: str | None) -> str:
@@ -375,7 +373,7 @@ class Runs(Sequence[RunSummary]):
     look-up was a pass over every run, several a script run (0.2-0.6 s of a warm one);
     the workbench builds this once per version of the database and shares it."""
 
-    __slots__ = ("_runs", "_at", "_of_thread")
+    __slots__ = ("_runs", "_at", "_of_thread", "newest")
 
     def __init__(self, runs: Sequence[RunSummary]) -> None:
         self._runs = tuple(runs)
@@ -384,6 +382,8 @@ class Runs(Sequence[RunSummary]):
         for i, r in enumerate(self._runs):
             of_thread.setdefault(thread_key(r), []).append(i)
         self._of_thread = of_thread
+        #: each thread (``thread_key``) with the position of its newest run
+        self.newest: Mapping[str, int] = {t: at[-1] for t, at in of_thread.items()}
 
     def __len__(self) -> int:
         return len(self._runs)
@@ -396,9 +396,6 @@ class Runs(Sequence[RunSummary]):
 
     def __reversed__(self) -> Iterator[RunSummary]:
         return reversed(self._runs)
-
-    def __contains__(self, run: object) -> bool:
-        return isinstance(run, RunRow) and self.get(run.run_id) == run
 
     def position(self, run_id: str | None) -> int | None:
         """Where ``run_id`` is (None: not here)."""

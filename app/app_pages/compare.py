@@ -22,6 +22,7 @@ from app.components import (
     MISSING,
     SEARCH_LIMIT,
     Id,
+    ThreadPicker,
     counted,
     escape_md,
     fmt_cell,
@@ -81,7 +82,8 @@ if wanted_a is None and wanted_b is not None:
 threads = views.threads_with_runs(runs)
 first = min(threads)  # opened when no run is asked for and no thread has two runs
 start_thread = views.comparison_thread(runs, [wanted_b, wanted_a])
-thread = pick_thread(url, threads, wanted=start_thread or first, find_param=FIND_THREAD_PARAM,
+thread = pick_thread(url, threads, wanted=start_thread or first,
+                     picker=ThreadPicker(find_param=FIND_THREAD_PARAM),
                      help="Run A and Run B offer this thread's runs; a run of another "
                           "thread can be added below.")
 # runs asked for in the URL count only on the thread they opened

@@ -37,7 +37,6 @@ from app.components import (
     truncate,
 )
 from app.tables import table
-from memory_core import views
 
 if TYPE_CHECKING:
     from memory_core.analysis.forgotten import Explanation, PhraseSearch
@@ -70,26 +69,21 @@ if how == PICK:
     scope_ids = [tid for tid, _ in scope]
     scope_titles = dict(scope)
     col_thread, col_msg = st.columns([1, 2], vertical_alignment="bottom")
+
     def thread_label(t: str) -> str:
         return f"{t} · {scope_titles[t] or '(untitled)'}"
 
-    thread_help = "The run's thread, then its owner's other threads."
-    if len(scope_ids) > views.THREADS_LISTED:
-        # an owner of thousands of threads: the run's thread and the newest others
-        # (scope order: the run's thread first, then newest first), found by id or title
-        rank = {tid: len(scope_ids) - i for i, tid in enumerate(scope_ids)}
-        msg_thread = pick_thread(
-            url, rank, wanted=url_ref[0] if url_ref[0] in rank else scope_ids[0],
-            where=col_thread, titles=scope_titles, also=scope_ids[:1],
-            picker=ThreadPicker(label="Message thread", find_key="find-message-thread",
-                                find_param="find_message_thread",
-                                what="threads the run could have been given"),
-            format_func=thread_label, help=thread_help)
-    else:
-        msg_thread = col_thread.selectbox(
-            "Message thread", scope_ids,
-            index=scope_ids.index(url_ref[0]) if url_ref[0] in scope_ids else 0,
-            format_func=thread_label, help=thread_help) if scope_ids else None
+    # the run's thread, then its owner's others newest first (scope order); an owner of
+    # thousands of threads: the newest THREADS_LISTED, and a box to find the others
+    rank = {tid: len(scope_ids) - i for i, tid in enumerate(scope_ids)}
+    msg_thread = pick_thread(
+        url, rank, wanted=url_ref[0] if url_ref[0] in rank else scope_ids[0],
+        where=col_thread, titles=scope_titles, also=scope_ids[:1],
+        picker=ThreadPicker(label="Message thread", find_key="find-message-thread",
+                            find_param="find_message_thread",
+                            what="threads the run could have been given", newest_first=True),
+        format_func=thread_label,
+        help="The run's thread, then its owner's other threads.") if scope_ids else None
     try:
         msgs = services.cached_thread_scope_messages(url, msg_thread) if msg_thread else []
     except Exception as e:  # noqa: BLE001

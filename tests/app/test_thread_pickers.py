@@ -220,10 +220,11 @@ def test_compare_opens_an_old_threads_runs_with_their_thread(many: InMemoryStora
 # -- the listing ---------------------------------------------------------------------------
 def test_offered_threads_are_the_newest_found_and_the_kept() -> None:
     t0 = datetime(2026, 1, 1, tzinfo=UTC)
-    runs = [views.RunSummary(run_id=f"r{i}", agent="a", thread_id=t, resource_id=None,
-                             status="completed", started_at=t0 + timedelta(minutes=i),
-                             finished_at=None)
-            for i, t in enumerate(["b", None, "a", "c", "b", "d"])]
+    runs = views.Runs([
+        views.RunSummary(run_id=f"r{i}", agent="a", thread_id=t, resource_id=None,
+                         status="completed", started_at=t0 + timedelta(minutes=i),
+                         finished_at=None)
+        for i, t in enumerate(["b", None, "a", "c", "b", "d"])])
     threads = views.threads_with_runs(runs)
     assert threads == {"b": 4, NO_THREAD: 1, "a": 2, "c": 3, "d": 5}  # its newest run
     assert NO_THREAD not in views.threads_with_runs(runs, unthreaded=False)
@@ -234,6 +235,8 @@ def test_offered_threads_are_the_newest_found_and_the_kept() -> None:
     found = views.offered_threads(threads, {"a": "Blue sky", "c": "blue sea"}, " BLUE ",
                                   limit=1)
     assert (found.offered, found.matched) == (["c"], 2)
+    by_rank = views.offered_threads(threads, {}, "", keep=["a"], limit=2, newest_first=True)
+    assert by_rank.offered == ["d", "b", "a"]
 
 
 # -- why-forgotten's message thread: the run's thread and its owner's ----------------------
@@ -258,13 +261,13 @@ def test_why_offers_the_runs_thread_and_the_newest_of_its_owners(one_owner: InMe
                                                                 app: MakeApp) -> None:
     at = app(WHY_PAGE, run="r0")  # the oldest thread's run
     _ok(at)
-    assert _message_threads(at) == ["t0", "t6", "t7"]  # its own, and the newest others
+    assert _message_threads(at) == ["t0", "t7", "t6"]  # its own, then the newest others
     assert _select(at, "Message thread").value == "t0"
     assert escape_md("8 threads the run could have been given; the newest 3 are offered "
                      "below") in _captions(at)
     at.text_input(key="find-message-thread").set_value("odd").run()
     _ok(at)
-    assert _message_threads(at) == ["t0", "t3", "t5", "t7"]
+    assert _message_threads(at) == ["t0", "t7", "t5", "t3"]
     assert escape_md("4 of the 8 threads the run could have been given hold 'odd'; the "
                      "newest 3 are offered below") in _captions(at)
     assert at.query_params["find_message_thread"] == "odd"
