@@ -173,6 +173,36 @@ def test_the_workbench_open_gets_the_file_from_a_busy_writer(tmp_path: Path) -> 
     assert writer.returncode == 0, err
 
 
+def test_the_probe_tries_again_while_a_lent_file_is_free(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A writer that was asked keeps off the file for _COURTESY_GAP and then takes it
+    back: the probe asks on every failed try and waits less than that gap between
+    tries, so it always gets a try while the file is free (a try every 50 ms missed
+    the gap under load and gave up after PROBE_TIMEOUT_SECONDS)."""
+    from memory_core.storage import duckdb as duck
+    from memory_core.storage import url as url_mod
+
+    db = tmp_path / "held.duckdb"
+    DuckDBStorage(db).close()
+    real_connect = duckdb.connect
+    tries: list[str] = []
+    waits: list[float] = []
+
+    def connect(path: str, **kw: Any) -> Any:
+        tries.append(path)
+        if len(tries) < 40:  # held: DuckDB's own message for a locked file
+            raise duckdb.IOException(f'Could not set lock on file "{path}": Conflicting lock')
+        return real_connect(path, **kw)
+
+    monkeypatch.setattr(duckdb, "connect", connect)
+    monkeypatch.setattr(time, "sleep", waits.append)
+    asked: list[str] = []
+    monkeypatch.setattr(duck, "ask_for_file", asked.append)
+    assert "messages" in url_mod._duckdb_tables(str(db))
+    assert len(tries) == 40 and len(asked) == 39 and len(waits) == 39
+    assert max(waits) < duck._COURTESY_GAP
+
+
 # Asks for the file like the workbench does, holds it read-only until argv[2] exists,
 # then prints what it saw and lets go.
 HOLDER = """

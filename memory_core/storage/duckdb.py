@@ -187,6 +187,17 @@ def ask_for_file(db_path: str) -> None:
     _touch(os.path.realpath(db_path) + _WANTS)
 
 
+def retry_delays() -> Iterator[float]:
+    """The waits between tries at a file another process holds: from 2 ms, doubling up
+    to _POLL_CAP, jittered so two waiting processes do not retry in lock-step. A holder
+    that hands the file over keeps off it for _COURTESY_GAP, longer than any of these
+    waits, so a waiter that asked always gets a try while the file is free."""
+    delay = 0.002
+    while True:
+        yield delay * random.uniform(0.5, 1.5)
+        delay = min(delay * 2, _POLL_CAP)
+
+
 def _lender(path: str) -> int | None:
     """The pid of another live process that lent the file to a reader and takes it
     back first (its appends wait with seqs given), or None."""
@@ -829,8 +840,7 @@ class _Database:
         if gap > 0:
             time.sleep(gap)  # this process just held the file for max_hold: let others in
         deadline = time.monotonic() + self.lock_timeout
-        delay = 0.002
-        while True:
+        for delay in retry_delays():
             conn = self._attempt(op, read_only)
             if conn is not None:
                 return conn
@@ -840,9 +850,8 @@ class _Database:
                     f"{op} failed: database file '{self.handle.path}' is held by another "
                     f"process and was not released within {self.lock_timeout:g}s "
                     f"(raise lock_timeout, or end that process's session): {self._busy}")
-            # jitter keeps two waiting processes from retrying in lock-step
-            time.sleep(min(remaining, delay * random.uniform(0.5, 1.5)))
-            delay = min(delay * 2, _POLL_CAP)
+            time.sleep(min(remaining, delay))
+        raise AssertionError("unreachable")  # retry_delays never ends
 
     def _attempt(self, op: str, read_only: bool) -> Conn | None:
         """One try at opening the file: None (and the holder asked for it) while another

@@ -195,13 +195,13 @@ def _duckdb_tables(path: str) -> set[str]:
     import duckdb
 
     from memory_core.errors import StorageBusyError
-    from memory_core.storage.duckdb import ask_for_file, held_tables
+    from memory_core.storage.duckdb import ask_for_file, held_tables, retry_delays
 
     held = held_tables(path)
     if held is not None:  # a second connection here would be refused, and its close
         return held  # would drop the lock this process holds on the file
     deadline = time.monotonic() + PROBE_TIMEOUT_SECONDS
-    while True:
+    for delay in retry_delays():  # waits short enough to catch the file while lent
         try:
             conn = duckdb.connect(path, read_only=True, config=DUCKDB_SAFE_CONFIG)
             break
@@ -209,7 +209,7 @@ def _duckdb_tables(path: str) -> set[str]:
             if "lock" not in str(e).lower() or time.monotonic() > deadline:
                 raise StorageBusyError(f"cannot open '{path}': {e}") from e
             ask_for_file(path)  # a writer holding it hands it over between operations
-            time.sleep(0.05)
+            time.sleep(delay)
         except duckdb.Error as e:
             raise InvalidInputError(f"'{path}' is not a valid DuckDB database: {e}") from e
     try:
