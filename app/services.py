@@ -278,15 +278,7 @@ def data_version(url: str) -> Hashable | None:
     changes whenever a write may have been committed since, by any process
     (``MemoryStore.change_token``); None where the adapter cannot tell (the in-memory
     store: those reads then live CACHE_TTL_SECONDS, as the others do)."""
-    storage = get_services(url).storage
-    token = storage.memory.change_token()
-    if token is None and lingers(storage):
-        # the workbench's DuckDB handle gives a token only while its connection is
-        # open: a read of nothing opens it (the page's reads would), and the token then
-        # holds until the connection is let go (to a writer that asks, or idle)
-        storage.memory.thread_stats([])
-        token = storage.memory.change_token()
-    return token
+    return get_services(url).storage.memory.change_token()
 
 
 def cached_thread_summaries(url: str, resource: str | None

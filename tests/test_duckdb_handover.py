@@ -532,3 +532,24 @@ def test_a_keeper_stopped_by_an_unexpected_error_is_started_again(
         time.sleep(0.01)
     assert [type(e) for e in errors] == [RuntimeError]
     s.close()
+
+
+def test_the_change_token_opens_the_file_a_read_would(tmp_path: Path) -> None:
+    """With no connection held (idle, or handed over), ``change_token`` opens the one a
+    read would open instead of saying it cannot tell (None sent every caller — recall's
+    cache check, the workbench's shared reads — to read everything again); the open
+    is a new token, since another process may have written while the file was free.
+    A storage that does not linger (each operation opens the file) still says None."""
+    db = tmp_path / "token.duckdb"
+    s = DuckDBStorage(db, read_only=False)
+    s.memory.create_thread("t1")
+    first = s.memory.change_token()
+    assert first is not None and s.memory.change_token() == first
+    with s._duck.handle.lock:
+        s._duck.handle.drop_idle()  # let go, as after linger or to a process that asked
+    assert s._duck.handle.change_token() is None
+    again = s.memory.change_token()
+    assert again is not None and again != first
+    assert s._duck.handle.change_token() == again  # it holds the connection it opened
+    s.close()
+    assert DuckDBStorage(db, linger=0).memory.change_token() is None

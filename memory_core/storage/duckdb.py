@@ -69,6 +69,7 @@ from memory_core.storage.sql_common import (
     write_staged,
 )
 from memory_core.storage.staging import MESSAGE_INSERT, StagedMessages, stage_messages
+from memory_core.storage.url import head_kind
 from memory_core.types import AppendRow, ErasureReport, StoredMessage, Thread
 
 Conn = duckdb.DuckDBPyConnection
@@ -114,16 +115,17 @@ def _refuse_foreign(op: str, path: str) -> None:
     """A file that is not DuckDB's is refused before DuckDB sees it: DuckDB would
     otherwise look for an extension to read it (SQLite), or write into it."""
     try:
-        with open(path, "rb") as f:
-            head = f.read(16)
+        kind = head_kind(path)
+        if kind is None and os.path.getsize(path) == 0:
+            return  # an empty file: DuckDB makes it a new database
     except FileNotFoundError:
         return  # a new database
     except OSError as e:
         raise StorageError(f"{op} failed: cannot read '{path}': {e}") from e
-    if not head or head[8:12] == b"DUCK":
+    if kind == "duckdb":
         return
-    kind = " (it is a SQLite database)" if head.startswith(b"SQLite format 3") else ""
-    raise StorageError(f"{op} failed: '{path}' is not a valid DuckDB database{kind}; give "
+    what = " (it is a SQLite database)" if kind == "sqlite" else ""
+    raise StorageError(f"{op} failed: '{path}' is not a valid DuckDB database{what}; give "
                        "a DuckDB file (or a new path), or open it with the adapter it "
                        "belongs to")
 
@@ -1405,7 +1407,16 @@ class _DuckDriver(Driver):
 
 
     def change_token(self) -> Hashable | None:
-        return self.db.handle.change_token()
+        """The handle's token; with no connection held, the connection a read would
+        open is opened first (a lingering one: the token then holds until it is let
+        go, to a writer that asks or when idle), so a caller that reads next pays
+        nothing more for it. None with no lingering (each operation its own open)."""
+        token = self.db.handle.change_token()
+        if token is None and self.db.linger > 0:
+            with self.read("change_token"):
+                pass
+            token = self.db.handle.change_token()
+        return token
 
     def fetch_located(self, tx: Any, refs: Sequence[tuple[str, int]],
                       locators: Sequence[int],

@@ -164,10 +164,17 @@ def file_kind(path: str | Path) -> str | None:
     if _held_here(path):
         return "duckdb"  # opening it to look would drop this process's lock on it
     try:
-        with open(path, "rb") as f:
-            head = f.read(16)
+        return head_kind(path)
     except (IsADirectoryError, PermissionError, FileNotFoundError):
         return None
+
+
+def head_kind(path: str | Path) -> str | None:
+    """``"duckdb"`` or ``"sqlite"`` from the first bytes of a file that may be held
+    (reading it opens a descriptor: see ``file_kind``); None for an empty file or any
+    other; OSError as raised."""
+    with open(path, "rb") as f:
+        head = f.read(16)
     if head.startswith(SQLITE_MAGIC):
         return "sqlite"
     if head[8:12] == DUCKDB_MAGIC:
