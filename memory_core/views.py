@@ -140,20 +140,20 @@ def thread_summaries(storage: Storage, resource: str | None) -> list[ThreadSumma
     # two reads whatever the number of threads, neither building a run record nor
     # reading a message body: a million-message import has 43,000 threads and 434,000
     # runs, and reading those whole took the Threads page 10-16 s
-    runs = storage.runs.thread_runs()
     out: list[ThreadSummary] = []
-    with many_objects():
-        activity = storage.memory.thread_activity(resource)
-    for t in activity:
-        r = runs.get(t.thread_id)
-        # the recorded time of its last message or run; the thread's own update time
-        # only when it has neither (an import writes the thread when it runs, while its
-        # messages and runs keep the times the file recorded)
-        moments = [m for m in (t.last_message_at, r.last_at if r else None) if m is not None]
-        out.append(ThreadSummary(
-            thread_id=t.thread_id, resource_id=t.resource_id, title=t.title,
-            message_count=t.message_count, run_count=r.run_count if r else 0,
-            last_activity=max(moments, default=t.updated_at)))
+    with many_objects():  # tens of thousands of threads: records, then summaries
+        runs = storage.runs.thread_runs()
+        for t in storage.memory.thread_activity(resource):
+            r = runs.get(t.thread_id)
+            # the recorded time of its last message or run; the thread's own update
+            # time only when it has neither (an import writes the thread when it runs,
+            # while its messages and runs keep the times the file recorded)
+            moments = [m for m in (t.last_message_at, r.last_at if r else None)
+                       if m is not None]
+            out.append(ThreadSummary(
+                thread_id=t.thread_id, resource_id=t.resource_id, title=t.title,
+                message_count=t.message_count, run_count=r.run_count if r else 0,
+                last_activity=max(moments, default=t.updated_at)))
     return out
 
 
