@@ -163,6 +163,37 @@ def test_a_batch_outside_deferred_appends_is_one_insert(
     s.close()
 
 
+@pytest.mark.parametrize("n", [1, 2, duck._SMALL_BATCH])
+def test_a_few_rows_go_in_as_one_statement(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, inserts: list[tuple[str, int]],
+        n: int) -> None:
+    """A tool call and its result (or any few rows) are one ``INSERT … VALUES`` of
+    bound rows, not DuckDB's ``executemany``, which runs the statement once a row."""
+    statements: list[str] = []
+    real = duck._DuckTx.execute
+
+    def execute(self: Any, sql: str, params: Any = (), **kw: Any) -> int:
+        if sql.startswith("INSERT INTO messages"):
+            statements.append(sql)
+        return real(self, sql, params, **kw)
+
+    def refuse(self: Any, sql: str, rows: Any) -> None:
+        raise AssertionError(f"executemany: {sql}")
+
+    monkeypatch.setattr(duck._DuckTx, "execute", execute)
+    monkeypatch.setattr(duck._DuckTx, "executemany", refuse)
+    s = DuckDBStorage(tmp_path / "few.duckdb", commit_delay=0)
+    s.memory.create_thread("t1")
+    rows = varied_rows(n)
+    assert s.memory.append_messages("t1", rows) == list(range(n))
+    assert len(statements) == 1 and statements[0].count("(?") == n and inserts == []
+    assert [m.as_message() for m in s.memory.get_messages("t1")] == [r.message for r in rows]
+    s.close()
+    vectors = [r[8] for r in stored(tmp_path / "few.duckdb")]
+    assert [None if v is None else list(np.float32(v)) for v in vectors] \
+        == [None if r.embedding is None else list(r.embedding) for r in rows]
+
+
 def test_plain_text_rows_are_built_without_a_call_per_row(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     calls = []
