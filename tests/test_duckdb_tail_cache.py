@@ -38,16 +38,27 @@ def _row(text: str, i: int, **kw: object) -> AppendRow:
                      created_at=T0 + timedelta(seconds=i), **kw)  # type: ignore[arg-type]
 
 
+def _ranges(top: int, n: int) -> list[dict[str, object]]:
+    """get_messages' forms around the last ``n`` seqs (a recalled call's later rows,
+    the rows before a window, given seqs)."""
+    return [{}, {"from_seq": top - n + 1}, {"from_seq": top - n, "to_seq": top - 1},
+            {"from_seq": top + 1}, {"seqs": [top - n + 1, top - 1, top, top + 5]},
+            {"seqs": []}]
+
+
 def _as_read(store: DuckDBStorage, tid: str, n: int) -> object:
     """What the shared SQL store reads from the file (flushing waiting appends)."""
     m = store.memory
-    return (SqlMemoryStore.count_messages(m, tid), SqlMemoryStore.max_seq(m, tid),
-            SqlMemoryStore.get_tail(m, tid, n))
+    top = SqlMemoryStore.max_seq(m, tid)
+    return (SqlMemoryStore.count_messages(m, tid), top, SqlMemoryStore.get_tail(m, tid, n),
+            [SqlMemoryStore.get_messages(m, tid, **r) for r in _ranges(top, n)])  # type: ignore[arg-type]
 
 
 def _known(store: DuckDBStorage, tid: str, n: int) -> object:
     m = store.memory
-    return (m.count_messages(tid), m.max_seq(tid), m.get_tail(tid, n))
+    top = m.max_seq(tid)
+    return (m.count_messages(tid), top, m.get_tail(tid, n),
+            [m.get_messages(tid, **r) for r in _ranges(top, n)])  # type: ignore[arg-type]
 
 
 def test_count_and_tail_agree_with_the_file_through_every_kind_of_write(
@@ -87,7 +98,7 @@ def test_count_and_tail_agree_with_the_file_through_every_kind_of_write(
             # the answer from what this process knows first, then the file's
             assert _known(store, "t", n) == _as_read(store, "t", n), (step, op, n)
     assert m.count_messages("t") > 50
-    assert _known(store, "ghost", 5) == (0, -1, [])
+    assert _known(store, "ghost", 5) == (0, -1, [], [[]] * 6)
 
 
 def test_a_live_agents_composition_reads_neither_count_nor_tail(
@@ -111,6 +122,23 @@ def test_a_live_agents_composition_reads_neither_count_nor_tail(
     got[0].metadata["changed"] = True
     assert "changed" not in m.get_tail("t", 3)[0].metadata
     assert _known(store, "t", 11) == _as_read(store, "t", 11)
+
+
+def test_rows_the_tail_holds_are_not_read_again(
+        store: DuckDBStorage, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A recalled tool call's later rows, and the rows just before a recent window,
+    come from what this process knows of the thread when it holds all of them."""
+    m = store.memory
+    m.create_thread("t")
+    m.append_messages("t", [_row(f"m{i}", i) for i in range(30)])
+    assert len(m.get_tail("t", 20)) == 20  # read once: seqs 10..29 kept
+    reads = Reads(monkeypatch)
+    assert [x.seq for x in m.get_messages("t", from_seq=25)] == [25, 26, 27, 28, 29]
+    assert [x.seq for x in m.get_messages("t", from_seq=12, to_seq=14)] == [12, 13, 14]
+    assert [x.seq for x in m.get_messages("t", seqs=[29, 10, 40])] == [10, 29]
+    assert reads.of("messages") == []
+    assert [x.seq for x in m.get_messages("t", from_seq=8, to_seq=10)] == [8, 9, 10]
+    assert len(reads.of("messages")) == 1  # seqs 8 and 9 are not kept: read
 
 
 def test_a_rolled_back_append_is_not_in_the_tail(store: DuckDBStorage) -> None:

@@ -1588,6 +1588,28 @@ class _DuckMemoryStore(SqlMemoryStore):
                 known.fill(n, rows)
             return [row_to_message(r) for r in known.tail(n)][-n:]
 
+    def get_messages(self, thread_id: str, *, from_seq: int | None = None,
+                     to_seq: int | None = None,
+                     seqs: Sequence[int] | None = None) -> list[StoredMessage]:
+        """The port's read, from what this process knows of the thread when that holds
+        every seq asked for (a recalled tool call's later rows, the rows before a
+        recent window: each run reads them otherwise); else read."""
+        h = self.duck.handle
+        with h.lock:
+            known = h.tails.get(thread_id) if h.writing() else None
+            if known is not None:
+                h.settle()
+                h.raise_flush_error()
+                first = min(seqs, default=known.top + 1) if seqs is not None \
+                    else (from_seq if from_seq is not None else 0)
+                if h.tails.get(thread_id) is known and first >= known.lo:
+                    wanted = set(seqs) if seqs is not None else None
+                    last = known.top if to_seq is None else to_seq
+                    return [row_to_message(r) for r in known.rows
+                            if (r[1] in wanted if wanted is not None
+                                else first <= r[1] <= last)]
+        return super().get_messages(thread_id, from_seq=from_seq, to_seq=to_seq, seqs=seqs)
+
     def get_thread(self, thread_id: str) -> Thread | None:
         """A thread's row, read once while this process writes the file: nothing else
         can change it then, and each write of this process that may drops it."""
