@@ -131,6 +131,42 @@ def test_a_thread_row_is_read_once_while_writing(
     assert store.memory.get_thread("t") is None
 
 
+def test_working_memory_is_read_once_while_writing(
+        store: DuckDBStorage, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A composition with working memory reads it every run: while this process
+    writes the file, once; every write of working memory drops what is kept."""
+    m = store.memory
+    m.create_thread("t")
+    m.put_working_memory("thread:t", {"plan": ["a"]})
+    m.put_working_memory("nulled", None)
+    assert m.get_working_memory("thread:t") == {"plan": ["a"]}
+    assert m.get_working_memory("absent") is None and m.get_working_memory("nulled") is None
+    reads = Reads(monkeypatch)
+    got = m.get_working_memory("thread:t")
+    assert got == {"plan": ["a"]} and m.get_working_memory("absent") is None
+    assert reads.of("working_memory") == []
+    got["plan"].append("changed")  # the caller's copy: what is kept does not change
+    assert m.get_working_memory("thread:t") == {"plan": ["a"]}
+    m.put_working_memory("thread:t", {"plan": ["b"]})
+    assert m.get_working_memory("thread:t") == {"plan": ["b"]}
+    m.put_working_memory("absent", 3)
+    assert m.get_working_memory("absent") == 3
+    other = DuckDBStorage(tmp_path / "cache.duckdb", commit_delay=30)  # same process
+    other.memory.put_working_memory("thread:t", {"plan": ["c"]})
+    assert m.get_working_memory("thread:t") == {"plan": ["c"]}
+    with pytest.raises(RuntimeError), store.write_batch():
+        m.put_working_memory("thread:t", {"plan": ["rolled back"]})
+        assert m.get_working_memory("thread:t") == {"plan": ["rolled back"]}
+        raise RuntimeError("the group fails")
+    assert m.get_working_memory("thread:t") == {"plan": ["c"]}
+    m.clone_thread("t", "copy")
+    assert m.get_working_memory("thread:copy") == {"plan": ["c"]}
+    assert m.delete_working_memory("thread:copy") is True
+    assert m.get_working_memory("thread:copy") is None
+    store.erase_thread("t")
+    assert m.get_working_memory("thread:t") is None
+
+
 RENAME = """
 import sys
 from memory_core.storage.duckdb import DuckDBStorage

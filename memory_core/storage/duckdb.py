@@ -43,6 +43,7 @@ from memory_core.storage.common import (
     SEQ_FLOOR_PREFIX,
     Clock,
     ThreadIdFactory,
+    decode_json,
     key_group,
     message_bodies,
     utc_now,
@@ -438,6 +439,8 @@ class _Handle:
         self.dim_known = False
         #: thread rows read while this process writes the file (``writing``)
         self.rows: dict[str, Thread] = {}
+        #: working memory values (their stored JSON text; None: no such key)
+        self.wm: dict[str, str | None] = {}
         #: each thread's count and last messages, kept by its appends (``_Tail``)
         self.tails: dict[str, _Tail] = {}
         #: journal keys stored under a prefix this process listed while writing (a
@@ -465,6 +468,7 @@ class _Handle:
         self.threads.clear()
         self.rows.clear()
         self.tails.clear()
+        self.wm.clear()
         self.dim_known = False
         if keys:
             self.forget_keys()
@@ -1609,6 +1613,23 @@ class _DuckMemoryStore(SqlMemoryStore):
                             if (r[1] in wanted if wanted is not None
                                 else first <= r[1] <= last)]
         return super().get_messages(thread_id, from_seq=from_seq, to_seq=to_seq, seqs=seqs)
+
+    def get_working_memory(self, key: str) -> Any | None:
+        """A working memory value, read once while this process writes the file (a
+        composition with working memory reads it every run); any write of working
+        memory, as every other write but the journal's and runs', drops what is kept."""
+        h = self.duck.handle
+        with h.lock:
+            keep = h.writing()
+            if keep and key in h.wm:
+                h.settle()
+                h.raise_flush_error()
+                text = h.wm[key]
+            else:
+                text = self.working_memory_text(key)
+                if keep and h.writing():
+                    h.wm[key] = text
+        return None if text is None else decode_json(text)
 
     def get_thread(self, thread_id: str) -> Thread | None:
         """A thread's row, read once while this process writes the file: nothing else

@@ -880,9 +880,14 @@ class SqlMemoryStore(MemoryStore):
 
     # -- working memory ------------------------------------------------------------
     def get_working_memory(self, key: str) -> Any | None:
+        text = self.working_memory_text(key)
+        return None if text is None else decode_json(text)
+
+    def working_memory_text(self, key: str) -> str | None:
+        """The stored JSON text of a working memory value; None: no such key."""
         with self._db.read("get_working_memory") as tx:
             rows = tx.query("SELECT value FROM working_memory WHERE key = ?", (key,))
-        return decode_json(rows[0][0]) if rows else None
+        return str(rows[0][0]) if rows else None
 
     def put_working_memory(self, key: str, value: Any) -> None:
         text = encode_json(key, value)
