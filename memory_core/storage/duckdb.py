@@ -845,7 +845,8 @@ class _Database:
         if gap > 0:
             time.sleep(gap)  # this process just held the file for max_hold: let others in
         deadline = time.monotonic() + self.lock_timeout
-        for delay in retry_delays():
+        delays = retry_delays()
+        while True:
             conn = self._attempt(op, read_only)
             if conn is not None:
                 return conn
@@ -855,8 +856,7 @@ class _Database:
                     f"{op} failed: database file '{self.handle.path}' is held by another "
                     f"process and was not released within {self.lock_timeout:g}s "
                     f"(raise lock_timeout, or end that process's session): {self._busy}")
-            time.sleep(min(remaining, delay))
-        raise AssertionError("unreachable")  # retry_delays never ends
+            time.sleep(min(remaining, next(delays)))
 
     def _attempt(self, op: str, read_only: bool) -> Conn | None:
         """One try at opening the file: None (and the holder asked for it) while another
@@ -1538,17 +1538,23 @@ class _DuckMemoryStore(SqlMemoryStore):
             return seqs
 
     # -- a thread's count and tail: read once while this process writes the file ----
-    def _tail(self, op: str, thread_id: str) -> _Tail | None:
-        """What this process knows of the thread (caller holds the lock), read now if
-        it is not known; None while it does not write the file (the callers then read
-        as the shared store does). A thread that does not exist is an empty one, not
-        kept. As any operation, it waits for a commit of waiting appends in flight,
-        and raises one that failed."""
+    def _knows(self, op: str) -> bool:
+        """Whether what this process knows of the file may answer a read (caller holds
+        the lock): it writes the file. As any operation, it first waits for a commit
+        of waiting appends in flight, and raises one that failed."""
         h = self.duck.handle
         self.duck.check_open(op, False)
         h.settle()
         h.raise_flush_error()
-        if not h.writing():
+        return h.writing()
+
+    def _tail(self, op: str, thread_id: str) -> _Tail | None:
+        """What this process knows of the thread (caller holds the lock), read now if
+        it is not known; None while it does not write the file (the callers then read
+        as the shared store does). A thread that does not exist is an empty one, not
+        kept."""
+        h = self.duck.handle
+        if not self._knows(op):
             return None
         known = h.tails.get(thread_id)
         if known is not None:
@@ -1600,15 +1606,12 @@ class _DuckMemoryStore(SqlMemoryStore):
         recent window: each run reads them otherwise); else read."""
         h = self.duck.handle
         with h.lock:
-            known = h.tails.get(thread_id) if h.writing() else None
+            known = h.tails.get(thread_id) if self._knows("get_messages") else None
             if known is not None:
-                h.settle()
-                h.raise_flush_error()
-                first = min(seqs, default=known.top + 1) if seqs is not None \
-                    else (from_seq if from_seq is not None else 0)
-                if h.tails.get(thread_id) is known and first >= known.lo:
-                    wanted = set(seqs) if seqs is not None else None
-                    last = known.top if to_seq is None else to_seq
+                wanted = None if seqs is None else set(seqs)
+                first = (from_seq or 0) if wanted is None else min(wanted, default=known.lo)
+                last = known.top if to_seq is None else to_seq
+                if first >= known.lo:
                     return [row_to_message(r) for r in known.rows
                             if (r[1] in wanted if wanted is not None
                                 else first <= r[1] <= last)]
@@ -1620,10 +1623,8 @@ class _DuckMemoryStore(SqlMemoryStore):
         memory, as every other write but the journal's and runs', drops what is kept."""
         h = self.duck.handle
         with h.lock:
-            keep = h.writing()
+            keep = self._knows("get_working_memory")
             if keep and key in h.wm:
-                h.settle()
-                h.raise_flush_error()
                 text = h.wm[key]
             else:
                 text = self.working_memory_text(key)
