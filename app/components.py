@@ -184,32 +184,41 @@ def token_bar(lanes: list[views.LaneView]) -> go.Figure:
 
 def score_chart(candidates: list[views.ScoreCandidate], threshold: float | None,
                 top_k: int | None) -> go.Figure:
-    """Recall candidates by rank: hits and near misses as bars, the threshold as a
-    horizontal line and the top-k cut as a vertical one."""
+    """Recall candidates in rank order, one bar each: hits and near misses as bars
+    (the axis names each bar's rank), the threshold as a horizontal line and the top-k
+    cut as a vertical one. Rows that did not pass the filter carry the rank they would
+    have had, which others may share: each still gets a bar of its own (drawn at their
+    rank they hid one another)."""
     fig = go.Figure()
+    ordered = sorted(candidates, key=lambda c: (c.rank, -c.score, c.thread_id, c.seq))
+    slot = {id(c): i + 1 for i, c in enumerate(ordered)}
     by_status: dict[str, list[views.ScoreCandidate]] = {}
-    for c in candidates:
+    for c in ordered:
         by_status.setdefault(c.status, []).append(c)
     for status, cs in by_status.items():
+        rank_word = "would-be rank" if status == "filtered-out" else "rank"
         fig.add_trace(go.Bar(
-            name=status, x=[c.rank for c in cs], y=[c.score for c in cs],
+            name=status, x=[slot[id(c)] for c in cs], y=[c.score for c in cs],
             marker_color=STATUS_COLOURS.get(status, "#636363"),
             # plotly hover labels understand some HTML: escape stored text
-            customdata=[[plot_text(f"{c.thread_id} #{c.seq}"), plot_text(truncate(c.preview, 80)),
-                         plot_text(c.filter_clause or "")] for c in cs],
-            hovertemplate=("rank %{x} · score %{y:.3f}<br>%{customdata[0]}<br>"
-                           "%{customdata[1]}<br>%{customdata[2]}<extra>" + status
-                           + "</extra>")))
+            customdata=[[c.rank, plot_text(f"{c.thread_id} #{c.seq}"),
+                         plot_text(truncate(c.preview, 80)), plot_text(c.filter_clause or "")]
+                        for c in cs],
+            hovertemplate=(f"{rank_word} %{{customdata[0]}} · score %{{y:.3f}}<br>"
+                           "%{customdata[1]}<br>%{customdata[2]}<br>%{customdata[3]}"
+                           f"<extra>{status}</extra>")))
     if threshold is not None:
         fig.add_hline(y=threshold, line_dash="dash", line_color="#d62728",
                       annotation_text=f"threshold {fmt_score(threshold)}",
                       annotation_position="top right")
     if top_k is not None:
-        fig.add_vline(x=top_k + 0.5, line_dash="dot", line_color="#333333",
+        inside = sum(1 for c in ordered if c.rank <= top_k)
+        fig.add_vline(x=inside + 0.5, line_dash="dot", line_color="#333333",
                       annotation_text=f"top-k = {top_k}", annotation_position="top left")
     fig.update_layout(height=320, margin={"l": 10, "r": 10, "t": 30, "b": 10},
                       xaxis_title="rank", yaxis_title="score", barmode="overlay",
-                      xaxis={"dtick": 1})
+                      xaxis={"tickmode": "array", "tickvals": list(range(1, len(ordered) + 1)),
+                             "ticktext": [str(c.rank) for c in ordered]})
     return fig
 
 

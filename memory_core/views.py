@@ -599,7 +599,9 @@ def _candidates(memctx: Memctx | None) -> list[ScoreCandidate]:
         out.append(ScoreCandidate(thread_id=nm.thread_id, seq=nm.seq, rank=nm.rank,
                                   score=nm.score, status=nm.reason, preview=nm.preview,
                                   filter_clause=nm.filter_clause))
-    return sorted(out, key=lambda c: (c.rank, c.thread_id, c.seq))
+    # within a rank (filtered-out rows share the would-be rank of where they would have
+    # gone), the higher score first: the order recall ranked them in
+    return sorted(out, key=lambda c: (c.rank, -c.score, c.thread_id, c.seq))
 
 
 def _steps(reader: RunReader) -> list[StepView]:

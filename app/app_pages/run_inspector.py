@@ -149,6 +149,9 @@ if view.recall_skipped:
     st.info(escape_md(f"Recall did not run: {view.recall_skipped}"))
 if view.candidates:
     st.plotly_chart(score_chart(view.candidates, view.threshold, view.top_k), key="scores")
+    if any(c.status == "filtered-out" for c in view.candidates):
+        st.caption("A filtered-out candidate's rank is the one it would have had, had it "
+                   "passed the filter.")
     st.dataframe(table([{"rank": c.rank, "score": fmt_score(c.score),
                                 "status": c.status, "thread": c.thread_id, "seq": c.seq,
                                 "filter clause": c.filter_clause or "",

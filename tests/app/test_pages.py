@@ -405,6 +405,11 @@ def test_run_inspector_shows_settings_and_candidates(populated: Populated,
         ["hit"] * len(hits) + [n.reason for n in memctx.near_misses])
     chart = at.get("plotly_chart")[1].proto.spec
     assert f'"threshold {fmt_score(THRESHOLD)}"' in chart and f'"top-k = {top_k}"' in chart
+    # in the order recall ranked them: by rank, a shared (would-be) rank by score
+    order = list(zip(candidates["rank"], [-float(s) for s in candidates["score"]], strict=True))
+    assert order == sorted(order)
+    assert "filtered-out" in set(candidates["status"])
+    assert any("rank is the one it would have had" in c.value for c in at.caption)
 
 
 def test_storage_failure_mid_page_is_shown_not_raised(populated: Populated, app: MakeApp,

@@ -1,0 +1,42 @@
+"""The recall score chart of the run inspector and the story page: one bar a candidate,
+in the order recall ranked them, even where candidates share a rank."""
+
+from __future__ import annotations
+
+from app.components import score_chart
+from memory_core.views import ScoreCandidate
+
+
+def _c(rank: int, score: float, status: str, seq: int) -> ScoreCandidate:
+    return ScoreCandidate(thread_id="t", seq=seq, rank=rank, score=score,
+                          status=status, preview=f"row {seq}")  # type: ignore[arg-type]
+
+
+def test_candidates_sharing_a_rank_each_get_a_bar() -> None:
+    # nothing passed the filter: every filtered-out row would have been rank 1 (the demo's
+    # bathroom run showed one bar for five candidates, the others drawn behind it)
+    cands = [_c(1, 0.29, "filtered-out", 21), _c(1, 0.34, "filtered-out", 24),
+             _c(1, 0.28, "filtered-out", 25)]
+    fig = score_chart(cands, threshold=0.3, top_k=3)
+    (bars,) = fig.data
+    assert sorted(bars.x) == [1, 2, 3]
+    # highest score first, as recall ranked them; the axis names their shared rank
+    assert list(zip(bars.x, bars.y, strict=True)) == [(1, 0.34), (2, 0.29), (3, 0.28)]
+    assert list(fig.layout.xaxis.ticktext) == ["1", "1", "1"]
+    assert "would-be rank" in bars.hovertemplate
+    # all three are within the top-k cut: the line is drawn after them
+    (cut,) = [s for s in fig.layout.shapes if s.line.dash == "dot"]
+    assert cut.x0 == 3.5
+
+
+def test_the_top_k_cut_falls_between_the_ranks_around_it() -> None:
+    cands = [_c(1, 0.9, "hit", 1), _c(2, 0.8, "hit", 2), _c(2, 0.85, "filtered-out", 7),
+             _c(3, 0.7, "beyond-top-k", 3), _c(4, 0.2, "below-threshold", 4)]
+    fig = score_chart(cands, threshold=0.5, top_k=2)
+    slots = {(x, y) for bars in fig.data for x, y in zip(bars.x, bars.y, strict=True)}
+    assert slots == {(1, 0.9), (2, 0.85), (3, 0.8), (4, 0.7), (5, 0.2)}
+    assert list(fig.layout.xaxis.ticktext) == ["1", "2", "2", "3", "4"]
+    (cut,) = [s for s in fig.layout.shapes if s.line.dash == "dot"]
+    assert cut.x0 == 3.5
+    hit_bars = next(b for b in fig.data if b.name == "hit")
+    assert hit_bars.hovertemplate.startswith("rank ")
