@@ -5,8 +5,12 @@ The whole file is parsed and validated before the first write; see docs/importin
 
 from __future__ import annotations
 
+import bz2
+import gzip
 import hashlib
 import json
+import lzma
+import zlib
 from collections.abc import Sequence
 from contextlib import nullcontext
 from pathlib import Path
@@ -99,33 +103,63 @@ def import_file(storage: Storage, path: str | Path, *, format: ImportFormat | No
     killed part way completes it (``resumed=True``).
     """
     p = Path(path)
-    data = _read(p)
-    if format in (None, "otel") and is_binary(data):
-        return _import_parsed(storage, parse_otlp(data=data), fmt="otel", name=p.name,
-                              digest=_sha1(data), embed=embed, resource_id=resource_id,
-                              progress=progress, stages=stages)
+    data = read_import_file(p)
     try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise ImportFormatError(f"file '{p}' is neither UTF-8 text nor OTLP protobuf: {e}") \
-            from None
-    digest = _sha1(data)
-    del data  # the text is all that is read from here: not the file twice in memory
-    return import_text(storage, text, name=p.name, format=format, embed=embed,
-                       resource_id=resource_id, progress=progress, sha1=digest,
-                       stages=stages)
+        if format in (None, "otel") and is_binary(data):
+            return _import_parsed(storage, parse_otlp(data=data), fmt="otel", name=p.name,
+                                  digest=_sha1(data), embed=embed, resource_id=resource_id,
+                                  progress=progress, stages=stages)
+        try:
+            text = data.decode("utf-8-sig")
+        except UnicodeDecodeError as e:
+            raise ImportFormatError(f"neither UTF-8 text nor OTLP protobuf: {e}") from None
+        digest = _sha1(data)
+        del data  # the text is all that is read from here: not the file twice in memory
+        return import_text(storage, text, name=p.name, format=format, embed=embed,
+                           resource_id=resource_id, progress=progress, sha1=digest,
+                           stages=stages)
+    except ImportFormatError as e:
+        raise _naming(e, p) from None
 
 
-def _read(path: Path) -> bytes:
+def _naming(e: ImportFormatError, path: Path) -> ImportFormatError:
+    """``e`` with the file it is about first: with several files imported one by one,
+    "line 3: invalid JSON" did not say which file's line 3."""
+    text = str(e)
+    return ImportFormatError(f"file '{path}': {text.removeprefix('file: ')}")
+
+
+# compressed files are read through: a log kept as ``.jsonl.gz`` imports as the log
+_COMPRESSED = ((b"\x1f\x8b", "gzip", gzip.decompress), (b"BZh", "bzip2", bz2.decompress),
+               (b"\xfd7zXZ\x00", "xz", lzma.decompress))
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+
+
+def read_import_file(path: Path) -> bytes:
+    """The bytes of an import file, decompressed when it is gzip, bzip2 or xz (told by
+    its first bytes, not its name). InvalidInputError when it cannot be read;
+    ImportFormatError, naming it, when it is zstd (not in Python's standard library
+    here) or its compressed data is damaged."""
     try:
-        return path.read_bytes()
+        data = path.read_bytes()
     except OSError as e:
         raise InvalidInputError(f"cannot read import file '{path}': {e.strerror}") from e
+    if data.startswith(_ZSTD_MAGIC):
+        raise ImportFormatError(f"file '{path}' is zstd-compressed, which the importer does "
+                                f"not read: decompress it first (zstd -d '{path}')")
+    for magic, kind, decompress in _COMPRESSED:
+        if data.startswith(magic):
+            try:
+                return decompress(data)
+            except (OSError, EOFError, ValueError, lzma.LZMAError, zlib.error) as e:
+                raise ImportFormatError(f"file '{path}' looks {kind}-compressed but cannot "
+                                        f"be decompressed: {e}") from None
+    return data
 
 
 def file_format(path: str | Path) -> ImportFormat:
     """The format ``import_file`` would detect for this file."""
-    data = _read(Path(path))
+    data = read_import_file(Path(path))
     if is_binary(data):
         return "otel"
     return detect_format(data.decode("utf-8-sig", errors="replace"))
@@ -145,7 +179,7 @@ def import_otel_files(storage: Storage, paths: Sequence[str | Path], *,
     digests = []
     for raw in paths:
         p = Path(raw)
-        data = _read(p)
+        data = read_import_file(p)
         digests.append(_sha1(data))
         if is_binary(data):
             found = protobuf_documents(data)

@@ -1,0 +1,74 @@
+"""Import files kept compressed (gzip, bzip2, xz) read through, told by their first bytes;
+a damaged or zstd-compressed file is refused naming it; a parse error names its file."""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import lzma
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from memory_core.errors import ImportFormatError
+from memory_core.importers import file_format, import_file
+from memory_core.storage.inmemory import InMemoryStorage
+
+FIXTURES = Path(__file__).parent / "fixtures" / "imports"
+LOG = FIXTURES / "openai_support.jsonl"
+OTLP = FIXTURES / "otel_genai.json"
+
+
+def _summary(s: InMemoryStorage) -> tuple[list[str], list[list[str | None]]]:
+    threads = sorted(t.id for t in s.memory.list_threads())
+    return ([r.run_id for r in s.runs.list_runs()],
+            [[m.as_message().text() for m in s.memory.get_messages(t)] for t in threads])
+
+
+@pytest.mark.parametrize("suffix, compress", [
+    ("gz", gzip.compress), ("bz2", bz2.compress), ("xz", lzma.compress)])
+@pytest.mark.parametrize("source", [LOG, OTLP], ids=["openai", "otel"])
+def test_a_compressed_file_imports_as_the_file(tmp_path: Path, suffix: str, source: Path,
+                                               compress: Callable[[bytes], bytes]) -> None:
+    plain = InMemoryStorage()
+    want = import_file(plain, source)
+    # named without its suffix: told by its bytes, not its name
+    packed = tmp_path / f"{source.stem}-{suffix}.log"
+    packed.write_bytes(compress(source.read_bytes()))
+    assert file_format(packed) == want.format
+    s = InMemoryStorage()
+    got = import_file(s, packed)
+    assert (got.format, got.sha1) == (want.format, want.sha1)  # the same content: same ids
+    assert _summary(s) == _summary(plain) and _summary(s)[0]
+    # the compressed copy of a file already imported is that file
+    assert import_file(plain, packed).already_imported
+
+
+def test_damaged_and_zstd_files_are_refused_naming_them(tmp_path: Path) -> None:
+    cut = tmp_path / "cut.jsonl.gz"
+    cut.write_bytes(gzip.compress(LOG.read_bytes())[:60])
+    s = InMemoryStorage()
+    with pytest.raises(ImportFormatError, match=r"file '.*cut\.jsonl\.gz' looks "
+                                                r"gzip-compressed but cannot be decompressed"):
+        import_file(s, cut)
+    zst = tmp_path / "log.jsonl.zst"
+    zst.write_bytes(b"\x28\xb5\x2f\xfd" + b"\0" * 16)
+    with pytest.raises(ImportFormatError, match=r"log\.jsonl\.zst' is zstd-compressed.*"
+                                                r"zstd -d"):
+        import_file(s, zst)
+    assert not s.memory.list_threads() and not s.runs.list_runs()
+
+
+def test_a_parse_error_names_its_file(tmp_path: Path) -> None:
+    bad = tmp_path / "second.jsonl"
+    bad.write_text('{"messages": [}\n', encoding="utf-8")
+    with pytest.raises(ImportFormatError) as e:
+        import_file(InMemoryStorage(), bad)
+    assert str(e.value).startswith(f"file '{bad}': line 1: invalid JSON")
+    junk = tmp_path / "junk.bin"
+    junk.write_bytes(bytes(range(256)))
+    with pytest.raises(ImportFormatError) as e:
+        import_file(InMemoryStorage(), junk)
+    # "file: binary file …" named as the file, not as "file"
+    assert str(e.value).startswith(f"file '{junk}': binary file is not an OTLP")
