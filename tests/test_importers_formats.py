@@ -571,3 +571,29 @@ def test_the_latest_conventions_details_event_with_structured_values() -> None:
     assert prompt["items"][0]["message"]["content"] == "Answer briefly."
     step = st.runs.get(f"{report.runs_created[0]}:step:0")
     assert step["response"]["finish_reason"] == "stop"
+
+
+def test_a_cassette_answer_with_no_body_is_a_failed_run_saying_so() -> None:
+    import yaml
+
+    s = InMemoryStorage()
+    req = {"model": "gpt-4o", "messages": [{"role": "user", "content": "Hi"}]}
+    ok = {"id": "c1", "object": "chat.completion", "model": "gpt-4o", "choices": [
+        {"index": 0, "finish_reason": "stop",
+         "message": {"role": "assistant", "content": "Hello"}}]}
+
+    def interaction(body: str, code: int) -> dict[str, Any]:
+        return {"request": {"method": "POST", "uri": "https://api.openai.com/v1/chat/completions",
+                            "body": json.dumps(req), "headers": {}},
+                "response": {"status": {"code": code, "message": "OK"}, "headers": {},
+                             "body": {"string": body}}}
+
+    text = yaml.safe_dump({"interactions": [interaction(json.dumps(ok), 200),
+                                            interaction("", 200), interaction("", 503)],
+                           "version": 1})
+    report = import_text(s, text)
+    errors = [s.runs.require_run(r).error for r in report.runs_created]
+    assert errors[0] is None
+    # a 200 whose body is missing: the answer was not recorded (it read "HTTP 200")
+    assert errors[1] is not None and "response body was not recorded" in errors[1]
+    assert errors[2] is not None and "HTTP 503" in errors[2]

@@ -370,6 +370,8 @@ def _check_extras(s: InMemoryStorage, report: Any, want: dict[str, Any]) -> None
     if "skipped" in want:
         reasons = [k.reason for k in report.skipped]
         assert all(any(w.rstrip("…") in r for r in reasons) for w in want["skipped"]), reasons
+    # each skip names its record once (it read "interaction 2: interaction 2: message 3: …")
+    assert not [k for k in report.skipped if k.reason.startswith(f"{k.where}:")], report.skipped
     if "failed" in want:
         run = s.runs.require_run(first)
         assert run.status == "failed" and run.error is not None

@@ -258,7 +258,8 @@ def _import_parsed(storage: Storage, parsed: ParsedFile, *, fmt: ImportFormat, n
     if stages is not None:
         stages("read", parsed.records, parsed.records)
     report = ImportReport(format=fmt, file=name, sha1=digest, skipped=list(parsed.skipped))
-    report.skipped += [SkippedRecord(where=ex.where, reason=note)
+    # a note names its record (and where in it) first: said once, not "line 2: line 2: …"
+    report.skipped += [SkippedRecord(where=ex.where, reason=note.removeprefix(f"{ex.where}: "))
                        for ex in parsed.exchanges for note in ex.notes]
     run_ids = [run_id_for(digest, ex.index) for ex in parsed.exchanges]
     threads, runs = plan_threads(parsed.exchanges, f"imp-{digest[:8]}-", resource_id,

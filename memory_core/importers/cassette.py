@@ -95,6 +95,9 @@ def cassette_records(text: str) -> tuple[list[tuple[str, Any]], list[SkippedReco
             record["response"] = answer
         else:
             error = answer.get("error", answer) if isinstance(answer, dict) else answer
-            record["error"] = error or f"HTTP {code}"
+            # a 200 with no body (the client gave up reading it): the answer was not
+            # recorded, which "HTTP 200" as the run's error did not say
+            record["error"] = error or (f"HTTP {code}" if code != 200 else
+                                        "the response body was not recorded (HTTP 200)")
         rows.append((where, record))
     return rows, skipped
