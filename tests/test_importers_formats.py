@@ -597,3 +597,21 @@ def test_a_cassette_answer_with_no_body_is_a_failed_run_saying_so() -> None:
     # a 200 whose body is missing: the answer was not recorded (it read "HTTP 200")
     assert errors[1] is not None and "response body was not recorded" in errors[1]
     assert errors[2] is not None and "HTTP 503" in errors[2]
+
+
+def test_a_cassette_of_another_api_is_refused_naming_what_it_holds() -> None:
+    import yaml
+
+    def call(url: str) -> dict[str, Any]:
+        return {"request": {"method": "POST", "uri": url, "body": "{}", "headers": {}},
+                "response": {"status": {"code": 200}, "headers": {}, "body": {"string": "{}"}}}
+
+    gemini = ("https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash"
+              ":generateContent")
+    text = yaml.safe_dump({"interactions": [call(gemini), call(gemini),
+                                            call("https://example.test/v1/embeddings")]})
+    with pytest.raises(ImportFormatError) as e:
+        import_text(InMemoryStorage(), text)
+    said = str(e.value)
+    assert "its 3 interaction(s)" in said
+    assert f"(POST {gemini}) ×2" in said and "(POST https://example.test/v1/embeddings)" in said

@@ -10,6 +10,7 @@ file with an ``ImportFormatError`` naming the line (or item) and what was expect
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -386,8 +387,14 @@ def _parse_openai(text: str, stages: Stages | None) -> ParsedFile:
     if looks_like_cassette(text):
         rows, skipped = cassette_records(text)
         if not rows:
+            # what it holds instead, each kind once (a Gemini cassette: its URL)
+            kinds = Counter(k.reason for k in skipped)
+            said = [f"{r} ×{n}" if n > 1 else r for r, n in list(kinds.items())[:3]]
+            more = f"; {len(kinds) - 3} more kind(s)" if len(kinds) > 3 else ""
             raise fail("file", "the cassette holds no chat-completions or Responses API "
-                               f"interaction ({len(skipped)} other interaction(s))")
+                               f"interaction; its {len(skipped)} interaction(s): "
+                               f"{'; '.join(said)}{more}" if skipped else
+                       "the cassette holds no interaction")
     else:
         skipped = []
         rows = _joined(iter_documents(text), skipped)
