@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -615,3 +616,33 @@ def test_a_cassette_of_another_api_is_refused_naming_what_it_holds() -> None:
     said = str(e.value)
     assert "its 3 interaction(s)" in said
     assert f"(POST {gemini}) ×2" in said and "(POST https://example.test/v1/embeddings)" in said
+
+
+def test_an_undated_call_between_dated_ones_is_placed_between_them() -> None:
+    import yaml
+
+    def call(code: int, created: int | None) -> dict[str, Any]:
+        body = "" if created is None else json.dumps({
+            "id": f"c{created}", "object": "chat.completion", "model": "gpt-4o",
+            "created": created, "choices": [{"index": 0, "finish_reason": "stop", "message": {
+                "role": "assistant", "content": f"answer {created}"}}]})
+        req = {"model": "gpt-4o", "messages": [{"role": "user", "content": f"q {created}"}]}
+        return {"request": {"method": "POST", "uri": "https://api.openai.com/v1/chat/completions",
+                            "body": json.dumps(req), "headers": {}},
+                "response": {"status": {"code": code}, "headers": {}, "body": {"string": body}}}
+
+    t1, t2 = 1_767_225_600, 1_767_225_660  # 2026-01-01 00:00 and a minute later
+    text = yaml.safe_dump({"interactions": [call(503, None), call(200, t1), call(500, None),
+                                            call(500, None), call(200, t2)]})
+    s = InMemoryStorage()
+    report = import_text(s, text)
+    runs = [s.runs.require_run(r) for r in report.runs_created]
+    starts = [r.started_at for r in runs]
+    # in file order, each failed call beside the answered ones around it, none in 1970
+    assert starts == sorted(starts) and len(set(starts)) == 5
+    assert starts[0] == datetime(2026, 1, 1, tzinfo=UTC) - timedelta(microseconds=1)
+    assert [r.status for r in runs] == ["failed", "completed", "failed", "failed", "completed"]
+    placed = {k.where: k.reason for k in report.skipped if "no time recorded" in k.reason}
+    assert placed == {"interaction 1": "no time recorded; placed just before interaction 2",
+                      "interaction 3": "no time recorded; placed just after interaction 2",
+                      "interaction 4": "no time recorded; placed just after interaction 2"}

@@ -25,6 +25,7 @@ from memory_core.importers.common import (
     Progress,
     SkippedRecord,
     Stages,
+    date_undated,
     resolve_tool_names,
 )
 from memory_core.importers.jsonvalues import read_documents
@@ -255,6 +256,7 @@ def _import_parsed(storage: Storage, parsed: ParsedFile, *, fmt: ImportFormat, n
                    digest: str, embed: Embedder | None, resource_id: str | None,
                    progress: Progress | None, stages: Stages | None = None) -> ImportReport:
     resolve_tool_names(parsed.exchanges)  # (the last check of the file's validity)
+    date_undated(parsed.exchanges)
     if stages is not None:
         stages("read", parsed.records, parsed.records)
     report = ImportReport(format=fmt, file=name, sha1=digest, skipped=list(parsed.skipped))

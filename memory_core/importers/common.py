@@ -107,6 +107,43 @@ class ParsedFile:
         self.records = self.records or len(self.exchanges)
 
 
+def date_undated(exchanges: Sequence[Exchange]) -> None:
+    """Give an undated exchange of a file whose other exchanges carry times (a failed
+    call recorded without a response, whose ``created`` dated the others) the time of
+    the dated one before it, a microsecond later for each undated one in a row (before
+    the first dated one: just before it), with a note saying so. It was dated
+    1970-01-01 plus its index, and so sorted before the calls it came between. A file
+    with no time at all keeps that rule (``undated``)."""
+    dated = [ex for ex in exchanges if ex.started_at is not None]
+    if not dated or len(dated) == len(exchanges):
+        return
+    prev: Exchange | None = None
+    step = 0
+    leading: list[Exchange] = []
+    for ex in exchanges:
+        if ex.started_at is not None or ex.finished_at is not None:
+            if ex.started_at is not None:
+                prev, step = ex, 0
+            continue
+        if prev is None:
+            leading.append(ex)
+            continue
+        step += 1
+        base = prev.finished_at or prev.started_at
+        assert base is not None
+        _place(ex, base + timedelta(microseconds=step), f"just after {prev.where}")
+    first = dated[0]
+    assert first.started_at is not None
+    for back, ex in enumerate(reversed(leading), start=1):
+        _place(ex, first.started_at - timedelta(microseconds=back), f"just before {first.where}")
+
+
+def _place(ex: Exchange, at: datetime, where: str) -> None:
+    ex.started_at = at
+    ex.finished_at = ex.finished_at or at
+    ex.notes.append(f"{ex.where}: no time recorded; placed {where}")
+
+
 def fail(where: str, problem: str) -> ImportFormatError:
     return ImportFormatError(f"{where}: {problem}")
 
