@@ -148,3 +148,19 @@ def test_a_chain_whose_first_response_is_not_in_the_file() -> None:
                              if k != "previous_response_id"}}
     with pytest.raises(ImportFormatError, match="no earlier assistant message made that"):
         import_text(InMemoryStorage(), jsonl(sent))
+
+
+def test_a_conversation_object_is_history_not_in_the_file() -> None:
+    # the Conversations API holds the history under a conversation id: not reconstructed
+    rec = {"request": {"model": "gpt-4.1", "conversation": {"id": "conv_9"}, "input": [
+        {"type": "function_call_output", "call_id": "call_7", "output": "42"}]},
+        "response": {"id": "resp_9", "object": "response", "output": [said("It is 42.")]}}
+    st = InMemoryStorage()
+    report = import_text(st, jsonl(rec))
+    assert [render(m) for m in st.memory.get_messages(report.threads_created[0])] == [
+        "tool:#call_7=42", "assistant:It is 42."]
+    record = st.runs.get(f"{report.runs_created[0]}:import")
+    assert record["extra"]["server_held_history"]["unrecorded"] == "conversation 'conv_9'"
+    assert record["extra"]["request_fields"] == {"conversation": {"id": "conv_9"}}
+    assert record["request_params"] == {}
+    assert "history" in st.runs.get(f"{report.runs_created[0]}:memctx")["unknown_fields"]
