@@ -264,12 +264,18 @@ class Held:
 ServerHistory = dict[str, Held]
 
 
-def _held_history(request: dict[str, Any], where: str, held: ServerHistory
+def _an_id(value: Any) -> str | None:
+    """A response id as a reference: a non-empty string (anything else refers to
+    nothing, and a record's other checks say whether it is malformed)."""
+    return value if isinstance(value, str) and value else None
+
+
+def _held_history(request: dict[str, Any], held: ServerHistory
                   ) -> tuple[list[Message], HeldHistory | None]:
     """The history a request continues without sending it, and how it was found: the
     earlier record whose response its ``previous_response_id`` names (its history and
     reply); nothing when that response (or a ``conversation``) is not in the file."""
-    prev = _str_field(where, request, "previous_response_id")
+    prev = _an_id(request.get("previous_response_id"))
     conversation = request.get("conversation")
     if prev is None and conversation is None:
         return [], None
@@ -312,7 +318,7 @@ def responses_exchange(obj: dict[str, Any], where: str, index: int,
         raise fail(where, f"'request' must be an object, got {type(request).__name__}")
     response = completed_response(obj.get("response"), where, notes)
     own, inputs, reply, tools = responses_exchange_parts(request, response, where, notes)
-    carried, history_held = _held_history(request, where, held if held is not None else {})
+    carried, history_held = _held_history(request, held if held is not None else {})
     if history_held is not None:
         history_held.start = len(own) if carried else 0
         notes.insert(0, _held_note(where, history_held))
@@ -323,7 +329,7 @@ def responses_exchange(obj: dict[str, Any], where: str, index: int,
     at = from_unix(created, where, "response.created_at") if created is not None else None
     model = _str_field(where, response, "model") if isinstance(response, dict) else None
     error = obj.get("error") or (response.get("error") if isinstance(response, dict) else None)
-    rid = _str_field(where, response, "id") if isinstance(response, dict) else None
+    rid = _an_id(response.get("id")) if isinstance(response, dict) else None
     if held is not None and rid is not None:
         held[rid] = Held(where, index, [*carried, *inputs, *([reply] if reply else [])],
                          history_held.unrecorded if history_held is not None else None)
