@@ -62,8 +62,9 @@ EXPECTED: dict[str, dict[str, Any]] = {
                      "assistant: This is a test. How can I assist you further?"]],
         "runs": [("gpt-4o-mini-2024-07-18", (12, 12), [])],
         "identity": {"temperature": 0.5, "seed": 42, "max_tokens": 50, "top_p": None},
-        "params": {"response_format": {"type": "text"}, "service_tier": "default",
-                   "stream": False},
+        "params": {"response_format": {"type": "text"}, "service_tier": "default"},
+        # how it was sent, not how to sample: kept apart from the parameters
+        "request_fields": [{"stream": False}],
     },
     "otelv2-test_chat_completion_streaming.yaml": {
         "threads": [["user: Say this is a test", 'assistant: "This is a test."']],
@@ -262,6 +263,49 @@ EXPECTED: dict[str, dict[str, Any]] = {
         "runs": [("gpt-4.1-2025-04-14", None, [])],
         "instructions": "You are a helpful assistant.",
     },
+    # Microsoft Agent Framework: the second request sends only the tool result(s) and
+    # previous_response_id (the first response's id); the server held the rest
+    "msagentframework-test_agent_with_tool_calls.yaml": {
+        "threads": [["user: What's the weather in San Francisco?",
+                     'assistant: → get_weather({"location": "San Francisco"})',
+                     "tool get_weather: The weather in San Francisco is sunny and 72°F",
+                     "assistant: The weather in San Francisco is sunny with a temperature "
+                     "of 72°F."]],
+        "runs": [("gpt-4o-mini-2024-07-18", (73, 16), ["get_weather"]),
+                 ("gpt-4o-mini-2024-07-18", (108, 17), ["get_weather"])],
+        "instructions": "You are a weather assistant. Use the get_weather tool when asked "
+                        "about weather.",
+        "call_ids": ["call_mhr5WBWG8kgyIy15JTItue8Q"],
+        "params": {"tool_choice": "auto"},
+        "request_fields": [{"stream": False},
+                           {"stream": False, "previous_response_id":
+                            "resp_0b7fb495b8662b690069d6f97bb22c8193912f647d165d6ee2"}],
+        # run 1: the instructions, the user message and the call were held server-side
+        "held": {1: ("interaction 1", [("instructions", "system"), ("recent", "user"),
+                                       ("recent", "assistant")], [("input", "tool")])},
+    },
+    "msagentframework-test_multiple_tools.yaml": {
+        "threads": [["user: What's the weather like in San Francisco? Give me temperature "
+                     "and humidity.",
+                     'assistant: → get_temperature({"location": "San Francisco"}) '
+                     '→ get_humidity({"location": "San Francisco"})',
+                     "tool get_temperature: 72°F", "tool get_humidity: 65%",
+                     "assistant: The weather in San Francisco is as follows:\n- "
+                     "**Temperature:** 72°F\n- **Humidity:** 65%"]],
+        "runs": [("gpt-4o-mini-2024-07-18", (149, 48),
+                  ["get_temperature", "get_humidity", "calculate_heat_index"]),
+                 ("gpt-4o-mini-2024-07-18", (197, 26),
+                  ["get_temperature", "get_humidity", "calculate_heat_index"])],
+        "instructions": "You are a weather expert. Use available tools to provide detailed "
+                        "weather information.",
+        "call_ids": ["call_J7YUFuqJu49gxvGhUKpb3qQL", "call_bppU66GAgtTnCo1NPkNe3801"],
+        "request_fields": [{"stream": False},
+                           {"stream": False, "previous_response_id":
+                            "resp_0401f348de3b68550069d6f97bea1081a2b6482c17b3205c9a"}],
+        "held": {1: ("interaction 1", [("instructions", "system"), ("recent", "user"),
+                                       ("recent", "assistant")],
+                     [("input", "tool"), ("input", "tool")])},
+    },
     "fastchat-dummy_conversation.json": {
         "threads": [
             ["user: Who are you?",
@@ -348,18 +392,43 @@ def test_real_file_imports_as_recorded(name: str) -> None:
     _check_extras(s, report, want)
 
 
+def _check_held(s: InMemoryStorage, rid: str, source: str,
+                held: list[tuple[str, str]], sent: list[tuple[str, str]]) -> None:
+    """A request that sent ``previous_response_id``: its prompt is the held history
+    (reconstructed from ``source``) followed by what it sent, and its records say which
+    is which."""
+    record = s.runs.get(f"{rid}:import")
+    prompt = s.runs.get(f"{rid}:prompt")["items"]
+    assert [(i["lane"], i["message"]["role"]) for i in prompt] == held + sent
+    info = record["extra"]["server_held_history"]
+    assert info["reconstructed_from"] == source and info["unrecorded"] is None
+    assert info["prompt_messages"] == [0, len(held)]
+    assert any(f"reconstructed from {source}" in n for n in record["notes"])
+    assert len(s.runs.get(f"{rid}:input")["messages"]) == len(sent)
+    assert "history" not in s.runs.get(f"{rid}:memctx")["unknown_fields"]
+
+
 def _check_extras(s: InMemoryStorage, report: Any, want: dict[str, Any]) -> None:
     first = report.runs_created[0]
     if "instructions" in want:
         prompt = s.runs.get(f"{first}:prompt")
         lanes = [i for i in prompt["items"] if i["lane"] == "instructions"]
-        assert [i["message"]["content"] for i in lanes] == [want["instructions"]]
+        # (a list of parts when the request sent one: the texts of its parts)
+        assert [c if isinstance(c, str) else "".join(p["text"] for p in c)
+                for c in (i["message"]["content"] for i in lanes)] == [want["instructions"]]
     if "identity" in want:
         model = s.runs.get(f"{first}:step:0")["model"]
         assert {k: model[k] for k in want["identity"]} == want["identity"]
     if "params" in want:
         params = s.runs.get(f"{first}:import")["request_params"]
         assert {k: params[k] for k in want["params"]} == want["params"]
+    if "request_fields" in want:
+        for rid, fields in zip(report.runs_created, want["request_fields"], strict=True):
+            record = s.runs.get(f"{rid}:import")
+            assert record["extra"].get("request_fields") == fields
+            assert not set(fields) & set(record["request_params"])
+    for i, (source, held, sent) in want.get("held", {}).items():
+        _check_held(s, report.runs_created[i], source, held, sent)
     if "call_ids" in want:
         ids = [p.id for t in report.threads_created for m in s.memory.get_messages(t)
                for p in m.tool_calls()]

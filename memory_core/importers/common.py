@@ -65,6 +65,26 @@ class ImportReport(BaseModel):
 
 
 @dataclass
+class HeldHistory:
+    """A Responses API request that sent ``previous_response_id`` (or ``conversation``)
+    instead of its history: the server held the earlier turns.
+
+    ``source`` is the record whose response was referenced when it is in the file: the
+    request's history was then reconstructed from it, and the prompt's messages
+    ``start`` to ``start + count - 1`` (instructions, recent and input lanes in order)
+    are those reconstructed turns, which this request did not send. ``unrecorded``
+    names the reference at the root of the chain whose history is not in the file
+    (this request's own, or one further up); the history before it is unknown."""
+
+    reference: str  # "previous_response_id 'resp_…'" or "conversation 'conv_…'"
+    source: str | None = None
+    start: int = 0
+    count: int = 0
+    unrecorded: str | None = None
+    continues: int | None = None  # the index of the exchange whose response it continues
+
+
+@dataclass
 class Exchange:
     """One recorded model request and its response, normalised.
 
@@ -89,6 +109,10 @@ class Exchange:
     finished_at: datetime | None = None
     error: str | None = None  # the recorded call failed (status "failed")
     notes: list[str] = field(default_factory=list)  # what was dropped while reading
+    held: HeldHistory | None = None  # history held server-side (Responses API)
+    # request fields that are neither the conversation nor sampling parameters
+    # (``store``, ``stream``, …): kept in the run's import record as they were sent
+    request_fields: dict[str, Any] = field(default_factory=dict)
 
     def conversation(self) -> list[Message]:
         """The history and the response (when recorded), as a thread stores them."""
@@ -262,7 +286,10 @@ def resolve_tool_names(exchanges: Sequence[Exchange]) -> None:
 
     A result must answer a call made earlier in the same request, or (when records
     carry a thread key and clients send a trimmed window) earlier in that thread;
-    otherwise the file is malformed and the error names the record and message.
+    otherwise the file is malformed and the error names the record and message —
+    unless the request's history is held server-side and not in the file
+    (``HeldHistory.unrecorded``): the call may be there, so the result is kept as sent,
+    its tool name unknown (``""``), and noted.
     """
     known_by_key: dict[str, dict[str, str]] = {}
     named: dict[tuple[int, tuple[str, ...]], tuple[Message, Message]] = {}
@@ -277,14 +304,20 @@ def resolve_tool_names(exchanges: Sequence[Exchange]) -> None:
                     known[p.id] = p.name
                 elif isinstance(p, ToolResultPart) and not p.name:
                     name = known.get(p.call_id)
+                    label = ("response" if i == len(ex.history)
+                             else f"message {i + len(ex.instructions)}")
+                    if name is None and ex.held is not None and ex.held.unrecorded:
+                        ex.notes.append(
+                            f"{ex.where}: {label} (tool) answers tool call '{p.call_id}', "
+                            f"made in the history held server-side ({ex.held.unrecorded}) "
+                            "that is not in the file: kept as sent, its tool name unknown")
+                        name = ""
                     if name is None:
-                        label = ("response" if i == len(ex.history)
-                                 else f"message {i + len(ex.instructions)}")
                         raise fail(ex.where, f"{label} (tool) answers tool call "
                                              f"'{p.call_id}', but no earlier assistant "
                                              "message made that call")
                     names.append(name)
-            if not names:
+            if not any(names):
                 continue
             key = (id(m), tuple(names))
             if key not in named:  # (the original is kept with its copy: ids stay unique)

@@ -12,12 +12,14 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from memory_core.importers.cassette import cassette_records, looks_like_cassette
 from memory_core.importers.common import (
     READ_EVERY,
     Exchange,
+    HeldHistory,
     ParsedFile,
     SkippedRecord,
     Stages,
@@ -41,9 +43,12 @@ from memory_core.types import Message
 
 THREAD_KEYS = ("thread_id", "conversation_id")
 RESOURCE_KEYS = ("resource_id", "user_id", "user")
+# request keys that say where the conversation is held or how it was sent, not how to
+# sample: kept in the run's import record as they were (``Exchange.request_fields``)
+REQUEST_FIELDS = ("previous_response_id", "conversation", "store", "stream")
 # request keys that are the conversation or its packaging, not sampling parameters
 NOT_PARAMS = {"messages", "model", "tools", "functions", "input", "instructions",
-              "metadata", "user", "stream_options", "prompt"}
+              "metadata", "user", "stream_options", "prompt", *REQUEST_FIELDS}
 EXPECTED = ("expected an OpenAI chat-completions record ({\"request\": {\"messages\": "
             "[...]}, \"response\": {...}} or {\"messages\": [...], \"response\": {...}}), a "
             "fine-tuning row ({\"messages\": [...]}), a ShareGPT conversation "
@@ -93,6 +98,11 @@ def request_params(request: dict[str, Any], where: str) -> dict[str, Any]:
         if v is not None and (isinstance(v, bool) or not isinstance(v, int | float)):
             raise fail(where, f"request '{k}' must be a number, got {v!r}")
     return params
+
+
+def request_fields(request: dict[str, Any]) -> dict[str, Any]:
+    """The request's ``REQUEST_FIELDS``, as sent."""
+    return {k: request[k] for k in REQUEST_FIELDS if k in request}
 
 
 def _looks_like_batch(obj: dict[str, Any]) -> bool:
@@ -168,7 +178,7 @@ def chat_exchange(obj: dict[str, Any], where: str, index: int) -> Exchange:
         where=where, index=index, instructions=instructions, history=history,
         response=reply, thread_key=thread_key, resource_id=resource,
         model=model, usage=usage, usage_known=usage_known, finish_reason=finish,
-        params=request_params(request, where),
+        params=request_params(request, where), request_fields=request_fields(request),
         tools=from_openai_tools(request.get("tools", request.get("functions")) or [],
                                 where, notes),
         started_at=created, finished_at=created,
@@ -240,29 +250,100 @@ def _tools_field(raw: Any, where: str) -> Any:
     return load_json(raw, where, "tools") if isinstance(raw, str) else raw
 
 
-def responses_exchange(obj: dict[str, Any], where: str, index: int) -> Exchange:
+@dataclass
+class Held:
+    """What the server holds after a recorded Responses API response: the conversation
+    a later request continues by sending its id as ``previous_response_id``."""
+
+    where: str  # the record whose response it is
+    index: int  # its exchange
+    messages: list[Message]  # its history (without its own instructions) and reply
+    unrecorded: str | None  # HeldHistory.unrecorded of that record
+
+
+# response id -> what the server holds after it, for the responses read so far
+ServerHistory = dict[str, Held]
+
+
+def _an_id(value: Any) -> str | None:
+    """A response id as a reference: a non-empty string (anything else refers to
+    nothing, and a record's other checks say whether it is malformed)."""
+    return value if isinstance(value, str) and value else None
+
+
+def _held_history(request: dict[str, Any], held: ServerHistory
+                  ) -> tuple[list[Message], HeldHistory | None]:
+    """The history a request continues without sending it, and how it was found: the
+    earlier record whose response its ``previous_response_id`` names (its history and
+    reply); nothing when that response (or a ``conversation``) is not in the file."""
+    prev = _an_id(request.get("previous_response_id"))
+    conversation = request.get("conversation")
+    if prev is None and conversation is None:
+        return [], None
+    if prev is None:
+        cid = conversation.get("id") if isinstance(conversation, dict) else conversation
+        ref = f"conversation {str(cid)!r}"
+    else:
+        ref = f"previous_response_id {prev!r}"
+        found = held.get(prev)
+        if found is not None:
+            return found.messages, HeldHistory(ref, source=found.where,
+                                               count=len(found.messages),
+                                               unrecorded=found.unrecorded,
+                                               continues=found.index)
+    return [], HeldHistory(ref, unrecorded=ref)
+
+
+def _held_note(where: str, h: HeldHistory) -> str:
+    if h.source is None:
+        return (f"{where}: history held server-side ({h.reference}) is not in the file: "
+                "the prompt holds only what this request sent")
+    note = (f"{where}: history held server-side ({h.reference}) reconstructed from "
+            f"{h.source}: prompt messages {h.start}–{h.start + h.count - 1} were not sent "
+            "with this request")
+    if h.unrecorded is not None:
+        note += f"; the history before {h.unrecorded} is not in the file"
+    return note
+
+
+def responses_exchange(obj: dict[str, Any], where: str, index: int,
+                       held: ServerHistory | None = None) -> Exchange:
+    """A Responses API record. With ``held`` (the file's earlier responses by id), a
+    request that sent ``previous_response_id`` instead of its history gets the history
+    back: the referenced record's history and reply, then its own input (its own
+    ``instructions`` first: they are not inherited); and its response is added to
+    ``held`` for the requests after it."""
     notes: list[str] = []
     request = obj.get("request", obj)
     if not isinstance(request, dict):
         raise fail(where, f"'request' must be an object, got {type(request).__name__}")
     response = completed_response(obj.get("response"), where, notes)
-    instructions, history, reply, tools = responses_exchange_parts(request, response, where,
-                                                                   notes)
+    own, inputs, reply, tools = responses_exchange_parts(request, response, where, notes)
+    carried, history_held = _held_history(request, held if held is not None else {})
+    if history_held is not None:
+        history_held.start = len(own) if carried else 0
+        notes.insert(0, _held_note(where, history_held))
+    instructions, history = split_instructions([*own, *carried, *inputs])
     thread_key, resource = _record_context(obj, request, where)
     usage, known = usage_of(response.get("usage") if isinstance(response, dict) else None)
     created = response.get("created_at") if isinstance(response, dict) else None
     at = from_unix(created, where, "response.created_at") if created is not None else None
     model = _str_field(where, response, "model") if isinstance(response, dict) else None
     error = obj.get("error") or (response.get("error") if isinstance(response, dict) else None)
+    rid = _an_id(response.get("id")) if isinstance(response, dict) else None
+    if held is not None and rid is not None:
+        held[rid] = Held(where, index, [*carried, *inputs, *([reply] if reply else [])],
+                         history_held.unrecorded if history_held is not None else None)
     return Exchange(
         where=where, index=index, instructions=instructions, history=history, response=reply,
         thread_key=thread_key, resource_id=resource,
         model=model or _str_field(where, request, "model"), usage=usage, usage_known=known,
         finish_reason=response.get("status") if isinstance(response, dict) else None,
-        params=request_params(request, where), tools=tools, started_at=at, finished_at=at,
+        params=request_params(request, where), request_fields=request_fields(request),
+        tools=tools, started_at=at, finished_at=at,
         error=None if reply is not None else json.dumps(error or "no output recorded",
                                                         sort_keys=True),
-        notes=notes)
+        notes=notes, held=history_held)
 
 
 def record_kind(obj: Any) -> str:
@@ -284,7 +365,10 @@ def record_kind(obj: Any) -> str:
     return "unknown"
 
 
-def parse_record(obj: Any, where: str, index: int) -> list[Exchange]:
+def parse_record(obj: Any, where: str, index: int, held: ServerHistory | None = None
+                 ) -> list[Exchange]:
+    """The exchanges of one record; ``held``: the file's Responses API responses read
+    so far (see ``responses_exchange``)."""
     kind = record_kind(obj)
     if kind == "chat":
         return [chat_exchange(obj, where, index)]
@@ -293,7 +377,7 @@ def parse_record(obj: Any, where: str, index: int) -> list[Exchange]:
     if kind == "sharegpt":
         return sharegpt_exchanges(obj, where, index)
     if kind == "responses":
-        return [responses_exchange(obj, where, index)]
+        return [responses_exchange(obj, where, index, held)]
     if kind == "not-an-object":
         raise fail(where, f"expected a JSON object, got {type(obj).__name__}")
     keys = ", ".join(sorted(obj)[:8]) or "none"
@@ -365,9 +449,10 @@ def _exchanges(rows: Iterable[tuple[str, Any]], stages: Stages | None
     """Every record's exchanges, each record let go once turned into them, and how many
     records were read."""
     out: list[Exchange] = []
+    held: ServerHistory = {}
     read = 0
     for where, obj in rows:
-        out += parse_record(obj, where, len(out))
+        out += parse_record(obj, where, len(out), held)
         read += 1
         if stages is not None and read % READ_EVERY == 0:
             stages("read", read, 0)  # (the total is known once the file is read)

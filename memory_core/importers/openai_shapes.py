@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memory_core.importers.common import fail, split_instructions
+from memory_core.importers.common import fail
 from memory_core.importers.jsonvalues import load_json
 from memory_core.openai_codec import (
     derived_call_id,
@@ -154,12 +154,16 @@ def responses_exchange_parts(request: dict[str, Any], response: Any, where: str,
                              notes: list[str]
                              ) -> tuple[list[Message], list[Message], Message | None,
                                         list[dict[str, Any]]]:
-    """Instructions, history, reply and offered tools of a Responses API record."""
+    """Of a Responses API record: its ``instructions`` (as a system message, or none),
+    its input items as messages, the reply and the offered tools. The instructions are
+    kept apart: a later request that continues this response (``previous_response_id``)
+    does not inherit them, while the input items are the history it continues."""
     if "input" not in request:
         raise fail(where, "Responses API record has no request 'input'")
     msgs = response_items(request["input"], where, notes, side="input")
-    if isinstance(request.get("instructions"), str) and request["instructions"]:
-        msgs.insert(0, Message(role="system", content=request["instructions"]))
+    instructions = request.get("instructions")
+    own = [Message(role="system", content=instructions)] \
+        if isinstance(instructions, str) and instructions else []
     reply: Message | None = None
     if isinstance(response, dict) and response.get("output") is not None:
         outs = response_items(response["output"], where, notes, side="output")
@@ -169,9 +173,8 @@ def responses_exchange_parts(request: dict[str, Any], response: Any, where: str,
                 notes.append(f"{where}: {len(outs) - 1} further output message(s) not imported")
     if reply is not None and reply.role != "assistant":
         raise fail(where, f"output message has role {reply.role!r}, expected 'assistant'")
-    instructions, history = split_instructions(msgs)
     tools = from_openai_tools(request.get("tools") or [], where, notes)
-    return instructions, history, reply, tools
+    return own, msgs, reply, tools
 
 
 # -- ShareGPT -------------------------------------------------------------------------------

@@ -208,6 +208,7 @@ def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
     by_key: dict[str, ThreadPlan] = {}
     index = _PrefixIndex()
     runs: list[RunPlan] = []
+    run_of: dict[int, RunPlan] = {}  # by exchange index
     # message objects held more than once (a parser shares identical messages): a
     # thread stores a copy of its own, so what ``adopt_ids`` gives it (the name a later
     # request sends) reaches the exchange that stored it, as with a message of its
@@ -262,7 +263,15 @@ def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
                 seqs += [tp.add(own(ex, conv, i), keys[i], at[i], ex.index if owned[i] else None)
                          for i in range(k, len(conv))]
         else:
-            tp, best = index.find(ikey, resource, keys, conv)
+            # a request continuing a response held server-side looks in that response's
+            # thread even when its own instructions differ (they are not inherited)
+            near = run_of.get(ex.held.continues) if ex.held is not None \
+                and ex.held.continues is not None else None
+            tp, best = None, -1
+            if near is not None and near.thread.key is None:
+                tp, best = index.find(near.thread.instructions_key, resource, keys, conv)
+            if tp is None:
+                tp, best = index.find(ikey, resource, keys, conv)
             if tp is None:
                 # the file's n-th new conversation is named the same on every attempt,
                 # whether or not an earlier import holds it
@@ -282,4 +291,5 @@ def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
         h = len(ex.history)
         runs.append(RunPlan(ex, tp, seqs[:h], seqs[h] if ex.response is not None else None,
                             inp))
+        run_of[ex.index] = runs[-1]
     return threads, runs

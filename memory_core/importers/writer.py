@@ -79,11 +79,27 @@ def model_identity(ex: Exchange) -> ModelIdentity:
 
 def unknown_fields(ex: Exchange) -> list[str]:
     """What this recording lacks: the memory decisions always, and the offered tools,
-    usage or model when the record does not say."""
-    extra = [name for name, missing in (("tools", ex.tools is None),
-                                        ("usage", not ex.usage_known and ex.response),
-                                        ("model", ex.model is None)) if missing]
+    usage or model when the record does not say, and ``history`` when the request
+    continued a conversation held server-side that the file does not hold."""
+    extra = [name for name, missing in (
+        ("tools", ex.tools is None), ("usage", not ex.usage_known and ex.response),
+        ("model", ex.model is None),
+        ("history", ex.held is not None and ex.held.unrecorded is not None)) if missing]
     return UNKNOWN_FIELDS + extra
+
+
+def import_extra(ex: Exchange, import_info: dict[str, Any]) -> dict[str, Any]:
+    """The run's import record's ``extra``: the request's ``request_fields`` as sent and,
+    for a history held server-side, where its prompt's reconstructed messages are."""
+    out = {k: v for k, v in import_info.items() if k not in ("format", "file", "sha1")}
+    if ex.request_fields:
+        out["request_fields"] = dict(ex.request_fields)
+    if ex.held is not None:
+        h = ex.held
+        out["server_held_history"] = {
+            "reference": h.reference, "reconstructed_from": h.source,
+            "prompt_messages": [h.start, h.start + h.count], "unrecorded": h.unrecorded}
+    return out
 
 
 def _tokens(msgs: Sequence[Message]) -> int:
@@ -135,8 +151,7 @@ def run_records(run_id: str, plan: RunPlan, *, embedder: str | None,
     records: list[tuple[str, BaseModel]] = [
         (keys.import_, ImportRecord(**known, where=ex.where, notes=list(ex.notes),
                                     request_params=dict(ex.params or {}),
-                                    extra={k: v for k, v in import_info.items()
-                                           if k not in known})),
+                                    extra=import_extra(ex, import_info))),
         (keys.input, InputRecord(messages=[_plain(m) for m in input_msgs],
                                  incoming=[_plain(m) for m in input_msgs], sealed=True)),
         (keys.prompt, FrozenPrompt(items=items)),

@@ -1,0 +1,166 @@
+"""Responses API requests that send ``previous_response_id`` instead of their history
+(the server holds the earlier turns): the history is reconstructed from the referenced
+response when the file has it, and the run says which prompt messages were not sent;
+when it does not, the request imports as far as it was recorded, nothing invented."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from memory_core.errors import ImportFormatError
+from memory_core.importers import import_text
+from memory_core.storage.inmemory import InMemoryStorage
+from memory_core.types import Message, ToolCallPart, ToolResultPart
+
+WEATHER = {"type": "function", "name": "get_weather", "description": "Weather of a city",
+           "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}
+
+
+def said(text: str) -> dict[str, Any]:
+    return {"type": "message", "role": "assistant",
+            "content": [{"type": "output_text", "text": text}]}
+
+
+# A asks and gets a tool call; B sends only the tool's result; C only a new question
+# (and no instructions: the API does not carry them over, so C's prompt has none)
+A = {"request": {"model": "gpt-4.1", "instructions": "Be brief", "input": "Weather in Oslo?",
+                 "tools": [WEATHER], "store": True, "temperature": 0.2},
+     "response": {"id": "resp_a", "object": "response", "created_at": 1767600000,
+                  "model": "gpt-4.1-x", "output": [
+                      {"type": "function_call", "call_id": "call_1", "name": "get_weather",
+                       "arguments": "{\"city\": \"Oslo\"}"}],
+                  "usage": {"input_tokens": 30, "output_tokens": 9}}}
+B = {"request": {"model": "gpt-4.1", "instructions": "Be brief", "tools": [WEATHER],
+                 "previous_response_id": "resp_a", "input": [
+                     {"type": "function_call_output", "call_id": "call_1", "output": "Snow"}]},
+     "response": {"id": "resp_b", "object": "response", "created_at": 1767600002,
+                  "output": [said("Snowing in Oslo.")]}}
+C = {"request": {"model": "gpt-4.1", "previous_response_id": "resp_b",
+                 "input": "And tomorrow?"},
+     "response": {"id": "resp_c", "object": "response", "created_at": 1767600010,
+                  "output": [said("Sunny.")]}}
+
+
+def jsonl(*records: dict[str, Any]) -> str:
+    return "\n".join(json.dumps(r) for r in records) + "\n"
+
+
+def render(m: Message) -> str:
+    bits = []
+    for p in m.parts:
+        if isinstance(p, ToolCallPart):
+            bits.append(f"{p.name}#{p.id}")
+        elif isinstance(p, ToolResultPart):
+            bits.append(f"{p.name}#{p.call_id}={p.result}")
+        else:
+            bits.append(p.text)
+    return f"{m.role}:" + " ".join(bits)
+
+
+def lanes(st: InMemoryStorage, rid: str) -> list[tuple[str, str, int | None]]:
+    return [(i["lane"], i["message"]["role"], i.get("seq"))
+            for i in st.runs.get(f"{rid}:prompt")["items"]]
+
+
+def test_a_chain_of_three_is_one_thread_each_prompt_its_whole_history() -> None:
+    st = InMemoryStorage()
+    report = import_text(st, jsonl(A, B, C))
+    assert len(report.threads_created) == 1
+    tid = report.threads_created[0]
+    assert [render(m) for m in st.memory.get_messages(tid)] == [
+        "user:Weather in Oslo?", "assistant:get_weather#call_1",
+        "tool:get_weather#call_1=Snow", "assistant:Snowing in Oslo.",
+        "user:And tomorrow?", "assistant:Sunny."]
+    assert report.messages_stored == 6  # each message once
+    ra, rb, rc = report.runs_created
+    assert lanes(st, ra) == [("instructions", "system", None), ("input", "user", None)]
+    # B: its own instructions, then what the server held (A's question and call), then
+    # the tool result it sent
+    assert lanes(st, rb) == [("instructions", "system", None), ("recent", "user", 0),
+                             ("recent", "assistant", 1), ("input", "tool", None)]
+    # C: no instructions of its own (not inherited), the held history, its question
+    assert lanes(st, rc) == [("recent", "user", 0), ("recent", "assistant", 1),
+                             ("recent", "tool", 2), ("recent", "assistant", 3),
+                             ("input", "user", None)]
+    assert [m["content"] for m in st.runs.get(f"{rc}:input")["messages"]] == ["And tomorrow?"]
+    held = {rid: st.runs.get(f"{rid}:import")["extra"].get("server_held_history")
+            for rid in (ra, rb, rc)}
+    assert held == {
+        ra: None,
+        rb: {"reference": "previous_response_id 'resp_a'", "reconstructed_from": "line 1",
+             "prompt_messages": [1, 3], "unrecorded": None},
+        rc: {"reference": "previous_response_id 'resp_b'", "reconstructed_from": "line 2",
+             "prompt_messages": [0, 4], "unrecorded": None}}
+    notes = st.runs.get(f"{rc}:import")["notes"]
+    assert notes == ["line 3: history held server-side (previous_response_id 'resp_b') "
+                     "reconstructed from line 2: prompt messages 0–3 were not sent with "
+                     "this request"]
+    # where the history is held is not a sampling parameter; it is kept as sent
+    first = st.runs.get(f"{ra}:import")
+    assert first["request_params"] == {"temperature": 0.2}
+    assert first["extra"]["request_fields"] == {"store": True}
+    assert st.runs.get(f"{rc}:import")["extra"]["request_fields"] == {
+        "previous_response_id": "resp_b"}
+    for rid in (ra, rb, rc):
+        assert "history" not in st.runs.get(f"{rid}:memctx")["unknown_fields"]
+    # the messages each run first sent or received carry its id
+    assert [m.run_id for m in st.memory.get_messages(tid)] == [ra, ra, rb, rb, rc, rc]
+
+
+def test_a_chain_whose_first_response_is_not_in_the_file() -> None:
+    st = InMemoryStorage()
+    report = import_text(st, jsonl(B, C))  # A (resp_a) was not recorded
+    assert len(report.threads_created) == 1
+    tid = report.threads_created[0]
+    # what was sent and answered, nothing invented: the tool result's call (and so its
+    # tool name) is in the history the server held
+    assert [render(m) for m in st.memory.get_messages(tid)] == [
+        "tool:#call_1=Snow", "assistant:Snowing in Oslo.", "user:And tomorrow?",
+        "assistant:Sunny."]
+    rb, rc = report.runs_created
+    assert lanes(st, rb) == [("instructions", "system", None), ("input", "tool", None)]
+    assert lanes(st, rc) == [("recent", "tool", 0), ("recent", "assistant", 1),
+                             ("input", "user", None)]
+    b, c = (st.runs.get(f"{rid}:import") for rid in (rb, rc))
+    assert b["extra"]["server_held_history"] == {
+        "reference": "previous_response_id 'resp_a'", "reconstructed_from": None,
+        "prompt_messages": [0, 0], "unrecorded": "previous_response_id 'resp_a'"}
+    assert c["extra"]["server_held_history"] == {
+        "reference": "previous_response_id 'resp_b'", "reconstructed_from": "line 1",
+        "prompt_messages": [0, 2], "unrecorded": "previous_response_id 'resp_a'"}
+    assert b["notes"][0] == ("line 1: history held server-side (previous_response_id "
+                             "'resp_a') is not in the file: the prompt holds only what "
+                             "this request sent")
+    assert any("answers tool call 'call_1', made in the history held server-side "
+               "(previous_response_id 'resp_a') that is not in the file" in n
+               for n in b["notes"])
+    assert c["notes"][0].endswith("the history before previous_response_id 'resp_a' is "
+                                  "not in the file")
+    for rid in (rb, rc):
+        assert "history" in st.runs.get(f"{rid}:memctx")["unknown_fields"]
+    assert any("is not in the file" in k.reason for k in report.skipped)
+    # a request that sent its history has no excuse: a result answering no call in it
+    # is still an error
+    sent = {**B, "request": {k: v for k, v in B["request"].items()
+                             if k != "previous_response_id"}}
+    with pytest.raises(ImportFormatError, match="no earlier assistant message made that"):
+        import_text(InMemoryStorage(), jsonl(sent))
+
+
+def test_a_conversation_object_is_history_not_in_the_file() -> None:
+    # the Conversations API holds the history under a conversation id: not reconstructed
+    rec = {"request": {"model": "gpt-4.1", "conversation": {"id": "conv_9"}, "input": [
+        {"type": "function_call_output", "call_id": "call_7", "output": "42"}]},
+        "response": {"id": "resp_9", "object": "response", "output": [said("It is 42.")]}}
+    st = InMemoryStorage()
+    report = import_text(st, jsonl(rec))
+    assert [render(m) for m in st.memory.get_messages(report.threads_created[0])] == [
+        "tool:#call_7=42", "assistant:It is 42."]
+    record = st.runs.get(f"{report.runs_created[0]}:import")
+    assert record["extra"]["server_held_history"]["unrecorded"] == "conversation 'conv_9'"
+    assert record["extra"]["request_fields"] == {"conversation": {"id": "conv_9"}}
+    assert record["request_params"] == {}
+    assert "history" in st.runs.get(f"{report.runs_created[0]}:memctx")["unknown_fields"]
