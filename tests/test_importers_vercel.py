@@ -193,21 +193,25 @@ def test_sdk_span_objects_import_like_otlp(layout: str) -> None:
     assert run.started_at == datetime(2026, 1, 5, 8, 0, 0, 100000, tzinfo=UTC)
 
 
+def _console_span(sid: str, msgs: list[dict[str, Any]], *, parent: str | None = None,
+                  status: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"name": "chat gpt-4o", "context": {"trace_id": "0x" + "d" * 32,
+                                               "span_id": f"0x{sid}", "trace_state": "[]"},
+            "kind": "SpanKind.CLIENT", "parent_id": parent,
+            "start_time": "2026-01-05T08:00:00.250000Z",
+            "end_time": "2026-01-05T08:00:01.000000Z",
+            "status": status or {"status_code": "UNSET"},
+            "attributes": {"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o",
+                           "gen_ai.input.messages": json.dumps(msgs)},
+            "events": [], "links": [], "resource": {"attributes": {}}}
+
+
 def test_python_console_span_exporter_objects() -> None:
     """``ConsoleSpanExporter``'s ``to_json``: ``context`` with 0x ids, ISO times,
     ``parent_id``, ``status_code``."""
-    msgs = json.dumps([{"role": "user", "parts": [{"type": "text", "content": "hi"}]}])
-    spans = [{"name": "chat gpt-4o", "context": {"trace_id": "0x" + "d" * 32,
-                                                 "span_id": "0x00000000000000a9",
-                                                 "trace_state": "[]"},
-              "kind": "SpanKind.CLIENT", "parent_id": None,
-              "start_time": "2026-01-05T08:00:00.250000Z",
-              "end_time": "2026-01-05T08:00:01.000000Z",
-              "status": {"status_code": "ERROR", "description": "timeout"},
-              "attributes": {"gen_ai.operation.name": "chat",
-                             "gen_ai.request.model": "gpt-4o",
-                             "gen_ai.input.messages": msgs},
-              "events": [], "links": [], "resource": {"attributes": {}}}]
+    hi = [{"role": "user", "parts": [{"type": "text", "content": "hi"}]}]
+    spans = [_console_span("00000000000000a9", hi,
+                           status={"status_code": "ERROR", "description": "timeout"})]
     text = json.dumps(spans[0], indent=4)
     assert detect_format(text) == "otel"
     st = InMemoryStorage()
@@ -216,3 +220,25 @@ def test_python_console_span_exporter_objects() -> None:
     assert run.status == "failed" and run.error == "timeout"
     assert run.started_at == datetime(2026, 1, 5, 8, 0, 0, 250000, tzinfo=UTC)
     assert texts(st, report.threads_created[0]) == ["user:hi"]
+
+
+def test_console_exporter_output_of_several_spans_one_after_another() -> None:
+    """What ``ConsoleSpanExporter`` prints: each span's ``to_json()`` (indented) and a
+    newline, with nothing around them."""
+    user = {"role": "user", "parts": [{"type": "text", "content": "hi"}]}
+    hello = {"role": "assistant", "parts": [{"type": "text", "content": "hello"}]}
+    bye = {"role": "user", "parts": [{"type": "text", "content": "bye"}]}
+    one = _console_span("00000000000000c1", [user])
+    one["attributes"]["gen_ai.output.messages"] = json.dumps([hello])
+    two = _console_span("00000000000000c2", [user, hello, bye])
+    two["attributes"]["gen_ai.output.messages"] = json.dumps(
+        [{"role": "assistant", "parts": [{"type": "text", "content": "ciao"}]}])
+    text = json.dumps(one, indent=4) + "\n" + json.dumps(two, indent=4) + "\n"
+    assert detect_format(text) == "otel"
+    st = InMemoryStorage()
+    report = import_text(st, text)
+    assert len(report.runs_created) == 2
+    assert texts(st, report.threads_created[0]) == [
+        "user:hi", "assistant:hello", "user:bye", "assistant:ciao"]
+    with pytest.raises(ImportFormatError, match="file: invalid JSON"):
+        import_text(InMemoryStorage(), text + "{oops")

@@ -27,7 +27,7 @@ from memory_core.importers.common import (
     Stages,
     resolve_tool_names,
 )
-from memory_core.importers.jsonvalues import read_documents
+from memory_core.importers.jsonvalues import first_document, read_documents
 from memory_core.importers.openai_jsonl import parse_openai
 from memory_core.importers.otel import parse_otlp, parse_spans
 from memory_core.importers.otel_read import (
@@ -63,8 +63,8 @@ def detect_format(text: str) -> ImportFormat:
     if first in ("{", "[{", "[") or first.startswith('{"'):
         try:
             whole = json.loads(stripped)
-        except ValueError:
-            whole = None
+        except ValueError:  # or the first of several documents, one after another
+            whole = first_document(stripped)
         if is_attribute_map(whole) or is_sdk_span(whole) or (
                 isinstance(whole, list) and bool(whole) and is_sdk_span(whole[0])):
             return "otel"
