@@ -5,6 +5,7 @@ gzip and SSE bodies by hand), not by running the importer."""
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -335,6 +336,43 @@ EXPECTED: dict[str, dict[str, Any]] = {
         "runs": [(None, None, [])] * 4,
         "instructions": "You are a happy assistant that puts a positive spin on everything.",
     },
+    # Vercel AI SDK 6 spans as the JS SDK holds them (a JSON array of ReadableSpans):
+    # the doGenerate/doStream spans are the model calls; ai.generateText & co. wrap them
+    "vercel-ai-generateText-doGenerate.json": {
+        "threads": [["user: Write a haiku about programming.",
+                     "assistant: Lines of code align,  \nLogic dances through the night—  "
+                     "\nDreams in data flow."],
+                    ["user: What is 2 + 2?", "assistant: 2 + 2 equals 4.",
+                     "user: And what is 3 + 3?", "assistant: 3 + 3 equals 6."]],
+        "runs": [("gpt-4o-mini-2024-07-18", (14, 20), []),
+                 ("gpt-4o-mini-2024-07-18", (50, 9), [])],
+        "params": {"max_retries": 2},
+    },
+    "vercel-ai-streamText-doStream.json": {
+        "threads": [["user: Write a short poem about TypeScript.",
+                     "assistant: In code’s embrace, where types align,  \nTypeScript "
+                     "dances, clear and fine.…"]],
+        "runs": [("gpt-4o-mini-2024-07-18", (15, 112), [])],
+    },
+    "vercel-all-spans.json": {
+        "threads": [["user: Write a haiku about programming.",
+                     "assistant: Lines of code align,  \nLogic dances through the night—  "
+                     "\nDreams in data flow."],
+                    ["user: What is 2 + 2?", "assistant: 2 + 2 equals 4.",
+                     "user: And what is 3 + 3?", "assistant: 3 + 3 equals 6."],
+                    ["user: Generate a simple recipe for scrambled eggs.",
+                     'assistant: {"name":"Scrambled Eggs","ingredients":["2 eggs",…'],
+                    ["user: Write a short poem about TypeScript.",
+                     "assistant: In code’s embrace, where types align,…"]],
+        "runs": [("gpt-4o-mini-2024-07-18", (14, 20), []),
+                 ("gpt-4o-mini-2024-07-18", (50, 9), []),
+                 ("gpt-4o-mini-2024-07-18", (63, 156), []),
+                 ("gpt-4o-mini-2024-07-18", (15, 112), [])],
+        "skipped": ["AI SDK ai.generateText span: it wraps the model calls",
+                    "AI SDK ai.generateObject span", "AI SDK ai.streamText span",
+                    "not a model call (AI SDK operation 'ai.embed')",
+                    "not a model call (AI SDK operation 'ai.embed.doEmbed')"],
+    },
 }
 
 # the real model name when the response carries one; the streamed chat completions
@@ -454,3 +492,21 @@ def _check_extras(s: InMemoryStorage, report: Any, want: dict[str, Any]) -> None
         assert {i: msgs[i].metadata.get("name") for i in want["names"]} == want["names"]
     if "thread_ids" in want:
         assert report.threads_created == want["thread_ids"]
+
+
+def test_vercel_spans_details() -> None:
+    """What the Vercel recording says beyond the messages: the second call's system
+    message is its instructions, finish reasons, the spans' own times, and the six
+    wrapper/embedding spans skipped (no run, no message)."""
+    s = InMemoryStorage()
+    report = import_file(s, REAL / "vercel-all-spans.json")
+    haiku, sums, recipe, poem = report.runs_created
+    assert s.runs.get(f"{haiku}:prompt")["items"][0]["lane"] != "instructions"
+    lanes = [i for i in s.runs.get(f"{sums}:prompt")["items"] if i["lane"] == "instructions"]
+    assert [i["message"]["content"] for i in lanes] == ["You are a helpful assistant."]
+    for rid in report.runs_created:
+        assert s.runs.get(f"{rid}:step:0")["response"]["finish_reason"] == "stop"
+    run = s.runs.require_run(haiku)  # startTime [1770131992, 242000000]
+    assert run.started_at == datetime.fromtimestamp(1770131992.242, tz=UTC)
+    assert run.finished_at == datetime(2026, 2, 3, 15, 19, 54, 21415, tzinfo=UTC)
+    assert len(report.skipped) == 6

@@ -28,10 +28,15 @@ from memory_core.importers.common import (
     date_undated,
     resolve_tool_names,
 )
-from memory_core.importers.jsonvalues import read_documents
+from memory_core.importers.jsonvalues import first_document, read_documents
 from memory_core.importers.openai_jsonl import parse_openai
 from memory_core.importers.otel import parse_otlp, parse_spans
-from memory_core.importers.otel_read import is_attribute_map, protobuf_documents, spans_of
+from memory_core.importers.otel_read import (
+    is_attribute_map,
+    is_sdk_span,
+    protobuf_documents,
+    spans_of,
+)
 from memory_core.importers.stored import StoredImports
 from memory_core.importers.threads import RunPlan, plan_threads
 from memory_core.importers.writer import (
@@ -48,7 +53,8 @@ __all__ = ["ImportFormatError", "ImportReport", "SkippedRecord", "detect_format"
 
 def detect_format(text: str) -> ImportFormat:
     """OTLP/JSON when the document (or its first line) has ``resourceSpans`` or
-    ``resourceLogs``; else the OpenAI family (whose parser names any record it cannot
+    ``resourceLogs``, is one span's attributes, or is a span object (or a JSON array of
+    them) as SDKs write them (``is_sdk_span``); else the OpenAI family (whose parser names any record it cannot
     read and what it expected)."""
     stripped = text.lstrip()
     head = stripped[:4096]
@@ -58,15 +64,17 @@ def detect_format(text: str) -> ImportFormat:
     if first in ("{", "[{", "[") or first.startswith('{"'):
         try:
             whole = json.loads(stripped)
-        except ValueError:
-            whole = None
-        if is_attribute_map(whole):
+        except ValueError:  # or the first of several documents, one after another
+            whole = first_document(stripped)
+        if is_attribute_map(whole) or is_sdk_span(whole) or (
+                isinstance(whole, list) and bool(whole) and is_sdk_span(whole[0])):
             return "otel"
     try:
         doc = json.loads(first)
     except ValueError:
         return "openai"  # parsing will name the bad line
-    if isinstance(doc, dict) and ("resourceSpans" in doc or "resourceLogs" in doc):
+    if isinstance(doc, dict) and ("resourceSpans" in doc or "resourceLogs" in doc) \
+            or is_sdk_span(doc):
         return "otel"
     return "openai"
 

@@ -14,6 +14,7 @@ from memory_core.importers.common import fail
 MAX_DEPTH = 100
 # escapes that decode to a lone surrogate or a NUL: checked value by value when present
 _SUSPECT = re.compile(r"\\u(?:0000|[dD][89a-fA-F][0-9a-fA-F]{2})")
+_SPACE = re.compile(r"\s*")
 
 
 def _no_constants(name: str) -> Any:
@@ -102,7 +103,14 @@ def iter_documents(text: str) -> Iterator[tuple[str, Any]]:
     except Exception as line_error:
         if second is None or not first[1].lstrip().startswith(("{", "[")):
             raise
-        whole = load_json(text, "file")  # pretty-printed JSON spans several lines
+        try:
+            whole = load_json(text, "file")  # pretty-printed JSON spans several lines
+        except Exception:
+            docs = _concatenated(text)
+            if docs is None:
+                raise
+            yield from docs
+            return
         if not isinstance(whole, dict | list):
             raise line_error from None
         yield from _items(whole) if isinstance(whole, list) else [("file", whole)]
@@ -117,11 +125,39 @@ def iter_documents(text: str) -> Iterator[tuple[str, Any]]:
         yield f"line {n}", load_json(ln, f"line {n}")
 
 
+def _concatenated(text: str) -> list[tuple[str, Any]] | None:
+    """Pretty-printed JSON objects one after another (``document N``), as Python's
+    ``ConsoleSpanExporter`` prints spans; None unless the whole text is two or more."""
+    decoder = json.JSONDecoder(parse_constant=_no_constants)
+    docs: list[tuple[str, Any]] = []
+    pos = 0
+    try:
+        while (pos := _SPACE.match(text, pos).end()) < len(text):  # type: ignore[union-attr]
+            value, pos = decoder.raw_decode(text, pos)
+            docs.append((f"document {len(docs) + 1}", value))
+    except (ValueError, RecursionError):
+        return None
+    if len(docs) < 2:
+        return None
+    for where, value in docs:
+        check_value(value, where, strings=bool(_SUSPECT.search(text)))
+    return docs
+
+
+def first_document(text: str) -> Any:
+    """The first JSON value of ``text`` (what follows it ignored); None when it has none."""
+    try:
+        return json.JSONDecoder().raw_decode(text.lstrip())[0]
+    except (ValueError, RecursionError):
+        return None
+
+
 def _items(doc: list[Any]) -> Iterator[tuple[str, Any]]:
     return ((f"item {i + 1}", x) for i, x in enumerate(doc))
 
 
 def read_documents(text: str) -> list[tuple[str, Any]]:
-    """The records of a file: JSON lines (``line N``), a JSON array (``item N``) or one
-    JSON document (``file``), in that order of preference."""
+    """The records of a file: JSON lines (``line N``), a JSON array (``item N``), one
+    JSON document (``file``) or several printed one after another (``document N``), in
+    that order of preference."""
     return list(iter_documents(text))

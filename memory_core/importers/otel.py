@@ -10,6 +10,7 @@ A malformed span rejects the whole file with an ``ImportFormatError`` naming it.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from memory_core.importers.common import (
@@ -26,6 +27,7 @@ from memory_core.importers.otel_content import (
     span_content,
     span_params,
     span_tools,
+    vercel_operation,
 )
 from memory_core.importers.otel_read import RawSpan, read_otlp
 from memory_core.models.base import Usage
@@ -49,10 +51,40 @@ def _str_attr(attrs: dict[str, Any], *keys: str) -> str | None:
     return None
 
 
+# attributes that may hold a conversation (not its usage, model or settings)
+_CONTENT_LIKE = re.compile(r"messages|prompt|completion|content|choice|instructions|"
+                           r"\.text$|\.object$|toolCalls|(input|output)\.value", re.I)
+_NOT_CONTENT = re.compile(r"tokens|usage|count|mime_type|\.tools|toolChoice|functions|"
+                          r"template\.variables", re.I)
+VERCEL_WRAPPERS = {"ai.generateText": "doGenerate", "ai.streamText": "doStream",
+                   "ai.generateObject": "doGenerate", "ai.streamObject": "doStream"}
+
+
+def _content_like(attrs: dict[str, Any]) -> list[str]:
+    return [k for k in attrs if _CONTENT_LIKE.search(k) and not _NOT_CONTENT.search(k)]
+
+
+def _vercel_reason(op: str) -> str:
+    if op in VERCEL_WRAPPERS:
+        return (f"AI SDK {op} span: it wraps the model calls ({op}.{VERCEL_WRAPPERS[op]} "
+                "spans), whose messages are imported from there; its ai.prompt is the "
+                "caller's, not what the model got")
+    if op == "ai.toolCall":
+        return ("AI SDK tool execution (ai.toolCall): its call and result are imported from "
+                "the model calls' messages")
+    if op.endswith((".doGenerate", ".doStream")) and not op.startswith("ai.embed"):
+        return (f"AI SDK model call ({op}) without ai.prompt.messages: its inputs were not "
+                "recorded (experimental_telemetry recordInputs: false)")
+    return f"not a model call (AI SDK operation {op!r}) and no message content"
+
+
 def _no_content_reason(span: RawSpan) -> str | None:
     """Why a span with no message content is skipped; None for spans that are not
     GenAI at all (ignored silently)."""
     attrs = span.attrs
+    vercel = vercel_operation(span)
+    if vercel is not None:
+        return _vercel_reason(vercel)
     op = attrs.get("gen_ai.operation.name")
     kind = attrs.get("openinference.span.kind")
     genai = any(k.startswith(("gen_ai.", "llm.", "traceloop.")) for k in attrs) or kind \
@@ -60,6 +92,12 @@ def _no_content_reason(span: RawSpan) -> str | None:
     if not genai:
         return None
     if op in MODEL_CALL_OPERATIONS or kind == "LLM" or (op is None and kind is None):
+        found = _content_like(attrs)
+        if found:
+            shown = ", ".join(found[:6]) + (f" and {len(found) - 6} more" if len(found) > 6
+                                            else "")
+            return (f"model call whose content this importer does not read: found {shown}, "
+                    "in no form it knows (docs/importing.md lists them)")
         return ("model call with no message content: content capture was off when it was "
                 "recorded (e.g. OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true)")
     return f"not a model call (operation {op or kind!r}) and no message content"
@@ -75,23 +113,29 @@ def exchange_of(span: RawSpan, content: SpanContent, index: int) -> Exchange:
     lead, history = split_instructions(msgs)
     if reply is None and span.status_error is None:
         raise fail(where, "no output message (gen_ai.output.messages, a gen_ai.choice event, "
-                          "gen_ai.completion.0.*, llm.output_messages or output.value) and the "
+                          "gen_ai.completion.0.*, llm.output_messages, output.value or "
+                          "ai.response.text) and the "
                           "span did not fail")
     inp = _int_attr(attrs, "gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens",
-                    "llm.token_count.prompt", "llm.usage.prompt_tokens")
+                    "llm.token_count.prompt", "llm.usage.prompt_tokens",
+                    "ai.usage.inputTokens", "ai.usage.promptTokens")
     out = _int_attr(attrs, "gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens",
-                    "llm.token_count.completion", "llm.usage.completion_tokens")
+                    "llm.token_count.completion", "llm.usage.completion_tokens",
+                    "ai.usage.outputTokens", "ai.usage.completionTokens")
     finish = content.finish
     reasons = attrs.get("gen_ai.response.finish_reasons")
     if finish is None and isinstance(reasons, list) and reasons:
         finish = str(reasons[0])
-    key = _str_attr(attrs, "gen_ai.conversation.id", "session.id", "gen_ai.session.id")
-    user = _str_attr(attrs, "enduser.id", "user.id", "gen_ai.user.id")
+    key = _str_attr(attrs, "gen_ai.conversation.id", "session.id", "gen_ai.session.id",
+                    "ai.telemetry.metadata.sessionId")
+    user = _str_attr(attrs, "enduser.id", "user.id", "gen_ai.user.id",
+                     "ai.telemetry.metadata.userId")
     return Exchange(
         where=where, index=index, instructions=content.instructions + lead, history=history,
         response=reply, thread_key=key, resource_id=user,
-        model=_str_attr(attrs, "gen_ai.response.model", "gen_ai.request.model",
-                        "llm.model_name", "llm.response.model", "llm.request.model"),
+        model=_str_attr(attrs, "gen_ai.response.model", "ai.response.model",
+                        "gen_ai.request.model", "llm.model_name", "llm.response.model",
+                        "llm.request.model", "ai.model.id"),
         usage=Usage(input_tokens=inp or 0, output_tokens=out or 0),
         usage_known=inp is not None and out is not None, finish_reason=finish,
         params=span_params(attrs, where), tools=span_tools(span, notes),

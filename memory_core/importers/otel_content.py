@@ -5,8 +5,10 @@ Sources, first found wins: ``gen_ai.input.messages``/``gen_ai.output.messages`` 
 an ``gen_ai.client.inference.operation.details`` event); the older per-message events
 (``gen_ai.user.message`` … ``gen_ai.choice``, also as OTLP log records); OpenLLMetry's
 ``gen_ai.prompt.N.*``/``gen_ai.completion.N.*``; OpenInference ``llm.input_messages.N.*``;
-OpenLIT's ``gen_ai.prompt``/``gen_ai.completion`` text (events or attributes); and for
-OpenInference LLM spans ``input.value``/``output.value``."""
+OpenLIT's ``gen_ai.prompt``/``gen_ai.completion`` text (events or attributes); for
+OpenInference LLM spans ``input.value``/``output.value``; and the Vercel AI SDK's own
+``ai.prompt.messages``/``ai.response.*`` (read first: its spans carry ``gen_ai.*`` usage and
+model attributes too, never the messages)."""
 
 from __future__ import annotations
 
@@ -88,6 +90,13 @@ def _parts_message(raw: Any, where: str, notes: list[str]) -> Message:
         raise fail(where, f"unknown role {role!r} (expected one of {', '.join(OTEL_ROLES)})")
     parts, attachments = _parts(raw.get("parts"), where, notes)
     meta: dict[str, Any] = {"name": raw["name"]} if isinstance(raw.get("name"), str) else {}
+    return _message(role, parts, attachments, meta)
+
+
+def _message(role: str, parts: Parts, attachments: list[dict[str, Any]],
+             meta: dict[str, Any] | None = None) -> Message:
+    """A message of ``parts``: one text part (or none) is plain text content."""
+    meta = dict(meta or {})
     if attachments:
         meta["attachments"] = attachments
     if all(isinstance(p, TextPart) for p in parts) and len(parts) <= 1:
@@ -391,10 +400,136 @@ def _openlit_attrs(span: RawSpan, notes: list[str]) -> SpanContent | None:
                            span.name, span.start, span.end, {}, events), notes)
 
 
+# -- the Vercel AI SDK's own attributes (``ai.*``) ------------------------------------------------
+def vercel_operation(span: RawSpan) -> str | None:
+    """``ai.operationId`` (``ai.generateText.doGenerate``, ``ai.toolCall`` …), or the
+    span name's first word when it is one; None for spans the AI SDK did not write."""
+    op = span.attrs.get("ai.operationId")
+    if isinstance(op, str) and op:
+        return op
+    first = span.name.split(" ", 1)[0]
+    return first if first.startswith("ai.") and any(k.startswith("ai.") for k in span.attrs) \
+        else None
+
+
+def _vercel_attachment(p: dict[str, Any], kind: str, index: int) -> dict[str, Any]:
+    """An ``image`` (``image``, ``mimeType``) or ``file`` (``data``, ``mediaType``,
+    ``filename``) part as a placeholder: a URL is kept, inline data summarised."""
+    value = p.get("image" if kind == "image" else "data")
+    body: dict[str, Any] = {"filename": p.get("filename")}
+    if isinstance(value, str) and value.startswith(("http://", "https://", "data:")):
+        body["url"] = value
+    elif isinstance(value, str):
+        body["data"] = value
+    out = attachment({"type": kind, kind: body}, index)
+    media = p.get("mediaType", p.get("mimeType"))
+    if isinstance(media, str):
+        out.setdefault("media_type", media)
+    return out
+
+
+def _vercel_output(p: dict[str, Any]) -> Any:
+    """A tool result's value: ``output`` ({type: text/json/error-text/…, value}) since
+    AI SDK 5, ``result`` before."""
+    out = p.get("output", p.get("result"))
+    if isinstance(out, dict) and isinstance(out.get("type"), str) and "value" in out:
+        return out["value"]
+    return out
+
+
+def _vercel_call(c: Any, where: str) -> ToolCallPart:
+    """A ``tool-call`` part or an ``ai.response.toolCalls`` item: ``toolCallId``,
+    ``toolName`` and ``input`` (AI SDK 5+) or ``args`` (before), an object or JSON text."""
+    if not isinstance(c, dict):
+        raise fail(where, f"a tool call must be an object, got {c!r}")
+    name, cid = c.get("toolName"), c.get("toolCallId")
+    if not isinstance(name, str) or not name:
+        raise fail(where, f"tool call has no toolName: {c!r}")
+    if not isinstance(cid, str) or not cid:
+        raise fail(where, f"tool call {name} has no toolCallId")
+    return ToolCallPart(id=cid, name=name,
+                        args=parse_arguments(c.get("input", c.get("args", {}))))
+
+
+def _vercel_message(raw: Any, where: str, notes: list[str]) -> list[Message]:
+    """One AI SDK prompt message: content text, or parts ``text``, ``tool-call``,
+    ``tool-result`` (a tool message of N results is N messages, one a result, as the
+    OpenAI form has them), ``image``/``file`` (placeholders); others are noted."""
+    if not isinstance(raw, dict):
+        raise fail(where, f"a message must be an object, got {raw!r}")
+    role, content = raw.get("role"), raw.get("content")
+    if not isinstance(role, str) or role not in OTEL_ROLES:
+        raise fail(where, f"unknown role {role!r} (expected one of {', '.join(OTEL_ROLES)})")
+    if isinstance(content, str):
+        return [Message(role=role, content=content)]  # type: ignore[arg-type]
+    if not isinstance(content, list):
+        raise fail(where, f"content must be text or a list of parts, got {content!r}")
+    parts: Parts = []
+    attachments: list[dict[str, Any]] = []
+    results: list[Message] = []
+    for j, p in enumerate(content):
+        kind = p.get("type") if isinstance(p, dict) else None
+        if kind == "text" and isinstance(p.get("text"), str):
+            parts.append(TextPart(text=p["text"]))
+        elif kind == "tool-call" and role == "assistant":
+            parts.append(_vercel_call(p, f"{where}: part {j}"))
+        elif kind == "tool-result" and role == "tool":
+            cid = p.get("toolCallId")
+            if not isinstance(cid, str) or not cid:
+                raise fail(where, f"tool-result part {j} has no toolCallId")
+            name = p.get("toolName") if isinstance(p.get("toolName"), str) else ""
+            results.append(Message(role="tool", content=[ToolResultPart(
+                call_id=cid, name=name, result=_vercel_output(p))]))
+        elif kind in ("image", "file"):
+            attachments.append(_vercel_attachment(p, kind, len(parts) + len(attachments)))
+            notes.append(f"{where}: part {j} ({kind}) kept as a placeholder")
+        elif isinstance(kind, str):
+            notes.append(f"{where}: part {j} of type {kind!r} not imported")
+        else:
+            raise fail(where, f"part {j} has no 'type': {p!r}")
+    if role == "tool":
+        return results
+    return [_message(role, parts, attachments)]
+
+
+def _vercel_reply(attrs: dict[str, Any], where: str) -> Message | None:
+    """``ai.response.text`` (or a generated object's JSON, ``ai.response.object``) and
+    ``ai.response.toolCalls``; None when the span recorded no output."""
+    text, obj = attrs.get("ai.response.text"), attrs.get("ai.response.object")
+    calls = _json(attrs.get("ai.response.toolCalls"), where, "ai.response.toolCalls")
+    if text is None and obj is None and calls is None:
+        return None
+    if calls is not None and not isinstance(calls, list):
+        raise fail(where, "ai.response.toolCalls must be a JSON array of tool calls")
+    parts: Parts = []
+    body = text if isinstance(text, str) and text else obj
+    if isinstance(body, str) and body:
+        parts.append(TextPart(text=body))
+    parts += [_vercel_call(c, f"{where}: ai.response.toolCalls[{i}]")
+              for i, c in enumerate(calls or [])]
+    return _message("assistant", parts, [])
+
+
+def _vercel(span: RawSpan, notes: list[str]) -> SpanContent | None:
+    """A model call of the AI SDK (``ai.*.doGenerate``/``doStream``): the prompt the
+    model got in ``ai.prompt.messages``. (The ``ai.generateText`` … spans around them
+    record the caller's ``ai.prompt`` instead, and are not read.)"""
+    raw = _json(span.attrs.get("ai.prompt.messages"), span.where, "ai.prompt.messages")
+    if raw is None:
+        return None
+    if not isinstance(raw, list):
+        raise fail(span.where, "ai.prompt.messages must be a JSON array of messages")
+    msgs = [m for i, item in enumerate(raw)
+            for m in _vercel_message(item, f"{span.where}: ai.prompt.messages[{i}]", notes)]
+    finish = span.attrs.get("ai.response.finishReason")
+    return SpanContent([], msgs, _vercel_reply(span.attrs, span.where),
+                       finish if isinstance(finish, str) else None, notes)
+
+
 def span_content(span: RawSpan) -> SpanContent | None:
     """The span's messages from the first source that has any; None when it has none."""
     notes: list[str] = []
-    for reader in (_current, _events, _openllmetry, _openinference, _openlit_attrs):
+    for reader in (_vercel, _current, _events, _openllmetry, _openinference, _openlit_attrs):
         got = reader(span, notes)
         if got is not None and (got.messages or got.reply is not None):
             if not got.instructions:
@@ -407,6 +542,12 @@ def span_content(span: RawSpan) -> SpanContent | None:
 def span_tools(span: RawSpan, notes: list[str]) -> list[dict[str, Any]] | None:
     """Offered tools, or None when the span does not record them."""
     attrs, where = span.attrs, span.where
+    if "ai.prompt.messages" in attrs:  # recorded with the prompt: absent when none offered
+        listed = attrs.get("ai.prompt.tools") or []
+        if not isinstance(listed, list):
+            raise fail(where, "ai.prompt.tools must be a list of JSON tool definitions")
+        return from_openai_tools([_vercel_tool(_json(t, where, "ai.prompt.tools"))
+                                  for t in listed], where, notes)
     raw = attrs.get("gen_ai.tool.definitions")
     if raw is not None:
         return from_openai_tools(_json(raw, where, "gen_ai.tool.definitions"), where, notes)
@@ -428,10 +569,38 @@ def span_tools(span: RawSpan, notes: list[str]) -> list[dict[str, Any]] | None:
     return None
 
 
+def _vercel_tool(t: Any) -> Any:
+    """An ``ai.prompt.tools`` item (``{type: "function", name, description,
+    inputSchema | parameters}``) in the OpenAI form; provider tools as they are."""
+    if isinstance(t, dict) and t.get("type", "function") == "function":
+        return {"type": "function", "function": {
+            "name": t.get("name"), "description": t.get("description"),
+            "parameters": t.get("inputSchema", t.get("parameters"))}}
+    return t
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()
+
+
+def _vercel_params(attrs: dict[str, Any], where: str) -> dict[str, Any]:
+    """``ai.settings.*`` (``maxOutputTokens``/``maxTokens`` as ``max_tokens``, the rest
+    in snake case) and ``ai.prompt.toolChoice``."""
+    params: dict[str, Any] = {}
+    for key, value in attrs.items():
+        if key.startswith("ai.settings.") and "." not in key[len("ai.settings."):]:
+            name = _snake(key[len("ai.settings."):])
+            params[{"max_output_tokens": "max_tokens"}.get(name, name)] = value
+    if attrs.get("ai.prompt.toolChoice") is not None:
+        params["tool_choice"] = _json(attrs["ai.prompt.toolChoice"], where,
+                                      "ai.prompt.toolChoice")
+    return params
+
+
 def span_params(attrs: dict[str, Any], where: str) -> dict[str, Any]:
     """Request parameters the span recorded (``gen_ai.request.*`` without the model,
-    OpenInference ``llm.invocation_parameters``)."""
-    params: dict[str, Any] = {}
+    OpenInference ``llm.invocation_parameters``, the AI SDK's ``ai.settings.*``)."""
+    params: dict[str, Any] = _vercel_params(attrs, where)
     inv = attrs.get("llm.invocation_parameters")
     if isinstance(inv, str):
         decoded = load_json(inv, where, "llm.invocation_parameters")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 import binascii
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from memory_core.importers.common import fail, from_unix
@@ -144,12 +144,70 @@ def _scoped(container: dict[str, Any], outer: str, inner: str, legacy: str) -> l
     return items
 
 
+# -- span objects as SDKs print them ------------------------------------------------------
+def is_sdk_span(doc: Any) -> bool:
+    """One span as an SDK holds it, written as JSON: the JS SDK's ``ReadableSpan``
+    (``name``, ``spanContext`` {traceId, spanId}, ``attributes`` object, ``startTime``
+    as hrtime ``[sec, nanos]``) or Python's ``ConsoleSpanExporter`` (``context``
+    {trace_id, span_id}, ``parent_id``, ``start_time`` ISO)."""
+    return isinstance(doc, dict) and isinstance(doc.get("name"), str) \
+        and isinstance(doc.get("attributes"), dict) \
+        and isinstance(doc.get("spanContext", doc.get("context")), dict)
+
+
+def _sdk_time(value: Any, where: str, what: str) -> datetime | None:
+    """hrtime ``[seconds, nanos]``, an ISO 8601 string, or epoch seconds/millis."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, list) and len(value) == 2 and all(
+            isinstance(x, int) and not isinstance(x, bool) for x in value):
+        return _nanos(value[0] * 1_000_000_000 + value[1], where, what)
+    if isinstance(value, str):
+        try:
+            at = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            raise fail(where, f"{what} {value!r} is not an ISO 8601 time") from None
+        return at if at.tzinfo else at.replace(tzinfo=UTC)
+    return from_unix(value, where, what)
+
+
+def _sdk_id(ctx: dict[str, Any], *keys: str) -> str:
+    raw = next((ctx[k] for k in keys if isinstance(ctx.get(k), str)), "")
+    return _hex_id(raw.removeprefix("0x"))
+
+
+def _sdk_span(raw: dict[str, Any], order: int) -> RawSpan:
+    ctx = raw.get("spanContext", raw.get("context")) or {}
+    sid = _sdk_id(ctx, "spanId", "span_id") or f"#{order}"
+    where = f"span {sid} ({raw['name']})"
+    parent_ctx = raw.get("parentSpanContext")
+    parent = _sdk_id(parent_ctx, "spanId") if isinstance(parent_ctx, dict) else \
+        _sdk_id(raw, "parentSpanId", "parent_id", "parentId")
+    events: list[Event] = []
+    for ev in raw.get("events") or []:
+        if isinstance(ev, dict):
+            attrs = ev.get("attributes")
+            events.append((str(ev.get("name") or ""), dict(attrs) if isinstance(attrs, dict)
+                           else {}))
+    status = raw.get("status") or {}
+    failed = isinstance(status, dict) and status.get(
+        "code", status.get("status_code")) in (2, "ERROR", "STATUS_CODE_ERROR")
+    message = status.get("message") or status.get("description") if failed else None
+    return RawSpan(
+        where=where, trace_id=_sdk_id(ctx, "traceId", "trace_id"), span_id=sid,
+        parent_id=parent, name=raw["name"],
+        start=_sdk_time(raw.get("startTime", raw.get("start_time")), where, "startTime"),
+        end=_sdk_time(raw.get("endTime", raw.get("end_time")), where, "endTime"),
+        attrs=dict(raw["attributes"]), events=events,
+        status_error=str(message or "the recorded call failed") if failed else None)
+
+
 def is_attribute_map(doc: Any) -> bool:
     """One span's attributes as a flat JSON object (``{"gen_ai.input.messages": …}``),
     as instrumentations' tests and span exporters to plain JSON write them."""
     return isinstance(doc, dict) and bool(doc) and "resourceSpans" not in doc and all(
         isinstance(k, str) for k in doc) and any(
-        k.startswith(("gen_ai.", "llm.", "openinference.")) for k in doc)
+        k.startswith(("gen_ai.", "llm.", "openinference.", "ai.")) for k in doc)
 
 
 def spans_of(docs: list[tuple[str, Any]]) -> list[RawSpan]:
@@ -162,9 +220,13 @@ def spans_of(docs: list[tuple[str, Any]]) -> list[RawSpan]:
                                  span_id=f"#{len(spans)}", parent_id="", name="",
                                  start=None, end=None, attrs=dict(doc)))
             continue
+        if is_sdk_span(doc):
+            spans.append(_sdk_span(doc, len(spans)))
+            continue
         if not isinstance(doc, dict) or not ("resourceSpans" in doc or "resourceLogs" in doc):
             raise fail(where, "expected an OTLP/JSON object with 'resourceSpans' or "
-                              "'resourceLogs'")
+                              "'resourceLogs', or a span object (name, spanContext or "
+                              "context, attributes)")
         for rs in doc.get("resourceSpans") or []:
             for raw in _scoped(rs or {}, "scopeSpans", "spans", "instrumentationLibrarySpans"):
                 spans.append(_span(raw, where, len(spans)))
