@@ -650,6 +650,30 @@ def _truncated(storage: Storage, run_id: str) -> list[tuple[str, int]]:
     return list(seal.truncated) if seal is not None else []
 
 
+def _imported_note(reader: RunReader, shown: int) -> str:
+    """What an imported run's prompt is: what the client sent, or — for a Responses API
+    request that sent ``previous_response_id`` instead of its history — which of the
+    prompt's messages the server held and were reconstructed from an earlier record
+    (importing.md, "history held server-side")."""
+    head = "imported run: this recording does not say whether memory recalled anything; "
+    record = reader.import_record()
+    held = record.extra.get("server_held_history") if record is not None else None
+    if not isinstance(held, dict):
+        return head + f"the client sent these {shown} messages"
+    unrecorded = (f"; the history before {held['unrecorded']} is not in the recording"
+                  if held.get("unrecorded") else "")
+    span = held.get("prompt_messages") or [0, 0]
+    if not held.get("reconstructed_from") or span[1] <= span[0]:
+        return (head + f"the client sent these {shown} messages and referred to the rest "
+                f"of the conversation by {held['reference']}, held by the server"
+                + unrecorded)
+    lo, hi = int(span[0]), int(span[1])
+    return (head + f"the client sent {shown - (hi - lo)} of these {shown} messages; "
+            f"messages {lo + 1}–{hi} were held by the server ({held['reference']}) and "
+            f"are reconstructed from {held['reconstructed_from']} of the recording"
+            + unrecorded)
+
+
 def run_view(storage: Storage, run_id: str) -> RunView:
     """Everything the run inspector shows about one run, from its journal."""
     run = storage.runs.require_run(run_id)
@@ -663,9 +687,7 @@ def run_view(storage: Storage, run_id: str) -> RunView:
         notes.append(f"run '{run_id}' has no provenance record ('{reader.keys.memctx}'): "
                      "scores, dropped items and near misses are unknown")
     elif memctx.imported:
-        sent = len(prompt.items) if prompt is not None else 0
-        notes.append("imported run: this recording does not say whether memory recalled "
-                     f"anything; the client sent these {sent} messages")
+        notes.append(_imported_note(reader, len(prompt.items) if prompt is not None else 0))
     elif memctx.messages_only:
         from memory_core.other_memory import NO_PROVENANCE
 
