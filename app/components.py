@@ -46,7 +46,8 @@ FATE_COLOURS: dict[str, str] = {
     "dropped": "#d62728", "compacted": "#74c476", "written-after": "#d9d9d9",
     "no-text": "#bdbdbd", "not-stored": "#252525", "unexplained": "#e377c2",
     # imported runs: what the recorded request shows
-    "sent-by-client": "#31a354", "not-sent-by-client": "#fd8d3c", "unknown": "#bdbdbd",
+    "sent-by-client": "#31a354", "held-by-server": "#a1d99b", "not-sent-by-client": "#fd8d3c",
+    "unknown": "#bdbdbd",
 }
 LANE_TITLES: dict[str, str] = {
     "instructions": "Instructions", "working_memory": "Working memory",

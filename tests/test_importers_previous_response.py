@@ -164,3 +164,48 @@ def test_a_conversation_object_is_history_not_in_the_file() -> None:
     assert record["extra"]["request_fields"] == {"conversation": {"id": "conv_9"}}
     assert record["request_params"] == {}
     assert "history" in st.runs.get(f"{report.runs_created[0]}:memctx")["unknown_fields"]
+
+
+def test_the_run_inspector_says_which_messages_the_server_held() -> None:
+    from pathlib import Path
+
+    from memory_core import views
+    from memory_core.importers import import_file
+
+    st = InMemoryStorage()
+    path = (Path(__file__).parent / "fixtures" / "imports" / "real"
+            / "msagentframework-test_agent_with_tool_calls.yaml")
+    first, second = import_file(st, path).runs_created
+    # interaction 1 sent its system message and question: all of its prompt
+    assert "the client sent these 2 messages" in views.run_view(st, first).notes[0]
+    # interaction 2 sent one tool result; the rest came from interaction 1's record (it
+    # read "the client sent these 4 messages")
+    note = views.run_view(st, second).notes[0]
+    assert "the client sent 1 of these 4 messages; messages 1–3 were held by the server " \
+           "(previous_response_id 'resp_0b7fb495" in note
+    assert note.endswith("reconstructed from interaction 1 of the recording")
+
+
+def test_why_forgotten_tells_held_history_from_what_the_client_sent() -> None:
+    from pathlib import Path
+
+    from memory_core.analysis.forgotten import why_forgotten
+    from memory_core.importers import import_file
+
+    st = InMemoryStorage()
+    path = (Path(__file__).parent / "fixtures" / "imports" / "real"
+            / "msagentframework-test_agent_with_tool_calls.yaml")
+    first, second = import_file(st, path).runs_created
+    thread = st.runs.require_run(second).thread_id
+    assert thread is not None
+    fates = {m.seq: why_forgotten(st, second, (thread, m.seq))
+             for m in st.memory.get_messages(thread)}
+    # seq 0: the question interaction 1 sent; seq 1: its tool call; seq 2: the tool
+    # result interaction 2 sent itself; seq 3: interaction 2's answer
+    held = [q for q, e in fates.items() if e.fate == "held-by-server"]
+    assert held == [0, 1] and all(fates[q].reached_model for q in held)
+    assert "previous_response_id 'resp_0b7fb495" in fates[0].sentence
+    assert "reconstructed from interaction 1" in fates[0].sentence
+    assert fates[2].fate == "sent-by-client" and fates[3].fate == "written-after"
+    # in the run that sent them, the same messages were the client's
+    assert why_forgotten(st, first, (thread, 0)).fate == "sent-by-client"

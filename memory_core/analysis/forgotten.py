@@ -23,10 +23,10 @@ Fate = Literal[
     "out-of-scope", "recall-off", "recall-skipped", "dropped", "trimmed-by-token-limit",
     "compacted", "written-after", "no-text", "not-stored", "unexplained",
     # imported runs: only what the recorded request shows (docs/capture.md)
-    "sent-by-client", "not-sent-by-client", "unknown"]
+    "sent-by-client", "held-by-server", "not-sent-by-client", "unknown"]
 
 #: fates in which the message reached the model
-GIVEN_FATES = frozenset({"recalled", "recent", "input", "sent-by-client"})
+GIVEN_FATES = frozenset({"recalled", "recent", "input", "sent-by-client", "held-by-server"})
 
 
 class Explanation(BaseModel):
@@ -109,6 +109,11 @@ def explain_message(storage: Storage, data: RunData, msg: StoredMessage, *,
             by_lane.setdefault((it.thread_id, it.seq), it.lane)
     lane = by_lane.get(ref)
     if memctx is not None and memctx.imported:
+        sent = data.persist_input.seqs if data.persist_input is not None else []
+        if lane is None and msg.thread_id == run.thread_id and msg.seq in sent:
+            # the request's new messages: its prompt's input lane holds them unstored
+            # (no seq), its persist:input record where they were stored
+            lane = "input"
         return _explain_imported(data, msg, lane, out)
     if memctx is None:
         if lane:
@@ -246,6 +251,20 @@ def _explain_unseen(storage: Storage, data: RunData, msg: StoredMessage,
     return None
 
 
+def _held_by_server(data: RunData, msg: StoredMessage) -> dict[str, Any] | None:
+    """The import record's ``server_held_history`` when ``msg`` is one of the prompt's
+    messages a Responses API request did not send (its ``previous_response_id`` named
+    them) and the import reconstructed from an earlier record; else None."""
+    rec = data.import_record
+    held = rec.extra.get("server_held_history") if rec is not None else None
+    if not isinstance(held, dict) or not held.get("reconstructed_from"):
+        return None
+    lo, hi = held.get("prompt_messages") or (0, 0)
+    at = next((i for i, it in enumerate(data.prompt.items)
+               if it.thread_id == msg.thread_id and it.seq == msg.seq), None)
+    return held if at is not None and lo <= at < hi else None
+
+
 def _explain_imported(data: RunData, msg: StoredMessage, lane: str | None,
                       out: _Out) -> Explanation:
     """An imported run's record holds the request the client sent, not how its memory
@@ -258,6 +277,14 @@ def _explain_imported(data: RunData, msg: StoredMessage, lane: str | None,
     unknown = ("this recording does not say whether memory recalled anything or how the "
                "client chose what to send")
     if lane is not None:
+        held = _held_by_server(data, msg)
+        if held is not None:
+            return out("held-by-server", "The model was given this message, but the client "
+                       "did not send it: the request referred to the conversation by "
+                       f"{held['reference']}, whose history the server held, and this "
+                       f"message is part of it, reconstructed from "
+                       f"{held['reconstructed_from']} of the recording ({unknown}).",
+                       lane=lane, sent=n, reference=held["reference"])
         return out("sent-by-client", f"The client sent this message in this request: it is "
                    f"one of the {n} messages the recorded request carried ({unknown}).",
                    lane=lane, sent=n)
@@ -269,8 +296,10 @@ def _explain_imported(data: RunData, msg: StoredMessage, lane: str | None,
         return out("not-sent-by-client", f"The client did not send this message in this "
                    f"request (it is in another conversation, {msg.thread_id}): {tail}.",
                    sent=n, scope="other-thread")
-    last = max((it.seq for it in items if it.thread_id == msg.thread_id
-                and it.seq is not None), default=None)
+    carried = [it.seq for it in items if it.thread_id == msg.thread_id and it.seq is not None]
+    if data.persist_input is not None and msg.thread_id == data.run.thread_id:
+        carried += data.persist_input.seqs  # the input lane's messages, stored after
+    last = max(carried, default=None)
     if last is not None and msg.seq > last:
         return out("not-sent-by-client", f"The client did not send this message in this "
                    f"request: it comes later in the conversation than everything the request "

@@ -55,6 +55,10 @@ def test_no_sentence_states_an_unknown_field(name: str) -> None:
         data = load_run(s, run.run_id)
         assert data.memctx is not None and data.memctx.imported
         sent = {(it.thread_id, it.seq) for it in data.prompt.items if it.seq is not None}
+        # the request's new messages too (its input lane holds them without a seq): they
+        # were explained as "the answer recorded for this request … written after"
+        assert data.persist_input is not None
+        sent |= {(run.thread_id, q) for q in data.persist_input.seqs}
         for m in messages:
             e = why_forgotten(s, run.run_id, (m.thread_id, m.seq))
             _check(e.sentence, f"why_forgotten({run.run_id}, {m.thread_id}#{m.seq})")
