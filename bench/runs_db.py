@@ -1,6 +1,6 @@
 """A many-run benchmark database built by the real ``Runner``: threads of varied length
 over several resources, played turn by turn with the offline reader model and the
-hashing embedder into a DuckDB file (or any storage URL). Some turns state facts, some
+hashing embedder into a DuckDB file (or any storage URL: ``--out sqlite:///…``). Some turns state facts, some
 ask about them, some ask for a tool (an order lookup) and some set working memory; a
 few threads are long. The workbench's page benchmark (bench/bench_pages.py) reads it.
 
@@ -193,17 +193,19 @@ def _session(storage: Storage) -> Iterator[None]:
 def build_runs_db(path: str | Path, n_runs: int = 5000, *, seed: int = 0,
                   resources: int = RESOURCES,
                   progress: Callable[[int], None] | None = None) -> BuildReport:
-    """Build a new DuckDB file at ``path`` holding ``n_runs`` Runner runs (see the
-    module docstring). Refuses an existing file; closes it afterwards."""
-    from memory_core.storage.duckdb import DuckDBStorage
+    """Build ``n_runs`` Runner runs (see the module docstring) into a new database at
+    ``path``: a DuckDB file path or any storage URL (``sqlite:///…``, ``postgresql://…``).
+    Refuses a database file that exists; closes the storage afterwards."""
+    from memory_core.storage.url import file_of, open_storage
 
-    target = Path(path)
-    if target.exists():
-        raise InvalidInputError(f"refusing to overwrite existing file '{target}'")
+    target = str(path)
+    on_disk = file_of(target)
+    if on_disk is not None and Path(on_disk[1]).exists():
+        raise InvalidInputError(f"refusing to overwrite existing file '{on_disk[1]}'")
     the_plan = plan(n_runs, resources=resources, seed=seed)
     clock = Tick(T0)
     start = time.perf_counter()
-    storage = DuckDBStorage(str(target), clock=clock)
+    storage = open_storage(target, clock=clock)
     try:
         with _session(storage):
             model_s = play(storage, the_plan, seed=seed, clock=clock, progress=progress)
@@ -242,7 +244,8 @@ def render(report: BuildReport, load: float) -> str:
 def cli(argv: Sequence[str] | None = None) -> BuildReport:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", required=True, help="the DuckDB file to create")
+    ap.add_argument("--out", required=True,
+                    help="the DuckDB file (or storage URL) to create")
     ap.add_argument("--runs", type=int, default=5000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--resources", type=int, default=RESOURCES)

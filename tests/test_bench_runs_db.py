@@ -63,3 +63,19 @@ def test_the_database_holds_sealed_runner_runs(tmp_path: Path) -> None:
             assert tid is not None and len(storage.memory.get_messages(tid)) >= 2
     finally:
         storage.close()
+
+
+def test_a_storage_url_builds_that_adapter(tmp_path: Path) -> None:
+    from memory_core.storage.sqlite import SQLiteStorage
+
+    path = tmp_path / "runs.sqlite"
+    # it made a DuckDB file at the literal path "sqlite:/…" (a directory "sqlite:")
+    report = build_runs_db(f"sqlite:///{path}", 12)
+    assert path.exists() and not (Path.cwd() / "sqlite:").exists()
+    storage = SQLiteStorage(str(path))
+    try:
+        assert len(storage.runs.list_runs()) == report.runs == 12
+    finally:
+        storage.close()
+    with pytest.raises(InvalidInputError, match="runs.sqlite"):
+        build_runs_db(f"sqlite:///{path}", 5)
