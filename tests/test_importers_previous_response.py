@@ -209,3 +209,23 @@ def test_why_forgotten_tells_held_history_from_what_the_client_sent() -> None:
     assert fates[2].fate == "sent-by-client" and fates[3].fate == "written-after"
     # in the run that sent them, the same messages were the client's
     assert why_forgotten(st, first, (thread, 0)).fate == "sent-by-client"
+
+
+def test_compare_says_a_message_was_held_by_the_server() -> None:
+    from pathlib import Path
+
+    from memory_core.analysis.diff import diff_runs
+    from memory_core.importers import import_file
+
+    st = InMemoryStorage()
+    path = (Path(__file__).parent / "fixtures" / "imports" / "real"
+            / "msagentframework-test_agent_with_tool_calls.yaml")
+    first, second = import_file(st, path).runs_created
+    d = diff_runs(st, first, second)
+    question = next(e for e in d.entries if e.seq == 0)
+    # run A sent the question itself; run B referred to it by previous_response_id
+    assert question.reason.startswith(
+        "run A: sent by the client; run B: held by the server (previous_response_id "
+        "'resp_0b7fb495"), question.reason
+    result = next(e for e in d.entries if e.seq == 2)
+    assert "run B: sent by the client" in result.reason

@@ -156,18 +156,24 @@ def _gated(scored: Any, m: Memctx | None) -> float | None:
     return getattr(scored, "vector_score" if rc.mode == "hybrid" else "score", None)
 
 
-def _side(lane: str | None, m: Memctx | None) -> str:
+def _side(lane: str | None, data: RunData, ref: Ref) -> str:
     """Where a message stood in one run, in words true for how the run was recorded."""
+    m = data.memctx
     if m is not None and m.imported:
-        return "not sent by the client" if lane is None else "sent by the client"
+        if lane is None:
+            return "not sent by the client"
+        held = data.server_held()
+        if held is not None and ref in held[1]:
+            return f"held by the server ({held[0]['reference']}), not sent by the client"
+        return "sent by the client"
     return "not in the prompt" if lane is None else f"in the {lane} part of the prompt"
 
 
-def _imported_reason(lane_a: str | None, lane_b: str | None, ma: Memctx | None,
-                     mb: Memctx | None) -> str:
+def _imported_reason(p: _Pair) -> str:
     """A change involving an imported run: what each recording shows, never a memory
     decision the recording does not hold."""
-    said = f"run A: {_side(lane_a, ma)}; run B: {_side(lane_b, mb)}"
+    ma, mb = p.ma, p.mb
+    said = f"run A: {_side(p.lane_a, p.a, p.ref)}; run B: {_side(p.lane_b, p.b, p.ref)}"
     imported = [n for n, m in (("A", ma), ("B", mb)) if m is not None and m.imported]
     return (f"{said} (the recording of run {' and '.join(imported)} does not say whether "
             "memory recalled anything)")
@@ -179,7 +185,8 @@ class _Pair:
     def __init__(self, ref: Ref, lane_a: str | None, lane_b: str | None, sa: Any, sb: Any,
                  a: RunData, b: RunData, changes: Changes) -> None:
         self.ref, self.lane_a, self.lane_b, self.sa, self.sb = ref, lane_a, lane_b, sa, sb
-        self.ma, self.mb, self.changes = a.memctx, b.memctx, changes
+        self.a, self.b, self.changes = a, b, changes
+        self.ma, self.mb = a.memctx, b.memctx
 
     def new(self) -> bool:
         """Written after run A composed (so run A could not have held it)."""
@@ -232,7 +239,7 @@ class _Pair:
 def _reason(p: _Pair) -> str:
     ma, mb = p.ma, p.mb
     if any(m is not None and m.imported for m in (ma, mb)):
-        return _imported_reason(p.lane_a, p.lane_b, ma, mb)
+        return _imported_reason(p)
     lane_a, lane_b = p.lane_a, p.lane_b
     if lane_b == "compacted":
         return f"compacted into observation {_compacted(mb, p.ref)}"

@@ -251,20 +251,6 @@ def _explain_unseen(storage: Storage, data: RunData, msg: StoredMessage,
     return None
 
 
-def _held_by_server(data: RunData, msg: StoredMessage) -> dict[str, Any] | None:
-    """The import record's ``server_held_history`` when ``msg`` is one of the prompt's
-    messages a Responses API request did not send (its ``previous_response_id`` named
-    them) and the import reconstructed from an earlier record; else None."""
-    rec = data.import_record
-    held = rec.extra.get("server_held_history") if rec is not None else None
-    if not isinstance(held, dict) or not held.get("reconstructed_from"):
-        return None
-    lo, hi = held.get("prompt_messages") or (0, 0)
-    at = next((i for i, it in enumerate(data.prompt.items)
-               if it.thread_id == msg.thread_id and it.seq == msg.seq), None)
-    return held if at is not None and lo <= at < hi else None
-
-
 def _explain_imported(data: RunData, msg: StoredMessage, lane: str | None,
                       out: _Out) -> Explanation:
     """An imported run's record holds the request the client sent, not how its memory
@@ -277,8 +263,9 @@ def _explain_imported(data: RunData, msg: StoredMessage, lane: str | None,
     unknown = ("this recording does not say whether memory recalled anything or how the "
                "client chose what to send")
     if lane is not None:
-        held = _held_by_server(data, msg)
-        if held is not None:
+        server = data.server_held()
+        if server is not None and (msg.thread_id, msg.seq) in server[1]:
+            held = server[0]
             return out("held-by-server", "The model was given this message, but the client "
                        "did not send it: the request referred to the conversation by "
                        f"{held['reference']}, whose history the server held, and this "

@@ -318,6 +318,21 @@ class RunData:
     def model_info(self) -> dict[str, Any]:
         return self.steps[0].model.model_dump() if self.steps else {}
 
+    def server_held(self) -> tuple[dict[str, Any], set[tuple[str, int]]] | None:
+        """For an imported Responses API request that sent ``previous_response_id``
+        instead of its history, when the import reconstructed that history from an
+        earlier record: the import record's ``server_held_history`` and the stored
+        messages of the prompt it covers (given to the model, not sent by the client).
+        None otherwise."""
+        rec = self.import_record
+        held = rec.extra.get("server_held_history") if rec is not None else None
+        if not isinstance(held, dict) or not held.get("reconstructed_from"):
+            return None
+        lo, hi = held.get("prompt_messages") or (0, 0)
+        refs = {(it.thread_id, it.seq) for it in self.prompt.items[lo:hi]
+                if it.thread_id is not None and it.seq is not None}
+        return held, refs
+
     @property
     def pending_calls(self) -> list[ToolCallPart]:
         """Tool calls of the last step with no tool record: where the recording ends
