@@ -229,3 +229,23 @@ def test_compare_says_a_message_was_held_by_the_server() -> None:
         "'resp_0b7fb495"), question.reason
     result = next(e for e in d.entries if e.seq == 2)
     assert "run B: sent by the client" in result.reason
+
+
+def test_the_lifeline_agrees_with_why_forgotten_on_imported_runs() -> None:
+    from pathlib import Path
+
+    from memory_core.analysis.forgotten import lifeline, why_forgotten
+    from memory_core.importers import import_file
+
+    st = InMemoryStorage()
+    path = (Path(__file__).parent / "fixtures" / "imports" / "real"
+            / "msagentframework-test_agent_with_tool_calls.yaml")
+    runs = import_file(st, path).runs_created
+    thread = st.runs.require_run(runs[0]).thread_id
+    assert thread is not None
+    for m in st.memory.get_messages(thread):
+        # the lifeline read each run's prompt and provenance only, and so called the
+        # question of run 1 "written after" and run 2's held history "sent by the client"
+        points = {p.run_id: p.fate for p in lifeline(st, thread, m.seq)}
+        assert points == {r: why_forgotten(st, r, (thread, m.seq)).fate for r in runs}
+    assert [p.fate for p in lifeline(st, thread, 0)] == ["sent-by-client", "held-by-server"]

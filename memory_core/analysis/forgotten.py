@@ -569,7 +569,15 @@ def lifeline(storage: Storage, thread_id: str, seq: int, *,
         prompt = reader.prompt()
         if prompt is None:
             continue  # a run that crashed before freezing its prompt
-        data = RunData(run=r, prompt=prompt, memctx=reader.memctx())
+        memctx = reader.memctx()
+        if memctx is not None and memctx.imported:
+            # an imported run's fates also read where its input went and what of its
+            # prompt the server held (two point reads more, imported runs only)
+            data = RunData(run=r, prompt=prompt, memctx=memctx,
+                           persist_input=reader.persist_input(),
+                           import_record=reader.import_record())
+        else:
+            data = RunData(run=r, prompt=prompt, memctx=memctx)
         e = explain_message(storage, data, msgs[0], embed=embed)
         points.append(LifelinePoint(run_id=r.run_id, started_at=r.started_at.isoformat(),
                                     fate=e.fate, reached_model=e.reached_model,
