@@ -657,8 +657,8 @@ def _imported_note(reader: RunReader, shown: int) -> str:
     (importing.md, "history held server-side")."""
     head = "imported run: this recording does not say whether memory recalled anything; "
     record = reader.import_record()
-    held = record.extra.get("server_held_history") if record is not None else None
-    if not isinstance(held, dict):
+    held = record.held_history() if record is not None else None
+    if held is None:
         return head + f"the client sent these {shown} messages"
     unrecorded = (f"; the history before {held['unrecorded']} is not in the recording"
                   if held.get("unrecorded") else "")

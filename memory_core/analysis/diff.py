@@ -65,17 +65,9 @@ class RunDiff(BaseModel):
 
 
 def _lanes_of(data: RunData) -> dict[Ref, str]:
-    """Where each stored message stood in the run's prompt. The input is frozen before
-    it is stored, so its items carry no seq: they are the seqs the run stored its input
-    under (``persist:input``), in order, so the input lane counts what the prompt held."""
-    lanes: dict[Ref, str] = {}
-    stored = list(data.persist_input.seqs) if data.persist_input else []
-    thread = data.run.thread_id or (data.memctx.thread_id if data.memctx else None)
-    for it in data.prompt.items:
-        if it.thread_id is not None and it.seq is not None:
-            lanes.setdefault((it.thread_id, it.seq), it.lane)
-        elif it.lane == "input" and stored and thread is not None:
-            lanes.setdefault((thread, stored.pop(0)), "input")
+    """Where each stored message stood in the run's prompt (``RunData.prompt_lanes``:
+    the input lane counted by what it stored), and what composition dropped."""
+    lanes = data.prompt_lanes()
     m = data.memctx
     if m is not None:
         for d in m.dropped:

@@ -103,18 +103,10 @@ def explain_message(storage: Storage, data: RunData, msg: StoredMessage, *,
                            reached_model=fate in GIVEN_FATES, sentence=sentence,
                            evidence=evidence)
 
-    by_lane: dict[tuple[str, int], str] = {}
-    for it in data.prompt.items:
-        if it.thread_id is not None and it.seq is not None:
-            by_lane.setdefault((it.thread_id, it.seq), it.lane)
+    by_lane = data.prompt_lanes()  # the input by persist:input (loaded runs have it)
     lane = by_lane.get(ref)
     if memctx is not None and memctx.imported:
-        sent = data.persist_input.seqs if data.persist_input is not None else []
-        if lane is None and msg.thread_id == run.thread_id and msg.seq in sent:
-            # the request's new messages: its prompt's input lane holds them unstored
-            # (no seq), its persist:input record where they were stored
-            lane = "input"
-        return _explain_imported(data, msg, lane, out)
+        return _explain_imported(data, msg, by_lane, out)
     if memctx is None:
         if lane:
             return out("recent" if lane != "recalled" else "recalled",
@@ -251,11 +243,12 @@ def _explain_unseen(storage: Storage, data: RunData, msg: StoredMessage,
     return None
 
 
-def _explain_imported(data: RunData, msg: StoredMessage, lane: str | None,
+def _explain_imported(data: RunData, msg: StoredMessage, by_lane: dict[tuple[str, int], str],
                       out: _Out) -> Explanation:
     """An imported run's record holds the request the client sent, not how its memory
     chose it: every sentence says what the recording shows and nothing it lacks."""
     items = data.prompt.items
+    lane = by_lane.get((msg.thread_id, msg.seq))
     n = len(items)
     if not items:
         return out("unknown", "This recording does not show what the client sent in this "
@@ -283,10 +276,7 @@ def _explain_imported(data: RunData, msg: StoredMessage, lane: str | None,
         return out("not-sent-by-client", f"The client did not send this message in this "
                    f"request (it is in another conversation, {msg.thread_id}): {tail}.",
                    sent=n, scope="other-thread")
-    carried = [it.seq for it in items if it.thread_id == msg.thread_id and it.seq is not None]
-    if data.persist_input is not None and msg.thread_id == data.run.thread_id:
-        carried += data.persist_input.seqs  # the input lane's messages, stored after
-    last = max(carried, default=None)
+    last = max((q for t, q in by_lane if t == msg.thread_id), default=None)
     if last is not None and msg.seq > last:
         return out("not-sent-by-client", f"The client did not send this message in this "
                    f"request: it comes later in the conversation than everything the request "

@@ -318,15 +318,28 @@ class RunData:
     def model_info(self) -> dict[str, Any]:
         return self.steps[0].model.model_dump() if self.steps else {}
 
+    def prompt_lanes(self) -> dict[tuple[str, int], str]:
+        """Where each stored message stood in the run's prompt. The input is frozen
+        before it is stored, so its items carry no seq: they are the seqs the run stored
+        its input under (``persist:input``), in order."""
+        lanes: dict[tuple[str, int], str] = {}
+        stored = list(self.persist_input.seqs) if self.persist_input else []
+        thread = self.run.thread_id or (self.memctx.thread_id if self.memctx else None)
+        for it in self.prompt.items:
+            if it.thread_id is not None and it.seq is not None:
+                lanes.setdefault((it.thread_id, it.seq), it.lane)
+            elif it.lane == "input" and stored and thread is not None:
+                lanes.setdefault((thread, stored.pop(0)), "input")
+        return lanes
+
     def server_held(self) -> tuple[dict[str, Any], set[tuple[str, int]]] | None:
         """For an imported Responses API request that sent ``previous_response_id``
         instead of its history, when the import reconstructed that history from an
         earlier record: the import record's ``server_held_history`` and the stored
         messages of the prompt it covers (given to the model, not sent by the client).
         None otherwise."""
-        rec = self.import_record
-        held = rec.extra.get("server_held_history") if rec is not None else None
-        if not isinstance(held, dict) or not held.get("reconstructed_from"):
+        held = self.import_record.held_history() if self.import_record is not None else None
+        if held is None or not held.get("reconstructed_from"):
             return None
         lo, hi = held.get("prompt_messages") or (0, 0)
         refs = {(it.thread_id, it.seq) for it in self.prompt.items[lo:hi]

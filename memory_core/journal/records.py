@@ -120,6 +120,13 @@ class ImportRecord(_Record):
     request_params: dict[str, Any] = Field(default_factory=dict)  # temperature, tools…
     extra: dict[str, Any] = Field(default_factory=dict)
 
+    def held_history(self) -> dict[str, Any] | None:
+        """``extra.server_held_history`` (importing.md, "history held server-side"):
+        ``reference``, ``reconstructed_from``, ``prompt_messages`` [start, end) and
+        ``unrecorded``; None when the request sent its whole history."""
+        held = self.extra.get("server_held_history")
+        return held if isinstance(held, dict) else None
+
 
 class TitleRecord(_Record):
     """``<run>:title``: the title model's answer on a thread's first turn (SPEC §2.5):
