@@ -1,8 +1,8 @@
 """A many-run benchmark database built by the real ``Runner``: threads of varied length
 over several resources, played turn by turn with the offline reader model and the
-hashing embedder into a DuckDB file (or any storage URL: ``--out sqlite:///…``). Some turns state facts, some
-ask about them, some ask for a tool (an order lookup) and some set working memory; a
-few threads are long. The workbench's page benchmark (bench/bench_pages.py) reads it.
+hashing embedder into a DuckDB file (or any storage URL: ``--out sqlite:///…``). Some
+turns state facts, some ask about them, some ask for a tool (an order lookup) and some
+set working memory; a few threads are long. The workbench's page benchmark (bench/bench_pages.py) reads it.
 
 Run: ``.venv/bin/python -m bench.runs_db --out /tmp/runs5k.duckdb --runs 5000``.
 It prints the build time beside the time the model itself took (the runner's share is

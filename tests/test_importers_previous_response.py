@@ -96,7 +96,7 @@ def test_a_chain_of_three_is_one_thread_each_prompt_its_whole_history() -> None:
              "prompt_messages": [0, 4], "unrecorded": None}}
     notes = st.runs.get(f"{rc}:import")["notes"]
     assert notes == ["line 3: history held server-side (previous_response_id 'resp_b') "
-                     "reconstructed from line 2: prompt messages 0–3 were not sent with "
+                     "reconstructed from line 2: prompt messages 1–4 were not sent with "
                      "this request"]
     # where the history is held is not a sampling parameter; it is kept as sent
     first = st.runs.get(f"{ra}:import")

@@ -62,10 +62,7 @@ def detect_format(text: str) -> ImportFormat:
         return "otel"
     first = next((ln for ln in stripped.splitlines() if ln.strip()), "").strip()
     if first in ("{", "[{", "[") or first.startswith('{"'):
-        try:
-            whole = json.loads(stripped)
-        except ValueError:  # or the first of several documents, one after another
-            whole = first_document(stripped)
+        whole = first_document(stripped)  # the document, or the first of several
         if is_attribute_map(whole) or is_sdk_span(whole) or (
                 isinstance(whole, list) and bool(whole) and is_sdk_span(whole[0])):
             return "otel"

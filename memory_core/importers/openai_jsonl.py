@@ -299,7 +299,7 @@ def _held_note(where: str, h: HeldHistory) -> str:
         return (f"{where}: history held server-side ({h.reference}) is not in the file: "
                 "the prompt holds only what this request sent")
     note = (f"{where}: history held server-side ({h.reference}) reconstructed from "
-            f"{h.source}: prompt messages {h.start}–{h.start + h.count - 1} were not sent "
+            f"{h.source}: prompt messages {h.start + 1}–{h.start + h.count} were not sent "
             "with this request")
     if h.unrecorded is not None:
         note += f"; the history before {h.unrecorded} is not in the file"

@@ -88,10 +88,11 @@ def unknown_fields(ex: Exchange) -> list[str]:
     return UNKNOWN_FIELDS + extra
 
 
-def import_extra(ex: Exchange, import_info: dict[str, Any]) -> dict[str, Any]:
-    """The run's import record's ``extra``: the request's ``request_fields`` as sent and,
-    for a history held server-side, where its prompt's reconstructed messages are."""
-    out = {k: v for k, v in import_info.items() if k not in ("format", "file", "sha1")}
+def import_extra(ex: Exchange, rest: dict[str, Any]) -> dict[str, Any]:
+    """The run's import record's ``extra``: ``rest`` of the import's info, the request's
+    ``request_fields`` as sent and, for a history held server-side, where its prompt's
+    reconstructed messages are."""
+    out = dict(rest)
     if ex.request_fields:
         out["request_fields"] = dict(ex.request_fields)
     if ex.held is not None:
@@ -151,7 +152,9 @@ def run_records(run_id: str, plan: RunPlan, *, embedder: str | None,
     records: list[tuple[str, BaseModel]] = [
         (keys.import_, ImportRecord(**known, where=ex.where, notes=list(ex.notes),
                                     request_params=dict(ex.params or {}),
-                                    extra=import_extra(ex, import_info))),
+                                    extra=import_extra(ex, {
+                                        k: v for k, v in import_info.items()
+                                        if k not in known}))),
         (keys.input, InputRecord(messages=[_plain(m) for m in input_msgs],
                                  incoming=[_plain(m) for m in input_msgs], sealed=True)),
         (keys.prompt, FrozenPrompt(items=items)),
