@@ -249,3 +249,20 @@ def test_the_lifeline_agrees_with_why_forgotten_on_imported_runs() -> None:
         points = {p.run_id: p.fate for p in lifeline(st, thread, m.seq)}
         assert points == {r: why_forgotten(st, r, (thread, m.seq)).fate for r in runs}
     assert [p.fate for p in lifeline(st, thread, 0)] == ["sent-by-client", "held-by-server"]
+
+
+@pytest.mark.parametrize("name", ["msagentframework-test_agent_with_tool_calls.yaml",
+                                  "logfire-test_responses_api.yaml"])
+def test_an_imported_responses_run_replays_identically(name: str) -> None:
+    from pathlib import Path
+
+    from memory_core.importers import import_file
+    from memory_core.replay import replay
+
+    st = InMemoryStorage()
+    runs = import_file(st, Path(__file__).parent / "fixtures" / "imports" / "real" / name
+                       ).runs_created
+    answered = [r for r in runs if not replay(st, r).ended_on_tool_call]
+    # the text answer was stored as a list of one text part, the replay's as text:
+    # "stored message 0 … differs from the replayed one"
+    assert answered and all(replay(st, r).messages_checked == 1 for r in answered)

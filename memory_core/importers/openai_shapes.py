@@ -173,6 +173,12 @@ def responses_exchange_parts(request: dict[str, Any], response: Any, where: str,
                 notes.append(f"{where}: {len(outs) - 1} further output message(s) not imported")
     if reply is not None and reply.role != "assistant":
         raise fail(where, f"output message has role {reply.role!r}, expected 'assistant'")
+    if reply is not None and isinstance(reply.content, list) and len(reply.content) == 1 \
+            and isinstance(reply.content[0], TextPart):
+        # one output_text part is the answer's text, stored as the Runner stores a text
+        # answer (replay compared a list of one part with the replayed plain text and
+        # failed every imported Responses API run that answered in text)
+        reply = reply.model_copy(update={"content": reply.content[0].text})
     tools = from_openai_tools(request.get("tools") or [], where, notes)
     return own, msgs, reply, tools
 
