@@ -32,8 +32,7 @@ from memory_core.importers.jsonvalues import first_document, read_documents
 from memory_core.importers.openai_jsonl import parse_openai
 from memory_core.importers.otel import parse_otlp, parse_spans
 from memory_core.importers.otel_read import (
-    is_attribute_map,
-    is_sdk_span,
+    is_span_document,
     protobuf_documents,
     spans_of,
 )
@@ -53,8 +52,8 @@ __all__ = ["ImportFormatError", "ImportReport", "SkippedRecord", "detect_format"
 
 def detect_format(text: str) -> ImportFormat:
     """OTLP/JSON when the document (or its first line) has ``resourceSpans`` or
-    ``resourceLogs``, is one span's attributes, or is a span object (or a JSON array of
-    them) as SDKs write them (``is_sdk_span``); else the OpenAI family (whose parser names any record it cannot
+    ``resourceLogs``, is one span's attributes, a span object (or a JSON array of them)
+    as SDKs and tracers write them, or a Jaeger export (``is_span_document``); else the OpenAI family (whose parser names any record it cannot
     read and what it expected)."""
     stripped = text.lstrip()
     head = stripped[:4096]
@@ -63,15 +62,14 @@ def detect_format(text: str) -> ImportFormat:
     first = next((ln for ln in stripped.splitlines() if ln.strip()), "").strip()
     if first in ("{", "[{", "[") or first.startswith('{"'):
         whole = first_document(stripped)  # the document, or the first of several
-        if is_attribute_map(whole) or is_sdk_span(whole) or (
-                isinstance(whole, list) and bool(whole) and is_sdk_span(whole[0])):
+        if is_span_document(whole):
             return "otel"
     try:
         doc = json.loads(first)
     except ValueError:
         return "openai"  # parsing will name the bad line
     if isinstance(doc, dict) and ("resourceSpans" in doc or "resourceLogs" in doc) \
-            or is_sdk_span(doc):
+            or is_span_document(doc):
         return "otel"
     return "openai"
 

@@ -10,7 +10,6 @@ A malformed span rejects the whole file with an ``ImportFormatError`` naming it.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from memory_core.importers.common import (
@@ -29,7 +28,7 @@ from memory_core.importers.otel_content import (
     span_tools,
     vercel_operation,
 )
-from memory_core.importers.otel_read import RawSpan, read_otlp
+from memory_core.importers.otel_read import RawSpan, is_content_key, read_otlp
 from memory_core.models.base import Usage
 
 REASONS_SHOWN = 12
@@ -51,17 +50,12 @@ def _str_attr(attrs: dict[str, Any], *keys: str) -> str | None:
     return None
 
 
-# attributes that may hold a conversation (not its usage, model or settings)
-_CONTENT_LIKE = re.compile(r"messages|prompt|completion|content|choice|instructions|"
-                           r"\.text$|\.object$|toolCalls|(input|output)\.value", re.I)
-_NOT_CONTENT = re.compile(r"tokens|usage|count|mime_type|\.tools|toolChoice|functions|"
-                          r"template\.variables", re.I)
 VERCEL_WRAPPERS = {"ai.generateText": "doGenerate", "ai.streamText": "doStream",
                    "ai.generateObject": "doGenerate", "ai.streamObject": "doStream"}
 
 
 def _content_like(attrs: dict[str, Any]) -> list[str]:
-    return [k for k in attrs if _CONTENT_LIKE.search(k) and not _NOT_CONTENT.search(k)]
+    return [k for k in attrs if is_content_key(k)]
 
 
 def _vercel_reason(op: str) -> str:

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from memory_core.importers.common import fail, from_unix
@@ -202,6 +205,283 @@ def _sdk_span(raw: dict[str, Any], order: int) -> RawSpan:
         status_error=str(message or "the recorded call failed") if failed else None)
 
 
+# -- other tracers' JSON: Jaeger, Zipkin v2, Go's stdouttrace -----------------------------
+# Attributes that may hold a conversation (not its usage, model or settings): kept as the
+# text they are when a tracer wrote every value as a string.
+_CONTENT_LIKE = re.compile(r"messages|prompt|completion|content|choice|instructions|"
+                           r"\.text$|\.object$|toolCalls|(input|output)\.value", re.I)
+_NOT_CONTENT = re.compile(r"tokens|usage|count|mime_type|\.tools|toolChoice|functions|"
+                          r"template\.variables", re.I)
+_NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?")
+# Python's Zipkin exporter cuts every tag value (and event attribute) to this many
+# characters unless told otherwise (``max_tag_value_length``)
+ZIPKIN_CUT = 128
+
+
+def is_content_key(key: str) -> bool:
+    return bool(_CONTENT_LIKE.search(key)) and not _NOT_CONTENT.search(key)
+
+
+def _untyped(key: str, value: Any, *, scalars: bool) -> Any:
+    """A value a tracer wrote as a string, typed again as OpenTelemetry had it, which
+    the Jaeger and Zipkin mappings (OTel's "mapping to non-OTLP formats") lose: an array
+    attribute became its JSON text (both), and with ``scalars`` (Zipkin, whose tags are
+    all strings) a number or boolean became its text too. Content-like attributes stay
+    the text they are: a message that reads ``[1, 2]`` or ``42`` is text."""
+    if not isinstance(value, str) or is_content_key(key):
+        return value
+    if value.startswith("[") and value.endswith("]"):
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            return value
+        if isinstance(parsed, list) and all(
+                x is None or isinstance(x, str | int | float | bool) for x in parsed):
+            return parsed
+        return value
+    if scalars:
+        if value in ("true", "false"):
+            return value == "true"
+        if _NUMBER.fullmatch(value):
+            number = float(value)
+            return int(value) if number.is_integer() and "." not in value \
+                and "e" not in value.lower() else number
+    return value
+
+
+def is_jaeger(doc: Any) -> bool:
+    """Jaeger's JSON (its UI's "Download JSON", ``/api/traces``): ``{"data": [trace]}``
+    or one trace, ``{"traceID", "spans": [...], "processes"}``."""
+    if isinstance(doc, dict) and isinstance(doc.get("data"), list) and doc["data"]:
+        return is_jaeger(doc["data"][0])
+    return isinstance(doc, dict) and isinstance(doc.get("spans"), list) and (
+        "traceID" in doc or "processes" in doc) and all(
+        isinstance(s, dict) and "spanID" in s for s in doc["spans"][:1])
+
+
+def is_zipkin_span(doc: Any) -> bool:
+    """A Zipkin v2 span (``/api/v2/spans``, its UI's download: a JSON array of them)."""
+    return isinstance(doc, dict) and isinstance(doc.get("traceId"), str) \
+        and isinstance(doc.get("id"), str) and "attributes" not in doc \
+        and ("localEndpoint" in doc or "tags" in doc or "annotations" in doc
+             or "timestamp" in doc)
+
+
+def is_go_span(doc: Any) -> bool:
+    """A span as Go's stdouttrace exporter prints it (``Name``, ``SpanContext``)."""
+    return isinstance(doc, dict) and isinstance(doc.get("Name"), str) \
+        and isinstance(doc.get("SpanContext"), dict)
+
+
+def is_span_document(doc: Any) -> bool:
+    """A document the span readers take besides OTLP: one span's attributes, a span
+    object as an SDK or tracer writes it, or a list of those, or a Jaeger export."""
+    if isinstance(doc, list):
+        return bool(doc) and _is_span_object(doc[0])
+    return is_attribute_map(doc) or _is_span_object(doc) or is_jaeger(doc)
+
+
+def _is_span_object(doc: Any) -> bool:
+    return is_sdk_span(doc) or is_zipkin_span(doc) or is_go_span(doc)
+
+
+def _micros(value: Any, where: str, what: str) -> datetime | None:
+    if value is None or value in (0, "0", ""):
+        return None
+    return from_unix(value, where, what, scale=1_000_000)
+
+
+def _after(start: datetime | None, micros: Any) -> datetime | None:
+    if start is None or isinstance(micros, bool) or not isinstance(micros, int | float):
+        return start
+    return start + timedelta(microseconds=micros)
+
+
+def _jaeger_value(tag: Any, where: str) -> tuple[str, Any]:
+    if not isinstance(tag, dict) or not isinstance(tag.get("key"), str):
+        raise fail(where, f"a tag must be an object with a string 'key', got {tag!r}")
+    kind, value = str(tag.get("type") or "string").lower(), tag.get("value")
+    value = "" if value is None else value
+    try:
+        if kind == "int64" and not isinstance(value, bool):
+            value = int(value)
+        elif kind == "float64" and not isinstance(value, bool):
+            value = float(value)
+        elif kind == "bool" and isinstance(value, str):
+            value = value == "true"
+    except (TypeError, ValueError):
+        raise fail(where, f"tag {tag['key']} of type {kind} has the value {value!r}") \
+            from None
+    return tag["key"], _untyped(tag["key"], value, scalars=False)
+
+
+def _keyed(raw: Any, where: str, what: str,
+           pair: Callable[[Any, str], tuple[str, Any]]) -> dict[str, Any]:
+    """A list of key-value objects (``what``, e.g. Jaeger's ``tags``) as a dict."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, list):
+        raise fail(where, f"'{what}' must be a list, got {type(raw).__name__}")
+    return dict(pair(item, where) for item in raw)
+
+
+def _jaeger_tags(raw: Any, where: str) -> dict[str, Any]:
+    return _keyed(raw, where, "tags", _jaeger_value)
+
+
+def _status(attrs: dict[str, Any]) -> str | None:
+    """The error of a span whose status a tracer wrote as tags (``otel.status_code``,
+    ``otel.status_description``, and Jaeger's ``error`` flag or Zipkin's ``error``
+    message)."""
+    code = str(attrs.get("otel.status_code") or "").upper()
+    flag = attrs.get("error")
+    if code != "ERROR" and flag is not True and not (isinstance(flag, str) and flag
+                                                     and code != "OK"):
+        return None
+    message = attrs.get("otel.status_description") or (flag if isinstance(flag, str)
+                                                       else None)
+    return str(message or "the recorded call failed")
+
+
+def _jaeger_spans(doc: dict[str, Any], where_doc: str, first: int) -> list[RawSpan]:
+    traces = doc["data"] if isinstance(doc.get("data"), list) else [doc]
+    out: list[RawSpan] = []
+    for trace in traces:
+        for raw in (trace.get("spans") or []) if isinstance(trace, dict) else []:
+            if not isinstance(raw, dict):
+                raise fail(where_doc, f"a Jaeger span must be an object, got {raw!r}")
+            sid = _hex_id(raw.get("spanID")) or f"#{first + len(out)}"
+            where = f"span {sid} ({raw.get('operationName', '')})"
+            attrs = _jaeger_tags(raw.get("tags"), where)
+            # the parent is the CHILD_OF reference (links come after it as FOLLOWS_FROM)
+            parent = next((r for r in raw.get("references") or [] if isinstance(r, dict)
+                           and r.get("refType") == "CHILD_OF"), {})
+            events: list[Event] = []
+            for k, log in enumerate(raw.get("logs") or []):
+                fields = _jaeger_tags((log or {}).get("fields"), f"{where}: log {k}")
+                events.append((str(fields.pop("event", "")), fields))
+            start = _micros(raw.get("startTime"), where, "startTime")
+            out.append(RawSpan(
+                where=where, trace_id=_hex_id(raw.get("traceID")), span_id=sid,
+                parent_id=_hex_id(raw.get("parentSpanID") or parent.get("spanID")),
+                name=str(raw.get("operationName") or ""), start=start,
+                end=_after(start, raw.get("duration")), attrs=attrs, events=events,
+                status_error=_status(attrs)))
+    return out
+
+
+def _zipkin_event(value: Any) -> Event:
+    """An annotation: Python's exporter writes ``{"<event name>": {attributes}}`` as
+    JSON, others the event's name alone."""
+    if isinstance(value, str) and value.startswith("{"):
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, dict) and len(parsed) == 1:
+            (name, attrs), = parsed.items()
+            if isinstance(attrs, dict):
+                return str(name), dict(attrs)
+    return str(value or ""), {}
+
+
+def _check_uncut(key: str, value: Any, where: str) -> None:
+    """A JSON value exactly as long as Python's Zipkin exporter cuts tags, that no longer
+    parses, was cut by it: the rest of the recording is lost."""
+    if not isinstance(value, str) or len(value) != ZIPKIN_CUT or value[:1] not in "[{":
+        return
+    try:
+        json.loads(value)
+    except ValueError:
+        raise fail(where, f"{key} is cut at {ZIPKIN_CUT} characters and is no longer "
+                          "JSON: OpenTelemetry's Zipkin exporter cuts every tag value to "
+                          f"{ZIPKIN_CUT} characters unless told otherwise; export the "
+                          "spans again with a larger max_tag_value_length (or as OTLP)") \
+            from None
+
+
+def _zipkin_span(raw: dict[str, Any], order: int) -> RawSpan:
+    sid = _hex_id(raw.get("id")) or f"#{order}"
+    where = f"span {sid} ({raw.get('name', '')})"
+    tags = raw.get("tags") or {}
+    if not isinstance(tags, dict):
+        raise fail(where, f"'tags' must be an object, got {type(tags).__name__}")
+    attrs = {str(k): _untyped(str(k), v, scalars=True) for k, v in tags.items()}
+    events = [_zipkin_event((a or {}).get("value"))
+              for a in raw.get("annotations") or [] if isinstance(a, dict)]
+    for key, value in [*attrs.items(), *(kv for _, ev in events for kv in ev.items())]:
+        _check_uncut(key, value, where)
+    start = _micros(raw.get("timestamp"), where, "timestamp")
+    return RawSpan(
+        where=where, trace_id=_hex_id(raw.get("traceId")), span_id=sid,
+        parent_id=_hex_id(raw.get("parentId")), name=str(raw.get("name") or ""),
+        start=start, end=_after(start, raw.get("duration")), attrs=attrs, events=events,
+        status_error=_status(attrs))
+
+
+def _go_value(raw: Any, where: str) -> tuple[str, Any]:
+    if not isinstance(raw, dict) or not isinstance(raw.get("Key"), str):
+        raise fail(where, f"an attribute must be an object with a string 'Key', got {raw!r}")
+    value = raw.get("Value")
+    return raw["Key"], value.get("Value") if isinstance(value, dict) else value
+
+
+def _go_attrs(raw: Any, where: str) -> dict[str, Any]:
+    return _keyed(raw, where, "Attributes", _go_value)
+
+
+def _go_time(value: Any, where: str, what: str) -> datetime | None:
+    if isinstance(value, str) and value.startswith("0001-01-01"):
+        return None  # Go's zero time: not set
+    return _sdk_time(value, where, what)
+
+
+def _go_span(raw: dict[str, Any], order: int) -> RawSpan:
+    ctx = raw["SpanContext"]
+    sid = _sdk_id(ctx, "SpanID") or f"#{order}"
+    where = f"span {sid} ({raw['Name']})"
+    parent: Any = raw.get("Parent")
+    parent_id = _sdk_id(parent, "SpanID") if isinstance(parent, dict) else ""
+    events: list[Event] = []
+    for k, ev in enumerate(raw.get("Events") or []):
+        if isinstance(ev, dict):
+            events.append((str(ev.get("Name") or ""),
+                           _go_attrs(ev.get("Attributes"), f"{where}: event {k}")))
+    status: Any = raw.get("Status")
+    status = status if isinstance(status, dict) else {}
+    failed = str(status.get("Code") or "").lower() == "error"
+    return RawSpan(
+        where=where, trace_id=_sdk_id(ctx, "TraceID"), span_id=sid,
+        parent_id="" if parent_id.strip("0") == "" else parent_id, name=raw["Name"],
+        start=_go_time(raw.get("StartTime"), where, "StartTime"),
+        end=_go_time(raw.get("EndTime"), where, "EndTime"),
+        attrs=_go_attrs(raw.get("Attributes"), where), events=events,
+        status_error=str(status.get("Description") or "the recorded call failed")
+        if failed else None)
+
+
+def _span_objects(doc: Any, where: str, first: int) -> list[RawSpan] | None:
+    """The spans of a non-OTLP document, or None when it is none of those shapes."""
+    if is_jaeger(doc):
+        return _jaeger_spans(doc, where, first)
+    items = doc if isinstance(doc, list) and doc and _is_span_object(doc[0]) else [doc]
+    out: list[RawSpan] = []
+    for item in items:
+        n = first + len(out)
+        if is_sdk_span(item):
+            out.append(_sdk_span(item, n))
+        elif is_zipkin_span(item):
+            out.append(_zipkin_span(item, n))
+        elif is_go_span(item):
+            out.append(_go_span(item, n))
+        elif items is doc:
+            raise fail(where, f"item {len(out)} is not a span object like the first: "
+                              f"{str(item)[:120]}")
+        else:
+            return None
+    return out
+
+
 def is_attribute_map(doc: Any) -> bool:
     """One span's attributes as a flat JSON object (``{"gen_ai.input.messages": …}``),
     as instrumentations' tests and span exporters to plain JSON write them."""
@@ -220,13 +500,16 @@ def spans_of(docs: list[tuple[str, Any]]) -> list[RawSpan]:
                                  span_id=f"#{len(spans)}", parent_id="", name="",
                                  start=None, end=None, attrs=dict(doc)))
             continue
-        if is_sdk_span(doc):
-            spans.append(_sdk_span(doc, len(spans)))
+        objects = _span_objects(doc, where, len(spans))
+        if objects is not None:
+            spans.extend(objects)
             continue
         if not isinstance(doc, dict) or not ("resourceSpans" in doc or "resourceLogs" in doc):
             raise fail(where, "expected an OTLP/JSON object with 'resourceSpans' or "
-                              "'resourceLogs', or a span object (name, spanContext or "
-                              "context, attributes)")
+                              "'resourceLogs', a span object (an SDK's: name, "
+                              "spanContext or context, attributes; Zipkin's: traceId, "
+                              "id; Go's: Name, SpanContext) or a Jaeger export (data, "
+                              "spans)")
         for rs in doc.get("resourceSpans") or []:
             for raw in _scoped(rs or {}, "scopeSpans", "spans", "instrumentationLibrarySpans"):
                 spans.append(_span(raw, where, len(spans)))

@@ -1,0 +1,260 @@
+"""Spans exported by other tracers import as their OTLP originals do: Zipkin v2 JSON
+(written by OpenTelemetry's own Zipkin encoder, tests/fixtures/imports/tracers), Jaeger's
+JSON (its UI's download, ``/api/traces``) and Go's stdouttrace span objects — with the
+values those formats flatten (arrays as JSON text, Zipkin's numbers as text) typed
+again, parents, status and events read, and a value Zipkin's exporter cut named."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memory_core.errors import ImportFormatError
+from memory_core.importers import detect_format, import_file, import_text
+from memory_core.importers.otel_read import RawSpan, read_otlp, spans_of
+from memory_core.storage.inmemory import InMemoryStorage
+
+FIX = Path(__file__).parent / "fixtures" / "imports"
+TRACERS = FIX / "tracers"
+SOURCES = {  # as tests/fixtures/imports/tracers/make_zipkin.py made them
+    "zipkin-otel_genai.json": "otel_genai.json",
+    "zipkin-otel_events.json": "otel_events.json",
+    "zipkin-openinference_tool_calls.json":
+        "real/openinference-openinference_client_span_tool_calls.json",
+    "zipkin-vercel-ai-generateText-doGenerate.json": "real/vercel-ai-generateText-doGenerate.json",
+}
+OTLP_SOURCES = ["otel_genai.json", "otel_events.json", "otel_openinference.json",
+                "real/openinference-openinference_client_span_tool_calls.json",
+                "real/vercel-all-spans.json"]
+
+
+def _summary(s: InMemoryStorage, report: Any, times: bool) -> tuple[Any, ...]:
+    threads = [[m.as_message().model_dump() for m in s.memory.get_messages(t)]
+               for t in report.threads_created]
+    runs = []
+    for rid in report.runs_created:
+        step, memctx = s.runs.get(f"{rid}:step:0"), s.runs.get(f"{rid}:memctx")
+        run = s.runs.require_run(rid)
+        runs.append((run.status, run.error, run.started_at if times else None,
+                     step and (step["model"], step["response"], step.get("tools"),
+                               step.get("params")),
+                     memctx and memctx.get("unknown_fields")))
+    return threads, runs, [(k.where, k.reason) for k in report.skipped]
+
+
+def _imported(path: Path | None = None, *, text: str | None = None,
+              times: bool = True) -> tuple[Any, ...]:
+    s = InMemoryStorage()
+    report = import_file(s, path) if path is not None else import_text(s, text or "",
+                                                                       name="spans.json")
+    assert report.format == "otel"
+    return _summary(s, report, times)
+
+
+# -- Zipkin: OpenTelemetry's encoder's own output ------------------------------------------
+@pytest.mark.parametrize("name", sorted(SOURCES))
+def test_zipkin_export_imports_as_its_source(name: str) -> None:
+    text = (TRACERS / name).read_text()
+    assert detect_format(text) == "otel"
+    # a bare attribute map has no times: the encoder's spans were given some
+    times = "openinference" not in name
+    got = _imported(TRACERS / name, times=times)
+    want = _imported(FIX / SOURCES[name], times=times)
+    assert got == want and got[1]
+
+
+def test_zipkin_tags_are_typed_again_but_content_stays_text() -> None:
+    spans = spans_of([("file", json.loads((TRACERS / "zipkin-otel_genai.json").read_text()))])
+    chat = spans[0].attrs
+    # numbers, which the encoder wrote as text, are numbers again
+    assert chat["gen_ai.usage.input_tokens"] == 52
+    assert chat["gen_ai.request.temperature"] == 0.2
+    # a conversation's JSON stays the text the readers parse
+    assert isinstance(chat["gen_ai.input.messages"], str)
+    span = {"traceId": "0af7651916cd43dd8448eb211c80319c", "id": "b7ad6b7169203331",
+            "name": "chat", "timestamp": 1767427200000000, "duration": 5,
+            "tags": {"gen_ai.response.finish_reasons": '["stop"]', "gen_ai.prompt.0.content": "42",
+                     "gen_ai.completion.0.content": '["a", "b"]', "llm.is_streaming": "true",
+                     "otel.status_code": "ERROR", "error": "rate limited"}}
+    [raw] = spans_of([("item 0", span)])
+    assert raw.attrs["gen_ai.response.finish_reasons"] == ["stop"]
+    assert raw.attrs["llm.is_streaming"] is True
+    assert raw.attrs["gen_ai.prompt.0.content"] == "42"  # a message is text
+    assert raw.attrs["gen_ai.completion.0.content"] == '["a", "b"]'
+    assert raw.status_error == "rate limited"
+    assert (raw.end - raw.start).microseconds == 5  # type: ignore[operator]
+
+
+def test_a_value_zipkins_exporter_cut_is_named() -> None:
+    with pytest.raises(ImportFormatError, match=r"zipkin-cut128-otel_genai\.json.*span "
+                       r"eee19b7ec3c1b174.*gen_ai\.(input|output)\.messages is cut at 128 "
+                       r"characters.*max_tag_value_length"):
+        import_file(InMemoryStorage(), TRACERS / "zipkin-cut128-otel_genai.json")
+
+
+def test_zipkin_annotations_are_events() -> None:
+    """Python's exporter writes an event as ``{"name": {attributes}}``; others write
+    the name alone."""
+    span = {"traceId": "0af7651916cd43dd8448eb211c80319c", "id": "b7ad6b7169203331",
+            "name": "chat", "timestamp": 1767427200000000, "annotations": [
+                {"timestamp": 1767427200000001,
+                 "value": json.dumps({"gen_ai.user.message": {"content": "hi"}})},
+                {"timestamp": 1767427200000002, "value": "retry"}]}
+    [raw] = spans_of([("item 0", span)])
+    assert raw.events == [("gen_ai.user.message", {"content": "hi"}), ("retry", {})]
+
+
+# -- Jaeger and Go: written by the published mappings -------------------------------------
+def _jaeger_tag(key: str, value: Any) -> dict[str, Any]:
+    """OTel's mapping to Jaeger: primitives keep their type, arrays become JSON text."""
+    if isinstance(value, bool):
+        return {"key": key, "type": "bool", "value": value}
+    if isinstance(value, int):
+        return {"key": key, "type": "int64", "value": value}
+    if isinstance(value, float):
+        return {"key": key, "type": "float64", "value": value}
+    if isinstance(value, list | dict):
+        return {"key": key, "type": "string", "value": json.dumps(value)}
+    return {"key": key, "type": "string", "value": value}
+
+
+def _us(at: Any) -> int:
+    return round(at.timestamp() * 1_000_000)
+
+
+def to_jaeger(spans: list[RawSpan]) -> dict[str, Any]:
+    out = []
+    for k, s in enumerate(spans):
+        start = _us(s.start) if s.start else 1_767_427_200_000_000 + k
+        tags = [_jaeger_tag(key, v) for key, v in s.attrs.items()]
+        tags.append({"key": "span.kind", "type": "string", "value": "client"})
+        tags.append({"key": "otel.scope.name", "type": "string", "value": "instr"})
+        if s.status_error:
+            tags += [{"key": "otel.status_code", "type": "string", "value": "ERROR"},
+                     {"key": "otel.status_description", "type": "string",
+                      "value": s.status_error},
+                     {"key": "error", "type": "bool", "value": True}]
+        refs = [{"refType": "CHILD_OF", "traceID": s.trace_id or "1" * 32,
+                 "spanID": s.parent_id}] if s.parent_id else []
+        # a link: after the parent, never taken for it
+        refs.append({"refType": "FOLLOWS_FROM", "traceID": "2" * 32, "spanID": "3" * 16})
+        out.append({
+            "traceID": s.trace_id or "1" * 32, "spanID": s.span_id.lstrip("#").rjust(16, "0"),
+            "flags": 1, "operationName": s.name, "references": refs, "startTime": start,
+            "duration": (_us(s.end) - start) if s.end else 1000, "tags": tags,
+            "logs": [{"timestamp": start, "fields": [
+                {"key": "event", "type": "string", "value": name},
+                *(_jaeger_tag(key, v) for key, v in attrs.items())]}
+                for name, attrs in s.events],
+            "processID": "p1", "warnings": None})
+    return {"data": [{"traceID": spans[0].trace_id or "1" * 32, "spans": out,
+                      "processes": {"p1": {"serviceName": "agent", "tags": []}},
+                      "warnings": None}], "total": 0, "limit": 0, "offset": 0,
+            "errors": None}
+
+
+def _go_value(value: Any) -> dict[str, Any]:
+    if isinstance(value, bool):
+        return {"Type": "BOOL", "Value": value}
+    if isinstance(value, int):
+        return {"Type": "INT64", "Value": value}
+    if isinstance(value, float):
+        return {"Type": "FLOAT64", "Value": value}
+    if isinstance(value, list):
+        return {"Type": "STRINGSLICE", "Value": value}
+    return {"Type": "STRING", "Value": value}
+
+
+def _go_time(at: Any) -> str:
+    return at.strftime("%Y-%m-%dT%H:%M:%S.%f") + "123Z"  # nanoseconds, as Go prints them
+
+
+def to_go(spans: list[RawSpan]) -> str:
+    """Go's stdouttrace: span objects printed one after another (indented)."""
+    docs = []
+    zero = {"TraceID": "0" * 32, "SpanID": "0" * 16, "TraceFlags": "00", "TraceState": "",
+            "Remote": False}
+    for s in spans:
+        ctx = {"TraceID": s.trace_id or "1" * 32, "SpanID": s.span_id.lstrip("#").rjust(16, "0"),
+               "TraceFlags": "01", "TraceState": "", "Remote": False}
+        docs.append({
+            "Name": s.name, "SpanContext": ctx,
+            "Parent": {**ctx, "SpanID": s.parent_id} if s.parent_id else zero,
+            "SpanKind": 3, "StartTime": _go_time(s.start) if s.start else
+            "0001-01-01T00:00:00Z", "EndTime": _go_time(s.end) if s.end else
+            "0001-01-01T00:00:00Z",
+            "Attributes": [{"Key": k, "Value": _go_value(v)} for k, v in s.attrs.items()],
+            "Events": [{"Name": name, "Attributes": [{"Key": k, "Value": _go_value(v)}
+                                                       for k, v in attrs.items()],
+                        "DroppedAttributeCount": 0, "Time": _go_time(s.start) if s.start
+                        else "0001-01-01T00:00:00Z"} for name, attrs in s.events],
+            "Links": None,
+            "Status": {"Code": "Error" if s.status_error else "Unset",
+                       "Description": s.status_error or ""},
+            "DroppedAttributes": 0, "DroppedEvents": 0, "DroppedLinks": 0,
+            "ChildSpanCount": 0, "Resource": [{"Key": "service.name",
+                                               "Value": {"Type": "STRING", "Value": "agent"}}],
+            "InstrumentationScope": {"Name": "instr", "Version": "", "SchemaURL": ""},
+            "InstrumentationLibrary": {"Name": "instr", "Version": "", "SchemaURL": ""}})
+    return "\n".join(json.dumps(d, indent="\t") for d in docs) + "\n"
+
+
+def _with_ids(spans: list[RawSpan]) -> list[RawSpan]:
+    """Spans with hex ids (a bare attribute map has none), so they round-trip."""
+    for k, s in enumerate(spans):
+        s.span_id = s.span_id if not s.span_id.startswith("#") else f"{k + 1:016x}"
+        s.trace_id = s.trace_id or "5" * 32
+    return spans
+
+
+@pytest.mark.parametrize("source", OTLP_SOURCES)
+def test_jaeger_export_imports_as_its_source(source: str) -> None:
+    spans = _with_ids(read_otlp((FIX / source).read_text()))
+    text = json.dumps(to_jaeger(spans), indent=2)
+    assert detect_format(text) == "otel"
+    times = spans[0].start is not None  # a bare attribute map has none: the copy has some
+    assert _imported(text=text, times=times) == _imported(FIX / source, times=times)
+
+
+@pytest.mark.parametrize("source", OTLP_SOURCES)
+def test_go_stdouttrace_imports_as_its_source(source: str) -> None:
+    spans = _with_ids(read_otlp((FIX / source).read_text()))
+    text = to_go(spans)
+    assert detect_format(text) == "otel"
+    times = spans[0].start is not None
+    assert _imported(text=text, times=times) == _imported(FIX / source, times=times)
+
+
+def test_jaeger_status_parent_links_and_logs() -> None:
+    spans = _with_ids(read_otlp((FIX / "otel_genai.json").read_text()))
+    spans[0].status_error = "upstream 503"
+    del spans[0].attrs["gen_ai.output.messages"]  # the call failed: no answer
+    doc = to_jaeger(spans)
+    got = spans_of([("file", doc)])
+    assert got[0].status_error == "upstream 503"
+    # the FOLLOWS_FROM link is not a parent
+    assert [s.parent_id for s in got] == [s.parent_id for s in spans]
+    # a Jaeger trace on its own (no "data" wrapper) reads the same
+    assert [s.span_id for s in spans_of([("file", doc["data"][0])])] == \
+        [s.span_id for s in got]
+    s = InMemoryStorage()
+    report = import_text(s, json.dumps(doc), name="jaeger.json")
+    failed = s.runs.require_run(report.runs_created[0])
+    assert (failed.status, failed.error) == ("failed", "upstream 503")
+
+
+def test_a_bad_tag_is_named(tmp_path: Path) -> None:
+    doc = to_jaeger(_with_ids(read_otlp((FIX / "otel_genai.json").read_text())))
+    doc["data"][0]["spans"][0]["tags"].append(
+        {"key": "gen_ai.usage.input_tokens", "type": "int64", "value": "many"})
+    bad = tmp_path / "jaeger.json"
+    bad.write_text(json.dumps(doc))
+    s = InMemoryStorage()
+    with pytest.raises(ImportFormatError, match=r"^file '.*jaeger\.json': span .*"
+                       r"\(chat gpt-4o\): tag gen_ai\.usage\.input_tokens of type int64 has "
+                       r"the value 'many'$"):
+        import_file(s, bad)
+    assert not s.memory.list_threads()  # nothing half-written
