@@ -159,6 +159,32 @@ def test_imported_runs_are_sealed_and_verify(tmp_path: Path) -> None:
     assert verify_run(s, rid).status == "tampered"
 
 
+def test_an_imported_failed_call_is_sealed_as_failed(tmp_path: Path) -> None:
+    """A recorded call that failed is imported whole, as a failed run: it verified as
+    "tampered" ("sealed as finished but its status is 'failed'") and made `memwb verify
+    --all` fail on any imported file with an error in it."""
+    from memory_core.importers import import_file
+    from memory_core.storage.sqlite import SQLiteStorage as Store
+
+    db = tmp_path / "imp.sqlite"
+    s = Store(str(db))
+    real = Path(__file__).parent / "fixtures" / "imports" / "real"
+    [rid] = import_file(s, real / "otelv2-test_chat_completion_404.yaml").runs_created
+    assert s.runs.require_run(rid).status == "failed"
+    assert verify_run(s, rid).status == "ok"
+    s.close()
+    result = CliRunner().invoke(app, ["verify", "--all", "--db", f"sqlite:///{db}"])
+    assert result.exit_code == 0, result.output
+    s = Store(str(db))
+    s.runs.set_run_status(rid, "failed", error="another error")
+    report = verify_run(s, rid)
+    assert (report.status, report.first_mismatch, report.detail) == (
+        "tampered", "runs-table row", "the run's recorded error changed")
+    s.runs.set_run_status(rid, "completed")
+    assert verify_run(s, rid).detail == "the run was sealed as failed but is no longer marked so"
+    s.close()
+
+
 @pytest.mark.parametrize("kind", ["inmemory", "sqlite", "duckdb"])
 def test_a_fresh_run_is_sealed_from_what_it_wrote(kind: str, tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:

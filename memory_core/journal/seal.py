@@ -62,13 +62,20 @@ class SealRecord(BaseModel):
     # (thread_id, seq) of messages the run stored that a truncation removed since
     # (SPEC §2.7): no longer part of the seal; the records that hold them are kept
     truncated: list[tuple[str, int]] = Field(default_factory=list)
+    # a run written whole as failed (an imported call that failed): sha256 of its
+    # recorded error, part of the chain, so its "failed" status is sealed too
+    failed: str | None = None
 
     @model_serializer(mode="wrap")
     def _without_empty_truncated(self, handler: SerializerFunctionWrapHandler) -> Any:
-        # seals of runs nothing truncated are stored as they were before the field
+        # seals of runs nothing truncated, and of runs not sealed as failed, are stored
+        # as they were before those fields
         out = handler(self)
-        if isinstance(out, dict) and not out.get("truncated"):
-            out.pop("truncated", None)
+        if isinstance(out, dict):
+            if not out.get("truncated"):
+                out.pop("truncated", None)
+            if out.get("failed") is None:
+                out.pop("failed", None)
         return out
 
 
@@ -105,6 +112,20 @@ def _chain(parts: Iterable[str]) -> str:
     return h
 
 
+def _chain_of(entries: list[tuple[str, str]], messages: list[tuple[str, int, str]],
+              row: str, failed: str | None) -> str:
+    return _chain([f"{k}={d}" for k, d in entries]
+                  + [f"{t}#{s}={d}" for t, s, d in messages] + [f"run={row}"]
+                  + ([f"failed={failed}"] if failed is not None else []))
+
+
+def _failure(run: RunRecord | None) -> str | None:
+    """What the seal of a run that ended failed holds: its error's digest."""
+    if run is None or run.status != "failed":
+        return None
+    return _sha(run.error or "")
+
+
 def _sealed_entries(storage: Storage, keys: RunKeys) -> list[tuple[str, str]]:
     out = []
     for key, raw in storage.runs.list(keys.prefix):
@@ -137,17 +158,17 @@ def compute_seal(storage: Storage, run_id: str,
     run = storage.runs.get_run(run_id)
     return _seal(_sealed_entries(storage, keys),
                  _sealed_messages(storage, run, keys, truncated or ()),
-                 _run_row(run), redactions, truncated)
+                 _run_row(run), redactions, truncated, _failure(run))
 
 
 def _seal(entries: list[tuple[str, str]], messages: list[tuple[str, int, str]], row: str,
           redactions: list[Redaction] | None = None,
-          truncated: list[tuple[str, int]] | None = None) -> SealRecord:
-    chain = _chain([f"{k}={d}" for k, d in entries]
-                   + [f"{t}#{s}={d}" for t, s, d in messages] + [f"run={row}"])
-    return SealRecord(entries=entries, messages=messages, run=row, chain=chain,
+          truncated: list[tuple[str, int]] | None = None,
+          failed: str | None = None) -> SealRecord:
+    return SealRecord(entries=entries, messages=messages, run=row,
+                      chain=_chain_of(entries, messages, row, failed),
                       redactions=list(redactions or []),
-                      truncated=sorted(set(truncated or [])))
+                      truncated=sorted(set(truncated or [])), failed=failed)
 
 
 def seal_of(run: RunRecord, entries: list[tuple[str, Any]],
@@ -160,7 +181,7 @@ def seal_of(run: RunRecord, entries: list[tuple[str, Any]],
                      if not k.startswith((keys.cf_prefix, keys.lease_prefix)) and k != keys.seal)
     msgs = ([(run.thread_id, seq, _sha(m.canonical_json())) for seq, m in sorted(
         dict(messages).items())] if run.thread_id is not None else [])
-    return _seal(digests, msgs, _run_row(run))
+    return _seal(digests, msgs, _run_row(run), failed=_failure(run))
 
 
 def seal_written(storage: Storage, run: RunRecord, entries: list[tuple[str, Any]],
@@ -245,6 +266,9 @@ def _first_difference(seal: SealRecord, now: SealRecord) -> tuple[str, str]:
             return f"message {ref[0]}#{ref[1]}", f"the stored message was {what}"
     if seal.run != now.run:
         return "runs-table row", "the run's row (agent, thread, status or times) changed"
+    if seal.failed != now.failed:
+        return "runs-table row", ("the run's recorded error changed" if now.failed else
+                                  "the run was sealed as failed but is no longer marked so")
     return "seal", "the seal's chain digest does not match its contents"
 
 
@@ -264,11 +288,10 @@ def verify_run(storage: Storage, run_id: str) -> VerifyReport:
     except (MemoryCoreError, ValueError, TypeError) as e:
         return VerifyReport(run_id=run_id, status="tampered", first_mismatch=None,
                             detail=f"a record cannot be read: {e}")
-    expected_chain = _chain([f"{k}={d}" for k, d in seal.entries]
-                            + [f"{t}#{s}={d}" for t, s, d in seal.messages]
-                            + [f"run={seal.run}"])
+    expected_chain = _chain_of(seal.entries, seal.messages, seal.run, seal.failed)
     run = storage.runs.get_run(run_id)
-    if run is not None and run.status not in ("completed", "running"):
+    if run is not None and run.status not in ("completed", "running") and not (
+            run.status == "failed" and seal.failed is not None):
         return VerifyReport(run_id=run_id, status="tampered", first_mismatch="runs-table row",
                             detail=f"the run was sealed as finished but its status is "
                                    f"{run.status!r}")
