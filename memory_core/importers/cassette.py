@@ -1,6 +1,7 @@
-"""HTTP recordings of OpenAI-compatible traffic as VCR cassettes (YAML, what vcrpy and
-pytest-recording write): each chat-completions or Responses API interaction becomes a
-request/response record; gzip bodies are unpacked, SSE bodies reassembled later.
+"""HTTP recordings of OpenAI-compatible and Gemini traffic as VCR cassettes (YAML, what
+vcrpy and pytest-recording write): each chat-completions, Responses API or Gemini
+``generateContent`` interaction becomes a request/response record; gzip bodies are
+unpacked, SSE bodies reassembled later.
 
 Both body spellings are read: vcrpy's ``body`` (a string, or ``body.string`` bytes on
 the response) and the ``parsed_body`` some projects' serializers write."""
@@ -12,6 +13,7 @@ import zlib
 from typing import Any
 
 from memory_core.importers.common import SkippedRecord, fail
+from memory_core.importers.gemini import GEMINI_PATHS, model_in_path
 from memory_core.importers.jsonvalues import check_value, load_json
 
 LLM_PATHS = ("/chat/completions", "/responses", "/completions")
@@ -79,9 +81,10 @@ def cassette_records(text: str) -> tuple[list[tuple[str, Any]], list[SkippedReco
             raise fail(where, "an interaction needs a 'request' and a 'response' object")
         uri = str(req.get("uri") or "")
         path = uri.split("?", 1)[0].rstrip("/")
-        if not path.endswith(LLM_PATHS):
-            skipped.append(SkippedRecord(where=where, reason=f"not a chat, completions or "
-                                         f"Responses API call ({req.get('method')} {path})"))
+        if not path.endswith((*LLM_PATHS, *GEMINI_PATHS)):
+            skipped.append(SkippedRecord(where=where, reason=f"not a chat, completions, "
+                                         f"Responses or Gemini API call "
+                                         f"({req.get('method')} {path})"))
             continue
         body = _body(req, f"{where}: request")
         if not isinstance(body, dict):
@@ -91,6 +94,8 @@ def cassette_records(text: str) -> tuple[list[tuple[str, Any]], list[SkippedReco
         code = status.get("code", 200) if isinstance(status, dict) else 200
         answer = _body(resp, f"{where}: response")
         record: dict[str, Any] = {"request": body}
+        if path.endswith(GEMINI_PATHS):  # Gemini names the model in the URL only
+            record["model"] = model_in_path(path)
         if code == 200 and answer is not None:
             record["response"] = answer
         else:

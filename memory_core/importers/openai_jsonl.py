@@ -30,6 +30,7 @@ from memory_core.importers.common import (
     sharing,
     split_instructions,
 )
+from memory_core.importers.gemini import gemini_exchange, is_gemini_record
 from memory_core.importers.jsonvalues import iter_documents, load_json
 from memory_core.importers.openai_shapes import (
     completed_response,
@@ -355,6 +356,8 @@ def record_kind(obj: Any) -> str:
         return "sharegpt"
     if isinstance(request, dict) and "messages" in request:
         return "chat"
+    if is_gemini_record(request, obj.get("response")):
+        return "gemini"
     if isinstance(request, dict) and "prompt" in request and "input" not in request:
         return "completion"
     response = obj.get("response")
@@ -378,6 +381,12 @@ def parse_record(obj: Any, where: str, index: int, held: ServerHistory | None = 
         return sharegpt_exchanges(obj, where, index)
     if kind == "responses":
         return [responses_exchange(obj, where, index, held)]
+    if kind == "gemini":
+        request = obj.get("request", obj)
+        thread_key, resource = _record_context(
+            obj, request if isinstance(request, dict) else {}, where)
+        return [gemini_exchange(obj, where, index, thread_key=thread_key,
+                                resource_id=resource)]
     if kind == "not-an-object":
         raise fail(where, f"expected a JSON object, got {type(obj).__name__}")
     keys = ", ".join(sorted(obj)[:8]) or "none"
@@ -472,12 +481,12 @@ def _parse_openai(text: str, stages: Stages | None) -> ParsedFile:
     if looks_like_cassette(text):
         rows, skipped = cassette_records(text)
         if not rows:
-            # what it holds instead, each kind once (a Gemini cassette: its URL)
+            # what it holds instead, each kind once (an embeddings cassette: its URL)
             kinds = Counter(k.reason for k in skipped)
             said = [f"{r} ×{n}" if n > 1 else r for r, n in list(kinds.items())[:3]]
             more = f"; {len(kinds) - 3} more kind(s)" if len(kinds) > 3 else ""
-            raise fail("file", "the cassette holds no chat-completions or Responses API "
-                               f"interaction; its {len(skipped)} interaction(s): "
+            raise fail("file", "the cassette holds no chat-completions, Responses or "
+                               f"Gemini API interaction; its {len(skipped)} interaction(s): "
                                f"{'; '.join(said)}{more}" if skipped else
                        "the cassette holds no interaction")
     else:

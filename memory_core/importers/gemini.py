@@ -1,0 +1,370 @@
+"""Google Gemini API traffic (``generateContent`` and ``streamGenerateContent``, on the
+Gemini Developer API and on Vertex AI) read into exchanges: ``contents`` with
+``parts`` (``text``, ``functionCall``, ``functionResponse``, ``inlineData``,
+``fileData``), ``systemInstruction``, ``tools`` (``functionDeclarations``),
+``generationConfig``; the response's first candidate, its ``finishReason`` and
+``usageMetadata``; a recorded stream (SSE or a JSON array of chunks) joined first.
+
+Both spellings are read: the REST API's camelCase and the snake_case of Python
+logs. The model's text is its text parts joined, as the SDKs' ``response.text`` gives
+it (a stream splits one answer over many parts); thought parts (``thought: true``) are
+noted, not imported. A ``functionCall`` without an ``id`` (older models give none) gets
+the id every importer derives (``derived_call_id``), which a later request that spells
+the call out replaces; a ``functionResponse`` without one answers the latest unanswered
+call of its name."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from datetime import UTC, datetime
+from typing import Any
+
+from memory_core.importers.common import Exchange, fail
+from memory_core.importers.openai_shapes import stream_events
+from memory_core.models.base import Usage
+from memory_core.openai_codec import derived_call_id
+from memory_core.types import Message, TextPart, ToolCallPart, ToolResultPart
+
+GEMINI_PATHS = (":generateContent", ":streamGenerateContent")
+_MODEL_IN_PATH = re.compile(r"/models/([^/:]+):")
+# generationConfig keys renamed to the names the other importers record
+_PARAM_NAMES = {"max_output_tokens": "max_tokens", "stop_sequences": "stop"}
+_NUMBERS = ("temperature", "top_p", "top_k", "max_tokens", "seed", "candidate_count",
+            "presence_penalty", "frequency_penalty")
+# request fields that are neither the conversation nor sampling parameters
+_FIELDS = ("cachedContent", "cached_content", "labels")
+_CONVERSATION = ("contents", "systemInstruction", "system_instruction", "tools", "model",
+                 "generationConfig", "generation_config", *_FIELDS)
+
+
+def _get(d: dict[str, Any], camel: str) -> Any:
+    """``camel`` or its snake_case spelling."""
+    if camel in d:
+        return d[camel]
+    return d.get(_snake(camel))
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()
+
+
+def is_gemini_record(request: Any, response: Any) -> bool:
+    """A Gemini request (``contents``) or response (``candidates``, ``promptFeedback``,
+    or a stream of those)."""
+    if isinstance(request, dict) and isinstance(request.get("contents"), list):
+        return True
+    first = response[0] if isinstance(response, list) and response else response
+    return isinstance(first, dict) and ("candidates" in first or "promptFeedback" in first
+                                        or "prompt_feedback" in first)
+
+
+def model_in_path(path: str) -> str | None:
+    """The model a Gemini URL names (``…/models/gemini-2.0-flash:generateContent``)."""
+    found = _MODEL_IN_PATH.search(path)
+    return found.group(1) if found else None
+
+
+# -- contents ------------------------------------------------------------------------------
+def _attachment(kind: str, body: dict[str, Any], index: int) -> dict[str, Any]:
+    out: dict[str, Any] = {"index": index, "type": kind}
+    mime = _get(body, "mimeType")
+    if isinstance(mime, str):
+        out["mime_type"] = mime
+    uri = _get(body, "fileUri")
+    if isinstance(uri, str):
+        out["url"] = uri
+    data = body.get("data")
+    if isinstance(data, str):
+        out.update(bytes=len(data), sha256=hashlib.sha256(data.encode()).hexdigest())
+    return out
+
+
+def _args(value: Any, where: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise fail(where, f"functionCall 'args' must be an object, got {value!r}")
+    return value
+
+
+def content_messages(content: Any, where: str, notes: list[str], *,
+                     role: str | None = None) -> list[Message]:
+    """One ``Content`` as our messages: a model turn is one assistant message (its
+    text parts joined, then its calls); a user turn's function responses are tool
+    messages (in order), followed by a user message of its text and attachments."""
+    if not isinstance(content, dict):
+        raise fail(where, f"a content must be an object, got {content!r}")
+    role = role or content.get("role") or "user"
+    if role not in ("user", "model", "function", "tool"):
+        raise fail(where, f"unknown role {role!r} (expected 'user' or 'model')")
+    parts = content.get("parts") or []
+    if not isinstance(parts, list):
+        raise fail(where, f"'parts' must be a list, got {type(parts).__name__}")
+    texts: list[str] = []
+    calls: list[ToolCallPart] = []
+    results: list[ToolResultPart] = []
+    attachments: list[dict[str, Any]] = []
+    for j, p in enumerate(parts):
+        pw = f"{where}: part {j}"
+        if not isinstance(p, dict):
+            raise fail(pw, f"a part must be an object, got {p!r}")
+        call, answer = _get(p, "functionCall"), _get(p, "functionResponse")
+        if p.get("thought") is True:
+            notes.append(f"{pw}: a thought (the model's reasoning summary) not imported")
+        elif "text" in p:
+            if not isinstance(p["text"], str):
+                raise fail(pw, f"'text' must be a string, got {p['text']!r}")
+            texts.append(p["text"])
+        elif isinstance(call, dict):
+            name = call.get("name")
+            if not isinstance(name, str) or not name:
+                raise fail(pw, f"functionCall has no name: {call!r}")
+            args = _args(call.get("args"), pw)
+            cid = call.get("id")
+            calls.append(ToolCallPart(id=cid if isinstance(cid, str) and cid else
+                                      derived_call_id(len(calls), name, args),
+                                      name=name, args=args))
+        elif isinstance(answer, dict):
+            name = answer.get("name")
+            if not isinstance(name, str) or not name:
+                raise fail(pw, f"functionResponse has no name: {answer!r}")
+            cid = answer.get("id")
+            results.append(ToolResultPart(call_id=cid if isinstance(cid, str) else "",
+                                          name=name, result=answer.get("response")))
+        elif isinstance(_get(p, "inlineData"), dict) or isinstance(_get(p, "fileData"), dict):
+            kind = "inline_data" if isinstance(_get(p, "inlineData"), dict) else "file_data"
+            attachments.append(_attachment(kind, _get(p, _camel(kind)), len(texts)))
+            notes.append(f"{pw}: {kind} kept as a placeholder")
+        else:
+            kinds = ", ".join(k for k in p if k not in ("thoughtSignature",
+                                                       "thought_signature")) or "none"
+            notes.append(f"{pw}: a part of kind {kinds} not imported")
+    meta: dict[str, Any] = {"attachments": attachments} if attachments else {}
+    if role == "model":
+        if results:
+            raise fail(where, "a model turn holds a functionResponse")
+        text = "".join(texts)
+        if not calls:
+            return [Message(role="assistant", content=text, metadata=meta)]
+        lead: list[TextPart | ToolCallPart | ToolResultPart] = \
+            [TextPart(text=text)] if text else []
+        return [Message(role="assistant", content=[*lead, *calls], metadata=meta)]
+    if calls:
+        raise fail(where, f"a {role} turn holds a functionCall (only the model calls)")
+    out = [Message(role="tool", content=[r]) for r in results]
+    if texts or attachments or not results:
+        body: str | list[TextPart | ToolCallPart | ToolResultPart] = \
+            texts[0] if len(texts) == 1 else [TextPart(text=t) for t in texts]
+        out.append(Message(role="user", content=body if texts else "", metadata=meta))
+    return out
+
+
+def _camel(snake: str) -> str:
+    head, *rest = snake.split("_")
+    return head + "".join(w.title() for w in rest)
+
+
+def _answer_ids(messages: list[Message], where: str, notes: list[str]) -> None:
+    """A function response without an id answers the latest unanswered call of its
+    name (Gemini's older models send neither)."""
+    pending: list[ToolCallPart] = []
+    for i, m in enumerate(messages):
+        if m.role == "assistant":
+            pending = list(m.tool_calls())
+        for r in m.tool_results():
+            if r.call_id:
+                pending = [c for c in pending if c.id != r.call_id]
+                continue
+            match = next((c for c in pending if c.name == r.name), None)
+            if match is None:
+                raise fail(where, f"message {i}: the functionResponse of {r.name!r} answers "
+                                  "no function call of the model turn before it")
+            pending.remove(match)
+            messages[i] = m.model_copy(update={"content": [
+                r.model_copy(update={"call_id": match.id})]})
+            notes.append(f"{where}: message {i}: functionResponse {r.name!r} has no id; it "
+                         f"answers call {match.id}")
+
+
+def _contents(request: dict[str, Any], where: str, notes: list[str]) -> list[Message]:
+    contents = request.get("contents")
+    if isinstance(contents, dict | str):
+        contents = [contents]
+    if not isinstance(contents, list) or not contents:
+        raise fail(where, "'contents' must be a non-empty list")
+    out: list[Message] = []
+    for i, c in enumerate(contents):
+        if isinstance(c, str):  # the SDKs accept a bare string as a user turn
+            c = {"role": "user", "parts": [{"text": c}]}
+        out.extend(content_messages(c, f"{where}: contents[{i}]", notes))
+    return out
+
+
+def _instructions(request: dict[str, Any], where: str, notes: list[str]) -> list[Message]:
+    raw = _get(request, "systemInstruction")
+    if raw is None:
+        return []
+    if isinstance(raw, str):
+        return [Message(role="system", content=raw)]
+    msgs = content_messages(raw, f"{where}: systemInstruction", notes, role="user")
+    texts = [m.text() for m in msgs if m.role == "user"]
+    return [Message(role="system", content="\n".join(t for t in texts if t))]
+
+
+def _tools(raw: Any, where: str, notes: list[str]) -> list[dict[str, Any]]:
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise fail(where, f"'tools' must be a list, got {type(raw).__name__}")
+    out: list[dict[str, Any]] = []
+    for j, tool in enumerate(raw):
+        if not isinstance(tool, dict):
+            raise fail(where, f"tool {j} must be an object, got {tool!r}")
+        declared = _get(tool, "functionDeclarations")
+        for k, fn in enumerate(declared or []):
+            if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
+                raise fail(where, f"tool {j} function {k} has no name: {fn!r}")
+            params = fn.get("parameters", _get(fn, "parametersJsonSchema"))
+            out.append({"name": fn["name"], "description": str(fn.get("description") or ""),
+                        "parameters": params if isinstance(params, dict) else {}})
+        for kind in (k for k in tool if k not in ("functionDeclarations",
+                                                   "function_declarations")):
+            notes.append(f"{where}: tool {j} ({kind}, run by the server) kept by name only")
+            out.append({"name": kind, "description": "", "parameters": {}, "type": kind})
+    return out
+
+
+def _params(request: dict[str, Any], where: str) -> dict[str, Any]:
+    config = _get(request, "generationConfig") or {}
+    if not isinstance(config, dict):
+        raise fail(where, f"'generationConfig' must be an object, got {config!r}")
+    params = {_PARAM_NAMES.get(_snake(k), _snake(k)): v for k, v in config.items()}
+    params.update({_snake(k): v for k, v in request.items() if k not in _CONVERSATION})
+    for k in _NUMBERS:
+        v = params.get(k)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int | float)
+                              or not math.isfinite(v)):
+            raise fail(where, f"generationConfig '{k}' must be a number, got {v!r}")
+    return params
+
+
+# -- the response ----------------------------------------------------------------------------
+def _joined(response: Any, where: str) -> dict[str, Any]:
+    """A recorded stream (SSE text or a JSON array of chunks) as one response: the first
+    candidate's parts in order, the last finish reason, usage and model."""
+    if isinstance(response, dict):
+        return response
+    if not isinstance(response, list | str):
+        raise fail(where, f"'response' must be an object, got {type(response).__name__}")
+    parts: list[Any] = []
+    out: dict[str, Any] = {}
+    finish, others = None, False
+    for chunk in stream_events(response, where):
+        for key in ("usageMetadata", "modelVersion", "responseId", "createTime",
+                    "promptFeedback"):
+            if _get(chunk, key) is not None:
+                out[key] = _get(chunk, key)
+        for cand in chunk.get("candidates") or []:
+            if not isinstance(cand, dict) or cand.get("index", 0) != 0:
+                others = True
+                continue
+            content = cand.get("content") or {}
+            parts.extend(content.get("parts") or [] if isinstance(content, dict) else [])
+            finish = _get(cand, "finishReason") or finish
+    if parts or finish:
+        out["candidates"] = [{"content": {"role": "model", "parts": parts},
+                              "finishReason": finish}]
+    if others:
+        out["alternatives"] = True
+    return out
+
+
+def _usage(meta: Any) -> tuple[Usage, bool]:
+    """Input: the prompt's tokens; output: the answer's and its thoughts' (both billed
+    as output)."""
+    if not isinstance(meta, dict):
+        return Usage(), False
+    inp, out = _get(meta, "promptTokenCount"), _get(meta, "candidatesTokenCount")
+    thoughts = _get(meta, "thoughtsTokenCount") or 0
+    if out is None and isinstance(inp, int):
+        out = 0  # an answer of no tokens (blocked, or cut at once) reports none
+    if all(isinstance(x, int) and not isinstance(x, bool) and x >= 0
+           for x in (inp, out, thoughts)):
+        return Usage(input_tokens=inp, output_tokens=out + thoughts), True
+    return Usage(), False
+
+
+def _time(value: Any, where: str) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        at = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise fail(where, f"createTime {value!r} is not an ISO 8601 time") from None
+    return at if at.tzinfo else at.replace(tzinfo=UTC)
+
+
+def _reply(response: dict[str, Any], where: str, notes: list[str]
+           ) -> tuple[Message | None, str | None, str | None]:
+    """The answer, the finish reason, and why there is no answer (when none)."""
+    candidates = response.get("candidates") or []
+    if not isinstance(candidates, list):
+        raise fail(where, "response 'candidates' must be a list")
+    if len(candidates) > 1 or response.get("alternatives"):
+        notes.append(f"{where}: alternative candidate(s) not imported")
+    if not candidates:
+        feedback = _get(response, "promptFeedback") or {}
+        feedback = feedback if isinstance(feedback, dict) else {}
+        reason = _get(feedback, "blockReason")
+        why = ": ".join(str(x) for x in (reason, _get(feedback, "blockReasonMessage")) if x)
+        return None, None, (f"the prompt was blocked ({why})" if reason else
+                            "the response has no candidates")
+    cand = candidates[0]
+    if not isinstance(cand, dict):
+        raise fail(where, f"response candidate 0 must be an object, got {cand!r}")
+    finish = _get(cand, "finishReason")
+    finish = finish if isinstance(finish, str) else None
+    content = cand.get("content")
+    msgs = content_messages(content, f"{where}: response", notes, role="model") \
+        if isinstance(content, dict) else []
+    reply = msgs[0] if msgs else None
+    if reply is None or (not reply.tool_calls() and not reply.text()):
+        blocked = [str(r.get("category")) for r in _get(cand, "safetyRatings") or []
+                   if isinstance(r, dict) and r.get("blocked") is True]
+        because = f": {', '.join(blocked)} blocked" if blocked else ""
+        return None, finish, f"no answer recorded (finishReason {finish or 'none'}{because})"
+    return reply, finish, None
+
+
+def gemini_exchange(obj: dict[str, Any], where: str, index: int, *,
+                    thread_key: str | None, resource_id: str | None) -> Exchange:
+    """A ``{"request", "response"|"error"}`` record of the Gemini API."""
+    request = obj.get("request", obj)
+    if not isinstance(request, dict):
+        raise fail(where, f"'request' must be an object, got {type(request).__name__}")
+    notes: list[str] = []
+    history = _contents(request, where, notes)
+    instructions = _instructions(request, where, notes)
+    reply, finish, usage, known, created, error = None, None, Usage(), False, None, None
+    model = request.get("model") or obj.get("model")
+    if obj.get("response") is not None:
+        response = _joined(obj["response"], where)
+        reply, finish, error = _reply(response, where, notes)
+        usage, known = _usage(_get(response, "usageMetadata"))
+        model = _get(response, "modelVersion") or model
+        created = _time(_get(response, "createTime"), where)
+    else:
+        raw = obj.get("error") or "no response recorded"
+        error = raw if isinstance(raw, str) else json.dumps(raw, sort_keys=True)
+    _answer_ids(history, where, notes)
+    fields = {k: request[k] for k in _FIELDS if k in request}
+    return Exchange(
+        where=where, index=index, instructions=instructions, history=history,
+        response=reply, thread_key=thread_key, resource_id=resource_id,
+        model=str(model) if model else None, usage=usage, usage_known=known,
+        finish_reason=finish, params=_params(request, where), request_fields=fields,
+        tools=_tools(request.get("tools"), where, notes), started_at=created,
+        finished_at=created, error=error if reply is None else None, notes=notes)

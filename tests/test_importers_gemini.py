@@ -1,0 +1,180 @@
+"""Gemini API traffic (generateContent, streamGenerateContent; Gemini Developer API and
+Vertex AI) imports: recorded cassettes (tests/fixtures/imports/real/pydanticai-google-*,
+their expected threads and runs in test_importers_real.py) and JSON records, in REST
+camelCase or Python snake_case; every answered run replays identically and verifies."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memory_core.errors import ImportFormatError
+from memory_core.importers import detect_format, import_file, import_text
+from memory_core.journal.seal import verify_run
+from memory_core.replay import replay
+from memory_core.storage.inmemory import InMemoryStorage
+
+REAL = Path(__file__).parent / "fixtures" / "imports" / "real"
+GEMINI = sorted(p.name for p in REAL.glob("pydanticai-google-*.yaml"))
+
+
+@pytest.mark.parametrize("name", GEMINI)
+def test_every_answered_gemini_run_replays_identically_and_verifies(name: str) -> None:
+    s = InMemoryStorage()
+    report = import_file(s, REAL / name)
+    for rid in report.runs_created:
+        assert verify_run(s, rid).status in ("ok", "unsealed"), rid
+        if s.runs.require_run(rid).status == "completed":
+            assert verify_run(s, rid).status == "ok"
+            assert replay(s, rid).messages_checked == 1
+
+
+def test_a_withheld_answer_and_a_blocked_prompt_are_failed_runs_saying_why() -> None:
+    s = InMemoryStorage()
+    [rid] = import_file(s, REAL / "pydanticai-google-test_google_model_safety_settings.yaml"
+                        ).runs_created
+    run = s.runs.require_run(rid)
+    assert (run.status, run.error) == (
+        "failed", "no answer recorded (finishReason SAFETY: HARM_CATEGORY_HATE_SPEECH blocked)")
+    s = InMemoryStorage()
+    name = "pydanticai-google-test_google_model_armor_prompt_template_text_gets_blocked.yaml"
+    [rid] = import_file(s, REAL / name).runs_created
+    run = s.runs.require_run(rid)
+    assert (run.status, run.error) == (
+        "failed", "the prompt was blocked (MODEL_ARMOR: The prompt violated Prompt Injection "
+                  "and Jailbreak filters.)")
+
+
+def test_vertex_times_and_the_model_named_only_in_the_url() -> None:
+    s = InMemoryStorage()
+    [rid] = import_file(s, REAL / "pydanticai-google-test_google_model_vertex_provider.yaml"
+                        ).runs_created
+    assert s.runs.require_run(rid).started_at == datetime(2025, 6, 27, 8, 48, 21, 154666,
+                                                          tzinfo=UTC)
+    # a request whose response names no model: the URL's model
+    text = (REAL / "pydanticai-google-test_google_model_vertex_provider.yaml").read_text()
+    s = InMemoryStorage()
+    [rid] = import_text(s, text.replace("modelVersion: gemini-2.0-flash", ""),
+                        name="c.yaml").runs_created
+    assert s.runs.get(f"{rid}:step:0")["model"]["name"] == "gemini-2.0-flash"
+
+
+# -- records -------------------------------------------------------------------------------
+def _record(contents: list[Any], response: Any, **request: Any) -> str:
+    return json.dumps({"request": {"contents": contents, **request}, "response": response})
+
+
+def _answer(*parts: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return {"candidates": [{"content": {"role": "model", "parts": list(parts)},
+                            "finishReason": "STOP"}],
+            "usageMetadata": {"promptTokenCount": 20, "candidatesTokenCount": 4},
+            "modelVersion": "gemini-2.5-flash", **extra}
+
+
+USER = {"role": "user", "parts": [{"text": "Weather and time in Oslo?"}]}
+CALLS = {"role": "model", "parts": [
+    {"functionCall": {"name": "weather", "args": {"city": "Oslo"}}},
+    {"functionCall": {"name": "clock", "args": {"tz": "Europe/Oslo"}}}]}
+# answered in the other order, with no ids: each answers the call of its name
+RESULTS = {"role": "user", "parts": [
+    {"functionResponse": {"name": "clock", "response": {"time": "09:00"}}},
+    {"functionResponse": {"name": "weather", "response": {"sky": "snow"}}}]}
+
+
+def _import(text: str) -> tuple[InMemoryStorage, Any]:
+    s = InMemoryStorage()
+    return s, import_text(s, text, name="gemini.jsonl")
+
+
+def test_a_tool_loop_of_records_is_one_thread_with_calls_answered_by_name() -> None:
+    text = "\n".join([
+        _record([USER], _answer(*CALLS["parts"])),
+        _record([USER, CALLS, RESULTS], _answer({"text": "Snow, "}, {"text": "09:00."}))])
+    assert detect_format(text) == "openai"  # the JSON record family
+    s, report = _import(text)
+    [thread] = report.threads_created
+    msgs = [m.as_message() for m in s.memory.get_messages(thread)]
+    assert [m.role for m in msgs] == ["user", "assistant", "tool", "tool", "assistant"]
+    calls = {c.name: c.id for c in msgs[1].tool_calls()}
+    assert [(r.name, r.call_id, r.result) for m in msgs[2:4] for r in m.tool_results()] == [
+        ("clock", calls["clock"], {"time": "09:00"}),
+        ("weather", calls["weather"], {"sky": "snow"})]
+    assert msgs[4].content == "Snow, 09:00."  # text parts joined, as the SDK's .text
+    assert any("has no id; it answers call" in k.reason for k in report.skipped)
+    for rid in report.runs_created:
+        assert verify_run(s, rid).status == "ok"
+
+
+def test_snake_case_a_json_array_stream_and_attachments() -> None:
+    chunks = [{"candidates": [{"content": {"role": "model", "parts": [{"text": "A cat"}]}}]},
+              {"candidates": [{"content": {"role": "model", "parts": [{"text": " asleep."}]},
+                               "finish_reason": "STOP"}],
+               "usage_metadata": {"prompt_token_count": 300, "candidates_token_count": 3},
+               "model_version": "gemini-2.0-flash"}]
+    contents = [{"role": "user", "parts": [
+        {"text": "What is in the picture?"},
+        {"inline_data": {"mime_type": "image/png", "data": "iVBORw0KGgo="}}]}]
+    s, report = _import(_record(contents, chunks, system_instruction={"parts": [
+        {"text": "Describe images."}]}, generation_config={"max_output_tokens": 64}))
+    [rid] = report.runs_created
+    step = s.runs.get(f"{rid}:step:0")
+    assert step["response"]["text"] == "A cat asleep."
+    assert step["response"]["usage"] == {"input_tokens": 300, "output_tokens": 3}
+    assert step["model"]["name"] == "gemini-2.0-flash"
+    assert s.runs.get(f"{rid}:import")["request_params"]["max_tokens"] == 64
+    [user, _] = s.memory.get_messages(report.threads_created[0])
+    assert user.metadata["attachments"][0]["type"] == "inline_data"
+    assert user.metadata["attachments"][0]["mime_type"] == "image/png"
+    lanes = [i for i in s.runs.get(f"{rid}:prompt")["items"] if i["lane"] == "instructions"]
+    assert [i["message"]["content"] for i in lanes] == ["Describe images."]
+
+
+def test_server_tools_alternatives_and_an_error_record_are_noted() -> None:
+    tools = [{"googleSearch": {}}, {"functionDeclarations": [
+        {"name": "weather", "description": "Forecast", "parameters": {"type": "OBJECT"}}]}]
+    two = _answer({"text": "Sunny."})
+    two["candidates"].append({"content": {"role": "model", "parts": [{"text": "Rain."}]}})
+    s, report = _import("\n".join([
+        _record([USER], two, tools=tools),
+        json.dumps({"request": {"contents": [USER]}, "error": {
+            "code": 429, "message": "Resource exhausted", "status": "RESOURCE_EXHAUSTED"}})]))
+    first, failed = report.runs_created
+    # in the order offered; the server's own tool by name only
+    assert [t["name"] for t in s.runs.get(f"{first}:step:0")["tools"]] == ["googleSearch",
+                                                                          "weather"]
+    reasons = " | ".join(k.reason for k in report.skipped)
+    assert "tool 0 (googleSearch, run by the server) kept by name only" in reasons
+    assert "alternative candidate(s) not imported" in reasons
+    run = s.runs.require_run(failed)
+    assert run.status == "failed" and json.loads(run.error or "")["status"] == \
+        "RESOURCE_EXHAUSTED"
+
+
+@pytest.mark.parametrize("contents, error", [
+    ([USER, {"role": "user", "parts": [{"functionResponse": {"name": "weather",
+                                                             "response": {}}}]}],
+     r"line 1: message 1: the functionResponse of 'weather' answers no function call"),
+    ([USER, {"role": "model", "parts": [{"functionResponse": {"name": "w", "response": {}}}]}],
+     r"line 1: contents\[1\]: a model turn holds a functionResponse"),
+    ([{"role": "robot", "parts": [{"text": "hi"}]}],
+     r"line 1: contents\[0\]: unknown role 'robot'"),
+    ([{"role": "user", "parts": [{"functionCall": {"name": "w", "args": {}}}]}],
+     r"line 1: contents\[0\]: a user turn holds a functionCall"),
+])
+def test_bad_records_are_refused_naming_them(contents: list[Any], error: str) -> None:
+    s = InMemoryStorage()
+    with pytest.raises(ImportFormatError, match=error):
+        import_text(s, _record(contents, _answer({"text": "ok"})), name="g.jsonl")
+    assert not s.memory.list_threads()
+
+
+def test_a_bad_sampling_parameter_is_named() -> None:
+    with pytest.raises(ImportFormatError, match=r"line 1: generationConfig 'temperature' "
+                                                r"must be a number, got 'hot'"):
+        import_text(InMemoryStorage(), _record([USER], _answer({"text": "ok"}),
+                                               generationConfig={"temperature": "hot"}),
+                    name="g.jsonl")
