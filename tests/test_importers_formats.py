@@ -607,15 +607,14 @@ def test_a_cassette_of_another_api_is_refused_naming_what_it_holds() -> None:
         return {"request": {"method": "POST", "uri": url, "body": "{}", "headers": {}},
                 "response": {"status": {"code": 200}, "headers": {}, "body": {"string": "{}"}}}
 
-    gemini = ("https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash"
-              ":generateContent")
-    text = yaml.safe_dump({"interactions": [call(gemini), call(gemini),
+    rerank = "https://api.cohere.com/v2/rerank"
+    text = yaml.safe_dump({"interactions": [call(rerank), call(rerank),
                                             call("https://example.test/v1/embeddings")]})
     with pytest.raises(ImportFormatError) as e:
         import_text(InMemoryStorage(), text)
     said = str(e.value)
     assert "its 3 interaction(s)" in said
-    assert f"(POST {gemini}) ×2" in said and "(POST https://example.test/v1/embeddings)" in said
+    assert f"(POST {rerank}) ×2" in said and "(POST https://example.test/v1/embeddings)" in said
 
 
 def test_an_undated_call_between_dated_ones_is_placed_between_them() -> None:

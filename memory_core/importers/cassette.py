@@ -15,6 +15,7 @@ from typing import Any
 from memory_core.importers.common import SkippedRecord, fail
 from memory_core.importers.gemini import GEMINI_PATHS, model_in_path
 from memory_core.importers.jsonvalues import check_value, load_json
+from memory_core.importers.ollama import OLLAMA_PATHS, json_lines
 
 LLM_PATHS = ("/chat/completions", "/responses", "/completions")
 
@@ -57,7 +58,8 @@ def _body(side: dict[str, Any], where: str) -> Any:
     stripped = raw.lstrip()
     if stripped.startswith(("data:", "event:")):
         return raw
-    return load_json(raw, where, "body")
+    lines = json_lines(raw, where)  # a stream of JSON lines (Ollama's)
+    return lines if lines is not None else load_json(raw, where, "body")
 
 
 def cassette_records(text: str) -> tuple[list[tuple[str, Any]], list[SkippedRecord]]:
@@ -81,10 +83,9 @@ def cassette_records(text: str) -> tuple[list[tuple[str, Any]], list[SkippedReco
             raise fail(where, "an interaction needs a 'request' and a 'response' object")
         uri = str(req.get("uri") or "")
         path = uri.split("?", 1)[0].rstrip("/")
-        if not path.endswith((*LLM_PATHS, *GEMINI_PATHS)):
-            skipped.append(SkippedRecord(where=where, reason=f"not a chat, completions, "
-                                         f"Responses or Gemini API call "
-                                         f"({req.get('method')} {path})"))
+        if not path.endswith((*LLM_PATHS, *GEMINI_PATHS, *OLLAMA_PATHS)):
+            skipped.append(SkippedRecord(where=where, reason=f"not a model call this "
+                                         f"importer reads ({req.get('method')} {path})"))
             continue
         body = _body(req, f"{where}: request")
         if not isinstance(body, dict):

@@ -180,6 +180,18 @@ def undated(index: int) -> datetime:
 _EARLIEST, _LATEST = datetime(1970, 1, 1, tzinfo=UTC), datetime(9000, 1, 1, tzinfo=UTC)
 
 
+def iso_time(value: Any, where: str, what: str) -> datetime | None:
+    """An ISO 8601 time (``Z`` or an offset; UTC when it has none), or None when the
+    value is not a string; text that is not such a time is an error naming ``what``."""
+    if not isinstance(value, str):
+        return None
+    try:
+        at = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise fail(where, f"{what} {value!r} is not an ISO 8601 time") from None
+    return at if at.tzinfo else at.replace(tzinfo=UTC)
+
+
 def from_unix(value: Any, where: str, what: str, *, scale: int = 1) -> datetime:
     """A unix timestamp (seconds, or ``scale`` units per second) as a UTC datetime;
     NaN, infinite, negative or absurdly far values are an error naming ``where``."""

@@ -19,10 +19,9 @@ import hashlib
 import json
 import math
 import re
-from datetime import UTC, datetime
 from typing import Any
 
-from memory_core.importers.common import Exchange, fail
+from memory_core.importers.common import Exchange, fail, iso_time
 from memory_core.importers.openai_shapes import stream_events
 from memory_core.models.base import Usage
 from memory_core.openai_codec import derived_call_id
@@ -297,16 +296,6 @@ def _usage(meta: Any) -> tuple[Usage, bool]:
     return Usage(), False
 
 
-def _time(value: Any, where: str) -> datetime | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        at = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        raise fail(where, f"createTime {value!r} is not an ISO 8601 time") from None
-    return at if at.tzinfo else at.replace(tzinfo=UTC)
-
-
 def _reply(response: dict[str, Any], where: str, notes: list[str]
            ) -> tuple[Message | None, str | None, str | None]:
     """The answer, the finish reason, and why there is no answer (when none)."""
@@ -355,7 +344,7 @@ def gemini_exchange(obj: dict[str, Any], where: str, index: int, *,
         reply, finish, error = _reply(response, where, notes)
         usage, known = _usage(_get(response, "usageMetadata"))
         model = _get(response, "modelVersion") or model
-        created = _time(_get(response, "createTime"), where)
+        created = iso_time(_get(response, "createTime"), where, "createTime")
     else:
         raw = obj.get("error") or "no response recorded"
         error = raw if isinstance(raw, str) else json.dumps(raw, sort_keys=True)

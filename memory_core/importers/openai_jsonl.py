@@ -32,6 +32,7 @@ from memory_core.importers.common import (
 )
 from memory_core.importers.gemini import gemini_exchange, is_gemini_record
 from memory_core.importers.jsonvalues import iter_documents, load_json
+from memory_core.importers.ollama import as_chat_record, is_ollama_record
 from memory_core.importers.openai_shapes import (
     completed_response,
     reassemble_stream,
@@ -146,13 +147,15 @@ def _chat_response(response: Any, where: str, notes: list[str]
     return reply, finish, usage, known, response
 
 
-def chat_exchange(obj: dict[str, Any], where: str, index: int) -> Exchange:
+def chat_exchange(obj: dict[str, Any], where: str, index: int,
+                  notes: list[str] | None = None) -> Exchange:
     """A chat-completions record, or a fine-tuning row whose last message is the
-    assistant's answer."""
+    assistant's answer; ``notes``: what reading it so far noted (an Ollama record
+    turned into this one)."""
     request = obj.get("request", obj)
     if not isinstance(request, dict):
         raise fail(where, f"'request' must be an object, got {type(request).__name__}")
-    notes: list[str] = []
+    notes = list(notes or [])
     messages = openai_messages(request["messages"], where, notes)
     if not messages:
         raise fail(where, "'messages' is empty")
@@ -372,6 +375,9 @@ def parse_record(obj: Any, where: str, index: int, held: ServerHistory | None = 
                  ) -> list[Exchange]:
     """The exchanges of one record; ``held``: the file's Responses API responses read
     so far (see ``responses_exchange``)."""
+    if is_ollama_record(obj):
+        notes: list[str] = []
+        return [chat_exchange(as_chat_record(obj, where, notes), where, index, notes)]
     kind = record_kind(obj)
     if kind == "chat":
         return [chat_exchange(obj, where, index)]
@@ -485,8 +491,9 @@ def _parse_openai(text: str, stages: Stages | None) -> ParsedFile:
             kinds = Counter(k.reason for k in skipped)
             said = [f"{r} ×{n}" if n > 1 else r for r, n in list(kinds.items())[:3]]
             more = f"; {len(kinds) - 3} more kind(s)" if len(kinds) > 3 else ""
-            raise fail("file", "the cassette holds no chat-completions, Responses or "
-                               f"Gemini API interaction; its {len(skipped)} interaction(s): "
+            raise fail("file", "the cassette holds no model call this importer reads "
+                               "(chat completions, Responses, Gemini, Ollama); its "
+                               f"{len(skipped)} interaction(s): "
                                f"{'; '.join(said)}{more}" if skipped else
                        "the cassette holds no interaction")
     else:

@@ -14,10 +14,10 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
-from memory_core.importers.common import fail, from_unix
+from memory_core.importers.common import fail, from_unix, iso_time
 from memory_core.importers.jsonvalues import read_documents
 
 Event = tuple[str, dict[str, Any]]  # (event name, body merged over attributes)
@@ -166,11 +166,7 @@ def _sdk_time(value: Any, where: str, what: str) -> datetime | None:
             isinstance(x, int) and not isinstance(x, bool) for x in value):
         return _nanos(value[0] * 1_000_000_000 + value[1], where, what)
     if isinstance(value, str):
-        try:
-            at = datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
-            raise fail(where, f"{what} {value!r} is not an ISO 8601 time") from None
-        return at if at.tzinfo else at.replace(tzinfo=UTC)
+        return iso_time(value, where, what)
     return from_unix(value, where, what)
 
 

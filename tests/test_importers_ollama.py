@@ -1,0 +1,105 @@
+"""Ollama's native API (/api/chat, /api/generate) imports as the chat-completions
+traffic it is equivalent to: real cassettes (tests/fixtures/imports/real/
+openllmetry-ollama-*, their threads and runs in test_importers_real.py) replay and
+verify; records' images, thinking, tool names, token context and cut streams are kept
+or noted."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memory_core.errors import ImportFormatError
+from memory_core.importers import import_text
+from memory_core.journal.seal import verify_run
+from memory_core.replay import replay
+from memory_core.storage.inmemory import InMemoryStorage
+
+REAL = Path(__file__).parent / "fixtures" / "imports" / "real"
+OLLAMA = sorted(p.name for p in REAL.glob("openllmetry-ollama-*.yaml"))
+
+
+@pytest.mark.parametrize("name", OLLAMA)
+def test_every_ollama_run_replays_identically_and_verifies(name: str) -> None:
+    s = InMemoryStorage()
+    report = import_text(s, (REAL / name).read_text(), name=name)
+    assert report.runs_created
+    for rid in report.runs_created:
+        assert verify_run(s, rid).status == "ok"
+        assert replay(s, rid).messages_checked == 1
+
+
+def _answer(content: str = "ok", **extra: Any) -> dict[str, Any]:
+    return {"model": "llama3.2", "created_at": "2025-03-01T10:00:00.123456789Z",
+            "message": {"role": "assistant", "content": content}, "done": True,
+            "done_reason": "stop", "prompt_eval_count": 30, "eval_count": 5, **extra}
+
+
+def _import(*records: dict[str, Any]) -> tuple[InMemoryStorage, Any]:
+    s = InMemoryStorage()
+    return s, import_text(s, "\n".join(json.dumps(r) for r in records), name="o.jsonl")
+
+
+def test_images_thinking_and_tool_names() -> None:
+    call = {"role": "assistant", "content": "", "thinking": "I should look it up",
+            "tool_calls": [{"function": {"name": "lookup", "arguments": {"q": "cat"}}}]}
+    s, report = _import({"request": {"model": "llama3.2", "messages": [
+        {"role": "user", "content": "What is this?", "images": ["iVBORw0KGgo="]}, call,
+        {"role": "tool", "content": "a cat", "tool_name": "lookup"}],
+        "options": {"temperature": 0.1, "num_predict": 64}},
+        "response": _answer("A cat.")})
+    [rid] = report.runs_created
+    msgs = [m.as_message() for m in s.memory.get_messages(report.threads_created[0])]
+    assert [m.role for m in msgs] == ["user", "assistant", "tool", "assistant"]
+    assert msgs[0].metadata["attachments"][0]["type"] == "image"
+    assert msgs[0].metadata["attachments"][0]["bytes"] == len("iVBORw0KGgo=")
+    [result] = msgs[2].tool_results()
+    assert (result.name, result.call_id) == ("lookup", msgs[1].tool_calls()[0].id)
+    assert any("thinking not imported" in k.reason for k in report.skipped)
+    params = s.runs.get(f"{rid}:import")["request_params"]
+    assert (params["temperature"], params["num_predict"]) == (0.1, 64)
+    run = s.runs.require_run(rid)
+    assert run.started_at.isoformat() == "2025-03-01T10:00:00.123456+00:00"
+
+
+def test_generate_keeps_the_system_prompt_and_notes_the_token_context() -> None:
+    s, report = _import({"request": {"model": "llama3.2", "prompt": "Continue.",
+                                     "system": "Be terse.", "context": [1, 2, 3]},
+                         "response": {"model": "llama3.2", "response": "Done.",
+                                      "done": True, "prompt_eval_count": 9,
+                                      "eval_count": 2}})
+    [rid] = report.runs_created
+    lanes = [(i["lane"], i["message"]["content"]) for i in s.runs.get(f"{rid}:prompt")["items"]]
+    assert lanes == [("instructions", "Be terse."), ("input", "Continue.")]
+    assert any("'context' (3 token ids of the earlier turns) not imported" in k.reason
+               for k in report.skipped)
+
+
+def test_a_stream_cut_before_its_last_line_is_noted() -> None:
+    chunks = [{"model": "m", "message": {"role": "assistant", "content": "Hal"},
+               "done": False},
+              {"model": "m", "message": {"role": "assistant", "content": "f"}, "done": False}]
+    s, report = _import({"request": {"model": "m", "messages": [
+        {"role": "user", "content": "hi"}]}, "response": chunks})
+    [rid] = report.runs_created
+    assert s.runs.get(f"{rid}:step:0")["response"]["text"] == "Half"
+    assert any("ends before its last line" in k.reason for k in report.skipped)
+
+
+@pytest.mark.parametrize("request_, error", [
+    ({"model": "m", "prompt": 3}, r"line 1: an Ollama generate request needs a string "
+                                  r"'prompt', got 3"),
+    ({"model": "m", "messages": [{"role": "user", "content": "x"}], "options": [1]},
+     r"line 1: 'options' must be an object, got \[1\]"),
+    ({"model": "m", "messages": [{"role": "user", "content": "x", "images": "abc"}]},
+     r"line 1: message 0: 'images' must be a list of base64 strings, got 'abc'"),
+])
+def test_bad_records_are_refused_naming_them(request_: dict[str, Any], error: str) -> None:
+    s = InMemoryStorage()
+    with pytest.raises(ImportFormatError, match=error):
+        import_text(s, json.dumps({"request": request_, "response": _answer()}),
+                    name="o.jsonl")
+    assert not s.memory.list_threads()
