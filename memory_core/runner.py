@@ -47,9 +47,7 @@ from memory_core.storage.common import Clock, json_or_invalid, utc_now
 from memory_core.types import (
     AppendRow,
     Message,
-    Part,
     RunRecord,
-    TextPart,
     ToolCallPart,
     ToolResultPart,
 )
@@ -103,13 +101,7 @@ class RunResult(BaseModel):
 # -- record helpers -----------------------------------------------------------------
 def assistant_message(resp: ModelResponse) -> Message:
     """The assistant message a model step adds to the conversation."""
-    if not resp.tool_calls:
-        return Message(role="assistant", content=resp.text or "")
-    parts: list[Part] = []
-    if resp.text:
-        parts.append(TextPart(text=resp.text))
-    parts.extend(resp.tool_calls)
-    return Message(role="assistant", content=parts)
+    return resp.as_message()
 
 
 def tool_message(call: ToolCallPart, record: ToolRecord | Mapping[str, Any]) -> Message:
