@@ -4,11 +4,12 @@ from the recorded step is the message the import stored, whatever its shape."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from memory_core.importers import import_text
+from memory_core.importers import import_file, import_text
 from memory_core.journal.seal import verify_run
 from memory_core.replay import replay
 from memory_core.storage.inmemory import InMemoryStorage
@@ -62,3 +63,39 @@ def test_an_answer_of_several_text_parts_keeps_them_and_replays(record: dict[str
     assert report.messages_checked == 1
     assert report.output["text"] == "First part. Second part."
 
+
+REAL = Path(__file__).parent / "fixtures" / "imports" / "real"
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in REAL.iterdir() if p.name != "README.md"))
+def test_every_run_of_a_real_recording_verifies_and_replays(name: str) -> None:
+    st = InMemoryStorage()
+    runs = import_file(st, REAL / name).runs_created
+    assert runs
+    for run in runs:
+        # a failed call is recorded whole and sealed as it failed ("tampered" before)
+        assert verify_run(st, run).status == "ok", run
+        record = st.runs.get_run(run)
+        assert record is not None
+        if record.status == "failed":
+            continue  # nothing answered: nothing to replay
+        report = replay(st, run)
+        assert report.messages_checked == 1, run
+        assert report.steps == 1
+
+
+def test_a_request_of_instructions_alone_replays() -> None:
+    from memory_core.errors import InvalidInputError
+    from memory_core.models.scripted import ScriptedModel
+    from memory_core.runner import Agent, Runner
+
+    st = InMemoryStorage()
+    row = {"messages": [{"role": "system", "content": "Be upbeat."},
+                        {"role": "assistant", "content": "You're great!"}]}
+    (run,) = import_text(st, json.dumps(row) + "\n", name="ft.jsonl").runs_created
+    # nothing was sent after the instructions: the recorded input is empty, and the
+    # replay's resume reads it back ("prompt must not be an empty list" before)
+    assert replay(st, run).output["text"] == "You're great!"
+    runner = Runner(st, {"a": Agent(name="a", instructions="", model=ScriptedModel(["x"]))})
+    with pytest.raises(InvalidInputError, match="empty list"):
+        runner.run("a", run_id="fresh", prompt=[])  # a fresh run still needs a prompt
