@@ -64,6 +64,39 @@ def test_an_answer_of_several_text_parts_keeps_them_and_replays(record: dict[str
     assert report.output["text"] == "First part. Second part."
 
 
+
+@pytest.mark.parametrize("message", [
+    {"role": "assistant", "content": None, "refusal": "I can't help with that."},
+    {"role": "assistant", "content": "hi", "audio": {"id": "au_1", "data": "AAAA"}},
+    {"role": "assistant", "content": "hi", "name": "helper-bot"},
+], ids=["refusal", "audio", "name"])
+def test_an_answer_with_metadata_replays(message: dict[str, Any]) -> None:
+    """What the answer message keeps beside its text (a refusal, an audio placeholder,
+    the speaker's name) is in the stored message, so the step holds it too."""
+    st = InMemoryStorage()
+    line = {"messages": [{"role": "user", "content": "hi"}],
+            "response": {"choices": [{"message": message}]}}
+    (run,) = import_text(st, json.dumps(line) + "\n", name="meta.jsonl").runs_created
+    assert verify_run(st, run).status == "ok"
+    assert replay(st, run).messages_checked == 1
+
+
+def test_an_otel_answer_of_several_text_parts_replays() -> None:
+    from tests.test_importers_formats import otlp, span
+
+    out = [{"role": "assistant", "finish_reason": "tool_call", "parts": [
+        {"type": "text", "content": "First part."}, {"type": "text", "content": "Second."},
+        {"type": "tool_call", "id": "c1", "name": "lookup", "arguments": {"q": "x"}}]}]
+    one = span("00000000000000a1", {
+        "gen_ai.operation.name": "chat", "gen_ai.request.model": "m",
+        "gen_ai.input.messages": json.dumps([{"role": "user", "parts": [
+            {"type": "text", "content": "hi"}]}]),
+        "gen_ai.output.messages": json.dumps(out)})
+    st = InMemoryStorage()
+    (run,) = import_text(st, otlp([one])).runs_created
+    report = replay(st, run)
+    assert report.ended_on_tool_call and report.messages_checked == 1
+
 REAL = Path(__file__).parent / "fixtures" / "imports" / "real"
 
 
