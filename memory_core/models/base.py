@@ -36,7 +36,7 @@ class ModelResponse(BaseModel):
     model: str | None = None  # model name, when known
     finish_reason: str | None = None
     # the answer as its message holds it, when that is not the message ``text`` then
-    # ``tool_calls`` make (``runner.assistant_message``): a recorded answer of several
+    # ``tool_calls`` make (``as_message``): a recorded answer of several
     # text parts (each kept, never joined), text after a call, a speaker's ``name``.
     # Imports set it so the conversation a replay rebuilds is the one stored. Its text
     # and calls are ``text`` and ``tool_calls``; left out of the record when None.
