@@ -138,6 +138,15 @@ def literal(text: str) -> None:
     st.text(text if text else "(empty)")
 
 
+NO_ANSWER = "(no answer recorded)"
+
+
+def answer_text(answer: str | None) -> str:
+    """A run's answer (``views.run_answer``: its text, then any tool call it answered
+    with) for ``literal``: ``NO_ANSWER`` only when the run recorded none."""
+    return NO_ANSWER if answer is None else answer
+
+
 def link_to_message(thread_id: str, seq: int | None, *, label: Label | None = None,
                     to_seq: int | None = None) -> None:
     """A link to the Threads page focused on one message (or a seq range, or just the

@@ -18,6 +18,7 @@ from app.components import (
     COUNTERFACTUAL_PAGE,
     LANE_COLOURS,
     Id,
+    answer_text,
     escape_md,
     link_to_run,
     literal,
@@ -319,7 +320,7 @@ def proof_result(result: CounterfactualResult, story: Story, *, engineer: bool) 
     before, after = st.columns(2)
     with before:
         st.markdown("**Before: the answer it gave**")
-        literal(result.original_answer or "(no answer recorded)")
+        literal(answer_text(result.original_answer))
     with after:
         st.markdown(f"**After: asked again {escape_md(change_words(story))}**")
         literal(result.new_answer or "(empty answer)")
@@ -424,7 +425,7 @@ def fix_section(url: str, story: Story, view: views.RunView, fixed: views.RunVie
                      icon=":material/compare_arrows:",
                      query_params=with_db({"a": story.run, "b": story.fix.run}))
     bubble("user", fixed.query or "(question not recorded)", engineer=False)
-    bubble("assistant", fixed.answer or "(no answer recorded)", engineer=False)
+    bubble("assistant", answer_text(fixed.answer), engineer=False)
     before = {(it.thread_id, it.seq) for it in view.lane("recalled").items}
     new = [it for it in fixed.lane("recalled").items if (it.thread_id, it.seq) not in before]
     if new:

@@ -47,9 +47,7 @@ from memory_core.storage.common import Clock, json_or_invalid, utc_now
 from memory_core.types import (
     AppendRow,
     Message,
-    Part,
     RunRecord,
-    TextPart,
     ToolCallPart,
     ToolResultPart,
 )
@@ -103,13 +101,7 @@ class RunResult(BaseModel):
 # -- record helpers -----------------------------------------------------------------
 def assistant_message(resp: ModelResponse) -> Message:
     """The assistant message a model step adds to the conversation."""
-    if not resp.tool_calls:
-        return Message(role="assistant", content=resp.text or "")
-    parts: list[Part] = []
-    if resp.text:
-        parts.append(TextPart(text=resp.text))
-    parts.extend(resp.tool_calls)
-    return Message(role="assistant", content=parts)
+    return resp.as_message()
 
 
 def tool_message(call: ToolCallPart, record: ToolRecord | Mapping[str, Any]) -> Message:
@@ -131,8 +123,6 @@ def _normalise_prompt(prompt: str | Message | Sequence[Message]) -> list[Message
     if isinstance(prompt, Message):
         return [prompt]
     msgs = list(prompt)
-    if not msgs:
-        raise InvalidInputError("prompt must not be an empty list of messages")
     for i, m in enumerate(msgs):
         if not isinstance(m, Message):
             raise InvalidInputError(f"prompt[{i}] must be a Message, got {type(m).__name__}")
@@ -289,7 +279,8 @@ class Runner:
             prompt: str | Message | Sequence[Message], wait: float = 0.0) -> RunResult:
         """Run (or resume) one turn. A run_id seen before resumes from its journal:
         the frozen prompt is read back, recorded model steps and tool results are
-        reused, and nothing is stored twice. Only one process runs a run id at a time:
+        reused, and nothing is stored twice (``prompt`` may then be empty: the recorded
+        input is the one used). Only one process runs a run id at a time:
         another starter gets RunInProgress (after waiting up to ``wait`` seconds)."""
         agent = self.agents.get(agent_name)
         if agent is None:
@@ -297,6 +288,10 @@ class Runner:
                                 f"(known: {sorted(self.agents)})")
         check_run_id(run_id)
         incoming = _normalise_prompt(prompt)
+        if not incoming and self.storage.runs.get(RunKeys(run_id).input) is None:
+            # a resume reads its recorded input back, which an imported request may
+            # have left empty (nothing sent after its instructions): only then
+            raise InvalidInputError("prompt must not be an empty list of messages")
         deadline = time.monotonic() + max(0.0, wait)
         while True:
             left = max(0.0, deadline - time.monotonic())

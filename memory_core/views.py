@@ -16,7 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from memory_core.errors import InvalidInputError, MemoryCoreError, NotFoundError
-from memory_core.journal import RunReader, prefetched_readers
+from memory_core.journal import OutputRecord, RunReader, RunStep, prefetched_readers
 from memory_core.prompt import FrozenPrompt, PromptItem
 from memory_core.provenance import (
     LANES,
@@ -72,6 +72,17 @@ def render_text(message: Message) -> str:
         else:
             lines.append(tool_result_text(p))
     return "\n".join(lines)
+
+
+def run_answer(steps: Sequence[RunStep], output: OutputRecord | None) -> str | None:
+    """A finished run's answer as every page shows it: its last model step's message,
+    one part a line — the text, then each tool call it answered with as ``→ name(args)``
+    (an imported request answered with a call, a run stopped at max steps), so an answer
+    that is a call is never shown as none; the output's text when no step is recorded.
+    None when the run recorded no output."""
+    if output is None:
+        return None
+    return render_text(steps[-1].response.as_message()) if steps else output.text
 
 
 # -- threads ----------------------------------------------------------------------------
@@ -604,9 +615,9 @@ def _candidates(memctx: Memctx | None) -> list[ScoreCandidate]:
     return sorted(out, key=lambda c: (c.rank, -c.score, c.thread_id, c.seq))
 
 
-def _steps(reader: RunReader) -> list[StepView]:
+def _steps(steps: Sequence[RunStep]) -> list[StepView]:
     out: list[StepView] = []
-    for step in reader.steps():
+    for step in steps:
         resp = step.response
         out.append(StepView(n=step.index, text=resp.text,
                             tool_calls=[tool_call_text(c) for c in resp.tool_calls],
@@ -706,8 +717,8 @@ def run_view(storage: Storage, run_id: str) -> RunView:
                                    else len(items[lane])))
              for lane in VIEW_LANES]
     settings: CompositionSettings | None = memctx.settings if memctx else None
-    output = reader.output()
-    answer = output.text if output is not None else None
+    steps = reader.steps()
+    answer = run_answer(steps, reader.output())
     return RunView(
         run=run, error=run.error, query=memctx.query if memctx else None,
         lanes=lanes, settings=_known_settings(memctx),
@@ -717,7 +728,7 @@ def run_view(storage: Storage, run_id: str) -> RunView:
                and memctx and not memctx.is_unknown_setting("top_k") else None),
         candidates=_candidates(memctx),
         recall_skipped=memctx.recall_skipped if memctx else None,
-        steps=_steps(reader), tool_calls=_tool_calls(reader),
+        steps=_steps(steps), tool_calls=_tool_calls(reader),
         answer=answer, notes=notes)
 
 

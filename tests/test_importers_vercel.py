@@ -129,6 +129,53 @@ def test_older_sdk_shapes_args_result_and_prompt_tokens() -> None:
         {"index": 1, "type": "image", "url": "https://x.test/a.png", "media_type": "image/png"}]
 
 
+def test_text_beside_tool_results_stays_with_the_result_it_follows() -> None:
+    """A tool message's text parts (and attachments) are kept, in order, with the result
+    they follow (text before any result, with the first); a tool message of text alone
+    is kept too. They were dropped without a note."""
+    from memory_core.replay import replay
+
+    two = {"role": "assistant", "content": [
+        {"type": "tool-call", "toolCallId": "a1", "toolName": "get_weather",
+         "input": {"city": "Oslo"}},
+        {"type": "tool-call", "toolCallId": "a2", "toolName": "get_weather",
+         "input": {"city": "Bergen"}}]}
+    results = {"role": "tool", "content": [
+        {"type": "text", "text": "Both cities:"},
+        {"type": "tool-result", "toolCallId": "a1", "toolName": "get_weather",
+         "output": {"type": "text", "value": "-3"}},
+        {"type": "tool-result", "toolCallId": "a2", "toolName": "get_weather",
+         "output": {"type": "text", "value": "4"}},
+        {"type": "text", "text": "(Bergen from cache)"},
+        {"type": "image", "image": "https://x.test/map.png", "mimeType": "image/png"}]}
+    spans = [do_generate("00000000000000c1", [ASK, two, results], "1767600000100000000",
+                         finishReason="stop", text="-3 and 4.")]
+    st = InMemoryStorage()
+    report = import_text(st, otlp(spans))
+    stored = st.memory.get_messages(report.threads_created[0])
+    assert texts(st, report.threads_created[0]) == [
+        "user:Weather in Oslo?", "assistant:get_weather#a1get_weather#a2",
+        "tool:Both cities:get_weather#a1=-3", "tool:(Bergen from cache)get_weather#a2=4",
+        "assistant:-3 and 4."]
+    # in the order recorded
+    assert [type(q).__name__ for q in stored[2].parts] == ["TextPart", "ToolResultPart"]
+    assert [type(q).__name__ for q in stored[3].parts] == ["ToolResultPart", "TextPart"]
+    assert stored[3].metadata["attachments"] == [
+        {"index": 2, "type": "image", "url": "https://x.test/map.png",
+         "media_type": "image/png"}]
+    assert replay(st, report.runs_created[0]).messages_checked == 1
+
+
+def test_a_tool_message_of_text_alone_is_kept() -> None:
+    only = {"role": "tool", "content": [{"type": "text", "text": "the tool said nothing"}]}
+    spans = [do_generate("00000000000000c2", [ASK, CALL, RESULT, only], "1767600000100000000",
+                         finishReason="stop", text="Nothing more.")]
+    st = InMemoryStorage()
+    report = import_text(st, otlp(spans))
+    assert texts(st, report.threads_created[0])[-2:] == [
+        "tool:the tool said nothing", "assistant:Nothing more."]
+
+
 def test_generate_object_response_is_the_objects_json() -> None:
     obj = json.dumps({"name": "eggs"})
     one = do_generate("00000000000000e1", [ASK], "1767600000100000000", object=obj,

@@ -222,3 +222,24 @@ def test_a_fresh_run_is_sealed_from_what_it_wrote(kind: str, tmp_path: Path,
         assert seal_mod.read_seal(s, rid) == seal_mod.compute_seal(s, rid)
         assert verify_run(s, rid).status == "ok"
     s.close()
+
+
+def test_an_imported_failed_call_verifies_and_a_finished_run_marked_failed_does_not() -> None:
+    from memory_core.importers import import_text
+    from memory_core.storage.inmemory import InMemoryStorage
+
+    s = InMemoryStorage()
+    line = {"messages": [{"role": "user", "content": "hi"}],
+            "error": {"code": "model_not_found", "message": "no such model"}}
+    (run,) = import_text(s, json.dumps(line) + "\n", name="failed.jsonl").runs_created
+    rec = s.runs.get_run(run)
+    assert rec is not None and rec.status == "failed"
+    # sealed whole, as it failed: "the run was sealed as finished but its status is
+    # 'failed'" before
+    assert verify_run(s, run).status == "ok"
+    answered = {"messages": line["messages"], "response": {"choices": [
+        {"message": {"role": "assistant", "content": "hello"}}]}}
+    ok = import_text(s, json.dumps(answered) + "\n", name="ok.jsonl").runs_created[0]
+    s.runs.set_run_status(ok, "failed", error="edited")
+    report = verify_run(s, ok)
+    assert (report.status, report.first_mismatch) == ("tampered", "runs-table row")

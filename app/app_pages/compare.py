@@ -23,6 +23,7 @@ from app.components import (
     SEARCH_LIMIT,
     Id,
     ThreadPicker,
+    answer_text,
     counted,
     escape_md,
     fmt_cell,
@@ -152,10 +153,10 @@ st.markdown("#### Answers")
 ans_a, ans_b = st.columns(2)
 with ans_a:
     st.caption(md("Run A · ", Id(run_a)))
-    literal(diff.answer_a or "(no answer recorded)")
+    literal(answer_text(diff.answer_a))
 with ans_b:
     st.caption(md("Run B · ", Id(run_b)))
-    literal(diff.answer_b or "(no answer recorded)")
+    literal(answer_text(diff.answer_b))
 
 st.markdown("#### What changed")
 if changed:

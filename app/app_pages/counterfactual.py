@@ -17,6 +17,7 @@ from app.components import (
     COUNTERFACTUAL_PAGE,
     LANE_TITLES,
     Id,
+    answer_text,
     escape_md,
     fmt_score,
     link_to_run,
@@ -162,7 +163,7 @@ if result is not None:
     left, right = st.columns(2)
     with left:
         st.markdown("**Original answer**")
-        literal(result.original_answer or "(no answer recorded)")
+        literal(answer_text(result.original_answer))
     with right:
         st.markdown("**New answer**")
         for ans in result.new_answers:

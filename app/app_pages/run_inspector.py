@@ -13,6 +13,7 @@ from app import services
 from app.components import (
     LANE_TITLES,
     Id,
+    answer_text,
     counted,
     escape_md,
     fmt_score,
@@ -177,7 +178,4 @@ if view.tool_calls:
     tool_call_cards(view.tool_calls)
 
 st.markdown("#### Answer")
-if view.answer is not None:
-    literal(view.answer)
-else:
-    st.text("(no answer recorded)")
+literal(answer_text(view.answer))

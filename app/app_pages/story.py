@@ -13,6 +13,7 @@ from app import story_parts as parts
 from app.components import (
     STORY_PAGE,
     Id,
+    answer_text,
     escape_md,
     follow_run,
     link_to_message,
@@ -128,7 +129,7 @@ with st.expander(escape_md(f"The whole conversation ({conversation.total} messag
 st.header("2. What the assistant answered", divider="gray")
 st.markdown(escape_md(story.answered))
 parts.bubble("user", view.query or "(question not recorded)", engineer=False)
-parts.bubble("assistant", view.answer or "(no answer recorded)", engineer=False)
+parts.bubble("assistant", answer_text(view.answer), engineer=False)
 if engineer:
     link_to_run(story.run, label=("open run ", Id(story.run), " in the run inspector"))
 

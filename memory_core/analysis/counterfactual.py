@@ -200,8 +200,9 @@ def _setup(storage: Storage, run_id: str, model: Model | None, repeats: int | No
     if temperature is None and model is None:
         temperature = _number(recorded.get("temperature"))
     box = _toolbox(data, agent, tools, agents, memory)
-    pending = data.pending_calls
-    original = call_outcome(data.steps[-1].response) if pending else data.answer
+    # a run that ended on calls (its recording's end, or max steps) answered with them
+    ended_on_calls = bool(data.steps and data.steps[-1].response.tool_calls)
+    original = call_outcome(data.steps[-1].response) if ended_on_calls else data.answer
     n = repeats if repeats is not None else (MIN_NOISE_REPEATS
                                              if samples_temperature(temperature) else 1)
     return _Setup(data=data, model=mdl, info=ident.model_dump(exclude_none=True),

@@ -16,6 +16,7 @@ from memory_core.provenance import LANES, Memctx
 from memory_core.registry import recall_config_from_settings, resolve_embedder
 from memory_core.storage.base import Storage
 from memory_core.types import canonical_json
+from memory_core.views import run_answer
 
 Ref = tuple[str, int]
 Change = Literal["entered", "left", "moved", "same"]
@@ -57,6 +58,8 @@ class RunDiff(BaseModel):
     settings_changed: dict[str, tuple[Any, Any]] = Field(default_factory=dict)
     steps: list[StepPoint] = Field(default_factory=list)
     divergent_at: int | None = None
+    # each run's answer as every page shows it (``views.run_answer``: a call it answered
+    # with is shown, not taken for no answer)
     answer_a: str | None = None
     answer_b: str | None = None
 
@@ -424,4 +427,5 @@ def diff_runs(storage: Storage, run_a: str, run_b: str, *,
     steps, div = align_steps(a, b)
     return RunDiff(run_a=run_a, run_b=run_b, entries=entries, token_deltas=deltas,
                    settings_changed=settings, steps=steps, divergent_at=div,
-                   answer_a=a.answer, answer_b=b.answer)
+                   answer_a=run_answer(a.steps, a.output),
+                   answer_b=run_answer(b.steps, b.output))

@@ -203,7 +203,8 @@ def reask(model: Model, messages: Sequence[Message], specs: Sequence[ToolSpec],
                 return Attempt(call_outcome(resp), "refused" if use.source == "refused"
                                else "needs_tool", uses)
             convo.append(tool_message(call, rec))
-    return Attempt((last.text if last else None) or "", "max_steps", uses)
+    # stopped at max steps on the calls of its last answer: those, as the original's
+    return Attempt(call_outcome(last) if last is not None else "", "max_steps", uses)
 
 
 def offered_specs(data: RunData, box: ToolBox) -> list[ToolSpec]:

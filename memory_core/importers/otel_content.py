@@ -454,7 +454,8 @@ def _vercel_call(c: Any, where: str) -> ToolCallPart:
 def _vercel_message(raw: Any, where: str, notes: list[str]) -> list[Message]:
     """One AI SDK prompt message: content text, or parts ``text``, ``tool-call``,
     ``tool-result`` (a tool message of N results is N messages, one a result, as the
-    OpenAI form has them), ``image``/``file`` (placeholders); others are noted."""
+    OpenAI form has them; its text and attachments stay with the result they follow, or
+    the first), ``image``/``file`` (placeholders); others are noted."""
     if not isinstance(raw, dict):
         raise fail(where, f"a message must be an object, got {raw!r}")
     role, content = raw.get("role"), raw.get("content")
@@ -464,10 +465,10 @@ def _vercel_message(raw: Any, where: str, notes: list[str]) -> list[Message]:
         return [Message(role=role, content=content)]  # type: ignore[arg-type]
     if not isinstance(content, list):
         raise fail(where, f"content must be text or a list of parts, got {content!r}")
-    parts: Parts = []
-    attachments: list[dict[str, Any]] = []
-    results: list[Message] = []
+    # the messages the parts make: one, or for a tool message one a result
+    made: list[tuple[Parts, list[dict[str, Any]]]] = [([], [])]
     for j, p in enumerate(content):
+        parts, attachments = made[-1]
         kind = p.get("type") if isinstance(p, dict) else None
         if kind == "text" and isinstance(p.get("text"), str):
             parts.append(TextPart(text=p["text"]))
@@ -478,8 +479,10 @@ def _vercel_message(raw: Any, where: str, notes: list[str]) -> list[Message]:
             if not isinstance(cid, str) or not cid:
                 raise fail(where, f"tool-result part {j} has no toolCallId")
             name = p.get("toolName") if isinstance(p.get("toolName"), str) else ""
-            results.append(Message(role="tool", content=[ToolResultPart(
-                call_id=cid, name=name, result=_vercel_output(p))]))
+            if any(isinstance(q, ToolResultPart) for q in parts):
+                parts, attachments = [], []
+                made.append((parts, attachments))
+            parts.append(ToolResultPart(call_id=cid, name=name, result=_vercel_output(p)))
         elif kind in ("image", "file"):
             attachments.append(_vercel_attachment(p, kind, len(parts) + len(attachments)))
             notes.append(f"{where}: part {j} ({kind}) kept as a placeholder")
@@ -488,8 +491,9 @@ def _vercel_message(raw: Any, where: str, notes: list[str]) -> list[Message]:
         else:
             raise fail(where, f"part {j} has no 'type': {p!r}")
     if role == "tool":
-        return results
-    return [_message(role, parts, attachments)]
+        return [_message(role, parts, attachments) for parts, attachments in made
+                if parts or attachments]
+    return [_message(role, *made[0])]
 
 
 def _vercel_reply(attrs: dict[str, Any], where: str) -> Message | None:

@@ -163,20 +163,23 @@ def run_records(run_id: str, plan: RunPlan, *, embedder: str | None,
     ]
     seqs = list(plan.history_seqs[plan.input_from:])
     if ex.response is not None:
-        resp = ex.response
         out_seqs = [plan.response_seq] if plan.response_seq is not None else []
         seqs += out_seqs
+        # the step answers with the message the run stored (with the ids and the name
+        # later requests gave it), parts as recorded: a replay rebuilds the stored
+        # message from this step, so it must hold what ``text`` and calls cannot
+        answer = _plain(tp.messages[plan.response_seq] if plan.response_seq is not None
+                        else ex.response)
+        resp = ModelResponse.answering(answer, usage=ex.usage, model=ex.model,
+                                       finish_reason=ex.finish_reason)
         records += [
-            (keys.step(0), StepRecord(
-                response=ModelResponse(text=resp.text(), tool_calls=resp.tool_calls(),
-                                       usage=ex.usage, model=ex.model,
-                                       finish_reason=ex.finish_reason),
-                model=model_identity(ex), tools=_tool_specs(ex.tools),
-                usage_known=ex.usage_known)),
+            (keys.step(0), StepRecord(response=resp, model=model_identity(ex),
+                                      tools=_tool_specs(ex.tools),
+                                      usage_known=ex.usage_known)),
             (keys.persist_output, PersistRecord(seqs=out_seqs)),
             (keys.output, OutputRecord(
-                text=resp.text() or "", steps=1, tool_calls=len(resp.tool_calls()),
-                stop_reason="tool_call" if resp.tool_calls() else "final")),
+                text=resp.text or "", steps=1, tool_calls=len(resp.tool_calls),
+                stop_reason="tool_call" if resp.tool_calls else "final")),
         ]
     entries: list[tuple[str, Any]] = [(k, r.model_dump(mode="json")) for k, r in records]
     stored = [(seq, _plain(tp.messages[seq])) for seq in seqs if 0 <= seq < len(tp.messages)]

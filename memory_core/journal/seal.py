@@ -292,6 +292,8 @@ def verify_run(storage: Storage, run_id: str) -> VerifyReport:
     run = storage.runs.get_run(run_id)
     if run is not None and run.status not in ("completed", "running") and not (
             run.status == "failed" and seal.failed is not None):
+        # a sealed run has finished; only a run sealed as failed (an import records a
+        # failed call whole, its error in the seal) may say it failed
         return VerifyReport(run_id=run_id, status="tampered", first_mismatch="runs-table row",
                             detail=f"the run was sealed as finished but its status is "
                                    f"{run.status!r}")

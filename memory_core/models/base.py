@@ -7,10 +7,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
 from memory_core.errors import MemoryCoreError, ModelError
-from memory_core.types import Message, ToolCallPart
+from memory_core.types import Message, Part, TextPart, ToolCallPart
 
 
 class Usage(BaseModel):
@@ -28,6 +35,53 @@ class ModelResponse(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     model: str | None = None  # model name, when known
     finish_reason: str | None = None
+    # the answer as its message holds it, when that is not the message ``text`` then
+    # ``tool_calls`` make (``as_message``): a recorded answer of several
+    # text parts (each kept, never joined), text after a call, a speaker's ``name``.
+    # Imports set it so the conversation a replay rebuilds is the one stored. Its text
+    # and calls are ``text`` and ``tool_calls``; left out of the record when None.
+    message: Message | None = None
+
+    @model_validator(mode="after")
+    def _message_agrees(self) -> ModelResponse:
+        m = self.message
+        if m is not None and (m.role != "assistant" or m.text() != (self.text or None)
+                              or m.tool_calls() != self.tool_calls):
+            raise ValueError("message must be an assistant message holding the response's "
+                             "text and tool calls")
+        return self
+
+    @classmethod
+    def answering(cls, message: Message, **fields: Any) -> ModelResponse:
+        """The response whose answer is ``message`` as recorded (its text parts joined
+        as ``Message.text`` joins them); ``message`` is kept only when ``as_message``
+        would not make it again."""
+        resp = cls(text=message.text(), tool_calls=message.tool_calls(), **fields)
+        if resp.as_message().canonical_json() != message.canonical_json():
+            resp.message = message.model_copy(deep=True)
+        return resp
+
+    def as_message(self) -> Message:
+        """The assistant message this step adds to the conversation: the recorded
+        ``message``, else the text, then the tool calls."""
+        if self.message is not None:
+            return self.message.model_copy(deep=True)
+        if not self.tool_calls:
+            return Message(role="assistant", content=self.text or "")
+        parts: list[Part] = []
+        if self.text:
+            parts.append(TextPart(text=self.text))
+        parts.extend(self.tool_calls)
+        return Message(role="assistant", content=parts)
+
+    @model_serializer(mode="wrap")
+    def _without_message(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # responses whose message is the one text and tool calls make are recorded as
+        # they were before the field
+        out = handler(self)
+        if isinstance(out, dict) and out.get("message") is None:
+            out.pop("message", None)
+        return out
 
 
 @dataclass(frozen=True)

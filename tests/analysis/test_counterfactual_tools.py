@@ -222,3 +222,21 @@ def test_bad_tool_arguments_are_named(tool_story: World) -> None:
     with pytest.raises(InvalidInputError, match="repeats must be an integer >= 1, got 0"):
         counterfactual(tool_story.storage, "r1", lanes=["recalled"], model=Scripted0([]),
                        repeats=0)
+
+
+def test_a_run_stopped_at_max_steps_answered_with_its_calls() -> None:
+    from memory_core.storage.inmemory import InMemoryStorage
+
+    st = InMemoryStorage()
+    search = Tool(ToolSpec("search", "search the docs"), lambda args: "nothing found")
+    call = ModelResponse(tool_calls=[ToolCallPart(id="c1", name="search",
+                                                  args={"q": "refund policy"})])
+    agent = Agent("helper", "Help.", ScriptedModel([call]), tools=[search], max_steps=1)
+    Runner(st, {"helper": agent}, memory=AgentMemory(st)).run(
+        "helper", run_id="r1", thread_id="t1", prompt="What is the policy?")
+    res = counterfactual(st, "r1", lanes=["recent"], agent=agent,
+                         model=ScriptedModel([call, call], name="orig"), repeats=1)
+    # its answer was the call, not "" (shown as "(no answer recorded)"); a re-ask that
+    # stops at max steps on the same call answers the same
+    assert res.original_answer == '[calls search({"q":"refund policy"})]'
+    assert res.new_answers == [res.original_answer] and res.verdict == "unchanged"
