@@ -1,6 +1,8 @@
-"""HTTP recordings of OpenAI-compatible traffic as VCR cassettes (YAML, what vcrpy and
-pytest-recording write): each chat-completions or Responses API interaction becomes a
-request/response record; gzip bodies are unpacked, SSE bodies reassembled later.
+"""HTTP recordings of OpenAI-compatible and Anthropic Messages API traffic as VCR
+cassettes (YAML, what vcrpy and pytest-recording write): each chat-completions,
+Responses API or Messages API interaction becomes a request/response record carrying
+its ``url`` (``llm_api`` tells the API from it); gzip bodies are unpacked, SSE bodies
+reassembled later.
 
 Both body spellings are read: vcrpy's ``body`` (a string, or ``body.string`` bytes on
 the response) and the ``parsed_body`` some projects' serializers write."""
@@ -8,13 +10,31 @@ the response) and the ``parsed_body`` some projects' serializers write."""
 from __future__ import annotations
 
 import gzip
+import re
 import zlib
-from typing import Any
+from typing import Any, Literal
 
 from memory_core.importers.common import SkippedRecord, fail
 from memory_core.importers.jsonvalues import check_value, load_json
 
 LLM_PATHS = ("/chat/completions", "/responses", "/completions")
+# the OpenAI Assistants API's messages of a thread (``/threads/{id}/messages``) are not
+# model calls; every other ``…/messages`` is the Messages API (Anthropic's own
+# ``/v1/messages``, or an Anthropic-compatible base URL such as ``…/anthropic/messages``)
+_ASSISTANTS_MESSAGES = re.compile(r"/threads/[^/]+/messages$")
+Api = Literal["openai", "anthropic"]
+
+
+def llm_api(url: str) -> Api | None:
+    """Which API a request URL (or path) calls: ``"openai"`` for chat completions, the
+    Responses API and legacy completions, ``"anthropic"`` for the Messages API, None
+    for anything else (not a model call this importer reads)."""
+    path = url.split("?", 1)[0].rstrip("/")
+    if path.endswith(LLM_PATHS):
+        return "openai"
+    if path.endswith("/messages") and not _ASSISTANTS_MESSAGES.search(path):
+        return "anthropic"
+    return None
 
 
 def looks_like_cassette(text: str) -> bool:
@@ -78,10 +98,10 @@ def cassette_records(text: str) -> tuple[list[tuple[str, Any]], list[SkippedReco
         if not isinstance(req, dict) or not isinstance(resp, dict):
             raise fail(where, "an interaction needs a 'request' and a 'response' object")
         uri = str(req.get("uri") or "")
-        path = uri.split("?", 1)[0].rstrip("/")
-        if not path.endswith(LLM_PATHS):
-            skipped.append(SkippedRecord(where=where, reason=f"not a chat, completions or "
-                                         f"Responses API call ({req.get('method')} {path})"))
+        if llm_api(uri) is None:
+            skipped.append(SkippedRecord(where=where, reason=f"not a chat, completions, "
+                                         f"Responses API or Messages API call "
+                                         f"({req.get('method')} {uri.split('?', 1)[0]})"))
             continue
         body = _body(req, f"{where}: request")
         if not isinstance(body, dict):
@@ -90,7 +110,7 @@ def cassette_records(text: str) -> tuple[list[tuple[str, Any]], list[SkippedReco
         status = resp.get("status") or {}
         code = status.get("code", 200) if isinstance(status, dict) else 200
         answer = _body(resp, f"{where}: response")
-        record: dict[str, Any] = {"request": body}
+        record: dict[str, Any] = {"request": body, "url": uri}
         if code == 200 and answer is not None:
             record["response"] = answer
         else:

@@ -113,6 +113,7 @@ class Exchange:
     # request fields that are neither the conversation nor sampling parameters
     # (``store``, ``stream``, …): kept in the run's import record as they were sent
     request_fields: dict[str, Any] = field(default_factory=dict)
+    api: str | None = None  # "anthropic" for the Messages API (None: the OpenAI family)
 
     def conversation(self) -> list[Message]:
         """The history and the response (when recorded), as a thread stores them."""
