@@ -373,6 +373,82 @@ EXPECTED: dict[str, dict[str, Any]] = {
                     "not a model call (AI SDK operation 'ai.embed')",
                     "not a model call (AI SDK operation 'ai.embed.doEmbed')"],
     },
+    # Anthropic Messages API (POST /v1/messages)
+    "openllmetry-test_anthropic_message_create_legacy.yaml": {
+        "threads": [["user: Tell me a joke about OpenTelemetry",
+                     "assistant: Sure, here's a joke about OpenTelemetry:\n\nWhy did the "
+                     "developer adopt OpenTelemetry?\nBecause they wanted to trace their steps…"]],
+        "runs": [("claude-3-opus-20240229", (17, 220), [])],
+        "identity": {"max_tokens": 1024, "temperature": None},
+        "api": "anthropic",
+    },
+    "openllmetry-test_anthropic_tools_history_legacy.yaml": {
+        # the request sends the tool_result back; the (gzip) answer is a second call
+        "threads": [["user: What is the weather and current time in San Francisco?",
+                     "assistant: I'll help you get the weather and current time in San "
+                     'Francisco. → get_weather({"location": "San Francisco, CA"})',
+                     "tool get_weather: Sunny and 65 degrees Fahrenheit",
+                     'assistant: → get_time({"timezone": "America/Los_Angeles"})']],
+        "runs": [("claude-3-5-haiku-20241022", (568, 58), ["get_weather", "get_time"])],
+        "call_ids": ["call_1", "toolu_01K5KhMEdg2McN7dAkB4Y4hi"],
+        "finish": ["tool_use"],
+        "api": "anthropic",
+    },
+    "openllmetry-test_anthropic_tools_streaming_legacy.yaml": {
+        "threads": [["user: What is the weather and current time in San Francisco?",
+                     "assistant: Certainly! I can help you with that information. To get the "
+                     "weather and current time in San Francisco, I'll need to use two separate "
+                     "functions. Let me fetch that data for you. "
+                     '→ get_weather({"location": "San Francisco, CA", "unit": "celsius"}) '
+                     '→ get_time({"timezone": "America/Los_Angeles"})']],
+        # input_tokens from message_start, output_tokens from message_delta
+        "runs": [("claude-3-5-sonnet-20240620", (506, 153), ["get_weather", "get_time"])],
+        "call_ids": ["toolu_014x5X91kx3fvdhpLvwXZWE2", "toolu_0121kXsENLvoDZ72LCuAnCCz"],
+        "request_fields": [{"stream": True}],
+        "skipped": ["response reassembled from 35 stream event(s)"],
+        "finish": ["tool_use"],
+        "api": "anthropic",
+    },
+    "openllmetry-test_anthropic_image_with_history.yaml": {
+        "threads": [["user: Are you capable of describing an image?",
+                     "assistant: Yes, I am capable of analyzing and describing images in "
+                     "detail when an image is uploaded to our conversation. Just attach an "
+                     "image and I can describe its contents, colors, objects, people, or other "
+                     "visual elements.",
+                     "user: What do you see? [+image]",
+                     "assistant: I see an abstract image with rounded rectangular shapes of…"]],
+        "runs": [("claude-3-5-haiku-20241022", (29, 46), []),
+                 ("claude-3-5-haiku-20241022", (1382, 80), [])],
+        "instructions": "You are a helpful assistant. Be concise and to the point.",
+        "attachment": {"index": 1, "type": "image", "source": "base64",
+                       "media_type": "image/jpeg", "bytes": 133852, "sha256":
+                       "598ee032c929b1dffcb86e9217d7734f626531e86cb45eecd9e5982026cbafd7"},
+        "skipped": ["message 2: content block 1 (image) kept as a placeholder"],
+        "finish": ["end_turn", "end_turn"],
+        "api": "anthropic",
+    },
+    "openllmetry-test_anthropic_thinking_legacy.yaml": {
+        "threads": [["user: How many times does the letter 'r' appear in the word strawberry?",
+                     "assistant: The letter 'r' appears 3 times in the word \"strawberry\"."]],
+        "runs": [("claude-3-7-sonnet-20250219", (52, 215), [])],
+        "params": {"max_tokens": 2048, "thinking": {"type": "enabled", "budget_tokens": 1024}},
+        "skipped": ["response: content block 0 (thinking) not imported"],
+        "api": "anthropic",
+    },
+    "pydanticai-test_anthropic_tool_output.yaml": {
+        # parsed_body on both sides; the second request answers the first call
+        "threads": [["user: What is the largest city in the user country?",
+                     "assistant: → get_user_country({})",
+                     "tool get_user_country: Mexico",
+                     'assistant: → final_result({"city": "Mexico City", "country": "Mexico"})']],
+        "runs": [("claude-sonnet-4-5-20250929", (445, 23), ["get_user_country", "final_result"]),
+                 ("claude-sonnet-4-5-20250929", (497, 56), ["get_user_country", "final_result"])],
+        "call_ids": ["toolu_01X9wcHKKAZD9tBC711xipPa", "toolu_01LZABsgreMefH2Go8D5PQbW"],
+        "params": {"max_tokens": 4096, "tool_choice": {"type": "any"}},
+        "request_fields": [{"stream": False}, {"stream": False}],
+        "finish": ["tool_use", "tool_use"],
+        "api": "anthropic",
+    },
 }
 
 # the real model name when the response carries one; the streamed chat completions
@@ -492,6 +568,27 @@ def _check_extras(s: InMemoryStorage, report: Any, want: dict[str, Any]) -> None
         assert {i: msgs[i].metadata.get("name") for i in want["names"]} == want["names"]
     if "thread_ids" in want:
         assert report.threads_created == want["thread_ids"]
+    if "finish" in want:
+        assert [s.runs.get(f"{rid}:step:0")["response"]["finish_reason"]
+                for rid in report.runs_created] == want["finish"]
+    for rid in report.runs_created:
+        assert s.runs.get(f"{rid}:import")["extra"].get("api") == want.get("api")
+
+
+ANTHROPIC = sorted(name for name, want in EXPECTED.items() if want.get("api") == "anthropic")
+
+
+@pytest.mark.parametrize("name", ANTHROPIC)
+def test_an_imported_claude_run_replays_identically_and_verifies(name: str) -> None:
+    """Every run of the Anthropic recordings: its seal verifies and replay re-derives
+    the stored answer (a tool call the recording ends on stops the replay there)."""
+    from memory_core.journal.seal import verify_run
+    from memory_core.replay import replay
+
+    s = InMemoryStorage()
+    for rid in import_file(s, REAL / name).runs_created:
+        assert verify_run(s, rid).status == "ok"
+        assert replay(s, rid).messages_checked == 1
 
 
 def test_vercel_spans_details() -> None:
