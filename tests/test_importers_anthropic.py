@@ -98,6 +98,31 @@ def test_a_tool_loop_maps_onto_the_openai_model_and_replays_identically() -> Non
     assert replay(s, r1).ended_on_tool_call
 
 
+def test_why_forgotten_and_compare_read_imported_claude_runs() -> None:
+    """The analyses read an imported Claude run as an imported OpenAI one: the tool
+    result is the second run's input, sent by the client; the answer written after."""
+    from memory_core.analysis.diff import diff_runs
+    from memory_core.analysis.forgotten import why_forgotten
+
+    first = {"request": {"model": "claude-x", "max_tokens": 64, "messages": [ASK]},
+             "response": message(*CALL["content"], stop="tool_use")}
+    second = {"request": {"model": "claude-x", "max_tokens": 64, "messages": [
+        ASK, CALL, {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_1", "content": "Snow"}]}]},
+        "response": message(text("Snowing."))}
+    s = InMemoryStorage()
+    report = import_text(s, jsonl(first, second))
+    thread, (r1, r2) = report.threads_created[0], report.runs_created
+    fates = [why_forgotten(s, r2, (thread, seq)) for seq in range(4)]
+    assert [(e.fate, e.evidence.get("lane")) for e in fates] == [
+        ("sent-by-client", "recent"), ("sent-by-client", "recent"),
+        ("sent-by-client", "input"), ("written-after", None)]
+    diff = diff_runs(s, r1, r2)
+    assert [(e.seq, e.lane_a, e.lane_b) for e in diff.entries] == [
+        (0, "input", "recent"), (1, None, "recent"), (2, None, "input")]
+    assert [p.status for p in diff.steps][:1] == ["changed"]
+
+
 def test_system_as_text_blocks_is_the_instructions_lane() -> None:
     rec = {"request": {"model": "claude-x", "max_tokens": 64,
                        "system": [text("You are terse."),
@@ -356,3 +381,29 @@ def test_bad_blocks_and_roles_are_errors_naming_them() -> None:
     assert attempt([ASK, {"role": "assistant", "content": [
         {"type": "tool_use", "name": "f", "input": {}}]}]).startswith(
         "line 1: message 1: tool_use block 0 needs an 'id' and a 'name'")
+
+
+def test_repeated_anthropic_history_is_read_once_and_named_per_request() -> None:
+    """Each request repeats its history: an identical raw message is read once per file
+    (``SharedMessages``); a shared tool result still takes the name of each request's
+    own call."""
+    from memory_core.importers.openai_jsonl import parse_openai
+
+    result = {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"}]}
+
+    def conv(question: str, tool: str) -> dict[str, Any]:
+        call = {"role": "assistant", "content": [
+            {"type": "tool_use", "id": "toolu_1", "name": tool, "input": {}}]}
+        return {"request": {"model": "c", "max_tokens": 8, "messages": [
+            {"role": "user", "content": question}, call, result]},
+            "response": message(text("done"))}
+
+    parsed = parse_openai(jsonl(conv("find it", "lookup"), conv("search it", "search")))
+    a, b = parsed.exchanges
+    assert a.history[2] is b.history[2]  # the same raw tool_result message, read once
+    s = InMemoryStorage()
+    report = import_text(s, jsonl(conv("find it", "lookup"), conv("search it", "search")))
+    names = [m.tool_results()[0].name for t in report.threads_created
+             for m in stored(s, t) if m.role == "tool"]
+    assert names == ["lookup", "search"]

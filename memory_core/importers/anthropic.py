@@ -18,7 +18,7 @@ import json
 import re
 from typing import Any
 
-from memory_core.importers.common import fail
+from memory_core.importers.common import fail, read_shared
 from memory_core.importers.openai_shapes import stream_events
 from memory_core.models.base import ModelResponse
 from memory_core.openai_codec import attachment, from_openai_tools
@@ -229,6 +229,20 @@ def assistant_turn(content: Any, where: str, notes: list[str]) -> Message:
     return assistant_message(ModelResponse(text="".join(texts) or None, tool_calls=calls))
 
 
+def request_turn(item: Any, where: str, notes: list[str]) -> list[Message]:
+    """One message of a request's ``messages`` as ours: an assistant message, or a user
+    message's tool messages and user message (``user_turn``)."""
+    if not isinstance(item, dict):
+        raise fail(where, f"a message must be an object, got {item!r}")
+    role = item.get("role")
+    if role == "assistant":
+        return [assistant_turn(item.get("content"), where, notes)]
+    if role != "user":
+        raise fail(where, f"unknown role {role!r} (expected user or assistant; the system "
+                          "prompt is the request's 'system')")
+    return user_turn(item.get("content"), where, notes)
+
+
 def anthropic_messages(raw: Any, where: str, notes: list[str]) -> list[Message]:
     """A request's ``messages``, checked as the API checks them: every ``tool_use`` of
     an assistant message is answered by a ``tool_result`` of the next (user) message,
@@ -239,20 +253,12 @@ def anthropic_messages(raw: Any, where: str, notes: list[str]) -> list[Message]:
     pending: list[str] = []
     asked_at = 0
     for i, item in enumerate(raw):
-        mw = f"{where}: message {i}"
-        role = item.get("role") if isinstance(item, dict) else None
-        if not isinstance(item, dict):
-            raise fail(mw, f"a message must be an object, got {item!r}")
-        if role == "assistant":
+        turn = read_shared(request_turn, item, f"{where}: message {i}", notes)
+        if turn[0].role == "assistant":
             _all_answered(where, pending, asked_at, f"message {i} (assistant)")
-            m = assistant_turn(item.get("content"), mw, notes)
-            pending, asked_at = [c.id for c in m.tool_calls()], i
-            out.append(m)
+            pending, asked_at = [c.id for c in turn[0].tool_calls()], i
+            out += turn
             continue
-        if role != "user":
-            raise fail(mw, f"unknown role {role!r} (expected user or assistant; the system "
-                           "prompt is the request's 'system')")
-        turn = user_turn(item.get("content"), mw, notes)
         answered = [r.call_id for m in turn for r in m.tool_results()]
         for cid in answered:
             if cid not in pending:
