@@ -255,6 +255,18 @@ def test_an_error_response_is_a_failed_run() -> None:
     for rid in report.runs_created:
         failed = lines.runs.require_run(rid)
         assert failed.status == "failed" and json.loads(failed.error or "") == error["error"]
+        # sealed as failed by the import: it verifies (it read "tampered: the run was
+        # sealed as finished but its status is 'failed'", OpenAI's failed calls alike)
+        assert verify_run(lines, rid).status == "ok"
+
+
+def test_a_completed_imported_run_marked_failed_afterwards_is_tampered() -> None:
+    s = InMemoryStorage()
+    rid = import_text(s, jsonl({"request": {"model": "c", "max_tokens": 8, "messages": [ASK]},
+                                "response": message(text("Cold."))})).runs_created[0]
+    s.runs.set_run_status(rid, "failed", error="edited")
+    report = verify_run(s, rid)
+    assert report.status == "tampered" and report.first_mismatch == "runs-table row"
 
 
 def test_an_orphan_tool_result_is_an_error_naming_the_record() -> None:

@@ -228,6 +228,14 @@ def _expects_seal(storage: Storage, keys: RunKeys) -> bool:
     return isinstance(raw, dict) and raw.get("sealed") is True
 
 
+def _recorded_failure(seal: SealRecord, keys: RunKeys, run: RunRecord) -> bool:
+    """An imported call the recording says failed (an error body, a non-200 status):
+    the importer seals it as failed, with its import record and no output record, so
+    its status is what was sealed — not a finished run marked failed afterwards."""
+    sealed = {k for k, _ in seal.entries}
+    return run.status == "failed" and keys.import_ in sealed and keys.output not in sealed
+
+
 def _first_difference(seal: SealRecord, now: SealRecord) -> tuple[str, str]:
     rec, cur = dict(seal.entries), dict(now.entries)
     for key in sorted(set(rec) | set(cur)):
@@ -268,7 +276,8 @@ def verify_run(storage: Storage, run_id: str) -> VerifyReport:
                             + [f"{t}#{s}={d}" for t, s, d in seal.messages]
                             + [f"run={seal.run}"])
     run = storage.runs.get_run(run_id)
-    if run is not None and run.status not in ("completed", "running"):
+    if run is not None and run.status not in ("completed", "running") \
+            and not _recorded_failure(seal, keys, run):
         return VerifyReport(run_id=run_id, status="tampered", first_mismatch="runs-table row",
                             detail=f"the run was sealed as finished but its status is "
                                    f"{run.status!r}")
