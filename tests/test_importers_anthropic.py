@@ -419,3 +419,18 @@ def test_repeated_anthropic_history_is_read_once_and_named_per_request() -> None
     names = [m.tool_results()[0].name for t in report.threads_created
              for m in stored(s, t) if m.role == "tool"]
     assert names == ["lookup", "search"]
+
+
+@pytest.mark.parametrize("flat", [
+    {"messages": [{"role": "user", "content": "hi"}], "temperature": 0.2,
+     "response": {"choices": [{"message": {"role": "assistant", "content": "hello"}}]}},
+    {"model": "c", "system": "Be kind.", "messages": [{"role": "user", "content": "hi"}],
+     "temperature": 0.2, "response": message(text("hello"))}])
+def test_a_flat_record_s_own_keys_are_not_request_parameters(flat: dict[str, Any]) -> None:
+    """A flat record holds the request's keys beside its own: its response, thread key
+    and resource are not parameters (they were listed in request_params)."""
+    s = InMemoryStorage()
+    report = import_text(s, jsonl({**flat, "thread_id": "conv-1", "user_id": "u-1"}))
+    assert report.threads_created == ["conv-1"]
+    params = record(s, report.runs_created[0], "import")["request_params"]
+    assert params == {"temperature": 0.2}

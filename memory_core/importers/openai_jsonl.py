@@ -55,9 +55,12 @@ RESOURCE_KEYS = ("resource_id", "user_id", "user")
 # request keys that say where the conversation is held or how it was sent, not how to
 # sample: kept in the run's import record as they were (``Exchange.request_fields``)
 REQUEST_FIELDS = ("previous_response_id", "conversation", "store", "stream")
+# the record's own keys, beside the request's in a flat record ({"messages",
+# "response", "thread_id", …}): never request parameters
+RECORD_KEYS = {"response", "error", "url", "resource_id", "user_id", *THREAD_KEYS}
 # request keys that are the conversation or its packaging, not sampling parameters
 NOT_PARAMS = {"messages", "model", "tools", "functions", "input", "instructions",
-              "metadata", "user", "stream_options", "prompt", *REQUEST_FIELDS}
+              "metadata", "user", "stream_options", "prompt", *REQUEST_FIELDS, *RECORD_KEYS}
 EXPECTED = ("expected an OpenAI chat-completions record ({\"request\": {\"messages\": "
             "[...]}, \"response\": {...}} or {\"messages\": [...], \"response\": {...}}), a "
             "fine-tuning row ({\"messages\": [...]}), a ShareGPT conversation "
