@@ -285,14 +285,17 @@ def test_an_orphan_tool_result_is_an_error_naming_the_record() -> None:
     assert s.memory.list_threads() == []  # nothing half-written
 
 
-def test_an_unanswered_tool_call_is_an_error_naming_the_record() -> None:
-    rec = {"request": {"model": "c", "max_tokens": 8,
-                       "messages": [ASK, CALL, {"role": "user", "content": "Never mind."}]},
+@pytest.mark.parametrize(("after", "said"), [
+    ([{"role": "user", "content": "Never mind."}], "message 2 (user) does not answer"),
+    ([], "no message after it answers")])  # the request ends with the call
+def test_an_unanswered_tool_call_is_an_error_naming_the_record(after: list[Any],
+                                                               said: str) -> None:
+    rec = {"request": {"model": "c", "max_tokens": 8, "messages": [ASK, CALL, *after]},
            "response": message(text("OK"))}
-    with pytest.raises(ImportFormatError, match=r"^line 1: message 1 \(assistant\) made tool "
-                                                r"call\(s\) 'toolu_1' that message 2 \(user\) "
-                                                "does not answer"):
+    with pytest.raises(ImportFormatError) as e:
         import_text(InMemoryStorage(), jsonl(rec))
+    assert str(e.value).startswith(f"line 1: message 1 (assistant) made tool call(s) "
+                                   f"'toolu_1' that {said}")
 
 
 def test_thinking_is_noted_not_invented() -> None:
@@ -434,3 +437,23 @@ def test_a_flat_record_s_own_keys_are_not_request_parameters(flat: dict[str, Any
     assert report.threads_created == ["conv-1"]
     params = record(s, report.runs_created[0], "import")["request_params"]
     assert params == {"temperature": 0.2}
+
+
+def test_a_prefilled_answer_is_noted() -> None:
+    """A request ending with an assistant message (a prefill the response continues) is
+    stored as sent, and noted."""
+    rec = {"request": {"model": "c", "max_tokens": 8, "messages": [
+        ASK, {"role": "assistant", "content": "The weather is"}]},
+        "response": message(text(" snowy."))}
+    s = InMemoryStorage()
+    report = import_text(s, jsonl(rec))
+    assert [m.content for m in stored(s, report.threads_created[0])] == [
+        "Weather in Oslo?", "The weather is", " snowy."]
+    assert any("ends with an assistant message (a prefill)" in k.reason
+               for k in report.skipped)
+    rid = report.runs_created[0]
+    # the prefill is the client's, sent with the question: both are the input (the
+    # input was empty, and replay failed: "prompt must not be an empty list")
+    assert [(i["lane"], i["message"]["role"]) for i in record(s, rid, "prompt")["items"]] == [
+        ("input", "user"), ("input", "assistant")]
+    assert replay(s, rid).messages_checked == 1

@@ -255,7 +255,7 @@ def anthropic_messages(raw: Any, where: str, notes: list[str]) -> list[Message]:
     for i, item in enumerate(raw):
         turn = read_shared(request_turn, item, f"{where}: message {i}", notes)
         if turn[0].role == "assistant":
-            _all_answered(where, pending, asked_at, f"message {i} (assistant)")
+            _all_answered(where, pending, asked_at, f"message {i} (assistant) does not answer")
             pending, asked_at = [c.id for c in turn[0].tool_calls()], i
             out += turn
             continue
@@ -265,19 +265,19 @@ def anthropic_messages(raw: Any, where: str, notes: list[str]) -> list[Message]:
                 raise fail(where, f"message {i} (user) answers tool call '{cid}', but the "
                                   "assistant message before it made no such call")
         _all_answered(where, [c for c in pending if c not in answered], asked_at,
-                      f"message {i} (user)")
+                      f"message {i} (user) does not answer")
         pending = []
         out += turn
-    _all_answered(where, pending, asked_at, "the end of the request")
+    _all_answered(where, pending, asked_at, "no message after it answers")
     return out
 
 
-def _all_answered(where: str, unanswered: list[str], asked_at: int, reached: str) -> None:
+def _all_answered(where: str, unanswered: list[str], asked_at: int, what: str) -> None:
     if unanswered:
         ids = ", ".join(f"'{c}'" for c in unanswered)
         raise fail(where, f"message {asked_at} (assistant) made tool call(s) {ids} that "
-                          f"{reached} does not answer (a tool_use must be answered by a "
-                          "tool_result in the next user message)")
+                          f"{what} (a tool_use must be answered by a tool_result in the "
+                          "next user message)")
 
 
 def anthropic_tools(raw: Any, where: str, notes: list[str]) -> list[dict[str, Any]]:

@@ -404,6 +404,9 @@ def anthropic_exchange(obj: dict[str, Any], where: str, index: int) -> Exchange:
     history = anthropic_messages(request["messages"], where, notes)
     if not history:
         raise fail(where, "'messages' is empty")
+    if history[-1].role == "assistant":
+        notes.append(f"{where}: the request ends with an assistant message (a prefill): "
+                     "the response continues its text")
     sent = request.get("metadata")
     thread_key, resource = _record_context(obj, request, where,
                                            *([sent] if isinstance(sent, dict) else []))
