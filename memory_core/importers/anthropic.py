@@ -52,12 +52,19 @@ def is_anthropic_record(obj: dict[str, Any]) -> bool:
     request = obj.get("request", obj)
     if not isinstance(request, dict) or not isinstance(request.get("messages"), list):
         return False
-    if "system" in request:
-        return True
-    return any(isinstance(b, dict) and (b.get("type") in ("tool_use", "tool_result", *THINKING_BLOCKS)
-                                        or b.get("type") in ATTACHMENT_BLOCKS and "source" in b)
-               for m in request["messages"] if isinstance(m, dict)
-               and isinstance(m.get("content"), list) for b in m["content"])
+    return "system" in request or any(
+        _anthropic_block(b) for m in request["messages"]
+        if isinstance(m, dict) and isinstance(m.get("content"), list) for b in m["content"])
+
+
+def _anthropic_block(block: Any) -> bool:
+    """A content block only the Messages API has (OpenAI's parts have no ``tool_use``,
+    ``tool_result`` or thinking, and its images no ``source``)."""
+    if not isinstance(block, dict):
+        return False
+    kind = block.get("type")
+    return kind in ("tool_use", "tool_result", *THINKING_BLOCKS) or (
+        kind in ATTACHMENT_BLOCKS and "source" in block)
 
 
 # -- request ----------------------------------------------------------------------------
@@ -108,21 +115,22 @@ def _text(block: dict[str, Any], where: str, j: int) -> str:
     return text
 
 
-def _attachment(block: dict[str, Any], kind: str, index: int, where: str,
-                j: int) -> dict[str, Any]:
+def _attachment(block: dict[str, Any], kind: str, index: int, where: str, j: int,
+                notes: list[str]) -> dict[str, Any]:
     """An image or document block as the typed placeholder the OpenAI codec makes of an
     image part (``attachment``): what identifies it — the URL, the file id, or the
-    data's size and SHA-256 — and its media type."""
+    data's size and SHA-256 — its source type and media type (noted)."""
     source = block.get("source")
     if not isinstance(source, dict):
         raise fail(where, f"{kind} block {j} has no 'source' object, got {source!r}")
     att = attachment({"type": kind, **{k: source[k] for k in ("data", "url", "file_id")
                                        if isinstance(source.get(k), str)}}, index)
     att["source"] = source.get("type")
-    for k in ("media_type", "title"):
-        holder = source if k == "media_type" else block
-        if isinstance(holder.get(k), str):
-            att[k] = holder[k]
+    if isinstance(source.get("media_type"), str):
+        att["media_type"] = source["media_type"]
+    if isinstance(block.get("title"), str):
+        att["title"] = block["title"]
+    notes.append(f"{where}: content block {j} ({kind}) kept as a placeholder")
     return att
 
 
@@ -153,8 +161,7 @@ def _tool_result(block: dict[str, Any], where: str, j: int, notes: list[str]) ->
                 texts.append(_text(inner, bw, k))
             elif kind in ATTACHMENT_BLOCKS:
                 attachments.append(_attachment(inner, kind, len(texts) + len(attachments),
-                                               bw, k))
-                notes.append(f"{bw}: content block {k} ({kind}) kept as a placeholder")
+                                               bw, k, notes))
             elif kind == "search_result":
                 notes.append(f"{bw}: content block {k} ({kind}) not imported")
             else:
@@ -187,8 +194,7 @@ def user_turn(content: Any, where: str, notes: list[str]) -> list[Message]:
             results.append(_tool_result(block, where, j, notes))
         elif kind in ATTACHMENT_BLOCKS:
             attachments.append(_attachment(block, kind, len(parts) + len(attachments),
-                                           where, j))
-            notes.append(f"{where}: content block {j} ({kind}) kept as a placeholder")
+                                           where, j, notes))
         elif _not_imported(kind):
             notes.append(f"{where}: content block {j} ({kind}) not imported")
         else:
