@@ -385,9 +385,8 @@ def test_bad_blocks_and_roles_are_errors_naming_them() -> None:
             import_text(InMemoryStorage(), jsonl(rec))
         return str(e.value)
 
-    assert attempt([{"role": "system", "content": "x"}, ASK]) == (
-        "line 1: message 0: unknown role 'system' (expected user or assistant; the system "
-        "prompt is the request's 'system')")
+    assert attempt([{"role": "robot", "content": "x"}, ASK]) == (
+        "line 1: message 0: unknown role 'robot' (expected user, assistant or system)")
     assert attempt([{"role": "user", "content": [{"type": "video", "url": "v"}]}]) == (
         "line 1: message 0: content block 0 of a user message has type 'video' (expected "
         "text, image, document or tool_result)")
@@ -457,3 +456,40 @@ def test_a_prefilled_answer_is_noted() -> None:
     assert [(i["lane"], i["message"]["role"]) for i in record(s, rid, "prompt")["items"]] == [
         ("input", "user"), ("input", "assistant")]
     assert replay(s, rid).messages_checked == 1
+
+
+def test_newer_context_blocks_are_noted_and_a_later_system_message_kept() -> None:
+    """A compaction summary (and its stream delta), a tool_reference in a tool result and
+    a system message adding a deferred tool are API-managed context: noted, not stored
+    as text; the system message keeps its place, as a later OpenAI system message does."""
+    compaction = {"type": "compaction", "content": "Summary: asked about Oslo."}
+    rec = {"request": {"model": "c", "max_tokens": 8, "messages": [
+        ASK, {"role": "assistant", "content": [compaction, *CALL["content"]]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1",
+                                      "content": [{"type": "tool_reference",
+                                                   "tool_name": "get_weather"}]}]},
+        {"role": "system", "content": [
+            {"type": "tool_addition", "tool": {"type": "tool_reference", "name": "f"}},
+            text("Tools may change.")]},
+        {"role": "user", "content": "And now?"}]},
+        "response": sse([STREAM[0],
+                         {"type": "content_block_start", "index": 0,
+                          "content_block": {"type": "compaction", "content": None}},
+                         {"type": "content_block_delta", "index": 0,
+                          "delta": {"type": "compaction_delta", "content": "Summary."}},
+                         {"type": "content_block_start", "index": 1,
+                          "content_block": {"type": "text", "text": "Still snowing."}},
+                         {"type": "message_stop"}])}
+    s = InMemoryStorage()
+    report = import_text(s, jsonl(rec))
+    msgs = stored(s, report.threads_created[0])
+    assert [(m.role, m.text()) for m in msgs] == [
+        ("user", "Weather in Oslo?"), ("assistant", "Let me look."), ("tool", None),
+        ("system", "Tools may change."), ("user", "And now?"), ("assistant", "Still snowing.")]
+    assert msgs[2].tool_results()[0].result == ""
+    reasons = {k.reason for k in report.skipped}
+    assert {"message 1: content block 0 (compaction) not imported",
+            "message 2: tool_result block 0: content block 0 (tool_reference) not imported",
+            "message 3: content block 0 (tool_addition) not imported",
+            "response: content block 0 (compaction) not imported"} <= reasons
+    assert replay(s, report.runs_created[0]).messages_checked == 1

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, Literal
 
 from memory_core.importers.common import fail, read_shared
 from memory_core.importers.openai_shapes import stream_events
@@ -31,6 +31,9 @@ THINKING_BLOCKS = ("thinking", "redacted_thinking")
 # returned: the conversation's own tool loop never saw them
 SERVER_BLOCKS = ("server_tool_use", "mcp_tool_use", "mcp_tool_result", "container_upload",
                  "search_result")
+# blocks of context the API manages itself: a compaction summary standing for earlier
+# turns, a deferred tool's definition added or referenced (tool search)
+CONTEXT_BLOCKS = ("compaction", "tool_reference", "tool_addition")
 STREAM_EVENTS = ("message_start", "content_block_start", "content_block_delta",
                  "content_block_stop", "message_delta", "message_stop")
 _STREAM_EVENT = re.compile(r'"type"\s*:\s*"(?:' + "|".join(STREAM_EVENTS) + ')"')
@@ -105,7 +108,8 @@ def _block_type(block: Any, where: str, j: int) -> str:
 
 
 def _not_imported(kind: str) -> bool:
-    return kind in THINKING_BLOCKS or kind in SERVER_BLOCKS or kind.endswith("_tool_result")
+    return kind in (*THINKING_BLOCKS, *SERVER_BLOCKS, *CONTEXT_BLOCKS) \
+        or kind.endswith("_tool_result")
 
 
 def _text(block: dict[str, Any], where: str, j: int) -> str:
@@ -162,11 +166,11 @@ def _tool_result(block: dict[str, Any], where: str, j: int, notes: list[str]) ->
             elif kind in ATTACHMENT_BLOCKS:
                 attachments.append(_attachment(inner, kind, len(texts) + len(attachments),
                                                bw, k, notes))
-            elif kind == "search_result":
+            elif _not_imported(kind):
                 notes.append(f"{bw}: content block {k} ({kind}) not imported")
             else:
                 raise fail(bw, f"content block {k} has type {kind!r} (expected text, image, "
-                               "document or search_result)")
+                               "document, search_result or tool_reference)")
         result = "\n".join(texts)
         if attachments:
             metadata["attachments"] = attachments
@@ -177,12 +181,15 @@ def _tool_result(block: dict[str, Any], where: str, j: int, notes: list[str]) ->
                    metadata=metadata)
 
 
-def user_turn(content: Any, where: str, notes: list[str]) -> list[Message]:
+def user_turn(content: Any, where: str, notes: list[str], *,
+              role: Literal["user", "system"] = "user") -> list[Message]:
     """A user message: its ``tool_result`` blocks as tool messages (in order; the API
-    requires them first), then its text and attachments as one user message."""
+    requires them first), then its text and attachments as one user message. A system
+    message in ``messages`` (the API's later instructions, such as a deferred tool's
+    ``tool_addition``) is read alike, as a system message."""
     blocks = _blocks(content, where)
     if blocks is None:
-        return [Message(role="user", content=content)]
+        return [Message(role=role, content=content)]
     results: list[Message] = []
     parts: list[TextPart | ToolCallPart | ToolResultPart] = []
     attachments: list[dict[str, Any]] = []
@@ -201,7 +208,7 @@ def user_turn(content: Any, where: str, notes: list[str]) -> list[Message]:
             raise fail(where, f"content block {j} of a user message has type {kind!r} "
                               "(expected text, image, document or tool_result)")
     if parts or attachments or not results:
-        results.append(Message(role="user", content=parts, metadata={
+        results.append(Message(role=role, content=parts, metadata={
             "attachments": attachments} if attachments else {}))
     return results
 
@@ -243,10 +250,13 @@ def request_turn(item: Any, where: str, notes: list[str]) -> list[Message]:
     role = item.get("role")
     if role == "assistant":
         return [assistant_turn(item.get("content"), where, notes)]
-    if role != "user":
-        raise fail(where, f"unknown role {role!r} (expected user or assistant; the system "
-                          "prompt is the request's 'system')")
-    return user_turn(item.get("content"), where, notes)
+    if role not in ("user", "system"):
+        raise fail(where, f"unknown role {role!r} (expected user, assistant or system)")
+    turn = user_turn(item.get("content"), where, notes, role=role)
+    if role == "system" and any(m.role == "tool" for m in turn):
+        raise fail(where, "a system message holds a tool_result (tool results are the "
+                          "user's)")
+    return turn
 
 
 def anthropic_messages(raw: Any, where: str, notes: list[str]) -> list[Message]:
@@ -265,13 +275,14 @@ def anthropic_messages(raw: Any, where: str, notes: list[str]) -> list[Message]:
             pending, asked_at = [c.id for c in turn[0].tool_calls()], i
             out += turn
             continue
+        label = f"message {i} ({item['role']})"
         answered = [r.call_id for m in turn for r in m.tool_results()]
         for cid in answered:
             if cid not in pending:
-                raise fail(where, f"message {i} (user) answers tool call '{cid}', but the "
-                                  "assistant message before it made no such call")
+                raise fail(where, f"{label} answers tool call '{cid}', but the assistant "
+                                  "message before it made no such call")
         _all_answered(where, [c for c in pending if c not in answered], asked_at,
-                      f"message {i} (user) does not answer")
+                      f"{label} does not answer")
         pending = []
         out += turn
     _all_answered(where, pending, asked_at, "no message after it answers")
@@ -318,6 +329,8 @@ def _delta(block: dict[str, Any], delta: Any, partial: list[str], where: str) ->
         block.setdefault("citations", []).append(delta.get("citation"))
         return
     if kind not in fields:
+        if _not_imported(str(block.get("type"))):
+            return  # (a compaction's summary, …): the block is noted as not imported
         raise fail(where, f"delta of unknown type {kind!r} (expected text_delta, "
                           "input_json_delta, thinking_delta, signature_delta or "
                           "citations_delta)")
