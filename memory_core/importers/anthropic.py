@@ -156,22 +156,9 @@ def _tool_result(block: dict[str, Any], where: str, j: int, notes: list[str]) ->
     if content is None or isinstance(content, str):
         result = content or ""
     elif isinstance(content, list):
-        texts: list[str] = []
-        attachments: list[dict[str, Any]] = []
-        bw = f"{where}: tool_result block {j}"
-        for k, inner in enumerate(content):
-            kind = _block_type(inner, bw, k)
-            if kind == "text":
-                texts.append(_text(inner, bw, k))
-            elif kind in ATTACHMENT_BLOCKS:
-                attachments.append(_attachment(inner, kind, len(texts) + len(attachments),
-                                               bw, k, notes))
-            elif _not_imported(kind):
-                notes.append(f"{bw}: content block {k} ({kind}) not imported")
-            else:
-                raise fail(bw, f"content block {k} has type {kind!r} (expected text, image, "
-                               "document, search_result or tool_reference)")
-        result = "\n".join(texts)
+        texts, attachments, _ = _read_blocks(content, f"{where}: tool_result block {j}",
+                                             notes, in_user_message=False)
+        result = "\n".join(t.text for t in texts)
         if attachments:
             metadata["attachments"] = attachments
     else:
@@ -190,27 +177,38 @@ def user_turn(content: Any, where: str, notes: list[str], *,
     blocks = _blocks(content, where)
     if blocks is None:
         return [Message(role=role, content=content)]
-    results: list[Message] = []
-    parts: list[TextPart | ToolCallPart | ToolResultPart] = []
+    parts, attachments, results = _read_blocks(blocks, where, notes, in_user_message=True)
+    if parts or attachments or not results:
+        results.append(Message(role=role, content=list(parts), metadata={
+            "attachments": attachments} if attachments else {}))
+    return results
+
+
+def _read_blocks(blocks: list[Any], where: str, notes: list[str], *, in_user_message: bool
+                 ) -> tuple[list[TextPart], list[dict[str, Any]], list[Message]]:
+    """The text parts, attachment placeholders and (in a user message) tool results of
+    a user message's or a tool result's blocks; blocks not imported are noted, and any
+    other type is an error."""
+    texts: list[TextPart] = []
     attachments: list[dict[str, Any]] = []
+    results: list[Message] = []
     for j, block in enumerate(blocks):
         kind = _block_type(block, where, j)
         if kind == "text":
-            parts.append(TextPart(text=_text(block, where, j)))
-        elif kind == "tool_result":
+            texts.append(TextPart(text=_text(block, where, j)))
+        elif kind == "tool_result" and in_user_message:
             results.append(_tool_result(block, where, j, notes))
         elif kind in ATTACHMENT_BLOCKS:
-            attachments.append(_attachment(block, kind, len(parts) + len(attachments),
+            attachments.append(_attachment(block, kind, len(texts) + len(attachments),
                                            where, j, notes))
         elif _not_imported(kind):
             notes.append(f"{where}: content block {j} ({kind}) not imported")
         else:
-            raise fail(where, f"content block {j} of a user message has type {kind!r} "
-                              "(expected text, image, document or tool_result)")
-    if parts or attachments or not results:
-        results.append(Message(role=role, content=parts, metadata={
-            "attachments": attachments} if attachments else {}))
-    return results
+            of, last = ("of a user message ", "tool_result") if in_user_message else \
+                ("", "tool_reference")
+            raise fail(where, f"content block {j} {of}has type {kind!r} (expected text, "
+                              f"image, document or {last})")
+    return texts, attachments, results
 
 
 def assistant_turn(content: Any, where: str, notes: list[str]) -> Message:
