@@ -352,7 +352,8 @@ def ui(db: DbsOpt = None,
 
 @app.command("import")
 def import_(files: Annotated[list[Path], typer.Argument(
-                help="OpenAI logs (JSONL, JSON, VCR cassettes, ShareGPT, fine-tuning, batch) "
+                help="OpenAI or Anthropic Messages API logs (JSONL, JSON, VCR cassettes, "
+                     "ShareGPT, fine-tuning, batch) "
                      "or OTLP traces/logs (JSON, JSON lines, protobuf). Several OTLP "
                      "exports (say traces.json logs.json) are imported as one, so a "
                      "call's span and its log records join; other files one by one.")],

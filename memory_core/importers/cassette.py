@@ -1,7 +1,10 @@
-"""HTTP recordings of OpenAI-compatible and Gemini traffic as VCR cassettes (YAML, what
-vcrpy and pytest-recording write): each chat-completions, Responses API or Gemini
-``generateContent`` interaction becomes a request/response record; gzip bodies are
-unpacked, SSE bodies reassembled later.
+"""HTTP recordings of model traffic as VCR cassettes (YAML, what vcrpy and
+pytest-recording write): each interaction with an API the importer reads — OpenAI's
+chat completions, Responses and legacy completions (and every compatible server),
+Anthropic's Messages API, Gemini's ``generateContent``, Ollama's ``/api/chat`` and
+``/api/generate``, Bedrock's Converse — becomes a request/response record carrying its
+``url`` (``llm_api`` tells the API from it); gzip bodies are unpacked, AWS event streams
+decoded, SSE and JSON-lines bodies reassembled later.
 
 Both body spellings are read: vcrpy's ``body`` (a string, or ``body.string`` bytes on
 the response) and the ``parsed_body`` some projects' serializers write."""
@@ -9,15 +12,41 @@ the response) and the ``parsed_body`` some projects' serializers write."""
 from __future__ import annotations
 
 import gzip
+import re
 import zlib
-from typing import Any
+from typing import Any, Literal
 
+from memory_core.importers.bedrock import BEDROCK_PATHS, EVENT_STREAM, event_stream
 from memory_core.importers.common import SkippedRecord, fail
-from memory_core.importers.gemini import GEMINI_PATHS, model_in_path
+from memory_core.importers.gemini import GEMINI_PATHS
 from memory_core.importers.jsonvalues import check_value, load_json
 from memory_core.importers.ollama import OLLAMA_PATHS, json_lines
 
 LLM_PATHS = ("/chat/completions", "/responses", "/completions")
+# the OpenAI Assistants API's messages of a thread (``/threads/{id}/messages``) are not
+# model calls; every other ``…/messages`` is the Messages API (Anthropic's own
+# ``/v1/messages``, or an Anthropic-compatible base URL such as ``…/anthropic/messages``)
+_ASSISTANTS_MESSAGES = re.compile(r"/threads/[^/]+/messages$")
+Api = Literal["openai", "anthropic", "gemini", "ollama", "bedrock"]
+
+
+def llm_api(url: str) -> Api | None:
+    """Which API a request URL (or path) calls: ``"openai"`` for chat completions, the
+    Responses API and legacy completions, ``"anthropic"`` for the Messages API,
+    ``"gemini"``, ``"ollama"`` and ``"bedrock"`` (Converse) for theirs, None for
+    anything else (not a model call this importer reads)."""
+    path = url.split("?", 1)[0].rstrip("/")
+    if path.endswith(GEMINI_PATHS):
+        return "gemini"
+    if path.endswith(OLLAMA_PATHS):
+        return "ollama"
+    if path.endswith(BEDROCK_PATHS) and "/model/" in path:
+        return "bedrock"
+    if path.endswith(LLM_PATHS):
+        return "openai"
+    if path.endswith("/messages") and not _ASSISTANTS_MESSAGES.search(path):
+        return "anthropic"
+    return None
 
 
 def looks_like_cassette(text: str) -> bool:
@@ -43,6 +72,9 @@ def _body(side: dict[str, Any], where: str) -> Any:
         raw = raw.get("string")
     if raw is None or raw == "":
         return None
+    if isinstance(raw, bytes) and _header(side.get("headers"), "content-type").startswith(
+            EVENT_STREAM):
+        return event_stream(raw, where)  # Bedrock's ConverseStream
     if isinstance(raw, bytes):
         try:
             if _header(side.get("headers"), "content-encoding") == "gzip" or \
@@ -82,8 +114,8 @@ def cassette_records(text: str) -> tuple[list[tuple[str, Any]], list[SkippedReco
         if not isinstance(req, dict) or not isinstance(resp, dict):
             raise fail(where, "an interaction needs a 'request' and a 'response' object")
         uri = str(req.get("uri") or "")
-        path = uri.split("?", 1)[0].rstrip("/")
-        if not path.endswith((*LLM_PATHS, *GEMINI_PATHS, *OLLAMA_PATHS)):
+        if llm_api(uri) is None:
+            path = uri.split("?", 1)[0]
             skipped.append(SkippedRecord(where=where, reason=f"not a model call this "
                                          f"importer reads ({req.get('method')} {path})"))
             continue
@@ -94,9 +126,7 @@ def cassette_records(text: str) -> tuple[list[tuple[str, Any]], list[SkippedReco
         status = resp.get("status") or {}
         code = status.get("code", 200) if isinstance(status, dict) else 200
         answer = _body(resp, f"{where}: response")
-        record: dict[str, Any] = {"request": body}
-        if path.endswith(GEMINI_PATHS):  # Gemini names the model in the URL only
-            record["model"] = model_in_path(path)
+        record: dict[str, Any] = {"request": body, "url": uri}
         if code == 200 and answer is not None:
             record["response"] = answer
         else:

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field
 
@@ -33,6 +33,7 @@ Progress = Callable[[int, int], None]
 # ``stages(stage, done, total)`` as an import goes (see ``import_file``)
 Stages = Callable[[str, int, int], None]
 READ_EVERY = 1000  # records read between two "read" reports
+T = TypeVar("T")
 
 # A record with no timestamp gets one from this fixed origin plus its index, so that
 # importing the same file twice gives the same data.
@@ -113,6 +114,7 @@ class Exchange:
     # request fields that are neither the conversation nor sampling parameters
     # (``store``, ``stream``, …): kept in the run's import record as they were sent
     request_fields: dict[str, Any] = field(default_factory=dict)
+    api: str | None = None  # the API when not the OpenAI family: "anthropic", "gemini", "ollama", "bedrock"
 
     def conversation(self) -> list[Message]:
         """The history and the response (when recorded), as a thread stores them."""
@@ -245,21 +247,27 @@ class SharedMessages:
     never adopted by a shared message.)"""
 
     def __init__(self) -> None:
-        self.by_text: dict[str, Message] = {}
+        # (reader, the raw message's JSON text) -> what the reader made of it
+        self.by_text: dict[tuple[str, str], Any] = {}
 
     def parse(self, raw: Any, where: str, notes: list[str]) -> Message:
+        return self.read(from_openai_message, raw, where, notes)
+
+    def read(self, reader: Callable[[Any, str, list[str]], T], raw: Any, where: str,
+             notes: list[str]) -> T:
+        """``reader(raw, where, notes)``, or what it made of an identical ``raw`` before
+        (the Anthropic reader makes several messages of one)."""
         try:
-            text = json.dumps(raw, ensure_ascii=False, allow_nan=False)
+            key = (reader.__qualname__, json.dumps(raw, ensure_ascii=False, allow_nan=False))
         except (TypeError, ValueError):
-            return from_openai_message(raw, where, notes)
-        m = self.by_text.get(text)
-        if m is not None:
-            return m
+            return reader(raw, where, notes)
+        if key in self.by_text:
+            return self.by_text[key]  # type: ignore[no-any-return]
         before = len(notes)
-        m = from_openai_message(raw, where, notes)
+        made = reader(raw, where, notes)
         if len(notes) == before:  # a note names its record: such a message is parsed anew
-            self.by_text[text] = m
-        return m
+            self.by_text[key] = made
+        return made
 
 
 _SHARING: ContextVar[SharedMessages | None] = ContextVar("import_sharing", default=None)
@@ -282,6 +290,14 @@ def openai_message(raw: Any, where: str, notes: list[str]) -> Message:
     cache = _SHARING.get()
     return from_openai_message(raw, where, notes) if cache is None \
         else cache.parse(raw, where, notes)
+
+
+def read_shared(reader: Callable[[Any, str, list[str]], T], raw: Any, where: str,
+                notes: list[str]) -> T:
+    """``reader(raw, where, notes)`` through the file's ``SharedMessages`` (inside
+    ``sharing``): an identical raw message is read once."""
+    cache = _SHARING.get()
+    return reader(raw, where, notes) if cache is None else cache.read(reader, raw, where, notes)
 
 
 def openai_messages(raw: Any, where: str, notes: list[str]) -> list[Message]:

@@ -338,7 +338,9 @@ def gemini_exchange(obj: dict[str, Any], where: str, index: int, *,
     history = _contents(request, where, notes)
     instructions = _instructions(request, where, notes)
     reply, finish, usage, known, created, error = None, None, Usage(), False, None, None
-    model = request.get("model") or obj.get("model")
+    url = obj.get("url")
+    model = request.get("model") or obj.get("model") or (
+        model_in_path(url) if isinstance(url, str) else None)
     if obj.get("response") is not None:
         response = _joined(obj["response"], where)
         reply, finish, error = _reply(response, where, notes)
@@ -356,4 +358,5 @@ def gemini_exchange(obj: dict[str, Any], where: str, index: int, *,
         model=str(model) if model else None, usage=usage, usage_known=known,
         finish_reason=finish, params=_params(request, where), request_fields=fields,
         tools=_tools(request.get("tools"), where, notes), started_at=created,
-        finished_at=created, error=error if reply is None else None, notes=notes)
+        finished_at=created, error=error if reply is None else None, notes=notes,
+        api="gemini")

@@ -1,8 +1,9 @@
 """Reading OpenAI logs: chat-completions request/response records (wrapped
 ``{"request", "response", "metadata"}`` or flat ``{"messages", "response"}``), fine-tuning
 rows (``messages`` only), ShareGPT conversations, Responses API request/response records,
-batch input+output files, and responses recorded as SSE streams — as JSON lines, a JSON
-array, or one (pretty-printed) JSON document.
+Anthropic Messages API request/response records, batch input+output files, and
+responses recorded as SSE streams — as JSON lines, a JSON array, or one
+(pretty-printed) JSON document.
 
 Each record becomes one or more ``Exchange``s; any malformed record rejects the whole
 file with an ``ImportFormatError`` naming the line (or item) and what was expected."""
@@ -12,10 +13,19 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterable, Iterator
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
-from memory_core.importers.cassette import cassette_records, looks_like_cassette
+from memory_core.importers.anthropic import (
+    anthropic_messages,
+    anthropic_reply,
+    anthropic_tools,
+    is_anthropic_record,
+    system_messages,
+)
+from memory_core.importers.bedrock import as_anthropic_record, is_converse_record
+from memory_core.importers.cassette import cassette_records, llm_api, looks_like_cassette
 from memory_core.importers.common import (
     READ_EVERY,
     Exchange,
@@ -48,15 +58,19 @@ RESOURCE_KEYS = ("resource_id", "user_id", "user")
 # request keys that say where the conversation is held or how it was sent, not how to
 # sample: kept in the run's import record as they were (``Exchange.request_fields``)
 REQUEST_FIELDS = ("previous_response_id", "conversation", "store", "stream")
+# the record's own keys, beside the request's in a flat record ({"messages",
+# "response", "thread_id", …}): never request parameters
+RECORD_KEYS = {"response", "error", "url", "resource_id", "user_id", *THREAD_KEYS}
 # request keys that are the conversation or its packaging, not sampling parameters
 NOT_PARAMS = {"messages", "model", "tools", "functions", "input", "instructions",
-              "metadata", "user", "stream_options", "prompt", *REQUEST_FIELDS}
+              "metadata", "user", "stream_options", "prompt", *REQUEST_FIELDS, *RECORD_KEYS}
 EXPECTED = ("expected an OpenAI chat-completions record ({\"request\": {\"messages\": "
             "[...]}, \"response\": {...}} or {\"messages\": [...], \"response\": {...}}), a "
             "fine-tuning row ({\"messages\": [...]}), a ShareGPT conversation "
             "({\"conversations\": [...]}), a Responses API record ({\"request\": {\"input\": "
-            "...}, \"response\": {\"output\": [...]}}) or batch lines ({\"custom_id\", "
-            "\"body\"})")
+            "...}, \"response\": {\"output\": [...]}}), an Anthropic Messages API record "
+            "({\"request\": {\"messages\": [...]}, \"response\": {\"type\": \"message\", "
+            "...}}) or batch lines ({\"custom_id\", \"body\"})")
 
 
 def _str_field(where: str, obj: dict[str, Any], name: str) -> str | None:
@@ -79,22 +93,46 @@ def _first(where: str, sources: list[dict[str, Any]], names: tuple[str, ...]) ->
     return None
 
 
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) \
+        and value >= 0 else None
+
+
 def usage_of(raw: Any) -> tuple[Usage, bool]:
     if not isinstance(raw, dict):
         return Usage(), False
-    inp = raw.get("prompt_tokens", raw.get("input_tokens"))
-    out = raw.get("completion_tokens", raw.get("output_tokens"))
-    if isinstance(inp, int) and isinstance(out, int) and not isinstance(inp, bool) \
-            and inp >= 0 and out >= 0:
+    inp = _count(raw.get("prompt_tokens", raw.get("input_tokens")))
+    out = _count(raw.get("completion_tokens", raw.get("output_tokens")))
+    if inp is not None and out is not None:
         return Usage(input_tokens=inp, output_tokens=out), True
     return Usage(), False
 
 
-def request_params(request: dict[str, Any], where: str) -> dict[str, Any]:
+ANTHROPIC_CACHE_TOKENS = ("cache_creation_input_tokens", "cache_read_input_tokens")
+
+
+def anthropic_usage(raw: Any, where: str, notes: list[str]) -> tuple[Usage, bool]:
+    """A Messages API ``usage``: its ``input_tokens`` leave out the prompt tokens written
+    to or read from the prompt cache, which OpenAI's ``prompt_tokens`` count; they are
+    added, so input tokens are the whole prompt whichever API recorded it (noted)."""
+    usage, known = usage_of(raw)
+    cached = {k: n for k in ANTHROPIC_CACHE_TOKENS
+              if (n := _count(raw.get(k) if isinstance(raw, dict) else None))}
+    if known and cached:
+        usage = usage.model_copy(update={"input_tokens": usage.input_tokens
+                                         + sum(cached.values())})
+        said = " + ".join(f"{k} {n}" for k, n in cached.items())
+        notes.append(f"{where}: input tokens {usage.input_tokens} = input_tokens "
+                     f"{raw['input_tokens']} + {said}")
+    return usage, known
+
+
+def request_params(request: dict[str, Any], where: str, *,
+                   not_params: AbstractSet[str] = NOT_PARAMS) -> dict[str, Any]:
     """Every sampling/request parameter the record kept (temperature, top_p, seed,
     max_tokens, stop, response_format, …); numbers must be finite."""
-    params = {k: v for k, v in request.items() if k not in NOT_PARAMS}
-    for k in ("temperature", "top_p", "seed", "max_tokens", "max_completion_tokens",
+    params = {k: v for k, v in request.items() if k not in not_params}
+    for k in ("temperature", "top_p", "top_k", "seed", "max_tokens", "max_completion_tokens",
               "max_output_tokens", "frequency_penalty", "presence_penalty", "n"):
         v = params.get(k)
         if v is not None and (isinstance(v, bool) or not isinstance(v, int | float)):
@@ -112,13 +150,15 @@ def _looks_like_batch(obj: dict[str, Any]) -> bool:
                                    and "body" in obj["response"])
 
 
-def _record_context(obj: dict[str, Any], request: dict[str, Any], where: str
-                    ) -> tuple[str | None, str | None]:
+def _record_context(obj: dict[str, Any], request: dict[str, Any], where: str,
+                    *also: dict[str, Any]) -> tuple[str | None, str | None]:
+    """The record's thread key and resource: the line's own keys, its ``metadata``'s,
+    then the request's (OpenAI's end-user ``user``), then ``also``'s."""
     metadata = obj.get("metadata") or {}
     if not isinstance(metadata, dict):
         raise fail(where, f"'metadata' must be an object, got {type(metadata).__name__}")
     return (_first(where, [obj, metadata], THREAD_KEYS),
-            _first(where, [obj, metadata, request], RESOURCE_KEYS))
+            _first(where, [obj, metadata, request, *also], RESOURCE_KEYS))
 
 
 def _chat_response(response: Any, where: str, notes: list[str]
@@ -148,7 +188,7 @@ def _chat_response(response: Any, where: str, notes: list[str]
 
 
 def chat_exchange(obj: dict[str, Any], where: str, index: int,
-                  notes: list[str] | None = None) -> Exchange:
+                  notes: list[str] | None = None, api: str | None = None) -> Exchange:
     """A chat-completions record, or a fine-tuning row whose last message is the
     assistant's answer; ``notes``: what reading it so far noted (an Ollama record
     turned into this one)."""
@@ -188,7 +228,7 @@ def chat_exchange(obj: dict[str, Any], where: str, index: int,
         started_at=created, finished_at=created,
         error=None if reply is not None else (error if isinstance(error, str)
                                               else json.dumps(error, sort_keys=True)),
-        notes=notes)
+        notes=notes, api=api)
 
 
 def sharegpt_exchanges(obj: dict[str, Any], where: str, index: int) -> list[Exchange]:
@@ -350,6 +390,57 @@ def responses_exchange(obj: dict[str, Any], where: str, index: int,
         notes=notes, held=history_held)
 
 
+# the Messages API's request keys that are the conversation or its packaging: its
+# ``metadata`` ({"user_id"}) is a parameter sent with the call, kept as one
+ANTHROPIC_NOT_PARAMS = (NOT_PARAMS - {"metadata"}) | {"system"}
+
+
+def anthropic_exchange(obj: dict[str, Any], where: str, index: int,
+                       notes: list[str] | None = None, api: str = "anthropic") -> Exchange:
+    """An Anthropic Messages API record (``anthropic.py`` reads its shapes): ``system``
+    is the instructions, the response's ``stop_reason`` the finish reason, an error
+    body (or ``error`` on the line) a failed run; the request's ``metadata.user_id``
+    names the resource when the line does not. ``notes`` and ``api``: what reading it
+    noted before, and which API it was (a Bedrock Converse record turned into one)."""
+    request = obj.get("request", obj)
+    if not isinstance(request, dict):
+        raise fail(where, f"'request' must be an object, got {type(request).__name__}")
+    if "messages" not in request:
+        raise fail(where, "Messages API record has no request 'messages'")
+    notes = list(notes or [])
+    history = anthropic_messages(request["messages"], where, notes)
+    if not history:
+        raise fail(where, "'messages' is empty")
+    if history[-1].role == "assistant":
+        notes.append(f"{where}: the request ends with an assistant message (a prefill): "
+                     "the response continues its text")
+    sent = request.get("metadata")
+    thread_key, resource = _record_context(obj, request, where,
+                                           *([sent] if isinstance(sent, dict) else []))
+    response, error = obj.get("response"), obj.get("error")
+    if response is None and not error:
+        raise fail(where, "Messages API record has neither a 'response' nor an 'error'")
+    reply: Message | None = None
+    body: dict[str, Any] = {}
+    if response is not None:
+        reply, body, failed = anthropic_reply(response, where, notes)
+        error = error or failed
+    usage, known = anthropic_usage(body.get("usage"), where, notes) if reply is not None \
+        else (Usage(), False)
+    finish = body.get("stop_reason")
+    return Exchange(
+        where=where, index=index, instructions=system_messages(request.get("system"), where),
+        history=history, response=reply, thread_key=thread_key, resource_id=resource,
+        model=_str_field(where, body, "model") or _str_field(where, request, "model"),
+        usage=usage, usage_known=known, finish_reason=finish if isinstance(finish, str) else None,
+        params=request_params(request, where, not_params=ANTHROPIC_NOT_PARAMS),
+        request_fields=request_fields(request),
+        tools=anthropic_tools(request.get("tools") or [], where, notes),
+        error=None if reply is not None else (error if isinstance(error, str)
+                                              else json.dumps(error, sort_keys=True)),
+        notes=notes, api=api)
+
+
 def record_kind(obj: Any) -> str:
     """Which OpenAI record shape ``obj`` is (for dispatch and for error messages)."""
     if not isinstance(obj, dict):
@@ -357,10 +448,17 @@ def record_kind(obj: Any) -> str:
     request = obj.get("request", obj)
     if isinstance(obj.get("conversations"), list):
         return "sharegpt"
+    api = llm_api(obj["url"]) if isinstance(obj.get("url"), str) else None
+    if api == "ollama" or (api is None and is_ollama_record(obj)):
+        return "ollama"
+    if api == "bedrock" or (api is None and is_converse_record(obj)):
+        return "bedrock"
+    if api == "anthropic" or (api is None and is_anthropic_record(obj)):
+        return "anthropic"
+    if api == "gemini" or (api is None and is_gemini_record(request, obj.get("response"))):
+        return "gemini"
     if isinstance(request, dict) and "messages" in request:
         return "chat"
-    if is_gemini_record(request, obj.get("response")):
-        return "gemini"
     if isinstance(request, dict) and "prompt" in request and "input" not in request:
         return "completion"
     response = obj.get("response")
@@ -375,10 +473,11 @@ def parse_record(obj: Any, where: str, index: int, held: ServerHistory | None = 
                  ) -> list[Exchange]:
     """The exchanges of one record; ``held``: the file's Responses API responses read
     so far (see ``responses_exchange``)."""
-    if is_ollama_record(obj):
-        notes: list[str] = []
-        return [chat_exchange(as_chat_record(obj, where, notes), where, index, notes)]
     kind = record_kind(obj)
+    notes: list[str] = []  # what turning another API's record into ours noted
+    if kind == "ollama":
+        return [chat_exchange(as_chat_record(obj, where, notes), where, index, notes,
+                              api="ollama")]
     if kind == "chat":
         return [chat_exchange(obj, where, index)]
     if kind == "completion":
@@ -393,6 +492,11 @@ def parse_record(obj: Any, where: str, index: int, held: ServerHistory | None = 
             obj, request if isinstance(request, dict) else {}, where)
         return [gemini_exchange(obj, where, index, thread_key=thread_key,
                                 resource_id=resource)]
+    if kind == "anthropic":
+        return [anthropic_exchange(obj, where, index)]
+    if kind == "bedrock":
+        return [anthropic_exchange(as_anthropic_record(obj, where, notes), where, index,
+                                   notes, api="bedrock")]
     if kind == "not-an-object":
         raise fail(where, f"expected a JSON object, got {type(obj).__name__}")
     keys = ", ".join(sorted(obj)[:8]) or "none"
@@ -492,8 +596,9 @@ def _parse_openai(text: str, stages: Stages | None) -> ParsedFile:
             said = [f"{r} ×{n}" if n > 1 else r for r, n in list(kinds.items())[:3]]
             more = f"; {len(kinds) - 3} more kind(s)" if len(kinds) > 3 else ""
             raise fail("file", "the cassette holds no model call this importer reads "
-                               "(chat completions, Responses, Gemini, Ollama); its "
-                               f"{len(skipped)} interaction(s): "
+                               "(chat completions, Responses, Anthropic Messages, Gemini, "
+                               f"Ollama, Bedrock Converse); its {len(skipped)} "
+                               "interaction(s): "
                                f"{'; '.join(said)}{more}" if skipped else
                        "the cassette holds no interaction")
     else:

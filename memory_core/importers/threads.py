@@ -104,8 +104,13 @@ class RunPlan:
 
 def input_start(history: Sequence[Message]) -> int:
     """The run's input is what follows the last assistant message of the request:
-    the new user message(s), or tool results when the request continues a tool loop."""
-    for i in range(len(history) - 1, -1, -1):
+    the new user message(s), or tool results when the request continues a tool loop.
+    Assistant messages ending the request are a prefill the client wrote for the
+    response to continue: input too, with the user turn before them."""
+    end = len(history)
+    while end > 0 and history[end - 1].role == "assistant":
+        end -= 1
+    for i in range(end - 1, -1, -1):
         if history[i].role == "assistant":
             return i + 1
     return 0

@@ -1,0 +1,322 @@
+"""Amazon Bedrock's Converse API (``POST /model/{modelId}/converse`` and
+``/converse-stream``, what boto3's ``converse`` sends for every model on Bedrock) as the
+Anthropic Messages API record it is equivalent to, read then as one: Converse was
+shaped after it, block for block.
+
+- ``system`` and ``messages`` content blocks: ``text``; ``image``/``document`` (bytes or
+  an S3 location, kept as placeholders); ``toolUse`` {toolUseId, name, input};
+  ``toolResult`` {toolUseId, content [text | json | image | document], status};
+  ``reasoningContent`` (thinking, noted); ``guardContent`` (text a guardrail checks:
+  its text); ``cachePoint`` markers and other blocks are noted, not imported;
+- ``toolConfig`` (``toolSpec`` name, description, ``inputSchema.json``; ``toolChoice``),
+  ``inferenceConfig`` (``maxTokens``, ``temperature``, ``topP``, ``stopSequences``) and
+  ``additionalModelRequestFields`` are the tools and parameters; the model is the URL's
+  (``us.anthropic.claude-…%3A0`` decoded);
+- the answer: ``output.message``, ``stopReason``, ``usage`` (``inputTokens``,
+  ``outputTokens``, cache reads and writes); a stream is AWS's binary event stream
+  (``application/vnd.amazon.eventstream``), decoded here and joined."""
+
+from __future__ import annotations
+
+import json
+import re
+import struct
+import zlib
+from typing import Any
+from urllib.parse import unquote
+
+from memory_core.importers.common import fail
+
+BEDROCK_PATHS = ("/converse", "/converse-stream")
+EVENT_STREAM = "application/vnd.amazon.eventstream"
+_MODEL_IN_PATH = re.compile(r"/model/([^/]+)/converse(?:-stream)?$")
+_CONFIG_NAMES = {"maxTokens": "max_tokens", "temperature": "temperature",
+                 "topP": "top_p", "stopSequences": "stop_sequences"}
+_REQUEST_PARTS = ("messages", "system", "toolConfig", "inferenceConfig",
+                  "additionalModelRequestFields", "modelId", "model")
+
+
+def model_in_path(path: str) -> str | None:
+    """The model a Converse URL names, decoded (``us.amazon.nova-micro-v1%3A0`` is
+    ``us.amazon.nova-micro-v1:0``; an ARN's slashes come encoded too)."""
+    found = _MODEL_IN_PATH.search(path)
+    return unquote(found.group(1)) if found else None
+
+
+def is_converse_record(obj: Any) -> bool:
+    """A Converse request (``inferenceConfig``/``toolConfig``, or content blocks keyed by
+    kind: ``{"text": …}``, ``{"toolUse": …}``) or response (``output.message``)."""
+    if not isinstance(obj, dict):
+        return False
+    response = obj.get("response")
+    if isinstance(response, dict) and isinstance(response.get("output"), dict):
+        return True
+    if isinstance(response, list) and response and isinstance(response[0], dict) \
+            and "_event" in response[0]:
+        return True
+    request = obj.get("request", obj)
+    if not isinstance(request, dict) or not isinstance(request.get("messages"), list):
+        return False
+    if "inferenceConfig" in request or "toolConfig" in request:
+        return True
+    return any(isinstance(m, dict) and isinstance(m.get("content"), list) and any(
+        isinstance(b, dict) and "type" not in b and (
+            "toolUse" in b or "toolResult" in b or "reasoningContent" in b)
+        for b in m["content"]) for m in request["messages"])
+
+
+# -- AWS event stream ----------------------------------------------------------------------
+def _header_value(data: bytes, at: int, kind: int, where: str) -> tuple[Any, int]:
+    if kind in (0, 1):  # true, false
+        return kind == 0, at
+    sizes = {2: 1, 3: 2, 4: 4, 5: 8, 8: 8, 9: 16}
+    if kind in sizes:
+        return data[at:at + sizes[kind]], at + sizes[kind]
+    if kind in (6, 7):  # bytes, string: a 2-byte length first
+        (n,) = struct.unpack_from(">H", data, at)
+        raw = data[at + 2:at + 2 + n]
+        return (raw.decode("utf-8") if kind == 7 else raw), at + 2 + n
+    raise fail(where, f"event stream header value of unknown type {kind}")
+
+
+def event_stream(data: bytes, where: str) -> list[dict[str, Any]]:
+    """The messages of an AWS event stream, each its JSON payload with ``_event`` (the
+    ``:event-type`` header, or the exception's type); lengths and checksums checked."""
+    out: list[dict[str, Any]] = []
+    at = 0
+    while at < len(data):
+        if len(data) - at < 16:
+            raise fail(where, f"the event stream ends inside a message (byte {at})")
+        total, headers_len, prelude_crc = struct.unpack_from(">III", data, at)
+        if zlib.crc32(data[at:at + 8]) != prelude_crc or total > len(data) - at:
+            raise fail(where, f"the event stream is damaged at byte {at} (its length or "
+                              "checksum does not match)")
+        message = data[at:at + total]
+        if zlib.crc32(message[:-4]) != struct.unpack_from(">I", message, total - 4)[0]:
+            raise fail(where, f"the event stream message at byte {at} fails its checksum")
+        headers: dict[str, Any] = {}
+        h = 12
+        while h < 12 + headers_len:
+            n = message[h]
+            name = message[h + 1:h + 1 + n].decode("utf-8")
+            headers[name], h = _header_value(message, h + 2 + n, message[h + 1 + n], where)
+        payload = message[12 + headers_len:total - 4]
+        try:
+            body = json.loads(payload) if payload else {}
+        except ValueError:
+            raise fail(where, f"event stream message at byte {at} is not JSON") from None
+        kind = headers.get(":event-type") or headers.get(":exception-type") or ""
+        if headers.get(":message-type") == "exception":
+            body = {"_exception": True, **(body if isinstance(body, dict) else {})}
+        out.append({"_event": kind, **(body if isinstance(body, dict) else {"value": body})})
+        at += total
+    if not out:
+        raise fail(where, "the event stream holds no message")
+    return out
+
+
+def _joined(events: list[dict[str, Any]], where: str, notes: list[str]) -> dict[str, Any]:
+    """A ConverseStream's events as the Converse response they stream."""
+    blocks: dict[int, dict[str, Any]] = {}
+    partial: dict[int, list[str]] = {}
+    out: dict[str, Any] = {"output": {"message": {"role": "assistant", "content": []}}}
+    for ev in events:
+        kind = ev["_event"]
+        if ev.get("_exception"):
+            raise _Failed(json.dumps({k: v for k, v in ev.items() if k != "_exception"},
+                                     sort_keys=True))
+        i = ev.get("contentBlockIndex", 0)
+        if kind == "contentBlockStart":
+            start = (ev.get("start") or {}).get("toolUse")
+            if isinstance(start, dict):
+                blocks[i] = {"toolUse": {**start, "input": {}}}
+                partial[i] = []
+        elif kind == "contentBlockDelta":
+            delta = ev.get("delta") or {}
+            if "text" in delta:
+                block = blocks.setdefault(i, {"text": ""})
+                block["text"] = block.get("text", "") + str(delta["text"])
+            elif "toolUse" in delta:
+                partial.setdefault(i, []).append(str(delta["toolUse"].get("input") or ""))
+                blocks.setdefault(i, {"toolUse": {"input": {}}})
+            elif "reasoningContent" in delta:
+                said = blocks.setdefault(i, {"reasoningContent": {"reasoningText": {
+                    "text": ""}}})["reasoningContent"]["reasoningText"]
+                said["text"] += str((delta["reasoningContent"] or {}).get("text") or "")
+            else:
+                notes.append(f"{where}: a stream delta of kind "
+                             f"{', '.join(delta) or 'none'} not imported")
+        elif kind == "messageStop":
+            out["stopReason"] = ev.get("stopReason")
+        elif kind == "metadata":
+            out["usage"] = ev.get("usage")
+    for i, text in partial.items():
+        joined = "".join(text)
+        try:
+            blocks[i]["toolUse"]["input"] = json.loads(joined) if joined else {}
+        except ValueError:
+            raise fail(where, f"the streamed input of tool call {i} is not JSON: "
+                              f"{joined[:80]!r}") from None
+    out["output"]["message"]["content"] = [blocks[i] for i in sorted(blocks)]
+    return out
+
+
+class _Failed(Exception):
+    """A stream that ended in an exception event: the call failed."""
+
+
+# -- blocks ----------------------------------------------------------------------------------
+def _source(block: dict[str, Any], media: str) -> dict[str, Any]:
+    source = block.get("source") or {}
+    if isinstance(source.get("bytes"), str):
+        return {"type": "base64", "media_type": media, "data": source["bytes"]}
+    s3 = source.get("s3Location")
+    if isinstance(s3, dict) and isinstance(s3.get("uri"), str):
+        return {"type": "url", "url": s3["uri"]}
+    return {"type": "base64", "media_type": media, "data": ""}
+
+
+def _block(raw: Any, where: str, notes: list[str]) -> dict[str, Any] | None:
+    """One Converse content block as the Messages API's (None: not imported, noted)."""
+    if not isinstance(raw, dict) or len(raw) != 1:
+        raise fail(where, f"a Converse content block must be an object of one kind, got "
+                          f"{raw!r}")
+    (kind, body), = raw.items()
+    if kind == "text":
+        return {"type": "text", "text": body}
+    if kind == "guardContent":
+        text = ((body or {}).get("text") or {}).get("text") if isinstance(body, dict) else None
+        notes.append(f"{where}: guardrail-checked text (guardContent) read as text")
+        return {"type": "text", "text": text if isinstance(text, str) else ""}
+    if kind == "toolUse" and isinstance(body, dict):
+        return {"type": "tool_use", "id": body.get("toolUseId"), "name": body.get("name"),
+                "input": body.get("input") if body.get("input") is not None else {}}
+    if kind == "toolResult" and isinstance(body, dict):
+        content = []
+        for j, part in enumerate(body.get("content") or []):
+            if isinstance(part, dict) and "json" in part:
+                content.append({"type": "text", "text": json.dumps(part["json"],
+                                                                   ensure_ascii=False)})
+            else:
+                converted = _block(part, f"{where}: result part {j}", notes)
+                if converted is not None:
+                    content.append(converted)
+        return {"type": "tool_result", "tool_use_id": body.get("toolUseId"),
+                "content": content, "is_error": body.get("status") == "error"}
+    if kind in ("image", "document") and isinstance(body, dict):
+        fmt = str(body.get("format") or "")
+        media = (f"image/{fmt}" if kind == "image" else
+                 "application/pdf" if fmt == "pdf" else f"text/{fmt}" if fmt else "")
+        out = {"type": kind, "source": _source(body, media)}
+        if kind == "document" and isinstance(body.get("name"), str):
+            out["title"] = body["name"]
+        return out
+    if kind == "reasoningContent" and isinstance(body, dict):
+        text = (body.get("reasoningText") or {}).get("text")
+        if isinstance(text, str):
+            return {"type": "thinking", "thinking": text,
+                    "signature": (body.get("reasoningText") or {}).get("signature", "")}
+        return {"type": "redacted_thinking", "data": body.get("redactedContent") or ""}
+    notes.append(f"{where}: a {kind} block not imported")
+    return None
+
+
+def _blocks(raw: Any, where: str, notes: list[str]) -> list[dict[str, Any]]:
+    if not isinstance(raw, list):
+        raise fail(where, f"'content' must be a list of blocks, got {type(raw).__name__}")
+    out = [_block(b, f"{where}: block {j}", notes) for j, b in enumerate(raw)]
+    return [b for b in out if b is not None]
+
+
+def _tools(config: Any, where: str, notes: list[str]) -> tuple[list[Any], Any]:
+    if config is None:
+        return [], None
+    if not isinstance(config, dict):
+        raise fail(where, f"'toolConfig' must be an object, got {config!r}")
+    tools = []
+    for j, tool in enumerate(config.get("tools") or []):
+        spec = tool.get("toolSpec") if isinstance(tool, dict) else None
+        if not isinstance(spec, dict):
+            notes.append(f"{where}: tool {j} ({', '.join(tool) if isinstance(tool, dict) else tool}) "
+                         "is not a tool specification: not imported")
+            continue
+        schema = spec.get("inputSchema") or {}
+        tools.append({"name": spec.get("name"), "description": spec.get("description", ""),
+                      "input_schema": schema.get("json", {}) if isinstance(schema, dict)
+                      else {}})
+    choice = config.get("toolChoice")
+    if isinstance(choice, dict) and len(choice) == 1:
+        (kind, body), = choice.items()
+        choice = {"type": kind, **(body if isinstance(body, dict) else {})}
+    return tools, choice
+
+
+def _usage(raw: Any) -> dict[str, Any] | None:
+    if not isinstance(raw, dict):
+        return None
+    out = {"input_tokens": raw.get("inputTokens"), "output_tokens": raw.get("outputTokens")}
+    for ours, theirs in (("cache_read_input_tokens", "cacheReadInputTokens"),
+                         ("cache_creation_input_tokens", "cacheWriteInputTokens")):
+        if raw.get(theirs) is not None:
+            out[ours] = raw[theirs]
+    return out
+
+
+def as_anthropic_record(obj: dict[str, Any], where: str, notes: list[str]
+                        ) -> dict[str, Any]:
+    """A Converse record as the Messages API record it is equivalent to."""
+    request = obj.get("request", obj)
+    if not isinstance(request, dict):
+        raise fail(where, f"'request' must be an object, got {type(request).__name__}")
+    messages = request.get("messages")
+    if not isinstance(messages, list):
+        raise fail(where, "a Converse request needs a 'messages' list")
+    converted = []
+    for i, m in enumerate(messages):
+        if not isinstance(m, dict):
+            raise fail(where, f"message {i} must be an object, got {m!r}")
+        converted.append({"role": m.get("role"),
+                          "content": _blocks(m.get("content"), f"{where}: message {i}",
+                                             notes)})
+    anthropic: dict[str, Any] = {"messages": converted}
+    system = _blocks(request.get("system") or [], f"{where}: system", notes)
+    if system:
+        anthropic["system"] = system
+    url = obj.get("url")
+    model = request.get("modelId") or request.get("model") or obj.get("model") or (
+        model_in_path(url.split("?", 1)[0]) if isinstance(url, str) else None)
+    if model:
+        anthropic["model"] = model
+    tools, choice = _tools(request.get("toolConfig"), where, notes)
+    if tools:
+        anthropic["tools"] = tools
+    if choice is not None:
+        anthropic["tool_choice"] = choice
+    config = request.get("inferenceConfig") or {}
+    if not isinstance(config, dict):
+        raise fail(where, f"'inferenceConfig' must be an object, got {config!r}")
+    anthropic.update({_CONFIG_NAMES.get(str(k), str(k)): v for k, v in config.items()})
+    extra = request.get("additionalModelRequestFields") or {}
+    anthropic.update(extra if isinstance(extra, dict) else {})
+    anthropic.update({k: v for k, v in request.items() if k not in _REQUEST_PARTS})
+    out = {k: v for k, v in obj.items() if k not in ("request", "response", "model")}
+    out["request"] = anthropic
+    response = obj.get("response")
+    if isinstance(response, list):
+        try:
+            response = _joined(response, where, notes)
+        except _Failed as e:
+            out["error"] = str(e)
+            return out
+    if isinstance(response, dict):
+        message = (response.get("output") or {}).get("message")
+        if not isinstance(message, dict):
+            raise fail(where, "a Converse response needs 'output.message'")
+        stop = response.get("stopReason")
+        out["response"] = {
+            "type": "message", "role": "assistant", "model": model,
+            "content": _blocks(message.get("content") or [], f"{where}: response", notes),
+            "stop_reason": stop, "usage": _usage(
+                response.get("usage"))}
+    return out
+

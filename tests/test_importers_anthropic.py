@@ -1,0 +1,495 @@
+"""Anthropic Messages API traffic (``POST /v1/messages``) imports as OpenAI traffic does:
+the same messages, lanes, runs and journal records, and imported runs replay
+identically and verify. Each record here is written by hand in the API's documented
+shapes; the real recordings are in test_importers_real.py."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+import yaml
+
+from memory_core.errors import ImportFormatError
+from memory_core.importers import import_text
+from memory_core.journal.seal import verify_run
+from memory_core.replay import replay
+from memory_core.storage.inmemory import InMemoryStorage
+from memory_core.types import Message, TextPart, ToolCallPart, ToolResultPart
+
+WEATHER = {"name": "get_weather", "description": "Weather of a city",
+           "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}}}
+ASK = {"role": "user", "content": "Weather in Oslo?"}
+CALL = {"role": "assistant", "content": [
+    {"type": "text", "text": "Let me look."},
+    {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Oslo"}}]}
+
+
+def message(*blocks: dict[str, Any], stop: str = "end_turn", **usage: int) -> dict[str, Any]:
+    return {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-x-1",
+            "content": list(blocks), "stop_reason": stop, "stop_sequence": None,
+            "usage": {"input_tokens": 10, "output_tokens": 5, **usage}}
+
+
+def text(t: str) -> dict[str, Any]:
+    return {"type": "text", "text": t}
+
+
+def jsonl(*records: dict[str, Any]) -> str:
+    return "\n".join(json.dumps(r) for r in records) + "\n"
+
+
+def cassette(*calls: tuple[str, dict[str, Any], int, str]) -> str:
+    return yaml.safe_dump({"version": 1, "interactions": [
+        {"request": {"method": "POST", "uri": uri, "body": json.dumps(body)},
+         "response": {"status": {"code": code}, "body": {"string": answer}}}
+        for uri, body, code, answer in calls]})
+
+
+def stored(s: InMemoryStorage, thread: str) -> list[Message]:
+    return [m.as_message() for m in s.memory.get_messages(thread)]
+
+
+def record(s: InMemoryStorage, rid: str, what: str) -> Any:
+    return s.runs.get(f"{rid}:{what}")
+
+
+def test_a_tool_loop_maps_onto_the_openai_model_and_replays_identically() -> None:
+    """Two requests of one tool loop: the call is the assistant's tool-call part, the
+    tool_result a tool message named after the call, the text beside it a user message
+    after it; one thread; every run replays identically and verifies."""
+    first = {"request": {"model": "claude-x", "max_tokens": 512, "system": "Be brief.",
+                         "messages": [ASK], "tools": [WEATHER]},
+             "response": message(*CALL["content"], stop="tool_use")}
+    second = {"request": {"model": "claude-x", "max_tokens": 512, "system": "Be brief.",
+                          "tools": [WEATHER], "messages": [ASK, CALL, {"role": "user", "content": [
+                              {"type": "tool_result", "tool_use_id": "toolu_1", "content": "Snow"},
+                              text("In Celsius please.")]}]},
+              "response": message(text("Snowing, -3 °C."))}
+    s = InMemoryStorage()
+    report = import_text(s, jsonl(first, second))
+    assert len(report.threads_created) == 1 and len(report.runs_created) == 2
+    assert stored(s, report.threads_created[0]) == [
+        Message(role="user", content="Weather in Oslo?"),
+        Message(role="assistant", content=[
+            TextPart(text="Let me look."),
+            ToolCallPart(id="toolu_1", name="get_weather", args={"city": "Oslo"})]),
+        Message(role="tool", content=[ToolResultPart(call_id="toolu_1", name="get_weather",
+                                                     result="Snow")]),
+        Message(role="user", content=[TextPart(text="In Celsius please.")]),
+        Message(role="assistant", content="Snowing, -3 °C.")]
+    r1, r2 = report.runs_created
+    prompt = record(s, r2, "prompt")["items"]
+    assert [(i["lane"], i["message"]["role"]) for i in prompt] == [
+        ("instructions", "system"), ("recent", "user"), ("recent", "assistant"),
+        ("input", "tool"), ("input", "user")]
+    assert prompt[0]["message"]["content"] == "Be brief."
+    step = record(s, r1, "step:0")
+    assert step["response"]["tool_calls"][0]["args"] == {"city": "Oslo"}
+    assert step["response"]["finish_reason"] == "tool_use"
+    assert [t["name"] for t in step["tools"]] == ["get_weather"]
+    assert step["tools"][0]["parameters"] == WEATHER["input_schema"]
+    assert record(s, r1, "output")["stop_reason"] == "tool_call"
+    assert record(s, r1, "import")["extra"]["api"] == "anthropic"
+    for rid in report.runs_created:
+        assert verify_run(s, rid).status == "ok"
+        assert replay(s, rid).messages_checked == 1
+    assert replay(s, r1).ended_on_tool_call
+
+
+def test_why_forgotten_and_compare_read_imported_claude_runs() -> None:
+    """The analyses read an imported Claude run as an imported OpenAI one: the tool
+    result is the second run's input, sent by the client; the answer written after."""
+    from memory_core.analysis.diff import diff_runs
+    from memory_core.analysis.forgotten import why_forgotten
+
+    first = {"request": {"model": "claude-x", "max_tokens": 64, "messages": [ASK]},
+             "response": message(*CALL["content"], stop="tool_use")}
+    second = {"request": {"model": "claude-x", "max_tokens": 64, "messages": [
+        ASK, CALL, {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_1", "content": "Snow"}]}]},
+        "response": message(text("Snowing."))}
+    s = InMemoryStorage()
+    report = import_text(s, jsonl(first, second))
+    thread, (r1, r2) = report.threads_created[0], report.runs_created
+    fates = [why_forgotten(s, r2, (thread, seq)) for seq in range(4)]
+    assert [(e.fate, e.evidence.get("lane")) for e in fates] == [
+        ("sent-by-client", "recent"), ("sent-by-client", "recent"),
+        ("sent-by-client", "input"), ("written-after", None)]
+    diff = diff_runs(s, r1, r2)
+    assert [(e.seq, e.lane_a, e.lane_b) for e in diff.entries] == [
+        (0, "input", "recent"), (1, None, "recent"), (2, None, "input")]
+    assert [p.status for p in diff.steps][:1] == ["changed"]
+
+
+def test_system_as_text_blocks_is_the_instructions_lane() -> None:
+    rec = {"request": {"model": "claude-x", "max_tokens": 64,
+                       "system": [text("You are terse."),
+                                  {**text("Answer in French."),
+                                   "cache_control": {"type": "ephemeral"}}],
+                       "messages": [{"role": "user", "content": [text("Hi")]}]},
+           "response": message(text("Salut."))}
+    s = InMemoryStorage()
+    rid = import_text(s, jsonl(rec)).runs_created[0]
+    items = record(s, rid, "prompt")["items"]
+    assert items[0]["lane"] == "instructions"
+    assert [p["text"] for p in items[0]["message"]["content"]] == ["You are terse.",
+                                                                   "Answer in French."]
+    assert [i["lane"] for i in items[1:]] == ["input"]
+    assert replay(s, rid).messages_checked == 1
+
+
+def test_a_tool_result_with_is_error_and_block_content() -> None:
+    """Block content: its texts joined by newlines (as a tool message's parts are), an
+    image kept as a placeholder; is_error kept on the tool message."""
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                         "data": "iVBORw0KGgo="}}
+    rec = {"request": {"model": "claude-x", "max_tokens": 64, "messages": [ASK, CALL, {
+        "role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1",
+                                     "is_error": True,
+                                     "content": [text("upstream timeout"), text("retry later"),
+                                                 image]}]}]},
+           "response": message(text("The weather service is down."))}
+    s = InMemoryStorage()
+    report = import_text(s, jsonl(rec))
+    tool = stored(s, report.threads_created[0])[2]
+    assert tool.content == [ToolResultPart(call_id="toolu_1", name="get_weather",
+                                           result="upstream timeout\nretry later")]
+    assert tool.metadata["is_error"] is True
+    [att] = tool.metadata["attachments"]
+    assert att["type"] == "image" and att["media_type"] == "image/png"
+    assert att["bytes"] == len("iVBORw0KGgo=") and len(att["sha256"]) == 64
+    assert any("(image) kept as a placeholder" in k.reason for k in report.skipped)
+
+
+STREAM = [
+    {"type": "message_start", "message": {
+        "id": "msg_s", "type": "message", "role": "assistant", "model": "claude-x-2",
+        "content": [], "stop_reason": None, "usage": {"input_tokens": 40, "output_tokens": 1}}},
+    {"type": "content_block_start", "index": 0,
+     "content_block": {"type": "thinking", "thinking": "", "signature": ""}},
+    {"type": "content_block_delta", "index": 0,
+     "delta": {"type": "thinking_delta", "thinking": "Need the tool."}},
+    {"type": "content_block_delta", "index": 0,
+     "delta": {"type": "signature_delta", "signature": "c2ln"}},
+    {"type": "content_block_stop", "index": 0},
+    {"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": ""}},
+    {"type": "ping"},
+    {"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": "Check"}},
+    {"type": "content_block_delta", "index": 1,
+     "delta": {"type": "text_delta", "text": "ing Oslo."}},
+    {"type": "content_block_stop", "index": 1},
+    {"type": "content_block_start", "index": 2, "content_block": {
+        "type": "tool_use", "id": "toolu_s", "name": "get_weather", "input": {}}},
+    {"type": "content_block_delta", "index": 2,
+     "delta": {"type": "input_json_delta", "partial_json": ""}},
+    {"type": "content_block_delta", "index": 2,
+     "delta": {"type": "input_json_delta", "partial_json": "{\"ci"}},
+    {"type": "content_block_delta", "index": 2,
+     "delta": {"type": "input_json_delta", "partial_json": "ty\": \"Oslo\"}"}},
+    {"type": "content_block_stop", "index": 2},
+    {"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": None},
+     "usage": {"output_tokens": 31}},
+    {"type": "message_stop"}]
+
+
+def sse(events: list[dict[str, Any]]) -> str:
+    return "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
+
+
+def test_a_streamed_response_is_reassembled() -> None:
+    """Text deltas joined, input_json_delta pieces joined and parsed into the call's
+    arguments, stop reason and output tokens from message_delta; thinking noted."""
+    body = {"model": "claude-x", "max_tokens": 256, "stream": True, "messages": [ASK],
+            "tools": [WEATHER]}
+    s = InMemoryStorage()
+    report = import_text(s, cassette(("https://api.anthropic.com/v1/messages", body, 200,
+                                      sse(STREAM))))
+    reply = stored(s, report.threads_created[0])[1]
+    assert reply == Message(role="assistant", content=[
+        TextPart(text="Checking Oslo."),
+        ToolCallPart(id="toolu_s", name="get_weather", args={"city": "Oslo"})])
+    rid = report.runs_created[0]
+    step = record(s, rid, "step:0")
+    assert step["response"]["usage"] == {"input_tokens": 40, "output_tokens": 31}
+    assert step["response"]["finish_reason"] == "tool_use"
+    assert step["model"]["name"] == "claude-x-2" and step["usage_known"] is True
+    imp = record(s, rid, "import")
+    assert imp["extra"]["request_fields"] == {"stream": True}
+    assert "stream" not in imp["request_params"]
+    reasons = [k.reason for k in report.skipped]
+    assert "response reassembled from 17 stream event(s)" in reasons
+    assert "response: content block 0 (thinking) not imported" in reasons
+    assert verify_run(s, rid).status == "ok" and replay(s, rid).messages_checked == 1
+    # the same events as a list of parsed objects read alike
+    listed = InMemoryStorage()
+    again = import_text(listed, jsonl({"request": body, "response": STREAM}))
+    assert stored(listed, again.threads_created[0])[1] == reply
+
+
+def test_a_stream_cut_before_its_message_start_is_an_error() -> None:
+    with pytest.raises(ImportFormatError, match=r"line 1: stream event 0: "
+                                                r"'content_block_start' event before "
+                                                "message_start"):
+        import_text(InMemoryStorage(), jsonl({"request": {"model": "c", "messages": [ASK]},
+                                              "response": STREAM[5:]}))
+
+
+def test_an_error_response_is_a_failed_run() -> None:
+    error = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+    body = {"model": "claude-x", "max_tokens": 64, "messages": [ASK]}
+    s = InMemoryStorage()
+    report = import_text(s, cassette(
+        ("https://api.anthropic.com/v1/messages", body, 529, json.dumps(error))))
+    run = s.runs.require_run(report.runs_created[0])
+    assert run.status == "failed" and run.error is not None
+    assert json.loads(run.error) == error["error"]
+    assert stored(s, report.threads_created[0]) == [Message(role="user",
+                                                            content="Weather in Oslo?")]
+    # a JSON-lines record whose response is the error body (and an error event in a
+    # stream) are failed runs alike
+    lines = InMemoryStorage()
+    report = import_text(lines, jsonl({"request": body, "response": error},
+                                      {"request": body, "response": sse([STREAM[0], error])}))
+    for rid in report.runs_created:
+        failed = lines.runs.require_run(rid)
+        assert failed.status == "failed" and json.loads(failed.error or "") == error["error"]
+        # sealed as failed by the import: it verifies (it read "tampered: the run was
+        # sealed as finished but its status is 'failed'", OpenAI's failed calls alike)
+        assert verify_run(lines, rid).status == "ok"
+
+
+def test_a_completed_imported_run_marked_failed_afterwards_is_tampered() -> None:
+    s = InMemoryStorage()
+    rid = import_text(s, jsonl({"request": {"model": "c", "max_tokens": 8, "messages": [ASK]},
+                                "response": message(text("Cold."))})).runs_created[0]
+    s.runs.set_run_status(rid, "failed", error="edited")
+    report = verify_run(s, rid)
+    assert report.status == "tampered" and report.first_mismatch == "runs-table row"
+
+
+def test_an_orphan_tool_result_is_an_error_naming_the_record() -> None:
+    ghost = {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "toolu_ghost", "content": "42"}]}
+    ok = {"request": {"model": "c", "max_tokens": 8, "messages": [ASK]},
+          "response": message(text("Hi"))}
+    bad = {"request": {"model": "c", "max_tokens": 8,
+                       "messages": [ASK, {"role": "assistant", "content": "Hm."}, ghost]},
+           "response": message(text("Hi"))}
+    s = InMemoryStorage()
+    with pytest.raises(ImportFormatError, match=r"^line 2: message 2 \(user\) answers tool "
+                                                r"call 'toolu_ghost', but the assistant "
+                                                "message before it made no such call"):
+        import_text(s, jsonl(ok, bad))
+    assert s.memory.list_threads() == []  # nothing half-written
+
+
+@pytest.mark.parametrize(("after", "said"), [
+    ([{"role": "user", "content": "Never mind."}], "message 2 (user) does not answer"),
+    ([], "no message after it answers")])  # the request ends with the call
+def test_an_unanswered_tool_call_is_an_error_naming_the_record(after: list[Any],
+                                                               said: str) -> None:
+    rec = {"request": {"model": "c", "max_tokens": 8, "messages": [ASK, CALL, *after]},
+           "response": message(text("OK"))}
+    with pytest.raises(ImportFormatError) as e:
+        import_text(InMemoryStorage(), jsonl(rec))
+    assert str(e.value).startswith(f"line 1: message 1 (assistant) made tool call(s) "
+                                   f"'toolu_1' that {said}")
+
+
+def test_thinking_is_noted_not_invented() -> None:
+    """Thinking and redacted thinking blocks (response and history) are noted; the
+    stored messages hold only what the conversation said."""
+    thinking = {"type": "thinking", "thinking": "Hmm.", "signature": "c2ln"}
+    redacted = {"type": "redacted_thinking", "data": "ZW5j"}
+    rec = {"request": {"model": "c", "max_tokens": 8, "thinking": {"type": "enabled",
+                                                                    "budget_tokens": 1024},
+                       "messages": [ASK, {"role": "assistant", "content": [redacted, text("A")]},
+                                    {"role": "user", "content": "More?"}]},
+           "response": message(thinking, text("B"), text(" and C"))}
+    s = InMemoryStorage()
+    report = import_text(s, jsonl(rec))
+    assert [m.content for m in stored(s, report.threads_created[0])] == [
+        "Weather in Oslo?", "A", "More?", "B and C"]
+    reasons = [k.reason for k in report.skipped]
+    assert "message 1: content block 0 (redacted_thinking) not imported" in reasons
+    assert "response: content block 0 (thinking) not imported" in reasons
+    assert "response: 2 text blocks joined into one text" in reasons
+    rid = report.runs_created[0]
+    assert record(s, rid, "import")["request_params"]["thinking"] == {"type": "enabled",
+                                                                      "budget_tokens": 1024}
+    assert replay(s, rid).messages_checked == 1
+
+
+def test_sampling_parameters_resource_and_cached_usage_are_recorded() -> None:
+    rec = {"request": {"model": "claude-x", "max_tokens": 300, "temperature": 0.3,
+                       "top_p": 0.9, "top_k": 40, "stop_sequences": ["END"],
+                       "tool_choice": {"type": "auto"}, "metadata": {"user_id": "cust-7"},
+                       "messages": [ASK], "tools": [WEATHER]},
+           "response": message(text("Cold."), cache_read_input_tokens=1000,
+                               cache_creation_input_tokens=24)}
+    s = InMemoryStorage()
+    report = import_text(s, jsonl(rec))
+    rid = report.runs_created[0]
+    assert s.runs.require_run(rid).resource_id == "cust-7"
+    params = record(s, rid, "import")["request_params"]
+    assert params == {"max_tokens": 300, "temperature": 0.3, "top_p": 0.9, "top_k": 40,
+                      "stop_sequences": ["END"], "tool_choice": {"type": "auto"},
+                      "metadata": {"user_id": "cust-7"}}
+    model = record(s, rid, "step:0")["model"]
+    assert (model["temperature"], model["top_p"], model["max_tokens"]) == (0.3, 0.9, 300)
+    # input_tokens leaves out the cached prompt: the whole prompt is 10 + 1000 + 24
+    assert record(s, rid, "step:0")["response"]["usage"] == {"input_tokens": 1034,
+                                                            "output_tokens": 5}
+    assert any("input tokens 1034 = input_tokens 10" in k.reason for k in report.skipped)
+
+
+def test_a_bad_top_k_is_an_error_naming_the_value() -> None:
+    rec = {"request": {"model": "c", "max_tokens": 8, "top_k": "forty", "messages": [ASK]},
+           "response": message(text("x"))}
+    with pytest.raises(ImportFormatError, match="line 1: request 'top_k' must be a number, "
+                                                "got 'forty'"):
+        import_text(InMemoryStorage(), jsonl(rec))
+
+
+@pytest.mark.parametrize(("uri", "imported"), [
+    ("https://api.anthropic.com/v1/messages", True),
+    ("https://api.anthropic.com/v1/messages?beta=true", True),
+    ("https://api.deepseek.com/anthropic/messages", True),  # an Anthropic-compatible base
+    ("https://api.anthropic.com/v1/messages/count_tokens", False),
+    ("https://api.openai.com/v1/threads/thread_1/messages", False),  # Assistants API
+])
+def test_cassettes_are_read_by_their_url(uri: str, imported: bool) -> None:
+    body = {"model": "claude-x", "max_tokens": 64, "messages": [ASK]}
+    answer = json.dumps(message(text("Cold.")))
+    other = ("https://api.openai.com/v1/chat/completions",
+             {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}, 200,
+             json.dumps({"choices": [{"message": {"role": "assistant", "content": "hello"}}]}))
+    s = InMemoryStorage()
+    report = import_text(s, cassette((uri, body, 200, answer), other))
+    assert len(report.runs_created) == (2 if imported else 1)
+    if imported:
+        assert stored(s, report.threads_created[0])[1].content == "Cold."
+    else:
+        assert report.skipped[0].where == "interaction 1"
+        assert "not a model call this importer reads" in \
+            report.skipped[0].reason
+
+
+def test_bad_blocks_and_roles_are_errors_naming_them() -> None:
+    def attempt(messages: list[Any], **request: Any) -> str:
+        rec = {"request": {"model": "c", "max_tokens": 8, "messages": messages, **request},
+               "response": message(text("x"))}
+        with pytest.raises(ImportFormatError) as e:
+            import_text(InMemoryStorage(), jsonl(rec))
+        return str(e.value)
+
+    assert attempt([{"role": "robot", "content": "x"}, ASK]) == (
+        "line 1: message 0: unknown role 'robot' (expected user, assistant or system)")
+    assert attempt([{"role": "user", "content": [{"type": "video", "url": "v"}]}]) == (
+        "line 1: message 0: content block 0 of a user message has type 'video' (expected "
+        "text, image, document or tool_result)")
+    assert attempt([ASK], system=[{"type": "image"}]).startswith(
+        "line 1: system block 0 must be a text block")
+    assert attempt([ASK, {"role": "assistant", "content": [
+        {"type": "tool_use", "name": "f", "input": {}}]}]).startswith(
+        "line 1: message 1: tool_use block 0 needs an 'id' and a 'name'")
+
+
+def test_repeated_anthropic_history_is_read_once_and_named_per_request() -> None:
+    """Each request repeats its history: an identical raw message is read once per file
+    (``SharedMessages``); a shared tool result still takes the name of each request's
+    own call."""
+    from memory_core.importers.openai_jsonl import parse_openai
+
+    result = {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"}]}
+
+    def conv(question: str, tool: str) -> dict[str, Any]:
+        call = {"role": "assistant", "content": [
+            {"type": "tool_use", "id": "toolu_1", "name": tool, "input": {}}]}
+        return {"request": {"model": "c", "max_tokens": 8, "messages": [
+            {"role": "user", "content": question}, call, result]},
+            "response": message(text("done"))}
+
+    parsed = parse_openai(jsonl(conv("find it", "lookup"), conv("search it", "search")))
+    a, b = parsed.exchanges
+    assert a.history[2] is b.history[2]  # the same raw tool_result message, read once
+    s = InMemoryStorage()
+    report = import_text(s, jsonl(conv("find it", "lookup"), conv("search it", "search")))
+    names = [m.tool_results()[0].name for t in report.threads_created
+             for m in stored(s, t) if m.role == "tool"]
+    assert names == ["lookup", "search"]
+
+
+@pytest.mark.parametrize("flat", [
+    {"messages": [{"role": "user", "content": "hi"}], "temperature": 0.2,
+     "response": {"choices": [{"message": {"role": "assistant", "content": "hello"}}]}},
+    {"model": "c", "system": "Be kind.", "messages": [{"role": "user", "content": "hi"}],
+     "temperature": 0.2, "response": message(text("hello"))}])
+def test_a_flat_record_s_own_keys_are_not_request_parameters(flat: dict[str, Any]) -> None:
+    """A flat record holds the request's keys beside its own: its response, thread key
+    and resource are not parameters (they were listed in request_params)."""
+    s = InMemoryStorage()
+    report = import_text(s, jsonl({**flat, "thread_id": "conv-1", "user_id": "u-1"}))
+    assert report.threads_created == ["conv-1"]
+    params = record(s, report.runs_created[0], "import")["request_params"]
+    assert params == {"temperature": 0.2}
+
+
+def test_a_prefilled_answer_is_noted() -> None:
+    """A request ending with an assistant message (a prefill the response continues) is
+    stored as sent, and noted."""
+    rec = {"request": {"model": "c", "max_tokens": 8, "messages": [
+        ASK, {"role": "assistant", "content": "The weather is"}]},
+        "response": message(text(" snowy."))}
+    s = InMemoryStorage()
+    report = import_text(s, jsonl(rec))
+    assert [m.content for m in stored(s, report.threads_created[0])] == [
+        "Weather in Oslo?", "The weather is", " snowy."]
+    assert any("ends with an assistant message (a prefill)" in k.reason
+               for k in report.skipped)
+    rid = report.runs_created[0]
+    # the prefill is the client's, sent with the question: both are the input (the
+    # input was empty, and replay failed: "prompt must not be an empty list")
+    assert [(i["lane"], i["message"]["role"]) for i in record(s, rid, "prompt")["items"]] == [
+        ("input", "user"), ("input", "assistant")]
+    assert replay(s, rid).messages_checked == 1
+
+
+def test_newer_context_blocks_are_noted_and_a_later_system_message_kept() -> None:
+    """A compaction summary (and its stream delta), a tool_reference in a tool result and
+    a system message adding a deferred tool are API-managed context: noted, not stored
+    as text; the system message keeps its place, as a later OpenAI system message does."""
+    compaction = {"type": "compaction", "content": "Summary: asked about Oslo."}
+    rec = {"request": {"model": "c", "max_tokens": 8, "messages": [
+        ASK, {"role": "assistant", "content": [compaction, *CALL["content"]]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1",
+                                      "content": [{"type": "tool_reference",
+                                                   "tool_name": "get_weather"}]}]},
+        {"role": "system", "content": [
+            {"type": "tool_addition", "tool": {"type": "tool_reference", "name": "f"}},
+            text("Tools may change.")]},
+        {"role": "user", "content": "And now?"}]},
+        "response": sse([STREAM[0],
+                         {"type": "content_block_start", "index": 0,
+                          "content_block": {"type": "compaction", "content": None}},
+                         {"type": "content_block_delta", "index": 0,
+                          "delta": {"type": "compaction_delta", "content": "Summary."}},
+                         {"type": "content_block_start", "index": 1,
+                          "content_block": {"type": "text", "text": "Still snowing."}},
+                         {"type": "message_stop"}])}
+    s = InMemoryStorage()
+    report = import_text(s, jsonl(rec))
+    msgs = stored(s, report.threads_created[0])
+    assert [(m.role, m.text()) for m in msgs] == [
+        ("user", "Weather in Oslo?"), ("assistant", "Let me look."), ("tool", None),
+        ("system", "Tools may change."), ("user", "And now?"), ("assistant", "Still snowing.")]
+    assert msgs[2].tool_results()[0].result == ""
+    reasons = {k.reason for k in report.skipped}
+    assert {"message 1: content block 0 (compaction) not imported",
+            "message 2: tool_result block 0: content block 0 (tool_reference) not imported",
+            "message 3: content block 0 (tool_addition) not imported",
+            "response: content block 0 (compaction) not imported"} <= reasons
+    assert replay(s, report.runs_created[0]).messages_checked == 1
