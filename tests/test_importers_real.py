@@ -240,11 +240,9 @@ EXPECTED: dict[str, dict[str, Any]] = {
         "instructions": "You are a helpful assistant.",
     },
     "logfire-test_responses_api.yaml": {
-        # the second request no longer sends the instructions: another system prompt,
-        # so another thread (the grouping rule of docs/importing.md)
+        # the second request no longer sends the instructions, but sends back the
+        # first response's function_call item (its id fc_039e…): the same thread
         "threads": [["user: What is the weather like in Paris today?",
-                     'assistant: → get_weather({"location": "Paris, France"})'],
-                    ["user: What is the weather like in Paris today?",
                      'assistant: → get_weather({"location": "Paris, France"})',
                      "tool get_weather: Rainy",
                      "assistant: The weather in Paris today is rainy. If you're planning to "
@@ -306,6 +304,19 @@ EXPECTED: dict[str, dict[str, Any]] = {
         "held": {1: ("interaction 1", [("instructions", "system"), ("recent", "user"),
                                        ("recent", "assistant")],
                      [("input", "tool"), ("input", "tool")])},
+    },
+    # LiteLLM sends back the first response's reasoning and message items (with their
+    # ids rs_…/msg_…) but not the question before them: one thread, the second run's
+    # prompt what it sent (the answer it sent back, then the new question)
+    "litellm-test_responses_input_typed_reasoning_item.yaml": {
+        "threads": [["user: What is 2 + 2?", "assistant: 4",
+                     "user: Now multiply that by 10.", "assistant: 40"]],
+        "runs": [("gpt-5-mini-2025-08-07", (14, 48), []),
+                 ("gpt-5-mini-2025-08-07", (20, 82), [])],
+        "lanes": {1: [("recent", "assistant"), ("input", "user")]},
+        "skipped": ["output[0]: item of type 'reasoning' not imported",
+                    "input[0]: item of type 'reasoning' not imported"],
+        "params": {"reasoning": {"summary": "auto"}},
     },
     "fastchat-dummy_conversation.json": {
         "threads": [
@@ -465,6 +476,9 @@ def _check_extras(s: InMemoryStorage, report: Any, want: dict[str, Any]) -> None
             record = s.runs.get(f"{rid}:import")
             assert record["extra"].get("request_fields") == fields
             assert not set(fields) & set(record["request_params"])
+    for i, lanes in want.get("lanes", {}).items():
+        items = s.runs.get(f"{report.runs_created[i]}:prompt")["items"]
+        assert [(x["lane"], x["message"]["role"]) for x in items] == lanes
     for i, (source, held, sent) in want.get("held", {}).items():
         _check_held(s, report.runs_created[i], source, held, sent)
     if "call_ids" in want:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from memory_core.importers.cassette import cassette_records, looks_like_cassette
@@ -261,8 +261,22 @@ class Held:
     unrecorded: str | None  # HeldHistory.unrecorded of that record
 
 
-# response id -> what the server holds after it, for the responses read so far
-ServerHistory = dict[str, Held]
+@dataclass
+class ServerHistory:
+    """The file's Responses API responses read so far: what the server holds after
+    each (by response id), and which exchange output each item (by item id: ``msg_…``,
+    ``fc_…``, ``rs_…``)."""
+
+    responses: dict[str, Held] = field(default_factory=dict)
+    items: dict[str, int] = field(default_factory=dict)
+
+
+def _item_ids(items: Any) -> list[str]:
+    """The ids of a Responses API item list (an ``input`` or an ``output``)."""
+    if not isinstance(items, list):
+        return []
+    return [i["id"] for i in items if isinstance(i, dict) and isinstance(i.get("id"), str)
+            and i["id"]]
 
 
 def _an_id(value: Any) -> str | None:
@@ -285,7 +299,7 @@ def _held_history(request: dict[str, Any], held: ServerHistory
         ref = f"conversation {str(cid)!r}"
     else:
         ref = f"previous_response_id {prev!r}"
-        found = held.get(prev)
+        found = held.responses.get(prev)
         if found is not None:
             return found.messages, HeldHistory(ref, source=found.where,
                                                count=len(found.messages),
@@ -319,7 +333,12 @@ def responses_exchange(obj: dict[str, Any], where: str, index: int,
         raise fail(where, f"'request' must be an object, got {type(request).__name__}")
     response = completed_response(obj.get("response"), where, notes)
     own, inputs, reply, tools = responses_exchange_parts(request, response, where, notes)
-    carried, history_held = _held_history(request, held if held is not None else {})
+    held = held if held is not None else ServerHistory()
+    carried, history_held = _held_history(request, held)
+    # an input item an earlier response output (a client sending back what it got, with
+    # its ids): the request continues that response even when it sends only part of
+    # the history before it
+    replayed = [held.items[i] for i in _item_ids(request.get("input")) if i in held.items]
     if history_held is not None:
         history_held.start = len(own) if carried else 0
         notes.insert(0, _held_note(where, history_held))
@@ -331,9 +350,13 @@ def responses_exchange(obj: dict[str, Any], where: str, index: int,
     model = _str_field(where, response, "model") if isinstance(response, dict) else None
     error = obj.get("error") or (response.get("error") if isinstance(response, dict) else None)
     rid = _an_id(response.get("id")) if isinstance(response, dict) else None
-    if held is not None and rid is not None:
-        held[rid] = Held(where, index, [*carried, *inputs, *([reply] if reply else [])],
-                         history_held.unrecorded if history_held is not None else None)
+    if rid is not None:
+        held.responses[rid] = Held(where, index,
+                                   [*carried, *inputs, *([reply] if reply else [])],
+                                   history_held.unrecorded if history_held is not None
+                                   else None)
+    if isinstance(response, dict):
+        held.items.update(dict.fromkeys(_item_ids(response.get("output")), index))
     return Exchange(
         where=where, index=index, instructions=instructions, history=history, response=reply,
         thread_key=thread_key, resource_id=resource,
@@ -343,7 +366,7 @@ def responses_exchange(obj: dict[str, Any], where: str, index: int,
         tools=tools, started_at=at, finished_at=at,
         error=None if reply is not None else json.dumps(error or "no output recorded",
                                                         sort_keys=True),
-        notes=notes, held=history_held)
+        notes=notes, held=history_held, replays=max(replayed, default=None))
 
 
 def record_kind(obj: Any) -> str:
@@ -449,7 +472,7 @@ def _exchanges(rows: Iterable[tuple[str, Any]], stages: Stages | None
     """Every record's exchanges, each record let go once turned into them, and how many
     records were read."""
     out: list[Exchange] = []
-    held: ServerHistory = {}
+    held = ServerHistory()
     read = 0
     for where, obj in rows:
         out += parse_record(obj, where, len(out), held)

@@ -126,6 +126,28 @@ def _find_run(stored: list[str], conv: list[str]) -> int | None:
     return None
 
 
+def _window(tp: ThreadPlan, end: int, keys: list[str], conv: list[Message]
+            ) -> list[int] | None:
+    """The stored seqs a request's conversation repeats when it continues the thread's
+    message ``end`` (a response it sends back) with only a window of the history before:
+    its start must be the end of the thread up to ``end``, and what follows must be the
+    thread's continuation (a retry) or new — then ``end`` must be where the thread ends
+    or where what it repeats stops there. None when it does not fit (a branch, or a
+    request that does not repeat that message as stored)."""
+    k = _suffix_overlap(tp.keys[:end + 1], keys)
+    if k == 0:
+        return None
+    m = 0
+    while k + m < len(keys) and end + 1 + m < len(tp.keys) and tp.keys[end + 1 + m] == keys[k + m]:
+        m += 1
+    if k + m < len(keys) and end + 1 + m < len(tp.keys):
+        return None  # it goes another way than the thread went on: a branch
+    seqs = list(range(end + 1 - k, end + 1 + m))
+    if not all(ids_compatible(tp.messages[s], conv[i]) for i, s in enumerate(seqs)):
+        return None
+    return seqs
+
+
 def instructions_digest(ikey: str) -> str:
     """Short digest of a thread's instructions key (stored in its import metadata)."""
     return hashlib.sha1(ikey.encode("utf-8", "surrogatepass")).hexdigest()[:CHAIN_DIGITS]
@@ -263,13 +285,20 @@ def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
                 seqs += [tp.add(own(ex, conv, i), keys[i], at[i], ex.index if owned[i] else None)
                          for i in range(k, len(conv))]
         else:
-            # a request continuing a response held server-side looks in that response's
-            # thread even when its own instructions differ (they are not inherited)
-            near = run_of.get(ex.held.continues) if ex.held is not None \
-                and ex.held.continues is not None else None
+            # a request continuing a response held server-side, or sending back items
+            # an earlier response output, looks in that response's thread even when its
+            # own instructions differ (they are not inherited); one that sends only a
+            # window of the history before that response is aligned on it
+            link = ex.held.continues if ex.held is not None else ex.replays
+            near = run_of.get(link) if link is not None else None
             tp, best = None, -1
+            window: list[int] | None = None
             if near is not None and near.thread.key is None:
                 tp, best = index.find(near.thread.instructions_key, resource, keys, conv)
+                if tp is None and near.response_seq is not None and \
+                        near.thread.resource_id == resource:
+                    window = _window(near.thread, near.response_seq, keys, conv)
+                    tp = near.thread if window is not None else None
             if tp is None:
                 tp, best = index.find(ikey, resource, keys, conv)
             if tp is None:
@@ -281,7 +310,7 @@ def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
                 tp, best = found or (ThreadPlan(name, None, resource, ikey), 0)
                 index.threads.append(tp)
                 threads.append(tp)
-            seqs = list(range(min(best, len(keys))))
+            seqs = window if window is not None else list(range(min(best, len(keys))))
             seqs += [tp.add(own(ex, conv, i), keys[i], at[i], ex.index if owned[i] else None)
                      for i in range(len(seqs), len(conv))]
             index.register(tp)
