@@ -268,7 +268,11 @@ def verify_run(storage: Storage, run_id: str) -> VerifyReport:
                             + [f"{t}#{s}={d}" for t, s, d in seal.messages]
                             + [f"run={seal.run}"])
     run = storage.runs.get_run(run_id)
-    if run is not None and run.status not in ("completed", "running"):
+    # a run sealed with no output record was sealed as a failed call (an import records
+    # a failed call whole): "failed" is then its status, not a change made after
+    sealed_failed = not any(k == keys.output for k, _ in seal.entries)
+    if run is not None and run.status not in ("completed", "running") and not (
+            run.status == "failed" and sealed_failed):
         return VerifyReport(run_id=run_id, status="tampered", first_mismatch="runs-table row",
                             detail=f"the run was sealed as finished but its status is "
                                    f"{run.status!r}")
