@@ -600,6 +600,44 @@ def test_a_cassette_answer_with_no_body_is_a_failed_run_saying_so() -> None:
     assert errors[2] is not None and "HTTP 503" in errors[2]
 
 
+def test_a_cassette_body_in_brotli_is_read_when_a_codec_is_installed_else_named(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Agno's recordings (httpx with brotli installed) hold ``content-encoding: br``
+    bodies: the error said "'utf-8' codec can't decode byte 0xc4", naming neither the
+    encoding nor what to do."""
+    import sys
+    import types
+
+    import yaml
+
+    answer = {"id": "c1", "object": "chat.completion", "model": "gpt-4o", "choices": [
+        {"index": 0, "message": {"role": "assistant", "content": "Hello"}}]}
+    packed = b"BR" + json.dumps(answer).encode()  # what the fake codec below unpacks
+
+    def cassette(encoding: str) -> str:
+        req = {"model": "gpt-4o", "messages": [{"role": "user", "content": "Hi"}]}
+        return yaml.safe_dump({"interactions": [{
+            "request": {"method": "POST", "uri": "https://api.openai.com/v1/chat/completions",
+                        "body": json.dumps(req), "headers": {}},
+            "response": {"status": {"code": 200}, "headers": {"Content-Encoding": [encoding]},
+                         "body": {"string": packed}}}]})
+
+    monkeypatch.setitem(sys.modules, "brotli", None)  # not installed
+    monkeypatch.setitem(sys.modules, "brotlicffi", None)
+    with pytest.raises(ImportFormatError, match=r"interaction 1: response: body has "
+                       r"content-encoding 'br': install the 'brotli' package"):
+        import_text(InMemoryStorage(), cassette("br"))
+    with pytest.raises(ImportFormatError, match="content-encoding 'compress', which the "
+                                                "importer does not read"):
+        import_text(InMemoryStorage(), cassette("compress"))
+    fake = types.SimpleNamespace(decompress=lambda b: b.removeprefix(b"BR"))
+    monkeypatch.setitem(sys.modules, "brotli", fake)
+    st = InMemoryStorage()
+    report = import_text(st, cassette("br"))
+    assert [m.text() for m in st.memory.get_messages(report.threads_created[0])] == [
+        "Hi", "Hello"]
+
+
 def test_a_cassette_of_another_api_is_refused_naming_what_it_holds() -> None:
     import yaml
 

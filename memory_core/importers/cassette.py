@@ -8,6 +8,7 @@ the response) and the ``parsed_body`` some projects' serializers write."""
 from __future__ import annotations
 
 import gzip
+import importlib
 import zlib
 from typing import Any
 
@@ -31,6 +32,34 @@ def _header(headers: Any, name: str) -> str:
     return ""
 
 
+# content-encodings Python's standard library does not read: the module that does, and
+# the package that brings it (httpx asks for brotli whenever it is installed)
+_OPTIONAL_CODECS = {"br": (("brotli", "brotlicffi"), "brotli"),
+                    "zstd": (("zstandard",), "zstandard")}
+
+
+def _decompress_other(raw: bytes, encoding: str, where: str) -> bytes:
+    """A body compressed otherwise than gzip/deflate, when a module for it is installed;
+    else one error naming the encoding and the package to install."""
+    if encoding not in _OPTIONAL_CODECS:
+        raise fail(where, f"body has content-encoding {encoding!r}, which the importer "
+                          "does not read (gzip, deflate, br and zstd are read)")
+    modules, package = _OPTIONAL_CODECS[encoding]
+    for name in modules:
+        try:
+            codec = importlib.import_module(name)
+        except ImportError:
+            continue
+        try:
+            if encoding == "zstd":
+                return bytes(codec.ZstdDecompressor().decompressobj().decompress(raw))
+            return bytes(codec.decompress(raw))
+        except Exception as e:  # each codec raises its own error type
+            raise fail(where, f"body cannot be decoded ({encoding}): {e}") from None
+    raise fail(where, f"body has content-encoding {encoding!r}: install the {package!r} "
+                      f"package to read it (pip install {package})")
+
+
 def _body(side: dict[str, Any], where: str) -> Any:
     """A request's or response's body as JSON (a dict) or SSE text (a string)."""
     if "parsed_body" in side:
@@ -41,12 +70,14 @@ def _body(side: dict[str, Any], where: str) -> Any:
     if raw is None or raw == "":
         return None
     if isinstance(raw, bytes):
+        encoding = _header(side.get("headers"), "content-encoding")
         try:
-            if _header(side.get("headers"), "content-encoding") == "gzip" or \
-                    raw[:2] == b"\x1f\x8b":
+            if encoding == "gzip" or raw[:2] == b"\x1f\x8b":
                 raw = gzip.decompress(raw)
-            elif _header(side.get("headers"), "content-encoding") == "deflate":
+            elif encoding == "deflate":
                 raw = zlib.decompress(raw)
+            elif encoding not in ("", "identity"):
+                raw = _decompress_other(raw, encoding, where)
             raw = raw.decode("utf-8")
         except (OSError, EOFError, zlib.error, UnicodeDecodeError) as e:
             raise fail(where, f"body cannot be decoded: {e}") from None
