@@ -318,6 +318,151 @@ EXPECTED: dict[str, dict[str, Any]] = {
                     "input[0]: item of type 'reasoning' not imported"],
         "params": {"reasoning": {"summary": "auto"}},
     },
+    # Agno: two parallel calls answered together; its telemetry POST is not a model call
+    "agno-agent_with_mixed_tools.yaml": {
+        "threads": [["user: Calculate 2+2 and check weather in NYC",
+                     'assistant: → calculator({"a": 2, "b": 2}) '
+                     '→ weather_lookup({"city": "New York City"})',
+                     "tool calculator: 4",
+                     "tool weather_lookup: Weather service down for: New York City",
+                     "assistant: The result of the calculation \\(2 + 2\\) is \\(4\\). "
+                     "Unfortunately, the weather service is currently down for New York City, "
+                     "so I couldn't retrieve the weather information."]],
+        "runs": [("gpt-4o-mini-2024-07-18", (75, 50), ["calculator", "weather_lookup"]),
+                 ("gpt-4o-mini-2024-07-18", (148, 39), ["calculator", "weather_lookup"])],
+        "call_ids": ["call_nomuSPKS9Yss2H0feItuqazP", "call_7snhkxEl9hiVgKCU4j0h8n7V"],
+        "skipped": ["not a chat, completions or Responses API call "
+                    "(POST https://os-api.agno.com/telemetry/runs)"],
+    },
+    # crewAI (OpenInference's tests): the scraper agent's tool loop, where crewAI adds a
+    # user message after the tool result, then a second agent with other instructions
+    "crewai-test_tool_spans_nested_under_agent_span.yaml": {
+        "threads": [
+            ["user: \nCurrent Task: Call the scrape_website tool to fetch text from "
+             "http://quotes.toscrape.com/ and return the result.…",
+             'assistant: → scrape_website({"url": "http://quotes.toscrape.com/"})',
+             'tool scrape_website: "The world as we have created it is a process of our '
+             'thinking. It cannot be changed without changing our thinking." by Albert '
+             "Einstein",
+             "user: Analyze the tool result. If requirements are met, provide the Final "
+             "Answer. Otherwise, call the next tool. Deliver only the answer without "
+             "meta-commentary.",
+             "assistant: The world as we have created it is a process of our thinking. It "
+             "cannot be changed without changing our thinking."],
+            ["user: \nCurrent Task: Extract the first quote from the content.…",
+             'assistant: "The world as we have created it is a process of our thinking. It '
+             'cannot be changed without changing our thinking."']],
+        "runs": [("gpt-4.1-nano-2025-04-14", (140, 24), ["scrape_website"]),
+                 ("gpt-4.1-nano-2025-04-14", (235, 24), ["scrape_website"]),
+                 ("gpt-4.1-nano-2025-04-14", (109, 23), [])],
+        "instructions": "You are Website Scraper. You extract text from websites\nYour "
+                        "personal goal is: Scrape content from URL",
+        "identity": {"temperature": 0.0},
+        "params": {"tool_choice": "auto"},
+        "call_ids": ["call_pcZThQvZkeEekECbVMxHosaU"],
+    },
+    # crewAI on Azure OpenAI: the deployment in the URL, no "model" in the request (the
+    # response names it), three parallel calls
+    "crewai-azure_parallel_native_tool_calling_agent_kickoff.yaml": {
+        "threads": [[
+            "user: \nCurrent Task: This is a tool-calling compliance test. In your next "
+            "assistant turn, emit exactly 3 tool calls in the same response…",
+            'assistant: → parallel_local_search_one({"query": "latest OpenAI model release '
+            'notes"}) → parallel_local_search_two({"query": "latest Anthropic model release '
+            'notes"}) → parallel_local_search_three({"query": "latest Gemini model release '
+            'notes"})',
+            "tool parallel_local_search_one: [one] latest OpenAI model release notes",
+            "tool parallel_local_search_two: [two] latest Anthropic model release notes",
+            "tool parallel_local_search_three: [three] latest Gemini model release notes",
+            "assistant: The latest release notes have been published for the OpenAI, "
+            "Anthropic, and Gemini models, signaling concurrent updates across the leading "
+            "AI model families.…"]],
+        "runs": [("gpt-5-nano-2025-08-07", (343, 666), [
+                    "parallel_local_search_one", "parallel_local_search_two",
+                    "parallel_local_search_three"]),
+                 ("gpt-5-nano-2025-08-07", (467, 747), [
+                     "parallel_local_search_one", "parallel_local_search_two",
+                     "parallel_local_search_three"])],
+        "instructions": "You are Parallel Tool Agent. You follow tool instructions "
+                        "precisely.\nYour personal goal is: Use both tools exactly as "
+                        "instructed",
+        "call_ids": ["call_emQmocGydKuxvESfQopNngdm", "call_eNpK9WUYFCX2ZEUPhYCKvdMs",
+                     "call_Wdtl6jFxGehSUMn5I1O4Mrdx"],
+        "request_fields": [{"stream": False}, {"stream": False}],
+    },
+    # crewAI's Azure Responses API call (the /openai/v1/responses path): a hosted tool
+    # offered, a reasoning item before the answer
+    "crewai-azure_responses_call_with_tools_delegates.yaml": {
+        "threads": [["user: What is 2 + 2? Be brief.", "assistant: 2 + 2 = 4."]],
+        "runs": [("gpt-5.2-chat", (4312, 28), ["web_search_preview"])],
+        "skipped": ["output[0]: item of type 'reasoning' not imported",
+                    "tool 0 of type 'web_search_preview' kept by name only"],
+    },
+    # crewAI streaming from Azure: the first chunk is Azure's prompt-filter chunk, with
+    # "model": "" and "created": 0, which must not name or date the call
+    "crewai-azure_streaming_emits_tool_call_events.yaml": {
+        "threads": [["user: What is the temperature in San Francisco?",
+                     'assistant: → get_current_temperature({"city": "San Francisco"})']],
+        "runs": [("gpt-4o-mini-2024-07-18", (66, 17), ["get_current_temperature"])],
+        "call_ids": ["call_A6XpaIHt5uNwiDqVxyvKoXMa"],
+        "params": {"tool_choice": "auto"},
+        "request_fields": [{"stream": True}],
+        "started": datetime(2026, 1, 22, 22, 48, 34, tzinfo=UTC),  # created 1769122114
+    },
+    # Haystack's agent: "n": 1 sent, a tool result that is a Python repr (not JSON)
+    "haystack-test_agent_run_component_spansTrue.yaml": {
+        "threads": [["user: Search for Python tutorials",
+                     'assistant: → search({"query": "Python tutorials"})',
+                     "tool search: {'results': [\"Found results for 'Python tutorials' "
+                     "(user: Alice)\"]}",
+                     'assistant: I found some results for "Python tutorials." Would you like '
+                     "more specific information about them?"]],
+        "runs": [("gpt-4o-mini-2024-07-18", (48, 14), ["search"]),
+                 ("gpt-4o-mini-2024-07-18", (87, 19), ["search"])],
+        "params": {"n": 1},
+        "call_ids": ["call_BjOwGgWvcqqtxtVBYWjhPRfu"],
+    },
+    # BeeAI: the question as a list of one text part, null arguments; the request was
+    # sent again and its answer not recorded (HTTP 200, empty body)
+    "beeai-test_llm_with_tools.yaml": {
+        "threads": [["user: What's the current weather in Las Vegas?",
+                     'assistant: → OpenMeteoTool({"country": "USA", "end_date": null, '
+                     '"location_name": "Las Vegas", "start_date": null, "temperature_unit": '
+                     '"celsius"})']],
+        "runs": [("gpt-4o-2024-08-06", (252, 39), ["DuckDuckGo", "OpenMeteoTool"]),
+                 ("gpt-4o", None, None)],
+        "instructions": "Answer the user's question using the available tools.",
+        "identity": {"temperature": 0.0, "max_tokens": 100},
+        "params": {"parallel_tool_calls": False, "tool_choice": "auto"},
+        "failed_runs": {1: "the response body was not recorded (HTTP 200)"},
+        "skipped": ["no time recorded; placed just after interaction 1"],
+    },
+    # smolagents: instructions as a list of parts, an inline PNG (a data: URI) in the
+    # question, "stop" sequences and a required tool choice
+    "smolagents-test_tool_calling_agent_with_image.yaml": {
+        "threads": [["user: New task:\nDescribe what you see in this image briefly. "
+                     "[+image_url]",
+                     'assistant: → final_answer({"answer": "The image is a generic user avatar '
+                     "icon, typically used as a placeholder for a profile picture. It features "
+                     'a silhouette of a person against a circular background."})']],
+        "runs": [("gpt-4o-2024-08-06", (1102, 44), ["final_answer"])],
+        "instructions": "You are an expert assistant who can solve any task using tool "
+                        "calls. You will be given a task to solve as best you can.…",
+        "params": {"stop": ["Observation:", "Calling tools:"], "tool_choice": "required"},
+        # the base64 text's length and SHA-256 (of "data:image/png;base64,…")
+        "attachment": {"index": 1, "type": "image_url", "media_type": "image/png",
+                       "bytes": 5704, "sha256": "095162c1632d188c29306fc810f1e84a8ab32a94"
+                                                "618a961916f808a660a172cd"},
+        "skipped": ["message 1: content part 1 (image_url) kept as a placeholder"],
+    },
+    "llamaindex-test_tool_calls_in_chat_response_openai.yaml": {
+        "threads": [["user: what's the weather in San Francisco?",
+                     'assistant: → get_weather({"location": "San Francisco"})']],
+        "runs": [("gpt-4o-mini-2024-07-18", (68, 16), ["get_weather"])],
+        "identity": {"temperature": 0.1},
+        "params": {"tool_choice": "auto"},
+        "call_ids": ["call_FjpIANozIfaXzuQQnmhK0yD3"],
+    },
     "fastchat-dummy_conversation.json": {
         "threads": [
             ["user: Who are you?",
@@ -463,8 +608,9 @@ def _check_extras(s: InMemoryStorage, report: Any, want: dict[str, Any]) -> None
         prompt = s.runs.get(f"{first}:prompt")
         lanes = [i for i in prompt["items"] if i["lane"] == "instructions"]
         # (a list of parts when the request sent one: the texts of its parts)
-        assert [c if isinstance(c, str) else "".join(p["text"] for p in c)
-                for c in (i["message"]["content"] for i in lanes)] == [want["instructions"]]
+        texts = [c if isinstance(c, str) else "".join(p["text"] for p in c)
+                 for c in (i["message"]["content"] for i in lanes)]
+        assert len(texts) == 1 and same(texts[0], want["instructions"]), texts
     if "identity" in want:
         model = s.runs.get(f"{first}:step:0")["model"]
         assert {k: model[k] for k in want["identity"]} == want["identity"]
@@ -497,6 +643,11 @@ def _check_extras(s: InMemoryStorage, report: Any, want: dict[str, Any]) -> None
         run = s.runs.require_run(first)
         assert run.status == "failed" and run.error is not None
         assert same(json.loads(run.error)["message"], want["failed"])
+    for i, error in want.get("failed_runs", {}).items():
+        run = s.runs.require_run(report.runs_created[i])
+        assert run.status == "failed" and error in (run.error or ""), run.error
+    if "started" in want:
+        assert s.runs.require_run(first).started_at == want["started"]
     if "attachment" in want:
         msgs = s.memory.get_messages(report.threads_created[0])
         atts = [a for m in msgs for a in m.metadata.get("attachments", [])]
@@ -506,6 +657,46 @@ def _check_extras(s: InMemoryStorage, report: Any, want: dict[str, Any]) -> None
         assert {i: msgs[i].metadata.get("name") for i in want["names"]} == want["names"]
     if "thread_ids" in want:
         assert report.threads_created == want["thread_ids"]
+
+
+# runs that do not replay yet, each for a reason outside the importer's reading of the
+# file (strict: the day one replays, its entry goes)
+REPLAY_KNOWN: dict[tuple[str, int], str] = {
+    # the stored call took the name ("weather_agent") the next request sent with it,
+    # which the recorded response (the replayed message) does not carry
+    ("autogen-agent_run.yaml", 0): "stored tool-call answer has metadata.name",
+    # a span's answer given as a list of one text part is stored so; replay makes text
+    ("openinference-openinference_client_span_tool_calls.json", 0):
+        "answer of one text part stored as a list",
+    # a fine-tuning row holding only an assistant message: nothing was sent
+    ("cookbook-toy_chat_fine_tuning.jsonl", 3): "empty prompt",
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_every_imported_run_verifies_and_replays_identically(name: str) -> None:
+    """Each run of each recording passes ``verify`` and replays from its journal to the
+    same records and stored messages (a call answered by a tool call, up to that call);
+    a failed call (no answer recorded) verifies, and replay says there is nothing to
+    replay."""
+    from memory_core.errors import InvalidInputError
+    from memory_core.journal.seal import verify_run
+    from memory_core.replay import replay
+
+    s = InMemoryStorage()
+    report = import_file(s, REAL / name)
+    for i, rid in enumerate(report.runs_created):
+        assert verify_run(s, rid).status == "ok", (i, verify_run(s, rid))
+        if s.runs.require_run(rid).status == "failed":
+            with pytest.raises(InvalidInputError, match="has no recorded output"):
+                replay(s, rid)
+            continue
+        if (name, i) in REPLAY_KNOWN:
+            with pytest.raises(Exception):  # noqa: B017 - strict: fails once it replays
+                replay(s, rid)
+            continue
+        done = replay(s, rid)
+        assert done.integrity == "ok" and done.messages_checked == 1, (i, done)
 
 
 def test_vercel_spans_details() -> None:
