@@ -638,6 +638,25 @@ def test_a_cassette_body_in_brotli_is_read_when_a_codec_is_installed_else_named(
         "Hi", "Hello"]
 
 
+def test_a_cassette_url_with_a_fragment_is_still_a_model_call() -> None:
+    """Mistral's client records a streamed call as ``…/v1/chat/completions#stream``:
+    the fragment hid the path, and the call was skipped as "not a chat … call"."""
+    import yaml
+
+    req = {"model": "mistral-small-latest", "messages": [{"role": "user", "content": "Hi"}]}
+    ok = {"id": "c1", "object": "chat.completion", "model": "mistral-small-latest",
+          "choices": [{"index": 0, "message": {"role": "assistant", "content": "Hello"}}]}
+    text = yaml.safe_dump({"interactions": [{
+        "request": {"method": "POST", "body": json.dumps(req),
+                    "uri": "https://api.mistral.ai/v1/chat/completions#stream"},
+        "response": {"status": {"code": 200}, "body": {"string": json.dumps(ok)}}}]})
+    st = InMemoryStorage()
+    report = import_text(st, text)
+    assert [m.text() for m in st.memory.get_messages(report.threads_created[0])] == [
+        "Hi", "Hello"]
+    assert report.skipped == []
+
+
 def test_a_cassette_of_another_api_is_refused_naming_what_it_holds() -> None:
     import yaml
 

@@ -109,7 +109,8 @@ def cassette_records(text: str) -> tuple[list[tuple[str, Any]], list[SkippedReco
         if not isinstance(req, dict) or not isinstance(resp, dict):
             raise fail(where, "an interaction needs a 'request' and a 'response' object")
         uri = str(req.get("uri") or "")
-        path = uri.split("?", 1)[0].rstrip("/")
+        # (Mistral's client marks a streamed call with a fragment: "…/completions#stream")
+        path = uri.split("?", 1)[0].split("#", 1)[0].rstrip("/")
         if not path.endswith(LLM_PATHS):
             skipped.append(SkippedRecord(where=where, reason=f"not a chat, completions or "
                                          f"Responses API call ({req.get('method')} {path})"))
