@@ -461,6 +461,23 @@ def test_sse_streams_are_reassembled_and_a_bare_stream_is_explained() -> None:
         import_text(s(), sse)
 
 
+def test_a_groq_stream_gives_its_usage_from_x_groq() -> None:
+    """Groq's streams carry the usage in the last chunk's ``x_groq`` object, not at its
+    top level: the run said its usage was unknown."""
+    chunks = [{"model": "llama3-8b-8192", "x_groq": {"id": "req_1"}, "choices": [
+                  {"index": 0, "delta": {"role": "assistant", "content": "Hi"}}]},
+              {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+               "x_groq": {"id": "req_1", "usage": {"prompt_tokens": 12, "completion_tokens": 26,
+                                                   "queue_time": 0.02}}}]
+    sse = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
+    st = s()
+    report = import_text(st, json.dumps({"messages": [{"role": "user", "content": "x"}],
+                                         "response": sse}))
+    step = st.runs.get(f"{report.runs_created[0]}:step:0")
+    assert step["usage_known"] is True
+    assert step["response"]["usage"] == {"input_tokens": 12, "output_tokens": 26}
+
+
 def test_an_unknown_shape_names_what_it_saw_and_what_to_do() -> None:
     with pytest.raises(ImportFormatError) as info:
         import_text(s(), json.dumps({"prompt_text": "x", "answer": "y"}))

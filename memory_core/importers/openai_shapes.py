@@ -46,7 +46,8 @@ def stream_events(stream: list[Any] | str, where: str) -> list[dict[str, Any]]:
 def reassemble_stream(stream: list[Any] | str, where: str, notes: list[str]
                       ) -> dict[str, Any]:
     """``chat.completion.chunk`` deltas joined into one chat completion: content and
-    tool-call arguments concatenated per index, usage from the chunk that carries it."""
+    tool-call arguments concatenated per index, usage from the chunk that carries it
+    (at its top level, or in Groq's ``x_groq`` extension object)."""
     content: list[str] = []
     calls: dict[int, dict[str, Any]] = {}
     out: dict[str, Any] = {"choices": []}
@@ -55,6 +56,10 @@ def reassemble_stream(stream: list[Any] | str, where: str, notes: list[str]
         for key in ("id", "model", "created", "usage"):
             if chunk.get(key) is not None:
                 out[key] = chunk[key]
+        extension = chunk.get("x_groq")
+        if chunk.get("usage") is None and isinstance(extension, dict) \
+                and extension.get("usage") is not None:
+            out["usage"] = extension["usage"]
         for choice in chunk.get("choices") or []:
             if not isinstance(choice, dict) or choice.get("index", 0) != 0:
                 other_choices = True
