@@ -674,6 +674,33 @@ def test_a_cassette_url_with_a_fragment_is_still_a_model_call() -> None:
     assert report.skipped == []
 
 
+def test_a_cassette_of_vcrpys_older_httpx_stubs_is_read() -> None:
+    """vcrpy's older httpx stubs wrote ``status_code`` and the body as ``content``
+    text (Portkey's recordings): every answer read "the response body was not recorded
+    (HTTP 200)", and an error status passed for 200."""
+    import yaml
+
+    def call(q: str, code: int, content: str) -> dict[str, Any]:
+        req = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": q}]}
+        return {"request": {"method": "POST", "uri": "https://api.portkey.ai/v1/chat/completions",
+                            "body": json.dumps(req), "headers": {}},
+                "response": {"status_code": code, "http_version": "HTTP/1.1", "headers": {},
+                             "content": content}}
+
+    ok = {"id": "c1", "object": "chat.completion", "model": "gpt-4o-mini", "choices": [
+        {"index": 0, "message": {"role": "assistant", "content": "Sunny."}}],
+          "usage": {"prompt_tokens": 12, "completion_tokens": 2}}
+    limited = json.dumps({"error": {"message": "Rate limit reached"}})
+    st = InMemoryStorage()
+    report = import_text(st, yaml.safe_dump({"interactions": [
+        call("Weather?", 200, json.dumps(ok)), call("Again?", 429, limited)]}))
+    answered, failed = (st.runs.require_run(r) for r in report.runs_created)
+    assert answered.status == "completed" and failed.status == "failed"
+    assert [m.text() for m in st.memory.get_messages(answered.thread_id or "")] == [
+        "Weather?", "Sunny."]
+    assert "Rate limit reached" in (failed.error or "")
+
+
 def test_a_cassette_of_another_api_is_refused_naming_what_it_holds() -> None:
     import yaml
 

@@ -2,8 +2,9 @@
 pytest-recording write): each chat-completions or Responses API interaction becomes a
 request/response record; gzip bodies are unpacked, SSE bodies reassembled later.
 
-Both body spellings are read: vcrpy's ``body`` (a string, or ``body.string`` bytes on
-the response) and the ``parsed_body`` some projects' serializers write."""
+The body spellings read: vcrpy's ``body`` (a string, or ``body.string`` bytes on the
+response), the ``content`` text (and ``status_code``) of vcrpy's older httpx stubs, and
+the ``parsed_body`` some projects' serializers write."""
 
 from __future__ import annotations
 
@@ -64,7 +65,9 @@ def _body(side: dict[str, Any], where: str) -> Any:
     """A request's or response's body as JSON (a dict) or SSE text (a string)."""
     if "parsed_body" in side:
         return side["parsed_body"]
-    raw = side.get("body")
+    # vcrpy's older httpx stubs wrote a response as {status_code, http_version,
+    # headers, content}: the body as text, already decompressed
+    raw = side.get("body") if "body" in side else side.get("content")
     if isinstance(raw, dict):
         raw = raw.get("string")
     if raw is None or raw == "":
@@ -121,6 +124,8 @@ def cassette_records(text: str) -> tuple[list[tuple[str, Any]], list[SkippedReco
         check_value(body, where, strings=True)
         status = resp.get("status") or {}
         code = status.get("code", 200) if isinstance(status, dict) else 200
+        if "status" not in resp and isinstance(resp.get("status_code"), int):
+            code = resp["status_code"]  # (vcrpy's older httpx stubs)
         answer = _body(resp, f"{where}: response")
         record: dict[str, Any] = {"request": body}
         if code == 200 and answer is not None:
