@@ -701,6 +701,36 @@ def test_a_cassette_of_vcrpys_older_httpx_stubs_is_read() -> None:
     assert "Rate limit reached" in (failed.error or "")
 
 
+def test_a_cassette_call_that_sends_no_conversation_is_skipped_saying_so() -> None:
+    """Portkey's prompts API (``…/prompts/<id>/completions``) sends template variables
+    and the server renders the messages: such a call failed the whole cassette with
+    "missing 'messages'"; it is skipped, naming what it sent, and the rest imports."""
+    import yaml
+
+    answer = {"id": "c1", "object": "chat.completion", "model": "gpt-4o-mini", "choices": [
+        {"index": 0, "message": {"role": "assistant", "content": "Sunny."}}]}
+
+    def call(path: str, body: dict[str, Any]) -> dict[str, Any]:
+        return {"request": {"method": "POST", "uri": f"https://api.portkey.ai/v1{path}",
+                            "body": json.dumps(body)},
+                "response": {"status": {"code": 200}, "body": {"string": json.dumps(answer)}}}
+
+    template = call("/prompts/pp-weather/completions",
+                    {"variables": {"location": "Paris"}, "stream": False})
+    chat = call("/chat/completions", {"model": "gpt-4o-mini", "messages": [
+        {"role": "user", "content": "Weather?"}]})
+    st = InMemoryStorage()
+    report = import_text(st, yaml.safe_dump({"interactions": [template, chat]}))
+    assert len(report.runs_created) == 1
+    assert [(k.where, k.reason) for k in report.skipped] == [(
+        "interaction 1", "the request to https://api.portkey.ai/v1/prompts/pp-weather/"
+        "completions sends no messages, input or prompt (its keys: stream, variables): "
+        "the conversation is not in the recording")]
+    with pytest.raises(ImportFormatError, match="holds no chat-completions .* its 1 "
+                                                "interaction.*sends no messages"):
+        import_text(InMemoryStorage(), yaml.safe_dump({"interactions": [template]}))
+
+
 def test_a_cassette_of_another_api_is_refused_naming_what_it_holds() -> None:
     import yaml
 

@@ -17,6 +17,9 @@ from memory_core.importers.common import SkippedRecord, fail
 from memory_core.importers.jsonvalues import check_value, load_json
 
 LLM_PATHS = ("/chat/completions", "/responses", "/completions")
+# what a model request to those paths sends its conversation in (chat, Responses API,
+# legacy completions)
+CONVERSATION_KEYS = ("messages", "input", "prompt")
 
 
 def looks_like_cassette(text: str) -> bool:
@@ -122,6 +125,15 @@ def cassette_records(text: str) -> tuple[list[tuple[str, Any]], list[SkippedReco
         if not isinstance(body, dict):
             raise fail(where, "the request body is not a JSON object")
         check_value(body, where, strings=True)
+        if not any(k in body for k in CONVERSATION_KEYS):
+            # e.g. Portkey's prompts API (…/prompts/<id>/completions): the server renders
+            # a stored template from the variables sent, so the conversation is not here
+            skipped.append(SkippedRecord(where=where, reason=(
+                f"the request to {path} sends no {', '.join(CONVERSATION_KEYS[:-1])} or "
+                f"{CONVERSATION_KEYS[-1]} (its keys: "
+                f"{', '.join(sorted(map(str, body))) or 'none'}): the conversation is not "
+                "in the recording")))
+            continue
         status = resp.get("status") or {}
         code = status.get("code", 200) if isinstance(status, dict) else 200
         if "status" not in resp and isinstance(resp.get("status_code"), int):
