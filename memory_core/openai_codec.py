@@ -258,8 +258,15 @@ def from_openai_message(raw: Any, where: str, notes: list[str]) -> Message:
     text, attachments = content_parts(raw.get("content"), where, notes)
     if attachments:
         metadata["attachments"] = attachments
-    if isinstance(raw.get("refusal"), str) and raw["refusal"]:
-        metadata["refusal"] = raw["refusal"]
+    refusal = raw.get("refusal")
+    if isinstance(refusal, str) and refusal:
+        if role == "assistant" and not text and not raw.get("tool_calls"):
+            # the model refused (structured outputs): the refusal is what it answered,
+            # as a Responses API refusal part is read
+            text = refusal
+            notes.append(f"{where}: the answer is a refusal ('refusal'), stored as its text")
+        else:
+            metadata["refusal"] = refusal
     if OPENAI_ROLES[role] == "tool":
         call_id = raw.get("tool_call_id")
         if call_id is not None and not isinstance(call_id, str):

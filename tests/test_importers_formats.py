@@ -478,6 +478,40 @@ def test_a_groq_stream_gives_its_usage_from_x_groq() -> None:
     assert step["response"]["usage"] == {"input_tokens": 12, "output_tokens": 26}
 
 
+def test_a_refusal_is_the_answer_text_streamed_or_not_and_sent_back_alike() -> None:
+    """A structured-outputs refusal comes as ``content: null`` and ``refusal``: the
+    answer was stored empty (the refusal in metadata, streamed refusal deltas dropped),
+    so the run showed no answer and its replay differed; the Responses API's refusal
+    part was read as text. A later request sending it back continues the thread."""
+    no = "I can't help with that."
+    ask = {"role": "user", "content": "Synthesize it."}
+    refused = {"role": "assistant", "content": None, "refusal": no}
+    plain = {"request": {"model": "gpt-4o", "messages": [ask]},
+             "response": {"choices": [{"message": refused}]}}
+    chunks = [{"choices": [{"index": 0, "delta": {"role": "assistant", "refusal": ""}}]},
+              {"choices": [{"index": 0, "delta": {"refusal": "I can't "}}]},
+              {"choices": [{"index": 0, "delta": {"refusal": "help with that."},
+                            "finish_reason": "stop"}]}]
+    streamed = {"request": {"model": "gpt-4o", "messages": [ask]},
+                "response": "".join(f"data: {json.dumps(c)}\n\n" for c in chunks)}
+    again = {"request": {"model": "gpt-4o", "messages": [
+                 ask, refused, {"role": "user", "content": "Why?"}]},
+             "response": {"choices": [{"message": {"role": "assistant",
+                                                   "content": "Safety."}}]}}
+    for first in (plain, streamed):
+        st = s()
+        report = import_text(st, "\n".join(json.dumps(r) for r in (first, again)))
+        assert len(report.threads_created) == 1
+        msgs = st.memory.get_messages(report.threads_created[0])
+        assert [(m.role, m.text()) for m in msgs] == [
+            ("user", "Synthesize it."), ("assistant", no), ("user", "Why?"),
+            ("assistant", "Safety.")]
+        step = st.runs.get(f"{report.runs_created[0]}:step:0")
+        assert step["response"]["text"] == no
+        assert any("the answer is a refusal ('refusal'), stored as its text" in k.reason
+                   for k in report.skipped)
+
+
 def test_an_unknown_shape_names_what_it_saw_and_what_to_do() -> None:
     with pytest.raises(ImportFormatError) as info:
         import_text(s(), json.dumps({"prompt_text": "x", "answer": "y"}))

@@ -49,6 +49,7 @@ def reassemble_stream(stream: list[Any] | str, where: str, notes: list[str]
     tool-call arguments concatenated per index, usage from the chunk that carries it
     (at its top level, or in Groq's ``x_groq`` extension object)."""
     content: list[str] = []
+    refusal: list[str] = []
     calls: dict[int, dict[str, Any]] = {}
     out: dict[str, Any] = {"choices": []}
     role, finish, other_choices = "assistant", None, False
@@ -68,6 +69,8 @@ def reassemble_stream(stream: list[Any] | str, where: str, notes: list[str]
             role = delta.get("role") or role
             if isinstance(delta.get("content"), str):
                 content.append(delta["content"])
+            if isinstance(delta.get("refusal"), str):
+                refusal.append(delta["refusal"])
             elif isinstance(choice.get("text"), str):  # legacy completions stream text
                 content.append(choice["text"])
             for tc in delta.get("tool_calls") or []:
@@ -83,6 +86,8 @@ def reassemble_stream(stream: list[Any] | str, where: str, notes: list[str]
     if other_choices:
         notes.append(f"{where}: stream choices other than index 0 not imported")
     message: dict[str, Any] = {"role": role, "content": "".join(content) or None}
+    if "".join(refusal):
+        message["refusal"] = "".join(refusal)
     if calls:
         message["tool_calls"] = [calls[i] for i in sorted(calls)]
     out["choices"] = [{"index": 0, "message": message, "finish_reason": finish}]
