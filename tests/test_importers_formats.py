@@ -512,6 +512,34 @@ def test_a_refusal_is_the_answer_text_streamed_or_not_and_sent_back_alike() -> N
                    for k in report.skipped)
 
 
+def test_a_responses_stream_cut_at_max_output_tokens_imports_as_incomplete() -> None:
+    """A Responses API stream that stops at ``max_output_tokens`` ends with
+    ``response.incomplete``, not ``response.completed``: the whole file was refused
+    (Mirascope's max-tokens recordings)."""
+    final = {"id": "resp_1", "object": "response", "status": "incomplete",
+             "model": "gpt-4o", "incomplete_details": {"reason": "max_output_tokens"},
+             "output": [{"type": "message", "role": "assistant", "content": [
+                 {"type": "output_text", "text": "1. Alabama\n2. Alaska"}]}],
+             "usage": {"input_tokens": 14, "output_tokens": 8}}
+    events = [{"type": "response.created", "response": {**final, "status": "in_progress",
+                                                        "output": []}},
+              {"type": "response.output_text.delta", "delta": "1. Alabama\n2. Alaska"},
+              {"type": "response.incomplete", "response": final}]
+    stream = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
+    record = {"request": {"model": "gpt-4o", "input": "List all U.S. states.",
+                          "max_output_tokens": 8, "stream": True}, "response": stream}
+    st = s()
+    report = import_text(st, json.dumps(record))
+    step = st.runs.get(f"{report.runs_created[0]}:step:0")
+    assert step["response"]["text"] == "1. Alabama\n2. Alaska"
+    assert step["response"]["finish_reason"] == "incomplete"
+    assert step["response"]["usage"] == {"input_tokens": 14, "output_tokens": 8}
+    cut = "".join(f"data: {json.dumps(e)}\n\n" for e in events[:2])
+    with pytest.raises(ImportFormatError, match="line 1: the recorded Responses stream has no "
+                       "response.completed, response.incomplete or response.failed event"):
+        import_text(s(), json.dumps({**record, "response": cut}))
+
+
 def test_an_unknown_shape_names_what_it_saw_and_what_to_do() -> None:
     with pytest.raises(ImportFormatError) as info:
         import_text(s(), json.dumps({"prompt_text": "x", "answer": "y"}))

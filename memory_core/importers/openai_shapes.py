@@ -147,15 +147,19 @@ def response_items(items: Any, where: str, notes: list[str], *,
     return out
 
 
+STREAM_ENDS = ("response.completed", "response.incomplete", "response.failed")
+
+
 def completed_response(response: Any, where: str, notes: list[str]) -> Any:
-    """A Responses API response, or — for a recorded stream — the response its
-    ``response.completed`` (or ``response.failed``) event carries."""
+    """A Responses API response, or — for a recorded stream — the response its last
+    event carries: ``response.completed``, ``response.incomplete`` (it stopped at
+    ``max_output_tokens`` or a content filter) or ``response.failed``."""
     if not isinstance(response, list | str):
         return response
-    done = [e for e in stream_events(response, where)
-            if e.get("type") in ("response.completed", "response.failed")]
+    done = [e for e in stream_events(response, where) if e.get("type") in STREAM_ENDS]
     if not done:
-        raise fail(where, "the recorded Responses stream has no response.completed event")
+        raise fail(where, f"the recorded Responses stream has no {', '.join(STREAM_ENDS[:-1])} "
+                          f"or {STREAM_ENDS[-1]} event")
     notes.append(f"{where}: response taken from the stream's {done[-1]['type']} event")
     return done[-1].get("response")
 
