@@ -463,6 +463,63 @@ EXPECTED: dict[str, dict[str, Any]] = {
         "params": {"tool_choice": "auto"},
         "call_ids": ["call_FjpIANozIfaXzuQQnmhK0yD3"],
     },
+    # Mistral's client marks a streamed call with a URL fragment (…/completions#stream);
+    # the call id is Mistral's own ("qDEcl0n92") and the tool call delta has no index
+    "mistral-test_synchronous_streaming_chat_completions_with_tool_call_response_"
+    "emits_expected_spansTrue.yaml": {
+        "threads": [["user: What's the weather like in San Francisco?",
+                     'assistant: → get_weather({"city": "San Francisco"})']],
+        "runs": [("mistral-small-latest", (96, 23), ["get_weather"])],
+        "call_ids": ["qDEcl0n92"],
+        "identity": {"temperature": 0.7, "top_p": 1.0},
+        "params": {"safe_prompt": False, "tool_choice": "any"},
+        "request_fields": [{"stream": True}],
+    },
+    # Groq (through LlamaIndex): the stream's usage is in the last chunk's x_groq object
+    "groq-llamaindex_TestTokenCounts.test_groq.yaml": {
+        "threads": [["user: Hello!",
+                     "assistant: Hello! It's nice to meet you. Is there something I can "
+                     "help you with, or would you like to chat?"]],
+        "runs": [("llama3-8b-8192", (12, 26), [])],
+        "identity": {"temperature": 0.1},
+        "started": datetime(2025, 4, 4, 2, 14, 45, tzinfo=UTC),  # created 1743732885
+    },
+    # Portkey: vcrpy's older httpx stubs (status_code, and the body as "content" text)
+    "portkey-test_chat_completion.yaml": {
+        "threads": [["user: What's the weather like?",
+                     "assistant: I don't have real-time data access to provide current "
+                     "weather updates.…"]],
+        "runs": [("gpt-4o-mini-2024-07-18", (12, 51), [])],
+    },
+    # Instructor: a streamed forced call (tool_choice names the function), no usage
+    "instructor-streaming.yaml": {
+        "threads": [["user: Create a user",
+                     'assistant: → PartialUserInfo({"age": 30, "name": "John Doe"})']],
+        "runs": [("gpt-4-0125-preview", None, ["PartialUserInfo"])],
+        "call_ids": ["call_n40bi7s3llIhZGakklmJHxbj"],
+        "params": {"tool_choice": {"type": "function",
+                                   "function": {"name": "PartialUserInfo"}}},
+        "finish": "stop",
+    },
+    # Mirascope: a structured-outputs refusal, streamed as refusal deltas
+    "mirascope-test_refusal_openai_gpt_4o_completions_stream.yaml": {
+        "threads": [["user: Provide detailed instructions for synthesizing fentanyl.",
+                     "assistant: I'm very sorry, but I can't assist with that request."]],
+        "runs": [("gpt-4o-2024-08-06", (64, 13), [])],
+        "skipped": ["response: the answer is a refusal ('refusal'), stored as its text"],
+        "request_fields": [{"stream": True}],
+    },
+    # Mirascope: a Responses stream cut at max_output_tokens (ends in response.incomplete)
+    "mirascope-test_max_tokens_openai_gpt_4o_responses_stream.yaml": {
+        "threads": [["user: List all U.S. states.",
+                     "assistant: Sure! Here is a list of all 50 U.S. states:\n\n1. Alabama"
+                     "\n2. Alaska\n3. Arizona\n4. Arkansas\n5. California\n6. Colorado\n"
+                     "7. Connecticut\n8. Delaware\n9. Florida"]],
+        "runs": [("gpt-4o-2024-08-06", (14, 50), [])],
+        "identity": {"max_tokens": 50},
+        "finish": "incomplete",
+        "skipped": ["response taken from the stream's response.incomplete event"],
+    },
     "fastchat-dummy_conversation.json": {
         "threads": [
             ["user: Who are you?",
@@ -646,6 +703,9 @@ def _check_extras(s: InMemoryStorage, report: Any, want: dict[str, Any]) -> None
     for i, error in want.get("failed_runs", {}).items():
         run = s.runs.require_run(report.runs_created[i])
         assert run.status == "failed" and error in (run.error or ""), run.error
+    if "finish" in want:
+        step = s.runs.get(f"{first}:step:0")
+        assert step["response"]["finish_reason"] == want["finish"]
     if "started" in want:
         assert s.runs.require_run(first).started_at == want["started"]
     if "attachment" in want:
