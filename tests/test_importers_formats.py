@@ -793,6 +793,55 @@ def test_a_cassette_call_that_sends_no_conversation_is_skipped_saying_so() -> No
         import_text(InMemoryStorage(), yaml.safe_dump({"interactions": [template]}))
 
 
+def test_a_har_file_is_read_as_its_model_calls() -> None:
+    """HAR (browser exports, Polly.js recordings such as Mirascope's TypeScript tests):
+    each entry is a request/response; its content is decoded text (or base64) whatever
+    content-encoding header it kept; other entries are skipped with their URL."""
+    import base64
+
+    def entry(url: str, body: str | None, status: int, text: str,
+              encoding: str | None = None) -> dict[str, Any]:
+        content: dict[str, Any] = {"mimeType": "application/json", "text": text}
+        if encoding:
+            content["encoding"] = encoding
+        return {"startedDateTime": "2026-01-26T05:44:29.447Z", "request": {
+                    "method": "POST" if body else "GET", "url": url, "headers": [
+                        {"name": "authorization", "value": "[REDACTED]"}],
+                    **({"postData": {"mimeType": "application/json", "text": body}}
+                       if body else {})},
+                "response": {"status": status, "headers": [
+                    {"name": "content-encoding", "value": "br"}], "content": content}}
+
+    def chat(q: str) -> str:
+        return json.dumps({"model": "gpt-5-mini", "messages": [{"role": "user", "content": q}]})
+
+    answer = json.dumps({"id": "c1", "object": "chat.completion", "model": "gpt-5-mini",
+                         "created": 1769406269, "choices": [{"index": 0, "message": {
+                             "role": "assistant", "content": "4242"}}],
+                         "usage": {"prompt_tokens": 15, "completion_tokens": 11}})
+    har = {"log": {"version": "1.2", "creator": {"name": "Polly.JS"}, "entries": [
+        entry("https://example.test/health", None, 200, "ok"),
+        entry("https://api.openai.com/v1/chat/completions", chat("What is 4200 + 42?"), 200,
+              base64.b64encode(answer.encode()).decode(), "base64"),
+        entry("https://api.openai.com/v1/chat/completions", chat("Again?"), 404,
+              json.dumps({"error": {"message": "The model does not exist"}}))]}}
+    st = InMemoryStorage()
+    report = import_text(st, json.dumps(har, indent=2), name="calls.har")
+    done, failed = (st.runs.require_run(r) for r in report.runs_created)
+    assert [m.text() for m in st.memory.get_messages(done.thread_id or "")] == [
+        "What is 4200 + 42?", "4242"]
+    assert failed.status == "failed" and "does not exist" in (failed.error or "")
+    assert [(k.where, k.reason) for k in report.skipped] == [
+        ("entry 1", "not a chat, completions or Responses API call "
+                    "(GET https://example.test/health)"),
+        ("entry 3", "no time recorded; placed just after entry 2")]
+    with pytest.raises(ImportFormatError, match=r"a HAR file must hold \{\"log\": "):
+        import_text(InMemoryStorage(), '{"log": {"version": "1.2"}}')
+    with pytest.raises(ImportFormatError, match="entry 1: response 'status' must be a number"):
+        import_text(InMemoryStorage(), json.dumps({"log": {"entries": [
+            {**har["log"]["entries"][1], "response": {"status": "200"}}]}}))
+
+
 def test_a_cassette_of_another_api_is_refused_naming_what_it_holds() -> None:
     import yaml
 

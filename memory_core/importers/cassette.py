@@ -106,14 +106,22 @@ def cassette_records(text: str) -> tuple[list[tuple[str, Any]], list[SkippedReco
     interactions = doc.get("interactions") if isinstance(doc, dict) else None
     if not isinstance(interactions, list):
         raise fail("file", "a cassette must have an 'interactions' list")
+    return interaction_records(interactions)
+
+
+def interaction_records(interactions: list[Any], label: str = "interaction"
+                        ) -> tuple[list[tuple[str, Any]], list[SkippedRecord]]:
+    """vcrpy-shaped interactions (``{"request": {method, uri, body, headers},
+    "response": {status, headers, body}}``) as records; each is named ``label`` and its
+    number (a HAR file's are converted to this shape, ``har.py``)."""
     rows: list[tuple[str, Any]] = []
     skipped: list[SkippedRecord] = []
     for i, item in enumerate(interactions, start=1):
-        where = f"interaction {i}"
+        where = f"{label} {i}"
         req = item.get("request") if isinstance(item, dict) else None
         resp = item.get("response") if isinstance(item, dict) else None
         if not isinstance(req, dict) or not isinstance(resp, dict):
-            raise fail(where, "an interaction needs a 'request' and a 'response' object")
+            raise fail(where, f"an {label} needs a 'request' and a 'response' object")
         uri = str(req.get("uri") or "")
         # (Mistral's client marks a streamed call with a fragment: "…/completions#stream")
         path = uri.split("?", 1)[0].split("#", 1)[0].rstrip("/")

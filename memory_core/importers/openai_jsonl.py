@@ -30,6 +30,7 @@ from memory_core.importers.common import (
     sharing,
     split_instructions,
 )
+from memory_core.importers.har import har_document, har_records, looks_like_har
 from memory_core.importers.jsonvalues import iter_documents, load_json
 from memory_core.importers.openai_shapes import (
     completed_response,
@@ -492,17 +493,19 @@ def parse_openai(text: str, stages: Stages | None = None) -> ParsedFile:
 def _parse_openai(text: str, stages: Stages | None) -> ParsedFile:
     rows: Iterable[tuple[str, Any]]
     skipped: list[SkippedRecord]
-    if looks_like_cassette(text):
-        rows, skipped = cassette_records(text)
+    if looks_like_cassette(text) or looks_like_har(text):
+        har = looks_like_har(text)
+        rows, skipped = har_records(har_document(text)) if har else cassette_records(text)
+        what, unit = ("HAR file", "entry") if har else ("cassette", "interaction")
         if not rows:
             # what it holds instead, each kind once (a Gemini cassette: its URL)
             kinds = Counter(k.reason for k in skipped)
             said = [f"{r} ×{n}" if n > 1 else r for r, n in list(kinds.items())[:3]]
             more = f"; {len(kinds) - 3} more kind(s)" if len(kinds) > 3 else ""
-            raise fail("file", "the cassette holds no chat-completions or Responses API "
-                               f"interaction; its {len(skipped)} interaction(s): "
+            raise fail("file", f"the {what} holds no chat-completions or Responses API "
+                               f"{unit}; its {len(skipped)} {unit}(s): "
                                f"{'; '.join(said)}{more}" if skipped else
-                       "the cassette holds no interaction")
+                       f"the {what} holds no {unit}")
     else:
         skipped = []
         rows = _joined(iter_documents(text), skipped)
