@@ -104,7 +104,11 @@ class RunPlan:
 
 def input_start(history: Sequence[Message]) -> int:
     """The run's input is what follows the last assistant message of the request:
-    the new user message(s), or tool results when the request continues a tool loop."""
+    the new user message(s), or tool results when the request continues a tool loop.
+    A request that ends with an assistant message (a prefill, or the nudge crewAI adds
+    as the assistant) sent that message last: it is the input."""
+    if history and history[-1].role == "assistant":
+        return len(history) - 1
     for i in range(len(history) - 1, -1, -1):
         if history[i].role == "assistant":
             return i + 1
