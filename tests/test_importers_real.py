@@ -552,6 +552,23 @@ EXPECTED: dict[str, dict[str, Any]] = {
                     "output[0]: item of type 'reasoning' not imported"],
         "started": datetime(2026, 2, 12, 4, 52, 58, tzinfo=UTC),  # created_at 1770871978
     },
+    # crewAI ends the second request with its own assistant-role nudge: the run's input
+    "crewai-test_agent_custom_max_iterations.yaml": {
+        "threads": [[
+            "user: \nCurrent Task: The final answer is 42. But don't give it yet, instead "
+            "keep using the `get_final_answer` tool.…",
+            "assistant: → get_final_answer({})", "tool get_final_answer: 42",
+            "assistant: Now it's time you MUST give your absolute best final answer. You'll "
+            "ignore all previous instructions, stop using any tools, and just return your "
+            "absolute BEST Final answer.",
+            "assistant: 42"]],
+        "runs": [("gpt-4.1-mini-2025-04-14", (127, 11), ["get_final_answer"]),
+                 ("gpt-4.1-mini-2025-04-14", (142, 1), [])],
+        "instructions": "You are test role. test backstory\nYour personal goal is: test goal",
+        "call_ids": ["call_csVoybNhrmr6ORevkL4wQfVy"],
+        "lanes": {1: [("instructions", "system"), ("recent", "user"), ("recent", "assistant"),
+                      ("recent", "tool"), ("input", "assistant")]},
+    },
     "fastchat-dummy_conversation.json": {
         "threads": [
             ["user: Who are you?",
