@@ -540,6 +540,23 @@ def test_a_responses_stream_cut_at_max_output_tokens_imports_as_incomplete() -> 
         import_text(s(), json.dumps({**record, "response": cut}))
 
 
+def test_a_responses_answer_cut_before_any_message_says_why() -> None:
+    """gpt-5 can spend all of max_output_tokens reasoning: the response is "incomplete"
+    with only a reasoning item. The failed run said "no output recorded", as if the
+    recording had lost it."""
+    record = {"request": {"model": "gpt-5-mini", "input": "Recommend a book.",
+                          "max_output_tokens": 16},
+              "response": {"id": "resp_1", "object": "response", "status": "incomplete",
+                           "incomplete_details": {"reason": "max_output_tokens"},
+                           "output": [{"id": "rs_1", "type": "reasoning", "summary": []}]}}
+    st = s()
+    report = import_text(st, json.dumps(record))
+    run = st.runs.require_run(report.runs_created[0])
+    assert run.status == "failed"
+    assert json.loads(run.error or "") == ("the response is incomplete (max_output_tokens) "
+                                           "and holds no output message")
+
+
 def test_an_unknown_shape_names_what_it_saw_and_what_to_do() -> None:
     with pytest.raises(ImportFormatError) as info:
         import_text(s(), json.dumps({"prompt_text": "x", "answer": "y"}))

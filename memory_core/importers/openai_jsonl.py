@@ -350,6 +350,14 @@ def responses_exchange(obj: dict[str, Any], where: str, index: int,
     at = from_unix(created, where, "response.created_at") if created is not None else None
     model = _str_field(where, response, "model") if isinstance(response, dict) else None
     error = obj.get("error") or (response.get("error") if isinstance(response, dict) else None)
+    if not error and reply is None and isinstance(response, dict) \
+            and response.get("status") == "incomplete":
+        # it stopped (max_output_tokens while reasoning, a content filter) before any
+        # message: say so rather than "no output recorded"
+        details = response.get("incomplete_details")
+        reason = details.get("reason") if isinstance(details, dict) else None
+        error = f"the response is incomplete ({reason or 'no reason given'}) and holds no " \
+                "output message"
     rid = _an_id(response.get("id")) if isinstance(response, dict) else None
     if rid is not None:
         held.responses[rid] = Held(where, index,
