@@ -859,6 +859,49 @@ def test_a_har_file_is_read_as_its_model_calls() -> None:
             {**har["log"]["entries"][1], "response": {"status": "200"}}]}}))
 
 
+def test_a_cassette_with_python_tagged_header_names_is_read_as_plain_values() -> None:
+    """vcrpy with aiohttp writes header names as ``!!python/object/apply:multidict.
+    _multidict.istr`` objects (dd-trace-py's recordings): the safe loader refused the
+    file ("could not determine a constructor"). The tags are read as the plain values
+    they hold, and no Python object is ever made (``os.system`` is not called)."""
+    import base64
+    import gzip
+
+    answer = {"id": "c1", "object": "chat.completion", "model": "gpt-4o", "choices": [
+        {"index": 0, "message": {"role": "assistant", "content": "Hello"}}]}
+    packed = base64.b64encode(gzip.compress(json.dumps(answer).encode())).decode()
+    istr = "!!python/object/apply:multidict._multidict.istr"
+    text = f"""interactions:
+- request:
+    body: '{{"model": "gpt-4o", "messages": [{{"role": "user", "content": "Hi"}}]}}'
+    headers:
+      ? {istr}
+      - Content-Type
+      : - application/json
+      ? !!python/object/apply:os.system
+      - echo not run
+      : - x
+    method: POST
+    uri: https://api.openai.com/v1/chat/completions
+  response:
+    body:
+      string: !!binary |
+        {packed}
+    headers:
+      ? {istr}
+      - Content-Encoding
+      : - gzip
+    status:
+      code: 200
+      message: OK
+version: 1
+"""
+    st = InMemoryStorage()
+    report = import_text(st, text)
+    assert [m.text() for m in st.memory.get_messages(report.threads_created[0])] == [
+        "Hi", "Hello"]
+
+
 def test_a_cassette_of_another_api_is_refused_naming_what_it_holds() -> None:
     import yaml
 

@@ -95,12 +95,35 @@ def _body(side: dict[str, Any], where: str) -> Any:
     return load_json(raw, where, "body")
 
 
+def _python_tag_as_value(loader: Any, suffix: str, node: Any) -> Any:
+    """A ``!!python/…`` node read as the plain value it holds, never as an object: vcrpy
+    with aiohttp writes header names as ``!!python/object/apply:multidict._multidict.istr
+    [Content-Type]`` (one argument: that string), which a safe loader refuses."""
+    import yaml
+
+    if isinstance(node, yaml.SequenceNode):
+        items = loader.construct_sequence(node, deep=True)
+        return items[0] if len(items) == 1 and isinstance(items[0], str) else items
+    if isinstance(node, yaml.MappingNode):
+        return loader.construct_mapping(node, deep=True)
+    return loader.construct_scalar(node)
+
+
+def _loader() -> Any:
+    """PyYAML's SafeLoader, reading ``!!python/…`` tags as plain values."""
+    import yaml
+
+    loader: Any = type("CassetteLoader", (yaml.SafeLoader,), {})  # (the tags on a copy)
+    loader.add_multi_constructor("tag:yaml.org,2002:python/", _python_tag_as_value)
+    return loader
+
+
 def cassette_records(text: str) -> tuple[list[tuple[str, Any]], list[SkippedRecord]]:
     """The cassette's LLM interactions as ``{"request", "response"|"error"}`` records."""
     import yaml
 
     try:
-        doc = yaml.safe_load(text)
+        doc = yaml.load(text, Loader=_loader())  # noqa: S506 - a SafeLoader, see _loader
     except yaml.YAMLError as e:
         raise fail("file", f"invalid YAML cassette: {e}") from None
     interactions = doc.get("interactions") if isinstance(doc, dict) else None
