@@ -557,6 +557,47 @@ def test_a_responses_answer_cut_before_any_message_says_why() -> None:
                                            "and holds no output message")
 
 
+def test_custom_tool_calls_are_read_in_chat_and_responses_records() -> None:
+    """GPT-5's custom tools take free-form input: chat ``{"type": "custom", "custom":
+    {"name", "input"}}`` calls refused the file ("tool call 0 has no function name");
+    the Responses API's ``custom_tool_call`` items were not imported (the run failed
+    with no output); the offered tool was named "custom". The input is the call's
+    argument, kept as sent (``"42"`` stays text)."""
+    tool = {"type": "custom", "custom": {"name": "math_exp", "description": "Math"}}
+    call = {"id": "call_1", "type": "custom", "custom": {"name": "math_exp", "input": "42"}}
+    ask = {"role": "user", "content": "Add."}
+    chat = [{"request": {"model": "gpt-5", "messages": [ask], "tools": [tool]},
+             "response": {"choices": [{"message": {"role": "assistant", "content": None,
+                                                   "tool_calls": [call]}}]}},
+            {"request": {"model": "gpt-5", "tools": [tool], "messages": [
+                ask, {"role": "assistant", "content": None, "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": "call_1", "content": "42"}]},
+             "response": {"choices": [{"message": {"role": "assistant",
+                                                   "content": "It is 42."}}]}}]
+    flat = {"type": "custom", "name": "math_exp", "description": "Math"}
+    item = {"type": "custom_tool_call", "id": "ctc_1", "call_id": "call_1",
+            "name": "math_exp", "input": "42"}
+    responses = [{"request": {"model": "gpt-5", "input": "Add.", "tools": [flat]},
+                  "response": {"id": "resp_1", "output": [item]}},
+                 {"request": {"model": "gpt-5", "tools": [flat], "input": [
+                     {"role": "user", "content": "Add."}, item,
+                     {"type": "custom_tool_call_output", "call_id": "call_1",
+                      "output": "42"}]},
+                  "response": {"id": "resp_2", "output": [
+                      {"type": "message", "role": "assistant",
+                       "content": [{"type": "output_text", "text": "It is 42."}]}]}}]
+    for records in (chat, responses):
+        st = s()
+        report = import_text(st, "\n".join(json.dumps(r) for r in records))
+        msgs = st.memory.get_messages(report.threads_created[0])
+        assert len(report.threads_created) == 1 and len(msgs) == 4
+        assert msgs[1].tool_calls() == [ToolCallPart(id="call_1", name="math_exp", args="42")]
+        assert msgs[2].tool_results()[0].name == "math_exp"
+        step = st.runs.get(f"{report.runs_created[0]}:step:0")
+        assert [(t["name"], t["description"]) for t in step["tools"]] == [("math_exp", "Math")]
+        assert not [k for k in report.skipped if "kept by name only" in k.reason]
+
+
 def test_an_unknown_shape_names_what_it_saw_and_what_to_do() -> None:
     with pytest.raises(ImportFormatError) as info:
         import_text(s(), json.dumps({"prompt_text": "x", "answer": "y"}))

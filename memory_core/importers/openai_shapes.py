@@ -100,8 +100,10 @@ def reassemble_stream(stream: list[Any] | str, where: str, notes: list[str]
 def _function_call(item: dict[str, Any], j: int, where: str) -> ToolCallPart:
     name = item.get("name")
     if not isinstance(name, str) or not name:
-        raise fail(where, f"function_call item {j} has no name")
-    args = parse_arguments(item.get("arguments") or {})
+        raise fail(where, f"{item.get('type')} item {j} has no name")
+    # a custom tool's call carries its free-form input text, kept as sent
+    args = item.get("input", "") if item.get("type") == "custom_tool_call" \
+        else parse_arguments(item.get("arguments") or {})
     cid = item.get("call_id") or item.get("id") or derived_call_id(j, name, args)
     return ToolCallPart(id=str(cid), name=name, args=args)
 
@@ -121,7 +123,7 @@ def response_items(items: Any, where: str, notes: list[str], *,
         if not isinstance(item, dict):
             raise fail(iw, f"an item must be an object, got {item!r}")
         kind = item.get("type", "message")
-        if kind == "function_call":
+        if kind in ("function_call", "custom_tool_call"):
             call = _function_call(item, j, iw)
             if out and out[-1].role == "assistant":
                 prev = out.pop()
@@ -129,7 +131,7 @@ def response_items(items: Any, where: str, notes: list[str], *,
                                    metadata=prev.metadata))
             else:
                 out.append(Message(role="assistant", content=[call]))
-        elif kind == "function_call_output":
+        elif kind in ("function_call_output", "custom_tool_call_output"):
             output = item.get("output")
             out.append(Message(role="tool", content=[ToolResultPart(
                 call_id=str(item.get("call_id") or ""), name="",
