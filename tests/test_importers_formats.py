@@ -598,6 +598,41 @@ def test_custom_tool_calls_are_read_in_chat_and_responses_records() -> None:
         assert not [k for k in report.skipped if "kept by name only" in k.reason]
 
 
+def test_a_responses_stored_prompt_is_read_from_what_the_response_rendered() -> None:
+    """A Responses API request may send a stored prompt (``{"prompt": {"id", "version",
+    "variables"}}``) and no input: it was taken for a legacy completion ("'prompt' must
+    be a string or a list of strings"). The server renders it and echoes the messages as
+    the response's ``instructions`` items: the developer one is the run's instructions,
+    the rest its input; without that echo, the prompt holds only what was sent."""
+    def record(rendered: Any) -> dict[str, Any]:
+        return {"request": {"prompt": {"id": "pmpt_1", "version": "4",
+                                       "variables": {"question": "What is ML?"}}},
+                "response": {"id": "resp_1", "object": "response", "model": "o4-mini",
+                             "instructions": rendered, "output": [
+                                 {"type": "message", "role": "assistant", "content": [
+                                     {"type": "output_text", "text": "Learning from data."}]}],
+                             "usage": {"input_tokens": 31, "output_tokens": 5}}}
+
+    echoed = [{"type": "message", "role": "developer",
+               "content": [{"type": "input_text", "text": "Be direct."}]},
+              {"type": "message", "role": "user",
+               "content": [{"type": "input_text", "text": "Answer: What is ML?"}]}]
+    st = s()
+    report = import_text(st, json.dumps(record(echoed)))
+    rid = report.runs_created[0]
+    assert [(i["lane"], i["message"]["role"]) for i in st.runs.get(f"{rid}:prompt")["items"]
+            ] == [("instructions", "system"), ("input", "user")]
+    assert [m.text() for m in st.memory.get_messages(report.threads_created[0])] == [
+        "Answer: What is ML?", "Learning from data."]
+    assert any("prompt 'pmpt_1' (version 4) rendered server-side; its messages are taken "
+               "from the response's 'instructions'" in k.reason for k in report.skipped)
+    st = s()
+    report = import_text(st, json.dumps(record(None)))
+    assert [m.text() for m in st.memory.get_messages(report.threads_created[0])] == [
+        "Learning from data."]
+    assert any("rendered server-side and not echoed" in k.reason for k in report.skipped)
+
+
 def test_an_unknown_shape_names_what_it_saw_and_what_to_do() -> None:
     with pytest.raises(ImportFormatError) as info:
         import_text(s(), json.dumps({"prompt_text": "x", "answer": "y"}))

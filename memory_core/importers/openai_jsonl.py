@@ -387,7 +387,8 @@ def record_kind(obj: Any) -> str:
         return "sharegpt"
     if isinstance(request, dict) and "messages" in request:
         return "chat"
-    if isinstance(request, dict) and "prompt" in request and "input" not in request:
+    if isinstance(request, dict) and "prompt" in request and "input" not in request \
+            and not isinstance(request["prompt"], dict):  # (a Responses stored prompt)
         return "completion"
     response = obj.get("response")
     if (isinstance(request, dict) and "input" in request) or (

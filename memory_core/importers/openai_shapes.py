@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memory_core.importers.common import fail
+from memory_core.importers.common import fail, split_instructions
 from memory_core.importers.jsonvalues import load_json
 from memory_core.openai_codec import (
     derived_call_id,
@@ -174,12 +174,29 @@ def responses_exchange_parts(request: dict[str, Any], response: Any, where: str,
     its input items as messages, the reply and the offered tools. The instructions are
     kept apart: a later request that continues this response (``previous_response_id``)
     does not inherit them, while the input items are the history it continues."""
-    if "input" not in request:
+    template = request.get("prompt") if isinstance(request.get("prompt"), dict) else None
+    if "input" not in request and template is None:
         raise fail(where, "Responses API record has no request 'input'")
-    msgs = response_items(request["input"], where, notes, side="input")
+    msgs = response_items(request.get("input", []), where, notes, side="input")
     instructions = request.get("instructions")
     own = [Message(role="system", content=instructions)] \
         if isinstance(instructions, str) and instructions else []
+    if template is not None:
+        # a stored prompt (reusable template) is rendered server-side from the variables
+        # sent; the response echoes what it rendered as its 'instructions' items
+        rendered = response.get("instructions") if isinstance(response, dict) else None
+        ref = f"prompt {str(template.get('id'))!r} (version {template.get('version')})"
+        if isinstance(rendered, list):
+            # its leading system/developer messages are instructions (not carried over
+            # by previous_response_id), the rest is input the conversation continues
+            own, sent = split_instructions(response_items(
+                rendered, f"{where}: response instructions", notes, side="instructions"))
+            msgs = sent + msgs
+            notes.append(f"{where}: {ref} rendered server-side; its messages are taken "
+                         "from the response's 'instructions'")
+        else:
+            notes.append(f"{where}: {ref} rendered server-side and not echoed: its "
+                         "messages are not in the file")
     reply: Message | None = None
     if isinstance(response, dict) and response.get("output") is not None:
         outs = response_items(response["output"], where, notes, side="output")
