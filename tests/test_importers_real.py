@@ -569,6 +569,63 @@ EXPECTED: dict[str, dict[str, Any]] = {
         "lanes": {1: [("instructions", "system"), ("recent", "user"), ("recent", "assistant"),
                       ("recent", "tool"), ("input", "assistant")]},
     },
+    # OpenAI Agents SDK (Responses API): the researcher hands off to the summarizer, an
+    # agent with other instructions and no tools, which sends back the researcher's
+    # items (fc_…, msg_…): one thread
+    "openaiagents-test_multiple_agent_handoffs.yaml": {
+        "threads": [["user: What is a brief summary of what happened yesterday in the "
+                     "soccer world??",
+                     'assistant: → research({"query": "soccer news October 4 2023"})',
+                     "tool research: united beat liverpool 2-1 yesterday. also a lot of other "
+                     "stuff happened. like super important stuff. blah blah blah.",
+                     "assistant: To provide an accurate summary of yesterday's soccer events, "
+                     "I'll need to conduct a detailed investigation of trustworthy sources. "
+                     "Let me do that now. → transfer_to_summarizer({})",
+                     "tool transfer_to_summarizer: {'assistant': 'Summarizer'}",
+                     "assistant: I'm sorry, but I don't have that information."]],
+        "runs": [("gpt-4o-2024-08-06", (334, 23), ["research", "transfer_to_summarizer"]),
+                 ("gpt-4o-2024-08-06", (812, 44), ["research", "transfer_to_summarizer"]),
+                 ("gpt-4o-2024-08-06", (173, 11), [])],
+        "instructions": "You are a helpful assistant that can research a topic using your "
+                        "research tool. Always research the topic before summarizing.",
+        "call_ids": ["call_Z6lolsgR1GQ3A7vExkNGSrwY", "call_foCVeHcptx4J3EddQVXaQ0f8"],
+        "params": {"include": []},
+        "lanes": {2: [("instructions", "system"), ("recent", "user"), ("recent", "assistant"),
+                      ("recent", "tool"), ("recent", "assistant"), ("input", "tool")]},
+    },
+    # dd-trace-py's recordings (aiohttp): header names as !!python/object/new:multidict
+    # istr objects; a multi-turn history in one request
+    "ddtrace-openai_chat_completions_post_930afee9.yaml": {
+        "threads": [["user: Can you be my science teacher instead?", "assistant: Yes",
+                     "user: What's the powerhouse of the cell?", "assistant: Mitochondria"]],
+        "runs": [("gpt-3.5-turbo-0125", (54, 3), [])],
+        "instructions": "You're an assistant who's good at world capitals. Respond in 20 "
+                        "words or fewer",
+        "lanes": {0: [("instructions", "system"), ("recent", "user"), ("recent", "assistant"),
+                      ("input", "user")]},
+    },
+    # GPT-5 custom tool (free-form input, a Lark grammar): the call's input is its argument
+    "ddtrace-chat_completion_custom_tool_call.yaml": {
+        "threads": [["user: Use the math_exp tool to add four plus four.",
+                     'assistant: → math_exp("4 + 4")']],
+        "runs": [("gpt-5-2025-08-07", (241, 214), ["math_exp"])],
+        "call_ids": ["call_QpgJRI5C9DcjExMNU6lrJPcu"],
+    },
+    # a Responses API stored prompt: only its id and variables sent, the rendered
+    # messages echoed as the response's instructions
+    "ddtrace-response_with_prompt.yaml": {
+        "threads": [["user: You are a helpful assistant. Please answer this question: What "
+                     "is machine learning?",
+                     "assistant: Machine learning is a branch of artificial intelligence that "
+                     "gives computers the ability to learn patterns and make decisions from "
+                     "data…"]],
+        "runs": [("o4-mini-2025-04-16", (31, 642), [])],
+        "instructions": "Direct & Conversational tone",
+        "skipped": ["prompt 'pmpt_690b24669d8c81948acc0e98da10e6490190feb3a62eee0b' "
+                    "(version 4) rendered server-side; its messages are taken from the "
+                    "response's 'instructions'",
+                    "output[0]: item of type 'reasoning' not imported"],
+    },
     "fastchat-dummy_conversation.json": {
         "threads": [
             ["user: Who are you?",
