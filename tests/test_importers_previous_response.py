@@ -320,3 +320,17 @@ def test_items_sent_back_without_ids_or_after_the_thread_went_on_are_as_before()
             for t in report.threads_created] == [
         ["user:What is 2 + 2?", "assistant:4", "user:Times 10?", "assistant:40"],
         ["assistant:4", "user:Minus 1?", "assistant:3"]]
+
+
+def test_items_sent_back_link_even_when_previous_response_id_is_not_in_the_file() -> None:
+    """A request naming a previous response the file does not hold, but sending back
+    items an earlier response of the file output, continues that response's thread
+    (the unknown reference made the item link be ignored)."""
+    sent = [{**said("4"), "id": "msg_one"}]
+    later = _followup(sent, "Times 10?", "resp_2", "40")
+    later["request"]["previous_response_id"] = "resp_elsewhere"
+    st = InMemoryStorage()
+    report = import_text(st, jsonl(Q1, later))
+    assert len(report.threads_created) == 1
+    assert [render(m) for m in st.memory.get_messages(report.threads_created[0])] == [
+        "user:What is 2 + 2?", "assistant:4", "user:Times 10?", "assistant:40"]

@@ -132,12 +132,12 @@ def _find_run(stored: list[str], conv: list[str]) -> int | None:
 
 def _window(tp: ThreadPlan, end: int, keys: list[str], conv: list[Message]
             ) -> list[int] | None:
-    """The stored seqs a request's conversation repeats when it continues the thread's
-    message ``end`` (a response it sends back) with only a window of the history before:
-    its start must be the end of the thread up to ``end``, and what follows must be the
-    thread's continuation (a retry) or new — then ``end`` must be where the thread ends
-    or where what it repeats stops there. None when it does not fit (a branch, or a
-    request that does not repeat that message as stored)."""
+    """Where a request lies in ``tp`` when it sends back the thread's message ``end``
+    (an earlier response) after only a window of the history before it: the seqs of
+    the messages it repeats — that window, then whatever of the thread's continuation
+    it repeats (a retry) — when the rest it sends is new at the thread's end. None when
+    it does not fit: no window of it ends at ``end``, its ids differ, or it goes on
+    another way than the thread did (a branch)."""
     k = _suffix_overlap(tp.keys[:end + 1], keys)
     if k == 0:
         return None
@@ -293,7 +293,8 @@ def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
             # an earlier response output, looks in that response's thread even when its
             # own instructions differ (they are not inherited); one that sends only a
             # window of the history before that response is aligned on it
-            link = ex.held.continues if ex.held is not None else ex.replays
+            link = ex.held.continues if ex.held is not None \
+                and ex.held.continues is not None else ex.replays
             near = run_of.get(link) if link is not None else None
             tp, best = None, -1
             window: list[int] | None = None
