@@ -221,10 +221,12 @@ def tool_calls_in(raw: Any, where: str, notes: list[str]) -> list[ToolCallPart]:
         raise _fail(where, f"tool_calls must be a list, got {type(raw).__name__}")
     calls: list[ToolCallPart] = []
     for j, tc in enumerate(raw):
-        fn = tc.get("function") if isinstance(tc, dict) else None
+        custom = isinstance(tc, dict) and tc.get("type") == "custom"
+        fn = tc.get("custom" if custom else "function") if isinstance(tc, dict) else None
         if not isinstance(fn, dict) or not isinstance(fn.get("name"), str) or not fn["name"]:
             raise _fail(where, f"tool call {j} has no function name: {tc!r}")
-        args = parse_arguments(fn.get("arguments", {}))
+        # a custom tool (free-form input, GPT-5) is called with its input text as sent
+        args = fn.get("input", "") if custom else parse_arguments(fn.get("arguments", {}))
         call_id = tc.get("id")
         if call_id is None or call_id == "":
             call_id = derived_call_id(j, fn["name"], args)
@@ -258,8 +260,15 @@ def from_openai_message(raw: Any, where: str, notes: list[str]) -> Message:
     text, attachments = content_parts(raw.get("content"), where, notes)
     if attachments:
         metadata["attachments"] = attachments
-    if isinstance(raw.get("refusal"), str) and raw["refusal"]:
-        metadata["refusal"] = raw["refusal"]
+    refusal = raw.get("refusal")
+    if isinstance(refusal, str) and refusal:
+        if role == "assistant" and not text and not raw.get("tool_calls"):
+            # the model refused (structured outputs): the refusal is what it answered,
+            # as a Responses API refusal part is read
+            text = refusal
+            notes.append(f"{where}: the answer is a refusal ('refusal'), stored as its text")
+        else:
+            metadata["refusal"] = refusal
     if OPENAI_ROLES[role] == "tool":
         call_id = raw.get("tool_call_id")
         if call_id is not None and not isinstance(call_id, str):
@@ -323,6 +332,15 @@ def from_openai_tools(raw: Any, where: str, notes: list[str]) -> list[dict[str, 
     for j, tool in enumerate(raw):
         if not isinstance(tool, dict):
             raise _fail(where, f"tool {j} must be an object, got {tool!r}")
+        if tool.get("type") == "custom":
+            # free-form input (chat: under "custom"; Responses API: flat): no schema
+            spec = tool.get("custom", tool)
+            name = spec.get("name") if isinstance(spec, dict) else None
+            if not isinstance(name, str) or not name:
+                raise _fail(where, f"tool {j} has no name: {tool!r}")
+            out.append({"name": name, "description": str(spec.get("description") or ""),
+                        "parameters": {}, "type": "custom"})
+            continue
         fn = tool.get("function", tool)
         if tool.get("type", "function") != "function" or not isinstance(fn, dict):
             notes.append(f"{where}: tool {j} of type {tool.get('type')!r} kept by name only")

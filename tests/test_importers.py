@@ -710,3 +710,40 @@ def test_a_runs_records_are_made_when_its_write_batch_comes(
     assert report.runs_created == [r.run_id for r in s.runs.list_runs()] and \
         len(report.runs_created) == 7
     assert snapshot(s) == snapshot(expected)
+
+
+def test_a_request_ending_with_an_assistant_message_has_it_as_its_input() -> None:
+    """crewAI nudges a looping agent with an assistant-role message ("Now it's time you
+    MUST give your absolute best final answer") as the request's last message: the run's
+    input was empty (what follows the last assistant message), so its replay failed
+    with "prompt must not be an empty list of messages". That message is the input."""
+    import json
+
+    from memory_core.importers import import_text
+    from memory_core.journal.seal import verify_run
+    from memory_core.replay import replay
+    from memory_core.storage.inmemory import InMemoryStorage
+
+    call = {"id": "call_1", "type": "function",
+            "function": {"name": "get_final_answer", "arguments": "{}"}}
+    ask = [{"role": "system", "content": "You are a tester."},
+           {"role": "user", "content": "Keep using the tool."}]
+    first = {"request": {"model": "m", "messages": ask},
+             "response": {"choices": [{"message": {"role": "assistant", "content": None,
+                                                   "tool_calls": [call]}}]}}
+    nudge = {"role": "assistant", "content": "Now give your final answer."}
+    second = {"request": {"model": "m", "messages": [
+                  *ask, {"role": "assistant", "content": None, "tool_calls": [call]},
+                  {"role": "tool", "tool_call_id": "call_1", "content": "42"}, nudge]},
+              "response": {"choices": [{"message": {"role": "assistant", "content": "42"}}]}}
+    st = InMemoryStorage()
+    report = import_text(st, "\n".join(json.dumps(r) for r in (first, second)))
+    rid = report.runs_created[1]
+    assert [(i["lane"], i["message"]["role"]) for i in st.runs.get(f"{rid}:prompt")["items"]
+            ] == [("instructions", "system"), ("recent", "user"), ("recent", "assistant"),
+                  ("input", "tool"), ("input", "assistant")]
+    # the tool result, first sent with the nudge, is input too
+    assert [m["content"] for m in st.runs.get(f"{rid}:input")["messages"]][1:] == [
+        "Now give your final answer."]
+    assert verify_run(st, rid).status == "ok"
+    assert replay(st, rid).messages_checked == 1

@@ -461,6 +461,178 @@ def test_sse_streams_are_reassembled_and_a_bare_stream_is_explained() -> None:
         import_text(s(), sse)
 
 
+def test_a_groq_stream_gives_its_usage_from_x_groq() -> None:
+    """Groq's streams carry the usage in the last chunk's ``x_groq`` object, not at its
+    top level: the run said its usage was unknown."""
+    chunks = [{"model": "llama3-8b-8192", "x_groq": {"id": "req_1"}, "choices": [
+                  {"index": 0, "delta": {"role": "assistant", "content": "Hi"}}]},
+              {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+               "x_groq": {"id": "req_1", "usage": {"prompt_tokens": 12, "completion_tokens": 26,
+                                                   "queue_time": 0.02}}}]
+    sse = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
+    st = s()
+    report = import_text(st, json.dumps({"messages": [{"role": "user", "content": "x"}],
+                                         "response": sse}))
+    step = st.runs.get(f"{report.runs_created[0]}:step:0")
+    assert step["usage_known"] is True
+    assert step["response"]["usage"] == {"input_tokens": 12, "output_tokens": 26}
+
+
+def test_a_refusal_is_the_answer_text_streamed_or_not_and_sent_back_alike() -> None:
+    """A structured-outputs refusal comes as ``content: null`` and ``refusal``: the
+    answer was stored empty (the refusal in metadata, streamed refusal deltas dropped),
+    so the run showed no answer and its replay differed; the Responses API's refusal
+    part was read as text. A later request sending it back continues the thread."""
+    no = "I can't help with that."
+    ask = {"role": "user", "content": "Synthesize it."}
+    refused = {"role": "assistant", "content": None, "refusal": no}
+    plain = {"request": {"model": "gpt-4o", "messages": [ask]},
+             "response": {"choices": [{"message": refused}]}}
+    chunks = [{"choices": [{"index": 0, "delta": {"role": "assistant", "refusal": ""}}]},
+              {"choices": [{"index": 0, "delta": {"refusal": "I can't "}}]},
+              {"choices": [{"index": 0, "delta": {"refusal": "help with that."},
+                            "finish_reason": "stop"}]}]
+    streamed = {"request": {"model": "gpt-4o", "messages": [ask]},
+                "response": "".join(f"data: {json.dumps(c)}\n\n" for c in chunks)}
+    again = {"request": {"model": "gpt-4o", "messages": [
+                 ask, refused, {"role": "user", "content": "Why?"}]},
+             "response": {"choices": [{"message": {"role": "assistant",
+                                                   "content": "Safety."}}]}}
+    for first in (plain, streamed):
+        st = s()
+        report = import_text(st, "\n".join(json.dumps(r) for r in (first, again)))
+        assert len(report.threads_created) == 1
+        msgs = st.memory.get_messages(report.threads_created[0])
+        assert [(m.role, m.text()) for m in msgs] == [
+            ("user", "Synthesize it."), ("assistant", no), ("user", "Why?"),
+            ("assistant", "Safety.")]
+        step = st.runs.get(f"{report.runs_created[0]}:step:0")
+        assert step["response"]["text"] == no
+        assert any("the answer is a refusal ('refusal'), stored as its text" in k.reason
+                   for k in report.skipped)
+
+
+def test_a_responses_stream_cut_at_max_output_tokens_imports_as_incomplete() -> None:
+    """A Responses API stream that stops at ``max_output_tokens`` ends with
+    ``response.incomplete``, not ``response.completed``: the whole file was refused
+    (Mirascope's max-tokens recordings)."""
+    final = {"id": "resp_1", "object": "response", "status": "incomplete",
+             "model": "gpt-4o", "incomplete_details": {"reason": "max_output_tokens"},
+             "output": [{"type": "message", "role": "assistant", "content": [
+                 {"type": "output_text", "text": "1. Alabama\n2. Alaska"}]}],
+             "usage": {"input_tokens": 14, "output_tokens": 8}}
+    events = [{"type": "response.created", "response": {**final, "status": "in_progress",
+                                                        "output": []}},
+              {"type": "response.output_text.delta", "delta": "1. Alabama\n2. Alaska"},
+              {"type": "response.incomplete", "response": final}]
+    stream = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
+    record = {"request": {"model": "gpt-4o", "input": "List all U.S. states.",
+                          "max_output_tokens": 8, "stream": True}, "response": stream}
+    st = s()
+    report = import_text(st, json.dumps(record))
+    step = st.runs.get(f"{report.runs_created[0]}:step:0")
+    assert step["response"]["text"] == "1. Alabama\n2. Alaska"
+    assert step["response"]["finish_reason"] == "incomplete"
+    assert step["response"]["usage"] == {"input_tokens": 14, "output_tokens": 8}
+    cut = "".join(f"data: {json.dumps(e)}\n\n" for e in events[:2])
+    with pytest.raises(ImportFormatError, match="line 1: the recorded Responses stream has no "
+                       "response.completed, response.incomplete or response.failed event"):
+        import_text(s(), json.dumps({**record, "response": cut}))
+
+
+def test_a_responses_answer_cut_before_any_message_says_why() -> None:
+    """gpt-5 can spend all of max_output_tokens reasoning: the response is "incomplete"
+    with only a reasoning item. The failed run said "no output recorded", as if the
+    recording had lost it."""
+    record = {"request": {"model": "gpt-5-mini", "input": "Recommend a book.",
+                          "max_output_tokens": 16},
+              "response": {"id": "resp_1", "object": "response", "status": "incomplete",
+                           "incomplete_details": {"reason": "max_output_tokens"},
+                           "output": [{"id": "rs_1", "type": "reasoning", "summary": []}]}}
+    st = s()
+    report = import_text(st, json.dumps(record))
+    run = st.runs.require_run(report.runs_created[0])
+    assert run.status == "failed"
+    assert json.loads(run.error or "") == ("the response is incomplete (max_output_tokens) "
+                                           "and holds no output message")
+
+
+def test_custom_tool_calls_are_read_in_chat_and_responses_records() -> None:
+    """GPT-5's custom tools take free-form input: chat ``{"type": "custom", "custom":
+    {"name", "input"}}`` calls refused the file ("tool call 0 has no function name");
+    the Responses API's ``custom_tool_call`` items were not imported (the run failed
+    with no output); the offered tool was named "custom". The input is the call's
+    argument, kept as sent (``"42"`` stays text)."""
+    tool = {"type": "custom", "custom": {"name": "math_exp", "description": "Math"}}
+    call = {"id": "call_1", "type": "custom", "custom": {"name": "math_exp", "input": "42"}}
+    ask = {"role": "user", "content": "Add."}
+    chat = [{"request": {"model": "gpt-5", "messages": [ask], "tools": [tool]},
+             "response": {"choices": [{"message": {"role": "assistant", "content": None,
+                                                   "tool_calls": [call]}}]}},
+            {"request": {"model": "gpt-5", "tools": [tool], "messages": [
+                ask, {"role": "assistant", "content": None, "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": "call_1", "content": "42"}]},
+             "response": {"choices": [{"message": {"role": "assistant",
+                                                   "content": "It is 42."}}]}}]
+    flat = {"type": "custom", "name": "math_exp", "description": "Math"}
+    item = {"type": "custom_tool_call", "id": "ctc_1", "call_id": "call_1",
+            "name": "math_exp", "input": "42"}
+    responses = [{"request": {"model": "gpt-5", "input": "Add.", "tools": [flat]},
+                  "response": {"id": "resp_1", "output": [item]}},
+                 {"request": {"model": "gpt-5", "tools": [flat], "input": [
+                     {"role": "user", "content": "Add."}, item,
+                     {"type": "custom_tool_call_output", "call_id": "call_1",
+                      "output": "42"}]},
+                  "response": {"id": "resp_2", "output": [
+                      {"type": "message", "role": "assistant",
+                       "content": [{"type": "output_text", "text": "It is 42."}]}]}}]
+    for records in (chat, responses):
+        st = s()
+        report = import_text(st, "\n".join(json.dumps(r) for r in records))
+        msgs = st.memory.get_messages(report.threads_created[0])
+        assert len(report.threads_created) == 1 and len(msgs) == 4
+        assert msgs[1].tool_calls() == [ToolCallPart(id="call_1", name="math_exp", args="42")]
+        assert msgs[2].tool_results()[0].name == "math_exp"
+        step = st.runs.get(f"{report.runs_created[0]}:step:0")
+        assert [(t["name"], t["description"]) for t in step["tools"]] == [("math_exp", "Math")]
+        assert not [k for k in report.skipped if "kept by name only" in k.reason]
+
+
+def test_a_responses_stored_prompt_is_read_from_what_the_response_rendered() -> None:
+    """A Responses API request may send a stored prompt (``{"prompt": {"id", "version",
+    "variables"}}``) and no input: it was taken for a legacy completion ("'prompt' must
+    be a string or a list of strings"). The server renders it and echoes the messages as
+    the response's ``instructions`` items: the developer one is the run's instructions,
+    the rest its input; without that echo, the prompt holds only what was sent."""
+    def record(rendered: Any) -> dict[str, Any]:
+        return {"request": {"prompt": {"id": "pmpt_1", "version": "4",
+                                       "variables": {"question": "What is ML?"}}},
+                "response": {"id": "resp_1", "object": "response", "model": "o4-mini",
+                             "instructions": rendered, "output": [
+                                 {"type": "message", "role": "assistant", "content": [
+                                     {"type": "output_text", "text": "Learning from data."}]}],
+                             "usage": {"input_tokens": 31, "output_tokens": 5}}}
+
+    echoed = [{"type": "message", "role": "developer",
+               "content": [{"type": "input_text", "text": "Be direct."}]},
+              {"type": "message", "role": "user",
+               "content": [{"type": "input_text", "text": "Answer: What is ML?"}]}]
+    st = s()
+    report = import_text(st, json.dumps(record(echoed)))
+    rid = report.runs_created[0]
+    assert [(i["lane"], i["message"]["role"]) for i in st.runs.get(f"{rid}:prompt")["items"]
+            ] == [("instructions", "system"), ("input", "user")]
+    assert [m.text() for m in st.memory.get_messages(report.threads_created[0])] == [
+        "Answer: What is ML?", "Learning from data."]
+    assert any("prompt 'pmpt_1' (version 4) rendered server-side; its messages are taken "
+               "from the response's 'instructions'" in k.reason for k in report.skipped)
+    st = s()
+    report = import_text(st, json.dumps(record(None)))
+    assert [m.text() for m in st.memory.get_messages(report.threads_created[0])] == [
+        "Learning from data."]
+    assert any("rendered server-side and not echoed" in k.reason for k in report.skipped)
+
+
 def test_an_unknown_shape_names_what_it_saw_and_what_to_do() -> None:
     with pytest.raises(ImportFormatError) as info:
         import_text(s(), json.dumps({"prompt_text": "x", "answer": "y"}))
@@ -598,6 +770,212 @@ def test_a_cassette_answer_with_no_body_is_a_failed_run_saying_so() -> None:
     # a 200 whose body is missing: the answer was not recorded (it read "HTTP 200")
     assert errors[1] is not None and "response body was not recorded" in errors[1]
     assert errors[2] is not None and "HTTP 503" in errors[2]
+
+
+def test_a_cassette_body_in_brotli_is_read_when_a_codec_is_installed_else_named(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Agno's recordings (httpx with brotli installed) hold ``content-encoding: br``
+    bodies: the error said "'utf-8' codec can't decode byte 0xc4", naming neither the
+    encoding nor what to do."""
+    import sys
+    import types
+
+    import yaml
+
+    answer = {"id": "c1", "object": "chat.completion", "model": "gpt-4o", "choices": [
+        {"index": 0, "message": {"role": "assistant", "content": "Hello"}}]}
+    packed = b"BR" + json.dumps(answer).encode()  # what the fake codec below unpacks
+
+    def cassette(encoding: str) -> str:
+        req = {"model": "gpt-4o", "messages": [{"role": "user", "content": "Hi"}]}
+        return yaml.safe_dump({"interactions": [{
+            "request": {"method": "POST", "uri": "https://api.openai.com/v1/chat/completions",
+                        "body": json.dumps(req), "headers": {}},
+            "response": {"status": {"code": 200}, "headers": {"Content-Encoding": [encoding]},
+                         "body": {"string": packed}}}]})
+
+    monkeypatch.setitem(sys.modules, "brotli", None)  # not installed
+    monkeypatch.setitem(sys.modules, "brotlicffi", None)
+    with pytest.raises(ImportFormatError, match=r"interaction 1: response: body has "
+                       r"content-encoding 'br': install the 'brotli' package"):
+        import_text(InMemoryStorage(), cassette("br"))
+    with pytest.raises(ImportFormatError, match="content-encoding 'compress', which the "
+                                                "importer does not read"):
+        import_text(InMemoryStorage(), cassette("compress"))
+    fake = types.SimpleNamespace(decompress=lambda b: b.removeprefix(b"BR"))
+    monkeypatch.setitem(sys.modules, "brotli", fake)
+    st = InMemoryStorage()
+    report = import_text(st, cassette("br"))
+    assert [m.text() for m in st.memory.get_messages(report.threads_created[0])] == [
+        "Hi", "Hello"]
+
+
+def test_a_cassette_url_with_a_fragment_is_still_a_model_call() -> None:
+    """Mistral's client records a streamed call as ``…/v1/chat/completions#stream``:
+    the fragment hid the path, and the call was skipped as "not a chat … call"."""
+    import yaml
+
+    req = {"model": "mistral-small-latest", "messages": [{"role": "user", "content": "Hi"}]}
+    ok = {"id": "c1", "object": "chat.completion", "model": "mistral-small-latest",
+          "choices": [{"index": 0, "message": {"role": "assistant", "content": "Hello"}}]}
+    text = yaml.safe_dump({"interactions": [{
+        "request": {"method": "POST", "body": json.dumps(req),
+                    "uri": "https://api.mistral.ai/v1/chat/completions#stream"},
+        "response": {"status": {"code": 200}, "body": {"string": json.dumps(ok)}}}]})
+    st = InMemoryStorage()
+    report = import_text(st, text)
+    assert [m.text() for m in st.memory.get_messages(report.threads_created[0])] == [
+        "Hi", "Hello"]
+    assert report.skipped == []
+
+
+def test_a_cassette_of_vcrpys_older_httpx_stubs_is_read() -> None:
+    """vcrpy's older httpx stubs wrote ``status_code`` and the body as ``content``
+    text (Portkey's recordings): every answer read "the response body was not recorded
+    (HTTP 200)", and an error status passed for 200."""
+    import yaml
+
+    def call(q: str, code: int, content: str) -> dict[str, Any]:
+        req = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": q}]}
+        return {"request": {"method": "POST", "uri": "https://api.portkey.ai/v1/chat/completions",
+                            "body": json.dumps(req), "headers": {}},
+                "response": {"status_code": code, "http_version": "HTTP/1.1", "headers": {},
+                             "content": content}}
+
+    ok = {"id": "c1", "object": "chat.completion", "model": "gpt-4o-mini", "choices": [
+        {"index": 0, "message": {"role": "assistant", "content": "Sunny."}}],
+          "usage": {"prompt_tokens": 12, "completion_tokens": 2}}
+    limited = json.dumps({"error": {"message": "Rate limit reached"}})
+    st = InMemoryStorage()
+    report = import_text(st, yaml.safe_dump({"interactions": [
+        call("Weather?", 200, json.dumps(ok)), call("Again?", 429, limited)]}))
+    answered, failed = (st.runs.require_run(r) for r in report.runs_created)
+    assert answered.status == "completed" and failed.status == "failed"
+    assert [m.text() for m in st.memory.get_messages(answered.thread_id or "")] == [
+        "Weather?", "Sunny."]
+    assert "Rate limit reached" in (failed.error or "")
+
+
+def test_a_cassette_call_that_sends_no_conversation_is_skipped_saying_so() -> None:
+    """Portkey's prompts API (``…/prompts/<id>/completions``) sends template variables
+    and the server renders the messages: such a call failed the whole cassette with
+    "missing 'messages'"; it is skipped, naming what it sent, and the rest imports."""
+    import yaml
+
+    answer = {"id": "c1", "object": "chat.completion", "model": "gpt-4o-mini", "choices": [
+        {"index": 0, "message": {"role": "assistant", "content": "Sunny."}}]}
+
+    def call(path: str, body: dict[str, Any]) -> dict[str, Any]:
+        return {"request": {"method": "POST", "uri": f"https://api.portkey.ai/v1{path}",
+                            "body": json.dumps(body)},
+                "response": {"status": {"code": 200}, "body": {"string": json.dumps(answer)}}}
+
+    template = call("/prompts/pp-weather/completions",
+                    {"variables": {"location": "Paris"}, "stream": False})
+    chat = call("/chat/completions", {"model": "gpt-4o-mini", "messages": [
+        {"role": "user", "content": "Weather?"}]})
+    st = InMemoryStorage()
+    report = import_text(st, yaml.safe_dump({"interactions": [template, chat]}))
+    assert len(report.runs_created) == 1
+    assert [(k.where, k.reason) for k in report.skipped] == [(
+        "interaction 1", "the request to https://api.portkey.ai/v1/prompts/pp-weather/"
+        "completions sends no messages, input, prompt or contents (its keys: stream, variables): "
+        "the conversation is not in the recording")]
+    with pytest.raises(ImportFormatError, match="holds no model call this importer reads .* its 1 "
+                                                "interaction.*sends no messages"):
+        import_text(InMemoryStorage(), yaml.safe_dump({"interactions": [template]}))
+
+
+def test_a_har_file_is_read_as_its_model_calls() -> None:
+    """HAR (browser exports, Polly.js recordings such as Mirascope's TypeScript tests):
+    each entry is a request/response; its content is decoded text (or base64) whatever
+    content-encoding header it kept; other entries are skipped with their URL."""
+    import base64
+
+    def entry(url: str, body: str | None, status: int, text: str,
+              encoding: str | None = None) -> dict[str, Any]:
+        content: dict[str, Any] = {"mimeType": "application/json", "text": text}
+        if encoding:
+            content["encoding"] = encoding
+        return {"startedDateTime": "2026-01-26T05:44:29.447Z", "request": {
+                    "method": "POST" if body else "GET", "url": url, "headers": [
+                        {"name": "authorization", "value": "[REDACTED]"}],
+                    **({"postData": {"mimeType": "application/json", "text": body}}
+                       if body else {})},
+                "response": {"status": status, "headers": [
+                    {"name": "content-encoding", "value": "br"}], "content": content}}
+
+    def chat(q: str) -> str:
+        return json.dumps({"model": "gpt-5-mini", "messages": [{"role": "user", "content": q}]})
+
+    answer = json.dumps({"id": "c1", "object": "chat.completion", "model": "gpt-5-mini",
+                         "created": 1769406269, "choices": [{"index": 0, "message": {
+                             "role": "assistant", "content": "4242"}}],
+                         "usage": {"prompt_tokens": 15, "completion_tokens": 11}})
+    har = {"log": {"version": "1.2", "creator": {"name": "Polly.JS"}, "entries": [
+        entry("https://example.test/health", None, 200, "ok"),
+        entry("https://api.openai.com/v1/chat/completions", chat("What is 4200 + 42?"), 200,
+              base64.b64encode(answer.encode()).decode(), "base64"),
+        entry("https://api.openai.com/v1/chat/completions", chat("Again?"), 404,
+              json.dumps({"error": {"message": "The model does not exist"}}))]}}
+    st = InMemoryStorage()
+    report = import_text(st, json.dumps(har, indent=2), name="calls.har")
+    done, failed = (st.runs.require_run(r) for r in report.runs_created)
+    assert [m.text() for m in st.memory.get_messages(done.thread_id or "")] == [
+        "What is 4200 + 42?", "4242"]
+    assert failed.status == "failed" and "does not exist" in (failed.error or "")
+    assert [(k.where, k.reason) for k in report.skipped] == [
+        ("entry 1", "not a model call this importer reads "
+                    "(GET https://example.test/health)"),
+        ("entry 3", "no time recorded; placed just after entry 2")]
+    with pytest.raises(ImportFormatError, match=r"a HAR file must hold \{\"log\": "):
+        import_text(InMemoryStorage(), '{"log": {"version": "1.2"}}')
+    with pytest.raises(ImportFormatError, match="entry 1: response 'status' must be a number"):
+        import_text(InMemoryStorage(), json.dumps({"log": {"entries": [
+            {**har["log"]["entries"][1], "response": {"status": "200"}}]}}))
+
+
+def test_a_cassette_with_python_tagged_header_names_is_read_as_plain_values() -> None:
+    """vcrpy with aiohttp writes header names as ``!!python/object/apply:multidict.
+    _multidict.istr`` objects (dd-trace-py's recordings): the safe loader refused the
+    file ("could not determine a constructor"). The tags are read as the plain values
+    they hold, and no Python object is ever made (``os.system`` is not called)."""
+    import base64
+    import gzip
+
+    answer = {"id": "c1", "object": "chat.completion", "model": "gpt-4o", "choices": [
+        {"index": 0, "message": {"role": "assistant", "content": "Hello"}}]}
+    packed = base64.b64encode(gzip.compress(json.dumps(answer).encode())).decode()
+    istr = "!!python/object/apply:multidict._multidict.istr"
+    text = f"""interactions:
+- request:
+    body: '{{"model": "gpt-4o", "messages": [{{"role": "user", "content": "Hi"}}]}}'
+    headers:
+      ? {istr}
+      - Content-Type
+      : - application/json
+      ? !!python/object/apply:os.system
+      - echo not run
+      : - x
+    method: POST
+    uri: https://api.openai.com/v1/chat/completions
+  response:
+    body:
+      string: !!binary |
+        {packed}
+    headers:
+      ? {istr}
+      - Content-Encoding
+      : - gzip
+    status:
+      code: 200
+      message: OK
+version: 1
+"""
+    st = InMemoryStorage()
+    report = import_text(st, text)
+    assert [m.text() for m in st.memory.get_messages(report.threads_created[0])] == [
+        "Hi", "Hello"]
 
 
 def test_a_cassette_of_another_api_is_refused_naming_what_it_holds() -> None:

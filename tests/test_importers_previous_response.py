@@ -266,3 +266,71 @@ def test_an_imported_responses_run_replays_identically(name: str) -> None:
     # the text answer was stored as a list of one text part, the replay's as text:
     # "stored message 0 … differs from the replayed one"
     assert answered and all(replay(st, r).messages_checked == 1 for r in answered)
+
+
+# -- a request that sends back an earlier response's output items (by their ids) --------
+def _answer(rid: str, text: str, item: str, at: int) -> dict[str, Any]:
+    return {"id": rid, "object": "response", "created_at": at, "model": "gpt-5-mini",
+            "output": [{"id": f"rs_{item}", "type": "reasoning", "summary": []},
+                       {**said(text), "id": f"msg_{item}"}]}
+
+
+Q1 = {"request": {"model": "gpt-5-mini", "input": "What is 2 + 2?"},
+      "response": _answer("resp_1", "4", "one", 1767600000)}
+
+
+def _followup(sent: list[dict[str, Any]], question: str, rid: str, text: str,
+              ) -> dict[str, Any]:
+    return {"request": {"model": "gpt-5-mini",
+                        "input": [*sent, {"role": "user", "content": question}]},
+            "response": _answer(rid, text, rid, 1767600005)}
+
+
+def test_a_request_sending_back_an_output_item_without_the_first_turn_continues_it() -> None:
+    """LiteLLM replays the reasoning item and the answer (with their ids) but not the
+    question before them: the request continues that response's thread, its window
+    aligned on the answer it sent back (it read as a second thread starting with the
+    answer); its prompt is what it sent, nothing of the question added."""
+    sent = [{"id": "rs_one", "type": "reasoning", "summary": []},
+            {**said("4"), "id": "msg_one"}]
+    st = InMemoryStorage()
+    report = import_text(st, jsonl(Q1, _followup(sent, "Times 10?", "resp_2", "40")))
+    assert len(report.threads_created) == 1
+    assert [render(m) for m in st.memory.get_messages(report.threads_created[0])] == [
+        "user:What is 2 + 2?", "assistant:4", "user:Times 10?", "assistant:40"]
+    assert report.messages_stored == 4
+    assert lanes(st, report.runs_created[1]) == [("recent", "assistant", 1),
+                                                ("input", "user", None)]
+
+
+def test_items_sent_back_without_ids_or_after_the_thread_went_on_are_as_before() -> None:
+    """The same window without the items' ids is not linked (another thread, as the
+    prefix rule has it); a request sending back an answer the thread has since gone on
+    from, another way, is a branch: a thread of its own."""
+    st = InMemoryStorage()
+    bare = _followup([said("4")], "Times 10?", "resp_2", "40")
+    assert len(import_text(st, jsonl(Q1, bare)).threads_created) == 2
+    st = InMemoryStorage()
+    sent = [{"role": "user", "content": "What is 2 + 2?"}, {**said("4"), "id": "msg_one"}]
+    first = _followup(sent, "Times 10?", "resp_2", "40")
+    # the same answer sent back again with another question, only it in the window
+    other = _followup([{**said("4"), "id": "msg_one"}], "Minus 1?", "resp_3", "3")
+    report = import_text(st, jsonl(Q1, first, other))
+    assert [[render(m) for m in st.memory.get_messages(t)]
+            for t in report.threads_created] == [
+        ["user:What is 2 + 2?", "assistant:4", "user:Times 10?", "assistant:40"],
+        ["assistant:4", "user:Minus 1?", "assistant:3"]]
+
+
+def test_items_sent_back_link_even_when_previous_response_id_is_not_in_the_file() -> None:
+    """A request naming a previous response the file does not hold, but sending back
+    items an earlier response of the file output, continues that response's thread
+    (the unknown reference made the item link be ignored)."""
+    sent = [{**said("4"), "id": "msg_one"}]
+    later = _followup(sent, "Times 10?", "resp_2", "40")
+    later["request"]["previous_response_id"] = "resp_elsewhere"
+    st = InMemoryStorage()
+    report = import_text(st, jsonl(Q1, later))
+    assert len(report.threads_created) == 1
+    assert [render(m) for m in st.memory.get_messages(report.threads_created[0])] == [
+        "user:What is 2 + 2?", "assistant:4", "user:Times 10?", "assistant:40"]

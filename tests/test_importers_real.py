@@ -240,11 +240,9 @@ EXPECTED: dict[str, dict[str, Any]] = {
         "instructions": "You are a helpful assistant.",
     },
     "logfire-test_responses_api.yaml": {
-        # the second request no longer sends the instructions: another system prompt,
-        # so another thread (the grouping rule of docs/importing.md)
+        # the second request no longer sends the instructions, but sends back the
+        # first response's function_call item (its id fc_039e…): the same thread
         "threads": [["user: What is the weather like in Paris today?",
-                     'assistant: → get_weather({"location": "Paris, France"})'],
-                    ["user: What is the weather like in Paris today?",
                      'assistant: → get_weather({"location": "Paris, France"})',
                      "tool get_weather: Rainy",
                      "assistant: The weather in Paris today is rainy. If you're planning to "
@@ -306,6 +304,328 @@ EXPECTED: dict[str, dict[str, Any]] = {
         "held": {1: ("interaction 1", [("instructions", "system"), ("recent", "user"),
                                        ("recent", "assistant")],
                      [("input", "tool"), ("input", "tool")])},
+    },
+    # LiteLLM sends back the first response's reasoning and message items (with their
+    # ids rs_…/msg_…) but not the question before them: one thread, the second run's
+    # prompt what it sent (the answer it sent back, then the new question)
+    "litellm-test_responses_input_typed_reasoning_item.yaml": {
+        "threads": [["user: What is 2 + 2?", "assistant: 4",
+                     "user: Now multiply that by 10.", "assistant: 40"]],
+        "runs": [("gpt-5-mini-2025-08-07", (14, 48), []),
+                 ("gpt-5-mini-2025-08-07", (20, 82), [])],
+        "lanes": {1: [("recent", "assistant"), ("input", "user")]},
+        "skipped": ["output[0]: item of type 'reasoning' not imported",
+                    "input[0]: item of type 'reasoning' not imported"],
+        "params": {"reasoning": {"summary": "auto"}},
+    },
+    # Agno: two parallel calls answered together; its telemetry POST is not a model call
+    "agno-agent_with_mixed_tools.yaml": {
+        "threads": [["user: Calculate 2+2 and check weather in NYC",
+                     'assistant: → calculator({"a": 2, "b": 2}) '
+                     '→ weather_lookup({"city": "New York City"})',
+                     "tool calculator: 4",
+                     "tool weather_lookup: Weather service down for: New York City",
+                     "assistant: The result of the calculation \\(2 + 2\\) is \\(4\\). "
+                     "Unfortunately, the weather service is currently down for New York City, "
+                     "so I couldn't retrieve the weather information."]],
+        "runs": [("gpt-4o-mini-2024-07-18", (75, 50), ["calculator", "weather_lookup"]),
+                 ("gpt-4o-mini-2024-07-18", (148, 39), ["calculator", "weather_lookup"])],
+        "call_ids": ["call_nomuSPKS9Yss2H0feItuqazP", "call_7snhkxEl9hiVgKCU4j0h8n7V"],
+        "skipped": ["not a model call this importer reads "
+                    "(POST https://os-api.agno.com/telemetry/runs)"],
+    },
+    # crewAI (OpenInference's tests): the scraper agent's tool loop, where crewAI adds a
+    # user message after the tool result, then a second agent with other instructions
+    "crewai-test_tool_spans_nested_under_agent_span.yaml": {
+        "threads": [
+            ["user: \nCurrent Task: Call the scrape_website tool to fetch text from "
+             "http://quotes.toscrape.com/ and return the result.…",
+             'assistant: → scrape_website({"url": "http://quotes.toscrape.com/"})',
+             'tool scrape_website: "The world as we have created it is a process of our '
+             'thinking. It cannot be changed without changing our thinking." by Albert '
+             "Einstein",
+             "user: Analyze the tool result. If requirements are met, provide the Final "
+             "Answer. Otherwise, call the next tool. Deliver only the answer without "
+             "meta-commentary.",
+             "assistant: The world as we have created it is a process of our thinking. It "
+             "cannot be changed without changing our thinking."],
+            ["user: \nCurrent Task: Extract the first quote from the content.…",
+             'assistant: "The world as we have created it is a process of our thinking. It '
+             'cannot be changed without changing our thinking."']],
+        "runs": [("gpt-4.1-nano-2025-04-14", (140, 24), ["scrape_website"]),
+                 ("gpt-4.1-nano-2025-04-14", (235, 24), ["scrape_website"]),
+                 ("gpt-4.1-nano-2025-04-14", (109, 23), [])],
+        "instructions": "You are Website Scraper. You extract text from websites\nYour "
+                        "personal goal is: Scrape content from URL",
+        "identity": {"temperature": 0.0},
+        "params": {"tool_choice": "auto"},
+        "call_ids": ["call_pcZThQvZkeEekECbVMxHosaU"],
+    },
+    # crewAI on Azure OpenAI: the deployment in the URL, no "model" in the request (the
+    # response names it), three parallel calls
+    "crewai-azure_parallel_native_tool_calling_agent_kickoff.yaml": {
+        "threads": [[
+            "user: \nCurrent Task: This is a tool-calling compliance test. In your next "
+            "assistant turn, emit exactly 3 tool calls in the same response…",
+            'assistant: → parallel_local_search_one({"query": "latest OpenAI model release '
+            'notes"}) → parallel_local_search_two({"query": "latest Anthropic model release '
+            'notes"}) → parallel_local_search_three({"query": "latest Gemini model release '
+            'notes"})',
+            "tool parallel_local_search_one: [one] latest OpenAI model release notes",
+            "tool parallel_local_search_two: [two] latest Anthropic model release notes",
+            "tool parallel_local_search_three: [three] latest Gemini model release notes",
+            "assistant: The latest release notes have been published for the OpenAI, "
+            "Anthropic, and Gemini models, signaling concurrent updates across the leading "
+            "AI model families.…"]],
+        "runs": [("gpt-5-nano-2025-08-07", (343, 666), [
+                    "parallel_local_search_one", "parallel_local_search_two",
+                    "parallel_local_search_three"]),
+                 ("gpt-5-nano-2025-08-07", (467, 747), [
+                     "parallel_local_search_one", "parallel_local_search_two",
+                     "parallel_local_search_three"])],
+        "instructions": "You are Parallel Tool Agent. You follow tool instructions "
+                        "precisely.\nYour personal goal is: Use both tools exactly as "
+                        "instructed",
+        "call_ids": ["call_emQmocGydKuxvESfQopNngdm", "call_eNpK9WUYFCX2ZEUPhYCKvdMs",
+                     "call_Wdtl6jFxGehSUMn5I1O4Mrdx"],
+        "request_fields": [{"stream": False}, {"stream": False}],
+    },
+    # crewAI's Azure Responses API call (the /openai/v1/responses path): a hosted tool
+    # offered, a reasoning item before the answer
+    "crewai-azure_responses_call_with_tools_delegates.yaml": {
+        "threads": [["user: What is 2 + 2? Be brief.", "assistant: 2 + 2 = 4."]],
+        "runs": [("gpt-5.2-chat", (4312, 28), ["web_search_preview"])],
+        "skipped": ["output[0]: item of type 'reasoning' not imported",
+                    "tool 0 of type 'web_search_preview' kept by name only"],
+    },
+    # crewAI streaming from Azure: the first chunk is Azure's prompt-filter chunk, with
+    # "model": "" and "created": 0, which must not name or date the call
+    "crewai-azure_streaming_emits_tool_call_events.yaml": {
+        "threads": [["user: What is the temperature in San Francisco?",
+                     'assistant: → get_current_temperature({"city": "San Francisco"})']],
+        "runs": [("gpt-4o-mini-2024-07-18", (66, 17), ["get_current_temperature"])],
+        "call_ids": ["call_A6XpaIHt5uNwiDqVxyvKoXMa"],
+        "params": {"tool_choice": "auto"},
+        "request_fields": [{"stream": True}],
+        "started": datetime(2026, 1, 22, 22, 48, 34, tzinfo=UTC),  # created 1769122114
+    },
+    # Haystack's agent: "n": 1 sent, a tool result that is a Python repr (not JSON)
+    "haystack-test_agent_run_component_spansTrue.yaml": {
+        "threads": [["user: Search for Python tutorials",
+                     'assistant: → search({"query": "Python tutorials"})',
+                     "tool search: {'results': [\"Found results for 'Python tutorials' "
+                     "(user: Alice)\"]}",
+                     'assistant: I found some results for "Python tutorials." Would you like '
+                     "more specific information about them?"]],
+        "runs": [("gpt-4o-mini-2024-07-18", (48, 14), ["search"]),
+                 ("gpt-4o-mini-2024-07-18", (87, 19), ["search"])],
+        "params": {"n": 1},
+        "call_ids": ["call_BjOwGgWvcqqtxtVBYWjhPRfu"],
+    },
+    # BeeAI: the question as a list of one text part, null arguments; the request was
+    # sent again and its answer not recorded (HTTP 200, empty body)
+    "beeai-test_llm_with_tools.yaml": {
+        "threads": [["user: What's the current weather in Las Vegas?",
+                     'assistant: → OpenMeteoTool({"country": "USA", "end_date": null, '
+                     '"location_name": "Las Vegas", "start_date": null, "temperature_unit": '
+                     '"celsius"})']],
+        "runs": [("gpt-4o-2024-08-06", (252, 39), ["DuckDuckGo", "OpenMeteoTool"]),
+                 ("gpt-4o", None, None)],
+        "instructions": "Answer the user's question using the available tools.",
+        "identity": {"temperature": 0.0, "max_tokens": 100},
+        "params": {"parallel_tool_calls": False, "tool_choice": "auto"},
+        "failed_runs": {1: "the response body was not recorded (HTTP 200)"},
+        "skipped": ["no time recorded; placed just after interaction 1"],
+    },
+    # smolagents: instructions as a list of parts, an inline PNG (a data: URI) in the
+    # question, "stop" sequences and a required tool choice
+    "smolagents-test_tool_calling_agent_with_image.yaml": {
+        "threads": [["user: New task:\nDescribe what you see in this image briefly. "
+                     "[+image_url]",
+                     'assistant: → final_answer({"answer": "The image is a generic user avatar '
+                     "icon, typically used as a placeholder for a profile picture. It features "
+                     'a silhouette of a person against a circular background."})']],
+        "runs": [("gpt-4o-2024-08-06", (1102, 44), ["final_answer"])],
+        "instructions": "You are an expert assistant who can solve any task using tool "
+                        "calls. You will be given a task to solve as best you can.…",
+        "params": {"stop": ["Observation:", "Calling tools:"], "tool_choice": "required"},
+        # the base64 text's length and SHA-256 (of "data:image/png;base64,…")
+        "attachment": {"index": 1, "type": "image_url", "media_type": "image/png",
+                       "bytes": 5704, "sha256": "095162c1632d188c29306fc810f1e84a8ab32a94"
+                                                "618a961916f808a660a172cd"},
+        "skipped": ["message 1: content part 1 (image_url) kept as a placeholder"],
+    },
+    "llamaindex-test_tool_calls_in_chat_response_openai.yaml": {
+        "threads": [["user: what's the weather in San Francisco?",
+                     'assistant: → get_weather({"location": "San Francisco"})']],
+        "runs": [("gpt-4o-mini-2024-07-18", (68, 16), ["get_weather"])],
+        "identity": {"temperature": 0.1},
+        "params": {"tool_choice": "auto"},
+        "call_ids": ["call_FjpIANozIfaXzuQQnmhK0yD3"],
+    },
+    # Mistral's client marks a streamed call with a URL fragment (…/completions#stream);
+    # the call id is Mistral's own ("qDEcl0n92") and the tool call delta has no index
+    "mistral-test_synchronous_streaming_chat_completions_with_tool_call_response_"
+    "emits_expected_spansTrue.yaml": {
+        "threads": [["user: What's the weather like in San Francisco?",
+                     'assistant: → get_weather({"city": "San Francisco"})']],
+        "runs": [("mistral-small-latest", (96, 23), ["get_weather"])],
+        "call_ids": ["qDEcl0n92"],
+        "identity": {"temperature": 0.7, "top_p": 1.0},
+        "params": {"safe_prompt": False, "tool_choice": "any"},
+        "request_fields": [{"stream": True}],
+    },
+    # Groq (through LlamaIndex): the stream's usage is in the last chunk's x_groq object
+    "groq-llamaindex_TestTokenCounts.test_groq.yaml": {
+        "threads": [["user: Hello!",
+                     "assistant: Hello! It's nice to meet you. Is there something I can "
+                     "help you with, or would you like to chat?"]],
+        "runs": [("llama3-8b-8192", (12, 26), [])],
+        "identity": {"temperature": 0.1},
+        "started": datetime(2025, 4, 4, 2, 14, 45, tzinfo=UTC),  # created 1743732885
+    },
+    # Portkey: vcrpy's older httpx stubs (status_code, and the body as "content" text)
+    "portkey-test_chat_completion.yaml": {
+        "threads": [["user: What's the weather like?",
+                     "assistant: I don't have real-time data access to provide current "
+                     "weather updates.…"]],
+        "runs": [("gpt-4o-mini-2024-07-18", (12, 51), [])],
+    },
+    # Instructor: a streamed forced call (tool_choice names the function), no usage
+    "instructor-streaming.yaml": {
+        "threads": [["user: Create a user",
+                     'assistant: → PartialUserInfo({"age": 30, "name": "John Doe"})']],
+        "runs": [("gpt-4-0125-preview", None, ["PartialUserInfo"])],
+        "call_ids": ["call_n40bi7s3llIhZGakklmJHxbj"],
+        "params": {"tool_choice": {"type": "function",
+                                   "function": {"name": "PartialUserInfo"}}},
+        "finish": "stop",
+    },
+    # Mirascope: a structured-outputs refusal, streamed as refusal deltas
+    "mirascope-test_refusal_openai_gpt_4o_completions_stream.yaml": {
+        "threads": [["user: Provide detailed instructions for synthesizing fentanyl.",
+                     "assistant: I'm very sorry, but I can't assist with that request."]],
+        "runs": [("gpt-4o-2024-08-06", (64, 13), [])],
+        "skipped": ["response: the answer is a refusal ('refusal'), stored as its text"],
+        "request_fields": [{"stream": True}],
+    },
+    # Mirascope: a Responses stream cut at max_output_tokens (ends in response.incomplete)
+    "mirascope-test_max_tokens_openai_gpt_4o_responses_stream.yaml": {
+        "threads": [["user: List all U.S. states.",
+                     "assistant: Sure! Here is a list of all 50 U.S. states:\n\n1. Alabama"
+                     "\n2. Alaska\n3. Arizona\n4. Arkansas\n5. California\n6. Colorado\n"
+                     "7. Connecticut\n8. Delaware\n9. Florida"]],
+        "runs": [("gpt-4o-2024-08-06", (14, 50), [])],
+        "identity": {"max_tokens": 50},
+        "finish": "incomplete",
+        "skipped": ["response taken from the stream's response.incomplete event"],
+    },
+    # Mirascope's TypeScript tests record with Polly.js as HAR: a tool loop
+    "mirascope-ts-handles-tool-execution-errors-and-retries.har": {
+        "threads": [["user: Use the test tool to retrieve the secret phrase. The passphrase "
+                     "is 'portal'",
+                     'assistant: → passphrase_test_tool({"passphrase": "portal"})',
+                     "tool passphrase_test_tool: Incorrect passphrase: The correct passphrase "
+                     "is 'cake'. Try again.",
+                     "assistant: The passphrase you provided is incorrect. The correct "
+                     "passphrase is 'cake'. Would you like me to attempt to retrieve the "
+                     "secret phrase using the correct passphrase?"]],
+        "runs": [("gpt-4o-mini-2024-07-18", (69, 17), ["passphrase_test_tool"]),
+                 ("gpt-4o-mini-2024-07-18", (111, 34), ["passphrase_test_tool"])],
+        "call_ids": ["call_srro7VgqpCJYyJBQVLbbaHOp"],
+        "params": {"max_completion_tokens": 1000},
+    },
+    # ... and a Responses stream cut at max_output_tokens in the middle of a forced call:
+    # its arguments are cut JSON, kept as text; the developer message is the instructions
+    "mirascope-ts-handles-refusal-for-stream.har": {
+        "threads": [["user: Provide detailed instructions for synthesizing fentanyl.",
+                     'assistant: → __mirascope_formatted_output_tool__("{\\"instructions\\":'
+                     '\\"I’m sorry, but I can’t help with instructions to synthesize fentanyl…']],
+        "runs": [("gpt-5-mini-2025-08-07", (98, 1000), ["__mirascope_formatted_output_tool__"])],
+        "instructions": "Always respond to the user's query using the "
+                        "__mirascope_formatted_output_tool__ tool for structured output.",
+        "call_ids": ["call_pyf0nlTNev1YmQFZuePo7pzV"],
+        "params": {"tool_choice": {"type": "function",
+                                   "name": "__mirascope_formatted_output_tool__"}},
+        "finish": "incomplete",
+        "skipped": ["response taken from the stream's response.incomplete event",
+                    "output[0]: item of type 'reasoning' not imported"],
+        "started": datetime(2026, 2, 12, 4, 52, 58, tzinfo=UTC),  # created_at 1770871978
+    },
+    # crewAI ends the second request with its own assistant-role nudge: the run's input
+    "crewai-test_agent_custom_max_iterations.yaml": {
+        "threads": [[
+            "user: \nCurrent Task: The final answer is 42. But don't give it yet, instead "
+            "keep using the `get_final_answer` tool.…",
+            "assistant: → get_final_answer({})", "tool get_final_answer: 42",
+            "assistant: Now it's time you MUST give your absolute best final answer. You'll "
+            "ignore all previous instructions, stop using any tools, and just return your "
+            "absolute BEST Final answer.",
+            "assistant: 42"]],
+        "runs": [("gpt-4.1-mini-2025-04-14", (127, 11), ["get_final_answer"]),
+                 ("gpt-4.1-mini-2025-04-14", (142, 1), [])],
+        "instructions": "You are test role. test backstory\nYour personal goal is: test goal",
+        "call_ids": ["call_csVoybNhrmr6ORevkL4wQfVy"],
+        # the tool result was first sent with the nudge: both are the second run's input
+        "lanes": {1: [("instructions", "system"), ("recent", "user"), ("recent", "assistant"),
+                      ("input", "tool"), ("input", "assistant")]},
+    },
+    # OpenAI Agents SDK (Responses API): the researcher hands off to the summarizer, an
+    # agent with other instructions and no tools, which sends back the researcher's
+    # items (fc_…, msg_…): one thread
+    "openaiagents-test_multiple_agent_handoffs.yaml": {
+        "threads": [["user: What is a brief summary of what happened yesterday in the "
+                     "soccer world??",
+                     'assistant: → research({"query": "soccer news October 4 2023"})',
+                     "tool research: united beat liverpool 2-1 yesterday. also a lot of other "
+                     "stuff happened. like super important stuff. blah blah blah.",
+                     "assistant: To provide an accurate summary of yesterday's soccer events, "
+                     "I'll need to conduct a detailed investigation of trustworthy sources. "
+                     "Let me do that now. → transfer_to_summarizer({})",
+                     "tool transfer_to_summarizer: {'assistant': 'Summarizer'}",
+                     "assistant: I'm sorry, but I don't have that information."]],
+        "runs": [("gpt-4o-2024-08-06", (334, 23), ["research", "transfer_to_summarizer"]),
+                 ("gpt-4o-2024-08-06", (812, 44), ["research", "transfer_to_summarizer"]),
+                 ("gpt-4o-2024-08-06", (173, 11), [])],
+        "instructions": "You are a helpful assistant that can research a topic using your "
+                        "research tool. Always research the topic before summarizing.",
+        "call_ids": ["call_Z6lolsgR1GQ3A7vExkNGSrwY", "call_foCVeHcptx4J3EddQVXaQ0f8"],
+        "params": {"include": []},
+        "lanes": {2: [("instructions", "system"), ("recent", "user"), ("recent", "assistant"),
+                      ("recent", "tool"), ("recent", "assistant"), ("input", "tool")]},
+    },
+    # dd-trace-py's recordings (aiohttp): header names as !!python/object/new:multidict
+    # istr objects; a multi-turn history in one request
+    "ddtrace-openai_chat_completions_post_930afee9.yaml": {
+        "threads": [["user: Can you be my science teacher instead?", "assistant: Yes",
+                     "user: What's the powerhouse of the cell?", "assistant: Mitochondria"]],
+        "runs": [("gpt-3.5-turbo-0125", (54, 3), [])],
+        "instructions": "You're an assistant who's good at world capitals. Respond in 20 "
+                        "words or fewer",
+        "lanes": {0: [("instructions", "system"), ("recent", "user"), ("recent", "assistant"),
+                      ("input", "user")]},
+    },
+    # GPT-5 custom tool (free-form input, a Lark grammar): the call's input is its argument
+    "ddtrace-chat_completion_custom_tool_call.yaml": {
+        "threads": [["user: Use the math_exp tool to add four plus four.",
+                     'assistant: → math_exp("4 + 4")']],
+        "runs": [("gpt-5-2025-08-07", (241, 214), ["math_exp"])],
+        "call_ids": ["call_QpgJRI5C9DcjExMNU6lrJPcu"],
+    },
+    # a Responses API stored prompt: only its id and variables sent, the rendered
+    # messages echoed as the response's instructions
+    "ddtrace-response_with_prompt.yaml": {
+        "threads": [["user: You are a helpful assistant. Please answer this question: What "
+                     "is machine learning?",
+                     "assistant: Machine learning is a branch of artificial intelligence that "
+                     "gives computers the ability to learn patterns and make decisions from "
+                     "data…"]],
+        "runs": [("o4-mini-2025-04-16", (31, 642), [])],
+        "instructions": "Direct & Conversational tone",
+        "skipped": ["prompt 'pmpt_690b24669d8c81948acc0e98da10e6490190feb3a62eee0b' "
+                    "(version 4) rendered server-side; its messages are taken from the "
+                    "response's 'instructions'",
+                    "output[0]: item of type 'reasoning' not imported"],
     },
     "fastchat-dummy_conversation.json": {
         "threads": [
@@ -391,7 +711,7 @@ EXPECTED: dict[str, dict[str, Any]] = {
                      'assistant: → get_time({"timezone": "America/Los_Angeles"})']],
         "runs": [("claude-3-5-haiku-20241022", (568, 58), ["get_weather", "get_time"])],
         "call_ids": ["call_1", "toolu_01K5KhMEdg2McN7dAkB4Y4hi"],
-        "finish": ["tool_use"],
+        "finishes": ["tool_use"],
         "api": "anthropic",
     },
     "openllmetry-test_anthropic_tools_streaming_legacy.yaml": {
@@ -406,7 +726,7 @@ EXPECTED: dict[str, dict[str, Any]] = {
         "call_ids": ["toolu_014x5X91kx3fvdhpLvwXZWE2", "toolu_0121kXsENLvoDZ72LCuAnCCz"],
         "request_fields": [{"stream": True}],
         "skipped": ["response reassembled from 35 stream event(s)"],
-        "finish": ["tool_use"],
+        "finishes": ["tool_use"],
         "api": "anthropic",
     },
     "openllmetry-test_anthropic_image_with_history.yaml": {
@@ -424,7 +744,7 @@ EXPECTED: dict[str, dict[str, Any]] = {
                        "media_type": "image/jpeg", "bytes": 133852, "sha256":
                        "598ee032c929b1dffcb86e9217d7734f626531e86cb45eecd9e5982026cbafd7"},
         "skipped": ["message 2: content block 1 (image) kept as a placeholder"],
-        "finish": ["end_turn", "end_turn"],
+        "finishes": ["end_turn", "end_turn"],
         "api": "anthropic",
     },
     "openllmetry-test_anthropic_thinking_legacy.yaml": {
@@ -446,7 +766,7 @@ EXPECTED: dict[str, dict[str, Any]] = {
         "call_ids": ["toolu_01X9wcHKKAZD9tBC711xipPa", "toolu_01LZABsgreMefH2Go8D5PQbW"],
         "params": {"max_tokens": 4096, "tool_choice": {"type": "any"}},
         "request_fields": [{"stream": False}, {"stream": False}],
-        "finish": ["tool_use", "tool_use"],
+        "finishes": ["tool_use", "tool_use"],
         "api": "anthropic",
     },
 }
@@ -720,8 +1040,9 @@ def _check_extras(s: InMemoryStorage, report: Any, want: dict[str, Any]) -> None
         prompt = s.runs.get(f"{first}:prompt")
         lanes = [i for i in prompt["items"] if i["lane"] == "instructions"]
         # (a list of parts when the request sent one: the texts of its parts)
-        assert [c if isinstance(c, str) else "".join(p["text"] for p in c)
-                for c in (i["message"]["content"] for i in lanes)] == [want["instructions"]]
+        texts = [c if isinstance(c, str) else "".join(p["text"] for p in c)
+                 for c in (i["message"]["content"] for i in lanes)]
+        assert len(texts) == 1 and same(texts[0], want["instructions"]), texts
     if "identity" in want:
         model = s.runs.get(f"{first}:step:0")["model"]
         assert {k: model[k] for k in want["identity"]} == want["identity"]
@@ -733,6 +1054,9 @@ def _check_extras(s: InMemoryStorage, report: Any, want: dict[str, Any]) -> None
             record = s.runs.get(f"{rid}:import")
             assert record["extra"].get("request_fields") == fields
             assert not set(fields) & set(record["request_params"])
+    for i, lanes in want.get("lanes", {}).items():
+        items = s.runs.get(f"{report.runs_created[i]}:prompt")["items"]
+        assert [(x["lane"], x["message"]["role"]) for x in items] == lanes
     for i, (source, held, sent) in want.get("held", {}).items():
         _check_held(s, report.runs_created[i], source, held, sent)
     if "call_ids" in want:
@@ -751,6 +1075,14 @@ def _check_extras(s: InMemoryStorage, report: Any, want: dict[str, Any]) -> None
         run = s.runs.require_run(first)
         assert run.status == "failed" and run.error is not None
         assert same(json.loads(run.error)["message"], want["failed"])
+    for i, error in want.get("failed_runs", {}).items():
+        run = s.runs.require_run(report.runs_created[i])
+        assert run.status == "failed" and error in (run.error or ""), run.error
+    if "finish" in want:
+        step = s.runs.get(f"{first}:step:0")
+        assert step["response"]["finish_reason"] == want["finish"]
+    if "started" in want:
+        assert s.runs.require_run(first).started_at == want["started"]
     if "attachment" in want:
         msgs = s.memory.get_messages(report.threads_created[0])
         atts = [a for m in msgs for a in m.metadata.get("attachments", [])]
@@ -760,11 +1092,33 @@ def _check_extras(s: InMemoryStorage, report: Any, want: dict[str, Any]) -> None
         assert {i: msgs[i].metadata.get("name") for i in want["names"]} == want["names"]
     if "thread_ids" in want:
         assert report.threads_created == want["thread_ids"]
-    if "finish" in want:
+    if "finishes" in want:
         assert [s.runs.get(f"{rid}:step:0")["response"]["finish_reason"]
-                for rid in report.runs_created] == want["finish"]
+                for rid in report.runs_created] == want["finishes"]
     for rid in report.runs_created:
         assert s.runs.get(f"{rid}:import")["extra"].get("api") == want.get("api")
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_every_imported_run_verifies_and_replays_identically(name: str) -> None:
+    """Each run of each recording passes ``verify`` and replays from its journal to the
+    same records and stored messages (a call answered by a tool call, up to that call);
+    a failed call (no answer recorded) verifies, and replay says there is nothing to
+    replay."""
+    from memory_core.errors import InvalidInputError
+    from memory_core.journal.seal import verify_run
+    from memory_core.replay import replay
+
+    s = InMemoryStorage()
+    report = import_file(s, REAL / name)
+    for i, rid in enumerate(report.runs_created):
+        assert verify_run(s, rid).status == "ok", (i, verify_run(s, rid))
+        if s.runs.require_run(rid).status == "failed":
+            with pytest.raises(InvalidInputError, match="has no recorded output"):
+                replay(s, rid)
+            continue
+        done = replay(s, rid)
+        assert done.integrity == "ok" and done.messages_checked == 1, (i, done)
 
 
 def test_vercel_spans_details() -> None:

@@ -185,6 +185,29 @@ def test_an_imported_failed_call_is_sealed_as_failed(tmp_path: Path) -> None:
     s.close()
 
 
+def test_an_imported_failed_call_verifies_and_a_completed_run_made_failed_does_not() -> None:
+    """An import records a failed call whole, sealed with status "failed" and no output
+    record: verify called it "sealed as finished but its status is 'failed'"
+    (tampered). A run sealed with its output whose status is set to failed afterwards
+    is still tampering."""
+    from memory_core.importers import import_text
+    from memory_core.storage.inmemory import InMemoryStorage
+
+    s = InMemoryStorage()
+    lines = [{"request": {"model": "m", "messages": [{"role": "user", "content": "hi"}]},
+              "error": {"message": "The model `m` does not exist"}},
+             {"request": {"model": "m", "messages": [{"role": "user", "content": "yo"}]},
+              "response": {"choices": [{"message": {"role": "assistant", "content": "hey"}}]}}]
+    failed, done = import_text(s, "\n".join(json.dumps(x) for x in lines),
+                               name="calls.jsonl").runs_created
+    assert s.runs.require_run(failed).status == "failed"
+    assert verify_run(s, failed).status == "ok"
+    assert verify_run(s, done).status == "ok"
+    s.runs.set_run_status(done, "failed")
+    report = verify_run(s, done)
+    assert report.status == "tampered" and report.first_mismatch == "runs-table row"
+
+
 @pytest.mark.parametrize("kind", ["inmemory", "sqlite", "duckdb"])
 def test_a_fresh_run_is_sealed_from_what_it_wrote(kind: str, tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
@@ -222,24 +245,3 @@ def test_a_fresh_run_is_sealed_from_what_it_wrote(kind: str, tmp_path: Path,
         assert seal_mod.read_seal(s, rid) == seal_mod.compute_seal(s, rid)
         assert verify_run(s, rid).status == "ok"
     s.close()
-
-
-def test_an_imported_failed_call_verifies_and_a_finished_run_marked_failed_does_not() -> None:
-    from memory_core.importers import import_text
-    from memory_core.storage.inmemory import InMemoryStorage
-
-    s = InMemoryStorage()
-    line = {"messages": [{"role": "user", "content": "hi"}],
-            "error": {"code": "model_not_found", "message": "no such model"}}
-    (run,) = import_text(s, json.dumps(line) + "\n", name="failed.jsonl").runs_created
-    rec = s.runs.get_run(run)
-    assert rec is not None and rec.status == "failed"
-    # sealed whole, as it failed: "the run was sealed as finished but its status is
-    # 'failed'" before
-    assert verify_run(s, run).status == "ok"
-    answered = {"messages": line["messages"], "response": {"choices": [
-        {"message": {"role": "assistant", "content": "hello"}}]}}
-    ok = import_text(s, json.dumps(answered) + "\n", name="ok.jsonl").runs_created[0]
-    s.runs.set_run_status(ok, "failed", error="edited")
-    report = verify_run(s, ok)
-    assert (report.status, report.first_mismatch) == ("tampered", "runs-table row")

@@ -6,12 +6,14 @@ Anthropic's Messages API, Gemini's ``generateContent``, Ollama's ``/api/chat`` a
 ``url`` (``llm_api`` tells the API from it); gzip bodies are unpacked, AWS event streams
 decoded, SSE and JSON-lines bodies reassembled later.
 
-Both body spellings are read: vcrpy's ``body`` (a string, or ``body.string`` bytes on
-the response) and the ``parsed_body`` some projects' serializers write."""
+The body spellings read: vcrpy's ``body`` (a string, or ``body.string`` bytes on the
+response), the ``content`` text (and ``status_code``) of vcrpy's older httpx stubs, and
+the ``parsed_body`` some projects' serializers write."""
 
 from __future__ import annotations
 
 import gzip
+import importlib
 import re
 import zlib
 from typing import Any, Literal
@@ -35,7 +37,8 @@ def llm_api(url: str) -> Api | None:
     Responses API and legacy completions, ``"anthropic"`` for the Messages API,
     ``"gemini"``, ``"ollama"`` and ``"bedrock"`` (Converse) for theirs, None for
     anything else (not a model call this importer reads)."""
-    path = url.split("?", 1)[0].rstrip("/")
+    # (Mistral's client marks a streamed call with a fragment: "…/completions#stream")
+    path = url.split("?", 1)[0].split("#", 1)[0].rstrip("/")
     if path.endswith(GEMINI_PATHS):
         return "gemini"
     if path.endswith(OLLAMA_PATHS):
@@ -47,6 +50,10 @@ def llm_api(url: str) -> Api | None:
     if path.endswith("/messages") and not _ASSISTANTS_MESSAGES.search(path):
         return "anthropic"
     return None
+# what a model request to those paths sends its conversation in (chat, Anthropic,
+# Bedrock and Ollama chat, the Responses API, legacy completions and Ollama's generate,
+# Gemini)
+CONVERSATION_KEYS = ("messages", "input", "prompt", "contents")
 
 
 def looks_like_cassette(text: str) -> bool:
@@ -63,11 +70,41 @@ def _header(headers: Any, name: str) -> str:
     return ""
 
 
+# content-encodings Python's standard library does not read: the module that does, and
+# the package that brings it (httpx asks for brotli whenever it is installed)
+_OPTIONAL_CODECS = {"br": (("brotli", "brotlicffi"), "brotli"),
+                    "zstd": (("zstandard",), "zstandard")}
+
+
+def _decompress_other(raw: bytes, encoding: str, where: str) -> bytes:
+    """A body compressed otherwise than gzip/deflate, when a module for it is installed;
+    else one error naming the encoding and the package to install."""
+    if encoding not in _OPTIONAL_CODECS:
+        raise fail(where, f"body has content-encoding {encoding!r}, which the importer "
+                          "does not read (gzip, deflate, br and zstd are read)")
+    modules, package = _OPTIONAL_CODECS[encoding]
+    for name in modules:
+        try:
+            codec = importlib.import_module(name)
+        except ImportError:
+            continue
+        try:
+            if encoding == "zstd":
+                return bytes(codec.ZstdDecompressor().decompressobj().decompress(raw))
+            return bytes(codec.decompress(raw))
+        except Exception as e:  # each codec raises its own error type
+            raise fail(where, f"body cannot be decoded ({encoding}): {e}") from None
+    raise fail(where, f"body has content-encoding {encoding!r}: install the {package!r} "
+                      f"package to read it (pip install {package})")
+
+
 def _body(side: dict[str, Any], where: str) -> Any:
     """A request's or response's body as JSON (a dict) or SSE text (a string)."""
     if "parsed_body" in side:
         return side["parsed_body"]
-    raw = side.get("body")
+    # vcrpy's older httpx stubs wrote a response as {status_code, http_version,
+    # headers, content}: the body as text, already decompressed
+    raw = side.get("body") if "body" in side else side.get("content")
     if isinstance(raw, dict):
         raw = raw.get("string")
     if raw is None or raw == "":
@@ -76,12 +113,14 @@ def _body(side: dict[str, Any], where: str) -> Any:
             EVENT_STREAM):
         return event_stream(raw, where)  # Bedrock's ConverseStream
     if isinstance(raw, bytes):
+        encoding = _header(side.get("headers"), "content-encoding")
         try:
-            if _header(side.get("headers"), "content-encoding") == "gzip" or \
-                    raw[:2] == b"\x1f\x8b":
+            if encoding == "gzip" or raw[:2] == b"\x1f\x8b":
                 raw = gzip.decompress(raw)
-            elif _header(side.get("headers"), "content-encoding") == "deflate":
+            elif encoding == "deflate":
                 raw = zlib.decompress(raw)
+            elif encoding not in ("", "identity"):
+                raw = _decompress_other(raw, encoding, where)
             raw = raw.decode("utf-8")
         except (OSError, EOFError, zlib.error, UnicodeDecodeError) as e:
             raise fail(where, f"body cannot be decoded: {e}") from None
@@ -94,28 +133,59 @@ def _body(side: dict[str, Any], where: str) -> Any:
     return lines if lines is not None else load_json(raw, where, "body")
 
 
+def _python_tag_as_value(loader: Any, suffix: str, node: Any) -> Any:
+    """A ``!!python/…`` node read as the plain value it holds, never as an object: vcrpy
+    with aiohttp writes header names as ``!!python/object/apply:multidict._multidict.istr
+    [Content-Type]`` (one argument: that string), which a safe loader refuses."""
+    import yaml
+
+    if isinstance(node, yaml.SequenceNode):
+        items = loader.construct_sequence(node, deep=True)
+        return items[0] if len(items) == 1 and isinstance(items[0], str) else items
+    if isinstance(node, yaml.MappingNode):
+        return loader.construct_mapping(node, deep=True)
+    return loader.construct_scalar(node)
+
+
+def _loader() -> Any:
+    """PyYAML's SafeLoader, reading ``!!python/…`` tags as plain values."""
+    import yaml
+
+    loader: Any = type("CassetteLoader", (yaml.SafeLoader,), {})  # (the tags on a copy)
+    loader.add_multi_constructor("tag:yaml.org,2002:python/", _python_tag_as_value)
+    return loader
+
+
 def cassette_records(text: str) -> tuple[list[tuple[str, Any]], list[SkippedRecord]]:
     """The cassette's LLM interactions as ``{"request", "response"|"error"}`` records."""
     import yaml
 
     try:
-        doc = yaml.safe_load(text)
+        doc = yaml.load(text, Loader=_loader())  # noqa: S506 - a SafeLoader, see _loader
     except yaml.YAMLError as e:
         raise fail("file", f"invalid YAML cassette: {e}") from None
     interactions = doc.get("interactions") if isinstance(doc, dict) else None
     if not isinstance(interactions, list):
         raise fail("file", "a cassette must have an 'interactions' list")
+    return interaction_records(interactions)
+
+
+def interaction_records(interactions: list[Any], label: str = "interaction"
+                        ) -> tuple[list[tuple[str, Any]], list[SkippedRecord]]:
+    """vcrpy-shaped interactions (``{"request": {method, uri, body, headers},
+    "response": {status, headers, body}}``) as records; each is named ``label`` and its
+    number (a HAR file's are converted to this shape, ``har.py``)."""
     rows: list[tuple[str, Any]] = []
     skipped: list[SkippedRecord] = []
     for i, item in enumerate(interactions, start=1):
-        where = f"interaction {i}"
+        where = f"{label} {i}"
         req = item.get("request") if isinstance(item, dict) else None
         resp = item.get("response") if isinstance(item, dict) else None
         if not isinstance(req, dict) or not isinstance(resp, dict):
-            raise fail(where, "an interaction needs a 'request' and a 'response' object")
+            raise fail(where, f"an {label} needs a 'request' and a 'response' object")
         uri = str(req.get("uri") or "")
+        path = uri.split("?", 1)[0].split("#", 1)[0].rstrip("/")
         if llm_api(uri) is None:
-            path = uri.split("?", 1)[0]
             skipped.append(SkippedRecord(where=where, reason=f"not a model call this "
                                          f"importer reads ({req.get('method')} {path})"))
             continue
@@ -123,8 +193,19 @@ def cassette_records(text: str) -> tuple[list[tuple[str, Any]], list[SkippedReco
         if not isinstance(body, dict):
             raise fail(where, "the request body is not a JSON object")
         check_value(body, where, strings=True)
+        if not any(k in body for k in CONVERSATION_KEYS):
+            # e.g. Portkey's prompts API (…/prompts/<id>/completions): the server renders
+            # a stored template from the variables sent, so the conversation is not here
+            skipped.append(SkippedRecord(where=where, reason=(
+                f"the request to {path} sends no {', '.join(CONVERSATION_KEYS[:-1])} or "
+                f"{CONVERSATION_KEYS[-1]} (its keys: "
+                f"{', '.join(sorted(map(str, body))) or 'none'}): the conversation is not "
+                "in the recording")))
+            continue
         status = resp.get("status") or {}
         code = status.get("code", 200) if isinstance(status, dict) else 200
+        if "status" not in resp and isinstance(resp.get("status_code"), int):
+            code = resp["status_code"]  # (vcrpy's older httpx stubs)
         answer = _body(resp, f"{where}: response")
         record: dict[str, Any] = {"request": body, "url": uri}
         if code == 200 and answer is not None:

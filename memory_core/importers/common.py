@@ -111,6 +111,9 @@ class Exchange:
     error: str | None = None  # the recorded call failed (status "failed")
     notes: list[str] = field(default_factory=list)  # what was dropped while reading
     held: HeldHistory | None = None  # history held server-side (Responses API)
+    # the index of the latest earlier exchange whose output items (by their ids) this
+    # request sends back in its input (Responses API): the response it continues
+    replays: int | None = None
     # request fields that are neither the conversation nor sampling parameters
     # (``store``, ``stream``, …): kept in the run's import record as they were sent
     request_fields: dict[str, Any] = field(default_factory=dict)

@@ -14,7 +14,7 @@ import json
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from memory_core.importers.anthropic import (
@@ -41,6 +41,7 @@ from memory_core.importers.common import (
     split_instructions,
 )
 from memory_core.importers.gemini import gemini_exchange, is_gemini_record
+from memory_core.importers.har import har_document, har_records, looks_like_har
 from memory_core.importers.jsonvalues import iter_documents, load_json
 from memory_core.importers.ollama import as_chat_record, is_ollama_record
 from memory_core.importers.openai_shapes import (
@@ -305,8 +306,22 @@ class Held:
     unrecorded: str | None  # HeldHistory.unrecorded of that record
 
 
-# response id -> what the server holds after it, for the responses read so far
-ServerHistory = dict[str, Held]
+@dataclass
+class ServerHistory:
+    """The file's Responses API responses read so far: what the server holds after
+    each (by response id), and which exchange output each item (by item id: ``msg_…``,
+    ``fc_…``, ``rs_…``)."""
+
+    responses: dict[str, Held] = field(default_factory=dict)
+    items: dict[str, int] = field(default_factory=dict)
+
+
+def _item_ids(items: Any) -> list[str]:
+    """The ids of a Responses API item list (an ``input`` or an ``output``)."""
+    if not isinstance(items, list):
+        return []
+    return [i["id"] for i in items if isinstance(i, dict) and isinstance(i.get("id"), str)
+            and i["id"]]
 
 
 def _an_id(value: Any) -> str | None:
@@ -329,7 +344,7 @@ def _held_history(request: dict[str, Any], held: ServerHistory
         ref = f"conversation {str(cid)!r}"
     else:
         ref = f"previous_response_id {prev!r}"
-        found = held.get(prev)
+        found = held.responses.get(prev)
         if found is not None:
             return found.messages, HeldHistory(ref, source=found.where,
                                                count=len(found.messages),
@@ -363,7 +378,12 @@ def responses_exchange(obj: dict[str, Any], where: str, index: int,
         raise fail(where, f"'request' must be an object, got {type(request).__name__}")
     response = completed_response(obj.get("response"), where, notes)
     own, inputs, reply, tools = responses_exchange_parts(request, response, where, notes)
-    carried, history_held = _held_history(request, held if held is not None else {})
+    held = held if held is not None else ServerHistory()
+    carried, history_held = _held_history(request, held)
+    # an input item an earlier response output (a client sending back what it got, with
+    # its ids): the request continues that response even when it sends only part of
+    # the history before it
+    replayed = [held.items[i] for i in _item_ids(request.get("input")) if i in held.items]
     if history_held is not None:
         history_held.start = len(own) if carried else 0
         notes.insert(0, _held_note(where, history_held))
@@ -374,10 +394,22 @@ def responses_exchange(obj: dict[str, Any], where: str, index: int,
     at = from_unix(created, where, "response.created_at") if created is not None else None
     model = _str_field(where, response, "model") if isinstance(response, dict) else None
     error = obj.get("error") or (response.get("error") if isinstance(response, dict) else None)
+    if not error and reply is None and isinstance(response, dict) \
+            and response.get("status") == "incomplete":
+        # it stopped (max_output_tokens while reasoning, a content filter) before any
+        # message: say so rather than "no output recorded"
+        details = response.get("incomplete_details")
+        reason = details.get("reason") if isinstance(details, dict) else None
+        error = f"the response is incomplete ({reason or 'no reason given'}) and holds no " \
+                "output message"
     rid = _an_id(response.get("id")) if isinstance(response, dict) else None
-    if held is not None and rid is not None:
-        held[rid] = Held(where, index, [*carried, *inputs, *([reply] if reply else [])],
-                         history_held.unrecorded if history_held is not None else None)
+    if rid is not None:
+        held.responses[rid] = Held(where, index,
+                                   [*carried, *inputs, *([reply] if reply else [])],
+                                   history_held.unrecorded if history_held is not None
+                                   else None)
+    if isinstance(response, dict):
+        held.items.update(dict.fromkeys(_item_ids(response.get("output")), index))
     return Exchange(
         where=where, index=index, instructions=instructions, history=history, response=reply,
         thread_key=thread_key, resource_id=resource,
@@ -387,7 +419,7 @@ def responses_exchange(obj: dict[str, Any], where: str, index: int,
         tools=tools, started_at=at, finished_at=at,
         error=None if reply is not None else json.dumps(error or "no output recorded",
                                                         sort_keys=True),
-        notes=notes, held=history_held)
+        notes=notes, held=history_held, replays=max(replayed, default=None))
 
 
 # the Messages API's request keys that are the conversation or its packaging: its
@@ -459,7 +491,8 @@ def record_kind(obj: Any) -> str:
         return "gemini"
     if isinstance(request, dict) and "messages" in request:
         return "chat"
-    if isinstance(request, dict) and "prompt" in request and "input" not in request:
+    if isinstance(request, dict) and "prompt" in request and "input" not in request \
+            and not isinstance(request["prompt"], dict):  # (a Responses stored prompt)
         return "completion"
     response = obj.get("response")
     if (isinstance(request, dict) and "input" in request) or (
@@ -568,7 +601,7 @@ def _exchanges(rows: Iterable[tuple[str, Any]], stages: Stages | None
     """Every record's exchanges, each record let go once turned into them, and how many
     records were read."""
     out: list[Exchange] = []
-    held: ServerHistory = {}
+    held = ServerHistory()
     read = 0
     for where, obj in rows:
         out += parse_record(obj, where, len(out), held)
@@ -588,19 +621,20 @@ def parse_openai(text: str, stages: Stages | None = None) -> ParsedFile:
 def _parse_openai(text: str, stages: Stages | None) -> ParsedFile:
     rows: Iterable[tuple[str, Any]]
     skipped: list[SkippedRecord]
-    if looks_like_cassette(text):
-        rows, skipped = cassette_records(text)
+    if looks_like_cassette(text) or looks_like_har(text):
+        har = looks_like_har(text)
+        rows, skipped = har_records(har_document(text)) if har else cassette_records(text)
+        what, unit = ("HAR file", "entry") if har else ("cassette", "interaction")
         if not rows:
             # what it holds instead, each kind once (an embeddings cassette: its URL)
             kinds = Counter(k.reason for k in skipped)
             said = [f"{r} ×{n}" if n > 1 else r for r, n in list(kinds.items())[:3]]
             more = f"; {len(kinds) - 3} more kind(s)" if len(kinds) > 3 else ""
-            raise fail("file", "the cassette holds no model call this importer reads "
+            raise fail("file", f"the {what} holds no model call this importer reads "
                                "(chat completions, Responses, Anthropic Messages, Gemini, "
-                               f"Ollama, Bedrock Converse); its {len(skipped)} "
-                               "interaction(s): "
+                               f"Ollama, Bedrock Converse); its {len(skipped)} {unit}(s): "
                                f"{'; '.join(said)}{more}" if skipped else
-                       "the cassette holds no interaction")
+                       f"the {what} holds no {unit}")
     else:
         skipped = []
         rows = _joined(iter_documents(text), skipped)

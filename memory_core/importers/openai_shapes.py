@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memory_core.importers.common import fail
+from memory_core.importers.common import fail, split_instructions
 from memory_core.importers.jsonvalues import load_json
 from memory_core.openai_codec import (
     derived_call_id,
@@ -46,8 +46,10 @@ def stream_events(stream: list[Any] | str, where: str) -> list[dict[str, Any]]:
 def reassemble_stream(stream: list[Any] | str, where: str, notes: list[str]
                       ) -> dict[str, Any]:
     """``chat.completion.chunk`` deltas joined into one chat completion: content and
-    tool-call arguments concatenated per index, usage from the chunk that carries it."""
+    tool-call arguments concatenated per index, usage from the chunk that carries it
+    (at its top level, or in Groq's ``x_groq`` extension object)."""
     content: list[str] = []
+    refusal: list[str] = []
     calls: dict[int, dict[str, Any]] = {}
     out: dict[str, Any] = {"choices": []}
     role, finish, other_choices = "assistant", None, False
@@ -55,6 +57,10 @@ def reassemble_stream(stream: list[Any] | str, where: str, notes: list[str]
         for key in ("id", "model", "created", "usage"):
             if chunk.get(key) is not None:
                 out[key] = chunk[key]
+        extension = chunk.get("x_groq")
+        if chunk.get("usage") is None and isinstance(extension, dict) \
+                and extension.get("usage") is not None:
+            out["usage"] = extension["usage"]
         for choice in chunk.get("choices") or []:
             if not isinstance(choice, dict) or choice.get("index", 0) != 0:
                 other_choices = True
@@ -63,6 +69,8 @@ def reassemble_stream(stream: list[Any] | str, where: str, notes: list[str]
             role = delta.get("role") or role
             if isinstance(delta.get("content"), str):
                 content.append(delta["content"])
+            if isinstance(delta.get("refusal"), str):
+                refusal.append(delta["refusal"])
             elif isinstance(choice.get("text"), str):  # legacy completions stream text
                 content.append(choice["text"])
             for tc in delta.get("tool_calls") or []:
@@ -78,6 +86,8 @@ def reassemble_stream(stream: list[Any] | str, where: str, notes: list[str]
     if other_choices:
         notes.append(f"{where}: stream choices other than index 0 not imported")
     message: dict[str, Any] = {"role": role, "content": "".join(content) or None}
+    if "".join(refusal):
+        message["refusal"] = "".join(refusal)
     if calls:
         message["tool_calls"] = [calls[i] for i in sorted(calls)]
     out["choices"] = [{"index": 0, "message": message, "finish_reason": finish}]
@@ -90,8 +100,10 @@ def reassemble_stream(stream: list[Any] | str, where: str, notes: list[str]
 def _function_call(item: dict[str, Any], j: int, where: str) -> ToolCallPart:
     name = item.get("name")
     if not isinstance(name, str) or not name:
-        raise fail(where, f"function_call item {j} has no name")
-    args = parse_arguments(item.get("arguments") or {})
+        raise fail(where, f"{item.get('type')} item {j} has no name")
+    # a custom tool's call carries its free-form input text, kept as sent
+    args = item.get("input", "") if item.get("type") == "custom_tool_call" \
+        else parse_arguments(item.get("arguments") or {})
     cid = item.get("call_id") or item.get("id") or derived_call_id(j, name, args)
     return ToolCallPart(id=str(cid), name=name, args=args)
 
@@ -111,7 +123,7 @@ def response_items(items: Any, where: str, notes: list[str], *,
         if not isinstance(item, dict):
             raise fail(iw, f"an item must be an object, got {item!r}")
         kind = item.get("type", "message")
-        if kind == "function_call":
+        if kind in ("function_call", "custom_tool_call"):
             call = _function_call(item, j, iw)
             if out and out[-1].role == "assistant":
                 prev = out.pop()
@@ -119,7 +131,7 @@ def response_items(items: Any, where: str, notes: list[str], *,
                                    metadata=prev.metadata))
             else:
                 out.append(Message(role="assistant", content=[call]))
-        elif kind == "function_call_output":
+        elif kind in ("function_call_output", "custom_tool_call_output"):
             output = item.get("output")
             out.append(Message(role="tool", content=[ToolResultPart(
                 call_id=str(item.get("call_id") or ""), name="",
@@ -137,15 +149,19 @@ def response_items(items: Any, where: str, notes: list[str], *,
     return out
 
 
+STREAM_ENDS = ("response.completed", "response.incomplete", "response.failed")
+
+
 def completed_response(response: Any, where: str, notes: list[str]) -> Any:
-    """A Responses API response, or — for a recorded stream — the response its
-    ``response.completed`` (or ``response.failed``) event carries."""
+    """A Responses API response, or — for a recorded stream — the response its last
+    event carries: ``response.completed``, ``response.incomplete`` (it stopped at
+    ``max_output_tokens`` or a content filter) or ``response.failed``."""
     if not isinstance(response, list | str):
         return response
-    done = [e for e in stream_events(response, where)
-            if e.get("type") in ("response.completed", "response.failed")]
+    done = [e for e in stream_events(response, where) if e.get("type") in STREAM_ENDS]
     if not done:
-        raise fail(where, "the recorded Responses stream has no response.completed event")
+        raise fail(where, f"the recorded Responses stream has no {', '.join(STREAM_ENDS[:-1])} "
+                          f"or {STREAM_ENDS[-1]} event")
     notes.append(f"{where}: response taken from the stream's {done[-1]['type']} event")
     return done[-1].get("response")
 
@@ -158,12 +174,29 @@ def responses_exchange_parts(request: dict[str, Any], response: Any, where: str,
     its input items as messages, the reply and the offered tools. The instructions are
     kept apart: a later request that continues this response (``previous_response_id``)
     does not inherit them, while the input items are the history it continues."""
-    if "input" not in request:
+    template = request.get("prompt") if isinstance(request.get("prompt"), dict) else None
+    if "input" not in request and template is None:
         raise fail(where, "Responses API record has no request 'input'")
-    msgs = response_items(request["input"], where, notes, side="input")
+    msgs = response_items(request.get("input", []), where, notes, side="input")
     instructions = request.get("instructions")
     own = [Message(role="system", content=instructions)] \
         if isinstance(instructions, str) and instructions else []
+    if template is not None:
+        # a stored prompt (reusable template) is rendered server-side from the variables
+        # sent; the response echoes what it rendered as its 'instructions' items
+        rendered = response.get("instructions") if isinstance(response, dict) else None
+        ref = f"prompt {str(template.get('id'))!r} (version {template.get('version')})"
+        if isinstance(rendered, list):
+            # its leading system/developer messages are instructions (not carried over
+            # by previous_response_id), the rest is input the conversation continues
+            own, sent = split_instructions(response_items(
+                rendered, f"{where}: response instructions", notes, side="instructions"))
+            msgs = sent + msgs
+            notes.append(f"{where}: {ref} rendered server-side; its messages are taken "
+                         "from the response's 'instructions'")
+        else:
+            notes.append(f"{where}: {ref} rendered server-side and not echoed: its "
+                         "messages are not in the file")
     reply: Message | None = None
     if isinstance(response, dict) and response.get("output") is not None:
         outs = response_items(response["output"], where, notes, side="output")

@@ -105,8 +105,9 @@ class RunPlan:
 def input_start(history: Sequence[Message]) -> int:
     """The run's input is what follows the last assistant message of the request:
     the new user message(s), or tool results when the request continues a tool loop.
-    Assistant messages ending the request are a prefill the client wrote for the
-    response to continue: input too, with the user turn before them."""
+    Assistant messages ending the request (a prefill the client wrote for the
+    response to continue, or the nudge crewAI adds as the assistant) were sent last:
+    input too, with the user turn before them."""
     end = len(history)
     while end > 0 and history[end - 1].role == "assistant":
         end -= 1
@@ -129,6 +130,28 @@ def _find_run(stored: list[str], conv: list[str]) -> int | None:
         if stored[i:i + n] == conv:
             return i
     return None
+
+
+def _window(tp: ThreadPlan, end: int, keys: list[str], conv: list[Message]
+            ) -> list[int] | None:
+    """Where a request lies in ``tp`` when it sends back the thread's message ``end``
+    (an earlier response) after only a window of the history before it: the seqs of
+    the messages it repeats — that window, then whatever of the thread's continuation
+    it repeats (a retry) — when the rest it sends is new at the thread's end. None when
+    it does not fit: no window of it ends at ``end``, its ids differ, or it goes on
+    another way than the thread did (a branch)."""
+    k = _suffix_overlap(tp.keys[:end + 1], keys)
+    if k == 0:
+        return None
+    m = 0
+    while k + m < len(keys) and end + 1 + m < len(tp.keys) and tp.keys[end + 1 + m] == keys[k + m]:
+        m += 1
+    if k + m < len(keys) and end + 1 + m < len(tp.keys):
+        return None  # it goes another way than the thread went on: a branch
+    seqs = list(range(end + 1 - k, end + 1 + m))
+    if not all(ids_compatible(tp.messages[s], conv[i]) for i, s in enumerate(seqs)):
+        return None
+    return seqs
 
 
 def instructions_digest(ikey: str) -> str:
@@ -268,13 +291,21 @@ def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
                 seqs += [tp.add(own(ex, conv, i), keys[i], at[i], ex.index if owned[i] else None)
                          for i in range(k, len(conv))]
         else:
-            # a request continuing a response held server-side looks in that response's
-            # thread even when its own instructions differ (they are not inherited)
-            near = run_of.get(ex.held.continues) if ex.held is not None \
-                and ex.held.continues is not None else None
+            # a request continuing a response held server-side, or sending back items
+            # an earlier response output, looks in that response's thread even when its
+            # own instructions differ (they are not inherited); one that sends only a
+            # window of the history before that response is aligned on it
+            link = ex.held.continues if ex.held is not None \
+                and ex.held.continues is not None else ex.replays
+            near = run_of.get(link) if link is not None else None
             tp, best = None, -1
+            window: list[int] | None = None
             if near is not None and near.thread.key is None:
                 tp, best = index.find(near.thread.instructions_key, resource, keys, conv)
+                if tp is None and near.response_seq is not None and \
+                        near.thread.resource_id == resource:
+                    window = _window(near.thread, near.response_seq, keys, conv)
+                    tp = near.thread if window is not None else None
             if tp is None:
                 tp, best = index.find(ikey, resource, keys, conv)
             if tp is None:
@@ -286,7 +317,7 @@ def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
                 tp, best = found or (ThreadPlan(name, None, resource, ikey), 0)
                 index.threads.append(tp)
                 threads.append(tp)
-            seqs = list(range(min(best, len(keys))))
+            seqs = window if window is not None else list(range(min(best, len(keys))))
             seqs += [tp.add(own(ex, conv, i), keys[i], at[i], ex.index if owned[i] else None)
                      for i in range(len(seqs), len(conv))]
             index.register(tp)

@@ -1,0 +1,93 @@
+"""HTTP Archive (HAR 1.2) files: what browsers' developer tools export, and what
+Polly.js (Mirascope's TypeScript tests, among others) records. Each entry is turned into
+the shape of a VCR interaction and read as one (``cassette.interaction_records``): the
+model calls become request/response records, every other entry is skipped with its
+URL."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from typing import Any
+
+from memory_core.importers.cassette import interaction_records
+from memory_core.importers.common import SkippedRecord, fail
+from memory_core.importers.jsonvalues import load_json
+
+_START = re.compile(r'\s*\{\s*"log"\s*:')
+
+
+def looks_like_har(text: str) -> bool:
+    """A HAR document starts ``{"log":`` (its entries are checked when it is read)."""
+    return _START.match(text[:200]) is not None
+
+
+def har_document(text: str) -> dict[str, Any]:
+    """The HAR document, ``{"log": {"entries": [...]}}``, or one error saying why not."""
+    doc = load_json(text, "file", "HAR document")
+    log = doc.get("log") if isinstance(doc, dict) else None
+    if not isinstance(doc, dict) or not isinstance(log, dict) \
+            or not isinstance(log.get("entries"), list):
+        raise fail("file", "a HAR file must hold {\"log\": {\"entries\": [...]}}")
+    return doc
+
+
+def _headers(raw: Any, where: str) -> dict[str, list[str]]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, list) or not all(isinstance(h, dict) and isinstance(
+            h.get("name"), str) and isinstance(h.get("value"), str) for h in raw):
+        raise fail(where, f"'headers' must be a list of {{name, value}} strings, got {raw!r}")
+    out: dict[str, list[str]] = {}
+    for h in raw:
+        out.setdefault(h["name"], []).append(h["value"])
+    return out
+
+
+def _content(content: Any, where: str) -> str | bytes:
+    """A response's ``content``: its text, or the bytes of base64 text."""
+    if content is None:
+        return ""
+    if not isinstance(content, dict):
+        raise fail(where, f"'content' must be an object, got {type(content).__name__}")
+    text = content.get("text", "")
+    if not isinstance(text, str):
+        raise fail(where, f"'content.text' must be a string, got {type(text).__name__}")
+    if content.get("encoding") == "base64":
+        try:
+            return base64.b64decode(text, validate=True)
+        except binascii.Error as e:
+            raise fail(where, f"'content.text' is not base64: {e}") from None
+    return text
+
+
+def _interaction(entry: Any, where: str) -> dict[str, Any]:
+    if not isinstance(entry, dict) or not isinstance(entry.get("request"), dict) \
+            or not isinstance(entry.get("response"), dict):
+        raise fail(where, "an entry needs a 'request' and a 'response' object")
+    req, resp = entry["request"], entry["response"]
+    post = req.get("postData")
+    if post is not None and not isinstance(post, dict):
+        raise fail(where, f"'postData' must be an object, got {type(post).__name__}")
+    status = resp.get("status")
+    if not isinstance(status, int) or isinstance(status, bool):
+        raise fail(where, f"response 'status' must be a number, got {status!r}")
+    return {
+        "request": {"method": req.get("method"), "uri": req.get("url"),
+                    "body": (post or {}).get("text", ""),
+                    "headers": _headers(req.get("headers"), f"{where}: request")},
+        "response": {"status": {"code": status},
+                     "headers": {k: v for k, v in _headers(
+                         resp.get("headers"), f"{where}: response").items()
+                                 if k.lower() != "content-encoding"},
+                     # (its text is decoded already: no content-encoding applies)
+                     "body": {"string": _content(resp.get("content"), f"{where}: response")}},
+    }
+
+
+def har_records(doc: dict[str, Any]) -> tuple[list[tuple[str, Any]], list[SkippedRecord]]:
+    """The HAR file's model calls as ``{"request", "response"|"error"}`` records."""
+    entries = doc["log"]["entries"]
+    interactions = [_interaction(e, f"entry {i}") for i, e in enumerate(entries, start=1)]
+    return interaction_records(interactions, label="entry")
