@@ -352,9 +352,11 @@ def ui(db: DbsOpt = None,
 
 @app.command("import")
 def import_(files: Annotated[list[Path], typer.Argument(
-                help="OpenAI or Anthropic Messages API logs (JSONL, JSON, VCR cassettes, "
-                     "ShareGPT, fine-tuning, batch) "
-                     "or OTLP traces/logs (JSON, JSON lines, protobuf). Several OTLP "
+                help="Model traffic (OpenAI and compatible servers, Anthropic Messages, "
+                     "Gemini, Ollama, Bedrock Converse) as JSONL/JSON logs, VCR cassettes "
+                     "or HAR files; ShareGPT, fine-tuning and batch files; or spans: OTLP "
+                     "traces/logs (JSON, JSON lines, protobuf), SDK span objects, Jaeger or "
+                     "Zipkin JSON. gzip/bzip2/xz read through. Several OTLP "
                      "exports (say traces.json logs.json) are imported as one, so a "
                      "call's span and its log records join; other files one by one.")],
             db: DbOpt = None,
