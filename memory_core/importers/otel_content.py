@@ -82,7 +82,9 @@ def _parts(raw: Any, where: str, notes: list[str]) -> tuple[Parts, list[dict[str
     return out, attachments
 
 
-def _parts_message(raw: Any, where: str, notes: list[str]) -> Message:
+def _parts_message(raw: Any, where: str, notes: list[str]) -> list[Message]:
+    """One message of typed parts, as the messages the OpenAI form has for it (see
+    ``_one_result_each``)."""
     if not isinstance(raw, dict):
         raise fail(where, f"a message must be an object, got {raw!r}")
     role = raw.get("role")
@@ -90,7 +92,38 @@ def _parts_message(raw: Any, where: str, notes: list[str]) -> Message:
         raise fail(where, f"unknown role {role!r} (expected one of {', '.join(OTEL_ROLES)})")
     parts, attachments = _parts(raw.get("parts"), where, notes)
     meta: dict[str, Any] = {"name": raw["name"]} if isinstance(raw.get("name"), str) else {}
-    return _message(role, parts, attachments, meta)
+    return _one_result_each(role, parts, attachments, meta, where)
+
+
+def _one_result_each(role: str, parts: Parts, attachments: list[dict[str, Any]],
+                     meta: dict[str, Any], where: str) -> list[Message]:
+    """Tool results as the OpenAI form has them, and the Anthropic and Vercel readers
+    make them: a tool message per result. A ``tool`` message of several results is
+    split, its other parts staying with the result they follow (or the first); a
+    ``user`` message carrying results (instrumentations of the Anthropic API put the
+    ``tool_result`` blocks of a user turn there) is its results as tool messages, then
+    the rest of the turn as a user message — so a conversation imports alike from its
+    spans and from its HTTP recording."""
+    if not any(isinstance(p, ToolResultPart) for p in parts):
+        return [_message(role, parts, attachments, meta)]
+    if role == "assistant":
+        raise fail(where, "an assistant message holds a tool_call_response")
+    groups: list[Parts] = [[]]
+    rest: Parts = []
+    for part in parts:
+        if isinstance(part, ToolResultPart):
+            if any(isinstance(q, ToolResultPart) for q in groups[-1]):
+                groups.append([])
+            groups[-1].append(part)
+        elif role == "tool":
+            groups[-1].append(part)
+        else:
+            rest.append(part)
+    out = [_message("tool", group, attachments if i == 0 and role == "tool" else [], meta)
+           for i, group in enumerate(groups)]
+    if rest or (attachments and role != "tool"):
+        out.append(_message(role, rest, attachments, meta))
+    return out
 
 
 def _message(role: str, parts: Parts, attachments: list[dict[str, Any]],
@@ -112,7 +145,8 @@ def _parts_messages(where: str, attrs: dict[str, Any], key: str,
         return None
     if not isinstance(raw, list):
         raise fail(where, f"{key} must be a JSON array of messages")
-    return [_parts_message(m, f"{where}: {key}[{i}]", notes) for i, m in enumerate(raw)]
+    return [msg for i, m in enumerate(raw)
+            for msg in _parts_message(m, f"{where}: {key}[{i}]", notes)]
 
 
 def _instructions(where: str, attrs: dict[str, Any], notes: list[str]) -> list[Message]:
@@ -178,7 +212,8 @@ def json_messages(value: Any, where: str, key: str, role: str, notes: list[str]
         parsed = parsed["messages"]
     if isinstance(parsed, list) and parsed and all(isinstance(m, dict) for m in parsed):
         if any("parts" in m for m in parsed):
-            return [_parts_message(m, f"{kw}[{i}]", notes) for i, m in enumerate(parsed)], None
+            return [msg for i, m in enumerate(parsed)
+                    for msg in _parts_message(m, f"{kw}[{i}]", notes)], None
         return openai_messages([{"role": role, **m} for m in parsed], kw, notes), None
     if isinstance(parsed, dict):
         finish = parsed.get("finish_reason")
@@ -191,7 +226,7 @@ def json_messages(value: Any, where: str, key: str, role: str, notes: list[str]
             return [openai_message({"role": role, **raw}, kw, notes)], \
                 fin if isinstance(fin, str) else None
         if isinstance(parsed.get("parts"), list):
-            return [_parts_message({"role": role, **parsed}, kw, notes)], finish
+            return _parts_message({"role": role, **parsed}, kw, notes), finish
         if isinstance(parsed.get("text"), str) or "content" in parsed:
             return [openai_message({"role": role, "content": parsed.get("text"), **{
                 k: v for k, v in parsed.items() if k in ("role", "content", "tool_calls",
