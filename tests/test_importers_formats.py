@@ -926,8 +926,9 @@ def test_a_har_file_is_read_as_its_model_calls() -> None:
     assert failed.status == "failed" and "does not exist" in (failed.error or "")
     assert [(k.where, k.reason) for k in report.skipped] == [
         ("entry 1", "not a model call this importer reads "
-                    "(GET https://example.test/health)"),
-        ("entry 3", "no time recorded; placed just after entry 2")]
+                    "(GET https://example.test/health)")]
+    # the failed call's body has no time: it takes its entry's startedDateTime
+    assert failed.started_at.isoformat() == "2026-01-26T05:44:29.447000+00:00"
     with pytest.raises(ImportFormatError, match=r"a HAR file must hold \{\"log\": "):
         import_text(InMemoryStorage(), '{"log": {"version": "1.2"}}')
     with pytest.raises(ImportFormatError, match="entry 1: response 'status' must be a number"):

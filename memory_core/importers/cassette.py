@@ -16,6 +16,8 @@ import gzip
 import importlib
 import re
 import zlib
+from datetime import UTC
+from email.utils import parsedate_to_datetime
 from typing import Any, Literal
 
 from memory_core.importers.bedrock import BEDROCK_PATHS, EVENT_STREAM, event_stream
@@ -62,12 +64,35 @@ def looks_like_cassette(text: str) -> bool:
 
 
 def _header(headers: Any, name: str) -> str:
+    return _raw_header(headers, name).lower()
+
+
+def _raw_header(headers: Any, name: str) -> str:
+    """A header's (first) value as recorded (a serializer may keep it as bytes)."""
     if not isinstance(headers, dict):
         return ""
     for k, v in headers.items():
         if str(k).lower() == name:
-            return str(v[0] if isinstance(v, list) and v else v).lower()
+            value = v[0] if isinstance(v, list) and v else v
+            return value.decode("latin-1") if isinstance(value, bytes) else str(value)
     return ""
+
+
+def recorded_at(item: dict[str, Any], response: dict[str, Any]) -> str | None:
+    """When the call was made, as the recording says it: a HAR entry's
+    ``startedDateTime``, else the response's HTTP ``Date`` header (to the second) — for
+    APIs whose bodies carry no time (Anthropic, Gemini, Bedrock), the only one there is."""
+    started = item.get("recorded_at")
+    if isinstance(started, str) and started:
+        return started
+    date = _raw_header(response.get("headers"), "date")
+    if not date:
+        return None
+    try:
+        at = parsedate_to_datetime(date)
+    except (TypeError, ValueError, IndexError):
+        return None  # an unreadable Date header: the call stays undated
+    return (at if at.tzinfo else at.replace(tzinfo=UTC)).isoformat()
 
 
 # content-encodings Python's standard library does not read: the module that does, and
@@ -208,6 +233,9 @@ def interaction_records(interactions: list[Any], label: str = "interaction"
             code = resp["status_code"]  # (vcrpy's older httpx stubs)
         answer = _body(resp, f"{where}: response")
         record: dict[str, Any] = {"request": body, "url": uri}
+        when = recorded_at(item, resp)
+        if when is not None:
+            record["recorded_at"] = when
         if code == 200 and answer is not None:
             record["response"] = answer
         else:

@@ -74,6 +74,7 @@ def _interaction(entry: Any, where: str) -> dict[str, Any]:
     if not isinstance(status, int) or isinstance(status, bool):
         raise fail(where, f"response 'status' must be a number, got {status!r}")
     return {
+        "recorded_at": entry.get("startedDateTime"),
         "request": {"method": req.get("method"), "uri": req.get("url"),
                     "body": (post or {}).get("text", ""),
                     "headers": _headers(req.get("headers"), f"{where}: request")},

@@ -35,6 +35,7 @@ from memory_core.importers.common import (
     Stages,
     fail,
     from_unix,
+    iso_time,
     openai_message,
     openai_messages,
     sharing,
@@ -61,7 +62,8 @@ RESOURCE_KEYS = ("resource_id", "user_id", "user")
 REQUEST_FIELDS = ("previous_response_id", "conversation", "store", "stream")
 # the record's own keys, beside the request's in a flat record ({"messages",
 # "response", "thread_id", …}): never request parameters
-RECORD_KEYS = {"response", "error", "url", "resource_id", "user_id", *THREAD_KEYS}
+RECORD_KEYS = {"response", "error", "url", "recorded_at", "resource_id", "user_id",
+               *THREAD_KEYS}
 # request keys that are the conversation or its packaging, not sampling parameters
 NOT_PARAMS = {"messages", "model", "tools", "functions", "input", "instructions",
               "metadata", "user", "stream_options", "prompt", *REQUEST_FIELDS, *RECORD_KEYS}
@@ -505,7 +507,20 @@ def record_kind(obj: Any) -> str:
 def parse_record(obj: Any, where: str, index: int, held: ServerHistory | None = None
                  ) -> list[Exchange]:
     """The exchanges of one record; ``held``: the file's Responses API responses read
-    so far (see ``responses_exchange``)."""
+    so far (see ``responses_exchange``). A call whose body says no time takes the one
+    its recording gives (``recorded_at``: a HAR entry's start, an HTTP ``Date``)."""
+    exchanges = _parse_record(obj, where, index, held)
+    when = obj.get("recorded_at") if isinstance(obj, dict) else None
+    if isinstance(when, str):
+        at = iso_time(when, where, "recorded_at")
+        for ex in exchanges:
+            if ex.started_at is None:
+                ex.started_at = ex.finished_at = at
+    return exchanges
+
+
+def _parse_record(obj: Any, where: str, index: int, held: ServerHistory | None
+                  ) -> list[Exchange]:
     kind = record_kind(obj)
     notes: list[str] = []  # what turning another API's record into ours noted
     if kind == "ollama":
