@@ -93,3 +93,39 @@ def test_an_assistant_message_holding_a_result_is_refused() -> None:
     with pytest.raises(ImportFormatError, match="an assistant message holds a "
                                                 "tool_call_response"):
         import_text(InMemoryStorage(), _span([ASKED[0], bad]), name="spans.json")
+
+
+def test_openllmetry_anthropic_spans_read_their_content_blocks() -> None:
+    """OpenLLMetry's Anthropic instrumentation (its indexed attributes) writes a
+    message's content blocks as the JSON it sent: tool_use and tool_result blocks failed
+    the whole file ("content part 1 has unknown type 'tool_use'")."""
+    blocks_asked = [{"type": "text", "text": "Let me check."},
+                    {"type": "tool_use", "id": "toolu_01", "name": "get_weather",
+                     "input": {"location": "SF"}}]
+    answered = [{"type": "tool_result", "tool_use_id": "toolu_01", "content": "Sunny, 70F"}]
+    span = {"gen_ai.system": "Anthropic", "llm.request.type": "chat",
+            "gen_ai.request.model": "claude-3-5-sonnet-20240620",
+            "gen_ai.prompt.0.role": "system", "gen_ai.prompt.0.content": "Be brief.",
+            "gen_ai.prompt.1.role": "user", "gen_ai.prompt.1.content": "Weather in SF?",
+            "gen_ai.prompt.2.role": "assistant",
+            "gen_ai.prompt.2.content": json.dumps(blocks_asked),
+            "gen_ai.prompt.3.role": "user", "gen_ai.prompt.3.content": json.dumps(answered),
+            "gen_ai.completion.0.role": "assistant",
+            "gen_ai.completion.0.content": "Sunny and 70F.",
+            "gen_ai.completion.0.finish_reason": "end_turn",
+            "gen_ai.usage.prompt_tokens": 300, "gen_ai.usage.completion_tokens": 5}
+    s = InMemoryStorage()
+    report = import_text(s, json.dumps(span), name="span.json")
+    [rid] = report.runs_created
+    msgs = [m.as_message() for m in s.memory.get_messages(report.threads_created[0])]
+    assert [m.role for m in msgs] == ["user", "assistant", "tool", "assistant"]
+    assert [(c.id, c.name, c.args) for c in msgs[1].tool_calls()] == [
+        ("toolu_01", "get_weather", {"location": "SF"})]
+    assert [(r.call_id, r.result) for r in msgs[2].tool_results()] == [
+        ("toolu_01", "Sunny, 70F")]
+    lanes = [i["lane"] for i in s.runs.get(f"{rid}:prompt")["items"]]
+    assert lanes[0] == "instructions"
+    # a tool_result answering no call is refused, as the API refuses it
+    span["gen_ai.prompt.3.content"] = json.dumps([{**answered[0], "tool_use_id": "toolu_9"}])
+    with pytest.raises(ImportFormatError, match="toolu_9"):
+        import_text(InMemoryStorage(), json.dumps(span), name="span.json")

@@ -56,11 +56,11 @@ def is_anthropic_record(obj: dict[str, Any]) -> bool:
     if not isinstance(request, dict) or not isinstance(request.get("messages"), list):
         return False
     return "system" in request or any(
-        _anthropic_block(b) for m in request["messages"]
+        anthropic_block(b) for m in request["messages"]
         if isinstance(m, dict) and isinstance(m.get("content"), list) for b in m["content"])
 
 
-def _anthropic_block(block: Any) -> bool:
+def anthropic_block(block: Any) -> bool:
     """A content block only the Messages API has (OpenAI's parts have no ``tool_use``,
     ``tool_result`` or thinking, and its images no ``source``)."""
     if not isinstance(block, dict):

@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from memory_core.importers.anthropic import anthropic_block, anthropic_messages
 from memory_core.importers.common import fail, openai_message, openai_messages
 from memory_core.importers.jsonvalues import load_json
 from memory_core.importers.otel_read import Event, RawSpan
@@ -353,7 +354,15 @@ def _openllmetry(span: RawSpan, notes: list[str]) -> SpanContent | None:
                 "tool_calls": calls or None, "tool_call_id": m.get("tool_call_id"),
                 "name": m.get("name")}
 
-    msgs = openai_messages([chat(prompts[i]) for i in prompts], span.where, notes)
+    contents = [_content_value(prompts[i].get("content")) for i in prompts]
+    if any(isinstance(c, list) and any(anthropic_block(b) for b in c) for c in contents):
+        # an instrumentation of the Anthropic API writes a message's content blocks as
+        # they were sent (tool_use, tool_result, thinking): read them as that API's
+        msgs = anthropic_messages([
+            {"role": prompts[i].get("role") or "user", "content": "" if c is None else c}
+            for i, c in zip(prompts, contents, strict=True)], span.where, notes)
+    else:
+        msgs = openai_messages([chat(prompts[i]) for i in prompts], span.where, notes)
     outs = [openai_message(chat(completions[i], "assistant"), f"{span.where}: gen_ai.completion.{i}", notes)
             for i in completions]
     if len(outs) > 1:
