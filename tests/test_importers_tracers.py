@@ -7,6 +7,7 @@ again, parents, status and events read, and a value Zipkin's exporter cut named.
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -258,3 +259,50 @@ def test_a_bad_tag_is_named(tmp_path: Path) -> None:
                        r"the value 'many'$"):
         import_file(s, bad)
     assert not s.memory.list_threads()  # nothing half-written
+
+
+# -- Phoenix: span JSON with nested attributes -----------------------------------------------
+def _nested(flat: dict[str, Any]) -> dict[str, Any]:
+    """Dotted attributes nested as Phoenix's span JSON holds them (a numbered segment
+    makes a list)."""
+    root: dict[str, Any] = {}
+    for key, value in flat.items():
+        node: Any = root
+        segs = key.split(".")
+        for seg, nxt in zip(segs[:-1], segs[1:], strict=True):
+            child: Any = [] if nxt.isdigit() else {}
+            if isinstance(node, list):
+                i = int(seg)
+                while len(node) <= i:
+                    node.append(None)
+                node[i] = node[i] if node[i] is not None else child
+                node = node[i]
+            else:
+                node = node.setdefault(seg, child)
+        if isinstance(node, list):
+            i = int(segs[-1])
+            while len(node) <= i:
+                node.append(None)
+            node[i] = value
+        else:
+            node[segs[-1]] = value
+    return root
+
+
+def test_a_phoenix_span_with_nested_attributes_imports_as_its_flat_source() -> None:
+    source = FIX / "real" / "openinference-openinference_client_span_tool_calls.json"
+    flat = json.loads(source.read_text())
+    phoenix = {"name": "ChatCompletion", "span_kind": "LLM", "parent_id": None,
+               "context": {"trace_id": "0x6c80880dbeb609e2ed41e06a6397a0dd",
+                           "span_id": "0xd9bdedf0df0b7208"},
+               "start_time": "2024-05-08T21:46:11.480777Z",
+               "end_time": "2024-05-08T21:46:35.368042Z", "status_code": "OK",
+               "status_message": "", "events": [], "attributes": _nested(flat)}
+    assert isinstance(phoenix["attributes"]["llm"]["input_messages"], list)
+    text = json.dumps(phoenix, indent=2)
+    assert detect_format(text) == "otel"
+    assert _imported(text=text, times=False) == _imported(source, times=False)
+    [raw] = spans_of([("file", phoenix)])
+    assert raw.start == datetime(2024, 5, 8, 21, 46, 11, 480777, tzinfo=UTC)
+    phoenix["status_code"], phoenix["status_message"] = "ERROR", "rate limited"
+    assert spans_of([("file", phoenix)])[0].status_error == "rate limited"

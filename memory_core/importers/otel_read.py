@@ -175,6 +175,25 @@ def _sdk_id(ctx: dict[str, Any], *keys: str) -> str:
     return _hex_id(raw.removeprefix("0x"))
 
 
+def _flattened(attrs: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Attributes as OpenTelemetry has them — dotted keys, primitive values and lists of
+    them — when a tool wrote them nested (Phoenix's span JSON: ``{"llm":
+    {"input_messages": [{"message": {...}}]}}``): an object becomes its keys under a dot,
+    a list of objects its items by index. OpenTelemetry values are never objects, so
+    nothing else changes."""
+    out: dict[str, Any] = {}
+    for key, value in attrs.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            out.update(_flattened(value, f"{name}."))
+        elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            for i, item in enumerate(value):
+                out.update(_flattened(item, f"{name}.{i}."))
+        else:
+            out[name] = value
+    return out
+
+
 def _sdk_span(raw: dict[str, Any], order: int) -> RawSpan:
     ctx = raw.get("spanContext", raw.get("context")) or {}
     sid = _sdk_id(ctx, "spanId", "span_id") or f"#{order}"
@@ -188,7 +207,8 @@ def _sdk_span(raw: dict[str, Any], order: int) -> RawSpan:
             attrs = ev.get("attributes")
             events.append((str(ev.get("name") or ""), dict(attrs) if isinstance(attrs, dict)
                            else {}))
-    status = raw.get("status") or {}
+    status = raw.get("status") or {"status_code": raw.get("status_code"),  # (Phoenix's)
+                                    "message": raw.get("status_message")}
     failed = isinstance(status, dict) and status.get(
         "code", status.get("status_code")) in (2, "ERROR", "STATUS_CODE_ERROR")
     message = status.get("message") or status.get("description") if failed else None
@@ -197,7 +217,7 @@ def _sdk_span(raw: dict[str, Any], order: int) -> RawSpan:
         parent_id=parent, name=raw["name"],
         start=_sdk_time(raw.get("startTime", raw.get("start_time")), where, "startTime"),
         end=_sdk_time(raw.get("endTime", raw.get("end_time")), where, "endTime"),
-        attrs=dict(raw["attributes"]), events=events,
+        attrs=_flattened(raw["attributes"]), events=events,
         status_error=str(message or "the recorded call failed") if failed else None)
 
 
