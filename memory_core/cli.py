@@ -354,7 +354,8 @@ def ui(db: DbsOpt = None,
 def import_(files: Annotated[list[Path], typer.Argument(
                 help="Model traffic (OpenAI and compatible servers, Anthropic Messages, "
                      "Gemini, Ollama, Bedrock Converse) as JSONL/JSON logs, VCR cassettes "
-                     "or HAR files; ShareGPT, fine-tuning and batch files; or spans: OTLP "
+                     "or HAR files; ShareGPT, fine-tuning and batch files; LangSmith runs; "
+                     "or spans: OTLP "
                      "traces/logs (JSON, JSON lines, protobuf), SDK span objects, Jaeger or "
                      "Zipkin JSON. gzip/bzip2/xz read through. Several OTLP "
                      "exports (say traces.json logs.json) are imported as one, so a "

@@ -44,6 +44,8 @@ from memory_core.importers.common import (
 from memory_core.importers.gemini import gemini_exchange, is_gemini_record
 from memory_core.importers.har import har_document, har_records, looks_like_har
 from memory_core.importers.jsonvalues import iter_documents, load_json
+from memory_core.importers.langsmith import as_chat_record as langsmith_record
+from memory_core.importers.langsmith import is_langsmith_run, langsmith_rows
 from memory_core.importers.ollama import as_chat_record, is_ollama_record
 from memory_core.importers.openai_shapes import (
     completed_response,
@@ -482,6 +484,8 @@ def record_kind(obj: Any) -> str:
     request = obj.get("request", obj)
     if isinstance(obj.get("conversations"), list):
         return "sharegpt"
+    if is_langsmith_run(obj):
+        return "langsmith"
     api = llm_api(obj["url"]) if isinstance(obj.get("url"), str) else None
     if api == "ollama" or (api is None and is_ollama_record(obj)):
         return "ollama"
@@ -510,7 +514,8 @@ def parse_record(obj: Any, where: str, index: int, held: ServerHistory | None = 
     so far (see ``responses_exchange``). A call whose body says no time takes the one
     its recording gives (``recorded_at``: a HAR entry's start, an HTTP ``Date``)."""
     exchanges = _parse_record(obj, where, index, held)
-    when = obj.get("recorded_at") if isinstance(obj, dict) else None
+    when = obj.get("start_time" if is_langsmith_run(obj) else "recorded_at") \
+        if isinstance(obj, dict) else None
     if isinstance(when, str):
         at = iso_time(when, where, "recorded_at")
         for ex in exchanges:
@@ -523,6 +528,8 @@ def _parse_record(obj: Any, where: str, index: int, held: ServerHistory | None
                   ) -> list[Exchange]:
     kind = record_kind(obj)
     notes: list[str] = []  # what turning another API's record into ours noted
+    if kind == "langsmith":
+        return [chat_exchange(langsmith_record(obj, where, notes), where, index, notes)]
     if kind == "ollama":
         return [chat_exchange(as_chat_record(obj, where, notes), where, index, notes,
                               api="ollama")]
@@ -633,6 +640,14 @@ def parse_openai(text: str, stages: Stages | None = None) -> ParsedFile:
         return _parse_openai(text, stages)
 
 
+def _said(skipped: list[SkippedRecord]) -> str:
+    """What was skipped instead, each kind once (three at most)."""
+    kinds = Counter(k.reason for k in skipped)
+    said = [f"{r} ×{n}" if n > 1 else r for r, n in list(kinds.items())[:3]]
+    more = f"; {len(kinds) - 3} more kind(s)" if len(kinds) > 3 else ""
+    return "; ".join(said) + more
+
+
 def _parse_openai(text: str, stages: Stages | None) -> ParsedFile:
     rows: Iterable[tuple[str, Any]]
     skipped: list[SkippedRecord]
@@ -642,18 +657,17 @@ def _parse_openai(text: str, stages: Stages | None) -> ParsedFile:
         what, unit = ("HAR file", "entry") if har else ("cassette", "interaction")
         if not rows:
             # what it holds instead, each kind once (an embeddings cassette: its URL)
-            kinds = Counter(k.reason for k in skipped)
-            said = [f"{r} ×{n}" if n > 1 else r for r, n in list(kinds.items())[:3]]
-            more = f"; {len(kinds) - 3} more kind(s)" if len(kinds) > 3 else ""
             raise fail("file", f"the {what} holds no model call this importer reads "
                                "(chat completions, Responses, Anthropic Messages, Gemini, "
                                f"Ollama, Bedrock Converse); its {len(skipped)} {unit}(s): "
-                               f"{'; '.join(said)}{more}" if skipped else
+                               f"{_said(skipped)}" if skipped else
                        f"the {what} holds no {unit}")
     else:
         skipped = []
-        rows = _joined(iter_documents(text), skipped)
+        rows = _joined(langsmith_rows(iter_documents(text), skipped), skipped)
     exchanges, read = _exchanges(rows, stages)
+    if not exchanges and skipped:
+        raise fail("file", f"no model call among its records; {_said(skipped)}")
     if not exchanges:
         raise fail("file", "no records (expected one JSON object per line, a JSON array of "
                            "them, or one JSON object)")
