@@ -435,15 +435,21 @@ def fmt_cell(value: object) -> str:
 
 def fmt_time(value: object) -> str:
     """A run's or message's time, to the second (runs a minute apart stay apart); ISO
-    strings as the library writes them are accepted too."""
+    strings as the library writes them are accepted too. An imported record that had no
+    time (dated 1970 plus its index, so imports are deterministic) says so."""
     from datetime import datetime
+
+    from memory_core.importers.common import undated_index
 
     if isinstance(value, str):
         try:
-            return datetime.fromisoformat(value).strftime("%Y-%m-%d %H:%M:%S")
+            value = datetime.fromisoformat(value)
         except ValueError:
-            return value
+            return str(value)
     if isinstance(value, datetime):
+        index = undated_index(value)
+        if index is not None:
+            return f"not recorded (#{index + 1})"
         return value.strftime("%Y-%m-%d %H:%M:%S")
     return MISSING if value is None else str(value)
 

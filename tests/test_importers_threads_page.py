@@ -125,6 +125,26 @@ def test_last_activity_of_imported_threads_is_their_recorded_time(
     assert shown == {tid: fmt_time(t.last_activity) for tid, t in summaries.items()}
 
 
+def test_a_record_with_no_time_says_so_instead_of_1970(
+        imported: tuple[InMemoryStorage, list[str]]) -> None:
+    """A file with no times (a ShareGPT dataset) is dated 1970 plus each record's index,
+    so that imports are deterministic; the pages showed "1970-01-01 00:00:03"."""
+    storage, loose = imported
+    at = _open(resource="")
+    groups = _select(at, "Resource")
+    groups.select_index(2).run()
+    table = at.dataframe[0].value
+    shown = dict(zip(table["thread"], table["last activity"], strict=True))
+    assert all(shown[t].startswith("not recorded (#") for t in loose), shown
+    assert not any("1970" in str(v) for v in shown.values())
+    from datetime import UTC, datetime, timedelta
+
+    assert fmt_time(datetime(1970, 1, 1, tzinfo=UTC) + timedelta(seconds=2)) == \
+        "not recorded (#3)"
+    assert fmt_time("1970-01-01T00:00:00+00:00") == "not recorded (#1)"
+    assert fmt_time(datetime(2026, 1, 5, 9, 0, tzinfo=UTC)) == "2026-01-05 09:00:00"
+
+
 @pytest.fixture()
 def many_threads(monkeypatch: pytest.MonkeyPatch) -> Iterator[InMemoryStorage]:
     """Eight threads of no resource, t0 oldest, while the page lists three."""

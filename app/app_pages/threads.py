@@ -161,7 +161,7 @@ for m in shown:
     focused = (focus_seq is not None and focus_end is not None
                and focus_seq <= m.seq <= focus_end)
     with st.container(border=True, key=f"msg-{m.seq}"):
-        head: list[str | Id] = [f"#{m.seq} · {m.role} · {m.created_at:%Y-%m-%d %H:%M:%S}"]
+        head: list[str | Id] = [f"#{m.seq} · {m.role} · {fmt_time(m.created_at)}"]
         if m.written_by_run:
             head += [" · written by run ", Id(m.written_by_run)]
         if focused:

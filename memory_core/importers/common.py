@@ -181,6 +181,14 @@ def undated(index: int) -> datetime:
     return UNDATED_ORIGIN + timedelta(seconds=index)
 
 
+def undated_index(at: datetime) -> int | None:
+    """The record index an ``undated`` time stands for (no recording is from 1970), or
+    None for a time that was recorded."""
+    if at.tzinfo is None or not UNDATED_ORIGIN <= at < UNDATED_ORIGIN + timedelta(days=365):
+        return None
+    return int((at - UNDATED_ORIGIN).total_seconds())
+
+
 # datetimes outside these years are a corrupt record, not a recording
 _EARLIEST, _LATEST = datetime(1970, 1, 1, tzinfo=UTC), datetime(9000, 1, 1, tzinfo=UTC)
 
