@@ -445,7 +445,7 @@ def _say_imported(label: str, url: str, report: Any) -> None:
         say(f"an earlier import of {label} stopped part way; completing it")
     extended = (f" (continuing {len(report.threads_extended)} earlier thread(s))"
                 if report.threads_extended else "")
-    say(f"imported {label} ({report.format}) into {url}: "
+    say(f"imported {label} ({', '.join(report.apis) or report.format}) into {url}: "
         f"{len(report.threads_created)} threads{extended}, {report.messages_stored} messages, "
         f"{report.embeddings_stored} embeddings, {len(report.runs_created)} runs")
     for s in report.skipped:  # what was not imported, and what was kept differently

@@ -39,8 +39,9 @@ def test_a_withheld_answer_and_a_blocked_prompt_are_failed_runs_saying_why() -> 
 
 def test_vertex_times_and_the_model_named_only_in_the_url() -> None:
     s = InMemoryStorage()
-    [rid] = import_file(s, REAL / "pydanticai-google-test_google_model_vertex_provider.yaml"
-                        ).runs_created
+    report = import_file(s, REAL / "pydanticai-google-test_google_model_vertex_provider.yaml")
+    assert report.apis == ["gemini"]  # what `memwb import` says it read (was "openai")
+    [rid] = report.runs_created
     assert s.runs.require_run(rid).started_at == datetime(2025, 6, 27, 8, 48, 21, 154666,
                                                           tzinfo=UTC)
     # a request whose response names no model: the URL's model

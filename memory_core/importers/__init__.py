@@ -262,7 +262,8 @@ def _import_parsed(storage: Storage, parsed: ParsedFile, *, fmt: ImportFormat, n
     date_undated(parsed.exchanges)
     if stages is not None:
         stages("read", parsed.records, parsed.records)
-    report = ImportReport(format=fmt, file=name, sha1=digest, skipped=list(parsed.skipped))
+    report = ImportReport(format=fmt, file=name, sha1=digest, skipped=list(parsed.skipped),
+                          apis=list(dict.fromkeys(ex.api or fmt for ex in parsed.exchanges)))
     # a note names its record (and where in it) first: said once, not "line 2: line 2: …"
     report.skipped += [SkippedRecord(where=ex.where, reason=note.removeprefix(f"{ex.where}: "))
                        for ex in parsed.exchanges for note in ex.notes]

@@ -63,6 +63,9 @@ class ImportReport(BaseModel):
     skipped: list[SkippedRecord] = Field(default_factory=list)
     already_imported: bool = False
     resumed: bool = False  # an earlier import of this file stopped part way; completed
+    # what its model calls were read as, each once in file order: "openai" (the OpenAI
+    # family), "anthropic", "gemini", "ollama", "bedrock", or "otel" (spans)
+    apis: list[str] = Field(default_factory=list)
 
 
 @dataclass
