@@ -619,7 +619,10 @@ def _steps(steps: Sequence[RunStep]) -> list[StepView]:
     out: list[StepView] = []
     for step in steps:
         resp = step.response
-        out.append(StepView(n=step.index, text=resp.text,
+        # the answer's text parts one a line, as stored (``resp.text`` joins a recorded
+        # answer of several parts with spaces)
+        texts = [p.text for p in resp.as_message().parts if isinstance(p, TextPart)]
+        out.append(StepView(n=step.index, text="\n".join(texts) if texts else resp.text,
                             tool_calls=[tool_call_text(c) for c in resp.tool_calls],
                             model=step.model.model_dump(mode="json"),
                             input_tokens=resp.usage.input_tokens,

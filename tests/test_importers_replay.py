@@ -115,3 +115,15 @@ def test_a_request_of_instructions_alone_replays() -> None:
     runner = Runner(st, {"a": Agent(name="a", instructions="", model=ScriptedModel(["x"]))})
     with pytest.raises(InvalidInputError, match="empty list"):
         runner.run("a", run_id="fresh", prompt=[])  # a fresh run still needs a prompt
+
+
+def test_the_run_view_shows_an_answer_of_several_parts_one_a_line() -> None:
+    """The run inspector's "Model steps" box showed the step's text with its parts
+    joined by spaces; the answer below it showed one a line."""
+    from memory_core.views import run_view
+
+    st = InMemoryStorage()
+    [rid] = import_text(st, json.dumps(_responses(*TEXT)), name="r.jsonl").runs_created
+    view = run_view(st, rid)
+    assert view.steps[0].text == "First part.\nSecond part."
+    assert view.answer == "First part.\nSecond part."
