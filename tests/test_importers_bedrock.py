@@ -144,3 +144,38 @@ def test_the_model_is_read_from_the_url_decoded() -> None:
         "arn:aws:bedrock:us-east-1:1:inference-profile/us.meta.llama3"
     assert model_in_path("/model/amazon.nova-pro-v1%3A0/converse-stream") == \
         "amazon.nova-pro-v1:0"
+
+
+def _invoke_cassette(model: str, body: dict[str, Any], answer: dict[str, Any]) -> str:
+    import yaml
+
+    return yaml.safe_dump({"interactions": [{
+        "request": {"method": "POST", "body": json.dumps(body), "headers": {},
+                    "uri": f"https://bedrock-runtime.us-east-1.amazonaws.com/model/{model}"
+                           "/invoke"},
+        "response": {"status": {"code": 200}, "body": {"string": json.dumps(answer)},
+                     "headers": {"Content-Type": ["application/json"]}}}]})
+
+
+def test_invoke_model_reads_claude_and_names_the_other_formats() -> None:
+    claude = {"anthropic_version": "bedrock-2023-05-31", "max_tokens": 50,
+              "messages": [{"role": "user", "content": "hi"}]}
+    # an error body names no model: the run's model is the URL's
+    s = InMemoryStorage()
+    report = import_text(s, _invoke_cassette(
+        "anthropic.claude-3-haiku-20240307-v1%3A0", claude,
+        {"type": "message", "role": "assistant", "content": [{"type": "text", "text": "yo"}],
+         "stop_reason": "end_turn", "usage": {"input_tokens": 8, "output_tokens": 1}}),
+        name="i.yaml")
+    [rid] = report.runs_created
+    assert report.apis == ["bedrock"]
+    assert s.runs.get(f"{rid}:step:0")["model"]["name"] == \
+        "anthropic.claude-3-haiku-20240307-v1:0"
+    llama = {"prompt": "<|begin_of_text|>hi", "max_gen_len": 50}
+    with pytest.raises(ImportFormatError, match=r"a Bedrock InvokeModel call to "
+                                                r"meta\.llama3-8b-instruct-v1:0 in that "
+                                                r"model's own format \(keys: max_gen_len, "
+                                                r"prompt\)"):
+        import_text(InMemoryStorage(), _invoke_cassette(
+            "meta.llama3-8b-instruct-v1%3A0", llama, {"generation": "hello"}),
+            name="i.yaml")

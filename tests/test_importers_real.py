@@ -855,6 +855,25 @@ EXPECTED.update({
     },
 })
 
+# Bedrock InvokeModel with Claude's own body (the Messages API's), plain and streamed
+_OTEL_JOKE = "user: Tell me a joke about opentelemetry"
+EXPECTED.update({
+    "openllmetry-bedrock-invoke-test_anthropic_3_completion_complex_content.yaml": {
+        "api": "bedrock",
+        "threads": [[_OTEL_JOKE, "assistant: Why did the data packet cross the road? To get "
+                                 "to the other side with OpenTelemetry's distributed "
+                                 "tracing!"]],
+        "runs": [("claude-3-sonnet-20240229", (16, 29), [])],
+        "params": {"anthropic_version": "bedrock-2023-05-31", "max_tokens": 200},
+    },
+    "openllmetry-bedrock-invoke-test_anthropic_3_completion_streaming.yaml": {
+        "api": "bedrock",
+        "threads": [[_OTEL_JOKE, "assistant: Why did the distributed tracing span cross the "
+                                 "road? To get to the other service!"]],
+        "runs": [("claude-3-sonnet-20240229", (16, 21), [])],
+    },
+})
+
 # Ollama's native API (/api/chat, /api/generate), recorded by OpenLLMetry's tests
 _JOKE = "user: Tell me a joke about OpenTelemetry"
 EXPECTED.update({

@@ -18,6 +18,8 @@ shaped after it, block for block.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import re
 import struct
@@ -28,8 +30,11 @@ from urllib.parse import unquote
 from memory_core.importers.common import fail
 
 BEDROCK_PATHS = ("/converse", "/converse-stream")
+# InvokeModel: the model's own body (Anthropic's Messages API for Claude)
+INVOKE_PATHS = ("/invoke", "/invoke-with-response-stream")
 EVENT_STREAM = "application/vnd.amazon.eventstream"
-_MODEL_IN_PATH = re.compile(r"/model/([^/]+)/converse(?:-stream)?$")
+_MODEL_IN_PATH = re.compile(
+    r"/model/([^/]+)/(?:converse|converse-stream|invoke|invoke-with-response-stream)$")
 _CONFIG_NAMES = {"maxTokens": "max_tokens", "temperature": "temperature",
                  "topP": "top_p", "stopSequences": "stop_sequences"}
 _REQUEST_PARTS = ("messages", "system", "toolConfig", "inferenceConfig",
@@ -112,6 +117,28 @@ def event_stream(data: bytes, where: str) -> list[dict[str, Any]]:
         at += total
     if not out:
         raise fail(where, "the event stream holds no message")
+    return out
+
+
+def invoke_chunks(events: list[dict[str, Any]], where: str) -> list[dict[str, Any]] | None:
+    """InvokeModelWithResponseStream's events, each a ``chunk`` whose ``bytes`` are the
+    base64 of one event of the model's own stream (Anthropic's ``message_start`` …): those
+    events; None when the stream is not made of such chunks (Converse's)."""
+    if not all(e.get("_event") == "chunk" and isinstance(e.get("bytes"), str)
+               for e in events if not e.get("_exception")):
+        return None
+    out: list[dict[str, Any]] = []
+    for k, e in enumerate(events):
+        if e.get("_exception"):
+            raise fail(where, f"the stream ended in {e['_event'] or 'an exception'}: "
+                              f"{e.get('message', '')}")
+        try:
+            event = json.loads(base64.b64decode(e["bytes"], validate=True))
+        except (ValueError, binascii.Error):
+            raise fail(where, f"stream chunk {k} is not base64 JSON") from None
+        if not isinstance(event, dict):
+            raise fail(where, f"stream chunk {k} is not a JSON object")
+        out.append(event)
     return out
 
 

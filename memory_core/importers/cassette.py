@@ -20,7 +20,14 @@ from datetime import UTC
 from email.utils import parsedate_to_datetime
 from typing import Any, Literal
 
-from memory_core.importers.bedrock import BEDROCK_PATHS, EVENT_STREAM, event_stream
+from memory_core.importers.bedrock import (
+    BEDROCK_PATHS,
+    EVENT_STREAM,
+    INVOKE_PATHS,
+    event_stream,
+    invoke_chunks,
+)
+from memory_core.importers.bedrock import model_in_path as bedrock_model
 from memory_core.importers.common import SkippedRecord, fail
 from memory_core.importers.gemini import GEMINI_PATHS
 from memory_core.importers.jsonvalues import check_value, load_json
@@ -31,13 +38,14 @@ LLM_PATHS = ("/chat/completions", "/responses", "/completions")
 # model calls; every other ``…/messages`` is the Messages API (Anthropic's own
 # ``/v1/messages``, or an Anthropic-compatible base URL such as ``…/anthropic/messages``)
 _ASSISTANTS_MESSAGES = re.compile(r"/threads/[^/]+/messages$")
-Api = Literal["openai", "anthropic", "gemini", "ollama", "bedrock"]
+Api = Literal["openai", "anthropic", "gemini", "ollama", "bedrock", "bedrock-invoke"]
 
 
 def llm_api(url: str) -> Api | None:
     """Which API a request URL (or path) calls: ``"openai"`` for chat completions, the
     Responses API and legacy completions, ``"anthropic"`` for the Messages API,
-    ``"gemini"``, ``"ollama"`` and ``"bedrock"`` (Converse) for theirs, None for
+    ``"gemini"``, ``"ollama"`` and ``"bedrock"`` (Converse) for theirs,
+    ``"bedrock-invoke"`` for Bedrock's InvokeModel (the model's own body), None for
     anything else (not a model call this importer reads)."""
     # (Mistral's client marks a streamed call with a fragment: "…/completions#stream")
     path = url.split("?", 1)[0].split("#", 1)[0].rstrip("/")
@@ -47,6 +55,8 @@ def llm_api(url: str) -> Api | None:
         return "ollama"
     if path.endswith(BEDROCK_PATHS) and "/model/" in path:
         return "bedrock"
+    if path.endswith(INVOKE_PATHS) and "/model/" in path:
+        return "bedrock-invoke"
     if path.endswith(LLM_PATHS):
         return "openai"
     if path.endswith("/messages") and not _ASSISTANTS_MESSAGES.search(path):
@@ -135,8 +145,10 @@ def _body(side: dict[str, Any], where: str) -> Any:
     if raw is None or raw == "":
         return None
     if isinstance(raw, bytes) and _header(side.get("headers"), "content-type").startswith(
-            EVENT_STREAM):
-        return event_stream(raw, where)  # Bedrock's ConverseStream
+            EVENT_STREAM):  # Bedrock's ConverseStream and InvokeModelWithResponseStream
+        events = event_stream(raw, where)
+        chunks = invoke_chunks(events, where)
+        return chunks if chunks is not None else events
     if isinstance(raw, bytes):
         encoding = _header(side.get("headers"), "content-encoding")
         try:
@@ -218,6 +230,16 @@ def interaction_records(interactions: list[Any], label: str = "interaction"
         if not isinstance(body, dict):
             raise fail(where, "the request body is not a JSON object")
         check_value(body, where, strings=True)
+        if llm_api(uri) == "bedrock-invoke" and not (
+                "anthropic_version" in body and isinstance(body.get("messages"), list)):
+            # InvokeModel sends the model's own body: Claude's is the Messages API's (read);
+            # Titan's inputText, Llama's and Mistral's prompt templates, Cohere's… are not
+            model = bedrock_model(path) or "?"
+            skipped.append(SkippedRecord(where=where, reason=(
+                f"a Bedrock InvokeModel call to {model} in that model's own format (keys: "
+                f"{', '.join(sorted(map(str, body))) or 'none'}): only Anthropic's Messages "
+                "body and the Converse API are read")))
+            continue
         if not any(k in body for k in CONVERSATION_KEYS):
             # e.g. Portkey's prompts API (…/prompts/<id>/completions): the server renders
             # a stored template from the variables sent, so the conversation is not here

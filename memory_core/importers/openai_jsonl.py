@@ -25,6 +25,7 @@ from memory_core.importers.anthropic import (
     system_messages,
 )
 from memory_core.importers.bedrock import as_anthropic_record, is_converse_record
+from memory_core.importers.bedrock import model_in_path as bedrock_model
 from memory_core.importers.cassette import cassette_records, llm_api, looks_like_cassette
 from memory_core.importers.common import (
     READ_EVERY,
@@ -491,8 +492,8 @@ def record_kind(obj: Any) -> str:
         return "ollama"
     if api == "bedrock" or (api is None and is_converse_record(obj)):
         return "bedrock"
-    if api == "anthropic" or (api is None and is_anthropic_record(obj)):
-        return "anthropic"
+    if api in ("anthropic", "bedrock-invoke") or (api is None and is_anthropic_record(obj)):
+        return "anthropic"  # (a Bedrock InvokeModel call reaching here sent Claude's body)
     if api == "gemini" or (api is None and is_gemini_record(request, obj.get("response"))):
         return "gemini"
     if isinstance(request, dict) and "messages" in request:
@@ -548,6 +549,14 @@ def _parse_record(obj: Any, where: str, index: int, held: ServerHistory | None
         return [gemini_exchange(obj, where, index, thread_key=thread_key,
                                 resource_id=resource)]
     if kind == "anthropic":
+        url = obj.get("url") if isinstance(obj, dict) else None
+        request = obj.get("request") if isinstance(obj, dict) else None
+        if isinstance(url, str) and llm_api(url) == "bedrock-invoke" and isinstance(
+                request, dict) and "model" not in request:
+            # Bedrock names the model in the URL only
+            obj = {**obj, "request": {**request, "model": bedrock_model(
+                url.split("?", 1)[0])}}
+            return [anthropic_exchange(obj, where, index, api="bedrock")]
         return [anthropic_exchange(obj, where, index)]
     if kind == "bedrock":
         return [anthropic_exchange(as_anthropic_record(obj, where, notes), where, index,
