@@ -353,7 +353,7 @@ def ui(db: DbsOpt = None,
 @app.command("import")
 def import_(files: Annotated[list[Path], typer.Argument(
                 help="Model traffic (OpenAI and compatible servers, Anthropic Messages, "
-                     "Gemini, Ollama, Bedrock Converse) as JSONL/JSON logs, VCR cassettes "
+                     "Gemini, Cohere, Ollama, Bedrock) as JSONL/JSON logs, VCR cassettes "
                      "or HAR files; ShareGPT, fine-tuning and batch files; LangSmith runs; "
                      "or spans: OTLP "
                      "traces/logs (JSON, JSON lines, protobuf), SDK span objects, Jaeger or "

@@ -874,6 +874,39 @@ EXPECTED.update({
     },
 })
 
+# Cohere's v2 Chat API, recorded by OpenLLMetry's tests (usage: usage.tokens)
+_TOKYO = "user: What is the weather and current time in Tokyo?"
+_TOKYO_CALLS = ('assistant: → get_time({"location": "Tokyo"}) '
+                '→ get_weather({"location": "Tokyo"})')
+EXPECTED.update({
+    "openllmetry-cohere-test_cohere_v2_chat_legacy_with_streaming.yaml": {
+        "api": "cohere",
+        "threads": [["user: Tell me a joke, pirate style",
+                     "assistant: Arrrr, matey! Shiver me timbers, here's a pirate-style joke "
+                     "for ye:…"]],
+        "runs": [("command", (69, 110), [])],
+    },
+    "openllmetry-cohere-test_cohere_v2_chat_legacy_with_tool_calls_and_history.yaml": {
+        "api": "cohere",
+        "threads": [[_TOKYO, _TOKYO_CALLS, "tool get_time: 4:20 PM",
+                     "tool get_weather: Sunny 20 degrees Celsius",
+                     "assistant: The current time in Tokyo is 4:20 PM and the weather is sunny "
+                     "with a temperature of 20°C."]],
+        "runs": [("command-r", (968, 83), ["get_weather", "get_time"]),
+                 ("command-r", (1094, 102), ["get_weather", "get_time"])],
+        "call_ids": ["get_time_dp3men9jrvhf", "get_weather_d7arjgsc96yf"],
+        "skipped": ["response: the assistant's tool_plan not imported",
+                    "response: 2 citation(s) not imported"],
+    },
+    "openllmetry-cohere-test_cohere_v2_chat_legacy_with_tool_calls_and_streaming.yaml": {
+        "api": "cohere",
+        "threads": [[_TOKYO, 'assistant: → get_time({"location": "Tokyo"}) '
+                             '→ get_weather({"location": "Tokyo"})']],
+        "runs": [("command-r", (968, 83), ["get_weather", "get_time"])],
+        "call_ids": ["get_time_dg5wwc00d8v5", "get_weather_bc8241gkqss5"],
+    },
+})
+
 # Ollama's native API (/api/chat, /api/generate), recorded by OpenLLMetry's tests
 _JOKE = "user: Tell me a joke about OpenTelemetry"
 EXPECTED.update({

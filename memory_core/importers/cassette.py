@@ -28,6 +28,7 @@ from memory_core.importers.bedrock import (
     invoke_chunks,
 )
 from memory_core.importers.bedrock import model_in_path as bedrock_model
+from memory_core.importers.cohere import COHERE_PATHS
 from memory_core.importers.common import SkippedRecord, fail
 from memory_core.importers.gemini import GEMINI_PATHS
 from memory_core.importers.jsonvalues import check_value, load_json
@@ -38,13 +39,14 @@ LLM_PATHS = ("/chat/completions", "/responses", "/completions")
 # model calls; every other ``…/messages`` is the Messages API (Anthropic's own
 # ``/v1/messages``, or an Anthropic-compatible base URL such as ``…/anthropic/messages``)
 _ASSISTANTS_MESSAGES = re.compile(r"/threads/[^/]+/messages$")
-Api = Literal["openai", "anthropic", "gemini", "ollama", "bedrock", "bedrock-invoke"]
+Api = Literal["openai", "anthropic", "gemini", "ollama", "cohere", "bedrock",
+              "bedrock-invoke"]
 
 
 def llm_api(url: str) -> Api | None:
     """Which API a request URL (or path) calls: ``"openai"`` for chat completions, the
     Responses API and legacy completions, ``"anthropic"`` for the Messages API,
-    ``"gemini"``, ``"ollama"`` and ``"bedrock"`` (Converse) for theirs,
+    ``"gemini"``, ``"ollama"``, ``"cohere"`` (v2 Chat) and ``"bedrock"`` (Converse) for theirs,
     ``"bedrock-invoke"`` for Bedrock's InvokeModel (the model's own body), None for
     anything else (not a model call this importer reads)."""
     # (Mistral's client marks a streamed call with a fragment: "…/completions#stream")
@@ -53,6 +55,8 @@ def llm_api(url: str) -> Api | None:
         return "gemini"
     if path.endswith(OLLAMA_PATHS):
         return "ollama"
+    if path.endswith(COHERE_PATHS):
+        return "cohere"
     if path.endswith(BEDROCK_PATHS) and "/model/" in path:
         return "bedrock"
     if path.endswith(INVOKE_PATHS) and "/model/" in path:

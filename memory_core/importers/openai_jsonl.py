@@ -27,6 +27,8 @@ from memory_core.importers.anthropic import (
 from memory_core.importers.bedrock import as_anthropic_record, is_converse_record
 from memory_core.importers.bedrock import model_in_path as bedrock_model
 from memory_core.importers.cassette import cassette_records, llm_api, looks_like_cassette
+from memory_core.importers.cohere import as_chat_record as cohere_record
+from memory_core.importers.cohere import is_cohere_record
 from memory_core.importers.common import (
     READ_EVERY,
     Exchange,
@@ -490,6 +492,8 @@ def record_kind(obj: Any) -> str:
     api = llm_api(obj["url"]) if isinstance(obj.get("url"), str) else None
     if api == "ollama" or (api is None and is_ollama_record(obj)):
         return "ollama"
+    if api == "cohere" or (api is None and is_cohere_record(obj)):
+        return "cohere"
     if api == "bedrock" or (api is None and is_converse_record(obj)):
         return "bedrock"
     if api in ("anthropic", "bedrock-invoke") or (api is None and is_anthropic_record(obj)):
@@ -531,6 +535,9 @@ def _parse_record(obj: Any, where: str, index: int, held: ServerHistory | None
     notes: list[str] = []  # what turning another API's record into ours noted
     if kind == "langsmith":
         return [chat_exchange(langsmith_record(obj, where, notes), where, index, notes)]
+    if kind == "cohere":
+        return [chat_exchange(cohere_record(obj, where, notes), where, index, notes,
+                              api="cohere")]
     if kind == "ollama":
         return [chat_exchange(as_chat_record(obj, where, notes), where, index, notes,
                               api="ollama")]
@@ -668,7 +675,7 @@ def _parse_openai(text: str, stages: Stages | None) -> ParsedFile:
             # what it holds instead, each kind once (an embeddings cassette: its URL)
             raise fail("file", f"the {what} holds no model call this importer reads "
                                "(chat completions, Responses, Anthropic Messages, Gemini, "
-                               f"Ollama, Bedrock Converse); its {len(skipped)} {unit}(s): "
+                               f"Cohere, Ollama, Bedrock); its {len(skipped)} {unit}(s): "
                                f"{_said(skipped)}" if skipped else
                        f"the {what} holds no {unit}")
     else:
