@@ -493,3 +493,28 @@ def test_newer_context_blocks_are_noted_and_a_later_system_message_kept() -> Non
             "message 3: content block 0 (tool_addition) not imported",
             "response: content block 0 (compaction) not imported"} <= reasons
     assert replay(s, report.runs_created[0]).messages_checked == 1
+
+
+def test_claude_on_vertex_ai_is_read_by_its_url() -> None:
+    """Vertex AI serves Claude at ``…/publishers/anthropic/models/<model>:rawPredict``
+    (``:streamRawPredict``) with the Messages API's body and no model in it: such a
+    cassette was skipped as "not a model call"."""
+    import yaml
+
+    body = {"anthropic_version": "vertex-2023-10-16", "max_tokens": 64,
+            "messages": [{"role": "user", "content": "hi"}]}
+    answer = {"type": "message", "role": "assistant", "content": [
+        {"type": "text", "text": "hello"}], "stop_reason": "end_turn",
+        "usage": {"input_tokens": 8, "output_tokens": 1}}
+    url = ("https://us-east5-aiplatform.googleapis.com/v1/projects/p/locations/us-east5/"
+           "publishers/anthropic/models/claude-3-5-sonnet-v2@20241022:rawPredict")
+    text = yaml.safe_dump({"interactions": [{
+        "request": {"method": "POST", "uri": url, "body": json.dumps(body), "headers": {}},
+        "response": {"status": {"code": 200}, "headers": {},
+                     "body": {"string": json.dumps(answer)}}}]})
+    s = InMemoryStorage()
+    report = import_text(s, text, name="vertex.yaml")
+    [rid] = report.runs_created
+    assert report.apis == ["anthropic"]
+    assert s.runs.get(f"{rid}:step:0")["model"]["name"] == "claude-3-5-sonnet-v2@20241022"
+    assert s.runs.get(f"{rid}:step:0")["response"]["text"] == "hello"

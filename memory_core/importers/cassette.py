@@ -35,22 +35,26 @@ from memory_core.importers.jsonvalues import check_value, load_json
 from memory_core.importers.ollama import OLLAMA_PATHS, json_lines
 
 LLM_PATHS = ("/chat/completions", "/responses", "/completions")
+VERTEX_ANTHROPIC_PATHS = (":rawPredict", ":streamRawPredict")
 # the OpenAI Assistants API's messages of a thread (``/threads/{id}/messages``) are not
 # model calls; every other ``…/messages`` is the Messages API (Anthropic's own
 # ``/v1/messages``, or an Anthropic-compatible base URL such as ``…/anthropic/messages``)
 _ASSISTANTS_MESSAGES = re.compile(r"/threads/[^/]+/messages$")
 Api = Literal["openai", "anthropic", "gemini", "ollama", "cohere", "bedrock",
-              "bedrock-invoke"]
+              "bedrock-invoke", "vertex-anthropic"]
 
 
 def llm_api(url: str) -> Api | None:
     """Which API a request URL (or path) calls: ``"openai"`` for chat completions, the
     Responses API and legacy completions, ``"anthropic"`` for the Messages API,
     ``"gemini"``, ``"ollama"``, ``"cohere"`` (v2 Chat) and ``"bedrock"`` (Converse) for theirs,
-    ``"bedrock-invoke"`` for Bedrock's InvokeModel (the model's own body), None for
+    ``"bedrock-invoke"`` for Bedrock's InvokeModel (the model's own body),
+    ``"vertex-anthropic"`` for Claude on Vertex AI (``:rawPredict``), None for
     anything else (not a model call this importer reads)."""
     # (Mistral's client marks a streamed call with a fragment: "…/completions#stream")
     path = url.split("?", 1)[0].split("#", 1)[0].rstrip("/")
+    if path.endswith(VERTEX_ANTHROPIC_PATHS) and "/publishers/anthropic/" in path:
+        return "vertex-anthropic"  # Claude on Vertex AI: the Messages API's body
     if path.endswith(GEMINI_PATHS):
         return "gemini"
     if path.endswith(OLLAMA_PATHS):

@@ -45,6 +45,7 @@ from memory_core.importers.common import (
     split_instructions,
 )
 from memory_core.importers.gemini import gemini_exchange, is_gemini_record
+from memory_core.importers.gemini import model_in_path as gemini_model
 from memory_core.importers.har import har_document, har_records, looks_like_har
 from memory_core.importers.jsonvalues import iter_documents, load_json
 from memory_core.importers.langsmith import as_chat_record as langsmith_record
@@ -496,7 +497,8 @@ def record_kind(obj: Any) -> str:
         return "cohere"
     if api == "bedrock" or (api is None and is_converse_record(obj)):
         return "bedrock"
-    if api in ("anthropic", "bedrock-invoke") or (api is None and is_anthropic_record(obj)):
+    if api in ("anthropic", "bedrock-invoke", "vertex-anthropic") or (
+            api is None and is_anthropic_record(obj)):
         return "anthropic"  # (a Bedrock InvokeModel call reaching here sent Claude's body)
     if api == "gemini" or (api is None and is_gemini_record(request, obj.get("response"))):
         return "gemini"
@@ -558,12 +560,17 @@ def _parse_record(obj: Any, where: str, index: int, held: ServerHistory | None
     if kind == "anthropic":
         url = obj.get("url") if isinstance(obj, dict) else None
         request = obj.get("request") if isinstance(obj, dict) else None
-        if isinstance(url, str) and llm_api(url) == "bedrock-invoke" and isinstance(
-                request, dict) and "model" not in request:
-            # Bedrock names the model in the URL only
-            obj = {**obj, "request": {**request, "model": bedrock_model(
-                url.split("?", 1)[0])}}
-            return [anthropic_exchange(obj, where, index, api="bedrock")]
+        api = llm_api(url) if isinstance(url, str) else None
+        if isinstance(url, str) and api in ("bedrock-invoke", "vertex-anthropic") and \
+                isinstance(request, dict) and "model" not in request:
+            # Bedrock and Vertex AI name the model in the URL only
+            path = url.split("?", 1)[0]
+            obj = {**obj, "request": {**request, "model": bedrock_model(path)
+                                      if api == "bedrock-invoke" else gemini_model(path)}}
+        if api in ("bedrock-invoke", "vertex-anthropic"):
+            return [anthropic_exchange(obj, where, index,
+                                       api="bedrock" if api == "bedrock-invoke" else
+                                       "anthropic")]
         return [anthropic_exchange(obj, where, index)]
     if kind == "bedrock":
         return [anthropic_exchange(as_anthropic_record(obj, where, notes), where, index,
