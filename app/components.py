@@ -436,7 +436,8 @@ def fmt_cell(value: object) -> str:
 def fmt_time(value: object) -> str:
     """A run's or message's time, to the second (runs a minute apart stay apart); ISO
     strings as the library writes them are accepted too. An imported record that had no
-    time (dated 1970 plus its index, so imports are deterministic) says so."""
+    time (dated 1970 plus its index in its file, so imports are deterministic) says so;
+    the index is not shown, as every file's count starts again."""
     from datetime import datetime
 
     from memory_core.importers.common import undated_index
@@ -447,9 +448,8 @@ def fmt_time(value: object) -> str:
         except ValueError:
             return str(value)
     if isinstance(value, datetime):
-        index = undated_index(value)
-        if index is not None:
-            return f"not recorded (#{index + 1})"
+        if undated_index(value) is not None:
+            return "not recorded"
         return value.strftime("%Y-%m-%d %H:%M:%S")
     return MISSING if value is None else str(value)
 
