@@ -1024,3 +1024,29 @@ def test_an_undated_call_between_dated_ones_is_placed_between_them() -> None:
     assert placed == {"interaction 1": "no time recorded; placed just before interaction 2",
                       "interaction 3": "no time recorded; placed just after interaction 2",
                       "interaction 4": "no time recorded; placed just after interaction 2"}
+
+
+def test_a_cassette_request_whose_body_was_not_recorded_is_skipped() -> None:
+    """A recorder that filters request bodies out (vcrpy's ``filter_post_data_parameters``
+    taken far, or ``body: null``) left the whole cassette refused: "the request body is
+    not a JSON object". The other calls import; that one is skipped saying why."""
+    import yaml
+
+    def call(body: Any) -> dict[str, Any]:
+        return {"request": {"method": "POST", "uri": "https://api.openai.com/v1/chat/completions",
+                            "body": body, "headers": {}},
+                "response": {"status": {"code": 200}, "headers": {}, "body": {"string": json.dumps(
+                    {"choices": [{"message": {"role": "assistant", "content": "ok"}}]})}}}
+
+    ok = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]})
+    s = InMemoryStorage()
+    report = import_text(s, yaml.safe_dump({"interactions": [call(None), call(ok)]}),
+                         name="c.yaml")
+    assert len(report.runs_created) == 1
+    assert [(k.where, k.reason) for k in report.skipped] == [
+        ("interaction 1", "the request body to https://api.openai.com/v1/chat/completions "
+                          "was not recorded: the conversation is not in the recording")]
+    with pytest.raises(ImportFormatError, match="interaction 1: the request body is not a "
+                                                "JSON object, got list"):
+        import_text(InMemoryStorage(), yaml.safe_dump({"interactions": [call("[1, 2]")]}),
+                    name="c.yaml")

@@ -235,8 +235,14 @@ def interaction_records(interactions: list[Any], label: str = "interaction"
                                          f"importer reads ({req.get('method')} {path})"))
             continue
         body = _body(req, f"{where}: request")
+        if body is None:  # (a recorder that filtered bodies out, or a GET)
+            skipped.append(SkippedRecord(where=where, reason=(
+                f"the request body to {path} was not recorded: the conversation is not in "
+                "the recording")))
+            continue
         if not isinstance(body, dict):
-            raise fail(where, "the request body is not a JSON object")
+            raise fail(where, f"the request body is not a JSON object, got "
+                              f"{type(body).__name__}")
         check_value(body, where, strings=True)
         if llm_api(uri) == "bedrock-invoke" and not (
                 "anthropic_version" in body and isinstance(body.get("messages"), list)):
