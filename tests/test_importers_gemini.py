@@ -167,3 +167,18 @@ def test_a_bad_sampling_parameter_is_named() -> None:
         import_text(InMemoryStorage(), _record([USER], _answer({"text": "ok"}),
                                                generationConfig={"temperature": "hot"}),
                     name="g.jsonl")
+
+
+def test_a_flat_records_own_keys_are_not_request_parameters() -> None:
+    # {"contents", "response", "thread_id", "url", …} on one level: only what was sent
+    # to the API is a parameter (the response and the record's keys were stored as
+    # request_params)
+    flat = {"contents": [USER], "generationConfig": {"temperature": 0.2},
+            "response": _answer({"text": "Snow."}), "thread_id": "conv-9",
+            "metadata": {"user_id": "u1"},
+            "url": "https://x/v1beta/models/gemini-2.5-flash:generateContent"}
+    s, report = _import(json.dumps(flat))
+    [rid] = report.runs_created
+    assert s.runs.get(f"{rid}:import")["request_params"] == {"temperature": 0.2}
+    assert report.threads_created == ["conv-9"]
+    assert s.runs.require_run(rid).resource_id == "u1"

@@ -542,6 +542,10 @@ def _parse_record(obj: Any, where: str, index: int, held: ServerHistory | None
     if kind == "responses":
         return [responses_exchange(obj, where, index, held)]
     if kind == "gemini":
+        if "request" not in obj:  # flat: the record's own keys are not the request's
+            obj = {"request": {k: v for k, v in obj.items()
+                               if k not in RECORD_KEYS and k != "metadata"},
+                   **{k: v for k, v in obj.items() if k in RECORD_KEYS or k == "metadata"}}
         request = obj.get("request", obj)
         thread_key, resource = _record_context(
             obj, request if isinstance(request, dict) else {}, where)
