@@ -144,3 +144,88 @@ def test_the_model_is_read_from_the_url_decoded() -> None:
         "arn:aws:bedrock:us-east-1:1:inference-profile/us.meta.llama3"
     assert model_in_path("/model/amazon.nova-pro-v1%3A0/converse-stream") == \
         "amazon.nova-pro-v1:0"
+
+
+def _framed(total: int, headers: bytes = b"", body: bytes = b"") -> bytes:
+    """A message whose prelude claims ``total`` bytes, with valid checksums."""
+    prelude = struct.pack(">II", total, len(headers))
+    prelude += struct.pack(">I", zlib.crc32(prelude))
+    message = prelude + headers + body
+    return message + struct.pack(">I", zlib.crc32(message))
+
+
+def test_event_stream_framing_that_cannot_be_is_refused_naming_it() -> None:
+    # a prelude claiming 0 bytes (checksum right) raised struct.error; headers running past
+    # the message raised IndexError/struct.error
+    with pytest.raises(ImportFormatError, match=r"damaged at byte 0"):
+        event_stream(_framed(0) + STREAM, "x")
+    bad_header = bytes([11]) + b":event-type" + b"\x07" + struct.pack(">H", 500) + b"ab"
+    with pytest.raises(ImportFormatError, match=r"unreadable headers"):
+        event_stream(_framed(16 + len(bad_header), bad_header), "x")
+
+
+def test_an_error_message_of_the_stream_is_a_failed_run() -> None:
+    # AWS event streams frame a server error as :message-type "error" with
+    # :error-code/:error-message headers (no :event-type): it was ignored, the run
+    # "completed" with an empty answer
+    def header(name: str, value: str) -> bytes:
+        raw = value.encode()
+        return bytes([len(name)]) + name.encode() + b"\x07" + struct.pack(">H", len(raw)) + raw
+    headers = header(":message-type", "error") + header(":error-code", "InternalFailure") \
+        + header(":error-message", "boom")
+    body = _message("messageStart", {"role": "assistant"}) + _framed(
+        16 + len(headers), headers)
+    s = InMemoryStorage()
+    [rid] = import_text(s, _cassette(body), name="c.yaml").runs_created
+    run = s.runs.require_run(rid)
+    assert run.status == "failed" and "boom" in (run.error or "")
+    assert verify_run(s, rid).status == "ok"
+
+
+@pytest.mark.parametrize(("events", "error"), [
+    ([{"_event": "contentBlockDelta", "contentBlockIndex": "x", "delta": {"text": "a"}}],
+     r"stream event 0: 'contentBlockIndex' must be a block number, got 'x'"),
+    ([{"_event": "contentBlockDelta", "delta": 3}], r"'delta' must be an object, got 3"),
+    ([{"_event": "contentBlockDelta", "delta": {"toolUse": "x"}}],
+     r"'delta.toolUse' must be an object"),
+    ([{"_event": "contentBlockDelta", "delta": {"text": None}},
+      {"_event": "contentBlockDelta", "delta": {"toolUse": {"input": "{}"}}}],
+     r"stream event 1: a toolUse delta for block 0, which is a text block"),
+    ([{"_event": "contentBlockDelta", "delta": {"text": ["a"]}}],
+     r"a streamed piece must be text"),
+    ([{"text": "a"}], r"stream event 0: not an event of a ConverseStream"),
+])
+def test_bad_stream_events_are_refused_naming_them(events: list[Any], error: str) -> None:
+    record = {"request": {"messages": [{"role": "user", "content": [{"text": "hi"}]}],
+                          "inferenceConfig": {}}, "response": events}
+    with pytest.raises(ImportFormatError, match=r"line 1: (stream event \d: )?" + error):
+        import_text(InMemoryStorage(), json.dumps(record), name="b.jsonl")
+
+
+@pytest.mark.parametrize(("change", "error"), [
+    ({"response": {"output": ["x"]}}, r"needs 'output.message'"),
+    ({"request": {"messages": [{"role": "user", "content": [{"text": "hi"}]}],
+                  "toolConfig": {"tools": 3}}}, r"'toolConfig.tools' must be a list"),
+    ({"request": {"messages": [{"role": "user", "content": [
+        {"toolResult": {"toolUseId": "t", "content": True}}]}], "inferenceConfig": {}}},
+     r"toolResult 'content' must be a list"),
+])
+def test_bad_converse_fields_are_refused_naming_them(change: dict[str, Any], error: str
+                                                     ) -> None:
+    record = {"request": {"messages": [{"role": "user", "content": [{"text": "hi"}]}],
+                          "inferenceConfig": {}},
+              "response": {"output": {"message": {"role": "assistant", "content": [
+                  {"text": "ok"}]}}, "stopReason": "end_turn"}, **change}
+    with pytest.raises(ImportFormatError, match=r"line 1: .*" + error):
+        import_text(InMemoryStorage(), json.dumps(record), name="b.jsonl")
+
+
+def test_guard_content_and_reasoning_of_other_shapes_do_not_crash() -> None:
+    record = {"request": {"messages": [{"role": "user", "content": [
+        {"guardContent": {"text": [{}]}}]}], "inferenceConfig": {}},
+        "response": {"output": {"message": {"role": "assistant", "content": [
+            {"reasoningContent": {"reasoningText": "x"}}, {"text": "ok"}]}},
+            "stopReason": "end_turn"}}
+    s = InMemoryStorage()
+    [rid] = import_text(s, json.dumps(record), name="b.jsonl").runs_created
+    assert s.runs.get(f"{rid}:step:0")["response"]["text"] == "ok"

@@ -88,7 +88,8 @@ def event_stream(data: bytes, where: str) -> list[dict[str, Any]]:
         if len(data) - at < 16:
             raise fail(where, f"the event stream ends inside a message (byte {at})")
         total, headers_len, prelude_crc = struct.unpack_from(">III", data, at)
-        if zlib.crc32(data[at:at + 8]) != prelude_crc or total > len(data) - at:
+        if zlib.crc32(data[at:at + 8]) != prelude_crc or total > len(data) - at \
+                or total < 16 or headers_len > total - 16:
             raise fail(where, f"the event stream is damaged at byte {at} (its length or "
                               "checksum does not match)")
         message = data[at:at + total]
@@ -96,10 +97,18 @@ def event_stream(data: bytes, where: str) -> list[dict[str, Any]]:
             raise fail(where, f"the event stream message at byte {at} fails its checksum")
         headers: dict[str, Any] = {}
         h = 12
-        while h < 12 + headers_len:
-            n = message[h]
-            name = message[h + 1:h + 1 + n].decode("utf-8")
-            headers[name], h = _header_value(message, h + 2 + n, message[h + 1 + n], where)
+        try:
+            while h < 12 + headers_len:
+                n = message[h]
+                name = message[h + 1:h + 1 + n].decode("utf-8")
+                headers[name], h = _header_value(message, h + 2 + n, message[h + 1 + n],
+                                                 where)
+        except (IndexError, struct.error, UnicodeDecodeError):
+            raise fail(where, f"the event stream message at byte {at} has unreadable "
+                              "headers") from None
+        if h != 12 + headers_len:
+            raise fail(where, f"the event stream message at byte {at} has unreadable "
+                              "headers")
         payload = message[12 + headers_len:total - 4]
         try:
             body = json.loads(payload) if payload else {}
@@ -108,6 +117,9 @@ def event_stream(data: bytes, where: str) -> list[dict[str, Any]]:
         kind = headers.get(":event-type") or headers.get(":exception-type") or ""
         if headers.get(":message-type") == "exception":
             body = {"_exception": True, **(body if isinstance(body, dict) else {})}
+        elif headers.get(":message-type") == "error":  # (``:error-code``, ``:error-message``)
+            kind = str(headers.get(":error-code") or "error")
+            body = {"_exception": True, "message": headers.get(":error-message")}
         out.append({"_event": kind, **(body if isinstance(body, dict) else {"value": body})})
         at += total
     if not out:
@@ -120,29 +132,41 @@ def _joined(events: list[dict[str, Any]], where: str, notes: list[str]) -> dict[
     blocks: dict[int, dict[str, Any]] = {}
     partial: dict[int, list[str]] = {}
     out: dict[str, Any] = {"output": {"message": {"role": "assistant", "content": []}}}
-    for ev in events:
+    for n, ev in enumerate(events):
+        ew = f"{where}: stream event {n}"
+        if not isinstance(ev, dict) or not isinstance(ev.get("_event"), str):
+            raise fail(ew, f"not an event of a ConverseStream: {ev!r}"[:300])
         kind = ev["_event"]
         if ev.get("_exception"):
             raise _Failed(json.dumps({k: v for k, v in ev.items() if k != "_exception"},
                                      sort_keys=True))
         i = ev.get("contentBlockIndex", 0)
+        if isinstance(i, bool) or not isinstance(i, int) or i < 0:
+            raise fail(ew, f"'contentBlockIndex' must be a block number, got {i!r}")
         if kind == "contentBlockStart":
-            start = (ev.get("start") or {}).get("toolUse")
+            start = _object(ev.get("start"), ew, "start").get("toolUse")
             if isinstance(start, dict):
                 blocks[i] = {"toolUse": {**start, "input": {}}}
                 partial[i] = []
         elif kind == "contentBlockDelta":
-            delta = ev.get("delta") or {}
+            delta = _object(ev.get("delta"), ew, "delta")
+            have = next(iter(blocks.get(i, {})), None)
+            new = next((k for k in ("text", "toolUse", "reasoningContent") if k in delta),
+                       None)
+            if new is not None and have not in (None, new):
+                raise fail(ew, f"a {new} delta for block {i}, which is a {have} block")
             if "text" in delta:
                 block = blocks.setdefault(i, {"text": ""})
-                block["text"] = block.get("text", "") + str(delta["text"])
+                block["text"] = block.get("text", "") + _text(delta["text"], ew)
             elif "toolUse" in delta:
-                partial.setdefault(i, []).append(str(delta["toolUse"].get("input") or ""))
+                piece = _object(delta["toolUse"], ew, "delta.toolUse").get("input")
+                partial.setdefault(i, []).append(_text(piece, ew))
                 blocks.setdefault(i, {"toolUse": {"input": {}}})
             elif "reasoningContent" in delta:
                 said = blocks.setdefault(i, {"reasoningContent": {"reasoningText": {
                     "text": ""}}})["reasoningContent"]["reasoningText"]
-                said["text"] += str((delta["reasoningContent"] or {}).get("text") or "")
+                reasoning = _object(delta["reasoningContent"], ew, "delta.reasoningContent")
+                said["text"] += _text(reasoning.get("text"), ew)
             else:
                 notes.append(f"{where}: a stream delta of kind "
                              f"{', '.join(delta) or 'none'} not imported")
@@ -159,6 +183,22 @@ def _joined(events: list[dict[str, Any]], where: str, notes: list[str]) -> dict[
                               f"{joined[:80]!r}") from None
     out["output"]["message"]["content"] = [blocks[i] for i in sorted(blocks)]
     return out
+
+
+def _object(value: Any, where: str, name: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise fail(where, f"'{name}' must be an object, got {value!r}"[:300])
+    return value
+
+
+def _text(value: Any, where: str) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise fail(where, f"a streamed piece must be text, got {value!r}"[:300])
+    return value
 
 
 class _Failed(Exception):
@@ -185,7 +225,8 @@ def _block(raw: Any, where: str, notes: list[str]) -> dict[str, Any] | None:
     if kind == "text":
         return {"type": "text", "text": body}
     if kind == "guardContent":
-        text = ((body or {}).get("text") or {}).get("text") if isinstance(body, dict) else None
+        inner = body.get("text") if isinstance(body, dict) else None
+        text = inner.get("text") if isinstance(inner, dict) else inner
         notes.append(f"{where}: guardrail-checked text (guardContent) read as text")
         return {"type": "text", "text": text if isinstance(text, str) else ""}
     if kind == "toolUse" and isinstance(body, dict):
@@ -193,7 +234,10 @@ def _block(raw: Any, where: str, notes: list[str]) -> dict[str, Any] | None:
                 "input": body.get("input") if body.get("input") is not None else {}}
     if kind == "toolResult" and isinstance(body, dict):
         content = []
-        for j, part in enumerate(body.get("content") or []):
+        parts = body.get("content") or []
+        if not isinstance(parts, list):
+            raise fail(where, f"toolResult 'content' must be a list, got {parts!r}"[:300])
+        for j, part in enumerate(parts):
             if isinstance(part, dict) and "json" in part:
                 content.append({"type": "text", "text": json.dumps(part["json"],
                                                                    ensure_ascii=False)})
@@ -212,10 +256,11 @@ def _block(raw: Any, where: str, notes: list[str]) -> dict[str, Any] | None:
             out["title"] = body["name"]
         return out
     if kind == "reasoningContent" and isinstance(body, dict):
-        text = (body.get("reasoningText") or {}).get("text")
-        if isinstance(text, str):
+        said = body.get("reasoningText")
+        text = said.get("text") if isinstance(said, dict) else None
+        if isinstance(said, dict) and isinstance(text, str):
             return {"type": "thinking", "thinking": text,
-                    "signature": (body.get("reasoningText") or {}).get("signature", "")}
+                    "signature": said.get("signature", "")}
         return {"type": "redacted_thinking", "data": body.get("redactedContent") or ""}
     notes.append(f"{where}: a {kind} block not imported")
     return None
@@ -234,7 +279,10 @@ def _tools(config: Any, where: str, notes: list[str]) -> tuple[list[Any], Any]:
     if not isinstance(config, dict):
         raise fail(where, f"'toolConfig' must be an object, got {config!r}")
     tools = []
-    for j, tool in enumerate(config.get("tools") or []):
+    listed = config.get("tools") or []
+    if not isinstance(listed, list):
+        raise fail(where, f"'toolConfig.tools' must be a list, got {listed!r}"[:300])
+    for j, tool in enumerate(listed):
         spec = tool.get("toolSpec") if isinstance(tool, dict) else None
         if not isinstance(spec, dict):
             notes.append(f"{where}: tool {j} ({', '.join(tool) if isinstance(tool, dict) else tool}) "
@@ -309,7 +357,8 @@ def as_anthropic_record(obj: dict[str, Any], where: str, notes: list[str]
             out["error"] = str(e)
             return out
     if isinstance(response, dict):
-        message = (response.get("output") or {}).get("message")
+        output = response.get("output")
+        message = output.get("message") if isinstance(output, dict) else None
         if not isinstance(message, dict):
             raise fail(where, "a Converse response needs 'output.message'")
         stop = response.get("stopReason")
