@@ -89,6 +89,25 @@ def test_zipkin_tags_are_typed_again_but_content_stays_text() -> None:
     assert (raw.end - raw.start).microseconds == 5  # type: ignore[operator]
 
 
+def test_zipkin_ids_that_read_as_numbers_stay_text() -> None:
+    # ids are text in OpenTelemetry: a conversation "4e5" became the thread "400000.0",
+    # a user "12e9999" the resource "inf", an id "0042" would have been 42
+    spans = json.loads((TRACERS / "zipkin-otel_genai.json").read_text())
+    for span in spans:
+        if "gen_ai.conversation.id" in span["tags"]:
+            span["tags"].update({"gen_ai.conversation.id": "4e5", "user.id": "12e9999",
+                                 "gen_ai.response.id": "1001", "session.id": "7"})
+    [raw, *_] = spans_of([("file", spans)])
+    assert [raw.attrs[k] for k in ("gen_ai.conversation.id", "user.id",
+                                   "gen_ai.response.id", "session.id")] == [
+        "4e5", "12e9999", "1001", "7"]
+    assert raw.attrs["gen_ai.usage.input_tokens"] == 52  # numbers are still numbers
+    s = InMemoryStorage()
+    report = import_text(s, json.dumps(spans), name="z.json")
+    assert report.threads_created == ["4e5"]
+    assert {s.runs.require_run(r).resource_id for r in report.runs_created} == {"12e9999"}
+
+
 def test_a_value_zipkins_exporter_cut_is_named() -> None:
     with pytest.raises(ImportFormatError, match=r"zipkin-cut128-otel_genai\.json.*span "
                        r"eee19b7ec3c1b174.*gen_ai\.(input|output)\.messages is cut at 128 "

@@ -228,6 +228,10 @@ _CONTENT_LIKE = re.compile(r"messages|prompt|completion|content|choice|instructi
                            r"\.text$|\.object$|toolCalls|(input|output)\.value", re.I)
 _NOT_CONTENT = re.compile(r"tokens|usage|count|mime_type|\.tools|toolChoice|functions|"
                           r"template\.variables", re.I)
+# identifiers are text in OpenTelemetry's conventions (gen_ai.conversation.id,
+# session.id, user.id, gen_ai.response.id, gen_ai.tool.call.id…), however they read:
+# a conversation "4e5" is not the number 400000.0, nor an id "0042" the number 42
+_ID_KEY = re.compile(r"(^|[._])id$", re.I)
 _NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?")
 # Python's Zipkin exporter cuts every tag value (and event attribute) to this many
 # characters unless told otherwise (``max_tag_value_length``)
@@ -255,7 +259,7 @@ def _untyped(key: str, value: Any, *, scalars: bool) -> Any:
                 x is None or isinstance(x, str | int | float | bool) for x in parsed):
             return parsed
         return value
-    if scalars:
+    if scalars and not _ID_KEY.search(key):
         if value in ("true", "false"):
             return value == "true"
         if _NUMBER.fullmatch(value):
