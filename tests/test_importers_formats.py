@@ -1024,3 +1024,21 @@ def test_an_undated_call_between_dated_ones_is_placed_between_them() -> None:
     assert placed == {"interaction 1": "no time recorded; placed just before interaction 2",
                       "interaction 3": "no time recorded; placed just after interaction 2",
                       "interaction 4": "no time recorded; placed just after interaction 2"}
+
+
+@pytest.mark.parametrize(("record", "error"), [  # each raised TypeError / ValidationError
+    ({"request": {"prompt": "Say hi"}, "response": {"choices": [{"index": ["x"], "text": "hi"}]}},
+     r"line 1: choice 0: 'index' must be an integer, got \['x'\]"),
+    ({"request": {"prompt": "Say hi"}, "response": {"choices": -1}},
+     r"line 1: response 'choices' must be a list, got -1"),
+    ({"request": {"input": "hi"}, "response": {"object": "response", "status": True, "output": [
+        {"type": "message", "role": "assistant", "content": [
+            {"type": "output_text", "text": "hello"}]}]}},
+     r"line 1: 'status' must be a non-empty string, got True"),
+])
+def test_wrong_types_in_completions_and_responses_are_named(record: dict[str, Any],
+                                                            error: str) -> None:
+    s = InMemoryStorage()
+    with pytest.raises(ImportFormatError, match=error):
+        import_text(s, json.dumps(record), name="r.jsonl")
+    assert not s.memory.list_threads()
