@@ -229,3 +229,22 @@ def test_guard_content_and_reasoning_of_other_shapes_do_not_crash() -> None:
     s = InMemoryStorage()
     [rid] = import_text(s, json.dumps(record), name="b.jsonl").runs_created
     assert s.runs.get(f"{rid}:step:0")["response"]["text"] == "ok"
+
+
+def test_records_told_apart_by_shape() -> None:
+    # a failed text-only Converse call (no inferenceConfig, no answer) was read as
+    # chat completions and refused ("content part 0 has unknown type None"); a Responses
+    # API record whose output is an object was taken for Converse ("a Converse request
+    # needs a 'messages' list")
+    failed = {"request": {"messages": [{"role": "user", "content": [{"text": "hi"}]}],
+                          "system": [{"text": "Be brief."}]},
+              "error": {"message": "ValidationException"}}
+    s = InMemoryStorage()
+    report = import_text(s, json.dumps(failed), name="b.jsonl")
+    assert report.apis == ["bedrock"]
+    assert s.runs.require_run(report.runs_created[0]).status == "failed"
+    responses = {"request": {"model": "gpt-4.1", "input": "hi"},
+                 "response": {"id": "resp_1", "object": "response", "output": {}}}
+    with pytest.raises(ImportFormatError, match=r"line 1: 'output' must be a string or a "
+                                                r"list of items, got dict"):
+        import_text(InMemoryStorage(), json.dumps(responses), name="r.jsonl")

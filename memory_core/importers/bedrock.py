@@ -32,6 +32,9 @@ EVENT_STREAM = "application/vnd.amazon.eventstream"
 _MODEL_IN_PATH = re.compile(r"/model/([^/]+)/converse(?:-stream)?$")
 _CONFIG_NAMES = {"maxTokens": "max_tokens", "temperature": "temperature",
                  "topP": "top_p", "stopSequences": "stop_sequences"}
+# the kinds of a Converse content block (each block an object of one of these keys)
+_BLOCK_KINDS = ("text", "image", "document", "video", "toolUse", "toolResult",
+                "guardContent", "cachePoint", "reasoningContent", "citationsContent")
 _REQUEST_PARTS = ("messages", "system", "toolConfig", "inferenceConfig",
                   "additionalModelRequestFields", "modelId", "model")
 
@@ -49,7 +52,8 @@ def is_converse_record(obj: Any) -> bool:
     if not isinstance(obj, dict):
         return False
     response = obj.get("response")
-    if isinstance(response, dict) and isinstance(response.get("output"), dict):
+    if isinstance(response, dict) and isinstance(response.get("output"), dict) \
+            and response.get("object") != "response":  # (a Responses API one, malformed)
         return True
     if isinstance(response, list) and response and isinstance(response[0], dict) \
             and "_event" in response[0]:
@@ -59,10 +63,17 @@ def is_converse_record(obj: Any) -> bool:
         return False
     if "inferenceConfig" in request or "toolConfig" in request:
         return True
-    return any(isinstance(m, dict) and isinstance(m.get("content"), list) and any(
-        isinstance(b, dict) and "type" not in b and (
-            "toolUse" in b or "toolResult" in b or "reasoningContent" in b)
-        for b in m["content"]) for m in request["messages"])
+    # content blocks keyed by their kind, never typed: no other API's parts look so
+    # (OpenAI's and Anthropic's name their "type"), a text-only request included
+    blocks = [b for m in request["messages"] if isinstance(m, dict)
+              and isinstance(m.get("content"), list) for b in m["content"]]
+    system = request.get("system")
+    blocks += system if isinstance(system, list) else []
+    untyped = [b for b in blocks if isinstance(b, dict) and "type" not in b]
+    return any("toolUse" in b or "toolResult" in b or "reasoningContent" in b
+               for b in untyped) or bool(blocks) and all(
+        isinstance(b, dict) and len(b) == 1 and next(iter(b)) in _BLOCK_KINDS
+        for b in blocks)
 
 
 # -- AWS event stream ----------------------------------------------------------------------
