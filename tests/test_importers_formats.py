@@ -1042,3 +1042,25 @@ def test_wrong_types_in_completions_and_responses_are_named(record: dict[str, An
     with pytest.raises(ImportFormatError, match=error):
         import_text(s, json.dumps(record), name="r.jsonl")
     assert not s.memory.list_threads()
+
+
+def test_a_cassettes_requests_other_than_post_are_not_model_calls() -> None:
+    # GET …/v1/chat/completions lists stored completions: it failed the whole cassette
+    # ("the request body is not a JSON object")
+    import yaml
+
+    def side(body: Any) -> dict[str, Any]:
+        return {"headers": {}, "body": {"string": json.dumps(body)} if body else None}
+    listing = {"request": {"method": "GET", "uri": "https://api.openai.com/v1/chat/completions"
+                                                  "?limit=10", **side(None)},
+               "response": {"status": {"code": 200}, **side({"object": "list", "data": []})}}
+    call = {"request": {"method": "POST", "uri": "https://api.openai.com/v1/chat/completions",
+                        **side({"model": "m", "messages": [{"role": "user", "content": "hi"}]})},
+            "response": {"status": {"code": 200}, **side({"created": 1767268800, "choices": [
+                {"message": {"role": "assistant", "content": "yo"}}]})}}
+    call["request"]["body"] = call["request"]["body"]["string"]
+    report = import_text(InMemoryStorage(), yaml.safe_dump({"interactions": [listing, call]}),
+                         name="c.yaml")
+    assert len(report.runs_created) == 1
+    assert [k.reason for k in report.skipped] == [
+        "not a model call this importer reads (GET https://api.openai.com/v1/chat/completions)"]
