@@ -325,3 +325,40 @@ def test_a_phoenix_span_with_nested_attributes_imports_as_its_flat_source() -> N
     assert raw.start == datetime(2024, 5, 8, 21, 46, 11, 480777, tzinfo=UTC)
     phoenix["status_code"], phoenix["status_message"] = "ERROR", "rate limited"
     assert spans_of([("file", phoenix)])[0].status_error == "rate limited"
+
+
+def _otlp(span: dict[str, Any]) -> dict[str, Any]:
+    return {"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}
+
+
+_SPAN = {"traceId": "5b8efff798038103d269b633813fc60c", "spanId": "eee19b7ec3c1b174",
+         "name": "chat m", "startTimeUnixNano": "1767340800000000000",
+         "endTimeUnixNano": "1767340801000000000", "attributes": []}
+
+
+@pytest.mark.parametrize(("doc", "error"), [  # each raised TypeError/AttributeError
+    ({"resourceSpans": True}, r"'resourceSpans' must be a list, got True"),
+    ({"resourceSpans": ["x"]}, r"a resource entry must be an object, got 'x'"),
+    ({"resourceSpans": [{"scopeSpans": True}]}, r"'scopeSpans' must be a list"),
+    ({"resourceSpans": [{"scopeSpans": [{"spans": -1}]}]}, r"'spans' must be a list"),
+    (_otlp({**_SPAN, "attributes": [{"key": "gen_ai.input.messages", "value": {
+        "arrayValue": {"values": 1.5}}}]}), r"arrayValue must hold a 'values' list"),
+    ([{"traceId": "5b8efff798038103d269b633813fc60c", "id": "eee19b7ec3c1b174",
+       "name": "chat", "timestamp": 1767427200000000, "tags": {}, "annotations": True}],
+     r"'annotations' must be a list, got True"),
+    ([{"name": "ai.generateText.doGenerate", "spanContext": {
+        "traceId": "5b8efff798038103d269b633813fc60c", "spanId": "eee19b7ec3c1b174"},
+       "attributes": {}, "startTime": [1767427200, 0], "events": True}],
+     r"'events' must be a list, got True"),
+])
+def test_wrong_types_in_span_files_are_named(doc: Any, error: str) -> None:
+    with pytest.raises(ImportFormatError, match=error):
+        import_text(InMemoryStorage(), json.dumps(doc), name="t.json")
+
+
+def test_an_operation_name_of_another_type_does_not_crash() -> None:
+    span = {**_SPAN, "attributes": [
+        {"key": "gen_ai.operation.name", "value": {"arrayValue": {"values": [
+            {"stringValue": "chat"}]}}}]}
+    with pytest.raises(ImportFormatError, match=r"no GenAI model-call spans"):
+        import_text(InMemoryStorage(), json.dumps(_otlp(span)), name="t.json")
