@@ -363,8 +363,14 @@ def _openllmetry(span: RawSpan, notes: list[str]) -> SpanContent | None:
             for i, c in zip(prompts, contents, strict=True)], span.where, notes)
     else:
         msgs = openai_messages([chat(prompts[i]) for i in prompts], span.where, notes)
+    # its Anthropic instrumentation writes an answer's thinking as a completion of its
+    # own, role "thinking", before the answer (the next index): the reasoning, noted
+    thinking = [i for i in completions if completions[i].get("role") == "thinking"]
+    for i in thinking:
+        notes.append(f"{span.where}: gen_ai.completion.{i}: the model's thinking not "
+                     "imported")
     outs = [openai_message(chat(completions[i], "assistant"), f"{span.where}: gen_ai.completion.{i}", notes)
-            for i in completions]
+            for i in completions if i not in thinking]
     if len(outs) > 1:
         notes.append(f"{span.where}: {len(outs) - 1} alternative completion(s) not imported")
     finish = completions[min(completions)].get("finish_reason") if completions else None
