@@ -362,3 +362,13 @@ def test_an_operation_name_of_another_type_does_not_crash() -> None:
             {"stringValue": "chat"}]}}}]}
     with pytest.raises(ImportFormatError, match=r"no GenAI model-call spans"):
         import_text(InMemoryStorage(), json.dumps(_otlp(span)), name="t.json")
+
+
+def test_go_events_that_are_not_a_list_are_named() -> None:
+    span = {"Name": "chat", "SpanContext": {"TraceID": "5b8efff798038103d269b633813fc60c",
+                                            "SpanID": "eee19b7ec3c1b174"},
+            "StartTime": "2026-01-02T08:00:00Z", "EndTime": "2026-01-02T08:00:01Z",
+            "Attributes": [], "Events": True}  # (raised TypeError)
+    with pytest.raises(ImportFormatError, match=r"span eee19b7ec3c1b174 \(chat\): 'Events' "
+                                                r"must be a list, got True"):
+        import_text(InMemoryStorage(), json.dumps(span), name="go.json")

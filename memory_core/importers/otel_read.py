@@ -488,7 +488,7 @@ def _go_span(raw: dict[str, Any], order: int) -> RawSpan:
     parent: Any = raw.get("Parent")
     parent_id = _sdk_id(parent, "SpanID") if isinstance(parent, dict) else ""
     events: list[Event] = []
-    for k, ev in enumerate(raw.get("Events") or []):
+    for k, ev in enumerate(list_of(raw.get("Events"), where, "Events")):
         if isinstance(ev, dict):
             events.append((str(ev.get("Name") or ""),
                            _go_attrs(ev.get("Attributes"), f"{where}: event {k}")))
