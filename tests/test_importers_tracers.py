@@ -372,3 +372,17 @@ def test_go_events_that_are_not_a_list_are_named() -> None:
     with pytest.raises(ImportFormatError, match=r"span eee19b7ec3c1b174 \(chat\): 'Events' "
                                                 r"must be a list, got True"):
         import_text(InMemoryStorage(), json.dumps(span), name="go.json")
+
+
+@pytest.mark.parametrize(("change", "error"), [  # each raised TypeError/AttributeError
+    ({"references": True}, r"'references' must be a list, got True"),
+    ({"logs": True}, r"'logs' must be a list, got True"),
+    ({"logs": ["42"]}, r"log 0 must be an object, got '42'"),
+])
+def test_jaeger_fields_of_the_wrong_type_are_named(change: dict[str, Any], error: str) -> None:
+    span = {"traceID": "5b8efff798038103d269b633813fc60c", "spanID": "eee19b7ec3c1b174",
+            "operationName": "chat", "startTime": 1767427200000000, "duration": 5,
+            "tags": [], **change}
+    doc = {"data": [{"traceID": span["traceID"], "spans": [span], "processes": {}}]}
+    with pytest.raises(ImportFormatError, match=r"span eee19b7ec3c1b174 \(chat\): " + error):
+        import_text(InMemoryStorage(), json.dumps(doc), name="jaeger.json")

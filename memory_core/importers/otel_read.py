@@ -391,18 +391,22 @@ def _jaeger_spans(doc: dict[str, Any], where_doc: str, first: int) -> list[RawSp
     traces = doc["data"] if isinstance(doc.get("data"), list) else [doc]
     out: list[RawSpan] = []
     for trace in traces:
-        for raw in (trace.get("spans") or []) if isinstance(trace, dict) else []:
+        spans = list_of(trace.get("spans"), where_doc, "spans") \
+            if isinstance(trace, dict) else []
+        for raw in spans:
             if not isinstance(raw, dict):
                 raise fail(where_doc, f"a Jaeger span must be an object, got {raw!r}")
             sid = _hex_id(raw.get("spanID")) or f"#{first + len(out)}"
             where = f"span {sid} ({raw.get('operationName', '')})"
             attrs = _jaeger_tags(raw.get("tags"), where)
             # the parent is the CHILD_OF reference (links come after it as FOLLOWS_FROM)
-            parent = next((r for r in raw.get("references") or [] if isinstance(r, dict)
-                           and r.get("refType") == "CHILD_OF"), {})
+            parent = next((r for r in list_of(raw.get("references"), where, "references")
+                           if isinstance(r, dict) and r.get("refType") == "CHILD_OF"), {})
             events: list[Event] = []
-            for k, log in enumerate(raw.get("logs") or []):
-                fields = _jaeger_tags((log or {}).get("fields"), f"{where}: log {k}")
+            for k, log in enumerate(list_of(raw.get("logs"), where, "logs")):
+                if not isinstance(log, dict):
+                    raise fail(where, f"log {k} must be an object, got {log!r}"[:300])
+                fields = _jaeger_tags(log.get("fields"), f"{where}: log {k}")
                 events.append((str(fields.pop("event", "")), fields))
             start = _micros(raw.get("startTime"), where, "startTime")
             out.append(RawSpan(
