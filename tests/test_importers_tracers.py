@@ -386,3 +386,27 @@ def test_jaeger_fields_of_the_wrong_type_are_named(change: dict[str, Any], error
     doc = {"data": [{"traceID": span["traceID"], "spans": [span], "processes": {}}]}
     with pytest.raises(ImportFormatError, match=r"span eee19b7ec3c1b174 \(chat\): " + error):
         import_text(InMemoryStorage(), json.dumps(doc), name="jaeger.json")
+
+
+@pytest.mark.parametrize(("path", "value", "error"), [  # each raised AttributeError
+    (("input_messages", 1, "message"), [], r"llm.input_messages.1: message must be "
+                                           r"attributes of an object, got \[\]"),
+    (("input_messages", 1, "message", "tool_calls", 0, "tool_call"), [None],
+     r"llm.input_messages.1: tool_calls.0.tool_call must be attributes of an object"),
+    (("output_messages", 0, "message", "contents"), {"a": 1},
+     r"llm.output_messages.0: contents.0 must be attributes of an object, got 1"),
+])
+def test_openinference_messages_of_the_wrong_shape_are_named(path: tuple[Any, ...],
+                                                             value: Any, error: str) -> None:
+    flat = json.loads((FIX / "real" / "openinference-openinference_client_span_tool_calls.json"
+                       ).read_text())
+    attrs = _nested(flat)
+    node = attrs["llm"]
+    for seg in path[:-1]:
+        node = node[seg]
+    node[path[-1]] = value
+    span = {"name": "ChatCompletion", "context": {"trace_id": "0x6c80880dbeb609e2ed41e06a6397a0dd",
+                                                  "span_id": "0xd9bdedf0df0b7208"},
+            "start_time": "2024-05-08T21:46:11.480777Z", "attributes": attrs}
+    with pytest.raises(ImportFormatError, match=error):
+        import_text(InMemoryStorage(), json.dumps(span), name="phoenix.json")
