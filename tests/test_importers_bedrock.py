@@ -248,3 +248,20 @@ def test_records_told_apart_by_shape() -> None:
     with pytest.raises(ImportFormatError, match=r"line 1: 'output' must be a string or a "
                                                 r"list of items, got dict"):
         import_text(InMemoryStorage(), json.dumps(responses), name="r.jsonl")
+
+
+def test_a_documents_format_is_its_media_type() -> None:
+    # "txt" was "text/txt", "docx" "text/docx"
+    record = {"request": {"messages": [{"role": "user", "content": [
+        {"text": "Summarise."},
+        {"document": {"format": "docx", "name": "report", "source": {"bytes": "UEsD"}}},
+        {"document": {"format": "txt", "name": "notes", "source": {"bytes": "aGk="}}}]}],
+        "inferenceConfig": {}},
+        "response": {"output": {"message": {"role": "assistant", "content": [
+            {"text": "ok"}]}}, "stopReason": "end_turn"}}
+    s = InMemoryStorage()
+    report = import_text(s, json.dumps(record), name="b.jsonl")
+    [user, _] = s.memory.get_messages(report.threads_created[0])
+    assert [a.get("media_type") for a in user.metadata["attachments"]] == [
+        "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+        "text/plain"]

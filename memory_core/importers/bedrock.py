@@ -35,6 +35,13 @@ _CONFIG_NAMES = {"maxTokens": "max_tokens", "temperature": "temperature",
 # the kinds of a Converse content block (each block an object of one of these keys)
 _BLOCK_KINDS = ("text", "image", "document", "video", "toolUse", "toolResult",
                 "guardContent", "cachePoint", "reasoningContent", "citationsContent")
+# a document block's ``format`` as its media type
+_DOCUMENT_TYPES = {
+    "pdf": "application/pdf", "csv": "text/csv", "html": "text/html", "txt": "text/plain",
+    "md": "text/markdown", "doc": "application/msword",
+    "docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    "xls": "application/vnd.ms-excel",
+    "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"}
 _REQUEST_PARTS = ("messages", "system", "toolConfig", "inferenceConfig",
                   "additionalModelRequestFields", "modelId", "model")
 
@@ -260,8 +267,7 @@ def _block(raw: Any, where: str, notes: list[str]) -> dict[str, Any] | None:
                 "content": content, "is_error": body.get("status") == "error"}
     if kind in ("image", "document") and isinstance(body, dict):
         fmt = str(body.get("format") or "")
-        media = (f"image/{fmt}" if kind == "image" else
-                 "application/pdf" if fmt == "pdf" else f"text/{fmt}" if fmt else "")
+        media = f"image/{fmt}" if kind == "image" else _DOCUMENT_TYPES.get(fmt, "")
         out = {"type": kind, "source": _source(body, media)}
         if kind == "document" and isinstance(body.get("name"), str):
             out["title"] = body["name"]
