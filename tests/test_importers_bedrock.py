@@ -265,3 +265,54 @@ def test_a_documents_format_is_its_media_type() -> None:
     assert [a.get("media_type") for a in user.metadata["attachments"]] == [
         "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
         "text/plain"]
+
+
+def _interaction(uri: str, request: dict[str, Any], body: Any, content_type: str
+                 ) -> dict[str, Any]:
+    return {"request": {"method": "POST", "body": json.dumps(request), "headers": {},
+                        "uri": uri},
+            "response": {"status": {"code": 200}, "body": {"string": body},
+                         "headers": {"Content-Type": [content_type]}}}
+
+
+def test_claude_through_invoke_model_is_the_messages_api() -> None:
+    # AnthropicBedrock / ChatBedrock post the Messages API's body (with
+    # anthropic_version) to /model/{id}/invoke: it was skipped as not a model call
+    import base64
+
+    import yaml
+
+    base = "https://bedrock-runtime.us-east-1.amazonaws.com/model/"
+    claude = "anthropic.claude-3-5-haiku-20241022-v1%3A0"
+    ask = {"anthropic_version": "bedrock-2023-05-31", "max_tokens": 50,
+           "messages": [{"role": "user", "content": "Hi?"}]}
+    answer = {"id": "msg_1", "type": "message", "role": "assistant",
+              "model": "claude-3-5-haiku-20241022", "content": [{"type": "text", "text": "Hello."}],
+              "stop_reason": "end_turn", "usage": {"input_tokens": 9, "output_tokens": 3}}
+    events = [
+        {"type": "message_start", "message": {**answer, "content": [], "stop_reason": None}},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hey."}},
+        {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 2}},
+        {"type": "message_stop"}]
+    stream = b"".join(_message("chunk", {"bytes": base64.b64encode(json.dumps(e).encode()).decode()})
+                      for e in events)
+    llama = {"prompt": "Hi?", "max_gen_len": 50}
+    cassette = yaml.safe_dump({"interactions": [
+        _interaction(f"{base}{claude}/invoke", ask, json.dumps(answer), "application/json"),
+        _interaction(f"{base}{claude}/invoke-with-response-stream", ask, stream,
+                     "application/vnd.amazon.eventstream"),
+        _interaction(f"{base}meta.llama3-8b-instruct-v1%3A0/invoke", llama,
+                     json.dumps({"generation": "Hello"}), "application/json")]})
+    s = InMemoryStorage()
+    report = import_text(s, cassette, name="c.yaml")
+    assert report.apis == ["anthropic"]
+    first, second = report.runs_created
+    assert s.runs.get(f"{first}:step:0")["response"]["text"] == "Hello."
+    assert s.runs.get(f"{second}:step:0")["response"]["text"] == "Hey."
+    assert [k.reason for k in report.skipped if "other than Claude" in k.reason] == [
+        "not a model call this importer reads (POST https://bedrock-runtime.us-east-1."
+        "amazonaws.com/model/meta.llama3-8b-instruct-v1%3A0/invoke: the body of a model "
+        "family other than Claude's)"]
+    for rid in report.runs_created:
+        assert verify_run(s, rid).status == "ok"

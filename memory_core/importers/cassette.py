@@ -12,8 +12,11 @@ the ``parsed_body`` some projects' serializers write."""
 
 from __future__ import annotations
 
+import base64
+import binascii
 import gzip
 import importlib
+import json
 import re
 import zlib
 from datetime import UTC
@@ -56,6 +59,11 @@ def llm_api(url: str) -> Api | None:
 # Bedrock and Ollama chat, the Responses API, legacy completions and Ollama's generate,
 # Gemini)
 CONVERSATION_KEYS = ("messages", "input", "prompt", "contents")
+# Claude through a cloud's generic endpoint (Bedrock's InvokeModel, Vertex AI's
+# rawPredict): the Messages API's body with ``anthropic_version``; other model families
+# take other bodies there
+_CLAUDE_ELSEWHERE = re.compile(r"/model/[^/]+/invoke(?:-with-response-stream)?$"
+                               r"|/publishers/anthropic/models/[^/:]+:(?:stream)?rawPredict$")
 
 
 def looks_like_cassette(text: str) -> bool:
@@ -181,6 +189,25 @@ def _loader() -> Any:
     return loader
 
 
+def _invoke_chunks(events: list[Any], where: str) -> list[Any]:
+    """InvokeModelWithResponseStream's events: each ``chunk`` carries one event of the
+    Messages API stream as base64 JSON (``bytes``); an exception stays as it is."""
+    out: list[Any] = []
+    for n, ev in enumerate(events):
+        raw = ev.get("bytes") if isinstance(ev, dict) and ev.get("_event") == "chunk" \
+            else None
+        if raw is None:
+            out.append({"type": "error", "error": {"type": ev.get("_event"), **{
+                k: v for k, v in ev.items() if not k.startswith("_")}}}
+                if isinstance(ev, dict) and ev.get("_exception") else ev)
+            continue
+        try:
+            out.append(json.loads(base64.b64decode(str(raw), validate=True)))
+        except (binascii.Error, ValueError):
+            raise fail(where, f"stream event {n}: its 'bytes' are not base64 JSON") from None
+    return out
+
+
 def cassette_records(text: str) -> tuple[list[tuple[str, Any]], list[SkippedRecord]]:
     """The cassette's LLM interactions as ``{"request", "response"|"error"}`` records."""
     import yaml
@@ -211,13 +238,19 @@ def interaction_records(interactions: list[Any], label: str = "interaction"
         uri = str(req.get("uri") or "")
         path = uri.split("?", 1)[0].split("#", 1)[0].rstrip("/")
         method = str(req.get("method") or "POST").upper()
-        if llm_api(uri) is None or method != "POST":
+        elsewhere = bool(_CLAUDE_ELSEWHERE.search(path)) and llm_api(uri) is None
+        if (llm_api(uri) is None and not elsewhere) or method != "POST":
             # (a model call is a POST; a GET of …/chat/completions lists stored
             # completions, a DELETE of …/responses/{id} removes one)
             skipped.append(SkippedRecord(where=where, reason=f"not a model call this "
                                          f"importer reads ({req.get('method')} {path})"))
             continue
         body = _body(req, f"{where}: request")
+        if elsewhere and not (isinstance(body, dict) and "anthropic_version" in body):
+            skipped.append(SkippedRecord(where=where, reason=(
+                f"not a model call this importer reads ({req.get('method')} {path}: the "
+                "body of a model family other than Claude's)")))
+            continue
         if not isinstance(body, dict):
             raise fail(where, "the request body is not a JSON object")
         check_value(body, where, strings=True)
@@ -235,6 +268,8 @@ def interaction_records(interactions: list[Any], label: str = "interaction"
         if "status" not in resp and isinstance(resp.get("status_code"), int):
             code = resp["status_code"]  # (vcrpy's older httpx stubs)
         answer = _body(resp, f"{where}: response")
+        if elsewhere and isinstance(answer, list):
+            answer = _invoke_chunks(answer, f"{where}: response")
         record: dict[str, Any] = {"request": body, "url": uri}
         when = recorded_at(item, resp)
         if when is not None:
