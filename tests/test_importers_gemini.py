@@ -226,3 +226,14 @@ def test_safety_ratings_of_another_shape_do_not_crash() -> None:
     s, report = _import(_record([USER], response))
     [rid] = report.runs_created
     assert s.runs.require_run(rid).error == "no answer recorded (finishReason SAFETY)"
+
+
+def test_an_attachment_in_the_system_instruction_is_noted_as_not_imported() -> None:
+    # the note said "kept as a placeholder", but the instructions keep only their text
+    system = {"parts": [{"text": "Be brief."},
+                        {"inlineData": {"mimeType": "image/png", "data": "aGk="}}]}
+    s, report = _import(_record([USER], _answer({"text": "ok"}), systemInstruction=system))
+    reasons = [k.reason for k in report.skipped]
+    assert "systemInstruction: part 1: inline_data not imported (the instructions keep " \
+           "their text only)" in reasons
+    assert not any("kept as a placeholder" in r for r in reasons)

@@ -216,7 +216,11 @@ def _instructions(request: dict[str, Any], where: str, notes: list[str]) -> list
         return []
     if isinstance(raw, str):
         return [Message(role="system", content=raw)]
-    msgs = content_messages(raw, f"{where}: systemInstruction", notes, role="user")
+    said: list[str] = []
+    msgs = content_messages(raw, f"{where}: systemInstruction", said, role="user")
+    # the instructions are text: an attachment there is not kept (not "a placeholder")
+    notes.extend(n.replace("kept as a placeholder", "not imported (the instructions "
+                           "keep their text only)") for n in said)
     texts = [m.text() for m in msgs if m.role == "user"]
     return [Message(role="system", content="\n".join(t for t in texts if t))]
 
