@@ -179,3 +179,175 @@ def test_invoke_model_reads_claude_and_names_the_other_formats() -> None:
         import_text(InMemoryStorage(), _invoke_cassette(
             "meta.llama3-8b-instruct-v1%3A0", llama, {"generation": "hello"}),
             name="i.yaml")
+
+
+def _framed(total: int, headers: bytes = b"", body: bytes = b"") -> bytes:
+    """A message whose prelude claims ``total`` bytes, with valid checksums."""
+    prelude = struct.pack(">II", total, len(headers))
+    prelude += struct.pack(">I", zlib.crc32(prelude))
+    message = prelude + headers + body
+    return message + struct.pack(">I", zlib.crc32(message))
+
+
+def test_event_stream_framing_that_cannot_be_is_refused_naming_it() -> None:
+    # a prelude claiming 0 bytes (checksum right) raised struct.error; headers running past
+    # the message raised IndexError/struct.error
+    with pytest.raises(ImportFormatError, match=r"damaged at byte 0"):
+        event_stream(_framed(0) + STREAM, "x")
+    bad_header = bytes([11]) + b":event-type" + b"\x07" + struct.pack(">H", 500) + b"ab"
+    with pytest.raises(ImportFormatError, match=r"unreadable headers"):
+        event_stream(_framed(16 + len(bad_header), bad_header), "x")
+
+
+def test_an_error_message_of_the_stream_is_a_failed_run() -> None:
+    # AWS event streams frame a server error as :message-type "error" with
+    # :error-code/:error-message headers (no :event-type): it was ignored, the run
+    # "completed" with an empty answer
+    def header(name: str, value: str) -> bytes:
+        raw = value.encode()
+        return bytes([len(name)]) + name.encode() + b"\x07" + struct.pack(">H", len(raw)) + raw
+    headers = header(":message-type", "error") + header(":error-code", "InternalFailure") \
+        + header(":error-message", "boom")
+    body = _message("messageStart", {"role": "assistant"}) + _framed(
+        16 + len(headers), headers)
+    s = InMemoryStorage()
+    [rid] = import_text(s, _cassette(body), name="c.yaml").runs_created
+    run = s.runs.require_run(rid)
+    assert run.status == "failed" and "boom" in (run.error or "")
+    assert verify_run(s, rid).status == "ok"
+
+
+@pytest.mark.parametrize(("events", "error"), [
+    ([{"_event": "contentBlockDelta", "contentBlockIndex": "x", "delta": {"text": "a"}}],
+     r"stream event 0: 'contentBlockIndex' must be a block number, got 'x'"),
+    ([{"_event": "contentBlockDelta", "delta": 3}], r"'delta' must be an object, got 3"),
+    ([{"_event": "contentBlockDelta", "delta": {"toolUse": "x"}}],
+     r"'delta.toolUse' must be an object"),
+    ([{"_event": "contentBlockDelta", "delta": {"text": None}},
+      {"_event": "contentBlockDelta", "delta": {"toolUse": {"input": "{}"}}}],
+     r"stream event 1: a toolUse delta for block 0, which is a text block"),
+    ([{"_event": "contentBlockDelta", "delta": {"text": ["a"]}}],
+     r"a streamed piece must be text"),
+    ([{"text": "a"}], r"stream event 0: not an event of a ConverseStream"),
+])
+def test_bad_stream_events_are_refused_naming_them(events: list[Any], error: str) -> None:
+    record = {"request": {"messages": [{"role": "user", "content": [{"text": "hi"}]}],
+                          "inferenceConfig": {}}, "response": events}
+    with pytest.raises(ImportFormatError, match=r"line 1: (stream event \d: )?" + error):
+        import_text(InMemoryStorage(), json.dumps(record), name="b.jsonl")
+
+
+@pytest.mark.parametrize(("change", "error"), [
+    ({"response": {"output": ["x"]}}, r"needs 'output.message'"),
+    ({"request": {"messages": [{"role": "user", "content": [{"text": "hi"}]}],
+                  "toolConfig": {"tools": 3}}}, r"'toolConfig.tools' must be a list"),
+    ({"request": {"messages": [{"role": "user", "content": [
+        {"toolResult": {"toolUseId": "t", "content": True}}]}], "inferenceConfig": {}}},
+     r"toolResult 'content' must be a list"),
+])
+def test_bad_converse_fields_are_refused_naming_them(change: dict[str, Any], error: str
+                                                     ) -> None:
+    record = {"request": {"messages": [{"role": "user", "content": [{"text": "hi"}]}],
+                          "inferenceConfig": {}},
+              "response": {"output": {"message": {"role": "assistant", "content": [
+                  {"text": "ok"}]}}, "stopReason": "end_turn"}, **change}
+    with pytest.raises(ImportFormatError, match=r"line 1: .*" + error):
+        import_text(InMemoryStorage(), json.dumps(record), name="b.jsonl")
+
+
+def test_guard_content_and_reasoning_of_other_shapes_do_not_crash() -> None:
+    record = {"request": {"messages": [{"role": "user", "content": [
+        {"guardContent": {"text": [{}]}}]}], "inferenceConfig": {}},
+        "response": {"output": {"message": {"role": "assistant", "content": [
+            {"reasoningContent": {"reasoningText": "x"}}, {"text": "ok"}]}},
+            "stopReason": "end_turn"}}
+    s = InMemoryStorage()
+    [rid] = import_text(s, json.dumps(record), name="b.jsonl").runs_created
+    assert s.runs.get(f"{rid}:step:0")["response"]["text"] == "ok"
+
+
+def test_records_told_apart_by_shape() -> None:
+    # a failed text-only Converse call (no inferenceConfig, no answer) was read as
+    # chat completions and refused ("content part 0 has unknown type None"); a Responses
+    # API record whose output is an object was taken for Converse ("a Converse request
+    # needs a 'messages' list")
+    failed = {"request": {"messages": [{"role": "user", "content": [{"text": "hi"}]}],
+                          "system": [{"text": "Be brief."}]},
+              "error": {"message": "ValidationException"}}
+    s = InMemoryStorage()
+    report = import_text(s, json.dumps(failed), name="b.jsonl")
+    assert report.apis == ["bedrock"]
+    assert s.runs.require_run(report.runs_created[0]).status == "failed"
+    responses = {"request": {"model": "gpt-4.1", "input": "hi"},
+                 "response": {"id": "resp_1", "object": "response", "output": {}}}
+    with pytest.raises(ImportFormatError, match=r"line 1: 'output' must be a string or a "
+                                                r"list of items, got dict"):
+        import_text(InMemoryStorage(), json.dumps(responses), name="r.jsonl")
+
+
+def test_a_documents_format_is_its_media_type() -> None:
+    # "txt" was "text/txt", "docx" "text/docx"
+    record = {"request": {"messages": [{"role": "user", "content": [
+        {"text": "Summarise."},
+        {"document": {"format": "docx", "name": "report", "source": {"bytes": "UEsD"}}},
+        {"document": {"format": "txt", "name": "notes", "source": {"bytes": "aGk="}}}]}],
+        "inferenceConfig": {}},
+        "response": {"output": {"message": {"role": "assistant", "content": [
+            {"text": "ok"}]}}, "stopReason": "end_turn"}}
+    s = InMemoryStorage()
+    report = import_text(s, json.dumps(record), name="b.jsonl")
+    [user, _] = s.memory.get_messages(report.threads_created[0])
+    assert [a.get("media_type") for a in user.metadata["attachments"]] == [
+        "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+        "text/plain"]
+
+
+def _interaction(uri: str, request: dict[str, Any], body: Any, content_type: str
+                 ) -> dict[str, Any]:
+    return {"request": {"method": "POST", "body": json.dumps(request), "headers": {},
+                        "uri": uri},
+            "response": {"status": {"code": 200}, "body": {"string": body},
+                         "headers": {"Content-Type": [content_type]}}}
+
+
+def test_claude_through_invoke_model_is_the_messages_api() -> None:
+    # AnthropicBedrock / ChatBedrock post the Messages API's body (with
+    # anthropic_version) to /model/{id}/invoke: it was skipped as not a model call
+    import base64
+
+    import yaml
+
+    base = "https://bedrock-runtime.us-east-1.amazonaws.com/model/"
+    claude = "anthropic.claude-3-5-haiku-20241022-v1%3A0"
+    ask = {"anthropic_version": "bedrock-2023-05-31", "max_tokens": 50,
+           "messages": [{"role": "user", "content": "Hi?"}]}
+    answer = {"id": "msg_1", "type": "message", "role": "assistant",
+              "model": "claude-3-5-haiku-20241022", "content": [{"type": "text", "text": "Hello."}],
+              "stop_reason": "end_turn", "usage": {"input_tokens": 9, "output_tokens": 3}}
+    events = [
+        {"type": "message_start", "message": {**answer, "content": [], "stop_reason": None}},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hey."}},
+        {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 2}},
+        {"type": "message_stop"}]
+    stream = b"".join(_message("chunk", {"bytes": base64.b64encode(json.dumps(e).encode()).decode()})
+                      for e in events)
+    llama = {"prompt": "Hi?", "max_gen_len": 50}
+    cassette = yaml.safe_dump({"interactions": [
+        _interaction(f"{base}{claude}/invoke", ask, json.dumps(answer), "application/json"),
+        _interaction(f"{base}{claude}/invoke-with-response-stream", ask, stream,
+                     "application/vnd.amazon.eventstream"),
+        _interaction(f"{base}meta.llama3-8b-instruct-v1%3A0/invoke", llama,
+                     json.dumps({"generation": "Hello"}), "application/json")]})
+    s = InMemoryStorage()
+    report = import_text(s, cassette, name="c.yaml")
+    assert report.apis == ["bedrock"]
+    first, second = report.runs_created
+    assert s.runs.get(f"{first}:step:0")["response"]["text"] == "Hello."
+    assert s.runs.get(f"{second}:step:0")["response"]["text"] == "Hey."
+    assert [k.reason for k in report.skipped if "own format" in k.reason] == [
+        "a Bedrock InvokeModel call to meta.llama3-8b-instruct-v1:0 in that model's own "
+        "format (keys: max_gen_len, prompt): only Anthropic's Messages body and the "
+        "Converse API are read"]
+    for rid in report.runs_created:
+        assert verify_run(s, rid).status == "ok"

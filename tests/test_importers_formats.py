@@ -1050,3 +1050,43 @@ def test_a_cassette_request_whose_body_was_not_recorded_is_skipped() -> None:
                                                 "JSON object, got list"):
         import_text(InMemoryStorage(), yaml.safe_dump({"interactions": [call("[1, 2]")]}),
                     name="c.yaml")
+
+
+@pytest.mark.parametrize(("record", "error"), [  # each raised TypeError / ValidationError
+    ({"request": {"prompt": "Say hi"}, "response": {"choices": [{"index": ["x"], "text": "hi"}]}},
+     r"line 1: choice 0: 'index' must be an integer, got \['x'\]"),
+    ({"request": {"prompt": "Say hi"}, "response": {"choices": -1}},
+     r"line 1: response 'choices' must be a list, got -1"),
+    ({"request": {"input": "hi"}, "response": {"object": "response", "status": True, "output": [
+        {"type": "message", "role": "assistant", "content": [
+            {"type": "output_text", "text": "hello"}]}]}},
+     r"line 1: 'status' must be a non-empty string, got True"),
+])
+def test_wrong_types_in_completions_and_responses_are_named(record: dict[str, Any],
+                                                            error: str) -> None:
+    s = InMemoryStorage()
+    with pytest.raises(ImportFormatError, match=error):
+        import_text(s, json.dumps(record), name="r.jsonl")
+    assert not s.memory.list_threads()
+
+
+def test_a_cassettes_requests_other_than_post_are_not_model_calls() -> None:
+    # GET …/v1/chat/completions lists stored completions: it failed the whole cassette
+    # ("the request body is not a JSON object")
+    import yaml
+
+    def side(body: Any) -> dict[str, Any]:
+        return {"headers": {}, "body": {"string": json.dumps(body)} if body else None}
+    listing = {"request": {"method": "GET", "uri": "https://api.openai.com/v1/chat/completions"
+                                                  "?limit=10", **side(None)},
+               "response": {"status": {"code": 200}, **side({"object": "list", "data": []})}}
+    call = {"request": {"method": "POST", "uri": "https://api.openai.com/v1/chat/completions",
+                        **side({"model": "m", "messages": [{"role": "user", "content": "hi"}]})},
+            "response": {"status": {"code": 200}, **side({"created": 1767268800, "choices": [
+                {"message": {"role": "assistant", "content": "yo"}}]})}}
+    call["request"]["body"] = call["request"]["body"]["string"]
+    report = import_text(InMemoryStorage(), yaml.safe_dump({"interactions": [listing, call]}),
+                         name="c.yaml")
+    assert len(report.runs_created) == 1
+    assert [k.reason for k in report.skipped] == [
+        "not a model call this importer reads (GET https://api.openai.com/v1/chat/completions)"]

@@ -153,9 +153,20 @@ def test_server_tools_alternatives_and_an_error_record_are_noted() -> None:
      r"line 1: contents\[0\]: unknown role 'robot'"),
     ([{"role": "user", "parts": [{"functionCall": {"name": "w", "args": {}}}]}],
      r"line 1: contents\[0\]: a user turn holds a functionCall"),
+    # an id answering no call was taken as is (a dangling result, call left unanswered)
+    ([USER, {"role": "model", "parts": [{"functionCall": {"id": "a", "name": "w"}}]},
+      {"role": "user", "parts": [{"functionResponse": {"id": "b", "name": "w",
+                                                        "response": {}}}]}],
+     r"line 1: message 2: the functionResponse of 'w' \(id 'b'\) answers no function call"),
+    ([{"role": "user", "parts": [{"text": "hi"}]}],  # (not a bad record: control)
+     None),
 ])
-def test_bad_records_are_refused_naming_them(contents: list[Any], error: str) -> None:
+def test_bad_records_are_refused_naming_them(contents: list[Any], error: str | None
+                                            ) -> None:
     s = InMemoryStorage()
+    if error is None:
+        import_text(s, _record(contents, _answer({"text": "ok"})), name="g.jsonl")
+        return
     with pytest.raises(ImportFormatError, match=error):
         import_text(s, _record(contents, _answer({"text": "ok"})), name="g.jsonl")
     assert not s.memory.list_threads()
@@ -167,3 +178,62 @@ def test_a_bad_sampling_parameter_is_named() -> None:
         import_text(InMemoryStorage(), _record([USER], _answer({"text": "ok"}),
                                                generationConfig={"temperature": "hot"}),
                     name="g.jsonl")
+
+
+def test_a_flat_records_own_keys_are_not_request_parameters() -> None:
+    # {"contents", "response", "thread_id", "url", …} on one level: only what was sent
+    # to the API is a parameter (the response and the record's keys were stored as
+    # request_params)
+    flat = {"contents": [USER], "generationConfig": {"temperature": 0.2},
+            "response": _answer({"text": "Snow."}), "thread_id": "conv-9",
+            "metadata": {"user_id": "u1"},
+            "url": "https://x/v1beta/models/gemini-2.5-flash:generateContent"}
+    s, report = _import(json.dumps(flat))
+    [rid] = report.runs_created
+    assert s.runs.get(f"{rid}:import")["request_params"] == {"temperature": 0.2}
+    assert report.threads_created == ["conv-9"]
+    assert s.runs.require_run(rid).resource_id == "u1"
+
+
+def test_an_id_the_call_was_recorded_without_answers_the_call_of_its_name() -> None:
+    # the response recorded no id, the client's next request answers with one of its own
+    calls = {"role": "model", "parts": [{"functionCall": {"name": "w", "args": {"c": 1}}}]}
+    answer = {"role": "user", "parts": [{"functionResponse": {"id": "pyd_1", "name": "w",
+                                                               "response": {"r": 2}}}]}
+    s, report = _import(_record([USER, calls, answer], _answer({"text": "ok"})))
+    msgs = [m.as_message() for m in s.memory.get_messages(report.threads_created[0])]
+    [call] = msgs[1].tool_calls()
+    assert [r.call_id for r in msgs[2].tool_results()] == [call.id]
+    assert any("has id 'pyd_1', which its call was recorded without" in k.reason
+               for k in report.skipped)
+
+
+@pytest.mark.parametrize(("record", "error"), [  # each raised TypeError/AttributeError
+    ({"request": {"contents": [USER], "tools": [{"functionDeclarations": True}]},
+      "response": _answer({"text": "ok"})}, r"tool 0 'functionDeclarations' must be a list"),
+    ({"request": {"contents": [USER]}, "response": [
+        {"candidates": [{"content": "x"}]}]}, r"candidate content must have a 'parts' list"),
+    ({"request": {"contents": [USER]}, "response": [{"candidates": 3}]},
+     r"'candidates' must be a list, got 3"),
+])
+def test_wrong_types_are_refused_naming_them(record: dict[str, Any], error: str) -> None:
+    with pytest.raises(ImportFormatError, match=r"line 1: .*" + error):
+        _import(json.dumps(record))
+
+
+def test_safety_ratings_of_another_shape_do_not_crash() -> None:
+    response = {"candidates": [{"finishReason": "SAFETY", "safetyRatings": True}]}
+    s, report = _import(_record([USER], response))
+    [rid] = report.runs_created
+    assert s.runs.require_run(rid).error == "no answer recorded (finishReason SAFETY)"
+
+
+def test_an_attachment_in_the_system_instruction_is_noted_as_not_imported() -> None:
+    # the note said "kept as a placeholder", but the instructions keep only their text
+    system = {"parts": [{"text": "Be brief."},
+                        {"inlineData": {"mimeType": "image/png", "data": "aGk="}}]}
+    s, report = _import(_record([USER], _answer({"text": "ok"}), systemInstruction=system))
+    reasons = [k.reason for k in report.skipped]
+    assert "systemInstruction: part 1: inline_data not imported (the instructions keep " \
+           "their text only)" in reasons
+    assert not any("kept as a placeholder" in r for r in reasons)

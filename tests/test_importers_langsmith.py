@@ -124,3 +124,40 @@ def test_a_failed_run_and_a_file_of_no_model_call() -> None:
                                                 r"unknown type 'robotmessage'"):
         import_text(InMemoryStorage(), json.dumps([llm_run([lc("RobotMessage", content="x")],
                                                            ANSWER)]), name="r.json")
+
+
+def test_reasoning_blocks_and_unparsed_tool_calls_of_an_answer() -> None:
+    # ChatAnthropic with thinking (and ChatOpenAI's reasoning blocks) refused the whole
+    # file ("unknown type 'thinking'"); calls LangChain could not parse
+    # (invalid_tool_calls) were dropped without a word
+    thinking = lc("AIMessage", content=[
+        {"type": "thinking", "thinking": "They want Oslo.", "signature": "sig"},
+        {"type": "text", "text": "Checking."},
+        {"type": "tool_use", "id": "call_1", "name": "get_weather", "input": {"city": "Oslo"}}],
+        tool_calls=[{"name": "get_weather", "args": {"city": "Oslo"}, "id": "call_1"}],
+        invalid_tool_calls=[{"name": "get_time", "args": "{\"tz\": Oslo", "id": "call_2",
+                             "error": None, "type": "invalid_tool_call"}])
+    reasoning = lc("AIMessage", content=[{"type": "reasoning", "summary": []},
+                                         {"type": "text", "text": "Snow."}])
+    s, report = _import([llm_run([ASK], thinking), llm_run([ASK], reasoning)])
+    first, second = report.runs_created
+    step = s.runs.get(f"{first}:step:0")["response"]
+    assert step["text"] == "Checking."
+    assert [(c["id"], c["name"], c["args"]) for c in step["tool_calls"]] == [
+        ("call_1", "get_weather", {"city": "Oslo"}), ("call_2", "get_time", '{"tz": Oslo')]
+    assert s.runs.get(f"{second}:step:0")["response"]["text"] == "Snow."
+    reasons = [k.reason for k in report.skipped]
+    assert "generation: content block 0 (thinking) not imported" in reasons
+    assert "generation: content block 0 (reasoning) not imported" in reasons
+    assert any("1 tool call(s) LangChain could not parse" in r for r in reasons)
+    for rid in report.runs_created:
+        assert verify_run(s, rid).status == "ok"
+        assert replay(s, rid).messages_checked == 1
+
+
+def test_chunk_classes_of_every_message_read() -> None:
+    chat = {"type": "ChatMessageChunk", "data": {"role": "user", "content": "hi"}}
+    s, report = _import([llm_run([chat], lc("AIMessageChunk", content="hello"))])
+    [thread] = report.threads_created
+    assert [(m.role, m.text()) for m in s.memory.get_messages(thread)] == [
+        ("user", "hi"), ("assistant", "hello")]

@@ -82,6 +82,8 @@ def test_a_stream_cut_before_its_last_line_is_noted() -> None:
      r"line 1: 'options' must be an object, got \[1\]"),
     ({"model": "m", "messages": [{"role": "user", "content": "x", "images": "abc"}]},
      r"line 1: message 0: 'images' must be a list of base64 strings, got 'abc'"),
+    ({"model": "m", "prompt": "x", "context": True},  # (raised TypeError)
+     r"line 1: 'context' must be a list of token ids, got True"),
 ])
 def test_bad_records_are_refused_naming_them(request_: dict[str, Any], error: str) -> None:
     s = InMemoryStorage()

@@ -129,3 +129,29 @@ def test_openllmetry_anthropic_spans_read_their_content_blocks() -> None:
     span["gen_ai.prompt.3.content"] = json.dumps([{**answered[0], "tool_use_id": "toolu_9"}])
     with pytest.raises(ImportFormatError, match="toolu_9"):
         import_text(InMemoryStorage(), json.dumps(span), name="span.json")
+
+
+def test_openllmetry_anthropic_thinking_is_a_completion_of_its_own() -> None:
+    """Its Anthropic instrumentation writes an answer's thinking block as completion 0
+    with role "thinking" and the answer as completion 1: the span failed ("unknown role
+    'thinking'")."""
+    span = {"gen_ai.system": "Anthropic", "llm.request.type": "chat",
+            "gen_ai.request.model": "claude-3-7-sonnet-20250219",
+            "gen_ai.prompt.0.role": "user", "gen_ai.prompt.0.content": "Weather in Oslo?",
+            "gen_ai.completion.0.finish_reason": "tool_use",
+            "gen_ai.completion.0.role": "thinking",
+            "gen_ai.completion.0.content": "They want the weather in Oslo.",
+            "gen_ai.completion.1.role": "assistant",
+            "gen_ai.completion.1.content": "Let me check.",
+            "gen_ai.completion.1.tool_calls.0.id": "toolu_1",
+            "gen_ai.completion.1.tool_calls.0.name": "get_weather",
+            "gen_ai.completion.1.tool_calls.0.arguments": '{"city": "Oslo"}'}
+    s = InMemoryStorage()
+    report = import_text(s, json.dumps(span), name="span.json")
+    [rid] = report.runs_created
+    step = s.runs.get(f"{rid}:step:0")["response"]
+    assert (step["text"], step["finish_reason"]) == ("Let me check.", "tool_use")
+    assert [(c["id"], c["args"]) for c in step["tool_calls"]] == [("toolu_1", {"city": "Oslo"})]
+    assert any("gen_ai.completion.0: the model's thinking not imported" in k.reason
+               for k in report.skipped)
+    assert not any("alternative" in k.reason for k in report.skipped)

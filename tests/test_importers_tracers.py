@@ -89,6 +89,25 @@ def test_zipkin_tags_are_typed_again_but_content_stays_text() -> None:
     assert (raw.end - raw.start).microseconds == 5  # type: ignore[operator]
 
 
+def test_zipkin_ids_that_read_as_numbers_stay_text() -> None:
+    # ids are text in OpenTelemetry: a conversation "4e5" became the thread "400000.0",
+    # a user "12e9999" the resource "inf", an id "0042" would have been 42
+    spans = json.loads((TRACERS / "zipkin-otel_genai.json").read_text())
+    for span in spans:
+        if "gen_ai.conversation.id" in span["tags"]:
+            span["tags"].update({"gen_ai.conversation.id": "4e5", "user.id": "12e9999",
+                                 "gen_ai.response.id": "1001", "session.id": "7"})
+    [raw, *_] = spans_of([("file", spans)])
+    assert [raw.attrs[k] for k in ("gen_ai.conversation.id", "user.id",
+                                   "gen_ai.response.id", "session.id")] == [
+        "4e5", "12e9999", "1001", "7"]
+    assert raw.attrs["gen_ai.usage.input_tokens"] == 52  # numbers are still numbers
+    s = InMemoryStorage()
+    report = import_text(s, json.dumps(spans), name="z.json")
+    assert report.threads_created == ["4e5"]
+    assert {s.runs.require_run(r).resource_id for r in report.runs_created} == {"12e9999"}
+
+
 def test_a_value_zipkins_exporter_cut_is_named() -> None:
     with pytest.raises(ImportFormatError, match=r"zipkin-cut128-otel_genai\.json.*span "
                        r"eee19b7ec3c1b174.*gen_ai\.(input|output)\.messages is cut at 128 "
@@ -306,3 +325,88 @@ def test_a_phoenix_span_with_nested_attributes_imports_as_its_flat_source() -> N
     assert raw.start == datetime(2024, 5, 8, 21, 46, 11, 480777, tzinfo=UTC)
     phoenix["status_code"], phoenix["status_message"] = "ERROR", "rate limited"
     assert spans_of([("file", phoenix)])[0].status_error == "rate limited"
+
+
+def _otlp(span: dict[str, Any]) -> dict[str, Any]:
+    return {"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}
+
+
+_SPAN = {"traceId": "5b8efff798038103d269b633813fc60c", "spanId": "eee19b7ec3c1b174",
+         "name": "chat m", "startTimeUnixNano": "1767340800000000000",
+         "endTimeUnixNano": "1767340801000000000", "attributes": []}
+
+
+@pytest.mark.parametrize(("doc", "error"), [  # each raised TypeError/AttributeError
+    ({"resourceSpans": True}, r"'resourceSpans' must be a list, got True"),
+    ({"resourceSpans": ["x"]}, r"a resource entry must be an object, got 'x'"),
+    ({"resourceSpans": [{"scopeSpans": True}]}, r"'scopeSpans' must be a list"),
+    ({"resourceSpans": [{"scopeSpans": [{"spans": -1}]}]}, r"'spans' must be a list"),
+    (_otlp({**_SPAN, "attributes": [{"key": "gen_ai.input.messages", "value": {
+        "arrayValue": {"values": 1.5}}}]}), r"arrayValue must hold a 'values' list"),
+    ([{"traceId": "5b8efff798038103d269b633813fc60c", "id": "eee19b7ec3c1b174",
+       "name": "chat", "timestamp": 1767427200000000, "tags": {}, "annotations": True}],
+     r"'annotations' must be a list, got True"),
+    ([{"name": "ai.generateText.doGenerate", "spanContext": {
+        "traceId": "5b8efff798038103d269b633813fc60c", "spanId": "eee19b7ec3c1b174"},
+       "attributes": {}, "startTime": [1767427200, 0], "events": True}],
+     r"'events' must be a list, got True"),
+])
+def test_wrong_types_in_span_files_are_named(doc: Any, error: str) -> None:
+    with pytest.raises(ImportFormatError, match=error):
+        import_text(InMemoryStorage(), json.dumps(doc), name="t.json")
+
+
+def test_an_operation_name_of_another_type_does_not_crash() -> None:
+    span = {**_SPAN, "attributes": [
+        {"key": "gen_ai.operation.name", "value": {"arrayValue": {"values": [
+            {"stringValue": "chat"}]}}}]}
+    with pytest.raises(ImportFormatError, match=r"no GenAI model-call spans"):
+        import_text(InMemoryStorage(), json.dumps(_otlp(span)), name="t.json")
+
+
+def test_go_events_that_are_not_a_list_are_named() -> None:
+    span = {"Name": "chat", "SpanContext": {"TraceID": "5b8efff798038103d269b633813fc60c",
+                                            "SpanID": "eee19b7ec3c1b174"},
+            "StartTime": "2026-01-02T08:00:00Z", "EndTime": "2026-01-02T08:00:01Z",
+            "Attributes": [], "Events": True}  # (raised TypeError)
+    with pytest.raises(ImportFormatError, match=r"span eee19b7ec3c1b174 \(chat\): 'Events' "
+                                                r"must be a list, got True"):
+        import_text(InMemoryStorage(), json.dumps(span), name="go.json")
+
+
+@pytest.mark.parametrize(("change", "error"), [  # each raised TypeError/AttributeError
+    ({"references": True}, r"'references' must be a list, got True"),
+    ({"logs": True}, r"'logs' must be a list, got True"),
+    ({"logs": ["42"]}, r"log 0 must be an object, got '42'"),
+])
+def test_jaeger_fields_of_the_wrong_type_are_named(change: dict[str, Any], error: str) -> None:
+    span = {"traceID": "5b8efff798038103d269b633813fc60c", "spanID": "eee19b7ec3c1b174",
+            "operationName": "chat", "startTime": 1767427200000000, "duration": 5,
+            "tags": [], **change}
+    doc = {"data": [{"traceID": span["traceID"], "spans": [span], "processes": {}}]}
+    with pytest.raises(ImportFormatError, match=r"span eee19b7ec3c1b174 \(chat\): " + error):
+        import_text(InMemoryStorage(), json.dumps(doc), name="jaeger.json")
+
+
+@pytest.mark.parametrize(("path", "value", "error"), [  # each raised AttributeError
+    (("input_messages", 1, "message"), [], r"llm.input_messages.1: message must be "
+                                           r"attributes of an object, got \[\]"),
+    (("input_messages", 1, "message", "tool_calls", 0, "tool_call"), [None],
+     r"llm.input_messages.1: tool_calls.0.tool_call must be attributes of an object"),
+    (("output_messages", 0, "message", "contents"), {"a": 1},
+     r"llm.output_messages.0: contents.0 must be attributes of an object, got 1"),
+])
+def test_openinference_messages_of_the_wrong_shape_are_named(path: tuple[Any, ...],
+                                                             value: Any, error: str) -> None:
+    flat = json.loads((FIX / "real" / "openinference-openinference_client_span_tool_calls.json"
+                       ).read_text())
+    attrs = _nested(flat)
+    node = attrs["llm"]
+    for seg in path[:-1]:
+        node = node[seg]
+    node[path[-1]] = value
+    span = {"name": "ChatCompletion", "context": {"trace_id": "0x6c80880dbeb609e2ed41e06a6397a0dd",
+                                                  "span_id": "0xd9bdedf0df0b7208"},
+            "start_time": "2024-05-08T21:46:11.480777Z", "attributes": attrs}
+    with pytest.raises(ImportFormatError, match=error):
+        import_text(InMemoryStorage(), json.dumps(span), name="phoenix.json")

@@ -55,7 +55,9 @@ def is_anthropic_record(obj: dict[str, Any]) -> bool:
     request = obj.get("request", obj)
     if not isinstance(request, dict) or not isinstance(request.get("messages"), list):
         return False
-    return "system" in request or any(
+    # (``anthropic_version``: the body Bedrock's InvokeModel and Vertex AI's rawPredict
+    # take for Claude, the model named by the URL)
+    return "system" in request or "anthropic_version" in request or any(
         anthropic_block(b) for m in request["messages"]
         if isinstance(m, dict) and isinstance(m.get("content"), list) for b in m["content"])
 

@@ -37,6 +37,16 @@ _MODEL_IN_PATH = re.compile(
     r"/model/([^/]+)/(?:converse|converse-stream|invoke|invoke-with-response-stream)$")
 _CONFIG_NAMES = {"maxTokens": "max_tokens", "temperature": "temperature",
                  "topP": "top_p", "stopSequences": "stop_sequences"}
+# the kinds of a Converse content block (each block an object of one of these keys)
+_BLOCK_KINDS = ("text", "image", "document", "video", "toolUse", "toolResult",
+                "guardContent", "cachePoint", "reasoningContent", "citationsContent")
+# a document block's ``format`` as its media type
+_DOCUMENT_TYPES = {
+    "pdf": "application/pdf", "csv": "text/csv", "html": "text/html", "txt": "text/plain",
+    "md": "text/markdown", "doc": "application/msword",
+    "docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    "xls": "application/vnd.ms-excel",
+    "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"}
 _REQUEST_PARTS = ("messages", "system", "toolConfig", "inferenceConfig",
                   "additionalModelRequestFields", "modelId", "model")
 
@@ -54,7 +64,8 @@ def is_converse_record(obj: Any) -> bool:
     if not isinstance(obj, dict):
         return False
     response = obj.get("response")
-    if isinstance(response, dict) and isinstance(response.get("output"), dict):
+    if isinstance(response, dict) and isinstance(response.get("output"), dict) \
+            and response.get("object") != "response":  # (a Responses API one, malformed)
         return True
     if isinstance(response, list) and response and isinstance(response[0], dict) \
             and "_event" in response[0]:
@@ -64,10 +75,17 @@ def is_converse_record(obj: Any) -> bool:
         return False
     if "inferenceConfig" in request or "toolConfig" in request:
         return True
-    return any(isinstance(m, dict) and isinstance(m.get("content"), list) and any(
-        isinstance(b, dict) and "type" not in b and (
-            "toolUse" in b or "toolResult" in b or "reasoningContent" in b)
-        for b in m["content"]) for m in request["messages"])
+    # content blocks keyed by their kind, never typed: no other API's parts look so
+    # (OpenAI's and Anthropic's name their "type"), a text-only request included
+    blocks = [b for m in request["messages"] if isinstance(m, dict)
+              and isinstance(m.get("content"), list) for b in m["content"]]
+    system = request.get("system")
+    blocks += system if isinstance(system, list) else []
+    untyped = [b for b in blocks if isinstance(b, dict) and "type" not in b]
+    return any("toolUse" in b or "toolResult" in b or "reasoningContent" in b
+               for b in untyped) or bool(blocks) and all(
+        isinstance(b, dict) and len(b) == 1 and next(iter(b)) in _BLOCK_KINDS
+        for b in blocks)
 
 
 # -- AWS event stream ----------------------------------------------------------------------
@@ -93,7 +111,8 @@ def event_stream(data: bytes, where: str) -> list[dict[str, Any]]:
         if len(data) - at < 16:
             raise fail(where, f"the event stream ends inside a message (byte {at})")
         total, headers_len, prelude_crc = struct.unpack_from(">III", data, at)
-        if zlib.crc32(data[at:at + 8]) != prelude_crc or total > len(data) - at:
+        if zlib.crc32(data[at:at + 8]) != prelude_crc or total > len(data) - at \
+                or total < 16 or headers_len > total - 16:
             raise fail(where, f"the event stream is damaged at byte {at} (its length or "
                               "checksum does not match)")
         message = data[at:at + total]
@@ -101,10 +120,18 @@ def event_stream(data: bytes, where: str) -> list[dict[str, Any]]:
             raise fail(where, f"the event stream message at byte {at} fails its checksum")
         headers: dict[str, Any] = {}
         h = 12
-        while h < 12 + headers_len:
-            n = message[h]
-            name = message[h + 1:h + 1 + n].decode("utf-8")
-            headers[name], h = _header_value(message, h + 2 + n, message[h + 1 + n], where)
+        try:
+            while h < 12 + headers_len:
+                n = message[h]
+                name = message[h + 1:h + 1 + n].decode("utf-8")
+                headers[name], h = _header_value(message, h + 2 + n, message[h + 1 + n],
+                                                 where)
+        except (IndexError, struct.error, UnicodeDecodeError):
+            raise fail(where, f"the event stream message at byte {at} has unreadable "
+                              "headers") from None
+        if h != 12 + headers_len:
+            raise fail(where, f"the event stream message at byte {at} has unreadable "
+                              "headers")
         payload = message[12 + headers_len:total - 4]
         try:
             body = json.loads(payload) if payload else {}
@@ -113,6 +140,9 @@ def event_stream(data: bytes, where: str) -> list[dict[str, Any]]:
         kind = headers.get(":event-type") or headers.get(":exception-type") or ""
         if headers.get(":message-type") == "exception":
             body = {"_exception": True, **(body if isinstance(body, dict) else {})}
+        elif headers.get(":message-type") == "error":  # (``:error-code``, ``:error-message``)
+            kind = str(headers.get(":error-code") or "error")
+            body = {"_exception": True, "message": headers.get(":error-message")}
         out.append({"_event": kind, **(body if isinstance(body, dict) else {"value": body})})
         at += total
     if not out:
@@ -124,14 +154,16 @@ def invoke_chunks(events: list[dict[str, Any]], where: str) -> list[dict[str, An
     """InvokeModelWithResponseStream's events, each a ``chunk`` whose ``bytes`` are the
     base64 of one event of the model's own stream (Anthropic's ``message_start`` …): those
     events; None when the stream is not made of such chunks (Converse's)."""
-    if not all(e.get("_event") == "chunk" and isinstance(e.get("bytes"), str)
-               for e in events if not e.get("_exception")):
+    chunks = [e for e in events if not e.get("_exception")]
+    if not chunks or not all(e.get("_event") == "chunk" and isinstance(e.get("bytes"), str)
+                             for e in chunks):
         return None
     out: list[dict[str, Any]] = []
     for k, e in enumerate(events):
-        if e.get("_exception"):
-            raise fail(where, f"the stream ended in {e['_event'] or 'an exception'}: "
-                              f"{e.get('message', '')}")
+        if e.get("_exception"):  # the Messages API's own error event: a failed run
+            out.append({"type": "error", "error": {"type": e.get("_event"), **{
+                key: v for key, v in e.items() if not key.startswith("_")}}})
+            continue
         try:
             event = json.loads(base64.b64decode(e["bytes"], validate=True))
         except (ValueError, binascii.Error):
@@ -147,29 +179,41 @@ def _joined(events: list[dict[str, Any]], where: str, notes: list[str]) -> dict[
     blocks: dict[int, dict[str, Any]] = {}
     partial: dict[int, list[str]] = {}
     out: dict[str, Any] = {"output": {"message": {"role": "assistant", "content": []}}}
-    for ev in events:
+    for n, ev in enumerate(events):
+        ew = f"{where}: stream event {n}"
+        if not isinstance(ev, dict) or not isinstance(ev.get("_event"), str):
+            raise fail(ew, f"not an event of a ConverseStream: {ev!r}"[:300])
         kind = ev["_event"]
         if ev.get("_exception"):
             raise _Failed(json.dumps({k: v for k, v in ev.items() if k != "_exception"},
                                      sort_keys=True))
         i = ev.get("contentBlockIndex", 0)
+        if isinstance(i, bool) or not isinstance(i, int) or i < 0:
+            raise fail(ew, f"'contentBlockIndex' must be a block number, got {i!r}")
         if kind == "contentBlockStart":
-            start = (ev.get("start") or {}).get("toolUse")
+            start = _object(ev.get("start"), ew, "start").get("toolUse")
             if isinstance(start, dict):
                 blocks[i] = {"toolUse": {**start, "input": {}}}
                 partial[i] = []
         elif kind == "contentBlockDelta":
-            delta = ev.get("delta") or {}
+            delta = _object(ev.get("delta"), ew, "delta")
+            have = next(iter(blocks.get(i, {})), None)
+            new = next((k for k in ("text", "toolUse", "reasoningContent") if k in delta),
+                       None)
+            if new is not None and have not in (None, new):
+                raise fail(ew, f"a {new} delta for block {i}, which is a {have} block")
             if "text" in delta:
                 block = blocks.setdefault(i, {"text": ""})
-                block["text"] = block.get("text", "") + str(delta["text"])
+                block["text"] = block.get("text", "") + _text(delta["text"], ew)
             elif "toolUse" in delta:
-                partial.setdefault(i, []).append(str(delta["toolUse"].get("input") or ""))
+                piece = _object(delta["toolUse"], ew, "delta.toolUse").get("input")
+                partial.setdefault(i, []).append(_text(piece, ew))
                 blocks.setdefault(i, {"toolUse": {"input": {}}})
             elif "reasoningContent" in delta:
                 said = blocks.setdefault(i, {"reasoningContent": {"reasoningText": {
                     "text": ""}}})["reasoningContent"]["reasoningText"]
-                said["text"] += str((delta["reasoningContent"] or {}).get("text") or "")
+                reasoning = _object(delta["reasoningContent"], ew, "delta.reasoningContent")
+                said["text"] += _text(reasoning.get("text"), ew)
             else:
                 notes.append(f"{where}: a stream delta of kind "
                              f"{', '.join(delta) or 'none'} not imported")
@@ -186,6 +230,22 @@ def _joined(events: list[dict[str, Any]], where: str, notes: list[str]) -> dict[
                               f"{joined[:80]!r}") from None
     out["output"]["message"]["content"] = [blocks[i] for i in sorted(blocks)]
     return out
+
+
+def _object(value: Any, where: str, name: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise fail(where, f"'{name}' must be an object, got {value!r}"[:300])
+    return value
+
+
+def _text(value: Any, where: str) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise fail(where, f"a streamed piece must be text, got {value!r}"[:300])
+    return value
 
 
 class _Failed(Exception):
@@ -212,7 +272,8 @@ def _block(raw: Any, where: str, notes: list[str]) -> dict[str, Any] | None:
     if kind == "text":
         return {"type": "text", "text": body}
     if kind == "guardContent":
-        text = ((body or {}).get("text") or {}).get("text") if isinstance(body, dict) else None
+        inner = body.get("text") if isinstance(body, dict) else None
+        text = inner.get("text") if isinstance(inner, dict) else inner
         notes.append(f"{where}: guardrail-checked text (guardContent) read as text")
         return {"type": "text", "text": text if isinstance(text, str) else ""}
     if kind == "toolUse" and isinstance(body, dict):
@@ -220,7 +281,10 @@ def _block(raw: Any, where: str, notes: list[str]) -> dict[str, Any] | None:
                 "input": body.get("input") if body.get("input") is not None else {}}
     if kind == "toolResult" and isinstance(body, dict):
         content = []
-        for j, part in enumerate(body.get("content") or []):
+        parts = body.get("content") or []
+        if not isinstance(parts, list):
+            raise fail(where, f"toolResult 'content' must be a list, got {parts!r}"[:300])
+        for j, part in enumerate(parts):
             if isinstance(part, dict) and "json" in part:
                 content.append({"type": "text", "text": json.dumps(part["json"],
                                                                    ensure_ascii=False)})
@@ -232,17 +296,17 @@ def _block(raw: Any, where: str, notes: list[str]) -> dict[str, Any] | None:
                 "content": content, "is_error": body.get("status") == "error"}
     if kind in ("image", "document") and isinstance(body, dict):
         fmt = str(body.get("format") or "")
-        media = (f"image/{fmt}" if kind == "image" else
-                 "application/pdf" if fmt == "pdf" else f"text/{fmt}" if fmt else "")
+        media = f"image/{fmt}" if kind == "image" else _DOCUMENT_TYPES.get(fmt, "")
         out = {"type": kind, "source": _source(body, media)}
         if kind == "document" and isinstance(body.get("name"), str):
             out["title"] = body["name"]
         return out
     if kind == "reasoningContent" and isinstance(body, dict):
-        text = (body.get("reasoningText") or {}).get("text")
-        if isinstance(text, str):
+        said = body.get("reasoningText")
+        text = said.get("text") if isinstance(said, dict) else None
+        if isinstance(said, dict) and isinstance(text, str):
             return {"type": "thinking", "thinking": text,
-                    "signature": (body.get("reasoningText") or {}).get("signature", "")}
+                    "signature": said.get("signature", "")}
         return {"type": "redacted_thinking", "data": body.get("redactedContent") or ""}
     notes.append(f"{where}: a {kind} block not imported")
     return None
@@ -261,7 +325,10 @@ def _tools(config: Any, where: str, notes: list[str]) -> tuple[list[Any], Any]:
     if not isinstance(config, dict):
         raise fail(where, f"'toolConfig' must be an object, got {config!r}")
     tools = []
-    for j, tool in enumerate(config.get("tools") or []):
+    listed = config.get("tools") or []
+    if not isinstance(listed, list):
+        raise fail(where, f"'toolConfig.tools' must be a list, got {listed!r}"[:300])
+    for j, tool in enumerate(listed):
         spec = tool.get("toolSpec") if isinstance(tool, dict) else None
         if not isinstance(spec, dict):
             notes.append(f"{where}: tool {j} ({', '.join(tool) if isinstance(tool, dict) else tool}) "
@@ -336,7 +403,8 @@ def as_anthropic_record(obj: dict[str, Any], where: str, notes: list[str]
             out["error"] = str(e)
             return out
     if isinstance(response, dict):
-        message = (response.get("output") or {}).get("message")
+        output = response.get("output")
+        message = output.get("message") if isinstance(output, dict) else None
         if not isinstance(message, dict):
             raise fail(where, "a Converse response needs 'output.message'")
         stop = response.get("stopReason")

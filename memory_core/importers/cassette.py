@@ -75,7 +75,6 @@ def llm_api(url: str) -> Api | None:
 # Gemini)
 CONVERSATION_KEYS = ("messages", "input", "prompt", "contents")
 
-
 def looks_like_cassette(text: str) -> bool:
     head = text.lstrip()[:2000]
     return head.startswith("interactions:") or "\ninteractions:" in head
@@ -230,7 +229,10 @@ def interaction_records(interactions: list[Any], label: str = "interaction"
             raise fail(where, f"an {label} needs a 'request' and a 'response' object")
         uri = str(req.get("uri") or "")
         path = uri.split("?", 1)[0].split("#", 1)[0].rstrip("/")
-        if llm_api(uri) is None:
+        method = str(req.get("method") or "POST").upper()
+        if llm_api(uri) is None or method != "POST":
+            # (a model call is a POST; a GET of …/chat/completions lists stored
+            # completions, a DELETE of …/responses/{id} removes one)
             skipped.append(SkippedRecord(where=where, reason=f"not a model call this "
                                          f"importer reads ({req.get('method')} {path})"))
             continue

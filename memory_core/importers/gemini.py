@@ -170,21 +170,29 @@ def _answer_ids(messages: list[Message], where: str, notes: list[str]) -> None:
     """A function response without an id answers the latest unanswered call of its
     name (Gemini's older models send neither)."""
     pending: list[ToolCallPart] = []
+    derived: set[str] = set()  # the calls recorded without an id
     for i, m in enumerate(messages):
         if m.role == "assistant":
             pending = list(m.tool_calls())
+            derived = {c.id for k, c in enumerate(pending)
+                       if c.id == derived_call_id(k, c.name, c.args)}
         for r in m.tool_results():
-            if r.call_id:
+            if r.call_id and any(c.id == r.call_id for c in pending):
                 pending = [c for c in pending if c.id != r.call_id]
                 continue
-            match = next((c for c in pending if c.name == r.name), None)
+            # no id; or an id the call was not recorded with: the call of its name
+            match = next((c for c in pending if c.name == r.name
+                          and (not r.call_id or c.id in derived)), None)
             if match is None:
-                raise fail(where, f"message {i}: the functionResponse of {r.name!r} answers "
-                                  "no function call of the model turn before it")
+                said = f" (id {r.call_id!r})" if r.call_id else ""
+                raise fail(where, f"message {i}: the functionResponse of {r.name!r}{said} "
+                                  "answers no function call of the model turn before it")
             pending.remove(match)
             messages[i] = m.model_copy(update={"content": [
                 r.model_copy(update={"call_id": match.id})]})
-            notes.append(f"{where}: message {i}: functionResponse {r.name!r} has no id; it "
+            why = f"has id {r.call_id!r}, which its call was recorded without" if r.call_id \
+                else "has no id"
+            notes.append(f"{where}: message {i}: functionResponse {r.name!r} {why}; it "
                          f"answers call {match.id}")
 
 
@@ -208,7 +216,11 @@ def _instructions(request: dict[str, Any], where: str, notes: list[str]) -> list
         return []
     if isinstance(raw, str):
         return [Message(role="system", content=raw)]
-    msgs = content_messages(raw, f"{where}: systemInstruction", notes, role="user")
+    said: list[str] = []
+    msgs = content_messages(raw, f"{where}: systemInstruction", said, role="user")
+    # the instructions are text: an attachment there is not kept (not "a placeholder")
+    notes.extend(n.replace("kept as a placeholder", "not imported (the instructions "
+                           "keep their text only)") for n in said)
     texts = [m.text() for m in msgs if m.role == "user"]
     return [Message(role="system", content="\n".join(t for t in texts if t))]
 
@@ -222,8 +234,11 @@ def _tools(raw: Any, where: str, notes: list[str]) -> list[dict[str, Any]]:
     for j, tool in enumerate(raw):
         if not isinstance(tool, dict):
             raise fail(where, f"tool {j} must be an object, got {tool!r}")
-        declared = _get(tool, "functionDeclarations")
-        for k, fn in enumerate(declared or []):
+        declared = _get(tool, "functionDeclarations") or []
+        if not isinstance(declared, list):
+            raise fail(where, f"tool {j} 'functionDeclarations' must be a list, got "
+                              f"{declared!r}"[:300])
+        for k, fn in enumerate(declared):
             if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
                 raise fail(where, f"tool {j} function {k} has no name: {fn!r}")
             params = fn.get("parameters", _get(fn, "parametersJsonSchema"))
@@ -266,12 +281,20 @@ def _joined(response: Any, where: str) -> dict[str, Any]:
                     "promptFeedback"):
             if _get(chunk, key) is not None:
                 out[key] = _get(chunk, key)
-        for cand in chunk.get("candidates") or []:
+        candidates = chunk.get("candidates") or []
+        if not isinstance(candidates, list):
+            raise fail(where, f"a stream chunk's 'candidates' must be a list, got "
+                              f"{candidates!r}"[:300])
+        for cand in candidates:
             if not isinstance(cand, dict) or cand.get("index", 0) != 0:
                 others = True
                 continue
             content = cand.get("content") or {}
-            parts.extend(content.get("parts") or [] if isinstance(content, dict) else [])
+            more = content.get("parts") or [] if isinstance(content, dict) else None
+            if not isinstance(more, list):
+                raise fail(where, f"a stream chunk's candidate content must have a "
+                                  f"'parts' list, got {content!r}"[:300])
+            parts.extend(more)
             finish = _get(cand, "finishReason") or finish
     if parts or finish:
         out["candidates"] = [{"content": {"role": "model", "parts": parts},
@@ -321,7 +344,9 @@ def _reply(response: dict[str, Any], where: str, notes: list[str]
         if isinstance(content, dict) else []
     reply = msgs[0] if msgs else None
     if reply is None or (not reply.tool_calls() and not reply.text()):
-        blocked = [str(r.get("category")) for r in _get(cand, "safetyRatings") or []
+        ratings = _get(cand, "safetyRatings")
+        blocked = [str(r.get("category")) for r in
+                   (ratings if isinstance(ratings, list) else [])
                    if isinstance(r, dict) and r.get("blocked") is True]
         because = f": {', '.join(blocked)} blocked" if blocked else ""
         return None, finish, f"no answer recorded (finishReason {finish or 'none'}{because})"

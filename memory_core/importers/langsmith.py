@@ -23,6 +23,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from memory_core.importers.common import SkippedRecord, fail
+from memory_core.openai_codec import ATTACHMENT_TYPES
 
 # LangChain's message classes and ``type``s, as OpenAI roles
 _ROLES = {"human": "user", "humanmessage": "user", "humanmessagechunk": "user",
@@ -32,7 +33,12 @@ _ROLES = {"human": "user", "humanmessage": "user", "humanmessagechunk": "user",
           "system": "system", "systemmessage": "system", "systemmessagechunk": "system",
           "developer": "system",
           "tool": "tool", "toolmessage": "tool", "toolmessagechunk": "tool",
-          "function": "function", "functionmessage": "function"}
+          "function": "function", "functionmessage": "function",
+          "functionmessagechunk": "function"}
+# content blocks the chat codec reads (text, attachments as placeholders)
+_READ_BLOCKS = ("text", "refusal", "input_text", "output_text", *ATTACHMENT_TYPES)
+# blocks that repeat the message's ``tool_calls`` (an Anthropic answer's tool_use)
+_CALL_BLOCKS = ("tool_use", "tool_call", "function_call", "tool_call_chunk")
 # invocation parameters that are not sampling parameters
 _NOT_PARAMS = ("model", "model_name", "tools", "functions", "_type", "stream", "ls_structured_output_format")
 _THREAD_KEYS = ("thread_id", "session_id", "conversation_id")
@@ -84,13 +90,23 @@ def _fields(raw: dict[str, Any]) -> dict[str, Any]:
     return dict(raw)
 
 
-def _text_content(content: Any) -> Any:
+def _text_content(content: Any, where: str, notes: list[str]) -> Any:
     """Content as OpenAI's: a string, or its parts without the tool-use blocks an
-    ``AIMessage`` from Anthropic carries beside its ``tool_calls``."""
+    ``AIMessage`` from Anthropic carries beside its ``tool_calls``; reasoning
+    (Anthropic's ``thinking``, OpenAI's ``reasoning``), server-tool and other blocks
+    the chat format has no part for are noted, not imported."""
     if not isinstance(content, list):
         return content
-    return [p for p in content if not (isinstance(p, dict) and p.get("type") in
-                                       ("tool_use", "tool_call", "function_call"))] or ""
+    kept = []
+    for j, p in enumerate(content):
+        kind = p.get("type") if isinstance(p, dict) else None
+        if isinstance(p, dict) and kind in _CALL_BLOCKS:
+            continue
+        if isinstance(p, dict) and kind not in _READ_BLOCKS:
+            notes.append(f"{where}: content block {j} ({kind}) not imported")
+            continue
+        kept.append(p)
+    return kept or ""
 
 
 def lc_message(raw: Any, where: str, notes: list[str]) -> dict[str, Any]:
@@ -101,23 +117,36 @@ def lc_message(raw: Any, where: str, notes: list[str]) -> dict[str, Any]:
         return raw  # OpenAI's already (a wrap_openai request)
     kind = _kind(raw)
     fields = _fields(raw)
-    role = _ROLES.get(kind) or (fields.get("role") if kind in ("chat", "chatmessage")
+    role = _ROLES.get(kind) or (fields.get("role") if kind in ("chat", "chatmessage",
+                                                               "chatmessagechunk")
                                 else None)
     if role is None:
         raise fail(where, f"a LangChain message of unknown type {kind!r}")
     out: dict[str, Any] = {"role": _ROLES.get(str(role).lower(), role),
-                           "content": _text_content(fields.get("content"))}
+                           "content": _text_content(fields.get("content"), where, notes)}
     if isinstance(fields.get("name"), str):
         out["name"] = fields["name"]
     if out["role"] == "assistant":
         calls = fields.get("tool_calls") or []
-        if calls and isinstance(calls, list):
+        raw_calls = (fields.get("additional_kwargs") or {}).get("tool_calls")
+        invalid = fields.get("invalid_tool_calls") or []
+        if calls and isinstance(calls, list) or invalid and isinstance(invalid, list):
             out["tool_calls"] = [{
                 "id": c.get("id"), "type": "function", "function": {
                     "name": c.get("name"), "arguments": json.dumps(c.get("args") or {})}}
-                for c in calls if isinstance(c, dict)]
-        elif isinstance((fields.get("additional_kwargs") or {}).get("tool_calls"), list):
-            out["tool_calls"] = fields["additional_kwargs"]["tool_calls"]
+                for c in (calls if isinstance(calls, list) else [])
+                if isinstance(c, dict)]
+            if isinstance(invalid, list) and invalid:
+                # calls whose arguments LangChain could not parse: the model made them
+                out["tool_calls"] += [{
+                    "id": c.get("id"), "type": "function", "function": {
+                        "name": c.get("name"), "arguments": c.get("args")
+                        if isinstance(c.get("args"), str) else json.dumps(c.get("args"))}}
+                    for c in invalid if isinstance(c, dict)]
+                notes.append(f"{where}: {len(invalid)} tool call(s) LangChain could not "
+                             "parse (invalid_tool_calls) kept, their arguments as text")
+        elif isinstance(raw_calls, list):
+            out["tool_calls"] = raw_calls
         if (fields.get("additional_kwargs") or {}).get("reasoning_content"):
             notes.append(f"{where}: the model's reasoning not imported")
     if out["role"] == "tool":

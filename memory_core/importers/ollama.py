@@ -134,8 +134,11 @@ def as_chat_record(obj: dict[str, Any], where: str, notes: list[str]) -> dict[st
         system = request.get("system")
         messages = ([{"role": "system", "content": system}] if system else []) + [
             {"role": "user", "content": _content(prompt, request.get("images"), where)}]
-        if request.get("context"):
-            notes.append(f"{where}: 'context' ({len(request['context'])} token ids of the "
+        context = request.get("context")
+        if context is not None and not isinstance(context, list):
+            raise fail(where, f"'context' must be a list of token ids, got {context!r}"[:300])
+        if context:
+            notes.append(f"{where}: 'context' ({len(context)} token ids of the "
                          "earlier turns) not imported: the history it encodes is not text")
     options = request.get("options") or {}
     if not isinstance(options, dict):

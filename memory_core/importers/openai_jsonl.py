@@ -276,8 +276,15 @@ def completion_exchanges(obj: dict[str, Any], where: str, index: int) -> list[Ex
     if isinstance(response, list | str):
         response = reassemble_stream(response, where, [])
     choices = response.get("choices") if isinstance(response, dict) else None
-    by_index = {c.get("index", i): c for i, c in enumerate(choices or [])
-                if isinstance(c, dict)}
+    if choices is not None and not isinstance(choices, list):
+        raise fail(where, f"response 'choices' must be a list, got {choices!r}"[:300])
+    by_index: dict[Any, Any] = {}
+    for i, c in enumerate(choices or []):
+        if isinstance(c, dict):
+            at = c.get("index", i)
+            if isinstance(at, bool) or not isinstance(at, int):
+                raise fail(where, f"choice {i}: 'index' must be an integer, got {at!r}")
+            by_index[at] = c
     rest = {k: v for k, v in request.items() if k != "prompt"}
     out: list[Exchange] = []
     for i, prompt in enumerate(prompts):
@@ -422,7 +429,8 @@ def responses_exchange(obj: dict[str, Any], where: str, index: int,
         where=where, index=index, instructions=instructions, history=history, response=reply,
         thread_key=thread_key, resource_id=resource,
         model=model or _str_field(where, request, "model"), usage=usage, usage_known=known,
-        finish_reason=response.get("status") if isinstance(response, dict) else None,
+        finish_reason=_str_field(where, response, "status") if isinstance(response, dict)
+        else None,
         params=request_params(request, where), request_fields=request_fields(request),
         tools=tools, started_at=at, finished_at=at,
         error=None if reply is not None else json.dumps(error or "no output recorded",
@@ -552,6 +560,10 @@ def _parse_record(obj: Any, where: str, index: int, held: ServerHistory | None
     if kind == "responses":
         return [responses_exchange(obj, where, index, held)]
     if kind == "gemini":
+        if "request" not in obj:  # flat: the record's own keys are not the request's
+            obj = {"request": {k: v for k, v in obj.items()
+                               if k not in RECORD_KEYS and k != "metadata"},
+                   **{k: v for k, v in obj.items() if k in RECORD_KEYS or k == "metadata"}}
         request = obj.get("request", obj)
         thread_key, resource = _record_context(
             obj, request if isinstance(request, dict) else {}, where)

@@ -80,6 +80,7 @@ def _no_content_reason(span: RawSpan) -> str | None:
     if vercel is not None:
         return _vercel_reason(vercel)
     op = attrs.get("gen_ai.operation.name")
+    op = op if op is None or isinstance(op, str) else str(op)  # (a value of another type)
     kind = attrs.get("openinference.span.kind")
     genai = any(k.startswith(("gen_ai.", "llm.", "traceloop.")) for k in attrs) or kind \
         or any(name.startswith("gen_ai.") for name, _ in span.events)

@@ -363,8 +363,14 @@ def _openllmetry(span: RawSpan, notes: list[str]) -> SpanContent | None:
             for i, c in zip(prompts, contents, strict=True)], span.where, notes)
     else:
         msgs = openai_messages([chat(prompts[i]) for i in prompts], span.where, notes)
+    # its Anthropic instrumentation writes an answer's thinking as a completion of its
+    # own, role "thinking", before the answer (the next index): the reasoning, noted
+    thinking = [i for i in completions if completions[i].get("role") == "thinking"]
+    for i in thinking:
+        notes.append(f"{span.where}: gen_ai.completion.{i}: the model's thinking not "
+                     "imported")
     outs = [openai_message(chat(completions[i], "assistant"), f"{span.where}: gen_ai.completion.{i}", notes)
-            for i in completions]
+            for i in completions if i not in thinking]
     if len(outs) > 1:
         notes.append(f"{span.where}: {len(outs) - 1} alternative completion(s) not imported")
     finish = completions[min(completions)].get("finish_reason") if completions else None
@@ -372,20 +378,33 @@ def _openllmetry(span: RawSpan, notes: list[str]) -> SpanContent | None:
                        finish if isinstance(finish, str) else None, notes)
 
 
-def _oi_chat(m: dict[str, Any]) -> dict[str, Any]:
-    m = m.get("message", m)
-    calls = [{"id": c.get("tool_call", c).get("id"), "type": "function",
-              "function": c.get("tool_call", c).get("function") or {}}
-             for c in _listed(m.get("tool_calls"))]
+def _oi_object(value: Any, where: str, name: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise fail(where, f"{name} must be attributes of an object, got {value!r}"[:300])
+    return value
+
+
+def _oi_chat(m: Any, where: str) -> dict[str, Any]:
+    m = _oi_object(m, where, "the message")
+    m = _oi_object(m.get("message", m), where, "message")
+    calls = []
+    for j, c in enumerate(_listed(m.get("tool_calls"))):
+        call = _oi_object(_oi_object(c, where, f"tool_calls.{j}").get("tool_call", c), where,
+                          f"tool_calls.{j}.tool_call")
+        calls.append({"id": call.get("id"), "type": "function",
+                      "function": call.get("function") or {}})
     content = m.get("content")
     if content is None and m.get("contents"):
         content = []
-        for c in _listed(m["contents"]):
-            mc = c.get("message_content", c)
+        for j, c in enumerate(_listed(m["contents"])):
+            mc = _oi_object(_oi_object(c, where, f"contents.{j}").get("message_content", c),
+                            where, f"contents.{j}.message_content")
             if mc.get("type", "text") == "text":
                 content.append({"type": "text", "text": mc.get("text", "")})
             elif mc.get("type") == "image":
-                url = ((mc.get("image") or {}).get("image") or {}).get("url")
+                image = mc.get("image")
+                inner = image.get("image") if isinstance(image, dict) else None
+                url = inner.get("url") if isinstance(inner, dict) else None
                 content.append({"type": "image_url", "image_url": {"url": url}})
     return {"role": m.get("role"), "content": content, "tool_calls": calls or None,
             "tool_call_id": m.get("tool_call_id"), "name": m.get("name")}
@@ -395,8 +414,10 @@ def _openinference(span: RawSpan, notes: list[str]) -> SpanContent | None:
     ins = indexed(span.attrs, "llm.input_messages")
     outs = indexed(span.attrs, "llm.output_messages")
     if ins or outs:
-        msgs = openai_messages([_oi_chat(ins[i]) for i in ins], span.where, notes)
-        replies = [openai_message(_oi_chat(outs[i]), f"{span.where}: llm.output_messages.{i}",
+        msgs = openai_messages([_oi_chat(ins[i], f"{span.where}: llm.input_messages.{i}")
+                                for i in ins], span.where, notes)
+        replies = [openai_message(_oi_chat(outs[i], f"{span.where}: llm.output_messages.{i}"),
+                                  f"{span.where}: llm.output_messages.{i}",
                                   notes) for i in outs]
         return SpanContent([], msgs, replies[0] if replies else None, notes=notes)
     if span.attrs.get("openinference.span.kind") != "LLM":

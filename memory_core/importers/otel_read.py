@@ -58,12 +58,32 @@ def any_value(v: Any, where: str) -> Any:
     if "boolValue" in v:
         return bool(v["boolValue"])
     if "arrayValue" in v:
-        return [any_value(x, where) for x in (v["arrayValue"] or {}).get("values", [])]
+        values = _listed(v["arrayValue"], where, "arrayValue")
+        return [any_value(x, where) for x in values]
     if "kvlistValue" in v:
-        return attributes((v["kvlistValue"] or {}).get("values", []), where)
+        return attributes(_listed(v["kvlistValue"], where, "kvlistValue"), where)
     if "bytesValue" in v:
         return v["bytesValue"]
     return None
+
+
+def _listed(value: Any, where: str, name: str) -> list[Any]:
+    """An ``arrayValue``/``kvlistValue``'s ``values`` list (none when it is empty)."""
+    values = value.get("values") if isinstance(value, dict) else value
+    if values is None:
+        return []
+    if not isinstance(values, list):
+        raise fail(where, f"{name} must hold a 'values' list, got {value!r}"[:300])
+    return values
+
+
+def list_of(value: Any, where: str, name: str) -> list[Any]:
+    """``value`` as the list the format has there (None: empty); anything else named."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise fail(where, f"'{name}' must be a list, got {value!r}"[:300])
+    return value
 
 
 def attributes(raw: Any, where: str) -> dict[str, Any]:
@@ -139,11 +159,15 @@ def _log_event(raw: Any, where: str) -> tuple[str, str, datetime | None, Event]:
     return _hex_id(raw.get("traceId")), _hex_id(raw.get("spanId")), at, (str(name), merged)
 
 
-def _scoped(container: dict[str, Any], outer: str, inner: str, legacy: str) -> list[Any]:
+def _scoped(container: Any, outer: str, inner: str, legacy: str, where: str
+            ) -> list[Any]:
+    if not isinstance(container, dict):
+        raise fail(where, f"a resource entry must be an object, got {container!r}"[:300])
     items: list[Any] = []
-    for scope in container.get(outer) or container.get(legacy) or []:
+    key = outer if container.get(outer) else legacy
+    for scope in list_of(container.get(key), where, key):
         if isinstance(scope, dict):
-            items.extend(scope.get(inner) or [])
+            items.extend(list_of(scope.get(inner), where, inner))
     return items
 
 
@@ -202,7 +226,7 @@ def _sdk_span(raw: dict[str, Any], order: int) -> RawSpan:
     parent = _sdk_id(parent_ctx, "spanId") if isinstance(parent_ctx, dict) else \
         _sdk_id(raw, "parentSpanId", "parent_id", "parentId")
     events: list[Event] = []
-    for ev in raw.get("events") or []:
+    for ev in list_of(raw.get("events"), where, "events"):
         if isinstance(ev, dict):
             attrs = ev.get("attributes")
             events.append((str(ev.get("name") or ""), dict(attrs) if isinstance(attrs, dict)
@@ -228,6 +252,10 @@ _CONTENT_LIKE = re.compile(r"messages|prompt|completion|content|choice|instructi
                            r"\.text$|\.object$|toolCalls|(input|output)\.value", re.I)
 _NOT_CONTENT = re.compile(r"tokens|usage|count|mime_type|\.tools|toolChoice|functions|"
                           r"template\.variables", re.I)
+# identifiers are text in OpenTelemetry's conventions (gen_ai.conversation.id,
+# session.id, user.id, gen_ai.response.id, gen_ai.tool.call.id…), however they read:
+# a conversation "4e5" is not the number 400000.0, nor an id "0042" the number 42
+_ID_KEY = re.compile(r"(^|[._])id$", re.I)
 _NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?")
 # Python's Zipkin exporter cuts every tag value (and event attribute) to this many
 # characters unless told otherwise (``max_tag_value_length``)
@@ -255,7 +283,7 @@ def _untyped(key: str, value: Any, *, scalars: bool) -> Any:
                 x is None or isinstance(x, str | int | float | bool) for x in parsed):
             return parsed
         return value
-    if scalars:
+    if scalars and not _ID_KEY.search(key):
         if value in ("true", "false"):
             return value == "true"
         if _NUMBER.fullmatch(value):
@@ -363,18 +391,22 @@ def _jaeger_spans(doc: dict[str, Any], where_doc: str, first: int) -> list[RawSp
     traces = doc["data"] if isinstance(doc.get("data"), list) else [doc]
     out: list[RawSpan] = []
     for trace in traces:
-        for raw in (trace.get("spans") or []) if isinstance(trace, dict) else []:
+        spans = list_of(trace.get("spans"), where_doc, "spans") \
+            if isinstance(trace, dict) else []
+        for raw in spans:
             if not isinstance(raw, dict):
                 raise fail(where_doc, f"a Jaeger span must be an object, got {raw!r}")
             sid = _hex_id(raw.get("spanID")) or f"#{first + len(out)}"
             where = f"span {sid} ({raw.get('operationName', '')})"
             attrs = _jaeger_tags(raw.get("tags"), where)
             # the parent is the CHILD_OF reference (links come after it as FOLLOWS_FROM)
-            parent = next((r for r in raw.get("references") or [] if isinstance(r, dict)
-                           and r.get("refType") == "CHILD_OF"), {})
+            parent = next((r for r in list_of(raw.get("references"), where, "references")
+                           if isinstance(r, dict) and r.get("refType") == "CHILD_OF"), {})
             events: list[Event] = []
-            for k, log in enumerate(raw.get("logs") or []):
-                fields = _jaeger_tags((log or {}).get("fields"), f"{where}: log {k}")
+            for k, log in enumerate(list_of(raw.get("logs"), where, "logs")):
+                if not isinstance(log, dict):
+                    raise fail(where, f"log {k} must be an object, got {log!r}"[:300])
+                fields = _jaeger_tags(log.get("fields"), f"{where}: log {k}")
                 events.append((str(fields.pop("event", "")), fields))
             start = _micros(raw.get("startTime"), where, "startTime")
             out.append(RawSpan(
@@ -424,7 +456,8 @@ def _zipkin_span(raw: dict[str, Any], order: int) -> RawSpan:
         raise fail(where, f"'tags' must be an object, got {type(tags).__name__}")
     attrs = {str(k): _untyped(str(k), v, scalars=True) for k, v in tags.items()}
     events = [_zipkin_event((a or {}).get("value"))
-              for a in raw.get("annotations") or [] if isinstance(a, dict)]
+              for a in list_of(raw.get("annotations"), where, "annotations")
+              if isinstance(a, dict)]
     for key, value in [*attrs.items(), *(kv for _, ev in events for kv in ev.items())]:
         _check_uncut(key, value, where)
     start = _micros(raw.get("timestamp"), where, "timestamp")
@@ -459,7 +492,7 @@ def _go_span(raw: dict[str, Any], order: int) -> RawSpan:
     parent: Any = raw.get("Parent")
     parent_id = _sdk_id(parent, "SpanID") if isinstance(parent, dict) else ""
     events: list[Event] = []
-    for k, ev in enumerate(raw.get("Events") or []):
+    for k, ev in enumerate(list_of(raw.get("Events"), where, "Events")):
         if isinstance(ev, dict):
             events.append((str(ev.get("Name") or ""),
                            _go_attrs(ev.get("Attributes"), f"{where}: event {k}")))
@@ -526,12 +559,13 @@ def spans_of(docs: list[tuple[str, Any]]) -> list[RawSpan]:
                               "spanContext or context, attributes; Zipkin's: traceId, "
                               "id; Go's: Name, SpanContext) or a Jaeger export (data, "
                               "spans)")
-        for rs in doc.get("resourceSpans") or []:
-            for raw in _scoped(rs or {}, "scopeSpans", "spans", "instrumentationLibrarySpans"):
+        for rs in list_of(doc.get("resourceSpans"), where, "resourceSpans"):
+            for raw in _scoped(rs or {}, "scopeSpans", "spans", "instrumentationLibrarySpans",
+                               where):
                 spans.append(_span(raw, where, len(spans)))
-        for rl in doc.get("resourceLogs") or []:
+        for rl in list_of(doc.get("resourceLogs"), where, "resourceLogs"):
             for raw in _scoped(rl or {}, "scopeLogs", "logRecords",
-                               "instrumentationLibraryLogs"):
+                               "instrumentationLibraryLogs", where):
                 lw = f"{where}: log record {len(logs)}"
                 logs.append((*_log_event(raw, lw), lw))
     by_id = {(s.trace_id, s.span_id): s for s in spans}
