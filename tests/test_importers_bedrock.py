@@ -351,3 +351,11 @@ def test_claude_through_invoke_model_is_the_messages_api() -> None:
         "Converse API are read"]
     for rid in report.runs_created:
         assert verify_run(s, rid).status == "ok"
+
+
+def test_an_unknown_stream_event_is_noted() -> None:
+    body = STREAM + _message("citationsDelta", {"contentBlockIndex": 0, "citation": {}})
+    s = InMemoryStorage()
+    report = import_text(s, _cassette(body), name="c.yaml")
+    assert any("an event of kind 'citationsDelta' not imported" in k.reason
+               for k in report.skipped)

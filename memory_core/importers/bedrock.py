@@ -221,6 +221,8 @@ def _joined(events: list[dict[str, Any]], where: str, notes: list[str]) -> dict[
             out["stopReason"] = ev.get("stopReason")
         elif kind == "metadata":
             out["usage"] = ev.get("usage")
+        elif kind not in ("messageStart", "contentBlockStop"):
+            notes.append(f"{ew}: an event of kind {kind!r} not imported")
     for i, text in partial.items():
         joined = "".join(text)
         try:
