@@ -518,3 +518,35 @@ def test_claude_on_vertex_ai_is_read_by_its_url() -> None:
     assert report.apis == ["anthropic"]
     assert s.runs.get(f"{rid}:step:0")["model"]["name"] == "claude-3-5-sonnet-v2@20241022"
     assert s.runs.get(f"{rid}:step:0")["response"]["text"] == "hello"
+
+
+def test_a_message_batch_file_joins_its_requests_and_results() -> None:
+    """Anthropic's Message Batches: the requests file (``custom_id``, ``params``) and the
+    results file (``custom_id``, ``result``) concatenated import as request/response
+    records, as OpenAI's batch files do; they were refused as unknown records."""
+    def params(text: str) -> dict[str, Any]:
+        return {"model": "claude-sonnet-4-5", "max_tokens": 64,
+                "messages": [{"role": "user", "content": text}],
+                "metadata": {"user_id": "cust-7"}}
+
+    message = {"id": "msg_1", "type": "message", "role": "assistant",
+               "model": "claude-sonnet-4-5", "content": [{"type": "text", "text": "Paris."}],
+               "stop_reason": "end_turn", "usage": {"input_tokens": 12, "output_tokens": 2}}
+    lines = [
+        {"custom_id": "q1", "params": params("Capital of France?")},
+        {"custom_id": "q2", "params": params("Capital of Peru?")},
+        {"custom_id": "q3", "params": params("Capital of Chad?")},
+        {"custom_id": "q2", "result": {"type": "errored", "error": {
+            "type": "invalid_request_error", "message": "max_tokens too large"}}},
+        {"custom_id": "q1", "result": {"type": "succeeded", "message": message}},
+        {"custom_id": "q3", "result": {"type": "expired"}},
+    ]
+    s = InMemoryStorage()
+    report = import_text(s, "\n".join(json.dumps(x) for x in lines), name="batch.jsonl")
+    ok, errored, expired = (s.runs.require_run(r) for r in report.runs_created)
+    assert (ok.status, errored.status, expired.status) == ("completed", "failed", "failed")
+    assert "max_tokens too large" in (errored.error or "")
+    assert expired.error == "batch request expired"
+    assert report.apis == ["anthropic"]
+    assert ok.resource_id == "cust-7"
+    assert s.runs.get(f"{ok.run_id}:step:0")["response"]["text"] == "Paris."

@@ -155,8 +155,35 @@ def request_fields(request: dict[str, Any]) -> dict[str, Any]:
 
 
 def _looks_like_batch(obj: dict[str, Any]) -> bool:
-    return "custom_id" in obj and ("body" in obj or isinstance(obj.get("response"), dict)
-                                   and "body" in obj["response"])
+    """A line of a batch file: OpenAI's input (``custom_id``, ``body``) or output
+    (``response.body``), or Anthropic's Message Batches request (``params``) or result
+    (``result``)."""
+    return "custom_id" in obj and (
+        "body" in obj or "params" in obj or isinstance(obj.get("result"), dict)
+        or isinstance(obj.get("response"), dict) and "body" in obj["response"])
+
+
+def _batch_request(obj: dict[str, Any]) -> Any:
+    """A batch input line's request (OpenAI's ``body``, Anthropic's ``params``), or None
+    for an output line."""
+    return obj.get("body", obj.get("params")) if ("body" in obj or "params" in obj) \
+        else None
+
+
+def _batch_answer(out: dict[str, Any]) -> tuple[Any, Any]:
+    """An output line's response body, or (None, the error): OpenAI's ``response``
+    (``status_code``, ``body``) and ``error``, or Anthropic's ``result`` (``succeeded``
+    with its ``message``; ``errored``, ``canceled``, ``expired``)."""
+    result = out.get("result")
+    if isinstance(result, dict):
+        if result.get("type") == "succeeded" and isinstance(result.get("message"), dict):
+            return result["message"], None
+        return None, result.get("error") or f"batch request {result.get('type')}"
+    response = out.get("response") or {}
+    if response.get("status_code", 200) == 200 and isinstance(response.get("body"), dict):
+        return response["body"], None
+    return None, out.get("error") or response.get("body") or \
+        f"status {response.get('status_code')}"
 
 
 def _record_context(obj: dict[str, Any], request: dict[str, Any], where: str,
@@ -596,12 +623,13 @@ def _parse_record(obj: Any, where: str, index: int, held: ServerHistory | None
 
 def _join_batch(rows: list[tuple[str, Any]]) -> tuple[list[tuple[str, Any]],
                                                        list[SkippedRecord]]:
-    """OpenAI Batch files: an input line (``custom_id``, ``body``) and its output line
-    (``custom_id``, ``response.body``) become one request/response record, so a file
+    """Batch files — OpenAI's (an input line ``custom_id``, ``body`` and its output line
+    ``custom_id``, ``response.body``) and Anthropic's Message Batches (``params``, then
+    ``result``): a request and its answer become one request/response record, so a file
     made by concatenating a batch's input and output files imports directly."""
     outputs: dict[str, tuple[str, dict[str, Any]]] = {}
     for n, obj in rows:
-        if isinstance(obj, dict) and _looks_like_batch(obj) and "body" not in obj:
+        if isinstance(obj, dict) and _looks_like_batch(obj) and _batch_request(obj) is None:
             cid = str(obj["custom_id"])
             if cid in outputs:
                 raise fail(n, f"batch output for custom_id {cid!r} repeats {outputs[cid][0]}")
@@ -613,24 +641,26 @@ def _join_batch(rows: list[tuple[str, Any]]) -> tuple[list[tuple[str, Any]],
         if not (isinstance(obj, dict) and _looks_like_batch(obj)):
             joined.append((n, obj))
             continue
-        if "body" not in obj:
+        body = _batch_request(obj)
+        if body is None:
             continue  # an output line: joined with its input below
         cid = str(obj["custom_id"])
-        body = obj["body"]
         if not isinstance(body, dict):
-            raise fail(n, f"batch 'body' must be an object, got {body!r}")
+            key = "body" if "body" in obj else "params"
+            raise fail(n, f"batch '{key}' must be an object, got {body!r}")
         if cid not in outputs:
             skipped.append(SkippedRecord(where=n, reason=f"batch request {cid!r} has no "
                                                          "output line in this file"))
             continue
         used.add(cid)
-        response = outputs[cid][1].get("response") or {}
         record: dict[str, Any] = {"request": body, "metadata": body.get("metadata") or {}}
-        if response.get("status_code", 200) == 200 and isinstance(response.get("body"), dict):
-            record["response"] = response["body"]
+        if "params" in obj:  # each request of a Message Batch is a Messages API call
+            record["url"] = "https://api.anthropic.com/v1/messages"
+        answer, error = _batch_answer(outputs[cid][1])
+        if answer is not None:
+            record["response"] = answer
         else:
-            record["error"] = outputs[cid][1].get("error") or response.get("body") or \
-                f"status {response.get('status_code')}"
+            record["error"] = error
         joined.append((n, record))
     for cid, (n, _) in outputs.items():
         if cid not in used:
