@@ -275,6 +275,8 @@ def from_openai_message(raw: Any, where: str, notes: list[str]) -> Message:
             raise _fail(where, f"tool_call_id must be a string, got {call_id!r}")
         result = text if isinstance(text, str) else "\n".join(t.text for t in text)
         name = raw["name"] if isinstance(raw.get("name"), str) else ""
+        if raw.get("is_error") is True:  # (a LangChain ToolMessage with status "error")
+            metadata["is_error"] = True
         return Message(role="tool", content=[ToolResultPart(call_id=call_id or "",
                                                             name=name, result=result)],
                        metadata=metadata)

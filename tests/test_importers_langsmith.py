@@ -161,3 +161,12 @@ def test_chunk_classes_of_every_message_read() -> None:
     [thread] = report.threads_created
     assert [(m.role, m.text()) for m in s.memory.get_messages(thread)] == [
         ("user", "hi"), ("assistant", "hello")]
+
+
+def test_a_failed_tool_result_keeps_is_error() -> None:
+    failed = lc("ToolMessage", content="timeout", tool_call_id="call_1", name="get_weather",
+                status="error")
+    s, report = _import([llm_run([SYSTEM, ASK, CALL, failed], ANSWER)])
+    msgs = s.memory.get_messages(report.threads_created[0])
+    [tool] = [m for m in msgs if m.role == "tool"]
+    assert tool.metadata.get("is_error") is True

@@ -151,8 +151,8 @@ def lc_message(raw: Any, where: str, notes: list[str]) -> dict[str, Any]:
             notes.append(f"{where}: the model's reasoning not imported")
     if out["role"] == "tool":
         out["tool_call_id"] = fields.get("tool_call_id")
-        if fields.get("status") == "error":
-            out.setdefault("name", fields.get("name"))
+        if fields.get("status") == "error":  # the tool failed: kept as the Anthropic
+            out["is_error"] = True              # reader keeps a tool_result's is_error
     return out
 
 
