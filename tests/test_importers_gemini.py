@@ -136,7 +136,7 @@ def test_server_tools_alternatives_and_an_error_record_are_noted() -> None:
     assert [t["name"] for t in s.runs.get(f"{first}:step:0")["tools"]] == ["googleSearch",
                                                                           "weather"]
     reasons = " | ".join(k.reason for k in report.skipped)
-    assert "tool 0 (googleSearch, run by the server) kept by name only" in reasons
+    assert "tool 0 of type 'googleSearch' kept by name only" in reasons
     assert "alternative candidate(s) not imported" in reasons
     run = s.runs.require_run(failed)
     assert run.status == "failed" and json.loads(run.error or "")["status"] == \
@@ -210,7 +210,7 @@ def test_an_id_the_call_was_recorded_without_answers_the_call_of_its_name() -> N
 
 @pytest.mark.parametrize(("record", "error"), [  # each raised TypeError/AttributeError
     ({"request": {"contents": [USER], "tools": [{"functionDeclarations": True}]},
-      "response": _answer({"text": "ok"})}, r"tool 0 'functionDeclarations' must be a list"),
+      "response": _answer({"text": "ok"})}, r"tool 0: 'functionDeclarations' must be a list"),
     ({"request": {"contents": [USER]}, "response": [
         {"candidates": [{"content": "x"}]}]}, r"candidate content must have a 'parts' list"),
     ({"request": {"contents": [USER]}, "response": [{"candidates": 3}]},

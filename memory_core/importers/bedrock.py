@@ -27,7 +27,7 @@ import zlib
 from typing import Any
 from urllib.parse import unquote
 
-from memory_core.importers.common import fail
+from memory_core.importers.common import fail, object_of
 
 BEDROCK_PATHS = ("/converse", "/converse-stream")
 # InvokeModel: the model's own body (Anthropic's Messages API for Claude)
@@ -191,12 +191,12 @@ def _joined(events: list[dict[str, Any]], where: str, notes: list[str]) -> dict[
         if isinstance(i, bool) or not isinstance(i, int) or i < 0:
             raise fail(ew, f"'contentBlockIndex' must be a block number, got {i!r}")
         if kind == "contentBlockStart":
-            start = _object(ev.get("start"), ew, "start").get("toolUse")
+            start = object_of(ev.get("start"), ew, "start").get("toolUse")
             if isinstance(start, dict):
                 blocks[i] = {"toolUse": {**start, "input": {}}}
                 partial[i] = []
         elif kind == "contentBlockDelta":
-            delta = _object(ev.get("delta"), ew, "delta")
+            delta = object_of(ev.get("delta"), ew, "delta")
             have = next(iter(blocks.get(i, {})), None)
             new = next((k for k in ("text", "toolUse", "reasoningContent") if k in delta),
                        None)
@@ -206,13 +206,13 @@ def _joined(events: list[dict[str, Any]], where: str, notes: list[str]) -> dict[
                 block = blocks.setdefault(i, {"text": ""})
                 block["text"] = block.get("text", "") + _text(delta["text"], ew)
             elif "toolUse" in delta:
-                piece = _object(delta["toolUse"], ew, "delta.toolUse").get("input")
+                piece = object_of(delta["toolUse"], ew, "delta.toolUse").get("input")
                 partial.setdefault(i, []).append(_text(piece, ew))
                 blocks.setdefault(i, {"toolUse": {"input": {}}})
             elif "reasoningContent" in delta:
                 said = blocks.setdefault(i, {"reasoningContent": {"reasoningText": {
                     "text": ""}}})["reasoningContent"]["reasoningText"]
-                reasoning = _object(delta["reasoningContent"], ew, "delta.reasoningContent")
+                reasoning = object_of(delta["reasoningContent"], ew, "delta.reasoningContent")
                 said["text"] += _text(reasoning.get("text"), ew)
             else:
                 notes.append(f"{where}: a stream delta of kind "
@@ -232,14 +232,6 @@ def _joined(events: list[dict[str, Any]], where: str, notes: list[str]) -> dict[
                               f"{joined[:80]!r}") from None
     out["output"]["message"]["content"] = [blocks[i] for i in sorted(blocks)]
     return out
-
-
-def _object(value: Any, where: str, name: str) -> dict[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise fail(where, f"'{name}' must be an object, got {value!r}"[:300])
-    return value
 
 
 def _text(value: Any, where: str) -> str:

@@ -196,6 +196,24 @@ def undated_index(at: datetime) -> int | None:
 _EARLIEST, _LATEST = datetime(1970, 1, 1, tzinfo=UTC), datetime(9000, 1, 1, tzinfo=UTC)
 
 
+def list_of(value: Any, where: str, name: str) -> list[Any]:
+    """``value`` as the list a format has there (None: empty); anything else named."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise fail(where, f"'{name}' must be a list, got {value!r}"[:300])
+    return value
+
+
+def object_of(value: Any, where: str, name: str) -> dict[str, Any]:
+    """``value`` as the object a format has there (None: empty); anything else named."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise fail(where, f"'{name}' must be an object, got {value!r}"[:300])
+    return value
+
+
 def iso_time(value: Any, where: str, what: str) -> datetime | None:
     """An ISO 8601 time (``Z`` or an offset; UTC when it has none), or None when the
     value is not a string; text that is not such a time is an error naming ``what``."""

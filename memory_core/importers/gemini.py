@@ -21,10 +21,10 @@ import math
 import re
 from typing import Any
 
-from memory_core.importers.common import Exchange, fail, iso_time
+from memory_core.importers.common import Exchange, fail, iso_time, list_of, object_of
 from memory_core.importers.openai_shapes import stream_events
 from memory_core.models.base import Usage
-from memory_core.openai_codec import derived_call_id
+from memory_core.openai_codec import derived_call_id, from_openai_tools
 from memory_core.types import Message, TextPart, ToolCallPart, ToolResultPart
 
 GEMINI_PATHS = (":generateContent", ":streamGenerateContent")
@@ -81,14 +81,6 @@ def _attachment(kind: str, body: dict[str, Any], index: int) -> dict[str, Any]:
     return out
 
 
-def _args(value: Any, where: str) -> dict[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise fail(where, f"functionCall 'args' must be an object, got {value!r}")
-    return value
-
-
 def content_messages(content: Any, where: str, notes: list[str], *,
                      role: str | None = None) -> list[Message]:
     """One ``Content`` as our messages: a model turn is one assistant message (its
@@ -99,9 +91,7 @@ def content_messages(content: Any, where: str, notes: list[str], *,
     role = role or content.get("role") or "user"
     if role not in ("user", "model", "function", "tool"):
         raise fail(where, f"unknown role {role!r} (expected 'user' or 'model')")
-    parts = content.get("parts") or []
-    if not isinstance(parts, list):
-        raise fail(where, f"'parts' must be a list, got {type(parts).__name__}")
+    parts = list_of(content.get("parts"), where, "parts")
     texts: list[str] = []
     calls: list[ToolCallPart] = []
     results: list[ToolResultPart] = []
@@ -121,7 +111,7 @@ def content_messages(content: Any, where: str, notes: list[str], *,
             name = call.get("name")
             if not isinstance(name, str) or not name:
                 raise fail(pw, f"functionCall has no name: {call!r}")
-            args = _args(call.get("args"), pw)
+            args = object_of(call.get("args"), pw, "args")
             cid = call.get("id")
             calls.append(ToolCallPart(id=cid if isinstance(cid, str) and cid else
                                       derived_call_id(len(calls), name, args),
@@ -226,29 +216,23 @@ def _instructions(request: dict[str, Any], where: str, notes: list[str]) -> list
 
 
 def _tools(raw: Any, where: str, notes: list[str]) -> list[dict[str, Any]]:
-    if raw is None:
-        return []
-    if not isinstance(raw, list):
-        raise fail(where, f"'tools' must be a list, got {type(raw).__name__}")
-    out: list[dict[str, Any]] = []
-    for j, tool in enumerate(raw):
+    """``tools`` as the OpenAI form has them, read by the one reader of offered tools:
+    each ``functionDeclarations`` entry a function, each other kind (``googleSearch``,
+    ``codeExecution``: tools the server runs) a tool of that type, kept by name."""
+    tools: list[Any] = []
+    for j, tool in enumerate(list_of(raw, where, "tools")):
         if not isinstance(tool, dict):
-            raise fail(where, f"tool {j} must be an object, got {tool!r}")
-        declared = _get(tool, "functionDeclarations") or []
-        if not isinstance(declared, list):
-            raise fail(where, f"tool {j} 'functionDeclarations' must be a list, got "
-                              f"{declared!r}"[:300])
-        for k, fn in enumerate(declared):
-            if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
-                raise fail(where, f"tool {j} function {k} has no name: {fn!r}")
-            params = fn.get("parameters", _get(fn, "parametersJsonSchema"))
-            out.append({"name": fn["name"], "description": str(fn.get("description") or ""),
-                        "parameters": params if isinstance(params, dict) else {}})
-        for kind in (k for k in tool if k not in ("functionDeclarations",
-                                                   "function_declarations")):
-            notes.append(f"{where}: tool {j} ({kind}, run by the server) kept by name only")
-            out.append({"name": kind, "description": "", "parameters": {}, "type": kind})
-    return out
+            raise fail(where, f"tool {j} must be an object, got {tool!r}"[:300])
+        for fn in list_of(_get(tool, "functionDeclarations"), f"{where}: tool {j}",
+                          "functionDeclarations"):
+            if not isinstance(fn, dict):
+                raise fail(where, f"tool {j}: a function declaration must be an object, "
+                                  f"got {fn!r}"[:300])
+            tools.append({"type": "function", "function": {
+                **fn, "parameters": fn.get("parameters", _get(fn, "parametersJsonSchema"))}})
+        tools += [{"type": kind} for kind in tool
+                  if kind not in ("functionDeclarations", "function_declarations")]
+    return from_openai_tools(tools, where, notes)
 
 
 def _params(request: dict[str, Any], where: str) -> dict[str, Any]:
@@ -281,10 +265,8 @@ def _joined(response: Any, where: str) -> dict[str, Any]:
                     "promptFeedback"):
             if _get(chunk, key) is not None:
                 out[key] = _get(chunk, key)
-        candidates = chunk.get("candidates") or []
-        if not isinstance(candidates, list):
-            raise fail(where, f"a stream chunk's 'candidates' must be a list, got "
-                              f"{candidates!r}"[:300])
+        candidates = list_of(chunk.get("candidates"), f"{where}: a stream chunk",
+                             "candidates")
         for cand in candidates:
             if not isinstance(cand, dict) or cand.get("index", 0) != 0:
                 others = True
@@ -322,9 +304,7 @@ def _usage(meta: Any) -> tuple[Usage, bool]:
 def _reply(response: dict[str, Any], where: str, notes: list[str]
            ) -> tuple[Message | None, str | None, str | None]:
     """The answer, the finish reason, and why there is no answer (when none)."""
-    candidates = response.get("candidates") or []
-    if not isinstance(candidates, list):
-        raise fail(where, "response 'candidates' must be a list")
+    candidates = list_of(response.get("candidates"), f"{where}: response", "candidates")
     if len(candidates) > 1 or response.get("alternatives"):
         notes.append(f"{where}: alternative candidate(s) not imported")
     if not candidates:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from memory_core.importers.common import fail, from_unix, iso_time
+from memory_core.importers.common import fail, from_unix, iso_time, list_of
 from memory_core.importers.jsonvalues import read_documents
 
 Event = tuple[str, dict[str, Any]]  # (event name, body merged over attributes)
@@ -75,15 +75,6 @@ def _listed(value: Any, where: str, name: str) -> list[Any]:
     if not isinstance(values, list):
         raise fail(where, f"{name} must hold a 'values' list, got {value!r}"[:300])
     return values
-
-
-def list_of(value: Any, where: str, name: str) -> list[Any]:
-    """``value`` as the list the format has there (None: empty); anything else named."""
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise fail(where, f"'{name}' must be a list, got {value!r}"[:300])
-    return value
 
 
 def attributes(raw: Any, where: str) -> dict[str, Any]:
