@@ -19,6 +19,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from memory_core import views
+from memory_core.types import is_undated
 
 START_PAGE = "app_pages/start.py"
 THREADS_PAGE = "app_pages/threads.py"
@@ -440,15 +441,13 @@ def fmt_time(value: object) -> str:
     the index is not shown, as every file's count starts again."""
     from datetime import datetime
 
-    from memory_core.importers.common import undated_index
-
     if isinstance(value, str):
         try:
             value = datetime.fromisoformat(value)
         except ValueError:
             return str(value)
     if isinstance(value, datetime):
-        if undated_index(value) is not None:
+        if is_undated(value):
             return "not recorded"
         return value.strftime("%Y-%m-%d %H:%M:%S")
     return MISSING if value is None else str(value)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import math
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal
 
 import numpy as np
@@ -14,6 +14,18 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 Role = Literal["system", "user", "assistant", "tool"]
 ROLES: tuple[str, ...] = ("system", "user", "assistant", "tool")
 
+
+# An imported record with no timestamp gets one from this fixed origin plus its index in
+# its file, so that importing the same file twice gives the same data
+# (``importers.common.undated``).
+UNDATED_ORIGIN = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def is_undated(at: datetime) -> bool:
+    """Whether ``at`` is such a placeholder (no recording is from 1970), not a time that
+    was recorded."""
+    return at.tzinfo is not None and UNDATED_ORIGIN <= at < UNDATED_ORIGIN + timedelta(
+        days=365)
 
 class TextPart(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")

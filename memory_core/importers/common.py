@@ -24,7 +24,7 @@ from memory_core.openai_codec import (
     from_openai_messages,
     parse_arguments,
 )
-from memory_core.types import Message, ToolCallPart, ToolResultPart
+from memory_core.types import UNDATED_ORIGIN, Message, ToolCallPart, ToolResultPart
 
 __all__ = ["OPENAI_ROLES"]
 
@@ -35,9 +35,6 @@ Stages = Callable[[str, int, int], None]
 READ_EVERY = 1000  # records read between two "read" reports
 T = TypeVar("T")
 
-# A record with no timestamp gets one from this fixed origin plus its index, so that
-# importing the same file twice gives the same data.
-UNDATED_ORIGIN = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class SkippedRecord(BaseModel):
@@ -182,14 +179,6 @@ def fail(where: str, problem: str) -> ImportFormatError:
 
 def undated(index: int) -> datetime:
     return UNDATED_ORIGIN + timedelta(seconds=index)
-
-
-def undated_index(at: datetime) -> int | None:
-    """The record index an ``undated`` time stands for (no recording is from 1970), or
-    None for a time that was recorded."""
-    if at.tzinfo is None or not UNDATED_ORIGIN <= at < UNDATED_ORIGIN + timedelta(days=365):
-        return None
-    return int((at - UNDATED_ORIGIN).total_seconds())
 
 
 # datetimes outside these years are a corrupt record, not a recording
