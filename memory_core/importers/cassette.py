@@ -230,7 +230,8 @@ def interaction_records(interactions: list[Any], label: str = "interaction"
         uri = str(req.get("uri") or "")
         path = uri.split("?", 1)[0].split("#", 1)[0].rstrip("/")
         method = str(req.get("method") or "POST").upper()
-        if llm_api(uri) is None or method != "POST":
+        api = llm_api(uri)
+        if api is None or method != "POST":
             # (a model call is a POST; a GET of …/chat/completions lists stored
             # completions, a DELETE of …/responses/{id} removes one)
             skipped.append(SkippedRecord(where=where, reason=f"not a model call this "
@@ -246,7 +247,7 @@ def interaction_records(interactions: list[Any], label: str = "interaction"
             raise fail(where, f"the request body is not a JSON object, got "
                               f"{type(body).__name__}")
         check_value(body, where, strings=True)
-        if llm_api(uri) == "bedrock-invoke" and not (
+        if api == "bedrock-invoke" and not (
                 "anthropic_version" in body and isinstance(body.get("messages"), list)):
             # InvokeModel sends the model's own body: Claude's is the Messages API's (read);
             # Titan's inputText, Llama's and Mistral's prompt templates, Cohere's… are not
