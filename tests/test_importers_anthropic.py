@@ -389,12 +389,86 @@ def test_bad_blocks_and_roles_are_errors_naming_them() -> None:
         "line 1: message 0: unknown role 'robot' (expected user, assistant or system)")
     assert attempt([{"role": "user", "content": [{"type": "video", "url": "v"}]}]) == (
         "line 1: message 0: content block 0 of a user message has type 'video' (expected "
-        "text, image, document or tool_result)")
+        "text, image, document, search_result, container_upload or tool_result)")
     assert attempt([ASK], system=[{"type": "image"}]).startswith(
         "line 1: system block 0 must be a text block")
     assert attempt([ASK, {"role": "assistant", "content": [
         {"type": "tool_use", "name": "f", "input": {}}]}]).startswith(
         "line 1: message 1: tool_use block 0 needs an 'id' and a 'name'")
+
+
+SEARCH_RESULT = {"type": "search_result", "source": "https://docs.example/snow",
+                 "title": "Snow in Oslo", "citations": {"enabled": True},
+                 "content": [text("Oslo gets snow from November."), text("Up to 30 cm.")]}
+
+
+def test_search_results_are_read_as_their_text_with_source_and_title_kept() -> None:
+    """A search_result block (in a user message, or a tool_result's content) is text the
+    model read: its texts are the message's text parts (or the tool result's, joined),
+    its source, title and place in metadata.search_results; noted."""
+    rec = {"request": {"model": "c", "max_tokens": 8, "messages": [
+        {"role": "user", "content": [SEARCH_RESULT, text("Does it snow in Oslo?")]},
+        CALL,
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1",
+                                      "content": [text("Found:"), {
+                                          **SEARCH_RESULT, "citations": None,
+                                          "content": [text("Snowing now.")]}]}]}]},
+           "response": message(text("It snows."))}
+    s = InMemoryStorage()
+    report = import_text(s, jsonl(rec))
+    msgs = stored(s, report.threads_created[0])
+    assert msgs[0].content == [TextPart(text="Oslo gets snow from November."),
+                               TextPart(text="Up to 30 cm."),
+                               TextPart(text="Does it snow in Oslo?")]
+    assert msgs[0].metadata["search_results"] == [{
+        "index": 0, "texts": 2, "source": "https://docs.example/snow",
+        "title": "Snow in Oslo", "citations": True}]
+    assert msgs[2].tool_results()[0].result == "Found:\nSnowing now."
+    assert msgs[2].metadata["search_results"] == [{
+        "index": 1, "texts": 1, "source": "https://docs.example/snow", "title": "Snow in Oslo"}]
+    reasons = {k.reason for k in report.skipped}
+    assert "message 0: content block 0 (search_result) read as its text; its source and " \
+        "title kept in metadata.search_results" in reasons
+    assert "message 2: tool_result block 0: content block 1 (search_result) read as its " \
+        "text; its source and title kept in metadata.search_results" in reasons
+    assert replay(s, report.runs_created[0]).messages_checked == 1
+
+
+def test_a_container_upload_is_an_attachment_placeholder() -> None:
+    """A file uploaded into the code execution tool's container is kept as the
+    placeholder an image or document is, its file id what identifies it."""
+    rec = {"request": {"model": "c", "max_tokens": 8, "messages": [
+        {"role": "user", "content": [text("Plot this."),
+                                     {"type": "container_upload", "file_id": "file_011"}]}]},
+           "response": message(text("Done."))}
+    s = InMemoryStorage()
+    report = import_text(s, jsonl(rec))
+    [user, _] = stored(s, report.threads_created[0])
+    assert user.content == [TextPart(text="Plot this.")]
+    assert user.metadata["attachments"] == [
+        {"index": 1, "type": "container_upload", "file_id": "file_011", "source": "file"}]
+    assert "message 0: content block 1 (container_upload) kept as a placeholder" in {
+        k.reason for k in report.skipped}
+
+
+@pytest.mark.parametrize(("block", "error"), [
+    ({**SEARCH_RESULT, "title": None},
+     "search_result block 0 has no 'title' string, got None"),
+    ({**SEARCH_RESULT, "source": 3}, "search_result block 0 has no 'source' string, got 3"),
+    ({**SEARCH_RESULT, "content": "Snow."},
+     "search_result block 0 needs a 'content' list of text blocks, got 'Snow.'"),
+    ({**SEARCH_RESULT, "content": [{"type": "image"}]},
+     "search_result block 0: content block 0 must be a text block, got {'type': 'image'}"),
+    ({"type": "container_upload"},
+     "container_upload block 0 has no 'file_id' string, got None")])
+def test_bad_search_results_and_uploads_are_errors_naming_the_value(
+        block: dict[str, Any], error: str) -> None:
+    rec = {"request": {"model": "c", "max_tokens": 8,
+                       "messages": [{"role": "user", "content": [block]}]},
+           "response": message(text("x"))}
+    with pytest.raises(ImportFormatError) as e:
+        import_text(InMemoryStorage(), jsonl(rec))
+    assert str(e.value) == f"line 1: message 0: {error}"
 
 
 def test_repeated_anthropic_history_is_read_once_and_named_per_request() -> None:

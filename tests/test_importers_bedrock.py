@@ -19,6 +19,7 @@ from memory_core.importers import import_text
 from memory_core.importers.bedrock import event_stream, model_in_path
 from memory_core.journal.seal import verify_run
 from memory_core.storage.inmemory import InMemoryStorage
+from memory_core.types import TextPart
 
 REAL = Path(__file__).parent / "fixtures" / "imports" / "real"
 
@@ -123,6 +124,38 @@ def test_a_converse_record_without_a_url_is_told_by_its_shape() -> None:
     [user, _] = s.memory.get_messages(report.threads_created[0])
     assert user.metadata["attachments"][0]["type"] == "image"
     assert any("a cachePoint block not imported" in k.reason for k in report.skipped)
+
+
+def test_converse_search_results_are_read_as_the_messages_api_reads_them() -> None:
+    """A searchResult block (in a message, or a toolResult's content) is the Messages
+    API's search_result: its texts the text, its source and title kept; a bad one is
+    refused naming the value."""
+    found = {"searchResult": {"source": "kb://doc-7", "title": "Refunds",
+                              "content": [{"text": "Refunds take 5 days."}],
+                              "citations": {"enabled": True}}}
+    record = {"request": {"messages": [
+        {"role": "user", "content": [found, {"text": "How long?"}]},
+        {"role": "assistant", "content": [{"toolUse": {"toolUseId": "t1", "name": "kb",
+                                                       "input": {}}}]},
+        {"role": "user", "content": [{"toolResult": {"toolUseId": "t1", "content": [
+            found]}}]}], "inferenceConfig": {}},
+        "response": {"output": {"message": {"role": "assistant", "content": [
+            {"text": "5 days."}]}}, "stopReason": "end_turn"}}
+    s = InMemoryStorage()
+    report = import_text(s, json.dumps(record), name="b.jsonl")
+    user, _, tool, _ = [m.as_message() for m in s.memory.get_messages(
+        report.threads_created[0])]
+    assert user.content == [TextPart(text="Refunds take 5 days."), TextPart(text="How long?")]
+    assert user.metadata["search_results"] == [{"index": 0, "texts": 1, "source": "kb://doc-7",
+                                                "title": "Refunds", "citations": True}]
+    assert tool.tool_results()[0].result == "Refunds take 5 days."
+    assert tool.metadata["search_results"][0]["source"] == "kb://doc-7"
+    bad = json.loads(json.dumps(record))
+    bad["request"]["messages"][0]["content"][0]["searchResult"]["content"] = [{"json": {}}]
+    with pytest.raises(ImportFormatError, match=r"line 1: message 0: search_result block 0: "
+                                                r"content block 0 must be a text block, "
+                                                r"got \{'json': \{\}\}"):
+        import_text(InMemoryStorage(), json.dumps(bad), name="b.jsonl")
 
 
 def test_a_tool_result_answering_no_call_is_refused() -> None:

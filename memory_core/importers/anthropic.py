@@ -1,7 +1,8 @@
 """Anthropic Messages API traffic (``POST …/v1/messages``) read into our messages: the
 request's ``system`` and ``messages`` (content blocks ``text``, ``image``/``document``,
-``tool_use``, ``tool_result``, ``thinking``), its ``tools``, and the response — a message,
-an error body, or an SSE stream reassembled into the message it streamed.
+``container_upload``, ``search_result``, ``tool_use``, ``tool_result``, ``thinking``),
+its ``tools``, and the response — a message, an error body, or an SSE stream reassembled
+into the message it streamed.
 
 Mapped onto what the OpenAI records give: ``system`` is the instructions; a
 ``tool_use`` block is the assistant's ``ToolCallPart``; a user message's
@@ -26,11 +27,14 @@ from memory_core.runner import assistant_message
 from memory_core.types import Message, TextPart, ToolCallPart, ToolResultPart
 
 ATTACHMENT_BLOCKS = ("image", "document")
+# what a user gives the model beside its text: search results it is to cite (text with
+# a source and title; in a tool_result too) and files it uploads into the code execution
+# tool's container (a file id)
+USER_SOURCE_BLOCKS = ("search_result", "container_upload")
 THINKING_BLOCKS = ("thinking", "redacted_thinking")
 # blocks of tools the server ran (web search, code execution, MCP, …) and what they
 # returned: the conversation's own tool loop never saw them
-SERVER_BLOCKS = ("server_tool_use", "mcp_tool_use", "mcp_tool_result", "container_upload",
-                 "search_result")
+SERVER_BLOCKS = ("server_tool_use", "mcp_tool_use", "mcp_tool_result")
 # blocks of context the API manages itself: a compaction summary standing for earlier
 # turns, a deferred tool's definition added or referenced (tool search)
 CONTEXT_BLOCKS = ("compaction", "tool_reference", "tool_addition")
@@ -68,7 +72,7 @@ def anthropic_block(block: Any) -> bool:
     if not isinstance(block, dict):
         return False
     kind = block.get("type")
-    return kind in ("tool_use", "tool_result", *THINKING_BLOCKS) or (
+    return kind in ("tool_use", "tool_result", *USER_SOURCE_BLOCKS, *THINKING_BLOCKS) or (
         kind in ATTACHMENT_BLOCKS and "source" in block)
 
 
@@ -125,8 +129,17 @@ def _attachment(block: dict[str, Any], kind: str, index: int, where: str, j: int
                 notes: list[str]) -> dict[str, Any]:
     """An image or document block as the typed placeholder the OpenAI codec makes of an
     image part (``attachment``): what identifies it — the URL, the file id, or the
-    data's size and SHA-256 — its source type and media type (noted)."""
-    source = block.get("source")
+    data's size and SHA-256 — its source type and media type (noted). A
+    ``container_upload`` block (a file put into the code execution tool's container)
+    is one too, its ``file_id`` what identifies it."""
+    if kind == "container_upload":
+        file_id = block.get("file_id")
+        if not isinstance(file_id, str) or not file_id:
+            raise fail(where, f"container_upload block {j} has no 'file_id' string, got "
+                              f"{file_id!r}")
+        source: Any = {"type": "file", "file_id": file_id}
+    else:
+        source = block.get("source")
     if not isinstance(source, dict):
         raise fail(where, f"{kind} block {j} has no 'source' object, got {source!r}")
     att = attachment({"type": kind, **{k: source[k] for k in ("data", "url", "file_id")
@@ -138,6 +151,36 @@ def _attachment(block: dict[str, Any], kind: str, index: int, where: str, j: int
         att["title"] = block["title"]
     notes.append(f"{where}: content block {j} ({kind}) kept as a placeholder")
     return att
+
+
+def _search_result(block: dict[str, Any], index: int, where: str, j: int,
+                   notes: list[str]) -> tuple[list[TextPart], dict[str, Any]]:
+    """A ``search_result`` block: its text blocks as text parts (what the model read),
+    and what they came from — ``source``, ``title``, the position of its first text
+    among the message's texts, how many, and whether citations were asked for — for
+    ``metadata.search_results`` (noted)."""
+    source, title, content = block.get("source"), block.get("title"), block.get("content")
+    for name, value in (("source", source), ("title", title)):
+        if not isinstance(value, str):
+            raise fail(where, f"search_result block {j} has no '{name}' string, got "
+                              f"{value!r}")
+    if not isinstance(content, list) or not content:
+        raise fail(where, f"search_result block {j} needs a 'content' list of text blocks, "
+                          f"got {content!r}")
+    texts = []
+    for k, inner in enumerate(content):
+        if not isinstance(inner, dict) or inner.get("type") != "text":
+            raise fail(where, f"search_result block {j}: content block {k} must be a text "
+                              f"block, got {inner!r}")
+        texts.append(TextPart(text=_text(inner, f"{where}: search_result block {j}", k)))
+    found: dict[str, Any] = {"index": index, "texts": len(texts), "source": source,
+                             "title": title}
+    citations = block.get("citations")
+    if isinstance(citations, dict) and isinstance(citations.get("enabled"), bool):
+        found["citations"] = citations["enabled"]
+    notes.append(f"{where}: content block {j} (search_result) read as its text; its source "
+                 "and title kept in metadata.search_results")
+    return texts, found
 
 
 def _tool_result(block: dict[str, Any], where: str, j: int, notes: list[str]) -> Message:
@@ -158,11 +201,10 @@ def _tool_result(block: dict[str, Any], where: str, j: int, notes: list[str]) ->
     if content is None or isinstance(content, str):
         result = content or ""
     elif isinstance(content, list):
-        texts, attachments, _ = _read_blocks(content, f"{where}: tool_result block {j}",
-                                             notes, in_user_message=False)
+        texts, kept, _ = _read_blocks(content, f"{where}: tool_result block {j}", notes,
+                                      in_user_message=False)
         result = "\n".join(t.text for t in texts)
-        if attachments:
-            metadata["attachments"] = attachments
+        metadata.update(kept)
     else:
         raise fail(where, f"tool_result block {j}: 'content' must be a string or a list of "
                           f"blocks, got {type(content).__name__}")
@@ -179,20 +221,22 @@ def user_turn(content: Any, where: str, notes: list[str], *,
     blocks = _blocks(content, where)
     if blocks is None:
         return [Message(role=role, content=content)]
-    parts, attachments, results = _read_blocks(blocks, where, notes, in_user_message=True)
-    if parts or attachments or not results:
-        results.append(Message(role=role, content=list(parts), metadata={
-            "attachments": attachments} if attachments else {}))
+    parts, kept, results = _read_blocks(blocks, where, notes, in_user_message=True)
+    if parts or kept.get("attachments") or not results:
+        results.append(Message(role=role, content=list(parts), metadata=kept))
     return results
 
 
 def _read_blocks(blocks: list[Any], where: str, notes: list[str], *, in_user_message: bool
-                 ) -> tuple[list[TextPart], list[dict[str, Any]], list[Message]]:
-    """The text parts, attachment placeholders and (in a user message) tool results of
-    a user message's or a tool result's blocks; blocks not imported are noted, and any
-    other type is an error."""
+                 ) -> tuple[list[TextPart], dict[str, list[dict[str, Any]]], list[Message]]:
+    """The text parts, what the message's metadata keeps of its other blocks
+    (``attachments``: placeholders; ``search_results``: where texts came from; each
+    only when there are some) and (in a user message) tool results of a user message's
+    or a tool result's blocks; blocks not imported are noted, and any other type is an
+    error."""
     texts: list[TextPart] = []
     attachments: list[dict[str, Any]] = []
+    found: list[dict[str, Any]] = []
     results: list[Message] = []
     for j, block in enumerate(blocks):
         kind = _block_type(block, where, j)
@@ -200,7 +244,11 @@ def _read_blocks(blocks: list[Any], where: str, notes: list[str], *, in_user_mes
             texts.append(TextPart(text=_text(block, where, j)))
         elif kind == "tool_result" and in_user_message:
             results.append(_tool_result(block, where, j, notes))
-        elif kind in ATTACHMENT_BLOCKS:
+        elif kind == "search_result":
+            more, source = _search_result(block, len(texts), where, j, notes)
+            texts += more
+            found.append(source)
+        elif kind in (*ATTACHMENT_BLOCKS, "container_upload"):
             attachments.append(_attachment(block, kind, len(texts) + len(attachments),
                                            where, j, notes))
         elif _not_imported(kind):
@@ -209,8 +257,9 @@ def _read_blocks(blocks: list[Any], where: str, notes: list[str], *, in_user_mes
             of, last = ("of a user message ", "tool_result") if in_user_message else \
                 ("", "tool_reference")
             raise fail(where, f"content block {j} {of}has type {kind!r} (expected text, "
-                              f"image, document or {last})")
-    return texts, attachments, results
+                              f"image, document, search_result, container_upload or {last})")
+    kept = {k: v for k, v in (("attachments", attachments), ("search_results", found)) if v}
+    return texts, kept, results
 
 
 def assistant_turn(content: Any, where: str, notes: list[str]) -> Message:
@@ -232,7 +281,7 @@ def assistant_turn(content: Any, where: str, notes: list[str]) -> Message:
                 raise fail(where, f"tool_use block {j} needs an 'id' and a 'name', got "
                                   f"{block!r}")
             calls.append(ToolCallPart(id=cid, name=name, args=block.get("input", {})))
-        elif _not_imported(kind):
+        elif _not_imported(kind) or kind in USER_SOURCE_BLOCKS:
             notes.append(f"{where}: content block {j} ({kind}) not imported")
         else:
             raise fail(where, f"content block {j} of an assistant message has type {kind!r} "

@@ -5,7 +5,9 @@ shaped after it, block for block.
 
 - ``system`` and ``messages`` content blocks: ``text``; ``image``/``document`` (bytes or
   an S3 location, kept as placeholders); ``toolUse`` {toolUseId, name, input};
-  ``toolResult`` {toolUseId, content [text | json | image | document], status};
+  ``toolResult`` {toolUseId, content [text | json | image | document | searchResult],
+  status}; ``searchResult`` {source, title, content [{text}], citations} as the Messages
+  API's ``search_result``;
   ``reasoningContent`` (thinking, noted); ``guardContent`` (text a guardrail checks:
   its text); ``cachePoint`` markers and other blocks are noted, not imported;
 - ``toolConfig`` (``toolSpec`` name, description, ``inputSchema.json``; ``toolChoice``),
@@ -38,8 +40,9 @@ _MODEL_IN_PATH = re.compile(
 _CONFIG_NAMES = {"maxTokens": "max_tokens", "temperature": "temperature",
                  "topP": "top_p", "stopSequences": "stop_sequences"}
 # the kinds of a Converse content block (each block an object of one of these keys)
-_BLOCK_KINDS = ("text", "image", "document", "video", "toolUse", "toolResult",
-                "guardContent", "cachePoint", "reasoningContent", "citationsContent")
+_BLOCK_KINDS = ("text", "image", "document", "video", "audio", "toolUse", "toolResult",
+                "guardContent", "cachePoint", "reasoningContent", "citationsContent",
+                "searchResult")
 # a document block's ``format`` as its media type
 _DOCUMENT_TYPES = {
     "pdf": "application/pdf", "csv": "text/csv", "html": "text/html", "txt": "text/plain",
@@ -295,6 +298,16 @@ def _block(raw: Any, where: str, notes: list[str]) -> dict[str, Any] | None:
         if kind == "document" and isinstance(body.get("name"), str):
             out["title"] = body["name"]
         return out
+    if kind == "searchResult" and isinstance(body, dict):
+        texts = body.get("content")
+        found: dict[str, Any] = {
+            "type": "search_result", "source": body.get("source"), "title": body.get("title"),
+            "content": [{"type": "text", "text": c["text"]}
+                        if isinstance(c, dict) and list(c) == ["text"] else c for c in texts]
+            if isinstance(texts, list) else texts}
+        if isinstance(body.get("citations"), dict):
+            found["citations"] = body["citations"]
+        return found
     if kind == "reasoningContent" and isinstance(body, dict):
         said = body.get("reasoningText")
         text = said.get("text") if isinstance(said, dict) else None
