@@ -204,14 +204,14 @@ def test_invoke_model_reads_claude_and_names_the_other_formats() -> None:
     assert report.apis == ["bedrock"]
     assert s.runs.get(f"{rid}:step:0")["model"]["name"] == \
         "anthropic.claude-3-haiku-20240307-v1:0"
-    llama = {"prompt": "<|begin_of_text|>hi", "max_gen_len": 50}
+    # Cohere Command R's chat body is not read: the cassette holds no call it reads
+    command_r = {"message": "hi", "chat_history": []}
     with pytest.raises(ImportFormatError, match=r"a Bedrock InvokeModel call to "
-                                                r"meta\.llama3-8b-instruct-v1:0 in that "
-                                                r"model's own format \(keys: max_gen_len, "
-                                                r"prompt\)"):
+                                                r"cohere\.command-r-v1:0 in that "
+                                                r"model's own format \(keys: chat_history, "
+                                                r"message\)"):
         import_text(InMemoryStorage(), _invoke_cassette(
-            "meta.llama3-8b-instruct-v1%3A0", llama, {"generation": "hello"}),
-            name="i.yaml")
+            "cohere.command-r-v1%3A0", command_r, {"text": "hello"}), name="i.yaml")
 
 
 def _framed(total: int, headers: bytes = b"", body: bytes = b"") -> bytes:
@@ -365,13 +365,13 @@ def test_claude_through_invoke_model_is_the_messages_api() -> None:
         {"type": "message_stop"}]
     stream = b"".join(_message("chunk", {"bytes": base64.b64encode(json.dumps(e).encode()).decode()})
                       for e in events)
-    llama = {"prompt": "Hi?", "max_gen_len": 50}
+    embed = {"inputText": "Hi?"}
     cassette = yaml.safe_dump({"interactions": [
         _interaction(f"{base}{claude}/invoke", ask, json.dumps(answer), "application/json"),
         _interaction(f"{base}{claude}/invoke-with-response-stream", ask, stream,
                      "application/vnd.amazon.eventstream"),
-        _interaction(f"{base}meta.llama3-8b-instruct-v1%3A0/invoke", llama,
-                     json.dumps({"generation": "Hello"}), "application/json")]})
+        _interaction(f"{base}amazon.titan-embed-text-v2%3A0/invoke", embed,
+                     json.dumps({"embedding": [0.1]}), "application/json")]})
     s = InMemoryStorage()
     report = import_text(s, cassette, name="c.yaml")
     assert report.apis == ["bedrock"]
@@ -379,8 +379,9 @@ def test_claude_through_invoke_model_is_the_messages_api() -> None:
     assert s.runs.get(f"{first}:step:0")["response"]["text"] == "Hello."
     assert s.runs.get(f"{second}:step:0")["response"]["text"] == "Hey."
     assert [k.reason for k in report.skipped if "own format" in k.reason] == [
-        "a Bedrock InvokeModel call to meta.llama3-8b-instruct-v1:0 in that model's own "
-        "format (keys: max_gen_len, prompt): only Anthropic's Messages body and the "
+        "a Bedrock InvokeModel call to amazon.titan-embed-text-v2:0 in that model's own "
+        "format (keys: inputText): only Claude's Messages body, Nova's messages, "
+        "plain-prompt models (Llama, Mistral, Titan text, Cohere Command, AI21) and the "
         "Converse API are read"]
     for rid in report.runs_created:
         assert verify_run(s, rid).status == "ok"
@@ -392,3 +393,140 @@ def test_an_unknown_stream_event_is_noted() -> None:
     report = import_text(s, _cassette(body), name="c.yaml")
     assert any("an event of kind 'citationsDelta' not imported" in k.reason
                for k in report.skipped)
+
+
+_LLAMA = "meta.llama3-8b-instruct-v1%3A0"
+_MISTRAL = "mistral.mistral-7b-instruct-v0%3A2"
+
+
+def _chunks(*events: dict[str, Any]) -> bytes:
+    """An InvokeModelWithResponseStream body: each event a chunk of base64 JSON."""
+    import base64
+
+    return b"".join(_message("chunk", {"bytes": base64.b64encode(json.dumps(e).encode())
+                                       .decode()}) for e in events)
+
+
+def _import_invoke(model: str, body: dict[str, Any], answer: Any, *, stream: bool = False
+                   ) -> tuple[InMemoryStorage, Any]:
+    import yaml
+
+    uri = "https://bedrock-runtime.us-east-1.amazonaws.com/model/" + model + (
+        "/invoke-with-response-stream" if stream else "/invoke")
+    kind = "application/vnd.amazon.eventstream" if stream else "application/json"
+    s = InMemoryStorage()
+    report = import_text(s, yaml.safe_dump({"interactions": [_interaction(
+        uri, body, answer if stream else json.dumps(answer), kind)]}), name="i.yaml")
+    return s, report
+
+
+def test_plain_prompt_models_are_read_as_legacy_completions() -> None:
+    """Llama's and Mistral's prompt is one user message (its template as sent), their
+    parameters the completions API's, the answer and its counts theirs; streamed, the
+    chunks are joined and the usage is the last one's invocation metrics."""
+    prompt = "<|begin_of_text|><|start_header_id|>user<|end_header_id|>Hi?<|eot_id|>"
+    s, report = _import_invoke(_LLAMA, {"prompt": prompt, "max_gen_len": 64, "top_p": 0.5},
+                               {"generation": "Hello.", "prompt_token_count": 9,
+                                "generation_token_count": 3, "stop_reason": "stop"})
+    [rid] = report.runs_created
+    step = s.runs.get(f"{rid}:step:0")
+    assert (step["model"]["name"], step["model"]["max_tokens"], step["model"]["top_p"]) == (
+        "meta.llama3-8b-instruct-v1:0", 64, 0.5)
+    assert (step["response"]["text"], step["response"]["finish_reason"]) == ("Hello.", "stop")
+    assert (step["response"]["usage"]["input_tokens"],
+            step["response"]["usage"]["output_tokens"]) == (9, 3)
+    assert [(m.role, m.as_message().text()) for m in s.memory.get_messages(
+        report.threads_created[0])] == [("user", prompt), ("assistant", "Hello.")]
+    assert report.apis == ["bedrock"] and verify_run(s, rid).status == "ok"
+
+    metrics = {"amazon-bedrock-invocationMetrics": {"inputTokenCount": 12,
+                                                    "outputTokenCount": 4}}
+    s, report = _import_invoke(_MISTRAL, {"prompt": "<s>[INST] Hi? [/INST]", "max_tokens": 9,
+                                          "top_k": 5, "stop": ["</s>"]}, _chunks(
+        {"outputs": [{"text": "Hel", "stop_reason": None}]},
+        {"outputs": [{"text": "lo.", "stop_reason": "stop"}], **metrics}), stream=True)
+    [rid] = report.runs_created
+    step = s.runs.get(f"{rid}:step:0")
+    assert (step["response"]["text"], step["response"]["finish_reason"]) == ("Hello.", "stop")
+    assert (step["response"]["usage"]["input_tokens"],
+            step["response"]["usage"]["output_tokens"]) == (12, 4)
+    assert s.runs.get(f"{rid}:import")["request_params"] == {
+        "max_tokens": 9, "top_k": 5, "stop": ["</s>"]}
+    assert "interaction 1: response joined from 2 stream chunk(s)" in {
+        f"{k.where}: {k.reason}" for k in report.skipped}
+
+    # Mistral's answer without a stream says no token counts: the usage is unknown
+    s, report = _import_invoke(_MISTRAL, {"prompt": "Hi?"}, {"outputs": [
+        {"text": "Yo.", "stop_reason": "length"}]})
+    assert s.runs.get(f"{report.runs_created[0]}:step:0")["usage_known"] is False
+
+
+def test_a_plain_prompt_record_without_a_url_is_told_by_its_answer() -> None:
+    for record, text in (
+            ({"prompt": "Hi?", "response": {"generation": "Hey.", "prompt_token_count": 2,
+                                            "generation_token_count": 2}}, "Hey."),
+            ({"request": {"inputText": "Hi?", "textGenerationConfig": {"maxTokenCount": 5}},
+              "response": {"inputTextTokenCount": 2, "results": [
+                  {"outputText": "Hi!", "tokenCount": 2, "completionReason": "FINISH"}]}},
+             "Hi!"),
+            ({"request": {"prompt": "Hi?"}, "response": {"outputs": [
+                {"text": "Salut.", "stop_reason": "stop"}]}}, "Salut.")):
+        s = InMemoryStorage()
+        report = import_text(s, json.dumps(record), name="b.jsonl")
+        step = s.runs.get(f"{report.runs_created[0]}:step:0")
+        assert step["response"]["text"] == text, record
+
+
+@pytest.mark.parametrize(("answer", "error"), [
+    ({"generation": 3}, "the answer's text must be a string, got 3"),
+    ({"generation": "x", "prompt_token_count": "8"},
+     "'prompt_token_count' must be a token count, got '8'"),
+    ({"outputs": []}, "'outputs' is empty: the answer has no text"),
+    ({"outputs": {"text": "x"}}, "'outputs' must be a list, got {'text': 'x'}"),
+    ({"completion": "x"}, "an InvokeModel answer of no shape this importer reads (keys: "
+                          "completion; expected generation, outputs, results, outputText, "
+                          "generations, completions or choices)")])
+def test_a_bad_plain_prompt_answer_is_refused_naming_the_value(answer: Any, error: str
+                                                                ) -> None:
+    with pytest.raises(ImportFormatError) as e:
+        _import_invoke(_LLAMA, {"prompt": "Hi?"}, answer)
+    assert str(e.value) == f"interaction 1: {error}"
+
+
+def test_nova_through_invoke_model_is_read_as_converse() -> None:
+    """Nova's InvokeModel body is Converse's blocks (its tools a toolConfig); its stream
+    Converse's events, each a chunk keyed by its name; a chunk of no such event is
+    refused naming its keys."""
+    body = {"schemaVersion": "messages-v1", "system": [{"text": "Be brief."}],
+            "messages": [{"role": "user", "content": [{"text": "Find otters."}]}],
+            "inferenceConfig": {"max_new_tokens": 20},
+            "toolConfig": {"tools": [{"toolSpec": {"name": "lookup", "inputSchema": {
+                "json": {"type": "object"}}}}]}}
+    events = [{"messageStart": {"role": "assistant"}},
+              {"contentBlockDelta": {"delta": {"text": "Looking."}, "contentBlockIndex": 0}},
+              {"contentBlockStart": {"start": {"toolUse": {"toolUseId": "t1",
+                                                           "name": "lookup"}},
+                                     "contentBlockIndex": 1}},
+              {"contentBlockDelta": {"delta": {"toolUse": {"input": '{"q": "otters"}'}},
+                                     "contentBlockIndex": 1}},
+              {"messageStop": {"stopReason": "tool_use"}},
+              {"metadata": {"usage": {"inputTokens": 11, "outputTokens": 6}}}]
+    s, report = _import_invoke("amazon.nova-micro-v1%3A0", body, _chunks(*events),
+                               stream=True)
+    [rid] = report.runs_created
+    step = s.runs.get(f"{rid}:step:0")
+    assert step["model"]["name"] == "amazon.nova-micro-v1:0"
+    assert step["model"]["max_tokens"] == 20 and [t["name"] for t in step["tools"]] == [
+        "lookup"]
+    assert step["response"]["text"] == "Looking."
+    assert [(c["name"], c["args"]) for c in step["response"]["tool_calls"]] == [
+        ("lookup", {"q": "otters"})]
+    assert (step["response"]["usage"]["input_tokens"],
+            step["response"]["usage"]["output_tokens"]) == (11, 6)
+    with pytest.raises(ImportFormatError) as e:
+        _import_invoke("amazon.nova-micro-v1%3A0", body, _chunks(
+            events[0], {"surprise": {}}), stream=True)
+    assert str(e.value) == ("interaction 1: stream event 1: not an event of a "
+                            "ConverseStream (nor a chunk of Nova's holding one of "
+                            "messageStart, contentBlockStart, contentBlockDelta, "
+                            "contentBlockStop, messageStop, metadata): its keys are surprise")

@@ -874,6 +874,106 @@ EXPECTED.update({
     },
 })
 
+# Bedrock InvokeModel with other models' own bodies: Nova's messages (read as Converse),
+# and plain prompts (Llama, Titan text, Cohere Command, AI21, an imported model) read as
+# legacy completions — one user message each
+_GUARDRAIL = "a guardrail intervened (amazon-bedrock-guardrailAction)"
+_STORY = "tell me a very two sentence story and put the string 1234561666 into the last " \
+    "sentence."
+_TRANSLATE = "user: Translate to spanish: 'Amazon Bedrock is the easiest way to build " \
+    "andscale generative AI applications with base models (FMs)'."
+EXPECTED.update({
+    "openllmetry-bedrock-invoke-test_nova_cross_region_invoke.yaml": {
+        "api": "bedrock",
+        "threads": [["user: Tell me a joke about OpenTelemetry",
+                     "assistant: Sure, here's a joke for you:\n\nWhy did the OpenTelemetry "
+                     "developer bring a ladder to work?…"]],
+        # (an inference profile's id; Nova's inferenceConfig names, topK included)
+        "runs": [("us.amazon.nova-lite-v1:0", (7, 53), [])],
+        "params": {"max_tokens": 500, "top_p": 0.9, "top_k": 20, "temperature": 0.7},
+        "finish": "end_turn",
+    },
+    "openllmetry-bedrock-invoke-test_nova_invoke_stream.yaml": {
+        "api": "bedrock",
+        # each text delta of this guardrailed stream is a content block of its own
+        "threads": [["user: A camping trip",
+                     "assistant: On their first night in the wilderness, the friends gathered "
+                     "around the campfire, sharing stories and laughter. As they settled in "
+                     "for the night, they couldn't resist checking the mysterious string "
+                     "{Account Number} they found in their survival kit."]],
+        "runs": [("amazon.nova-lite-v1:0", (30, 55), [])],
+        "instructions": _STORY,
+        "params": {"top_p": 0.9, "top_k": 20, "temperature": 0.7},
+        "skipped": [_GUARDRAIL, "response: 56 text blocks joined into one text"],
+        "finish": "end_turn",
+    },
+    "openllmetry-bedrock-invoke-test_meta_llama3_completion.yaml": {
+        "api": "bedrock",
+        "threads": [[_OTEL_JOKE,
+                     "assistant: \nWhy did the opentelemetry span go to therapy?\nBecause it "
+                     'was feeling a little "distributed" and wanted to get to the "root" of '
+                     "its problems!"]],
+        "runs": [("meta.llama3-70b-instruct-v1:0", (8, 35), [])],
+        "identity": {"max_tokens": 128, "temperature": 0.1, "top_p": 0.9},
+        "finish": "stop",
+    },
+    "openllmetry-bedrock-invoke-test_titan_completion.yaml": {
+        "api": "bedrock",
+        "threads": [[_TRANSLATE,
+                     'assistant: : "Amazon Bedrock es la forma más sencilla de crear y escalar '
+                     'aplicaciones de IA generativa con modelos base (FM)".']],
+        "runs": [("amazon.titan-text-express-v1", (30, 29), [])],
+        "identity": {"max_tokens": 200, "temperature": 0.5, "top_p": 0.5},
+        "finish": "FINISH",
+    },
+    "openllmetry-bedrock-invoke-test_titan_invoke_stream.yaml": {
+        "api": "bedrock",
+        # three chunks (token counts written as floats); the usage is the last chunk's
+        # amazon-bedrock-invocationMetrics
+        "threads": [[f"user: {_STORY}",
+                     "assistant: \nOnce upon a time, a little girl named Emily went on a "
+                     "magical adventure through a dense forest. She encountered a talking "
+                     "rabbit who guided her to a hidden treasure at the end of a rainbow. "
+                     "Emily found a chest filled with glittering gems…"]],
+        "runs": [("amazon.titan-text-express-v1", (28, 188), [])],
+        "identity": {"max_tokens": 8000, "temperature": 0.5},
+        "skipped": [_GUARDRAIL, "response joined from 3 stream chunk(s)"],
+        "finish": "FINISH",
+    },
+    "openllmetry-bedrock-invoke-test_imported_model_completion.yaml": {
+        "api": "bedrock",
+        # a SageMaker endpoint's ARN (no provider named) answering as a legacy completion
+        "threads": [["user: Explain quantum mechanics.",
+                     "assistant:  I'm a high school student.\nOkay, so I need to explain "
+                     "quantum mechanics to a high school student…"]],
+        "runs": [("arn:aws:sagemaker:us-east-1:767398002385:endpoint/"
+                  "endpoint-quick-start-idr7y", (6, 100), [])],
+        "params": {"max_tokens": 100, "top_p": 2, "temperature": 0.5},
+        "finish": "length",
+        "started": datetime(2025, 3, 11, 8, 34, 24, tzinfo=UTC),
+    },
+    "openllmetry-bedrock-invoke-test_cohere_completion.yaml": {
+        "api": "bedrock",
+        "threads": [[_OTEL_JOKE,
+                     "assistant:  What does an open-source project say to a cloud provider?"
+                     '\n\n"I trace at every opportunity!"…']],
+        # Cohere Command's answer gives no token counts
+        "runs": [("cohere.command-text-v14", None, [])],
+        "params": {"max_tokens": 200, "temperature": 0.5, "top_p": 0.5},
+        "finish": "COMPLETE",
+    },
+    "openllmetry-bedrock-invoke-test_ai21_j2_completion_string_content.yaml": {
+        "api": "bedrock",
+        "threads": [[_TRANSLATE,
+                     "assistant: \n'Amazon Bedrock es la manera más fácil de construir y "
+                     "escalado de aplicaciones generatives de AI con modelos base (FMs)'."]],
+        # the tokens of the prompt and of the completion, listed
+        "runs": [("ai21.j2-mid-v1", (26, 42), [])],
+        "params": {"max_tokens": 200, "temperature": 0.5, "top_p": 0.5},
+        "finish": "endoftext",
+    },
+})
+
 # Cohere's v2 Chat API, recorded by OpenLLMetry's tests (usage: usage.tokens)
 _TOKYO = "user: What is the weather and current time in Tokyo?"
 _TOKYO_CALLS = ('assistant: → get_time({"location": "Tokyo"}) '

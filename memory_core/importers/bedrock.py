@@ -32,13 +32,19 @@ from urllib.parse import unquote
 from memory_core.importers.common import fail, object_of
 
 BEDROCK_PATHS = ("/converse", "/converse-stream")
-# InvokeModel: the model's own body (Anthropic's Messages API for Claude)
+# InvokeModel: the model's own body (Claude's is the Messages API's; bedrock_invoke.py)
 INVOKE_PATHS = ("/invoke", "/invoke-with-response-stream")
 EVENT_STREAM = "application/vnd.amazon.eventstream"
 _MODEL_IN_PATH = re.compile(
     r"/model/([^/]+)/(?:converse|converse-stream|invoke|invoke-with-response-stream)$")
 _CONFIG_NAMES = {"maxTokens": "max_tokens", "temperature": "temperature",
-                 "topP": "top_p", "stopSequences": "stop_sequences"}
+                 "topP": "top_p", "stopSequences": "stop_sequences",
+                 # (Nova's InvokeModel body names them so too)
+                 "max_new_tokens": "max_tokens", "topK": "top_k"}
+# a ConverseStream's events (Nova's InvokeModel stream sends each as a chunk's object,
+# keyed by its name)
+_STREAM_EVENTS = ("messageStart", "contentBlockStart", "contentBlockDelta",
+                  "contentBlockStop", "messageStop", "metadata")
 # the kinds of a Converse content block (each block an object of one of these keys)
 _BLOCK_KINDS = ("text", "image", "document", "video", "audio", "toolUse", "toolResult",
                 "guardContent", "cachePoint", "reasoningContent", "citationsContent",
@@ -356,10 +362,42 @@ def _usage(raw: Any) -> dict[str, Any] | None:
     if not isinstance(raw, dict):
         return None
     out = {"input_tokens": raw.get("inputTokens"), "output_tokens": raw.get("outputTokens")}
-    for ours, theirs in (("cache_read_input_tokens", "cacheReadInputTokens"),
-                         ("cache_creation_input_tokens", "cacheWriteInputTokens")):
-        if raw.get(theirs) is not None:
-            out[ours] = raw[theirs]
+    for ours, names in (("cache_read_input_tokens", ("cacheReadInputTokens",
+                                                     "cacheReadInputTokenCount")),
+                        ("cache_creation_input_tokens", ("cacheWriteInputTokens",
+                                                         "cacheWriteInputTokenCount"))):
+        for theirs in names:  # (Converse's name, then Nova's InvokeModel body's)
+            if raw.get(theirs) is not None:
+                out[ours] = raw[theirs]
+    return out
+
+
+def guardrail_note(response: Any, where: str, notes: list[str]) -> None:
+    """A guardrail that changed the answer (``amazon-bedrock-guardrailAction`` beside an
+    InvokeModel answer or stream chunk) is noted: the answer recorded is the one it let
+    through."""
+    chunks = response if isinstance(response, list) else [response]
+    if any(isinstance(c, dict) and c.get("amazon-bedrock-guardrailAction") == "INTERVENED"
+           for c in chunks):
+        notes.append(f"{where}: a guardrail intervened (amazon-bedrock-guardrailAction): "
+                     "the answer is the one it let through")
+
+
+def _keyed_events(chunks: list[Any], where: str) -> list[Any]:
+    """Nova's InvokeModel stream (chunks ``{"contentBlockDelta": {…}}``, the last with
+    ``amazon-bedrock-invocationMetrics`` beside its event) as ConverseStream's events;
+    a list already of such events (``_event``) as it is."""
+    out: list[Any] = []
+    for n, chunk in enumerate(chunks):
+        if not isinstance(chunk, dict) or "_event" in chunk:
+            out.append(chunk)
+            continue
+        kinds = [k for k in _STREAM_EVENTS if k in chunk]
+        if len(kinds) != 1:
+            raise fail(f"{where}: stream event {n}", "not an event of a ConverseStream "
+                       f"(nor a chunk of Nova's holding one of {', '.join(_STREAM_EVENTS)}): "
+                       f"its keys are {', '.join(sorted(map(str, chunk))) or 'none'}")
+        out.append({"_event": kinds[0], **object_of(chunk[kinds[0]], where, kinds[0])})
     return out
 
 
@@ -403,9 +441,10 @@ def as_anthropic_record(obj: dict[str, Any], where: str, notes: list[str]
     out = {k: v for k, v in obj.items() if k not in ("request", "response", "model")}
     out["request"] = anthropic
     response = obj.get("response")
+    guardrail_note(response, where, notes)
     if isinstance(response, list):
         try:
-            response = _joined(response, where, notes)
+            response = _joined(_keyed_events(response, where), where, notes)
         except _Failed as e:
             out["error"] = str(e)
             return out

@@ -28,6 +28,7 @@ from memory_core.importers.bedrock import (
     invoke_chunks,
 )
 from memory_core.importers.bedrock import model_in_path as bedrock_model
+from memory_core.importers.bedrock_invoke import invoke_family, own_format
 from memory_core.importers.cohere import COHERE_PATHS
 from memory_core.importers.common import SkippedRecord, fail
 from memory_core.importers.gemini import GEMINI_PATHS
@@ -247,17 +248,12 @@ def interaction_records(interactions: list[Any], label: str = "interaction"
             raise fail(where, f"the request body is not a JSON object, got "
                               f"{type(body).__name__}")
         check_value(body, where, strings=True)
-        if api == "bedrock-invoke" and not (
-                "anthropic_version" in body and isinstance(body.get("messages"), list)):
-            # InvokeModel sends the model's own body: Claude's is the Messages API's (read);
-            # Titan's inputText, Llama's and Mistral's prompt templates, Cohere's… are not
-            model = bedrock_model(path) or "?"
-            skipped.append(SkippedRecord(where=where, reason=(
-                f"a Bedrock InvokeModel call to {model} in that model's own format (keys: "
-                f"{', '.join(sorted(map(str, body))) or 'none'}): only Anthropic's Messages "
-                "body and the Converse API are read")))
+        if api == "bedrock-invoke" and invoke_family(body, bedrock_model(path)) is None:
+            # InvokeModel sends the model's own body: those read are bedrock_invoke.py's
+            skipped.append(SkippedRecord(where=where, reason=own_format(bedrock_model(path),
+                                                                        body)))
             continue
-        if not any(k in body for k in CONVERSATION_KEYS):
+        if api != "bedrock-invoke" and not any(k in body for k in CONVERSATION_KEYS):
             # e.g. Portkey's prompts API (…/prompts/<id>/completions): the server renders
             # a stored template from the variables sent, so the conversation is not here
             skipped.append(SkippedRecord(where=where, reason=(

@@ -26,6 +26,12 @@ from memory_core.importers.anthropic import (
 )
 from memory_core.importers.bedrock import as_anthropic_record, is_converse_record
 from memory_core.importers.bedrock import model_in_path as bedrock_model
+from memory_core.importers.bedrock_invoke import (
+    invoke_completion,
+    invoke_family,
+    is_invoke_prompt_record,
+    own_format,
+)
 from memory_core.importers.cassette import cassette_records, llm_api, looks_like_cassette
 from memory_core.importers.cohere import as_chat_record as cohere_record
 from memory_core.importers.cohere import is_cohere_record
@@ -290,9 +296,12 @@ def sharegpt_exchanges(obj: dict[str, Any], where: str, index: int) -> list[Exch
     return out
 
 
-def completion_exchanges(obj: dict[str, Any], where: str, index: int) -> list[Exchange]:
+def completion_exchanges(obj: dict[str, Any], where: str, index: int,
+                         notes: list[str] | None = None, api: str | None = None
+                         ) -> list[Exchange]:
     """A legacy ``/completions`` record: each prompt is a user message and the choice
-    with its index the answer (a list of prompts is a batch of calls)."""
+    with its index the answer (a list of prompts is a batch of calls); ``notes`` and
+    ``api``: those of another API's record read as one (a Bedrock model's prompt)."""
     request = obj.get("request", obj)
     prompts = request["prompt"]
     if isinstance(prompts, str):
@@ -328,7 +337,7 @@ def completion_exchanges(obj: dict[str, Any], where: str, index: int) -> list[Ex
             record.pop("response", None)
             record["error"] = f"no completion recorded for prompt {i}"
         label = where if len(prompts) == 1 else f"{where} prompt {i}"
-        out.append(chat_exchange(record, label, index + i))
+        out.append(chat_exchange(record, label, index + i, notes, api))
     return out
 
 
@@ -530,11 +539,18 @@ def record_kind(obj: Any) -> str:
         return "ollama"
     if api == "cohere" or (api is None and is_cohere_record(obj)):
         return "cohere"
+    if api == "bedrock-invoke":
+        family = invoke_family(request, bedrock_model(obj["url"].split("?", 1)[0])) \
+            if isinstance(request, dict) else None
+        return {"claude": "anthropic", "nova": "bedrock", "prompt": "bedrock-prompt",
+                None: "bedrock-other"}[family]
     if api == "bedrock" or (api is None and is_converse_record(obj)):
         return "bedrock"
-    if api in ("anthropic", "bedrock-invoke", "vertex-anthropic") or (
+    if api is None and is_invoke_prompt_record(obj):
+        return "bedrock-prompt"
+    if api in ("anthropic", "vertex-anthropic") or (
             api is None and is_anthropic_record(obj)):
-        return "anthropic"  # (a Bedrock InvokeModel call reaching here sent Claude's body)
+        return "anthropic"
     if api == "gemini" or (api is None and is_gemini_record(request, obj.get("response"))):
         return "gemini"
     if isinstance(request, dict) and "messages" in request:
@@ -614,6 +630,17 @@ def _parse_record(obj: Any, where: str, index: int, held: ServerHistory | None
     if kind == "bedrock":
         return [anthropic_exchange(as_anthropic_record(obj, where, notes), where, index,
                                    notes, api="bedrock")]
+    if kind in ("bedrock-prompt", "bedrock-other"):
+        url = obj.get("url")
+        model = bedrock_model(url.split("?", 1)[0]) if isinstance(url, str) else None
+        request = obj.get("request", obj)
+        if kind == "bedrock-other":
+            raise fail(where, own_format(model, request if isinstance(request, dict) else {}))
+        if "request" not in obj:  # flat: the record's own keys are not the request's
+            obj = {"request": {k: v for k, v in obj.items() if k not in RECORD_KEYS},
+                   **{k: v for k, v in obj.items() if k in RECORD_KEYS}}
+        return completion_exchanges(invoke_completion(obj, model, where, notes), where,
+                                    index, notes, api="bedrock")
     if kind == "not-an-object":
         raise fail(where, f"expected a JSON object, got {type(obj).__name__}")
     keys = ", ".join(sorted(obj)[:8]) or "none"
