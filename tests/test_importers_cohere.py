@@ -58,3 +58,97 @@ def test_a_bad_stream_is_refused_naming_it() -> None:
     with pytest.raises(ImportFormatError, match=r"line 1: stream: tool-call-delta 0 before "
                                                 r"its tool-call-start"):
         import_text(InMemoryStorage(), json.dumps(record), name="c.jsonl")
+
+
+def _v1_answer(text: str, *calls: dict[str, Any]) -> dict[str, Any]:
+    return {"response_id": "r", "text": text, "generation_id": "g", "finish_reason": "COMPLETE",
+            "meta": {"billed_units": {"input_tokens": 5, "output_tokens": 2},
+                     "tokens": {"input_tokens": 40, "output_tokens": 7}},
+            **({"tool_calls": list(calls)} if calls else {})}
+
+
+def _lookup(q: str) -> dict[str, Any]:
+    return {"name": "lookup", "parameters": {"q": q}}
+
+
+def test_a_v1_tool_loop_matches_results_to_calls_by_name_and_parameters() -> None:
+    """v1 calls carry no id: each result answers the call of its name and parameters
+    (here sent in the other order); the preamble is the instructions, p and k the
+    sampling parameters, the tools' parameter_definitions their schema."""
+    tools = [{"name": "lookup", "description": "Look up.", "parameter_definitions": {
+        "q": {"type": "str", "description": "what", "required": True}}}]
+    first = {"request": {"model": "command-r", "preamble": "Be brief.", "p": 0.5, "k": 3,
+                         "message": "Otters and seals?", "tools": tools},
+             "response": _v1_answer("I will look both up.", _lookup("otters"), _lookup("seals"))}
+    second = {"request": {"model": "command-r", "preamble": "Be brief.", "p": 0.5, "k": 3,
+                          "message": "", "tools": tools, "chat_history": [
+                              {"role": "USER", "message": "Otters and seals?"},
+                              {"role": "CHATBOT", "message": "I will look both up.",
+                               "tool_calls": [_lookup("otters"), _lookup("seals")]}],
+                          "tool_results": [
+                              {"call": _lookup("seals"), "outputs": [{"n": 2}]},
+                              {"call": _lookup("otters"), "outputs": [{"n": 3}, {"more": 1}]}]},
+              "response": _v1_answer("Three otters, two seals.")}
+    s = InMemoryStorage()
+    report = import_text(s, "\n".join(json.dumps(r) for r in (first, second)),
+                         name="cohere.jsonl")
+    assert report.apis == ["cohere"]  # (told by the v1 answer's shape: no URL)
+    [thread] = report.threads_created
+    msgs = [m.as_message() for m in s.memory.get_messages(thread)]
+    assert [m.role for m in msgs] == ["user", "assistant", "tool", "tool", "assistant"]
+    calls = {c.args["q"]: c.id for c in msgs[1].tool_calls()}
+    assert [(r.call_id, r.result) for m in msgs[2:4] for r in m.tool_results()] == [
+        (calls["seals"], '{"n": 2}'), (calls["otters"], '{"n": 3}\n{"more": 1}')]
+    rid = report.runs_created[0]
+    assert s.runs.get(f"{rid}:import")["request_params"] == {"top_p": 0.5, "top_k": 3}
+    step = s.runs.get(f"{rid}:step:0")
+    assert step["tools"][0]["parameters"] == {
+        "type": "object", "properties": {"q": {"type": "str", "description": "what"}},
+        "required": ["q"]}
+    assert step["response"]["usage"] == {"input_tokens": 40, "output_tokens": 7}
+    prompt = s.runs.get(f"{rid}:prompt")["items"]
+    assert prompt[0]["lane"] == "instructions" and prompt[0]["message"]["content"] == "Be brief."
+
+
+@pytest.mark.parametrize(("change", "error"), [
+    ({"tool_results": [{"call": {"name": "search", "parameters": {}}, "outputs": []}]},
+     "line 1: request: tool result 0 answers a call of 'search', which the chatbot turn "
+     "before it did not make (its calls: lookup)"),
+    ({"chat_history": [{"role": "ROBOT", "message": "x"}]},
+     "line 1: chat_history 0: unknown role 'ROBOT' (expected SYSTEM, USER, CHATBOT or TOOL)"),
+    ({"chat_history": [{"role": "CHATBOT", "message": "x", "tool_calls": [{"parameters": {}}]}]},
+     "line 1: chat_history 0: tool call 0 has no 'name' string, got None"),
+    ({"chat_history": "hi"}, "line 1: 'chat_history' must be a list, got 'hi'"),
+    ({"message": 3}, "line 1: 'message' must be a string, got 3")])
+def test_bad_v1_requests_are_refused_naming_the_value(change: dict[str, Any], error: str
+                                                      ) -> None:
+    request = {"model": "command-r", "message": "", "chat_history": [
+        {"role": "USER", "message": "Otters?"},
+        {"role": "CHATBOT", "message": "", "tool_calls": [_lookup("otters")]}],
+        "tool_results": [{"call": _lookup("otters"), "outputs": [{"n": 3}]}]}
+    s = InMemoryStorage()
+    with pytest.raises(ImportFormatError) as e:
+        import_text(s, json.dumps({"request": {**request, **change},
+                                   "response": _v1_answer("ok")}), name="c.jsonl")
+    assert str(e.value) == error
+    assert not s.memory.list_threads()
+
+
+def test_a_v1_stream_without_its_response_is_joined() -> None:
+    """A v1 stream whose stream-end carries no response: its text-generation events
+    joined, or the plan and calls of its tool-calls-generation event."""
+    events = [{"event_type": "stream-start", "generation_id": "g"},
+              {"event_type": "text-generation", "text": "I will "},
+              {"event_type": "text-generation", "text": "look."},
+              {"event_type": "tool-calls-generation", "text": "I will look.",
+               "tool_calls": [_lookup("otters")]},
+              {"event_type": "stream-end", "finish_reason": "COMPLETE"}]
+    for stream, text, calls in ((events[:3] + events[4:], "I will look.", 0),
+                                (events, "I will look.", 1)):
+        record = {"request": {"model": "command-r", "message": "Otters?"},
+                  "response": "\n".join(json.dumps(e) for e in stream)}
+        s = InMemoryStorage()
+        report = import_text(s, json.dumps(record), name="c.jsonl")
+        step = s.runs.get(f"{report.runs_created[0]}:step:0")
+        assert (step["response"]["text"], len(step["response"]["tool_calls"]),
+                step["response"]["finish_reason"]) == (text, calls, "COMPLETE")

@@ -1007,6 +1007,74 @@ EXPECTED.update({
     },
 })
 
+# Cohere's v1 Chat API (message, chat_history, tool_results; calls without ids), recorded
+# by OpenLLMetry's and langchain-cohere's tests (usage: meta.tokens)
+_OBAMA_CODE = "import math\n\n# Barack Obama's age\nbarack_obama_age = 60\n\n# Calculate the " \
+    "square root of his age\nbarack_obama_age_sqrt = math.sqrt(barack_obama_age)\n\n" \
+    "print(f\"The square root of Barack Obama's age is {barack_obama_age_sqrt:.2f}\")"
+_OBAMA_TOOLS = ["web_search", "python_interpeter_temp"]
+EXPECTED.update({
+    "openllmetry-cohere-test_cohere_chat_legacy.yaml": {
+        "api": "cohere",
+        "threads": [["user: Tell me a joke, pirate style",
+                     "assistant: Arrrr, matey! Shiver me timbers, here's a pirate-style joke "
+                     "for ye:\n\nWhy did the pirate want to join the circus? …"]],
+        "runs": [("command", (69, 119), [])],
+        "finish": "COMPLETE",
+    },
+    "openllmetry-cohere-test_cohere_chat_legacy_with_streaming.yaml": {
+        "api": "cohere",
+        # JSON lines of event_type; the stream-end event carries the whole response
+        "threads": [["user: Tell me a joke, pirate style",
+                     "assistant: Arrrr, matey! Shiver me timbers, here's a pirate-themed joke "
+                     "for ye:\n\nWhy did the pirate go to the dentist?…"]],
+        "runs": [("command", (69, 116), [])],
+        "finish": "COMPLETE",
+    },
+    "langchain-cohere-v1-test_streaming_tool_call.yaml": {
+        "api": "cohere",
+        # the plan streamed before the call is the answer's text; the call has no id
+        "threads": [["user: Erick, 27 years old",
+                     "assistant: I will use the Person tool to create a person with the name "
+                     "Erick and age 27, and then relay this information to the user. "
+                     '→ Person({"age": 27, "name": "Erick"})']],
+        "runs": [("command-r", (903, 77), ["Person"])],
+        "identity": {"temperature": 0.0},
+    },
+    "langchain-cohere-v1-test_langgraph_react_agent.yaml": {
+        "api": "cohere",
+        # five requests of one conversation (a GET of /v1/models skipped); LangChain sends
+        # the calls back with ids of its own, which replace the derived ones
+        "threads": [[
+            "user: Find Barack Obama's age and use python tool to find the square root of "
+            "his age",
+            "assistant: First, I will find Barack Obama's age. Then, I will use the Python "
+            "tool to find the square root of his age. "
+            '→ web_search({"query": "Barack Obama\'s age"})',
+            'tool web_search: {"output": "60"}',
+            "assistant: Barack Obama is 60 years old. Now, I will use the Python tool to "
+            "find the square root of his age. → python_interpeter_temp("
+            + json.dumps({"code": _OBAMA_CODE}, ensure_ascii=False) + ")",
+            'tool python_interpeter_temp: {"output": "7.75"}',
+            "assistant: Barack Obama is 60 years old. The square root of his age is "
+            "approximately **7.75**.",
+            "user: who won the premier league",
+            "assistant: I will search for the winner of the Premier League and then write an "
+            'answer. → web_search({"query": "who won the premier league"})',
+            'tool web_search: {"output": "Chelsea won the premier league"}',
+            "assistant: Chelsea won the Premier League."]],
+        "runs": [(None, (994, 73), _OBAMA_TOOLS), (None, (1099, 161), _OBAMA_TOOLS),
+                 (None, (1297, 93), _OBAMA_TOOLS), (None, (1177, 62), _OBAMA_TOOLS),
+                 (None, (1273, 45), _OBAMA_TOOLS)],
+        "instructions": "You are a helpful assistant. Respond only in English.",
+        "call_ids": ["e31b0846dadc40c29eb4fb15712f4582", "ce9062fa944d47da9ce105d673dbaec3",
+                     "2c3ae292e35a45629102286ef03818cd"],
+        "skipped": ["response: 2 citation(s) not imported",
+                    "not a model call this importer reads (GET "
+                    "https://api.cohere.com/v1/models)"],
+    },
+})
+
 # Ollama's native API (/api/chat, /api/generate), recorded by OpenLLMetry's tests
 _JOKE = "user: Tell me a joke about OpenTelemetry"
 EXPECTED.update({

@@ -48,7 +48,7 @@ Api = Literal["openai", "anthropic", "gemini", "ollama", "cohere", "bedrock",
 def llm_api(url: str) -> Api | None:
     """Which API a request URL (or path) calls: ``"openai"`` for chat completions, the
     Responses API and legacy completions, ``"anthropic"`` for the Messages API,
-    ``"gemini"``, ``"ollama"``, ``"cohere"`` (v2 Chat) and ``"bedrock"`` (Converse) for theirs,
+    ``"gemini"``, ``"ollama"``, ``"cohere"`` (v2 and v1 Chat) and ``"bedrock"`` (Converse) for theirs,
     ``"bedrock-invoke"`` for Bedrock's InvokeModel (the model's own body),
     ``"vertex-anthropic"`` for Claude on Vertex AI (``:rawPredict``), None for
     anything else (not a model call this importer reads)."""
@@ -253,7 +253,8 @@ def interaction_records(interactions: list[Any], label: str = "interaction"
             skipped.append(SkippedRecord(where=where, reason=own_format(bedrock_model(path),
                                                                         body)))
             continue
-        if api != "bedrock-invoke" and not any(k in body for k in CONVERSATION_KEYS):
+        if api != "bedrock-invoke" and not any(k in body for k in CONVERSATION_KEYS) and not (
+                api == "cohere" and "message" in body):  # (Cohere v1's new turn)
             # e.g. Portkey's prompts API (…/prompts/<id>/completions): the server renders
             # a stored template from the variables sent, so the conversation is not here
             skipped.append(SkippedRecord(where=where, reason=(

@@ -9,17 +9,35 @@ tokens the model saw and wrote, not the ``billed_units``); a stream's events
 
 The ``tool_plan`` a model writes before its calls, and its ``citations``, are noted, not
 imported: clients send the assistant's turn back without them, so keeping the plan in the
-answer would make the next request's history differ from it."""
+answer would make the next request's history differ from it.
+
+The v1 Chat API (``POST /v1/chat``: ``cohere.Client.chat``, LangChain's and LlamaIndex's
+older Cohere models) is read too (``_v1_record``): ``preamble`` the instructions,
+``chat_history`` (roles ``SYSTEM``, ``USER``, ``CHATBOT``, ``TOOL``, any case; a
+chatbot's ``tool_calls`` ``{name, parameters}``, a tool turn's ``tool_results``), then
+``tool_results`` answering the last chatbot turn's calls and ``message`` the new user
+turn; ``tools`` with ``parameter_definitions``. Its calls carry no id: each result
+answers the unanswered call of its ``call``'s name (and parameters, when several share
+it) in the chatbot turn before it, and one answering no call is refused, as the API
+refuses it. The answer: ``text`` (beside tool calls it is the plan, which clients send
+back as that turn's message: kept), ``tool_calls``, ``finish_reason``, ``meta.tokens``
+(else ``meta.billed_units``); a stream (JSON lines of ``event_type``) is its
+``stream-end`` event's ``response``, or its ``text-generation`` and
+``tool-calls-generation`` events joined."""
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
-from memory_core.importers.common import fail
+from memory_core.importers.common import fail, list_of, object_of
+from memory_core.importers.ollama import json_lines
 from memory_core.importers.openai_shapes import stream_events
+from memory_core.openai_codec import derived_call_id
 
-COHERE_PATHS = ("/v2/chat",)
+COHERE_PATHS = ("/v2/chat", "/v1/chat")
+_V1_STREAM_START = re.compile(r'"event_type"\s*:\s*"stream-start"')
 _STREAM_TYPES = ("message-start", "content-delta", "tool-plan-delta", "tool-call-start",
                  "message-end")
 
@@ -30,14 +48,24 @@ def _is_answer(response: Any) -> bool:
         "billed_units" in response["usage"] or "tokens" in response["usage"])
 
 
+def _is_v1_answer(response: Any) -> bool:
+    return isinstance(response, dict) and "generation_id" in response and (
+        "text" in response) and isinstance(response.get("meta"), dict)
+
+
 def is_cohere_record(obj: Any) -> bool:
     """A record whose answer is Cohere v2's (``message``, ``finish_reason``, ``usage``
-    with ``tokens``/``billed_units``) or a stream of its events."""
+    with ``tokens``/``billed_units``) or v1's (``text``, ``generation_id``, ``meta``), or
+    a stream of either's events."""
     response = obj.get("response") if isinstance(obj, dict) else None
-    if _is_answer(response):
+    if _is_answer(response) or _is_v1_answer(response):
+        return True
+    if isinstance(response, list) and response and isinstance(response[0], dict) \
+            and response[0].get("event_type") == "stream-start":
         return True
     if isinstance(response, str):
-        return any(f'"type":"{t}"' in response[:4000] for t in _STREAM_TYPES[:1])
+        return any(f'"type":"{t}"' in response[:4000] for t in _STREAM_TYPES[:1]) or bool(
+            _V1_STREAM_START.search(response[:4000]))
     return isinstance(response, list) and bool(response) and isinstance(response[0], dict) \
         and response[0].get("type") in _STREAM_TYPES
 
@@ -116,10 +144,12 @@ def _joined(events: list[dict[str, Any]], where: str) -> dict[str, Any]:
 
 
 def as_chat_record(obj: dict[str, Any], where: str, notes: list[str]) -> dict[str, Any]:
-    """A Cohere v2 record as the chat-completions record it is equivalent to."""
+    """A Cohere v2 (or v1) record as the chat-completions record it is equivalent to."""
     request = obj.get("request", obj)
     if not isinstance(request, dict):
         raise fail(where, f"'request' must be an object, got {type(request).__name__}")
+    if "messages" not in request and ("message" in request or "chat_history" in request):
+        return _v1_record(obj, request, where, notes)
     raw = request.get("messages")
     messages = [_message(m, f"{where}: message {i}", notes) for i, m in enumerate(raw)] \
         if isinstance(raw, list) else raw
@@ -140,15 +170,197 @@ def as_chat_record(obj: dict[str, Any], where: str, notes: list[str]) -> dict[st
         if isinstance(reply.get("content"), list) and len(reply["content"]) == 1 and \
                 reply["content"][0].get("type") == "text":
             reply["content"] = reply["content"][0].get("text")  # one text part: its text
-        usage: Any = response.get("usage")
-        tokens = (usage.get("tokens") or usage.get("billed_units")) if isinstance(
-            usage, dict) else None
-        chat: dict[str, Any] = {"choices": [{"message": reply,
-                                             "finish_reason": response.get("finish_reason")}]}
-        if isinstance(tokens, dict) and "input_tokens" in tokens:
-            chat["usage"] = {"prompt_tokens": tokens.get("input_tokens"),
-                             "completion_tokens": tokens.get("output_tokens")}
-        if request.get("model"):
-            chat["model"] = request["model"]
-        out["response"] = chat
+        out["response"] = _chat_answer(reply, response, response.get("usage"),
+                                       request.get("model"))
+    return out
+
+
+def _chat_answer(message: dict[str, Any], response: dict[str, Any], counts: Any,
+                 model: Any) -> dict[str, Any]:
+    """The answer as a chat completion: its message, finish reason, and the token counts
+    of ``counts`` (v2's ``usage``, v1's ``meta``): the ``tokens`` the model saw and
+    wrote, else the ``billed_units``."""
+    tokens = (counts.get("tokens") or counts.get("billed_units")) if isinstance(
+        counts, dict) else None
+    chat: dict[str, Any] = {"choices": [{"message": message,
+                                         "finish_reason": response.get("finish_reason")}]}
+    if isinstance(tokens, dict) and "input_tokens" in tokens:
+        chat["usage"] = {"prompt_tokens": tokens.get("input_tokens"),
+                         "completion_tokens": tokens.get("output_tokens")}
+    if model:
+        chat["model"] = model
+    return chat
+
+
+# -- v1 ----------------------------------------------------------------------------------
+_V1_ROLES = {"system": "system", "user": "user", "chatbot": "assistant", "tool": "tool"}
+# the v1 request's conversation and tools, read into the chat record's
+_V1_CONVERSATION = ("message", "chat_history", "preamble", "tool_results", "tools")
+_V1_PARAMS = {"p": "top_p", "k": "top_k", "stop_sequences": "stop"}
+
+
+def _v1_text(value: Any, where: str, name: str) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise fail(where, f"'{name}' must be a string, got {value!r}"[:300])
+    return value
+
+
+def _v1_calls(raw: Any, where: str) -> list[dict[str, Any]]:
+    """A chatbot turn's (or the answer's) ``tool_calls`` as OpenAI's: ``{name,
+    parameters}`` (the API's; LangChain sent its own ``{name, args, id}``), each with
+    its id, or the id every importer derives for a call that has none."""
+    out = []
+    for j, call in enumerate(list_of(raw, where, "tool_calls")):
+        call = object_of(call, where, f"tool_calls[{j}]")
+        name = call.get("name")
+        if not isinstance(name, str) or not name:
+            raise fail(where, f"tool call {j} has no 'name' string, got {name!r}")
+        args = call.get("parameters", call.get("args"))
+        args = {} if args is None else args
+        cid = call.get("id") if isinstance(call.get("id"), str) and call["id"] else \
+            derived_call_id(j, name, args)
+        out.append({"id": cid, "type": "function", "function": {
+            "name": name, "arguments": json.dumps(args, ensure_ascii=False)}})
+    return out
+
+
+def _v1_results(raw: Any, calls: list[dict[str, Any]], where: str) -> list[dict[str, Any]]:
+    """``tool_results`` (``[{call: {name, parameters}, outputs: [{…}]}]``) as tool
+    messages, each answering the unanswered call of the turn before it with its
+    ``call``'s name (and parameters, when several calls share the name); its outputs
+    (what the model reads as documents) as their JSON texts, one a line."""
+    pending = list(calls)
+    out = []
+    for j, result in enumerate(list_of(raw, where, "tool_results")):
+        result = object_of(result, where, f"tool_results[{j}]")
+        call = object_of(result.get("call"), where, f"tool_results[{j}].call")
+        name, args = call.get("name"), call.get("parameters")
+        named = [c for c in pending if c["function"]["name"] == name]
+        same = [c for c in named
+                if json.loads(c["function"]["arguments"]) == (args if args is not None else {})]
+        if not named:
+            asked = ", ".join(c["function"]["name"] for c in calls) or "none"
+            raise fail(where, f"tool result {j} answers a call of {name!r}, which the "
+                              f"chatbot turn before it did not make (its calls: {asked})")
+        answered = (same or named)[0]
+        pending.remove(answered)
+        outputs = list_of(result.get("outputs"), where, f"tool_results[{j}].outputs")
+        out.append({"role": "tool", "tool_call_id": answered["id"], "name": name,
+                    "content": "\n".join(json.dumps(o, ensure_ascii=False)
+                                         for o in outputs)})
+    return out
+
+
+def _v1_history(request: dict[str, Any], where: str) -> list[dict[str, Any]]:
+    """A v1 request's conversation as OpenAI messages: ``preamble``, ``chat_history``,
+    ``tool_results`` (answering the last chatbot turn's calls), ``message``."""
+    messages: list[dict[str, Any]] = []
+    preamble = _v1_text(request.get("preamble"), where, "preamble")
+    if preamble:
+        messages.append({"role": "system", "content": preamble})
+    calls: list[dict[str, Any]] = []  # the calls of the last chatbot turn
+    for i, turn in enumerate(list_of(request.get("chat_history"), where, "chat_history")):
+        tw = f"{where}: chat_history {i}"
+        turn = object_of(turn, tw, "turn")
+        role = _V1_ROLES.get(str(turn.get("role")).lower())
+        if role is None:
+            raise fail(tw, f"unknown role {turn.get('role')!r} (expected SYSTEM, USER, "
+                           "CHATBOT or TOOL)")
+        if role == "tool":
+            messages += _v1_results(turn.get("tool_results"), calls, tw)
+            calls = []
+            continue
+        message: dict[str, Any] = {"role": role,
+                                   "content": _v1_text(turn.get("message"), tw, "message")}
+        calls = _v1_calls(turn.get("tool_calls"), tw) if role == "assistant" else []
+        if calls:
+            message["tool_calls"] = calls
+        messages.append(message)
+    if request.get("tool_results") is not None:
+        messages += _v1_results(request["tool_results"], calls, f"{where}: request")
+    message_text = _v1_text(request.get("message"), where, "message")
+    if message_text or request.get("tool_results") is None:
+        messages.append({"role": "user", "content": message_text})
+    return messages
+
+
+def _v1_tools(raw: Any, where: str) -> list[dict[str, Any]]:
+    """``tools`` (``{name, description, parameter_definitions: {p: {type,
+    description, required}}}``) as OpenAI's; each parameter's ``type`` as sent (v1
+    names Python's types: ``str``, ``List[int]``)."""
+    out = []
+    for j, tool in enumerate(list_of(raw, where, "tools")):
+        tool = object_of(tool, where, f"tools[{j}]")
+        params = object_of(tool.get("parameter_definitions"), where,
+                           f"tools[{j}].parameter_definitions")
+        properties = {}
+        for k, v in params.items():
+            v = object_of(v, where, f"tools[{j}].parameter_definitions.{k}")
+            properties[k] = {x: v[x] for x in ("type", "description") if x in v}
+        out.append({"type": "function", "function": {
+            "name": tool.get("name"), "description": tool.get("description", ""),
+            "parameters": {"type": "object", "properties": properties,
+                           "required": [k for k, v in params.items()
+                                        if isinstance(v, dict) and v.get("required")]}}})
+    return out
+
+
+def _v1_stream(events: list[dict[str, Any]], where: str) -> dict[str, Any]:
+    """A v1 stream as the answer it streamed: its ``stream-end`` event's ``response``
+    when it carries one, else its text and tool-call events joined."""
+    for ev in events:
+        if ev.get("event_type") == "stream-end" and isinstance(ev.get("response"), dict):
+            return dict(ev["response"])
+    text: list[str] = []
+    out: dict[str, Any] = {}
+    for ev in events:
+        kind = ev.get("event_type")
+        if kind == "text-generation":
+            text.append(_v1_text(ev.get("text"), where, "text"))
+        elif kind == "tool-calls-generation":
+            out["tool_calls"] = ev.get("tool_calls")
+            if isinstance(ev.get("text"), str):
+                text = [ev["text"]]  # the plan written before the calls, whole
+        elif kind == "stream-end":
+            out["finish_reason"] = ev.get("finish_reason")
+        elif kind == "stream-start" and ev.get("generation_id"):
+            out["generation_id"] = ev["generation_id"]
+    out["text"] = "".join(text)
+    return out
+
+
+def _v1_record(obj: dict[str, Any], request: dict[str, Any], where: str,
+               notes: list[str]) -> dict[str, Any]:
+    """A Cohere v1 Chat record as the chat-completions record it is equivalent to."""
+    chat = {_V1_PARAMS.get(k, k): v for k, v in request.items() if k not in _V1_CONVERSATION}
+    chat["messages"] = _v1_history(request, where)
+    if request.get("tools") is not None:
+        chat["tools"] = _v1_tools(request["tools"], where)
+    if request.get("documents"):
+        notes.append(f"{where}: {len(request['documents'])} document(s) given to the model "
+                     "not imported (kept in the request's parameters)")
+    if request.get("conversation_id"):
+        notes.append(f"{where}: conversation_id: the history the server holds for it is "
+                     "not in the recording")
+    out = {k: v for k, v in obj.items() if k not in ("request", "response")}
+    out["request"] = chat
+    response = obj.get("response")
+    if isinstance(response, str):  # (JSON lines, as a record may hold the body)
+        response = json_lines(response, where) or response
+    if isinstance(response, list):
+        response = _v1_stream(stream_events(response, where), where)
+    if response is not None:
+        response = object_of(response, where, "response")
+        message: dict[str, Any] = {"role": "assistant",
+                                   "content": _v1_text(response.get("text"), where, "text")}
+        calls = _v1_calls(response.get("tool_calls"), f"{where}: response")
+        if calls:
+            message["tool_calls"] = calls
+        if response.get("citations"):
+            notes.append(f"{where}: response: {len(response['citations'])} citation(s) not "
+                         "imported")
+        out["response"] = _chat_answer(message, response, object_of(
+            response.get("meta"), where, "meta"), request.get("model"))
     return out
