@@ -46,7 +46,10 @@ def test_images_thinking_and_tool_names() -> None:
     assert (result.name, result.call_id) == ("lookup", msgs[1].tool_calls()[0].id)
     assert any("thinking not imported" in k.reason for k in report.skipped)
     params = s.runs.get(f"{rid}:import")["request_params"]
-    assert (params["temperature"], params["num_predict"]) == (0.1, 64)
+    # num_predict is the most tokens to write: max_tokens, as every API's is recorded
+    assert (params["temperature"], params["max_tokens"]) == (0.1, 64)
+    assert "num_predict" not in params
+    assert s.runs.get(f"{rid}:step:0")["model"]["max_tokens"] == 64
     run = s.runs.require_run(rid)
     assert run.started_at.isoformat() == "2025-03-01T10:00:00.123456+00:00"
 
@@ -91,3 +94,30 @@ def test_bad_records_are_refused_naming_them(request_: dict[str, Any], error: st
         import_text(s, json.dumps({"request": request_, "response": _answer()}),
                     name="o.jsonl")
     assert not s.memory.list_threads()
+
+
+def test_a_negative_num_predict_is_no_limit_and_keeps_its_name() -> None:
+    s, report = _import({"request": {"model": "m", "messages": [
+        {"role": "user", "content": "hi"}], "options": {"num_predict": -1}},
+        "response": _answer()})
+    rid = report.runs_created[0]
+    assert s.runs.get(f"{rid}:import")["request_params"]["num_predict"] == -1
+    assert s.runs.get(f"{rid}:step:0")["model"]["max_tokens"] is None
+
+
+@pytest.mark.parametrize("request_", [
+    {"model": "m", "prompt": "Continue.", "system": "Be terse.", "options": {"num_predict": 9}},
+    {"model": "m", "prompt": "Continue.", "context": [1, 2], "keep_alive": "5m"},
+    {"model": "m", "messages": [{"role": "user", "content": "What is it?",
+                                 "images": ["iVBORw0KGgo="]}]}])
+def test_a_failed_record_without_url_or_answer_is_told_by_its_own_keys(
+        request_: dict[str, Any]) -> None:
+    """No answer and no URL to tell the API by: Ollama's own request keys (options,
+    keep_alive, context, a message's images) say it, so the generate request's system
+    is the instructions and its options are parameters, not a completion's."""
+    s, report = _import({"request": request_, "error": "model 'm' not found"})
+    [rid] = report.runs_created
+    assert s.runs.require_run(rid).status == "failed"
+    assert report.apis == ["ollama"]
+    params = s.runs.get(f"{rid}:import")["request_params"]
+    assert "options" not in params and "images" not in json.dumps(params)

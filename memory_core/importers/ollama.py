@@ -12,7 +12,11 @@ chat-completions record it is equivalent to, and is read as one.
   ``prompt_eval_count`` / ``eval_count`` as usage, ``created_at``; a stream (JSON
   lines of partial answers, the last one ``done``) is joined first;
 - ``options`` (``temperature``, ``num_predict``, ``top_p``, …) are parameters, as
-  ``format``, ``keep_alive`` and ``think`` are."""
+  ``format``, ``keep_alive`` and ``think`` are; ``num_predict`` (the most tokens to
+  write) as ``max_tokens``, as the model identity records it for every API (a negative
+  one — no limit — keeps its name);
+- a record with no answer (a failed call, no URL) is told by the keys only Ollama's
+  requests have (``options``, ``keep_alive``, ``context``, …)."""
 
 from __future__ import annotations
 
@@ -39,13 +43,27 @@ def _is_answer(chunk: Any) -> bool:
         "message" in chunk or "response" in chunk)
 
 
+# request keys only Ollama's API has (OpenAI's ``format`` is ``response_format``), and
+# keys only its messages have
+_OWN_KEYS = ("options", "keep_alive", "context", "template", "raw", "think")
+_OWN_MESSAGE_KEYS = ("images", "tool_name", "thinking")
+
+
 def is_ollama_record(obj: Any) -> bool:
-    """A record whose answer is Ollama's (``done``, and ``message`` or ``response``)."""
+    """A record whose answer is Ollama's (``done``, and ``message`` or ``response``), or
+    that has no answer (a failed call) and whose request has keys only Ollama's has."""
     if not isinstance(obj, dict):
         return False
     response = obj.get("response")
     first = response[0] if isinstance(response, list) and response else response
-    return _is_answer(first)
+    if _is_answer(first):
+        return True
+    request = obj.get("request", obj)
+    if response is not None or not isinstance(request, dict):
+        return False
+    messages = request.get("messages")
+    return any(k in request for k in _OWN_KEYS) or isinstance(messages, list) and any(
+        isinstance(m, dict) and any(k in m for k in _OWN_MESSAGE_KEYS) for m in messages)
 
 
 def _images(images: Any, where: str) -> list[dict[str, Any]]:
@@ -143,6 +161,10 @@ def as_chat_record(obj: dict[str, Any], where: str, notes: list[str]) -> dict[st
     options = request.get("options") or {}
     if not isinstance(options, dict):
         raise fail(where, f"'options' must be an object, got {options!r}")
+    limit = options.get("num_predict")
+    if isinstance(limit, int) and not isinstance(limit, bool) and limit >= 0:
+        options = {**{k: v for k, v in options.items() if k != "num_predict"},
+                   "max_tokens": limit}
     chat = {**{k: v for k, v in request.items() if k not in _NOT_SENT}, **options,
             "messages": messages}
     out = {k: v for k, v in obj.items() if k not in ("request", "response")}
