@@ -1090,3 +1090,39 @@ def test_a_cassettes_requests_other_than_post_are_not_model_calls() -> None:
     assert len(report.runs_created) == 1
     assert [k.reason for k in report.skipped] == [
         "not a model call this importer reads (GET https://api.openai.com/v1/chat/completions)"]
+
+
+@pytest.mark.parametrize(("prompt", "texts", "noted"), [
+    ([464, 3290, 318], ["[prompt of 3 token ids]"],
+     ["line 1: the prompt was sent as 3 token ids, not text: stored as a placeholder "
+      "naming their number (they are not decoded)"]),
+    ([[1, 2], [3, 4, 5]], ["[prompt of 2 token ids]", "[prompt of 3 token ids]"],
+     ["line 1 prompt 0: the prompt was sent as 2 token ids, not text: stored as a "
+      "placeholder naming their number (they are not decoded)",
+      "line 1 prompt 1: the prompt was sent as 3 token ids, not text: stored as a "
+      "placeholder naming their number (they are not decoded)"])])
+def test_a_completion_prompt_of_token_ids_is_a_placeholder(prompt: Any, texts: list[str],
+                                                          noted: list[str]) -> None:
+    """A legacy completion's prompt given as token ids (one list, or a batch of lists)
+    is each call's user message as a placeholder naming how many ids, noted — it was
+    refused."""
+    record = {"request": {"model": "davinci-002", "prompt": prompt, "max_tokens": 5},
+              "response": {"choices": [{"index": i, "text": f" answer {i}"}
+                                       for i in range(len(texts))]}}
+    s = InMemoryStorage()
+    report = import_text(s, json.dumps(record), name="c.jsonl")
+    assert len(report.runs_created) == len(texts)
+    users = [m.as_message().text() for t in report.threads_created
+             for m in s.memory.get_messages(t) if m.role == "user"]
+    assert users == texts
+    assert [f"{k.where}: {k.reason}" for k in report.skipped
+            if "token ids" in k.reason] == noted
+
+
+@pytest.mark.parametrize("prompt", [[], [1, "two"], [[1], "x"], [[]], [True], [-1], 3])
+def test_a_completion_prompt_of_no_known_form_is_refused_naming_it(prompt: Any) -> None:
+    record = {"request": {"prompt": prompt}, "response": {"choices": [{"text": "x"}]}}
+    with pytest.raises(ImportFormatError) as e:
+        import_text(InMemoryStorage(), json.dumps(record), name="c.jsonl")
+    assert str(e.value) == ("line 1: 'prompt' must be a string, a list of strings, a list of "
+                            "token ids or a list of lists of token ids, got " + repr(prompt))

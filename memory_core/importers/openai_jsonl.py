@@ -296,6 +296,33 @@ def sharegpt_exchanges(obj: dict[str, Any], where: str, index: int) -> list[Exch
     return out
 
 
+def _token_ids(value: Any) -> bool:
+    return isinstance(value, list) and bool(value) and all(
+        isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in value)
+
+
+def _prompt_texts(raw: Any, where: str) -> list[tuple[str, list[str]]]:
+    """A legacy completion's ``prompt`` as the texts of its calls, each with what reading
+    it noted: a string, a list of strings (a batch), or token ids — a list of them (one
+    prompt) or a list of such lists (a batch) — each as a placeholder text naming how
+    many ids it had (noted: the importer has no tokenizer to decode them)."""
+    prompts = [raw] if isinstance(raw, str) or _token_ids(raw) else raw
+    if not isinstance(prompts, list) or not prompts or not (
+            all(isinstance(p, str) for p in prompts) or all(_token_ids(p) for p in prompts)):
+        raise fail(where, "'prompt' must be a string, a list of strings, a list of token ids "
+                          f"or a list of lists of token ids, got {raw!r}"[:300])
+    texts: list[tuple[str, list[str]]] = []
+    for i, p in enumerate(prompts):
+        if isinstance(p, str):
+            texts.append((p, []))
+            continue
+        label = where if len(prompts) == 1 else f"{where} prompt {i}"  # (its exchange's)
+        texts.append((f"[prompt of {len(p)} token ids]", [
+            f"{label}: the prompt was sent as {len(p)} token ids, not text: stored as a "
+            "placeholder naming their number (they are not decoded)"]))
+    return texts
+
+
 def completion_exchanges(obj: dict[str, Any], where: str, index: int,
                          notes: list[str] | None = None, api: str | None = None
                          ) -> list[Exchange]:
@@ -303,11 +330,7 @@ def completion_exchanges(obj: dict[str, Any], where: str, index: int,
     with its index the answer (a list of prompts is a batch of calls); ``notes`` and
     ``api``: those of another API's record read as one (a Bedrock model's prompt)."""
     request = obj.get("request", obj)
-    prompts = request["prompt"]
-    if isinstance(prompts, str):
-        prompts = [prompts]
-    if not isinstance(prompts, list) or not all(isinstance(p, str) for p in prompts):
-        raise fail(where, f"'prompt' must be a string or a list of strings, got {prompts!r}")
+    prompts = _prompt_texts(request["prompt"], where)
     response = obj.get("response")
     if isinstance(response, list | str):
         response = reassemble_stream(response, where, [])
@@ -323,7 +346,7 @@ def completion_exchanges(obj: dict[str, Any], where: str, index: int,
             by_index[at] = c
     rest = {k: v for k, v in request.items() if k != "prompt"}
     out: list[Exchange] = []
-    for i, prompt in enumerate(prompts):
+    for i, (prompt, noted) in enumerate(prompts):
         record: dict[str, Any] = {**{k: v for k, v in obj.items() if k != "request"},
                                   "request": {**rest, "messages": [{"role": "user",
                                                                     "content": prompt}]}}
@@ -337,7 +360,7 @@ def completion_exchanges(obj: dict[str, Any], where: str, index: int,
             record.pop("response", None)
             record["error"] = f"no completion recorded for prompt {i}"
         label = where if len(prompts) == 1 else f"{where} prompt {i}"
-        out.append(chat_exchange(record, label, index + i, notes, api))
+        out.append(chat_exchange(record, label, index + i, [*(notes or []), *noted], api))
     return out
 
 
