@@ -204,14 +204,14 @@ def test_invoke_model_reads_claude_and_names_the_other_formats() -> None:
     assert report.apis == ["bedrock"]
     assert s.runs.get(f"{rid}:step:0")["model"]["name"] == \
         "anthropic.claude-3-haiku-20240307-v1:0"
-    # Cohere Command R's chat body is not read: the cassette holds no call it reads
-    command_r = {"message": "hi", "chat_history": []}
+    # an image model's prompt is not read: the cassette holds no call it reads
+    image = {"prompt": "a cat", "mode": "text-to-image"}
     with pytest.raises(ImportFormatError, match=r"a Bedrock InvokeModel call to "
-                                                r"cohere\.command-r-v1:0 in that "
-                                                r"model's own format \(keys: chat_history, "
-                                                r"message\)"):
+                                                r"stability\.sd3-large-v1:0 in that "
+                                                r"model's own format \(keys: mode, "
+                                                r"prompt\)"):
         import_text(InMemoryStorage(), _invoke_cassette(
-            "cohere.command-r-v1%3A0", command_r, {"text": "hello"}), name="i.yaml")
+            "stability.sd3-large-v1%3A0", image, {"images": ["iVBO"]}), name="i.yaml")
 
 
 def _framed(total: int, headers: bytes = b"", body: bytes = b"") -> bytes:
@@ -380,9 +380,9 @@ def test_claude_through_invoke_model_is_the_messages_api() -> None:
     assert s.runs.get(f"{second}:step:0")["response"]["text"] == "Hey."
     assert [k.reason for k in report.skipped if "own format" in k.reason] == [
         "a Bedrock InvokeModel call to amazon.titan-embed-text-v2:0 in that model's own "
-        "format (keys: inputText): only Claude's Messages body, Nova's messages, "
-        "plain-prompt models (Llama, Mistral, Titan text, Cohere Command, AI21) and the "
-        "Converse API are read"]
+        "format (keys: inputText): only Claude's Messages body, Nova's messages, chat "
+        "messages, Cohere's chat, plain-prompt models (Llama, Mistral, Titan text, Cohere "
+        "Command, AI21) and the Converse API are read"]
     for rid in report.runs_created:
         assert verify_run(s, rid).status == "ok"
 
@@ -530,3 +530,33 @@ def test_nova_through_invoke_model_is_read_as_converse() -> None:
                             "ConverseStream (nor a chunk of Nova's holding one of "
                             "messageStart, contentBlockStart, contentBlockDelta, "
                             "contentBlockStop, messageStop, metadata): its keys are surprise")
+
+
+def test_chat_bodies_through_invoke_model_are_read_as_chat() -> None:
+    """AI21 Jamba's (and Mistral Large's) body is chat completions'; Cohere Command R's
+    is Cohere's v1 Chat: both read so, the model the URL's."""
+    s, report = _import_invoke("ai21.jamba-1-5-mini-v1%3A0", {
+        "messages": [{"role": "system", "content": "Be brief."},
+                     {"role": "user", "content": "Hi?"}], "max_tokens": 20},
+        {"id": "c1", "choices": [{"index": 0, "message": {"role": "assistant",
+                                                          "content": "Hello."},
+                                  "finish_reason": "stop"}],
+         "usage": {"prompt_tokens": 9, "completion_tokens": 2}})
+    step = s.runs.get(f"{report.runs_created[0]}:step:0")
+    assert (step["model"]["name"], step["model"]["max_tokens"], step["response"]["text"]) == (
+        "ai21.jamba-1-5-mini-v1:0", 20, "Hello.")
+    assert report.apis == ["bedrock"]
+
+    s, report = _import_invoke("cohere.command-r-v1%3A0", {
+        "message": "Otters?", "preamble": "Be brief.", "chat_history": [
+            {"role": "USER", "message": "Hi"}, {"role": "CHATBOT", "message": "Hello."}]},
+        {"response_id": "r", "text": "Yes, otters.", "generation_id": "g",
+         "finish_reason": "COMPLETE", "chat_history": []})
+    [rid] = report.runs_created
+    step = s.runs.get(f"{rid}:step:0")
+    assert (step["model"]["name"], step["response"]["text"]) == (
+        "cohere.command-r-v1:0", "Yes, otters.")
+    assert [(m.role, m.as_message().text()) for m in s.memory.get_messages(
+        report.threads_created[0])] == [("user", "Hi"), ("assistant", "Hello."),
+                                        ("user", "Otters?"), ("assistant", "Yes, otters.")]
+    assert report.apis == ["bedrock"] and verify_run(s, rid).status == "ok"

@@ -7,6 +7,9 @@ body, so which reader reads a call is told by that body (and the model the URL n
 - Amazon Nova: ``messages``/``system`` of Converse's blocks, ``inferenceConfig``,
   ``toolConfig`` → ``output.message``, ``stopReason``, ``usage``, its stream Converse's
   events each a chunk of its own: read as a Converse call (``bedrock.py``);
+- other ``messages`` (AI21 Jamba, Mistral Large, OpenAI's gpt-oss): chat completions';
+- Cohere Command R: ``message``, ``chat_history``, ``tools``, ``tool_results``: Cohere's
+  v1 Chat body (``cohere.py``);
 - a plain prompt — Meta Llama (``prompt``, ``max_gen_len`` → ``generation``,
   ``prompt_token_count``, ``generation_token_count``, ``stop_reason``), Mistral
   (``prompt`` → ``outputs[{text, stop_reason}]``), Amazon Titan text (``inputText``,
@@ -16,8 +19,8 @@ body, so which reader reads a call is told by that body (and the model the URL n
   (``choices[{text}]``): read as the legacy completion it is equivalent to, the prompt
   one user message (``invoke_completion``); a stream's chunks are joined, its last
   chunk's ``amazon-bedrock-invocationMetrics`` the usage;
-- any other body (an embedding model's, Cohere Command R's chat, …) is not read: a
-  cassette skips it naming the model and the keys sent (``own_format``)."""
+- any other body (an embedding model's, an image model's, …) is not read: a cassette
+  skips it naming the model and the keys sent (``own_format``)."""
 
 from __future__ import annotations
 
@@ -27,12 +30,14 @@ from typing import Any, Literal
 from memory_core.importers.bedrock import guardrail_note, is_converse_record
 from memory_core.importers.common import fail, list_of, object_of
 
-Family = Literal["claude", "nova", "prompt"]
+Family = Literal["claude", "nova", "prompt", "chat", "cohere"]
 # a model id's provider and model name, in a bare id (``meta.llama3-…``), an inference
-# profile's (``us.meta.llama3-…``) or an ARN's last part
-_VENDOR = re.compile(r"(?:^|[./])(anthropic|amazon|meta|mistral|cohere|ai21)\.([\w.:-]+)$")
+# profile's (``us.meta.llama3-…``) or an ARN's last part (an imported or provisioned
+# model's names none: ``…:endpoint/my-endpoint``)
+_VENDOR = re.compile(r"(?:^|/)(?:(?:us|us-gov|eu|apac|jp|au|ca|global)\.)?([a-z0-9-]+)\."
+                     r"([\w.:-]+)$")
 # providers whose text models take a plain prompt
-_PROMPT_VENDORS = ("meta", "mistral", "cohere", "ai21")
+_PROMPT_VENDORS = ("meta", "mistral", "cohere", "ai21", "deepseek")
 # each model's parameter names as the legacy completions API's
 _PARAM_NAMES = {"max_gen_len": "max_tokens", "maxTokens": "max_tokens",
                 "maxTokenCount": "max_tokens", "topP": "top_p", "p": "top_p", "k": "top_k",
@@ -45,9 +50,12 @@ def invoke_family(body: dict[str, Any], model: str | None) -> Family | None:
     if isinstance(body.get("messages"), list):
         if "anthropic_version" in body:
             return "claude"
-        return "nova" if is_converse_record({"request": body}) else None
+        # (AI21 Jamba's, Mistral Large's, gpt-oss's bodies are chat completions')
+        return "nova" if is_converse_record({"request": body}) else "chat"
     found = _VENDOR.search(model or "")
     vendor, name = found.groups() if found else (None, "")
+    if isinstance(body.get("message"), str) and vendor in (None, "cohere"):
+        return "cohere"  # Command R's: Cohere's v1 Chat body
     if isinstance(body.get("inputText"), str):
         # (Titan's embedding models take an ``inputText`` too, and no generation config)
         titan_text = vendor == "amazon" and name.startswith(("titan-text", "titan-tg1"))
@@ -62,8 +70,9 @@ def own_format(model: str | None, body: dict[str, Any]) -> str:
     """Why an InvokeModel call is not read: the model and the keys it was sent."""
     return (f"a Bedrock InvokeModel call to {model or '?'} in that model's own format "
             f"(keys: {', '.join(sorted(map(str, body))) or 'none'}): only Claude's "
-            "Messages body, Nova's messages, plain-prompt models (Llama, Mistral, Titan "
-            "text, Cohere Command, AI21) and the Converse API are read")
+            "Messages body, Nova's messages, chat messages, Cohere's chat, plain-prompt "
+            "models (Llama, Mistral, Titan text, Cohere Command, AI21) and the Converse API "
+            "are read")
 
 
 def _count(value: Any, where: str, name: str) -> int | None:

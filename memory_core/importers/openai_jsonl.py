@@ -566,6 +566,7 @@ def record_kind(obj: Any) -> str:
         family = invoke_family(request, bedrock_model(obj["url"].split("?", 1)[0])) \
             if isinstance(request, dict) else None
         return {"claude": "anthropic", "nova": "bedrock", "prompt": "bedrock-prompt",
+                "chat": "bedrock-chat", "cohere": "bedrock-cohere",
                 None: "bedrock-other"}[family]
     if api == "bedrock" or (api is None and is_converse_record(obj)):
         return "bedrock"
@@ -653,22 +654,37 @@ def _parse_record(obj: Any, where: str, index: int, held: ServerHistory | None
     if kind == "bedrock":
         return [anthropic_exchange(as_anthropic_record(obj, where, notes), where, index,
                                    notes, api="bedrock")]
-    if kind in ("bedrock-prompt", "bedrock-other"):
-        url = obj.get("url")
-        model = bedrock_model(url.split("?", 1)[0]) if isinstance(url, str) else None
-        request = obj.get("request", obj)
-        if kind == "bedrock-other":
-            raise fail(where, own_format(model, request if isinstance(request, dict) else {}))
-        if "request" not in obj:  # flat: the record's own keys are not the request's
-            obj = {"request": {k: v for k, v in obj.items() if k not in RECORD_KEYS},
-                   **{k: v for k, v in obj.items() if k in RECORD_KEYS}}
-        return completion_exchanges(invoke_completion(obj, model, where, notes), where,
-                                    index, notes, api="bedrock")
+    if kind.startswith("bedrock-"):  # InvokeModel with a body not the Messages API's
+        return _invoke_exchanges(obj, kind, where, index, notes)
     if kind == "not-an-object":
         raise fail(where, f"expected a JSON object, got {type(obj).__name__}")
     keys = ", ".join(sorted(obj)[:8]) or "none"
     raise fail(where, f"missing 'messages': a JSON object with keys {keys} is not a record "
                       f"this importer reads; {EXPECTED}")
+
+
+def _invoke_exchanges(obj: dict[str, Any], kind: str, where: str, index: int,
+                      notes: list[str]) -> list[Exchange]:
+    """A Bedrock InvokeModel record in a model's own format (``bedrock_invoke.py``): a
+    plain prompt's as a legacy completion, an OpenAI-shaped chat body (AI21 Jamba,
+    Mistral Large) as chat, Cohere Command R's as Cohere v1 Chat; the model the URL's
+    when the body names none."""
+    url = obj.get("url")
+    model = bedrock_model(url.split("?", 1)[0]) if isinstance(url, str) else None
+    if "request" not in obj:  # flat: the record's own keys are not the request's
+        obj = {"request": {k: v for k, v in obj.items() if k not in RECORD_KEYS},
+               **{k: v for k, v in obj.items() if k in RECORD_KEYS}}
+    request = obj["request"] if isinstance(obj["request"], dict) else {}
+    if kind == "bedrock-other":
+        raise fail(where, own_format(model, request))
+    if kind == "bedrock-prompt":
+        return completion_exchanges(invoke_completion(obj, model, where, notes), where,
+                                    index, notes, api="bedrock")
+    if model and "model" not in request:
+        obj = {**obj, "request": {**request, "model": model}}
+    if kind == "bedrock-cohere":
+        obj = cohere_record(obj, where, notes)
+    return [chat_exchange(obj, where, index, notes, api="bedrock")]
 
 
 def _join_batch(rows: list[tuple[str, Any]]) -> tuple[list[tuple[str, Any]],
