@@ -166,7 +166,9 @@ class _Marks:
         self.held = []
         self.deferred = [] if defer and _groups_writes(storage) else None
         try:
-            with storage.write_batch():
+            # without a hook waiting for durable boundaries, the group may wait in
+            # memory and commit with the next ones (DuckDB; Storage.write_batch)
+            with storage.write_batch(durable=self.hook is not None):
                 yield
                 if self.deferred:
                     write_deferred(storage.runs, self.deferred)
@@ -247,6 +249,11 @@ class Runner:
     ``persist:output``, ``output``, ``run:completed``), in that order; the crash matrix
     kills the process there. Writes are grouped into a transaction per phase (see
     ``_run``), so the names of one group are called together after its commit.
+    Without the hook a group may wait in memory and be committed with the groups after
+    it (``Storage.write_batch(durable=False)``: DuckDB on a file, within its
+    ``commit_delay``); a ``kill -9`` meanwhile loses whole groups, which a resume
+    makes again. A model step that called tools is written on its own before any
+    tool runs, and that write commits everything waiting first.
 
     Tools run at least once: a crash after a tool ran but before its journal entry was
     written runs it again on resume (the working-memory merge is idempotent; other
