@@ -42,6 +42,7 @@ def _in_file(store: DuckDBStorage, sql: str) -> list[tuple]:
     waits (a read of the journal or runs never commits them)."""
     h = store._duck.handle
     with h.lock:
+        h.settle()  # (a commit of the keeper's in flight, without the lock)
         conn = h.idle if h.idle is not None else h.held
         assert conn is not None
         return conn.execute(sql).fetchall()
@@ -65,8 +66,11 @@ def test_a_group_waits_and_is_read_at_once(store: DuckDBStorage) -> None:
         assert store.runs.put_many_if_absent([("r1:a", "other"), ("r1:c", 3)]) == 1
         assert not store.runs.start_run(_run("r1"))
     assert store.runs.get("r1:a") == {"v": 1}
-    # an operation that reads messages commits everything waiting first
-    assert [m.seq for m in store.memory.get_messages("t")] == [0]
+    # a thread's messages: the file's and the waiting ones, nothing committed
+    assert [m.content for m in store.memory.get_messages("t")] == ["hello"]
+    assert [m.seq for m in store.memory.get_messages("t", from_seq=0, to_seq=0)] == [0]
+    assert _in_file(store, "SELECT count(*) FROM runs") == [(0,)]
+    store.memory.list_threads()  # a read of the file commits everything waiting first
     assert _in_file(store, "SELECT key FROM journal WHERE grp = 'r1:' ORDER BY pos") == [
         ("r1:a",), ("r1:b",), ("r1:c",)]
     assert _in_file(store, "SELECT status FROM runs WHERE run_id = 'r1'") == [("completed",)]
@@ -195,3 +199,28 @@ def test_a_run_s_listing_says_whether_it_has_a_row(
     assert store.runs.get_run("old") is not None and len(queries) == 1
     store.runs.start_run(_run("new"))
     assert store.runs.get_run("new") is not None
+
+
+def test_a_new_thread_or_a_working_memory_write_drops_only_what_it_changes(
+        store: DuckDBStorage) -> None:
+    """What the writer keeps of a thread (its counts, last rows, seqs) outlives a new
+    thread (only the resource's thread lists go) and a working-memory write (only
+    the kept values go); both change the store's change token (a recall checks its
+    scope again), and the new thread is in the resource's scope."""
+    store.memory.append_messages("t", [_row("one")])
+    store.memory.count_messages("t")
+    store.memory.scope_counts("t", "u")
+    h = store._duck.handle
+    assert "t" in h.tails and "t" in h.filed_counts and ("t", "u") in h.scopes
+    token = store.memory.change_token()
+    store.memory.create_thread("t2", resource_id="u")
+    assert "t" in h.tails and "t" in h.filed_counts and not h.scopes
+    assert store.memory.change_token() != token
+    assert set(store.memory.scope_counts("t", "u")) == {"t", "t2"}
+    store.memory.put_working_memory("k", 1)
+    assert store.memory.get_working_memory("k") == 1 and "k" in h.wm
+    token = store.memory.change_token()
+    store.memory.put_working_memory("k", 2)
+    assert "k" not in h.wm and store.memory.get_working_memory("k") == 2
+    assert store.memory.change_token() != token
+    assert "t" in h.tails and store.memory.count_messages("t") == 1

@@ -104,8 +104,10 @@ def test_appends_wait_in_memory_and_commit_together(tmp_path: Path) -> None:
     # another connection to the same database sees nothing committed yet...
     peek = duckdb.connect(str(db), config=_CONFIG)
     assert peek.execute("SELECT count(*) FROM messages").fetchone() == (0,)
-    # ...while this storage's own reads see every append (they are committed first)
+    # ...while this storage's own reads see every append (added to the file's rows)
     assert [m.seq for m in s.memory.get_messages("t1")] == [0, 1, 2, 3, 4]
+    assert peek.execute("SELECT count(*) FROM messages").fetchone() == (0,)
+    s.memory.list_threads()  # a read of the file: the appends are committed first
     assert peek.execute("SELECT count(*), max(seq) FROM messages").fetchone() == (5, 4)
     assert peek.execute("SELECT message_count, max_seq, resource_id FROM threads"
                         " WHERE id = 't1'").fetchone() == (5, 4, "r")

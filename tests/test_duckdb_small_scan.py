@@ -163,6 +163,7 @@ def test_rows_a_writer_keeps_read_as_the_file_scan_reads_them(
         refs = [(kept.threads[int(i)], int(q)) for i, q in zip(kept.tidx, kept.seqs,
                                                                strict=True)]
         located = s.memory.get_messages_located(refs, [-1] * len(refs))
+        later = s.memory.get_messages("a", from_seq=4)  # kept rows: no read of the file
         assert h.pending  # nothing committed by any of these reads
         assert kept.locators is not None and set(kept.locators.tolist()) == {-1}
         monkeypatch.undo()
@@ -175,5 +176,7 @@ def test_rows_a_writer_keeps_read_as_the_file_scan_reads_them(
         assert filed.locators is not None and filed.locators.min() >= 0
         _same(kept, replace(filed, locators=np.full(len(filed), -1, np.int64)))
         assert located == s.memory.get_messages_by_refs(refs)
+        assert [m.seq for m in later] == [4, 5, 6]
+        assert later == s.memory.get_messages("a", from_seq=4)
     finally:
         s.close()

@@ -391,3 +391,34 @@ def test_a_failed_first_group_records_the_failure_with_a_claim(tmp_path: Path) -
     finally:
         mine.close()
         other.close()
+
+
+@pytest.mark.parametrize("idempotent", [False, True])
+def test_a_tool_runs_after_its_step_is_durable_unless_it_may_run_again(
+        tmp_path: Path, idempotent: bool) -> None:
+    """On a DuckDB file the step that calls a tool is committed before the tool runs,
+    and its result on its own, so a crash never runs it twice once recorded; a tool
+    declared ``idempotent`` (it may run again: a read, a merge) lets both wait with the
+    run's other writes instead."""
+    from memory_core.storage.duckdb import DuckDBStorage
+
+    store = DuckDBStorage(str(tmp_path / "tools.duckdb"), clock=Tick(), commit_delay=60)
+    h = store._duck.handle
+    seen: list[bool] = []
+
+    def lookup(args: dict[str, Any]) -> Any:
+        seen.append("r1:step:0" in h.later.journal)  # the step waits, not in the file
+        return {"balance": 42}
+
+    tool = Tool(ToolSpec("lookup", "look up a balance"), lookup, idempotent=idempotent)
+    model = ScriptedModel([ModelResponse(text="", tool_calls=[
+        ToolCallPart(id="c1", name="lookup", args={})]), "Your balance is 42."])
+    try:
+        runner = _runner(store, model, [tool])
+        result = runner.run("a", run_id="r1", thread_id="t", resource_id="u", prompt="?")
+        assert result.text == "Your balance is 42."
+        assert seen == [idempotent]
+        assert ("r1:tool:c1" in h.later.journal) is idempotent
+        assert store.runs.get("r1:tool:c1")["result"] == {"balance": 42}
+    finally:
+        store.close()

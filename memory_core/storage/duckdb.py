@@ -1481,6 +1481,17 @@ class _DuckTx:
         unless ``noted`` (the writer tells the handle itself: ``note_stored``)."""
         if self.handle is None:
             return
+        narrow = _NARROW_WRITES.match(sql)
+        if narrow:
+            # a new thread (a resource's thread list changes, no kept thread's state)
+            # or a working-memory write: only what they change is dropped
+            h = self.handle
+            if narrow.group(1):
+                h.scopes.clear()
+            else:
+                h.wm.clear()
+            h.changes += 1
+            return
         if not _KEEPS_STATE.match(sql):
             self.handle.stale = True
             # (a statement naming neither table, a thread's or working memory's
@@ -1509,6 +1520,10 @@ class _DuckTx:
 # still holds: reads, and writes of the journal and runs
 _KEEPS_STATE = re.compile(
     r"\s*(SELECT\b|INSERT INTO (journal|runs)\b|UPDATE runs\b|DELETE FROM (journal|runs)\b)",
+    re.IGNORECASE)
+# writes that change one thing a writer keeps: a new thread row, a working memory value
+_NARROW_WRITES = re.compile(
+    r"\s*(?:INSERT INTO (threads)\b|(?:INSERT INTO|UPDATE|DELETE FROM) (working_memory)\b)",
     re.IGNORECASE)
 # of those, the ones that change which journal keys and run ids are stored
 _CHANGES_KEYS = re.compile(r"\s*(INSERT INTO|DELETE FROM) (journal|runs)\b", re.IGNORECASE)
@@ -2110,6 +2125,32 @@ class _DuckMemoryStore(SqlMemoryStore):
                     return [row_to_message(r) for r in known.rows
                             if (r[1] in wanted if wanted is not None
                                 else first <= r[1] <= last)]
+            knows = self._knows("get_messages")
+            first = (from_seq or 0) if seqs is None else min(seqs, default=0)
+            if knows and h.covers(thread_id, first - 1):
+                # every row asked for is kept (committed lately, or waiting)
+                wanted = None if seqs is None else {int(q) for q in seqs}
+                hi = math.inf if to_seq is None else to_seq
+                return [row_to_message((s.thread_id, q, s.resource_id, s.bodies[i],
+                                        s.created_at[i], s.run_ids[i]))
+                        for s in [*h.recent.get(thread_id, ()), *h.pending]
+                        if s.thread_id == thread_id for i, q in enumerate(s.seqs)
+                        if (q in wanted if wanted is not None else first <= q <= hi)]
+            waiting = [s for s in h.pending if s.thread_id == thread_id] if knows else None
+            if waiting is not None:
+                # the file's rows and the thread's waiting ones (all above them): the
+                # appends of other threads wait on (a recall's neighbours of a hit)
+                with h.reading_past_waits():
+                    out = super().get_messages(thread_id, from_seq=from_seq,
+                                               to_seq=to_seq, seqs=seqs)
+                wanted = None if seqs is None else {int(q) for q in seqs}
+                lo = -1 if from_seq is None else from_seq
+                hi = math.inf if to_seq is None else to_seq
+                out += [row_to_message((s.thread_id, q, s.resource_id, s.bodies[i],
+                                        s.created_at[i], s.run_ids[i]))
+                        for s in waiting for i, q in enumerate(s.seqs)
+                        if (q in wanted if wanted is not None else lo <= q <= hi)]
+                return out
         return super().get_messages(thread_id, from_seq=from_seq, to_seq=to_seq, seqs=seqs)
 
     def get_working_memory(self, key: str) -> Any | None:
