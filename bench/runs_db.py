@@ -53,9 +53,10 @@ def _lookup(args: dict[str, Any]) -> dict[str, Any]:
             "paid_eur": 20 + n % 400}
 
 
+# a read of a fixed table: it may run again (Tool.idempotent)
 LOOKUP = Tool(ToolSpec("lookup_order", "Look up an order status by its order id.",
                        {"type": "object", "properties": {"order_id": {"type": "string"}},
-                        "required": ["order_id"]}), _lookup)
+                        "required": ["order_id"]}), _lookup, idempotent=True)
 
 
 def _turn(rng: random.Random, facts: list[tuple[str, str]]) -> str:

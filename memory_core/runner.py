@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -166,7 +166,9 @@ class _Marks:
         self.held = []
         self.deferred = [] if defer and _groups_writes(storage) else None
         try:
-            with storage.write_batch():
+            # without a hook waiting for durable boundaries, the group may wait in
+            # memory and commit with the next ones (DuckDB; Storage.write_batch)
+            with storage.write_batch(durable=self.hook is not None):
                 yield
                 if self.deferred:
                     write_deferred(storage.runs, self.deferred)
@@ -247,10 +249,17 @@ class Runner:
     ``persist:output``, ``output``, ``run:completed``), in that order; the crash matrix
     kills the process there. Writes are grouped into a transaction per phase (see
     ``_run``), so the names of one group are called together after its commit.
+    Without the hook a group may wait in memory and be committed with the groups after
+    it (``Storage.write_batch(durable=False)``: DuckDB on a file, within its
+    ``commit_delay``); a ``kill -9`` meanwhile loses whole groups, which a resume
+    makes again. A model step that called tools is written on its own before any
+    tool runs, and that write commits everything waiting first.
 
     Tools run at least once: a crash after a tool ran but before its journal entry was
     written runs it again on resume (the working-memory merge is idempotent; other
-    tools should be too). A tool raising InvalidInputError/TypeError/ValueError is
+    tools should be too). A tool declared ``Tool(idempotent=True)`` is not made durable
+    around when no hook is set: the step calling it and its result wait with the run's
+    other writes, so a crash may run it again. A tool raising InvalidInputError/TypeError/ValueError is
     recorded as an error result the model sees; any other exception fails the run
     (ToolExecutionError) without recording, so a resume retries it.
     """
@@ -617,8 +626,11 @@ class Runner:
                     tools=[ToolSpecRecord.of(t) for t in specs],
                     input_hash=digest, input_hashes=hashes)
                 if resp.tool_calls:
-                    # durable before any tool runs on its word
-                    stored = self._writer(state).step(n, rec)
+                    # durable before any tool runs on its word (unless each tool it
+                    # calls may run again: it may then wait with the run's writes)
+                    with self._tool_group(state, [by_name.get(c.name)
+                                                  for c in resp.tool_calls]):
+                        stored = self._writer(state).step(n, rec)
                     if stored is not rec:  # an earlier attempt's: it answered this input?
                         verify_step_input(key, stored.input_hashes, stored.input_hash,
                                           model_input, hashes, digest)
@@ -656,8 +668,20 @@ class Runner:
             return recorded  # the tool (and any WM patch) is not applied again
         if state.lease is not None:
             state.lease.check()
-        return self._writer(state).tool(
-            call.id, execute_tool(call, by_name.get(call.name), list(by_name)))
+        tool = by_name.get(call.name)
+        done = execute_tool(call, tool, list(by_name))
+        with self._tool_group(state, [tool]):
+            return self._writer(state).tool(call.id, done)
+
+    def _tool_group(self, state: _RunState,
+                    tools: Sequence[Tool | None]) -> AbstractContextManager[None]:
+        """Where a tool step's or result's record goes: on its own, durable at once —
+        or, when every tool concerned may run again (``Tool.idempotent``; an unknown
+        tool runs nothing) and no hook waits for durable boundaries, in a write group
+        that may wait with the run's other writes."""
+        if self.on_boundary is None and all(t is None or t.idempotent for t in tools):
+            return state.marks.group(self.storage, defer=False)
+        return nullcontext()
 
     def _write_output(self, state: _RunState) -> None:
         self._writer(state).output(OutputRecord(

@@ -271,5 +271,7 @@ class WorkingMemory:
                 return {"ok": False, "error": str(e)}
 
         fn: Callable[[dict[str, Any]], Any] = run
+        # a merge patch: applied twice, the same memory
         return Tool(spec=ToolSpec(name=TOOL_NAME, description=_TOOL_DESCRIPTION,
-                                  parameters=tool_parameters(self.config)), fn=fn)
+                                  parameters=tool_parameters(self.config)), fn=fn,
+                    idempotent=True)

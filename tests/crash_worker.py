@@ -115,7 +115,9 @@ def open_storage(kind: str, path: str) -> Storage:
         return SQLiteStorage(path, clock=Tick())
     from memory_core.storage.duckdb import DuckDBStorage
 
-    return DuckDBStorage(path, clock=Tick())
+    delay = os.environ.get("MEMWB_COMMIT_DELAY")
+    return DuckDBStorage(path, clock=Tick()) if delay is None else \
+        DuckDBStorage(path, clock=Tick(), commit_delay=float(delay))
 
 
 def _session(storage: Storage) -> Any:
@@ -170,6 +172,12 @@ def main(argv: list[str]) -> int:
             os.kill(os.getpid(), signal.SIGKILL)
 
     storage = open_storage(kind, path)
+    if os.environ.get("MEMWB_KILL_AFTER_RUN"):
+        # no hook: the Runner's write groups may wait in memory (DuckDB); killed as
+        # soon as the run has returned, before they are committed
+        with _session(storage):
+            run(build(storage, side))
+            os.kill(os.getpid(), signal.SIGKILL)
     kill_inside_group(storage, os.environ.get("MEMWB_CRASH_INSIDE", ""))
     run(build(storage, side, hook))
     return 0

@@ -155,3 +155,27 @@ def test_sigkill_inside_a_write_group_keeps_none_of_it(
     assert snap["messages"] == reference["messages"]
     assert snap["journal"] == reference["journal"]
     assert snap["status"] == "completed"
+
+
+def test_sigkill_after_a_run_returned_with_its_writes_waiting_then_resume_is_exact(
+        tmp_path: Path, reference: dict[str, Any]) -> None:
+    """Without a boundary hook the Runner's write groups wait in memory on DuckDB
+    (``write_batch(durable=False)``) and are committed later: a SIGKILL right after
+    the run returned loses its last group. The step that called the tools was
+    committed before they ran, and each tool result on its own, so the resume asks
+    only the last step's model again, runs no tool twice, and ends exactly like a run
+    that never crashed."""
+    db, side = _crash("duckdb", tmp_path, MEMWB_KILL_AFTER_RUN="1", MEMWB_COMMIT_DELAY="60")
+    assert _lines(side, "model.log") == ["0", "1"]
+    storage = cw.open_storage("duckdb", str(db))
+    keys = RunKeys(cw.RUN_ID)
+    assert storage.runs.require_run(cw.RUN_ID).status == "running"  # the last group lost
+    assert storage.runs.get(keys.step(0)) is not None and storage.runs.get(keys.step(1)) is None
+    result = cw.run(cw.build(storage, side))
+    assert result.resumed and result.text == "Your balance is 42 and the refund is approved."
+    assert _lines(side, "model.log") == ["0", "1", "1"]
+    assert _lines(side, "tools.log") == ["a-1"] and _lines(side, "wm.log") == ["patch"]
+    snap = _snapshot(storage)
+    assert snap["messages"] == reference["messages"] and snap["status"] == "completed"
+    assert snap["journal"] == reference["journal"] and snap["wm"] == reference["wm"]
+    storage.close()

@@ -104,8 +104,10 @@ def test_appends_wait_in_memory_and_commit_together(tmp_path: Path) -> None:
     # another connection to the same database sees nothing committed yet...
     peek = duckdb.connect(str(db), config=_CONFIG)
     assert peek.execute("SELECT count(*) FROM messages").fetchone() == (0,)
-    # ...while this storage's own reads see every append (they are committed first)
+    # ...while this storage's own reads see every append (added to the file's rows)
     assert [m.seq for m in s.memory.get_messages("t1")] == [0, 1, 2, 3, 4]
+    assert peek.execute("SELECT count(*) FROM messages").fetchone() == (0,)
+    s.memory.list_threads()  # a read of the file: the appends are committed first
     assert peek.execute("SELECT count(*), max(seq) FROM messages").fetchone() == (5, 4)
     assert peek.execute("SELECT message_count, max_seq, resource_id FROM threads"
                         " WHERE id = 't1'").fetchone() == (5, 4, "r")
@@ -414,7 +416,7 @@ def test_appends_go_on_while_the_keeper_commits(
     s = DuckDBStorage(tmp_path / "keeper.duckdb", commit_delay=0.01)
     s.memory.create_thread("t1")
     assert s.memory.append_messages("t1", [AppendRow(message=Message(content="m0"))]) == [0]
-    s.memory.count_messages("t1")  # committed
+    s.memory.list_threads()  # a read of the file: m0 is committed first
     started, go = _blocking_commit(monkeypatch, fail)
     s.memory.append_messages("t1", [AppendRow(message=Message(content="m1"))])
     assert started.wait(60)  # the keeper is committing m1, without the lock
@@ -452,7 +454,7 @@ def test_a_session_that_ends_during_the_keepers_commit_waits_for_it(
     s = DuckDBStorage(tmp_path / "ending.duckdb", commit_delay=0.01, linger=30)
     s.memory.create_thread("t1")
     assert s.memory.append_messages("t1", [AppendRow(message=Message(content="m0"))]) == [0]
-    s.memory.count_messages("t1")  # committed
+    s.memory.list_threads()  # a read of the file: m0 is committed first
     started, go = _blocking_commit(monkeypatch, False)
     # The ending session's thread, once the commit it waits for is done, gets the lock
     # back only after the keeper's next look (as on a machine too busy to run it).

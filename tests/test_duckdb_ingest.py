@@ -145,7 +145,9 @@ def test_every_waiting_append_goes_in_as_one_insert(
         s.memory.append_messages("t2", [r])
     s.memory.append_messages("t1", rows[340:])
     assert inserts == []  # nothing committed yet
-    assert s.memory.count_messages("t1") == 460  # a read commits what waits, first
+    assert s.memory.count_messages("t1") == 460  # counted with what waits, waiting
+    assert inserts == []
+    s.memory.list_threads()  # a read of the file commits what waits, first
     assert inserts == [("messages", 500)]
     assert [m.seq for m in s.memory.get_messages("t2")] == list(range(40))
     s.close()
@@ -321,6 +323,7 @@ def test_a_large_append_builds_its_insert_table_in_the_appending_thread(
                                                   embedding=vecs[i])])
     assert built == [100, 100] and inserts == []  # built at append time, not inserted
     assert s.memory.count_messages("t1") == 203
+    s.memory.list_threads()  # a read of the file commits what waits, first
     assert inserts == [("messages", 203)]
     assert built == [100, 100, 3]  # the single appends, built and joined at the commit
     s.close()

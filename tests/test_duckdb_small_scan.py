@@ -7,6 +7,7 @@ and hand a larger increment back to the Arrow scan."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,7 @@ def _fill(store: DuckDBStorage) -> dict[str, int]:
     ]
     store.memory.append_messages("a", rows[:3])
     store.memory.append_messages("b", rows[3:])
+    store.memory.list_threads()  # a read of the file: the appends are committed first
     return {"a": 0, "b": 0}
 
 
@@ -122,3 +124,59 @@ def test_an_empty_increment_and_a_whole_scope(store: DuckDBStorage) -> None:
     assert len(none) == 0 and none.matrix is not None and none.matrix.shape == (0, 4)
     assert len(_scan(store, {})) == 6  # a whole scope is never the small way's
     assert len(_scan(store, after)) == 4
+
+
+@pytest.mark.parametrize("share", [0.0, 0.25])
+def test_rows_a_writer_keeps_read_as_the_file_scan_reads_them(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, share: float) -> None:
+    """A live agent's recall looks at the rows of its last runs: waiting to be
+    committed, or committed lately by this process. They are built from memory,
+    without a read of the file and without committing what waits, exactly as a
+    scan of the file gives them (but for their locators: -1, a read by ref); the
+    scope's counts add the waiting rows; a hit among them is read from memory."""
+    s = DuckDBStorage(tmp_path / "kept.duckdb", commit_delay=60)
+    try:
+        _fill(s)  # committed
+        after = {"a": 3, "b": 1}  # the last seqs of the file
+        for t in ("a", "b"):
+            s.memory.scope_counts(t, "u")  # what the file holds, noted by the writer
+        rng = np.random.default_rng(5)
+        s.memory.append_messages("a", [AppendRow(
+            message=Message(content="Kept one", metadata={"w": 1}),
+            embedding=rng.random(4, np.float32)), AppendRow(
+            message=Message(content="y" * 9000), embedding=rng.random(4, np.float32),
+            created_at=datetime(2026, 5, 6, 7, 8, 9, tzinfo=timezone(timedelta(hours=-3))))])
+        s.memory.append_messages("b", [AppendRow(
+            message=Message(role="assistant", content="kept, no vector"), run_id="r")])
+        s.memory.list_threads()  # committed: kept by the writer as its last rows
+        s.memory.append_messages("a", [AppendRow(
+            message=Message(content="Waiting"), embedding=rng.random(4, np.float32))])
+        h = s._duck.handle
+        assert h.pending
+        counts = s.memory.scope_counts("a", "u")
+
+        def no_scan(*a: Any, **k: Any) -> Any:
+            raise AssertionError("the file was scanned")
+
+        monkeypatch.setattr(duck._DuckDriver, "scan_scope", no_scan)
+        kept = _scan(s, after, message_share=share)
+        refs = [(kept.threads[int(i)], int(q)) for i, q in zip(kept.tidx, kept.seqs,
+                                                               strict=True)]
+        located = s.memory.get_messages_located(refs, [-1] * len(refs))
+        later = s.memory.get_messages("a", from_seq=4)  # kept rows: no read of the file
+        assert h.pending  # nothing committed by any of these reads
+        assert kept.locators is not None and set(kept.locators.tolist()) == {-1}
+        monkeypatch.undo()
+        s.memory.list_threads()  # commits what waits
+        assert s.memory.scope_counts("a", "u") == counts
+        h.forget()  # what the writer keeps, dropped: the next scan reads the file
+        filed = _scan(s, after, message_share=share)
+        assert len(kept) == len(filed) == 4
+        # the locators are the only column that differs (the file's rowids, or -1)
+        assert filed.locators is not None and filed.locators.min() >= 0
+        _same(kept, replace(filed, locators=np.full(len(filed), -1, np.int64)))
+        assert located == s.memory.get_messages_by_refs(refs)
+        assert [m.seq for m in later] == [4, 5, 6]
+        assert later == s.memory.get_messages("a", from_seq=4)
+    finally:
+        s.close()

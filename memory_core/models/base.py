@@ -96,10 +96,18 @@ class ToolSpec:
 
 @dataclass(frozen=True)
 class Tool:
-    """A tool: its spec and the function that runs it (args dict -> JSON result)."""
+    """A tool: its spec and the function that runs it (args dict -> JSON result).
+
+    ``idempotent``: running it again with the same arguments changes nothing more (a
+    read, a merge). The Runner makes the step that calls a tool durable before the tool
+    runs, and its result on its own before the next model call, so a crash never runs
+    it twice once recorded; an idempotent tool's step and result may instead wait with
+    the run's other writes (``Storage.write_batch(durable=False)``), and a crash then
+    may run it again on resume."""
 
     spec: ToolSpec
     fn: Callable[[dict[str, Any]], Any]
+    idempotent: bool = False
 
     @property
     def name(self) -> str:

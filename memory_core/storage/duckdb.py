@@ -12,6 +12,8 @@ DuckDB-only schema onto the shared one (memory_core/storage/duckdb_legacy.py).
 from __future__ import annotations
 
 import atexit
+import builtins
+import copy
 import itertools
 import math
 import os
@@ -22,7 +24,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext, suppress
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -38,7 +40,7 @@ from memory_core.errors import (
     StorageBusyError,
     StorageError,
 )
-from memory_core.storage.base import EmbeddingBlock, MessageColumns, ScopeRows
+from memory_core.storage.base import EmbeddingBlock, MessageColumns, ScopeRows, ThreadCounts
 from memory_core.storage.common import (
     SEQ_FLOOR_PREFIX,
     Clock,
@@ -46,6 +48,7 @@ from memory_core.storage.common import (
     decode_json,
     key_group,
     message_bodies,
+    require_aware,
     utc_now,
     validate_batch,
 )
@@ -58,20 +61,35 @@ from memory_core.storage.schema import (
     recorded_versions,
 )
 from memory_core.storage.sql_common import (
+    JOURNAL_COLS,
     MESSAGE_COLUMNS,
     MSG_COLS,
+    RUN_INSERT,
     Driver,
     RowsBuilder,
     ScopeScan,
     SqlMemoryStore,
+    SqlRunJournal,
     SqlStorage,
     insert_sql,
+    journal_texts,
     row_to_message,
+    row_to_run,
+    run_values,
+    ts_text,
+    update_counts,
     write_staged,
 )
 from memory_core.storage.staging import MESSAGE_INSERT, StagedMessages, stage_messages
 from memory_core.storage.url import head_kind
-from memory_core.types import AppendRow, ErasureReport, StoredMessage, Thread
+from memory_core.types import (
+    AppendRow,
+    ErasureReport,
+    RunRecord,
+    RunStatus,
+    StoredMessage,
+    Thread,
+)
 
 Conn = duckdb.DuckDBPyConnection
 
@@ -142,6 +160,8 @@ _ASK_POLL = 0.02
 _COURTESY_GAP = 0.05
 _KNOWN_PREFIXES = 256  # journal prefixes (runs) whose stored keys a writer keeps
 _FLUSH_ROWS = 5000  # deferred appends committed at once when this many are waiting
+_DEFER_RECORDS = 64  # a deferred group's put of more journal records is written at once
+_RECENT_ROWS = 32  # rows of a thread a writer keeps after committing them (for recall)
 _READER_SLICE = 0.5  # a lender lets a reader work this long before asking the file back
 _CHECKPOINT = "4MB"  # WAL size at which a commit checkpoints (DuckDB's default: 16MB)
 # A commit holding a batch append of _BULK_ROWS rows or more checkpoints only past
@@ -338,6 +358,20 @@ def _insert_messages(tx: Any, staged: Sequence[StagedMessages]) -> None:
     _insert_table(tx.conn, "messages", _messages_table(staged))
 
 
+def _update_counts(tx: Any, counts: Sequence[tuple[str, int, int]]) -> None:
+    """The threads' counters in one ``UPDATE … FROM (VALUES …)`` (a commit of waiting
+    appends touches many threads, and DuckDB pays ~0.7 ms a statement)."""
+    if len(counts) == 1:
+        update_counts(tx, counts)
+        return
+    tx.execute("UPDATE threads SET message_count = message_count + v.n,"
+               " max_seq = CASE WHEN threads.max_seq < v.top THEN v.top"
+               " ELSE threads.max_seq END"
+               f" FROM (VALUES {', '.join(['(?, ?::BIGINT, ?::BIGINT)'] * len(counts))})"
+               " AS v(id, n, top) WHERE threads.id = v.id",
+               [x for c in counts for x in c])
+
+
 def _restore_checkpoint(conn: Conn) -> None:
     """Back to checkpointing in small steps after a bulk commit (the next small commit
     checkpoints what the bulk ones left in the WAL; so does closing the file)."""
@@ -390,6 +424,116 @@ class _Tail:
             self.lo = floor
 
 
+class _Later:
+    """Journal records and runs written by deferred write groups
+    (``write_batch(durable=False)``), waiting in memory to be committed with the
+    deferred appends; this process reads them from here meanwhile. ``undo`` (while a
+    group is open) takes back what the group added, should it fail."""
+
+    def __init__(self) -> None:
+        #: key -> (stored JSON, group), in the order written
+        self.journal: dict[str, tuple[str, str]] = {}
+        #: run id -> its row (``RUN_INSERT`` values), for runs not in the file yet
+        self.runs: dict[str, list[Any]] = {}
+        #: run id -> (status, finished_at, error) for runs already in the file
+        self.status: dict[str, tuple[str, str | None, str | None]] = {}
+        self.undo: list[Callable[[], None]] | None = None
+
+    def __bool__(self) -> bool:
+        return bool(self.journal or self.runs or self.status)
+
+    def __len__(self) -> int:
+        return len(self.journal) + len(self.runs) + len(self.status)
+
+    def _undo(self, fn: Callable[[], None]) -> None:
+        if self.undo is not None:
+            self.undo.append(fn)
+
+    def add_records(self, rows: Sequence[tuple[str, str, str]]) -> None:
+        for key, value, grp in rows:
+            self.journal[key] = (value, grp)
+        if self.undo is not None and rows:
+            keys = [r[0] for r in rows]
+
+            def undo() -> None:
+                for k in keys:
+                    self.journal.pop(k, None)
+            self.undo.append(undo)
+
+    def add_run(self, values: list[Any]) -> None:
+        run_id = values[0]
+        self.runs[run_id] = values
+
+        def undo() -> None:
+            self.runs.pop(run_id, None)
+        self._undo(undo)
+
+    def set_status(self, run_id: str, status: str, finished: str | None,
+                   error: str | None) -> bool:
+        """A waiting run's new status; False when the run is not waiting here (in the
+        file, or nowhere: the caller looks)."""
+        row = self.runs.get(run_id)
+        if row is None:
+            return False
+        old = row[4], row[6], row[7]
+        row[4], row[6], row[7] = status, finished, error
+
+        def undo() -> None:
+            row[4], row[6], row[7] = old
+        self._undo(undo)
+        return True
+
+    def set_stored_status(self, run_id: str, status: str, finished: str | None,
+                          error: str | None) -> None:
+        """A new status for a run in the file."""
+        old = self.status.get(run_id)
+        self.status[run_id] = (status, finished, error)
+
+        def undo() -> None:
+            if old is None:
+                self.status.pop(run_id, None)
+            else:
+                self.status[run_id] = old
+        self._undo(undo)
+
+    def records_under(self, prefix: str) -> list[tuple[str, str]]:
+        return [(k, v) for k, (v, _) in self.journal.items() if k.startswith(prefix)]
+
+    def run_row(self, run_id: str, stored: tuple[Any, ...] | None) -> tuple[Any, ...] | None:
+        """The run's row as this process sees it, given its row in the file."""
+        row = self.runs.get(run_id)
+        if row is not None:
+            return tuple(row[:8])
+        update = self.status.get(run_id)
+        if stored is None or update is None:
+            return stored
+        return (*stored[:4], update[0], stored[5], update[1], update[2])
+
+    def write(self, tx: _DuckTx) -> None:
+        """Insert the waiting records and runs and update the statuses, in the caller's
+        transaction: one statement a table (and one a status update of a stored run)."""
+        if self.journal:
+            _insert_rows(tx, "journal", JOURNAL_COLS,
+                         [(k, v, g) for k, (v, g) in self.journal.items()])
+        if self.runs:
+            _insert_rows(tx, "runs", RUN_INSERT, list(self.runs.values()))
+        for run_id, (status, finished, error) in self.status.items():
+            tx.execute("UPDATE runs SET status = ?, finished_at = ?, error = ?"
+                       " WHERE run_id = ?", (status, finished, error, run_id), noted=True)
+
+
+@dataclass
+class _Group:
+    """An open deferred write group: where the waiting appends stood when it began,
+    and its connection once it turned into a transaction (``upgraded``)."""
+
+    conn: Conn
+    appends: int
+    rows: int
+    dim: int | None
+    upgraded: bool = False
+
+
 class _Handle:
     """Process-wide state of one database: the lock that serialises its operations
     across Python threads, the connection held by open sessions (or forever, for
@@ -433,6 +577,21 @@ class _Handle:
         self.pending_rows = 0
         self.pending_dim: int | None = None
         self.pending_since = 0.0
+        #: journal records and runs of deferred write groups (``_Later``)
+        self.later = _Later()
+        #: the deferred write group open now (the lock is held all through it)
+        self.group: _Group | None = None
+        #: a read in progress adds the waiting appends itself (``_unflushed``)
+        self.unflushed = False
+        #: scope_counts answers as the file has them (without the waiting appends):
+        #: each scope's threads, and each thread's counts, kept while this process
+        #: writes the file and brought up to date by the rows it commits (``filed``)
+        self.scopes: dict[tuple[str, str | None], tuple[str, ...]] = {}
+        self.filed_counts: dict[str, ThreadCounts] = {}
+        #: each thread's last rows this process committed (at most _RECENT_ROWS a
+        #: thread, in seq order): a recall's next look at the thread takes them from
+        #: here instead of scanning the file
+        self.recent: dict[str, list[StagedMessages]] = {}
         self.flush_error: StorageError | None = None
         self.threads: dict[str, list[Any]] = {}
         self.dim: int | None = None
@@ -469,6 +628,9 @@ class _Handle:
         self.rows.clear()
         self.tails.clear()
         self.wm.clear()
+        self.scopes.clear()
+        self.filed_counts.clear()
+        self.recent.clear()
         self.dim_known = False
         if keys:
             self.forget_keys()
@@ -619,7 +781,7 @@ class _Handle:
         this process knows go on meanwhile; anything else that needs the connection
         waits for it (``settle``)."""
         self.settle()
-        if not self.pending:
+        if not self.waiting():
             return
         conn = conn or (self.held if self.held is not None else self.idle)
         if conn is None and self.away:
@@ -630,16 +792,17 @@ class _Handle:
         staged, self.pending = self.pending, []
         rows, self.pending_rows = self.pending_rows, 0
         new_dim, self.pending_dim = self.pending_dim, None
+        later, self.later = self.later, _Later()
         failed: duckdb.Error | None = None
         if unlocked:
             self.flushing = True
             self.lock.release()
-        bulk = max(len(s) for s in staged) >= _BULK_ROWS
+        bulk = max((len(s) for s in staged), default=0) >= _BULK_ROWS
         try:
             if bulk:
                 conn.execute(f"SET checkpoint_threshold = '{_BULK_CHECKPOINT}'")
             conn.begin()
-            write_staged(_insert_messages, _DuckTx(conn), staged, new_dim)
+            self.write_waiting(conn, staged, new_dim, later)
             conn.commit()
         except duckdb.Error as e:
             failed = e
@@ -657,10 +820,89 @@ class _Handle:
         if failed is not None:
             # appends made during the commit follow the lost ones: they go too
             rows += self.pending_rows
+            writes = len(later) + len(self.later)
             self.pending, self.pending_rows, self.pending_dim = [], 0, None
+            self.later = _Later()
             self.forget()
-            raise StorageError(f"committing {rows} appended messages failed; they "
-                               f"are not stored: {failed}") from failed
+            what = f"{rows} appended messages" + (
+                f" and {writes} journal records and run writes" if writes else "")
+            raise StorageError(f"committing {what} failed; they are not stored: "
+                               f"{failed}") from failed
+        self.filed(staged)
+
+    def filed(self, staged: Sequence[StagedMessages]) -> None:
+        """Rows this process put in the file (committed, or in the write transaction in
+        progress, whose rollback forgets): the file's counts it keeps take them in."""
+        for s in staged:
+            c = self.filed_counts.get(s.thread_id)
+            if c is None or not len(s):
+                continue
+            self.filed_counts[s.thread_id] = c._replace(
+                message_count=c.message_count + len(s), max_seq=max(c.max_seq, s.top()))
+            if len(s) > _RECENT_ROWS:
+                self.recent.pop(s.thread_id, None)
+                continue
+            if len(self.recent) >= _KNOWN_PREFIXES and s.thread_id not in self.recent:
+                self.recent.clear()
+            kept = self.recent.setdefault(s.thread_id, [])
+            kept.append(s)
+            while sum(map(len, kept)) > _RECENT_ROWS:
+                kept.pop(0)
+
+    def covers(self, thread_id: str, after: int) -> bool:
+        """Whether every row of the thread in the file after seq ``after`` is one this
+        process keeps (``recent``), or there is none (caller holds the lock)."""
+        c = self.filed_counts.get(thread_id) if self.writing() else None
+        if c is None:
+            return False
+        if after >= c.max_seq:
+            return True
+        kept = self.recent.get(thread_id)
+        if not kept:
+            return False
+        return kept[0].seqs[0] <= after + 1 and kept[-1].top() == c.max_seq
+
+    def noted_scope(self, key: tuple[str, str | None],
+                    counts: dict[str, ThreadCounts]) -> None:
+        """A scope_counts read of the file (caller holds the lock), kept while this
+        process writes it (at most _KNOWN_PREFIXES scopes)."""
+        if not self.writing():
+            return
+        if len(self.scopes) >= _KNOWN_PREFIXES:
+            self.scopes.clear()
+            self.filed_counts.clear()
+        self.scopes[key] = tuple(counts)
+        self.filed_counts.update(counts)
+
+    def known_scope(self, key: tuple[str, str | None]) -> dict[str, ThreadCounts] | None:
+        """A scope's counts in the file, from what this process keeps; None: read."""
+        members = self.scopes.get(key) if self.writing() else None
+        if members is None or any(t not in self.filed_counts for t in members):
+            return None
+        return {t: self.filed_counts[t] for t in members}
+
+    @contextmanager
+    def reading_past_waits(self) -> Iterator[None]:
+        """A read whose answer no waiting write changes, or that adds them itself
+        (caller holds the lock): it neither commits them nor turns an open deferred
+        group into a transaction."""
+        was, self.unflushed = self.unflushed, True
+        try:
+            yield
+        finally:
+            self.unflushed = was
+
+    def waiting(self) -> bool:
+        """Whether writes wait in memory to be committed (appends, deferred groups)."""
+        return bool(self.pending) or bool(self.later)
+
+    @staticmethod
+    def write_waiting(conn: Conn, staged: Sequence[StagedMessages], new_dim: int | None,
+                      later: _Later) -> None:
+        """The waiting writes, in the caller's transaction on conn."""
+        tx = _DuckTx(conn)
+        write_staged(_insert_messages, tx, staged, new_dim, _update_counts)
+        later.write(tx)
 
     def close_conn(self, conn: Conn) -> None:
         """Close a connection of this handle, committing deferred appends first (the
@@ -695,7 +937,7 @@ class _Handle:
         release the file when asked for, after linger idle or max_hold held."""
         with self.lock:
             try:
-                while self.idle is not None or self.pending or self.away:
+                while self.idle is not None or self.waiting() or self.away:
                     try:
                         due = self._keep_step(time.monotonic())
                     except StorageError as e:
@@ -712,8 +954,8 @@ class _Handle:
     def hand_over(self, now: float) -> bool:
         """Whether the lingering connection must go now: another process asked for the
         file and this one has had it for max_hold seconds (its time slice)."""
-        return (self.idle is not None and now >= self.opened_at + self.max_hold
-                and self.asked())
+        return (self.idle is not None and self.group is None
+                and now >= self.opened_at + self.max_hold and self.asked())
 
     def _keep_step(self, now: float) -> float | None:
         """One look by the keeper: what is due now, and when to look again (None: stop)."""
@@ -723,13 +965,13 @@ class _Handle:
             self.drop_idle(forced=True)
             return None
         if self.away:
-            if not self.pending and now >= self.last_used + self.linger:
+            if not self.waiting() and now >= self.last_used + self.linger:
                 self.home()  # idle: nothing to take back
                 self.forget()
                 return None
             if now < self.reopen_after or self.take_back(wait=False) is None:
                 return now + _ASK_POLL
-        if self.pending and now >= self.pending_since + self.commit_delay:
+        if self.waiting() and now >= self.pending_since + self.commit_delay:
             self.flush(unlocked=True)
         due = float("inf")
         if self.idle is not None:
@@ -738,9 +980,9 @@ class _Handle:
                 self.drop_idle()
                 return None
             due = idle_end
-        if self.pending:
+        if self.waiting():
             due = min(due, self.pending_since + self.commit_delay)
-        return due if self.idle is not None or self.pending else None
+        return due if self.idle is not None or self.waiting() else None
 
 
 _HANDLES: dict[str, _Handle] = {}
@@ -936,11 +1178,14 @@ class _Database:
         return h.idle, h.idle_read_only
 
     @contextmanager
-    def transaction(self, op: str, *, write: bool, tracked: bool = False) -> Iterator[Conn]:
+    def transaction(self, op: str, *, write: bool, tracked: bool = False,
+                    merged: bool = False) -> Iterator[Conn]:
         """Run the body in one transaction; a call made from inside another operation
         of the same database joins its transaction. What deferred appends know is
         dropped after a write, unless ``tracked`` (its statements go through a
-        ``_DuckTx`` of this handle) and they touched only the journal and runs."""
+        ``_DuckTx`` of this handle) and they touched only the journal and runs.
+        ``merged``: a read of the journal or runs that adds what waits in memory
+        itself (``_Later``), so waiting writes stay waiting."""
         self.check_open(op, write)
         h = self.handle
         with h.lock:
@@ -951,8 +1196,21 @@ class _Database:
                     h.changes += 1  # a write inside a batch: its reads must see it
                 yield h.active
                 return
+            merged = merged or h.unflushed
+            if h.group is not None and not merged:
+                # inside a deferred write group, an operation that needs the file as
+                # the group leaves it: the group becomes one transaction
+                conn = self._upgrade(h.group)
+                h.stale = h.stale or not tracked
+                h.stale_keys = h.stale_keys or not tracked
+                try:
+                    yield conn
+                except duckdb.Error as e:
+                    raise StorageError(f"{op} failed: {e}") from e
+                return
             conn, ro = self._connection(op, write)
-            h.flush()  # deferred appends first: the operation sees them, in order
+            if not merged:
+                h.flush()  # deferred appends first: the operation sees them, in order
             h.active, h.active_read_only, h.active_write = conn, ro, write
             h.stale = h.stale_keys = not tracked
             try:
@@ -984,6 +1242,91 @@ class _Database:
                     h.forget(keys=h.stale_keys)
                 self.used(conn)
 
+    def _upgrade(self, g: _Group) -> Conn:
+        """Turn the open deferred group into a transaction on its connection, holding
+        every waiting write: they stay in memory too until it commits (``group``), so
+        a rollback leaves the ones made before the group waiting."""
+        h = self.handle
+        try:
+            g.conn.begin()
+            h.write_waiting(g.conn, h.pending, h.pending_dim, h.later)
+            h.filed(h.pending)
+        except duckdb.Error as e:
+            with suppress(duckdb.Error):
+                g.conn.rollback()
+            raise StorageError(f"write batch failed: {e}") from e
+        g.upgraded = True
+        h.active, h.active_read_only, h.active_write = g.conn, False, True
+        return g.conn
+
+    @contextmanager
+    def group(self, op: str) -> Iterator[bool]:
+        """A deferred write group (``write_batch(durable=False)``), holding the lock
+        all through: its appends, journal records and runs wait in memory with the
+        writes before them (True), committed together after ``commit_delay`` or
+        before an operation that needs them in the file; an operation of the group
+        that needs the file turns the group into a transaction (``_upgrade``). A
+        failure takes back what the group wrote and commits what waited before it.
+        False (nothing done): the caller runs a transaction instead — nested, on
+        ``:memory:``, read-only, with commit_delay 0, or the file lent to a reader."""
+        h = self.handle
+        with h.lock:
+            if h.group is not None or not self.defers(op) or h.away:
+                yield False
+                return
+            conn = self.writer(op)
+            if h.away or h.active is not None:
+                yield False
+                return
+            was = h.waiting()
+            g = h.group = _Group(conn, len(h.pending), h.pending_rows, h.pending_dim)
+            h.later.undo = []
+            h.stale = h.stale_keys = False
+            try:
+                yield True
+                if g.upgraded:
+                    try:
+                        conn.commit()
+                    except duckdb.Error as e:
+                        raise StorageError(f"{op} failed: {e}") from e
+                    h.pending, h.pending_rows, h.pending_dim = [], 0, None
+                    h.later = _Later()
+            except BaseException:
+                self._abandon(g)
+                raise
+            finally:
+                h.group = None
+                h.later.undo = None
+                if g.upgraded:
+                    h.active = None
+            if g.upgraded and h.stale:
+                h.forget(keys=h.stale_keys)
+            if not was and h.waiting():
+                h.pending_since = time.monotonic()
+            self.used(conn)
+
+    def _abandon(self, g: _Group) -> None:
+        """A deferred group failed: take back what it wrote, commit what waited before
+        it (a failure of that is raised by the next operation), drop what this process
+        knows of the file."""
+        h = self.handle
+        if g.upgraded:
+            h.active = None
+            with suppress(duckdb.Error):
+                g.conn.rollback()
+        for undo in reversed(h.later.undo or []):
+            undo()
+        h.later.undo = None
+        del h.pending[g.appends:]
+        h.pending_rows, h.pending_dim = g.rows, g.dim
+        h.group = None
+        try:
+            h.flush(g.conn)
+        except StorageError as e:
+            h.flush_error = e
+        finally:
+            h.forget()
+
     def used(self, conn: Conn | None) -> None:
         """After an operation on conn (caller holds the lock; None: an append made
         while the file is lent): let a lingering connection linger, and have deferred
@@ -996,7 +1339,7 @@ class _Database:
             if self.linger <= 0 and conn is not None:
                 h.drop_idle()
                 return
-        if h.idle is not None or h.pending or h.away:
+        if h.idle is not None or h.waiting() or h.away:
             h.start_closer()
             h.wake.notify_all()
 
@@ -1138,6 +1481,17 @@ class _DuckTx:
         unless ``noted`` (the writer tells the handle itself: ``note_stored``)."""
         if self.handle is None:
             return
+        narrow = _NARROW_WRITES.match(sql)
+        if narrow:
+            # a new thread (a resource's thread list changes, no kept thread's state)
+            # or a working-memory write: only what they change is dropped
+            h = self.handle
+            if narrow.group(1):
+                h.scopes.clear()
+            else:
+                h.wm.clear()
+            h.changes += 1
+            return
         if not _KEEPS_STATE.match(sql):
             self.handle.stale = True
             # (a statement naming neither table, a thread's or working memory's
@@ -1166,6 +1520,10 @@ class _DuckTx:
 # still holds: reads, and writes of the journal and runs
 _KEEPS_STATE = re.compile(
     r"\s*(SELECT\b|INSERT INTO (journal|runs)\b|UPDATE runs\b|DELETE FROM (journal|runs)\b)",
+    re.IGNORECASE)
+# writes that change one thing a writer keeps: a new thread row, a working memory value
+_NARROW_WRITES = re.compile(
+    r"\s*(?:INSERT INTO (threads)\b|(?:INSERT INTO|UPDATE|DELETE FROM) (working_memory)\b)",
     re.IGNORECASE)
 # of those, the ones that change which journal keys and run ids are stored
 _CHANGES_KEYS = re.compile(r"\s*(INSERT INTO|DELETE FROM) (journal|runs)\b", re.IGNORECASE)
@@ -1448,6 +1806,53 @@ class _DuckDriver(Driver):
         return out
 
 
+def _zone_of(created_at: str) -> str | None:
+    """A created_at's UTC offset as ``_ZONE_SCAN`` reads it: None for UTC."""
+    if created_at.endswith("+00:00"):
+        return None
+    return created_at[19:].lstrip(".0123456789")
+
+
+def _kept_rows(scan: ScopeScan, kept: Sequence[StagedMessages]) -> ScopeRows:
+    """A scope scan's rows built from rows this process keeps in memory (waiting to be
+    committed, or committed lately): the rows of ``kept`` after the scan's seqs, with
+    the columns the scan of the file gives (``_scan_small``: the same zones, message
+    columns within the same budget, a body over the same cap left out); a row has no
+    locator (-1: a read of it goes by its ref)."""
+    pos = {t: i for i, t in enumerate(scan.threads)}
+    picked = [(s, i) for s in kept for i, q in enumerate(s.seqs)
+              if s.thread_id in pos and q > scan.after[pos[s.thread_id]]]
+    out = RowsBuilder(scan, len(picked))
+    vectors = has_vec = None
+    if scan.vectors and scan.dim:
+        vecs = [None if s.vectors is None else s.vectors[i] for s, i in picked]
+        has_vec = np.array([v is not None for v in vecs], bool)
+        vectors = np.array([v for v in vecs if v is not None], np.float32).reshape(
+            -1, scan.dim)
+    out.add(np.array([pos[s.thread_id] for s, _ in picked], np.int32),
+            np.array([s.seqs[i] for s, i in picked], np.int64),
+            np.array([s.created_us[i] for s, i in picked], np.int64), vectors, has_vec,
+            [s.texts[i] for s, i in picked] if scan.texts else None,
+            [s.bodies[i] for s, i in picked] if scan.metadata else None)
+    out.locate(0, np.full(len(picked), -1, np.int64))
+    out.zone(0, pa.array([_zone_of(s.created_at[i]) for s, i in picked], pa.string()))
+    cap = max(_BODY_CAP, 4 * out.message_budget // max(1, len(picked)))
+    # Arrow columns, as the scan gives them (a budget weighs them alike)
+    out.keep_messages(MessageColumns(
+        pa.array([b if len(b) <= cap and len(b.encode()) <= cap else None
+                  for b in (s.bodies[i] for s, i in picked)], pa.string()),
+        pc.dictionary_encode(pa.array([s.resource_id for s, _ in picked], pa.string())),
+        pc.dictionary_encode(pa.array([s.run_ids[i] for s, i in picked], pa.string()))))
+    return out.done()
+
+
+def _thread_copy(thread: Thread) -> Thread:
+    """A copy of a thread row the caller may change: only its metadata can be changed
+    in place (a deep copy of the whole model cost ~0.15 ms, three times a run)."""
+    return thread.model_copy(
+        update={"metadata": copy.deepcopy(thread.metadata)} if thread.metadata else None)
+
+
 class _DuckMemoryStore(SqlMemoryStore):
     """The shared SQL store, with appends deferred while this process holds the file:
     a DuckDB commit costs milliseconds, so appends of new messages (no explicit seqs)
@@ -1528,6 +1933,7 @@ class _DuckMemoryStore(SqlMemoryStore):
                 # not a tracked statement: the caches are kept up to date here instead
                 write_staged(_insert_messages, _DuckTx(conn), [staged],
                              batch_dim if dim is None else None)
+                h.filed([staged])
             except duckdb.Error as e:
                 raise StorageError(f"append_messages failed: {e}") from e
             state[1] = seqs[-1]
@@ -1536,6 +1942,110 @@ class _DuckMemoryStore(SqlMemoryStore):
             if has_vec and dim is None:
                 h.dim = batch_dim
             return seqs
+
+    # -- recall's reads: the file's rows with the appends waiting ----------------------
+    @contextmanager
+    def _unflushed(self, op: str) -> Iterator[list[StagedMessages] | None]:
+        """For a read that adds the waiting appends itself (caller holds the lock):
+        the waiting appends (the read then leaves them waiting), or None when none
+        wait or this process does not write the file (the read commits them first,
+        as every operation)."""
+        h = self.duck.handle
+        if not h.pending or not self._knows(op) or h.unflushed:
+            yield None
+            return
+        with h.reading_past_waits():
+            yield h.pending
+
+    def _kept(self, refs: Sequence[tuple[str, int]]) -> dict[tuple[str, int], StoredMessage]:
+        """The messages of refs that wait to be committed or were committed lately by
+        this process (``recent``), from memory (caller holds the lock)."""
+        h = self.duck.handle
+        if not (h.pending or h.recent) or not self._knows("get_messages"):
+            return {}
+        wanted = {(str(t), int(s)) for t, s in refs}
+        threads = {t for t, _ in wanted}
+        out = {}
+        for s in [*h.pending, *(x for t in threads for x in h.recent.get(t, ()))]:
+            if s.thread_id not in threads:
+                continue
+            for i, q in enumerate(s.seqs):
+                if (s.thread_id, q) in wanted:
+                    out[(s.thread_id, q)] = row_to_message((
+                        s.thread_id, q, s.resource_id, s.bodies[i], s.created_at[i],
+                        s.run_ids[i]))
+        return out
+
+    def get_messages_located(self, refs: Sequence[tuple[str, int]],
+                             locators: Sequence[int],
+                             created: Sequence[datetime | None] | None = None,
+                             ) -> list[StoredMessage]:
+        """The port's read; a message this process has in memory (waiting, or committed
+        lately) is taken from there — a recall's hits among a live agent's last
+        messages are read without touching the file."""
+        with self.duck.handle.lock:
+            kept = self._kept(refs)
+            if not kept:
+                return super().get_messages_located(refs, locators, created)
+            times = list(created) if created is not None else [None] * len(refs)
+            rest = [(r, loc, at) for r, loc, at in zip(refs, locators, times, strict=True)
+                    if (str(r[0]), int(r[1])) not in kept]
+            got = list(kept.values())
+            if rest:
+                got += super().get_messages_located(
+                    [r for r, _, _ in rest], [loc for _, loc, _ in rest],
+                    [at for _, _, at in rest])
+        got.sort(key=lambda m: (m.thread_id, m.seq))
+        return got
+
+    def thread_stats(self, thread_ids: Sequence[str]) -> dict[str, tuple[int, int]]:
+        with self.duck.handle.lock, self._unflushed("thread_stats") as waiting:
+            stats = super().thread_stats(thread_ids)
+            for s in waiting or ():
+                if s.thread_id in stats:
+                    n, top = stats[s.thread_id]
+                    stats[s.thread_id] = (n + len(s), max(top, s.top()))
+            return stats
+
+    def scope_counts(self, thread_id: str,
+                     resource_id: str | None = None) -> dict[str, ThreadCounts]:
+        h = self.duck.handle
+        with h.lock, self._unflushed("scope_counts") as waiting:
+            key = (thread_id, resource_id)
+            counts = h.known_scope(key) if self._knows("scope_counts") else None
+            if counts is None:
+                counts = super().scope_counts(thread_id, resource_id)
+                h.noted_scope(key, counts)
+            for s in waiting or ():
+                c = counts.get(s.thread_id)
+                if c is not None:
+                    counts[s.thread_id] = c._replace(message_count=c.message_count + len(s),
+                                                     max_seq=max(c.max_seq, s.top()))
+            return counts
+
+    def scope_rows(self, thread_ids: Sequence[str], *,
+                   after_seq: dict[str, int] | None = None, vectors: bool = True,
+                   texts: bool = False, metadata: bool = False,
+                   message_share: float = 0.0) -> ScopeRows:
+        """The port's read; when every row asked for is one this process keeps (a live
+        agent's recall looking at the messages of its last runs: waiting, or
+        committed lately), built from memory without touching the file."""
+        h = self.duck.handle
+        threads = tuple(dict.fromkeys(thread_ids))
+        after = after_seq or {}
+        with h.lock:
+            if (h.pending or h.recent) and self._knows("scope_rows") and all(
+                    h.covers(t, after.get(t, -1)) for t in threads):
+                kept = [s for t in threads for s in h.recent.get(t, ())]
+                kept += [s for s in h.pending if s.thread_id in set(threads)]
+                with self._unflushed("scope_rows"):
+                    dim = (super().embedding_dim() or 0) if vectors else 0
+                return _kept_rows(ScopeScan(
+                    threads, tuple(after.get(t, -1) for t in threads), dim, vectors,
+                    texts, metadata, message_share if vectors else 0.0), kept)
+        return super().scope_rows(thread_ids, after_seq=after_seq, vectors=vectors,
+                                  texts=texts, metadata=metadata,
+                                  message_share=message_share)
 
     # -- a thread's count and tail: read once while this process writes the file ----
     def _knows(self, op: str) -> bool:
@@ -1615,6 +2125,32 @@ class _DuckMemoryStore(SqlMemoryStore):
                     return [row_to_message(r) for r in known.rows
                             if (r[1] in wanted if wanted is not None
                                 else first <= r[1] <= last)]
+            knows = self._knows("get_messages")
+            first = (from_seq or 0) if seqs is None else min(seqs, default=0)
+            if knows and h.covers(thread_id, first - 1):
+                # every row asked for is kept (committed lately, or waiting)
+                wanted = None if seqs is None else {int(q) for q in seqs}
+                hi = math.inf if to_seq is None else to_seq
+                return [row_to_message((s.thread_id, q, s.resource_id, s.bodies[i],
+                                        s.created_at[i], s.run_ids[i]))
+                        for s in [*h.recent.get(thread_id, ()), *h.pending]
+                        if s.thread_id == thread_id for i, q in enumerate(s.seqs)
+                        if (q in wanted if wanted is not None else first <= q <= hi)]
+            waiting = [s for s in h.pending if s.thread_id == thread_id] if knows else None
+            if waiting is not None:
+                # the file's rows and the thread's waiting ones (all above them): the
+                # appends of other threads wait on (a recall's neighbours of a hit)
+                with h.reading_past_waits():
+                    out = super().get_messages(thread_id, from_seq=from_seq,
+                                               to_seq=to_seq, seqs=seqs)
+                wanted = None if seqs is None else {int(q) for q in seqs}
+                lo = -1 if from_seq is None else from_seq
+                hi = math.inf if to_seq is None else to_seq
+                out += [row_to_message((s.thread_id, q, s.resource_id, s.bodies[i],
+                                        s.created_at[i], s.run_ids[i]))
+                        for s in waiting for i, q in enumerate(s.seqs)
+                        if (q in wanted if wanted is not None else lo <= q <= hi)]
+                return out
         return super().get_messages(thread_id, from_seq=from_seq, to_seq=to_seq, seqs=seqs)
 
     def get_working_memory(self, key: str) -> Any | None:
@@ -1639,10 +2175,11 @@ class _DuckMemoryStore(SqlMemoryStore):
         with h.lock:
             known = h.rows.get(thread_id) if h.writing() else None
             if known is not None:
-                return known.model_copy(deep=True)
-            thread = super().get_thread(thread_id)
+                return _thread_copy(known)
+            with h.reading_past_waits():  # (appends change no field of the row)
+                thread = super().get_thread(thread_id)
             if thread is not None and h.writing():
-                h.rows[thread_id] = thread.model_copy(deep=True)
+                h.rows[thread_id] = _thread_copy(thread)
             return thread
 
     def _thread_state(self, conn: Conn | None, thread_id: str) -> list[Any]:
@@ -1684,6 +2221,135 @@ class _DuckMemoryStore(SqlMemoryStore):
         return h.dim
 
 
+class _DuckRunJournal(SqlRunJournal):
+    """The shared SQL journal, with the journal records and runs of a deferred write
+    group (``write_batch(durable=False)``) kept waiting in memory (``_Later``) instead
+    of written: a few records, a run started, a status set. Its reads add what waits
+    to what the file holds, so waiting writes stay waiting."""
+
+    duck: _Database
+
+    def _deferring(self) -> bool:
+        """Whether a write waits (caller holds the lock): a deferred group is open and
+        still waiting (not turned into a transaction)."""
+        g = self.duck.handle.group
+        return g is not None and not g.upgraded
+
+    def _stored(self, table: str, column: str, keys: Sequence[str]) -> set[str]:
+        """Which of ``keys`` are stored or waiting (caller holds the lock)."""
+        h = self.duck.handle
+        waiting: Any = h.later.journal if table == "journal" else h.later.runs
+        have = h.stored_of(table, keys)
+        if have is None:
+            with self.duck.transaction(f"{table} look-up", write=False, merged=True) as conn:
+                have = {r[0] for r in conn.execute(
+                    f"SELECT {column} FROM {table} WHERE {column} IN"
+                    f" ({', '.join('?' * len(keys))})", list(keys)).fetchall()}
+        return have | {k for k in keys if k in waiting}
+
+    def _defer_records(self, fresh: dict[str, str]) -> int:
+        h = self.duck.handle
+        have = self._stored("journal", "key", list(fresh))
+        new = [(k, v, key_group(k)) for k, v in fresh.items() if k not in have]
+        h.later.add_records(new)
+        h.note_stored("journal", [r[0] for r in new])
+        return len(new)
+
+    def put_if_absent(self, key: str, value: Any) -> bool:
+        with self.duck.handle.lock:
+            if not self._deferring():
+                return super().put_if_absent(key, value)
+            return self._defer_records(journal_texts([(key, value)])) > 0
+
+    def put_many_if_absent(self, items: Sequence[tuple[str, Any]]) -> int:
+        with self.duck.handle.lock:
+            fresh = journal_texts(items) if self._deferring() else None
+            if fresh is None or len(fresh) > _DEFER_RECORDS:
+                return super().put_many_if_absent(items)
+            return self._defer_records(fresh) if fresh else 0
+
+    def start_run(self, run: RunRecord) -> bool:
+        values = run_values(run)
+        h = self.duck.handle
+        with h.lock:
+            if not self._deferring():
+                return super().start_run(run)
+            if self._stored("runs", "run_id", [run.run_id]):
+                return False
+            h.later.add_run(values)
+            h.note_stored("runs", [run.run_id])
+            return True
+
+    def set_run_status(self, run_id: str, status: RunStatus, *,
+                       finished_at: datetime | None = None, error: str | None = None) -> None:
+        require_aware(f"finished_at of run '{run_id}'", finished_at)
+        h = self.duck.handle
+        with h.lock:
+            if not self._deferring():
+                super().set_run_status(run_id, status, finished_at=finished_at, error=error)
+                return
+            finished = None if finished_at is None else ts_text(finished_at)
+            if h.later.set_status(run_id, status, finished, error):
+                return
+            if not self._stored("runs", "run_id", [run_id]):
+                raise NotFoundError(f"run '{run_id}' does not exist")
+            h.later.set_stored_status(run_id, status, finished, error)
+
+    # -- reads: the file's rows with what waits ------------------------------------------
+    def get(self, key: str) -> Any | None:
+        return self.get_many([key]).get(key)
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, Any]:
+        wanted = list(dict.fromkeys(keys))
+        if not wanted:
+            return {}
+        h = self.duck.handle
+        with h.lock:
+            waiting = {k: h.later.journal[k][0] for k in wanted if k in h.later.journal}
+            rest = [k for k in wanted if k not in waiting]
+            rows: builtins.list[tuple[str, str]] = []
+            if rest:
+                with self.duck.transaction("journal get", write=False, merged=True) as conn:
+                    rows = self.record_rows(_DuckTx(conn), rest)
+        return {k: decode_json(v) for k, v in [*rows, *waiting.items()]}
+
+    def list(self, prefix: str) -> builtins.list[tuple[str, Any]]:
+        """A whole group's listing (a run's records: a Runner's first look at a run)
+        also says, in the same statement, whether a run of that id has a row: the
+        Runner's next read, ``get_run``, then reads nothing for a new run."""
+        h = self.duck.handle
+        with h.lock:
+            with self.duck.transaction("journal list", write=False, merged=True) as conn:
+                if prefix.endswith(":") and key_group(prefix) == prefix and h.writing():
+                    found = conn.execute(
+                        "SELECT 0 AS k, NULL AS key, NULL AS value, NULL AS pos FROM runs"
+                        " WHERE run_id = ? UNION ALL SELECT 1, key, value, pos FROM journal"
+                        " WHERE grp = ? ORDER BY k, pos", [prefix[:-1], prefix]).fetchall()
+                    rows = [(r[1], r[2]) for r in found if r[0] == 1]
+                    if not found or found[0][0] != 0:
+                        h.noted_missing_run(prefix[:-1])
+                else:
+                    rows = self.listed_rows(_DuckTx(conn), prefix)
+            # (inside a group turned transaction, waiting records are in the file too)
+            seen = {r[0] for r in rows}
+            rows += [r for r in h.later.records_under(prefix) if r[0] not in seen]
+            h.noted_listing(prefix, [r[0] for r in rows])
+        return [(r[0], decode_json(r[1])) for r in rows]
+
+    def get_run(self, run_id: str) -> RunRecord | None:
+        h = self.duck.handle
+        with h.lock:
+            row = None
+            # (no_run: a run the file has no row for, while this process writes it)
+            if run_id not in h.later.runs and not (h.writing() and run_id in h.no_run):
+                with self.duck.transaction("get_run", write=False, merged=True) as conn:
+                    row = self.run_row(_DuckTx(conn), run_id)
+            row = h.later.run_row(run_id, row)
+            if row is None:
+                h.noted_missing_run(run_id)
+        return None if row is None else row_to_run(row)
+
+
 # -- the adapter ---------------------------------------------------------------------------
 class DuckDBStorage(SqlStorage):
     """Both ports on a DuckDB database file (or ``":memory:"``).
@@ -1716,9 +2382,11 @@ class DuckDBStorage(SqlStorage):
         self.read_only = read_only
         if not read_only and commit_delay > 0 and self.path != MEMORY:
             _warm_arrow_scans()
-        self._open(_DuckDriver(self._duck), clock, ids, memory=_DuckMemoryStore)
+        self._open(_DuckDriver(self._duck), clock, ids, memory=_DuckMemoryStore,
+                   runs=_DuckRunJournal)
         assert isinstance(self.memory, _DuckMemoryStore)
-        self.memory.duck = self._duck
+        assert isinstance(self.runs, _DuckRunJournal)
+        self.memory.duck = self.runs.duck = self._duck
 
     def __repr__(self) -> str:
         return f"DuckDBStorage({self.path!r})"
@@ -1744,9 +2412,16 @@ class DuckDBStorage(SqlStorage):
             yield
 
     @contextmanager
-    def write_batch(self) -> Iterator[None]:
+    def write_batch(self, *, durable: bool = True) -> Iterator[None]:
         """Every write in the block joins one transaction: one commit instead of one per
-        write (an import writes tens of thousands of journal records)."""
+        write (an import writes tens of thousands of journal records). ``durable=False``
+        (a Runner's write groups): its appends, journal records and runs wait in
+        memory with those before them, committed together (``_Database.group``)."""
+        if not durable:
+            with self._duck.group("write batch") as deferred:
+                if deferred:
+                    yield
+                    return
         # tracked: a batch of journal and run writes, and appends (which keep what
         # this process knows up to date), leaves the caches standing
         with self._duck.transaction("write batch", write=True, tracked=True):

@@ -437,16 +437,26 @@ def _row_to_observation(r: Sequence[Any]) -> Observation:
 _RUN_COLS = "run_id, agent, thread_id, resource_id, status, started_at, finished_at, error"
 
 
-def _row_to_run(r: Sequence[Any]) -> RunRecord:
+def row_to_run(r: Sequence[Any]) -> RunRecord:
     return RunRecord(run_id=r[0], agent=r[1], thread_id=r[2], resource_id=r[3], status=r[4],
                      started_at=ts_parse(r[5]), finished_at=ts_parse_opt(r[6]), error=r[7])
 
 
 InsertMessages = Callable[[Tx, Sequence[StagedMessages]], None]
+#: keeps the threads' counters: (thread id, rows added, highest seq added) each
+UpdateCounts = Callable[[Tx, Sequence[tuple[str, int, int]]], None]
+
+
+def update_counts(tx: Tx, counts: Sequence[tuple[str, int, int]]) -> None:
+    """One ``UPDATE`` a thread (every engine takes it as it is)."""
+    for tid, n, top in counts:
+        tx.execute("UPDATE threads SET message_count = message_count + ?,"
+                   " max_seq = CASE WHEN max_seq < ? THEN ? ELSE max_seq END"
+                   " WHERE id = ?", (n, top, top, tid))
 
 
 def write_staged(insert: InsertMessages, tx: Tx, staged: Sequence[StagedMessages],
-                 new_dim: int | None) -> None:
+                 new_dim: int | None, counted: UpdateCounts = update_counts) -> None:
     """Insert staged appends (``staging.stage_messages``: all new, seqs assigned) and
     keep each thread's counters, in the caller's write transaction; with ``new_dim``
     the rows carry the store's first vectors and fix its dimension."""
@@ -459,10 +469,7 @@ def write_staged(insert: InsertMessages, tx: Tx, staged: Sequence[StagedMessages
         c = counts.setdefault(s.thread_id, [0, -1])
         c[0] += len(s)
         c[1] = max(c[1], s.top())
-    for tid, (n, top) in counts.items():
-        tx.execute("UPDATE threads SET message_count = message_count + ?,"
-                   " max_seq = CASE WHEN max_seq < ? THEN ? ELSE max_seq END"
-                   " WHERE id = ?", (n, top, top, tid))
+    counted(tx, [(tid, n, top) for tid, (n, top) in counts.items()])
     if new_dim is not None and any(s.vectors is not None for s in staged):
         tx.execute("UPDATE meta SET value = ? WHERE key = ?", (str(new_dim), DIM_KEY))
 
@@ -1033,10 +1040,31 @@ class SqlMemoryStore(MemoryStore):
 
 
 _PREFIX = "substr(key, 1, length(?)) = ?"
-_JOURNAL_COLS = ("key", "value", "grp")
-_RUN_INSERT = (*_RUN_COLS.split(", "), "started_us")
+JOURNAL_COLS = ("key", "value", "grp")
+RUN_INSERT = (*_RUN_COLS.split(", "), "started_us")
 # put_many_if_absent of at most this many records is one INSERT … ON CONFLICT statement
 _FEW_RECORDS = 64
+
+
+def journal_texts(items: Sequence[tuple[str, Any]]) -> dict[str, str]:
+    """Each new key's record as stored JSON (the first of a repeated key), checked."""
+    fresh: dict[str, str] = {}
+    for key, value in items:
+        if not isinstance(key, str) or not key:
+            raise InvalidInputError(f"journal key must be a non-empty string, got {key!r}")
+        if key not in fresh:
+            fresh[key] = encode_json(key, value)
+    return fresh
+
+
+def run_values(run: RunRecord) -> list[Any]:
+    """A run's row as ``RUN_INSERT`` values (times checked to be aware)."""
+    require_aware(f"started_at of run '{run.run_id}'", run.started_at)
+    require_aware(f"finished_at of run '{run.run_id}'", run.finished_at)
+    return [run.run_id, run.agent, run.thread_id, run.resource_id, run.status,
+            ts_text(run.started_at),
+            None if run.finished_at is None else ts_text(run.finished_at), run.error,
+            ts_micros(run.started_at)]
 
 
 def _by_prefix(prefix: str) -> tuple[str, list[str]]:
@@ -1058,24 +1086,19 @@ class SqlRunJournal(RunJournal):
             raise InvalidInputError(f"journal key must be a non-empty string, got {key!r}")
         text = encode_json(key, value)
         with self._db.write("journal put_if_absent") as tx:
-            return self._db.insert_absent(tx, "journal", "key", _JOURNAL_COLS,
+            return self._db.insert_absent(tx, "journal", "key", JOURNAL_COLS,
                                           [(key, text, key_group(key))]) > 0
 
     def put_many_if_absent(self, items: Sequence[tuple[str, Any]]) -> int:
         """Many records in one transaction and one batch insert (an import's); keys
         already stored, or repeated in ``items``, keep their first value."""
-        fresh: dict[str, str] = {}
-        for key, value in items:
-            if not isinstance(key, str) or not key:
-                raise InvalidInputError(f"journal key must be a non-empty string, got {key!r}")
-            if key not in fresh:
-                fresh[key] = encode_json(key, value)
+        fresh = journal_texts(items)
         if not fresh:
             return 0
         if len(fresh) <= _FEW_RECORDS:
             # a run's group of records: one statement (DuckDB pays per statement)
             with self._db.write("journal put_many_if_absent") as tx:
-                return self._db.insert_absent(tx, "journal", "key", _JOURNAL_COLS, [
+                return self._db.insert_absent(tx, "journal", "key", JOURNAL_COLS, [
                     (k, v, key_group(k)) for k, v in fresh.items()])
         with self._db.write("journal put_many_if_absent") as tx:
             have: set[str] = set()
@@ -1084,32 +1107,42 @@ class SqlRunJournal(RunJournal):
                     f"SELECT key FROM journal WHERE key IN ({_marks(len(part))})", part))
             rows = [[k, v, key_group(k)] for k, v in fresh.items() if k not in have]
             if rows:
-                self._db.insert_rows(tx, "journal", _JOURNAL_COLS, rows)
+                self._db.insert_rows(tx, "journal", JOURNAL_COLS, rows)
             return len(rows)
 
     def get(self, key: str) -> Any | None:
         with self._db.read("journal get") as tx:
-            rows = tx.query("SELECT value FROM journal WHERE key = ?", (key,))
-        return decode_json(rows[0][0]) if rows else None
+            rows = self.record_rows(tx, [key])
+        return decode_json(rows[0][1]) if rows else None
 
     def get_many(self, keys: Sequence[str]) -> dict[str, Any]:
         wanted = list(dict.fromkeys(keys))
-        out: dict[str, Any] = {}
         if not wanted:
-            return out
+            return {}
         with self._db.read("journal get_many") as tx:
-            for part in _chunks(wanted):
-                out.update((r[0], decode_json(r[1])) for r in tx.query(
-                    f"SELECT key, value FROM journal WHERE key IN ({_marks(len(part))})", part))
+            return {k: decode_json(v) for k, v in self.record_rows(tx, wanted)}
+
+    @staticmethod
+    def record_rows(tx: Tx, keys: Sequence[str]) -> builtins.list[tuple[str, str]]:
+        """(key, stored JSON) of those of ``keys`` that are stored."""
+        out: builtins.list[tuple[str, str]] = []
+        for part in _chunks(keys):
+            out.extend((r[0], r[1]) for r in tx.query(
+                f"SELECT key, value FROM journal WHERE key IN ({_marks(len(part))})", part))
         return out
 
     def list(self, prefix: str) -> list[tuple[str, Any]]:
-        where, params = _by_prefix(prefix)
         with self._db.read("journal list") as tx:
-            rows = tx.query(f"SELECT key, value FROM journal WHERE {where} ORDER BY pos",
-                            params)
+            rows = self.listed_rows(tx, prefix)
             self._db.noted_listing(prefix, [r[0] for r in rows])
         return [(r[0], decode_json(r[1])) for r in rows]
+
+    @staticmethod
+    def listed_rows(tx: Tx, prefix: str) -> builtins.list[tuple[str, str]]:
+        """(key, stored JSON) of every record under ``prefix``, in the order written."""
+        where, params = _by_prefix(prefix)
+        return [(r[0], r[1]) for r in tx.query(
+            f"SELECT key, value FROM journal WHERE {where} ORDER BY pos", params)]
 
     def delete(self, prefix: str) -> int:
         where, params = _by_prefix(prefix)
@@ -1118,23 +1151,16 @@ class SqlRunJournal(RunJournal):
 
     # -- runs ------------------------------------------------------------------------
     def start_run(self, run: RunRecord) -> bool:
-        require_aware(f"started_at of run '{run.run_id}'", run.started_at)
-        require_aware(f"finished_at of run '{run.run_id}'", run.finished_at)
+        values = run_values(run)
         with self._db.write("start_run") as tx:
-            return self._db.insert_absent(tx, "runs", "run_id", _RUN_INSERT, [(
-                run.run_id, run.agent, run.thread_id, run.resource_id, run.status,
-                ts_text(run.started_at),
-                None if run.finished_at is None else ts_text(run.finished_at), run.error,
-                ts_micros(run.started_at))]) > 0
+            return self._db.insert_absent(tx, "runs", "run_id", RUN_INSERT, [values]) > 0
 
     def start_runs(self, runs: Sequence[RunRecord]) -> builtins.list[str]:
         """The runs not stored yet, in one transaction and one batch insert (the first
         of repeated ids); returns the ids started here."""
-        first: dict[str, RunRecord] = {}
+        first: dict[str, list[Any]] = {}
         for r in runs:
-            require_aware(f"started_at of run '{r.run_id}'", r.started_at)
-            require_aware(f"finished_at of run '{r.run_id}'", r.finished_at)
-            first.setdefault(r.run_id, r)
+            first.setdefault(r.run_id, run_values(r))
         if not first:
             return []
         with self._db.write("start_runs") as tx:
@@ -1142,14 +1168,10 @@ class SqlRunJournal(RunJournal):
             for part in _chunks(list(first)):
                 have.update(row[0] for row in tx.query(
                     f"SELECT run_id FROM runs WHERE run_id IN ({_marks(len(part))})", part))
-            new = [r for r in first.values() if r.run_id not in have]
+            new = [v for k, v in first.items() if k not in have]
             if new:
-                self._db.insert_rows(tx, "runs", _RUN_INSERT, [
-                    [r.run_id, r.agent, r.thread_id, r.resource_id, r.status,
-                     ts_text(r.started_at),
-                     None if r.finished_at is None else ts_text(r.finished_at), r.error,
-                     ts_micros(r.started_at)] for r in new])
-            return [r.run_id for r in new]
+                self._db.insert_rows(tx, "runs", RUN_INSERT, new)
+            return [v[0] for v in new]
 
     def set_run_status(self, run_id: str, status: RunStatus, *,
                        finished_at: datetime | None = None, error: str | None = None) -> None:
@@ -1164,15 +1186,21 @@ class SqlRunJournal(RunJournal):
 
     def get_run(self, run_id: str) -> RunRecord | None:
         with self._db.read("get_run") as tx:
-            rows = tx.query(f"SELECT {_RUN_COLS} FROM runs WHERE run_id = ?", (run_id,))
-            if not rows:
+            row = self.run_row(tx, run_id)
+            if row is None:
                 self._db.noted_missing_run(run_id)
-        return _row_to_run(rows[0]) if rows else None
+        return None if row is None else row_to_run(row)
+
+    @staticmethod
+    def run_row(tx: Tx, run_id: str) -> tuple[Any, ...] | None:
+        """The run's row (``_RUN_COLS``), or None."""
+        rows = tx.query(f"SELECT {_RUN_COLS} FROM runs WHERE run_id = ?", (run_id,))
+        return tuple(rows[0]) if rows else None
 
     def list_runs(self, *, thread_id: str | None = None,
                   resource_id: str | None = None) -> builtins.list[RunRecord]:
         with many_objects():
-            return [_row_to_run(r) for r in self._run_rows(thread_id, resource_id)]
+            return [row_to_run(r) for r in self._run_rows(thread_id, resource_id)]
 
     def run_rows(self, *, thread_id: str | None = None) -> builtins.list[RunRow]:
         with many_objects():
@@ -1214,7 +1242,8 @@ class SqlStorage(Storage):
     _db: Driver
 
     def _open(self, db: Driver, clock: Clock, ids: ThreadIdFactory | None,
-              memory: type[SqlMemoryStore] | None = None) -> None:
+              memory: type[SqlMemoryStore] | None = None,
+              runs: type[SqlRunJournal] | None = None) -> None:
         self._db = db
         try:
             # looked up here, not bound at import, so a test can pin an older list
@@ -1224,11 +1253,13 @@ class SqlStorage(Storage):
             raise
         clock = checked_clock(clock)
         self.memory = (memory or SqlMemoryStore)(db, clock, ids or ThreadIdFactory(clock))
-        self.runs = SqlRunJournal(db)
+        self.runs = (runs or SqlRunJournal)(db)
 
-    def write_batch(self) -> AbstractContextManager[None]:
+    def write_batch(self, *, durable: bool = True) -> AbstractContextManager[None]:
         """Every write in the block in one transaction (one commit), where the driver
-        groups writes (SQLite, PostgreSQL, DuckDB); a failure leaves none of them."""
+        groups writes (SQLite, PostgreSQL, DuckDB); a failure leaves none of them.
+        ``durable``: see ``Storage.write_batch`` (DuckDBStorage defers)."""
+        del durable
         return self._db.batch()
 
     def close(self) -> None:
