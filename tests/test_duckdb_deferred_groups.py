@@ -224,3 +224,30 @@ def test_a_new_thread_or_a_working_memory_write_drops_only_what_it_changes(
     assert "k" not in h.wm and store.memory.get_working_memory("k") == 2
     assert store.memory.change_token() != token
     assert "t" in h.tails and store.memory.count_messages("t") == 1
+
+
+def test_a_new_thread_is_committed_without_what_waits(store: DuckDBStorage) -> None:
+    """No waiting write touches a new thread's row: creating one commits that row alone
+    (committing what waits costs a run ~5-10 ms, an agent starting threads paid it)."""
+    store.memory.append_messages("t", [_row("one")])
+    store.memory.create_thread("t2", resource_id="u")
+    assert store._duck.handle.pending  # the append still waits
+    assert _in_file(store, "SELECT id FROM threads WHERE id = 't2'") == [("t2",)]
+    assert _in_file(store, "SELECT count(*) FROM messages") == [(0,)]
+    assert store.memory.append_messages("t2", [_row("two")]) == [0]
+    assert [m.content for m in store.memory.get_messages("t")] == ["one"]
+
+
+def test_a_new_thread_s_tail_and_a_working_memory_read_commit_nothing(
+        store: DuckDBStorage) -> None:
+    """What a composition reads of a thread made here (its tail: empty, or what this
+    process appended) and a working-memory value (no waiting write is one) are read
+    without committing what waits."""
+    store.memory.append_messages("t", [_row("one")])
+    store.memory.create_thread("t2", resource_id="u")
+    assert store.memory.get_tail("t2", 4) == []
+    store.memory.append_messages("t2", [_row("two")])
+    assert [m.content for m in store.memory.get_tail("t2", 4)] == ["two"]
+    assert store.memory.get_working_memory("nope") is None
+    assert store._duck.handle.pending
+    assert _in_file(store, "SELECT count(*) FROM messages") == [(0,)]

@@ -35,6 +35,9 @@ def _fill(storage: Storage) -> None:
         storage.memory.append_messages(t, [
             AppendRow(message=Message(content=f"note {i} in {t}"), embedding=_vec(i))
             for i in range(6)])
+    # a read of the file: DuckDB's waiting appends are committed (the recalls below read
+    # the file; rows still waiting would be built from memory, tests/test_duckdb_small_scan.py)
+    storage.memory.list_threads()
 
 
 class Ports:
