@@ -149,6 +149,13 @@ def test_every_waiting_append_goes_in_as_one_insert(
     assert inserts == []
     s.memory.list_threads()  # a read of the file commits what waits, first
     assert inserts == [("messages", 500)]
+    # both threads' counters, kept by the commit's one UPDATE for all threads
+    h = s._duck.handle
+    with h.lock:
+        conn = h.idle if h.idle is not None else h.held
+        assert conn is not None
+        assert conn.execute("SELECT id, message_count, max_seq FROM threads ORDER BY id"
+                            ).fetchall() == [("t1", 460, 459), ("t2", 40, 39)]
     assert [m.seq for m in s.memory.get_messages("t2")] == list(range(40))
     s.close()
 

@@ -453,13 +453,12 @@ class _Later:
     def add_records(self, rows: Sequence[tuple[str, str, str]]) -> None:
         for key, value, grp in rows:
             self.journal[key] = (value, grp)
-        if self.undo is not None and rows:
-            keys = [r[0] for r in rows]
+        keys = [r[0] for r in rows]
 
-            def undo() -> None:
-                for k in keys:
-                    self.journal.pop(k, None)
-            self.undo.append(undo)
+        def undo() -> None:
+            for k in keys:
+                self.journal.pop(k, None)
+        self._undo(undo)
 
     def add_run(self, values: list[Any]) -> None:
         run_id = values[0]
@@ -1570,6 +1569,19 @@ def _cache_capped(conn: Conn) -> Iterator[None]:
         conn.execute(f"SET memory_limit = '{was}'")
 
 
+def _stored_keys(tx: Any, h: _Handle, table: str, column: str,
+                 keys: Sequence[str]) -> set[str]:
+    """Which of a few ``keys`` (journal keys, run ids) the file holds: from what this
+    process knows while it writes the file (a run's keys, known from its first read),
+    else looked up through the key's index."""
+    have = h.stored_of(table, keys)
+    if have is None:
+        have = {r[0] for r in tx.query(
+            f"SELECT {column} FROM {table} WHERE {column} IN ({', '.join('?' * len(keys))})",
+            list(keys))}
+    return have
+
+
 class _DuckDriver(Driver):
     dialect = _DIALECT
     lock_row = ""  # one process holds the file read-write; _Database serialises its threads
@@ -1633,13 +1645,8 @@ class _DuckDriver(Driver):
         and runs the write under its lock."""
         if not rows:
             return 0
-        keys = [r[0] for r in rows]
         h = self.db.handle
-        have = h.stored_of(table, keys)  # a run's keys, known from its first read
-        if have is None:
-            have = {r[0] for r in tx.query(
-                f"SELECT {key} FROM {table} WHERE {key} IN ({', '.join('?' * len(keys))})",
-                keys)}
+        have = _stored_keys(tx, h, table, key, [r[0] for r in rows])
         new = [r for r in rows if r[0] not in have]
         if new:
             tx.execute(insert_sql(table, columns, len(new)), [v for r in new for v in r],
@@ -1847,6 +1854,17 @@ def _kept_rows(scan: ScopeScan, kept: Sequence[StagedMessages]) -> ScopeRows:
     return out.done()
 
 
+def _staged_messages(staged: Sequence[StagedMessages], thread_id: str,
+                     wanted: set[int] | None, lo: float = -math.inf,
+                     hi: float = math.inf) -> list[StoredMessage]:
+    """The messages of rows this process keeps (waiting, or committed lately) of one
+    thread: the seqs ``wanted``, or every seq in ``lo``..``hi``, in the order kept."""
+    return [row_to_message((s.thread_id, q, s.resource_id, s.bodies[i], s.created_at[i],
+                            s.run_ids[i]))
+            for s in staged if s.thread_id == thread_id for i, q in enumerate(s.seqs)
+            if (q in wanted if wanted is not None else lo <= q <= hi)]
+
+
 def _thread_copy(thread: Thread) -> Thread:
     """A copy of a thread row the caller may change: only its metadata can be changed
     in place (a deep copy of the whole model cost ~0.15 ms, three times a run)."""
@@ -1964,18 +1982,11 @@ class _DuckMemoryStore(SqlMemoryStore):
         h = self.duck.handle
         if not (h.pending or h.recent) or not self._knows("get_messages"):
             return {}
-        wanted = {(str(t), int(s)) for t, s in refs}
-        threads = {t for t, _ in wanted}
-        out = {}
-        for s in [*h.pending, *(x for t in threads for x in h.recent.get(t, ()))]:
-            if s.thread_id not in threads:
-                continue
-            for i, q in enumerate(s.seqs):
-                if (s.thread_id, q) in wanted:
-                    out[(s.thread_id, q)] = row_to_message((
-                        s.thread_id, q, s.resource_id, s.bodies[i], s.created_at[i],
-                        s.run_ids[i]))
-        return out
+        seqs: dict[str, set[int]] = {}
+        for t, q in refs:
+            seqs.setdefault(str(t), set()).add(int(q))
+        return {(m.thread_id, m.seq): m for t, wanted in seqs.items()
+                for m in _staged_messages([*h.recent.get(t, ()), *h.pending], t, wanted)}
 
     def get_messages_located(self, refs: Sequence[tuple[str, int]],
                              locators: Sequence[int],
@@ -2038,7 +2049,7 @@ class _DuckMemoryStore(SqlMemoryStore):
             if (h.pending or h.recent) and self._knows("scope_rows") and all(
                     h.covers(t, after.get(t, -1)) for t in threads):
                 kept = [s for t in threads for s in h.recent.get(t, ())]
-                kept += [s for s in h.pending if s.thread_id in set(threads)]
+                kept += [s for s in h.pending if s.thread_id in threads]
                 with self._unflushed("scope_rows"):
                     dim = (super().embedding_dim() or 0) if vectors else 0
                 return _kept_rows(ScopeScan(
@@ -2117,7 +2128,8 @@ class _DuckMemoryStore(SqlMemoryStore):
         recent window: each run reads them otherwise); else read."""
         h = self.duck.handle
         with h.lock:
-            known = h.tails.get(thread_id) if self._knows("get_messages") else None
+            knows = self._knows("get_messages")
+            known = h.tails.get(thread_id) if knows else None
             if known is not None:
                 wanted = None if seqs is None else set(seqs)
                 first = (from_seq or 0) if wanted is None else min(wanted, default=known.lo)
@@ -2126,32 +2138,20 @@ class _DuckMemoryStore(SqlMemoryStore):
                     return [row_to_message(r) for r in known.rows
                             if (r[1] in wanted if wanted is not None
                                 else first <= r[1] <= last)]
-            knows = self._knows("get_messages")
-            first = (from_seq or 0) if seqs is None else min(seqs, default=0)
-            if knows and h.covers(thread_id, first - 1):
-                # every row asked for is kept (committed lately, or waiting)
+            if knows:
                 wanted = None if seqs is None else {int(q) for q in seqs}
+                lo = (from_seq or 0) if wanted is None else min(wanted, default=0)
                 hi = math.inf if to_seq is None else to_seq
-                return [row_to_message((s.thread_id, q, s.resource_id, s.bodies[i],
-                                        s.created_at[i], s.run_ids[i]))
-                        for s in [*h.recent.get(thread_id, ()), *h.pending]
-                        if s.thread_id == thread_id for i, q in enumerate(s.seqs)
-                        if (q in wanted if wanted is not None else first <= q <= hi)]
-            waiting = [s for s in h.pending if s.thread_id == thread_id] if knows else None
-            if waiting is not None:
-                # the file's rows and the thread's waiting ones (all above them): the
+                if h.covers(thread_id, lo - 1):
+                    # every row asked for is kept (committed lately, or waiting)
+                    return _staged_messages([*h.recent.get(thread_id, ()), *h.pending],
+                                            thread_id, wanted, lo, hi)
+                # the file's rows, then the thread's waiting ones (all above them): the
                 # appends of other threads wait on (a recall's neighbours of a hit)
                 with h.reading_past_waits():
                     out = super().get_messages(thread_id, from_seq=from_seq,
                                                to_seq=to_seq, seqs=seqs)
-                wanted = None if seqs is None else {int(q) for q in seqs}
-                lo = -1 if from_seq is None else from_seq
-                hi = math.inf if to_seq is None else to_seq
-                out += [row_to_message((s.thread_id, q, s.resource_id, s.bodies[i],
-                                        s.created_at[i], s.run_ids[i]))
-                        for s in waiting for i, q in enumerate(s.seqs)
-                        if (q in wanted if wanted is not None else lo <= q <= hi)]
-                return out
+                return out + _staged_messages(h.pending, thread_id, wanted, lo, hi)
         return super().get_messages(thread_id, from_seq=from_seq, to_seq=to_seq, seqs=seqs)
 
     def create_thread(self, thread_id: str | None = None, *, resource_id: str | None = None,
@@ -2254,12 +2254,8 @@ class _DuckRunJournal(SqlRunJournal):
         """Which of ``keys`` are stored or waiting (caller holds the lock)."""
         h = self.duck.handle
         waiting: Any = h.later.journal if table == "journal" else h.later.runs
-        have = h.stored_of(table, keys)
-        if have is None:
-            with self.duck.transaction(f"{table} look-up", write=False, merged=True) as conn:
-                have = {r[0] for r in conn.execute(
-                    f"SELECT {column} FROM {table} WHERE {column} IN"
-                    f" ({', '.join('?' * len(keys))})", list(keys)).fetchall()}
+        with self.duck.transaction(f"{table} look-up", write=False, merged=True) as conn:
+            have = _stored_keys(_DuckTx(conn), h, table, column, keys)
         return have | {k for k in keys if k in waiting}
 
     def _defer_records(self, fresh: dict[str, str]) -> int:
