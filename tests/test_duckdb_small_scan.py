@@ -49,6 +49,9 @@ def _fill(store: DuckDBStorage) -> dict[str, int]:
     store.memory.append_messages("a", rows[:3])
     store.memory.append_messages("b", rows[3:])
     store.memory.list_threads()  # a read of the file: the appends are committed first
+    # as rows another process wrote: the writer does not keep them (a thread made here
+    # is read from what it keeps, see the last test)
+    store._duck.handle.forget()
     return {"a": 0, "b": 0}
 
 
@@ -178,5 +181,44 @@ def test_rows_a_writer_keeps_read_as_the_file_scan_reads_them(
         assert located == s.memory.get_messages_by_refs(refs)
         assert [m.seq for m in later] == [4, 5, 6]
         assert later == s.memory.get_messages("a", from_seq=4)
+    finally:
+        s.close()
+
+
+def test_a_thread_made_here_is_read_whole_from_what_the_writer_keeps(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A thread this process created has no rows in the file but the ones it committed
+    since: a recall's first look at it (the whole thread, after seq -1) is built from
+    memory, without scanning the file or committing what waits, and equals the scan.
+    A thread made elsewhere (here: forgotten) is scanned."""
+    s = DuckDBStorage(tmp_path / "made.duckdb", commit_delay=60)
+    try:
+        s.memory.create_thread("n", resource_id="u")
+        rng = np.random.default_rng(9)
+        for i in range(3):
+            s.memory.append_messages("n", [AppendRow(
+                message=Message(content=f"turn {i}"), embedding=rng.random(4, np.float32))])
+            s.memory.list_threads()  # committed, one at a time
+        s.memory.append_messages("n", [AppendRow(
+            message=Message(content="waiting"), embedding=rng.random(4, np.float32))])
+        h = s._duck.handle
+        scanned: list[int] = []
+        real = duck._DuckDriver.scan_scope
+
+        def counted(self: Any, tx: Any, scan: Any) -> Any:
+            scanned.append(1)
+            return real(self, tx, scan)
+
+        monkeypatch.setattr(duck._DuckDriver, "scan_scope", counted)
+        whole = s.memory.scope_rows(["n"], after_seq={"n": -1}, texts=True,
+                                  metadata=True)
+        assert not scanned and h.pending  # from memory; the last append still waits
+        assert sorted(whole.seqs.tolist()) == [0, 1, 2, 3]
+        s.memory.list_threads()
+        h.forget()  # as if made by another process: the file is scanned
+        filed = s.memory.scope_rows(["n"], after_seq={"n": -1}, texts=True,
+                                  metadata=True)
+        assert scanned
+        _same(whole, replace(filed, locators=np.full(len(filed), -1, np.int64)))
     finally:
         s.close()

@@ -35,9 +35,13 @@ def _fill(storage: Storage) -> None:
         storage.memory.append_messages(t, [
             AppendRow(message=Message(content=f"note {i} in {t}"), embedding=_vec(i))
             for i in range(6)])
-    # a read of the file: DuckDB's waiting appends are committed (the recalls below read
-    # the file; rows still waiting would be built from memory, tests/test_duckdb_small_scan.py)
+    # a read of the file: DuckDB's waiting appends are committed, and taken as rows
+    # another process wrote (the recalls below read the file; rows a writer keeps —
+    # waiting, or of a thread it made — are built from memory, test_duckdb_small_scan)
     storage.memory.list_threads()
+    duck = getattr(storage, "_duck", None)
+    if duck is not None:
+        duck.handle.forget()
 
 
 class Ports:

@@ -874,10 +874,20 @@ class _Handle:
         self.scopes[key] = tuple(counts)
         self.filed_counts.update(counts)
 
+    def made(self, thread: Thread) -> None:
+        """A thread this process created while writing the file (caller holds the
+        lock): it has no rows there, so every row it commits to the thread is kept
+        (``recent``) from the first, and a recall's first look at the thread reads
+        nothing from the file. Its edits count is not known (-1: ``known_scope``
+        reads the scope's counts from the file)."""
+        if self.writing():
+            self.filed_counts[thread.id] = ThreadCounts(0, -1, thread.created_at, -1)
+
     def known_scope(self, key: tuple[str, str | None]) -> dict[str, ThreadCounts] | None:
         """A scope's counts in the file, from what this process keeps; None: read."""
         members = self.scopes.get(key) if self.writing() else None
-        if members is None or any(t not in self.filed_counts for t in members):
+        if members is None or any(t not in self.filed_counts
+                                  or self.filed_counts[t].edits < 0 for t in members):
             return None
         return {t: self.filed_counts[t] for t in members}
 
@@ -2164,8 +2174,11 @@ class _DuckMemoryStore(SqlMemoryStore):
         few runs paid one each.)"""
         h = self.duck.handle
         with h.lock, h.reading_past_waits():
-            return super().create_thread(thread_id, resource_id=resource_id, title=title,
-                                         metadata=metadata, parent_thread_id=parent_thread_id)
+            thread = super().create_thread(thread_id, resource_id=resource_id, title=title,
+                                           metadata=metadata,
+                                           parent_thread_id=parent_thread_id)
+            h.made(thread)
+            return thread
 
     def get_working_memory(self, key: str) -> Any | None:
         """A working memory value, read once while this process writes the file (a
