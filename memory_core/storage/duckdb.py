@@ -579,6 +579,10 @@ class _Handle:
         self.pending_since = 0.0
         #: journal records and runs of deferred write groups (``_Later``)
         self.later = _Later()
+        #: the waiting writes the keeper is committing now, without the lock
+        #: (``flush``): this process's reads count them as waiting until it is done
+        self.inflight: list[StagedMessages] = []
+        self.inflight_later = _Later()
         #: the deferred write group open now (the lock is held all through it)
         self.group: _Group | None = None
         #: a read in progress adds the waiting appends itself (``_unflushed``)
@@ -652,8 +656,10 @@ class _Handle:
                 self.listed.popitem(last=False)
 
     def noted_missing_run(self, run_id: str) -> None:
-        """A read found no row for the run (caller holds the lock)."""
-        if self.writing():
+        """A read found no row for the run (caller holds the lock); not kept for a run
+        whose row waits (a read beside a commit in flight may not see it yet)."""
+        if self.writing() and all(run_id not in later.runs
+                                  for later in self.waiting_later()):
             if len(self.no_run) >= _KNOWN_PREFIXES:
                 self.no_run.clear()
             self.no_run.add(run_id)
@@ -777,9 +783,11 @@ class _Handle:
     def flush(self, conn: Conn | None = None, *, unlocked: bool = False) -> None:
         """Commit the deferred appends in one transaction (caller holds the lock), on
         conn or the connection this process holds. ``unlocked`` (the keeper, holding
-        the lock once): the lock is let go during the commit, so appends whose seqs
-        this process knows go on meanwhile; anything else that needs the connection
-        waits for it (``settle``)."""
+        the lock once): the commit runs on a cursor of conn with the lock let go, and
+        this process goes on meanwhile — appends whose seqs it knows, reads answered
+        from memory (the writes in flight counted as waiting, ``unfiled``), deferred
+        groups that stay in memory, and reads of the journal and runs on conn
+        (``overlap``); anything else that needs the file waits for it (``settle``)."""
         self.settle()
         if not self.waiting():
             return
@@ -789,6 +797,14 @@ class _Handle:
         # whoever lets a connection go commits the waiting appends on it first, having
         # waited (``settle``) for a commit in flight before letting it go
         assert conn is not None, "deferred appends outlived their connection"
+        if unlocked:
+            # on a connection of its own (a cursor: the same database, its own
+            # transaction), so this process's operations that may (``overlap``) go on
+            # on conn meanwhile, counting these writes as waiting (``unfiled``)
+            try:
+                conn = conn.cursor()
+            except duckdb.Error:
+                unlocked = False  # (then on conn, holding the lock, as any commit)
         staged, self.pending = self.pending, []
         rows, self.pending_rows = self.pending_rows, 0
         new_dim, self.pending_dim = self.pending_dim, None
@@ -796,6 +812,7 @@ class _Handle:
         failed: duckdb.Error | None = None
         if unlocked:
             self.flushing = True
+            self.inflight, self.inflight_later = staged, later
             self.lock.release()
         bulk = max((len(s) for s in staged), default=0) >= _BULK_ROWS
         try:
@@ -814,8 +831,11 @@ class _Handle:
             if bulk:
                 _restore_checkpoint(conn)
             if unlocked:
+                with suppress(duckdb.Error):
+                    conn.close()
                 self.lock.acquire()
                 self.flushing = False
+                self.inflight, self.inflight_later = [], _Later()
                 self.wake.notify_all()
         if failed is not None:
             # appends made during the commit follow the lost ones: they go too
@@ -906,6 +926,18 @@ class _Handle:
         """Whether writes wait in memory to be committed (appends, deferred groups)."""
         return bool(self.pending) or bool(self.later)
 
+    def unfiled(self) -> list[StagedMessages]:
+        """The appends this process's reads add to what it knows of the file (caller
+        holds the lock): those in the keeper's commit in flight, then those waiting."""
+        return [*self.inflight, *self.pending] if self.inflight else self.pending
+
+    def waiting_later(self) -> tuple[_Later, ...]:
+        """The deferred groups' writes this process's reads add to the file's rows, in
+        order (caller holds the lock): in the keeper's commit in flight, then waiting.
+        A read of the file while that commit runs (``overlap``) may find them there
+        too: it takes what it found and these together by key, never adding counts."""
+        return (self.inflight_later, self.later) if self.inflight_later else (self.later,)
+
     @staticmethod
     def write_waiting(conn: Conn, staged: Sequence[StagedMessages], new_dim: int | None,
                       later: _Later) -> None:
@@ -968,7 +1000,11 @@ class _Handle:
                 and now >= self.opened_at + self.max_hold and self.asked())
 
     def _keep_step(self, now: float) -> float | None:
-        """One look by the keeper: what is due now, and when to look again (None: stop)."""
+        """One look by the keeper: what is due now, and when to look again (None: stop).
+        Nothing while a deferred group is open (it holds the lock, but for a wait for
+        the keeper's commit in flight; what waits then is partly the group's)."""
+        if self.group is not None:
+            return now + _ASK_POLL
         if self.hand_over(now):
             if self.lend(now):
                 return now + _COURTESY_GAP
@@ -1158,12 +1194,17 @@ class _Database:
         if write and self.read_only:
             raise StorageError(f"{op} refused: storage on '{self.path}' was opened read_only")
 
-    def _connection(self, op: str, write: bool) -> tuple[Conn, bool]:
+    def _connection(self, op: str, write: bool,
+                    overlap: bool = False) -> tuple[Conn, bool]:
         """The connection for an operation (caller holds the lock): the session's, the
         lingering one while it is young enough and not asked for by another process,
-        or a new one that will linger. A failed background commit is raised here."""
+        or a new one that will linger. A failed background commit is raised here.
+        It first waits for the keeper's commit in flight, unless ``overlap`` (the
+        operation may run beside it: a read of journal keys and runs that adds the
+        writes in flight itself, or a deferred group) and the connection stays as it is."""
         h = self.handle
-        h.settle()
+        if not (overlap and h.flushing and self._steady(write)):
+            h.settle()
         h.raise_flush_error()
         h.opener = self
         now = time.monotonic()
@@ -1187,6 +1228,16 @@ class _Database:
         h.opened_at = time.monotonic()
         return h.idle, h.idle_read_only
 
+    def _steady(self, write: bool) -> bool:
+        """Whether ``_connection`` would give the connection this process has as it is
+        (caller holds the lock): no hand-over due, none to open or reopen."""
+        h = self.handle
+        if h.hand_over(time.monotonic()):
+            return False
+        if h.held is not None:
+            return not (write and h.held_read_only)
+        return h.idle is not None and not (write and h.idle_read_only)
+
     @contextmanager
     def transaction(self, op: str, *, write: bool, tracked: bool = False,
                     merged: bool = False) -> Iterator[Conn]:
@@ -1195,7 +1246,8 @@ class _Database:
         dropped after a write, unless ``tracked`` (its statements go through a
         ``_DuckTx`` of this handle) and they touched only the journal and runs.
         ``merged``: a read of the journal or runs that adds what waits in memory
-        itself (``_Later``), so waiting writes stay waiting."""
+        itself (``_Later``, ``waiting_later``), so waiting writes stay waiting; it
+        runs beside a commit of the keeper's in flight."""
         self.check_open(op, write)
         h = self.handle
         with h.lock:
@@ -1206,6 +1258,7 @@ class _Database:
                     h.changes += 1  # a write inside a batch: its reads must see it
                 yield h.active
                 return
+            overlap = merged and not write
             merged = merged or h.unflushed
             if h.group is not None and not merged:
                 # inside a deferred write group, an operation that needs the file as
@@ -1218,7 +1271,7 @@ class _Database:
                 except duckdb.Error as e:
                     raise StorageError(f"{op} failed: {e}") from e
                 return
-            conn, ro = self._connection(op, write)
+            conn, ro = self._connection(op, write, overlap)
             if not merged:
                 h.flush()  # deferred appends first: the operation sees them, in order
             h.active, h.active_read_only, h.active_write = conn, ro, write
@@ -1257,6 +1310,8 @@ class _Database:
         every waiting write: they stay in memory too until it commits (``group``), so
         a rollback leaves the ones made before the group waiting."""
         h = self.handle
+        h.settle()  # (the group began beside a commit of the keeper's)
+        h.raise_flush_error()
         try:
             g.conn.begin()
             h.write_waiting(g.conn, h.pending, h.pending_dim, h.later)
@@ -1284,7 +1339,7 @@ class _Database:
             if h.group is not None or not self.defers(op) or h.away:
                 yield False
                 return
-            conn = self.writer(op)
+            conn = self.writer(op, overlap=True)
             if h.away or h.active is not None:
                 yield False
                 return
@@ -1327,8 +1382,11 @@ class _Database:
         for undo in reversed(h.later.undo or []):
             undo()
         h.later.undo = None
-        del h.pending[g.appends:]
-        h.pending_rows, h.pending_dim = g.rows, g.dim
+        if len(h.pending) >= g.appends:
+            del h.pending[g.appends:]
+            h.pending_rows, h.pending_dim = g.rows, g.dim
+        else:  # a failed commit of the keeper's took what waited (``flush``)
+            h.pending, h.pending_rows, h.pending_dim = [], 0, None
         h.group = None
         try:
             h.flush(g.conn)
@@ -1367,9 +1425,10 @@ class _Database:
             h.drop_idle(forced=True)
         return True
 
-    def writer(self, op: str) -> Conn:
-        """The read-write connection for a deferred append (caller holds the lock)."""
-        conn, _ = self._connection(op, write=True)
+    def writer(self, op: str, *, overlap: bool = False) -> Conn:
+        """The read-write connection for a deferred append or group (caller holds the
+        lock; ``overlap``: a group, begun beside a commit of the keeper's in flight)."""
+        conn, _ = self._connection(op, write=True, overlap=overlap)
         self.handle.changes += 1  # an append is deferred on it: visible to this process's reads
         return conn
 
@@ -1974,29 +2033,30 @@ class _DuckMemoryStore(SqlMemoryStore):
 
     # -- recall's reads: the file's rows with the appends waiting ----------------------
     @contextmanager
-    def _unflushed(self, op: str) -> Iterator[list[StagedMessages] | None]:
+    def _unflushed(self, op: str) -> Iterator[bool]:
         """For a read that adds the waiting appends itself (caller holds the lock):
-        the waiting appends (the read then leaves them waiting), or None when none
-        wait or this process does not write the file (the read commits them first,
-        as every operation)."""
+        True, and the read leaves them waiting and adds ``unfiled()`` as it is after
+        the read of the file (which first waits for a commit in flight: its rows are
+        then in the file); False when none wait or this process does not write the
+        file (the read commits them first, as every operation)."""
         h = self.duck.handle
-        if not h.pending or not self._knows(op) or h.unflushed:
-            yield None
+        if not h.unfiled() or not self._knows(op) or h.unflushed:
+            yield False
             return
         with h.reading_past_waits():
-            yield h.pending
+            yield True
 
     def _kept(self, refs: Sequence[tuple[str, int]]) -> dict[tuple[str, int], StoredMessage]:
         """The messages of refs that wait to be committed or were committed lately by
         this process (``recent``), from memory (caller holds the lock)."""
         h = self.duck.handle
-        if not (h.pending or h.recent) or not self._knows("get_messages"):
+        if not (h.unfiled() or h.recent) or not self._knows("get_messages"):
             return {}
         seqs: dict[str, set[int]] = {}
         for t, q in refs:
             seqs.setdefault(str(t), set()).add(int(q))
-        return {(m.thread_id, m.seq): m for t, wanted in seqs.items()
-                for m in _staged_messages([*h.recent.get(t, ()), *h.pending], t, wanted)}
+        return {(m.thread_id, m.seq): m for t, wanted in seqs.items() for m in
+                _staged_messages([*h.recent.get(t, ()), *h.unfiled()], t, wanted)}
 
     def get_messages_located(self, refs: Sequence[tuple[str, int]],
                              locators: Sequence[int],
@@ -2021,9 +2081,10 @@ class _DuckMemoryStore(SqlMemoryStore):
         return got
 
     def thread_stats(self, thread_ids: Sequence[str]) -> dict[str, tuple[int, int]]:
-        with self.duck.handle.lock, self._unflushed("thread_stats") as waiting:
+        h = self.duck.handle
+        with h.lock, self._unflushed("thread_stats") as adds:
             stats = super().thread_stats(thread_ids)
-            for s in waiting or ():
+            for s in h.unfiled() if adds else ():
                 if s.thread_id in stats:
                     n, top = stats[s.thread_id]
                     stats[s.thread_id] = (n + len(s), max(top, s.top()))
@@ -2032,13 +2093,13 @@ class _DuckMemoryStore(SqlMemoryStore):
     def scope_counts(self, thread_id: str,
                      resource_id: str | None = None) -> dict[str, ThreadCounts]:
         h = self.duck.handle
-        with h.lock, self._unflushed("scope_counts") as waiting:
+        with h.lock, self._unflushed("scope_counts") as adds:
             key = (thread_id, resource_id)
             counts = h.known_scope(key) if self._knows("scope_counts") else None
             if counts is None:
                 counts = super().scope_counts(thread_id, resource_id)
                 h.noted_scope(key, counts)
-            for s in waiting or ():
+            for s in h.unfiled() if adds else ():
                 c = counts.get(s.thread_id)
                 if c is not None:
                     counts[s.thread_id] = c._replace(message_count=c.message_count + len(s),
@@ -2056,15 +2117,17 @@ class _DuckMemoryStore(SqlMemoryStore):
         threads = tuple(dict.fromkeys(thread_ids))
         after = after_seq or {}
         with h.lock:
-            if (h.pending or h.recent) and self._knows("scope_rows") and all(
+            if (h.unfiled() or h.recent) and self._knows("scope_rows") and all(
                     h.covers(t, after.get(t, -1)) for t in threads):
-                kept = [s for t in threads for s in h.recent.get(t, ())]
-                kept += [s for s in h.pending if s.thread_id in threads]
-                with self._unflushed("scope_rows"):
-                    dim = (super().embedding_dim() or 0) if vectors else 0
-                return _kept_rows(ScopeScan(
-                    threads, tuple(after.get(t, -1) for t in threads), dim, vectors,
-                    texts, metadata, message_share if vectors else 0.0), kept)
+                dim = (self._embedding_dim() or 0) if vectors else 0
+                # (asked again: a read of the dimension may have waited for a commit
+                # in flight, and what is kept changed with it)
+                if all(h.covers(t, after.get(t, -1)) for t in threads):
+                    kept = [s for t in threads for s in h.recent.get(t, ())]
+                    kept += [s for s in h.unfiled() if s.thread_id in threads]
+                    return _kept_rows(ScopeScan(
+                        threads, tuple(after.get(t, -1) for t in threads), dim, vectors,
+                        texts, metadata, message_share if vectors else 0.0), kept)
         return super().scope_rows(thread_ids, after_seq=after_seq, vectors=vectors,
                                   texts=texts, metadata=metadata,
                                   message_share=message_share)
@@ -2072,11 +2135,11 @@ class _DuckMemoryStore(SqlMemoryStore):
     # -- a thread's count and tail: read once while this process writes the file ----
     def _knows(self, op: str) -> bool:
         """Whether what this process knows of the file may answer a read (caller holds
-        the lock): it writes the file. As any operation, it first waits for a commit
-        of waiting appends in flight, and raises one that failed."""
+        the lock): it writes the file. A failed background commit is raised here; a
+        commit in flight is not waited for (what answers from memory counts its
+        writes as waiting, ``unfiled``; a read of the file waits for it)."""
         h = self.duck.handle
         self.duck.check_open(op, False)
-        h.settle()
         h.raise_flush_error()
         return h.writing()
 
@@ -2154,14 +2217,14 @@ class _DuckMemoryStore(SqlMemoryStore):
                 hi = math.inf if to_seq is None else to_seq
                 if h.covers(thread_id, lo - 1):
                     # every row asked for is kept (committed lately, or waiting)
-                    return _staged_messages([*h.recent.get(thread_id, ()), *h.pending],
+                    return _staged_messages([*h.recent.get(thread_id, ()), *h.unfiled()],
                                             thread_id, wanted, lo, hi)
                 # the file's rows, then the thread's waiting ones (all above them): the
                 # appends of other threads wait on (a recall's neighbours of a hit)
                 with h.reading_past_waits():
                     out = super().get_messages(thread_id, from_seq=from_seq,
                                                to_seq=to_seq, seqs=seqs)
-                return out + _staged_messages(h.pending, thread_id, wanted, lo, hi)
+                return out + _staged_messages(h.unfiled(), thread_id, wanted, lo, hi)
         return super().get_messages(thread_id, from_seq=from_seq, to_seq=to_seq, seqs=seqs)
 
     def create_thread(self, thread_id: str | None = None, *, resource_id: str | None = None,
@@ -2227,6 +2290,22 @@ class _DuckMemoryStore(SqlMemoryStore):
             state = h.threads[thread_id] = [found[0][0], max(int(found[0][1]), floor)]
         return state
 
+    def embedding_dim(self) -> int | None:
+        return self._embedding_dim()
+
+    def _embedding_dim(self) -> int | None:
+        """The port's read; known while this process writes the file (``_read_dim``),
+        read without waiting for a commit in flight or committing what waits (no
+        waiting append changes it: the append that sets it keeps it)."""
+        h = self.duck.handle
+        with h.lock:
+            if h.dim_known and h.writing():
+                return h.dim
+            if h.pending_dim is not None:  # set by an append that waits
+                return h.pending_dim
+            with h.reading_past_waits():
+                return super().embedding_dim()
+
     def _read_dim(self, tx: Any, lock: str = "") -> int | None:  # type: ignore[override]
         """The store's dimension, read once while this process writes the file (a
         recall's scope scan reads it every time otherwise)."""
@@ -2266,10 +2345,12 @@ class _DuckRunJournal(SqlRunJournal):
     def _stored(self, table: str, column: str, keys: Sequence[str]) -> set[str]:
         """Which of ``keys`` are stored or waiting (caller holds the lock)."""
         h = self.duck.handle
-        waiting: Any = h.later.journal if table == "journal" else h.later.runs
         with self.duck.transaction(f"{table} look-up", write=False, merged=True) as conn:
             have = _stored_keys(_DuckTx(conn), h, table, column, keys)
-        return have | {k for k in keys if k in waiting}
+        for later in h.waiting_later():
+            waiting: Any = later.journal if table == "journal" else later.runs
+            have |= {k for k in keys if k in waiting}
+        return have
 
     def _defer_records(self, fresh: dict[str, str]) -> int:
         h = self.duck.handle
@@ -2329,7 +2410,8 @@ class _DuckRunJournal(SqlRunJournal):
             return {}
         h = self.duck.handle
         with h.lock:
-            waiting = {k: h.later.journal[k][0] for k in wanted if k in h.later.journal}
+            waiting = {k: later.journal[k][0] for later in h.waiting_later()
+                       for k in wanted if k in later.journal}
             rest = [k for k in wanted if k not in waiting]
             rows: builtins.list[tuple[str, str]] = []
             if rest:
@@ -2354,9 +2436,11 @@ class _DuckRunJournal(SqlRunJournal):
                         h.noted_missing_run(prefix[:-1])
                 else:
                     rows = self.listed_rows(_DuckTx(conn), prefix)
-            # (inside a group turned transaction, waiting records are in the file too)
+            # (inside a group turned transaction, waiting records are in the file too;
+            # beside a commit in flight, its records may be)
             seen = {r[0] for r in rows}
-            rows += [r for r in h.later.records_under(prefix) if r[0] not in seen]
+            for later in h.waiting_later():
+                rows += [r for r in later.records_under(prefix) if r[0] not in seen]
             h.noted_listing(prefix, [r[0] for r in rows])
         return [(r[0], decode_json(r[1])) for r in rows]
 
@@ -2365,10 +2449,13 @@ class _DuckRunJournal(SqlRunJournal):
         with h.lock:
             row = None
             # (no_run: a run the file has no row for, while this process writes it)
-            if run_id not in h.later.runs and not (h.writing() and run_id in h.no_run):
+            waits = h.waiting_later()
+            if all(run_id not in later.runs for later in waits) \
+                    and not (h.writing() and run_id in h.no_run):
                 with self.duck.transaction("get_run", write=False, merged=True) as conn:
                     row = self.run_row(_DuckTx(conn), run_id)
-            row = h.later.run_row(run_id, row)
+            for later in waits:
+                row = later.run_row(run_id, row)
             if row is None:
                 h.noted_missing_run(run_id)
         return None if row is None else row_to_run(row)

@@ -1,0 +1,235 @@
+"""DuckDB: the keeper commits what waits on a connection of its own, without the lock,
+and a live agent goes on meanwhile. While that commit is in flight this process
+counts its writes as waiting: reads answered from memory and reads of journal keys
+and runs (which may or may not find the in-flight rows in the file) give what they
+would give after it; a deferred group stays in memory beside it; anything that needs
+the file as it will be (a write, a group turned transaction) waits for it. Each read
+here runs while the keeper is held inside its commit: one that waited for the commit
+would not finish."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import memory_core.storage.duckdb as duck
+from memory_core.errors import StorageError
+from memory_core.storage.duckdb import DuckDBStorage
+from tests.test_duckdb_deferred_groups import T0, _row, _run
+
+
+def _keeper() -> bool:
+    return threading.current_thread().name.startswith("duckdb-linger")
+
+
+class HeldKeeper:
+    """The keeper's commit held until ``release``: inside its transaction (its rows
+    written, not committed), or ``committed`` (in the file, not yet taken as filed by
+    this process: a read of the file finds them, and they are still in flight);
+    ``fail`` makes it fail instead."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, committed: bool = False) -> None:
+        self.inside = threading.Event()
+        self.go = threading.Event()
+        self.fail = False
+        real = duck._Handle.write_waiting
+
+        def hold() -> None:
+            self.inside.set()
+            self.go.wait(30)
+
+        def held(conn: Any, *a: Any) -> None:
+            real(conn, *a)
+            if _keeper() and not committed:
+                hold()
+                if self.fail:
+                    raise duck.duckdb.Error("the disk is full")
+        monkeypatch.setattr(duck._Handle, "write_waiting", staticmethod(held))
+        if committed:  # held where a bulk commit restores the checkpoint size
+            monkeypatch.setattr(duck, "_BULK_ROWS", 1)
+            restore = duck._restore_checkpoint
+
+            def after_commit(conn: Any) -> None:
+                restore(conn)
+                if _keeper():
+                    hold()
+            monkeypatch.setattr(duck, "_restore_checkpoint", after_commit)
+
+    def start(self, store: DuckDBStorage) -> None:
+        """Have the keeper commit what waits now, and wait until it is in flight."""
+        h = store._duck.handle
+        with h.lock:
+            h.pending_since = -1e9
+            h.wake.notify_all()
+        assert self.inside.wait(10), "the keeper did not start its commit"
+        assert h.flushing
+
+    def release(self, store: DuckDBStorage) -> None:
+        self.go.set()
+        h = store._duck.handle
+        with h.lock:
+            h.settle()
+
+
+def _beside(fn: Callable[[], Any]) -> Any:
+    """fn's result, run in a thread of its own; fails if it waits for the keeper."""
+    out: list[Any] = []
+    errors: list[BaseException] = []
+
+    def go() -> None:
+        try:
+            out.append(fn())
+        except BaseException as e:  # noqa: BLE001 - handed to the test
+            errors.append(e)
+    t = threading.Thread(target=go)
+    t.start()
+    t.join(10)
+    assert not t.is_alive(), "it waited for the keeper's commit in flight"
+    if errors:
+        raise errors[0]
+    return out[0]
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[DuckDBStorage]:
+    s = DuckDBStorage(tmp_path / "f.duckdb", commit_delay=60)  # the test says when
+    s.memory.create_thread("t", resource_id="u")
+    s.memory.append_messages("t", [_row("filed 0"), _row("filed 1")])
+    s.memory.scope_counts("t", "u")
+    s.memory.list_threads()  # committed; the writer keeps the file's counts
+    assert s.memory.count_messages("t") == 2  # ... and the thread's
+    yield s
+    s.close()
+
+
+def _in_flight(store: DuckDBStorage, keeper: HeldKeeper) -> None:
+    """A run's group and an append waiting, then in flight."""
+    with store.write_batch(durable=False):
+        assert store.runs.start_run(_run("r1"))
+        store.runs.put_many_if_absent([("r1:a", {"v": 1}), ("r1:b", 2)])
+        store.memory.append_messages("t", [_row("in flight")])
+        store.runs.set_run_status("r1", "completed", finished_at=T0)
+    keeper.start(store)
+    assert store._duck.handle.inflight and not store._duck.handle.pending
+
+
+@pytest.mark.parametrize("committed", [False, True], ids=["in its transaction",
+                                                       "committed, still in flight"])
+def test_reads_beside_a_commit_in_flight_count_its_writes(
+        store: DuckDBStorage, monkeypatch: pytest.MonkeyPatch, committed: bool) -> None:
+    keeper = HeldKeeper(monkeypatch, committed)
+    _in_flight(store, keeper)
+    m, r = store.memory, store.runs
+    h = store._duck.handle
+    try:
+        # the file has the rows in flight or not yet, as the case says
+        assert h.idle is not None
+        assert h.idle.execute("SELECT count(*) FROM journal").fetchall() == \
+            [(2 if committed else 0,)]
+        assert _beside(lambda: r.list("r1:")) == [("r1:a", {"v": 1}), ("r1:b", 2)]
+        assert _beside(lambda: r.get_many(["r1:a", "r1:b", "r1:c"])) == \
+            {"r1:a": {"v": 1}, "r1:b": 2}
+        assert _beside(lambda: r.get_run("r1")).status == "completed"
+        counts = _beside(lambda: m.scope_counts("t", "u"))
+        assert (counts["t"].message_count, counts["t"].max_seq) == (3, 2)
+        assert _beside(lambda: m.count_messages("t")) == 3
+        assert [x.text() for x in _beside(lambda: m.get_messages("t", from_seq=1))] == \
+            ["filed 1", "in flight"]
+        rows = _beside(lambda: m.scope_rows(["t"], after_seq={"t": 0}))
+        assert sorted(rows.seqs.tolist()) == [1, 2]
+        assert _beside(m.embedding_dim) == 4
+        # a deferred group goes on beside it, and waits after it
+
+        def group() -> None:
+            with store.write_batch(durable=False):
+                assert r.start_run(_run("r2"))
+                assert m.append_messages("t", [_row("next")]) == [3]
+        _beside(group)
+        assert store._duck.handle.pending and store._duck.handle.later
+    finally:
+        keeper.release(store)
+    # after it, the same answers from the file and what waits
+    assert r.list("r1:") == [("r1:a", {"v": 1}), ("r1:b", 2)]
+    assert r.get_run("r1").status == "completed"  # type: ignore[union-attr]
+    assert r.get_run("r2") is not None
+    counts = m.scope_counts("t", "u")
+    assert (counts["t"].message_count, counts["t"].max_seq) == (4, 3)
+    m.list_threads()  # commits what waits
+    assert [x.text() for x in m.get_messages("t")] == \
+        ["filed 0", "filed 1", "in flight", "next"]
+    assert m.thread_stats(["t"])["t"] == (4, 3)
+
+
+def test_a_run_read_as_missing_beside_its_commit_is_not_taken_for_absent(
+        store: DuckDBStorage, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The listing of a run's group says whether the run has a row; beside the commit
+    of that row, the file may not have it yet: the run is not noted as absent."""
+    keeper = HeldKeeper(monkeypatch)
+    _in_flight(store, keeper)
+    try:
+        assert _beside(lambda: store.runs.list("r1:")) != []
+    finally:
+        keeper.release(store)
+    assert store.runs.get_run("r1") is not None
+    assert "r1" not in store._duck.handle.no_run
+
+
+def test_what_needs_the_file_waits_for_the_commit_in_flight(
+        store: DuckDBStorage, monkeypatch: pytest.MonkeyPatch) -> None:
+    keeper = HeldKeeper(monkeypatch)
+    _in_flight(store, keeper)
+    done = threading.Event()
+
+    def write() -> None:
+        store.memory.create_thread("t2", resource_id="u")
+        done.set()
+    t = threading.Thread(target=write)
+    t.start()
+    assert not done.wait(0.3)  # a write waits for the commit in flight
+    keeper.release(store)
+    t.join(10)
+    assert done.is_set()
+    assert store.memory.get_thread("t2") is not None
+
+
+def test_a_failed_commit_in_flight_fails_the_group_that_waits_for_it(
+        store: DuckDBStorage, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A group begun beside the keeper's commit, that then needs the file, waits for
+    the commit; when it failed the group fails with its error and nothing of either
+    is stored; the store goes on."""
+    keeper = HeldKeeper(monkeypatch)
+    keeper.fail = True
+    _in_flight(store, keeper)
+    h = store._duck.handle
+    errors: list[BaseException] = []
+
+    def group() -> None:
+        try:
+            store.memory.append_messages("t", [_row("lost with the commit")])
+            with store.write_batch(durable=False):
+                store.runs.start_run(_run("r2"))
+                store.memory.append_messages("t", [_row("lost too")])
+                store.memory.list_threads()  # needs the file: the group's transaction
+        except StorageError as e:
+            errors.append(e)
+    t = threading.Thread(target=group)
+    t.start()
+    keeper.inside.clear()
+    keeper.go.set()
+    t.join(10)
+    assert not t.is_alive()
+    assert errors and "the disk is full" in str(errors[0])
+    with h.lock:
+        h.settle()
+        # nothing waits, nor is counted as waiting
+        assert not h.waiting() and (h.pending_rows, h.pending_dim) == (0, None)
+    keeper.fail = False
+    assert store.runs.get_run("r1") is None and store.runs.get_run("r2") is None
+    assert [x.text() for x in store.memory.get_messages("t")] == ["filed 0", "filed 1"]
+    assert store.memory.append_messages("t", [_row("again")]) == [2]
+    store.memory.list_threads()
+    assert store.memory.thread_stats(["t"])["t"] == (3, 2)
