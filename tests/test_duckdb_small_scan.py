@@ -222,3 +222,35 @@ def test_a_thread_made_here_is_read_whole_from_what_the_writer_keeps(
         _same(whole, replace(filed, locators=np.full(len(filed), -1, np.int64)))
     finally:
         s.close()
+
+
+@pytest.mark.parametrize("redacted", [False, True])
+def test_a_thread_made_here_has_its_counts_known(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, redacted: bool) -> None:
+    """A new thread's own scope (a thread-scope recall's check) is known as the file
+    has it — no rows, its creation time, the store's count of rewrites — without a read
+    of the file, and stays true as its rows are committed."""
+    s = DuckDBStorage(tmp_path / "counts.duckdb", commit_delay=60)
+    try:
+        if redacted:  # the store's rewrite count is not 0
+            s.memory.create_thread("old", resource_id="u")
+            s.memory.append_messages("old", [AppendRow(message=Message(content="secret"))])
+            s.memory.redact_message("old", 0, Message(content="gone"))
+        s.memory.create_thread("n", resource_id="u")
+        s.memory.append_messages("n", [AppendRow(message=Message(content="one"))])
+        s.memory.list_threads()  # committed
+        s.memory.append_messages("n", [AppendRow(message=Message(content="two"))])
+
+        def no_read(*a: Any, **k: Any) -> Any:
+            raise AssertionError("the file was read")
+
+        with monkeypatch.context() as m:
+            m.setattr(duck.SqlMemoryStore, "scope_counts", no_read)
+            known = s.memory.scope_counts("n")
+        s.memory.list_threads()
+        s._duck.handle.forget()
+        assert known == s.memory.scope_counts("n")
+        assert (known["n"].message_count, known["n"].max_seq) == (2, 1)
+        assert known["n"].edits == (1 if redacted else 0)
+    finally:
+        s.close()

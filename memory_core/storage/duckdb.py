@@ -42,6 +42,7 @@ from memory_core.errors import (
 )
 from memory_core.storage.base import EmbeddingBlock, MessageColumns, ScopeRows, ThreadCounts
 from memory_core.storage.common import (
+    EDITS_KEY,
     SEQ_FLOOR_PREFIX,
     Clock,
     ThreadIdFactory,
@@ -592,6 +593,8 @@ class _Handle:
         #: writes the file and brought up to date by the rows it commits (``filed``)
         self.scopes: dict[tuple[str, str | None], tuple[str, ...]] = {}
         self.filed_counts: dict[str, ThreadCounts] = {}
+        #: the store's in-place rewrites (``ThreadCounts.edits``) as last read
+        self.edits: int | None = None
         #: each thread's last rows this process committed (at most _RECENT_ROWS a
         #: thread, in seq order): a recall's next look at the thread takes them from
         #: here instead of scanning the file
@@ -634,6 +637,7 @@ class _Handle:
         self.wm.clear()
         self.scopes.clear()
         self.filed_counts.clear()
+        self.edits = None
         self.recent.clear()
         self.dim_known = False
         if keys:
@@ -893,21 +897,22 @@ class _Handle:
             self.filed_counts.clear()
         self.scopes[key] = tuple(counts)
         self.filed_counts.update(counts)
+        for c in counts.values():
+            self.edits = c.edits  # (the store's: every thread's alike)
 
-    def made(self, thread: Thread) -> None:
+    def made(self, thread: Thread, edits: int) -> None:
         """A thread this process created while writing the file (caller holds the
-        lock): it has no rows there, so every row it commits to the thread is kept
-        (``recent``) from the first, and a recall's first look at the thread reads
-        nothing from the file. Its edits count is not known (-1: ``known_scope``
-        reads the scope's counts from the file)."""
-        if self.writing():
-            self.filed_counts[thread.id] = ThreadCounts(0, -1, thread.created_at, -1)
+        lock; ``edits``: the store's, ``ThreadCounts.edits``): it has no rows there,
+        so its own scope's counts are known, and every row it commits to the thread
+        is kept (``recent``) from the first — a recall's first look at the thread
+        reads nothing from the file."""
+        self.noted_scope((thread.id, None),
+                         {thread.id: ThreadCounts(0, -1, thread.created_at, edits)})
 
     def known_scope(self, key: tuple[str, str | None]) -> dict[str, ThreadCounts] | None:
         """A scope's counts in the file, from what this process keeps; None: read."""
         members = self.scopes.get(key) if self.writing() else None
-        if members is None or any(t not in self.filed_counts
-                                  or self.filed_counts[t].edits < 0 for t in members):
+        if members is None or any(t not in self.filed_counts for t in members):
             return None
         return {t: self.filed_counts[t] for t in members}
 
@@ -2240,7 +2245,13 @@ class _DuckMemoryStore(SqlMemoryStore):
             thread = super().create_thread(thread_id, resource_id=resource_id, title=title,
                                            metadata=metadata,
                                            parent_thread_id=parent_thread_id)
-            h.made(thread)
+            if h.writing():
+                if h.edits is None:
+                    with self._db.read("create_thread") as tx:
+                        found = tx.query("SELECT value FROM meta WHERE key = ?",
+                                         (EDITS_KEY,))
+                    h.edits = int(found[0][0] or 0) if found else 0
+                h.made(thread, h.edits)
             return thread
 
     def get_working_memory(self, key: str) -> Any | None:
