@@ -11,7 +11,8 @@ the storage writes one run needs, issued directly through the ports (start_run, 
 run's journal records one by one, two single-message appends, the status update);
 beside it the same writes grouped as the Runner groups them (two ``write_batch``
 transactions, the journal records of each in one ``put_many_if_absent``).
-Target (issue 16): ≤ 5 ms a run on DuckDB and SQLite.
+Target (issue 16): ≤ 5 ms a run on DuckDB and SQLite, judged on both the median run
+and the mean over the runs.
 
 Run: ``.venv/bin/python -m bench.bench_runner [--runs N] [--profile ADAPTER] [--write]``.
 """
@@ -210,7 +211,10 @@ def render(results: dict[str, dict[str, float]], runs: int, load: float, cmd: st
     for name, r in results.items():
         target = "—"
         if name != "inmemory":
-            target = f"≤ 5 ms: {'met' if r['overhead_p50_ms'] <= 5 else 'not met'}"
+            # both the typical run and the mean (which carries the commits and
+            # first looks a run now and then pays) under the limit
+            met = max(r["overhead_p50_ms"], r["overhead_ms"]) <= 5
+            target = f"≤ 5 ms (p50 and mean): {'met' if met else 'not met'}"
         lines.append(
             f"| {name} | {r['run_ms']:.1f} | {r['model_embed_ms']:.2f} | "
             f"{r['overhead_p50_ms']:.1f} | {r['overhead_ms']:.1f} | "
