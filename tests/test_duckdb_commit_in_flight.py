@@ -233,3 +233,55 @@ def test_a_failed_commit_in_flight_fails_the_group_that_waits_for_it(
     assert store.memory.append_messages("t", [_row("again")]) == [2]
     store.memory.list_threads()
     assert store.memory.thread_stats(["t"])["t"] == (3, 2)
+
+
+# -- reviewed: a wait for the commit in flight inside an operation -------------------
+class Waits:
+    """Set when an operation (not the keeper) starts waiting for the keeper's commit
+    in flight: it lets the lock go until the commit is done."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.waiting = threading.Event()
+        real = duck._Handle.settle
+
+        def settle(h: Any) -> None:
+            if h.flushing and not _keeper():
+                self.waiting.set()
+            real(h)
+        monkeypatch.setattr(duck._Handle, "settle", settle)
+
+
+def test_the_keeper_leaves_a_group_begun_beside_its_commit_alone(
+        store: DuckDBStorage, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The keeper's look finds its commit due and the lingering connection idle past
+    its linger at once (commit_delay equal to linger, or the keeper held up): a
+    deferred group begun beside that commit, whose first write waits for it, keeps
+    its connection — the keeper, back from the commit, does not close it (nor commit
+    what waits) while the group is open."""
+    keeper = HeldKeeper(monkeypatch)
+    waits = Waits(monkeypatch)
+    store.memory.create_thread("t2", resource_id="u")  # its first append reads the file
+    store.memory.append_messages("t", [_row("in flight")])
+    h = store._duck.handle
+    with h.lock:
+        h.last_used = -1e9  # idle past its linger when the keeper looks
+    keeper.start(store)
+    errors: list[BaseException] = []
+
+    def group() -> None:
+        try:
+            with store.write_batch(durable=False):
+                assert store.memory.append_messages("t2", [_row("first")]) == [0]
+                assert store.runs.start_run(_run("r2"))
+                store.memory.list_threads()  # needs the file: the group's transaction
+        except BaseException as e:  # noqa: BLE001 - handed to the test
+            errors.append(e)
+    t = threading.Thread(target=group)
+    t.start()
+    assert waits.waiting.wait(10)
+    keeper.go.set()
+    t.join(10)
+    assert not t.is_alive() and not errors, errors
+    assert store.runs.get_run("r2") is not None
+    assert [x.text() for x in store.memory.get_messages("t2")] == ["first"]
+    assert [x.text() for x in store.memory.get_messages("t")][-1] == "in flight"

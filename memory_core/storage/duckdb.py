@@ -1024,6 +1024,10 @@ class _Handle:
                 return now + _ASK_POLL
         if self.waiting() and now >= self.pending_since + self.commit_delay:
             self.flush(unlocked=True)
+            # the lock was let go: the next look sees what changed meanwhile (``now``
+            # is past, and a deferred group may have begun beside the commit: its
+            # connection is not dropped, nor what waits committed, while it is open)
+            return time.monotonic()
         due = float("inf")
         if self.idle is not None:
             idle_end = self.last_used + self.linger
