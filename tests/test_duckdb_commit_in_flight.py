@@ -285,3 +285,26 @@ def test_the_keeper_leaves_a_group_begun_beside_its_commit_alone(
     assert store.runs.get_run("r2") is not None
     assert [x.text() for x in store.memory.get_messages("t2")] == ["first"]
     assert [x.text() for x in store.memory.get_messages("t")][-1] == "in flight"
+
+
+def test_a_read_waiting_for_the_commit_leaves_other_threads_reads_whole(
+        store: DuckDBStorage, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A read that adds what waits itself and then waits for the keeper's commit (a
+    read of the file) lets the lock go: another thread's read meanwhile still adds
+    what waits (the first one's ``reading_past_waits`` is its own)."""
+    keeper = HeldKeeper(monkeypatch)
+    waits = Waits(monkeypatch)
+    store.memory.create_thread("t3", resource_id="u")
+    store.memory.append_messages("t3", [_row("one")])
+    _in_flight(store, keeper)
+    t = threading.Thread(target=lambda: store.memory.get_thread("nowhere"))
+    t.start()
+    try:
+        assert waits.waiting.wait(10)
+        counts = store.memory.scope_counts("t3")
+        assert (counts["t3"].message_count, counts["t3"].max_seq) == (1, 0)
+    finally:
+        keeper.go.set()
+        t.join(10)
+    store.memory.list_threads()
+    assert store.memory.count_messages("t3") == 1

@@ -586,8 +586,10 @@ class _Handle:
         self.inflight_later = _Later()
         #: the deferred write group open now (the lock is held all through it)
         self.group: _Group | None = None
-        #: a read in progress adds the waiting appends itself (``_unflushed``)
-        self.unflushed = False
+        #: a read in progress adds the waiting appends itself (``_unflushed``): said
+        #: for the thread reading only, as a wait of that read for the keeper's
+        #: commit in flight (``settle``) lets other threads' operations in
+        self.mine = threading.local()
         #: scope_counts answers as the file has them (without the waiting appends):
         #: each scope's threads, and each thread's counts, kept while this process
         #: writes the file and brought up to date by the rows it commits (``filed``)
@@ -915,6 +917,14 @@ class _Handle:
         if members is None or any(t not in self.filed_counts for t in members):
             return None
         return {t: self.filed_counts[t] for t in members}
+
+    @property
+    def unflushed(self) -> bool:
+        return bool(getattr(self.mine, "unflushed", False))
+
+    @unflushed.setter
+    def unflushed(self, value: bool) -> None:
+        self.mine.unflushed = value
 
     @contextmanager
     def reading_past_waits(self) -> Iterator[None]:
