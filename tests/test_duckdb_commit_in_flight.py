@@ -308,3 +308,41 @@ def test_a_read_waiting_for_the_commit_leaves_other_threads_reads_whole(
         t.join(10)
     store.memory.list_threads()
     assert store.memory.count_messages("t3") == 1
+
+
+def test_another_threads_write_stays_out_of_a_group_waiting_for_the_commit(
+        store: DuckDBStorage, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A deferred group begun beside the keeper's commit lets the lock go while one of
+    its writes waits for that commit: another thread's write meanwhile is its own (it
+    waits for the group), not one of the group's, undone when the group fails."""
+    keeper = HeldKeeper(monkeypatch)
+    waits = Waits(monkeypatch)
+    store.memory.create_thread("t2", resource_id="u")  # its first append reads the file
+    _in_flight(store, keeper)
+    errors: list[BaseException] = []
+
+    def group() -> None:
+        try:
+            with store.write_batch(durable=False):
+                assert store.runs.start_run(_run("r2"))
+                store.memory.append_messages("t2", [_row("waits for the commit")])
+                raise ValueError("the run fails")
+        except BaseException as e:  # noqa: BLE001 - handed to the test
+            errors.append(e)
+    t = threading.Thread(target=group)
+    t.start()
+    assert waits.waiting.wait(10)
+    put: list[bool] = []
+    other = threading.Thread(target=lambda: put.append(store.runs.put_if_absent("b:1", 1)))
+    other.start()
+    other.join(0.3)  # (it may finish now, inside the group, or wait for it)
+    keeper.go.set()
+    t.join(10)
+    other.join(10)
+    assert not t.is_alive() and not other.is_alive()
+    assert [type(e) for e in errors] == [ValueError] and put == [True]
+    assert store.runs.get("b:1") == 1
+    assert store.runs.get_run("r2") is None
+    store.memory.list_threads()
+    assert store.runs.get("b:1") == 1
+    assert store.memory.get_messages("t2") == []

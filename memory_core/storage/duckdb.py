@@ -535,6 +535,49 @@ class _Group:
     upgraded: bool = False
 
 
+class _Lock:
+    """The lock of a ``_Handle`` (re-entrant), serialising its operations across Python
+    threads. Taking it also waits while another thread's deferred group is open
+    (``owner``): a group holds the lock all through, but for its waits for the
+    keeper's commit in flight (``settle``), which let the lock go; another thread's
+    operation must not run inside the group meanwhile (its writes would be taken for
+    the group's, undone with it, or commit part of it). ``acquire``/``release``: the
+    lock alone (the keeper's return from its commit, which such a group waits for)."""
+
+    def __init__(self) -> None:
+        self.rlock = threading.RLock()
+        self.wake = threading.Condition(self.rlock)
+        self.owner: int | None = None  # the thread whose deferred group is open
+
+    def others(self) -> bool:
+        """Whether another thread's deferred group is open (caller holds the lock)."""
+        return self.owner is not None and self.owner != threading.get_ident()
+
+    def __enter__(self) -> None:
+        self.rlock.acquire()
+        try:
+            while self.others():
+                self.wake.wait()
+        except BaseException:
+            self.rlock.release()
+            raise
+
+    def __exit__(self, *exc: object) -> None:
+        self.rlock.release()
+
+    def acquire(self, blocking: bool = True) -> bool:
+        return self.rlock.acquire(blocking)
+
+    def release(self) -> None:
+        self.rlock.release()
+
+    def _release_save(self) -> Any:
+        return self.rlock._release_save()  # type: ignore[attr-defined]
+
+    def _acquire_restore(self, state: Any) -> None:
+        self.rlock._acquire_restore(state)  # type: ignore[attr-defined]
+
+
 class _Handle:
     """Process-wide state of one database: the lock that serialises its operations
     across Python threads, the connection held by open sessions (or forever, for
@@ -556,8 +599,8 @@ class _Handle:
         self.stale = False  # the write in progress touched more than journal and runs
         self.stale_keys = False  # ... in ways that may change which of their keys exist
         self.opener: _Database | None = None  # reopens the file for waiting appends
-        self.lock = threading.RLock()
-        self.wake = threading.Condition(self.lock)
+        self.lock = _Lock()
+        self.wake = self.lock.wake
         self.held: Conn | None = None
         self.held_read_only = False
         self.holds = 0
@@ -782,8 +825,9 @@ class _Handle:
 
     def settle(self) -> None:
         """Wait for a commit of deferred appends running without the lock (caller
-        holds the lock): nothing else may use the connection meanwhile."""
-        while self.flushing:
+        holds the lock): nothing else may use the connection meanwhile; then for the
+        end of another thread's deferred group begun meanwhile (``_Lock``)."""
+        while self.flushing or self.lock.others():
             self.wake.wait()
 
     def flush(self, conn: Conn | None = None, *, unlocked: bool = False) -> None:
@@ -1018,7 +1062,7 @@ class _Handle:
         """One look by the keeper: what is due now, and when to look again (None: stop).
         Nothing while a deferred group is open (it holds the lock, but for a wait for
         the keeper's commit in flight; what waits then is partly the group's)."""
-        if self.group is not None:
+        if self.group is not None or self.lock.owner is not None:
             return now + _ASK_POLL
         if self.hand_over(now):
             if self.lend(now):
@@ -1364,6 +1408,7 @@ class _Database:
                 return
             was = h.waiting()
             g = h.group = _Group(conn, len(h.pending), h.pending_rows, h.pending_dim)
+            h.lock.owner = threading.get_ident()  # other threads wait for its end
             h.later.undo = []
             h.stale = h.stale_keys = False
             try:
@@ -1380,6 +1425,8 @@ class _Database:
                 raise
             finally:
                 h.group = None
+                h.lock.owner = None
+                h.wake.notify_all()
                 h.later.undo = None
                 if g.upgraded:
                     h.active = None
