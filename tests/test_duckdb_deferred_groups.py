@@ -214,10 +214,13 @@ def test_a_new_thread_or_a_working_memory_write_drops_only_what_it_changes(
     assert "t" in h.tails and "t" in h.filed_counts and ("t", "u") in h.scopes
     token = store.memory.change_token()
     store.memory.create_thread("t2", resource_id="u")
-    # (the new thread's own scope is known: it has no rows)
-    assert "t" in h.tails and "t" in h.filed_counts and set(h.scopes) == {("t2", None)}
+    # the resource's scope goes; a scope of one thread alone stays (a new thread is not
+    # one of its members), and the new thread's own is known (it has no rows)
+    assert "t" in h.tails and "t" in h.filed_counts
+    assert set(h.scopes) == {("t", None), ("t2", None)}
+    store.memory.create_thread("t3", resource_id="u")
     assert store.memory.change_token() != token
-    assert set(store.memory.scope_counts("t", "u")) == {"t", "t2"}
+    assert set(store.memory.scope_counts("t", "u")) == {"t", "t2", "t3"}
     store.memory.put_working_memory("k", 1)
     assert store.memory.get_working_memory("k") == 1 and "k" in h.wm
     token = store.memory.change_token()

@@ -571,12 +571,6 @@ class _Lock:
     def release(self) -> None:
         self.rlock.release()
 
-    def _release_save(self) -> Any:
-        return self.rlock._release_save()  # type: ignore[attr-defined]
-
-    def _acquire_restore(self, state: Any) -> None:
-        self.rlock._acquire_restore(state)  # type: ignore[attr-defined]
-
 
 class _Handle:
     """Process-wide state of one database: the lock that serialises its operations
@@ -1618,11 +1612,13 @@ class _DuckTx:
             return
         narrow = _NARROW_WRITES.match(sql)
         if narrow:
-            # a new thread (a resource's thread list changes, no kept thread's state)
-            # or a working-memory write: only what they change is dropped
+            # a new thread (a resource's thread list changes, no kept thread's state,
+            # nor a scope of one thread alone) or a working-memory write: only what
+            # they change is dropped
             h = self.handle
             if narrow.group(1):
-                h.scopes.clear()
+                for key in [k for k in h.scopes if k[1] is not None]:
+                    del h.scopes[key]
             else:
                 h.wm.clear()
             h.changes += 1
