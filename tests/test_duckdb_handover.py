@@ -468,9 +468,9 @@ def test_a_session_that_ends_during_the_keepers_commit_waits_for_it(
             threading.Thread(target=lambda: (time.sleep(0.05), go.set())).start()
         real_settle(h)
         if waits:
-            state = h.lock._release_save()
+            state = h.lock.rlock._release_save()
             assert looked.wait(60)
-            h.lock._acquire_restore(state)
+            h.lock.rlock._acquire_restore(state)
 
     def keep_step(h: Any, now: float) -> float | None:
         after = go.is_set()
