@@ -346,3 +346,33 @@ def test_another_threads_write_stays_out_of_a_group_waiting_for_the_commit(
     store.memory.list_threads()
     assert store.runs.get("b:1") == 1
     assert store.memory.get_messages("t2") == []
+
+
+def test_an_agent_beside_a_keeper_committing_all_the_time_stores_what_one_alone_does(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The benchmark's Runner build (tools, working memory, recall, several threads)
+    with the keeper committing every millisecond beside it, against the same build with
+    every group a transaction of its own: the same messages, runs and journal keys."""
+    from bench.runs_db import build_runs_db
+
+    real = DuckDBStorage.__init__
+
+    def built(name: str, delay: float) -> duck.duckdb.DuckDBPyConnection:
+        def init(self: DuckDBStorage, *a: Any, **k: Any) -> None:
+            k.setdefault("commit_delay", delay)
+            real(self, *a, **k)
+        monkeypatch.setattr(DuckDBStorage, "__init__", init)
+        path = tmp_path / f"{name}.duckdb"
+        build_runs_db(path, 120)
+        monkeypatch.setattr(DuckDBStorage, "__init__", real)
+        return duck.duckdb.connect(str(path), read_only=True)
+
+    busy, alone = built("busy", 0.001), built("alone", 0.0)
+    for sql in ("SELECT thread_id, seq, body, run_id FROM messages ORDER BY 1, 2",
+                "SELECT run_id, thread_id, status FROM runs ORDER BY 1",
+                "SELECT key FROM journal ORDER BY 1",
+                "SELECT id, message_count, max_seq FROM threads ORDER BY 1"):
+        assert busy.execute(sql).fetchall() == alone.execute(sql).fetchall(), sql
+    assert busy.execute("SELECT count(*) FROM runs").fetchall() == [(120,)]
+    busy.close()
+    alone.close()
