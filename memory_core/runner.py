@@ -257,9 +257,9 @@ class Runner:
 
     Tools run at least once: a crash after a tool ran but before its journal entry was
     written runs it again on resume (the working-memory merge is idempotent; other
-    tools should be too). A tool declared ``Tool(idempotent=True)`` is not made durable
-    around when no hook is set: the step calling it and its result wait with the run's
-    other writes, so a crash may run it again. A tool raising InvalidInputError/TypeError/ValueError is
+    tools should be too). Without a hook, a tool declared ``Tool(idempotent=True)`` is
+    not made durable before and after it runs: the step calling it and its result wait
+    with the run's other writes, so a crash may run it again. A tool raising InvalidInputError/TypeError/ValueError is
     recorded as an error result the model sees; any other exception fails the run
     (ToolExecutionError) without recording, so a resume retries it.
     """

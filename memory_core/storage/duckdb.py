@@ -42,7 +42,6 @@ from memory_core.errors import (
 )
 from memory_core.storage.base import EmbeddingBlock, MessageColumns, ScopeRows, ThreadCounts
 from memory_core.storage.common import (
-    EDITS_KEY,
     SEQ_FLOOR_PREFIX,
     Clock,
     ThreadIdFactory,
@@ -2179,11 +2178,10 @@ class _DuckMemoryStore(SqlMemoryStore):
         threads = tuple(dict.fromkeys(thread_ids))
         after = after_seq or {}
         with h.lock:
-            if (h.unfiled() or h.recent) and self._knows("scope_rows") and all(
-                    h.covers(t, after.get(t, -1)) for t in threads):
+            if (h.unfiled() or h.recent) and self._knows("scope_rows"):
+                # the dimension first: a read of it may wait for a commit in flight,
+                # which changes what is kept (known while writing: read from memory)
                 dim = (self._embedding_dim() or 0) if vectors else 0
-                # (asked again: a read of the dimension may have waited for a commit
-                # in flight, and what is kept changed with it)
                 if all(h.covers(t, after.get(t, -1)) for t in threads):
                     kept = [s for t in threads for s in h.recent.get(t, ())]
                     kept += [s for s in h.unfiled() if s.thread_id in threads]
@@ -2305,9 +2303,7 @@ class _DuckMemoryStore(SqlMemoryStore):
             if h.writing():
                 if h.edits is None:
                     with self._db.read("create_thread") as tx:
-                        found = tx.query("SELECT value FROM meta WHERE key = ?",
-                                         (EDITS_KEY,))
-                    h.edits = int(found[0][0] or 0) if found else 0
+                        h.edits = self._edits(tx) or 0
                 h.made(thread, h.edits)
             return thread
 

@@ -980,13 +980,19 @@ class SqlMemoryStore(MemoryStore):
             return True
 
     @staticmethod
-    def _count_edit(tx: Tx) -> None:
+    def _edits(tx: Tx) -> int | None:
+        """The store's count of in-place rewrites (ThreadCounts.edits); None: none yet,
+        and no row for it."""
+        rows = tx.query("SELECT value FROM meta WHERE key = ?", (EDITS_KEY,))
+        return int(rows[0][0] or 0) if rows else None
+
+    @classmethod
+    def _count_edit(cls, tx: Tx) -> None:
         """Count an in-place rewrite of stored messages where recall's scope check
         reads it (ThreadCounts.edits): a cache of them must load them again."""
-        edits = tx.query("SELECT value FROM meta WHERE key = ?", (EDITS_KEY,))
-        if edits:
-            tx.execute("UPDATE meta SET value = ? WHERE key = ?",
-                       (str(int(edits[0][0] or 0) + 1), EDITS_KEY))
+        edits = cls._edits(tx)
+        if edits is not None:
+            tx.execute("UPDATE meta SET value = ? WHERE key = ?", (str(edits + 1), EDITS_KEY))
         else:
             tx.execute("INSERT INTO meta (key, value) VALUES (?, ?)", (EDITS_KEY, "1"))
 
@@ -1082,9 +1088,7 @@ class SqlRunJournal(RunJournal):
         self._db = db
 
     def put_if_absent(self, key: str, value: Any) -> bool:
-        if not isinstance(key, str) or not key:
-            raise InvalidInputError(f"journal key must be a non-empty string, got {key!r}")
-        text = encode_json(key, value)
+        text = journal_texts([(key, value)])[key]
         with self._db.write("journal put_if_absent") as tx:
             return self._db.insert_absent(tx, "journal", "key", JOURNAL_COLS,
                                           [(key, text, key_group(key))]) > 0
