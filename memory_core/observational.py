@@ -467,7 +467,9 @@ class ObservationalMemory:
                         "properties": {"query": {"type": "string"},
                                        "expand": {"type": "boolean"}},
                         "required": ["query"]})
-        return Tool(spec=spec, fn=run)
+        # a read (its one write, indexing observations missing vectors, is done once):
+        # run twice, the same state and result (tests/test_tools_idempotent.py)
+        return Tool(spec=spec, fn=run, idempotent=True)
 
 
 class BackgroundCompactor:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -166,9 +166,8 @@ class _Marks:
         self.held = []
         self.deferred = [] if defer and _groups_writes(storage) else None
         try:
-            # without a hook waiting for durable boundaries, the group may wait in
-            # memory and commit with the next ones (DuckDB; Storage.write_batch)
-            with storage.write_batch(durable=self.hook is not None):
+            # durable when the block ends, hook or no hook (the hook only observes)
+            with storage.write_batch():
                 yield
                 if self.deferred:
                     write_deferred(storage.runs, self.deferred)
@@ -247,21 +246,23 @@ class Runner:
     durable (``input``, ``memctx``, ``prompt``, ``run:start``, ``persist:input:stored``,
     ``persist:input``, ``step:<n>``, ``tool:<call_id>``, ``persist:output:stored``,
     ``persist:output``, ``output``, ``run:completed``), in that order; the crash matrix
-    kills the process there. Writes are grouped into a transaction per phase (see
-    ``_run``), so the names of one group are called together after its commit.
-    Without the hook a group may wait in memory and be committed with the groups after
-    it (``Storage.write_batch(durable=False)``: DuckDB on a file, within its
-    ``commit_delay``); a ``kill -9`` meanwhile loses whole groups, which a resume
-    makes again. A model step that called tools is written on its own before any
-    tool runs, and that write commits everything waiting first.
+    kills the process there. The hook only observes: the writes, their grouping and
+    their durability are the same with it and without it. Writes are grouped into a
+    transaction per phase (see ``_run``), durable when the group ends
+    (``Storage.write_batch``), so the names of one group are called together after its
+    commit; a ``kill -9`` inside a group loses the whole group, which a resume makes
+    again. A model step that called tools is durable before any tool runs, and each
+    tool result on its own before the next tool or model call.
 
-    Tools run at least once: a crash after a tool ran but before its journal entry was
-    written runs it again on resume (the working-memory merge is idempotent; other
-    tools should be too). Without a hook, a tool declared ``Tool(idempotent=True)`` is
-    not made durable before and after it runs: the step calling it and its result wait
-    with the run's other writes, so a crash may run it again. A tool raising InvalidInputError/TypeError/ValueError is
-    recorded as an error result the model sees; any other exception fails the run
-    (ToolExecutionError) without recording, so a resume retries it.
+    Tools run at least once: a crash after a tool ran but before its result was
+    written runs it again on resume (a recorded result is replayed, never re-run). That
+    window is the only one, whatever ``Tool.idempotent`` says (the Runner does not read
+    it): a tool whose second run differs from its first (the working-memory merge: a
+    new nested object keeps its nulls, which a second merge deletes) is applied twice
+    only if the process dies between its effect and the write of its result. A tool
+    raising InvalidInputError/TypeError/ValueError is recorded as an error result the
+    model sees; any other exception fails the run (ToolExecutionError) without
+    recording, so a resume retries it.
     """
 
     def __init__(self, storage: Storage, agents: dict[str, Agent],
@@ -626,11 +627,8 @@ class Runner:
                     tools=[ToolSpecRecord.of(t) for t in specs],
                     input_hash=digest, input_hashes=hashes)
                 if resp.tool_calls:
-                    # durable before any tool runs on its word (unless each tool it
-                    # calls may run again: it may then wait with the run's writes)
-                    with self._tool_group(state, [by_name.get(c.name)
-                                                  for c in resp.tool_calls]):
-                        stored = self._writer(state).step(n, rec)
+                    # durable (on its own) before any tool runs on its word
+                    stored = self._writer(state).step(n, rec)
                     if stored is not rec:  # an earlier attempt's: it answered this input?
                         verify_step_input(key, stored.input_hashes, stored.input_hash,
                                           model_input, hashes, digest)
@@ -670,18 +668,8 @@ class Runner:
             state.lease.check()
         tool = by_name.get(call.name)
         done = execute_tool(call, tool, list(by_name))
-        with self._tool_group(state, [tool]):
-            return self._writer(state).tool(call.id, done)
-
-    def _tool_group(self, state: _RunState,
-                    tools: Sequence[Tool | None]) -> AbstractContextManager[None]:
-        """Where a tool step's or result's record goes: on its own, durable at once —
-        or, when every tool concerned may run again (``Tool.idempotent``; an unknown
-        tool runs nothing) and no hook waits for durable boundaries, in a write group
-        that may wait with the run's other writes."""
-        if self.on_boundary is None and all(t is None or t.idempotent for t in tools):
-            return state.marks.group(self.storage, defer=False)
-        return nullcontext()
+        # durable (on its own) before the next tool or model call
+        return self._writer(state).tool(call.id, done)
 
     def _write_output(self, state: _RunState) -> None:
         self._writer(state).output(OutputRecord(

@@ -271,7 +271,8 @@ class WorkingMemory:
                 return {"ok": False, "error": str(e)}
 
         fn: Callable[[dict[str, Any]], Any] = run
-        # a merge patch: applied twice, the same memory
+        # not idempotent, unlike the reference's marking (SPEC §7.5): a new nested
+        # object is stored with its nulls (§7.6) and a second merge deletes them
+        # (tests/test_tools_idempotent.py)
         return Tool(spec=ToolSpec(name=TOOL_NAME, description=_TOOL_DESCRIPTION,
-                                  parameters=tool_parameters(self.config)), fn=fn,
-                    idempotent=True)
+                                  parameters=tool_parameters(self.config)), fn=fn)

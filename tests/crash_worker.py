@@ -1,14 +1,22 @@
 """The crash-matrix scenario: one support turn with a lookup tool and a working-memory
-update on a file database; run as a script it kills itself at MEMWB_CRASH_AT.
+update (a new nested object holding a null) on a database another process can open
+(a DuckDB or SQLite file, a PostgreSQL schema). Run as a script it kills itself with
+SIGKILL: at the ``on_boundary`` name MEMWB_CRASH_AT, or — in the default mode, no hook
+— inside the model or tool call MEMWB_KILL_IN names (``model:<step>``,
+``tool:<name>``; the call starts after the writes before it returned; or
+``applied:<name>``, once the working-memory tool applied its patch), or right after
+the run returned (MEMWB_KILL_AFTER_RUN), or inside one of the Runner's write groups
+(MEMWB_CRASH_INSIDE).
 
 Side files in the given folder count what really happened across processes: one line
-per model call (``model.log``), lookup application (``tools.log``) and working-memory
-patch (``wm.log``).
+per model answer (``model.log``), lookup application (``tools.log``) and working-memory
+patch (``wm.log``); a call killed before it answered or applied anything logs nothing.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import signal
 import sys
@@ -35,9 +43,13 @@ RESPONSES = [
     ModelResponse(text="Checking.", tool_calls=[
         ToolCallPart(id="c1", name="lookup", args={"account": "a-1"}),
         ToolCallPart(id="c2", name="update_working_memory",
-                     args={"memory": {"refund": "approved"}})]),
+                     args={"memory": {"refund": "approved",
+                                      "trip": {"hotel": None, "city": "Rome"}}})]),
     ModelResponse(text="Your balance is 42 and the refund is approved."),
 ]
+#: the working memory after the turn: the new nested object is stored with its null
+#: (SPEC §7.6); the same patch merged again would delete "hotel"
+WM_AFTER = {"refund": "approved", "trip": {"hotel": None, "city": "Rome"}}
 BOUNDARIES = ["input", "memctx", "prompt", "run:start", "persist:input:stored",
               "persist:input", "step:0", "tool:c1", "tool:c2", "step:1",
               "persist:output:stored", "persist:output", "output", "run:completed"]
@@ -50,6 +62,12 @@ class Tick:
     def __call__(self) -> datetime:
         self.t += timedelta(seconds=1)
         return self.t
+
+
+def _kill_in(call: str) -> None:
+    """SIGKILL this process if MEMWB_KILL_IN names this call (it has done nothing yet)."""
+    if os.environ.get("MEMWB_KILL_IN") == call:
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _log(side: Path, name: str, line: str) -> None:
@@ -73,12 +91,14 @@ class JournalScriptedModel:
         n = 0
         while self.storage.runs.get(RunKeys(RUN_ID).step(n)) is not None:
             n += 1
+        _kill_in(f"model:{n}")
         _log(self.side, "model.log", str(n))
         return RESPONSES[n]
 
 
 class CountingMemory(AgentMemory):
-    """AgentMemory whose working-memory tool also logs each real application."""
+    """AgentMemory whose working-memory tool also logs each real application (and is
+    declared as the library declares it)."""
 
     side: Path
 
@@ -86,14 +106,18 @@ class CountingMemory(AgentMemory):
         out = []
         for t in super().tools(thread_id=thread_id, resource_id=resource_id):
             def fn(args: dict[str, Any], _inner: Tool = t) -> Any:
+                _kill_in(f"tool:{_inner.name}")
                 _log(self.side, "wm.log", "patch")
-                return _inner.fn(args)
-            out.append(Tool(t.spec, fn))
+                result = _inner.fn(args)
+                _kill_in(f"applied:{_inner.name}")  # its effect stored, its result not
+                return result
+            out.append(dataclasses.replace(t, fn=fn))
         return out
 
 
 def build(storage: Storage, side: Path, on_boundary: Any = None) -> Runner:
     def lookup(args: dict[str, Any]) -> Any:
+        _kill_in("tool:lookup")
         _log(side, "tools.log", str(args.get("account")))
         return {"balance": 42}
 
@@ -109,15 +133,18 @@ def build(storage: Storage, side: Path, on_boundary: Any = None) -> Runner:
 
 
 def open_storage(kind: str, path: str) -> Storage:
+    """``path``: the database file, or for ``postgres`` a storage URL naming a schema."""
     if kind == "sqlite":
         from memory_core.storage.sqlite import SQLiteStorage
 
         return SQLiteStorage(path, clock=Tick())
+    if kind == "postgres":
+        from memory_core.storage.url import open_storage as open_url
+
+        return open_url(path, clock=Tick())
     from memory_core.storage.duckdb import DuckDBStorage
 
-    delay = os.environ.get("MEMWB_COMMIT_DELAY")
-    return DuckDBStorage(path, clock=Tick()) if delay is None else \
-        DuckDBStorage(path, clock=Tick(), commit_delay=float(delay))
+    return DuckDBStorage(path, clock=Tick())
 
 
 def _session(storage: Storage) -> Any:
@@ -173,13 +200,13 @@ def main(argv: list[str]) -> int:
 
     storage = open_storage(kind, path)
     if os.environ.get("MEMWB_KILL_AFTER_RUN"):
-        # no hook: the Runner's write groups may wait in memory (DuckDB); killed as
-        # soon as the run has returned, before they are committed
+        # killed as soon as the run has returned: every write it made is durable
         with _session(storage):
             run(build(storage, side))
             os.kill(os.getpid(), signal.SIGKILL)
     kill_inside_group(storage, os.environ.get("MEMWB_CRASH_INSIDE", ""))
-    run(build(storage, side, hook))
+    # the hook only where a boundary is named: everything else runs in the default mode
+    run(build(storage, side, hook if crash_at else None))
     return 0
 
 

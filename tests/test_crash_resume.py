@@ -1,6 +1,12 @@
-"""SIGKILL crash matrix: a worker process runs one turn on a file database and kills
-itself at each journal boundary in turn; the run is then resumed here under the same
-run_id and must end exactly like a run that never crashed."""
+"""SIGKILL crash matrix: a worker process runs one turn on a database another process
+can open and kills itself — at each journal boundary in turn (``on_boundary``), or in
+the default mode (no hook) inside a model or tool call, inside a write group, or right
+after the run returned; the run is then resumed here under the same run_id and must end
+exactly like a run that never crashed: its messages, journal, working memory (a new
+nested object holding a null, which a patch applied twice would lose) and status.
+
+Adapters: a DuckDB file (every boundary), SQLite and PostgreSQL (the throwaway server
+of tests/pg_server.py); the in-memory adapters cannot outlive a process."""
 
 from __future__ import annotations
 
@@ -17,6 +23,7 @@ from memory_core.journal import RunKeys, RunReader
 from memory_core.storage.base import Storage
 from memory_core.types import canonical_json
 from tests import crash_worker as cw
+from tests.storage_factories import shared_url
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -39,11 +46,16 @@ def _snapshot(storage: Storage) -> dict[str, Any]:
     }
 
 
-def _fresh(kind: str, tmp: Path) -> tuple[Storage, Path, Path]:
-    db = tmp / f"crash.{kind}"
+#: every adapter a process can crash on and another reopen
+KINDS = ["duckdb", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+DONE = "Your balance is 42 and the refund is approved."
+
+
+def _fresh(kind: str, tmp: Path) -> tuple[Storage, str, Path]:
+    db = shared_url(kind, tmp) if kind == "postgres" else str(tmp / f"crash.{kind}")
     side = tmp / "side"
     side.mkdir()
-    storage = cw.open_storage(kind, str(db))
+    storage = cw.open_storage(kind, db)
     cw.seed(storage)
     return storage, db, side
 
@@ -52,8 +64,9 @@ def _fresh(kind: str, tmp: Path) -> tuple[Storage, Path, Path]:
 def reference(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     storage, _, side = _fresh("duckdb", tmp_path_factory.mktemp("ref"))
     result = cw.run(cw.build(storage, side))
-    assert result.text == "Your balance is 42 and the refund is approved."
+    assert result.text == DONE
     snap = _snapshot(storage)
+    assert snap["wm"] == cw.WM_AFTER
     assert _lines(side, "model.log") == ["0", "1"]
     assert len(_lines(side, "tools.log")) == 1 and len(_lines(side, "wm.log")) == 1
     # user input, assistant call, two tool results, final answer after the history
@@ -63,10 +76,10 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return snap
 
 
-def _crash(kind: str, tmp_path: Path, **env: str) -> tuple[Path, Path]:
+def _crash(kind: str, tmp_path: Path, **env: str) -> tuple[str, Path]:
     storage, db, side = _fresh(kind, tmp_path)
     storage.close()
-    proc = subprocess.run([sys.executable, "-m", "tests.crash_worker", kind, str(db),
+    proc = subprocess.run([sys.executable, "-m", "tests.crash_worker", kind, db,
                            str(side)], cwd=ROOT, env={**os.environ, **env,
                                                       "PYTHONPATH": str(ROOT)},
                           capture_output=True, text=True, timeout=120)
@@ -76,13 +89,20 @@ def _crash(kind: str, tmp_path: Path, **env: str) -> tuple[Path, Path]:
 
 def _crash_then_resume(kind: str, boundary: str, tmp_path: Path) -> tuple[dict[str, Any], Path]:
     db, side = _crash(kind, tmp_path, MEMWB_CRASH_AT=boundary)
+    return _resume(kind, db, side), side
+
+
+def _resume(kind: str, db: str, side: Path) -> dict[str, Any]:
     crashed_calls = len(_lines(side, "model.log"))
-    storage = cw.open_storage(kind, str(db))
-    result = cw.run(cw.build(storage, side))
-    assert result.resumed
-    assert result.text == "Your balance is 42 and the refund is approved."
-    assert crashed_calls <= 2
-    return _snapshot(storage), side
+    storage = cw.open_storage(kind, db)
+    try:
+        result = cw.run(cw.build(storage, side))
+        assert result.resumed
+        assert result.text == DONE
+        assert crashed_calls <= 2
+        return _snapshot(storage)
+    finally:
+        storage.close()
 
 
 @pytest.mark.slow
@@ -95,7 +115,7 @@ def test_sigkill_at_every_boundary_then_resume_is_exact(
     assert _lines(side, "tools.log") == ["a-1"]
     assert _lines(side, "wm.log") == ["patch"]
     assert snap["messages"] == reference["messages"]
-    assert snap["wm"] == {"refund": "approved"}
+    assert snap["wm"] == reference["wm"]
     assert snap["status"] == "completed"
     # every journal record, memctx and frozen prompt included, is byte-identical
     assert snap["journal"] == reference["journal"]
@@ -110,7 +130,58 @@ def test_sigkill_matrix_on_sqlite(boundary: str, tmp_path: Path,
     assert _lines(side, "model.log") == ["0", "1"]
     assert _lines(side, "tools.log") == ["a-1"] and _lines(side, "wm.log") == ["patch"]
     assert snap["messages"] == reference["messages"]
-    assert snap["journal"] == reference["journal"]
+    assert snap["journal"] == reference["journal"] and snap["wm"] == reference["wm"]
+
+
+#: where the default mode (no hook) kills, each just after the writes of one boundary
+#: of the matrix above returned: the first model call (after ``persist:input``), each
+#: tool (after ``step:0``, ``tool:c1``) and the last model call (after ``tool:c2``)
+KILLS_IN = ["model:0", "tool:lookup", "tool:update_working_memory", "model:1"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kill_in", KILLS_IN)
+@pytest.mark.parametrize("kind", KINDS)
+def test_sigkill_in_a_call_without_a_hook_then_resume_is_exact(
+        kind: str, kill_in: str, tmp_path: Path, reference: dict[str, Any]) -> None:
+    """The default mode is as durable as the hooked one: whatever came before the
+    killed call is in the store, so the resume asks the model for no step twice, runs
+    no tool twice and merges the working-memory patch once (twice would delete the
+    null of its new nested object)."""
+    db, side = _crash(kind, tmp_path, MEMWB_KILL_IN=kill_in)
+    snap = _resume(kind, db, side)
+    assert _lines(side, "model.log") == ["0", "1"]
+    assert _lines(side, "tools.log") == ["a-1"] and _lines(side, "wm.log") == ["patch"]
+    assert snap == reference
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", KINDS)
+def test_sigkill_right_after_a_run_returned_loses_nothing(
+        kind: str, tmp_path: Path, reference: dict[str, Any]) -> None:
+    """Without a hook, every write of a run is durable when the run returns: a SIGKILL
+    then loses nothing, and running the id again asks no model and runs no tool."""
+    db, side = _crash(kind, tmp_path, MEMWB_KILL_AFTER_RUN="1")
+    storage = cw.open_storage(kind, db)
+    try:
+        assert _snapshot(storage) == reference
+        result = cw.run(cw.build(storage, side))
+        assert result.resumed and result.text == DONE
+        assert _snapshot(storage) == reference
+    finally:
+        storage.close()
+    assert _lines(side, "model.log") == ["0", "1"]
+    assert _lines(side, "tools.log") == ["a-1"] and _lines(side, "wm.log") == ["patch"]
+
+
+@pytest.mark.xfail(strict=True, reason="tools run at least once: a kill between the "
+                   "working-memory merge and the write of its result merges the patch "
+                   "again on resume (the merge and its record are two commits)")
+def test_sigkill_between_the_working_memory_merge_and_its_record(
+        tmp_path: Path, reference: dict[str, Any]) -> None:
+    db, side = _crash("sqlite", tmp_path, MEMWB_KILL_IN="applied:update_working_memory")
+    snap = _resume("sqlite", db, side)
+    assert snap["wm"] == reference["wm"]
 
 
 def test_every_boundary_fires_once_in_order(tmp_path: Path) -> None:
@@ -125,12 +196,13 @@ def test_every_boundary_fires_once_in_order(tmp_path: Path) -> None:
 @pytest.mark.parametrize("inside", ["first", "last"])
 def test_sigkill_inside_a_write_group_keeps_none_of_it(
         kind: str, inside: str, tmp_path: Path, reference: dict[str, Any]) -> None:
-    """The Runner commits a run's writes in groups; a kill between a group's writes
-    and its commit leaves none of the group, and the resume ends like the reference.
-    Only the model answer the killed last group held is asked again (it never became
-    durable); the step that called the tools, and the tools, were committed before."""
+    """The Runner commits a run's writes in groups (here without a hook); a kill
+    between a group's writes and its commit leaves none of the group, and the resume
+    ends like the reference. Only the model answer the killed last group held is asked
+    again (it never became durable); the step that called the tools, and the tools,
+    were committed before."""
     db, side = _crash(kind, tmp_path, MEMWB_CRASH_INSIDE=inside)
-    storage = cw.open_storage(kind, str(db))
+    storage = cw.open_storage(kind, db)
     keys = RunKeys(cw.RUN_ID)
     records = [k for k, _ in storage.runs.list(keys.prefix)
                if not k.startswith(keys.lease_prefix)]
@@ -146,36 +218,11 @@ def test_sigkill_inside_a_write_group_keeps_none_of_it(
         assert storage.runs.require_run(cw.RUN_ID).status == "running"
         assert _lines(side, "model.log") == ["0", "1"]
     storage.close()
-    storage = cw.open_storage(kind, str(db))
+    storage = cw.open_storage(kind, db)
     result = cw.run(cw.build(storage, side))
-    assert result.text == "Your balance is 42 and the refund is approved."
+    assert result.text == DONE
     assert _lines(side, "model.log") == (["0", "1"] if inside == "first" else ["0", "1", "1"])
     assert _lines(side, "tools.log") == ["a-1"] and _lines(side, "wm.log") == ["patch"]
     snap = _snapshot(storage)
-    assert snap["messages"] == reference["messages"]
-    assert snap["journal"] == reference["journal"]
-    assert snap["status"] == "completed"
-
-
-def test_sigkill_after_a_run_returned_with_its_writes_waiting_then_resume_is_exact(
-        tmp_path: Path, reference: dict[str, Any]) -> None:
-    """Without a boundary hook the Runner's write groups wait in memory on DuckDB
-    (``write_batch(durable=False)``) and are committed later: a SIGKILL right after
-    the run returned loses its last group. The step that called the tools was
-    committed before they ran, and each tool result on its own, so the resume asks
-    only the last step's model again, runs no tool twice, and ends exactly like a run
-    that never crashed."""
-    db, side = _crash("duckdb", tmp_path, MEMWB_KILL_AFTER_RUN="1", MEMWB_COMMIT_DELAY="60")
-    assert _lines(side, "model.log") == ["0", "1"]
-    storage = cw.open_storage("duckdb", str(db))
-    keys = RunKeys(cw.RUN_ID)
-    assert storage.runs.require_run(cw.RUN_ID).status == "running"  # the last group lost
-    assert storage.runs.get(keys.step(0)) is not None and storage.runs.get(keys.step(1)) is None
-    result = cw.run(cw.build(storage, side))
-    assert result.resumed and result.text == "Your balance is 42 and the refund is approved."
-    assert _lines(side, "model.log") == ["0", "1", "1"]
-    assert _lines(side, "tools.log") == ["a-1"] and _lines(side, "wm.log") == ["patch"]
-    snap = _snapshot(storage)
-    assert snap["messages"] == reference["messages"] and snap["status"] == "completed"
-    assert snap["journal"] == reference["journal"] and snap["wm"] == reference["wm"]
     storage.close()
+    assert snap == reference

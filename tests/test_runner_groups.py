@@ -98,10 +98,12 @@ def test_a_claim_lost_while_composing_keeps_nothing_of_the_attempt(
     assert store.runs.get_run("r1") is None and store.memory.get_messages("t") == []
 
 
-def test_a_tool_step_is_durable_before_its_tool_runs(store: SQLiteStorage,
-                                                     tmp_path: Path) -> None:
+@pytest.mark.parametrize("idempotent", [False, True])
+def test_a_tool_step_is_durable_before_its_tool_runs(store: SQLiteStorage, tmp_path: Path,
+                                                     idempotent: bool) -> None:
     """A second handle (another process would see the same) finds the step before the
-    tool runs, and the tool's result before the model is asked again."""
+    tool runs, and the tool's result before the model is asked again — whatever the
+    tool declares (``Tool.idempotent`` changes nothing the Runner writes)."""
     other = SQLiteStorage(str(tmp_path / "groups.sqlite"))
     seen: dict[str, Any] = {}
 
@@ -117,7 +119,8 @@ def test_a_tool_step_is_durable_before_its_tool_runs(store: SQLiteStorage,
 
     model = Watching([ModelResponse(tool_calls=[ToolCallPart(id="c1", name="lookup",
                                                              args={})]), "Balance 42."])
-    runner = _runner(store, model, [Tool(ToolSpec("lookup", "look up"), lookup)])
+    runner = _runner(store, model, [Tool(ToolSpec("lookup", "look up"), lookup,
+                                         idempotent=idempotent)])
     store.memory.create_thread("t")  # (composing a new thread's first turn creates it)
     trace = Statements(store)
     try:
@@ -254,59 +257,6 @@ def test_a_starter_that_lost_the_claim_waits_and_resumes_when_asked_to(
     assert [m.text() for m in store.memory.get_messages("t")] == ["question", "answered"]
 
 
-def test_a_fresh_run_waits_in_memory_on_duckdb(tmp_path: Path) -> None:
-    """On a DuckDB file (the default adapter) the Runner's two groups open no write
-    transaction: they wait in memory (``write_batch(durable=False)``) with the run
-    before's, and this process reads them there (a composition from the window reads
-    nothing else). Every outermost write transaction and every commit of waiting
-    writes is counted: none during the run. In the file once the storage closes."""
-    from contextlib import contextmanager
-
-    from memory_core.storage.duckdb import DuckDBStorage
-
-    store = DuckDBStorage(str(tmp_path / "groups.duckdb"), clock=Tick(), commit_delay=60)
-    db = store._duck
-    opened: list[str] = []
-    transaction, flush = db.transaction, db.handle.flush
-
-    @contextmanager
-    def counting(op: str, *, write: bool, tracked: bool = False,
-                 merged: bool = False) -> Iterator[Any]:
-        outer = db.handle.active is None
-        with transaction(op, write=write, tracked=tracked, merged=merged) as conn:
-            yield conn
-        if write and outer:
-            opened.append(op)
-
-    def counting_flush(conn: Any = None, **kw: Any) -> None:
-        if db.handle.waiting():
-            opened.append("waiting writes")
-        flush(conn, **kw)
-
-    try:
-        runner = _runner(store, ScriptedModel(["one", "two"]))
-        runner.run("a", run_id="r0", thread_id="t", resource_id="u", prompt="first")
-        db.transaction = counting  # type: ignore[method-assign]
-        db.handle.flush = counting_flush  # type: ignore[method-assign]
-        result = runner.run("a", run_id="r1", thread_id="t", resource_id="u",
-                            prompt="second")
-        assert result.text == "two"
-        assert opened == []
-        assert "r1" in db.handle.later.runs  # (r0's were committed as it ended)
-        assert store.runs.require_run("r1").status == "completed"  # read from memory
-        assert store.runs.list("r1:") and opened == []
-        assert len(store.runs.list_runs()) == 2  # reads the file: commits what waits
-        assert opened == ["waiting writes"] and not db.handle.waiting()
-    finally:
-        store.close()
-    reopened = DuckDBStorage(str(tmp_path / "groups.duckdb"), read_only=True)
-    try:
-        assert reopened.runs.require_run("r1").status == "completed"
-        assert [m.seq for m in reopened.memory.get_messages("t")] == [0, 1, 2, 3]
-    finally:
-        reopened.close()
-
-
 class _Failing(AgentMemory):
     """A memory whose appends fail (a full disk, a dropped connection): the first group
     of a run it stores fails for a reason other than a lost claim."""
@@ -391,34 +341,3 @@ def test_a_failed_first_group_records_the_failure_with_a_claim(tmp_path: Path) -
     finally:
         mine.close()
         other.close()
-
-
-@pytest.mark.parametrize("idempotent", [False, True])
-def test_a_tool_runs_after_its_step_is_durable_unless_it_may_run_again(
-        tmp_path: Path, idempotent: bool) -> None:
-    """On a DuckDB file the step that calls a tool is committed before the tool runs,
-    and its result on its own, so a crash never runs it twice once recorded; a tool
-    declared ``idempotent`` (it may run again: a read, a merge) lets both wait with the
-    run's other writes instead."""
-    from memory_core.storage.duckdb import DuckDBStorage
-
-    store = DuckDBStorage(str(tmp_path / "tools.duckdb"), clock=Tick(), commit_delay=60)
-    h = store._duck.handle
-    seen: list[bool] = []
-
-    def lookup(args: dict[str, Any]) -> Any:
-        seen.append("r1:step:0" in h.later.journal)  # the step waits, not in the file
-        return {"balance": 42}
-
-    tool = Tool(ToolSpec("lookup", "look up a balance"), lookup, idempotent=idempotent)
-    model = ScriptedModel([ModelResponse(text="", tool_calls=[
-        ToolCallPart(id="c1", name="lookup", args={})]), "Your balance is 42."])
-    try:
-        runner = _runner(store, model, [tool])
-        result = runner.run("a", run_id="r1", thread_id="t", resource_id="u", prompt="?")
-        assert result.text == "Your balance is 42."
-        assert seen == [idempotent]
-        assert ("r1:tool:c1" in h.later.journal) is idempotent
-        assert store.runs.get("r1:tool:c1")["result"] == {"balance": 42}
-    finally:
-        store.close()

@@ -98,12 +98,15 @@ class ToolSpec:
 class Tool:
     """A tool: its spec and the function that runs it (args dict -> JSON result).
 
-    ``idempotent``: running it again with the same arguments changes nothing more (a
-    read, a merge). The Runner makes the step that calls a tool durable before the tool
-    runs, and its result on its own before the next model call, so a crash never runs
-    it twice once recorded; an idempotent tool's step and result may instead wait with
-    the run's other writes (``Storage.write_batch(durable=False)``), and a crash then
-    may run it again on resume."""
+    ``idempotent``: the author's word that running it twice with the same arguments
+    leaves the same state (and returns the same) as running it once — a read is; the
+    working-memory merge is not (a new nested object keeps its nulls, a second merge
+    deletes them), so its tool is not declared so. Nothing acts on it: the Runner
+    treats every tool alike (its step durable before it runs, its result durable before
+    the next call), and a crash between a tool's effect and the write of its result runs
+    it again on resume — harmless only for a tool that is idempotent. Kept for callers
+    that declare it; tests/test_tools_idempotent.py holds the library's declarations to
+    it."""
 
     spec: ToolSpec
     fn: Callable[[dict[str, Any]], Any]
