@@ -12,7 +12,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
@@ -46,11 +46,6 @@ DEMO_DB = "sample_data/out/demo.duckdb"
 MEMORY_SCHEME = "memory://"
 CACHE_TTL_SECONDS = 10
 LOCK_TIMEOUT_SECONDS = 5.0
-# The read-only DuckDB connection is kept between page runs for this long idle (a
-# connect costs 0.1-0.3 s, more than most pages' reads): an agent that wants the file
-# asks for it (``<file>.wants``) and gets it within ~20 ms whatever this says; only a
-# program that does not ask (the duckdb shell) waits up to this long (docs/storage.md).
-READ_LINGER_SECONDS = 30.0
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
 # memory://<name> databases: storages a test (or an embedding program) hands to the
@@ -151,7 +146,6 @@ def open_database(url: str) -> Storage:
     kwargs: dict[str, float] = {}
     if target is not None and target[0] == "duckdb":
         kwargs["lock_timeout"] = LOCK_TIMEOUT_SECONDS
-        kwargs["linger"] = READ_LINGER_SECONDS
     return open_existing(resolved, read_only=True, **kwargs)
 
 
@@ -213,31 +207,16 @@ def friendly_error(e: Exception) -> str:
     return f"{type(e).__name__}: {e}"
 
 
-@contextmanager
-def _held(storage: Storage) -> Iterator[None]:
-    if lingers(storage):
-        yield  # its connection outlives the page run: a session would close it at the end
-        return
-    with storage.session():
-        yield
-
-
-def lingers(storage: Storage) -> bool:
-    """Whether ``storage`` keeps its connection between page runs: a read-only DuckDB
-    handle (open_database gives it READ_LINGER_SECONDS) lingers, handing the file over
-    to a writer that asks."""
-    from memory_core.storage.duckdb import DuckDBStorage
-
-    return isinstance(storage, DuckDBStorage) and storage.read_only
+def _held(storage: Storage) -> AbstractContextManager[None]:
+    return storage.session()
 
 
 @contextmanager
 def page_reads() -> Iterator[None]:
     """Hold the database in use open for one run of a page, so its reads share one
     connection: a DuckDB file is otherwise opened again for every cached read (a
-    connect costs more than most reads); the workbench's read-only DuckDB handle keeps
-    its connection across page runs instead (``lingers``). A database that cannot be
-    opened is left to the page to report."""
+    connect costs more than most reads), and let go when the page is drawn so an agent
+    can write. A database that cannot be opened is left to the page to report."""
     try:
         storage = current_storage()
     except Exception:  # noqa: BLE001 - the page shows the failure to open

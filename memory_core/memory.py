@@ -361,7 +361,10 @@ class AgentMemory:
         _check_id("thread_id", thread_id)
         _check_id("resource_id", resource_id, optional=True)
         rows = self.prepare_append(messages, run_id=run_id, created_at=created_at)
-        return self.append_rows(thread_id, rows, resource_id) if rows else []
+        if not rows:
+            return []
+        with self.storage.session():  # one open of a DuckDB file for the whole append
+            return self.append_rows(thread_id, rows, resource_id)
 
     def prepare_append(self, messages: Sequence[Message], *, run_id: str | None = None,
                        created_at: datetime | None = None) -> list[AppendRow]:
@@ -419,12 +422,13 @@ class AgentMemory:
             raise InvalidInputError(f"query must be a string, got {type(query).__name__}")
         config = self._config_with(overrides)
         thread: Thread | None = None
-        if resource_id is None:
-            thread = self.storage.memory.get_thread(thread_id)
-            resource_id = thread.resource_id if thread else None
-        outcome = self._recall_engine().run(query, thread_id=thread_id,
-                                            resource_id=resource_id, config=config,
-                                            window=frozenset(), thread=thread)
+        with self.storage.session():
+            if resource_id is None:
+                thread = self.storage.memory.get_thread(thread_id)
+                resource_id = thread.resource_id if thread else None
+            outcome = self._recall_engine().run(query, thread_id=thread_id,
+                                                resource_id=resource_id, config=config,
+                                                window=frozenset(), thread=thread)
         return list(outcome.hits)
 
     # -- working memory -----------------------------------------------------------------
@@ -527,6 +531,11 @@ class AgentMemory:
             raise InvalidInputError(
                 f"instructions must be a string or None, got {type(instructions).__name__}")
         given = _coerce_messages(input, "input")
+        with self.storage.session():  # one open of a DuckDB file for all its reads
+            return self._compose(thread_id, resource_id, given, instructions)
+
+    def _compose(self, thread_id: str, resource_id: str | None, given: list[Message],
+                 instructions: str | None) -> Composition:
         store = self.storage.memory
         thread = self._ensure_thread(thread_id, resource_id, given)
         turn = Turn(thread_id, resource_id if resource_id is not None else thread.resource_id,

@@ -298,6 +298,14 @@ class Runner:
                                 f"(known: {sorted(self.agents)})")
         check_run_id(run_id)
         incoming = _normalise_prompt(prompt)
+        # one open of a DuckDB file for the whole run; another process that asks for
+        # the file gets it between two of the run's operations (storage/duckdb_file.py)
+        with self.storage.session():
+            return self._run_held(agent, run_id, thread_id, resource_id, incoming, wait)
+
+    def _run_held(self, agent: Agent, run_id: str, thread_id: str | None,
+                  resource_id: str | None, incoming: list[Message],
+                  wait: float) -> RunResult:
         if not incoming and self.storage.runs.get(RunKeys(run_id).input) is None:
             # a resume reads its recorded input back, which an imported request may
             # have left empty (nothing sent after its instructions): only then

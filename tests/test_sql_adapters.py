@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
+import duckdb
 import numpy as np
 import psycopg
 import pytest
@@ -20,7 +21,7 @@ from memory_core.errors import InvalidInputError, StorageBusyError, StorageError
 from memory_core.storage import schema
 from memory_core.storage.base import Storage
 from memory_core.storage.common import key_group
-from memory_core.storage.duckdb import DuckDBStorage, _Database
+from memory_core.storage.duckdb import DuckDBStorage
 from memory_core.storage.sqlite import SQLiteStorage
 from memory_core.types import AppendRow, Message
 from tests import pg_server
@@ -44,13 +45,9 @@ def _raw(s: Storage, query: str) -> list[tuple[object, ...]]:
         with sqlite3.connect(s.path) as conn:
             return conn.execute(query).fetchall()
     if isinstance(s, DuckDBStorage):
-        # through the process's own handle on the file (a second one would conflict),
-        # without the storage's setup
-        raw = _Database(s.path, read_only=False, lock_timeout=5, linger=0, max_hold=1)
-        with raw.transaction("raw", write=True) as conn:
-            rows = conn.execute(query).fetchall()
-        raw.close()
-        return rows
+        # the storage holds the file only during its own operations
+        with duckdb.connect(s.path) as conn:
+            return conn.execute(query).fetchall()
     from memory_core.storage.postgres import PostgresStorage
 
     assert isinstance(s, PostgresStorage)

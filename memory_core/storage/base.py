@@ -599,23 +599,16 @@ class Storage:
     def close(self) -> None:  # pragma: no cover - adapters override when needed
         pass
 
-    def write_batch(self, *, durable: bool = True) -> AbstractContextManager[None]:
+    def write_batch(self) -> AbstractContextManager[None]:
         """Group the writes made in the block into one transaction where the engine can
-        (an import's batches); by default each write commits on its own.
-
-        ``durable=False``: the block's writes may be committed later, together with the
-        writes that follow — within the adapter's commit delay, before any operation of
-        this process that they could change, and when the storage closes or lets the
-        file go — still all or none of them; this process reads them at once. A
-        ``kill -9`` in between loses them (and what followed them), never part of one
-        block. Only DuckDBStorage on a file defers (there a commit costs ~1 ms and a
-        statement ~0.5 ms); elsewhere it is the same as ``durable=True``."""
-        del durable
+        (a Runner's phase, an import's batches): all of them or none, committed when
+        the block ends. By default each write commits on its own."""
         return nullcontext()
 
     def session(self) -> AbstractContextManager[None]:
         """Scope for a batch of operations: adapters that pay per operation to reach
-        their database (DuckDBStorage on a file) hold one connection inside it."""
+        their database (DuckDBStorage on a file) hold one connection inside it and let
+        it go when the block ends."""
         return nullcontext()
 
     def __enter__(self) -> Storage:

@@ -1259,11 +1259,9 @@ class SqlStorage(Storage):
         self.memory = (memory or SqlMemoryStore)(db, clock, ids or ThreadIdFactory(clock))
         self.runs = (runs or SqlRunJournal)(db)
 
-    def write_batch(self, *, durable: bool = True) -> AbstractContextManager[None]:
+    def write_batch(self) -> AbstractContextManager[None]:
         """Every write in the block in one transaction (one commit), where the driver
-        groups writes (SQLite, PostgreSQL, DuckDB); a failure leaves none of them.
-        ``durable``: see ``Storage.write_batch`` (DuckDBStorage defers)."""
-        del durable
+        groups writes (SQLite, PostgreSQL, DuckDB); a failure leaves none of them."""
         return self._db.batch()
 
     def close(self) -> None:

@@ -42,9 +42,6 @@ class StagedMessages:
     created_us: list[int]
     run_ids: list[str | None]
     vectors: list[np.ndarray | None] | None
-    #: the rows as a driver's insert table, built by the appending thread (DuckDB's
-    #: Arrow table, so that the thread committing it does only the database's work)
-    table: Any = None
 
     def __len__(self) -> int:
         return len(self.seqs)

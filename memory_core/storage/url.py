@@ -192,8 +192,8 @@ def _foreign(where: str, tables: set[str]) -> InvalidInputError:
 def _held_here(path: str | Path) -> bool:
     """Whether a DuckDB storage of this process holds the file (``holds_file``); no
     storage can before the DuckDB adapter is imported, and this does not import it."""
-    duck = sys.modules.get("memory_core.storage.duckdb")
-    return duck is not None and bool(duck.holds_file(path))
+    duck = sys.modules.get("memory_core.storage.duckdb_file")
+    return duck is not None and bool(duck.holds_file(str(path)))
 
 
 def _duckdb_tables(path: str) -> set[str]:
@@ -202,7 +202,7 @@ def _duckdb_tables(path: str) -> set[str]:
     import duckdb
 
     from memory_core.errors import StorageBusyError
-    from memory_core.storage.duckdb import ask_for_file, held_tables, retry_delays
+    from memory_core.storage.duckdb_file import ask_for_file, held_tables, retry_delays
 
     held = held_tables(path)
     if held is not None:  # a second connection here would be refused, and its close

@@ -15,7 +15,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -26,6 +25,7 @@ from memory_core import views
 from memory_core.errors import StorageBusyError
 from memory_core.storage.base import Storage
 from memory_core.storage.duckdb import DuckDBStorage
+from memory_core.storage.duckdb_file import holds_file
 from memory_core.storage.inmemory import InMemoryStorage
 from tests.app.conftest import ENTRY, TIMEOUT
 from tests.app.fixture_db import RUN_1, THREAD
@@ -148,26 +148,14 @@ print("wrote")
 """
 
 
-def test_the_read_connection_outlives_a_page_run_and_yields_to_a_writer(
+def test_a_page_run_lets_the_file_go_for_a_writer(
         duckdb_copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The workbench holds a DuckDB file only while a page is drawn: an agent writes
+    right after, and the next page run reads what it wrote."""
     monkeypatch.setenv(services.ENV_VAR, str(duckdb_copy))
-    opened: list[str] = []
-    connect = duckdb.connect
-
-    def counted(path: str, *args: Any, **kwargs: Any) -> Any:
-        opened.append(str(path))
-        return connect(path, *args, **kwargs)
-
     _open(THREADS_PAGE, thread=THREAD)
     storage = services.get_services(str(duckdb_copy)).storage
-    assert isinstance(storage, DuckDBStorage) and services.lingers(storage)
-    monkeypatch.setattr(duckdb, "connect", counted)
-    services.after_write()  # no cached read left: the next page run reads again
-    _open(RUN_PAGE, run=RUN_1)
-    assert opened == []  # read through the connection the first page run opened
-    # the connection lingers far longer than the writer waits: the writer asks for the
-    # file and gets it
-    assert services.READ_LINGER_SECONDS > 5
+    assert isinstance(storage, DuckDBStorage) and not holds_file(str(duckdb_copy))
     out = subprocess.run([sys.executable, "-c", WRITER, str(duckdb_copy), "5", THREAD],
                          cwd=ROOT, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)},
                          capture_output=True, text=True, timeout=120)

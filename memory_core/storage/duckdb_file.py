@@ -1,0 +1,273 @@
+"""How processes share one DuckDB file: who holds it, when it is let go, and how a
+waiting process asks for it. DuckDB lets one process open a file at a time.
+
+The protocol:
+1. A process holds the file only inside an operation or a ``session()`` block (a
+   Runner's run, an import, a workbench page): the file is closed when the last one
+   ends. An idle process holds nothing. Every write has committed before it returns.
+2. An opener that finds the file held touches ``<file>.wants`` and tries again after
+   a short jittered wait (2 ms doubling to 50 ms), until ``lock_timeout`` seconds have
+   passed; then StorageBusyError names the file and the fix.
+3. A holder looks at ``<file>.wants`` before each operation: touched since it opened
+   the file, it closes the file, stays off it for a moment longer than any wait of 2
+   (so the asker gets in) and opens it again the same way.
+4. An erasure's rewrite copies the file to ``<file>.rewrite`` while holding it, writes
+   its pid to ``<file>.rewriting``, closes, puts the copy in place and removes the
+   marker; an opener that finds a live rewriter's marker closes and tries again.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+
+import duckdb
+
+from memory_core.errors import StorageBusyError, StorageError
+
+Conn = duckdb.DuckDBPyConnection
+MEMORY = ":memory:"
+# Never fetch or load an extension behind the caller's back (DuckDB would download one
+# to read a SQLite file given as a plain path).
+# One worker thread: opening and closing a file costs ~5 ms less a time (a DuckDB
+# instance starts and joins its thread pool), and a run's small statements use one;
+# a large scan raises it for itself (duckdb.py, _cache_capped).
+CONFIG: dict[str, str | bool | int | float | list[str]] = {
+    "autoinstall_known_extensions": False, "autoload_known_extensions": False,
+    "threads": 1}
+WANTS = ".wants"
+REWRITING = ".rewriting"
+_WAIT_CAP = 0.05  # longest wait between two tries at a held file
+_GAP = 0.08  # a holder that let the file go for an asker stays off it this long
+
+
+def retry_delays() -> Iterator[float]:
+    """Waits between tries at a held file: from 2 ms, doubling up to 50 ms, jittered so
+    that two waiting processes do not retry in lock-step."""
+    delay = 0.002
+    while True:
+        yield delay * random.uniform(0.5, 1.5)
+        delay = min(delay * 2, _WAIT_CAP)
+
+
+def ask_for_file(path: str) -> None:
+    """Ask the process holding ``path`` to let it go at its next operation."""
+    flag = os.path.realpath(path) + WANTS
+    try:
+        with open(flag, "a"):
+            pass
+        os.utime(flag)
+    except OSError:
+        pass  # a read-only directory: the holder still lets go when its session ends
+
+
+def _asked_since(path: str, since_ns: int) -> bool:
+    try:
+        return os.stat(path + WANTS).st_mtime_ns >= since_ns
+    except OSError:
+        return False
+
+
+def _rewriter(path: str) -> int | None:
+    """The pid of another live process putting a rewritten copy in place, or None."""
+    try:
+        with open(path + REWRITING) as f:
+            pid = int(f.read() or 0)
+    except (OSError, ValueError):
+        return None
+    if pid <= 0 or pid == os.getpid():
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None  # a rewriter that died left the old file whole
+    except PermissionError:
+        pass
+    return pid
+
+
+def is_lock_conflict(e: duckdb.Error) -> bool:
+    text = str(e)
+    return "Could not set lock" in text or "Conflicting lock" in text
+
+
+class HeldFile:
+    """This process's hold on one database: the connection while an operation or a
+    session needs it, and the lock that serialises this process's threads on it. Every
+    DuckDBStorage of this process on the same file shares one (DuckDB refuses a second
+    connection with another configuration)."""
+
+    def __init__(self, path: str | None, lock_timeout: float) -> None:
+        self.path = path  # None: ``:memory:``, never let go
+        self.lock_timeout = lock_timeout
+        self.lock = threading.RLock()
+        self.conn: Conn | None = None
+        self.writable = False
+        self.opened_ns = 0
+        self.sessions = 0  # open session() blocks, of every thread
+        self.in_tx = False  # a write_batch transaction is open (its thread has the lock)
+        self.opens = 0  # connections opened so far (change tokens)
+        self.writes = 0  # commits of this process (change tokens)
+        self.users = 0  # storages sharing this hold
+        if path is None:
+            self.conn = duckdb.connect(MEMORY, config=CONFIG)
+            self.writable = True
+
+    @contextmanager
+    def connection(self, op: str, write: bool) -> Iterator[Conn]:
+        """The connection for one operation (the lock held throughout), opened if
+        none is, handed over first if another process asked; closed after, unless a
+        session or a transaction goes on."""
+        with self.lock:
+            if self.path is not None and self.conn is not None and not self.in_tx:
+                if write and not self.writable:
+                    self._close()
+                elif self.sessions and _asked_since(self.path, self.opened_ns):
+                    self._close()
+                    time.sleep(_GAP)
+            if self.conn is None:
+                self.conn = self._open(op, write)
+            try:
+                yield self.conn
+            finally:
+                self.release()
+
+    def release(self) -> None:
+        """Close the connection unless a session or a transaction still needs it."""
+        with self.lock:
+            if self.path is not None and not self.sessions and not self.in_tx:
+                self._close()
+
+    @contextmanager
+    def session(self) -> Iterator[None]:
+        with self.lock:
+            self.sessions += 1
+        try:
+            yield
+        finally:
+            with self.lock:
+                self.sessions -= 1
+                self.release()
+
+    def _close(self) -> None:
+        if self.conn is not None:
+            conn, self.conn = self.conn, None
+            with suppress(duckdb.Error):
+                conn.close()
+
+    def _open(self, op: str, write: bool) -> Conn:
+        assert self.path is not None
+        if not write and not os.path.exists(self.path):
+            raise StorageError(f"{op} failed: database file '{self.path}' does not exist")
+        deadline = time.monotonic() + self.lock_timeout
+        why = ""
+        for delay in retry_delays():
+            try:
+                conn = duckdb.connect(self.path, read_only=not write, config=CONFIG)
+            except duckdb.IOException as e:
+                if not is_lock_conflict(e):
+                    raise StorageError(f"{op} failed: cannot open '{self.path}': {e}") from e
+                ask_for_file(self.path)
+                why = str(e)
+            except duckdb.Error as e:
+                raise StorageError(f"{op} failed: cannot open '{self.path}': {e}") from e
+            else:
+                rewriter = _rewriter(self.path)
+                if rewriter is None:
+                    self.writable, self.opened_ns = write, time.time_ns()
+                    self.opens += 1
+                    return conn
+                conn.close()
+                why = f"process {rewriter} is putting a rewritten copy in its place"
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise StorageBusyError(
+                    f"{op} failed: database file '{self.path}' is held by another "
+                    f"process and was not let go within {self.lock_timeout:g}s (raise "
+                    f"lock_timeout, or end that process's session): {why}")
+            time.sleep(min(remaining, delay))
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def rewrite(self, op: str) -> None:
+        """Copy the database into a fresh file and put it in place of the old one:
+        DuckDB does not zero freed blocks, so erased text would stay in the file."""
+        if self.path is None:
+            return
+        fresh = f"{self.path}.rewrite"
+        marker = self.path + REWRITING
+        with self.lock:
+            for leftover in (fresh, fresh + ".wal"):
+                with suppress(FileNotFoundError):
+                    os.remove(leftover)
+            with self.connection(op, write=True) as conn:
+                try:
+                    conn.execute("CHECKPOINT")
+                    name = conn.execute("SELECT current_database()").fetchall()[0][0]
+                    conn.execute("ATTACH ? AS memwb_fresh", [fresh])
+                    conn.execute(f'COPY FROM DATABASE "{name}" TO memwb_fresh')
+                    conn.execute("DETACH memwb_fresh")
+                except duckdb.Error as e:
+                    raise StorageError(f"{op} failed: rewriting '{self.path}': {e}") from e
+                tmp = f"{marker}.{os.getpid()}"
+                with open(tmp, "w") as f:
+                    f.write(str(os.getpid()))
+                os.replace(tmp, marker)
+                self._close()  # (the session, if any, opens the new file next time)
+            try:
+                os.replace(fresh, self.path)
+                with suppress(FileNotFoundError):
+                    os.remove(self.path + ".wal")
+            finally:
+                with suppress(OSError):
+                    os.remove(marker)
+
+
+_FILES: dict[str, HeldFile] = {}
+_FILES_LOCK = threading.Lock()
+
+
+def hold_for(path: str, lock_timeout: float) -> HeldFile:
+    """This process's hold on ``path`` (a real path), made on first use."""
+    with _FILES_LOCK:
+        held = _FILES.get(path)
+        if held is None:
+            held = _FILES[path] = HeldFile(path, lock_timeout)
+        held.users += 1
+        held.lock_timeout = max(held.lock_timeout, lock_timeout)
+        return held
+
+
+def let_go(held: HeldFile) -> None:
+    """A storage on the file closed: the last one closes the connection."""
+    with _FILES_LOCK:
+        held.users -= 1
+        if held.users > 0 or held.path is None:
+            return
+        _FILES.pop(held.path, None)
+    with held.lock:
+        held.sessions = 0
+        held._close()
+
+
+def held_tables(path: str) -> set[str] | None:
+    """The tables of ``path`` read through this process's connection when it holds the
+    file (a second connection here would be refused), else None."""
+    held = _FILES.get(os.path.realpath(path))
+    if held is None:
+        return None
+    with held.lock:
+        if held.conn is None:
+            return None
+        rows = held.conn.execute("SELECT table_name FROM duckdb_tables() "
+                                 "WHERE schema_name = 'main'").fetchall()
+    return {str(r[0]) for r in rows}
+
+
+def holds_file(path: str) -> bool:
+    """Whether a storage of this process has ``path`` open right now."""
+    held = _FILES.get(os.path.realpath(path))
+    return held is not None and held.conn is not None
