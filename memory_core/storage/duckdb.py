@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from memory_core.errors import InvalidInputError, SchemaOutdatedError, StorageError
-from memory_core.storage.base import EmbeddingBlock, MessageColumns, ScopeRows
+from memory_core.storage.base import MessageColumns, ScopeRows
 from memory_core.storage.common import Clock, ThreadIdFactory, utc_now
 from memory_core.storage.duckdb_file import (
     MEMORY,
@@ -46,15 +46,12 @@ from memory_core.storage.sql_common import (
     SqlStorage,
     insert_sql,
 )
-from memory_core.storage.staging import MESSAGE_INSERT, StagedMessages
+from memory_core.storage.url import refuse_foreign_file
 from memory_core.types import ErasureReport
 
 _BATCH_VIEW = "_mc_insert_batch"  # name of the Arrow batch registered for one insert
 _SMALL_BATCH = 8  # rows inserted as bound parameters; more go in as one Arrow table
 _SCAN_BATCH = 65536  # rows per Arrow record batch of a scope scan
-_SMALL_SCAN = 64  # an incremental scan of at most this many rows: one plain query
-_SCAN_TYPES = {"pos": pa.int32(), "locator": pa.int64(), "seq": pa.int64(),
-               "created_us": pa.int64(), "embedding": pa.list_(pa.float32())}
 # a row's created_at offset for ScopeRows.zones: null for UTC (the time is then exactly
 # created_us), else what follows the seconds and their fraction ("" when none)
 _ZONE_SCAN = ("CASE WHEN suffix(m.created_at, '+00:00') THEN NULL"
@@ -69,27 +66,6 @@ _SCAN_MEMORY = "512MB"  # DuckDB's memory limit while a large scope is scanned
 _DIALECT = Dialect(text="VARCHAR", vector="FLOAT[] USING COMPRESSION uncompressed",
                    serial_pk="BIGINT PRIMARY KEY DEFAULT nextval('journal_pos')",
                    serial_setup=("CREATE SEQUENCE IF NOT EXISTS journal_pos",), indexes=False)
-
-
-def _refuse_foreign(op: str, path: str) -> None:
-    """A file that is not DuckDB's is refused before DuckDB sees it: DuckDB would
-    otherwise look for an extension to read it (SQLite), or write into it."""
-    from memory_core.storage.url import head_kind
-
-    try:
-        kind = head_kind(path)
-        if kind is None and os.path.getsize(path) == 0:
-            return  # an empty file: DuckDB makes it a new database
-    except FileNotFoundError:
-        return  # a new database
-    except OSError as e:
-        raise StorageError(f"{op} failed: cannot read '{path}': {e}") from e
-    if kind == "duckdb":
-        return
-    what = " (it is a SQLite database)" if kind == "sqlite" else ""
-    raise StorageError(f"{op} failed: '{path}' is not a valid DuckDB database{what}; give "
-                       "a DuckDB file (or a new path), or open it with the adapter it "
-                       "belongs to")
 
 
 class _DuckTx:
@@ -302,18 +278,6 @@ class _DuckDriver(Driver):
             tx.execute(insert_sql(table, columns, len(new)), [v for r in new for v in r])
         return len(new)
 
-    def insert_messages(self, tx: Any, staged: Sequence[StagedMessages]) -> None:
-        if sum(len(s) for s in staged) <= _SMALL_BATCH:
-            self.insert_rows(tx, "messages", MESSAGE_INSERT,
-                             [row for s in staged for row in s.rows(lambda v: v)])
-            return
-        parts = [_staged_table(s) for s in staged]
-        if len({t.schema for t in parts}) > 1:  # vectors in some appends only
-            kind = pa.list_(pa.float32())
-            parts = [t.set_column(t.schema.get_field_index("embedding"), "embedding",
-                                  t.column("embedding").cast(kind)) for t in parts]
-        _insert_table(tx.conn, "messages", pa.concat_tables(parts))
-
     def vector_param(self, v: np.ndarray) -> Any:
         return np.ascontiguousarray(v, dtype=np.float32)
 
@@ -322,25 +286,6 @@ class _DuckDriver(Driver):
         cursor = tx.conn.execute(sql, list(params))
         while batch := cursor.fetchmany(size):
             yield batch
-
-    def read_vectors(self, tx: Any, thread_ids: Sequence[str], after: Sequence[int],
-                     dim: int) -> EmbeddingBlock | None:
-        table = _arrow(tx.conn,
-                       "SELECT m.thread_id, m.seq, m.embedding FROM messages m JOIN "
-                       "(SELECT unnest(?::VARCHAR[]) AS tid, unnest(?::BIGINT[]) AS lo) f "
-                       "ON m.thread_id = f.tid AND m.seq > f.lo "
-                       "WHERE m.embedding IS NOT NULL ORDER BY m.thread_id, m.seq",
-                       [list(thread_ids), [int(x) for x in after]])
-        n = table.num_rows
-        if n == 0:
-            return EmbeddingBlock(np.array([], dtype=object), np.zeros(0, np.int64),
-                                  np.zeros((0, dim), np.float32))
-        flat = table.column("embedding").combine_chunks().flatten()
-        matrix = flat.to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
-        return EmbeddingBlock(
-            np.array(table.column("thread_id").to_pylist(), dtype=object),
-            table.column("seq").to_numpy().astype(np.int64, copy=False),
-            matrix.reshape(n, dim))
 
     def scan_scope(self, tx: Any, scan: ScopeScan) -> ScopeRows | None:
         """One Arrow scan streamed in record batches into arrays allocated once from a
@@ -352,10 +297,6 @@ class _DuckDriver(Driver):
                "unnest(?::BIGINT[]) AS lo, unnest(?::INTEGER[]) AS pos) f "
                "ON m.thread_id = f.tid AND m.seq > f.lo")
         params = [list(scan.threads), list(scan.after), list(range(len(scan.threads)))]
-        if scan.threads and min(scan.after) >= 0:
-            small = self._scan_small(conn, scan, src, params)
-            if small is not None:
-                return small
         counted = conn.execute(f"SELECT count(*) {src}", params).fetchall()[0]
         planned = int(counted[0]) if counted else 0
         # (a file's blocks can be read again; ``:memory:`` data cannot be dropped)
@@ -377,24 +318,6 @@ class _DuckDriver(Driver):
             extra = _MESSAGE_SCAN.format(cap=cap)
         return (f"SELECT f.pos, m.rowid AS locator, {_ZONE_SCAN} AS zone,"
                 f" {scan.columns()}{extra} {src}")
-
-    def _scan_small(self, conn: Conn, scan: ScopeScan, src: str,
-                    params: list[Any]) -> ScopeRows | None:
-        """An incremental scan (a live agent's few new rows since the last recall) in
-        one plain query: an Arrow scan's set-up costs more than the rows. None when
-        there are more than _SMALL_SCAN rows: the caller scans as usual."""
-        out = RowsBuilder(scan, _SMALL_SCAN)
-        cur = conn.execute(f"{self._select(scan, out, _SMALL_SCAN, src)}"
-                           f" LIMIT {_SMALL_SCAN + 1}", params)
-        names = [d[0] for d in cur.description]
-        rows = cur.fetchall()
-        if len(rows) > _SMALL_SCAN:
-            return None
-        cols = list(zip(*rows, strict=True)) if rows else [()] * len(names)
-        batch = pa.record_batch([pa.array(c, _SCAN_TYPES.get(n, pa.string()))
-                                 for n, c in zip(names, cols, strict=True)], names=names)
-        reader = pa.RecordBatchReader.from_batches(batch.schema, [batch])
-        return out.done() if self._fill(reader, scan, out, out.message_budget > 0) else None
 
     @staticmethod
     def _fill(reader: Any, scan: ScopeScan, out: RowsBuilder, extra: bool) -> bool:
@@ -460,21 +383,6 @@ class _DuckDriver(Driver):
         return out
 
 
-def _staged_table(s: StagedMessages) -> pa.Table:
-    """One staged append as an Arrow table of ``MESSAGE_INSERT`` columns."""
-    n = len(s)
-    return pa.table({
-        "thread_id": pa.array([s.thread_id] * n, pa.string()),
-        "seq": pa.array(s.seqs, pa.int64()),
-        "resource_id": pa.array([s.resource_id] * n, pa.string()),
-        "body": pa.array(s.bodies, pa.string()),
-        "text_lower": pa.array(s.texts, pa.string()),
-        "created_at": pa.array(s.created_at, pa.string()),
-        "created_us": pa.array(s.created_us, pa.int64()),
-        "run_id": pa.array(s.run_ids, pa.string()),
-        "embedding": _vector_column(s.vectors if s.vectors is not None else [None] * n)})
-
-
 class DuckDBStorage(SqlStorage):
     """Both ports on a DuckDB database file (or ``":memory:"``).
 
@@ -504,10 +412,15 @@ class DuckDBStorage(SqlStorage):
             if not path:
                 raise InvalidInputError("database path must be ':memory:' or a file path")
             path = os.path.realpath(path)
-            _refuse_foreign("opening", path)
-            if not read_only:
-                os.makedirs(os.path.dirname(path), exist_ok=True)
             held = hold_for(path, lock_timeout)
+            try:
+                if held.conn is None:  # (reading a held file's header drops its lock)
+                    refuse_foreign_file("opening", path)
+                if not read_only:
+                    os.makedirs(os.path.dirname(path), exist_ok=True)
+            except BaseException:
+                let_go(held)
+                raise
         self.path = path
         self.read_only = read_only
         self._duck = _DuckDriver(held, path, read_only)

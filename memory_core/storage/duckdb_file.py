@@ -45,15 +45,6 @@ _WAIT_CAP = 0.05  # longest wait between two tries at a held file
 _GAP = 0.08  # a holder that let the file go for an asker stays off it this long
 
 
-def retry_delays() -> Iterator[float]:
-    """Waits between tries at a held file: from 2 ms, doubling up to 50 ms, jittered so
-    that two waiting processes do not retry in lock-step."""
-    delay = 0.002
-    while True:
-        yield delay * random.uniform(0.5, 1.5)
-        delay = min(delay * 2, _WAIT_CAP)
-
-
 def ask_for_file(path: str) -> None:
     """Ask the process holding ``path`` to let it go at its next operation."""
     flag = os.path.realpath(path) + WANTS
@@ -90,11 +81,6 @@ def _rewriter(path: str) -> int | None:
     return pid
 
 
-def is_lock_conflict(e: duckdb.Error) -> bool:
-    text = str(e)
-    return "Could not set lock" in text or "Conflicting lock" in text
-
-
 class HeldFile:
     """This process's hold on one database: the connection while an operation or a
     session needs it, and the lock that serialises this process's threads on it. Every
@@ -109,6 +95,7 @@ class HeldFile:
         self.writable = False
         self.opened_ns = 0
         self.sessions = 0  # open session() blocks, of every thread
+        self.depth = 0  # operations under way (nested ones in the lock's thread)
         self.in_tx = False  # a write_batch transaction is open (its thread has the lock)
         self.opens = 0  # connections opened so far (change tokens)
         self.writes = 0  # commits of this process (change tokens)
@@ -123,7 +110,7 @@ class HeldFile:
         none is, handed over first if another process asked; closed after, unless a
         session or a transaction goes on."""
         with self.lock:
-            if self.path is not None and self.conn is not None and not self.in_tx:
+            if self.path is not None and self.conn is not None and not self.depth:
                 if write and not self.writable:
                     self._close()
                 elif self.sessions and _asked_since(self.path, self.opened_ns):
@@ -131,15 +118,17 @@ class HeldFile:
                     time.sleep(_GAP)
             if self.conn is None:
                 self.conn = self._open(op, write)
+            self.depth += 1
             try:
                 yield self.conn
             finally:
+                self.depth -= 1
                 self.release()
 
     def release(self) -> None:
-        """Close the connection unless a session or a transaction still needs it."""
+        """Close the connection unless an operation or a session still needs it."""
         with self.lock:
-            if self.path is not None and not self.sessions and not self.in_tx:
+            if self.path is not None and not self.sessions and not self.depth:
                 self._close()
 
     @contextmanager
@@ -164,12 +153,12 @@ class HeldFile:
         if not write and not os.path.exists(self.path):
             raise StorageError(f"{op} failed: database file '{self.path}' does not exist")
         deadline = time.monotonic() + self.lock_timeout
-        why = ""
-        for delay in retry_delays():
+        why, delay = "", 0.002
+        while True:
             try:
                 conn = duckdb.connect(self.path, read_only=not write, config=CONFIG)
             except duckdb.IOException as e:
-                if not is_lock_conflict(e):
+                if "Could not set lock" not in str(e) and "Conflicting lock" not in str(e):
                     raise StorageError(f"{op} failed: cannot open '{self.path}': {e}") from e
                 ask_for_file(self.path)
                 why = str(e)
@@ -189,8 +178,9 @@ class HeldFile:
                     f"{op} failed: database file '{self.path}' is held by another "
                     f"process and was not let go within {self.lock_timeout:g}s (raise "
                     f"lock_timeout, or end that process's session): {why}")
-            time.sleep(min(remaining, delay))
-        raise AssertionError("unreachable")  # pragma: no cover
+            # jittered, so that two waiting processes do not retry in lock-step
+            time.sleep(min(remaining, delay * random.uniform(0.5, 1.5)))
+            delay = min(delay * 2, _WAIT_CAP)
 
     def rewrite(self, op: str) -> None:
         """Copy the database into a fresh file and put it in place of the old one:
@@ -253,17 +243,17 @@ def let_go(held: HeldFile) -> None:
         held._close()
 
 
-def held_tables(path: str) -> set[str] | None:
-    """The tables of ``path`` read through this process's connection when it holds the
-    file (a second connection here would be refused), else None."""
-    held = _FILES.get(os.path.realpath(path))
-    if held is None:
-        return None
-    with held.lock:
-        if held.conn is None:
-            return None
-        rows = held.conn.execute("SELECT table_name FROM duckdb_tables() "
-                                 "WHERE schema_name = 'main'").fetchall()
+def table_names(path: str, lock_timeout: float) -> set[str]:
+    """The tables of the DuckDB file at ``path``, read through this process's hold on
+    it (its open connection if it has one: a second one would be refused, and closing
+    it would drop the lock this process holds), waiting for the file as any opener."""
+    held = hold_for(os.path.realpath(path), lock_timeout)
+    try:
+        with held.connection("looking at the file", write=False) as conn:
+            rows = conn.execute("SELECT table_name FROM duckdb_tables() "
+                                "WHERE schema_name = 'main'").fetchall()
+    finally:
+        let_go(held)
     return {str(r[0]) for r in rows}
 
 

@@ -17,13 +17,14 @@ Keyword arguments (clock, ids, …) are passed to the adapter's constructor.
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from memory_core.errors import InvalidInputError, NotFoundError
+from memory_core.errors import InvalidInputError, NotFoundError, StorageError
 from memory_core.storage.base import Storage
 
 SCHEMES = ("duckdb", "sqlite", "postgresql", "postgres", "memory")
@@ -139,10 +140,6 @@ def describe_url(url: str) -> str:
 OUR_TABLES = ("schema_migrations", "meta", "threads", "messages", "journal", "runs")
 SQLITE_MAGIC = b"SQLite format 3\x00"
 DUCKDB_MAGIC = b"DUCK"  # bytes 8..12 of a DuckDB file
-# never fetch or load DuckDB extensions behind the caller's back (no network here)
-DUCKDB_SAFE_CONFIG: dict[str, str | bool | int | float | list[str]] = {
-    "autoinstall_known_extensions": False,
-    "autoload_known_extensions": False}
 PROBE_TIMEOUT_SECONDS = 5.0
 
 
@@ -197,34 +194,15 @@ def _held_here(path: str | Path) -> bool:
 
 
 def _duckdb_tables(path: str) -> set[str]:
-    import time
-
-    import duckdb
-
     from memory_core.errors import StorageBusyError
-    from memory_core.storage.duckdb_file import ask_for_file, held_tables, retry_delays
+    from memory_core.storage.duckdb_file import table_names
 
-    held = held_tables(path)
-    if held is not None:  # a second connection here would be refused, and its close
-        return held  # would drop the lock this process holds on the file
-    deadline = time.monotonic() + PROBE_TIMEOUT_SECONDS
-    for delay in retry_delays():  # waits short enough to catch the file while lent
-        try:
-            conn = duckdb.connect(path, read_only=True, config=DUCKDB_SAFE_CONFIG)
-            break
-        except duckdb.IOException as e:
-            if "lock" not in str(e).lower() or time.monotonic() > deadline:
-                raise StorageBusyError(f"cannot open '{path}': {e}") from e
-            ask_for_file(path)  # a writer holding it hands it over between operations
-            time.sleep(delay)
-        except duckdb.Error as e:
-            raise InvalidInputError(f"'{path}' is not a valid DuckDB database: {e}") from e
-    try:
-        rows = conn.execute("SELECT table_name FROM duckdb_tables() "
-                            "WHERE schema_name = 'main'").fetchall()
-    finally:
-        conn.close()
-    return {str(r[0]) for r in rows}
+    try:  # through this process's hold on the file, so a probe never drops its lock
+        return table_names(path, PROBE_TIMEOUT_SECONDS)
+    except StorageBusyError:
+        raise
+    except StorageError as e:
+        raise InvalidInputError(f"'{path}' is not a valid DuckDB database: {e}") from e
 
 
 def _sqlite_tables(path: str) -> set[str]:
@@ -348,3 +326,22 @@ def catalog(specs: list[str]) -> dict[str, str]:
             name = f"{base}-{n}"
         out[name] = url
     return out
+
+
+def refuse_foreign_file(op: str, path: str) -> None:
+    """A file that is not DuckDB's is refused before DuckDB sees it: DuckDB would
+    otherwise look for an extension to read it (SQLite), or write into it."""
+    try:
+        kind = head_kind(path)
+        if kind is None and os.path.getsize(path) == 0:
+            return  # an empty file: DuckDB makes it a new database
+    except FileNotFoundError:
+        return  # a new database
+    except OSError as e:
+        raise StorageError(f"{op} failed: cannot read '{path}': {e}") from e
+    if kind == "duckdb":
+        return
+    what = " (it is a SQLite database)" if kind == "sqlite" else ""
+    raise StorageError(f"{op} failed: '{path}' is not a valid DuckDB database{what}; give "
+                       "a DuckDB file (or a new path), or open it with the adapter it "
+                       "belongs to")
