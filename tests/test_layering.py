@@ -54,3 +54,22 @@ def test_the_cli_finds_the_bundled_folders() -> None:
 
     assert (bundle_dir("app") / "streamlit_app.py").is_file()
     assert (bundle_dir("sample_data") / "build.py").is_file()
+
+
+def test_the_storage_layer_starts_no_background_work() -> None:
+    """Storage is a plain driver, durable when a call returns (docs/decisions/001): no
+    thread, timer or executor anywhere under memory_core/storage."""
+    started: dict[str, set[str]] = {}
+    background = {"Thread", "Timer", "ThreadPoolExecutor", "ProcessPoolExecutor"}
+    for path in (ROOT / "memory_core" / "storage").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and node.attr in background and \
+                    isinstance(node.value, ast.Name) and node.value.id in {
+                        "threading", "futures", "concurrent"}:
+                started.setdefault(str(path.relative_to(ROOT)), set()).add(node.attr)
+            elif isinstance(node, ast.ImportFrom) and node.module in {
+                    "threading", "concurrent.futures", "multiprocessing"}:
+                names = {a.name for a in node.names} & (background | {"Process", "Pool"})
+                if names:
+                    started.setdefault(str(path.relative_to(ROOT)), set()).update(names)
+    assert started == {}

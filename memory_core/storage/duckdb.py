@@ -1,10 +1,8 @@
 """DuckDBStorage: both storage ports on one DuckDB database, in a file or ``:memory:``.
 
-A plain driver of the shared SQL store (sql_common.py, one schema in schema.py): every
-write has committed when the call returns, a ``write_batch`` is one transaction. How
-processes share the file is duckdb_file.py's job; DuckDB's own strengths used here
-are optional: Arrow for large inserts and scope scans, reads by rowid.
-"""
+A plain driver of the shared SQL store (sql_common.py): every write has committed when
+the call returns. Sharing the file is duckdb_file.py's job; Arrow inserts and scans and
+reads by rowid are optional speed-ups."""
 
 from __future__ import annotations
 
@@ -61,8 +59,7 @@ _MESSAGE_SCAN = (", CASE WHEN strlen(m.body) <= {cap} THEN m.body END AS body_js
                  " m.resource_id, m.run_id")
 _BODY_CAP = 4096
 _SCAN_MEMORY = "512MB"  # DuckDB's memory limit while a large scope is scanned
-# FLOAT[] stored uncompressed: compressing 384 noisy floats a row took half of a
-# batch's insert time and saved ~4% of the file (docs/decisions).
+# FLOAT[] uncompressed: compressing noisy floats took half an insert, saved ~4%
 _DIALECT = Dialect(text="VARCHAR", vector="FLOAT[] USING COMPRESSION uncompressed",
                    serial_pk="BIGINT PRIMARY KEY DEFAULT nextval('journal_pos')",
                    serial_setup=("CREATE SEQUENCE IF NOT EXISTS journal_pos",), indexes=False)
@@ -111,12 +108,6 @@ def _insert_table(conn: Conn, table: str, data: pa.Table) -> None:
                      f" SELECT {', '.join(select)} FROM {_BATCH_VIEW}")
     finally:
         conn.unregister(_BATCH_VIEW)
-
-
-def _arrow(conn: Conn, sql: str, params: list[Any]) -> pa.Table:
-    rel = conn.sql(sql, params=params)
-    to_table = getattr(rel, "to_arrow_table", None) or rel.arrow  # duckdb 2.x / 1.x
-    return to_table()
 
 
 def _copied(column: pa.Array) -> pa.Array:
@@ -234,8 +225,7 @@ class _DuckDriver(Driver):
                 apply_migrations(tx, self.dialect, migrations, now, self.where)
 
     def _check_current(self, tx: _DuckTx, legacy: bool,
-                       migrations: Sequence[Migration]) -> None:
-        """A read-only storage cannot migrate: it opens only a current database."""
+                       migrations: Sequence[Migration]) -> None:  # read-only: no migration
         tables = {r[0] for r in tx.query("SELECT table_name FROM information_schema.tables")}
         if "schema_migrations" not in tables:
             raise StorageError(f"setup failed: '{self.path}' holds no memory_core schema; "
@@ -262,21 +252,6 @@ class _DuckDriver(Driver):
             arrays[c] = _vector_column(col) if any(isinstance(v, np.ndarray) for v in col) \
                 else pa.array(col)
         _insert_table(tx.conn, table, pa.table(arrays))
-
-    def insert_absent(self, tx: Any, table: str, key: str, columns: Sequence[str],
-                      rows: Sequence[Sequence[Any]]) -> int:
-        """The stored keys looked up, then the others in one plain ``INSERT``: DuckDB's
-        ``ON CONFLICT`` costs milliseconds more. Nothing else can store a key between
-        the two: this process holds the file and runs the write under its lock."""
-        if not rows:
-            return 0
-        keys = [r[0] for r in rows]
-        have = {r[0] for r in tx.query(
-            f"SELECT {key} FROM {table} WHERE {key} IN ({', '.join('?' * len(keys))})", keys)}
-        new = [r for r in rows if r[0] not in have]
-        if new:
-            tx.execute(insert_sql(table, columns, len(new)), [v for r in new for v in r])
-        return len(new)
 
     def vector_param(self, v: np.ndarray) -> Any:
         return np.ascontiguousarray(v, dtype=np.float32)
@@ -350,14 +325,7 @@ class _DuckDriver(Driver):
         return True
 
     def change_token(self) -> Hashable | None:
-        """Valid while this process holds the file (no other process can write then):
-        which connection, and this process's commits on it. None when nothing is held
-        (the caller then checks the counts)."""
-        held = self.held
-        with held.lock:
-            if held.conn is None:
-                return None
-            return id(held), held.opens, held.writes
+        return self.held.change_token()
 
     def fetch_located(self, tx: Any, refs: Sequence[tuple[str, int]],
                       locators: Sequence[int],
@@ -391,11 +359,9 @@ class DuckDBStorage(SqlStorage):
         >>> s.memory.create_thread("t1", resource_id="u1").id
         't1'
 
-    Every write has committed when the call returns. DuckDB lets one process open a
-    file at a time, so the file is held only during an operation or a ``with
-    storage.session():`` block (a Runner's run holds one) and waited for, up to
-    ``lock_timeout`` seconds, while another process holds it (duckdb_file.py).
-    ``read_only=True`` opens the file read-only and refuses writes.
+    Every write has committed when the call returns. The file is held only during an
+    operation or a ``session()`` and waited for up to ``lock_timeout`` seconds while
+    another process holds it (duckdb_file.py); ``read_only=True`` refuses writes.
     """
 
     def __init__(self, path: str | os.PathLike[str], *, clock: Clock = utc_now,

@@ -31,11 +31,8 @@ from memory_core.errors import StorageBusyError, StorageError
 
 Conn = duckdb.DuckDBPyConnection
 MEMORY = ":memory:"
-# Never fetch or load an extension behind the caller's back (DuckDB would download one
-# to read a SQLite file given as a plain path).
-# One worker thread: opening and closing a file costs ~5 ms less a time (a DuckDB
-# instance starts and joins its thread pool), and a run's small statements use one;
-# a large scan raises it for itself (duckdb.py, _cache_capped).
+# No extension fetched or loaded behind the caller's back; one worker thread (opening
+# and closing a file cost ~5 ms less; a large scan raises it for itself).
 CONFIG: dict[str, str | bool | int | float | list[str]] = {
     "autoinstall_known_extensions": False, "autoload_known_extensions": False,
     "threads": 1}
@@ -63,6 +60,14 @@ def _asked_since(path: str, since_ns: int) -> bool:
         return False
 
 
+def _stamp(path: str) -> tuple[int, int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size, st.st_ino
+
+
 def _rewriter(path: str) -> int | None:
     """The pid of another live process putting a rewritten copy in place, or None."""
     try:
@@ -82,10 +87,8 @@ def _rewriter(path: str) -> int | None:
 
 
 class HeldFile:
-    """This process's hold on one database: the connection while an operation or a
-    session needs it, and the lock that serialises this process's threads on it. Every
-    DuckDBStorage of this process on the same file shares one (DuckDB refuses a second
-    connection with another configuration)."""
+    """This process's hold on one database, shared by its storages on that file: the
+    connection while an operation or a session needs it, and the lock on it."""
 
     def __init__(self, path: str | None, lock_timeout: float) -> None:
         self.path = path  # None: ``:memory:``, never let go
@@ -97,8 +100,7 @@ class HeldFile:
         self.sessions = 0  # open session() blocks, of every thread
         self.depth = 0  # operations under way (nested ones in the lock's thread)
         self.in_tx = False  # a write_batch transaction is open (its thread has the lock)
-        self.opens = 0  # connections opened so far (change tokens)
-        self.writes = 0  # commits of this process (change tokens)
+        self.writes = 0  # writes of this process (change tokens)
         self.users = 0  # storages sharing this hold
         if path is None:
             self.conn = duckdb.connect(MEMORY, config=CONFIG)
@@ -157,18 +159,15 @@ class HeldFile:
         while True:
             try:
                 conn = duckdb.connect(self.path, read_only=not write, config=CONFIG)
-            except duckdb.IOException as e:
+            except duckdb.Error as e:
                 if "Could not set lock" not in str(e) and "Conflicting lock" not in str(e):
                     raise StorageError(f"{op} failed: cannot open '{self.path}': {e}") from e
-                ask_for_file(self.path)
+                ask_for_file(self.path)  # held by another process
                 why = str(e)
-            except duckdb.Error as e:
-                raise StorageError(f"{op} failed: cannot open '{self.path}': {e}") from e
             else:
                 rewriter = _rewriter(self.path)
                 if rewriter is None:
                     self.writable, self.opened_ns = write, time.time_ns()
-                    self.opens += 1
                     return conn
                 conn.close()
                 why = f"process {rewriter} is putting a rewritten copy in its place"
@@ -181,6 +180,14 @@ class HeldFile:
             # jittered, so that two waiting processes do not retry in lock-step
             time.sleep(min(remaining, delay * random.uniform(0.5, 1.5)))
             delay = min(delay * 2, _WAIT_CAP)
+
+    def change_token(self) -> tuple[object, ...]:
+        """Differs after any commit to the file, by any process: a commit grows the
+        WAL, a checkpoint rewrites the file and empties the WAL; plus this process's
+        writes (a write inside a batch shows before it commits)."""
+        if self.path is None:
+            return id(self), self.writes
+        return id(self), self.writes, _stamp(self.path), _stamp(self.path + ".wal")
 
     def rewrite(self, op: str) -> None:
         """Copy the database into a fresh file and put it in place of the old one:
