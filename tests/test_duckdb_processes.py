@@ -1,17 +1,25 @@
-"""DuckDB file shared by real processes: a writer appends while a reader keeps opening
-the file read-only; and a holder that outstays lock_timeout yields StorageBusyError."""
+"""DuckDB file shared by real processes (the protocol of duckdb_file.py): a writer
+appends while a reader keeps opening the file read-only; writers appending to one thread
+get dense seqs; a process holds the file only inside an operation or a session; a
+session holds it against another process until that process asks, and lets it go at its
+next operation; a holder that outstays lock_timeout yields StorageBusyError naming the
+file."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 import pytest
 
 from memory_core.errors import StorageBusyError
 from memory_core.storage.duckdb import DuckDBStorage
+from memory_core.types import AppendRow, Message
+from tests.test_duckdb_file_lock import other_process_gets_it
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -108,31 +116,17 @@ def test_busy_file_raises_instead_of_hanging(tmp_path: Path) -> None:
     again.close()
 
 
-def test_lingering_connection_is_released_for_other_processes(tmp_path: Path) -> None:
-    db = tmp_path / "linger.duckdb"
-    s = DuckDBStorage(db, linger=0.05)
-    s.memory.create_thread("t1")  # leaves a lingering connection behind
-    probe = spawn("""
-import sys
-from memory_core.storage.duckdb import DuckDBStorage
-r = DuckDBStorage(sys.argv[1], read_only=True, lock_timeout=20)
-print(r.memory.get_thread("t1").id)
-""", str(db))
-    out, err = probe.communicate(timeout=60)
-    assert probe.returncode == 0, err
-    assert out.strip() == "t1"
-    s.close()
-
-
 def test_session_holds_the_file_against_other_processes(tmp_path: Path) -> None:
     db = tmp_path / "sess.duckdb"
     s = DuckDBStorage(db)
     s.memory.create_thread("t1")
     with s.session():
+        s.memory.count_messages("t1")  # the session's first operation opens the file
         other = spawn("""
 import sys
 from memory_core.errors import StorageBusyError
 from memory_core.storage.duckdb import DuckDBStorage
+from memory_core.types import AppendRow, Message
 try:
     DuckDBStorage(sys.argv[1], read_only=True, lock_timeout=0.2)
 except StorageBusyError as e:
@@ -142,3 +136,153 @@ except StorageBusyError as e:
     assert other.returncode == 0, err
     assert out.split() == ["busy", "True"]
     s.close()
+
+
+def test_a_storage_holds_the_file_only_inside_an_operation_or_a_session(
+        tmp_path: Path) -> None:
+    db = tmp_path / "idle.duckdb"
+    s = DuckDBStorage(db)
+    s.memory.create_thread("t1")
+    s.memory.append_messages("t1", [AppendRow(message=Message(content="a"))])
+    assert other_process_gets_it(db)  # after its writes: nothing held, no one asked
+    with s.session():
+        assert s.memory.count_messages("t1") == 1
+        assert not other_process_gets_it(db)
+    assert other_process_gets_it(db)
+    s.memory.append_messages("t1", [AppendRow(message=Message(content="b"))])
+    assert [m.text() for m in s.memory.get_messages("t1")] == ["a", "b"]
+    s.close()
+
+
+# holds the file in a session; does one append for each "op" line read, and ends the
+# session at "end"
+SESSION_HOLDER = """
+import sys
+from memory_core.storage.duckdb import DuckDBStorage
+from memory_core.types import AppendRow, Message
+s = DuckDBStorage(sys.argv[1])
+with s.session():
+    s.memory.count_messages("t1")
+    print("holding", flush=True)
+    n = 0
+    for line in sys.stdin:
+        if line.strip() != "op":
+            break
+        s.memory.append_messages("t1", [AppendRow(message=Message(content=f"h{n}"))])
+        n += 1
+        print("done", n, flush=True)
+s.close()
+print("ended", n, flush=True)
+"""
+
+
+def test_a_session_lets_the_file_go_at_its_next_operation_once_asked(tmp_path: Path) -> None:
+    db = tmp_path / "asked.duckdb"
+    s = DuckDBStorage(db)
+    s.memory.create_thread("t1")
+    s.close()
+    holder = subprocess.Popen([sys.executable, "-c", SESSION_HOLDER, str(db)], cwd=ROOT,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    assert holder.stdin is not None and holder.stdout is not None and holder.stderr is not None
+    got: list[DuckDBStorage | BaseException] = []
+
+    def ask() -> None:
+        try:
+            got.append(DuckDBStorage(db, read_only=True, lock_timeout=60))
+        except BaseException as e:  # noqa: BLE001 - reported by the test
+            got.append(e)
+
+    asker = threading.Thread(target=ask)
+    try:
+        assert holder.stdout.readline().strip() == "holding", holder.stderr.read()
+        # an idle session keeps the file, asked or not (this asks)
+        with pytest.raises(StorageBusyError, match="asked.duckdb"):
+            DuckDBStorage(db, read_only=True, lock_timeout=0.3)
+        asker.start()
+        ops = 0
+        while asker.is_alive() and ops < 20:
+            # the holder's next operation lets the file go to the asker; if the asker
+            # missed the moment (a busy machine), it asks again and the holder's next
+            # operation lets go again
+            holder.stdin.write("op\n")
+            holder.stdin.flush()
+            ops += 1
+            assert holder.stdout.readline().split() == ["done", str(ops)]
+            asker.join(timeout=0.5)
+        asker.join(timeout=60)
+        assert len(got) == 1 and isinstance(got[0], DuckDBStorage), got
+        print(f"the asker got the file after {ops} operation(s) of the holder")
+        got[0].close()
+        out, err = holder.communicate("end\n", timeout=60)
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.communicate()
+    assert holder.returncode == 0, err[-3000:]
+    assert out.split() == ["ended", str(ops)]
+    final = DuckDBStorage(db, read_only=True)
+    assert [m.text() for m in final.memory.get_messages("t1")] == [f"h{i}" for i in range(ops)]
+    final.close()
+
+
+# appends single rows to one thread, inside one session or each on its own; prints the
+# seqs it was given
+APPENDER = """
+import contextlib, json, sys
+from memory_core.storage.duckdb import DuckDBStorage
+from memory_core.types import AppendRow, Message
+path, name, n, in_session = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1"
+s = DuckDBStorage(path, lock_timeout=120)
+print("ready", flush=True)
+sys.stdin.readline()
+seqs = []
+with s.session() if in_session else contextlib.nullcontext():
+    for i in range(n):
+        seqs += s.memory.append_messages(
+            "shared", [AppendRow(message=Message(content=f"{name}-{i}"))])
+s.close()
+print(json.dumps(seqs), flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_writer_processes_appending_to_one_thread_get_dense_seqs(tmp_path: Path) -> None:
+    """Three processes append to one thread at once, one of them inside a session (it
+    lets the file go when another asks): the seqs are 0..n-1 with no gap or repeat, and
+    each process was told the seqs its rows are stored at."""
+    db = tmp_path / "seqs.duckdb"
+    s = DuckDBStorage(db)
+    s.memory.create_thread("shared")
+    s.close()
+    n = 30
+    names = {"w0": "1", "w1": "0", "w2": "0"}
+    procs = {name: subprocess.Popen(
+        [sys.executable, "-c", APPENDER, str(db), name, str(n), in_session], cwd=ROOT,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for name, in_session in names.items()}
+    told: dict[str, list[int]] = {}
+    try:
+        for p in procs.values():
+            assert p.stdout is not None and p.stdout.readline().strip() == "ready", \
+                p.stderr.read() if p.stderr else ""
+        for p in procs.values():  # go, all at once
+            assert p.stdin is not None
+            p.stdin.write("go\n")
+            p.stdin.flush()
+        for name, p in procs.items():
+            out, err = p.communicate(timeout=300)
+            assert p.returncode == 0, err[-3000:]
+            told[name] = json.loads(out)
+    finally:
+        for p in procs.values():
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
+    final = DuckDBStorage(db, read_only=True)
+    stored = {m.seq: m.text() for m in final.memory.get_messages("shared")}
+    final.close()
+    assert sorted(stored) == list(range(3 * n))
+    for name, seqs in told.items():
+        assert seqs == sorted(seqs)
+        assert [stored[q] for q in seqs] == [f"{name}-{i}" for i in range(n)]

@@ -1,6 +1,6 @@
 """DuckDB-specific behaviour beyond the conformance suite: migrations (including files
-of the older DuckDB-only schema), read-only handles, extension settings, error
-mapping, and appends without a session from many threads."""
+of the older DuckDB-only schema), read-only handles, foreign files, error mapping, and
+appends without a session from many threads."""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ def test_legacy_version_1_file_gets_thread_counters_from_its_messages(tmp_path: 
     raw.execute("ALTER TABLE threads DROP COLUMN max_seq")
     raw.execute("DELETE FROM schema_migrations WHERE version = 2")
     raw.close()
-    s = DuckDBStorage(path, linger=0)
+    s = DuckDBStorage(path)
     try:
         assert s.schema_version() == len(MIGRATIONS)
         m = s.memory
@@ -82,26 +82,12 @@ def test_legacy_file_opened_read_only_asks_for_a_writable_open(tmp_path: Path) -
 
 def test_file_from_newer_code_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "new.duckdb"
-    DuckDBStorage(path, linger=0).close()
+    DuckDBStorage(path).close()
     raw = duckdb.connect(str(path))
     raw.execute("INSERT INTO schema_migrations VALUES (99, 'future', 'x')")
     raw.close()
     with pytest.raises(StorageError, match=r"schema versions \[99\]"):
         DuckDBStorage(path)
-
-
-def test_connections_never_load_or_install_extensions(tmp_path: Path) -> None:
-    s = DuckDBStorage(tmp_path / "x.duckdb", linger=0)
-    with s._duck.transaction("probe", write=False) as conn:
-        got = conn.execute("SELECT current_setting('autoinstall_known_extensions'),"
-                           " current_setting('autoload_known_extensions')").fetchall()
-    assert got == [(False, False)]
-    s.close()
-    mem = DuckDBStorage(":memory:")
-    with mem._duck.transaction("probe", write=False) as conn:
-        assert conn.execute("SELECT current_setting('autoload_known_extensions')"
-                            ).fetchall() == [(False,)]
-    mem.close()
 
 
 def test_sqlite_file_opened_as_duckdb_is_one_clear_error_naming_it(tmp_path: Path) -> None:
@@ -154,8 +140,9 @@ def test_closed_storage_refuses_work() -> None:
 
 
 def test_threads_without_session_on_a_file_keep_seqs_dense(tmp_path: Path) -> None:
-    # no session: each append goes through open/linger/close; max_hold=0 forces reopening
-    s = DuckDBStorage(tmp_path / "f.duckdb", max_hold=0.0)
+    # no session: each append opens the file, commits and closes it again, while the
+    # other threads wait for it
+    s = DuckDBStorage(tmp_path / "f.duckdb")
     s.memory.create_thread("t1")
 
     def go() -> None:
