@@ -206,7 +206,7 @@ class AgentMemory:
         self.token_counter = token_counter
         self.clock = clock
         self._wm_locks = KeyLocks()
-        self._wm = (WorkingMemory(storage.memory, working_memory, self._wm_locks)
+        self._wm = (WorkingMemory(storage.memory, working_memory, self._wm_locks, storage)
                     if working_memory is not None else None)
         self._engine: RecallEngine | None = None
         self._om: ObservationalMemory | None = None

@@ -38,6 +38,7 @@ from memory_core.models.base import (
     Tool,
     ToolSpec,
     complete_checked,
+    journaled_call,
     model_identity,
 )
 from memory_core.prompt import FrozenPrompt, PromptItem
@@ -257,9 +258,11 @@ class Runner:
     Tools run at least once: a crash after a tool ran but before its result was
     written runs it again on resume (a recorded result is replayed, never re-run). That
     window is the only one, whatever ``Tool.idempotent`` says (the Runner does not read
-    it): a tool whose second run differs from its first (the working-memory merge: a
-    new nested object keeps its nulls, which a second merge deletes) is applied twice
-    only if the process dies between its effect and the write of its result. A tool
+    it). Each tool runs inside ``journaled_call(run_id, call_id)``, so a tool whose
+    second run would differ from its first can make its effect once per call: the
+    working-memory tool commits its merge together with the mark ``<run>:wm:<call>``
+    and, run again for a marked call, returns the recorded result without merging (a
+    new nested object keeps its nulls, which a second merge would delete). A tool
     raising InvalidInputError/TypeError/ValueError is recorded as an error result the
     model sees; any other exception fails the run (ToolExecutionError) without
     recording, so a resume retries it.
@@ -675,7 +678,11 @@ class Runner:
         if state.lease is not None:
             state.lease.check()
         tool = by_name.get(call.name)
-        done = execute_tool(call, tool, list(by_name))
+        # the tool knows which call it runs for: one whose effect is not idempotent
+        # (the working-memory merge) commits it with a mark of the call, and run
+        # again for it (a crash came before the write below) returns what it did
+        with journaled_call(state.run_id, call.id):
+            done = execute_tool(call, tool, list(by_name))
         # durable (on its own) before the next tool or model call
         return self._writer(state).tool(call.id, done)
 

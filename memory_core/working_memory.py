@@ -11,9 +11,15 @@ from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
-from memory_core.errors import InvalidInputError
-from memory_core.models.base import Tool, ToolSpec
-from memory_core.storage.base import RESOURCE_WM_PREFIX, THREAD_WM_PREFIX, MemoryStore
+from memory_core.errors import InvalidInputError, ReplayMismatch
+from memory_core.journal.keys import RunKeys
+from memory_core.models.base import JournaledCall, Tool, ToolSpec, current_call
+from memory_core.storage.base import (
+    RESOURCE_WM_PREFIX,
+    THREAD_WM_PREFIX,
+    MemoryStore,
+    Storage,
+)
 
 TOOL_NAME = "update_working_memory"
 _TOOL_DESCRIPTION = (
@@ -226,13 +232,24 @@ class KeyLocks:
 
 
 class WorkingMemory:
-    """Reads, renders and updates working memory in one store under one config."""
+    """Reads, renders and updates working memory in one store under one config.
+
+    ``storage``: the Storage ``store`` is part of (``AgentMemory`` gives it). With it, a
+    patch applied for a journaled call (the tool run by the Runner, ``journaled_call``)
+    is applied once per call, however often the call runs: a resume after a crash that
+    came between the merge and the Runner's record of the result runs the tool again,
+    and the merge is not idempotent (a new nested object keeps its nulls, SPEC §7.6,
+    which a second merge deletes)."""
 
     def __init__(self, store: MemoryStore, config: WorkingMemoryConfig,
-                 locks: KeyLocks | None = None) -> None:
+                 locks: KeyLocks | None = None, storage: Storage | None = None) -> None:
+        if storage is not None and storage.memory is not store:
+            raise InvalidInputError("WorkingMemory: storage must be the Storage whose "
+                                    "memory store is store")
         self.store = store
         self.config = config
         self.locks = locks or KeyLocks()
+        self.storage = storage
 
     def key(self, thread_id: str, resource_id: str | None) -> str:
         return working_memory_key(self.config, thread_id, resource_id)
@@ -243,36 +260,75 @@ class WorkingMemory:
     def render(self, thread_id: str, resource_id: str | None = None) -> str:
         return render_block(self.config, self.get(thread_id, resource_id))
 
-    def update(self, thread_id: str, resource_id: str | None, patch: Any) -> dict[str, Any]:
+    def update(self, thread_id: str, resource_id: str | None, patch: Any, *,
+               call: JournaledCall | None = None) -> dict[str, Any]:
         """Merge ``patch`` under the key's lock and store it; returns
         ``{"ok": True, "memory": merged}``. A bad patch raises InvalidInputError and
-        stores nothing."""
+        stores nothing.
+
+        With ``call`` (and a ``storage``) the patch is applied once per call: the merge
+        and the mark ``<run>:wm:<call>`` holding its result commit in one transaction
+        (``Storage.write_batch``), and a call marked already returns the result it
+        recorded without merging again."""
         if self.config.read_only:
             raise InvalidInputError("working memory is read-only in this configuration")
         if not isinstance(patch, dict):
             raise InvalidInputError(
                 f"a working-memory patch must be an object, got {type(patch).__name__}")
         key = self.key(thread_id, resource_id)
+        if call is not None and self.storage is not None:
+            return self._update_once(key, patch, call, self.storage)
         with self.locks.get(key):
-            merged = deep_merge(read_record(self.store, key), patch)
-            clean = validate_memory(self.config, merged)
-            self.store.put_working_memory(key, clean)
-        return {"ok": True, "memory": clean}
+            return {"ok": True, "memory": self._merge(key, patch)}
+
+    def _merge(self, key: str, patch: dict[str, Any]) -> dict[str, Any]:
+        merged = deep_merge(read_record(self.store, key), patch)
+        clean = validate_memory(self.config, merged)
+        self.store.put_working_memory(key, clean)
+        return clean
+
+    def _update_once(self, key: str, patch: dict[str, Any], call: JournaledCall,
+                     storage: Storage) -> dict[str, Any]:
+        mark = RunKeys(call.run_id).wm(call.call_id)
+        # the key's lock, then the storage's transaction: the order of every update
+        # (the lock, then the store's own write); nothing that holds a transaction
+        # takes a key's lock (the Runner runs tools outside its write groups)
+        with self.locks.get(key), storage.write_batch():
+            done = storage.runs.get(mark)
+            if done is not None:
+                return _marked_result(mark, done)
+            result = {"ok": True, "memory": self._merge(key, patch)}
+            if not storage.runs.put_if_absent(mark, {"v": 1, "key": key, "result": result}):
+                # only another process running this very call could have: the run is
+                # not this one's (its claim was lost), and the merge rolls back
+                raise ReplayMismatch(f"'{mark}' was written by another process while "
+                                     "this one applied it")
+        return result
 
     def tool(self, thread_id: str, resource_id: str | None) -> Tool:
         """The ``update_working_memory`` tool bound to one thread/resource. A bad patch
-        comes back as ``{"ok": False, "error": ...}`` so the model can correct it."""
+        comes back as ``{"ok": False, "error": ...}`` so the model can correct it. Run
+        for a journaled call (the Runner's), it applies its patch once per call."""
 
         def run(args: dict[str, Any]) -> Any:
             try:
                 patch = patch_from_input(self.config, args)
-                return self.update(thread_id, resource_id, patch)
+                return self.update(thread_id, resource_id, patch, call=current_call())
             except InvalidInputError as e:
                 return {"ok": False, "error": str(e)}
 
         fn: Callable[[dict[str, Any]], Any] = run
         # not idempotent, unlike the reference's marking (SPEC §7.5): a new nested
         # object is stored with its nulls (§7.6) and a second merge deletes them
-        # (tests/test_tools_idempotent.py)
+        # (tests/test_tools_idempotent.py); run for a journaled call it merges once
         return Tool(spec=ToolSpec(name=TOOL_NAME, description=_TOOL_DESCRIPTION,
                                   parameters=tool_parameters(self.config)), fn=fn)
+
+
+def _marked_result(mark: str, value: Any) -> dict[str, Any]:
+    """The result a working-memory mark recorded."""
+    result = value.get("result") if isinstance(value, dict) else None
+    if not isinstance(result, dict):
+        raise ReplayMismatch(f"journal entry '{mark}' is not a working-memory mark: "
+                             f"{value!r}")
+    return result

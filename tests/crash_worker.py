@@ -9,8 +9,10 @@ the run returned (MEMWB_KILL_AFTER_RUN), or inside one of the Runner's write gro
 (MEMWB_CRASH_INSIDE).
 
 Side files in the given folder count what really happened across processes: one line
-per model answer (``model.log``), lookup application (``tools.log``) and working-memory
-patch (``wm.log``); a call killed before it answered or applied anything logs nothing.
+per model answer (``model.log``), lookup application (``tools.log``) and call of the
+working-memory tool (``wm.log``; the store's working memory tells whether a call merged:
+one run again for a call that merged already returns its recorded result); a call
+killed before it answered or applied anything logs nothing.
 """
 
 from __future__ import annotations

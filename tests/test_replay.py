@@ -80,7 +80,8 @@ def golden_runs() -> list[tuple[str, str]]:
 def test_there_are_golden_files_including_older_formats() -> None:
     assert set(golden_record.CURRENT) < set(GOLDEN_FILES)
     assert {"v0_old_format.json", "v1_no_step_tools_basic.json",
-            "v1_no_step_tools_tools_wm.json"} <= set(GOLDEN_FILES)
+            "v1_no_step_tools_tools_wm.json",
+            "v1_no_wm_marks_tools_wm.json"} <= set(GOLDEN_FILES)
 
 
 @pytest.mark.parametrize("name", sorted(golden_record.CURRENT))

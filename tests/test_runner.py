@@ -114,6 +114,27 @@ def test_tool_calls_and_working_memory_are_journaled_and_persisted() -> None:
     assert stored[2].tool_results()[0].call_id == "c1"
 
 
+def test_the_working_memory_merge_commits_with_a_mark_of_its_call_left_out_of_the_seal(
+        ) -> None:
+    """The working-memory tool runs for the Runner's call: its merge is written with
+    ``<run>:wm:<call>`` holding the result the tool record holds (what a resume that
+    runs the call again returns, tests/test_crash_resume.py). The mark is bookkeeping,
+    as a claim is: the seal, written from what the run wrote, leaves it out and still
+    verifies."""
+    from memory_core.journal.seal import verify_run
+
+    model = ScriptedModel([ModelResponse(tool_calls=[
+        call("c1", "update_working_memory", memory={"trip": {"hotel": None}})]), "noted"])
+    s, mem, runner = setup(model)
+    runner.run("support", run_id="run1", thread_id="t1", prompt="remember")
+    result = jget(s, "run1:tool:c1")["result"]
+    assert result == {"ok": True, "memory": {"trip": {"hotel": None}}}
+    assert s.runs.get(RunKeys("run1").wm("c1")) == {"v": 1, "key": "thread:t1",
+                                                    "result": result}
+    assert "run1:wm:c1" not in dict(jget(s, "run1:seal")["entries"])
+    assert verify_run(s, "run1").status == "ok"
+
+
 def test_model_error_marks_failed_and_resume_loses_nothing() -> None:
     class Flaky:
         name = "flaky"

@@ -5,7 +5,8 @@ Every tool the library offers (what ``AgentMemory.tools`` and
 ``observation_recall_tool`` give in each configuration, and the benchmark's lookup) is
 built through its public constructor and, where declared idempotent, run twice over one
 store. The working-memory tool is not declared so: its merge stores a new nested object
-with its nulls (SPEC §7.6), and a second merge deletes them."""
+with its nulls (SPEC §7.6), and a second merge deletes them. Run for a journaled call (as
+the Runner runs it) it merges once per call, however often it runs."""
 
 from __future__ import annotations
 
@@ -16,8 +17,9 @@ import pytest
 from pydantic import BaseModel
 
 from memory_core.embedders import HashingEmbedder
+from memory_core.journal import RunKeys
 from memory_core.memory import AgentMemory
-from memory_core.models.base import Tool
+from memory_core.models.base import Tool, journaled_call
 from memory_core.models.scripted import ScriptedModel
 from memory_core.observational import ObservationalConfig
 from memory_core.storage.base import Storage
@@ -164,3 +166,36 @@ def test_the_working_memory_merge_is_not_idempotent_so_its_tool_is_not_declared_
     assert twice["wm"][key]["trip"] == {"city": "Rome"}
     assert first != second
     assert not tool.idempotent
+
+
+@pytest.mark.parametrize("config", sorted(WM_CONFIGS))
+def test_the_working_memory_tool_run_twice_for_one_journaled_call_merges_once(
+        config: str) -> None:
+    """What a resume does when a crash came after the merge but before the Runner
+    recorded the result: the tool runs again for the same call. The merge committed
+    with a mark of the call, so the second run returns the first's result and leaves
+    the working memory as one run did; another call of the run merges again."""
+    s = InMemoryStorage(clock=Tick())
+    ((tool, args),) = OFFERED[config](s)
+    with journaled_call("run-1", "c1"):
+        (first, once), (second, twice) = _once_and_twice(tool, args, s)
+    (key,) = once["wm"]
+    assert once["wm"][key]["trip"] == {"hotel": None, "city": "Rome"}
+    assert twice == once and second == first and first["ok"] is True
+    assert s.runs.get(RunKeys("run-1").wm("c1")) == {"v": 1, "key": key, "result": first}
+    with journaled_call("run-1", "c2"):
+        third = tool.fn(dict(args))
+    assert third["memory"]["trip"] == {"city": "Rome"}  # a call of its own: merged
+    assert s.memory.get_working_memory(key) == third["memory"]
+
+
+def test_a_refused_working_memory_patch_marks_no_call() -> None:
+    """A patch the schema refuses stores nothing, so nothing marks its call: the same
+    call run again (with the same patch) is refused again, never answered from a mark."""
+    s = InMemoryStorage(clock=Tick())
+    ((tool, _),) = WM_CONFIGS["wm-schema"](s)
+    with journaled_call("run-1", "c1"):
+        first = tool.fn({"unknown": 1})
+        second = tool.fn({"unknown": 1})
+    assert first["ok"] is False and second == first
+    assert s.runs.list("run-1:") == [] and s.memory.list_working_memory_keys() == []

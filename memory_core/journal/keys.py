@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from memory_core.errors import InvalidInputError
 
 RUN_KINDS = ("import", "input", "memctx", "prompt", "persist:input", "step", "tool",
-             "persist:output", "output", "cf", "seal", "lease", "title")
+             "persist:output", "output", "cf", "seal", "lease", "title", "wm")
 
 
 def check_run_id(run_id: object) -> str:
@@ -103,13 +103,29 @@ class RunKeys:
     def cf(self, digest: str) -> str:
         return f"{self.run_id}:cf:{digest}"
 
+    @property
+    def wm_prefix(self) -> str:
+        return f"{self.run_id}:wm:"
+
+    def wm(self, call_id: str) -> str:
+        """The mark that call ``call_id``'s working-memory patch is applied, written in
+        the transaction of the merge (``working_memory.WorkingMemory``)."""
+        return f"{self.run_id}:wm:{call_id}"
+
+    @property
+    def unsealed_prefixes(self) -> tuple[str, str, str]:
+        """Records a seal leaves out: counterfactuals (analysis added after the run),
+        claims and working-memory marks (bookkeeping of how the run was carried out;
+        a mark's result is sealed in the call's tool record)."""
+        return self.cf_prefix, self.lease_prefix, self.wm_prefix
+
     def kind_of(self, key: str) -> tuple[str, str | None] | None:
         """``(kind, arg)`` for one of this run's keys (``("step", "0")``,
         ``("tool", "call_1")``, ``("output", None)``); None for a foreign key."""
         if not key.startswith(self.prefix):
             return None
         rest = key[len(self.prefix):]
-        for kind in ("step", "tool", "cf", "lease"):
+        for kind in ("step", "tool", "cf", "lease", "wm"):
             if rest.startswith(kind + ":"):
                 return kind, rest[len(kind) + 1:]
         return (rest, None) if rest in RUN_KINDS else None

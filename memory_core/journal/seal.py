@@ -129,7 +129,7 @@ def _failure(run: RunRecord | None) -> str | None:
 def _sealed_entries(storage: Storage, keys: RunKeys) -> list[tuple[str, str]]:
     out = []
     for key, raw in storage.runs.list(keys.prefix):
-        if key.startswith((keys.cf_prefix, keys.lease_prefix)) or key == keys.seal:
+        if key.startswith(keys.unsealed_prefixes) or key == keys.seal:
             continue
         out.append((key, _sha(canonical_json(raw))))
     return sorted(out)
@@ -178,7 +178,7 @@ def seal_of(run: RunRecord, entries: list[tuple[str, Any]],
     ``compute_seal`` finds once they are stored."""
     keys = RunKeys(run.run_id)
     digests = sorted((k, _sha(canonical_json(v))) for k, v in entries
-                     if not k.startswith((keys.cf_prefix, keys.lease_prefix)) and k != keys.seal)
+                     if not k.startswith(keys.unsealed_prefixes) and k != keys.seal)
     msgs = ([(run.thread_id, seq, _sha(m.canonical_json())) for seq, m in sorted(
         dict(messages).items())] if run.thread_id is not None else [])
     return _seal(digests, msgs, _run_row(run), failed=_failure(run))

@@ -3,7 +3,9 @@ and the Tool type offered to models."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -104,9 +106,10 @@ class Tool:
     deletes them), so its tool is not declared so. Nothing acts on it: the Runner
     treats every tool alike (its step durable before it runs, its result durable before
     the next call), and a crash between a tool's effect and the write of its result runs
-    it again on resume — harmless only for a tool that is idempotent. Kept for callers
-    that declare it; tests/test_tools_idempotent.py holds the library's declarations to
-    it."""
+    it again on resume — harmless only for a tool that is idempotent, or one that makes
+    its effect once per call (``journaled_call``), as the working-memory tool does. Kept
+    for callers that declare it; tests/test_tools_idempotent.py holds the library's
+    declarations to it."""
 
     spec: ToolSpec
     fn: Callable[[dict[str, Any]], Any]
@@ -115,6 +118,38 @@ class Tool:
     @property
     def name(self) -> str:
         return self.spec.name
+
+
+@dataclass(frozen=True)
+class JournaledCall:
+    """The journaled tool call a tool is running for: the run and the call's id, the
+    same on every attempt of the run (``journaled_call``)."""
+
+    run_id: str
+    call_id: str
+
+
+_CALL: ContextVar[JournaledCall | None] = ContextVar("memwb_journaled_call", default=None)
+
+
+@contextmanager
+def journaled_call(run_id: str, call_id: str) -> Iterator[JournaledCall]:
+    """Run a tool for call ``call_id`` of run ``run_id`` (the Runner does, around each
+    tool it runs): inside the block ``current_call`` names that call, so a tool whose
+    effect is not idempotent can commit it together with a mark of the call and, run
+    again for the same call (a resume after a crash before its result was recorded),
+    return what it did instead of doing it twice."""
+    call = JournaledCall(run_id, call_id)
+    token = _CALL.set(call)
+    try:
+        yield call
+    finally:
+        _CALL.reset(token)
+
+
+def current_call() -> JournaledCall | None:
+    """The call ``journaled_call`` names in this thread (None outside one)."""
+    return _CALL.get()
 
 
 class ModelIdentity(BaseModel):

@@ -36,8 +36,7 @@ MEMORY = ":memory:"
 CONFIG: dict[str, str | bool | int | float | list[str]] = {
     "autoinstall_known_extensions": False, "autoload_known_extensions": False,
     "threads": 1}
-WANTS = ".wants"
-REWRITING = ".rewriting"
+WANTS, REWRITING = ".wants", ".rewriting"
 _WAIT_CAP = 0.05  # longest wait between two tries at a held file
 _GAP = 0.08  # a holder that let the file go for an asker stays off it this long
 
@@ -69,21 +68,17 @@ def _stamp(path: str) -> tuple[int, int, int] | None:
 
 
 def _rewriter(path: str) -> int | None:
-    """The pid of another live process putting a rewritten copy in place, or None."""
+    """The pid of another live process putting a rewritten copy in place, or None (a
+    rewriter that died left the old file whole)."""
     try:
         with open(path + REWRITING) as f:
             pid = int(f.read() or 0)
-    except (OSError, ValueError):
-        return None
-    if pid <= 0 or pid == os.getpid():
-        return None
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return None  # a rewriter that died left the old file whole
-    except PermissionError:
+        if 0 < pid != os.getpid():
+            os.kill(pid, 0)
+            return pid
+    except (OSError, ValueError):  # no marker, or no such process
         pass
-    return pid
+    return None
 
 
 class HeldFile:
@@ -157,6 +152,7 @@ class HeldFile:
         deadline = time.monotonic() + self.lock_timeout
         why, delay = "", 0.002
         while True:
+            inode = (_stamp(self.path) or (0, 0, -1))[2]
             try:
                 conn = duckdb.connect(self.path, read_only=not write, config=CONFIG)
             except duckdb.Error as e:
@@ -166,6 +162,8 @@ class HeldFile:
                 why = str(e)
             else:
                 rewriter = _rewriter(self.path)
+                if rewriter is None and inode != (_stamp(self.path) or (0, 0, -1))[2]:
+                    rewriter = -1  # a copy was put in place while this opened the old file
                 if rewriter is None:
                     self.writable, self.opened_ns = write, time.time_ns()
                     return conn
