@@ -1,5 +1,6 @@
 """One place that knows how to build every storage adapter for tests. The conformance
-suite (tests/conformance) is parametrized over ADAPTERS and runs unchanged on each."""
+suite (memory_core.testing, run by tests/conformance/test_adapters.py) runs unchanged
+on each of FACTORIES: ADAPTERS with what each promises."""
 
 from __future__ import annotations
 
@@ -7,8 +8,25 @@ from pathlib import Path
 from typing import Any
 
 from memory_core.storage.base import Storage
+from memory_core.testing.factory import (
+    ATOMIC_BATCHES,
+    PERSISTS,
+    SEPARATE_CONNECTIONS,
+    AdapterFactory,
+)
 
 ADAPTERS = ["inmemory", "duckdb-memory", "duckdb-file", "sqlite", "postgres"]
+
+# Which optional behaviours of the conformance suite each adapter promises. In-memory
+# commits each write on its own; DuckDB groups a batch, but a second DuckDB handle in
+# this process shares the first one's connection; SQLite and PostgreSQL have it all.
+CAPABILITIES: dict[str, frozenset[str]] = {
+    "inmemory": frozenset(),
+    "duckdb-memory": frozenset({ATOMIC_BATCHES}),
+    "duckdb-file": frozenset({PERSISTS, ATOMIC_BATCHES}),
+    "sqlite": frozenset({PERSISTS, ATOMIC_BATCHES, SEPARATE_CONNECTIONS}),
+    "postgres": frozenset({PERSISTS, ATOMIC_BATCHES, SEPARATE_CONNECTIONS}),
+}
 
 
 def make_storage(name: str, tmp_path: Path, **kwargs: Any) -> Storage:
@@ -31,11 +49,18 @@ def make_storage(name: str, tmp_path: Path, **kwargs: Any) -> Storage:
     raise ValueError(f"unknown adapter {name!r}")
 
 
-def reopen_storage(name: str, tmp_path: Path, **kwargs: Any) -> Storage | None:
-    """A second handle on the same database, or None for adapters with no file."""
-    if name in ("inmemory", "duckdb-memory"):
-        return None
-    return make_storage(name, tmp_path, **kwargs)
+def factory(name: str) -> AdapterFactory:
+    """The adapter as the conformance suite takes it: with PERSISTS, make_storage on
+    the same tmp_path opens the same database again (a file, or the PostgreSQL schema
+    keyed by tmp_path)."""
+
+    def make(tmp_path: Path, **kwargs: Any) -> Storage:
+        return make_storage(name, tmp_path, **kwargs)
+
+    return AdapterFactory(name, make=make, capabilities=CAPABILITIES[name])
+
+
+FACTORIES = [factory(name) for name in ADAPTERS]
 
 
 # -- SQL adapters (owned by the SQLite/PostgreSQL work) --------------------------------
@@ -46,7 +71,7 @@ def _make_sqlite(tmp_path: Path, **kwargs: Any) -> Storage:
 
 
 def _make_postgres(tmp_path: Path, **kwargs: Any) -> Storage:
-    # One schema per test (keyed by tmp_path, so reopen_storage finds the same one) on
+    # One schema per test (keyed by tmp_path, so a second make finds the same one) on
     # the throwaway server; skips only when MEMWB_SKIP_POSTGRES=1, fails if unavailable.
     from memory_core.storage.postgres import PostgresStorage
     from tests.pg_server import require_postgres_dsn, schema_for

@@ -15,8 +15,8 @@ from memory_core.embedders import HashingEmbedder
 from memory_core.recall import RecallConfig, RecallEngine
 from memory_core.storage.base import MemoryStore, ScopeRows
 from memory_core.storage.inmemory import InMemoryStorage
+from memory_core.testing.support import T0
 from memory_core.types import StoredMessage
-from tests.conformance.support import T0
 from tests.test_recall import add, make_store
 
 TEXTS = ["the boiler code is 4471", "lunch at the harbour", "my dentist is Dr Okafor",

@@ -1,5 +1,6 @@
 """docs/spec_tally.md names only tests that exist: every ``file::test`` (and ``::test``
-continuing the last file named in the same cell) resolves to a test function."""
+continuing the last file named in the same cell) resolves to a test function; a file is
+under tests/ or, for the public conformance suite, memory_core/testing/conformance."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ def test_every_test_the_tally_names_exists() -> None:
     named = 0
     for line in TALLY.splitlines():
         current: str | None = None
-        for path, name in re.findall(r"`(tests/[\w/]+\.py)?::(\w+)`", line):
+        for path, name in re.findall(r"`((?:tests|memory_core)/[\w/]+\.py)?::(\w+)`",
+                                     line):
             current = path or current
             assert current, f"'::{name}' has no file before it: {line}"
             source = (ROOT / current).read_text(encoding="utf-8")

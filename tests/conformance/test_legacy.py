@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from memory_core.storage.base import Storage
+from memory_core.testing.support import row
 from tests.conformance.legacy import EXPECTED, FILES, dump
-from tests.conformance.support import row
 
 
 def _open(name: str, path: Path) -> Storage:

@@ -13,9 +13,9 @@ import pytest
 
 from memory_core.errors import InvalidInputError
 from memory_core.storage.base import Storage
+from memory_core.testing.factory import AdapterFactory
+from memory_core.testing.support import T0, row
 from memory_core.types import AppendRow, Message, Observation, RunRecord, ToolCallPart
-from tests.conformance.support import T0, row
-from tests.storage_factories import make_storage
 
 NAIVE = datetime(2024, 1, 1, 12, 30)
 
@@ -108,9 +108,9 @@ def test_naive_times_are_refused_by_every_port(storage: Storage) -> None:
     assert [t.id for t in m.list_threads()] == ["later", "t"]
 
 
-def test_a_naive_clock_is_refused_before_anything_is_stored(adapter: str,
+def test_a_naive_clock_is_refused_before_anything_is_stored(adapter: AdapterFactory,
                                                             tmp_path: Path) -> None:
-    s = make_storage(adapter, tmp_path, clock=lambda: NAIVE)
+    s = adapter.open(tmp_path, clock=lambda: NAIVE)
     try:
         with pytest.raises(InvalidInputError, match="storage clock's time.*2024-01-01T12:30"):
             s.memory.create_thread("t")

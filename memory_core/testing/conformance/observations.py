@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 from memory_core.storage.base import Storage
+from memory_core.testing.support import T0
 from memory_core.types import Observation
-from tests.conformance.support import T0
 
 
 def obs(oid: str, at: int, *, thread: str = "t1", level: int = 0,

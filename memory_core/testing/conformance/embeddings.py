@@ -8,14 +8,7 @@ import pytest
 
 from memory_core.errors import InvalidInputError
 from memory_core.storage.base import Storage
-from tests.conformance.support import row, vec
-
-
-@pytest.fixture
-def two(storage: Storage) -> Storage:
-    storage.memory.create_thread("a")
-    storage.memory.create_thread("b")
-    return storage
+from memory_core.testing.support import row, vec
 
 
 def test_dimension_is_unset_until_first_vector(two: Storage) -> None:

@@ -1,7 +1,8 @@
 """Conformance: ``Storage.write_batch`` — the writes of a block (journal records, a run's
 row and status, thread and message appends) in one transaction where the adapter
-groups writes (SQLite, PostgreSQL, DuckDB): read back inside the block, seen by another
-handle only once it ends, and nothing of them left when it fails. The Runner groups a
+groups writes (capability ``atomic_batches``: SQLite, PostgreSQL, DuckDB): read back
+inside the block, seen by another handle only once it ends (``separate_connections``),
+and nothing of them left when it fails. The Runner groups a
 run's writes with it (memory_core/runner.py)."""
 
 from __future__ import annotations
@@ -12,11 +13,10 @@ from pathlib import Path
 import pytest
 
 from memory_core.storage.base import Storage
+from memory_core.testing.factory import ATOMIC_BATCHES, SEPARATE_CONNECTIONS, AdapterFactory
 from memory_core.types import AppendRow, Message, RunRecord
-from tests.storage_factories import reopen_storage
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
-GROUPED = {"sqlite", "postgres", "duckdb-file", "duckdb-memory"}
 
 
 class Boom(Exception):
@@ -57,7 +57,8 @@ def test_a_batch_reads_back_its_own_writes(storage: Storage) -> None:
     assert storage.runs.require_run("r1").status == "completed"
 
 
-def test_a_failed_batch_leaves_nothing_of_itself(adapter: str, storage: Storage) -> None:
+def test_a_failed_batch_leaves_nothing_of_itself(adapter: AdapterFactory,
+                                                  storage: Storage) -> None:
     storage.memory.create_thread("t", resource_id="u")
     storage.runs.put_if_absent("before", 0)
     with pytest.raises(Boom):
@@ -65,8 +66,8 @@ def test_a_failed_batch_leaves_nothing_of_itself(adapter: str, storage: Storage)
             _write_a_run(storage)
             storage.memory.create_thread("t2")
             raise Boom
-    if adapter not in GROUPED:
-        return  # each write committed on its own here (the reference adapter)
+    if not adapter.has(ATOMIC_BATCHES):
+        return  # no atomic_batches: each write committed on its own
     assert storage.runs.list("") == [("before", 0)]
     assert storage.runs.get_run("r1") is None
     assert storage.memory.get_messages("t") == [] and storage.memory.max_seq("t") == -1
@@ -76,10 +77,11 @@ def test_a_failed_batch_leaves_nothing_of_itself(adapter: str, storage: Storage)
 
 
 def test_a_batch_is_one_commit_another_handle_sees_whole(
-        adapter: str, storage: Storage, tmp_path: Path) -> None:
-    if adapter not in ("sqlite", "postgres"):
-        pytest.skip("a second handle in this process shares the first one's connection")
-    other = reopen_storage(adapter, tmp_path)
+        adapter: AdapterFactory, storage: Storage, tmp_path: Path) -> None:
+    if not adapter.has(SEPARATE_CONNECTIONS):
+        pytest.skip(f"{adapter.name}: no {SEPARATE_CONNECTIONS} (a second handle with a "
+                    "connection of its own)")
+    other = adapter.open_again(tmp_path)
     assert other is not None
     try:
         storage.memory.create_thread("t", resource_id="u")
@@ -93,7 +95,7 @@ def test_a_batch_is_one_commit_another_handle_sees_whole(
         other.close()
 
 
-def test_batches_nest_into_the_outermost(adapter: str, storage: Storage) -> None:
+def test_batches_nest_into_the_outermost(adapter: AdapterFactory, storage: Storage) -> None:
     storage.memory.create_thread("t", resource_id="u")
     with pytest.raises(Boom):
         with storage.write_batch():
@@ -101,7 +103,7 @@ def test_batches_nest_into_the_outermost(adapter: str, storage: Storage) -> None
                 storage.runs.put_if_absent("inner", 1)
             storage.runs.put_if_absent("outer", 2)
             raise Boom
-    expected = [] if adapter in GROUPED else [("inner", 1), ("outer", 2)]
+    expected = [] if adapter.has(ATOMIC_BATCHES) else [("inner", 1), ("outer", 2)]
     assert storage.runs.list("") == expected
 
 

@@ -8,8 +8,8 @@ import pytest
 
 from memory_core.errors import NotFoundError
 from memory_core.storage.base import Storage
+from memory_core.testing.support import T0
 from memory_core.types import RunRecord
-from tests.conformance.support import T0
 
 
 def run(rid: str, at: int = 0, *, thread: str | None = "t1", resource: str | None = "u1",

@@ -9,14 +9,8 @@ import pytest
 
 from memory_core.errors import InvalidInputError, NotFoundError
 from memory_core.storage.base import MemoryStore, Storage
+from memory_core.testing.support import T0, StepClock, row, vec
 from memory_core.types import AppendRow, Message, TextPart, ToolCallPart, ToolResultPart
-from tests.conformance.support import T0, StepClock, row, vec
-
-
-@pytest.fixture
-def t1(storage: Storage) -> Storage:
-    storage.memory.create_thread("t1", resource_id="u1")
-    return storage
 
 
 def test_seqs_are_dense_from_zero_per_thread(t1: Storage) -> None:

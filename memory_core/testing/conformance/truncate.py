@@ -9,8 +9,8 @@ import pytest
 
 from memory_core.errors import InvalidInputError, NotFoundError
 from memory_core.storage.base import Storage
-from tests.conformance.support import row, vec
-from tests.storage_factories import reopen_storage
+from memory_core.testing.factory import AdapterFactory
+from memory_core.testing.support import row, vec
 
 
 def four(s: Storage, tid: str = "t") -> None:
@@ -33,7 +33,8 @@ def test_spec_2_7_delete_after_keeps_the_head_and_drops_tail_vectors(storage: St
     assert storage.memory.get_messages("t") == [] and storage.memory.max_seq("t") == -1
 
 
-def test_spec_2_7_truncated_seqs_are_never_given_again(storage: Storage, adapter: str,
+def test_spec_2_7_truncated_seqs_are_never_given_again(storage: Storage,
+                                                       adapter: AdapterFactory,
                                                        tmp_path: Path) -> None:
     four(storage)
     storage.memory.delete_messages_after("t", 0)
@@ -45,8 +46,8 @@ def test_spec_2_7_truncated_seqs_are_never_given_again(storage: Storage, adapter
     assert storage.memory.append_messages("t", [row("x", seq=2)]) == [2]
     assert storage.memory.thread_stats(["t"]) == {"t": (2, 6)}
     storage.close()
-    again = reopen_storage(adapter, tmp_path)
-    if again is not None:  # a file or server database: the floor is stored
+    again = adapter.open_again(tmp_path)
+    if again is not None:  # it persists (a file or server database): the floor is stored
         try:
             assert again.memory.append_messages("t", [row("n4")]) == [7]
         finally:

@@ -19,8 +19,8 @@ from memory_core.storage.base import (
     ThreadActivity,
     ThreadRuns,
 )
+from memory_core.testing.support import T0, StepClock, row
 from memory_core.types import RunRecord
-from tests.conformance.support import T0, StepClock, row
 
 PLUS2 = timezone(timedelta(hours=2))
 

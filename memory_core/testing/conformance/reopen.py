@@ -1,4 +1,5 @@
-"""Conformance: a file database reopened by a new handle shows everything written."""
+"""Conformance: a file database reopened by a new handle shows everything written
+(adapters with the ``persists`` capability)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,12 @@ from pathlib import Path
 import pytest
 
 from memory_core.storage.base import Storage
+from memory_core.testing.factory import AdapterFactory
+from memory_core.testing.support import T0, row, vec
 from memory_core.types import Observation, RunRecord
-from tests.conformance.support import T0, row, vec
-from tests.storage_factories import reopen_storage
 
 
-def test_reopened_database_shows_everything(storage: Storage, adapter: str,
+def test_reopened_database_shows_everything(storage: Storage, adapter: AdapterFactory,
                                             tmp_path: Path) -> None:
     m = storage.memory
     m.create_thread("t1", resource_id="u1", title="kept", metadata={"k": [1]})
@@ -26,9 +27,9 @@ def test_reopened_database_shows_everything(storage: Storage, adapter: str,
     storage.runs.put_if_absent("r1:a", 1)
     storage.close()
 
-    again = reopen_storage(adapter, tmp_path)
+    again = adapter.open_again(tmp_path)
     if again is None:
-        pytest.skip(f"{adapter} keeps nothing after close")
+        pytest.skip(f"{adapter.name} keeps nothing after close")
     try:
         (t,) = again.memory.list_threads()
         assert (t.id, t.title, t.metadata, t.resource_id) == ("t1", "kept", {"k": [1]}, "u1")

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memory_core.storage.base import Storage
-from tests.conformance.support import row
+from memory_core.testing.support import row
 
 _names = itertools.count()
 

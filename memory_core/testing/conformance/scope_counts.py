@@ -6,7 +6,7 @@ import pytest
 
 from memory_core.errors import NotFoundError
 from memory_core.storage.base import Storage, ThreadCounts
-from tests.conformance.support import T0, StepClock, row
+from memory_core.testing.support import T0, StepClock, row
 
 
 def test_resource_scope_lists_its_threads_then_the_own_thread(clocked: Storage,

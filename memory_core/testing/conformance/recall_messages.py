@@ -15,8 +15,8 @@ import pytest
 
 from memory_core.recall import RecallConfig, RecallEngine, RecallOutcome
 from memory_core.storage.base import Storage
+from memory_core.testing.support import row, vec
 from memory_core.types import Message, StoredMessage
-from tests.conformance.support import row, vec
 
 CFG = RecallConfig(top_k=1, near_misses=1, message_range=1, scope="resource",
                    threshold=0.5, skip_query_duplicates=False)

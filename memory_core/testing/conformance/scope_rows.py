@@ -9,8 +9,8 @@ import numpy as np
 
 from memory_core.storage.base import ScopeRows, Storage
 from memory_core.storage.common import ts_micros
+from memory_core.testing.support import StepClock, row, vec
 from memory_core.types import AppendRow, Message
-from tests.conformance.support import StepClock, row, vec
 
 
 def _by_ref(rows: ScopeRows) -> dict[tuple[str, int], dict[str, Any]]:

@@ -3,9 +3,11 @@ vector; nothing else changes (erasure uses it on answers that quoted erased text
 
 from __future__ import annotations
 
+import numpy as np
+
 from memory_core.storage.base import Storage
+from memory_core.testing.support import row, vec
 from memory_core.types import Message
-from tests.conformance.support import row, vec
 
 
 def test_redact_message_rewrites_one_message_and_drops_its_vector(storage: Storage) -> None:
@@ -36,8 +38,8 @@ def test_a_warm_recall_forgets_a_redacted_message(storage: Storage) -> None:
     from memory_core.recall import RecallConfig, RecallEngine
 
     class Exact:  # the query "secret 42" embeds like the secret's own vector
-        def __call__(self, texts: list[str]) -> list[list[float]]:
-            return [list(vec(0, 1)) if "secret" in t else list(vec(1, 0)) for t in texts]
+        def __call__(self, texts: list[str]) -> np.ndarray:
+            return np.stack([vec(0, 1) if "secret" in t else vec(1, 0) for t in texts])
 
     storage.memory.create_thread("t", resource_id="u")
     storage.memory.append_messages("t", [row("keep me", embedding=vec(1, 0)),

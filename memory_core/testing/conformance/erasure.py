@@ -9,8 +9,8 @@ import pytest
 
 from memory_core.errors import InvalidInputError, NotFoundError
 from memory_core.storage.base import Storage
+from memory_core.testing.support import T0, row, vec
 from memory_core.types import ErasureReport, Observation, RunRecord
-from tests.conformance.support import T0, row, vec
 
 
 def populate(s: Storage, tid: str, rid: str | None) -> None:

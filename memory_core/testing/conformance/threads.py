@@ -6,8 +6,8 @@ import pytest
 
 from memory_core.errors import InvalidInputError, NotFoundError
 from memory_core.storage.base import Storage
+from memory_core.testing.support import T0, StepClock, row, vec
 from memory_core.types import Observation
-from tests.conformance.support import T0, StepClock, row, vec
 
 
 def test_create_thread_with_given_id(storage: Storage) -> None:
