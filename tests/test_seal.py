@@ -245,3 +245,46 @@ def test_a_fresh_run_is_sealed_from_what_it_wrote(kind: str, tmp_path: Path,
         assert seal_mod.read_seal(s, rid) == seal_mod.compute_seal(s, rid)
         assert verify_run(s, rid).status == "ok"
     s.close()
+
+
+KILLED_MID_RUN = """
+import os, signal, sys
+from memory_core.embedders import HashingEmbedder
+from memory_core.memory import AgentMemory
+from memory_core.models.base import ModelResponse
+from memory_core.runner import Agent, Runner
+from memory_core.storage.url import open_storage
+
+class Dies:
+    def complete(self, messages, tools):
+        os.kill(os.getpid(), signal.SIGKILL)  # the process dies inside the model call
+        return ModelResponse(text="never")
+
+s = open_storage(sys.argv[1])
+mem = AgentMemory(s, embed=HashingEmbedder(64), recent_n=4)
+Runner(s, {"a": Agent("a", "Be brief.", Dies())}, memory=mem).run(
+    "a", run_id="r9", thread_id="t", resource_id="u", prompt="hello")
+"""
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "duckdb"])
+def test_a_run_killed_mid_way_is_unfinished_not_tampered(kind: str, tmp_path: Path) -> None:
+    """A crash never reads as an attack: a run whose process died before its last write
+    group has no seal yet (the output, the seal and the status commit together); verify
+    says it is unfinished and exits 0, and deleting a finished run's seal is still named."""
+    import subprocess
+    import sys
+
+    url = f"sqlite:///{tmp_path / 'k.db'}" if kind == "sqlite" else str(tmp_path / "k.duckdb")
+    done = subprocess.run([sys.executable, "-c", KILLED_MID_RUN, url], capture_output=True,
+                          text=True, timeout=120, cwd=Path(__file__).resolve().parents[1])
+    assert done.returncode == -9, done.stderr[-2000:]
+    from memory_core.storage.url import open_storage
+
+    s = open_storage(url)
+    assert s.runs.require_run("r9").status == "running"
+    report = verify_run(s, "r9")
+    assert report.status == "unsealed" and "not finished" in report.detail, report
+    s.close()
+    result = CliRunner().invoke(app, ["verify", "--all", "--db", url])
+    assert result.exit_code == 0 and "TAMPERED" not in result.output, result.output

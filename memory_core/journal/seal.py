@@ -249,6 +249,14 @@ def _expects_seal(storage: Storage, keys: RunKeys) -> bool:
     return isinstance(raw, dict) and raw.get("sealed") is True
 
 
+def _unfinished(storage: Storage, keys: RunKeys) -> bool:
+    """A run that never reached its last write group (the output, the seal and the
+    status commit together): a crash or a run in progress, not tampering."""
+    run = storage.runs.get_run(keys.run_id)
+    return run is not None and run.status in ("running", "failed") and \
+        not storage.runs.has(keys.output)
+
+
 def _first_difference(seal: SealRecord, now: SealRecord) -> tuple[str, str]:
     rec, cur = dict(seal.entries), dict(now.entries)
     for key in sorted(set(rec) | set(cur)):
@@ -278,9 +286,14 @@ def verify_run(storage: Storage, run_id: str) -> VerifyReport:
     try:
         seal = read_seal(storage, run_id)
         if seal is None:
-            if _expects_seal(storage, keys):
+            if _expects_seal(storage, keys) and not _unfinished(storage, keys):
                 return VerifyReport(run_id=run_id, status="tampered", first_mismatch=keys.seal,
                                     detail="the run was sealed but its seal record is gone")
+            if _expects_seal(storage, keys):
+                return VerifyReport(run_id=run_id, status="unsealed",
+                                    detail="not finished: its process stopped (or is still "
+                                           "running) before the run ended; resuming it "
+                                           "finishes and seals it")
             return VerifyReport(run_id=run_id, status="unsealed",
                                 detail="no seal: recorded before sealing existed, or not "
                                        "finished")
