@@ -1,79 +1,62 @@
-"""Warm recall's fixed cost: a recall with nothing written since the last one asks the
-store for its change token and fetches its hits (one query), nothing else; any write,
-by this process or another, makes the next recall check the scope's counts again."""
+"""Warm recall: with nothing written since the last recall it asks the store only for
+its change token (and fetches the hits its cache does not hold); after any write — an
+append, a redaction or an erasure, by this process or another — it returns what a cold
+recall returns, and what the in-memory store returns for the same writes. Checked
+through the ports only."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
-from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-from memory_core.recall import RecallConfig, RecallEngine
+from memory_core.recall import RecallConfig, RecallEngine, RecallOutcome
 from memory_core.storage.base import MemoryStore, Storage
+from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.types import AppendRow, Message
 from tests.storage_factories import make_storage
 
 ROOT = Path(__file__).resolve().parents[1]
 DIM = 8
 CFG = RecallConfig(top_k=2, near_misses=2, scope="resource", message_range=1)
+# creation times with offsets and fractions of every shape, so that a hit built from
+# the scan's columns must give back the stored time exactly
+ZONES = [UTC, timezone(timedelta(hours=5, minutes=30)), timezone(timedelta(hours=-8))]
+T0 = datetime(2024, 3, 1, 9, 30, tzinfo=UTC)
 
 
 def _vec(i: int) -> np.ndarray:
     return np.random.default_rng(i).standard_normal(DIM).astype(np.float32)
 
 
+def _row(text: str, seed: int, k: int) -> AppendRow:
+    at = (T0 + timedelta(seconds=k, microseconds=(k % 2) * 120_500)).astimezone(
+        ZONES[k % len(ZONES)])
+    return AppendRow(message=Message(content=text), embedding=_vec(seed), created_at=at)
+
+
 def _fill(storage: Storage) -> None:
-    for t in ("a", "b"):
+    """Threads a (vectors 0–5) and b (vectors 100–105) of resource u."""
+    for t, base in (("a", 0), ("b", 100)):
         storage.memory.create_thread(t, resource_id="u")
-        storage.memory.append_messages(t, [
-            AppendRow(message=Message(content=f"note {i} in {t}"), embedding=_vec(i))
-            for i in range(6)])
-    # a read of the file: DuckDB's waiting appends are committed, and taken as rows
-    # another process wrote (the recalls below read the file; rows a writer keeps —
-    # waiting, or of a thread it made — are built from memory, test_duckdb_small_scan)
-    storage.memory.list_threads()
-    duck = getattr(storage, "_duck", None)
-    if duck is not None:
-        duck.handle.forget()
+        storage.memory.append_messages(t, [_row(f"note {i} in {t}", base + i, base + i)
+                                           for i in range(6)])
 
 
 class Ports:
-    """Every port method called and every query run by the SQL adapters' reads."""
+    """The public port methods called on one store object, in order."""
 
     def __init__(self, store: MemoryStore) -> None:
         self.calls: list[str] = []
-        self.queries = 0
         for name in dir(MemoryStore):
             if not name.startswith("_") and callable(getattr(store, name)):
                 setattr(store, name, self._logged(name, getattr(store, name)))
-        db = getattr(store, "_db", None)
-        for name in ("read", "read_single") if db is not None else ():
-            setattr(db, name, self._counted(getattr(db, name)))
-
-    def _counted(self, read: Any) -> Any:
-        @contextmanager
-        def counted(op: str) -> Iterator[Any]:
-            with read(op) as tx:
-                query = tx.query
-                if getattr(query, "counted", False):  # read_single by way of read
-                    yield tx
-                    return
-
-                def counting(sql: str, params: Any = ()) -> Any:
-                    self.queries += 1
-                    return query(sql, params)
-
-                counting.counted = True  # type: ignore[attr-defined]
-                tx.query = counting  # the adapter's own Tx, its queries counted
-                yield tx
-        return counted
 
     def _logged(self, name: str, fn: Any) -> Any:
         def wrapped(*a: Any, **kw: Any) -> Any:
@@ -83,24 +66,43 @@ class Ports:
 
     def clear(self) -> None:
         self.calls.clear()
-        self.queries = 0
+
+
+def _run(engine: RecallEngine, vec: np.ndarray) -> RecallOutcome:
+    engine.embed = lambda texts: np.asarray([vec])
+    return engine.run("note", thread_id="a", resource_id="u", config=CFG)
 
 
 def _recall(engine: RecallEngine, vec: np.ndarray) -> list[tuple[str, int]]:
-    engine.embed = lambda texts: np.asarray([vec])
-    out = engine.run("note", thread_id="a", resource_id="u", config=CFG)
-    return [(h.thread_id, h.seq) for h in out.hits if h.origin == "hit"]
+    return [(h.thread_id, h.seq) for h in _run(engine, vec).hits if h.origin == "hit"]
+
+
+def _outcome(out: RecallOutcome) -> tuple[list[Any], list[Any]]:
+    """What a caller sees of a recall (scores aside: a matrix built in steps may round
+    them differently in the last bit), creation times to the offset."""
+    return ([(h.thread_id, h.seq, h.origin, h.rank, h.message,
+              h.message.created_at.isoformat()) for h in out.hits],
+            [(m.thread_id, m.seq, m.rank, m.reason, m.preview) for m in out.near_misses])
+
+
+def _cold(storage: Storage, vec: np.ndarray, share: float = 0.25) -> Any:
+    """A first recall by a new engine: the whole scope read from the store."""
+    return _outcome(_run(RecallEngine(storage.memory, None, message_share=share), vec))
+
+
+def _texts(out: RecallOutcome) -> set[str | None]:
+    return {h.message.text() for h in out.hits} | {m.preview for m in out.near_misses}
 
 
 @pytest.mark.parametrize(("adapter", "share"), [
     ("duckdb-file", 0.25), ("duckdb-file", 0.0), ("duckdb-memory", 0.25),
     ("duckdb-memory", 0.0), ("sqlite", 0.25), ("postgres", 0.25)])
-def test_a_warm_recall_with_nothing_written_is_a_token_and_at_most_one_query(
+def test_a_warm_recall_with_nothing_written_asks_only_for_the_change_token(
         adapter: str, share: float, tmp_path: Path) -> None:
-    """DuckDB keeps the scope's messages beside its vectors (a single read of a row
-    costs it milliseconds): its warm recall reads nothing at all; with no room for
-    them (``message_share=0``) the hits are read in one query by the rowids its scan
-    gave; SQLite and PostgreSQL read them by (thread, seq)."""
+    """A warm recall reads no counts and no scope; DuckDB's cache holds the scope's
+    messages beside its vectors (a single read costs it milliseconds) and builds the
+    hits without a read, unless it has no room for them (``message_share=0``): then it
+    reads them by the locators its scan gave. The answers are a cold recall's."""
     storage = make_storage(adapter, tmp_path)
     _fill(storage)
     engine = RecallEngine(storage.memory, None, message_share=share)
@@ -108,22 +110,22 @@ def test_a_warm_recall_with_nothing_written_is_a_token_and_at_most_one_query(
     duck, kept = adapter.startswith("duckdb"), adapter.startswith("duckdb") and share > 0
     fetch = [] if kept else ["get_messages_located" if duck else "get_messages_by_refs"]
     with storage.session():
-        _recall(engine, _vec(1))
+        _run(engine, _vec(1))
         assert ports.calls[:3] == ["change_token", "scope_counts", "scope_rows"]
         ports.clear()
-        hits = _recall(engine, _vec(2))
-        # nothing written since: no counts read, the hits built or fetched in one query
-        assert ports.calls == ["change_token", *fetch]
-        # (PostgreSQL's token is a query of its own: the server's snapshot)
-        assert ports.queries == len(fetch) + (adapter == "postgres") and ("a", 2) in hits
-        storage.memory.append_messages("b", [AppendRow(
-            message=Message(content="new note"), embedding=_vec(7))])
+        warm = _run(engine, _vec(2))
+        assert ports.calls == ["change_token", *fetch]  # nothing written since
+        assert ("a", 2) in [(h.thread_id, h.seq) for h in warm.hits]
+        assert _outcome(warm) == _cold(storage, _vec(2), share)
+        storage.memory.append_messages("b", [_row("new note", 7, 7)])
         ports.clear()
-        assert ("b", 6) in _recall(engine, _vec(7))  # the append is seen
+        warm = _run(engine, _vec(7))
         assert ports.calls == ["change_token", "scope_counts", "scope_rows", *fetch]
+        assert ("b", 6) in [(h.thread_id, h.seq) for h in warm.hits]
+        assert _outcome(warm) == _cold(storage, _vec(7), share)
         storage.memory.put_working_memory("k", 1)  # any write: the counts are read again
         ports.clear()
-        _recall(engine, _vec(7))
+        _run(engine, _vec(7))
         assert ports.calls == ["change_token", "scope_counts", *fetch]
     storage.close()
 
@@ -138,22 +140,90 @@ def test_the_in_memory_store_reads_its_counts_every_time(tmp_path: Path) -> None
     assert ports.calls == ["change_token", "scope_counts", "get_messages_by_refs"]
 
 
-APPEND = """
+WARM_CASES = [("duckdb-file", 0.25), ("duckdb-file", 0.0), ("duckdb-memory", 0.25),
+              ("sqlite", 0.25), ("postgres", 0.25)]
+
+
+@pytest.mark.parametrize(("adapter", "share"), WARM_CASES)
+def test_warm_recall_after_each_append_returns_what_the_in_memory_store_does(
+        adapter: str, share: float, tmp_path: Path) -> None:
+    """A live agent's appends one by one, a batch, a new thread of the resource: after
+    each, one warm engine answers as a cold one on the same store and as the in-memory
+    store given the same writes (messages and creation times to the offset)."""
+    storage = make_storage(adapter, tmp_path)
+    mirror = InMemoryStorage()
+    stores = (storage, mirror)
+    for s in stores:
+        _fill(s)
+    warm = RecallEngine(storage.memory, None, message_share=share)
+    assert _outcome(_run(warm, _vec(1))) == _cold(mirror, _vec(1))
+    steps: list[tuple[str, list[int]]] = [
+        ("b", [200]), ("b", [201]), ("a", [202]), ("a", list(range(203, 215))),
+        ("c", [215, 216])]
+    for thread, seeds in steps:
+        for s in stores:
+            if s.memory.get_thread(thread) is None:
+                s.memory.create_thread(thread, resource_id="u")
+            s.memory.append_messages(thread, [_row(f"note {k}", k, k) for k in seeds])
+        for vec in (_vec(seeds[-1]), _vec(seeds[0]), _vec(1)):
+            got = _outcome(_run(warm, vec))
+            assert got == _cold(mirror, vec), (thread, seeds)
+            assert got == _cold(storage, vec, share), (thread, seeds)
+    storage.close()
+
+
+@pytest.mark.parametrize(("adapter", "share"), [*WARM_CASES, ("inmemory", 0.25)])
+def test_a_redacted_or_erased_message_is_never_returned_from_the_cache(
+        adapter: str, share: float, tmp_path: Path) -> None:
+    """A message redacted in place, or a thread erased (and made again under the same
+    id), after the cache loaded them: the next warm recall never shows the old text —
+    not as a hit, a neighbour or a near miss."""
+    storage = make_storage(adapter, tmp_path)
+    _fill(storage)
+    engine = RecallEngine(storage.memory, None, message_share=share)
+    # ("a", 1) is the best hit; ("a", 2) comes as its neighbour
+    first = _run(engine, _vec(1))
+    assert "note 2 in a" in _texts(first)
+    assert storage.memory.redact_message("a", 2, Message(content="[redacted]"))
+    out = _run(engine, _vec(1))
+    assert "note 2 in a" not in _texts(out) and "[redacted]" in _texts(out)
+    assert _outcome(out) == _cold(storage, _vec(1), share)
+    # thread b's best match, then b erased and made again with other words
+    assert "note 3 in b" in _texts(_run(engine, _vec(103)))
+    storage.erase_thread("b")
+    out = _run(engine, _vec(103))
+    assert not any(h.thread_id == "b" for h in out.hits)
+    assert not any("in b" in (t or "") for t in _texts(out))
+    assert _outcome(out) == _cold(storage, _vec(103), share)
+    storage.memory.create_thread("b", resource_id="u")
+    storage.memory.append_messages("b", [_row(f"fresh {i}", 100 + i, i) for i in range(6)])
+    out = _run(engine, _vec(103))
+    assert ("b", 3, "fresh 3") in [(h.thread_id, h.seq, h.message.text()) for h in out.hits]
+    assert not any("in b" in (t or "") for t in _texts(out))
+    assert _outcome(out) == _cold(storage, _vec(103), share)
+    storage.close()
+
+
+ANOTHER = """
 import sys
 import numpy as np
 from memory_core.storage.url import open_storage
 from memory_core.types import AppendRow, Message
 s = open_storage(sys.argv[1])
-vec = np.random.default_rng(int(sys.argv[2])).standard_normal({dim}).astype(np.float32)
-s.memory.append_messages("b", [AppendRow(message=Message(content="from afar"),
-                                         embedding=vec)])
+if sys.argv[2] == "redact":
+    assert s.memory.redact_message("a", 2, Message(content="withdrawn"))
+else:
+    vec = np.random.default_rng(42).standard_normal({dim}).astype(np.float32)
+    s.memory.append_messages("b", [AppendRow(message=Message(content="from afar"),
+                                             embedding=vec)])
 s.close()
 """
 
 
+@pytest.mark.parametrize("action", ["append", "redact"])
 @pytest.mark.parametrize("kind", ["sqlite", "duckdb", "postgres"])
-def test_another_process_append_is_seen_by_the_next_warm_recall(
-        kind: str, tmp_path: Path) -> None:
+def test_another_process_write_is_seen_by_the_next_warm_recall(
+        kind: str, action: str, tmp_path: Path) -> None:
     from memory_core.storage.url import open_storage
     from tests.storage_factories import shared_url
 
@@ -161,17 +231,71 @@ def test_another_process_append_is_seen_by_the_next_warm_recall(
     storage = open_storage(url)
     _fill(storage)
     engine = RecallEngine(storage.memory, None)
-    _recall(engine, _vec(1))
-    _recall(engine, _vec(2))  # warm: the token is held now
-    script = textwrap.dedent(APPEND.format(dim=DIM))
-    proc = subprocess.run([sys.executable, "-c", script, url, "42"], cwd=ROOT,
+    _recall(engine, _vec(42))
+    assert "note 2 in a" in _texts(_run(engine, _vec(1)))  # warm: the token is held
+    script = textwrap.dedent(ANOTHER.format(dim=DIM))
+    proc = subprocess.run([sys.executable, "-c", script, url, action], cwd=ROOT,
                           capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr
-    # another read first: DuckDB opens the file again (a connection this process holds
-    # now, but the other process wrote while the file was free)
-    assert storage.memory.get_thread("a") is not None
-    # the other process's message is the best match of this query: it must be loaded
-    assert ("b", 6) in _recall(engine, _vec(42))
+    if action == "append":
+        # the other process's message is the best match of this query: it must be loaded
+        out = _run(engine, _vec(42))
+        assert ("b", 6, "from afar") in [(h.thread_id, h.seq, h.message.text())
+                                         for h in out.hits]
+        assert _outcome(out) == _cold(storage, _vec(42))
+    else:
+        out = _run(engine, _vec(1))
+        assert "note 2 in a" not in _texts(out) and "withdrawn" in _texts(out)
+        assert _outcome(out) == _cold(storage, _vec(1))
+    storage.close()
+
+
+@pytest.mark.parametrize("share", [0.0, 0.5, 4.0])
+@pytest.mark.parametrize("adapter", ["duckdb-file", "duckdb-memory"])
+def test_duckdb_recall_gives_whole_messages_whatever_its_cache_keeps(
+        adapter: str, share: float, tmp_path: Path) -> None:
+    """DuckDB's cache keeps a scope's messages only within a share of its vectors'
+    bytes, and leaves out a body too long to keep (here 6 MB, a tool's output): what it
+    did not keep is read. Either way the hits and their neighbours are the stored
+    messages, the long one whole, as the in-memory store gives them."""
+    storage = make_storage(adapter, tmp_path)
+    mirror = InMemoryStorage()
+    long_text = "a long tool output " * 330_000
+    engine = RecallEngine(storage.memory, None, message_share=share)
+    for s in (storage, mirror):
+        _fill(s)
+        s.memory.append_messages("b", [AppendRow(
+            message=Message(content="with metadata", metadata={"tool": "x", "n": [1, 2]}),
+            embedding=_vec(300), created_at=T0)])
+    assert _outcome(_run(engine, _vec(300))) == _cold(mirror, _vec(300))
+    for s in (storage, mirror):
+        s.memory.append_messages("a", [_row(long_text, 99, 99), _row("after", 98, 98)])
+    out = _run(engine, _vec(99))
+    assert ("a", 6, long_text) in [(h.thread_id, h.seq, h.message.text()) for h in out.hits]
+    assert _outcome(out) == _cold(mirror, _vec(99))
+    assert _outcome(out) == _cold(storage, _vec(99), share)
+    storage.close()
+
+
+def test_a_scope_of_many_scan_batches_recalls_as_the_in_memory_store(
+        tmp_path: Path) -> None:
+    """A DuckDB scope larger than one batch of its streamed scan (70,000 rows), then a
+    few rows more: recall answers as the in-memory store, cold and warm."""
+    storage = make_storage("duckdb-file", tmp_path)
+    mirror = InMemoryStorage()
+    n = 70_000
+    vecs = np.random.default_rng(7).standard_normal((n, DIM)).astype(np.float32)
+    rows = [AppendRow(message=Message(content=f"row {i}"), embedding=vecs[i],
+                      created_at=T0 + timedelta(microseconds=i)) for i in range(n)]
+    for s in (storage, mirror):
+        s.memory.create_thread("a", resource_id="u")
+        s.memory.append_messages("a", rows)
+    engine = RecallEngine(storage.memory, None)
+    for i in (0, 40_000, n - 1):
+        assert _outcome(_run(engine, vecs[i])) == _cold(mirror, vecs[i])
+    for s in (storage, mirror):
+        s.memory.append_messages("a", [_row("late", 500, 500)])
+    assert _outcome(_run(engine, _vec(500))) == _cold(mirror, _vec(500))
     storage.close()
 
 
@@ -201,161 +325,6 @@ def test_postgres_answers_the_check_and_the_fetch_in_one_round_trip_each(
     assert conns and not any(c.autocommit for c in conns)
     for c in conns:
         pool.putconn(c)
-    storage.close()
-
-
-def test_duckdb_keeps_its_cache_for_an_incremental_scan(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A whole-scope scan lowers DuckDB's memory limit (the blocks read are not kept
-    beside the matrix), but the few rows a warm recall loads after a write do not:
-    lowering the limit would evict the whole buffer cache every turn."""
-    import memory_core.storage.duckdb as duck_mod
-
-    storage = make_storage("duckdb-file", tmp_path)
-    _fill(storage)
-    capped: list[int] = []
-    real = duck_mod._cache_capped
-
-    def spy(conn: Any) -> Any:
-        capped.append(1)
-        return real(conn)
-
-    monkeypatch.setattr(duck_mod, "_cache_capped", spy)
-    monkeypatch.setattr(duck_mod, "_SCAN_BATCH", 5)  # 12 rows: a "big" scan
-    engine = RecallEngine(storage.memory, None)
-    _recall(engine, _vec(1))
-    assert capped == [1]
-    storage.memory.append_messages("b", [AppendRow(
-        message=Message(content="new note"), embedding=_vec(7))])
-    assert ("b", 6) in _recall(engine, _vec(7))
-    assert capped == [1]  # the one new row: no eviction
-    storage.close()
-
-
-def test_a_waiting_duckdb_append_of_a_known_thread_is_seen_by_the_next_warm_recall(
-        tmp_path: Path) -> None:
-    """A deferred append of a thread whose seqs this process already knows waits in
-    memory without touching the file; it must still change the store's token, or a warm
-    recall would skip its check and miss the message."""
-    storage = make_storage("duckdb-file", tmp_path)
-    _fill(storage)
-    engine = RecallEngine(storage.memory, None)
-    try:
-        for i, vec in enumerate((_vec(21), _vec(22), _vec(23))):
-            # the first append teaches the handle thread b's seqs; the next are "known"
-            storage.memory.append_messages("b", [AppendRow(
-                message=Message(content=f"late note {i}"), embedding=vec)])
-            assert ("b", 6 + i) in _recall(engine, vec)
-    finally:
-        storage.close()
-
-
-def test_duckdb_reads_no_creation_time_its_scan_gave(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """With no room for the scope's messages, a warm recall reads its hits by rowid,
-    but not their ``created_at``: the scan gave each row's time (``created_us``) and
-    offset, and a random read of that nearly unique text costs DuckDB more than all
-    the other columns together. The messages are the stored ones all the same."""
-    import memory_core.storage.duckdb as duck_mod
-
-    storage = make_storage("duckdb-file", tmp_path)
-    _fill(storage)
-    engine = RecallEngine(storage.memory, None, message_share=0.0)
-    sql: list[str] = []
-    query = duck_mod._DuckTx.query
-
-    def spy(self: Any, text: str, params: Any = ()) -> Any:
-        sql.append(text)
-        return query(self, text, params)
-
-    monkeypatch.setattr(duck_mod._DuckTx, "query", spy)
-    with storage.session():
-        _recall(engine, _vec(1))
-        sql.clear()
-        engine.embed = lambda texts: np.asarray([_vec(2)])
-        out = engine.run("note", thread_id="a", resource_id="u", config=CFG)
-    assert len(sql) == 1 and "rowid" in sql[0] and "created_at" not in sql[0]
-    msgs = sorted((h.message for h in out.hits), key=lambda m: m.ref)
-    assert msgs and msgs == storage.memory.get_messages_by_refs([m.ref for m in msgs])
-    storage.close()
-
-
-def test_duckdb_keeps_a_scope_s_messages_only_within_their_budget(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The message columns come with the scan only while they take at most their share
-    of the vectors' bytes: when the first batch shows they will not fit, the scan starts
-    again without them (long bodies are not read whole for nothing), and recall reads
-    its hits instead."""
-    import memory_core.storage.base as base_mod
-    import memory_core.storage.duckdb as duck_mod
-
-    monkeypatch.setattr(base_mod, "MESSAGE_FLOOR", 0)
-    monkeypatch.setattr(duck_mod, "_SCAN_BATCH", 4)  # 12 rows: three batches
-    storage = make_storage("duckdb-file", tmp_path)
-    _fill(storage)
-    fills: list[bool] = []
-    fill = duck_mod._DuckDriver._fill
-
-    def spy(reader: Any, scan: Any, out: Any, extra: bool) -> bool:
-        fills.append(extra)
-        return fill(reader, scan, out, extra)
-
-    monkeypatch.setattr(duck_mod._DuckDriver, "_fill", staticmethod(spy))
-    # a body of ~60 bytes a row beside 8 float32s (32 bytes): a share of 4 fits
-    fits = storage.memory.scope_rows(["a", "b"], message_share=4.0)
-    assert fits.messages is not None and len(fits.messages) == len(fits) == 12
-    assert fills == [True]
-    fills.clear()
-    over = storage.memory.scope_rows(["a", "b"], message_share=0.5)
-    assert over.messages is None and len(over) == 12 and fills == [True, False]
-    assert over.zones is not None and set(over.zones.tolist()) == {-1}  # all UTC
-    engine = RecallEngine(storage.memory, None, message_share=0.5)
-    ports = Ports(storage.memory)
-    with storage.session():
-        _recall(engine, _vec(1))
-        ports.clear()
-        _recall(engine, _vec(2))
-    assert ports.calls == ["change_token", "get_messages_located"]
-    storage.close()
-
-
-def test_duckdb_reads_only_the_bodies_too_long_to_keep(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A body longer than the scan's cap (4x a row's share of the budget, at least
-    ``_BODY_CAP``) is left out of the message columns (a batch of long tool outputs is
-    never held whole): recall reads just that message, and builds the others."""
-    import memory_core.storage.base as base_mod
-    import memory_core.storage.duckdb as duck_mod
-
-    monkeypatch.setattr(base_mod, "MESSAGE_FLOOR", 0)
-    monkeypatch.setattr(duck_mod, "_BODY_CAP", 200)
-    storage = make_storage("duckdb-file", tmp_path)
-    _fill(storage)
-    long_text = "a long tool output " * 40  # ~800 bytes
-    storage.memory.append_messages("a", [AppendRow(message=Message(content=long_text),
-                                                   embedding=_vec(99))])  # ("a", 6)
-    got = storage.memory.scope_rows(["a", "b"], message_share=2.0)
-    assert got.messages is not None
-    bodies = dict(zip(zip(got.tidx.tolist(), got.seqs.tolist(), strict=True),
-                      got.messages.bodies.to_pylist(), strict=True))  # type: ignore[attr-defined]
-    assert bodies[(got.threads.index("a"), 6)] is None
-    assert sum(b is None for b in bodies.values()) == 1
-    engine = RecallEngine(storage.memory, None, message_share=2.0)
-    read: list[list[tuple[str, int]]] = []
-    located = storage.memory.get_messages_located
-
-    def spy(refs: Any, *a: Any) -> Any:
-        read.append(list(refs))
-        return located(refs, *a)
-
-    storage.memory.get_messages_located = spy  # type: ignore[method-assign]
-    engine.embed = lambda texts: np.asarray([_vec(99)])
-    out = engine.run("note", thread_id="a", resource_id="u", config=CFG)
-    assert read == [[("a", 6)]]
-    msgs = {h.message.ref: h.message for h in out.hits}
-    assert msgs[("a", 6)].text() == long_text and ("a", 5) in msgs
-    assert sorted(msgs.values(), key=lambda m: m.ref) == \
-        storage.memory.get_messages_by_refs(sorted(msgs))
     storage.close()
 
 
