@@ -1,6 +1,6 @@
 # The two commands of the README:
 #   make demo   build the demo database if absent and open the workbench on it
-#   make test   run the whole test suite
+#   make test   run the whole test suite (make test-fast: the quick tier)
 # Both create .venv and install everything into it on a fresh machine.
 PYTHON ?= python3.11
 VENV   := .venv
@@ -11,7 +11,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: demo test venv system-deps lint bench clean
+.PHONY: demo test test-fast venv system-deps lint bench clean
 
 venv: $(STAMP)
 
@@ -34,6 +34,12 @@ demo: $(STAMP)
 
 test: $(STAMP) system-deps
 	bash scripts/run_tests.sh $(PY)
+
+# The quick tier (< 3 min on 2 cores): unit tests, conformance on in-memory and SQLite,
+# AppTest pages; no browser, no PostgreSQL, no MiniLM, nothing marked slow.
+test-fast: $(STAMP)
+	MEMWB_SKIP_POSTGRES=1 $(PY) -m pytest -q -p no:cacheprovider --durations=10 \
+		-m "not browser and not model and not postgres and not slow and not full"
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check memory_core app sample_data tests bench

@@ -16,6 +16,28 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
+_FULL_ONLY_ADAPTERS = {"duckdb-memory", "duckdb-file", "postgres"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Markers the quick tier (``make test-fast``) leaves out, set from where a test
+    lives and what it runs on rather than by hand: ``browser`` (tests/browser),
+    ``model`` (the real MiniLM demo database), ``postgres`` (a PostgreSQL parameter),
+    and ``full`` — the conformance suite on DuckDB and PostgreSQL (the quick tier runs
+    it on in-memory and SQLite)."""
+    for item in items:
+        path = Path(str(item.path))
+        if "browser" in path.parts:
+            item.add_marker(pytest.mark.browser)
+        if "minilm_demo_db" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.model)
+        named = item.name.partition("[")[2]  # the parameters' ids
+        if "postgres" in item.name:
+            item.add_marker(pytest.mark.postgres)
+        if "conformance" in path.parts and any(a in named for a in _FULL_ONLY_ADAPTERS):
+            item.add_marker(pytest.mark.full)
+
+
 @pytest.fixture(autouse=True)
 def _keep_main_module() -> Iterator[None]:
     """Streamlit's AppTest runs a page as ``__main__`` and leaves it there; a process
