@@ -4,15 +4,18 @@
 384-d, hybrid recall top-5, recent window 6) over 10 threads of one resource, on each
 adapter. The time inside the model's ``complete`` and the embedder is measured and
 taken out; what is left is the overhead (composition, recall, journal, seal, claims,
-storage). Breakdown: the time inside storage port calls (and how many a run makes)
-against the rest (our Python, and the begin and commit of the Runner's write groups,
-which are not port calls). Limit, measured in the same run on the same adapter:
-the storage writes one run needs, issued directly through the ports (start_run, the
-run's journal records one by one, two single-message appends, the status update);
-beside it the same writes grouped as the Runner groups them (two ``write_batch``
-transactions, the journal records of each in one ``put_many_if_absent``).
-Target (issue 16): ≤ 5 ms a run on DuckDB and SQLite, judged on both the median run
-and the mean over the runs.
+storage). Breakdown: the time in storage — inside its port calls (and how many a run
+makes), and entering and leaving its ``write_batch()`` and ``session()`` blocks (the
+begin and the durable commit of the Runner's write groups; on DuckDB the file's open
+and its close, once a run) — against the rest (our Python). Limit, measured in the
+same run on the same adapter: the storage writes one run needs, issued directly
+through the ports (start_run, the run's journal records one by one, two
+single-message appends, the status update), in one ``session()`` a run as the Runner
+holds the store; beside it the same writes grouped as the Runner groups them (two
+``write_batch`` transactions, the journal records of each in one
+``put_many_if_absent``).
+Target (issue 31): a run's time in storage at the median, every write durable when it
+returns, ≤ 30 ms on a DuckDB file and ≤ 5 ms on SQLite.
 
 Run: ``.venv/bin/python -m bench.bench_runner [--runs N] [--profile ADAPTER] [--write]``.
 """
@@ -24,10 +27,11 @@ import cProfile
 import os
 import platform
 import pstats
+import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
-from contextlib import nullcontext
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, nullcontext
 from datetime import UTC, datetime
 from pathlib import Path
 from statistics import median
@@ -48,6 +52,7 @@ from memory_core.types import AppendRow, Message, RunRecord
 TITLE = "Runner overhead per run (scripted model)"
 ADAPTERS = ("inmemory", "sqlite", "duckdb")
 THREADS = 10
+TARGET_MS = {"sqlite": 5.0, "duckdb": 30.0}  # storage a run, p50 (issue 31)
 
 
 class Timer:
@@ -84,7 +89,9 @@ def timed_embed(timer: Timer) -> Callable[[list[str]], np.ndarray]:
 
 
 def time_ports(storage: Storage, timer: Timer) -> None:
-    """Count and time every public call on the two ports (outermost calls only)."""
+    """Count and time every public call on the two ports (outermost calls only), and
+    time entering and leaving the storage's ``write_batch()`` and ``session()`` blocks
+    outside a port call (their begin, commit, open and close)."""
     depth = [0]
     for port in (storage.memory, storage.runs):
         for name in dir(type(port)):
@@ -106,6 +113,27 @@ def time_ports(storage: Storage, timer: Timer) -> None:
                         timer.calls += 1
                 return call
             setattr(port, name, wrap(fn))
+
+    def block(opener: Callable[[], Any]) -> Callable[[], Any]:
+        @contextmanager
+        def timed() -> Iterator[None]:
+            cm = opener()
+            t = time.perf_counter()
+            cm.__enter__()
+            timer.s += time.perf_counter() - t
+            try:
+                yield
+            except BaseException:
+                if not cm.__exit__(*sys.exc_info()):
+                    raise
+            else:
+                t = time.perf_counter()
+                cm.__exit__(None, None, None)
+                timer.s += time.perf_counter() - t
+        return timed
+
+    for name in ("write_batch", "session"):
+        setattr(storage, name, block(getattr(storage, name)))
 
 
 def open_storage(kind: str, work: Path, tag: str) -> Storage:
@@ -129,14 +157,15 @@ def measure(kind: str, work: Path, runs: int, warm: int = 20,
                   model=TimedModel(runs + warm, model_t))
     runner = Runner(storage, {"a": agent}, memory=memory)
 
-    def go(lo: int, hi: int) -> list[tuple[float, float]]:
-        """(seconds, of which model and embedder) of each run."""
+    def go(lo: int, hi: int) -> list[tuple[float, float, float]]:
+        """(seconds, of which model and embedder, of which storage) of each run."""
         out = []
         for i in range(lo, hi):
-            t, inside = time.perf_counter(), model_t.s + embed_t.s
+            t, inside, stored = time.perf_counter(), model_t.s + embed_t.s, port_t.s
             runner.run("a", run_id=f"run-{i}", thread_id=f"t{i % THREADS}",
                        resource_id="u", prompt=f"When does order {i % 31} ship? ({i})")
-            out.append((time.perf_counter() - t, model_t.s + embed_t.s - inside))
+            out.append((time.perf_counter() - t, model_t.s + embed_t.s - inside,
+                         port_t.s - stored))
         return out
 
     go(0, warm)
@@ -150,10 +179,11 @@ def measure(kind: str, work: Path, runs: int, warm: int = 20,
         prof.disable()
         pstats.Stats(prof).sort_stats("cumulative").print_stats(30)
     storage.close()
-    total = sum(t for t, _ in per_run)
+    total = sum(t for t, _, _ in per_run)
     overhead = total - model_t.s - embed_t.s
-    return {"run_ms": 1e3 * median(t for t, _ in per_run),
-            "overhead_p50_ms": 1e3 * median(t - m for t, m in per_run),
+    return {"run_ms": 1e3 * median(t for t, _, _ in per_run),
+            "overhead_p50_ms": 1e3 * median(t - m for t, m, _ in per_run),
+            "storage_p50_ms": 1e3 * median(st for _, _, st in per_run),
             "overhead_ms": 1e3 * overhead / runs,
             "model_embed_ms": 1e3 * (model_t.s + embed_t.s) / runs,
             "port_ms": 1e3 * port_t.s / runs, "port_calls": port_t.calls / runs,
@@ -162,9 +192,10 @@ def measure(kind: str, work: Path, runs: int, warm: int = 20,
 
 
 def port_limit(kind: str, work: Path, runs: int, *, grouped: bool = False) -> float:
-    """ms a run for the writes a run makes, straight through the ports: one at a time
-    (each its own commit), or ``grouped`` as the Runner groups them (two write batches,
-    each with its journal records in one ``put_many_if_absent``)."""
+    """ms a run for the writes a run makes, straight through the ports, in one
+    ``session()`` a run as the Runner holds it: one at a time (each its own commit), or
+    ``grouped`` as the Runner groups them (two write batches, each with its journal
+    records in one ``put_many_if_absent``)."""
     storage = open_storage(kind, work, "limit-grouped" if grouped else "limit")
     for t in range(THREADS):
         storage.memory.create_thread(f"t{t}", resource_id="u")
@@ -174,24 +205,25 @@ def port_limit(kind: str, work: Path, runs: int, *, grouped: bool = False) -> fl
     last = ("step:0", "persist:output", "output", "seal", "lease:000001")
     t0 = time.perf_counter()
     for i in range(runs):
-        rid, tid = f"run-{i}", f"t{i % THREADS}"
-        row = RunRecord(run_id=rid, agent="a", thread_id=tid, resource_id="u",
-                        status="running", started_at=datetime.now(UTC))
-        for keys, role in ((first, "user"), (last, "assistant")):
-            with storage.write_batch() if grouped else nullcontext():
-                if role == "user":
-                    storage.runs.start_run(row)
-                storage.memory.append_messages(tid, [AppendRow(
-                    message=Message(role=role, content=f"{role} {i}"), run_id=rid,
-                    embedding=vec)])
-                if grouped:
-                    storage.runs.put_many_if_absent([(f"{rid}:{k}", record) for k in keys])
-                else:
-                    for key in keys:
-                        storage.runs.put_if_absent(f"{rid}:{key}", record)
-                if role == "assistant":
-                    storage.runs.set_run_status(rid, "completed",
-                                                finished_at=datetime.now(UTC))
+        with storage.session():
+            rid, tid = f"run-{i}", f"t{i % THREADS}"
+            row = RunRecord(run_id=rid, agent="a", thread_id=tid, resource_id="u",
+                            status="running", started_at=datetime.now(UTC))
+            for keys, role in ((first, "user"), (last, "assistant")):
+                with storage.write_batch() if grouped else nullcontext():
+                    if role == "user":
+                        storage.runs.start_run(row)
+                    storage.memory.append_messages(tid, [AppendRow(
+                        message=Message(role=role, content=f"{role} {i}"), run_id=rid,
+                        embedding=vec)])
+                    if grouped:
+                        storage.runs.put_many_if_absent([(f"{rid}:{k}", record) for k in keys])
+                    else:
+                        for key in keys:
+                            storage.runs.put_if_absent(f"{rid}:{key}", record)
+                    if role == "assistant":
+                        storage.runs.set_run_status(rid, "completed",
+                                                    finished_at=datetime.now(UTC))
     elapsed = time.perf_counter() - t0
     storage.close()
     return 1e3 * elapsed / runs
@@ -205,33 +237,41 @@ def render(results: dict[str, dict[str, float]], runs: int, load: float, cmd: st
              f"{platform.machine()} · {when} · {runs} runs an adapter after 20 warm-up runs "
              f"· 1-minute load average {load:.1f} (shared machine: compare within a row)", "",
              "| adapter | run p50 ms | model + embedder ms | overhead p50 ms | overhead mean"
-             " ms | in storage ms (calls) | rest ms | port writes alone ms (limit) |"
-             " overhead p50 ÷ limit | the same writes grouped ms | target |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+             " ms | storage p50 ms | storage mean ms (port calls) | rest mean ms |"
+             " port writes alone ms (limit) | overhead p50 ÷ limit |"
+             " the same writes grouped ms | storage p50 ÷ target |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for name, r in results.items():
         target = "—"
-        if name != "inmemory":
-            # both the typical run and the mean (which carries the commits and
-            # first looks a run now and then pays) under the limit
-            met = max(r["overhead_p50_ms"], r["overhead_ms"]) <= 5
-            target = f"≤ 5 ms (p50 and mean): {'met' if met else 'not met'}"
+        if name in TARGET_MS:
+            cap = TARGET_MS[name]
+            met = r["storage_p50_ms"] <= cap
+            target = (f"{r['storage_p50_ms'] / cap:.2f}× of ≤ {cap:g} ms: "
+                      f"{'met' if met else '**not met**'}")
         lines.append(
             f"| {name} | {r['run_ms']:.1f} | {r['model_embed_ms']:.2f} | "
             f"{r['overhead_p50_ms']:.1f} | {r['overhead_ms']:.1f} | "
-            f"{r['port_ms']:.1f} ({r['port_calls']:.0f}) | "
+            f"{r['storage_p50_ms']:.1f} | {r['port_ms']:.1f} ({r['port_calls']:.0f}) | "
             f"{r['overhead_ms'] - r['port_ms']:.1f} | {r['limit_ms']:.1f} | "
             f"{r['overhead_p50_ms'] / r['limit_ms']:.2f}× | {r['grouped_ms']:.1f} | "
             f"{target} |")
+    if "duckdb" in results:
+        r = results["duckdb"]
+        lines += ["", f"What a live agent on a DuckDB file pays a run, beyond its model and "
+                  f"embedder: {r['overhead_p50_ms']:.0f} ms at the median "
+                  f"({r['overhead_ms']:.0f} ms mean), of which {r['storage_p50_ms']:.0f} ms "
+                  "in storage — the file opened at the run's start and closed (checkpointed) "
+                  "at its end, the statements, and each write group's durable commit."]
     return "\n".join(lines) + "\n"
 
 
-def main() -> None:
+def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=200)
     ap.add_argument("--adapters", nargs="*", default=list(ADAPTERS))
     ap.add_argument("--profile", default="", help="print a cProfile of this adapter's runs")
     ap.add_argument("--write", action="store_true", help="replace the RESULTS.md section")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     load0 = os.getloadavg()[0]
     results = {}
     with tempfile.TemporaryDirectory() as d:
