@@ -44,6 +44,7 @@ from memory_core.storage.sql_common import (
     SqlStorage,
     insert_sql,
 )
+from memory_core.storage.staging import StagedMessages, vector_column
 from memory_core.storage.url import refuse_foreign_file
 from memory_core.types import ErasureReport
 
@@ -82,19 +83,6 @@ class _DuckTx:
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         self.conn.executemany(sql, [list(r) for r in rows])
-
-
-def _vector_column(values: Sequence[Any]) -> pa.Array:
-    """float32 vectors (or None) as one Arrow fixed-size list column, built from one
-    concatenated buffer instead of per-float Python objects."""
-    present = [v for v in values if v is not None]
-    if not present:
-        return pa.nulls(len(values), pa.list_(pa.float32()))
-    dim = int(present[0].shape[0])
-    zero = np.zeros(dim, np.float32)
-    flat = np.concatenate([zero if v is None else v for v in values])
-    mask = pa.array([v is None for v in values]) if len(present) < len(values) else None
-    return pa.FixedSizeListArray.from_arrays(pa.array(flat), dim, mask=mask)
 
 
 def _insert_table(conn: Conn, table: str, data: pa.Table) -> None:
@@ -249,9 +237,16 @@ class _DuckDriver(Driver):
         arrays = {}
         for i, c in enumerate(columns):
             col = [r[i] for r in rows]
-            arrays[c] = _vector_column(col) if any(isinstance(v, np.ndarray) for v in col) \
+            arrays[c] = vector_column(col) if any(isinstance(v, np.ndarray) for v in col) \
                 else pa.array(col)
         _insert_table(tx.conn, table, pa.table(arrays))
+
+    def insert_messages(self, tx: Any, staged: Sequence[StagedMessages]) -> None:
+        """A large append as one Arrow table built from its columns."""
+        if sum(len(s) for s in staged) <= _SMALL_BATCH:
+            super().insert_messages(tx, staged)
+        else:
+            _insert_table(tx.conn, "messages", pa.concat_tables([s.arrow() for s in staged]))
 
     def vector_param(self, v: np.ndarray) -> Any:
         return np.ascontiguousarray(v, dtype=np.float32)

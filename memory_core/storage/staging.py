@@ -4,8 +4,8 @@ Every SQL adapter stores an append as rows of the ``messages`` table. Building t
 row by row cost ~40 µs of Python a row (a function call per row and per field), more
 than DuckDB takes to store one, so they are built here once per append as columns —
 a few list comprehensions of C-level calls — and inserted as they are: DuckDB loads
-them as one Arrow table (one ``INSERT … SELECT`` for every waiting append), the other
-engines bind them as rows (``StagedMessages.rows``). The values are the same as the
+a large batch as one Arrow table (``StagedMessages.arrow``), the other engines bind
+them as rows (``StagedMessages.rows``). The values are the same as the
 row-by-row build gave: the same canonical JSON body, lowered text, ISO time (the clock
 is asked once per row without a time, as before) and vector.
 """
@@ -18,6 +18,7 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from memory_core.errors import InvalidInputError
 from memory_core.storage.common import Clock, ts_micros
@@ -55,9 +56,38 @@ class StagedMessages:
                         self.bodies, self.texts, self.created_at, self.created_us,
                         self.run_ids, vectors, strict=True))
 
+    def arrow(self) -> pa.Table:
+        """The rows as one Arrow table of ``MESSAGE_INSERT`` columns, built from the
+        columns with no work per row (an engine that loads Arrow takes it whole)."""
+        n = len(self.seqs)
+        return pa.table({
+            "thread_id": pa.array([self.thread_id] * n, pa.string()),
+            "seq": pa.array(self.seqs, pa.int64()),
+            "resource_id": pa.array([self.resource_id] * n, pa.string()),
+            "body": pa.array(self.bodies, pa.string()),
+            "text_lower": pa.array(self.texts, pa.string()),
+            "created_at": pa.array(self.created_at, pa.string()),
+            "created_us": pa.array(self.created_us, pa.int64()),
+            "run_id": pa.array(self.run_ids, pa.string()),
+            "embedding": vector_column(self.vectors or [None] * n)})
+
     def top(self) -> int:
         """The highest seq staged."""
         return max(self.seqs)
+
+
+def vector_column(values: Sequence[np.ndarray | None]) -> pa.Array:
+    """float32 vectors (or None) as one Arrow list column, built from one concatenated
+    buffer instead of a Python object per float."""
+    present = [v for v in values if v is not None]
+    if not present:
+        return pa.nulls(len(values), pa.list_(pa.float32()))
+    dim = int(present[0].shape[0])
+    zero = np.zeros(dim, np.float32)
+    flat = np.concatenate([zero if v is None else v for v in values]).astype(np.float32)
+    mask = pa.array([v is None for v in values]) if len(present) < len(values) else None
+    return pa.FixedSizeListArray.from_arrays(pa.array(flat), dim, mask=mask).cast(
+        pa.list_(pa.float32()))
 
 
 def _lowered(m: Message) -> str | None:
