@@ -9,6 +9,14 @@ from typing import Any
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
+def drop_observations(s: Any) -> None:
+    """Delete every observation of a ``CoreStorage`` (``InMemoryStorage``) straight from
+    its core, past the port: the observer's counters, derived from them, start over."""
+    from memory_core.storage.core import OBSERVATIONS
+
+    s.core.delete(OBSERVATIONS, [k for k, _ in s.core.scan(OBSERVATIONS)])
+
+
 def jget(s: Any, key: str) -> Any:
     """A journal value that must exist."""
     value = s.runs.get(key)

@@ -18,7 +18,7 @@ from memory_core.observational import (
 )
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.types import AppendRow, Message, Observation, ToolCallPart, ToolResultPart
-from tests.helpers import Tick, jget
+from tests.helpers import Tick, drop_observations, jget
 
 
 def _store(n: int, thread: str = "t1") -> InMemoryStorage:
@@ -68,7 +68,7 @@ def test_counters_reset_but_journal_kept_same_text_one_call() -> None:
     om = _om(s, model, message_threshold=4)
     first = om.compact("t1")
     # reset the counters: they are derived from the observations, so delete those
-    s.memory._obs.clear()  # type: ignore[attr-defined]
+    drop_observations(s)
     assert om.observed_seq("t1") == -1 and om.observe_seq("t1") == 0
     again = om.compact("t1")
     assert model.calls == 1
@@ -79,7 +79,7 @@ def test_counters_reset_but_journal_kept_same_text_one_call() -> None:
 def test_reentering_step_with_a_raising_model_never_calls_it() -> None:
     s = _store(10)
     _om(s, ScriptedModel(["obs A"]), message_threshold=4).compact("t1")
-    s.memory._obs.clear()  # type: ignore[attr-defined]
+    drop_observations(s)
     om2 = _om(s, ScriptedModel([]), message_threshold=4)  # would raise if called
     assert [o.text for o in om2.compact("t1")] == ["obs A"]
 
@@ -289,7 +289,7 @@ def test_extractive_summarizer_output_and_kept_seqs_are_journaled() -> None:
     assert rec["kept_seqs"] == model.last_kept_seqs and rec["kept_seqs"]
     assert set(rec["kept_seqs"]) <= set(range(8)) and 1 in rec["kept_seqs"]
     assert "[seq 1 | 2026-01-01] We agreed the refund of $40" in obs.text
-    s.memory._obs.clear()  # type: ignore[attr-defined]
+    drop_observations(s)
     om2 = _om(s, ScriptedModel([]), message_threshold=4)
     assert [o.text for o in om2.compact("t1")] == [obs.text]
 

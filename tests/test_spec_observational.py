@@ -28,7 +28,7 @@ from memory_core.runner import Agent, Runner
 from memory_core.storage.base import ObservationVector, Storage
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.types import Message, ToolCallPart
-from tests.helpers import Tick, jget
+from tests.helpers import Tick, drop_observations, jget
 from tests.storage_factories import make_storage
 
 
@@ -146,7 +146,7 @@ def test_spec_8_9_gwt_counters_reset_journal_kept_one_vector() -> None:
     mem = _memory(s, model, embed, message_threshold=4)
     _talk(mem, [f"m{i}" for i in range(10)])
     mem.compact_observations("t1")
-    s.memory._obs.clear()  # type: ignore[attr-defined]
+    drop_observations(s)
     mem.compact_observations("t1")
     assert model.calls == 1
     assert [v.id for v in s.memory.list_observation_vectors()] == ["om:t1:0:0"]

@@ -239,6 +239,17 @@ def decode_json(text: str) -> Any:
     return json.loads(text)
 
 
+def journal_texts(items: Sequence[tuple[str, Any]]) -> dict[str, str]:
+    """Each new key's record as stored JSON (the first of a repeated key), checked."""
+    fresh: dict[str, str] = {}
+    for key, value in items:
+        if not isinstance(key, str) or not key:
+            raise InvalidInputError(f"journal key must be a non-empty string, got {key!r}")
+        if key not in fresh:
+            fresh[key] = encode_json(key, value)
+    return fresh
+
+
 def encode_vector(v: np.ndarray) -> bytes:
     return np.ascontiguousarray(v, dtype=np.float32).tobytes()
 

@@ -58,6 +58,7 @@ from memory_core.storage.common import (
     decode_vectors,
     encode_json,
     encode_vector,
+    journal_texts,
     json_or_invalid,
     key_group,
     many_objects,
@@ -1053,17 +1054,6 @@ JOURNAL_COLS = ("key", "value", "grp")
 RUN_INSERT = (*_RUN_COLS.split(", "), "started_us")
 # put_many_if_absent of at most this many records is one INSERT … ON CONFLICT statement
 _FEW_RECORDS = 64
-
-
-def journal_texts(items: Sequence[tuple[str, Any]]) -> dict[str, str]:
-    """Each new key's record as stored JSON (the first of a repeated key), checked."""
-    fresh: dict[str, str] = {}
-    for key, value in items:
-        if not isinstance(key, str) or not key:
-            raise InvalidInputError(f"journal key must be a non-empty string, got {key!r}")
-        if key not in fresh:
-            fresh[key] = encode_json(key, value)
-    return fresh
 
 
 def run_values(run: RunRecord) -> list[Any]:
