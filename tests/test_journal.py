@@ -43,8 +43,8 @@ def test_no_journal_key_is_spelled_outside_the_journal_package() -> None:
     offenders = []
     for path in sorted((ROOT / "memory_core").rglob("*.py")) + sorted((ROOT / "app").rglob(
             "*.py")):
-        if "journal" in path.relative_to(ROOT).parts:
-            continue
+        if {"journal", "testing"} & set(path.relative_to(ROOT).parts):
+            continue  # (the conformance suite writes keys of its own as test data)
         for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             if re.search(r"""f["'][^"']*\{[^}]*\}:(input|prompt|memctx|output|step|tool|"""
                          r"""persist|cf|import)\b""", line) or re.search(r"""["']om:""", line):
