@@ -108,7 +108,10 @@ def resolve_db(db: str | None) -> str:
 
     if db is not None and not db.strip():
         raise fail("--db is empty; give a database path or storage URL")
-    return expand_url(db if db is not None else default_db())
+    try:
+        return expand_url(db if db is not None else default_db())
+    except MemoryCoreError as e:  # ~nosuchuser/…
+        raise fail(str(e)) from None
 
 
 def local_path(url: str) -> str | None:

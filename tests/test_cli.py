@@ -771,3 +771,42 @@ def test_no_command_touches_a_foreign_postgres_schema(tmp_path: Path) -> None:
     s.memory.create_thread("pg-thread", resource_id="r")
     s.close()
     assert "pg-thread" in ok(memwb("threads", "--db", f"{dsn}?schema={ours}"))
+
+
+@pytest.mark.parametrize("what", ["fifo", "no such user", "too long", "file as folder"])
+def test_a_db_path_the_system_refuses_is_one_error_line(what: str, tmp_path: Path) -> None:
+    """A FIFO would hang every command that opened it; ``~nosuchuser`` and a path the
+    system refuses gave tracebacks. Each is one ``error:`` line naming it, exit 1."""
+    import os
+    import sys
+
+    if what == "fifo":
+        db = str(tmp_path / "pipe")
+        os.mkfifo(db)
+    elif what == "no such user":
+        db = "~memwb-no-such-user-here/x.duckdb"
+    elif what == "too long":
+        db = str(tmp_path / ("a" * 300) / "x.duckdb")
+    else:
+        (tmp_path / "plain").write_text("x")
+        db = str(tmp_path / "plain" / "x.duckdb")
+    for command in (["runs"], ["threads"], ["verify", "--all"]):
+        done = subprocess.run([sys.executable, "-m", "memory_core.cli", *command, "--db", db],
+                              capture_output=True, text=True, timeout=60,
+                              cwd=Path(__file__).resolve().parents[1])
+        assert done.returncode == 1, (command, done.stdout, done.stderr)
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error:"), done.stderr
+        assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("url", ["http://[::1", "http://[::1/v1"])
+def test_a_malformed_base_url_or_upstream_is_refused_by_name(url: str) -> None:
+    from memory_core.capture.server import validate_upstream
+    from memory_core.errors import InvalidInputError
+    from memory_core.models.openai_chat import OpenAIChatModel
+
+    with pytest.raises(InvalidInputError, match=r"\[::1"):
+        validate_upstream(url)
+    with pytest.raises(InvalidInputError, match=r"\[::1"):
+        OpenAIChatModel(base_url=url, model="m", environ={})

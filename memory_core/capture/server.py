@@ -36,7 +36,10 @@ def validate_upstream(url: Any) -> str:
     without a trailing slash; credentials in it are refused (they would be logged)."""
     if not isinstance(url, str) or not url.strip():
         raise InvalidInputError(f"upstream must be an http(s) URL, got {url!r}")
-    parts = urlsplit(url.strip())
+    try:
+        parts = urlsplit(url.strip())
+    except ValueError as e:  # an unclosed IPv6 bracket
+        raise InvalidInputError(f"upstream {url!r} is not a valid URL: {e}") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise InvalidInputError(f"upstream must be an http(s) URL such as "
                                 f"https://api.openai.com/v1, got {url!r}")

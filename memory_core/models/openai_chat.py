@@ -66,8 +66,12 @@ def split_base_url(url: str) -> tuple[str, dict[str, str]]:
 
 def public_url(url: str) -> str:
     """``url`` as it may be shown and recorded: no ``user:password@``, no query
-    parameter whose name looks like a credential, no fragment, no trailing slash."""
-    parts = urllib.parse.urlsplit(url)
+    parameter whose name looks like a credential, no fragment, no trailing slash (a URL
+    too malformed to parse: up to its query, without anything before an ``@``)."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:  # an unclosed IPv6 bracket
+        return re.sub(r"//[^/]*@", "//", re.split(r"[?#]", url, maxsplit=1)[0])
     host = parts.hostname or ""
     if ":" in host:  # IPv6 literal
         host = f"[{host}]"
@@ -130,8 +134,11 @@ class OpenAIChatModel:
                  environ: Mapping[str, str] | None = None) -> None:
         env = os.environ if environ is None else environ
         base = base_url or env.get(ENV_BASE_URL) or DEFAULT_BASE_URL
-        if not base.startswith(("http://", "https://")) or not urllib.parse.urlsplit(
-                base).hostname:
+        try:
+            host = urllib.parse.urlsplit(base).hostname
+        except ValueError:  # an unclosed IPv6 bracket
+            host = None
+        if not base.startswith(("http://", "https://")) or not host:
             raise InvalidInputError(f"base URL {public_url(base)!r} must be an http:// or "
                                     f"https:// URL with a host (set {ENV_BASE_URL})")
         self.base_url, self._query = split_base_url(base)

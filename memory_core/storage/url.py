@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import sys
 from pathlib import Path
 from typing import Any
@@ -111,11 +112,7 @@ def open_existing(url: str, *, read_only: bool = False, **kwargs: Any) -> Storag
     target = file_of(url)
     if target is not None:
         adapter, path = target
-        p = Path(path).expanduser()
-        if not p.exists():
-            raise NotFoundError(f"database file '{path}' does not exist")
-        if p.is_dir():
-            raise InvalidInputError(f"'{path}' is a directory, not a database file")
+        existing_file(path)
         if read_only and adapter == "duckdb":
             kwargs["read_only"] = True
     return open_storage(url, **kwargs)
@@ -150,9 +147,37 @@ def expand_url(url: str) -> str:
     target = file_of(url)
     if target is None or not target[1].startswith("~"):
         return url
-    expanded = str(Path(target[1]).expanduser())
+    try:
+        expanded = str(Path(target[1]).expanduser())
+    except RuntimeError:  # ~nosuchuser
+        raise InvalidInputError(f"cannot expand '{target[1]}': no such user's home "
+                                "directory") from None
     m = _SCHEME_RE.match(url)
     return expanded if m is None else f"{m.group(1)}://{expanded}"
+
+
+def existing_file(path: str) -> Path:
+    """``path`` (``~`` expanded) when it names an existing regular file; NotFoundError
+    when it is missing, InvalidInputError naming it for a directory, a FIFO, a device
+    or a socket (reading one would hang or mislead) and for a path the system refuses
+    (too long, a file where a folder should be)."""
+    try:
+        p = Path(path).expanduser()
+        st = p.stat()
+    except RuntimeError:
+        raise InvalidInputError(f"cannot expand '{path}': no such user's home "
+                                "directory") from None
+    except FileNotFoundError:
+        raise NotFoundError(f"database file '{path}' does not exist") from None
+    except OSError as e:
+        raise InvalidInputError(f"cannot use '{path}' as a database file: "
+                                f"{e.strerror or e}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise InvalidInputError(f"'{path}' is a directory, not a database file")
+    if not stat.S_ISREG(st.st_mode):
+        raise InvalidInputError(f"'{path}' is not a regular file (a FIFO, device or "
+                                "socket), not a database file")
+    return p
 
 
 def file_kind(path: str | Path) -> str | None:
@@ -260,11 +285,7 @@ def resolve_existing(url: str) -> str:
             open_storage(url)  # raises the unknown-scheme error
         return url
     adapter, path = target
-    p = Path(path)
-    if not p.exists():
-        raise NotFoundError(f"database file '{path}' does not exist")
-    if p.is_dir():
-        raise InvalidInputError(f"'{path}' is a directory, not a database file")
+    p = existing_file(path)
     kind = file_kind(p)
     if kind is None:
         raise InvalidInputError(f"'{path}' is not a valid DuckDB or SQLite database file")
@@ -332,6 +353,8 @@ def refuse_foreign_file(op: str, path: str) -> None:
     """A file that is not DuckDB's is refused before DuckDB sees it: DuckDB would
     otherwise look for an extension to read it (SQLite), or write into it."""
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise StorageError(f"{op} failed: '{path}' is not a regular file")
         kind = head_kind(path)
         if kind is None and os.path.getsize(path) == 0:
             return  # an empty file: DuckDB makes it a new database
