@@ -475,7 +475,7 @@ def test_repeated_anthropic_history_is_read_once_and_named_per_request() -> None
     """Each request repeats its history: an identical raw message is read once per file
     (``SharedMessages``); a shared tool result still takes the name of each request's
     own call."""
-    from memory_core.importers.openai_jsonl import parse_openai
+    from memory_core.importers.containers import parse_openai
 
     result = {"role": "user", "content": [
         {"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"}]}

@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 from memory_core.importers import import_text
-from memory_core.importers.openai_jsonl import parse_openai
+from memory_core.importers.containers import parse_openai
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.types import ToolCallPart, ToolResultPart
 

@@ -1,14 +1,18 @@
-"""Importing conversations recorded elsewhere (OpenAI chat-completions JSONL, OTLP/JSON
-GenAI spans) as threads, messages and reconstructed runs: ``import_file``.
+"""Importing conversations recorded elsewhere (OpenAI chat-completions JSONL, VCR
+cassettes, HAR files, OTLP GenAI spans, …) as threads, messages and reconstructed runs:
+``import_file``.
 
-The whole file is parsed and validated before the first write; see docs/importing.md."""
+A file is read in stages: its container (``containers.py``) yields records, each read
+into ``Exchange``s by the format that matches it (``registry.py``, one module per
+format under ``formats/``) — or, for OTLP, spans read by ``otel.py`` — then planned
+into threads (``threads.py``) and written (``writer.py``). The whole file is parsed
+and validated before the first write; see docs/importing.md."""
 
 from __future__ import annotations
 
 import bz2
 import gzip
 import hashlib
-import json
 import lzma
 import zlib
 from collections.abc import Sequence
@@ -28,14 +32,10 @@ from memory_core.importers.common import (
     date_undated,
     resolve_tool_names,
 )
-from memory_core.importers.jsonvalues import first_document, read_documents
-from memory_core.importers.openai_jsonl import parse_openai
+from memory_core.importers.containers import container_for
+from memory_core.importers.jsonvalues import read_documents
 from memory_core.importers.otel import parse_otlp, parse_spans
-from memory_core.importers.otel_read import (
-    is_span_document,
-    protobuf_documents,
-    spans_of,
-)
+from memory_core.importers.otel_read import protobuf_documents, spans_of
 from memory_core.importers.stored import StoredImports
 from memory_core.importers.threads import RunPlan, plan_threads
 from memory_core.importers.writer import (
@@ -51,27 +51,13 @@ __all__ = ["ImportFormatError", "ImportReport", "SkippedRecord", "detect_format"
 
 
 def detect_format(text: str) -> ImportFormat:
-    """OTLP/JSON when the document (or its first line) has ``resourceSpans`` or
+    """The family of the container that reads ``text`` (``containers.py``): ``"otel"``
+    when it is OTLP/JSON — the document (or its first line) has ``resourceSpans`` or
     ``resourceLogs``, is one span's attributes, a span object (or a JSON array of them)
-    as SDKs and tracers write them, or a Jaeger export (``is_span_document``); else the OpenAI family (whose parser names any record it cannot
-    read and what it expected)."""
-    stripped = text.lstrip()
-    head = stripped[:4096]
-    if '"resourceSpans"' in head or '"resourceLogs"' in head:
-        return "otel"
-    first = next((ln for ln in stripped.splitlines() if ln.strip()), "").strip()
-    if first in ("{", "[{", "[") or first.startswith('{"'):
-        whole = first_document(stripped)  # the document, or the first of several
-        if is_span_document(whole):
-            return "otel"
-    try:
-        doc = json.loads(first)
-    except ValueError:
-        return "openai"  # parsing will name the bad line
-    if isinstance(doc, dict) and ("resourceSpans" in doc or "resourceLogs" in doc) \
-            or is_span_document(doc):
-        return "otel"
-    return "openai"
+    as SDKs and tracers write them, or a Jaeger export; else ``"openai"``, the records
+    the formats of ``registry.py`` read (whose parser names any record it cannot read
+    and what it expected)."""
+    return container_for(text).family
 
 
 def is_binary(data: bytes) -> bool:
@@ -249,8 +235,8 @@ def import_text(storage: Storage, text: str, *, name: str = "<text>",
         raise ImportFormatError(f"line {text.count(chr(10), 0, e.start) + 1}: contains a "
                                 "lone UTF-16 surrogate (not valid Unicode)") from None
     digest = sha1 or _sha1(encoded)
-    fmt: ImportFormat = format or detect_format(text)
-    parsed: ParsedFile = parse_openai(text, stages) if fmt == "openai" else parse_otlp(text)
+    container = container_for(text, format)
+    fmt, parsed = container.family, container.parse(text, stages)
     return _import_parsed(storage, parsed, fmt=fmt, name=name, digest=digest, embed=embed,
                           resource_id=resource_id, progress=progress, stages=stages)
 

@@ -45,7 +45,7 @@ _STREAM_EVENT = re.compile(r'"type"\s*:\s*"(?:' + "|".join(STREAM_EVENTS) + ')"'
 
 def is_anthropic_record(obj: dict[str, Any]) -> bool:
     """A request/response record in the Messages API's shapes (a record whose URL says
-    which API it is was classified by ``cassette.llm_api`` before): a response of
+    which API it is was classified by ``registry.route`` before): a response of
     ``type`` "message" or "error", a streamed response of its events, or a
     request with a top-level ``system`` or Anthropic content blocks."""
     response = obj.get("response")

@@ -2,9 +2,10 @@
 pytest-recording write): each interaction with an API the importer reads — OpenAI's
 chat completions, Responses and legacy completions (and every compatible server),
 Anthropic's Messages API, Gemini's ``generateContent``, Ollama's ``/api/chat`` and
-``/api/generate``, Bedrock's Converse — becomes a request/response record carrying its
-``url`` (``llm_api`` tells the API from it); gzip bodies are unpacked, AWS event streams
-decoded, SSE and JSON-lines bodies reassembled later.
+``/api/generate``, Bedrock's Converse and InvokeModel, Cohere's Chat — becomes a
+request/response record carrying its ``url`` (``registry.route`` tells the API from
+the paths the formats serve); gzip bodies are unpacked, AWS event streams decoded, SSE
+and JSON-lines bodies reassembled later.
 
 The body spellings read: vcrpy's ``body`` (a string, or ``body.string`` bytes on the
 response), the ``content`` text (and ``status_code``) of vcrpy's older httpx stubs, and
@@ -14,67 +15,25 @@ from __future__ import annotations
 
 import gzip
 import importlib
-import re
 import zlib
 from datetime import UTC
 from email.utils import parsedate_to_datetime
-from typing import Any, Literal
+from typing import Any
 
-from memory_core.importers.bedrock import (
-    BEDROCK_PATHS,
-    EVENT_STREAM,
-    INVOKE_PATHS,
-    event_stream,
-    invoke_chunks,
-)
+from memory_core.importers.bedrock import EVENT_STREAM, event_stream, invoke_chunks
 from memory_core.importers.bedrock import model_in_path as bedrock_model
 from memory_core.importers.bedrock_invoke import invoke_family, own_format
-from memory_core.importers.cohere import COHERE_PATHS
-from memory_core.importers.common import SkippedRecord, fail
-from memory_core.importers.gemini import GEMINI_PATHS
+from memory_core.importers.common import ParsedFile, SkippedRecord, Stages, fail
 from memory_core.importers.jsonvalues import check_value, load_json
-from memory_core.importers.ollama import OLLAMA_PATHS, json_lines
+from memory_core.importers.ollama import json_lines
+from memory_core.importers.openai_jsonl import parse_records, said
+from memory_core.importers.registry import route
 
-LLM_PATHS = ("/chat/completions", "/responses", "/completions")
-VERTEX_ANTHROPIC_PATHS = (":rawPredict", ":streamRawPredict")
-# the OpenAI Assistants API's messages of a thread (``/threads/{id}/messages``) are not
-# model calls; every other ``…/messages`` is the Messages API (Anthropic's own
-# ``/v1/messages``, or an Anthropic-compatible base URL such as ``…/anthropic/messages``)
-_ASSISTANTS_MESSAGES = re.compile(r"/threads/[^/]+/messages$")
-Api = Literal["openai", "anthropic", "gemini", "ollama", "cohere", "bedrock",
-              "bedrock-invoke", "vertex-anthropic"]
-
-
-def llm_api(url: str) -> Api | None:
-    """Which API a request URL (or path) calls: ``"openai"`` for chat completions, the
-    Responses API and legacy completions, ``"anthropic"`` for the Messages API,
-    ``"gemini"``, ``"ollama"``, ``"cohere"`` (v2 and v1 Chat) and ``"bedrock"`` (Converse) for theirs,
-    ``"bedrock-invoke"`` for Bedrock's InvokeModel (the model's own body),
-    ``"vertex-anthropic"`` for Claude on Vertex AI (``:rawPredict``), None for
-    anything else (not a model call this importer reads)."""
-    # (Mistral's client marks a streamed call with a fragment: "…/completions#stream")
-    path = url.split("?", 1)[0].split("#", 1)[0].rstrip("/")
-    if path.endswith(VERTEX_ANTHROPIC_PATHS) and "/publishers/anthropic/" in path:
-        return "vertex-anthropic"  # Claude on Vertex AI: the Messages API's body
-    if path.endswith(GEMINI_PATHS):
-        return "gemini"
-    if path.endswith(OLLAMA_PATHS):
-        return "ollama"
-    if path.endswith(COHERE_PATHS):
-        return "cohere"
-    if path.endswith(BEDROCK_PATHS) and "/model/" in path:
-        return "bedrock"
-    if path.endswith(INVOKE_PATHS) and "/model/" in path:
-        return "bedrock-invoke"
-    if path.endswith(LLM_PATHS):
-        return "openai"
-    if path.endswith("/messages") and not _ASSISTANTS_MESSAGES.search(path):
-        return "anthropic"
-    return None
-# what a model request to those paths sends its conversation in (chat, Anthropic,
+# what a model request to the formats' paths sends its conversation in (chat, Anthropic,
 # Bedrock and Ollama chat, the Responses API, legacy completions and Ollama's generate,
 # Gemini)
 CONVERSATION_KEYS = ("messages", "input", "prompt", "contents")
+
 
 def looks_like_cassette(text: str) -> bool:
     head = text.lstrip()[:2000]
@@ -231,7 +190,7 @@ def interaction_records(interactions: list[Any], label: str = "interaction"
         uri = str(req.get("uri") or "")
         path = uri.split("?", 1)[0].split("#", 1)[0].rstrip("/")
         method = str(req.get("method") or "POST").upper()
-        api = llm_api(uri)
+        api = route(uri)
         if api is None or method != "POST":
             # (a model call is a POST; a GET of …/chat/completions lists stored
             # completions, a DELETE of …/responses/{id} removes one)
@@ -282,3 +241,24 @@ def interaction_records(interactions: list[Any], label: str = "interaction"
                                         "the response body was not recorded (HTTP 200)")
         rows.append((where, record))
     return rows, skipped
+
+
+def parse_recording(rows: list[tuple[str, Any]], skipped: list[SkippedRecord], what: str,
+                    unit: str, stages: Stages | None) -> ParsedFile:
+    """An HTTP recording's model calls (``what``: "cassette", its ``unit``s
+    "interaction"s), read as records; an error naming what it holds instead when it
+    holds none."""
+    if not rows:
+        # what it holds instead, each kind once (an embeddings cassette: its URL)
+        raise fail("file", f"the {what} holds no model call this importer reads "
+                           "(chat completions, Responses, Anthropic Messages, Gemini, "
+                           f"Cohere, Ollama, Bedrock); its {len(skipped)} {unit}(s): "
+                           f"{said(skipped)}" if skipped else
+                   f"the {what} holds no {unit}")
+    return parse_records(rows, skipped, stages)
+
+
+def parse_cassette(text: str, stages: Stages | None = None) -> ParsedFile:
+    """A VCR cassette's model calls (see the module's docstring)."""
+    rows, skipped = cassette_records(text)
+    return parse_recording(rows, skipped, "cassette", "interaction", stages)

@@ -28,6 +28,8 @@ from memory_core.types import UNDATED_ORIGIN, Message, ToolCallPart, ToolResultP
 
 __all__ = ["OPENAI_ROLES"]
 
+# the family of the container that read a file (``containers.py``): "openai" for the
+# records the formats of ``registry.py`` read, "otel" for OTLP spans
 ImportFormat = Literal["openai", "otel"]
 Progress = Callable[[int, int], None]
 # ``stages(stage, done, total)`` as an import goes (see ``import_file``)

@@ -11,8 +11,8 @@ import binascii
 import re
 from typing import Any
 
-from memory_core.importers.cassette import interaction_records
-from memory_core.importers.common import SkippedRecord, fail
+from memory_core.importers.cassette import interaction_records, parse_recording
+from memory_core.importers.common import ParsedFile, SkippedRecord, Stages, fail
 from memory_core.importers.jsonvalues import load_json
 
 _START = re.compile(r'\s*\{\s*"log"\s*:')
@@ -92,3 +92,9 @@ def har_records(doc: dict[str, Any]) -> tuple[list[tuple[str, Any]], list[Skippe
     entries = doc["log"]["entries"]
     interactions = [_interaction(e, f"entry {i}") for i, e in enumerate(entries, start=1)]
     return interaction_records(interactions, label="entry")
+
+
+def parse_har(text: str, stages: Stages | None = None) -> ParsedFile:
+    """A HAR file's model calls (see the module's docstring)."""
+    rows, skipped = har_records(har_document(text))
+    return parse_recording(rows, skipped, "HAR file", "entry", stages)

@@ -10,6 +10,7 @@ A malformed span rejects the whole file with an ``ImportFormatError`` naming it.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from memory_core.importers.common import (
@@ -20,6 +21,7 @@ from memory_core.importers.common import (
     sharing,
     split_instructions,
 )
+from memory_core.importers.jsonvalues import first_document
 from memory_core.importers.otel_content import (
     MODEL_CALL_OPERATIONS,
     SpanContent,
@@ -28,7 +30,12 @@ from memory_core.importers.otel_content import (
     span_tools,
     vercel_operation,
 )
-from memory_core.importers.otel_read import RawSpan, is_content_key, read_otlp
+from memory_core.importers.otel_read import (
+    RawSpan,
+    is_content_key,
+    is_span_document,
+    read_otlp,
+)
 from memory_core.models.base import Usage
 
 REASONS_SHOWN = 12
@@ -199,4 +206,25 @@ def parse_otlp_json(text: str) -> ParsedFile:
     return parse_otlp(text)
 
 
-__all__ = ["parse_otlp", "parse_otlp_json"]
+def looks_like_otlp(text: str) -> bool:
+    """OTLP/JSON when the document (or its first line) has ``resourceSpans`` or
+    ``resourceLogs``, is one span's attributes, a span object (or a JSON array of them)
+    as SDKs and tracers write them, or a Jaeger export (``is_span_document``)."""
+    stripped = text.lstrip()
+    head = stripped[:4096]
+    if '"resourceSpans"' in head or '"resourceLogs"' in head:
+        return True
+    first = next((ln for ln in stripped.splitlines() if ln.strip()), "").strip()
+    if first in ("{", "[{", "[") or first.startswith('{"'):
+        whole = first_document(stripped)  # the document, or the first of several
+        if is_span_document(whole):
+            return True
+    try:
+        doc = json.loads(first)
+    except ValueError:
+        return False  # (the records' parser names the bad line)
+    return isinstance(doc, dict) and ("resourceSpans" in doc or "resourceLogs" in doc) \
+        or is_span_document(doc)
+
+
+__all__ = ["looks_like_otlp", "parse_otlp", "parse_otlp_json"]

@@ -1,0 +1,51 @@
+"""Containers: how a file holds its model calls, told from its text. Each is read into
+exchanges its own way — OTLP into spans (``otel.py``), the others into records that
+the formats of ``registry.py`` read (``openai_jsonl.parse_records``) — and each belongs
+to one of the two families an import is told by (``ImportFormat``: ``import_text``'s
+``format``, ``ImportReport.format``, the runs' import records).
+
+The first container in ``CONTAINERS`` that recognises the text reads it; given a
+family, the first of that family, or else its last (which reads whatever it is given,
+naming what it cannot read). OTLP protobuf, a binary file, is told and read before the
+text is decoded (``import_file``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from memory_core.importers.cassette import looks_like_cassette, parse_cassette
+from memory_core.importers.common import ImportFormat, ParsedFile, Stages
+from memory_core.importers.har import looks_like_har, parse_har
+from memory_core.importers.openai_jsonl import parse_json
+from memory_core.importers.otel import looks_like_otlp, parse_otlp
+
+
+@dataclass(frozen=True)
+class Container:
+    """A kind of file: ``detect(text)`` tells it, ``parse(text, stages)`` reads it."""
+
+    name: str
+    family: ImportFormat
+    detect: Callable[[str], bool]
+    parse: Callable[[str, Stages | None], ParsedFile]
+
+
+CONTAINERS: tuple[Container, ...] = (
+    # resourceSpans/resourceLogs near the start, span objects, Jaeger, Zipkin
+    Container("otlp-json", "otel", looks_like_otlp, lambda text, _stages: parse_otlp(text)),
+    Container("cassette", "openai", looks_like_cassette, parse_cassette),  # interactions:
+    Container("har", "openai", looks_like_har, parse_har),  # {"log": {"entries": [...]}}
+    Container("json", "openai", lambda _text: True, parse_json),  # JSON lines, array, docs
+)
+
+
+def container_for(text: str, family: ImportFormat | None = None) -> Container:
+    """The container that reads ``text`` (of ``family``, when given)."""
+    candidates = [c for c in CONTAINERS if family in (None, c.family)]
+    return next((c for c in candidates if c.detect(text)), candidates[-1])
+
+
+def parse_openai(text: str, stages: Stages | None = None) -> ParsedFile:
+    """``text`` read as the OpenAI family's records: a cassette, a HAR file or JSON."""
+    return container_for(text, "openai").parse(text, stages)

@@ -1,0 +1,131 @@
+"""OpenAI chat completions (``POST …/chat/completions``): a ``{"request": {"messages",
+…}, "response": {"choices", …}}`` record, flat (``{"messages", "response"}``), with an
+``error`` instead of a response, a response recorded as a stream, or a fine-tuning row
+(``messages`` only: the last one is the answer). Other APIs' records that are
+equivalent to one (Ollama's, Cohere's, LangSmith runs, Bedrock chat bodies) are
+turned into one and read by ``chat_exchange``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from memory_core.importers.common import (
+    Exchange,
+    fail,
+    from_unix,
+    openai_message,
+    openai_messages,
+    split_instructions,
+)
+from memory_core.importers.formats import Record, RecordFormat, Route
+from memory_core.importers.formats.fields import (
+    EXPECTED,
+    record_context,
+    request_fields,
+    request_params,
+    str_field,
+    usage_of,
+)
+from memory_core.importers.openai_shapes import reassemble_stream
+from memory_core.models.base import Usage
+from memory_core.openai_codec import from_openai_tools
+from memory_core.types import Message
+
+# OpenAI's chat completions, Responses API and legacy completions (and every server
+# compatible with them): the three formats of the OpenAI family tell them apart by keys
+OPENAI = Route("openai", ("/chat/completions", "/responses", "/completions"))
+
+
+def _chat_response(response: Any, where: str, notes: list[str]
+                   ) -> tuple[Message, str | None, Usage, bool, dict[str, Any]]:
+    if isinstance(response, list | str):
+        response = reassemble_stream(response, where, notes)
+    if not isinstance(response, dict):
+        raise fail(where, f"'response' must be an object, got {type(response).__name__}")
+    choices = response.get("choices")
+    if not isinstance(choices, list) or not choices:
+        raise fail(where, "response has no 'choices'")
+    if len(choices) > 1:
+        notes.append(f"{where}: {len(choices) - 1} alternative choice(s) not imported")
+    choice = choices[0]
+    if not isinstance(choice, dict) or "message" not in choice:
+        raise fail(where, "response choice 0 has no 'message'")
+    raw_reply = choice["message"]
+    if isinstance(raw_reply, dict) and "role" not in raw_reply:
+        raw_reply = {**raw_reply, "role": "assistant"}
+    reply = openai_message(raw_reply, f"{where}: response", notes)
+    if reply.role != "assistant":
+        raise fail(where, f"response message has role {reply.role!r}, expected 'assistant'")
+    finish = choice.get("finish_reason") if isinstance(choice.get("finish_reason"),
+                                                       str) else None
+    usage, known = usage_of(response.get("usage"))
+    return reply, finish, usage, known, response
+
+
+def chat_exchange(obj: dict[str, Any], where: str, index: int,
+                  notes: list[str] | None = None, api: str | None = None) -> Exchange:
+    """A chat-completions record, or a fine-tuning row whose last message is the
+    assistant's answer; ``notes``: what reading it so far noted (an Ollama record
+    turned into this one)."""
+    request = obj.get("request", obj)
+    if not isinstance(request, dict):
+        raise fail(where, f"'request' must be an object, got {type(request).__name__}")
+    notes = list(notes or [])
+    messages = openai_messages(request["messages"], where, notes)
+    if not messages:
+        raise fail(where, "'messages' is empty")
+    thread_key, resource = record_context(obj, request, where)
+    response, error = obj.get("response"), obj.get("error")
+    reply: Message | None = None
+    usage, usage_known, finish, created = Usage(), False, None, None
+    model = str_field(where, request, "model")
+    if response is not None:
+        reply, finish, usage, usage_known, body = _chat_response(response, where, notes)
+        model = str_field(where, body, "model") or model
+        if body.get("created") is not None:
+            created = from_unix(body["created"], where, "response.created")
+    elif not error:
+        if messages[-1].role != "assistant":
+            raise fail(where, "missing 'response' and the last message is not the "
+                              "assistant's (a fine-tuning row ends with the answer): "
+                              + EXPECTED)
+        reply = messages.pop()  # fine-tuning row: the last message is the answer
+        notes.append(f"{where}: no response recorded; the last message is taken as the "
+                     "answer (fine-tuning row)")
+    instructions, history = split_instructions(messages)
+    return Exchange(
+        where=where, index=index, instructions=instructions, history=history,
+        response=reply, thread_key=thread_key, resource_id=resource,
+        model=model, usage=usage, usage_known=usage_known, finish_reason=finish,
+        params=request_params(request, where), request_fields=request_fields(request),
+        tools=from_openai_tools(request.get("tools", request.get("functions")) or [],
+                                where, notes),
+        started_at=created, finished_at=created,
+        error=None if reply is not None else (error if isinstance(error, str)
+                                              else json.dumps(error, sort_keys=True)),
+        notes=notes, api=api)
+
+
+def _matches(record: Record) -> bool:
+    """A request with ``messages``, sent to no URL or to OpenAI's."""
+    request = record.request
+    return record.api in (None, "openai") and isinstance(request, dict) \
+        and "messages" in request
+
+
+FORMAT = RecordFormat("chat", 100, _matches,
+                      lambda r: [chat_exchange(r.obj, r.where, r.index)], routes=(OPENAI,))
+
+
+def read_as_chat(convert: Callable[[dict[str, Any], str, list[str]], dict[str, Any]],
+                 api: str | None = None) -> Callable[[Record], list[Exchange]]:
+    """The reader of a format whose records are turned into chat completions records
+    (``convert(obj, where, notes)``, noting what it drops) and read as one; ``api``:
+    what the report calls the calls (None: the OpenAI family's)."""
+    def read(record: Record) -> list[Exchange]:
+        notes: list[str] = []
+        return [chat_exchange(convert(record.obj, record.where, notes), record.where,
+                              record.index, notes, api=api)]
+    return read

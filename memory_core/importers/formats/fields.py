@@ -1,0 +1,105 @@
+"""The record conventions the formats share: where a record names its thread and
+resource, its request's sampling parameters and packaging fields, token usage in
+OpenAI's spelling, and what the importer expected when no format reads a record."""
+
+from __future__ import annotations
+
+from collections.abc import Set as AbstractSet
+from typing import Any
+
+from memory_core.importers.common import fail
+from memory_core.models.base import Usage
+
+THREAD_KEYS = ("thread_id", "conversation_id")
+RESOURCE_KEYS = ("resource_id", "user_id", "user")
+# request keys that say where the conversation is held or how it was sent, not how to
+# sample: kept in the run's import record as they were (``Exchange.request_fields``)
+REQUEST_FIELDS = ("previous_response_id", "conversation", "store", "stream")
+# the record's own keys, beside the request's in a flat record ({"messages",
+# "response", "thread_id", …}): never request parameters
+RECORD_KEYS = {"response", "error", "url", "recorded_at", "resource_id", "user_id",
+               *THREAD_KEYS}
+# request keys that are the conversation or its packaging, not sampling parameters
+NOT_PARAMS = {"messages", "model", "tools", "functions", "input", "instructions",
+              "metadata", "user", "stream_options", "prompt", *REQUEST_FIELDS, *RECORD_KEYS}
+EXPECTED = ("expected an OpenAI chat-completions record ({\"request\": {\"messages\": "
+            "[...]}, \"response\": {...}} or {\"messages\": [...], \"response\": {...}}), a "
+            "fine-tuning row ({\"messages\": [...]}), a ShareGPT conversation "
+            "({\"conversations\": [...]}), a Responses API record ({\"request\": {\"input\": "
+            "...}, \"response\": {\"output\": [...]}}), an Anthropic Messages API record "
+            "({\"request\": {\"messages\": [...]}, \"response\": {\"type\": \"message\", "
+            "...}}) or batch lines ({\"custom_id\", \"body\"})")
+
+
+def str_field(where: str, obj: dict[str, Any], name: str) -> str | None:
+    value = obj.get(name)
+    if value is None:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    if not isinstance(value, str) or not value:
+        raise fail(where, f"'{name}' must be a non-empty string, got {value!r}")
+    return value
+
+
+def first_field(where: str, sources: list[dict[str, Any]], names: tuple[str, ...]
+                ) -> str | None:
+    for src in sources:
+        for name in names:
+            value = str_field(where, src, name)
+            if value is not None:
+                return value
+    return None
+
+
+def count_of(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) \
+        and value >= 0 else None
+
+
+def usage_of(raw: Any) -> tuple[Usage, bool]:
+    if not isinstance(raw, dict):
+        return Usage(), False
+    inp = count_of(raw.get("prompt_tokens", raw.get("input_tokens")))
+    out = count_of(raw.get("completion_tokens", raw.get("output_tokens")))
+    if inp is not None and out is not None:
+        return Usage(input_tokens=inp, output_tokens=out), True
+    return Usage(), False
+
+
+def request_params(request: dict[str, Any], where: str, *,
+                   not_params: AbstractSet[str] = NOT_PARAMS) -> dict[str, Any]:
+    """Every sampling/request parameter the record kept (temperature, top_p, seed,
+    max_tokens, stop, response_format, …); numbers must be finite."""
+    params = {k: v for k, v in request.items() if k not in not_params}
+    for k in ("temperature", "top_p", "top_k", "seed", "max_tokens", "max_completion_tokens",
+              "max_output_tokens", "frequency_penalty", "presence_penalty", "n"):
+        v = params.get(k)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int | float)):
+            raise fail(where, f"request '{k}' must be a number, got {v!r}")
+    return params
+
+
+def request_fields(request: dict[str, Any]) -> dict[str, Any]:
+    """The request's ``REQUEST_FIELDS``, as sent."""
+    return {k: request[k] for k in REQUEST_FIELDS if k in request}
+
+
+def record_context(obj: dict[str, Any], request: dict[str, Any], where: str,
+                   *also: dict[str, Any]) -> tuple[str | None, str | None]:
+    """The record's thread key and resource: the line's own keys, its ``metadata``'s,
+    then the request's (OpenAI's end-user ``user``), then ``also``'s."""
+    metadata = obj.get("metadata") or {}
+    if not isinstance(metadata, dict):
+        raise fail(where, f"'metadata' must be an object, got {type(metadata).__name__}")
+    return (first_field(where, [obj, metadata], THREAD_KEYS),
+            first_field(where, [obj, metadata, request, *also], RESOURCE_KEYS))
+
+
+def wrapped(obj: dict[str, Any], own_keys: AbstractSet[str]) -> dict[str, Any]:
+    """A record as ``{"request": {...}, <its own keys>}``: a flat record's keys in
+    ``own_keys`` are the record's, the rest its request's (a wrapped one as it is)."""
+    if "request" in obj:
+        return obj
+    return {"request": {k: v for k, v in obj.items() if k not in own_keys},
+            **{k: v for k, v in obj.items() if k in own_keys}}

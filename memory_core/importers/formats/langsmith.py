@@ -1,0 +1,13 @@
+"""LangSmith runs (``client.list_runs()`` dumped, a UI export, ``{"runs": [...]}``):
+an ``llm`` run is the chat completions record it is equivalent to (``langsmith.py``
+reads it; the JSON container skips the other runs, naming their type). Dated by the
+run's ``start_time`` when the response gives no time."""
+
+from __future__ import annotations
+
+from memory_core.importers.formats import RecordFormat
+from memory_core.importers.formats.chat import read_as_chat
+from memory_core.importers.langsmith import as_chat_record, is_langsmith_run
+
+FORMAT = RecordFormat("langsmith", 20, lambda r: is_langsmith_run(r.obj),
+                      read_as_chat(as_chat_record), dated_by="start_time")

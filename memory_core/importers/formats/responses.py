@@ -1,0 +1,176 @@
+"""OpenAI's Responses API (``POST …/responses``): ``{"request": {"input",
+"instructions", "tools"}, "response": {"output": [...]}}`` (or a recorded stream's last
+event). A request that sends ``previous_response_id`` instead of its history gets it
+back from the file's earlier responses, which the file's state keeps (``ServerHistory``),
+and one that sends back items an earlier response output continues that response."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from memory_core.importers.common import (
+    Exchange,
+    HeldHistory,
+    fail,
+    from_unix,
+    split_instructions,
+)
+from memory_core.importers.formats import Record, RecordFormat
+from memory_core.importers.formats.chat import OPENAI
+from memory_core.importers.formats.fields import (
+    record_context,
+    request_fields,
+    request_params,
+    str_field,
+    usage_of,
+)
+from memory_core.importers.openai_shapes import completed_response, responses_exchange_parts
+from memory_core.types import Message
+
+
+@dataclass
+class Held:
+    """What the server holds after a recorded Responses API response: the conversation
+    a later request continues by sending its id as ``previous_response_id``."""
+
+    where: str  # the record whose response it is
+    index: int  # its exchange
+    messages: list[Message]  # its history (without its own instructions) and reply
+    unrecorded: str | None  # HeldHistory.unrecorded of that record
+
+
+@dataclass
+class ServerHistory:
+    """The file's Responses API responses read so far: what the server holds after
+    each (by response id), and which exchange output each item (by item id: ``msg_…``,
+    ``fc_…``, ``rs_…``)."""
+
+    responses: dict[str, Held] = field(default_factory=dict)
+    items: dict[str, int] = field(default_factory=dict)
+
+
+def _item_ids(items: Any) -> list[str]:
+    """The ids of a Responses API item list (an ``input`` or an ``output``)."""
+    if not isinstance(items, list):
+        return []
+    return [i["id"] for i in items if isinstance(i, dict) and isinstance(i.get("id"), str)
+            and i["id"]]
+
+
+def _an_id(value: Any) -> str | None:
+    """A response id as a reference: a non-empty string (anything else refers to
+    nothing, and a record's other checks say whether it is malformed)."""
+    return value if isinstance(value, str) and value else None
+
+
+def _held_history(request: dict[str, Any], held: ServerHistory
+                  ) -> tuple[list[Message], HeldHistory | None]:
+    """The history a request continues without sending it, and how it was found: the
+    earlier record whose response its ``previous_response_id`` names (its history and
+    reply); nothing when that response (or a ``conversation``) is not in the file."""
+    prev = _an_id(request.get("previous_response_id"))
+    conversation = request.get("conversation")
+    if prev is None and conversation is None:
+        return [], None
+    if prev is None:
+        cid = conversation.get("id") if isinstance(conversation, dict) else conversation
+        ref = f"conversation {str(cid)!r}"
+    else:
+        ref = f"previous_response_id {prev!r}"
+        found = held.responses.get(prev)
+        if found is not None:
+            return found.messages, HeldHistory(ref, source=found.where,
+                                               count=len(found.messages),
+                                               unrecorded=found.unrecorded,
+                                               continues=found.index)
+    return [], HeldHistory(ref, unrecorded=ref)
+
+
+def _held_note(where: str, h: HeldHistory) -> str:
+    if h.source is None:
+        return (f"{where}: history held server-side ({h.reference}) is not in the file: "
+                "the prompt holds only what this request sent")
+    note = (f"{where}: history held server-side ({h.reference}) reconstructed from "
+            f"{h.source}: prompt messages {h.start + 1}–{h.start + h.count} were not sent "
+            "with this request")
+    if h.unrecorded is not None:
+        note += f"; the history before {h.unrecorded} is not in the file"
+    return note
+
+
+def responses_exchange(obj: dict[str, Any], where: str, index: int,
+                       held: ServerHistory | None = None) -> Exchange:
+    """A Responses API record. With ``held`` (the file's earlier responses by id), a
+    request that sent ``previous_response_id`` instead of its history gets the history
+    back: the referenced record's history and reply, then its own input (its own
+    ``instructions`` first: they are not inherited); and its response is added to
+    ``held`` for the requests after it."""
+    notes: list[str] = []
+    request = obj.get("request", obj)
+    if not isinstance(request, dict):
+        raise fail(where, f"'request' must be an object, got {type(request).__name__}")
+    response = completed_response(obj.get("response"), where, notes)
+    own, inputs, reply, tools = responses_exchange_parts(request, response, where, notes)
+    held = held if held is not None else ServerHistory()
+    carried, history_held = _held_history(request, held)
+    # an input item an earlier response output (a client sending back what it got, with
+    # its ids): the request continues that response even when it sends only part of
+    # the history before it
+    replayed = [held.items[i] for i in _item_ids(request.get("input")) if i in held.items]
+    if history_held is not None:
+        history_held.start = len(own) if carried else 0
+        notes.insert(0, _held_note(where, history_held))
+    instructions, history = split_instructions([*own, *carried, *inputs])
+    thread_key, resource = record_context(obj, request, where)
+    usage, known = usage_of(response.get("usage") if isinstance(response, dict) else None)
+    created = response.get("created_at") if isinstance(response, dict) else None
+    at = from_unix(created, where, "response.created_at") if created is not None else None
+    model = str_field(where, response, "model") if isinstance(response, dict) else None
+    error = obj.get("error") or (response.get("error") if isinstance(response, dict) else None)
+    if not error and reply is None and isinstance(response, dict) \
+            and response.get("status") == "incomplete":
+        # it stopped (max_output_tokens while reasoning, a content filter) before any
+        # message: say so rather than "no output recorded"
+        details = response.get("incomplete_details")
+        reason = details.get("reason") if isinstance(details, dict) else None
+        error = f"the response is incomplete ({reason or 'no reason given'}) and holds no " \
+                "output message"
+    rid = _an_id(response.get("id")) if isinstance(response, dict) else None
+    if rid is not None:
+        held.responses[rid] = Held(where, index,
+                                   [*carried, *inputs, *([reply] if reply else [])],
+                                   history_held.unrecorded if history_held is not None
+                                   else None)
+    if isinstance(response, dict):
+        held.items.update(dict.fromkeys(_item_ids(response.get("output")), index))
+    return Exchange(
+        where=where, index=index, instructions=instructions, history=history, response=reply,
+        thread_key=thread_key, resource_id=resource,
+        model=model or str_field(where, request, "model"), usage=usage, usage_known=known,
+        finish_reason=str_field(where, response, "status") if isinstance(response, dict)
+        else None,
+        params=request_params(request, where), request_fields=request_fields(request),
+        tools=tools, started_at=at, finished_at=at,
+        error=None if reply is not None else json.dumps(error or "no output recorded",
+                                                        sort_keys=True),
+        notes=notes, held=history_held, replays=max(replayed, default=None))
+
+
+def _matches(record: Record) -> bool:
+    """A request with ``input``, or a response that is one (``object`` "response", an
+    ``output`` list), sent to no URL or to OpenAI's."""
+    request, response = record.request, record.obj.get("response")
+    return record.api in (None, "openai") and (
+        (isinstance(request, dict) and "input" in request) or (
+            isinstance(response, dict) and (response.get("object") == "response"
+                                            or isinstance(response.get("output"), list))))
+
+
+def _read(record: Record) -> list[Exchange]:
+    held: ServerHistory = record.state("responses", ServerHistory)
+    return [responses_exchange(record.obj, record.where, record.index, held)]
+
+
+FORMAT = RecordFormat("responses", 120, _matches, _read, routes=(OPENAI,))

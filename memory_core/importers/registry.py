@@ -1,0 +1,116 @@
+"""The registry of record formats: which format reads each record of a file.
+
+``FORMATS`` lists every format (``importers/formats/``), in ascending priority — the
+order they are tried in; the first whose ``matches`` holds reads the record. A record
+with a ``url`` is routed first: ``route`` names the API the URL calls from the paths
+the formats declare (``RecordFormat.routes``), and a format of another API then does
+not match it. Adding a format is one module under ``importers/formats/`` and one line
+here (docs/importing.md, "Adding a format")."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from memory_core.importers.common import Exchange, fail, iso_time
+from memory_core.importers.formats import (
+    Record,
+    RecordFormat,
+    Route,
+    anthropic,
+    bedrock_converse,
+    bedrock_invoke,
+    bedrock_prompt,
+    chat,
+    cohere,
+    completions,
+    gemini,
+    langsmith,
+    ollama,
+    responses,
+    sharegpt,
+)
+from memory_core.importers.formats.fields import EXPECTED
+
+FORMATS: tuple[RecordFormat, ...] = (
+    sharegpt.FORMAT,  # {"conversations": [...]}, whatever its URL
+    langsmith.FORMAT,  # a LangSmith run (run_type, inputs/outputs)
+    ollama.FORMAT,  # /api/chat, /api/generate; Ollama's keys
+    cohere.FORMAT,  # /v2/chat, /v1/chat; Cohere's answers
+    bedrock_invoke.FORMAT,  # …/model/<id>/invoke: the model's own body
+    bedrock_converse.FORMAT,  # …/model/<id>/converse; Converse's blocks
+    bedrock_prompt.FORMAT,  # no URL; a plain-prompt Bedrock model's answer
+    anthropic.FORMAT,  # …/messages, Vertex AI's :rawPredict; the Messages API's shapes
+    gemini.FORMAT,  # :generateContent; contents, candidates
+    chat.FORMAT,  # request messages (OpenAI's URLs or none)
+    completions.FORMAT,  # request prompt
+    responses.FORMAT,  # request input, response output
+)
+
+
+def check_formats(formats: Sequence[RecordFormat]) -> None:
+    """ValueError unless the formats are listed in ascending priority, no two share one
+    (two formats that both matched a record would leave the list's order to decide)
+    or a name, and no two routes share an API name."""
+    for a, b in zip(formats, formats[1:], strict=False):
+        if a.priority == b.priority:
+            raise ValueError(f"formats {a.name!r} and {b.name!r} have the same priority "
+                             f"{a.priority}: give each its own")
+        if a.priority > b.priority:
+            raise ValueError(f"format {b.name!r} (priority {b.priority}) is listed after "
+                             f"{a.name!r} (priority {a.priority}): list them by priority")
+    names = [f.name for f in formats]
+    if len(set(names)) != len(names):
+        raise ValueError(f"two formats are named alike: {names}")
+    routes: dict[str, Route] = {}
+    for r in (r for f in formats for r in f.routes):
+        if routes.setdefault(r.api, r) != r:
+            raise ValueError(f"two routes are named {r.api!r}: {routes[r.api]} and {r}")
+
+
+check_formats(FORMATS)
+# each API's URL paths, once (the formats of the OpenAI family share theirs)
+ROUTES: tuple[Route, ...] = tuple(dict.fromkeys(r for f in FORMATS for r in f.routes))
+
+
+def route(url: str) -> str | None:
+    """Which API a request URL (or path) calls — the ``api`` of the route whose paths it
+    ends with: ``"openai"`` (chat completions, Responses, legacy completions),
+    ``"anthropic"``, ``"vertex-anthropic"``, ``"gemini"``, ``"ollama"``, ``"cohere"``,
+    ``"bedrock"`` (Converse), ``"bedrock-invoke"``; None for anything else (not a model
+    call this importer reads)."""
+    # (Mistral's client marks a streamed call with a fragment: "…/completions#stream")
+    path = url.split("?", 1)[0].split("#", 1)[0].rstrip("/")
+    return next((r.api for r in ROUTES if r.serves(path)), None)
+
+
+def format_of(record: Record) -> RecordFormat | None:
+    """The format that reads ``record``: the first of ``FORMATS`` that matches it."""
+    return next((f for f in FORMATS if f.matches(record)), None)
+
+
+def read_record(obj: Any, where: str, index: int, file_state: dict[str, Any]
+                ) -> list[Exchange]:
+    """The exchanges of one record of a file (the first gets ``index``); ``file_state``:
+    one dict for the whole file (``Record.file_state``). A call whose body says no time
+    takes the one its recording gives (the format's ``dated_by``: a HAR entry's start,
+    an HTTP ``Date``, a LangSmith run's ``start_time``). ImportFormatError naming
+    ``where`` when no format reads it or its format finds it malformed."""
+    if not isinstance(obj, dict):
+        raise fail(where, f"expected a JSON object, got {type(obj).__name__}")
+    url = obj.get("url")
+    record = Record(obj, where, index, route(url) if isinstance(url, str) else None,
+                    file_state)
+    fmt = format_of(record)
+    if fmt is None:
+        keys = ", ".join(sorted(obj)[:8]) or "none"
+        raise fail(where, f"missing 'messages': a JSON object with keys {keys} is not a "
+                          f"record this importer reads; {EXPECTED}")
+    exchanges = fmt.read(record)
+    when = obj.get(fmt.dated_by)
+    if isinstance(when, str):
+        at = iso_time(when, where, "recorded_at")
+        for ex in exchanges:
+            if ex.started_at is None:
+                ex.started_at = ex.finished_at = at
+    return exchanges

@@ -1,0 +1,123 @@
+"""The registry of record formats (memory_core/importers/registry.py): every format
+module is registered, priorities are unique and in order, and URLs are routed to the
+API whose paths a format declares."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from typing import Any
+
+import pytest
+
+from memory_core.errors import ImportFormatError
+from memory_core.importers import formats
+from memory_core.importers.formats import Record, RecordFormat, Route
+from memory_core.importers.registry import FORMATS, check_formats, format_of, read_record, route
+
+
+def _declared() -> dict[str, list[RecordFormat]]:
+    """Every module of the formats package, with the format objects it defines."""
+    out: dict[str, list[RecordFormat]] = {}
+    for info in pkgutil.iter_modules(formats.__path__):
+        module = importlib.import_module(f"{formats.__name__}.{info.name}")
+        out[info.name] = [v for v in vars(module).values() if isinstance(v, RecordFormat)]
+    return out
+
+
+def test_every_format_module_is_registered() -> None:
+    declared = _declared()
+    assert declared, "the walk found no format module"
+    missing = [f"{mod}.{f.name}" for mod, found in declared.items() for f in found
+               if f not in FORMATS]
+    assert not missing, (f"format(s) {missing} are defined but not in FORMATS "
+                         "(memory_core/importers/registry.py): add one line each")
+    assert sum(len(found) for found in declared.values()) == len(FORMATS), \
+        "a format module defines more than one format, or FORMATS holds one from elsewhere"
+
+
+def _fake(name: str, priority: int) -> RecordFormat:
+    return RecordFormat(name, priority, lambda r: True, lambda r: [])
+
+
+def test_two_formats_with_the_same_priority_are_an_error() -> None:
+    # both match every record: which reads it would be left to the list's order
+    with pytest.raises(ValueError, match="'a' and 'b' have the same priority 10"):
+        check_formats([_fake("a", 10), _fake("b", 10)])
+
+
+def test_formats_out_of_priority_order_or_named_alike_are_an_error() -> None:
+    with pytest.raises(ValueError, match="listed after"):
+        check_formats([_fake("a", 20), _fake("b", 10)])
+    with pytest.raises(ValueError, match="named alike"):
+        check_formats([_fake("a", 10), _fake("a", 20)])
+    with pytest.raises(ValueError, match="two routes are named 'x'"):
+        check_formats([RecordFormat("a", 10, lambda r: True, lambda r: [],
+                                    routes=(Route("x", ("/a",)),)),
+                       RecordFormat("b", 20, lambda r: True, lambda r: [],
+                                    routes=(Route("x", ("/b",)),))])
+
+
+def test_the_registry_is_valid_and_priorities_are_unique() -> None:
+    check_formats(FORMATS)
+    assert len({f.priority for f in FORMATS}) == len(FORMATS)
+    assert [f.priority for f in FORMATS] == sorted(f.priority for f in FORMATS)
+
+
+@pytest.mark.parametrize(("url", "api"), [
+    ("https://api.openai.com/v1/chat/completions", "openai"),
+    ("https://api.openai.com/v1/responses", "openai"),
+    ("https://api.openai.com/v1/completions", "openai"),
+    ("https://api.mistral.ai/v1/chat/completions#stream", "openai"),
+    ("https://x.example/v1/chat/completions?api-version=2024", "openai"),
+    ("/v1/responses/", "openai"),
+    ("https://api.anthropic.com/v1/messages", "anthropic"),
+    ("https://openrouter.ai/api/anthropic/messages", "anthropic"),
+    ("https://api.openai.com/v1/threads/thread_1/messages", None),  # the Assistants API
+    ("https://l-aiplatform.googleapis.com/v1/projects/p/locations/l/publishers/anthropic/"
+     "models/claude-3-5-sonnet:rawPredict", "vertex-anthropic"),
+    ("https://l-aiplatform.googleapis.com/v1/projects/p/publishers/google/models/"
+     "gemini-pro:rawPredict", None),
+    ("https://generativelanguage.googleapis.com/v1beta/models/gemini-2.0-flash:"
+     "streamGenerateContent?alt=sse", "gemini"),
+    ("http://localhost:11434/api/chat", "ollama"),
+    ("http://localhost:11434/api/generate", "ollama"),
+    ("https://api.cohere.com/v2/chat", "cohere"),
+    ("https://api.cohere.ai/v1/chat", "cohere"),
+    ("https://bedrock-runtime.us-east-1.amazonaws.com/model/us.amazon.nova-micro-v1%3A0/"
+     "converse", "bedrock"),
+    ("https://bedrock-runtime.us-east-1.amazonaws.com/model/meta.llama3-8b/"
+     "invoke-with-response-stream", "bedrock-invoke"),
+    ("https://bedrock-runtime.us-east-1.amazonaws.com/converse", None),  # (no model)
+    ("https://api.openai.com/v1/embeddings", None),
+])
+def test_a_url_is_routed_to_the_api_whose_paths_a_format_declares(url: str,
+                                                                  api: str | None) -> None:
+    assert route(url) == api
+    if api is not None:
+        assert any(r.api == api for f in FORMATS for r in f.routes)
+
+
+def _format(obj: dict[str, Any]) -> str | None:
+    url = obj.get("url")
+    found = format_of(Record(obj, "line 1", 0, route(url) if isinstance(url, str) else None))
+    return found.name if found is not None else None
+
+
+def test_a_url_decides_before_the_keys_do() -> None:
+    ollama_keys = {"request": {"model": "m", "messages": [{"role": "user", "content": "hi"}],
+                               "options": {"temperature": 0}}}
+    assert _format(ollama_keys) == "ollama"  # no URL: told by keys only Ollama's have
+    # sent to OpenAI's URL it is a chat completions record, whatever its keys
+    assert _format({**ollama_keys, "url": "http://h/v1/chat/completions"}) == "chat"
+    assert _format({**ollama_keys, "url": "http://h/api/chat"}) == "ollama"
+    # a URL no format serves says nothing: the keys decide
+    assert _format({**ollama_keys, "url": "http://h/v1/embeddings"}) == "ollama"
+
+
+def test_a_record_no_format_reads_names_its_keys() -> None:
+    with pytest.raises(ImportFormatError, match="line 4: missing 'messages': a JSON object "
+                                                "with keys a, b is not a record"):
+        read_record({"a": 1, "b": 2}, "line 4", 0, {})
+    with pytest.raises(ImportFormatError, match="line 5: expected a JSON object, got list"):
+        read_record([1], "line 5", 0, {})
