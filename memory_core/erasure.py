@@ -125,8 +125,7 @@ def _redact_runs(storage: Storage, redactor: Redactor, erased_runs: set[str],
         for key, raw in entries:
             new = redactor.value(raw)
             if new != raw:
-                storage.runs.delete(key)
-                storage.runs.put_if_absent(key, new)
+                storage.runs.rewrite(key, new)
                 changed.append(key)
         # an earlier, interrupted erase left this run's records redacted already
         resumed = not changed and any(REDACTED in canonical_json(v) for _, v in entries)

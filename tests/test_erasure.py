@@ -182,3 +182,43 @@ def _count_writes(s: Storage) -> int:
             setattr(obj, name, counting(getattr(obj, name)))
     s.erase_thread("secret")
     return n
+
+
+@pytest.mark.parametrize("kind", ["inmemory", "sqlite", "duckdb"])
+def test_redacting_one_record_keeps_the_records_its_key_prefixes(kind: str,
+                                                                 tmp_path: Path) -> None:
+    """A run with 12 steps and tool calls c1, c10, c11 whose first call quotes the
+    erased text: redacting ``step:1`` and ``tool:c1`` must leave ``step:10``,
+    ``step:11``, ``tool:c10`` and ``tool:c11`` (a prefix delete took them, and the
+    re-sealed run then replayed 10 steps of 12)."""
+    from memory_core.models.base import ModelResponse, Tool, ToolSpec
+    from memory_core.models.scripted import ScriptedModel
+    from memory_core.storage.duckdb import DuckDBStorage
+    from memory_core.types import ToolCallPart
+
+    s: Storage = InMemoryStorage() if kind == "inmemory" else \
+        SQLiteStorage(str(tmp_path / "p.db")) if kind == "sqlite" else \
+        DuckDBStorage(str(tmp_path / "p.duckdb"))
+    secret = f"My locker code is {MARKER}."
+    s.memory.create_thread("secret", resource_id="u")
+    s.memory.append_messages("secret", [AppendRow(message=Message(content=secret))])
+    ids = ["c1", *[f"c{n}" for n in range(2, 12)]]  # c1 … c11: c1 prefixes c10, c11
+    script = [ModelResponse(tool_calls=[ToolCallPart(
+        id=cid, name="note", args={"text": secret if cid == "c1" else f"step {cid}"})])
+        for cid in ids] + [ModelResponse(text="Done.")]
+    tool = Tool(ToolSpec("note", "keep a note"), lambda a: {"kept": a["text"]})
+    Runner(s, {"a": Agent("a", "Take notes.", ScriptedModel(script), tools=[tool],
+                               max_steps=12)}).run(
+        "a", run_id="m1", thread_id="other", resource_id="u", prompt="Take the notes.")
+    before = {k for k, _ in s.runs.list("m1:")}
+    assert {"m1:step:1", "m1:step:10", "m1:step:11", "m1:tool:c1", "m1:tool:c10",
+            "m1:tool:c11"} <= before
+    report = s.erase_thread("secret")
+    assert "m1" in report.redacted_runs
+    after = dict(s.runs.list("m1:"))
+    assert set(after) == before  # every record is still there, rewritten or not
+    assert MARKER not in repr(after)
+    assert after["m1:tool:c10"]["result"] == {"kept": "step c10"}
+    assert verify_run(s, "m1").status == "redacted"
+    assert replay(s, "m1").steps == 12
+    s.close()

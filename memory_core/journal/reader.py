@@ -253,8 +253,8 @@ class ObserverReader:
         n = self.runs.delete(self.keys.prefix)
         if self.keys.has_legacy:
             for key, _ in self.runs.list(self.keys.legacy_prefix):
-                if self.keys.owns_legacy(key) and self.runs.get(key) is not None:
-                    n += self.runs.delete(key)
+                if self.keys.owns_legacy(key):
+                    n += self.runs.delete_keys([key])
         return n
 
 

@@ -217,8 +217,7 @@ def reseal_run(storage: Storage, run_id: str, redaction: Redaction) -> SealRecor
     old = read_seal(storage, run_id)
     history = (old.redactions if old is not None else []) + [redaction]
     seal = compute_seal(storage, run_id, history, old.truncated if old is not None else None)
-    storage.runs.delete(keys.seal)
-    storage.runs.put_if_absent(keys.seal, seal.model_dump(mode="json"))
+    storage.runs.rewrite(keys.seal, seal.model_dump(mode="json"))
     return seal
 
 
@@ -233,8 +232,7 @@ def detach_truncated(storage: Storage, run_id: str, refs: list[tuple[str, int]])
         return False
     gone = sorted(set(old.truncated) | {(t, int(s)) for t, s in refs})
     seal = compute_seal(storage, run_id, old.redactions, gone)
-    storage.runs.delete(keys.seal)
-    storage.runs.put_if_absent(keys.seal, seal.model_dump(mode="json"))
+    storage.runs.rewrite(keys.seal, seal.model_dump(mode="json"))
     return True
 
 

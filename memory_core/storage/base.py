@@ -531,6 +531,17 @@ class RunJournal:
         """Delete entries whose key starts with prefix; returns how many."""
         raise NotImplementedError
 
+    def delete_keys(self, keys: Sequence[str]) -> int:
+        """Delete exactly these entries (no prefix match: ``r:step:1`` leaves
+        ``r:step:10``); returns how many existed."""
+        raise NotImplementedError
+
+    def rewrite(self, key: str, value: Any) -> None:
+        """Replace one entry's value (erasure's redaction, a seal made again): the
+        journal's only in-place edit; first write wins everywhere else."""
+        self.delete_keys([key])
+        self.put_if_absent(key, value)
+
     def has(self, key: str) -> bool:
         """Whether the key was written (a stored JSON null counts, unlike get's None)."""
         return any(k == key for k, _ in self.list(key))

@@ -659,6 +659,13 @@ class CoreRunJournal(RunJournal):
         with self._core.transaction():
             return self._core.delete(JOURNAL, [k for k, _ in self._core.scan(JOURNAL, prefix)])
 
+    def delete_keys(self, keys: Sequence[str]) -> int:
+        return self._core.delete(JOURNAL, list(dict.fromkeys(keys)))
+
+    def rewrite(self, key: str, value: Any) -> None:
+        with self._core.transaction():  # the old value or the new one
+            super().rewrite(key, value)
+
     # -- runs -------------------------------------------------------------------------------
     def start_run(self, run: RunRecord) -> bool:
         return bool(self._core.put(RUNS, [(run.run_id, _run_doc(run))], if_absent=True))

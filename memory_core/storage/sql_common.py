@@ -1146,6 +1146,15 @@ class SqlRunJournal(RunJournal):
         with self._db.write("journal delete") as tx:
             return tx.execute(f"DELETE FROM journal WHERE {where}", params)
 
+    def delete_keys(self, keys: Sequence[str]) -> int:
+        with self._db.write("journal delete") as tx:
+            return sum(tx.execute(f"DELETE FROM journal WHERE key IN ({_marks(len(part))})",
+                                  list(part)) for part in _chunks(list(dict.fromkeys(keys))))
+
+    def rewrite(self, key: str, value: Any) -> None:
+        with self._db.batch():  # one transaction: the old value or the new one
+            super().rewrite(key, value)
+
     # -- runs ------------------------------------------------------------------------
     def start_run(self, run: RunRecord) -> bool:
         values = run_values(run)

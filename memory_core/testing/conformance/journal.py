@@ -55,6 +55,20 @@ def test_delete_by_prefix_returns_count(storage: Storage) -> None:
     assert storage.runs.delete("r1:") == 0
 
 
+def test_delete_keys_and_rewrite_touch_exactly_their_keys(storage: Storage) -> None:
+    """Erasure rewrites single records: ``r1:step:1`` must leave ``r1:step:10`` and
+    ``r1:step:11`` (a prefix delete would take them)."""
+    for key in ("r1:step:1", "r1:step:10", "r1:step:11", "r1:tool:c1", "r1:tool:c10"):
+        storage.runs.put_if_absent(key, key)
+    assert storage.runs.delete_keys(["r1:step:1", "r1:tool:c1", "r1:nope"]) == 2
+    assert [k for k, _ in storage.runs.list("r1:")] == [
+        "r1:step:10", "r1:step:11", "r1:tool:c10"]
+    storage.runs.rewrite("r1:step:10", {"new": True})
+    assert storage.runs.get("r1:step:10") == {"new": True}
+    assert storage.runs.get("r1:step:11") == "r1:step:11"
+    assert storage.runs.get("r1:tool:c10") == "r1:tool:c10"
+
+
 def test_deleted_key_can_be_written_again(storage: Storage) -> None:
     storage.runs.put_if_absent("k", 1)
     storage.runs.delete("k")
