@@ -1,14 +1,12 @@
-"""DuckDBStorage: both storage ports on one DuckDB database, in a file or ``:memory:``.
-
-A plain driver of the shared SQL store (sql_common.py): every write has committed when
-the call returns. Sharing the file is duckdb_file.py's job; Arrow inserts and scans and
-reads by rowid are optional speed-ups."""
+"""DuckDBStorage: a plain driver of the shared SQL store (sql_common.py), every write
+committed when the call returns; sharing the file is duckdb_file.py's job. Arrow
+inserts and scans and reads by rowid are optional speed-ups."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Hashable, Iterator, Sequence
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager, nullcontext, suppress
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -60,15 +58,14 @@ _MESSAGE_SCAN = (", CASE WHEN strlen(m.body) <= {cap} THEN m.body END AS body_js
                  " m.resource_id, m.run_id")
 _BODY_CAP = 4096
 _SCAN_MEMORY = "512MB"  # DuckDB's memory limit while a large scope is scanned
-# FLOAT[] uncompressed: compressing noisy floats took half an insert, saved ~4%
+# (FLOAT[] uncompressed: compressing noisy floats took half an insert, saved ~4%)
 _DIALECT = Dialect(text="VARCHAR", vector="FLOAT[] USING COMPRESSION uncompressed",
                    serial_pk="BIGINT PRIMARY KEY DEFAULT nextval('journal_pos')",
                    serial_setup=("CREATE SEQUENCE IF NOT EXISTS journal_pos",), indexes=False)
 
 
 class _DuckTx:
-    """The shared SQL on one DuckDB connection. Every result is read to the end:
-    DuckDB refuses new work on a connection with an unread result."""
+    """The shared SQL on one DuckDB connection, every result read to the end."""
 
     def __init__(self, conn: Conn) -> None:
         self.conn = conn
@@ -150,16 +147,14 @@ class _DuckDriver(Driver):
     def write(self, op: str) -> Iterator[_DuckTx]:
         self._check(op, write=True)
         held = self.held
-        with held.connection(op, write=True) as conn:
-            if held.in_tx:  # inside write_batch: joins its transaction
-                try:
-                    yield _DuckTx(conn)
-                except duckdb.Error as e:
-                    raise StorageError(f"{op} on {self.where} failed: {e}") from e
-            else:
-                with self._transaction(op, conn):
-                    yield _DuckTx(conn)
-            held.writes += 1  # (change tokens: seen by this process's next read)
+        # inside write_batch, a write joins its transaction
+        with held.connection(op, write=True) as conn, \
+                nullcontext() if held.in_tx else self._transaction(op, conn):
+            try:
+                yield _DuckTx(conn)
+            except duckdb.Error as e:
+                raise StorageError(f"{op} on {self.where} failed: {e}") from e
+        held.writes += 1  # (change tokens: seen by this process's next read)
 
     @contextmanager
     def _transaction(self, op: str, conn: Conn) -> Iterator[None]:
@@ -169,10 +164,8 @@ class _DuckDriver(Driver):
                 yield
                 conn.execute("COMMIT")
             except BaseException:
-                try:
+                with suppress(duckdb.Error):  # the original error is the one to report
                     conn.execute("ROLLBACK")
-                except duckdb.Error:
-                    pass  # the original error is the one worth reporting
                 raise
         except duckdb.Error as e:
             raise StorageError(f"{op} on {self.where} failed: {e}") from e
@@ -234,12 +227,10 @@ class _DuckDriver(Driver):
                        [v.tolist() if isinstance(v, np.ndarray) else v
                         for r in rows for v in r])
             return
-        arrays = {}
-        for i, c in enumerate(columns):
-            col = [r[i] for r in rows]
-            arrays[c] = vector_column(col) if any(isinstance(v, np.ndarray) for v in col) \
-                else pa.array(col)
-        _insert_table(tx.conn, table, pa.table(arrays))
+        cols = [[r[i] for r in rows] for i in range(len(columns))]
+        _insert_table(tx.conn, table, pa.table({c: vector_column(col) if any(
+            isinstance(v, np.ndarray) for v in col) else pa.array(col)
+            for c, col in zip(columns, cols, strict=True)}))
 
     def insert_messages(self, tx: Any, staged: Sequence[StagedMessages]) -> None:
         """A large append as one Arrow table built from its columns."""
@@ -254,8 +245,7 @@ class _DuckDriver(Driver):
     def stream(self, tx: Any, sql: str, params: Sequence[Any],
                size: int) -> Iterator[Sequence[tuple[Any, ...]]]:
         cursor = tx.conn.execute(sql, list(params))
-        while batch := cursor.fetchmany(size):
-            yield batch
+        yield from iter(lambda: cursor.fetchmany(size), [])
 
     def scan_scope(self, tx: Any, scan: ScopeScan) -> ScopeRows | None:
         """One Arrow scan streamed in record batches into arrays allocated once from a

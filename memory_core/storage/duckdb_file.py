@@ -1,19 +1,17 @@
-"""How processes share one DuckDB file: who holds it, when it is let go, and how a
-waiting process asks for it. DuckDB lets one process open a file at a time.
+"""How processes share one DuckDB file (DuckDB lets one process open it at a time).
 
-The protocol:
-1. A process holds the file only inside an operation or a ``session()`` block (a
-   Runner's run, an import, a workbench page): the file is closed when the last one
-   ends. An idle process holds nothing. Every write has committed before it returns.
-2. An opener that finds the file held touches ``<file>.wants`` and tries again after
-   a short jittered wait (2 ms doubling to 50 ms), until ``lock_timeout`` seconds have
-   passed; then StorageBusyError names the file and the fix.
-3. A holder looks at ``<file>.wants`` before each operation: touched since it opened
-   the file, it closes the file, stays off it for a moment longer than any wait of 2
-   (so the asker gets in) and opens it again the same way.
-4. An erasure's rewrite copies the file to ``<file>.rewrite`` while holding it, writes
-   its pid to ``<file>.rewriting``, closes, puts the copy in place and removes the
-   marker; an opener that finds a live rewriter's marker closes and tries again.
+1. A process holds the file only inside an operation or a ``session()`` (a Runner's
+   run, an import, a workbench page): it ATTACHes the file to an in-memory DuckDB
+   instance of its own (~1 ms; a new connection costs ~15) and DETACHes it when the
+   last one ends. An idle process holds nothing; every write has committed already.
+2. An opener that finds the file held touches ``<file>.wants`` and tries again (2 ms
+   doubling to 50 ms, jittered) until ``lock_timeout`` has passed; then
+   StorageBusyError names the file and the fix.
+3. A holder looks at ``<file>.wants`` before each operation: touched since it took
+   the file, it lets go, waits longer than any wait of 2, and takes it again as in 2.
+4. An erasure's rewrite copies the file to ``<file>.rewrite``, writes its pid to
+   ``<file>.rewriting``, lets go, puts the copy in place and removes the marker; an
+   opener that finds a live rewriter's marker, or the file replaced, tries again.
 """
 
 from __future__ import annotations
@@ -31,12 +29,13 @@ from memory_core.errors import StorageBusyError, StorageError
 
 Conn = duckdb.DuckDBPyConnection
 MEMORY = ":memory:"
-# No extension fetched or loaded behind the caller's back; one worker thread (opening
-# and closing a file cost ~5 ms less; a large scan raises it for itself).
+# No extension fetched or loaded behind the caller's back; one worker thread (a large
+# scan raises it for itself).
 CONFIG: dict[str, str | bool | int | float | list[str]] = {
     "autoinstall_known_extensions": False, "autoload_known_extensions": False,
     "threads": 1}
 WANTS, REWRITING = ".wants", ".rewriting"
+_ALIAS = "memwb"  # the attached file's name in this process's DuckDB instance
 _WAIT_CAP = 0.05  # longest wait between two tries at a held file
 _GAP = 0.08  # a holder that let the file go for an asker stays off it this long
 
@@ -97,6 +96,8 @@ class HeldFile:
         self.in_tx = False  # a write_batch transaction is open (its thread has the lock)
         self.writes = 0  # writes of this process (change tokens)
         self.users = 0  # storages sharing this hold
+        # a file is attached to an in-memory DuckDB instance of this process while held
+        self.instance: Conn | None = None
         if path is None:
             self.conn = duckdb.connect(MEMORY, config=CONFIG)
             self.writable = True
@@ -140,10 +141,18 @@ class HeldFile:
                 self.release()
 
     def _close(self) -> None:
-        if self.conn is not None:
+        """Let the file go (DETACH: the instance stays, with its threads)."""
+        if self.conn is not None and self.path is not None:
             conn, self.conn = self.conn, None
             with suppress(duckdb.Error):
-                conn.close()
+                conn.execute(f"USE memory; DETACH {_ALIAS}")
+
+    def _shut(self) -> None:
+        self._close()
+        if self.instance is not None:
+            instance, self.instance = self.instance, None
+            with suppress(duckdb.Error):
+                instance.close()
 
     def _open(self, op: str, write: bool) -> Conn:
         assert self.path is not None
@@ -153,8 +162,12 @@ class HeldFile:
         why, delay = "", 0.002
         while True:
             inode = (_stamp(self.path) or (0, 0, -1))[2]
+            if self.instance is None:
+                self.instance = duckdb.connect(MEMORY, config=CONFIG)
+            conn = self.instance
             try:
-                conn = duckdb.connect(self.path, read_only=not write, config=CONFIG)
+                conn.execute(f"ATTACH ? AS {_ALIAS}{'' if write else ' (READ_ONLY)'}",
+                             [self.path])
             except duckdb.Error as e:
                 if "Could not set lock" not in str(e) and "Conflicting lock" not in str(e):
                     raise StorageError(f"{op} failed: cannot open '{self.path}': {e}") from e
@@ -165,9 +178,10 @@ class HeldFile:
                 if rewriter is None and inode != (_stamp(self.path) or (0, 0, -1))[2]:
                     rewriter = -1  # a copy was put in place while this opened the old file
                 if rewriter is None:
+                    conn.execute(f"USE {_ALIAS}")
                     self.writable, self.opened_ns = write, time.time_ns()
                     return conn
-                conn.close()
+                conn.execute(f"DETACH {_ALIAS}")
                 why = f"process {rewriter} is putting a rewritten copy in its place"
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -245,7 +259,7 @@ def let_go(held: HeldFile) -> None:
         _FILES.pop(held.path, None)
     with held.lock:
         held.sessions = 0
-        held._close()
+        held._shut()
 
 
 def table_names(path: str, lock_timeout: float) -> set[str]:
