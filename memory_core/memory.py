@@ -28,7 +28,7 @@ from memory_core.compose import (
     working_memory_lane,
 )
 from memory_core.embedders import Embedder, embedder_name
-from memory_core.errors import InvalidInputError, MemoryCoreError
+from memory_core.errors import InvalidInputError, MemoryCoreError, NotFoundError
 from memory_core.models.base import Tool
 from memory_core.processors import InputProcessor, TokenLimiter, run_processors
 from memory_core.prompt import Composition
@@ -390,7 +390,10 @@ class AgentMemory:
         """Store rows made by ``prepare_append`` (the thread is created when missing)."""
         _check_id("thread_id", thread_id)
         _check_id("resource_id", resource_id, optional=True)
-        self._ensure_thread(thread_id, resource_id, [r.message for r in rows])
+        try:  # the thread exists on every turn but the first: no look first
+            return self.storage.memory.append_messages(thread_id, list(rows))
+        except NotFoundError:
+            self._ensure_thread(thread_id, resource_id, [r.message for r in rows])
         return self.storage.memory.append_messages(thread_id, list(rows))
 
     # -- recall -------------------------------------------------------------------------

@@ -629,9 +629,13 @@ class SqlMemoryStore(MemoryStore):
         # JSON and time checks before the transaction: every adapter refuses alike
         bodies = message_bodies(thread_id, rows)
         has_vec = any(r.embedding is not None for r in rows)
+        floor_key = f"{SEQ_FLOOR_PREFIX}{thread_id}"
         with self._db.write("append_messages") as tx:
-            # the dimension only matters to batches carrying vectors
-            dim = self._read_dim(tx) if has_vec else None
+            # the dimension (it only matters to batches carrying vectors) and the
+            # thread's seq floor in one read
+            meta = {str(k): v for k, v in tx.query(
+                "SELECT key, value FROM meta WHERE key IN (?, ?)", (DIM_KEY, floor_key))}
+            dim = int(meta[DIM_KEY]) if has_vec and meta.get(DIM_KEY) is not None else None
             explicit, batch_dim = validate_batch(thread_id, rows, dim)
             # The thread row lock is what serialises seq assignment per thread; the
             # row's max_seq is kept under it, so no scan of the messages is needed.
@@ -640,7 +644,8 @@ class SqlMemoryStore(MemoryStore):
             if not found:
                 raise NotFoundError(f"thread '{thread_id}' does not exist")
             resource_id, top = found[0][0], int(found[0][1])
-            top = max(top, self._seq_floor(tx, thread_id))  # truncated seqs stay unused
+            if meta.get(floor_key) is not None:  # truncated seqs stay unused
+                top = max(top, int(meta[floor_key]))
             if dim is None and has_vec:
                 # First vectors of the store: take the store-wide row and re-check, so
                 # two writers on different threads cannot fix two dimensions.
