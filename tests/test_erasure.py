@@ -222,3 +222,35 @@ def test_redacting_one_record_keeps_the_records_its_key_prefixes(kind: str,
     assert verify_run(s, "m1").status == "redacted"
     assert replay(s, "m1").steps == 12
     s.close()
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "duckdb"])
+def test_an_erasure_killed_midway_leaves_the_database_as_it_was(kind: str,
+                                                                tmp_path: Path) -> None:
+    """One transaction per erasure: a SIGKILL at any write of it changes nothing (the
+    delete and the re-put of another run's record were separate commits, and a crash
+    between them lost the record for good; erasing again then re-sealed over the
+    loss)."""
+    import subprocess
+    import sys
+
+    from memory_core.storage.url import open_storage
+    from tests.storage_factories import shared_url
+
+    url = shared_url(kind, tmp_path, "k")
+    s = open_storage(url)
+    play(s)
+    before = all_text(s)
+    s.close()
+    probe = InMemoryStorage()
+    play(probe)
+    writes = _count_writes(probe)
+    for kill_at in (2, writes // 2, writes - 1):
+        proc = subprocess.run([sys.executable, str(ROOT / "tests" / "erase_worker.py"), url,
+                               str(kill_at)], capture_output=True, text=True, timeout=120)
+        assert proc.returncode == -9, proc.stderr[-2000:]
+        s = open_storage(url)
+        assert all_text(s) == before, f"killed at write {kill_at} of {writes}"
+        for rid in ("o0", "o1", "o2"):
+            assert verify_run(s, rid).status == "ok"
+        s.close()

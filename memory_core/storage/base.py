@@ -630,16 +630,20 @@ class Storage:
 
     def erase_thread(self, thread_id: str) -> ErasureReport:
         """Erase a thread everywhere: its data, its runs and journals, and its text in
-        every other run's records (memory_core.erasure)."""
+        every other run's records (memory_core.erasure), in one transaction where the
+        adapter's ``write_batch`` is one: a crash midway leaves all of it or none."""
         from memory_core.erasure import erase_thread  # erasure builds on the journal
 
-        return erase_thread(self, thread_id)
+        with self.write_batch():
+            return erase_thread(self, thread_id)
 
     def erase_resource(self, resource_id: str) -> ErasureReport:
-        """Erase every thread of the resource and the resource's working memory."""
+        """Erase every thread of the resource and the resource's working memory (one
+        transaction, as ``erase_thread``)."""
         from memory_core.erasure import erase_resource
 
-        return erase_resource(self, resource_id)
+        with self.write_batch():
+            return erase_resource(self, resource_id)
 
 
 def rows_from_messages(store: MemoryStore, thread_ids: Sequence[str],

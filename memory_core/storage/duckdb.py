@@ -402,14 +402,12 @@ class DuckDBStorage(SqlStorage):
     def erase_thread(self, thread_id: str) -> ErasureReport:
         """One transaction, then the file is rewritten so no byte of the erased text
         stays in it (DuckDB keeps freed blocks as they were)."""
-        with self.write_batch():
-            report = super().erase_thread(thread_id)
+        report = super().erase_thread(thread_id)
         self._duck.held.rewrite(f"erase_thread '{thread_id}'")
         return report
 
     def erase_resource(self, resource_id: str) -> ErasureReport:
-        with self.write_batch():
-            report = super().erase_resource(resource_id)
+        report = super().erase_resource(resource_id)
         self._duck.held.rewrite(f"erase_resource '{resource_id}'")
         return report
 
