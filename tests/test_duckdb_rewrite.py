@@ -150,3 +150,47 @@ def test_a_live_rewriters_flag_keeps_openers_out_until_it_is_gone(tmp_path: Path
     r = DuckDBStorage(path, read_only=True, lock_timeout=5)
     assert r.memory.get_thread("t") is not None
     r.close()
+
+
+SECRET = "gate code QX-4471-OSPREY"
+KILLED_BEFORE_REWRITE = """
+import os, signal, sys
+from memory_core.storage import duckdb_file
+from memory_core.storage.duckdb import DuckDBStorage
+
+def die(self, op):  # the erasure has committed; the process dies before the rewrite
+    os.kill(os.getpid(), signal.SIGKILL)
+
+duckdb_file.HeldFile.rewrite = die
+DuckDBStorage(sys.argv[1]).erase_thread("secret")
+"""
+
+
+def test_a_crash_between_the_erasure_and_the_rewrite_is_finished_at_the_next_open(
+        tmp_path: Path) -> None:
+    """DuckDB keeps freed blocks: the erased text stays in the file's bytes until the
+    file is rewritten. A process killed after the erasure committed, before the rewrite,
+    left it there, and erasing again said the thread does not exist. The next writable
+    storage on the file now finishes the rewrite."""
+    path = tmp_path / "e.duckdb"
+    s = DuckDBStorage(path)
+    s.memory.create_thread("secret")
+    s.memory.append_messages("secret", [AppendRow(message=Message(content=SECRET))])
+    s.memory.create_thread("kept")
+    s.memory.append_messages("kept", [AppendRow(message=Message(content="kept text"))])
+    s.close()
+    done = subprocess.run([sys.executable, "-c", KILLED_BEFORE_REWRITE, str(path)],
+                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.returncode == -9, done.stderr[-2000:]
+    assert SECRET.encode() in path.read_bytes() + _wal(path)  # committed, not rewritten
+    s = DuckDBStorage(path)
+    assert s.memory.get_thread("secret") is None
+    assert s.memory.get_messages("kept")[0].text() == "kept text"
+    s.close()
+    assert SECRET.encode() not in path.read_bytes() + _wal(path)
+    assert not (tmp_path / "e.duckdb.erased").exists()
+
+
+def _wal(path: Path) -> bytes:
+    wal = Path(f"{path}.wal")
+    return wal.read_bytes() if wal.exists() else b""

@@ -16,14 +16,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from memory_core.errors import InvalidInputError, SchemaOutdatedError, StorageError
+from memory_core.errors import InvalidInputError, StorageError
 from memory_core.storage.base import MessageColumns, ScopeRows
 from memory_core.storage.common import Clock, ThreadIdFactory, utc_now
 from memory_core.storage.duckdb_file import (
+    ERASED,
     MEMORY,
     Conn,
     HeldFile,
-    ask_for_file,
     hold_for,
     let_go,
 )
@@ -31,8 +31,7 @@ from memory_core.storage.schema import (
     Dialect,
     Migration,
     apply_migrations,
-    check_known,
-    recorded_versions,
+    check_current,
 )
 from memory_core.storage.sql_common import (
     MESSAGE_COLUMNS,
@@ -197,26 +196,14 @@ class _DuckDriver(Driver):
 
         if self.read_only:
             with self.read("setup") as tx:
-                self._check_current(tx, duckdb_legacy.is_legacy(tx), migrations)
+                check_current(tx, migrations, f"'{self.path}'",
+                              legacy=duckdb_legacy.is_legacy(tx))
             return
         with self.write("setup") as tx:
             if duckdb_legacy.is_legacy(tx):
                 duckdb_legacy.convert(tx, self, migrations, now)
             else:
                 apply_migrations(tx, self.dialect, migrations, now, self.where)
-
-    def _check_current(self, tx: _DuckTx, legacy: bool,
-                       migrations: Sequence[Migration]) -> None:  # read-only: no migration
-        tables = {r[0] for r in tx.query("SELECT table_name FROM information_schema.tables")}
-        if "schema_migrations" not in tables:
-            raise StorageError(f"setup failed: '{self.path}' holds no memory_core schema; "
-                               "open it once without read_only to create it")
-        versions = set() if legacy else recorded_versions(tx)
-        check_known(versions, migrations, self.where)
-        if versions != {m.version for m in migrations}:
-            raise SchemaOutdatedError(
-                f"setup failed: '{self.path}' has an older memory_core schema; open it "
-                "once without read_only to migrate it")
 
     def insert_rows(self, tx: Any, table: str, columns: Sequence[str],
                     rows: Sequence[Sequence[Any]]) -> None:
@@ -377,6 +364,8 @@ class DuckDBStorage(SqlStorage):
         self._duck = _DuckDriver(held, path, read_only)
         with held.session():  # one open for the set-up's reads and writes
             self._open(self._duck, clock, ids)
+        if not read_only and os.path.exists(f"{path}{ERASED}"):  # a crash came before
+            held.rewrite("finishing an interrupted erasure's rewrite")
 
     def __repr__(self) -> str:
         return f"DuckDBStorage({self.path!r})"
@@ -402,14 +391,9 @@ class DuckDBStorage(SqlStorage):
     def erase_thread(self, thread_id: str) -> ErasureReport:
         """One transaction, then the file is rewritten so no byte of the erased text
         stays in it (DuckDB keeps freed blocks as they were)."""
-        report = super().erase_thread(thread_id)
-        self._duck.held.rewrite(f"erase_thread '{thread_id}'")
-        return report
+        with self._duck.held.erasing(f"erase_thread '{thread_id}'"):
+            return super().erase_thread(thread_id)
 
     def erase_resource(self, resource_id: str) -> ErasureReport:
-        report = super().erase_resource(resource_id)
-        self._duck.held.rewrite(f"erase_resource '{resource_id}'")
-        return report
-
-
-__all__ = ["DuckDBStorage", "ask_for_file"]
+        with self._duck.held.erasing(f"erase_resource '{resource_id}'"):
+            return super().erase_resource(resource_id)

@@ -34,7 +34,7 @@ MEMORY = ":memory:"
 CONFIG: dict[str, str | bool | int | float | list[str]] = {
     "autoinstall_known_extensions": False, "autoload_known_extensions": False,
     "threads": 1}
-WANTS, REWRITING = ".wants", ".rewriting"
+WANTS, REWRITING, ERASED = ".wants", ".rewriting", ".erased"
 _ALIAS = "memwb"  # the attached file's name in this process's DuckDB instance
 _WAIT_CAP = 0.05  # longest wait between two tries at a held file
 _GAP = 0.08  # a holder that let the file go for an asker stays off it this long
@@ -228,11 +228,27 @@ class HeldFile:
                 self._close()  # (the session, if any, opens the new file next time)
             try:
                 os.replace(fresh, self.path)
-                with suppress(FileNotFoundError):
-                    os.remove(self.path + ".wal")
+                for done in (self.path + ".wal", self.path + ERASED):
+                    with suppress(FileNotFoundError):
+                        os.remove(done)
             finally:
                 with suppress(OSError):
                     os.remove(marker)
+
+    @contextmanager
+    def erasing(self, op: str) -> Iterator[None]:
+        """An erasure, then the rewrite. The marker ``<file>.erased`` lives from before
+        the erasure commits until the copy is in place: a crash in between is finished
+        by the next writable storage on the file (``DuckDBStorage``)."""
+        if self.path is not None:
+            open(self.path + ERASED, "w").close()
+        try:
+            yield
+        except BaseException:
+            with suppress(OSError):  # rolled back: nothing erased to rewrite
+                os.remove(f"{self.path}{ERASED}")
+            raise
+        self.rewrite(op)
 
 
 _FILES: dict[str, HeldFile] = {}

@@ -183,6 +183,24 @@ def check_known(versions: set[int], migrations: Sequence[Migration], where: str)
             f"memory_core?); upgrade memory_core to open it")
 
 
+def check_current(tx: Tx, migrations: Sequence[Migration], where: str, *,
+                  legacy: bool = False) -> None:
+    """What a read-only open checks instead of migrating: the database holds our schema
+    at exactly this code's version (``legacy``: an older schema that only a writable
+    open converts)."""
+    from memory_core.errors import SchemaOutdatedError
+
+    tables = {r[0] for r in tx.query("SELECT table_name FROM information_schema.tables")}
+    if "schema_migrations" not in tables:
+        raise StorageError(f"setup failed: {where} holds no memory_core schema; open it "
+                           "once without read_only to create it")
+    versions = set() if legacy else recorded_versions(tx)
+    check_known(versions, migrations, where)
+    if versions != {m.version for m in migrations}:
+        raise SchemaOutdatedError(f"setup failed: {where} has an older memory_core schema; "
+                                  "open it once without read_only to migrate it")
+
+
 def apply_migrations(tx: Tx, dialect: Dialect, migrations: Sequence[Migration], now: datetime,
                      where: str) -> list[int]:
     """Run the migrations not yet recorded in schema_migrations, in order, inside the
