@@ -39,6 +39,7 @@ def test_an_existing_file_is_never_overwritten(tmp_path: Path) -> None:
     assert path.read_bytes() == b"not ours"
 
 
+@pytest.mark.slow
 def test_the_database_holds_sealed_runner_runs(tmp_path: Path) -> None:
     path = tmp_path / "runs.duckdb"
     report = build_runs_db(path, 40)

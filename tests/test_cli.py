@@ -90,6 +90,7 @@ def test_every_command_is_listed_and_has_an_example() -> None:
 
 
 # -- demo ---------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_demo_builds_a_database(tmp_path: Path) -> None:
     # in its own process (python -m sample_data.build), its progress passed through
     path = tmp_path / "out" / "demo.duckdb"

@@ -62,6 +62,7 @@ def question_runs(path: Path, kind: str = "openai") -> list[str]:
         storage.close()
 
 
+@pytest.mark.slow
 def test_demo_with_model_openai_plays_every_story_against_the_server(
         real_demo: Path, server: FakeProvider) -> None:
     storage = DuckDBStorage(str(real_demo), read_only=True)
@@ -127,6 +128,7 @@ def test_counterfactual_with_the_offline_reader_or_another_server(
     assert len(models) == 2 and any("other-model" in m for m in models)
 
 
+@pytest.mark.slow
 def test_counterfactual_model_errors_are_one_line(real_demo: Path, tmp_path: Path) -> None:
     db = tmp_path / "copy.duckdb"
     db.write_bytes(real_demo.read_bytes())

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -93,6 +94,7 @@ recall_config = st.one_of(st.none(), st.builds(
     scope=st.sampled_from(["thread", "resource"]), threshold=st.sampled_from([0.0, 0.2])))
 
 
+@pytest.mark.slow
 @settings(max_examples=520, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(thread(), st.lists(thread(), max_size=1), st.integers(0, 8), recall_config, st.data())

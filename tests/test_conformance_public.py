@@ -95,6 +95,7 @@ def _tally(out: str) -> dict[str, int]:
                                              summary)}
 
 
+@pytest.mark.slow
 def test_the_suite_passes_an_adapter_written_outside_memory_core(tmp_path: Path) -> None:
     code, out = _pytest(tmp_path, "test_mine.py", GOOD)
     assert code == 0, out
@@ -107,6 +108,7 @@ def test_the_suite_passes_an_adapter_written_outside_memory_core(tmp_path: Path)
         in out, out
 
 
+@pytest.mark.slow
 def test_the_suite_fails_an_adapter_with_one_broken_behaviour(tmp_path: Path) -> None:
     code, out = _pytest(tmp_path, "test_broken.py", BROKEN)
     assert code == 1, out

@@ -50,6 +50,7 @@ def _erased_text(tid: str, i: int) -> str:
 # An opener checks the marker after it connects; a rewriter that put its copy in place
 # and removed the marker in between would leave it writing into the replaced file (its
 # append lost, its WAL beside the new file), unless it sees the inode changed.
+@pytest.mark.slow
 def test_appends_of_another_process_during_and_after_rewrites_land_in_the_new_file(
         tmp_path: Path) -> None:
     """An agent process appends without pause while this process erases three threads

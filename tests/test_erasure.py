@@ -224,6 +224,7 @@ def test_redacting_one_record_keeps_the_records_its_key_prefixes(kind: str,
     s.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["sqlite", "duckdb"])
 def test_an_erasure_killed_midway_leaves_the_database_as_it_was(kind: str,
                                                                 tmp_path: Path) -> None:

@@ -80,6 +80,7 @@ def snapshot(st: Storage) -> dict[str, Any]:
             "runs": [r.model_dump() for r in st.runs.list_runs()]}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("kind", "name", "points"), [
     ("sqlite", "openai_support.jsonl", 4),
     ("sqlite", "real/otelv2-test_chat_completion_tool_calls_with_content.yaml", 3),

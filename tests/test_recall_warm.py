@@ -277,6 +277,7 @@ def test_duckdb_recall_gives_whole_messages_whatever_its_cache_keeps(
     storage.close()
 
 
+@pytest.mark.slow
 def test_a_scope_of_many_scan_batches_recalls_as_the_in_memory_store(
         tmp_path: Path) -> None:
     """A DuckDB scope larger than one batch of its streamed scan (70,000 rows), then a

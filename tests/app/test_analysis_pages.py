@@ -569,6 +569,7 @@ STEPS = ["1. What was said", "2. What the assistant answered",
          "3. What the assistant was given", "4. Why", "5. The proof", "6. The fix"]
 
 
+@pytest.mark.slow
 def test_story_builds_the_missing_demo_database(no_demo_file: Path, app: MakeApp,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sample_build, "SCENARIOS", [SUPPORT])  # the story's only
