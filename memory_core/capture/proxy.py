@@ -19,6 +19,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from memory_core.capture.redact import header_secrets, redact, redact_text
 from memory_core.capture.server import Recorder, validate_upstream
 
 log = logging.getLogger("memory_core.capture")
@@ -44,39 +45,64 @@ def reassemble_sse(raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
     """A streamed chat completion (``text/event-stream`` chunks) as the one response
     object it adds up to, and why it is incomplete (None when it ended with a
     ``finish_reason`` or ``[DONE]``)."""
+    response, problem, _ = _reassemble(raw)
+    return response, problem
+
+
+def _reassemble(raw: bytes) -> tuple[dict[str, Any] | None, str | None, list[str]]:
+    """``reassemble_sse`` plus notes on the chunks it could not use (a chunk that is
+    not a JSON object, a wrong-typed field): those are skipped, never fatal."""
     content: list[str] = []
     calls: dict[int, dict[str, Any]] = {}
     head: dict[str, Any] = {}
+    notes: list[str] = []
     role, finish, usage, done = "assistant", None, None, False
     for line in raw.decode("utf-8", errors="replace").splitlines():
         if not line.startswith("data:"):
-            continue
+            continue  # comments (": keep-alive"), event names, ids, retry hints
         data = line[5:].strip()
         if data == "[DONE]":
             done = True
             continue
+        if not data:
+            continue
         try:
             chunk = json.loads(data)
         except ValueError:
-            return None, f"stream chunk is not JSON: {data[:80]!r}"
+            notes.append(f"stream chunk is not JSON, skipped: {data[:80]!r}")
+            continue
         if not isinstance(chunk, dict):
+            notes.append(f"stream chunk is not a JSON object, skipped: {data[:80]!r}")
             continue
         if "error" in chunk:
-            return None, f"the stream carried an error: {json.dumps(chunk['error'])[:300]}"
+            return None, (f"the stream carried an error: "
+                          f"{json.dumps(chunk['error'])[:300]}"), notes
         head.update({k: chunk[k] for k in ("id", "model", "created") if k in chunk})
-        usage = chunk.get("usage") or usage
-        for choice in chunk.get("choices") or []:
+        if isinstance(chunk.get("usage"), dict):
+            usage = chunk["usage"]
+        choices = chunk.get("choices")
+        if choices is not None and not isinstance(choices, list):
+            notes.append(f"stream chunk's choices is a {type(choices).__name__}, "
+                         "not a list: skipped")
+            continue
+        for choice in choices or []:
             if not isinstance(choice, dict) or choice.get("index", 0) != 0:
                 continue
-            delta = choice.get("delta") or {}
-            role = delta.get("role") or role
+            delta = choice.get("delta")
+            if not isinstance(delta, dict):
+                delta = {}
+            if isinstance(delta.get("role"), str):
+                role = delta["role"]
             if isinstance(delta.get("content"), str):
                 content.append(delta["content"])
-            for tc in delta.get("tool_calls") or []:
-                _add_call_delta(calls, tc)
-            finish = choice.get("finish_reason") or finish
+            tool_calls = delta.get("tool_calls")
+            for tc in tool_calls if isinstance(tool_calls, list) else []:
+                _add_call_delta(calls, tc, notes)
+            if isinstance(choice.get("finish_reason"), str):
+                finish = choice["finish_reason"]
     if not head and not content and not calls:
-        return None, "the stream held no chunks"
+        return None, "the stream held no chunks" + (
+            f" it could read ({notes[0]})" if notes else ""), notes
     message: dict[str, Any] = {"role": role, "content": "".join(content) if content else None}
     if calls:
         message["tool_calls"] = [calls[i] for i in sorted(calls)]
@@ -84,29 +110,51 @@ def reassemble_sse(raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
                 "choices": [{"index": 0, "message": message, "finish_reason": finish}],
                 **({"usage": usage} if usage else {})}
     ended = done or finish is not None
-    return response, None if ended else "the stream ended before its last chunk"
+    return response, None if ended else "the stream ended before its last chunk", notes
 
 
-def _add_call_delta(calls: dict[int, dict[str, Any]], tc: Any) -> None:
-    if not isinstance(tc, dict):
+def _add_call_delta(calls: dict[int, dict[str, Any]], tc: Any, notes: list[str]) -> None:
+    index = tc.get("index", 0) if isinstance(tc, dict) else None
+    if isinstance(index, bool) or not isinstance(index, int):
+        notes.append(f"stream tool-call delta not understood, skipped: {str(tc)[:80]}")
         return
-    slot = calls.setdefault(int(tc.get("index", 0)), {
+    slot = calls.setdefault(index, {
         "id": None, "type": "function", "function": {"name": "", "arguments": ""}})
-    if tc.get("id"):
+    if isinstance(tc.get("id"), str) and tc["id"]:
         slot["id"] = tc["id"]
-    fn = tc.get("function") or {}
-    slot["function"]["name"] += fn.get("name") or ""
-    slot["function"]["arguments"] += fn.get("arguments") or ""
+    fn = tc.get("function")
+    if not isinstance(fn, dict):
+        return
+    for field in ("name", "arguments"):
+        if isinstance(fn.get(field), str):
+            slot["function"][field] += fn[field]
+
+
+def _choices_problem(doc: Any) -> str | None:
+    """Why a whole answer's shape is not a chat completion the importer can read."""
+    if not isinstance(doc, dict):
+        return f"the answer is a JSON {type(doc).__name__}, not an object"
+    choices = doc.get("choices")
+    if not isinstance(choices, list):
+        return ("the answer has no choices" if choices is None else
+                f"the answer's choices is a {type(choices).__name__}, not a list")
+    if not choices:
+        return "the answer has no choices"
+    if not isinstance(choices[0], dict) or not isinstance(choices[0].get("message"), dict):
+        return "the answer's first choice has no message object"
+    return None
 
 
 class _Exchanges:
-    """Turns a finished exchange into the one JSONL record the importer reads."""
+    """Turns a finished exchange into the one JSONL record the importer reads, with
+    key-shaped strings (and the request's own credentials) redacted from all of it."""
 
     def __init__(self, recorder: Recorder) -> None:
         self.recorder = recorder
 
     def record(self, request: Any, response: dict[str, Any] | None,
-               error: str | None) -> None:
+               error: str | None, *, secrets: list[str] | None = None,
+               notes: list[str] | None = None) -> None:
         cid = uuid.uuid4().hex[:16]
         name = f"proxy:{cid}"
         if not isinstance(request, dict) or not isinstance(request.get("messages"), list):
@@ -114,35 +162,46 @@ class _Exchanges:
             return
         # the id makes each exchange its own record: the same question asked twice is
         # two runs, not an "already imported" no-op
-        line: dict[str, Any] = {"request": request, "metadata": {"memwb_capture_id": cid}}
+        meta: dict[str, Any] = {"memwb_capture_id": cid}
+        if notes:
+            meta["memwb_capture_notes"] = notes
+            log.info("%s: %s", name, "; ".join(redact_text(n, secrets or ()) for n in notes))
+        line: dict[str, Any] = {"request": request, "metadata": meta}
         if response is not None:
             line["response"] = response
         else:
             line["error"] = error or "no response"
+        line = redact(line, secrets or ())
         self.recorder.submit(json.dumps(line, ensure_ascii=False), name=name, format="openai")
 
-    def finished(self, request: Any, status: int, body: bytes) -> None:
+    def finished(self, request: Any, status: int, body: bytes, *,
+                 secrets: list[str] | None = None) -> None:
         """A whole (not streamed) answer."""
         if status >= 400:
-            self.record(request, None, f"HTTP {status}: {_error_text(body)}")
+            self.record(request, None, f"HTTP {status}: {_error_text(body)}",
+                        secrets=secrets)
             return
         try:
             doc = json.loads(body)
         except ValueError:
-            self.record(request, None, f"HTTP {status}: the upstream's body is not JSON")
+            self.record(request, None, f"HTTP {status}: the upstream's body is not JSON",
+                        secrets=secrets)
             return
-        if not isinstance(doc, dict) or not doc.get("choices"):
-            self.record(request, None, f"HTTP {status}: the upstream's answer has no "
-                                       "choices")
-            return
-        self.record(request, doc, None)
-
-    def streamed(self, request: Any, raw: bytes) -> None:
-        response, problem = reassemble_sse(raw)
+        problem = _choices_problem(doc)
         if problem is not None:
-            self.record(request, None, problem)
+            excerpt = body.decode("utf-8", errors="replace")[:300]
+            self.record(request, None, f"HTTP {status}: the answer's shape was not "
+                        f"understood ({problem}): {excerpt}", secrets=secrets)
+            return
+        self.record(request, doc, None, secrets=secrets)
+
+    def streamed(self, request: Any, raw: bytes, *,
+                 secrets: list[str] | None = None) -> None:
+        response, problem, notes = _reassemble(raw)
+        if problem is not None:
+            self.record(request, None, problem, secrets=secrets, notes=notes)
         else:
-            self.record(request, response, None)
+            self.record(request, response, None, secrets=secrets, notes=notes)
 
 
 def _error_text(body: bytes) -> str:
@@ -170,9 +229,9 @@ def proxy_app(recorder: Recorder, upstream: str) -> Starlette:
             state["client"] = client
             yield
 
-    async def unreachable(e: Exception, request: Any) -> Response:
+    async def unreachable(e: Exception, request: Any, secrets: list[str]) -> Response:
         why = f"upstream {base} unreachable: {type(e).__name__}: {e}"
-        exchanges.record(request, None, why)
+        exchanges.record(request, None, why, secrets=secrets)
         return JSONResponse({"error": {"message": f"memwb proxy: {why}",
                                        "type": "upstream_unreachable"}}, status_code=502)
 
@@ -194,18 +253,23 @@ def proxy_app(recorder: Recorder, upstream: str) -> Starlette:
         except ValueError:
             body = None  # forwarded anyway: the upstream answers it; not recorded
         client = state["client"]
+        secrets = header_secrets(request.headers)
         up = client.build_request("POST", f"{base}/chat/completions", content=raw,
                                   headers=_forward_headers(request.headers),
                                   params=request.query_params)
         try:
             resp = await client.send(up, stream=True)
         except httpx2.HTTPError as e:
-            return await unreachable(e, body)
+            return await unreachable(e, body, secrets)
         streamed = "text/event-stream" in resp.headers.get("content-type", "")
         if not streamed or resp.status_code >= 400:
             data = await resp.aread()
             await resp.aclose()
-            exchanges.finished(body, resp.status_code, data)
+            try:
+                exchanges.finished(body, resp.status_code, data, secrets=secrets)
+            except Exception as e:  # noqa: BLE001 - the client gets its answer anyway
+                log.warning("not recorded: %s", redact_text(f"{type(e).__name__}: {e}",
+                                                             secrets))
             return Response(data, status_code=resp.status_code,
                             headers=_back_headers(resp.headers))
 
@@ -218,7 +282,10 @@ def proxy_app(recorder: Recorder, upstream: str) -> Starlette:
             finally:
                 try:
                     await resp.aclose()
-                    exchanges.streamed(body, b"".join(seen))
+                    exchanges.streamed(body, b"".join(seen), secrets=secrets)
+                except Exception as e:  # noqa: BLE001 - recording must not cut the stream
+                    log.warning("a streamed exchange not recorded: %s",
+                                redact_text(f"{type(e).__name__}: {e}", secrets))
                 finally:
                     recorder.end()
 
