@@ -1,6 +1,6 @@
 """The OTLP/HTTP receiver: ``POST /v1/traces`` and ``/v1/logs`` in OTLP/JSON
 (``application/json``) or protobuf (``application/x-protobuf``, decoded with
-``opentelemetry-proto``), optionally gzip-compressed. Each export request is imported
+``opentelemetry-proto``), optionally gzip- or deflate-compressed. Each export request is imported
 through the importers' OTel entry point and answered with the OTLP response (a partial
 success naming why, when it cannot be read).
 
@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import base64
 import binascii
-import gzip
 import itertools
 import json
 import threading
 import time
+import zlib
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -37,7 +37,9 @@ from starlette.routing import Route
 
 from memory_core.capture.server import Recorder
 from memory_core.errors import ImportFormatError
+from memory_core.importers.jsonvalues import MAX_DEPTH, check_value, loads
 from memory_core.importers.otel_read import spans_of
+from memory_core.limits import TooLarge, decompress, read_body
 
 Signal = Literal["traces", "logs"]
 PROTOBUF = "application/x-protobuf"
@@ -86,13 +88,16 @@ def _hex_ids(node: Any) -> Any:
 def decode_export(signal: Signal, body: bytes, content_type: str,
                   encoding: str | None) -> dict[str, Any]:
     """An export request's body as the OTLP/JSON document the importer reads."""
-    if encoding == "gzip":
-        try:
-            body = gzip.decompress(body)
-        except (OSError, EOFError) as e:
-            raise BadExport(f"body is not valid gzip: {e}") from None
+    if encoding in ("gzip", "deflate"):
+        try:  # streamed, stopping at MEMWB_MAX_DECOMPRESSED: a small bomb is refused
+            body = decompress(body, encoding)
+        except TooLarge as e:
+            raise BadExport(str(e), status=413) from None
+        except (OSError, EOFError, zlib.error) as e:
+            raise BadExport(f"body is not valid {encoding}: {e}") from None
     elif encoding not in (None, "", "identity"):
-        raise BadExport(f"unsupported Content-Encoding {encoding!r} (use gzip or none)")
+        raise BadExport(f"unsupported Content-Encoding {encoding!r} (use gzip, deflate or "
+                        "none)")
     if content_type == PROTOBUF:
         try:
             msg = KINDS[signal][0].FromString(body)
@@ -101,13 +106,22 @@ def decode_export(signal: Signal, body: bytes, content_type: str,
         doc: dict[str, Any] = _hex_ids(MessageToDict(msg))
         return doc
     if content_type == "application/json":
-        try:
-            parsed = json.loads(body)
+        try:  # NaN, Infinity and 1e999 refused, nesting bounded (MAX_DEPTH)
+            parsed = loads(body)
+            check_value(parsed, "body", strings=False)
+        except RecursionError:
+            raise BadExport(f"body is nested more than {MAX_DEPTH} levels deep") from None
+        except ImportFormatError as e:  # (check_value's, naming the path: "body: …")
+            raise BadExport(str(e)) from None
         except ValueError as e:
             raise BadExport(f"body is not JSON: {e}") from None
         if not isinstance(parsed, dict):
             raise BadExport(f"an OTLP/JSON {signal} request is an object, got "
                             f"{type(parsed).__name__}")
+        outer = KINDS[signal][3][0]
+        if not isinstance(parsed.get(outer, []), list):
+            raise BadExport(f"'{outer}' must be a list, got "
+                            f"{type(parsed[outer]).__name__}")
         return parsed
     raise BadExport(f"unsupported Content-Type {content_type!r} (use application/json or "
                     f"{PROTOBUF})", status=415)
@@ -296,8 +310,10 @@ def collector_app(recorder: Recorder, *, settle: float = 2.0,
     async def receive(request: Request, signal: Signal) -> Response:
         ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
         try:
-            doc = decode_export(signal, await request.body(), ctype,
+            doc = decode_export(signal, await read_body(request), ctype,
                                 request.headers.get("content-encoding"))
+        except TooLarge as e:  # the body itself, past MEMWB_MAX_BODY
+            return JSONResponse({"code": 3, "message": str(e)}, status_code=413)
         except BadExport as e:
             return JSONResponse({"code": 3, "message": str(e)}, status_code=e.status)
         total = count_records(signal, doc)

@@ -21,6 +21,7 @@ from starlette.routing import Route
 
 from memory_core.capture.redact import header_secrets, redact, redact_text
 from memory_core.capture.server import Recorder, validate_upstream
+from memory_core.limits import TooLarge, read_body
 
 log = logging.getLogger("memory_core.capture")
 # never forwarded: they describe one hop, not the request (and we want the upstream's
@@ -247,10 +248,14 @@ def proxy_app(recorder: Recorder, upstream: str) -> Starlette:
                 recorder.end()
 
     async def exchange(request: Request) -> Response:
-        raw = await request.body()
+        try:
+            raw = await read_body(request)
+        except TooLarge as e:  # past MEMWB_MAX_BODY: refused, the rest left unread
+            return JSONResponse({"error": {"message": f"memwb proxy: {e}",
+                                           "type": "request_too_large"}}, status_code=413)
         try:
             body: Any = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):
             body = None  # forwarded anyway: the upstream answers it; not recorded
         client = state["client"]
         secrets = header_secrets(request.headers)

@@ -10,8 +10,6 @@ and validated before the first write; see docs/importing.md."""
 
 from __future__ import annotations
 
-import bz2
-import gzip
 import hashlib
 import lzma
 import zlib
@@ -44,6 +42,7 @@ from memory_core.importers.writer import (
     last_record_key,
     write_all,
 )
+from memory_core.limits import TooLarge, decompress
 from memory_core.storage.base import Storage
 
 __all__ = ["ImportFormatError", "ImportReport", "SkippedRecord", "detect_format",
@@ -120,8 +119,7 @@ def _naming(e: ImportFormatError, path: Path) -> ImportFormatError:
 
 
 # compressed files are read through: a log kept as ``.jsonl.gz`` imports as the log
-_COMPRESSED = ((b"\x1f\x8b", "gzip", gzip.decompress), (b"BZh", "bzip2", bz2.decompress),
-               (b"\xfd7zXZ\x00", "xz", lzma.decompress))
+_COMPRESSED = ((b"\x1f\x8b", "gzip"), (b"BZh", "bzip2"), (b"\xfd7zXZ\x00", "xz"))
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 
@@ -137,10 +135,12 @@ def read_import_file(path: Path) -> bytes:
     if data.startswith(_ZSTD_MAGIC):
         raise ImportFormatError(f"file '{path}' is zstd-compressed, which the importer does "
                                 f"not read: decompress it first (zstd -d '{path}')")
-    for magic, kind, decompress in _COMPRESSED:
+    for magic, kind in _COMPRESSED:
         if data.startswith(magic):
-            try:
-                return decompress(data)
+            try:  # streamed, stopping at MEMWB_MAX_DECOMPRESSED: a small bomb is refused
+                return decompress(data, kind)
+            except TooLarge as e:
+                raise ImportFormatError(f"file '{path}': {e}") from None
             except (OSError, EOFError, ValueError, lzma.LZMAError, zlib.error) as e:
                 raise ImportFormatError(f"file '{path}' looks {kind}-compressed but cannot "
                                         f"be decompressed: {e}") from None

@@ -13,7 +13,6 @@ the ``parsed_body`` some projects' serializers write."""
 
 from __future__ import annotations
 
-import gzip
 import importlib
 import zlib
 from datetime import UTC
@@ -24,10 +23,11 @@ from memory_core.importers.bedrock import EVENT_STREAM, event_stream, invoke_chu
 from memory_core.importers.bedrock import model_in_path as bedrock_model
 from memory_core.importers.bedrock_invoke import invoke_family, own_format
 from memory_core.importers.common import ParsedFile, SkippedRecord, Stages, fail
-from memory_core.importers.jsonvalues import check_value, load_json
+from memory_core.importers.jsonvalues import MAX_DEPTH, check_value, load_json
 from memory_core.importers.ollama import json_lines
 from memory_core.importers.openai_jsonl import parse_records, said
 from memory_core.importers.registry import route
+from memory_core.limits import TooLarge, decompress, limit
 
 # what a model request to the formats' paths sends its conversation in (chat, Anthropic,
 # Bedrock and Ollama chat, the Responses API, legacy completions and Ollama's generate,
@@ -119,13 +119,15 @@ def _body(side: dict[str, Any], where: str) -> Any:
     if isinstance(raw, bytes):
         encoding = _header(side.get("headers"), "content-encoding")
         try:
-            if encoding == "gzip" or raw[:2] == b"\x1f\x8b":
-                raw = gzip.decompress(raw)
+            if encoding == "gzip" or raw[:2] == b"\x1f\x8b":  # both bounded
+                raw = decompress(raw, "gzip")  # by MEMWB_MAX_DECOMPRESSED
             elif encoding == "deflate":
-                raw = zlib.decompress(raw)
+                raw = decompress(raw, "deflate")
             elif encoding not in ("", "identity"):
                 raw = _decompress_other(raw, encoding, where)
             raw = raw.decode("utf-8")
+        except TooLarge as e:
+            raise fail(where, f"body: {e}") from None
         except (OSError, EOFError, zlib.error, UnicodeDecodeError) as e:
             raise fail(where, f"body cannot be decoded: {e}") from None
     if not isinstance(raw, str):
@@ -152,12 +154,52 @@ def _python_tag_as_value(loader: Any, suffix: str, node: Any) -> Any:
 
 
 def _loader() -> Any:
-    """PyYAML's SafeLoader, reading ``!!python/…`` tags as plain values."""
+    """PyYAML's SafeLoader (libyaml's when installed), reading ``!!python/…`` tags as
+    plain values."""
     import yaml
 
-    loader: Any = type("CassetteLoader", (yaml.SafeLoader,), {})  # (the tags on a copy)
+    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    loader: Any = type("CassetteLoader", (base,), {})  # (the tags on a copy)
     loader.add_multi_constructor("tag:yaml.org,2002:python/", _python_tag_as_value)
     return loader
+
+
+def _bounded(text: str) -> None:
+    """Refuse, before anything is built, a YAML text nested deeper than MAX_DEPTH or
+    whose aliases repeat more than ``MEMWB_MAX_YAML_EXPANSION`` nodes in all: a
+    974-byte "billion laughs" names nine anchors, each repeating the one before ten
+    times. Read as parser events, counting each anchored node's size once."""
+    import yaml
+
+    cap = limit("MEMWB_MAX_YAML_EXPANSION")
+    sizes: dict[str, int] = {}
+    open_nodes: list[list[Any]] = []  # [size so far, anchor] of each open collection
+    repeated = 0
+    for ev in yaml.parse(text, Loader=_loader()):
+        if isinstance(ev, yaml.CollectionStartEvent):
+            if len(open_nodes) >= MAX_DEPTH:
+                raise fail(f"line {ev.start_mark.line + 1}",
+                           f"YAML nested more than {MAX_DEPTH} levels deep")
+            open_nodes.append([1, ev.anchor])
+            continue
+        if isinstance(ev, yaml.AliasEvent):
+            size = sizes.get(ev.anchor or "", 1)
+            repeated += size
+            if repeated > cap:
+                raise fail(f"line {ev.start_mark.line + 1}",
+                           f"YAML aliases repeat more than {cap} nodes; raise "
+                           "MEMWB_MAX_YAML_EXPANSION to allow more")
+            anchor = None
+        elif isinstance(ev, yaml.ScalarEvent):
+            size, anchor = 1, ev.anchor
+        elif isinstance(ev, yaml.CollectionEndEvent) and open_nodes:
+            size, anchor = open_nodes.pop()
+        else:
+            continue
+        if anchor is not None:
+            sizes[anchor] = size
+        if open_nodes:
+            open_nodes[-1][0] += size
 
 
 def cassette_records(text: str) -> tuple[list[tuple[str, Any]], list[SkippedRecord]]:
@@ -165,6 +207,7 @@ def cassette_records(text: str) -> tuple[list[tuple[str, Any]], list[SkippedReco
     import yaml
 
     try:
+        _bounded(text)
         doc = yaml.load(text, Loader=_loader())  # noqa: S506 - a SafeLoader, see _loader
     except yaml.YAMLError as e:
         raise fail("file", f"invalid YAML cassette: {e}") from None

@@ -5,6 +5,7 @@ recording needs, lone UTF-16 surrogates and NUL characters are errors naming the
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -19,6 +20,21 @@ _SPACE = re.compile(r"\s*")
 
 def _no_constants(name: str) -> Any:
     raise ValueError(f"{name} is not a number JSON allows")
+
+
+def finite(text: str) -> float:
+    """A JSON number with a fraction or an exponent, refused when it is beyond a 64-bit
+    float (``1e999`` would read as infinity, which nothing downstream can store)."""
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"the number {text[:40]} is out of range (beyond a 64-bit float)")
+    return value
+
+
+def loads(text: str | bytes) -> Any:
+    """``json.loads`` refusing what JSON does not allow or a float cannot hold (NaN,
+    Infinity, ``1e999``) with a ValueError; RecursionError when nested too deeply."""
+    return json.loads(text, parse_constant=_no_constants, parse_float=finite)
 
 
 def _bad_string(s: str) -> str | None:
@@ -54,7 +70,7 @@ def load_json(text: str, where: str, what: str = "") -> Any:
     """``json.loads`` that names ``where`` (and ``what``) in every failure."""
     label = f"{what} " if what else ""
     try:
-        value = json.loads(text, parse_constant=_no_constants)
+        value = loads(text)
     except RecursionError:
         raise fail(where, f"{label}nested too deeply to read") from None
     except ValueError as e:
@@ -128,7 +144,7 @@ def iter_documents(text: str) -> Iterator[tuple[str, Any]]:
 def _concatenated(text: str) -> list[tuple[str, Any]] | None:
     """Pretty-printed JSON objects one after another (``document N``), as Python's
     ``ConsoleSpanExporter`` prints spans; None unless the whole text is two or more."""
-    decoder = json.JSONDecoder(parse_constant=_no_constants)
+    decoder = json.JSONDecoder(parse_constant=_no_constants, parse_float=finite)
     docs: list[tuple[str, Any]] = []
     pos = 0
     try:

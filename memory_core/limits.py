@@ -1,0 +1,109 @@
+"""Bounds on input size, each with a default a user raises through an environment
+variable: the importer, the collector and the proxy read the same ones, so one setting
+covers ``memwb import``, ``memwb collect`` and ``memwb proxy``.
+
+* ``MEMWB_MAX_DECOMPRESSED`` (bytes, default 256 MiB): what a gzip, bzip2, xz or
+  deflate stream may expand to; decompression stops there.
+* ``MEMWB_MAX_BODY`` (bytes, default 64 MiB): an HTTP request body the collector or the
+  proxy reads; beyond it the answer is 413 and the rest is not read.
+* ``MEMWB_MAX_YAML_EXPANSION`` (nodes, default 100000): what the aliases of one YAML
+  file repeat in all (a "billion laughs" file is refused before it is built).
+"""
+
+from __future__ import annotations
+
+import bz2
+import lzma
+import os
+import zlib
+from typing import Any
+
+from memory_core.errors import InvalidInputError
+
+MiB = 1 << 20
+DEFAULTS = {"MEMWB_MAX_DECOMPRESSED": 256 * MiB, "MEMWB_MAX_BODY": 64 * MiB,
+            "MEMWB_MAX_YAML_EXPANSION": 100_000}
+
+
+class TooLarge(ValueError):
+    """Input beyond one of the bounds; the message names the bound and its variable."""
+
+
+def limit(name: str) -> int:
+    """The bound ``name`` (one of ``DEFAULTS``), from the environment when set there."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return DEFAULTS[name]
+    try:
+        value = int(raw)
+    except ValueError:
+        raise InvalidInputError(f"{name}={raw!r} is not a whole number") from None
+    if value <= 0:
+        raise InvalidInputError(f"{name}={raw!r} must be positive")
+    return value
+
+
+def too_large(what: str, name: str) -> TooLarge:
+    return TooLarge(f"{what} is larger than {limit(name)} bytes; raise {name} to allow "
+                    "more")
+
+
+def _decompressor(kind: str) -> object:
+    if kind == "gzip":
+        return zlib.decompressobj(16 + zlib.MAX_WBITS)
+    if kind == "deflate":
+        return zlib.decompressobj()
+    if kind == "bzip2":
+        return bz2.BZ2Decompressor()
+    if kind == "xz":
+        return lzma.LZMADecompressor()
+    raise ValueError(f"unknown compression {kind!r}")
+
+
+def decompress(data: bytes, kind: str) -> bytes:
+    """``data`` decompressed (``kind``: gzip, deflate, bzip2 or xz; concatenated gzip,
+    bzip2 and xz streams are read one after another), never holding more than
+    ``MEMWB_MAX_DECOMPRESSED`` bytes of output: past it, TooLarge. The decompressor's
+    own errors (``zlib.error``, ``OSError``, ``EOFError``, ``lzma.LZMAError``) pass
+    through; a stream cut short raises EOFError."""
+    cap = limit("MEMWB_MAX_DECOMPRESSED")
+    out: list[bytes] = []
+    size = 0
+    rest = data
+    while True:
+        d: Any = _decompressor(kind)
+        feed = rest
+        while not d.eof:
+            # at most cap + 1 bytes at a time, so nothing beyond the bound is ever held
+            piece = d.decompress(feed, cap + 1 - size)
+            size += len(piece)
+            if size > cap:
+                raise too_large(f"the {kind} data decompressed", "MEMWB_MAX_DECOMPRESSED")
+            out.append(piece)
+            if kind in ("gzip", "deflate"):
+                feed, more = d.unconsumed_tail, bool(d.unconsumed_tail)
+            else:
+                feed, more = b"", not d.needs_input
+            if not more and not d.eof:
+                raise EOFError(f"the {kind} data ends before its end marker")
+        rest = d.unused_data
+        if kind == "deflate" or not rest.strip(b"\x00"):
+            return b"".join(out)
+
+
+async def read_body(request: Any) -> bytes:
+    """A starlette request's body, refused (TooLarge) once it passes ``MEMWB_MAX_BODY``
+    bytes: a declared Content-Length beyond it before anything is read, otherwise as
+    soon as the chunks read add up to more (the rest is not read)."""
+    cap = limit("MEMWB_MAX_BODY")
+    declared = request.headers.get("content-length", "")
+    if declared.strip().isdigit() and int(declared) > cap:
+        raise too_large("the request body", "MEMWB_MAX_BODY")
+    out: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > cap:
+            raise too_large("the request body", "MEMWB_MAX_BODY")
+        out.append(chunk)
+    return b"".join(out)
