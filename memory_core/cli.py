@@ -594,8 +594,8 @@ ModelOpt = Annotated[str | None, typer.Option(
                     "recorded.")]
 BaseUrlOpt = Annotated[str | None, typer.Option(
     "--base-url", help="The OpenAI-compatible server's base URL, e.g. "
-                       "http://127.0.0.1:11434/v1. Default: $MEMWB_OPENAI_BASE_URL, else the "
-                       "URL the run recorded.")]
+                       "http://127.0.0.1:11434/v1. Default: $MEMWB_OPENAI_BASE_URL. The "
+                       "server a run recorded is asked only when named here or there.")]
 
 
 def _chosen_model(storage: Storage, run: str, model: str | None,
@@ -630,7 +630,8 @@ def counterfactual(run: Annotated[str, typer.Argument(help="Run id.")], db: DbOp
                    model: ModelOpt = None, base_url: BaseUrlOpt = None) -> None:
     """Re-run a run's frozen prompt with parts removed (or put back) and say whether the
     answer changed. The result is journaled with the run. The model is the one the run
-    recorded unless --model/--base-url choose another.
+    recorded unless --model/--base-url choose another; a server the database recorded is
+    asked again only when --base-url or MEMWB_OPENAI_BASE_URL names it.
 
     Example: memwb counterfactual support-3-card --subtract all
     Example: memwb counterfactual my-run --subtract all --model llama3.1 --base-url http://127.0.0.1:11434/v1

@@ -110,23 +110,85 @@ def describe_model(identity: ModelIdentity) -> str:
 
 
 class ModelPlan(NamedTuple):
-    """The model a re-run will ask: its identity (credential-free) and, for a server,
-    the base URL to call (which may carry credentials: never shown)."""
+    """The model a re-run will ask: its identity (credential-free), for a server the
+    base URL to call (which may carry credentials: never shown), and whether the API key
+    of the ``MEMWB_OPENAI_*`` variables goes with the requests (only to the host it was
+    configured for)."""
 
     identity: ModelIdentity
     base_url: str | None = None
+    send_key: bool = True
+
+
+class RecordedServerError(InvalidInputError):
+    """The run's model was a server that the database names but nobody configured: it
+    is asked again only when the user names it (``base_url``, ``MEMWB_OPENAI_BASE_URL``)
+    or confirms it (``use_recorded_server=True``). ``server`` is its credential-free
+    base URL, ``host`` what a page shows of it."""
+
+    def __init__(self, message: str, server: str, host: str) -> None:
+        super().__init__(message)
+        self.server = server
+        self.host = host
+
+
+def _origin(url: str | None) -> tuple[str, str, int | None] | None:
+    """Scheme, host and port of ``url`` (the default port filled in); None if unparsable."""
+    if not url:
+        return None
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return None
+    if not parts.hostname:
+        return None
+    scheme = parts.scheme.lower()
+    return scheme, parts.hostname.lower(), port or {"http": 80, "https": 443}.get(scheme)
+
+
+def recorded_server(recorded: ModelIdentity | Mapping[str, Any] | None) -> str | None:
+    """The credential-free base URL of the server a run's model was asked at, when it
+    was an OpenAI-compatible server (never an imported recording's provider)."""
+    from memory_core.models.openai_chat import public_url
+
+    try:
+        ident = recorded_identity(recorded)
+    except InvalidInputError:
+        return None
+    if ident.kind != "openai" or not ident.base_url:
+        return None
+    return public_url(ident.base_url)
+
+
+def server_host(url: str) -> str:
+    """``host[:port]`` of a base URL, as a confirmation shows it."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        return parts.netloc.rpartition("@")[2] or url
+    except ValueError:
+        return url
 
 
 def plan_model_for_run(recorded: ModelIdentity | Mapping[str, Any] | None, *,
                        override: str | None = None, base_url: str | None = None,
+                       use_recorded_server: bool = False,
                        environ: Mapping[str, str] | None = None) -> ModelPlan:
     """Which model re-asks a recorded run, without building it (nothing is loaded or
     contacted). ``override`` is ``"reader"`` (the offline reader) or a model name served
     by an OpenAI-compatible server; ``base_url`` names that server. Without them, the
     run's own model: the reader, or its recorded name and sampling parameters at
-    ``MEMWB_OPENAI_BASE_URL`` — else at the base URL the run recorded (never for an
-    imported recording, whose original provider is not ours to call). InvalidInputError
-    says what is missing, naming the variable to set."""
+    ``MEMWB_OPENAI_BASE_URL``.
+
+    A database is data from elsewhere: the base URL a run recorded is called only when
+    the caller confirms it with ``use_recorded_server=True`` (below ``base_url``, above
+    ``MEMWB_OPENAI_BASE_URL``); otherwise a run recorded from a server nobody configured
+    raises RecordedServerError naming it. The API key goes only to the host it was
+    configured for: with ``base_url`` or ``MEMWB_OPENAI_BASE_URL``, or at the recorded
+    server when that is the host (scheme, host and port) of ``MEMWB_OPENAI_BASE_URL``;
+    at any other recorded server ``send_key`` is False. An imported recording's
+    provider is never called. InvalidInputError says what is missing, naming the
+    variable to set."""
     from memory_core.models.base import ModelIdentity
     from memory_core.models.openai_chat import ENV_BASE_URL, public_url
 
@@ -159,8 +221,27 @@ def plan_model_for_run(recorded: ModelIdentity | Mapping[str, Any] | None, *,
         except InvalidInputError:
             ident = None
     served = ident is not None and ident.kind in ("openai", "imported")
-    url = base_url or env.get(ENV_BASE_URL) or (
-        ident.base_url if ident is not None and ident.kind == "openai" else None)
+    stored = ident.base_url if ident is not None and ident.kind == "openai" else None
+    configured = env.get(ENV_BASE_URL) or None
+    send_key = True
+    if base_url:
+        url: str | None = base_url
+    elif stored and use_recorded_server:
+        url = stored
+        send_key = configured is not None and _origin(stored) == _origin(configured)
+    elif configured:
+        url = configured
+    elif stored:
+        server = public_url(stored)
+        asked = (f"the run's model {name!r} was asked at {server}" if override is None
+                 else f"no server is configured for the model {name!r}; the run was asked "
+                      f"at {server}")
+        raise RecordedServerError(
+            f"{asked}, a server named by this database: pass --base-url {server} (or set "
+            f"{ENV_BASE_URL}) to ask it again; a database's recorded server is never "
+            "called unless you name it", server, server_host(server))
+    else:
+        url = None
     if not url:
         what = ("was recorded from an imported trace" if ident is not None
                 and ident.kind == "imported" and name == ident.name else
@@ -171,29 +252,30 @@ def plan_model_for_run(recorded: ModelIdentity | Mapping[str, Any] | None, *,
     parts = urllib.parse.urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         source = "the given base URL" if base_url else (
-            ENV_BASE_URL if env.get(ENV_BASE_URL) else "the recorded base URL")
+            "the recorded base URL" if url is stored else ENV_BASE_URL)
         raise InvalidInputError(f"{public_url(url)!r} ({source}) is not an http:// or "
                                 "https:// URL with a host")
     sampling = {k: getattr(ident, k) for k in _SAMPLING} if served and ident else {}
     return ModelPlan(ModelIdentity(kind="openai", name=name, base_url=public_url(url),
-                                   **sampling), url)
+                                   **sampling), url, send_key)
 
 
 def model_for_run(recorded: ModelIdentity | Mapping[str, Any] | None, *,
                   override: Model | str | None = None, base_url: str | None = None,
-                  embed_name: str | None = None,
+                  use_recorded_server: bool = False, embed_name: str | None = None,
                   environ: Mapping[str, str] | None = None) -> Model:
-    """The model to re-ask a recorded run with (see ``plan_model_for_run``); a Model
-    object as ``override`` is used as it is. The reader gets the embedder the run was
-    composed with (``embed_name``); a server model its API key, timeout and retries
-    from the ``MEMWB_OPENAI_*`` variables."""
+    """The model to re-ask a recorded run with (see ``plan_model_for_run``, which says
+    when the run's recorded server is called and when the API key goes with it); a
+    Model object as ``override`` is used as it is. The reader gets the embedder the run
+    was composed with (``embed_name``); a server model its timeout and retries from the
+    ``MEMWB_OPENAI_*`` variables, and their API key only where the plan sends it."""
     if override is not None and not isinstance(override, str):
         if not callable(getattr(override, "complete", None)):
             raise InvalidInputError(f"model must be a model object, a model name or "
                                     f"'reader', got {override!r}")
         return override
     plan = plan_model_for_run(recorded, override=override, base_url=base_url,
-                              environ=environ)
+                              use_recorded_server=use_recorded_server, environ=environ)
     ident = plan.identity
     if ident.kind == "reader":
         from memory_core.models.reader import ReaderModel
@@ -203,7 +285,8 @@ def model_for_run(recorded: ModelIdentity | Mapping[str, Any] | None, *,
 
     return OpenAIChatModel(base_url=plan.base_url, model=ident.name,
                            temperature=ident.temperature, seed=ident.seed, top_p=ident.top_p,
-                           max_tokens=ident.max_tokens, environ=environ)
+                           max_tokens=ident.max_tokens, key_from_env=plan.send_key,
+                           environ=environ)
 
 
 def model_from_info(info: Mapping[str, Any], embed_name: str | None) -> Model:

@@ -94,15 +94,22 @@ def test_demo_model_errors_name_the_problem(tmp_path: Path) -> None:
     assert not (tmp_path / "x.duckdb").exists()
 
 
-def test_counterfactual_re_asks_the_recorded_server(real_demo: Path, server: FakeProvider,
-                                                   tmp_path: Path) -> None:
+def test_counterfactual_re_asks_the_recorded_server_only_when_named(
+        real_demo: Path, server: FakeProvider, tmp_path: Path) -> None:
     db = tmp_path / "copy.duckdb"
     db.write_bytes(real_demo.read_bytes())
     run = question_runs(db)[0]
     asked = len(server.chat_bodies)
-    out = ok(memwb("counterfactual", run, "--db", str(db), "--subtract", "all"))
+    line = error_line(memwb("counterfactual", run, "--db", str(db), "--subtract", "all"))
+    assert line == (f"error: the run's model 'fake-model' was asked at {server.base_url}, a "
+                    f"server named by this database: pass --base-url {server.base_url} (or "
+                    "set MEMWB_OPENAI_BASE_URL) to ask it again; a database's recorded "
+                    "server is never called unless you name it")
+    assert len(server.chat_bodies) == asked
+    out = ok(memwb("counterfactual", run, "--db", str(db), "--subtract", "all",
+                   "--base-url", server.base_url))
     assert out.splitlines()[-1].startswith("verdict:")
-    assert len(server.chat_bodies) > asked  # the recorded server was asked again
+    assert len(server.chat_bodies) > asked  # the named server was asked again
 
 
 def test_counterfactual_with_the_offline_reader_or_another_server(
@@ -129,7 +136,8 @@ def test_counterfactual_with_the_offline_reader_or_another_server(
 
 
 @pytest.mark.slow
-def test_counterfactual_model_errors_are_one_line(real_demo: Path, tmp_path: Path) -> None:
+def test_counterfactual_model_errors_are_one_line(real_demo: Path, server: FakeProvider,
+                                                  tmp_path: Path) -> None:
     db = tmp_path / "copy.duckdb"
     db.write_bytes(real_demo.read_bytes())
     run = question_runs(db)[0]
@@ -138,9 +146,11 @@ def test_counterfactual_model_errors_are_one_line(real_demo: Path, tmp_path: Pat
         return error_line(memwb("counterfactual", run, "--db", str(db), "--subtract", "all",
                                 *args))
 
-    # another name goes to the run's recorded server, which does not serve it
-    assert "HTTP 404" in cf("--model", "llama3.1") and "`llama3.1` does not exist" in \
-        cf("--model", "llama3.1")
+    # another name is not sent to the run's recorded server unless it is named
+    assert "never called unless you name it" in cf("--model", "llama3.1")
+    # the server the run recorded, named: it does not serve that name
+    named = cf("--model", "llama3.1", "--base-url", server.base_url)
+    assert "HTTP 404" in named and "`llama3.1` does not exist" in named
     assert "takes no base URL" in cf("--model", "reader", "--base-url", "http://127.0.0.1:1/v1")
     assert "'ftp://x'" in cf("--model", "m", "--base-url", "ftp://x")
     refused = cf("--model", "m", "--base-url", "http://127.0.0.1:9/v1")

@@ -22,6 +22,7 @@ from app.components import (
     fmt_score,
     link_to_run,
     literal,
+    md,
     pick_run,
     plot_text,
     preview_text,
@@ -30,6 +31,7 @@ from app.components import (
 from app.tables import table
 from memory_core.errors import InvalidInputError
 from memory_core.registry import (
+    RecordedServerError,
     describe_model,
     model_for_run,
     plan_model_for_run,
@@ -45,7 +47,8 @@ VERDICT_BADGES = {"changed": ("orange", ":material/published_with_changes:"),
                   "inconclusive": ("gray", ":material/help:")}
 REPLAY_HINT = ("A replay re-asks the model chosen above: the one the run recorded (the "
                "offline reader, or its OpenAI-compatible server: MEMWB\\_OPENAI\\_BASE\\_URL "
-               "when set, else the server the run recorded), or the offline reader.")
+               "when set, else the server the run recorded once you confirm it), or the "
+               "offline reader.")
 MODEL_CHOICES = ("recorded", "reader")
 
 st.title("Counterfactual replay")
@@ -100,11 +103,12 @@ put_back: list[Ref] = st.multiselect(
 subtract: Literal["all"] | list[Ref] = "all" if mode == "Subtract all recalled" else chosen
 
 
-def _model_choice() -> tuple[str | None, str | None]:
+def _model_choice() -> tuple[str | None, bool, str | None]:
     """The model picker: the model this run used (default) or the offline reader.
-    Returns the override for the library (None: the recorded model) and, when that model
-    cannot be asked, why (the page then disables the buttons and says so)."""
-    recorded = view.steps[0].model if view.steps else {}
+    Returns the override for the library (None: the recorded model), whether the server
+    the run recorded is to be asked (only once the visitor ticks the confirmation that
+    shows its host: a database is data from elsewhere) and, when the model cannot be
+    asked, why (the page then disables the buttons and says so)."""
     try:
         used = describe_model(recorded_identity(recorded))
     except InvalidInputError:
@@ -116,21 +120,45 @@ def _model_choice() -> tuple[str | None, str | None]:
     override = None if pick == "recorded" else "reader"
     try:
         plan_model_for_run(recorded, override=override)
+    except RecordedServerError as e:
+        confirmed = st.checkbox(md("Ask ", Id(e.host), " again — this database names it"),
+                                key=f"recorded-server:{run_id}", help=escape_md(
+                                    f"The run was answered by {e.server}. A server named by "
+                                    "a database is asked only when you confirm it here (or "
+                                    "set MEMWB_OPENAI_BASE_URL); your API key is not sent "
+                                    "to it unless MEMWB_OPENAI_BASE_URL names this host."))
+        if not confirmed:
+            # no stored text here: a button's help renders Markdown unescaped
+            return override, False, ("This run's model was asked at a server named by this "
+                                     "database (shown above): tick the box to ask it again, "
+                                     "or set MEMWB_OPENAI_BASE_URL, or choose the offline "
+                                     "reader.")
+        try:
+            plan = plan_model_for_run(recorded, use_recorded_server=True)
+        except InvalidInputError as bad:
+            return override, False, str(bad)
+        if not plan.send_key:
+            st.caption("Asked without your API key: it is sent only to the host "
+                       "MEMWB\\_OPENAI\\_BASE\\_URL names.")
+        return override, True, None
     except InvalidInputError as e:
-        return override, str(e)
-    return override, None
+        return override, False, str(e)
+    return override, False, None
 
 
-override, model_problem = _model_choice()
+recorded = view.steps[0].model if view.steps else {}
+override, use_recorded_server, model_problem = _model_choice()
 if model_problem:
     st.warning(escape_md(model_problem), icon=":material/block:")
 
 
 def _chosen_model() -> Model | None:
-    """The model object to pass (None: the library rebuilds the recorded one)."""
-    if override is None:
+    """The model object to pass (None: the library rebuilds the recorded one, which
+    never calls the server the run recorded)."""
+    if override is None and not use_recorded_server:
         return None
-    return model_for_run(view.steps[0].model if view.steps else None, override=override,
+    return model_for_run(recorded or None, override=override,
+                         use_recorded_server=use_recorded_server,
                          embed_name=view.settings.get("embedder"))
 
 

@@ -124,13 +124,16 @@ class OpenAIChatModel:
     ``temperature``, ``top_p``, ``seed`` and ``max_tokens`` are sent only when given
     (otherwise the server's defaults apply, and the recorded identity says ``None``).
     With ``stream=True`` the answer is streamed and its deltas — text and tool-call
-    fragments, parallel calls included — are assembled into one ModelResponse."""
+    fragments, parallel calls included — are assembled into one ModelResponse. With
+    ``key_from_env=False`` the environment's API key is not sent (only ``api_key``, if
+    given): for a server the user did not configure that key for."""
 
     def __init__(self, base_url: str | None = None, model: str | None = None,
                  api_key: str | None = None, timeout: float | None = None,
                  temperature: float | None = None, seed: int | None = None, *,
                  top_p: float | None = None, max_tokens: int | None = None,
                  max_retries: int | None = None, stream: bool = False,
+                 key_from_env: bool = True,
                  environ: Mapping[str, str] | None = None) -> None:
         env = os.environ if environ is None else environ
         base = base_url or env.get(ENV_BASE_URL) or DEFAULT_BASE_URL
@@ -149,7 +152,8 @@ class OpenAIChatModel:
             raise InvalidInputError(f"no model name: set {ENV_MODEL} to the name your server "
                                     f"knows (e.g. {ENV_MODEL}=llama3.1 for Ollama)")
         self.model = self.name = chosen.strip()
-        self._api_key = api_key or env.get(ENV_API_KEY) or env.get("OPENAI_API_KEY") or None
+        self._api_key = api_key or (env.get(ENV_API_KEY) or env.get("OPENAI_API_KEY")
+                                    if key_from_env else None) or None
         t = _number("timeout", timeout, 0.0, None) if timeout is not None else \
             _from_env(env, ENV_TIMEOUT, float)
         t = DEFAULT_TIMEOUT if t is None else t

@@ -1,6 +1,7 @@
 """Analysis of a run made with the OpenAI-compatible client, through the fake provider:
 the step records say who answered (a ModelIdentity), and counterfactual, attribution and
-replay rebuild that model from the journal with no ``model=`` passed."""
+replay rebuild that model from the journal — at the server the run recorded only when
+the caller names or confirms it."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ import pytest
 from memory_core.analysis.counterfactual import attribution, counterfactual
 from memory_core.analysis.diff import diff_runs
 from memory_core.analysis.forgotten import why_forgotten
+from memory_core.errors import InvalidInputError, ModelError
 from memory_core.journal import load_run
 from memory_core.models.base import ModelIdentity, model_identity
 from memory_core.models.openai_chat import OpenAIChatModel
+from memory_core.registry import RecordedServerError, model_for_run
 from memory_core.replay import replay
 from tests.analysis.conftest import World, assistant, recall, user
 from tests.fake_provider.server import FakeProvider
@@ -48,11 +51,22 @@ def test_the_step_record_holds_the_model_identity(fake_provider: FakeProvider, w
                       temperature=0.0, seed=11)
 
 
-def test_counterfactual_without_model_re_asks_the_recorded_server(
+def recorded_server_model(world: World) -> object:
+    """The run's model at its recorded server, confirmed by the caller."""
+    return model_for_run(load_run(world.storage, "r1").model_info, use_recorded_server=True)
+
+
+def test_counterfactual_re_asks_the_recorded_server_only_when_confirmed(
         fake_provider: FakeProvider, world: World, no_server_env: None) -> None:
     made_with(fake_provider, world)
     asked = len(fake_provider.chat_bodies)
-    res = counterfactual(world.storage, "r1", subtract="all")
+    with pytest.raises(RecordedServerError, match="never called unless you name it"):
+        counterfactual(world.storage, "r1", subtract="all")
+    with pytest.raises(InvalidInputError, match="pass --base-url http://127"):
+        attribution(world.storage, "r1")
+    assert len(fake_provider.chat_bodies) == asked
+    model = recorded_server_model(world)
+    res = counterfactual(world.storage, "r1", subtract="all", model=model)  # type: ignore[arg-type]
     assert "240" in (res.original_answer or "") and "240" not in res.new_answer
     assert res.verdict == "changed"
     new_bodies = fake_provider.chat_bodies[asked:]
@@ -60,7 +74,7 @@ def test_counterfactual_without_model_re_asks_the_recorded_server(
     for body in new_bodies:  # the recorded name and sampling, and valid requests
         assert (body["model"], body["temperature"], body["seed"]) == ("fake-model", 0.0, 11)
         validate_request(body)
-    items = attribution(world.storage, "r1")
+    items = attribution(world.storage, "r1", model=model)  # type: ignore[arg-type]
     assert any(a.changed for a in items)
     assert replay(world.storage, "r1").steps == 1  # replay never calls the model
     # why-forgotten and diff read the same record: the refund fact was recalled
@@ -87,7 +101,6 @@ def test_the_configured_server_wins_over_the_recorded_one(
 def test_a_server_that_is_gone_is_a_clear_error(world: World, no_server_env: None) -> None:
     with FakeProvider() as fp:
         made_with(fp, world)
-    from memory_core.errors import ModelError
-
     with pytest.raises(ModelError, match=r"connection refused by http://127\.0\.0\.1"):
-        counterfactual(world.storage, "r1", subtract="all")
+        counterfactual(world.storage, "r1", subtract="all",
+                       model=recorded_server_model(world))  # type: ignore[arg-type]

@@ -17,6 +17,7 @@ from memory_core.models.reader import ReaderModel
 from memory_core.models.scripted import ScriptedModel
 from memory_core.recall import RecallConfig
 from memory_core.registry import (
+    RecordedServerError,
     describe_model,
     embedder_from_name,
     model_for_run,
@@ -70,11 +71,58 @@ def test_the_reader_is_rebuilt_with_the_runs_embedder(info: dict[str, Any]) -> N
     assert isinstance(model_from_info(info, "hashing-16"), ReaderModel)
 
 
-def test_an_openai_model_is_rebuilt_at_its_recorded_server_with_its_sampling() -> None:
-    model = model_for_run(RECORDED.model_dump(), environ=NO_ENV)
+def test_an_openai_model_is_rebuilt_at_its_recorded_server_only_when_confirmed() -> None:
+    # a database is data from elsewhere: its recorded server is named, never called
+    with pytest.raises(RecordedServerError) as err:
+        model_for_run(RECORDED.model_dump(), environ=NO_ENV)
+    assert str(err.value) == (
+        "the run's model 'llama3.1' was asked at http://127.0.0.1:8000/v1, a server named "
+        "by this database: pass --base-url http://127.0.0.1:8000/v1 (or set "
+        "MEMWB_OPENAI_BASE_URL) to ask it again; a database's recorded server is never "
+        "called unless you name it")
+    assert (err.value.server, err.value.host) == (SERVER, "127.0.0.1:8000")
+    assert isinstance(err.value, InvalidInputError)
+    with pytest.raises(RecordedServerError, match="no server is configured for the model "
+                                                  "'mistral'; the run was asked at http"):
+        plan_model_for_run(RECORDED, override="mistral", environ=NO_ENV)
+    # a credential a hostile record carries is not repeated
+    with pytest.raises(RecordedServerError) as err:
+        plan_model_for_run({"kind": "openai", "name": "m",
+                            "base_url": "http://u:pw@evil.test/v1?api-key=s3"}, environ=NO_ENV)
+    assert "pw" not in str(err.value) and "s3" not in str(err.value)
+    assert err.value.host == "evil.test"
+    # confirmed: the recorded server, its name and sampling — and no API key
+    keyed = {"MEMWB_OPENAI_API_KEY": "sk-mine", "OPENAI_API_KEY": "sk-other"}
+    model = model_for_run(RECORDED.model_dump(), use_recorded_server=True, environ=keyed)
     assert isinstance(model, OpenAIChatModel)
     assert model_identity(model) == RECORDED
     assert model.url == SERVER + "/chat/completions"
+    assert model._api_key is None
+    assert plan_model_for_run(RECORDED, use_recorded_server=True, environ=keyed).send_key \
+        is False
+
+
+def test_the_key_goes_only_to_the_host_it_was_configured_for() -> None:
+    def plan(env: dict[str, str], **kw: Any) -> tuple[str | None, bool]:
+        p = plan_model_for_run(RECORDED, environ={"MEMWB_OPENAI_API_KEY": "k", **env}, **kw)
+        return p.base_url, p.send_key
+
+    other = {"MEMWB_OPENAI_BASE_URL": "https://api.example.com/v1"}
+    same = {"MEMWB_OPENAI_BASE_URL": "http://127.0.0.1:8000/v1?api-version=1"}
+    assert plan(other) == ("https://api.example.com/v1", True)  # configured: keyed
+    assert plan(other, use_recorded_server=True) == (SERVER, False)
+    assert plan(same, use_recorded_server=True) == (SERVER, True)
+    assert plan({"MEMWB_OPENAI_BASE_URL": "https://127.0.0.1:8000/v1"},
+                use_recorded_server=True) == (SERVER, False)  # another scheme
+    assert plan({}, base_url="http://10.1.1.1/v1") == ("http://10.1.1.1/v1", True)
+    assert plan({}, base_url="http://10.1.1.1/v1", use_recorded_server=True) == \
+        ("http://10.1.1.1/v1", True)  # a named base URL wins
+    built = model_for_run(RECORDED, use_recorded_server=True,
+                          environ={"MEMWB_OPENAI_API_KEY": "k", **same})
+    assert isinstance(built, OpenAIChatModel) and built._api_key == "k"
+    explicit = OpenAIChatModel(base_url=SERVER, model="m", api_key="given",
+                               key_from_env=False, environ={"MEMWB_OPENAI_API_KEY": "k"})
+    assert explicit._api_key == "given"
 
 
 def test_the_configured_server_wins_and_its_credentials_stay_out_of_the_identity() -> None:
@@ -131,9 +179,10 @@ def test_overrides() -> None:
     assert model_for_run(RECORDED, override=mine) is mine
     reader = model_for_run(RECORDED, override="reader", embed_name="hashing-8")
     assert isinstance(reader, ReaderModel)
-    other = model_for_run(RECORDED, override="qwen2.5", environ=NO_ENV)
+    other = model_for_run(RECORDED, override="qwen2.5", use_recorded_server=True,
+                          environ=NO_ENV)
     assert isinstance(other, OpenAIChatModel)
-    # the same server as recorded, another model, the run's sampling
+    # the same server as recorded (confirmed), another model, the run's sampling
     assert model_identity(other) == RECORDED.model_copy(update={"name": "qwen2.5"})
     moved = model_for_run(RECORDED, base_url="http://127.0.0.1:7777/v1", environ=ENV)
     assert isinstance(moved, OpenAIChatModel) and moved.model == "llama3.1"

@@ -100,12 +100,16 @@ def test_the_configured_server_answers_with_the_recorded_model_name(
             {("gpt-4o-mini-2024-07-18", 0.0)}
 
 
-def test_an_openai_run_is_re_asked_at_its_recorded_server(db: InMemoryStorage,
-                                                          app: MakeApp) -> None:
+def test_an_openai_run_is_re_asked_at_its_recorded_server_once_confirmed(
+        db: InMemoryStorage, app: MakeApp) -> None:
     with FakeProvider() as fp:
         rid = copy_with_model(db, {"kind": "openai", "name": "fake-model",
                                    "base_url": fp.base_url, "temperature": 0.0})
         at = app(COUNTERFACTUAL_PAGE, run=rid)
+        (warning,) = at.warning  # the database names a server: asked only once confirmed
+        assert "tick the box" in warning.value.replace("\\", "")
+        assert _button(at, "Run counterfactual").disabled and not fp.requests
+        at.checkbox[0].check().run()
         assert not at.warning
         _subtract_all_and_run(at)
         assert fp.chat_bodies and fp.chat_bodies[0]["model"] == "fake-model"

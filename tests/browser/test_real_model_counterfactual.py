@@ -1,6 +1,7 @@
 """In Chromium: a run made with the OpenAI-compatible client (against the local fake
 provider) opened on the Counterfactual page, its recalled messages subtracted and the
-recorded model re-asked — no model configured by hand, every request a valid one."""
+recorded model re-asked once the visitor confirms the server the database names — no
+model configured by hand, every request a valid one."""
 
 from __future__ import annotations
 
@@ -53,6 +54,9 @@ def test_counterfactual_of_a_real_model_run_in_chromium(tmp_path: Path,
             page.get_by_text("The model this run used").first.wait_for(timeout=PAGE_TIMEOUT_MS)
             assert page.get_by_text("fake-model").count() >= 1
             page.get_by_text("Subtract all recalled").click()
+            assert fp.chat_bodies[asked:] == []  # not asked before it is confirmed
+            page.get_by_text("this database names it").click()
+            page.get_by_text("without your API key").first.wait_for(timeout=PAGE_TIMEOUT_MS)
             page.get_by_role("button", name="Run counterfactual").click()
             page.get_by_text("Verdict").first.wait_for(timeout=PAGE_TIMEOUT_MS)
             shot = tmp_path / "counterfactual.png"
