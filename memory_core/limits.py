@@ -6,6 +6,8 @@ covers ``memwb import``, ``memwb collect`` and ``memwb proxy``.
   deflate stream may expand to; decompression stops there.
 * ``MEMWB_MAX_BODY`` (bytes, default 64 MiB): an HTTP request body the collector or the
   proxy reads; beyond it the answer is 413 and the rest is not read.
+* ``MEMWB_READ_TIMEOUT`` (seconds, default 60): how long the collector and the proxy
+  wait for a whole request (headers and body) before they close the connection.
 * ``MEMWB_MAX_YAML_EXPANSION`` (nodes, default 100000): what the aliases of one YAML
   file repeat in all (a "billion laughs" file is refused before it is built).
 """
@@ -22,7 +24,7 @@ from memory_core.errors import InvalidInputError
 
 MiB = 1 << 20
 DEFAULTS = {"MEMWB_MAX_DECOMPRESSED": 256 * MiB, "MEMWB_MAX_BODY": 64 * MiB,
-            "MEMWB_MAX_YAML_EXPANSION": 100_000}
+            "MEMWB_MAX_YAML_EXPANSION": 100_000, "MEMWB_READ_TIMEOUT": 60}
 
 
 class TooLarge(ValueError):
@@ -95,15 +97,20 @@ async def read_body(request: Any) -> bytes:
     """A starlette request's body, refused (TooLarge) once it passes ``MEMWB_MAX_BODY``
     bytes: a declared Content-Length beyond it before anything is read, otherwise as
     soon as the chunks read add up to more (the rest is not read)."""
+    from starlette.requests import ClientDisconnect  # (only the servers read bodies)
+
     cap = limit("MEMWB_MAX_BODY")
     declared = request.headers.get("content-length", "")
     if declared.strip().isdigit() and int(declared) > cap:
         raise too_large("the request body", "MEMWB_MAX_BODY")
     out: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > cap:
-            raise too_large("the request body", "MEMWB_MAX_BODY")
-        out.append(chunk)
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > cap:
+                raise too_large("the request body", "MEMWB_MAX_BODY")
+            out.append(chunk)
+    except ClientDisconnect:  # gone, or cut off by MEMWB_READ_TIMEOUT: no one to answer
+        raise TooLarge("the request body was not sent in full") from None
     return b"".join(out)

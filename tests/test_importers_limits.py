@@ -27,7 +27,7 @@ MiB = 1 << 20
 
 def test_the_defaults() -> None:
     assert DEFAULTS == {"MEMWB_MAX_DECOMPRESSED": 256 * MiB, "MEMWB_MAX_BODY": 64 * MiB,
-                        "MEMWB_MAX_YAML_EXPANSION": 100_000}
+                        "MEMWB_MAX_YAML_EXPANSION": 100_000, "MEMWB_READ_TIMEOUT": 60}
 
 
 @pytest.mark.parametrize("compress", [gzip.compress, bz2.compress, lzma.compress],

@@ -3,6 +3,7 @@ records) and ``LoopbackServer`` (uvicorn on 127.0.0.1, in the foreground or a th
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import socket
 import threading
@@ -12,15 +13,57 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+import h11
 import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from memory_core.embedders import Embedder
 from memory_core.errors import InvalidInputError, MemoryCoreError
 from memory_core.importers import ImportReport, import_text
 from memory_core.importers.common import ImportFormat
+from memory_core.limits import limit
 from memory_core.storage.base import Storage
 
 log = logging.getLogger("memory_core.capture")
+
+
+class _ReadDeadline(H11Protocol):
+    """uvicorn's HTTP/1.1 protocol with a deadline on reading each request: a client
+    that has not sent the whole request (headers and body) ``MEMWB_READ_TIMEOUT``
+    seconds after connecting, or after its previous answer, is disconnected. uvicorn
+    alone keeps a half-sent request open for ever (its keep-alive timeout runs only
+    between requests). The app's own work is not timed: the deadline passes
+    harmlessly once the request is read."""
+
+    _deadline: asyncio.TimerHandle | None = None
+
+    def _arm(self) -> None:
+        self._disarm()
+        self._deadline = self.loop.call_later(limit("MEMWB_READ_TIMEOUT"), self._expire)
+
+    def _disarm(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+
+    def _expire(self) -> None:
+        self._deadline = None
+        if self.conn.their_state in (h11.IDLE, h11.SEND_BODY) \
+                and not self.transport.is_closing():
+            self.transport.close()
+
+    def connection_made(self, transport: Any) -> None:
+        super().connection_made(transport)
+        self._arm()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if not self.transport.is_closing():
+            self._arm()
 
 
 def validate_port(port: Any, *, allow_any: bool = False) -> int:
@@ -175,7 +218,8 @@ class LoopbackServer:
     def _uvicorn(self) -> tuple[uvicorn.Server, socket.socket]:
         sock = self.bind()
         config = uvicorn.Config(self.app, log_level="warning", access_log=False,
-                                lifespan="on", timeout_graceful_shutdown=2)
+                                lifespan="on", timeout_graceful_shutdown=2,
+                                http=_ReadDeadline)
         self._server = uvicorn.Server(config)
         return self._server, sock
 

@@ -120,3 +120,31 @@ def test_a_malformed_export_is_a_400_naming_why(recorder: Recorder, body: bytes,
     assert r.status_code == 400, r.text
     message = r.json()["message"]
     assert why in message and "\n" not in message and len(message) < 400
+
+
+@pytest.mark.parametrize("which", ["collector", "proxy"])
+def test_a_half_sent_request_is_disconnected(recorder: Recorder,
+                                             monkeypatch: pytest.MonkeyPatch,
+                                             which: str) -> None:
+    monkeypatch.setenv("MEMWB_READ_TIMEOUT", "1")
+    app = (collector_app(recorder, settle=0.1) if which == "collector"
+           else proxy_app(recorder, "http://127.0.0.1:9/v1"))
+    path = "/v1/traces" if which == "collector" else "/v1/chat/completions"
+    starts = [b"",  # connected, nothing sent
+              f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Ty".encode(),  # half a header
+              f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+              "Content-Length: 100\r\n\r\n{\"resourceSpans\"".encode()]  # half a body
+    with LoopbackServer(app, name=which) as server:
+        socks = [socket.create_connection(("127.0.0.1", server.port), timeout=60)
+                 for _ in starts]
+        try:
+            for sock, start in zip(socks, starts, strict=True):
+                sock.sendall(start)
+            for sock in socks:
+                # the server closes each (an empty read); without a deadline this read
+                # would wait out the socket's 60 s timeout and fail
+                data = sock.recv(65536)
+                assert data == b"" or data.startswith(b"HTTP/1.1 "), data[:200]
+        finally:
+            for sock in socks:
+                sock.close()
