@@ -811,3 +811,50 @@ def test_a_malformed_base_url_or_upstream_is_refused_by_name(url: str) -> None:
         validate_upstream(url)
     with pytest.raises(InvalidInputError, match=r"\[::1"):
         OpenAIChatModel(base_url=url, model="m", environ={})
+
+
+def _damaged_db(tmp_path: Path, how: str) -> str:
+    """A SQLite database of two Runner runs with one value edited behind our back."""
+    import sqlite3
+
+    from memory_core.embedders import HashingEmbedder
+    from memory_core.memory import AgentMemory
+    from memory_core.models.reader import ReaderModel
+    from memory_core.runner import Agent, Runner
+    from memory_core.storage.sqlite import SQLiteStorage
+
+    path = tmp_path / "damaged.db"
+    s = SQLiteStorage(str(path))
+    embed = HashingEmbedder(64)
+    runner = Runner(s, {"a": Agent("a", "Answer.", ReaderModel(embed=embed))},
+                    memory=AgentMemory(s, embed=embed, recent_n=2))
+    runner.run("a", run_id="r1", thread_id="t", resource_id="u", prompt="My code is 4471.")
+    runner.run("a", run_id="r2", thread_id="t", resource_id="u", prompt="What is my code?")
+    s.close()
+    con = sqlite3.connect(path)
+    with con:
+        if how == "journal value":
+            con.execute("UPDATE journal SET value = '{not json' WHERE key = 'r2:memctx'")
+        else:
+            con.execute("UPDATE runs SET started_at = 'yesterday' WHERE run_id = 'r2'")
+    con.close()
+    return f"sqlite:///{path}"
+
+
+@pytest.mark.parametrize("how", ["journal value", "timestamp"])
+def test_a_damaged_database_is_one_error_line_in_every_command(how: str,
+                                                               tmp_path: Path) -> None:
+    """A journal value that is not JSON or a time that is not one gave tracebacks in
+    inspect, why, diff, counterfactual, runs, threads and verify (issue 33 point 8)."""
+    db = _damaged_db(tmp_path, how)
+    for command in (["inspect", "r2"], ["why", "r2", "--text", "code"], ["diff", "r1", "r2"],
+                    ["counterfactual", "r2", "--subtract", "all", "--model", "reader"],
+                    ["runs"], ["threads"], ["verify", "--all"], ["replay", "r2"]):
+        result = CliRunner().invoke(app, [*command, "--db", db])
+        if how == "journal value" and command[0] in ("runs", "threads"):
+            assert result.exit_code == 0, (command, result.output)  # they read no record
+            continue
+        assert result.exit_code == 1, (command, result.output)
+        assert isinstance(result.exception, SystemExit), (command, result.exception)
+        assert "Traceback" not in result.output
+        assert "error:" in result.output or "tampered" in result.output, result.output

@@ -235,8 +235,16 @@ def encode_json(key: str, value: Any) -> str:
     return json_or_invalid(f"journal value for key '{key}'", value)
 
 
-def decode_json(text: str) -> Any:
-    return json.loads(text)
+def decode_json(text: str, where: str = "a stored value") -> Any:
+    """A stored JSON text read back; StorageError naming ``where`` when it is not JSON
+    (the database was edited or damaged): one clear error, never a traceback."""
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError) as e:
+        from memory_core.errors import StorageError
+
+        raise StorageError(f"{where} is not valid JSON (the database was edited or "
+                           f"damaged): {e}") from None
 
 
 def journal_texts(items: Sequence[tuple[str, Any]]) -> dict[str, str]:

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from memory_core.errors import InvalidInputError, NotFoundError
+from memory_core.errors import InvalidInputError, NotFoundError, StorageError
 from memory_core.storage import schema
 from memory_core.storage.base import (
     EmbeddingBlock,
@@ -99,11 +99,17 @@ def ts_text(dt: datetime) -> str:
 
 
 def ts_parse(text: str) -> datetime:
-    return datetime.fromisoformat(text)
+    """A stored time read back; StorageError naming it when it is not an ISO time (the
+    database was edited or damaged): one clear error, never a traceback."""
+    try:
+        return datetime.fromisoformat(text)
+    except (TypeError, ValueError):
+        raise StorageError(f"a stored time {text!r} is not an ISO date and time (the "
+                           "database was edited or damaged)") from None
 
 
 def ts_parse_opt(text: str | None) -> datetime | None:
-    return None if text is None else datetime.fromisoformat(text)
+    return None if text is None else ts_parse(text)
 
 
 def _chunks(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
@@ -1115,14 +1121,15 @@ class SqlRunJournal(RunJournal):
     def get(self, key: str) -> Any | None:
         with self._db.read("journal get") as tx:
             rows = self.record_rows(tx, [key])
-        return decode_json(rows[0][1]) if rows else None
+        return decode_json(rows[0][1], f"journal entry '{key}'") if rows else None
 
     def get_many(self, keys: Sequence[str]) -> dict[str, Any]:
         wanted = list(dict.fromkeys(keys))
         if not wanted:
             return {}
         with self._db.read("journal get_many") as tx:
-            return {k: decode_json(v) for k, v in self.record_rows(tx, wanted)}
+            return {k: decode_json(v, f"journal entry '{k}'")
+                    for k, v in self.record_rows(tx, wanted)}
 
     @staticmethod
     def record_rows(tx: Tx, keys: Sequence[str]) -> builtins.list[tuple[str, str]]:
@@ -1137,7 +1144,7 @@ class SqlRunJournal(RunJournal):
         with self._db.read("journal list") as tx:
             rows = self.listed_rows(tx, prefix)
             self._db.noted_listing(prefix, [r[0] for r in rows])
-        return [(r[0], decode_json(r[1])) for r in rows]
+        return [(r[0], decode_json(r[1], f"journal entry '{r[0]}'")) for r in rows]
 
     @staticmethod
     def listed_rows(tx: Tx, prefix: str) -> builtins.list[tuple[str, str]]:
