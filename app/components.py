@@ -18,7 +18,7 @@ from typing import Any, NoReturn
 import plotly.graph_objects as go
 import streamlit as st
 
-from memory_core import views
+from memory_core.analysis import views
 from memory_core.types import is_undated
 
 START_PAGE = "app_pages/start.py"
@@ -387,7 +387,7 @@ class RecalledObservation:
 def recalled_observations(tool_calls: Sequence[Any]) -> list[RecalledObservation]:
     """The observations a run's ``recall_observations`` tool calls returned, in call
     order, with their source ranges (SPEC §8.9–8.10); failed calls return none."""
-    from memory_core.observational import RECALL_TOOL_NAME
+    from memory_core.composition.observational import RECALL_TOOL_NAME
 
     out: list[RecalledObservation] = []
     for t in tool_calls:
@@ -456,7 +456,7 @@ def fmt_time(value: object) -> str:
 def preview_text(preview: str) -> str:
     """A recorded preview (the library keeps a message's first
     ``provenance.PREVIEW_CHARS`` characters) with an ellipsis when it was cut there."""
-    from memory_core.provenance import PREVIEW_CHARS
+    from memory_core.text import PREVIEW_CHARS
 
     return preview + "…" if len(preview) >= PREVIEW_CHARS else preview
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 import streamlit as st
 
-from memory_core import views
+from memory_core.analysis import views
 from memory_core.errors import (
     InvalidInputError,
     MemoryCoreError,
@@ -39,7 +39,7 @@ if TYPE_CHECKING:  # the analysis modules load on first use, keeping page starts
     from memory_core.analysis.timeline import Timeline
     from memory_core.journal.seal import VerifyReport
     from memory_core.models.base import Model
-    from memory_core.provenance import Memctx
+    from memory_core.provenance.record import Memctx
 
 ENV_VAR = "MEMWB_DB"
 DEMO_DB = "sample_data/out/demo.duckdb"
@@ -397,6 +397,21 @@ def cached_why(url: str, run_id: str, thread_id: str | None, seq: int | None,
 
 
 @st.cache_data(ttl=CACHE_TTL_SECONDS, show_spinner=False)
+def cached_fate(url: str, run_id: str, thread_id: str, seq: int) -> Explanation | None:
+    """The fate of message (thread, seq) in a run, read from the run's record alone (its
+    recorded near misses, no re-scoring): None when the message is not stored."""
+    from memory_core.analysis.forgotten import explain_message
+    from memory_core.journal import load_run
+
+    with _batch(url) as storage:
+        msgs = storage.memory.get_messages(thread_id, seqs=[seq]) \
+            if storage.memory.get_thread(thread_id) is not None else []
+        if not msgs:
+            return None
+        return explain_message(storage, load_run(storage, run_id), msgs[0], rescore=False)
+
+
+@st.cache_data(ttl=CACHE_TTL_SECONDS, show_spinner=False)
 def cached_lifeline(url: str, thread_id: str, seq: int,
                     runs_of: str | None = None) -> list[LifelinePoint]:
     """The message's fate across the runs of its thread (or of ``runs_of``)."""
@@ -456,19 +471,10 @@ def writable_storage(url: str) -> Iterator[Storage]:
     """A storage that may write (counterfactuals journal their results): the shared
     one when it is writable, else a short-lived writable handle on the same DuckDB file,
     closed right after so an agent process can go on writing."""
-    from memory_core.storage.duckdb import DuckDBStorage
-
     if read_only():
         raise InvalidInputError(READ_ONLY_REASON)
-    storage = get_services(url).storage
-    if not isinstance(storage, DuckDBStorage) or not storage.read_only:
+    with get_services(url).storage.writer(lock_timeout=LOCK_TIMEOUT_SECONDS) as storage:
         yield storage
-        return
-    writer = DuckDBStorage(storage.path, lock_timeout=LOCK_TIMEOUT_SECONDS)
-    try:
-        yield writer
-    finally:
-        writer.close()
 
 
 def after_write() -> None:
@@ -573,7 +579,7 @@ def run_attribution(url: str, run_id: str,
 # -- why forgotten by phrase, and the embedding model it needs -------------------------
 if TYPE_CHECKING:
     from memory_core.analysis.forgotten import PhraseSearch
-    from memory_core.embedders import Embedder
+    from memory_core.embedding.hashing import Embedder
 
 EMBEDDING_MODEL_STATUS = "Loading the embedding model ({name})…"
 _embedders_loaded: set[str] = set()
@@ -592,7 +598,7 @@ def cached_run_embedder(url: str, run_id: str) -> str | None:
 @st.cache_resource(show_spinner=False)
 def _embedding_model(name: str) -> Embedder | None:
     """The shared embedder instance for ``name``, its model loaded (one warm-up text)."""
-    from memory_core.registry import embedder_from_name
+    from memory_core.runs.registry import embedder_from_name
 
     embed = embedder_from_name(name)
     if embed is not None:
@@ -615,7 +621,7 @@ def load_run_embedder(url: str, run_id: str) -> None:
 def _model_loaded(name: str) -> bool:
     """Whether the shared embedder ``name`` has sent texts to its model (so the model is
     loaded in this process)."""
-    from memory_core.registry import embedder_from_name
+    from memory_core.runs.registry import embedder_from_name
 
     return getattr(embedder_from_name(name), "model_calls", 0) > 0
 

@@ -29,11 +29,12 @@ from app.components import (
     with_db,
 )
 from app.stories import PLAIN_LEFT_OUT, PLAIN_PARTS, Story, percent, plain_plan, plain_summary
-from memory_core import views
+from memory_core.analysis import views
 
 if TYPE_CHECKING:
     from memory_core.analysis.counterfactual import CounterfactualResult
-    from memory_core.provenance import Memctx
+    from memory_core.analysis.forgotten import Explanation
+    from memory_core.provenance.record import Memctx
 
 Ref = tuple[str, int]
 ROLE_AVATARS = {"user": ":material/person:", "assistant": ":material/support_agent:",
@@ -237,52 +238,45 @@ def match_caption(bars: list[Bar], threshold: float, top_k: int | None,
 
 
 # -- the key message's fate -----------------------------------------------------------
-def key_fate(view: views.RunView, memctx: Memctx | None, key: Ref | None,
-             key_name: str) -> tuple[bool | None, str]:
+def key_fate(fate: Explanation | None, key_name: str) -> tuple[bool | None, str]:
     """Whether the key message reached the assistant in this run, and why, in plain
-    words, read from the run's record alone (no embedding model needed)."""
+    words: the fate ``analysis.forgotten`` decides from the run's record alone
+    (``services.cached_fate``; no embedding model needed), told to a non-engineer."""
     name = key_name[:1].upper() + key_name[1:]
-    if key is None:
+    if fate is None:
         return None, f"{name} is not in this database."
-    for lv in view.lanes:
-        if lv.lane != "dropped" and any((it.thread_id, it.seq) == key for it in lv.items):
-            return True, f"{name} was handed over, as part of “{PLAIN_PARTS[lv.lane]}”."
-    if memctx is None:
+    ev = fate.evidence
+    if fate.reached_model:
+        part = PLAIN_PARTS.get("recalled" if fate.fate == "recalled" else
+                               "input" if fate.fate == "input" else "recent")
+        return True, f"{name} was handed over, as part of “{part}”."
+    if fate.fate == "unexplained" and "near_misses" not in ev:
         return None, f"{name} was not handed over; this answer keeps no memory record."
-    for d in memctx.dropped:
-        if (d.thread_id, d.seq) == key:
-            return False, (f"{name} was found by memory but left out, because "
-                           + PLAIN_LEFT_OUT.get(d.reason or "", "of a rule") + ".")
-    for p in memctx.processed:
-        if (p.thread_id, p.seq) == key:
-            done = "cut out" if p.action == "removed" else "shortened"
-            return False, (f"{name} was {done} to keep what the assistant is given under "
-                           "its length limit.")
-    rc = memctx.settings.recall
-    for n in memctx.near_misses:
-        if (n.thread_id, n.seq) != key:
-            continue
-        pct = percent(n.vector_score if n.vector_score is not None else n.score)
-        if n.reason == "below-threshold" and rc is not None and rc.threshold is not None:
-            more = (f", and {n.rank - 1} messages matched better while only the "
-                    f"{rc.top_k} closest are handed over" if rc.top_k and n.rank > rc.top_k
-                    else "")
-            return False, (f"{name} matched the question {pct}, under the minimum of "
-                           f"{percent(rc.threshold)}{more}. So it was not handed over.")
-        if n.reason == "beyond-top-k" and rc is not None:
-            return False, (f"{name} matched the question {pct}, enough to pass, but "
-                           f"{n.rank - 1} messages matched better and only the {rc.top_k} "
-                           "closest are handed over.")
-        if n.reason == "filtered-out":
-            return False, (f"A label filter skipped {key_name}, although it matched "
-                           f"the question {pct}.")
-    for it in view.lane("observations").items:
-        for src in it.sources:
-            if (src.thread_id == key[0] and src.from_seq is not None
-                    and src.to_seq is not None and src.from_seq <= key[1] <= src.to_seq):
-                return False, (f"{name} was in the part of the conversation that reached "
-                               "the assistant only as a summary.")
-    if not memctx.settings.recall_enabled:
+    if fate.fate == "dropped":
+        return False, (f"{name} was found by memory but left out, because "
+                       + PLAIN_LEFT_OUT.get(ev.get("reason") or "", "of a rule") + ".")
+    if fate.fate == "trimmed-by-token-limit":
+        return False, (f"{name} was cut out to keep what the assistant is given under "
+                       "its length limit.")
+    score = ev.get("vector_score") if ev.get("vector_score") is not None else ev.get("score")
+    pct = percent(score) if score is not None else "(no score recorded)"
+    top_k, rank = ev.get("top_k"), ev.get("rank")
+    if fate.fate == "below-threshold" and ev.get("threshold") is not None:
+        more = (f", and {rank - 1} messages matched better while only the {top_k} "
+                "closest are handed over" if top_k and rank and rank > top_k else "")
+        return False, (f"{name} matched the question {pct}, under the minimum of "
+                       f"{percent(ev['threshold'])}{more}. So it was not handed over.")
+    if fate.fate == "beyond-top-k":
+        return False, (f"{name} matched the question {pct}, enough to pass, but "
+                       f"{(rank or 1) - 1} messages matched better and only the {top_k} "
+                       "closest are handed over.")
+    if fate.fate == "filtered-out":
+        return False, (f"A label filter skipped {key_name}, although it matched "
+                       f"the question {pct}.")
+    if fate.fate == "compacted":
+        return False, (f"{name} was in the part of the conversation that reached "
+                       "the assistant only as a summary.")
+    if fate.fate == "recall-off":
         return False, (f"{name} was not handed over: it is older than the latest messages, "
                        "and memory does not search older messages in this setup.")
     return False, (f"{name} was not among the closest matches memory noted for this "

@@ -191,7 +191,8 @@ def worker(adapter: str, where: str, n: int, what: str) -> dict[str, float]:
     """One measurement in this (fresh) process: ``limit``, ``vector`` or ``hybrid``."""
     from threadpoolctl import threadpool_limits
 
-    from memory_core.recall import RecallConfig, RecallEngine
+    from memory_core.recall.config import RecallConfig
+    from memory_core.recall.engine import RecallEngine
 
     if what in EXTRA_WORKERS:
         return EXTRA_WORKERS[what](adapter, where, n)
@@ -262,8 +263,8 @@ def compose_worker(adapter: str, where: str, n: int) -> dict[str, float]:
     thread of the scope, warm, interleaved with the numpy scan of the engine's matrix."""
     from threadpoolctl import threadpool_limits
 
-    from memory_core.memory import AgentMemory
-    from memory_core.recall import RecallConfig
+    from memory_core.composition.memory import AgentMemory
+    from memory_core.recall.config import RecallConfig
 
     storage = open_storage(adapter, where)
     queries = np.random.default_rng(6).standard_normal((WARM_QUERIES + 1, DIM)).astype(

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from memory_core.memory import AgentMemory
-from memory_core.recall import RecallConfig
+from memory_core.composition.memory import AgentMemory
+from memory_core.recall.config import RecallConfig
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.types import AppendRow, Message
 

@@ -22,11 +22,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from bench.results import replace_section
-from memory_core.embedders import HashingEmbedder
-from memory_core.memory import AgentMemory
+from memory_core.composition.memory import AgentMemory
+from memory_core.embedding.hashing import HashingEmbedder
 from memory_core.models.scripted import ScriptedModel
-from memory_core.recall import RecallConfig
-from memory_core.runner import Agent, Runner
+from memory_core.recall.config import RecallConfig
+from memory_core.runs.runner import Agent, Runner
 from memory_core.storage.duckdb import DuckDBStorage
 from memory_core.types import Message
 

@@ -20,7 +20,8 @@ from typing import Any
 import numpy as np
 
 from bench.results import replace_section
-from memory_core.recall import RecallConfig, RecallEngine
+from memory_core.recall.config import RecallConfig
+from memory_core.recall.engine import RecallEngine
 from memory_core.storage.base import EmbeddingBlock, MemoryStore
 from memory_core.types import StoredMessage, Thread
 

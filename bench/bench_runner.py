@@ -40,12 +40,12 @@ from typing import Any
 import numpy as np
 
 from bench.results import replace_section
-from memory_core.embedders import HashingEmbedder
-from memory_core.memory import AgentMemory
+from memory_core.composition.memory import AgentMemory
+from memory_core.embedding.hashing import HashingEmbedder
 from memory_core.models.base import ModelResponse, ToolSpec
 from memory_core.models.scripted import ScriptedModel
-from memory_core.recall import RecallConfig
-from memory_core.runner import Agent, Runner
+from memory_core.recall.config import RecallConfig
+from memory_core.runs.runner import Agent, Runner
 from memory_core.storage.base import Storage
 from memory_core.types import AppendRow, Message, RunRecord
 

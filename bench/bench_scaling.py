@@ -207,10 +207,10 @@ def single_worker(adapter: str, where: str, n: int) -> dict[str, float]:
 
 
 def runner_worker(adapter: str, where: str, n: int) -> dict[str, float]:
-    from memory_core.memory import AgentMemory
+    from memory_core.composition.memory import AgentMemory
     from memory_core.models.scripted import ScriptedModel
-    from memory_core.recall import RecallConfig
-    from memory_core.runner import Agent, Runner
+    from memory_core.recall.config import RecallConfig
+    from memory_core.runs.runner import Agent, Runner
 
     storage = cold.open_storage(adapter, where)
     q = np.random.default_rng(8).standard_normal((1, cold.DIM)).astype(np.float32)

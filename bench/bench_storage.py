@@ -30,8 +30,8 @@ from typing import Any
 import numpy as np
 
 from bench.results import replace_section
-from memory_core.memory import AgentMemory
-from memory_core.recall import RecallConfig
+from memory_core.composition.memory import AgentMemory
+from memory_core.recall.config import RecallConfig
 from memory_core.storage.base import Storage
 from memory_core.types import AppendRow, Message
 

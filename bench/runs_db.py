@@ -22,15 +22,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from memory_core.embedders import HashingEmbedder
+from memory_core.composition.memory import AgentMemory
+from memory_core.composition.working_memory import WorkingMemoryConfig
+from memory_core.embedding.hashing import HashingEmbedder
 from memory_core.errors import InvalidInputError
-from memory_core.memory import AgentMemory
 from memory_core.models.base import ModelResponse, Tool, ToolSpec
 from memory_core.models.reader import ReaderModel
-from memory_core.recall import RecallConfig
-from memory_core.runner import Agent, Runner
+from memory_core.recall.config import RecallConfig
+from memory_core.runs.runner import Agent, Runner
 from memory_core.storage.base import Storage
-from memory_core.working_memory import WorkingMemoryConfig
 from tests.helpers import Tick  # one second per read: distinct, ordered timestamps
 
 T0 = datetime(2026, 3, 2, 8, 0, tzinfo=UTC)

@@ -190,7 +190,7 @@ def parse_ref(text: str) -> tuple[str, int]:
 
 
 def _embedder(name: str, *, allow_none: bool) -> Any:
-    from memory_core.registry import embedder_from_name
+    from memory_core.runs.registry import embedder_from_name
 
     choices = [*EMBEDDERS, *(["none"] if allow_none else [])]
     if name not in choices:
@@ -463,7 +463,7 @@ def threads(db: DbOpt = None,
 
     Example: memwb threads --resource cust-anna
     """
-    from memory_core import views
+    from memory_core.analysis import views
 
     with opened(db) as s:
         if resource is not None:
@@ -485,7 +485,7 @@ def runs(db: DbOpt = None,
 
     Example: memwb runs --thread support-3
     """
-    from memory_core import views
+    from memory_core.analysis import views
 
     with opened(db) as s:
         if thread is not None:
@@ -504,7 +504,7 @@ def inspect(run: Annotated[str, typer.Argument(help="Run id.")], db: DbOpt = Non
 
     Example: memwb inspect support-3-forgot --json
     """
-    from memory_core import views
+    from memory_core.analysis import views
 
     with opened(db) as s:
         if as_json:
@@ -539,7 +539,7 @@ def replay(run: Annotated[str, typer.Argument(help="Run id.")], db: DbOpt = None
 
     Example: memwb replay support-3-forgot
     """
-    from memory_core.replay import replay as do_replay
+    from memory_core.runs.replay import replay as do_replay
 
     with opened(db) as s:
         r = guarded(lambda: do_replay(s, run))
@@ -605,7 +605,7 @@ def _chosen_model(storage: Storage, run: str, model: str | None,
     if model is None and base_url is None:
         return None
     from memory_core.journal import load_run
-    from memory_core.registry import model_for_run
+    from memory_core.runs.registry import model_for_run
 
     data = guarded(lambda: load_run(storage, run))
     embed_name = data.memctx.settings.embedder if data.memctx else None
@@ -728,11 +728,13 @@ def erase(db: DbOpt = None,
 
     Example: memwb erase --thread support-1
     """
+    from memory_core.lifecycle.erasure import erase_resource, erase_thread
+
     if (thread is None) == (resource is None):
         raise fail("give exactly one of --thread or --resource")
     with opened(db, read_only=False) as s:
         if thread is not None:
-            report = guarded(lambda: s.erase_thread(thread))
+            report = guarded(lambda: erase_thread(s, thread))
         else:
             assert resource is not None
             known = guarded(lambda: s.memory.list_resources())
@@ -740,7 +742,7 @@ def erase(db: DbOpt = None,
                     lambda: s.runs.list_runs(resource_id=resource)):
                 raise fail(f"resource {resource!r} does not exist; resources are "
                            f"{', '.join(known) or '(none)'}")
-            report = guarded(lambda: s.erase_resource(resource))
+            report = guarded(lambda: erase_resource(s, resource))
     emit_json(report.model_dump())
 
 

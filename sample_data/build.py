@@ -14,16 +14,16 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from memory_core.embedders import Embedder, HashingEmbedder
+from memory_core.composition.memory import AgentMemory
+from memory_core.composition.observational import ObservationalConfig
+from memory_core.composition.working_memory import WorkingMemoryConfig
+from memory_core.embedding.hashing import Embedder, HashingEmbedder
 from memory_core.errors import InvalidInputError
-from memory_core.memory import AgentMemory
 from memory_core.models.base import Model, ModelIdentity, ModelResponse, Tool, ToolSpec
-from memory_core.observational import ObservationalConfig
-from memory_core.recall import RecallConfig
-from memory_core.runner import Agent, Runner
+from memory_core.recall.config import RecallConfig
+from memory_core.runs.runner import Agent, Runner
 from memory_core.storage.base import Storage
 from memory_core.types import Message, Part, TextPart, ToolCallPart
-from memory_core.working_memory import WorkingMemoryConfig
 from sample_data.scenarios import Legacy, Scenario, Turn
 from sample_data.scenarios.home import HOME
 from sample_data.scenarios.move import MOVE
@@ -102,7 +102,7 @@ def make_embedder(name: str, cache_dir: Path | None = None) -> Embedder:
     if name == "hashing":
         return HashingEmbedder(64)
     if name == "minilm":
-        from memory_core.minilm import MiniLMEmbedder
+        from memory_core.embedding.minilm import MiniLMEmbedder
 
         return MiniLMEmbedder(cache_dir=str(cache_dir) if cache_dir else None)
     raise InvalidInputError(f"unknown embedder {name!r}; choose minilm or hashing")

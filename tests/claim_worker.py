@@ -13,11 +13,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from memory_core.embedders import HashingEmbedder  # noqa: E402
+from memory_core.composition.memory import AgentMemory
+from memory_core.embedding.hashing import HashingEmbedder
 from memory_core.errors import RunInProgress  # noqa: E402
-from memory_core.memory import AgentMemory  # noqa: E402
 from memory_core.models.base import ModelResponse, Tool, ToolSpec  # noqa: E402
-from memory_core.runner import Agent, Runner  # noqa: E402
+from memory_core.runs.runner import Agent, Runner
 from memory_core.storage.url import open_storage  # noqa: E402
 from memory_core.types import Message, ToolCallPart  # noqa: E402
 

@@ -27,13 +27,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from memory_core.composition.memory import AgentMemory
+from memory_core.composition.working_memory import WorkingMemoryConfig
 from memory_core.journal import RunKeys
-from memory_core.memory import AgentMemory
 from memory_core.models.base import ModelResponse, Tool, ToolSpec
-from memory_core.runner import Agent, Runner
+from memory_core.runs.runner import Agent, Runner
 from memory_core.storage.base import Storage
 from memory_core.types import Message, ToolCallPart
-from memory_core.working_memory import WorkingMemoryConfig
 
 RUN_ID = "run-crash"
 THREAD = "t-crash"

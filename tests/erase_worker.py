@@ -14,6 +14,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from memory_core.lifecycle.erasure import erase_thread
 from memory_core.storage.url import open_storage  # noqa: E402
 
 URL, KILL_AT = sys.argv[1], int(sys.argv[2])
@@ -37,7 +38,7 @@ def main() -> None:
                                          "put_working_memory"))):
         for name in names:
             setattr(obj, name, killing(getattr(obj, name)))
-    storage.erase_thread("secret")
+    erase_thread(storage, "secret")
     storage.close()
     print(calls)
 

@@ -16,7 +16,7 @@ from typer.testing import CliRunner, Result
 
 import sample_data.build as build
 from memory_core.cli import app
-from memory_core.provenance import Memctx
+from memory_core.provenance.record import Memctx
 from memory_core.storage.duckdb import DuckDBStorage
 from sample_data.scenarios.home import HOME
 from sample_data.scenarios.support import SUPPORT
@@ -817,10 +817,10 @@ def _damaged_db(tmp_path: Path, how: str) -> str:
     """A SQLite database of two Runner runs with one value edited behind our back."""
     import sqlite3
 
-    from memory_core.embedders import HashingEmbedder
-    from memory_core.memory import AgentMemory
+    from memory_core.composition.memory import AgentMemory
+    from memory_core.embedding.hashing import HashingEmbedder
     from memory_core.models.reader import ReaderModel
-    from memory_core.runner import Agent, Runner
+    from memory_core.runs.runner import Agent, Runner
     from memory_core.storage.sqlite import SQLiteStorage
 
     path = tmp_path / "damaged.db"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from memory_core.journal import load_run
-from memory_core.registry import recorded_identity
+from memory_core.runs.registry import recorded_identity
 from memory_core.storage.duckdb import DuckDBStorage
 from sample_data.build import SCENARIOS
 from tests.fake_provider.server import FakeProvider

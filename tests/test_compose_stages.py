@@ -1,10 +1,12 @@
-"""Each stage of composition (memory_core.compose) alone: its inputs, its output."""
+"""Each stage of composition (memory_core.composition.stages) alone: its inputs, its output."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from memory_core.compose import (
+from memory_core.composition.memory import AgentMemory
+from memory_core.composition.observational import ObservationalConfig, ObservationalMemory
+from memory_core.composition.stages import (
     SKIP_FITS,
     SKIP_NO_EMBEDDER,
     SKIP_NO_QUERY,
@@ -26,16 +28,19 @@ from memory_core.compose import (
     trim_input,
     working_memory_lane,
 )
-from memory_core.embedders import HashingEmbedder
-from memory_core.memory import AgentMemory
+from memory_core.composition.toolpairs import DUPLICATE, ORPHAN, UNANSWERED
+from memory_core.composition.working_memory import (
+    KeyLocks,
+    WorkingMemory,
+    WorkingMemoryConfig,
+)
+from memory_core.embedding.hashing import HashingEmbedder
 from memory_core.models.scripted import ScriptedModel
-from memory_core.observational import ObservationalConfig, ObservationalMemory
-from memory_core.provenance import CompositionSettings
-from memory_core.recall import RecallConfig, RecallEngine
+from memory_core.provenance.record import CompositionSettings
+from memory_core.recall.config import RecallConfig
+from memory_core.recall.engine import RecallEngine
 from memory_core.storage.inmemory import InMemoryStorage
-from memory_core.toolpairs import DUPLICATE, ORPHAN, UNANSWERED
 from memory_core.types import Message, Thread, ToolCallPart, ToolResultPart
-from memory_core.working_memory import KeyLocks, WorkingMemory, WorkingMemoryConfig
 from tests.helpers import Tick
 
 

@@ -13,11 +13,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memory_core.embedders import HashingEmbedder
-from memory_core.memory import AgentMemory
-from memory_core.models.openai_http import to_openai_messages
-from memory_core.provenance import PROVENANCE_DROPPED_CAP
-from memory_core.recall import RecallConfig
+from memory_core.composition.memory import AgentMemory
+from memory_core.embedding.hashing import HashingEmbedder
+from memory_core.models.openai_codec import to_openai_messages
+from memory_core.provenance.record import PROVENANCE_DROPPED_CAP
+from memory_core.recall.config import RecallConfig
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.types import Message, TextPart, ToolCallPart, ToolResultPart
 from tests.fake_provider.validation import validate_messages

@@ -10,7 +10,7 @@ import pytest
 
 from memory_core.errors import InvalidInputError
 from memory_core.journal.keys import is_claim
-from memory_core.replay import replay
+from memory_core.runs.replay import replay
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.types import canonical_json
 from sample_data.build import SCENARIOS, DemoClock, build_into

@@ -12,7 +12,7 @@ import pytest
 from memory_core.analysis.counterfactual import attribution, counterfactual
 from memory_core.analysis.diff import diff_runs
 from memory_core.analysis.forgotten import why_forgotten
-from memory_core.replay import replay
+from memory_core.runs.replay import replay
 from memory_core.storage.base import Storage
 from memory_core.storage.duckdb import DuckDBStorage
 

@@ -1,6 +1,7 @@
 """The docs keep up with the code. README: every provenance field and every CLI command
 is documented, the command examples use real options, and the Python example runs.
-docs/architecture.md: every module under memory_core/ and every journal record type."""
+docs/modules.md names every module under memory_core/, docs/contracts.md every journal record
+type, and docs/architecture.md fits one screen with a "to change X, open Y" table."""
 
 from __future__ import annotations
 
@@ -17,11 +18,13 @@ import typer
 from typer.testing import CliRunner
 
 from memory_core.cli import app
-from memory_core.provenance import Memctx
+from memory_core.provenance.record import Memctx
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 ARCHITECTURE = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+MODULES = (ROOT / "docs" / "modules.md").read_text(encoding="utf-8")
+CONTRACTS = (ROOT / "docs" / "contracts.md").read_text(encoding="utf-8")
 
 
 def section(title: str, text: str = README, doc: str = "README") -> str:
@@ -80,9 +83,9 @@ def test_readme_python_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert "('anna-1', 0, " in out.getvalue()
 
 
-# -- docs/architecture.md --------------------------------------------------------------
+# -- docs/modules.md, docs/contracts.md, docs/architecture.md -------------------------
 def memory_core_modules() -> list[str]:
-    """Every module of memory_core as the table names it: ``runner.py``,
+    """Every module of memory_core as the table names it: ``runs/runner.py``,
     ``storage/duckdb.py``; a package as ``storage/``; the top package as ``__init__.py``."""
     pkg = ROOT / "memory_core"
     out = []
@@ -98,7 +101,7 @@ def memory_core_modules() -> list[str]:
 
 
 def record_types() -> dict[str, str]:
-    """Every journal record type -> the name docs/architecture.md must show for it.
+    """Every journal record type -> the name docs/contracts.md must show for it.
 
     Read from ``memory_core.journal.RECORDS`` (kind -> spec with the record's ``model``
     class) once that package exists; until then from the functions that spell journal
@@ -109,7 +112,8 @@ def record_types() -> dict[str, str]:
     if (ROOT / "memory_core" / "journal" / "__init__.py").is_file():
         journal = importlib.import_module("memory_core.journal")
         return {kind: spec.model.__name__ for kind, spec in journal.RECORDS.items()}
-    from memory_core import observational, runner
+    from memory_core.composition import observational
+    from memory_core.runs import runner
 
     out = {}
     for mod in (runner, observational):
@@ -121,18 +125,48 @@ def record_types() -> dict[str, str]:
     return out
 
 
-def test_architecture_names_every_module() -> None:
+def test_modules_names_every_module() -> None:
     modules = memory_core_modules()
-    assert "runner.py" in modules and "storage/" in modules  # the walk found the tree
-    named = backticked(section("Modules", ARCHITECTURE, "docs/architecture.md"))
+    assert "runs/runner.py" in modules and "storage/" in modules  # the walk found the tree
+    named = backticked(MODULES)
     missing = [m for m in modules if m not in named]
-    assert not missing, (f"docs/architecture.md's Modules table has no row naming {missing}"
+    assert not missing, (f"docs/modules.md has no row naming {missing}"
                          " (write the path relative to memory_core/, in backticks)")
+    stale = sorted(n for n in named if n.endswith((".py", "/")) and "/" in n.rstrip("/")
+                   and n not in modules and not (ROOT / "memory_core" / n).exists())
+    assert not stale, f"docs/modules.md names modules that do not exist: {stale}"
 
 
-def test_architecture_describes_every_journal_record() -> None:
+def test_the_architecture_fits_one_screen_and_names_a_package_sentence_each() -> None:
+    lines = ARCHITECTURE.splitlines()
+    assert len(lines) <= 70, f"docs/architecture.md has {len(lines)} lines; keep it one screen"
+    block = ARCHITECTURE.split("```layers\n", 1)[1].split("```", 1)[0]
+    packages = {p for line in block.splitlines() for p in line.split(":", 1)[0].split()}
+    described = set(re.findall(r"\*\*(\w+)\*\*", section("Packages", ARCHITECTURE)))
+    assert packages - {"foundation"} <= described | {"app"} and "foundation" in described, (
+        f"packages without their sentence: {sorted(packages - described)}")
+
+
+WANTED_CHANGES = ("add an import format", "add a recall mode",
+                  "add a field to the provenance record", "add a workbench page",
+                  "add a storage adapter")
+
+
+def test_to_change_x_open_y_names_at_most_three_files_that_exist() -> None:
+    table = section("To change X, open Y", ARCHITECTURE, "docs/architecture.md")
+    rows = dict(re.findall(r"^\| ([^|`]+?) \| (.+?) \|$", table, re.M))
+    rows.pop("to change", None)
+    assert set(WANTED_CHANGES) <= set(rows), sorted(set(WANTED_CHANGES) - set(rows))
+    for change, cell in rows.items():
+        paths = re.findall(r"`([^`]+)`", cell)
+        assert 1 <= len(paths) <= 3, f"'{change}' names {len(paths)} files"
+        missing = [p for p in paths if not (ROOT / p).exists()]
+        assert not missing, f"'{change}' names files that do not exist: {missing}"
+
+
+def test_contracts_describe_every_journal_record() -> None:
     types = record_types()
     assert len(types) >= 8, types  # input, prompt, memctx, persist, step, tool, output, …
-    named = backticked(ARCHITECTURE)
+    named = backticked(CONTRACTS)
     missing = {kind: name for kind, name in types.items() if name not in named}
-    assert not missing, f"docs/architecture.md does not describe the records {missing}"
+    assert not missing, f"docs/contracts.md does not describe the records {missing}"

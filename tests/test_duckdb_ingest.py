@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from memory_core.errors import InvalidInputError
+from memory_core.lifecycle.erasure import erase_thread
 from memory_core.storage.duckdb import DuckDBStorage
 from memory_core.storage.sqlite import SQLiteStorage
 from memory_core.types import AppendRow, Message, TextPart, ToolCallPart, ToolResultPart
@@ -201,7 +202,7 @@ def test_vectors_are_stored_uncompressed_also_after_an_erasure(tmp_path: Path) -
     s.close()
     assert _compressions(db) == {"Uncompressed"}
     s = DuckDBStorage(db)
-    s.erase_thread("t2")
+    erase_thread(s, "t2")
     assert s.memory.get_messages("t1", seqs=[2999])[0].seq == 2999
     s.close()
     assert _compressions(db) == {"Uncompressed"}

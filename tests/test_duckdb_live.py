@@ -31,10 +31,10 @@ SEEN_WITHIN = 2.0  # seconds from an announcement to the end of the look that se
 # end of stdin) closes the storage and ends.
 AGENT = """
 import sys
-from memory_core.embedders import HashingEmbedder
-from memory_core.memory import AgentMemory
+from memory_core.embedding.hashing import HashingEmbedder
+from memory_core.composition.memory import AgentMemory
 from memory_core.models.reader import ReaderModel
-from memory_core.runner import Agent, Runner
+from memory_core.runs.runner import Agent, Runner
 from memory_core.storage.duckdb import DuckDBStorage
 
 storage = DuckDBStorage(sys.argv[1], lock_timeout=60)

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from memory_core.errors import StorageBusyError
+from memory_core.lifecycle.erasure import erase_thread
 from memory_core.storage.duckdb import DuckDBStorage
 from memory_core.types import AppendRow, Message
 
@@ -73,7 +74,7 @@ def test_appends_of_another_process_during_and_after_rewrites_land_in_the_new_fi
         assert agent.stdout.readline().strip() == "appending", agent.stderr.read() \
             if agent.stderr else ""
         for tid in GONE:
-            report = s.erase_thread(tid)
+            report = erase_thread(s, tid)
             assert report.messages == 2000
         stop.touch()
         out, err = agent.communicate(timeout=180)
@@ -104,7 +105,7 @@ def test_an_append_after_the_rewrite_lands_in_the_new_file(tmp_path: Path) -> No
     s.memory.create_thread("kept", resource_id="u")
     s.memory.append_messages("gone", [AppendRow(message=Message(content="erase me"))])
     s.memory.append_messages("kept", [AppendRow(message=Message(content="before"))])
-    s.erase_thread("gone")
+    erase_thread(s, "gone")
     s.close()
     agent = subprocess.run([sys.executable, "-c", AGENT, str(path), str(stop)], cwd=ROOT,
                            capture_output=True, text=True, timeout=120)
@@ -158,12 +159,13 @@ KILLED_BEFORE_REWRITE = """
 import os, signal, sys
 from memory_core.storage import duckdb_file
 from memory_core.storage.duckdb import DuckDBStorage
+from memory_core.lifecycle.erasure import erase_thread
 
 def die(self, op):  # the erasure has committed; the process dies before the rewrite
     os.kill(os.getpid(), signal.SIGKILL)
 
 duckdb_file.HeldFile.rewrite = die
-DuckDBStorage(sys.argv[1]).erase_thread("secret")
+erase_thread(DuckDBStorage(sys.argv[1]), "secret")
 """
 
 

@@ -156,3 +156,26 @@ def test_threads_without_session_on_a_file_keep_seqs_dense(tmp_path: Path) -> No
         t.join()
     assert [m.seq for m in s.memory.get_messages("t1")] == list(range(40))
     s.close()
+
+
+def test_a_read_only_storage_lends_a_writer_for_a_block(tmp_path: Path) -> None:
+    """The workbench opens files read-only and writes a counterfactual through
+    ``writer()``: a writable storage on the same file for the block, closed after it so
+    an agent process can take the file back; a writable storage lends itself."""
+    path = tmp_path / "w.duckdb"
+    with DuckDBStorage(path) as made:
+        made.memory.create_thread("t")
+    reader = DuckDBStorage(path, read_only=True)
+    with pytest.raises(StorageError, match="read_only"):
+        reader.memory.append_messages("t", [AppendRow(message=Message(content="no"))])
+    with reader.writer(lock_timeout=5) as writable:
+        assert writable is not reader
+        writable.memory.append_messages("t", [AppendRow(message=Message(content="yes"))])
+    assert [m.text() for m in reader.memory.get_messages("t")] == ["yes"]
+    with pytest.raises(StorageError):  # closed when the block ended
+        writable.memory.get_messages("t")
+    reader.close()
+    own = DuckDBStorage(path)
+    with own.writer() as same:
+        assert same is own
+    own.close()

@@ -8,14 +8,15 @@ from pathlib import Path
 import pytest
 
 from memory_core.analysis.counterfactual import counterfactual
-from memory_core.embedders import HashingEmbedder
+from memory_core.composition.memory import AgentMemory
+from memory_core.embedding.hashing import HashingEmbedder
 from memory_core.errors import NotFoundError
 from memory_core.journal.seal import verify_run
-from memory_core.memory import AgentMemory
+from memory_core.lifecycle.erasure import erase_thread
 from memory_core.models.reader import ReaderModel
-from memory_core.recall import RecallConfig
-from memory_core.replay import replay
-from memory_core.runner import Agent, Runner
+from memory_core.recall.config import RecallConfig
+from memory_core.runs.replay import replay
+from memory_core.runs.runner import Agent, Runner
 from memory_core.storage.base import Storage
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.storage.sqlite import SQLiteStorage
@@ -56,7 +57,7 @@ def all_text(s: Storage) -> str:
 def check_erased(s: Storage) -> None:
     assert MARKER in all_text(s)  # planted, recalled and quoted before
     assert any(MARKER in repr(v) for k, v in s.runs.list("o0:"))
-    report = s.erase_thread("secret")
+    report = erase_thread(s, "secret")
     assert MARKER not in all_text(s)
     assert set(report.redacted_runs) >= {"o0", "o1", "o2"}
     assert report.answered_with == ["other"]
@@ -65,7 +66,7 @@ def check_erased(s: Storage) -> None:
         assert verify_run(s, rid).status == "redacted"
         assert replay(s, rid).integrity == "redacted"
     with pytest.raises(NotFoundError):
-        s.erase_thread("secret")
+        erase_thread(s, "secret")
 
 
 def test_erasing_a_thread_redacts_every_other_runs_records_in_memory() -> None:
@@ -110,7 +111,7 @@ def test_erase_finishes_what_a_crash_left() -> None:
     # a crash after the thread's data was deleted, before its runs and journals were
     s.memory.delete_thread("secret")
     assert s.runs.get_run("s1") is not None
-    report = s.erase_thread("secret")
+    report = erase_thread(s, "secret")
     assert report.runs == 2 and s.runs.get_run("s1") is None
     assert s.runs.list("s1:") == []
 
@@ -148,7 +149,7 @@ def test_sigkill_during_erase_then_erase_again_leaves_nothing(kind: str,
     s = open_storage(url)
     try:
         try:
-            s.erase_thread("secret")
+            erase_thread(s, "secret")
         except NotFoundError:
             pass  # a round finished it
         assert MARKER not in all_text(s)
@@ -180,7 +181,7 @@ def _count_writes(s: Storage) -> int:
                        (s.memory, ("redact_message", "delete_thread", "put_working_memory"))):
         for name in names:
             setattr(obj, name, counting(getattr(obj, name)))
-    s.erase_thread("secret")
+    erase_thread(s, "secret")
     return n
 
 
@@ -213,7 +214,7 @@ def test_redacting_one_record_keeps_the_records_its_key_prefixes(kind: str,
     before = {k for k, _ in s.runs.list("m1:")}
     assert {"m1:step:1", "m1:step:10", "m1:step:11", "m1:tool:c1", "m1:tool:c10",
             "m1:tool:c11"} <= before
-    report = s.erase_thread("secret")
+    report = erase_thread(s, "secret")
     assert "m1" in report.redacted_runs
     after = dict(s.runs.list("m1:"))
     assert set(after) == before  # every record is still there, rewritten or not

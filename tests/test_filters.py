@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memory_core.errors import InvalidInputError
-from memory_core.filters import first_failing_clause, match_filter, validate_filter
+from memory_core.recall.filters import first_failing_clause, match_filter, validate_filter
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(-5, 5),
                     st.floats(-5, 5, allow_nan=False), st.sampled_from(["a", "b", "tr", ""]))

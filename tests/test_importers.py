@@ -13,14 +13,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memory_core.embedders import HashingEmbedder
+from memory_core.composition.memory import token_text
+from memory_core.embedding.hashing import HashingEmbedder
 from memory_core.errors import ImportFormatError, InvalidInputError
 from memory_core.importers import detect_format, import_file, import_text
 from memory_core.importers.writer import UNKNOWN_FIELDS
 from memory_core.journal import load_run
-from memory_core.memory import token_text
-from memory_core.prompt import FrozenPrompt
-from memory_core.provenance import Memctx
+from memory_core.lifecycle.erasure import erase_thread
+from memory_core.provenance.prompt import FrozenPrompt
+from memory_core.provenance.record import Memctx
 from memory_core.storage.base import Storage
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.tokens import estimate_tokens
@@ -558,7 +559,7 @@ def test_resource_id_option_overrides_the_records() -> None:
 def test_erasing_an_imported_thread_removes_its_runs_and_journal() -> None:
     s = storage()
     import_file(s, FIX / "otel_genai.json")
-    report = s.erase_thread("conv-weather-1")
+    report = erase_thread(s, "conv-weather-1")
     assert report.runs == 2 and report.journal_entries > 0
     assert s.runs.list("") == [] and s.runs.list_runs() == []
 
@@ -721,7 +722,7 @@ def test_a_request_ending_with_an_assistant_message_has_it_as_its_input() -> Non
 
     from memory_core.importers import import_text
     from memory_core.journal.seal import verify_run
-    from memory_core.replay import replay
+    from memory_core.runs.replay import replay
     from memory_core.storage.inmemory import InMemoryStorage
 
     call = {"id": "call_1", "type": "function",

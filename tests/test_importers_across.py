@@ -13,6 +13,7 @@ import pytest
 from memory_core.errors import InvalidInputError
 from memory_core.importers import import_file
 from memory_core.journal import load_run
+from memory_core.lifecycle.erasure import erase_thread
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.storage.sqlite import SQLiteStorage
 
@@ -125,7 +126,7 @@ def test_a_thread_agents_wrote_is_never_extended(tmp_path: Path) -> None:
 def test_an_erased_thread_is_not_found_again(tmp_path: Path) -> None:
     s = InMemoryStorage()
     first = import_file(s, _file(tmp_path, "a.jsonl", [_line(0), _line(1)]))
-    s.erase_thread(first.threads_created[0])
+    erase_thread(s, first.threads_created[0])
     second = import_file(s, _file(tmp_path, "b.jsonl", [_line(2)]))
     assert second.threads_extended == [] and len(second.threads_created) == 1
     assert second.messages_stored == 6  # the history it repeats is stored afresh

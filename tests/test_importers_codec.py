@@ -1,4 +1,4 @@
-"""memory_core.openai_codec: one translation both ways, shared by the model client and
+"""memory_core.models.openai_codec: one translation both ways, shared by the model client and
 the importers. Round trips are exact for well-formed input; what the wire cannot carry
 (missing ids) is derived deterministically and noted."""
 
@@ -10,8 +10,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory_core.models import openai_http
-from memory_core.openai_codec import (
+from memory_core.models import openai_chat
+from memory_core.models.openai_codec import (
     derived_call_id,
     from_openai_messages,
     to_openai_messages,
@@ -110,15 +110,15 @@ def test_missing_ids_are_derived_deterministically_and_noted() -> None:
                      f"line 1: message 2: tool message had no tool_call_id; taken as the "
                      f"answer to '{cid}'"]
     # the model client derives the very same id for a server that omits it
-    model = openai_http.OpenAIChatModel(base_url="http://127.0.0.1:9", model="m")
+    model = openai_chat.OpenAIChatModel(base_url="http://127.0.0.1:9", model="m")
     resp = model.parse_response({"choices": [{"message": {"tool_calls": [
         {"function": {"name": "clock", "arguments": "{}"}}]}}]})
     assert resp.tool_calls[0].id == cid
 
 
 def test_model_client_uses_the_codec() -> None:
-    assert openai_http.to_openai_messages is to_openai_messages
-    assert openai_http.to_openai_tools is to_openai_tools
+    assert openai_chat.to_openai_messages is to_openai_messages
+    assert openai_chat.to_openai_tools is to_openai_tools
 
 
 def test_attachments_go_back_out_as_parts_when_their_url_was_kept() -> None:

@@ -15,7 +15,7 @@ import pytest
 from memory_core.errors import ImportFormatError
 from memory_core.importers import import_text
 from memory_core.journal.seal import verify_run
-from memory_core.replay import replay
+from memory_core.runs.replay import replay
 from memory_core.storage.inmemory import InMemoryStorage
 
 

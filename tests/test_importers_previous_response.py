@@ -169,7 +169,7 @@ def test_a_conversation_object_is_history_not_in_the_file() -> None:
 def test_the_run_inspector_says_which_messages_the_server_held() -> None:
     from pathlib import Path
 
-    from memory_core import views
+    from memory_core.analysis import views
     from memory_core.importers import import_file
 
     st = InMemoryStorage()
@@ -257,7 +257,7 @@ def test_an_imported_responses_run_replays_identically(name: str) -> None:
     from pathlib import Path
 
     from memory_core.importers import import_file
-    from memory_core.replay import replay
+    from memory_core.runs.replay import replay
 
     st = InMemoryStorage()
     runs = import_file(st, Path(__file__).parent / "fixtures" / "imports" / "real" / name

@@ -1327,7 +1327,7 @@ def test_every_imported_run_verifies_and_replays_identically(name: str) -> None:
     replay."""
     from memory_core.errors import InvalidInputError
     from memory_core.journal.seal import verify_run
-    from memory_core.replay import replay
+    from memory_core.runs.replay import replay
 
     s = InMemoryStorage()
     report = import_file(s, REAL / name)

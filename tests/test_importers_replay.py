@@ -11,7 +11,7 @@ import pytest
 
 from memory_core.importers import import_text
 from memory_core.journal.seal import verify_run
-from memory_core.replay import replay
+from memory_core.runs.replay import replay
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.types import TextPart, ToolCallPart
 
@@ -103,7 +103,7 @@ REAL = Path(__file__).parent / "fixtures" / "imports" / "real"
 def test_a_request_of_instructions_alone_replays() -> None:
     from memory_core.errors import InvalidInputError
     from memory_core.models.scripted import ScriptedModel
-    from memory_core.runner import Agent, Runner
+    from memory_core.runs.runner import Agent, Runner
 
     st = InMemoryStorage()
     row = {"messages": [{"role": "system", "content": "Be upbeat."},
@@ -120,7 +120,7 @@ def test_a_request_of_instructions_alone_replays() -> None:
 def test_the_run_view_shows_an_answer_of_several_parts_one_a_line() -> None:
     """The run inspector's "Model steps" box showed the step's text with its parts
     joined by spaces; the answer below it showed one a line."""
-    from memory_core.views import run_view
+    from memory_core.analysis.views import run_view
 
     st = InMemoryStorage()
     [rid] = import_text(st, json.dumps(_responses(*TEXT)), name="r.jsonl").runs_created

@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 
 from app import services
 from app.components import THREADS_PAGE, fmt_time
-from memory_core import views
+from memory_core.analysis import views
 from memory_core.importers import import_file
 from memory_core.storage.inmemory import InMemoryStorage
 from tests.app.conftest import ENTRY, TIMEOUT, register

@@ -133,7 +133,7 @@ def test_text_beside_tool_results_stays_with_the_result_it_follows() -> None:
     """A tool message's text parts (and attachments) are kept, in order, with the result
     they follow (text before any result, with the first); a tool message of text alone
     is kept too. They were dropped without a note."""
-    from memory_core.replay import replay
+    from memory_core.runs.replay import replay
 
     two = {"role": "assistant", "content": [
         {"type": "tool-call", "toolCallId": "a1", "toolName": "get_weather",

@@ -10,7 +10,9 @@ from typing import Any
 
 import pytest
 
-from memory_core.embedders import HashingEmbedder
+from memory_core.composition.memory import AgentMemory
+from memory_core.composition.observational import ObservationalConfig
+from memory_core.embedding.hashing import HashingEmbedder
 from memory_core.errors import InvalidInputError
 from memory_core.journal import (
     RECORDS,
@@ -24,12 +26,11 @@ from memory_core.journal import (
     prefetched_readers,
 )
 from memory_core.journal.records import identity_from_v1
-from memory_core.memory import AgentMemory
+from memory_core.lifecycle.erasure import erase_thread
 from memory_core.models.base import ModelIdentity, ModelResponse
 from memory_core.models.scripted import ScriptedModel
 from memory_core.models.summarizer import ExtractiveSummarizer
-from memory_core.observational import ObservationalConfig
-from memory_core.runner import Agent, Runner
+from memory_core.runs.runner import Agent, Runner
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.types import Message, RunRecord
 
@@ -87,7 +88,7 @@ def test_erasing_a_thread_keeps_the_observer_journal_of_a_thread_it_prefixes() -
                        resource_id="u", prompt=f"message number {i} about {thread}")
     assert ObserverReader(s.runs, "proj:archive").entries()
     kept = ObserverReader(s.runs, "proj:archive").entries()
-    s.erase_thread("proj")
+    erase_thread(s, "proj")
     assert ObserverReader(s.runs, "proj").entries() == []
     assert ObserverReader(s.runs, "proj:archive").entries() == kept
 

@@ -12,7 +12,7 @@ from bench.recall_quality.longconv.run import Prepared, base
 from bench.recall_quality.longmemeval.build import compact
 from bench.recall_quality.longmemeval.data import conversations, read, scorable
 from bench.recall_quality.longmemeval.run import outside_window
-from memory_core.embedders import HashingEmbedder
+from memory_core.embedding.hashing import HashingEmbedder
 
 DATA = read()
 

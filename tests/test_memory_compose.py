@@ -10,15 +10,15 @@ from typing import Any, Literal
 import numpy as np
 import pytest
 
-from memory_core.embedders import HashingEmbedder
+from memory_core.composition.memory import AgentMemory, token_text
+from memory_core.composition.working_memory import WorkingMemoryConfig
+from memory_core.embedding.hashing import HashingEmbedder
 from memory_core.errors import InvalidInputError, NotFoundError
-from memory_core.memory import AgentMemory, token_text
 from memory_core.models.scripted import ScriptedModel
-from memory_core.prompt import Composition
-from memory_core.recall import RecallConfig
+from memory_core.provenance.prompt import Composition
+from memory_core.recall.config import RecallConfig
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.types import Message, TextPart, ToolCallPart, ToolResultPart
-from memory_core.working_memory import WorkingMemoryConfig
 from tests.helpers import Tick
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -310,7 +310,7 @@ def test_recent_window_opens_at_the_call_of_a_result_it_would_cut_off() -> None:
 def test_what_the_window_cannot_pair_is_dropped_with_its_lane_and_explained() -> None:
     from memory_core.analysis.forgotten import why_forgotten
     from memory_core.journal import RunKeys
-    from memory_core.runner import Agent, Runner
+    from memory_core.runs.runner import Agent, Runner
 
     s = storage()
     mem = AgentMemory(s, embed=HashingEmbedder(), recent_n=3)
@@ -498,7 +498,7 @@ def test_recall_alone_with_overrides() -> None:
 
 # -- observational memory lane ----------------------------------------------------------------
 def test_observational_lane_replaces_recall_and_shows_unobserved() -> None:
-    from memory_core.observational import ObservationalConfig
+    from memory_core.composition.observational import ObservationalConfig
 
     s = storage()
     model = ScriptedModel(["User talked about weather and football."])

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from memory_core.embedding.minilm import MiniLMEmbedder, MiniLMTokenCounter
 from memory_core.errors import InvalidInputError
-from memory_core.minilm import MiniLMEmbedder, MiniLMTokenCounter
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
 

@@ -7,15 +7,15 @@ from typing import Any
 
 import pytest
 
-from memory_core.embedders import HashingEmbedder
-from memory_core.errors import InvalidInputError, ModelError
-from memory_core.models.scripted import ScriptedModel
-from memory_core.observational import (
+from memory_core.composition.observational import (
     ObservationalConfig,
     ObservationalMemory,
     observe_key,
     reflect_key,
 )
+from memory_core.embedding.hashing import HashingEmbedder
+from memory_core.errors import InvalidInputError, ModelError
+from memory_core.models.scripted import ScriptedModel
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.types import AppendRow, Message, Observation, ToolCallPart, ToolResultPart
 from tests.helpers import Tick, drop_observations, jget

@@ -13,7 +13,7 @@ import pytest
 from memory_core.errors import InvalidInputError, ModelError
 from memory_core.models.base import ModelIdentity, ModelResponse, ToolSpec, model_identity
 from memory_core.models.openai_chat import OpenAIChatModel, public_url
-from memory_core.models.openai_http import to_openai_messages
+from memory_core.models.openai_codec import to_openai_messages
 from memory_core.types import Message, ToolCallPart, ToolResultPart
 from tests.fake_provider.server import FakeProvider, Fault
 from tests.fake_provider.validation import validate_request
@@ -312,9 +312,9 @@ def test_a_failing_server_fails_the_run_and_the_run_resumes_losing_nothing(
     """The server times out (or answers garbage) at step 1, after a tool call was
     journaled at step 0; the run fails with a clear ModelError, and running the same
     run_id again once the server is back asks the model only for the missing step."""
-    from memory_core.memory import AgentMemory
+    from memory_core.composition.memory import AgentMemory
     from memory_core.models.base import Tool
-    from memory_core.runner import Agent, Runner
+    from memory_core.runs.runner import Agent, Runner
     from memory_core.storage.inmemory import InMemoryStorage
 
     applied: list[dict[str, Any]] = []

@@ -9,16 +9,16 @@ from typing import Any
 
 import pytest
 
+from memory_core.analysis.views import UNKNOWN_SETTING, run_view
+from memory_core.composition.other_memory import NO_PROVENANCE, UNKNOWN_FIELDS
 from memory_core.errors import InvalidInputError
 from memory_core.journal import RunReader
 from memory_core.journal.seal import verify_run
 from memory_core.models.scripted import ScriptedModel
-from memory_core.other_memory import NO_PROVENANCE, UNKNOWN_FIELDS
-from memory_core.replay import replay
-from memory_core.runner import Agent, Runner
+from memory_core.runs.replay import replay
+from memory_core.runs.runner import Agent, Runner
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.types import Message, ToolCallPart, ToolResultPart
-from memory_core.views import UNKNOWN_SETTING, run_view
 from tests.helpers import Tick
 
 CALL = ToolCallPart(id="c1", name="lookup", args={"q": "tea"})

@@ -10,7 +10,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from app import services
-from memory_core.replay import replay
+from memory_core.runs.replay import replay
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.storage.postgres import PostgresStorage
 from sample_data.build import DemoClock, build_into

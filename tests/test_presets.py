@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from memory_core.embedders import HashingEmbedder
+from memory_core.composition.memory import AgentMemory
+from memory_core.composition.presets import PRESETS
+from memory_core.embedding.hashing import HashingEmbedder
 from memory_core.errors import InvalidInputError
-from memory_core.memory import AgentMemory
-from memory_core.presets import PRESETS
-from memory_core.recall import RecallConfig
+from memory_core.recall.config import RecallConfig
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.types import Message
 from tests.helpers import Tick
@@ -50,7 +50,7 @@ def test_spec_3_1_assistant_is_refused_as_renamed_and_unknown_names_listed() -> 
 
 
 def test_spec_3_1_every_preset_is_documented() -> None:
-    import memory_core.presets as presets
+    import memory_core.composition.presets as presets
 
     for name, p in PRESETS.items():
         assert p.doc and f"``{name}``" in (presets.__doc__ or "")

@@ -9,16 +9,20 @@ from typing import Any
 import pytest
 
 from memory_core.analysis.forgotten import why_forgotten
-from memory_core.embedders import HashingEmbedder
+from memory_core.composition.memory import AgentMemory
+from memory_core.composition.processors import (
+    TokenBudgetExceeded,
+    TokenLimiter,
+    ToolCallFilter,
+)
+from memory_core.composition.working_memory import WorkingMemoryConfig
+from memory_core.embedding.hashing import HashingEmbedder
 from memory_core.errors import InvalidInputError
-from memory_core.memory import AgentMemory
 from memory_core.models.scripted import ScriptedModel
-from memory_core.processors import TokenBudgetExceeded, TokenLimiter, ToolCallFilter
-from memory_core.recall import RecallConfig
-from memory_core.runner import Agent, Runner
+from memory_core.recall.config import RecallConfig
+from memory_core.runs.runner import Agent, Runner
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.types import Message, TextPart, ToolCallPart, ToolResultPart
-from memory_core.working_memory import WorkingMemoryConfig
 from tests.helpers import Tick
 
 

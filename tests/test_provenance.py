@@ -6,13 +6,14 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from memory_core.embedders import HashingEmbedder
-from memory_core.memory import AgentMemory
-from memory_core.provenance import MEMCTX_VERSION, Memctx, preview, structural_preview
-from memory_core.recall import RecallConfig
+from memory_core.composition.memory import AgentMemory
+from memory_core.composition.working_memory import WorkingMemoryConfig
+from memory_core.embedding.hashing import HashingEmbedder
+from memory_core.provenance.record import MEMCTX_VERSION, Memctx
+from memory_core.recall.config import RecallConfig
 from memory_core.storage.inmemory import InMemoryStorage
+from memory_core.text import preview, structural_preview
 from memory_core.types import Message, TextPart, ToolCallPart, ToolResultPart, canonical_json
-from memory_core.working_memory import WorkingMemoryConfig
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from memory_core.embedders import HashingEmbedder
+from memory_core.embedding.hashing import HashingEmbedder
 from memory_core.errors import InvalidInputError
 from memory_core.models.base import ToolSpec
 from memory_core.models.reader import ReaderModel, request_kind, stem

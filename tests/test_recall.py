@@ -13,9 +13,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from memory_core.embedders import HashingEmbedder
+from memory_core.embedding.hashing import HashingEmbedder
 from memory_core.errors import InvalidInputError, NotFoundError
-from memory_core.recall import MessageRange, RecallConfig, RecallEngine, lexical_terms
+from memory_core.lifecycle.erasure import erase_thread
+from memory_core.recall.config import MessageRange, RecallConfig
+from memory_core.recall.engine import RecallEngine
+from memory_core.recall.lexical import lexical_terms
 from memory_core.storage.base import MemoryStore
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.types import AppendRow, Message
@@ -348,7 +351,7 @@ def test_cache_sees_appends_and_rebuilds_after_erasure() -> None:
     add(store, "a", [("z", unit(1))])
     assert [(h.thread_id, h.seq) for h in engine.run(
         "q", thread_id="a", resource_id="u", config=cfg).hits] == [("a", 1)]
-    storage.erase_thread("a")
+    erase_thread(storage, "a")
     store.create_thread("a", resource_id="u")
     add(store, "a", [("w", unit(80)), ("v", unit(85))])  # same count as before erasure
     out = engine.run("q", thread_id="a", resource_id="u", config=cfg)
@@ -356,7 +359,7 @@ def test_cache_sees_appends_and_rebuilds_after_erasure() -> None:
     thread_cfg = RecallConfig(top_k=1)
     assert engine.run("q", thread_id="a", resource_id="u",
                       config=thread_cfg).hits[0].message.text() == "w"
-    storage.erase_thread("a")
+    erase_thread(storage, "a")
     store.create_thread("a", resource_id="u")
     add(store, "a", [("s", unit(50)), ("r", unit(85))])
     assert engine.run("q", thread_id="a", resource_id="u",

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from memory_core.embedders import HashingEmbedder
-from memory_core.memory import AgentMemory
-from memory_core.recall import RecallConfig, RecallEngine, is_query_duplicate, lexical_terms
+from memory_core.composition.memory import AgentMemory
+from memory_core.embedding.hashing import HashingEmbedder
+from memory_core.recall.config import RecallConfig
+from memory_core.recall.engine import RecallEngine
+from memory_core.recall.lexical import is_query_duplicate, lexical_terms
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.types import Message
 from tests.test_recall import add, make_store, query_to, seqs, unit

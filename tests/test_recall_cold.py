@@ -11,8 +11,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from memory_core.embedders import HashingEmbedder
-from memory_core.recall import RecallConfig, RecallEngine
+from memory_core.embedding.hashing import HashingEmbedder
+from memory_core.recall.config import RecallConfig
+from memory_core.recall.engine import RecallEngine
 from memory_core.storage.base import MemoryStore, ScopeRows
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.testing.support import T0
@@ -67,7 +68,7 @@ def _engine() -> tuple[RecallEngine, list[int], Counting]:
 
 def test_vector_recall_builds_no_lexical_index(monkeypatch: pytest.MonkeyPatch) -> None:
     engine, _, _ = _engine()
-    import memory_core.recall as recall_mod
+    import memory_core.recall.engine as recall_mod
 
     def refuse(text: str) -> list[str]:
         raise AssertionError(f"vector recall tokenised {text!r}")
@@ -298,9 +299,9 @@ def test_a_store_with_locators_serves_hits_by_them(share: float) -> None:
 
 
 def _index_of(texts: list[str | None]) -> tuple[Any, ...]:
-    from memory_core.recall import _ScopeIndex
+    from memory_core.recall.index import ScopeIndex
 
-    idx = _ScopeIndex()
+    idx = ScopeIndex()
     idx._grow(len(texts), None)
     idx.n = len(texts)
     idx._index_texts(0, texts)
@@ -315,28 +316,28 @@ def test_bulk_indexing_of_ascii_texts_is_array_work_with_the_same_index(
     character keeps the per-text (Unicode) tokenizer."""
     import random
 
-    import memory_core.recall as recall_mod
+    import memory_core.recall.index as recall_mod
 
     rng = random.Random(7)
     words = ["the", "Boiler", "tiles", "tiling", "what's", "'quoted'", "policies", "x2",
              "don't", "snake_case", "a-b", "?", "pressure?", "", "  "]
     texts: list[str | None] = [None, "", " lead and trail ", "''"] + [
         " ".join(rng.choice(words) for _ in range(rng.randint(0, 14)))
-        for _ in range(recall_mod._ARROW_MIN + 100)]
-    monkeypatch.setattr(recall_mod, "_ARROW_MIN", 10 ** 9)
+        for _ in range(recall_mod.ARROW_MIN + 100)]
+    monkeypatch.setattr(recall_mod, "ARROW_MIN", 10 ** 9)
     expected = _index_of(texts)
-    monkeypatch.setattr(recall_mod, "_ARROW_MIN", 2048)
+    monkeypatch.setattr(recall_mod, "ARROW_MIN", 2048)
 
     def refuse(_: Any) -> Any:
         raise AssertionError("ASCII texts went through the per-text tokenizer")
 
     with monkeypatch.context() as m:
-        m.setattr(recall_mod, "_tokens_python", refuse)
+        m.setattr(recall_mod, "tokens_python", refuse)
         assert _index_of(texts) == expected
     assert "pressur" in expected[0] and any(expected[2])
     unicode_texts = [*texts, "café naïve ünïcode?"]
     with monkeypatch.context() as m:
-        m.setattr(recall_mod, "_ARROW_MIN", 10 ** 9)
+        m.setattr(recall_mod, "ARROW_MIN", 10 ** 9)
         expected_u = _index_of(unicode_texts)
     assert _index_of(unicode_texts) == expected_u and "café" in expected_u[0]
 
@@ -350,7 +351,7 @@ def test_texts_are_indexed_in_chunks_with_the_same_index(
 
     import pyarrow as pa
 
-    import memory_core.recall as recall_mod
+    import memory_core.recall.index as recall_mod
 
     rng = random.Random(11)
     words = ["boiler", "Boiler", "tiles", "what's", "pressure?", "x2", "the", ""]
@@ -358,7 +359,7 @@ def test_texts_are_indexed_in_chunks_with_the_same_index(
         " ".join(rng.choice(words) for _ in range(rng.randint(0, 9))) for _ in range(5000)]
     expected = _index_of(texts)
     for chunk in (1, 7, 2048, 4999):
-        monkeypatch.setattr(recall_mod, "_INDEX_CHUNK", chunk)
+        monkeypatch.setattr(recall_mod, "INDEX_CHUNK", chunk)
         assert _index_of(texts) == expected, chunk
     column = pa.chunked_array([pa.array(texts[:1234]), pa.array(texts[1234:])])
     assert _index_of(column) == expected  # type: ignore[arg-type]
@@ -369,7 +370,7 @@ def test_new_rows_without_a_term_are_indexed_without_error(text: str | None) -> 
     """A batch of new rows none of which holds a term — a reply of stop words, a tool
     call with no content — used to fail the next lexical or hybrid recall with an
     IndexError (no postings to add)."""
-    from memory_core.memory import AgentMemory
+    from memory_core.composition.memory import AgentMemory
     from memory_core.types import Message, ToolCallPart
 
     storage = InMemoryStorage()

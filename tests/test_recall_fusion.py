@@ -9,12 +9,9 @@ import numpy as np
 import pytest
 
 from memory_core.errors import InvalidInputError
-from memory_core.recall import (
-    LEGACY_HYBRID,
-    RecallConfig,
-    RecallEngine,
-    rewrite_query,
-)
+from memory_core.recall.config import LEGACY_HYBRID, RecallConfig
+from memory_core.recall.engine import RecallEngine
+from memory_core.recall.lexical import rewrite_query
 from tests.test_recall import TableEmbed, add, make_store, unit
 
 PLAIN = {"context_weight": 0.0, "question_weight": 1.0, "skip_query_duplicates": False}

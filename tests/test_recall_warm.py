@@ -16,7 +16,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from memory_core.recall import RecallConfig, RecallEngine, RecallOutcome
+from memory_core.lifecycle.erasure import erase_thread
+from memory_core.recall.config import RecallConfig
+from memory_core.recall.engine import RecallEngine
+from memory_core.recall.results import RecallOutcome
 from memory_core.storage.base import MemoryStore, Storage
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.types import AppendRow, Message
@@ -190,7 +193,7 @@ def test_a_redacted_or_erased_message_is_never_returned_from_the_cache(
     assert _outcome(out) == _cold(storage, _vec(1), share)
     # thread b's best match, then b erased and made again with other words
     assert "note 3 in b" in _texts(_run(engine, _vec(103)))
-    storage.erase_thread("b")
+    erase_thread(storage, "b")
     out = _run(engine, _vec(103))
     assert not any(h.thread_id == "b" for h in out.hits)
     assert not any("in b" in (t or "") for t in _texts(out))

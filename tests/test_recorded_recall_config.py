@@ -10,15 +10,15 @@ import pytest
 
 from memory_core.analysis.diff import diff_runs
 from memory_core.analysis.forgotten import why_forgotten
-from memory_core.embedders import HashingEmbedder
+from memory_core.composition.memory import AgentMemory
+from memory_core.embedding.hashing import HashingEmbedder
 from memory_core.journal import load_run
 from memory_core.journal.records import load_record
-from memory_core.memory import AgentMemory
 from memory_core.models.reader import ReaderModel
-from memory_core.provenance import MEMCTX_VERSION, Memctx
-from memory_core.recall import LEGACY_HYBRID, RecallConfig
-from memory_core.registry import recall_config_from_settings
-from memory_core.runner import Agent, Runner
+from memory_core.provenance.record import MEMCTX_VERSION, Memctx
+from memory_core.recall.config import LEGACY_HYBRID, RecallConfig
+from memory_core.runs.registry import recall_config_from_settings
+from memory_core.runs.runner import Agent, Runner
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.types import Message
 from tests.helpers import Tick

@@ -7,10 +7,10 @@ from datetime import UTC, datetime
 
 import pytest
 
-from memory_core import views
+from memory_core.analysis import views
 from memory_core.errors import InvalidInputError
 from memory_core.journal import load_run
-from memory_core.prompt import FrozenPrompt, PromptItem
+from memory_core.provenance.prompt import FrozenPrompt, PromptItem
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.types import Message, RunRecord
 

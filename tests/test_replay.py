@@ -13,15 +13,15 @@ from typing import Any
 
 import pytest
 
-from memory_core.embedders import HashingEmbedder
+from memory_core.composition.memory import AgentMemory
+from memory_core.composition.observational import observe_key
+from memory_core.embedding.hashing import HashingEmbedder
 from memory_core.errors import InvalidInputError, NotFoundError, ReplayMismatch
-from memory_core.memory import AgentMemory
 from memory_core.models.base import ModelResponse
 from memory_core.models.scripted import ScriptedModel
-from memory_core.observational import observe_key
-from memory_core.provenance import LANES
-from memory_core.replay import replay
-from memory_core.runner import Agent, Runner
+from memory_core.provenance.record import LANES
+from memory_core.runs.replay import replay
+from memory_core.runs.runner import Agent, Runner
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.types import AppendRow, Message, RunRecord, StoredMessage, Thread, ToolCallPart
 from tests.fixtures.golden import record as golden_record
@@ -288,8 +288,8 @@ def test_replay_refuses_what_it_cannot_replay() -> None:
 
 
 def test_observational_runs_replay_with_the_observer_journal() -> None:
+    from memory_core.composition.observational import ObservationalConfig
     from memory_core.models.summarizer import ExtractiveSummarizer
-    from memory_core.observational import ObservationalConfig
 
     clock = Tick()
     s = InMemoryStorage(clock=clock)

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import pytest
 
+from memory_core.composition.memory import AgentMemory
 from memory_core.errors import InvalidInputError, NotFoundError
 from memory_core.journal import RunReader
 from memory_core.journal.seal import verify_run
-from memory_core.memory import AgentMemory
 from memory_core.models.base import ModelResponse, Tool, ToolSpec
 from memory_core.models.scripted import ScriptedModel
-from memory_core.replay import replay, replay_with
-from memory_core.runner import Agent, Runner
+from memory_core.runs.replay import replay, replay_with
+from memory_core.runs.runner import Agent, Runner
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.types import Message, ToolCallPart
 from tests.helpers import Tick

@@ -8,20 +8,16 @@ from typing import Any
 
 import pytest
 
+from memory_core.composition.memory import AgentMemory
+from memory_core.composition.working_memory import WorkingMemoryConfig
 from memory_core.errors import InvalidInputError, ModelError, NotFoundError, ReplayMismatch
 from memory_core.journal import RunKeys, RunReader, input_digest, message_hash
 from memory_core.journal.keys import is_claim
-from memory_core.memory import AgentMemory
 from memory_core.models.base import ModelResponse, Tool, ToolSpec
 from memory_core.models.scripted import RaisingModel, ScriptedModel
-from memory_core.runner import (
-    Agent,
-    Runner,
-    ToolExecutionError,
-)
+from memory_core.runs.runner import Agent, Runner, ToolExecutionError
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.types import Message, ToolCallPart
-from memory_core.working_memory import WorkingMemoryConfig
 from tests.helpers import Tick, jget
 
 
@@ -325,8 +321,8 @@ def test_a_fresh_run_reads_back_none_of_its_own_records() -> None:
     """A run whose row this attempt inserted has nothing recorded before it: it does
     not look for stored steps, persist records or messages of its own, nor read back
     what it writes (a resumed run still does: tests/test_crash_resume.py)."""
-    from memory_core.embedders import HashingEmbedder
-    from memory_core.memory import AgentMemory
+    from memory_core.composition.memory import AgentMemory
+    from memory_core.embedding.hashing import HashingEmbedder
     from memory_core.models.scripted import ScriptedModel
     from memory_core.storage.inmemory import InMemoryStorage
 

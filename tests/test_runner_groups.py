@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
+from memory_core.composition.memory import AgentMemory
 from memory_core.errors import StorageError
 from memory_core.journal import RunKeys
-from memory_core.memory import AgentMemory
 from memory_core.models.base import ModelResponse, Tool, ToolSpec
 from memory_core.models.scripted import ScriptedModel
-from memory_core.runner import Agent, Runner
+from memory_core.runs.runner import Agent, Runner
 from memory_core.storage.base import Storage
 from memory_core.storage.sqlite import SQLiteStorage
 from memory_core.types import Message, ToolCallPart

@@ -13,15 +13,15 @@ import pytest
 from typer.testing import CliRunner
 
 from memory_core.cli import app
-from memory_core.embedders import HashingEmbedder
+from memory_core.composition.memory import AgentMemory
+from memory_core.embedding.hashing import HashingEmbedder
 from memory_core.errors import ReplayMismatch
 from memory_core.journal import RunKeys
 from memory_core.journal.seal import verify_run
-from memory_core.memory import AgentMemory
 from memory_core.models.base import ModelResponse, Tool, ToolSpec, Usage
 from memory_core.models.scripted import ScriptedModel
-from memory_core.replay import replay
-from memory_core.runner import Agent, Runner
+from memory_core.runs.replay import replay
+from memory_core.runs.runner import Agent, Runner
 from memory_core.storage.sqlite import SQLiteStorage
 from memory_core.types import ToolCallPart
 
@@ -215,7 +215,7 @@ def test_a_fresh_run_is_sealed_from_what_it_wrote(kind: str, tmp_path: Path,
     read-back (``seal_run`` is not called), and that seal is the one the journal and the
     store give — on every adapter, tool calls, two threads' runs and a second turn."""
     from memory_core.journal import seal as seal_mod
-    from memory_core.runner import Runner as RunnerCls
+    from memory_core.runs.runner import Runner as RunnerCls
     from memory_core.storage.duckdb import DuckDBStorage
     from memory_core.storage.inmemory import InMemoryStorage
 
@@ -238,7 +238,7 @@ def test_a_fresh_run_is_sealed_from_what_it_wrote(kind: str, tmp_path: Path,
     def no_read_back(*a: Any, **k: Any) -> Any:
         raise AssertionError("a fresh run was sealed by reading it back")
 
-    monkeypatch.setattr("memory_core.runner.seal_run", no_read_back)
+    monkeypatch.setattr("memory_core.runs.runner.seal_run", no_read_back)
     runner.run("a", run_id="r1", thread_id="t1", resource_id="u", prompt="order 1?")
     runner.run("a", run_id="r2", thread_id=None, prompt="order 2?")
     for rid in ("r0", "r1", "r2"):
@@ -249,10 +249,10 @@ def test_a_fresh_run_is_sealed_from_what_it_wrote(kind: str, tmp_path: Path,
 
 KILLED_MID_RUN = """
 import os, signal, sys
-from memory_core.embedders import HashingEmbedder
-from memory_core.memory import AgentMemory
+from memory_core.embedding.hashing import HashingEmbedder
+from memory_core.composition.memory import AgentMemory
 from memory_core.models.base import ModelResponse
-from memory_core.runner import Agent, Runner
+from memory_core.runs.runner import Agent, Runner
 from memory_core.storage.url import open_storage
 
 class Dies:

@@ -12,19 +12,19 @@ import numpy as np
 import pytest
 
 from memory_core import AgentMemory
-from memory_core.embedders import HashingEmbedder
-from memory_core.errors import InvalidInputError
-from memory_core.journal import RunReader
-from memory_core.models.base import ModelResponse
-from memory_core.models.scripted import ScriptedModel
-from memory_core.observational import (
+from memory_core.composition.observational import (
     ModelByTokens,
     ObservationalConfig,
     ObservationalMemory,
     observe_key,
     overfetch,
 )
-from memory_core.runner import Agent, Runner
+from memory_core.embedding.hashing import HashingEmbedder
+from memory_core.errors import InvalidInputError
+from memory_core.journal import RunReader
+from memory_core.models.base import ModelResponse
+from memory_core.models.scripted import ScriptedModel
+from memory_core.runs.runner import Agent, Runner
 from memory_core.storage.base import ObservationVector, Storage
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.types import Message, ToolCallPart
@@ -304,7 +304,7 @@ def test_spec_8_3_observation_ids_are_thread_qualified_so_threads_never_collide(
 
 
 def test_spec_8_1_buffered_run_replays_with_its_composition_and_hands_nothing_off() -> None:
-    from memory_core.replay import replay
+    from memory_core.runs.replay import replay
 
     s = InMemoryStorage(clock=Tick())
     handed: list[str] = []

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from memory_core.memory import AgentMemory
+from memory_core.composition.memory import AgentMemory
+from memory_core.composition.working_memory import WorkingMemoryConfig
 from memory_core.models.base import ModelResponse
 from memory_core.models.scripted import ScriptedModel
-from memory_core.runner import Agent, Runner
+from memory_core.runs.runner import Agent, Runner
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.types import ToolCallPart
-from memory_core.working_memory import WorkingMemoryConfig
 from tests.helpers import Tick
 
 

@@ -9,20 +9,20 @@ from typing import Any
 
 import pytest
 
-from memory_core.embedders import HashingEmbedder
-from memory_core.erasure import erase_subject
+from memory_core.composition.memory import AgentMemory
+from memory_core.composition.working_memory import WorkingMemoryConfig
+from memory_core.embedding.hashing import HashingEmbedder
 from memory_core.errors import InvalidInputError
 from memory_core.journal import ObserverKeys
 from memory_core.journal.seal import verify_run
-from memory_core.memory import AgentMemory
+from memory_core.lifecycle.erasure import erase_subject
 from memory_core.models.scripted import ScriptedModel
-from memory_core.runner import Agent, Runner
+from memory_core.runs.runner import Agent, Runner
 from memory_core.storage.base import Storage
 from memory_core.storage.duckdb import DuckDBStorage
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.storage.sqlite import SQLiteStorage
 from memory_core.types import AppendRow, Message, Observation, RunRecord
-from memory_core.working_memory import WorkingMemoryConfig
 from tests.helpers import T0, Tick
 
 SECRET = "my locker code is LK-48213"

@@ -9,7 +9,13 @@ import pytest
 
 from memory_core.analysis.timeline import composition_timeline
 from memory_core.errors import InvalidInputError, NotFoundError
-from memory_core.provenance import LANES, CompositionSettings, LaneTokens, Memctx, ObservationRef
+from memory_core.provenance.record import (
+    LANES,
+    CompositionSettings,
+    LaneTokens,
+    Memctx,
+    ObservationRef,
+)
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.types import RunRecord
 

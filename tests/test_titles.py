@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
+from memory_core.composition.memory import AgentMemory
 from memory_core.errors import InvalidInputError
 from memory_core.journal import RunKeys, RunReader
-from memory_core.memory import AgentMemory
 from memory_core.models.scripted import RaisingModel, ScriptedModel
-from memory_core.runner import Agent, Runner
+from memory_core.runs.runner import Agent, Runner
 from memory_core.storage.inmemory import InMemoryStorage
 from tests.helpers import Tick
 

@@ -10,8 +10,7 @@ from datetime import UTC, datetime
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memory_core.models.openai_http import to_openai_messages
-from memory_core.toolpairs import (
+from memory_core.composition.toolpairs import (
     DUPLICATE,
     ORPHAN,
     UNANSWERED,
@@ -19,6 +18,7 @@ from memory_core.toolpairs import (
     open_at_calls,
     pair_tool_calls,
 )
+from memory_core.models.openai_codec import to_openai_messages
 from memory_core.types import Message, StoredMessage, TextPart, ToolCallPart, ToolResultPart
 from tests.fake_provider.validation import validate_messages
 

@@ -16,16 +16,16 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from memory_core.embedders import HashingEmbedder
+from memory_core.composition.memory import AgentMemory
+from memory_core.composition.observational import ObservationalConfig
+from memory_core.composition.working_memory import TOOL_NAME, WorkingMemoryConfig
+from memory_core.embedding.hashing import HashingEmbedder
 from memory_core.journal import RunKeys
-from memory_core.memory import AgentMemory
 from memory_core.models.base import Tool, journaled_call
 from memory_core.models.scripted import ScriptedModel
-from memory_core.observational import ObservationalConfig
 from memory_core.storage.base import Storage
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.types import Message
-from memory_core.working_memory import TOOL_NAME, WorkingMemoryConfig
 from tests.helpers import Tick
 
 THREAD, RESOURCE = "t1", "u1"

@@ -8,20 +8,20 @@ from typing import Any
 
 import pytest
 
-from memory_core.embedders import HashingEmbedder
+from memory_core.analysis.views import run_view
+from memory_core.composition.memory import AgentMemory
+from memory_core.composition.working_memory import WorkingMemoryConfig
+from memory_core.embedding.hashing import HashingEmbedder
 from memory_core.errors import ReplayMismatch
 from memory_core.journal.seal import read_seal, verify_run
-from memory_core.memory import AgentMemory
 from memory_core.models.base import ModelResponse, Tool, ToolSpec
 from memory_core.models.scripted import ScriptedModel
-from memory_core.recall import RecallConfig
-from memory_core.replay import replay
-from memory_core.runner import Agent, Runner
+from memory_core.recall.config import RecallConfig
+from memory_core.runs.replay import replay
+from memory_core.runs.runner import Agent, Runner
 from memory_core.storage.base import MemoryStore, Storage
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.types import Message, Observation, ToolCallPart
-from memory_core.views import run_view
-from memory_core.working_memory import WorkingMemoryConfig
 from tests.helpers import Tick
 
 

@@ -1,14 +1,14 @@
-"""Tests of the workbench read models (memory_core.views) over the in-memory adapter:
+"""Tests of the workbench read models (memory_core.analysis.views) over the in-memory adapter:
 thread summaries, paging, message usage, search and the lane view of a run."""
 
 from __future__ import annotations
 
 import pytest
 
-from memory_core import views
+from memory_core.analysis import views
 from memory_core.analysis.counterfactual import list_counterfactuals
+from memory_core.composition.observational import observe_key
 from memory_core.errors import InvalidInputError, NotFoundError
-from memory_core.observational import observe_key
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.tokens import estimate_tokens
 from memory_core.types import Message, RunRecord

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memory_core import views
+from memory_core.analysis import views
 from tests.app.fixture_db import RESOURCE, new_storage
 
 

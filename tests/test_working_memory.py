@@ -12,9 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from memory_core.errors import InvalidInputError
-from memory_core.storage.inmemory import InMemoryStorage
-from memory_core.working_memory import (
+from memory_core.composition.working_memory import (
     TOOL_NAME,
     KeyLocks,
     WorkingMemory,
@@ -23,6 +21,8 @@ from memory_core.working_memory import (
     render_block,
     working_memory_key,
 )
+from memory_core.errors import InvalidInputError
+from memory_core.storage.inmemory import InMemoryStorage
 
 
 class Plan(BaseModel):

@@ -42,7 +42,7 @@ from app.components import (
     set_query_params,
 )
 from app.tables import table
-from memory_core import views
+from memory_core.analysis import views
 
 if TYPE_CHECKING:
     from memory_core.analysis.diff import DiffEntry

@@ -30,7 +30,7 @@ from app.components import (
 )
 from app.tables import table
 from memory_core.errors import InvalidInputError
-from memory_core.registry import (
+from memory_core.runs.registry import (
     RecordedServerError,
     describe_model,
     model_for_run,

@@ -9,7 +9,7 @@ import streamlit as st
 from app import services
 from app.components import STORY_PAGE, counted, escape_md, link_to_message
 from app.stories import STORIES
-from memory_core import views
+from memory_core.analysis import views
 
 THREADS_SHOWN = 12  # per group; the Threads page lists them all
 

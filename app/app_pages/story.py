@@ -152,7 +152,8 @@ if story.chart and view.threshold is not None and bars:
                     key="story-matches")
     st.caption(escape_md(parts.match_caption(bars, view.threshold, view.top_k, key,
                                              story.key_name)))
-given, sentence = parts.key_fate(view, memctx, key, story.key_name)
+fate = services.cached_fate(url, story.run, *key) if key is not None else None
+given, sentence = parts.key_fate(fate, story.key_name)
 icon = ":material/check_circle:" if given else ":material/block:"
 colour = "green" if given else "red"
 st.markdown(f"#### :{colour}-badge[{icon} {'Handed over' if given else 'Not handed over'}]")

@@ -33,8 +33,8 @@ from app.components import (
     used_by_key,
 )
 from app.tables import table
-from memory_core import views
-from memory_core.views import DEFAULT_PAGE_SIZE, page_of_seq
+from memory_core.analysis import views
+from memory_core.analysis.views import DEFAULT_PAGE_SIZE, page_of_seq
 
 st.title("Threads")
 url = services.current_url()

@@ -31,7 +31,7 @@ from app.components import (
     thread_not_found,
 )
 from app.tables import table
-from memory_core import views
+from memory_core.analysis import views
 from memory_core.analysis.timeline import TimelinePoint
 
 UNKNOWN = "unknown"

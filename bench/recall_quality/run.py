@@ -21,8 +21,9 @@ from typing import Any
 import numpy as np
 
 from bench.results import replace_section
-from memory_core.embedders import HashingEmbedder
-from memory_core.recall import RecallConfig, RecallEngine
+from memory_core.embedding.hashing import HashingEmbedder
+from memory_core.recall.config import RecallConfig
+from memory_core.recall.engine import RecallEngine
 from memory_core.storage.base import MemoryStore
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.types import AppendRow, Message

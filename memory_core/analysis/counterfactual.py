@@ -32,18 +32,18 @@ from memory_core.analysis.reask import (
     reask,
     recorded_calls,
 )
+from memory_core.composition.toolpairs import result_ids
 from memory_core.errors import InvalidInputError, NotFoundError
 from memory_core.journal import JournalWriter, RunData, RunKeys, RunReader, load_run
 from memory_core.models.base import Model, Tool, ToolSpec, model_identity
-from memory_core.prompt import PromptItem
-from memory_core.registry import model_from_info
-from memory_core.runner import Agent
+from memory_core.provenance.prompt import PromptItem
+from memory_core.runs.registry import model_from_info
+from memory_core.runs.runner import Agent
 from memory_core.storage.base import Storage
-from memory_core.toolpairs import result_ids
 from memory_core.types import Message, canonical_json
 
 if TYPE_CHECKING:
-    from memory_core.memory import AgentMemory
+    from memory_core.composition.memory import AgentMemory
 
 __all__ = ["AttributionItem", "CounterfactualResult", "ToolUse", "Variant", "VariantChoice",
            "VariantOptions", "apply_variant", "attribution", "counterfactual",

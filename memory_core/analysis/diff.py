@@ -9,14 +9,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from memory_core.analysis.views import run_answer
 from memory_core.analysis.wording import score_text, value_text
-from memory_core.embedders import Embedder
+from memory_core.embedding.hashing import Embedder
 from memory_core.journal import RunData, load_run
-from memory_core.provenance import LANES, Memctx
-from memory_core.registry import recall_config_from_settings, resolve_embedder
+from memory_core.provenance.record import LANES, Memctx
+from memory_core.runs.registry import recall_config_from_settings, resolve_embedder
 from memory_core.storage.base import Storage
 from memory_core.types import canonical_json
-from memory_core.views import run_answer
 
 Ref = tuple[str, int]
 Change = Literal["entered", "left", "moved", "same"]
@@ -105,7 +105,7 @@ class _Scores:
             if (n.thread_id, n.seq) == ref:
                 return n
         if self._cache is None:
-            from memory_core.recall import RecallEngine
+            from memory_core.recall.engine import RecallEngine
 
             engine = RecallEngine(self.storage.memory, resolve_embedder(m.settings, self.embed))
             scored = engine.score_all(m.query, thread_id=self.data.run.thread_id or m.thread_id,
@@ -407,7 +407,7 @@ def diff_runs(storage: Storage, run_a: str, run_b: str, *,
         if ref not in previews:
             msgs = storage.memory.get_messages(ref[0], seqs=[ref[1]])
             if msgs:
-                from memory_core.provenance import preview
+                from memory_core.text import preview
 
                 previews[ref] = (msgs[0].role, preview(msgs[0]))
         role, pv = previews.get(ref, (None, ""))

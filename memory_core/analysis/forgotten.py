@@ -9,13 +9,13 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from memory_core.analysis.wording import score_text
-from memory_core.embedders import Embedder, HashingEmbedder, embedder_name
+from memory_core.embedding.hashing import Embedder, HashingEmbedder, embedder_name
 from memory_core.errors import InvalidInputError, NotFoundError
 from memory_core.journal import RunData, RunReader, load_run
-from memory_core.provenance import Memctx, preview
-from memory_core.registry import recall_config_from_settings, resolve_embedder
+from memory_core.provenance.record import Memctx
+from memory_core.runs.registry import recall_config_from_settings, resolve_embedder
 from memory_core.storage.base import Storage
-from memory_core.text import STOP_WORDS, tokenize
+from memory_core.text import STOP_WORDS, preview, tokenize
 from memory_core.types import StoredMessage
 
 Fate = Literal[
@@ -91,8 +91,12 @@ class _Out(Protocol):
 
 
 def explain_message(storage: Storage, data: RunData, msg: StoredMessage, *,
-                    fact: str | None = None, embed: Embedder | None = None) -> Explanation:
-    """The fate of a stored message in an already loaded run."""
+                    fact: str | None = None, embed: Embedder | None = None,
+                    rescore: bool = True) -> Explanation:
+    """The fate of a stored message in an already loaded run. Where only recall's scores
+    can tell (below the threshold, beyond top-k), ``rescore`` scores the run's scope
+    again with its embedder; without it the run's recorded near misses tell, and a
+    message not among them is ``unexplained`` (no embedding model is loaded)."""
     run, memctx = data.run, data.memctx
     ref = (msg.thread_id, msg.seq)
     pv = preview(msg)
@@ -130,6 +134,10 @@ def explain_message(storage: Storage, data: RunData, msg: StoredMessage, *,
              or _explain_unseen(storage, data, msg, out))
     if found is not None:
         return found
+    if not rescore:
+        return _explain_near_miss(memctx, ref, out) or out(
+            "unexplained", "Recall ran, but this message was not among the closest matches "
+            "the run recorded, so it was not passed on.", near_misses=len(memctx.near_misses))
     return _explain_by_score(storage, data, msg, embed, out)
 
 
@@ -184,7 +192,39 @@ def _explain_dropped(memctx: Memctx, ref: tuple[str, int], out: _Out) -> Explana
                            reason=d.reason, lane=d.lane or "recalled", token_budget=limit)
             return out("dropped", f"{found}, but it was left out because {why}.",
                        reason=d.reason, lane=d.lane or "recalled")
+    for p in memctx.processed:
+        if (p.thread_id, p.seq) == ref and p.action == "removed":
+            if p.processor == "token-limiter":
+                return out("trimmed-by-token-limit", "It was on its way into the prompt, but "
+                           "the token limiter removed it to keep the prompt under its budget.",
+                           reason="token-limit", lane=p.lane, processor=p.processor)
+            return out("dropped", f"It was on its way into the prompt, but the {p.processor} "
+                       f"processor removed it ({p.reason}).", reason=p.reason, lane=p.lane,
+                       processor=p.processor)
     return None
+
+
+def _explain_near_miss(memctx: Memctx, ref: tuple[str, int], out: _Out) -> Explanation | None:
+    """Recall's own record of a candidate that just missed: its rank, scores and why."""
+    n = next((n for n in memctx.near_misses if (n.thread_id, n.seq) == ref), None)
+    if n is None or n.reason not in ("below-threshold", "beyond-top-k", "filtered-out"):
+        return None
+    rc = recall_config_from_settings(memctx.settings)
+    ev = {"score": n.score, "vector_score": n.vector_score, "lexical_score": n.lexical_score,
+          "threshold": rc.threshold, "top_k": rc.top_k, "rank": n.rank,
+          "query": memctx.query, "mode": rc.mode, "recorded": True}
+    if n.reason == "filtered-out":
+        return out("filtered-out", "The assistant never saw this message: the recall filter "
+                   f"excluded it (filter {rc.filter}).", filter=rc.filter, score=n.score,
+                   rank=n.rank, recorded=True)
+    shown = n.vector_score if n.vector_score is not None else n.score
+    if n.reason == "below-threshold":
+        return out("below-threshold", f"The assistant never saw this message: recall scored "
+                   f"it {_fmt(shown)} against the question, below the bar of "
+                   f"{_fmt(rc.threshold)} a message must reach to be recalled.", **ev)
+    return out("beyond-top-k", f"The assistant never saw this message: it scored "
+               f"{_fmt(n.score)}, enough to qualify, but ranked #{n.rank} and only the top "
+               f"{rc.top_k} are passed on.", **ev)
 
 
 def _explain_compacted(storage: Storage, data: RunData, msg: StoredMessage,
@@ -294,7 +334,7 @@ def _observation_text(storage: Storage, thread_id: str, obs_id: str) -> str | No
 
 def _explain_by_score(storage: Storage, data: RunData, msg: StoredMessage,
                       embed: Embedder | None, out: _Out) -> Explanation:
-    from memory_core.recall import RecallEngine
+    from memory_core.recall.engine import RecallEngine
 
     memctx = data.memctx
     assert memctx is not None
@@ -371,7 +411,8 @@ def _similar(storage: Storage, data: RunData, phrase: str,
              embed: Embedder | None) -> tuple[list[Any], Embedder | None, str]:
     """Every message of the run's scope scored against the phrase by recall itself
     (BM25 terms plus the run's embedder, hybrid), best first, and where it looked."""
-    from memory_core.recall import RecallConfig, RecallEngine
+    from memory_core.recall.config import RecallConfig
+    from memory_core.recall.engine import RecallEngine
 
     run, memctx = data.run, data.memctx
     embedder = embed
@@ -401,7 +442,7 @@ def find_by_phrase(storage: Storage, run_id: str, phrase: str, *,
     (recall's BM25 terms) and by meaning (the run's embedder, or ``embed``) over the
     run's scope — each with its fate in run ``run_id``, best first: word-for-word hits,
     then by recall's hybrid rank; a message the run could have seen before a later echo."""
-    from memory_core.recall import lexical_terms
+    from memory_core.recall.lexical import lexical_terms
 
     needle = " ".join(phrase.split()) if isinstance(phrase, str) else ""
     if not needle:
@@ -459,7 +500,7 @@ def find_by_phrase(storage: Storage, run_id: str, phrase: str, *,
 def _shared_words(phrase: str, text: str) -> list[str]:
     """The phrase's content words that ``text`` holds (as recall's BM25 terms: plurals
     and inflections meet), spelled as in the phrase."""
-    from memory_core.recall import lexical_terms
+    from memory_core.recall.lexical import lexical_terms
 
     held = set(lexical_terms(text))
     words = [w for w in tokenize(phrase) if w not in STOP_WORDS]

@@ -15,6 +15,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from memory_core.composition.working_memory import TOOL_NAME as WM_TOOL
+from memory_core.composition.working_memory import WorkingMemory, WorkingMemoryConfig
 from memory_core.errors import ReplayMismatch
 from memory_core.journal import RunData
 from memory_core.journal.keys import cf_tool_key
@@ -26,12 +28,10 @@ from memory_core.models.base import (
     complete_checked,
     model_identity,
 )
-from memory_core.runner import assistant_message, execute_tool, tool_message
+from memory_core.runs.runner import assistant_message, execute_tool, tool_message
 from memory_core.storage.base import Storage
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.types import Message, ToolCallPart, canonical_json
-from memory_core.working_memory import TOOL_NAME as WM_TOOL
-from memory_core.working_memory import WorkingMemory, WorkingMemoryConfig
 
 ToolSource = Literal["reused", "run", "missing", "refused", "recording-ends"]
 Stop = Literal["final", "max_steps", "needs_tool", "refused", "recording_ends"]

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from memory_core.errors import InvalidInputError, NotFoundError
 from memory_core.journal import RunReader
-from memory_core.provenance import LANES
+from memory_core.provenance.record import LANES
 from memory_core.storage.base import Storage
 
 

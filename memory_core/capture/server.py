@@ -17,7 +17,7 @@ import h11
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from memory_core.embedders import Embedder
+from memory_core.embedding.hashing import Embedder
 from memory_core.errors import InvalidInputError, MemoryCoreError
 from memory_core.importers import ImportReport, import_text
 from memory_core.importers.common import ImportFormat

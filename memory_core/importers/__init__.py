@@ -18,7 +18,7 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
-from memory_core.embedders import Embedder, embedder_name
+from memory_core.embedding.hashing import Embedder, embedder_name
 from memory_core.errors import ImportFormatError, InvalidInputError
 from memory_core.importers.common import (
     ImportFormat,

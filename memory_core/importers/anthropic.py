@@ -22,8 +22,8 @@ from typing import Any, Literal
 from memory_core.importers.common import fail, read_shared
 from memory_core.importers.openai_shapes import stream_events
 from memory_core.models.base import ModelResponse
-from memory_core.openai_codec import attachment, from_openai_tools
-from memory_core.runner import assistant_message
+from memory_core.models.openai_codec import attachment, from_openai_tools
+from memory_core.runs.runner import assistant_message
 from memory_core.types import Message, TextPart, ToolCallPart, ToolResultPart
 
 ATTACHMENT_BLOCKS = ("image", "document")

@@ -34,7 +34,7 @@ from typing import Any
 from memory_core.importers.common import fail, list_of, object_of
 from memory_core.importers.ollama import json_lines
 from memory_core.importers.openai_shapes import stream_events
-from memory_core.openai_codec import derived_call_id
+from memory_core.models.openai_codec import derived_call_id
 
 COHERE_PATHS = ("/v2/chat", "/v1/chat")
 _V1_STREAM_START = re.compile(r'"event_type"\s*:\s*"stream-start"')

@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 
 from memory_core.errors import ImportFormatError
 from memory_core.models.base import Usage
-from memory_core.openai_codec import (
+from memory_core.models.openai_codec import (
     OPENAI_ROLES,
     from_openai_message,
     from_openai_messages,
@@ -256,7 +256,7 @@ def split_instructions(messages: Sequence[Message]) -> tuple[list[Message], list
     return list(messages[:i]), list(messages[i:])
 
 
-# -- OpenAI chat-completions messages (memory_core.openai_codec) --------------------------
+# -- OpenAI chat-completions messages (memory_core.models.openai_codec) --------------------------
 class SharedMessages:
     """Identical raw messages parsed once while a file is parsed (``sharing``).
 

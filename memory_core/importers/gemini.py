@@ -24,7 +24,7 @@ from typing import Any
 from memory_core.importers.common import Exchange, fail, iso_time, list_of, object_of
 from memory_core.importers.openai_shapes import stream_events
 from memory_core.models.base import Usage
-from memory_core.openai_codec import derived_call_id, from_openai_tools
+from memory_core.models.openai_codec import derived_call_id, from_openai_tools
 from memory_core.types import Message, TextPart, ToolCallPart, ToolResultPart
 
 GEMINI_PATHS = (":generateContent", ":streamGenerateContent")

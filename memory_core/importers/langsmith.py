@@ -23,7 +23,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from memory_core.importers.common import SkippedRecord, fail
-from memory_core.openai_codec import ATTACHMENT_TYPES
+from memory_core.models.openai_codec import ATTACHMENT_TYPES
 
 # LangChain's message classes and ``type``s, as OpenAI roles
 _ROLES = {"human": "user", "humanmessage": "user", "humanmessagechunk": "user",

@@ -8,7 +8,7 @@ from typing import Any
 
 from memory_core.importers.common import fail, split_instructions
 from memory_core.importers.jsonvalues import load_json
-from memory_core.openai_codec import (
+from memory_core.models.openai_codec import (
     derived_call_id,
     from_openai_message,
     from_openai_messages,

@@ -20,7 +20,7 @@ from memory_core.importers.anthropic import anthropic_block, anthropic_messages
 from memory_core.importers.common import fail, openai_message, openai_messages
 from memory_core.importers.jsonvalues import load_json
 from memory_core.importers.otel_read import Event, RawSpan
-from memory_core.openai_codec import attachment, from_openai_tools, parse_arguments
+from memory_core.models.openai_codec import attachment, from_openai_tools, parse_arguments
 from memory_core.types import Message, TextPart, ToolCallPart, ToolResultPart
 
 MODEL_CALL_OPERATIONS = {"chat", "text_completion", "generate_content", "completion"}

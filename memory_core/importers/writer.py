@@ -13,7 +13,8 @@ from typing import Any, overload
 import numpy as np
 from pydantic import BaseModel
 
-from memory_core.embedders import Embedder, embedder_name
+from memory_core.composition.memory import thread_title, token_text
+from memory_core.embedding.hashing import Embedder, embedder_name
 from memory_core.errors import InvalidInputError
 from memory_core.importers.common import Exchange, ImportReport, Progress, Stages, undated
 from memory_core.importers.stored import chain_metadata
@@ -29,18 +30,18 @@ from memory_core.journal import (
     ToolSpecRecord,
 )
 from memory_core.journal.seal import seal_of
-from memory_core.memory import thread_title, token_text
+from memory_core.lifecycle.erasure import erase_thread
 from memory_core.models.base import ModelIdentity, ModelResponse
-from memory_core.prompt import FrozenPrompt, PromptItem
-from memory_core.provenance import (
+from memory_core.provenance.prompt import FrozenPrompt, PromptItem
+from memory_core.provenance.record import (
     PROVENANCE_RECENT_CAP,
     CompositionSettings,
     LaneTokens,
     Memctx,
     MessageRef,
-    preview,
 )
 from memory_core.storage.base import Storage
+from memory_core.text import preview
 from memory_core.tokens import estimate_tokens
 from memory_core.types import AppendRow, Message, RunRecord
 
@@ -338,6 +339,6 @@ def _compensate(storage: Storage, threads: Sequence[str], runs: Sequence[str]) -
             pass
     for tid in threads:
         try:
-            storage.erase_thread(tid)
+            erase_thread(storage, tid)
         except Exception:  # noqa: BLE001
             pass

@@ -26,8 +26,8 @@ from memory_core.journal.records import (
     upgraded_dict,
 )
 from memory_core.models.base import ModelIdentity, ModelResponse, ToolSpec
-from memory_core.prompt import FrozenPrompt
-from memory_core.provenance import Memctx
+from memory_core.provenance.prompt import FrozenPrompt
+from memory_core.provenance.record import Memctx
 from memory_core.storage.base import RunJournal, Storage
 from memory_core.types import RunRecord, ToolCallPart
 

@@ -16,9 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from memory_core.errors import InvalidInputError
 from memory_core.models.base import ModelIdentity, ModelResponse, ToolSpec
-from memory_core.prompt import FrozenPrompt
-from memory_core.provenance import MEMCTX_VERSION, Memctx
-from memory_core.recall_config import LEGACY_HYBRID
+from memory_core.provenance.prompt import FrozenPrompt
+from memory_core.provenance.record import MEMCTX_VERSION, Memctx
+from memory_core.recall.config import LEGACY_HYBRID
 from memory_core.types import Message
 
 M = TypeVar("M", bound=BaseModel)

@@ -30,8 +30,8 @@ from memory_core.journal.records import (
     ToolRecord,
     load_record,
 )
-from memory_core.prompt import FrozenPrompt
-from memory_core.provenance import Memctx
+from memory_core.provenance.prompt import FrozenPrompt
+from memory_core.provenance.record import Memctx
 from memory_core.storage.base import RunJournal
 
 R = TypeVar("R", bound=BaseModel)

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from memory_core.errors import InvalidInputError, ModelError
 from memory_core.models.base import ModelIdentity, ModelResponse, ToolSpec, Usage
-from memory_core.models.openai_http import to_openai_messages, to_openai_tools
+from memory_core.models.openai_codec import to_openai_messages, to_openai_tools
 from memory_core.types import Message, ToolCallPart
 
 if TYPE_CHECKING:

@@ -40,7 +40,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from memory_core.embedders import Embedder
+from memory_core.embedding.hashing import Embedder
 from memory_core.models.base import ModelIdentity, ModelResponse, ToolSpec, Usage
 from memory_core.text import STOP_WORDS as BASE_STOP_WORDS
 from memory_core.tokens import estimate_tokens

@@ -628,22 +628,18 @@ class Storage:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def erase_thread(self, thread_id: str) -> ErasureReport:
-        """Erase a thread everywhere: its data, its runs and journals, and its text in
-        every other run's records (memory_core.erasure), in one transaction where the
-        adapter's ``write_batch`` is one: a crash midway leaves all of it or none."""
-        from memory_core.erasure import erase_thread  # erasure builds on the journal
+    def writer(self, *, lock_timeout: float = 30.0) -> AbstractContextManager[Storage]:
+        """A storage that may write to this one's database, for the block: this one, or,
+        when this one was opened read-only on a file another storage may open beside it
+        (DuckDB), a writable one waiting up to ``lock_timeout`` for the file, closed when
+        the block ends (so an agent process writing the file gets it back)."""
+        return nullcontext(self)
 
-        with self.write_batch():
-            return erase_thread(self, thread_id)
-
-    def erase_resource(self, resource_id: str) -> ErasureReport:
-        """Erase every thread of the resource and the resource's working memory (one
-        transaction, as ``erase_thread``)."""
-        from memory_core.erasure import erase_resource
-
-        with self.write_batch():
-            return erase_resource(self, resource_id)
+    def erasing(self, what: str) -> AbstractContextManager[None]:
+        """Scope of one erasure (``memory_core.lifecycle.erasure``): adapters that must
+        finish an erasure after its transaction commits do it when the block ends
+        (DuckDB rewrites its file so no freed block keeps the erased text)."""
+        return nullcontext()
 
 
 def rows_from_messages(store: MemoryStore, thread_ids: Sequence[str],

@@ -1,6 +1,7 @@
 """Pieces every adapter shares: the clock and id sources, thread-id generation,
 validation of append batches, and the one check of what a port accepts as JSON and as
-a time (so every adapter refuses the same values with the same error)."""
+a time (so every adapter refuses the same values with the same error), and a database
+URL shown with its password hidden."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import itertools
 import json
 import math
 import random
+import re
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -324,3 +326,11 @@ def check_seq_bound(seq: Any) -> int:
     if isinstance(seq, bool) or not isinstance(seq, int) or seq < -1:
         raise InvalidInputError(f"seq must be an integer >= -1, got {seq!r}")
     return seq
+
+
+_KV_PASSWORD = re.compile(r"(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&]*)", re.IGNORECASE)
+_URL_PASSWORD = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://[^/@:]*):[^/]*@")
+def describe_url(url: str) -> str:
+    """The URL or libpq DSN with any password replaced by ``***``."""
+    out = _URL_PASSWORD.sub(r"\1:***@", url)
+    return _KV_PASSWORD.sub(r"\1***", out)

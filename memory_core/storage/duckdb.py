@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from memory_core.errors import InvalidInputError, StorageError
-from memory_core.storage.base import MessageColumns, ScopeRows
+from memory_core.storage.base import MessageColumns, ScopeRows, Storage
 from memory_core.storage.common import Clock, ThreadIdFactory, utc_now
 from memory_core.storage.duckdb_file import (
     ERASED,
@@ -27,6 +27,7 @@ from memory_core.storage.duckdb_file import (
     hold_for,
     let_go,
 )
+from memory_core.storage.filekind import refuse_foreign_file
 from memory_core.storage.schema import (
     Dialect,
     Migration,
@@ -42,8 +43,6 @@ from memory_core.storage.sql_common import (
     insert_sql,
 )
 from memory_core.storage.staging import StagedMessages, vector_column
-from memory_core.storage.url import refuse_foreign_file
-from memory_core.types import ErasureReport
 
 _BATCH_VIEW = "_mc_insert_batch"  # name of the Arrow batch registered for one insert
 _SMALL_BATCH = 8  # rows inserted as bound parameters; more go in as one Arrow table
@@ -388,12 +387,15 @@ class DuckDBStorage(SqlStorage):
         operation); another process that asks gets it between two of them."""
         return self._duck.held.session()
 
-    def erase_thread(self, thread_id: str) -> ErasureReport:
-        """One transaction, then the file is rewritten so no byte of the erased text
-        stays in it (DuckDB keeps freed blocks as they were)."""
-        with self._duck.held.erasing(f"erase_thread '{thread_id}'"):
-            return super().erase_thread(thread_id)
+    @contextmanager
+    def writer(self, *, lock_timeout: float = 30.0) -> Iterator[Storage]:
+        if not self.read_only:
+            yield self
+            return
+        with DuckDBStorage(self.path, lock_timeout=lock_timeout) as writable:
+            yield writable
 
-    def erase_resource(self, resource_id: str) -> ErasureReport:
-        with self._duck.held.erasing(f"erase_resource '{resource_id}'"):
-            return super().erase_resource(resource_id)
+    def erasing(self, what: str) -> Any:
+        """One erasure, then the file is rewritten so no byte of the erased text stays
+        in it (DuckDB keeps freed blocks as they were)."""
+        return self._duck.held.erasing(what)

@@ -77,7 +77,7 @@ class _PgDriver(Driver):
 
     def __init__(self, dsn: str, schema: str | None, *, min_size: int, max_size: int,
                  connect_timeout: float, pool_timeout: float, lock_timeout: float) -> None:
-        from memory_core.storage.url import describe_url
+        from memory_core.storage.common import describe_url
 
         self.where = describe_url(dsn) + (f" (schema {schema})" if schema else "")
         self._schema = schema

@@ -17,7 +17,6 @@ Keyword arguments (clock, ids, …) are passed to the adapter's constructor.
 
 from __future__ import annotations
 
-import os
 import re
 import stat
 import sys
@@ -27,6 +26,8 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from memory_core.errors import InvalidInputError, NotFoundError, StorageError
 from memory_core.storage.base import Storage
+from memory_core.storage.common import describe_url
+from memory_core.storage.filekind import head_kind
 
 SCHEMES = ("duckdb", "sqlite", "postgresql", "postgres", "memory")
 _SCHEME_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
@@ -118,14 +119,7 @@ def open_existing(url: str, *, read_only: bool = False, **kwargs: Any) -> Storag
     return open_storage(url, **kwargs)
 
 
-_KV_PASSWORD = re.compile(r"(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&]*)", re.IGNORECASE)
-_URL_PASSWORD = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://[^/@:]*):[^/]*@")
 
-
-def describe_url(url: str) -> str:
-    """The URL or libpq DSN with any password replaced by ``***``."""
-    out = _URL_PASSWORD.sub(r"\1:***@", url)
-    return _KV_PASSWORD.sub(r"\1***", out)
 
 
 # -- opening policy for the workbench and the CLI ---------------------------------------
@@ -135,8 +129,6 @@ def describe_url(url: str) -> str:
 # DuckDB file or PostgreSQL schema is refused untouched, and a SQLite file named by a
 # bare path is opened as SQLite (DuckDB would try to download its sqlite extension).
 OUR_TABLES = ("schema_migrations", "meta", "threads", "messages", "journal", "runs")
-SQLITE_MAGIC = b"SQLite format 3\x00"
-DUCKDB_MAGIC = b"DUCK"  # bytes 8..12 of a DuckDB file
 PROBE_TIMEOUT_SECONDS = 5.0
 
 
@@ -189,19 +181,6 @@ def file_kind(path: str | Path) -> str | None:
         return head_kind(path)
     except (IsADirectoryError, PermissionError, FileNotFoundError):
         return None
-
-
-def head_kind(path: str | Path) -> str | None:
-    """``"duckdb"`` or ``"sqlite"`` from the first bytes of a file that may be held
-    (reading it opens a descriptor: see ``file_kind``); None for an empty file or any
-    other; OSError as raised."""
-    with open(path, "rb") as f:
-        head = f.read(16)
-    if head.startswith(SQLITE_MAGIC):
-        return "sqlite"
-    if head[8:12] == DUCKDB_MAGIC:
-        return "duckdb"
-    return None
 
 
 def _foreign(where: str, tables: set[str]) -> InvalidInputError:
@@ -347,24 +326,3 @@ def catalog(specs: list[str]) -> dict[str, str]:
             name = f"{base}-{n}"
         out[name] = url
     return out
-
-
-def refuse_foreign_file(op: str, path: str) -> None:
-    """A file that is not DuckDB's is refused before DuckDB sees it: DuckDB would
-    otherwise look for an extension to read it (SQLite), or write into it."""
-    try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            raise StorageError(f"{op} failed: '{path}' is not a regular file")
-        kind = head_kind(path)
-        if kind is None and os.path.getsize(path) == 0:
-            return  # an empty file: DuckDB makes it a new database
-    except FileNotFoundError:
-        return  # a new database
-    except OSError as e:
-        raise StorageError(f"{op} failed: cannot read '{path}': {e}") from e
-    if kind == "duckdb":
-        return
-    what = " (it is a SQLite database)" if kind == "sqlite" else ""
-    raise StorageError(f"{op} failed: '{path}' is not a valid DuckDB database{what}; give "
-                       "a DuckDB file (or a new path), or open it with the adapter it "
-                       "belongs to")

@@ -10,11 +10,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from memory_core.memory import AgentMemory
+from memory_core.composition.memory import AgentMemory
 from memory_core.models.reader import ReaderModel
 from memory_core.models.scripted import ScriptedModel
-from memory_core.recall import RecallConfig
-from memory_core.runner import Agent, Runner
+from memory_core.recall.config import RecallConfig
+from memory_core.runs.runner import Agent, Runner
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.types import Message, TextPart, ToolCallPart
 

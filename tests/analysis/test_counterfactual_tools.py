@@ -10,15 +10,15 @@ from typing import Any
 import pytest
 
 from memory_core.analysis.counterfactual import attribution, counterfactual, list_counterfactuals
+from memory_core.composition.memory import AgentMemory
+from memory_core.composition.working_memory import TOOL_NAME as WM_TOOL
+from memory_core.composition.working_memory import WorkingMemoryConfig
 from memory_core.errors import InvalidInputError
-from memory_core.memory import AgentMemory
 from memory_core.models.base import ModelIdentity, ModelResponse, Tool, ToolSpec
 from memory_core.models.scripted import ScriptedModel
-from memory_core.runner import Agent, Runner
+from memory_core.runs.runner import Agent, Runner
 from memory_core.storage.base import Storage
 from memory_core.types import ToolCallPart
-from memory_core.working_memory import TOOL_NAME as WM_TOOL
-from memory_core.working_memory import WorkingMemoryConfig
 from tests.analysis.conftest import World, assistant, recall, user
 from tests.helpers import jget
 

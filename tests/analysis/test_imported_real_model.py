@@ -11,10 +11,10 @@ import pytest
 from memory_core.analysis.counterfactual import attribution, counterfactual
 from memory_core.analysis.diff import diff_runs
 from memory_core.analysis.forgotten import why_forgotten
-from memory_core.embedders import HashingEmbedder
+from memory_core.embedding.hashing import HashingEmbedder
 from memory_core.importers import import_file
 from memory_core.journal import load_run
-from memory_core.replay import replay
+from memory_core.runs.replay import replay
 from memory_core.storage.inmemory import InMemoryStorage
 from tests.fake_provider.server import FakeProvider
 from tests.fake_provider.validation import validate_request
@@ -58,8 +58,8 @@ def test_imported_runs_are_analysed_through_the_configured_server(
 
 def test_a_subtraction_that_cuts_a_tool_exchange_takes_it_out_whole() -> None:
     from memory_core.analysis.counterfactual import whole_exchanges
-    from memory_core.models.openai_http import to_openai_messages
-    from memory_core.prompt import PromptItem
+    from memory_core.models.openai_codec import to_openai_messages
+    from memory_core.provenance.prompt import PromptItem
     from memory_core.types import Message, ToolCallPart, ToolResultPart
     from tests.fake_provider.validation import validate_messages
 

@@ -18,7 +18,7 @@ from memory_core.errors import ReplayMismatch
 from memory_core.importers import import_text
 from memory_core.models.base import ModelIdentity, ModelResponse, ToolSpec
 from memory_core.models.scripted import ScriptedModel
-from memory_core.replay import replay
+from memory_core.runs.replay import replay
 from memory_core.storage.base import Storage
 from memory_core.storage.duckdb import DuckDBStorage
 from memory_core.storage.inmemory import InMemoryStorage

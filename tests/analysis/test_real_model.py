@@ -14,8 +14,8 @@ from memory_core.errors import InvalidInputError, ModelError
 from memory_core.journal import load_run
 from memory_core.models.base import ModelIdentity, model_identity
 from memory_core.models.openai_chat import OpenAIChatModel
-from memory_core.registry import RecordedServerError, model_for_run
-from memory_core.replay import replay
+from memory_core.runs.registry import RecordedServerError, model_for_run
+from memory_core.runs.replay import replay
 from tests.analysis.conftest import World, assistant, recall, user
 from tests.fake_provider.server import FakeProvider
 from tests.fake_provider.validation import validate_request

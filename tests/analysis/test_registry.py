@@ -8,15 +8,15 @@ from typing import Any
 
 import pytest
 
-from memory_core.embedders import HashingEmbedder
+from memory_core.composition.memory import AgentMemory
+from memory_core.embedding.hashing import HashingEmbedder
 from memory_core.errors import InvalidInputError
-from memory_core.memory import AgentMemory
 from memory_core.models.base import ModelIdentity, model_identity
 from memory_core.models.openai_chat import OpenAIChatModel
 from memory_core.models.reader import ReaderModel
 from memory_core.models.scripted import ScriptedModel
-from memory_core.recall import RecallConfig
-from memory_core.registry import (
+from memory_core.recall.config import RecallConfig
+from memory_core.runs.registry import (
     RecordedServerError,
     describe_model,
     embedder_from_name,

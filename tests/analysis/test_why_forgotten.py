@@ -133,8 +133,8 @@ def test_unknown_run_and_ref(story: World) -> None:
 
 
 def test_compacted_into_observation(world: World) -> None:
+    from memory_core.composition.observational import ObservationalConfig
     from memory_core.models.scripted import ScriptedModel
-    from memory_core.observational import ObservationalConfig
 
     w = world
     w.say("long", "r1", user("The refund for the blender was approved."),
@@ -184,3 +184,38 @@ def test_lifeline_rejects_unknown_threads_messages_and_runs(story: World) -> Non
         lifeline(st, "old", 0, embed=story.embed, runs_of="cur", run_ids=["r-main", "r-gone"])
     picked = lifeline(st, "old", 0, embed=story.embed, runs_of="cur", run_ids=["r-main"])
     assert [p.run_id for p in picked] == ["r-main"]
+
+
+class _NoEmbedder:
+    name = "keyword-test"
+
+    def __call__(self, texts: object) -> object:
+        raise AssertionError("a record-only fate loaded the embedder")
+
+
+def test_the_record_alone_tells_the_fates_its_near_misses_hold(story: World) -> None:
+    """The workbench's story page asks for a fate without an embedding model: the run's
+    recorded near misses give the same fate and evidence the re-scoring gives."""
+    from memory_core.analysis.forgotten import explain_message
+    from memory_core.journal import load_run
+
+    data = load_run(story.storage, "r-main")
+    near = {(n.thread_id, n.seq) for n in data.memctx.near_misses}
+    assert ("old", 3) in near  # beyond top-k, recorded
+    scored = 0
+    for ref in sorted(near):
+        msg = story.storage.memory.get_messages(ref[0], seqs=[ref[1]])[0]
+        recorded = explain_message(story.storage, data, msg, rescore=False,
+                                   embed=_NoEmbedder())
+        rescored = why_forgotten(story.storage, embed=story.embed, run_id="r-main",
+                                 target=ref)
+        assert recorded.fate == rescored.fate, ref
+        if recorded.fate in ("below-threshold", "beyond-top-k"):
+            assert recorded.evidence["rank"] == rescored.evidence["rank"]
+            assert recorded.evidence["recorded"] is True
+            scored += 1
+    assert scored
+    far = story.storage.memory.get_messages("old", seqs=[4])[0]  # scored far below the bar
+    if ("old", 4) not in near:
+        out = explain_message(story.storage, data, far, rescore=False)
+        assert out.fate == "unexplained" and "not among the closest matches" in out.sentence

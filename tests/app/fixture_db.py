@@ -1,5 +1,5 @@
 """The workbench's test database, built by the real code: history stored through
-``AgentMemory.append``, runs made by ``memory_core.runner.Runner`` (scripted and offline
+``AgentMemory.append``, runs made by ``memory_core.runs.runner.Runner`` (scripted and offline
 reader models, hashing embedder) with working memory, observational memory (the
 extractive summariser), resource-scope recall under a metadata filter, tool calls, and a
 counterfactual journaled by ``memory_core.analysis``.
@@ -19,22 +19,22 @@ from datetime import UTC, datetime
 from typing import Any
 
 from memory_core.analysis.counterfactual import counterfactual
-from memory_core.embedders import HashingEmbedder
+from memory_core.composition.memory import AgentMemory
+from memory_core.composition.observational import ObservationalConfig
+from memory_core.composition.working_memory import WorkingMemoryConfig
+from memory_core.embedding.hashing import HashingEmbedder
 from memory_core.errors import ModelError
 from memory_core.journal import RunData, load_run
-from memory_core.memory import AgentMemory
 from memory_core.models.base import ModelResponse, Tool, ToolSpec
 from memory_core.models.reader import ReaderModel
 from memory_core.models.scripted import ScriptedModel
 from memory_core.models.summarizer import ExtractiveSummarizer
-from memory_core.observational import ObservationalConfig
-from memory_core.provenance import LANES
-from memory_core.recall import RecallConfig
-from memory_core.runner import Agent, Runner
+from memory_core.provenance.record import LANES
+from memory_core.recall.config import RecallConfig
+from memory_core.runs.runner import Agent, Runner
 from memory_core.storage.base import Storage
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.types import Message, TextPart, ToolCallPart, ToolResultPart
-from memory_core.working_memory import WorkingMemoryConfig
 from tests.helpers import Tick
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)

@@ -27,10 +27,10 @@ from app.components import (
     counted,
 )
 from memory_core.analysis.timeline import composition_timeline
-from memory_core.embedders import HashingEmbedder
+from memory_core.embedding.hashing import HashingEmbedder
 from memory_core.errors import InvalidInputError
-from memory_core.models.openai_http import OpenAIChatModel
-from memory_core.runner import Agent, Runner
+from memory_core.models.openai_chat import OpenAIChatModel
+from memory_core.runs.runner import Agent, Runner
 from memory_core.storage.duckdb import DuckDBStorage
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.types import AppendRow, Message, RunRecord
@@ -536,7 +536,7 @@ def test_timeline_names_the_runs_it_cannot_plot(empty_db: InMemoryStorage,
                                                 app: MakeApp) -> None:
     """Runs with no provenance record (started elsewhere, never composed here) are
     counted and named, the first eight of them; the composed runs are plotted."""
-    from memory_core.memory import AgentMemory
+    from memory_core.composition.memory import AgentMemory
     from memory_core.models.scripted import ScriptedModel
 
     memory = AgentMemory(empty_db, embed=HashingEmbedder(16), recent_n=4)

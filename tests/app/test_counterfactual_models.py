@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 
 from app import services
 from app.components import COUNTERFACTUAL_PAGE
-from memory_core.embedders import HashingEmbedder
+from memory_core.embedding.hashing import HashingEmbedder
 from memory_core.storage.inmemory import InMemoryStorage
 from sample_data.build import EPOCH, DemoClock, play_scenario
 from sample_data.scenarios.home import HOME

@@ -23,7 +23,7 @@ from app.components import (
     TIMELINE_PAGE,
     WHY_PAGE,
 )
-from memory_core import views
+from memory_core.analysis import views
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.types import RunRecord
 from tests.app.fixture_db import (

@@ -10,16 +10,16 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from app.components import RUN_PAGE, Id, md, recalled_observations, ref
-from memory_core.embedders import HashingEmbedder
-from memory_core.memory import AgentMemory
+from memory_core.analysis.views import ToolCallView
+from memory_core.composition.memory import AgentMemory
+from memory_core.composition.observational import ObservationalConfig
+from memory_core.embedding.hashing import HashingEmbedder
 from memory_core.models.base import ModelResponse
 from memory_core.models.scripted import ScriptedModel
-from memory_core.observational import ObservationalConfig
-from memory_core.runner import Agent, Runner
+from memory_core.runs.runner import Agent, Runner
 from memory_core.storage.base import Storage
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.types import Message, ToolCallPart
-from memory_core.views import ToolCallView
 from tests.app.conftest import served
 from tests.helpers import Tick
 

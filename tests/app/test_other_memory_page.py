@@ -9,9 +9,9 @@ from datetime import timedelta
 from streamlit.testing.v1 import AppTest
 
 from app.components import RUN_PAGE
-from memory_core.memory import AgentMemory
+from memory_core.composition.memory import AgentMemory
 from memory_core.models.scripted import ScriptedModel
-from memory_core.runner import Agent, Runner
+from memory_core.runs.runner import Agent, Runner
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.types import Message
 from tests.app.fixture_db import T0, FixtureInfo

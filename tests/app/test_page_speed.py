@@ -21,7 +21,7 @@ from streamlit.testing.v1 import AppTest
 from app import services
 from app.components import RUN_PAGE, THREADS_PAGE, WHY_PAGE
 from bench.runs_db import plan, play
-from memory_core import views
+from memory_core.analysis import views
 from memory_core.errors import StorageBusyError
 from memory_core.storage.base import Storage
 from memory_core.storage.duckdb import DuckDBStorage

@@ -395,7 +395,7 @@ def test_run_inspector_shows_settings_and_candidates(populated: Populated,
                for c in faq.caption)
     assert not [d for d in at.dataframe if {"value", "args"} & set(d.value.columns)]
     # tool calls: their arguments and results in monospace code blocks
-    from memory_core import views
+    from memory_core.analysis import views
 
     calls = views.run_view(storage, RUN_1).tool_calls
     assert calls and {c.args for c in calls} <= {c.value for c in at.code if c.language == "json"}

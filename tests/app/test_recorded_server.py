@@ -17,9 +17,9 @@ from streamlit.testing.v1 import AppTest
 from app import services
 from app.components import COUNTERFACTUAL_PAGE
 from memory_core.analysis.counterfactual import attribution, counterfactual
-from memory_core.embedders import HashingEmbedder
+from memory_core.embedding.hashing import HashingEmbedder
 from memory_core.journal import load_run
-from memory_core.registry import RecordedServerError, model_for_run
+from memory_core.runs.registry import RecordedServerError, model_for_run
 from memory_core.storage.duckdb import DuckDBStorage
 from sample_data.build import EPOCH, DemoClock, play_scenario
 from sample_data.scenarios.home import HOME

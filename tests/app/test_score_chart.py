@@ -4,7 +4,7 @@ in the order recall ranked them, even where candidates share a rank."""
 from __future__ import annotations
 
 from app.components import score_chart
-from memory_core.views import ScoreCandidate
+from memory_core.analysis.views import ScoreCandidate
 
 
 def _c(rank: int, score: float, status: str, seq: int) -> ScoreCandidate:

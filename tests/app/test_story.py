@@ -302,30 +302,37 @@ def test_a_key_message_memory_never_found_cannot_be_put_back(demo: InMemoryStora
 
 
 def test_a_message_the_length_limit_cut_out_is_named_plainly() -> None:
+    """The fate comes from analysis (a processor's removal in the record), the words
+    from the story page."""
     from datetime import UTC, datetime
 
     from app.story_parts import key_fate
-    from memory_core.provenance import CompositionSettings, Memctx, Processed
-    from memory_core.types import RunRecord
-    from memory_core.views import VIEW_LANES, LaneView, RunView
+    from memory_core.analysis.forgotten import explain_message
+    from memory_core.journal import RunData
+    from memory_core.provenance.prompt import FrozenPrompt
+    from memory_core.provenance.record import CompositionSettings, Memctx, Processed
+    from memory_core.types import RunRecord, StoredMessage
 
-    view = RunView(
-        run=RunRecord(run_id="r", agent="a", thread_id="t", resource_id=None,
-                      status="completed", started_at=datetime(2027, 1, 1, tzinfo=UTC),
-                      finished_at=None),
-        error=None, query="q", settings={}, threshold=None, top_k=None, candidates=[],
-        lanes=[LaneView(lane=lane, items=[], tokens=0, total_count=0) for lane in VIEW_LANES],
-        recall_skipped=None, steps=[], tool_calls=[], answer=None, notes=[])
+    storage = InMemoryStorage()
     memctx = Memctx(thread_id="t", settings=CompositionSettings(recent_n=4,
                                                                  recall_enabled=False),
                     processed=[Processed(processor="token-limiter", lane="recent",
                                          thread_id="t", seq=3, action="removed",
                                          tokens_before=10, tokens_after=0, reason="budget")])
-    given, sentence = key_fate(view, memctx, ("t", 3), "the budget")
+    run = RunRecord(run_id="r", agent="a", thread_id="t", resource_id=None,
+                    status="completed", started_at=datetime(2027, 1, 2, tzinfo=UTC),
+                    finished_at=None)
+    msg = StoredMessage(thread_id="t", seq=3, role="user", content="a budget of 300",
+                        created_at=datetime(2027, 1, 1, tzinfo=UTC))
+    data = RunData(run=run, prompt=FrozenPrompt(items=[]), memctx=memctx)
+    fate = explain_message(storage, data, msg, rescore=False)
+    assert fate.fate == "trimmed-by-token-limit"
+    given, sentence = key_fate(fate, "the budget")
     assert given is False
     assert sentence == ("The budget was cut out to keep what the assistant is given under "
                         "its length limit.")
     assert not BANNED.search(sentence)
+    assert key_fate(None, "the budget") == (None, "The budget is not in this database.")
 
 
 def test_the_token_budget_story_puts_the_trimmed_gate_code_back(

@@ -23,11 +23,11 @@ from app.components import (
     WHY_PAGE,
     escape_md,
 )
-from memory_core import views
-from memory_core.embedders import HashingEmbedder
-from memory_core.memory import AgentMemory
+from memory_core.analysis import views
+from memory_core.composition.memory import AgentMemory
+from memory_core.embedding.hashing import HashingEmbedder
 from memory_core.models.scripted import ScriptedModel
-from memory_core.runner import Agent, Runner
+from memory_core.runs.runner import Agent, Runner
 from memory_core.storage.inmemory import InMemoryStorage
 from tests.app.conftest import served
 from tests.app.fixture_db import fixed_clock

@@ -11,11 +11,11 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from app.components import COMPARE_PAGE, RUN_PAGE
+from memory_core.composition.memory import AgentMemory
 from memory_core.importers import import_text
-from memory_core.memory import AgentMemory
 from memory_core.models.base import ModelResponse, Tool, ToolSpec
 from memory_core.models.scripted import ScriptedModel
-from memory_core.runner import Agent, Runner
+from memory_core.runs.runner import Agent, Runner
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.types import ToolCallPart
 from tests.app.conftest import served

@@ -13,11 +13,11 @@ from streamlit.testing.v1 import AppTest
 
 from app import services
 from app.components import COMPARE_PAGE, WHY_PAGE, fmt_cell, fmt_score, fmt_time, truncate
-from memory_core.embedders import HashingEmbedder
-from memory_core.memory import AgentMemory
+from memory_core.composition.memory import AgentMemory
+from memory_core.embedding.hashing import HashingEmbedder
 from memory_core.models.scripted import ScriptedModel
-from memory_core.recall import RecallConfig
-from memory_core.runner import Agent, Runner
+from memory_core.recall.config import RecallConfig
+from memory_core.runs.runner import Agent, Runner
 from memory_core.storage.inmemory import InMemoryStorage
 from tests.app.fixture_db import (
     AGENT,

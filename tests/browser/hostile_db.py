@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from memory_core.embedders import HashingEmbedder
-from memory_core.memory import AgentMemory
+from memory_core.composition.memory import AgentMemory
+from memory_core.embedding.hashing import HashingEmbedder
 from memory_core.models.base import ModelResponse, Tool, ToolSpec
 from memory_core.models.scripted import ScriptedModel
-from memory_core.recall import RecallConfig
-from memory_core.runner import Agent, Runner
+from memory_core.recall.config import RecallConfig
+from memory_core.runs.runner import Agent, Runner
 from memory_core.storage.duckdb import DuckDBStorage
 from memory_core.types import Message, ToolCallPart
 from tests.helpers import Tick

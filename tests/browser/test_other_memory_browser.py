@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from memory_core.memory import AgentMemory
+from memory_core.composition.memory import AgentMemory
 from memory_core.models.scripted import ScriptedModel
-from memory_core.runner import Agent, Runner
+from memory_core.runs.runner import Agent, Runner
 from memory_core.storage.duckdb import DuckDBStorage
 from memory_core.types import Message
 from tests.app.fixture_db import T0, build_duckdb_file

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from memory_core.embedders import HashingEmbedder
-from memory_core.memory import AgentMemory
+from memory_core.composition.memory import AgentMemory
+from memory_core.embedding.hashing import HashingEmbedder
 from memory_core.models.openai_chat import OpenAIChatModel
-from memory_core.recall import RecallConfig
-from memory_core.runner import Agent, Runner
+from memory_core.recall.config import RecallConfig
+from memory_core.runs.runner import Agent, Runner
 from memory_core.storage.duckdb import DuckDBStorage
 from memory_core.types import Message
 from tests.browser.server import PAGE_TIMEOUT_MS, chromium, serve

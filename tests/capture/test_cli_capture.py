@@ -20,10 +20,10 @@ import openai
 import pytest
 from typer.testing import CliRunner
 
+from memory_core.analysis.views import thread_summaries
 from memory_core.cli import app
 from memory_core.journal import load_run
 from memory_core.storage.duckdb import DuckDBStorage
-from memory_core.views import thread_summaries
 from tests.fake_provider.server import FakeProvider
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,6 +1,6 @@
 """memwb collect (issue 13.5): the real OpenTelemetry SDK exporter (OTLP/HTTP protobuf)
 and plain OTLP/JSON posts reach the receiver, whose GenAI spans become imported runs
-the workbench shows (memory_core.views)."""
+the workbench shows (memory_core.analysis.views)."""
 
 from __future__ import annotations
 
@@ -22,14 +22,14 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
+from memory_core.analysis.views import run_view, thread_messages, thread_summaries
 from memory_core.capture import LoopbackServer, Recorder, collector_app
 from memory_core.capture.collector import decode_export
-from memory_core.embedders import HashingEmbedder
+from memory_core.embedding.hashing import HashingEmbedder
 from memory_core.importers import import_file
 from memory_core.journal import load_run
 from memory_core.storage.duckdb import DuckDBStorage
 from memory_core.storage.inmemory import InMemoryStorage
-from memory_core.views import run_view, thread_messages, thread_summaries
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "imports"
 QUESTION = "Which gate does flight LX318 leave from?"

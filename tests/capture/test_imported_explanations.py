@@ -13,12 +13,12 @@ import pytest
 from memory_core.analysis.diff import diff_runs
 from memory_core.analysis.forgotten import GIVEN_FATES, lifeline, why_forgotten
 from memory_core.analysis.timeline import composition_timeline
-from memory_core.embedders import HashingEmbedder
+from memory_core.analysis.views import UNKNOWN_SETTING, run_view
+from memory_core.embedding.hashing import HashingEmbedder
 from memory_core.importers import import_file
 from memory_core.journal import load_run
 from memory_core.storage.duckdb import DuckDBStorage
 from memory_core.storage.inmemory import InMemoryStorage
-from memory_core.views import UNKNOWN_SETTING, run_view
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "imports"
 GOOD = ["openai_support.jsonl", "openai_batch.jsonl", "openai_keyed.jsonl",
@@ -118,7 +118,7 @@ def test_a_message_left_out_says_the_client_did_not_send_it(tmp_path: Path) -> N
 
 
 def test_unknown_paths_cover_the_fields_below_them() -> None:
-    from memory_core.provenance import CompositionSettings, Memctx
+    from memory_core.provenance.record import CompositionSettings, Memctx
 
     m = Memctx(thread_id="t", settings=CompositionSettings(recent_n=2, recall_enabled=False),
                unknown_fields=["settings.recall", "observations"])

@@ -14,7 +14,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from memory_core.capture import LoopbackServer, Recorder, collector_app, proxy_app
-from memory_core.embedders import HashingEmbedder
+from memory_core.embedding.hashing import HashingEmbedder
 from memory_core.storage.inmemory import InMemoryStorage
 
 MiB = 1 << 20

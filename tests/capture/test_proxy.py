@@ -1,6 +1,6 @@
 """memwb proxy (issue 13.5): the real openai SDK talks to the recording proxy, which
 forwards to the fake model server; every exchange becomes an imported run the
-workbench shows (memory_core.views), streamed answers included."""
+workbench shows (memory_core.analysis.views), streamed answers included."""
 
 from __future__ import annotations
 
@@ -11,14 +11,19 @@ from pathlib import Path
 import openai
 import pytest
 
+from memory_core.analysis.views import (
+    list_runs,
+    run_view,
+    thread_messages,
+    thread_summaries,
+)
 from memory_core.capture import LoopbackServer, Recorder, proxy_app, reassemble_sse
-from memory_core.embedders import HashingEmbedder
+from memory_core.embedding.hashing import HashingEmbedder
 from memory_core.errors import InvalidInputError
 from memory_core.journal import load_run
 from memory_core.models.base import ModelResponse
 from memory_core.storage.duckdb import DuckDBStorage
 from memory_core.types import ToolCallPart
-from memory_core.views import list_runs, run_view, thread_messages, thread_summaries
 from tests.fake_provider.server import FAULT_HEADER, FakeProvider
 
 KEY = "sk-capture-secret-0001"

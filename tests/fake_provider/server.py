@@ -46,7 +46,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from memory_core.embedders import HashingEmbedder
+from memory_core.embedding.hashing import HashingEmbedder
 from memory_core.models.base import Model, ModelResponse, ToolSpec
 from memory_core.tokens import estimate_tokens
 from memory_core.types import Message, Part, TextPart, ToolCallPart, ToolResultPart

@@ -28,7 +28,8 @@ import numpy as np
 
 from bench.recall_quality.run import store_turns
 from bench.results import replace_section
-from memory_core.recall import LEGACY_HYBRID, RecallConfig, RecallEngine
+from memory_core.recall.config import LEGACY_HYBRID, RecallConfig
+from memory_core.recall.engine import RecallEngine
 from memory_core.storage.inmemory import InMemoryStorage
 
 HERE = Path(__file__).parent
@@ -196,7 +197,7 @@ def render(results: dict[str, dict[str, dict[int, float]]], held: dict[str, dict
 
 
 def minilm() -> Embed:
-    from memory_core.minilm import MiniLMEmbedder
+    from memory_core.embedding.minilm import MiniLMEmbedder
 
     return MiniLMEmbedder(cache_dir=str(CACHE))
 

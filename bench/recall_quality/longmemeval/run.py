@@ -35,7 +35,7 @@ from bench.recall_quality.longconv.run import (
 from bench.recall_quality.longconv.run import load as load_longconv
 from bench.recall_quality.longmemeval.data import THREADS, conversations
 from bench.results import replace_section
-from memory_core.recall import RecallConfig
+from memory_core.recall.config import RecallConfig
 
 TITLE = "Recall quality: LongMemEval threads"
 KINDS = {"single-session-user": "user fact", "single-session-assistant": "assistant fact",

@@ -30,7 +30,7 @@ from memory_core.importers.formats.fields import (
 )
 from memory_core.importers.openai_shapes import reassemble_stream
 from memory_core.models.base import Usage
-from memory_core.openai_codec import from_openai_tools
+from memory_core.models.openai_codec import from_openai_tools
 from memory_core.types import Message
 
 # OpenAI's chat completions, Responses API and legacy completions (and every server

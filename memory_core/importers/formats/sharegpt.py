@@ -11,7 +11,7 @@ from memory_core.importers.formats import RecordFormat
 from memory_core.importers.formats.fields import str_field
 from memory_core.importers.jsonvalues import load_json
 from memory_core.importers.openai_shapes import sharegpt_messages
-from memory_core.openai_codec import from_openai_tools
+from memory_core.models.openai_codec import from_openai_tools
 
 
 def sharegpt_exchanges(obj: dict[str, Any], where: str, index: int) -> list[Exchange]:

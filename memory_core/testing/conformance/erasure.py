@@ -8,6 +8,7 @@ from datetime import timedelta
 import pytest
 
 from memory_core.errors import InvalidInputError, NotFoundError
+from memory_core.lifecycle.erasure import erase_resource, erase_thread
 from memory_core.storage.base import Storage
 from memory_core.testing.support import T0, row, vec
 from memory_core.types import ErasureReport, Observation, RunRecord
@@ -51,7 +52,7 @@ def assert_intact(s: Storage, tid: str) -> None:
 def test_erase_thread_removes_it_everywhere_and_reports(storage: Storage) -> None:
     populate(storage, "t1", "u1")
     populate(storage, "t2", "u1")
-    report = storage.erase_thread("t1")
+    report = erase_thread(storage, "t1")
     assert report == ErasureReport(threads=["t1"], messages=3, embeddings=2,
                                    working_memory=["thread:t1"], observations=1,
                                    journal_entries=3, runs=1)
@@ -61,7 +62,7 @@ def test_erase_thread_removes_it_everywhere_and_reports(storage: Storage) -> Non
 
 def test_erase_unknown_thread_is_named(storage: Storage) -> None:
     with pytest.raises(NotFoundError, match="thread 'ghost' does not exist"):
-        storage.erase_thread("ghost")
+        erase_thread(storage, "ghost")
 
 
 def test_erase_resource_removes_all_its_threads_and_its_wm(storage: Storage) -> None:
@@ -74,7 +75,7 @@ def test_erase_resource_removes_all_its_threads_and_its_wm(storage: Storage) -> 
                                      started_at=T0 + timedelta(seconds=1)))
     storage.runs.put_if_absent("loose:input", {"v": 1})
 
-    report = storage.erase_resource("u1")
+    report = erase_resource(storage, "u1")
     assert sorted(report.threads) == ["a", "b"]
     assert (report.messages, report.embeddings, report.observations) == (6, 4, 2)
     assert sorted(report.working_memory) == ["resource:u1", "thread:a", "thread:b"]
@@ -91,12 +92,12 @@ def test_erase_resource_removes_all_its_threads_and_its_wm(storage: Storage) -> 
 
 
 def test_erase_resource_without_rows_reports_nothing(storage: Storage) -> None:
-    assert storage.erase_resource("nobody") == ErasureReport()
+    assert erase_resource(storage, "nobody") == ErasureReport()
 
 
 def test_erase_resource_needs_an_id(storage: Storage) -> None:
     with pytest.raises(InvalidInputError, match="resource_id"):
-        storage.erase_resource("")
+        erase_resource(storage, "")
 
 
 def test_delete_thread_is_memory_side_only(storage: Storage) -> None:

@@ -8,6 +8,7 @@ from datetime import timedelta
 import pytest
 
 from memory_core.errors import InvalidInputError, NotFoundError
+from memory_core.lifecycle.erasure import erase_resource, erase_thread
 from memory_core.storage.base import MemoryStore, Storage
 from memory_core.testing.support import T0, StepClock, row, vec
 from memory_core.types import AppendRow, Message, TextPart, ToolCallPart, ToolResultPart
@@ -233,9 +234,9 @@ def test_thread_stats_stay_exact_through_explicit_seqs_clone_and_erase(
     m.clone_thread("b", "b2", resource_id="gone")
     _assert_stats_exact(m, tids)
     # erasure: gone from the stats, and a thread recreated under the same id is empty
-    storage.erase_thread("a2")
+    erase_thread(storage, "a2")
     assert m.thread_stats(tids) == {"a": (7, 20), "b": (1, 0), "b2": (1, 0)}
-    storage.erase_resource("gone")
+    erase_resource(storage, "gone")
     assert m.thread_stats(tids) == {"a": (7, 20)}
     m.create_thread("a2")
     assert m.thread_stats(["a2"]) == {"a2": (0, -1)}

@@ -13,7 +13,10 @@ from datetime import UTC, datetime, timedelta, timezone
 import numpy as np
 import pytest
 
-from memory_core.recall import RecallConfig, RecallEngine, RecallOutcome
+from memory_core.lifecycle.erasure import erase_thread
+from memory_core.recall.config import RecallConfig
+from memory_core.recall.engine import RecallEngine
+from memory_core.recall.results import RecallOutcome
 from memory_core.storage.base import Storage
 from memory_core.testing.support import row, vec
 from memory_core.types import Message, StoredMessage
@@ -129,7 +132,7 @@ def test_a_warm_recall_returns_nothing_of_an_erased_thread_nor_its_old_messages(
     m.create_thread("b", resource_id="u")
     m.append_messages("b", [row("b0", embedding=vec(1, 0)), row("b1", embedding=vec(1, 0))])
     with _warm(storage) as engine:
-        storage.erase_thread("a")
+        erase_thread(storage, "a")
         m.create_thread("a", resource_id="u")  # the same id, the same seqs, new words
         m.append_messages("a", [row("fresh 0", embedding=vec(1, 0)),
                                 row("fresh needle", embedding=vec(0, 1)),

@@ -35,7 +35,8 @@ def test_a_warm_recall_forgets_a_redacted_message(storage: Storage) -> None:
     """A recall engine that cached the message's vector and words before the redaction
     ranks it by neither afterwards: erased means gone, also from a process's warm index
     (an erasure redacts other threads' answers that quoted the erased text)."""
-    from memory_core.recall import RecallConfig, RecallEngine
+    from memory_core.recall.config import RecallConfig
+    from memory_core.recall.engine import RecallEngine
 
     class Exact:  # the query "secret 42" embeds like the secret's own vector
         def __call__(self, texts: list[str]) -> np.ndarray:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from memory_core.errors import NotFoundError
+from memory_core.lifecycle.erasure import erase_thread
 from memory_core.storage.base import Storage, ThreadCounts
 from memory_core.testing.support import T0, StepClock, row
 
@@ -53,7 +54,7 @@ def test_a_thread_made_again_shows_its_new_creation_time(clocked: Storage,
     m.create_thread("t", resource_id="u")
     m.append_messages("t", [row("a")])
     first = m.scope_counts("t", "u")["t"]
-    clocked.erase_thread("t")
+    erase_thread(clocked, "t")
     clock.set(50)
     m.create_thread("t", resource_id="u")
     again = m.scope_counts("t", "u")["t"]

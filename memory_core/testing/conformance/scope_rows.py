@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from memory_core.lifecycle.erasure import erase_thread
 from memory_core.storage.base import ScopeRows, Storage
 from memory_core.storage.common import ts_micros
 from memory_core.testing.support import StepClock, row, vec
@@ -137,7 +138,7 @@ def test_located_reads_agree_with_reads_by_ref_even_when_stale(storage: Storage)
     assert m.get_messages_located(refs[:2], [-1, -1]) == m.get_messages_by_refs(refs[:2])
     assert m.get_messages_located([("a", 99), ("nobody", 0)], [locs[0], 3]) == []
     # after an erasure (DuckDB rewrites its file: rows move) and a new thread
-    storage.erase_thread("a")
+    erase_thread(storage, "a")
     m.create_thread("a", resource_id="u")
     m.append_messages("a", [row("fresh")])
     again = m.get_messages_located(refs, locs)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from datetime import timedelta, timezone
 
+from memory_core.lifecycle.erasure import erase_thread
 from memory_core.storage.base import (
     MemoryStore,
     RunJournal,
@@ -72,7 +73,7 @@ def test_each_thread_with_its_count_and_last_message_time(clocked: Storage,
 def test_activity_follows_appends_and_erasure(clocked: Storage, clock: StepClock) -> None:
     _threads(clocked, clock)
     m = clocked.memory
-    clocked.erase_thread("b")
+    erase_thread(clocked, "b")
     m.append_messages("a", [row("later", created_at=T0 + timedelta(days=2))])
     got = {t.thread_id: t for t in m.thread_activity()}
     assert "b" not in got

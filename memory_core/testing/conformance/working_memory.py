@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from memory_core.errors import InvalidInputError
+from memory_core.lifecycle.erasure import erase_resource, erase_thread
 from memory_core.storage.base import Storage
 
 
@@ -51,6 +52,6 @@ def test_stored_json_null_is_a_value_that_exists(storage: Storage) -> None:
     assert "thread:dst" in m.list_working_memory_keys()
     assert m.delete_working_memory("thread:dst") is True
     assert m.delete_working_memory("thread:dst") is False
-    assert storage.erase_thread("src").working_memory == ["thread:src"]
-    assert storage.erase_resource("u1").working_memory == ["resource:u1"]
+    assert erase_thread(storage, "src").working_memory == ["thread:src"]
+    assert erase_resource(storage, "u1").working_memory == ["resource:u1"]
     assert m.list_working_memory_keys() == []

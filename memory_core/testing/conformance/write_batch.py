@@ -3,7 +3,7 @@ row and status, thread and message appends) in one transaction where the adapter
 groups writes (capability ``atomic_batches``: SQLite, PostgreSQL, DuckDB): read back
 inside the block, seen by another handle only once it ends (``separate_connections``),
 and nothing of them left when it fails. The Runner groups a
-run's writes with it (memory_core/runner.py)."""
+run's writes with it (memory_core/runs/runner.py)."""
 
 from __future__ import annotations
 

@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pydantic import ValidationError
 
-from memory_core.embedders import Embedder, HashingEmbedder
+from memory_core.embedding.hashing import Embedder, HashingEmbedder
 from memory_core.errors import InvalidInputError
 
 if TYPE_CHECKING:
     from memory_core.models.base import Model, ModelIdentity
-    from memory_core.provenance import CompositionSettings
-    from memory_core.recall import RecallConfig
+    from memory_core.provenance.record import CompositionSettings
+    from memory_core.recall.config import RecallConfig
 
 _EMBEDDERS: dict[str, Embedder] = {}
 
@@ -32,7 +32,7 @@ def embedder_from_name(name: str | None) -> Embedder | None:
     if name.startswith("hashing-") and name[len("hashing-"):].isdigit():
         emb = HashingEmbedder(int(name[len("hashing-"):]))
     elif name == "all-MiniLM-L6-v2":
-        from memory_core.minilm import MiniLMEmbedder
+        from memory_core.embedding.minilm import MiniLMEmbedder
 
         emb = MiniLMEmbedder()
     else:
@@ -297,6 +297,6 @@ def model_from_info(info: Mapping[str, Any], embed_name: str | None) -> Model:
 def recall_config_from_settings(settings: CompositionSettings) -> RecallConfig:
     """The RecallConfig a run composed with: the one its settings recorded (every
     field, since memctx v2), or RecallConfig's defaults when none was recorded."""
-    from memory_core.recall import RecallConfig
+    from memory_core.recall.config import RecallConfig
 
     return settings.recall if settings.recall is not None else RecallConfig()

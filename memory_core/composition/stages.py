@@ -21,29 +21,34 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from memory_core.prompt import Composition, FrozenPrompt, PromptItem
-from memory_core.provenance import (
-    PREVIEW_CHARS,
+from memory_core.composition.toolpairs import (
+    DroppedRow,
+    KeptRow,
+    open_at_calls,
+    pair_tool_calls,
+)
+from memory_core.provenance.prompt import Composition, FrozenPrompt, PromptItem
+from memory_core.provenance.record import (
     PROVENANCE_DROPPED_CAP,
     PROVENANCE_RECENT_CAP,
     CompositionSettings,
     LaneTokens,
     Memctx,
     MessageRef,
-    NearMiss,
     ObservationRef,
     Processed,
-    preview,
-    structural_text,
 )
+from memory_core.recall.results import NearMiss
 from memory_core.storage.base import MemoryStore
-from memory_core.toolpairs import DroppedRow, KeptRow, open_at_calls, pair_tool_calls
+from memory_core.text import PREVIEW_CHARS, preview, structural_text
 from memory_core.types import Message, Observation, StoredMessage, Thread
 
 if TYPE_CHECKING:
-    from memory_core.observational import ObservationalMemory
-    from memory_core.recall import RecallConfig, RecallEngine, RecallHit
-    from memory_core.working_memory import WorkingMemory
+    from memory_core.composition.observational import ObservationalMemory
+    from memory_core.composition.working_memory import WorkingMemory
+    from memory_core.recall.config import RecallConfig
+    from memory_core.recall.engine import RecallEngine
+    from memory_core.recall.results import RecallHit
 
 # why recall did not run (Memctx.recall_skipped)
 SKIP_OFF = "recall off"

@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memory_core.provenance import Lane, Memctx
+from memory_core.provenance.record import Lane, Memctx
 from memory_core.types import Message, canonical_json
 
 

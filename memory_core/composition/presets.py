@@ -13,17 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from memory_core.embedders import Embedder, HashingEmbedder
+from memory_core.embedding.hashing import Embedder, HashingEmbedder
 from memory_core.errors import InvalidInputError
-from memory_core.recall_config import RecallConfig
+from memory_core.recall.config import RecallConfig
 
-if TYPE_CHECKING:
-    from memory_core.memory import AgentMemory
-    from memory_core.storage.base import Storage
-
-__all__ = ["PRESETS", "RENAMED", "Preset", "from_preset"]
+__all__ = ["PRESETS", "RENAMED", "Preset", "preset_kwargs"]
 
 
 @dataclass(frozen=True)
@@ -56,16 +52,9 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
 RENAMED = {"assistant": "recall"}
 
 
-def from_preset(name: str, *, storage: Storage, embed: Embedder | None = None,
-                **overrides: Any) -> AgentMemory:
-    """``AgentMemory`` configured as preset ``name``; ``overrides`` are any other
-    ``AgentMemory`` keyword arguments (``recent_n``, ``recall``, ``working_memory``,
-    ``token_budget`` ...) and win over the preset's.
-
-    Example: ``from_preset("recall", storage=DuckDBStorage(":memory:"), token_budget=4000)``
-    """
-    from memory_core.memory import AgentMemory
-
+def preset_kwargs(name: str, embed: Embedder | None = None) -> dict[str, Any]:
+    """The ``AgentMemory`` keyword arguments preset ``name`` stands for
+    (``AgentMemory.from_preset`` builds the memory from them)."""
     if name in RENAMED:
         raise InvalidInputError(
             f"preset '{name}' was renamed to '{RENAMED[name]}'; use "
@@ -73,4 +62,4 @@ def from_preset(name: str, *, storage: Storage, embed: Embedder | None = None,
     preset = PRESETS.get(name) if isinstance(name, str) else None
     if preset is None:
         raise InvalidInputError(f"unknown preset {name!r}; known: {sorted(PRESETS)}")
-    return AgentMemory(storage, **{**preset.kwargs(embed), **overrides})
+    return preset.kwargs(embed)

@@ -175,8 +175,14 @@ def _redact_working_memory(storage: Storage, redactor: Redactor,
 
 
 def erase_thread(storage: Storage, thread_id: str) -> ErasureReport:
-    """Erase a thread everywhere (see the module docstring); ``NotFoundError`` only
-    when nothing of it remains."""
+    """Erase a thread everywhere (see the module docstring) in one transaction where
+    the adapter's ``write_batch`` is one: a crash midway leaves all of it or none.
+    ``NotFoundError`` only when nothing of it remains."""
+    with storage.erasing(f"erase_thread '{thread_id}'"), storage.write_batch():
+        return _erase_thread(storage, thread_id)
+
+
+def _erase_thread(storage: Storage, thread_id: str) -> ErasureReport:
     if not isinstance(thread_id, str) or not thread_id:
         raise InvalidInputError(f"thread id must be a non-empty string, got {thread_id!r}")
     thread = storage.memory.get_thread(thread_id)
@@ -207,10 +213,15 @@ def erase_thread(storage: Storage, thread_id: str) -> ErasureReport:
 
 def erase_resource(storage: Storage, resource_id: str) -> ErasureReport:
     """Erase every thread of a resource (a person), the runs it had without a thread
-    and its working memory."""
+    and its working memory (one transaction, as ``erase_thread``)."""
+    with storage.erasing(f"erase_resource '{resource_id}'"), storage.write_batch():
+        return _erase_resource(storage, resource_id)
+
+
+def _erase_resource(storage: Storage, resource_id: str) -> ErasureReport:
     if not isinstance(resource_id, str) or not resource_id:
         raise InvalidInputError(f"resource_id must be a non-empty string, got {resource_id!r}")
-    reports = [erase_thread(storage, t.id) for t in storage.memory.list_threads(resource_id)]
+    reports = [_erase_thread(storage, t.id) for t in storage.memory.list_threads(resource_id)]
     total = merge_reports(reports)
     orphan = [r.run_id for r in storage.runs.list_runs(resource_id=resource_id)]
     for rid in orphan:
@@ -276,12 +287,11 @@ def erase_subject(storage: Storage, user: str, org_id: str | None = None,
     unreached = sorted(t for t in named - held if storage.memory.get_thread(t) is None
                        and (other is None or other.memory.get_thread(t) is None))
     reports: list[ErasureReport] = []
-    # through the adapters' own erase_resource: DuckDB wraps it in one transaction and
-    # rewrites its file so no freed block keeps the erased text
+    # each one transaction; DuckDB rewrites its file so no freed block keeps the text
     if other is not None:
         reports += [_redact_from_elsewhere(storage, other, tid) for tid in elsewhere]
-        reports.append(other.erase_resource(user))
-    reports.append(storage.erase_resource(user))
+        reports.append(erase_resource(other, user))
+    reports.append(erase_resource(storage, user))
     total = merge_reports(reports)
     return SubjectErasureReport(**total.model_dump(), memory_threads=sorted(held),
                                 unreached_threads=unreached)

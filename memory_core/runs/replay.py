@@ -21,15 +21,21 @@ from memory_core.journal.records import InputRecord, OutputRecord
 from memory_core.journal.seal import read_seal, require_intact
 from memory_core.models.base import Tool
 from memory_core.models.scripted import RaisingModel
-from memory_core.prompt import FrozenPrompt
-from memory_core.provenance import LANES, Memctx
-from memory_core.runner import Agent, Runner, RunResult, assistant_message, tool_message
+from memory_core.provenance.prompt import FrozenPrompt
+from memory_core.provenance.record import LANES, Memctx
+from memory_core.runs.runner import (
+    Agent,
+    Runner,
+    RunResult,
+    assistant_message,
+    tool_message,
+)
 from memory_core.storage.base import Storage
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.types import AppendRow, Message, RunRecord, ToolCallPart, canonical_json
 
 if TYPE_CHECKING:
-    from memory_core.memory import AgentMemory
+    from memory_core.composition.memory import AgentMemory
 
 # Working memory and observations are mutable state with no history: a later run may
 # have changed them, so by default the re-composition is compared on the lanes that
@@ -363,7 +369,7 @@ def snapshot_store(storage: Storage, run_id: str, thread_id: str,
 
 
 def _rebind(memory: AgentMemory, storage: Storage) -> AgentMemory:
-    from memory_core.memory import AgentMemory as _AgentMemory
+    from memory_core.composition.memory import AgentMemory as _AgentMemory
 
     om = memory.observational_config
     if om is not None:

@@ -26,16 +26,15 @@ from collections.abc import Callable, Sequence
 from typing import Protocol, runtime_checkable
 
 from memory_core.errors import InvalidInputError
-from memory_core.prompt import FrozenPrompt, PromptItem
-from memory_core.provenance import (
+from memory_core.provenance.prompt import FrozenPrompt, PromptItem
+from memory_core.provenance.record import (
     PROVENANCE_RECENT_CAP,
     CompositionSettings,
     LaneTokens,
     Memctx,
     MessageRef,
-    structural_preview,
-    structural_text,
 )
+from memory_core.text import structural_preview, structural_text
 from memory_core.tokens import estimate_tokens
 from memory_core.types import Message
 

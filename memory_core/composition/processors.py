@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol, runtime_checkable
 
-from memory_core.compose import (
+from memory_core.composition.stages import (
     Draft,
     Observed,
     RecallLane,
@@ -24,9 +24,9 @@ from memory_core.compose import (
     Window,
     observations_block,
 )
+from memory_core.composition.toolpairs import KeptRow
 from memory_core.errors import InvalidInputError
-from memory_core.provenance import Processed
-from memory_core.toolpairs import KeptRow
+from memory_core.provenance.record import Processed
 from memory_core.types import Message, StoredMessage, TextPart, ToolCallPart, ToolResultPart
 
 __all__ = ["DEFAULT_PRIORITY", "InputProcessor", "TokenBudgetExceeded", "TokenLimiter",

@@ -17,8 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from memory_core.errors import InvalidInputError, MemoryCoreError, NotFoundError
 from memory_core.journal import OutputRecord, RunReader, RunStep, prefetched_readers
-from memory_core.prompt import FrozenPrompt, PromptItem
-from memory_core.provenance import (
+from memory_core.provenance.prompt import FrozenPrompt, PromptItem
+from memory_core.provenance.record import (
     LANES,
     CompositionSettings,
     Memctx,
@@ -703,7 +703,7 @@ def run_view(storage: Storage, run_id: str) -> RunView:
     elif memctx.imported:
         notes.append(_imported_note(reader, len(prompt.items) if prompt is not None else 0))
     elif memctx.messages_only:
-        from memory_core.other_memory import NO_PROVENANCE
+        from memory_core.composition.other_memory import NO_PROVENANCE
 
         notes.append(NO_PROVENANCE)
     gone = _truncated(storage, run_id)

@@ -1,6 +1,6 @@
 """Recall settings (``RecallConfig``): validated at construction, and recorded whole in
 every composition's provenance record so analysis can rebuild them exactly. Kept apart
-from the engine (``memory_core.recall``, which re-exports them) so that provenance can
+from the engine (``memory_core.recall.engine``) so that provenance can
 hold a RecallConfig without an import cycle."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pydantic import (
 )
 
 from memory_core.errors import InvalidInputError
-from memory_core.filters import validate_filter
+from memory_core.recall.filters import validate_filter
 
 RecallMode = Literal["vector", "lexical", "hybrid"]
 RecallScope = Literal["thread", "resource"]

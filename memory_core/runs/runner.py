@@ -41,8 +41,8 @@ from memory_core.models.base import (
     journaled_call,
     model_identity,
 )
-from memory_core.prompt import FrozenPrompt, PromptItem
-from memory_core.provenance import Memctx
+from memory_core.provenance.prompt import FrozenPrompt, PromptItem
+from memory_core.provenance.record import Memctx
 from memory_core.storage.base import Storage
 from memory_core.storage.common import Clock, json_or_invalid, utc_now
 from memory_core.types import (
@@ -54,8 +54,8 @@ from memory_core.types import (
 )
 
 if TYPE_CHECKING:
-    from memory_core.memory import AgentMemory
-    from memory_core.other_memory import MessagesMemory
+    from memory_core.composition.memory import AgentMemory
+    from memory_core.composition.other_memory import MessagesMemory
 
 BoundaryHook = Callable[[str], None]
 
@@ -227,9 +227,9 @@ class _RunState:
 
 def _memories(memory: object) -> tuple[AgentMemory | None, MessagesMemory | None]:
     """``memory=`` sorted: an AgentMemory, or another memory that only offers
-    ``get_messages`` (SPEC §6.8, ``memory_core.other_memory``)."""
-    from memory_core.memory import AgentMemory
-    from memory_core.other_memory import is_messages_memory
+    ``get_messages`` (SPEC §6.8, ``memory_core.composition.other_memory``)."""
+    from memory_core.composition.memory import AgentMemory
+    from memory_core.composition.other_memory import is_messages_memory
 
     if memory is None or isinstance(memory, AgentMemory):
         return memory, None
@@ -530,7 +530,7 @@ class Runner:
             prompt, memctx = comp.prompt, comp.memctx
             to_persist = list(getattr(comp, "incoming", incoming))
         elif self.messages_memory is not None and thread_id is not None:
-            from memory_core.other_memory import compose_from_messages
+            from memory_core.composition.other_memory import compose_from_messages
 
             prompt, memctx, to_persist = compose_from_messages(
                 self.messages_memory, thread_id=thread_id, resource_id=resource_id,

@@ -1,5 +1,5 @@
 """The one translation between our messages and the OpenAI chat-completions format, in
-both directions, shared by the model client (``models/openai_http.py``) and the
+both directions, shared by the model client (``models/openai_chat.py``) and the
 importers, so what we send and what we read back agree.
 
 Rules (both directions):

@@ -23,9 +23,9 @@ from memory_core.journal.reader import ObserverReader
 from memory_core.journal.records import ObserveRecord, ReflectRecord
 from memory_core.journal.writer import ObserverWriter
 from memory_core.models.base import Tool, ToolSpec, complete_checked, model_identity
-from memory_core.provenance import preview
 from memory_core.storage.base import ObservationVector, Storage
 from memory_core.storage.common import Clock, utc_now
+from memory_core.text import preview
 from memory_core.tokens import TokenCounter, estimate_tokens
 from memory_core.types import Message, Observation, StoredMessage
 

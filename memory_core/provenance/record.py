@@ -8,12 +8,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
-from memory_core.recall_config import RecallConfig
+from memory_core.recall.config import RecallConfig
+from memory_core.recall.results import NearMiss
 
 MEMCTX_VERSION = 2  # v2: settings.recall holds the whole RecallConfig
 PROVENANCE_RECENT_CAP = 24
 PROVENANCE_DROPPED_CAP = 24
-PREVIEW_CHARS = 120
 
 Lane = Literal["instructions", "working_memory", "observations", "recalled", "recent", "input"]
 LANES: tuple[str, ...] = ("instructions", "working_memory", "observations", "recalled",
@@ -39,26 +39,6 @@ class MessageRef(BaseModel):
     # dropped: the lane it was left out of ("recent": the window could not pair it;
     # None in records before memctx v2, which dropped recalled rows only)
     lane: Literal["recalled", "recent"] | None = None
-
-
-NearMissReason = Literal["below-threshold", "beyond-top-k", "filtered-out",
-                         "already-in-window", "duplicate-of-query"]
-
-
-class NearMiss(BaseModel):
-    """A recall candidate that did not make it, with why."""
-
-    model_config = ConfigDict(extra="forbid")
-    thread_id: str
-    seq: int
-    role: str
-    preview: str
-    rank: int  # 1-based rank by score among all scored candidates in scope
-    score: float
-    vector_score: float | None = None
-    lexical_score: float | None = None
-    reason: NearMissReason
-    filter_clause: str | None = None  # for filtered-out: the first clause that failed
 
 
 class ObservationRef(BaseModel):
@@ -218,45 +198,3 @@ def _omit_defaults(data: dict[str, Any], defaults: dict[str, Any]) -> dict[str, 
 
 
 # -- previews (SPEC §6.2, §6.3) ---------------------------------------------------------
-def _clip(text: str, limit: int = PREVIEW_CHARS) -> str:
-    return text[:limit]
-
-
-def _as_arg_text(value: Any) -> str:
-    import json
-
-    if isinstance(value, str):
-        return value
-    # sorted keys: the preview must not depend on how an adapter round-trips a dict
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
-
-
-def structural_text(message: Any) -> str:
-    """Text parts as text, a call as ``→ NAME(ARGS)``, a result as ``NAME → OUTPUT``,
-    joined by spaces, unclipped (what the token counter sees of a message)."""
-    from memory_core.types import TextPart, ToolCallPart, ToolResultPart
-
-    pieces: list[str] = []
-    for p in message.parts:
-        if isinstance(p, TextPart):
-            pieces.append(p.text)
-        elif isinstance(p, ToolCallPart):
-            pieces.append(f"→ {p.name or 'tool'}({_as_arg_text(p.args)})")
-        elif isinstance(p, ToolResultPart):
-            pieces.append(f"{p.name or 'tool'} → {_as_arg_text(p.result)}")
-    return " ".join(pieces)
-
-
-def structural_preview(message: Any) -> str:
-    """``structural_text`` clipped to 120 characters (no ellipsis)."""
-    return _clip(structural_text(message))
-
-
-def preview(message: Any) -> str:
-    """The stored text, whitespace collapsed, trimmed, first 120 characters; the
-    structural preview when there is no text. A message whose parts mix text and
-    tool calls shows the structural form so the call stays visible."""
-    if message.tool_calls() or message.tool_results():
-        return structural_preview(message)
-    text = " ".join((message.text() or "").split())
-    return _clip(text) if text else structural_preview(message)

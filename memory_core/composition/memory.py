@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from memory_core.compose import (
+from memory_core.composition.presets import preset_kwargs
+from memory_core.composition.processors import InputProcessor, TokenLimiter, run_processors
+from memory_core.composition.stages import (
     Draft,
     InputTrim,
     RecallLane,
@@ -27,27 +29,32 @@ from memory_core.compose import (
     trim_input,
     working_memory_lane,
 )
-from memory_core.embedders import Embedder, embedder_name
+from memory_core.composition.working_memory import (
+    KeyLocks,
+    WorkingMemory,
+    WorkingMemoryConfig,
+)
+from memory_core.embedding.hashing import Embedder, embedder_name
 from memory_core.errors import InvalidInputError, MemoryCoreError, NotFoundError
 from memory_core.models.base import Tool
-from memory_core.processors import InputProcessor, TokenLimiter, run_processors
-from memory_core.prompt import Composition
-from memory_core.provenance import CompositionSettings
+from memory_core.provenance.prompt import Composition
+from memory_core.provenance.record import CompositionSettings
 from memory_core.storage.base import Storage
 from memory_core.storage.common import Clock, utc_now
 from memory_core.tokens import TokenCounter, counter_label, estimate_tokens
 from memory_core.types import AppendRow, Message, Observation, StoredMessage, Thread
-from memory_core.working_memory import KeyLocks, WorkingMemory, WorkingMemoryConfig
 
 if TYPE_CHECKING:
-    from memory_core.journal import TitleRecord
-    from memory_core.observational import (
+    from memory_core.composition.observational import (
         BackgroundCompactor,
         ObservationalConfig,
         ObservationalMemory,
         ObservationMatch,
     )
-    from memory_core.recall import RecallConfig, RecallEngine, RecallHit
+    from memory_core.journal import TitleRecord
+    from memory_core.recall.config import RecallConfig
+    from memory_core.recall.engine import RecallEngine
+    from memory_core.recall.results import RecallHit
 
 __all__ = ["AgentMemory", "thread_title", "token_text"]
 
@@ -179,7 +186,7 @@ class AgentMemory:
         if not callable(token_counter):
             raise InvalidInputError("token_counter must be a callable str -> int")
         if recall is not None:
-            from memory_core.recall import RecallConfig as _RecallConfig
+            from memory_core.recall.config import RecallConfig as _RecallConfig
 
             if not isinstance(recall, _RecallConfig):
                 raise InvalidInputError(
@@ -216,17 +223,19 @@ class AgentMemory:
     @classmethod
     def from_preset(cls, name: str, *, storage: Storage, embed: Embedder | None = None,
                     **overrides: Any) -> AgentMemory:
-        """A memory configured as a named preset (``memory_core.presets``: ``chat``,
-        ``recall``), ``overrides`` winning over the preset's settings (SPEC §3.1)."""
-        from memory_core.presets import from_preset
+        """A memory configured as a named preset (``composition/presets.py``: ``chat``,
+        ``recall``); ``overrides`` are any other keyword arguments (``recent_n``,
+        ``recall``, ``working_memory``, ``token_budget`` ...) and win over the preset's
+        (SPEC §3.1).
 
-        return from_preset(name, storage=storage, embed=embed, **overrides)
+        Example: ``AgentMemory.from_preset("recall", storage=s, token_budget=4000)``"""
+        return cls(storage, **{**preset_kwargs(name, embed), **overrides})
 
     # -- lazily built collaborators ---------------------------------------------------
     def _recall_engine(self) -> RecallEngine:
         with self._lazy_lock:
             if self._engine is None:
-                from memory_core.recall import RecallEngine as _RecallEngine
+                from memory_core.recall.engine import RecallEngine as _RecallEngine
 
                 self._engine = _RecallEngine(self.storage.memory, self.embed)
             return self._engine
@@ -234,7 +243,7 @@ class AgentMemory:
     def _observational(self) -> ObservationalMemory:
         with self._lazy_lock:
             if self._om is None:
-                from memory_core.observational import ObservationalMemory as _OM
+                from memory_core.composition.observational import ObservationalMemory as _OM
 
                 assert self.observational_config is not None
                 self._om = _OM(self.storage, self.observational_config,
@@ -252,7 +261,7 @@ class AgentMemory:
         om = self._observational()
         with self._lazy_lock:
             if self._compactor is None:
-                from memory_core.observational import BackgroundCompactor as _BC
+                from memory_core.composition.observational import BackgroundCompactor as _BC
 
                 self._compactor = _BC(om)
             return self._compactor
@@ -398,7 +407,7 @@ class AgentMemory:
 
     # -- recall -------------------------------------------------------------------------
     def _config_with(self, overrides: Mapping[str, Any]) -> RecallConfig:
-        from memory_core.recall import RecallConfig as _RecallConfig
+        from memory_core.recall.config import RecallConfig as _RecallConfig
 
         base = self.recall_config or _RecallConfig()
         if not overrides:
@@ -456,8 +465,8 @@ class AgentMemory:
         0 for a non-integer index, one below -1 or past the end, None when the store
         cannot delete. Observations and working memory are left as they are; the
         runs that stored removed messages keep their records (see
-        ``memory_core.truncation``)."""
-        from memory_core.truncation import truncate_messages_after
+        ``memory_core.lifecycle.truncation``)."""
+        from memory_core.lifecycle.truncation import truncate_messages_after
 
         _check_id("thread_id", thread_id)
         view = self.get_messages(thread_id)
@@ -520,7 +529,7 @@ class AgentMemory:
     def load_context(self, *, thread_id: str, resource_id: str | None = None,
                      input: Sequence[Message], instructions: str | None = None) -> Composition:
         """Compose the prompt for one turn, before its input is persisted, as the stages
-        of ``memory_core.compose``: trim the input, render working memory, compact and
+        of ``memory_core.composition.stages``: trim the input, render working memory, compact and
         show observations, take the recent window, recall and pair tool calls, then
         assemble the lanes and their provenance record.
 

@@ -1,7 +1,7 @@
 """Embedders: any ``Callable[[list[str]], np.ndarray]`` returning float32 (n, d).
 
 ``HashingEmbedder`` is deterministic and needs no model (tests, machines without
-torch). The real model lives in ``memory_core.minilm`` (imported lazily)."""
+torch). The real model lives in ``memory_core.embedding.minilm`` (imported lazily)."""
 
 from __future__ import annotations
 
