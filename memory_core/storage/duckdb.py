@@ -39,9 +39,9 @@ from memory_core.storage.sql_common import (
     Driver,
     RowsBuilder,
     ScopeScan,
-    SqlStorage,
     insert_sql,
 )
+from memory_core.storage.sql_store import SqlStorage
 from memory_core.storage.staging import StagedMessages, vector_column
 
 _BATCH_VIEW = "_mc_insert_batch"  # name of the Arrow batch registered for one insert

@@ -33,7 +33,8 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from memory_core.errors import InvalidInputError, StorageBusyError, StorageError
 from memory_core.storage.common import Clock, ThreadIdFactory, utc_now
 from memory_core.storage.schema import Dialect, Migration, Tx, apply_migrations
-from memory_core.storage.sql_common import Driver, SqlStorage
+from memory_core.storage.sql_common import Driver
+from memory_core.storage.sql_store import SqlStorage
 
 _DIALECT = Dialect(text='TEXT COLLATE "C"',  # code-point order, like Python's sorted()
                    vector="BYTEA", position="strpos", serial_pk="BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY")

@@ -25,7 +25,8 @@ from typing import Any
 from memory_core.errors import StorageBusyError, StorageError
 from memory_core.storage.common import Clock, ThreadIdFactory, utc_now
 from memory_core.storage.schema import Tx
-from memory_core.storage.sql_common import Driver, SqlStorage
+from memory_core.storage.sql_common import Driver
+from memory_core.storage.sql_store import SqlStorage
 
 
 class _SqliteTx:
