@@ -512,9 +512,9 @@ def test_an_otlp_import_reports_its_model_calls_read_and_embedding_to_both_callb
 
 def test_the_cli_prints_each_stage_start_and_end_and_little_between(
         capsys: pytest.CaptureFixture[str]) -> None:
-    from memory_core.cli import _ImportProgress
+    from memory_core.cli import ImportProgress
 
-    show = _ImportProgress(every=3600)
+    show = ImportProgress(every=3600)
     for done in range(0, 5001, 1000):
         show("read", done, 0)
     show("read", 5000, 5000)

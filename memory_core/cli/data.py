@@ -1,0 +1,158 @@
+"""memwb import and memwb erase: what goes into a database and what leaves it."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+# typer (0.29) vendors click; its exception classes live here
+from memory_core.cli.common import (
+    DbOpt,
+    _embedder,
+    app,
+    emit_json,
+    fail,
+    guarded,
+    local_path,
+    opened,
+    resolve_db,
+    say,
+)
+
+
+@app.command("import")
+def import_(files: Annotated[list[Path], typer.Argument(
+                help="Model traffic (OpenAI and compatible servers, Anthropic Messages, "
+                     "Gemini, Cohere, Ollama, Bedrock) as JSONL/JSON logs, VCR cassettes "
+                     "or HAR files; ShareGPT, fine-tuning and batch files; LangSmith runs; "
+                     "or spans: OTLP "
+                     "traces/logs (JSON, JSON lines, protobuf), SDK span objects, Jaeger or "
+                     "Zipkin JSON. gzip/bzip2/xz read through. Several OTLP "
+                     "exports (say traces.json logs.json) are imported as one, so a "
+                     "call's span and its log records join; other files one by one.")],
+            db: DbOpt = None,
+            format: Annotated[str | None, typer.Option(
+                help="openai or otel; detected when omitted.")] = None,
+            resource: Annotated[str | None, typer.Option(
+                help="Resource id for every imported thread.")] = None,
+            embedder: Annotated[str, typer.Option(
+                help="hashing, minilm or none; must match the vectors already in the "
+                     "database (the demo uses minilm).")] = "hashing") -> None:
+    """Import conversations recorded elsewhere as threads, messages and runs.
+
+    Example: memwb import traces.jsonl --db mine.duckdb --format openai
+    """
+    from functools import partial
+
+    from memory_core.importers import file_format, import_file, import_otel_files
+
+    files = [f.expanduser() for f in files]
+    for f in files:
+        if not f.is_file():
+            raise fail(f"import file {str(f)!r} does not exist")
+    embed = _embedder(embedder, allow_none=True)
+    url = resolve_db(db)
+    path = local_path(url)
+    created = path is not None and not Path(path).exists()
+
+    progress = ImportProgress()
+
+    def detected(f: Path) -> str:
+        return guarded(lambda: file_format(f))
+
+    together = len(files) > 1 and format != "openai" and all(
+        detected(f) == "otel" for f in files)
+    done: list[str] = []
+    try:
+        with opened(url, read_only=False, must_exist=False) as storage:
+            if together:
+                label = " + ".join(str(f) for f in files)
+                _say_imported(label, url, guarded(lambda: import_otel_files(
+                    storage, files, embed=embed, resource_id=resource, stages=progress)))
+                done.append(label)
+            for f in [] if together else files:
+                _say_imported(str(f), url, guarded(partial(
+                    import_file, storage, f, format=format, embed=embed,  # type: ignore[arg-type]
+                    resource_id=resource, stages=progress)))
+                done.append(str(f))
+    except typer.Exit:
+        if done:
+            say(f"stopped after importing {', '.join(done)}; the files after it were not "
+                "imported", err=True)
+        elif created and path is not None:
+            # a rejected file leaves no trace, not even an empty database
+            for leftover in (Path(path), Path(path + ".wal")):
+                leftover.unlink(missing_ok=True)
+        raise
+
+
+class ImportProgress:
+    """An import's stages on stderr: a line when a stage starts and ends, and at most
+    one every ``every`` seconds between (a million-message log reads for minutes)."""
+
+    WHAT = {"read": ("read", "records"), "planned": ("planned", "requests"),
+            "embedded": ("embedded", "messages"), "stored": ("stored", "threads"),
+            "recorded": ("recorded", "runs")}
+
+    def __init__(self, every: float = 2.0) -> None:
+        self.every, self.stage, self.last = every, "", 0.0
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        now = time.monotonic()
+        if stage == self.stage and done != total and now - self.last < self.every:
+            return
+        self.stage, self.last = stage, now
+        verb, unit = self.WHAT.get(stage, (stage, "items"))
+        of = f" of {total:,}" if total and done != total else ""
+        say(f"{verb} {done:,}{of} {unit}", err=True)
+
+
+def _say_imported(label: str, url: str, report: Any) -> None:
+    if report.already_imported:
+        say(f"{label} was already imported into {url}; nothing written")
+        return
+    if report.resumed:
+        say(f"an earlier import of {label} stopped part way; completing it")
+    extended = (f" (continuing {len(report.threads_extended)} earlier thread(s))"
+                if report.threads_extended else "")
+    say(f"imported {label} ({', '.join(report.apis) or report.format}) into {url}: "
+        f"{len(report.threads_created)} threads{extended}, {report.messages_stored} messages, "
+        f"{report.embeddings_stored} embeddings, {len(report.runs_created)} runs")
+    for s in report.skipped:  # what was not imported, and what was kept differently
+        say(f"  {s.where}: {s.reason}")
+
+
+
+
+@app.command()
+def erase(db: DbOpt = None,
+          thread: Annotated[str | None, typer.Option(help="Erase this thread.")] = None,
+          resource: Annotated[str | None, typer.Option(
+              help="Erase every thread of this resource.")] = None) -> None:
+    """Erase a thread or a whole resource: messages, vectors, memory, journal records.
+    Prints what was removed, as JSON.
+
+    Example: memwb erase --thread support-1
+    """
+    from memory_core.lifecycle.erasure import erase_resource, erase_thread
+
+    if (thread is None) == (resource is None):
+        raise fail("give exactly one of --thread or --resource")
+    with opened(db, read_only=False) as s:
+        if thread is not None:
+            report = guarded(lambda: erase_thread(s, thread))
+        else:
+            assert resource is not None
+            known = guarded(lambda: s.memory.list_resources())
+            if resource not in known and not guarded(
+                    lambda: s.runs.list_runs(resource_id=resource)):
+                raise fail(f"resource {resource!r} does not exist; resources are "
+                           f"{', '.join(known) or '(none)'}")
+            report = guarded(lambda: erase_resource(s, resource))
+    emit_json(report.model_dump())
+
+
+# -- live capture (memory_core/capture, docs/capture.md) ---------------------------------

@@ -1,0 +1,286 @@
+"""memwb threads, runs, inspect, replay, verify, counterfactual, why, diff: reading
+and questioning recorded runs."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+# typer (0.29) vendors click; its exception classes live here
+from memory_core.cli.common import (
+    MAX_REPEATS,
+    DbOpt,
+    app,
+    emit_json,
+    fail,
+    guarded,
+    opened,
+    parse_ref,
+    say,
+    table,
+)
+from memory_core.storage.base import Storage
+
+
+@app.command()
+def threads(db: DbOpt = None,
+            resource: Annotated[str | None, typer.Option(help="Only this resource.")] = None
+            ) -> None:
+    """List threads (newest first) with their message and run counts.
+
+    Example: memwb threads --resource cust-anna
+    """
+    from memory_core.analysis import views
+
+    with opened(db) as s:
+        if resource is not None:
+            known = guarded(lambda: views.list_resources(s))
+            if resource not in known:
+                raise fail(f"resource {resource!r} does not exist; resources are "
+                           f"{', '.join(known) or '(none)'}")
+        rows = guarded(lambda: views.thread_summaries(s, resource))
+    table([r.model_dump() for r in rows],
+          ["thread_id", "resource_id", "title", "message_count", "run_count",
+           "last_activity"])
+
+
+@app.command()
+def runs(db: DbOpt = None,
+         thread: Annotated[str | None, typer.Option(help="Only runs of this thread.")] = None
+         ) -> None:
+    """List runs (oldest first) with their agent, thread and status.
+
+    Example: memwb runs --thread support-3
+    """
+    from memory_core.analysis import views
+
+    with opened(db) as s:
+        if thread is not None:
+            guarded(lambda: s.memory.require_thread(thread))
+        rows = guarded(lambda: views.list_runs(s, thread_id=thread))
+    table([r._asdict() for r in rows],
+          ["run_id", "agent", "thread_id", "status", "started_at"])
+
+
+@app.command()
+def inspect(run: Annotated[str, typer.Argument(help="Run id.")], db: DbOpt = None,
+            as_json: Annotated[bool, typer.Option(
+                "--json", help="Print the provenance record (:memctx) as JSON.")] = False
+            ) -> None:
+    """Show what a run's prompt held, lane by lane (or its provenance record as JSON).
+
+    Example: memwb inspect support-3-forgot --json
+    """
+    from memory_core.analysis import views
+
+    with opened(db) as s:
+        if as_json:
+            from memory_core.journal import RunReader
+
+            guarded(lambda: s.runs.require_run(run))
+            reader = RunReader(s.runs, run)
+            memctx = guarded(reader.memctx)  # upgraded to the current record version
+            if memctx is None:
+                raise fail(f"run {run!r} has no provenance record ({reader.keys.memctx})")
+            emit_json(memctx.model_dump(mode="json"))
+            return
+        v = guarded(lambda: views.run_view(s, run))
+    rows = [it.model_dump() for lane in v.lanes for it in lane.items]
+    table(rows, ["lane", "thread_id", "seq", "role", "score", "rank", "origin", "reason",
+                 "tokens", "text"])
+    say("")
+    say("tokens: " + ", ".join(f"{lv.lane} {lv.tokens}" for lv in v.lanes
+                                      if lv.lane != "dropped") + f" (total {v.total_tokens})")
+    for tc in v.tool_calls:
+        outcome = tc.error if tc.error is not None else tc.result
+        say(f"tool: {tc.name}({tc.args}) → {outcome} [{tc.status}]")
+    for note in v.notes:
+        say(f"note: {note}")
+    say(f"answer: {v.answer}")
+
+
+@app.command()
+def replay(run: Annotated[str, typer.Argument(help="Run id.")], db: DbOpt = None) -> None:
+    """Re-execute a run from its journal alone (the model is never called) and check
+    that prompt, step inputs and output are byte-identical.
+
+    Example: memwb replay support-3-forgot
+    """
+    from memory_core.runs.replay import replay as do_replay
+
+    with opened(db) as s:
+        r = guarded(lambda: do_replay(s, run))
+    if r.integrity == "redacted":
+        say(f"replay of {run}: redacted by the erasure of {', '.join(r.redacted_by)}; "
+                   "its records were rewritten, so byte-identity is not checked")
+        return
+    sealed = "" if r.integrity == "ok" else " (unsealed: recorded before sealing existed)"
+    say(f"replay of {run}: identical ({r.steps} steps, {r.verified_steps} verified; "
+               f"{r.tool_calls} tool calls; {r.messages_checked} stored messages checked)"
+               f"{sealed}")
+    for note in r.notes:
+        say(f"note: {note}")
+
+
+@app.command()
+def verify(run: Annotated[str | None, typer.Argument(help="Run id (or --all).")] = None,
+           db: DbOpt = None,
+           all_runs: Annotated[bool, typer.Option(
+               "--all", help="Verify every run in the database.")] = False) -> None:
+    """Check runs against their seals: report the first record that no longer matches.
+    Exit code 1 when any run was tampered with.
+
+    Example: memwb verify --all
+    """
+    from memory_core.journal.seal import verify_run
+
+    if (run is None) == (not all_runs):
+        raise fail("give one run id or --all")
+    with opened(db) as s:
+        ids = ([r.run_id for r in guarded(lambda: s.runs.list_runs())] if all_runs
+               else [guarded(lambda: s.runs.require_run(run or "")).run_id])
+        reports = [verify_run(s, rid) for rid in ids]
+    bad = 0
+    for rep in reports:
+        if rep.status == "tampered":
+            bad += 1
+            say(f"{rep.run_id}: TAMPERED at {rep.first_mismatch or 'a record'}: "
+                       f"{rep.detail}")
+        else:
+            extra = f" — {rep.detail}" if rep.detail and rep.status != "ok" else ""
+            chain = f" chain {rep.chain[:16]}" if rep.chain else ""
+            say(f"{rep.run_id}: {rep.status}{chain}{extra}")
+    say(f"{len(reports)} runs checked, {bad} tampered")
+    if bad:
+        raise typer.Exit(1)
+
+
+ModelOpt = Annotated[str | None, typer.Option(
+    "--model", help="The model to re-ask: 'reader' (the offline reader) or a model name "
+                    "served by an OpenAI-compatible server. Default: the model the run "
+                    "recorded.")]
+BaseUrlOpt = Annotated[str | None, typer.Option(
+    "--base-url", help="The OpenAI-compatible server's base URL, e.g. "
+                       "http://127.0.0.1:11434/v1. Default: $MEMWB_OPENAI_BASE_URL. The "
+                       "server a run recorded is asked only when named here or there.")]
+
+
+def _chosen_model(storage: Storage, run: str, model: str | None,
+                  base_url: str | None) -> Any:
+    """The model --model/--base-url choose for re-asking ``run`` (None: the library
+    rebuilds the recorded one)."""
+    if model is None and base_url is None:
+        return None
+    from memory_core.journal import load_run
+    from memory_core.runs.registry import model_for_run
+
+    data = guarded(lambda: load_run(storage, run))
+    embed_name = data.memctx.settings.embedder if data.memctx else None
+    return guarded(lambda: model_for_run(data.model_info or None, override=model,
+                                         base_url=base_url, embed_name=embed_name))
+
+
+@app.command()
+def counterfactual(run: Annotated[str, typer.Argument(help="Run id.")], db: DbOpt = None,
+                   subtract: Annotated[list[str] | None, typer.Option(
+                       help="'all' or THREAD:SEQ of a recalled message (repeatable).")] = None,
+                   lane: Annotated[list[str] | None, typer.Option(
+                       help="A whole lane to remove: recalled, recent, observations, "
+                            "working_memory (repeatable).")] = None,
+                   put_back: Annotated[list[str] | None, typer.Option(
+                       help="THREAD:SEQ of a dropped message or near miss (repeatable).")
+                   ] = None,
+                   repeats: Annotated[int | None, typer.Option(
+                       help="Ask each prompt this many times (default: 1 for a model at "
+                            f"temperature 0, else 3 to measure its noise first); 1 to "
+                            f"{MAX_REPEATS}.", min=1, max=MAX_REPEATS)] = None,
+                   model: ModelOpt = None, base_url: BaseUrlOpt = None) -> None:
+    """Re-run a run's frozen prompt with parts removed (or put back) and say whether the
+    answer changed. The result is journaled with the run. The model is the one the run
+    recorded unless --model/--base-url choose another; a server the database recorded is
+    asked again only when --base-url or MEMWB_OPENAI_BASE_URL names it.
+
+    Example: memwb counterfactual support-3-card --subtract all
+    Example: memwb counterfactual my-run --subtract all --model llama3.1 --base-url http://127.0.0.1:11434/v1
+    """
+    from memory_core.analysis.counterfactual import counterfactual as cf
+
+    subs = subtract or []
+    if "all" in subs and len(subs) > 1:
+        raise fail("--subtract all cannot be combined with THREAD:SEQ refs")
+    sub: Any = "all" if subs == ["all"] else [parse_ref(x) for x in subs]
+    backs = [parse_ref(x) for x in put_back or []]
+    if not sub and not lane and not backs:
+        raise fail("nothing to change; give --subtract, --lane or --put-back")
+    with opened(db, read_only=False) as s:
+        chosen = _chosen_model(s, run, model, base_url)
+        res = guarded(lambda: cf(s, run, subtract=sub, lanes=lane or [], put_back=backs,
+                                 repeats=repeats, model=chosen))
+    say(f"variant:  {res.description}")
+    say(f"original: {res.original_answer}")
+    for ans in res.baseline_answers:
+        say(f"baseline: {ans}")
+    for ans in res.new_answers:
+        say(f"new:      {ans}")
+    for note in res.notes:
+        say(f"note:     {note}")
+    say(f"verdict:  {res.verdict}")
+
+
+@app.command()
+def why(run: Annotated[str, typer.Argument(help="Run id.")], db: DbOpt = None,
+        seq: Annotated[int | None, typer.Option(help="Seq of the message.")] = None,
+        thread: Annotated[str | None, typer.Option(
+            help="Thread of the --seq message (default: the run's thread).")] = None,
+        text: Annotated[str | None, typer.Option(help="A phrase to look for.")] = None) -> None:
+    """Explain why a message did (or did not) reach the model in a run.
+
+    Example: memwb why support-3-forgot --text "refund of €240"
+    """
+    from memory_core.analysis.forgotten import why_forgotten
+
+    if (seq is None) == (text is None):
+        raise fail("give exactly one of --seq or --text")
+    if thread is not None and seq is None:
+        raise fail("--thread goes with --seq, not --text")
+    with opened(db) as s:
+        target: Any = text
+        if seq is not None:
+            tid = thread or guarded(lambda: s.runs.require_run(run)).thread_id
+            if tid is None:
+                raise fail(f"run {run!r} has no thread; pass --thread")
+            target = (tid, seq)
+        exp = guarded(lambda: why_forgotten(s, run, target))
+    where = f" ({exp.thread_id}:{exp.seq})" if exp.thread_id is not None else ""
+    say(f"{exp.fate}{where}: {exp.sentence}")
+    for k, v in exp.evidence.items():
+        say(f"  {k}: {v}")
+    if exp.other_matches:
+        say("  other matches: " + ", ".join(f"{t}:{q}" for t, q in exp.other_matches))
+
+
+@app.command()
+def diff(run_a: Annotated[str, typer.Argument(help="First run id.")],
+         run_b: Annotated[str, typer.Argument(help="Second run id.")],
+         db: DbOpt = None) -> None:
+    """Compare two runs' compositions: what entered, left or moved lane, and why.
+
+    Example: memwb diff support-3-forgot support-3-fixed
+    """
+    from memory_core.analysis.diff import diff_runs
+
+    with opened(db) as s:
+        d = guarded(lambda: diff_runs(s, run_a, run_b))
+    table([e.model_dump() for e in d.changed()],
+          ["thread_id", "seq", "change", "lane_a", "lane_b", "reason"])
+    say("")
+    say("tokens per lane (a → b):")
+    for lane_name, (a, b, delta) in d.token_deltas.items():
+        say(f"  {lane_name}: {a} → {b} ({delta:+d})")
+    for key, (a, b) in d.settings_changed.items():
+        say(f"setting {key}: {a} → {b}")
+    say("first divergent step: "
+               + ("none" if d.divergent_at is None else str(d.divergent_at)))
+    say(f"answer a: {d.answer_a}")
+    say(f"answer b: {d.answer_b}")
