@@ -11,7 +11,9 @@ import pytest
 from memory_core.embedding.hashing import HashingEmbedder
 from memory_core.errors import InvalidInputError
 from memory_core.models.base import ToolSpec
-from memory_core.models.reader import ReaderModel, request_kind, stem
+from memory_core.models.reader import ReaderModel
+from memory_core.models.reader_text import stem
+from memory_core.models.reader_tools import request_kind
 from memory_core.types import Message, ToolCallPart, ToolResultPart
 
 INSTRUCTIONS = Message(role="system", content=(

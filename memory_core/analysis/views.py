@@ -37,9 +37,8 @@ from memory_core.types import (
     ToolResultPart,
 )
 
-# messages a page of the Threads page shows: each is several elements the browser
-# renders one delta at a time (on the 5,000-run bench thread a page reopened in Chromium
-# settled in ~2.2 s at 20 against 3.1-4.1 s at 50, measured back to back under load)
+# messages a Threads page shows (a page of the 5,000-run bench thread settled in ~2.2 s
+# in Chromium at 20, in 3.1-4.1 s at 50)
 DEFAULT_PAGE_SIZE = 20
 MAX_RANGE_PAGES = 10  # a page extended to a linked range shows at most this many pages
 VIEW_LANES: tuple[str, ...] = (*LANES, "dropped")
@@ -223,9 +222,8 @@ def list_threads_of(summaries: Sequence[ThreadSummary], text: str,
                          total=len(summaries))
 
 
-# -- the thread pickers of the run pages (run inspector, counterfactual, why-forgotten,
-# timeline, compare): like the Threads page, they offer the newest THREADS_LISTED threads
-# with runs, found by id or title, and the thread the page opens on
+# -- the thread pickers of the run pages: like the Threads page, the newest THREADS_LISTED
+# threads with runs, found by id or title, and the thread the page opens on
 NO_THREAD = "(no thread)"  # the runs on no thread, offered as one thread
 
 

@@ -39,7 +39,7 @@ from typing import Any
 
 from memory_core.errors import InvalidInputError
 from memory_core.models.base import ModelIdentity, ModelResponse, ToolSpec, Usage
-from memory_core.models.reader import (
+from memory_core.models.reader_text import (
     DATE_RE,
     ID_RE,
     MONEY_RE,
