@@ -1,8 +1,6 @@
 """Read models the workbench renders: thread summaries, paged messages with the runs
-that used them, search hits and the lane-by-lane view of one run, all computed here.
-
-Pure functions over a Storage (no Streamlit, no SQL): the pages only display these.
-"""
+that used them, search hits and the lane-by-lane view of one run, all computed here:
+pure functions over a Storage (no Streamlit, no SQL); the pages only display these."""
 
 from __future__ import annotations
 
