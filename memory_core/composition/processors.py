@@ -303,3 +303,22 @@ class ToolCallFilter:
             scope_snapshot=draft.recall.scope_snapshot, skipped=draft.recall.skipped),
             window=Window(rows=recent, dropped=draft.window.dropped))
         return draft, done
+
+
+def processors_from_settings(recorded: Sequence[dict[str, Any]]) -> list[InputProcessor]:
+    """The input processors a provenance record lists (``CompositionSettings.processors``),
+    rebuilt; InvalidInputError naming a processor that is not one of ours (its code is
+    not in the record)."""
+    out: list[InputProcessor] = []
+    for entry in recorded:
+        name = entry.get("name")
+        if name == TokenLimiter.name:
+            out.append(TokenLimiter(entry["limit"], priority=entry.get("priority",
+                                                                       DEFAULT_PRIORITY),
+                                    on_overflow=entry.get("on_overflow", "pass")))
+        elif name == TOOL_CALL_FILTER:
+            out.append(ToolCallFilter(entry.get("exclude")))
+        else:
+            raise InvalidInputError(f"input processor {name!r} is not one of memory_core's; "
+                                    "it cannot be rebuilt from the record")
+    return out

@@ -1,0 +1,599 @@
+"""What if a memory setting had been different? Every chosen past run composed again,
+as of the time it ran, under changed settings, and compared with what it was given.
+
+A run is re-composed from the store as it was when the run started: each thread of its
+scope only up to the seq it had then (the run's recall snapshot where it recorded one,
+else the messages created before the run started); working memory and observations as
+the run's frozen prompt holds them (the store keeps no history of them, so a change
+that needs their past — turning them on — cannot be answered for that run, and says
+so). The run is first re-composed with its own settings: when that does not give its
+recorded prompt, a change could not be told from drift, and the run is reported as one
+that cannot be re-composed, never guessed at. Imported runs were not composed by us;
+they are reported likewise.
+
+No model is called: this is composition only (``memwb whatif``; the workbench page
+"What if")."""
+
+from __future__ import annotations
+
+import bisect
+import json
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from memory_core.composition.processors import (
+    DEFAULT_PRIORITY,
+    TokenLimiter,
+    processors_from_settings,
+    run_processors,
+)
+from memory_core.composition.stages import (
+    Draft,
+    InputTrim,
+    Observed,
+    RecallLane,
+    SystemBlock,
+    Turn,
+    assemble,
+    pair_recalled,
+    recall_skip,
+    recent_window,
+    token_text,
+)
+from memory_core.composition.toolpairs import KeptRow
+from memory_core.embedding.hashing import Embedder
+from memory_core.errors import InvalidInputError, MemoryCoreError, NotFoundError
+from memory_core.journal import RunData, load_run
+from memory_core.provenance.prompt import Composition, FrozenPrompt
+from memory_core.provenance.record import CompositionSettings, LaneTokens, Memctx
+from memory_core.recall.config import RecallConfig
+from memory_core.recall.engine import RecallEngine
+from memory_core.runs.registry import resolve_embedder
+from memory_core.storage.base import Storage
+from memory_core.storage.common import ts_micros
+from memory_core.text import preview, tokenize
+from memory_core.tokens import estimate_tokens
+from memory_core.types import Message, StoredMessage
+
+#: lanes whose items are stored messages, compared by (thread, seq)
+MESSAGE_LANES = ("recalled", "recent")
+#: lanes made of one block each, compared by their text
+BLOCK_LANES = ("instructions", "working_memory", "observations")
+#: the settings a what-if may change, beyond ``recall.<field>``
+TOP_SETTINGS = ("recent_n", "recall", "token_budget", "token_priority", "working_memory",
+                "observational")
+
+Ref = tuple[str, int]
+
+
+# -- the changes ---------------------------------------------------------------------------
+class Changes(BaseModel):
+    """Settings to change, validated: ``recent_n``; ``recall`` (``"off"`` or ``"on"``)
+    and any ``RecallConfig`` field as ``recall.<field>``; ``token_budget`` (an integer,
+    or ``"off"``); ``token_priority`` (lanes, lowest kept first); ``working_memory`` and
+    ``observational`` (``"off"``, or what the run had)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    recent_n: int | None = None
+    recall: Literal["on", "off"] | None = None
+    recall_fields: dict[str, Any] = Field(default_factory=dict)
+    token_budget: int | Literal["off"] | None = None
+    token_priority: tuple[str, ...] | None = None
+    working_memory: Literal["off", "thread", "resource"] | None = None
+    observational: Literal["on", "off"] | None = None
+
+    def flat(self) -> dict[str, Any]:
+        """The changes as ``key: value``, as a user writes them (``recall.threshold``)."""
+        out: dict[str, Any] = {k: v for k, v in self.model_dump().items()
+                               if v is not None and k != "recall_fields"}
+        if self.token_priority is not None:
+            out["token_priority"] = ",".join(self.token_priority)
+        out.update({f"recall.{k}": v for k, v in self.recall_fields.items()})
+        return out
+
+    def describe(self) -> str:
+        return ", ".join(f"{k} = {v}" for k, v in self.flat().items()) or "no change"
+
+
+def _value(text: str) -> Any:
+    """``0.5`` → 0.5, ``6`` → 6, ``true``/``null``, a JSON object or list; else the text."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def parse_changes(items: Iterable[str] | Mapping[str, Any]) -> Changes:
+    """``["recall.threshold=0.5", "recent_n=6"]`` (or a mapping) as ``Changes``; one
+    InvalidInputError naming the bad setting or value."""
+    pairs: list[tuple[str, Any]] = []
+    if isinstance(items, Mapping):
+        pairs = list(items.items())
+    else:
+        for item in items:
+            if not isinstance(item, str) or "=" not in item:
+                raise InvalidInputError(f"a setting is written key=value, got {item!r}")
+            key, _, raw = item.partition("=")
+            pairs.append((key.strip(), _value(raw.strip())))
+    fields: dict[str, Any] = {}
+    recall_fields: dict[str, Any] = {}
+    for key, value in pairs:
+        if key.startswith("recall."):
+            name = key.removeprefix("recall.")
+            if name not in RecallConfig.model_fields:
+                raise InvalidInputError(
+                    f"unknown recall setting {name!r}; known: {sorted(RecallConfig.model_fields)}")
+            recall_fields[name] = value
+        elif key in TOP_SETTINGS:
+            if key == "token_priority" and isinstance(value, str):
+                value = tuple(p.strip() for p in value.split(",") if p.strip())
+            fields[key] = value
+        else:
+            raise InvalidInputError(f"unknown setting {key!r}; known: {list(TOP_SETTINGS)} "
+                                    "and recall.<field>")
+    try:
+        if recall_fields:  # each value checked as RecallConfig checks it
+            RecallConfig(**recall_fields)
+        changes = Changes(**fields, recall_fields=recall_fields)
+        if changes.token_priority is not None:
+            TokenLimiter(1, priority=changes.token_priority)
+        if isinstance(changes.token_budget, int):
+            TokenLimiter(changes.token_budget)
+        if changes.recent_n is not None and changes.recent_n < 0:
+            raise InvalidInputError(f"recent_n must be >= 0, got {changes.recent_n}")
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "setting"
+        raise InvalidInputError(f"{where}: {err['msg']} (got {err.get('input')!r})") from None
+    return changes
+
+
+# -- the report ----------------------------------------------------------------------------
+class MessageKey(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    thread_id: str
+    seq: int
+    preview: str
+
+
+class LaneChange(BaseModel):
+    """A lane's stored messages that enter and leave it (for a block lane: whether its
+    text changed)."""
+
+    model_config = ConfigDict(extra="forbid")
+    lane: str
+    entered: list[MessageKey] = Field(default_factory=list)
+    left: list[MessageKey] = Field(default_factory=list)
+    block_changed: bool = False
+
+
+class KeyMessage(MessageKey):
+    """A message the recorded answer quotes, and whether the what-if keeps it."""
+
+    lane_before: str
+    lane_after: str | None  # None: no longer in the prompt
+
+
+class RunWhatIf(BaseModel):
+    """One run composed again under the changes."""
+
+    model_config = ConfigDict(extra="forbid")
+    run_id: str
+    thread_id: str | None
+    status: Literal["changed", "unchanged", "cannot"]
+    reason: str | None = None  # why it cannot be re-composed
+    lanes: list[LaneChange] = Field(default_factory=list)
+    tokens_before: LaneTokens | None = None
+    tokens_after: LaneTokens | None = None
+    key_messages: list[KeyMessage] = Field(default_factory=list)
+    prompt_after: FrozenPrompt | None = None
+    memctx_after: Memctx | None = None
+
+    @property
+    def key_lost(self) -> list[KeyMessage]:
+        return [k for k in self.key_messages if k.lane_after is None]
+
+    @property
+    def entered(self) -> int:
+        return sum(len(c.entered) for c in self.lanes)
+
+    @property
+    def left(self) -> int:
+        return sum(len(c.left) for c in self.lanes)
+
+
+class WhatIfReport(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    changes: dict[str, Any]
+    runs: list[RunWhatIf]
+
+    def count(self, status: str) -> int:
+        return sum(1 for r in self.runs if r.status == status)
+
+    @property
+    def sentence(self) -> str:
+        """The outcome in plain words."""
+        n, changed, cannot = len(self.runs), self.count("changed"), self.count("cannot")
+        what = ", ".join(f"{k} = {v}" for k, v in self.changes.items()) or "no change"
+        if not n:
+            return f"With {what}: no runs to re-compose."
+        out = (f"With {what}, {changed} of {n} past run{'s' if n != 1 else ''} would have "
+               f"been given a different prompt")
+        lost = sum(1 for r in self.runs if r.key_lost)
+        gained = sum(1 for r in self.runs if r.status == "changed" and r.entered)
+        if changed:
+            out += (f" ({gained} with messages added, {lost} losing a message its answer "
+                    "quoted)")
+        out += "."
+        if cannot:
+            out += (f" {cannot} could not be re-composed (their composition or the store "
+                    "as it was then is not recorded).")
+        return out
+
+
+# -- as of the time a run ran ------------------------------------------------------------
+@dataclass
+class _Threads:
+    """Each thread's seqs and creation times, read once per what-if (one scan)."""
+
+    storage: Storage
+    seqs: dict[str, list[int]] = field(default_factory=dict)
+    created: dict[str, list[int]] = field(default_factory=dict)
+
+    def load(self, thread_ids: Sequence[str]) -> None:
+        missing = [t for t in dict.fromkeys(thread_ids) if t not in self.seqs]
+        if not missing:
+            return
+        rows = self.storage.memory.scope_rows(missing, vectors=False)
+        per: dict[str, list[tuple[int, int]]] = {t: [] for t in missing}
+        for t, s, c in zip(rows.tidx.tolist(), rows.seqs.tolist(), rows.created_us.tolist(),
+                           strict=True):
+            per[rows.threads[t]].append((int(s), int(c)))
+        for t, pairs in per.items():
+            pairs.sort()
+            self.seqs[t] = [s for s, _ in pairs]
+            self.created[t] = [c for _, c in pairs]
+
+    def last_before(self, thread_id: str, started_us: int) -> int:
+        """The highest seq of the thread created at or before ``started_us`` (-1: none)."""
+        self.load([thread_id])
+        best = -1
+        for s, c in zip(self.seqs[thread_id], self.created[thread_id], strict=True):
+            if c <= started_us:
+                best = s
+        return best
+
+    def count_upto(self, thread_id: str, seq: int) -> int:
+        self.load([thread_id])
+        return bisect.bisect_right(self.seqs[thread_id], seq)
+
+
+def _history_end(data: RunData, threads: _Threads) -> int:
+    """The last seq of the run's thread before its input was stored."""
+    memctx, thread_id = data.memctx, data.run.thread_id
+    assert memctx is not None and thread_id is not None
+    if data.persist_input is not None and data.persist_input.seqs:
+        return min(data.persist_input.seqs) - 1
+    if thread_id in memctx.scope_snapshot:
+        return memctx.scope_snapshot[thread_id]
+    return threads.last_before(thread_id, ts_micros(data.run.started_at))
+
+
+def _as_of(data: RunData, scope: Sequence[str], end: int, threads: _Threads) -> dict[str, int]:
+    """Each scope thread's highest seq when the run started (-1: it did not exist)."""
+    memctx = data.memctx
+    assert memctx is not None and data.run.thread_id is not None
+    started = ts_micros(data.run.started_at)
+    threads.load(list(scope))
+    out = {t: memctx.scope_snapshot[t] if t in memctx.scope_snapshot
+           else threads.last_before(t, started) for t in scope}
+    out[data.run.thread_id] = end
+    return out
+
+
+def _tail(storage: Storage, thread_id: str, end: int, want: int,
+          threads: _Threads) -> list[StoredMessage]:
+    """The last ``want`` messages of the thread with seq <= ``end``."""
+    seqs = threads.seqs.get(thread_id) or []
+    upto = bisect.bisect_right(seqs, end)
+    if upto == 0 or want <= 0:
+        return []
+    first = seqs[max(0, upto - want)]
+    return storage.memory.get_messages(thread_id, from_seq=first, to_seq=end)
+
+
+# -- re-composition ------------------------------------------------------------------------
+class Cannot(Exception):
+    """This run cannot be re-composed; the message says why, in plain words."""
+
+
+def changed_settings(settings: CompositionSettings, changes: Changes) -> CompositionSettings:
+    """The run's recorded settings with the changes applied."""
+    recall = settings.recall
+    if changes.recall == "off":
+        recall = None
+    elif changes.recall == "on" or changes.recall_fields:
+        base = (recall or RecallConfig()).model_dump()
+        recall = RecallConfig(**{**base, **changes.recall_fields})
+    processors = [dict(p) for p in settings.processors]
+    limiter = next((p for p in processors if p.get("name") == TokenLimiter.name), None)
+    if changes.token_budget == "off":
+        processors = [p for p in processors if p.get("name") != TokenLimiter.name]
+    elif changes.token_budget is not None or changes.token_priority is not None:
+        if limiter is None:
+            if changes.token_budget is None:
+                raise Cannot("token_priority was changed, but the run had no token budget "
+                             "(give token_budget too)")
+            limiter = {"name": TokenLimiter.name, "priority": list(DEFAULT_PRIORITY),
+                       "on_overflow": "pass"}
+            processors.insert(0, limiter)
+        if changes.token_budget is not None:
+            limiter["limit"] = changes.token_budget
+        if changes.token_priority is not None:
+            limiter["priority"] = list(changes.token_priority)
+    observational = settings.observational
+    if changes.observational is not None:
+        observational = changes.observational == "on"
+    wm = changes.working_memory or settings.working_memory
+    return settings.model_copy(update={
+        "recent_n": changes.recent_n if changes.recent_n is not None else settings.recent_n,
+        "recall": recall, "recall_enabled": recall is not None and not observational,
+        "observational": observational, "working_memory": wm, "processors": processors})
+
+
+class _Composer:
+    """Composes runs as of their time, sharing one recall engine per embedder."""
+
+    def __init__(self, storage: Storage, embed: Embedder | None) -> None:
+        self.storage = storage
+        self.embed = embed
+        self.threads = _Threads(storage)
+        self._engines: dict[str, tuple[Embedder | None, RecallEngine]] = {}
+
+    def engine(self, settings: CompositionSettings) -> tuple[Embedder | None, RecallEngine]:
+        key = settings.embedder or ""
+        if key not in self._engines:
+            try:
+                embed = resolve_embedder(settings, self.embed)
+            except MemoryCoreError as e:
+                raise Cannot(f"its embedder cannot be rebuilt ({e})") from None
+            self._engines[key] = (embed, RecallEngine(self.storage.memory, embed))
+        return self._engines[key]
+
+    def compose(self, data: RunData, settings: CompositionSettings) -> Composition:
+        memctx, run = data.memctx, data.run
+        assert memctx is not None and run.thread_id is not None
+        if settings.token_counter != "chars/4":
+            raise Cannot(f"it counted tokens with {settings.token_counter!r}, which cannot "
+                         "be rebuilt")
+        store = self.storage.memory
+        thread = store.get_thread(run.thread_id)
+        if thread is None:
+            raise Cannot(f"its thread {run.thread_id!r} is no longer stored")
+        turn = Turn(run.thread_id, run.resource_id, thread)
+        end = _history_end(data, self.threads)
+        self.threads.load([run.thread_id])
+        incoming = [i.message for i in data.prompt.items if i.lane == "input"]
+        tail = _tail(self.storage, run.thread_id, end, settings.recent_n + len(incoming) + 1,
+                     self.threads)
+        trim = InputTrim(incoming=incoming, echo_trimmed=memctx.echo_trimmed, deduped=0,
+                         history_end=end, history_count=self.threads.count_upto(
+                             run.thread_id, end), tail=tail)
+        wm = self._working_memory(data, settings)
+        observed = self._observed(data, settings, end)
+        window = recent_window(store, run.thread_id, trim, settings.recent_n,
+                               observed.observed_seq if observed else None)
+        lane = self._recall(data, settings, turn, trim, window, end)
+        instructions = next((i.message.text() for i in data.prompt.items
+                             if i.lane == "instructions"), None)
+        draft = Draft(turn=turn, trim=trim, window=window, recall=lane,
+                      instructions=instructions, working_memory=wm, observed=observed)
+        try:
+            processors = processors_from_settings(settings.processors)
+        except InvalidInputError as e:
+            raise Cannot(str(e)) from None
+        if processors:
+            draft = run_processors(draft, processors, _count)
+        return assemble(draft, settings=settings, count=_count, count_text=estimate_tokens)
+
+    def _working_memory(self, data: RunData, settings: CompositionSettings
+                        ) -> SystemBlock | None:
+        recorded = data.memctx.settings.working_memory if data.memctx else "off"
+        if settings.working_memory == "off":
+            return None
+        if settings.working_memory != recorded:
+            raise Cannot("working memory as it was then is not recorded (the run had it "
+                         f"{recorded})")
+        block = next((i.message for i in data.prompt.items if i.lane == "working_memory"),
+                     None)
+        return SystemBlock(block) if block is not None else None
+
+    def _observed(self, data: RunData, settings: CompositionSettings,
+                  end: int) -> Observed | None:
+        memctx = data.memctx
+        assert memctx is not None
+        if not settings.observational:
+            return None
+        if not memctx.settings.observational:
+            raise Cannot("observations as they were then are not recorded (the run had "
+                         "observational memory off)")
+        recent = [i.seq for i in data.prompt.items if i.lane == "recent" and i.seq is not None]
+        recent += [d.seq for d in memctx.dropped if d.lane == "recent"]
+        observed_seq = min(recent) - 1 if recent else end
+        item = next((i for i in data.prompt.items if i.lane == "observations"), None)
+        if item is None:
+            return Observed(observed_seq, None, memctx.observations_pending)
+        wanted = [o.id for o in memctx.observations]
+        held = {o.id: o for o in self.storage.memory.list_observations(data.run.thread_id or "")}
+        if any(i not in held for i in wanted):
+            raise Cannot("an observation the run was given is no longer stored")
+        return Observed(observed_seq, SystemBlock(item.message, [held[i] for i in wanted]),
+                        memctx.observations_pending)
+
+    def _recall(self, data: RunData, settings: CompositionSettings, turn: Turn,
+                trim: InputTrim, window: Any, end: int) -> RecallLane:
+        rc = settings.recall if settings.recall_enabled else None
+        embed, engine = self.engine(settings) if rc is not None else (None, None)
+        skipped = recall_skip(rc, observational=settings.observational, query=trim.query,
+                              has_embedder=embed is not None,
+                              history_count=trim.history_count, recent_n=settings.recent_n)
+        if skipped is not None or rc is None or engine is None:
+            return RecallLane(skipped=skipped)
+        assert trim.query is not None
+        scope = engine.scope_threads(turn.thread_id, turn.resource_id, rc, thread=turn.thread)
+        as_of = _as_of(data, scope, end, self.threads)
+        outcome = engine.run(trim.query, thread_id=turn.thread_id,
+                             resource_id=turn.resource_id, config=rc, window=window.refs,
+                             as_of=as_of, thread=turn.thread)
+        lane = RecallLane(kept=[KeptRow(h.message, h) for h in outcome.hits
+                                if (h.thread_id, h.seq) not in window.refs],
+                          near_misses=list(outcome.near_misses),
+                          scope_snapshot=dict(outcome.scope_snapshot), skipped=outcome.skipped)
+        return pair_recalled(self.storage.memory, lane, window, trim.incoming)
+
+
+def _count(messages: Sequence[Message]) -> int:
+    return sum(estimate_tokens(token_text(m)) for m in messages)
+
+
+# -- comparing -----------------------------------------------------------------------------
+def _lanes(prompt: FrozenPrompt) -> dict[str, dict[Ref, Message]]:
+    out: dict[str, dict[Ref, Message]] = {lane: {} for lane in MESSAGE_LANES}
+    for item in prompt.items:
+        if item.lane in MESSAGE_LANES and item.thread_id is not None and item.seq is not None:
+            out[item.lane][(item.thread_id, item.seq)] = item.message
+    return out
+
+
+def _blocks(prompt: FrozenPrompt) -> dict[str, str]:
+    return {lane: "\n".join(i.message.text() or "" for i in prompt.items if i.lane == lane)
+            for lane in BLOCK_LANES}
+
+
+def _same(a: FrozenPrompt, b: FrozenPrompt) -> bool:
+    return _lanes(a) == _lanes(b) and _blocks(a) == _blocks(b)
+
+
+_SPECIFIC = re.compile(r"\d")
+
+
+def quoted_by(answer: str | None, message: Message) -> bool:
+    """Whether the answer quotes the message: they share a run of four words, or a word
+    holding a digit (an amount, a code, a date) of two or more characters."""
+    if not answer:
+        return False
+    text = message.text() or ""
+    a, m = tokenize(answer), tokenize(text)
+    if {t for t in a if _SPECIFIC.search(t) and len(t) >= 2} & \
+            {t for t in m if _SPECIFIC.search(t) and len(t) >= 2}:
+        return True
+    grams = {tuple(m[i:i + 4]) for i in range(len(m) - 3)}
+    return any(tuple(a[i:i + 4]) in grams for i in range(len(a) - 3))
+
+
+def _key(ref: Ref, message: Message) -> MessageKey:
+    return MessageKey(thread_id=ref[0], seq=ref[1], preview=preview(message))
+
+
+def compare(data: RunData, after: Composition) -> RunWhatIf:
+    """The recorded composition of a run beside its what-if one."""
+    before_lanes, after_lanes = _lanes(data.prompt), _lanes(after.prompt)
+    before_blocks, after_blocks = _blocks(data.prompt), _blocks(after.prompt)
+    changes = [LaneChange(lane=lane,
+                          entered=[_key(r, m) for r, m in after_lanes[lane].items()
+                                   if r not in before_lanes[lane]],
+                          left=[_key(r, m) for r, m in before_lanes[lane].items()
+                                if r not in after_lanes[lane]])
+               for lane in MESSAGE_LANES]
+    changes += [LaneChange(lane=lane, block_changed=True) for lane in BLOCK_LANES
+                if before_blocks[lane] != after_blocks[lane]]
+    changes = [c for c in changes if c.entered or c.left or c.block_changed]
+    where_after = {r: lane for lane in MESSAGE_LANES for r in after_lanes[lane]}
+    keys = [KeyMessage(thread_id=r[0], seq=r[1], preview=preview(m), lane_before=lane,
+                       lane_after=where_after.get(r))
+            for lane in MESSAGE_LANES for r, m in before_lanes[lane].items()
+            if quoted_by(data.answer, m)]
+    assert data.memctx is not None
+    return RunWhatIf(run_id=data.run_id, thread_id=data.run.thread_id,
+                     status="changed" if changes else "unchanged", lanes=changes,
+                     tokens_before=data.memctx.tokens, tokens_after=after.memctx.tokens,
+                     key_messages=keys, prompt_after=after.prompt, memctx_after=after.memctx)
+
+
+# -- entry points --------------------------------------------------------------------------
+def _cannot(data: RunData | None, run_id: str, reason: str) -> RunWhatIf:
+    return RunWhatIf(run_id=run_id, thread_id=data.run.thread_id if data else None,
+                     status="cannot", reason=reason)
+
+
+def _one(composer: _Composer, run_id: str, changes: Changes) -> RunWhatIf:
+    try:
+        data = load_run(composer.storage, run_id)
+    except NotFoundError:
+        raise
+    except MemoryCoreError as e:
+        return _cannot(None, run_id, f"its record cannot be read ({e})")
+    memctx = data.memctx
+    if memctx is None or memctx.source != "composed":
+        why = ("it was imported: the recording holds the prompt its client sent, not how "
+               "it was composed" if memctx is not None and memctx.imported
+               else "its composition was not recorded")
+        return _cannot(data, run_id, why)
+    if data.run.thread_id is None:
+        return _cannot(data, run_id, "it ran on no thread")
+    try:
+        settings = changed_settings(memctx.settings, changes)
+        baseline = composer.compose(data, memctx.settings)
+        if not _same(baseline.prompt, data.prompt):
+            return _cannot(data, run_id, "composed again with its own settings it is not "
+                           "given its recorded prompt (the store or the code changed since), "
+                           "so a change could not be told from that drift")
+        after = baseline if settings == memctx.settings else composer.compose(data, settings)
+    except Cannot as e:
+        return _cannot(data, run_id, str(e))
+    except InvalidInputError as e:
+        return _cannot(data, run_id, f"the changed settings do not apply to it ({e})")
+    return compare(data, after)
+
+
+def runs_in_scope(storage: Storage, *, run_ids: Sequence[str] | None = None,
+                  thread_id: str | None = None, resource_id: str | None = None) -> list[str]:
+    """The runs a what-if covers, oldest first: the given ones, a thread's, a
+    resource's, or every run."""
+    if run_ids:
+        return list(dict.fromkeys(run_ids))
+    rows = storage.runs.list_runs(thread_id=thread_id, resource_id=resource_id)
+    if thread_id is not None and resource_id is not None:
+        rows = [r for r in rows if r.resource_id == resource_id]
+    return [r.run_id for r in sorted(rows, key=lambda r: (r.started_at, r.run_id))]
+
+
+def what_if(storage: Storage, changes: Changes | Iterable[str] | Mapping[str, Any], *,
+            run_ids: Sequence[str] | None = None, thread_id: str | None = None,
+            resource_id: str | None = None, embed: Embedder | None = None,
+            progress: Callable[[int, int], None] | None = None) -> WhatIfReport:
+    """Re-compose the chosen runs (``run_ids``, a thread's, a resource's, or all) as of
+    their time under ``changes`` (``["recall.threshold=0.5", …]``, a mapping or
+    ``Changes``) and report, run by run, what enters and leaves each lane, tokens per
+    lane before and after, and the messages the recorded answer quoted, kept or lost.
+    ``embed`` replaces the embedder the runs recorded (the same one for every run)."""
+    if not isinstance(changes, Changes):
+        changes = parse_changes(changes)
+    ids = runs_in_scope(storage, run_ids=run_ids, thread_id=thread_id,
+                        resource_id=resource_id)
+    if run_ids:
+        missing = [r for r in ids if storage.runs.get_run(r) is None]
+        if missing:
+            raise NotFoundError(f"run '{missing[0]}' does not exist")
+    composer = _Composer(storage, embed)
+    out: list[RunWhatIf] = []
+    with storage.session():
+        for i, run_id in enumerate(ids):
+            out.append(_one(composer, run_id, changes))
+            if progress is not None:
+                progress(i + 1, len(ids))
+    return WhatIfReport(changes=changes.flat(), runs=out)

@@ -1,0 +1,166 @@
+"""What if a memory setting had been different: past runs re-composed as of their time."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from memory_core.analysis.whatif import parse_changes, quoted_by, what_if
+from memory_core.composition.memory import AgentMemory
+from memory_core.errors import InvalidInputError, NotFoundError
+from memory_core.importers import import_file
+from memory_core.models.reader import ReaderModel
+from memory_core.recall.config import RecallConfig
+from memory_core.runs.runner import Agent, Runner
+from memory_core.storage.base import Storage
+from memory_core.storage.inmemory import InMemoryStorage
+from memory_core.types import Message
+from tests.analysis.conftest import KeywordEmbedder, World, recall, user
+from tests.storage_factories import make_storage
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "imports"
+
+
+@pytest.fixture(scope="module")
+def demo() -> InMemoryStorage:
+    from sample_data.build import DemoClock, build_into
+
+    clock = DemoClock()
+    storage = InMemoryStorage(clock=clock)
+    build_into(storage, clock, embedder="hashing", progress=lambda _m: None)
+    return storage
+
+
+def test_a_setting_that_changes_nothing_changes_no_run(demo: InMemoryStorage) -> None:
+    report = what_if(demo, [])
+    assert report.runs and report.count("changed") == 0 and report.count("cannot") == 0
+    same = what_if(demo, ["recent_n=6"], thread_id="support-3")  # the demo's own value
+    assert same.count("changed") == 0 and same.count("unchanged") == len(same.runs)
+    assert "0 of" in report.sentence
+
+
+def test_a_larger_token_budget_keeps_the_gate_code(demo: InMemoryStorage) -> None:
+    """The demo's fifth story: the token limiter cut the gate code out of the prompt;
+    with a larger budget the same run, as of its time, is given it."""
+    run = what_if(demo, ["token_budget=4000"], run_ids=["move-gate-small-budget"]).runs[0]
+    assert run.status == "changed"
+    recent = next(c for c in run.lanes if c.lane == "recent")
+    assert any("4417" in k.preview for k in recent.entered)
+    assert run.tokens_after is not None and run.tokens_before is not None
+    assert run.tokens_after.recent > run.tokens_before.recent
+    assert run.prompt_after is not None and any(
+        "4417" in (i.message.text() or "") for i in run.prompt_after.items)
+
+
+def test_lower_recall_bar_brings_messages_in_and_less_recall_loses_quoted_ones(
+        demo: InMemoryStorage) -> None:
+    lower = what_if(demo, ["recall.threshold=0.0", "recall.top_k=10"],
+                    run_ids=["support-3-forgot"]).runs[0]
+    recalled = next(c for c in lower.lanes if c.lane == "recalled")
+    assert recalled.entered and not recalled.left
+    off = what_if(demo, ["recall=off"])
+    lost = [r for r in off.runs if r.key_lost]
+    assert lost and all(k.lane_before == "recalled" for r in lost for k in r.key_lost)
+    assert "losing a message its answer quoted" in off.sentence
+
+
+def test_changes_are_checked_and_named() -> None:
+    assert parse_changes(["recall.threshold=0.5", "recent_n=6"]).flat() == {
+        "recent_n": 6, "recall.threshold": 0.5}
+    for bad, named in [("recall.treshold=0.5", "treshold"), ("recent=3", "recent"),
+                       ("recall.threshold=2", "threshold"), ("recent_n=-1", "recent_n"),
+                       ("token_budget=0", "token budget"), ("recent_n", "key=value"),
+                       ("token_priority=input", "priority")]:
+        with pytest.raises(InvalidInputError, match=named):
+            parse_changes([bad])
+
+
+def test_a_change_that_needs_the_past_says_so(demo: InMemoryStorage) -> None:
+    report = what_if(demo, ["observational=on"], thread_id="support-3")
+    assert {r.status for r in report.runs} == {"cannot"}
+    assert all("observations as they were then are not recorded" in (r.reason or "")
+               for r in report.runs)
+    with pytest.raises(NotFoundError, match="no-such-run"):
+        what_if(demo, [], run_ids=["no-such-run"])
+
+
+def test_an_imported_run_is_not_recomposed() -> None:
+    storage = InMemoryStorage()
+    import_file(storage, FIXTURES / "openai_support.jsonl")
+    report = what_if(storage, ["recent_n=2"])
+    assert report.runs and {r.status for r in report.runs} == {"cannot"}
+    assert all("imported" in (r.reason or "") for r in report.runs)
+
+
+def _clock() -> object:
+    now = [datetime(2027, 3, 1, tzinfo=UTC)]
+
+    def tick() -> datetime:
+        now[0] += timedelta(seconds=1)
+        return now[0]
+    return tick
+
+
+@pytest.mark.parametrize("adapter", ["inmemory", "duckdb-file", "sqlite",
+                                     pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_a_message_stored_after_a_run_never_reaches_its_what_if(adapter: str,
+                                                                 tmp_path: Path) -> None:
+    """Point in time: the what-if of a run sees the store as it was when the run
+    started, on every adapter — later messages of its thread and of the owner's other
+    threads stay out, however well they match and however wide recall is opened."""
+    clock = _clock()
+    storage: Storage = make_storage(adapter, tmp_path, clock=clock)
+    embed = KeywordEmbedder()
+    memory = AgentMemory(storage, embed=embed, recent_n=2, clock=clock,
+                         recall=RecallConfig(top_k=2, threshold=0.9, scope="resource"))
+    memory.append("old", [user("The blender refund was approved.")], "r1", created_at=clock())
+    memory.append("cur", [user("hello"), user("weather talk"), user("lamp talk")], "r1",
+                  created_at=clock())
+    runner = Runner(storage, {"a": Agent(name="a", instructions="Answer.",
+                                         model=ReaderModel(embed=embed))},
+                    memory=memory, clock=clock)
+    runner.run("a", run_id="r-1", thread_id="cur", resource_id="r1",
+               prompt="What about the blender refund?")
+    # after the run: more refund talk in its thread, its owner's threads, a new thread
+    memory.append("cur", [user("The blender refund is 240 euros.")], "r1", created_at=clock())
+    memory.append("old", [user("Blender refund: paid out.")], "r1", created_at=clock())
+    memory.append("later", [user("Blender refund, refund, blender.")], "r1",
+                  created_at=clock())
+    report = what_if(storage, ["recall.threshold=0.0", "recall.top_k=50", "recent_n=50"],
+                     run_ids=["r-1"], embed=embed)
+    run = report.runs[0]
+    assert run.status == "changed", run.reason
+    assert run.prompt_after is not None
+    seen = {(i.thread_id, i.seq) for i in run.prompt_after.items if i.thread_id}
+    assert ("old", 0) in seen  # what existed then comes in
+    assert {("cur", 0), ("cur", 2)} <= seen  # the window widened, as of then
+    # the run's own input and answer (3, 4) and what came later never do
+    assert not {("cur", 3), ("cur", 4), ("cur", 5), ("old", 1)} & seen
+    assert not any(t == "later" for t, _ in seen)
+    texts = " ".join(i.message.text() or "" for i in run.prompt_after.items)
+    assert "240" not in texts and "paid out" not in texts
+    storage.close()
+
+
+def test_a_run_recomposed_with_its_own_settings_must_match_its_record(
+        world: World) -> None:
+    """Drift is not a change: when the store no longer gives a run's recorded prompt
+    (here its window's message was rewritten since), the run is reported as one that
+    cannot be re-composed, never as changed."""
+    world.say("t", "r", user("first"), user("second"), user("third"))
+    world.run("r-1", "t", "r", "what was first?", memory=world.memory(recall=recall()))
+    first = what_if(world.storage, ["recent_n=3"], embed=world.embed).runs[0]
+    assert first.status == "changed", first.reason
+    world.storage.memory.redact_message("t", 2, Message(content="[gone]"))
+    run = what_if(world.storage, ["recent_n=3"], embed=world.embed).runs[0]
+    assert run.status == "cannot" and "recorded prompt" in (run.reason or "")
+
+
+def test_what_the_answer_quotes() -> None:
+    msg = Message(content="The caretaker says the gate code is 4417.")
+    assert quoted_by("Your gate code is 4417.", msg)
+    assert quoted_by("the caretaker says the gate code works", msg)
+    assert not quoted_by("I don't know the code.", msg)
+    assert not quoted_by(None, msg)
