@@ -80,7 +80,7 @@ def db_copy(demo_db: str, tmp_path: Path) -> str:
 def test_every_command_is_listed_and_has_an_example() -> None:
     assert command_names() == sorted(["demo", "ui", "import", "threads", "runs", "inspect",
                                       "replay", "verify", "counterfactual", "why", "diff",
-                                      "erase", "proxy", "collect"])
+                                      "whatif", "erase", "proxy", "collect"])
     top = ok(memwb("--help"))
     for name in command_names():
         assert name in top
@@ -858,3 +858,27 @@ def test_a_damaged_database_is_one_error_line_in_every_command(how: str,
         assert isinstance(result.exception, SystemExit), (command, result.exception)
         assert "Traceback" not in result.output
         assert "error:" in result.output or "tampered" in result.output, result.output
+
+
+# -- whatif -------------------------------------------------------------------------------
+def test_whatif_reports_the_runs_a_setting_would_change(demo_db: str) -> None:
+    out = ok(memwb("whatif", "--db", demo_db, "--thread", "support-3",
+                   "--set", "recall.threshold=0.0", "--set", "recall.top_k=10"))
+    assert "support-3-forgot" in out and "changed" in out
+    assert out.strip().splitlines()[-1].startswith("With recall.threshold = 0.0, recall.top_k = 10,")
+    data = json.loads(ok(memwb("whatif", "--db", demo_db, "--run", "support-3-forgot",
+                               "--set", "recall.threshold=0.0", "--set", "recall.top_k=10",
+                               "--json")))
+    run = data["runs"][0]
+    assert run["status"] == "changed" and run["tokens_after"]["recalled"] > 0
+    assert {c["lane"] for c in run["lanes"]} == {"recalled"}
+    none = ok(memwb("whatif", "--db", demo_db, "--thread", "support-3", "--set", "recent_n=6"))
+    assert " 0 of " in none and "changed" not in none.splitlines()[0]
+
+
+def test_whatif_errors_are_one_line(demo_db: str) -> None:
+    assert error_line(memwb("whatif", "--db", demo_db)) == "error: give at least one --set key=value"
+    assert "treshold" in error_line(memwb("whatif", "--db", demo_db,
+                                          "--set", "recall.treshold=0.5"))
+    assert "no-such-run" in error_line(memwb("whatif", "--db", demo_db, "--run", "no-such-run",
+                                             "--set", "recent_n=2"))

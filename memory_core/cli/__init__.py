@@ -7,7 +7,7 @@ diff) and ``capture`` (proxy, collect)."""
 
 from __future__ import annotations
 
-from memory_core.cli import capture, data, runs, workbench  # noqa: F401  (registers them)
+from memory_core.cli import capture, data, runs, whatif, workbench  # noqa: F401  (registers them)
 from memory_core.cli.common import app, emit_json
 from memory_core.cli.data import ImportProgress
 from memory_core.cli.workbench import bundle_dir, demo_refusal
