@@ -54,3 +54,10 @@ def copy_run_with_model(storage: Any, source: str, run_id: str,
         storage.runs.put_if_absent(run_id + key[len(source):], value)
     storage.runs.set_run_status(run_id, "completed")
     return run_id
+
+
+def cf_records(s: Any, run_id: str) -> list[tuple[str, Any]]:
+    """A run's counterfactual (and what-if) result records, raw: the records journaled
+    below a result (the tools it ran, the model's answers) are not results."""
+    prefix = f"{run_id}:cf:"
+    return [(k, v) for k, v in s.runs.list(prefix) if ":" not in k[len(prefix):]]

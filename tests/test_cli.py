@@ -20,6 +20,7 @@ from memory_core.provenance.record import Memctx
 from memory_core.storage.duckdb import DuckDBStorage
 from sample_data.scenarios.home import HOME
 from sample_data.scenarios.support import SUPPORT
+from tests.helpers import cf_records
 
 IMPORTS = Path(__file__).parent / "fixtures" / "imports"
 runner = CliRunner()
@@ -272,7 +273,7 @@ def test_replay_unknown_run(demo_db: str) -> None:
 def journaled_cf(db: str, run_id: str) -> list[dict[str, Any]]:
     storage = DuckDBStorage(db, read_only=True)
     try:
-        return [v for _, v in storage.runs.list(f"{run_id}:cf:")]
+        return [v for _, v in cf_records(storage, run_id)]
     finally:
         storage.close()
 

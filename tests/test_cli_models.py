@@ -16,6 +16,7 @@ from memory_core.storage.duckdb import DuckDBStorage
 from sample_data.build import SCENARIOS
 from tests.fake_provider.server import FakeProvider
 from tests.fake_provider.validation import validate_request
+from tests.helpers import cf_records
 from tests.test_cli import error_line, memwb, ok
 
 ENV_VARS = ("MEMWB_OPENAI_BASE_URL", "MEMWB_OPENAI_MODEL", "MEMWB_OPENAI_API_KEY",
@@ -129,7 +130,7 @@ def test_counterfactual_with_the_offline_reader_or_another_server(
     storage = DuckDBStorage(str(db), read_only=True)
     try:
         models = sorted(json.dumps(v["model"], sort_keys=True)
-                        for _, v in storage.runs.list(f"{run}:cf:"))
+                        for _, v in cf_records(storage, run))
     finally:
         storage.close()
     assert len(models) == 2 and any("other-model" in m for m in models)

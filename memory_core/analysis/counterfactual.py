@@ -64,13 +64,16 @@ class Variant(BaseModel):
     subtract_recalled: Literal["all"] | list[tuple[str, int]] = Field(default_factory=list)
     subtract_lanes: list[str] = Field(default_factory=list)
     put_back: list[tuple[str, int]] = Field(default_factory=list)
+    # a what-if (analysis.whatif): the changed settings the prompt was composed under
+    settings: dict[str, Any] = Field(default_factory=dict)
 
     def key_hash(self, model_name: str, repeats: int, tools: Sequence[str] = ()) -> str:
         """The digest of a counterfactual: the variant, the model, the repeats and (when
         any) the tools that could really run — a result without them is not reused
         once they are given."""
-        body: dict[str, Any] = {"variant": self.model_dump(mode="json"), "model": model_name,
-                                "repeats": repeats}
+        variant = self.model_dump(mode="json", exclude={"settings"} if not self.settings
+                                  else set())
+        body: dict[str, Any] = {"variant": variant, "model": model_name, "repeats": repeats}
         if tools:
             body["tools"] = sorted(tools)
         return hashlib.sha256(canonical_json(body).encode()).hexdigest()[:16]
@@ -85,6 +88,9 @@ class Variant(BaseModel):
             parts.append("without the " + ", ".join(self.subtract_lanes) + " lane(s)")
         if self.put_back:
             parts.append("with " + ", ".join(f"{t}#{s}" for t, s in self.put_back) + " put back")
+        if self.settings:
+            parts.append("composed with " + ", ".join(f"{k} = {v}"
+                                                      for k, v in self.settings.items()))
         return "; ".join(parts) or "unchanged"
 
 
@@ -352,9 +358,9 @@ def whole_exchanges(items: list[PromptItem]) -> tuple[list[PromptItem], list[Ref
 
 
 def _attempts(storage: Storage, setup: _Setup, messages: list[Message], cf_key: str,
-              kind: str) -> list[Attempt]:
+              kind: str, reuse: bool = True) -> list[Attempt]:
     return [reask(setup.model, messages, setup.specs, setup.box, storage, cf_key,
-                  f"{kind}-{i + 1}") for i in range(setup.repeats)]
+                  f"{kind}-{i + 1}", reuse=reuse) for i in range(setup.repeats)]
 
 
 def _tool_notes(attempts: Sequence[Attempt]) -> list[str]:
@@ -385,7 +391,9 @@ def _judged(setup: _Setup, base: list[Attempt],
 
 
 def _run_variant(storage: Storage, setup: _Setup, variant: Variant, *,
-                 reuse: bool = True) -> CounterfactualResult:
+                 reuse: bool = True,
+                 composed: tuple[list[PromptItem], list[Ref], list[Ref]] | None = None,
+                 ) -> CounterfactualResult:
     data = setup.data
     run_id = data.run.run_id
     digest = variant.key_hash(str(setup.info.get("name", "?")), setup.repeats,
@@ -394,12 +402,16 @@ def _run_variant(storage: Storage, setup: _Setup, variant: Variant, *,
     cached = RunReader(storage.runs, run_id).counterfactual(digest) if reuse else None
     if cached is not None:
         return CounterfactualResult.model_validate(cached)
-    items, removed, removed_lanes, added = apply_variant(storage, data, variant)
+    removed_lanes: list[str] = []
+    if composed is not None:  # a what-if's prompt, with what left and entered it
+        items, removed, added = composed
+    else:
+        items, removed, removed_lanes, added = apply_variant(storage, data, variant)
     if setup.baseline is None:
-        setup.baseline = (_attempts(storage, setup, data.prompt.messages(), key, "baseline")
-                          if setup.needs_baseline() else [])
+        setup.baseline = (_attempts(storage, setup, data.prompt.messages(), key, "baseline",
+                                    reuse) if setup.needs_baseline() else [])
     base = setup.baseline
-    new = _attempts(storage, setup, [i.message for i in items], key, "variant")
+    new = _attempts(storage, setup, [i.message for i in items], key, "variant", reuse)
     verdict, spread, notes = _judged(setup, base, new)
     uses = [u for a in base + new for u in a.tool_uses]
     result = CounterfactualResult(
@@ -454,6 +466,22 @@ def counterfactual(storage: Storage, run_id: str, *,
                       subtract_lanes=list(lanes), put_back=[(str(t), int(s))
                                                             for t, s in put_back])
     return _run_variant(storage, setup, variant, reuse=reuse)
+
+
+def reask_composed(storage: Storage, run_id: str, items: Sequence[PromptItem],
+                   settings: Mapping[str, Any], *, removed: Sequence[Ref] = (),
+                   added: Sequence[Ref] = (), model: Model | None = None,
+                   repeats: int | None = None, reuse: bool = True) -> CounterfactualResult:
+    """Re-ask ``run_id`` with a prompt composed anew under changed ``settings`` (a
+    what-if, ``analysis.whatif``), judged against its recorded answer as a
+    counterfactual is, and journaled under its own key (the settings are part of it):
+    asked again, it returns the record; interrupted, it resumes without asking the
+    model again for an answer already journaled."""
+    setup = _setup(storage, run_id, model, repeats, agent=None, tools=None, agents=None,
+                   memory=None)
+    variant = Variant(settings=dict(settings))
+    return _run_variant(storage, setup, variant, reuse=reuse,
+                        composed=(list(items), list(removed), list(added)))
 
 
 def list_counterfactuals(storage: Storage, run_id: str) -> list[CounterfactualResult]:

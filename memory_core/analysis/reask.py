@@ -19,7 +19,7 @@ from memory_core.composition.working_memory import TOOL_NAME as WM_TOOL
 from memory_core.composition.working_memory import WorkingMemory, WorkingMemoryConfig
 from memory_core.errors import ReplayMismatch
 from memory_core.journal import RunData
-from memory_core.journal.keys import cf_tool_key
+from memory_core.journal.keys import cf_answer_key, cf_tool_key
 from memory_core.models.base import (
     Model,
     ModelResponse,
@@ -176,16 +176,18 @@ class _AttemptTools:
 
 
 def reask(model: Model, messages: Sequence[Message], specs: Sequence[ToolSpec],
-          box: ToolBox, storage: Storage, cf_key: str, attempt: str) -> Attempt:
-    """Ask ``model`` on ``messages`` and follow its tool calls up to ``box.max_steps``."""
+          box: ToolBox, storage: Storage, cf_key: str, attempt: str, *,
+          reuse: bool = True) -> Attempt:
+    """Ask ``model`` on ``messages`` and follow its tool calls up to ``box.max_steps``.
+    Each answer is journaled under ``cf_key`` (first write wins); with ``reuse`` an
+    answer journaled before (an interrupted re-ask) is taken instead of asking again."""
     tools = _AttemptTools(box, storage, cf_key, attempt)
     convo = list(messages)
     uses: list[ToolUse] = []
     label = f"model '{model_identity(model).name}'"
     last: ModelResponse | None = None
     for step in range(box.max_steps):
-        resp = complete_checked(model, convo, list(specs), label=label,
-                                key=f"{cf_key} ({attempt}, step {step})")
+        resp = _answer(model, convo, specs, storage, cf_key, attempt, step, label, reuse)
         last = resp
         if not resp.tool_calls:
             return Attempt(resp.text or "", "final", uses)
@@ -205,6 +207,18 @@ def reask(model: Model, messages: Sequence[Message], specs: Sequence[ToolSpec],
             convo.append(tool_message(call, rec))
     # stopped at max steps on the calls of its last answer: those, as the original's
     return Attempt(call_outcome(last) if last is not None else "", "max_steps", uses)
+
+
+def _answer(model: Model, convo: list[Message], specs: Sequence[ToolSpec], storage: Storage,
+            cf_key: str, attempt: str, step: int, label: str, reuse: bool) -> ModelResponse:
+    key = cf_answer_key(cf_key, attempt, step)
+    held = storage.runs.get(key) if reuse else None
+    if held is not None:
+        return ModelResponse.model_validate(held)
+    resp = complete_checked(model, convo, list(specs), label=label,
+                            key=f"{cf_key} ({attempt}, step {step})")
+    storage.runs.put_if_absent(key, resp.model_dump(mode="json"))
+    return resp
 
 
 def offered_specs(data: RunData, box: ToolBox) -> list[ToolSpec]:

@@ -11,8 +11,9 @@ recorded prompt, a change could not be told from drift, and the run is reported 
 that cannot be re-composed, never guessed at. Imported runs were not composed by us;
 they are reported likewise.
 
-No model is called: this is composition only (``memwb whatif``; the workbench page
-"What if")."""
+Without a model this is composition only, fast and free; with one, the runs whose prompt
+changed are re-asked and their answers judged (``memwb whatif --model``; the workbench
+page "What if")."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from memory_core.analysis.counterfactual import CounterfactualResult, reask_composed
 from memory_core.composition.processors import (
     DEFAULT_PRIORITY,
     TokenLimiter,
@@ -48,6 +50,7 @@ from memory_core.composition.toolpairs import KeptRow
 from memory_core.embedding.hashing import Embedder
 from memory_core.errors import InvalidInputError, MemoryCoreError, NotFoundError
 from memory_core.journal import RunData, load_run
+from memory_core.models.base import Model
 from memory_core.provenance.prompt import Composition, FrozenPrompt
 from memory_core.provenance.record import CompositionSettings, LaneTokens, Memctx
 from memory_core.recall.config import RecallConfig
@@ -192,6 +195,10 @@ class RunWhatIf(BaseModel):
     key_messages: list[KeyMessage] = Field(default_factory=list)
     prompt_after: FrozenPrompt | None = None
     memctx_after: Memctx | None = None
+    # re-asked (``what_if(ask=True)``): the model's answers to the new prompt, judged
+    # against the recorded answer as a counterfactual is
+    answer: CounterfactualResult | None = None
+    ask_error: str | None = None  # why the re-ask failed (the model was unreachable …)
 
     @property
     def key_lost(self) -> list[KeyMessage]:
@@ -229,6 +236,15 @@ class WhatIfReport(BaseModel):
             out += (f" ({gained} with messages added, {lost} losing a message its answer "
                     "quoted)")
         out += "."
+        asked = [r for r in self.runs if r.answer is not None]
+        if asked:
+            moved = sum(1 for r in asked if r.answer and r.answer.verdict == "changed")
+            unsure = sum(1 for r in asked if r.answer and r.answer.verdict == "inconclusive")
+            out += (f" Re-asked, {moved} of {len(asked)} answer{'s' if len(asked) != 1 else ''}"
+                    f" changed" + (f" ({unsure} inconclusive)" if unsure else "") + ".")
+        failed = sum(1 for r in self.runs if r.ask_error)
+        if failed:
+            out += f" {failed} could not be re-asked."
         if cannot:
             out += (f" {cannot} could not be re-composed (their composition or the store "
                     "as it was then is not recorded).")
@@ -575,12 +591,22 @@ def runs_in_scope(storage: Storage, *, run_ids: Sequence[str] | None = None,
 def what_if(storage: Storage, changes: Changes | Iterable[str] | Mapping[str, Any], *,
             run_ids: Sequence[str] | None = None, thread_id: str | None = None,
             resource_id: str | None = None, embed: Embedder | None = None,
-            progress: Callable[[int, int], None] | None = None) -> WhatIfReport:
+            progress: Callable[[int, int], None] | None = None, ask: bool = False,
+            model: Model | None = None, repeats: int | None = None,
+            concurrency: int = 2) -> WhatIfReport:
     """Re-compose the chosen runs (``run_ids``, a thread's, a resource's, or all) as of
     their time under ``changes`` (``["recall.threshold=0.5", …]``, a mapping or
     ``Changes``) and report, run by run, what enters and leaves each lane, tokens per
     lane before and after, and the messages the recorded answer quoted, kept or lost.
-    ``embed`` replaces the embedder the runs recorded (the same one for every run)."""
+    ``embed`` replaces the embedder the runs recorded (the same one for every run).
+
+    With ``ask`` (or a ``model``), each run whose prompt changed is re-asked — the
+    model it recorded, rebuilt, unless ``model`` is given — with at most
+    ``concurrency`` runs asked at once; each answer is judged against the recorded
+    one as a counterfactual is (``verdict`` changed / unchanged / inconclusive) and
+    journaled under the what-if's own key, so asking again (or resuming an interrupted
+    what-if) asks the model nothing it already answered. ``progress(done, total)`` is
+    told after each run composed, then after each run re-asked."""
     if not isinstance(changes, Changes):
         changes = parse_changes(changes)
     ids = runs_in_scope(storage, run_ids=run_ids, thread_id=thread_id,
@@ -589,6 +615,8 @@ def what_if(storage: Storage, changes: Changes | Iterable[str] | Mapping[str, An
         missing = [r for r in ids if storage.runs.get_run(r) is None]
         if missing:
             raise NotFoundError(f"run '{missing[0]}' does not exist")
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise InvalidInputError(f"concurrency must be an integer >= 1, got {concurrency!r}")
     composer = _Composer(storage, embed)
     out: list[RunWhatIf] = []
     with storage.session():
@@ -596,4 +624,33 @@ def what_if(storage: Storage, changes: Changes | Iterable[str] | Mapping[str, An
             out.append(_one(composer, run_id, changes))
             if progress is not None:
                 progress(i + 1, len(ids))
+    if ask or model is not None:
+        _ask([r for r in out if r.status == "changed"], storage, changes,
+             model=model, repeats=repeats, concurrency=concurrency, progress=progress)
     return WhatIfReport(changes=changes.flat(), runs=out)
+
+
+def _ask(runs: Sequence[RunWhatIf], storage: Storage, changes: Changes, *,
+         model: Model | None, repeats: int | None, concurrency: int,
+         progress: Callable[[int, int], None] | None) -> None:
+    """Re-ask the changed runs, ``concurrency`` at a time; each run's outcome (or why
+    it could not be asked) is set on it."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(run: RunWhatIf) -> None:
+        assert run.prompt_after is not None
+        removed = [(k.thread_id, k.seq) for c in run.lanes for k in c.left]
+        added = [(k.thread_id, k.seq) for c in run.lanes for k in c.entered]
+        try:
+            run.answer = reask_composed(storage, run.run_id, run.prompt_after.items,
+                                        changes.flat(), removed=removed, added=added,
+                                        model=model, repeats=repeats)
+        except MemoryCoreError as e:
+            run.ask_error = str(e)
+
+    done = 0
+    with ThreadPoolExecutor(max_workers=concurrency) as pool:
+        for _ in pool.map(one, runs):
+            done += 1
+            if progress is not None:
+                progress(done, len(runs))

@@ -137,6 +137,12 @@ def cf_tool_key(cf_key: str, attempt: str, step: int, call_digest: str) -> str:
     return f"{cf_key}:tool:{attempt}:{step}:{call_digest}"
 
 
+def cf_answer_key(cf_key: str, attempt: str, step: int) -> str:
+    """Where the model's answer at one step of a counterfactual's (or a what-if's)
+    re-ask is journaled, so an interrupted one resumes without asking again."""
+    return f"{cf_key}:answer:{attempt}:{step}"
+
+
 def step_index(keys: RunKeys, key: str) -> int | None:
     """n of ``<run>:step:<n>``; None for any other key."""
     kind = keys.kind_of(key)

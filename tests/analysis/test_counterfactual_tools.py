@@ -116,7 +116,7 @@ def test_an_identical_call_reuses_the_recorded_result(tool_story: World,
                                                   "total": 89.5}
     assert tool_msg.tool_results()[0].call_id == "x1"
     assert res.new_stops == ["final"] and res.needs_tools == []
-    assert not tool_story.storage.runs.list(f"{res.key}:")  # no tool run journaled
+    assert not tool_story.storage.runs.list(f"{res.key}:tool:")  # no tool run journaled
 
 
 def test_another_call_runs_the_given_tool_in_the_counterfactuals_journal(
@@ -162,7 +162,7 @@ def test_without_the_tool_the_reask_stops_and_names_it(tool_story: World,
     assert (missing.source, missing.args, missing.key) == ("missing", {"order_id": "77"}, None)
     assert any(n.startswith("needs tool lookup_order") for n in res.notes)
     assert res.new_answers == ['[calls lookup_order({"order_id":"77"})]']
-    assert orders.ran == [] and not tool_story.storage.runs.list(f"{res.key}:")
+    assert orders.ran == [] and not tool_story.storage.runs.list(f"{res.key}:tool:")
     assert state(tool_story.storage) == before
     # once the tool is given, the earlier "needs tool" result is not reused
     model2 = Scripted0([lookup("x1", "1042"), "refund 89.50 approved",

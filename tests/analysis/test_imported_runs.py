@@ -135,7 +135,7 @@ def test_counterfactual_of_an_imported_tool_call_compares_the_call() -> None:
     assert res.verdict == "changed" and res.removed_lanes == ["recent"]
     assert [u.source for u in res.tool_uses] == ["recording-ends"]
     assert model.offered[0] == ["lookup_order"]  # the imported run's tool, offered again
-    assert not s.runs.list(f"{res.key}:") and not s.runs.list(f"{rid}:tool:")
+    assert not s.runs.list(f"{res.key}:tool:") and not s.runs.list(f"{rid}:tool:")
 
 
 def test_an_imported_tool_call_made_again_is_unchanged() -> None:

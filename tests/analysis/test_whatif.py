@@ -18,6 +18,7 @@ from memory_core.storage.base import Storage
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.types import Message
 from tests.analysis.conftest import KeywordEmbedder, World, recall, user
+from tests.fake_provider.server import FakeProvider, Fault
 from tests.storage_factories import make_storage
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "imports"
@@ -164,3 +165,57 @@ def test_what_the_answer_quotes() -> None:
     assert quoted_by("the caretaker says the gate code works", msg)
     assert not quoted_by("I don't know the code.", msg)
     assert not quoted_by(None, msg)
+
+
+def test_re_asked_the_offline_reader_finds_the_gate_code(demo: InMemoryStorage) -> None:
+    """Answers that change: the run whose prompt changed is re-asked with the model it
+    recorded (the offline reader), judged against its recorded answer, and journaled
+    under the what-if's own key — asking again asks nothing."""
+    report = what_if(demo, ["token_budget=4000"], run_ids=["move-gate-small-budget"],
+                     ask=True)
+    run = report.runs[0]
+    assert run.answer is not None and run.answer.verdict == "changed"
+    assert "4417" in run.answer.new_answer and "4417" not in (run.answer.original_answer or "")
+    assert run.answer.key.startswith("move-gate-small-budget:cf:")
+    assert run.answer.variant.settings == {"token_budget": 4000}
+    assert "Re-asked, 1 of 1 answer changed." in report.sentence
+    again = what_if(demo, ["token_budget=4000"], run_ids=["move-gate-small-budget"],
+                    ask=True).runs[0]
+    assert again.answer == run.answer
+    unchanged = what_if(demo, ["recent_n=6"], thread_id="support-3", ask=True)
+    assert all(r.answer is None for r in unchanged.runs)  # nothing changed: nothing asked
+
+
+def test_an_interrupted_what_if_resumes_without_asking_twice(
+        fake_provider: FakeProvider, world: World) -> None:
+    """The strict fake provider counts the requests: a what-if whose model stops
+    answering midway is asked again, and only what was never answered is asked."""
+    from memory_core.models.openai_chat import OpenAIChatModel
+
+    model = OpenAIChatModel(base_url=fake_provider.base_url, model="fake-model",
+                            temperature=0.0, max_retries=0)
+    world.say("t", "r", user("The gate code is 4417."), user("weather"), user("lamp"),
+              user("kettle"))
+    mem = world.memory(recent_n=1)
+    for i in range(3):
+        world.run(f"r-{i}", "t", "r", f"What is the gate code? ({i})", memory=mem,
+                  model=model)
+    asked_by_runs = len(fake_provider.chat_bodies)
+    # a model the caller names is asked the unchanged prompt too (a baseline), then the
+    # new one: two requests a run; the second run's second request fails
+    fake_provider.fail_next(Fault("server_error"), after=3)
+    first = what_if(world.storage, ["recent_n=8"], model=model, embed=world.embed,
+                    concurrency=1)
+    changed = [r for r in first.runs if r.status == "changed"]
+    assert len(changed) == 3
+    assert [r.ask_error is not None for r in changed] == [False, True, False]
+    asked_first = len(fake_provider.chat_bodies) - asked_by_runs
+    assert asked_first == 6  # 2 answered, 1 answered + 1 failed, 2 answered
+    second = what_if(world.storage, ["recent_n=8"], model=model, embed=world.embed,
+                     concurrency=2)
+    # only the failed request is asked again: the second run's baseline answer and
+    # the other runs' results were journaled
+    assert len(fake_provider.chat_bodies) - asked_by_runs - asked_first == 1
+    assert all(r.answer is not None for r in second.runs if r.status == "changed")
+    assert [r.answer for r in second.runs if r.run_id != "r-1"] == \
+        [r.answer for r in first.runs if r.run_id != "r-1"]

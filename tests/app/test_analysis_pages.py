@@ -58,6 +58,7 @@ from tests.app.fixture_db import (
 )
 from tests.app.markdown import shown_text
 from tests.app.test_pages import json_blocks
+from tests.helpers import cf_records
 
 MakeApp = Callable[..., AppTest]
 Populated = tuple[InMemoryStorage, FixtureInfo]
@@ -237,13 +238,13 @@ def test_subtracting_all_recalled_changes_the_answer(demo: InMemoryStorage,
     assert any(t.startswith("I don't know") for t in texts)  # the new one
     past = at.dataframe[-1].value
     assert "without all recalled messages" in list(past["change"])
-    assert demo.runs.list(f"{REPLAYABLE}:cf:")  # journaled
+    assert cf_records(demo, REPLAYABLE)  # journaled
 
 
 def test_read_only_workbench_writes_no_counterfactual(demo: InMemoryStorage, app: MakeApp,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(services.READ_ONLY_VAR, "1")
-    before = demo.runs.list(f"{REPLAYABLE}:cf:")
+    before = cf_records(demo, REPLAYABLE)
     at = app(COUNTERFACTUAL_PAGE, run=REPLAYABLE)
     _ok(at)
     at.radio[0].set_value("Subtract all recalled").run()
@@ -255,7 +256,7 @@ def test_read_only_workbench_writes_no_counterfactual(demo: InMemoryStorage, app
     with pytest.raises(InvalidInputError, match="read-only"):
         services.run_counterfactual(next(iter(services.served().databases.values())), REPLAYABLE,
                                     subtract="all")
-    assert demo.runs.list(f"{REPLAYABLE}:cf:") == before
+    assert cf_records(demo, REPLAYABLE) == before
 
 
 def test_subtracting_chosen_items_and_putting_back(demo: InMemoryStorage,
@@ -390,7 +391,7 @@ def test_counterfactual_on_a_read_only_duckdb_file_writes_the_journal(
     assert "without all recalled messages" in list(at.dataframe[-1].value["change"])
     reader = DuckDBStorage(str(path), read_only=True)
     try:
-        assert len(reader.runs.list(f"{REPLAYABLE}:cf:")) == 1
+        assert len(cf_records(reader, REPLAYABLE)) == 1
     finally:
         reader.close()
 

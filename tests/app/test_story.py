@@ -24,6 +24,7 @@ from memory_core.storage.inmemory import InMemoryStorage
 from sample_data.build import DemoClock, build_into
 from tests.app.conftest import register
 from tests.app.fixture_db import FixtureInfo
+from tests.helpers import cf_records
 
 MakeApp = Callable[..., AppTest]
 # the words people who do not write code should not meet in a story's main text
@@ -253,7 +254,7 @@ def test_the_proof_is_stored_and_the_next_visitor_sees_it_with_run_again(
     assert any("zellige" in t.value for t in at.text)  # the very run now has the answer
     labels = [b.label for b in at.main.button]
     assert "Run again" in labels and story.proof.button not in labels
-    records = fresh_demo.runs.list(f"{story.proof.run}:cf:")
+    records = cf_records(fresh_demo, story.proof.run)
     assert records
     # a new session reads it back from the journal
     again = _story(app, "home")
@@ -262,7 +263,7 @@ def test_the_proof_is_stored_and_the_next_visitor_sees_it_with_run_again(
     _ok(again)
     assert any("Asked again just now: the same answer as before." in s.value
                for s in again.success)
-    assert fresh_demo.runs.list(f"{story.proof.run}:cf:") == records  # first write kept
+    assert cf_records(fresh_demo, story.proof.run) == records  # first write kept
 
 
 def test_taking_the_plan_away_proves_it_carried_the_answer(fresh_demo: InMemoryStorage,
@@ -282,7 +283,7 @@ def test_read_only_shows_the_stored_proof_and_says_replay_is_off(
     at = _story(app, "home")
     assert any("Replays are off" in i.value for i in at.info)
     assert _button(at, story.proof.button).disabled
-    before = fresh_demo.runs.list(f"{story.proof.run}:cf:")
+    before = cf_records(fresh_demo, story.proof.run)
     monkeypatch.delenv(services.READ_ONLY_VAR)
     _button(_story(app, "home"), story.proof.button).click().run()
     monkeypatch.setenv(services.READ_ONLY_VAR, "1")
