@@ -883,3 +883,27 @@ def test_whatif_errors_are_one_line(demo_db: str) -> None:
                                           "--set", "recall.treshold=0.5"))
     assert "no-such-run" in error_line(memwb("whatif", "--db", demo_db, "--run", "no-such-run",
                                              "--set", "recent_n=2"))
+
+
+def test_whatif_ask_re_asks_the_changed_runs_once(db_copy: str) -> None:
+    args = ["whatif", "--db", db_copy, "--run", "support-3-forgot", "--set",
+            "recall.threshold=0.0", "--set", "recall.top_k=10", "--ask"]
+    out = ok(memwb(*args))
+    header = out.splitlines()[0]
+    assert "answer" in header
+    row = next(ln for ln in out.splitlines() if ln.startswith("support-3-forgot"))
+    assert any(v in row for v in ("changed", "unchanged", "inconclusive"))
+    assert "Re-asked, " in out.splitlines()[-1]
+    before = cf_records_of(db_copy, "support-3-forgot")
+    assert len(before) == 1 and before[0]["variant"]["settings"] == {
+        "recall.threshold": 0.0, "recall.top_k": 10}
+    assert ok(memwb(*args)) == out  # journaled: asked again, the same record
+    assert cf_records_of(db_copy, "support-3-forgot") == before
+
+
+def cf_records_of(db: str, run_id: str) -> list[dict[str, Any]]:
+    storage = DuckDBStorage(db, read_only=True)
+    try:
+        return [v for _, v in cf_records(storage, run_id)]
+    finally:
+        storage.close()

@@ -3,11 +3,23 @@ settings; what would have been given to the model instead."""
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated, Any
 
 import typer
 
-from memory_core.cli.common import DbOpt, app, emit_json, fail, guarded, opened, say, table
+from memory_core.cli.common import (
+    MAX_REPEATS,
+    DbOpt,
+    app,
+    emit_json,
+    fail,
+    guarded,
+    opened,
+    say,
+    table,
+)
+from memory_core.cli.runs import BaseUrlOpt, ModelOpt
 
 SetOpt = Annotated[list[str] | None, typer.Option(
     "--set", help="A setting to change, key=value: recent_n, recall (on/off), "
@@ -35,11 +47,24 @@ def whatif(settings: SetOpt = None, db: DbOpt = None,
                "--every", help="List unchanged runs too (default: only changed ones "
                                "and those that cannot be re-composed).")] = False,
            as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+           ask: Annotated[bool, typer.Option(
+               "--ask", help="Re-ask the model of each run whose prompt changed and say "
+                             "whether its answer changed (journaled; asked once).")] = False,
+           model: ModelOpt = None, base_url: BaseUrlOpt = None,
+           repeats: Annotated[int | None, typer.Option(
+               help=f"Ask each prompt this many times (1 to {MAX_REPEATS}).", min=1,
+               max=MAX_REPEATS)] = None,
+           concurrency: Annotated[int, typer.Option(
+               help="Runs re-asked at once (1 to 16).", min=1, max=16)] = 2,
            ) -> None:
     """Re-compose past runs as of their time with changed settings: which would have
     been given a different prompt, what enters and leaves each lane, tokens before and
     after, and messages their answer quoted that would be lost. No model is asked.
     Without --run, --thread or --resource, every run.
+
+    With --ask (or --model/--base-url) the runs whose prompt changed are re-asked, the
+    model each run recorded unless --model names another; a server the database
+    recorded is asked only when --base-url or MEMWB_OPENAI_BASE_URL names it.
 
     Example: memwb whatif --thread support-3 --set recall.threshold=0.2 --set recent_n=4
     """
@@ -48,9 +73,19 @@ def whatif(settings: SetOpt = None, db: DbOpt = None,
     if not settings:
         raise fail("give at least one --set key=value")
     changes = guarded(lambda: parse_changes(settings))
-    with opened(db) as s:
-        report = guarded(lambda: what_if(s, changes, run_ids=run, thread_id=thread,
-                                         resource_id=resource))
+    asking = ask or model is not None or base_url is not None
+    with opened(db, read_only=not asking) as s:
+        chosen = _model(model, base_url)
+        with typer.progressbar(length=1, label="re-composing", file=sys.stderr,
+                               hidden=as_json or not sys.stderr.isatty()) as bar:
+            def progress(done: int, total: int) -> None:
+                bar.length = total
+                bar.update(done - bar.pos)
+
+            report = guarded(lambda: what_if(
+                s, changes, run_ids=run, thread_id=thread, resource_id=resource,
+                ask=asking, model=chosen, repeats=repeats, concurrency=concurrency,
+                progress=progress))
     if as_json:
         emit_json({"changes": report.changes, "sentence": report.sentence,
                    "counts": {k: report.count(k) for k in ("changed", "unchanged", "cannot")},
@@ -71,7 +106,18 @@ def whatif(settings: SetOpt = None, db: DbOpt = None,
             "tokens": "" if r.status == "cannot" else
             f"{_total(r.tokens_before)} → {_total(r.tokens_after)}",
             "quoted lost": len(r.key_lost) or "",
+            "answer": r.answer.verdict if r.answer else ("not asked: " + r.ask_error
+                                                         if r.ask_error else ""),
             "why not": r.reason or ""})
     table(rows, ["run", "status", "recalled", "recent", "blocks", "tokens", "quoted lost",
-                 "why not"])
+                 *(["answer"] if asking else []), "why not"])
     say(report.sentence)
+
+
+def _model(model: str | None, base_url: str | None) -> Any:
+    """The model --model/--base-url name for every run (None: each run's own)."""
+    if model is None and base_url is None:
+        return None
+    from memory_core.runs.registry import model_for_run
+
+    return guarded(lambda: model_for_run(None, override=model, base_url=base_url))
