@@ -49,6 +49,10 @@ FATE_COLOURS: dict[str, str] = {
     # imported runs: what the recorded request shows
     "sent-by-client": "#31a354", "held-by-server": "#a1d99b", "not-sent-by-client": "#fd8d3c",
     "unknown": "#bdbdbd",
+    # given during the run (a tool call and its result), or a part of the prompt that is
+    # no stored message (a phrase found there)
+    "earlier-step": "#6baed6", "instructions": "#9ecae1", "working-memory": "#9ecae1",
+    "observations": "#74c476",
 }
 LANE_TITLES: dict[str, str] = {
     "instructions": "Instructions", "working_memory": "Working memory",

@@ -2,8 +2,10 @@
 out and why), its evidence, and its lifeline across the runs of the run's thread.
 
 URL: ``why?run=<id>&thread=<id>&seq=<n>`` or ``why?run=<id>&q=<phrase>``. A phrase is
-matched by words and meaning (memory_core.analysis.forgotten.find_by_phrase): the page
-lists the closest stored messages, each with its fate, and explains the one picked.
+matched by words and meaning (memory_core.analysis.forgotten.find_by_phrase) in every
+part the model was given — message text, tool calls and results, the instructions … —
+and in stored messages: the page lists the closest places, each with the part that
+matched and its fate, and explains the one picked.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from app.components import (
 from app.tables import table
 
 if TYPE_CHECKING:
-    from memory_core.analysis.forgotten import Explanation, PhraseSearch
+    from memory_core.analysis.forgotten import Explanation, PhraseMatch, PhraseSearch
 
 PICK, PHRASE = "Pick a message", "Type a phrase"
 
@@ -113,6 +115,26 @@ else:
         st.stop()
 
 
+def _part_label(m: PhraseMatch) -> tuple[str | Id, ...]:
+    """The part of a place that matched, for a caption: tool names and call ids as
+    stored (code font)."""
+    call = (" (call ", Id(m.call_id or "?"), ")")
+    if m.part == "tool-call-name":
+        return ("name of tool call ", Id(m.call_id or "?"))
+    if m.part == "tool-call-arguments":
+        return ("arguments of the call to ", Id(m.tool or "?"), *call)
+    if m.part == "tool-result":
+        return ("result of ", Id(m.tool or "?"), *call)
+    return (m.part.replace("-", " "),)
+
+
+def _where(m: PhraseMatch) -> tuple[str | Id, ...]:
+    """A place as caption parts: the stored message, or where in the run's prompt."""
+    if m.thread_id is not None:
+        return ref(m.thread_id, m.seq)
+    return (f"(not a stored message: {m.lane or '?'} of this run)",)
+
+
 def _closest(search: PhraseSearch) -> Explanation:
     """The search's verdict and its closest messages, each with its fate; returns the
     explanation of the one picked (the best by default), or the not-stored one."""
@@ -133,12 +155,16 @@ def _closest(search: PhraseSearch) -> Explanation:
             how = ("contains the phrase" if m.contains else
                    "shares " + ", ".join(m.shared_terms) if m.shared_terms
                    else "close in meaning")
-            st.caption(md(*ref(m.thread_id, m.seq), f" · {e.role or '?'} · {how} · "
+            # a message's text is the usual place: only another part is named
+            part = () if m.part == "text" else (" · in the ", *_part_label(m))
+            st.caption(md(*_where(m), f" · {e.role or '?'}", *part, f" · {how} · "
                           f"similarity {fmt_score(m.similarity)}"))
-            literal(preview_text(e.preview or ""))
+            literal(preview_text(e.preview or "") if m.part == "text" else m.excerpt)
             st.caption(escape_md(e.sentence))
     # radio options render Markdown: ids are stored text
-    labels = [escape_md(f"{m.thread_id} #{m.seq}") for m in search.matches]
+    labels = [escape_md(f"{m.thread_id} #{m.seq}" if m.thread_id is not None else
+                        f"{m.part.replace('-', ' ')} ({m.lane or '?'})")
+              for m in search.matches]
     picked = st.radio("Explain in detail", range(len(labels)), format_func=labels.__getitem__,
                       horizontal=True, key="match")
     return search.matches[picked or 0].explanation
@@ -158,12 +184,16 @@ except Exception as e:  # noqa: BLE001
     st.stop()
 
 fate_badge(exp.fate, exp.reached_model)
-if phrase is None or exp.thread_id is not None:
+if phrase is None or exp.fate != "not-stored":  # else the search's verdict said it
     st.info(escape_md(exp.sentence))
 if exp.thread_id is not None and exp.seq is not None:
     st.caption(md(*ref(exp.thread_id, exp.seq), f" · {exp.role or '?'}"))
     literal(preview_text(exp.preview or ""))
     link_to_message(exp.thread_id, exp.seq, label=("open ", *ref(exp.thread_id, exp.seq)))
+elif exp.preview:  # a part of the run's prompt that is no stored message
+    st.caption(escape_md(f"{exp.evidence.get('lane', '?')} of this run's prompt · "
+                         f"{exp.role or '?'}"))
+    literal(preview_text(exp.preview))
 link_to_run(run_id, label=("inspect run ", Id(run_id)))
 
 st.markdown("#### Evidence")

@@ -8,6 +8,20 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from memory_core.analysis.parts import (
+    STEP_LANE,
+    GivenMessage,
+    MessagePart,
+    PartHit,
+    PartKind,
+    conversation,
+    excerpt,
+    given_messages,
+    normalise,
+    phrase_hits,
+    place,
+    places_counted,
+)
 from memory_core.analysis.wording import score_text
 from memory_core.embedding.hashing import Embedder, HashingEmbedder, embedder_name
 from memory_core.errors import InvalidInputError, NotFoundError
@@ -16,17 +30,22 @@ from memory_core.provenance.record import Memctx
 from memory_core.runs.registry import recall_config_from_settings, resolve_embedder
 from memory_core.storage.base import Storage
 from memory_core.text import STOP_WORDS, preview, tokenize
-from memory_core.types import StoredMessage
+from memory_core.types import Message, StoredMessage
 
 Fate = Literal[
     "recalled", "recent", "input", "below-threshold", "beyond-top-k", "filtered-out",
     "out-of-scope", "recall-off", "recall-skipped", "dropped", "trimmed-by-token-limit",
     "compacted", "written-after", "no-text", "not-stored", "unexplained",
     # imported runs: only what the recorded request shows (docs/capture.md)
-    "sent-by-client", "held-by-server", "not-sent-by-client", "unknown"]
+    "sent-by-client", "held-by-server", "not-sent-by-client", "unknown",
+    # given during the run: a tool call and its result, passed back at a later step
+    "earlier-step",
+    # a phrase found in a part of the prompt that is no stored message
+    "instructions", "working-memory", "observations"]
 
-#: fates in which the message reached the model
-GIVEN_FATES = frozenset({"recalled", "recent", "input", "sent-by-client", "held-by-server"})
+#: fates in which the message (or the part) reached the model
+GIVEN_FATES = frozenset({"recalled", "recent", "input", "sent-by-client", "held-by-server",
+                         "earlier-step", "instructions", "working-memory", "observations"})
 
 
 class Explanation(BaseModel):
@@ -109,6 +128,10 @@ def explain_message(storage: Storage, data: RunData, msg: StoredMessage, *,
 
     by_lane = data.prompt_lanes()  # the input by persist:input (loaded runs have it)
     lane = by_lane.get(ref)
+    if lane is None and msg.run_id == run.run_id:
+        step = next((g for m, g, r in conversation(data) if r == ref), None)
+        if step is not None:  # the run's own tool call or result, given to a later step
+            return out("earlier-step", _step_sentence(msg, step), step=step)
     if memctx is not None and memctx.imported:
         return _explain_imported(data, msg, by_lane, out)
     if memctx is None:
@@ -139,6 +162,22 @@ def explain_message(storage: Storage, data: RunData, msg: StoredMessage, *,
             "unexplained", "Recall ran, but this message was not among the closest matches "
             "the run recorded, so it was not passed on.", near_misses=len(memctx.near_misses))
     return _explain_by_score(storage, data, msg, embed, out)
+
+
+def _step_sentence(msg: Message, step: int) -> str:
+    """Why a message the run's own steps added reached the model (at ``step``)."""
+    head = "The assistant was given this message during this run: "
+    results, calls = msg.tool_results(), msg.tool_calls()
+    if results:
+        r = results[0]
+        return (f"{head}it is the result of its call to tool {r.name} (call {r.call_id}), "
+                f"passed back to the model at step {step}, before it answered.")
+    if calls:
+        c = calls[0]
+        return (f"{head}it is its own call to tool {c.name} (call {c.id}), passed back to "
+                f"the model with the call's result at step {step}.")
+    return (f"{head}the model wrote it at an earlier step and was given it back at step "
+            f"{step}.")
 
 
 def _explain_given(memctx: Memctx, ref: tuple[str, int], lane: str | None,
@@ -377,12 +416,18 @@ PHRASE_MIN_COSINE = 0.4
 
 
 class PhraseMatch(BaseModel):
-    """One stored message close to a phrase, and its fate in the run."""
+    """One place close to a phrase — a stored message, or a message of the run's prompt
+    that is none (the instructions …) — which of its parts matched, and its fate."""
 
     model_config = ConfigDict(extra="forbid")
-    thread_id: str
-    seq: int
-    contains: bool  # the message holds the phrase word for word
+    thread_id: str | None = None  # None: no stored message (``lane`` says where it was)
+    seq: int | None = None
+    part: PartKind = "text"  # the part that holds the phrase (or its words)
+    tool: str | None = None  # the tool of a matched tool call or result
+    call_id: str | None = None
+    lane: str | None = None  # where the run's model was given it (None: it was not)
+    excerpt: str = ""  # the matched part's text around the phrase
+    contains: bool  # the part holds the phrase word for word
     shared_terms: list[str] = Field(default_factory=list)  # the phrase's words it holds
     similarity: float | None = None  # cosine with the phrase (None: not embedded)
     lexical: float | None = None  # BM25 of the phrase against the message
@@ -398,7 +443,7 @@ class PhraseSearch(BaseModel):
     embedder: str | None  # the embedder that compared meanings (None: words only)
     searched: str  # where and how it looked, in words
     scope_size: int  # messages compared by words and meaning
-    exact: list[tuple[str, int]] = Field(default_factory=list)  # every word-for-word hit
+    exact: list[tuple[str, int]] = Field(default_factory=list)  # stored word-for-word hits
     matches: list[PhraseMatch] = Field(default_factory=list)
     sentence: str
 
@@ -438,10 +483,15 @@ def _similar(storage: Storage, data: RunData, phrase: str,
 def find_by_phrase(storage: Storage, run_id: str, phrase: str, *,
                    embed: Embedder | None = None,
                    limit: int = PHRASE_MATCHES) -> PhraseSearch:
-    """The stored messages closest to ``phrase`` — word for word, by shared words
-    (recall's BM25 terms) and by meaning (the run's embedder, or ``embed``) over the
-    run's scope — each with its fate in run ``run_id``, best first: word-for-word hits,
-    then by recall's hybrid rank; a message the run could have seen before a later echo."""
+    """The places closest to ``phrase``, each with the part that matched and its fate in
+    run ``run_id``, best first. Looked for word for word in every stored message's text
+    and in every part the model was given in the run (text, tool calls' names and
+    arguments, tool results, attachment placeholders, the instructions, working memory
+    and observations) and the parts of its thread's messages; by shared words (recall's
+    BM25 terms) and by meaning (the run's embedder, or ``embed``) over the run's scope.
+    Word-for-word hits first, then those holding every word; within each, a place the
+    model was given in the run (but its question), then one it could have been given,
+    then the question, then later echoes (its answer); then recall's hybrid rank."""
     from memory_core.recall.lexical import lexical_terms
 
     needle = " ".join(phrase.split()) if isinstance(phrase, str) else ""
@@ -458,43 +508,132 @@ def find_by_phrase(storage: Storage, run_id: str, phrase: str, *,
     meaning = embedder is not None and not isinstance(embedder, HashingEmbedder)
     close = {(c.thread_id, c.seq): c for c in scored if c.eligible and (
         meaning or (c.lexical_score or 0.0) > 0)}
-    refs = list(dict.fromkeys([*((m.thread_id, m.seq) for m in exact), *close]))
-    msgs = {(m.thread_id, m.seq): m for m in exact}
-    missing = [r for r in refs if r not in msgs]
-    msgs.update({(m.thread_id, m.seq): m
-                 for m in storage.memory.get_messages_by_refs(missing)} if missing else {})
-    exact_refs = {(m.thread_id, m.seq) for m in exact}
     terms = set(lexical_terms(needle))
+    given = given_messages(data)
+    thread = data.run.thread_id
+    own = (storage.memory.get_messages(thread)
+           if thread is not None and storage.memory.get_thread(thread) is not None else [])
+    hits = phrase_hits(given, own, normalise(needle), terms)
+    msgs = {m.ref: m for m in [*exact, *own]}
+    missing = [r for r in dict.fromkeys([*(h.ref for h in hits if h.ref), *close])
+               if r not in msgs]
+    msgs.update({m.ref: m for m in storage.memory.get_messages_by_refs(missing)}
+                if missing else {})
+    # one hit per place: a stored text holding the phrase word for word, each part hit,
+    # then each message recall finds close
+    by_key: dict[Any, PartHit] = {}
+    given_at = {g.ref: g for g in given if g.ref is not None}
+    for m in exact:
+        by_key[m.ref] = PartHit(m, MessagePart("text", m.text() or ""), True,
+                                given_at.get(m.ref), m.ref)
+    for i, h in enumerate(hits):
+        key = h.ref or ("given", i)
+        if key not in by_key or (h.contains and not by_key[key].contains):
+            by_key[key] = h
+    for ref in close:
+        if ref not in by_key and ref in msgs:
+            by_key[ref] = PartHit(msgs[ref], MessagePart("text", msgs[ref].text() or ""),
+                                  False, given_at.get(ref), ref)
 
-    def holds_all(ref: tuple[str, int]) -> bool:
-        return bool(terms) and terms <= set(lexical_terms(msgs[ref].text() or ""))
+    def holds_all(h: PartHit) -> bool:
+        return bool(terms) and terms <= set(lexical_terms(" ".join((h.part.text,
+                                                                    *h.part.leaves))))
 
-    # word for word first, then every word of the phrase in any order, then recall's
-    # hybrid rank; within each, a message the run could have seen before a later echo
-    refs = sorted((r for r in refs if r in msgs), key=lambda r: (
-        r not in exact_refs, not holds_all(r), not _written_before(msgs[r], data),
-        rank.get(r, len(rank))))
-    matches = []
-    for ref in refs[:limit]:
-        m, c = msgs[ref], close.get(ref)
-        contains = ref in exact_refs
-        matches.append(PhraseMatch(
-            thread_id=ref[0], seq=ref[1], contains=contains,
-            shared_terms=_shared_words(needle, m.text() or ""),
-            similarity=c.vector_score if c else None, lexical=c.lexical_score if c else None,
-            explanation=explain_message(storage, data, m, fact=needle if contains else None,
-                                        embed=embed)))
+    def tier(h: PartHit) -> int:
+        g = h.given or (given_at.get(h.ref) if h.ref else None)
+        if g is not None and not g.is_question:
+            return 0
+        m = msgs.get(h.ref) if h.ref else None
+        if m is not None and _written_before(m, data):
+            return 1
+        return 2 if g is not None else 3
+
+    ordered = sorted(by_key.values(), key=lambda h: (
+        not h.contains, not holds_all(h), tier(h), rank.get(h.ref, len(rank))
+        if h.ref else len(rank)))
+    matches = [_phrase_match(storage, data, h, needle, msgs, close, embed)
+               for h in ordered[:limit]]
     how = "by words" + (f" and by meaning with {embedder_name(embedder)}" if meaning else
                         f" (ranked with {embedder_name(embedder)}, which compares words, not "
                         "meaning)" if embedder else "")
     searched = (f"every stored message for the exact text; the {len(scored)} messages of "
-                f"{where} {how}")
+                f"{where} {how}; every part of the {len(given)} messages the model was given "
+                "in this run (text, tool calls and results, attachments, instructions, "
+                "working memory, observations)"
+                + (f" and of the {len(own)} messages of conversation {thread}" if own else ""))
+    contained = [h for h in ordered if h.contains]
     return PhraseSearch(run_id=run_id, phrase=needle,
                         embedder=embedder_name(embedder) if embedder else None,
                         searched=searched, scope_size=len(scored),
-                        exact=[(m.thread_id, m.seq) for m in exact], matches=matches,
-                        sentence=_phrase_sentence(needle, len(exact), matches, where, how,
+                        exact=[h.ref for h in contained if h.ref is not None],
+                        matches=matches,
+                        sentence=_phrase_sentence(needle, contained, matches, where, how,
                                                   meaning))
+
+
+def _phrase_match(storage: Storage, data: RunData, h: PartHit, needle: str,
+                  msgs: dict[tuple[str, int], StoredMessage], close: dict[Any, Any],
+                  embed: Embedder | None) -> PhraseMatch:
+    """A hit as a match: its fate (a stored message's, or the prompt part's), with the
+    part that matched in the evidence and, word for word, in the sentence."""
+    m = msgs.get(h.ref) if h.ref else None
+    if m is not None:
+        exp = explain_message(storage, data, m, fact=needle if h.contains else None,
+                              embed=embed)
+    else:
+        assert h.given is not None  # a stored place is in msgs
+        exp = _explain_part(data, h.given)
+    p, c = h.part, close.get(h.ref) if h.ref else None
+    said = {"part": p.part, **{k: v for k, v in (("tool", p.tool), ("call_id", p.call_id))
+                                if v is not None}}
+    sentence = f"“{needle}” is in {place(h)}. {exp.sentence}" if h.contains else exp.sentence
+    return PhraseMatch(
+        thread_id=h.ref[0] if h.ref else None, seq=h.ref[1] if h.ref else None,
+        part=p.part, tool=p.tool, call_id=p.call_id,
+        lane=h.given.lane if h.given else None,
+        excerpt=excerpt(p.text, normalise(needle)), contains=h.contains,
+        shared_terms=_shared_words(needle, " ".join((p.text, *p.leaves))),
+        similarity=c.vector_score if c else None, lexical=c.lexical_score if c else None,
+        explanation=exp.model_copy(update={"sentence": sentence,
+                                           "evidence": {**said, **exp.evidence}}))
+
+
+def _explain_part(data: RunData, g: GivenMessage) -> Explanation:
+    """The fate of a message the model was given that is no stored message: the
+    instructions, working memory, observations, an input or a step not stored."""
+    imported = data.memctx is not None and data.memctx.imported
+    oid = g.observation_id
+    fate: Fate
+    if g.lane == "instructions":
+        fate, sentence = "instructions", (
+            "The client sent this text as the instructions (the system prompt) of this "
+            "request, so the model was given it." if imported else
+            "The assistant was given this text: it is part of the instructions (the "
+            "agent's system prompt) at the head of this run's prompt.")
+    elif g.lane == "working_memory":
+        fate, sentence = "working-memory", ("The assistant was given this text: it is part "
+                                            "of the working memory block of this run's "
+                                            "prompt.")
+    elif g.lane == "observations":
+        fate, sentence = "observations", (
+            "The assistant was given this text: it is part of the observations"
+            f"{f' (observation {oid})' if oid else ''} at the head of this run's prompt, "
+            "the condensed notes of earlier messages.")
+    elif g.lane == STEP_LANE:
+        fate, sentence = "earlier-step", _step_sentence(g.message, g.step)
+    elif imported:
+        fate, sentence = "sent-by-client", (f"The client sent this message in this request "
+                                            f"(in its {g.lane} part); it is not stored.")
+    elif g.lane == "input":
+        fate, sentence = "input", "This is the question the assistant was answering in this run."
+    else:
+        fate = "recalled" if g.lane == "recalled" else "recent"
+        sentence = (f"The assistant was given this message (in the {g.lane} part of the "
+                    "prompt); it is no longer stored.")
+    return Explanation(run_id=data.run.run_id, fate=fate, reached_model=True,
+                       role=g.message.role, preview=preview(g.message), sentence=sentence,
+                       evidence={"lane": g.lane, "step": g.step,
+                                 **({"observation_id": oid} if oid else {})})
 
 
 def _shared_words(phrase: str, text: str) -> list[str]:
@@ -507,24 +646,27 @@ def _shared_words(phrase: str, text: str) -> list[str]:
     return list(dict.fromkeys(w for w in words if set(lexical_terms(w)) & held))
 
 
-def _phrase_sentence(needle: str, n_exact: int, matches: list[PhraseMatch], where: str,
-                     how: str, meaning: bool) -> str:
-    if n_exact:
-        return (f"“{needle}” appears word for word in {n_exact} stored "
-                f"message{'s' if n_exact != 1 else ''}, listed first; then the closest others.")
+def _phrase_sentence(needle: str, contained: list[PartHit], matches: list[PhraseMatch],
+                     where: str, how: str, meaning: bool) -> str:
+    if contained:
+        return (f"“{needle}” appears word for word in {places_counted(contained)}, listed "
+                "first; then the closest others.")
     if matches:
         by = "by words and meaning" if meaning else "by words"
-        return (f"No stored message contains “{needle}” word for word; the closest "
-                f"messages {by} are below.")
+        return (f"No stored message contains “{needle}” word for word, nor does any part "
+                f"of what the model was given in this run; the closest {by} are below.")
     return (f"No stored message contains “{needle}”, and none of {where} shares its words "
-            f"or comes close in meaning (compared {how}), so the assistant could not have been "
-            "given it: it was never said, or it was erased.")
+            f"or comes close in meaning (compared {how}); no part of what the model was "
+            "given in this run (instructions, tool calls and results included) holds it "
+            "either, so the assistant could not have been given it: it was never said, or "
+            "it was erased.")
 
 
 def why_forgotten(storage: Storage, run_id: str, target: tuple[str, int] | str, *,
                   embed: Embedder | None = None) -> Explanation:
     """Explain the fate of ``target`` — a ``(thread_id, seq)`` ref or a phrase (the
-    closest stored message, see ``find_by_phrase``) — in run ``run_id``. Unknown runs
+    closest place, see ``find_by_phrase``: a stored message or a part of the run's
+    prompt, the part that matched in the evidence) — in run ``run_id``. Unknown runs
     and refs raise NotFoundError."""
     if isinstance(target, str):
         found = find_by_phrase(storage, run_id, target, embed=embed)
@@ -534,15 +676,19 @@ def why_forgotten(storage: Storage, run_id: str, target: tuple[str, int] | str, 
                                sentence=found.sentence,
                                evidence={"text": found.phrase, "searched": found.searched})
         exp = best.explanation
-        others = [(m.thread_id, m.seq) for m in found.matches[1:]]
+        others = [(m.thread_id, m.seq) for m in found.matches[1:]
+                  if m.thread_id is not None and m.seq is not None]
+        at = (best.thread_id, best.seq)
         if best.contains:
-            others += [r for r in found.exact if r not in others
-                       and r != (best.thread_id, best.seq)]
+            others += [r for r in found.exact if r not in others and r != at]
             return exp.model_copy(update={"other_matches": others})
+        closest = (f"{best.thread_id} #{best.seq}" if best.part == "text" else
+                   f"the {best.part.replace('-', ' ')} part"
+                   + (f" of {best.thread_id} #{best.seq}" if best.thread_id else ""))
         return exp.model_copy(update={
             "other_matches": others,
             "sentence": f"No stored message contains “{found.phrase}” word for word; the "
-                        f"closest is {best.thread_id} #{best.seq}. {exp.sentence}",
+                        f"closest is {closest}. {exp.sentence}",
             "evidence": {**exp.evidence, "matched": found.searched,
                          "shared_terms": best.shared_terms,
                          "similarity": best.similarity}})
@@ -601,7 +747,10 @@ def lifeline(storage: Storage, thread_id: str, seq: int, *,
         if prompt is None:
             continue  # a run that crashed before freezing its prompt
         memctx = reader.memctx()
-        if memctx is not None and memctx.imported:
+        if msgs[0].run_id == r.run_id:
+            # the run that wrote it: its steps tell whether a later step was given it
+            data = load_run(storage, r.run_id, record=r)
+        elif memctx is not None and memctx.imported:
             # an imported run's fates also read where its input went and what of its
             # prompt the server held (two point reads more, imported runs only)
             data = RunData(run=r, prompt=prompt, memctx=memctx,

@@ -233,8 +233,11 @@ def why(run: Annotated[str, typer.Argument(help="Run id.")], db: DbOpt = None,
         seq: Annotated[int | None, typer.Option(help="Seq of the message.")] = None,
         thread: Annotated[str | None, typer.Option(
             help="Thread of the --seq message (default: the run's thread).")] = None,
-        text: Annotated[str | None, typer.Option(help="A phrase to look for.")] = None) -> None:
-    """Explain why a message did (or did not) reach the model in a run.
+        text: Annotated[str | None, typer.Option(
+            help="A phrase to look for: in stored messages and in every part the model "
+                 "was given (tool calls and results, instructions …).")] = None) -> None:
+    """Explain why a message did (or did not) reach the model in a run; for a phrase,
+    the place found and the part of it that matched (evidence ``part``).
 
     Example: memwb why support-3-forgot --text "refund of €240"
     """
@@ -252,7 +255,12 @@ def why(run: Annotated[str, typer.Argument(help="Run id.")], db: DbOpt = None,
                 raise fail(f"run {run!r} has no thread; pass --thread")
             target = (tid, seq)
         exp = guarded(lambda: why_forgotten(s, run, target))
-    where = f" ({exp.thread_id}:{exp.seq})" if exp.thread_id is not None else ""
+    # for a phrase, the part that matched: a stored message's (text, tool-result …), or
+    # one of the prompt that is none (its fate names it: instructions, working-memory …)
+    part = exp.evidence.get("part") if text is not None else None
+    said = [f"{exp.thread_id}:{exp.seq}" if exp.thread_id is not None else None,
+            part if part != exp.fate else None]
+    where = f" ({', '.join(w for w in said if w)})" if any(said) else ""
     say(f"{exp.fate}{where}: {exp.sentence}")
     for k, v in exp.evidence.items():
         say(f"  {k}: {v}")

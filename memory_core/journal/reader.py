@@ -319,18 +319,29 @@ class RunData:
         return self.steps[0].model.model_dump() if self.steps else {}
 
     def prompt_lanes(self) -> dict[tuple[str, int], str]:
-        """Where each stored message stood in the run's prompt. The input is frozen
-        before it is stored, so its items carry no seq: they are the seqs the run stored
-        its input under (``persist:input``), in order."""
+        """Where each stored message stood in the run's prompt (see ``prompt_refs``)."""
         lanes: dict[tuple[str, int], str] = {}
+        for it, ref in zip(self.prompt.items, self.prompt_refs(), strict=True):
+            if ref is not None:
+                lanes.setdefault(ref, it.lane)
+        return lanes
+
+    def prompt_refs(self) -> list[tuple[str, int] | None]:
+        """The stored message each item of the run's prompt is, in prompt order (None:
+        instructions, working memory, observations, an input not stored). The input is
+        frozen before it is stored, so its items carry no seq: they are the seqs the run
+        stored its input under (``persist:input``), in order."""
+        refs: list[tuple[str, int] | None] = []
         stored = list(self.persist_input.seqs) if self.persist_input else []
         thread = self.run.thread_id or (self.memctx.thread_id if self.memctx else None)
         for it in self.prompt.items:
             if it.thread_id is not None and it.seq is not None:
-                lanes.setdefault((it.thread_id, it.seq), it.lane)
+                refs.append((it.thread_id, it.seq))
             elif it.lane == "input" and stored and thread is not None:
-                lanes.setdefault((thread, stored.pop(0)), "input")
-        return lanes
+                refs.append((thread, stored.pop(0)))
+            else:
+                refs.append(None)
+        return refs
 
     def server_held(self) -> tuple[dict[str, Any], set[tuple[str, int]]] | None:
         """For an imported Responses API request that sent ``previous_response_id``

@@ -1,0 +1,279 @@
+"""Why forgotten by phrase looks in every part the model was given (issue 34 point 2):
+tool results, tool calls' arguments, the instructions and working memory, not only
+message text, and says which part matched. A number the model read in a tool result is
+found there (not "never said"), the system prompt's text is the instructions (not an
+unrelated message), and a tool result's text the model then repeated is the tool
+result's fate (not the answer's "written-after"). Last, every imported run of the import
+corpus: each part it was given is found where it was."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memory_core.analysis.forgotten import (
+    GIVEN_FATES,
+    find_by_phrase,
+    lifeline,
+    why_forgotten,
+)
+from memory_core.analysis.parts import (
+    MessagePart,
+    conversation,
+    given_messages,
+    message_parts,
+    normalise,
+)
+from memory_core.composition.memory import AgentMemory
+from memory_core.composition.working_memory import WorkingMemoryConfig
+from memory_core.embedding.hashing import HashingEmbedder
+from memory_core.errors import ImportFormatError, InvalidInputError
+from memory_core.importers import import_file
+from memory_core.journal import load_run
+from memory_core.models.base import ModelResponse, Tool, ToolSpec
+from memory_core.models.scripted import ScriptedModel
+from memory_core.runs.runner import Agent, Runner
+from memory_core.storage.inmemory import InMemoryStorage
+from memory_core.types import Message, ToolCallPart
+from tests.analysis.conftest import Clock
+from tests.test_importers_golden import CORPUS, corpus
+
+EMBED = HashingEmbedder()
+INSTRUCTIONS = ("You are Acme's support agent. Refunds above 500 euros need a manager's "
+                "sign-off before you promise them.")
+RESULT = {"status": "delivered", "total_eur": 89.47, "weight_kg": 3.25,
+          "carrier": "Parcelnet", "note": "**left at door** <b>x</b> [track](javascript:x)"}
+ANSWER = "Order A-7731 was delivered; its total was 89.47 euros."
+RUN = "r-tool"
+
+
+def support_run() -> InMemoryStorage:
+    """Thread t of customer c: two earlier messages (one shares words with the system
+    prompt), then run r-tool: the model looks the order up (with the arguments
+    ``order_id``, ``include: "shipping history"``), reads the result and answers with
+    its total (89.47); the weight (3.25) it read but did not repeat."""
+    clock = Clock()
+    storage = InMemoryStorage(clock=clock)
+    memory = AgentMemory(storage, embed=EMBED, clock=clock, recent_n=4,
+                         working_memory=WorkingMemoryConfig(read_only=True))
+    storage.memory.create_thread("t", resource_id="c")
+    storage.memory.put_working_memory("thread:t", {"preferred_contact": "Signal at noon"})
+    memory.append("t", [Message(role="user", content="My manager wants a sign-off on "
+                                "refunds, is that a problem?"),
+                        Message(role="assistant", content="Not at all.")], "c",
+                  created_at=clock())
+    model = ScriptedModel([
+        ModelResponse(tool_calls=[ToolCallPart(
+            id="call-1", name="lookup_order",
+            args={"order_id": "A-7731", "include": "shipping history"})]),
+        ANSWER])
+    lookup = Tool(ToolSpec("lookup_order", "Look an order up."), fn=lambda _args: RESULT)
+    agent = Agent(name="support", instructions=INSTRUCTIONS, model=model, tools=[lookup])
+    Runner(storage, {"support": agent}, memory=memory, clock=clock).run(
+        "support", run_id=RUN, thread_id="t", resource_id="c",
+        prompt="Where is my order A-7731?")
+    return storage
+
+
+def _seq(storage: InMemoryStorage, **where: Any) -> int:
+    """The seq of the run's stored message with a tool result (``result=True``), a tool
+    call (``call=True``) or its answer (``answer=True``)."""
+    for m in storage.memory.get_messages("t"):
+        if m.run_id != RUN:
+            continue
+        if (where.get("result") and m.tool_results() or where.get("call") and m.tool_calls()
+                or where.get("answer") and m.text() == ANSWER):
+            return m.seq
+    raise AssertionError(f"no message of {RUN} with {where}")
+
+
+@pytest.fixture
+def support() -> InMemoryStorage:
+    return support_run()
+
+
+def test_a_number_read_in_a_tool_result_reached_the_model(support: InMemoryStorage) -> None:
+    # before: "no stored message contains it … it was never said, or it was erased"
+    e = why_forgotten(support, RUN, "3.25", embed=EMBED)
+    assert e.fate == "earlier-step" and e.reached_model
+    assert (e.thread_id, e.seq) == ("t", _seq(support, result=True))
+    assert e.evidence["part"] == "tool-result"
+    assert e.evidence["tool"] == "lookup_order" and e.evidence["call_id"] == "call-1"
+    assert e.sentence.startswith("“3.25” is in the result of tool lookup_order (call call-1)")
+    assert "passed back to the model at step 1" in e.sentence
+    assert "never said" not in e.sentence
+    found = find_by_phrase(support, RUN, "3.25", embed=EMBED)
+    assert found.sentence.startswith("“3.25” appears word for word in 1 tool result")
+    best = found.best
+    assert best is not None and best.part == "tool-result" and best.lane == "step"
+    assert '"weight_kg": 3.25' in best.excerpt
+    # the words of a JSON result, in any order, find it too
+    words = why_forgotten(support, RUN, "Parcelnet delivered", embed=EMBED)
+    assert words.evidence["part"] == "tool-result" and words.reached_model
+    assert "the closest is the tool result part of t #" in words.sentence
+
+
+def test_the_tool_message_by_its_ref_reached_the_model(support: InMemoryStorage) -> None:
+    # by ref too: the run wrote it, and a later step of the run was given it
+    seq = _seq(support, result=True)
+    e = why_forgotten(support, RUN, ("t", seq), embed=EMBED)
+    assert e.fate == "earlier-step" and e.reached_model and e.evidence["step"] == 1
+    assert e.fate in GIVEN_FATES
+    (point,) = lifeline(support, "t", seq, embed=EMBED)
+    assert point.fate == "earlier-step"
+    answer = why_forgotten(support, RUN, ("t", _seq(support, answer=True)), embed=EMBED)
+    assert answer.fate == "written-after" and not answer.reached_model
+
+
+def test_a_tool_result_the_model_repeated_is_not_written_after(
+        support: InMemoryStorage) -> None:
+    # 89.47 is in the tool result and in the answer, which was written after
+    found = find_by_phrase(support, RUN, "89.47", embed=EMBED)
+    assert [(m.seq, m.part, m.explanation.fate) for m in found.matches if m.contains] == [
+        (_seq(support, result=True), "tool-result", "earlier-step"),
+        (_seq(support, answer=True), "text", "written-after")]
+    assert found.exact == [("t", _seq(support, result=True)), ("t", _seq(support, answer=True))]
+    assert "1 tool result and 1 stored message" in found.sentence
+    e = why_forgotten(support, RUN, "89.47", embed=EMBED)
+    assert e.fate == "earlier-step" and e.reached_model
+    assert ("t", _seq(support, answer=True)) in e.other_matches
+
+
+def test_the_system_prompt_is_the_instructions(support: InMemoryStorage) -> None:
+    # before: the earlier user message sharing "manager" and "sign-off" was the answer
+    e = why_forgotten(support, RUN, "need a manager's sign-off", embed=EMBED)
+    assert e.fate == "instructions" and e.reached_model
+    assert e.thread_id is None and e.seq is None
+    assert e.evidence["part"] == "instructions" and e.evidence["lane"] == "instructions"
+    assert "the instructions (the system prompt)" in e.sentence
+    found = find_by_phrase(support, RUN, "need a manager's sign-off", embed=EMBED)
+    assert found.exact == []  # no stored message holds it
+    assert found.sentence.startswith("“need a manager's sign-off” appears word for word in "
+                                     "the instructions")
+    # the user message sharing its words is still listed, after it, with its own fate
+    assert [(m.thread_id, m.seq) for m in found.matches][:2] == [(None, None), ("t", 0)]
+
+
+def test_tool_call_arguments_and_working_memory(support: InMemoryStorage) -> None:
+    e = why_forgotten(support, RUN, "shipping history", embed=EMBED)
+    assert e.evidence["part"] == "tool-call-arguments" and e.evidence["tool"] == "lookup_order"
+    assert (e.thread_id, e.seq, e.fate) == ("t", _seq(support, call=True), "earlier-step")
+    assert "the arguments of the call to tool lookup_order (call call-1)" in e.sentence
+    assert "its own call to tool lookup_order" in e.sentence
+    wm = why_forgotten(support, RUN, "signal at noon", embed=EMBED)
+    assert (wm.fate, wm.evidence["part"], wm.reached_model) == (
+        "working-memory", "working-memory", True)
+
+
+def test_an_imported_tool_result_is_sent_by_the_client() -> None:
+    """The issue's own case: a number read in a tool result of an imported request."""
+    s = InMemoryStorage(clock=lambda: datetime(2026, 1, 1, tzinfo=UTC))
+    import_file(s, CORPUS / "openai_support.jsonl", embed=EMBED)
+    runs = [r.run_id for r in s.runs.list_runs(thread_id="imp-803a2567-0")]
+    for run in runs[1:]:  # the result came in the 2nd request, and stayed in the 3rd
+        found = find_by_phrase(s, run, "89.5", embed=EMBED)
+        best = found.best
+        assert best is not None and best.contains, run
+        hit = next(m for m in found.matches if m.part == "tool-result")
+        assert hit.tool == "lookup_order" and hit.call_id == "call_order"
+        assert hit.explanation.fate == "sent-by-client" and hit.explanation.reached_model
+        assert best.explanation.reached_model
+    # the 2nd request's answer repeats it: the result (its input) comes first
+    first = why_forgotten(s, runs[1], "89.5", embed=EMBED)
+    assert (first.fate, first.evidence["part"]) == ("sent-by-client", "tool-result")
+    # the system prompt was sent as the instructions
+    e = why_forgotten(s, runs[0], "support agent for Acme", embed=EMBED)
+    assert (e.fate, e.evidence["part"], e.reached_model) == ("instructions", "instructions",
+                                                             True)
+    assert e.sentence.endswith("The client sent this text as the instructions (the system "
+                               "prompt) of this request, so the model was given it.")
+
+
+
+def test_the_cli_names_the_part(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from memory_core.cli import app
+
+    db = f"sqlite:///{tmp_path / 'support.db'}"
+
+    def memwb(*args: str) -> str:
+        result = CliRunner().invoke(app, [*args, "--db", db])
+        assert result.exit_code == 0, result.output
+        return result.output
+
+    memwb("import", str(CORPUS / "openai_support.jsonl"))
+    third = "imp-a7789ae7ee44"  # the 3rd request: the tool result is in its history
+    out = memwb("why", third, "--text", "89.5").splitlines()
+    assert out[0].startswith("sent-by-client (imp-803a2567-0:2, tool-result): “89.5” is in "
+                             "the result of tool lookup_order (call call_order)")
+    assert {"  part: tool-result", "  tool: lookup_order", "  call_id: call_order"} <= set(out)
+    out = memwb("why", third, "--text", "support agent for Acme").splitlines()
+    assert out[0].startswith("instructions: “support agent for Acme” is in the instructions")
+    assert "  part: instructions" in out
+
+
+# -- every imported run of the corpus ---------------------------------------------------
+def _phrase(text: str) -> str:
+    """Up to eight words from the middle of ``text`` (all of a short one)."""
+    words = text.split()
+    if len(words) <= 8:
+        return " ".join(words)
+    at = len(words) // 3
+    return " ".join(words[at:at + 8])
+
+
+def _imported(name: str) -> InMemoryStorage | None:
+    s = InMemoryStorage(clock=lambda: datetime(2026, 1, 1, tzinfo=UTC))
+    try:
+        import_file(s, CORPUS / name, embed=EMBED)
+    except (ImportFormatError, InvalidInputError):
+        return None  # a file the importer refuses (the golden test checks its error)
+    return s
+
+
+@pytest.mark.parametrize("name", corpus())
+def test_every_part_of_every_imported_run_is_found(name: str) -> None:
+    """Each part with text of each message a run was given, and of the answer it stored,
+    is found by its own words, in that message and that part; what the model was given
+    reached it."""
+    s = _imported(name)
+    if s is None:
+        return
+    for run in s.runs.list_runs():
+        data = load_run(s, run.run_id)
+        places: list[tuple[Message, str | None, tuple[str, int] | None, bool, bool]] = [
+            (g.message, g.lane, g.ref, g.is_question, True) for g in given_messages(data)]
+        places += [(m, None, ref, False, False) for m, step, ref in conversation(data)
+                   if step is None and ref is not None]  # the answer, written after
+        for message, lane, ref, question, given in places:
+            for p in message_parts(message, lane):
+                if not p.text.strip():
+                    continue
+                _check_found(s, run.run_id, message, lane, ref, p, question=question,
+                             given=given)
+
+
+def _check_found(s: InMemoryStorage, run_id: str, message: Message, lane: str | None,
+                 ref: tuple[str, int] | None, p: MessagePart, *, question: bool,
+                 given: bool) -> None:
+    phrase = _phrase(p.text if p.part != "tool-call-arguments" or not p.leaves
+                     else next((v for v in p.leaves if v.strip()), p.text))
+    needle = normalise(phrase)
+    found = find_by_phrase(s, run_id, phrase, embed=EMBED, limit=60)
+    where = f"{run_id} {p.part} {phrase!r}"
+    # the first part of that message holding the phrase is the one named
+    first = next(q for q in message_parts(message, lane) if q.holds(needle))
+    hit = next((m for m in found.matches if m.contains and (
+        (m.thread_id, m.seq) == ref if ref is not None
+        else m.thread_id is None and m.lane == lane)), None)
+    assert hit is not None, f"{where}: not found in {found.matches}"
+    assert hit.part == first.part, where
+    assert hit.explanation.reached_model == given, where
+    assert hit.explanation.evidence["part"] == first.part, where
+    assert found.best is not None and found.best.contains, where
+    if given and not question:  # something the model was given comes first
+        assert found.best.explanation.reached_model, where
