@@ -81,7 +81,8 @@ def db_copy(demo_db: str, tmp_path: Path) -> str:
 def test_every_command_is_listed_and_has_an_example() -> None:
     assert command_names() == sorted(["demo", "ui", "import", "threads", "runs", "inspect",
                                       "replay", "verify", "counterfactual", "why", "diff",
-                                      "whatif", "erase", "proxy", "collect"])
+                                      "whatif", "pin", "regress", "erase", "proxy",
+                                      "collect"])
     top = ok(memwb("--help"))
     for name in command_names():
         assert name in top
@@ -907,3 +908,32 @@ def cf_records_of(db: str, run_id: str) -> list[dict[str, Any]]:
         return [v for _, v in cf_records(storage, run_id)]
     finally:
         storage.close()
+
+
+# -- pin, regress ---------------------------------------------------------------------------
+def test_regress_passes_as_recorded_and_fails_when_a_setting_breaks_a_pin(
+        db_copy: str) -> None:
+    out = ok(memwb("pin", "home-cabinets", "--suite", "kitchen", "--db", db_copy,
+                   "--contains", "12 April", "--max-tokens", "5000"))
+    assert out.strip() == ("home-cabinets pinned to suite kitchen: answer contains “12 April”; "
+                           "prompt ≤ 5000 tokens")
+    passed = memwb("regress", "--db", db_copy)
+    assert passed.exit_code == 0, passed.output
+    assert "kitchen  home-cabinets  answer contains “12 April”" in passed.output
+    broken = memwb("regress", "kitchen", "--db", db_copy, "--set", "recall=off")
+    assert broken.exit_code == 1
+    assert "FAILED" in broken.output and "1 failed" in broken.output.splitlines()[-1]
+    data = json.loads(memwb("regress", "--db", db_copy, "--set", "recall=off",
+                            "--json").output)
+    assert data["passed"] is False
+    assert [c["outcome"] for c in data["checks"]] == ["failed", "passed"]
+    assert ok(memwb("pin", "home-cabinets", "--suite", "kitchen", "--db", db_copy,
+                    "--remove")).startswith("home-cabinets taken out")
+    assert "no regression suite" in error_line(memwb("regress", "--db", db_copy))
+
+
+def test_pin_errors_are_one_line(db_copy: str) -> None:
+    assert "no-such-run" in error_line(memwb("pin", "no-such-run", "--suite", "s",
+                                             "--db", db_copy))
+    assert "THREAD:SEQ" in error_line(memwb("pin", "support-3-fixed", "--suite", "s",
+                                            "--db", db_copy, "--recalled", "support-1"))

@@ -1,5 +1,5 @@
-"""memwb whatif: past runs composed again, as of their time, under changed memory
-settings; what would have been given to the model instead."""
+"""memwb whatif, pin and regress: past runs composed again, as of their time, under
+changed memory settings; runs pinned with what they must keep, checked as a suite."""
 
 from __future__ import annotations
 
@@ -121,3 +121,96 @@ def _model(model: str | None, base_url: str | None) -> Any:
     from memory_core.runs.registry import model_for_run
 
     return guarded(lambda: model_for_run(None, override=model, base_url=base_url))
+
+
+# -- regression suites -------------------------------------------------------------------
+@app.command()
+def pin(run: Annotated[str, typer.Argument(help="Run id.")],
+        suite: Annotated[str, typer.Option(help="The suite to pin it to.")],
+        db: DbOpt = None,
+        contains: Annotated[list[str] | None, typer.Option(
+            help="Its answer must contain this text (repeatable).")] = None,
+        not_contains: Annotated[list[str] | None, typer.Option(
+            help="Its answer must not contain this text (repeatable).")] = None,
+        recalled: Annotated[list[str] | None, typer.Option(
+            help="THREAD:SEQ of a message it must recall (repeatable).")] = None,
+        max_tokens: Annotated[int | None, typer.Option(
+            help="Its prompt must stay at or under this many tokens.", min=1)] = None,
+        unchanged: Annotated[bool, typer.Option(
+            help="Its answer must stay the same (the default when nothing else is "
+                 "given: keep this answer).")] = False,
+        note: Annotated[str | None, typer.Option(help="Why it is pinned.")] = None,
+        remove: Annotated[bool, typer.Option(
+            "--remove", help="Take the run out of the suite instead.")] = False) -> None:
+    """Pin a run to a regression suite with what it must keep (stored in the database;
+    pinning again replaces its expectations). `memwb regress` checks them.
+
+    Example: memwb pin move-gate-large-budget --suite gate --contains 4417
+    """
+    from memory_core.analysis.regress import pin_run, unpin_run
+
+    with opened(db, read_only=False) as s:
+        if remove:
+            guarded(lambda: unpin_run(s, suite, run))
+            say(f"{run} taken out of suite {suite}")
+            return
+        given = [*(("contains", t) for t in contains or []),
+                 *(("not_contains", t) for t in not_contains or []),
+                 *(("recalled", r) for r in recalled or []),
+                 *([("max_tokens", str(max_tokens))] if max_tokens is not None else []),
+                 *([("unchanged", None)] if unchanged else [])]
+        wanted = [_expectation(kind, value) for kind, value in given]
+        record = guarded(lambda: pin_run(s, suite, run, wanted, note=note))
+    say(f"{run} pinned to suite {suite}: "
+        + "; ".join(e.describe() for e in record.expectations))
+
+
+@app.command()
+def regress(suites: Annotated[list[str] | None, typer.Argument(
+                help="Suites to check (default: every suite).")] = None,
+            settings: SetOpt = None, db: DbOpt = None,
+            as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+            model: ModelOpt = None, base_url: BaseUrlOpt = None,
+            repeats: Annotated[int | None, typer.Option(
+                help=f"Ask each prompt this many times (1 to {MAX_REPEATS}).", min=1,
+                max=MAX_REPEATS)] = None,
+            concurrency: Annotated[int, typer.Option(
+                help="Runs re-asked at once (1 to 16).", min=1, max=16)] = 2) -> None:
+    """Check the pinned runs of regression suites: as recorded, or with --set re-composed
+    as of their time under changed settings (and, where an expectation is about the
+    answer, re-asked). Exits 1 when any expectation fails or cannot be checked.
+
+    Example: memwb regress gate --set token_budget=120
+    """
+    from memory_core.analysis.regress import run_suites
+
+    changes = guarded(lambda: _changes(settings or []))
+    asking = bool(changes.flat())
+    with opened(db, read_only=not asking) as s:
+        report = guarded(lambda: run_suites(s, suites or None, changes,
+                                            model=_model(model, base_url), repeats=repeats,
+                                            concurrency=concurrency))
+    if as_json:
+        emit_json({"passed": report.passed, "changes": report.changes,
+                   "sentence": report.sentence,
+                   "checks": [c.model_dump(mode="json") for c in report.checks]})
+    else:
+        table([{"suite": c.suite, "run": c.run_id, "expectation": c.expectation.describe(),
+                "result": c.outcome.upper() if c.outcome != "passed" else "ok",
+                "seen": c.seen} for c in report.checks],
+              ["suite", "run", "expectation", "result", "seen"])
+        say(report.sentence)
+    if not report.passed:
+        raise typer.Exit(1)
+
+
+def _expectation(kind: str, value: str | None) -> Any:
+    from memory_core.analysis.regress import expectation_from_text
+
+    return guarded(lambda: expectation_from_text(kind, value))
+
+
+def _changes(settings: list[str]) -> Any:
+    from memory_core.analysis.whatif import parse_changes
+
+    return parse_changes(settings)

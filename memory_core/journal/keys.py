@@ -200,3 +200,37 @@ def is_claim(key: str) -> bool:
     ran it, not a record of what it did (seals, replays and snapshots skip it)."""
     head, sep, rest = key.partition(":lease:")
     return bool(sep) and ":" not in head and rest.isdigit()
+
+
+@dataclass(frozen=True)
+class SuiteKeys:
+    """The journal keys of one regression suite: ``suite:<name>:pin:<n>``, one record
+    per pin or unpin, in order (the name escaped as a thread id is)."""
+
+    name: str
+
+    @property
+    def prefix(self) -> str:
+        return f"{SUITES_PREFIX}{_escape(self.name)}:pin:"
+
+    def pin(self, n: int) -> str:
+        return f"{self.prefix}{n}"
+
+
+#: every suite's records
+SUITES_PREFIX = "suite:"
+
+
+def check_suite_name(name: object) -> str:
+    """A suite name: non-empty text of at most 100 characters, no control characters."""
+    if not isinstance(name, str) or not name.strip() or len(name) > 100 or any(
+            ord(c) < 32 or ord(c) == 127 for c in name):
+        raise InvalidInputError(
+            f"a suite name must be 1 to 100 printable characters, got {name!r}")
+    return name
+
+
+def suite_of(key: str) -> str | None:
+    """The suite name of a ``suite:<name>:pin:<n>`` key (unescaped); None otherwise."""
+    m = re.fullmatch(r"suite:(.*):pin:\d+", key)
+    return None if m is None else m.group(1).replace("%3A", ":").replace("%25", "%")

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from memory_core.errors import InvalidInputError
 from memory_core.models.base import ModelIdentity, ModelResponse, ToolSpec
@@ -137,6 +138,46 @@ class TitleRecord(_Record):
     title: str | None
     model: ModelIdentity
     error: str | None = None
+
+
+class Expectation(_Record):
+    """What a pinned run must keep: its answer ``contains`` / ``not_contains`` a
+    ``text``; message ``ref`` is ``recalled``; the prompt stays at or under ``tokens``
+    (``max_tokens``); its answer is ``unchanged`` against the recorded one."""
+
+    kind: Literal["contains", "not_contains", "recalled", "max_tokens", "unchanged"]
+    text: str | None = None
+    ref: tuple[str, int] | None = None
+    tokens: int | None = None
+
+    @model_validator(mode="after")
+    def _complete(self) -> Expectation:
+        need = {"contains": "text", "not_contains": "text", "recalled": "ref",
+                "max_tokens": "tokens"}.get(self.kind)
+        if need is not None and getattr(self, need) in (None, ""):
+            raise ValueError(f"a {self.kind!r} expectation needs its {need}")
+        if self.tokens is not None and self.tokens < 1:
+            raise ValueError(f"max_tokens must be >= 1, got {self.tokens}")
+        return self
+
+    def describe(self) -> str:
+        return {"contains": f"answer contains “{self.text}”",
+                "not_contains": f"answer does not contain “{self.text}”",
+                "recalled": f"{self.ref[0]}#{self.ref[1]} is recalled" if self.ref else "",
+                "max_tokens": f"prompt ≤ {self.tokens} tokens",
+                "unchanged": "answer unchanged"}[self.kind]
+
+
+class PinRecord(_Record):
+    """``suite:<name>:pin:<n>``: a run pinned to a regression suite with what it must
+    keep, or (``removed``) taken out of it; the latest record of a run wins."""
+
+    v: int = 1
+    run_id: str
+    expectations: list[Expectation] = Field(default_factory=list)
+    removed: bool = False
+    note: str | None = None
+    at: datetime
 
 
 class ObserveRecord(_Record):
@@ -314,6 +355,7 @@ RECORDS: dict[str, RecordSpec] = {s.kind: s for s in (
     RecordSpec("title", TitleRecord, 1, doc="the model-made thread title of a first turn"),
     RecordSpec("observe", ObserveRecord, 1, doc="one observer call of a thread"),
     RecordSpec("reflect", ReflectRecord, 1, doc="one reflector call of a thread"),
+    RecordSpec("pin", PinRecord, 1, doc="a run pinned to a regression suite"),
 )}
 
 

@@ -20,11 +20,12 @@ a thread already gone (erase again deletes them).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from memory_core.errors import InvalidInputError, NotFoundError
 from memory_core.journal import ObserverReader, RunKeys
+from memory_core.journal.keys import SUITES_PREFIX
 from memory_core.journal.seal import Redaction, reseal_run, verify_run
 from memory_core.storage.base import RESOURCE_WM_PREFIX, THREAD_WM_PREFIX, Storage
 from memory_core.types import (
@@ -205,7 +206,7 @@ def _erase_thread(storage: Storage, thread_id: str) -> ErasureReport:
     journal = 0
     for rid in own_runs:
         journal += storage.runs.delete(RunKeys(rid).prefix)
-    journal += observer.erase()
+    journal += observer.erase() + _erase_pins(storage, own_runs)
     report.journal_entries = journal
     report.runs = storage.runs.delete_runs(own_runs)
     return report
@@ -226,11 +227,22 @@ def _erase_resource(storage: Storage, resource_id: str) -> ErasureReport:
     orphan = [r.run_id for r in storage.runs.list_runs(resource_id=resource_id)]
     for rid in orphan:
         total.journal_entries += storage.runs.delete(RunKeys(rid).prefix)
+    total.journal_entries += _erase_pins(storage, orphan)
     total.runs += storage.runs.delete_runs(orphan)
     key = f"{RESOURCE_WM_PREFIX}{resource_id}"
     if storage.memory.delete_working_memory(key):
         total.working_memory.append(key)
     return total
+
+
+def _erase_pins(storage: Storage, run_ids: Sequence[str]) -> int:
+    """The regression-suite pins of erased runs (a pin may quote the run's text)."""
+    gone = set(run_ids)
+    if not gone:
+        return 0
+    keys = [k for k, v in storage.runs.list(SUITES_PREFIX)
+            if isinstance(v, dict) and v.get("run_id") in gone]
+    return storage.runs.delete_keys(keys) if keys else 0
 
 
 def merge_reports(reports: Iterable[ErasureReport]) -> ErasureReport:
