@@ -379,7 +379,8 @@ MALFORMED = [
     ("openai_bad_json.jsonl", "line 3: invalid JSON"),
     ("openai_orphan_tool.jsonl", "line 2: message 1 (tool) answers tool call 'call_ghost'"),
     ("openai_unknown_role.jsonl", "line 2: message 1: unknown role 'robot'"),
-    ("openai_missing_messages.jsonl", "line 2: missing 'messages'"),
+    ("openai_missing_messages.jsonl", "line 2: this looks like an OpenAI chat-completions "
+                                      "record whose request sends no 'messages'"),
     ("otel_unknown_role.json", "span 9f8e7d6c5b4a3921 (chat gpt-4o): gen_ai.input.messages[0]:"
                                " unknown role 'narrator'"),
     ("otel_orphan_tool.json", "span 0123456789abcdef (chat gpt-4o): message 1 (tool) answers "
@@ -539,7 +540,8 @@ def test_format_detection_and_explicit_format() -> None:
     assert detect_format((FIX / "openai_support.jsonl").read_text()) == "openai"
     one_line = json.dumps(json.loads((FIX / "otel_events.json").read_text()))
     assert detect_format(one_line + "\n" + one_line) == "otel"
-    with pytest.raises(ImportFormatError, match="line 1: missing 'messages'"):
+    with pytest.raises(ImportFormatError, match="line 1: this looks like a JSON object with "
+                                                "keys resourceSpans"):
         import_text(storage(), one_line, format="openai")
     with pytest.raises(ImportFormatError, match="line 1: expected an OTLP/JSON object"):
         import_file(storage(), FIX / "openai_keyed.jsonl", format="otel")

@@ -637,7 +637,8 @@ def test_an_unknown_shape_names_what_it_saw_and_what_to_do() -> None:
     with pytest.raises(ImportFormatError) as info:
         import_text(s(), json.dumps({"prompt_text": "x", "answer": "y"}))
     msg = str(info.value)
-    assert "keys answer, prompt_text" in msg and "expected an OpenAI chat-completions" in msg
+    assert "keys answer, prompt_text" in msg
+    assert "the closest format this importer reads is an OpenAI chat-completions" in msg
 
 
 # -- errors, not tracebacks -----------------------------------------------------------------

@@ -1192,6 +1192,53 @@ EXPECTED.update({
     },
 })
 
+# shapes tracers' own tests and exports use (issue 34.3): a Polly.js HAR whose gzip
+# answer is recorded as its base64 chunks, Datadog's test-agent HTTP-interaction JSON,
+# LangSmith SDK batches ({"post", "patch"}: one run's start and end, merged by its id)
+_SUM = "user: What is the sum of 1 and 2?"
+EXPECTED.update({
+    "openllmetryjs-should-set-attributes-in-span-for-tool-calling.har": {
+        # content.text: two base64 chunks of the gzip body (content-encoding: gzip)
+        "threads": [["user: What's the weather like in Boston?",
+                     'assistant: → get_current_weather({"location": "Boston, MA"})']],
+        "runs": [("gpt-4-0613", (82, 18), ["get_current_weather"])],
+        "call_ids": ["call_m0dpaUwYpBdHG63EvxJH3FZU"],
+        "finish": "tool_calls",
+    },
+    "ddtrace-testagent-openai_chat_completions_post_6c0d752b.json": {
+        "threads": [[_SUM, 'assistant: → add({"a": 1, "b": 2})']],
+        "runs": [("gpt-3.5-turbo-0125", (72, 32), ["add"])],
+        "call_ids": ["call_MDO16P3oyId52n98egufj3Wo"],
+        "identity": {"temperature": 0.7},
+        "request_fields": [{"stream": False}],
+    },
+    "ddtrace-testagent-anthropic_v1_messages_post_28bbec95.json": {
+        "api": "anthropic",
+        "threads": [[_SUM, 'assistant: → add({"a": 1, "b": 2})']],
+        "runs": [("claude-sonnet-4-5-20250929", (599, 68), ["add"])],
+        "call_ids": ["toolu_01E1nTDhsEjAChantYkxdavm"],
+        "identity": {"temperature": 1.0, "max_tokens": 64000},
+        # the Messages API's body has no time: the response's Date header gives it
+        "started": datetime(2026, 4, 23, 20, 50, 37, tzinfo=UTC),
+    },
+    "langsmithsdk-langsmith_py_wrap_openai_.json": {
+        # the patch's outputs: the OpenAI response, its usage in usage_metadata
+        "threads": [["user: howdy", "assistant: Howdy! How can I assist you today?"]],
+        "runs": [("gpt-4o-mini-2024-07-18", (9, 9), [])],
+        "finish": "stop",
+        "request_fields": [{"stream": False}],
+    },
+    "langsmithsdk-langsmith_js_wrap_openai_stream.json": {
+        # the patch names its run only in its dotted_order; finish_reason recorded as a
+        # stream chunk's whole choice
+        "threads": [["user: howdy", "assistant: Howdy! How can I assist you today?"]],
+        "runs": [("gpt-4o-mini-2024-07-18", (9, 9), [])],
+        "finish": "stop",
+        "skipped": ["its finish_reason is a stream chunk's choice"],
+        "request_fields": [{"stream": True}],
+    },
+})
+
 
 def test_corpus_is_large_and_varied_enough() -> None:
     files = sorted(p.name for p in REAL.iterdir() if p.name != "README.md")

@@ -116,8 +116,9 @@ def test_a_url_decides_before_the_keys_do() -> None:
 
 
 def test_a_record_no_format_reads_names_its_keys() -> None:
-    with pytest.raises(ImportFormatError, match="line 4: missing 'messages': a JSON object "
-                                                "with keys a, b is not a record"):
+    with pytest.raises(ImportFormatError, match="line 4: this looks like a JSON object with "
+                                                "keys a, b, which is no record this "
+                                                "importer reads; the closest format"):
         read_record({"a": 1, "b": 2}, "line 4", 0, {})
     with pytest.raises(ImportFormatError, match="line 5: expected a JSON object, got list"):
         read_record([1], "line 5", 0, {})

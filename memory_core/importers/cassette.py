@@ -225,65 +225,70 @@ def interaction_records(interactions: list[Any], label: str = "interaction"
     rows: list[tuple[str, Any]] = []
     skipped: list[SkippedRecord] = []
     for i, item in enumerate(interactions, start=1):
-        where = f"{label} {i}"
-        req = item.get("request") if isinstance(item, dict) else None
-        resp = item.get("response") if isinstance(item, dict) else None
-        if not isinstance(req, dict) or not isinstance(resp, dict):
-            raise fail(where, f"an {label} needs a 'request' and a 'response' object")
-        uri = str(req.get("uri") or "")
-        path = uri.split("?", 1)[0].split("#", 1)[0].rstrip("/")
-        method = str(req.get("method") or "POST").upper()
-        api = route(uri)
-        if api is None or method != "POST":
-            # (a model call is a POST; a GET of …/chat/completions lists stored
-            # completions, a DELETE of …/responses/{id} removes one)
-            skipped.append(SkippedRecord(where=where, reason=f"not a model call this "
-                                         f"importer reads ({req.get('method')} {path})"))
-            continue
-        body = _body(req, f"{where}: request")
-        if body is None:  # (a recorder that filtered bodies out, or a GET)
-            skipped.append(SkippedRecord(where=where, reason=(
-                f"the request body to {path} was not recorded: the conversation is not in "
-                "the recording")))
-            continue
-        if not isinstance(body, dict):
-            raise fail(where, f"the request body is not a JSON object, got "
-                              f"{type(body).__name__}")
-        check_value(body, where, strings=True)
-        if api == "bedrock-invoke" and invoke_family(body, bedrock_model(path)) is None:
-            # InvokeModel sends the model's own body: those read are bedrock_invoke.py's
-            skipped.append(SkippedRecord(where=where, reason=own_format(bedrock_model(path),
-                                                                        body)))
-            continue
-        if api != "bedrock-invoke" and not any(k in body for k in CONVERSATION_KEYS) and not (
-                api == "cohere" and "message" in body):  # (Cohere v1's new turn)
-            # e.g. Portkey's prompts API (…/prompts/<id>/completions): the server renders
-            # a stored template from the variables sent, so the conversation is not here
-            skipped.append(SkippedRecord(where=where, reason=(
-                f"the request to {path} sends no {', '.join(CONVERSATION_KEYS[:-1])} or "
-                f"{CONVERSATION_KEYS[-1]} (its keys: "
-                f"{', '.join(sorted(map(str, body))) or 'none'}): the conversation is not "
-                "in the recording")))
-            continue
-        status = resp.get("status") or {}
-        code = status.get("code", 200) if isinstance(status, dict) else 200
-        if "status" not in resp and isinstance(resp.get("status_code"), int):
-            code = resp["status_code"]  # (vcrpy's older httpx stubs)
-        answer = _body(resp, f"{where}: response")
-        record: dict[str, Any] = {"request": body, "url": uri}
-        when = recorded_at(item, resp)
-        if when is not None:
-            record["recorded_at"] = when
-        if code == 200 and answer is not None:
-            record["response"] = answer
+        got = interaction_record(item, f"{label} {i}", label)
+        if isinstance(got, SkippedRecord):
+            skipped.append(got)
         else:
-            error = answer.get("error", answer) if isinstance(answer, dict) else answer
-            # a 200 with no body (the client gave up reading it): the answer was not
-            # recorded, which "HTTP 200" as the run's error did not say
-            record["error"] = error or (f"HTTP {code}" if code != 200 else
-                                        "the response body was not recorded (HTTP 200)")
-        rows.append((where, record))
+            rows.append(got)
     return rows, skipped
+
+
+def interaction_record(item: Any, where: str, label: str = "interaction"
+                       ) -> tuple[str, Any] | SkippedRecord:
+    """One vcrpy-shaped interaction as a ``{"request", "response"|"error"}`` record
+    (with its ``url``), or why it is skipped (not a model call, no body recorded)."""
+    req = item.get("request") if isinstance(item, dict) else None
+    resp = item.get("response") if isinstance(item, dict) else None
+    if not isinstance(req, dict) or not isinstance(resp, dict):
+        raise fail(where, f"an {label} needs a 'request' and a 'response' object")
+    uri = str(req.get("uri") or "")
+    path = uri.split("?", 1)[0].split("#", 1)[0].rstrip("/")
+    method = str(req.get("method") or "POST").upper()
+    api = route(uri)
+    if api is None or method != "POST":
+        # (a model call is a POST; a GET of …/chat/completions lists stored
+        # completions, a DELETE of …/responses/{id} removes one)
+        return SkippedRecord(where=where, reason=f"not a model call this importer reads "
+                                                 f"({req.get('method')} {path})")
+    body = _body(req, f"{where}: request")
+    if body is None:  # (a recorder that filtered bodies out, or a GET)
+        return SkippedRecord(where=where, reason=(
+            f"the request body to {path} was not recorded: the conversation is not in "
+            "the recording"))
+    if not isinstance(body, dict):
+        raise fail(where, f"the request body is not a JSON object, got "
+                          f"{type(body).__name__}")
+    check_value(body, where, strings=True)
+    if api == "bedrock-invoke" and invoke_family(body, bedrock_model(path)) is None:
+        # InvokeModel sends the model's own body: those read are bedrock_invoke.py's
+        return SkippedRecord(where=where, reason=own_format(bedrock_model(path), body))
+    if api != "bedrock-invoke" and not any(k in body for k in CONVERSATION_KEYS) and not (
+            api == "cohere" and "message" in body):  # (Cohere v1's new turn)
+        # e.g. Portkey's prompts API (…/prompts/<id>/completions): the server renders
+        # a stored template from the variables sent, so the conversation is not here
+        return SkippedRecord(where=where, reason=(
+            f"the request to {path} sends no {', '.join(CONVERSATION_KEYS[:-1])} or "
+            f"{CONVERSATION_KEYS[-1]} (its keys: "
+            f"{', '.join(sorted(map(str, body))) or 'none'}): the conversation is not "
+            "in the recording"))
+    status = resp.get("status") or {}
+    code = status.get("code", 200) if isinstance(status, dict) else 200
+    if "status" not in resp and isinstance(resp.get("status_code"), int):
+        code = resp["status_code"]  # (vcrpy's older httpx stubs)
+    answer = _body(resp, f"{where}: response")
+    record: dict[str, Any] = {"request": body, "url": uri}
+    when = recorded_at(item, resp)
+    if when is not None:
+        record["recorded_at"] = when
+    if code == 200 and answer is not None:
+        record["response"] = answer
+    else:
+        error = answer.get("error", answer) if isinstance(answer, dict) else answer
+        # a 200 with no body (the client gave up reading it): the answer was not
+        # recorded, which "HTTP 200" as the run's error did not say
+        record["error"] = error or (f"HTTP {code}" if code != 200 else
+                                    "the response body was not recorded (HTTP 200)")
+    return where, record
 
 
 def parse_recording(rows: list[tuple[str, Any]], skipped: list[SkippedRecord], what: str,

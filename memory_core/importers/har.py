@@ -1,8 +1,14 @@
 """HTTP Archive (HAR 1.2) files: what browsers' developer tools export, and what
-Polly.js (Mirascope's TypeScript tests, among others) records. Each entry is turned into
-the shape of a VCR interaction and read as one (``cassette.interaction_records``): the
-model calls become request/response records, every other entry is skipped with its
-URL."""
+Polly.js (Mirascope's TypeScript tests, OpenLLMetry-JS's, among others) records. Each
+entry is turned into the shape of a VCR interaction and read as one
+(``cassette.interaction_records``): the model calls become request/response records,
+every other entry is skipped with its URL.
+
+A response body is ``content.text``: the decoded text, or base64 of the bytes
+(``encoding: "base64"``). Polly.js's Node adapter records a response sent with a
+``content-encoding`` (gzip, deflate, br) as the chunks it arrived in, still encoded: a
+JSON array of base64 strings (hex strings before Polly 5) — joined, then decoded by the
+response's ``content-encoding`` as a cassette's body is."""
 
 from __future__ import annotations
 
@@ -45,21 +51,43 @@ def _headers(raw: Any, where: str) -> dict[str, list[str]]:
     return out
 
 
-def _content(content: Any, where: str) -> str | bytes:
-    """A response's ``content``: its text, or the bytes of base64 text."""
+def _content(content: Any, where: str, encoded: bool) -> tuple[str | bytes, bool]:
+    """A response's ``content``: its text, or the bytes of base64 text; and whether they
+    are still content-encoded (Polly.js's chunks of an ``encoded`` response)."""
     if content is None:
-        return ""
+        return "", False
     if not isinstance(content, dict):
         raise fail(where, f"'content' must be an object, got {type(content).__name__}")
     text = content.get("text", "")
     if not isinstance(text, str):
         raise fail(where, f"'content.text' must be a string, got {type(text).__name__}")
-    if content.get("encoding") == "base64":
+    base64_text = content.get("encoding") == "base64"
+    if encoded and text.lstrip().startswith("["):
+        return _chunks(text, base64_text, where), True
+    if base64_text:
         try:
-            return base64.b64decode(text, validate=True)
+            return base64.b64decode(text, validate=True), False
         except binascii.Error as e:
             raise fail(where, f"'content.text' is not base64: {e}") from None
-    return text
+    return text, False
+
+
+def _chunks(text: str, base64_text: bool, where: str) -> bytes:
+    """Polly.js's record of a content-encoded response: the JSON array of the chunks it
+    arrived in, each base64 (``encoding: "base64"``) or, before Polly 5, hex — joined."""
+    kind = "base64" if base64_text else "hex"
+    chunks = load_json(text, where, "'content.text' (a JSON array of chunks)")
+    if not isinstance(chunks, list) or not all(isinstance(c, str) for c in chunks):
+        raise fail(where, f"'content.text' of a content-encoded response must be a JSON "
+                          f"array of {kind} strings (as Polly.js records its chunks)")
+    out = []
+    for i, chunk in enumerate(chunks):
+        try:
+            out.append(base64.b64decode(chunk, validate=True) if base64_text
+                       else bytes.fromhex(chunk))
+        except (binascii.Error, ValueError) as e:
+            raise fail(where, f"chunk {i} of 'content.text' is not {kind}: {e}") from None
+    return b"".join(out)
 
 
 def _interaction(entry: Any, where: str) -> dict[str, Any]:
@@ -73,17 +101,20 @@ def _interaction(entry: Any, where: str) -> dict[str, Any]:
     status = resp.get("status")
     if not isinstance(status, int) or isinstance(status, bool):
         raise fail(where, f"response 'status' must be a number, got {status!r}")
+    headers = _headers(resp.get("headers"), f"{where}: response")
+    encoding = next((v[0] for k, v in headers.items() if k.lower() == "content-encoding"),
+                    "").strip().lower()
+    body, still_encoded = _content(resp.get("content"), f"{where}: response",
+                                   encoding not in ("", "identity"))
+    if not still_encoded:  # the text is decoded already: no content-encoding applies
+        headers = {k: v for k, v in headers.items() if k.lower() != "content-encoding"}
     return {
         "recorded_at": entry.get("startedDateTime"),
         "request": {"method": req.get("method"), "uri": req.get("url"),
                     "body": (post or {}).get("text", ""),
                     "headers": _headers(req.get("headers"), f"{where}: request")},
-        "response": {"status": {"code": status},
-                     "headers": {k: v for k, v in _headers(
-                         resp.get("headers"), f"{where}: response").items()
-                                 if k.lower() != "content-encoding"},
-                     # (its text is decoded already: no content-encoding applies)
-                     "body": {"string": _content(resp.get("content"), f"{where}: response")}},
+        "response": {"status": {"code": status}, "headers": headers,
+                     "body": {"string": body}},
     }
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 from memory_core.importers.common import SkippedRecord, fail
@@ -42,6 +43,11 @@ _CALL_BLOCKS = ("tool_use", "tool_call", "function_call", "tool_call_chunk")
 # invocation parameters that are not sampling parameters
 _NOT_PARAMS = ("model", "model_name", "tools", "functions", "_type", "stream", "ls_structured_output_format")
 _THREAD_KEYS = ("thread_id", "session_id", "conversation_id")
+# a wrap_openai run's inputs are the client call's arguments: these are client options,
+# not request fields (left out when unset)
+_CLIENT_OPTIONS = ("extra_headers", "extra_query", "extra_body", "timeout")
+# the mark of a run started (posted) whose end (patch) is not in the file
+_UNFINISHED = "_langsmith_unfinished"
 
 
 def _obj(d: Any, key: str) -> dict[str, Any]:
@@ -58,21 +64,152 @@ def is_langsmith_run(obj: Any) -> bool:
 def langsmith_rows(docs: Iterable[tuple[str, Any]], skipped: list[SkippedRecord]
                    ) -> Iterator[tuple[str, Any]]:
     """The documents, a ``{"runs": [...]}`` one spread into its runs, and each run that
-    is not a model call skipped with its type."""
+    is not a model call skipped with its type. From the first document in the SDK's own
+    shapes on — a ``{"post": [...], "patch": [...]}`` batch, or a run whose id comes
+    again (its start, then its end) — the rest of the file is read before it goes on:
+    a run's start and end are merged by its id wherever in the file they are
+    (``_merged``)."""
+    docs = iter(docs)
     for where, obj in docs:
-        # {"runs": [...]} (the batch API), {"items": [...]} (the v2 runs query)
-        runs = next((obj[k] for k in ("runs", "items") if isinstance(obj, dict)
-                     and isinstance(obj.get(k), list) and obj[k]
-                     and all(is_langsmith_run(r) for r in obj[k])), None)
-        items = [(f"{where}: run {i}", r) for i, r in enumerate(runs)] if runs is not None \
-            else [(where, obj)]
-        for at, item in items:
-            if is_langsmith_run(item) and item["run_type"].lower() != "llm":
-                skipped.append(SkippedRecord(where=at, reason=(
-                    f"not a model call (LangSmith run_type {item['run_type']!r}, "
-                    f"{item.get('name') or 'unnamed'})")))
+        if _batch(obj) is not None or is_langsmith_run(obj) and isinstance(obj.get("id"), str):
+            yield from _model_runs(_merged([(where, obj), *docs], skipped), skipped)
+            return
+        yield from _model_runs(_spread(where, obj), skipped)
+
+
+def _spread(where: str, obj: Any) -> list[tuple[str, Any]]:
+    """``{"runs": [...]}`` (the batch API) or ``{"items": [...]}`` (the v2 runs query)
+    as its runs; any other document as it is."""
+    runs = next((obj[k] for k in ("runs", "items") if isinstance(obj, dict)
+                 and isinstance(obj.get(k), list) and obj[k]
+                 and all(is_langsmith_run(r) for r in obj[k])), None)
+    return [(f"{where}: run {i}", r) for i, r in enumerate(runs)] if runs is not None \
+        else [(where, obj)]
+
+
+def _model_runs(items: Iterable[tuple[str, Any]], skipped: list[SkippedRecord]
+                ) -> Iterator[tuple[str, Any]]:
+    """The ``llm`` runs (and anything that is no run, for the formats to read); the
+    other runs skipped naming their type."""
+    for at, item in items:
+        if is_langsmith_run(item) and item["run_type"].lower() != "llm":
+            skipped.append(SkippedRecord(where=at, reason=(
+                f"not a model call (LangSmith run_type {item['run_type']!r}, "
+                f"{item.get('name') or 'unnamed'})")))
+            continue
+        yield at, _iso_times(item) if is_langsmith_run(item) else item
+
+
+def _iso_times(run: dict[str, Any]) -> dict[str, Any]:
+    """A run with its ``start_time``/``end_time`` as ISO text: the JS SDK writes them as
+    epoch milliseconds."""
+    times = {k: datetime.fromtimestamp(v / 1000 if v > 1e11 else v, tz=UTC).isoformat()
+             for k in ("start_time", "end_time")
+             if isinstance(v := run.get(k), int | float) and not isinstance(v, bool)
+             and 0 < v < 1e14}
+    return {**run, **times} if times else run
+
+
+def _batch(obj: Any) -> dict[str, list[Any]] | None:
+    """A batch the SDK sends (``POST /runs/batch``): ``{"post": [runs started or whole],
+    "patch": [runs ended]}``, each a list of runs or one run."""
+    if not isinstance(obj, dict) or not obj or not set(obj) <= {"post", "patch"}:
+        return None
+    out = {k: v if isinstance(v, list) else [v] for k, v in obj.items() if v is not None}
+    if not all(isinstance(r, dict) for runs in out.values() for r in runs):
+        return None
+    return out
+
+
+def _run_id(run: dict[str, Any]) -> str | None:
+    """A run's id: ``id``, else the last id of its ``dotted_order`` (the JS SDK's patches
+    name their run only there: ``<time>Z<id>`` segments joined by dots)."""
+    if isinstance(run.get("id"), str) and run["id"]:
+        return str(run["id"])
+    dotted = run.get("dotted_order")
+    if isinstance(dotted, str) and "Z" in dotted:
+        return dotted.rsplit(".", 1)[-1].split("Z", 1)[1] or None
+    return None
+
+
+def _merged(docs: list[tuple[str, Any]], skipped: list[SkippedRecord]
+            ) -> list[tuple[str, Any]]:
+    """The file's runs with each run's start and end merged by its id, in the order the
+    runs started: a batch's ``post`` runs are starts (or whole runs) and its ``patch``
+    runs ends; a run seen again under the id of a run started and not ended is its
+    end. An end's fields replace
+    the start's (``extra`` merged key by key; a null never replaces a value). An end
+    whose start is not in the file is skipped saying so; a start with no end and no
+    answer is kept, noted (``_UNFINISHED``)."""
+    order: list[tuple[str, Any]] = []  # (where, run) of starts; (where, doc) of others
+    starts: dict[str, int] = {}
+    ends: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+    for where, doc in docs:
+        batch = _batch(doc)
+        if batch is None:
+            for at, run in _spread(where, doc):
+                rid = _run_id(run) if isinstance(run, dict) else None
+                if rid is not None and not is_langsmith_run(run) and rid not in starts:
+                    rid = None  # (an end names its run; anything else is not ours)
+                if rid is not None and rid in starts and _open(order[starts[rid]][1]):
+                    ends.setdefault(rid, []).append((at, run))
+                    continue
+                if rid is not None:
+                    starts[rid] = len(order)
+                order.append((at, run))
+            continue
+        for i, run in enumerate(batch.get("post", [])):
+            rid = _run_id(run)
+            if rid is not None and rid in starts and _open(order[starts[rid]][1]):
+                ends.setdefault(rid, []).append((f"{where}: post {i}", run))
                 continue
-            yield at, item
+            if rid is not None:
+                starts[rid] = len(order)
+            order.append((f"{where}: post {i}", run))
+        for i, run in enumerate(batch.get("patch", [])):
+            rid = _run_id(run)
+            ends.setdefault(rid or f"#{where}:{i}", []).append((f"{where}: patch {i}", run))
+    for rid, patches in ends.items():
+        if rid not in starts:
+            for at, run in patches:
+                skipped.append(SkippedRecord(where=at, reason=(
+                    f"the end (patch) of LangSmith run {rid.lstrip('#')!r} "
+                    f"({run.get('name') or 'unnamed'}), whose start (post) is not in this "
+                    "file: not imported")))
+            continue
+        at, run = order[starts[rid]]
+        for _, patch in patches:
+            run = _apply(run, patch)
+        order[starts[rid]] = (at, run)
+    for rid, k in starts.items():
+        at, run = order[k]
+        if rid not in ends and _open(run):
+            order[k] = (at, {**run, _UNFINISHED: True})
+    return order
+
+
+def _open(run: Any) -> bool:
+    """A run started and not ended: no outputs, no error, no end time (the SDK's post
+    before its patch). A run seen again under its id is its end only then: two whole
+    runs that share an id stay two."""
+    return isinstance(run, dict) and not run.get("outputs") and not run.get("error") \
+        and run.get("end_time") is None
+
+
+def _apply(run: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+    """A run's start updated with its end (as LangSmith merges a PATCH into a run)."""
+    out = dict(run)
+    for key, value in patch.items():
+        if value is None:
+            continue
+        if key == "extra" and isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = {**out[key], **{k: ({**out[key][k], **v}
+                                           if isinstance(v, dict)
+                                           and isinstance(out[key].get(k), dict) else v)
+                                       for k, v in value.items()}}
+        else:
+            out[key] = value
+    return out
 
 
 def _kind(raw: dict[str, Any]) -> str:
@@ -210,13 +347,34 @@ def _usage(run: dict[str, Any], outputs: dict[str, Any], meta: dict[str, Any]
     token_usage = _obj(outputs, "llm_output").get("token_usage")
     if isinstance(token_usage, dict) and "prompt_tokens" in token_usage:
         return token_usage
-    usage = meta.get("usage_metadata")
-    if isinstance(usage, dict) and "input_tokens" in usage:
-        return {"prompt_tokens": usage["input_tokens"],
-                "completion_tokens": usage.get("output_tokens")}
+    for usage in (meta.get("usage_metadata"), outputs.get("usage_metadata")):
+        counted = _from_usage_metadata(usage)
+        if counted is not None:
+            return counted
     if isinstance(run.get("prompt_tokens"), int):
         return {"prompt_tokens": run["prompt_tokens"],
                 "completion_tokens": run.get("completion_tokens")}
+    return None
+
+
+def _choice(choice: Any, where: str, notes: list[str]) -> Any:
+    """A recorded choice; one whose ``finish_reason`` is a whole stream chunk's choice
+    (langsmith-js's ``wrapOpenAI`` aggregated streams so) gives that choice's reason."""
+    if not isinstance(choice, dict) or not isinstance(choice.get("finish_reason"), dict):
+        return choice
+    inner = choice["finish_reason"].get("finish_reason")
+    reason = inner if isinstance(inner, str) else None
+    notes.append(f"{where}: its finish_reason is a stream chunk's choice (as "
+                 f"langsmith-js's wrapper recorded it); that choice's reason {reason!r} read")
+    return {**choice, "finish_reason": reason}
+
+
+def _from_usage_metadata(usage: Any) -> dict[str, Any] | None:
+    """LangChain's ``usage_metadata`` (``input_tokens``, which count cached ones too, and
+    ``output_tokens``) in OpenAI's spelling."""
+    if isinstance(usage, dict) and "input_tokens" in usage:
+        return {"prompt_tokens": usage["input_tokens"],
+                "completion_tokens": usage.get("output_tokens")}
     return None
 
 
@@ -229,8 +387,16 @@ def as_chat_record(run: dict[str, Any], where: str, notes: list[str]) -> dict[st
         "ls_model_name")
     record: dict[str, Any] = {}
     if isinstance(inputs, dict) and isinstance(outputs.get("choices"), list):
-        # a wrap_openai client's run: the request and response as sent
-        record["request"], record["response"] = dict(inputs), outputs
+        # a wrap_openai client's run: the request and response as sent; the SDK's
+        # wrapper moves the response's usage to outputs.usage_metadata
+        counted = _from_usage_metadata(outputs.get("usage_metadata"))
+        if "usage" not in outputs and counted is not None:
+            outputs = {**outputs, "usage": counted}
+        record["request"] = {k: v for k, v in inputs.items()
+                             if not (k in _CLIENT_OPTIONS and v is None)}
+        record["response"] = {**outputs, "choices": [
+            _choice(c, f"{where}: choice {i}", notes)
+            for i, c in enumerate(outputs["choices"])]}
     else:
         request: dict[str, Any] = {
             k: v for k, v in invocation.items() if k not in _NOT_PARAMS}
@@ -253,6 +419,9 @@ def as_chat_record(run: dict[str, Any], where: str, notes: list[str]) -> dict[st
             if named or model:
                 response["model"] = named or model
             record["response"] = response
+    if run.get(_UNFINISHED):
+        notes.append(f"{where}: the run's start (post) is in the file but not its end "
+                     "(patch): imported without an answer")
     if run.get("error"):
         record.pop("response", None)
         record["error"] = str(run["error"])

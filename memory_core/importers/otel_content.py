@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from memory_core.errors import ImportFormatError
 from memory_core.importers.anthropic import anthropic_block, anthropic_messages
 from memory_core.importers.common import fail, openai_message, openai_messages
 from memory_core.importers.jsonvalues import load_json
@@ -609,33 +610,94 @@ def span_content(span: RawSpan) -> SpanContent | None:
 
 # -- tools and parameters ---------------------------------------------------------------------
 def span_tools(span: RawSpan, notes: list[str]) -> list[dict[str, Any]] | None:
-    """Offered tools, or None when the span does not record them."""
+    """Offered tools, or None when the span does not record them. A definition that
+    cannot be read (no name, not JSON, not an object) is left out, noted: the span's
+    other tools and its messages are still imported."""
     attrs, where = span.attrs, span.where
     if "ai.prompt.messages" in attrs:  # recorded with the prompt: absent when none offered
         listed = attrs.get("ai.prompt.tools") or []
         if not isinstance(listed, list):
             raise fail(where, "ai.prompt.tools must be a list of JSON tool definitions")
-        return from_openai_tools([_vercel_tool(_json(t, where, "ai.prompt.tools"))
-                                  for t in listed], where, notes)
+        return _offered([(t, _vercel_tool) for t in listed], where, "ai.prompt.tools", notes)
     raw = attrs.get("gen_ai.tool.definitions")
     if raw is not None:
-        return from_openai_tools(_json(raw, where, "gen_ai.tool.definitions"), where, notes)
+        try:
+            listed = _json(raw, where, "gen_ai.tool.definitions")
+        except ImportFormatError as e:  # the messages are still there: tools unknown
+            notes.append(f"{str(e)[:300]}; the tools offered are unknown")
+            return None
+        if not isinstance(listed, list):
+            notes.append(f"{where}: gen_ai.tool.definitions is not a list (got "
+                         f"{type(listed).__name__}); the tools offered are unknown")
+            return None
+        return _offered([(t, None) for t in listed], where, "gen_ai.tool.definitions", notes)
     fns = indexed(attrs, "llm.request.functions")
     if fns:
-        return from_openai_tools([{"type": "function", "function": {
+        return _offered([({"type": "function", "function": {
             "name": f.get("name"), "description": f.get("description"),
-            "parameters": parse_arguments(f.get("parameters"))}} for f in fns.values()],
-            where, notes)
+            "parameters": parse_arguments(f.get("parameters"))}}, None)
+            for f in fns.values()], where, "llm.request.functions", notes)
     oi = indexed(attrs, "llm.tools")
     if oi:
-        return from_openai_tools([_json((t.get("tool") or {}).get("json_schema"), where,
-                                        "llm.tools") for t in oi.values()], where, notes)
+        return _offered([((t.get("tool") or {}).get("json_schema"), None)
+                         for t in oi.values()], where, "llm.tools", notes)
     inp = attrs.get("input.value")
     if attrs.get("input.mime_type") == "application/json" and isinstance(inp, str):
         body = parse_arguments(inp)
         if isinstance(body, dict) and "messages" in body:
             return from_openai_tools(body.get("tools") or [], where, notes)
     return None
+
+
+# Gemini's tools that are no function (what OpenInference's google-genai instrumentation
+# writes as a tool's json_schema: ``{"code_execution": {}}``), kept by name
+_GEMINI_TOOLS = ("google_search", "googleSearch", "google_search_retrieval",
+                 "googleSearchRetrieval", "code_execution", "codeExecution", "url_context",
+                 "urlContext", "retrieval", "enterprise_web_search", "enterpriseWebSearch",
+                 "google_maps", "googleMaps", "computer_use", "computerUse", "file_search",
+                 "fileSearch")
+
+
+def _offered(items: list[tuple[Any, Any]], where: str, source: str, notes: list[str]
+             ) -> list[dict[str, Any]]:
+    """The tool definitions of ``source`` (each a JSON text or value, with the function
+    that puts it in the OpenAI form), read one by one: Gemini's ``function_declarations``
+    are their functions, its built-in tools kept by name; one that cannot be read is
+    left out with a note naming it."""
+    out: list[dict[str, Any]] = []
+    for j, (raw, convert) in enumerate(items):
+        at = f"{source}[{j}]"
+        tools: list[Any] = []
+        try:
+            tool = _json(raw, where, at)
+            if convert is not None:
+                tool = convert(tool)
+            declared = tool.get("function_declarations", tool.get("functionDeclarations")) \
+                if isinstance(tool, dict) else None
+            if isinstance(declared, list):  # a Gemini tool: its functions
+                tools = [{"type": "function", "function": {
+                    "name": d.get("name"), "description": d.get("description"),
+                    "parameters": d.get("parameters", d.get(
+                        "parameters_json_schema", d.get("parametersJsonSchema")))}}
+                    if isinstance(d, dict) else d for d in declared]
+            elif isinstance(tool, dict) and len(tool) == 1 and next(iter(tool)) in _GEMINI_TOOLS:
+                name = next(iter(tool))
+                notes.append(f"{where}: {at}: Gemini's built-in tool {name!r} kept by name "
+                             "only")
+                out.append({"name": name, "description": "", "parameters": {}, "type": name})
+                continue
+            else:
+                tools = [tool]
+            read = from_openai_tools(tools, f"{where}: {at}", notes)
+        except ImportFormatError as e:
+            problem = str(e).removeprefix(f"{where}: ").removeprefix(f"{at}: ")
+            problem = problem.removeprefix(f"{at} ").replace("tool 0 ", "the definition ", 1) \
+                if len(tools) <= 1 else problem
+            notes.append(f"{where}: {at} not read, left out of the tools offered: "
+                         f"{problem}"[:400])
+            continue
+        out += read
+    return out
 
 
 def _vercel_tool(t: Any) -> Any:

@@ -30,7 +30,7 @@ from memory_core.importers.formats import (
     responses,
     sharegpt,
 )
-from memory_core.importers.formats.fields import EXPECTED
+from memory_core.importers.refusal import unread_record
 
 FORMATS: tuple[RecordFormat, ...] = (
     sharegpt.FORMAT,  # {"conversations": [...]}, whatever its URL
@@ -95,17 +95,16 @@ def read_record(obj: Any, where: str, index: int, file_state: dict[str, Any]
     one dict for the whole file (``Record.file_state``). A call whose body says no time
     takes the one its recording gives (the format's ``dated_by``: a HAR entry's start,
     an HTTP ``Date``, a LangSmith run's ``start_time``). ImportFormatError naming
-    ``where`` when no format reads it or its format finds it malformed."""
+    ``where`` when no format reads it (saying what it looks like and the closest
+    format read, ``refusal.unread_record``) or its format finds it malformed."""
     if not isinstance(obj, dict):
         raise fail(where, f"expected a JSON object, got {type(obj).__name__}")
     url = obj.get("url")
     record = Record(obj, where, index, route(url) if isinstance(url, str) else None,
                     file_state)
     fmt = format_of(record)
-    if fmt is None:
-        keys = ", ".join(sorted(obj)[:8]) or "none"
-        raise fail(where, f"missing 'messages': a JSON object with keys {keys} is not a "
-                          f"record this importer reads; {EXPECTED}")
+    if fmt is None:  # what it looks like, and the closest format that is read
+        raise fail(where, unread_record(obj))
     exchanges = fmt.read(record)
     when = obj.get(fmt.dated_by)
     if isinstance(when, str):

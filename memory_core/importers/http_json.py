@@ -1,0 +1,125 @@
+"""HTTP-interaction JSON files: one JSON object per recorded HTTP call, ``{"request":
+{"method", "url", "headers", "body"}, "response": {"status", "headers", "body"}}`` —
+what Datadog's test agent (dd-apm-test-agent's VCR proxy, used by dd-trace-py's and
+dd-trace-js's LLM Observability tests) writes for each call, and what other recorders
+write alike. A file holds one such object, a JSON array or JSON lines of them; each is
+turned into a VCR interaction and read as one (``cassette.interaction_record``), so the
+model calls become request/response records and any other call is skipped naming its
+method and URL.
+
+Spellings read: the URL as ``url`` or ``uri``; the status as ``{"code", "message"}``,
+a number, ``status_code`` or ``statusCode``; a body as text, as a JSON value already
+parsed, or as ``"base64:…"`` (the test agent's spelling of a body that is not UTF-8
+text: an AWS event stream, say). Bodies are recorded decoded (the test agent keeps what
+``requests`` gives, gzip already undone), so a ``content-encoding`` header is not
+applied to them; gzip bytes are still told by their first bytes."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from memory_core.importers.cassette import interaction_record, parse_recording
+from memory_core.importers.common import ParsedFile, SkippedRecord, Stages, fail
+from memory_core.importers.jsonvalues import first_document, iter_documents
+
+_HEAD = re.compile(r'"(method|url|uri)"\s*:')
+
+
+def is_http_interaction(obj: Any) -> bool:
+    """One recorded HTTP call: a ``request`` with a ``method`` and a ``url`` (or ``uri``)
+    beside a ``response`` object. (A model request body never has both.)"""
+    if not isinstance(obj, dict):
+        return False
+    req, resp = obj.get("request"), obj.get("response")
+    return isinstance(req, dict) and isinstance(resp, dict) \
+        and isinstance(req.get("method"), str) \
+        and isinstance(req.get("url", req.get("uri")), str)
+
+
+def looks_like_http_json(text: str) -> bool:
+    """The file's first JSON document (or the first item of a JSON array) is an HTTP
+    interaction."""
+    head = text.lstrip()[:4096]
+    if not head.startswith(("{", "[")) or '"request"' not in head or not _HEAD.search(head):
+        return False
+    doc = first_document(text)  # (JSON lines: the first line's; what follows is ignored)
+    if isinstance(doc, list):
+        doc = doc[0] if doc else None
+    return is_http_interaction(doc)
+
+
+def _body(raw: Any, where: str) -> Any:
+    """A recorded body as a VCR interaction holds it: text, bytes, or (already parsed)
+    ``parsed_body``."""
+    if isinstance(raw, str) and raw.startswith("base64:"):
+        try:
+            return base64.b64decode(raw[len("base64:"):], validate=True)
+        except binascii.Error as e:
+            raise fail(where, f"body marked 'base64:' is not base64: {e}") from None
+    return raw
+
+
+def _side(side: dict[str, Any], where: str) -> dict[str, Any]:
+    headers = side.get("headers")
+    if headers is not None and not isinstance(headers, dict | list):
+        raise fail(where, f"'headers' must be an object, got {type(headers).__name__}")
+    if isinstance(headers, list):  # [{name, value}] (HAR's spelling)
+        headers = {str(h.get("name")): h.get("value") for h in headers if isinstance(h, dict)}
+    out: dict[str, Any] = {"headers": {k: v for k, v in (headers or {}).items()
+                                       if str(k).lower() != "content-encoding"}}
+    body = _body(side.get("body"), where)
+    if isinstance(body, dict | list):
+        out["parsed_body"] = body
+    elif body is not None and not isinstance(body, str | bytes):
+        raise fail(where, f"'body' must be text or JSON, got {type(body).__name__}")
+    else:
+        out["body"] = body if body is not None else ""
+    return out
+
+
+def _status(resp: dict[str, Any], where: str) -> int:
+    raw = resp.get("status", resp.get("status_code", resp.get("statusCode", 200)))
+    code = raw.get("code", 200) if isinstance(raw, dict) else raw
+    if isinstance(code, str) and code.isdigit():
+        code = int(code)
+    if not isinstance(code, int) or isinstance(code, bool):
+        raise fail(where, f"response status must be a number, got {raw!r}")
+    return code
+
+
+def as_interaction(obj: dict[str, Any], where: str) -> dict[str, Any]:
+    """A recorded HTTP call in the shape of a vcrpy interaction."""
+    req, resp = obj["request"], obj["response"]
+    request = {"method": req["method"], "uri": req.get("url", req.get("uri")),
+               **_side(req, f"{where}: request")}
+    response = {"status": {"code": _status(resp, f"{where}: response")},
+                **_side(resp, f"{where}: response")}
+    if "body" in response:  # (vcrpy keeps a response's body under body.string)
+        response["body"] = {"string": response["body"]}
+    return {"request": request, "response": response}
+
+
+def http_rows(docs: Iterator[tuple[str, Any]], skipped: list[SkippedRecord]
+              ) -> Iterator[tuple[str, Any]]:
+    """Each HTTP interaction as the record of its model call (or skipped, saying why);
+    any other document as it is, for the formats to read."""
+    for where, obj in docs:
+        if not is_http_interaction(obj):
+            yield where, obj
+            continue
+        got = interaction_record(as_interaction(obj, where), where, "HTTP interaction")
+        if isinstance(got, SkippedRecord):
+            skipped.append(got)
+        else:
+            yield got
+
+
+def parse_http_json(text: str, stages: Stages | None = None) -> ParsedFile:
+    """A file of HTTP-interaction JSON objects (see the module's docstring)."""
+    skipped: list[SkippedRecord] = []
+    rows = list(http_rows(iter_documents(text), skipped))
+    return parse_recording(rows, skipped, "HTTP-interaction file", "interaction", stages)

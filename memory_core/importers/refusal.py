@@ -1,0 +1,126 @@
+"""What the importer says of a record no format reads: what it looks like, and the
+closest format the importer does read, in one sentence — "line 2: this looks like an
+OpenAI chat-completions record whose request sends no 'messages' …; the closest format
+this importer reads is …" — instead of a list of every shape. ``unread_record`` tells both from the
+record's keys (its own, its ``request``'s and its ``response``'s)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A kind of record the importer reads: what it is called, how it is written, and
+    the keys that mark it (the record's own, its request's or its response's)."""
+
+    name: str
+    written: str
+    keys: frozenset[str]
+
+
+def _shape(name: str, written: str, keys: str) -> Shape:
+    return Shape(name, written, frozenset(keys.split()))
+
+
+# the shapes read (docs/importing.md, "What it reads"), the commonest first: a tie goes
+# to the earlier one
+SHAPES: tuple[Shape, ...] = (
+    _shape("an OpenAI chat-completions record",
+           '{"request": {"messages": [...]}, "response": {"choices": [...]}}',
+           "messages choices model tools tool_choice temperature max_tokens "
+           "max_completion_tokens chat.completion"),
+    _shape("a Responses API record",
+           '{"request": {"input": ...}, "response": {"output": [...]}}',
+           "input instructions output previous_response_id max_output_tokens"),
+    _shape("an Anthropic Messages API record",
+           '{"request": {"messages": [...]}, "response": {"type": "message", '
+           '"content": [...]}}',
+           "system stop_reason stop_sequence anthropic_version content"),
+    _shape("a Gemini API record",
+           '{"request": {"contents": [...]}, "response": {"candidates": [...]}}',
+           "contents candidates systemInstruction system_instruction generationConfig "
+           "generation_config usageMetadata usage_metadata modelVersion"),
+    _shape("a legacy completions record",
+           '{"request": {"prompt": ...}, "response": {"choices": [{"text": ...}]}}',
+           "prompt suffix echo logprobs"),
+    _shape("a ShareGPT conversation", '{"conversations": [{"from": ..., "value": ...}]}',
+           "conversations conversation from value"),
+    _shape("a LangSmith run",
+           '{"run_type": "llm", "inputs": {...}, "outputs": {...}} (or the SDK\'s '
+           '{"post": [...], "patch": [...]})',
+           "run_type inputs outputs trace_id dotted_order parent_run_id child_runs "
+           "session_id start_time end_time post patch"),
+    _shape("a batch file's line", '{"custom_id": ..., "body": {...}} and its output line',
+           "custom_id body params result"),
+    _shape("an HTTP interaction", '{"request": {"method": "POST", "url": ..., "body": ...}, '
+                                  '"response": {"status": ..., "body": ...}}',
+           "method url uri status status_code headers body"),
+    _shape("a Cohere Chat record", '{"request": {"message": ..., "chat_history": [...]}, '
+                                   '"response": {"text": ...}}',
+           "message chat_history preamble text generation_id finish_reason"),
+    _shape("an Ollama record", '{"request": {"messages": [...], "options": {...}}, '
+                               '"response": {"message": {...}, "done": true}}',
+           "options keep_alive done eval_count prompt_eval_count done_reason"),
+    _shape("a Bedrock Converse record", '{"request": {"messages": [...]}, "response": '
+                                        '{"output": {"message": {...}}}}',
+           "inferenceConfig toolConfig stopReason modelId additionalModelRequestFields"),
+    _shape("an OpenTelemetry span", '{"resourceSpans": [...]} or a span with gen_ai.* '
+                                    'attributes',
+           "traceId spanId trace_id span_id attributes resourceSpans scopeSpans "
+           "startTimeUnixNano name"),
+)
+_CONVERSATION = ("messages", "input", "prompt", "contents", "conversations")
+
+
+def _keys(obj: dict[str, Any]) -> set[str]:
+    """The record's keys, its request's and its response's (and the response's
+    ``object``/``type`` values, which name what it is)."""
+    keys = {str(k) for k in obj}
+    for side in ("request", "response"):
+        value = obj.get(side)
+        if isinstance(value, dict):
+            keys |= {str(k) for k in value}
+            keys |= {str(value[k]) for k in ("object", "type") if isinstance(value.get(k), str)}
+    return keys
+
+
+def _looks_like(obj: dict[str, Any], keys: set[str], closest: Shape) -> str:
+    """What the record seems to be and why it is not read, as a clause."""
+    request, response = obj.get("request"), obj.get("response")
+    if isinstance(request, dict) and not any(k in request for k in _CONVERSATION):
+        sent = ", ".join(sorted(map(str, request))[:6]) or "nothing"
+        return (f"{closest.name} whose request sends no 'messages', 'input', 'prompt' or "
+                f"'contents' (only {sent}): the conversation is not in the file")
+    if "inputs" in obj and "outputs" in obj and "run_type" not in obj:
+        return ("a LangSmith dataset example, or a run without its 'run_type': not a "
+                "model call this importer reads")
+    if request is None and response is None and keys & {"choices", "candidates", "output"} \
+            or obj.get("type") == "message" and "content" in obj:
+        return f"the response of {closest.name} without its request"
+    if _one_message(obj):
+        return "one chat message, not a request holding the conversation"
+    listed = ", ".join(sorted(map(str, obj))[:8]) or "none"
+    return f"a JSON object with keys {listed}, which is no record this importer reads"
+
+
+def _one_message(obj: dict[str, Any]) -> bool:
+    return "role" in obj and "content" in obj and obj.get("type") != "message"
+
+
+def closest_shape(obj: dict[str, Any]) -> Shape:
+    """The shape read whose marking keys the record shares most (the commonest on a
+    tie, or when it shares none)."""
+    if _one_message(obj):  # a chat request holds them
+        return SHAPES[0]
+    keys = _keys(obj)
+    return max(SHAPES, key=lambda s: (len(s.keys & keys), -SHAPES.index(s)))
+
+
+def unread_record(obj: dict[str, Any]) -> str:
+    """One sentence: what ``obj`` (a record no format reads) looks like and why it is
+    not read, and the closest format the importer reads, as it is written."""
+    closest = closest_shape(obj)
+    return (f"this looks like {_looks_like(obj, _keys(obj), closest)}; the closest format "
+            f"this importer reads is {closest.name}, {closest.written}")

@@ -1,0 +1,290 @@
+"""Shapes tracers' own tests and exports write, which the importer refused (issue 34.3),
+each on a real recording of tests/fixtures/imports/real (see its README) and a hostile
+variant of it: Polly.js HAR bodies kept as the chunks of a gzip answer; HTTP-interaction
+JSON files (Datadog's test agent); LangSmith SDK batches and run start/end lines, merged
+by run id; a span export with a tool definition that cannot be read; and the sentence a
+refused record gets (what it looks like, the closest format read)."""
+
+from __future__ import annotations
+
+import base64
+import copy
+import gzip
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memory_core.errors import ImportFormatError
+from memory_core.importers import import_file, import_text
+from memory_core.storage.inmemory import InMemoryStorage
+
+FIX = Path(__file__).parent / "fixtures" / "imports"
+REAL = FIX / "real"
+POLLY = REAL / "openllmetryjs-should-set-attributes-in-span-for-tool-calling.har"
+DD_OPENAI = REAL / "ddtrace-testagent-openai_chat_completions_post_6c0d752b.json"
+DD_ANTHROPIC = REAL / "ddtrace-testagent-anthropic_v1_messages_post_28bbec95.json"
+LS_PY = REAL / "langsmithsdk-langsmith_py_wrap_openai_.json"
+LS_JS = REAL / "langsmithsdk-langsmith_js_wrap_openai_stream.json"
+
+
+def _load(path: Path) -> Any:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _text_of(s: InMemoryStorage, report: Any) -> list[list[str]]:
+    return [[f"{m.role}: {m.text() or [p.name for p in m.tool_calls()]}"
+             for m in s.memory.get_messages(t)] for t in report.threads_created]
+
+
+def _imported(text: str, name: str = "f.json") -> tuple[InMemoryStorage, Any]:
+    s = InMemoryStorage()
+    return s, import_text(s, text, name=name)
+
+
+def _step(s: InMemoryStorage, rid: str) -> Any:
+    return s.runs.get(f"{rid}:step:0")
+
+
+# -- Polly.js: a content-encoded answer kept as its chunks ------------------------------------
+def _polly(mutate: Any) -> str:
+    doc = _load(POLLY)
+    mutate(doc["log"]["entries"][0]["response"]["content"])
+    return json.dumps(doc)
+
+
+def test_polly_chunks_of_a_gzip_answer_are_joined_and_decoded() -> None:
+    s = InMemoryStorage()
+    report = import_file(s, POLLY)
+    assert _text_of(s, report) == [["user: What's the weather like in Boston?",
+                                    "assistant: ['get_current_weather']"]]
+    step = _step(s, report.runs_created[0])
+    assert step["response"]["usage"] == {"input_tokens": 82, "output_tokens": 18}
+    assert step["model"]["name"] == "gpt-4-0613" and report.skipped == []
+
+
+def test_polly_hex_chunks_read_as_the_base64_ones() -> None:
+    """Polly.js before version 5 wrote the chunks as hex, with no ``encoding``."""
+    def to_hex(content: dict[str, Any]) -> None:
+        chunks = json.loads(content["text"])
+        content["text"] = json.dumps([base64.b64decode(c).hex() for c in chunks])
+        del content["encoding"]
+    s, report = _imported(_polly(to_hex), "hex.har")
+    assert _step(s, report.runs_created[0])["response"]["usage"]["input_tokens"] == 82
+
+
+@pytest.mark.parametrize(("mutate", "error"), [
+    # a chunk that is not base64
+    (lambda c: c.update(text=json.dumps(["H4sI", "not base64!"])),
+     "entry 1: response: chunk 1 of 'content.text' is not base64"),
+    # the last chunk lost: the gzip stream ends before its end
+    (lambda c: c.update(text=json.dumps(json.loads(c["text"])[:1])),
+     "entry 1: response: body cannot be decoded"),
+    # an array, but not of strings
+    (lambda c: c.update(text=json.dumps([1, 2])),
+     "entry 1: response: 'content.text' of a content-encoded response must be a JSON array"),
+    (lambda c: c.update(text="[\"H4sI\""),
+     "entry 1: response: 'content.text' (a JSON array of chunks) invalid JSON"),
+])
+def test_polly_chunks_that_cannot_be_read_are_one_error_naming_the_entry(
+        mutate: Any, error: str) -> None:
+    with pytest.raises(ImportFormatError, match=error.replace("(", r"\(").replace(")", r"\)")):
+        _imported(_polly(mutate), "bad.har")
+
+
+def test_a_chunk_array_of_a_body_not_content_encoded_is_its_text() -> None:
+    """Without a content-encoding, ``content.text`` is the body: a JSON array there (a
+    Gemini stream) is read as it is, never as chunks."""
+    doc = _load(POLLY)
+    response = doc["log"]["entries"][0]["response"]
+    body = gzip.decompress(b"".join(base64.b64decode(c) for c in json.loads(
+        response["content"]["text"]))).decode()
+    response["headers"] = [h for h in response["headers"] if h["name"] != "content-encoding"]
+    response["content"] = {"mimeType": "application/json", "text": body}
+    s, report = _imported(json.dumps(doc), "plain.har")
+    assert _step(s, report.runs_created[0])["response"]["usage"]["output_tokens"] == 18
+
+
+# -- HTTP-interaction JSON (Datadog's test agent) ---------------------------------------------
+def test_test_agent_interactions_import_as_their_model_calls() -> None:
+    for path, api, model in ((DD_OPENAI, "openai", "gpt-3.5-turbo-0125"),
+                             (DD_ANTHROPIC, "anthropic", "claude-sonnet-4-5-20250929")):
+        s = InMemoryStorage()
+        report = import_file(s, path)
+        assert report.apis == [api] and report.skipped == []
+        assert _text_of(s, report) == [["user: What is the sum of 1 and 2?",
+                                        "assistant: ['add']"]]
+        step = _step(s, report.runs_created[0])
+        assert step["model"]["name"] == model and [t["name"] for t in step["tools"]] == ["add"]
+
+
+def test_interactions_in_an_array_or_lines_and_what_is_no_model_call() -> None:
+    calls = [_load(DD_OPENAI), _load(DD_ANTHROPIC)]
+    embeddings = {"request": {"method": "POST", "url": "https://api.openai.com/v1/embeddings",
+                              "headers": {}, "body": '{"input": "x", "model": "e"}'},
+                  "response": {"status": {"code": 200, "message": "OK"}, "headers": {},
+                               "body": '{"data": []}'}}
+    s, report = _imported(json.dumps([calls[0], embeddings, calls[1]]))
+    assert len(report.runs_created) == 2 and report.apis == ["openai", "anthropic"]
+    assert [(k.where, k.reason) for k in report.skipped] == [
+        ("item 2", "not a model call this importer reads (POST "
+                   "https://api.openai.com/v1/embeddings)")]
+    s, report = _imported("\n".join(json.dumps(c) for c in calls) + "\n", "calls.jsonl")
+    assert len(report.runs_created) == 2
+    with pytest.raises(ImportFormatError, match=r"the HTTP-interaction file holds no model "
+                                                r"call this importer reads .*embeddings"):
+        _imported(json.dumps(embeddings))
+
+
+def test_hostile_interactions() -> None:
+    """A status given as a number, an error answer, a body already parsed; a body marked
+    base64 that is not is one error naming the call."""
+    call = _load(DD_OPENAI)
+    failed = copy.deepcopy(call)
+    failed["response"] = {"status": 429, "body": {"error": {"message": "slow down"}}}
+    s, report = _imported(json.dumps(failed))
+    run = s.runs.require_run(report.runs_created[0])
+    assert run.status == "failed" and "slow down" in (run.error or "")
+    parsed = copy.deepcopy(call)
+    parsed["request"]["body"] = json.loads(call["request"]["body"])
+    s, report = _imported(json.dumps(parsed))
+    assert _text_of(s, report)[0][0] == "user: What is the sum of 1 and 2?"
+    garbled = copy.deepcopy(call)
+    garbled["response"]["body"] = "base64:%%%"
+    with pytest.raises(ImportFormatError, match="line 1: response: body marked 'base64:' "
+                                                "is not base64"):
+        _imported(json.dumps(garbled))
+
+
+# -- LangSmith: the SDK's batches, merged by run id -------------------------------------------
+def test_a_batch_merges_each_runs_start_and_end() -> None:
+    for path in (LS_PY, LS_JS):  # the JS patch names its run only in its dotted_order
+        s = InMemoryStorage()
+        report = import_file(s, path)
+        assert _text_of(s, report) == [["user: howdy",
+                                        "assistant: Howdy! How can I assist you today?"]]
+        step = _step(s, report.runs_created[0])
+        assert step["usage_known"] is True  # from outputs.usage_metadata
+        assert step["response"]["usage"] == {"input_tokens": 9, "output_tokens": 9}
+        assert step["response"]["finish_reason"] == "stop"
+        record = s.runs.get(f"{report.runs_created[0]}:import")
+        assert "extra_headers" not in record["request_params"]  # the client's options
+
+
+def test_run_start_and_end_as_lines() -> None:
+    batch = _load(LS_PY)
+    post, patch = batch["post"][0], batch["patch"][0]
+    for text in (json.dumps(post) + "\n" + json.dumps(patch) + "\n",
+                 json.dumps({"post": [post]}) + "\n" + json.dumps({"patch": [patch]}) + "\n",
+                 json.dumps({"post": post}) + "\n" + json.dumps({"patch": patch}) + "\n"):
+        s, report = _imported(text, "runs.jsonl")
+        assert len(report.runs_created) == 1 and report.skipped == []
+        assert s.runs.require_run(report.runs_created[0]).status == "completed"
+        assert _step(s, report.runs_created[0])["response"]["usage"]["input_tokens"] == 9
+
+
+def test_a_batch_with_a_start_whose_end_is_missing_imports_what_is_there() -> None:
+    """The JS run's patch lost, the Python run's kept, and a patch of a run the file
+    never started: the first is a failed run with its question and a note, the second
+    imports whole, the third is skipped saying so."""
+    py, js = _load(LS_PY), _load(LS_JS)
+    stray = {**py["patch"][0], "id": "00000000-0000-0000-0000-00000000dead"}
+    batch = {"post": [js["post"][0], py["post"][0]], "patch": [py["patch"][0], stray]}
+    s, report = _imported(json.dumps(batch))
+    unfinished, whole = report.runs_created
+    run = s.runs.require_run(unfinished)
+    assert run.status == "failed" and "no answer" in (run.error or "")
+    assert s.runs.get(f"{unfinished}:import")["notes"] == [
+        "line 1: post 0: the run's start (post) is in the file but not its end (patch): "
+        "imported without an answer"]
+    # dated by its start (the JS SDK's epoch milliseconds): nothing else dates it
+    assert run.started_at.isoformat() == "2024-10-13T07:05:35.809000+00:00"
+    assert s.runs.require_run(whole).status == "completed"
+    assert [k.where for k in report.skipped] == ["line 1: patch 1", "line 1: post 0"]
+    assert "whose start (post) is not in this file" in report.skipped[0].reason
+    with pytest.raises(ImportFormatError, match="no model call among its records; the end "
+                                                r"\(patch\) of LangSmith run"):
+        _imported(json.dumps({"patch": [stray]}))
+
+
+# -- span exports: a tool definition that cannot be read --------------------------------------
+def test_a_nameless_tool_in_a_span_export_is_noted_and_the_rest_imports() -> None:
+    """The Vercel AI SDK's spans (a real export) with tools offered on the first model
+    call, one of them without a name: that one is left out, noted; the other is kept,
+    and every call of the file imports (the whole file was refused)."""
+    spans = _load(REAL / "vercel-all-spans.json")
+    spans[0]["attributes"]["ai.prompt.tools"] = [
+        json.dumps({"type": "function", "name": "get_weather", "description": "Weather",
+                    "inputSchema": {"type": "object"}}),
+        json.dumps({"type": "function", "description": "a tool with no name",
+                    "inputSchema": {"type": "object"}})]
+    s, report = _imported(json.dumps(spans), "spans.json")
+    assert len(report.runs_created) == 4
+    first = report.runs_created[0]
+    assert [t["name"] for t in _step(s, first)["tools"]] == ["get_weather"]
+    notes = s.runs.get(f"{first}:import")["notes"]
+    assert any("ai.prompt.tools[1] not read, left out of the tools offered: the "
+               "definition has no name" in n for n in notes), notes
+
+
+def test_otlp_tool_definitions_read_one_by_one() -> None:
+    """gen_ai.tool.definitions of an OTLP/JSON export: a nameless definition, one that
+    is not JSON and one that is no object are left out, noted; Gemini's declarations
+    are their functions and its built-in tools kept by name."""
+    doc = _load(FIX / "otel_genai.json")
+    span = doc["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
+    tools = [{"type": "function", "name": "get_weather", "parameters": {"type": "object"}},
+             {"type": "function", "function": {"description": "no name"}},
+             {"function_declarations": [{"name": "lookup", "description": "Look up",
+                                         "parameters": {"type": "OBJECT"}}]},
+             {"code_execution": {}}, 7]
+    span["attributes"].append({"key": "gen_ai.tool.definitions",
+                               "value": {"stringValue": json.dumps(tools)}})
+    s, report = _imported(json.dumps(doc), "trace.json")
+    first = report.runs_created[0]
+    assert [t["name"] for t in _step(s, first)["tools"]] == ["get_weather", "lookup",
+                                                             "code_execution"]
+    notes = s.runs.get(f"{first}:import")["notes"]
+    assert [n.split(": ", 1)[1] for n in notes] == [
+        "gen_ai.tool.definitions[1] not read, left out of the tools offered: the definition "
+        "has no name: {'type': 'function', 'function': {'description': 'no name'}}",
+        "gen_ai.tool.definitions[3]: Gemini's built-in tool 'code_execution' kept by name "
+        "only",
+        "gen_ai.tool.definitions[4] not read, left out of the tools offered: the definition "
+        "must be an object, got 7"], notes
+    span["attributes"][-1] = {"key": "gen_ai.tool.definitions",
+                              "value": {"stringValue": "[{\"name\": "}}
+    s, report = _imported(json.dumps(doc), "trace.json")
+    first = report.runs_created[0]
+    assert "tools" in s.runs.get(f"{first}:memctx")["unknown_fields"]
+    assert any("the tools offered are unknown" in n
+               for n in s.runs.get(f"{first}:import")["notes"])
+
+
+# -- a refused record: what it looks like, the closest format read ----------------------------
+@pytest.mark.parametrize(("record", "looks", "closest"), [
+    ({"request": {"model": "gpt-4o"}, "response": {"choices": []}},
+     "an OpenAI chat-completions record whose request sends no 'messages'",
+     "an OpenAI chat-completions record"),
+    ({"inputs": {"question": "q"}, "outputs": {"answer": "a"}},
+     "a LangSmith dataset example, or a run without its 'run_type'", "a LangSmith run"),
+    ({"id": "msg_1", "type": "message", "role": "assistant", "content": [],
+      "stop_reason": "end_turn"},
+     "the response of an Anthropic Messages API record without its request",
+     "an Anthropic Messages API record"),
+    ({"role": "user", "content": "hi"}, "one chat message",
+     "an OpenAI chat-completions record"),
+    ({"candidates": [], "usageMetadata": {}},
+     "the response of a Gemini API record without its request", "a Gemini API record"),
+])
+def test_a_refused_record_says_what_it_looks_like_and_the_closest_format(
+        tmp_path: Path, record: dict[str, Any], looks: str, closest: str) -> None:
+    path = tmp_path / "export.json"
+    path.write_text(json.dumps(record) + "\n")
+    with pytest.raises(ImportFormatError) as e:
+        import_file(InMemoryStorage(), path)
+    message = str(e.value)
+    assert message.startswith(f"file '{path}': line 1: this looks like {looks}"), message
+    assert f"; the closest format this importer reads is {closest}, " in message
+    assert message.count(". ") == 0  # one sentence
