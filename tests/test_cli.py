@@ -80,6 +80,7 @@ def db_copy(demo_db: str, tmp_path: Path) -> str:
 # -- help ---------------------------------------------------------------------------------
 def test_every_command_is_listed_and_has_an_example() -> None:
     assert command_names() == sorted(["demo", "ui", "import", "threads", "runs", "inspect",
+                                      "attribute",
                                       "replay", "verify", "counterfactual", "why", "diff",
                                       "whatif", "pin", "regress", "erase", "proxy",
                                       "collect"])
@@ -320,7 +321,7 @@ def test_counterfactual_errors(db_copy: str) -> None:
     assert "cannot be combined" in cf("home-cabinets", "--subtract", "all",
                                       "--subtract", "support-1:2")
     assert "nothing to change" in cf("home-cabinets")
-    assert "support-1#2 is not in run 'home-cabinets''s recalled list" in cf(
+    assert "support-1#2 is not a stored message run 'home-cabinets' was given" in cf(
         "home-cabinets", "--subtract", "support-1:2")
     assert "unknown lane 'tools'" in cf("home-cabinets", "--lane", "tools")
 
@@ -937,3 +938,17 @@ def test_pin_errors_are_one_line(db_copy: str) -> None:
                                              "--db", db_copy))
     assert "THREAD:SEQ" in error_line(memwb("pin", "support-3-fixed", "--suite", "s",
                                             "--db", db_copy, "--recalled", "support-1"))
+
+
+def test_attribute_ranks_the_message_that_carried_the_answer(db_copy: str) -> None:
+    out = ok(memwb("attribute", "home-cabinets", "--db", db_copy))
+    lines = out.splitlines()
+    assert lines[0].split()[:3] == ["rank", "taken", "away"]
+    top = lines[1]
+    assert top.split()[1] == "kitchen-plans:20" and "changed" in top
+    assert "12 April" in top
+    assert lines[-1].startswith("1 of ") and "most: kitchen-plans:20" in lines[-1]
+    data = json.loads(ok(memwb("attribute", "home-cabinets", "--db", db_copy, "--json",
+                               "--lanes")))
+    assert {a["kind"] for a in data} == {"message", "lane"}
+    assert "nope" in error_line(memwb("attribute", "nope", "--db", db_copy))

@@ -40,6 +40,7 @@ from memory_core.provenance.prompt import PromptItem
 from memory_core.runs.registry import model_from_info
 from memory_core.runs.runner import Agent
 from memory_core.storage.base import Storage
+from memory_core.text import preview as preview_of
 from memory_core.types import Message, canonical_json
 
 if TYPE_CHECKING:
@@ -58,7 +59,8 @@ DEFAULT_MAX_STEPS: int = Agent(name="default", instructions="", model=None).max_
 
 class Variant(BaseModel):
     """What to change in the frozen prompt. ``subtract_recalled`` is "all" (exactly the
-    provenance record's ``recalled`` list), a list of refs from it, or empty."""
+    provenance record's ``recalled`` list), a list of refs of stored messages the run was
+    given (recalled or recent: the name is older than that), or empty."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     subtract_recalled: Literal["all"] | list[tuple[str, int]] = Field(default_factory=list)
@@ -271,6 +273,8 @@ def apply_variant(storage: Storage, data: RunData, variant: Variant) -> tuple[
     items = list(data.prompt.items)
     memctx = data.memctx
     recalled_refs = [(r.thread_id, r.seq) for r in memctx.recalled] if memctx else []
+    given = {(it.thread_id, it.seq) for it in items
+             if it.lane != "input" and it.thread_id is not None and it.seq is not None}
     removed: list[Ref] = []
     if variant.subtract_recalled == "all":
         targets = set(recalled_refs)
@@ -278,14 +282,14 @@ def apply_variant(storage: Storage, data: RunData, variant: Variant) -> tuple[
         targets = set()
         for ref in variant.subtract_recalled:
             ref = (str(ref[0]), int(ref[1]))
-            if ref not in recalled_refs:
+            if ref not in given:
                 raise InvalidInputError(
-                    f"{ref[0]}#{ref[1]} is not in run '{data.run.run_id}''s recalled list; "
-                    "only recalled messages can be subtracted")
+                    f"{ref[0]}#{ref[1]} is not a stored message run '{data.run.run_id}' was "
+                    "given; only those (recalled or recent) can be taken away")
             targets.add(ref)
     kept: list[PromptItem] = []
     for it in items:
-        if it.lane == "recalled" and it.thread_id is not None and it.seq is not None \
+        if it.lane != "input" and it.thread_id is not None and it.seq is not None \
                 and (it.thread_id, it.seq) in targets:
             removed.append((it.thread_id, it.seq))
             continue
@@ -513,19 +517,25 @@ def attribution(storage: Storage, run_id: str, *, model: Model | None = None,
                 tools: Sequence[Tool] | None = None,
                 agents: Mapping[str, Agent] | None = None,
                 memory: AgentMemory | None = None) -> list[AttributionItem]:
-    """Leave-one-out over the recalled messages (and optionally lanes): which items the
+    """Leave-one-out over every stored message the run was given — recalled and recent,
+    on composed and imported runs alike — (and optionally over lanes): which items the
     answer depended on, most influential first. Each item is a ``counterfactual`` with
-    the same settings; the unchanged prompt is re-asked once for all of them."""
+    the same settings; the unchanged prompt is re-asked once for all of them. A tool
+    exchange goes as a whole (taking away a call takes its results)."""
     setup = _setup(storage, run_id, model, repeats, agent=agent, tools=tools, agents=agents,
                    memory=memory)
-    memctx = setup.data.memctx
-    if memctx is None:
-        raise InvalidInputError(f"run '{run_id}' has no provenance record (:memctx)")
     jobs: list[tuple[Variant, AttributionItem]] = []
-    for r in memctx.recalled:
-        jobs.append((Variant(subtract_recalled=[(r.thread_id, r.seq)]), AttributionItem(
-            kind="message", thread_id=r.thread_id, seq=r.seq, preview=r.preview,
-            changed=False, effect=0.0, answer_without="")))
+    seen: set[Ref] = set()
+    for it in setup.data.prompt.items:
+        if it.lane == "input" or it.thread_id is None or it.seq is None:
+            continue
+        ref = (it.thread_id, it.seq)
+        if ref in seen:
+            continue
+        seen.add(ref)
+        jobs.append((Variant(subtract_recalled=[ref]), AttributionItem(
+            kind="message", thread_id=ref[0], seq=ref[1], lane=it.lane,
+            preview=preview_of(it.message), changed=False, effect=0.0, answer_without="")))
     if include_lanes:
         present = {it.lane for it in setup.data.prompt.items}
         jobs += [(Variant(subtract_lanes=[lane]), AttributionItem(

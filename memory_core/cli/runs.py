@@ -184,7 +184,8 @@ def _chosen_model(storage: Storage, run: str, model: str | None,
 @app.command()
 def counterfactual(run: Annotated[str, typer.Argument(help="Run id.")], db: DbOpt = None,
                    subtract: Annotated[list[str] | None, typer.Option(
-                       help="'all' or THREAD:SEQ of a recalled message (repeatable).")] = None,
+                       help="'all' (the recalled messages) or THREAD:SEQ of any stored "
+                            "message the run was given (repeatable).")] = None,
                    lane: Annotated[list[str] | None, typer.Option(
                        help="A whole lane to remove: recalled, recent, observations, "
                             "working_memory (repeatable).")] = None,
@@ -226,6 +227,44 @@ def counterfactual(run: Annotated[str, typer.Argument(help="Run id.")], db: DbOp
     for note in res.notes:
         say(f"note:     {note}")
     say(f"verdict:  {res.verdict}")
+
+
+@app.command()
+def attribute(run: Annotated[str, typer.Argument(help="Run id.")], db: DbOpt = None,
+              lanes: Annotated[bool, typer.Option(
+                  "--lanes", help="Take away whole lanes too.")] = False,
+              repeats: Annotated[int | None, typer.Option(
+                  help=f"Ask each prompt this many times (1 to {MAX_REPEATS}).", min=1,
+                  max=MAX_REPEATS)] = None,
+              model: ModelOpt = None, base_url: BaseUrlOpt = None,
+              as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+              ) -> None:
+    """Which message carried the answer: take away each stored message the run was
+    given (recalled or recent; with --lanes each lane too), one at a time, re-ask, and
+    rank them by how much the answer changed. Each re-ask is journaled with the run.
+
+    Example: memwb attribute support-3-fixed --lanes
+    """
+    from memory_core.analysis.counterfactual import attribution
+
+    with opened(db, read_only=False) as s:
+        chosen = _chosen_model(s, run, model, base_url)
+        ranked = guarded(lambda: attribution(s, run, model=chosen, include_lanes=lanes,
+                                             repeats=repeats))
+    if as_json:
+        emit_json([a.model_dump(mode="json") for a in ranked])
+        return
+    table([{"rank": i + 1,
+            "taken away": f"{a.thread_id}:{a.seq}" if a.kind == "message"
+            else f"the {a.lane} lane",
+            "lane": a.lane or "", "verdict": a.verdict, "effect": f"{a.effect:.2f}",
+            "message": a.preview if a.kind == "message" else "",
+            "answer without it": a.answer_without} for i, a in enumerate(ranked)],
+          ["rank", "taken away", "lane", "verdict", "effect", "message", "answer without it"])
+    changed = [a for a in ranked if a.verdict == "changed"]
+    say(f"{len(changed)} of {len(ranked)} changed the answer when taken away"
+        + (f"; most: {changed[0].thread_id}:{changed[0].seq}" if changed
+           and changed[0].kind == "message" else "") + ".")
 
 
 @app.command()

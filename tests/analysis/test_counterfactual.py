@@ -35,8 +35,8 @@ def test_subtracting_an_irrelevant_message_does_not(story: World) -> None:
     assert res.removed == [("old", 2)]
 
 
-def test_only_recalled_refs_can_be_subtracted(story: World) -> None:
-    with pytest.raises(InvalidInputError, match="not in run 'r1''s recalled list"):
+def test_only_messages_the_run_was_given_can_be_subtracted(story: World) -> None:
+    with pytest.raises(InvalidInputError, match="old#3 is not a stored message run 'r1' was given"):
         counterfactual(story.storage, "r1", subtract=[("old", 3)], model=reader(story))
     with pytest.raises(InvalidInputError, match="unknown lane 'bogus'"):
         counterfactual(story.storage, "r1", lanes=["bogus"], model=reader(story))

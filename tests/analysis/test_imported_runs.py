@@ -162,11 +162,20 @@ def test_an_imported_run_of_unknown_temperature_measures_noise_first() -> None:
     assert res.verdict == "changed"
 
 
-def test_attribution_of_an_imported_run_over_its_lanes() -> None:
+def test_attribution_of_an_imported_run_over_its_messages_and_lanes() -> None:
+    """A captured conversation has no recall lane (the client sent its history): each
+    message it was given is taken away in turn, and the one that carried the order
+    number is found."""
     s, rid = imported_tool_call_run(history=True)
-    ranked = attribution(s, rid, include_lanes=True,
-                         model=Scripted0([call("1042"), "Which order do you mean?"]))
-    assert [(a.kind, a.lane, a.verdict) for a in ranked] == [("lane", "recent", "changed")]
+    # the unchanged prompt, then: without the user's turn, without the reply, without
+    # the recent lane
+    model = Scripted0([call("1042"), "Which order do you mean?", call("1042"),
+                       "Which order do you mean?"])
+    ranked = attribution(s, rid, include_lanes=True, model=model)
+    assert [(a.kind, a.lane, a.verdict) for a in ranked] == [
+        ("lane", "recent", "changed"), ("message", "recent", "changed"),
+        ("message", "recent", "unchanged")]
+    assert "order 1042" in ranked[1].preview and ranked[1].seq == 0
 
 
 def test_the_cli_replays_an_imported_tool_call_and_says_where_it_stopped(
