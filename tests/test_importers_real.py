@@ -1239,6 +1239,41 @@ EXPECTED.update({
     },
 })
 
+# hand-written imitations of OpenRouter streams (see the README): each streamed call
+# repeats its whole name in every chunk (issue 34.1); the answer names the tool once,
+# and the next request, naming it as the client got it, continues the same thread
+_WEATHER_TOOLS = ["get_weather", "get_time"]
+EXPECTED.update({
+    "openrouter-imitation-tool_name_repeated_streaming.yaml": {
+        "threads": [["user: What is the weather in Oslo, and what time is it there?",
+                     'assistant: → get_weather({"city": "Oslo"}) → get_time({"city": "Oslo"})',
+                     "tool get_weather: 2 °C, light snow",
+                     "tool get_time: 14:05",
+                     "assistant: In Oslo it is 2 °C with light snow, and the local time "
+                     "is 14:05."]],
+        "runs": [("moonshotai/kimi-k2", (142, 38), _WEATHER_TOOLS),
+                 ("moonshotai/kimi-k2", (201, 19), _WEATHER_TOOLS)],
+        "instructions": "You are a helpful assistant.",
+        "call_ids": ["functions.get_weather:0", "functions.get_time:1"],
+        "skipped": ["streamed tool call 0 sent its whole name 'get_weather' in 3 chunks: "
+                    "kept once", "streamed tool call 1 sent its whole name 'get_time' in 3 "
+                    "chunks: kept once"],
+        "finishes": ["tool_calls", "stop"],
+    },
+    # the name repeated is no tool offered: kept as the model sent it, noted
+    "openrouter-imitation-tool_name_not_offered_streaming.yaml": {
+        "threads": [["user: Is it snowing in Tromsø?",
+                     'assistant: → get_wether({"city": "Tromsø"})',
+                     "tool get_wether: Error: no tool named get_wether",
+                     "assistant: I could not look up the weather in Tromsø just now."]],
+        "runs": [("moonshotai/kimi-k2", (71, 17), ["get_weather"]),
+                 ("moonshotai/kimi-k2", (112, 14), ["get_weather"])],
+        "skipped": ["response: tool call 'functions.get_wether:0' names 'get_wether', a "
+                    "tool the request did not offer (offered: get_weather); kept as "
+                    "recorded"],
+    },
+})
+
 
 def test_corpus_is_large_and_varied_enough() -> None:
     files = sorted(p.name for p in REAL.iterdir() if p.name != "README.md")

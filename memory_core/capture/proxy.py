@@ -22,6 +22,7 @@ from starlette.routing import Route
 from memory_core.capture.redact import header_secrets, redact, redact_text
 from memory_core.capture.server import Recorder, validate_upstream
 from memory_core.limits import TooLarge, read_body
+from memory_core.models.openai_stream import ChatStream
 
 log = logging.getLogger("memory_core.capture")
 # never forwarded: they describe one hop, not the request (and we want the upstream's
@@ -52,12 +53,11 @@ def reassemble_sse(raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
 
 def _reassemble(raw: bytes) -> tuple[dict[str, Any] | None, str | None, list[str]]:
     """``reassemble_sse`` plus notes on the chunks it could not use (a chunk that is
-    not a JSON object, a wrong-typed field): those are skipped, never fatal."""
-    content: list[str] = []
-    calls: dict[int, dict[str, Any]] = {}
-    head: dict[str, Any] = {}
+    not a JSON object, a wrong-typed field): those are skipped, never fatal. The
+    chunks are added up by ``ChatStream``, the importer's and the model client's too."""
+    chat = ChatStream()
     notes: list[str] = []
-    role, finish, usage, done = "assistant", None, None, False
+    done = False
     for line in raw.decode("utf-8", errors="replace").splitlines():
         if not line.startswith("data:"):
             continue  # comments (": keep-alive"), event names, ids, retry hints
@@ -78,57 +78,14 @@ def _reassemble(raw: bytes) -> tuple[dict[str, Any] | None, str | None, list[str
         if "error" in chunk:
             return None, (f"the stream carried an error: "
                           f"{json.dumps(chunk['error'])[:300]}"), notes
-        head.update({k: chunk[k] for k in ("id", "model", "created") if k in chunk})
-        if isinstance(chunk.get("usage"), dict):
-            usage = chunk["usage"]
-        choices = chunk.get("choices")
-        if choices is not None and not isinstance(choices, list):
-            notes.append(f"stream chunk's choices is a {type(choices).__name__}, "
-                         "not a list: skipped")
-            continue
-        for choice in choices or []:
-            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
-                continue
-            delta = choice.get("delta")
-            if not isinstance(delta, dict):
-                delta = {}
-            if isinstance(delta.get("role"), str):
-                role = delta["role"]
-            if isinstance(delta.get("content"), str):
-                content.append(delta["content"])
-            tool_calls = delta.get("tool_calls")
-            for tc in tool_calls if isinstance(tool_calls, list) else []:
-                _add_call_delta(calls, tc, notes)
-            if isinstance(choice.get("finish_reason"), str):
-                finish = choice["finish_reason"]
-    if not head and not content and not calls:
+        chat.add(chunk)
+    notes += chat.notes()
+    if not chat.head and not chat.text and not chat.calls:
         return None, "the stream held no chunks" + (
             f" it could read ({notes[0]})" if notes else ""), notes
-    message: dict[str, Any] = {"role": role, "content": "".join(content) if content else None}
-    if calls:
-        message["tool_calls"] = [calls[i] for i in sorted(calls)]
-    response = {**head, "object": "chat.completion",
-                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-                **({"usage": usage} if usage else {})}
-    ended = done or finish is not None
+    response = {**chat.completion(), "object": "chat.completion"}
+    ended = done or chat.finish is not None
     return response, None if ended else "the stream ended before its last chunk", notes
-
-
-def _add_call_delta(calls: dict[int, dict[str, Any]], tc: Any, notes: list[str]) -> None:
-    index = tc.get("index", 0) if isinstance(tc, dict) else None
-    if isinstance(index, bool) or not isinstance(index, int):
-        notes.append(f"stream tool-call delta not understood, skipped: {str(tc)[:80]}")
-        return
-    slot = calls.setdefault(index, {
-        "id": None, "type": "function", "function": {"name": "", "arguments": ""}})
-    if isinstance(tc.get("id"), str) and tc["id"]:
-        slot["id"] = tc["id"]
-    fn = tc.get("function")
-    if not isinstance(fn, dict):
-        return
-    for field in ("name", "arguments"):
-        if isinstance(fn.get(field), str):
-            slot["function"][field] += fn[field]
 
 
 def _choices_problem(doc: Any) -> str | None:

@@ -27,6 +27,7 @@ from memory_core.importers.common import (
     Progress,
     SkippedRecord,
     Stages,
+    check_offered_tools,
     date_undated,
     resolve_tool_names,
 )
@@ -244,6 +245,7 @@ def import_text(storage: Storage, text: str, *, name: str = "<text>",
 def _import_parsed(storage: Storage, parsed: ParsedFile, *, fmt: ImportFormat, name: str,
                    digest: str, embed: Embedder | None, resource_id: str | None,
                    progress: Progress | None, stages: Stages | None = None) -> ImportReport:
+    check_offered_tools(parsed.exchanges)  # (before results take their calls' names)
     resolve_tool_names(parsed.exchanges)  # (the last check of the file's validity)
     date_undated(parsed.exchanges)
     if stages is not None:

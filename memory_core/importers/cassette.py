@@ -23,7 +23,7 @@ from memory_core.importers.bedrock import EVENT_STREAM, event_stream, invoke_chu
 from memory_core.importers.bedrock import model_in_path as bedrock_model
 from memory_core.importers.bedrock_invoke import invoke_family, own_format
 from memory_core.importers.common import ParsedFile, SkippedRecord, Stages, fail
-from memory_core.importers.jsonvalues import MAX_DEPTH, check_value, load_json
+from memory_core.importers.jsonvalues import MAX_DEPTH, check_value, is_sse, load_json
 from memory_core.importers.ollama import json_lines
 from memory_core.importers.openai_jsonl import parse_records, said
 from memory_core.importers.registry import route
@@ -132,8 +132,7 @@ def _body(side: dict[str, Any], where: str) -> Any:
             raise fail(where, f"body cannot be decoded: {e}") from None
     if not isinstance(raw, str):
         raise fail(where, f"body must be text, got {type(raw).__name__}")
-    stripped = raw.lstrip()
-    if stripped.startswith(("data:", "event:")):
+    if is_sse(raw):
         return raw
     lines = json_lines(raw, where)  # a stream of JSON lines (Ollama's)
     return lines if lines is not None else load_json(raw, where, "body")

@@ -383,3 +383,61 @@ def resolve_tool_names(exchanges: Sequence[Exchange]) -> None:
                 ex.response = named[key][1]
         if ex.thread_key:
             known_by_key[ex.thread_key] = known
+
+
+# -- tool calls against the tools offered --------------------------------------------------
+def check_offered_tools(exchanges: Sequence[Exchange]) -> None:
+    """Check each tool call a request's answer makes against the tools that request
+    offered (when it recorded them: ``Exchange.tools`` is not None). A call naming a
+    tool not offered is kept as recorded, with a note naming the call, its name and the
+    tools offered — unless its name is k ≥ 2 copies of one offered tool's name (a
+    streamed name repeated whole in every chunk, joined by whatever reassembled the
+    stream): it is then stored as that tool's name, and noted.
+
+    The same repair is made to the calls of the assistant messages a request sends back
+    (its history), so a client that kept the joined name still continues the thread of
+    the answer stored repaired; those calls are not otherwise checked — each answered
+    an earlier request, whose tools may have differed. A message repaired is replaced
+    by a copy (messages may be shared between exchanges, ``sharing``)."""
+    for ex in exchanges:
+        if ex.tools is None:
+            continue
+        offered = [str(t.get("name")) for t in ex.tools]
+        for i, m in enumerate(ex.history):
+            ex.history[i] = _named_as_offered(ex, m, f"message {i + len(ex.instructions)}",
+                                              offered, answer=False)
+        if ex.response is not None:
+            ex.response = _named_as_offered(ex, ex.response, "response", offered, answer=True)
+
+
+def _named_as_offered(ex: Exchange, m: Message, label: str, offered: list[str], *,
+                      answer: bool) -> Message:
+    """``m``, or a copy whose calls named k copies of an offered tool name it; the
+    calls of an ``answer`` naming no offered tool noted on ``ex``."""
+    if m.role != "assistant" or not isinstance(m.content, list):
+        return m
+    parts = m.content
+    for j, p in enumerate(m.content):
+        if not isinstance(p, ToolCallPart) or p.name in offered:
+            continue
+        whole = _repeated_name(p.name, offered)
+        if whole is not None:
+            parts = list(parts) if parts is m.content else parts
+            parts[j] = p.model_copy(update={"name": whole})
+            ex.notes.append(
+                f"{ex.where}: {label}: tool call '{p.id}' is named {p.name!r}, "
+                f"{len(p.name) // len(whole)} copies of the offered tool {whole!r} (a "
+                f"streamed name repeated in every chunk, joined): stored as {whole!r}")
+        elif answer:
+            ex.notes.append(
+                f"{ex.where}: {label}: tool call '{p.id}' names {p.name!r}, a tool the "
+                f"request did not offer (offered: {', '.join(offered) or 'none'}); "
+                "kept as recorded")
+    return m if parts is m.content else m.model_copy(update={"content": parts})
+
+
+def _repeated_name(name: str, offered: Sequence[str]) -> str | None:
+    """The offered tool name that ``name`` is k ≥ 2 copies of, when exactly one is."""
+    found = {t for t in offered if t and len(name) > len(t) and len(name) % len(t) == 0
+             and t * (len(name) // len(t)) == name}
+    return found.pop() if len(found) == 1 else None

@@ -79,8 +79,11 @@ def load_json(text: str, where: str, what: str = "") -> Any:
     return value
 
 
-def _is_sse(first: str) -> bool:
-    return first.startswith(("data:", "event:", ": "))
+def is_sse(text: str) -> bool:
+    """Text that starts as a server-sent-events stream does: a ``data:`` or ``event:``
+    field, or a comment (``: keep-alive``; OpenRouter opens its streams with
+    ``: OPENROUTER PROCESSING``), which no JSON text starts with."""
+    return text.lstrip().startswith(("data:", "event:", ":"))
 
 
 def _lines(text: str) -> Iterator[tuple[int, str]]:
@@ -109,7 +112,7 @@ def iter_documents(text: str) -> Iterator[tuple[str, Any]]:
     first = next(lines, None)
     if first is None:
         raise fail("file", "the file is empty")
-    if _is_sse(first[1].lstrip()):
+    if is_sse(first[1]):
         raise fail("file", "this is a server-sent-events stream (lines starting 'data:'): it "
                            "holds a response without its request; import a record "
                            "{\"request\": {...}, \"response\": \"<the stream text>\"} instead")

@@ -15,6 +15,7 @@ from memory_core.models.openai_codec import (
     from_openai_tools,
     parse_arguments,
 )
+from memory_core.models.openai_stream import ChatStream
 
 __all__ = ["completed_response", "reassemble_stream", "responses_exchange_parts",
            "sharegpt_messages"]
@@ -45,55 +46,20 @@ def stream_events(stream: list[Any] | str, where: str) -> list[dict[str, Any]]:
 
 def reassemble_stream(stream: list[Any] | str, where: str, notes: list[str]
                       ) -> dict[str, Any]:
-    """``chat.completion.chunk`` deltas joined into one chat completion: content and
-    tool-call arguments concatenated per index, usage from the chunk that carries it
-    (at its top level, or in Groq's ``x_groq`` extension object)."""
-    content: list[str] = []
-    refusal: list[str] = []
-    calls: dict[int, dict[str, Any]] = {}
-    out: dict[str, Any] = {"choices": []}
-    role, finish, other_choices = "assistant", None, False
-    for chunk in stream_events(stream, where):
-        for key in ("id", "model", "created", "usage"):
-            if chunk.get(key) is not None:
-                out[key] = chunk[key]
-        extension = chunk.get("x_groq")
-        if chunk.get("usage") is None and isinstance(extension, dict) \
-                and extension.get("usage") is not None:
-            out["usage"] = extension["usage"]
-        for choice in chunk.get("choices") or []:
-            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
-                other_choices = True
-                continue
-            delta = choice.get("delta") or {}
-            role = delta.get("role") or role
-            if isinstance(delta.get("content"), str):
-                content.append(delta["content"])
-            if isinstance(delta.get("refusal"), str):
-                refusal.append(delta["refusal"])
-            elif isinstance(choice.get("text"), str):  # legacy completions stream text
-                content.append(choice["text"])
-            for tc in delta.get("tool_calls") or []:
-                slot = calls.setdefault(int(tc.get("index", len(calls))),
-                                        {"type": "function",
-                                         "function": {"name": "", "arguments": ""}})
-                if tc.get("id"):
-                    slot["id"] = tc["id"]
-                fn = tc.get("function") or {}
-                slot["function"]["name"] += fn.get("name") or ""
-                slot["function"]["arguments"] += fn.get("arguments") or ""
-            finish = choice.get("finish_reason") or finish
-    if other_choices:
+    """``chat.completion.chunk`` deltas joined into one chat completion by
+    ``ChatStream`` (``models/openai_stream.py``, shared with the model client and the
+    proxy): content and tool-call arguments concatenated per index, a call's name
+    joined from its parts but kept once when every chunk repeats it whole (noted),
+    usage from the chunk that carries it (at its top level, or in Groq's ``x_groq``)."""
+    events = stream_events(stream, where)
+    chat = ChatStream()
+    for chunk in events:
+        chat.add(chunk)
+    notes += [f"{where}: {note}" for note in chat.notes()]
+    if chat.other_choices:
         notes.append(f"{where}: stream choices other than index 0 not imported")
-    message: dict[str, Any] = {"role": role, "content": "".join(content) or None}
-    if "".join(refusal):
-        message["refusal"] = "".join(refusal)
-    if calls:
-        message["tool_calls"] = [calls[i] for i in sorted(calls)]
-    out["choices"] = [{"index": 0, "message": message, "finish_reason": finish}]
-    notes.append(f"{where}: response reassembled from {len(stream_events(stream, where))} "
-                 "stream chunk(s)")
-    return out
+    notes.append(f"{where}: response reassembled from {len(events)} stream chunk(s)")
+    return chat.completion()
 
 
 # -- Responses API --------------------------------------------------------------------------

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from memory_core.errors import InvalidInputError, ModelError
 from memory_core.models.base import ModelIdentity, ModelResponse, ToolSpec, Usage
 from memory_core.models.openai_codec import to_openai_messages, to_openai_tools
+from memory_core.models.openai_stream import ChatStream
 from memory_core.types import Message, ToolCallPart
 
 if TYPE_CHECKING:
@@ -239,39 +240,15 @@ class OpenAIChatModel:
 
     def assemble_stream(self, chunks: Iterable[Any]) -> dict[str, Any]:
         """Streamed ``chat.completion.chunk`` objects (typed or plain dicts) as one
-        chat-completion body: text deltas joined, each tool call's id, name and argument
-        fragments gathered by its ``index``, the last finish reason and usage kept."""
-        text: list[str] = []
-        calls: dict[int, dict[str, Any]] = {}
-        out: dict[str, Any] = {}
+        chat-completion body, added up by ``ChatStream`` (``openai_stream.py``, the
+        importer's and the proxy's too): text deltas joined, each tool call's id, name
+        and argument fragments gathered by its ``index``, the last finish reason and
+        usage kept."""
+        chat = ChatStream()
         for chunk in chunks:
-            data = chunk if isinstance(chunk, dict) else chunk.to_dict(mode="json",
-                                                                         warnings=False)
-            out["model"] = data.get("model") or out.get("model")
-            if data.get("usage"):
-                out["usage"] = data["usage"]
-            for choice in data.get("choices") or []:
-                delta = choice.get("delta") or {}
-                if isinstance(delta.get("content"), str):
-                    text.append(delta["content"])
-                for tc in delta.get("tool_calls") or []:
-                    call = calls.setdefault(int(tc.get("index", len(calls))),
-                                            {"id": None, "name": "", "arguments": ""})
-                    call["id"] = tc.get("id") or call["id"]
-                    fn = tc.get("function") or {}
-                    call["name"] += fn.get("name") or ""
-                    call["arguments"] += fn.get("arguments") or ""
-                if choice.get("finish_reason"):
-                    out["finish_reason"] = choice["finish_reason"]
-        message: dict[str, Any] = {"role": "assistant", "content": "".join(text) or None}
-        if calls:
-            message["tool_calls"] = [
-                {"id": c["id"], "type": "function",
-                 "function": {"name": c["name"], "arguments": c["arguments"]}}
-                for _, c in sorted(calls.items())]
-        return {"model": out.get("model"), "usage": out.get("usage"),
-                "choices": [{"index": 0, "message": message,
-                             "finish_reason": out.get("finish_reason")}]}
+            chat.add(chunk if isinstance(chunk, dict)
+                     else chunk.to_dict(mode="json", warnings=False))
+        return chat.completion()
 
     # -- errors ----------------------------------------------------------------------
     def _redact(self, text: str) -> str:
