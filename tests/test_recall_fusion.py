@@ -125,3 +125,22 @@ def test_every_setting_is_in_the_settings_dict() -> None:
 def test_bad_fusion_settings_name_the_value(kwargs: dict[str, Any]) -> None:
     with pytest.raises(InvalidInputError, match=next(iter(kwargs))):
         RecallConfig(**kwargs)
+
+
+def test_a_later_message_never_lifts_an_older_one_in_an_as_of_recall() -> None:
+    """Recall as of a past moment (a retried turn, a what-if of a past run) ranks as if
+    later messages did not exist: their signal reaches no neighbour through
+    ``context_weight``, so the ranking equals that of the store without them."""
+    early = [("Chit chat", unit(80)), ("Nothing much.", unit(75)),
+             ("Which city did your sister move to?", unit(5)), ("Cities are big.", unit(40))]
+    later = [("Lisbon, since March: sister lives there now.", unit(1))]
+    config = {**PLAIN, "context_weight": 1.0}
+    then = _store(early)
+    now = _store(early + later)
+    out_then = then.run("sister", thread_id="t", resource_id=None,
+                        config=RecallConfig(mode="hybrid", top_k=10, near_misses=0, **config))
+    out_now = now.run("sister", thread_id="t", resource_id=None,
+                      config=RecallConfig(mode="hybrid", top_k=10, near_misses=0, **config),
+                      as_of={"t": 3})
+    assert [(h.seq, h.score) for h in out_now.hits] == [(h.seq, h.score) for h in out_then.hits]
+    assert 4 not in {h.seq for h in out_now.hits}

@@ -39,8 +39,10 @@ def fuse(idx: ScopeIndex, config: RecallConfig, cand: np.ndarray, fmask: np.ndar
     n = idx.n
     keyrank = idx.ranks()
     passing = cand & fmask
-    in_v = np.isfinite(vs) & (vs > 0) & (vs >= config.threshold)
-    in_l = lex > 0
+    # only candidates (rows within an ``as_of`` recall) count, as members and as the
+    # neighbours whose signal a row borrows: a later message never lifts an older one
+    in_v = cand & np.isfinite(vs) & (vs > 0) & (vs >= config.threshold)
+    in_l = cand & (lex > 0)
     if config.context_weight > 0:
         vs = np.where(np.isfinite(vs), with_context(idx, np.where(in_v, vs, 0.0),
                                                      config.context_weight), vs)
