@@ -101,3 +101,24 @@ def test_a_phrase_finds_the_refund_by_words_and_meaning(demo: Storage) -> None:
     assert hit.explanation.fate == why_forgotten(demo, "support-3-forgot",
                                                  _fact_ref(demo)).fate
     assert why_forgotten(demo, "support-3-forgot", "money back approved").fate != "not-stored"
+
+
+def test_what_if_a_lower_recall_bar_had_been_set(demo: Storage) -> None:
+    """Issue 35's demo: lowering the recall threshold re-composes support-3-forgot, as
+    of its time, with the refund recalled, and the offline reader's answer changes; a
+    larger token budget keeps the gate code in move-gate-small-budget; a setting that
+    changes nothing changes no run."""
+    from memory_core.analysis.whatif import what_if
+
+    fact = _fact_ref(demo)
+    run = what_if(demo, ["recall.threshold=0.3", "recall.top_k=8"],
+                  run_ids=["support-3-forgot"], ask=True).runs[0]
+    assert run.status == "changed", run.reason
+    recalled = next(c for c in run.lanes if c.lane == "recalled")
+    assert fact in {(k.thread_id, k.seq) for k in recalled.entered}
+    assert run.answer is not None and run.answer.verdict == "changed"
+    assert "240" in run.answer.new_answer
+    gate = what_if(demo, ["token_budget=4000"], run_ids=["move-gate-small-budget"],
+                   ask=True).runs[0]
+    assert gate.answer is not None and "4417" in gate.answer.new_answer
+    assert what_if(demo, ["recent_n=6"], thread_id="support-3").count("changed") == 0
