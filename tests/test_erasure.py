@@ -256,3 +256,53 @@ def test_an_erasure_killed_midway_leaves_the_database_as_it_was(kind: str,
         for rid in ("o0", "o1", "o2"):
             assert verify_run(s, rid).status == "ok"
         s.close()
+
+
+def _runner(s: Storage, threshold: float = 0.0) -> Runner:
+    embed = HashingEmbedder(256)
+    mem = AgentMemory(s, embed=embed, recent_n=2,
+                      recall=RecallConfig(top_k=3, threshold=threshold, scope="resource"))
+    return Runner(s, {"a": Agent("a", "Answer from the conversation.",
+                                 ReaderModel(embed=embed))}, memory=mem)
+
+
+def test_only_provable_copies_are_redacted_never_equal_text() -> None:
+    """Issue 33: two people say the same sentence; erasing one person's thread must
+    leave the other person's run as it was (it was never given those messages), while
+    a run of the erased person's other thread that recalled the sentence is redacted."""
+    s = InMemoryStorage()
+    runner = _runner(s)
+    same = f"The gate code for the depot is {MARKER}."
+    runner.run("a", run_id="ann-1", thread_id="ann", resource_id="ann", prompt=same)
+    runner.run("a", run_id="bob-1", thread_id="bob", resource_id="bob", prompt=same)
+    runner.run("a", run_id="ann-2", thread_id="ann-later", resource_id="ann",
+               prompt="What is the gate code for the depot?")
+    bob_before = s.runs.list("bob-1:")
+    assert any(MARKER in repr(v) for _, v in s.runs.list("ann-2:"))  # recalled: a copy
+    report = erase_thread(s, "ann")
+    assert "bob-1" not in report.redacted_runs and s.runs.list("bob-1:") == bob_before
+    assert verify_run(s, "bob-1").status != "redacted"
+    assert report.redacted_runs == ["ann-2"]
+    assert not any(MARKER in repr(v) for _, v in s.runs.list("ann-2:"))
+    assert s.memory.get_messages("bob")[0].text() == same
+
+
+def test_a_short_erased_text_and_its_digest_leave_the_runs_given_it() -> None:
+    """A gate code of four characters stayed in other runs' answers (too short to be
+    matched as text) and each step kept an unsalted digest of the erased message, from
+    which 10,000 guesses recovered it. In a run given the message, both go."""
+    from memory_core.journal.hashes import message_hash
+
+    s = InMemoryStorage()
+    runner = _runner(s)
+    runner.run("a", run_id="c-1", thread_id="code", resource_id="u", prompt="4471")
+    runner.run("a", run_id="q-1", thread_id="ask", resource_id="u",
+               prompt="4471 is what code?")
+    erased = s.memory.get_messages("code")
+    digests = {message_hash(m.as_message()) for m in erased}
+    assert any(d in repr(s.runs.list("q-1:")) for d in digests)
+    erase_thread(s, "code")
+    text = repr(s.runs.list("q-1:"))
+    assert not any(d in text for d in digests)
+    assert verify_run(s, "q-1").status == "redacted"
+    assert replay(s, "q-1").integrity == "redacted"  # the digests left are still checked

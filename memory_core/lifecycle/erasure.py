@@ -3,14 +3,20 @@ vectors, working memory, observations, runs and journals, and redacts every othe
 records that hold its text — frozen prompts, provenance previews, model steps, tool
 calls, outputs and counterfactual records — re-sealing them as redacted.
 
-What is redacted elsewhere: every prompt item and provenance ref that came from the
-erased thread (wholly), and every occurrence, in any string of another run's records,
-of an erased message's text, of one of its lines or sentences (12 characters or more),
-or of one of its identifier-like tokens (5+ characters with a digit, an ``@``, or a
-``-``/``_`` joining two parts: order numbers, codes, e-mail addresses). Answers that
-other runs stored after being given the erased text are redacted in place (their
-vectors dropped) and the report names their threads (``answered_with``) so the operator
-can decide what else to do with them.
+What is redacted elsewhere: only provable copies, never text that merely happens to be
+equal. A run is exposed when its records refer to a message of the erased thread (a
+prompt item, a provenance ref: it was given it) or it ran for the same resource (its
+working memory and recall held the same person's text). In an exposed run: every item
+and ref from the erased thread (wholly), the digests of the erased messages in its step
+records (``input_hashes``, ``input_hash``: a short text is guessed from its hash), and
+every occurrence, in any string of its records, of an erased message's text (4
+characters or more), of one of its lines or sentences (12 or more), or of one of its
+identifier-like tokens (5+ characters with a digit, an ``@``, or a ``-``/``_`` joining
+two parts: order numbers, codes, e-mail addresses). A run of another person that was
+never given the erased messages is left as it is, whatever it says. Answers that
+exposed runs stored are redacted in place (their vectors dropped) and the report names
+their threads (``answered_with``) so the operator can decide what else to do with
+them.
 
 Erasure is resumable: other runs are redacted before anything is deleted, so a crash
 leaves either the thread (erase again redoes the idempotent redaction) or leftovers of
@@ -25,6 +31,7 @@ from typing import Any
 
 from memory_core.errors import InvalidInputError, NotFoundError
 from memory_core.journal import ObserverReader, RunKeys
+from memory_core.journal.hashes import REDACTED_DIGEST, message_hash
 from memory_core.journal.keys import SUITES_PREFIX
 from memory_core.journal.seal import Redaction, reseal_run, verify_run
 from memory_core.storage.base import RESOURCE_WM_PREFIX, THREAD_WM_PREFIX, Storage
@@ -50,8 +57,9 @@ def _identifier_like(tok: str) -> bool:
             or bool(re.search(r"\w[-_]\w", tok)))
 
 
-def needles(messages: Iterable[StoredMessage]) -> list[str]:
-    """The strings whose every occurrence elsewhere is redacted, longest first."""
+def needles(messages: Iterable[StoredMessage], *, shortest: int = 8) -> list[str]:
+    """The strings whose every occurrence in an exposed run is redacted, longest first:
+    whole texts of ``shortest`` characters or more, sentences, identifier-like tokens."""
     out: set[str] = set()
     for m in messages:
         texts = [m.text() or ""]
@@ -61,7 +69,7 @@ def needles(messages: Iterable[StoredMessage]) -> list[str]:
             texts.append(str(res.result))
         for text in texts:
             text = text.strip()
-            if len(text) >= 8:
+            if len(text) >= shortest:
                 out.add(text)
             out.update(s.strip() for s in _SENTENCE.findall(text) if len(s.strip()) >= 12)
             out.update(t.strip(".-+") for t in _TOKEN.findall(text) if _identifier_like(t))
@@ -69,17 +77,38 @@ def needles(messages: Iterable[StoredMessage]) -> list[str]:
 
 
 class Redactor:
-    """Replaces, in any JSON value, the erased thread's items and texts."""
+    """Replaces, in any JSON value, the erased thread's items and texts, and the digests
+    of its messages."""
 
-    def __init__(self, thread_id: str, needles: list[str]) -> None:
+    def __init__(self, thread_id: str, needles: list[str],
+                 digests: Iterable[str] = ()) -> None:
         self.thread_id = thread_id
         self.needles = needles
+        self.digests = frozenset(digests)
+
+    def refers(self, value: Any) -> bool:
+        """Whether a JSON value names a message of the erased thread."""
+        if isinstance(value, dict):
+            return value.get("thread_id") == self.thread_id or any(
+                self.refers(v) for v in value.values())
+        if isinstance(value, list):
+            return any(self.refers(v) for v in value)
+        return False
 
     def value(self, value: Any) -> Any:
         if isinstance(value, dict):
             if value.get("thread_id") == self.thread_id:
                 return {k: _blank(v, k) for k, v in value.items()}
-            return {k: self.value(v) for k, v in value.items()}
+            out = {k: self.value(v) for k, v in value.items()}
+            hashes = out.get("input_hashes")
+            if isinstance(hashes, list) and self.digests & set(hashes):
+                # a step whose input held an erased message: its digests would let a
+                # short text be guessed back (the whole-input one as well)
+                out["input_hashes"] = [REDACTED_DIGEST if h in self.digests else h
+                                       for h in hashes]
+                if isinstance(out.get("input_hash"), str):
+                    out["input_hash"] = REDACTED_DIGEST
+            return out
         if isinstance(value, list):
             return [self.value(v) for v in value]
         if isinstance(value, str):
@@ -91,6 +120,13 @@ class Redactor:
             if n in text:
                 text = text.replace(n, REDACTED)
         return text
+
+
+def _redactor(thread_id: str, erased: Sequence[StoredMessage]) -> Redactor:
+    """What an erasure of these messages redacts in an exposed run: their texts (4
+    characters or more), sentences and identifiers, and their digests."""
+    return Redactor(thread_id, needles(erased, shortest=4),
+                    [message_hash(m.as_message()) for m in erased])
 
 
 def _blank(value: Any, key: str) -> Any:
@@ -110,7 +146,8 @@ def _blank(value: Any, key: str) -> Any:
 
 
 def _redact_runs(storage: Storage, redactor: Redactor, erased_runs: set[str],
-                 erased: list[StoredMessage]) -> tuple[list[str], list[str]]:
+                 erased: list[StoredMessage],
+                 resource_id: str | None) -> tuple[list[str], list[str]]:
     """Redact every other run's records; returns (runs redacted, threads whose stored
     answers were given by those runs)."""
     thread_id = redactor.thread_id
@@ -122,6 +159,10 @@ def _redact_runs(storage: Storage, redactor: Redactor, erased_runs: set[str],
             continue
         keys = RunKeys(run.run_id)
         entries = [(k, v) for k, v in storage.runs.list(keys.prefix) if k != keys.seal]
+        exposed = (resource_id is not None and run.resource_id == resource_id) or any(
+            redactor.refers(v) for _, v in entries)
+        if not exposed:
+            continue  # never given the erased messages: equal text is not a copy
         changed: list[str] = []
         for key, raw in entries:
             new = redactor.value(raw)
@@ -194,9 +235,9 @@ def _erase_thread(storage: Storage, thread_id: str) -> ErasureReport:
     report = ErasureReport()
     if thread is not None:
         erased = storage.memory.get_messages(thread_id)
-        redactor = Redactor(thread_id, needles(erased))
+        redactor = _redactor(thread_id, erased)
         report.redacted_runs, report.answered_with = _redact_runs(
-            storage, redactor, set(own_runs), erased)
+            storage, redactor, set(own_runs), erased, thread.resource_id)
         _redact_working_memory(storage, redactor, thread.resource_id)
         deleted = storage.memory.delete_thread(thread_id)
         report = deleted.model_copy(update={"redacted_runs": report.redacted_runs,
@@ -328,8 +369,9 @@ def _redact_from_elsewhere(storage: Storage, other: Storage, thread_id: str) -> 
     erased on ``other`` afterwards, so a crash in between redoes this)."""
     erased = other.memory.get_messages(thread_id)
     own = [r.run_id for r in storage.runs.list_runs(thread_id=thread_id)]
-    redactor = Redactor(thread_id, needles(erased))
-    redacted, answered = _redact_runs(storage, redactor, set(own), erased)
+    thread = other.memory.get_thread(thread_id)
+    redacted, answered = _redact_runs(storage, _redactor(thread_id, erased), set(own), erased,
+                                      thread.resource_id if thread else None)
     journal = sum(storage.runs.delete(RunKeys(rid).prefix) for rid in own)
     journal += ObserverReader(storage.runs, thread_id).erase()
     key = f"{THREAD_WM_PREFIX}{thread_id}"
