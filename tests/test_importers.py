@@ -447,6 +447,38 @@ def test_a_write_failing_midway_is_compensated(fail_at: int,
     assert len(import_file(s, FIX / "openai_support.jsonl").runs_created) == 4
 
 
+def test_a_failed_import_leaves_runs_that_say_the_same_untouched(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 33: the clean-up of a failed import erased its new threads with
+    erase_thread, which redacted an existing run of the same person holding the same
+    sentence: the database changed although the import failed. It now removes only
+    what the import wrote."""
+    from memory_core.composition.memory import AgentMemory
+    from memory_core.models.scripted import ScriptedModel
+    from memory_core.runs.runner import Agent, Runner
+
+    s = storage()
+    Runner(s, {"a": Agent("a", "Help.", ScriptedModel(["Sure."]))},
+           memory=AgentMemory(s)).run(
+        "a", run_id="mine", thread_id="mine", resource_id="cust-7",
+        prompt="My order 1042 arrived broken. Can I get a refund?")
+    before = snapshot(s)
+    real = s.runs.put_if_absent
+    calls = {"n": 0}
+
+    def flaky(key: str, value: Any) -> bool:
+        calls["n"] += 1
+        if calls["n"] == 12:
+            raise RuntimeError("disk full")
+        return real(key, value)
+
+    monkeypatch.setattr(s.runs, "put_if_absent", flaky)
+    with pytest.raises(RuntimeError, match="disk full"):
+        import_file(s, FIX / "openai_support.jsonl", embed=HashingEmbedder(16))
+    monkeypatch.undo()
+    assert snapshot(s) == before
+
+
 # -- embedding, detection, options -----------------------------------------------------------
 def test_embeddings_are_batched_with_progress(monkeypatch: pytest.MonkeyPatch) -> None:
     import memory_core.importers.writer as writer

@@ -30,7 +30,6 @@ from memory_core.journal import (
     ToolSpecRecord,
 )
 from memory_core.journal.seal import seal_of
-from memory_core.lifecycle.erasure import erase_thread
 from memory_core.models.base import ModelIdentity, ModelResponse
 from memory_core.provenance.prompt import FrozenPrompt, PromptItem
 from memory_core.provenance.record import (
@@ -337,8 +336,8 @@ def _compensate(storage: Storage, threads: Sequence[str], runs: Sequence[str]) -
             storage.runs.delete_runs([rid])
         except Exception:  # noqa: BLE001
             pass
-    for tid in threads:
-        try:
-            erase_thread(storage, tid)
+    for tid in threads:  # the import made them: nothing else was ever given them, so
+        try:              # they go without an erasure's redaction of other runs
+            storage.memory.delete_thread(tid)
         except Exception:  # noqa: BLE001
             pass
