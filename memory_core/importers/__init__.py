@@ -29,6 +29,7 @@ from memory_core.importers.common import (
     Stages,
     check_offered_tools,
     date_undated,
+    keep_file_order,
     resolve_tool_names,
 )
 from memory_core.importers.containers import container_for
@@ -247,7 +248,7 @@ def _import_parsed(storage: Storage, parsed: ParsedFile, *, fmt: ImportFormat, n
                    progress: Progress | None, stages: Stages | None = None) -> ImportReport:
     check_offered_tools(parsed.exchanges)  # (before results take their calls' names)
     resolve_tool_names(parsed.exchanges)  # (the last check of the file's validity)
-    date_undated(parsed.exchanges)
+    keep_file_order(parsed.exchanges, date_undated(parsed.exchanges))
     if stages is not None:
         stages("read", parsed.records, parsed.records)
     report = ImportReport(format=fmt, file=name, sha1=digest, skipped=list(parsed.skipped),

@@ -138,19 +138,20 @@ class ParsedFile:
         self.records = self.records or len(self.exchanges)
 
 
-def date_undated(exchanges: Sequence[Exchange]) -> None:
+def date_undated(exchanges: Sequence[Exchange]) -> list[Exchange]:
     """Give an undated exchange of a file whose other exchanges carry times (a failed
     call recorded without a response, whose ``created`` dated the others) the time of
     the dated one before it, a microsecond later for each undated one in a row (before
     the first dated one: just before it), with a note saying so. It was dated
     1970-01-01 plus its index, and so sorted before the calls it came between. A file
-    with no time at all keeps that rule (``undated``)."""
+    with no time at all keeps that rule (``undated``). Returns the exchanges placed."""
     dated = [ex for ex in exchanges if ex.started_at is not None]
     if not dated or len(dated) == len(exchanges):
-        return
+        return []
     prev: Exchange | None = None
     step = 0
     leading: list[Exchange] = []
+    placed: list[Exchange] = []
     for ex in exchanges:
         if ex.started_at is not None or ex.finished_at is not None:
             if ex.started_at is not None:
@@ -163,10 +164,45 @@ def date_undated(exchanges: Sequence[Exchange]) -> None:
         base = prev.finished_at or prev.started_at
         assert base is not None
         _place(ex, base + timedelta(microseconds=step), f"just after {prev.where}")
+        placed.append(ex)
     first = dated[0]
     assert first.started_at is not None
     for back, ex in enumerate(reversed(leading), start=1):
         _place(ex, first.started_at - timedelta(microseconds=back), f"just before {first.where}")
+    return placed + leading
+
+
+_SECOND, _MICRO = timedelta(seconds=1), timedelta(microseconds=1)
+
+
+def keep_file_order(exchanges: Sequence[Exchange], placed: Sequence[Exchange] = ()) -> None:
+    """Calls recorded in the same second keep the file's order. Runs are listed by
+    time, then run id (a hash): a cassette's third call, dated the second of its
+    second, was listed before it. A call whose time has no part finer than the second
+    (an HTTP ``Date`` header, OpenAI's ``created``), or that ``date_undated`` placed,
+    and that is not after a call earlier in the file in that second, is placed a
+    microsecond after the latest of them — inside the second it was recorded in — with
+    a note saying so. A time with a finer part is as recorded, and so is a call the
+    recording puts in an earlier second than a call before it: times ordered them."""
+    latest: dict[datetime, datetime] = {}  # each second: the latest time given in it
+    moved = {id(ex) for ex in placed}
+    for ex in exchanges:
+        at = ex.started_at
+        if at is None:
+            continue
+        second = at.replace(microsecond=0)
+        last = latest.get(second)
+        if (at == second or id(ex) in moved) and last is not None and at <= last \
+                and last + _MICRO < second + _SECOND:
+            ex.started_at = at = last + _MICRO
+            if ex.finished_at is not None and ex.finished_at < at:
+                ex.finished_at = at
+            if id(ex) not in moved:  # (a placed call's note already says where it is)
+                ex.notes.append(
+                    f"{ex.where}: recorded in the same second as a call before it in the "
+                    f"file; placed {(at - second) // _MICRO} µs later, to keep the "
+                    "file's order")
+        latest[second] = max(at, last) if last is not None else at
 
 
 def _place(ex: Exchange, at: datetime, where: str) -> None:

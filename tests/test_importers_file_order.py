@@ -1,0 +1,107 @@
+"""Calls recorded to the whole second keep the file's order wherever runs are listed
+(issue 34.5): runs are listed by time, then run id — a hash — so a cassette's third
+call, recorded in the same second as its second, was listed before it."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import yaml
+from typer.testing import CliRunner
+
+from memory_core.analysis import views
+from memory_core.cli import app
+from memory_core.importers import import_file, import_text
+from memory_core.storage.duckdb import DuckDBStorage
+from memory_core.storage.inmemory import InMemoryStorage
+
+REAL = Path(__file__).parent / "fixtures" / "imports" / "real"
+# three chat completions; the second and third were both created at 00:24:07
+CREWAI = REAL / "crewai-test_tool_spans_nested_under_agent_span.yaml"
+SECOND = datetime(2026, 3, 5, 0, 24, 7, tzinfo=UTC)
+
+
+def test_a_real_cassettes_calls_of_one_second_are_listed_in_file_order(tmp_path: Path) -> None:
+    db = tmp_path / "crewai.duckdb"
+    with DuckDBStorage(db) as s:
+        report = import_file(s, CREWAI)
+        in_file = report.runs_created
+        assert len(in_file) == 3
+        started = [s.runs.require_run(r).started_at for r in in_file]
+        assert [r.run_id for r in s.runs.list_runs()] == in_file
+        assert [r.run_id for r in views.list_runs(s)] == in_file
+        assert [r.run_id for r in views.Runs(views.list_runs(s))] == in_file
+    # the times stay in the seconds recorded; only the third moves, a microsecond
+    assert [t.replace(microsecond=0) for t in started[1:]] == [SECOND, SECOND]
+    assert started[1] == SECOND and started[2] == SECOND + timedelta(microseconds=1)
+    assert any(s.where == "interaction 3" and "to keep the file's order" in s.reason
+               for s in report.skipped)
+    out = CliRunner().invoke(app, ["runs", "--db", str(db)])
+    assert out.exit_code == 0, out.output
+    listed = [line.split()[0] for line in out.output.splitlines()[1:]]
+    assert listed == in_file
+
+
+def _call(n: int, date: str | None) -> dict[str, Any]:
+    """An Anthropic call (its body has no time: the Date header is the only one)."""
+    request = {"model": "claude-sonnet-4-5", "max_tokens": 64,
+               "messages": [{"role": "user", "content": f"question {n}"}]}
+    answer = {"type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+              "content": [{"type": "text", "text": f"answer {n}"}],
+              "stop_reason": "end_turn", "usage": {"input_tokens": 3, "output_tokens": 1}}
+    headers = {"Content-Type": ["application/json"]}
+    if date is not None:
+        headers["Date"] = [date]
+    return {"request": {"method": "POST", "uri": "https://api.anthropic.com/v1/messages",
+                        "body": json.dumps(request), "headers": {}},
+            "response": {"status": {"code": 200}, "headers": headers,
+                         "body": {"string": json.dumps(answer)}}}
+
+
+def _imported(text: str, name: str) -> tuple[list[str], list[datetime], list[str]]:
+    s = InMemoryStorage()
+    report = import_text(s, text, name=name)
+    times = [s.runs.require_run(r).started_at for r in report.runs_created]
+    return report.runs_created, times, [r.run_id for r in views.list_runs(s)]
+
+
+def test_many_calls_of_one_second_and_an_undated_one_keep_their_order() -> None:
+    date = "Tue, 03 Feb 2026 15:19:54 GMT"
+    at = datetime(2026, 2, 3, 15, 19, 54, tzinfo=UTC)
+    calls = [_call(0, date), _call(1, date), _call(2, None), _call(3, date),
+             _call(4, "Tue, 03 Feb 2026 15:19:55 GMT"), _call(5, date)]
+    in_file, times, listed = _imported(yaml.safe_dump({"interactions": calls}), "c.yaml")
+    # 0 as recorded; 1 a µs into the second; the undated 2 just after it; 3 and 5 after
+    # the latest call of 15:19:54 before them: inside the second each was recorded in
+    us = timedelta(microseconds=1)
+    assert times == [at, at + us, at + 2 * us, at + 3 * us, at + timedelta(seconds=1),
+                     at + 4 * us]
+    # 5 is listed before 4: the recording puts it in the second before 4's
+    assert listed == [*in_file[:4], in_file[5], in_file[4]]
+
+
+def test_a_time_with_a_finer_part_is_kept_as_recorded() -> None:
+    def entry(n: int, started: str) -> dict[str, Any]:
+        request = {"model": "claude-sonnet-4-5", "max_tokens": 64,
+                   "messages": [{"role": "user", "content": f"question {n}"}]}
+        answer = {"type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+                  "content": [{"type": "text", "text": f"answer {n}"}],
+                  "stop_reason": "end_turn", "usage": {"input_tokens": 3, "output_tokens": 1}}
+        return {"startedDateTime": started,
+                "request": {"method": "POST", "url": "https://api.anthropic.com/v1/messages",
+                            "headers": [], "postData": {"mimeType": "application/json",
+                                                        "text": json.dumps(request)}},
+                "response": {"status": 200, "headers": [], "content": {
+                    "mimeType": "application/json", "text": json.dumps(answer)}}}
+
+    started = ["2026-02-03T15:19:54.123Z", "2026-02-03T15:19:54.123Z", "2026-02-03T15:19:54Z"]
+    har = {"log": {"version": "1.2", "creator": {"name": "t", "version": "1"},
+                   "entries": [entry(n, t) for n, t in enumerate(started)]}}
+    _, times, _ = _imported(json.dumps(har), "c.har")
+    ms = datetime(2026, 2, 3, 15, 19, 54, 123000, tzinfo=UTC)
+    # two calls of one millisecond: the recording has a finer part, so they are as
+    # recorded; a call to the second after them is placed after the latest
+    assert times == [ms, ms, ms + timedelta(microseconds=1)]
