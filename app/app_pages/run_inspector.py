@@ -162,12 +162,37 @@ if view.candidates:
 else:
     st.text("(no recall candidates recorded)")
 
+rec = view.recorded
+if rec is not None:  # an imported run: what its recording says of the call
+    said = rec.said()
+    st.markdown("#### Recorded call")
+    cols = st.columns(3)
+    with cols[0]:
+        st.caption("Model")
+        st.code(said["model"], language=None, wrap_lines=True)
+    usage = rec.usage
+    for col, label, count, estimate in (
+            (cols[1], "Input tokens", usage.input_tokens if usage else None, rec.estimated_in),
+            (cols[2], "Output tokens", usage.output_tokens if usage else None,
+             rec.estimated_out)):
+        col.metric(f"{label} (recorded)",
+                   count if count is not None else ("unknown" if rec.answered else "none"))
+        if estimate is not None:
+            col.caption(escape_md(f"our estimate: {counted(estimate, 'token')} (chars/4)"))
+    st.caption(escape_md(f"Finish reason: {said['finish']} · tools offered: {said['tools']}"))
+    st.caption("Request parameters")
+    if rec.params:
+        json_view(rec.params)
+    else:
+        st.text("(none recorded)")
+
 st.markdown("#### Model steps")
 if not view.steps:
     st.text("(no model steps recorded)")
 for s in view.steps:
-    label = (f"Step {s.n} · {s.model.get('name', '?')} · "
-             f"{s.input_tokens} in / {s.output_tokens} out")
+    tokens = f"{s.input_tokens} in / {s.output_tokens} out" if s.usage_known \
+        else "usage not recorded"
+    label = f"Step {s.n} · {s.model.get('name', '?')} · {tokens}"
     with st.expander(escape_md(label), expanded=True):
         if s.text:
             literal(s.text)

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from memory_core.analysis.recorded import RecordedCall, recorded_call
 from memory_core.errors import InvalidInputError, MemoryCoreError, NotFoundError
 from memory_core.journal import OutputRecord, RunReader, RunStep, prefetched_readers
 from memory_core.provenance.prompt import FrozenPrompt, PromptItem
@@ -488,6 +489,7 @@ class StepView(BaseModel):
     input_tokens: int
     output_tokens: int
     finish_reason: str | None
+    usage_known: bool = True  # False: an imported step whose recording had no usage
 
 
 class ToolCallView(BaseModel):
@@ -515,6 +517,7 @@ class RunView(BaseModel):
     tool_calls: list[ToolCallView]
     answer: str | None
     notes: list[str]
+    recorded: RecordedCall | None = None  # an imported run: what its recording says
 
     def lane(self, name: str) -> LaneView:
         for lv in self.lanes:
@@ -623,7 +626,7 @@ def _steps(steps: Sequence[RunStep]) -> list[StepView]:
                             model=step.model.model_dump(mode="json"),
                             input_tokens=resp.usage.input_tokens,
                             output_tokens=resp.usage.output_tokens,
-                            finish_reason=resp.finish_reason))
+                            finish_reason=resp.finish_reason, usage_known=step.record.usage_known))
     return out
 
 
@@ -638,9 +641,8 @@ UNKNOWN_SETTING = "unknown (not in the record)"
 
 def _known_settings(memctx: Memctx | None) -> dict[str, Any]:
     """The run's settings as the Settings table shows them: a setting the record could
-    not know (``unknown_fields``) reads ``UNKNOWN_SETTING``, never a placeholder value.
-    An imported run's ``embedder`` is kept: it is the one that embedded its messages in
-    this database, not a setting of the recorded system."""
+    not know (``unknown_fields``) reads ``UNKNOWN_SETTING``, never a placeholder value;
+    an imported run's ``embedder`` is kept (it embedded its messages in this database)."""
     if memctx is None:
         return {}
     flat = memctx.settings.flat()
@@ -717,7 +719,6 @@ def run_view(storage: Storage, run_id: str) -> RunView:
              for lane in VIEW_LANES]
     settings: CompositionSettings | None = memctx.settings if memctx else None
     steps = reader.steps()
-    answer = run_answer(steps, reader.output())
     return RunView(
         run=run, error=run.error, query=memctx.query if memctx else None,
         lanes=lanes, settings=_known_settings(memctx),
@@ -725,10 +726,10 @@ def run_view(storage: Storage, run_id: str) -> RunView:
                    and memctx and not memctx.is_unknown_setting("threshold") else None),
         top_k=(settings.recall.top_k if settings and settings.recall
                and memctx and not memctx.is_unknown_setting("top_k") else None),
-        candidates=_candidates(memctx),
-        recall_skipped=memctx.recall_skipped if memctx else None,
-        steps=_steps(steps), tool_calls=_tool_calls(reader),
-        answer=answer, notes=notes)
+        candidates=_candidates(memctx), recall_skipped=memctx.recall_skipped if memctx else None,
+        steps=_steps(steps), tool_calls=_tool_calls(reader), notes=notes,
+        answer=run_answer(steps, reader.output()),
+        recorded=recorded_call(reader.import_record(), memctx, steps, run.agent))
 
 
 # -- choosing two runs to compare -------------------------------------------------------

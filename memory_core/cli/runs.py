@@ -66,9 +66,12 @@ def runs(db: DbOpt = None,
 @app.command()
 def inspect(run: Annotated[str, typer.Argument(help="Run id.")], db: DbOpt = None,
             as_json: Annotated[bool, typer.Option(
-                "--json", help="Print the provenance record (:memctx) as JSON.")] = False
+                "--json", help="Print the provenance record (:memctx) as JSON, without "
+                               "the fields it lists as unknown.")] = False
             ) -> None:
-    """Show what a run's prompt held, lane by lane (or its provenance record as JSON).
+    """Show what a run's prompt held, lane by lane, and for an imported run what its
+    recording says of the call (model, parameters, tools offered, usage beside our
+    estimate); or its provenance record as JSON.
 
     Example: memwb inspect support-3-forgot --json
     """
@@ -83,7 +86,7 @@ def inspect(run: Annotated[str, typer.Argument(help="Run id.")], db: DbOpt = Non
             memctx = guarded(reader.memctx)  # upgraded to the current record version
             if memctx is None:
                 raise fail(f"run {run!r} has no provenance record ({reader.keys.memctx})")
-            emit_json(memctx.model_dump(mode="json"))
+            emit_json(memctx.known_json())  # (never a placeholder for what is unknown)
             return
         v = guarded(lambda: views.run_view(s, run))
     rows = [it.model_dump() for lane in v.lanes for it in lane.items]
@@ -92,6 +95,8 @@ def inspect(run: Annotated[str, typer.Argument(help="Run id.")], db: DbOpt = Non
     say("")
     say("tokens: " + ", ".join(f"{lv.lane} {lv.tokens}" for lv in v.lanes
                                       if lv.lane != "dropped") + f" (total {v.total_tokens})")
+    for line in v.recorded.lines() if v.recorded is not None else []:
+        say(line)
     for tc in v.tool_calls:
         outcome = tc.error if tc.error is not None else tc.result
         say(f"tool: {tc.name}({tc.args}) → {outcome} [{tc.status}]")

@@ -265,16 +265,20 @@ def _read_blocks(blocks: list[Any], where: str, notes: list[str], *, in_user_mes
 def assistant_turn(content: Any, where: str, notes: list[str]) -> Message:
     """An assistant message (in the history, or the response) as the Runner makes one
     of a model step: its text blocks as one text (noted when several were joined), then
-    its ``tool_use`` blocks as tool calls; thinking and server-tool blocks noted."""
+    its ``tool_use`` blocks as tool calls; thinking and server-tool blocks, and the
+    citations of its texts, noted."""
     blocks = _blocks(content, where)
     if blocks is None:
         return Message(role="assistant", content=content)
     texts: list[str] = []
     calls: list[ToolCallPart] = []
+    cited = 0
     for j, block in enumerate(blocks):
         kind = _block_type(block, where, j)
         if kind == "text":
             texts.append(_text(block, where, j))
+            citations = block.get("citations")
+            cited += len(citations) if isinstance(citations, list) else 0
         elif kind == "tool_use":
             cid, name = block.get("id"), block.get("name")
             if not isinstance(cid, str) or not cid or not isinstance(name, str) or not name:
@@ -288,6 +292,8 @@ def assistant_turn(content: Any, where: str, notes: list[str]) -> Message:
                               "(expected text, tool_use, thinking or redacted_thinking)")
     if len(texts) > 1:
         notes.append(f"{where}: {len(texts)} text blocks joined into one text")
+    if cited:  # (where a text came from: a document, a search result, a web page)
+        notes.append(f"{where}: {cited} citation(s) of its text not imported")
     return assistant_message(ModelResponse(text="".join(texts) or None, tool_calls=calls))
 
 

@@ -23,6 +23,7 @@ from memory_core.importers.bedrock import EVENT_STREAM, event_stream, invoke_chu
 from memory_core.importers.bedrock import model_in_path as bedrock_model
 from memory_core.importers.bedrock_invoke import invoke_family, own_format
 from memory_core.importers.common import ParsedFile, SkippedRecord, Stages, fail
+from memory_core.importers.formats.fields import TOKEN_HEADERS
 from memory_core.importers.jsonvalues import MAX_DEPTH, check_value, is_sse, load_json
 from memory_core.importers.ollama import json_lines
 from memory_core.importers.openai_jsonl import parse_records, said
@@ -46,13 +47,26 @@ def _header(headers: Any, name: str) -> str:
 
 def _raw_header(headers: Any, name: str) -> str:
     """A header's (first) value as recorded (a serializer may keep it as bytes)."""
+    value = _header_value(headers, name)
+    return "" if value is None else str(value)
+
+
+def _header_value(headers: Any, name: str) -> Any:
+    """A header's (first) value as recorded, bytes decoded; None when it has none."""
     if not isinstance(headers, dict):
-        return ""
+        return None
     for k, v in headers.items():
         if str(k).lower() == name:
             value = v[0] if isinstance(v, list) and v else v
-            return value.decode("latin-1") if isinstance(value, bytes) else str(value)
-    return ""
+            return value.decode("latin-1") if isinstance(value, bytes) else value
+    return None
+
+
+def usage_headers(headers: Any) -> dict[str, Any]:
+    """The token counts a response sent as headers (``fields.TOKEN_HEADERS``), by
+    their lower-case names, as recorded (``fields.header_usage`` reads them)."""
+    found = {name: _header_value(headers, name) for name in TOKEN_HEADERS.values()}
+    return {name: value for name, value in found.items() if value is not None}
 
 
 def recorded_at(item: dict[str, Any], response: dict[str, Any]) -> str | None:
@@ -279,6 +293,9 @@ def interaction_record(item: Any, where: str, label: str = "interaction"
     when = recorded_at(item, resp)
     if when is not None:
         record["recorded_at"] = when
+    counted = usage_headers(resp.get("headers"))
+    if counted:
+        record["usage_headers"] = counted
     if code == 200 and answer is not None:
         record["response"] = answer
     else:

@@ -21,9 +21,12 @@ answers the unanswered call of its ``call``'s name (and parameters, when several
 it) in the chatbot turn before it, and one answering no call is refused, as the API
 refuses it. The answer: ``text`` (beside tool calls it is the plan, which clients send
 back as that turn's message: kept), ``tool_calls``, ``finish_reason``, ``meta.tokens``
-(else ``meta.billed_units``); a stream (JSON lines of ``event_type``) is its
-``stream-end`` event's ``response``, or its ``text-generation`` and
-``tool-calls-generation`` events joined."""
+(else the older API's ``token_count``, else ``meta.billed_units``); a stream (JSON lines
+of ``event_type``) is its ``stream-end`` event's ``response`` (with the event's
+``finish_reason`` when the response has none, as the older API sent it), or its
+``text-generation`` and ``tool-calls-generation`` events joined. The documents a
+connector's search retrieved (``connectors``: ``web-search``, …), which the model read
+beside the conversation, and the answer's citations are noted, not imported."""
 
 from __future__ import annotations
 
@@ -175,18 +178,28 @@ def as_chat_record(obj: dict[str, Any], where: str, notes: list[str]) -> dict[st
     return out
 
 
+def _counted(tokens: Any, names: tuple[str, str]) -> dict[str, Any] | None:
+    """``tokens``' counts of ``names`` (input, output) in OpenAI's spelling, when it
+    has both."""
+    if not isinstance(tokens, dict) or any(tokens.get(n) is None for n in names):
+        return None
+    return {"prompt_tokens": tokens[names[0]], "completion_tokens": tokens[names[1]]}
+
+
 def _chat_answer(message: dict[str, Any], response: dict[str, Any], counts: Any,
                  model: Any) -> dict[str, Any]:
     """The answer as a chat completion: its message, finish reason, and the token counts
     of ``counts`` (v2's ``usage``, v1's ``meta``): the ``tokens`` the model saw and
-    wrote, else the ``billed_units``."""
-    tokens = (counts.get("tokens") or counts.get("billed_units")) if isinstance(
-        counts, dict) else None
+    wrote, else those of the v1 response's ``token_count`` (the older API's:
+    ``prompt_tokens``, ``response_tokens``), else the ``billed_units``."""
+    counts = counts if isinstance(counts, dict) else {}
+    usage = _counted(counts.get("tokens"), ("input_tokens", "output_tokens")) or _counted(
+        response.get("token_count"), ("prompt_tokens", "response_tokens")) or _counted(
+        counts.get("billed_units"), ("input_tokens", "output_tokens"))
     chat: dict[str, Any] = {"choices": [{"message": message,
                                          "finish_reason": response.get("finish_reason")}]}
-    if isinstance(tokens, dict) and "input_tokens" in tokens:
-        chat["usage"] = {"prompt_tokens": tokens.get("input_tokens"),
-                         "completion_tokens": tokens.get("output_tokens")}
+    if usage is not None:
+        chat["usage"] = usage
     if model:
         chat["model"] = model
     return chat
@@ -312,9 +325,12 @@ def _v1_stream(events: list[dict[str, Any]], where: str) -> dict[str, Any]:
     when it carries one, else its text and tool-call events joined."""
     for ev in events:
         if ev.get("event_type") == "stream-end" and isinstance(ev.get("response"), dict):
-            return dict(ev["response"])
+            out = dict(ev["response"])
+            if out.get("finish_reason") is None:  # (the older API's: on the event only)
+                out["finish_reason"] = ev.get("finish_reason")
+            return out
     text: list[str] = []
-    out: dict[str, Any] = {}
+    out = {}
     for ev in events:
         kind = ev.get("event_type")
         if kind == "text-generation":
@@ -327,8 +343,32 @@ def _v1_stream(events: list[dict[str, Any]], where: str) -> dict[str, Any]:
             out["finish_reason"] = ev.get("finish_reason")
         elif kind == "stream-start" and ev.get("generation_id"):
             out["generation_id"] = ev["generation_id"]
+        elif kind == "citation-generation" and isinstance(ev.get("citations"), list):
+            out.setdefault("citations", []).extend(ev["citations"])
+        elif kind in ("search-results", "search-queries-generation"):
+            out.update({k: ev[k] for k in ("documents", "search_results", "search_queries")
+                        if k in ev})
     out["text"] = "".join(text)
     return out
+
+
+def _searched(request: dict[str, Any], response: dict[str, Any], where: str,
+              notes: list[str]) -> None:
+    """Note the documents a connector's search retrieved for the answer (what the model
+    read beside the conversation, which no message holds): how many, by which
+    connectors, for which queries."""
+    documents = response.get("documents")
+    connectors = [c.get("id") for c in request.get("connectors") or []
+                  if isinstance(c, dict)]
+    if not isinstance(documents, list) or not documents or not (
+            connectors or response.get("search_results")):
+        return
+    queries = [q.get("text") for q in response.get("search_queries") or []
+               if isinstance(q, dict) and isinstance(q.get("text"), str)]
+    asked = f" for {', '.join(map(repr, queries))}" if queries else ""
+    notes.append(f"{where}: response: {len(documents)} document(s) the search of connector(s) "
+                 f"{', '.join(map(str, connectors)) or '?'} retrieved{asked}, which the model "
+                 "read beside the conversation, not imported")
 
 
 def _v1_record(obj: dict[str, Any], request: dict[str, Any], where: str,
@@ -361,6 +401,10 @@ def _v1_record(obj: dict[str, Any], request: dict[str, Any], where: str,
         if response.get("citations"):
             notes.append(f"{where}: response: {len(response['citations'])} citation(s) not "
                          "imported")
+        _searched(request, response, where, notes)
         out["response"] = _chat_answer(message, response, object_of(
             response.get("meta"), where, "meta"), request.get("model"))
+        if "usage" not in out["response"]:
+            notes.append(f"{where}: response: no token counts (meta.tokens, token_count or "
+                         "meta.billed_units): its usage is unknown")
     return out

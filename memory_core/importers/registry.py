@@ -30,6 +30,7 @@ from memory_core.importers.formats import (
     responses,
     sharegpt,
 )
+from memory_core.importers.formats.fields import header_usage
 from memory_core.importers.refusal import unread_record
 
 FORMATS: tuple[RecordFormat, ...] = (
@@ -94,9 +95,11 @@ def read_record(obj: Any, where: str, index: int, file_state: dict[str, Any]
     """The exchanges of one record of a file (the first gets ``index``); ``file_state``:
     one dict for the whole file (``Record.file_state``). A call whose body says no time
     takes the one its recording gives (the format's ``dated_by``: a HAR entry's start,
-    an HTTP ``Date``, a LangSmith run's ``start_time``). ImportFormatError naming
-    ``where`` when no format reads it (saying what it looks like and the closest
-    format read, ``refusal.unread_record``) or its format finds it malformed."""
+    an HTTP ``Date``, a LangSmith run's ``start_time``), and the usage its response's
+    headers count when its body counts none (``fields.header_usage``).
+    ImportFormatError naming ``where`` when no format reads it (saying what it looks
+    like and the closest format read, ``refusal.unread_record``) or its format finds it
+    malformed."""
     if not isinstance(obj, dict):
         raise fail(where, f"expected a JSON object, got {type(obj).__name__}")
     url = obj.get("url")
@@ -106,6 +109,7 @@ def read_record(obj: Any, where: str, index: int, file_state: dict[str, Any]
     if fmt is None:  # what it looks like, and the closest format that is read
         raise fail(where, unread_record(obj))
     exchanges = fmt.read(record)
+    header_usage(exchanges, obj.get("usage_headers"), where)
     when = obj.get(fmt.dated_by)
     if isinstance(when, str):
         at = iso_time(when, where, "recorded_at")

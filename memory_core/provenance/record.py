@@ -4,6 +4,7 @@ which candidates just missed, the per-lane token counts and the settings used.""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
@@ -176,6 +177,14 @@ class Memctx(BaseModel):
         inner = "" if key in CompositionSettings.model_fields else "recall."
         return self.is_unknown(f"settings.{inner}{key}")
 
+    def known_json(self) -> dict[str, Any]:
+        """The record as JSON without what it could not know: a field named in
+        ``unknown_fields`` (or under one), and the count of one (``dropped_count``,
+        ``observation_count``, ``working_memory_chars``), is left out, never shown as the
+        placeholder it is stored with (an imported run's ``settings.recall_enabled:
+        false``, its ``recalled: []``). A record with nothing unknown is all of it."""
+        return _known(self.model_dump(mode="json"), self.is_unknown, "")
+
     @property
     def imported(self) -> bool:
         return self.source == "imported"
@@ -188,6 +197,28 @@ class Memctx(BaseModel):
     def _omit_unused(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         return _omit_defaults(handler(self), {"processed": [], "over_budget": 0,
                                                 "observations_pending": False})
+
+
+# counts of a field, unknown when it is
+_COUNT_OF = {"dropped_count": "dropped", "observation_count": "observations",
+             "working_memory_chars": "working_memory"}
+
+
+def _known(data: dict[str, Any], unknown: Callable[[str], bool], at: str) -> dict[str, Any]:
+    """``data`` (at the dotted path ``at``) without the fields ``unknown`` names, looked
+    for in nested objects and in the objects of lists (``recent.seq``)."""
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        path = at + key
+        if unknown(path) or (not at and key in _COUNT_OF and unknown(_COUNT_OF[key])):
+            continue
+        if isinstance(value, dict):
+            value = _known(value, unknown, path + ".")
+        elif isinstance(value, list):
+            value = [_known(v, unknown, path + ".") if isinstance(v, dict) else v
+                     for v in value]
+        out[key] = value
+    return out
 
 
 def _omit_defaults(data: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:

@@ -61,6 +61,9 @@ def _chat_response(response: Any, where: str, notes: list[str]
     finish = choice.get("finish_reason") if isinstance(choice.get("finish_reason"),
                                                        str) else None
     usage, known = usage_of(response.get("usage"))
+    if not known and response.get("usage"):  # (counts that are no counts: not read)
+        notes.append(f"{where}: response: its usage {response['usage']!r}"[:300]
+                     + " gives no input and output token counts: usage unknown")
     return reply, finish, usage, known, response
 
 

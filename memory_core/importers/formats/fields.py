@@ -1,13 +1,15 @@
 """The record conventions the formats share: where a record names its thread and
 resource, its request's sampling parameters and packaging fields, token usage in
-OpenAI's spelling, and what the importer expected when no format reads a record."""
+OpenAI's spelling (or in an HTTP response's headers), and what the importer expected
+when no format reads a record."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Set as AbstractSet
 from typing import Any
 
-from memory_core.importers.common import fail
+from memory_core.importers.common import Exchange, fail
 from memory_core.models.base import Usage
 
 THREAD_KEYS = ("thread_id", "conversation_id")
@@ -17,8 +19,15 @@ RESOURCE_KEYS = ("resource_id", "user_id", "user")
 REQUEST_FIELDS = ("previous_response_id", "conversation", "store", "stream")
 # the record's own keys, beside the request's in a flat record ({"messages",
 # "response", "thread_id", …}): never request parameters
-RECORD_KEYS = {"response", "error", "url", "recorded_at", "resource_id", "user_id",
-               *THREAD_KEYS}
+RECORD_KEYS = {"response", "error", "url", "recorded_at", "usage_headers", "resource_id",
+               "user_id", *THREAD_KEYS}
+# token counts an HTTP response sends as headers (Bedrock's InvokeModel: most of its
+# models' bodies carry none), by what they count; an HTTP recording keeps those it has
+# in its record's ``usage_headers``
+TOKEN_HEADERS = {"input": "x-amzn-bedrock-input-token-count",
+                 "output": "x-amzn-bedrock-output-token-count",
+                 "cache_read": "x-amzn-bedrock-cache-read-input-token-count",
+                 "cache_write": "x-amzn-bedrock-cache-write-input-token-count"}
 # request keys that are the conversation or its packaging, not sampling parameters
 NOT_PARAMS = {"messages", "model", "tools", "functions", "input", "instructions",
               "metadata", "user", "stream_options", "prompt", *REQUEST_FIELDS, *RECORD_KEYS}
@@ -65,6 +74,56 @@ def usage_of(raw: Any) -> tuple[Usage, bool]:
     if inp is not None and out is not None:
         return Usage(input_tokens=inp, output_tokens=out), True
     return Usage(), False
+
+
+def _header_count(value: Any) -> int | None:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value if value >= 0 else None
+    return int(value) if isinstance(value, str) and re.fullmatch(r"[0-9]{1,18}", value) \
+        else None
+
+
+def header_usage(exchanges: list[Exchange], headers: Any, where: str) -> None:
+    """The usage an HTTP call's response headers count (``TOKEN_HEADERS``: input,
+    output, and the cached input apart, which the input tokens include as the Messages
+    API's reading does), for the call's one answer: its recorded usage when its body
+    gave none (noted), else only compared with the body's (a difference noted, the
+    body's kept). A header that is not a count, or one of input and output without the
+    other, is noted and no usage is read from the headers."""
+    if not isinstance(headers, dict) or not headers:
+        return
+    answered = [ex for ex in exchanges if ex.response is not None]
+    if len(exchanges) != 1 or not answered:
+        if answered:
+            answered[0].notes.append(f"{where}: the response headers count the tokens "
+                                     "of the whole call, not of each answer: not read")
+        return
+    ex = answered[0]
+    counts: dict[str, int] = {}
+    for key, name in TOKEN_HEADERS.items():
+        if name not in headers:
+            continue
+        n = _header_count(headers[name])
+        if n is None:
+            ex.notes.append(f"{where}: response header {name} {headers[name]!r} is not a "
+                            "token count: usage not read from the headers")
+            return
+        counts[key] = n
+    if "input" not in counts or "output" not in counts:
+        missing = TOKEN_HEADERS["input" if "input" not in counts else "output"]
+        ex.notes.append(f"{where}: the response headers give no {missing}: usage not read "
+                        "from the headers")
+        return
+    usage = Usage(input_tokens=counts["input"] + counts.get("cache_read", 0)
+                  + counts.get("cache_write", 0), output_tokens=counts["output"])
+    said = f"{usage.input_tokens} in, {usage.output_tokens} out"
+    if not ex.usage_known:
+        ex.usage, ex.usage_known = usage, True
+        ex.notes.append(f"{where}: usage read from the response headers ({said})")
+    elif ex.usage != usage:
+        ex.notes.append(f"{where}: the response headers count {said}, the body "
+                        f"{ex.usage.input_tokens} in, {ex.usage.output_tokens} out: the "
+                        "body's usage kept")
 
 
 def request_params(request: dict[str, Any], where: str, *,

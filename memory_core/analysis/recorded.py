@@ -1,0 +1,97 @@
+"""What the recording of an imported run says of its model call — the model, the request's
+parameters, the tools offered, the usage and finish reason — beside our chars/4 estimate
+of its prompt and answer, as ``memwb inspect`` and the run inspector show it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from memory_core.journal.reader import RunStep
+from memory_core.journal.records import ImportRecord
+from memory_core.models.base import Usage
+from memory_core.provenance.record import Memctx
+from memory_core.text import structural_text
+from memory_core.tokens import estimate_tokens
+
+UNRECORDED = "unknown (not in the recording)"
+
+
+class RecordedCall(BaseModel):
+    """An imported run's call as recorded. ``None`` is what the recording does not say
+    (``Memctx.unknown_fields``), never a placeholder: ``model``, ``tools`` (the names of
+    the tools offered; ``[]``: none were), ``usage``; a failed call recorded no answer
+    (``answered`` false), so no usage, finish reason or tools either."""
+
+    model_config = ConfigDict(frozen=True)
+    model: str | None
+    api: str | None  # "anthropic", "bedrock", …; None: the OpenAI family or spans
+    params: dict[str, Any]  # the request's parameters, as recorded
+    tools: list[str] | None
+    answered: bool
+    usage: Usage | None
+    finish_reason: str | None
+    estimated_in: int  # our estimate of the prompt's tokens (chars/4, the lanes' sum)
+    estimated_out: int | None  # of the answer's; None: no answer recorded
+
+    def said(self) -> dict[str, str]:
+        """Each thing recorded as one phrase (what the CLI and the page write): the
+        ``model``, ``params`` (JSON), ``tools``, ``usage``, ``estimate``, ``finish``."""
+        api = f" ({self.api} API)" if self.api else ""
+        if not self.answered:
+            usage = "none (the call failed: no answer was recorded)"
+        elif self.usage is None:
+            usage = UNRECORDED
+        else:
+            usage = f"{self.usage.input_tokens} in / {self.usage.output_tokens} out"
+        out_est = f" / {self.estimated_out} out" if self.estimated_out is not None else ""
+        return {
+            "model": f"{self.model}{api}" if self.model else f"unknown{api}, not in the "
+                                                             "recording",
+            "params": json.dumps(self.params, ensure_ascii=False, sort_keys=True)
+            if self.params else "none",
+            "tools": "not recorded (no answer)" if not self.answered else UNRECORDED
+            if self.tools is None else ", ".join(self.tools) or "none",
+            "usage": usage,
+            "estimate": f"{self.estimated_in} in{out_est} (chars/4)",
+            "finish": self.finish_reason or ("not recorded" if self.answered else "none")}
+
+    def lines(self) -> list[str]:
+        """The call as ``memwb inspect`` prints it, a line each."""
+        said = self.said()
+        return [f"recorded model: {said['model']}",
+                f"recorded parameters: {said['params']}",
+                f"tools offered: {said['tools']}",
+                f"recorded usage: {said['usage']}; our estimate: {said['estimate']}",
+                f"finish reason: {said['finish']}"]
+
+
+def recorded_call(record: ImportRecord | None, memctx: Memctx | None,
+                  steps: Sequence[RunStep], agent: str) -> RecordedCall | None:
+    """The call an imported run recorded (None for a run that was not imported):
+    from its import record, its step (the model's identity, tools offered, usage,
+    finish reason) and its provenance record (what is unknown, our estimate);
+    ``agent``: the run's, the recorded model's name when it has no step."""
+    if record is None or memctx is None or not memctx.imported:
+        return None
+    step = steps[0] if steps else None
+    model = None if memctx.is_unknown("model") else (
+        step.model.name if step is not None else agent)
+    api = record.extra.get("api")
+    if step is None:
+        return RecordedCall(model=model, api=api if isinstance(api, str) else None,
+                            params=dict(record.request_params), tools=None, answered=False,
+                            usage=None, finish_reason=None,
+                            estimated_in=memctx.tokens.total, estimated_out=None)
+    resp = step.response
+    return RecordedCall(
+        model=model, api=api if isinstance(api, str) else None,
+        params=dict(record.request_params),
+        tools=None if memctx.is_unknown("tools") else [t.name for t in step.record.tools],
+        answered=True, usage=resp.usage if step.record.usage_known else None,
+        finish_reason=resp.finish_reason, estimated_in=memctx.tokens.total,
+        # counted as a composed prompt's messages are (``stages.token_text``)
+        estimated_out=estimate_tokens(structural_text(resp.as_message())))
