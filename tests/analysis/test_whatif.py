@@ -219,3 +219,57 @@ def test_an_interrupted_what_if_resumes_without_asking_twice(
     assert all(r.answer is not None for r in second.runs if r.status == "changed")
     assert [r.answer for r in second.runs if r.run_id != "r-1"] == \
         [r.answer for r in first.runs if r.run_id != "r-1"]
+
+
+@pytest.mark.slow
+def test_a_killed_what_if_resumes_without_asking_again(fake_provider: FakeProvider,
+                                                      tmp_path: Path) -> None:
+    """SIGKILL mid-way: ``memwb whatif --ask`` is killed while the model answers its
+    fourth request; run again, it asks only what no answer was journaled for."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from memory_core.models.scripted import ScriptedModel
+    from memory_core.storage.sqlite import SQLiteStorage
+
+    db = tmp_path / "w.sqlite"
+    clock = _clock()
+    s = SQLiteStorage(str(db), clock=clock)
+    mem = AgentMemory(s, recent_n=1, clock=clock)
+    mem.append("t", [user(f"note {i}") for i in range(5)], "r", created_at=clock())
+    runner = Runner(s, {"a": Agent(name="a", instructions="Answer.",
+                                   model=ScriptedModel(["ok", "ok", "ok"]))},
+                    memory=mem, clock=clock)
+    for i in range(3):
+        runner.run("a", run_id=f"r-{i}", thread_id="t", resource_id="r",
+                   prompt=f"question {i}")
+    s.close()
+    args = ["whatif", "--db", f"sqlite:///{db}", "--set", "recent_n=8", "--ask",
+            "--model", "fake-model", "--base-url", fake_provider.base_url,
+            "--concurrency", "1", "--repeats", "1"]
+    fake_provider.fail_next(Fault("delay", 60.0), after=3)  # the 4th request hangs
+    env = {**os.environ, "MEMWB_OPENAI_API_KEY": "k", "MEMWB_OPENAI_MAX_RETRIES": "0"}
+    proc = subprocess.Popen([sys.executable, "-m", "memory_core.cli", *args], env=env,
+                            cwd=Path(__file__).resolve().parents[2],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while len(fake_provider.chat_bodies) < 4 and time.monotonic() < deadline:
+        assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert len(fake_provider.chat_bodies) == 4
+    s = SQLiteStorage(str(db))
+    journaled = [k for k, _ in s.runs.list("") if ":answer:" in k]
+    assert len(journaled) == 3  # answered before the kill: 2 + 1
+    s.close()
+    done = subprocess.run([sys.executable, "-m", "memory_core.cli", *args], env=env,
+                          cwd=Path(__file__).resolve().parents[2], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    # 3 runs x (baseline + variant) = 6 answers; 3 were journaled: 3 asked again
+    assert len(fake_provider.chat_bodies) == 4 + 3
+    assert "Re-asked, " in done.stdout
