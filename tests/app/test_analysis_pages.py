@@ -284,16 +284,17 @@ def test_nothing_chosen_asks_for_a_choice(demo: InMemoryStorage, app: MakeApp) -
     assert at.warning[0].value == "Choose something to subtract or put back first."
 
 
-def test_attribution_shows_a_bar_per_recalled_item(demo: InMemoryStorage,
-                                                   app: MakeApp) -> None:
+def test_attribution_shows_a_bar_per_message_the_run_was_given(demo: InMemoryStorage,
+                                                               app: MakeApp) -> None:
     at = app(COUNTERFACTUAL_PAGE, run=REPLAYABLE)
     _button(at, "Run attribution").click().run()
     _ok(at)
     chart = next(c for c in _charts(at) if c["data"][0]["type"] == "bar")
-    memctx = demo.runs.get(f"{REPLAYABLE}:memctx")
-    assert memctx is not None
-    recalled = len(memctx["recalled"])
-    assert len(chart["data"][0]["y"]) == recalled == 3
+    prompt = demo.runs.get(f"{REPLAYABLE}:prompt")
+    assert prompt is not None
+    given = {(i["thread_id"], i["seq"]) for i in prompt["items"]
+             if i["lane"] != "input" and i.get("thread_id") is not None}
+    assert len(chart["data"][0]["y"]) == len(given) == 7  # 3 recalled, 4 recent
     table = next(d.value for d in at.dataframe if "effect" in d.value.columns)
     assert table["changed"].any()  # the answer depended on at least one of them
     # effects and similarities read as every score does: 3 decimals
