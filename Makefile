@@ -36,9 +36,10 @@ test: $(STAMP) system-deps
 	bash scripts/run_tests.sh $(PY)
 
 # The quick tier (< 3 min on 2 cores): unit tests, conformance on in-memory and SQLite,
-# AppTest pages; no browser, no PostgreSQL, no MiniLM, nothing marked slow.
+# AppTest pages; no browser, no PostgreSQL, no MiniLM, nothing marked slow; on both
+# cores (pytest-xdist: each test in one of two worker processes).
 test-fast: $(STAMP)
-	MEMWB_SKIP_POSTGRES=1 $(PY) -m pytest -q -p no:cacheprovider --durations=10 \
+	MEMWB_SKIP_POSTGRES=1 $(PY) -m pytest -q -p no:cacheprovider --durations=10 -n 2 \
 		-m "not browser and not model and not postgres and not slow and not full"
 
 lint: $(STAMP)
