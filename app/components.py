@@ -28,6 +28,7 @@ COMPARE_PAGE = "app_pages/compare.py"
 COUNTERFACTUAL_PAGE = "app_pages/counterfactual.py"
 WHY_PAGE = "app_pages/why.py"
 TIMELINE_PAGE = "app_pages/timeline.py"
+WHATIF_PAGE = "app_pages/whatif.py"
 STORY_PAGE = "app_pages/story.py"
 
 LANE_COLOURS: dict[str, str] = {
@@ -511,6 +512,25 @@ def run_not_found(url: str, run_id: str, runs: Sequence[views.RunSummary], *,
     not_found(f"Run '{run_id}'", page, choices)
 
 
+def asked_thread(url: str, threads: Mapping[str, int], page: str) -> str | None:
+    """The thread ``?thread=`` names, when it has runs (in ``threads``): a thread that
+    does not exist stops the page with "not found" and a search; one without runs (the
+    Threads page shares its thread through the URL, and it may have none yet) is said
+    to have none, and None returned."""
+    from app import services
+
+    wanted = services.query_param("thread")
+    if wanted and wanted not in threads:
+        every_thread = services.cached_thread_summaries(url, None)
+        if wanted not in {t.thread_id for t in every_thread}:
+            thread_not_found(wanted, [t for t in every_thread if t.thread_id in threads],
+                             page=page)
+        st.info(escape_md(f"thread '{wanted}' has no runs in this database; pick a thread "
+                          "that has"))
+        return None
+    return wanted
+
+
 def thread_not_found(thread_id: str, threads: Sequence[views.ThreadSummary], *,
                      page: str = THREADS_PAGE) -> NoReturn:
     """"Thread … not found" with a search over thread ids and titles."""
@@ -641,7 +661,7 @@ RUN_PARAM_PAGES = ("run", "counterfactual", "why", "timeline")  # open on ``?run
 def nav_params(url_path: str) -> dict[str, str]:
     """The query parameters of the sidebar's link to the page at ``url_path``: the
     database in use, and the current run for the pages that open on a run (Compare as
-    its run B)."""
+    its run B; What if as its thread)."""
     from app import services
 
     params = {"db": services.current_name()}
@@ -650,6 +670,13 @@ def nav_params(url_path: str) -> dict[str, str]:
         params["run"] = run
     elif run is not None and url_path == "compare":
         params["b"] = run
+    elif run is not None and url_path == "whatif":  # opens on the current run's thread
+        try:
+            summary = services.run_of(services.current_url(), run)
+        except Exception:  # noqa: BLE001 - an unreadable database: the link names none
+            summary = None
+        if summary is not None and summary.thread_id:
+            params["thread"] = summary.thread_id
     return params
 
 

@@ -71,6 +71,8 @@ def unregister_storage(name: str) -> None:
 READ_ONLY_VAR = "MEMWB_READ_ONLY"  # "1" serves every database without writes
 READ_ONLY_REASON = ("This workbench was started read-only (`memwb ui --read-only`): "
                     "counterfactual replays, which write to the run's journal, are off.")
+READ_ONLY_PIN_REASON = ("This workbench was started read-only (`memwb ui --read-only`): "
+                        "keeping an answer, which writes a pin to the database, is off.")
 
 
 @dataclass(frozen=True)
@@ -480,6 +482,40 @@ def writable_storage(url: str) -> Iterator[Storage]:
 def after_write() -> None:
     """Forget cached reads after a write, keeping the opened database."""
     forget_reads()
+
+
+# -- regression suites: "keep this answer" (run inspector) ------------------------------
+KEEP_UNCHANGED = {"kind": "unchanged"}
+
+
+@st.cache_data(ttl=CACHE_TTL_SECONDS, show_spinner=False)
+def cached_pins_of_run(url: str, run_id: str) -> list[tuple[str, list[str]]]:
+    """The regression suites that pin ``run_id``, each with what the run must keep, in
+    words (``memory_core.analysis.regress``)."""
+    from memory_core.analysis.regress import list_suites, pins_of
+
+    with _batch(url) as storage:
+        return [(name, [e.describe() for e in pin.expectations])
+                for name in list_suites(storage) for pin in pins_of(storage, name)
+                if pin.run_id == run_id]
+
+
+def keep_answer(url: str, suite: str, run_id: str) -> bool:
+    """Pin ``run_id`` to ``suite`` so that its answer must stay unchanged, keeping what
+    an earlier pin of it there expects too; False when it was kept there already."""
+    from memory_core.analysis.regress import pin_run, pins_of
+
+    try:
+        with writable_storage(url) as storage:
+            pin = next((p for p in pins_of(storage, suite) if p.run_id == run_id), None)
+            kept = list(pin.expectations) if pin is not None else []
+            if any(e.kind == "unchanged" for e in kept):
+                return False
+            pin_run(storage, suite, run_id, [*kept, KEEP_UNCHANGED],
+                    note=pin.note if pin is not None else None)
+            return True
+    finally:
+        after_write()
 
 
 # -- the demo database (story page) ----------------------------------------------------

@@ -26,6 +26,7 @@ from app.components import (  # noqa: E402
     STORY_PAGE,
     THREADS_PAGE,
     TIMELINE_PAGE,
+    WHATIF_PAGE,
     WHY_PAGE,
     escape_md,
     sidebar_nav,
@@ -57,7 +58,7 @@ with st.sidebar:
     st.selectbox("Database", names, key="db", on_change=_database_changed,
                  help="The databases this workbench was started with (memwb ui --db …).")
     if served.read_only:
-        st.caption(":material/lock: Read-only: counterfactual replays are off.")
+        st.caption(":material/lock: Read-only: replays, asking again and pins are off.")
     # named even when it is the only one: the page always says whose data it shows
     st.caption(f":material/database: In use: **{escape_md(st.session_state['db'])}**")
     # a callback runs before the script, so the served list above is re-read too
@@ -84,6 +85,7 @@ analysis_pages = [
     st.Page(WHY_PAGE, title="Why forgotten", icon=":material/help:", url_path="why"),
     st.Page(TIMELINE_PAGE, title="Composition timeline", icon=":material/stacked_line_chart:",
             url_path="timeline"),
+    st.Page(WHATIF_PAGE, title="What if", icon=":material/tune:", url_path="whatif"),
 ]
 every_page = [start_page, story_page, threads_page, run_page, *analysis_pages]
 # our own links replace Streamlit's menu: they carry the page's parameters (one history

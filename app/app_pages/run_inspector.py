@@ -1,5 +1,6 @@
 """Run inspector page: one run's composed prompt lane by lane with links to the
-source messages, its token bar, settings, near-miss score chart, steps and answer.
+source messages, its token bar, settings, near-miss score chart, steps and answer, and
+"Keep this answer" (the run pinned to a regression suite, ``analysis.regress``).
 
 URL: ``run?run=<id>`` opens the same run. The action bar under its title opens the
 analysis pages on it.
@@ -35,6 +36,8 @@ from memory_core.errors import NotFoundError
 
 # a dropped row's reason as the Dropped lane says it
 DROP_LABELS = {"token-limit": "trimmed by the token limiter"}
+DEFAULT_SUITE = "kept answers"  # where "Keep this answer" pins a run unless told
+KEPT_KEY = "kept-answer"  # session: what the last "Keep this answer" did, said once
 
 st.title("Run inspector")
 url = services.current_url()
@@ -204,3 +207,41 @@ if view.tool_calls:
 
 st.markdown("#### Answer")
 literal(answer_text(view.answer))
+
+st.markdown("#### Keep this answer")
+st.caption("Pin this run to a regression suite stored in the database: `memwb regress` "
+           "then checks that its answer stays the same — as recorded, or under changed "
+           "memory settings (`--set`).")
+try:
+    pinned = services.cached_pins_of_run(url, run_id)
+except Exception as e:  # noqa: BLE001 - the action still works
+    pinned = []
+    st.caption(escape_md(f"Which suites pin this run cannot be read: "
+                         f"{services.friendly_error(e)}"))
+for suite, expects in pinned:
+    st.caption(md("Pinned to suite ", Id(suite), f": {'; '.join(expects)}."))
+if not pinned:
+    st.caption("No suite pins this run yet.")
+kept_note = st.session_state.pop(f"{KEPT_KEY}:{run_id}", None)
+if kept_note:
+    st.success(kept_note, icon=":material/push_pin:")
+read_only = services.read_only()
+if read_only:
+    st.info(services.READ_ONLY_PIN_REASON, icon=":material/lock:")
+with st.form(f"keep:{run_id}", border=False):
+    suite_name = st.columns(2)[0].text_input(
+        "Suite", value=DEFAULT_SUITE, max_chars=100, disabled=read_only,
+        help="The regression suite to pin it to (any name).")
+    if st.form_submit_button("Keep this answer", icon=":material/push_pin:",
+                             disabled=read_only,
+                             help=services.READ_ONLY_PIN_REASON if read_only else None):
+        try:
+            added = services.keep_answer(url, suite_name.strip(), run_id)
+        except Exception as e:  # noqa: BLE001 - no traceback in the page
+            st.error(escape_md(f"Could not keep this answer: {services.friendly_error(e)}"),
+                     icon=":material/error:")
+        else:
+            st.session_state[f"{KEPT_KEY}:{run_id}"] = md(
+                "Kept: run ", Id(run_id), " is pinned to suite ", Id(suite_name.strip()),
+                "." if added else " (it already was).")
+            st.rerun()

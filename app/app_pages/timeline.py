@@ -18,6 +18,7 @@ from app.components import (
     LANE_TITLES,
     TIMELINE_PAGE,
     Id,
+    asked_thread,
     counted,
     escape_md,
     fmt_time,
@@ -28,7 +29,6 @@ from app.components import (
     plot_text,
     run_not_found,
     set_query_params,
-    thread_not_found,
 )
 from app.tables import table
 from memory_core.analysis import views
@@ -52,15 +52,7 @@ if not threads:
     st.info("No thread has runs in this database yet.")
     st.stop()
 
-wanted = services.query_param("thread")
-if wanted and wanted not in threads:
-    every_thread = services.cached_thread_summaries(url, None)
-    if wanted not in {t.thread_id for t in every_thread}:
-        thread_not_found(wanted, [t for t in every_thread if t.thread_id in threads],
-                         page=TIMELINE_PAGE)
-    # the Threads page shares its thread through the URL; it may have no runs yet
-    st.info(escape_md(f"thread '{wanted}' has no runs in this database; pick a thread that has"))
-    wanted = None
+wanted = asked_thread(url, threads, TIMELINE_PAGE)
 asked_run = services.query_param("run")
 if asked_run is not None and services.run_of(url, asked_run) is None:
     services.forget_current_run()

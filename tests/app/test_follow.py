@@ -21,6 +21,7 @@ from app.components import (
     STORY_PAGE,
     THREADS_PAGE,
     TIMELINE_PAGE,
+    WHATIF_PAGE,
     WHY_PAGE,
 )
 from memory_core.analysis import views
@@ -294,6 +295,10 @@ def test_the_database_choice_is_named_kept_and_has_its_own_current_run(
     assert _select(again, "Run").value == FOLLOWED
 
 
+def _thread_of(populated: Populated, run_id: str) -> str | None:
+    return populated[0].runs.require_run(run_id).thread_id
+
+
 def _sidebar_links(at: AppTest) -> dict[str, dict[str, str]]:
     """The sidebar's page links: page url path -> the query parameters they carry."""
     out = {}
@@ -305,7 +310,7 @@ def _sidebar_links(at: AppTest) -> dict[str, dict[str, str]]:
 
 SIDEBAR_PAGES = {"": START_PAGE, "story": STORY_PAGE, "threads": THREADS_PAGE, "run": RUN_PAGE,
                  "compare": COMPARE_PAGE, "counterfactual": COUNTERFACTUAL_PAGE,
-                 "why": WHY_PAGE, "timeline": TIMELINE_PAGE}
+                 "why": WHY_PAGE, "timeline": TIMELINE_PAGE, "whatif": WHATIF_PAGE}
 
 
 def test_sidebar_links_carry_the_current_run(populated: Populated, app: MakeApp) -> None:
@@ -319,6 +324,8 @@ def test_sidebar_links_carry_the_current_run(populated: Populated, app: MakeApp)
         assert links[path] == {"db": db, "run": FOLLOWED}, path
     assert links["compare"] == {"db": db, "b": FOLLOWED}
     assert links[""] == links["story"] == links["threads"] == {"db": db}
+    # What if opens on the current run's thread
+    assert links["whatif"] == {"db": db, "thread": _thread_of(populated, FOLLOWED)}
     # picking another run redraws them in the same script run
     _select(at, "Run").set_value(RUN_1).run()
     assert _sidebar_links(at)["counterfactual"] == {"db": db, "run": RUN_1}
@@ -338,7 +345,9 @@ def test_a_sidebar_link_is_the_whole_url_its_page_keeps(populated: Populated, ap
         landed = app(page, **query)
         assert not landed.exception and not landed.error, path
         assert {k: landed.query_params[k] for k in landed.query_params} == query, path
-        if current is not None and path not in ("", "story", "threads"):
+        if current is not None and path == "whatif":
+            assert _select(landed, "Thread").value == _thread_of(populated, current)
+        elif current is not None and path not in ("", "story", "threads"):
             widget = {"compare": "Run B", "timeline": "Marked run"}.get(path, "Run")
             assert _select(landed, widget).value == current, path
 

@@ -1,0 +1,585 @@
+"""What if page: past runs put together again, as of the time each ran, under other
+memory settings — which would have been given a different prompt, in plain words and
+run by run, one run's prompt beside the one it was given, and (on a writable workbench)
+their answers asked again.
+
+URL: ``whatif?thread=<id>`` (or ``?scope=resource&resource=<id>``, ``?scope=all``) with
+the settings tried as the library names them (``recall.threshold=0.2``,
+``token_budget=1000`` …) opens the same outcome; ``&run=<id>`` the run shown side by
+side. Without a thread, the current run's thread (the sidebar's link names it).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlencode
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from app import services
+from app.components import (
+    LANE_TITLES,
+    WHATIF_PAGE,
+    Id,
+    answer_text,
+    asked_thread,
+    counted,
+    escape_md,
+    follow_run,
+    json_view,
+    link_to_message,
+    link_to_run,
+    literal,
+    md,
+    pick_thread,
+    preview_text,
+    ref,
+    set_query_params,
+    with_db,
+)
+from app.tables import table
+from app.whatif_parts import (
+    MODE_WORDS,
+    MODES,
+    SETTING_KEYS,
+    Scope,
+    ScopeKind,
+    ask,
+    cached_ask_problems,
+    cached_recorded,
+    changes_from_form,
+    changes_from_url,
+    compose,
+    most_moved,
+    plain_summary,
+    scope_run_ids,
+    signed,
+    token_totals,
+    url_value,
+)
+from memory_core.analysis import views
+
+if TYPE_CHECKING:
+    from memory_core.analysis.whatif import RunWhatIf, WhatIfReport
+
+SCOPES: dict[ScopeKind, str] = {"thread": "One thread", "resource": "One user (resource)",
+                                "all": "Every run"}
+KEEP = "as each run had it"
+PAGE_ROWS = 25
+ANSWERS_PAGE = 5  # answers asked again, shown as text
+ROW_PX = 35  # a table row's height: a page of rows is shown whole
+REPORT_KEY = "whatif-report"  # session: the last outcome shown, with what it was for
+ASKED_KEY = "whatif-asked"  # session: the scope and changes last tried with the button
+ANSWERS_KEY = "whatif-answers"  # session: the answers asked again for what was tried
+TOKEN_LANES = ("instructions", "working_memory", "observations", "recalled", "recent", "input")
+VERDICTS = {"changed": ("orange", ":material/published_with_changes:"),
+            "unchanged": ("green", ":material/check_circle:"),
+            "inconclusive": ("gray", ":material/help:")}
+NOT_ASKABLE = "its model cannot be asked again here"
+READ_ONLY_ASK = ("This workbench is read-only, so this page only puts the prompts together "
+                 "again: asking the model again, which writes to the runs' journals, is off.")
+
+st.title("What if")
+st.caption("Try other memory settings on past runs. Each run's prompt is put together "
+           "again as of the time it ran — from only what was stored before it — and "
+           "compared with the prompt it was given. Nothing in the database changes, and "
+           "no model is asked unless you ask below.")
+url = services.current_url()
+try:
+    runs = services.cached_runs(url)
+except Exception as e:  # noqa: BLE001 - shown in the page, never raised
+    st.error(escape_md(services.friendly_error(e)))
+    st.stop()
+if not runs:
+    st.info("No runs in this database yet.")
+    st.stop()
+
+# -- which past runs ------------------------------------------------------------------------
+asked_kind = services.query_param("scope")
+kind_opened: ScopeKind = "all" if asked_kind == "all" else (
+    "resource" if asked_kind == "resource" else "thread")
+kind: ScopeKind = st.radio("Which past runs", list(SCOPES), format_func=SCOPES.__getitem__,
+                           index=list(SCOPES).index(kind_opened), horizontal=True)
+current = services.run_of(url, services.remembered_run())
+threads = views.threads_with_runs(runs, unthreaded=False)
+resources = sorted({r.resource_id for r in runs if r.resource_id})
+scope_params: dict[str, str | None] = {"scope": None if kind == "thread" else kind,
+                                       "thread": None, "resource": None}
+changed_scope = kind != kind_opened
+if kind == "thread":
+    if not threads:
+        st.info("No thread has runs in this database yet.")
+        st.stop()
+    wanted = asked_thread(url, threads, WHATIF_PAGE)
+    first = min(threads)
+    opened = wanted or (current.thread_id if current is not None and current.thread_id
+                        in threads else None) or first
+    scope = Scope("thread", pick_thread(
+        url, threads, wanted=opened,
+        format_func=lambda t: f"{t} ({counted(len(runs.positions(t)), 'run')})"))
+    changed_scope = changed_scope or scope.id != opened
+    if services.query_param("thread") or scope.id != first:
+        scope_params["thread"] = scope.id
+elif kind == "resource":
+    if not resources:
+        st.info("No run in this database belongs to a user (resource).")
+        st.stop()
+    wanted = services.query_param("resource")
+    opened = (wanted if wanted in resources else None) or (
+        current.resource_id if current is not None and current.resource_id in resources
+        else None) or resources[0]
+    if wanted and wanted not in resources:
+        st.info(escape_md(f"no run belongs to user '{wanted}'; pick one that has runs"))
+    scope = Scope("resource", str(st.selectbox("User (resource)", resources,
+                                               index=resources.index(opened))))
+    changed_scope = changed_scope or scope.id != opened
+    if services.query_param("resource") or scope.id != resources[0]:
+        scope_params["resource"] = scope.id
+else:
+    scope = Scope("all")
+if changed_scope:  # what was tried was tried on other runs: the outcome goes
+    set_query_params({**dict.fromkeys(SETTING_KEYS), "run": None})
+set_query_params(scope_params)
+in_scope = scope_run_ids(runs, scope)
+
+# -- the settings to try --------------------------------------------------------------------
+try:
+    recorded = cached_recorded(url, scope.kind, scope.id)
+except Exception as e:  # noqa: BLE001
+    st.error(escape_md(f"Cannot read what these runs recorded: {services.friendly_error(e)}"))
+    st.stop()
+from_url, bad = ({}, None) if changed_scope else changes_from_url(
+    {k: services.query_param(k) for k in SETTING_KEYS})
+if bad:
+    st.warning(escape_md(f"A setting in this link was left out: {bad}"), icon=":material/warning:")
+
+
+def _prefill(key: str) -> Any:
+    """What the form shows: the setting the URL tried, else the one every run recorded."""
+    if key in from_url:
+        return from_url[key]
+    single, value = recorded.one(key)
+    return value if single else None
+
+
+def _as_recorded(key: str) -> str:
+    """A placeholder naming the values the runs recorded (several, or none)."""
+    seen = recorded.values.get(key, ())
+    shown = [("no limit" if v is None else f"{v:.2f}" if isinstance(v, float) else str(v))
+             for v in seen]
+    if len(shown) == 1:  # one value that no box shows: no limit
+        return shown[0]
+    return ("each run's own: " + ", ".join(shown[:4]) + (" …" if len(shown) > 4 else "")
+            if shown else "not set in these runs")
+
+
+def _options(key: str, values: tuple[str, ...]) -> tuple[list[str], int]:
+    """A choice's options and the preselected one (``KEEP`` when the runs differ)."""
+    value = _prefill(key)
+    options = list(values) if value in values else [KEEP, *values]
+    return options, options.index(value) if value in options else 0
+
+
+budget_prefill = _prefill("token_budget")
+prefill = tuple(_prefill(k) for k in SETTING_KEYS)
+form_id = f"{scope.kind}:{scope.id}:{prefill}"  # new values when the scope or link changes
+st.markdown("#### Settings to try")
+whose = {"thread": "The thread's", "resource": "The user's", "all": "All"}[scope.kind]
+st.caption(escape_md(
+    f"{whose} {counted(len(in_scope), 'run')}. Prefilled with what they recorded; a box left "
+    "empty keeps each run's own value. Changing a recall setting turns recall on for runs "
+    "that had it off.")
+    + (escape_md(f" (Read from the newest {recorded.read:,} runs.)")
+       if recorded.read < recorded.total else ""))
+with st.form(f"whatif-form:{form_id}", border=True):
+    c1, c2, c3 = st.columns(3)
+    recent_n = c1.number_input(
+        "Recent window (latest messages kept)", min_value=0, max_value=10_000, step=1,
+        value=_prefill("recent_n"), placeholder=_as_recorded("recent_n"),
+        help="How many of the thread's latest messages each prompt holds (recent_n).")
+    recall_options, recall_at = _options("recall", ("on", "off"))
+    recall = c2.radio("Recall of older messages", recall_options, index=recall_at,
+                      horizontal=True, format_func=lambda v: v if v == KEEP else v.title(),
+                      help="Whether older messages similar to the question are looked up "
+                           "and added to the prompt (recall on/off).")
+    mode_options, mode_at = _options("recall.mode", MODES)
+    mode = c3.selectbox("Recall mode", mode_options, index=mode_at,
+                        format_func=lambda v: v if v == KEEP else f"{v} ({MODE_WORDS[v]})",
+                        help="How older messages are found: vector (by meaning), lexical "
+                             "(by shared words) or hybrid (both).")
+    c4, c5, c6 = st.columns(3)
+    threshold = c4.number_input(
+        "Recall threshold (how similar is similar enough)", min_value=0.0, max_value=1.0,
+        step=0.05, format="%.2f", value=_prefill("recall.threshold"),
+        placeholder=_as_recorded("recall.threshold"),
+        help="An older message is recalled only when it is at least this similar to the "
+             "question (recall.threshold).")
+    top_k = c5.number_input(
+        "Recall top-k (older messages at most)", min_value=1, max_value=100, step=1,
+        value=_prefill("recall.top_k"), placeholder=_as_recorded("recall.top_k"),
+        help="How many older messages recall adds at most (recall.top_k).")
+    budget = c6.number_input(
+        "Token budget (prompt length at most)", min_value=1, max_value=1_000_000, step=50,
+        value=budget_prefill if isinstance(budget_prefill, int) else None,
+        placeholder=_as_recorded("token_budget"),
+        help="The most tokens a prompt may hold; older recent messages are left out to fit "
+             "(token_budget). Empty: as each run had it.")
+    had_limit = any(v is not None for v in recorded.values.get("token_budget", ()))
+    no_limit = c6.checkbox("No limit", value=budget_prefill == "off",
+                           help="Take the token budget away.") if had_limit else False
+    submitted = st.form_submit_button("Try these settings", type="primary",
+                                      icon=":material/play_arrow:")
+
+changes: dict[str, Any] = from_url
+if submitted:
+    changes = changes_from_form({
+        "recent_n": recent_n, "recall": None if recall == KEEP else recall,
+        "recall.mode": None if mode == KEEP else mode, "recall.threshold": threshold,
+        "recall.top_k": top_k, "token_budget": "off" if no_limit else budget}, recorded)
+    set_query_params({**{k: url_value(changes[k]) if k in changes else None
+                         for k in SETTING_KEYS}, "run": None})
+    st.session_state[ASKED_KEY] = (url, scope, tuple(sorted(changes.items())))
+tried = (url, scope, tuple(sorted(changes.items())))
+if not changes and st.session_state.get(ASKED_KEY) != tried:
+    st.stop()  # nothing tried yet
+
+
+# -- the outcome ----------------------------------------------------------------------------
+def _version() -> Any:
+    try:
+        return services.data_version(url)
+    except Exception:  # noqa: BLE001 - unknown: read again
+        return object()
+
+
+def _progress_bar(what: str) -> Any:
+    """A progress bar and a callback that moves it at most a hundred times."""
+    bar = st.progress(0.0, text=what)
+
+    def moved(done: int, total: int) -> None:
+        if done == total or done % max(1, total // 100) == 0:
+            bar.progress(done / max(total, 1), text=f"{what} {done:,} of {total:,}")
+    return bar, moved
+
+
+kept = st.session_state.get(REPORT_KEY)
+report: WhatIfReport
+if kept is not None and kept["tried"] == tried and kept["version"] == _version():
+    report = kept["report"]
+else:
+    bar, moved = _progress_bar("Putting the prompts together again (the first time also "
+                               "loads the embedding model):")
+    try:
+        report = compose(url, changes, scope, moved)
+    except Exception as e:  # noqa: BLE001 - no traceback in the page
+        bar.empty()
+        st.error(escape_md(f"The what-if could not run: {services.friendly_error(e)}"),
+                 icon=":material/error:")
+        st.stop()
+    bar.empty()
+    st.session_state[REPORT_KEY] = {"tried": tried, "version": _version(), "report": report}
+
+
+def _with_answers(base: WhatIfReport) -> WhatIfReport:
+    """The report with the answers asked again for what was tried (journaled, and kept
+    in the session: the outcome is composed again when the database changed, by the
+    asking too)."""
+    kept_answers = st.session_state.get(ANSWERS_KEY)
+    if not kept_answers or kept_answers["tried"] != tried:
+        return base
+    got = kept_answers["answers"]
+    return base.model_copy(update={"runs": [
+        r.model_copy(update=got[r.run_id]) if r.run_id in got and r.status == "changed"
+        else r for r in base.runs]})
+
+
+report = _with_answers(report)
+
+moved_runs = [r for r in report.runs if r.status == "changed"]
+cannot = [r for r in report.runs if r.status == "cannot"]
+st.markdown("#### What would change")
+m = st.columns(3)
+m[0].metric("Runs that change", len(moved_runs))
+m[1].metric("Runs unchanged", report.count("unchanged"))
+m[2].metric("Runs that cannot be tried", len(cannot))
+summary = plain_summary(report, recorded)
+st.markdown(escape_md(summary[0]))
+if summary[1:]:
+    st.markdown("\n".join(f"- {escape_md(line)}" for line in summary[1:]))
+
+
+def _moved_cards(title: str, entered: bool) -> None:
+    shown = most_moved(report, entered=entered)
+    if not shown:
+        return
+    st.markdown(f"**{title}**")
+    for i, mv in enumerate(shown):
+        with st.container(border=True, key=f"moved-{int(entered)}-{i}"):
+            literal(preview_text(mv.preview))
+            st.caption(escape_md(f"in {counted(mv.runs, 'run')}"
+                                 + (" · an answer quoted it" if mv.quoted else "")))
+            link_to_message(mv.thread_id, mv.seq, label=("said in ", *ref(mv.thread_id, mv.seq)))
+
+
+left_col, right_col = st.columns(2)
+with left_col:
+    _moved_cards("What they would have remembered", entered=True)
+with right_col:
+    _moved_cards("What they would have lost", entered=False)
+
+with st.expander("Engineer details"):
+    st.caption("The library's sentence (memwb whatif says the same):")
+    st.text(report.sentence)
+    json_view({"changes": report.changes,
+               "recorded by these runs": {k: list(v) for k, v in recorded.values.items()},
+               "runs": {s: report.count(s) for s in ("changed", "unchanged", "cannot")}})
+
+
+def _asked_again(r: RunWhatIf, head: str) -> None:
+    """A run's answer asked again: its verdict after ``head`` (Markdown), the recorded
+    answer beside the new ones."""
+    assert r.answer is not None
+    colour, icon = VERDICTS[r.answer.verdict]
+    st.markdown(f"{head}:{colour}-badge[{icon} answer {r.answer.verdict}]")
+    before, after = st.columns(2)
+    with before:
+        st.caption("Recorded answer")
+        literal(answer_text(r.answer.original_answer))
+    with after:
+        st.caption("Answer to the what-if prompt")
+        for text in r.answer.new_answers:
+            literal(text)
+
+
+def _paged(rows: list[Any], key: str, size: int = PAGE_ROWS) -> list[Any]:
+    """One page of ``rows`` (``size`` a page, a page number shown when more)."""
+    pages = max(1, math.ceil(len(rows) / size))
+    if pages == 1:
+        return rows
+    page = int(st.number_input(f"Page (of {pages})", min_value=1, max_value=pages, value=1,
+                               step=1, key=f"page-{key}"))
+    lo = (page - 1) * size
+    st.caption(f"{lo + 1:,}–{min(lo + size, len(rows)):,} of {len(rows):,}")
+    return rows[lo:lo + size]
+
+
+def _link(run_id: str) -> str:
+    """This page's URL for the outcome shown, with ``run_id`` side by side."""
+    params = {k: v for k, v in scope_params.items() if v is not None}
+    params.update({k: url_value(v) for k, v in report.changes.items()})
+    return "whatif?" + urlencode(with_db({**params, "run": run_id}))
+
+
+def _total(tokens: Any) -> int:
+    return 0 if tokens is None else sum(tokens.model_dump().values())
+
+
+def _answer(r: RunWhatIf) -> str:
+    if r.answer is not None:
+        return r.answer.verdict
+    if r.ask_error == NOT_ASKABLE:  # the caption above the button says why
+        return "not asked"
+    return f"not asked: {r.ask_error}" if r.ask_error else ""
+
+
+st.markdown("#### Runs that change")
+if not moved_runs:
+    st.text("(none)")
+else:
+    st.caption("Each run's id opens it side by side (in a new tab); or pick it below.")
+    asked_any = any(r.answer is not None or r.ask_error for r in moved_runs)
+    rows = []
+    for r in _paged(moved_runs, "changed"):
+        lane = {c.lane: c for c in r.lanes}
+        rec, rnt = lane.get("recalled"), lane.get("recent")
+        rows.append({
+            "run": _link(r.run_id),
+            **({"answer asked again": _answer(r)} if asked_any else {}),
+            **({} if scope.kind == "thread" else {"thread": r.thread_id or ""}),
+            "recalled (in / out)": signed(len(rec.entered), len(rec.left)) if rec else "",
+            "recent (in / out)": signed(len(rnt.entered), len(rnt.left)) if rnt else "",
+            "other parts changed": ", ".join(LANE_TITLES.get(c.lane, c.lane)
+                                             for c in r.lanes if c.block_changed),
+            "prompt tokens": f"{_total(r.tokens_before)} → {_total(r.tokens_after)}",
+            "quoted messages lost": len(r.key_lost)})
+    empty = [k for k in rows[0] if all(row[k] == "" for row in rows)]  # nothing moved there
+    rows = [{k: v for k, v in row.items() if k not in empty} for row in rows]
+    st.dataframe(table(rows), hide_index=True, width="stretch", key="whatif-runs",
+                 height=ROW_PX * (len(rows) + 1) + 3,
+                 column_config={"run": st.column_config.LinkColumn(
+                     "run", display_text=r"[?&]run=([^&#]*)", width="medium")})
+    totals = token_totals(moved_runs, TOKEN_LANES)
+    lanes = [ln for ln in TOKEN_LANES if any(totals[ln])]
+    fig = go.Figure()
+    for name, i, colour in (("As recorded", 0, "#9ecae1"), ("What if", 1, "#3182bd")):
+        fig.add_trace(go.Bar(name=name, y=[LANE_TITLES[ln] for ln in lanes],
+                             x=[totals[ln][i] for ln in lanes], orientation="h",
+                             marker_color=colour,
+                             hovertemplate=f"{name} · %{{y}}: %{{x}} tokens<extra></extra>"))
+    fig.update_layout(barmode="group", height=90 + 45 * len(lanes),
+                      margin={"l": 10, "r": 10, "t": 40, "b": 10},
+                      title={"text": "Prompt tokens by part, over the "
+                                     f"{counted(len(moved_runs), 'run')} that change",
+                             "font": {"size": 14}},
+                      xaxis_title="tokens", yaxis={"autorange": "reversed"},
+                      legend={"orientation": "h", "y": -0.25})
+    st.plotly_chart(fig, key="whatif-tokens")
+
+if moved_runs:
+    st.markdown("#### Ask the model again")
+    read_only = services.read_only()
+    if read_only:
+        st.info(READ_ONLY_ASK, icon=":material/lock:")
+    choice = st.radio("Model to ask", ("recorded", "reader"), horizontal=True,
+                      format_func={"recorded": "The model each run used",
+                                   "reader": "The offline reader (runs here, no server)"
+                                   }.__getitem__, disabled=read_only)
+    ids = [r.run_id for r in moved_runs]
+    problems = cached_ask_problems(url, tuple(ids)) if choice == "recorded" else {}
+    askable = [i for i in ids if i not in problems]
+    if problems:
+        st.caption(escape_md(
+            f"{len(problems):,} of these {counted(len(ids), 'run')} were answered by a model "
+            f"that cannot be asked again here, so only the others are asked: "
+            f"{next(iter(problems.values()))}."))
+    reason = READ_ONLY_ASK if read_only else (
+        None if askable else "None of these runs' models can be asked again here.")
+    if st.button(f"Ask again ({counted(len(askable), 'run')})", icon=":material/replay:",
+                 disabled=reason is not None, help=reason):
+        model = None
+        if choice == "reader":
+            from memory_core.runs.registry import model_for_run
+
+            embedder = next((r.memctx_after.settings.embedder for r in moved_runs
+                             if r.memctx_after is not None), None)
+            model = model_for_run(None, override="reader", embed_name=embedder)
+        bar, moved = _progress_bar("Asking again:")
+        try:
+            asked = ask(url, report.changes, askable, model=model, progress=moved)
+        except Exception as e:  # noqa: BLE001 - shown, never raised
+            bar.empty()
+            st.error(escape_md(f"Could not ask again: {services.friendly_error(e)}"),
+                     icon=":material/error:")
+        else:
+            bar.empty()
+            kept_answers = st.session_state.get(ANSWERS_KEY)
+            answers = dict(kept_answers["answers"]) if kept_answers and \
+                kept_answers["tried"] == tried else {}
+            answers.update({rid: {"answer": None, "ask_error": NOT_ASKABLE}
+                            for rid in problems})
+            answers.update({r.run_id: {"answer": r.answer, "ask_error": r.ask_error}
+                            for r in asked.runs})
+            st.session_state[ANSWERS_KEY] = {"tried": tried, "answers": answers}
+            st.rerun()
+    answered = [r for r in report.runs if r.answer is not None]
+    if answered:
+        differ = [r for r in answered if r.answer is not None and r.answer.verdict != "unchanged"]
+        unsure = sum(1 for r in differ if r.answer is not None
+                     and r.answer.verdict == "inconclusive")
+        st.markdown(escape_md(
+            f"Asked again, {len(differ) - unsure} of {len(answered)} answers changed"
+            + (f" and {unsure} could not be told apart from chance" if unsure else "") + "."))
+        for i, r in enumerate(_paged(differ, "answers", size=ANSWERS_PAGE)):
+            with st.container(border=True, key=f"answer-{i}"):
+                _asked_again(r, md("Run ", Id(r.run_id), " · "))
+
+if cannot:
+    st.markdown("#### Runs that cannot be tried")
+    st.caption("Their prompt cannot be put together again here; the reason is given for "
+               "each.")
+    st.dataframe(table([{"run": r.run_id, "thread": r.thread_id or "", "why": r.reason or ""}
+                        for r in _paged(cannot, "cannot")]),
+                 hide_index=True, width="stretch", key="whatif-cannot")
+
+
+# -- one run side by side ----------------------------------------------------------------------
+def _card(side: str, i: int, badge: tuple[str, str, str] | None, thread_id: str | None,
+          seq: int | None, text: str) -> None:
+    with st.container(border=True, key=f"side-{side}-{i}"):
+        if badge is not None:
+            st.badge(badge[0], icon=badge[1], color=badge[2])  # type: ignore[arg-type]
+        if thread_id is not None and seq is not None:
+            st.caption(md(*ref(thread_id, seq)))
+        literal(preview_text(text))
+
+
+def _side_by_side(r: RunWhatIf) -> None:
+    view = services.cached_run_view(url, r.run_id)
+    after = r.prompt_after.items if r.prompt_after is not None else []
+    changes_of = {c.lane: c for c in r.lanes}
+    before_col, after_col = st.columns(2)
+    before_col.markdown("**As recorded**")
+    after_col.markdown("**What if**")
+    unchanged: list[tuple[str, views.LaneItem]] = []
+    for lane in ("recalled", "recent"):
+        ch = changes_of.get(lane)
+        gone = {(k.thread_id, k.seq) for k in ch.left} if ch else set()
+        came = {(k.thread_id, k.seq): k.preview for k in ch.entered} if ch else {}
+        items = view.lane(lane).items
+        tokens = (getattr(r.tokens_before, lane, 0), getattr(r.tokens_after, lane, 0))
+        kept_items = [i for i in items if (i.thread_id, i.seq) not in gone]
+        unchanged += [(lane, i) for i in kept_items]
+        n_after = sum(1 for i in after if i.lane == lane)
+        if not items and not n_after:
+            continue  # nothing in it on either side
+        with before_col:
+            st.markdown(escape_md(f"{LANE_TITLES[lane]}: {counted(len(items), 'message')}, "
+                                  f"{counted(tokens[0], 'token')}"))
+            for j, item in enumerate(i for i in items if (i.thread_id, i.seq) in gone):
+                _card(f"b-{lane}", j, ("left", ":material/remove_circle:", "red"),
+                      item.thread_id, item.seq, item.text)
+            if kept_items:
+                st.caption(f"and {counted(len(kept_items), 'message')} in both prompts")
+        with after_col:
+            st.markdown(escape_md(f"{LANE_TITLES[lane]}: {counted(n_after, 'message')}, "
+                                  f"{counted(tokens[1], 'token')}"))
+            for j, ((t, s), text) in enumerate(came.items()):
+                _card(f"a-{lane}", j, ("entered", ":material/add_circle:", "green"), t, s, text)
+            if kept_items:
+                st.caption(f"and {counted(len(kept_items), 'message')} in both prompts")
+    blocks = [LANE_TITLES.get(c.lane, c.lane) for c in r.lanes if c.block_changed]
+    if blocks:
+        st.caption(escape_md(f"Also different: {', '.join(blocks)}."))
+    if unchanged:
+        box = st.expander(f"{counted(len(unchanged), 'message')} in both prompts",
+                          icon=":material/drag_handle:", on_change="rerun", key="side-same")
+        if box.open:  # built only when opened
+            with box:
+                for j, (lane, item) in enumerate(unchanged):
+                    _card(f"same-{lane}", j, None, item.thread_id, item.seq, item.text)
+    if r.key_lost:
+        st.warning(escape_md("Its answer quoted a message this prompt would no longer hold."),
+                   icon=":material/warning:")
+    st.dataframe(table([{"part": LANE_TITLES[ln], "as recorded": getattr(r.tokens_before, ln, 0),
+                         "what if": getattr(r.tokens_after, ln, 0)} for ln in TOKEN_LANES
+                        if getattr(r.tokens_before, ln, 0) or getattr(r.tokens_after, ln, 0)]),
+                 hide_index=True, key="side-tokens")
+    if r.answer is not None:
+        _asked_again(r, "**Asked again:** ")
+    elif r.ask_error:
+        st.caption(escape_md(f"Not asked again: {r.ask_error}"))
+
+
+if moved_runs:
+    st.markdown("#### One run side by side")
+    ids = [r.run_id for r in moved_runs]
+    by_id = {r.run_id: r for r in moved_runs}
+    asked_run = services.query_param("run")
+    if asked_run is not None and asked_run not in by_id:
+        st.info(escape_md(f"Run '{asked_run}' is not among the runs these settings change."))
+    remembered = services.remembered_run()
+    opened_run = asked_run if asked_run in by_id else (
+        remembered if remembered in by_id else ids[0])  # the run the user came from
+    focus = str(st.selectbox("Run", ids, index=ids.index(opened_run),
+                             format_func=lambda rid: f"{rid} · {by_id[rid].thread_id or '—'}"))
+    follow_run(focus, in_url=asked_run is not None or focus != ids[0])
+    link_to_run(focus, label=("inspect run ", Id(focus)))
+    try:
+        _side_by_side(by_id[focus])
+    except Exception as e:  # noqa: BLE001
+        st.error(escape_md(f"Cannot show run '{focus}': {services.friendly_error(e)}"))
+
+
+# -- asking again ---------------------------------------------------------------------------------
