@@ -36,7 +36,7 @@ LANE_COLOURS: dict[str, str] = {
     "recalled": "#3182bd", "recent": "#fd8d3c", "input": "#e6550d", "dropped": "#bdbdbd",
 }
 STATUS_COLOURS: dict[str, str] = {
-    "hit": "#3182bd", "below-threshold": "#fd8d3c", "beyond-top-k": "#fdae6b",
+    "hit": "#3182bd", "dropped": "#d62728", "below-threshold": "#fd8d3c", "beyond-top-k": "#fdae6b",
     "filtered-out": "#969696", "already-in-window": "#74c476",
     "duplicate-of-query": "#c7c7c7",
 }
@@ -236,6 +236,90 @@ def score_chart(candidates: list[views.ScoreCandidate], threshold: float | None,
                       xaxis={"tickmode": "array", "tickvals": list(range(1, len(ordered) + 1)),
                              "ticktext": [str(c.rank) for c in ordered]})
     return fig
+
+
+def candidate_fate(c: views.ScoreCandidate, threshold: float | None,
+                   top_k: int | None) -> str:
+    """What became of a recall candidate, in words: "recalled into the prompt", "rank
+    1 ... dropped: a tool call without its result", "below the threshold 0.450" …"""
+    if c.status == "hit":
+        return "recalled into the prompt"
+    if c.status == "dropped":
+        return f"recalled, then dropped: {views.drop_reason_text(c.reason)}"
+    if c.status == "below-threshold":
+        return ("below the threshold" + (f" {fmt_score(threshold)}" if threshold is not None
+                                         else "") + ": not recalled")
+    if c.status == "beyond-top-k":
+        return ("above the threshold but outside the top"
+                + (f" {top_k}" if top_k is not None else " k") + ": not recalled")
+    if c.status == "filtered-out":
+        return "left out by the filter" + (f" ({c.filter_clause})" if c.filter_clause else "")
+    if c.status == "already-in-window":
+        return "already in the prompt's recent window"
+    if c.status == "duplicate-of-query":
+        return "the question itself (or a copy of it): skipped"
+    return c.status
+
+
+def first_bar_text(candidates: Sequence[views.ScoreCandidate], threshold: float | None,
+                   top_k: int | None) -> str:
+    """The score chart's caption: what its first bar is, and what became of it (shown
+    escaped). A record that lacks rank 1 says so rather than starting silently at 2."""
+    if not candidates:
+        return "Recall found no candidates."
+    c = candidates[0]
+    rank = "would-be rank" if c.status == "filtered-out" else "rank"
+    head = (f"The first bar is {rank} {c.rank}, {c.thread_id} #{c.seq}: "
+            f"{candidate_fate(c, threshold, top_k)}.")
+    if c.rank != 1:
+        head = (f"Rank 1 is not in this run's record; the chart starts at rank {c.rank}. "
+                + head)
+    return head
+
+
+def settings_text(settings: Mapping[str, Any]) -> list[str]:
+    """A run's memory settings (``RunView.settings``) as sentences, one a line."""
+    def get(key: str) -> Any:
+        return settings.get(key)
+
+    out: list[str] = []
+    if get("recent_n") is not None:
+        out.append(f"Recent window: the last {get('recent_n')} messages of the thread.")
+    if get("recall_enabled") is True or (get("recall_enabled") is None and get("top_k")):
+        bits = [f"{get('mode') or 'vector'} search over the {get('scope') or 'thread'}"]
+        if get("top_k") is not None:
+            bits.append(f"keeping the top {get('top_k')}")
+        if get("threshold") is not None:
+            bits.append(f"scoring at least {fmt_score(get('threshold'))}")
+        if get("filter"):
+            bits.append("filtered by " + json.dumps(get("filter"), ensure_ascii=False,
+                                                    sort_keys=True, default=str))
+        if get("message_range"):
+            bits.append(f"with {get('message_range')} neighbouring messages each side")
+        embedder = f" (embedder {get('embedder')})" if get("embedder") else ""
+        out.append("Recall: " + ", ".join(bits) + embedder + ".")
+    elif get("recall_enabled") is False:
+        out.append("Recall: off.")
+    if get("working_memory") is not None:
+        wm = get("working_memory")
+        out.append(f"Working memory: {wm}"
+                   + (" (read only)." if get("working_memory_read_only") and wm != "off"
+                      else "."))
+    if get("observational") is not None:
+        out.append("Observational memory: "
+                   + ("on." if get("observational") is True else
+                      "off." if get("observational") is False else f"{get('observational')}."))
+    processors = get("processors")
+    if isinstance(processors, list) and processors:
+        named = []
+        for proc in processors:
+            if isinstance(proc, dict):
+                rest = ", ".join(f"{k} {v}" for k, v in proc.items() if k != "name")
+                named.append(f"{proc.get('name', '?')}" + (f" ({rest})" if rest else ""))
+        out.append("Input processors: " + "; ".join(named) + ".")
+    if get("token_counter") is not None:
+        out.append(f"Tokens counted by {get('token_counter')}.")
+    return out
 
 
 def set_query_params(params: Mapping[str, str | None]) -> None:

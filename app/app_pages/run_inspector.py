@@ -15,8 +15,10 @@ from app.components import (
     LANE_TITLES,
     Id,
     answer_text,
+    candidate_fate,
     counted,
     escape_md,
+    first_bar_text,
     fmt_score,
     json_view,
     link_to_message,
@@ -28,14 +30,15 @@ from app.components import (
     ref,
     run_action_bar,
     score_chart,
+    settings_text,
     token_bar,
     tool_call_cards,
 )
 from app.tables import table
+from memory_core.analysis import views
+from memory_core.analysis.views import LaneItem
 from memory_core.errors import NotFoundError
 
-# a dropped row's reason as the Dropped lane says it
-DROP_LABELS = {"token-limit": "trimmed by the token limiter"}
 DEFAULT_SUITE = "kept answers"  # where "Keep this answer" pins a run unless told
 KEPT_KEY = "kept-answer"  # session: what the last "Keep this answer" did, said once
 
@@ -89,41 +92,82 @@ if view.query:
     st.caption("Recall query")
     literal(view.query)
 
-st.markdown("#### Tokens by lane")
+def item_card(item: LaneItem, key: str) -> None:
+    """One message of a lane (or one left out): what it is, its text, its source."""
+    with st.container(border=True, key=key):
+        bits = [item.role]
+        if item.rank is not None:
+            bits.append(f"rank {item.rank}")
+        if item.score is not None:
+            bits.append(f"score {fmt_score(item.score)}")
+        if item.origin:
+            bits.append(f"origin {item.origin}")
+        if item.reason:
+            bits.append(f"dropped: {views.drop_reason_text(item.reason)}")
+        bits.append(f"{item.tokens} tokens")
+        st.caption(escape_md(" · ".join(bits)))
+        literal(item.text)
+        if item.thread_id is not None and item.seq is not None:
+            link_to_message(item.thread_id, item.seq,
+                            label=("source: ", *ref(item.thread_id, item.seq)))
+        for src in item.sources:
+            if src.from_seq is not None:
+                link_to_message(src.thread_id, src.from_seq, to_seq=src.to_seq,
+                                label=("observation ", Id(src.observation_id),
+                                       ": source ", *ref(src.thread_id, src.from_seq,
+                                                         to_seq=src.to_seq)))
+
+
+# -- what the model was given, and what was left out: first, without a click ------------
+given = [lv for lv in view.lanes if lv.lane != "dropped"]
+dropped = view.lane("dropped")
+misses = [c for c in view.candidates if c.status != "hit"]
+st.markdown("#### In the prompt")
+st.caption(escape_md(
+    f"{counted(sum(len(lv.items) for lv in given), 'message')}, "
+    f"{counted(view.total_tokens, 'token')}: "
+    + ", ".join(f"{LANE_TITLES[lv.lane].lower()} {lv.total_count}" for lv in given) + "."))
 st.plotly_chart(token_bar(view.lanes), key="token-bar")
 
+st.markdown("#### Left out of the prompt")
+missed = "1 near miss" if len(misses) == 1 else f"{len(misses):,} near misses"
+left = [f"{counted(dropped.total_count, 'message')} dropped",
+        f"{missed} (found by recall, not given to the model)"]
+st.caption(escape_md("; ".join(left) + "."))
+lost_cols = st.columns(2)
+with lost_cols[0]:
+    st.markdown(f"##### Dropped ({dropped.total_count})")
+    if dropped.total_count > len(dropped.items):
+        st.caption(f"showing the first {len(dropped.items)} of {dropped.total_count} dropped")
+    if not dropped.items:
+        st.caption("Nothing was dropped: every message composition picked reached the "
+                   "prompt.")
+    for i, item in enumerate(dropped.items):
+        item_card(item, f"lane-dropped-{i}")
+with lost_cols[1]:
+    st.markdown(f"##### Near misses ({len(misses)})")
+    if view.recall_skipped:
+        st.caption(escape_md(f"Recall did not run: {view.recall_skipped}"))
+    elif not misses:
+        st.caption("No near misses recorded." if view.candidates or view.threshold is None
+                   else "Recall found nothing near the question.")
+    for i, c in enumerate(misses):
+        with st.container(border=True, key=f"near-miss-{i}"):
+            rank_word = "would-be rank" if c.status == "filtered-out" else "rank"
+            st.caption(escape_md(f"{rank_word} {c.rank} · score {fmt_score(c.score)} · "
+                                 f"{candidate_fate(c, view.threshold, view.top_k)}"))
+            literal(preview_text(c.preview))
+            link_to_message(c.thread_id, c.seq, label=("source: ", *ref(c.thread_id, c.seq)))
+
 st.markdown("#### Lanes")
-tabs = st.tabs([f"{LANE_TITLES[lv.lane]} ({lv.total_count})" for lv in view.lanes])
-for tab, lv in zip(tabs, view.lanes, strict=True):
+tabs = st.tabs([f"{LANE_TITLES[lv.lane]} ({lv.total_count})" for lv in given])
+for tab, lv in zip(tabs, given, strict=True):
     with tab:
         st.caption(f"{counted(len(lv.items), 'item')} · {counted(lv.tokens, 'token')}")
-        if lv.lane == "dropped" and lv.total_count > len(lv.items):
-            st.caption(f"showing the first {len(lv.items)} of {lv.total_count} dropped")
         if not lv.items:
             st.text("(nothing in this lane)")
         for i, item in enumerate(lv.items):
-            with st.container(border=True, key=f"lane-{lv.lane}-{i}"):
-                bits = [item.role]
-                if item.rank is not None:
-                    bits.append(f"rank {item.rank}")
-                if item.score is not None:
-                    bits.append(f"score {fmt_score(item.score)}")
-                if item.origin:
-                    bits.append(f"origin {item.origin}")
-                if item.reason:
-                    bits.append(DROP_LABELS.get(item.reason, f"reason {item.reason}"))
-                bits.append(f"{item.tokens} tokens")
-                st.caption(escape_md(" · ".join(bits)))
-                literal(item.text)
-                if item.thread_id is not None and item.seq is not None:
-                    link_to_message(item.thread_id, item.seq,
-                                    label=("source: ", *ref(item.thread_id, item.seq)))
-                for src in item.sources:
-                    if src.from_seq is not None:
-                        link_to_message(src.thread_id, src.from_seq, to_seq=src.to_seq,
-                                        label=("observation ", Id(src.observation_id),
-                                               ": source ", *ref(src.thread_id, src.from_seq,
-                                                                 to_seq=src.to_seq)))
+            item_card(item, f"lane-{lv.lane}-{i}")
         if lv.lane == "observations":
             for j, ro in enumerate(recalled_observations(view.tool_calls)):
                 if j == 0:
@@ -137,33 +181,39 @@ for tab, lv in zip(tabs, view.lanes, strict=True):
                                         label=("source ", *ref(ro.thread_id, ro.from_seq,
                                                                to_seq=ro.to_seq)))
 
-st.markdown("#### Settings")
-if view.settings:
-    # settings a run leaves unset (recall's, when recall is off) are named once, not
-    # listed as a column of "—"
-    json_view({k: v for k, v in view.settings.items() if v is not None})
-    unset = [k for k, v in view.settings.items() if v is None]
-    if unset:
-        st.caption(escape_md(f"Not set in this run: {', '.join(unset)}."))
-else:
-    st.text("(no settings recorded)")
-
 st.markdown("#### Recall scores")
+ranked = view.ranked()
 if view.recall_skipped:
     st.info(escape_md(f"Recall did not run: {view.recall_skipped}"))
-if view.candidates:
-    st.plotly_chart(score_chart(view.candidates, view.threshold, view.top_k), key="scores")
-    if any(c.status == "filtered-out" for c in view.candidates):
+if ranked:
+    st.caption(escape_md(first_bar_text(ranked, view.threshold, view.top_k)))
+    st.plotly_chart(score_chart(ranked, view.threshold, view.top_k), key="scores")
+    if any(c.status == "filtered-out" for c in ranked):
         st.caption("A filtered-out candidate's rank is the one it would have had, had it "
                    "passed the filter.")
     st.dataframe(table([{"rank": c.rank, "score": fmt_score(c.score),
-                                "status": c.status, "thread": c.thread_id, "seq": c.seq,
-                                "filter clause": c.filter_clause or "",
-                                "preview": preview_text(c.preview)}
-                               for c in view.candidates]),
+                         "status": c.status,
+                         "what became of it": candidate_fate(c, view.threshold, view.top_k),
+                         "thread": c.thread_id, "seq": c.seq,
+                         "filter clause": c.filter_clause or "",
+                         "preview": preview_text(c.preview)}
+                        for c in ranked]),
                  hide_index=True, width="stretch")
 else:
     st.text("(no recall candidates recorded)")
+
+st.markdown("#### Settings")
+if view.settings:
+    st.caption(escape_md(" ".join(settings_text(view.settings))))
+    with st.expander("All settings, as recorded", icon=":material/tune:"):
+        # settings a run leaves unset (recall's, when recall is off) are named once, not
+        # listed as a column of "—"
+        json_view({k: v for k, v in view.settings.items() if v is not None})
+        unset = [k for k, v in view.settings.items() if v is None]
+        if unset:
+            st.caption(escape_md(f"Not set in this run: {', '.join(unset)}."))
+else:
+    st.text("(no settings recorded)")
 
 rec = view.recorded
 if rec is not None:  # an imported run: what its recording says of the call

@@ -26,6 +26,7 @@ from memory_core.provenance.record import (
 )
 from memory_core.storage.base import RunRow, Storage
 from memory_core.storage.common import many_objects
+from memory_core.text import PREVIEW_CHARS
 from memory_core.tokens import estimate_tokens
 from memory_core.types import (
     Message,
@@ -475,9 +476,25 @@ class ScoreCandidate(BaseModel):
     rank: int
     score: float
     status: Literal["hit", "below-threshold", "beyond-top-k", "filtered-out",
-                    "already-in-window", "duplicate-of-query"]
+                    "already-in-window", "duplicate-of-query", "dropped"]
     preview: str
     filter_clause: str | None = None
+    reason: str | None = None  # "dropped": why composition left the hit out
+
+
+# why composition left a stored message out of the prompt (``MessageRef.reason``), in words
+DROP_REASON_WORDS: dict[str, str] = {
+    "unanswered-tool-call": "a tool call without its result",
+    "orphan-tool-result": "a tool result without its call",
+    "duplicate-tool-call-id": "its tool call id was already in the prompt",
+    "token-limit": "trimmed by the token limiter",
+    "tool-call-filter": "removed by the tool-call filter",
+}
+
+
+def drop_reason_text(reason: str | None) -> str:
+    """A dropped row's reason in words (the code itself when it is not one we know)."""
+    return DROP_REASON_WORDS.get(reason or "", reason or "no reason recorded")
 
 
 class StepView(BaseModel):
@@ -518,6 +535,20 @@ class RunView(BaseModel):
     answer: str | None
     notes: list[str]
     recorded: RecordedCall | None = None  # an imported run: what its recording says
+
+    def ranked(self) -> list[ScoreCandidate]:
+        """Every recall candidate in rank order: ``candidates`` plus the hits that
+        composition then dropped (status "dropped", with the reason), so a chart of
+        them starts at rank 1."""
+        dropped = [ScoreCandidate(thread_id=i.thread_id, seq=i.seq, rank=i.rank,
+                                  score=i.score, status="dropped",
+                                  preview=" ".join(i.text.split())[:PREVIEW_CHARS],
+                                  reason=i.reason)
+                   for i in self.lane("dropped").items
+                   if i.thread_id is not None and i.seq is not None and i.rank is not None
+                   and i.score is not None and i.origin in (None, "hit")]
+        return sorted([*self.candidates, *dropped],
+                      key=lambda c: (c.rank, -c.score, c.thread_id, c.seq))
 
     def lane(self, name: str) -> LaneView:
         for lv in self.lanes:
@@ -587,7 +618,8 @@ def _dropped_items(storage: Storage, refs: list[MessageRef]) -> list[LaneItem]:
         # the message may have been erased since; the preview is what provenance kept
         text = render_text(stored) if stored is not None else r.preview
         out.append(LaneItem(lane="dropped", role=r.role, text=text, thread_id=r.thread_id,
-                            seq=r.seq, reason=r.reason, tokens=estimate_tokens(text)))
+                            seq=r.seq, reason=r.reason, score=r.score, rank=r.rank,
+                            origin=r.origin, tokens=estimate_tokens(text)))
     return out
 
 

@@ -236,9 +236,10 @@ def lane_counts(storage: Storage, run_id: str) -> dict[str, int]:
 
 
 def tab_labels(storage: Storage, run_id: str) -> list[str]:
-    """The run inspector's tab labels for the run, e.g. ``Recalled (3)``."""
+    """The run inspector's tab labels for the run, e.g. ``Recalled (3)``: the lanes of
+    the prompt (the dropped are shown above them, outside the tabs)."""
     return [f"{lane.replace('_', ' ').capitalize()} ({n})"
-            for lane, n in lane_counts(storage, run_id).items()]
+            for lane, n in lane_counts(storage, run_id).items() if lane != "dropped"]
 
 
 def seq_of(storage: Storage, thread_id: str, text: str) -> int:

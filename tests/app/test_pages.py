@@ -401,8 +401,11 @@ def test_run_inspector_shows_settings_and_candidates(populated: Populated,
     assert calls and {c.args for c in calls} <= {c.value for c in at.code if c.language == "json"}
     candidates = at.dataframe[0].value
     hits = [r for r in memctx.recalled if r.origin == "hit"]
+    dropped_hits = [d for d in memctx.dropped if d.rank is not None and d.origin == "hit"]
+    assert dropped_hits  # the fixture's run recalled a call whose result was never stored
     assert sorted(candidates["status"]) == sorted(
-        ["hit"] * len(hits) + [n.reason for n in memctx.near_misses])
+        ["hit"] * len(hits) + [n.reason for n in memctx.near_misses]
+        + ["dropped"] * len(dropped_hits))
     chart = at.get("plotly_chart")[1].proto.spec
     assert f'"threshold {fmt_score(THRESHOLD)}"' in chart and f'"top-k = {top_k}"' in chart
     # in the order recall ranked them: by rank, a shared (would-be) rank by score
