@@ -1,5 +1,7 @@
 """Threads page: resources → threads → messages in seq order (paged), with search
-across a resource and links from each message to the runs that used it.
+across a resource, the thread's runs (links to the inspector; the newest becomes the
+current run unless it already is one of them) and links from each message to the run
+that wrote it and the runs that used it.
 
 URL: ``?thread=<id>&seq=<n>[&to=<n>]`` selects the same view, scrolled to the message
 (or range), highlighted; the thread names its resource, so ``?resource=<id>`` is only
@@ -23,6 +25,7 @@ from app.components import (
     escape_md,
     fmt_time,
     focus_cards,
+    follow_run,
     link_to_message,
     link_to_run,
     literal,
@@ -35,6 +38,8 @@ from app.components import (
 from app.tables import table
 from memory_core.analysis import views
 from memory_core.analysis.views import DEFAULT_PAGE_SIZE, page_of_seq
+
+RUNS_LISTED = 20  # a thread's runs linked on the page, newest first
 
 st.title("Threads")
 url = services.current_url()
@@ -121,6 +126,28 @@ thread = st.selectbox("Thread", thread_ids,
                       index=thread_ids.index(wanted_thread) if wanted_thread else 0,
                       format_func=lambda tid: f"{titles[tid] or '(untitled)'} · {tid}")
 
+# the thread's runs, newest first, each a link to the inspector; the sidebar's run pages
+# open on this thread's run (its newest, unless the current run is already one of them)
+try:
+    runs_here = services.cached_runs(url).on_thread(thread)
+except Exception as e:  # noqa: BLE001 - the messages are still shown
+    runs_here = []
+    st.caption(escape_md(f"This thread's runs cannot be read: {services.friendly_error(e)}"))
+if runs_here:
+    if services.remembered_run() not in {r.run_id for r in runs_here}:
+        follow_run(runs_here[-1].run_id, in_url=False)
+    with st.expander(f"Runs of this thread ({len(runs_here):,})", expanded=True,
+                     icon=":material/manage_search:"):
+        newest = runs_here[::-1][:RUNS_LISTED]
+        if len(runs_here) > RUNS_LISTED:
+            st.caption(f"The newest {RUNS_LISTED} of {len(runs_here):,}; the Run inspector's "
+                       "picker offers them all.")
+        for r in newest:
+            link_to_run(r.run_id, label=("run ", Id(r.run_id),
+                                         f" · {r.status} · {fmt_time(r.started_at)}"))
+else:
+    st.caption("No run has used this thread yet.")
+
 wanted_seq = services.query_param("seq")
 focus_seq = int(wanted_seq) if wanted_seq and wanted_seq.isdigit() else None
 focus_to = services.query_param("to")
@@ -162,11 +189,11 @@ for m in shown:
                and focus_seq <= m.seq <= focus_end)
     with st.container(border=True, key=f"msg-{m.seq}"):
         head: list[str | Id] = [f"#{m.seq} · {m.role} · {fmt_time(m.created_at)}"]
-        if m.written_by_run:
-            head += [" · written by run ", Id(m.written_by_run)]
         if focused:
             head.insert(0, "▶ ")
         st.caption(md(*head))
+        if m.written_by_run:  # the run that stored it: a link to the inspector
+            link_to_run(m.written_by_run, label=("written by run ", Id(m.written_by_run)))
         literal(m.text)
         if m.metadata:
             st.text("metadata: " + json.dumps(m.metadata, ensure_ascii=False, sort_keys=True))

@@ -60,6 +60,12 @@ def _links(at: AppTest) -> list[str]:
     return out
 
 
+def _used_by_links(at: AppTest) -> list[str]:
+    """The query strings (without ``db``) of the cards' "used by run" links."""
+    return [el.proto.query_string.partition("&")[2] for el in at.main.get("page_link")
+            if shown(el.proto.label).startswith("used by run ")]
+
+
 def _used_by(storage: InMemoryStorage, seq: int) -> list[str]:
     """The runs whose prompt carried THREAD #seq."""
     return [r.run_id for r in storage.runs.list_runs()
@@ -227,7 +233,7 @@ def test_threads_lists_messages_with_runs_that_used_them(populated: Populated,
     # a card says how many runs used its message; their links are built only once
     # its expander is opened (a card of the largest thread carried ~24 of them)
     expanders = {e.label: e for e in at.expander}
-    assert not [link for link in _links(at) if "run=" in link]
+    assert not _used_by_links(at)
     for seq in range(len(texts)):
         at.session_state[used_by_key(THREAD, seq)] = True
     at.run()
@@ -235,10 +241,10 @@ def test_threads_lists_messages_with_runs_that_used_them(populated: Populated,
     for run_id in (RUN_1, RUN_2):
         used = {i.seq for i in records(storage, run_id).prompt.items if i.thread_id == THREAD}
         assert len(used) >= 4
-        assert _links(at).count(f"run={run_id}") == len(used)
+        assert _used_by_links(at).count(f"run={run_id}") == len(used)
     every = [rid for m in storage.memory.get_messages(THREAD)
              for rid in _used_by(storage, m.seq)]
-    assert len([link for link in _links(at) if "run=" in link]) == len(every)
+    assert len(_used_by_links(at)) == len(every)
     assert any(label.startswith("Used by ") and label.endswith(" runs") for label in expanders)
     # the thread names its resource: the URL carries the thread alone
     assert at.query_params["thread"] == THREAD and "resource" not in at.query_params

@@ -1,0 +1,106 @@
+"""No dead ends between the Threads page and the run inspector (issue 36.4): every run
+id a message card names is a link to the inspector, a thread lists its runs (links to
+the inspector), and the inspector opened from a thread opens on that thread's run."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from streamlit.testing.v1 import AppTest
+
+from app.components import RUN_PAGE, THREADS_PAGE
+from memory_core.analysis import views
+from memory_core.storage.inmemory import InMemoryStorage
+from tests.app.fixture_db import NOTES_THREAD, OBS_RUN, RUN_1, THREAD, FixtureInfo
+
+Populated = tuple[InMemoryStorage, FixtureInfo]
+MakeApp = Callable[..., AppTest]
+
+
+def _shown(label: str) -> str:
+    return re.sub(r"\\(.)", r"\1", label.replace("`", ""))
+
+
+def _links(at: AppTest) -> list[tuple[str, str, str]]:
+    """(label as shown, target page, query without ``db``) of each link in the page."""
+    return [(_shown(el.proto.label), str(el.proto.page),
+             el.proto.query_string.partition("&")[2]) for el in at.main.get("page_link")]
+
+
+def _sidebar_query(at: AppTest, page: str) -> dict[str, str]:
+    for el in at.sidebar.get("page_link"):
+        if str(el.proto.page) == page:
+            q = el.proto.query_string
+            return dict(p.split("=", 1) for p in q.split("&")) if q else {}
+    raise AssertionError(f"no sidebar link to {page}")
+
+
+def _run_page_path(at: AppTest) -> str:
+    """The page attribute the inspector's links carry (as the app names it)."""
+    return next(str(el.proto.page) for el in at.sidebar.get("page_link")
+                if "run_inspector" in str(el.proto.page) or str(el.proto.page) == "run")
+
+
+def test_written_by_run_is_a_link_to_that_run(populated: Populated, app: MakeApp) -> None:
+    storage, _ = populated
+    at = app(THREADS_PAGE, thread=THREAD)
+    assert not at.exception and not at.error
+    written = {m.written_by_run for m in views.thread_messages(storage, THREAD).messages
+               if m.written_by_run}
+    assert RUN_1 in written
+    links = _links(at)
+    for run_id in written:
+        assert any(label == f"written by run {run_id}" and query == f"run={run_id}"
+                   for label, _, query in links), (run_id, links)
+    # no run id left as bare text in a card's caption
+    assert not [c for c in at.caption if "written by run" in c.value]
+
+
+def test_a_thread_lists_its_runs_newest_first(populated: Populated, app: MakeApp) -> None:
+    storage, _ = populated
+    at = app(THREADS_PAGE, thread=THREAD)
+    runs = [r for r in storage.runs.list_runs() if r.thread_id == THREAD]
+    assert len(runs) >= 2
+    (box,) = [e for e in at.expander if e.label == f"Runs of this thread ({len(runs)})"]
+    listed = list(box.get("page_link"))
+    assert [el.proto.query_string.partition("&")[2] for el in listed] == [
+        f"run={r.run_id}" for r in sorted(runs, key=lambda r: r.started_at, reverse=True)]
+    assert all(_shown(el.proto.label).startswith(f"run {r.run_id} · {r.status} · ")
+               for el, r in zip(listed, sorted(runs, key=lambda r: r.started_at, reverse=True),
+                                strict=True))
+
+
+def test_the_inspector_opened_from_a_thread_opens_on_its_run(populated: Populated,
+                                                            app: MakeApp) -> None:
+    # the session looked at RUN_1 (on THREAD) before, then at another thread
+    at = app(RUN_PAGE, run=RUN_1)
+    for key in [k for k in at.query_params if k != "db"]:
+        del at.query_params[key]
+    at.switch_page(THREADS_PAGE)
+    at.query_params["thread"] = NOTES_THREAD
+    at.run()
+    assert not at.exception
+    # the sidebar's inspector link now carries that thread's run, not RUN_1
+    assert _sidebar_query(at, _run_page_path(at))["run"] == OBS_RUN
+    # and so does the inspector opened as the sidebar opens it
+    for key in [k for k in at.query_params if k != "db"]:
+        del at.query_params[key]
+    at.query_params["run"] = OBS_RUN
+    at.switch_page(RUN_PAGE)
+    at.run()
+    assert not at.exception
+    assert next(s for s in at.selectbox if s.label == "Thread").value == NOTES_THREAD
+    assert next(s for s in at.selectbox if s.label == "Run").value == OBS_RUN
+
+
+def test_a_thread_of_the_current_run_keeps_it(populated: Populated, app: MakeApp) -> None:
+    storage, _ = populated
+    older = [r.run_id for r in storage.runs.list_runs() if r.thread_id == THREAD][0]
+    at = app(RUN_PAGE, run=older)
+    for key in [k for k in at.query_params if k != "db"]:
+        del at.query_params[key]
+    at.switch_page(THREADS_PAGE)
+    at.query_params["thread"] = THREAD
+    at.run()
+    assert _sidebar_query(at, _run_page_path(at))["run"] == older
