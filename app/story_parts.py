@@ -262,10 +262,17 @@ def key_fate(fate: Explanation | None, key_name: str) -> tuple[bool | None, str]
     pct = percent(score) if score is not None else "(no score recorded)"
     top_k, rank = ev.get("top_k"), ev.get("rank")
     if fate.fate == "below-threshold" and ev.get("threshold") is not None:
-        more = (f", and {rank - 1} messages matched better while only the {top_k} "
-                "closest are handed over" if top_k and rank and rank > top_k else "")
-        return False, (f"{name} matched the question {pct}, under the minimum of "
-                       f"{percent(ev['threshold'])}{more}. So it was not handed over.")
+        said = (f"{name} matched the question {pct}, under the minimum of "
+                f"{percent(ev['threshold'])}")
+        # the rules analysis found, in order: a lower minimum alone may not be enough
+        top = next((r for r in fate.rules if r.rule == "beyond-top-k"), None)
+        if top is None or not isinstance(top.needed, int):
+            return False, f"{said}. So it was not handed over."
+        return False, (f"{said}; and even with a lower minimum, {top.needed - 1} messages "
+                       f"matched better while only the {top_k} closest are handed over. "
+                       "So it was not handed over. Only a minimum lowered to its match "
+                       f"together with handing over the {top.needed} closest would have "
+                       "let it in; either change alone still leaves it out.")
     if fate.fate == "beyond-top-k":
         return False, (f"{name} matched the question {pct}, enough to pass, but "
                        f"{(rank or 1) - 1} messages matched better and only the {top_k} "

@@ -3,6 +3,7 @@ a one-second-per-read clock and a journal read that must find its key."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -36,10 +37,11 @@ class Tick:
 
 
 def copy_run_with_model(storage: Any, source: str, run_id: str,
-                        model: dict[str, Any]) -> str:
+                        model: dict[str, Any], answer: str | None = None) -> str:
     """A copy of run ``source`` under ``run_id`` whose step records say ``model``
     answered them (past counterfactuals left out): how a test gets a run "made with"
-    another model without a server."""
+    another model without a server. ``answer`` replaces the text of its one step and
+    its output: what that other model answered."""
     from memory_core.types import RunRecord
 
     run = storage.runs.get_run(source)
@@ -51,6 +53,10 @@ def copy_run_with_model(storage: Any, source: str, run_id: str,
             continue
         if ":step:" in key:
             value = {**value, "model": model}
+            if answer is not None:
+                value["response"] = {**value["response"], "text": answer}
+        if answer is not None and key == f"{source}:output":
+            value = {**value, "text": answer}
         storage.runs.put_if_absent(run_id + key[len(source):], value)
     storage.runs.set_run_status(run_id, "completed")
     return run_id
@@ -61,3 +67,23 @@ def cf_records(s: Any, run_id: str) -> list[tuple[str, Any]]:
     below a result (the tools it ran, the model's answers) are not results."""
     prefix = f"{run_id}:cf:"
     return [(k, v) for k, v in s.runs.list(prefix) if ":" not in k[len(prefix):]]
+
+
+def build_demo_file(path: str, scenarios: Sequence[Any]) -> str:
+    """A DuckDB demo database at ``path`` holding only ``scenarios`` (hashing embedder),
+    as the CLI tests use it."""
+    import pytest
+
+    import sample_data.build as build
+    from memory_core.storage.duckdb import DuckDBStorage
+
+    clock = build.DemoClock()
+    storage = DuckDBStorage(path, clock=clock)
+    try:
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(build, "SCENARIOS", list(scenarios))
+            with storage.session():
+                build.build_into(storage, clock, embedder="hashing", progress=lambda _: None)
+    finally:
+        storage.close()
+    return path

@@ -20,7 +20,7 @@ from memory_core.provenance.record import Memctx
 from memory_core.storage.duckdb import DuckDBStorage
 from sample_data.scenarios.home import HOME
 from sample_data.scenarios.support import SUPPORT
-from tests.helpers import cf_records
+from tests.helpers import build_demo_file, cf_records
 
 IMPORTS = Path(__file__).parent / "fixtures" / "imports"
 runner = CliRunner()
@@ -58,15 +58,8 @@ def _no_env_db(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(scope="module")
 def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    path = tmp_path_factory.mktemp("cli") / "demo.duckdb"
-    clock = build.DemoClock()
-    storage = DuckDBStorage(str(path), clock=clock)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(build, "SCENARIOS", [SUPPORT, HOME])
-        with storage.session():
-            build.build_into(storage, clock, embedder="hashing", progress=lambda _: None)
-    storage.close()
-    yield str(path)
+    yield build_demo_file(str(tmp_path_factory.mktemp("cli") / "demo.duckdb"),
+                          [SUPPORT, HOME])
 
 
 @pytest.fixture

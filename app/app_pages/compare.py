@@ -162,11 +162,17 @@ st.markdown("#### What changed")
 if changed:
     st.dataframe(table([{
         "change": e.change, "message": f"{e.thread_id} #{e.seq}",
-        "lane A": e.lane_a or MISSING, "lane B": e.lane_b or MISSING, "reason": e.reason,
+        "lane A": e.lane_a or MISSING, "lane B": e.lane_b or MISSING,
+        # every rule recall kept it out by (in the run it was out of), before the reason
+        "kept out by": " + ".join(e.kept_out_by) or MISSING, "reason": e.reason,
         "score A": fmt_score(e.score_a), "score B": fmt_score(e.score_b),
         "rank A": fmt_cell(e.rank_a), "rank B": fmt_cell(e.rank_b),
         "preview": preview_text(e.preview)}
-        for e in changed]), hide_index=True, width="stretch", key="changes")
+        for e in changed]), hide_index=True, width="stretch", key="changes",
+        # every rule by name, whole; then as much of the reason as fits (its card below
+        # says it whole)
+        column_config={"kept out by": st.column_config.TextColumn(width=220),
+                       "reason": st.column_config.TextColumn(width=460)})
 else:
     st.text("The two prompts carried the same messages in the same lanes.")
 

@@ -182,20 +182,64 @@ if st.button("Run counterfactual", type="primary", icon=":material/play_arrow:",
                          icon=":material/error:")
                 st.caption(REPLAY_HINT)
 
+
+
+def _answers(result: CounterfactualResult) -> None:
+    """The answers the verdict weighed, side by side: the unchanged prompt's (the
+    run's recorded answer, and the baseline re-asks) beside the edited prompt's, each
+    with the model that gave it; the recorded answer of another model is shown but not
+    compared."""
+    asked = str(result.model.get("name", "?"))
+    recorded = str((result.recorded_model or {}).get("name") or "the run's model")
+    other = result.same_model is False
+    against = ("the baseline only" if other else
+               "the recorded answer and the baseline" if result.baseline_answers
+               else "the recorded answer")
+    st.caption(md(f"{result.description} · the new answer is judged against {against} · "
+                  f"similarity {fmt_score(result.similarity)} to the "
+                  + ("recorded answer" if result.similarity_to != "baseline" else
+                     "baseline answer" if len(result.baseline_answers) == 1 else
+                     "first baseline answer")))
+    if other:
+        st.info(md("The recorded answer came from ", Id(recorded), "; the baseline and the "
+                   "new answer came from ", Id(asked), ", re-asked. Two models answer "
+                   "differently whatever the prompt, so the verdict compares ", Id(asked),
+                   "'s answers only: its answer to the unchanged prompt (the baseline) "
+                   "against its answer to the edited one."),
+                icon=":material/compare_arrows:")
+    unchanged, edited = st.columns(2)
+    with unchanged:
+        st.markdown("**Unchanged prompt**")
+        if not other:
+            _recorded(result, recorded, compared=True)
+        for i, ans in enumerate(result.baseline_answers, 1):
+            with st.container(border=True, key=f"cf-baseline-{i}"):
+                n = f" {i}" if len(result.baseline_answers) > 1 else ""
+                st.caption(md(f"Baseline{n} · ", Id(asked), " · re-asked"))
+                literal(ans)
+        if other:  # beside the new answer are the answers it is judged against
+            _recorded(result, recorded, compared=False)
+    with edited:
+        st.markdown("**Edited prompt**")
+        for i, ans in enumerate(result.new_answers, 1):
+            with st.container(border=True, key=f"cf-new-{i}"):
+                st.caption(md(f"New answer {i} · " if len(result.new_answers) > 1
+                              else "New answer · ", Id(asked)))
+                literal(ans)
+
+
+def _recorded(result: CounterfactualResult, recorded: str, *, compared: bool) -> None:
+    """The run's recorded answer, with the model that gave it."""
+    with st.container(border=True, key="cf-recorded"):
+        st.caption(md("Recorded answer · ", Id(recorded),
+                      "" if compared else " · not compared: another model"))
+        literal(answer_text(result.original_answer))
+
 result: CounterfactualResult | None = st.session_state.get(f"cf-result:{run_id}")
 if result is not None:
     colour, icon = VERDICT_BADGES[result.verdict]
     st.markdown(f"## Verdict: :{colour}-badge[{icon} {result.verdict}]")
-    st.caption(escape_md(f"{result.description} · similarity to the original answer "
-                         f"{fmt_score(result.similarity)} · model {result.model.get('name', '?')}"))
-    left, right = st.columns(2)
-    with left:
-        st.markdown("**Original answer**")
-        literal(answer_text(result.original_answer))
-    with right:
-        st.markdown("**New answer**")
-        for ans in result.new_answers:
-            literal(ans)
+    _answers(result)
     for note in result.notes:
         st.warning(escape_md(note))
 
@@ -248,6 +292,9 @@ except Exception as e:  # noqa: BLE001
 if past:
     st.dataframe(table([{"change": p.description, "verdict": p.verdict,
                                 "similarity": fmt_score(p.similarity),
+                                "judged against": "baseline" if p.same_model is False
+                                else "recorded answer + baseline" if p.baseline_answers
+                                else "recorded answer",
                                 "new answer": p.new_answer,
                                 "model": p.model.get("name", "?"), "key": p.key}
                                for p in past]),

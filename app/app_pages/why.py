@@ -41,7 +41,13 @@ from app.components import (
 from app.tables import table
 
 if TYPE_CHECKING:
-    from memory_core.analysis.forgotten import Explanation, PhraseMatch, PhraseSearch
+    from memory_core.analysis.fate_rules import Rule
+    from memory_core.analysis.forgotten import (
+        Explanation,
+        LifelinePoint,
+        PhraseMatch,
+        PhraseSearch,
+    )
 
 PICK, PHRASE = "Pick a message", "Type a phrase"
 
@@ -135,6 +141,44 @@ def _where(m: PhraseMatch) -> tuple[str | Id, ...]:
     return (f"(not a stored message: {m.lane or '?'} of this run)",)
 
 
+def _fates(e: Explanation | LifelinePoint) -> str:
+    """A message's fate as one text: every rule that kept it out, in order."""
+    return " + ".join(r.rule for r in e.rules) if len(e.rules) > 1 else e.fate
+
+
+def _badges(e: Explanation, size: str = "") -> None:
+    """The fate as badges, one per rule that kept the message out (green when the
+    model was given it). Fates are a fixed vocabulary, never stored text."""
+    icon = ":material/check_circle:" if e.reached_model else ":material/block:"
+    colour = "green" if e.reached_model else "red"
+    names = [r.rule for r in e.rules] if len(e.rules) > 1 else [e.fate]
+    st.markdown(size + " ".join(f":{colour}-badge[{icon} {n}]" for n in names))
+
+
+def _rules(rules: list[Rule], let_in: str | None) -> None:
+    """Every rule that kept the message out, in the order composition applied them,
+    each with what would have let it past (the sentence above tells one rule whole);
+    then how to check that those settings let it in."""
+    from memory_core.analysis.wording import value_text
+
+    if len(rules) > 1:
+        st.markdown("#### Kept out by")
+        st.caption("In the order composition applied them; each is checked with the ones "
+                   "before it lifted.")
+        st.markdown("\n".join(
+            f"{i}. **{r.rule}** — {escape_md(r.said)}. " + (
+                f"It would have passed with {escape_md(r.admits)}." if r.admits else
+                "No setting lets it past.") for i, r in enumerate(rules, 1)))
+    changes = [f"{r.setting}={value_text(r.needed)}" for r in rules
+               if r.setting is not None and r.needed is not None]
+    if let_in and changes:
+        st.caption(md("To check it, compose the run again with "
+                      + ("these settings" if len(changes) > 1 else "this setting")
+                      + " (the What if page, or ", Id(f"memwb whatif --run {run_id} "
+                                                     + " ".join(f"--set {c}" for c in changes)),
+                      ")."))
+
+
 def _closest(search: PhraseSearch) -> Explanation:
     """The search's verdict and its closest messages, each with its fate; returns the
     explanation of the one picked (the best by default), or the not-stored one."""
@@ -150,8 +194,11 @@ def _closest(search: PhraseSearch) -> Explanation:
         e = m.explanation
         given = e.fate in GIVEN_FATES
         with st.container(border=True, key=f"match-{i}"):
-            st.badge(e.fate, icon=":material/check_circle:" if given else ":material/block:",
-                     color="green" if given else "red")
+            if len(e.rules) > 1:
+                _badges(e)
+            else:
+                st.badge(e.fate, color="green" if given else "red",
+                         icon=":material/check_circle:" if given else ":material/block:")
             how = ("contains the phrase" if m.contains else
                    "shares " + ", ".join(m.shared_terms) if m.shared_terms
                    else "close in meaning")
@@ -183,7 +230,10 @@ except Exception as e:  # noqa: BLE001
     st.error(escape_md(services.friendly_error(e)))
     st.stop()
 
-fate_badge(exp.fate, exp.reached_model)
+if len(exp.rules) > 1:
+    _badges(exp, "## ")  # every rule that kept it out
+else:
+    fate_badge(exp.fate, exp.reached_model)
 if phrase is None or exp.fate != "not-stored":  # else the search's verdict said it
     st.info(escape_md(exp.sentence))
 if exp.thread_id is not None and exp.seq is not None:
@@ -195,6 +245,8 @@ elif exp.preview:  # a part of the run's prompt that is no stored message
                          f"{exp.role or '?'}"))
     literal(preview_text(exp.preview))
 link_to_run(run_id, label=("inspect run ", Id(run_id)))
+if exp.rules:
+    _rules(exp.rules, exp.let_in)
 
 st.markdown("#### Evidence")
 if exp.evidence:
@@ -217,13 +269,14 @@ except Exception as e:  # noqa: BLE001
 if not points:
     st.text("(the message's thread has no replayable runs)")
     st.stop()
-fates = list(dict.fromkeys(p.fate for p in points))
+# a fate of several rules is its own row, coloured as its first rule
+fates = list(dict.fromkeys(_fates(p) for p in points))
 fig = go.Figure()
 for fate in fates:
-    ps = [(i, p) for i, p in enumerate(points) if p.fate == fate]
+    ps = [(i, p) for i, p in enumerate(points) if _fates(p) == fate]
     fig.add_trace(go.Scatter(
         x=[i for i, _ in ps], y=[fate] * len(ps), mode="markers", name=fate,
-        marker={"size": 14, "color": FATE_COLOURS.get(fate, "#636363"),
+        marker={"size": 14, "color": FATE_COLOURS.get(ps[0][1].fate, "#636363"),
                 "symbol": ["circle" if p.reached_model else "x" for _, p in ps],
                 "line": {"width": [3 if p.run_id == run_id else 0 for _, p in ps],
                          "color": "#000000"}},
@@ -235,7 +288,7 @@ fig.update_layout(height=140 + 30 * len(fates), margin={"l": 10, "r": 10, "t": 3
                          "ticktext": [plot_text(p.run_id) for p in points]},
                   yaxis={"title": "fate", "type": "category"}, showlegend=False)
 st.plotly_chart(fig, key="lifeline")
-st.dataframe(table([{"run": p.run_id, "started": fmt_time(p.started_at), "fate": p.fate,
+st.dataframe(table([{"run": p.run_id, "started": fmt_time(p.started_at), "fate": _fates(p),
                             "given to the model": p.reached_model, "why": p.sentence}
                            for p in points]),
              hide_index=True, width="stretch", key="lifeline-table")

@@ -114,8 +114,10 @@ class CounterfactualResult(BaseModel):
     new_answers: list[str]
     changed: bool
     verdict: Verdict
-    similarity: float  # content-word Jaccard of the first new answer vs the original
-    model: dict[str, Any]
+    # content-word Jaccard of the first new answer vs the answer the verdict compares
+    # it with (``similarity_to``): the original, or the first baseline answer
+    similarity: float
+    model: dict[str, Any]  # the model re-asked: it gave the baseline and new answers
     notes: list[str] = Field(default_factory=list)
     repeats: int = 1  # re-asks of each prompt
     temperature: float | None = None  # what the verdict assumed (None: unknown)
@@ -125,6 +127,13 @@ class CounterfactualResult(BaseModel):
     new_stops: list[str] = Field(default_factory=list)
     tool_uses: list[ToolUse] = Field(default_factory=list)
     needs_tools: list[str] = Field(default_factory=list)  # wanted, but missing or refused
+    # the model the run recorded, which gave ``original_answer`` (None: not said)
+    recorded_model: dict[str, Any] | None = None
+    # whether the re-asked model is the recorded one: only then does the original answer
+    # count in the verdict (else the variant is judged against the baseline alone, which
+    # the re-asked model gave); None in records written before this was said
+    same_model: bool | None = None
+    similarity_to: Literal["original", "baseline"] = "original"
 
     @property
     def new_answer(self) -> str:
@@ -145,6 +154,7 @@ class _Setup:
     specs: list[ToolSpec]
     original: str | None
     same_model: bool  # the original answer came from this model
+    recorded: dict[str, Any]  # the model the run recorded (its identity)
     baseline: list[Attempt] | None = None  # shared by attribution's counterfactuals
 
     @property
@@ -152,7 +162,10 @@ class _Setup:
         return samples_temperature(self.temperature)
 
     def needs_baseline(self) -> bool:
-        return self.sampling or self.passed or self.repeats > 1 or self.original is None
+        """A verdict compares answers of one model: another model than the recorded one
+        answers the unchanged prompt first (as does one that samples or repeats)."""
+        return (self.sampling or self.passed or not self.same_model or self.repeats > 1
+                or self.original is None)
 
 
 def _resolve_model(data: RunData, model: Model | None) -> Model:
@@ -216,7 +229,8 @@ def _setup(storage: Storage, run_id: str, model: Model | None, repeats: int | No
     return _Setup(data=data, model=mdl, info=ident.model_dump(exclude_none=True),
                   passed=model is not None, temperature=temperature, repeats=n, box=box,
                   specs=offered_specs(data, box), original=original,
-                  same_model=model is None or ident.name == recorded.get("name"))
+                  same_model=model is None or ident.name == recorded.get("name"),
+                  recorded={k: v for k, v in recorded.items() if v is not None})
 
 
 class VariantChoice(BaseModel):
@@ -383,12 +397,22 @@ def _tool_notes(attempts: Sequence[Attempt]) -> list[str]:
 
 def _judged(setup: _Setup, base: list[Attempt],
             new: list[Attempt]) -> tuple[Verdict, float | None, list[str]]:
+    """The verdict on the variant's answers, against answers of the same model only:
+    the baseline (the unchanged prompt re-asked), and the original answer when the
+    re-asked model is the one that gave it. Without a baseline of that model no verdict
+    is given: answers of two models differ whatever the prompt."""
     notes = _tool_notes(base + new)
     if any(a.stop in ("needs_tool", "refused") for a in base + new):
         return "inconclusive", None, notes
     reference = [a.answer for a in base]
-    if setup.original is not None and (setup.same_model or not reference):
+    if setup.original is not None and setup.same_model:
         reference.append(setup.original)
+    if not reference and setup.original is not None:
+        name = setup.info.get("name", "?")
+        return "inconclusive", None, notes + [
+            f"the original answer came from {setup.recorded.get('name', 'another model')}, "
+            f"the new one from {name}; answers of two models are not compared: the "
+            f"unchanged prompt must be re-asked with {name} first"]
     j = judge(reference, [a.answer for a in new], sampling=setup.sampling,
               baseline_repeats=len(base))
     return j.verdict, j.spread, notes + j.notes
@@ -418,17 +442,22 @@ def _run_variant(storage: Storage, setup: _Setup, variant: Variant, *,
     new = _attempts(storage, setup, [i.message for i in items], key, "variant", reuse)
     verdict, spread, notes = _judged(setup, base, new)
     uses = [u for a in base + new for u in a.tool_uses]
+    # the similarity shown beside the verdict: with the answer it is judged against
+    to_baseline = not setup.same_model and bool(base)
+    compared = base[0].answer if to_baseline else setup.original
     result = CounterfactualResult(
         run_id=run_id, key=key, variant=variant, description=variant.describe(),
         removed=removed, removed_lanes=removed_lanes, added=added,
         original_answer=setup.original, baseline_answers=[a.answer for a in base],
         new_answers=[a.answer for a in new], changed=verdict == "changed", verdict=verdict,
-        similarity=round(similarity(setup.original, new[0].answer), 4), model=setup.info,
+        similarity=round(similarity(compared, new[0].answer), 4), model=setup.info,
         notes=list(dict.fromkeys(notes)), repeats=setup.repeats,
         temperature=setup.temperature, sampling=setup.sampling, spread=spread,
         baseline_stops=[a.stop for a in base], new_stops=[a.stop for a in new],
         tool_uses=uses,
-        needs_tools=sorted({u.name for u in uses if u.source in ("missing", "refused")}))
+        needs_tools=sorted({u.name for u in uses if u.source in ("missing", "refused")}),
+        recorded_model=setup.recorded or None, same_model=setup.same_model,
+        similarity_to="baseline" if to_baseline else "original")
     # first write wins: asked again (reuse=False), the journal keeps the first result
     JournalWriter(storage.runs, run_id).counterfactual(digest, result.model_dump(mode="json"))
     return result

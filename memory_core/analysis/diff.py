@@ -9,12 +9,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from memory_core.analysis.fate_rules import Rule, RunScores, said_all
 from memory_core.analysis.views import run_answer
 from memory_core.analysis.wording import score_text, value_text
 from memory_core.embedding.hashing import Embedder
+from memory_core.errors import MemoryCoreError
 from memory_core.journal import RunData, load_run
 from memory_core.provenance.record import LANES, Memctx
-from memory_core.runs.registry import recall_config_from_settings, resolve_embedder
 from memory_core.storage.base import Storage
 from memory_core.types import canonical_json
 
@@ -38,6 +39,9 @@ class DiffEntry(BaseModel):
     score_b: float | None = None
     rank_a: int | None = None
     rank_b: int | None = None
+    # a message recall left out of one run and took in the other: every rule that kept
+    # it out there, in the order recall applied them (as ``analysis.forgotten`` tells)
+    kept_out_by: list[str] = Field(default_factory=list)
 
 
 class StepPoint(BaseModel):
@@ -88,15 +92,20 @@ def _compacted(m: Memctx | None, ref: Ref) -> str | None:
 
 
 class _Scores:
-    """Recall scores of any message for a run's query, computed once per run."""
+    """Recall scores of any message for a run's query: as the run recorded them, else
+    from the run's scope scored once (``fate_rules.RunScores``, shared with the fates
+    ``analysis.forgotten`` tells)."""
 
     def __init__(self, storage: Storage, data: RunData, embed: Embedder | None) -> None:
         self.storage, self.data, self.embed = storage, data, embed
-        self._cache: dict[Ref, Any] | None = None
+        m = data.memctx
+        self.scores = (RunScores(storage, data, embed) if m is not None
+                       and m.settings.recall_enabled and m.query else None)
+        self._rules: dict[Ref, list[Rule]] = {}
 
     def get(self, ref: Ref) -> Any:
         m = self.data.memctx
-        if m is None or not m.settings.recall_enabled or not m.query:
+        if m is None or self.scores is None:
             return None
         for r in m.recalled:
             if (r.thread_id, r.seq) == ref and r.origin in (None, "hit"):
@@ -104,16 +113,36 @@ class _Scores:
         for n in m.near_misses:
             if (n.thread_id, n.seq) == ref:
                 return n
-        if self._cache is None:
-            from memory_core.recall.engine import RecallEngine
+        return self.scores.get(ref)
 
-            engine = RecallEngine(self.storage.memory, resolve_embedder(m.settings, self.embed))
-            scored = engine.score_all(m.query, thread_id=self.data.run.thread_id or m.thread_id,
-                                      resource_id=self.data.run.resource_id,
-                                      config=recall_config_from_settings(m.settings),
-                                      as_of=m.scope_snapshot or None)
-            self._cache = {(c.thread_id, c.seq): c for c in scored}
-        return self._cache.get(ref)
+    def rules(self, ref: Ref) -> list[Rule]:
+        """The rules that kept the message out of this run's prompt, as
+        ``analysis.forgotten`` tells its fate (none when it was given, or no rule of
+        recall's kept it out)."""
+        if self.scores is None:
+            return []
+        if ref not in self._rules:
+            self._rules[ref] = self._rules_of(ref)
+        return self._rules[ref]
+
+    def _rules_of(self, ref: Ref) -> list[Rule]:
+        from memory_core.analysis.forgotten import explain_message
+
+        assert self.scores is not None
+        msgs = self.storage.memory.get_messages(ref[0], seqs=[ref[1]]) \
+            if self.storage.memory.get_thread(ref[0]) is not None else []
+        if not msgs:
+            return []
+        try:
+            exp = explain_message(self.storage, self.data, msgs[0], embed=self.embed,
+                                  scores=self.scores)
+        except MemoryCoreError:  # the run's embedder cannot be rebuilt here: no rules
+            return []
+        return exp.rules if exp.fate in RECALL_RULES else []
+
+
+#: the rules of recall a setting change can lift, in the order recall applies them
+RECALL_RULES = ("filtered-out", "below-threshold", "beyond-top-k")
 
 
 def _f(x: float | None) -> str:
@@ -178,10 +207,18 @@ class _Pair:
     """One message's standing in the two runs, and what a reason may cite about it."""
 
     def __init__(self, ref: Ref, lane_a: str | None, lane_b: str | None, sa: Any, sb: Any,
-                 a: RunData, b: RunData, changes: Changes) -> None:
+                 a: RunData, b: RunData, changes: Changes,
+                 scores: tuple[_Scores, _Scores] | None = None) -> None:
         self.ref, self.lane_a, self.lane_b, self.sa, self.sb = ref, lane_a, lane_b, sa, sb
         self.a, self.b, self.changes = a, b, changes
         self.ma, self.mb = a.memctx, b.memctx
+        self.scores = scores
+
+    def rules(self, side: str) -> list[Rule]:
+        """The recall rules that kept the message out of run ``side``'s prompt."""
+        if self.scores is None:
+            return []
+        return self.scores[0 if side == "A" else 1].rules(self.ref)
 
     def new(self) -> bool:
         """Written after run A composed (so run A could not have held it)."""
@@ -274,6 +311,9 @@ def _left_recall(p: _Pair) -> str:
     """A message run A recalled and run B did not: which setting (or score) moved."""
     if (switch := p.recall_switch()) is not None:
         return f"{switch}: recall did not run in run B"
+    rules = p.rules("B")
+    if len(rules) > 1:
+        return _by_rules(p, rules, "left it out", p.ma)
     thr, top_k = _bar(p.mb)
     nb = getattr(p.sb, "reason", None)
     gated_b = _gated(p.sb, p.mb)
@@ -299,6 +339,9 @@ def _entered_recall(p: _Pair) -> str:
         return f"new message, recalled in run B (score {_f(score_b)})"
     if (switch := p.recall_switch()) is not None:
         return f"{switch} let it in (rank {rank_b}, score {_f(score_b)})"
+    rules = p.rules("A")
+    if len(rules) > 1:
+        return _by_rules(p, rules, "let it in", p.mb)
     thr_a, top_k_a = _bar(p.ma)
     gated_a = _gated(p.sa, p.ma)
     if gated_a is not None and thr_a is not None and gated_a < thr_a:
@@ -313,6 +356,53 @@ def _entered_recall(p: _Pair) -> str:
         return f"{_change(p.changes, 'filter')} let it in (rank {rank_b})"
     return (f"recalled in run B (rank {rank_a} → {rank_b}, score {_f(score_b)})"
             f"{p.other_recall_changes()}")
+
+
+#: a rule's setting as ``CompositionSettings.flat()`` names it
+FLAT_KEYS = {"recall.filter": "filter", "recall.threshold": "threshold",
+             "recall.top_k": "top_k"}
+
+
+def _lifts(rule: Rule, m: Memctx | None) -> bool:
+    """Whether the other run's settings let the message past ``rule``."""
+    rc = m.settings.recall if m is not None else None
+    if rc is None:
+        return False
+    if rule.rule == "filtered-out":
+        return rc.filter is None
+    if rule.rule == "below-threshold":
+        return isinstance(rule.needed, float) and rc.threshold <= rule.needed
+    return isinstance(rule.needed, int) and rc.top_k >= rule.needed
+
+
+def _by_rules(p: _Pair, rules: list[Rule], verb: str, other: Memctx | None) -> str:
+    """A message more than one rule kept out of one run (``rules``, as its fate says):
+    the setting changes that lift (or set) them — "recall threshold 0.450 → 0.400 and
+    recall top_k 3 → 8 let it in: in run A it was below the threshold (0.434 < 0.450)
+    and beyond top-k (rank 6 of 3)" — or, where no setting did, how its score and rank
+    moved."""
+    side = "A" if verb == "let it in" else "B"  # the run it was kept out of
+    named: list[str] = []
+    moved: list[str] = []
+    for r in rules:
+        key = FLAT_KEYS.get(r.setting or "")
+        if key is not None and key in p.changes and _lifts(r, other):
+            named.append(_change(p.changes, key))
+        elif r.rule == "below-threshold":
+            moved.append(f"score moved across the threshold: {_f(_gated(p.sa, p.ma))} → "
+                         f"{_f(_gated(p.sb, p.mb))} (bar {_f(r.value)})")
+        elif r.rule == "beyond-top-k":
+            ra, rb = p.rank("A"), p.rank("B")
+            ranks = f"rank {ra} → {rb}" if ra and rb else f"rank {ra or rb} in run " \
+                + ("B" if rb else "A")
+            moved.append(f"{ranks} {'within' if side == 'A' else 'beyond'} top {r.value}")
+        else:
+            moved.append(f"its metadata passes the filter in run {'B' if side == 'A' else 'A'}")
+    tail = p.other_recall_changes()
+    if not named:
+        return " and ".join(moved) + tail
+    said = f"{' and '.join(named)} {verb}: in run {side} it was {said_all(rules)}"
+    return said + (f"; also {' and '.join(moved)}" if moved else "") + tail
 
 
 def _hash(value: Any) -> str:
@@ -384,6 +474,7 @@ def diff_runs(storage: Storage, run_a: str, run_b: str, *,
         if ref not in lb and _compacted(b.memctx, ref):
             lb[ref] = "compacted"
     scores_a, scores_b = _Scores(storage, a, embed), _Scores(storage, b, embed)
+    both = (scores_a, scores_b)
     previews: dict[Ref, tuple[str, str]] = {}
     for data in (a, b):
         m = data.memctx
@@ -411,12 +502,16 @@ def diff_runs(storage: Storage, run_a: str, run_b: str, *,
 
                 previews[ref] = (msgs[0].role, preview(msgs[0]))
         role, pv = previews.get(ref, (None, ""))
+        out_of = (scores_a if change == "entered" else scores_b) \
+            if change in ("entered", "left") and "recalled" in (x, y) else None
         entries.append(DiffEntry(
             thread_id=ref[0], seq=ref[1], role=role, preview=pv, lane_a=x, lane_b=y,
             change=change,
-            reason="" if change == "same" else _reason(_Pair(ref, x, y, sa, sb, a, b, settings)),
+            reason="" if change == "same" else _reason(_Pair(ref, x, y, sa, sb, a, b, settings,
+                                                             both)),
             score_a=getattr(sa, "score", None), score_b=getattr(sb, "score", None),
-            rank_a=getattr(sa, "rank", None), rank_b=getattr(sb, "rank", None)))
+            rank_a=getattr(sa, "rank", None), rank_b=getattr(sb, "rank", None),
+            kept_out_by=[r.rule for r in out_of.rules(ref)] if out_of is not None else []))
     _same_question(entries)
     deltas: dict[str, tuple[int, int, int]] = {}
     ta = a.memctx.tokens.model_dump() if a.memctx else {}

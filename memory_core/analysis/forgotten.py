@@ -8,6 +8,15 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from memory_core.analysis.fate_rules import (
+    Rule,
+    RunScores,
+    let_in,
+    pair_rule,
+    recall_rules,
+    recorded_recall_rules,
+    token_rule,
+)
 from memory_core.analysis.parts import (
     STEP_LANE,
     GivenMessage,
@@ -49,7 +58,11 @@ GIVEN_FATES = frozenset({"recalled", "recent", "input", "sent-by-client", "held-
 
 
 class Explanation(BaseModel):
-    """The fate of a message in a run: a structured reason plus a plain sentence."""
+    """The fate of a message in a run: a structured reason plus a plain sentence.
+    ``rules`` are every rule of composition that kept it out, in the order composition
+    applied them (``analysis.fate_rules``), each with what would have let it past;
+    ``fate`` is the first (empty for a message given to the model, or kept out by no
+    rule a setting names: out of scope, recall off …)."""
 
     model_config = ConfigDict(extra="forbid")
     run_id: str
@@ -62,6 +75,13 @@ class Explanation(BaseModel):
     evidence: dict[str, Any] = Field(default_factory=dict)
     sentence: str
     other_matches: list[tuple[str, int]] = Field(default_factory=list)
+    rules: list[Rule] = Field(default_factory=list)
+
+    @property
+    def let_in(self) -> str | None:
+        """What would have let the message in, every rule's change joined; None when
+        no rule kept it out, or one no setting lifts did."""
+        return let_in(self.rules)
 
 
 def _fmt(x: float | None) -> str:
@@ -106,25 +126,28 @@ def _fact_survives(fact: str, text: str) -> tuple[bool, float]:
 
 
 class _Out(Protocol):
-    def __call__(self, fate: Fate, sentence: str, **evidence: Any) -> Explanation: ...
+    def __call__(self, fate: Fate, sentence: str, *, rules: Sequence[Rule] = (),
+                 **evidence: Any) -> Explanation: ...
 
 
 def explain_message(storage: Storage, data: RunData, msg: StoredMessage, *,
                     fact: str | None = None, embed: Embedder | None = None,
-                    rescore: bool = True) -> Explanation:
+                    rescore: bool = True, scores: RunScores | None = None) -> Explanation:
     """The fate of a stored message in an already loaded run. Where only recall's scores
-    can tell (below the threshold, beyond top-k), ``rescore`` scores the run's scope
-    again with its embedder; without it the run's recorded near misses tell, and a
-    message not among them is ``unexplained`` (no embedding model is loaded)."""
+    can tell (the filter, the threshold, top-k), ``rescore`` scores the run's scope
+    again with its embedder (``scores``: a scoring of this run to reuse); without it the
+    run's recorded near misses tell, and a message not among them is ``unexplained``
+    (no embedding model is loaded)."""
     run, memctx = data.run, data.memctx
     ref = (msg.thread_id, msg.seq)
     pv = preview(msg)
 
-    def out(fate: Fate, sentence: str, **evidence: Any) -> Explanation:
+    def out(fate: Fate, sentence: str, *, rules: Sequence[Rule] = (),
+            **evidence: Any) -> Explanation:
         return Explanation(run_id=run.run_id, thread_id=msg.thread_id, seq=msg.seq,
                            role=msg.role, preview=pv, fate=fate,
                            reached_model=fate in GIVEN_FATES, sentence=sentence,
-                           evidence=evidence)
+                           evidence=evidence, rules=list(rules))
 
     by_lane = data.prompt_lanes()  # the input by persist:input (loaded runs have it)
     lane = by_lane.get(ref)
@@ -152,7 +175,7 @@ def explain_message(storage: Storage, data: RunData, msg: StoredMessage, *,
         return out("written-after", "This message did not exist yet: it was written after "
                    "this run started, so the assistant could not have seen it.",
                    created_at=msg.created_at.isoformat(), run_started_at=run.started_at.isoformat())
-    found = (_explain_dropped(memctx, ref, out)
+    found = (_explain_dropped(storage, memctx, msg, out)
              or _explain_compacted(storage, data, msg, fact, out)
              or _explain_unseen(storage, data, msg, out))
     if found is not None:
@@ -161,7 +184,7 @@ def explain_message(storage: Storage, data: RunData, msg: StoredMessage, *,
         return _explain_near_miss(memctx, ref, out) or out(
             "unexplained", "Recall ran, but this message was not among the closest matches "
             "the run recorded, so it was not passed on.", near_misses=len(memctx.near_misses))
-    return _explain_by_score(storage, data, msg, embed, out)
+    return _explain_by_score(scores or RunScores(storage, data, embed), msg, out)
 
 
 def _step_sentence(msg: Message, step: int) -> str:
@@ -205,65 +228,99 @@ def _explain_given(memctx: Memctx, ref: tuple[str, int], lane: str | None,
     return None
 
 
-def _explain_dropped(memctx: Memctx, ref: tuple[str, int], out: _Out) -> Explanation | None:
+def _explain_dropped(storage: Storage, memctx: Memctx, msg: StoredMessage,
+                     out: _Out) -> Explanation | None:
     """Recall or the window found it, but composition (or a processor) left it out."""
+    ref = (msg.thread_id, msg.seq)
     for d in memctx.dropped:
         if (d.thread_id, d.seq) == ref:
-            why = {"unanswered-tool-call": "it is a tool call whose result was never stored, "
-                   "and a call without its result would make the model provider reject the "
-                   "whole prompt",
-                   "orphan-tool-result": "it is a tool result whose call was not in the "
-                   "prompt, and a result without its call would make the model provider "
-                   "reject the whole prompt",
-                   "duplicate-tool-call-id": "the same tool call was already in the prompt, "
-                   "and a repeated call id would make the prompt invalid",
-                   "tool-call-filter": "the tool-call filter removes tool exchanges from "
-                   "the prompt"}.get(
-                       d.reason or "", f"of {d.reason}")
             found = ("It was among the most recent messages" if d.lane == "recent"
-                     else "Recall found this message")
+                     else "Recall found this message" + (
+                         f" (rank {d.rank}, score {_fmt(d.score)})" if d.rank is not None
+                         else ""))
             if d.reason == "token-limit":
-                limit = next((p.get("limit") for p in memctx.settings.processors
-                              if p.get("name") == "token-limiter"), None)
+                rule = token_rule(memctx, ref, _unit_before(storage, memctx, msg))
                 return out("trimmed-by-token-limit", f"{found}, but the token limiter "
-                           f"removed it: the prompt was over its budget of {limit} tokens "
-                           f"and the {d.lane or 'recalled'} lane gave way.",
-                           reason=d.reason, lane=d.lane or "recalled", token_budget=limit)
-            return out("dropped", f"{found}, but it was left out because {why}.",
-                       reason=d.reason, lane=d.lane or "recalled")
+                           f"removed it: the prompt was over its budget of {rule.value} "
+                           f"tokens and the {d.lane or 'recalled'} lane gave way. "
+                           f"{_would(rule)}", rules=[rule], reason=d.reason,
+                           lane=d.lane or "recalled", token_budget=rule.value)
+            rule = pair_rule(d.reason)
+            return out("dropped", f"{found}, but it was left out because {rule.said}. "
+                       f"{_would(rule)}", rules=[rule], reason=d.reason,
+                       lane=d.lane or "recalled")
     for p in memctx.processed:
         if (p.thread_id, p.seq) == ref and p.action == "removed":
             if p.processor == "token-limiter":
+                rule = token_rule(memctx, ref, _unit_before(storage, memctx, msg))
                 return out("trimmed-by-token-limit", "It was on its way into the prompt, but "
-                           "the token limiter removed it to keep the prompt under its budget.",
-                           reason="token-limit", lane=p.lane, processor=p.processor)
+                           "the token limiter removed it to keep the prompt under its "
+                           f"budget. {_would(rule)}", rules=[rule], reason="token-limit",
+                           lane=p.lane, processor=p.processor)
             return out("dropped", f"It was on its way into the prompt, but the {p.processor} "
                        f"processor removed it ({p.reason}).", reason=p.reason, lane=p.lane,
-                       processor=p.processor)
+                       processor=p.processor,
+                       rules=[Rule(rule="dropped", said=f"the {p.processor} processor "
+                                   f"removed it ({p.reason})")])
     return None
 
 
-def _explain_near_miss(memctx: Memctx, ref: tuple[str, int], out: _Out) -> Explanation | None:
-    """Recall's own record of a candidate that just missed: its rank, scores and why."""
-    n = next((n for n in memctx.near_misses if (n.thread_id, n.seq) == ref), None)
-    if n is None or n.reason not in ("below-threshold", "beyond-top-k", "filtered-out"):
-        return None
-    rc = recall_config_from_settings(memctx.settings)
-    ev = {"score": n.score, "vector_score": n.vector_score, "lexical_score": n.lexical_score,
-          "threshold": rc.threshold, "top_k": rc.top_k, "rank": n.rank,
-          "query": memctx.query, "mode": rc.mode, "recorded": True}
-    if n.reason == "filtered-out":
-        return out("filtered-out", "The assistant never saw this message: the recall filter "
-                   f"excluded it (filter {rc.filter}).", filter=rc.filter, score=n.score,
-                   rank=n.rank, recorded=True)
-    shown = n.vector_score if n.vector_score is not None else n.score
-    if n.reason == "below-threshold":
-        return out("below-threshold", f"The assistant never saw this message: recall scored "
-                   f"it {_fmt(shown)} against the question, below the bar of "
-                   f"{_fmt(rc.threshold)} a message must reach to be recalled.", **ev)
-    return out("beyond-top-k", f"The assistant never saw this message: it scored "
-               f"{_fmt(n.score)}, enough to qualify, but ranked #{n.rank} and only the top "
-               f"{rc.top_k} are passed on.", **ev)
+def _unit_before(storage: Storage, memctx: Memctx, msg: StoredMessage) -> list[tuple[str, int]]:
+    """The rows the token limiter removed with a tool result as one unit: its call (and
+    the call's other results)."""
+    ids = {r.call_id for r in msg.tool_results()}
+    if not ids or msg.tool_calls():
+        return []
+    refs = [(p.thread_id, p.seq) for p in memctx.processed
+            if p.thread_id is not None and p.seq is not None
+            and (p.thread_id, p.seq) != (msg.thread_id, msg.seq)]
+    return [m.ref for m in storage.memory.get_messages_by_refs(refs)
+            if {c.id for c in m.tool_calls()} & ids
+            or {r.call_id for r in m.tool_results()} & ids]
+
+
+def _would(rule: Rule) -> str:
+    """What would have let a message past one rule, as a sentence."""
+    if rule.admits is None:
+        return "No setting would have let it in."
+    return f"It would have been given to the model with {rule.admits}."
+
+
+def _recall_sentence(rules: list[Rule], *, score: float | None, rank: int | None,
+                     top_k: int) -> str:
+    """The recall rules that kept a message out, in the order recall applied them, and
+    what would have let it in."""
+    parts: list[str] = []
+    for i, r in enumerate(rules):
+        if r.rule == "filtered-out":
+            parts.append("the recall filter excluded it " + r.said.removeprefix("filtered out "))
+        elif r.rule == "below-threshold" and r.setting is None:
+            parts.append(r.said)  # lexical recall: no word shared
+        elif r.rule == "below-threshold":
+            head = "recall scored it" if i == 0 else "it also scored"
+            parts.append(f"{head} {_fmt(score)} against the question, below the bar of "
+                         f"{_fmt(r.value)} a message must reach to be recalled")
+        elif i == 0:
+            parts.append(f"it scored {_fmt(score)}, enough to qualify, but ranked #{rank} "
+                         f"and only the top {top_k} are passed on")
+        else:
+            past = " and ".join(("without the filter" if p.rule == "filtered-out" else
+                                 "with a lower bar") for p in rules[:i])
+            before = r.needed - 1 if isinstance(r.needed, int) else None
+            parts.append(f"even {past} it ranked #{rank}, while only the top {top_k} are "
+                         "passed on" if before == (rank or 0) - 1 else
+                         f"even {past}, {before} messages would have been recalled before "
+                         f"it, while only the top {top_k} are passed on")
+    text = parts[0] if len(parts) == 1 else "; ".join(parts[:-1]) + "; and " + parts[-1]
+    lifted = let_in(rules)
+    tail = (f" It would have been recalled with {lifted}." if lifted and len(rules) == 1
+            else f" It would have been recalled only with {lifted}: any one of these "
+                 "alone still leaves it out." if lifted else "")
+    if any(r.rule == "below-threshold" and r.setting is not None and r.admits is None
+           for r in rules):
+        tail = (" No threshold would have let it in: a message must score above 0 to be "
+                "recalled.")
+    return f"The assistant never saw this message: {text}.{tail}"
 
 
 def _explain_compacted(storage: Storage, data: RunData, msg: StoredMessage,
@@ -371,41 +428,51 @@ def _observation_text(storage: Storage, thread_id: str, obs_id: str) -> str | No
     return None
 
 
-def _explain_by_score(storage: Storage, data: RunData, msg: StoredMessage,
-                      embed: Embedder | None, out: _Out) -> Explanation:
-    from memory_core.recall.engine import RecallEngine
+def _explain_near_miss(memctx: Memctx, ref: tuple[str, int], out: _Out) -> Explanation | None:
+    """Recall's own record of a candidate that just missed: its rank, scores and the
+    rules that kept it out (``fate_rules.recorded_recall_rules``)."""
+    n = next((n for n in memctx.near_misses if (n.thread_id, n.seq) == ref), None)
+    if n is None or n.reason not in ("below-threshold", "beyond-top-k", "filtered-out"):
+        return None
+    rc = recall_config_from_settings(memctx.settings)
+    rules = recorded_recall_rules(memctx, n)
+    if not rules:
+        return None
+    ev: dict[str, Any] = {
+        "score": n.score, "vector_score": n.vector_score, "lexical_score": n.lexical_score,
+        "threshold": rc.threshold, "top_k": rc.top_k, "rank": n.rank,
+        "query": memctx.query, "mode": rc.mode, "recorded": True}
+    if n.reason == "filtered-out":
+        ev.update(filter=rc.filter, filter_clause=n.filter_clause)
+    shown = n.vector_score if n.vector_score is not None else n.score
+    return out(rules[0].rule, _recall_sentence(
+        rules, score=shown if rules[0].rule != "beyond-top-k" else n.score, rank=n.rank,
+        top_k=rc.top_k), rules=rules, **ev)
 
-    memctx = data.memctx
-    assert memctx is not None
-    config = recall_config_from_settings(memctx.settings)
-    engine = RecallEngine(storage.memory, resolve_embedder(memctx.settings, embed))
-    scores = engine.score_all(memctx.query or "", thread_id=data.run.thread_id or msg.thread_id,
-                              resource_id=data.run.resource_id, config=config,
-                              as_of=memctx.scope_snapshot or None)
-    cand = next((c for c in scores if (c.thread_id, c.seq) == (msg.thread_id, msg.seq)), None)
-    q = memctx.query or ""
+
+def _explain_by_score(scores: RunScores, msg: StoredMessage, out: _Out) -> Explanation:
+    """The recall rules that kept the message out, from its scores now (as of the run)."""
+    config, memctx = scores.config, scores.memctx
+    cand = scores.get((msg.thread_id, msg.seq))
     if cand is None:
         return out("unexplained", "Recall did not consider this message at all (it has no "
                    "stored vector), so it could not be recalled.")
+    ev: dict[str, Any] = {
+        "score": cand.score, "vector_score": cand.vector_score,
+        "lexical_score": cand.lexical_score, "threshold": config.threshold,
+        "top_k": config.top_k, "rank": cand.rank, "query": memctx.query or "",
+        "mode": config.mode}
     if cand.filter_clause:
-        return out("filtered-out", f"The assistant never saw this message: the recall filter "
-                   f"excluded it ({cand.filter_clause} did not hold for its metadata).",
-                   filter_clause=cand.filter_clause, filter=config.filter, score=cand.score)
-    ev = {"score": cand.score, "vector_score": cand.vector_score,
-          "lexical_score": cand.lexical_score, "threshold": config.threshold,
-          "top_k": config.top_k, "rank": cand.rank, "query": q, "mode": config.mode}
-    if not cand.eligible:
-        return out("below-threshold", f"The assistant never saw this message: recall scored "
-                   f"it {_fmt(cand.vector_score if cand.vector_score is not None else cand.score)}"
-                   f" against the question, below the bar of {_fmt(config.threshold)} a message "
-                   "must reach to be recalled.", **ev)
-    if cand.rank is not None and config.top_k is not None and cand.rank > config.top_k:
-        return out("beyond-top-k", f"The assistant never saw this message: it scored "
-                   f"{_fmt(cand.score)}, enough to qualify, but ranked #{cand.rank} and only the "
-                   f"top {config.top_k} are passed on.", **ev)
-    return out("unexplained", f"Recall ranked this message #{cand.rank} with "
-               f"{_fmt(cand.score)}, yet it is not in the prompt; the record does not say why.",
-               **ev)
+        ev.update(filter_clause=cand.filter_clause, filter=config.filter)
+    rules = recall_rules(scores, cand)
+    if not rules:
+        return out("unexplained", f"Recall ranked this message #{cand.rank} with "
+                   f"{_fmt(cand.score)}, yet it is not in the prompt; the record does not "
+                   "say why.", **ev)
+    shown = cand.vector_score if cand.vector_score is not None else cand.score
+    return out(rules[0].rule, _recall_sentence(
+        rules, score=shown if rules[0].rule != "beyond-top-k" else cand.score,
+        rank=cand.rank, top_k=config.top_k), rules=rules, **ev)
 
 
 #: how many of the closest messages a phrase search reports
@@ -713,6 +780,7 @@ class LifelinePoint(BaseModel):
     reached_model: bool
     sentence: str
     evidence: dict[str, Any] = Field(default_factory=dict)
+    rules: list[Rule] = Field(default_factory=list)  # as ``Explanation.rules``
 
 
 def lifeline(storage: Storage, thread_id: str, seq: int, *,
@@ -761,5 +829,6 @@ def lifeline(storage: Storage, thread_id: str, seq: int, *,
         e = explain_message(storage, data, msgs[0], embed=embed)
         points.append(LifelinePoint(run_id=r.run_id, started_at=r.started_at.isoformat(),
                                     fate=e.fate, reached_model=e.reached_model,
-                                    sentence=e.sentence, evidence=e.evidence))
+                                    sentence=e.sentence, evidence=e.evidence,
+                                    rules=e.rules))
     return points

@@ -224,6 +224,7 @@ def counterfactual(run: Annotated[str, typer.Argument(help="Run id.")], db: DbOp
         res = guarded(lambda: cf(s, run, subtract=sub, lanes=lane or [], put_back=backs,
                                  repeats=repeats, model=chosen))
     say(f"variant:  {res.description}")
+    say(f"models:   {_answered_by(res)}")
     say(f"original: {res.original_answer}")
     for ans in res.baseline_answers:
         say(f"baseline: {ans}")
@@ -231,7 +232,32 @@ def counterfactual(run: Annotated[str, typer.Argument(help="Run id.")], db: DbOp
         say(f"new:      {ans}")
     for note in res.notes:
         say(f"note:     {note}")
+    say(f"judged:   {_judged_against(res)}")
     say(f"verdict:  {res.verdict}")
+
+
+def _answered_by(res: Any) -> str:
+    """Which model gave each answer of a counterfactual: the original is the run's
+    recorded model's, the baseline and new answers the re-asked model's."""
+    asked = res.model.get("name", "?")
+    recorded = (res.recorded_model or {}).get("name")
+    if res.same_model is False:
+        return (f"original by {recorded or 'the model the run recorded'} (the run's "
+                f"recorded model); baseline and new by {asked} (re-asked)")
+    if res.same_model:
+        return f"every answer by {asked} (the run's recorded model)"
+    return f"baseline and new by {asked} (re-asked)"  # an older record: not said
+
+
+def _judged_against(res: Any) -> str:
+    """What the verdict compared the new answers with, and how close the first is."""
+    base = f"the baseline ({len(res.baseline_answers)} re-ask(s) of the unchanged prompt)"
+    if res.same_model is False:
+        return (f"new against {base} only: the original came from another model, and "
+                f"answers of two models are not compared (similarity to the baseline "
+                f"{res.similarity:.3f})")
+    against = f"{base} and the original" if res.baseline_answers else "the original"
+    return f"new against {against} (similarity to the original {res.similarity:.3f})"
 
 
 @app.command()
@@ -306,10 +332,32 @@ def why(run: Annotated[str, typer.Argument(help="Run id.")], db: DbOpt = None,
             part if part != exp.fate else None]
     where = f" ({', '.join(w for w in said if w)})" if any(said) else ""
     say(f"{exp.fate}{where}: {exp.sentence}")
+    _say_rules(exp.rules, run)
     for k, v in exp.evidence.items():
         say(f"  {k}: {v}")
     if exp.other_matches:
         say("  other matches: " + ", ".join(f"{t}:{q}" for t, q in exp.other_matches))
+
+
+def _say_rules(rules: list[Any], run: str) -> None:
+    """Every rule that kept the message out, in the order composition applied them,
+    each with what would have let it past; then all of that together, as a what-if."""
+    from memory_core.analysis.fate_rules import let_in
+    from memory_core.analysis.wording import value_text
+
+    if not rules:
+        return
+    say("  kept out by (in the order composition applied them):")
+    for i, r in enumerate(rules, 1):
+        past = (f"; let in by {r.admits}" if r.admits else "; no setting lets it past")
+        say(f"    {i}. {r.rule}: {r.said}{past}")
+    lifted = let_in(rules)
+    if lifted is None:
+        return
+    sets = " ".join(f"--set {r.setting}={value_text(r.needed)}" for r in rules
+                    if r.setting is not None and r.needed is not None)
+    say(f"  let in by: {lifted}"
+        + (f" (try: memwb whatif --run {run} {sets})" if sets else ""))
 
 
 @app.command()

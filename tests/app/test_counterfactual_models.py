@@ -113,3 +113,44 @@ def test_an_openai_run_is_re_asked_at_its_recorded_server_once_confirmed(
         assert not at.warning
         _subtract_all_and_run(at)
         assert fp.chat_bodies and fp.chat_bodies[0]["model"] == "fake-model"
+
+
+def test_another_model_is_judged_against_its_baseline_shown_beside_its_answer(
+        db: InMemoryStorage, app: MakeApp) -> None:
+    """The issue's page: re-asked with the reader, a run another model answered said
+    "unchanged" beside similarity 0.000 and two different answers. Now the baseline the
+    verdict compared is shown beside the new answer, each answer names its model, and
+    the similarity is to that baseline."""
+    recorded = "Oak worktops, 3.2 m along the window wall."
+    rid = copy_answered_by_gpt(db, recorded)
+    at = app(COUNTERFACTUAL_PAGE, run=rid)
+    _model_radio(at).set_value("reader").run()
+    at.radio[0].set_value("Subtract chosen recalled").run()
+    picker = next(m for m in at.multiselect if m.label == "Recalled messages to subtract")
+    picker.set_value([("kitchen-plans", 22)]).run()  # "Thanks for the help!"
+    _button(at, "Run counterfactual").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert any(m.value.startswith("## Verdict: :green-badge") for m in at.markdown)
+    captions = [c.value.replace("\\", "") for c in at.caption]
+    assert any(c.startswith("without kitchen-plans#22 · the new answer is judged against "
+                            "the baseline only · similarity 1.000 to the baseline "
+                            "answer") for c in captions), captions
+    (info,) = [i.value.replace("\\", "") for i in at.info]
+    assert "The recorded answer came from `gpt-4o-mini-2024-07-18`" in info
+    assert "the verdict compares `offline-reader`'s answers only" in info
+    shown = [t.value for t in at.text]
+    assert recorded in shown  # the recorded answer, shown …
+    assert "Recorded answer · `gpt-4o-mini-2024-07-18` · not compared: another model" in \
+        captions
+    assert "Baseline · `offline-reader` · re-asked" in captions
+    assert "New answer · `offline-reader`" in captions
+    # … beside its answers: the baseline and the new answer, the same text
+    reader = [t for t in shown if t.startswith("From our conversation:")]
+    assert len(reader) == 2 and reader[0] == reader[1]
+    past = next(d.value for d in at.dataframe if "judged against" in d.value.columns)
+    assert list(past["judged against"]) == ["baseline"]
+
+
+def copy_answered_by_gpt(storage: InMemoryStorage, answer: str) -> str:
+    """A copy of SOURCE that the imported model answered with ``answer``."""
+    return copy_run_with_model(storage, SOURCE, f"copy-{next(_names)}", IMPORTED, answer)

@@ -216,14 +216,17 @@ def test_why_by_phrase_shared_in_a_fresh_context_then_compare(walk: Walk) -> Non
         other.screenshot(path=str(walk.shots / "why-phrase-shared.png"))
 
         # the fixed run against the one that forgot: each entered message names the
-        # setting change that let it in, lanes carry their tokens, nothing reads None
+        # setting changes that let it in (the refund: both, as it was kept out by both),
+        # lanes carry their tokens, nothing reads None
         _from_inspector(page, walk.base, FIXED, "Compare with previous run", "Compare runs")
         _selected(page, "Run A", FORGOT)
         page.get_by_role("heading", name="Tokens by lane").wait_for(timeout=PAGE_TIMEOUT_MS)
         _settled(page)
         body = page.locator("body").inner_text()
         assert re.search(r"recall top_k 3 → 8 let it in \(rank \d+\)", body), body[:4000]
-        assert re.search(r"recall threshold 0\.450 → 0\.400 let it in", body), body[:4000]
+        assert re.search(r"recall threshold 0\.450 → 0\.400 and recall top_k 3 → 8 let it "
+                         r"in: in run A it was below the threshold \(0\.434 < 0\.450\) and "
+                         r"beyond top-k \(rank 6 of 3\)", body), body[:4000]
         assert re.search(r"Recalled \(5 · [1-9]\d* tokens\)", body)
         assert not re.search(r"\b(None|nan|null)\b", body)
         page.screenshot(path=str(walk.shots / "compare.png"), full_page=True)
