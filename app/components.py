@@ -179,7 +179,7 @@ def with_db(params: Mapping[str, str]) -> dict[str, str]:
     return {"db": services.current_name(), **params}
 
 
-def token_bar(lanes: list[views.LaneView]) -> go.Figure:
+def token_bar(lanes: list[views.LaneView], *, height: int = 170) -> go.Figure:
     """One stacked horizontal bar: the prompt's tokens split by lane."""
     fig = go.Figure()
     for lv in lanes:
@@ -189,7 +189,8 @@ def token_bar(lanes: list[views.LaneView]) -> go.Figure:
             name=LANE_TITLES[lv.lane], x=[lv.tokens], y=["prompt"], orientation="h",
             marker_color=LANE_COLOURS[lv.lane],
             hovertemplate=f"{LANE_TITLES[lv.lane]}: %{{x}} tokens<extra></extra>"))
-    fig.update_layout(barmode="stack", height=170, margin={"l": 10, "r": 10, "t": 30, "b": 10},
+    fig.update_layout(barmode="stack", height=height,
+                      margin={"l": 10, "r": 10, "t": 30, "b": 10},
                       # the legend in prompt order, as the bar reads (plotly reverses
                       # a stacked bar's legend by default)
                       xaxis_title="tokens", legend={"orientation": "h", "y": 1.35,

@@ -20,6 +20,7 @@ from app.components import (
     escape_md,
     first_bar_text,
     fmt_score,
+    fmt_time,
     json_view,
     link_to_message,
     literal,
@@ -74,14 +75,9 @@ if check.status == "tampered":
     st.error(escape_md(f"This run's journal no longer matches its seal at "
                        f"{check.first_mismatch or 'an unreadable record'}: {check.detail}. "
                        "What this page shows may not be what the run recorded."))
-meta = st.columns(4)
-meta[0].metric("Status", escape_md(run.status))
-with meta[1]:  # an agent's name can be long: shown whole, as an id
-    st.caption("Agent")
-    st.code(run.agent, language=None, wrap_lines=True)
-meta[2].metric("Prompt tokens", view.total_tokens)
-meta[3].metric("Prompt messages", sum(len(lv.items) for lv in view.lanes
-                                      if lv.lane != "dropped"))
+# one line, so what the model was given and what was left out fit the first screen
+# (an agent's name can be long: shown whole, as an id)
+st.caption(md(f"{run.status} · agent ", Id(run.agent), f" · started {fmt_time(run.started_at)}"))
 if run.thread_id:
     link_to_message(run.thread_id, None, label=("thread ", Id(run.thread_id)))
 if view.error:
@@ -95,15 +91,15 @@ if view.query:
 def item_card(item: LaneItem, key: str) -> None:
     """One message of a lane (or one left out): what it is, its text, its source."""
     with st.container(border=True, key=key):
-        bits = [item.role]
+        # a dropped message leads with why
+        bits = [f"dropped: {views.drop_reason_text(item.reason)}"] if item.reason else []
+        bits.append(item.role)
         if item.rank is not None:
             bits.append(f"rank {item.rank}")
         if item.score is not None:
             bits.append(f"score {fmt_score(item.score)}")
-        if item.origin:
+        if item.origin and not (item.reason and item.origin == "hit"):
             bits.append(f"origin {item.origin}")
-        if item.reason:
-            bits.append(f"dropped: {views.drop_reason_text(item.reason)}")
         bits.append(f"{item.tokens} tokens")
         st.caption(escape_md(" · ".join(bits)))
         literal(item.text)
@@ -126,8 +122,8 @@ st.markdown("#### In the prompt")
 st.caption(escape_md(
     f"{counted(sum(len(lv.items) for lv in given), 'message')}, "
     f"{counted(view.total_tokens, 'token')}: "
-    + ", ".join(f"{LANE_TITLES[lv.lane].lower()} {lv.total_count}" for lv in given) + "."))
-st.plotly_chart(token_bar(view.lanes), key="token-bar")
+    + (", ".join(f"{LANE_TITLES[lv.lane].lower()} {lv.total_count}" for lv in given
+                 if lv.total_count) or "nothing") + "."))
 
 st.markdown("#### Left out of the prompt")
 missed = "1 near miss" if len(misses) == 1 else f"{len(misses):,} near misses"
@@ -160,6 +156,7 @@ with lost_cols[1]:
             link_to_message(c.thread_id, c.seq, label=("source: ", *ref(c.thread_id, c.seq)))
 
 st.markdown("#### Lanes")
+st.plotly_chart(token_bar(view.lanes, height=130), key="token-bar")
 tabs = st.tabs([f"{LANE_TITLES[lv.lane]} ({lv.total_count})" for lv in given])
 for tab, lv in zip(tabs, given, strict=True):
     with tab:
