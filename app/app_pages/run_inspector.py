@@ -87,6 +87,9 @@ for note in view.notes:
 if view.query:
     st.caption("Recall query")
     literal(view.query)
+# the answer first: what the rest of the page explains
+st.caption("Answer")
+literal(answer_text(view.answer))
 
 def item_card(item: LaneItem, key: str) -> None:
     """One message of a lane (or one left out): what it is, its text, its source."""
@@ -157,7 +160,12 @@ with lost_cols[1]:
 
 st.markdown("#### Lanes")
 st.plotly_chart(token_bar(view.lanes, height=130), key="token-bar")
-tabs = st.tabs([f"{LANE_TITLES[lv.lane]} ({lv.total_count})" for lv in given])
+labels = [f"{LANE_TITLES[lv.lane]} ({lv.total_count})" for lv in given]
+# open on what memory chose (recalled, else the window), not on the instructions
+opening = next((label for lane in ("recalled", "observations", "working_memory", "recent")
+                for label, lv in zip(labels, given, strict=True)
+                if lv.lane == lane and lv.total_count), None)
+tabs = st.tabs(labels, default=opening)
 for tab, lv in zip(tabs, given, strict=True):
     with tab:
         st.caption(f"{counted(len(lv.items), 'item')} · {counted(lv.tokens, 'token')}")
@@ -188,11 +196,12 @@ if ranked:
     if any(c.status == "filtered-out" for c in ranked):
         st.caption("A filtered-out candidate's rank is the one it would have had, had it "
                    "passed the filter.")
+    filtered = any(c.filter_clause for c in ranked)  # else no column of blanks
     st.dataframe(table([{"rank": c.rank, "score": fmt_score(c.score),
                          "status": c.status,
                          "what became of it": candidate_fate(c, view.threshold, view.top_k),
                          "thread": c.thread_id, "seq": c.seq,
-                         "filter clause": c.filter_clause or "",
+                         **({"filter clause": c.filter_clause or ""} if filtered else {}),
                          "preview": preview_text(c.preview)}
                         for c in ranked]),
                  hide_index=True, width="stretch")
@@ -251,9 +260,6 @@ for s in view.steps:
 if view.tool_calls:
     st.markdown("#### Tool calls")
     tool_call_cards(view.tool_calls)
-
-st.markdown("#### Answer")
-literal(answer_text(view.answer))
 
 st.markdown("#### Keep this answer")
 st.caption("Pin this run to a regression suite stored in the database: `memwb regress` "

@@ -60,7 +60,10 @@ def test_first_paint_shows_the_dropped_lane_and_near_misses(populated: Populated
     tabbed = _in_tabs(at)
     view = views.run_view(storage, RUN_1)
     dropped_text = view.lane("dropped").items[0].text
-    assert dropped_text in [t.value for t in at.text] and dropped_text not in tabbed
+    texts = [t.value for t in at.text]
+    assert dropped_text in texts and dropped_text not in tabbed
+    # the answer leads: shown above everything that explains it
+    assert view.answer is not None and texts.index(view.answer) < texts.index(dropped_text)
     captions = [_unescaped(c.value) for c in at.caption]
     assert any(c.startswith("dropped: a tool call without its result · assistant · rank ")
                for c in captions)

@@ -55,6 +55,11 @@ def test_threads_to_the_inspector_on_the_forgetting_run(minilm_demo_db: Path,
         main.get_by_text("dropped: a tool call without its result", exact=False).first.wait_for(
             timeout=PAGE_TIMEOUT_MS)
         page.screenshot(path=str(tmp_path / "inspector-forgot.png"))
+        # the lanes open on what recall chose, not on the instructions
+        recalled = main.get_by_role("tab", name="Recalled", exact=False)
+        assert recalled.get_attribute("aria-selected") == "true"
+        # the answer is read before what explains it
+        assert main.get_by_text("I don't know", exact=False).first.is_visible()
         # the score chart starts at rank 1, the dropped call, and says so
         said = main.get_by_text("The first bar is rank 1, support-2 #", exact=False)
         said.wait_for(timeout=PAGE_TIMEOUT_MS)
