@@ -36,6 +36,17 @@ def _sidebar_query(at: AppTest, page: str) -> dict[str, str]:
     raise AssertionError(f"no sidebar link to {page}")
 
 
+def _go(at: AppTest, page: str, **query: str) -> AppTest:
+    """Open ``page`` in the same session with only ``db`` and ``query`` in its URL."""
+    for key in [k for k in at.query_params if k != "db"]:
+        del at.query_params[key]
+    at.switch_page(page)
+    at.query_params.update(query)
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
 def _run_page_path(at: AppTest) -> str:
     """The page attribute the inspector's links carry (as the app names it)."""
     return next(str(el.proto.page) for el in at.sidebar.get("page_link")
@@ -74,22 +85,11 @@ def test_a_thread_lists_its_runs_newest_first(populated: Populated, app: MakeApp
 def test_the_inspector_opened_from_a_thread_opens_on_its_run(populated: Populated,
                                                             app: MakeApp) -> None:
     # the session looked at RUN_1 (on THREAD) before, then at another thread
-    at = app(RUN_PAGE, run=RUN_1)
-    for key in [k for k in at.query_params if k != "db"]:
-        del at.query_params[key]
-    at.switch_page(THREADS_PAGE)
-    at.query_params["thread"] = NOTES_THREAD
-    at.run()
-    assert not at.exception
+    at = _go(app(RUN_PAGE, run=RUN_1), THREADS_PAGE, thread=NOTES_THREAD)
     # the sidebar's inspector link now carries that thread's run, not RUN_1
     assert _sidebar_query(at, _run_page_path(at))["run"] == OBS_RUN
     # and so does the inspector opened as the sidebar opens it
-    for key in [k for k in at.query_params if k != "db"]:
-        del at.query_params[key]
-    at.query_params["run"] = OBS_RUN
-    at.switch_page(RUN_PAGE)
-    at.run()
-    assert not at.exception
+    _go(at, RUN_PAGE, run=OBS_RUN)
     assert next(s for s in at.selectbox if s.label == "Thread").value == NOTES_THREAD
     assert next(s for s in at.selectbox if s.label == "Run").value == OBS_RUN
 
@@ -97,10 +97,5 @@ def test_the_inspector_opened_from_a_thread_opens_on_its_run(populated: Populate
 def test_a_thread_of_the_current_run_keeps_it(populated: Populated, app: MakeApp) -> None:
     storage, _ = populated
     older = [r.run_id for r in storage.runs.list_runs() if r.thread_id == THREAD][0]
-    at = app(RUN_PAGE, run=older)
-    for key in [k for k in at.query_params if k != "db"]:
-        del at.query_params[key]
-    at.switch_page(THREADS_PAGE)
-    at.query_params["thread"] = THREAD
-    at.run()
+    at = _go(app(RUN_PAGE, run=older), THREADS_PAGE, thread=THREAD)
     assert _sidebar_query(at, _run_page_path(at))["run"] == older
