@@ -1,6 +1,9 @@
-"""Run inspector page: one run's composed prompt lane by lane with links to the
-source messages, its token bar, settings, near-miss score chart, steps and answer, and
-"Keep this answer" (the run pinned to a regression suite, ``analysis.regress``).
+"""Run inspector page: one run's question and answer first, then what its prompt held
+(a sentence) and what was left out (the Dropped lane and the near misses, side by side,
+without a click), the lanes as tabs under the token bar (opening on what memory chose),
+the recall score chart from rank 1 (dropped hits included, its caption saying what the
+first bar is), the settings in words (the record folded), steps, and "Keep this answer"
+(the run pinned to a regression suite, ``analysis.regress``).
 
 URL: ``run?run=<id>`` opens the same run. The action bar under its title opens the
 analysis pages on it.
