@@ -45,6 +45,7 @@ class Walk:
     refund_seq: int  # the refund decision's seq in support-1
     compaction_run: str  # the run of py311-migration where the summary was written
     shots: Path
+    fixed_given: int  # distinct stored messages the fixed run was given
 
 
 @pytest.fixture(scope="module")
@@ -59,11 +60,14 @@ def walk(minilm_demo_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Iter
         refund = next(m.seq for m in reader.memory.get_messages("support-1")
                       if REFUND in str(m.content))
         compactions = composition_timeline(reader, "py311-migration").compactions
+        items = (reader.runs.get(f"{FIXED}:prompt") or {}).get("items", [])
+        given = len({(i["thread_id"], i["seq"]) for i in items
+                     if i["lane"] != "input" and i.get("thread_id") is not None})
     finally:
         reader.close()
     assert len(compactions) == 1
     with serve(["--db", str(db)], tmp) as base:
-        yield Walk(base, refund, compactions[0].run_id, tmp)
+        yield Walk(base, refund, compactions[0].run_id, tmp, given)
 
 
 def _query(page: Any) -> dict[str, str]:
@@ -251,7 +255,8 @@ def test_attribution_then_the_timeline_compaction(walk: Walk) -> None:
             timeout=REPLAY_TIMEOUT_MS)
         _settled(page)
         bars = _attribution(page)
-        assert len(bars) == 5  # one replay without each recalled message
+        # one replay without each stored message the run was given (recalled and recent)
+        assert len(bars) == walk.fixed_given and len(bars) > 5
         # without the refund decision the answer changes; it carried the answer
         assert bars[f"support-1 #{walk.refund_seq}"] == "#e6550d", bars
         page.screenshot(path=str(walk.shots / "attribution.png"))
