@@ -35,7 +35,8 @@ if TYPE_CHECKING:  # the analysis modules load on first use, keeping page starts
         VariantOptions,
     )
     from memory_core.analysis.diff import RunDiff
-    from memory_core.analysis.forgotten import Explanation, LifelinePoint
+    from memory_core.analysis.fates import Explanation
+    from memory_core.analysis.forgotten import LifelinePoint
     from memory_core.analysis.timeline import Timeline
     from memory_core.journal.seal import VerifyReport
     from memory_core.models.base import Model
@@ -402,7 +403,7 @@ def cached_why(url: str, run_id: str, thread_id: str | None, seq: int | None,
 def cached_fate(url: str, run_id: str, thread_id: str, seq: int) -> Explanation | None:
     """The fate of message (thread, seq) in a run, read from the run's record alone (its
     recorded near misses, no re-scoring): None when the message is not stored."""
-    from memory_core.analysis.forgotten import explain_message
+    from memory_core.analysis.fates import explain_message
     from memory_core.journal import load_run
 
     with _batch(url) as storage:

@@ -33,7 +33,7 @@ from memory_core.analysis import views
 
 if TYPE_CHECKING:
     from memory_core.analysis.counterfactual import CounterfactualResult
-    from memory_core.analysis.forgotten import Explanation
+    from memory_core.analysis.fates import Explanation
     from memory_core.provenance.record import Memctx
 
 Ref = tuple[str, int]

@@ -42,12 +42,8 @@ from app.tables import table
 
 if TYPE_CHECKING:
     from memory_core.analysis.fate_rules import Rule
-    from memory_core.analysis.forgotten import (
-        Explanation,
-        LifelinePoint,
-        PhraseMatch,
-        PhraseSearch,
-    )
+    from memory_core.analysis.fates import Explanation
+    from memory_core.analysis.forgotten import LifelinePoint, PhraseMatch, PhraseSearch
 
 PICK, PHRASE = "Pick a message", "Type a phrase"
 
@@ -182,7 +178,7 @@ def _rules(rules: list[Rule], let_in: str | None) -> None:
 def _closest(search: PhraseSearch) -> Explanation:
     """The search's verdict and its closest messages, each with its fate; returns the
     explanation of the one picked (the best by default), or the not-stored one."""
-    from memory_core.analysis.forgotten import GIVEN_FATES, Explanation
+    from memory_core.analysis.fates import GIVEN_FATES, Explanation
 
     st.info(escape_md(search.sentence))
     st.caption(escape_md(f"Searched {search.searched}."))

@@ -126,7 +126,7 @@ class _Scores:
         return self._rules[ref]
 
     def _rules_of(self, ref: Ref) -> list[Rule]:
-        from memory_core.analysis.forgotten import explain_message
+        from memory_core.analysis.fates import explain_message
 
         assert self.scores is not None
         msgs = self.storage.memory.get_messages(ref[0], seqs=[ref[1]]) \

@@ -14,12 +14,8 @@ from typing import Any
 
 import pytest
 
-from memory_core.analysis.forgotten import (
-    GIVEN_FATES,
-    find_by_phrase,
-    lifeline,
-    why_forgotten,
-)
+from memory_core.analysis.fates import GIVEN_FATES
+from memory_core.analysis.forgotten import find_by_phrase, lifeline, why_forgotten
 from memory_core.analysis.parts import (
     MessagePart,
     conversation,

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from memory_core.analysis.diff import diff_runs
-from memory_core.analysis.forgotten import GIVEN_FATES, lifeline, why_forgotten
+from memory_core.analysis.fates import GIVEN_FATES
+from memory_core.analysis.forgotten import lifeline, why_forgotten
 from memory_core.analysis.timeline import composition_timeline
 from memory_core.analysis.views import UNKNOWN_SETTING, run_view
 from memory_core.embedding.hashing import HashingEmbedder
