@@ -142,9 +142,15 @@ if runs_here:
         if len(runs_here) > RUNS_LISTED:
             st.caption(f"The newest {RUNS_LISTED} of {len(runs_here):,}; the Run inspector's "
                        "picker offers them all.")
-        for r in newest:
-            link_to_run(r.run_id, label=("run ", Id(r.run_id),
-                                         f" · {r.status} · {fmt_time(r.started_at)}"))
+        # in three columns, newest first down each, so the messages stay near the top
+        per_column = -(-len(newest) // 3)
+        for col, start in zip(st.columns(3), range(0, len(newest), per_column), strict=False):
+            with col:
+                for r in newest[start:start + per_column]:
+                    # a status only when it is not the usual "completed": one line each
+                    link_to_run(r.run_id, label=("run ", Id(r.run_id),
+                                                 "" if r.status == "completed"
+                                                 else f" · {r.status}"))
 else:
     st.caption("No run has used this thread yet.")
 

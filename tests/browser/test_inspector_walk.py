@@ -4,7 +4,8 @@ on support-3-forgot, which leads with what was in the prompt and what was left o
 the refund call recall ranked first, dropped, in sight without a click, and the score
 chart saying what its first bar is; a message's "written by run" link opens its run;
 the sidebar's inspector link from another thread opens on that thread's run.
-Screenshots (inspector-forgot.png, the first screen; inspector-forgot-full.png) are
+Screenshots (threads-support-3.png; inspector-forgot.png, the first screen;
+inspector-forgot-full.png) are
 left in the test's tmp directory. No request may leave loopback meanwhile."""
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ def test_threads_to_the_inspector_on_the_forgetting_run(minilm_demo_db: Path,
         main = page.get_by_test_id("stMainBlockContainer")
         # the thread lists its runs, each a link to the inspector
         main.get_by_text("Runs of this thread", exact=False).wait_for(timeout=PAGE_TIMEOUT_MS)
+        page.screenshot(path=str(tmp_path / "threads-support-3.png"))
         main.get_by_role("link", name=f"run {FORGOT}", exact=False).first.click()
 
         page.get_by_role("heading", name="Run inspector", exact=True).wait_for(
