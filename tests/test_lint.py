@@ -33,6 +33,7 @@ def test_ruff_is_clean() -> None:
     assert done.returncode == 0, f"ruff found problems:\n{done.stdout}{done.stderr}"
 
 
+@pytest.mark.slow  # ~2 min without mypy's cache (a fresh clone): make test runs it
 def test_mypy_is_clean() -> None:
     # the packages and strictness come from pyproject.toml's [tool.mypy]
     done = _run([_tool("mypy")])
