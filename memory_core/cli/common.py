@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
@@ -19,7 +19,9 @@ from typer._click.exceptions import ClickException, NoArgsIsHelpError
 from typer.core import TyperGroup
 
 from memory_core.errors import MemoryCoreError
-from memory_core.storage.base import Storage
+
+if TYPE_CHECKING:
+    from memory_core.storage.base import Storage
 
 DEFAULT_DB = "sample_data/out/demo.duckdb"
 EMBEDDERS = {"hashing": "hashing-64", "minilm": "all-MiniLM-L6-v2"}

@@ -3,7 +3,7 @@ and questioning recorded runs."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -20,7 +20,9 @@ from memory_core.cli.common import (
     say,
     table,
 )
-from memory_core.storage.base import Storage
+
+if TYPE_CHECKING:
+    from memory_core.storage.base import Storage
 
 
 @app.command()

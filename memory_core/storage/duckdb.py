@@ -14,7 +14,6 @@ from typing import Any
 import duckdb
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from memory_core.errors import InvalidInputError, StorageError
 from memory_core.storage.base import MessageColumns, ScopeRows, Storage
@@ -286,6 +285,8 @@ class _DuckDriver(Driver):
                     batch.column("body").to_pylist() if scan.metadata else None)
             out.zone(a, batch.column("zone"))
             if extra:
+                import pyarrow.compute as pc  # (~30 ms an import; only a scan needs it)
+
                 out.keep_messages(MessageColumns(
                     _copied(batch.column("body_json")),
                     pc.dictionary_encode(batch.column("resource_id")),
