@@ -20,6 +20,7 @@ import pytest
 
 from memory_core.errors import InvalidInputError
 from memory_core.lifecycle.erasure import erase_thread
+from memory_core.storage.base import NewThread
 from memory_core.storage.duckdb import DuckDBStorage
 from memory_core.storage.sqlite import SQLiteStorage
 from memory_core.types import AppendRow, Message, TextPart, ToolCallPart, ToolResultPart
@@ -229,3 +230,43 @@ def test_text_that_is_not_valid_unicode_is_refused_naming_its_row(
     assert s.memory.append_messages("t1", rows[:-1]) == list(range(size - 1))
     assert s.memory.count_messages("t1") == size - 1
     s.close()
+
+
+def test_threads_added_a_batch_at_a_time_store_the_same_bytes(tmp_path: Path) -> None:
+    """``add_threads`` (an import's new threads: one insert of their rows, one of their
+    messages) stores what ``create_thread`` and ``append_messages`` of each store."""
+    rows = varied_rows(60)
+    groups = [[r.model_copy(update={"seq": k}) for k, r in enumerate(rows[lo:lo + 6])]
+              for lo in range(0, 60, 6)]
+    clock = ticking()
+    s = DuckDBStorage(tmp_path / "added.duckdb", clock=lambda: next(clock))
+    s.memory.add_threads([NewThread(f"t{i}", g, resource_id="r1", title=f"T{i}",
+                                    metadata={"i": i}) for i, g in enumerate(groups)])
+    added = [(t.id, t.resource_id, t.title, t.metadata) for t in s.memory.list_threads()]
+    counts = s.memory.thread_stats([f"t{i}" for i in range(10)])
+    s.close()
+    clock = ticking()
+    s = DuckDBStorage(tmp_path / "one.duckdb", clock=lambda: next(clock))
+    for i, g in enumerate(groups):
+        s.memory.create_thread(f"t{i}", resource_id="r1", title=f"T{i}", metadata={"i": i})
+        s.memory.append_messages(f"t{i}", g)
+    assert added == [(t.id, t.resource_id, t.title, t.metadata)
+                     for t in s.memory.list_threads()]
+    assert counts == s.memory.thread_stats([f"t{i}" for i in range(10)])
+    s.close()
+    assert stored(tmp_path / "added.duckdb") == stored(tmp_path / "one.duckdb")
+
+
+def test_a_bulk_session_caps_duckdbs_memory_for_its_block_only(tmp_path: Path) -> None:
+    def limit(s: DuckDBStorage) -> str:
+        with s._duck.held.connection("test", write=True) as conn:
+            return str(conn.execute("SELECT current_setting('memory_limit')").fetchall()[0][0])
+
+    with DuckDBStorage(tmp_path / "f.duckdb") as s:
+        before = limit(s)
+        with s.bulk_session():
+            assert limit(s) == "488.2 MiB"  # 512 MB
+            s.memory.create_thread("t1")
+        assert limit(s) == before != "488.2 MiB"
+    with DuckDBStorage(":memory:") as m, m.bulk_session():  # its data cannot be dropped
+        assert limit(m) == before

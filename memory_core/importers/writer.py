@@ -39,7 +39,7 @@ from memory_core.provenance.record import (
     Memctx,
     MessageRef,
 )
-from memory_core.storage.base import Storage
+from memory_core.storage.base import NewThread, Storage
 from memory_core.text import preview
 from memory_core.tokens import estimate_tokens
 from memory_core.types import AppendRow, Message, RunRecord
@@ -274,11 +274,24 @@ def write_all(storage: Storage, threads: Sequence[ThreadPlan],
     started_runs: list[str] = []
     try:
         for lo in range(0, len(threads), WRITE_BATCH_THREADS):
+            batch = threads[lo:lo + WRITE_BATCH_THREADS]
+            new = [t for t in batch if not t.stored and t.thread_id not in existing]
             with storage.write_batch():  # one commit per batch where the engine can
-                for t in threads[lo:lo + WRITE_BATCH_THREADS]:
-                    if _write_thread(storage, t, vectors, run_ids, import_meta, report,
-                                     existing):
-                        created_threads.append(t.thread_id)
+                # the new threads with their messages in a few statements (one at a
+                # time, ~8 statements a thread were most of the write on DuckDB)
+                try:
+                    storage.memory.add_threads([_new_thread(t, vectors, run_ids,
+                                                            import_meta, report)
+                                                for t in new])
+                except BaseException:  # what it made before failing, where not grouped
+                    created_threads += _made(storage, [t.thread_id for t in new],
+                                             import_meta.get("sha1"))
+                    raise
+                created_threads += [t.thread_id for t in new]
+                for t in batch:
+                    if t.stored or t.thread_id in existing:
+                        _write_thread(storage, t, vectors, run_ids, import_meta, report,
+                                      existing)
             if stages is not None:
                 stages("stored", min(lo + WRITE_BATCH_THREADS, len(threads)), len(threads))
         for lo in range(0, len(runs), WRITE_BATCH_RUNS):
@@ -297,31 +310,58 @@ def write_all(storage: Storage, threads: Sequence[ThreadPlan],
     report.runs_created = list(run_ids)  # (the runs' own ids: not made again)
 
 
-def _write_thread(storage: Storage, t: ThreadPlan, vectors: dict[tuple[str, int], np.ndarray],
-                  run_ids: Sequence[str], import_meta: dict[str, Any],
-                  report: ImportReport, existing: AbstractSet[str]) -> bool:
-    """Create the thread unless an earlier import (this file's killed attempt, or the
-    import that stored the start of the conversation) did, and append its rows at their
-    planned seqs (rows already stored are skipped); True when created here."""
-    created = not t.stored and t.thread_id not in existing
-    meta = {**(t.stored_meta or {**import_meta, "key": t.key}), "chain": chain_metadata(t)}
-    if created:
-        storage.memory.create_thread(
-            t.thread_id, resource_id=t.resource_id, title=thread_title(t.messages),
-            metadata={"import": meta})
+def _rows(t: ThreadPlan, vectors: dict[tuple[str, int], np.ndarray], run_ids: Sequence[str],
+          report: ImportReport) -> list[AppendRow]:
+    """The thread's rows not stored yet, at their planned seqs (counted in ``report``)."""
     rows = [AppendRow(message=_plain(m), seq=seq, created_at=t.created_at[seq],
                       run_id=None if t.first_run[seq] is None
                       else run_ids[t.first_run[seq]],  # type: ignore[index]
                       embedding=vectors.get((t.thread_id, seq)))
             for seq, m in enumerate(t.messages) if seq >= t.stored_count]
-    if rows:
-        storage.memory.append_messages(t.thread_id, rows)
-    if not created and (rows or t.thread_id in existing):
-        # the digests later imports find the conversation by, after what was appended
-        storage.memory.update_thread(t.thread_id, metadata={"import": meta})
     report.messages_stored += len(rows)
     report.embeddings_stored += sum(1 for r in rows if r.embedding is not None)
-    return created
+    return rows
+
+
+def _import_meta(t: ThreadPlan, import_meta: dict[str, Any]) -> dict[str, Any]:
+    return {"import": {**(t.stored_meta or {**import_meta, "key": t.key}),
+                       "chain": chain_metadata(t)}}
+
+
+def _new_thread(t: ThreadPlan, vectors: dict[tuple[str, int], np.ndarray],
+                run_ids: Sequence[str], import_meta: dict[str, Any],
+                report: ImportReport) -> NewThread:
+    """A thread no earlier import stored, with its rows."""
+    return NewThread(t.thread_id, _rows(t, vectors, run_ids, report), t.resource_id,
+                     thread_title(t.messages), _import_meta(t, import_meta))
+
+
+def _write_thread(storage: Storage, t: ThreadPlan, vectors: dict[tuple[str, int], np.ndarray],
+                  run_ids: Sequence[str], import_meta: dict[str, Any],
+                  report: ImportReport, existing: AbstractSet[str]) -> None:
+    """Append the rows of a thread an earlier import (this file's killed attempt, or
+    the import that stored the start of the conversation) created, at their planned
+    seqs (rows already stored are skipped)."""
+    rows = _rows(t, vectors, run_ids, report)
+    if rows:
+        storage.memory.append_messages(t.thread_id, rows)
+    if rows or t.thread_id in existing:
+        # the digests later imports find the conversation by, after what was appended
+        storage.memory.update_thread(t.thread_id, metadata=_import_meta(t, import_meta))
+
+
+def _made(storage: Storage, thread_ids: Sequence[str], sha1: str | None) -> list[str]:
+    """Those of ``thread_ids`` stored with this import's metadata (best effort)."""
+    made = []
+    for tid in thread_ids:
+        try:
+            t = storage.memory.get_thread(tid)
+        except Exception:  # noqa: BLE001 - the store that just failed may fail again
+            continue
+        meta = t.metadata.get("import") if t is not None else None
+        if isinstance(meta, dict) and meta.get("sha1") == sha1:
+            made.append(tid)
+    return made
 
 
 def _compensate(storage: Storage, threads: Sequence[str], runs: Sequence[str]) -> None:

@@ -236,6 +236,16 @@ def tally_thread_runs(rows: Iterable[tuple[str | None, datetime, datetime | None
     return out
 
 
+class NewThread(NamedTuple):
+    """A thread to create with its first messages (``MemoryStore.add_threads``)."""
+
+    thread_id: str
+    rows: Sequence[AppendRow] = ()
+    resource_id: str | None = None
+    title: str | None = None
+    metadata: dict[str, Any] | None = None
+
+
 class MemoryStore:
     """Port: threads, messages, embeddings, working memory and observations."""
 
@@ -306,6 +316,18 @@ class MemoryStore:
         Embeddings must all have the store's dimension (fixed by the first one stored).
         """
         raise NotImplementedError
+
+    def add_threads(self, threads: Sequence[NewThread]) -> None:
+        """``create_thread``, then ``append_messages`` of its rows, for each new thread
+        in order: an import's many threads. Adapters backed by a database write a whole
+        batch in a few statements, all-or-nothing (a thread at a time, one took ~8
+        statements: most of an import's write). A thread id already stored, or given
+        twice, raises InvalidInputError."""
+        for t in threads:
+            self.create_thread(t.thread_id, resource_id=t.resource_id, title=t.title,
+                               metadata=t.metadata)
+            if t.rows:
+                self.append_messages(t.thread_id, t.rows)
 
     def get_messages(self, thread_id: str, *, from_seq: int | None = None,
                      to_seq: int | None = None,
@@ -621,6 +643,11 @@ class Storage:
         their database (DuckDBStorage on a file) hold one connection inside it and let
         it go when the block ends."""
         return nullcontext()
+
+    def bulk_session(self) -> AbstractContextManager[None]:
+        """``session`` for writing much (an import's write): adapters whose engine keeps
+        what it writes in memory bound that for the block. By default ``session``."""
+        return self.session()
 
     def __enter__(self) -> Storage:
         return self

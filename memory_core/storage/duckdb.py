@@ -55,6 +55,7 @@ _MESSAGE_SCAN = (", CASE WHEN strlen(m.body) <= {cap} THEN m.body END AS body_js
                  " m.resource_id, m.run_id")
 _BODY_CAP = 4096
 _SCAN_MEMORY = "512MB"  # DuckDB's memory limit while a large scope is scanned
+_BULK_MEMORY = "512MB"  # … and inside a bulk_session (an import's write)
 # (FLOAT[] uncompressed: compressing noisy floats took half an insert, saved ~4%)
 _DIALECT = Dialect(text="VARCHAR", vector="FLOAT[] USING COMPRESSION uncompressed",
                    serial_pk="BIGINT PRIMARY KEY DEFAULT nextval('journal_pos')",
@@ -387,6 +388,30 @@ class DuckDBStorage(SqlStorage):
         """Hold the file across the block's operations (one open instead of one per
         operation); another process that asks gets it between two of them."""
         return self._duck.held.session()
+
+    @contextmanager
+    def bulk_session(self) -> Iterator[None]:
+        """``session`` with DuckDB's memory limit lowered to ``_BULK_MEMORY`` for the
+        block (the instance's: it outlives the file's hold). With DuckDB's default (80%
+        of the machine's memory) the blocks an import wrote stayed cached, and each
+        checkpoint added to them: ~0.5 GB of an import's 2.1 GB peak at 100,000
+        requests. Written blocks are in the file: dropping them loses nothing (not so in
+        ``:memory:``, which is left as it is)."""
+        held = self._duck.held
+        if held.path is None:  # ``:memory:``: its data cannot be dropped
+            with self.session():
+                yield
+            return
+        with self.session():
+            with held.connection("bulk session", write=not self.read_only) as conn:
+                conn.execute(f"SET memory_limit = '{_BULK_MEMORY}'")
+            try:
+                yield
+            finally:
+                with held.lock:
+                    if held.instance is not None:
+                        with suppress(duckdb.Error):  # (CONFIG sets none: the default)
+                            held.instance.execute("RESET memory_limit")
 
     @contextmanager
     def writer(self, *, lock_timeout: float = 30.0) -> Iterator[Storage]:

@@ -17,6 +17,7 @@ from memory_core.errors import InvalidInputError, NotFoundError
 from memory_core.storage.base import (
     EmbeddingBlock,
     MemoryStore,
+    NewThread,
     ObservationVector,
     ScopeRows,
     ThreadActivity,
@@ -68,6 +69,10 @@ from memory_core.types import (
     StoredMessage,
     Thread,
 )
+
+# a new thread's row, its counters given (``add_threads``)
+_NEW_THREAD_COLS = ("id", "resource_id", "title", "metadata", "parent_thread_id",
+                    "created_at", "created_us", "updated_at", "message_count", "max_seq")
 
 
 class SqlMemoryStore(MemoryStore):
@@ -258,6 +263,68 @@ class SqlMemoryStore(MemoryStore):
                                         self._clock)
             write_staged(self._db.insert_messages, tx, [staged], batch_dim if dim is None else None)
             return seqs
+
+    def add_threads(self, threads: Sequence[NewThread]) -> None:
+        """The whole batch in one transaction and a few statements: one look-up of the
+        ids, of the dimension and of any seq floors, one insert of the thread rows (with
+        their counters) and one of the messages."""
+        threads = list(threads)
+        if not threads:
+            return
+        ids = [t.thread_id for t in threads]
+        seen: set[str] = set()
+        for tid in ids:
+            if not isinstance(tid, str) or not tid:
+                raise InvalidInputError(f"thread id must be a non-empty string, got {tid!r}")
+            if tid in seen:
+                raise InvalidInputError(f"thread '{tid}' already exists")
+            seen.add(tid)
+        # JSON and time checks before the transaction, as create_thread and
+        # append_messages make them
+        metas = [json_or_invalid(f"metadata of thread '{t.thread_id}'", dict(t.metadata or {}))
+                 for t in threads]
+        rows = [list(t.rows) for t in threads]
+        explicit = [validate_batch(t.thread_id, r, None)[0] for t, r in zip(threads, rows,
+                                                                           strict=True)]
+        bodies = [message_bodies(t.thread_id, r) for t, r in zip(threads, rows, strict=True)]
+        floors = [f"{SEQ_FLOOR_PREFIX}{t.thread_id}" for t, r, e in zip(
+            threads, rows, explicit, strict=True) if r and not e]
+        with self._db.write("add_threads") as tx:
+            stored: set[str] = set()
+            for part in _chunks(ids):
+                stored.update(str(r[0]) for r in tx.query(
+                    f"SELECT id FROM threads WHERE id IN ({_marks(len(part))})", part))
+            if stored:
+                raise InvalidInputError(
+                    f"thread '{next(t for t in ids if t in stored)}' already exists")
+            has_vec = any(r.embedding is not None for rs in rows for r in rs)
+            dim = self._read_dim(tx, self._db.lock_row) if has_vec else None
+            new_dim = None
+            floor: dict[str, int] = {}
+            for part in _chunks(floors):
+                floor.update((str(k), int(v)) for k, v in tx.query(
+                    f"SELECT key, value FROM meta WHERE key IN ({_marks(len(part))})", part))
+            staged, thread_rows = [], []
+            for t, meta, rs, body, ex in zip(threads, metas, rows, bodies, explicit,
+                                             strict=True):
+                _, batch_dim = validate_batch(t.thread_id, rs, dim)
+                if dim is None and batch_dim is not None:
+                    dim = new_dim = batch_dim  # the store's first vectors fix it
+                now = self._clock()  # (as create_thread, then append_messages, read it)
+                top = floor.get(f"{SEQ_FLOOR_PREFIX}{t.thread_id}", -1)
+                seqs = [int(r.seq) for r in rs if r.seq is not None] if ex else list(range(top + 1,
+                                                                      top + 1 + len(rs)))
+                one = stage_messages(t.thread_id, t.resource_id, seqs, body, rs, self._clock)
+                if len(one):
+                    staged.append(one)
+                thread_rows.append((t.thread_id, t.resource_id, t.title, meta, None,
+                                    ts_text(now), ts_micros(now), ts_text(now), len(one),
+                                    one.top() if len(one) else -1))
+            self._db.insert_rows(tx, "threads", _NEW_THREAD_COLS, thread_rows)
+            if staged:
+                self._db.insert_messages(tx, staged)
+            if new_dim is not None:
+                tx.execute("UPDATE meta SET value = ? WHERE key = ?", (str(new_dim), DIM_KEY))
 
     @staticmethod
     def _assign_seqs(tx: Tx, thread_id: str, rows: Sequence[AppendRow],

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from memory_core.errors import InvalidInputError, NotFoundError
-from memory_core.storage.base import Storage
+from memory_core.storage.base import NewThread, Storage
 from memory_core.testing.support import T0, StepClock, row, vec
 from memory_core.types import Observation
 
@@ -142,3 +142,52 @@ def test_clone_onto_existing_id_is_refused_and_writes_nothing(storage: Storage) 
     with pytest.raises(InvalidInputError, match="thread 'dst' already exists"):
         m.clone_thread("src", "dst")
     assert m.count_messages("dst") == 0
+
+
+def _new_threads(n: int) -> list[NewThread]:
+    """``n`` new threads (more than a driver's few-row batch), each with ``i % 3 + 1``
+    messages at explicit seqs, every other one with vectors."""
+    return [NewThread(f"n{i}", [row(f"m{i}.{k}", seq=k, run_id=f"r{i}",
+                                    embedding=vec(1, i, k) if i % 2 else None)
+                                for k in range(i % 3 + 1)],
+                      resource_id=f"u{i % 2}", title=f"T{i}", metadata={"i": i})
+            for i in range(n)]
+
+
+def test_add_threads_is_create_then_append_for_each(storage: Storage) -> None:
+    storage.memory.add_threads(_new_threads(12))
+    assert storage.memory.embedding_dim() == 3
+    for i in range(12):
+        t = storage.memory.require_thread(f"n{i}")
+        assert (t.resource_id, t.title, t.metadata) == (f"u{i % 2}", f"T{i}", {"i": i})
+        msgs = storage.memory.get_messages(f"n{i}")
+        assert [(m.seq, m.content, m.run_id) for m in msgs] == [
+            (k, f"m{i}.{k}", f"r{i}") for k in range(i % 3 + 1)]
+    assert storage.memory.thread_stats(["n0", "n5"]) == {"n0": (1, 0), "n5": (3, 2)}
+    # the counters go on from there, and seqs without a given one follow
+    assert storage.memory.append_messages("n5", [row("next")]) == [3]
+    storage.memory.add_threads([NewThread("plain", [row("a"), row("b")]),
+                                NewThread("empty")])
+    assert [m.seq for m in storage.memory.get_messages("plain")] == [0, 1]
+    assert storage.memory.thread_stats(["empty"]) == {"empty": (0, -1)}
+
+
+def test_add_threads_refuses_a_stored_or_repeated_id_writing_nothing(storage: Storage) -> None:
+    storage.memory.create_thread("n3")
+    with pytest.raises(InvalidInputError, match="thread 'n3' already exists"):
+        with storage.write_batch():
+            storage.memory.add_threads(_new_threads(12))
+    with pytest.raises(InvalidInputError, match="thread 'x' already exists"):
+        with storage.write_batch():
+            storage.memory.add_threads([NewThread("x", [row()]), NewThread("x")])
+    grouped = type(storage).write_batch is not Storage.write_batch
+    if grouped:  # all-or-nothing where the adapter groups a batch's writes
+        assert storage.memory.get_thread("n0") is None
+        assert storage.memory.get_thread("x") is None
+
+
+def test_add_threads_checks_vectors_against_the_store(storage: Storage) -> None:
+    storage.memory.create_thread("t")
+    storage.memory.append_messages("t", [row(embedding=vec(1, 2))])
+    with pytest.raises(InvalidInputError, match="dimension 3"):
+        storage.memory.add_threads([NewThread("n", [row(embedding=vec(1, 2, 3))])])
