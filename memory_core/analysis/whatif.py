@@ -40,13 +40,14 @@ from memory_core.composition.stages import (
     RecallLane,
     SystemBlock,
     Turn,
+    Window,
     assemble,
     pair_recalled,
     recall_skip,
     recent_window,
+    run_recall,
     token_text,
 )
-from memory_core.composition.toolpairs import KeptRow
 from memory_core.embedding.hashing import Embedder
 from memory_core.errors import InvalidInputError, MemoryCoreError, NotFoundError
 from memory_core.journal import RunData, load_run
@@ -451,7 +452,7 @@ class _Composer:
                         memctx.observations_pending)
 
     def _recall(self, data: RunData, settings: CompositionSettings, turn: Turn,
-                trim: InputTrim, window: Any, end: int) -> RecallLane:
+                trim: InputTrim, window: Window, end: int) -> RecallLane:
         rc = settings.recall if settings.recall_enabled else None
         embed, engine = self.engine(settings) if rc is not None else (None, None)
         skipped = recall_skip(rc, observational=settings.observational, query=trim.query,
@@ -462,13 +463,7 @@ class _Composer:
         assert trim.query is not None
         scope = engine.scope_threads(turn.thread_id, turn.resource_id, rc, thread=turn.thread)
         as_of = _as_of(data, scope, end, self.threads)
-        outcome = engine.run(trim.query, thread_id=turn.thread_id,
-                             resource_id=turn.resource_id, config=rc, window=window.refs,
-                             as_of=as_of, thread=turn.thread)
-        lane = RecallLane(kept=[KeptRow(h.message, h) for h in outcome.hits
-                                if (h.thread_id, h.seq) not in window.refs],
-                          near_misses=list(outcome.near_misses),
-                          scope_snapshot=dict(outcome.scope_snapshot), skipped=outcome.skipped)
+        lane = run_recall(engine, self.storage.memory, turn, trim, window, rc, as_of)
         return pair_recalled(self.storage.memory, lane, window, trim.incoming)
 
 

@@ -183,8 +183,9 @@ def regress(suites: Annotated[list[str] | None, typer.Argument(
     Example: memwb regress gate --set token_budget=120
     """
     from memory_core.analysis.regress import run_suites
+    from memory_core.analysis.whatif import parse_changes
 
-    changes = guarded(lambda: _changes(settings or []))
+    changes = guarded(lambda: parse_changes(settings or []))
     asking = bool(changes.flat())
     with opened(db, read_only=not asking) as s:
         report = guarded(lambda: run_suites(s, suites or None, changes,
@@ -208,9 +209,3 @@ def _expectation(kind: str, value: str | None) -> Any:
     from memory_core.analysis.regress import expectation_from_text
 
     return guarded(lambda: expectation_from_text(kind, value))
-
-
-def _changes(settings: list[str]) -> Any:
-    from memory_core.analysis.whatif import parse_changes
-
-    return parse_changes(settings)

@@ -232,12 +232,13 @@ class RecallLane:
 
 
 def run_recall(engine: RecallEngine, store: MemoryStore, turn: Turn, trim: InputTrim,
-               window: Window, config: RecallConfig) -> RecallLane:
+               window: Window, config: RecallConfig,
+               as_of: dict[str, int] | None = None) -> RecallLane:
     """Recall for the turn's query, the window's rows excluded. A retried turn (its
-    input already stored) ranks as its first attempt did, before that input existed."""
+    input already stored) ranks as its first attempt did, before that input existed;
+    ``as_of`` (each scope thread's last seq) ranks as of any past moment (a what-if)."""
     assert trim.query is not None
-    as_of: dict[str, int] | None = None
-    if trim.deduped:
+    if as_of is None and trim.deduped:
         scope = engine.scope_threads(turn.thread_id, turn.resource_id, config,
                                      thread=turn.thread)
         stats = store.thread_stats(scope)  # one query for the scope's max seqs
