@@ -66,7 +66,8 @@ def test_both_rules_and_the_baseline_in_chromium(workbench: str, tmp_path: Path)
         _settled(page)
         page.get_by_text("recall threshold 0.450 → 0.400 and recall top_k 3 → 8 let it in: in "
                          "run A it was below the threshold (0.434 < 0.450) and beyond top-k "
-                         "(rank 6 of 3)", exact=True).first.wait_for(timeout=PAGE_TIMEOUT_MS)
+                         "(rank 6 of 3)", exact=True).filter(visible=True).first.wait_for(
+            timeout=PAGE_TIMEOUT_MS)
         page.screenshot(path=str(tmp_path / "compare.png"), full_page=True)
 
         page.goto(f"{workbench}/counterfactual?run={COPY}", timeout=PAGE_TIMEOUT_MS)
