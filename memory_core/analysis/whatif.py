@@ -34,17 +34,15 @@ from memory_core.composition.processors import (
     run_processors,
 )
 from memory_core.composition.stages import (
-    Draft,
     InputTrim,
     Observed,
     RecallLane,
     SystemBlock,
     Turn,
     Window,
-    assemble,
+    compose_turn,
     pair_recalled,
     recall_skip,
-    recent_window,
     run_recall,
     token_text,
 )
@@ -402,20 +400,19 @@ class _Composer:
                              run.thread_id, end), tail=tail)
         wm = self._working_memory(data, settings)
         observed = self._observed(data, settings, end)
-        window = recent_window(store, run.thread_id, trim, settings.recent_n,
-                               observed.observed_seq if observed else None)
-        lane = self._recall(data, settings, turn, trim, window, end)
         instructions = next((i.message.text() for i in data.prompt.items
                              if i.lane == "instructions"), None)
-        draft = Draft(turn=turn, trim=trim, window=window, recall=lane,
-                      instructions=instructions, working_memory=wm, observed=observed)
         try:
             processors = processors_from_settings(settings.processors)
         except InvalidInputError as e:
             raise Cannot(str(e)) from None
-        if processors:
-            draft = run_processors(draft, processors, _count)
-        return assemble(draft, settings=settings, count=_count, count_text=estimate_tokens)
+        return compose_turn(
+            store, turn, trim, recent_n=settings.recent_n, instructions=instructions,
+            working_memory=wm, observed=observed,
+            recall=lambda window: self._recall(data, settings, turn, trim, window, end),
+            process=(lambda d: run_processors(d, processors, _count)) if processors
+            else None,
+            settings=settings, count=_count, count_text=estimate_tokens)
 
     def _working_memory(self, data: RunData, settings: CompositionSettings
                         ) -> SystemBlock | None:

@@ -14,12 +14,11 @@ import numpy as np
 from memory_core.composition.presets import preset_kwargs
 from memory_core.composition.processors import InputProcessor, TokenLimiter, run_processors
 from memory_core.composition.stages import (
-    Draft,
     InputTrim,
     RecallLane,
     Turn,
     Window,
-    assemble,
+    compose_turn,
     observation_lane,
     pair_recalled,
     recall_skip,
@@ -556,15 +555,15 @@ class AgentMemory:
         wm = working_memory_lane(self._wm, turn) if self._wm is not None else None
         observed = (observation_lane(self._observational(), thread_id, self._hand_off())
                     if self.observational_config is not None else None)
-        window = recent_window(store, thread_id, trim, self.recent_n,
-                               observed.observed_seq if observed else None)
-        recall = self._recall_lane(turn, trim, window)
-        draft = Draft(turn=turn, trim=trim, window=window, recall=recall,
-                      instructions=instructions, working_memory=wm, observed=observed)
-        if self.processors:
-            draft = run_processors(draft, self.processors, self._count)
-        return assemble(draft, settings=self.settings(), count=self._count,
-                        count_text=lambda text: int(self.token_counter(text)))
+        processors = self.processors
+        return compose_turn(
+            store, turn, trim, recent_n=self.recent_n, instructions=instructions,
+            working_memory=wm, observed=observed,
+            recall=lambda window: self._recall_lane(turn, trim, window),
+            process=(lambda d: run_processors(d, processors, self._count)) if processors
+            else None,
+            settings=self.settings(), count=self._count,
+            count_text=lambda text: int(self.token_counter(text)))
 
     def _recall_lane(self, turn: Turn, trim: InputTrim, window: Window) -> RecallLane:
         """Recall (stage 5) and tool pairing (stage 6), or why recall did not run."""

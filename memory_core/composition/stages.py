@@ -12,7 +12,9 @@ one job and explicit inputs and outputs, so each can be read and tested alone:
    filter) trim the lanes, each change recorded (SPEC §6.6 step 4);
 8. ``assemble`` — the lanes, their token counts and the provenance record (Memctx).
 
-The stages fill a ``Draft`` that ``assemble`` turns into the ``Composition``.
+The stages fill a ``Draft`` that ``assemble`` turns into the ``Composition``;
+``compose_turn`` runs stages 4 to 8 in that order from what stages 1 to 3 gave, for the
+live composer (``AgentMemory``) and the as-of one (``analysis.whatif``) alike.
 """
 
 from __future__ import annotations
@@ -331,6 +333,24 @@ def assemble(draft: Draft, *, settings: CompositionSettings, count: Count,
     memctx = provenance(draft, settings=settings, tokens=tokens, count_text=count_text)
     return Composition(prompt=FrozenPrompt(items=items), memctx=memctx,
                        incoming=[] if draft.trim.deduped else list(draft.trim.incoming))
+
+
+def compose_turn(store: MemoryStore, turn: Turn, trim: InputTrim, *, recent_n: int,
+                 instructions: str | None, working_memory: SystemBlock | None,
+                 observed: Observed | None, recall: Callable[[Window], RecallLane],
+                 process: Callable[[Draft], Draft] | None, settings: CompositionSettings,
+                 count: Count, count_text: Callable[[str], int]) -> Composition:
+    """Stages 4 to 8 in composition's order: the recent window (after what the
+    observations cover), ``recall`` of that window (stages 5 and 6), the input
+    processors (``process``, when there are any), then assembly."""
+    window = recent_window(store, turn.thread_id, trim, recent_n,
+                           observed.observed_seq if observed else None)
+    draft = Draft(turn=turn, trim=trim, window=window, recall=recall(window),
+                  instructions=instructions, working_memory=working_memory,
+                  observed=observed)
+    if process is not None:
+        draft = process(draft)
+    return assemble(draft, settings=settings, count=count, count_text=count_text)
 
 
 def provenance(draft: Draft, *, settings: CompositionSettings, tokens: LaneTokens,
