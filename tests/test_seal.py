@@ -139,7 +139,8 @@ def test_runs_recorded_before_sealing_are_unsealed_not_tampered(tmp_path: Path) 
     path = tmp_path / "j.db"
     s = build(path)
     s.runs.delete(K.seal)
-    edit(s, K.input, lambda v: v.pop("sealed"))  # as older code wrote it
+    edit(s, K.input, lambda v: v.pop("sealed"))  # as older code wrote it: no flag,
+    s.runs.delete(K.lease_prefix)  # and no claims (they came after seals)
     assert verify_run(s, "r1").status == "unsealed"
     assert replay(s, "r1").integrity == "unsealed"
 
@@ -271,7 +272,7 @@ Runner(s, {"a": Agent("a", "Be brief.", Dies())}, memory=mem).run(
 def test_a_run_killed_mid_way_is_unfinished_not_tampered(kind: str, tmp_path: Path) -> None:
     """A crash never reads as an attack: a run whose process died before its last write
     group has no seal yet (the output, the seal and the status commit together); verify
-    says it is unfinished and exits 0, and deleting a finished run's seal is still named."""
+    says it is interrupted (never finished) and exits 3, not 1."""
     import subprocess
     import sys
 
@@ -284,7 +285,9 @@ def test_a_run_killed_mid_way_is_unfinished_not_tampered(kind: str, tmp_path: Pa
     s = open_storage(url)
     assert s.runs.require_run("r9").status == "running"
     report = verify_run(s, "r9")
-    assert report.status == "unsealed" and "not finished" in report.detail, report
+    assert report.status == "interrupted" and "never finished" in report.detail, report
     s.close()
     result = CliRunner().invoke(app, ["verify", "--all", "--db", url])
-    assert result.exit_code == 0 and "TAMPERED" not in result.output, result.output
+    assert result.exit_code == 3 and "TAMPERED" not in result.output, result.output
+    assert "r9: interrupted (never finished)" in result.output
+    assert "1 runs checked, 0 tampered, 1 interrupted (never finished)" in result.output

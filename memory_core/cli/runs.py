@@ -104,6 +104,8 @@ def inspect(run: Annotated[str, typer.Argument(help="Run id.")], db: DbOpt = Non
         say(f"tool: {tc.name}({tc.args}) → {outcome} [{tc.status}]")
     for note in v.notes:
         say(f"note: {note}")
+    if v.unknown_fields:
+        say("note: not in the record (shown as unknown): " + ", ".join(v.unknown_fields))
     say(f"answer: {v.answer}")
 
 
@@ -135,12 +137,14 @@ def verify(run: Annotated[str | None, typer.Argument(help="Run id (or --all).")]
            db: DbOpt = None,
            all_runs: Annotated[bool, typer.Option(
                "--all", help="Verify every run in the database.")] = False) -> None:
-    """Check runs against their seals: report the first record that no longer matches.
-    Exit code 1 when any run was tampered with.
+    """Check runs against their seals: report the first record that no longer matches,
+    and say once what the seal does not cover. Exit code 1 when any run was tampered
+    with; else 3 when a run never finished (a crash, or a run still in progress: a
+    crash never reads as tampering); else 0.
 
     Example: memwb verify --all
     """
-    from memory_core.journal.seal import verify_run
+    from memory_core.journal.seal import NOT_COVERED, verify_run
 
     if (run is None) == (not all_runs):
         raise fail("give one run id or --all")
@@ -148,19 +152,30 @@ def verify(run: Annotated[str | None, typer.Argument(help="Run id (or --all).")]
         ids = ([r.run_id for r in guarded(lambda: s.runs.list_runs())] if all_runs
                else [guarded(lambda: s.runs.require_run(run or "")).run_id])
         reports = [verify_run(s, rid) for rid in ids]
-    bad = 0
+    bad = interrupted = 0
     for rep in reports:
         if rep.status == "tampered":
             bad += 1
             say(f"{rep.run_id}: TAMPERED at {rep.first_mismatch or 'a record'}: "
                        f"{rep.detail}")
+        elif rep.status == "interrupted":
+            interrupted += 1
+            say(f"{rep.run_id}: {rep.detail}")
         else:
             extra = f" — {rep.detail}" if rep.detail and rep.status != "ok" else ""
             chain = f" chain {rep.chain[:16]}" if rep.chain else ""
             say(f"{rep.run_id}: {rep.status}{chain}{extra}")
-    say(f"{len(reports)} runs checked, {bad} tampered")
+    say(NOT_COVERED)
+    unfinished = f", {interrupted} interrupted (never finished)" if interrupted else ""
+    say(f"{len(reports)} runs checked, {bad} tampered{unfinished}")
     if bad:
         raise typer.Exit(1)
+    if interrupted:
+        raise typer.Exit(INTERRUPTED_EXIT)
+
+
+#: ``memwb verify``'s exit code when a run never finished and none was tampered with
+INTERRUPTED_EXIT = 3
 
 
 ModelOpt = Annotated[str | None, typer.Option(

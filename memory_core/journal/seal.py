@@ -8,9 +8,17 @@ one digest. ``verify_run`` recomputes them and names the first that no longer ma
 
 It detects any edit that does not also rewrite the seal; keep ``memwb verify --all``'s
 chain digests elsewhere to detect that too. Records written before sealing existed are
-reported as unsealed, not as tampered; a run whose input record says it was sealed but
-whose seal is gone is tampered. An erasure that redacts a run's records re-seals it and
-lists the redaction in the seal, so verification says "redacted", not "tampered".
+reported as unsealed, not as tampered; a finished run whose input record says it was
+sealed, or that ran under a claim (``:lease:``, taken only by code that seals), but
+whose seal is gone is tampered, while a run that never finished (a crash, or a run in
+progress) is ``interrupted``, never tampered. An erasure that redacts a run's records
+re-seals it and lists the redaction in the seal, so verification says "redacted", not
+"tampered".
+
+Besides the chain, a sealed run's store must agree with it: its row's status, finish
+time and error with how the run ended; the messages the store says it wrote
+(``messages.run_id``) with those it sealed; each sealed message's search text with its
+content. What no check covers is said once by ``memwb verify``: ``NOT_COVERED``.
 """
 
 from __future__ import annotations
@@ -79,13 +87,24 @@ class SealRecord(BaseModel):
         return out
 
 
+#: what ``verify`` does not check, said once by ``memwb verify``
+NOT_COVERED = (
+    "not covered by the seal: message vectors (a swapped vector changes what later runs "
+    "recall, not what a run recorded), counterfactual and what-if records (':cf:' keys, "
+    "written after the seal), working memory, observations and the observer's journal, "
+    "and a seal rewritten whole or deleted together with every mark that the run was "
+    "sealed (its input's 'sealed' flag and its ':lease:' claims); keep the chain digests "
+    "printed here elsewhere to detect those")
+
+
 class VerifyReport(BaseModel):
-    """What ``verify_run`` found: ``ok``, ``unsealed`` (older than sealing, or not
-    finished), ``redacted`` (ok, but an erasure rewrote records) or ``tampered``."""
+    """What ``verify_run`` found: ``ok``, ``unsealed`` (older than sealing, or failed
+    before it finished), ``interrupted`` (never finished: a crash or a run in progress),
+    ``redacted`` (ok, but an erasure rewrote records) or ``tampered``."""
 
     model_config = ConfigDict(extra="forbid")
     run_id: str
-    status: Literal["ok", "redacted", "unsealed", "tampered"]
+    status: Literal["ok", "redacted", "unsealed", "interrupted", "tampered"]
     first_mismatch: str | None = None  # the first record that no longer matches
     detail: str = ""
     chain: str | None = None
@@ -93,7 +112,7 @@ class VerifyReport(BaseModel):
 
     @property
     def ok(self) -> bool:
-        return self.status in ("ok", "redacted", "unsealed")
+        return self.status in ("ok", "redacted", "unsealed", "interrupted")
 
 
 def _run_row(run: RunRecord | None) -> str:
@@ -243,16 +262,95 @@ def read_seal(storage: Storage, run_id: str) -> SealRecord | None:
 
 
 def _expects_seal(storage: Storage, keys: RunKeys) -> bool:
+    """The run's input says it will be sealed, or it ran under a claim (claims came
+    after seals: a writer that claims also seals)."""
     raw = storage.runs.get(keys.input)
-    return isinstance(raw, dict) and raw.get("sealed") is True
+    if isinstance(raw, dict) and raw.get("sealed") is True:
+        return True
+    return bool(storage.runs.list(keys.lease_prefix))
 
 
-def _unfinished(storage: Storage, keys: RunKeys) -> bool:
-    """A run that never reached its last write group (the output, the seal and the
-    status commit together): a crash or a run in progress, not tampering."""
-    run = storage.runs.get_run(keys.run_id)
-    return run is not None and run.status in ("running", "failed") and \
-        not storage.runs.has(keys.output)
+def _missing_seal(storage: Storage, keys: RunKeys) -> VerifyReport:
+    """A run without a seal: older than sealing, never finished, failed before it
+    finished, or (finished, expected sealed) tampered."""
+    run_id = keys.run_id
+    if not _expects_seal(storage, keys):
+        return VerifyReport(run_id=run_id, status="unsealed",
+                            detail="no seal: recorded before sealing existed")
+    run = storage.runs.get_run(run_id)
+    ended = storage.runs.has(keys.output)
+    if run is not None and run.status == "running" and not ended:
+        # the output, the seal and the completed status commit in one group
+        return VerifyReport(run_id=run_id, status="interrupted",
+                            detail="interrupted (never finished): its process stopped "
+                                   "(or is still running) before the run ended; resuming "
+                                   "it finishes and seals it")
+    if run is not None and run.status == "failed" and not ended:
+        return VerifyReport(run_id=run_id, status="unsealed",
+                            detail="failed before it finished (a failed run is not "
+                                   "sealed); resuming it finishes and seals it")
+    raw = storage.runs.get(keys.input)
+    flagged = isinstance(raw, dict) and raw.get("sealed") is True
+    return VerifyReport(run_id=run_id, status="tampered", first_mismatch=keys.seal,
+                        detail="the run was sealed but its seal record is gone" if flagged
+                        else "the run finished under a claim, which only a sealing writer "
+                             "takes, but its seal record and its input's 'sealed' flag "
+                             "are gone")
+
+
+def _row_disagrees(run: RunRecord | None, seal: SealRecord,
+                   ended: bool) -> str | None:
+    """How the run's row contradicts the sealed run's end (None: it agrees)."""
+    if run is None:
+        return None
+    if run.status == "running" and ended:
+        return "the run was sealed as finished but its status is 'running'"
+    if run.status not in ("completed", "running") and not (
+            run.status == "failed" and seal.failed is not None):
+        # a sealed run has finished; only a run sealed as failed (an import records a
+        # failed call whole, its error in the seal) may say it failed
+        return f"the run was sealed as finished but its status is {run.status!r}"
+    return None
+
+
+def _end_disagrees(run: RunRecord | None) -> str | None:
+    """How a finished run's error and finish time contradict its end (None: agree)."""
+    if run is None:
+        return None
+    if run.status == "completed" and run.error is not None:
+        return "the run completed but its row records an error"
+    if run.status != "running" and run.finished_at is None:
+        return f"the run is {run.status} but its row has no finish time"
+    return None
+
+
+def _store_disagrees(storage: Storage, run: RunRecord | None, seal: SealRecord,
+                     imported: bool) -> tuple[str, str] | None:
+    """The first column of the store that contradicts the sealed messages: the writing
+    run of a message (``messages.run_id``) or its search text."""
+    if run is None or run.thread_id is None or storage.memory.get_thread(run.thread_id) is None:
+        return None
+    tid = run.thread_id
+    sealed = {s for t, s, _ in seal.messages if t == tid}
+    gone = {s for t, s in seal.truncated if t == tid}
+    for m in storage.memory.get_messages_by_run(tid, run.run_id):
+        if m.seq not in sealed and m.seq not in gone:
+            return (f"message {tid}#{m.seq}", "the store says this run wrote it, but its "
+                    "seal does not list it (the message's run_id changed)")
+    if not sealed:
+        return None
+    stored = storage.memory.get_messages(tid, seqs=sorted(sealed))
+    limit = storage.memory.count_messages(tid) + 1
+    for m in stored:
+        # an import stores a message once, with the first run that sent it
+        if not imported and m.run_id != run.run_id:
+            return (f"message {tid}#{m.seq}", "the message's writing run (run_id) changed")
+        text = m.text()
+        if text and not any(f.seq == m.seq for f in storage.memory.search_messages(
+                text, thread_id=tid, limit=limit)):
+            return (f"message {tid}#{m.seq}",
+                    "the message's search text no longer matches its content")
+    return None
 
 
 def _first_difference(seal: SealRecord, now: SealRecord) -> tuple[str, str]:
@@ -284,31 +382,25 @@ def verify_run(storage: Storage, run_id: str) -> VerifyReport:
     try:
         seal = read_seal(storage, run_id)
         if seal is None:
-            if _expects_seal(storage, keys) and not _unfinished(storage, keys):
-                return VerifyReport(run_id=run_id, status="tampered", first_mismatch=keys.seal,
-                                    detail="the run was sealed but its seal record is gone")
-            if _expects_seal(storage, keys):
-                return VerifyReport(run_id=run_id, status="unsealed",
-                                    detail="not finished: its process stopped (or is still "
-                                           "running) before the run ended; resuming it "
-                                           "finishes and seals it")
-            return VerifyReport(run_id=run_id, status="unsealed",
-                                detail="no seal: recorded before sealing existed, or not "
-                                       "finished")
+            return _missing_seal(storage, keys)
         now = compute_seal(storage, run_id, seal.redactions, seal.truncated)
+        run = storage.runs.get_run(run_id)
+        row = _row_disagrees(run, seal, storage.runs.has(keys.output))
+        if row is None and now.chain == seal.chain:  # a changed record is named first
+            row = _end_disagrees(run)
+        store = None if row else _store_disagrees(storage, run, seal,
+                                                  storage.runs.has(keys.import_))
     except (MemoryCoreError, ValueError, TypeError) as e:
         return VerifyReport(run_id=run_id, status="tampered", first_mismatch=None,
                             detail=f"a record cannot be read: {e}")
     expected_chain = _chain_of(seal.entries, seal.messages, seal.run, seal.failed)
-    run = storage.runs.get_run(run_id)
-    if run is not None and run.status not in ("completed", "running") and not (
-            run.status == "failed" and seal.failed is not None):
-        # a sealed run has finished; only a run sealed as failed (an import records a
-        # failed call whole, its error in the seal) may say it failed
+    if row is not None:
         return VerifyReport(run_id=run_id, status="tampered", first_mismatch="runs-table row",
-                            detail=f"the run was sealed as finished but its status is "
-                                   f"{run.status!r}")
+                            detail=row)
     if now.chain == seal.chain and expected_chain == seal.chain:
+        if store is not None:
+            return VerifyReport(run_id=run_id, status="tampered", first_mismatch=store[0],
+                                detail=store[1])
         status: Literal["ok", "redacted"] = "redacted" if seal.redactions else "ok"
         notes = [f"redacted by the erasure of {', '.join(r.threads)}"
                  for r in seal.redactions]
@@ -330,6 +422,6 @@ def require_intact(storage: Storage, run_id: str) -> VerifyReport:
     return report
 
 
-__all__ = ["Redaction", "SealRecord", "VerifyReport", "compute_seal", "read_seal",
+__all__ = ["NOT_COVERED", "Redaction", "SealRecord", "VerifyReport", "compute_seal", "read_seal",
            "require_intact", "reseal_run", "seal_of", "seal_run", "seal_written",
            "verify_run"]
