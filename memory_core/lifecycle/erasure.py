@@ -1,7 +1,10 @@
 """Erasure that reaches every copy (SPEC §9): erasing a thread removes its messages,
 vectors, working memory, observations, runs and journals, and redacts every other run's
 records that hold its text — frozen prompts, provenance previews, model steps, tool
-calls, outputs and counterfactual records — re-sealing them as redacted.
+calls, outputs and counterfactual records — re-sealing them as redacted, and the
+memory of the scopes exposed to it: the working memory, observations (their vectors
+dropped) and observer journal of the erased thread's resource and its other threads,
+and of the threads and resources where a run given its messages ran.
 
 What is redacted elsewhere: only provable copies, never text that merely happens to be
 equal. A run is exposed when its records refer to a message of the erased thread (a
@@ -148,12 +151,15 @@ def _blank(value: Any, key: str) -> Any:
 def _redact_runs(storage: Storage, redactor: Redactor, erased_runs: set[str],
                  erased: list[StoredMessage],
                  resource_id: str | None) -> tuple[list[str], list[str]]:
-    """Redact every other run's records; returns (runs redacted, threads whose stored
-    answers were given by those runs)."""
+    """Redact every other run's records, and the memory of the scopes they ran in;
+    returns (runs redacted, threads whose stored answers were given by those runs)."""
     thread_id = redactor.thread_id
     refs = sorted({(thread_id, m.seq) for m in erased})
     redacted: list[str] = []
     answered: set[str] = set()
+    threads = {t.id for t in storage.memory.list_threads(resource_id)} \
+        if resource_id is not None else set()
+    resources = {resource_id} if resource_id is not None else set()
     for run in storage.runs.list_runs():
         if run.run_id in erased_runs:
             continue
@@ -163,6 +169,8 @@ def _redact_runs(storage: Storage, redactor: Redactor, erased_runs: set[str],
             redactor.refers(v) for _, v in entries)
         if not exposed:
             continue  # never given the erased messages: equal text is not a copy
+        threads.update([run.thread_id] if run.thread_id is not None else [])
+        resources.update([run.resource_id] if run.resource_id is not None else [])
         changed: list[str] = []
         for key, raw in entries:
             new = redactor.value(raw)
@@ -182,7 +190,28 @@ def _redact_runs(storage: Storage, redactor: Redactor, erased_runs: set[str],
             reseal_run(storage, run.run_id, Redaction(erased=refs, threads=[thread_id],
                                                       keys=changed))
             redacted.append(run.run_id)
+    _redact_memory(storage, redactor, threads - {thread_id}, resources)
     return redacted, sorted(answered)
+
+
+def _redact_memory(storage: Storage, redactor: Redactor, threads: set[str],
+                   resources: set[str]) -> None:
+    """The erased texts in the memory of the scopes exposed to them (the erased
+    thread's resource and its other threads, and where a run given them ran): their
+    working memory, observations (their vectors dropped) and observer journal."""
+    keys = [f"{RESOURCE_WM_PREFIX}{r}" for r in sorted(resources)] + \
+        [f"{THREAD_WM_PREFIX}{t}" for t in sorted(threads)]
+    for key in keys:
+        value = storage.memory.get_working_memory(key)
+        if value is not None and (new := redactor.value(value)) != value:
+            storage.memory.put_working_memory(key, new)
+    for tid in sorted(threads):
+        for o in storage.memory.list_observations(tid):
+            if (text := redactor.text(o.text)) != o.text:
+                storage.memory.redact_observation(o.id, text)
+        for key, raw in ObserverReader(storage.runs, tid).entries():
+            if (new := redactor.value(raw)) != raw:
+                storage.runs.rewrite(key, new)
 
 
 def _redact_answers(storage: Storage, redactor: Redactor, thread_id: str,
@@ -201,19 +230,6 @@ def _redact_answers(storage: Storage, redactor: Redactor, thread_id: str,
             storage.memory.redact_message(thread_id, m.seq, Message.model_validate(new))
             fixed.append(m.seq)
     return fixed
-
-
-def _redact_working_memory(storage: Storage, redactor: Redactor,
-                           resource_id: str | None) -> None:
-    if resource_id is None:
-        return
-    key = f"{RESOURCE_WM_PREFIX}{resource_id}"
-    value = storage.memory.get_working_memory(key)
-    if value is None:
-        return
-    new = redactor.value(value)
-    if new != value:
-        storage.memory.put_working_memory(key, new)
 
 
 def erase_thread(storage: Storage, thread_id: str) -> ErasureReport:
@@ -238,7 +254,6 @@ def _erase_thread(storage: Storage, thread_id: str) -> ErasureReport:
         redactor = _redactor(thread_id, erased)
         report.redacted_runs, report.answered_with = _redact_runs(
             storage, redactor, set(own_runs), erased, thread.resource_id)
-        _redact_working_memory(storage, redactor, thread.resource_id)
         deleted = storage.memory.delete_thread(thread_id)
         report = deleted.model_copy(update={"redacted_runs": report.redacted_runs,
                                             "answered_with": report.answered_with})

@@ -510,6 +510,13 @@ class MemoryStore:
         the ``edits`` that ``scope_counts`` reports (recall drops its cached scope)."""
         raise NotImplementedError
 
+    def redact_observation(self, observation_id: str, text: str) -> bool:
+        """Replace a stored observation's text in place and drop its vectors (those whose
+        metadata names it as ``obs_id``: they embed the old text), in one write; False
+        when there is no such observation. Erasure's edit of observations that quoted
+        erased text."""
+        raise NotImplementedError
+
     def delete_thread(self, thread_id: str) -> ErasureReport:
         raise NotImplementedError
 

@@ -592,6 +592,19 @@ class CoreMemoryStore(MemoryStore):
                       key=lambda v: v.id)
 
     # -- erasure and truncation ---------------------------------------------------------------
+    def redact_observation(self, observation_id: str, text: str) -> bool:
+        with self._core.transaction():
+            found = self._core.get(OBSERVATIONS, [observation_id]).get(observation_id)
+            if found is None:
+                return False
+            self._core.put(OBSERVATIONS, [(observation_id, _dump({**json.loads(found),
+                                                                  "text": text}))])
+            vids = [k for k, d in _decoded(self._core.scan(OBSERVATION_VECTORS))
+                    if (d.get("metadata") or {}).get("obs_id") == observation_id]
+            if vids:
+                self._core.delete(OBSERVATION_VECTORS, vids)
+            return True
+
     def redact_message(self, thread_id: str, seq: int, message: Message) -> bool:
         body = message_body(thread_id, 0, AppendRow(message=message))
         with self._core.transaction():

@@ -637,6 +637,20 @@ class SqlMemoryStore(MemoryStore):
                                   decode_json(r[2])) for r in rows]
 
     # -- erasure -------------------------------------------------------------------
+    def redact_observation(self, observation_id: str, text: str) -> bool:
+        with self._db.write("redact_observation") as tx:
+            found = tx.query("SELECT thread_id FROM observations WHERE id = ?",
+                             (observation_id,))
+            if not found:
+                return False
+            tx.execute("UPDATE observations SET text = ? WHERE id = ?", (text, observation_id))
+            vids = [str(r[0]) for r in tx.query(
+                "SELECT id, metadata FROM observation_vectors WHERE thread_id = ?",
+                (found[0][0],)) if (decode_json(r[1]) or {}).get("obs_id") == observation_id]
+            for vid in vids:
+                tx.execute("DELETE FROM observation_vectors WHERE id = ?", (vid,))
+            return True
+
     def redact_message(self, thread_id: str, seq: int, message: Message) -> bool:
         text = message.text()
         body = message_body(thread_id, 0, AppendRow(message=message))
