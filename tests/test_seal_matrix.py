@@ -113,6 +113,9 @@ NAMED: dict[str, tuple[Callable[[Raw], None], tuple[str, str]]] = {
 }
 OUTSIDE: dict[str, tuple[Callable[[Raw], None], str]] = {
     "swapped vectors": (_swap_vectors, "message vectors"),
+    "run finish time moved": (
+        lambda raw: raw("UPDATE runs SET finished_at = '2031-01-01T00:00:00+00:00' "
+                        "WHERE run_id = 'r1'"), "a run's finish time"),
     "forged counterfactual record": (lambda raw: _forge(raw, "r1:cf:forged", {
         "baseline": "proof", "variant": "proof"}), "counterfactual and what-if records"),
     "forged what-if answer": (lambda raw: _forge(

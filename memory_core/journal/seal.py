@@ -90,7 +90,8 @@ class SealRecord(BaseModel):
 #: what ``verify`` does not check, said once by ``memwb verify``
 NOT_COVERED = (
     "not covered by the seal: message vectors (a swapped vector changes what later runs "
-    "recall, not what a run recorded), counterfactual and what-if records (':cf:' keys, "
+    "recall, not what a run recorded), a run's finish time (only that a finished run has "
+    "one), counterfactual and what-if records (':cf:' keys, "
     "written after the seal), working memory, observations and the observer's journal, "
     "and a seal rewritten whole or deleted together with every mark that the run was "
     "sealed (its input's 'sealed' flag and its ':lease:' claims); keep the chain digests "
