@@ -18,7 +18,7 @@ class Proof:
     """The replay that proves the point: the run replayed, and what changes in what it
     was given — the key message put back, and/or whole parts taken away."""
 
-    run: str  # the run replayed (usually the story's own run)
+    run: str  # the run replayed: one that asked the story's question (tests check it)
     put_back_key: bool = False  # put the key message back into that run's prompt
     take_away: tuple[str, ...] = ()  # prompt parts (lanes) taken away, e.g. "working_memory"
     intro: str = ""  # plain: what the replay does and why it proves the point
@@ -45,6 +45,7 @@ class Story:
     thread: str  # the thread that holds the key message
     key_phrase: str  # literal text the key message contains (finds it in the thread)
     key_name: str  # plain name of the key message ("the refund decision"), labels charts
+    fact: str  # literal text a right answer contains: marks each answer right or wrong
     run: str  # the run the story is about: its question and answer
     said: str  # section 1: where the key message was said
     answered: str  # section 2: what happened when the question came
@@ -64,7 +65,7 @@ STORIES: tuple[Story, ...] = (
                "assistant. Weeks later, in a new conversation, she asks about it, and the "
                "assistant has no idea. Here is why, and the proof."),
         thread="support-1", key_phrase="The refund of €240 for order A-1042 was approved",
-        key_name="the refund decision", run="support-3-forgot",
+        key_name="the refund decision", fact="€240", run="support-3-forgot",
         said=("In an earlier conversation Anna reported a cracked blender jug, and the "
               "assistant approved a refund of €240. This is the message that matters:"),
         answered=("In a new conversation Anna asks about that refund. The assistant "
@@ -90,7 +91,7 @@ STORIES: tuple[Story, ...] = (
                "bathroom, and the budget. In the budget conversation she asks which tiles "
                "she picked for the bathroom, and the assistant does not know."),
         thread="bathroom-plans", key_phrase="For the walls we picked terracotta zellige",
-        key_name="the tile choice", run="home-tiles",
+        key_name="the tile choice", fact="zellige", run="home-tiles",
         said="In the bathroom conversation Eva made her choice:",
         answered="Later, in the budget conversation, she asks about it. The assistant answers:",
         why=("This assistant was set up for the kitchen: its memory only looks at messages "
@@ -112,7 +113,7 @@ STORIES: tuple[Story, ...] = (
                "short summary of the early part. One detail does not make it into the "
                "summary."),
         thread="py311-migration", key_phrase="only accepts connections from the 10.8.0.0/16",
-        key_name="the address range", run="tech-staging-range",
+        key_name="the address range", fact="10.8.0.0/16", run="tech-staging-range",
         said="Early in the conversation Cara mentioned a detail in passing:",
         answered=("Much later she asks about it. The assistant, given only the summary of "
                   "the early conversation, answers:"),
@@ -120,11 +121,12 @@ STORIES: tuple[Story, ...] = (
              "and the summary kept the decisions but left out the address range. What the "
              "summary leaves out, the assistant cannot know."),
         proof=Proof(
-            run="tech-rounding", take_away=("observations",),
+            run="tech-staging-range", take_away=("observations",),
             intro=("The summary is the only place the early conversation lives. To prove "
-                   "it, we take a question the assistant did answer from the early part "
-                   "(which rounding rule applies to old contracts), take the summary away, "
-                   "and ask again."),
+                   "it held nothing about the address range, we take the very answer that "
+                   "went wrong, take the summary away, change nothing else, and ask the "
+                   "same question again. Had the summary carried anything about the range, "
+                   "the answer would change without it."),
             button="Take the summary away and ask again"),
         next_step=("What would fix it: a summary that keeps numbers and addresses, or "
                    "handing the assistant more of the conversation word for word."),
@@ -136,7 +138,7 @@ STORIES: tuple[Story, ...] = (
                "small plan (destination, dates, budget, lodging) and updates it as "
                "decisions are made. Later questions are answered from that plan."),
         thread="trip-2", key_phrase="We want to spend at most 2,000 euros", key_name="the budget",
-        run="trip-3-budget",
+        fact="2000", run="trip-3-budget",
         said="In the second conversation Ben set the budget:",
         answered=("In the third conversation he asks about it. The assistant answers "
                   "correctly:"),
@@ -159,7 +161,7 @@ STORIES: tuple[Story, ...] = (
                "long conversation. Early on, the caretaker's gate code comes up. When she "
                "asks for it later, the assistant says it does not know."),
         thread="new-flat", key_phrase="gate code is 4417", key_name="the gate code",
-        run="move-gate-small-budget",
+        fact="4417", run="move-gate-small-budget",
         said="Early in the conversation Noor passed on what the caretaker told her:",
         answered="Later in the same conversation she asks for it. The assistant answers:",
         why=("The assistant can only read a limited amount of the conversation each time it "
@@ -204,7 +206,19 @@ PLAIN_LEFT_OUT: dict[str, str] = {
     "orphan-tool-result": ("it is an answer from another system whose request was not "
                            "handed over with it"),
     "duplicate-tool-call-id": "it repeats an exchange the assistant already had",
+    "token-limit": ("it did not fit: the assistant can only read a limited amount, and "
+                    "the oldest messages were cut to make room for the newer ones"),
+    "tool-call-filter": ("it is an exchange with another system, and this assistant is set "
+                         "up to be given none of those"),
 }
+#: why, when the record names a reason the table above does not know
+LEFT_OUT_OTHERWISE = "a step that trims what the assistant is given removed it"
+
+
+def left_out_because(reason: str | None) -> str:
+    """Why a message was left out, from the reason the record gives, in plain words."""
+    return PLAIN_LEFT_OUT.get(reason or "", LEFT_OUT_OTHERWISE)
+
 
 GLOSSARY: tuple[tuple[str, str, str], ...] = (
     ("what the assistant was given", "prompt (composition)",
@@ -220,7 +234,8 @@ GLOSSARY: tuple[tuple[str, str, str], ...] = (
     ("at most the N closest", "top-k",
      "only the N best matches are handed over, even if more pass the minimum"),
     ("position", "rank", "1 = the closest match"),
-    ("found but left out", "dropped", "found by memory, then removed before answering"),
+    ("left out", "dropped", "chosen (found by memory, or among the latest messages), "
+     "then removed before answering; the record says why"),
     ("the plan it keeps", "working memory", "structured notes the assistant updates"),
     ("a summary of earlier messages", "observations",
      "older history condensed by the observer"),
@@ -245,6 +260,64 @@ def plain_summary(text: str) -> str:
 _WM_BLOCK = re.compile(r"<working_memory>\s*(.*?)\s*</working_memory>", re.DOTALL)
 
 
+#: what a field name's last word means when it names a unit: the value is shown with it
+_UNITS = {"eur": "euros", "usd": "dollars", "gbp": "pounds", "pct": "%", "percent": "%",
+          "km": "km", "cm": "cm", "kg": "kg", "min": "minutes", "mins": "minutes",
+          "minutes": "minutes", "hours": "hours", "days": "days", "nights": "nights"}
+_FIELD = re.compile(r"\b([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\s*[:=]\s*(\d+(?:[.,]\d+)*(?!\w))?")
+
+
+def plain_fields(text: str) -> str:
+    """``snake_case_key: value`` pairs (a structured answer, a plan's fields) as words:
+    ``budget_eur: 2000`` reads ``budget: 2000 euros``, ``end_date: …`` ``end date: …``."""
+    def words(m: re.Match[str]) -> str:
+        name, value = m[1].split("_"), m[2]
+        if value is not None and name[-1] in _UNITS:
+            return f"{' '.join(name[:-1])}: {value} {_UNITS[name[-1]]}"
+        return f"{' '.join(name)}: {value or ''}"
+
+    return _FIELD.sub(words, text)
+
+
+def _engineer_term(engineer: str) -> str:
+    return engineer.split(" (")[0]
+
+
+def plain_answer(text: str) -> str:
+    """An answer for people: field syntax as words, and the glossary's engineer terms of
+    more than one word ("working memory") in the story's plain words."""
+    for plain, engineer, _ in GLOSSARY:
+        term = _engineer_term(engineer)
+        if " " in term:
+            text = re.sub(rf"(?i)\b{re.escape(term)}\b", plain, text)
+    return plain_fields(text)
+
+
+#: where a glossary term appears on a plain page (by the engineer's word): the words
+#: the story pages use for it
+GLOSSARY_CUES: dict[str, str] = {
+    "prompt (composition)": r"what the assistant (?:was|is) given",
+    "lane": r"how that was made up",
+    "recalled messages (recall)": r"older messages memory looked up|memory looks through",
+    "score (cosine similarity)": r"how closely|\bmatch(?:es|ed)? the question",
+    "threshold": r"\bminimum\b",
+    "top-k": r"only the \d+ closest|the closest few",
+    "rank": r"\bposition \d+",
+    "dropped": r"found (?:by memory )?but left out|left out (?:of what|because)",
+    "working memory": r"\bplan\b",
+    "observations": r"\bsummary\b",
+    "tokens": r"\blength\b|limited amount",
+    "run (run id)": r"\bthe very answer\b",
+    "counterfactual replay": r"\bask(?:ed)? (?:the same question )?again\b",
+}
+
+
+def glossary_terms(text: str) -> list[tuple[str, str, str]]:
+    """The glossary rows whose term ``text`` uses, in the glossary's order."""
+    return [row for row in GLOSSARY if (cue := GLOSSARY_CUES.get(row[1]))
+            and re.search(cue, text, re.IGNORECASE)]
+
+
 def plain_plan(text: str) -> str:
     """A working-memory block for people: one ``field: value`` line per field of the
     plan (its JSON read, never shown raw); the text as is when it holds no JSON plan."""
@@ -259,7 +332,7 @@ def plain_plan(text: str) -> str:
     for k, v in plan.items():
         shown = (", ".join(map(str, v)) or "(none)") if isinstance(v, list) else (
             "(none)" if v is None else str(v))
-        lines.append(f"{str(k).replace('_', ' ')}: {shown}")
+        lines.append(plain_fields(f"{k}: {shown}"))
     return "\n".join(lines) or "(empty)"
 
 

@@ -28,7 +28,16 @@ from app.components import (
     token_bar,
     with_db,
 )
-from app.stories import PLAIN_LEFT_OUT, PLAIN_PARTS, Story, percent, plain_plan, plain_summary
+from app.stories import (
+    PLAIN_PARTS,
+    Story,
+    glossary_terms,
+    left_out_because,
+    percent,
+    plain_answer,
+    plain_plan,
+    plain_summary,
+)
 from memory_core.analysis import views
 
 if TYPE_CHECKING:
@@ -39,6 +48,7 @@ if TYPE_CHECKING:
 Ref = tuple[str, int]
 ROLE_AVATARS = {"user": ":material/person:", "assistant": ":material/support_agent:",
                 "tool": ":material/build:", "system": ":material/settings:"}
+GLOSSARY_ICON = ":material/menu_book:"  # starts every glossary note (they pair words)
 _CALL_LINE = re.compile(r"^→ ([\w.-]+)\(.*\)$", re.MULTILINE)
 _RESULT_LINE = re.compile(r"^([\w.-]+) → .*$", re.MULTILINE)
 
@@ -59,6 +69,74 @@ def plain_text(role: str, text: str, lane: str | None = None) -> str:
     else:
         text = _CALL_LINE.sub(lambda m: f"(asks the {_tool_words(m[1])} system)", text)
     return text.strip() or "(empty)"
+
+
+# -- the glossary, where a term first appears -------------------------------------------
+_GLOSSED = "story-glossed"
+
+
+def glossary_start() -> None:
+    """A new page: every term is new again."""
+    st.session_state[_GLOSSED] = set()
+
+
+def gloss(text: str) -> None:
+    """The glossary entry of each term ``text`` uses that this page has not explained
+    yet, shown open right there: the plain words, the engineer's, and what they mean."""
+    seen: set[str] = st.session_state.setdefault(_GLOSSED, set())
+    for plain, engineer, meaning in glossary_terms(text):
+        if engineer in seen:
+            continue
+        seen.add(engineer)
+        with st.container(key=f"glossary-{len(seen)}"):
+            st.caption(f"{GLOSSARY_ICON} " + escape_md(
+                f"“{plain}” — engineers say “{engineer}”: {meaning}."))
+
+
+def say(text: str) -> None:
+    """A plain paragraph of the story, with the glossary notes of its new terms."""
+    st.markdown(escape_md(text))
+    gloss(text)
+
+
+# -- right or wrong -------------------------------------------------------------------
+def is_right(answer: str | None, story: Story) -> bool:
+    """Whether an answer holds the story's fact (read from the record, never declared)."""
+    return answer is not None and story.fact in answer
+
+
+def answer_mark(answer: str | None, story: Story) -> str:
+    """The badge under an answer: right or wrong, in words and colour."""
+    if is_right(answer, story):
+        return ":green-badge[:material/check_circle: Right answer]"
+    return (":red-badge[:material/cancel: Wrong answer] " + escape_md(
+        f"the right one would say “{story.fact}”"))
+
+
+def answer_bubble(answer: str | None, story: Story, *, engineer: bool) -> None:
+    """An answer in plain words (the stored text too in engineer mode), marked right or
+    wrong."""
+    bubble("assistant", plain_answer(answer_text(answer)), engineer=engineer,
+           raw=answer_text(answer))
+    st.markdown(answer_mark(answer, story))
+
+
+def answer_source(view: views.RunView, fact: str) -> str | None:
+    """The part of what the assistant was given that held the fact, in plain words."""
+    for lv in view.lanes:
+        if lv.lane not in ("dropped", "input") and any(fact in it.text for it in lv.items):
+            return PLAIN_PARTS.get(lv.lane, lv.lane)
+    return None
+
+
+def fate_badge(given: bool | None, right: bool) -> str:
+    """The key message's badge: red only when it was kept out and the answer is wrong
+    (kept out and right anyway is no failure)."""
+    if given:
+        return ":green-badge[:material/check_circle: Handed over]"
+    if right:
+        return ":blue-badge[:material/info: Not handed over itself]"
+    return ":red-badge[:material/block: Not handed over]"
 
 
 def bubble(role: str, text: str, *, engineer: bool, raw: str | None = None) -> None:
@@ -112,6 +190,7 @@ def given_parts(view: views.RunView, *, engineer: bool) -> None:
         if not lv.items:
             continue
         st.markdown(f"**{PLAIN_PARTS[lane]}**")
+        gloss(PLAIN_PARTS[lane])
         for it in lv.items:
             with st.container(border=True):
                 literal(plain_text(it.role, it.text, lane))
@@ -119,15 +198,21 @@ def given_parts(view: views.RunView, *, engineer: bool) -> None:
                     st.code(it.text, language=None, wrap_lines=True)
     dropped = view.lane("dropped")
     if dropped.items:
-        st.markdown("**Found by memory, but left out**")
-        for it in dropped.items:
-            with st.container(border=True):
-                literal(plain_text(it.role, it.text))
-                st.caption(escape_md("Left out because "
-                                     + PLAIN_LEFT_OUT.get(it.reason or "", "of a rule "
-                                                          "about what may be handed over")))
-                if engineer:
-                    st.caption(md(*ref(it.thread_id, it.seq), f" · reason {it.reason}"))
+        st.markdown("**Left out of what the assistant was given**")
+        gloss("left out of what the assistant was given")
+        reasons = list(dict.fromkeys(it.reason for it in dropped.items))
+        for reason in reasons:  # one reason said once for all the messages it left out
+            items = [it for it in dropped.items if it.reason == reason]
+            if len(items) > 1:
+                st.markdown(escape_md(f"These {len(items)} were left out because "
+                                      f"{left_out_because(reason)}:"))
+            for it in items:
+                with st.container(border=True):
+                    literal(plain_text(it.role, it.text))
+                    if len(items) == 1:
+                        st.caption(escape_md(f"Left out because {left_out_because(reason)}"))
+                    if engineer:
+                        st.caption(md(*ref(it.thread_id, it.seq), f" · reason {it.reason}"))
 
 
 # -- how closely older messages matched ----------------------------------------------
@@ -224,8 +309,7 @@ def match_caption(bars: list[Bar], threshold: float, top_k: int | None,
     for b in bars:
         if b.kind == "dropped":
             parts.append(f"Bar {b.position} was found but left out of what the assistant "
-                         "was given, because " + PLAIN_LEFT_OUT.get(
-                             b.reason or "", "of a rule about what may be handed over") + ".")
+                         f"was given, because {left_out_because(b.reason)}.")
     over = [b for b in bars if b.kind == "beyond-top-k"]
     if over and top_k is not None:
         parts.append(f"{len(over)} message{'s' if len(over) > 1 else ''} passed the minimum "
@@ -254,7 +338,7 @@ def key_fate(fate: Explanation | None, key_name: str) -> tuple[bool | None, str]
         return None, f"{name} was not handed over; this answer keeps no memory record."
     if fate.fate == "dropped":
         return False, (f"{name} was found by memory but left out, because "
-                       + PLAIN_LEFT_OUT.get(ev.get("reason") or "", "of a rule") + ".")
+                       f"{left_out_because(ev.get('reason'))}.")
     if fate.fate == "trimmed-by-token-limit":
         return False, (f"{name} was cut out to keep what the assistant is given under "
                        "its length limit.")
@@ -292,7 +376,7 @@ def key_fate(fate: Explanation | None, key_name: str) -> tuple[bool | None, str]
 
 # -- the proof ------------------------------------------------------------------------
 VERDICT_WORDS = {"changed": ("orange", "The answer changed"),
-                 "unchanged": ("green", "The answer stayed the same"),
+                 "unchanged": ("blue", "The answer stayed the same"),
                  "inconclusive": ("gray", "Cannot tell: the answers vary on their own")}
 
 
@@ -321,10 +405,12 @@ def proof_result(result: CounterfactualResult, story: Story, *, engineer: bool) 
     before, after = st.columns(2)
     with before:
         st.markdown("**Before: the answer it gave**")
-        literal(answer_text(result.original_answer))
+        literal(plain_answer(answer_text(result.original_answer)))
+        st.markdown(answer_mark(result.original_answer, story))
     with after:
         st.markdown(f"**After: asked again {escape_md(change_words(story))}**")
-        literal(result.new_answer or "(empty answer)")
+        literal(plain_answer(result.new_answer or "(empty answer)"))
+        st.markdown(answer_mark(result.new_answer, story))
     for note in result.notes:
         st.warning(escape_md(note))
     if engineer:
@@ -360,7 +446,12 @@ def proof_section(url: str, story: Story, key: Ref | None, *, engineer: bool) ->
     """The proof: the stored result with "Run again", or the button that runs it the
     first time; read-only shows what is stored and says replay is off."""
     proof = story.proof
-    st.markdown(escape_md(proof.intro))
+    say(proof.intro)
+    asked = services.cached_run_view(url, proof.run).query
+    st.markdown("The same question, asked again:" if proof.run == story.run or asked ==
+                services.cached_run_view(url, story.run).query else
+                "The question asked in this replay:")
+    bubble("user", asked or "(question not recorded)", engineer=False)
     put_back = [key] if proof.put_back_key and key is not None else []
     if proof.put_back_key and key is None:
         st.info(f"{escape_md(story.key_name[:1].upper() + story.key_name[1:])} is not in "
@@ -375,10 +466,6 @@ def proof_section(url: str, story: Story, key: Ref | None, *, engineer: bool) ->
             st.caption(escape_md(f"{put_back[0][0]} #{put_back[0][1]} is neither dropped "
                                  f"nor a near miss in run {proof.run}"))
         return
-    if proof.run != story.run:  # the proof asks another question: show it
-        asked = services.cached_run_view(url, proof.run).query
-        st.markdown("The question asked in this replay:")
-        bubble("user", asked or "(question not recorded)", engineer=False)
     stored = stored_proof(url, proof.run, put_back, proof.take_away)
     read_only = services.read_only()
     if read_only:
@@ -403,7 +490,8 @@ def proof_section(url: str, story: Story, key: Ref | None, *, engineer: bool) ->
                    "Asked again just now: this time the answer was different:",
                    icon=":material/check_circle:" if same else ":material/info:")
         if not same:
-            literal(fresh.new_answer or "(empty answer)")
+            literal(plain_answer(fresh.new_answer or "(empty answer)"))
+            st.markdown(answer_mark(fresh.new_answer, story))
 
 
 # -- the fix --------------------------------------------------------------------------
@@ -415,7 +503,7 @@ def changed_settings(a: views.RunView, b: views.RunView) -> dict[str, tuple[obje
 def fix_section(url: str, story: Story, view: views.RunView, fixed: views.RunView,
                 key: Ref | None, *, engineer: bool) -> None:
     assert story.fix is not None
-    st.markdown(escape_md(story.fix.intro))
+    say(story.fix.intro)
     if engineer:
         changes = changed_settings(view, fixed)
         st.caption(escape_md(f"run {story.fix.run} · settings changed: " + (", ".join(
@@ -426,7 +514,7 @@ def fix_section(url: str, story: Story, view: views.RunView, fixed: views.RunVie
                      icon=":material/compare_arrows:",
                      query_params=with_db({"a": story.run, "b": story.fix.run}))
     bubble("user", fixed.query or "(question not recorded)", engineer=False)
-    bubble("assistant", answer_text(fixed.answer), engineer=False)
+    answer_bubble(fixed.answer, story, engineer=engineer)
     before = {(it.thread_id, it.seq) for it in view.lane("recalled").items}
     new = [it for it in fixed.lane("recalled").items if (it.thread_id, it.seq) not in before]
     if new:

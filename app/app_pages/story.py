@@ -13,7 +13,6 @@ from app import story_parts as parts
 from app.components import (
     STORY_PAGE,
     Id,
-    answer_text,
     escape_md,
     follow_run,
     link_to_message,
@@ -40,7 +39,8 @@ st.segmented_control("Stories", [s.key for s in STORIES], key="story-pick",
                      label_visibility="collapsed")
 if services.query_param("story") not in (None, story.key):
     set_query_params({"story": story.key})  # an unknown story: the URL names the one shown
-st.markdown(escape_md(story.intro))
+parts.glossary_start()
+parts.say(story.intro)
 engineer = st.toggle("Engineer details", key="story-engineer",
                      help="Show the ids, settings and numbers behind each step.")
 with st.expander("Glossary: the words engineers use for these things"):
@@ -117,7 +117,7 @@ key = (key_msg.thread_id, key_msg.seq) if key_msg is not None else None
 
 # -- 1 -------------------------------------------------------------------------------
 st.header("1. What was said", divider="gray")
-st.markdown(escape_md(story.said))
+parts.say(story.said)
 if key_msg is not None:
     parts.message_bubble(key_msg, engineer=engineer)
     link_to_message(story.thread, key_msg.seq, label="see it in the conversation")
@@ -127,17 +127,18 @@ with st.expander(escape_md(f"The whole conversation ({conversation.total} messag
 
 # -- 2 -------------------------------------------------------------------------------
 st.header("2. What the assistant answered", divider="gray")
-st.markdown(escape_md(story.answered))
+parts.say(story.answered)
 parts.bubble("user", view.query or "(question not recorded)", engineer=False)
-parts.bubble("assistant", answer_text(view.answer), engineer=False)
+parts.answer_bubble(view.answer, story, engineer=engineer)
 if engineer:
     link_to_run(story.run, label=("open run ", Id(story.run), " in the run inspector"))
 
 # -- 3 -------------------------------------------------------------------------------
 st.header("3. What the assistant was given", divider="gray")
-st.markdown("A language model only knows what is put in front of it for each answer. "
-            "This is how that was made up: its instructions, the latest messages of the "
-            "conversation, the question, and whatever memory added from before.")
+parts.gloss("what the assistant was given")
+parts.say("A language model only knows what is put in front of it for each answer. "
+          "This is how that was made up: its instructions, the latest messages of the "
+          "conversation, the question, and whatever memory added from before.")
 st.plotly_chart(parts.composition_chart(view.lanes), key="story-given")
 parts.given_parts(view, engineer=engineer)
 if engineer:
@@ -145,19 +146,24 @@ if engineer:
 
 # -- 4 -------------------------------------------------------------------------------
 st.header("4. Why", divider="gray")
-st.markdown(escape_md(story.why))
+parts.say(story.why)
 bars = parts.match_bars(view, memctx)
 if story.chart and view.threshold is not None and bars:
     st.plotly_chart(parts.match_chart(bars, view.threshold, view.top_k, key, story.key_name),
                     key="story-matches")
-    st.caption(escape_md(parts.match_caption(bars, view.threshold, view.top_k, key,
-                                             story.key_name)))
+    caption = parts.match_caption(bars, view.threshold, view.top_k, key, story.key_name)
+    st.caption(escape_md(caption))
+    parts.gloss(caption)
 fate = services.cached_fate(url, story.run, *key) if key is not None else None
 given, sentence = parts.key_fate(fate, story.key_name)
-icon = ":material/check_circle:" if given else ":material/block:"
-colour = "green" if given else "red"
-st.markdown(f"#### :{colour}-badge[{icon} {'Handed over' if given else 'Not handed over'}]")
+right = parts.is_right(view.answer, story)
+st.markdown(f"#### {parts.fate_badge(given, right)}")
+if right and not given:
+    source = parts.answer_source(view, story.fact)
+    sentence += (" The answer was right all the same" + (f": it came from “{source}”."
+                                                         if source else "."))
 st.info(escape_md(sentence))
+parts.gloss(sentence)
 if engineer and key is not None:
     with st.spinner("Asking why-forgotten (the first time loads the embedding model)…"):
         try:
@@ -180,4 +186,4 @@ if story.fix is not None and fixed is not None:
     parts.fix_section(url, story, view, fixed, key, engineer=engineer)
 elif story.next_step:
     st.header("6. What next", divider="gray")
-    st.markdown(escape_md(story.next_step))
+    parts.say(story.next_step)

@@ -25,6 +25,7 @@ from sample_data.build import DemoClock, build_into
 from tests.app.conftest import register
 from tests.app.fixture_db import FixtureInfo
 from tests.helpers import cf_records
+from tests.plain_words import code_words, database_ids
 
 MakeApp = Callable[..., AppTest]
 # the words people who do not write code should not meet in a story's main text
@@ -160,12 +161,97 @@ def test_every_story_speaks_plainly(demo: InMemoryStorage, app: MakeApp, key: st
     if button is not None:
         button.click().run()
         _ok(at)
-    texts = shown_texts(at)
+    texts = _plain_view(at)
     assert len(texts) > 20
     for text in texts:
         assert not BANNED.search(text), (BANNED.search(text), text)
         assert not RAW.search(text), (RAW.search(text), text)
         assert not any(r in text for r in runs), text
+
+
+def _plain_view(at: AppTest) -> list[str]:
+    """What a plain page says, less the glossary notes (they pair the plain words with
+    the engineer's on purpose)."""
+    from app.story_parts import GLOSSARY_ICON
+
+    return [t for t in shown_texts(at) if not t.startswith(GLOSSARY_ICON)]
+
+
+def _after_the_proof(at: AppTest, story_key: str) -> AppTest:
+    button = next((b for b in at.main.button
+                   if b.label == story_by_key(story_key).proof.button), None)
+    if button is not None:
+        button.click().run()
+        _ok(at)
+    return at
+
+
+@pytest.mark.parametrize("key", ["start", *(s.key for s in STORIES)])
+def test_no_plain_page_shows_codes_keys_or_ids(demo: InMemoryStorage, app: MakeApp,
+                                               key: str) -> None:
+    """Fate codes, setting keys (snake or hyphen case, or as `key: value`), field syntax
+    and run or message ids appear only in the engineer details and the glossary."""
+    if key == "start":
+        at = app()
+        _ok(at)
+    else:
+        at = _after_the_proof(_story(app, key), key)
+    ids = database_ids(demo)
+    texts = _plain_view(at)
+    assert len(texts) > 10
+    bad = {t: code_words(t, ids) for t in texts if code_words(t, ids)}
+    assert not bad
+
+
+def _answers(at: AppTest) -> list[str]:
+    return [t.value for t in at.text]
+
+
+@pytest.mark.parametrize("key", [s.key for s in STORIES])
+def test_each_answer_is_marked_right_or_wrong(demo: InMemoryStorage, app: MakeApp,
+                                              key: str) -> None:
+    """The story's answer carries a badge from the record: wrong when it lacks the
+    fact, right when it has it; a right answer is never badged as a failure."""
+    story = story_by_key(key)
+    at = _story(app, key)
+    answer = services.cached_run_view(services.current_url(), story.run).answer or ""
+    # in page order: the answer's own mark first (the proof's and the fix's follow)
+    mark = next(m.value for m in at.markdown if re.search("(Right|Wrong) answer", m.value))
+    fate = next(m.value for m in at.markdown if "anded over" in m.value)
+    if story.fact in answer:
+        assert "Right answer" in mark and ":green-badge" in mark
+        assert ":red-badge" not in fate, fate  # kept out, but no failure
+    else:
+        assert "Wrong answer" in mark and ":red-badge" in mark
+
+
+@pytest.mark.parametrize("key", [s.key for s in STORIES])
+def test_each_proof_asks_the_same_question_again(demo: InMemoryStorage, app: MakeApp,
+                                                 key: str) -> None:
+    story = story_by_key(key)
+    url = services.current_url()
+    asked = services.cached_run_view(url, story.run).query
+    assert services.cached_run_view(url, story.proof.run).query == asked
+    at = _story(app, key)
+    assert any("The same question, asked again" in m.value for m in at.markdown)
+
+
+def test_the_gate_code_story_names_the_length_limit_not_a_rule(
+        fresh_demo: InMemoryStorage, app: MakeApp) -> None:
+    at = _story(app, "move")
+    texts = " ".join(_plain_view(at))
+    assert "of a rule" not in texts
+    assert "were left out because it did not fit" in texts.replace("\\", "")
+
+
+def test_a_glossary_entry_is_shown_where_its_term_first_appears(demo: InMemoryStorage,
+                                                                app: MakeApp) -> None:
+    from app.story_parts import GLOSSARY_ICON
+
+    at = _story(app, "trip")
+    notes = [c.value for c in at.main.caption if c.value.startswith(GLOSSARY_ICON)]
+    assert any("working memory" in n for n in notes), notes
+    assert len(notes) == len(set(notes))  # each term once
 
 
 def test_engineer_details_show_the_terms(demo: InMemoryStorage, app: MakeApp) -> None:
