@@ -93,13 +93,18 @@ def test_the_memory_of_exposed_scopes_keeps_no_erased_text(kind: str,
     s.close()
 
 
-@pytest.mark.parametrize("kind", ADAPTERS)
-def test_redact_observation_replaces_its_text_and_drops_its_vectors(kind: str,
-                                                                     tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", ["sqlite", "duckdb-file"])
+def test_no_byte_of_it_remains_in_the_file(kind: str, tmp_path: Path) -> None:
+    """The redacted working memory, observation and observer record leave no byte of
+    the erased sentence in the database's files (the erasure's file rewrite)."""
     s = make_storage(kind, tmp_path)
-    _plant(s, "t", "u")
-    assert s.memory.redact_observation("t-obs", "gone") is True
-    assert [o.text for o in s.memory.list_observations("t")] == ["gone"]
-    assert s.memory.list_observation_vectors("t") == []
-    assert s.memory.redact_observation("nope", "gone") is False
+    s.memory.create_thread("secret", resource_id="ann")
+    s.memory.append_messages("secret", [AppendRow(message=Message(content=SAID))])
+    _plant(s, "ann-later", "ann")
+    erase_thread(s, "secret")
+    assert [o.text for o in s.memory.list_observations("ann-later")] == [
+        f"[seq 0] User said: {REDACTED}"]
     s.close()
+    for f in tmp_path.iterdir():
+        if f.is_file():
+            assert b"keep it safe" not in f.read_bytes(), f.name

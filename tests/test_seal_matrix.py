@@ -8,7 +8,7 @@ import json
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pytest
 from typer.testing import CliRunner
@@ -25,7 +25,15 @@ from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.storage.url import open_storage
 from memory_core.types import ToolCallPart
 
-Raw = Callable[[str, tuple[Any, ...]], list[tuple[Any, ...]]]
+
+class Raw(Protocol):
+    """A statement on a plain connection to the file."""
+
+    def __call__(self, statement: str,
+                 params: tuple[Any, ...] = ...) -> list[tuple[Any, ...]]: ...
+
+
+Tamper = Callable[[Raw], object]
 
 
 def _run_two(s: Storage) -> None:
@@ -90,7 +98,7 @@ def _swap_vectors(raw: Raw) -> None:
 
 # kind: (tamper, (first mismatch, words of the detail)) — or (tamper, words NOT_COVERED
 # says) for what the seal does not cover
-NAMED: dict[str, tuple[Callable[[Raw], None], tuple[str, str]]] = {
+NAMED: dict[str, tuple[Tamper, tuple[str, str]]] = {
     "run status": (lambda raw: raw("UPDATE runs SET status = 'running' WHERE run_id = 'r1'"),
                    ("runs-table row", "status is 'running'")),
     "run finish time erased": (
@@ -111,7 +119,7 @@ NAMED: dict[str, tuple[Callable[[Raw], None], tuple[str, str]]] = {
     "seal deleted with the sealed flag": (_drop_seal_and_flag,
                                           ("r1:seal", "seal record and its input")),
 }
-OUTSIDE: dict[str, tuple[Callable[[Raw], None], str]] = {
+OUTSIDE: dict[str, tuple[Tamper, str]] = {
     "swapped vectors": (_swap_vectors, "message vectors"),
     "run finish time moved": (
         lambda raw: raw("UPDATE runs SET finished_at = '2031-01-01T00:00:00+00:00' "
@@ -124,7 +132,7 @@ OUTSIDE: dict[str, tuple[Callable[[Raw], None], str]] = {
 }
 
 
-def _tampered(kind: str, tmp: Path, tamper: Callable[[Raw], None]) -> str:
+def _tampered(kind: str, tmp: Path, tamper: Tamper) -> str:
     url = _url(kind, tmp)
     s = open_storage(url)
     _run_two(s)

@@ -1,13 +1,16 @@
 """Conformance: redact_message rewrites one stored message in place and drops its
-vector; nothing else changes (erasure uses it on answers that quoted erased text)."""
+vector; nothing else changes (erasure uses it on answers that quoted erased text).
+redact_observation does the same for an observation and its vectors."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import numpy as np
 
-from memory_core.storage.base import Storage
+from memory_core.storage.base import ObservationVector, Storage
 from memory_core.testing.support import row, vec
-from memory_core.types import Message
+from memory_core.types import Message, Observation
 
 
 def test_redact_message_rewrites_one_message_and_drops_its_vector(storage: Storage) -> None:
@@ -29,6 +32,22 @@ def test_redact_message_rewrites_one_message_and_drops_its_vector(storage: Stora
     storage.memory.create_thread("other", resource_id="u")
     assert storage.memory.redact_message("t", 0, Message(role="user", content="[x]"))
     assert {c.edits for c in storage.memory.scope_counts("other", "u").values()} == {2}
+
+
+def test_redact_observation_rewrites_its_text_and_drops_its_vectors(storage: Storage) -> None:
+    m = storage.memory
+    m.create_thread("t", resource_id="u")
+    at = datetime(2026, 1, 2, tzinfo=UTC)
+    for oid, text in (("o1", "the code is 4471"), ("o2", "keep me")):
+        m.put_observation(Observation(id=oid, thread_id="t", from_seq=0, to_seq=0,
+                                      text=text, created_at=at))
+        m.put_observation_vectors([ObservationVector(f"om:t:0:{oid}", "t", vec(1, 0),
+                                                     {"obs_id": oid})])
+    assert m.redact_observation("o1", "the code is [redacted]")
+    assert [(o.id, o.text) for o in m.list_observations("t")] == [
+        ("o1", "the code is [redacted]"), ("o2", "keep me")]
+    assert [v.id for v in m.list_observation_vectors("t")] == ["om:t:0:o2"]
+    assert not m.redact_observation("nope", "x")
 
 
 def test_a_warm_recall_forgets_a_redacted_message(storage: Storage) -> None:
