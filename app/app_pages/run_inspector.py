@@ -70,7 +70,9 @@ BADGES = {"ok": ("green", ":material/verified:", "verified: every record matches
           "redacted": ("orange", ":material/ink_eraser:",
                        "redacted: an erasure rewrote records; the rest matches its seal"),
           "unsealed": ("gray", ":material/help:",
-                       "unsealed: recorded before runs were sealed, or not finished"),
+                       "unsealed: recorded before sealing existed, or failed before it ended"),
+          "interrupted": ("gray", ":material/pending:",
+                          "interrupted: never finished (a crash, or still running)"),
           "tampered": ("red", ":material/gpp_bad:", "tampered")}
 colour, icon, label = BADGES[check.status]
 st.markdown(f":{colour}-badge[{icon} {label}]")
