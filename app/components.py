@@ -279,9 +279,11 @@ def first_bar_text(candidates: Sequence[views.ScoreCandidate], threshold: float 
 
 
 def settings_text(settings: Mapping[str, Any]) -> list[str]:
-    """A run's memory settings (``RunView.settings``) as sentences, one a line."""
+    """A run's memory settings (``RunView.settings``) as sentences, one a line; a
+    setting the record does not hold is left out (the folded record names them)."""
     def get(key: str) -> Any:
-        return settings.get(key)
+        value = settings.get(key)
+        return None if value == views.UNKNOWN_SETTING else value
 
     out: list[str] = []
     if get("recent_n") is not None:
@@ -424,6 +426,7 @@ def pick_run(url: str, *, page: str = RUN_PAGE) -> tuple[str, list[views.RunSumm
     found" and a search (never another run). Stops the page with a message when the
     database cannot be read or holds no runs."""
     from app import services
+    from app.run_labels import run_labeller
 
     try:
         runs = services.cached_runs(url)
@@ -447,12 +450,11 @@ def pick_run(url: str, *, page: str = RUN_PAGE) -> tuple[str, list[views.RunSumm
                          wanted=views.thread_key(wanted_run) if wanted_run else first)
     thread_runs = runs.on_thread(thread)
     run_ids = [r.run_id for r in thread_runs]
-    status = {r.run_id: r.status for r in thread_runs}
     wanted_id = wanted_run.run_id if wanted_run else None
     run_id = col_run.selectbox(
         "Run", run_ids,
         index=run_ids.index(wanted_id) if wanted_id in run_ids else len(run_ids) - 1,
-        format_func=lambda rid: f"{rid} ({status[rid]})")
+        format_func=run_labeller(url, thread_runs))
     # what the page shows for a URL without ``run`` in a fresh session: that run stays
     # out of the URL (a sidebar link then pushes one history entry, not two), any other
     # goes in, so the URL always opens what is shown

@@ -28,7 +28,6 @@ from app.components import (
     escape_md,
     fmt_cell,
     fmt_score,
-    fmt_time,
     follow_run,
     json_view,
     link_to_message,
@@ -41,8 +40,10 @@ from app.components import (
     run_not_found,
     set_query_params,
 )
+from app.run_labels import run_labeller
 from app.tables import table
 from memory_core.analysis import views
+from memory_core.analysis.diff import imported_caveat
 
 if TYPE_CHECKING:
     from memory_core.analysis.diff import DiffEntry
@@ -105,10 +106,15 @@ pair = views.comparison_pair(offered, thread, wanted_a=wanted_a if asked else No
 options, default_a, default_b = pair.options, pair.default_a, pair.default_b
 
 
+_on_thread = run_labeller(url, [r for r in map(runs.get, options) if r is not None])
+_anywhere = run_labeller(url, [r for r in map(runs.get, options) if r is not None],
+                         threads=True)
+
+
 def _label(rid: str) -> str:
+    # a run of another thread (found by a search) names its thread
     r = runs.get(rid)
-    assert r is not None  # options are runs of this database
-    return f"{rid} · {fmt_time(r.started_at)} · {r.status}"
+    return _on_thread(rid) if r is not None and views.thread_key(r) == thread else _anywhere(rid)
 
 
 col_a, col_b = st.columns(2)
@@ -140,6 +146,21 @@ except Exception as e:  # noqa: BLE001
     st.error(escape_md(f"Cannot compare '{run_a}' with '{run_b}': {services.friendly_error(e)}"))
     st.stop()
 
+# an imported run's recording holds no memory decision: said once here, not on each card
+imported = [side for side, rid in (("A", run_a), ("B", run_b))
+            if (memctx := services.cached_memctx(url, rid)) is not None and memctx.imported]
+caveat = imported_caveat(imported) if imported else ""
+if imported:
+    st.info(f"Run {' and '.join(imported)} {'was' if len(imported) == 1 else 'were'} "
+            "imported from a recording: it holds what the client sent the model and what "
+            "came back, not memory settings, recall scores or what was left out. The "
+            "messages below are compared by what each client sent.")
+
+
+def _reason(entry: DiffEntry) -> str:
+    return entry.reason.removesuffix(caveat) if caveat else entry.reason
+
+
 changed = diff.changed()
 counts = {c: sum(1 for e in diff.entries if e.change == c) for c in ("entered", "left", "moved")}
 m = st.columns(4)
@@ -164,7 +185,7 @@ if changed:
         "change": e.change, "message": f"{e.thread_id} #{e.seq}",
         "lane A": e.lane_a or MISSING, "lane B": e.lane_b or MISSING,
         # every rule recall kept it out by (in the run it was out of), before the reason
-        "kept out by": " + ".join(e.kept_out_by) or MISSING, "reason": e.reason,
+        "kept out by": " + ".join(e.kept_out_by) or MISSING, "reason": _reason(e),
         "score A": fmt_score(e.score_a), "score B": fmt_score(e.score_b),
         "rank A": fmt_cell(e.rank_a), "rank B": fmt_cell(e.rank_b),
         "preview": preview_text(e.preview)}
@@ -189,7 +210,7 @@ def _card(side: str, lane: str, i: int, entry: DiffEntry) -> None:
         st.caption(escape_md(" · ".join(bits)))
         literal(preview_text(entry.preview))
         if entry.reason:
-            st.caption(escape_md(entry.reason))
+            st.caption(escape_md(_reason(entry)))
         link_to_message(entry.thread_id, entry.seq,
                         label=("source: ", *ref(entry.thread_id, entry.seq)))
 
@@ -240,7 +261,9 @@ st.dataframe(table([{"lane": LANE_TITLES.get(ln, ln), "run A": a, "run B": b,
              hide_index=True, width="stretch", key="token-table")
 
 st.markdown("#### Settings that changed")
-if diff.settings_changed:
+if imported:
+    st.text("(not compared: see the note above)")
+elif diff.settings_changed:
     json_view({k: {"run A": a, "run B": b} for k, (a, b) in diff.settings_changed.items()})
 else:
     st.text("(same settings)")

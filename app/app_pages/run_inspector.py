@@ -3,7 +3,10 @@
 without a click), the lanes as tabs under the token bar (opening on what memory chose),
 the recall score chart from rank 1 (dropped hits included, its caption saying what the
 first bar is), the settings in words (the record folded), steps, and "Keep this answer"
-(the run pinned to a regression suite, ``analysis.regress``).
+(the run pinned to a regression suite, ``analysis.regress``). An imported run says once
+what its recording does not hold and leaves out the sections it would leave empty (what
+was left out, recall's scores, the settings); its token counts say which are recorded
+and which are our estimate.
 
 URL: ``run?run=<id>`` opens the same run. The action bar under its title opens the
 analysis pages on it.
@@ -45,6 +48,8 @@ from memory_core.errors import NotFoundError
 
 DEFAULT_SUITE = "kept answers"  # where "Keep this answer" pins a run unless told
 KEPT_KEY = "kept-answer"  # session: what the last "Keep this answer" did, said once
+# an imported run's token counts are ours (chars/4), beside the recording's own
+ESTIMATED = " (our estimate, chars/4)"
 
 st.title("Run inspector")
 url = services.current_url()
@@ -88,7 +93,8 @@ if run.thread_id:
 if view.error:
     st.error(escape_md(f"The run failed: {view.error}"))
 for note in view.notes:
-    st.warning(escape_md(note))
+    # an imported run's note is what its recording holds, said once: not a warning
+    (st.info if view.imported else st.warning)(escape_md(note))
 if view.query:
     st.caption("Recall query")
     literal(view.query)
@@ -129,39 +135,42 @@ misses = [c for c in view.candidates if c.status != "hit"]
 st.markdown("#### In the prompt")
 st.caption(escape_md(
     f"{counted(sum(len(lv.items) for lv in given), 'message')}, "
-    f"{counted(view.total_tokens, 'token')}: "
+    f"{counted(view.total_tokens, 'token')}{ESTIMATED if view.imported else ''}: "
     + (", ".join(f"{LANE_TITLES[lv.lane].lower()} {lv.total_count}" for lv in given
                  if lv.total_count) or "nothing") + "."))
 
-st.markdown("#### Left out of the prompt")
-missed = "1 near miss" if len(misses) == 1 else f"{len(misses):,} near misses"
-left = [f"{counted(dropped.total_count, 'message')} dropped",
-        f"{missed} (found by recall, not given to the model)"]
-st.caption(escape_md("; ".join(left) + "."))
-lost_cols = st.columns(2)
-with lost_cols[0]:
-    st.markdown(f"##### Dropped ({dropped.total_count})")
-    if dropped.total_count > len(dropped.items):
-        st.caption(f"showing the first {len(dropped.items)} of {dropped.total_count} dropped")
-    if not dropped.items:
-        st.caption("Nothing was dropped: every message composition picked reached the "
-                   "prompt.")
-    for i, item in enumerate(dropped.items):
-        item_card(item, f"lane-dropped-{i}")
-with lost_cols[1]:
-    st.markdown(f"##### Near misses ({len(misses)})")
-    if view.recall_skipped:
-        st.caption(escape_md(f"Recall did not run: {view.recall_skipped}"))
-    elif not misses:
-        st.caption("No near misses recorded." if view.candidates or view.threshold is None
-                   else "Recall found nothing near the question.")
-    for i, c in enumerate(misses):
-        with st.container(border=True, key=f"near-miss-{i}"):
-            rank_word = "would-be rank" if c.status == "filtered-out" else "rank"
-            st.caption(escape_md(f"{rank_word} {c.rank} · score {fmt_score(c.score)} · "
-                                 f"{candidate_fate(c, view.threshold, view.top_k)}"))
-            literal(preview_text(c.preview))
-            link_to_message(c.thread_id, c.seq, label=("source: ", *ref(c.thread_id, c.seq)))
+# an imported recording holds none of what was left out, recall's scores or the
+# settings (the note above says so, once): those sections are not drawn
+if not view.imported:
+    st.markdown("#### Left out of the prompt")
+    missed = "1 near miss" if len(misses) == 1 else f"{len(misses):,} near misses"
+    left = [f"{counted(dropped.total_count, 'message')} dropped",
+            f"{missed} (found by recall, not given to the model)"]
+    st.caption(escape_md("; ".join(left) + "."))
+    lost_cols = st.columns(2)
+    with lost_cols[0]:
+        st.markdown(f"##### Dropped ({dropped.total_count})")
+        if dropped.total_count > len(dropped.items):
+            st.caption(f"showing the first {len(dropped.items)} of {dropped.total_count} dropped")
+        if not dropped.items:
+            st.caption("Nothing was dropped: every message composition picked reached the "
+                       "prompt.")
+        for i, item in enumerate(dropped.items):
+            item_card(item, f"lane-dropped-{i}")
+    with lost_cols[1]:
+        st.markdown(f"##### Near misses ({len(misses)})")
+        if view.recall_skipped:
+            st.caption(escape_md(f"Recall did not run: {view.recall_skipped}"))
+        elif not misses:
+            st.caption("No near misses recorded." if view.candidates or view.threshold is None
+                       else "Recall found nothing near the question.")
+        for i, c in enumerate(misses):
+            with st.container(border=True, key=f"near-miss-{i}"):
+                rank_word = "would-be rank" if c.status == "filtered-out" else "rank"
+                st.caption(escape_md(f"{rank_word} {c.rank} · score {fmt_score(c.score)} · "
+                                     f"{candidate_fate(c, view.threshold, view.top_k)}"))
+                literal(preview_text(c.preview))
+                link_to_message(c.thread_id, c.seq, label=("source: ", *ref(c.thread_id, c.seq)))
 
 st.markdown("#### Lanes")
 st.plotly_chart(token_bar(view.lanes, height=130), key="token-bar")
@@ -173,7 +182,8 @@ opening = next((label for lane in ("recalled", "observations", "working_memory",
 tabs = st.tabs(labels, default=opening)
 for tab, lv in zip(tabs, given, strict=True):
     with tab:
-        st.caption(f"{counted(len(lv.items), 'item')} · {counted(lv.tokens, 'token')}")
+        st.caption(f"{counted(len(lv.items), 'item')} · {counted(lv.tokens, 'token')}"
+                   + (ESTIMATED if view.imported else ""))
         if not lv.items:
             st.text("(nothing in this lane)")
         for i, item in enumerate(lv.items):
@@ -191,40 +201,46 @@ for tab, lv in zip(tabs, given, strict=True):
                                         label=("source ", *ref(ro.thread_id, ro.from_seq,
                                                                to_seq=ro.to_seq)))
 
-st.markdown("#### Recall scores")
-ranked = view.ranked()
-if view.recall_skipped:
-    st.info(escape_md(f"Recall did not run: {view.recall_skipped}"))
-if ranked:
-    st.caption(escape_md(first_bar_text(ranked, view.threshold, view.top_k)))
-    st.plotly_chart(score_chart(ranked, view.threshold, view.top_k), key="scores")
-    if any(c.status == "filtered-out" for c in ranked):
-        st.caption("A filtered-out candidate's rank is the one it would have had, had it "
-                   "passed the filter.")
-    filtered = any(c.filter_clause for c in ranked)  # else no column of blanks
-    st.dataframe(table([{"rank": c.rank, "score": fmt_score(c.score),
-                         "status": c.status,
-                         "what became of it": candidate_fate(c, view.threshold, view.top_k),
-                         "thread": c.thread_id, "seq": c.seq,
-                         **({"filter clause": c.filter_clause or ""} if filtered else {}),
-                         "preview": preview_text(c.preview)}
-                        for c in ranked]),
-                 hide_index=True, width="stretch")
-else:
-    st.text("(no recall candidates recorded)")
+if not view.imported:  # (see "Left out of the prompt")
+    st.markdown("#### Recall scores")
+    ranked = view.ranked()
+    if view.recall_skipped:
+        st.info(escape_md(f"Recall did not run: {view.recall_skipped}"))
+    if ranked:
+        st.caption(escape_md(first_bar_text(ranked, view.threshold, view.top_k)))
+        st.plotly_chart(score_chart(ranked, view.threshold, view.top_k), key="scores")
+        if any(c.status == "filtered-out" for c in ranked):
+            st.caption("A filtered-out candidate's rank is the one it would have had, had it "
+                       "passed the filter.")
+        filtered = any(c.filter_clause for c in ranked)  # else no column of blanks
+        st.dataframe(table([{"rank": c.rank, "score": fmt_score(c.score),
+                             "status": c.status,
+                             "what became of it": candidate_fate(c, view.threshold, view.top_k),
+                             "thread": c.thread_id, "seq": c.seq,
+                             **({"filter clause": c.filter_clause or ""} if filtered else {}),
+                             "preview": preview_text(c.preview)}
+                            for c in ranked]),
+                     hide_index=True, width="stretch")
+    else:
+        st.text("(no recall candidates recorded)")
 
-st.markdown("#### Settings")
-if view.settings:
-    st.caption(escape_md(" ".join(settings_text(view.settings))))
-    with st.expander("All settings, as recorded", icon=":material/tune:"):
-        # settings a run leaves unset (recall's, when recall is off) are named once, not
-        # listed as a column of "—"
-        json_view({k: v for k, v in view.settings.items() if v is not None})
-        unset = [k for k, v in view.settings.items() if v is None]
-        if unset:
-            st.caption(escape_md(f"Not set in this run: {', '.join(unset)}."))
-else:
-    st.text("(no settings recorded)")
+    st.markdown("#### Settings")
+    if view.settings:
+        st.caption(escape_md(" ".join(settings_text(view.settings))))
+        with st.expander("All settings, as recorded", icon=":material/tune:"):
+            # settings a run leaves unset (recall's, when recall is off) are named once, not
+            # listed as a column of "—"
+            json_view({k: v for k, v in view.settings.items()
+                       if v is not None and v != views.UNKNOWN_SETTING})
+            unset = [k for k, v in view.settings.items() if v is None]
+            if unset:
+                st.caption(escape_md(f"Not set in this run: {', '.join(unset)}."))
+            unknown = [k for k, v in view.settings.items() if v == views.UNKNOWN_SETTING]
+            if unknown:  # named once, not a row of "unknown" each
+                st.caption(escape_md(f"Not in this run's record: {', '.join(unknown)}."))
+    else:
+        st.text("(no settings recorded)")
+
 
 rec = view.recorded
 if rec is not None:  # an imported run: what its recording says of the call
@@ -256,6 +272,8 @@ if not view.steps:
 for s in view.steps:
     tokens = f"{s.input_tokens} in / {s.output_tokens} out" if s.usage_known \
         else "usage not recorded"
+    if s.usage_known and view.imported:
+        tokens += " tokens (recorded)"  # beside our estimate above: which is which
     label = f"Step {s.n} · {s.model.get('name', '?')} · {tokens}"
     with st.expander(escape_md(label), expanded=True):
         if s.text:

@@ -15,6 +15,7 @@ others by id or title (``?find=<text>``); a link to any thread still opens it.
 from __future__ import annotations
 
 import json
+from urllib.parse import urlencode
 
 import streamlit as st
 
@@ -34,12 +35,23 @@ from app.components import (
     set_query_params,
     thread_not_found,
     used_by_key,
+    with_db,
 )
 from app.tables import table
 from memory_core.analysis import views
 from memory_core.analysis.views import DEFAULT_PAGE_SIZE, page_of_seq
 
 RUNS_LISTED = 20  # a thread's runs linked on the page, newest first
+# a table's thread column: each id a link to its thread here (the database named)
+THREAD_LINKS = {"thread": st.column_config.LinkColumn(
+    "thread", display_text=r"[?&]thread=([^&#]*)", width="medium")}
+
+
+def thread_link(thread_id: str, seq: int | None = None) -> str:
+    """The URL of a thread on this page (a message of it, with ``seq``), for a table."""
+    params = {"thread": thread_id} if seq is None else {"seq": str(seq), "thread": thread_id}
+    return "threads?" + urlencode(with_db(params))
+
 
 st.title("Threads")
 url = services.current_url()
@@ -93,9 +105,9 @@ if listing.total > views.THREADS_LISTED:
                "below" if listing.matched > views.THREADS_LISTED
                else f"{found}; listed here and offered below")
 st.dataframe(table([{
-    "thread": t.thread_id, "title": t.title or "", "messages": t.message_count,
+    "thread": thread_link(t.thread_id), "title": t.title or "", "messages": t.message_count,
     "runs": t.run_count, "last activity": fmt_time(t.last_activity)}
-    for t in listing.listed]), hide_index=True, width="stretch")
+    for t in listing.listed]), hide_index=True, width="stretch", column_config=THREAD_LINKS)
 
 with st.expander("Search messages in this resource", expanded=bool(services.query_param("q"))):
     query = st.text_input("Text to find", value=services.query_param("q") or "", key="search")
@@ -106,9 +118,9 @@ with st.expander("Search messages in this resource", expanded=bool(services.quer
             hits = [h for h in hits if h.thread_id in {t.thread_id for t in summaries}]
         st.caption(f"{counted(len(hits), 'message')} found")
         if hits:
-            st.dataframe(table([{"thread": h.thread_id, "seq": h.seq, "role": h.role,
-                                        "text": h.text} for h in hits]),
-                         hide_index=True, width="stretch")
+            st.dataframe(table([{"thread": thread_link(h.thread_id, h.seq), "seq": h.seq,
+                                 "role": h.role, "text": h.text} for h in hits]),
+                         hide_index=True, width="stretch", column_config=THREAD_LINKS)
             for h in hits[:20]:
                 link_to_message(h.thread_id, h.seq,
                                 label=("open ", *ref(h.thread_id, h.seq), f" ({h.role})"))

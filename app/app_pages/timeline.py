@@ -30,6 +30,7 @@ from app.components import (
     run_not_found,
     set_query_params,
 )
+from app.run_labels import run_labeller
 from app.tables import table
 from memory_core.analysis import views
 from memory_core.analysis.timeline import TimelinePoint
@@ -69,6 +70,7 @@ marked: str = st.selectbox(
     "Marked run", thread_run_ids,
     index=(thread_run_ids.index(current.run_id) if current is not None
            and current.run_id in thread_run_ids else len(thread_run_ids) - 1),
+    format_func=run_labeller(url, runs.on_thread(thread)),
     help="The run marked on the chart; it is also the run the other pages open on.")
 # what a fresh session shows for this URL stays out of it (a sidebar link is then one
 # history entry); anything else goes in, so the URL opens what is shown
@@ -127,10 +129,14 @@ fig.update_layout(height=380, margin={"l": 10, "r": 10, "t": 40, "b": 10},
                   yaxis_title="prompt tokens", legend={"orientation": "h", "y": 1.12})
 st.plotly_chart(fig, key="timeline")
 
+# an imported run's tokens are our count (chars/4) of what the client sent, not the
+# recording's usage (the run inspector shows both)
+imported = any(p.source == "imported" for p in tl.points)
+estimated = " (our estimate)" if imported else ""
 m = st.columns(3)
 m[0].metric("Runs plotted", len(tl.points))
 m[1].metric("Compactions", len(tl.compactions))
-m[2].metric("Largest prompt", max(p.total_tokens for p in tl.points))
+m[2].metric(f"Largest prompt{estimated}", max(p.total_tokens for p in tl.points))
 
 st.markdown("#### Runs")
 
@@ -141,15 +147,25 @@ def known(value: int | None, field: str, p: TimelinePoint) -> int | str:
     return UNKNOWN if value is None or field in p.unknown_fields else value
 
 
-st.dataframe(table([{
-    "run": p.run_id, "started": fmt_time(p.started_at), "status": p.status, "total": p.total_tokens,
+rows = [{
+    "run": p.run_id, "started": fmt_time(p.started_at), "status": p.status,
+    f"total{estimated}": p.total_tokens,
     **{LANE_TITLES[ln]: known(p.tokens[ln], ln, p) for ln in tl.lanes},
     "recalled msgs": known(p.recalled_count, "recalled", p),
     "dropped": known(p.dropped_count, "dropped", p),
     "observations": known(p.observation_count, "observations", p),
-    "compaction": "yes" if p.compacted else ""} for p in tl.points]),
-    hide_index=True, width="stretch", key="timeline-table")
-if any(p.unknown_fields for p in tl.points):
+    "compaction": "yes" if p.compacted else ""} for p in tl.points]
+# a column no run's record holds is left out and named once, not a column of "unknown"
+unheld = [k for k in rows[0] if all(r[k] == UNKNOWN for r in rows)]
+st.dataframe(table([{k: v for k, v in r.items() if k not in unheld} for r in rows]),
+             hide_index=True, width="stretch", key="timeline-table")
+if unheld:
+    counts = {"recalled msgs": "messages recalled", "dropped": "messages dropped",
+              "observations": "observations made"}
+    said = [counts.get(k) or f"{k.lower()} tokens" for k in unheld]
+    st.caption("Not shown, as no run's record holds them (imported from recordings, which "
+               f"hold what the model was sent, not what memory decided): {', '.join(said)}.")
+if any(r[k] == UNKNOWN for r in rows for k in r if k not in unheld):
     st.caption(f"{UNKNOWN}: the run's record does not say (an imported run: the recording "
                "holds what the model was sent, not what memory decided), counted as 0 in "
                "the chart and the total.")

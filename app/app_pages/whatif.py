@@ -39,6 +39,7 @@ from app.components import (
     set_query_params,
     with_db,
 )
+from app.run_labels import run_labeller
 from app.tables import table
 from app.whatif_parts import (
     MODE_WORDS,
@@ -572,8 +573,9 @@ if moved_runs:
     remembered = services.remembered_run()
     opened_run = asked_run if asked_run in by_id else (
         remembered if remembered in by_id else ids[0])  # the run the user came from
-    focus = str(st.selectbox("Run", ids, index=ids.index(opened_run),
-                             format_func=lambda rid: f"{rid} · {by_id[rid].thread_id or '—'}"))
+    summaries = services.cached_runs(url)
+    focus = str(st.selectbox("Run", ids, index=ids.index(opened_run), format_func=run_labeller(
+        url, [r for r in map(summaries.get, ids) if r is not None], threads=kind != "thread")))
     follow_run(focus, in_url=asked_run is not None or focus != ids[0])
     link_to_run(focus, label=("inspect run ", Id(focus)))
     try:

@@ -199,7 +199,13 @@ def _imported_reason(p: _Pair) -> str:
     ma, mb = p.ma, p.mb
     said = f"run A: {_side(p.lane_a, p.a, p.ref)}; run B: {_side(p.lane_b, p.b, p.ref)}"
     imported = [n for n, m in (("A", ma), ("B", mb)) if m is not None and m.imported]
-    return (f"{said} (the recording of run {' and '.join(imported)} does not say whether "
+    return said + imported_caveat(imported)
+
+
+def imported_caveat(runs: list[str]) -> str:
+    """What an imported change's reason ends with: the recordings of ``runs`` ("A",
+    "B") hold no memory decision (a page saying so once strips it from each reason)."""
+    return (f" (the recording of run {' and '.join(runs)} does not say whether "
             "memory recalled anything)")
 
 

@@ -138,6 +138,9 @@ class RunView(BaseModel):
     answer: str | None
     notes: list[str]
     recorded: RecordedCall | None = None  # an imported run: what its recording says
+    imported: bool = False  # from a recording: no memory settings, scores or drops
+    # the provenance record's fields its writer could not know (``Memctx.unknown_fields``)
+    unknown_fields: list[str] = Field(default_factory=list)
 
     def ranked(self) -> list[ScoreCandidate]:
         """Every recall candidate in rank order: ``candidates`` plus the hits that
@@ -302,7 +305,9 @@ def _imported_note(reader: RunReader, shown: int) -> str:
     request that sent ``previous_response_id`` instead of its history — which of the
     prompt's messages the server held and were reconstructed from an earlier record
     (importing.md, "history held server-side")."""
-    head = "imported run: this recording does not say whether memory recalled anything; "
+    head = ("imported run: this recording does not say whether memory recalled anything "
+            "— it holds what the client sent the model and what came back, not memory "
+            "settings, recall scores or what was left out; ")
     record = reader.import_record()
     held = record.held_history() if record is not None else None
     if held is None:
@@ -344,9 +349,6 @@ def run_view(storage: Storage, run_id: str) -> RunView:
         notes.append(f"{len(gone)} message(s) this run stored were removed since by a "
                      f"truncation of the thread (seq {', '.join(str(q) for _, q in gone)}); "
                      "its records are kept and still verify")
-    if memctx is not None and memctx.unknown_fields:
-        notes.append("not in the record (shown as unknown): "
-                     + ", ".join(memctx.unknown_fields))
     items = _lane_items(storage, prompt, memctx)
     lanes = [LaneView(lane=lane, items=items[lane], tokens=_lane_tokens(lane, items[lane], memctx),
                       total_count=(memctx.dropped_count if lane == "dropped" and memctx
@@ -364,4 +366,6 @@ def run_view(storage: Storage, run_id: str) -> RunView:
         candidates=_candidates(memctx), recall_skipped=memctx.recall_skipped if memctx else None,
         steps=_steps(steps), tool_calls=_tool_calls(reader), notes=notes,
         answer=run_answer(steps, reader.output()),
-        recorded=recorded_call(reader.import_record(), memctx, steps, run.agent))
+        recorded=recorded_call(reader.import_record(), memctx, steps, run.agent),
+        imported=bool(memctx and memctx.imported),
+        unknown_fields=list(memctx.unknown_fields) if memctx else [])

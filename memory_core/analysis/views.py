@@ -35,6 +35,7 @@ from memory_core.journal import prefetched_readers
 from memory_core.storage.base import RunRow, Storage
 from memory_core.storage.common import many_objects
 from memory_core.types import (
+    Message,
     RunRecord,
     StoredMessage,
 )
@@ -455,3 +456,43 @@ def comparison_pair(runs: list[RunSummary], thread: str, *, wanted_a: str | None
     return RunPairChoice(options=options,
                          default_a=wanted_a if wanted_a in options else a,
                          default_b=wanted_b if wanted_b in options else b)
+
+
+# -- what a run was asked ----------------------------------------------------------------
+QUESTION_WORDS = 8  # the first words of a run's question a picker shows
+
+
+def first_words(text: str, words: int = QUESTION_WORDS) -> str:
+    """The first ``words`` words of ``text``, whitespace collapsed, "…" when cut."""
+    split = text.split()
+    return " ".join(split[:words]) + ("…" if len(split) > words else "")
+
+
+def _last_user_text(messages: Sequence[Message]) -> str | None:
+    for m in reversed(messages):
+        if m.role == "user" and (m.text() or "").strip():
+            return m.text()
+    return None
+
+
+def run_questions(storage: Storage, run_ids: Sequence[str]) -> dict[str, str]:
+    """Each run's question, its first words (``first_words``): the last user message the
+    caller gave it, else (a tool loop's later step, which is given a tool result) the
+    last user message of its prompt. Runs with neither are left out. Two queries at
+    most, however many runs."""
+    ids = list(dict.fromkeys(run_ids))
+    out: dict[str, str] = {}
+    inputs = prefetched_readers(storage.runs, ids, ("input",))
+    for rid in ids:
+        given = inputs[rid].input()
+        text = _last_user_text(given.messages) if given is not None else None
+        if text is not None:
+            out[rid] = first_words(text)
+    rest = [rid for rid in ids if rid not in out]
+    prompts = prefetched_readers(storage.runs, rest, ("prompt",)) if rest else {}
+    for rid in rest:
+        prompt = prompts[rid].prompt()
+        text = _last_user_text(prompt.messages()) if prompt is not None else None
+        if text is not None:
+            out[rid] = first_words(text)
+    return out

@@ -160,8 +160,11 @@ def _picker(at: AppTest, label: str) -> object:
 
 
 def _offered(at: AppTest, label: str) -> list[str]:
-    """What a picker offers, by the first part of each option's label (an id, #seq)."""
-    return [o.split(" · ")[0] for o in _picker(at, label).options]  # type: ignore[attr-defined]
+    """What a picker offers, by the first part of each option's label (an id, #seq); a
+    run picker's by the last ("<time> · “<question>” · <id>")."""
+    at_end = label.startswith("Run")
+    return [o.split(" · ")[-1 if at_end else 0]
+            for o in _picker(at, label).options]  # type: ignore[attr-defined]
 
 
 def test_compare_offers_the_threads_runs_and_finds_another_threads(

@@ -54,12 +54,16 @@ def _path(page: Any) -> str:
 
 
 def _selected(page: Any, label: str, value: str) -> None:
-    """Wait until the select box labelled ``label`` shows ``value`` (its option label
-    starts with the run id)."""
+    """Wait until the select box labelled ``label`` shows ``value`` (a run picker's
+    option label ends with the run id, and its status when not completed: "<time> ·
+    “<question>” · <id>"; a thread picker's starts with the thread id)."""
     page.wait_for_function(
         """([label, value]) => {
             const box = document.querySelector(`input[role="combobox"][aria-label="${label}"]`);
-            return box !== null && (box.value === value || box.value.startsWith(value + " "));
+            if (box === null) return false;
+            const v = box.value;
+            return v === value || v.startsWith(value + " ") || v.endsWith(" · " + value)
+                || v.includes(" · " + value + " (");
         }""", arg=[label, value], timeout=PAGE_TIMEOUT_MS)
 
 

@@ -48,7 +48,9 @@ def _outcome(page: Any) -> str:
 
 def _pick(page: Any, label: str, value: str) -> None:
     page.get_by_role("combobox", name=label).click()
-    page.get_by_role("option", name=re.compile("^" + re.escape(value))).first.click()
+    # a thread's label starts with its id, a run's ends with it
+    page.get_by_role("option", name=re.compile(
+        f"^{re.escape(value)}|· {re.escape(value)}$")).first.click()
     _selected(page, label, value)
     _settled(page)
 

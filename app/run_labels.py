@@ -1,0 +1,66 @@
+"""How every run picker names a run (the run inspector's, counterfactual's, why's,
+timeline's, compare's, what-if's): when it started and the first words of what it was
+asked, then its id — an imported run's id is a hash, which tells nobody which run it
+is. Where runs of several threads are offered, the label names the thread too."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import streamlit as st
+
+from app import services
+from app.components import fmt_time
+from memory_core.analysis import views
+
+QUESTIONS_READ = 500  # a picker's runs whose questions are read (the newest ones)
+NO_QUESTION = "(no question recorded)"
+
+
+@st.cache_data(ttl=services.CACHE_TTL_SECONDS, show_spinner=False)
+def cached_run_questions(url: str, run_ids: tuple[str, ...]) -> dict[str, str]:
+    """``views.run_questions`` of ``run_ids``, cached like the other reads."""
+    return views.run_questions(services.get_services(url).storage, run_ids)
+
+
+def run_label(run: views.RunSummary, question: str | None, *,
+              thread: str | None = None) -> str:
+    """``<time> · “<first words>” [· in <thread>] · <id>``, and the status when the run
+    did not complete. Labels are plain text (a select box does not render Markdown)."""
+    when = fmt_time(run.started_at)
+    parts = [f"time {when}" if when == "not recorded" else when,
+             f"“{question}”" if question else NO_QUESTION]
+    if thread:
+        parts.append(f"in {thread}")
+    parts.append(run.run_id)
+    label = " · ".join(parts)
+    return label if run.status == "completed" else f"{label} ({run.status})"
+
+
+def run_labeller(url: str, runs: Sequence[views.RunSummary], *,
+                 threads: bool = False) -> Callable[[str], str]:
+    """A ``format_func`` for a picker of ``runs`` (by id): ``run_label`` of each, its
+    question read once for the picker. ``threads``: name each run's thread (its title's
+    first words, else its id) — for pickers offering runs of several threads."""
+    by_id = {r.run_id: r for r in runs}
+    try:
+        questions = cached_run_questions(url, tuple(list(by_id)[-QUESTIONS_READ:]))
+    except Exception:  # noqa: BLE001 - the label keeps the time and the id
+        questions = {}
+    titles: dict[str, str] = {}
+    if threads:
+        try:
+            titles = {t.thread_id: views.first_words(t.title, 5)
+                      for t in services.cached_thread_summaries(url, None) if t.title}
+        except Exception:  # noqa: BLE001 - named by id
+            titles = {}
+
+    def label(run_id: str) -> str:
+        run = by_id.get(run_id)
+        if run is None:
+            return run_id
+        thread = (titles.get(run.thread_id or "") or run.thread_id or "no thread"
+                  if threads else None)
+        return run_label(run, questions.get(run_id), thread=thread)
+
+    return label

@@ -1,0 +1,172 @@
+"""Imported runs without noise (issue 36 point 6), and thread ids as links on the Threads
+page (point 4): on a database of imported recordings — a tool loop (OpenLLMetry's
+cassette), a Cohere cassette and an OTLP export — every page says once what a
+recording does not hold instead of a row of "unknown (not in the record)" per setting,
+its banners are words (no field names), its run pickers name runs by time and the first
+words of their question, and the recorded token counts and ours say which is which."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from app.components import (
+    COMPARE_PAGE,
+    COUNTERFACTUAL_PAGE,
+    RUN_PAGE,
+    START_PAGE,
+    THREADS_PAGE,
+    TIMELINE_PAGE,
+    WHATIF_PAGE,
+    WHY_PAGE,
+)
+from memory_core.analysis.views import UNKNOWN_SETTING
+from memory_core.importers import import_file
+from memory_core.storage.inmemory import InMemoryStorage
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "imports"
+RECORDINGS = [FIXTURES / "real" / "openllmetry-test_chat_tool_calls.yaml",
+              FIXTURES / "real" / "langchain-cohere-v1-test_connectors.yaml",
+              FIXTURES / "otel_genai.json"]
+WEATHER = "conv-weather-1"  # the OTLP export's thread: a tool call, then the answer
+WEATHER_ANSWER_RUN = "imp-74a27e630fd4"
+QUESTION_WORDS = "What is the weather in Paris tomorrow?"
+NOT_HELD = "it holds what the client sent the model and what came back"
+# an identifier as code writes it (recall_skipped, near_misses, settings.recall)
+FIELD_NAME = re.compile(r"\b[a-z]+(?:_[a-z]+)+\b|\bsettings\.[a-z_]+")
+TIME = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d|time not recorded")
+
+
+@pytest.fixture()
+def imported(empty_db: InMemoryStorage) -> Iterator[InMemoryStorage]:
+    for path in RECORDINGS:
+        import_file(empty_db, path)
+    yield empty_db
+
+
+def _texts(at: AppTest) -> list[str]:
+    """Every text the page shows in Markdown, captions, banners and plain text."""
+    return [str(e.value) for kind in ("markdown", "caption", "text", "warning", "info",
+                                      "error", "success")
+            for e in getattr(at, kind)]
+
+
+def _banners(at: AppTest) -> list[str]:
+    return [str(e.value) for kind in ("warning", "info", "error", "success")
+            for e in getattr(at, kind)]
+
+
+def _picker(at: AppTest, label: str) -> Any:
+    return next(s for s in at.selectbox if s.label == label)
+
+
+def _ok(at: AppTest) -> None:
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+
+
+def test_the_inspector_says_once_what_a_recording_does_not_hold(
+        imported: InMemoryStorage, app: Callable[..., AppTest]) -> None:
+    at = app(RUN_PAGE, run=WEATHER_ANSWER_RUN)
+    _ok(at)
+    shown = "\n".join(_texts(at)).replace("\\", "")
+    assert shown.count(UNKNOWN_SETTING) <= 1
+    assert shown.count(NOT_HELD) == 1
+    # the sections an imported record would leave empty are not drawn
+    headings = [m.value for m in at.markdown if str(m.value).startswith("####")]
+    assert "#### Settings" not in headings and "#### Recall scores" not in headings
+    assert "#### Left out of the prompt" not in headings
+    assert not [e for e in at.expander if e.label == "All settings, as recorded"]
+
+
+@pytest.mark.slow
+def test_banners_are_words_not_field_names(imported: InMemoryStorage,
+                                           app: Callable[..., AppTest]) -> None:
+    opened = [(RUN_PAGE, r.run_id) for r in imported.runs.list_runs()]
+    opened += [(page, WEATHER_ANSWER_RUN) for page in (
+        START_PAGE, THREADS_PAGE, COMPARE_PAGE, COUNTERFACTUAL_PAGE, WHY_PAGE, TIMELINE_PAGE,
+        WHATIF_PAGE)]
+    for page, rid in opened:
+        at = app(page, run=rid, b=rid, thread=WEATHER)
+        assert not at.exception, (page, at.exception)
+        for banner in _banners(at):
+            assert not FIELD_NAME.findall(banner.replace("\\", "")), (page, rid, banner)
+        # said once at most, never a row each
+        assert "\n".join(_texts(at)).replace("\\", "").count(UNKNOWN_SETTING) <= 1, page
+
+
+def test_token_counts_say_which_is_recorded_and_which_is_ours(
+        imported: InMemoryStorage, app: Callable[..., AppTest]) -> None:
+    at = app(RUN_PAGE, run=WEATHER_ANSWER_RUN)
+    _ok(at)
+    captions = [str(c.value).replace("\\", "") for c in at.caption]
+    prompt_line = next(c for c in captions if c.startswith("4 messages, "))
+    assert "(our estimate, chars/4)" in prompt_line
+    steps = [e.label.replace("\\", "") for e in at.expander if e.label.startswith("Step 0")]
+    assert steps == ["Step 0 · gpt-4o · 88 in / 24 out tokens (recorded)"]
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Input tokens (recorded)"] == "88"
+
+
+@pytest.mark.parametrize(("page", "label"), [(RUN_PAGE, "Run"), (COUNTERFACTUAL_PAGE, "Run"),
+                                             (WHY_PAGE, "Run"), (TIMELINE_PAGE, "Marked run"),
+                                             (COMPARE_PAGE, "Run B")])
+def test_run_pickers_name_runs_by_time_and_question(
+        imported: InMemoryStorage, app: Callable[..., AppTest], page: str, label: str) -> None:
+    at = app(page, run=WEATHER_ANSWER_RUN, b=WEATHER_ANSWER_RUN, thread=WEATHER)
+    _ok(at)
+    picker = _picker(at, label)
+    assert picker.value == WEATHER_ANSWER_RUN
+    options = list(picker.options)
+    assert options, page
+    for option in options:
+        assert TIME.search(option), option
+    picked = picker.format_func(WEATHER_ANSWER_RUN)
+    assert picked.startswith("2026-01-02 08:00:02 · ")
+    assert f"“{QUESTION_WORDS}”" in picked  # the step after the tool call: its question
+
+
+def _link_column(at: AppTest, column: str) -> tuple[dict[str, Any], list[str]]:
+    """The Threads page's table with ``column``: its column's config and its values."""
+    for frame in at.dataframe:
+        if column in frame.value.columns and "title" in frame.value.columns:
+            config = json.loads(frame.proto.columns)
+            return config.get(column, {}), list(frame.value[column])
+    raise AssertionError(f"no table with a {column!r} column")
+
+
+def test_thread_ids_in_the_threads_tables_are_links(imported: InMemoryStorage,
+                                                    app: Callable[..., AppTest]) -> None:
+    at = app(THREADS_PAGE, thread=WEATHER)
+    _ok(at)
+    config, values = _link_column(at, "thread")
+    assert config["type_config"]["type"] == "link"
+    assert any(v.startswith("threads?") and v.endswith(f"&thread={WEATHER}") for v in values)
+    assert all("db=" in v for v in values)
+
+
+def test_compare_says_once_what_the_recordings_do_not_hold(
+        imported: InMemoryStorage, app: Callable[..., AppTest]) -> None:
+    at = app(COMPARE_PAGE, b=WEATHER_ANSWER_RUN)
+    _ok(at)
+    shown = "\n".join(_texts(at)).replace("\\", "")
+    assert shown.count(NOT_HELD) == 1
+    assert "does not say whether memory recalled anything" not in shown  # not per card
+    assert "run A: not sent by the client; run B: sent by the client" in shown
+    assert "(same settings)" not in shown  # neither recording holds settings to compare
+
+
+def test_the_timeline_leaves_out_what_no_recording_holds(
+        imported: InMemoryStorage, app: Callable[..., AppTest]) -> None:
+    at = app(TIMELINE_PAGE, thread=WEATHER)
+    _ok(at)
+    table = at.dataframe[0].value
+    assert "unknown" not in {str(v) for c in table.columns for v in table[c]}
+    assert list(table["total (our estimate)"]) == [17, 37]
+    assert {m.label: m.value for m in at.metric}["Largest prompt (our estimate)"] == "37"

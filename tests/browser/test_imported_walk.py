@@ -1,0 +1,106 @@
+"""Issue 36 point 6 in Chromium, on a database of imported recordings (a tool loop from
+OpenLLMetry's cassette, a Cohere cassette, an OTLP export): the run inspector says once
+what a recording does not hold — no "unknown (not in the record)" rows, no field names
+in its banners — labels its token counts recorded or estimated, and its run picker
+names runs by time and question; on the Threads page a thread id in the table opens
+that thread (point 4). Screenshots (imported-run.png, imported-threads.png) are left in
+the test's tmp directory. No request may leave loopback meanwhile."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memory_core.importers import import_file
+from memory_core.storage.duckdb import DuckDBStorage
+from tests.app.test_imported_noise import (
+    FIELD_NAME,
+    NOT_HELD,
+    QUESTION_WORDS,
+    RECORDINGS,
+    WEATHER,
+    WEATHER_ANSWER_RUN,
+)
+from tests.browser.server import PAGE_TIMEOUT_MS, chromium, serve
+from tests.browser.test_follow import _selected, _settled
+
+pytestmark = pytest.mark.browser
+ROW_PX = 35  # a table row's height in Streamlit's grid
+
+
+def _imported_db(tmp_path: Path) -> Path:
+    db = tmp_path / "imported.duckdb"
+    s = DuckDBStorage(str(db))
+    try:
+        for path in RECORDINGS:
+            import_file(s, path)
+    finally:
+        s.close()
+    return db
+
+
+def test_imported_runs_without_noise_in_chromium(tmp_path: Path) -> None:
+    db = _imported_db(tmp_path)
+    with serve(["--db", str(db), "--read-only"], tmp_path) as base, chromium() as browser:
+        page = browser.new_page(viewport={"width": 1400, "height": 2400})
+        page.goto(f"{base}/run?db=imported&run={WEATHER_ANSWER_RUN}", timeout=PAGE_TIMEOUT_MS)
+        page.get_by_role("heading", name="Run inspector", exact=True).wait_for(
+            timeout=PAGE_TIMEOUT_MS)
+        _selected(page, "Run", WEATHER_ANSWER_RUN)
+        main = page.get_by_test_id("stMainBlockContainer")
+        main.get_by_text("Recorded call", exact=True).wait_for(timeout=PAGE_TIMEOUT_MS)
+        _settled(page)
+        page.screenshot(path=str(tmp_path / "imported-run.png"))
+        text = main.inner_text()
+        assert text.count(NOT_HELD) == 1
+        assert "unknown (not in the record)" not in text
+        for heading in ("Left out of the prompt", "Recall scores", "Settings"):
+            assert main.get_by_role("heading", name=heading, exact=True).count() == 0
+        banners = [b.inner_text() for b in main.get_by_test_id("stAlert").all()]
+        assert banners and not [FIELD_NAME.findall(b) for b in banners if FIELD_NAME.findall(b)]
+        # the two token counts say which is which
+        assert "37 tokens (our estimate, chars/4)" in text
+        assert "88 in / 24 out tokens (recorded)" in text
+        # the picker names the run by its time and its question, not its hash alone
+        box = page.locator('input[role="combobox"][aria-label="Run"]')
+        shown = box.input_value()
+        assert shown.startswith("2026-01-02 08:00:02 · ") and QUESTION_WORDS in shown
+        box.click()
+        options = [o.inner_text() for o in page.get_by_role("option").all()]
+        assert len(options) == 2
+        assert all(re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d · “", o) for o in options)
+        page.keyboard.press("Escape")
+
+        # Threads: a thread id in the table is a link to that thread
+        page.goto(f"{base}/threads?db=imported", timeout=PAGE_TIMEOUT_MS)
+        page.get_by_role("heading", name="Threads", exact=True).wait_for(
+            timeout=PAGE_TIMEOUT_MS)
+        _settled(page)
+        page.screenshot(path=str(tmp_path / "imported-threads.png"))
+        grid = main.get_by_test_id("stDataFrame").first
+        # the grid is drawn on a canvas; the accessible table behind it holds each cell's
+        # value: the thread column's is the thread's URL on this page
+        cell = grid.locator("td").filter(has_text=f"thread={WEATHER}").first
+        cell.wait_for(state="attached", timeout=PAGE_TIMEOUT_MS)
+        assert cell.inner_text().startswith("threads?db=imported")
+        with page.context.expect_page(timeout=PAGE_TIMEOUT_MS) as opened:
+            _click_first_cell(page, grid)
+        other = opened.value
+        other.wait_for_load_state()
+        assert "db=imported" in other.url and f"thread={WEATHER}" in other.url
+        other.get_by_role("heading", name="Threads", exact=True).wait_for(
+            timeout=PAGE_TIMEOUT_MS)
+
+
+def _click_first_cell(page: Any, grid: Any) -> None:
+    """Click the link drawn in the grid's first row, first column (the grid is a
+    canvas: its header row and rows are ROW_PX tall; a link is clicked on its text)."""
+    box = grid.locator("canvas").first.bounding_box()
+    assert box is not None, "the table is not laid out"
+    x, y = box["x"] + 25, box["y"] + ROW_PX * 1.5
+    page.mouse.move(x, y)  # the grid opens a link its pointer is over
+    page.wait_for_timeout(500)
+    page.mouse.click(x, y)
