@@ -442,30 +442,42 @@ def render(results: dict[str, dict[str, Measure]], db5k: Path, demo: Path | None
     return "\n".join(lines)
 
 
-def cli(argv: Sequence[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__,
+def page_bench_parser(doc: str | None) -> argparse.ArgumentParser:
+    """The arguments the Chromium page benchmarks share: --demo, --shots, --pages,
+    --write, --notes (``checked_notes`` reads them back)."""
+    ap = argparse.ArgumentParser(description=doc,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--db5k", required=True, type=Path, help="the many-run DuckDB file")
-    ap.add_argument("--build", action="store_true",
-                    help="build --db5k with bench.runs_db (5,000 runs) when missing")
     ap.add_argument("--demo", type=Path, default=None, help="the demo database")
-    ap.add_argument("--warm", type=int, default=3, help="warm opens per page")
     ap.add_argument("--shots", type=Path, default=None, help="keep screenshots here")
     ap.add_argument("--pages", nargs="*", default=[],
                     help="only these pages (e.g. Threads 'Why forgotten'); never with --write")
     ap.add_argument("--write", action="store_true", help="update bench/RESULTS.md")
     ap.add_argument("--notes", type=Path, default=None,
                     help="a Markdown file whose text ends the section (what was slow, why)")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def checked_notes(ap: argparse.ArgumentParser, args: argparse.Namespace) -> str:
+    """The --notes text, once --pages and --write are known not to be given together."""
     if args.pages and args.write:
         ap.error("--pages measures a subset: it does not replace the RESULTS.md section")
+    return str(args.notes.read_text(encoding="utf-8")) if args.notes else ""
+
+
+def cli(argv: Sequence[str] | None = None) -> None:
+    ap = page_bench_parser(__doc__)
+    ap.add_argument("--db5k", required=True, type=Path, help="the many-run DuckDB file")
+    ap.add_argument("--build", action="store_true",
+                    help="build --db5k with bench.runs_db (5,000 runs) when missing")
+    ap.add_argument("--warm", type=int, default=3, help="warm opens per page")
+    args = ap.parse_args(argv)
+    notes = checked_notes(ap, args)
     if not args.db5k.exists():
         if not args.build:
             raise SystemExit(f"{args.db5k} does not exist (pass --build to build it)")
         from bench.runs_db import cli as build
 
         build(["--out", str(args.db5k), "--runs", "5000"])
-    notes = args.notes.read_text(encoding="utf-8") if args.notes else ""
     run(args.db5k, args.demo, warm_repeat=args.warm, write=args.write, shots=args.shots,
         only=args.pages, notes=notes)
 
