@@ -12,12 +12,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import plotly.graph_objects as go
 import streamlit as st
 
 from app import services
 from app.components import (
-    FATE_COLOURS,
     WHY_PAGE,
     Id,
     ThreadPicker,
@@ -32,7 +30,6 @@ from app.components import (
     md,
     pick_run,
     pick_thread,
-    plot_text,
     preview_text,
     ref,
     set_query_params,
@@ -140,6 +137,34 @@ def _where(m: PhraseMatch) -> tuple[str | Id, ...]:
 def _fates(e: Explanation | LifelinePoint) -> str:
     """A message's fate as one text: every rule that kept it out, in order."""
     return " + ".join(r.rule for r in e.rules) if len(e.rules) > 1 else e.fate
+
+
+def _stretches(points: list[LifelinePoint]) -> list[list[tuple[int, LifelinePoint]]]:
+    """The runs, oldest first, cut where the fate (or whether the model was given the
+    message) changes: (run number from 1, point) each."""
+    out: list[list[tuple[int, LifelinePoint]]] = []
+    for n, p in enumerate(points, 1):
+        last = out[-1][-1][1] if out else None
+        if last is not None and (_fates(last), last.reached_model) == (_fates(p),
+                                                                      p.reached_model):
+            out[-1].append((n, p))
+        else:
+            out.append([(n, p)])
+    return out
+
+
+def _stretch_line(stretch: list[tuple[int, LifelinePoint]], current: str) -> str:
+    """One Markdown list item: "runs 3–7 (5): below-threshold — not given · a → b",
+    the fate a green or red badge (a fixed vocabulary), run ids escaped."""
+    (first, p), (last, q) = stretch[0], stretch[-1]
+    colour = "green" if p.reached_model else "red"
+    given = "given to the model" if p.reached_model else "not given to the model"
+    where = f"run {first}" if first == last else f"runs {first}–{last} ({last - first + 1})"
+    ids = (md(Id(p.run_id)) if first == last
+           else md(Id(p.run_id), " → ", Id(q.run_id)))
+    mark = [n for n, x in stretch if x.run_id == current]
+    this = f" · **this run is run {mark[0]}** ({md(Id(current))})" if mark else ""
+    return f"- {where}: :{colour}-badge[{_fates(p)}] {given} · {ids}{this}"
 
 
 def _badges(e: Explanation, size: str = "") -> None:
@@ -265,25 +290,10 @@ except Exception as e:  # noqa: BLE001
 if not points:
     st.text("(the message's thread has no replayable runs)")
     st.stop()
-# a fate of several rules is its own row, coloured as its first rule
-fates = list(dict.fromkeys(_fates(p) for p in points))
-fig = go.Figure()
-for fate in fates:
-    ps = [(i, p) for i, p in enumerate(points) if _fates(p) == fate]
-    fig.add_trace(go.Scatter(
-        x=[i for i, _ in ps], y=[fate] * len(ps), mode="markers", name=fate,
-        marker={"size": 14, "color": FATE_COLOURS.get(ps[0][1].fate, "#636363"),
-                "symbol": ["circle" if p.reached_model else "x" for _, p in ps],
-                "line": {"width": [3 if p.run_id == run_id else 0 for _, p in ps],
-                         "color": "#000000"}},
-        customdata=[[plot_text(p.run_id), plot_text(fmt_time(p.started_at))] for _, p in ps],
-        hovertemplate="%{customdata[0]}<br>%{customdata[1]}<br>" + fate + "<extra></extra>"))
-fig.update_layout(height=140 + 30 * len(fates), margin={"l": 10, "r": 10, "t": 30, "b": 10},
-                  xaxis={"title": "run (oldest first)", "tickmode": "array",
-                         "tickvals": list(range(len(points))),
-                         "ticktext": [plot_text(p.run_id) for p in points]},
-                  yaxis={"title": "fate", "type": "category"}, showlegend=False)
-st.plotly_chart(fig, key="lifeline")
+# the lifeline as text: the runs, oldest first, in stretches of one fate (a fate of
+# several rules is one fate), this run marked; each run's row is in the table below. No
+# chart: a chart library costs a cold browser tab more CPU than the rest of the page
+st.markdown("\n".join(_stretch_line(s, run_id) for s in _stretches(points)))
 st.dataframe(table([{"run": p.run_id, "started": fmt_time(p.started_at), "fate": _fates(p),
                             "given to the model": p.reached_model, "why": p.sentence}
                            for p in points]),

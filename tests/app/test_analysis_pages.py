@@ -123,6 +123,26 @@ def _charts(at: AppTest) -> list[dict[str, Any]]:
     return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
 
 
+def _lifeline_table(at: AppTest) -> Any:
+    return next(d.value for d in at.dataframe if "fate" in d.value.columns)
+
+
+STRETCH = re.compile(r"- runs? (\d+)(?:–(\d+) \(\d+\))?: :(?:green|red)-badge\[([^\]]+)\]"
+                     r"(.*)")
+
+
+def _lifeline_stretches(at: AppTest) -> list[tuple[int, int, str, bool]]:
+    """The Why page's lifeline, as text: (first run, last run, fate, holds this run)
+    for each stretch of runs of one fate."""
+    out = []
+    for m in _md(at):
+        for line in m.splitlines():
+            if found := STRETCH.fullmatch(line):
+                first, last, fate, rest = found.groups()
+                out.append((int(first), int(last or first), fate, "this run is run" in rest))
+    return out
+
+
 def _no_raw_html(at: AppTest) -> None:
     assert len(at.get("html")) == 0
     for md in (*at.markdown, *at.caption, *at.info):
@@ -422,11 +442,15 @@ def test_picking_a_message_shows_its_fate(populated: Populated, app: MakeApp,
     # the URL reproduces the pick (the page's first message needs no thread/seq in it)
     shared = app(WHY_PAGE, **{k: at.query_params[k] for k in at.query_params})
     assert _select(shared, "Message").value == (THREAD, seq)
-    # one point per run of the thread; RUN_1's is this fate
-    lifeline = _charts(at)[0]
-    points = {x: t["name"] for t in lifeline["data"] for x in t["x"]}
-    assert len(points) == len(storage.runs.list_runs(thread_id=THREAD))
-    assert fate in points.values()
+    # one row per run of the thread; RUN_1's is this fate, and the lifeline's stretches
+    # (text, oldest first) cover every run once, RUN_1 marked in its fate's stretch
+    runs = storage.runs.list_runs(thread_id=THREAD)
+    rows = _lifeline_table(at)
+    assert list(rows["run"]) == [r.run_id for r in runs]
+    assert rows[rows["run"] == RUN_1].iloc[0]["fate"] == fate
+    stretches = _lifeline_stretches(at)
+    assert sum(last - first + 1 for first, last, _, _ in stretches) == len(runs)
+    assert [f for *_, f, this in stretches if this] == [fate]
     _no_raw_html(at)
 
 
@@ -455,10 +479,10 @@ def test_typing_a_phrase_explains_the_forgotten_refund(demo: InMemoryStorage,
     assert {"score", "threshold", "query"} <= set(evidence)
     # the refund sits in support-1; its lifeline follows the runs of support-3
     assert "support-1 #17 · assistant" in _captions(at)
-    lifeline = _charts(at)[0]
-    ticks = lifeline["layout"]["xaxis"]["ticktext"]
+    ticks = list(_lifeline_table(at)["run"])
     assert len(ticks) == 14 and all(t.startswith("support-3") for t in ticks)
     assert "support-3-forgot" in ticks
+    assert sum(last - first + 1 for first, last, *_ in _lifeline_stretches(at)) == 14
 
 
 def test_a_phrase_nobody_said_is_not_stored(demo: InMemoryStorage, app: MakeApp) -> None:
