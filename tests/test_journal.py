@@ -84,8 +84,10 @@ def test_erasing_a_thread_keeps_the_observer_journal_of_a_thread_it_prefixes() -
     for thread in ("proj", "proj:archive"):
         runner = _om_runner(s, thread)
         for i in range(6):
+            # (no text of "proj" inside one of "proj:archive": the same person's other
+            # thread is exposed, and an erased text found in its journal is redacted)
             runner.run("a", run_id=f"{thread.replace(':', '-')}-{i}", thread_id=thread,
-                       resource_id="u", prompt=f"message number {i} about {thread}")
+                       resource_id="u", prompt=f"{thread} says message number {i}")
     assert ObserverReader(s.runs, "proj:archive").entries()
     kept = ObserverReader(s.runs, "proj:archive").entries()
     erase_thread(s, "proj")
