@@ -1,6 +1,7 @@
 """Counterfactual replay on the frozen prompt: subtract recalled messages or whole
-lanes (or put back a dropped message or near miss), re-run the model, and say whether
-the answer changed; leave-one-out attribution is built on it.
+lanes (or put back a dropped message, a near miss, or a message the run was given only
+as a summary), re-run the model, and say whether the answer changed; leave-one-out
+attribution is built on it.
 
 The prompt is never re-composed: edits apply to the journaled ``<run_id>:prompt``.
 Tool calls of the re-asked model are answered as ``analysis.reask`` says; a sampling
@@ -45,6 +46,7 @@ from memory_core.types import Message, canonical_json
 
 if TYPE_CHECKING:
     from memory_core.composition.memory import AgentMemory
+    from memory_core.provenance.record import Memctx
 
 __all__ = ["AttributionItem", "CounterfactualResult", "ToolUse", "Variant", "VariantChoice",
            "VariantOptions", "apply_variant", "attribution", "counterfactual",
@@ -247,7 +249,8 @@ class VariantOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     recalled: list[VariantChoice] = Field(default_factory=list)  # subtractable refs
-    put_back: list[VariantChoice] = Field(default_factory=list)  # dropped + near misses
+    # dropped, near misses, and messages the run was given only as a summary
+    put_back: list[VariantChoice] = Field(default_factory=list)
     lanes: list[str] = Field(default_factory=list)  # lanes present in the prompt
 
 
@@ -269,6 +272,28 @@ def _put_back_choices(data: RunData) -> list[VariantChoice]:
     return list(out.values())
 
 
+def _summarised_into(memctx: Memctx | None, ref: Ref) -> str | None:
+    """The observation a message of the run's own thread was condensed into before the
+    run (the run was given only the summary of it), else None."""
+    return next((o.id for o in (memctx.observations if memctx else [])
+                 if memctx is not None and ref[0] == memctx.thread_id
+                 and o.from_seq is not None and o.to_seq is not None
+                 and o.from_seq <= ref[1] <= o.to_seq), None)
+
+
+def _summarised_choices(storage: Storage, data: RunData) -> list[VariantChoice]:
+    m = data.memctx
+    if m is None:
+        return []
+    in_prompt = {(it.thread_id, it.seq) for it in data.prompt.items if it.thread_id is not None}
+    seqs = sorted({seq for o in m.observations if o.from_seq is not None
+                   and o.to_seq is not None for seq in range(o.from_seq, o.to_seq + 1)})
+    msgs = storage.memory.get_messages(m.thread_id, seqs=seqs) if seqs else []
+    return [VariantChoice(thread_id=x.thread_id, seq=x.seq, label=(
+        f"summarised ({_summarised_into(m, (x.thread_id, x.seq))}): {preview_of(x)}"))
+        for x in msgs if (x.thread_id, x.seq) not in in_prompt]
+
+
 def variant_options(storage: Storage, run_id: str) -> VariantOptions:
     """The recalled refs that can be subtracted, the dropped messages and near misses
     that can be put back, and the lanes present — exactly what ``counterfactual``
@@ -277,7 +302,11 @@ def variant_options(storage: Storage, run_id: str) -> VariantOptions:
     recalled = [VariantChoice(thread_id=r.thread_id, seq=r.seq, label=r.preview)
                 for r in (data.memctx.recalled if data.memctx else [])]
     present = {it.lane for it in data.prompt.items}
-    return VariantOptions(recalled=recalled, put_back=_put_back_choices(data),
+    listed = _put_back_choices(data)
+    known = {(c.thread_id, c.seq) for c in listed}
+    listed += [c for c in _summarised_choices(storage, data)
+               if (c.thread_id, c.seq) not in known]
+    return VariantOptions(recalled=recalled, put_back=listed,
                           lanes=[ln for ln in SUBTRACTABLE_LANES if ln in present])
 
 
@@ -327,10 +356,11 @@ def apply_variant(storage: Storage, data: RunData, variant: Variant) -> tuple[
         new_items: list[tuple[Any, int, PromptItem]] = []
         for ref in variant.put_back:
             ref = (str(ref[0]), int(ref[1]))
-            if ref not in allowed:
+            if ref not in allowed and _summarised_into(memctx, ref) is None:
                 raise InvalidInputError(
                     f"{ref[0]}#{ref[1]} was neither dropped nor a near miss in run "
-                    f"'{data.run.run_id}'; only those can be put back")
+                    f"'{data.run.run_id}', nor given to it only as a summary; only those "
+                    "can be put back")
             if ref in present:
                 continue
             msgs = storage.memory.get_messages(ref[0], seqs=[ref[1]])
@@ -475,8 +505,9 @@ def counterfactual(storage: Storage, run_id: str, *,
 
     ``subtract="all"`` removes exactly the provenance record's ``recalled`` list
     (repairs included); a list of ``(thread_id, seq)`` removes those recalled refs;
-    ``lanes`` removes whole lanes; ``put_back`` re-inserts dropped messages or near
-    misses. ``model`` defaults to the one the run recorded (``registry``).
+    ``lanes`` removes whole lanes; ``put_back`` re-inserts dropped messages, near
+    misses, or messages of the run's thread condensed into observations before it (word
+    for word, beside the summary). ``model`` defaults to the one the run recorded (``registry``).
 
     ``repeats`` (default: 1 for a model at temperature 0, else 3) is how often each
     prompt is asked; a model that samples is asked the unchanged prompt first, and the

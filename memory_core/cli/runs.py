@@ -212,7 +212,8 @@ def counterfactual(run: Annotated[str, typer.Argument(help="Run id.")], db: DbOp
                        help="A whole lane to remove: recalled, recent, observations, "
                             "working_memory (repeatable).")] = None,
                    put_back: Annotated[list[str] | None, typer.Option(
-                       help="THREAD:SEQ of a dropped message or near miss (repeatable).")
+                       help="THREAD:SEQ of a dropped message, a near miss or a "
+                            "message given only as a summary (repeatable).")
                    ] = None,
                    repeats: Annotated[int | None, typer.Option(
                        help="Ask each prompt this many times (default: 1 for a model at "

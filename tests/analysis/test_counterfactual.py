@@ -145,3 +145,28 @@ def test_variant_options_are_exactly_what_counterfactual_accepts(story: World) -
                        model=reader(story))
     with pytest.raises(NotFoundError):
         variant_options(story.storage, "ghost")
+
+
+def test_put_back_a_message_the_run_had_only_as_a_summary() -> None:
+    """The demo's summary story: the address range was condensed into observations
+    before the run; put back word for word, the same question gets it right."""
+    from memory_core.analysis.counterfactual import variant_options
+    from memory_core.storage.inmemory import InMemoryStorage
+    from sample_data.build import DemoClock, build_into
+
+    clock = DemoClock()
+    storage = InMemoryStorage(clock=clock)
+    build_into(storage, clock, embedder="hashing", progress=lambda _m: None, only=["tech"])
+    run = "tech-staging-range"
+    choices = {(c.thread_id, c.seq): c.label for c in variant_options(storage, run).put_back}
+    key = next(ref for ref, label in choices.items() if "10.8.0.0/16" in label)
+    assert choices[key].startswith("summarised (")
+    res = counterfactual(storage, run, put_back=[key])
+    assert res.added == [key]
+    assert "10.8.0.0/16" not in (res.original_answer or "")
+    assert "10.8.0.0/16" in res.new_answer and res.verdict == "changed"
+    recent = next(it for it in storage.runs.get(f"{run}:prompt")["items"]
+                  if it["lane"] == "recent")
+    assert (recent["thread_id"], recent["seq"]) not in choices  # given already
+    with pytest.raises(InvalidInputError, match="nor given to it only as a summary"):
+        counterfactual(storage, run, put_back=[("py311-migration", 10_000)])
