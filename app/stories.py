@@ -121,13 +121,12 @@ STORIES: tuple[Story, ...] = (
              "and the summary kept the decisions but left out the address range. What the "
              "summary leaves out, the assistant cannot know."),
         proof=Proof(
-            run="tech-staging-range", take_away=("observations",),
-            intro=("The summary is the only place the early conversation lives. To prove "
-                   "it held nothing about the address range, we take the very answer that "
-                   "went wrong, take the summary away, change nothing else, and ask the "
-                   "same question again. Had the summary carried anything about the range, "
-                   "the answer would change without it."),
-            button="Take the summary away and ask again"),
+            run="tech-staging-range", put_back_key=True,
+            intro=("To prove that what the summary left out is the whole reason, we take "
+                   "the very answer that went wrong, put the message with the address range "
+                   "back into what the assistant was given, word for word, change nothing "
+                   "else, and ask the same question again."),
+            button="Put the address range back and ask again"),
         next_step=("What would fix it: a summary that keeps numbers and addresses, or "
                    "handing the assistant more of the conversation word for word."),
     ),

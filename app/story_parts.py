@@ -161,6 +161,9 @@ def message_bubble(m: views.MessageView, *, engineer: bool) -> None:
 
 
 # -- what the assistant was given -------------------------------------------------------
+COMPOSITION_TITLE = "What the assistant was given, by share of its length"
+
+
 def composition_chart(lanes: list[views.LaneView]) -> go.Figure:
     """One stacked bar: each part's share of what the assistant was given, in plain
     words (the engineer view has the token counts)."""
@@ -175,7 +178,7 @@ def composition_chart(lanes: list[views.LaneView]) -> go.Figure:
             marker_color=LANE_COLOURS.get(lv.lane),
             hovertemplate=f"{plot_text(name)}: %{{x:.0f}} %<extra></extra>"))
     fig.update_layout(barmode="stack", height=190, margin={"l": 10, "r": 10, "t": 40, "b": 10},
-                      title={"text": "What the assistant was given, by share of its length"},
+                      title={"text": COMPOSITION_TITLE},
                       xaxis={"title": {"text": "% of everything it was given"},
                              "range": [0, 100]},
                       legend={"orientation": "h", "y": -0.6}, yaxis={"showticklabels": False})
@@ -204,8 +207,8 @@ def given_parts(view: views.RunView, *, engineer: bool) -> None:
         for reason in reasons:  # one reason said once for all the messages it left out
             items = [it for it in dropped.items if it.reason == reason]
             if len(items) > 1:
-                st.markdown(escape_md(f"These {len(items)} were left out because "
-                                      f"{left_out_because(reason)}:"))
+                st.markdown(escape_md(f"These {len(items)} messages were left out, each "
+                                      f"because {left_out_because(reason)}:"))
             for it in items:
                 with st.container(border=True):
                     literal(plain_text(it.role, it.text))
@@ -464,7 +467,8 @@ def proof_section(url: str, story: Story, key: Ref | None, *, engineer: bool) ->
                           "put back here."), icon=":material/info:")
         if engineer:
             st.caption(escape_md(f"{put_back[0][0]} #{put_back[0][1]} is neither dropped "
-                                 f"nor a near miss in run {proof.run}"))
+                                 f"nor a near miss in run {proof.run}, nor summarised "
+                                 "before it"))
         return
     stored = stored_proof(url, proof.run, put_back, proof.take_away)
     read_only = services.read_only()

@@ -73,7 +73,8 @@ def _offer_demo_build() -> None:
                 icon=":material/info:")
         st.stop()
     st.info("The story needs the demo database, which is not built yet. Building it plays "
-            "four scripted conversations through the real memory code (about two minutes).",
+            "five scripted conversations through the real memory code, showing the runs "
+            "done and an estimate of the time left as it goes.",
             icon=":material/info:")
     if st.button("Build the demo database", type="primary", icon=":material/build:"):
         with st.status("Building the demo database…", expanded=True) as status:
@@ -140,6 +141,7 @@ parts.say("A language model only knows what is put in front of it for each answe
           "This is how that was made up: its instructions, the latest messages of the "
           "conversation, the question, and whatever memory added from before.")
 st.plotly_chart(parts.composition_chart(view.lanes), key="story-given")
+parts.gloss(parts.COMPOSITION_TITLE)
 parts.given_parts(view, engineer=engineer)
 if engineer:
     parts.engineer_prompt(view)
