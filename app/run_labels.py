@@ -48,19 +48,24 @@ def run_labeller(url: str, runs: Sequence[views.RunSummary], *,
     except Exception:  # noqa: BLE001 - the label keeps the time and the id
         questions = {}
     titles: dict[str, str] = {}
-    if threads:
-        try:
-            titles = {t.thread_id: views.first_words(t.title, 5)
-                      for t in services.cached_thread_summaries(url, None) if t.title}
-        except Exception:  # noqa: BLE001 - named by id
-            titles = {}
+    read: list[bool] = []  # the titles are read once, when a label first needs them
+
+    def thread_of(run: views.RunSummary) -> str:
+        if not read:
+            read.append(True)
+            try:
+                titles.update({t.thread_id: views.first_words(t.title, 5)
+                               for t in services.cached_thread_summaries(url, None)
+                               if t.title})
+            except Exception:  # noqa: BLE001 - named by id
+                pass
+        return titles.get(run.thread_id or "") or run.thread_id or "no thread"
 
     def label(run_id: str) -> str:
         run = by_id.get(run_id)
         if run is None:
             return run_id
-        thread = (titles.get(run.thread_id or "") or run.thread_id or "no thread"
-                  if threads else None)
-        return run_label(run, questions.get(run_id), thread=thread)
+        return run_label(run, questions.get(run_id),
+                         thread=thread_of(run) if threads else None)
 
     return label

@@ -151,10 +151,12 @@ imported = [side for side, rid in (("A", run_a), ("B", run_b))
             if (memctx := services.cached_memctx(url, rid)) is not None and memctx.imported]
 caveat = imported_caveat(imported) if imported else ""
 if imported:
-    st.info(f"Run {' and '.join(imported)} {'was' if len(imported) == 1 else 'were'} "
-            "imported from a recording: it holds what the client sent the model and what "
-            "came back, not memory settings, recall scores or what was left out. The "
-            "messages below are compared by what each client sent.")
+    st.info(("Run A was imported from a recording: it holds" if imported == ["A"] else
+             "Run B was imported from a recording: it holds" if imported == ["B"] else
+             "Runs A and B were imported from recordings: each holds")
+            + " what the client sent the model and what came back, not memory settings, "
+            "recall scores or what was left out. The messages below are compared by what "
+            "the client sent.")
 
 
 def _reason(entry: DiffEntry) -> str:

@@ -97,6 +97,9 @@ if not tl.points:
     st.info(escape_md(f"None of the runs of '{thread}' recorded how its prompt was composed."))
     st.stop()
 
+# an imported run's tokens are our count (chars/4) of what the client sent, not the
+# recording's usage (the run inspector shows both)
+estimated = " (our estimate)" if any(p.source == "imported" for p in tl.points) else ""
 xs = [p.index for p in tl.points]
 labels = [plot_text(p.run_id) for p in tl.points]
 fig = go.Figure()
@@ -126,13 +129,9 @@ for p in tl.compactions:
 fig.update_layout(height=380, margin={"l": 10, "r": 10, "t": 40, "b": 10},
                   xaxis={"title": "run (oldest first)", "tickmode": "array",
                          "tickvals": xs, "ticktext": labels},
-                  yaxis_title="prompt tokens", legend={"orientation": "h", "y": 1.12})
+                  yaxis_title=f"prompt tokens{estimated}", legend={"orientation": "h", "y": 1.12})
 st.plotly_chart(fig, key="timeline")
 
-# an imported run's tokens are our count (chars/4) of what the client sent, not the
-# recording's usage (the run inspector shows both)
-imported = any(p.source == "imported" for p in tl.points)
-estimated = " (our estimate)" if imported else ""
 m = st.columns(3)
 m[0].metric("Runs plotted", len(tl.points))
 m[1].metric("Compactions", len(tl.compactions))

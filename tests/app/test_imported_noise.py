@@ -37,7 +37,7 @@ RECORDINGS = [FIXTURES / "real" / "openllmetry-test_chat_tool_calls.yaml",
 WEATHER = "conv-weather-1"  # the OTLP export's thread: a tool call, then the answer
 WEATHER_ANSWER_RUN = "imp-74a27e630fd4"
 QUESTION_WORDS = "What is the weather in Paris tomorrow?"
-NOT_HELD = "it holds what the client sent the model and what came back"
+NOT_HELD = "holds what the client sent the model and what came back"
 # an identifier as code writes it (recall_skipped, near_misses, settings.recall)
 FIELD_NAME = re.compile(r"\b[a-z]+(?:_[a-z]+)+\b|\bsettings\.[a-z_]+")
 TIME = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d|time not recorded")
