@@ -13,11 +13,13 @@ from typing import Any, Protocol
 import pytest
 from typer.testing import CliRunner
 
+from memory_core.analysis.counterfactual import counterfactual
 from memory_core.cli import app
 from memory_core.composition.memory import AgentMemory
 from memory_core.embedding.hashing import HashingEmbedder
 from memory_core.journal.seal import NOT_COVERED, verify_run
 from memory_core.models.base import ModelResponse, Tool, ToolSpec
+from memory_core.models.reader import ReaderModel
 from memory_core.models.scripted import ScriptedModel
 from memory_core.runs.runner import Agent, Runner
 from memory_core.storage.base import Storage
@@ -46,6 +48,8 @@ def _run_two(s: Storage) -> None:
             ModelResponse(text="Order 7 ships Monday.")])
         runner = Runner(s, {"a": Agent("a", "Be brief.", model, tools=[tool])}, memory=mem)
         runner.run("a", run_id=rid, thread_id="t", resource_id="u", prompt=prompt)
+    # a counterfactual of r1 (what the story and counterfactual pages show as proof)
+    counterfactual(s, "r1", lanes=["recent"], model=ReaderModel(), tools=[tool])
 
 
 def _url(kind: str, tmp: Path) -> str:
@@ -79,6 +83,16 @@ def _forge(raw: Raw, key: str, value: Any) -> None:
     """A new journal record of run r1 (its group copied from one of the run's own)."""
     raw("INSERT INTO journal (key, value, grp) SELECT ?, ?, grp FROM journal WHERE key = ?",
         (key, json.dumps(value), "r1:output"))
+
+
+def _edit_cf(raw: Raw, part: str, field: str) -> None:
+    """Change a field of r1's counterfactual result (``part`` "") or of one record under
+    it (``part`` ":answer:" …) in place."""
+    (key,) = [k for (k,) in raw("SELECT key FROM journal WHERE key LIKE 'r1:cf:%'")
+              if (part in k if part else k.count(":") == 2)][:1]
+    value = _journal(raw, key)
+    value[field] = ["forged proof"] if isinstance(value.get(field), list) else "forged proof"
+    raw("UPDATE journal SET value = ? WHERE key = ?", (json.dumps(value), key))
 
 
 def _drop_seal_and_flag(raw: Raw) -> None:
@@ -118,6 +132,10 @@ NAMED: dict[str, tuple[Tamper, tuple[str, str]]] = {
         ("message t#", "search text")),
     "seal deleted with the sealed flag": (_drop_seal_and_flag,
                                           ("r1:seal", "seal record and its input")),
+    "counterfactual result edited": (lambda raw: _edit_cf(raw, "", "new_answers"),
+                                     ("r1:cf:", "changed after it was sealed")),
+    "counterfactual answer record edited": (lambda raw: _edit_cf(raw, ":answer:", "text"),
+                                            ("r1:cf:", "changed after it was sealed")),
 }
 OUTSIDE: dict[str, tuple[Tamper, str]] = {
     "swapped vectors": (_swap_vectors, "message vectors"),
@@ -125,10 +143,10 @@ OUTSIDE: dict[str, tuple[Tamper, str]] = {
         lambda raw: raw("UPDATE runs SET finished_at = '2031-01-01T00:00:00+00:00' "
                         "WHERE run_id = 'r1'"), "a run's finish time"),
     "forged counterfactual record": (lambda raw: _forge(raw, "r1:cf:forged", {
-        "baseline": "proof", "variant": "proof"}), "counterfactual and what-if records"),
+        "baseline": "proof", "variant": "proof"}), "record without its own seal"),
     "forged what-if answer": (lambda raw: _forge(
         raw, "r1:cf:forged:answer:variant-0:0", {"text": "proof"}),
-        "counterfactual and what-if records"),
+        "record without its own seal"),
 }
 
 

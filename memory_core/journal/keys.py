@@ -103,6 +103,10 @@ class RunKeys:
     def cf(self, digest: str) -> str:
         return f"{self.run_id}:cf:{digest}"
 
+    def cf_seal(self, digest: str) -> str:
+        """The seal of counterfactual ``digest``: its result and every record under it."""
+        return f"{self.cf(digest)}:seal"
+
     @property
     def wm_prefix(self) -> str:
         return f"{self.run_id}:wm:"

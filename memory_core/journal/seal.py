@@ -38,7 +38,7 @@ from pydantic import (
 from memory_core.errors import MemoryCoreError, ReplayMismatch
 from memory_core.journal.keys import RunKeys
 from memory_core.journal.records import validated
-from memory_core.storage.base import Storage
+from memory_core.storage.base import RunJournal, Storage
 from memory_core.types import Message, RunRecord, canonical_json
 
 SEAL_VERSION = 1
@@ -91,11 +91,11 @@ class SealRecord(BaseModel):
 NOT_COVERED = (
     "not covered by the seal: message vectors (a swapped vector changes what later runs "
     "recall, not what a run recorded), a run's finish time (only that a finished run has "
-    "one), counterfactual and what-if records (':cf:' keys, "
-    "written after the seal), working memory, observations and the observer's journal, "
-    "and a seal rewritten whole or deleted together with every mark that the run was "
-    "sealed (its input's 'sealed' flag and its ':lease:' claims); keep the chain digests "
-    "printed here elsewhere to detect those")
+    "one), a counterfactual or what-if record without its own seal (written before "
+    "those were sealed, or forged whole), working memory, observations and the "
+    "observer's journal, and a seal rewritten whole or deleted together with every mark "
+    "that the run was sealed (its input's 'sealed' flag and its ':lease:' claims); keep "
+    "the chain digests printed here elsewhere to detect those")
 
 
 class VerifyReport(BaseModel):
@@ -232,13 +232,74 @@ def seal_run(storage: Storage, run_id: str) -> SealRecord:
 
 
 def reseal_run(storage: Storage, run_id: str, redaction: Redaction) -> SealRecord:
-    """Replace a run's seal after an erasure rewrote its records, recording why."""
+    """Replace a run's seal after an erasure rewrote its records, recording why (and
+    the seals of its sealed counterfactuals, whose records it may have rewritten)."""
     keys = RunKeys(run_id)
     old = read_seal(storage, run_id)
     history = (old.redactions if old is not None else []) + [redaction]
     seal = compute_seal(storage, run_id, history, old.truncated if old is not None else None)
     storage.runs.rewrite(keys.seal, seal.model_dump(mode="json"))
+    for digest in _sealed_counterfactuals(storage.runs, keys):
+        seal_counterfactual(storage.runs, run_id, digest, rewrite=True)
     return seal
+
+
+# -- counterfactual and what-if records ---------------------------------------------------
+class CounterfactualSeal(BaseModel):
+    """``<run>:cf:<digest>:seal``: the sha256 of a counterfactual's (or what-if's) result
+    and of every answer and tool record under it, chained; written with the result."""
+
+    model_config = ConfigDict(extra="forbid")
+    v: int = 1
+    entries: list[tuple[str, str]]
+    chain: str
+
+
+def _cf_entries(runs: RunJournal, keys: RunKeys, digest: str) -> list[tuple[str, str]]:
+    base, own = keys.cf(digest), keys.cf_seal(digest)
+    return sorted((k, _sha(canonical_json(v))) for k, v in runs.list(base)
+                  if (k == base or k.startswith(base + ":")) and k != own)
+
+
+def _cf_chain(entries: list[tuple[str, str]]) -> str:
+    return _chain([f"{k}={d}" for k, d in entries])
+
+
+def seal_counterfactual(runs: RunJournal, run_id: str, digest: str, *,
+                        rewrite: bool = False) -> CounterfactualSeal:
+    """Seal counterfactual ``digest`` of a run as its records are now (first write
+    wins; ``rewrite`` replaces it, after an erasure rewrote them)."""
+    keys = RunKeys(run_id)
+    entries = _cf_entries(runs, keys, digest)
+    seal = CounterfactualSeal(entries=entries, chain=_cf_chain(entries))
+    if rewrite:
+        runs.rewrite(keys.cf_seal(digest), seal.model_dump(mode="json"))
+    else:
+        runs.put_if_absent(keys.cf_seal(digest), seal.model_dump(mode="json"))
+    return seal
+
+
+def _sealed_counterfactuals(runs: RunJournal, keys: RunKeys) -> list[str]:
+    """The digests of the run's counterfactuals that have a seal."""
+    prefix = keys.cf_prefix
+    return sorted(k[len(prefix):-len(":seal")] for k, _ in runs.list(prefix)
+                  if k.endswith(":seal") and k[len(prefix):].count(":") == 1)
+
+
+def _cf_disagrees(runs: RunJournal, keys: RunKeys) -> tuple[str, str] | None:
+    """The first record of a sealed counterfactual that no longer matches its seal."""
+    for digest in _sealed_counterfactuals(runs, keys):
+        where = keys.cf_seal(digest)
+        seal = validated(CounterfactualSeal, runs.get(where), f"journal entry '{where}'")
+        if _cf_chain(seal.entries) != seal.chain:
+            return where, "the counterfactual's seal does not match its contents"
+        rec, cur = dict(seal.entries), dict(_cf_entries(runs, keys, digest))
+        for key in sorted(set(rec) | set(cur)):
+            if rec.get(key) != cur.get(key):
+                why = ("was removed" if key not in cur else "was added after it was sealed"
+                       if key not in rec else "changed after it was sealed")
+                return key, f"the counterfactual record {why}"
+    return None
 
 
 def detach_truncated(storage: Storage, run_id: str, refs: list[tuple[str, int]]) -> bool:
@@ -391,6 +452,7 @@ def verify_run(storage: Storage, run_id: str) -> VerifyReport:
             row = _end_disagrees(run)
         store = None if row else _store_disagrees(storage, run, seal,
                                                   storage.runs.has(keys.import_))
+        store = store or _cf_disagrees(storage.runs, keys)
     except (MemoryCoreError, ValueError, TypeError) as e:
         return VerifyReport(run_id=run_id, status="tampered", first_mismatch=None,
                             detail=f"a record cannot be read: {e}")
@@ -423,6 +485,6 @@ def require_intact(storage: Storage, run_id: str) -> VerifyReport:
     return report
 
 
-__all__ = ["NOT_COVERED", "Redaction", "SealRecord", "VerifyReport", "compute_seal", "read_seal",
-           "require_intact", "reseal_run", "seal_of", "seal_run", "seal_written",
-           "verify_run"]
+__all__ = ["NOT_COVERED", "CounterfactualSeal", "Redaction", "SealRecord", "VerifyReport",
+           "compute_seal", "read_seal", "require_intact", "reseal_run", "seal_counterfactual",
+           "seal_of", "seal_run", "seal_written", "verify_run"]

@@ -30,6 +30,7 @@ from memory_core.journal.records import (
     ToolRecord,
     load_record,
 )
+from memory_core.journal.seal import seal_counterfactual
 from memory_core.provenance.prompt import FrozenPrompt
 from memory_core.provenance.record import Memctx
 from memory_core.storage.base import RunJournal
@@ -111,8 +112,12 @@ class JournalWriter:
 
     def counterfactual(self, digest: str, value: dict[str, Any]) -> bool:
         """A counterfactual result (``analysis.counterfactual.CounterfactualResult``,
-        dumped); True when this call wrote it."""
-        return self.runs.put_if_absent(self.keys.cf(digest), value)
+        dumped), sealed with the answer and tool records under it
+        (``seal.seal_counterfactual``); True when this call wrote it."""
+        wrote = self.runs.put_if_absent(self.keys.cf(digest), value)
+        if wrote:
+            seal_counterfactual(self.runs, self.keys.run_id, digest)
+        return wrote
 
     def erase(self) -> int:
         """Every record of the run (an import compensating a failed write)."""
