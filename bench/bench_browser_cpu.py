@@ -150,6 +150,7 @@ def heavy_elements(page: Any) -> dict[str, int]:
 @dataclass
 class PageFigures:
     samples: list[Sample] = field(default_factory=list)
+    error: str = ""  # the first line of what the page raised, if it did
 
 
 def _task_duration(cdp: Any) -> float:
@@ -232,8 +233,14 @@ def measure_db(db: Path, case_list: Sequence[PageCase], browser: Any, workdir: P
                 _expire_caches(last)
                 shot = (shots / f"{db.stem}-{case.path or 'start'}.png"
                         if shots is not None and round_ == 0 else None)
-                s = open_cold(browser, base, case, db.stem, shot)
-                last = time.perf_counter()
+                try:
+                    s = open_cold(browser, base, case, db.stem, shot)
+                except SystemExit as e:  # a page that raised: said in its row, not fatal
+                    out[case.name].error = str(e).splitlines()[0]
+                    print(f"[browser_cpu] {db.stem} {e}", flush=True)
+                    continue
+                finally:
+                    last = time.perf_counter()
                 out[case.name].samples.append(s)
                 print(f"[browser_cpu] {db.stem} {case.name}: browser {s.browser:.2f} "
                       f"CPU-s (renderer main {s.renderer:.2f} s), server {s.server:.2f} "
@@ -303,6 +310,10 @@ def render(results: dict[str, dict[str, PageFigures]], loads: dict[str, tuple[fl
         label = f"{db_name} (load {lo:.1f}–{hi:.1f})"
         for page, fig in pages.items():
             s = fig.samples
+            if not s:
+                lines.append(f"| {label} | {page} | — | — | — | — | — | ≤ {GOAL_CPU_S:g} "
+                             f"| not measured: {fig.error} |")
+                continue
             browser = [x.browser for x in s]
             verdict = "met" if statistics.median(browser) <= GOAL_CPU_S else "over"
             lines.append(

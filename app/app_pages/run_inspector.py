@@ -38,7 +38,6 @@ from app.components import (
     run_action_bar,
     score_chart,
     settings_text,
-    token_bar,
     tool_call_cards,
 )
 from app.tables import table
@@ -101,6 +100,17 @@ if view.query:
 # the answer first: what the rest of the page explains
 st.caption("Answer")
 literal(answer_text(view.answer))
+
+def lane_bars(lanes: list[views.LaneView]) -> None:
+    """The prompt's tokens by lane in prompt order, in one row: each lane's tokens and its
+    share of the prompt as a bar. Not a chart: a chart library costs a cold browser tab
+    more CPU than the rest of the page (issue 36 point 7)."""
+    total = sum(lv.tokens for lv in lanes)
+    for col, lv in zip(st.columns(len(lanes)), lanes, strict=True):
+        share = lv.tokens / total if total else 0.0
+        col.progress(share, text=f"{LANE_TITLES[lv.lane]}: {counted(lv.tokens, 'token')} "
+                                 f"({share:.0%})")
+
 
 def item_card(item: LaneItem, key: str) -> None:
     """One message of a lane (or one left out): what it is, its text, its source."""
@@ -173,7 +183,7 @@ if not view.imported:
                 link_to_message(c.thread_id, c.seq, label=("source: ", *ref(c.thread_id, c.seq)))
 
 st.markdown("#### Lanes")
-st.plotly_chart(token_bar(view.lanes, height=130), key="token-bar")
+lane_bars(given)
 labels = [f"{LANE_TITLES[lv.lane]} ({lv.total_count})" for lv in given]
 # open on what memory chose (recalled, else the window), not on the instructions
 opening = next((label for lane in ("recalled", "observations", "working_memory", "recent")

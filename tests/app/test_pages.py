@@ -125,12 +125,12 @@ def test_selecting_a_run_shows_its_lanes_with_counts(populated: Populated,
     assert not at.exception
     assert [t.label for t in at.tabs] == tab_labels(storage, RUN_1)
     assert at.query_params["run"] == RUN_1  # the view is shareable
-    assert len(at.get("plotly_chart")) == 2  # token bar and score chart
-    import json
-
-    bar = json.loads(at.get("plotly_chart")[0].proto.spec)
-    assert bar["layout"]["legend"]["traceorder"] == "normal"  # legend in prompt order
-    assert [t["name"] for t in bar["data"]][:2] == ["Instructions", "Working memory"]
+    assert len(at.get("plotly_chart")) == 1  # the score chart; the lanes are bars
+    # a bar for each lane, in prompt order, its tokens in words
+    bars = [el.proto.text for el in at.get("progress")]
+    assert [b.split(":")[0] for b in bars][:2] == ["Instructions", "Working memory"]
+    assert len(bars) == len(at.tabs) and all(re.search(r": [\d,]+ tokens? \(\d+%\)$", b)
+                                             for b in bars)
     texts = _texts(at)
     assert ANSWER_1 in texts  # the answer
     # a tool call of step 0, in monospace
@@ -420,7 +420,7 @@ def test_run_inspector_shows_settings_and_candidates(populated: Populated,
     assert sorted(candidates["status"]) == sorted(
         ["hit"] * len(hits) + [n.reason for n in memctx.near_misses]
         + ["dropped"] * len(dropped_hits))
-    chart = at.get("plotly_chart")[1].proto.spec
+    chart = at.get("plotly_chart")[0].proto.spec
     assert f'"threshold {fmt_score(THRESHOLD)}"' in chart and f'"top-k = {top_k}"' in chart
     # in the order recall ranked them: by rank, a shared (would-be) rank by score
     order = list(zip(candidates["rank"], [-float(s) for s in candidates["score"]], strict=True))

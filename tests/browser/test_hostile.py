@@ -150,7 +150,7 @@ def test_stored_strings_are_literal_on_every_page(served: tuple[str, Path]) -> N
                f"answer {h.PAYLOAD}", f"thread {h.THREAD}")
         assert {h.THREAD, h.RUN_A} <= _code_texts(v.page)  # backticks and all
         # the near-miss chart's hover labels name the candidates' threads
-        assert f"{h.THREAD} #" in v.hover(1, h.THREAD)
+        assert f"{h.THREAD} #" in v.hover(0, h.THREAD)  # (the lanes are no chart)
         v.open(_url(base, "run", run=h.RUN_FAILED), f"Run {h.RUN_FAILED}", h.MODEL)
         v.open(_url(base, "compare", a=h.RUN_A, b=h.RUN_B), f"Run A · {h.RUN_A}",
                f"Run B · {h.RUN_B}", f"second answer {h.PAYLOAD}")

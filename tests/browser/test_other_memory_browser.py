@@ -61,7 +61,7 @@ def test_inspector_on_other_memory_and_truncated_runs_in_chromium(base: str,
         assert note.is_visible()
         page.get_by_role("tab").filter(has_text="Recent (2)").click()
         page.get_by_text("**kept elsewhere**", exact=True).wait_for(timeout=PAGE_TIMEOUT_MS)
-        page.locator(".js-plotly-plot").first.wait_for(timeout=PAGE_TIMEOUT_MS)
+        page.get_by_test_id("stProgress").first.wait_for(timeout=PAGE_TIMEOUT_MS)  # the lanes
         page.screenshot(path=str(tmp_path / "other_memory.png"), full_page=True)
 
         page.goto(f"{base}/run?run=tr-2", timeout=PAGE_TIMEOUT_MS)
@@ -69,6 +69,6 @@ def test_inspector_on_other_memory_and_truncated_runs_in_chromium(base: str,
         page.get_by_text("two", exact=True).first.wait_for(timeout=PAGE_TIMEOUT_MS)
         page.get_by_text("removed since by a truncation", exact=False).wait_for(
             timeout=PAGE_TIMEOUT_MS)
-        page.locator(".js-plotly-plot").first.wait_for(timeout=PAGE_TIMEOUT_MS)
+        page.get_by_test_id("stProgress").first.wait_for(timeout=PAGE_TIMEOUT_MS)  # the lanes
         assert page.get_by_text("no longer matches its seal", exact=False).count() == 0
         page.screenshot(path=str(tmp_path / "truncated.png"), full_page=True)
