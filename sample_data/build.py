@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -36,6 +37,44 @@ SCHEMAS = {"TripPlan": TripPlan}
 MODELS = ("reader", "openai")  # what answers the question turns
 EPOCH = datetime(2027, 3, 1, 9, 0, tzinfo=UTC)
 Progress = Callable[[str], None]
+PROGRESS_EVERY = 10  # runs between two progress lines inside a thread
+
+
+class BuildProgress:
+    """Counts the runs played and says, as it goes, how many of the total are done, the
+    time since the build started and an estimate of the time left from the rate of the
+    runs so far (none before the first run is done)."""
+
+    def __init__(self, total: int, progress: Progress,
+                 timer: Callable[[], float] = time.monotonic) -> None:
+        self.total, self.done, self.progress, self.timer = total, 0, progress, timer
+        self.started = self.runs_started = timer()
+        self.said = -1  # the run count of the last line said
+
+    def start_runs(self) -> None:
+        """The runs start now (the rate leaves out the work before them)."""
+        self.runs_started = self.timer()
+
+    def run_done(self, where: str) -> None:
+        self.done += 1
+        if self.done % PROGRESS_EVERY == 0:
+            self.say(where)
+
+    def thread_done(self, where: str) -> None:
+        if self.said != self.done:
+            self.say(where)
+
+    def say(self, where: str) -> None:
+        self.said = self.done
+        self.progress(f"  {where}: {self.line()}")
+
+    def line(self) -> str:
+        now = self.timer()
+        text = f"runs {self.done}/{self.total}, {now - self.started:.0f} s elapsed"
+        if 0 < self.done < self.total:
+            left = (now - self.runs_started) / self.done * (self.total - self.done)
+            text += f", about {left:.0f} s left"
+        return text
 
 
 class DemoClock:
@@ -104,7 +143,10 @@ def make_embedder(name: str, cache_dir: Path | None = None) -> Embedder:
     if name == "minilm":
         from memory_core.embedding.minilm import MiniLMEmbedder
 
-        return MiniLMEmbedder(cache_dir=str(cache_dir) if cache_dir else None)
+        # one torch thread: the runs embed a few texts at a time, and on a busy machine
+        # a second thread waiting for a core costs more than it saves; the same vectors
+        # on every machine (docs/decisions/010-demo-build-speed.md)
+        return MiniLMEmbedder(cache_dir=str(cache_dir) if cache_dir else None, threads=1)
     raise InvalidInputError(f"unknown embedder {name!r}; choose minilm or hashing")
 
 
@@ -152,10 +194,11 @@ def make_model(name: str, embed: Embedder,
 
 
 def play_scenario(storage: Storage, scenario: Scenario, embed: Embedder, clock: DemoClock,
-                  progress: Progress, start: datetime, model: Model | None = None
-                  ) -> list[str]:
+                  progress: Progress, start: datetime, model: Model | None = None,
+                  meter: BuildProgress | None = None) -> list[str]:
     """Plays one scenario (question turns answered by ``model``, default the offline
-    reader); returns the run ids it wrote."""
+    reader); returns the run ids it wrote. ``progress`` is told each thread played, or
+    ``meter`` (when given) each run."""
     playback = PlaybackModel()
     tools = [TOOLS[n] for n in scenario.tools]
     agents = {scenario.agent: Agent(name=scenario.agent, instructions=scenario.instructions,
@@ -189,7 +232,12 @@ def play_scenario(storage: Storage, scenario: Scenario, embed: Embedder, clock: 
             runner.run(agent, run_id=run_id, thread_id=thread.thread_id,
                        resource_id=scenario.resource_id, prompt=prompt)
             run_ids.append(run_id)
-        progress(f"  {scenario.key}: {thread.thread_id} ({len(thread.turns)} turns)")
+            if meter is not None:
+                meter.run_done(thread.thread_id)
+        if meter is not None:
+            meter.thread_done(thread.thread_id)
+        else:
+            progress(f"  {scenario.key}: {thread.thread_id} ({len(thread.turns)} turns)")
     return run_ids
 
 
@@ -219,15 +267,38 @@ def build_into(storage: Storage, clock: DemoClock, *, embedder: str = "minilm",
                                 f"choose from {', '.join(s.key for s in SCENARIOS)}")
     # a server model is configured (or its missing variable named) before any work
     answerer = make_model(model, HashingEmbedder(8), environ) if model != "reader" else None
+    chosen = [s for s in SCENARIOS if only is None or s.key in only]
+    meter = BuildProgress(sum(run_count(s) for s in chosen), progress)
     embed = make_embedder(embedder, cache_dir)
+    if embedder == "minilm":
+        texts = scenario_texts(chosen)
+        embed(texts)  # in batches, up front: the runs find every stored text in its cache
+        progress(f"embedded the {len(texts)} texts of the scenarios: {meter.line()}")
+    meter.start_runs()
     run_ids: list[str] = []
-    for n, scenario in enumerate(SCENARIOS):
-        if only is not None and scenario.key not in only:
-            continue
-        progress(f"[{n + 1}/{len(SCENARIOS)}] {scenario.title}")
+    for scenario in chosen:
+        n = SCENARIOS.index(scenario)
+        progress(f"[{n + 1}/{len(SCENARIOS)}] {scenario.title} ({run_count(scenario)} runs)")
         run_ids += play_scenario(storage, scenario, embed, clock, progress,
-                                 EPOCH + timedelta(days=40 * n), answerer)
+                                 EPOCH + timedelta(days=40 * n), answerer, meter)
     return run_ids
+
+
+def run_count(scenario: Scenario) -> int:
+    """How many runs playing ``scenario`` makes (one a user turn)."""
+    return sum(1 for t in scenario.threads for x in t.turns if isinstance(x, Turn))
+
+
+def scenario_texts(scenarios: list[Scenario]) -> list[str]:
+    """The texts the scenarios store or ask with, once each in the order they come:
+    user turns (also the recall queries), scripted replies, legacy messages."""
+    texts: dict[str, None] = {}
+    for scenario in scenarios:
+        for thread in scenario.threads:
+            for turn in thread.turns:
+                said = [turn.text] if isinstance(turn, Legacy) else [turn.user, turn.reply]
+                texts.update((t, None) for t in said if t)
+    return list(texts)
 
 
 def build_demo(path: Path | str, *, embedder: str = "minilm", model: str = "reader",

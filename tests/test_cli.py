@@ -93,6 +93,8 @@ def test_demo_builds_a_database(tmp_path: Path) -> None:
     res = memwb("demo", "--db", str(path), "--embedder", "hashing")
     assert f"demo database written to {path}" in ok(res)
     assert "[1/5] " in res.stderr and "[5/5] " in res.stderr  # progress goes to stderr
+    total = sum(build.run_count(s) for s in build.SCENARIOS)
+    assert f"runs {total}/{total}, " in res.stderr and " s left" in res.stderr
     storage = DuckDBStorage(str(path), read_only=True)
     try:
         assert storage.runs.get_run("support-3-forgot") is not None

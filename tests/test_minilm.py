@@ -67,6 +67,21 @@ def test_bad_input_is_refused(shared: MiniLMEmbedder) -> None:
         shared(["ok", 3])  # type: ignore[list-item]
     with pytest.raises(InvalidInputError, match="batch_size"):
         MiniLMEmbedder(batch_size=0)
+    with pytest.raises(InvalidInputError, match="threads must be .* got 0"):
+        MiniLMEmbedder(threads=0)
+
+
+def test_a_thread_count_holds_while_it_encodes_only(shared: MiniLMEmbedder) -> None:
+    """``threads`` is torch's thread count for the embedder's own encoding (the demo
+    build's one thread): put back after, and the vectors the same meaning."""
+    import torch
+
+    one = MiniLMEmbedder(threads=1)
+    one._model = shared._load()
+    was = torch.get_num_threads()
+    v = one(["a thread count of its own"])
+    assert one.texts_embedded == 1 and torch.get_num_threads() == was
+    assert np.allclose(v, shared(["a thread count of its own"]), atol=1e-5)
 
 
 def test_token_counter_uses_the_wordpiece_tokenizer() -> None:

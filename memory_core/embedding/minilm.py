@@ -8,7 +8,8 @@ import itertools
 import os
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +80,23 @@ class _DiskCache:
         self._conn.close()
 
 
+@contextmanager
+def _torch_threads(threads: int | None) -> Iterator[None]:
+    """torch's intra-op thread count set to ``threads`` for the block (a process-wide
+    setting: put back after)."""
+    if threads is None:
+        yield
+        return
+    import torch
+
+    was = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(was)
+
+
 class MiniLMEmbedder:
     """``list[str] -> float32 (n, 384)``, L2-normalised. The model loads on first use;
     texts already seen (by sha256 of their content) come from the cache.
@@ -90,9 +108,13 @@ class MiniLMEmbedder:
     dim = MODEL_DIM
 
     def __init__(self, batch_size: int = 64, cache_dir: str | None = None,
-                 device: str = "cpu", memory_cache_size: int = 200_000) -> None:
+                 device: str = "cpu", memory_cache_size: int = 200_000,
+                 threads: int | None = None) -> None:
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
             raise InvalidInputError(f"batch_size must be a positive integer, got {batch_size!r}")
+        if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int)
+                                    or threads <= 0):
+            raise InvalidInputError(f"threads must be a positive integer or None, got {threads!r}")
         if not isinstance(memory_cache_size, int) or memory_cache_size < 0:
             raise InvalidInputError(
                 f"memory_cache_size must be an integer >= 0, got {memory_cache_size!r}")
@@ -100,6 +122,10 @@ class MiniLMEmbedder:
         # cache is not
         self.memory_cache_size = memory_cache_size
         self.batch_size = batch_size
+        # torch's threads while this embedder encodes (None: torch's default, one a core);
+        # the vectors' last bits depend on it, so a fixed count gives the same vectors on
+        # every machine (docs/decisions/010-demo-build-speed.md)
+        self.threads = threads
         self.device = device
         self.cache_dir = cache_dir
         self._model: Any = None
@@ -120,12 +146,13 @@ class MiniLMEmbedder:
     def _encode(self, texts: list[str]) -> np.ndarray:
         model = self._load()
         out: list[np.ndarray] = []
-        for start in range(0, len(texts), self.batch_size):
-            batch = texts[start:start + self.batch_size]
-            self.model_calls += 1
-            vecs = model.encode(batch, batch_size=self.batch_size, convert_to_numpy=True,
-                                normalize_embeddings=True, show_progress_bar=False)
-            out.append(np.asarray(vecs, dtype=np.float32))
+        with _torch_threads(self.threads):
+            for start in range(0, len(texts), self.batch_size):
+                batch = texts[start:start + self.batch_size]
+                self.model_calls += 1
+                vecs = model.encode(batch, batch_size=self.batch_size, convert_to_numpy=True,
+                                    normalize_embeddings=True, show_progress_bar=False)
+                out.append(np.asarray(vecs, dtype=np.float32))
         self.texts_embedded += len(texts)
         return np.vstack(out)
 
