@@ -2,8 +2,8 @@
 variable: the importer, the collector and the proxy read the same ones, so one setting
 covers ``memwb import``, ``memwb collect`` and ``memwb proxy``.
 
-* ``MEMWB_MAX_DECOMPRESSED`` (bytes, default 256 MiB): what a gzip, bzip2, xz or
-  deflate stream may expand to; decompression stops there.
+* ``MEMWB_MAX_DECOMPRESSED`` (bytes, default 256 MiB): what a gzip, bzip2, xz,
+  deflate, zstd or brotli stream may expand to; decompression stops there.
 * ``MEMWB_MAX_BODY`` (bytes, default 64 MiB): an HTTP request body the collector or the
   proxy reads; beyond it the answer is 413 and the rest is not read.
 * ``MEMWB_READ_TIMEOUT`` (seconds, default 60): how long the collector and the proxy
@@ -15,9 +15,12 @@ covers ``memwb import``, ``memwb collect`` and ``memwb proxy``.
 from __future__ import annotations
 
 import bz2
+import importlib
+import io
 import lzma
 import os
 import zlib
+from types import ModuleType
 from typing import Any
 
 from memory_core.errors import InvalidInputError
@@ -62,13 +65,67 @@ def _decompressor(kind: str) -> object:
     raise ValueError(f"unknown compression {kind!r}")
 
 
+#: codecs outside Python's standard library: the modules that read them, by preference
+OPTIONAL_CODECS = {"br": ("brotli", "brotlicffi"), "zstd": ("zstandard",)}
+#: brotli is fed this many bytes at a time (its own API sets no bound on one call's
+#: output, and a few bytes of brotli expand to at most one 16 MiB meta-block)
+BROTLI_STEP = 16
+
+
+def codec_module(kind: str) -> ModuleType | None:
+    """The installed module reading ``kind`` (``OPTIONAL_CODECS``), None if none is."""
+    for name in OPTIONAL_CODECS.get(kind, ()):
+        try:
+            return importlib.import_module(name)
+        except ImportError:
+            continue
+    return None
+
+
+def _decompress_optional(data: bytes, kind: str, cap: int) -> bytes:
+    """zstd (read from ``zstandard``'s stream reader at most ``cap + 1`` bytes) or
+    brotli (fed ``BROTLI_STEP`` bytes at a time, the output counted after each), with
+    the module ``codec_module`` finds; ValueError when none is installed."""
+    codec: Any = codec_module(kind)
+    if codec is None:
+        raise ValueError(f"no module reading {kind} is installed "
+                         f"({' or '.join(OPTIONAL_CODECS[kind])})")
+    out: list[bytes] = []
+    size = 0
+
+    def keep(piece: bytes) -> None:
+        nonlocal size
+        size += len(piece)
+        if size > cap:
+            raise too_large(f"the {kind} data decompressed", "MEMWB_MAX_DECOMPRESSED")
+        out.append(bytes(piece))
+
+    if kind == "zstd":
+        reader = codec.ZstdDecompressor().stream_reader(io.BytesIO(data),
+                                                        read_across_frames=True)
+        while piece := reader.read(min(MiB, cap + 1 - size)):
+            keep(piece)
+        return b"".join(out)
+    d = codec.Decompressor()
+    feed = getattr(d, "process", None) or d.decompress  # (brotli; brotlicffi)
+    for start in range(0, len(data), BROTLI_STEP):
+        keep(feed(data[start:start + BROTLI_STEP]))
+    done = getattr(d, "is_finished", None)
+    if done is not None and not done():
+        raise EOFError(f"the {kind} data ends before its end marker")
+    return b"".join(out)
+
+
 def decompress(data: bytes, kind: str) -> bytes:
     """``data`` decompressed (``kind``: gzip, deflate, bzip2 or xz; concatenated gzip,
     bzip2 and xz streams are read one after another), never holding more than
     ``MEMWB_MAX_DECOMPRESSED`` bytes of output: past it, TooLarge. The decompressor's
     own errors (``zlib.error``, ``OSError``, ``EOFError``, ``lzma.LZMAError``) pass
-    through; a stream cut short raises EOFError."""
+    through; a stream cut short raises EOFError. ``kind`` zstd or br is read by an
+    optional module (``OPTIONAL_CODECS``), bounded the same way."""
     cap = limit("MEMWB_MAX_DECOMPRESSED")
+    if kind in OPTIONAL_CODECS:
+        return _decompress_optional(data, kind, cap)
     out: list[bytes] = []
     size = 0
     rest = data

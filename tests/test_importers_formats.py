@@ -803,12 +803,57 @@ def test_a_cassette_body_in_brotli_is_read_when_a_codec_is_installed_else_named(
     with pytest.raises(ImportFormatError, match="content-encoding 'compress', which the "
                                                 "importer does not read"):
         import_text(InMemoryStorage(), cassette("compress"))
-    fake = types.SimpleNamespace(decompress=lambda b: b.removeprefix(b"BR"))
-    monkeypatch.setitem(sys.modules, "brotli", fake)
+    class Decompressor:  # brotli's streaming API, as limits.decompress drives it
+        def __init__(self) -> None:
+            self.seen = b""
+
+        def process(self, data: bytes) -> bytes:
+            before, self.seen = len(self.seen), self.seen + data
+            return self.seen[max(before, 2):]
+
+        def is_finished(self) -> bool:
+            return self.seen.startswith(b"BR")
+
+    monkeypatch.setitem(sys.modules, "brotli", types.SimpleNamespace(
+        Decompressor=Decompressor))
     st = InMemoryStorage()
     report = import_text(st, cassette("br"))
     assert [m.text() for m in st.memory.get_messages(report.threads_created[0])] == [
         "Hi", "Hello"]
+
+
+def test_a_brotli_body_is_bounded_like_gzip(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A br body was decompressed whole by the codec (issue 33.6): now it is fed a few
+    bytes at a time and refused once its output passes MEMWB_MAX_DECOMPRESSED."""
+    import sys
+    import types
+
+    import yaml
+
+    fed: list[int] = []
+
+    class Decompressor:  # every byte fed expands to 1 MiB
+        def process(self, data: bytes) -> bytes:
+            fed.append(len(data))
+            return b" " * (len(data) << 20)
+
+        def is_finished(self) -> bool:
+            return False
+
+    monkeypatch.setitem(sys.modules, "brotli", types.SimpleNamespace(
+        Decompressor=Decompressor))
+    monkeypatch.setenv("MEMWB_MAX_DECOMPRESSED", str(64 << 20))
+    req = {"model": "gpt-4o", "messages": [{"role": "user", "content": "Hi"}]}
+    text = yaml.safe_dump({"interactions": [{
+        "request": {"method": "POST", "uri": "https://api.openai.com/v1/chat/completions",
+                    "body": json.dumps(req), "headers": {}},
+        "response": {"status": {"code": 200}, "headers": {"Content-Encoding": ["br"]},
+                     "body": {"string": b"x" * 10_000}}}]})
+    with pytest.raises(ImportFormatError, match=r"interaction 1: response: body: the br data "
+                       r"decompressed is larger than 67108864 bytes; raise "
+                       r"MEMWB_MAX_DECOMPRESSED"):
+        import_text(InMemoryStorage(), text)
+    assert sum(fed) <= 80  # it stopped a step past the bound, not at 10,000 bytes
 
 
 def test_a_cassette_url_with_a_fragment_is_still_a_model_call() -> None:

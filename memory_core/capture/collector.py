@@ -95,9 +95,9 @@ def decode_export(signal: Signal, body: bytes, content_type: str,
             raise BadExport(str(e), status=413) from None
         except (OSError, EOFError, zlib.error) as e:
             raise BadExport(f"body is not valid {encoding}: {e}") from None
-    elif encoding not in (None, "", "identity"):
+    elif encoding not in (None, "", "identity"):  # br, zstd, …: 415, nothing decoded
         raise BadExport(f"unsupported Content-Encoding {encoding!r} (use gzip, deflate or "
-                        "none)")
+                        "none)", status=415)
     if content_type == PROTOBUF:
         try:
             msg = KINDS[signal][0].FromString(body)
@@ -127,10 +127,22 @@ def decode_export(signal: Signal, body: bytes, content_type: str,
                     f"{PROTOBUF})", status=415)
 
 
+def _counted(value: Any) -> int:
+    """How many records a list holds; a value of another type counts as one, so an
+    export whose ``spans`` is a number is checked (and refused naming it), not taken
+    for one with nothing in it."""
+    return len(value) if isinstance(value, list) else int(value is not None)
+
+
+def _listed(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
 def count_records(signal: Signal, doc: dict[str, Any]) -> int:
     outer, scope, items = KINDS[signal][3]
-    return sum(len(s.get(items) or []) for r in doc.get(outer) or [] if isinstance(r, dict)
-               for s in r.get(scope) or [] if isinstance(s, dict))
+    return sum(_counted(s.get(items)) if isinstance(s, dict) else 1
+               for r in _listed(doc.get(outer) or [])
+               for s in (_listed(r.get(scope) or []) if isinstance(r, dict) else [r]))
 
 
 def _answer(signal: Signal, content_type: str, rejected: int, reason: str | None) -> Response:

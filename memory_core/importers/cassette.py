@@ -13,7 +13,6 @@ the ``parsed_body`` some projects' serializers write."""
 
 from __future__ import annotations
 
-import importlib
 import zlib
 from datetime import UTC
 from email.utils import parsedate_to_datetime
@@ -28,7 +27,13 @@ from memory_core.importers.jsonvalues import MAX_DEPTH, check_value, is_sse, loa
 from memory_core.importers.ollama import json_lines
 from memory_core.importers.openai_jsonl import parse_records, said
 from memory_core.importers.registry import route
-from memory_core.limits import TooLarge, decompress, limit
+from memory_core.limits import (
+    OPTIONAL_CODECS,
+    TooLarge,
+    codec_module,
+    decompress,
+    limit,
+)
 
 # what a model request to the formats' paths sends its conversation in (chat, Anthropic,
 # Bedrock and Ollama chat, the Responses API, legacy completions and Ollama's generate,
@@ -86,32 +91,23 @@ def recorded_at(item: dict[str, Any], response: dict[str, Any]) -> str | None:
     return (at if at.tzinfo else at.replace(tzinfo=UTC)).isoformat()
 
 
-# content-encodings Python's standard library does not read: the module that does, and
-# the package that brings it (httpx asks for brotli whenever it is installed)
-_OPTIONAL_CODECS = {"br": (("brotli", "brotlicffi"), "brotli"),
-                    "zstd": (("zstandard",), "zstandard")}
-
-
 def _decompress_other(raw: bytes, encoding: str, where: str) -> bytes:
-    """A body compressed otherwise than gzip/deflate, when a module for it is installed;
-    else one error naming the encoding and the package to install."""
-    if encoding not in _OPTIONAL_CODECS:
+    """A body compressed otherwise than gzip/deflate (br, zstd) when a module for it is
+    installed, bounded by MEMWB_MAX_DECOMPRESSED like the others; else one error naming
+    the encoding and the package to install."""
+    if encoding not in OPTIONAL_CODECS:
         raise fail(where, f"body has content-encoding {encoding!r}, which the importer "
                           "does not read (gzip, deflate, br and zstd are read)")
-    modules, package = _OPTIONAL_CODECS[encoding]
-    for name in modules:
-        try:
-            codec = importlib.import_module(name)
-        except ImportError:
-            continue
-        try:
-            if encoding == "zstd":
-                return bytes(codec.ZstdDecompressor().decompressobj().decompress(raw))
-            return bytes(codec.decompress(raw))
-        except Exception as e:  # each codec raises its own error type
-            raise fail(where, f"body cannot be decoded ({encoding}): {e}") from None
-    raise fail(where, f"body has content-encoding {encoding!r}: install the {package!r} "
-                      f"package to read it (pip install {package})")
+    if codec_module(encoding) is None:
+        package = OPTIONAL_CODECS[encoding][0]
+        raise fail(where, f"body has content-encoding {encoding!r}: install the "
+                          f"{package!r} package to read it (pip install {package})")
+    try:
+        return decompress(raw, encoding)
+    except TooLarge:
+        raise
+    except Exception as e:  # noqa: BLE001 - each codec raises its own error type
+        raise fail(where, f"body cannot be decoded ({encoding}): {e}") from None
 
 
 def _body(side: dict[str, Any], where: str) -> Any:
@@ -222,8 +218,9 @@ def cassette_records(text: str) -> tuple[list[tuple[str, Any]], list[SkippedReco
     try:
         _bounded(text)
         doc = yaml.load(text, Loader=_loader())  # noqa: S506 - a SafeLoader, see _loader
-    except yaml.YAMLError as e:
-        raise fail("file", f"invalid YAML cassette: {e}") from None
+    except yaml.YAMLError as e:  # PyYAML's message spans lines: one, with its position
+        why = "; ".join(" ".join(ln.split()) for ln in str(e).splitlines() if ln.strip())
+        raise fail("file", f"invalid YAML cassette: {why}") from None
     interactions = doc.get("interactions") if isinstance(doc, dict) else None
     if not isinstance(interactions, list):
         raise fail("file", "a cassette must have an 'interactions' list")
