@@ -815,20 +815,10 @@ def _damaged_db(tmp_path: Path, how: str) -> str:
     """A SQLite database of two Runner runs with one value edited behind our back."""
     import sqlite3
 
-    from memory_core.composition.memory import AgentMemory
-    from memory_core.embedding.hashing import HashingEmbedder
-    from memory_core.models.reader import ReaderModel
-    from memory_core.runs.runner import Agent, Runner
-    from memory_core.storage.sqlite import SQLiteStorage
+    from tests.hostile.harness import two_runs_sqlite
 
     path = tmp_path / "damaged.db"
-    s = SQLiteStorage(str(path))
-    embed = HashingEmbedder(64)
-    runner = Runner(s, {"a": Agent("a", "Answer.", ReaderModel(embed=embed))},
-                    memory=AgentMemory(s, embed=embed, recent_n=2))
-    runner.run("a", run_id="r1", thread_id="t", resource_id="u", prompt="My code is 4471.")
-    runner.run("a", run_id="r2", thread_id="t", resource_id="u", prompt="What is my code?")
-    s.close()
+    two_runs_sqlite(path)
     con = sqlite3.connect(path)
     with con:
         if how == "journal value":

@@ -71,4 +71,5 @@ def test_a_parse_error_names_its_file(tmp_path: Path) -> None:
     with pytest.raises(ImportFormatError) as e:
         import_file(InMemoryStorage(), junk)
     # "file: binary file …" named as the file, not as "file"
-    assert str(e.value).startswith(f"file '{junk}': binary file is not an OTLP")
+    assert str(e.value) == (f"file '{junk}': not an OTLP protobuf export, nor UTF-8 text "
+                            "(byte 0x80 at offset 128 is not UTF-8)")

@@ -19,6 +19,7 @@ from memory_core.errors import ImportFormatError
 from memory_core.importers import import_file
 from memory_core.limits import DEFAULTS, limit
 from memory_core.storage.inmemory import InMemoryStorage
+from tests.hostile.corpus import laughs
 
 ROOT = Path(__file__).resolve().parents[1]
 FIX = ROOT / "tests" / "fixtures" / "imports"
@@ -71,19 +72,9 @@ def test_a_bad_bound_is_one_error(monkeypatch: pytest.MonkeyPatch) -> None:
         limit("MEMWB_MAX_BODY")
 
 
-def _laughs() -> str:
-    """974 bytes of YAML whose aliases expand to 10**9 strings."""
-    text = 'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n'
-    prev = "a"
-    for name in "bcdefghi":
-        text += f"{name}: &{name} [" + ",".join([f"*{prev}"] * 10) + "]\n"
-        prev = name
-    return text + "interactions: [*i]\n"
-
-
 def test_a_yaml_alias_bomb_is_refused_in_one_line(tmp_path: Path) -> None:
     bomb = tmp_path / "laughs.yaml"
-    bomb.write_text(_laughs(), encoding="utf-8")
+    bomb.write_text(laughs(), encoding="utf-8")
     done = subprocess.run([sys.executable, "-m", "memory_core.cli", "import", str(bomb),
                            "--db", str(tmp_path / "x.duckdb")], capture_output=True,
                           text=True, timeout=120, cwd=ROOT)
@@ -112,3 +103,37 @@ def test_a_number_beyond_a_float_names_its_line(tmp_path: Path, number: str) -> 
         import_file(InMemoryStorage(), bad)
     assert str(e.value) == (f"file '{bad}': line 2: invalid JSON: the number {number} "
                             "is out of range (beyond a 64-bit float)")
+
+
+def test_zstd_is_read_up_to_the_bound_and_named_when_no_module_reads_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """zstd (and brotli) bodies are read by an optional module; the read stops at
+    MEMWB_MAX_DECOMPRESSED as gzip's does (issue 33.6)."""
+    import io
+    import types
+
+    from memory_core.limits import TooLarge, decompress
+
+    asked: list[int] = []
+
+    class Reader:  # zstandard's stream reader over an endless stream of spaces
+        def __init__(self, source: io.BytesIO, *, read_across_frames: bool) -> None:
+            assert isinstance(source, io.BytesIO) and read_across_frames
+
+        def read(self, size: int) -> bytes:
+            asked.append(size)
+            return b" " * size
+
+    class ZstdDecompressor:
+        def stream_reader(self, source: io.BytesIO, *, read_across_frames: bool) -> Reader:
+            return Reader(source, read_across_frames=read_across_frames)
+
+    monkeypatch.setenv("MEMWB_MAX_DECOMPRESSED", str(4 * MiB))
+    monkeypatch.setitem(sys.modules, "zstandard", types.SimpleNamespace(
+        ZstdDecompressor=ZstdDecompressor))
+    with pytest.raises(TooLarge, match="the zstd data decompressed is larger than 4194304"):
+        decompress(b"\x28\xb5\x2f\xfd", "zstd")
+    assert sum(asked) == 4 * MiB + 1  # never more than one byte past the bound
+    monkeypatch.setitem(sys.modules, "zstandard", None)
+    with pytest.raises(ValueError, match="no module reading zstd is installed"):
+        decompress(b"\x28\xb5\x2f\xfd", "zstd")

@@ -109,9 +109,17 @@ def resolve_db(db: str | None) -> str:
     if db is not None and not db.strip():
         raise fail("--db is empty; give a database path or storage URL")
     try:
-        return expand_url(db if db is not None else default_db())
+        url = expand_url(db if db is not None else default_db())
     except MemoryCoreError as e:  # ~nosuchuser/…
         raise fail(str(e)) from None
+    path = local_path(url)
+    if path is not None:
+        try:
+            Path(path).exists()
+        except OSError as e:  # a name or path too long for the system, …
+            raise fail(f"database path {path[:120]!r}…: {e.strerror}" if len(path) > 120
+                       else f"database path {path!r}: {e.strerror}") from None
+    return url
 
 
 def local_path(url: str) -> str | None:

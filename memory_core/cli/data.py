@@ -49,10 +49,7 @@ def import_(files: Annotated[list[Path], typer.Argument(
 
     from memory_core.importers import file_format, import_file, import_otel_files
 
-    files = [f.expanduser() for f in files]
-    for f in files:
-        if not f.is_file():
-            raise fail(f"import file {str(f)!r} does not exist")
+    files = [_import_path(f) for f in files]
     embed = _embedder(embedder, allow_none=True)
     url = resolve_db(db)
     path = local_path(url)
@@ -87,6 +84,20 @@ def import_(files: Annotated[list[Path], typer.Argument(
             for leftover in (Path(path), Path(path + ".wal")):
                 leftover.unlink(missing_ok=True)
         raise
+
+
+def _import_path(f: Path) -> Path:
+    """``f`` with ``~`` expanded, when it names a regular file; else one error naming
+    it (``~nosuchuser``, a name too long for the system, a FIFO, a folder)."""
+    try:
+        f = f.expanduser()
+        regular = f.is_file() and not f.is_fifo()
+    except (RuntimeError, OSError) as e:  # no such user's home; ENAMETOOLONG, …
+        why = getattr(e, "strerror", None) or str(e)
+        raise fail(f"import file {str(f)[:200]!r} cannot be read: {why}") from None
+    if not regular:
+        raise fail(f"import file {str(f)!r} does not exist")
+    return f
 
 
 class ImportProgress:

@@ -352,18 +352,23 @@ def _v1_stream(events: list[dict[str, Any]], where: str) -> dict[str, Any]:
     return out
 
 
+def _listed(value: Any) -> list[Any]:
+    """``value`` when it is a list, else nothing: what only a note counts."""
+    return value if isinstance(value, list) else []
+
+
 def _searched(request: dict[str, Any], response: dict[str, Any], where: str,
               notes: list[str]) -> None:
     """Note the documents a connector's search retrieved for the answer (what the model
     read beside the conversation, which no message holds): how many, by which
     connectors, for which queries."""
     documents = response.get("documents")
-    connectors = [c.get("id") for c in request.get("connectors") or []
+    connectors = [c.get("id") for c in _listed(request.get("connectors"))
                   if isinstance(c, dict)]
     if not isinstance(documents, list) or not documents or not (
             connectors or response.get("search_results")):
         return
-    queries = [q.get("text") for q in response.get("search_queries") or []
+    queries = [q.get("text") for q in _listed(response.get("search_queries"))
                if isinstance(q, dict) and isinstance(q.get("text"), str)]
     asked = f" for {', '.join(map(repr, queries))}" if queries else ""
     notes.append(f"{where}: response: {len(documents)} document(s) the search of connector(s) "
@@ -398,9 +403,8 @@ def _v1_record(obj: dict[str, Any], request: dict[str, Any], where: str,
         calls = _v1_calls(response.get("tool_calls"), f"{where}: response")
         if calls:
             message["tool_calls"] = calls
-        if response.get("citations"):
-            notes.append(f"{where}: response: {len(response['citations'])} citation(s) not "
-                         "imported")
+        if cited := _listed(response.get("citations")):
+            notes.append(f"{where}: response: {len(cited)} citation(s) not imported")
         _searched(request, response, where, notes)
         out["response"] = _chat_answer(message, response, object_of(
             response.get("meta"), where, "meta"), request.get("model"))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -31,10 +32,23 @@ def finite(text: str) -> float:
     return value
 
 
+def whole(text: str) -> int:
+    """A JSON integer, refused when it has more digits than Python converts (its
+    ``int_max_str_digits``, 4,300): the error names the number, not the interpreter."""
+    digits = len(text.lstrip("-"))
+    most = sys.get_int_max_str_digits()
+    if most and digits > most:
+        raise ValueError(f"the number {text[:20]}… ({digits} digits) is too long "
+                         f"(more than {most} digits)")
+    return int(text)
+
+
 def loads(text: str | bytes) -> Any:
-    """``json.loads`` refusing what JSON does not allow or a float cannot hold (NaN,
-    Infinity, ``1e999``) with a ValueError; RecursionError when nested too deeply."""
-    return json.loads(text, parse_constant=_no_constants, parse_float=finite)
+    """``json.loads`` refusing what JSON does not allow or a float or an int cannot
+    hold (NaN, Infinity, ``1e999``, 5,000 digits) with a ValueError naming it;
+    RecursionError when nested too deeply."""
+    return json.loads(text, parse_constant=_no_constants, parse_float=finite,
+                      parse_int=whole)
 
 
 def _bad_string(s: str) -> str | None:
@@ -147,7 +161,8 @@ def iter_documents(text: str) -> Iterator[tuple[str, Any]]:
 def _concatenated(text: str) -> list[tuple[str, Any]] | None:
     """Pretty-printed JSON objects one after another (``document N``), as Python's
     ``ConsoleSpanExporter`` prints spans; None unless the whole text is two or more."""
-    decoder = json.JSONDecoder(parse_constant=_no_constants, parse_float=finite)
+    decoder = json.JSONDecoder(parse_constant=_no_constants, parse_float=finite,
+                               parse_int=whole)
     docs: list[tuple[str, Any]] = []
     pos = 0
     try:

@@ -221,7 +221,7 @@ def looks_like_otlp(text: str) -> bool:
             return True
     try:
         doc = json.loads(first)
-    except ValueError:
+    except (ValueError, RecursionError):  # too deep for Python's parser, too
         return False  # (the records' parser names the bad line)
     return isinstance(doc, dict) and ("resourceSpans" in doc or "resourceLogs" in doc) \
         or is_span_document(doc)

@@ -603,6 +603,12 @@ def protobuf_documents(data: bytes) -> list[tuple[str, Any]]:
         if doc.get("resourceSpans") or doc.get("resourceLogs"):
             found.append(doc)
     if not found:
+        try:  # text with a bad byte in it is named as that, not as a binary file
+            data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            bad = data[e.start:e.start + 1].hex()
+            raise fail("file", "not an OTLP protobuf export, nor UTF-8 text (byte "
+                               f"0x{bad} at offset {e.start} is not UTF-8)") from None
         raise fail("file", "binary file is not an OTLP protobuf export (neither "
                            "TracesData/ExportTraceServiceRequest nor LogsData)")
     return [("file", found[0])]

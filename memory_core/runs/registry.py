@@ -249,8 +249,12 @@ def plan_model_for_run(recorded: ModelIdentity | Mapping[str, Any] | None, *,
         raise InvalidInputError(
             f"the model {name!r} {what}, and none is configured: set {ENV_BASE_URL} to the "
             f"server's base URL (e.g. http://127.0.0.1:11434/v1 for Ollama)")
-    parts = urllib.parse.urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
+    try:
+        parts = urllib.parse.urlsplit(url)
+        host = parts.hostname
+    except ValueError as e:  # "http://[::1": an unclosed IPv6 bracket
+        raise InvalidInputError(f"{url[:200]!r} is not a URL: {e}") from None
+    if parts.scheme not in ("http", "https") or not host:
         source = "the given base URL" if base_url else (
             "the recorded base URL" if url is stored else ENV_BASE_URL)
         raise InvalidInputError(f"{public_url(url)!r} ({source}) is not an http:// or "

@@ -228,7 +228,7 @@ class FakeProvider:
         raw = await request.body()
         try:
             body: Any = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):  # (nested deeper than Python parses: a 400)
             body = raw.decode("utf-8", errors="replace")
         self.requests.append(Received("POST", request.url.path, request.url.query,
                                       dict(request.headers), body))

@@ -47,6 +47,8 @@ def completion_exchanges(obj: dict[str, Any], where: str, index: int,
     with its index the answer (a list of prompts is a batch of calls); ``notes`` and
     ``api``: those of another API's record read as one (a Bedrock model's prompt)."""
     request = obj.get("request", obj)
+    if not isinstance(request, dict) or "prompt" not in request:
+        raise fail(where, "the request has no 'prompt' (a legacy completion's input)")
     prompts = _prompt_texts(request["prompt"], where)
     response = obj.get("response")
     if isinstance(response, list | str):

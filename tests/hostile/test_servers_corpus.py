@@ -1,0 +1,164 @@
+"""The hostile-input corpus through both capture servers, each started once per module
+as ``memwb collect`` / ``memwb proxy`` on a free loopback port under the 3 GB cap:
+every hostile body is a 4xx, the server is alive afterwards and still records a good
+request, and its stderr holds no traceback (issue 33, "Done when")."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fake_provider.server import FakeProvider
+from tests.hostile.corpus import FIX, server_bodies, wrong_types
+from tests.hostile.harness import ROOT, _cap_memory, no_traceback
+
+BODIES = server_bodies()
+#: the bodies the quick tier posts; the bombs (hundreds of KiB, a second to expand) too
+QUICK = {"gzip-bomb", "br-body", "zstd-body", "deep-array", "1e999", "huge-int",
+         "top-level-null", "protobuf-garbage"}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Server:
+    """A ``memwb`` capture server in a subprocess; its stderr goes to a file."""
+
+    def __init__(self, args: list[str], log: Path) -> None:
+        self.port = _free_port()
+        self.log = log
+        env = {k: v for k, v in os.environ.items() if k != "MEMWB_DB"}
+        self.proc = subprocess.Popen(  # noqa: S603
+            [sys.executable, "-m", "memory_core.cli", *args, "--port", str(self.port)],
+            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=log.open("w"),
+            preexec_fn=_cap_memory)
+        deadline = time.monotonic() + 60
+        while not self._listening():  # (its socket is bound before it listens)
+            assert self.proc.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.1)
+
+    def _listening(self) -> bool:
+        if " on http://" not in self.log.read_text():
+            return False
+        try:
+            socket.create_connection(("127.0.0.1", self.port), timeout=5).close()
+        except OSError:
+            return False
+        return True
+
+    def post(self, path: str, headers: dict[str, str], body: bytes) -> tuple[int, bytes]:
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
+        try:
+            conn.request("POST", path, body=body, headers=headers)
+            resp = conn.getresponse()
+            return resp.status, resp.read()
+        finally:
+            conn.close()
+
+    def stop(self) -> str:
+        self.proc.terminate()
+        self.proc.wait(timeout=30)
+        return self.log.read_text()
+
+
+@pytest.fixture(scope="module")
+def upstream() -> Iterator[FakeProvider]:
+    with FakeProvider() as fp:
+        yield fp
+
+
+@pytest.fixture(scope="module")
+def collector(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    folder = tmp_path_factory.mktemp("collector")
+    server = Server(["collect", "--db", f"sqlite:///{folder / 'c.db'}", "--settle", "0"],
+                    folder / "stderr.txt")
+    yield server
+    no_traceback(server.stop())
+
+
+@pytest.fixture(scope="module")
+def proxy(tmp_path_factory: pytest.TempPathFactory, upstream: FakeProvider
+          ) -> Iterator[Server]:
+    folder = tmp_path_factory.mktemp("proxy")
+    server = Server(["proxy", "--db", f"sqlite:///{folder / 'p.db'}", "--upstream",
+                     upstream.base_url], folder / "stderr.txt")
+    yield server
+    no_traceback(server.stop())
+
+
+def _params() -> list[Any]:
+    return [pytest.param(name, id=name, marks=() if name in QUICK else (pytest.mark.slow,))
+            for name in BODIES]
+
+
+def _alive(server: Server) -> None:
+    assert server.proc.poll() is None, server.log.read_text()[-3000:]
+    no_traceback(server.log.read_text())
+
+
+GOOD_EXPORT = (FIX / "otel_genai.json").read_bytes()
+GOOD_CHAT = json.dumps({"model": "gpt-4o-mini", "temperature": 0,
+                        "messages": [{"role": "user", "content": "Say hi"}]}).encode()
+JSON = {"content-type": "application/json"}
+
+
+@pytest.mark.parametrize("name", _params())
+def test_the_collector_answers_a_hostile_body_with_a_4xx(collector: Server,
+                                                         name: str) -> None:
+    headers, body = BODIES[name]
+    status, answer = collector.post("/v1/traces", headers, body)
+    assert 400 <= status < 500, (status, answer[:500])
+    message = json.loads(answer)["message"]
+    assert message and "\n" not in message, message
+    _alive(collector)
+
+
+@pytest.mark.parametrize("name", _params())
+def test_the_proxy_answers_a_hostile_body_with_a_4xx(proxy: Server, name: str) -> None:
+    """What the proxy cannot read it forwards; the upstream (a strict fake provider)
+    refuses it; a body past the bounds never reaches it."""
+    headers, body = BODIES[name]
+    status, answer = proxy.post("/v1/chat/completions", headers, body)
+    assert 400 <= status < 500, (status, answer[:500])
+    _alive(proxy)
+
+
+def test_the_collector_answers_wrong_types_at_every_depth(collector: Server) -> None:
+    """Each array and object of an OTLP export, one at a time, a number, a string,
+    null or the other container: a 400, or a partial success naming the record — the
+    collector's documented answers — never a 500."""
+    doc = json.loads(GOOD_EXPORT)
+    for where, bad in wrong_types(doc, limit=120):
+        status, answer = collector.post("/v1/traces", JSON, json.dumps(bad).encode())
+        assert status in (200, 400), (where, status, answer[:300])
+        reply = json.loads(answer)
+        if status == 400:
+            assert "\n" not in reply["message"], reply
+        elif reply:  # a partial success says which records were rejected and why
+            assert reply["partialSuccess"]["errorMessage"], (where, reply)
+    _alive(collector)
+
+
+def test_after_the_corpus_both_servers_still_record_a_good_request(
+        collector: Server, proxy: Server, upstream: FakeProvider) -> None:
+    status, answer = collector.post("/v1/traces", JSON, GOOD_EXPORT)
+    assert status == 200 and json.loads(answer) == {}, answer
+    status, answer = proxy.post("/v1/chat/completions", JSON, GOOD_CHAT)
+    assert status == 200, answer
+    assert json.loads(answer)["choices"][0]["message"]["content"]
+    _alive(collector)
+    _alive(proxy)
