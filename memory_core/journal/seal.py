@@ -402,14 +402,15 @@ def _store_disagrees(storage: Storage, run: RunRecord | None, seal: SealRecord,
     if not sealed:
         return None
     stored = storage.memory.get_messages(tid, seqs=sorted(sealed))
-    limit = storage.memory.count_messages(tid) + 1
+    # the stored search texts (lower-cased) of the rows from the first sealed one on
+    rows = storage.memory.scope_rows([tid], after_seq={tid: min(sealed) - 1},
+                                     vectors=False, texts=True)
+    searched = dict(zip((int(x) for x in rows.seqs), rows.text_list(), strict=True))
     for m in stored:
         # an import stores a message once, with the first run that sent it
         if not imported and m.run_id != run.run_id:
             return (f"message {tid}#{m.seq}", "the message's writing run (run_id) changed")
-        text = m.text()
-        if text and not any(f.seq == m.seq for f in storage.memory.search_messages(
-                text, thread_id=tid, limit=limit)):
+        if (searched.get(m.seq) or None) != ((m.text() or "").lower() or None):
             return (f"message {tid}#{m.seq}",
                     "the message's search text no longer matches its content")
     return None
