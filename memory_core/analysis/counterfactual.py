@@ -488,8 +488,11 @@ def _run_variant(storage: Storage, setup: _Setup, variant: Variant, *,
         needs_tools=sorted({u.name for u in uses if u.source in ("missing", "refused")}),
         recorded_model=setup.recorded or None, same_model=setup.same_model,
         similarity_to="baseline" if to_baseline else "original")
-    # first write wins: asked again (reuse=False), the journal keeps the first result
-    JournalWriter(storage.runs, run_id).counterfactual(digest, result.model_dump(mode="json"))
+    # first write wins: asked again (reuse=False), the journal keeps the first result;
+    # the result and its seal commit together (a crash leaves no result unsealed)
+    with storage.write_batch():
+        JournalWriter(storage.runs, run_id).counterfactual(digest,
+                                                           result.model_dump(mode="json"))
     return result
 
 
