@@ -7,6 +7,7 @@ server instead (``memwb demo --model openai``)."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 import time
@@ -68,11 +69,13 @@ class BuildProgress:
         self.said = self.done
         self.progress(f"  {where}: {self.line()}")
 
+    def elapsed(self) -> float:
+        return self.timer() - self.started
+
     def line(self) -> str:
-        now = self.timer()
-        text = f"runs {self.done}/{self.total}, {now - self.started:.0f} s elapsed"
+        text = f"runs {self.done}/{self.total}, {self.elapsed():.0f} s elapsed"
         if 0 < self.done < self.total:
-            left = (now - self.runs_started) / self.done * (self.total - self.done)
+            left = (self.timer() - self.runs_started) / self.done * (self.total - self.done)
             text += f", about {left:.0f} s left"
         return text
 
@@ -272,8 +275,9 @@ def build_into(storage: Storage, clock: DemoClock, *, embedder: str = "minilm",
     embed = make_embedder(embedder, cache_dir)
     if embedder == "minilm":
         texts = scenario_texts(chosen)
+        progress(f"embedding the scenarios' {len(texts)} texts (the model loads first)")
         embed(texts)  # in batches, up front: the runs find every stored text in its cache
-        progress(f"embedded the {len(texts)} texts of the scenarios: {meter.line()}")
+        progress(f"  embedded: {meter.elapsed():.0f} s elapsed; {meter.total} runs to play")
     meter.start_runs()
     run_ids: list[str] = []
     for scenario in chosen:
@@ -339,6 +343,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--embedder", default="minilm", choices=("minilm", "hashing"))
     parser.add_argument("--model", default="reader", choices=("reader", "openai"))
     args = parser.parse_args(argv)
+    # progress is ours: no "Loading weights" bar from the model's libraries in between
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     try:
         build_demo(args.db, embedder=args.embedder, model=args.model,
                    progress=lambda msg: print(msg, file=sys.stderr, flush=True))
