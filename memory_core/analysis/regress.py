@@ -220,12 +220,14 @@ def expectation_from_text(kind: str, value: str | None = None) -> Expectation:
         data["text"] = value
     elif kind == "recalled":
         head, _, tail = (value or "").rpartition(":")
-        if not head or not tail.isdigit():
-            raise InvalidInputError(f"a recalled message is THREAD:SEQ, got {value!r}")
+        if not head or not tail.isdigit() or len(tail) > 18:  # (a seq fits 64 bits)
+            shown = value if len(value or "") < 80 else f"{(value or '')[:60]}…"
+            raise InvalidInputError(f"a recalled message is THREAD:SEQ, got {shown!r}")
         data["ref"] = (head, int(tail))
     elif kind == "max_tokens":
-        if value is None or not value.isdigit():
-            raise InvalidInputError(f"max_tokens takes a whole number, got {value!r}")
+        if value is None or not value.isdigit() or len(value) > 18:
+            shown = value if len(value or "") < 80 else f"{(value or '')[:60]}…"
+            raise InvalidInputError(f"max_tokens takes a whole number, got {shown!r}")
         data["tokens"] = int(value)
     try:
         return Expectation.model_validate(data)

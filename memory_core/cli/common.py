@@ -94,8 +94,14 @@ def default_db() -> str:
     return os.environ.get("MEMWB_DB") or DEFAULT_DB
 
 
+MAX_ERROR = 1000  # characters of an error line: a 5,000-digit value is not echoed whole
+
+
 def fail(message: str) -> typer.Exit:
-    """Print the one error line; the caller raises what this returns."""
+    """Print the one error line (at most ``MAX_ERROR`` characters of ``message``); the
+    caller raises what this returns."""
+    if len(message) > MAX_ERROR:
+        message = f"{message[:MAX_ERROR]}… ({len(message)} characters)"
     typer.echo(f"error: {terminal_safe(message, one_line=True)}", err=True)
     return typer.Exit(code=1)
 
@@ -192,8 +198,9 @@ def table(rows: list[dict[str, Any]], columns: list[str]) -> None:
 def parse_ref(text: str) -> tuple[str, int]:
     """``THREAD:SEQ`` → (thread, seq); the thread id may itself contain colons."""
     head, _, tail = text.rpartition(":")
-    if not head or not tail.isdigit():
-        raise fail(f"bad message ref {text!r}; expected THREAD:SEQ, e.g. support-1:12")
+    if not head or not tail.isdigit() or len(tail) > 18:  # (a seq fits 64 bits)
+        shown = text if len(text) < 80 else f"{text[:60]}… ({len(text)} characters)"
+        raise fail(f"bad message ref {shown!r}; expected THREAD:SEQ, e.g. support-1:12")
     return head, int(tail)
 
 

@@ -139,3 +139,31 @@ def test_a_bad_timestamp_is_one_error_line_in_every_reader(
     for name, value in TIMES.items():
         db = _damage(damaged, tmp_path, f"UPDATE {table} SET {column} = ?", (value,))  # noqa: S608
         _run_every_reader(db, f"{table}.{column} = {name}")
+
+
+HUGE = "9" * 5000
+
+
+@pytest.mark.parametrize("args", [
+    ["whatif", "--set", "recent_n=1e999", "--run", "r2"],
+    ["whatif", "--set", f"recent_n={HUGE}", "--run", "r2"],
+    ["whatif", "--set", "recall.threshold=1e999", "--run", "r2"],
+    ["whatif", "--set", "recall.threshold=nan", "--run", "r2"],
+    ["why", "r2", "--seq", HUGE],
+    ["counterfactual", "r2", "--subtract", f"t:{HUGE}", "--model", "reader"],
+    ["counterfactual", "r2", "--put-back", f"t:{HUGE}", "--model", "reader"],
+    ["pin", "r2", "--suite", "s", "--max-tokens", HUGE],
+    ["pin", "r2", "--suite", "s", "--recalled", f"t:{HUGE}"],
+    ["collect", "--settle", "1e999", "--port", "1"],
+    ["ui", "--port", HUGE],
+], ids=lambda a: " ".join(x[:12] for x in a))
+def test_a_number_no_int_or_float_holds_is_one_short_error_line(args: list[str],
+                                                                damaged: Path) -> None:
+    """``t:99…9`` (5,000 digits) as a message ref gave Python's int-conversion
+    traceback; every such value is one error line, never echoed whole."""
+    result = CliRunner().invoke(app, [*args, "--db", f"sqlite:///{damaged}"])
+    assert isinstance(result.exception, SystemExit), repr(result.exception)
+    no_traceback(result.output)
+    lines = result.stderr.strip().splitlines()
+    assert result.exit_code == 1 and len(lines) == 1, result.stderr[-500:]
+    assert lines[0].startswith("error: ") and len(lines[0]) < 1200, lines[0][:200]
