@@ -23,18 +23,32 @@ def cached_run_questions(url: str, run_ids: tuple[str, ...]) -> dict[str, str]:
     return views.run_questions(services.get_services(url).storage, run_ids)
 
 
+def run_words(run: views.RunSummary, question: str | None) -> str:
+    """``<time> · “<first words>”``: a run as a person tells it from the others."""
+    when = fmt_time(run.started_at)
+    return " · ".join([f"time {when}" if when == "not recorded" else when,
+                       f"“{question}”" if question else NO_QUESTION])
+
+
 def run_label(run: views.RunSummary, question: str | None, *,
               thread: str | None = None) -> str:
     """``<time> · “<first words>” [· in <thread>] · <id>``, and the status when the run
     did not complete. Labels are plain text (a select box does not render Markdown)."""
-    when = fmt_time(run.started_at)
-    parts = [f"time {when}" if when == "not recorded" else when,
-             f"“{question}”" if question else NO_QUESTION]
+    parts = [run_words(run, question)]
     if thread:
         parts.append(f"in {thread}")
     parts.append(run.run_id)
     label = " · ".join(parts)
     return label if run.status == "completed" else f"{label} ({run.status})"
+
+
+def questions_of(url: str, run_ids: Sequence[str]) -> dict[str, str]:
+    """The questions of ``run_ids`` (the newest ``QUESTIONS_READ``); none when they
+    cannot be read (a label then keeps the time and the id)."""
+    try:
+        return cached_run_questions(url, tuple(list(run_ids)[-QUESTIONS_READ:]))
+    except Exception:  # noqa: BLE001 - shown without
+        return {}
 
 
 def run_labeller(url: str, runs: Sequence[views.RunSummary], *,
@@ -43,10 +57,7 @@ def run_labeller(url: str, runs: Sequence[views.RunSummary], *,
     question read once for the picker. ``threads``: name each run's thread (its title's
     first words, else its id) — for pickers offering runs of several threads."""
     by_id = {r.run_id: r for r in runs}
-    try:
-        questions = cached_run_questions(url, tuple(list(by_id)[-QUESTIONS_READ:]))
-    except Exception:  # noqa: BLE001 - the label keeps the time and the id
-        questions = {}
+    questions = questions_of(url, list(by_id))
     titles: dict[str, str] = {}
     read: list[bool] = []  # the titles are read once, when a label first needs them
 

@@ -37,6 +37,7 @@ from app.components import (
     used_by_key,
     with_db,
 )
+from app.run_labels import questions_of, run_words
 from app.tables import table
 from memory_core.analysis import views
 from memory_core.analysis.views import DEFAULT_PAGE_SIZE, page_of_seq
@@ -154,15 +155,19 @@ if runs_here:
         if len(runs_here) > RUNS_LISTED:
             st.caption(f"The newest {RUNS_LISTED} of {len(runs_here):,}; the Run inspector's "
                        "picker offers them all.")
-        # in three columns, newest first down each, so the messages stay near the top
+        # in three columns, newest first down each, so the messages stay near the top;
+        # each run told by its time and question (an imported run's id is a hash)
+        questions = questions_of(url, [r.run_id for r in newest])
         per_column = -(-len(newest) // 3)
         for col, start in zip(st.columns(3), range(0, len(newest), per_column), strict=False):
             with col:
                 for r in newest[start:start + per_column]:
-                    # a status only when it is not the usual "completed": one line each
+                    # a status only when it is not the usual "completed": a link is one
+                    # line, cut when longer; its time and question go under it
                     link_to_run(r.run_id, label=("run ", Id(r.run_id),
                                                  "" if r.status == "completed"
                                                  else f" · {r.status}"))
+                    st.caption(escape_md(run_words(r, questions.get(r.run_id))))
 else:
     st.caption("No run has used this thread yet.")
 

@@ -170,3 +170,14 @@ def test_the_timeline_leaves_out_what_no_recording_holds(
     assert "unknown" not in {str(v) for c in table.columns for v in table[c]}
     assert list(table["total (our estimate)"]) == [17, 37]
     assert {m.label: m.value for m in at.metric}["Largest prompt (our estimate)"] == "37"
+
+
+def test_a_threads_runs_are_told_by_time_and_question(imported: InMemoryStorage,
+                                                      app: Callable[..., AppTest]) -> None:
+    at = app(THREADS_PAGE, thread=WEATHER)
+    _ok(at)
+    (box,) = [e for e in at.expander if e.label.startswith("Runs of this thread")]
+    # under each run's link (one line, cut when longer), its time and question
+    told = [str(c.value).replace("\\", "") for c in box.get("caption")]
+    assert told == [f"2026-01-02 08:00:02 · “{QUESTION_WORDS}”",
+                    f"2026-01-02 08:00:00 · “{QUESTION_WORDS}”"]
