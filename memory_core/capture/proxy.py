@@ -21,7 +21,7 @@ from starlette.routing import Route
 
 from memory_core.capture.redact import header_secrets, redact, redact_text
 from memory_core.capture.server import Recorder, validate_upstream
-from memory_core.limits import TooLarge, read_body
+from memory_core.limits import TooLarge, limit, read_body, too_large
 from memory_core.models.openai_stream import ChatStream
 
 log = logging.getLogger("memory_core.capture")
@@ -174,6 +174,20 @@ def _error_text(body: bytes) -> str:
     return text[:500]
 
 
+async def _bounded_answer(resp: httpx2.Response) -> bytes:
+    """An upstream's whole answer, decoded, refused (TooLarge) once it passes
+    ``MEMWB_MAX_BODY`` bytes; the rest is not read."""
+    cap = limit("MEMWB_MAX_BODY")
+    out: list[bytes] = []
+    size = 0
+    async for piece in resp.aiter_bytes():
+        size += len(piece)
+        if size > cap:
+            raise too_large("the upstream's answer", "MEMWB_MAX_BODY")
+        out.append(piece)
+    return b"".join(out)
+
+
 def proxy_app(recorder: Recorder, upstream: str) -> Starlette:
     """The proxy as an ASGI app forwarding to ``upstream`` (a base URL such as
     ``https://api.openai.com/v1``)."""
@@ -225,8 +239,16 @@ def proxy_app(recorder: Recorder, upstream: str) -> Starlette:
             return await unreachable(e, body, secrets)
         streamed = "text/event-stream" in resp.headers.get("content-type", "")
         if not streamed or resp.status_code >= 400:
-            data = await resp.aread()
-            await resp.aclose()
+            try:  # decoded as it arrives: a small gzip answer may expand to gigabytes
+                data = await _bounded_answer(resp)
+            except TooLarge as e:
+                why = f"upstream {base}: {e}"
+                exchanges.record(body, None, why, secrets=secrets)
+                return JSONResponse({"error": {"message": f"memwb proxy: {why}",
+                                               "type": "upstream_too_large"}},
+                                    status_code=502)
+            finally:
+                await resp.aclose()
             try:
                 exchanges.finished(body, resp.status_code, data, secrets=secrets)
             except Exception as e:  # noqa: BLE001 - the client gets its answer anyway
@@ -237,14 +259,22 @@ def proxy_app(recorder: Recorder, upstream: str) -> Starlette:
 
         async def relay() -> AsyncIterator[bytes]:
             seen: list[bytes] = []
+            held, cap = 0, limit("MEMWB_MAX_BODY")
             try:
                 async for piece in resp.aiter_bytes():
-                    seen.append(piece)
+                    held += len(piece)
+                    if held <= cap:  # past the bound relayed, not held for the record
+                        seen.append(piece)
                     yield piece
             finally:
                 try:
                     await resp.aclose()
-                    exchanges.streamed(body, b"".join(seen), secrets=secrets)
+                    if held > cap:
+                        exchanges.record(body, None, "the streamed answer is larger "
+                                         f"than {cap} bytes; raise MEMWB_MAX_BODY to "
+                                         "record it", secrets=secrets)
+                    else:
+                        exchanges.streamed(body, b"".join(seen), secrets=secrets)
                 except Exception as e:  # noqa: BLE001 - recording must not cut the stream
                     log.warning("a streamed exchange not recorded: %s",
                                 redact_text(f"{type(e).__name__}: {e}", secrets))

@@ -49,8 +49,10 @@ def bomb(kind: str, expands_to: int = 320 * MiB) -> bytes:
     return packs[kind](b"\x00" * MiB) * (expands_to // MiB)
 
 
-def deflate_bomb(expands_to: int = 320 * MiB) -> bytes:
-    d = zlib.compressobj(9)
+def deflate_bomb(expands_to: int = 320 * MiB, *, gzip_member: bool = False) -> bytes:
+    """One deflate stream (or, ``gzip_member``, one gzip member: what an HTTP client
+    decodes whole) expanding to ``expands_to`` bytes of zeros."""
+    d = zlib.compressobj(9, zlib.DEFLATED, 31 if gzip_member else 15)
     chunk = b"\x00" * MiB
     return b"".join(d.compress(chunk) for _ in range(expands_to // MiB)) + d.flush()
 

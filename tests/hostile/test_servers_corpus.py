@@ -162,3 +162,76 @@ def test_after_the_corpus_both_servers_still_record_a_good_request(
     assert json.loads(answer)["choices"][0]["message"]["content"]
     _alive(collector)
     _alive(proxy)
+
+
+# -- a hostile upstream -------------------------------------------------------------------
+def _answers() -> dict[str, tuple[dict[str, str], bytes]]:
+    """What a hostile model server answers the proxy, by the model asked for."""
+    from tests.hostile.corpus import CHAT_ANSWER, DEEP, deflate_bomb
+
+    def with_field(raw: str) -> bytes:
+        return (json.dumps(CHAT_ANSWER)[:-1] + f', "created": {raw}}}').encode()
+
+    sse = {"content-type": "text/event-stream"}
+    return {
+        "gzip-bomb": ({**JSON, "content-encoding": "gzip"}, deflate_bomb(gzip_member=True)),
+        "gzip-bomb-sse": ({**sse, "content-encoding": "gzip"},
+                          deflate_bomb(gzip_member=True)),
+        "1e999": (JSON, with_field("1e999")),
+        "huge-int": (JSON, with_field("9" * 5000)),
+        "deep": (JSON, b"[" * DEEP + b"]" * DEEP),
+        "choices-number": (JSON, b'{"choices": 7}'),
+        "not-utf8": (JSON, b"\xff\xfe{"),
+        "sse-garbage": (sse, b"data: {not json\n\ndata: [DONE]\n\n"),
+        "sse-deep": (sse, b"data: " + b"[" * DEEP + b"]" * DEEP + b"\n\n"),
+        "sse-1e999": (sse, b'data: {"choices": [{"index": 0, "delta": {"content": "a"}}], '
+                           b'"created": 1e999}\n\ndata: [DONE]\n\n'),
+    }
+
+
+ANSWERS = _answers()
+
+
+@pytest.fixture(scope="module")
+def hostile_proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.routing import Route
+
+    from memory_core.capture import LoopbackServer
+
+    async def chat(request: Request) -> Response:
+        headers, body = ANSWERS[json.loads(await request.body())["model"]]
+        return Response(body, status_code=200, headers=headers)
+
+    app = Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"])])
+    folder = tmp_path_factory.mktemp("hostile-upstream")
+    with LoopbackServer(app, name="hostile upstream") as upstream:
+        server = Server(["proxy", "--db", f"sqlite:///{folder / 'p.db'}", "--upstream",
+                         f"{upstream.url}/v1"], folder / "stderr.txt")
+        yield server
+        no_traceback(server.stop())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(ANSWERS))
+def test_the_proxy_survives_a_hostile_upstream_answer(hostile_proxy: Server,
+                                                      name: str) -> None:
+    """The client gets the upstream's answer (or a 502 naming why not: a whole answer
+    decoding past MEMWB_MAX_BODY), never a 500; a stream is relayed whole but held for
+    the record only up to the bound; the proxy's memory stays bounded and it goes on."""
+    body = json.dumps({"model": name, "messages": [{"role": "user", "content": "Hi"}]})
+    status, answer = hostile_proxy.post("/v1/chat/completions", JSON, body.encode())
+    assert status in (200, 502), (status, answer[:300])
+    if status == 502:
+        assert b"raise MEMWB_MAX_BODY" in answer, answer[:300]
+    # a 300 KiB gzip answer expanding to 320 MiB was held whole, twice: 1 GB
+    assert _peak_rss(hostile_proxy) < 512 << 20
+    _alive(hostile_proxy)
+
+
+def _peak_rss(server: Server) -> int:
+    with open(f"/proc/{server.proc.pid}/status", encoding="ascii") as f:
+        kib = next(int(ln.split()[1]) for ln in f if ln.startswith("VmHWM:"))
+    return kib << 10
