@@ -133,14 +133,17 @@ def decompress(data: bytes, kind: str) -> bytes:
         d: Any = _decompressor(kind)
         feed = rest
         while not d.eof:
-            # at most cap + 1 bytes at a time, so nothing beyond the bound is ever held
-            piece = d.decompress(feed, cap + 1 - size)
+            # a MiB at a time, and never past cap + 1 bytes: nothing beyond the bound is
+            # held, nor one buffer of the bound's size that the codec grows by doubling
+            want = min(MiB, cap + 1 - size)
+            piece = d.decompress(feed, want)
             size += len(piece)
             if size > cap:
                 raise too_large(f"the {kind} data decompressed", "MEMWB_MAX_DECOMPRESSED")
             out.append(piece)
-            if kind in ("gzip", "deflate"):
-                feed, more = d.unconsumed_tail, bool(d.unconsumed_tail)
+            if kind in ("gzip", "deflate"):  # (a full piece: zlib may hold more output)
+                feed = d.unconsumed_tail
+                more = bool(feed) or len(piece) == want
             else:
                 feed, more = b"", not d.needs_input
             if not more and not d.eof:

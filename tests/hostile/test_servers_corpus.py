@@ -162,6 +162,10 @@ def test_after_the_corpus_both_servers_still_record_a_good_request(
     assert json.loads(answer)["choices"][0]["message"]["content"]
     _alive(collector)
     _alive(proxy)
+    # the bombs (320 MiB each, refused at MEMWB_MAX_DECOMPRESSED, 256 MiB) held
+    # less than that bound at a time: neither server came near the 3 GB cap
+    for server in (collector, proxy):
+        assert _peak_rss(server) < 1 << 30, (server.log, _peak_rss(server))
 
 
 # -- a hostile upstream -------------------------------------------------------------------
