@@ -361,7 +361,7 @@ class ThreadPicker:
 
 
 def pick_thread(url: str, threads: Mapping[str, int], *, wanted: str | None,
-                where: Any = None, format_func: Callable[[str], str] = str,
+                where: Any = None, format_func: Callable[[str], str] | None = None,
                 help: str | None = None, picker: ThreadPicker = ThreadPicker(),
                 titles: Mapping[str, str | None] | None = None,
                 also: Sequence[str] = ()) -> str:
@@ -396,6 +396,10 @@ def pick_thread(url: str, threads: Mapping[str, int], *, wanted: str | None,
     if choice.total > views.THREADS_LISTED:
         box.caption(escape_md(offered_caption(choice, finding, picker.what)))
     offered = choice.offered
+    if format_func is None:  # each thread by its id and its first run's question
+        from app.run_labels import thread_labeller
+
+        format_func = thread_labeller(url, offered)
     return str(box.selectbox(
         picker.label, offered, index=offered.index(wanted) if wanted in offered else 0,
         format_func=format_func, help=help))

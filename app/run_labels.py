@@ -80,3 +80,24 @@ def run_labeller(url: str, runs: Sequence[views.RunSummary], *,
                          thread=thread_of(run) if threads else None)
 
     return label
+
+
+def thread_labeller(url: str, thread_ids: Sequence[str]) -> Callable[[str], str]:
+    """A ``format_func`` for a thread picker: ``<id> · “<first words>”``, the question
+    of the thread's first run (an imported thread's id is a hash; its title is not read
+    here, as a run page does not read every thread's summary); the id alone without."""
+    try:
+        runs = services.cached_runs(url)
+    except Exception:  # noqa: BLE001 - by id
+        return str
+    # (the runs on no thread share nothing: no question speaks for them)
+    first = {t: at[0] for t in thread_ids
+             if t != views.NO_THREAD and (at := runs.positions(t))}
+    questions = questions_of(url, [runs[i].run_id for i in first.values()])
+
+    def label(thread_id: str) -> str:
+        at = first.get(thread_id)
+        question = questions.get(runs[at].run_id) if at is not None else None
+        return f"{thread_id} · “{question}”" if question else thread_id
+
+    return label

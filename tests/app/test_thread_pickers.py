@@ -84,8 +84,9 @@ def _select(at: AppTest, label: str) -> Any:
 
 
 def _threads(at: AppTest) -> list[str]:
-    """The threads the Thread picker offers (its options, less any " (n runs)")."""
-    return [o.split(" (")[0] if not o.startswith("(") else o
+    """The threads the Thread picker offers (its options, less any " (n runs)" or
+    " · “<first run's question>”")."""
+    return [o.split(" (")[0].split(" · ")[0] if not o.startswith("(") else o
             for o in _select(at, "Thread").options]
 
 
