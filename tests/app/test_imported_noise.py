@@ -181,3 +181,14 @@ def test_a_threads_runs_are_told_by_time_and_question(imported: InMemoryStorage,
     told = [str(c.value).replace("\\", "") for c in box.get("caption")]
     assert told == [f"2026-01-02 08:00:02 · “{QUESTION_WORDS}”",
                     f"2026-01-02 08:00:00 · “{QUESTION_WORDS}”"]
+
+
+def test_a_run_pages_thread_picker_names_the_threads_question(
+        imported: InMemoryStorage, app: Callable[..., AppTest]) -> None:
+    at = app(RUN_PAGE, run=WEATHER_ANSWER_RUN)
+    _ok(at)
+    threads = _picker(at, "Thread")
+    assert threads.value == WEATHER
+    assert threads.format_func(WEATHER) == f"{WEATHER} · “{QUESTION_WORDS}”"
+    # a thread whose recording holds no user message at all: its id alone
+    assert "imp-6253ab18-1" in list(threads.options)

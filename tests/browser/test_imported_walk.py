@@ -65,6 +65,8 @@ def test_imported_runs_without_noise_in_chromium(tmp_path: Path) -> None:
         assert "37 tokens (our estimate, chars/4)" in text
         assert "88 in / 24 out tokens (recorded)" in text
         # the picker names the run by its time and its question, not its hash alone
+        thread_box = page.locator('input[role="combobox"][aria-label="Thread"]')
+        assert thread_box.input_value() == f"{WEATHER} · “{QUESTION_WORDS}”"
         box = page.locator('input[role="combobox"][aria-label="Run"]')
         shown = box.input_value()
         assert shown.startswith("2026-01-02 08:00:02 · ") and QUESTION_WORDS in shown
