@@ -460,12 +460,17 @@ def comparison_pair(runs: list[RunSummary], thread: str, *, wanted_a: str | None
 
 # -- what a run was asked ----------------------------------------------------------------
 QUESTION_WORDS = 8  # the first words of a run's question a picker shows
+QUESTION_CHARS = 60  # and at most this many characters (a word may be a whole blob)
 
 
 def first_words(text: str, words: int = QUESTION_WORDS) -> str:
-    """The first ``words`` words of ``text``, whitespace collapsed, "…" when cut."""
+    """The first ``words`` words of ``text`` (at most QUESTION_CHARS characters),
+    whitespace collapsed, "…" when cut."""
     split = text.split()
-    return " ".join(split[:words]) + ("…" if len(split) > words else "")
+    head = " ".join(split[:words])
+    if len(head) > QUESTION_CHARS:
+        return head[:QUESTION_CHARS - 1] + "…"
+    return head + ("…" if len(split) > words else "")
 
 
 def _last_user_text(messages: Sequence[Message]) -> str | None:

@@ -192,3 +192,13 @@ def test_a_run_pages_thread_picker_names_the_threads_question(
     assert threads.format_func(WEATHER) == f"{WEATHER} · “{QUESTION_WORDS}”"
     # a thread whose recording holds no user message at all: its id alone
     assert "imp-6253ab18-1" in list(threads.options)
+
+
+def test_first_words_are_short_whatever_the_text() -> None:
+    from memory_core.analysis.views import QUESTION_CHARS, first_words
+
+    assert first_words("  What is\nthe weather  ") == "What is the weather"
+    assert first_words("one two three four five six seven eight nine") == (
+        "one two three four five six seven eight…")
+    blob = first_words("data:" + "A" * 5000)
+    assert len(blob) == QUESTION_CHARS and blob.endswith("…")
