@@ -132,13 +132,13 @@ NAMED: dict[str, tuple[Tamper, tuple[str, str]]] = {
         ("message t#", "search text")),
     "seal deleted with the sealed flag": (_drop_seal_and_flag,
                                           ("r1:seal", "seal record and its input")),
+    "swapped vectors": (_swap_vectors, ("message t#", "stored vector is not the one")),
     "counterfactual result edited": (lambda raw: _edit_cf(raw, "", "new_answers"),
                                      ("r1:cf:", "changed after it was sealed")),
     "counterfactual answer record edited": (lambda raw: _edit_cf(raw, ":answer:", "text"),
                                             ("r1:cf:", "changed after it was sealed")),
 }
 OUTSIDE: dict[str, tuple[Tamper, str]] = {
-    "swapped vectors": (_swap_vectors, "message vectors"),
     "run finish time moved": (
         lambda raw: raw("UPDATE runs SET finished_at = '2031-01-01T00:00:00+00:00' "
                         "WHERE run_id = 'r1'"), "a run's finish time"),

@@ -148,7 +148,7 @@ def verify(run: Annotated[str | None, typer.Argument(help="Run id (or --all).")]
 
     if (run is None) == (not all_runs):
         raise fail("give one run id or --all")
-    with opened(db) as s:
+    with opened(db) as s, s.session():  # one connection for every run's reads
         ids = ([r.run_id for r in guarded(lambda: s.runs.list_runs())] if all_runs
                else [guarded(lambda: s.runs.require_run(run or "")).run_id])
         reports = [verify_run(s, rid) for rid in ids]

@@ -27,6 +27,7 @@ import hashlib
 from collections.abc import Iterable
 from typing import Any, Literal
 
+import numpy as np
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -35,6 +36,7 @@ from pydantic import (
     model_serializer,
 )
 
+from memory_core.embedding.hashing import HashingEmbedder
 from memory_core.errors import MemoryCoreError, ReplayMismatch
 from memory_core.journal.keys import RunKeys
 from memory_core.journal.records import validated
@@ -89,8 +91,9 @@ class SealRecord(BaseModel):
 
 #: what ``verify`` does not check, said once by ``memwb verify``
 NOT_COVERED = (
-    "not covered by the seal: message vectors (a swapped vector changes what later runs "
-    "recall, not what a run recorded), a run's finish time (only that a finished run has "
+    "not covered by the seal: message vectors other than the offline hashing embedder's "
+    "of a run's own messages (a swapped vector changes what later runs recall, not what a "
+    "run recorded), a run's finish time (only that a finished run has "
     "one), a counterfactual or what-if record without its own seal (written before "
     "those were sealed, or forged whole), working memory, observations and the "
     "observer's journal, and a seal rewritten whole or deleted together with every mark "
@@ -386,10 +389,23 @@ def _end_disagrees(run: RunRecord | None) -> str | None:
     return None
 
 
+def _hashing_embedder(storage: Storage, keys: RunKeys) -> HashingEmbedder | None:
+    """The offline hashing embedder the run's memory embedded its messages with (the
+    provenance record names it); None for any other (a model is not loaded to verify)."""
+    raw = storage.runs.get(keys.memctx)
+    settings = raw.get("settings") if isinstance(raw, dict) else None
+    name = settings.get("embedder") if isinstance(settings, dict) else None
+    if not isinstance(name, str) or not name.startswith("hashing-"):
+        return None
+    dim = name[len("hashing-"):]
+    return HashingEmbedder(int(dim)) if dim.isdigit() and 0 < int(dim) <= 65536 else None
+
+
 def _store_disagrees(storage: Storage, run: RunRecord | None, seal: SealRecord,
                      imported: bool) -> tuple[str, str] | None:
     """The first column of the store that contradicts the sealed messages: the writing
-    run of a message (``messages.run_id``) or its search text."""
+    run of a message (``messages.run_id``), its search text, or (a run's own messages
+    embedded by the hashing embedder) its vector."""
     if run is None or run.thread_id is None or storage.memory.get_thread(run.thread_id) is None:
         return None
     tid = run.thread_id
@@ -403,16 +419,24 @@ def _store_disagrees(storage: Storage, run: RunRecord | None, seal: SealRecord,
         return None
     stored = storage.memory.get_messages(tid, seqs=sorted(sealed))
     # the stored search texts (lower-cased) of the rows from the first sealed one on
+    embed = None if imported else _hashing_embedder(storage, RunKeys(run.run_id))
     rows = storage.memory.scope_rows([tid], after_seq={tid: min(sealed) - 1},
-                                     vectors=False, texts=True)
-    searched = dict(zip((int(x) for x in rows.seqs), rows.text_list(), strict=True))
+                                     vectors=embed is not None, texts=True)
+    at = {int(x): i for i, x in enumerate(rows.seqs)}
+    searched = rows.text_list()
     for m in stored:
         # an import stores a message once, with the first run that sent it
         if not imported and m.run_id != run.run_id:
             return (f"message {tid}#{m.seq}", "the message's writing run (run_id) changed")
-        if (searched.get(m.seq) or None) != ((m.text() or "").lower() or None):
+        i = at.get(m.seq)
+        if (None if i is None else searched[i] or None) != ((m.text() or "").lower() or None):
             return (f"message {tid}#{m.seq}",
                     "the message's search text no longer matches its content")
+        if embed is not None and i is not None and rows.matrix is not None \
+                and bool(rows.has_vec[i]) and m.text() and not np.allclose(
+                    rows.matrix[i], embed([m.text() or ""])[0], atol=1e-5):
+            return (f"message {tid}#{m.seq}", f"the message's stored vector is not the one "
+                    f"its text embeds to ({embed.name})")
     return None
 
 
