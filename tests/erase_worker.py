@@ -35,7 +35,7 @@ def main() -> None:
     storage = open_storage(URL)
     for obj, names in ((storage.runs, ("delete", "put_if_absent", "delete_runs")),
                        (storage.memory, ("redact_message", "delete_thread",
-                                         "put_working_memory"))):
+                                         "put_working_memory", "redact_observation"))):
         for name in names:
             setattr(obj, name, killing(getattr(obj, name)))
     erase_thread(storage, "secret")

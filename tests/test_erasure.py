@@ -3,6 +3,7 @@ run's records and the database file's bytes, and the other runs still replay."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,7 @@ from memory_core.runs.runner import Agent, Runner
 from memory_core.storage.base import Storage
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.storage.sqlite import SQLiteStorage
-from memory_core.types import AppendRow, Message
+from memory_core.types import AppendRow, Message, Observation
 
 MARKER = "ZQX-4471-KESTREL"
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,6 +42,12 @@ def play(s: Storage) -> None:
                    prompt=f"What is my locker code? (asking again, {i})")
     counterfactual(s, "o0", subtract="all")
     counterfactual(s, "o1", lanes=["recent"])
+    # the same person's other thread kept it in its memory (as its working-memory tool
+    # and its observer would): exposed, so redacted too
+    s.memory.put_working_memory("thread:other", {"locker": MARKER})
+    s.memory.put_observation(Observation(
+        id="other-obs", thread_id="other", from_seq=0, to_seq=1,
+        text=f"User's locker code is {MARKER}.", created_at=datetime(2026, 1, 2, tzinfo=UTC)))
 
 
 def all_text(s: Storage) -> str:
@@ -178,7 +185,8 @@ def _count_writes(s: Storage) -> int:
         return wrapped
 
     for obj, names in ((s.runs, ("delete", "put_if_absent", "delete_runs")),
-                       (s.memory, ("redact_message", "delete_thread", "put_working_memory"))):
+                       (s.memory, ("redact_message", "delete_thread", "put_working_memory",
+                                   "redact_observation"))):
         for name in names:
             setattr(obj, name, counting(getattr(obj, name)))
     erase_thread(s, "secret")
