@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
 
-import plotly.graph_objects as go
 import streamlit as st
 
 from app import services
@@ -249,15 +248,8 @@ for side, col, attr in (("A", side_a, "lane_a"), ("B", side_b, "lane_b")):
                             _card(side, lane, i, entry)
 
 st.markdown("#### Tokens by lane")
-lanes = list(diff.token_deltas)
-fig = go.Figure()
-for side, idx in (("A", 0), ("B", 1)):
-    fig.add_trace(go.Bar(name=f"Run {side}", x=[LANE_TITLES.get(ln, ln) for ln in lanes],
-                         y=[diff.token_deltas[ln][idx] for ln in lanes],
-                         marker_color="#9ecae1" if side == "A" else "#3182bd"))
-fig.update_layout(barmode="group", height=300, margin={"l": 10, "r": 10, "t": 30, "b": 10},
-                  yaxis_title="tokens", legend={"orientation": "h", "y": 1.15})
-st.plotly_chart(fig, key="token-deltas")
+# the table only: a bar chart of the same numbers told nothing more, and its chart
+# library cost a cold browser tab more CPU than the rest of the page (issue 36 point 7)
 st.dataframe(table([{"lane": LANE_TITLES.get(ln, ln), "run A": a, "run B": b,
                             "delta": f"{d:+d}"} for ln, (a, b, d) in diff.token_deltas.items()]),
              hide_index=True, width="stretch", key="token-table")

@@ -206,7 +206,7 @@ def test_picking_two_runs_shows_what_entered_and_left_with_reasons(demo: InMemor
     changes = at.dataframe[0].value
     assert set(changes["change"]) <= {"entered", "left", "moved"}
     assert "score moved across the threshold" in " ".join(changes["reason"])
-    assert len(_charts(at)) == 1  # token deltas
+    assert len(_charts(at)) == 0  # token deltas: the table only, no chart
 
 
 def test_compare_from_url_shows_changed_settings_and_answers(demo: InMemoryStorage,

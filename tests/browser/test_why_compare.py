@@ -76,7 +76,8 @@ def test_why_by_phrase_then_compare_in_chromium(workbench: str, tmp_path: Path) 
         reason = page.get_by_text(re.compile(r"^recall top_k 1 → 4 let it in \(rank \d+\)$"))
         reason.first.wait_for(timeout=PAGE_TIMEOUT_MS)
         page.get_by_role("heading", name="Tokens by lane").wait_for(timeout=PAGE_TIMEOUT_MS)
-        _settled(page, ".js-plotly-plot", "[data-testid='stMetricValue']")
+        _settled(page, "[data-testid='stMetricValue']")
+        assert page.locator(".js-plotly-plot").count() == 0  # the tokens: a table
         body = page.locator("body").inner_text()
         assert re.search(r"Input \(1 · [1-9]\d* tokens\)", body), body
         assert not re.search(r"\b(None|nan|null)\b", body)
