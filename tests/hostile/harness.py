@@ -51,7 +51,10 @@ def refused(done: subprocess.CompletedProcess[str]) -> str:
 
 
 def content_hash(path: Path) -> str:
-    """A SQLite database's content: every table's rows, in order."""
+    """A SQLite (or, named ``*.duckdb``, DuckDB) database's content: every table's rows,
+    in order."""
+    if path.suffix == ".duckdb":
+        return _duckdb_hash(path)
     con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
         digest = hashlib.sha256()
@@ -66,19 +69,42 @@ def content_hash(path: Path) -> str:
         con.close()
 
 
-def two_runs_sqlite(path: Path) -> None:
-    """A SQLite database of two Runner runs, r1 and r2 of thread t (user u, the offline
-    reader): what a damaged-database case edits behind our back."""
+def _duckdb_hash(path: Path) -> str:
+    import duckdb
+
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        digest = hashlib.sha256()
+        tables = [r[0] for r in con.execute(
+            "SELECT table_name FROM information_schema.tables ORDER BY table_name"
+        ).fetchall()]
+        for table in tables:
+            digest.update(f"\0table {table}\0".encode())
+            for row in con.execute(f'SELECT * FROM "{table}" ORDER BY ALL').fetchall():
+                digest.update(repr(row).encode())
+        return digest.hexdigest()
+    finally:
+        con.close()
+
+
+def two_runs(path: Path, engine: str = "sqlite") -> None:
+    """A database (SQLite or DuckDB) of two Runner runs, r1 and r2 of thread t (user u,
+    the offline reader): what a damaged-database case edits behind our back."""
     from memory_core.composition.memory import AgentMemory
     from memory_core.embedding.hashing import HashingEmbedder
     from memory_core.models.reader import ReaderModel
     from memory_core.runs.runner import Agent, Runner
+    from memory_core.storage.duckdb import DuckDBStorage
     from memory_core.storage.sqlite import SQLiteStorage
 
-    s = SQLiteStorage(str(path))
+    s = SQLiteStorage(str(path)) if engine == "sqlite" else DuckDBStorage(str(path))
     embed = HashingEmbedder(64)
     runner = Runner(s, {"a": Agent("a", "Answer.", ReaderModel(embed=embed))},
                     memory=AgentMemory(s, embed=embed, recent_n=2))
     runner.run("a", run_id="r1", thread_id="t", resource_id="u", prompt="My code is 4471.")
     runner.run("a", run_id="r2", thread_id="t", resource_id="u", prompt="What is my code?")
     s.close()
+
+
+def two_runs_sqlite(path: Path) -> None:
+    two_runs(path, "sqlite")

@@ -17,7 +17,7 @@ import typer
 from typer.testing import CliRunner
 
 from memory_core.cli import app
-from tests.hostile.harness import memwb, no_traceback, refused, two_runs_sqlite
+from tests.hostile.harness import memwb, no_traceback, refused, two_runs, two_runs_sqlite
 
 #: arguments that make each command reach its database (runs r1 and r2 of thread t)
 ARGS: dict[str, list[str]] = {
@@ -98,10 +98,10 @@ TIME_COLUMNS = [("runs", "started_at"), ("runs", "finished_at"), ("messages", "c
                 ("threads", "created_at"), ("threads", "updated_at")]
 
 
-def _run_every_reader(db: Path, what: str) -> None:
+def _run_every_reader(db: Path, what: str, engine: str = "sqlite") -> None:
     runner = CliRunner()
     for command in READERS:
-        result = runner.invoke(app, [*_args(command), "--db", f"sqlite:///{db}"])
+        result = runner.invoke(app, [*_args(command), "--db", f"{engine}:///{db}"])
         where = f"{command} with {what}"
         assert result.exception is None or isinstance(result.exception, SystemExit), (
             where, repr(result.exception))
@@ -120,6 +120,31 @@ def _damage(damaged: Path, tmp_path: Path, sql: str, params: tuple[str, ...]) ->
         con.execute(sql, params)
     con.close()
     return db
+
+
+@pytest.fixture(scope="module")
+def damaged_duckdb(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("damaged-duckdb") / "base.duckdb"
+    two_runs(path, "duckdb")
+    return path
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("key", ["memctx", "step:0", "output", "seal"])
+def test_a_corrupted_journal_value_on_duckdb_is_one_error_line_in_every_reader(
+        key: str, damaged_duckdb: Path, tmp_path: Path) -> None:
+    import duckdb
+
+    for name, value in JOURNAL_VALUES.items():
+        db = tmp_path / "db.duckdb"
+        shutil.copy(damaged_duckdb, db)
+        con = duckdb.connect(str(db))
+        try:
+            con.execute("UPDATE journal SET value = ? WHERE key = ?", [value, f"r2:{key}"])
+            con.execute("UPDATE runs SET started_at = 'yesterday' WHERE run_id = 'r1'")
+        finally:
+            con.close()
+        _run_every_reader(db, f"r2:{key} = {name}, r1 started yesterday", "duckdb")
 
 
 @pytest.mark.slow  # (each key: 7 values through 12 commands, seconds)

@@ -83,6 +83,31 @@ def test_each_hostile_file_is_one_error_line_and_changes_nothing(
     assert content_hash(db) == before
 
 
+@pytest.fixture(scope="module")
+def base_duckdb(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from memory_core.storage.duckdb import DuckDBStorage
+
+    path = tmp_path_factory.mktemp("base-duckdb") / "base.duckdb"
+    s = DuckDBStorage(str(path))
+    try:
+        import_text(s, (FIX / "openai_support.jsonl").read_text(encoding="utf-8"))
+    finally:
+        s.close()
+    return path
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", ["bomb-gzip", "yaml-alias-bomb", "json-deep-array",
+                                  "otlp-1e999", "jsonl-huge-int", "truncated-otel_genai"])
+def test_a_hostile_file_leaves_a_duckdb_database_unchanged(
+        case: str, files: dict[str, Path], base_duckdb: Path, tmp_path: Path) -> None:
+    db = tmp_path / "db.duckdb"
+    shutil.copy(base_duckdb, db)
+    before = content_hash(db)
+    refused(memwb("import", str(files[case]), "--db", str(db)))
+    assert content_hash(db) == before
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("case", ["otlp-1e999", "otlp-huge-int", "otlp-deep-value",
                                   "bomb-gzip", "truncated-otel_genai"])
