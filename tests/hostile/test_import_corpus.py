@@ -55,16 +55,22 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return made
 
 
-@pytest.fixture(scope="module")
-def base_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A database holding one good import, which no refused import may change."""
-    path = tmp_path_factory.mktemp("base") / "base.db"
-    s = SQLiteStorage(str(path))
+def _holding_one_import(path: Path) -> Path:
+    """A database (SQLite, or DuckDB for ``*.duckdb``) holding one good import, which
+    no refused import may change."""
+    from memory_core.storage.duckdb import DuckDBStorage
+
+    s = DuckDBStorage(str(path)) if path.suffix == ".duckdb" else SQLiteStorage(str(path))
     try:
         import_text(s, (FIX / "openai_support.jsonl").read_text(encoding="utf-8"))
     finally:
         s.close()
     return path
+
+
+@pytest.fixture(scope="module")
+def base_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _holding_one_import(tmp_path_factory.mktemp("base") / "base.db")
 
 
 @pytest.fixture
@@ -85,15 +91,7 @@ def test_each_hostile_file_is_one_error_line_and_changes_nothing(
 
 @pytest.fixture(scope="module")
 def base_duckdb(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from memory_core.storage.duckdb import DuckDBStorage
-
-    path = tmp_path_factory.mktemp("base-duckdb") / "base.duckdb"
-    s = DuckDBStorage(str(path))
-    try:
-        import_text(s, (FIX / "openai_support.jsonl").read_text(encoding="utf-8"))
-    finally:
-        s.close()
-    return path
+    return _holding_one_import(tmp_path_factory.mktemp("base-duckdb") / "base.duckdb")
 
 
 @pytest.mark.slow
