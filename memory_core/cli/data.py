@@ -91,12 +91,14 @@ def _import_path(f: Path) -> Path:
     it (``~nosuchuser``, a name too long for the system, a FIFO, a folder)."""
     try:
         f = f.expanduser()
-        regular = f.is_file() and not f.is_fifo()
+        exists, regular = f.exists(), f.is_file()
     except (RuntimeError, OSError) as e:  # no such user's home; ENAMETOOLONG, …
         why = getattr(e, "strerror", None) or str(e)
         raise fail(f"import file {str(f)[:200]!r} cannot be read: {why}") from None
-    if not regular:
+    if not exists:
         raise fail(f"import file {str(f)!r} does not exist")
+    if not regular:  # a FIFO would hang the read, a folder is not a recording
+        raise fail(f"import file {str(f)!r} is not a regular file")
     return f
 
 
