@@ -15,7 +15,6 @@ import math
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
-import plotly.graph_objects as go
 import streamlit as st
 
 from app import services
@@ -413,20 +412,12 @@ else:
                      "run", display_text=r"[?&]run=([^&#]*)", width="medium")})
     totals = token_totals(moved_runs, TOKEN_LANES)
     lanes = [ln for ln in TOKEN_LANES if any(totals[ln])]
-    fig = go.Figure()
-    for name, i, colour in (("As recorded", 0, "#9ecae1"), ("What if", 1, "#3182bd")):
-        fig.add_trace(go.Bar(name=name, y=[LANE_TITLES[ln] for ln in lanes],
-                             x=[totals[ln][i] for ln in lanes], orientation="h",
-                             marker_color=colour,
-                             hovertemplate=f"{name} · %{{y}}: %{{x}} tokens<extra></extra>"))
-    fig.update_layout(barmode="group", height=90 + 45 * len(lanes),
-                      margin={"l": 10, "r": 10, "t": 40, "b": 10},
-                      title={"text": "Prompt tokens by part, over the "
-                                     f"{counted(len(moved_runs), 'run')} that change",
-                             "font": {"size": 14}},
-                      xaxis_title="tokens", yaxis={"autorange": "reversed"},
-                      legend={"orientation": "h", "y": -0.25})
-    st.plotly_chart(fig, key="whatif-tokens")
+    # a small table of our words and numbers, not a chart: a chart library costs a cold
+    # browser tab more CPU than the rest of the page (issue 36 point 7)
+    st.markdown(f"**Prompt tokens by part, over the {counted(len(moved_runs), 'run')} that "
+                "change**\n\n| part | as recorded | what if | change |\n|---|---:|---:|---:|\n"
+                + "\n".join(f"| {LANE_TITLES[ln]} | {totals[ln][0]:,} | {totals[ln][1]:,} | "
+                            f"{totals[ln][1] - totals[ln][0]:+,} |" for ln in lanes))
 
 if moved_runs:
     st.markdown("#### Ask the model again")

@@ -5,6 +5,7 @@ inspector's "Keep this answer" (``memory_core.analysis.regress``)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -134,7 +135,12 @@ def test_lowering_the_recall_bar_brings_older_messages_into_support_3_forgot(
     assert len(links) == expected.count("changed")
     assert any(link.endswith(f"&run={FORGOT}") and "recall.threshold=0.2" in link
                for link in links)
-    assert len(at.get("plotly_chart")) == 1  # tokens per part: the one chart
+    # tokens per part over the runs that change: a small table, no chart
+    assert not at.get("plotly_chart")
+    parts = next(m.value for m in at.markdown if "Prompt tokens by part" in m.value)
+    assert f"over the {expected.count('changed')} runs that change" in parts
+    assert "| part | as recorded | what if | change |" in parts
+    assert re.search(r"\| Recalled \| [\d,]+ \| [\d,]+ \| [+-][\d,]+ \|", parts), parts
     _widget(at, "selectbox", "Run").set_value(FORGOT).run()
     _ok(at)
     assert at.query_params["run"] == FORGOT
