@@ -81,6 +81,13 @@ NOT_ASKABLE = "its model cannot be asked again here"
 READ_ONLY_ASK = ("This workbench is read-only, so this page only puts the prompts together "
                  "again: asking the model again, which writes to the runs' journals, is off.")
 
+
+
+def _change(n: int) -> str:
+    """A signed count as the page writes them: +12, −3 (a minus sign), +0."""
+    return f"+{n:,}" if n >= 0 else f"−{-n:,}"
+
+
 st.title("What if")
 st.caption("Try other memory settings on past runs. Each run's prompt is put together "
            "again as of the time it ran — from only what was stored before it — and "
@@ -417,7 +424,7 @@ else:
     st.markdown(f"**Prompt tokens by part, over the {counted(len(moved_runs), 'run')} that "
                 "change**\n\n| part | as recorded | what if | change |\n|---|---:|---:|---:|\n"
                 + "\n".join(f"| {LANE_TITLES[ln]} | {totals[ln][0]:,} | {totals[ln][1]:,} | "
-                            f"{totals[ln][1] - totals[ln][0]:+,} |" for ln in lanes))
+                            f"{_change(totals[ln][1] - totals[ln][0])} |" for ln in lanes))
 
 if moved_runs:
     st.markdown("#### Ask the model again")

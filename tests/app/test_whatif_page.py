@@ -140,7 +140,7 @@ def test_lowering_the_recall_bar_brings_older_messages_into_support_3_forgot(
     parts = next(m.value for m in at.markdown if "Prompt tokens by part" in m.value)
     assert f"over the {expected.count('changed')} runs that change" in parts
     assert "| part | as recorded | what if | change |" in parts
-    assert re.search(r"\| Recalled \| [\d,]+ \| [\d,]+ \| [+-][\d,]+ \|", parts), parts
+    assert re.search(r"\| Recalled \| [\d,]+ \| [\d,]+ \| [+−][\d,]+ \|", parts), parts
     _widget(at, "selectbox", "Run").set_value(FORGOT).run()
     _ok(at)
     assert at.query_params["run"] == FORGOT
