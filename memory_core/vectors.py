@@ -3,6 +3,8 @@ scoring a matrix against a query, and taking the top of a score vector exactly."
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 
@@ -83,3 +85,29 @@ def widened(matrix: np.ndarray, rows: int) -> np.ndarray:
     assert isinstance(base, np.ndarray) and base.shape[0] >= rows
     out: np.ndarray = base[:rows]
     return out
+
+
+_ARROW_NUMPY = {"int8": np.int8, "int16": np.int16, "int32": np.int32, "int64": np.int64,
+                "uint8": np.uint8, "uint16": np.uint16, "uint32": np.uint32,
+                "uint64": np.uint64, "float": np.float32, "double": np.float64}
+
+
+def arrow_numpy(array: Any) -> np.ndarray:
+    """An Arrow array of numbers or booleans as a numpy array, read from its buffers.
+    pyarrow's own ``to_numpy`` goes through its pandas conversion, which imports pandas
+    (~0.5 s, on a workbench page's first scan); this does not. Nulls come out as
+    whatever their slot holds (0, False): callers mask them with ``is_valid``."""
+    n, off = len(array), array.offset
+    kind = str(array.type)
+    data = array.buffers()[1]
+    if kind == "bool":
+        if data is None:
+            return np.zeros(n, bool)
+        bits = np.unpackbits(np.frombuffer(data, np.uint8), bitorder="little")
+        return bits[off:off + n].astype(bool)
+    dtype = _ARROW_NUMPY.get(kind)
+    if dtype is None:
+        return np.asarray(array.to_numpy(zero_copy_only=False))
+    if data is None:
+        return np.zeros(n, dtype)
+    return np.frombuffer(data, dtype, count=n, offset=off * np.dtype(dtype).itemsize)

@@ -42,6 +42,7 @@ from memory_core.storage.sql_common import (
 )
 from memory_core.storage.sql_store import SqlStorage
 from memory_core.storage.staging import StagedMessages, vector_column
+from memory_core.vectors import arrow_numpy
 
 _BATCH_VIEW = "_mc_insert_batch"  # name of the Arrow batch registered for one insert
 _SMALL_BATCH = 8  # rows inserted as bound parameters; more go in as one Arrow table
@@ -95,7 +96,7 @@ def _insert_table(conn: Conn, table: str, data: pa.Table) -> None:
 
 def _copied(column: pa.Array) -> pa.Array:
     """An Arrow column in buffers of its own (not a slice of its record batch's)."""
-    return pa.concat_arrays([column, pa.array([], column.type)])
+    return pa.concat_arrays([column, pa.nulls(0, column.type)])  # (pa.array imports pandas)
 
 
 @contextmanager
@@ -273,15 +274,15 @@ class _DuckDriver(Driver):
             vectors = has_vec = None
             if scan.vectors and scan.dim:
                 col = batch.column("embedding")
-                has_vec = col.is_valid().to_numpy(zero_copy_only=False)
-                flat = col.flatten().to_numpy(zero_copy_only=False)
+                has_vec = arrow_numpy(col.is_valid())
+                flat = arrow_numpy(col.flatten())
                 vectors = flat.astype(np.float32, copy=False).reshape(-1, scan.dim)
             a = out.n
-            out.locate(a, batch.column("locator").to_numpy())
+            out.locate(a, arrow_numpy(batch.column("locator")))
             # a column kept past its batch is copied: a slice keeps the whole batch
             # (its vectors too) alive
-            out.add(batch.column("pos").to_numpy(), batch.column("seq").to_numpy(),
-                    batch.column("created_us").to_numpy(), vectors, has_vec,
+            out.add(arrow_numpy(batch.column("pos")), arrow_numpy(batch.column("seq")),
+                    arrow_numpy(batch.column("created_us")), vectors, has_vec,
                     _copied(batch.column("text_lower")) if scan.texts else None,
                     batch.column("body").to_pylist() if scan.metadata else None)
             out.zone(a, batch.column("zone"))

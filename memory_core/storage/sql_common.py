@@ -53,7 +53,7 @@ from memory_core.types import (
     StoredMessage,
     Thread,
 )
-from memory_core.vectors import with_spare_rows
+from memory_core.vectors import arrow_numpy, with_spare_rows
 
 # Bound-parameter lists are chunked: SQLite caps the number of variables per statement.
 _CHUNK = 500
@@ -312,9 +312,8 @@ class RowsBuilder:
             names = enc.dictionary.to_pylist()
             codes = np.array([self.zone_names.setdefault(x, len(self.zone_names)) if x
                               else -2 for x in names] or [-2], np.int32)
-            at = enc.indices.fill_null(0).to_numpy(zero_copy_only=False)
-            self.zones[a:a + k] = np.where(enc.indices.is_valid().to_numpy(
-                zero_copy_only=False), codes[at], -1)
+            at = arrow_numpy(enc.indices.fill_null(0))
+            self.zones[a:a + k] = np.where(arrow_numpy(enc.indices.is_valid()), codes[at], -1)
         else:
             self.zones[a:a + k] = -1
 
