@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -34,11 +33,6 @@ def imported(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[InMemoryStorage,
     services.unregister_storage(url.removeprefix(services.MEMORY_SCHEME))
 
 
-def _threads(column: Any) -> list[str]:
-    """The thread ids of the threads table's column of links (``threads?…&thread=<id>``)."""
-    return [parse_qs(urlsplit(link).query)["thread"][0] for link in column]
-
-
 def _open(**query: str) -> AppTest:
     """The Threads page (the start page is the default) with ``query`` in its URL."""
     at = AppTest.from_file(str(ENTRY), default_timeout=TIMEOUT)
@@ -63,7 +57,7 @@ def test_resource_less_threads_are_listed_under_no_resource(
     groups.select_index(2).run()
     assert not at.exception and not at.error
     assert at.subheader[0].value == r"Threads of \(no resource\)"  # escaped markdown
-    assert sorted(_threads(at.dataframe[0].value["thread"])) == sorted(loose)
+    assert sorted(at.dataframe[0].value["thread"]) == sorted(loose)
     assert "resource" not in at.query_params
 
 
@@ -127,7 +121,7 @@ def test_last_activity_of_imported_threads_is_their_recorded_time(
     at = _open(resource="cust-7")
     assert not at.exception and not at.error
     table = at.dataframe[0].value
-    shown = dict(zip(_threads(table["thread"]), table["last activity"], strict=True))
+    shown = dict(zip(table["thread"], table["last activity"], strict=True))
     assert shown == {tid: fmt_time(t.last_activity) for tid, t in summaries.items()}
 
 
@@ -140,7 +134,7 @@ def test_a_record_with_no_time_says_so_instead_of_1970(
     groups = _select(at, "Resource")
     groups.select_index(2).run()
     table = at.dataframe[0].value
-    shown = dict(zip(_threads(table["thread"]), table["last activity"], strict=True))
+    shown = dict(zip(table["thread"], table["last activity"], strict=True))
     assert all(shown[t] == "not recorded" for t in loose), shown
     assert not any("1970" in str(v) for v in shown.values())
     from datetime import UTC, datetime, timedelta
@@ -178,7 +172,7 @@ def test_a_large_group_lists_its_newest_threads_and_finds_the_rest(
     newest few (table and picker) and finds any other by id or title."""
     at = _open()
     assert not at.exception and not at.error
-    assert _threads(at.dataframe[0].value["thread"]) == ["t7", "t6", "t5"]
+    assert list(at.dataframe[0].value["thread"]) == ["t7", "t6", "t5"]
     assert _select(at, "Thread").options == ["topic odd 7 · t7", "topic even 6 · t6",
                                               "topic odd 5 · t5"]
     assert "8 threads; the newest 3 are listed here" in at.caption[0].value
@@ -187,11 +181,11 @@ def test_a_large_group_lists_its_newest_threads_and_finds_the_rest(
 
     find("EVEN")  # id or title, any case
     assert not at.exception and not at.error
-    assert _threads(at.dataframe[0].value["thread"]) == ["t6", "t4", "t2"]
+    assert list(at.dataframe[0].value["thread"]) == ["t6", "t4", "t2"]
     assert "4 of the 8 threads hold 'EVEN'" in at.caption[0].value
     assert at.query_params["find"] == "EVEN"
     find("t1")
-    assert _threads(at.dataframe[0].value["thread"]) == ["t1"]
+    assert list(at.dataframe[0].value["thread"]) == ["t1"]
     assert _select(at, "Thread").value == "t1"
     assert [t.value for t in at.text][:1] == ["message 1"]
     find("nothing like it")
@@ -202,7 +196,7 @@ def test_a_large_group_lists_its_newest_threads_and_finds_the_rest(
 def test_a_link_opens_its_thread_beyond_the_newest(many_threads: InMemoryStorage) -> None:
     at = _open(thread="t0")
     assert not at.exception and not at.error
-    assert _threads(at.dataframe[0].value["thread"]) == ["t7", "t6", "t5"]
+    assert list(at.dataframe[0].value["thread"]) == ["t7", "t6", "t5"]
     assert _select(at, "Thread").value == "t0"  # offered, though not listed
     assert [t.value for t in at.text][:1] == ["message 0"]
 

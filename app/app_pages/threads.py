@@ -43,9 +43,10 @@ from memory_core.analysis import views
 from memory_core.analysis.views import DEFAULT_PAGE_SIZE, page_of_seq
 
 RUNS_LISTED = 20  # a thread's runs linked on the page, newest first
-# a table's thread column: each id a link to its thread here (the database named)
-THREAD_LINKS = {"thread": st.column_config.LinkColumn(
-    "thread", display_text=r"[?&]thread=([^&#]*)", width="medium")}
+# a table's "open" column: a link to the row's thread here (the database named); the
+# thread column beside it keeps the id as stored (a link's cell would hold its URL)
+THREAD_LINKS = {"open": st.column_config.LinkColumn("open", display_text="open",
+                                                     width="small")}
 
 
 def thread_link(thread_id: str, seq: int | None = None) -> str:
@@ -106,7 +107,8 @@ if listing.total > views.THREADS_LISTED:
                "below" if listing.matched > views.THREADS_LISTED
                else f"{found}; listed here and offered below")
 st.dataframe(table([{
-    "thread": thread_link(t.thread_id), "title": t.title or "", "messages": t.message_count,
+    "open": thread_link(t.thread_id), "thread": t.thread_id, "title": t.title or "",
+    "messages": t.message_count,
     "runs": t.run_count, "last activity": fmt_time(t.last_activity)}
     for t in listing.listed]), hide_index=True, width="stretch", column_config=THREAD_LINKS)
 
@@ -119,8 +121,9 @@ with st.expander("Search messages in this resource", expanded=bool(services.quer
             hits = [h for h in hits if h.thread_id in {t.thread_id for t in summaries}]
         st.caption(f"{counted(len(hits), 'message')} found")
         if hits:
-            st.dataframe(table([{"thread": thread_link(h.thread_id, h.seq), "seq": h.seq,
-                                 "role": h.role, "text": h.text} for h in hits]),
+            st.dataframe(table([{"open": thread_link(h.thread_id, h.seq),
+                                 "thread": h.thread_id, "seq": h.seq, "role": h.role,
+                                 "text": h.text} for h in hits]),
                          hide_index=True, width="stretch", column_config=THREAD_LINKS)
             for h in hits[:20]:
                 link_to_message(h.thread_id, h.seq,

@@ -145,10 +145,13 @@ def test_thread_ids_in_the_threads_tables_are_links(imported: InMemoryStorage,
                                                     app: Callable[..., AppTest]) -> None:
     at = app(THREADS_PAGE, thread=WEATHER)
     _ok(at)
-    config, values = _link_column(at, "thread")
+    config, values = _link_column(at, "open")
     assert config["type_config"]["type"] == "link"
     assert any(v.startswith("threads?") and v.endswith(f"&thread={WEATHER}") for v in values)
     assert all("db=" in v for v in values)
+    # beside each link, the thread's id as stored
+    _, ids = _link_column(at, "thread")
+    assert WEATHER in ids
 
 
 def test_compare_says_once_what_the_recordings_do_not_hold(

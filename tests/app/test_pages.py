@@ -261,9 +261,10 @@ def test_search_finds_a_message(populated: Populated, app: MakeApp) -> None:
     at.text_input(key="search").set_value("parcel never").run()
     assert not at.exception
     df = at.dataframe[-1].value
-    # the thread column links to the message on this page (the database named)
-    assert list(df["seq"]) == [0] and [v.rsplit("&thread=", 1)[1] for v in df["thread"]] == [
-        THREAD]
+    # the open column links to the message on this page (the database named); the
+    # thread column keeps the id as stored
+    assert list(df["seq"]) == [0] and list(df["thread"]) == [THREAD]
+    assert [v.rsplit("&thread=", 1)[1] for v in df["open"]] == [THREAD]
     assert f"thread={THREAD}&seq=0" in _links(at)
     assert at.query_params["q"] == "parcel never"  # the search is shareable too
     shared = app(q="parcel never")

@@ -84,7 +84,7 @@ def test_imported_runs_without_noise_in_chromium(tmp_path: Path) -> None:
         page.screenshot(path=str(tmp_path / "imported-threads.png"))
         grid = main.get_by_test_id("stDataFrame").first
         # the grid is drawn on a canvas; the accessible table behind it holds each cell's
-        # value: the thread column's is the thread's URL on this page
+        # value: the "open" column's is the thread's URL on this page
         cell = grid.locator("td").filter(has_text=f"thread={WEATHER}").first
         cell.wait_for(state="attached", timeout=PAGE_TIMEOUT_MS)
         assert cell.inner_text().startswith("threads?db=imported")
