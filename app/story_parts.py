@@ -5,25 +5,23 @@ with the ids and settings added only when the engineer details are on."""
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import plotly.graph_objects as go
 import streamlit as st
 
 from app import services
 from app.components import (
     COMPARE_PAGE,
     COUNTERFACTUAL_PAGE,
-    LANE_COLOURS,
     Id,
     answer_text,
     escape_md,
     link_to_run,
     literal,
     md,
-    plot_text,
     ref,
     token_bar,
     with_db,
@@ -73,6 +71,9 @@ def plain_text(role: str, text: str, lane: str | None = None) -> str:
 
 # -- the glossary, where a term first appears -------------------------------------------
 _GLOSSED = "story-glossed"
+
+
+GLOSSARY_HEAD = "| in this story | engineers say | meaning |\n|---|---|---|\n"
 
 
 def glossary_start() -> None:
@@ -164,25 +165,18 @@ def message_bubble(m: views.MessageView, *, engineer: bool) -> None:
 COMPOSITION_TITLE = "What the assistant was given, by share of its length"
 
 
-def composition_chart(lanes: list[views.LaneView]) -> go.Figure:
-    """One stacked bar: each part's share of what the assistant was given, in plain
-    words (the engineer view has the token counts)."""
+def composition_bars(lanes: list[views.LaneView]) -> None:
+    """Each part's share of what the assistant was given, one bar a part in prompt order,
+    in plain words (the engineer view has the token counts). Not a chart: a chart
+    library costs a cold browser tab more than the rest of the page (issue 36 point 7)."""
     total = sum(lv.tokens for lv in lanes if lv.lane != "dropped") or 1
-    fig = go.Figure()
+    st.markdown(f"**{COMPOSITION_TITLE}**")
     for lv in lanes:
         if lv.lane == "dropped" or lv.tokens == 0:
             continue
-        name = PLAIN_PARTS.get(lv.lane, lv.lane)
-        fig.add_trace(go.Bar(
-            name=name, x=[round(100 * lv.tokens / total, 1)], y=[""], orientation="h",
-            marker_color=LANE_COLOURS.get(lv.lane),
-            hovertemplate=f"{plot_text(name)}: %{{x:.0f}} %<extra></extra>"))
-    fig.update_layout(barmode="stack", height=190, margin={"l": 10, "r": 10, "t": 40, "b": 10},
-                      title={"text": COMPOSITION_TITLE},
-                      xaxis={"title": {"text": "% of everything it was given"},
-                             "range": [0, 100]},
-                      legend={"orientation": "h", "y": -0.6}, yaxis={"showticklabels": False})
-    return fig
+        share = lv.tokens / total
+        st.progress(min(share, 1.0), text=escape_md(
+            f"{PLAIN_PARTS.get(lv.lane, lv.lane)}: {share:.0%}"))
 
 
 def given_parts(view: views.RunView, *, engineer: bool) -> None:
@@ -226,11 +220,6 @@ KIND_WORDS: dict[str, str] = {
     "already-in-window": "already among the latest messages",
     "duplicate-of-query": "the question itself",
 }
-KIND_COLOURS: dict[str, str] = {
-    "hit": "#3182bd", "dropped": "#7f7f7f", "beyond-top-k": "#fdae6b",
-    "below-threshold": "#fd8d3c", "filtered-out": "#bdbdbd", "already-in-window": "#74c476",
-    "duplicate-of-query": "#c7c7c7",
-}
 
 
 @dataclass(frozen=True)
@@ -245,7 +234,7 @@ class Bar:
 
 def match_bars(view: views.RunView, memctx: Memctx | None) -> list[Bar]:
     """Every older message whose match the record kept: what was handed over, the near
-    misses, and what was found but left out (with its position, so the chart starts at
+    misses, and what was found but left out (with its position, so the table starts at
     the closest match)."""
     bars = [Bar(c.rank, c.score, c.status, (c.thread_id, c.seq), c.preview)
             for c in view.candidates]
@@ -256,62 +245,67 @@ def match_bars(view: views.RunView, memctx: Memctx | None) -> list[Bar]:
     return sorted(bars, key=lambda b: (b.position, -b.score))
 
 
-def match_chart(bars: list[Bar], threshold: float, top_k: int | None,
-                key: Ref | None, key_name: str) -> go.Figure:
-    """Older messages by how closely they matched the question, closest first: the
-    minimum match as a line, the cut after the N closest, and the key message's bar
-    named on the chart."""
-    fig = go.Figure()
-    for kind in KIND_WORDS:
-        bs = [b for b in bars if b.kind == kind]
-        if not bs:
-            continue
-        fig.add_trace(go.Bar(
-            name=KIND_WORDS[kind], x=[b.position for b in bs],
-            y=[round(b.score * 100, 1) for b in bs], marker_color=KIND_COLOURS[kind],
-            marker_line={"width": [3 if b.ref == key else 0 for b in bs],
-                         "color": "#000000"},
-            customdata=[plot_text(b.preview[:80]) for b in bs],
-            hovertemplate="%{y:.0f} % match<br>%{customdata}<extra></extra>"))
-    last = max((b.position for b in bars), default=1)
-    fig.add_hline(y=threshold * 100, line_dash="dash", line_color="#d62728",
-                  annotation_text=f"minimum match {percent(threshold)}",
-                  annotation_position="top right")
-    if top_k is not None and top_k < last:
-        fig.add_vrect(x0=top_k + 0.5, x1=last + 0.5, fillcolor="#999999", opacity=0.12,
-                      line_width=0)
-        fig.add_vline(x=top_k + 0.5, line_dash="dot", line_color="#333333",
-                      annotation_text=f"only the {top_k} closest are handed over",
-                      annotation_position="top left")
-    key_bar = next((b for b in bars if b.ref == key), None)
-    if key_bar is not None:
-        fig.add_annotation(x=key_bar.position, y=key_bar.score * 100, text=f"<b>{plot_text(key_name)}</b>",
-                           showarrow=True, arrowhead=2, ax=0, ay=-60,
-                           bgcolor="#ffffff", bordercolor="#000000")
-    fig.update_layout(
-        height=380, margin={"l": 10, "r": 10, "t": 50, "b": 10}, barmode="overlay",
-        title={"text": "How closely each older message matched the question"},
-        xaxis={"title": {"text": "older messages, closest match first"}, "dtick": 1},
-        yaxis={"title": {"text": "match (%)"}, "range": [0, 105]},
-        legend={"orientation": "h", "y": -0.25})
-    return fig
+MATCH_TITLE = "How closely each older message matched the question"
+
+
+_CALL_START = re.compile(r"→ ([\w.-]+)\(.*$", re.MULTILINE)
+
+
+def _match_bar(score: float, cells: int = 12) -> str:
+    """A match in words and as a bar of blocks as long as the score."""
+    return f"{percent(score)} " + "█" * round(max(0.0, min(score, 1.0)) * cells)
+
+
+def _preview(text: str) -> str:
+    """A message's opening as one plain line: a tool call, cut short or not, named in
+    words (never its JSON)."""
+    text = plain_text("assistant", _CALL_START.sub(
+        lambda m: f"(asks the {_tool_words(m[1])} system)", text))
+    text = " ".join(text.split())
+    return escape_md(text if len(text) <= 120 else text[:119] + "…")
+
+
+def match_table(bars: list[Bar], threshold: float, top_k: int | None,
+                key: Ref | None, key_name: str) -> str:
+    """Older messages by how closely they matched the question, closest first, as a small
+    Markdown table: the match in words and as a bar, the minimum match and the cut after
+    the N closest as rows of their own, and the key message's row named in bold."""
+    rows = [f"**{MATCH_TITLE}**", "",
+            "| position | match | what happened | the message |", "|---:|---|---|---|"]
+    cut = line = False
+    for b in bars:
+        if top_k is not None and not cut and b.position > top_k:
+            rows.append(f"| | | *only the {top_k} closest are handed over; "
+                        "the ones below were not* | |")
+            cut = True
+        if not line and b.score < threshold:
+            rows.append(f"| | | *the minimum match, {percent(threshold)}: the ones below "
+                        "match less* | |")
+            line = True
+        cells = [str(b.position), _match_bar(b.score),
+                 escape_md(KIND_WORDS.get(b.kind, b.kind)), _preview(b.preview)]
+        if b.ref == key:
+            cells = [f"**{c}**" for c in cells[:3]] + [
+                f"**← {escape_md(key_name)}**: {cells[3]}"]
+        rows.append("| " + " | ".join(cells) + " |")
+    return "\n".join(rows)
 
 
 def match_caption(bars: list[Bar], threshold: float, top_k: int | None,
                   key: Ref | None, key_name: str) -> str:
-    """The chart's rule, true to the record: both conditions, what passed the line and
-    still was not handed over, why the first bars are what they are, where the key
+    """The table's rule, true to the record: both conditions, what passed the line and
+    still was not handed over, why the first rows are what they are, where the key
     message stands."""
     rule = (f"Memory hands over an older message only if it matches at least "
             f"{percent(threshold)}" + (f" and is among the {top_k} closest matches."
                                        if top_k is not None else "."))
     parts = [rule]
     if bars and bars[0].position > 1:
-        parts.append(f"The chart starts at position {bars[0].position}: the record does "
+        parts.append(f"The table starts at position {bars[0].position}: the record does "
                      "not keep the closer ones.")
     for b in bars:
         if b.kind == "dropped":
-            parts.append(f"Bar {b.position} was found but left out of what the assistant "
+            parts.append(f"The message at position {b.position} was found but left out of what the assistant "
                          f"was given, because {left_out_because(b.reason)}.")
     over = [b for b in bars if b.kind == "beyond-top-k"]
     if over and top_k is not None:
@@ -320,7 +314,7 @@ def match_caption(bars: list[Bar], threshold: float, top_k: int | None,
                      f"{'they were' if len(over) > 1 else 'it was'} not handed over either.")
     key_bar = next((b for b in bars if b.ref == key), None)
     if key_bar is not None:
-        parts.append(f"The bar marked “{key_name}” is at position {key_bar.position}.")
+        parts.append(f"The row marked “{key_name}” is at position {key_bar.position}.")
     return " ".join(parts)
 
 

@@ -21,7 +21,6 @@ from app.components import (
     set_query_params,
 )
 from app.stories import GLOSSARY, STORIES, Story, story_by_key
-from app.tables import table
 
 story = story_by_key(services.query_param("story"))
 st.title(story.title)
@@ -44,9 +43,9 @@ parts.say(story.intro)
 engineer = st.toggle("Engineer details", key="story-engineer",
                      help="Show the ids, settings and numbers behind each step.")
 with st.expander("Glossary: the words engineers use for these things"):
-    st.dataframe(table(GLOSSARY, columns=["in this story", "engineers say",
-                                                 "meaning"]),
-                 hide_index=True, width="stretch")
+    # a small Markdown table, not a canvas grid: fourteen rows of words (issue 36 point 7)
+    st.markdown(parts.GLOSSARY_HEAD + "\n".join(
+        "| " + " | ".join(escape_md(cell) for cell in row) + " |" for row in GLOSSARY))
 
 
 def _runs(s: Story) -> list[str]:
@@ -140,7 +139,7 @@ parts.gloss("what the assistant was given")
 parts.say("A language model only knows what is put in front of it for each answer. "
           "This is how that was made up: its instructions, the latest messages of the "
           "conversation, the question, and whatever memory added from before.")
-st.plotly_chart(parts.composition_chart(view.lanes), key="story-given")
+parts.composition_bars(view.lanes)
 parts.gloss(parts.COMPOSITION_TITLE)
 parts.given_parts(view, engineer=engineer)
 if engineer:
@@ -151,8 +150,8 @@ st.header("4. Why", divider="gray")
 parts.say(story.why)
 bars = parts.match_bars(view, memctx)
 if story.chart and view.threshold is not None and bars:
-    st.plotly_chart(parts.match_chart(bars, view.threshold, view.top_k, key, story.key_name),
-                    key="story-matches")
+    with st.container(key="story-matches"):
+        st.markdown(parts.match_table(bars, view.threshold, view.top_k, key, story.key_name))
     caption = parts.match_caption(bars, view.threshold, view.top_k, key, story.key_name)
     st.caption(escape_md(caption))
     parts.gloss(caption)

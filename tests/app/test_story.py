@@ -1,6 +1,6 @@
 """AppTest tests of the start page and the demo stories: cards that open each story,
 threads grouped by resource (and "(no resource)"), an empty database; every story in
-plain words (a scan of everything shown), the engineer details, the chart's named bar,
+plain words (a scan of everything shown), the engineer details, the match table's named row,
 cut and true caption, and the proof — stored, shown with "Run again" to the next
 visitor, and read-only."""
 
@@ -18,7 +18,7 @@ from streamlit.testing.v1 import AppTest
 from app import services
 from app.components import STORY_PAGE
 from app.stories import STORIES, story_by_key
-from app.story_parts import Bar, match_caption, match_chart
+from app.story_parts import GLOSSARY_HEAD, Bar, match_caption, match_table
 from memory_core.importers import import_text
 from memory_core.storage.inmemory import InMemoryStorage
 from sample_data.build import DemoClock, build_into
@@ -89,7 +89,8 @@ def shown_texts(at: AppTest) -> list[str]:
     that pairs plain words with the engineer's) and the sidebar."""
     out = [e.value for kind in ("title", "header", "subheader", "markdown", "text",
                                 "caption", "info", "success", "warning")
-           for e in getattr(at.main, kind)]
+           for e in getattr(at.main, kind)
+           if not str(e.value).startswith(GLOSSARY_HEAD)]
     out += [b.label for b in at.main.button] + [t.label for t in at.main.toggle]
     out += [e.label for e in at.main.expander]
     return out + _chart_texts(at)
@@ -268,9 +269,12 @@ def test_engineer_details_show_the_terms(demo: InMemoryStorage, app: MakeApp) ->
 
 def test_glossary_pairs_plain_and_engineer_words(demo: InMemoryStorage, app: MakeApp) -> None:
     at = _story(app, "support")
-    table = at.main.dataframe[0].value
-    assert list(table.columns) == ["in this story", "engineers say", "meaning"]
-    assert {"threshold", "top-k", "tokens", "lane"} <= set(table["engineers say"])
+    glossary = next(m.value for m in at.main.markdown if m.value.startswith(GLOSSARY_HEAD))
+    rows = [[c.strip().replace("\\", "") for c in ln.strip("|").split(" | ")]
+            for ln in glossary.splitlines()[2:]]
+    assert all(len(r) == 3 for r in rows), rows
+    assert {"threshold", "top-k", "tokens", "lane"} <= {r[1] for r in rows}
+    assert not at.main.dataframe  # a Markdown table, no canvas grid
 
 
 def test_story_picker_switches_stories(demo: InMemoryStorage, app: MakeApp) -> None:
@@ -296,7 +300,7 @@ def test_the_story_run_is_the_run_the_other_pages_open_on(demo: InMemoryStorage,
         assert run.value == story_by_key("trip").run, page
 
 
-# -- the chart ------------------------------------------------------------------------
+# -- the table ------------------------------------------------------------------------
 # the forgotten-refund run as the real demo records it: a left-out note first, two
 # handed over, two above the line past the cut, the refund under the line
 BARS = [Bar(1, 0.78, "dropped", ("support-2", 8), "note", "unanswered-tool-call"),
@@ -306,26 +310,36 @@ BARS = [Bar(1, 0.78, "dropped", ("support-2", 8), "note", "unanswered-tool-call"
         Bar(6, 0.43, "below-threshold", ("support-1", 17), "refund")]
 
 
-def test_the_chart_names_the_key_bar_and_marks_the_cut_and_the_line() -> None:
-    fig = match_chart(BARS, 0.45, 3, ("support-1", 17), "the refund decision")
-    notes = [a.text for a in fig.layout.annotations]
-    assert "<b>the refund decision</b>" in notes
-    assert "only the 3 closest are handed over" in notes
-    assert "minimum match 45 %" in notes
-    key_trace = next(t for t in fig.data if t.name == "under the minimum match")
-    assert list(key_trace.marker.line.width) == [3]  # the key bar is outlined
-    left_out = next(t for t in fig.data if t.name == "found but left out")
-    assert list(left_out.x) == [1]  # the chart starts at the closest match
+def test_the_table_names_the_key_row_and_marks_the_cut_and_the_line() -> None:
+    text = match_table(BARS, 0.45, 3, ("support-1", 17), "the refund decision")
+    rows = [ln for ln in text.splitlines() if ln.startswith("| ")][1:]  # past the header
+    # closest first; the cut after the 3 closest and the minimum match as rows of their own
+    assert [r.split(" | ")[0] for r in rows] == ["| 1", "| 2", "| 3", "|", "| 4", "| 5",
+                                                 "|", "| **6**"]
+    assert "only the 3 closest are handed over" in rows[3]
+    assert "the minimum match, 45 %" in rows[6]
+    key_row = rows[-1]
+    assert "**← the refund decision**" in key_row and "43 %" in key_row
+    assert "under the minimum match" in key_row
+    assert "found but left out" in rows[0] and "78 %" in rows[0]
+    assert key_row.count("█") == 5 and rows[0].count("█") == 9  # as long as the match
+
+
+def test_the_table_names_a_tool_call_in_words() -> None:
+    bar = Bar(1, 0.7, "dropped", ("support-2", 8),
+              'Starting the refund. → refund({"amount": 240, "ord', "unanswered-tool-call")
+    text = match_table([bar], 0.45, 3, None, "x").replace("\\", "")
+    assert "(asks the refund system)" in text and "amount" not in text
 
 
 def test_the_caption_states_the_real_rule() -> None:
     caption = match_caption(BARS, 0.45, 3, ("support-1", 17), "the refund decision")
     assert "matches at least 45 % and is among the 3 closest" in caption
     assert "2 messages passed the minimum but came after the 3 closest" in caption
-    assert "Bar 1 was found but left out" in caption  # why the chart starts where it does
+    assert "position 1 was found but left out" in caption  # why the table starts there
     assert "“the refund decision” is at position 6" in caption
     later = match_caption(BARS[1:], 0.45, 3, None, "x")
-    assert "The chart starts at position 2" in later
+    assert "The table starts at position 2" in later
 
 
 # -- the proof ------------------------------------------------------------------------

@@ -50,10 +50,13 @@ def test_story_card_to_proof_to_fix(minilm_demo_db: Path, tmp_path: Path) -> Non
         page.get_by_role("heading", name="The assistant forgot the refund").wait_for(
             timeout=PAGE_TIMEOUT_MS)
         assert "story=support" in page.url
-        # the chart names the refund decision's bar and marks the cut
-        chart = page.locator(".js-plotly-plot").nth(1)
-        chart.get_by_text("the refund decision").wait_for(timeout=PAGE_TIMEOUT_MS)
-        assert chart.get_by_text("only the 3 closest are handed over").count() == 1
+        # the match table names the refund decision's row and marks the cut; no chart
+        matches = page.locator(".st-key-story-matches table")
+        matches.get_by_text("← the refund decision", exact=False).wait_for(
+            timeout=PAGE_TIMEOUT_MS)
+        assert matches.get_by_text("only the 3 closest are handed over",
+                                   exact=False).count() == 1
+        assert page.locator(".js-plotly-plot").count() == 0
         page.get_by_text("I don't know", exact=False).first.wait_for(timeout=PAGE_TIMEOUT_MS)
         page.screenshot(path=str(tmp_path / "story.png"))
 
