@@ -9,12 +9,10 @@ finds the others by id or title (``components.pick_thread``).
 
 from __future__ import annotations
 
-import plotly.graph_objects as go
 import streamlit as st
 
 from app import services
 from app.components import (
-    LANE_COLOURS,
     LANE_TITLES,
     TIMELINE_PAGE,
     Id,
@@ -26,12 +24,12 @@ from app.components import (
     link_to_message,
     link_to_run,
     pick_thread,
-    plot_text,
     run_not_found,
     set_query_params,
 )
 from app.run_labels import run_labeller
 from app.tables import table
+from app.timeline_svg import timeline_svg
 from memory_core.analysis import views
 from memory_core.analysis.timeline import TimelinePoint
 
@@ -100,37 +98,12 @@ if not tl.points:
 # an imported run's tokens are our count (chars/4) of what the client sent, not the
 # recording's usage (the run inspector shows both)
 estimated = " (our estimate)" if any(p.source == "imported" for p in tl.points) else ""
-xs = [p.index for p in tl.points]
-labels = [plot_text(p.run_id) for p in tl.points]
-fig = go.Figure()
-for lane in tl.lanes:
-    ys = [p.tokens[lane] for p in tl.points]
-    if not any(ys):
-        continue  # an empty lane would only crowd the legend
-    fig.add_trace(go.Scatter(
-        # one run has no line to draw: its stacked lanes are shown as points
-        x=xs, y=ys, name=LANE_TITLES[lane], mode="lines" if len(xs) > 1 else "markers",
-        marker={"size": 12, "color": LANE_COLOURS[lane]}, stackgroup="tokens",
-        line={"width": 0.5, "color": LANE_COLOURS[lane]}, customdata=labels,
-        hovertemplate="%{customdata}<br>" + LANE_TITLES[lane] + ": %{y} tokens<extra></extra>"))
 marked_point = next((p for p in tl.points if p.run_id == marked), None)
-if marked_point is not None:
-    # written on the side with room, so it is never cut at the chart's edge
-    right_half = marked_point.index > (xs[0] + xs[-1]) / 2
-    fig.add_vline(x=marked_point.index, line_width=3, line_color="#d62728",
-                  annotation_text=plot_text(f"this run: {marked}"),
-                  annotation_position="top left" if right_half else "top right")
-else:
+if marked_point is None:
     st.caption(escape_md(f"Run {marked} recorded no composition, so it is not on the chart."))
-for p in tl.compactions:
-    fig.add_vline(x=p.index, line_dash="dash", line_color="#31a354",
-                  annotation_text=f"compaction: {p.observation_count} obs.",
-                  annotation_position="top left")
-fig.update_layout(height=380, margin={"l": 10, "r": 10, "t": 40, "b": 10},
-                  xaxis={"title": "run (oldest first)", "tickmode": "array",
-                         "tickvals": xs, "ticktext": labels},
-                  yaxis_title=f"prompt tokens{estimated}", legend={"orientation": "h", "y": 1.12})
-st.plotly_chart(fig, key="timeline")
+# a picture drawn here, not a chart library (issue 36 point 7); the table has the numbers
+st.image(timeline_svg(tl.points, tl.lanes, marked, tl.compactions,
+                      f"prompt tokens{estimated}"))
 
 m = st.columns(3)
 m[0].metric("Runs plotted", len(tl.points))

@@ -4,12 +4,14 @@ hashing embedder), the hand-made fixture and an empty database, with interaction
 
 from __future__ import annotations
 
+import base64
 import itertools
 import json
 import re
 import threading
+import xml.etree.ElementTree as ET
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -117,6 +119,21 @@ def _texts(at: AppTest) -> list[str]:
 def _captions(at: AppTest) -> str:
     # captions are Markdown: compare their shown text (escapes and code fences dropped)
     return "\n".join(shown_text(c.value) for c in at.caption)
+
+
+def timeline_picture(at: AppTest) -> ET.Element | None:
+    """The timeline page's picture (an SVG image, not a chart library), parsed."""
+    for el in at.get("image"):
+        url = el.proto.imgs[0].url
+        if url.startswith("data:image/svg+xml;base64,"):
+            return ET.fromstring(base64.b64decode(url.split(",", 1)[1]))
+    return None
+
+
+def _svg(at: AppTest, tag: str, attr: str) -> list[ET.Element]:
+    picture = timeline_picture(at)
+    assert picture is not None, "no timeline picture"
+    return [e for e in picture.iter(f"{{http://www.w3.org/2000/svg}}{tag}") if attr in e.attrib]
 
 
 def _charts(at: AppTest) -> list[dict[str, Any]]:
@@ -533,15 +550,13 @@ def test_timeline_shows_stacked_lanes_and_marks_the_compaction(demo: InMemorySto
                                                               app: MakeApp) -> None:
     at = app(TIMELINE_PAGE, thread="py311-migration")
     _ok(at)
-    fig = _charts(at)[0]
-    assert {t["stackgroup"] for t in fig["data"]} == {"tokens"}
-    assert "Observations" in [t["name"] for t in fig["data"]]
-    assert len(fig["data"][0]["x"]) == 40  # one point per run
-    lines = [s for s in fig["layout"]["shapes"] if s["line"].get("dash") == "dash"]
-    assert len(lines) == 1 and lines[0]["x0"] == 25
-    assert any("compaction" in a["text"] for a in fig["layout"]["annotations"])
+    assert not _charts(at)  # a picture, no chart library
+    lanes = _svg(at, "polygon", "data-lane")  # one stacked area a lane
+    assert "observations" in [p.get("data-lane") for p in lanes]
+    assert all(len(p.get("points", "").split()) == 2 * 40 for p in lanes)  # one point a run
+    assert [ln.get("data-compaction") for ln in _svg(at, "line", "data-compaction")] == ["25"]
+    assert any((t.text or "").startswith("compaction: ") for t in _svg(at, "text", "x"))
     assert {m.label: m.value for m in at.metric}["Compactions"] == "1"
-    assert {t["mode"] for t in fig["data"]} == {"lines"}
     # the compaction's run and its new observations, each id in the code font
     (point,) = composition_timeline(demo, "py311-migration").compactions
     new = point.new_observations
@@ -554,8 +569,7 @@ def test_timeline_shows_stacked_lanes_and_marks_the_compaction(demo: InMemorySto
     _select(at, "Thread").set_value("support-3").run()
     _ok(at)
     assert at.query_params["thread"] == "support-3"
-    assert [s for s in _charts(at)[0]["layout"].get("shapes", [])
-            if s["line"].get("dash") == "dash"] == []
+    assert _svg(at, "line", "data-compaction") == []
 
 
 def test_timeline_names_the_runs_it_cannot_plot(empty_db: InMemoryStorage,
@@ -578,16 +592,15 @@ def test_timeline_names_the_runs_it_cannot_plot(empty_db: InMemoryStorage,
                                           started_at=start + timedelta(seconds=i + 1)))
     at = app(TIMELINE_PAGE, thread="t")
     _ok(at)
-    assert len(_charts(at)[0]["data"][0]["x"]) == 2
+    assert all(len(p.get("points", "").split()) == 4 for p in _svg(at, "polygon", "data-lane"))
     assert sorted(_select(at, "Thread").options) == ["solo (1 run)", "t (11 runs)"]
     caption = [c for c in _captions(at).splitlines() if c.startswith("Not plotted")]
     assert caption == ["Not plotted, having no provenance record: 9 runs ("
                        + ", ".join(f"bare-{i}" for i in range(8)) + ", …)"]
-    # a thread of one run has no line to draw: its lanes are points
+    # a thread of one run has no area to draw: its lanes are a stacked column
     _select(at, "Thread").set_value("solo").run()
     _ok(at)
-    solo = _charts(at)[0]["data"]
-    assert solo and {t["mode"] for t in solo} == {"markers"} and solo[0]["x"] == [0]
+    assert _svg(at, "rect", "data-lane") and not _svg(at, "polygon", "data-lane")
 
 
 # -- demo story (the story itself: tests/app/test_story.py) ----------------------------
@@ -692,3 +705,21 @@ def test_a_lowered_bar_is_named_as_the_reason_a_message_entered(populated: Popul
     assert (f"recall threshold {THRESHOLD:.3f} → {LOWER_THRESHOLD:.3f} let it in: its "
             f"unchanged score {near.score:.3f} ended up across the threshold") in _captions(at)
     assert list(json_blocks(at)[0]) == ["threshold"]
+
+
+def test_the_timeline_picture_shows_run_ids_literally() -> None:
+    """Stored text in the SVG picture is escaped: an id with markup in it is text."""
+    from app.timeline_svg import timeline_svg
+    from memory_core.analysis.timeline import TimelinePoint
+    from memory_core.provenance.record import LANES
+
+    odd = "<b>run</b> & 'x'"
+    points = [TimelinePoint(index=i, run_id=rid, started_at=datetime(2026, 1, 1, tzinfo=UTC),
+                            status="completed", tokens={ln: 10 for ln in LANES},
+                            total_tokens=10 * len(LANES), recalled_count=0, recent_count=1,
+                            dropped_count=0, observation_count=0)
+              for i, rid in enumerate(["plain", odd])]
+    picture = ET.fromstring(timeline_svg(points, list(LANES), odd, [], "prompt tokens"))
+    texts = [e.text for e in picture.iter() if e.text]
+    assert f"this run: {odd}" in texts and odd in texts
+    assert not [e for e in picture.iter() if e.tag.endswith("}b")]

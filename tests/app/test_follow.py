@@ -38,6 +38,7 @@ from tests.app.fixture_db import (
     THREAD,
     FixtureInfo,
 )
+from tests.app.test_analysis_pages import timeline_picture
 from tests.app.test_pages import shown, two_served  # noqa: F401 - a fixture
 
 Populated = tuple[InMemoryStorage, FixtureInfo]
@@ -110,14 +111,12 @@ def test_timeline_opens_on_the_current_runs_thread_with_it_marked(populated: Pop
     at = _go(app(RUN_PAGE, run=FOLLOWED), TIMELINE_PAGE)
     assert _select(at, "Thread").value == THREAD
     assert _select(at, "Marked run").value == FOLLOWED
-    fig = at.get("plotly_chart")[0].proto.spec
-    import json
-
-    spec = json.loads(fig)
+    picture = timeline_picture(at)
+    assert picture is not None
     index = [r.run_id for r in populated[0].runs.list_runs(thread_id=THREAD)].index(FOLLOWED)
-    marks = [s for s in spec["layout"]["shapes"] if s["line"].get("width") == 3]
-    assert [m["x0"] for m in marks] == [index]
-    assert any(a["text"] == f"this run: {FOLLOWED}" for a in spec["layout"]["annotations"])
+    assert [e.get("data-mark") for e in picture.iter() if e.get("data-mark")] == [
+        str(index), "label"]
+    assert any(e.text == f"this run: {FOLLOWED}" for e in picture.iter())
     # marking another run makes it the current run
     _select(at, "Marked run").set_value(RUN_1).run()
     _go(at, COUNTERFACTUAL_PAGE)
@@ -179,7 +178,7 @@ def test_an_unknown_run_is_not_found_never_another(populated: Populated, app: Ma
     assert [shown(e.value) for e in at.error] == [
         f"Run 'ghost' not found in database '{_name()}'."]
     assert all(w.label not in ("Run", "Marked run") for w in at.selectbox)
-    assert not at.get("plotly_chart") and not at.text
+    assert timeline_picture(at) is None and not at.text
     assert at.query_params["run"] == "ghost"  # the URL is not rewritten
     # the search narrows the runs offered, by run id or thread
     at.text_input[0].set_value("faq").run()
@@ -199,7 +198,7 @@ def test_an_unknown_thread_is_not_found_with_a_search(populated: Populated,
     assert [el.proto.query_string for el in at.main.get("page_link")] == [
         f"db={_name()}&thread={LONG_THREAD}"]
     timeline = app(TIMELINE_PAGE, thread="ghost-thread")
-    assert timeline.error and not timeline.get("plotly_chart")
+    assert timeline.error and timeline_picture(timeline) is None
     assert timeline.query_params["thread"] == "ghost-thread"
 
 
@@ -354,7 +353,6 @@ def test_a_sidebar_link_is_the_whole_url_its_page_keeps(populated: Populated, ap
 
 def test_times_read_to_the_second_and_the_run_mark_fits(populated: Populated,
                                                          app: MakeApp) -> None:
-    import json
     import re
 
     at = app(THREADS_PAGE, thread=THREAD)
@@ -364,6 +362,7 @@ def test_times_read_to_the_second_and_the_run_mark_fits(populated: Populated,
     # the newest run of a thread is marked at the chart's right edge: its label is
     # written to the left of the line, inside the chart
     at = app(TIMELINE_PAGE, thread=THREAD)
-    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
-    mark = next(a for a in spec["layout"]["annotations"] if a["text"].startswith("this run"))
-    assert mark["xanchor"] == "right", mark
+    picture = timeline_picture(at)
+    assert picture is not None
+    mark = next(e for e in picture.iter() if (e.text or "").startswith("this run"))
+    assert mark.get("text-anchor") == "end", mark.attrib
