@@ -119,8 +119,11 @@ def test_every_story_marks_the_answer_asks_the_same_question_and_shows_no_code(
     with serve(["--db", str(db)], tmp_path) as base, chromium() as browser:
         page = browser.new_page(viewport={"width": 1400, "height": 6000})
         page.goto(base, timeout=PAGE_TIMEOUT_MS)
-        page.get_by_role("button", name="Open the story").first.wait_for(
-            timeout=PAGE_TIMEOUT_MS)
+        # every card drawn (the first one can come before the others)
+        page.wait_for_function(
+            "n => [...document.querySelectorAll('button')]"
+            ".filter(b => b.innerText.includes('Open the story')).length >= n",
+            arg=len(STORIES), timeout=PAGE_TIMEOUT_MS)
         cards = _lines(page.evaluate(_PLAIN_TEXT))
         cards = _between(cards, "Stories", "Open your own database")
         assert len(cards) >= 3 * len(STORIES)
