@@ -5,7 +5,6 @@ with the ids and settings added only when the engineer details are on."""
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING

@@ -24,10 +24,13 @@ from tests.test_duckdb_file_lock import other_process_gets_it
 ROOT = Path(__file__).resolve().parents[1]
 
 WRITER = """
-import sys, time
+import os, sys, time
 from memory_core.storage.duckdb import DuckDBStorage
 from memory_core.types import AppendRow, Message
 s = DuckDBStorage(sys.argv[1])
+ready = time.monotonic() + 60  # the reader's first read: it reads while this appends
+while time.monotonic() < ready and not os.path.exists(sys.argv[3]):
+    time.sleep(0.01)
 n, end = 0, time.monotonic() + float(sys.argv[2])
 while time.monotonic() < end:
     s.memory.append_messages("t1", [AppendRow(message=Message(content=f"m{n}"))])
@@ -47,6 +50,7 @@ while time.monotonic() < deadline:
     last = s.memory.count_messages("t1")
     s.close()
     reads += 1
+    open(sys.argv[3], "a").close()  # the writer starts once the reader has read
     try:
         target = int(open(want_done).read())
     except (FileNotFoundError, ValueError):
@@ -80,8 +84,9 @@ def test_reader_process_reads_while_writer_process_appends(tmp_path: Path) -> No
     s.memory.create_thread("t1")
     s.close()
 
-    writer = spawn(WRITER, str(db), "3")
-    reader = spawn(READER, str(db), str(done))
+    ready = tmp_path / "reader-ready"
+    writer = spawn(WRITER, str(db), "3", str(ready))
+    reader = spawn(READER, str(db), str(done), str(ready))
     w_out, w_err = writer.communicate(timeout=120)
     assert writer.returncode == 0, w_err
     written = int(w_out.strip())
