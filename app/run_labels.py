@@ -12,6 +12,7 @@ import streamlit as st
 from app import services
 from app.components import fmt_time
 from memory_core.analysis import views
+from memory_core.errors import MemoryCoreError
 
 QUESTIONS_READ = 500  # a picker's runs whose questions are read (the newest ones)
 NO_QUESTION = "(no question recorded)"
@@ -47,7 +48,7 @@ def questions_of(url: str, run_ids: Sequence[str]) -> dict[str, str]:
     cannot be read (a label then keeps the time and the id)."""
     try:
         return cached_run_questions(url, tuple(list(run_ids)[-QUESTIONS_READ:]))
-    except Exception:  # noqa: BLE001 - shown without
+    except MemoryCoreError:  # (a damaged record, a store gone): labels without them
         return {}
 
 
