@@ -57,6 +57,9 @@ def test_why_by_phrase_then_compare_in_chromium(workbench: str, tmp_path: Path) 
         box.fill(PHRASE)
         box.press("Enter")
         page.get_by_role("heading", name="Closest messages").wait_for(timeout=PAGE_TIMEOUT_MS)
+        # the list under the heading can draw after it
+        page.get_by_text(re.compile(r"shares parcel, refund")).first.wait_for(
+            timeout=PAGE_TIMEOUT_MS)
         body = page.locator("body").inner_text()
         assert f"No stored message contains “{PHRASE}” word for word" in body
         assert "it was never said" not in body
