@@ -17,6 +17,7 @@ from memory_core.analysis import views
 from memory_core.importers import import_file
 from memory_core.storage.inmemory import InMemoryStorage
 from tests.app.conftest import ENTRY, TIMEOUT, register
+from tests.app.markdown import tables
 
 REAL = Path(__file__).parent / "fixtures" / "imports" / "real"
 FIX = Path(__file__).parent / "fixtures" / "imports"
@@ -57,7 +58,7 @@ def test_resource_less_threads_are_listed_under_no_resource(
     groups.select_index(2).run()
     assert not at.exception and not at.error
     assert at.subheader[0].value == r"Threads of \(no resource\)"  # escaped markdown
-    assert sorted(at.dataframe[0].value["thread"]) == sorted(loose)
+    assert sorted(tables(at)[0]["thread"]) == sorted(loose)
     assert "resource" not in at.query_params
 
 
@@ -84,7 +85,7 @@ def test_a_database_of_imports_alone_is_not_called_empty(
         assert not at.exception and not at.error
         assert not any("no threads yet" in i.value for i in at.info)
         assert _select(at, "Resource").options == [views.NO_RESOURCE_LABEL]
-        assert len(at.dataframe[0].value) == 1
+        assert len(tables(at)[0]) == 1
     finally:
         services.unregister_storage(url.removeprefix(services.MEMORY_SCHEME))
 
@@ -120,7 +121,7 @@ def test_last_activity_of_imported_threads_is_their_recorded_time(
         assert summary.last_activity == max(recorded)
     at = _open(resource="cust-7")
     assert not at.exception and not at.error
-    table = at.dataframe[0].value
+    table = tables(at)[0]
     shown = dict(zip(table["thread"], table["last activity"], strict=True))
     assert shown == {tid: fmt_time(t.last_activity) for tid, t in summaries.items()}
 
@@ -133,7 +134,7 @@ def test_a_record_with_no_time_says_so_instead_of_1970(
     at = _open(resource="")
     groups = _select(at, "Resource")
     groups.select_index(2).run()
-    table = at.dataframe[0].value
+    table = tables(at)[0]
     shown = dict(zip(table["thread"], table["last activity"], strict=True))
     assert all(shown[t] == "not recorded" for t in loose), shown
     assert not any("1970" in str(v) for v in shown.values())
@@ -172,7 +173,7 @@ def test_a_large_group_lists_its_newest_threads_and_finds_the_rest(
     newest few (table and picker) and finds any other by id or title."""
     at = _open()
     assert not at.exception and not at.error
-    assert list(at.dataframe[0].value["thread"]) == ["t7", "t6", "t5"]
+    assert list(tables(at)[0]["thread"]) == ["t7", "t6", "t5"]
     assert _select(at, "Thread").options == ["topic odd 7 · t7", "topic even 6 · t6",
                                               "topic odd 5 · t5"]
     assert "8 threads; the newest 3 are listed here" in at.caption[0].value
@@ -181,11 +182,11 @@ def test_a_large_group_lists_its_newest_threads_and_finds_the_rest(
 
     find("EVEN")  # id or title, any case
     assert not at.exception and not at.error
-    assert list(at.dataframe[0].value["thread"]) == ["t6", "t4", "t2"]
+    assert list(tables(at)[0]["thread"]) == ["t6", "t4", "t2"]
     assert "4 of the 8 threads hold 'EVEN'" in at.caption[0].value
     assert at.query_params["find"] == "EVEN"
     find("t1")
-    assert list(at.dataframe[0].value["thread"]) == ["t1"]
+    assert list(tables(at)[0]["thread"]) == ["t1"]
     assert _select(at, "Thread").value == "t1"
     assert [t.value for t in at.text][:1] == ["message 1"]
     find("nothing like it")
@@ -196,7 +197,7 @@ def test_a_large_group_lists_its_newest_threads_and_finds_the_rest(
 def test_a_link_opens_its_thread_beyond_the_newest(many_threads: InMemoryStorage) -> None:
     at = _open(thread="t0")
     assert not at.exception and not at.error
-    assert list(at.dataframe[0].value["thread"]) == ["t7", "t6", "t5"]
+    assert list(tables(at)[0]["thread"]) == ["t7", "t6", "t5"]
     assert _select(at, "Thread").value == "t0"  # offered, though not listed
     assert [t.value for t in at.text][:1] == ["message 0"]
 
@@ -216,12 +217,12 @@ def test_the_timeline_says_once_what_imported_runs_cannot_know(
     at.query_params.update({"thread": thread})
     at.run()
     assert not at.exception and not at.error
-    rows = at.dataframe[0].value
+    rows = tables(at)[0]
     for column in (LANE_TITLES["recalled"], LANE_TITLES["working_memory"],
                    LANE_TITLES["observations"], "recalled msgs", "dropped", "observations"):
         assert column not in rows.columns, column
-    assert all(int(v) > 0 for v in rows[LANE_TITLES["input"]])  # what the recording knows
-    assert all(int(v) > 0 for v in rows["total (our estimate)"])
+    assert all(int(v.replace(",", "")) > 0 for v in rows[LANE_TITLES["input"]])  # what the recording knows
+    assert all(int(v.replace(",", "")) > 0 for v in rows["total (our estimate)"])
     (said,) = [c.value for c in at.caption if "as no run's record holds them" in c.value]
     assert said.endswith(": working memory tokens, observations tokens, recalled tokens, "
                          "messages recalled, messages dropped, observations made.")

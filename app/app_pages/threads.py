@@ -37,22 +37,19 @@ from app.components import (
     used_by_key,
     with_db,
 )
+from app.light_table import Link, light_table
 from app.run_labels import questions_of, run_words
-from app.tables import table
 from memory_core.analysis import views
 from memory_core.analysis.views import DEFAULT_PAGE_SIZE, page_of_seq
 
 RUNS_LISTED = 20  # a thread's runs linked on the page, newest first
-# a table's "open" column: a link to the row's thread here (the database named); the
-# thread column beside it keeps the id as stored (a link's cell would hold its URL)
-THREAD_LINKS = {"open": st.column_config.LinkColumn("open", display_text="open",
-                                                     width="small")}
 
 
-def thread_link(thread_id: str, seq: int | None = None) -> str:
-    """The URL of a thread on this page (a message of it, with ``seq``), for a table."""
+def thread_link(thread_id: str, seq: int | None = None) -> Link:
+    """A table's "open" cell: a link to the thread on this page (a message of it, with
+    ``seq``; the database named). The thread column beside it keeps the id as stored."""
     params = {"thread": thread_id} if seq is None else {"seq": str(seq), "thread": thread_id}
-    return "threads?" + urlencode(with_db(params))
+    return Link("open", "threads?" + urlencode(with_db(params)), code=False)
 
 
 st.title("Threads")
@@ -106,11 +103,11 @@ if listing.total > views.THREADS_LISTED:
     st.caption(f"{found}; the newest {views.THREADS_LISTED} are listed here and offered "
                "below" if listing.matched > views.THREADS_LISTED
                else f"{found}; listed here and offered below")
-st.dataframe(table([{
-    "open": thread_link(t.thread_id), "thread": t.thread_id, "title": t.title or "",
+light_table([{
+    "open": thread_link(t.thread_id), "thread": Id(t.thread_id), "title": t.title or "",
     "messages": t.message_count,
     "runs": t.run_count, "last activity": fmt_time(t.last_activity)}
-    for t in listing.listed]), hide_index=True, width="stretch", column_config=THREAD_LINKS)
+    for t in listing.listed], key="threads")
 
 with st.expander("Search messages in this resource", expanded=bool(services.query_param("q"))):
     query = st.text_input("Text to find", value=services.query_param("q") or "", key="search")
@@ -121,10 +118,9 @@ with st.expander("Search messages in this resource", expanded=bool(services.quer
             hits = [h for h in hits if h.thread_id in {t.thread_id for t in summaries}]
         st.caption(f"{counted(len(hits), 'message')} found")
         if hits:
-            st.dataframe(table([{"open": thread_link(h.thread_id, h.seq),
-                                 "thread": h.thread_id, "seq": h.seq, "role": h.role,
-                                 "text": h.text} for h in hits]),
-                         hide_index=True, width="stretch", column_config=THREAD_LINKS)
+            light_table([{"open": thread_link(h.thread_id, h.seq),
+                          "thread": Id(h.thread_id), "seq": h.seq, "role": h.role,
+                          "text": h.text} for h in hits], key="hits")
             for h in hits[:20]:
                 link_to_message(h.thread_id, h.seq,
                                 label=("open ", *ref(h.thread_id, h.seq), f" ({h.role})"))

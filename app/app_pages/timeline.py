@@ -27,8 +27,8 @@ from app.components import (
     run_not_found,
     set_query_params,
 )
+from app.light_table import light_table, run_link
 from app.run_labels import run_labeller
-from app.tables import table
 from app.timeline_svg import timeline_svg
 from memory_core.analysis import views
 from memory_core.analysis.timeline import TimelinePoint
@@ -120,7 +120,7 @@ def known(value: int | None, field: str, p: TimelinePoint) -> int | str:
 
 
 rows = [{
-    "run": p.run_id, "started": fmt_time(p.started_at), "status": p.status,
+    "run": run_link(p.run_id), "started": fmt_time(p.started_at), "status": p.status,
     f"total{estimated}": p.total_tokens,
     **{LANE_TITLES[ln]: known(p.tokens[ln], ln, p) for ln in tl.lanes},
     "recalled msgs": known(p.recalled_count, "recalled", p),
@@ -129,8 +129,8 @@ rows = [{
     "compaction": "yes" if p.compacted else ""} for p in tl.points]
 # a column no run's record holds is left out and named once, not a column of "unknown"
 unheld = [k for k in rows[0] if all(r[k] == UNKNOWN for r in rows)]
-st.dataframe(table([{k: v for k, v in r.items() if k not in unheld} for r in rows]),
-             hide_index=True, width="stretch", key="timeline-table")
+light_table([{k: v for k, v in r.items() if k not in unheld} for r in rows],
+            key="timeline")
 if unheld:
     counts = {"recalled msgs": "messages recalled", "dropped": "messages dropped",
               "observations": "observations made"}

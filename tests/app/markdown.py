@@ -5,20 +5,80 @@ from __future__ import annotations
 
 import re
 import string
+from typing import Any
 
 _SPAN = re.compile(r"(`+)(.+?)(?<!`)\1(?!`)", re.S)
-_ESCAPE = re.compile("\\\\([" + re.escape(string.punctuation) + "])")
 
 
 def shown_text(markdown: str) -> str:
     out: list[str] = []
     pos = 0
-    for m in _SPAN.finditer(markdown):
-        out.append(_ESCAPE.sub(r"\1", markdown[pos:m.start()]))
+    while pos < len(markdown):
+        ch = markdown[pos]
+        if ch == "\\" and pos + 1 < len(markdown) and markdown[pos + 1] in string.punctuation:
+            out.append(markdown[pos + 1])  # an escape: the character itself, never a span
+            pos += 2
+            continue
+        m = _SPAN.match(markdown, pos) if ch == "`" else None
+        if m is None:
+            run = re.match(r"`+", markdown[pos:])  # a backtick run that opens no span
+            out.append(run.group() if run else ch)
+            pos += len(run.group()) if run else 1
+            continue
         body = m.group(2)
         if len(body) > 2 and body.startswith(" ") and body.endswith(" "):
             body = body[1:-1]  # CommonMark strips one padding space each side
         out.append(body)
         pos = m.end()
-    out.append(_ESCAPE.sub(r"\1", markdown[pos:]))
     return "".join(out)
+
+
+_CELL_SPLIT = re.compile(r"(?<!\\)\|")
+_LINK = re.compile(r"^\[(.*)\]\(([^)]*)\)$", re.S)
+
+
+class Table:
+    """A Markdown table a page showed, as a reader sees it: ``columns``, ``rows`` of
+    shown text by column (a link's text), ``links`` (a link cell's URL by column) and
+    ``right`` (the right-aligned columns)."""
+
+    def __init__(self, markdown: str) -> None:
+        lines = markdown.strip().splitlines()
+        head, rule, *body = (self._cells(line) for line in lines)
+        self.columns = [shown_text(c) for c in head]
+        self.right = {c for c, r in zip(self.columns, rule, strict=True) if r.endswith(":")}
+        self.rows: list[dict[str, str]] = []
+        self.links: list[dict[str, str]] = []
+        for cells in body:
+            row, links = {}, {}
+            for name, cell in zip(self.columns, cells, strict=True):
+                m = _LINK.match(cell)
+                if m:
+                    links[name] = m.group(2)
+                    cell = m.group(1)
+                row[name] = shown_text(cell)
+            self.rows.append(row)
+            self.links.append(links)
+
+    @staticmethod
+    def _cells(line: str) -> list[str]:
+        # a GFM row: split at every unescaped "|"; "\|" is a pipe inside a cell
+        parts = _CELL_SPLIT.split(line.strip())[1:-1]
+        return [p.strip() for p in parts]
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, column: str) -> list[str]:
+        return [r[column] for r in self.rows]
+
+
+def is_table(markdown: str) -> bool:
+    lines = markdown.strip().splitlines()
+    return len(lines) >= 2 and lines[0].startswith("|") and set(lines[1]) <= set("|-: ")
+
+
+def tables(at: Any) -> list[Table]:
+    """Every Markdown table on the page ``at`` (an AppTest, or an element of one)
+    shows, in page order."""
+    return [Table(m.value) for m in at.markdown if is_table(m.value)]

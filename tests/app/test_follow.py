@@ -38,6 +38,7 @@ from tests.app.fixture_db import (
     THREAD,
     FixtureInfo,
 )
+from tests.app.markdown import tables
 from tests.app.test_analysis_pages import timeline_picture
 from tests.app.test_pages import shown, two_served  # noqa: F401 - a fixture
 
@@ -356,7 +357,7 @@ def test_times_read_to_the_second_and_the_run_mark_fits(populated: Populated,
     import re
 
     at = app(THREADS_PAGE, thread=THREAD)
-    table = at.dataframe[0].value
+    table = tables(at)[0]
     assert all(re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", t)
                for t in table["last activity"])
     # the newest run of a thread is marked at the chart's right edge: its label is

@@ -7,7 +7,6 @@ words of their question, and the recorded token counts and ours say which is whi
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -29,6 +28,7 @@ from app.components import (
 from memory_core.analysis.views import UNKNOWN_SETTING
 from memory_core.importers import import_file
 from memory_core.storage.inmemory import InMemoryStorage
+from tests.app.markdown import Table, tables
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "imports"
 RECORDINGS = [FIXTURES / "real" / "openllmetry-test_chat_tool_calls.yaml",
@@ -132,12 +132,11 @@ def test_run_pickers_name_runs_by_time_and_question(
     assert f"“{QUESTION_WORDS}”" in picked  # the step after the tool call: its question
 
 
-def _link_column(at: AppTest, column: str) -> tuple[dict[str, Any], list[str]]:
-    """The Threads page's table with ``column``: its column's config and its values."""
-    for frame in at.dataframe:
-        if column in frame.value.columns and "title" in frame.value.columns:
-            config = json.loads(frame.proto.columns)
-            return config.get(column, {}), list(frame.value[column])
+def _table_with(at: AppTest, column: str) -> Table:
+    """The Threads page's table with ``column`` (and a title column)."""
+    for table in tables(at):
+        if column in table.columns and "title" in table.columns:
+            return table
     raise AssertionError(f"no table with a {column!r} column")
 
 
@@ -145,13 +144,13 @@ def test_thread_ids_in_the_threads_tables_are_links(imported: InMemoryStorage,
                                                     app: Callable[..., AppTest]) -> None:
     at = app(THREADS_PAGE, thread=WEATHER)
     _ok(at)
-    config, values = _link_column(at, "open")
-    assert config["type_config"]["type"] == "link"
-    assert any(v.startswith("threads?") and v.endswith(f"&thread={WEATHER}") for v in values)
-    assert all("db=" in v for v in values)
+    table = _table_with(at, "open")
+    links = [row["open"] for row in table.links]
+    assert len(links) == len(table) and set(table["open"]) == {"open"}
+    assert any(v.startswith("threads?") and v.endswith(f"&thread={WEATHER}") for v in links)
+    assert all("db=" in v for v in links)
     # beside each link, the thread's id as stored
-    _, ids = _link_column(at, "thread")
-    assert WEATHER in ids
+    assert WEATHER in table["thread"]
 
 
 def test_compare_says_once_what_the_recordings_do_not_hold(
@@ -169,9 +168,9 @@ def test_the_timeline_leaves_out_what_no_recording_holds(
         imported: InMemoryStorage, app: Callable[..., AppTest]) -> None:
     at = app(TIMELINE_PAGE, thread=WEATHER)
     _ok(at)
-    table = at.dataframe[0].value
-    assert "unknown" not in {str(v) for c in table.columns for v in table[c]}
-    assert list(table["total (our estimate)"]) == [17, 37]
+    table = tables(at)[0]
+    assert "unknown" not in {v for c in table.columns for v in table[c]}
+    assert table["total (our estimate)"] == ["17", "37"]
     assert {m.label: m.value for m in at.metric}["Largest prompt (our estimate)"] == "37"
 
 

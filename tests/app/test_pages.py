@@ -37,6 +37,7 @@ from tests.app.fixture_db import (
     seq_of,
     tab_labels,
 )
+from tests.app.markdown import tables
 
 Populated = tuple[InMemoryStorage, FixtureInfo]
 MakeApp = Callable[..., AppTest]
@@ -260,15 +261,15 @@ def test_search_finds_a_message(populated: Populated, app: MakeApp) -> None:
     at = app(THREADS_PAGE)
     at.text_input(key="search").set_value("parcel never").run()
     assert not at.exception
-    df = at.dataframe[-1].value
+    hits = tables(at)[-1]
     # the open column links to the message on this page (the database named); the
     # thread column keeps the id as stored
-    assert list(df["seq"]) == [0] and list(df["thread"]) == [THREAD]
-    assert [v.rsplit("&thread=", 1)[1] for v in df["open"]] == [THREAD]
+    assert hits["seq"] == ["0"] and hits["thread"] == [THREAD]
+    assert [v["open"].rsplit("&thread=", 1)[1] for v in hits.links] == [THREAD]
     assert f"thread={THREAD}&seq=0" in _links(at)
     assert at.query_params["q"] == "parcel never"  # the search is shareable too
     shared = app(q="parcel never")
-    assert list(shared.dataframe[-1].value["seq"]) == [0]
+    assert tables(shared)[-1]["seq"] == ["0"]
     at.text_input(key="search").set_value("no such words anywhere").run()
     assert any(c.value == "0 messages found" for c in at.caption)
 
@@ -341,7 +342,7 @@ def test_an_unknown_db_in_the_url_is_an_error_not_another_database(
         assert [shown(e.value) for e in at.error] == [
             f"Database {wanted!r} is not served here; choose one of "
             f"{_served_name()} in the sidebar."]
-        assert not at.tabs and not at.dataframe and not at.text  # nothing of any database
+        assert not at.tabs and not tables(at) and not at.text  # nothing of any database
         assert [el.proto.query_string for el in at.main.get("page_link")] == [
             f"db={_served_name()}"]  # a way back to what is served
 

@@ -1,0 +1,146 @@
+"""Tables as Markdown, a page of rows at a time: the workbench's tables without a canvas
+grid (issue 36 point 7).
+
+A ``st.dataframe`` draws on a canvas with its own grid library, which cost a cold
+browser tab about 0.3 CPU-seconds per grid (the first one most); a Markdown table is
+plain HTML. Every stored value is shown literally: Markdown and HTML escaped
+(``escape_md``), a ``|`` kept inside its cell, a line break shown as ``↵``. Ids the user
+may follow are ``Link`` cells (our URL, the id as its text); a column of numbers is
+right-aligned; more rows than a page hold get a page picker, so a table over thousands
+of runs sends one page of them.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from urllib.parse import quote, urlencode
+
+import streamlit as st
+
+from app.components import MISSING, escape_md, fmt_cell, fmt_time, md, with_db
+from app.components import Id as _Id
+
+PAGE_ROWS = 25
+CELL_CHARS = 400  # a longer value is cut with "…" (a table cell is no reading place)
+NEWLINE = "↵"  # a line break in a stored value, shown where it was
+_BREAK = re.compile(r"\r\n|\r|\n")
+_NUMBER = re.compile(r"[+−-]?\d[\d,]*(\.\d+)?")
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """A cell that opens ``url`` (a workbench page's relative URL); ``text`` is shown,
+    in the code font when ``code`` (an id, exactly as stored)."""
+
+    text: str
+    url: str
+    code: bool = True
+
+
+def run_link(run_id: str) -> Link:
+    """A run id that opens the run inspector on it (in the database in use)."""
+    return Link(run_id, "run?" + urlencode(with_db({"run": run_id})))
+
+
+def _one_line(text: str) -> str:
+    one = _BREAK.sub(f" {NEWLINE} ", text)
+    return one if len(one) <= CELL_CHARS else one[:CELL_CHARS - 1] + "…"
+
+
+def cell_text(value: object) -> str:
+    """A stored value as the Markdown of one table cell, shown exactly as stored: every
+    Markdown and HTML character escaped, its ``|`` escaped outside any code span (a row is
+    split at ``|`` before code spans are parsed), a line break shown as ``↵``."""
+    return r"\|".join(escape_md(p) for p in _one_line(str(value)).split("|"))
+
+
+def code_text(value: str) -> str:
+    """An id as the Markdown of one table cell: in code spans, split where it holds a
+    ``|`` (the pipe between them escaped)."""
+    return r"\|".join(md(_Id(p)) if p else "" for p in _one_line(value).split("|"))
+
+
+def _url(url: str) -> str:
+    # a link's destination: anything that could end it, or split the row, percent-quoted
+    return quote(url, safe="/?&=%#+,;:@.-_~")
+
+
+def _shown(value: object) -> str:
+    """A cell's Markdown by its value's type."""
+    if isinstance(value, Link):
+        text = code_text(value.text) if value.code else cell_text(value.text)
+        return f"[{text or MISSING}]({_url(value.url)})"
+    if isinstance(value, _Id):
+        return code_text(value.text)
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return MISSING
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, datetime):
+        return fmt_time(value)
+    return cell_text(value if isinstance(value, str) else fmt_cell(value))
+
+
+def _numeric(values: Sequence[object]) -> bool:
+    """A column to right-align: every value a number, or text that reads as one (a
+    score, a signed change), with ``MISSING`` or empty cells among them."""
+    seen = False
+    for v in values:
+        if v is None or v == "" or v == MISSING:
+            continue
+        if isinstance(v, bool) or not (isinstance(v, int | float) or (
+                isinstance(v, str) and _NUMBER.fullmatch(v.strip()))):
+            return False
+        seen = True
+    return seen
+
+
+def markdown_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None) -> str:
+    """``rows`` (dicts by column name) as a GFM table, columns in the order given (else
+    in the order the rows first name them), numbers right-aligned."""
+    names = list(columns) if columns is not None else list(
+        dict.fromkeys(k for r in rows for k in r))
+    if not names:
+        return ""
+    by_col = {n: [r.get(n) for r in rows] for n in names}
+    head = "| " + " | ".join(cell_text(n) for n in names) + " |"
+    rule = "|" + "|".join("---:" if _numeric(by_col[n]) else "---" for n in names) + "|"
+    body = ["| " + " | ".join(_shown(r.get(n)) for n in names) + " |" for r in rows]
+    return "\n".join([head, rule, *body])
+
+
+def page_of(rows: Sequence[Any], key: str, *, size: int = PAGE_ROWS) -> list[Any]:
+    """One page of ``rows``: all of them when they fit one page, else the page picked in
+    a small picker (its options say which rows: "rows 26–50 of 212")."""
+    if size < 1:
+        raise ValueError(f"a page of {size} rows")
+    rows = list(rows)
+    pages = max(1, math.ceil(len(rows) / size))
+    if pages == 1:
+        return rows
+
+    def label(i: int) -> str:
+        lo = i * size
+        return f"rows {lo + 1:,}–{min(lo + size, len(rows)):,} of {len(rows):,}"
+
+    page = st.selectbox("Rows shown", range(pages), format_func=label, key=f"page-{key}",
+                        width=260)
+    lo = int(page or 0) * size
+    return rows[lo:lo + size]
+
+
+def light_table(rows: Sequence[Mapping[str, Any]], *, key: str,
+                columns: Sequence[str] | None = None, size: int = PAGE_ROWS) -> None:
+    """``rows`` shown as a Markdown table in a container keyed ``table-<key>`` (a page
+    at a time, see ``page_of``), in the order given."""
+    with st.container(key=f"table-{key}"):
+        shown = page_of(rows, key, size=size)
+        if shown:
+            st.markdown(markdown_table(shown, columns))
