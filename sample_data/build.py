@@ -140,7 +140,11 @@ TOOLS: dict[str, Tool] = {
 }
 
 
-def make_embedder(name: str, cache_dir: Path | None = None) -> Embedder:
+def make_embedder(name: str, cache_dir: Path | None = None, *,
+                  shipped: bool = True) -> Embedder:
+    """``hashing`` or ``minilm``; MiniLM primed with the vectors shipped with the demo
+    (sample_data/vectors.py) unless ``shipped`` is false, so it loads the model only for
+    a text they do not hold."""
     if name == "hashing":
         return HashingEmbedder(64)
     if name == "minilm":
@@ -149,7 +153,13 @@ def make_embedder(name: str, cache_dir: Path | None = None) -> Embedder:
         # one torch thread: the runs embed a few texts at a time, and on a busy machine
         # a second thread waiting for a core costs more than it saves; the same vectors
         # on every machine (docs/decisions/010-demo-build-speed.md)
-        return MiniLMEmbedder(cache_dir=str(cache_dir) if cache_dir else None, threads=1)
+        embed = MiniLMEmbedder(cache_dir=str(cache_dir) if cache_dir else None, threads=1)
+        if shipped:
+            from sample_data import vectors
+
+            known = vectors.load()
+            embed.prime(known.texts, known.vectors)
+        return embed
     raise InvalidInputError(f"unknown embedder {name!r}; choose minilm or hashing")
 
 
@@ -259,11 +269,13 @@ def _store_legacy(runner: Runner, thread_id: str, resource_id: str, turn: Legacy
 def build_into(storage: Storage, clock: DemoClock, *, embedder: str = "minilm",
                progress: Progress = print, cache_dir: Path | None = None,
                only: list[str] | None = None, model: str = "reader",
-               environ: Mapping[str, str] | None = None) -> list[str]:
+               environ: Mapping[str, str] | None = None,
+               embed: Embedder | None = None) -> list[str]:
     """Play every scenario (or those whose key is in ``only``) into ``storage``;
     ``clock`` must be the storage's clock too. ``model`` answers the question turns:
     ``reader`` or ``openai`` (configured by the ``MEMWB_OPENAI_*`` variables in
-    ``environ``, default os.environ)."""
+    ``environ``, default os.environ). ``embed``: an embedder of the kind ``embedder``
+    names, made already (the vectors' writer passes one that records what it embeds)."""
     unknown = sorted(set(only or ()) - {s.key for s in SCENARIOS})
     if unknown:
         raise InvalidInputError(f"unknown scenario(s) {', '.join(map(repr, unknown))}; "
@@ -272,12 +284,15 @@ def build_into(storage: Storage, clock: DemoClock, *, embedder: str = "minilm",
     answerer = make_model(model, HashingEmbedder(8), environ) if model != "reader" else None
     chosen = [s for s in SCENARIOS if only is None or s.key in only]
     meter = BuildProgress(sum(run_count(s) for s in chosen), progress)
-    embed = make_embedder(embedder, cache_dir)
+    embed = embed or make_embedder(embedder, cache_dir)
     if embedder == "minilm":
         texts = scenario_texts(chosen)
-        progress(f"embedding the scenarios' {len(texts)} texts (the model loads first)")
+        progress(f"the scenarios' {len(texts)} texts: their vectors shipped with the demo, "
+                 "the model (loaded first) for any without one")
         embed(texts)  # in batches, up front: the runs find every stored text in its cache
-        progress(f"  embedded: {meter.elapsed():.0f} s elapsed; {meter.total} runs to play")
+        fresh = _model_texts(embed)
+        progress(f"  {len(texts) - fresh} from the shipped vectors, {fresh} embedded by the "
+                 f"model: {meter.elapsed():.0f} s elapsed; {meter.total} runs to play")
     meter.start_runs()
     run_ids: list[str] = []
     for scenario in chosen:
@@ -285,7 +300,15 @@ def build_into(storage: Storage, clock: DemoClock, *, embedder: str = "minilm",
         progress(f"[{n + 1}/{len(SCENARIOS)}] {scenario.title} ({run_count(scenario)} runs)")
         run_ids += play_scenario(storage, scenario, embed, clock, progress,
                                  EPOCH + timedelta(days=40 * n), answerer, meter)
+    if embedder == "minilm" and _model_texts(embed):
+        progress(f"the model embedded {_model_texts(embed)} texts the shipped vectors do "
+                 "not hold (to ship them: python -m sample_data.vectors --write)")
     return run_ids
+
+
+def _model_texts(embed: Embedder) -> int:
+    """How many texts the MiniLM embedder has had the model embed."""
+    return int(getattr(embed, "texts_embedded", 0))
 
 
 def run_count(scenario: Scenario) -> int:

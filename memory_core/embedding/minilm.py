@@ -135,6 +135,18 @@ class MiniLMEmbedder:
         self.model_calls = 0  # batches sent to the model, for tests and stats
         self.texts_embedded = 0  # texts the model actually encoded
 
+    def prime(self, texts: Sequence[str], vectors: np.ndarray) -> None:
+        """Take ``vectors[i]`` as this model's vector of ``texts[i]``, known without the
+        model (vectors computed before, e.g. the demo's, shipped with it): a text primed
+        never loads the model. Kept in memory only, not written to the disk cache."""
+        vectors = np.asarray(vectors, dtype=np.float32)
+        if vectors.shape != (len(texts), MODEL_DIM):
+            raise InvalidInputError(f"prime needs one {MODEL_DIM}-float vector a text: "
+                                    f"{len(texts)} texts, vectors of shape {vectors.shape}")
+        with self._lock:
+            for text, vec in zip(texts, vectors, strict=True):
+                self._memory[content_key(text)] = vec
+
     def _load(self) -> Any:
         if self._model is None:
             _offline()
