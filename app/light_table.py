@@ -47,6 +47,12 @@ def run_link(run_id: str) -> Link:
     return Link(run_id, "run?" + urlencode(with_db({"run": run_id})))
 
 
+def message_url(thread_id: str, seq: int | None = None) -> str:
+    """The Threads page on a thread (focused on message ``seq``), in the database in use."""
+    params = {"thread": thread_id} if seq is None else {"thread": thread_id, "seq": str(seq)}
+    return "threads?" + urlencode(with_db(params))
+
+
 def _one_line(text: str) -> str:
     one = _BREAK.sub(f" {NEWLINE} ", text)
     return one if len(one) <= CELL_CHARS else one[:CELL_CHARS - 1] + "…"

@@ -39,8 +39,8 @@ from app.components import (
     run_not_found,
     set_query_params,
 )
+from app.light_table import Link, light_table, message_url
 from app.run_labels import run_labeller
-from app.tables import table
 from memory_core.analysis import views
 from memory_core.analysis.diff import imported_caveat
 
@@ -182,19 +182,16 @@ with ans_b:
 
 st.markdown("#### What changed")
 if changed:
-    st.dataframe(table([{
-        "change": e.change, "message": f"{e.thread_id} #{e.seq}",
+    light_table([{
+        "change": e.change,
+        "message": Link(f"{e.thread_id} #{e.seq}", message_url(e.thread_id, e.seq), code=False),
         "lane A": e.lane_a or MISSING, "lane B": e.lane_b or MISSING,
         # every rule recall kept it out by (in the run it was out of), before the reason
         "kept out by": " + ".join(e.kept_out_by) or MISSING, "reason": _reason(e),
         "score A": fmt_score(e.score_a), "score B": fmt_score(e.score_b),
         "rank A": fmt_cell(e.rank_a), "rank B": fmt_cell(e.rank_b),
         "preview": preview_text(e.preview)}
-        for e in changed]), hide_index=True, width="stretch", key="changes",
-        # every rule by name, whole; then as much of the reason as fits (its card below
-        # says it whole)
-        column_config={"kept out by": st.column_config.TextColumn(width=220),
-                       "reason": st.column_config.TextColumn(width=460)})
+        for e in changed], key="changes")
 else:
     st.text("The two prompts carried the same messages in the same lanes.")
 
@@ -250,9 +247,8 @@ for side, col, attr in (("A", side_a, "lane_a"), ("B", side_b, "lane_b")):
 st.markdown("#### Tokens by lane")
 # the table only: a bar chart of the same numbers told nothing more, and its chart
 # library cost a cold browser tab more CPU than the rest of the page (issue 36 point 7)
-st.dataframe(table([{"lane": LANE_TITLES.get(ln, ln), "run A": a, "run B": b,
-                            "delta": f"{d:+d}"} for ln, (a, b, d) in diff.token_deltas.items()]),
-             hide_index=True, width="stretch", key="token-table")
+light_table([{"lane": LANE_TITLES.get(ln, ln), "run A": a, "run B": b, "delta": f"{d:+d}"}
+             for ln, (a, b, d) in diff.token_deltas.items()], key="tokens")
 
 st.markdown("#### Settings that changed")
 if imported:
@@ -266,8 +262,8 @@ st.markdown("#### Model steps")
 if diff.divergent_at is not None:
     st.caption(f"The runs first diverge at step point {diff.divergent_at}.")
 if diff.steps:
-    st.dataframe(table([{"#": p.index, "kind": p.kind, "status": p.status,
-                                "run A": p.a or "—", "run B": p.b or "—"} for p in diff.steps]),
-                 hide_index=True, width="stretch", key="steps")
+    light_table([{"#": p.index, "kind": p.kind, "status": p.status,
+                  "run A": p.a or MISSING, "run B": p.b or MISSING} for p in diff.steps],
+                key="steps")
 else:
     st.text("(no model steps recorded in either run)")

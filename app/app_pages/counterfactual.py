@@ -28,7 +28,7 @@ from app.components import (
     preview_text,
     truncate,
 )
-from app.tables import table
+from app.light_table import Link, light_table, message_url
 from memory_core.errors import InvalidInputError
 from memory_core.runs.registry import (
     RecordedServerError,
@@ -276,10 +276,11 @@ if items:
                       xaxis_title="effect on the answer (1 − similarity)",
                       yaxis={"autorange": "reversed"}, xaxis={"range": [0, 1]})
     st.plotly_chart(fig, key="attribution")
-    st.dataframe(table([{"item": lab, "changed": a.changed, "effect": fmt_score(a.effect),
-                                "preview": preview_text(a.preview), "answer without it": a.answer_without}
-                               for lab, a in zip(labels, items, strict=True)]),
-                 hide_index=True, width="stretch", key="attribution-table")
+    light_table([{"item": Link(lab, message_url(a.thread_id, a.seq), code=False)
+                  if a.kind == "message" and a.thread_id is not None else lab,
+                  "changed": a.changed, "effect": fmt_score(a.effect),
+                  "preview": preview_text(a.preview), "answer without it": a.answer_without}
+                 for lab, a in zip(labels, items, strict=True)], key="attribution")
 elif items is not None:
     st.text("(this run recalled nothing to attribute)")
 
@@ -290,14 +291,13 @@ except Exception as e:  # noqa: BLE001
     st.error(escape_md(services.friendly_error(e)))
     past = []
 if past:
-    st.dataframe(table([{"change": p.description, "verdict": p.verdict,
-                                "similarity": fmt_score(p.similarity),
-                                "judged against": "baseline" if p.same_model is False
-                                else "recorded answer + baseline" if p.baseline_answers
-                                else "recorded answer",
-                                "new answer": p.new_answer,
-                                "model": p.model.get("name", "?"), "key": p.key}
-                               for p in past]),
-                 hide_index=True, width="stretch", key="past")
+    light_table([{"change": p.description, "verdict": p.verdict,
+                  "similarity": fmt_score(p.similarity),
+                  "judged against": "baseline" if p.same_model is False
+                  else "recorded answer + baseline" if p.baseline_answers
+                  else "recorded answer",
+                  "new answer": p.new_answer,
+                  "model": p.model.get("name", "?"), "key": Id(p.key)}
+                 for p in past], key="past")
 else:
     st.text("(none yet)")

@@ -35,7 +35,7 @@ from app.components import (
     set_query_params,
     truncate,
 )
-from app.tables import table
+from app.light_table import light_table, run_link
 
 if TYPE_CHECKING:
     from memory_core.analysis.fate_rules import Rule
@@ -294,7 +294,6 @@ if not points:
 # several rules is one fate), this run marked; each run's row is in the table below. No
 # chart: a chart library costs a cold browser tab more CPU than the rest of the page
 st.markdown("\n".join(_stretch_line(s, run_id) for s in _stretches(points)))
-st.dataframe(table([{"run": p.run_id, "started": fmt_time(p.started_at), "fate": _fates(p),
-                            "given to the model": p.reached_model, "why": p.sentence}
-                           for p in points]),
-             hide_index=True, width="stretch", key="lifeline-table")
+light_table([{"run": run_link(p.run_id), "started": fmt_time(p.started_at), "fate": _fates(p),
+              "given to the model": p.reached_model, "why": p.sentence} for p in points],
+            key="lifeline")

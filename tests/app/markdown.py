@@ -72,6 +72,12 @@ class Table:
     def __getitem__(self, column: str) -> list[str]:
         return [r[column] for r in self.rows]
 
+    def frame(self) -> Any:
+        """The shown text as a pandas DataFrame (one text column per column)."""
+        import pandas as pd
+
+        return pd.DataFrame(self.rows, columns=self.columns, dtype=str)
+
 
 def is_table(markdown: str) -> bool:
     lines = markdown.strip().splitlines()

@@ -58,7 +58,7 @@ from tests.app.fixture_db import (
     records,
     seq_of,
 )
-from tests.app.markdown import shown_text
+from tests.app.markdown import shown_text, tables
 from tests.app.test_pages import json_blocks
 from tests.helpers import cf_records
 
@@ -141,7 +141,7 @@ def _charts(at: AppTest) -> list[dict[str, Any]]:
 
 
 def _lifeline_table(at: AppTest) -> Any:
-    return next(d.value for d in at.dataframe if "fate" in d.value.columns)
+    return next(t.frame() for t in tables(at) if "fate" in t.columns)
 
 
 STRETCH = re.compile(r"- runs? (\d+)(?:–(\d+) \(\d+\))?: :(?:green|red)-badge\[([^\]]+)\]"
@@ -220,7 +220,7 @@ def test_picking_two_runs_shows_what_entered_and_left_with_reasons(demo: InMemor
     assert "new message, written after run A" in caps
     metrics = {m.label: m.value for m in at.metric}
     assert int(metrics["Entered"]) >= 1 and int(metrics["Left"]) >= 1
-    changes = at.dataframe[0].value
+    changes = next(t.frame() for t in tables(at) if "change" in t.columns)
     assert set(changes["change"]) <= {"entered", "left", "moved"}
     assert "score moved across the threshold" in " ".join(changes["reason"])
     assert len(_charts(at)) == 0  # token deltas: the table only, no chart
@@ -234,7 +234,7 @@ def test_compare_from_url_shows_changed_settings_and_answers(demo: InMemoryStora
     assert _select(at, "Run B").value == "support-3-fixed"
     settings = json_blocks(at)[0]  # JSON, shown as JSON
     assert settings == {k: {"run A": a, "run B": b} for k, (a, b) in CHANGED_SETTINGS.items()}
-    tokens = next(d.value for d in at.dataframe if "delta" in d.value.columns)
+    tokens = next(t.frame() for t in tables(at) if "delta" in t.columns)
     assert list(tokens["lane"])[:2] == ["Instructions", "Working memory"]
 
 
@@ -273,7 +273,7 @@ def test_subtracting_all_recalled_changes_the_answer(demo: InMemoryStorage,
     texts = _texts(at)
     assert any(t.startswith("From our conversation:") for t in texts)  # original answer
     assert any(t.startswith("I don't know") for t in texts)  # the new one
-    past = at.dataframe[-1].value
+    past = tables(at)[-1].frame()
     assert "without all recalled messages" in list(past["change"])
     assert cf_records(demo, REPLAYABLE)  # journaled
 
@@ -332,10 +332,10 @@ def test_attribution_shows_a_bar_per_message_the_run_was_given(demo: InMemorySto
     given = {(i["thread_id"], i["seq"]) for i in prompt["items"]
              if i["lane"] != "input" and i.get("thread_id") is not None}
     assert len(chart["data"][0]["y"]) == len(given) == 7  # 3 recalled, 4 recent
-    table = next(d.value for d in at.dataframe if "effect" in d.value.columns)
-    assert table["changed"].any()  # the answer depended on at least one of them
+    table = next(t.frame() for t in tables(at) if "effect" in t.columns)
+    assert (table["changed"] == "yes").any()  # the answer depended on at least one of them
     # effects and similarities read as every score does: 3 decimals
-    past = at.dataframe[-1].value
+    past = tables(at)[-1].frame()
     for cell in (*table["effect"], *past["similarity"]):
         assert re.fullmatch(r"\d\.\d{3}", cell), cell
 
@@ -426,7 +426,7 @@ def test_counterfactual_on_a_read_only_duckdb_file_writes_the_journal(
     assert any(m.startswith("## Verdict: :orange-badge") for m in _md(at))
     # the page's own storage stays read-only; the write went through a writer handle
     assert services.get_services(str(path)).storage.read_only  # type: ignore[attr-defined]
-    assert "without all recalled messages" in list(at.dataframe[-1].value["change"])
+    assert "without all recalled messages" in tables(at)[-1]["change"]
     reader = DuckDBStorage(str(path), read_only=True)
     try:
         assert len(cf_records(reader, REPLAYABLE)) == 1

@@ -17,6 +17,7 @@ from memory_core.embedding.hashing import HashingEmbedder
 from memory_core.storage.inmemory import InMemoryStorage
 from sample_data.build import EPOCH, DemoClock, play_scenario
 from sample_data.scenarios.home import HOME
+from tests.app.markdown import tables
 from tests.fake_provider.server import FakeProvider
 from tests.helpers import copy_run_with_model
 
@@ -147,8 +148,8 @@ def test_another_model_is_judged_against_its_baseline_shown_beside_its_answer(
     # … beside its answers: the baseline and the new answer, the same text
     reader = [t for t in shown if t.startswith("From our conversation:")]
     assert len(reader) == 2 and reader[0] == reader[1]
-    past = next(d.value for d in at.dataframe if "judged against" in d.value.columns)
-    assert list(past["judged against"]) == ["baseline"]
+    past = next(t for t in tables(at) if "judged against" in t.columns)
+    assert past["judged against"] == ["baseline"]
 
 
 def copy_answered_by_gpt(storage: InMemoryStorage, answer: str) -> str:

@@ -36,6 +36,7 @@ from tests.app.fixture_db import (
     fixed_clock,
     records,
 )
+from tests.app.markdown import tables
 from tests.app.test_pages import json_blocks
 
 MakeApp = Callable[..., AppTest]
@@ -62,8 +63,8 @@ def _rendered(at: AppTest) -> list[str]:
     """Every text the page shows, table cells included."""
     out = [e.value for e in (*at.markdown, *at.caption, *at.text, *at.info)]
     out += [f"{m.label} {m.value}" for m in at.metric]
-    for d in at.dataframe:
-        out += [str(v) for v in d.value.astype(str).to_numpy().ravel()]
+    for t in tables(at):
+        out += [v for row in t.rows for v in row.values()]
     return out
 
 
@@ -88,8 +89,9 @@ def test_lanes_agree_with_the_token_table(populated: Populated, app: MakeApp,
                                           pair: tuple[str, str]) -> None:
     storage, _ = populated
     at = _compare(populated, app, pair)
-    tokens = next(d.value for d in at.dataframe if "delta" in d.value.columns)
-    table = {row["lane"]: (int(row["run A"]), int(row["run B"])) for _, row in tokens.iterrows()}
+    tokens = next(t.frame() for t in tables(at) if "delta" in t.columns)
+    table = {row["lane"]: (int(row["run A"].replace(",", "")), int(row["run B"].replace(",", "")))
+             for _, row in tokens.iterrows()}
     heads = _lane_headers(at)
     assert len(heads) == 2 * len(TITLES)  # each lane of run A, then of run B
     for i, (lane, n, shown_tokens) in enumerate(heads):
@@ -108,7 +110,7 @@ def test_compare_never_shows_none_or_nan(populated: Populated, app: MakeApp,
     for text in _rendered(at):
         assert not re.search(r"\b(None|nan|NaN|null)\b", text), text
     # scores are 3 decimals wherever they appear
-    changes = next((d.value for d in at.dataframe if "change" in d.value.columns), None)
+    changes = next((t.frame() for t in tables(at) if "change" in t.columns), None)
     if changes is not None:
         for cell in (*changes["score A"], *changes["score B"]):
             assert cell == "—" or re.fullmatch(r"-?\d+\.\d{3}", cell), cell
@@ -117,7 +119,7 @@ def test_compare_never_shows_none_or_nan(populated: Populated, app: MakeApp,
 def test_a_reason_names_the_top_k_change(populated: Populated, app: MakeApp) -> None:
     at = _compare(populated, app, TOP_K_RUNS)
     assert list(json_blocks(at)[0]) == ["top_k"]
-    changes = next(d.value for d in at.dataframe if "change" in d.value.columns)
+    changes = next(t.frame() for t in tables(at) if "change" in t.columns)
     entered = changes[(changes["change"] == "entered") & (changes["lane B"] == "recalled")]
     assert len(entered) >= 1
     for _, row in entered.iterrows():

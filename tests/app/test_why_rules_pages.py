@@ -22,6 +22,7 @@ from memory_core.runs.runner import Agent, Runner
 from memory_core.storage.inmemory import InMemoryStorage
 from tests.analysis.conftest import QUESTION, Clock, World, assistant, user
 from tests.app.conftest import served
+from tests.app.markdown import tables
 from tests.app.test_story import BANNED
 
 MakeApp = Callable[..., AppTest]
@@ -51,7 +52,7 @@ def test_why_lists_both_rules_in_order_on_the_demo(demo: InMemoryStorage, app: M
                              f"What if page, or `memwb whatif --run {RUN} --set "
                              "recall.threshold=0.263 --set recall.top_k=4`)")
                for c in shown)
-    lifeline = next(d.value for d in at.dataframe if "fate" in d.value.columns)
+    lifeline = next(t.frame() for t in tables(at) if "fate" in t.columns)
     row = lifeline[lifeline["run"] == RUN].iloc[0]
     assert row["fate"] == "below-threshold + beyond-top-k"
 
@@ -110,7 +111,7 @@ def test_compare_names_both_changes_and_both_rules(
     storage, (tid, seq) = pair
     at = app(COMPARE_PAGE, a="narrow", b="wide")
     assert not at.exception and not at.error
-    changes = next(d.value for d in at.dataframe if "kept out by" in d.value.columns)
+    changes = next(t.frame() for t in tables(at) if "kept out by" in t.columns)
     row = changes[changes["message"] == f"{tid} #{seq}"].iloc[0]
     assert (row["change"], row["lane B"]) == ("entered", "recalled")
     assert row["kept out by"] == "below-threshold + beyond-top-k"
