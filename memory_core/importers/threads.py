@@ -76,6 +76,8 @@ class ThreadPlan:
     # per stored seq, computed once for all the runs whose history repeats it
     token_counts: dict[int, int] = field(default_factory=dict)
     previews: dict[int, str] = field(default_factory=dict)
+    # (lane, seq or place) → (the message, its frozen-prompt item's JSON): the writer's
+    prompt_items: dict[tuple[str, int], tuple[Message, str]] = field(default_factory=dict)
     # a thread an earlier import stored: its first ``stored_count`` messages are in the
     # store already (``stored_meta`` is its import metadata, kept when it is extended)
     stored_count: int = 0

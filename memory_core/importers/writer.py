@@ -40,9 +40,10 @@ from memory_core.provenance.record import (
     MessageRef,
 )
 from memory_core.storage.base import NewThread, Storage
+from memory_core.storage.common import EncodedJson, encoded_json
 from memory_core.text import preview
 from memory_core.tokens import estimate_tokens
-from memory_core.types import AppendRow, Message, RunRecord
+from memory_core.types import AppendRow, Message, RunRecord, canonical_json
 
 EMBED_BATCH = 64
 # writes grouped per transaction (Storage.write_batch): a killed import loses at most
@@ -115,34 +116,89 @@ def _plain(m: Message) -> Message:
     return Message(role=m.role, content=m.content, metadata=m.metadata)
 
 
+def _text(what: str, record: BaseModel) -> EncodedJson:
+    """A record as the journal stores it, encoded once (its seal hashes this text)."""
+    return encoded_json(what, record.model_dump(mode="json"))
+
+
+# the frozen prompt's JSON around its items' (which are joined from texts made once)
+_ITEMS_AT = "\ue000"
+_PROMPT_HEAD, _PROMPT_TAIL = canonical_json(
+    {**FrozenPrompt().model_dump(mode="json"), "items": [_ITEMS_AT]}).split(f'"{_ITEMS_AT}"')
+
+
+def _item(cache: dict[tuple[str, int], tuple[Message, str]], lane: str, at: int,
+          m: Message, **where: Any) -> str:
+    """The canonical JSON of ``PromptItem(lane, _plain(m), **where)``: the same stored
+    message (or instruction) is sent again by every later request of its thread, so
+    it is made once a thread (``cache``, by lane and place) while the message sent
+    there dumps to the same JSON."""
+    got = cache.get((lane, at))
+    if got is not None and _same(got[0], m):
+        return got[1]
+    text = _text("a prompt item", PromptItem(lane=lane, message=_plain(m),  # type: ignore[arg-type]
+                                             **where)).text
+    if got is None:
+        cache[(lane, at)] = (m, text)
+    return text
+
+
+def _same(a: Message, b: Message) -> bool:
+    """``a`` and ``b`` dump to the same JSON."""
+    return a is b or (a.role == b.role and _strict(a.content, b.content)
+                      and _strict(a.metadata, b.metadata))
+
+
+def _strict(x: Any, y: Any) -> bool:
+    """Equal as JSON, exactly: ``==`` holds for 1, 1.0 and True, which dump apart."""
+    t = type(x)
+    if t is not type(y):
+        return False
+    if t is str or t is int or t is bool or x is None:
+        return bool(x == y)
+    if t is float:
+        return repr(x) == repr(y)
+    if t is dict:
+        return len(x) == len(y) and all(k in y and _strict(v, y[k]) for k, v in x.items())
+    if t is list or t is tuple:
+        return len(x) == len(y) and all(_strict(a, b) for a, b in zip(x, y, strict=True))
+    if isinstance(x, BaseModel):  # a part: its fields are its dict
+        return _strict(x.__dict__, y.__dict__)
+    return False  # anything else is made again
+
+
 def run_records(run_id: str, plan: RunPlan, *, embedder: str | None,
                 import_info: dict[str, Any]) -> tuple[RunRecord, list[tuple[str, Any]]]:
-    """The run and its journal entries, in the order the runner would write them."""
+    """The run and its journal entries, in the order the runner would write them, each
+    entry's value encoded once (``EncodedJson``)."""
     ex: Exchange = plan.exchange
     tid = plan.thread.thread_id
     resource = plan.thread.resource_id
-    recent_idx = range(plan.input_from)
     input_msgs = ex.history[plan.input_from:]
-    items: list[PromptItem] = [PromptItem(lane="instructions", message=_plain(m))
-                               for m in ex.instructions]
-    refs: list[MessageRef] = []
     tp = plan.thread
+    cache = tp.prompt_items
+    items = [_item(cache, "instructions", j, m) for j, m in enumerate(ex.instructions)]
     recent_tokens = 0
-    for i in recent_idx:
+    for i in range(plan.input_from):
         m, seq = ex.history[i], plan.history_seqs[i]
-        items.append(PromptItem(lane="recent", message=_plain(m), thread_id=tid, seq=seq))
+        items.append(_item(cache, "recent", seq, m, thread_id=tid, seq=seq))
         if seq not in tp.previews:  # the same stored message: the same preview and count
             tp.previews[seq] = preview(m)
             tp.token_counts[seq] = _tokens([m])
-        refs.append(MessageRef(thread_id=tid, seq=seq, role=m.role, preview=tp.previews[seq]))
         recent_tokens += tp.token_counts[seq]
-    items += [PromptItem(lane="input", message=_plain(m)) for m in input_msgs]
+    first_ref = max(0, plan.input_from - PROVENANCE_RECENT_CAP)  # what provenance keeps
+    refs = [MessageRef(thread_id=tid, seq=seq, role=ex.history[i].role,
+                       preview=tp.previews[seq])
+            for i, seq in zip(range(first_ref, plan.input_from),
+                              plan.history_seqs[first_ref:plan.input_from], strict=True)]
+    items += [_text("a prompt item", PromptItem(lane="input", message=_plain(m))).text
+              for m in input_msgs]
     memctx = Memctx(
         thread_id=tid, resource_id=resource,
-        recent_count=len(refs), recent=refs[-PROVENANCE_RECENT_CAP:],
+        recent_count=plan.input_from, recent=refs,
         tokens=LaneTokens(instructions=_tokens(ex.instructions), recent=recent_tokens,
                           input=_tokens(input_msgs)),
-        settings=CompositionSettings(recent_n=len(refs), recall_enabled=False,
+        settings=CompositionSettings(recent_n=plan.input_from, recall_enabled=False,
                                      embedder=embedder),
         incoming_count=len(input_msgs),
         source="imported", unknown_fields=unknown_fields(ex))
@@ -152,15 +208,15 @@ def run_records(run_id: str, plan: RunPlan, *, embedder: str | None,
                     resource_id=resource, status="failed" if ex.error else "completed",
                     started_at=started, finished_at=ex.finished_at or started, error=ex.error)
     known = {k: v for k, v in import_info.items() if k in ("format", "file", "sha1")}
-    records: list[tuple[str, BaseModel]] = [
+    plain_input = [_plain(m) for m in input_msgs]
+    records: list[tuple[str, BaseModel | EncodedJson]] = [
         (keys.import_, ImportRecord(**known, where=ex.where, notes=list(ex.notes),
                                     request_params=dict(ex.params or {}),
                                     extra=import_extra(ex, {
                                         k: v for k, v in import_info.items()
                                         if k not in known}))),
-        (keys.input, InputRecord(messages=[_plain(m) for m in input_msgs],
-                                 incoming=[_plain(m) for m in input_msgs], sealed=True)),
-        (keys.prompt, FrozenPrompt(items=items)),
+        (keys.input, InputRecord(messages=plain_input, incoming=plain_input, sealed=True)),
+        (keys.prompt, EncodedJson(_PROMPT_HEAD + ",".join(items) + _PROMPT_TAIL)),
         (keys.memctx, memctx),
         (keys.persist_input, PersistRecord(seqs=plan.history_seqs[plan.input_from:])),
     ]
@@ -184,10 +240,13 @@ def run_records(run_id: str, plan: RunPlan, *, embedder: str | None,
                 text=resp.text or "", steps=1, tool_calls=len(resp.tool_calls),
                 stop_reason="tool_call" if resp.tool_calls else "final")),
         ]
-    entries: list[tuple[str, Any]] = [(k, r.model_dump(mode="json")) for k, r in records]
+    entries: list[tuple[str, Any]] = [
+        (k, r if isinstance(r, EncodedJson) else _text(f"journal value for key '{k}'", r))
+        for k, r in records]
     stored = [(seq, _plain(tp.messages[seq])) for seq in seqs if 0 <= seq < len(tp.messages)]
     # sealed last: a run whose seal is written is whole (and resuming checks for it)
-    entries.append((keys.seal, seal_of(run, entries, stored).model_dump(mode="json")))
+    entries.append((keys.seal, _text(f"journal value for key '{keys.seal}'",
+                                     seal_of(run, entries, stored))))
     return run, entries
 
 

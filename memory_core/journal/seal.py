@@ -41,6 +41,7 @@ from memory_core.errors import MemoryCoreError, ReplayMismatch
 from memory_core.journal.keys import RunKeys
 from memory_core.journal.records import validated
 from memory_core.storage.base import RunJournal, Storage
+from memory_core.storage.common import EncodedJson
 from memory_core.types import Message, RunRecord, canonical_json
 
 SEAL_VERSION = 1
@@ -195,15 +196,18 @@ def _seal(entries: list[tuple[str, str]], messages: list[tuple[str, int, str]], 
 
 
 def seal_of(run: RunRecord, entries: list[tuple[str, Any]],
-            messages: list[tuple[int, Message]]) -> SealRecord:
+            messages: list[tuple[int, Message | str]]) -> SealRecord:
     """The seal of a run about to be written whole (an import): computed from the
-    records and messages themselves, so no read-back is needed. Must equal what
-    ``compute_seal`` finds once they are stored."""
+    records and messages themselves, so no read-back is needed (a record given as
+    ``EncodedJson``, a message as its canonical JSON: hashed as they are). Must equal
+    what ``compute_seal`` finds once they are stored."""
     keys = RunKeys(run.run_id)
-    digests = sorted((k, _sha(canonical_json(v))) for k, v in entries
+    digests = sorted((k, _sha(v.text if type(v) is EncodedJson else canonical_json(v)))
+                     for k, v in entries
                      if not k.startswith(keys.unsealed_prefixes) and k != keys.seal)
-    msgs = ([(run.thread_id, seq, _sha(m.canonical_json())) for seq, m in sorted(
-        dict(messages).items())] if run.thread_id is not None else [])
+    msgs = ([(run.thread_id, seq, _sha(m if isinstance(m, str) else m.canonical_json()))
+             for seq, m in sorted(dict(messages).items())]
+            if run.thread_id is not None else [])
     return _seal(digests, msgs, _run_row(run), failed=_failure(run))
 
 

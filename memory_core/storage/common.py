@@ -249,14 +249,43 @@ def decode_json(text: str, where: str = "a stored value") -> Any:
                            f"damaged): {e}") from None
 
 
+class EncodedJson:
+    """A journal value handed to ``put_if_absent`` / ``put_many_if_absent`` as its
+    stored text: what ``json_or_invalid`` returns for the value, made by the writer
+    with ``encoded_json`` (or joined from such texts). Every adapter stores the text
+    as it is, not encoding and checking the value again (an import makes ~9 records a
+    request, each of them already encoded once for its seal); reading it back gives
+    the value."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return f"EncodedJson({self.text[:60]!r})"
+
+
+def encoded_json(what: str, value: Any) -> EncodedJson:
+    """``value`` encoded once as stored: for a value that is JSON by construction
+    (pydantic's ``model_dump(mode="json")``: string keys, lists, no NaN) the check's
+    read-back is skipped; one that does not encode is checked as ever, naming
+    ``what``."""
+    try:
+        return EncodedJson(_ENCODE(value))
+    except (TypeError, ValueError, RecursionError):
+        return EncodedJson(json_or_invalid(what, value))
+
+
 def journal_texts(items: Sequence[tuple[str, Any]]) -> dict[str, str]:
-    """Each new key's record as stored JSON (the first of a repeated key), checked."""
+    """Each new key's record as stored JSON (the first of a repeated key), checked
+    (an ``EncodedJson`` is its text)."""
     fresh: dict[str, str] = {}
     for key, value in items:
         if not isinstance(key, str) or not key:
             raise InvalidInputError(f"journal key must be a non-empty string, got {key!r}")
         if key not in fresh:
-            fresh[key] = encode_json(key, value)
+            fresh[key] = value.text if type(value) is EncodedJson else encode_json(key, value)
     return fresh
 
 
