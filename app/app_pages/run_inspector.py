@@ -40,7 +40,7 @@ from app.components import (
     settings_text,
     tool_call_cards,
 )
-from app.tables import table
+from app.light_table import Link, light_table, message_url
 from memory_core.analysis import views
 from memory_core.analysis.views import LaneItem
 from memory_core.errors import NotFoundError
@@ -223,14 +223,15 @@ if not view.imported:  # (see "Left out of the prompt")
             st.caption("A filtered-out candidate's rank is the one it would have had, had it "
                        "passed the filter.")
         filtered = any(c.filter_clause for c in ranked)  # else no column of blanks
-        st.dataframe(table([{"rank": c.rank, "score": fmt_score(c.score),
-                             "status": c.status,
-                             "what became of it": candidate_fate(c, view.threshold, view.top_k),
-                             "thread": c.thread_id, "seq": c.seq,
-                             **({"filter clause": c.filter_clause or ""} if filtered else {}),
-                             "preview": preview_text(c.preview)}
-                            for c in ranked]),
-                     hide_index=True, width="stretch")
+        light_table([{"rank": c.rank, "score": fmt_score(c.score),
+                      "status": c.status,
+                      "what became of it": candidate_fate(c, view.threshold, view.top_k),
+                      # the thread's id opens the message on the Threads page
+                      "thread": Link(c.thread_id, message_url(c.thread_id, c.seq)),
+                      "seq": c.seq,
+                      **({"filter clause": c.filter_clause or ""} if filtered else {}),
+                      "preview": preview_text(c.preview)}
+                     for c in ranked], key="candidates")
     else:
         st.text("(no recall candidates recorded)")
 

@@ -11,7 +11,6 @@ side. Without a thread, the current run's thread (the sidebar's link names it).
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
@@ -38,8 +37,8 @@ from app.components import (
     set_query_params,
     with_db,
 )
+from app.light_table import Link, light_table, page_of, run_link
 from app.run_labels import run_labeller
-from app.tables import table
 from app.whatif_parts import (
     MODE_WORDS,
     MODES,
@@ -67,9 +66,7 @@ if TYPE_CHECKING:
 SCOPES: dict[ScopeKind, str] = {"thread": "One thread", "resource": "One user (resource)",
                                 "all": "Every run"}
 KEEP = "as each run had it"
-PAGE_ROWS = 25
 ANSWERS_PAGE = 5  # answers asked again, shown as text
-ROW_PX = 35  # a table row's height: a page of rows is shown whole
 REPORT_KEY = "whatif-report"  # session: the last outcome shown, with what it was for
 ASKED_KEY = "whatif-asked"  # session: the scope and changes last tried with the button
 ANSWERS_KEY = "whatif-answers"  # session: the answers asked again for what was tried
@@ -360,23 +357,11 @@ def _asked_again(r: RunWhatIf, head: str) -> None:
             literal(text)
 
 
-def _paged(rows: list[Any], key: str, size: int = PAGE_ROWS) -> list[Any]:
-    """One page of ``rows`` (``size`` a page, a page number shown when more)."""
-    pages = max(1, math.ceil(len(rows) / size))
-    if pages == 1:
-        return rows
-    page = int(st.number_input(f"Page (of {pages})", min_value=1, max_value=pages, value=1,
-                               step=1, key=f"page-{key}"))
-    lo = (page - 1) * size
-    st.caption(f"{lo + 1:,}–{min(lo + size, len(rows)):,} of {len(rows):,}")
-    return rows[lo:lo + size]
-
-
-def _link(run_id: str) -> str:
-    """This page's URL for the outcome shown, with ``run_id`` side by side."""
+def _link(run_id: str) -> Link:
+    """``run_id``, linking to this page's URL for the outcome shown with it side by side."""
     params = {k: v for k, v in scope_params.items() if v is not None}
     params.update({k: url_value(v) for k, v in report.changes.items()})
-    return "whatif?" + urlencode(with_db({**params, "run": run_id}))
+    return Link(run_id, "whatif?" + urlencode(with_db({**params, "run": run_id})))
 
 
 def _total(tokens: Any) -> int:
@@ -398,7 +383,7 @@ else:
     st.caption("Each run's id opens it side by side (in a new tab); or pick it below.")
     asked_any = any(r.answer is not None or r.ask_error for r in moved_runs)
     rows = []
-    for r in _paged(moved_runs, "changed"):
+    for r in page_of(moved_runs, "changed"):
         lane = {c.lane: c for c in r.lanes}
         rec, rnt = lane.get("recalled"), lane.get("recent")
         rows.append({
@@ -413,10 +398,7 @@ else:
             "quoted messages lost": len(r.key_lost)})
     empty = [k for k in rows[0] if all(row[k] == "" for row in rows)]  # nothing moved there
     rows = [{k: v for k, v in row.items() if k not in empty} for row in rows]
-    st.dataframe(table(rows), hide_index=True, width="stretch", key="whatif-runs",
-                 height=ROW_PX * (len(rows) + 1) + 3,
-                 column_config={"run": st.column_config.LinkColumn(
-                     "run", display_text=r"[?&]run=([^&#]*)", width="medium")})
+    light_table(rows, key="changed")
     totals = token_totals(moved_runs, TOKEN_LANES)
     lanes = [ln for ln in TOKEN_LANES if any(totals[ln])]
     # a small table of our words and numbers, not a chart: a chart library costs a cold
@@ -480,7 +462,7 @@ if moved_runs:
         st.markdown(escape_md(
             f"Asked again, {len(differ) - unsure} of {len(answered)} answers changed"
             + (f" and {unsure} could not be told apart from chance" if unsure else "") + "."))
-        for i, r in enumerate(_paged(differ, "answers", size=ANSWERS_PAGE)):
+        for i, r in enumerate(page_of(differ, "answers", size=ANSWERS_PAGE)):
             with st.container(border=True, key=f"answer-{i}"):
                 _asked_again(r, md("Run ", Id(r.run_id), " · "))
 
@@ -488,9 +470,8 @@ if cannot:
     st.markdown("#### Runs that cannot be tried")
     st.caption("Their prompt cannot be put together again here; the reason is given for "
                "each.")
-    st.dataframe(table([{"run": r.run_id, "thread": r.thread_id or "", "why": r.reason or ""}
-                        for r in _paged(cannot, "cannot")]),
-                 hide_index=True, width="stretch", key="whatif-cannot")
+    light_table([{"run": run_link(r.run_id), "thread": Id(r.thread_id or ""),
+                  "why": r.reason or ""} for r in cannot], key="cannot")
 
 
 # -- one run side by side ----------------------------------------------------------------------
@@ -551,10 +532,10 @@ def _side_by_side(r: RunWhatIf) -> None:
     if r.key_lost:
         st.warning(escape_md("Its answer quoted a message this prompt would no longer hold."),
                    icon=":material/warning:")
-    st.dataframe(table([{"part": LANE_TITLES[ln], "as recorded": getattr(r.tokens_before, ln, 0),
-                         "what if": getattr(r.tokens_after, ln, 0)} for ln in TOKEN_LANES
-                        if getattr(r.tokens_before, ln, 0) or getattr(r.tokens_after, ln, 0)]),
-                 hide_index=True, key="side-tokens")
+    light_table([{"part": LANE_TITLES[ln], "as recorded": getattr(r.tokens_before, ln, 0),
+                  "what if": getattr(r.tokens_after, ln, 0)} for ln in TOKEN_LANES
+                 if getattr(r.tokens_before, ln, 0) or getattr(r.tokens_after, ln, 0)],
+                key="side-tokens")
     if r.answer is not None:
         _asked_again(r, "**Asked again:** ")
     elif r.ask_error:

@@ -398,7 +398,7 @@ def test_run_inspector_shows_settings_and_candidates(populated: Populated,
     memctx = records(storage, RUN_1).memctx
     assert memctx is not None
     at = app(RUN_PAGE, run=RUN_1)
-    # settings are JSON, shown as JSON (monospace), never in a dataframe
+    # settings are JSON, shown as JSON (monospace), never in a table
     values = json_blocks(at)[0]
     top_k = memctx.settings.recall.top_k  # type: ignore[union-attr]
     assert values["threshold"] == THRESHOLD and values["top_k"] == top_k
@@ -409,13 +409,13 @@ def test_run_inspector_shows_settings_and_candidates(populated: Populated,
     assert "top_k" not in shown_settings and MISSING not in shown_settings.values()
     assert any(shown(c.value).startswith("Not set in this run: ") and "top_k" in shown(c.value)
                for c in faq.caption)
-    assert not [d for d in at.dataframe if {"value", "args"} & set(d.value.columns)]
+    assert not [t for t in tables(at) if {"value", "args"} & set(t.columns)]
     # tool calls: their arguments and results in monospace code blocks
     from memory_core.analysis import views
 
     calls = views.run_view(storage, RUN_1).tool_calls
     assert calls and {c.args for c in calls} <= {c.value for c in at.code if c.language == "json"}
-    candidates = at.dataframe[0].value
+    candidates = next(t for t in tables(at) if "what became of it" in t.columns)
     hits = [r for r in memctx.recalled if r.origin == "hit"]
     dropped_hits = [d for d in memctx.dropped if d.rank is not None and d.origin == "hit"]
     assert dropped_hits  # the fixture's run recalled a call whose result was never stored
@@ -425,7 +425,8 @@ def test_run_inspector_shows_settings_and_candidates(populated: Populated,
     chart = at.get("plotly_chart")[0].proto.spec
     assert f'"threshold {fmt_score(THRESHOLD)}"' in chart and f'"top-k = {top_k}"' in chart
     # in the order recall ranked them: by rank, a shared (would-be) rank by score
-    order = list(zip(candidates["rank"], [-float(s) for s in candidates["score"]], strict=True))
+    order = list(zip([int(r) for r in candidates["rank"]],
+                     [-float(s) for s in candidates["score"]], strict=True))
     assert order == sorted(order)
     assert "filtered-out" in set(candidates["status"])
     assert any("rank is the one it would have had" in c.value for c in at.caption)

@@ -23,7 +23,7 @@ from memory_core.importers import import_file
 from memory_core.storage.inmemory import InMemoryStorage
 from tests.app.conftest import served
 from tests.app.fixture_db import RUN_1, FixtureInfo
-from tests.app.markdown import shown_text
+from tests.app.markdown import Table, is_table, shown_text, tables
 from tests.app.test_analysis_pages import _ok
 from tests.helpers import cf_records
 
@@ -72,9 +72,9 @@ def _try(at: AppTest, **numbers: Any) -> AppTest:
 TABLES = {"whatif-runs": "prompt tokens", "whatif-cannot": "why"}
 
 
-def _table(at: AppTest, key: str) -> Any:
+def _table(at: AppTest, key: str) -> Table:
     """The page's table ``key``, told by a column only it has."""
-    return next(d.value for d in at.dataframe if TABLES[key] in d.value.columns)
+    return next(t for t in tables(at) if TABLES[key] in t.columns)
 
 
 # -- the form ------------------------------------------------------------------------------
@@ -128,10 +128,12 @@ def test_lowering_the_recall_bar_brings_older_messages_into_support_3_forgot(
     assert (f"With a lower bar for “similar enough” and room for up to 8 remembered "
             f"messages, {expected.count('changed')} of {len(expected.runs)} past runs would "
             "have been given a different prompt.") in shown
-    plain = "\n".join(shown_text(m.value) for m in at.markdown)
+    # what a reader sees: text and table cells (a link's URL may name the setting)
+    plain = "\n".join([shown_text(m.value) for m in at.markdown if not is_table(m.value)]
+                      + [v for t in tables(at) for row in t.rows for v in row.values()])
     assert "recall.threshold" not in plain and "top_k" not in plain
     # the runs that change, each a link to it side by side
-    links = list(_table(at, "whatif-runs")["run"])
+    links = [row["run"] for row in _table(at, "whatif-runs").links]
     assert len(links) == expected.count("changed")
     assert any(link.endswith(f"&run={FORGOT}") and "recall.threshold=0.2" in link
                for link in links)
@@ -255,8 +257,7 @@ def test_asking_again_says_which_answers_changed(demo: InMemoryStorage,
     button.click().run()
     _ok(at)
     answers = _table(at, "whatif-runs")
-    verdicts = dict(zip([link.rsplit("run=", 1)[1] for link in answers["run"]],
-                        answers["answer asked again"], strict=True))
+    verdicts = dict(zip(answers["run"], answers["answer asked again"], strict=True))
     assert verdicts[GATE] == "changed"
     assert all(v == "not asked" for r, v in verdicts.items() if r != GATE)
     assert "Asked again, 1 of 1 answers changed." in _shown(at)
