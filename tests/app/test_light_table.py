@@ -4,12 +4,18 @@ numbers are right-aligned, and a long table is paged (AppTest for the pages)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import UTC, datetime
 
+import pytest
 from streamlit.testing.v1 import AppTest
 
+from app.components import THREADS_PAGE
 from app.light_table import NEWLINE, Link, markdown_table
-from tests.app.markdown import Table, tables
+from memory_core.storage.inmemory import InMemoryStorage
+from memory_core.types import AppendRow, Message
+from tests.app.conftest import ENTRY, TIMEOUT, served
+from tests.app.markdown import Table, is_table, tables
 
 HOSTILE = ("a | b *bold* _it_ `tick` ``two`` <script>alert(1)</script> [x](http://e/x) "
            "![i](http://e/i.png) $$m$$ :red[r] # h \\| \\ https://e.example/a|b x@y.org |")
@@ -84,3 +90,37 @@ def test_a_long_table_shows_one_page_and_a_picker_of_pages() -> None:
     picker.select_index(4).run()
     [t] = tables(at)
     assert t["run"] == [f"r{i}" for i in range(200, 212)]
+
+
+# -- stored hostile text on a page (AppTest) ------------------------------------------------
+HOSTILE_ID = "t|1 *x* <b>b</b> `c`"
+HOSTILE_TITLE = "title | with *stars* <script>alert(1)</script> [l](http://127.0.0.2/l)"
+HOSTILE_TEXT = "parcel | lost\nsecond *line* <img src=x onerror=alert(2)> _u_ `tick`"
+
+
+@pytest.fixture()
+def hostile(monkeypatch: pytest.MonkeyPatch) -> Iterator[InMemoryStorage]:
+    storage = InMemoryStorage()
+    storage.memory.create_thread(HOSTILE_ID, resource_id="res", title=HOSTILE_TITLE)
+    storage.memory.append_messages(HOSTILE_ID, [AppendRow(
+        message=Message(role="user", content=HOSTILE_TEXT))])
+    yield from served(storage, monkeypatch)
+
+
+def test_stored_text_shows_literally_in_the_threads_tables(hostile: InMemoryStorage) -> None:
+    at = AppTest.from_file(str(ENTRY), default_timeout=TIMEOUT)
+    at.run()
+    at.switch_page(THREADS_PAGE)
+    at.query_params.update({"q": "parcel"})
+    at.run()
+    assert not at.exception and not at.error
+    listed, hits = tables(at)
+    assert listed.rows[0]["thread"] == HOSTILE_ID and listed.rows[0]["title"] == HOSTILE_TITLE
+    assert hits["thread"] == [HOSTILE_ID]
+    # the message's line break is shown as a mark, its row kept whole
+    assert hits["text"] == [HOSTILE_TEXT.replace("\n", f" {NEWLINE} ")]
+    # no HTML and no Markdown of the stored text reaches the page: every special
+    # character is escaped or in a code span
+    source = next(m.value for m in at.markdown if is_table(m.value) and "title" in m.value)
+    assert "<script>" not in source and "[l](" not in source and "*stars*" not in source
+    assert [row["open"] for row in listed.links][0].startswith("threads?")
