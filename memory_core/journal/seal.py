@@ -24,7 +24,7 @@ content. What no check covers is said once by ``memwb verify``: ``NOT_COVERED``.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -196,7 +196,7 @@ def _seal(entries: list[tuple[str, str]], messages: list[tuple[str, int, str]], 
 
 
 def seal_of(run: RunRecord, entries: list[tuple[str, Any]],
-            messages: list[tuple[int, Message | str]]) -> SealRecord:
+            messages: Sequence[tuple[int, Message | str]]) -> SealRecord:
     """The seal of a run about to be written whole (an import): computed from the
     records and messages themselves, so no read-back is needed (a record given as
     ``EncodedJson``, a message as its canonical JSON: hashed as they are). Must equal
