@@ -6,7 +6,7 @@ what this import wrote, so nothing from the file remains."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any, overload
 
@@ -127,7 +127,7 @@ _PROMPT_HEAD, _PROMPT_TAIL = canonical_json(
     {**FrozenPrompt().model_dump(mode="json"), "items": [_ITEMS_AT]}).split(f'"{_ITEMS_AT}"')
 
 
-def _item(cache: dict[tuple[str, int], tuple[Message, str]], lane: str, at: int,
+def _item(cache: dict[tuple[str, int], tuple[Any, str]], lane: str, at: int,
           m: Message, **where: Any) -> str:
     """The canonical JSON of ``PromptItem(lane, _plain(m), **where)``: the same stored
     message (or instruction) is sent again by every later request of its thread, so
@@ -141,6 +141,36 @@ def _item(cache: dict[tuple[str, int], tuple[Message, str]], lane: str, at: int,
     if got is None:
         cache[(lane, at)] = (m, text)
     return text
+
+
+def _ref(cache: dict[tuple[str, int], tuple[Any, str]], tid: str, seq: int, role: str,
+         preview: str) -> tuple[MessageRef, str]:
+    """The provenance's ref to stored message ``seq`` and its JSON, made once a thread
+    (every later request of the thread names it the same way)."""
+    got = cache.get(("ref", seq))
+    if got is None or got[0].role != role or got[0].preview != preview:
+        ref = MessageRef(thread_id=tid, seq=seq, role=role, preview=preview)
+        got = (ref, _text("a message ref", ref).text)
+        cache.setdefault(("ref", seq), got)
+    return got
+
+
+_JOIN_AT = "\ue000memwb-join\ue000"
+
+
+def _joined(what: str, record: BaseModel, field: str, texts: list[str],
+            whole: Callable[[], BaseModel]) -> EncodedJson:
+    """``record``, whose list ``field`` is empty, encoded with the JSON of that list's
+    items joined in from ``texts``; ``whole()`` (the record with its items) is encoded
+    instead on the odd chance that a value of the record is the placeholder."""
+    dumped = record.model_dump(mode="json")
+    dumped[field] = [_JOIN_AT]
+    text = encoded_json(what, dumped).text
+    at = f'"{_JOIN_AT}"'
+    if text.count(at) != 1:
+        return _text(what, whole())
+    head, _, tail = text.partition(at)
+    return EncodedJson(head + ",".join(texts) + tail)
 
 
 def _same(a: Message, b: Message) -> bool:
@@ -187,15 +217,14 @@ def run_records(run_id: str, plan: RunPlan, *, embedder: str | None,
             tp.token_counts[seq] = _tokens([m])
         recent_tokens += tp.token_counts[seq]
     first_ref = max(0, plan.input_from - PROVENANCE_RECENT_CAP)  # what provenance keeps
-    refs = [MessageRef(thread_id=tid, seq=seq, role=ex.history[i].role,
-                       preview=tp.previews[seq])
+    refs = [_ref(cache, tid, seq, ex.history[i].role, tp.previews[seq])
             for i, seq in zip(range(first_ref, plan.input_from),
                               plan.history_seqs[first_ref:plan.input_from], strict=True)]
     items += [_text("a prompt item", PromptItem(lane="input", message=_plain(m))).text
               for m in input_msgs]
     memctx = Memctx(
         thread_id=tid, resource_id=resource,
-        recent_count=plan.input_from, recent=refs,
+        recent_count=plan.input_from, recent=[],  # (its refs' texts are joined in)
         tokens=LaneTokens(instructions=_tokens(ex.instructions), recent=recent_tokens,
                           input=_tokens(input_msgs)),
         settings=CompositionSettings(recent_n=plan.input_from, recall_enabled=False,
@@ -217,7 +246,10 @@ def run_records(run_id: str, plan: RunPlan, *, embedder: str | None,
                                         if k not in known}))),
         (keys.input, InputRecord(messages=plain_input, incoming=plain_input, sealed=True)),
         (keys.prompt, EncodedJson(_PROMPT_HEAD + ",".join(items) + _PROMPT_TAIL)),
-        (keys.memctx, memctx),
+        (keys.memctx, _joined(f"journal value for key '{keys.memctx}'", memctx, "recent",
+                              [text for _, text in refs],
+                              lambda: memctx.model_copy(update={
+                                  "recent": [ref for ref, _ in refs]}))),
         (keys.persist_input, PersistRecord(seqs=plan.history_seqs[plan.input_from:])),
     ]
     seqs = list(plan.history_seqs[plan.input_from:])
