@@ -9,6 +9,7 @@ time (the proxy, the collector) or exported in several files continues its threa
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import re
 from collections import Counter
@@ -38,8 +39,10 @@ def message_key(m: Message) -> str:
 
 
 def _ids(m: Message) -> list[str]:
+    if isinstance(m.content, str):  # text only (and not a part made to say so)
+        return []
     return [p.id if isinstance(p, ToolCallPart) else p.call_id
-            for p in m.parts if isinstance(p, ToolCallPart | ToolResultPart)]
+            for p in m.content if isinstance(p, ToolCallPart | ToolResultPart)]
 
 
 def ids_compatible(stored: Message, seen: Message) -> bool:
@@ -63,6 +66,16 @@ def adopt_ids(stored: Message, seen: Message) -> None:
                       if isinstance(p, ToolResultPart) else p for p in stored.content]
 
 
+def _own_copy(m: Message) -> Message:
+    """A copy of ``m`` that what ``adopt_ids`` does to it reaches alone: its metadata
+    copied whole, its parts list new (parts are frozen: ``adopt_ids`` replaces them),
+    not a deep copy of every part (a fifth of planning, every stored message of a
+    conversation is shared by the parser)."""
+    return m.model_copy(update={
+        "content": m.content if isinstance(m.content, str) else list(m.content),
+        "metadata": copy.deepcopy(m.metadata) if m.metadata else {}})
+
+
 @dataclass
 class ThreadPlan:
     thread_id: str
@@ -76,8 +89,9 @@ class ThreadPlan:
     # per stored seq, computed once for all the runs whose history repeats it
     token_counts: dict[int, int] = field(default_factory=dict)
     previews: dict[int, str] = field(default_factory=dict)
-    # (lane, seq or place) → (the message, its frozen-prompt item's JSON): the writer's
-    prompt_items: dict[tuple[str, int], tuple[Message, str]] = field(default_factory=dict)
+    # (lane, seq or place) → (the message or ref, its JSON in a run's records): the
+    # writer's, made once a thread
+    prompt_items: dict[tuple[str, int], tuple[Any, str]] = field(default_factory=dict)
     # a thread an earlier import stored: its first ``stored_count`` messages are in the
     # store already (``stored_meta`` is its import metadata, kept when it is extended)
     stored_count: int = 0
@@ -254,7 +268,7 @@ def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
 
     def own(ex: Exchange, conv: list[Message], i: int) -> Message:
         if held[id(conv[i])] > 1:
-            conv[i] = conv[i].model_copy(deep=True)
+            conv[i] = _own_copy(conv[i])
             if i < len(ex.history):
                 ex.history[i] = conv[i]
             else:
