@@ -40,7 +40,7 @@ from memory_core.provenance.record import (
     MessageRef,
 )
 from memory_core.storage.base import NewThread, Storage
-from memory_core.storage.common import EncodedJson, encoded_json
+from memory_core.storage.common import EncodedJson, encoded_json, text_message_json
 from memory_core.text import preview
 from memory_core.tokens import estimate_tokens
 from memory_core.types import AppendRow, Message, RunRecord, canonical_json
@@ -114,6 +114,13 @@ def _tokens(msgs: Sequence[Message]) -> int:
 
 def _plain(m: Message) -> Message:
     return Message(role=m.role, content=m.content, metadata=m.metadata)
+
+
+def _message_json(m: Message) -> str:
+    """``_plain(m).canonical_json()``: what a run's seal digests of a message it stored."""
+    if type(m.content) is str and not m.metadata:
+        return text_message_json(m.content, m.role)
+    return _text("a stored message", _plain(m)).text
 
 
 def _text(what: str, record: BaseModel) -> EncodedJson:
@@ -275,7 +282,8 @@ def run_records(run_id: str, plan: RunPlan, *, embedder: str | None,
     entries: list[tuple[str, Any]] = [
         (k, r if isinstance(r, EncodedJson) else _text(f"journal value for key '{k}'", r))
         for k, r in records]
-    stored = [(seq, _plain(tp.messages[seq])) for seq in seqs if 0 <= seq < len(tp.messages)]
+    stored = [(seq, _message_json(tp.messages[seq])) for seq in seqs
+              if 0 <= seq < len(tp.messages)]
     # sealed last: a run whose seal is written is whole (and resuming checks for it)
     entries.append((keys.seal, _text(f"journal value for key '{keys.seal}'",
                                      seal_of(run, entries, stored))))

@@ -213,6 +213,12 @@ def _plain_body(content: str, role: str) -> str:
     return f'{{"content":{_STRING(content)},"metadata":{{}},"role":{_STRING(role)}}}'
 
 
+def text_message_json(content: str, role: str) -> str:
+    """``Message(role=role, content=content).canonical_json()`` (a text message without
+    metadata: most messages), without building it."""
+    return _plain_body(content, role)
+
+
 def message_bodies(thread_id: str, rows: Sequence[AppendRow]) -> list[str]:
     """``message_body`` of every row of a batch, the plain-text rows without a call
     per row (they are most of any batch)."""
