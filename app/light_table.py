@@ -29,6 +29,7 @@ PAGE_ROWS = 25
 CELL_CHARS = 400  # a longer value is cut with "…" (a table cell is no reading place)
 NEWLINE = "↵"  # a line break in a stored value, shown where it was
 _BREAK = re.compile(r"\r\n|\r|\n")
+_KEY = re.compile(r"[a-z0-9-]+")  # a table's key: part of its container's CSS class
 _NUMBER = re.compile(r"[+−-]?\d[\d,]*(\.\d+)?")
 
 
@@ -142,11 +143,26 @@ def page_of(rows: Sequence[Any], key: str, *, size: int = PAGE_ROWS) -> list[Any
     return rows[lo:lo + size]
 
 
+def _empty(value: object) -> bool:
+    return value is None or value == "" or value == MISSING
+
+
 def light_table(rows: Sequence[Mapping[str, Any]], *, key: str,
-                columns: Sequence[str] | None = None, size: int = PAGE_ROWS) -> None:
+                columns: Sequence[str] | None = None, size: int = PAGE_ROWS,
+                drop_empty: bool = False) -> None:
     """``rows`` shown as a Markdown table in a container keyed ``table-<key>`` (a page
-    at a time, see ``page_of``), in the order given."""
+    at a time, see ``page_of``), in the order given. ``drop_empty``: a column no row
+    holds a value in is left out (a narrow table stays readable) and named once below."""
+    if not _KEY.fullmatch(key):
+        raise ValueError(f"a table key of lowercase letters, digits and '-', not {key!r}")
+    names = list(columns) if columns is not None else list(
+        dict.fromkeys(k for r in rows for k in r))
+    dropped = [n for n in names if all(_empty(r.get(n)) for r in rows)] if drop_empty and rows \
+        else []
     with st.container(key=f"table-{key}"):
         shown = page_of(rows, key, size=size)
         if shown:
-            st.markdown(markdown_table(shown, columns))
+            st.markdown(markdown_table(shown, [n for n in names if n not in dropped]))
+        if dropped:
+            st.caption(escape_md(f"Not shown, as no row has a value for them: "
+                                 f"{', '.join(dropped)}."))

@@ -180,18 +180,25 @@ with ans_b:
     st.caption(md("Run B · ", Id(run_b)))
     literal(answer_text(diff.answer_b))
 
+def _pair(a: str | None, b: str | None) -> str:
+    """Run A's value and run B's as one cell ("4 → 6"), ``MISSING`` when neither has one."""
+    a, b = a or MISSING, b or MISSING
+    return MISSING if a == b == MISSING else f"{a} → {b}"
+
+
 st.markdown("#### What changed")
 if changed:
     light_table([{
         "change": e.change,
         "message": Link(f"{e.thread_id} #{e.seq}", message_url(e.thread_id, e.seq), code=False),
-        "lane A": e.lane_a or MISSING, "lane B": e.lane_b or MISSING,
+        # run A's and run B's side by side in one cell: the reason and preview keep room
+        "lane (A → B)": _pair(e.lane_a, e.lane_b),
         # every rule recall kept it out by (in the run it was out of), before the reason
         "kept out by": " + ".join(e.kept_out_by) or MISSING, "reason": _reason(e),
-        "score A": fmt_score(e.score_a), "score B": fmt_score(e.score_b),
-        "rank A": fmt_cell(e.rank_a), "rank B": fmt_cell(e.rank_b),
+        "score (A → B)": _pair(fmt_score(e.score_a), fmt_score(e.score_b)),
+        "rank (A → B)": _pair(fmt_cell(e.rank_a), fmt_cell(e.rank_b)),
         "preview": preview_text(e.preview)}
-        for e in changed], key="changes")
+        for e in changed], key="changes", drop_empty=True)
 else:
     st.text("The two prompts carried the same messages in the same lanes.")
 

@@ -15,7 +15,7 @@ from app.light_table import NEWLINE, Link, markdown_table
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.types import AppendRow, Message
 from tests.app.conftest import ENTRY, TIMEOUT, served
-from tests.app.markdown import Table, is_table, tables
+from tests.app.markdown import Table, is_table, shown_text, tables
 
 HOSTILE = ("a | b *bold* _it_ `tick` ``two`` <script>alert(1)</script> [x](http://e/x) "
            "![i](http://e/i.png) $$m$$ :red[r] # h \\| \\ https://e.example/a|b x@y.org |")
@@ -124,3 +124,26 @@ def test_stored_text_shows_literally_in_the_threads_tables(hostile: InMemoryStor
     source = next(m.value for m in at.markdown if is_table(m.value) and "title" in m.value)
     assert "<script>" not in source and "[l](" not in source and "*stars*" not in source
     assert [row["open"] for row in listed.links][0].startswith("threads?")
+
+
+def _dropping_app() -> None:
+    from app.light_table import light_table
+
+    light_table([{"a": "x", "b": None, "c": "—"}, {"a": "y", "b": "", "c": "—"}], key="d",
+                drop_empty=True)
+
+
+def test_a_column_without_values_is_left_out_and_named() -> None:
+    at = AppTest.from_function(_dropping_app)
+    at.run()
+    [t] = tables(at)
+    assert t.columns == ["a"]
+    assert [shown_text(c.value) for c in at.caption] == [
+        "Not shown, as no row has a value for them: b, c."]
+
+
+def test_a_key_that_cannot_name_a_table_is_refused() -> None:
+    from app.light_table import light_table
+
+    with pytest.raises(ValueError, match="not 'a b'"):
+        light_table([{"a": 1}], key="a b")

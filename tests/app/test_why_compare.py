@@ -112,18 +112,23 @@ def test_compare_never_shows_none_or_nan(populated: Populated, app: MakeApp,
     # scores are 3 decimals wherever they appear
     changes = next((t.frame() for t in tables(at) if "change" in t.columns), None)
     if changes is not None:
-        for cell in (*changes["score A"], *changes["score B"]):
-            assert cell == "—" or re.fullmatch(r"-?\d+\.\d{3}", cell), cell
+        # (a column no change has a score in is left out, and said so); a cell is run A's
+        # score → run B's
+        for cell in changes.get("score (A → B)", []):
+            assert cell == "—" or re.fullmatch(r"(—|-?\d+\.\d{3}) → (—|-?\d+\.\d{3})",
+                                               cell), cell
 
 
 def test_a_reason_names_the_top_k_change(populated: Populated, app: MakeApp) -> None:
     at = _compare(populated, app, TOP_K_RUNS)
     assert list(json_blocks(at)[0]) == ["top_k"]
     changes = next(t.frame() for t in tables(at) if "change" in t.columns)
-    entered = changes[(changes["change"] == "entered") & (changes["lane B"] == "recalled")]
+    entered = changes[(changes["change"] == "entered")
+                      & changes["lane (A → B)"].str.endswith(" → recalled")]
     assert len(entered) >= 1
     for _, row in entered.iterrows():
-        assert row["reason"] == f"recall top_k 1 → 4 let it in (rank {row['rank B']})"
+        rank_b = row["rank (A → B)"].split(" → ")[1]
+        assert row["reason"] == f"recall top_k 1 → 4 let it in (rank {rank_b})"
     assert any(c.value.replace("\\", "").startswith("recall top_k 1 → 4 let it in (rank ")
                for c in at.caption)
     # the run pickers tell runs apart to the second

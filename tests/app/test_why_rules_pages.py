@@ -113,7 +113,7 @@ def test_compare_names_both_changes_and_both_rules(
     assert not at.exception and not at.error
     changes = next(t.frame() for t in tables(at) if "kept out by" in t.columns)
     row = changes[changes["message"] == f"{tid} #{seq}"].iloc[0]
-    assert (row["change"], row["lane B"]) == ("entered", "recalled")
+    assert (row["change"], row["lane (A → B)"]) == ("entered", "— → recalled")
     assert row["kept out by"] == "below-threshold + beyond-top-k"
     thr = load_run(storage, "narrow").memctx.settings.recall.threshold  # type: ignore[union-attr]
     wide = load_run(storage, "wide").memctx.settings.recall.threshold  # type: ignore[union-attr]
