@@ -299,15 +299,16 @@ class SharedMessages:
     A recorded request repeats its whole history, so a log of N requests of a
     conversation holds its early messages N times: parsed one by one they were most of
     an import's memory (~12× the log). A message that parses with no note is kept by
-    its JSON text and handed out again for every later copy. Such a message is never
-    changed in place: tool-name resolution makes copies, and a thread stores a copy of
-    its own (``plan_threads``), to which a later request may give a ``name``. (A tool
-    call whose id we derive carries a note, so the ids a later request spells out are
-    never adopted by a shared message.)"""
+    its JSON text (a text message by its role and text) and handed out again for every
+    later copy. Such a message is never changed in place: tool-name resolution makes
+    copies, and a thread stores a copy of its own (``plan_threads``), to which a later
+    request may give a ``name``. (A tool call whose id we derive carries a note, so the
+    ids a later request spells out are never adopted by a shared message.)"""
 
     def __init__(self) -> None:
-        # (reader, the raw message's JSON text) -> what the reader made of it
-        self.by_text: dict[tuple[str, str], Any] = {}
+        # (reader, the raw message's JSON text, or a text message's role and text) ->
+        # what the reader made of it
+        self.by_text: dict[tuple[str, ...], Any] = {}
 
     def parse(self, raw: Any, where: str, notes: list[str]) -> Message:
         return self.read(from_openai_message, raw, where, notes)
@@ -316,10 +317,16 @@ class SharedMessages:
              notes: list[str]) -> T:
         """``reader(raw, where, notes)``, or what it made of an identical ``raw`` before
         (the Anthropic reader makes several messages of one)."""
-        try:
-            key = (reader.__qualname__, json.dumps(raw, ensure_ascii=False, allow_nan=False))
-        except (TypeError, ValueError):
-            return reader(raw, where, notes)
+        key: tuple[str, ...]
+        if type(raw) is dict and len(raw) == 2 and type(raw.get("role")) is str \
+                and type(raw.get("content")) is str:  # (most messages: no JSON text made)
+            key = (reader.__qualname__, raw["role"], raw["content"])
+        else:
+            try:
+                key = (reader.__qualname__,
+                       json.dumps(raw, ensure_ascii=False, allow_nan=False))
+            except (TypeError, ValueError):
+                return reader(raw, where, notes)
         if key in self.by_text:
             return self.by_text[key]  # type: ignore[no-any-return]
         before = len(notes)
