@@ -26,6 +26,7 @@ from app.components import MISSING, escape_md, fmt_cell, fmt_time, md, with_db
 from app.components import Id as _Id
 
 PAGE_ROWS = 25
+SHORT_CHARS = 28  # a column whose cells are all this short is never wrapped
 CELL_CHARS = 400  # a longer value is cut with "…" (a table cell is no reading place)
 NEWLINE = "↵"  # a line break in a stored value, shown where it was
 _BREAK = re.compile(r"\r\n|\r|\n")
@@ -143,6 +144,24 @@ def page_of(rows: Sequence[Any], key: str, *, size: int = PAGE_ROWS) -> list[Any
     return rows[lo:lo + size]
 
 
+def _length(value: object) -> int:
+    """About how many characters a cell shows."""
+    if isinstance(value, Link | _Id):
+        return len(value.text)
+    return len(value) if isinstance(value, str) else len(_shown(value))
+
+
+def table_style(key: str, names: Sequence[str], rows: Sequence[Mapping[str, Any]]) -> str:
+    """Our style for the table ``key``: an id or a link is never broken across lines at
+    its hyphens, nor is a column of short cells (times, numbers, codes); the long text
+    beside them takes the wrapping."""
+    scope = f".st-key-table-{key}"
+    short = [f"{scope} tr > :nth-child({i})" for i, n in enumerate(names, 1)
+             if all(_length(r.get(n)) <= SHORT_CHARS for r in rows)]
+    cells = ", ".join([f"{scope} td code", f"{scope} td a", *short])
+    return f"<style>{cells} {{ white-space: nowrap; }}</style>"
+
+
 def _empty(value: object) -> bool:
     return value is None or value == "" or value == MISSING
 
@@ -162,7 +181,9 @@ def light_table(rows: Sequence[Mapping[str, Any]], *, key: str,
     with st.container(key=f"table-{key}"):
         shown = page_of(rows, key, size=size)
         if shown:
-            st.markdown(markdown_table(shown, [n for n in names if n not in dropped]))
+            kept = [n for n in names if n not in dropped]
+            st.html(table_style(key, kept, shown))  # a style alone: no element drawn
+            st.markdown(markdown_table(shown, kept))
         if dropped:
             st.caption(escape_md(f"Not shown, as no row has a value for them: "
                                  f"{', '.join(dropped)}."))

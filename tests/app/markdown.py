@@ -33,6 +33,7 @@ def shown_text(markdown: str) -> str:
     return "".join(out)
 
 
+_TABLE_STYLE = re.compile(r"<style>\.st-key-table-[^<{}]*\{ white-space: nowrap; \}</style>")
 _CELL_SPLIT = re.compile(r"(?<!\\)\|")
 _LINK = re.compile(r"^\[(.*)\]\(([^)]*)\)$", re.S)
 
@@ -88,3 +89,9 @@ def tables(at: Any) -> list[Table]:
     """Every Markdown table on the page ``at`` (an AppTest, or an element of one)
     shows, in page order."""
     return [Table(m.value) for m in at.markdown if is_table(m.value)]
+
+
+def raw_html(at: Any) -> list[Any]:
+    """The page's HTML elements other than the tables' own styles (app.light_table's
+    ``table_style``: a <style> for a table's container and nothing else)."""
+    return [h for h in at.get("html") if not _TABLE_STYLE.fullmatch(h.proto.body)]

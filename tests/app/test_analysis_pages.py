@@ -58,7 +58,7 @@ from tests.app.fixture_db import (
     records,
     seq_of,
 )
-from tests.app.markdown import shown_text, tables
+from tests.app.markdown import raw_html, shown_text, tables
 from tests.app.test_pages import json_blocks
 from tests.helpers import cf_records
 
@@ -161,7 +161,7 @@ def _lifeline_stretches(at: AppTest) -> list[tuple[int, int, str, bool]]:
 
 
 def _no_raw_html(at: AppTest) -> None:
-    assert len(at.get("html")) == 0
+    assert not raw_html(at)
     for md in (*at.markdown, *at.caption, *at.info):
         assert "<script>" not in md.value
 

@@ -15,7 +15,7 @@ from app.light_table import NEWLINE, Link, markdown_table
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.types import AppendRow, Message
 from tests.app.conftest import ENTRY, TIMEOUT, served
-from tests.app.markdown import Table, is_table, shown_text, tables
+from tests.app.markdown import Table, is_table, raw_html, shown_text, tables
 
 HOSTILE = ("a | b *bold* _it_ `tick` ``two`` <script>alert(1)</script> [x](http://e/x) "
            "![i](http://e/i.png) $$m$$ :red[r] # h \\| \\ https://e.example/a|b x@y.org |")
@@ -147,3 +147,18 @@ def test_a_key_that_cannot_name_a_table_is_refused() -> None:
 
     with pytest.raises(ValueError, match="not 'a b'"):
         light_table([{"a": 1}], key="a b")
+
+
+def test_a_tables_style_keeps_ids_and_short_columns_whole() -> None:
+    from app.light_table import table_style
+
+    style = table_style("runs", ["run", "started", "why"], [
+        {"run": Link("run-1", "run?run=run-1"), "started": "2027-03-19 09:00:02",
+         "why": "a sentence " * 10}])
+    assert style == ("<style>.st-key-table-runs td code, .st-key-table-runs td a, "
+                     ".st-key-table-runs tr > :nth-child(1), "
+                     ".st-key-table-runs tr > :nth-child(2) { white-space: nowrap; }</style>")
+    # a page's tables bring their styles and no other HTML
+    at = AppTest.from_function(_paged_app)
+    at.run()
+    assert at.get("html") and not raw_html(at)

@@ -37,7 +37,7 @@ from tests.app.fixture_db import (
     seq_of,
     tab_labels,
 )
-from tests.app.markdown import tables
+from tests.app.markdown import raw_html, tables
 
 Populated = tuple[InMemoryStorage, FixtureInfo]
 MakeApp = Callable[..., AppTest]
@@ -88,7 +88,7 @@ def shown(value: str) -> str:
 
 def _no_raw_html(at: AppTest) -> None:
     """Stored text must never reach a Markdown or HTML element unescaped."""
-    assert len(at.get("html")) == 0
+    assert not raw_html(at)
     for md in (*at.markdown, *at.caption):
         assert "<script>" not in md.value
 

@@ -12,7 +12,7 @@ from app.components import WHY_PAGE
 from memory_core.storage.inmemory import InMemoryStorage
 from tests.analysis.test_why_parts import INSTRUCTIONS, RESULT, RUN, support_run
 from tests.app.conftest import served
-from tests.app.markdown import shown_text
+from tests.app.markdown import raw_html, shown_text
 from tests.app.test_pages import json_blocks
 
 MakeApp = Callable[..., AppTest]
@@ -26,7 +26,7 @@ def support(monkeypatch: pytest.MonkeyPatch) -> Iterator[InMemoryStorage]:
 def _ok(at: AppTest) -> None:
     assert not at.exception, at.exception
     assert not at.error, [e.value for e in at.error]
-    assert len(at.get("html")) == 0
+    assert not raw_html(at)
 
 
 def _captions(at: AppTest) -> list[str]:
