@@ -231,21 +231,20 @@ class SqlMemoryStore(MemoryStore):
         has_vec = any(r.embedding is not None for r in rows)
         floor_key = f"{SEQ_FLOOR_PREFIX}{thread_id}"
         with self._db.write("append_messages") as tx:
-            # the dimension (it only matters to batches carrying vectors) and the
-            # thread's seq floor in one read
-            meta = {str(k): v for k, v in tx.query(
-                "SELECT key, value FROM meta WHERE key IN (?, ?)", (DIM_KEY, floor_key))}
-            dim = int(meta[DIM_KEY]) if has_vec and meta.get(DIM_KEY) is not None else None
-            explicit, batch_dim = validate_batch(thread_id, rows, dim)
             # The thread row lock is what serialises seq assignment per thread; the
-            # row's max_seq is kept under it, so no scan of the messages is needed.
-            found = tx.query(f"SELECT resource_id, max_seq FROM threads WHERE id = ?"
-                             f"{self._db.lock_row}", (thread_id,))
+            # row's max_seq is kept under it, so no scan of the messages is needed. The
+            # same read brings the dimension (it matters to batches carrying vectors)
+            # and the thread's seq floor.
+            found = tx.query(
+                "SELECT resource_id, max_seq, (SELECT value FROM meta WHERE key = ?),"
+                " (SELECT value FROM meta WHERE key = ?) FROM threads WHERE id = ?"
+                f"{self._db.lock_row}", (DIM_KEY, floor_key, thread_id))
             if not found:
                 raise NotFoundError(f"thread '{thread_id}' does not exist")
-            resource_id, top = found[0][0], int(found[0][1])
-            if meta.get(floor_key) is not None:  # truncated seqs stay unused
-                top = max(top, int(meta[floor_key]))
+            resource_id, top, stored_dim, floor = found[0]
+            dim = int(stored_dim) if has_vec and stored_dim is not None else None
+            explicit, batch_dim = validate_batch(thread_id, rows, dim)
+            top = int(top) if floor is None else max(int(top), int(floor))  # truncated seqs stay unused
             if dim is None and has_vec:
                 # First vectors of the store: take the store-wide row and re-check, so
                 # two writers on different threads cannot fix two dimensions.
