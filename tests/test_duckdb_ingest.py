@@ -91,12 +91,10 @@ def test_a_batch_stores_the_same_bytes_as_row_by_row_appends(
     """Appends of a few rows (bound parameters) and of many (one Arrow table), each
     committed alone or all in one write_batch, store what one-row appends store."""
     rows = varied_rows(60)
-    clock = ticking()
-    fill(DuckDBStorage(tmp_path / "batch.duckdb", clock=lambda: next(clock)), rows, size,
-         batch)
-    clock = ticking()
+    at = next(ticking())  # (the rows of one append that bring no time share one)
+    fill(DuckDBStorage(tmp_path / "batch.duckdb", clock=lambda: at), rows, size, batch)
     # one row an append, each committed on its own
-    fill(DuckDBStorage(tmp_path / "single.duckdb", clock=lambda: next(clock)), rows, 1)
+    fill(DuckDBStorage(tmp_path / "single.duckdb", clock=lambda: at), rows, 1)
     got, single = stored(tmp_path / "batch.duckdb"), stored(tmp_path / "single.duckdb")
     assert len(got) == 60
     assert got == single
@@ -105,6 +103,29 @@ def test_a_batch_stores_the_same_bytes_as_row_by_row_appends(
     back = s.memory.get_messages("t1")
     s.close()
     assert [m.as_message() for m in back] == [r.message for r in rows]
+
+
+@pytest.mark.parametrize("kind", ["duckdb", "sqlite", "inmemory"])
+@pytest.mark.parametrize("n", [3, 40])  # bound rows, one Arrow table
+def test_the_rows_of_one_append_without_a_time_share_one_read_of_the_clock(
+        tmp_path: Path, kind: str, n: int) -> None:
+    from memory_core.storage.inmemory import InMemoryStorage
+
+    clock = ticking()
+    s = {"duckdb": lambda: DuckDBStorage(tmp_path / "c.duckdb", clock=lambda: next(clock)),
+         "sqlite": lambda: SQLiteStorage(tmp_path / "c.sqlite", clock=lambda: next(clock)),
+         "inmemory": lambda: InMemoryStorage(clock=lambda: next(clock))}[kind]()
+    s.memory.create_thread("t1")
+    given = datetime(2020, 5, 6, 7, 8, 9, tzinfo=UTC)
+    first = [AppendRow(message=Message(role="user", content=f"m{i}"),
+                       created_at=given if i == 1 else None) for i in range(n)]
+    s.memory.append_messages("t1", first)
+    s.memory.append_messages("t1", [AppendRow(message=Message(role="user", content="later"))])
+    times = [m.created_at for m in s.memory.get_messages("t1")]
+    s.close()
+    assert times[1] == given
+    shared = {t for i, t in enumerate(times[:n]) if i != 1}
+    assert len(shared) == 1 and times[n] > shared.pop()
 
 
 def test_duckdb_and_sqlite_store_the_same_row_values(tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ from collections.abc import Hashable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -415,7 +415,9 @@ class CoreMemoryStore(MemoryStore):
                                                               vectors=False)}
             else:
                 seqs, stored = list(range(top + 1, top + 1 + len(rows))), set()
-            new = [LogRow(seq, body, _lowered(r.message), r.created_at or self._clock(),
+            # one time for the rows of this append that bring none
+            now = self._clock() if any(r.created_at is None for r in rows) else None
+            new = [LogRow(seq, body, _lowered(r.message), r.created_at or cast(datetime, now),
                           r.run_id, thread.resource_id,
                           None if r.embedding is None else r.embedding.copy())
                    for seq, body, r in zip(seqs, bodies, rows, strict=True)

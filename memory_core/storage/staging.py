@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -78,16 +77,17 @@ class StagedMessages:
 
 def vector_column(values: Sequence[np.ndarray | None]) -> pa.Array:
     """float32 vectors (or None) as one Arrow list column, built from one concatenated
-    buffer instead of a Python object per float."""
+    buffer and its offsets instead of a Python object per float."""
     present = [v for v in values if v is not None]
     if not present:
         return pa.nulls(len(values), pa.list_(pa.float32()))
-    dim = int(present[0].shape[0])
-    zero = np.zeros(dim, np.float32)
-    flat = np.concatenate([zero if v is None else v for v in values]).astype(np.float32)
-    mask = pa.array([v is None for v in values]) if len(present) < len(values) else None
-    return pa.FixedSizeListArray.from_arrays(pa.array(flat), dim, mask=mask).cast(
-        pa.list_(pa.float32()))
+    has = np.fromiter((v is not None for v in values), bool, len(values))
+    offsets = np.zeros(len(values) + 1, np.int64)
+    np.cumsum(has * int(present[0].shape[0]), out=offsets[1:])
+    return pa.LargeListArray.from_arrays(
+        pa.array(offsets), pa.array(np.concatenate(present, dtype=np.float32)),
+        mask=pa.array(~has) if len(present) < len(values) else None).cast(
+            pa.list_(pa.float32()))
 
 
 def _lowered(m: Message) -> str | None:
@@ -124,12 +124,16 @@ def stage_messages(thread_id: str, resource_id: str | None, seqs: Sequence[int],
     # Message.text() of a plain string is the string, or None when it is empty
     texts = [(c.lower() or None) if type(c) is str else _lowered(m)
              for m, c in zip(msgs, [m.content for m in msgs], strict=True)]
-    created: list[datetime] = [clock() if c is None else c
-                               for c in [r.created_at for r in rows]]
+    # one time for the rows of this append that bring none (read once: a clock per row
+    # cost more than DuckDB's insert of them)
+    given = [r.created_at for r in rows]
+    now = clock() if None in given else None
+    now_iso, now_us = (now.isoformat(), ts_micros(now)) if now is not None else ("", 0)
     vectors: list[np.ndarray | None] = [r.embedding for r in rows]
     return StagedMessages(
         thread_id, resource_id, list(seqs), list(bodies), texts,
-        [c.isoformat() for c in created], list(map(ts_micros, created)),
+        [now_iso if c is None else c.isoformat() for c in given],
+        [now_us if c is None else ts_micros(c) for c in given],
         [r.run_id for r in rows],
         None if all(v is None for v in vectors) else vectors)
 
