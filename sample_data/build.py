@@ -284,7 +284,7 @@ def build_into(storage: Storage, clock: DemoClock, *, embedder: str = "minilm",
     answerer = make_model(model, HashingEmbedder(8), environ) if model != "reader" else None
     chosen = [s for s in SCENARIOS if only is None or s.key in only]
     meter = BuildProgress(sum(run_count(s) for s in chosen), progress)
-    embed = embed or make_embedder(embedder, cache_dir)
+    embed = make_embedder(embedder, cache_dir) if embed is None else embed
     if embedder == "minilm":
         texts = scenario_texts(chosen)
         progress(f"the scenarios' {len(texts)} texts: their vectors shipped with the demo, "
