@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -28,7 +27,6 @@ from tests.browser.server import PAGE_TIMEOUT_MS, chromium, serve
 from tests.browser.test_follow import _selected, _settled
 
 pytestmark = pytest.mark.browser
-ROW_PX = 35  # a table row's height in Streamlit's grid
 
 
 def _imported_db(tmp_path: Path) -> Path:
@@ -82,27 +80,15 @@ def test_imported_runs_without_noise_in_chromium(tmp_path: Path) -> None:
             timeout=PAGE_TIMEOUT_MS)
         _settled(page)
         page.screenshot(path=str(tmp_path / "imported-threads.png"))
-        grid = main.get_by_test_id("stDataFrame").first
-        # the grid is drawn on a canvas; the accessible table behind it holds each cell's
-        # value: the "open" column's is the thread's URL on this page
-        cell = grid.locator("td").filter(has_text=f"thread={WEATHER}").first
-        cell.wait_for(state="attached", timeout=PAGE_TIMEOUT_MS)
-        assert cell.inner_text().startswith("threads?db=imported")
+        # the table is Markdown: the "open" column's links go to the thread's URL here
+        link = main.locator(f'.st-key-table-threads table a[href*="thread={WEATHER}"]').first
+        link.wait_for(timeout=PAGE_TIMEOUT_MS)
+        assert link.inner_text() == "open"
+        assert (link.get_attribute("href") or "").startswith("threads?db=imported")
         with page.context.expect_page(timeout=PAGE_TIMEOUT_MS) as opened:
-            _click_first_cell(page, grid)
+            link.click()
         other = opened.value
         other.wait_for_load_state()
         assert "db=imported" in other.url and f"thread={WEATHER}" in other.url
         other.get_by_role("heading", name="Threads", exact=True).wait_for(
             timeout=PAGE_TIMEOUT_MS)
-
-
-def _click_first_cell(page: Any, grid: Any) -> None:
-    """Click the link drawn in the grid's first row, first column (the grid is a
-    canvas: its header row and rows are ROW_PX tall; a link is clicked on its text)."""
-    box = grid.locator("canvas").first.bounding_box()
-    assert box is not None, "the table is not laid out"
-    x, y = box["x"] + 25, box["y"] + ROW_PX * 1.5
-    page.mouse.move(x, y)  # the grid opens a link its pointer is over
-    page.wait_for_timeout(500)
-    page.mouse.click(x, y)

@@ -37,9 +37,9 @@ def workbench(tmp_path: Path) -> Iterator[str]:
 
 
 def _settled(page: Any, *extra: str) -> None:
-    """Wait until the charts, tables (and ``extra``) are drawn, not their placeholders,
-    and the app has stopped running."""
-    for sel in ("[data-testid='stDataFrame'] canvas", *extra):
+    """Wait until the tables (and ``extra``) are drawn, not their placeholders, and the
+    app has stopped running; no table is a canvas grid."""
+    for sel in ("[data-testid='stMarkdownContainer'] table", *extra):
         page.locator(sel).last.wait_for(timeout=PAGE_TIMEOUT_MS)
     page.locator("[data-testid='stStatusWidget']").wait_for(state="hidden",
                                                             timeout=PAGE_TIMEOUT_MS)
@@ -81,6 +81,13 @@ def test_why_by_phrase_then_compare_in_chromium(workbench: str, tmp_path: Path) 
         page.get_by_role("heading", name="Tokens by lane").wait_for(timeout=PAGE_TIMEOUT_MS)
         _settled(page, "[data-testid='stMetricValue']")
         assert page.locator(".js-plotly-plot").count() == 0  # the tokens: a table
+        assert page.locator("[data-testid='stDataFrame']").count() == 0  # of text
+        # the reason is a cell of the "what changed" table, whole, beside its message link
+        cell = page.locator("td").filter(has_text=re.compile(
+            r"^recall top_k 1 → 4 let it in \(rank \d+\)$"))
+        row = page.locator(".st-key-table-changes tr").filter(has=cell)
+        assert row.count() >= 1
+        assert row.first.locator("a[href*='threads?']").count() == 1
         body = page.locator("body").inner_text()
         assert re.search(r"Input \(1 · [1-9]\d* tokens\)", body), body
         assert not re.search(r"\b(None|nan|null)\b", body)
