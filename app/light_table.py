@@ -124,9 +124,11 @@ def markdown_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | N
     return "\n".join([head, rule, *body])
 
 
-def page_of(rows: Sequence[Any], key: str, *, size: int = PAGE_ROWS) -> list[Any]:
+def page_of(rows: Sequence[Any], key: str, *, size: int = PAGE_ROWS,
+            noun: str = "rows") -> list[Any]:
     """One page of ``rows``: all of them when they fit one page, else the page picked in
-    a small picker (its options say which rows: "rows 26–50 of 212")."""
+    a small picker (its options say which: "rows 26–50 of 212"; ``noun`` for the
+    things paged when they are no table's rows)."""
     if size < 1:
         raise ValueError(f"a page of {size} rows")
     rows = list(rows)
@@ -136,10 +138,10 @@ def page_of(rows: Sequence[Any], key: str, *, size: int = PAGE_ROWS) -> list[Any
 
     def label(i: int) -> str:
         lo = i * size
-        return f"rows {lo + 1:,}–{min(lo + size, len(rows)):,} of {len(rows):,}"
+        return f"{noun} {lo + 1:,}–{min(lo + size, len(rows)):,} of {len(rows):,}"
 
-    page = st.selectbox("Rows shown", range(pages), format_func=label, key=f"page-{key}",
-                        width=260)
+    page = st.selectbox(f"{noun.capitalize()} shown", range(pages), format_func=label,
+                        key=f"page-{key}", width=260)
     lo = int(page or 0) * size
     return rows[lo:lo + size]
 

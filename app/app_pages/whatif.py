@@ -462,7 +462,7 @@ if moved_runs:
         st.markdown(escape_md(
             f"Asked again, {len(differ) - unsure} of {len(answered)} answers changed"
             + (f" and {unsure} could not be told apart from chance" if unsure else "") + "."))
-        for i, r in enumerate(page_of(differ, "answers", size=ANSWERS_PAGE)):
+        for i, r in enumerate(page_of(differ, "answers", size=ANSWERS_PAGE, noun="answers")):
             with st.container(border=True, key=f"answer-{i}"):
                 _asked_again(r, md("Run ", Id(r.run_id), " · "))
 
