@@ -315,6 +315,10 @@ class RunsToWrite(Sequence[tuple[RunRecord, list[tuple[str, Any]]]]):
             raise ValueError("one run id a planned run")
         self.run_ids, self.plans = run_ids, plans
         self.embedder, self.import_info = embedder, import_info
+        # each thread's last run: the JSON its runs share (``ThreadPlan.prompt_items``)
+        # is let go once that run is made (kept to the end, it is every stored message's
+        # JSON twice over)
+        self._last = {id(p.thread): i for i, p in enumerate(plans)}
 
     def __len__(self) -> int:
         return len(self.plans)
@@ -328,8 +332,11 @@ class RunsToWrite(Sequence[tuple[RunRecord, list[tuple[str, Any]]]]):
     def __getitem__(self, i: int | slice) -> Any:
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(len(self)))]
-        return run_records(self.run_ids[i], self.plans[i], embedder=self.embedder,
+        made = run_records(self.run_ids[i], self.plans[i], embedder=self.embedder,
                            import_info=self.import_info)
+        if self._last[id(self.plans[i].thread)] == i:
+            self.plans[i].thread.prompt_items.clear()  # (made again if asked again)
+        return made
 
 
 def last_record_key(run_id: str, plan: RunPlan) -> str:
