@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from memory_core.errors import InvalidInputError
 from memory_core.storage.base import Storage
+from memory_core.storage.common import encoded_json
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.types import RunRecord
 
@@ -48,6 +50,21 @@ def test_put_many_if_absent_is_put_if_absent_in_order(store: Storage) -> None:
     assert store.runs.put_many_if_absent([]) == 0
     assert store.runs.put_if_absent("k:4", 4)
     assert [k for k, _ in store.runs.list("k:")] == ["k:1", "k:2", "k:3", "k:4"]
+
+
+def test_a_value_given_encoded_is_stored_as_its_text(store: Storage) -> None:
+    """An import hands its records over encoded once (``encoded_json``): each reads
+    back as the value, first write wins as for any value, and one that was not JSON
+    is refused naming it, as a value given whole is."""
+    record = {"b": [1, 2.5, None], "a": "é \u2028", "n": {"x": True}}
+    assert store.runs.put_if_absent("e:1", encoded_json("e:1", record))
+    assert store.runs.put_many_if_absent([
+        ("e:1", encoded_json("e:1", {"ignored": 1})), ("e:2", encoded_json("e:2", [3])),
+        ("e:3", encoded_json("e:3", "text"))]) == 2
+    assert store.runs.list("e:") == [("e:1", record), ("e:2", [3]), ("e:3", "text")]
+    with pytest.raises(InvalidInputError, match=r"key 'e:4' is not JSON: \['x'\] is nan"):
+        encoded_json("journal value for key 'e:4'", {"x": float("nan")})
+    assert store.runs.list("e:4") == []
 
 
 def test_start_runs_inserts_only_new_runs(store: Storage) -> None:

@@ -1,0 +1,51 @@
+"""An imported run's records are made once a thread where its requests repeat them (a
+stored message's prompt item and provenance ref), yet each run still records exactly
+what its own request sent, and every run verifies."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from memory_core.importers import import_text
+from memory_core.journal import load_run
+from memory_core.journal.seal import verify_run
+from memory_core.storage.inmemory import InMemoryStorage
+
+SYSTEM = {"role": "system", "content": "You are terse."}
+
+
+def _request(messages: list[dict[str, Any]], answer: str) -> str:
+    return json.dumps({"request": {"model": "m", "messages": [SYSTEM, *messages]},
+                       "response": {"choices": [{"message": {"role": "assistant",
+                                                             "content": answer}}]}})
+
+
+def test_each_run_records_the_history_its_request_sent() -> None:
+    q1, q2, q3 = ({"role": "user", "content": f"question {i}"} for i in (1, 2, 3))
+    a1 = {"role": "assistant", "content": "answer 1"}
+    a2 = {"role": "assistant", "content": "answer 2"}
+    lines = [
+        _request([q1], "answer 1"),
+        # the same answer sent back with a name the first request could not know of,
+        _request([q1, {**a1, "name": "bot"}, q2], "answer 2"),
+        # then without it
+        _request([q1, a1, q2, a2, q3], "answer 3"),
+        _request([q1, a1, q2, a2, q3, {"role": "assistant", "content": "answer 3"},
+                  {"role": "user", "content": "question 4"}], "answer 4"),
+    ]
+    s = InMemoryStorage()
+    report = import_text(s, "\n".join(lines))
+    assert len({r.thread_id for r in s.runs.list_runs()}) == 1
+    runs = [load_run(s, rid) for rid in report.runs_created]
+    sent = [[(i.lane, i.message.role, i.message.content, i.message.metadata)
+             for i in r.prompt.items] for r in runs if r.prompt is not None]
+    assert sent[1][2] == ("recent", "assistant", "answer 1", {"name": "bot"})
+    assert sent[2][2] == ("recent", "assistant", "answer 1", {})
+    assert sent[3][2] == ("recent", "assistant", "answer 1", {})
+    assert sent[3][5] == ("recent", "user", "question 3", {})
+    assert [len(s_) for s_ in sent] == [2, 4, 6, 8]
+    assert [r.memctx.recent_count for r in runs if r.memctx is not None] == [0, 2, 4, 6]
+    assert [[ref.seq for ref in r.memctx.recent] for r in runs if r.memctx] == \
+        [[], [0, 1], [0, 1, 2, 3], [0, 1, 2, 3, 4, 5]]
+    assert all(verify_run(s, rid).status == "ok" for rid in report.runs_created)
