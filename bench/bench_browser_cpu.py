@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 import statistics
 import tempfile
 import time
@@ -172,10 +173,10 @@ def quiet(page: Any, chrome: Sequence[int]) -> None:
 
 
 def open_cold(browser: Any, base: str, case: PageCase, db_name: str,
-              shot: Path | None = None) -> Sample:
+              shot: Path | None = None, viewport: dict[str, int] | None = None) -> Sample:
     """One cold tab on ``case``: its browser, renderer and server CPU seconds."""
     chrome, server = own_processes()
-    context = browser.new_context(viewport=VIEWPORT)
+    context = browser.new_context(viewport=viewport or VIEWPORT)
     try:
         page = context.new_page()
         cdp = context.new_cdp_session(page)
@@ -216,7 +217,8 @@ def page_cases(db: Path, *, story: bool) -> list[PageCase]:
 
 
 def measure_db(db: Path, case_list: Sequence[PageCase], browser: Any, workdir: Path,
-               repeat: int, shots: Path | None) -> dict[str, PageFigures]:
+               repeat: int, shots: Path | None,
+               viewport: dict[str, int] | None = None) -> dict[str, PageFigures]:
     from tests.browser.server import serve
 
     out: dict[str, PageFigures] = {c.name: PageFigures() for c in case_list}
@@ -231,10 +233,11 @@ def measure_db(db: Path, case_list: Sequence[PageCase], browser: Any, workdir: P
         for round_ in range(repeat):
             for case in case_list:
                 _expire_caches(last)
-                shot = (shots / f"{db.stem}-{case.path or 'start'}.png"
+                shot = (shots / f"{db.stem}-{(viewport or VIEWPORT)['width']}-"
+                                f"{case.path or 'start'}.png"
                         if shots is not None and round_ == 0 else None)
                 try:
-                    s = open_cold(browser, base, case, db.stem, shot)
+                    s = open_cold(browser, base, case, db.stem, shot, viewport)
                 except SystemExit as e:  # a page that raised: said in its row, not fatal
                     out[case.name].error = str(e).splitlines()[0]
                     print(f"[browser_cpu] {db.stem} {e}", flush=True)
@@ -251,7 +254,10 @@ def measure_db(db: Path, case_list: Sequence[PageCase], browser: Any, workdir: P
 
 
 def run(db5k: Path | None, demo: Path | None, *, repeat: int = 3, write: bool = False,
-        shots: Path | None = None, only: Sequence[str] = (), notes: str = "") -> str:
+        shots: Path | None = None, only: Sequence[str] = (), notes: str = "",
+        viewports: Sequence[str] = ()) -> str:
+    """Each page of each database, at each of ``viewports`` ("WxH"; by default
+    bench_pages' VIEWPORT, tall enough to draw a whole page at once)."""
     from tests.browser.server import chromium
 
     workdir = Path(tempfile.mkdtemp(prefix="memwb-browser-cpu-"))
@@ -264,10 +270,14 @@ def run(db5k: Path | None, demo: Path | None, *, repeat: int = 3, write: bool = 
             if db is None:
                 continue
             listed = [c for c in page_cases(db, story=story) if not only or c.name in only]
-            first = os.getloadavg()[0]
-            results[db.name] = measure_db(db, listed, browser, workdir, repeat, shots)
-            loads[db.name] = (first, os.getloadavg()[0])
-    text = render(results, loads, db5k, demo, repeat, notes)
+            for size in viewports or [f"{VIEWPORT['width']}x{VIEWPORT['height']}"]:
+                w, h = (int(x) for x in size.split("x"))
+                name = f"{db.name} at {size}"
+                first = os.getloadavg()[0]
+                results[name] = measure_db(db, listed, browser, workdir, repeat, shots,
+                                           {"width": w, "height": h})
+                loads[name] = (first, os.getloadavg()[0])
+    text = render(results, loads, db5k, demo, repeat, notes, viewports)
     print(text)
     if write:
         replace_section(SECTION, text)
@@ -279,7 +289,8 @@ def _fmt(xs: list[float]) -> str:
 
 
 def render(results: dict[str, dict[str, PageFigures]], loads: dict[str, tuple[float, float]],
-           db5k: Path | None, demo: Path | None, repeat: int, notes: str = "") -> str:
+           db5k: Path | None, demo: Path | None, repeat: int, notes: str = "",
+           viewports: Sequence[str] = ()) -> str:
     lines = [
         "Each page opened on a cold tab (a fresh browser context: no HTTP cache, no "
         "session) in headless Debian Chromium (tests/browser/server.py) on a `streamlit "
@@ -295,7 +306,8 @@ def render(results: dict[str, dict[str, PageFigures]], loads: dict[str, tuple[fl
         "",
         f"Rerun: `.venv/bin/python -m bench.bench_browser_cpu "
         f"{'--db5k ' + str(db5k) + ' ' if db5k else ''}"
-        f"{'--demo ' + str(demo) + ' ' if demo else ''}--write` (build the files with "
+        f"{'--demo ' + str(demo) + ' ' if demo else ''}"
+        f"{'--viewports ' + ' '.join(viewports) + ' ' if viewports else ''}--write` (build the files with "
         "`.venv/bin/python -m memory_core.cli demo --db <file>` and "
         "`.venv/bin/python -m bench.runs_db --out <file> --runs 5000`) · machine: "
         f"{os.cpu_count()} cores, {platform.processor() or platform.machine()}, shared "
@@ -330,13 +342,18 @@ def cli(argv: Sequence[str] | None = None) -> None:
     ap = page_bench_parser(__doc__)
     ap.add_argument("--db5k", type=Path, default=None, help="the many-run DuckDB file")
     ap.add_argument("--repeat", type=int, default=3, help="cold opens per page")
+    ap.add_argument("--viewports", nargs="*", default=[],
+                    help="window sizes WxH to measure each page at (e.g. 1440x900 1400x2400)")
     args = ap.parse_args(argv)
     notes = checked_notes(ap, args)
+    for size in args.viewports:
+        if not re.fullmatch(r"[1-9][0-9]{2,4}x[1-9][0-9]{2,4}", size):
+            ap.error(f"--viewports: {size!r} is not a window size WxH (e.g. 1440x900)")
     for db in (args.db5k, args.demo):
         if db is not None and not db.exists():
             raise SystemExit(f"{db} does not exist")
     run(args.db5k, args.demo, repeat=args.repeat, write=args.write, shots=args.shots,
-        only=args.pages, notes=notes)
+        only=args.pages, notes=notes, viewports=args.viewports)
 
 
 if __name__ == "__main__":
