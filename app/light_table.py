@@ -155,13 +155,15 @@ def _length(value: object) -> int:
 
 def table_style(key: str, names: Sequence[str], rows: Sequence[Mapping[str, Any]]) -> str:
     """Our style for the table ``key``: an id or a link is never broken across lines at
-    its hyphens, nor is a column of short cells (times, numbers, codes); the long text
-    beside them takes the wrapping."""
+    its hyphens, nor a cell of a column of short cells (times, numbers, codes); the long
+    text beside them takes the wrapping, and a table wider than the page scrolls."""
     scope = f".st-key-table-{key}"
-    short = [f"{scope} tr > :nth-child({i})" for i, n in enumerate(names, 1)
+    short = [f"{scope} td:nth-child({i})" for i, n in enumerate(names, 1)
              if all(_length(r.get(n)) <= SHORT_CHARS for r in rows)]
     cells = ", ".join([f"{scope} td code", f"{scope} td a", *short])
-    return f"<style>{cells} {{ white-space: nowrap; }}</style>"
+    # headers may wrap; a table wider than the page scrolls inside its own box
+    return (f"<style>{cells} {{ white-space: nowrap; }} "
+            f"{scope} [data-testid='stMarkdownContainer'] {{ overflow-x: auto; }}</style>")
 
 
 def _empty(value: object) -> bool:

@@ -33,7 +33,8 @@ def shown_text(markdown: str) -> str:
     return "".join(out)
 
 
-_TABLE_STYLE = re.compile(r"<style>\.st-key-table-[^<{}]*\{ white-space: nowrap; \}</style>")
+_TABLE_STYLE = re.compile(r"<style>\.st-key-table-[^<{}]*\{ white-space: nowrap; \} "
+                          r"\.st-key-table-[^<{}]*\{ overflow-x: auto; \}</style>")
 _CELL_SPLIT = re.compile(r"(?<!\\)\|")
 _LINK = re.compile(r"^\[(.*)\]\(([^)]*)\)$", re.S)
 

@@ -156,8 +156,9 @@ def test_a_tables_style_keeps_ids_and_short_columns_whole() -> None:
         {"run": Link("run-1", "run?run=run-1"), "started": "2027-03-19 09:00:02",
          "why": "a sentence " * 10}])
     assert style == ("<style>.st-key-table-runs td code, .st-key-table-runs td a, "
-                     ".st-key-table-runs tr > :nth-child(1), "
-                     ".st-key-table-runs tr > :nth-child(2) { white-space: nowrap; }</style>")
+                     ".st-key-table-runs td:nth-child(1), .st-key-table-runs td:nth-child(2) "
+                     "{ white-space: nowrap; } .st-key-table-runs "
+                     "[data-testid='stMarkdownContainer'] { overflow-x: auto; }</style>")
     # a page's tables bring their styles and no other HTML
     at = AppTest.from_function(_paged_app)
     at.run()
