@@ -125,10 +125,11 @@ def markdown_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | N
 
 
 def page_of(rows: Sequence[Any], key: str, *, size: int = PAGE_ROWS,
-            noun: str = "rows") -> list[Any]:
+            noun: str = "rows", opens_at: int | None = None) -> list[Any]:
     """One page of ``rows``: all of them when they fit one page, else the page picked in
     a small picker (its options say which: "rows 26–50 of 212"; ``noun`` for the
-    things paged when they are no table's rows)."""
+    things paged when they are no table's rows). The picker opens on the page holding
+    row ``opens_at`` (the run the page is about), else on the first."""
     if size < 1:
         raise ValueError(f"a page of {size} rows")
     rows = list(rows)
@@ -140,8 +141,9 @@ def page_of(rows: Sequence[Any], key: str, *, size: int = PAGE_ROWS,
         lo = i * size
         return f"{noun} {lo + 1:,}–{min(lo + size, len(rows)):,} of {len(rows):,}"
 
-    page = st.selectbox(f"{noun.capitalize()} shown", range(pages), format_func=label,
-                        key=f"page-{key}", width=260)
+    first = opens_at // size if opens_at is not None and 0 <= opens_at < len(rows) else 0
+    page = st.selectbox(f"{noun.capitalize()} shown", range(pages), index=first,
+                        format_func=label, key=f"page-{key}", width=260)
     lo = int(page or 0) * size
     return rows[lo:lo + size]
 
@@ -172,9 +174,10 @@ def _empty(value: object) -> bool:
 
 def light_table(rows: Sequence[Mapping[str, Any]], *, key: str,
                 columns: Sequence[str] | None = None, size: int = PAGE_ROWS,
-                drop_empty: bool = False) -> None:
+                drop_empty: bool = False, opens_at: int | None = None) -> None:
     """``rows`` shown as a Markdown table in a container keyed ``table-<key>`` (a page
-    at a time, see ``page_of``), in the order given. ``drop_empty``: a column no row
+    at a time, see ``page_of``; ``opens_at`` a row whose page is shown first), in the
+    order given. ``drop_empty``: a column no row
     holds a value in is left out (a narrow table stays readable) and named once below."""
     if not _KEY.fullmatch(key):
         raise ValueError(f"a table key of lowercase letters, digits and '-', not {key!r}")
@@ -183,7 +186,7 @@ def light_table(rows: Sequence[Mapping[str, Any]], *, key: str,
     dropped = [n for n in names if all(_empty(r.get(n)) for r in rows)] if drop_empty and rows \
         else []
     with st.container(key=f"table-{key}"):
-        shown = page_of(rows, key, size=size)
+        shown = page_of(rows, key, size=size, opens_at=opens_at)
         if shown:
             kept = [n for n in names if n not in dropped]
             st.html(table_style(key, kept, shown))  # a style alone: no element drawn

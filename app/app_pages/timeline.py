@@ -129,8 +129,10 @@ rows = [{
     "compaction": "yes" if p.compacted else ""} for p in tl.points]
 # a column no run's record holds is left out and named once, not a column of "unknown"
 unheld = [k for k in rows[0] if all(r[k] == UNKNOWN for r in rows)]
+# the table opens on the marked run's page (the runs are oldest first, as in the chart)
 light_table([{k: v for k, v in r.items() if k not in unheld} for r in rows],
-            key="timeline")
+            key="timeline", opens_at=next(
+                (i for i, p in enumerate(tl.points) if p.run_id == marked), None))
 if unheld:
     counts = {"recalled msgs": "messages recalled", "dropped": "messages dropped",
               "observations": "observations made"}

@@ -296,4 +296,5 @@ if not points:
 st.markdown("\n".join(_stretch_line(s, run_id) for s in _stretches(points)))
 light_table([{"run": run_link(p.run_id), "started": fmt_time(p.started_at), "fate": _fates(p),
               "given to the model": p.reached_model, "why": p.sentence} for p in points],
-            key="lifeline")
+            key="lifeline", opens_at=next(
+                (i for i, p in enumerate(points) if p.run_id == run_id), None))

@@ -163,3 +163,17 @@ def test_a_tables_style_keeps_ids_and_short_columns_whole() -> None:
     at = AppTest.from_function(_paged_app)
     at.run()
     assert at.get("html") and not raw_html(at)
+
+
+def _opening_app() -> None:
+    from app.light_table import light_table
+
+    light_table([{"run": f"r{i}"} for i in range(60)], key="o", opens_at=57)
+
+
+def test_a_long_table_opens_on_the_page_of_the_row_it_is_about() -> None:
+    at = AppTest.from_function(_opening_app)
+    at.run()
+    assert at.selectbox(key="page-o").value == 2
+    [t] = tables(at)
+    assert t["run"] == [f"r{i}" for i in range(50, 60)]
