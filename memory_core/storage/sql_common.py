@@ -278,7 +278,8 @@ class RowsBuilder:
         self.loc[a:a + len(locators)] = locators
 
     def add_rows(self, rows: Sequence[Sequence[Any]]) -> None:
-        """One batch of ``(pos, *ScopeScan.columns())`` tuples, vectors as bytes."""
+        """One batch of ``(pos, *ScopeScan.columns())`` tuples, vectors as float32 bytes
+        or as an engine's array (DuckDB's FLOAT[] comes as a list)."""
         if not rows:
             return
         cols = list(zip(*rows, strict=True))
@@ -287,9 +288,12 @@ class RowsBuilder:
         if self.scan.vectors and self.scan.dim:
             blobs = cols[i]
             has_vec = np.array([x is not None for x in blobs], bool)
-            # read in place (copied once, into the matrix)
-            vectors = np.frombuffer(b"".join(x for x in blobs if x is not None),
-                                    np.float32).reshape(-1, self.scan.dim)
+            present = [x for x in blobs if x is not None]
+            if present and isinstance(present[0], list | tuple):
+                vectors = np.asarray(present, np.float32).reshape(-1, self.scan.dim)
+            else:  # read in place (copied once, into the matrix)
+                vectors = np.frombuffer(b"".join(present), np.float32).reshape(
+                    -1, self.scan.dim)
         i += int(self.scan.vectors)
         texts = cols[i] if self.scan.texts else None
         bodies = cols[i + int(self.scan.texts)] if self.scan.metadata else None
