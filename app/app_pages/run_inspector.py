@@ -189,8 +189,12 @@ labels = [f"{LANE_TITLES[lv.lane]} ({lv.total_count})" for lv in given]
 opening = next((label for lane in ("recalled", "observations", "working_memory", "recent")
                 for label, lv in zip(labels, given, strict=True)
                 if lv.lane == lane and lv.total_count), None)
-tabs = st.tabs(labels, default=opening)
+# only the open lane is drawn (a click draws another): every lane's cards at once cost a
+# cold browser tab ~0.45 CPU-seconds on the demo (issue 36 point 7)
+tabs = st.tabs(labels, default=opening, key=f"lanes-{run_id}", on_change="rerun")
 for tab, lv in zip(tabs, given, strict=True):
+    if not tab.open:
+        continue
     with tab:
         st.caption(f"{counted(len(lv.items), 'item')} · {counted(lv.tokens, 'token')}"
                    + (ESTIMATED if view.imported else ""))

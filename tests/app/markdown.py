@@ -96,3 +96,16 @@ def raw_html(at: Any) -> list[Any]:
     """The page's HTML elements other than the tables' own styles (app.light_table's
     ``table_style``: a <style> for a table's container and nothing else)."""
     return [h for h in at.get("html") if not _TABLE_STYLE.fullmatch(h.proto.body)]
+
+
+def each_lane(at: Any, run_id: str) -> Any:
+    """Open each lane tab of the run inspector in turn (only the open one is drawn) and
+    yield the app as drawn with it; the first lane stays open after."""
+    labels = [t.label for t in at.tabs]
+    for label in labels:
+        at.session_state[f"lanes-{run_id}"] = label
+        at.run()
+        yield at
+    if labels:
+        at.session_state[f"lanes-{run_id}"] = labels[0]
+        at.run()

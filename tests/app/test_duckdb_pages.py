@@ -15,6 +15,7 @@ from memory_core.storage.duckdb import DuckDBStorage
 from memory_core.types import RunRecord
 from tests.app.conftest import ENTRY, TIMEOUT
 from tests.app.fixture_db import REFUND_TEXT, RESOURCE, RUN_1, SCRIPT_TEXT, T0, THREAD, tab_labels
+from tests.app.markdown import each_lane
 
 
 @pytest.fixture()
@@ -43,7 +44,7 @@ def test_run_inspector_on_a_duckdb_file(db_file: Path) -> None:
     finally:
         reader.close()
     assert [t.label for t in at.tabs] == labels
-    assert SCRIPT_TEXT in [t.value for t in at.text]
+    assert any(SCRIPT_TEXT in [t.value for t in drawn.text] for drawn in each_lane(at, RUN_1))
     assert isinstance(services.get_services(str(db_file)).storage, DuckDBStorage)
     assert services.get_services(str(db_file)).storage.read_only  # type: ignore[attr-defined]
 

@@ -37,7 +37,7 @@ from tests.app.fixture_db import (
     seq_of,
     tab_labels,
 )
-from tests.app.markdown import raw_html, tables
+from tests.app.markdown import each_lane, raw_html, tables
 
 Populated = tuple[InMemoryStorage, FixtureInfo]
 MakeApp = Callable[..., AppTest]
@@ -140,9 +140,22 @@ def test_selecting_a_run_shows_its_lanes_with_counts(populated: Populated,
     # each recalled/recent item links to its source message
     memctx = records(storage, RUN_1).memctx
     assert memctx is not None
-    links = _links(at)
+    links = [q for drawn in each_lane(at, RUN_1) for q in _links(drawn)]
     for ref in (*memctx.recalled, *memctx.recent):
         assert f"thread={ref.thread_id}&seq={ref.seq}" in links
+
+
+def test_the_inspector_draws_only_the_open_lane(populated: Populated, app: MakeApp) -> None:
+    """Every lane's cards at once cost a cold browser tab ~0.45 CPU-s (issue 36.7): one
+    lane is drawn, the one open, and opening another draws that one instead."""
+    at = app(RUN_PAGE, run=RUN_1)
+    assert not at.exception
+    drawn = []
+    for state in each_lane(at, RUN_1):
+        heads = [c.value for c in state.caption if re.match(r"^[\d,]+ items? · ", c.value)]
+        assert len(heads) == 1, heads  # one lane's "N items · M tokens"
+        drawn.append(heads[0])
+    assert len(drawn) == len(at.tabs) > 3
 
 
 def test_observations_link_to_the_range_they_summarise(populated: Populated,
@@ -306,7 +319,8 @@ def test_script_message_is_shown_literally_on_both_pages(populated: Populated,
     assert seq_of(populated[0], THREAD, SCRIPT_TEXT) in {
         r.seq for r in records(populated[0], RUN_1).memctx.recent}  # type: ignore[union-attr]
     at = app(RUN_PAGE, run=RUN_1)
-    assert SCRIPT_TEXT in _texts(at)
+    shown_in = [drawn for drawn in each_lane(at, RUN_1) if SCRIPT_TEXT in _texts(drawn)]
+    assert shown_in  # (in the recent lane)
     _no_raw_html(at)
 
 

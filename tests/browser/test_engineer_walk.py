@@ -84,6 +84,21 @@ def _main_links(page: Any) -> list[tuple[str, str]]:
     return list(dict.fromkeys((label, href) for label, href in links))  # each once
 
 
+def _lane_links(page: Any) -> list[tuple[str, str]]:
+    """``_main_links`` with each lane tab opened in turn (the inspector draws only the
+    open lane), the first one left open."""
+    tabs = page.get_by_test_id("stMainBlockContainer").get_by_role("tab")
+    found = _main_links(page)
+    for i in range(tabs.count()):
+        tabs.nth(i).click()
+        _settled(page)
+        found += _main_links(page)
+    if tabs.count():
+        tabs.nth(0).click()
+        _settled(page)
+    return list(dict.fromkeys(found))
+
+
 def _open(page: Any, url: str, heading: str) -> None:
     page.goto(url, timeout=PAGE_TIMEOUT_MS)
     page.get_by_role("heading", name=heading, exact=True).wait_for(timeout=PAGE_TIMEOUT_MS)
@@ -155,7 +170,7 @@ def test_inspector_links_then_the_working_memory_counterfactual(walk: Walk) -> N
         page = browser.new_page(viewport={"width": 1400, "height": 3000})
         _inspector(page, walk.base, TRIP_RUN)
         page.screenshot(path=str(walk.shots / "inspector-trip.png"))
-        links = _main_links(page)
+        links = _lane_links(page)
         labels = [label for label, _ in links]
         assert labels[:4] == ["Counterfactual", "Why forgotten", "Compare with previous run",
                               "Timeline"]
@@ -284,7 +299,7 @@ def test_attribution_then_the_timeline_compaction(walk: Walk) -> None:
         page.screenshot(path=str(walk.shots / "compaction-run.png"))
         # its links land too: the summary's source range, and (of its many recent
         # messages) the first and the last source
-        links = _main_links(page)
+        links = _lane_links(page)
         observed = [x for x in links if x[0].startswith("observation ")]
         sources = [x for x in links if x[0].startswith("source: ")]
         assert len(observed) == 1 and len(sources) > 2
