@@ -291,3 +291,16 @@ def test_a_bulk_session_caps_duckdbs_memory_for_its_block_only(tmp_path: Path) -
         assert limit(s) == before != "488.2 MiB"
     with DuckDBStorage(":memory:") as m, m.bulk_session():  # its data cannot be dropped
         assert limit(m) == before
+
+
+def test_stored_vectors_decode_alike_from_blobs_and_from_duckdb_lists() -> None:
+    """The shared SQL reads a scope's vectors as float32 blobs (SQLite, PostgreSQL) or
+    as the lists DuckDB's FLOAT[] comes as: both give the same matrix."""
+    from memory_core.storage.common import decode_vectors, encode_vector
+
+    m = np.random.default_rng(4).standard_normal((5, DIM), dtype=np.float32)
+    blobs = decode_vectors([encode_vector(v) for v in m], DIM)
+    lists = decode_vectors([v.tolist() for v in m], DIM)
+    assert blobs.dtype == lists.dtype == np.float32 and np.array_equal(blobs, m)
+    assert np.array_equal(lists, m) and blobs.flags.writeable
+    assert decode_vectors([], DIM).shape == (0, DIM)

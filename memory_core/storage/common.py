@@ -197,7 +197,7 @@ def message_body(thread_id: str, i: int, r: AppendRow) -> str:
                       r.created_at)
     m = r.message
     if type(m.content) is str and not m.metadata:
-        return _plain_body(m.content, m.role)
+        return text_message_json(m.content, m.role)
     return json_or_invalid(f"row {i} of the batch for thread '{thread_id}'",
                            m.model_dump(include={"role", "content", "metadata"}))
 
@@ -206,23 +206,17 @@ def message_body(thread_id: str, i: int, r: AppendRow) -> str:
 _STRING = json.encoder.encode_basestring
 
 
-def _plain_body(content: str, role: str) -> str:
+def text_message_json(content: str, role: str) -> str:
     """The common case (plain text, no metadata) is JSON by construction: exactly what
     _ENCODE gives for {"content": content, "metadata": {}, "role": role}, without
     building the dict and an encoder per row."""
     return f'{{"content":{_STRING(content)},"metadata":{{}},"role":{_STRING(role)}}}'
 
 
-def text_message_json(content: str, role: str) -> str:
-    """``Message(role=role, content=content).canonical_json()`` (a text message without
-    metadata: most messages), without building it."""
-    return _plain_body(content, role)
-
-
 def message_bodies(thread_id: str, rows: Sequence[AppendRow]) -> list[str]:
     """``message_body`` of every row of a batch, the plain-text rows without a call
     per row (they are most of any batch)."""
-    return [_plain_body(m.content, m.role)
+    return [text_message_json(m.content, m.role)
             if r.created_at is None and type(m.content) is str and not m.metadata
             else message_body(thread_id, i, r)
             for i, r, m in zip(range(len(rows)), rows, [r.message for r in rows],
@@ -299,10 +293,16 @@ def encode_vector(v: np.ndarray) -> bytes:
     return np.ascontiguousarray(v, dtype=np.float32).tobytes()
 
 
-def decode_vectors(blobs: Sequence[bytes], dim: int) -> np.ndarray:
-    if not blobs:
+def decode_vectors(values: Sequence[Any], dim: int, *, copy: bool = True) -> np.ndarray:
+    """Stored vectors as one float32 matrix of ``dim`` columns: each a float32 blob or
+    an engine's array (DuckDB's ``FLOAT[]`` comes as a list). ``copy=False``: blobs are
+    read in place (a read-only matrix, for a caller that copies it anyway)."""
+    if not values:
         return np.zeros((0, dim), dtype=np.float32)
-    return np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), dim).copy()
+    if isinstance(values[0], list | tuple | np.ndarray):
+        return np.asarray(values, np.float32).reshape(len(values), dim)
+    out = np.frombuffer(b"".join(values), dtype=np.float32).reshape(len(values), dim)
+    return out.copy() if copy else out
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

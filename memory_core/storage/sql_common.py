@@ -36,6 +36,7 @@ from memory_core.storage.base import (
     message_budget,
 )
 from memory_core.storage.common import (
+    decode_vectors,
     encode_vector,
     stored_message,
 )
@@ -288,12 +289,9 @@ class RowsBuilder:
         if self.scan.vectors and self.scan.dim:
             blobs = cols[i]
             has_vec = np.array([x is not None for x in blobs], bool)
-            present = [x for x in blobs if x is not None]
-            if present and isinstance(present[0], list | tuple):
-                vectors = np.asarray(present, np.float32).reshape(-1, self.scan.dim)
-            else:  # read in place (copied once, into the matrix)
-                vectors = np.frombuffer(b"".join(present), np.float32).reshape(
-                    -1, self.scan.dim)
+            # (copied once, into the matrix)
+            vectors = decode_vectors([x for x in blobs if x is not None], self.scan.dim,
+                                     copy=False)
         i += int(self.scan.vectors)
         texts = cols[i] if self.scan.texts else None
         bodies = cols[i + int(self.scan.texts)] if self.scan.metadata else None

@@ -520,10 +520,7 @@ class SqlMemoryStore(MemoryStore):
             ordered.extend(sorted(got.get(t, []), key=lambda r: int(r[1])))
         d = dim or 0
         # float32 bytes, or an engine's array (DuckDB's FLOAT[])
-        mat = decode_vectors([np.asarray(r[2], np.float32).tobytes()
-                              if isinstance(r[2], list) else bytes(r[2])
-                              for r in ordered], d) if ordered else \
-            np.zeros((0, d), np.float32)
+        mat = decode_vectors([r[2] for r in ordered], d)
         return EmbeddingBlock(np.array([r[0] for r in ordered], dtype=object),
                               np.array([int(r[1]) for r in ordered], dtype=np.int64), mat)
 
