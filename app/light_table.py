@@ -96,12 +96,22 @@ def _shown(value: object) -> str:
     return cell_text(value if isinstance(value, str) else fmt_cell(value))
 
 
+def _empty(value: object) -> bool:
+    return value is None or value == "" or value == MISSING
+
+
+def _names(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None) -> list[str]:
+    """The columns given, else those the rows name, in the order first named."""
+    return list(columns) if columns is not None else list(
+        dict.fromkeys(k for r in rows for k in r))
+
+
 def _numeric(values: Sequence[object]) -> bool:
     """A column to right-align: every value a number, or text that reads as one (a
     score, a signed change), with ``MISSING`` or empty cells among them."""
     seen = False
     for v in values:
-        if v is None or v == "" or v == MISSING:
+        if _empty(v):
             continue
         if isinstance(v, bool) or not (isinstance(v, int | float) or (
                 isinstance(v, str) and _NUMBER.fullmatch(v.strip()))):
@@ -113,8 +123,7 @@ def _numeric(values: Sequence[object]) -> bool:
 def markdown_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None) -> str:
     """``rows`` (dicts by column name) as a GFM table, columns in the order given (else
     in the order the rows first name them), numbers right-aligned."""
-    names = list(columns) if columns is not None else list(
-        dict.fromkeys(k for r in rows for k in r))
+    names = _names(rows, columns)
     if not names:
         return ""
     by_col = {n: [r.get(n) for r in rows] for n in names}
@@ -168,10 +177,6 @@ def table_style(key: str, names: Sequence[str], rows: Sequence[Mapping[str, Any]
             f"{scope} [data-testid='stMarkdownContainer'] {{ overflow-x: auto; }}</style>")
 
 
-def _empty(value: object) -> bool:
-    return value is None or value == "" or value == MISSING
-
-
 def light_table(rows: Sequence[Mapping[str, Any]], *, key: str,
                 columns: Sequence[str] | None = None, size: int = PAGE_ROWS,
                 drop_empty: bool = False, opens_at: int | None = None) -> None:
@@ -181,8 +186,7 @@ def light_table(rows: Sequence[Mapping[str, Any]], *, key: str,
     holds a value in is left out (a narrow table stays readable) and named once below."""
     if not _KEY.fullmatch(key):
         raise ValueError(f"a table key of lowercase letters, digits and '-', not {key!r}")
-    names = list(columns) if columns is not None else list(
-        dict.fromkeys(k for r in rows for k in r))
+    names = _names(rows, columns)
     dropped = [n for n in names if all(_empty(r.get(n)) for r in rows)] if drop_empty and rows \
         else []
     with st.container(key=f"table-{key}"):
