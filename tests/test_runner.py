@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import pytest
 
 from memory_core.composition.memory import AgentMemory
@@ -217,6 +218,39 @@ def test_resume_reads_the_frozen_prompt_and_never_recomposes() -> None:
     res = runner.run("support", run_id="run1", thread_id="t1", prompt="first")
     assert res.text == "ok" and s.runs.get("run1:memctx") == memctx
     assert [m.content for m in s.memory.get_messages("t1")] == ["first", "written later", "ok"]
+
+
+def test_resume_with_another_embedder_is_refused_and_the_same_one_verifies() -> None:
+    """The first try embedded the input with one 384-d embedder; a resume with another
+    of the same dimension would store the answer's vector from another model (and the
+    seal's check of it would call the run tampered): refused, nothing written."""
+    from memory_core.embedding.hashing import HashingEmbedder
+    from memory_core.journal.seal import verify_run
+
+    def other(texts: list[str]) -> Any:
+        return np.stack([np.roll(HashingEmbedder(384)([t])[0], 1) for t in texts])
+    other.name = "other-384"  # type: ignore[attr-defined]
+
+    clock = Tick()
+    s = InMemoryStorage(clock=clock)
+
+    def runner_with(embed: Any, model: Any) -> Runner:
+        mem = AgentMemory(s, recent_n=6, embed=embed, clock=clock)
+        return Runner(s, {"support": Agent("support", "Be brief.", model)}, memory=mem,
+                      clock=clock)
+
+    with pytest.raises(ModelError):  # fails at step 0, its prompt frozen
+        runner_with(HashingEmbedder(384), ScriptedModel([])).run(
+            "support", run_id="run1", thread_id="t1", prompt="the gate code is 4512")
+    with pytest.raises(InvalidInputError, match="'hashing-384'.*'other-384'"):
+        runner_with(other, ScriptedModel(["noted"])).run(
+            "support", run_id="run1", thread_id="t1", prompt="the gate code is 4512")
+    assert [m.content for m in s.memory.get_messages("t1")] == ["the gate code is 4512"]
+    assert s.runs.require_run("run1").status == "failed"
+    res = runner_with(HashingEmbedder(384), ScriptedModel(["noted"])).run(
+        "support", run_id="run1", thread_id="t1", prompt="the gate code is 4512")
+    assert res.resumed and res.text == "noted"
+    assert verify_run(s, "run1").status == "ok"
 
 
 def test_unknown_tool_is_reported_back_to_the_model() -> None:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from memory_core.embedding.hashing import embedder_name
 from memory_core.errors import (
     InvalidInputError,
     ModelError,
@@ -517,7 +518,9 @@ class Runner:
             if rec_input is None:
                 raise ReplayMismatch(f"run '{run_id}' has a frozen prompt but no "
                                      f"'{reader.keys.input}' record")
-            return _RunState(run_id=run_id, prompt=frozen, memctx=reader.memctx(),
+            recorded = reader.memctx()
+            self._check_embedder(run_id, recorded)
+            return _RunState(run_id=run_id, prompt=frozen, memctx=recorded,
                              incoming=list(rec_input.incoming), resumed=True, marks=marks,
                              reader=reader)
         # a crash after :input but before :prompt re-composes: nothing was persisted
@@ -546,6 +549,20 @@ class Runner:
                          resumed=earlier is not None, marks=marks, reader=reader,
                          unwritten=InputRecord(messages=incoming, incoming=to_persist,
                                                sealed=True))
+
+    def _check_embedder(self, run_id: str, memctx: Memctx | None) -> None:
+        """A resumed run stores its answers' vectors with the embedder it was composed
+        with: another one (the same dimension or not) would mix two models' vectors in
+        one run, and its seal's check of them would call the run tampered."""
+        if self.memory is None or memctx is None or memctx.source != "composed":
+            return
+        was = memctx.settings.embedder
+        now = embedder_name(self.memory.embed) if self.memory.embed is not None else None
+        if was != now:
+            raise InvalidInputError(
+                f"run '{run_id}' was composed with embedder {was or 'none'!r}; resuming "
+                f"it with embedder {now or 'none'!r} would store its answers' vectors "
+                f"from another model: resume it with the memory it started with")
 
     def _write_frozen(self, state: _RunState) -> None:
         """Record what ``_freeze`` composed: input, memctx, prompt — memctx before
