@@ -76,10 +76,14 @@ class Message(BaseModel):
         return list(self.content)
 
     def tool_calls(self) -> list[ToolCallPart]:
-        return [p for p in self.parts if isinstance(p, ToolCallPart)]
+        if isinstance(self.content, str):  # (no part made: most messages are text)
+            return []
+        return [p for p in self.content if isinstance(p, ToolCallPart)]
 
     def tool_results(self) -> list[ToolResultPart]:
-        return [p for p in self.parts if isinstance(p, ToolResultPart)]
+        if isinstance(self.content, str):
+            return []
+        return [p for p in self.content if isinstance(p, ToolResultPart)]
 
     def canonical_json(self) -> str:
         """A byte-stable JSON form (sorted keys, no spaces) used for hashing and replay."""

@@ -291,3 +291,26 @@ def test_a_run_killed_mid_way_is_unfinished_not_tampered(kind: str, tmp_path: Pa
     assert result.exit_code == 3 and "TAMPERED" not in result.output, result.output
     assert "r9: interrupted (never finished)" in result.output
     assert "1 runs checked, 0 tampered, 1 interrupted (never finished)" in result.output
+
+
+@pytest.mark.parametrize("status", ["completed", "failed"])
+def test_a_seal_made_as_text_is_the_seal_model_as_stored(status: str) -> None:
+    """An import writes each run's seal as text without the model (``seal_text_of``):
+    the same bytes the model's record is stored as, for a run that ended either way."""
+    from datetime import UTC, datetime
+
+    from memory_core.journal.seal import seal_of, seal_text_of
+    from memory_core.storage.common import EncodedJson
+    from memory_core.types import Message, RunRecord, canonical_json
+
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+    run = RunRecord(run_id="r1", agent="a", thread_id="t", status=status,  # type: ignore[arg-type]
+                    started_at=at, finished_at=at,
+                    error="boom" if status == "failed" else None)
+    keys = RunKeys("r1")
+    entries: list[tuple[str, Any]] = [(keys.input, EncodedJson('{"v":1}')),
+                                      (keys.output, {"text": "é", "v": 1})]
+    stored: list[tuple[int, Message | str]] = [(1, Message(role="assistant", content="hi")),
+                                               (0, '{"content":"x","metadata":{},"role":"user"}')]
+    assert seal_text_of(run, entries, stored).text == canonical_json(
+        seal_of(run, entries, stored).model_dump(mode="json"))

@@ -57,8 +57,10 @@ def adopt_ids(stored: Message, seen: Message) -> None:
     the ``name`` the client gave a response it sends back as history."""
     if "name" in seen.metadata and "name" not in stored.metadata:
         stored.metadata["name"] = seen.metadata["name"]
+    if isinstance(stored.content, str):  # (no ids to give)
+        return
     mapping = {a: b for a, b in zip(_ids(stored), _ids(seen), strict=False) if a != b}
-    if not mapping or isinstance(stored.content, str):
+    if not mapping:
         return
     stored.content = [p.model_copy(update={"id": mapping.get(p.id, p.id)})
                       if isinstance(p, ToolCallPart) else
@@ -196,10 +198,11 @@ class StoredThreads(Protocol):
         ``conv``'s messages it holds."""
 
 
-def _chain(keys: Sequence[str]) -> list[str]:
-    """Digests of every prefix of ``keys`` (entry n-1 identifies keys[:n])."""
+def _chain(keys: Sequence[str], h: Any = None) -> list[str]:
+    """Digests of every prefix of ``keys`` (entry n-1 identifies keys[:n]); with ``h``
+    (the hash of keys before these, updated here) of every prefix after those."""
     out: list[str] = []
-    h = hashlib.sha1()
+    h = hashlib.sha1() if h is None else h
     for k in keys:
         h.update(k.encode("utf-8", "surrogatepass"))
         h.update(b"\x00")
@@ -217,10 +220,18 @@ class _PrefixIndex:
     full: dict[tuple[str, str | None, str], ThreadPlan] = field(default_factory=dict)
     prefix: dict[tuple[str, str | None, str], ThreadPlan] = field(default_factory=dict)
     chains: dict[str, list[str]] = field(default_factory=dict)
+    # each thread's hash of the keys its chain covers (a thread only grows: its chain
+    # is extended, not made again from its first message on every request)
+    hashes: dict[str, Any] = field(default_factory=dict)
 
     def register(self, tp: ThreadPlan) -> None:
-        chain = _chain(tp.keys)
         old = self.chains.get(tp.thread_id)
+        h = self.hashes.get(tp.thread_id)
+        if old is not None and h is not None and len(old) <= len(tp.keys):
+            chain = old + _chain(tp.keys[len(old):], h)
+        else:
+            h = self.hashes[tp.thread_id] = hashlib.sha1()
+            chain = _chain(tp.keys, h)
         if old:
             self.full.pop((tp.instructions_key, tp.resource_id, old[-1]), None)
         self.chains[tp.thread_id] = chain

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
+from json.encoder import encode_basestring as _STRING  # (C; what canonical JSON uses)
 from typing import Any, overload
 
 import numpy as np
@@ -21,17 +22,14 @@ from memory_core.importers.stored import chain_metadata
 from memory_core.importers.threads import RunPlan, ThreadPlan
 from memory_core.journal import (
     ImportRecord,
-    InputRecord,
     JournalWriter,
-    OutputRecord,
-    PersistRecord,
     RunKeys,
     StepRecord,
     ToolSpecRecord,
 )
-from memory_core.journal.seal import seal_of
+from memory_core.journal.seal import seal_text_of
 from memory_core.models.base import ModelIdentity, ModelResponse
-from memory_core.provenance.prompt import FrozenPrompt, PromptItem
+from memory_core.provenance.prompt import FrozenPrompt
 from memory_core.provenance.record import (
     PROVENANCE_RECENT_CAP,
     CompositionSettings,
@@ -140,6 +138,16 @@ _PROMPT_HEAD, _PROMPT_TAIL = canonical_json(
     {**FrozenPrompt().model_dump(mode="json"), "items": [_ITEMS_AT]}).split(f'"{_ITEMS_AT}"')
 
 
+def _item_json(lane: str, message_json: str, thread_id: str | None = None,
+               seq: int | None = None) -> str:
+    """``PromptItem(lane=lane, message=…, thread_id=…, seq=…)`` as the journal stores
+    it, around the message's JSON (``_message_json``): its keys sorted, the rest of
+    its fields null (an import's items name no observation and no origin)."""
+    where = "null" if thread_id is None else _STRING(thread_id)
+    return (f'{{"lane":{_STRING(lane)},"message":{message_json},"observation_id":null,'
+            f'"origin":null,"seq":{"null" if seq is None else int(seq)},"thread_id":{where}}}')
+
+
 def _item(cache: dict[tuple[str, int], tuple[Any, str]], lane: str, at: int,
           m: Message, **where: Any) -> str:
     """The canonical JSON of ``PromptItem(lane, _plain(m), **where)``: the same stored
@@ -151,8 +159,7 @@ def _item(cache: dict[tuple[str, int], tuple[Any, str]], lane: str, at: int,
         if got[0] is not m:  # the parser shares a message the later requests repeat:
             cache[(lane, at)] = (m, got[1])  # compared by identity from here on
         return got[1]
-    text = _text("a prompt item", PromptItem(lane=lane, message=_plain(m),  # type: ignore[arg-type]
-                                             **where)).text
+    text = _item_json(lane, _message_json(m), **where)
     if got is None:
         cache[(lane, at)] = (m, text)
     return text
@@ -235,8 +242,8 @@ def run_records(run_id: str, plan: RunPlan, *, embedder: str | None,
     refs = [_ref(cache, tid, seq, ex.history[i].role, tp.previews[seq])
             for i, seq in zip(range(first_ref, plan.input_from),
                               plan.history_seqs[first_ref:plan.input_from], strict=True)]
-    items += [_text("a prompt item", PromptItem(lane="input", message=_plain(m))).text
-              for m in input_msgs]
+    input_json = [_message_json(m) for m in input_msgs]
+    items += [_item_json("input", text) for text in input_json]
     memctx = Memctx(
         thread_id=tid, resource_id=resource,
         recent_count=plan.input_from, recent=[],  # (its refs' texts are joined in)
@@ -252,20 +259,21 @@ def run_records(run_id: str, plan: RunPlan, *, embedder: str | None,
                     resource_id=resource, status="failed" if ex.error else "completed",
                     started_at=started, finished_at=ex.finished_at or started, error=ex.error)
     known = {k: v for k, v in import_info.items() if k in ("format", "file", "sha1")}
-    plain_input = [_plain(m) for m in input_msgs]
+    input_text = ",".join(input_json)
     records: list[tuple[str, BaseModel | EncodedJson]] = [
         (keys.import_, ImportRecord(**known, where=ex.where, notes=list(ex.notes),
                                     request_params=dict(ex.params or {}),
                                     extra=import_extra(ex, {
                                         k: v for k, v in import_info.items()
                                         if k not in known}))),
-        (keys.input, InputRecord(messages=plain_input, incoming=plain_input, sealed=True)),
+        (keys.input, EncodedJson(f'{{"incoming":[{input_text}],"messages":[{input_text}],'
+                                 '"sealed":true,"v":1}')),  # InputRecord(…, sealed=True)
         (keys.prompt, EncodedJson(_PROMPT_HEAD + ",".join(items) + _PROMPT_TAIL)),
         (keys.memctx, _joined(f"journal value for key '{keys.memctx}'", memctx, "recent",
                               [text for _, text in refs],
                               lambda: memctx.model_copy(update={
                                   "recent": [ref for ref, _ in refs]}))),
-        (keys.persist_input, PersistRecord(seqs=plan.history_seqs[plan.input_from:])),
+        (keys.persist_input, _persist(plan.history_seqs[plan.input_from:])),
     ]
     seqs = list(plan.history_seqs[plan.input_from:])
     if ex.response is not None:
@@ -282,10 +290,10 @@ def run_records(run_id: str, plan: RunPlan, *, embedder: str | None,
             (keys.step(0), StepRecord(response=resp, model=model_identity(ex),
                                       tools=_tool_specs(ex.tools),
                                       usage_known=ex.usage_known)),
-            (keys.persist_output, PersistRecord(seqs=out_seqs)),
-            (keys.output, OutputRecord(
-                text=resp.text or "", steps=1, tool_calls=len(resp.tool_calls),
-                stop_reason="tool_call" if resp.tool_calls else "final")),
+            (keys.persist_output, _persist(out_seqs)),
+            (keys.output, encoded_json(f"journal value for key '{keys.output}'", {  # OutputRecord
+                "text": resp.text or "", "steps": 1, "tool_calls": len(resp.tool_calls),
+                "stop_reason": "tool_call" if resp.tool_calls else "final", "v": 1})),
         ]
     entries: list[tuple[str, Any]] = [
         (k, r if isinstance(r, EncodedJson) else _text(f"journal value for key '{k}'", r))
@@ -293,9 +301,13 @@ def run_records(run_id: str, plan: RunPlan, *, embedder: str | None,
     stored = [(seq, _message_json(tp.messages[seq])) for seq in seqs
               if 0 <= seq < len(tp.messages)]
     # sealed last: a run whose seal is written is whole (and resuming checks for it)
-    entries.append((keys.seal, _text(f"journal value for key '{keys.seal}'",
-                                     seal_of(run, entries, stored))))
+    entries.append((keys.seal, seal_text_of(run, entries, stored)))
     return run, entries
+
+
+def _persist(seqs: Sequence[int]) -> EncodedJson:
+    """``PersistRecord(seqs=seqs)`` as the journal stores it (planned seqs: ints)."""
+    return EncodedJson(f'{{"seqs":[{",".join(str(int(s)) for s in seqs)}],"v":1}}')
 
 
 def _tool_specs(tools: Sequence[Any] | None) -> list[ToolSpecRecord]:

@@ -41,7 +41,7 @@ from memory_core.errors import MemoryCoreError, ReplayMismatch
 from memory_core.journal.keys import RunKeys
 from memory_core.journal.records import validated
 from memory_core.storage.base import RunJournal, Storage
-from memory_core.storage.common import EncodedJson
+from memory_core.storage.common import EncodedJson, encoded_json
 from memory_core.types import Message, RunRecord, canonical_json
 
 SEAL_VERSION = 1
@@ -195,12 +195,11 @@ def _seal(entries: list[tuple[str, str]], messages: list[tuple[str, int, str]], 
                       truncated=sorted(set(truncated or [])), failed=failed)
 
 
-def seal_of(run: RunRecord, entries: list[tuple[str, Any]],
-            messages: Sequence[tuple[int, Message | str]]) -> SealRecord:
-    """The seal of a run about to be written whole (an import): computed from the
-    records and messages themselves, so no read-back is needed (a record given as
-    ``EncodedJson``, a message as its canonical JSON: hashed as they are). Must equal
-    what ``compute_seal`` finds once they are stored."""
+def _written_parts(run: RunRecord, entries: list[tuple[str, Any]],
+                   messages: Sequence[tuple[int, Message | str]]
+                   ) -> tuple[list[tuple[str, str]], list[tuple[str, int, str]], str, str | None]:
+    """What the seal of a run about to be written whole digests: its records' and
+    messages' digests, its row's and its failure's."""
     keys = RunKeys(run.run_id)
     digests = sorted((k, _sha(v.text if type(v) is EncodedJson else canonical_json(v)))
                      for k, v in entries
@@ -208,7 +207,31 @@ def seal_of(run: RunRecord, entries: list[tuple[str, Any]],
     msgs = ([(run.thread_id, seq, _sha(m if isinstance(m, str) else m.canonical_json()))
              for seq, m in sorted(dict(messages).items())]
             if run.thread_id is not None else [])
-    return _seal(digests, msgs, _run_row(run), failed=_failure(run))
+    return digests, msgs, _run_row(run), _failure(run)
+
+
+def seal_of(run: RunRecord, entries: list[tuple[str, Any]],
+            messages: Sequence[tuple[int, Message | str]]) -> SealRecord:
+    """The seal of a run about to be written whole (an import): computed from the
+    records and messages themselves, so no read-back is needed (a record given as
+    ``EncodedJson``, a message as its canonical JSON: hashed as they are). Must equal
+    what ``compute_seal`` finds once they are stored."""
+    digests, msgs, row, failed = _written_parts(run, entries, messages)
+    return _seal(digests, msgs, row, failed=failed)
+
+
+def seal_text_of(run: RunRecord, entries: list[tuple[str, Any]],
+                 messages: Sequence[tuple[int, Message | str]]) -> EncodedJson:
+    """``seal_of(…)`` as the journal stores it (its ``model_dump(mode="json")``
+    encoded), made without the model: an import seals every run it writes, and the
+    model's checks hold by construction here (digests are strings, seqs ints)."""
+    digests, msgs, row, failed = _written_parts(run, entries, messages)
+    value: dict[str, Any] = {"v": SEAL_VERSION, "entries": digests, "messages": msgs,
+                             "run": row, "chain": _chain_of(digests, msgs, row, failed),
+                             "redactions": []}  # (no truncated: popped when empty)
+    if failed is not None:
+        value["failed"] = failed
+    return encoded_json(f"journal value for key '{RunKeys(run.run_id).seal}'", value)
 
 
 def seal_written(storage: Storage, run: RunRecord, entries: list[tuple[str, Any]],

@@ -59,6 +59,9 @@ class ModelResponse(BaseModel):
         as ``Message.text`` joins them); ``message`` is kept only when ``as_message``
         would not make it again."""
         resp = cls(text=message.text(), tool_calls=message.tool_calls(), **fields)
+        if message.role == "assistant" and type(message.content) is str \
+                and not message.metadata:
+            return resp  # (what ``as_message`` makes of it: nothing to compare)
         if resp.as_message().canonical_json() != message.canonical_json():
             resp.message = message.model_copy(deep=True)
         return resp
