@@ -33,7 +33,6 @@ from memory_core.provenance.prompt import FrozenPrompt
 from memory_core.provenance.record import (
     PROVENANCE_RECENT_CAP,
     CompositionSettings,
-    LaneTokens,
     Memctx,
     MessageRef,
 )
@@ -165,14 +164,22 @@ def _item(cache: dict[tuple[str, int], tuple[Any, str]], lane: str, at: int,
     return text
 
 
+# a ref's and an imported run's memctx's JSON but for the fields an import sets: the
+# models' shape checked (and their defaults dumped) once, not once a run
+_REF = MessageRef(thread_id="", seq=0, role="", preview="").model_dump(mode="json")
+_MEMCTX = Memctx(thread_id="", settings=CompositionSettings(recent_n=0, recall_enabled=False),
+                 source="imported").model_dump(mode="json")
+
+
 def _ref(cache: dict[tuple[str, int], tuple[Any, str]], tid: str, seq: int, role: str,
-         preview: str) -> tuple[MessageRef, str]:
-    """The provenance's ref to stored message ``seq`` and its JSON, made once a thread
-    (every later request of the thread names it the same way)."""
+         preview: str) -> tuple[dict[str, Any], str]:
+    """The provenance's ref to stored message ``seq`` (``MessageRef``'s fields) and its
+    JSON, made once a thread (every later request of the thread names it the same
+    way)."""
     got = cache.get(("ref", seq))
-    if got is None or got[0].role != role or got[0].preview != preview:
-        ref = MessageRef(thread_id=tid, seq=seq, role=role, preview=preview)
-        got = (ref, _text("a message ref", ref).text)
+    if got is None or got[0]["role"] != role or got[0]["preview"] != preview:
+        ref = {**_REF, "thread_id": tid, "seq": int(seq), "role": role, "preview": preview}
+        got = (ref, encoded_json("a message ref", ref).text)
         cache.setdefault(("ref", seq), got)
     return got
 
@@ -180,12 +187,11 @@ def _ref(cache: dict[tuple[str, int], tuple[Any, str]], tid: str, seq: int, role
 _JOIN_AT = "\ue000memwb-join\ue000"
 
 
-def _joined(what: str, record: BaseModel, field: str, texts: list[str],
+def _joined(what: str, dumped: dict[str, Any], field: str, texts: list[str],
             whole: Callable[[], BaseModel]) -> EncodedJson:
-    """``record``, whose list ``field`` is empty, encoded with the JSON of that list's
+    """A record's JSON value ``dumped`` encoded with the JSON of its list ``field``'s
     items joined in from ``texts``; ``whole()`` (the record with its items) is encoded
     instead on the odd chance that a value of the record is the placeholder."""
-    dumped = record.model_dump(mode="json")
     dumped[field] = [_JOIN_AT]
     text = encoded_json(what, dumped).text
     at = f'"{_JOIN_AT}"'
@@ -244,15 +250,14 @@ def run_records(run_id: str, plan: RunPlan, *, embedder: str | None,
                               plan.history_seqs[first_ref:plan.input_from], strict=True)]
     input_json = [_message_json(m) for m in input_msgs]
     items += [_item_json("input", text) for text in input_json]
-    memctx = Memctx(
-        thread_id=tid, resource_id=resource,
-        recent_count=plan.input_from, recent=[],  # (its refs' texts are joined in)
-        tokens=LaneTokens(instructions=_tokens(ex.instructions), recent=recent_tokens,
-                          input=_tokens(input_msgs)),
-        settings=CompositionSettings(recent_n=plan.input_from, recall_enabled=False,
-                                     embedder=embedder),
-        incoming_count=len(input_msgs),
-        source="imported", unknown_fields=unknown_fields(ex))
+    # Memctx(thread_id=tid, …, source="imported"), its refs' texts joined in
+    memctx = {**_MEMCTX, "thread_id": tid, "resource_id": resource,
+              "recent_count": plan.input_from, "recent": [],
+              "tokens": {**_MEMCTX["tokens"], "instructions": _tokens(ex.instructions),
+                         "recent": recent_tokens, "input": _tokens(input_msgs)},
+              "settings": {**_MEMCTX["settings"], "recent_n": plan.input_from,
+                           "recall_enabled": False, "embedder": embedder},
+              "incoming_count": len(input_msgs), "unknown_fields": unknown_fields(ex)}
     keys = RunKeys(run_id)
     started = ex.started_at or undated(ex.index)
     run = RunRecord(run_id=run_id, agent=ex.model or "imported", thread_id=tid,
@@ -271,8 +276,8 @@ def run_records(run_id: str, plan: RunPlan, *, embedder: str | None,
         (keys.prompt, EncodedJson(_PROMPT_HEAD + ",".join(items) + _PROMPT_TAIL)),
         (keys.memctx, _joined(f"journal value for key '{keys.memctx}'", memctx, "recent",
                               [text for _, text in refs],
-                              lambda: memctx.model_copy(update={
-                                  "recent": [ref for ref, _ in refs]}))),
+                              lambda: Memctx.model_validate({
+                                  **memctx, "recent": [ref for ref, _ in refs]}))),
         (keys.persist_input, _persist(plan.history_seqs[plan.input_from:])),
     ]
     seqs = list(plan.history_seqs[plan.input_from:])
