@@ -140,7 +140,9 @@ def plot_text(text: object) -> str:
 
 
 def literal(text: str) -> None:
-    """Message text exactly as stored: never Markdown, never HTML."""
+    """Message text exactly as stored: never Markdown, never HTML; monospace. Also for
+    code, JSON and commands: an ``st.code`` block, even one in a closed expander, costs a
+    cold tab ~0.4 CPU-s (its highlighter loads; decision 011)."""
     st.text(text if text else "(empty)")
 
 
@@ -728,14 +730,14 @@ def json_view(value: Mapping[str, object]) -> None:
 
 def tool_call_cards(calls: Sequence[Any]) -> None:
     """A run's tool calls, one card each: the call id, tool and status as a caption,
-    its arguments and result (JSON) in a monospace block each."""
+    its arguments and result (JSON) in a monospace block each (``literal``)."""
     for i, t in enumerate(calls):
         with st.container(border=True, key=f"tool-call-{i}"):
             st.caption(escape_md(f"call {t.call_id} · {t.name} · {t.status} · arguments"))
-            st.code(t.args, language="json", wrap_lines=True)
+            literal(t.args)
             if t.status == "ok" or t.result:
                 st.caption("result")
-                st.code(t.result, language="json", wrap_lines=True)
+                literal(t.result)
             if t.error:
                 st.error(escape_md(t.error))
 

@@ -145,7 +145,7 @@ def bubble(role: str, text: str, *, engineer: bool, raw: str | None = None) -> N
     with st.chat_message(role, avatar=ROLE_AVATARS.get(role)):
         literal(text)
         if engineer and raw is not None and raw != text:
-            st.code(raw, language=None, wrap_lines=True)
+            literal(raw)
 
 
 def find_key(page: views.MessagePage, phrase: str) -> views.MessageView | None:
@@ -191,7 +191,7 @@ def given_parts(view: views.RunView, *, engineer: bool) -> None:
             with st.container(border=True):
                 literal(plain_text(it.role, it.text, lane))
                 if engineer:
-                    st.code(it.text, language=None, wrap_lines=True)
+                    literal(it.text)
     dropped = view.lane("dropped")
     if dropped.items:
         st.markdown("**Left out of what the assistant was given**")

@@ -264,7 +264,7 @@ if rec is not None:  # an imported run: what its recording says of the call
     cols = st.columns(3)
     with cols[0]:
         st.caption("Model")
-        st.code(said["model"], language=None, wrap_lines=True)
+        literal(said["model"])
     usage = rec.usage
     for col, label, count, estimate in (
             (cols[1], "Input tokens", usage.input_tokens if usage else None, rec.estimated_in),
@@ -294,7 +294,7 @@ for s in view.steps:
         if s.text:
             literal(s.text)
         for call in s.tool_calls:  # a call and its JSON arguments, in monospace
-            st.code(call, language=None, wrap_lines=True)
+            literal(call)
 if view.tool_calls:
     st.markdown("#### Tool calls")
     tool_call_cards(view.tool_calls)

@@ -36,16 +36,16 @@ for n, story in enumerate(STORIES):
 
 st.subheader("Open your own database")
 served = services.served()
-st.markdown("This workbench serves these databases (choose one in the sidebar):")
+st.markdown("This workbench serves these databases" + (
+    " (choose one in the sidebar):" if len(served.databases) > 1 else ":"))
 for name, url in served.databases.items():
     mark = " (in use)" if name == services.current_name() else ""
     st.markdown(f"- **{escape_md(name)}**{mark}: {escape_md(url)}")
 st.markdown("To look at your own agent's memory, start the workbench on its database, "
             "or bring in conversations recorded elsewhere (OpenAI logs, OpenTelemetry "
             "traces) first:")
-st.code("memwb ui --db your.duckdb                        # serve it (repeat --db for more)\n"
-        "memwb import traces.jsonl --db your.duckdb       # import recorded conversations",
-        language="bash")
+st.text("memwb ui --db your.duckdb                        # serve it (repeat --db for more)\n"
+        "memwb import traces.jsonl --db your.duckdb       # import recorded conversations")
 if served.read_only:
     st.caption(":material/lock: Started read-only: nothing is written to these databases.")
 

@@ -26,6 +26,6 @@ def test_imported_claude_runs_render_and_verify(empty_db: InMemoryStorage,
         at = app(RUN_PAGE, run=rid)
         assert not at.exception and not at.error
         assert any("verified: every record matches its seal" in m.value for m in at.markdown)
-        assert any("→ get_" in c.value or "→ final_result" in c.value for c in at.code)
+        assert any("→ get_" in t.value or "→ final_result" in t.value for t in at.text)
     at = app(THREADS_PAGE, thread=report.threads_created[0])
     assert not at.exception and not at.error

@@ -138,7 +138,7 @@ def test_start_page_on_an_empty_database(empty_db: InMemoryStorage, app: MakeApp
     _ok(at)
     assert "no threads yet" in at.info[0].value
     assert [b.label for b in at.main.button].count("Open the story") == len(STORIES)
-    assert any("memwb ui --db your.duckdb" in c.value for c in at.code)
+    assert any("memwb ui --db your.duckdb" in t.value for t in at.text)  # monospace
 
 
 def test_old_thread_links_to_the_root_still_open_the_thread(populated: tuple[Any, FixtureInfo],
