@@ -201,9 +201,9 @@ def _written_parts(run: RunRecord, entries: list[tuple[str, Any]],
     """What the seal of a run about to be written whole digests: its records' and
     messages' digests, its row's and its failure's."""
     keys = RunKeys(run.run_id)
+    unsealed, seal = keys.unsealed_prefixes, keys.seal
     digests = sorted((k, _sha(v.text if type(v) is EncodedJson else canonical_json(v)))
-                     for k, v in entries
-                     if not k.startswith(keys.unsealed_prefixes) and k != keys.seal)
+                     for k, v in entries if not k.startswith(unsealed) and k != seal)
     msgs = ([(run.thread_id, seq, _sha(m if isinstance(m, str) else m.canonical_json()))
              for seq, m in sorted(dict(messages).items())]
             if run.thread_id is not None else [])

@@ -93,6 +93,18 @@ class ArrowSpeedups(Driver):
             isinstance(v, np.ndarray) for v in col) else pa.array(col)
             for c, col in zip(columns, cols, strict=True)}))
 
+    def present(self, tx: Any, table: str, column: str, values: Sequence[Any]) -> list[Any]:
+        """One query for all of ``values`` (texts) as a list parameter: an import's
+        check of a batch's 2,000 run ids took 4 queries of 500 bound values, each
+        slower as the table grew."""
+        if not all(type(v) is str for v in values):
+            return super().present(tx, table, column, values)
+        if not values:
+            return []
+        return [r[0] for r in tx.query(f"SELECT DISTINCT {column} FROM {table} WHERE"
+                                       f" {column} IN (SELECT unnest(?::VARCHAR[]))",
+                                       [list(values)])]
+
     def insert_messages(self, tx: Any, staged: Sequence[StagedMessages]) -> None:
         """A large append as one Arrow table built from its columns."""
         if sum(len(s) for s in staged) <= _SMALL_BATCH:

@@ -151,6 +151,16 @@ class Driver(ABC):
         return tx.execute(f"{insert_sql(table, columns, len(rows))}"
                           f" ON CONFLICT ({key}) DO NOTHING", [v for r in rows for v in r])
 
+    def present(self, tx: Tx, table: str, column: str, values: Sequence[Any]) -> list[Any]:
+        """Those of ``values`` stored in ``table.column``, each once: by default a
+        query per ``_CHUNK`` values (an engine's cap on bound parameters)."""
+        found: list[Any] = []
+        for part in _chunks(values):
+            found += [r[0] for r in tx.query(f"SELECT DISTINCT {column} FROM {table}"
+                                             f" WHERE {column} IN ({_marks(len(part))})",
+                                             part)]
+        return found
+
     def vector_param(self, v: np.ndarray) -> Any:
         """A vector as the embedding column's parameter (float32 bytes here)."""
         return encode_vector(v)

@@ -86,15 +86,11 @@ class SqlRunJournal(RunJournal):
                 self._db.insert_rows(tx, "journal", JOURNAL_COLS, rows)
             return len(rows)
 
-    @staticmethod
-    def _stored_keys(tx: Tx, groups: Sequence[str]) -> set[str]:
+    def _stored_keys(self, tx: Tx, groups: Sequence[str]) -> set[str]:
         """The stored keys of those of ``groups`` that have any: asked by group (a run's
         ~9 records are one), the check before an import's batch of 500 runs' records
         is one query, not one per 500 keys (each ~10 ms on DuckDB, a scan)."""
-        found: list[str] = []
-        for part in _chunks(list(dict.fromkeys(groups))):
-            found += [r[0] for r in tx.query(
-                f"SELECT DISTINCT grp FROM journal WHERE grp IN ({_marks(len(part))})", part)]
+        found = self._db.present(tx, "journal", "grp", list(dict.fromkeys(groups)))
         have: set[str] = set()
         for part in _chunks(found):  # (none, unless an import is resumed)
             have.update(r[0] for r in tx.query(
@@ -165,10 +161,7 @@ class SqlRunJournal(RunJournal):
         if not first:
             return []
         with self._db.write("start_runs") as tx:
-            have: set[str] = set()
-            for part in _chunks(list(first)):
-                have.update(row[0] for row in tx.query(
-                    f"SELECT run_id FROM runs WHERE run_id IN ({_marks(len(part))})", part))
+            have = set(self._db.present(tx, "runs", "run_id", list(first)))
             new = [v for k, v in first.items() if k not in have]
             if new:
                 self._db.insert_rows(tx, "runs", RUN_INSERT, new)
