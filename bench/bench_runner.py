@@ -148,8 +148,8 @@ def open_storage(kind: str, work: Path, tag: str) -> Storage:
 
 
 def measure(kind: str, work: Path, runs: int, warm: int = 20,
-            profile: bool = False) -> dict[str, float]:
-    storage = open_storage(kind, work, "runner")
+            profile: bool = False, limits: bool = True) -> dict[str, float]:
+    storage = open_storage(kind, work, f"runner-{warm}")
     model_t, embed_t, port_t = Timer(), Timer(), Timer()
     memory = AgentMemory(storage, embed=timed_embed(embed_t), recent_n=6,
                          recall=RecallConfig(top_k=5, mode="hybrid"))
@@ -187,8 +187,8 @@ def measure(kind: str, work: Path, runs: int, warm: int = 20,
             "overhead_ms": 1e3 * overhead / runs,
             "model_embed_ms": 1e3 * (model_t.s + embed_t.s) / runs,
             "port_ms": 1e3 * port_t.s / runs, "port_calls": port_t.calls / runs,
-            "limit_ms": port_limit(kind, work, runs),
-            "grouped_ms": port_limit(kind, work, runs, grouped=True)}
+            "limit_ms": port_limit(kind, work, runs) if limits else float("nan"),
+            "grouped_ms": port_limit(kind, work, runs, grouped=True) if limits else float("nan")}
 
 
 def port_limit(kind: str, work: Path, runs: int, *, grouped: bool = False) -> float:
@@ -229,7 +229,10 @@ def port_limit(kind: str, work: Path, runs: int, *, grouped: bool = False) -> fl
     return 1e3 * elapsed / runs
 
 
-def render(results: dict[str, dict[str, float]], runs: int, load: float, cmd: str) -> str:
+def render(results: dict[str, dict[str, float]], runs: int, load: float, cmd: str,
+           aged: Sequence[int] = (),
+           aged_results: dict[tuple[str, int], dict[str, float]] | None = None) -> str:
+    aged_results = aged_results or {}
     when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     intro = (__doc__ or "").split("\n\n", 1)[1].split("Run:")[0].strip()
     lines = [intro, "",
@@ -255,6 +258,16 @@ def render(results: dict[str, dict[str, float]], runs: int, load: float, cmd: st
             f"{r['overhead_ms'] - r['port_ms']:.1f} | {r['limit_ms']:.1f} | "
             f"{r['overhead_p50_ms'] / r['limit_ms']:.2f}× | {r['grouped_ms']:.1f} | "
             f"{target} |")
+    if aged:
+        lines += ["", "As the file grows (`--aged`): the same runs, measured after that many runs "
+                  "on the same file (a live agent's file grows by small appends, one run at a "
+                  "time), storage p50 ms:", "",
+                  "| adapter | " + " | ".join(f"after {n:,} runs" for n in aged) + " |",
+                  "|---|" + "---:|" * len(aged)]
+        for name in results:
+            if all((name, n) in aged_results for n in aged):
+                lines.append(f"| {name} | " + " | ".join(
+                    f"{aged_results[name, n]['storage_p50_ms']:.1f}" for n in aged) + " |")
     if "duckdb" in results:
         r = results["duckdb"]
         lines += ["", f"What a live agent on a DuckDB file pays a run, beyond its model and "
@@ -270,6 +283,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--runs", type=int, default=200)
     ap.add_argument("--adapters", nargs="*", default=list(ADAPTERS))
     ap.add_argument("--profile", default="", help="print a cProfile of this adapter's runs")
+    ap.add_argument("--aged", nargs="*", type=int, default=[], metavar="N",
+                    help="also measure after N runs on the same file (sqlite and duckdb)")
     ap.add_argument("--write", action="store_true", help="replace the RESULTS.md section")
     args = ap.parse_args(argv)
     load0 = os.getloadavg()[0]
@@ -279,10 +294,17 @@ def main(argv: Sequence[str] | None = None) -> None:
             results[kind] = measure(kind, Path(d), args.runs,
                                     profile=kind == args.profile)
             print(kind, results[kind], flush=True)
+        aged: dict[tuple[str, int], dict[str, float]] = {}
+        for kind in [k for k in args.adapters if k != "inmemory"]:
+            for n in args.aged:
+                aged[kind, n] = measure(kind, Path(d), 100, warm=n, limits=False)
+                print(kind, "after", n, aged[kind, n]["storage_p50_ms"], flush=True)
     load = max(load0, os.getloadavg()[0])
     body = render(results, args.runs, load,
                   ".venv/bin/python -m bench.bench_runner" +
-                  (f" --runs {args.runs}" if args.runs != 200 else ""))
+                  (f" --runs {args.runs}" if args.runs != 200 else "") +
+                  (f" --aged {' '.join(map(str, args.aged))}" if args.aged else ""),
+                  args.aged, aged)
     print(body)
     if args.write:
         replace_section(TITLE, body)
