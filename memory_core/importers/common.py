@@ -321,14 +321,18 @@ class SharedMessages:
         if type(raw) is dict and len(raw) == 2 and type(raw.get("role")) is str \
                 and type(raw.get("content")) is str:  # (most messages: no JSON text made)
             key = (reader.__qualname__, raw["role"], raw["content"])
+        elif type(raw) is dict and all(type(v) is str for v in raw.values()):
+            # (a tool result: its keys and texts in order, as its JSON text has them)
+            key = (reader.__qualname__, "", *(x for kv in raw.items() for x in kv))
         else:
             try:
                 key = (reader.__qualname__,
                        json.dumps(raw, ensure_ascii=False, allow_nan=False))
             except (TypeError, ValueError):
                 return reader(raw, where, notes)
-        if key in self.by_text:
-            return self.by_text[key]  # type: ignore[no-any-return]
+        got = self.by_text.get(key, _UNREAD)
+        if got is not _UNREAD:
+            return got  # type: ignore[no-any-return]
         before = len(notes)
         made = reader(raw, where, notes)
         if len(notes) == before:  # a note names its record: such a message is parsed anew
@@ -336,6 +340,7 @@ class SharedMessages:
         return made
 
 
+_UNREAD = object()  # (SharedMessages: no message read from that JSON yet)
 _SHARING: ContextVar[SharedMessages | None] = ContextVar("import_sharing", default=None)
 
 
