@@ -31,10 +31,16 @@ def _loose(p: TextPart | ToolCallPart | ToolResultPart) -> dict[str, Any]:
     return data
 
 
+_TEXT_PART = _loose(TextPart(text=""))  # (a text part's shape, dumped once)
+
+
 def message_key(m: Message) -> str:
     """Identity of a message for matching repeated history: role and parts without
     tool-call ids (a string and a single text part are the same message); metadata
     does not count."""
+    if type(m.content) is str:  # (its one text part's JSON, no part made)
+        return canonical_json([m.role, [{**_TEXT_PART, "text": m.content}]
+                               if m.content else []])
     return canonical_json([m.role, [_loose(p) for p in m.parts]])
 
 
@@ -48,6 +54,8 @@ def _ids(m: Message) -> list[str]:
 def ids_compatible(stored: Message, seen: Message) -> bool:
     """The same message as far as ids go: equal ids, or ids we derived (the recording
     had none) that a later request spells out."""
+    if isinstance(stored.content, str) or isinstance(seen.content, str):
+        return True  # (no ids on one side: nothing to compare)
     return all(a == b or _DERIVED_ID.match(a) for a, b in zip(_ids(stored), _ids(seen),
                                                                 strict=False))
 
