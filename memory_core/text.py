@@ -52,6 +52,8 @@ def _as_arg_text(value: Any) -> str:
 def structural_text(message: Any) -> str:
     """Text parts as text, a call as ``→ NAME(ARGS)``, a result as ``NAME → OUTPUT``,
     joined by spaces, unclipped (what the token counter sees of a message)."""
+    if type(getattr(message, "content", None)) is str:  # its one text part, or none
+        return message.content  # type: ignore[no-any-return]
     from memory_core.types import TextPart, ToolCallPart, ToolResultPart
 
     pieces: list[str] = []
