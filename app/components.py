@@ -140,10 +140,23 @@ def plot_text(text: object) -> str:
 
 
 def literal(text: str) -> None:
-    """Message text exactly as stored: never Markdown, never HTML; monospace. Also for
-    code, JSON and commands: an ``st.code`` block, even one in a closed expander, costs a
-    cold tab ~0.4 CPU-s (its highlighter loads; decision 011)."""
+    """Message text exactly as stored: never Markdown, never HTML."""
     st.text(text if text else "(empty)")
+
+
+MONO_STYLE = ("<style>[class*='st-key-mono-'] [data-testid='stText'], "
+              "[class*='st-key-mono-'] [data-testid='stText'] * { font-family: "
+              "'Source Code Pro', 'SFMono-Regular', Menlo, Consolas, monospace; "
+              "font-size: 0.875rem; }</style>")
+
+
+def monospace(text: str, *, key: str) -> None:
+    """Code, JSON or a command exactly as stored (``literal``), in the code font: an
+    ``st.code`` block would cost a cold tab ~0.4 CPU-s, even in a closed expander, as
+    its highlighter loads (decision 011). ``key`` is unique on the page."""
+    with st.container(key=f"mono-{key}"):
+        st.html(MONO_STYLE)  # a style alone: no element drawn
+        literal(text)
 
 
 NO_ANSWER = "(no answer recorded)"
@@ -730,14 +743,14 @@ def json_view(value: Mapping[str, object]) -> None:
 
 def tool_call_cards(calls: Sequence[Any]) -> None:
     """A run's tool calls, one card each: the call id, tool and status as a caption,
-    its arguments and result (JSON) in a monospace block each (``literal``)."""
+    its arguments and result (JSON) in a monospace block each."""
     for i, t in enumerate(calls):
         with st.container(border=True, key=f"tool-call-{i}"):
             st.caption(escape_md(f"call {t.call_id} · {t.name} · {t.status} · arguments"))
-            literal(t.args)
+            monospace(t.args, key=f"tool-call-{i}-args")
             if t.status == "ok" or t.result:
                 st.caption("result")
-                literal(t.result)
+                monospace(t.result, key=f"tool-call-{i}-result")
             if t.error:
                 st.error(escape_md(t.error))
 

@@ -31,6 +31,7 @@ from app.components import (
     link_to_message,
     literal,
     md,
+    monospace,
     pick_run,
     preview_text,
     recalled_observations,
@@ -264,7 +265,7 @@ if rec is not None:  # an imported run: what its recording says of the call
     cols = st.columns(3)
     with cols[0]:
         st.caption("Model")
-        literal(said["model"])
+        monospace(said["model"], key="recorded-model")
     usage = rec.usage
     for col, label, count, estimate in (
             (cols[1], "Input tokens", usage.input_tokens if usage else None, rec.estimated_in),
@@ -293,8 +294,8 @@ for s in view.steps:
     with st.expander(escape_md(label), expanded=True):
         if s.text:
             literal(s.text)
-        for call in s.tool_calls:  # a call and its JSON arguments, in monospace
-            literal(call)
+        for i, call in enumerate(s.tool_calls):  # a call and its JSON arguments, in monospace
+            monospace(call, key=f"step-{s.n}-call-{i}")
 if view.tool_calls:
     st.markdown("#### Tool calls")
     tool_call_cards(view.tool_calls)

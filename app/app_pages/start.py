@@ -7,7 +7,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app import services
-from app.components import STORY_PAGE, counted, escape_md, link_to_message
+from app.components import STORY_PAGE, counted, escape_md, link_to_message, monospace
 from app.stories import STORIES
 from memory_core.analysis import views
 
@@ -44,8 +44,9 @@ for name, url in served.databases.items():
 st.markdown("To look at your own agent's memory, start the workbench on its database, "
             "or bring in conversations recorded elsewhere (OpenAI logs, OpenTelemetry "
             "traces) first:")
-st.text("memwb ui --db your.duckdb                        # serve it (repeat --db for more)\n"
-        "memwb import traces.jsonl --db your.duckdb       # import recorded conversations")
+monospace("memwb ui --db your.duckdb                        # serve it (repeat --db for more)\n"
+          "memwb import traces.jsonl --db your.duckdb       # import recorded conversations",
+          key="commands")
 if served.read_only:
     st.caption(":material/lock: Started read-only: nothing is written to these databases.")
 

@@ -94,8 +94,12 @@ def tables(at: Any) -> list[Table]:
 
 def raw_html(at: Any) -> list[Any]:
     """The page's HTML elements other than the tables' own styles (app.light_table's
-    ``table_style``: a <style> for a table's container and nothing else)."""
-    return [h for h in at.get("html") if not _TABLE_STYLE.fullmatch(h.proto.body)]
+    ``table_style``: a <style> for a table's container and nothing else) and the
+    monospace blocks' one fixed style (app.components.MONO_STYLE)."""
+    from app.components import MONO_STYLE
+
+    return [h for h in at.get("html")
+            if not _TABLE_STYLE.fullmatch(h.proto.body) and h.proto.body != MONO_STYLE]
 
 
 def each_lane(at: Any, run_id: str) -> Any:
