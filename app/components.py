@@ -1,5 +1,5 @@
-"""Display pieces shared by the workbench pages: plotly figures built from read
-models, literal message text, and links between pages that keep shareable URLs.
+"""Display pieces shared by the workbench pages: literal message text, and links
+between pages that keep shareable URLs (the plotly figures are in app/charts.py).
 
 Nothing here computes from storage; it only turns view objects into widgets.
 """
@@ -15,7 +15,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
-import plotly.graph_objects as go
 import streamlit as st
 
 from memory_core.analysis import views
@@ -192,66 +191,6 @@ def with_db(params: Mapping[str, str]) -> dict[str, str]:
     from app import services
 
     return {"db": services.current_name(), **params}
-
-
-def token_bar(lanes: list[views.LaneView], *, height: int = 170) -> go.Figure:
-    """One stacked horizontal bar: the prompt's tokens split by lane."""
-    fig = go.Figure()
-    for lv in lanes:
-        if lv.lane == "dropped":
-            continue
-        fig.add_trace(go.Bar(
-            name=LANE_TITLES[lv.lane], x=[lv.tokens], y=["prompt"], orientation="h",
-            marker_color=LANE_COLOURS[lv.lane],
-            hovertemplate=f"{LANE_TITLES[lv.lane]}: %{{x}} tokens<extra></extra>"))
-    fig.update_layout(barmode="stack", height=height,
-                      margin={"l": 10, "r": 10, "t": 30, "b": 10},
-                      # the legend in prompt order, as the bar reads (plotly reverses
-                      # a stacked bar's legend by default)
-                      xaxis_title="tokens", legend={"orientation": "h", "y": 1.35,
-                                                    "traceorder": "normal"},
-                      yaxis={"showticklabels": False})
-    return fig
-
-
-def score_chart(candidates: list[views.ScoreCandidate], threshold: float | None,
-                top_k: int | None) -> go.Figure:
-    """Recall candidates in rank order, one bar each: hits and near misses as bars
-    (the axis names each bar's rank), the threshold as a horizontal line and the top-k
-    cut as a vertical one. Rows that did not pass the filter carry the rank they would
-    have had, which others may share: each still gets a bar of its own (drawn at their
-    rank they hid one another)."""
-    fig = go.Figure()
-    ordered = sorted(candidates, key=lambda c: (c.rank, -c.score, c.thread_id, c.seq))
-    slot = {id(c): i + 1 for i, c in enumerate(ordered)}
-    by_status: dict[str, list[views.ScoreCandidate]] = {}
-    for c in ordered:
-        by_status.setdefault(c.status, []).append(c)
-    for status, cs in by_status.items():
-        rank_word = "would-be rank" if status == "filtered-out" else "rank"
-        fig.add_trace(go.Bar(
-            name=status, x=[slot[id(c)] for c in cs], y=[c.score for c in cs],
-            marker_color=STATUS_COLOURS.get(status, "#636363"),
-            # plotly hover labels understand some HTML: escape stored text
-            customdata=[[c.rank, plot_text(f"{c.thread_id} #{c.seq}"),
-                         plot_text(truncate(c.preview, 80)), plot_text(c.filter_clause or "")]
-                        for c in cs],
-            hovertemplate=(f"{rank_word} %{{customdata[0]}} · score %{{y:.3f}}<br>"
-                           "%{customdata[1]}<br>%{customdata[2]}<br>%{customdata[3]}"
-                           f"<extra>{status}</extra>")))
-    if threshold is not None:
-        fig.add_hline(y=threshold, line_dash="dash", line_color="#d62728",
-                      annotation_text=f"threshold {fmt_score(threshold)}",
-                      annotation_position="top right")
-    if top_k is not None:
-        inside = sum(1 for c in ordered if c.rank <= top_k)
-        fig.add_vline(x=inside + 0.5, line_dash="dot", line_color="#333333",
-                      annotation_text=f"top-k = {top_k}", annotation_position="top left")
-    fig.update_layout(height=320, margin={"l": 10, "r": 10, "t": 30, "b": 10},
-                      xaxis_title="rank", yaxis_title="score", barmode="overlay",
-                      xaxis={"tickmode": "array", "tickvals": list(range(1, len(ordered) + 1)),
-                             "ticktext": [str(c.rank) for c in ordered]})
-    return fig
 
 
 def candidate_fate(c: views.ScoreCandidate, threshold: float | None,

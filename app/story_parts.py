@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import streamlit as st
 
 from app import services
+from app.charts import token_bar
 from app.components import (
     COMPARE_PAGE,
     COUNTERFACTUAL_PAGE,
@@ -22,7 +23,6 @@ from app.components import (
     literal,
     md,
     ref,
-    token_bar,
     with_db,
 )
 from app.stories import (

@@ -17,6 +17,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app import services
+from app.charts import score_chart
 from app.components import (
     LANE_TITLES,
     Id,
@@ -37,7 +38,6 @@ from app.components import (
     recalled_observations,
     ref,
     run_action_bar,
-    score_chart,
     settings_text,
     tool_call_cards,
 )

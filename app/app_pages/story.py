@@ -10,6 +10,7 @@ import streamlit as st
 
 from app import services
 from app import story_parts as parts
+from app.charts import score_chart
 from app.components import (
     STORY_PAGE,
     Id,
@@ -17,7 +18,6 @@ from app.components import (
     follow_run,
     link_to_message,
     link_to_run,
-    score_chart,
     set_query_params,
 )
 from app.stories import GLOSSARY, STORIES, Story, story_by_key

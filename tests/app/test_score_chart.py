@@ -3,7 +3,7 @@ in the order recall ranked them, even where candidates share a rank."""
 
 from __future__ import annotations
 
-from app.components import score_chart
+from app.charts import score_chart
 from memory_core.analysis.views import ScoreCandidate
 
 
