@@ -49,3 +49,48 @@ def test_each_run_records_the_history_its_request_sent() -> None:
     assert [[ref.seq for ref in r.memctx.recent] for r in runs if r.memctx] == \
         [[], [0, 1], [0, 1, 2, 3], [0, 1, 2, 3, 4, 5]]
     assert all(verify_run(s, rid).status == "ok" for rid in report.runs_created)
+
+
+def test_records_written_without_their_models_are_what_the_models_write() -> None:
+    """The import writes its input, persist, output, memctx, prompt and seal records as
+    JSON text straight from their fields (a model a run cost a third of its time); read
+    back through the journal reader, each is exactly the JSON its model dumps, for a
+    tool-call turn, a text turn, a failed request and a message with metadata."""
+    from memory_core.journal import RunKeys, RunReader
+    from memory_core.journal.seal import read_seal
+    from memory_core.types import canonical_json
+
+    call = {"id": "c1", "type": "function",
+            "function": {"name": "lookup", "arguments": '{"order": "1042"}'}}
+    tool = {"type": "function", "function": {"name": "lookup", "parameters": {}}}
+    lines = [
+        json.dumps({"request": {"model": "m", "messages": [SYSTEM, {"role": "user",
+                    "content": "where is 1042?", "name": "ann"}], "tools": [tool]},
+                    "response": {"choices": [{"message": {"role": "assistant",
+                                 "content": None, "tool_calls": [call]},
+                                 "finish_reason": "tool_calls"}]}}),
+        json.dumps({"request": {"model": "m", "tools": [tool], "messages": [
+            SYSTEM, {"role": "user", "content": "where is 1042?", "name": "ann"},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "c1", "content": "shipped"}]},
+            "response": {"choices": [{"message": {"role": "assistant",
+                                                  "content": "It shipped."}}]}}),
+        json.dumps({"request": {"model": "m", "messages": [SYSTEM, {"role": "user",
+                    "content": "and 1043?"}]}, "error": {"message": "rate limited"}}),
+    ]
+    s = InMemoryStorage()
+    report = import_text(s, "\n".join(lines))
+    assert len(report.runs_created) == 3
+    for rid in report.runs_created:
+        reader, keys = RunReader.snapshot(s.runs, rid), RunKeys(rid)
+        read = {keys.input: reader.input(), keys.prompt: reader.prompt(),
+                keys.memctx: reader.memctx(), keys.persist_input: reader.persist_input(),
+                keys.persist_output: reader.persist_output(), keys.output: reader.output(),
+                keys.seal: read_seal(s, rid)}
+        for key, record in read.items():
+            if record is None:
+                assert s.runs.get(key) is None, key
+                continue
+            assert canonical_json(s.runs.get(key)) == \
+                canonical_json(record.model_dump(mode="json")), key
+        assert verify_run(s, rid).status == "ok"
