@@ -52,10 +52,11 @@ def test_each_run_records_the_history_its_request_sent() -> None:
 
 
 def test_records_written_without_their_models_are_what_the_models_write() -> None:
-    """The import writes its input, persist, output, memctx, prompt and seal records as
-    JSON text straight from their fields (a model a run cost a third of its time); read
-    back through the journal reader, each is exactly the JSON its model dumps, for a
-    tool-call turn, a text turn, a failed request and a message with metadata."""
+    """The import writes its import, input, prompt, memctx, persist, step, output and
+    seal records as JSON text straight from their fields (a model a run cost a third
+    of its time); read back through the journal reader, each is exactly the JSON its
+    model dumps, for a tool-call turn, a text turn, a failed request, a message with
+    metadata and an answer of text and a call with sampling parameters and usage."""
     from memory_core.journal import RunKeys, RunReader
     from memory_core.journal.seal import read_seal
     from memory_core.types import canonical_json
@@ -77,15 +78,24 @@ def test_records_written_without_their_models_are_what_the_models_write() -> Non
                                                   "content": "It shipped."}}]}}),
         json.dumps({"request": {"model": "m", "messages": [SYSTEM, {"role": "user",
                     "content": "and 1043?"}]}, "error": {"message": "rate limited"}}),
+        json.dumps({"request": {"model": "m", "temperature": 1, "seed": 7, "max_tokens": 50,
+                                "tools": [tool], "messages": [
+                                    SYSTEM, {"role": "user", "content": "and 1044?"}]},
+                    "response": {"model": "m-2024", "usage": {"prompt_tokens": 9,
+                                                              "completion_tokens": 4},
+                                 "choices": [{"message": {"role": "assistant",
+                                              "content": "Checking.", "tool_calls": [call]},
+                                              "finish_reason": "tool_calls"}]}}),
     ]
     s = InMemoryStorage()
     report = import_text(s, "\n".join(lines))
-    assert len(report.runs_created) == 3
+    assert len(report.runs_created) == 4
     for rid in report.runs_created:
         reader, keys = RunReader.snapshot(s.runs, rid), RunKeys(rid)
         read = {keys.input: reader.input(), keys.prompt: reader.prompt(),
                 keys.memctx: reader.memctx(), keys.persist_input: reader.persist_input(),
                 keys.persist_output: reader.persist_output(), keys.output: reader.output(),
+                keys.import_: reader.import_record(), keys.step(0): reader.step(0),
                 keys.seal: read_seal(s, rid)}
         for key, record in read.items():
             if record is None:
@@ -94,3 +104,19 @@ def test_records_written_without_their_models_are_what_the_models_write() -> Non
             assert canonical_json(s.runs.get(key)) == \
                 canonical_json(record.model_dump(mode="json")), key
         assert verify_run(s, rid).status == "ok"
+    # what the step and import records say, the answer of calls only and the text one
+    # made without their models, the one of text and a call through them
+    steps = [RunReader.snapshot(s.runs, rid).step(0) for rid in report.runs_created]
+    said = [(st.response.text, [c.id for c in st.response.tool_calls],
+             st.response.finish_reason, st.response.usage.output_tokens,
+             (st.model.kind, st.model.name, st.model.temperature, st.model.seed,
+              st.model.max_tokens), [t.name for t in st.tools], st.usage_known)
+            for st in steps if st is not None]
+    assert said == [
+        (None, ["c1"], "tool_calls", 0, ("imported", "m", None, None, None), ["lookup"], False),
+        ("It shipped.", [], None, 0, ("imported", "m", None, None, None), ["lookup"], False),
+        ("Checking.", ["c1"], "tool_calls", 4, ("imported", "m-2024", 1.0, 7, 50),
+         ["lookup"], True)]
+    imported = RunReader.snapshot(s.runs, report.runs_created[3]).import_record()
+    assert imported is not None and imported.where == "line 4" and imported.format == "openai"
+    assert imported.request_params == {"temperature": 1, "seed": 7, "max_tokens": 50}

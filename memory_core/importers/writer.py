@@ -28,7 +28,7 @@ from memory_core.journal import (
     ToolSpecRecord,
 )
 from memory_core.journal.seal import seal_text_of
-from memory_core.models.base import ModelIdentity, ModelResponse
+from memory_core.models.base import ModelIdentity, ModelResponse, Usage
 from memory_core.provenance.prompt import FrozenPrompt
 from memory_core.provenance.record import (
     PROVENANCE_RECENT_CAP,
@@ -40,7 +40,7 @@ from memory_core.storage.base import NewThread, Storage
 from memory_core.storage.common import EncodedJson, encoded_json, text_message_json
 from memory_core.text import preview
 from memory_core.tokens import estimate_tokens
-from memory_core.types import AppendRow, Message, RunRecord, canonical_json
+from memory_core.types import AppendRow, Message, RunRecord, ToolCallPart, canonical_json
 
 EMBED_BATCH = 64
 # writes grouped per transaction (Storage.write_batch): a killed import loses at most
@@ -66,15 +66,20 @@ def _num(params: dict[str, Any], *names: str) -> Any:
 def model_identity(ex: Exchange) -> ModelIdentity:
     """The recorded model and its sampling parameters (``None`` where the request left
     them to the server)."""
+    return ModelIdentity(**_identity(ex))
+
+
+def _identity(ex: Exchange) -> dict[str, Any]:
+    """``model_identity(ex)``'s fields."""
     p = ex.params
     seed, max_tokens = _num(p, "seed"), _num(p, "max_tokens", "max_completion_tokens",
                                              "max_output_tokens")
     temperature, top_p = _num(p, "temperature"), _num(p, "top_p")
-    return ModelIdentity(kind="imported", name=ex.model or "imported",
-                         temperature=None if temperature is None else float(temperature),
-                         top_p=None if top_p is None else float(top_p),
-                         seed=None if seed is None else int(seed),
-                         max_tokens=None if max_tokens is None else int(max_tokens))
+    return {"kind": "imported", "name": ex.model or "imported",
+            "temperature": None if temperature is None else float(temperature),
+            "top_p": None if top_p is None else float(top_p),
+            "seed": None if seed is None else int(seed),
+            "max_tokens": None if max_tokens is None else int(max_tokens)}
 
 
 def unknown_fields(ex: Exchange) -> list[str]:
@@ -266,11 +271,8 @@ def run_records(run_id: str, plan: RunPlan, *, embedder: str | None,
     known = {k: v for k, v in import_info.items() if k in ("format", "file", "sha1")}
     input_text = ",".join(input_json)
     records: list[tuple[str, BaseModel | EncodedJson]] = [
-        (keys.import_, ImportRecord(**known, where=ex.where, notes=list(ex.notes),
-                                    request_params=dict(ex.params or {}),
-                                    extra=import_extra(ex, {
-                                        k: v for k, v in import_info.items()
-                                        if k not in known}))),
+        (keys.import_, _import_record(keys.import_, ex, known, {
+            k: v for k, v in import_info.items() if k not in known})),
         (keys.input, EncodedJson(f'{{"incoming":[{input_text}],"messages":[{input_text}],'
                                  '"sealed":true,"v":1}')),  # InputRecord(…, sealed=True)
         (keys.prompt, EncodedJson(_PROMPT_HEAD + ",".join(items) + _PROMPT_TAIL)),
@@ -289,16 +291,13 @@ def run_records(run_id: str, plan: RunPlan, *, embedder: str | None,
         # message from this step, so it must hold what ``text`` and calls cannot
         answer = _plain(tp.messages[plan.response_seq] if plan.response_seq is not None
                         else ex.response)
-        resp = ModelResponse.answering(answer, usage=ex.usage, model=ex.model,
-                                       finish_reason=ex.finish_reason)
+        step, text, calls = _step_record(keys.step(0), answer, ex)
         records += [
-            (keys.step(0), StepRecord(response=resp, model=model_identity(ex),
-                                      tools=_tool_specs(ex.tools),
-                                      usage_known=ex.usage_known)),
+            (keys.step(0), step),
             (keys.persist_output, _persist(out_seqs)),
             (keys.output, encoded_json(f"journal value for key '{keys.output}'", {  # OutputRecord
-                "text": resp.text or "", "steps": 1, "tool_calls": len(resp.tool_calls),
-                "stop_reason": "tool_call" if resp.tool_calls else "final", "v": 1})),
+                "text": text or "", "steps": 1, "tool_calls": calls,
+                "stop_reason": "tool_call" if calls else "final", "v": 1})),
         ]
     entries: list[tuple[str, Any]] = [
         (k, r if isinstance(r, EncodedJson) else _text(f"journal value for key '{k}'", r))
@@ -308,6 +307,75 @@ def run_records(run_id: str, plan: RunPlan, *, embedder: str | None,
     # sealed last: a run whose seal is written is whole (and resuming checks for it)
     entries.append((keys.seal, seal_text_of(run, entries, stored)))
     return run, entries
+
+
+def _import_record(key: str, ex: Exchange, known: dict[str, Any], rest: dict[str, Any]
+                   ) -> BaseModel | EncodedJson:
+    """``ImportRecord(**known, where=…, notes=…, request_params=…, extra=…)`` as the
+    journal stores it, made from its model's dumped shape (``_IMPORT``) where its
+    fields are what the model would keep as they are (texts, JSON values under text
+    keys); the model itself otherwise."""
+    notes, params, extra = list(ex.notes), dict(ex.params or {}), import_extra(ex, rest)
+    if _texts(notes) and _texts(params) and _texts(known.values()) and _text_or_none(ex.where):
+        try:
+            return encoded_json(f"journal value for key '{key}'", {
+                **_IMPORT, **known, "where": ex.where, "notes": notes,
+                "request_params": params, "extra": extra})
+        except InvalidInputError:  # not JSON as it is: the model says what it makes
+            pass
+    return ImportRecord(**known, where=ex.where, notes=notes, request_params=params,
+                        extra=extra)
+
+
+def _step_record(key: str, answer: Message, ex: Exchange
+                 ) -> tuple[BaseModel | EncodedJson, str | None, int]:
+    """The run's step record — ``StepRecord(response=ModelResponse.answering(answer,
+    usage=…, model=…, finish_reason=…), model=model_identity(ex), tools=…,
+    usage_known=…)`` — with the response's text and number of tool calls. Made from
+    the models' dumped shape (``_STEP``) for an answer that is a text or only tool
+    calls, which ``answering`` keeps no message of; through the models otherwise."""
+    content, usage = answer.content, ex.usage
+    if type(content) is str:
+        text, calls = content or None, []
+    elif content and all(type(p) is ToolCallPart for p in content):
+        text, calls = None, content  # (no text part: ``Message.text`` is None)
+    else:
+        calls = None
+    if calls is not None and answer.role == "assistant" and not answer.metadata \
+            and type(usage) is Usage and type(usage.input_tokens) is int \
+            and type(usage.output_tokens) is int and type(ex.usage_known) is bool \
+            and _text_or_none(ex.model) and _text_or_none(ex.finish_reason):
+        try:
+            step = encoded_json(f"journal value for key '{key}'", {
+                **_STEP, "usage_known": ex.usage_known,
+                "tools": [t.model_dump(mode="json") for t in _tool_specs(ex.tools)],
+                "model": {**_STEP["model"], **_identity(ex)},
+                "response": {**_STEP["response"], "text": text, "model": ex.model,
+                             "finish_reason": ex.finish_reason,
+                             "tool_calls": [p.model_dump(mode="json") for p in calls],
+                             "usage": {"input_tokens": usage.input_tokens,
+                                       "output_tokens": usage.output_tokens}}})
+            return step, text, len(calls)
+        except InvalidInputError:  # not JSON as it is: the models say what they make
+            pass
+    resp = ModelResponse.answering(answer, usage=ex.usage, model=ex.model,
+                                   finish_reason=ex.finish_reason)
+    return (StepRecord(response=resp, model=model_identity(ex), tools=_tool_specs(ex.tools),
+                       usage_known=ex.usage_known), resp.text, len(resp.tool_calls))
+
+
+# the import and step records' JSON but for the fields an import sets (see _REF)
+_IMPORT = ImportRecord().model_dump(mode="json")
+_STEP = StepRecord(response=ModelResponse(),
+                   model=ModelIdentity(name="")).model_dump(mode="json")
+
+
+def _texts(values: Any) -> bool:
+    return all(type(v) is str for v in values)
+
+
+def _text_or_none(value: Any) -> bool:
+    return value is None or type(value) is str
 
 
 def _persist(seqs: Sequence[int]) -> EncodedJson:
