@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Sequence
+from json.encoder import encode_basestring as _STRING  # (C; what canonical JSON uses)
 from typing import Any, Literal
 
 import numpy as np
@@ -125,15 +126,18 @@ def _run_row(run: RunRecord | None) -> str:
     is marked completed, so status and finish time are checked separately)."""
     if run is None:
         return _sha("null")
-    return _sha(canonical_json(run.model_dump(
-        mode="json", include={"run_id", "agent", "thread_id", "resource_id", "started_at"})))
+    return _sha(encoded_json("a run's row", run.model_dump(  # (canonical JSON)
+        mode="json", include={"run_id", "agent", "thread_id", "resource_id", "started_at"})).text)
 
 
 def _chain(parts: Iterable[str]) -> str:
-    h = _sha("memwb-seal-v1")
-    for p in parts:
-        h = _sha(h + p)
+    sha, h = hashlib.sha256, _CHAIN_START  # (_sha's steps inline: an import chains
+    for p in parts:                          # ~12 parts a run it writes)
+        h = sha((h + p).encode("utf-8")).hexdigest()
     return h
+
+
+_CHAIN_START = _sha("memwb-seal-v1")
 
 
 def _chain_of(entries: list[tuple[str, str]], messages: list[tuple[str, int, str]],
@@ -201,8 +205,9 @@ def _written_parts(run: RunRecord, entries: list[tuple[str, Any]],
     """What the seal of a run about to be written whole digests: its records' and
     messages' digests, its row's and its failure's."""
     keys = RunKeys(run.run_id)
-    unsealed, seal = keys.unsealed_prefixes, keys.seal
-    digests = sorted((k, _sha(v.text if type(v) is EncodedJson else canonical_json(v)))
+    unsealed, seal, sha = keys.unsealed_prefixes, keys.seal, hashlib.sha256  # (_sha)
+    digests = sorted((k, sha((v.text if type(v) is EncodedJson else canonical_json(v))
+                             .encode("utf-8")).hexdigest())
                      for k, v in entries if not k.startswith(unsealed) and k != seal)
     msgs = ([(run.thread_id, seq, _sha(m if isinstance(m, str) else m.canonical_json()))
              for seq, m in sorted(dict(messages).items())]
@@ -226,8 +231,19 @@ def seal_text_of(run: RunRecord, entries: list[tuple[str, Any]],
     encoded), made without the model: an import seals every run it writes, and the
     model's checks hold by construction here (digests are strings, seqs ints)."""
     digests, msgs, row, failed = _written_parts(run, entries, messages)
+    chain = _chain_of(digests, msgs, row, failed)
+    if all(type(k) is str for k, _ in digests) and all(
+            type(t) is str and type(s) is int for t, s, _ in msgs):
+        # its canonical JSON written out (keys sorted; digests are hex): no encoder
+        # walk of a value made for it
+        return EncodedJson("".join((
+            f'{{"chain":"{chain}","entries":[',
+            ",".join(f'[{_STRING(k)},"{d}"]' for k, d in digests), "],",
+            "" if failed is None else f'"failed":"{failed}",', '"messages":[',
+            ",".join(f'[{_STRING(t)},{s},"{d}"]' for t, s, d in msgs),
+            f'],"redactions":[],"run":"{row}","v":{SEAL_VERSION}}}')))
     value: dict[str, Any] = {"v": SEAL_VERSION, "entries": digests, "messages": msgs,
-                             "run": row, "chain": _chain_of(digests, msgs, row, failed),
+                             "run": row, "chain": chain,
                              "redactions": []}  # (no truncated: popped when empty)
     if failed is not None:
         value["failed"] = failed
