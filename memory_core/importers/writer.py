@@ -6,6 +6,7 @@ what this import wrote, so nothing from the file remains."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
 from json.encoder import encode_basestring as _STRING  # (C; what canonical JSON uses)
@@ -206,6 +207,67 @@ def _joined(what: str, dumped: dict[str, Any], field: str, texts: list[str],
     return EncodedJson(head + ",".join(texts) + tail)
 
 
+def _memctx_text(what: str, fields: dict[str, Any], refs: list[tuple[dict[str, Any], str]]
+                 ) -> EncodedJson:
+    """The run's ``Memctx(thread_id=…, …, source="imported")`` as the journal stores it:
+    ``_MEMCTX`` with ``fields`` set (``"tokens.recent"``: a field of ``tokens``) and
+    the refs' texts in ``recent``. Written into ``_MEMCTX``'s JSON cut once at those
+    fields (``_MEMCTX_CUT``) when they are texts, ints or lists of texts; encoded
+    (``_joined``) otherwise."""
+    texts = {"recent": ",".join(text for _, text in refs)}
+    for name, v in fields.items():
+        t = type(v)
+        if t is str:
+            texts[name] = _STRING(v)
+        elif v is None:
+            texts[name] = "null"
+        elif t is int:
+            texts[name] = str(v)
+        elif t is list and all(type(x) is str for x in v):
+            texts[name] = f'[{",".join(map(_STRING, v))}]'
+        else:
+            break
+    else:
+        if _MEMCTX_CUT is not None and texts.keys() == _MEMCTX_CUT[2]:
+            pieces, names, _ = _MEMCTX_CUT
+            return EncodedJson("".join([p + texts[n] for p, n in zip(pieces, names,
+                                                                      strict=False)])
+                               + pieces[-1])
+    memctx = dict(_MEMCTX)
+    for name, v in fields.items():
+        within, _, key = name.rpartition(".")
+        if within:
+            memctx[within] = {**memctx[within], key: v}
+        else:
+            memctx[key] = v
+    return _joined(what, memctx, "recent", [text for _, text in refs],
+                   lambda: Memctx.model_validate({**memctx, "recent": [r for r, _ in refs]}))
+
+
+def _memctx_cut() -> tuple[list[str], list[str], frozenset[str]] | None:
+    """``_MEMCTX``'s canonical JSON cut at the fields an import sets (``run_records``)
+    and at ``recent``'s items: its pieces, the fields between them in order and their
+    set (None should one of its values hold the marker)."""
+    mark = "\ue000memwb-field\ue000"
+    value: dict[str, Any] = {**_MEMCTX, "recent": [f"{mark}recent"]}
+    for name in ("thread_id", "resource_id", "recent_count", "incoming_count",
+                 "unknown_fields", "tokens.instructions", "tokens.recent", "tokens.input",
+                 "settings.recent_n", "settings.embedder"):
+        within, _, key = name.rpartition(".")
+        if within:
+            value[within] = {**value[within], key: f"{mark}{name}"}
+        else:
+            value[key] = f"{mark}{name}"
+    text = canonical_json(value)
+    cut = re.split(f'"{mark}([a-z_.]+)"', text)
+    if text.count(mark) != len(cut) // 2 or len(cut) != 23:
+        return None
+    return cut[0::2], cut[1::2], frozenset(cut[1::2])
+
+
+_MEMCTX_CUT = _memctx_cut()
+
+
 def _same(a: Message, b: Message) -> bool:
     """``a`` and ``b`` dump to the same JSON."""
     return a is b or (a.role == b.role and _strict(a.content, b.content)
@@ -255,14 +317,13 @@ def run_records(run_id: str, plan: RunPlan, *, embedder: str | None,
                               plan.history_seqs[first_ref:plan.input_from], strict=True)]
     input_json = [_message_json(m) for m in input_msgs]
     items += [_item_json("input", text) for text in input_json]
-    # Memctx(thread_id=tid, …, source="imported"), its refs' texts joined in
-    memctx = {**_MEMCTX, "thread_id": tid, "resource_id": resource,
-              "recent_count": plan.input_from, "recent": [],
-              "tokens": {**_MEMCTX["tokens"], "instructions": _tokens(ex.instructions),
-                         "recent": recent_tokens, "input": _tokens(input_msgs)},
-              "settings": {**_MEMCTX["settings"], "recent_n": plan.input_from,
-                           "recall_enabled": False, "embedder": embedder},
-              "incoming_count": len(input_msgs), "unknown_fields": unknown_fields(ex)}
+    # Memctx(thread_id=tid, …, recall_enabled=False, source="imported"): _MEMCTX's
+    # fields but these, and the refs' texts
+    memctx = {"thread_id": tid, "resource_id": resource, "recent_count": plan.input_from,
+              "incoming_count": len(input_msgs), "unknown_fields": unknown_fields(ex),
+              "tokens.instructions": _tokens(ex.instructions), "tokens.recent": recent_tokens,
+              "tokens.input": _tokens(input_msgs), "settings.recent_n": plan.input_from,
+              "settings.embedder": embedder}
     keys = RunKeys(run_id)
     started = ex.started_at or undated(ex.index)
     run = RunRecord(run_id=run_id, agent=ex.model or "imported", thread_id=tid,
@@ -276,10 +337,7 @@ def run_records(run_id: str, plan: RunPlan, *, embedder: str | None,
         (keys.input, EncodedJson(f'{{"incoming":[{input_text}],"messages":[{input_text}],'
                                  '"sealed":true,"v":1}')),  # InputRecord(…, sealed=True)
         (keys.prompt, EncodedJson(_PROMPT_HEAD + ",".join(items) + _PROMPT_TAIL)),
-        (keys.memctx, _joined(f"journal value for key '{keys.memctx}'", memctx, "recent",
-                              [text for _, text in refs],
-                              lambda: Memctx.model_validate({
-                                  **memctx, "recent": [ref for ref, _ in refs]}))),
+        (keys.memctx, _memctx_text(f"journal value for key '{keys.memctx}'", memctx, refs)),
         (keys.persist_input, _persist(plan.history_seqs[plan.input_from:])),
     ]
     seqs = list(plan.history_seqs[plan.input_from:])
