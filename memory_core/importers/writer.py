@@ -304,17 +304,23 @@ def run_records(run_id: str, plan: RunPlan, *, embedder: str | None,
     cache = tp.prompt_items
     items = [_item(cache, "instructions", j, m) for j, m in enumerate(ex.instructions)]
     recent_tokens = 0
-    for i in range(plan.input_from):
-        m, seq = ex.history[i], plan.history_seqs[i]
-        items.append(_item(cache, "recent", seq, m, thread_id=tid, seq=seq))
-        if seq not in tp.previews:  # the same stored message: the same preview and count
-            tp.previews[seq] = preview(m)
-            tp.token_counts[seq] = _tokens([m])
-        recent_tokens += tp.token_counts[seq]
+    previews, counts = tp.previews, tp.token_counts
+    for m, seq in zip(ex.history[:plan.input_from], plan.history_seqs, strict=False):
+        got = cache.get(("recent", seq))  # (``_item``'s answer when it is the message
+        items.append(got[1] if got is not None and got[0] is m  # sent there before)
+                     else _item(cache, "recent", seq, m, thread_id=tid, seq=seq))
+        if seq not in previews:  # the same stored message: the same preview and count
+            previews[seq] = preview(m)
+            counts[seq] = _tokens([m])
+        recent_tokens += counts[seq]
     first_ref = max(0, plan.input_from - PROVENANCE_RECENT_CAP)  # what provenance keeps
-    refs = [_ref(cache, tid, seq, ex.history[i].role, tp.previews[seq])
-            for i, seq in zip(range(first_ref, plan.input_from),
-                              plan.history_seqs[first_ref:plan.input_from], strict=True)]
+    refs = []
+    for m, seq in zip(ex.history[first_ref:plan.input_from],
+                      plan.history_seqs[first_ref:plan.input_from], strict=True):
+        got = cache.get(("ref", seq))  # (``_ref``'s answer when role and preview agree)
+        refs.append(got if got is not None and got[0]["role"] == m.role
+                    and got[0]["preview"] == previews[seq]
+                    else _ref(cache, tid, seq, m.role, previews[seq]))
     input_json = [_message_json(m) for m in input_msgs]
     items += [_item_json("input", text) for text in input_json]
     # Memctx(thread_id=tid, …, recall_enabled=False, source="imported"): _MEMCTX's
@@ -360,8 +366,12 @@ def run_records(run_id: str, plan: RunPlan, *, embedder: str | None,
     entries: list[tuple[str, Any]] = [
         (k, r if isinstance(r, EncodedJson) else _text(f"journal value for key '{k}'", r))
         for k, r in records]
-    stored = [(seq, _message_json(tp.messages[seq])) for seq in seqs
-              if 0 <= seq < len(tp.messages)]
+    # (an input message the thread stores as the very object the run sent: its JSON
+    # is the input's)
+    sent = dict(zip(plan.history_seqs[plan.input_from:], zip(input_msgs, input_json)))
+    stored = [(seq, sent[seq][1] if seq in sent and sent[seq][0] is tp.messages[seq]
+               else _message_json(tp.messages[seq]))
+              for seq in seqs if 0 <= seq < len(tp.messages)]
     # sealed last: a run whose seal is written is whole (and resuming checks for it)
     entries.append((keys.seal, seal_text_of(run, entries, stored)))
     return run, entries
