@@ -311,6 +311,12 @@ class SharedMessages:
         self.by_text: dict[tuple[str, ...], Any] = {}
 
     def parse(self, raw: Any, where: str, notes: list[str]) -> Message:
+        if type(raw) is dict and len(raw) == 2:  # (``read``'s look-up of a text message
+            role, content = raw.get("role"), raw.get("content")  # inline: most are)
+            if type(role) is str and type(content) is str:
+                got = self.by_text.get((_OPENAI_READER, role, content), _UNREAD)
+                if got is not _UNREAD:
+                    return got  # type: ignore[no-any-return]
         return self.read(from_openai_message, raw, where, notes)
 
     def read(self, reader: Callable[[Any, str, list[str]], T], raw: Any, where: str,
@@ -341,6 +347,7 @@ class SharedMessages:
 
 
 _UNREAD = object()  # (SharedMessages: no message read from that JSON yet)
+_OPENAI_READER = from_openai_message.__qualname__
 _SHARING: ContextVar[SharedMessages | None] = ContextVar("import_sharing", default=None)
 
 

@@ -305,6 +305,11 @@ def from_openai_messages(raw: Any, where: str, notes: list[str], *,
     for i, item in enumerate(raw):
         mw = f"{where}: message {i}"
         m = parse(item, mw, notes)
+        if type(m.content) is str:  # (a text: no calls, no results; most messages)
+            if m.role == "assistant":
+                pending = []
+            out.append(m)
+            continue
         if m.role == "assistant":
             pending = [c.id for c in m.tool_calls()]
         for r in m.tool_results():
