@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import re
+from json.encoder import encode_basestring as _STRING  # (C; what canonical JSON uses)
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -32,6 +33,9 @@ def _loose(p: TextPart | ToolCallPart | ToolResultPart) -> dict[str, Any]:
 
 
 _TEXT_PART = _loose(TextPart(text=""))  # (a text part's shape, dumped once)
+# a text message's key cut at its role and its text: canonical_json([role, [{…text…}]])
+_TEXT_KEY = re.split('"\ue000"|"\ue001"', canonical_json(["\ue000", [{**_TEXT_PART,
+                                                                       "text": "\ue001"}]]))
 
 
 def message_key(m: Message) -> str:
@@ -39,6 +43,11 @@ def message_key(m: Message) -> str:
     tool-call ids (a string and a single text part are the same message); metadata
     does not count."""
     if type(m.content) is str:  # (its one text part's JSON, no part made)
+        if m.content and type(m.role) is str and len(_TEXT_KEY) == 3:
+            # (written into the key's JSON cut once, texts escaped as canonical JSON
+            # escapes them: a key a new message)
+            head, middle, tail = _TEXT_KEY
+            return f"{head}{_STRING(m.role)}{middle}{_STRING(m.content)}{tail}"
         return canonical_json([m.role, [{**_TEXT_PART, "text": m.content}]
                                if m.content else []])
     return canonical_json([m.role, [_loose(p) for p in m.parts]])
@@ -297,7 +306,7 @@ def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
     for ex in exchanges:
         conv = ex.conversation()
         keys = [key_of(m) for m in conv]
-        ikey = canonical_json([key_of(m) for m in ex.instructions])
+        ikey = f'[{",".join([_STRING(key_of(m)) for m in ex.instructions])}]'  # (canonical)
         start = ex.started_at or undated(ex.index)
         end = ex.finished_at or start
         at = [start] * len(ex.history) + ([end] if ex.response is not None else [])
