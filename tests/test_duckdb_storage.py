@@ -179,3 +179,38 @@ def test_a_read_only_storage_lends_a_writer_for_a_block(tmp_path: Path) -> None:
     with own.writer() as same:
         assert same is own
     own.close()
+
+
+def test_writes_between_checkpoints_are_whole_to_any_opener_and_close_leaves_one_file(
+        tmp_path: Path) -> None:
+    """Letting the file go does not checkpoint each time (it was a third of a run and
+    grew with the file): the WAL carries the last writes, checkpointed once it passes
+    a limit, so what an opener replays stays small; every write is there for another
+    connection, and after close the file alone holds everything (a copy is whole)."""
+    import numpy as np
+
+    db, wal = tmp_path / "w.duckdb", Path(f"{tmp_path / 'w.duckdb'}.wal")
+    s = DuckDBStorage(db)
+    s.memory.create_thread("t1")
+    sizes = []
+    for i in range(300):
+        s.memory.append_messages("t1", [AppendRow(
+            message=Message(content=f"m{i} " + "x" * 300),
+            embedding=np.full(384, i / 300, np.float32))])
+        sizes.append(wal.stat().st_size if wal.exists() else 0)
+        if i in (7, 299):  # between two operations, another connection reads them all
+            raw = duckdb.connect(str(db), read_only=True)
+            assert raw.execute("SELECT count(*), max(seq) FROM messages").fetchall() \
+                == [(i + 1, i)]
+            raw.close()
+    # the WAL kept between operations, and checkpointed along the way
+    assert 0 < max(sizes) < 1024 * 1024, max(sizes)
+    s.close()
+    assert not wal.exists()
+    copy = tmp_path / "copy.duckdb"
+    shutil.copyfile(db, copy)
+    c = DuckDBStorage(copy, read_only=True)
+    got = c.memory.get_messages("t1")
+    assert [m.seq for m in got] == list(range(300))
+    assert got[-1].text().startswith("m299 ")
+    c.close()

@@ -3,7 +3,8 @@
 1. A process holds the file only inside an operation or a ``session()`` (a Runner's
    run, an import, a workbench page): it ATTACHes the file to an in-memory DuckDB
    instance of its own (~1 ms; a new connection costs ~15) and DETACHes it when the
-   last one ends. An idle process holds nothing; every write has committed already.
+   last one ends. An idle process holds nothing; every write has committed already
+   (to the WAL: a DETACH checkpoints once the WAL passes 256 KB, the last close always).
 2. An opener that finds the file held touches ``<file>.wants`` and tries again (2 ms
    doubling to 50 ms, jittered) until ``lock_timeout`` has passed; then
    StorageBusyError names the file and the fix.
@@ -38,6 +39,11 @@ WANTS, REWRITING, ERASED = ".wants", ".rewriting", ".erased"
 _ALIAS = "memwb"  # the attached file's name in this process's DuckDB instance
 _WAIT_CAP = 0.05  # longest wait between two tries at a held file
 _GAP = 0.08  # a holder that let the file go for an asker stays off it this long
+# A DETACH checkpoints only once the WAL has passed _WAL_LIMIT (and at the last
+# close): a checkpoint at every DETACH was a third of a Runner's run on a new file and
+# grew with the file (decision 001). An opener replays at most about this much WAL.
+_INSTANCE = {**CONFIG, "checkpoint_on_detach": "DISABLED"}
+_WAL_LIMIT = 256 * 1024
 
 
 def ask_for_file(path: str) -> None:
@@ -64,6 +70,13 @@ def _stamp(path: str) -> tuple[int, int, int] | None:
     except OSError:
         return None
     return st.st_mtime_ns, st.st_size, st.st_ino
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
 
 
 def _rewriter(path: str) -> int | None:
@@ -140,15 +153,25 @@ class HeldFile:
                 self.sessions -= 1
                 self.release()
 
-    def _close(self) -> None:
-        """Let the file go (DETACH: the instance stays, with its threads)."""
+    def _close(self, limit: int = _WAL_LIMIT) -> None:
+        """Let the file go (DETACH: the instance stays, with its threads), after a
+        checkpoint if the WAL has grown past ``limit``."""
         if self.conn is not None and self.path is not None:
             conn, self.conn = self.conn, None
             with suppress(duckdb.Error):
+                if self.writable and _size(self.path + ".wal") > limit:
+                    conn.execute(f"CHECKPOINT {_ALIAS}")
                 conn.execute(f"USE memory; DETACH {_ALIAS}")
 
     def _shut(self) -> None:
-        self._close()
+        """The last close: the WAL checkpointed into the file (taken once more if this
+        process wrote it and let it go; held by another process now, that one will)."""
+        if (self.conn is None and self.instance is not None and self.writable
+                and _size(f"{self.path}.wal") and _rewriter(str(self.path)) is None):
+            with suppress(duckdb.Error):
+                self.instance.execute(f"ATTACH ? AS {_ALIAS}", [self.path])
+                self.conn = self.instance
+        self._close(limit=0)
         if self.instance is not None:
             instance, self.instance = self.instance, None
             with suppress(duckdb.Error):
@@ -163,7 +186,7 @@ class HeldFile:
         while True:
             inode = (_stamp(self.path) or (0, 0, -1))[2]
             if self.instance is None:
-                self.instance = duckdb.connect(MEMORY, config=CONFIG)
+                self.instance = duckdb.connect(MEMORY, config=_INSTANCE)
             conn = self.instance
             try:
                 conn.execute(f"ATTACH ? AS {_ALIAS}{'' if write else ' (READ_ONLY)'}",
@@ -214,10 +237,11 @@ class HeldFile:
                     os.remove(leftover)
             with self.connection(op, write=True) as conn:
                 try:
-                    conn.execute("CHECKPOINT")
+                    conn.execute(f"CHECKPOINT {_ALIAS}")
                     name = conn.execute("SELECT current_database()").fetchall()[0][0]
                     conn.execute("ATTACH ? AS memwb_fresh", [fresh])
                     conn.execute(f'COPY FROM DATABASE "{name}" TO memwb_fresh')
+                    conn.execute("CHECKPOINT memwb_fresh")  # (its WAL is not moved)
                     conn.execute("DETACH memwb_fresh")
                 except duckdb.Error as e:
                     raise StorageError(f"{op} failed: rewriting '{self.path}': {e}") from e
