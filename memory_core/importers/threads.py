@@ -262,9 +262,9 @@ class _PrefixIndex:
         chain = _chain(keys)
         for n in range(len(chain), 0, -1):
             tp = self.full.get((ikey, resource, chain[n - 1]))
-            if tp is not None and all(ids_compatible(tp.messages[i], conv[i])
-                                      for i in range(n)):
-                return tp, n
+            if tp is not None and all(isinstance(a.content, str) or ids_compatible(a, b)
+                                      for a, b in zip(tp.messages[:n], conv)):
+                return tp, n  # (a text has no ids: compatible, without a call)
         tp = self.prefix.get((ikey, resource, chain[-1])) if chain else None
         if tp is not None and all(ids_compatible(tp.messages[i], conv[i])
                                   for i in range(len(conv))):
@@ -366,8 +366,10 @@ def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
                      for i in range(len(seqs), len(conv))]
             index.register(tp)
         for i, seq in enumerate(seqs):
-            if tp.messages[seq] is not conv[i] and seq >= tp.stored_count:
-                adopt_ids(tp.messages[seq], conv[i])
+            m = tp.messages[seq]
+            if m is not conv[i] and seq >= tp.stored_count and (
+                    conv[i].metadata or not isinstance(m.content, str)):
+                adopt_ids(m, conv[i])  # (a name or ids to give: nothing otherwise)
         h = len(ex.history)
         runs.append(RunPlan(ex, tp, seqs[:h], seqs[h] if ex.response is not None else None,
                             inp))
