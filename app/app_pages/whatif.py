@@ -12,6 +12,7 @@ side. Without a thread, the current run's thread (the sidebar's link names it).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
@@ -105,11 +106,104 @@ if not runs:
 asked_kind = services.query_param("scope")
 kind_opened: ScopeKind = "all" if asked_kind == "all" else (
     "resource" if asked_kind == "resource" else "thread")
-kind: ScopeKind = st.radio("Which past runs", list(SCOPES), format_func=SCOPES.__getitem__,
-                           index=list(SCOPES).index(kind_opened), horizontal=True)
 current = services.run_of(url, services.remembered_run())
 threads = views.threads_with_runs(runs, unthreaded=False)
 resources = sorted({r.resource_id for r in runs if r.resource_id})
+
+
+def _opened(kind: ScopeKind, wanted: str | None) -> str | None:
+    """The thread or user (resource) the picker opens on: ``wanted`` (the URL's) when it
+    has runs, else the current run's, else the first."""
+    if kind == "all":
+        return None
+    have = threads if kind == "thread" else resources
+    mine = None if current is None else (
+        current.thread_id if kind == "thread" else current.resource_id)
+    return next((x for x in (wanted, mine) if x is not None and x in have),
+                min(have) if have else None)
+
+
+def _version() -> Any:
+    try:
+        return services.data_version(url)
+    except Exception:  # noqa: BLE001 - unknown: read again
+        return object()
+
+
+# each move of a progress bar redraws the page in the browser: 40 moves in 0.6 s cost a
+# cold tab ~0.5 CPU-s (decision 011), so a bar only for work that lasts, moved 4 times a second
+PROGRESS_AFTER_S = 1.0
+PROGRESS_EVERY_S = 0.25
+
+
+def _progress_bar(what: str) -> tuple[Callable[[], None], Callable[[int, int], None]]:
+    """A callback that shows a progress bar saying ``what`` once the work has lasted
+    PROGRESS_AFTER_S (nothing is drawn before: most work here is done sooner), moved at
+    most every PROGRESS_EVERY_S; and one that takes the bar away."""
+    slot: list[Any] = []
+    started = time.monotonic()
+    last_move = [started]
+
+    def moved(done: int, total: int) -> None:
+        now = time.monotonic()
+        if now - started < PROGRESS_AFTER_S or now - last_move[0] < PROGRESS_EVERY_S:
+            return
+        last_move[0] = now
+        if not slot:
+            slot.append(st.empty())
+        slot[0].progress(done / max(total, 1), text=f"{what} {done:,} of {total:,}")
+
+    def clear() -> None:
+        if slot:
+            slot[0].empty()
+    return clear, moved
+
+
+Tried = tuple[str, Scope, tuple[tuple[str, Any], ...]]
+
+
+def _outcome(tried: Tried, changes: dict[str, Any], scope: Scope) -> WhatIfReport:
+    """What ``changes`` do to the runs of ``scope``: the outcome kept in the session when
+    it was for the same and the database has not changed since, else composed (and
+    kept). Raises what composing raised."""
+    kept = st.session_state.get(REPORT_KEY)
+    version = _version()
+    if kept is not None and kept["tried"] == tried and kept["version"] == version:
+        return kept["report"]  # type: ignore[no-any-return]
+    clear, moved = _progress_bar("Putting the prompts together again (the first time "
+                                 "also loads the embedding model):")
+    try:
+        report = compose(url, changes, scope, moved)
+    finally:
+        clear()
+    st.session_state[REPORT_KEY] = {"tried": tried, "version": version, "report": report}
+    return report
+
+
+def _prefetch() -> None:
+    """A link that names settings (a shared outcome, a fresh tab): its outcome and the
+    reads drawn with it are done before the page draws on, so the browser gets the page
+    in one piece — elements arriving over a second cost a cold tab ~0.5 CPU-s more than
+    the same arriving at once (decision 011). The pickers open on the same scope, so the
+    page finds all of it kept; what fails here fails again, and is said, where it is
+    drawn."""
+    changes, _ = changes_from_url({k: services.query_param(k) for k in SETTING_KEYS})
+    scope = Scope(kind_opened, _opened(kind_opened, services.query_param(kind_opened)))
+    if not changes or (scope.kind != "all" and scope.id is None):
+        return
+    try:
+        cached_recorded(url, scope.kind, scope.id)
+        report = _outcome((url, scope, tuple(sorted(changes.items()))), changes, scope)
+        changed = tuple(r.run_id for r in report.runs if r.status == "changed")
+        if changed:
+            cached_ask_problems(url, changed)
+    except Exception:  # noqa: BLE001 - said where the page draws it
+        return
+
+
+_prefetch()
+kind: ScopeKind = st.radio("Which past runs", list(SCOPES), format_func=SCOPES.__getitem__,
+                           index=list(SCOPES).index(kind_opened), horizontal=True)
 scope_params: dict[str, str | None] = {"scope": None if kind == "thread" else kind,
                                        "thread": None, "resource": None}
 changed_scope = kind != kind_opened
@@ -119,8 +213,7 @@ if kind == "thread":
         st.stop()
     wanted = asked_thread(url, threads, WHATIF_PAGE)
     first = min(threads)
-    opened = wanted or (current.thread_id if current is not None and current.thread_id
-                        in threads else None) or first
+    opened = _opened("thread", wanted) or first
     scope = Scope("thread", pick_thread(
         url, threads, wanted=opened,
         format_func=lambda t: f"{t} ({counted(len(runs.positions(t)), 'run')})"))
@@ -132,9 +225,7 @@ elif kind == "resource":
         st.info("No run in this database belongs to a user (resource).")
         st.stop()
     wanted = services.query_param("resource")
-    opened = (wanted if wanted in resources else None) or (
-        current.resource_id if current is not None and current.resource_id in resources
-        else None) or resources[0]
+    opened = _opened("resource", wanted) or resources[0]
     if wanted and wanted not in resources:
         st.info(escape_md(f"no run belongs to user '{wanted}'; pick one that has runs"))
     scope = Scope("resource", str(st.selectbox("User (resource)", resources,
@@ -252,52 +343,13 @@ if not changes and st.session_state.get(ASKED_KEY) != tried:
 
 
 # -- the outcome ----------------------------------------------------------------------------
-def _version() -> Any:
-    try:
-        return services.data_version(url)
-    except Exception:  # noqa: BLE001 - unknown: read again
-        return object()
-
-
-# each move of a progress bar redraws the page in the browser: 40 moves in 0.6 s cost a
-# cold tab ~0.5 CPU-s (decision 011), so a bar only for work that lasts, moved 4 times a second
-PROGRESS_AFTER_S = 1.0
-PROGRESS_EVERY_S = 0.25
-
-
-def _progress_bar(what: str) -> Any:
-    """A line saying what is being done and a callback that turns it into a progress bar
-    once the work has lasted PROGRESS_AFTER_S, moved at most every PROGRESS_EVERY_S."""
-    slot = st.empty()
-    slot.caption(escape_md(what))
-    started = time.monotonic()
-    last_move = [started]
-
-    def moved(done: int, total: int) -> None:
-        now = time.monotonic()
-        if now - started < PROGRESS_AFTER_S or now - last_move[0] < PROGRESS_EVERY_S:
-            return
-        last_move[0] = now
-        slot.progress(done / max(total, 1), text=f"{what} {done:,} of {total:,}")
-    return slot, moved
-
-
-kept = st.session_state.get(REPORT_KEY)
 report: WhatIfReport
-if kept is not None and kept["tried"] == tried and kept["version"] == _version():
-    report = kept["report"]
-else:
-    bar, moved = _progress_bar("Putting the prompts together again (the first time also "
-                               "loads the embedding model):")
-    try:
-        report = compose(url, changes, scope, moved)
-    except Exception as e:  # noqa: BLE001 - no traceback in the page
-        bar.empty()
-        st.error(escape_md(f"The what-if could not run: {services.friendly_error(e)}"),
-                 icon=":material/error:")
-        st.stop()
-    bar.empty()
-    st.session_state[REPORT_KEY] = {"tried": tried, "version": _version(), "report": report}
+try:
+    report = _outcome(tried, changes, scope)
+except Exception as e:  # noqa: BLE001 - no traceback in the page
+    st.error(escape_md(f"The what-if could not run: {services.friendly_error(e)}"),
+             icon=":material/error:")
+    st.stop()
 
 
 def _with_answers(base: WhatIfReport) -> WhatIfReport:
@@ -347,12 +399,15 @@ with left_col:
 with right_col:
     _moved_cards("What they would have lost", entered=False)
 
-with st.expander("Engineer details"):
-    st.caption("The library's sentence (memwb whatif says the same):")
-    st.text(report.sentence)
-    json_view({"changes": report.changes,
-               "recorded by these runs": {k: list(v) for k, v in recorded.values.items()},
-               "runs": {s: report.count(s) for s in ("changed", "unchanged", "cannot")}})
+# built only when opened: a JSON view costs a cold tab ~0.1 CPU-s even closed (decision 011)
+details = st.expander("Engineer details", on_change="rerun", key="whatif-details")
+if details.open:
+    with details:
+        st.caption("The library's sentence (memwb whatif says the same):")
+        st.text(report.sentence)
+        json_view({"changes": report.changes,
+                   "recorded by these runs": {k: list(v) for k, v in recorded.values.items()},
+                   "runs": {s: report.count(s) for s in ("changed", "unchanged", "cannot")}})
 
 
 def _asked_again(r: RunWhatIf, head: str) -> None:
@@ -450,15 +505,15 @@ if moved_runs:
             embedder = next((r.memctx_after.settings.embedder for r in moved_runs
                              if r.memctx_after is not None), None)
             model = model_for_run(None, override="reader", embed_name=embedder)
-        bar, moved = _progress_bar("Asking again:")
+        clear, moved = _progress_bar("Asking again:")
         try:
             asked = ask(url, report.changes, askable, model=model, progress=moved)
         except Exception as e:  # noqa: BLE001 - shown, never raised
-            bar.empty()
+            clear()
             st.error(escape_md(f"Could not ask again: {services.friendly_error(e)}"),
                      icon=":material/error:")
         else:
-            bar.empty()
+            clear()
             kept_answers = st.session_state.get(ANSWERS_KEY)
             answers = dict(kept_answers["answers"]) if kept_answers and \
                 kept_answers["tried"] == tried else {}
