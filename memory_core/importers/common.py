@@ -459,8 +459,9 @@ def check_offered_tools(exchanges: Sequence[Exchange]) -> None:
             continue
         offered = [str(t.get("name")) for t in ex.tools]
         for i, m in enumerate(ex.history):
-            ex.history[i] = _named_as_offered(ex, m, f"message {i + len(ex.instructions)}",
-                                              offered, answer=False)
+            if m.role == "assistant" and isinstance(m.content, list):  # (else: kept)
+                ex.history[i] = _named_as_offered(
+                    ex, m, f"message {i + len(ex.instructions)}", offered, answer=False)
         if ex.response is not None:
             ex.response = _named_as_offered(ex, ex.response, "response", offered, answer=True)
 
