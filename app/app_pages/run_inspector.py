@@ -48,6 +48,7 @@ from memory_core.errors import NotFoundError
 
 DEFAULT_SUITE = "kept answers"  # where "Keep this answer" pins a run unless told
 KEPT_KEY = "kept-answer"  # session: what the last "Keep this answer" did, said once
+ALL_SETTINGS_KEY = "all-settings"  # session: whether "All settings, as recorded" is open
 # an imported run's token counts are ours (chars/4), beside the recording's own
 ESTIMATED = " (our estimate, chars/4)"
 
@@ -243,17 +244,23 @@ if not view.imported:  # (see "Left out of the prompt")
     st.markdown("#### Settings")
     if view.settings:
         st.caption(escape_md(" ".join(settings_text(view.settings))))
-        with st.expander("All settings, as recorded", icon=":material/tune:"):
-            # settings a run leaves unset (recall's, when recall is off) are named once, not
-            # listed as a column of "—"
-            json_view({k: v for k, v in view.settings.items()
-                       if v is not None and v != views.UNKNOWN_SETTING})
-            unset = [k for k, v in view.settings.items() if v is None]
-            if unset:
-                st.caption(escape_md(f"Not set in this run: {', '.join(unset)}."))
-            unknown = [k for k, v in view.settings.items() if v == views.UNKNOWN_SETTING]
-            if unknown:  # named once, not a row of "unknown" each
-                st.caption(escape_md(f"Not in this run's record: {', '.join(unknown)}."))
+        # built only when opened: a JSON view costs a cold tab ~0.1 CPU-s even folded
+        # (decision 011)
+        folded = st.expander("All settings, as recorded", icon=":material/tune:",
+                             on_change="rerun", key=ALL_SETTINGS_KEY)
+        if folded.open:
+            with folded:
+                # settings a run leaves unset (recall's, when recall is off) are named
+                # once, not listed as a column of "—"
+                json_view({k: v for k, v in view.settings.items()
+                           if v is not None and v != views.UNKNOWN_SETTING})
+                unset = [k for k, v in view.settings.items() if v is None]
+                if unset:
+                    st.caption(escape_md(f"Not set in this run: {', '.join(unset)}."))
+                unknown = [k for k, v in view.settings.items()
+                           if v == views.UNKNOWN_SETTING]
+                if unknown:  # named once, not a row of "unknown" each
+                    st.caption(escape_md(f"Not in this run's record: {', '.join(unknown)}."))
     else:
         st.text("(no settings recorded)")
 

@@ -118,4 +118,7 @@ def test_settings_are_folded_and_said_in_words(populated: Populated, app: MakeAp
     assert words in [_unescaped(c.value) for c in at.caption]
     (folded,) = [e for e in at.expander if e.label == "All settings, as recorded"]
     assert folded.proto.expanded is False
+    at.session_state["all-settings"] = True  # a click opens it
+    at.run()
+    (folded,) = [e for e in at.expander if e.label == "All settings, as recorded"]
     assert len(folded.json) == 1  # the raw settings, one click away
