@@ -109,21 +109,28 @@ light_table([{
     "runs": t.run_count, "last activity": fmt_time(t.last_activity)}
     for t in listing.listed], key="threads")
 
-with st.expander("Search messages in this resource", expanded=bool(services.query_param("q"))):
-    query = st.text_input("Text to find", value=services.query_param("q") or "", key="search")
-    set_query_params({"q": query.strip() or None})
-    if query.strip():
-        hits = services.cached_search(url, resource, query)
-        if resource is None:  # searching all resources: keep the resource-less threads
-            hits = [h for h in hits if h.thread_id in {t.thread_id for t in summaries}]
-        st.caption(f"{counted(len(hits), 'message')} found")
-        if hits:
-            light_table([{"open": thread_link(h.thread_id, h.seq),
-                          "thread": Id(h.thread_id), "seq": h.seq, "role": h.role,
-                          "text": h.text} for h in hits], key="hits")
-            for h in hits[:20]:
-                link_to_message(h.thread_id, h.seq,
-                                label=("open ", *ref(h.thread_id, h.seq), f" ({h.role})"))
+# built only when opened (a link with ?q= opens it): a cold tab draws no text box for it
+searching = st.expander("Search messages in this resource",
+                        expanded=bool(services.query_param("q")), on_change="rerun",
+                        key="search-open")
+if searching.open:
+    with searching:
+        query = st.text_input("Text to find", value=services.query_param("q") or "",
+                              key="search")
+        set_query_params({"q": query.strip() or None})
+        if query.strip():
+            hits = services.cached_search(url, resource, query)
+            if resource is None:  # all resources: keep the resource-less threads
+                mine = {t.thread_id for t in summaries}
+                hits = [h for h in hits if h.thread_id in mine]
+            st.caption(f"{counted(len(hits), 'message')} found")
+            if hits:
+                light_table([{"open": thread_link(h.thread_id, h.seq),
+                              "thread": Id(h.thread_id), "seq": h.seq, "role": h.role,
+                              "text": h.text} for h in hits], key="hits")
+                for h in hits[:20]:
+                    link_to_message(h.thread_id, h.seq, label=(
+                        "open ", *ref(h.thread_id, h.seq), f" ({h.role})"))
 
 # the picker offers the threads listed, and the thread a link opened wherever it is
 offered = [*listing.listed, *(t for t in summaries if t.thread_id == wanted_thread

@@ -271,6 +271,9 @@ def test_threads_lists_messages_with_runs_that_used_them(populated: Populated,
 
 def test_search_finds_a_message(populated: Populated, app: MakeApp) -> None:
     at = app(THREADS_PAGE)
+    assert not [t for t in at.text_input if t.key == "search"]  # built once opened
+    at.session_state["search-open"] = True  # a click opens the search
+    at.run()
     at.text_input(key="search").set_value("parcel never").run()
     assert not at.exception
     hits = tables(at)[-1]
@@ -412,6 +415,8 @@ def test_run_inspector_shows_settings_and_candidates(populated: Populated,
     memctx = records(storage, RUN_1).memctx
     assert memctx is not None
     at = app(RUN_PAGE, run=RUN_1)
+    at.session_state["all-settings"] = True  # their fold opened
+    at.run()
     # settings are JSON, shown as JSON (monospace), never in a table
     values = json_blocks(at)[0]
     top_k = memctx.settings.recall.top_k  # type: ignore[union-attr]
@@ -419,6 +424,8 @@ def test_run_inspector_shows_settings_and_candidates(populated: Populated,
     assert values["filter"] == {"topic": {"$eq": "billing"}}
     # a run without recall: its recall settings are named once as unset, not listed
     faq = app(RUN_PAGE, run=FAQ_RUNS[0])
+    faq.session_state["all-settings"] = True
+    faq.run()
     shown_settings = json_blocks(faq)[0]
     assert "top_k" not in shown_settings and MISSING not in shown_settings.values()
     assert any(shown(c.value).startswith("Not set in this run: ") and "top_k" in shown(c.value)
