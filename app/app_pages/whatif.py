@@ -131,8 +131,10 @@ def _version() -> Any:
 
 
 # each move of a progress bar redraws the page in the browser: 40 moves in 0.6 s cost a
-# cold tab ~0.5 CPU-s (decision 011), so a bar only for work that lasts, moved 4 times a second
-PROGRESS_AFTER_S = 1.0
+# cold tab ~0.5 CPU-s (decision 011), so a bar only for work that lasts, moved 4 times a
+# second; a thread of the demo composes in 0.5-1 s (over 1 s on a busy machine), every
+# run of 5,000 runs in minutes
+PROGRESS_AFTER_S = 2.0
 PROGRESS_EVERY_S = 0.25
 
 
