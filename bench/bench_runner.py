@@ -273,8 +273,9 @@ def render(results: dict[str, dict[str, float]], runs: int, load: float, cmd: st
         lines += ["", f"What a live agent on a DuckDB file pays a run, beyond its model and "
                   f"embedder: {r['overhead_p50_ms']:.0f} ms at the median "
                   f"({r['overhead_ms']:.0f} ms mean), of which {r['storage_p50_ms']:.0f} ms "
-                  "in storage — the file attached at the run's start and detached (checkpointed) "
-                  "at its end, the statements, and each write group's durable commit."]
+                  "in storage — the file attached at the run's start (its WAL replayed) and "
+                  "detached at its end (checkpointed once the WAL passes 64 KB), the "
+                  "statements, and each write group's durable commit."]
     return "\n".join(lines) + "\n"
 
 
