@@ -12,11 +12,11 @@ from __future__ import annotations
 import copy
 import hashlib
 import re
-from json.encoder import encode_basestring as _STRING  # (C; what canonical JSON uses)
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from json.encoder import encode_basestring as _STRING  # (C; what canonical JSON uses)
 from typing import Any, Protocol
 
 from memory_core.importers.common import Exchange, undated
@@ -263,7 +263,7 @@ class _PrefixIndex:
         for n in range(len(chain), 0, -1):
             tp = self.full.get((ikey, resource, chain[n - 1]))
             if tp is not None and all(isinstance(a.content, str) or ids_compatible(a, b)
-                                      for a, b in zip(tp.messages[:n], conv)):
+                                      for a, b in zip(tp.messages[:n], conv, strict=False)):
                 return tp, n  # (a text has no ids: compatible, without a call)
         tp = self.prefix.get((ikey, resource, chain[-1])) if chain else None
         if tp is not None and all(ids_compatible(tp.messages[i], conv[i])

@@ -368,7 +368,8 @@ def run_records(run_id: str, plan: RunPlan, *, embedder: str | None,
         for k, r in records]
     # (an input message the thread stores as the very object the run sent: its JSON
     # is the input's)
-    sent = dict(zip(plan.history_seqs[plan.input_from:], zip(input_msgs, input_json)))
+    sent = dict(zip(plan.history_seqs[plan.input_from:],
+                    zip(input_msgs, input_json, strict=True), strict=False))
     stored = [(seq, sent[seq][1] if seq in sent and sent[seq][0] is tp.messages[seq]
                else _message_json(tp.messages[seq]))
               for seq in seqs if 0 <= seq < len(tp.messages)]
@@ -403,10 +404,12 @@ def _step_record(key: str, answer: Message, ex: Exchange
     the models' dumped shape (``_STEP``) for an answer that is a text or only tool
     calls, which ``answering`` keeps no message of; through the models otherwise."""
     content, usage = answer.content, ex.usage
+    text: str | None
+    calls: list[Any] | None
     if type(content) is str:
         text, calls = content or None, []
     elif content and all(type(p) is ToolCallPart for p in content):
-        text, calls = None, content  # (no text part: ``Message.text`` is None)
+        text, calls = None, list(content)  # (no text part: ``Message.text`` is None)
     else:
         calls = None
     if calls is not None and answer.role == "assistant" and not answer.metadata \
