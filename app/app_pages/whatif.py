@@ -382,24 +382,29 @@ if summary[1:]:
     st.markdown("\n".join(f"- {escape_md(line)}" for line in summary[1:]))
 
 
-def _moved_cards(title: str, entered: bool) -> None:
-    shown = most_moved(report, entered=entered)
-    if not shown:
-        return
+def _moved_cards(title: str, shown: list[Any], none: str, tag: str) -> None:
     st.markdown(f"**{title}**")
+    if not shown:  # said, so the column beside the other one is not left blank
+        st.caption(none)
     for i, mv in enumerate(shown):
-        with st.container(border=True, key=f"moved-{int(entered)}-{i}"):
+        with st.container(border=True, key=f"moved-{tag}-{i}"):
             literal(preview_text(mv.preview))
             st.caption(escape_md(f"in {counted(mv.runs, 'run')}"
                                  + (" · an answer quoted it" if mv.quoted else "")))
             link_to_message(mv.thread_id, mv.seq, label=("said in ", *ref(mv.thread_id, mv.seq)))
 
 
-left_col, right_col = st.columns(2)
-with left_col:
-    _moved_cards("What they would have remembered", entered=True)
-with right_col:
-    _moved_cards("What they would have lost", entered=False)
+gained, lost = most_moved(report, entered=True), most_moved(report, entered=False)
+if gained or lost:
+    left_col, right_col = st.columns(2)
+    with left_col:
+        _moved_cards("What they would have remembered", gained,
+                     "Nothing: no past message would have entered a prompt it was not in.",
+                     "1")
+    with right_col:
+        _moved_cards("What they would have lost", lost,
+                     "Nothing: every message these runs were given would still be in "
+                     "their prompts.", "0")
 
 # built only when opened: a JSON view costs a cold tab ~0.1 CPU-s even closed (decision 011)
 details = st.expander("Engineer details", on_change="rerun", key="whatif-details")

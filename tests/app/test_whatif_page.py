@@ -165,6 +165,12 @@ def test_a_larger_token_budget_keeps_the_gate_code(demo: InMemoryStorage,
     assert "4417" in first.preview
     texts = [t.value for t in at.text]
     assert texts.index(first.preview) < texts.index("The window is 140 centimetres wide.")
+    # nothing lost: said beside what they would have remembered, not a blank column
+    assert not most_moved(expected, entered=False)
+    shown = _shown(at)
+    assert "What they would have lost" in shown
+    assert "Nothing: every message these runs were given would still be in their " \
+        "prompts." in shown
     assert _widget(at, "selectbox", "Run").value == GATE
     texts = [t.value for t in at.text]
     assert "The caretaker says the building's gate code is 4417." in texts
