@@ -200,7 +200,7 @@ def setting_words(key: str, value: Any, recorded: Recorded) -> str:
         return ("memory of older messages switched off" if value == "off"
                 else "memory of older messages switched on")
     if key == "recent_n":
-        view = f"the latest {value} messages kept in view"
+        view = f"the latest {value} message{'' if value == 1 else 's'} kept in view"
         return view + (f" instead of {old}" if old is not None and old != value else "")
     if key == "token_budget":
         if value == "off":
@@ -231,8 +231,12 @@ def plain_summary(report: WhatIfReport, recorded: Recorded) -> list[str]:
     n, changed, cannot = len(report.runs), report.count("changed"), report.count("cannot")
     if n == 0:
         return ["There are no past runs here to try it on."]
-    if changed == 0:
-        lines = [f"{head}, none of the {_runs(n)} would have been given anything different."]
+    if changed == 0 and cannot == n:  # not "none would change": none could be tried
+        lines = [f"{head}, none of the {_runs(n)} could be tried again."]
+    elif changed == 0:
+        lines = [f"{head}, none of the {_runs(n - cannot)} "
+                 + ("that could be tried " if cannot else "")
+                 + "would have been given anything different."]
     else:
         moved = [r for r in report.runs if r.status == "changed"]
         gained = sum(1 for r in moved if r.entered)

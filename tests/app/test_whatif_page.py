@@ -15,7 +15,13 @@ from streamlit.testing.v1 import AppTest
 
 from app import services
 from app.components import RUN_PAGE, WHATIF_PAGE
-from app.whatif_parts import Recorded, changes_from_form, most_moved, plain_summary
+from app.whatif_parts import (
+    Recorded,
+    changes_from_form,
+    most_moved,
+    plain_summary,
+    setting_words,
+)
 from memory_core.analysis.regress import pin_run, pins_of
 from memory_core.analysis.whatif import WhatIfReport, what_if
 from memory_core.errors import InvalidInputError
@@ -99,6 +105,12 @@ def test_the_form_is_prefilled_with_what_the_scope_recorded(demo: InMemoryStorag
     assert _widget(flat, "number_input", BUDGET).value is None
     assert _widget(flat, "number_input", BUDGET).proto.placeholder == "each run's own: 160, 1000"
     assert _widget(flat, "number_input", THRESHOLD).proto.placeholder == "not set in these runs"
+
+
+def test_one_message_kept_in_view_is_said_in_the_singular() -> None:
+    assert setting_words("recent_n", 1, Recorded()) == "the latest 1 message kept in view"
+    assert setting_words("recent_n", 3, Recorded(values={"recent_n": (6,)})) \
+        == "the latest 3 messages kept in view instead of 6"
 
 
 def test_only_what_differs_from_every_run_is_a_change() -> None:
@@ -232,6 +244,10 @@ def test_runs_that_cannot_be_tried_say_why(app: MakeApp,
         assert list(table["run"]) == [r.run_id for r in expected.runs]
         assert all("imported" in why for why in table["why"])
         assert (f"{len(expected.runs)} past runs could not be tried again" in _shown(at))
+        # not "none would have been given anything different": none could be tried
+        assert (f"With the latest 2 messages kept in view, none of the "
+                f"{len(expected.runs)} past runs could be tried again.") in _shown(at)
+        assert "anything different" not in _shown(at)
 
 
 # -- asking again --------------------------------------------------------------------------
