@@ -158,6 +158,15 @@ def monospace(text: str, *, key: str) -> None:
         literal(text)
 
 
+def opened_fold(label: str, *, key: str, expanded: bool = False,
+                icon: str | None = None) -> Any | None:
+    """A fold (expander) whose content the page builds only once it is open: the
+    expander when open, else None. Folded content still costs a cold tab (a JSON view
+    ~0.1 CPU-s, decision 011); opening it reruns the page. ``key`` keeps its state."""
+    fold = st.expander(label, expanded=expanded, icon=icon, on_change="rerun", key=key)
+    return fold if fold.open else None
+
+
 NO_ANSWER = "(no answer recorded)"
 
 

@@ -33,6 +33,7 @@ from app.components import (
     literal,
     md,
     monospace,
+    opened_fold,
     pick_run,
     preview_text,
     recalled_observations,
@@ -244,11 +245,9 @@ if not view.imported:  # (see "Left out of the prompt")
     st.markdown("#### Settings")
     if view.settings:
         st.caption(escape_md(" ".join(settings_text(view.settings))))
-        # built only when opened: a JSON view costs a cold tab ~0.1 CPU-s even folded
-        # (decision 011)
-        folded = st.expander("All settings, as recorded", icon=":material/tune:",
-                             on_change="rerun", key=ALL_SETTINGS_KEY)
-        if folded.open:
+        folded = opened_fold("All settings, as recorded", icon=":material/tune:",
+                             key=ALL_SETTINGS_KEY)
+        if folded is not None:
             with folded:
                 # settings a run leaves unset (recall's, when recall is off) are named
                 # once, not listed as a column of "—"

@@ -31,6 +31,7 @@ from app.components import (
     link_to_run,
     literal,
     md,
+    opened_fold,
     ref,
     set_query_params,
     thread_not_found,
@@ -109,11 +110,10 @@ light_table([{
     "runs": t.run_count, "last activity": fmt_time(t.last_activity)}
     for t in listing.listed], key="threads")
 
-# built only when opened (a link with ?q= opens it): a cold tab draws no text box for it
-searching = st.expander("Search messages in this resource",
-                        expanded=bool(services.query_param("q")), on_change="rerun",
-                        key="search-open")
-if searching.open:
+# (a link with ?q= opens it)
+searching = opened_fold("Search messages in this resource",
+                        expanded=bool(services.query_param("q")), key="search-open")
+if searching is not None:
     with searching:
         query = st.text_input("Text to find", value=services.query_param("q") or "",
                               key="search")

@@ -33,6 +33,7 @@ from app.components import (
     link_to_run,
     literal,
     md,
+    opened_fold,
     pick_thread,
     preview_text,
     ref,
@@ -164,6 +165,11 @@ def _progress_bar(what: str) -> tuple[Callable[[], None], Callable[[int, int], N
 Tried = tuple[str, Scope, tuple[tuple[str, Any], ...]]
 
 
+def _tried(scope: Scope, changes: dict[str, Any]) -> Tried:
+    """What an outcome is kept under: the database, the runs and the settings tried."""
+    return url, scope, tuple(sorted(changes.items()))
+
+
 def _outcome(tried: Tried, changes: dict[str, Any], scope: Scope) -> WhatIfReport:
     """What ``changes`` do to the runs of ``scope``: the outcome kept in the session when
     it was for the same and the database has not changed since, else composed (and
@@ -195,7 +201,7 @@ def _prefetch() -> None:
         return
     try:
         cached_recorded(url, scope.kind, scope.id)
-        report = _outcome((url, scope, tuple(sorted(changes.items()))), changes, scope)
+        report = _outcome(_tried(scope, changes), changes, scope)
         changed = tuple(r.run_id for r in report.runs if r.status == "changed")
         if changed:
             cached_ask_problems(url, changed)
@@ -339,7 +345,7 @@ if submitted:
     set_query_params({**{k: url_value(changes[k]) if k in changes else None
                          for k in SETTING_KEYS}, "run": None})
     st.session_state[ASKED_KEY] = (url, scope, tuple(sorted(changes.items())))
-tried = (url, scope, tuple(sorted(changes.items())))
+tried = _tried(scope, changes)
 if not changes and st.session_state.get(ASKED_KEY) != tried:
     st.stop()  # nothing tried yet
 
@@ -406,9 +412,8 @@ if gained or lost:
                      "Nothing: every message these runs were given would still be in "
                      "their prompts.", "0")
 
-# built only when opened: a JSON view costs a cold tab ~0.1 CPU-s even closed (decision 011)
-details = st.expander("Engineer details", on_change="rerun", key="whatif-details")
-if details.open:
+details = opened_fold("Engineer details", key="whatif-details")
+if details is not None:
     with details:
         st.caption("The library's sentence (memwb whatif says the same):")
         st.text(report.sentence)
