@@ -76,10 +76,7 @@ def _stamp(path: str) -> tuple[int, int, int] | None:
 
 
 def _size(path: str) -> int:
-    try:
-        return os.stat(path).st_size
-    except OSError:
-        return 0
+    return (_stamp(path) or (0, 0, 0))[1]  # (0: no such file)
 
 
 def _rewriter(path: str) -> int | None:
