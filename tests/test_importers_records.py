@@ -120,3 +120,24 @@ def test_records_written_without_their_models_are_what_the_models_write() -> Non
     imported = RunReader.snapshot(s.runs, report.runs_created[3]).import_record()
     assert imported is not None and imported.where == "line 4" and imported.format == "openai"
     assert imported.request_params == {"temperature": 1, "seed": 7, "max_tokens": 50}
+
+
+def test_a_json_template_filled_is_the_canonical_json_of_the_value() -> None:
+    """The imported records written from templates are byte for byte what
+    ``canonical_json`` writes of the same value; a fixed value holding the slot marker
+    is refused when the template is made, not written wrong."""
+    from json.encoder import encode_basestring
+
+    import pytest
+
+    from memory_core.types import JsonTemplate, canonical_json, json_slot
+
+    fixed = {"z": [1, None, "é\n\"x\""], "a": {"b": True}}
+    t = JsonTemplate({**fixed, "m": json_slot("m"), "l": [json_slot("items")]})
+    assert sorted(t.names) == ["items", "m"]
+    role, items = "tool \"quoted\" ü", [{"k": 1}, "s"]
+    assert t.fill({"m": encode_basestring(role),
+                   "items": ",".join(canonical_json(i) for i in items)}) \
+        == canonical_json({**fixed, "m": role, "l": items})
+    with pytest.raises(ValueError, match="slot marker"):
+        JsonTemplate({"a": "\ue000", "m": json_slot("m")})

@@ -20,7 +20,15 @@ from json.encoder import encode_basestring as _STRING  # (C; what canonical JSON
 from typing import Any, Protocol
 
 from memory_core.importers.common import Exchange, undated
-from memory_core.types import Message, TextPart, ToolCallPart, ToolResultPart, canonical_json
+from memory_core.types import (
+    JsonTemplate,
+    Message,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    canonical_json,
+    json_slot,
+)
 
 _DERIVED_ID = re.compile(r"^call-[0-9a-f]{12}$")
 
@@ -33,9 +41,8 @@ def _loose(p: TextPart | ToolCallPart | ToolResultPart) -> dict[str, Any]:
 
 
 _TEXT_PART = _loose(TextPart(text=""))  # (a text part's shape, dumped once)
-# a text message's key cut at its role and its text: canonical_json([role, [{…text…}]])
-_TEXT_KEY = re.split('"\ue000"|"\ue001"', canonical_json(["\ue000", [{**_TEXT_PART,
-                                                                       "text": "\ue001"}]]))
+# a text message's key: canonical_json([role, [{…text part…}]]) with both filled in
+_TEXT_KEY = JsonTemplate([json_slot("role"), [{**_TEXT_PART, "text": json_slot("text")}]])
 
 
 def message_key(m: Message) -> str:
@@ -43,11 +50,8 @@ def message_key(m: Message) -> str:
     tool-call ids (a string and a single text part are the same message); metadata
     does not count."""
     if type(m.content) is str:  # (its one text part's JSON, no part made)
-        if m.content and type(m.role) is str and len(_TEXT_KEY) == 3:
-            # (written into the key's JSON cut once, texts escaped as canonical JSON
-            # escapes them: a key a new message)
-            head, middle, tail = _TEXT_KEY
-            return f"{head}{_STRING(m.role)}{middle}{_STRING(m.content)}{tail}"
+        if m.content and type(m.role) is str:  # (a key a new message: no encoder walk)
+            return _TEXT_KEY.fill({"role": _STRING(m.role), "text": _STRING(m.content)})
         return canonical_json([m.role, [{**_TEXT_PART, "text": m.content}]
                                if m.content else []])
     return canonical_json([m.role, [_loose(p) for p in m.parts]])

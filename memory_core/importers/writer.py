@@ -6,7 +6,6 @@ what this import wrote, so nothing from the file remains."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
 from json.encoder import encode_basestring as _STRING  # (C; what canonical JSON uses)
@@ -41,7 +40,14 @@ from memory_core.storage.base import NewThread, Storage
 from memory_core.storage.common import EncodedJson, encoded_json, text_message_json
 from memory_core.text import preview
 from memory_core.tokens import estimate_tokens
-from memory_core.types import AppendRow, Message, RunRecord, ToolCallPart, canonical_json
+from memory_core.types import (
+    AppendRow,
+    JsonTemplate,
+    Message,
+    RunRecord,
+    ToolCallPart,
+    json_slot,
+)
 
 EMBED_BATCH = 64
 # writes grouped per transaction (Storage.write_batch): a killed import loses at most
@@ -138,9 +144,7 @@ def _text(what: str, record: BaseModel) -> EncodedJson:
 
 
 # the frozen prompt's JSON around its items' (which are joined from texts made once)
-_ITEMS_AT = "\ue000"
-_PROMPT_HEAD, _PROMPT_TAIL = canonical_json(
-    {**FrozenPrompt().model_dump(mode="json"), "items": [_ITEMS_AT]}).split(f'"{_ITEMS_AT}"')
+_PROMPT = JsonTemplate({**FrozenPrompt().model_dump(mode="json"), "items": [json_slot("items")]})
 
 
 def _item_json(lane: str, message_json: str, thread_id: str | None = None,
@@ -207,13 +211,32 @@ def _joined(what: str, dumped: dict[str, Any], field: str, texts: list[str],
     return EncodedJson(head + ",".join(texts) + tail)
 
 
+def _with_fields(value: dict[str, Any], fields: dict[str, Any]) -> dict[str, Any]:
+    """``value`` with ``fields`` set (``"tokens.recent"``: the ``recent`` of ``tokens``)."""
+    out = dict(value)
+    for name, v in fields.items():
+        within, _, key = name.rpartition(".")
+        if within:
+            out[within] = {**out[within], key: v}
+        else:
+            out[key] = v
+    return out
+
+
+# the fields of an imported run's memctx that run_records sets
+_MEMCTX_FIELDS = ("thread_id", "resource_id", "recent_count", "incoming_count",
+                  "unknown_fields", "tokens.instructions", "tokens.recent", "tokens.input",
+                  "settings.recent_n", "settings.embedder")
+_MEMCTX_JSON = JsonTemplate(_with_fields(
+    _MEMCTX, {"recent": [json_slot("recent")], **{n: json_slot(n) for n in _MEMCTX_FIELDS}}))
+
+
 def _memctx_text(what: str, fields: dict[str, Any], refs: list[tuple[dict[str, Any], str]]
                  ) -> EncodedJson:
     """The run's ``Memctx(thread_id=…, …, source="imported")`` as the journal stores it:
-    ``_MEMCTX`` with ``fields`` set (``"tokens.recent"``: a field of ``tokens``) and
-    the refs' texts in ``recent``. Written into ``_MEMCTX``'s JSON cut once at those
-    fields (``_MEMCTX_CUT``) when they are texts, ints or lists of texts; encoded
-    (``_joined``) otherwise."""
+    ``_MEMCTX`` with ``fields`` set and the refs' texts in ``recent``. Written into
+    ``_MEMCTX_JSON`` when the fields are its own and texts, ints, None or lists of
+    texts; encoded (``_joined``) otherwise."""
     texts = {"recent": ",".join(text for _, text in refs)}
     for name, v in fields.items():
         t = type(v)
@@ -228,44 +251,11 @@ def _memctx_text(what: str, fields: dict[str, Any], refs: list[tuple[dict[str, A
         else:
             break
     else:
-        if _MEMCTX_CUT is not None and texts.keys() == _MEMCTX_CUT[2]:
-            pieces, names, _ = _MEMCTX_CUT
-            return EncodedJson("".join([p + texts[n] for p, n in zip(pieces, names,
-                                                                      strict=False)])
-                               + pieces[-1])
-    memctx = dict(_MEMCTX)
-    for name, v in fields.items():
-        within, _, key = name.rpartition(".")
-        if within:
-            memctx[within] = {**memctx[within], key: v}
-        else:
-            memctx[key] = v
+        if texts.keys() == {"recent", *_MEMCTX_FIELDS}:
+            return EncodedJson(_MEMCTX_JSON.fill(texts))
+    memctx = _with_fields(_MEMCTX, fields)
     return _joined(what, memctx, "recent", [text for _, text in refs],
                    lambda: Memctx.model_validate({**memctx, "recent": [r for r, _ in refs]}))
-
-
-def _memctx_cut() -> tuple[list[str], list[str], frozenset[str]] | None:
-    """``_MEMCTX``'s canonical JSON cut at the fields an import sets (``run_records``)
-    and at ``recent``'s items: its pieces, the fields between them in order and their
-    set (None should one of its values hold the marker)."""
-    mark = "\ue000memwb-field\ue000"
-    value: dict[str, Any] = {**_MEMCTX, "recent": [f"{mark}recent"]}
-    for name in ("thread_id", "resource_id", "recent_count", "incoming_count",
-                 "unknown_fields", "tokens.instructions", "tokens.recent", "tokens.input",
-                 "settings.recent_n", "settings.embedder"):
-        within, _, key = name.rpartition(".")
-        if within:
-            value[within] = {**value[within], key: f"{mark}{name}"}
-        else:
-            value[key] = f"{mark}{name}"
-    text = canonical_json(value)
-    cut = re.split(f'"{mark}([a-z_.]+)"', text)
-    if text.count(mark) != len(cut) // 2 or len(cut) != 23:
-        return None
-    return cut[0::2], cut[1::2], frozenset(cut[1::2])
-
-
-_MEMCTX_CUT = _memctx_cut()
 
 
 def _same(a: Message, b: Message) -> bool:
@@ -342,7 +332,7 @@ def run_records(run_id: str, plan: RunPlan, *, embedder: str | None,
             k: v for k, v in import_info.items() if k not in known})),
         (keys.input, EncodedJson(f'{{"incoming":[{input_text}],"messages":[{input_text}],'
                                  '"sealed":true,"v":1}')),  # InputRecord(…, sealed=True)
-        (keys.prompt, EncodedJson(_PROMPT_HEAD + ",".join(items) + _PROMPT_TAIL)),
+        (keys.prompt, EncodedJson(_PROMPT.fill({"items": ",".join(items)}))),
         (keys.memctx, _memctx_text(f"journal value for key '{keys.memctx}'", memctx, refs)),
         (keys.persist_input, _persist(plan.history_seqs[plan.input_from:])),
     ]
