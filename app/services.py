@@ -501,6 +501,15 @@ def cached_pins_of_run(url: str, run_id: str) -> list[tuple[str, list[str]]]:
                 if pin.run_id == run_id]
 
 
+@st.cache_data(ttl=CACHE_TTL_SECONDS, show_spinner=False)
+def cached_suites(url: str) -> list[str]:
+    """The names of the regression suites stored in the database, sorted."""
+    from memory_core.analysis.regress import list_suites
+
+    with _batch(url) as storage:
+        return sorted(list_suites(storage))
+
+
 def keep_answer(url: str, suite: str, run_id: str) -> bool:
     """Pin ``run_id`` to ``suite`` so that its answer must stay unchanged, keeping what
     an earlier pin of it there expects too; False when it was kept there already."""

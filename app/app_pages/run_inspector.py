@@ -327,9 +327,11 @@ read_only = services.read_only()
 if read_only:
     st.info(services.READ_ONLY_PIN_REASON, icon=":material/lock:")
 with st.form(f"keep:{run_id}", border=False):
-    suite_name = st.columns(2)[0].text_input(
-        "Suite", value=DEFAULT_SUITE, max_chars=100, disabled=read_only,
-        help="The regression suite to pin it to (any name).")
+    # the suites stored, to pick from without retyping a name; a new name is typed in
+    suites = list(dict.fromkeys([DEFAULT_SUITE, *services.cached_suites(url)]))
+    suite_name = str(st.columns(2)[0].selectbox(
+        "Suite", suites, index=0, accept_new_options=True, disabled=read_only,
+        help="The regression suite to pin it to: one stored, or type a new name.") or "")
     if st.form_submit_button("Keep this answer", icon=":material/push_pin:",
                              disabled=read_only,
                              help=services.READ_ONLY_PIN_REASON if read_only else None):

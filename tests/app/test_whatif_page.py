@@ -303,8 +303,8 @@ def test_keep_this_answer_pins_the_run(populated: Populated, app: MakeApp) -> No
     at = app(RUN_PAGE, run=RUN_1)
     _ok(at)
     assert "Pinned to suite gate: answer contains “A-17”." in _shown(at)
-    box = next(t for t in at.text_input if t.label == "Suite")
-    assert box.value == "kept answers"
+    box = _widget(at, "selectbox", "Suite")
+    assert box.value == "kept answers" and box.options == ["kept answers", "gate"]
     _widget(at, "button", "Keep this answer").click().run()
     _ok(at)
     assert [(p.run_id, [e.kind for e in p.expectations])
@@ -312,14 +312,15 @@ def test_keep_this_answer_pins_the_run(populated: Populated, app: MakeApp) -> No
     assert any(f"Kept: run {RUN_1} is pinned to suite kept answers." == shown_text(s.value)
                for s in at.success)
     assert "Pinned to suite kept answers: answer unchanged." in _shown(at)
-    # another suite, typed: what it expected of the run is kept beside the answer
-    next(t for t in at.text_input if t.label == "Suite").set_value("gate")
+    # another suite, picked: what it expected of the run is kept beside the answer
+    _widget(at, "selectbox", "Suite").set_value("gate")
     _widget(at, "button", "Keep this answer").click().run()
     _ok(at)
     assert [e.kind for e in pins_of(storage, "gate")[0].expectations] == [
         "contains", "unchanged"]
     _widget(at, "button", "Keep this answer").click().run()
     assert any("(it already was)" in shown_text(s.value) for s in at.success)
+    # (a new name typed into the picker: tests/browser/test_whatif_walk.py)
 
 
 def test_keep_this_answer_is_off_on_a_read_only_workbench(

@@ -116,5 +116,12 @@ def test_what_if_on_the_demo(minilm_demo_db: Path, tmp_path: Path) -> None:
         page.get_by_role("button", name="Keep this answer").click()
         page.get_by_text("Pinned to suite kept answers: answer unchanged.").wait_for(
             timeout=PAGE_TIMEOUT_MS)
+        # a suite of a new name, typed into the picker
+        page.locator('[data-testid="stSelectbox"]').filter(has_text="Suite").click()
+        page.keyboard.type("release 2.0")
+        page.keyboard.press("Enter")
+        page.get_by_role("button", name="Keep this answer").click()
+        page.get_by_text("Pinned to suite release 2.0: answer unchanged.").wait_for(
+            timeout=PAGE_TIMEOUT_MS)
         page.get_by_role("heading", name="Keep this answer").scroll_into_view_if_needed()
         page.screenshot(path=str(shots / "keep-this-answer.png"))
