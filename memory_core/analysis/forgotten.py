@@ -68,7 +68,8 @@ class PhraseSearch(BaseModel):
     model_config = ConfigDict(extra="forbid")
     run_id: str
     phrase: str
-    embedder: str | None  # the embedder that compared meanings (None: words only)
+    embedder: str | None  # the embedder that ranked the scope (None: words only)
+    by_meaning: bool = False  # whether that embedder compares meaning (not hashing)
     searched: str  # where and how it looked, in words
     scope_size: int  # messages compared by words and meaning
     exact: list[tuple[str, int]] = Field(default_factory=list)  # stored word-for-word hits
@@ -192,11 +193,22 @@ def find_by_phrase(storage: Storage, run_id: str, phrase: str, *,
     contained = [h for h in ordered if h.contains]
     return PhraseSearch(run_id=run_id, phrase=needle,
                         embedder=embedder_name(embedder) if embedder else None,
-                        searched=searched, scope_size=len(scored),
+                        by_meaning=meaning, searched=searched, scope_size=len(scored),
                         exact=[h.ref for h in contained if h.ref is not None],
                         matches=matches,
                         sentence=_phrase_sentence(needle, contained, matches, where, how,
                                                   meaning))
+
+
+def too_far(phrase: str, m: PhraseMatch, by_meaning: bool) -> bool:
+    """Whether match ``m`` is too far to be what ``phrase`` speaks of: found by words
+    alone (no embedder comparing meaning), not holding the phrase, and sharing fewer than
+    half of its content words ("dragons are purple elephants" is not a message that
+    mentions dragons once)."""
+    if m.contains or by_meaning:
+        return False
+    words = {w for w in tokenize(phrase) if w not in STOP_WORDS}
+    return 2 * len(m.shared_terms) < len(words)
 
 
 def _phrase_match(storage: Storage, data: RunData, h: PartHit, needle: str,
@@ -274,11 +286,25 @@ def _shared_words(phrase: str, text: str) -> list[str]:
     return list(dict.fromkeys(w for w in words if set(lexical_terms(w)) & held))
 
 
+def _words_said(words: Sequence[str]) -> str:
+    """``["a", "b"]`` as “a” and “b”; none as "no word"."""
+    quoted = [f"“{w}”" for w in words]
+    if not quoted:
+        return "no word"
+    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} and {quoted[-1]}"
+
+
 def _phrase_sentence(needle: str, contained: list[PartHit], matches: list[PhraseMatch],
                      where: str, how: str, meaning: bool) -> str:
     if contained:
         return (f"“{needle}” appears word for word in {places_counted(contained)}, listed "
                 "first; then the closest others.")
+    if matches and too_far(needle, matches[0], meaning):
+        return (f"No stored message contains “{needle}” word for word, nor does any part "
+                "of what the model was given in this run, and none shares most of its "
+                f"words (compared {how}): the nearest shares only "
+                f"{_words_said(matches[0].shared_terms)}. It was never said in these "
+                "words, or it was erased.")
     if matches:
         by = "by words and meaning" if meaning else "by words"
         return (f"No stored message contains “{needle}” word for word, nor does any part "
@@ -313,6 +339,13 @@ def why_forgotten(storage: Storage, run_id: str, target: tuple[str, int] | str, 
         closest = (f"{best.thread_id} #{best.seq}" if best.part == "text" else
                    f"the {best.part.replace('-', ' ')} part"
                    + (f" of {best.thread_id} #{best.seq}" if best.thread_id else ""))
+        if too_far(found.phrase, best, found.by_meaning):  # not the message it speaks of
+            return Explanation(
+                run_id=run_id, fate="not-stored", reached_model=False,
+                sentence=found.sentence, other_matches=[at, *others] if best.thread_id
+                else others,
+                evidence={"text": found.phrase, "searched": found.searched,
+                          "nearest": closest, "shared_terms": best.shared_terms})
         return exp.model_copy(update={
             "other_matches": others,
             "sentence": f"No stored message contains “{found.phrase}” word for word; the "

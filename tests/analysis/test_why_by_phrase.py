@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 from memory_core.analysis.forgotten import find_by_phrase, why_forgotten
+from memory_core.embedding.hashing import HashingEmbedder
 from memory_core.errors import InvalidInputError, NotFoundError
-from tests.analysis.conftest import KeywordEmbedder, World
+from tests.analysis.conftest import QUESTION, KeywordEmbedder, World, assistant, recall, user
 from tests.analysis.test_why_forgotten import story as story  # noqa: F401 - fixture
 
 FACT = ("old", 0)  # "The refund for the blender was approved: 240 euros."
@@ -88,3 +89,33 @@ def test_bad_input_is_one_clear_error(story: World) -> None:
         find_by_phrase(story.storage, "r-main", "refund", embed=story.embed, limit=0)
     with pytest.raises(NotFoundError, match="nope"):
         find_by_phrase(story.storage, "nope", "refund", embed=story.embed)
+
+
+
+def test_one_shared_word_of_three_by_words_alone_is_not_the_message() -> None:
+    # with an embedder that compares words (hashing), sharing "blender" alone does not
+    # make "blender dragons purple" the message about the blender refund
+    w = World()
+    w.embed = HashingEmbedder(64)
+    w.say("old", "r1", user("The refund for the blender was approved: 240 euros."),
+          assistant("Noted."), user("Nice weather today."))
+    w.say("cur", "r1", user("Hello"), assistant("Hi!"))
+    w.run("r-main", "cur", "r1", QUESTION, memory=w.memory(recall=recall(top_k=3)))
+    found = find_by_phrase(w.storage, "r-main", "blender dragons purple")
+    assert not found.by_meaning and found.best is not None
+    assert found.best.shared_terms == ["blender"] and not found.best.contains
+    assert "none shares most of its words" in found.sentence
+    assert "the nearest shares only “blender”" in found.sentence
+    e = why_forgotten(w.storage, "r-main", "blender dragons purple")
+    assert e.fate == "not-stored" and not e.reached_model
+    assert e.evidence["shared_terms"] == ["blender"]
+    assert e.other_matches[0] == (found.best.thread_id, found.best.seq)
+    # two of three words shared: that message is the one the phrase speaks of
+    near = why_forgotten(w.storage, "r-main", "blender refund dragons")
+    assert (near.thread_id, near.seq) == ("old", 0) and near.fate != "not-stored"
+    assert "the closest is old #0" in near.sentence
+    # an embedder that compares meaning judges closeness itself: one shared word with a
+    # close meaning is still that message
+    meant = find_by_phrase(w.storage, "r-main", "blender dragons purple",
+                           embed=KeywordEmbedder())
+    assert meant.by_meaning
