@@ -340,10 +340,11 @@ def why_forgotten(storage: Storage, run_id: str, target: tuple[str, int] | str, 
                    f"the {best.part.replace('-', ' ')} part"
                    + (f" of {best.thread_id} #{best.seq}" if best.thread_id else ""))
         if too_far(found.phrase, best, found.by_meaning):  # not the message it speaks of
+            nearest = ([(best.thread_id, best.seq)] if best.thread_id is not None
+                       and best.seq is not None else [])
             return Explanation(
                 run_id=run_id, fate="not-stored", reached_model=False,
-                sentence=found.sentence, other_matches=[at, *others] if best.thread_id
-                else others,
+                sentence=found.sentence, other_matches=[*nearest, *others],
                 evidence={"text": found.phrase, "searched": found.searched,
                           "nearest": closest, "shared_terms": best.shared_terms})
         return exp.model_copy(update={
