@@ -1322,6 +1322,18 @@ EXPECTED.update({
                     "tool the request did not offer (offered: get_weather); kept as "
                     "recorded"],
     },
+    # the client (simonw/llm) sends the answer back as an empty assistant message and
+    # then its tool call: the empty one is left out, noted, and the thread is one
+    "llm-test_tools_streaming_variant_a.yaml": {
+        "threads": [["user: What is the current llm version?",
+                     "assistant: → llm_version({})",
+                     "tool llm_version: 0.fixed-version",
+                     "assistant: The current version of *llm* is **0.fixed-version**."]],
+        "runs": [("moonshotai/kimi-k2", (57, 17), ["llm_version"]),
+                 ("moonshotai/kimi-k2", (107, 15), ["llm_version"])],
+        "skipped": ["message 1: an empty assistant message before another assistant "
+                    "message; not stored (it holds nothing)"],
+    },
 })
 
 

@@ -30,6 +30,7 @@ from memory_core.importers.common import (
     Stages,
     check_offered_tools,
     date_undated,
+    drop_empty_turns,
     keep_file_order,
     resolve_tool_names,
 )
@@ -286,6 +287,7 @@ def _import_parsed(storage: Storage, parsed: ParsedFile, *, fmt: ImportFormat, n
                    progress: Progress | None, stages: Stages | None = None) -> ImportReport:
     check_offered_tools(parsed.exchanges)  # (before results take their calls' names)
     resolve_tool_names(parsed.exchanges)  # (the last check of the file's validity)
+    drop_empty_turns(parsed.exchanges)  # (after the checks: their notes count as sent)
     keep_file_order(parsed.exchanges, date_undated(parsed.exchanges))
     if stages is not None:
         stages("read", parsed.records, parsed.records)

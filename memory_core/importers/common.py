@@ -24,7 +24,7 @@ from memory_core.models.openai_codec import (
     from_openai_messages,
     parse_arguments,
 )
-from memory_core.types import UNDATED_ORIGIN, Message, ToolCallPart, ToolResultPart
+from memory_core.types import UNDATED_ORIGIN, Message, TextPart, ToolCallPart, ToolResultPart
 
 __all__ = ["OPENAI_ROLES"]
 
@@ -497,3 +497,28 @@ def _repeated_name(name: str, offered: Sequence[str]) -> str | None:
     found = {t for t in offered if t and len(name) > len(t) and len(name) % len(t) == 0
              and t * (len(name) // len(t)) == name}
     return found.pop() if len(found) == 1 else None
+
+
+def _holds_nothing(m: Message) -> bool:
+    """An assistant message without text or any other part (its text "" or absent)."""
+    return m.role == "assistant" and (m.content in ("", None) or isinstance(m.content, list)
+                                      and all(type(p) is TextPart and not p.text
+                                              for p in m.content))
+
+
+def drop_empty_turns(exchanges: Sequence[Exchange]) -> None:
+    """Leave out, with a note, an assistant message of a request's history that holds
+    nothing and comes right before another assistant message: some clients (simonw's
+    ``llm``) send an answer's empty text and its tool calls back as two messages, and
+    kept, the empty one split the conversation from the run whose answer made those
+    calls (its stored answer is one message)."""
+    for ex in exchanges:
+        h = ex.history
+        drop = {i for i in range(len(h) - 1)
+                if _holds_nothing(h[i]) and h[i + 1].role == "assistant"}
+        if not drop:
+            continue
+        ex.history = [m for i, m in enumerate(h) if i not in drop]
+        ex.notes += [f"{ex.where}: message {i + len(ex.instructions)}: an empty assistant "
+                     "message before another assistant message; not stored (it holds "
+                     "nothing)" for i in sorted(drop)]
