@@ -383,7 +383,11 @@ def test_bad_blocks_and_roles_are_errors_naming_them() -> None:
                "response": message(text("x"))}
         with pytest.raises(ImportFormatError) as e:
             import_text(InMemoryStorage(), jsonl(rec))
-        return str(e.value)
+        # (each error says the record was read as the Messages API's, by its keys)
+        said, _, read_as = str(e.value).partition("; read as an Anthropic Messages API "
+                                                  "record, by its request's keys: ")
+        assert read_as.startswith("max_tokens, messages, model"), str(e.value)
+        return said
 
     assert attempt([{"role": "robot", "content": "x"}, ASK]) == (
         "line 1: message 0: unknown role 'robot' (expected user, assistant or system)")
@@ -468,7 +472,8 @@ def test_bad_search_results_and_uploads_are_errors_naming_the_value(
            "response": message(text("x"))}
     with pytest.raises(ImportFormatError) as e:
         import_text(InMemoryStorage(), jsonl(rec))
-    assert str(e.value) == f"line 1: message 0: {error}"
+    assert str(e.value) == (f"line 1: message 0: {error}; read as an Anthropic Messages "
+                            "API record, by its request's keys: max_tokens, messages, model")
 
 
 def test_repeated_anthropic_history_is_read_once_and_named_per_request() -> None:

@@ -130,7 +130,8 @@ def test_bad_v1_requests_are_refused_naming_the_value(change: dict[str, Any], er
     with pytest.raises(ImportFormatError) as e:
         import_text(s, json.dumps({"request": {**request, **change},
                                    "response": _v1_answer("ok")}), name="c.jsonl")
-    assert str(e.value) == error
+    assert str(e.value).startswith(f"{error}; read as a Cohere Chat record, by its request's "
+                                   "keys: chat_history, message, model"), str(e.value)
     assert not s.memory.list_threads()
 
 

@@ -14,6 +14,8 @@ import pytest
 
 from memory_core.errors import ImportFormatError
 from memory_core.importers import import_file, import_text
+from memory_core.importers.refusal import FORMAT_TITLES
+from memory_core.importers.registry import FORMATS
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.types import ToolCallPart, ToolResultPart
 
@@ -1171,4 +1173,26 @@ def test_a_completion_prompt_of_no_known_form_is_refused_naming_it(prompt: Any) 
     with pytest.raises(ImportFormatError) as e:
         import_text(InMemoryStorage(), json.dumps(record), name="c.jsonl")
     assert str(e.value) == ("line 1: 'prompt' must be a string, a list of strings, a list of "
-                            "token ids or a list of lists of token ids, got " + repr(prompt))
+                            "token ids or a list of lists of token ids, got " + repr(prompt)
+                            + "; read as a legacy completions record, by its request's "
+                              "keys: prompt")
+
+
+def test_a_record_read_by_its_keys_and_malformed_says_what_it_was_read_as() -> None:
+    # a tracer's span log (Braintrust's shape): its 'input' key made it a Responses API
+    # record, whose error alone ("'input' must be …") sent the user the wrong way
+    span = {"input": {"kind": "undefined"}, "metadata": {"scenario": "chat"},
+            "metrics": {"tokens": 3}, "name": "root", "output": None, "type": "task"}
+    with pytest.raises(ImportFormatError) as e:
+        import_text(InMemoryStorage(), json.dumps([span]), name="spans.json")
+    assert str(e.value) == (
+        "item 1: 'input' must be a string or a list of items, got dict; read as a Responses "
+        "API record, by its keys: input, metadata, metrics, name, output, type")
+    # a record whose URL names its API is that API's: its error is said as it is
+    call = {"url": "https://api.openai.com/v1/responses", "request": {"input": 3},
+            "response": {"output": []}}
+    with pytest.raises(ImportFormatError) as e:
+        import_text(InMemoryStorage(), json.dumps(call), name="call.json")
+    assert "read as" not in str(e.value)
+    # every format of the registry is named so
+    assert {f.name for f in FORMATS} <= set(FORMAT_TITLES)

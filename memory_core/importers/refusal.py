@@ -124,3 +124,26 @@ def unread_record(obj: dict[str, Any]) -> str:
     closest = closest_shape(obj)
     return (f"this looks like {_looks_like(obj, _keys(obj), closest)}; the closest format "
             f"this importer reads is {closest.name}, {closest.written}")
+
+
+# each format of the registry (``formats``) as these sentences name it
+FORMAT_TITLES = {"chat": "an OpenAI chat-completions record", "responses": "a Responses API record",
+           "completions": "a legacy completions record",
+           "anthropic": "an Anthropic Messages API record", "gemini": "a Gemini API record",
+           "bedrock-converse": "a Bedrock Converse record",
+           "bedrock-prompt": "a Bedrock InvokeModel record",
+           "bedrock-invoke": "a Bedrock InvokeModel record", "cohere": "a Cohere Chat record",
+           "ollama": "an Ollama record", "langsmith": "a LangSmith run",
+           "sharegpt": "a ShareGPT conversation"}
+
+
+def read_as(obj: dict[str, Any], fmt: str) -> str:
+    """What a record a format claimed by its keys, then found malformed, was read as:
+    "read as an Ollama record, by its keys: context, created, …" (a request's keys,
+    for a record of a request and its response)."""
+    request = obj.get("request")
+    inner = request if isinstance(request, dict) else obj
+    keys = sorted(str(k) for k in inner)
+    shown = ", ".join(keys[:8]) + (", …" if len(keys) > 8 else "") if keys else "none"
+    whose = "its request's keys" if inner is request else "its keys"
+    return f"read as {FORMAT_TITLES.get(fmt, fmt)}, by {whose}: {shown}"

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from memory_core.errors import ImportFormatError
 from memory_core.importers.common import Exchange, fail, iso_time
 from memory_core.importers.formats import (
     Record,
@@ -31,7 +32,7 @@ from memory_core.importers.formats import (
     sharegpt,
 )
 from memory_core.importers.formats.fields import header_usage
-from memory_core.importers.refusal import unread_record
+from memory_core.importers.refusal import read_as, unread_record
 
 FORMATS: tuple[RecordFormat, ...] = (
     sharegpt.FORMAT,  # {"conversations": [...]}, whatever its URL
@@ -108,7 +109,15 @@ def read_record(obj: Any, where: str, index: int, file_state: dict[str, Any]
     fmt = format_of(record)
     if fmt is None:  # what it looks like, and the closest format that is read
         raise fail(where, unread_record(obj))
-    exchanges = fmt.read(record)
+    try:
+        exchanges = fmt.read(record)
+    except ImportFormatError as e:
+        if record.api is not None:  # its URL named the API: the error is that API's
+            raise
+        # told by its keys alone: say which format it was read as, so a file of another
+        # kind sees why it was not read ("an Ollama request needs a 'prompt'" of a file
+        # with no Ollama in it)
+        raise ImportFormatError(f"{e}; {read_as(obj, fmt.name)}") from None
     header_usage(exchanges, obj.get("usage_headers"), where)
     when = obj.get(fmt.dated_by)
     if isinstance(when, str):
