@@ -127,14 +127,15 @@ def unread_record(obj: dict[str, Any]) -> str:
 
 
 # each format of the registry (``formats``) as these sentences name it
-FORMAT_TITLES = {"chat": "an OpenAI chat-completions record", "responses": "a Responses API record",
-           "completions": "a legacy completions record",
-           "anthropic": "an Anthropic Messages API record", "gemini": "a Gemini API record",
-           "bedrock-converse": "a Bedrock Converse record",
-           "bedrock-prompt": "a Bedrock InvokeModel record",
-           "bedrock-invoke": "a Bedrock InvokeModel record", "cohere": "a Cohere Chat record",
-           "ollama": "an Ollama record", "langsmith": "a LangSmith run",
-           "sharegpt": "a ShareGPT conversation"}
+FORMAT_TITLES = {
+    "chat": "an OpenAI chat-completions record", "responses": "a Responses API record",
+    "completions": "a legacy completions record",
+    "anthropic": "an Anthropic Messages API record", "gemini": "a Gemini API record",
+    "bedrock-converse": "a Bedrock Converse record",
+    "bedrock-prompt": "a Bedrock InvokeModel record",
+    "bedrock-invoke": "a Bedrock InvokeModel record", "cohere": "a Cohere Chat record",
+    "ollama": "an Ollama record", "langsmith": "a LangSmith run",
+    "sharegpt": "a ShareGPT conversation"}
 
 
 def read_as(obj: dict[str, Any], fmt: str) -> str:
