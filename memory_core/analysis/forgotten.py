@@ -70,6 +70,7 @@ class PhraseSearch(BaseModel):
     phrase: str
     embedder: str | None  # the embedder that ranked the scope (None: words only)
     by_meaning: bool = False  # whether that embedder compares meaning (not hashing)
+    not_imported: list[str] = Field(default_factory=list)  # ``not_imported`` of the run
     searched: str  # where and how it looked, in words
     scope_size: int  # messages compared by words and meaning
     exact: list[tuple[str, int]] = Field(default_factory=list)  # stored word-for-word hits
@@ -196,8 +197,9 @@ def find_by_phrase(storage: Storage, run_id: str, phrase: str, *,
                         by_meaning=meaning, searched=searched, scope_size=len(scored),
                         exact=[h.ref for h in contained if h.ref is not None],
                         matches=matches,
+                        not_imported=not_imported(data),
                         sentence=_phrase_sentence(needle, contained, matches, where, how,
-                                                  meaning))
+                                                  meaning, not_imported(data)))
 
 
 def too_far(phrase: str, m: PhraseMatch, by_meaning: bool) -> bool:
@@ -294,8 +296,25 @@ def _words_said(words: Sequence[str]) -> str:
     return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} and {quoted[-1]}"
 
 
+def not_imported(data: RunData) -> list[str]:
+    """What the import of an imported run noted it left out of the recording (its
+    import record's notes saying "not imported": thinking, search results, citations,
+    alternative choices …); none for a run this library ran."""
+    record = data.import_record
+    return [n for n in (record.notes if record is not None else []) if "not imported" in n]
+
+
+def _unread(left_out: list[str]) -> str:
+    """The end of a sentence saying nothing holds a phrase, for a run whose recording
+    held parts the import left out: they may have."""
+    first = left_out[0] if len(left_out[0]) <= 120 else left_out[0][:119] + "…"
+    more = f" and {len(left_out) - 1} more" if len(left_out) > 1 else ""
+    return (f" But the recording of this run held parts that were not imported (“{first}”"
+            f"{more}): it may have been in one of them, recorded but not kept here.")
+
+
 def _phrase_sentence(needle: str, contained: list[PartHit], matches: list[PhraseMatch],
-                     where: str, how: str, meaning: bool) -> str:
+                     where: str, how: str, meaning: bool, left_out: list[str]) -> str:
     if contained:
         return (f"“{needle}” appears word for word in {places_counted(contained)}, listed "
                 "first; then the closest others.")
@@ -303,12 +322,18 @@ def _phrase_sentence(needle: str, contained: list[PartHit], matches: list[Phrase
         return (f"No stored message contains “{needle}” word for word, nor does any part "
                 "of what the model was given in this run, and none shares most of its "
                 f"words (compared {how}): the nearest shares only "
-                f"{_words_said(matches[0].shared_terms)}. It was never said in these "
-                "words, or it was erased.")
+                f"{_words_said(matches[0].shared_terms)}."
+                + (_unread(left_out) if left_out else
+                   " It was never said in these words, or it was erased."))
     if matches:
         by = "by words and meaning" if meaning else "by words"
         return (f"No stored message contains “{needle}” word for word, nor does any part "
                 f"of what the model was given in this run; the closest {by} are below.")
+    if left_out:
+        return (f"No stored message contains “{needle}”, and none of {where} shares its "
+                f"words or comes close in meaning (compared {how}); no part stored of what "
+                "the model was given in this run (instructions, tool calls and results "
+                f"included) holds it either.{_unread(left_out)}")
     return (f"No stored message contains “{needle}”, and none of {where} shares its words "
             f"or comes close in meaning (compared {how}); no part of what the model was "
             "given in this run (instructions, tool calls and results included) holds it "
@@ -328,7 +353,9 @@ def why_forgotten(storage: Storage, run_id: str, target: tuple[str, int] | str, 
         if best is None:
             return Explanation(run_id=run_id, fate="not-stored", reached_model=False,
                                sentence=found.sentence,
-                               evidence={"text": found.phrase, "searched": found.searched})
+                               evidence={"text": found.phrase, "searched": found.searched,
+                                         **({"not_imported": found.not_imported}
+                                            if found.not_imported else {})})
         exp = best.explanation
         others = [(m.thread_id, m.seq) for m in found.matches[1:]
                   if m.thread_id is not None and m.seq is not None]
@@ -346,7 +373,9 @@ def why_forgotten(storage: Storage, run_id: str, target: tuple[str, int] | str, 
                 run_id=run_id, fate="not-stored", reached_model=False,
                 sentence=found.sentence, other_matches=[*nearest, *others],
                 evidence={"text": found.phrase, "searched": found.searched,
-                          "nearest": closest, "shared_terms": best.shared_terms})
+                          "nearest": closest, "shared_terms": best.shared_terms,
+                          **({"not_imported": found.not_imported}
+                             if found.not_imported else {})})
         return exp.model_copy(update={
             "other_matches": others,
             "sentence": f"No stored message contains “{found.phrase}” word for word; the "

@@ -4,6 +4,7 @@ lacks (the fields in ``memctx.unknown_fields``)."""
 
 from __future__ import annotations
 
+import json
 import re
 from itertools import pairwise
 from pathlib import Path
@@ -16,7 +17,7 @@ from memory_core.analysis.forgotten import lifeline, why_forgotten
 from memory_core.analysis.timeline import composition_timeline
 from memory_core.analysis.views import UNKNOWN_SETTING, run_view
 from memory_core.embedding.hashing import HashingEmbedder
-from memory_core.importers import import_file
+from memory_core.importers import import_file, import_text
 from memory_core.journal import load_run
 from memory_core.storage.duckdb import DuckDBStorage
 from memory_core.storage.inmemory import InMemoryStorage
@@ -129,3 +130,33 @@ def test_unknown_paths_cover_the_fields_below_them() -> None:
     assert not m.is_unknown("settings.recall_enabled")  # a sibling, not a child
     whole = m.model_copy(update={"unknown_fields": ["settings"]})
     assert whole.is_unknown_setting("recent_n") and whole.is_unknown_setting("threshold")
+
+
+def test_a_phrase_only_in_what_the_import_left_out_is_not_said_never_said() -> None:
+    # the model's thinking is not imported (noted): a phrase only in it is in no stored
+    # part, but "it was never said" would be false — the recording held it
+    s = InMemoryStorage()
+    record = {"request": {"model": "claude-x", "max_tokens": 64, "messages": [
+        {"role": "user", "content": "Which gate code?"}]},
+        "response": {"type": "message", "role": "assistant", "model": "claude-x",
+                     "content": [{"type": "thinking", "thinking": "The caretaker's note "
+                                  "mentions the lilac door.", "signature": "s"},
+                                 {"type": "text", "text": "It is 4417."}],
+                     "stop_reason": "end_turn",
+                     "usage": {"input_tokens": 9, "output_tokens": 5}}}
+    report = import_text(s, json.dumps(record), name="a.jsonl", embed=HashingEmbedder(32))
+    run = report.runs_created[0]
+    assert any("not imported" in k.reason for k in report.skipped)
+    e = why_forgotten(s, run, "lilac door")
+    assert e.fate == "not-stored" and not e.reached_model
+    assert "never said" not in e.sentence
+    assert "the recording of this run held parts that were not imported" in e.sentence
+    assert e.evidence["not_imported"] and all("not imported" in n
+                                              for n in e.evidence["not_imported"])
+    # a run whose recording left nothing out still says it was never said
+    plain = {**record, "response": {**record["response"], "content": [
+        {"type": "text", "text": "It is 4417."}]}}
+    again = import_text(s, json.dumps(plain), name="b.jsonl", embed=HashingEmbedder(32))
+    e = why_forgotten(s, again.runs_created[0], "lilac door")
+    assert e.fate == "not-stored" and "never said" in e.sentence
+    assert "not_imported" not in e.evidence
