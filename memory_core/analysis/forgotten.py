@@ -192,14 +192,14 @@ def find_by_phrase(storage: Storage, run_id: str, phrase: str, *,
                 "working memory, observations)"
                 + (f" and of the {len(own)} messages of conversation {thread}" if own else ""))
     contained = [h for h in ordered if h.contains]
+    left_out = not_imported(data)
     return PhraseSearch(run_id=run_id, phrase=needle,
                         embedder=embedder_name(embedder) if embedder else None,
                         by_meaning=meaning, searched=searched, scope_size=len(scored),
                         exact=[h.ref for h in contained if h.ref is not None],
-                        matches=matches,
-                        not_imported=not_imported(data),
+                        matches=matches, not_imported=left_out,
                         sentence=_phrase_sentence(needle, contained, matches, where, how,
-                                                  meaning, not_imported(data)))
+                                                  meaning, left_out))
 
 
 def too_far(phrase: str, m: PhraseMatch, by_meaning: bool) -> bool:
