@@ -202,15 +202,21 @@ def _rules(rules: list[Rule], let_in: str | None) -> None:
 
 def _closest(search: PhraseSearch) -> Explanation:
     """The search's verdict and its closest messages, each with its fate; returns the
-    explanation of the one picked (the best by default), or the not-stored one."""
+    explanation of the one picked (the best by default), or the not-stored one — also
+    first, and picked by default, when even the closest is too far to be what the
+    phrase speaks of (``too_far``: it shares only a word or two of it)."""
     from memory_core.analysis.fates import GIVEN_FATES, Explanation
+    from memory_core.analysis.forgotten import too_far
 
     st.info(escape_md(search.sentence))
     st.caption(escape_md(f"Searched {search.searched}."))
+    not_stored = Explanation(run_id=search.run_id, fate="not-stored", reached_model=False,
+                             sentence=search.sentence, evidence={"text": search.phrase})
     if not search.matches:
-        return Explanation(run_id=search.run_id, fate="not-stored", reached_model=False,
-                           sentence=search.sentence, evidence={"text": search.phrase})
-    st.markdown("#### Closest messages")
+        return not_stored
+    far = too_far(search.phrase, search.matches[0], search.by_meaning)
+    st.markdown("#### Nearest messages, none of them the phrase" if far
+                else "#### Closest messages")
     for i, m in enumerate(search.matches):
         e = m.explanation
         given = e.fate in GIVEN_FATES
@@ -233,8 +239,12 @@ def _closest(search: PhraseSearch) -> Explanation:
     labels = [escape_md(f"{m.thread_id} #{m.seq}" if m.thread_id is not None else
                         f"{m.part.replace('-', ' ')} ({m.lane or '?'})")
               for m in search.matches]
+    if far:  # the phrase's own verdict first
+        labels = ["the phrase (not stored)", *labels]
     picked = st.radio("Explain in detail", range(len(labels)), format_func=labels.__getitem__,
                       horizontal=True, key="match")
+    if far:
+        return search.matches[picked - 1].explanation if picked else not_stored
     return search.matches[picked or 0].explanation
 
 

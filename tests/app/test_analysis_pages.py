@@ -513,6 +513,24 @@ def test_a_phrase_nobody_said_is_not_stored(demo: InMemoryStorage, app: MakeApp)
     assert len(_charts(at)) == 0
 
 
+def test_a_phrase_sharing_one_word_of_three_is_not_the_message_it_shares(
+        demo: InMemoryStorage, app: MakeApp) -> None:
+    # compared by words alone (the demo's hashing embedder), "refund" of "refund purple
+    # elephants" does not make the refund message the phrase: the verdict is not-stored
+    at = app(WHY_PAGE, run="support-3-forgot", q="refund purple elephants")
+    _ok(at)
+    verdict = at.info[0].value.replace("\\", "")
+    assert "none shares most of its words" in verdict and "“refund”" in verdict
+    assert "#### Nearest messages, none of them the phrase" in _md(at)
+    assert "## :red-badge[:material/block: not-stored]" in _md(at)
+    radio = next(r for r in at.radio if r.label == "Explain in detail")
+    assert radio.value == 0 and shown(radio.options[0]) == "the phrase (not stored)"
+    # a nearest message can still be explained, on a pick
+    radio.set_value(1).run()
+    _ok(at)
+    assert "## :red-badge[:material/block: not-stored]" not in _md(at)
+
+
 def test_words_of_the_phrase_find_the_stored_refund_with_its_fate(
         demo: InMemoryStorage, app: MakeApp) -> None:
     # "240 refund" is no substring of the refund message: it used to be "not-stored"
