@@ -82,6 +82,11 @@ def test_both_rules_and_the_baseline_in_chromium(workbench: str, tmp_path: Path)
         _idle(page)
         page.get_by_role("button", name="Run counterfactual").click()
         page.get_by_role("heading", name="Verdict").wait_for(timeout=PAGE_TIMEOUT_MS)
+        # the answers are drawn after the verdict, and the status widget shows only once a
+        # run lasts a moment: wait for them, not only for the widget (a clean-clone run
+        # read the page between the two)
+        page.get_by_text("Baseline · offline-reader · re-asked").first.wait_for(
+            timeout=PAGE_TIMEOUT_MS)
         _idle(page)
         body = page.locator("body").inner_text()
         assert "the new answer is judged against the baseline only · similarity 1.000 to " \
