@@ -490,24 +490,16 @@ KEEP_UNCHANGED = {"kind": "unchanged"}
 
 
 @st.cache_data(ttl=CACHE_TTL_SECONDS, show_spinner=False)
-def cached_pins_of_run(url: str, run_id: str) -> list[tuple[str, list[str]]]:
-    """The regression suites that pin ``run_id``, each with what the run must keep, in
-    words (``memory_core.analysis.regress``)."""
+def cached_suites(url: str, run_id: str) -> tuple[list[str], list[tuple[str, list[str]]]]:
+    """The regression suites stored, by name, and those that pin ``run_id``, each with
+    what the run must keep, in words (``memory_core.analysis.regress``)."""
     from memory_core.analysis.regress import list_suites, pins_of
 
     with _batch(url) as storage:
-        return [(name, [e.describe() for e in pin.expectations])
-                for name in list_suites(storage) for pin in pins_of(storage, name)
-                if pin.run_id == run_id]
-
-
-@st.cache_data(ttl=CACHE_TTL_SECONDS, show_spinner=False)
-def cached_suites(url: str) -> list[str]:
-    """The names of the regression suites stored in the database, sorted."""
-    from memory_core.analysis.regress import list_suites
-
-    with _batch(url) as storage:
-        return sorted(list_suites(storage))
+        names = list_suites(storage)
+        return names, [(name, [e.describe() for e in pin.expectations])
+                       for name in names for pin in pins_of(storage, name)
+                       if pin.run_id == run_id]
 
 
 def keep_answer(url: str, suite: str, run_id: str) -> bool:

@@ -311,9 +311,9 @@ st.caption("Pin this run to a regression suite stored in the database: `memwb re
            "then checks that its answer stays the same — as recorded, or under changed "
            "memory settings (`--set`).")
 try:
-    pinned = services.cached_pins_of_run(url, run_id)
+    suites, pinned = services.cached_suites(url, run_id)
 except Exception as e:  # noqa: BLE001 - the action still works
-    pinned = []
+    suites, pinned = [], []
     st.caption(escape_md(f"Which suites pin this run cannot be read: "
                          f"{services.friendly_error(e)}"))
 for suite, expects in pinned:
@@ -328,7 +328,7 @@ if read_only:
     st.info(services.READ_ONLY_PIN_REASON, icon=":material/lock:")
 with st.form(f"keep:{run_id}", border=False):
     # the suites stored, to pick from without retyping a name; a new name is typed in
-    suites = list(dict.fromkeys([DEFAULT_SUITE, *services.cached_suites(url)]))
+    suites = list(dict.fromkeys([DEFAULT_SUITE, *suites]))
     suite_name = str(st.columns(2)[0].selectbox(
         "Suite", suites, index=0, accept_new_options=True, disabled=read_only,
         help="The regression suite to pin it to: one stored, or type a new name.") or "")
