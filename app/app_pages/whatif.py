@@ -344,7 +344,7 @@ if submitted:
         "recall.top_k": top_k, "token_budget": "off" if no_limit else budget}, recorded)
     set_query_params({**{k: url_value(changes[k]) if k in changes else None
                          for k in SETTING_KEYS}, "run": None})
-    st.session_state[ASKED_KEY] = (url, scope, tuple(sorted(changes.items())))
+    st.session_state[ASKED_KEY] = _tried(scope, changes)
 tried = _tried(scope, changes)
 if not changes and st.session_state.get(ASKED_KEY) != tried:
     st.stop()  # nothing tried yet
