@@ -229,6 +229,7 @@ _MEMCTX_FIELDS = ("thread_id", "resource_id", "recent_count", "incoming_count",
                   "settings.recent_n", "settings.embedder")
 _MEMCTX_JSON = JsonTemplate(_with_fields(
     _MEMCTX, {"recent": [json_slot("recent")], **{n: json_slot(n) for n in _MEMCTX_FIELDS}}))
+_MEMCTX_SLOTS = frozenset(_MEMCTX_JSON.names)
 
 
 def _memctx_text(what: str, fields: dict[str, Any], refs: list[tuple[dict[str, Any], str]]
@@ -251,7 +252,7 @@ def _memctx_text(what: str, fields: dict[str, Any], refs: list[tuple[dict[str, A
         else:
             break
     else:
-        if texts.keys() == {"recent", *_MEMCTX_FIELDS}:
+        if texts.keys() == _MEMCTX_SLOTS:
             return EncodedJson(_MEMCTX_JSON.fill(texts))
     memctx = _with_fields(_MEMCTX, fields)
     return _joined(what, memctx, "recent", [text for _, text in refs],
