@@ -281,7 +281,8 @@ if rec is not None:  # an imported run: what its recording says of the call
                    count if count is not None else ("unknown" if rec.answered else "none"))
         if estimate is not None:
             col.caption(escape_md(f"our estimate: {counted(estimate, 'token')} (chars/4)"))
-    st.caption(escape_md(f"Finish reason: {said['finish']} · tools offered: {said['tools']}"))
+    st.caption(escape_md(f"Finish reason: {said['finish']} · tools offered: {said['tools']}"
+                         f" · sent to: {said['endpoint']}"))
     st.caption("Request parameters")
     if rec.params:
         json_view(rec.params)

@@ -29,6 +29,9 @@ class RecordedCall(BaseModel):
     model_config = ConfigDict(frozen=True)
     model: str | None
     api: str | None  # "anthropic", "bedrock", …; None: the OpenAI family or spans
+    # the model the request named, when another answered (an alias, a router's choice)
+    requested_model: str | None = None
+    endpoint: str | None = None  # where it was sent ("https://api.openai.com")
     params: dict[str, Any]  # the request's parameters, as recorded
     tools: list[str] | None
     answered: bool
@@ -39,8 +42,10 @@ class RecordedCall(BaseModel):
 
     def said(self) -> dict[str, str]:
         """Each thing recorded as one phrase (what the CLI and the page write): the
-        ``model``, ``params`` (JSON), ``tools``, ``usage``, ``estimate``, ``finish``."""
+        ``model`` (and the one asked for, when another answered), ``params`` (JSON),
+        ``tools``, ``usage``, ``estimate``, ``finish``, ``endpoint``."""
         api = f" ({self.api} API)" if self.api else ""
+        asked = f", asked for {self.requested_model}" if self.requested_model else ""
         if not self.answered:
             usage = "none (the call failed: no answer was recorded)"
         elif self.usage is None:
@@ -49,20 +54,22 @@ class RecordedCall(BaseModel):
             usage = f"{self.usage.input_tokens} in / {self.usage.output_tokens} out"
         out_est = f" / {self.estimated_out} out" if self.estimated_out is not None else ""
         return {
-            "model": f"{self.model}{api}" if self.model else f"unknown{api}, not in the "
-                                                             "recording",
+            "model": f"{self.model}{api}{asked}" if self.model
+            else f"unknown{api}, not in the recording{asked}",
             "params": json.dumps(self.params, ensure_ascii=False, sort_keys=True)
             if self.params else "none",
             "tools": "not recorded (no answer)" if not self.answered else UNRECORDED
             if self.tools is None else ", ".join(self.tools) or "none",
             "usage": usage,
             "estimate": f"{self.estimated_in} in{out_est} (chars/4)",
-            "finish": self.finish_reason or ("not recorded" if self.answered else "none")}
+            "finish": self.finish_reason or ("not recorded" if self.answered else "none"),
+            "endpoint": self.endpoint or "not in the recording"}
 
     def lines(self) -> list[str]:
         """The call as ``memwb inspect`` prints it, a line each."""
         said = self.said()
         return [f"recorded model: {said['model']}",
+                f"sent to: {said['endpoint']}",
                 f"recorded parameters: {said['params']}",
                 f"tools offered: {said['tools']}",
                 f"recorded usage: {said['usage']}; our estimate: {said['estimate']}",
@@ -80,15 +87,18 @@ def recorded_call(record: ImportRecord | None, memctx: Memctx | None,
     step = steps[0] if steps else None
     model = None if memctx.is_unknown("model") else (
         step.model.name if step is not None else agent)
-    api = record.extra.get("api")
+    api, asked, sent_to = (record.extra.get(k) for k in ("api", "requested_model",
+                                                         "endpoint"))
+    where = {"requested_model": asked if isinstance(asked, str) else None,
+             "endpoint": sent_to if isinstance(sent_to, str) else None}
     if step is None:
-        return RecordedCall(model=model, api=api if isinstance(api, str) else None,
+        return RecordedCall(model=model, api=api if isinstance(api, str) else None, **where,
                             params=dict(record.request_params), tools=None, answered=False,
                             usage=None, finish_reason=None,
                             estimated_in=memctx.tokens.total, estimated_out=None)
     resp = step.response
     return RecordedCall(
-        model=model, api=api if isinstance(api, str) else None,
+        model=model, api=api if isinstance(api, str) else None, **where,
         params=dict(record.request_params),
         tools=None if memctx.is_unknown("tools") else [t.name for t in step.record.tools],
         answered=True, usage=resp.usage if step.record.usage_known else None,

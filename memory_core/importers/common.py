@@ -102,7 +102,9 @@ class Exchange:
     response: Message | None
     thread_key: str | None = None
     resource_id: str | None = None
-    model: str | None = None
+    model: str | None = None  # the model that answered: the response's, else the request's
+    requested_model: str | None = None  # the model the request named (or its URL)
+    endpoint: str | None = None  # where the call was sent: its URL's origin, when recorded
     usage: Usage = field(default_factory=Usage)
     usage_known: bool = False
     finish_reason: str | None = None

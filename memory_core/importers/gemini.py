@@ -344,7 +344,7 @@ def gemini_exchange(obj: dict[str, Any], where: str, index: int, *,
     instructions = _instructions(request, where, notes)
     reply, finish, usage, known, created, error = None, None, Usage(), False, None, None
     url = obj.get("url")
-    model = request.get("model") or obj.get("model") or (
+    model = asked = request.get("model") or obj.get("model") or (
         model_in_path(url) if isinstance(url, str) else None)
     if obj.get("response") is not None:
         response = _joined(obj["response"], where)
@@ -360,7 +360,8 @@ def gemini_exchange(obj: dict[str, Any], where: str, index: int, *,
     return Exchange(
         where=where, index=index, instructions=instructions, history=history,
         response=reply, thread_key=thread_key, resource_id=resource_id,
-        model=str(model) if model else None, usage=usage, usage_known=known,
+        model=str(model) if model else None, requested_model=str(asked) if asked else None,
+        usage=usage, usage_known=known,
         finish_reason=finish, params=_params(request, where), request_fields=fields,
         tools=_tools(request.get("tools"), where, notes), started_at=created,
         finished_at=created, error=error if reply is None else None, notes=notes,

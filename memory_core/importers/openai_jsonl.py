@@ -94,7 +94,7 @@ def _join_batch(rows: list[tuple[str, Any]]) -> tuple[list[tuple[str, Any]],
         used.add(cid)
         record: dict[str, Any] = {"request": body, "metadata": body.get("metadata") or {}}
         if "params" in obj:  # each request of a Message Batch is a Messages API call
-            record["url"] = "https://api.anthropic.com/v1/messages"
+            record["url"] = "/v1/messages"  # (a path: the file names no endpoint)
         answer, error = _batch_answer(outputs[cid][1])
         if answer is not None:
             record["response"] = answer

@@ -138,6 +138,8 @@ def exchange_of(span: RawSpan, content: SpanContent, index: int) -> Exchange:
         model=_str_attr(attrs, "gen_ai.response.model", "ai.response.model",
                         "gen_ai.request.model", "llm.model_name", "llm.response.model",
                         "llm.request.model", "ai.model.id"),
+        requested_model=_str_attr(attrs, "gen_ai.request.model", "llm.request.model",
+                                  "ai.model.id"),
         usage=Usage(input_tokens=inp or 0, output_tokens=out or 0),
         usage_known=inp is not None and out is not None, finish_reason=finish,
         params=span_params(attrs, where), tools=span_tools(span, notes),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 from memory_core.errors import ImportFormatError
 from memory_core.importers.common import Exchange, fail, iso_time
@@ -86,6 +87,20 @@ def route(url: str) -> str | None:
     return next((r.api for r in ROUTES if r.serves(path)), None)
 
 
+def origin(url: str) -> str | None:
+    """Where a request was sent: its URL's scheme, host and port (never the user and
+    password a URL may carry, nor its path); None for a path or a malformed URL."""
+    try:
+        parts = urlsplit(url)
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        return None
+    if not parts.scheme or not host:
+        return None
+    host = f"[{host}]" if ":" in host else host
+    return f"{parts.scheme}://{host}" + (f":{port}" if port is not None else "")
+
+
 def format_of(record: Record) -> RecordFormat | None:
     """The format that reads ``record``: the first of ``FORMATS`` that matches it."""
     return next((f for f in FORMATS if f.matches(record)), None)
@@ -119,6 +134,9 @@ def read_record(obj: Any, where: str, index: int, file_state: dict[str, Any]
         # with no Ollama in it)
         raise ImportFormatError(f"{e}; {read_as(obj, fmt.name)}") from None
     header_usage(exchanges, obj.get("usage_headers"), where)
+    sent_to = origin(url) if isinstance(url, str) else None
+    for ex in exchanges:
+        ex.endpoint = ex.endpoint or sent_to
     when = obj.get(fmt.dated_by)
     if isinstance(when, str):
         at = iso_time(when, where, "recorded_at")

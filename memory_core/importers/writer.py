@@ -102,12 +102,18 @@ def unknown_fields(ex: Exchange) -> list[str]:
 
 def import_extra(ex: Exchange, rest: dict[str, Any]) -> dict[str, Any]:
     """The run's import record's ``extra``: ``rest`` of the import's info, the API
-    when it is not the OpenAI family's (``"anthropic"``), the request's
-    ``request_fields`` as sent and, for a history held server-side, where its prompt's
-    reconstructed messages are."""
+    when it is not the OpenAI family's (``"anthropic"``), where the call was sent
+    (``endpoint``, when its URL was recorded), the model the request named when
+    another answered (``requested_model``: an alias resolved, a router's choice), the
+    request's ``request_fields`` as sent and, for a history held server-side, where its
+    prompt's reconstructed messages are."""
     out = dict(rest)
     if ex.api is not None:
         out["api"] = ex.api
+    if ex.endpoint is not None:
+        out["endpoint"] = ex.endpoint
+    if ex.requested_model is not None and ex.requested_model != ex.model:
+        out["requested_model"] = ex.requested_model
     if ex.request_fields:
         out["request_fields"] = dict(ex.request_fields)
     if ex.held is not None:

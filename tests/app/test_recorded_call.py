@@ -1,5 +1,6 @@
 """The run inspector's "Recorded call" on imported runs (issue 34 point 4): the model,
-the recorded usage beside our estimate, the finish reason and the tools offered."""
+the recorded usage beside our estimate, the finish reason, the tools offered, where the
+call was sent and the model it asked for when another answered."""
 
 from __future__ import annotations
 
@@ -27,10 +28,24 @@ def test_the_run_inspector_shows_the_recorded_call(empty_db: InMemoryStorage,
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Input tokens (recorded)"] == "19783"
     assert metrics["Output tokens (recorded)"] == "7"
-    captions = [c.value.replace("\\", "") for c in at.caption]  # (escaped Markdown)
+    # (escaped Markdown: a URL is set in code so that it is shown, not linked)
+    captions = [c.value.replace("\\", "").replace("`", "") for c in at.caption]
     assert "our estimate: 12 tokens (chars/4)" in captions
-    assert "Finish reason: COMPLETE · tools offered: none" in captions
+    assert ("Finish reason: COMPLETE · tools offered: none · sent to: https://api.cohere.ai"
+            in captions)
     at = app(RUN_PAGE, run=bare.runs_created[0])
     assert not at.exception
-    assert "Finish reason: COMPLETE · tools offered: Person" in [
-        c.value.replace("\\", "") for c in at.caption]
+    assert ("Finish reason: COMPLETE · tools offered: Person · sent to: "
+            "https://api.cohere.com") in [c.value.replace("\\", "").replace("`", "")
+                                     for c in at.caption]
+
+
+def test_the_run_inspector_names_the_model_asked_for_beside_the_one_that_answered(
+        empty_db: InMemoryStorage, app: Callable[..., AppTest]) -> None:
+    # simonw/llm's cassette: gpt-4.1-mini asked of api.openai.com, answered by kimi-k2
+    rid = import_file(empty_db, REAL / "llm-test_tools_streaming_variant_a.yaml"
+                      ).runs_created[0]
+    at = app(RUN_PAGE, run=rid)
+    assert not at.exception and not at.error
+    shown = [m.value for m in at.markdown] + [t.value for t in at.text]
+    assert any("moonshotai/kimi-k2, asked for gpt-4.1-mini" in v for v in shown), shown

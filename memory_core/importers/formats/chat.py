@@ -83,7 +83,7 @@ def chat_exchange(obj: dict[str, Any], where: str, index: int,
     response, error = obj.get("response"), obj.get("error")
     reply: Message | None = None
     usage, usage_known, finish, created = Usage(), False, None, None
-    model = str_field(where, request, "model")
+    model = asked = str_field(where, request, "model")
     if response is not None:
         reply, finish, usage, usage_known, body = _chat_response(response, where, notes)
         model = str_field(where, body, "model") or model
@@ -101,7 +101,8 @@ def chat_exchange(obj: dict[str, Any], where: str, index: int,
     return Exchange(
         where=where, index=index, instructions=instructions, history=history,
         response=reply, thread_key=thread_key, resource_id=resource,
-        model=model, usage=usage, usage_known=usage_known, finish_reason=finish,
+        model=model, requested_model=asked, usage=usage, usage_known=usage_known,
+        finish_reason=finish,
         params=request_params(request, where), request_fields=request_fields(request),
         tools=from_openai_tools(request.get("tools", request.get("functions")) or [],
                                 where, notes),

@@ -149,6 +149,7 @@ def responses_exchange(obj: dict[str, Any], where: str, index: int,
         where=where, index=index, instructions=instructions, history=history, response=reply,
         thread_key=thread_key, resource_id=resource,
         model=model or str_field(where, request, "model"), usage=usage, usage_known=known,
+        requested_model=str_field(where, request, "model"),
         finish_reason=str_field(where, response, "status") if isinstance(response, dict)
         else None,
         params=request_params(request, where), request_fields=request_fields(request),
