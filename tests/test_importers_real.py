@@ -1334,6 +1334,18 @@ EXPECTED.update({
         "skipped": ["message 1: an empty assistant message before another assistant "
                     "message; not stored (it holds nothing)"],
     },
+    # a stream whose tool call sends ``arguments: null``: stored as streamed (""), and
+    # the call the client sends back with "{}" is the same one, so the thread is one
+    "llm-test_tools_streaming_variant_d.yaml": {
+        "threads": [["user: What is the current llm version?",
+                     'assistant: → llm_version("")',
+                     "tool llm_version: 0.fixed-version",
+                     "assistant: The current version of *llm* is **0.fixed-version**."]],
+        "runs": [("muse-spark-1.1", (57, 17), ["llm_version"]),
+                 ("muse-spark-1.1", (107, 15), ["llm_version"])],
+        "skipped": ["message 1: an empty assistant message before another assistant "
+                    "message; not stored (it holds nothing)"],
+    },
 })
 
 

@@ -37,6 +37,10 @@ def _loose(p: TextPart | ToolCallPart | ToolResultPart) -> dict[str, Any]:
     data = p.model_dump(mode="json")
     data.pop("id", None)  # call ids are compared separately (see ``adopt_ids``)
     data.pop("call_id", None)
+    if type(p) is ToolCallPart and p.args in ("", None):
+        # a call without arguments: a stream that sent none (or ``null``) gives "",
+        # and the client sends it back as "{}" — the same call
+        data["args"] = {}
     return data
 
 
