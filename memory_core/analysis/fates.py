@@ -390,13 +390,16 @@ def _explain_imported(data: RunData, msg: StoredMessage, by_lane: dict[tuple[str
                        f"message is part of it, reconstructed from "
                        f"{held['reconstructed_from']} of the recording ({unknown}).",
                        lane=lane, sent=n, reference=held["reference"])
+        which = "the one message" if n == 1 else f"one of the {n} messages"
         return out("sent-by-client", f"The client sent this message in this request: it is "
-                   f"one of the {n} messages the recorded request carried ({unknown}).",
+                   f"{which} the recorded request carried ({unknown}).",
                    lane=lane, sent=n)
     if msg.run_id == data.run.run_id:
         return out("written-after", "This is the answer recorded for this request, so it "
                    "was written after the request was sent.", sent=n)
-    tail = f"{unknown}; the client sent these {n} messages, and this was not one of them"
+    tail = (f"{unknown}; the client sent " + ("one message, and this was not it" if n == 1
+                                              else f"these {n} messages, and this was not "
+                                                   "one of them"))
     if msg.thread_id != data.run.thread_id:
         return out("not-sent-by-client", f"The client did not send this message in this "
                    f"request (it is in another conversation, {msg.thread_id}): {tail}.",

@@ -300,6 +300,10 @@ def _truncated(storage: Storage, run_id: str) -> list[tuple[str, int]]:
     return list(seal.truncated) if seal is not None else []
 
 
+def _these(n: int) -> str:
+    return "this one message" if n == 1 else f"these {n} messages"
+
+
 def _imported_note(reader: RunReader, shown: int) -> str:
     """What an imported run's prompt is: what the client sent, or — for a Responses API
     request that sent ``previous_response_id`` instead of its history — which of the
@@ -311,12 +315,12 @@ def _imported_note(reader: RunReader, shown: int) -> str:
     record = reader.import_record()
     held = record.held_history() if record is not None else None
     if held is None:
-        return head + f"the client sent these {shown} messages"
+        return head + f"the client sent {_these(shown)}"
     unrecorded = (f"; the history before {held['unrecorded']} is not in the recording"
                   if held.get("unrecorded") else "")
     span = held.get("prompt_messages") or [0, 0]
     if not held.get("reconstructed_from") or span[1] <= span[0]:
-        return (head + f"the client sent these {shown} messages and referred to the rest "
+        return (head + f"the client sent {_these(shown)} and referred to the rest "
                 f"of the conversation by {held['reference']}, held by the server"
                 + unrecorded)
     lo, hi = int(span[0]), int(span[1])

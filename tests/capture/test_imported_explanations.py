@@ -117,6 +117,24 @@ def test_a_message_left_out_says_the_client_did_not_send_it(tmp_path: Path) -> N
     later = why_forgotten(s, first, "hello")
     assert later.fate == "not-sent-by-client"
     _check(later.sentence, "why_forgotten")
+    s.close()
+
+
+def test_a_request_of_one_message_is_said_in_the_singular() -> None:
+    s = InMemoryStorage()
+    import_text(s, "\n".join(
+        json.dumps({"request": {"model": "m", "messages": [
+            {"role": "user", "content": question}]}, "response": {"choices": [
+                {"message": {"role": "assistant", "content": answer}}]}})
+        for question, answer in (("my code is 4417", "noted"), ("lilac door?", "blue"))),
+        name="two.jsonl")
+    first, second = (r.run_id for r in s.runs.list_runs())
+    alone = why_forgotten(s, first, "my code is 4417")
+    assert "it is the one message the recorded request carried" in alone.sentence
+    other = why_forgotten(s, first, "lilac door?")
+    assert other.fate == "not-sent-by-client"
+    assert "the client sent one message, and this was not it" in other.sentence
+    assert run_view(s, second).notes[0].endswith("the client sent this one message")
 
 
 def test_unknown_paths_cover_the_fields_below_them() -> None:
