@@ -334,3 +334,25 @@ def test_items_sent_back_link_even_when_previous_response_id_is_not_in_the_file(
     assert len(report.threads_created) == 1
     assert [render(m) for m in st.memory.get_messages(report.threads_created[0])] == [
         "user:What is 2 + 2?", "assistant:4", "user:Times 10?", "assistant:40"]
+
+
+def test_reasoning_items_sent_back_are_noted_once_a_request() -> None:
+    """A tool loop sends every earlier reasoning item back: the report says each
+    request's once, at all its places, not a line an item (lines growing with the
+    square of the loop's length); each run's import record keeps them one by one."""
+    q2 = _followup([{"role": "user", "content": "What is 2 + 2?"},
+                    {"id": "rs_one", "type": "reasoning", "summary": []},
+                    {**said("4"), "id": "msg_one"}], "Times 10?", "resp_2", "40")
+    q3 = _followup([*q2["request"]["input"], {"id": "rs_resp_2", "type": "reasoning",
+                                              "summary": []},
+                    {**said("40"), "id": "msg_resp_2"}], "Minus 1?", "resp_3", "39")
+    st = InMemoryStorage()
+    report = import_text(st, jsonl(Q1, q2, q3))
+    reasoning = [(s.where, s.reason) for s in report.skipped if "reasoning" in s.reason]
+    assert reasoning == [
+        ("line 1", "output[0]: item of type 'reasoning' not imported"),
+        ("line 2", "input[1], output[0]: item of type 'reasoning' not imported"),
+        ("line 3", "input[1], input[4], output[0]: item of type 'reasoning' not imported")]
+    record = st.runs.get(f"{report.runs_created[2]}:import")
+    assert isinstance(record, dict)
+    assert sum("type 'reasoning' not imported" in n for n in record["notes"]) == 3

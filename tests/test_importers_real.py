@@ -315,7 +315,7 @@ EXPECTED: dict[str, dict[str, Any]] = {
                  ("gpt-5-mini-2025-08-07", (20, 82), [])],
         "lanes": {1: [("recent", "assistant"), ("input", "user")]},
         "skipped": ["output[0]: item of type 'reasoning' not imported",
-                    "input[0]: item of type 'reasoning' not imported"],
+                    "input[0], output[0]: item of type 'reasoning' not imported"],
         "params": {"reasoning": {"summary": "auto"}},
     },
     # Agno: two parallel calls answered together; its telemetry POST is not a model call

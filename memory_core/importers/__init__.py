@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import lzma
+import re
 import zlib
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
@@ -282,6 +283,26 @@ def _parse_text(text: str, format: ImportFormat | None, stages: Stages | None
     return container.family, container.parse(text, stages)
 
 
+# where in a record a note is about: "input[1]", "message 3", "output[0].content[2]"
+_AT = re.compile(r"[A-Za-z_]+(?:\[\d+\]| \d+)(?:\.[A-Za-z_]+(?:\[\d+\])?)*")
+
+
+def folded_notes(notes: list[str]) -> list[str]:
+    """One record's notes for the report, the same note at several places said once:
+    "input[1], input[4], output[0]: item of type 'reasoning' not imported" — a loop
+    that sends its earlier items back would otherwise repeat every earlier note in
+    each later request. (Each run's import record keeps its notes one by one.)"""
+    places: dict[tuple[bool, str], list[str]] = {}
+    for note in notes:
+        at, sep, said = note.partition(": ")
+        if sep and _AT.fullmatch(at):
+            places.setdefault((True, said), []).append(at)
+        else:
+            places.setdefault((False, note), [])
+    return [f"{', '.join(dict.fromkeys(at))}: {text}" if placed else text
+            for (placed, text), at in places.items()]
+
+
 def _import_parsed(storage: Storage, parsed: ParsedFile, *, fmt: ImportFormat, name: str,
                    digest: str, embed: Embedder | None, resource_id: str | None,
                    progress: Progress | None, stages: Stages | None = None) -> ImportReport:
@@ -294,8 +315,9 @@ def _import_parsed(storage: Storage, parsed: ParsedFile, *, fmt: ImportFormat, n
     report = ImportReport(format=fmt, file=name, sha1=digest, skipped=list(parsed.skipped),
                           apis=list(dict.fromkeys(ex.api or fmt for ex in parsed.exchanges)))
     # a note names its record (and where in it) first: said once, not "line 2: line 2: …"
-    report.skipped += [SkippedRecord(where=ex.where, reason=note.removeprefix(f"{ex.where}: "))
-                       for ex in parsed.exchanges for note in ex.notes]
+    report.skipped += [SkippedRecord(where=ex.where, reason=note) for ex in parsed.exchanges
+                       for note in folded_notes([n.removeprefix(f"{ex.where}: ")
+                                                 for n in ex.notes])]
     run_ids = [run_id_for(digest, ex.index) for ex in parsed.exchanges]
     threads, runs = plan_threads(parsed.exchanges, f"imp-{digest[:8]}-", resource_id,
                                  StoredImports.of(storage))
