@@ -314,13 +314,13 @@ def _import_parsed(storage: Storage, parsed: ParsedFile, *, fmt: ImportFormat, n
         stages("read", parsed.records, parsed.records)
     report = ImportReport(format=fmt, file=name, sha1=digest, skipped=list(parsed.skipped),
                           apis=list(dict.fromkeys(ex.api or fmt for ex in parsed.exchanges)))
+    run_ids = [run_id_for(digest, ex.index) for ex in parsed.exchanges]
+    threads, runs = plan_threads(parsed.exchanges, f"imp-{digest[:8]}-", resource_id,
+                                 StoredImports.of(storage))
     # a note names its record (and where in it) first: said once, not "line 2: line 2: …"
     report.skipped += [SkippedRecord(where=ex.where, reason=note) for ex in parsed.exchanges
                        for note in folded_notes([n.removeprefix(f"{ex.where}: ")
                                                  for n in ex.notes])]
-    run_ids = [run_id_for(digest, ex.index) for ex in parsed.exchanges]
-    threads, runs = plan_threads(parsed.exchanges, f"imp-{digest[:8]}-", resource_id,
-                                 StoredImports.of(storage))
     if stages is not None:
         stages("planned", len(runs), len(runs))
     ours, clash = _stored_threads(storage, [t.thread_id for t in threads if not t.stored],

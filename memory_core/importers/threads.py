@@ -382,4 +382,12 @@ def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
         runs.append(RunPlan(ex, tp, seqs[:h], seqs[h] if ex.response is not None else None,
                             inp))
         run_of[ex.index] = runs[-1]
+        said = runs[-1].response_seq
+        first = tp.first_run[said] if said is not None and said >= tp.stored_count else None
+        if first is not None and first != ex.index:
+            # the same request answered alike again (a retry, a test run twice): nothing
+            # new to store, so say why its run adds no message
+            ex.notes.append(f"{ex.where}: the same request and answer as "
+                            f"{run_of[first].exchange.where}: their messages are stored "
+                            "once, and both runs refer to them")
     return threads, runs

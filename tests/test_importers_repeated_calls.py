@@ -1,0 +1,46 @@
+"""The same request answered alike twice (a retry, a test suite calling once sync and
+once async: openllmetry's and agentops' cassettes) stores its messages once, and both
+runs refer to them. The report and the later run's import record say so, so three runs
+of two messages are not a puzzle; a request answered otherwise is a branch, no note."""
+
+from __future__ import annotations
+
+import json
+
+from memory_core.importers import import_text
+from memory_core.storage.inmemory import InMemoryStorage
+
+
+def _call(question: str, answer: str) -> str:
+    return json.dumps({"request": {"model": "m", "messages": [
+        {"role": "user", "content": question}]}, "response": {"choices": [
+            {"message": {"role": "assistant", "content": answer}}]}})
+
+
+NOTE = ("the same request and answer as line 1: their messages are stored once, and "
+        "both runs refer to them")
+
+
+def test_a_call_repeated_alike_is_stored_once_and_said() -> None:
+    s = InMemoryStorage()
+    report = import_text(s, "\n".join([_call("Write a short greeting.", "Hello!")] * 3),
+                         name="calls.jsonl")
+    assert len(report.runs_created) == 3 and report.messages_stored == 2
+    assert len(report.threads_created) == 1
+    said = [(n.where, n.reason) for n in report.skipped]
+    assert said == [("line 2", NOTE), ("line 3", NOTE)]
+    first, *later = report.runs_created
+    for line, rid in enumerate(later, start=2):
+        record = s.runs.get(f"{rid}:import")
+        assert isinstance(record, dict) and record["notes"] == [f"line {line}: {NOTE}"]
+    record = s.runs.get(f"{first}:import")
+    assert isinstance(record, dict) and record["notes"] == []
+
+
+def test_a_call_repeated_and_answered_otherwise_is_a_branch_without_a_note() -> None:
+    s = InMemoryStorage()
+    report = import_text(s, "\n".join([_call("Write a short greeting.", "Hello!"),
+                                       _call("Write a short greeting.", "Hi there!")]),
+                         name="calls.jsonl")
+    assert len(report.threads_created) == 2 and report.messages_stored == 4
+    assert not [n for n in report.skipped if "same request" in n.reason]
