@@ -105,3 +105,22 @@ def test_a_time_with_a_finer_part_is_kept_as_recorded() -> None:
     # two calls of one millisecond: the recording has a finer part, so they are as
     # recorded; a call to the second after them is placed after the latest
     assert times == [ms, ms, ms + timedelta(microseconds=1)]
+
+
+def test_a_call_dated_before_one_the_file_lists_earlier_is_said_once_for_the_file() -> None:
+    early, late = "Tue, 03 Feb 2026 15:19:50 GMT", "Tue, 03 Feb 2026 15:19:55 GMT"
+    calls = [_call(0, late), _call(1, early), _call(2, early), _call(3, late)]
+    s = InMemoryStorage()
+    report = import_text(s, yaml.safe_dump({"interactions": calls}), name="c.yaml")
+    said = [n.reason for n in report.skipped if n.where == "file"]
+    assert said == ["interaction 2 (and 1 more call) is recorded before a call the file "
+                    "lists earlier (2026-02-03T15:19:50+00:00, before interaction 1 at "
+                    "2026-02-03T15:19:55+00:00): runs are listed by their recorded times, "
+                    "not the file's order"]
+    # listed by time, as the note says
+    assert [r.run_id for r in views.list_runs(s)][:2] == report.runs_created[1:3]
+    # in the file's order, or calls of one second: nothing to say
+    for ordered in ([_call(0, early), _call(1, late)], [_call(0, late), _call(1, late)]):
+        again = import_text(InMemoryStorage(), yaml.safe_dump({"interactions": ordered}),
+                            name="c.yaml")
+        assert not [n for n in again.skipped if n.where == "file"]

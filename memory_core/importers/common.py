@@ -177,7 +177,8 @@ def date_undated(exchanges: Sequence[Exchange]) -> list[Exchange]:
 _SECOND, _MICRO = timedelta(seconds=1), timedelta(microseconds=1)
 
 
-def keep_file_order(exchanges: Sequence[Exchange], placed: Sequence[Exchange] = ()) -> None:
+def keep_file_order(exchanges: Sequence[Exchange], placed: Sequence[Exchange] = ()
+                    ) -> str | None:
     """Calls recorded in the same second keep the file's order. Runs are listed by
     time, then run id (a hash): a cassette's third call, dated the second of its
     second, was listed before it. A call whose time has no part finer than the second
@@ -185,13 +186,23 @@ def keep_file_order(exchanges: Sequence[Exchange], placed: Sequence[Exchange] = 
     and that is not after a call earlier in the file in that second, is placed a
     microsecond after the latest of them — inside the second it was recorded in — with
     a note saying so. A time with a finer part is as recorded, and so is a call the
-    recording puts in an earlier second than a call before it: times ordered them."""
+    recording puts in an earlier second than a call before it: times order them. The
+    result says so when a call was over before one the file lists first began (the
+    file's order and its times disagree; None when they do not): one sentence for the
+    file, as a log of concurrent calls may disagree on every line."""
     latest: dict[datetime, datetime] = {}  # each second: the latest time given in it
     moved = {id(ex) for ex in placed}
+    newest: tuple[str, datetime] | None = None  # the latest-dated call so far, its time
+    disagree: list[tuple[str, datetime, tuple[str, datetime]]] = []  # and the call before
     for ex in exchanges:
         at = ex.started_at
         if at is None:
             continue
+        if newest is not None and (ex.finished_at or at).replace(microsecond=0) \
+                < newest[1].replace(microsecond=0):
+            disagree.append((ex.where, at, newest))
+        elif newest is None or at > newest[1]:
+            newest = (ex.where, at)
         second = at.replace(microsecond=0)
         last = latest.get(second)
         if (at == second or id(ex) in moved) and last is not None and at <= last \
@@ -205,6 +216,13 @@ def keep_file_order(exchanges: Sequence[Exchange], placed: Sequence[Exchange] = 
                     f"file; placed {(at - second) // _MICRO} µs later, to keep the "
                     "file's order")
         latest[second] = max(at, last) if last is not None else at
+    if not disagree:
+        return None
+    (where, at, (before, then)), more = disagree[0], len(disagree) - 1
+    others = f" (and {more} more call{'s' if more > 1 else ''})" if more else ""
+    return (f"{where}{others} is recorded before a call the file lists earlier "
+            f"({at.isoformat()}, before {before} at {then.isoformat()}): runs are listed "
+            "by their recorded times, not the file's order")
 
 
 def _place(ex: Exchange, at: datetime, where: str) -> None:
