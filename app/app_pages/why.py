@@ -205,16 +205,13 @@ def _closest(search: PhraseSearch) -> Explanation:
     explanation of the one picked (the best by default), or the not-stored one — also
     first, and picked by default, when even the closest is too far to be what the
     phrase speaks of (``too_far``: it shares only a word or two of it)."""
-    from memory_core.analysis.fates import GIVEN_FATES, Explanation
-    from memory_core.analysis.forgotten import too_far
+    from memory_core.analysis.fates import GIVEN_FATES
 
     st.info(escape_md(search.sentence))
     st.caption(escape_md(f"Searched {search.searched}."))
-    not_stored = Explanation(run_id=search.run_id, fate="not-stored", reached_model=False,
-                             sentence=search.sentence, evidence={"text": search.phrase})
     if not search.matches:
-        return not_stored
-    far = too_far(search.phrase, search.matches[0], search.by_meaning)
+        return search.verdict()
+    far = search.far
     st.markdown("#### Nearest messages, none of them the phrase" if far
                 else "#### Closest messages")
     for i, m in enumerate(search.matches):
@@ -244,7 +241,7 @@ def _closest(search: PhraseSearch) -> Explanation:
     picked = st.radio("Explain in detail", range(len(labels)), format_func=labels.__getitem__,
                       horizontal=True, key="match")
     if far:
-        return search.matches[picked - 1].explanation if picked else not_stored
+        return search.matches[picked - 1].explanation if picked else search.verdict()
     return search.matches[picked or 0].explanation
 
 

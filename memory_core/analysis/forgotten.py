@@ -81,6 +81,52 @@ class PhraseSearch(BaseModel):
     def best(self) -> PhraseMatch | None:
         return self.matches[0] if self.matches else None
 
+    @property
+    def far(self) -> bool:
+        """Whether even the closest match is too far to be what the phrase speaks of
+        (``too_far``); False when nothing matched."""
+        best = self.best
+        return best is not None and too_far(self.phrase, best, self.by_meaning)
+
+    def verdict(self) -> Explanation:
+        """The phrase's fate, as ``why_forgotten`` gives it: the best match's when it is
+        the phrase's place (with the other matches), else ``not-stored`` — nothing
+        matched, or the nearest is too far — naming the nearest and what the import
+        left out."""
+        best, found = self.best, self
+        left_out = {"not_imported": found.not_imported} if found.not_imported else {}
+        if best is None:
+            return Explanation(run_id=self.run_id, fate="not-stored", reached_model=False,
+                               sentence=self.sentence,
+                               evidence={"text": self.phrase, "searched": self.searched,
+                                         **left_out})
+        exp = best.explanation
+        others = [(m.thread_id, m.seq) for m in self.matches[1:]
+                  if m.thread_id is not None and m.seq is not None]
+        at = (best.thread_id, best.seq)
+        if best.contains:
+            others += [r for r in self.exact if r not in others and r != at]
+            return exp.model_copy(update={"other_matches": others})
+        closest = (f"{best.thread_id} #{best.seq}" if best.part == "text" else
+                   f"the {best.part.replace('-', ' ')} part"
+                   + (f" of {best.thread_id} #{best.seq}" if best.thread_id else ""))
+        if self.far:  # not the message it speaks of
+            nearest = ([(best.thread_id, best.seq)] if best.thread_id is not None
+                       and best.seq is not None else [])
+            return Explanation(
+                run_id=self.run_id, fate="not-stored", reached_model=False,
+                sentence=self.sentence, other_matches=[*nearest, *others],
+                evidence={"text": self.phrase, "searched": self.searched,
+                          "nearest": closest, "shared_terms": best.shared_terms,
+                          **left_out})
+        return exp.model_copy(update={
+            "other_matches": others,
+            "sentence": f"No stored message contains “{self.phrase}” word for word; the "
+                        f"closest is {closest}. {exp.sentence}",
+            "evidence": {**exp.evidence, "matched": self.searched,
+                         "shared_terms": best.shared_terms,
+                         "similarity": best.similarity}})
+
 
 def _similar(storage: Storage, data: RunData, phrase: str,
              embed: Embedder | None) -> tuple[list[Any], Embedder | None, str]:
@@ -348,41 +394,7 @@ def why_forgotten(storage: Storage, run_id: str, target: tuple[str, int] | str, 
     prompt, the part that matched in the evidence) — in run ``run_id``. Unknown runs
     and refs raise NotFoundError."""
     if isinstance(target, str):
-        found = find_by_phrase(storage, run_id, target, embed=embed)
-        best = found.best
-        if best is None:
-            return Explanation(run_id=run_id, fate="not-stored", reached_model=False,
-                               sentence=found.sentence,
-                               evidence={"text": found.phrase, "searched": found.searched,
-                                         **({"not_imported": found.not_imported}
-                                            if found.not_imported else {})})
-        exp = best.explanation
-        others = [(m.thread_id, m.seq) for m in found.matches[1:]
-                  if m.thread_id is not None and m.seq is not None]
-        at = (best.thread_id, best.seq)
-        if best.contains:
-            others += [r for r in found.exact if r not in others and r != at]
-            return exp.model_copy(update={"other_matches": others})
-        closest = (f"{best.thread_id} #{best.seq}" if best.part == "text" else
-                   f"the {best.part.replace('-', ' ')} part"
-                   + (f" of {best.thread_id} #{best.seq}" if best.thread_id else ""))
-        if too_far(found.phrase, best, found.by_meaning):  # not the message it speaks of
-            nearest = ([(best.thread_id, best.seq)] if best.thread_id is not None
-                       and best.seq is not None else [])
-            return Explanation(
-                run_id=run_id, fate="not-stored", reached_model=False,
-                sentence=found.sentence, other_matches=[*nearest, *others],
-                evidence={"text": found.phrase, "searched": found.searched,
-                          "nearest": closest, "shared_terms": best.shared_terms,
-                          **({"not_imported": found.not_imported}
-                             if found.not_imported else {})})
-        return exp.model_copy(update={
-            "other_matches": others,
-            "sentence": f"No stored message contains “{found.phrase}” word for word; the "
-                        f"closest is {closest}. {exp.sentence}",
-            "evidence": {**exp.evidence, "matched": found.searched,
-                         "shared_terms": best.shared_terms,
-                         "similarity": best.similarity}})
+        return find_by_phrase(storage, run_id, target, embed=embed).verdict()
     if (not isinstance(target, tuple | list) or len(target) != 2
             or not isinstance(target[1], int)):
         raise InvalidInputError(f"target must be (thread_id, seq) or a text, got {target!r}")

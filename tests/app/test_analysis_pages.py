@@ -525,6 +525,13 @@ def test_a_phrase_sharing_one_word_of_three_is_not_the_message_it_shares(
     assert "## :red-badge[:material/block: not-stored]" in _md(at)
     radio = next(r for r in at.radio if r.label == "Explain in detail")
     assert radio.value == 0 and shown(radio.options[0]) == "the phrase (not stored)"
+    # the page's verdict is the one `memwb why --text` gives, evidence and all
+    from memory_core.analysis.forgotten import why_forgotten
+
+    cli = why_forgotten(demo, "support-3-forgot", "refund purple elephants",
+                        embed=HashingEmbedder())
+    evidence = json.loads(at.json[0].value)
+    assert evidence["nearest"] == cli.evidence["nearest"] and "searched" in evidence
     # a nearest message can still be explained, on a pick
     radio.set_value(1).run()
     _ok(at)
