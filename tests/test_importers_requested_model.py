@@ -50,21 +50,44 @@ def test_a_router_s_choice_is_shown_beside_the_model_asked_for(tmp_path: Path) -
     assert "sent to: https://api.openai.com" in out
 
 
-@pytest.mark.parametrize(("name", "asked", "answered", "sent_to"), [
-    ("openllmetry-test_anthropic_image_with_history.yaml", "claude-3-5-haiku-latest",
-     "claude-3-5-haiku-20241022", "https://api.anthropic.com"),
-    # the URL's model id; the body names the model without its Bedrock prefix
-    ("openllmetry-bedrock-invoke-test_anthropic_3_completion_streaming.yaml",
-     "anthropic.claude-3-sonnet-20240229-v1:0", "claude-3-sonnet-20240229",
-     "https://bedrock-runtime.us-east-1.amazonaws.com"),
-])
-def test_an_alias_resolved_keeps_the_name_asked_for(name: str, asked: str, answered: str,
-                                                    sent_to: str) -> None:
+def test_an_alias_resolved_keeps_the_name_asked_for() -> None:
     s = InMemoryStorage()
-    report = import_file(s, REAL / name)
+    report = import_file(s, REAL / "openllmetry-test_anthropic_image_with_history.yaml")
     extra = _extras(s, report.runs_created)[0]
-    assert extra["requested_model"] == asked and extra["endpoint"] == sent_to
-    assert s.runs.get_run(report.runs_created[0]).agent == answered
+    assert extra["requested_model"] == "claude-3-5-haiku-latest"
+    assert extra["endpoint"] == "https://api.anthropic.com"
+    assert s.runs.get_run(report.runs_created[0]).agent == "claude-3-5-haiku-20241022"
+
+
+def test_an_id_that_only_wraps_the_model_that_answered_is_not_another_model() -> None:
+    # the URL's Bedrock model id; the body names the model without its prefix and version
+    s = InMemoryStorage()
+    report = import_file(
+        s, REAL / "openllmetry-bedrock-invoke-test_anthropic_3_completion_streaming.yaml")
+    (extra,) = _extras(s, report.runs_created)
+    assert "requested_model" not in extra
+    assert extra["endpoint"] == "https://bedrock-runtime.us-east-1.amazonaws.com"
+    assert s.runs.get_run(report.runs_created[0]).agent == "claude-3-sonnet-20240229"
+
+
+@pytest.mark.parametrize(("asked", "answered", "another"), [
+    ("us.anthropic.claude-sonnet-4-5-20250929-v1:0", "claude-sonnet-4-5-20250929", False),
+    ("cohere.command-text-v14", "command-text-v14", False),
+    ("models/gemini-2.0-flash", "gemini-2.0-flash", False),  # Go's genai client
+    ("gpt-4o", "gpt-4o", False),
+    ("gpt-4o", None, False),  # the response names none
+    ("gpt-4", "gpt-4-0613", True),  # an alias resolved
+    ("gpt-4o-mini", "gpt-4o", True),  # a prefix of the name is another model
+    ("gemini-flash-latest", "gemini-3.6-flash", True),
+    ("gpt-4.1-mini", "moonshotai/kimi-k2", True),  # a router's choice
+])
+def test_another_model(asked: str, answered: str | None, another: bool) -> None:
+    line = _record(asked, answered) if answered else json.dumps({"request": {
+        "model": asked, "messages": [{"role": "user", "content": "hello"}]},
+        "response": {"choices": [{"message": {"role": "assistant", "content": "hi"}}]}})
+    s = InMemoryStorage()
+    (extra,) = _extras(s, import_text(s, line, name="calls.jsonl").runs_created)
+    assert ("requested_model" in extra) is another
 
 
 def _record(model: str, answered: str, **extra: Any) -> str:

@@ -6,6 +6,7 @@ what this import wrote, so nothing from the file remains."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
 from json.encoder import encode_basestring as _STRING  # (C; what canonical JSON uses)
@@ -100,11 +101,36 @@ def unknown_fields(ex: Exchange) -> list[str]:
     return UNKNOWN_FIELDS + extra
 
 
+def another_model(asked: str | None, answered: str | None) -> bool:
+    """Whether the model that answered is another than the one asked for: an alias
+    resolved (``gpt-4`` → ``gpt-4-0613``), a router's choice. Not when the name asked
+    for only wraps the one that answered — a Bedrock model id or inference profile
+    (``us.anthropic.claude-sonnet-4-5-20250929-v1:0``), a Gemini resource name
+    (``models/gemini-2.0-flash``)."""
+    return asked is not None and answered is not None and answered not in _named(asked)
+
+
+def _named(asked: str) -> set[str]:
+    """The model names an id asked for stands for: itself, a resource name's last part
+    (``…models/<name>``), a Bedrock id's model (``[region.]provider.<name>[-vN[:M]]``)."""
+    names = {asked}
+    if (resource := _RESOURCE.fullmatch(asked)) is not None:
+        names.add(resource[1])
+    if (bedrock := _BEDROCK.fullmatch(asked)) is not None:
+        names |= {bedrock[1], _VERSION.sub("", bedrock[1])}
+    return names
+
+
+_RESOURCE = re.compile(r"(?:.*/)?models/(.+)")
+_BEDROCK = re.compile(r"(?:[a-z]{2,5}\.)?[a-z0-9]+\.([^./]+)")
+_VERSION = re.compile(r"-v\d+(?::\d+)?$")
+
+
 def import_extra(ex: Exchange, rest: dict[str, Any]) -> dict[str, Any]:
     """The run's import record's ``extra``: ``rest`` of the import's info, the API
     when it is not the OpenAI family's (``"anthropic"``), where the call was sent
     (``endpoint``, when its URL was recorded), the model the request named when
-    another answered (``requested_model``: an alias resolved, a router's choice), the
+    another answered (``requested_model``: ``another_model``), the
     request's ``request_fields`` as sent and, for a history held server-side, where its
     prompt's reconstructed messages are."""
     out = dict(rest)
@@ -112,7 +138,7 @@ def import_extra(ex: Exchange, rest: dict[str, Any]) -> dict[str, Any]:
         out["api"] = ex.api
     if ex.endpoint is not None:
         out["endpoint"] = ex.endpoint
-    if ex.requested_model is not None and ex.requested_model != ex.model:
+    if another_model(ex.requested_model, ex.model):
         out["requested_model"] = ex.requested_model
     if ex.request_fields:
         out["request_fields"] = dict(ex.request_fields)
