@@ -237,3 +237,15 @@ def test_an_attachment_in_the_system_instruction_is_noted_as_not_imported() -> N
     assert "systemInstruction: part 1: inline_data not imported (the instructions keep " \
            "their text only)" in reasons
     assert not any("kept as a placeholder" in r for r in reasons)
+
+
+@pytest.mark.parametrize(("recorded", "said"), [(1, "STOP"), (2, "MAX_TOKENS"), (42, "42"),
+                                                ("STOP", "STOP")])
+def test_a_finish_reason_recorded_as_the_enum_s_number_is_read(recorded: Any,
+                                                                said: str) -> None:
+    # Go's genai client asks for ``enum-encoding=int``: "finishReason": 1
+    answer = _answer({"text": "15 * 7 is 105."})
+    answer["candidates"][0]["finishReason"] = recorded
+    s, report = _import(_record([USER], answer))
+    step = s.runs.get(f"{report.runs_created[0]}:step:0")
+    assert isinstance(step, dict) and step["response"]["finish_reason"] == said

@@ -301,6 +301,21 @@ def _usage(meta: Any) -> tuple[Usage, bool]:
     return Usage(), False
 
 
+# a client asking for ``enum-encoding=int`` (Go's genai) gets the enum's number
+_FINISH_NUMBERS = ("FINISH_REASON_UNSPECIFIED", "STOP", "MAX_TOKENS", "SAFETY", "RECITATION",
+                   "OTHER")
+
+
+def finish_reason(value: Any) -> str | None:
+    """A candidate's ``finishReason`` as text: its name, also when recorded as the
+    enum's number (``1`` is ``STOP``; a number with no name known here, as recorded)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return _FINISH_NUMBERS[value] if 0 <= value < len(_FINISH_NUMBERS) else str(value)
+    return None
+
+
 def _reply(response: dict[str, Any], where: str, notes: list[str]
            ) -> tuple[Message | None, str | None, str | None]:
     """The answer, the finish reason, and why there is no answer (when none)."""
@@ -317,8 +332,7 @@ def _reply(response: dict[str, Any], where: str, notes: list[str]
     cand = candidates[0]
     if not isinstance(cand, dict):
         raise fail(where, f"response candidate 0 must be an object, got {cand!r}")
-    finish = _get(cand, "finishReason")
-    finish = finish if isinstance(finish, str) else None
+    finish = finish_reason(_get(cand, "finishReason"))
     content = cand.get("content")
     msgs = content_messages(content, f"{where}: response", notes, role="model") \
         if isinstance(content, dict) else []
