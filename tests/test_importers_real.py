@@ -1334,6 +1334,34 @@ EXPECTED.update({
         "skipped": ["message 1: an empty assistant message before another assistant "
                     "message; not stored (it holds nothing)"],
     },
+    # Go's go-vcr cassettes ("url", "code: 200" beside "status: 200 OK"): two calls
+    # answered in one turn, their results by name
+    "fantasy-TestGoogleCommon-gemini-2.5-flash-multi_tool.yaml": {
+        "threads": [["user: Add and multiply the number 2 and 3",
+                     'assistant: → add({"a": 2, "b": 3}) → multiply({"a": 2, "b": 3})',
+                     "tool add: {'result': '5'}", "tool multiply: {'result': '6'}",
+                     "assistant: The sum of 2 and 3 is 5. The product of 2 and 3 is 6."]],
+        "runs": [("gemini-2.5-flash", (125, 109), ["add", "multiply"]),
+                 ("gemini-2.5-flash", (185, 24), ["add", "multiply"])],
+        "finishes": ["STOP", "STOP"],
+        "api": "gemini",
+    },
+    # the same recorder, an Anthropic stream with thinking: its blocks noted, not kept
+    "fantasy-TestAnthropicThinking-claude-sonnet-4-thinking-streaming.yaml": {
+        "threads": [["user: What's the weather in Florence, Italy?",
+                     'assistant: → weather({"location": "Florence, Italy"})',
+                     "tool weather: 40 C",
+                     "assistant: The current weather in Florence, Italy is 40°C (104°F). "
+                     "That's quite hot! If you're planning to visit or are currently there, "
+                     "make sure to stay hydrated and seek shade or air conditioning when "
+                     "possible."]],
+        "runs": [("claude-sonnet-4-20250514", (424, 119), ["weather"]),
+                 ("claude-sonnet-4-20250514", (558, 51), ["weather"])],
+        "skipped": ["response: content block 0 (thinking) not imported",
+                    "message 1: content block 0 (thinking) not imported"],
+        "finishes": ["tool_use", "end_turn"],
+        "api": "anthropic",
+    },
     # a stream whose tool call sends ``arguments: null``: stored as streamed (""), and
     # the call the client sends back with "{}" is the same one, so the thread is one
     "llm-test_tools_streaming_variant_d.yaml": {

@@ -243,6 +243,21 @@ def interaction_records(interactions: list[Any], label: str = "interaction"
     return rows, skipped
 
 
+def status_code(resp: dict[str, Any], where: str) -> int:
+    """A recorded response's HTTP status: vcrpy's ``status: {code, message}``, go-vcr's
+    ``code: 200`` (beside ``status: "200 OK"``), vcrpy's older httpx stubs'
+    ``status_code``; 200 when none is recorded. A status that is no number is refused
+    (a failed call must not be read as an answer)."""
+    status = resp.get("status")
+    code = status.get("code", 200) if isinstance(status, dict) else resp.get(
+        "code", resp.get("status_code", status if status is not None else 200))
+    if isinstance(code, str) and (number := code.split(" ", 1)[0]).isdigit():
+        code = int(number)  # "200 OK"
+    if not isinstance(code, int) or isinstance(code, bool):
+        raise fail(where, f"the response's status must be an HTTP status code, got {code!r}")
+    return code
+
+
 def interaction_record(item: Any, where: str, label: str = "interaction"
                        ) -> tuple[str, Any] | SkippedRecord:
     """One vcrpy-shaped interaction as a ``{"request", "response"|"error"}`` record
@@ -251,9 +266,13 @@ def interaction_record(item: Any, where: str, label: str = "interaction"
     resp = item.get("response") if isinstance(item, dict) else None
     if not isinstance(req, dict) or not isinstance(resp, dict):
         raise fail(where, f"an {label} needs a 'request' and a 'response' object")
-    uri = str(req.get("uri") or "")
+    # vcrpy writes "uri", Go's go-vcr "url"
+    uri = str(req.get("uri") or req.get("url") or "")
     path = uri.split("?", 1)[0].split("#", 1)[0].rstrip("/")
     method = str(req.get("method") or "POST").upper()
+    if not uri:
+        return SkippedRecord(where=where, reason=f"its request ({req.get('method')}) "
+                                                 "records no URL (no 'uri' or 'url')")
     api = route(uri)
     if api is None or method != "POST":
         # (a model call is a POST; a GET of …/chat/completions lists stored
@@ -281,10 +300,7 @@ def interaction_record(item: Any, where: str, label: str = "interaction"
             f"{CONVERSATION_KEYS[-1]} (its keys: "
             f"{', '.join(sorted(map(str, body))) or 'none'}): the conversation is not "
             "in the recording"))
-    status = resp.get("status") or {}
-    code = status.get("code", 200) if isinstance(status, dict) else 200
-    if "status" not in resp and isinstance(resp.get("status_code"), int):
-        code = resp["status_code"]  # (vcrpy's older httpx stubs)
+    code = status_code(resp, where)
     answer = _body(resp, f"{where}: response")
     record: dict[str, Any] = {"request": body, "url": uri}
     when = recorded_at(item, resp)
