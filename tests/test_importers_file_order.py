@@ -124,3 +124,21 @@ def test_a_call_dated_before_one_the_file_lists_earlier_is_said_once_for_the_fil
         again = import_text(InMemoryStorage(), yaml.safe_dump({"interactions": ordered}),
                             name="c.yaml")
         assert not [n for n in again.skipped if n.where == "file"]
+
+
+def test_a_file_that_dates_no_call_says_so_and_its_times_show_as_not_recorded(
+        tmp_path: Path) -> None:
+    calls = [_call(0, None), _call(1, None)]
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump({"interactions": calls}), encoding="utf-8")
+    db = f"duckdb:///{tmp_path / 'x.duckdb'}"
+    done = CliRunner().invoke(app, ["import", str(path), "--db", db])
+    assert done.exit_code == 0, done.output
+    assert "no call in the file is dated" in done.output
+    listed = CliRunner().invoke(app, ["runs", "--db", db]).output.splitlines()
+    assert len(listed) == 3 and all(line.endswith("not recorded") for line in listed[1:])
+    assert "1970" not in "\n".join(listed)
+    # one dated call is enough: the others are placed beside it, with a note each
+    report = import_text(InMemoryStorage(), yaml.safe_dump({"interactions": [
+        _call(0, "Tue, 03 Feb 2026 15:19:54 GMT"), _call(1, None)]}), name="c.yaml")
+    assert not report.undated

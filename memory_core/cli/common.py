@@ -9,6 +9,7 @@ import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
@@ -180,6 +181,11 @@ def emit_json(value: Any) -> None:
 
 
 def _cell(value: Any) -> str:
+    if isinstance(value, datetime):
+        from memory_core.types import is_undated
+
+        if is_undated(value):  # an imported call its recording did not date
+            return "not recorded"
     text = "" if value is None else str(value)
     return terminal_safe(" ".join(text.split()))[:60]
 

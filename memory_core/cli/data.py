@@ -134,6 +134,9 @@ def _say_imported(label: str, url: str, report: Any) -> None:
     say(f"imported {label} ({', '.join(report.apis) or report.format}) into {url}: "
         f"{len(report.threads_created)} threads{extended}, {report.messages_stored} messages, "
         f"{report.embeddings_stored} embeddings, {len(report.runs_created)} runs")
+    if report.undated:
+        say("  no call in the file is dated (no time in its bodies or headers): the runs "
+            "keep the file's order; their times show as not recorded")
     for s in report.skipped:  # what was not imported, and what was kept differently
         say(f"  {s.where}: {s.reason}")
 

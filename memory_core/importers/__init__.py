@@ -309,11 +309,13 @@ def _import_parsed(storage: Storage, parsed: ParsedFile, *, fmt: ImportFormat, n
     check_offered_tools(parsed.exchanges)  # (before results take their calls' names)
     resolve_tool_names(parsed.exchanges)  # (the last check of the file's validity)
     drop_empty_turns(parsed.exchanges)  # (after the checks: their notes count as sent)
+    undated = bool(parsed.exchanges) and all(ex.started_at is None for ex in parsed.exchanges)
     out_of_order = keep_file_order(parsed.exchanges, date_undated(parsed.exchanges))
     if stages is not None:
         stages("read", parsed.records, parsed.records)
     report = ImportReport(format=fmt, file=name, sha1=digest, skipped=list(parsed.skipped) + (
         [SkippedRecord(where="file", reason=out_of_order)] if out_of_order else []),
+        undated=undated,
                           apis=list(dict.fromkeys(ex.api or fmt for ex in parsed.exchanges)))
     run_ids = [run_id_for(digest, ex.index) for ex in parsed.exchanges]
     threads, runs = plan_threads(parsed.exchanges, f"imp-{digest[:8]}-", resource_id,

@@ -65,6 +65,9 @@ class ImportReport(BaseModel):
     # what its model calls were read as, each once in file order: "openai" (the OpenAI
     # family), "anthropic", "gemini", "ollama", "bedrock", or "otel" (spans)
     apis: list[str] = Field(default_factory=list)
+    # no call of the file is dated (a cassette without Date headers): its runs keep its
+    # order at placeholder times, which ``memwb runs`` and the pages show as not recorded
+    undated: bool = False
 
 
 @dataclass
