@@ -1362,6 +1362,34 @@ EXPECTED.update({
         "finishes": ["tool_use", "end_turn"],
         "api": "anthropic",
     },
+    # httprr traces (Go's rsc.io/httprr: raw HTTP, sizes in bytes), langchaingo's tests
+    "langchaingo-TestFunctionCall.httprr": {
+        "threads": [["user: What is the weather like in Boston?",
+                     'assistant: → getCurrentWeather({"location": "Boston"})']],
+        "runs": [("gpt-3.5-turbo-0125", (81, 14), ["getCurrentWeather"])],
+        "finishes": ["tool_calls"],
+    },
+    # Ollama's NDJSON stream sent chunked (Transfer-Encoding), de-chunked then joined
+    "langchaingo-TestWithStreaming.httprr": {
+        "threads": [["user: How many feet are in a nautical mile?",
+                     "assistant: Okay, this is a surprisingly tricky question! Here's how we "
+                     "can figure out the number of feet in a nautical mile:…"]],
+        "runs": [("gemma3:1b", (18, 203), [])],
+        "finishes": ["stop"],
+        "api": "ollama",
+    },
+    # Go's genai client: "model": "models/gemini-2.0-flash" in the body, the finish
+    # reason as the enum's number (1), results without ids answering by name
+    "langchaingo-TestGoogleAIToolCallResponse.httprr": {
+        "threads": [["user: What is 15 * 7?",
+                     'assistant: → calculate({"expression": "15 * 7"})',
+                     "tool calculate: {'response': '105'}",
+                     "assistant: 15 * 7 is 105.\n"]],
+        "runs": [("gemini-2.0-flash", (21, 7), ["calculate"]),
+                 ("gemini-2.0-flash", (33, 12), ["calculate"])],
+        "finishes": ["STOP", "STOP"],
+        "api": "gemini",
+    },
     # a stream whose tool call sends ``arguments: null``: stored as streamed (""), and
     # the call the client sends back with "{}" is the same one, so the thread is one
     "llm-test_tools_streaming_variant_d.yaml": {

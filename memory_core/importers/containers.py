@@ -1,6 +1,6 @@
 """Containers: how a file holds its model calls, told from its text. Each is read into
 exchanges its own way — OTLP into spans (``otel.py``), the others (cassettes, HAR
-files, HTTP-interaction JSON, JSON records) into records that
+files, httprr traces, HTTP-interaction JSON, JSON records) into records that
 the formats of ``registry.py`` read (``openai_jsonl.parse_records``) — and each belongs
 to one of the two families an import is told by (``ImportFormat``: ``import_text``'s
 ``format``, ``ImportReport.format``, the runs' import records).
@@ -19,6 +19,7 @@ from memory_core.importers.cassette import looks_like_cassette, parse_cassette
 from memory_core.importers.common import ImportFormat, ParsedFile, Stages
 from memory_core.importers.har import looks_like_har, parse_har
 from memory_core.importers.http_json import looks_like_http_json, parse_http_json
+from memory_core.importers.httprr import looks_like_httprr, parse_httprr
 from memory_core.importers.openai_jsonl import parse_json
 from memory_core.importers.otel import looks_like_otlp, parse_otlp
 
@@ -38,6 +39,7 @@ CONTAINERS: tuple[Container, ...] = (
     Container("otlp-json", "otel", looks_like_otlp, lambda text, _stages: parse_otlp(text)),
     Container("cassette", "openai", looks_like_cassette, parse_cassette),  # interactions:
     Container("har", "openai", looks_like_har, parse_har),  # {"log": {"entries": [...]}}
+    Container("httprr", "openai", looks_like_httprr, parse_httprr),  # httprr trace v1
     # {"request": {"method", "url", "body"}, "response": {"status", "body"}} per call
     Container("http-json", "openai", looks_like_http_json, parse_http_json),
     Container("json", "openai", lambda _text: True, parse_json),  # JSON lines, array, docs
