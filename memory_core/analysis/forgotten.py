@@ -104,7 +104,9 @@ class PhraseSearch(BaseModel):
         others = [(m.thread_id, m.seq) for m in self.matches[1:]
                   if m.thread_id is not None and m.seq is not None]
         at = (best.thread_id, best.seq)
-        if best.contains:
+        if best.contains:  # the others that hold it too, not those merely close
+            others = [(m.thread_id, m.seq) for m in self.matches[1:] if m.contains
+                      and m.thread_id is not None and m.seq is not None]
             others += [r for r in self.exact if r not in others and r != at]
             return exp.model_copy(update={"other_matches": others})
         closest = (f"{best.thread_id} #{best.seq}" if best.part == "text" else

@@ -353,8 +353,10 @@ def why(run: Annotated[str, typer.Argument(help="Run id.")], db: DbOpt = None,
     _say_rules(exp.rules, run)
     for k, v in exp.evidence.items():
         say(f"  {k}: {v}")
-    if exp.other_matches:
-        say("  other matches: " + ", ".join(f"{t}:{q}" for t, q in exp.other_matches))
+    if exp.other_matches:  # holding the phrase too, or (none does) the nearest
+        near = "matched" in exp.evidence or "nearest" in exp.evidence
+        say(f"  {'other near matches' if near else 'other messages holding it'}: "
+            + ", ".join(f"{t}:{q}" for t, q in exp.other_matches))
 
 
 def _say_rules(rules: list[Any], run: str) -> None:

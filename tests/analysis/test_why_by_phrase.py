@@ -119,3 +119,20 @@ def test_one_shared_word_of_three_by_words_alone_is_not_the_message() -> None:
     meant = find_by_phrase(w.storage, "r-main", "blender dragons purple",
                            embed=KeywordEmbedder())
     assert meant.by_meaning
+
+
+def test_other_matches_of_a_phrase_found_word_for_word_hold_it_too() -> None:
+    # "Hello from the shop!" is close to "Hello!" but does not hold it: it is no other
+    # match of a phrase that a message holds word for word
+    w = World()
+    w.embed = HashingEmbedder(64)
+    w.say("old", "r1", user("Hello from the shop!"), assistant("Hello!"),
+          user("Hello! Again."))
+    w.say("cur", "r1", user("Hi"), assistant("Hi!"))
+    w.run("r-main", "cur", "r1", QUESTION, memory=w.memory(recall=recall(top_k=3)))
+    found = find_by_phrase(w.storage, "r-main", "Hello!")
+    holding = {(m.thread_id, m.seq) for m in found.matches if m.contains}
+    assert holding == {("old", 1), ("old", 2)}
+    assert any(not m.contains for m in found.matches)  # the near one was found
+    e = why_forgotten(w.storage, "r-main", "Hello!")
+    assert set(e.other_matches) | {(e.thread_id, e.seq)} == holding
