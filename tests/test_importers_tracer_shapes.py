@@ -279,6 +279,17 @@ def test_otlp_tool_definitions_read_one_by_one() -> None:
      "an OpenAI chat-completions record"),
     ({"candidates": [], "usageMetadata": {}},
      "the response of a Gemini API record without its request", "a Gemini API record"),
+    # a file of stream events (vercel/ai's Anthropic fixtures): the answer's pieces
+    ({"type": "message_start", "message": {"id": "msg_1", "type": "message",
+                                           "role": "assistant", "content": []}},
+     "one event of the streamed answer of an Anthropic Messages API record "
+     "(message_start), without the request", "an Anthropic Messages API record"),
+    ({"id": "chatcmpl-1", "object": "chat.completion.chunk", "choices": [
+        {"index": 0, "delta": {"content": "Hi"}}]},
+     "one event of the streamed answer of an OpenAI chat-completions record "
+     "(chat.completion.chunk)", "an OpenAI chat-completions record"),
+    ({"type": "response.output_text.delta", "delta": "Hi"},
+     "one event of the streamed answer of a Responses API record", "a Responses API record"),
 ])
 def test_a_refused_record_says_what_it_looks_like_and_the_closest_format(
         tmp_path: Path, record: dict[str, Any], looks: str, closest: str) -> None:

@@ -72,6 +72,23 @@ SHAPES: tuple[Shape, ...] = (
            "startTimeUnixNano name"),
 )
 _CONVERSATION = ("messages", "input", "prompt", "contents", "conversations")
+# one event (or chunk) of a streamed answer, by its type: a file of them holds the
+# answer's pieces, not the request
+_ANTHROPIC_EVENTS = frozenset({"message_start", "content_block_start", "content_block_delta",
+                               "content_block_stop", "message_delta", "message_stop",
+                               "ping"})
+
+
+def _stream_piece(obj: dict[str, Any]) -> Shape | None:
+    """The shape whose streamed answer ``obj`` is one event or chunk of, if it is one."""
+    kind = obj.get("type")
+    if kind in _ANTHROPIC_EVENTS and "request" not in obj:
+        return SHAPES[2]
+    if obj.get("object") == "chat.completion.chunk":
+        return SHAPES[0]
+    if isinstance(kind, str) and kind.startswith("response.") and "request" not in obj:
+        return SHAPES[1]
+    return None
 
 
 def _keys(obj: dict[str, Any]) -> set[str]:
@@ -89,6 +106,11 @@ def _keys(obj: dict[str, Any]) -> set[str]:
 def _looks_like(obj: dict[str, Any], keys: set[str], closest: Shape) -> str:
     """What the record seems to be and why it is not read, as a clause."""
     request, response = obj.get("request"), obj.get("response")
+    if _stream_piece(obj) is not None:
+        kind = obj.get("type") or obj.get("object")
+        return (f"one event of the streamed answer of {closest.name} ({kind}), without the "
+                "request: a file of stream events holds the answer's pieces, not the "
+                "conversation — record the whole call")
     if isinstance(request, dict) and not any(k in request for k in _CONVERSATION):
         sent = ", ".join(sorted(map(str, request))[:6]) or "nothing"
         return (f"{closest.name} whose request sends no 'messages', 'input', 'prompt' or "
@@ -114,6 +136,8 @@ def closest_shape(obj: dict[str, Any]) -> Shape:
     tie, or when it shares none)."""
     if _one_message(obj):  # a chat request holds them
         return SHAPES[0]
+    if (streamed := _stream_piece(obj)) is not None:
+        return streamed
     keys = _keys(obj)
     return max(SHAPES, key=lambda s: (len(s.keys & keys), -SHAPES.index(s)))
 
