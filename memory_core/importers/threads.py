@@ -280,6 +280,23 @@ class _PrefixIndex:
         return None, -1
 
 
+def _say_calls_sent_back_otherwise(ex: Exchange, conv: list[Message], keys: list[str],
+                                   seen: dict[str, tuple[str, str]]) -> None:
+    """A request that starts a new conversation although it sends back a tool call an
+    earlier one recorded (by its id), as another message — its arguments rewritten by
+    the client (langchaingo sends a string the model gave as ``{"__arg1": …}``), its
+    text changed: the history no longer matches, so say why it is a thread of its own."""
+    for m, key in zip(conv, keys, strict=True):
+        for call in m.tool_calls() if m.role == "assistant" else ():
+            first = seen.get(call.id)
+            if first is not None and first[0] != key:
+                ex.notes.append(
+                    f"{ex.where}: sends back tool call {call.id!r}, recorded at {first[1]}, "
+                    "as another message (its arguments or text differ from what was "
+                    "recorded), so its conversation is stored as a new thread")
+                return
+
+
 def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
                  resource_override: str | None,
                  stored: StoredThreads | None = None
@@ -295,6 +312,8 @@ def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
     # own, and no other exchange or thread
     held = Counter(id(m) for ex in exchanges for m in ex.conversation())
     keyed: dict[int, tuple[Message, str]] = {}  # (keeps each message keyed alive)
+    # each tool-call id an answer of the file made: that answer's key, and where
+    calls_seen: dict[str, tuple[str, str]] = {}
 
     def key_of(m: Message) -> str:
         got = keyed.get(id(m))
@@ -369,6 +388,8 @@ def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
                 tp, best = found or (ThreadPlan(name, None, resource, ikey), 0)
                 index.threads.append(tp)
                 threads.append(tp)
+                if found is None:
+                    _say_calls_sent_back_otherwise(ex, conv, keys, calls_seen)
             seqs = window if window is not None else list(range(min(best, len(keys))))
             seqs += [tp.add(own(ex, conv, i), keys[i], at[i], ex.index if owned[i] else None)
                      for i in range(len(seqs), len(conv))]
@@ -378,6 +399,10 @@ def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
             if m is not conv[i] and seq >= tp.stored_count and (
                     conv[i].metadata or not isinstance(m.content, str)):
                 adopt_ids(m, conv[i])  # (a name or ids to give: nothing otherwise)
+        if ex.response is not None and not isinstance(ex.response.content, str):
+            for call in ex.response.tool_calls():  # (an answer's calls: those sent back)
+                if not _DERIVED_ID.match(call.id):
+                    calls_seen.setdefault(call.id, (keys[-1], ex.where))
         h = len(ex.history)
         runs.append(RunPlan(ex, tp, seqs[:h], seqs[h] if ex.response is not None else None,
                             inp))

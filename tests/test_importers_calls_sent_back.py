@@ -1,0 +1,49 @@
+"""A request that sends back an earlier answer's tool call (by its id) as another
+message — langchaingo's agent rewrites the arguments the model gave — no longer matches
+the stored history: its conversation is a thread of its own, and the report says why."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from memory_core.importers import import_text
+from memory_core.storage.inmemory import InMemoryStorage
+
+QUESTION = {"role": "user", "content": "When was Go 1.0 released?"}
+
+
+def _call(arguments: str) -> dict[str, Any]:
+    return {"role": "assistant", "content": None, "tool_calls": [{
+        "id": "call_xBZmyTROTl3UDnkHo7ViHPJ6", "type": "function",
+        "function": {"name": "GoogleSearch", "arguments": arguments}}]}
+
+
+def _line(messages: list[dict[str, Any]], answer: dict[str, Any]) -> str:
+    return json.dumps({"request": {"model": "gpt-4", "messages": messages, "tools": [
+        {"type": "function", "function": {"name": "GoogleSearch", "parameters": {}}}]},
+                       "response": {"choices": [{"message": answer}]}})
+
+
+ASKED = '{"__arg1": "Go 1.0 release date"}'
+RESULT = {"role": "tool", "tool_call_id": "call_xBZmyTROTl3UDnkHo7ViHPJ6",
+          "content": "March 28, 2012"}
+DONE = {"role": "assistant", "content": "Go 1.0 was released on March 28, 2012."}
+
+
+def test_a_call_sent_back_rewritten_starts_a_thread_and_says_why() -> None:
+    text = "\n".join([_line([QUESTION], _call(ASKED)),
+                      _line([QUESTION, _call("Go 1.0 release date"), RESULT], DONE)])
+    report = import_text(InMemoryStorage(), text, name="agent.jsonl")
+    assert len(report.threads_created) == 2
+    assert [(n.where, n.reason) for n in report.skipped] == [(
+        "line 2", "sends back tool call 'call_xBZmyTROTl3UDnkHo7ViHPJ6', recorded at line 1, "
+                  "as another message (its arguments or text differ from what was "
+                  "recorded), so its conversation is stored as a new thread")]
+
+
+def test_a_call_sent_back_as_recorded_continues_its_thread_without_a_note() -> None:
+    text = "\n".join([_line([QUESTION], _call(ASKED)),
+                      _line([QUESTION, _call(ASKED), RESULT], DONE)])
+    report = import_text(InMemoryStorage(), text, name="agent.jsonl")
+    assert len(report.threads_created) == 1 and not report.skipped
