@@ -99,6 +99,8 @@ def test_cached_input_counts_are_part_of_the_input() -> None:
              "      X-Amzn-Bedrock-Cache-Write-Input-Token-Count:\n      - '5'\n")
     s, report = _imported(_bedrock(cache + IN_HEADER + OUT_HEADER))
     assert _usage(s, report) == (114, 112)  # as the Messages API's reading counts them
+    extra = s.runs.get(f"{report.runs_created[0]}:import")["extra"]
+    assert extra["usage_detail"] == {"cached_input": 100}  # (read from the cache)
 
 
 def test_headers_that_count_otherwise_than_the_body_are_noted_and_the_body_kept() -> None:
@@ -341,3 +343,38 @@ def test_the_run_view_carries_the_recorded_call_only_for_an_imported_run() -> No
     assert rec.usage is not None and (rec.usage.input_tokens, rec.usage.output_tokens) == (70, 12)
     assert rec.estimated_in == RunReader(s.runs, rid).memctx().tokens.total  # type: ignore[union-attr]
     assert rec.tools == [] and rec.finish_reason == "COMPLETE" and rec.estimated_out
+
+
+# -- what the usage says within its counts ---------------------------------------------------
+@pytest.mark.parametrize(("usage", "detail"), [
+    ({"prompt_tokens": 120, "completion_tokens": 170,
+      "prompt_tokens_details": {"cached_tokens": 40},
+      "completion_tokens_details": {"reasoning_tokens": 150}},
+     {"reasoning": 150, "cached_input": 40}),
+    ({"prompt_tokens": 12, "completion_tokens": 5,
+      "completion_tokens_details": {"reasoning_tokens": 0}}, {}),  # none: nothing said
+])
+def test_reasoning_and_cached_tokens_are_kept_beside_the_counts(
+        tmp_path: Path, usage: dict[str, Any], detail: dict[str, int]) -> None:
+    line = json.dumps({"request": {"model": "o4-mini", "messages": [
+        {"role": "user", "content": "Plan my trip."}]}, "response": {
+        "model": "o4-mini", "usage": usage, "choices": [{"message": {
+            "role": "assistant", "content": "Go to Lisbon."}, "finish_reason": "stop"}]}})
+    db = tmp_path / "r.db"
+    s = SQLiteStorage(str(db))
+    rid = import_text(s, line + "\n", name="calls.jsonl").runs_created[0]
+    assert s.runs.get(f"{rid}:import")["extra"].get("usage_detail", {}) == detail
+    s.close()
+    out = _memwb("inspect", rid, "--db", f"sqlite:///{db}").splitlines()
+    line_said = next(ln for ln in out if ln.startswith("recorded usage: "))
+    want = (f"recorded usage: {usage['prompt_tokens']} in / {usage['completion_tokens']} "
+            "out" + (" (150 of the output reasoning; 40 of the input cached)" if detail
+                     else "") + "; our estimate")
+    assert line_said.startswith(want), line_said
+
+
+def test_gemini_thoughts_are_said_within_the_output(tmp_path: Path) -> None:
+    url, (first, _second) = _db(tmp_path, "pydanticai-google-test_google_model_thinking_part.yaml")
+    out = _memwb("inspect", first, "--db", url).splitlines()
+    assert any(ln.startswith("recorded usage: ") and "(1001 of the output reasoning)" in ln
+               for ln in out), out

@@ -8,7 +8,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from memory_core.journal.reader import RunStep
 from memory_core.journal.records import ImportRecord
@@ -32,6 +32,8 @@ class RecordedCall(BaseModel):
     # the model the request named, when another answered (an alias, a router's choice)
     requested_model: str | None = None
     endpoint: str | None = None  # where it was sent ("https://api.openai.com")
+    # within the usage's counts: "reasoning" output tokens, "cached_input" tokens
+    usage_detail: dict[str, int] = Field(default_factory=dict)
     params: dict[str, Any]  # the request's parameters, as recorded
     tools: list[str] | None
     answered: bool
@@ -52,6 +54,10 @@ class RecordedCall(BaseModel):
             usage = UNRECORDED
         else:
             usage = f"{self.usage.input_tokens} in / {self.usage.output_tokens} out"
+            within = [said.format(self.usage_detail[k]) for k, said in (
+                ("reasoning", "{} of the output reasoning"),
+                ("cached_input", "{} of the input cached")) if k in self.usage_detail]
+            usage += f" ({'; '.join(within)})" if within else ""
         out_est = f" / {self.estimated_out} out" if self.estimated_out is not None else ""
         return {
             "model": f"{self.model}{api}{asked}" if self.model
@@ -89,8 +95,12 @@ def recorded_call(record: ImportRecord | None, memctx: Memctx | None,
         step.model.name if step is not None else agent)
     api, asked, sent_to = (record.extra.get(k) for k in ("api", "requested_model",
                                                          "endpoint"))
-    where = {"requested_model": asked if isinstance(asked, str) else None,
-             "endpoint": sent_to if isinstance(sent_to, str) else None}
+    detail = record.extra.get("usage_detail")
+    where: dict[str, Any] = {
+        "requested_model": asked if isinstance(asked, str) else None,
+        "endpoint": sent_to if isinstance(sent_to, str) else None,
+        "usage_detail": {k: n for k, n in detail.items() if isinstance(n, int)}
+        if isinstance(detail, dict) else {}}
     if step is None:
         return RecordedCall(model=model, api=api if isinstance(api, str) else None, **where,
                             params=dict(record.request_params), tools=None, answered=False,

@@ -110,6 +110,9 @@ class Exchange:
     endpoint: str | None = None  # where the call was sent: its URL's origin, when recorded
     usage: Usage = field(default_factory=Usage)
     usage_known: bool = False
+    # what the recorded usage says within its counts: "reasoning" (output tokens spent
+    # thinking), "cached_input" (input tokens read from the provider's prompt cache)
+    usage_detail: dict[str, int] = field(default_factory=dict)
     finish_reason: str | None = None
     params: dict[str, Any] = field(default_factory=dict)  # recorded request parameters
     tools: list[dict[str, Any]] | None = None  # offered tools; None: not recorded

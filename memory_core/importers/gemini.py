@@ -22,6 +22,7 @@ import re
 from typing import Any
 
 from memory_core.importers.common import Exchange, fail, iso_time, list_of, object_of
+from memory_core.importers.formats.fields import usage_detail
 from memory_core.importers.openai_shapes import stream_events
 from memory_core.models.base import Usage
 from memory_core.models.openai_codec import derived_call_id, from_openai_tools
@@ -357,6 +358,7 @@ def gemini_exchange(obj: dict[str, Any], where: str, index: int, *,
     history = _contents(request, where, notes)
     instructions = _instructions(request, where, notes)
     reply, finish, usage, known, created, error = None, None, Usage(), False, None, None
+    detail: dict[str, int] = {}
     url = obj.get("url")
     model = asked = request.get("model") or obj.get("model") or (
         model_in_path(url) if isinstance(url, str) else None)
@@ -364,6 +366,7 @@ def gemini_exchange(obj: dict[str, Any], where: str, index: int, *,
         response = _joined(obj["response"], where)
         reply, finish, error = _reply(response, where, notes)
         usage, known = _usage(_get(response, "usageMetadata"))
+        detail = usage_detail(_get(response, "usageMetadata")) if known else {}
         model = _get(response, "modelVersion") or model
         created = iso_time(_get(response, "createTime"), where, "createTime")
     else:
@@ -375,7 +378,7 @@ def gemini_exchange(obj: dict[str, Any], where: str, index: int, *,
         where=where, index=index, instructions=instructions, history=history,
         response=reply, thread_key=thread_key, resource_id=resource_id,
         model=str(model) if model else None, requested_model=str(asked) if asked else None,
-        usage=usage, usage_known=known,
+        usage=usage, usage_known=known, usage_detail=detail,
         finish_reason=finish, params=_params(request, where), request_fields=fields,
         tools=_tools(request.get("tools"), where, notes), started_at=created,
         finished_at=created, error=error if reply is None else None, notes=notes,

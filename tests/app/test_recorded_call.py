@@ -49,3 +49,13 @@ def test_the_run_inspector_names_the_model_asked_for_beside_the_one_that_answere
     assert not at.exception and not at.error
     shown = [m.value for m in at.markdown] + [t.value for t in at.text]
     assert any("moonshotai/kimi-k2, asked for gpt-4.1-mini" in v for v in shown), shown
+
+
+def test_the_run_inspector_says_the_reasoning_within_the_output(
+        empty_db: InMemoryStorage, app: Callable[..., AppTest]) -> None:
+    # pydantic-ai's Gemini cassette: 1,001 of the output tokens were thoughts
+    rid = import_file(empty_db, REAL / "pydanticai-google-test_google_model_thinking_part.yaml"
+                      ).runs_created[0]
+    at = app(RUN_PAGE, run=rid)
+    assert not at.exception and not at.error
+    assert "of them 1,001 reasoning" in [c.value.replace("\\", "") for c in at.caption]

@@ -27,6 +27,7 @@ from memory_core.importers.formats.fields import (
     request_fields,
     request_params,
     str_field,
+    usage_detail,
     usage_of,
 )
 from memory_core.importers.gemini import model_in_path as vertex_model
@@ -104,6 +105,7 @@ def anthropic_exchange(obj: dict[str, Any], where: str, index: int,
         model=str_field(where, body, "model") or str_field(where, request, "model"),
         requested_model=str_field(where, request, "model"),
         usage=usage, usage_known=known, finish_reason=finish if isinstance(finish, str) else None,
+        usage_detail=usage_detail(body.get("usage")) if known else {},
         params=request_params(request, where, not_params=ANTHROPIC_NOT_PARAMS),
         request_fields=request_fields(request),
         tools=anthropic_tools(request.get("tools") or [], where, notes),

@@ -26,6 +26,7 @@ from memory_core.importers.formats.fields import (
     request_fields,
     request_params,
     str_field,
+    usage_detail,
     usage_of,
 )
 from memory_core.importers.openai_shapes import reassemble_stream
@@ -84,8 +85,10 @@ def chat_exchange(obj: dict[str, Any], where: str, index: int,
     reply: Message | None = None
     usage, usage_known, finish, created = Usage(), False, None, None
     model = asked = str_field(where, request, "model")
+    detail: dict[str, int] = {}
     if response is not None:
         reply, finish, usage, usage_known, body = _chat_response(response, where, notes)
+        detail = usage_detail(body.get("usage")) if usage_known else {}
         model = str_field(where, body, "model") or model
         if body.get("created") is not None:
             created = from_unix(body["created"], where, "response.created")
@@ -102,6 +105,7 @@ def chat_exchange(obj: dict[str, Any], where: str, index: int,
         where=where, index=index, instructions=instructions, history=history,
         response=reply, thread_key=thread_key, resource_id=resource,
         model=model, requested_model=asked, usage=usage, usage_known=usage_known,
+        usage_detail=detail,
         finish_reason=finish,
         params=request_params(request, where), request_fields=request_fields(request),
         tools=from_openai_tools(request.get("tools", request.get("functions")) or [],

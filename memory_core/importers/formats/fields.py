@@ -76,6 +76,29 @@ def usage_of(raw: Any) -> tuple[Usage, bool]:
     return Usage(), False
 
 
+def usage_detail(raw: Any) -> dict[str, int]:
+    """What a recorded usage says within its counts, where it says it: ``reasoning``
+    (OpenAI's ``completion_tokens_details``/``output_tokens_details.reasoning_tokens``,
+    Gemini's ``thoughtsTokenCount``) and ``cached_input`` (OpenAI's
+    ``prompt_tokens_details``/``input_tokens_details.cached_tokens``, Anthropic's
+    ``cache_read_input_tokens``, Gemini's ``cachedContentTokenCount``); none that are 0."""
+    if not isinstance(raw, dict):
+        return {}
+
+    def inner(name: str, key: str) -> int | None:
+        part = raw.get(name)
+        return count_of(part.get(key)) if isinstance(part, dict) else None
+
+    reasoning = inner("completion_tokens_details", "reasoning_tokens") or inner(
+        "output_tokens_details", "reasoning_tokens") or count_of(
+        raw.get("thoughtsTokenCount", raw.get("thoughts_token_count")))
+    cached = inner("prompt_tokens_details", "cached_tokens") or inner(
+        "input_tokens_details", "cached_tokens") or count_of(
+        raw.get("cache_read_input_tokens")) or count_of(
+        raw.get("cachedContentTokenCount", raw.get("cached_content_token_count")))
+    return {k: n for k, n in (("reasoning", reasoning), ("cached_input", cached)) if n}
+
+
 def _header_count(value: Any) -> int | None:
     if isinstance(value, int) and not isinstance(value, bool):
         return value if value >= 0 else None
@@ -119,6 +142,8 @@ def header_usage(exchanges: list[Exchange], headers: Any, where: str) -> None:
     said = f"{usage.input_tokens} in, {usage.output_tokens} out"
     if not ex.usage_known:
         ex.usage, ex.usage_known = usage, True
+        if counts.get("cache_read"):
+            ex.usage_detail = {**ex.usage_detail, "cached_input": counts["cache_read"]}
         ex.notes.append(f"{where}: usage read from the response headers ({said})")
     elif ex.usage != usage:
         ex.notes.append(f"{where}: the response headers count {said}, the body "

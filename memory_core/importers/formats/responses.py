@@ -24,6 +24,7 @@ from memory_core.importers.formats.fields import (
     request_fields,
     request_params,
     str_field,
+    usage_detail,
     usage_of,
 )
 from memory_core.importers.openai_shapes import completed_response, responses_exchange_parts
@@ -149,6 +150,8 @@ def responses_exchange(obj: dict[str, Any], where: str, index: int,
         where=where, index=index, instructions=instructions, history=history, response=reply,
         thread_key=thread_key, resource_id=resource,
         model=model or str_field(where, request, "model"), usage=usage, usage_known=known,
+        usage_detail=usage_detail(response.get("usage")) if known and isinstance(
+            response, dict) else {},
         requested_model=str_field(where, request, "model"),
         finish_reason=str_field(where, response, "status") if isinstance(response, dict)
         else None,
