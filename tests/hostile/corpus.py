@@ -271,7 +271,9 @@ def _cassette_records(path: Path) -> Iterator[dict[str, Any]]:
         except (KeyError, TypeError, ValueError, OSError):
             continue
         if isinstance(req, dict) and isinstance(resp, dict):
-            yield {"url": it["request"]["uri"], "request": req, "response": resp}
+            # (vcrpy writes "uri", go-vcr "url")
+            url = it["request"].get("uri") or it["request"].get("url")
+            yield {"url": url, "request": req, "response": resp}
 
 
 # -- server bodies --------------------------------------------------------------------------
