@@ -249,3 +249,15 @@ def test_a_finish_reason_recorded_as_the_enum_s_number_is_read(recorded: Any,
     s, report = _import(_record([USER], answer))
     step = s.runs.get(f"{report.runs_created[0]}:step:0")
     assert isinstance(step, dict) and step["response"]["finish_reason"] == said
+
+
+def test_one_part_sent_as_an_object_is_a_list_of_one() -> None:
+    # R's ellmer sends "systemInstruction": {"parts": {"text": ...}}; Gemini accepts it
+    record = json.loads(_record([USER], _answer({"text": "Snow."})))
+    record["request"]["systemInstruction"] = {"parts": {"text": "Answer in one word."}}
+    s, report = _import(json.dumps(record))
+    prompt = s.runs.get(f"{report.runs_created[0]}:prompt")
+    assert "Answer in one word." in json.dumps(prompt)
+    record["request"]["systemInstruction"] = {"parts": "Answer in one word."}
+    with pytest.raises(ImportFormatError, match="'parts' must be a list, got 'Answer in"):
+        _import(json.dumps(record))

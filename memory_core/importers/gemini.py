@@ -92,7 +92,9 @@ def content_messages(content: Any, where: str, notes: list[str], *,
     role = role or content.get("role") or "user"
     if role not in ("user", "model", "function", "tool"):
         raise fail(where, f"unknown role {role!r} (expected 'user' or 'model')")
-    parts = list_of(content.get("parts"), where, "parts")
+    raw_parts = content.get("parts")
+    # one part sent as an object, not a list of one (R's ellmer: the API accepts it)
+    parts = [raw_parts] if isinstance(raw_parts, dict) else list_of(raw_parts, where, "parts")
     texts: list[str] = []
     calls: list[ToolCallPart] = []
     results: list[ToolResultPart] = []
