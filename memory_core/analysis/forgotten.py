@@ -158,6 +158,19 @@ def _similar(storage: Storage, data: RunData, phrase: str,
     return scored, embedder, where
 
 
+OTHER_CONVERSATIONS = 200  # the most a phrase search reads the parts of, newest first
+
+
+def _other_conversations(storage: Storage, data: RunData) -> list[Any]:
+    """The messages holding parts (tool calls and results, attachments) of the newest
+    ``OTHER_CONVERSATIONS`` conversations of the run's resource (of the store when it
+    has none) but its own."""
+    threads = [t.id for t in storage.memory.list_threads(data.run.resource_id)
+               if t.id != data.run.thread_id][:OTHER_CONVERSATIONS]
+    return [m for t in threads for m in storage.memory.get_messages(t)
+            if not isinstance(m.content, str)]
+
+
 def find_by_phrase(storage: Storage, run_id: str, phrase: str, *,
                    embed: Embedder | None = None,
                    limit: int = PHRASE_MATCHES) -> PhraseSearch:
@@ -192,7 +205,13 @@ def find_by_phrase(storage: Storage, run_id: str, phrase: str, *,
     own = (storage.memory.get_messages(thread)
            if thread is not None and storage.memory.get_thread(thread) is not None else [])
     hits = phrase_hits(given, own, normalise(needle), terms)
-    msgs = {m.ref: m for m in [*exact, *own]}
+    # the store's text search reads messages' text, not their tool calls and results:
+    # when nothing here holds the phrase, the parts of other conversations are read
+    elsewhere: list[Any] = []
+    if not exact and not any(h.contains for h in hits):
+        elsewhere = _other_conversations(storage, data)
+        hits += phrase_hits([], elsewhere, normalise(needle), set())  # (word for word)
+    msgs = {m.ref: m for m in [*exact, *own, *elsewhere]}
     missing = [r for r in dict.fromkeys([*(h.ref for h in hits if h.ref), *close])
                if r not in msgs]
     msgs.update({m.ref: m for m in storage.memory.get_messages_by_refs(missing)}
@@ -238,7 +257,11 @@ def find_by_phrase(storage: Storage, run_id: str, phrase: str, *,
                 f"{where} {how}; every part of the {len(given)} messages the model was given "
                 "in this run (text, tool calls and results, attachments, instructions, "
                 "working memory, observations)"
-                + (f" and of the {len(own)} messages of conversation {thread}" if own else ""))
+                + (f" and of the {len(own)} messages of conversation {thread}" if own else "")
+                + (f"; every part of the {len(elsewhere)} messages of the "
+                   f"{len({m.thread_id for m in elsewhere})} newest other conversations"
+                   + (" of its resource" if data.run.resource_id else "") if elsewhere
+                   else ""))
     contained = [h for h in ordered if h.contains]
     left_out = not_imported(data)
     return PhraseSearch(run_id=run_id, phrase=needle,

@@ -178,3 +178,27 @@ def test_a_phrase_only_in_what_the_import_left_out_is_not_said_never_said() -> N
     e = why_forgotten(s, again.runs_created[0], "lilac door")
     assert e.fate == "not-stored" and "never said" in e.sentence
     assert "not_imported" not in e.evidence
+
+
+def test_a_phrase_in_a_tool_result_of_another_conversation_is_found_there() -> None:
+    """The store's text search reads messages' text only: a phrase that is only in a
+    tool result of another conversation was "not-stored", said nowhere."""
+    call = {"id": "call_1", "type": "function",
+            "function": {"name": "ask_joe", "arguments": "{}"}}
+    tools = [{"type": "function", "function": {"name": "ask_joe", "parameters": {}}}]
+    first = [{"role": "user", "content": "Ask Joe for access."},
+             {"role": "assistant", "content": None, "tool_calls": [call]},
+             {"role": "tool", "tool_call_id": "call_1", "content": "Joe denied the request"}]
+    lines = [json.dumps({"request": {"model": "m", "messages": first, "tools": tools},
+                         "response": {"choices": [{"message": {
+                             "role": "assistant", "content": "He said no."}}]}}),
+             json.dumps({"request": {"model": "m", "messages": [
+                 {"role": "user", "content": "What's the weather?"}]},
+                 "response": {"choices": [{"message": {
+                     "role": "assistant", "content": "Sunny."}}]}})]
+    s = InMemoryStorage()
+    report = import_text(s, "\n".join(lines), name="two.jsonl")
+    assert len(report.threads_created) == 2
+    e = why_forgotten(s, report.runs_created[1], "Joe denied the request")
+    assert e.fate == "not-sent-by-client" and e.evidence["part"] == "tool-result"
+    assert e.thread_id == report.threads_created[0]
