@@ -1362,6 +1362,41 @@ EXPECTED.update({
         "finishes": ["tool_use", "end_turn"],
         "api": "anthropic",
     },
+    # Ruby's VCR ("http_interactions", the body of a stream as "!binary" base64, the
+    # time as "Wed, 19 Aug 2026 14:34:53 GMT"): a tool loop over two questions
+    "rubyllm-anthropic_tools_multi-turn_streaming.yml": {
+        "threads": [["user: What's the weather in Berlin? (52.5200, 13.4050)",
+                     'assistant: → weather({"latitude": "52.5200", "longitude": "13.4050"})',
+                     "tool weather: Current weather at 52.5200, 13.4050: 15°C, Wind: 10 km/h",
+                     "assistant: The weather in Berlin is currently:\n- **Temperature:** "
+                     "15°C\n- **Wind:** 10 km/h…",
+                     "user: What's the weather in Paris? (48.8575, 2.3514)",
+                     'assistant: → weather({"latitude": "48.8575", "longitude": "2.3514"})',
+                     "tool weather: Current weather at 48.8575, 2.3514: 15°C, Wind: 10 km/h",
+                     "assistant: The weather in Paris is currently:…"]],
+        "runs": [("claude-haiku-4-5-20251001", (633, 75), ["weather"]),
+                 ("claude-haiku-4-5-20251001", (748, 49), ["weather"]),
+                 ("claude-haiku-4-5-20251001", (819, 75), ["weather"]),
+                 ("claude-haiku-4-5-20251001", (934, 53), ["weather"])],
+        "finishes": ["tool_use", "end_turn", "tool_use", "end_turn"],
+        "api": "anthropic",
+    },
+    # R's vcr (the same shape; "status: 200", headers as strings, the time a YAML time)
+    "ellmer-anthropic-tool.yml": {
+        "threads": [["user: What's the current date in Y-M-D format?",
+                     "assistant: → current_date({})", "tool current_date: 2024-01-01",
+                     "assistant: It is 2024-01-01.",
+                     "user: What month is it? Provide the full name",
+                     "assistant: → current_month({})", "tool current_month: February",
+                     "assistant: It is February."]],
+        "runs": [("claude-sonnet-5", (512, 26), ["current_date", "current_month"]),
+                 ("claude-sonnet-5", (549, 12), ["current_date", "current_month"]),
+                 ("claude-sonnet-5", (574, 37), ["current_date", "current_month"]),
+                 ("claude-sonnet-5", (606, 6), ["current_date", "current_month"])],
+        "skipped": ["response: content block 0 (thinking) not imported"],
+        "finishes": ["tool_use", "end_turn", "tool_use", "end_turn"],
+        "api": "anthropic",
+    },
     # httprr traces (Go's rsc.io/httprr: raw HTTP, sizes in bytes), langchaingo's tests
     "langchaingo-TestFunctionCall.httprr": {
         "threads": [["user: What is the weather like in Boston?",

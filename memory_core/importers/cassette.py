@@ -14,7 +14,7 @@ the ``parsed_body`` some projects' serializers write."""
 from __future__ import annotations
 
 import zlib
-from datetime import UTC
+from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
 
@@ -43,7 +43,8 @@ CONVERSATION_KEYS = ("messages", "input", "prompt", "contents")
 
 def looks_like_cassette(text: str) -> bool:
     head = text.lstrip()[:2000]
-    return head.startswith("interactions:") or "\ninteractions:" in head
+    return head.startswith(("interactions:", "http_interactions:")) or any(
+        f"\n{key}:" in head for key in ("interactions", "http_interactions"))
 
 
 def _header(headers: Any, name: str) -> str:
@@ -79,7 +80,17 @@ def recorded_at(item: dict[str, Any], response: dict[str, Any]) -> str | None:
     ``startedDateTime``, else the response's HTTP ``Date`` header (to the second) — for
     APIs whose bodies carry no time (Anthropic, Gemini, Bedrock), the only one there is."""
     started = item.get("recorded_at")
+    if isinstance(started, datetime):  # R's vcr: "2026-08-02 17:44:04", a YAML time
+        return (started if started.tzinfo else started.replace(tzinfo=UTC)).isoformat()
     if isinstance(started, str) and started:
+        try:
+            datetime.fromisoformat(started.replace("Z", "+00:00"))
+        except ValueError:  # Ruby's VCR: "Wed, 19 Aug 2026 14:34:53 GMT"
+            try:
+                at = parsedate_to_datetime(started)
+            except (TypeError, ValueError, IndexError):
+                return started  # (read as a time, or refused naming it)
+            return (at if at.tzinfo else at.replace(tzinfo=UTC)).isoformat()
         return started
     date = _raw_header(response.get("headers"), "date")
     if not date:
@@ -170,6 +181,8 @@ def _loader() -> Any:
     base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     loader: Any = type("CassetteLoader", (base,), {})  # (the tags on a copy)
     loader.add_multi_constructor("tag:yaml.org,2002:python/", _python_tag_as_value)
+    # Ruby's VCR (Psych) marks a body that is not UTF-8 "!binary": base64, as "!!binary"
+    loader.add_constructor("!binary", base.construct_yaml_binary)
     return loader
 
 
@@ -221,9 +234,13 @@ def cassette_records(text: str) -> tuple[list[tuple[str, Any]], list[SkippedReco
     except yaml.YAMLError as e:  # PyYAML's message spans lines: one, with its position
         why = "; ".join(" ".join(ln.split()) for ln in str(e).splitlines() if ln.strip())
         raise fail("file", f"invalid YAML cassette: {why}") from None
-    interactions = doc.get("interactions") if isinstance(doc, dict) else None
+    # vcrpy's "interactions"; Ruby's VCR and R's vcr (the format they began) write
+    # "http_interactions" of the same shape
+    interactions = (doc.get("interactions", doc.get("http_interactions"))
+                    if isinstance(doc, dict) else None)
     if not isinstance(interactions, list):
-        raise fail("file", "a cassette must have an 'interactions' list")
+        raise fail("file", "a cassette must have an 'interactions' (or "
+                           "'http_interactions') list")
     return interaction_records(interactions)
 
 
