@@ -27,6 +27,7 @@ from typing import Any
 
 from memory_core.errors import ImportFormatError
 from memory_core.models.base import ToolSpec
+from memory_core.models.openai_stream import REASONING_KEYS
 from memory_core.types import Message, TextPart, ToolCallPart, ToolResultPart
 
 # OpenAI's "developer" role is the system role of newer models.
@@ -260,6 +261,10 @@ def from_openai_message(raw: Any, where: str, notes: list[str]) -> Message:
     text, attachments = content_parts(raw.get("content"), where, notes)
     if attachments:
         metadata["attachments"] = attachments
+    for key in REASONING_KEYS:  # an OpenAI-compatible server's reasoning text
+        if role == "assistant" and isinstance(raw.get(key), str) and raw[key]:
+            notes.append(f"{where}: its reasoning ('{key}', {len(raw[key]):,} "
+                         "characters) not imported")
     refusal = raw.get("refusal")
     if isinstance(refusal, str) and refusal:
         if role == "assistant" and not text and not raw.get("tool_calls"):

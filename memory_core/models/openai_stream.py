@@ -23,6 +23,10 @@ from __future__ import annotations
 
 from typing import Any
 
+# where OpenAI-compatible servers put an answer's reasoning text (DeepSeek, vLLM, SGLang:
+# "reasoning_content"; OpenRouter, Groq, Ollama's OpenAI API: "reasoning")
+REASONING_KEYS = ("reasoning_content", "reasoning")
+
 
 class ChatStream:
     """``add`` each chunk (a parsed ``data:`` payload) in order, then ``completion``.
@@ -37,6 +41,7 @@ class ChatStream:
         self.role = "assistant"
         self.text: list[str] = []
         self.refusal: list[str] = []
+        self.reasoning: dict[str, list[str]] = {}  # by the key it came under
         self.calls: dict[int, dict[str, Any]] = {}
         self.finish: str | None = None
         self.chunks = 0
@@ -76,6 +81,9 @@ class ChatStream:
             self.text.append(choice["text"])
         if isinstance(delta.get("refusal"), str):
             self.refusal.append(delta["refusal"])
+        for key in REASONING_KEYS:
+            if isinstance(delta.get(key), str):
+                self.reasoning.setdefault(key, []).append(delta[key])
         calls = delta.get("tool_calls")
         for tc in calls if isinstance(calls, list) else []:
             self._add_call(tc)
@@ -131,6 +139,7 @@ class ChatStream:
         message: dict[str, Any] = {"role": self.role, "content": "".join(self.text) or None}
         if "".join(self.refusal):
             message["refusal"] = "".join(self.refusal)
+        message.update({k: "".join(v) for k, v in self.reasoning.items() if "".join(v)})
         if self.calls:
             message["tool_calls"] = [self.calls[i] for i in sorted(self.calls)]
         out: dict[str, Any] = {**self.head, "choices": [
