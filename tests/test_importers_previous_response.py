@@ -356,3 +356,30 @@ def test_reasoning_items_sent_back_are_noted_once_a_request() -> None:
     record = st.runs.get(f"{report.runs_created[2]}:import")
     assert isinstance(record, dict)
     assert sum("type 'reasoning' not imported" in n for n in record["notes"]) == 3
+
+
+def test_a_call_sent_back_under_its_item_id_continues_its_thread() -> None:
+    """chatlas and ellmer send a function call back with the call item's id
+    (``fc_…``) as its ``call_id`` (the API takes it): read as the call's ``call_id``,
+    noted, the tool loop is one thread (it was a new thread a request)."""
+    question = {"role": "user", "content": "What's the date?"}
+    call = {"id": "fc_1", "type": "function_call", "status": "completed",
+            "arguments": "{}", "call_id": "call_9mDD", "name": "get_current_date"}
+    tools = [{"type": "function", "name": "get_current_date", "parameters": {}}]
+    first = {"request": {"model": "gpt-5.4", "input": [question], "tools": tools},
+             "response": {"id": "resp_1", "object": "response", "created_at": 1767600000,
+                          "model": "gpt-5.4", "output": [call]}}
+    sent = [question, {"type": "function_call", "call_id": "fc_1",
+                       "name": "get_current_date", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "fc_1", "output": "2024-01-01"}]
+    second = {"request": {"model": "gpt-5.4", "input": sent, "tools": tools},
+              "response": {**_answer("resp_2", "2024-01-01", "two", 1767600005),
+                           "output": [{**said("2024-01-01"), "id": "msg_two"}]}}
+    st = InMemoryStorage()
+    report = import_text(st, jsonl(first, second))
+    assert len(report.threads_created) == 1
+    assert [render(m) for m in st.memory.get_messages(report.threads_created[0])][-1] == \
+        "assistant:2024-01-01"
+    notes = [n.reason for n in report.skipped if "item an earlier response" in n.reason]
+    assert notes == ["input[1], input[2]: call_id 'fc_1' is the id of the call item an "
+                     "earlier response output; read as its call_id 'call_9mDD'"]

@@ -50,6 +50,37 @@ class ServerHistory:
 
     responses: dict[str, Held] = field(default_factory=dict)
     items: dict[str, int] = field(default_factory=dict)
+    # each function call item an output held: its item id (fc_…) → its call_id (call_…)
+    calls: dict[str, str] = field(default_factory=dict)
+
+
+def _calls_by_item(items: Any) -> dict[str, str]:
+    """An output's function call items: item id → call_id."""
+    return {i["id"]: i["call_id"] for i in items if isinstance(i, dict)
+            and i.get("type") == "function_call" and isinstance(i.get("id"), str)
+            and isinstance(i.get("call_id"), str) and i["id"] and i["call_id"]} \
+        if isinstance(items, list) else {}
+
+
+def _call_ids_read(request: dict[str, Any], held: ServerHistory, where: str,
+                   notes: list[str]) -> tuple[dict[str, Any], list[str]]:
+    """The request with each function call (and output) whose ``call_id`` is the item
+    id of a call an earlier response output (``fc_…``: chatlas and ellmer send it so,
+    and the API takes it) given that call's ``call_id``, noted; and those item ids."""
+    items = request.get("input")
+    if not isinstance(items, list) or not held.calls:
+        return request, []
+    fixed, seen = list(items), []
+    for j, item in enumerate(items):
+        cid = item.get("call_id") if isinstance(item, dict) else None
+        if item.get("type") in ("function_call", "function_call_output") and \
+                isinstance(cid, str) and cid in held.calls:
+            fixed[j] = {**item, "call_id": held.calls[cid]}
+            seen.append(cid)
+            notes.append(f"{where}: input[{j}]: call_id {cid!r} is the id of the call "
+                         f"item an earlier response output; read as its call_id "
+                         f"{held.calls[cid]!r}")
+    return ({**request, "input": fixed}, seen) if seen else (request, [])
 
 
 def _item_ids(items: Any) -> list[str]:
@@ -113,13 +144,15 @@ def responses_exchange(obj: dict[str, Any], where: str, index: int,
     if not isinstance(request, dict):
         raise fail(where, f"'request' must be an object, got {type(request).__name__}")
     response = completed_response(obj.get("response"), where, notes)
-    own, inputs, reply, tools = responses_exchange_parts(request, response, where, notes)
     held = held if held is not None else ServerHistory()
+    request, by_item = _call_ids_read(request, held, where, notes)
+    own, inputs, reply, tools = responses_exchange_parts(request, response, where, notes)
     carried, history_held = _held_history(request, held)
     # an input item an earlier response output (a client sending back what it got, with
     # its ids): the request continues that response even when it sends only part of
     # the history before it
-    replayed = [held.items[i] for i in _item_ids(request.get("input")) if i in held.items]
+    replayed = [held.items[i] for i in [*_item_ids(request.get("input")), *by_item]
+                if i in held.items]
     if history_held is not None:
         history_held.start = len(own) if carried else 0
         notes.insert(0, _held_note(where, history_held))
@@ -146,6 +179,7 @@ def responses_exchange(obj: dict[str, Any], where: str, index: int,
                                    else None)
     if isinstance(response, dict):
         held.items.update(dict.fromkeys(_item_ids(response.get("output")), index))
+        held.calls.update(_calls_by_item(response.get("output")))
     return Exchange(
         where=where, index=index, instructions=instructions, history=history, response=reply,
         thread_key=thread_key, resource_id=resource,
