@@ -261,3 +261,22 @@ def test_one_part_sent_as_an_object_is_a_list_of_one() -> None:
     record["request"]["systemInstruction"] = {"parts": "Answer in one word."}
     with pytest.raises(ImportFormatError, match="'parts' must be a list, got 'Answer in"):
         _import(json.dumps(record))
+
+
+def test_google_search_grounding_is_noted_and_its_tokens_are_input() -> None:
+    # chatlas' streamed answer with Google Search: 118 tokens of search results that
+    # the model read, counted apart (toolUsePromptTokenCount), and the queries made
+    answer = _answer({"text": "ggplot2 1.0.0 came out in May 2014."},
+                     usageMetadata={"promptTokenCount": 27, "candidatesTokenCount": 229,
+                                    "toolUsePromptTokenCount": 118})
+    answer["candidates"][0]["groundingMetadata"] = {
+        "webSearchQueries": ["ggplot2 1.0.0 CRAN release date", "ggplot2 1.0.0"],
+        "groundingChunks": [{"web": {"uri": "https://rpkg.net", "title": "rpkg.net"}}]}
+    s, report = _import(_record([USER], answer))
+    step = s.runs.get(f"{report.runs_created[0]}:step:0")
+    assert isinstance(step, dict)
+    assert (step["response"]["usage"]["input_tokens"],
+            step["response"]["usage"]["output_tokens"]) == (145, 229)
+    assert [n.reason for n in report.skipped] == [
+        "response: its grounding (Google Search: 2 queries, 1 source) not imported; the "
+        "search results' tokens are counted in the input"]

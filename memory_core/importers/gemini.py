@@ -262,7 +262,7 @@ def _joined(response: Any, where: str) -> dict[str, Any]:
         raise fail(where, f"'response' must be an object, got {type(response).__name__}")
     parts: list[Any] = []
     out: dict[str, Any] = {}
-    finish, others = None, False
+    finish, others, grounding = None, False, None
     for chunk in stream_events(response, where):
         for key in ("usageMetadata", "modelVersion", "responseId", "createTime",
                     "promptFeedback"):
@@ -281,21 +281,28 @@ def _joined(response: Any, where: str) -> dict[str, Any]:
                                   f"'parts' list, got {content!r}"[:300])
             parts.extend(more)
             finish = _get(cand, "finishReason") or finish
+            grounding = _get(cand, "groundingMetadata") or grounding
     if parts or finish:
         out["candidates"] = [{"content": {"role": "model", "parts": parts},
-                              "finishReason": finish}]
+                              "finishReason": finish,
+                              **({"groundingMetadata": grounding} if grounding else {})}]
     if others:
         out["alternatives"] = True
     return out
 
 
 def _usage(meta: Any) -> tuple[Usage, bool]:
-    """Input: the prompt's tokens; output: the answer's and its thoughts' (both billed
-    as output)."""
+    """Input: the prompt's tokens and those a server-side tool added to it (Google
+    Search's results, ``toolUsePromptTokenCount``); output: the answer's and its
+    thoughts' (both billed as output)."""
     if not isinstance(meta, dict):
         return Usage(), False
     inp, out = _get(meta, "promptTokenCount"), _get(meta, "candidatesTokenCount")
     thoughts = _get(meta, "thoughtsTokenCount") or 0
+    tool_use = _get(meta, "toolUsePromptTokenCount")
+    if isinstance(inp, int) and isinstance(tool_use, int) and not isinstance(tool_use, bool) \
+            and tool_use > 0:
+        inp += tool_use
     if out is None and isinstance(inp, int):
         out = 0  # an answer of no tokens (blocked, or cut at once) reports none
     if all(isinstance(x, int) and not isinstance(x, bool) and x >= 0
@@ -335,6 +342,14 @@ def _reply(response: dict[str, Any], where: str, notes: list[str]
     cand = candidates[0]
     if not isinstance(cand, dict):
         raise fail(where, f"response candidate 0 must be an object, got {cand!r}")
+    grounding = _get(cand, "groundingMetadata")
+    if isinstance(grounding, dict) and grounding:
+        queries = _get(grounding, "webSearchQueries")
+        sources = _get(grounding, "groundingChunks")
+        n, m = (len(x) if isinstance(x, list) else 0 for x in (queries, sources))
+        notes.append(f"{where}: response: its grounding (Google Search: {n} "
+                     f"quer{'y' if n == 1 else 'ies'}, {m} source{'' if m == 1 else 's'}) "
+                     "not imported; the search results' tokens are counted in the input")
     finish = finish_reason(_get(cand, "finishReason"))
     content = cand.get("content")
     msgs = content_messages(content, f"{where}: response", notes, role="model") \
