@@ -65,7 +65,8 @@ def test_an_id_that_only_wraps_the_model_that_answered_is_not_another_model() ->
     report = import_file(
         s, REAL / "openllmetry-bedrock-invoke-test_anthropic_3_completion_streaming.yaml")
     (extra,) = _extras(s, report.runs_created)
-    assert "requested_model" not in extra
+    assert "requested_model" not in extra  # kept as the id it was asked as
+    assert extra["requested_id"] == "anthropic.claude-3-sonnet-20240229-v1:0"
     assert extra["endpoint"] == "https://bedrock-runtime.us-east-1.amazonaws.com"
     assert s.runs.get_run(report.runs_created[0]).agent == "claude-3-sonnet-20240229"
 
@@ -151,3 +152,10 @@ def test_an_anthropic_batch_gets_no_endpoint_it_did_not_record() -> None:
 ])
 def test_origin(url: str, want: str | None) -> None:
     assert origin(url) == want
+
+
+def test_the_id_a_model_was_asked_as_is_shown(tmp_path: Path) -> None:
+    out = _inspect(tmp_path,
+                   "openllmetry-bedrock-invoke-test_anthropic_3_completion_streaming.yaml")
+    assert ("recorded model: claude-3-sonnet-20240229 (bedrock API), asked as "
+            "anthropic.claude-3-sonnet-20240229-v1:0") in out, out

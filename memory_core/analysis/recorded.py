@@ -31,6 +31,8 @@ class RecordedCall(BaseModel):
     api: str | None  # "anthropic", "bedrock", …; None: the OpenAI family or spans
     # the model the request named, when another answered (an alias, a router's choice)
     requested_model: str | None = None
+    # the id the request named the model that answered by (a Bedrock inference profile)
+    requested_id: str | None = None
     endpoint: str | None = None  # where it was sent ("https://api.openai.com")
     # within the usage's counts: "reasoning" output tokens, "cached_input" tokens
     usage_detail: dict[str, int] = Field(default_factory=dict)
@@ -44,10 +46,12 @@ class RecordedCall(BaseModel):
 
     def said(self) -> dict[str, str]:
         """Each thing recorded as one phrase (what the CLI and the page write): the
-        ``model`` (and the one asked for, when another answered), ``params`` (JSON),
+        ``model`` (and the one asked for, when another answered, or the id it was asked
+        as), ``params`` (JSON),
         ``tools``, ``usage``, ``estimate``, ``finish``, ``endpoint``."""
         api = f" ({self.api} API)" if self.api else ""
-        asked = f", asked for {self.requested_model}" if self.requested_model else ""
+        asked = f", asked for {self.requested_model}" if self.requested_model else (
+            f", asked as {self.requested_id}" if self.requested_id else "")
         if not self.answered:
             usage = "none (the call failed: no answer was recorded)"
         elif self.usage is None:
@@ -93,11 +97,12 @@ def recorded_call(record: ImportRecord | None, memctx: Memctx | None,
     step = steps[0] if steps else None
     model = None if memctx.is_unknown("model") else (
         step.model.name if step is not None else agent)
-    api, asked, sent_to = (record.extra.get(k) for k in ("api", "requested_model",
-                                                         "endpoint"))
+    api, asked, asked_as, sent_to = (record.extra.get(k) for k in (
+        "api", "requested_model", "requested_id", "endpoint"))
     detail = record.extra.get("usage_detail")
     where: dict[str, Any] = {
         "requested_model": asked if isinstance(asked, str) else None,
+        "requested_id": asked_as if isinstance(asked_as, str) else None,
         "endpoint": sent_to if isinstance(sent_to, str) else None,
         "usage_detail": {k: n for k, n in detail.items() if isinstance(n, int)}
         if isinstance(detail, dict) else {}}

@@ -130,7 +130,8 @@ def import_extra(ex: Exchange, rest: dict[str, Any]) -> dict[str, Any]:
     """The run's import record's ``extra``: ``rest`` of the import's info, the API
     when it is not the OpenAI family's (``"anthropic"``), where the call was sent
     (``endpoint``, when its URL was recorded), the model the request named when
-    another answered (``requested_model``: ``another_model``), what the usage says
+    another answered (``requested_model``: ``another_model``) or the id it named the
+    one that answered by (``requested_id``: a Bedrock inference profile), what the usage says
     within its counts (``usage_detail``: reasoning, cached input), the
     request's ``request_fields`` as sent and, for a history held server-side, where its
     prompt's reconstructed messages are."""
@@ -141,6 +142,8 @@ def import_extra(ex: Exchange, rest: dict[str, Any]) -> dict[str, Any]:
         out["endpoint"] = ex.endpoint
     if another_model(ex.requested_model, ex.model):
         out["requested_model"] = ex.requested_model
+    elif ex.requested_model not in (None, ex.model):  # the same model by another id
+        out["requested_id"] = ex.requested_model
     if ex.usage_detail:
         out["usage_detail"] = dict(ex.usage_detail)
     if ex.request_fields:
