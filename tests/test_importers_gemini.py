@@ -280,3 +280,29 @@ def test_google_search_grounding_is_noted_and_its_tokens_are_input() -> None:
     assert [n.reason for n in report.skipped] == [
         "response: its grounding (Google Search: 2 queries, 1 source) not imported; the "
         "search results' tokens are counted in the input"]
+
+
+def test_a_call_sent_back_without_the_id_its_answer_recorded_takes_it() -> None:
+    # Gemini 3 answers with functionCall ids; a client sends the call back without
+    # one: the call and its result take the recorded id, and the loop is one thread
+    asked = _answer({"functionCall": {"name": "weather", "args": {"city": "Oslo"},
+                                      "id": "spt7zdfl"}})
+    call = {"role": "model", "parts": [{"functionCall": {"name": "weather",
+                                                         "args": {"city": "Oslo"}}}]}
+    result = {"role": "user", "parts": [{"functionResponse": {
+        "name": "weather", "response": {"sky": "snow"}}}]}
+    other = {"role": "model", "parts": [{"functionCall": {"name": "weather",
+                                                          "args": {"city": "Bergen"}}}]}
+    text = "\n".join([_record([USER], asked),
+                      _record([USER, call, result], _answer({"text": "Snow."})),
+                      # a call no answer of the file made keeps the id we derive
+                      _record([USER, other, result], _answer({"text": "Rain."}))])
+    s, report = _import(text)
+    first = report.threads_created[0]
+    ids = [p.id if hasattr(p, "id") else p.call_id
+           for m in s.memory.get_messages(first) if not isinstance(m.content, str)
+           for p in m.content]
+    assert ids == ["spt7zdfl", "spt7zdfl"]
+    assert [n.reason for n in report.skipped if "takes it" in n.reason] == [
+        "a tool call sent back without the id its answer recorded takes it: spt7zdfl"]
+    assert len(report.threads_created) == 2  # the Bergen call: another conversation

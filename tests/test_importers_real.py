@@ -1397,6 +1397,28 @@ EXPECTED.update({
         "finishes": ["tool_use", "end_turn", "tool_use", "end_turn"],
         "api": "anthropic",
     },
+    # Gemini 3 answers a call with an "id" that R's ellmer does not send back: the call
+    # sent back takes it, and the tool loop is one thread (it was three)
+    "ellmer-google-tool.yml": {
+        "threads": [["user: What's the current date in Y-M-D format?",
+                     "assistant: → current_date({})",
+                     "tool current_date: {'value': '2024-01-01'}",
+                     "assistant: It is 2024-01-01.",
+                     "user: What month is it? Provide the full name",
+                     "assistant: → current_month({})",
+                     "tool current_month: {'value': 'February'}",
+                     "assistant: It is February."]],
+        "runs": [("gemini-3.5-flash", (67, 165), ["current_date", "current_month"]),
+                 ("gemini-3.5-flash", (255, 90), ["current_date", "current_month"]),
+                 ("gemini-3.5-flash", (280, 144), ["current_date", "current_month"]),
+                 ("gemini-3.5-flash", (438, 27), ["current_date", "current_month"])],
+        "skipped": ["a tool call sent back without the id its answer recorded takes it: "
+                    "spt7zdfl",
+                    "2 tool calls sent back without the ids their answers recorded take "
+                    "them: 7ofxgr5m, spt7zdfl"],
+        "call_ids": ["spt7zdfl", "7ofxgr5m"],
+        "api": "gemini",
+    },
     # httprr traces (Go's rsc.io/httprr: raw HTTP, sizes in bytes), langchaingo's tests
     "langchaingo-TestFunctionCall.httprr": {
         "threads": [["user: What is the weather like in Boston?",

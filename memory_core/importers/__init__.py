@@ -33,6 +33,7 @@ from memory_core.importers.common import (
     date_undated,
     drop_empty_turns,
     keep_file_order,
+    recorded_call_ids,
     resolve_tool_names,
 )
 from memory_core.importers.containers import container_for
@@ -306,6 +307,7 @@ def folded_notes(notes: list[str]) -> list[str]:
 def _import_parsed(storage: Storage, parsed: ParsedFile, *, fmt: ImportFormat, name: str,
                    digest: str, embed: Embedder | None, resource_id: str | None,
                    progress: Progress | None, stages: Stages | None = None) -> ImportReport:
+    recorded_call_ids(parsed.exchanges)  # (before the checks: they see the ids kept)
     check_offered_tools(parsed.exchanges)  # (before results take their calls' names)
     resolve_tool_names(parsed.exchanges)  # (the last check of the file's validity)
     drop_empty_turns(parsed.exchanges)  # (after the checks: their notes count as sent)

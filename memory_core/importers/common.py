@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -24,7 +25,14 @@ from memory_core.models.openai_codec import (
     from_openai_messages,
     parse_arguments,
 )
-from memory_core.types import UNDATED_ORIGIN, Message, TextPart, ToolCallPart, ToolResultPart
+from memory_core.types import (
+    UNDATED_ORIGIN,
+    Message,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    canonical_json,
+)
 
 __all__ = ["OPENAI_ROLES"]
 
@@ -530,6 +538,52 @@ def _holds_nothing(m: Message) -> bool:
     return m.role == "assistant" and (m.content in ("", None) or isinstance(m.content, list)
                                       and all(type(p) is TextPart and not p.text
                                               for p in m.content))
+
+
+_DERIVED = re.compile(r"call-[0-9a-f]{12}")  # (``derived_call_id``'s ids)
+
+
+def recorded_call_ids(exchanges: Sequence[Exchange]) -> None:
+    """Give a call a request sends back without its id (so we derived one) the id the
+    answer that made it recorded — the latest answer's call of the same name and
+    arguments — and the results answering it the same: Gemini 3 answers with an
+    ``id`` that clients (R's ellmer) do not send back, and the ids no longer matched
+    the stored answer, splitting the conversation. Noted."""
+    recorded: dict[tuple[str, str], str] = {}
+    for ex in exchanges:
+        rename: dict[str, str] = {}
+        for m in ex.history:
+            for p in m.content if m.role == "assistant" and not isinstance(m.content, str) \
+                    else ():
+                if isinstance(p, ToolCallPart) and _DERIVED.fullmatch(p.id):
+                    real = recorded.get((p.name, canonical_json(p.args)))
+                    if real is not None:
+                        rename[p.id] = real
+        if rename:
+            ex.history = [_with_ids(m, rename) for m in ex.history]
+            ids = ", ".join(sorted(set(rename.values())))
+            ex.notes.append(f"{ex.where}: a tool call sent back without the id its answer "
+                            f"recorded takes it: {ids}" if len(rename) == 1 else
+                            f"{ex.where}: {len(rename)} tool calls sent back without the "
+                            f"ids their answers recorded take them: {ids}")
+        reply = ex.response
+        for p in reply.content if reply is not None and not isinstance(reply.content, str) \
+                else ():
+            if isinstance(p, ToolCallPart) and not _DERIVED.fullmatch(p.id):
+                recorded[(p.name, canonical_json(p.args))] = p.id
+
+
+def _with_ids(m: Message, rename: dict[str, str]) -> Message:
+    """``m`` (a copy, when it holds an id renamed) with its calls' and results' ids
+    renamed."""
+    if isinstance(m.content, str) or not any(
+            (p.id if isinstance(p, ToolCallPart) else getattr(p, "call_id", None)) in rename
+            for p in m.content):
+        return m
+    return m.model_copy(update={"content": [
+        p.model_copy(update={"id": rename.get(p.id, p.id)}) if isinstance(p, ToolCallPart)
+        else p.model_copy(update={"call_id": rename.get(p.call_id, p.call_id)})
+        if isinstance(p, ToolResultPart) else p for p in m.content]})
 
 
 def drop_empty_turns(exchanges: Sequence[Exchange]) -> None:
