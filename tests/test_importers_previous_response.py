@@ -383,3 +383,17 @@ def test_a_call_sent_back_under_its_item_id_continues_its_thread() -> None:
     notes = [n.reason for n in report.skipped if "item an earlier response" in n.reason]
     assert notes == ["input[1], input[2]: call_id 'fc_1' is the id of the call item an "
                      "earlier response output; read as its call_id 'call_9mDD'"]
+
+
+def test_an_input_item_that_is_no_object_after_a_call_is_one_clear_error() -> None:
+    call = {"id": "fc_1", "type": "function_call", "arguments": "{}",
+            "call_id": "call_1", "name": "get_current_date"}
+    tools = [{"type": "function", "name": "get_current_date", "parameters": {}}]
+    first = {"request": {"model": "m", "input": "What's the date?", "tools": tools},
+             "response": {"id": "resp_1", "object": "response", "created_at": 1767600000,
+                          "model": "m", "output": [call]}}
+    second = {"request": {"model": "m", "input": ["What's the date?", 7], "tools": tools},
+              "response": _answer("resp_2", "Monday", "two", 1767600005)}
+    with pytest.raises(ImportFormatError, match="line 2: input\\[0\\]: an item must be an "
+                                                "object, got \"What"):
+        import_text(InMemoryStorage(), jsonl(first, second))

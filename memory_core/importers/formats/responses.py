@@ -72,7 +72,9 @@ def _call_ids_read(request: dict[str, Any], held: ServerHistory, where: str,
         return request, []
     fixed, seen = list(items), []
     for j, item in enumerate(items):
-        cid = item.get("call_id") if isinstance(item, dict) else None
+        if not isinstance(item, dict):
+            continue  # (refused naming it when the items are read)
+        cid = item.get("call_id")
         if item.get("type") in ("function_call", "function_call_output") and \
                 isinstance(cid, str) and cid in held.calls:
             fixed[j] = {**item, "call_id": held.calls[cid]}
