@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -23,6 +22,7 @@ from memory_core.models.openai_codec import (
     OPENAI_ROLES,
     from_openai_message,
     from_openai_messages,
+    is_derived_call_id,
     parse_arguments,
 )
 from memory_core.types import (
@@ -540,9 +540,6 @@ def _holds_nothing(m: Message) -> bool:
                                               for p in m.content))
 
 
-_DERIVED = re.compile(r"call-[0-9a-f]{12}")  # (``derived_call_id``'s ids)
-
-
 def recorded_call_ids(exchanges: Sequence[Exchange]) -> None:
     """Give a call a request sends back without its id (so we derived one) the id the
     answer that made it recorded — the latest answer's call of the same name and
@@ -555,7 +552,7 @@ def recorded_call_ids(exchanges: Sequence[Exchange]) -> None:
         for m in ex.history:
             for p in m.content if m.role == "assistant" and not isinstance(m.content, str) \
                     else ():
-                if isinstance(p, ToolCallPart) and _DERIVED.fullmatch(p.id):
+                if isinstance(p, ToolCallPart) and is_derived_call_id(p.id):
                     real = recorded.get((p.name, canonical_json(p.args)))
                     if real is not None:
                         rename[p.id] = real
@@ -569,7 +566,7 @@ def recorded_call_ids(exchanges: Sequence[Exchange]) -> None:
         reply = ex.response
         for p in reply.content if reply is not None and not isinstance(reply.content, str) \
                 else ():
-            if isinstance(p, ToolCallPart) and not _DERIVED.fullmatch(p.id):
+            if isinstance(p, ToolCallPart) and not is_derived_call_id(p.id):
                 recorded[(p.name, canonical_json(p.args))] = p.id
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -20,6 +19,7 @@ from json.encoder import encode_basestring as _STRING  # (C; what canonical JSON
 from typing import Any, Protocol
 
 from memory_core.importers.common import Exchange, undated
+from memory_core.models.openai_codec import is_derived_call_id
 from memory_core.types import (
     JsonTemplate,
     Message,
@@ -29,8 +29,6 @@ from memory_core.types import (
     canonical_json,
     json_slot,
 )
-
-_DERIVED_ID = re.compile(r"^call-[0-9a-f]{12}$")
 
 
 def _loose(p: TextPart | ToolCallPart | ToolResultPart) -> dict[str, Any]:
@@ -73,7 +71,7 @@ def ids_compatible(stored: Message, seen: Message) -> bool:
     had none) that a later request spells out."""
     if isinstance(stored.content, str) or isinstance(seen.content, str):
         return True  # (no ids on one side: nothing to compare)
-    return all(a == b or _DERIVED_ID.match(a) for a, b in zip(_ids(stored), _ids(seen),
+    return all(a == b or is_derived_call_id(a) for a, b in zip(_ids(stored), _ids(seen),
                                                                 strict=False))
 
 
@@ -401,7 +399,7 @@ def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
                 adopt_ids(m, conv[i])  # (a name or ids to give: nothing otherwise)
         if ex.response is not None and not isinstance(ex.response.content, str):
             for call in ex.response.tool_calls():  # (an answer's calls: those sent back)
-                if not _DERIVED_ID.match(call.id):
+                if not is_derived_call_id(call.id):
                     calls_seen.setdefault(call.id, (keys[-1], ex.where))
         h = len(ex.history)
         runs.append(RunPlan(ex, tp, seqs[:h], seqs[h] if ex.response is not None else None,

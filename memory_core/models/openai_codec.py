@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -52,6 +53,14 @@ def derived_call_id(index: int, name: str, args: Any) -> str:
     digest = hashlib.sha1(f"{index}:{name}:{json.dumps(args, sort_keys=True)}"
                           .encode()).hexdigest()[:12]
     return f"call-{digest}"
+
+
+_DERIVED_ID = re.compile(r"call-[0-9a-f]{12}")
+
+
+def is_derived_call_id(call_id: str) -> bool:
+    """Whether ``call_id`` is one ``derived_call_id`` gave (the recording had none)."""
+    return _DERIVED_ID.fullmatch(call_id) is not None
 
 
 # -- ours -> OpenAI --------------------------------------------------------------------
