@@ -76,29 +76,33 @@ def usage_headers(headers: Any) -> dict[str, Any]:
 
 
 def recorded_at(item: dict[str, Any], response: dict[str, Any]) -> str | None:
-    """When the call was made, as the recording says it: a HAR entry's
-    ``startedDateTime``, else the response's HTTP ``Date`` header (to the second) — for
-    APIs whose bodies carry no time (Anthropic, Gemini, Bedrock), the only one there is."""
+    """When the call was made, as the recording says it: the interaction's
+    ``recorded_at`` — a HAR entry's ``startedDateTime`` (ISO), Ruby's VCR's HTTP date,
+    R's vcr's YAML time — else the response's HTTP ``Date`` header (to the second): for
+    APIs whose bodies carry no time (Anthropic, Gemini, Bedrock), the only one there is.
+    A ``recorded_at`` that is no time is returned as it is (and refused naming it)."""
     started = item.get("recorded_at")
     if isinstance(started, datetime):  # R's vcr: "2026-08-02 17:44:04", a YAML time
-        return (started if started.tzinfo else started.replace(tzinfo=UTC)).isoformat()
+        return _utc(started)
     if isinstance(started, str) and started:
         try:
             datetime.fromisoformat(started.replace("Z", "+00:00"))
+            return started
         except ValueError:  # Ruby's VCR: "Wed, 19 Aug 2026 14:34:53 GMT"
-            try:
-                at = parsedate_to_datetime(started)
-            except (TypeError, ValueError, IndexError):
-                return started  # (read as a time, or refused naming it)
-            return (at if at.tzinfo else at.replace(tzinfo=UTC)).isoformat()
-        return started
+            return _http_date(started) or started
     date = _raw_header(response.get("headers"), "date")
-    if not date:
-        return None
+    return _http_date(date) if date else None  # (an unreadable one: the call is undated)
+
+
+def _http_date(text: str) -> str | None:
+    """An HTTP date ("Wed, 19 Aug 2026 14:34:53 GMT") as an ISO time; None if it is not one."""
     try:
-        at = parsedate_to_datetime(date)
+        return _utc(parsedate_to_datetime(text))
     except (TypeError, ValueError, IndexError):
-        return None  # an unreadable Date header: the call stays undated
+        return None
+
+
+def _utc(at: datetime) -> str:
     return (at if at.tzinfo else at.replace(tzinfo=UTC)).isoformat()
 
 
