@@ -345,6 +345,12 @@ def test_why_by_text(demo_db: str) -> None:
     out = ok(memwb("why", "support-3-forgot", "--db", demo_db, "--text", "refund of €240"))
     fate, _, rest = out.splitlines()[0].partition(" ")
     assert fate not in ("recalled", "recent", "input") and rest.startswith("(support-1:")
+    # "240 refund" is held word for word by no message: the others listed are near ones
+    out = ok(memwb("why", "support-3-forgot", "--db", demo_db, "--text", "240 refund"))
+    assert any(ln.startswith("  other near matches: ") for ln in out.splitlines()), out
+    out = ok(memwb("why", "support-3-forgot", "--db", demo_db, "--text", "refund"))
+    assert any(ln.startswith("  other messages holding it: support-")
+               for ln in out.splitlines()), out
     out = ok(memwb("why", "support-3-forgot", "--db", demo_db, "--text", "zebra crossing"))
     assert out.startswith("not-stored: No stored message contains")
 

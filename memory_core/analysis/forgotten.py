@@ -93,20 +93,20 @@ class PhraseSearch(BaseModel):
         the phrase's place (with the other matches), else ``not-stored`` — nothing
         matched, or the nearest is too far — naming the nearest and what the import
         left out."""
-        best, found = self.best, self
-        left_out = {"not_imported": found.not_imported} if found.not_imported else {}
+        best = self.best
+        left_out = {"not_imported": self.not_imported} if self.not_imported else {}
         if best is None:
             return Explanation(run_id=self.run_id, fate="not-stored", reached_model=False,
                                sentence=self.sentence,
                                evidence={"text": self.phrase, "searched": self.searched,
                                          **left_out})
         exp = best.explanation
+        # when it holds the phrase, the others that hold it too, not those merely close
         others = [(m.thread_id, m.seq) for m in self.matches[1:]
-                  if m.thread_id is not None and m.seq is not None]
-        at = (best.thread_id, best.seq)
-        if best.contains:  # the others that hold it too, not those merely close
-            others = [(m.thread_id, m.seq) for m in self.matches[1:] if m.contains
-                      and m.thread_id is not None and m.seq is not None]
+                  if m.thread_id is not None and m.seq is not None
+                  and (m.contains or not best.contains)]
+        if best.contains:
+            at = (best.thread_id, best.seq)
             others += [r for r in self.exact if r not in others and r != at]
             return exp.model_copy(update={"other_matches": others})
         closest = (f"{best.thread_id} #{best.seq}" if best.part == "text" else
@@ -128,6 +128,12 @@ class PhraseSearch(BaseModel):
             "evidence": {**exp.evidence, "matched": self.searched,
                          "shared_terms": best.shared_terms,
                          "similarity": best.similarity}})
+
+
+def other_matches_hold_it(exp: Explanation) -> bool:
+    """Whether a phrase's verdict's ``other_matches`` hold the phrase word for word, as
+    its place does; else (none does) they are the nearest others."""
+    return "matched" not in exp.evidence and "nearest" not in exp.evidence
 
 
 def _similar(storage: Storage, data: RunData, phrase: str,
@@ -400,16 +406,12 @@ def _phrase_sentence(needle: str, contained: list[PartHit], matches: list[Phrase
         by = "by words and meaning" if meaning else "by words"
         return (f"No stored message contains “{needle}” word for word, nor does any part "
                 f"of what the model was given in this run; the closest {by} are below.")
-    if left_out:
-        return (f"No stored message contains “{needle}”, and none of {where} shares its "
-                f"words or comes close in meaning (compared {how}); no part stored of what "
-                "the model was given in this run (instructions, tool calls and results "
-                f"included) holds it either.{_unread(left_out)}")
     return (f"No stored message contains “{needle}”, and none of {where} shares its words "
-            f"or comes close in meaning (compared {how}); no part of what the model was "
-            "given in this run (instructions, tool calls and results included) holds it "
-            "either, so the assistant could not have been given it: it was never said, or "
-            "it was erased.")
+            f"or comes close in meaning (compared {how}); no part {'stored ' * bool(left_out)}"
+            "of what the model was given in this run (instructions, tool calls and results "
+            "included) holds it either" + (f".{_unread(left_out)}" if left_out else
+                                          ", so the assistant could not have been given it: "
+                                          "it was never said, or it was erased."))
 
 
 def why_forgotten(storage: Storage, run_id: str, target: tuple[str, int] | str, *,

@@ -329,7 +329,7 @@ def why(run: Annotated[str, typer.Argument(help="Run id.")], db: DbOpt = None,
 
     Example: memwb why support-3-forgot --text "refund of €240"
     """
-    from memory_core.analysis.forgotten import why_forgotten
+    from memory_core.analysis.forgotten import other_matches_hold_it, why_forgotten
 
     if (seq is None) == (text is None):
         raise fail("give exactly one of --seq or --text")
@@ -353,10 +353,10 @@ def why(run: Annotated[str, typer.Argument(help="Run id.")], db: DbOpt = None,
     _say_rules(exp.rules, run)
     for k, v in exp.evidence.items():
         say(f"  {k}: {v}")
-    if exp.other_matches:  # holding the phrase too, or (none does) the nearest
-        near = "matched" in exp.evidence or "nearest" in exp.evidence
-        say(f"  {'other near matches' if near else 'other messages holding it'}: "
-            + ", ".join(f"{t}:{q}" for t, q in exp.other_matches))
+    if exp.other_matches:
+        label = "other messages holding it" if other_matches_hold_it(exp) \
+            else "other near matches"
+        say(f"  {label}: " + ", ".join(f"{t}:{q}" for t, q in exp.other_matches))
 
 
 def _say_rules(rules: list[Any], run: str) -> None:
