@@ -72,6 +72,7 @@ SHAPES: tuple[Shape, ...] = (
            "startTimeUnixNano name"),
 )
 _CONVERSATION = ("messages", "input", "prompt", "contents", "conversations")
+_BY_NAME = {s.name: s for s in SHAPES}
 # one event (or chunk) of a streamed answer, by its type: a file of them holds the
 # answer's pieces, not the request
 _ANTHROPIC_EVENTS = frozenset({"message_start", "content_block_start", "content_block_delta",
@@ -82,13 +83,11 @@ _ANTHROPIC_EVENTS = frozenset({"message_start", "content_block_start", "content_
 def _stream_piece(obj: dict[str, Any]) -> Shape | None:
     """The shape whose streamed answer ``obj`` is one event or chunk of, if it is one."""
     kind = obj.get("type")
-    if kind in _ANTHROPIC_EVENTS and "request" not in obj:
-        return SHAPES[2]
-    if obj.get("object") == "chat.completion.chunk":
-        return SHAPES[0]
-    if isinstance(kind, str) and kind.startswith("response.") and "request" not in obj:
-        return SHAPES[1]
-    return None
+    fmt = ("anthropic" if kind in _ANTHROPIC_EVENTS and "request" not in obj else
+           "chat" if obj.get("object") == "chat.completion.chunk" else
+           "responses" if isinstance(kind, str) and kind.startswith("response.")
+           and "request" not in obj else None)
+    return None if fmt is None else _BY_NAME[FORMAT_TITLES[fmt]]
 
 
 def _keys(obj: dict[str, Any]) -> set[str]:
