@@ -275,14 +275,13 @@ if rec is not None:  # an imported run: what its recording says of the call
     usage = rec.usage
     for col, label, count, estimate, within in (
             (cols[1], "Input tokens", usage.input_tokens if usage else None, rec.estimated_in,
-             "cached_input"),
+             said["input_within"]),
             (cols[2], "Output tokens", usage.output_tokens if usage else None,
-             rec.estimated_out, "reasoning")):
+             rec.estimated_out, said["output_within"])):
         col.metric(f"{label} (recorded)",
                    count if count is not None else ("unknown" if rec.answered else "none"))
-        if usage is not None and within in rec.usage_detail:  # as the recording says
-            col.caption(escape_md(f"of them {rec.usage_detail[within]:,} "
-                                  f"{'read from the cache' if within == 'cached_input' else 'reasoning'}"))
+        if within:  # what the recording says within the count
+            col.caption(escape_md(within))
         if estimate is not None:
             col.caption(escape_md(f"our estimate: {counted(estimate, 'token')} (chars/4)"))
     st.caption(escape_md(f"Finish reason: {said['finish']} · tools offered: {said['tools']}"

@@ -48,7 +48,9 @@ class RecordedCall(BaseModel):
         """Each thing recorded as one phrase (what the CLI and the page write): the
         ``model`` (and the one asked for, when another answered, or the id it was asked
         as), ``params`` (JSON),
-        ``tools``, ``usage``, ``estimate``, ``finish``, ``endpoint``."""
+        ``tools``, ``usage``, ``estimate``, ``finish``, ``endpoint``, and ``input_within``
+        / ``output_within``: what the usage says within each count ("of them 1,001
+        reasoning"; "" when it says nothing)."""
         api = f" ({self.api} API)" if self.api else ""
         asked = f", asked for {self.requested_model}" if self.requested_model else (
             f", asked as {self.requested_id}" if self.requested_id else "")
@@ -62,6 +64,7 @@ class RecordedCall(BaseModel):
                 ("reasoning", "{} of the output reasoning"),
                 ("cached_input", "{} of the input cached")) if k in self.usage_detail]
             usage += f" ({'; '.join(within)})" if within else ""
+        counted = self.usage_detail if self.usage is not None else {}
         out_est = f" / {self.estimated_out} out" if self.estimated_out is not None else ""
         return {
             "model": f"{self.model}{api}{asked}" if self.model
@@ -73,7 +76,11 @@ class RecordedCall(BaseModel):
             "usage": usage,
             "estimate": f"{self.estimated_in} in{out_est} (chars/4)",
             "finish": self.finish_reason or ("not recorded" if self.answered else "none"),
-            "endpoint": self.endpoint or "not in the recording"}
+            "endpoint": self.endpoint or "not in the recording",
+            "input_within": f"of them {counted['cached_input']:,} read from the cache"
+            if "cached_input" in counted else "",
+            "output_within": f"of them {counted['reasoning']:,} reasoning"
+            if "reasoning" in counted else ""}
 
     def lines(self) -> list[str]:
         """The call as ``memwb inspect`` prints it, a line each."""
