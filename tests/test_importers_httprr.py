@@ -69,3 +69,27 @@ def test_a_chunk_size_that_is_no_number_is_refused() -> None:
     with pytest.raises(ImportFormatError, match="call 1: response: a chunked body's chunk "
                                                 "size is not hexadecimal"):
         _import(garbled)
+
+
+def test_a_trace_with_a_compressed_body_is_read_from_its_bytes(tmp_path: Path) -> None:
+    # a gzip body makes the file no UTF-8 text: it was refused as "not an OTLP
+    # protobuf export, nor UTF-8 text"
+    import gzip
+    import json
+
+    from memory_core.importers import import_file
+
+    body = json.dumps({"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]})
+    answer = gzip.compress(json.dumps({"model": "gpt-4o", "choices": [{"message": {
+        "role": "assistant", "content": "hello"}, "finish_reason": "stop"}]}).encode())
+    request = (f"POST https://api.openai.com/v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+               f"Content-Length: {len(body)}\r\n\r\n{body}").encode()
+    response = (b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: "
+                + str(len(answer)).encode() + b"\r\n\r\n" + answer)
+    path = tmp_path / "gz.httprr"
+    path.write_bytes(b"httprr trace v1\n" + f"{len(request)} {len(response)}\n".encode()
+                     + request + response)
+    s = InMemoryStorage()
+    report = import_file(s, path)
+    (thread,) = report.threads_created
+    assert [m.content for m in s.memory.get_messages(thread)] == ["hi", "hello"]

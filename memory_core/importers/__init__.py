@@ -37,6 +37,8 @@ from memory_core.importers.common import (
     resolve_tool_names,
 )
 from memory_core.importers.containers import container_for
+from memory_core.importers.httprr import MAGIC_BYTES as HTTPRR_MAGIC
+from memory_core.importers.httprr import parse_httprr_bytes
 from memory_core.importers.jsonvalues import read_documents
 from memory_core.importers.otel import parse_otlp, parse_spans
 from memory_core.importers.otel_read import protobuf_documents, spans_of
@@ -119,6 +121,10 @@ def import_file(storage: Storage, path: str | Path, *, format: ImportFormat | No
     p = Path(path)
     data = read_import_file(p)
     try:
+        if format in (None, "openai") and data.startswith(HTTPRR_MAGIC):
+            return _import_parsed(storage, parse_httprr_bytes(data, stages), fmt="openai",
+                                  name=p.name, digest=_sha1(data), embed=embed,
+                                  resource_id=resource_id, progress=progress, stages=stages)
         if format in (None, "otel") and is_binary(data):
             return _import_parsed(storage, parse_otlp(data=data), fmt="otel", name=p.name,
                                   digest=_sha1(data), embed=embed, resource_id=resource_id,

@@ -16,6 +16,7 @@ from memory_core.importers.cassette import interaction_records, parse_recording
 from memory_core.importers.common import ParsedFile, Stages, fail
 
 MAGIC = "httprr trace v1\n"
+MAGIC_BYTES = MAGIC.encode()
 
 
 def looks_like_httprr(text: str) -> bool:
@@ -86,10 +87,10 @@ def _interaction(request: bytes, response: bytes, where: str) -> dict[str, Any]:
                          "headers": resp_headers, "body": {"string": _text(resp_body)}}}
 
 
-def httprr_interactions(text: str) -> list[dict[str, Any]]:
-    """The trace's calls as vcrpy-shaped interactions. ImportFormatError naming the
-    call when a size line is malformed or the file ends inside a call."""
-    data = text.encode("utf-8")  # (the sizes count bytes)
+def httprr_interactions(data: bytes) -> list[dict[str, Any]]:
+    """The trace's calls (its bytes: the sizes count bytes, and a body may be
+    compressed) as vcrpy-shaped interactions. ImportFormatError naming the call when a
+    size line is malformed or the file ends inside a call."""
     pos, calls = len(MAGIC.encode()), list[dict[str, Any]]()
     while pos < len(data):
         where = f"call {len(calls) + 1}"
@@ -111,5 +112,11 @@ def httprr_interactions(text: str) -> list[dict[str, Any]]:
 
 def parse_httprr(text: str, stages: Stages | None = None) -> ParsedFile:
     """An httprr trace's model calls (see the module's docstring)."""
-    rows, skipped = interaction_records(httprr_interactions(text), "call")
+    return parse_httprr_bytes(text.encode("utf-8"), stages)
+
+
+def parse_httprr_bytes(data: bytes, stages: Stages | None = None) -> ParsedFile:
+    """``parse_httprr`` of a file as read: one whose bodies are not all UTF-8 text
+    (gzip) is not text, and is read so."""
+    rows, skipped = interaction_records(httprr_interactions(data), "call")
     return parse_recording(rows, skipped, "httprr trace", "call", stages)
