@@ -159,3 +159,18 @@ def test_the_id_a_model_was_asked_as_is_shown(tmp_path: Path) -> None:
                    "openllmetry-bedrock-invoke-test_anthropic_3_completion_streaming.yaml")
     assert ("recorded model: claude-3-sonnet-20240229 (bedrock API), asked as "
             "anthropic.claude-3-sonnet-20240229-v1:0") in out, out
+
+
+def test_how_a_call_was_sent_is_shown_as_recorded(tmp_path: Path) -> None:
+    # mirascope's Responses API cassette: streamed; Cohere's, not (``stream: false``,
+    # as recorded); OpenLLMetry's Anthropic one sends no such field
+    (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
+    out = _inspect(tmp_path / "a", "mirascope-test_max_tokens_openai_gpt_4o_responses_"
+                                   "stream.yaml")
+    assert 'sent with: {"stream": true}' in out, out
+    assert 'recorded parameters: {"max_output_tokens": 50}' in out
+    out = _inspect(tmp_path / "b", "langchain-cohere-v1-test_connectors.yaml")
+    assert 'sent with: {"stream": false}' in out, out
+    (tmp_path / "c").mkdir()
+    out = _inspect(tmp_path / "c", "openllmetry-test_anthropic_image_with_history.yaml")
+    assert not any(line.startswith("sent with:") for line in out), out

@@ -285,7 +285,8 @@ if rec is not None:  # an imported run: what its recording says of the call
         if estimate is not None:
             col.caption(escape_md(f"our estimate: {counted(estimate, 'token')} (chars/4)"))
     st.caption(escape_md(f"Finish reason: {said['finish']} · tools offered: {said['tools']}"
-                         f" · sent to: {said['endpoint']}"))
+                         f" · sent to: {said['endpoint']}"
+                         + (f" · sent with: {said['sent_with']}" if rec.sent_with else "")))
     st.caption("Request parameters")
     if rec.params:
         json_view(rec.params)

@@ -37,6 +37,8 @@ class RecordedCall(BaseModel):
     # within the usage's counts: "reasoning" output tokens, "cached_input" tokens
     usage_detail: dict[str, int] = Field(default_factory=dict)
     params: dict[str, Any]  # the request's parameters, as recorded
+    # how it was sent, as recorded: ``stream``, ``store``, ``previous_response_id``, …
+    sent_with: dict[str, Any] = Field(default_factory=dict)
     tools: list[str] | None
     answered: bool
     usage: Usage | None
@@ -47,7 +49,7 @@ class RecordedCall(BaseModel):
     def said(self) -> dict[str, str]:
         """Each thing recorded as one phrase (what the CLI and the page write): the
         ``model`` (and the one asked for, when another answered, or the id it was asked
-        as), ``params`` (JSON),
+        as), ``params`` and ``sent_with`` (JSON),
         ``tools``, ``usage``, ``estimate``, ``finish``, ``endpoint``, and ``input_within``
         / ``output_within``: what the usage says within each count ("of them 1,001
         reasoning"; "" when it says nothing)."""
@@ -71,6 +73,8 @@ class RecordedCall(BaseModel):
             else f"unknown{api}, not in the recording{asked}",
             "params": json.dumps(self.params, ensure_ascii=False, sort_keys=True)
             if self.params else "none",
+            "sent_with": json.dumps(self.sent_with, ensure_ascii=False, sort_keys=True)
+            if self.sent_with else "",
             "tools": "not recorded (no answer)" if not self.answered else UNRECORDED
             if self.tools is None else ", ".join(self.tools) or "none",
             "usage": usage,
@@ -88,6 +92,7 @@ class RecordedCall(BaseModel):
         return [f"recorded model: {said['model']}",
                 f"sent to: {said['endpoint']}",
                 f"recorded parameters: {said['params']}",
+                *([f"sent with: {said['sent_with']}"] if self.sent_with else []),
                 f"tools offered: {said['tools']}",
                 f"recorded usage: {said['usage']}; our estimate: {said['estimate']}",
                 f"finish reason: {said['finish']}"]
@@ -106,8 +111,9 @@ def recorded_call(record: ImportRecord | None, memctx: Memctx | None,
         step.model.name if step is not None else agent)
     api, asked, asked_as, sent_to = (record.extra.get(k) for k in (
         "api", "requested_model", "requested_id", "endpoint"))
-    detail = record.extra.get("usage_detail")
+    detail, fields = record.extra.get("usage_detail"), record.extra.get("request_fields")
     where: dict[str, Any] = {
+        "sent_with": dict(fields) if isinstance(fields, dict) else {},
         "requested_model": asked if isinstance(asked, str) else None,
         "requested_id": asked_as if isinstance(asked_as, str) else None,
         "endpoint": sent_to if isinstance(sent_to, str) else None,

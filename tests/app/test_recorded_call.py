@@ -32,12 +32,23 @@ def test_the_run_inspector_shows_the_recorded_call(empty_db: InMemoryStorage,
     captions = [c.value.replace("\\", "").replace("`", "") for c in at.caption]
     assert "our estimate: 12 tokens (chars/4)" in captions
     assert ("Finish reason: COMPLETE · tools offered: none · sent to: https://api.cohere.ai"
-            in captions)
+            ' · sent with: {"stream": false}' in captions)
     at = app(RUN_PAGE, run=bare.runs_created[0])
     assert not at.exception
     assert ("Finish reason: COMPLETE · tools offered: Person · sent to: "
-            "https://api.cohere.com") in [c.value.replace("\\", "").replace("`", "")
+            'https://api.cohere.com · sent with: {"stream": true}') in [c.value.replace("\\", "").replace("`", "")
                                      for c in at.caption]
+
+
+def test_the_run_inspector_says_how_the_call_was_sent(
+        empty_db: InMemoryStorage, app: Callable[..., AppTest]) -> None:
+    # mirascope's Responses API cassette: sent as a stream
+    rid = import_file(empty_db, REAL / "mirascope-test_max_tokens_openai_gpt_4o_responses_"
+                                       "stream.yaml").runs_created[0]
+    at = app(RUN_PAGE, run=rid)
+    assert not at.exception and not at.error
+    captions = [c.value.replace("\\", "").replace("`", "") for c in at.caption]
+    assert any(c.endswith(' · sent with: {"stream": true}') for c in captions), captions
 
 
 def test_the_run_inspector_names_the_model_asked_for_beside_the_one_that_answered(
