@@ -1459,6 +1459,24 @@ EXPECTED.update({
         "skipped": ["message 1: an empty assistant message before another assistant "
                     "message; not stored (it holds nothing)"],
     },
+    # maruel/genai's go-vcr cassettes of Cohere's reasoning model: the answer's
+    # ``thinking`` part (sync) or thinking deltas (stream) noted, its text kept, the
+    # input's cached tokens read from v2's ``cached_tokens``
+    "genai-cohere-reasoning-GenSync-Text.yaml": {
+        "threads": [["user: Say hello. Use only one word.", "assistant: Hello"]],
+        "runs": [("command-a-reasoning-08-2025", (1394, 161), [])],
+        "skipped": ["response: content part 0 (thinking) not imported"],
+        "finishes": ["COMPLETE"],
+        "api": "cohere",
+    },
+    "genai-cohere-reasoning-GenStream-Text.yaml": {
+        "threads": [["user: Say hello. Use only one word.", "assistant: Hello"]],
+        "runs": [("command-a-reasoning-08-2025", (1394, 90), [])],
+        "skipped": ["response: the model's thinking not imported",
+                    "response reassembled from 92 stream event(s)"],
+        "finishes": ["COMPLETE"],
+        "api": "cohere",
+    },
 })
 
 

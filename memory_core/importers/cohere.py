@@ -73,16 +73,19 @@ def is_cohere_record(obj: Any) -> bool:
         and response[0].get("type") in _STREAM_TYPES
 
 
-def _parts_text(content: Any, where: str) -> Any:
+def _parts_text(content: Any, where: str, notes: list[str]) -> Any:
     """Content parts as OpenAI's: ``text`` parts kept, a ``document`` part as its data's
-    JSON text (what a tool result gives the model)."""
+    JSON text (what a tool result gives the model), a reasoning model's ``thinking``
+    part noted, not imported."""
     if not isinstance(content, list):
         return content
     out: list[dict[str, Any]] = []
     for j, part in enumerate(content):
         if not isinstance(part, dict):
             raise fail(where, f"content part {j} must be an object, got {part!r}")
-        if part.get("type") == "document":
+        if part.get("type") == "thinking":
+            notes.append(f"{where}: content part {j} (thinking) not imported")
+        elif part.get("type") == "document":
             data = (part.get("document") or {}).get("data")
             out.append({"type": "text", "text": data if isinstance(data, str)
                         else json.dumps(data, ensure_ascii=False)})
@@ -96,15 +99,17 @@ def _message(raw: Any, where: str, notes: list[str]) -> Any:
         return raw  # the chat reader names what is wrong with it
     out = {k: v for k, v in raw.items() if k not in ("tool_plan", "citations")}
     if "content" in raw:
-        out["content"] = _parts_text(raw["content"], where)
+        out["content"] = _parts_text(raw["content"], where, notes)
     if raw.get("tool_plan"):
         notes.append(f"{where}: the assistant's tool_plan not imported")
     return out
 
 
-def _joined(events: list[dict[str, Any]], where: str) -> dict[str, Any]:
-    """A stream's events as the answer they stream."""
+def _joined(events: list[dict[str, Any]], where: str, notes: list[str]) -> dict[str, Any]:
+    """A stream's events as the answer they stream (a reasoning model's thinking
+    deltas noted, not imported)."""
     text: list[str] = []
+    thought = False
     plan: list[str] = []
     calls: dict[int, dict[str, Any]] = {}
     out: dict[str, Any] = {}
@@ -113,7 +118,9 @@ def _joined(events: list[dict[str, Any]], where: str) -> dict[str, Any]:
         message = ((ev.get("delta") or {}).get("message") or {}) if isinstance(
             ev.get("delta"), dict) else {}
         if kind == "content-delta":
-            text.append(str((message.get("content") or {}).get("text") or ""))
+            content = message.get("content") or {}
+            thought = thought or bool(content.get("thinking"))
+            text.append(str(content.get("text") or ""))
         elif kind == "tool-plan-delta":
             plan.append(str(message.get("tool_plan") or ""))
         elif kind == "tool-call-start":
@@ -143,6 +150,9 @@ def _joined(events: list[dict[str, Any]], where: str) -> dict[str, Any]:
     if calls:
         message_out["tool_calls"] = [calls[i] for i in sorted(calls)]
     out["message"] = message_out
+    if thought:
+        notes.append(f"{where}: response: the model's thinking not imported")
+    notes.append(f"{where}: response reassembled from {len(events)} stream event(s)")
     return out
 
 
@@ -160,7 +170,7 @@ def as_chat_record(obj: dict[str, Any], where: str, notes: list[str]) -> dict[st
     out["request"] = {**request, "messages": messages}
     response = obj.get("response")
     if isinstance(response, list | str):
-        response = _joined(stream_events(response, where), where)
+        response = _joined(stream_events(response, where), where, notes)
     if isinstance(response, dict):
         message = response.get("message")
         if not isinstance(message, dict):
@@ -191,7 +201,8 @@ def _chat_answer(message: dict[str, Any], response: dict[str, Any], counts: Any,
     """The answer as a chat completion: its message, finish reason, and the token counts
     of ``counts`` (v2's ``usage``, v1's ``meta``): the ``tokens`` the model saw and
     wrote, else those of the v1 response's ``token_count`` (the older API's:
-    ``prompt_tokens``, ``response_tokens``), else the ``billed_units``."""
+    ``prompt_tokens``, ``response_tokens``), else the ``billed_units``; v2's
+    ``cached_tokens`` as the input's cached part."""
     counts = counts if isinstance(counts, dict) else {}
     usage = _counted(counts.get("tokens"), ("input_tokens", "output_tokens")) or _counted(
         response.get("token_count"), ("prompt_tokens", "response_tokens")) or _counted(
@@ -199,6 +210,9 @@ def _chat_answer(message: dict[str, Any], response: dict[str, Any], counts: Any,
     chat: dict[str, Any] = {"choices": [{"message": message,
                                          "finish_reason": response.get("finish_reason")}]}
     if usage is not None:
+        cached = counts.get("cached_tokens")  # (v2: of the input, read from its cache)
+        if isinstance(cached, int) and not isinstance(cached, bool) and cached > 0:
+            usage["prompt_tokens_details"] = {"cached_tokens": cached}
         chat["usage"] = usage
     if model:
         chat["model"] = model
@@ -395,7 +409,9 @@ def _v1_record(obj: dict[str, Any], request: dict[str, Any], where: str,
     if isinstance(response, str):  # (JSON lines, as a record may hold the body)
         response = json_lines(response, where) or response
     if isinstance(response, list):
-        response = _v1_stream(stream_events(response, where), where)
+        events = stream_events(response, where)
+        response = _v1_stream(events, where)
+        notes.append(f"{where}: response reassembled from {len(events)} stream event(s)")
     if response is not None:
         response = object_of(response, where, "response")
         message: dict[str, Any] = {"role": "assistant",

@@ -253,9 +253,9 @@ def _params(request: dict[str, Any], where: str) -> dict[str, Any]:
 
 
 # -- the response ----------------------------------------------------------------------------
-def _joined(response: Any, where: str) -> dict[str, Any]:
+def _joined(response: Any, where: str, notes: list[str]) -> dict[str, Any]:
     """A recorded stream (SSE text or a JSON array of chunks) as one response: the first
-    candidate's parts in order, the last finish reason, usage and model."""
+    candidate's parts in order, the last finish reason, usage and model (noted)."""
     if isinstance(response, dict):
         return response
     if not isinstance(response, list | str):
@@ -263,7 +263,8 @@ def _joined(response: Any, where: str) -> dict[str, Any]:
     parts: list[Any] = []
     out: dict[str, Any] = {}
     finish, others, grounding = None, False, None
-    for chunk in stream_events(response, where):
+    chunks = stream_events(response, where)
+    for chunk in chunks:
         for key in ("usageMetadata", "modelVersion", "responseId", "createTime",
                     "promptFeedback"):
             if _get(chunk, key) is not None:
@@ -288,6 +289,7 @@ def _joined(response: Any, where: str) -> dict[str, Any]:
                               **({"groundingMetadata": grounding} if grounding else {})}]
     if others:
         out["alternatives"] = True
+    notes.append(f"{where}: response reassembled from {len(chunks)} stream chunk(s)")
     return out
 
 
@@ -380,7 +382,7 @@ def gemini_exchange(obj: dict[str, Any], where: str, index: int, *,
     model = asked = request.get("model") or obj.get("model") or (
         model_in_path(url) if isinstance(url, str) else None)
     if obj.get("response") is not None:
-        response = _joined(obj["response"], where)
+        response = _joined(obj["response"], where, notes)
         reply, finish, error = _reply(response, where, notes)
         usage, known = _usage(_get(response, "usageMetadata"))
         detail = usage_detail(_get(response, "usageMetadata")) if known else {}
