@@ -296,7 +296,18 @@ def test_inspect_shows_the_recorded_call_beside_the_estimate(tmp_path: Path) -> 
                for ln in out), out
     out = _memwb("inspect", failed, "--db", url).splitlines()
     assert any(ln.startswith("recorded usage: none (the call failed") for ln in out), out
-    assert "tools offered: not recorded (no answer)" in out
+    # the request is recorded whole: it offered no tools, and its error is said
+    assert "tools offered: none" in out
+    failure = next(ln for ln in out if ln.startswith("failed: "))
+    assert '"code": "model_not_found"' in failure and \
+        "The model `this-model-does-not-exist` does not exist" in failure, failure
+    # the run list names the error of the run that failed, and only of that one
+    listed = _memwb("runs", "--db", url).splitlines()
+    assert listed[0].split() == ["run_id", "agent", "thread_id", "status", "started_at",
+                                 "error"]
+    assert any(ln.startswith(failed) and '{"code": "model_not_found"' in ln
+               for ln in listed), listed
+    assert all("{" not in ln for ln in listed if ln.startswith(bedrock))
 
 
 def test_inspect_says_a_usage_the_recording_lacks_is_unknown(tmp_path: Path) -> None:
@@ -378,3 +389,20 @@ def test_gemini_thoughts_are_said_within_the_output(tmp_path: Path) -> None:
     out = _memwb("inspect", first, "--db", url).splitlines()
     assert any(ln.startswith("recorded usage: ") and "(1001 of the output reasoning)" in ln
                for ln in out), out
+
+
+def test_a_failed_call_keeps_the_tools_it_offered() -> None:
+    # no step record is written for a call without an answer: the import record keeps
+    # the names of the tools its request offered, so "not recorded" is not said of them
+    tools = [{"type": "function", "function": {"name": n, "parameters": {}}}
+             for n in ("lookup", "refund")]
+    s = InMemoryStorage()
+    report = import_text(s, json.dumps({
+        "request": {"model": "gpt-4o", "tools": tools,
+                    "messages": [{"role": "user", "content": "refund order 7"}]},
+        "error": {"message": "Rate limit reached", "type": "rate_limit_error"}}))
+    view = run_view(s, report.runs_created[0])
+    assert view.error is not None and "Rate limit reached" in view.error
+    assert view.recorded is not None and not view.recorded.answered
+    assert view.recorded.tools == ["lookup", "refund"]
+    assert view.recorded.said()["tools"] == "lookup, refund"

@@ -24,7 +24,8 @@ class RecordedCall(BaseModel):
     """An imported run's call as recorded. ``None`` is what the recording does not say
     (``Memctx.unknown_fields``), never a placeholder: ``model``, ``tools`` (the names of
     the tools offered; ``[]``: none were), ``usage``; a failed call recorded no answer
-    (``answered`` false), so no usage, finish reason or tools either."""
+    (``answered`` false), so no usage or finish reason, and its tools only where the
+    import kept them."""
 
     model_config = ConfigDict(frozen=True)
     model: str | None
@@ -75,8 +76,8 @@ class RecordedCall(BaseModel):
             if self.params else "none",
             "sent_with": json.dumps(self.sent_with, ensure_ascii=False, sort_keys=True)
             if self.sent_with else "",
-            "tools": "not recorded (no answer)" if not self.answered else UNRECORDED
-            if self.tools is None else ", ".join(self.tools) or "none",
+            "tools": ", ".join(self.tools) or "none" if self.tools is not None
+            else UNRECORDED if self.answered else "not recorded (no answer)",
             "usage": usage,
             "estimate": f"{self.estimated_in} in{out_est} (chars/4)",
             "finish": self.finish_reason or ("not recorded" if self.answered else "none"),
@@ -119,9 +120,12 @@ def recorded_call(record: ImportRecord | None, memctx: Memctx | None,
         "endpoint": sent_to if isinstance(sent_to, str) else None,
         "usage_detail": {k: n for k, n in detail.items() if isinstance(n, int)}
         if isinstance(detail, dict) else {}}
-    if step is None:
+    if step is None:  # a failed call: the tools it offered, where the import kept them
+        offered = record.extra.get("tools_offered")
+        tools = offered if isinstance(offered, list) and all(
+            isinstance(t, str) for t in offered) else None
         return RecordedCall(model=model, api=api if isinstance(api, str) else None, **where,
-                            params=dict(record.request_params), tools=None, answered=False,
+                            params=dict(record.request_params), tools=tools, answered=False,
                             usage=None, finish_reason=None,
                             estimated_in=memctx.tokens.total, estimated_out=None)
     resp = step.response

@@ -51,7 +51,8 @@ def threads(db: DbOpt = None,
 def runs(db: DbOpt = None,
          thread: Annotated[str | None, typer.Option(help="Only runs of this thread.")] = None
          ) -> None:
-    """List runs (oldest first) with their agent, thread and status.
+    """List runs (oldest first) with their agent, thread and status (and a failed
+    run's error).
 
     Example: memwb runs --thread support-3
     """
@@ -61,8 +62,10 @@ def runs(db: DbOpt = None,
         if thread is not None:
             guarded(lambda: s.memory.require_thread(thread))
         rows = guarded(lambda: views.list_runs(s, thread_id=thread))
-    table([r._asdict() for r in rows],
-          ["run_id", "agent", "thread_id", "status", "started_at"])
+    # a failed run's error (its first 60 characters) where any run listed failed
+    table([r._asdict() for r in rows], ["run_id", "agent", "thread_id", "status",
+                                        "started_at", *(["error"] if any(
+                                            r.error for r in rows) else [])])
 
 
 @app.command()
@@ -106,6 +109,8 @@ def inspect(run: Annotated[str, typer.Argument(help="Run id.")], db: DbOpt = Non
         say(f"note: {note}")
     if v.unknown_fields:
         say("note: not in the record (shown as unknown): " + ", ".join(v.unknown_fields))
+    if v.error:
+        say(f"failed: {v.error}")
     say(f"answer: {v.answer}")
 
 

@@ -133,8 +133,9 @@ def import_extra(ex: Exchange, rest: dict[str, Any]) -> dict[str, Any]:
     another answered (``requested_model``: ``another_model``) or the id it named the
     one that answered by (``requested_id``: a Bedrock inference profile), what the usage says
     within its counts (``usage_detail``: reasoning, cached input), the
-    request's ``request_fields`` as sent and, for a history held server-side, where its
-    prompt's reconstructed messages are."""
+    request's ``request_fields`` as sent, the names of the tools a call that failed
+    offered (``tools_offered``: an answered call's step record holds its tools) and, for
+    a history held server-side, where its prompt's reconstructed messages are."""
     out = dict(rest)
     if ex.api is not None:
         out["api"] = ex.api
@@ -148,6 +149,8 @@ def import_extra(ex: Exchange, rest: dict[str, Any]) -> dict[str, Any]:
         out["usage_detail"] = dict(ex.usage_detail)
     if ex.request_fields:
         out["request_fields"] = dict(ex.request_fields)
+    if ex.response is None and ex.tools is not None:  # (no step record holds them)
+        out["tools_offered"] = [t.name for t in _tool_specs(ex.tools)]
     if ex.held is not None:
         h = ex.held
         out["server_held_history"] = {
