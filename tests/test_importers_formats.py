@@ -824,6 +824,27 @@ def test_a_cassette_body_in_brotli_is_read_when_a_codec_is_installed_else_named(
         "Hi", "Hello"]
 
 
+def test_a_brotli_body_is_read_on_a_default_install() -> None:
+    """brotli is a dependency: a cassette whose answer the server sent as
+    ``content-encoding: br`` (wandb/weave's OpenAI and Mistral recordings) imports
+    without installing anything more."""
+    import brotli
+    import yaml
+
+    answer = {"id": "c1", "object": "chat.completion", "model": "gpt-4o", "choices": [
+        {"index": 0, "message": {"role": "assistant", "content": "Hello"}}]}
+    req = {"model": "gpt-4o", "messages": [{"role": "user", "content": "Hi"}]}
+    text = yaml.safe_dump({"interactions": [{
+        "request": {"method": "POST", "uri": "https://api.openai.com/v1/chat/completions",
+                    "body": json.dumps(req), "headers": {}},
+        "response": {"status": {"code": 200}, "headers": {"Content-Encoding": ["br"]},
+                     "body": {"string": brotli.compress(json.dumps(answer).encode())}}}]})
+    st = InMemoryStorage()
+    report = import_text(st, text)
+    assert [m.text() for m in st.memory.get_messages(report.threads_created[0])] == [
+        "Hi", "Hello"]
+
+
 def test_a_brotli_body_is_bounded_like_gzip(monkeypatch: pytest.MonkeyPatch) -> None:
     """A br body was decompressed whole by the codec (issue 33.6): now it is fed a few
     bytes at a time and refused once its output passes MEMWB_MAX_DECOMPRESSED."""
