@@ -406,7 +406,7 @@ EXPECTED: dict[str, dict[str, Any]] = {
         "runs": [("gpt-4o-mini-2024-07-18", (66, 17), ["get_current_temperature"])],
         "call_ids": ["call_A6XpaIHt5uNwiDqVxyvKoXMa"],
         "params": {"tool_choice": "auto"},
-        "request_fields": [{"stream": True}],
+        "request_fields": [{"stream": True, "stream_options": {"include_usage": True}}],
         "started": datetime(2026, 1, 22, 22, 48, 34, tzinfo=UTC),  # created 1769122114
     },
     # Haystack's agent: "n": 1 sent, a tool result that is a Python repr (not JSON)
@@ -507,7 +507,7 @@ EXPECTED: dict[str, dict[str, Any]] = {
                      "assistant: I'm very sorry, but I can't assist with that request."]],
         "runs": [("gpt-4o-2024-08-06", (64, 13), [])],
         "skipped": ["response: the answer is a refusal ('refusal'), stored as its text"],
-        "request_fields": [{"stream": True}],
+        "request_fields": [{"stream": True, "stream_options": {"include_usage": True}}],
     },
     # Mirascope: a Responses stream cut at max_output_tokens (ends in response.incomplete)
     "mirascope-test_max_tokens_openai_gpt_4o_responses_stream.yaml": {
@@ -1285,7 +1285,7 @@ EXPECTED.update({
         "runs": [("gpt-4o-mini-2024-07-18", (9, 9), [])],
         "finish": "stop",
         "skipped": ["its finish_reason is a stream chunk's choice"],
-        "request_fields": [{"stream": True}],
+        "request_fields": [{"stream": True, "stream_options": {"include_usage": True}}],
     },
 })
 

@@ -16,7 +16,7 @@ THREAD_KEYS = ("thread_id", "conversation_id")
 RESOURCE_KEYS = ("resource_id", "user_id", "user")
 # request keys that say where the conversation is held or how it was sent, not how to
 # sample: kept in the run's import record as they were (``Exchange.request_fields``)
-REQUEST_FIELDS = ("previous_response_id", "conversation", "store", "stream")
+REQUEST_FIELDS = ("previous_response_id", "conversation", "store", "stream", "stream_options")
 # the record's own keys, beside the request's in a flat record ({"messages",
 # "response", "thread_id", …}): never request parameters
 RECORD_KEYS = {"response", "error", "url", "recorded_at", "usage_headers", "resource_id",
@@ -30,7 +30,7 @@ TOKEN_HEADERS = {"input": "x-amzn-bedrock-input-token-count",
                  "cache_write": "x-amzn-bedrock-cache-write-input-token-count"}
 # request keys that are the conversation or its packaging, not sampling parameters
 NOT_PARAMS = {"messages", "model", "tools", "functions", "input", "instructions",
-              "metadata", "user", "stream_options", "prompt", *REQUEST_FIELDS, *RECORD_KEYS}
+              "metadata", "user", "prompt", *REQUEST_FIELDS, *RECORD_KEYS}
 EXPECTED = ("expected an OpenAI chat-completions record ({\"request\": {\"messages\": "
             "[...]}, \"response\": {...}} or {\"messages\": [...], \"response\": {...}}), a "
             "fine-tuning row ({\"messages\": [...]}), a ShareGPT conversation "
