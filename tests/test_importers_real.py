@@ -1459,6 +1459,21 @@ EXPECTED.update({
         "skipped": ["message 1: an empty assistant message before another assistant "
                     "message; not stored (it holds nothing)"],
     },
+    # Elixir's ExVCR (khasinski/elixir_llm): a JSON array of calls, each answer's body
+    # base64 of an Erlang binary term ("binary": true) holding the gzip bytes
+    "exvcr-elixirllm-openai_chat_system.json": {
+        "instructions": "You are a helpful assistant that only responds with 'OK'.",
+        "threads": [["user: Hello", "assistant: OK"]],
+        "runs": [("gpt-4o-mini-2024-07-18", (24, 1), [])],
+        "finishes": ["stop"],
+    },
+    "exvcr-elixirllm-anthropic_chat_max_tokens.json": {
+        "threads": [["user: What is the capital of France? Reply briefly.",
+                     "assistant: Paris."]],
+        "runs": [("claude-3-5-haiku-20241022", (17, 5), [])],
+        "finishes": ["end_turn"],
+        "api": "anthropic",
+    },
     # maruel/genai's go-vcr cassettes of Cohere's reasoning model: the answer's
     # ``thinking`` part (sync) or thinking deltas (stream) noted, its text kept, the
     # input's cached tokens read from v2's ``cached_tokens``

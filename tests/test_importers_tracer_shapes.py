@@ -157,6 +157,34 @@ def test_hostile_interactions() -> None:
         _imported(json.dumps(garbled))
 
 
+def test_exvcr_binary_bodies_and_what_is_no_erlang_binary() -> None:
+    """ExVCR (Elixir) records a body that is not UTF-8 text as base64 of an Erlang
+    binary term beside ``"binary": true``: the bytes it holds are the body, gzip or not;
+    a body so marked that is no such term is one error naming the call and what it is."""
+    call = _load(DD_OPENAI)
+    answer = call["response"]["body"]
+    answer = answer if isinstance(answer, str) else json.dumps(answer)
+
+    def term(data: bytes) -> str:
+        return base64.b64encode(bytes([131, 109]) + len(data).to_bytes(4, "big")
+                                + data).decode()
+
+    for data in (answer.encode(), gzip.compress(answer.encode())):
+        exvcr = copy.deepcopy(call)
+        exvcr["response"] = {"status_code": 200, "binary": True, "body": term(data)}
+        s, report = _imported(json.dumps([exvcr]))
+        assert _text_of(s, report) == [["user: What is the sum of 1 and 2?",
+                                        "assistant: ['add']"]]
+    for body, said in (("%%%", "a body marked binary is not base64"),
+                       (base64.b64encode(b"\x83h\x02abcdef").decode(),
+                        "a body marked binary is not an Erlang binary term"),
+                       (term(b"abc")[:-4], "a body marked binary says it holds 3 bytes")):
+        bad = copy.deepcopy(call)
+        bad["response"] = {"status_code": 200, "binary": True, "body": body}
+        with pytest.raises(ImportFormatError, match=f"item 1: response: {said}"):
+            _imported(json.dumps([bad]))
+
+
 # -- LangSmith: the SDK's batches, merged by run id -------------------------------------------
 def test_a_batch_merges_each_runs_start_and_end() -> None:
     for path in (LS_PY, LS_JS):  # the JS patch names its run only in its dotted_order

@@ -10,7 +10,8 @@ method and URL.
 Spellings read: the URL as ``url`` or ``uri``; the status as ``{"code", "message"}``,
 a number, ``status_code`` or ``statusCode``; a body as text, as a JSON value already
 parsed, or as ``"base64:…"`` (the test agent's spelling of a body that is not UTF-8
-text: an AWS event stream, say). Bodies are recorded decoded (the test agent keeps what
+text: an AWS event stream, say), or — Elixir's ExVCR, a JSON array of such calls — as
+base64 of an Erlang binary term beside ``"binary": true`` (a gzip body, say). Bodies are recorded decoded (the test agent keeps what
 ``requests`` gives, gzip already undone), so a ``content-encoding`` header is not
 applied to them; gzip bytes are still told by their first bytes."""
 
@@ -63,6 +64,24 @@ def _body(raw: Any, where: str) -> Any:
     return raw
 
 
+def _erlang_binary(raw: Any, where: str) -> bytes:
+    """An ExVCR body marked ``"binary": true``: base64 of the Erlang term format of a
+    binary (``:erlang.term_to_binary/1``: version 131, tag 109, a 4-byte length, the
+    bytes), which is what Elixir recorders write for a body that is not UTF-8 text."""
+    try:
+        data = base64.b64decode(raw, validate=True) if isinstance(raw, str) else b""
+    except binascii.Error as e:
+        raise fail(where, f"a body marked binary is not base64: {e}") from None
+    if len(data) < 6 or data[0] != 131 or data[1] != 109:
+        raise fail(where, "a body marked binary is not an Erlang binary term (expected "
+                          f"base64 of bytes 131, 109, …; got {data[:6]!r})")
+    size = int.from_bytes(data[2:6], "big")
+    if len(data) - 6 != size:
+        raise fail(where, f"a body marked binary says it holds {size} bytes, but holds "
+                          f"{len(data) - 6}")
+    return data[6:]
+
+
 def _side(side: dict[str, Any], where: str) -> dict[str, Any]:
     headers = side.get("headers")
     if headers is not None and not isinstance(headers, dict | list):
@@ -71,7 +90,8 @@ def _side(side: dict[str, Any], where: str) -> dict[str, Any]:
         headers = {str(h.get("name")): h.get("value") for h in headers if isinstance(h, dict)}
     out: dict[str, Any] = {"headers": {k: v for k, v in (headers or {}).items()
                                        if str(k).lower() != "content-encoding"}}
-    body = _body(side.get("body"), where)
+    body = _erlang_binary(side.get("body"), where) if side.get("binary") is True \
+        else _body(side.get("body"), where)
     if isinstance(body, dict | list):
         out["parsed_body"] = body
     elif body is not None and not isinstance(body, str | bytes):
