@@ -1459,6 +1459,43 @@ EXPECTED.update({
         "skipped": ["message 1: an empty assistant message before another assistant "
                     "message; not stored (it holds nothing)"],
     },
+    # the Azure SDKs' test proxy ({"Entries": [...]}, azure-sdk-for-net): a legacy
+    # ``functions`` loop run twice against OpenAI — the same question answered with two
+    # calls, then two requests sending back the second call and its result: three
+    # threads, the last a branch of the second — and Azure OpenAI by deployment URL
+    "azuresdknet-ChatFunctionsTests-SimpleFunctionCallWorks-NonAzure.json": {
+        "instructions": "You are a helpful assistant.",
+        "threads": [
+            ["user: What should I wear in Honolulu next Thursday?",
+             'assistant: → get_future_temperature({"date": "2021-12-16", '
+             '"locationName": "Honolulu"})'],
+            ["user: What should I wear in Honolulu next Thursday?",
+             'assistant: → get_future_temperature({"date": "2022-06-30", '
+             '"locationName": "Honolulu"})',
+             'tool get_future_temperature: {"temperature":"31","unit":"celsius"}',
+             "assistant: In Honolulu next Thursday, the anticipated temperature is 31 "
+             "degrees Celsius.…"],
+            ["user: What should I wear in Honolulu next Thursday?",
+             'assistant: → get_future_temperature({"date": "2022-06-30", '
+             '"locationName": "Honolulu"})',
+             'tool get_future_temperature: {"temperature":"31","unit":"celsius"}',
+             "assistant: The anticipated temperature in Honolulu next Thursday is 31°C.…"]],
+        "runs": [("gpt-3.5-turbo-0613", (108, 30), ["get_future_temperature"]),
+                 ("gpt-3.5-turbo-0613", (108, 30), ["get_future_temperature"]),
+                 ("gpt-3.5-turbo-0613", (157, 59), ["get_future_temperature"]),
+                 ("gpt-3.5-turbo-0613", (157, 53), ["get_future_temperature"])],
+        "finishes": ["function_call", "function_call", "stop", "stop"],
+    },
+    "azuresdknet-OpenAIInferenceTests-ChatCompletions-Azure.json": {
+        "instructions": "You are a helpful assistant.",
+        "threads": [["user: Can you help me?",
+                     "assistant: Of course! What do you need help with?",
+                     "user: What temperature should I bake pizza at?",
+                     "assistant: The ideal temperature for baking pizza is usually between "
+                     "425 to 450 degrees Fahrenheit…"]],
+        "runs": [("gpt-35-turbo", (52, 61), [])],
+        "finishes": ["stop"],
+    },
     # Elixir's ExVCR (khasinski/elixir_llm): a JSON array of calls, each answer's body
     # base64 of an Erlang binary term ("binary": true) holding the gzip bytes
     "exvcr-elixirllm-openai_chat_system.json": {

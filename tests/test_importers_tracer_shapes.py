@@ -185,6 +185,59 @@ def test_exvcr_binary_bodies_and_what_is_no_erlang_binary() -> None:
             _imported(json.dumps([bad]))
 
 
+# -- the Azure SDKs' test proxy ------------------------------------------------------------------
+def _proxy_entry(uri: str, body: Any, response: Any, *, content_type: str = "application/json",
+                 status: Any = 200, method: str = "POST") -> dict[str, Any]:
+    return {"RequestUri": uri, "RequestMethod": method,
+            "RequestHeaders": {"Content-Type": "application/json", "api-key": "Sanitized"},
+            "RequestBody": body, "StatusCode": status,
+            "ResponseHeaders": {"Content-Type": content_type}, "ResponseBody": response}
+
+
+def test_azure_test_proxy_entries_stream_lines_and_other_calls() -> None:
+    """A stream is recorded as an array of its lines (each keeping its line break) and
+    read joined; a call that is no model call (a token request) is skipped naming it."""
+    chunks = [{"id": "c1", "object": "chat.completion.chunk", "model": "gpt-4o",
+               "choices": [{"index": 0, "delta": {"role": "assistant", "content": w}}]}
+              for w in ("Hel", "lo")]
+    chunks.append({"id": "c1", "object": "chat.completion.chunk", "model": "gpt-4o",
+                   "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+    lines = [line for c in chunks for line in (f"data: {json.dumps(c)}\n", "\n")]
+    lines.append("data: [DONE]\n")
+    uri = "https://x.openai.azure.com/openai/deployments/gpt-4o/chat/completions?api-version=1"
+    body = {"messages": [{"role": "user", "content": "Hi"}], "stream": True}
+    doc = {"Entries": [
+        _proxy_entry("https://login.microsoftonline.com/t/oauth2/v2.0/token", None,
+                     {"access_token": "Sanitized"}),
+        _proxy_entry(uri, body, lines, content_type="text/event-stream")],
+        "Variables": {"OPENAI_ENDPOINT": "https://x.openai.azure.com/"}}
+    s, report = _imported(json.dumps(doc, indent=2))
+    assert _text_of(s, report) == [["user: Hi", "assistant: Hello"]]
+    assert [k.where for k in report.skipped if "not a model call" in k.reason] == ["entry 1"]
+
+
+def test_hostile_azure_test_proxy_entries() -> None:
+    uri = "https://x.openai.azure.com/openai/deployments/gpt-4o/chat/completions?api-version=1"
+    body = {"messages": [{"role": "user", "content": "Hi"}]}
+    answer = {"id": "c", "object": "chat.completion", "model": "gpt-4o", "choices": [
+        {"index": 0, "message": {"role": "assistant", "content": "Hello"},
+         "finish_reason": "stop"}]}
+    failed = _proxy_entry(uri, body, {"error": {"code": "429", "message": "slow down"}},
+                          status=429)
+    s, report = _imported(json.dumps({"Entries": [failed, _proxy_entry(uri, body, answer)]}))
+    runs = [s.runs.require_run(r) for r in report.runs_created]
+    assert [r.status for r in runs] == ["failed", "completed"]
+    assert "slow down" in (runs[0].error or "")
+    for entry, said in (({"RequestMethod": "POST"}, "entry 1: an entry needs a 'RequestUri'"),
+                        (_proxy_entry(uri, body, answer, status="OK"),
+                         "entry 1: 'StatusCode' must be a number, got 'OK'"),
+                        (_proxy_entry(uri, body, [1, 2], content_type="text/plain"),
+                         "entry 1: response: a body recorded as an array must hold its "
+                         "lines as texts")):
+        with pytest.raises(ImportFormatError, match=said):
+            _imported(json.dumps({"Entries": [entry]}))
+
+
 # -- LangSmith: the SDK's batches, merged by run id -------------------------------------------
 def test_a_batch_merges_each_runs_start_and_end() -> None:
     for path in (LS_PY, LS_JS):  # the JS patch names its run only in its dotted_order

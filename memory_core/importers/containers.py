@@ -1,6 +1,7 @@
 """Containers: how a file holds its model calls, told from its text. Each is read into
 exchanges its own way — OTLP into spans (``otel.py``), the others (cassettes, HAR
-files, httprr traces, HTTP-interaction JSON, JSON records) into records that
+files, httprr traces, Azure test-proxy recordings, HTTP-interaction JSON, JSON
+records) into records that
 the formats of ``registry.py`` read (``openai_jsonl.parse_records``) — and each belongs
 to one of the two families an import is told by (``ImportFormat``: ``import_text``'s
 ``format``, ``ImportReport.format``, the runs' import records).
@@ -15,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from memory_core.importers.azure_proxy import looks_like_azure_proxy, parse_azure_proxy
 from memory_core.importers.cassette import looks_like_cassette, parse_cassette
 from memory_core.importers.common import ImportFormat, ParsedFile, Stages
 from memory_core.importers.har import looks_like_har, parse_har
@@ -40,6 +42,8 @@ CONTAINERS: tuple[Container, ...] = (
     Container("cassette", "openai", looks_like_cassette, parse_cassette),  # interactions:
     Container("har", "openai", looks_like_har, parse_har),  # {"log": {"entries": [...]}}
     Container("httprr", "openai", looks_like_httprr, parse_httprr),  # httprr trace v1
+    # the Azure SDKs' test proxy: {"Entries": [{"RequestUri", …, "ResponseBody"}]}
+    Container("azure-test-proxy", "openai", looks_like_azure_proxy, parse_azure_proxy),
     # {"request": {"method", "url", "body"}, "response": {"status", "body"}} per call
     Container("http-json", "openai", looks_like_http_json, parse_http_json),
     Container("json", "openai", lambda _text: True, parse_json),  # JSON lines, array, docs
