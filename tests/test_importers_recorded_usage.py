@@ -295,7 +295,7 @@ def test_inspect_shows_the_recorded_call_beside_the_estimate(tmp_path: Path) -> 
     assert any(ln.startswith("recorded usage: 19783 in / 7 out; our estimate: 12 in / ")
                for ln in out), out
     out = _memwb("inspect", failed, "--db", url).splitlines()
-    assert any(ln.startswith("recorded usage: none (the call failed") for ln in out), out
+    assert any(ln.startswith("recorded usage: none (no answer was recorded") for ln in out), out
     # the request is recorded whole: it offered no tools, and its error is said
     assert "tools offered: none" in out
     failure = next(ln for ln in out if ln.startswith("failed: "))

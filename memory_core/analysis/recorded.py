@@ -58,7 +58,7 @@ class RecordedCall(BaseModel):
         asked = f", asked for {self.requested_model}" if self.requested_model else (
             f", asked as {self.requested_id}" if self.requested_id else "")
         if not self.answered:
-            usage = "none (the call failed: no answer was recorded)"
+            usage = "none (no answer was recorded: the run says why)"
         elif self.usage is None:
             usage = UNRECORDED
         else:
