@@ -950,9 +950,14 @@ def test_a_cassette_call_that_sends_no_conversation_is_skipped_saying_so() -> No
         "interaction 1", "the request to https://api.portkey.ai/v1/prompts/pp-weather/"
         "completions sends no messages, input, prompt or contents (its keys: stream, variables): "
         "the conversation is not in the recording")]
-    with pytest.raises(ImportFormatError, match="holds no model call this importer reads .* its 1 "
-                                                "interaction.*sends no messages"):
+    # (a file of such calls alone: model calls, none with its conversation, said so)
+    with pytest.raises(ImportFormatError, match="the cassette holds 1 model call.s., none of "
+                                                "which can be imported: .*sends no messages"):
         import_text(InMemoryStorage(), yaml.safe_dump({"interactions": [template]}))
+    embed = call("/embeddings", {"model": "e", "input": "x"})
+    with pytest.raises(ImportFormatError, match="holds no model call this importer reads .* its 2 "
+                                                "interaction.*sends no messages"):
+        import_text(InMemoryStorage(), yaml.safe_dump({"interactions": [template, embed]}))
 
 
 def test_a_har_file_is_read_as_its_model_calls() -> None:
@@ -1115,6 +1120,11 @@ def test_a_cassette_request_whose_body_was_not_recorded_is_skipped() -> None:
     assert [(k.where, k.reason) for k in report.skipped] == [
         ("interaction 1", "the request body to https://api.openai.com/v1/chat/completions "
                           "was not recorded: the conversation is not in the recording")]
+    with pytest.raises(ImportFormatError, match="the cassette holds 1 model call.s., none of "
+                                                "which can be imported: the request body to "
+                                                ".* was not recorded"):
+        import_text(InMemoryStorage(), yaml.safe_dump({"interactions": [call(None)]}),
+                    name="c.yaml")
     with pytest.raises(ImportFormatError, match="interaction 1: the request body is not a "
                                                 "JSON object, got list"):
         import_text(InMemoryStorage(), yaml.safe_dump({"interactions": [call("[1, 2]")]}),

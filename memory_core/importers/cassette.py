@@ -40,6 +40,9 @@ from memory_core.limits import (
 # Gemini)
 CONVERSATION_KEYS = ("messages", "input", "prompt", "contents")
 
+# the end of a skipped model call's reason when its request's conversation is missing
+NOT_IN_RECORDING = "the conversation is not in the recording"
+
 
 def looks_like_cassette(text: str) -> bool:
     head = text.lstrip()[:2000]
@@ -303,8 +306,7 @@ def interaction_record(item: Any, where: str, label: str = "interaction"
     body = _body(req, f"{where}: request")
     if body is None:  # (a recorder that filtered bodies out, or a GET)
         return SkippedRecord(where=where, reason=(
-            f"the request body to {path} was not recorded: the conversation is not in "
-            "the recording"))
+            f"the request body to {path} was not recorded: {NOT_IN_RECORDING}"))
     if not isinstance(body, dict):
         raise fail(where, f"the request body is not a JSON object, got "
                           f"{type(body).__name__}")
@@ -319,8 +321,7 @@ def interaction_record(item: Any, where: str, label: str = "interaction"
         return SkippedRecord(where=where, reason=(
             f"the request to {path} sends no {', '.join(CONVERSATION_KEYS[:-1])} or "
             f"{CONVERSATION_KEYS[-1]} (its keys: "
-            f"{', '.join(sorted(map(str, body))) or 'none'}): the conversation is not "
-            "in the recording"))
+            f"{', '.join(sorted(map(str, body))) or 'none'}): {NOT_IN_RECORDING}"))
     code = status_code(resp, where)
     answer = _body(resp, f"{where}: response")
     record: dict[str, Any] = {"request": body, "url": uri}
@@ -346,6 +347,10 @@ def parse_recording(rows: list[tuple[str, Any]], skipped: list[SkippedRecord], w
     """An HTTP recording's model calls (``what``: "cassette", its ``unit``s
     "interaction"s), read as records; an error naming what it holds instead when it
     holds none."""
+    if skipped and not rows and all(k.reason.endswith(NOT_IN_RECORDING) for k in skipped):
+        # model calls all, but none with its conversation (a scrubbed request body)
+        raise fail("file", f"the {what} holds {len(skipped)} model call(s), none of which "
+                           f"can be imported: {said(skipped)}")
     if not rows:
         # what it holds instead, each kind once (an embeddings cassette: its URL)
         raise fail("file", f"the {what} holds no model call this importer reads "
