@@ -47,3 +47,26 @@ def test_a_call_sent_back_as_recorded_continues_its_thread_without_a_note() -> N
                       _line([QUESTION, _call(ASKED), RESULT], DONE)])
     report = import_text(InMemoryStorage(), text, name="agent.jsonl")
     assert len(report.threads_created) == 1 and not report.skipped
+
+
+def test_a_call_written_out_as_text_starts_a_thread_and_says_why() -> None:
+    # smolagents sends the model's call back as the assistant's text ("Calling tools:
+    # [{'id': 'call_…', …}]") and its result as a user message ("Observation: …")
+    written = {"role": "assistant", "content": [{"type": "text", "text": (
+        "Calling tools:\n[{'id': 'call_xBZmyTROTl3UDnkHo7ViHPJ6', 'type': 'function', "
+        "'function': {'name': 'GoogleSearch', 'arguments': {'query': 'Go 1.0'}}}]")}]}
+    observed = {"role": "user", "content": "Observation:\nMarch 28, 2012"}
+    text = "\n".join([_line([QUESTION], _call('{"query": "Go 1.0"}')),
+                      _line([QUESTION, written, observed], DONE)])
+    report = import_text(InMemoryStorage(), text, name="agent.jsonl")
+    assert len(report.threads_created) == 2
+    assert [(n.where, n.reason) for n in report.skipped] == [(
+        "line 2", "sends back tool call 'call_xBZmyTROTl3UDnkHo7ViHPJ6', recorded at line 1, "
+                  "written out as an assistant's text instead of the call, so its "
+                  "conversation is stored as a new thread")]
+    # an assistant text that names no recorded call says nothing of the kind
+    plain = {"role": "assistant", "content": "I searched for call_unknown_0123456789."}
+    report = import_text(InMemoryStorage(), "\n".join([
+        _line([QUESTION], _call('{"query": "Go 1.0"}')),
+        _line([QUESTION, plain, observed], DONE)]), name="agent.jsonl")
+    assert len(report.threads_created) == 2 and report.skipped == []

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -283,9 +284,14 @@ def _say_calls_sent_back_otherwise(ex: Exchange, conv: list[Message], keys: list
     """A request that starts a new conversation although it sends back a tool call an
     earlier one recorded (by its id), as another message — its arguments rewritten by
     the client (langchaingo sends a string the model gave as ``{"__arg1": …}``), its
-    text changed: the history no longer matches, so say why it is a thread of its own."""
+    text changed, or the call written out as an assistant's text (smolagents: "Calling
+    tools: [{'id': 'call_…', …}]"): the history no longer matches, so say why it is a
+    thread of its own."""
     for m, key in zip(conv, keys, strict=True):
-        for call in m.tool_calls() if m.role == "assistant" else ():
+        if m.role != "assistant":
+            continue
+        calls = m.tool_calls()
+        for call in calls:
             first = seen.get(call.id)
             if first is not None and first[0] != key:
                 ex.notes.append(
@@ -293,6 +299,19 @@ def _say_calls_sent_back_otherwise(ex: Exchange, conv: list[Message], keys: list
                     "as another message (its arguments or text differ from what was "
                     "recorded), so its conversation is stored as a new thread")
                 return
+        text = m.text() if not calls else None
+        for token in _ID_TOKEN.findall(text or ""):  # (ids named in the text, looked up)
+            first = seen.get(token)
+            if first is not None:
+                ex.notes.append(
+                    f"{ex.where}: sends back tool call {token!r}, recorded at {first[1]}, "
+                    "written out as an assistant's text instead of the call, so its "
+                    "conversation is stored as a new thread")
+                return
+
+
+# what a tool-call id looks like in a text ('call_…', 'toolu_…', 'fc_…', a UUID)
+_ID_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{7,}")
 
 
 def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
