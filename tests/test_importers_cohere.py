@@ -60,6 +60,28 @@ def test_a_bad_stream_is_refused_naming_it() -> None:
         import_text(InMemoryStorage(), json.dumps(record), name="c.jsonl")
 
 
+def test_a_reasoning_stream_notes_its_thinking_and_reads_past_an_odd_delta() -> None:
+    """A reasoning model streams its thinking as content deltas before the text: noted
+    (it was dropped without a word); a delta whose content is no object adds no text."""
+    events = [{"type": "message-start", "delta": {"message": {"role": "assistant"}}},
+              {"type": "content-delta", "index": 0,
+               "delta": {"message": {"content": {"thinking": "Say it."}}}},
+              {"type": "content-delta", "index": 1, "delta": {"message": {"content": "?"}}},
+              {"type": "content-delta", "index": 1,
+               "delta": {"message": {"content": {"text": "Hello"}}}},
+              {"type": "message-end", "delta": {"finish_reason": "COMPLETE"}}]
+    stream = "".join(f"data: {json.dumps(e, separators=(',', ':'))}\n\n" for e in events)
+    record = {"request": {"model": "command-a-reasoning", "messages": [
+        {"role": "user", "content": "hi"}]}, "response": stream}
+    s = InMemoryStorage()
+    report = import_text(s, json.dumps(record), name="c.jsonl")
+    [thread] = report.threads_created
+    assert [m.text() for m in s.memory.get_messages(thread)] == ["hi", "Hello"]
+    assert [k.reason for k in report.skipped] == [
+        "response: the model's thinking not imported",
+        "response reassembled from 5 stream event(s)"]
+
+
 def _v1_answer(text: str, *calls: dict[str, Any]) -> dict[str, Any]:
     return {"response_id": "r", "text": text, "generation_id": "g", "finish_reason": "COMPLETE",
             "meta": {"billed_units": {"input_tokens": 5, "output_tokens": 2},

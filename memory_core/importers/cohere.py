@@ -118,7 +118,8 @@ def _joined(events: list[dict[str, Any]], where: str, notes: list[str]) -> dict[
         message = ((ev.get("delta") or {}).get("message") or {}) if isinstance(
             ev.get("delta"), dict) else {}
         if kind == "content-delta":
-            content = message.get("content") or {}
+            content = message.get("content")
+            content = content if isinstance(content, dict) else {}
             thought = thought or bool(content.get("thinking"))
             text.append(str(content.get("text") or ""))
         elif kind == "tool-plan-delta":

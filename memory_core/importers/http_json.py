@@ -11,9 +11,10 @@ Spellings read: the URL as ``url`` or ``uri``; the status as ``{"code", "message
 a number, ``status_code`` or ``statusCode``; a body as text, as a JSON value already
 parsed, or as ``"base64:…"`` (the test agent's spelling of a body that is not UTF-8
 text: an AWS event stream, say), or — Elixir's ExVCR, a JSON array of such calls — as
-base64 of an Erlang binary term beside ``"binary": true`` (a gzip body, say). Bodies are recorded decoded (the test agent keeps what
-``requests`` gives, gzip already undone), so a ``content-encoding`` header is not
-applied to them; gzip bytes are still told by their first bytes."""
+base64 of an Erlang binary term beside ``"binary": true`` (a gzip body, say). Bodies
+are recorded decoded (the test agent keeps what ``requests`` gives, gzip already
+undone), so a ``content-encoding`` header is not applied to them; gzip bytes are still
+told by their first bytes."""
 
 from __future__ import annotations
 
