@@ -183,7 +183,9 @@ def test_the_run_inspector_says_which_messages_the_server_held() -> None:
     note = views.run_view(st, second).notes[0]
     assert "the client sent 1 of these 4 messages; messages 1–3 were held by the server " \
            "(previous_response_id 'resp_0b7fb495" in note
-    assert note.endswith("reconstructed from interaction 1 of the recording")
+    # (then what the import noted of the call: how its held messages were found)
+    assert "reconstructed from interaction 1 of the recording. The import noted: " \
+           "interaction 2: history held server-side" in note, note
 
 
 def test_why_forgotten_tells_held_history_from_what_the_client_sent() -> None:

@@ -19,6 +19,7 @@ from memory_core.analysis.rendering import (
 )
 from memory_core.errors import MemoryCoreError, NotFoundError
 from memory_core.journal import RunReader, RunStep
+from memory_core.journal.records import ImportRecord
 from memory_core.provenance.prompt import FrozenPrompt, PromptItem
 from memory_core.provenance.record import (
     CompositionSettings,
@@ -308,11 +309,22 @@ def _imported_note(reader: RunReader, shown: int) -> str:
     """What an imported run's prompt is: what the client sent, or — for a Responses API
     request that sent ``previous_response_id`` instead of its history — which of the
     prompt's messages the server held and were reconstructed from an earlier record
-    (importing.md, "history held server-side")."""
+    (importing.md, "history held server-side"); then what the import noted of this
+    call (a thinking block not imported, a stream reassembled), the first few."""
+    record = reader.import_record()
+    noted = record.notes if record is not None else []
+    more = f"; and {len(noted) - _NOTES_SHOWN} more" if len(noted) > _NOTES_SHOWN else ""
+    return _prompt_said(record, shown) + (
+        f". The import noted: {'; '.join(noted[:_NOTES_SHOWN])}{more}" if noted else "")
+
+
+_NOTES_SHOWN = 5  # (a call can gather dozens: each the CLI's import report lists)
+
+
+def _prompt_said(record: ImportRecord | None, shown: int) -> str:
     head = ("imported run: this recording does not say whether memory recalled anything "
             "— it holds what the client sent the model and what came back, not memory "
             "settings, recall scores or what was left out; ")
-    record = reader.import_record()
     held = record.held_history() if record is not None else None
     if held is None:
         return head + f"the client sent {_these(shown)}"

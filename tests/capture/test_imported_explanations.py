@@ -202,3 +202,23 @@ def test_a_phrase_in_a_tool_result_of_another_conversation_is_found_there() -> N
     e = why_forgotten(s, report.runs_created[1], "Joe denied the request")
     assert e.fate == "not-sent-by-client" and e.evidence["part"] == "tool-result"
     assert e.thread_id == report.threads_created[0]
+
+
+def test_what_the_import_noted_of_a_call_is_said_with_its_run() -> None:
+    """A run's import notes (a thinking block not imported, an id given) were only in
+    the import's report: the run inspector and ``memwb inspect`` say them with the run,
+    the first five and how many more."""
+    s = InMemoryStorage()
+    real = Path(__file__).resolve().parents[1] / "fixtures" / "imports" / "real"
+    rid = import_file(s, real / "genai-cohere-reasoning-GenSync-Text.yaml").runs_created[0]
+    assert run_view(s, rid).notes[0].endswith(
+        "the client sent this one message. The import noted: interaction 1: response: "
+        "content part 0 (thinking) not imported")
+    calls = [{"type": "function", "function": {"name": f"f{i}", "arguments": "{}"}}
+             for i in range(7)]  # (no ids: each given one, and noted)
+    report = import_text(s, json.dumps({
+        "request": {"model": "m", "messages": [{"role": "user", "content": "go"}]},
+        "response": {"choices": [{"message": {"role": "assistant", "tool_calls": calls}}]}}),
+        name="calls.json")
+    note = run_view(s, report.runs_created[0]).notes[0]
+    assert note.count("had no id") == 5 and re.search(r"; and \d+ more$", note), note
