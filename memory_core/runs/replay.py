@@ -221,6 +221,13 @@ def replay(storage: Storage, run_id: str, *, memory: AgentMemory | None = None,
     longer matches; one an erasure redacted is reported ``integrity="redacted"``.
     Divergence raises ReplayMismatch naming the key and the first differing position.
     """
+    with storage.session():  # one open of a DuckDB file for the replay's ~30 reads
+        return _replay(storage, run_id, memory=memory, agents=agents, lanes=lanes)
+
+
+def _replay(storage: Storage, run_id: str, *, memory: AgentMemory | None,
+            agents: Mapping[str, Agent] | None, lanes: Sequence[str] | None
+            ) -> ReplayReport:
     reader = RunReader(storage.runs, run_id)
     keys = reader.keys
     seal = require_intact(storage, run_id)  # tampering is named before anything runs
