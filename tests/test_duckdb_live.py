@@ -81,10 +81,13 @@ class LiveAgent:
 
     def _read(self) -> None:
         assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            with self.changed:
-                self.lines.append((time.monotonic(), line.strip()))
-                self.changed.notify_all()
+        try:
+            for line in self.proc.stdout:
+                with self.changed:
+                    self.lines.append((time.monotonic(), line.strip()))
+                    self.changed.notify_all()
+        except ValueError:  # finish()'s communicate() read the rest and closed the pipe
+            pass
         with self.changed:
             self.lines.append((time.monotonic(), "<eof>"))
             self.changed.notify_all()
