@@ -236,6 +236,9 @@ def test_hostile_azure_test_proxy_entries() -> None:
                          "lines as texts")):
         with pytest.raises(ImportFormatError, match=said):
             _imported(json.dumps({"Entries": [entry]}))
+    # a recording cut short is one error naming it, not a traceback
+    with pytest.raises(ImportFormatError, match="file: test-proxy recording: invalid JSON"):
+        _imported(json.dumps({"Entries": [failed]})[:120])
 
 
 # -- LangSmith: the SDK's batches, merged by run id -------------------------------------------

@@ -21,9 +21,9 @@ import binascii
 import re
 from typing import Any
 
-from memory_core.importers.cassette import interaction_record, parse_recording
-from memory_core.importers.common import ParsedFile, SkippedRecord, Stages, fail
-from memory_core.importers.jsonvalues import loads
+from memory_core.importers.cassette import interaction_records, parse_recording
+from memory_core.importers.common import ParsedFile, Stages, fail
+from memory_core.importers.jsonvalues import load_json
 
 _HEAD = re.compile(r'^\s*\{\s*"Entries"\s*:\s*\[')
 # content types whose bodies the test proxy writes as text (ContentTypeUtilities)
@@ -96,16 +96,10 @@ def as_interaction(entry: Any, where: str) -> dict[str, Any]:
 
 def parse_azure_proxy(text: str, stages: Stages | None = None) -> ParsedFile:
     """A test-proxy recording's model calls (see the module's docstring)."""
-    doc = loads(text)
+    doc = load_json(text, "file", "test-proxy recording:")
     entries = doc.get("Entries") if isinstance(doc, dict) else None
     if not isinstance(entries, list):
         raise fail("file", "a test-proxy recording needs an 'Entries' array")
-    rows: list[tuple[str, Any]] = []
-    skipped: list[SkippedRecord] = []
-    for i, entry in enumerate(entries, start=1):
-        got = interaction_record(as_interaction(entry, f"entry {i}"), f"entry {i}", "entry")
-        if isinstance(got, SkippedRecord):
-            skipped.append(got)
-        else:
-            rows.append(got)
+    rows, skipped = interaction_records(
+        [as_interaction(e, f"entry {i}") for i, e in enumerate(entries, start=1)], "entry")
     return parse_recording(rows, skipped, "test-proxy recording", "entry", stages)
