@@ -35,6 +35,7 @@ import re
 from typing import Any
 
 from memory_core.importers.common import fail, list_of, object_of
+from memory_core.importers.formats.fields import count_of
 from memory_core.importers.ollama import json_lines
 from memory_core.importers.openai_shapes import stream_events
 from memory_core.models.openai_codec import derived_call_id
@@ -211,8 +212,8 @@ def _chat_answer(message: dict[str, Any], response: dict[str, Any], counts: Any,
     chat: dict[str, Any] = {"choices": [{"message": message,
                                          "finish_reason": response.get("finish_reason")}]}
     if usage is not None:
-        cached = counts.get("cached_tokens")  # (v2: of the input, read from its cache)
-        if isinstance(cached, int) and not isinstance(cached, bool) and cached > 0:
+        cached = count_of(counts.get("cached_tokens"))  # (v2: of the input, cached)
+        if cached:
             usage["prompt_tokens_details"] = {"cached_tokens": cached}
         chat["usage"] = usage
     if model:

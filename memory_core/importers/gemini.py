@@ -22,7 +22,7 @@ import re
 from typing import Any
 
 from memory_core.importers.common import Exchange, fail, iso_time, list_of, object_of
-from memory_core.importers.formats.fields import usage_detail
+from memory_core.importers.formats.fields import count_of, usage_detail
 from memory_core.importers.openai_shapes import stream_events
 from memory_core.models.base import Usage
 from memory_core.models.openai_codec import derived_call_id, from_openai_tools
@@ -301,9 +301,8 @@ def _usage(meta: Any) -> tuple[Usage, bool]:
         return Usage(), False
     inp, out = _get(meta, "promptTokenCount"), _get(meta, "candidatesTokenCount")
     thoughts = _get(meta, "thoughtsTokenCount") or 0
-    tool_use = _get(meta, "toolUsePromptTokenCount")
-    if isinstance(inp, int) and isinstance(tool_use, int) and not isinstance(tool_use, bool) \
-            and tool_use > 0:
+    tool_use = count_of(_get(meta, "toolUsePromptTokenCount"))
+    if isinstance(inp, int) and tool_use:
         inp += tool_use
     if out is None and isinstance(inp, int):
         out = 0  # an answer of no tokens (blocked, or cut at once) reports none
