@@ -110,27 +110,25 @@ def recorded_call(record: ImportRecord | None, memctx: Memctx | None,
     step = steps[0] if steps else None
     model = None if memctx.is_unknown("model") else (
         step.model.name if step is not None else agent)
-    api, asked, asked_as, sent_to = (record.extra.get(k) for k in (
-        "api", "requested_model", "requested_id", "endpoint"))
-    detail, fields = record.extra.get("usage_detail"), record.extra.get("request_fields")
+    extra = record.extra
+    texts = {k: v if isinstance(v := extra.get(k), str) else None
+             for k in ("api", "requested_model", "requested_id", "endpoint")}
+    detail, fields = extra.get("usage_detail"), extra.get("request_fields")
     where: dict[str, Any] = {
-        "sent_with": dict(fields) if isinstance(fields, dict) else {},
-        "requested_model": asked if isinstance(asked, str) else None,
-        "requested_id": asked_as if isinstance(asked_as, str) else None,
-        "endpoint": sent_to if isinstance(sent_to, str) else None,
+        **texts, "sent_with": dict(fields) if isinstance(fields, dict) else {},
         "usage_detail": {k: n for k, n in detail.items() if isinstance(n, int)}
         if isinstance(detail, dict) else {}}
     if step is None:  # a failed call: the tools it offered, where the import kept them
-        offered = record.extra.get("tools_offered")
+        offered = extra.get("tools_offered")
         tools = offered if isinstance(offered, list) and all(
             isinstance(t, str) for t in offered) else None
-        return RecordedCall(model=model, api=api if isinstance(api, str) else None, **where,
+        return RecordedCall(model=model, **where,
                             params=dict(record.request_params), tools=tools, answered=False,
                             usage=None, finish_reason=None,
                             estimated_in=memctx.tokens.total, estimated_out=None)
     resp = step.response
     return RecordedCall(
-        model=model, api=api if isinstance(api, str) else None, **where,
+        model=model, **where,
         params=dict(record.request_params),
         tools=None if memctx.is_unknown("tools") else [t.name for t in step.record.tools],
         answered=True, usage=resp.usage if step.record.usage_known else None,

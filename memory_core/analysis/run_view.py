@@ -305,13 +305,12 @@ def _these(n: int) -> str:
     return "this one message" if n == 1 else f"these {n} messages"
 
 
-def _imported_note(reader: RunReader, shown: int) -> str:
+def _imported_note(record: ImportRecord | None, shown: int) -> str:
     """What an imported run's prompt is: what the client sent, or — for a Responses API
     request that sent ``previous_response_id`` instead of its history — which of the
     prompt's messages the server held and were reconstructed from an earlier record
     (importing.md, "history held server-side"); then what the import noted of this
     call (a thinking block not imported, a stream reassembled), the first few."""
-    record = reader.import_record()
     noted = record.notes if record is not None else []
     more = f"; and {len(noted) - _NOTES_SHOWN} more" if len(noted) > _NOTES_SHOWN else ""
     return _prompt_said(record, shown) + (
@@ -347,6 +346,7 @@ def run_view(storage: Storage, run_id: str) -> RunView:
     run = storage.runs.require_run(run_id)
     reader = RunReader(storage.runs, run_id)
     prompt, memctx = reader.prompt(), reader.memctx()
+    record = reader.import_record() if memctx is not None and memctx.imported else None
     notes: list[str] = []
     if prompt is None:
         notes.append(f"run '{run_id}' has no frozen prompt in the journal "
@@ -355,7 +355,7 @@ def run_view(storage: Storage, run_id: str) -> RunView:
         notes.append(f"run '{run_id}' has no provenance record ('{reader.keys.memctx}'): "
                      "scores, dropped items and near misses are unknown")
     elif memctx.imported:
-        notes.append(_imported_note(reader, len(prompt.items) if prompt is not None else 0))
+        notes.append(_imported_note(record, len(prompt.items) if prompt is not None else 0))
     elif memctx.messages_only:
         from memory_core.composition.other_memory import NO_PROVENANCE
 
@@ -382,6 +382,6 @@ def run_view(storage: Storage, run_id: str) -> RunView:
         candidates=_candidates(memctx), recall_skipped=memctx.recall_skipped if memctx else None,
         steps=_steps(steps), tool_calls=_tool_calls(reader), notes=notes,
         answer=run_answer(steps, reader.output()),
-        recorded=recorded_call(reader.import_record(), memctx, steps, run.agent),
+        recorded=recorded_call(record, memctx, steps, run.agent),
         imported=bool(memctx and memctx.imported),
         unknown_fields=list(memctx.unknown_fields) if memctx else [])
