@@ -1529,6 +1529,28 @@ EXPECTED.update({
         "finishes": ["COMPLETE"],
         "api": "cohere",
     },
+    # ldp's ReAct loop sends the first answer back without its closing newline: one
+    # thread (it was two, the question and first answer stored twice), noted
+    "ldp-test_multi_step_react.yaml": {
+        "threads": [[
+            "user: Cast '5.5' to a float, then to an integer, and finally use it to write a "
+            "story of that many words.",
+            "assistant: Thought: I need to cast '5.5' to a float first.\nAction: cast_float"
+            "\nAction Input: ('5.5',)\n",
+            "user: Observation: 5.5",
+            "assistant: Thought: Now I need to cast the float value 5.5 to an integer.\n"
+            "Action: cast_int\nAction Input: (5.5,)",
+            "user: Observation: 5",
+            "assistant: Thought: Now I will generate a story with 5 words.\nAction: "
+            'print_story\nAction Input: ("Once upon a time, there",)']],
+        "runs": [("gpt-4o-mini-2024-07-18", (319, 32), []),
+                 ("gpt-4o-mini-2024-07-18", (363, 31), []),
+                 ("gpt-4o-mini-2024-07-18", (406, 30), [])],
+        "skipped": ["message 1 (assistant) is sent with other whitespace around its text "
+                    "than interaction 1 recorded: taken as the same message, stored once "
+                    "as first recorded"],
+        "finishes": ["stop", "stop", "stop"],
+    },
 })
 
 

@@ -34,6 +34,8 @@ from memory_core.types import (
 
 def _loose(p: TextPart | ToolCallPart | ToolResultPart) -> dict[str, Any]:
     data = p.model_dump(mode="json")
+    if type(p) is TextPart:
+        data["text"] = p.text.strip()  # (see ``message_key``)
     data.pop("id", None)  # call ids are compared separately (see ``adopt_ids``)
     data.pop("call_id", None)
     if type(p) is ToolCallPart and p.args in ("", None):
@@ -50,14 +52,22 @@ _TEXT_KEY = JsonTemplate([json_slot("role"), [{**_TEXT_PART, "text": json_slot("
 
 def message_key(m: Message) -> str:
     """Identity of a message for matching repeated history: role and parts without
-    tool-call ids (a string and a single text part are the same message); metadata
-    does not count."""
+    tool-call ids (a string and a single text part are the same message), texts without
+    their surrounding whitespace (clients trim an answer they send back: ldp's ReAct
+    loop drops its closing newline); metadata does not count."""
     if type(m.content) is str:  # (its one text part's JSON, no part made)
-        if m.content and type(m.role) is str:  # (a key a new message: no encoder walk)
-            return _TEXT_KEY.fill({"role": _STRING(m.role), "text": _STRING(m.content)})
-        return canonical_json([m.role, [{**_TEXT_PART, "text": m.content}]
-                               if m.content else []])
+        text = m.content.strip()
+        if text and type(m.role) is str:  # (a key a new message: no encoder walk)
+            return _TEXT_KEY.fill({"role": _STRING(m.role), "text": _STRING(text)})
+        return canonical_json([m.role, [{**_TEXT_PART, "text": text}] if text else []])
     return canonical_json([m.role, [_loose(p) for p in m.parts]])
+
+
+def _texts(m: Message) -> tuple[str, ...]:
+    """A message's texts as sent (``message_key`` compares them trimmed)."""
+    if type(m.content) is str:
+        return (m.content,) if m.content else ()
+    return tuple(p.text for p in m.content if type(p) is TextPart)
 
 
 def _ids(m: Message) -> list[str]:
@@ -331,6 +341,7 @@ def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
     keyed: dict[int, tuple[Message, str]] = {}  # (keeps each message keyed alive)
     # each tool-call id an answer of the file made: that answer's key, and where
     calls_seen: dict[str, tuple[str, str]] = {}
+    trimmed: set[tuple[int, int]] = set()  # (thread, seq) noted as sent trimmed
 
     def key_of(m: Message) -> str:
         got = keyed.get(id(m))
@@ -413,9 +424,20 @@ def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
             index.register(tp)
         for i, seq in enumerate(seqs):
             m = tp.messages[seq]
-            if m is not conv[i] and seq >= tp.stored_count and (
-                    conv[i].metadata or not isinstance(m.content, str)):
+            if m is conv[i]:
+                continue
+            if seq >= tp.stored_count and (conv[i].metadata
+                                           or not isinstance(m.content, str)):
                 adopt_ids(m, conv[i])  # (a name or ids to give: nothing otherwise)
+            if _texts(m) != _texts(conv[i]) and (id(tp), seq) not in trimmed:
+                trimmed.add((id(tp), seq))
+                first = tp.first_run[seq]
+                ex.notes.append(
+                    f"{ex.where}: message {i} ({conv[i].role}) is sent with other "
+                    "whitespace around its text than "
+                    + (f"{run_of[first].exchange.where} recorded" if first is not None
+                       else "an earlier request sent") + ": taken as the same message, "
+                    "stored once as first recorded")
         if ex.response is not None and not isinstance(ex.response.content, str):
             for call in ex.response.tool_calls():  # (an answer's calls: those sent back)
                 if not is_derived_call_id(call.id):
