@@ -1198,6 +1198,35 @@ def test_a_completion_prompt_of_token_ids_is_a_placeholder(prompt: Any, texts: l
             if "token ids" in k.reason] == noted
 
 
+def test_a_batch_with_n_answers_each_prompt_and_its_usage_is_counted_once() -> None:
+    """A batch of two prompts with ``n: 2``: OpenAI lists each prompt's choices in turn
+    (prompt 1's first is choice 2, not 1); the request's one usage goes to the first
+    prompt's run only, so the runs add up to what the request used; all noted."""
+    record = {"request": {"model": "davinci-002", "prompt": ["Say A.", "Say B."], "n": 2},
+              "response": {"model": "davinci-002", "usage": {
+                  "prompt_tokens": 6, "completion_tokens": 8, "total_tokens": 14},
+                  "choices": [{"index": i, "text": f" {'AABB'[i]}{i % 2}",
+                               "finish_reason": "stop"} for i in range(4)]}}
+    s = InMemoryStorage()
+    report = import_text(s, json.dumps(record), name="c.jsonl")
+    answers = [m.as_message().text() for t in report.threads_created
+               for m in s.memory.get_messages(t) if m.role == "assistant"]
+    assert answers == [" A0", " B0"]
+    steps = [s.runs.get(f"{rid}:step:0") for rid in report.runs_created]
+    assert [(st["usage_known"], st["response"]["usage"]["input_tokens"],
+             st["response"]["usage"]["output_tokens"]) for st in steps] == [
+        (True, 6, 8), (False, 0, 0)]
+    assert [f"{k.where}: {k.reason}" for k in report.skipped if "same second" not in k.reason
+            ] == ["line 1 prompt 0: the response's usage counts all 2 prompts of the batch: "
+                  "recorded with this run",
+                  "line 1 prompt 0: 1 alternative choice(s) not imported (the recorded "
+                  "usage counts their tokens too)",
+                  "line 1 prompt 1: the response's usage counts all 2 prompts of the batch: "
+                  "recorded with prompt 0's run",
+                  "line 1 prompt 1: 1 alternative choice(s) not imported (the recorded "
+                  "usage counts their tokens too)"]
+
+
 @pytest.mark.parametrize("prompt", [[], [1, "two"], [[1], "x"], [[]], [True], [-1], 3])
 def test_a_completion_prompt_of_no_known_form_is_refused_naming_it(prompt: Any) -> None:
     record = {"request": {"prompt": prompt}, "response": {"choices": [{"text": "x"}]}}

@@ -1529,6 +1529,22 @@ EXPECTED.update({
         "finishes": ["COMPLETE"],
         "api": "cohere",
     },
+    # a batch of two prompts to babbage-002: one usage for both, kept with the first
+    # prompt's run and noted on each (it was copied onto both runs)
+    "lmi-test_multi_response_warns_and_returns_first.yaml": {
+        "threads": [["user: Answer in a concise tone.",
+                     "assistant:  There are some guys who will proceed why your membership "
+                     "is important to them and some"],
+                    ["user: What is your name?",
+                     "assistant:  Tobin Jackson\n\nWhere are you from? Forks, Washington"
+                     "\n\nAre you"]],
+        "runs": [("babbage:2023-07-21-v2", (11, 32), []),
+                 ("babbage:2023-07-21-v2", None, [])],
+        "skipped": ["the response's usage counts all 2 prompts of the batch: recorded with "
+                    "this run", "the response's usage counts all 2 prompts of the batch: "
+                    "recorded with prompt 0's run"],
+        "finishes": ["length", "length"],
+    },
     # ldp's ReAct loop sends the first answer back without its closing newline: one
     # thread (it was two, the question and first answer stored twice), noted
     "ldp-test_multi_step_react.yaml": {

@@ -49,7 +49,9 @@ def _chat_response(response: Any, where: str, notes: list[str]
     if not isinstance(choices, list) or not choices:
         raise fail(where, "response has no 'choices'")
     if len(choices) > 1:
-        notes.append(f"{where}: {len(choices) - 1} alternative choice(s) not imported")
+        notes.append(f"{where}: {len(choices) - 1} alternative choice(s) not imported"
+                     + (" (the recorded usage counts their tokens too)"
+                        if response.get("usage") else ""))
     choice = choices[0]
     if not isinstance(choice, dict) or "message" not in choice:
         raise fail(where, "response choice 0 has no 'message'")

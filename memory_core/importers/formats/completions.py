@@ -64,23 +64,46 @@ def completion_exchanges(obj: dict[str, Any], where: str, index: int,
                 raise fail(where, f"choice {i}: 'index' must be an integer, got {at!r}")
             by_index[at] = c
     rest = {k: v for k, v in request.items() if k != "prompt"}
+    # ``n`` completions a prompt, prompt after prompt: prompt i's are choices i·n … i·n+n-1
+    n = rest.get("n") if isinstance(rest.get("n"), int) and not isinstance(
+        rest.get("n"), bool) and rest["n"] > 1 else 1
+    usage = response.get("usage") if isinstance(response, dict) else None
     out: list[Exchange] = []
     for i, (prompt, noted) in enumerate(prompts):
         record: dict[str, Any] = {**{k: v for k, v in obj.items() if k != "request"},
                                   "request": {**rest, "messages": [{"role": "user",
                                                                     "content": prompt}]}}
-        choice = by_index.get(i)
+        label = where if len(prompts) == 1 else f"{where} prompt {i}"
+        said = [*(notes or []), *noted]
+        choice = by_index.get(i * n)
         if isinstance(response, dict) and choice is not None:
             text = choice.get("text", (choice.get("message") or {}).get("content"))
             record["response"] = {**response, "choices": [{
                 "message": {"role": "assistant", "content": text},
                 "finish_reason": choice.get("finish_reason")}]}
+            said += _shared_usage(label, i, len(prompts), record["response"], usage)
+            others = sum(i * n + j in by_index for j in range(1, n))
+            if others:
+                said.append(f"{label}: {others} alternative choice(s) not imported"
+                            + (" (the recorded usage counts their tokens too)"
+                               if usage else ""))
         elif "error" not in obj:
             record.pop("response", None)
             record["error"] = f"no completion recorded for prompt {i}"
-        label = where if len(prompts) == 1 else f"{where} prompt {i}"
-        out.append(chat_exchange(record, label, index + i, [*(notes or []), *noted], api))
+        out.append(chat_exchange(record, label, index + i, said, api))
     return out
+
+
+def _shared_usage(label: str, i: int, prompts: int, response: dict[str, Any],
+                  usage: Any) -> list[str]:
+    """A batch's one usage: kept with its first prompt's run (so that runs add up to
+    what the request used), taken off the others' (their usage unknown); noted."""
+    if prompts == 1 or not usage:
+        return []
+    if i > 0:
+        del response["usage"]
+    return [f"{label}: the response's usage counts all {prompts} prompts of the batch: "
+            + ("recorded with this run" if i == 0 else "recorded with prompt 0's run")]
 
 
 def _matches(record: Record) -> bool:
