@@ -65,8 +65,8 @@ def completion_exchanges(obj: dict[str, Any], where: str, index: int,
             by_index[at] = c
     rest = {k: v for k, v in request.items() if k != "prompt"}
     # ``n`` completions a prompt, prompt after prompt: prompt i's are choices i·n … i·n+n-1
-    n = rest.get("n") if isinstance(rest.get("n"), int) and not isinstance(
-        rest.get("n"), bool) and rest["n"] > 1 else 1
+    asked = rest.get("n")
+    n = asked if type(asked) is int and asked > 1 else 1
     usage = response.get("usage") if isinstance(response, dict) else None
     out: list[Exchange] = []
     for i, (prompt, noted) in enumerate(prompts):
