@@ -83,10 +83,11 @@ def _attachment(kind: str, body: dict[str, Any], index: int) -> dict[str, Any]:
 
 
 def content_messages(content: Any, where: str, notes: list[str], *,
-                     role: str | None = None) -> list[Message]:
+                     role: str | None = None, in_response: bool = False) -> list[Message]:
     """One ``Content`` as our messages: a model turn is one assistant message (its
     text parts joined, then its calls); a user turn's function responses are tool
-    messages (in order), followed by a user message of its text and attachments."""
+    messages (in order), followed by a user message of its text and attachments.
+    ``in_response``: the response's (a call given an id is noted where it was made)."""
     if not isinstance(content, dict):
         raise fail(where, f"a content must be an object, got {content!r}")
     role = role or content.get("role") or "user"
@@ -116,9 +117,11 @@ def content_messages(content: Any, where: str, notes: list[str], *,
                 raise fail(pw, f"functionCall has no name: {call!r}")
             args = object_of(call.get("args"), pw, "args")
             cid = call.get("id")
-            calls.append(ToolCallPart(id=cid if isinstance(cid, str) and cid else
-                                      derived_call_id(len(calls), name, args),
-                                      name=name, args=args))
+            if not isinstance(cid, str) or not cid:
+                cid = derived_call_id(len(calls), name, args)
+                if in_response:
+                    notes.append(f"{pw}: function call ({name}) had no id; given '{cid}'")
+            calls.append(ToolCallPart(id=cid, name=name, args=args))
         elif isinstance(answer, dict):
             name = answer.get("name")
             if not isinstance(name, str) or not name:
@@ -353,7 +356,8 @@ def _reply(response: dict[str, Any], where: str, notes: list[str]
                      "not imported; the search results' tokens are counted in the input")
     finish = finish_reason(_get(cand, "finishReason"))
     content = cand.get("content")
-    msgs = content_messages(content, f"{where}: response", notes, role="model") \
+    msgs = content_messages(content, f"{where}: response", notes, role="model",
+                            in_response=True) \
         if isinstance(content, dict) else []
     reply = msgs[0] if msgs else None
     if reply is None or (not reply.tool_calls() and not reply.text()):
