@@ -296,8 +296,11 @@ def test_inspect_shows_the_recorded_call_beside_the_estimate(tmp_path: Path) -> 
                for ln in out), out
     out = _memwb("inspect", failed, "--db", url).splitlines()
     assert any(ln.startswith("recorded usage: none (no answer was recorded") for ln in out), out
-    # the request is recorded whole: it offered no tools, and its error is said
+    # the request is recorded whole: it offered no tools, and its error is said; no
+    # answer named a model, so the one shown is the one asked for, said so
     assert "tools offered: none" in out
+    assert "model asked for: this-model-does-not-exist" in out, out
+    assert not any(ln.startswith("recorded model") for ln in out)
     failure = next(ln for ln in out if ln.startswith("failed: "))
     assert '"code": "model_not_found"' in failure and \
         "The model `this-model-does-not-exist` does not exist" in failure, failure

@@ -87,10 +87,16 @@ class RecordedCall(BaseModel):
             "output_within": f"of them {counted['reasoning']:,} reasoning"
             if "reasoning" in counted else ""}
 
+    @property
+    def model_label(self) -> str:
+        """What ``model`` is: the one that answered, as recorded, or — a failed call,
+        no answer to name it — the one the request asked for."""
+        return "recorded model" if self.answered else "model asked for"
+
     def lines(self) -> list[str]:
         """The call as ``memwb inspect`` prints it, a line each."""
         said = self.said()
-        return [f"recorded model: {said['model']}",
+        return [f"{self.model_label}: {said['model']}",
                 f"sent to: {said['endpoint']}",
                 f"recorded parameters: {said['params']}",
                 *([f"sent with: {said['sent_with']}"] if self.sent_with else []),

@@ -70,3 +70,16 @@ def test_the_run_inspector_says_the_reasoning_within_the_output(
     at = app(RUN_PAGE, run=rid)
     assert not at.exception and not at.error
     assert "of them 1,001 reasoning" in [c.value.replace("\\", "") for c in at.caption]
+
+
+def test_a_failed_call_shows_the_model_it_asked_for_as_such(
+        empty_db: InMemoryStorage, app: Callable[..., AppTest]) -> None:
+    # a 404: no answer named the model that answered; the one shown is the one asked for
+    rid = import_file(empty_db, REAL / "otelv2-test_chat_completion_404.yaml").runs_created[0]
+    answered = import_file(empty_db, REAL / COHERE_CONNECTORS).runs_created[0]
+    at = app(RUN_PAGE, run=rid)
+    assert not at.exception
+    captions = [c.value for c in at.caption]
+    assert "Model asked for" in captions and "Model" not in captions, captions
+    at = app(RUN_PAGE, run=answered)
+    assert "Model" in [c.value for c in at.caption]
