@@ -17,8 +17,7 @@ def _call(question: str, answer: str) -> str:
             {"message": {"role": "assistant", "content": answer}}]}})
 
 
-NOTE = ("the same request and answer as line 1: their messages are stored once, and "
-        "both runs refer to them")
+NOTE = "the same messages and answer as line 1: stored once, and both runs refer to them"
 
 
 def test_a_call_repeated_alike_is_stored_once_and_said() -> None:
@@ -43,4 +42,32 @@ def test_a_call_repeated_and_answered_otherwise_is_a_branch_without_a_note() -> 
                                        _call("Write a short greeting.", "Hi there!")]),
                          name="calls.jsonl")
     assert len(report.threads_created) == 2 and report.messages_stored == 4
-    assert not [n for n in report.skipped if "same request" in n.reason]
+    assert not [n for n in report.skipped if "same messages" in n.reason]
+
+
+def _failed(question: str, stream: bool = False) -> str:
+    return json.dumps({"request": {"model": "m", "stream": stream, "messages": [
+        {"role": "user", "content": question}]}, "error": {"code": "invalid_image_format"}})
+
+
+def test_a_call_failing_again_alike_is_stored_once_and_said() -> None:
+    # paper-qa's cassette: four requests alike, each refused with a 400
+    s = InMemoryStorage()
+    report = import_text(s, "\n".join([_failed("Describe the image."),
+                                       _failed("Describe the image.", stream=True)]),
+                         name="calls.jsonl")
+    assert len(report.runs_created) == 2 and report.messages_stored == 1
+    assert [(n.where, n.reason) for n in report.skipped] == [(
+        "line 2", "the same messages (no answer recorded) as line 1: stored once, and both "
+                  "runs refer to them")]
+
+
+def test_a_failed_call_after_an_answer_it_repeats_is_said_too() -> None:
+    s = InMemoryStorage()
+    report = import_text(s, "\n".join([_call("Write a short greeting.", "Hello!"),
+                                       _failed("Write a short greeting.")]),
+                         name="calls.jsonl")
+    assert report.messages_stored == 2
+    assert [(n.where, n.reason) for n in report.skipped] == [(
+        "line 2", "the same messages (no answer recorded) as line 1: stored once, and both "
+                  "runs refer to them")]

@@ -446,12 +446,15 @@ def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
         runs.append(RunPlan(ex, tp, seqs[:h], seqs[h] if ex.response is not None else None,
                             inp))
         run_of[ex.index] = runs[-1]
-        said = runs[-1].response_seq
-        first = tp.first_run[said] if said is not None and said >= tp.stored_count else None
-        if first is not None and first != ex.index:
-            # the same request answered alike again (a retry, a test run twice): nothing
-            # new to store, so say why its run adds no message
-            ex.notes.append(f"{ex.where}: the same request and answer as "
-                            f"{run_of[first].exchange.where}: their messages are stored "
-                            "once, and both runs refer to them")
+        # the same messages sent again and answered alike, or failing again (a retry, a
+        # test run twice, once streamed): nothing new to store, so say why its run adds
+        # no message (how it was sent may differ: its import record says)
+        last = seqs[-1] if seqs else None
+        first = tp.first_run[last] if last is not None and last >= tp.stored_count else None
+        if first is not None and first != ex.index and (
+                ex.response is not None or run_of[first].history_seqs == seqs):
+            again = "and answer" if ex.response is not None else "(no answer recorded)"
+            ex.notes.append(f"{ex.where}: the same messages {again} as "
+                            f"{run_of[first].exchange.where}: stored once, and both runs "
+                            "refer to them")
     return threads, runs
