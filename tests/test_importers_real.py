@@ -1293,6 +1293,7 @@ EXPECTED.update({
 # repeats its whole name in every chunk (issue 34.1); the answer names the tool once,
 # and the next request, naming it as the client got it, continues the same thread
 _WEATHER_TOOLS = ["get_weather", "get_time"]
+_LDP_TOOLS = ["print_story", "cast_float", "cast_int", "get_random_int"]
 EXPECTED.update({
     "openrouter-imitation-tool_name_repeated_streaming.yaml": {
         "threads": [["user: What is the weather in Oslo, and what time is it there?",
@@ -1548,13 +1549,25 @@ EXPECTED.update({
     # Gemini 2.5 calls a tool without an id: the id we give it is noted
     "aviary-gemini_empty_params.yaml": {
         "threads": [["user: Please get a random integer.", "assistant: → get_random_int({})"]],
-        "runs": [("gemini-2.5-flash", (163, 63),
-                  ["print_story", "cast_float", "cast_int", "get_random_int"])],
+        "runs": [("gemini-2.5-flash", (163, 63), _LDP_TOOLS)],
         "call_ids": ["call-3e5450d78c90"],
         "skipped": ["response: part 0: function call (get_random_int) had no id; given "
                     "'call-3e5450d78c90'"],
         "finishes": ["STOP"],
         "api": "gemini",
+    },
+    # ldp's ReAct agent on Claude: the first answer ended by a stop sequence ("Action:"),
+    # the second a tool call; the agent's own "Continue..." between them
+    "ldp-test_react_dummyenv_claude.yaml": {
+        "threads": [["user: Write a 5 word story via print_story",
+                     "assistant: Thought: I need to write a 5 word story and print it using "
+                     "the print_story function.",
+                     "user: Continue...",
+                     'assistant: → print_story({"story": "Once upon a time there was."})']],
+        "runs": [("claude-haiku-4-5-20251001", (875, 26), _LDP_TOOLS),
+                 ("claude-haiku-4-5-20251001", (998, 43), _LDP_TOOLS)],
+        "finishes": ["stop_sequence", "tool_use"],
+        "api": "anthropic",
     },
     # ldp's ReAct loop sends the first answer back without its closing newline: one
     # thread (it was two, the question and first answer stored twice), noted

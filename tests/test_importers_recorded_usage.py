@@ -409,3 +409,12 @@ def test_a_failed_call_keeps_the_tools_it_offered() -> None:
     assert view.recorded is not None and not view.recorded.answered
     assert view.recorded.tools == ["lookup", "refund"]
     assert view.recorded.said()["tools"] == "lookup, refund"
+
+
+def test_inspect_names_the_stop_sequence_that_ended_the_answer(tmp_path: Path) -> None:
+    # ldp's ReAct agent on Claude stops at "Action:": stop_reason stop_sequence, and the
+    # response says which of the request's stop sequences it was
+    url, (stopped, called) = _db(tmp_path, "ldp-test_react_dummyenv_claude.yaml")
+    assert 'finish reason: stop_sequence ("Action:")' in _memwb(
+        "inspect", stopped, "--db", url).splitlines()
+    assert "finish reason: tool_use" in _memwb("inspect", called, "--db", url).splitlines()

@@ -44,6 +44,7 @@ class RecordedCall(BaseModel):
     answered: bool
     usage: Usage | None
     finish_reason: str | None
+    stop_sequence: str | None = None  # which of the request's stop sequences ended it
     estimated_in: int  # our estimate of the prompt's tokens (chars/4, the lanes' sum)
     estimated_out: int | None  # of the answer's; None: no answer recorded
 
@@ -80,7 +81,9 @@ class RecordedCall(BaseModel):
             else UNRECORDED if self.answered else "not recorded (no answer)",
             "usage": usage,
             "estimate": f"{self.estimated_in} in{out_est} (chars/4)",
-            "finish": self.finish_reason or ("not recorded" if self.answered else "none"),
+            "finish": (self.finish_reason or ("not recorded" if self.answered else "none"))
+            + (f" ({json.dumps(self.stop_sequence, ensure_ascii=False)})"
+               if self.stop_sequence is not None else ""),
             "endpoint": self.endpoint or "not in the recording",
             "input_within": f"of them {counted['cached_input']:,} read from the cache"
             if "cached_input" in counted else "",
@@ -118,7 +121,8 @@ def recorded_call(record: ImportRecord | None, memctx: Memctx | None,
         step.model.name if step is not None else agent)
     extra = record.extra
     texts = {k: v if isinstance(v := extra.get(k), str) else None
-             for k in ("api", "requested_model", "requested_id", "endpoint")}
+             for k in ("api", "requested_model", "requested_id", "endpoint",
+                       "stop_sequence")}
     detail, fields = extra.get("usage_detail"), extra.get("request_fields")
     where: dict[str, Any] = {
         **texts, "sent_with": dict(fields) if isinstance(fields, dict) else {},

@@ -122,6 +122,7 @@ class Exchange:
     # thinking), "cached_input" (input tokens read from the provider's prompt cache)
     usage_detail: dict[str, int] = field(default_factory=dict)
     finish_reason: str | None = None
+    stop_sequence: str | None = None  # the stop sequence that ended the answer (Anthropic)
     params: dict[str, Any] = field(default_factory=dict)  # recorded request parameters
     tools: list[dict[str, Any]] | None = None  # offered tools; None: not recorded
     started_at: datetime | None = None

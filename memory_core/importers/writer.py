@@ -132,8 +132,8 @@ def import_extra(ex: Exchange, rest: dict[str, Any]) -> dict[str, Any]:
     (``endpoint``, when its URL was recorded), the model the request named when
     another answered (``requested_model``: ``another_model``) or the id it named the
     one that answered by (``requested_id``: a Bedrock inference profile), what the usage says
-    within its counts (``usage_detail``: reasoning, cached input), the
-    request's ``request_fields`` as sent, the names of the tools a call that failed
+    within its counts (``usage_detail``: reasoning, cached input), the stop sequence
+    that ended the answer (``stop_sequence``), the request's ``request_fields`` as sent, the names of the tools a call that failed
     offered (``tools_offered``: an answered call's step record holds its tools) and, for
     a history held server-side, where its prompt's reconstructed messages are."""
     out = dict(rest)
@@ -147,6 +147,8 @@ def import_extra(ex: Exchange, rest: dict[str, Any]) -> dict[str, Any]:
         out["requested_id"] = ex.requested_model
     if ex.usage_detail:
         out["usage_detail"] = dict(ex.usage_detail)
+    if ex.stop_sequence is not None:
+        out["stop_sequence"] = ex.stop_sequence
     if ex.request_fields:
         out["request_fields"] = dict(ex.request_fields)
     if ex.response is None and ex.tools is not None:  # (no step record holds them)

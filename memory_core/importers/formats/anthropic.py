@@ -1,6 +1,7 @@
 """Anthropic's Messages API (``POST …/v1/messages``, an Anthropic-compatible base URL's
 ``…/messages``, Claude on Vertex AI's ``:rawPredict``): ``system`` is the
-instructions, the response's ``stop_reason`` the finish reason, an error body a failed
+instructions, the response's ``stop_reason`` the finish reason (and its
+``stop_sequence`` which one ended it), an error body a failed
 run (``anthropic.py`` reads its content blocks and streams). Bedrock's Converse and
 Claude's InvokeModel body are read as the Messages API record they are equivalent to
 (``bedrock_converse``, ``bedrock_invoke``)."""
@@ -98,13 +99,14 @@ def anthropic_exchange(obj: dict[str, Any], where: str, index: int,
         error = error or failed
     usage, known = anthropic_usage(body.get("usage"), where, notes) if reply is not None \
         else (Usage(), False)
-    finish = body.get("stop_reason")
+    finish, stop = body.get("stop_reason"), body.get("stop_sequence")
     return Exchange(
         where=where, index=index, instructions=system_messages(request.get("system"), where),
         history=history, response=reply, thread_key=thread_key, resource_id=resource,
         model=str_field(where, body, "model") or str_field(where, request, "model"),
         requested_model=str_field(where, request, "model"),
         usage=usage, usage_known=known, finish_reason=finish if isinstance(finish, str) else None,
+        stop_sequence=stop if isinstance(stop, str) else None,
         usage_detail=usage_detail(body.get("usage")) if known else {},
         params=request_params(request, where, not_params=ANTHROPIC_NOT_PARAMS),
         request_fields=request_fields(request),
