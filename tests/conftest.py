@@ -21,7 +21,8 @@ _FULL_ONLY_ADAPTERS = {"duckdb-memory", "duckdb-file", "postgres"}
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Markers the quick tier (``make test-fast``) leaves out, set from where a test
-    lives and what it runs on rather than by hand: ``browser`` (tests/browser),
+    lives and what it runs on rather than by hand: ``browser`` (tests/browser; also one
+    xdist group, so that ``--dist loadgroup`` walks them one at a time on one worker),
     ``model`` (the real MiniLM demo database), ``postgres`` (a PostgreSQL parameter),
     and ``full`` — the conformance suite on DuckDB and PostgreSQL (the quick tier runs
     it on in-memory and SQLite)."""
@@ -29,6 +30,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         path = Path(str(item.path))
         if "browser" in path.parts:
             item.add_marker(pytest.mark.browser)
+            item.add_marker(pytest.mark.xdist_group("browser"))
         if "minilm_demo_db" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.model)
         named = item.name.partition("[")[2]  # the parameters' ids
