@@ -1556,6 +1556,63 @@ EXPECTED.update({
         "finishes": ["STOP"],
         "api": "gemini",
     },
+    # any-agent's AgentTrace ({"spans": [...]}, spans as Python's SDK holds them: epoch
+    # nanoseconds, integer ids): only the first call_llm span records its input; a later
+    # call's is the call before's conversation, its answer and the execute_tool spans'
+    # results; the structured final call (fewer input tokens than the call before) is
+    # left out, noted
+    "anyagent-TINYAGENT_trace.json": {
+        "threads": [[
+            "user: Find what year it is in the America/New_York timezone and write the "
+            "value (single number) to a file. Finally, return a list of the steps you have "
+            "taken.",
+            'assistant: → get_current_time({"timezone": "America/New_York"})',
+            'tool get_current_time: {\n  "timezone": "America/New_York",\n  "datetime": '
+            '"2025-09-16T08:43:21-04:00",\n  "is_dst": true\n}',
+            'assistant: → write_file({"text": "2025"})',
+            "tool write_file: None",
+            'assistant: → final_answer({"answer": "1. Get current time in the '
+            'America/New_York timezone. 2. Write the year to a file. 3. Return the list of '
+            'steps taken."})']],
+        "runs": [("mistral/mistral-small-latest", (328, 16), None),
+                 ("mistral/mistral-small-latest", (414, 14), None),
+                 ("mistral/mistral-small-latest", (449, 43), None)],
+        "instructions": "Use the available tools to answer.",
+        "skipped": ["input not recorded (any-agent records it on an agent's first call "
+                    "only): taken as the call before's conversation, its answer and 1 tool "
+                    "result(s) of the tool spans after it",
+                    "its input was not recorded (any-agent records it on an agent's first "
+                    "call only), and it is not the conversation before it: 178 input tokens, "
+                    "the call before 449; not imported",
+                    "a tool run: its result is imported as a tool message of the model call "
+                    "after it"],
+    },
+    # any-agent on LlamaIndex records each call's arguments as {}: a tool span of the
+    # call's name answers it, noted with the arguments it ran with
+    "anyagent-LLAMA_INDEX_trace.json": {
+        "threads": [[
+            "user: Find what year it is in the America/New_York timezone and write the "
+            "value (single number) to a file. Finally, return a list of the steps you have "
+            "taken.",
+            "assistant: → get_current_time({})",
+            'tool get_current_time: {\n  "timezone": "America/New_York",\n  "datetime": '
+            '"2025-09-16T09:14:59-04:00",\n  "is_dst": true\n}',
+            "assistant: → write_file({})",
+            'tool write_file: "None"',
+            "assistant: → final_output({})",
+            'tool final_output: {"success": true, "result": {"steps": [{"number": 1, '
+            '"description": "Get current time in the America/New_York timezone."}, …',
+            "assistant: Here is the list of steps I have taken:\n\n1. Get current time in "
+            "the America/New_York timezone.\n2. Write the year to a file.…"]],
+        "runs": [("mistral/mistral-small-latest", (197, 36), None),
+                 ("mistral/mistral-small-latest", (262, 33), None),
+                 ("mistral/mistral-small-latest", (285, 94), None),
+                 ("mistral/mistral-small-latest", (403, 32), None)],
+        "skipped": ["the result of tool call 'call-82cf8bcb69b3' is span 8df3e9cf559c1661 "
+                    "(execute_tool get_current_time)'s, which ran get_current_time with "
+                    "other arguments than the call recorded ('{\"timezone\": "
+                    "\"America/New_York\"}')"],
+    },
     # ldp's ReAct agent on Claude: the first answer ended by a stop sequence ("Action:"),
     # the second a tool call; the agent's own "Continue..." between them
     "ldp-test_react_dummyenv_claude.yaml": {

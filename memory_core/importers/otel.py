@@ -22,6 +22,7 @@ from memory_core.importers.common import (
     split_instructions,
 )
 from memory_core.importers.jsonvalues import first_document
+from memory_core.importers.otel_anyagent import any_agent_content, fill_inputs
 from memory_core.importers.otel_content import (
     MODEL_CALL_OPERATIONS,
     SpanContent,
@@ -170,9 +171,10 @@ def parse_spans(spans: list[RawSpan]) -> ParsedFile:
 def _parse_spans(spans: list[RawSpan]) -> ParsedFile:
     contents: dict[str, SpanContent] = {}
     for span in spans:
-        c = span_content(span)
+        c = any_agent_content(span) or span_content(span)
         if c is not None:
             contents[span.span_id] = c
+    answered, left_out = fill_inputs(spans, contents)
     wraps = _wrappers(spans, set(contents))
     exchanges: list[Exchange] = []
     skipped: list[SkippedRecord] = []
@@ -184,6 +186,12 @@ def _parse_spans(spans: list[RawSpan]) -> ParsedFile:
                 "imported from there")))
         elif c is not None:
             exchanges.append(exchange_of(span, c, len(exchanges)))
+        elif span.span_id in left_out:
+            skipped.append(SkippedRecord(where=span.where, reason=left_out[span.span_id]))
+        elif span.span_id in answered:
+            skipped.append(SkippedRecord(where=span.where, reason=(
+                "a tool run: its result is imported as a tool message of the model call "
+                "after it")))
         elif (reason := _no_content_reason(span)) is not None:
             skipped.append(SkippedRecord(where=span.where, reason=reason))
     if not exchanges:

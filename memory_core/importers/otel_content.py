@@ -147,6 +147,9 @@ def _parts_messages(where: str, attrs: dict[str, Any], key: str,
         return None
     if not isinstance(raw, list):
         raise fail(where, f"{key} must be a JSON array of messages")
+    if raw and all(isinstance(m, dict) and "parts" not in m for m in raw):
+        # the OpenAI form under the convention's key (any-agent, LiteLLM): read as such
+        return openai_messages(raw, f"{where}: {key}", notes)
     return [msg for i, m in enumerate(raw)
             for msg in _parts_message(m, f"{where}: {key}[{i}]", notes)]
 

@@ -174,9 +174,12 @@ def is_sdk_span(doc: Any) -> bool:
 
 
 def _sdk_time(value: Any, where: str, what: str) -> datetime | None:
-    """hrtime ``[seconds, nanos]``, an ISO 8601 string, or epoch seconds/millis."""
+    """hrtime ``[seconds, nanos]``, an ISO 8601 string, epoch seconds/millis, or epoch
+    nanoseconds (a Python ``ReadableSpan``'s ``start_time``, dumped as it is held)."""
     if value is None or value == "":
         return None
+    if type(value) is int and value > 10**17:
+        return _nanos(value, where, what)
     if isinstance(value, list) and len(value) == 2 and all(
             isinstance(x, int) and not isinstance(x, bool) for x in value):
         return _nanos(value[0] * 1_000_000_000 + value[1], where, what)
@@ -186,7 +189,12 @@ def _sdk_time(value: Any, where: str, what: str) -> datetime | None:
 
 
 def _sdk_id(ctx: dict[str, Any], *keys: str) -> str:
-    raw = next((ctx[k] for k in keys if isinstance(ctx.get(k), str)), "")
+    """The id under the first of ``keys`` present: hex text, or the integer a Python
+    ``SpanContext`` holds (dumped as it is: any-agent's traces), as its hex."""
+    raw = next((ctx[k] for k in keys if isinstance(ctx.get(k), str | int)
+                and not isinstance(ctx.get(k), bool)), "")
+    if isinstance(raw, int):
+        return f"{raw:032x}" if raw >= 1 << 64 else f"{raw:016x}"
     return _hex_id(raw.removeprefix("0x"))
 
 
@@ -310,10 +318,19 @@ def is_go_span(doc: Any) -> bool:
 
 def is_span_document(doc: Any) -> bool:
     """A document the span readers take besides OTLP: one span's attributes, a span
-    object as an SDK or tracer writes it, or a list of those, or a Jaeger export."""
+    object as an SDK or tracer writes it, or a list of those (bare, or a trace object's
+    ``spans``), or a Jaeger export."""
     if isinstance(doc, list):
         return bool(doc) and _is_span_object(doc[0])
-    return is_attribute_map(doc) or _is_span_object(doc) or is_jaeger(doc)
+    return is_attribute_map(doc) or _is_span_object(doc) or is_jaeger(doc) or \
+        _is_span_list(doc)
+
+
+def _is_span_list(doc: Any) -> bool:
+    """A trace object holding its span objects under ``spans`` (any-agent's
+    ``AgentTrace``: ``{"spans": [...], "final_output": ...}``)."""
+    return isinstance(doc, dict) and isinstance(doc.get("spans"), list) and \
+        bool(doc["spans"]) and _is_span_object(doc["spans"][0])
 
 
 def _is_span_object(doc: Any) -> bool:
@@ -504,6 +521,8 @@ def _span_objects(doc: Any, where: str, first: int) -> list[RawSpan] | None:
     """The spans of a non-OTLP document, or None when it is none of those shapes."""
     if is_jaeger(doc):
         return _jaeger_spans(doc, where, first)
+    if _is_span_list(doc):
+        doc = doc["spans"]
     items = doc if isinstance(doc, list) and doc and _is_span_object(doc[0]) else [doc]
     out: list[RawSpan] = []
     for item in items:

@@ -1,0 +1,128 @@
+"""any-agent's traces (mozilla-ai/any-agent's ``AgentTrace`` as JSON: ``{"spans": [...],
+"final_output": ...}``, each span as Python's SDK holds it). A model call is a
+``call_llm`` span whose answer is ``gen_ai.output`` — text, or (``gen_ai.output.type``
+``json``) a list of ``{"tool.name", "tool.args"}`` calls without ids — and only an
+agent's first call records its input (``gen_ai.input.messages``, in the OpenAI form);
+each tool run is an ``execute_tool`` span (``gen_ai.tool.name``, ``gen_ai.tool.args``,
+its result in ``gen_ai.output``). A later call's input is then the call before's
+conversation, its answer and the results of the tool spans between them under the same
+agent span — what the agent sent, reconstructed, and noted as such."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memory_core.importers.otel_content import SpanContent, json_messages
+from memory_core.importers.otel_read import RawSpan
+from memory_core.models.openai_codec import derived_call_id, parse_arguments
+from memory_core.types import Message, ToolCallPart, ToolResultPart
+
+CALL, TOOL = "call_llm", "execute_tool"
+
+
+def _op(span: RawSpan) -> Any:
+    return span.attrs.get("gen_ai.operation.name")
+
+
+def any_agent_content(span: RawSpan) -> SpanContent | None:
+    """A ``call_llm`` span's input (when recorded) and answer; None for any other span
+    (one with the convention's ``gen_ai.output.messages`` is read as the convention's)."""
+    attrs, where = span.attrs, span.where
+    if _op(span) != CALL or attrs.get("gen_ai.output") is None \
+            or "gen_ai.output.messages" in attrs:
+        return None
+    notes: list[str] = []
+    msgs = json_messages(attrs["gen_ai.input.messages"], where, "gen_ai.input.messages",
+                         "user", notes)[0] if attrs.get("gen_ai.input.messages") else []
+    out = attrs["gen_ai.output"]
+    listed = parse_arguments(out) if attrs.get("gen_ai.output.type") == "json" \
+        and isinstance(out, str) else out
+    if isinstance(listed, list) and listed and all(
+            isinstance(c, dict) and isinstance(c.get("tool.name"), str) and c["tool.name"]
+            for c in listed):
+        calls = []
+        for j, c in enumerate(listed):
+            args = parse_arguments(c.get("tool.args") or {})
+            calls.append(ToolCallPart(id=derived_call_id(j, c["tool.name"], args),
+                                      name=c["tool.name"], args=args))
+        notes.append(f"{where}: gen_ai.output: {len(calls)} tool call(s) recorded without "
+                     f"an id; given {', '.join(repr(c.id) for c in calls)}")
+        reply = Message(role="assistant", content=list(calls))
+    else:
+        reply = Message(role="assistant", content=out if isinstance(out, str)
+                        else str(out))
+    return SpanContent([], msgs, reply, None, notes)
+
+
+def fill_inputs(spans: list[RawSpan], contents: dict[str, SpanContent]
+                ) -> tuple[set[str], dict[str, str]]:
+    """Give each ``call_llm`` span that recorded no input (``contents``, by span id) the
+    conversation its agent sent it: the call before's (under the same agent span), its
+    answer, and a tool message for each of its calls that a tool span after it ran —
+    unless its recorded input tokens are fewer than the call before's (a call of its
+    own, as the structured final answer is: its input is unknown, so it is left out).
+    Returns the ids of the tool spans whose results were taken, and why each call left
+    out was (by span id; taken out of ``contents``)."""
+    last: dict[str, tuple[list[Message], int | None]] = {}  # by agent span: the latest
+    # call's conversation and its input tokens
+    ran: dict[str, list[RawSpan]] = {}  # by agent span: tool spans since that call
+    taken: set[str] = set()
+    left_out: dict[str, str] = {}
+    for span in spans:
+        agent = span.parent_id
+        if _op(span) == TOOL:
+            ran.setdefault(agent, []).append(span)
+            continue
+        c = contents.get(span.span_id)
+        if _op(span) != CALL or c is None:
+            continue
+        tools = ran.pop(agent, [])
+        before, tokens_before = last.get(agent, ([], None))
+        tokens = _input_tokens(span)
+        if not c.messages and not c.instructions and before:
+            if tokens is not None and tokens_before is not None and tokens < tokens_before:
+                left_out[span.span_id] = (
+                    f"its input was not recorded (any-agent records it on an agent's first "
+                    f"call only), and it is not the conversation before it: {tokens} input "
+                    f"tokens, the call before {tokens_before}; not imported")
+                del contents[span.span_id]
+                continue
+            answered = _results(before[-1], tools, taken, c.notes, span.where)
+            c.messages = before + answered
+            c.notes.append(
+                f"{span.where}: input not recorded (any-agent records it on an agent's "
+                "first call only): taken as the call before's conversation, its answer"
+                + (f" and {len(answered)} tool result(s) of the tool spans after it"
+                   if answered else ""))
+        last[agent] = (c.instructions + c.messages + ([c.reply] if c.reply is not None
+                                                      else []), tokens)
+    return taken, left_out
+
+
+def _input_tokens(span: RawSpan) -> int | None:
+    n = span.attrs.get("gen_ai.usage.input_tokens")
+    return n if type(n) is int else None
+
+
+def _results(answer: Message, tools: list[RawSpan], taken: set[str], notes: list[str],
+             where: str) -> list[Message]:
+    """A tool message for each call of ``answer`` that one of ``tools`` (in order) ran:
+    the first not taken of its name and arguments, else of its name (any-agent's
+    LlamaIndex calls record their arguments as ``{}``: noted)."""
+    out: list[Message] = []
+    left = list(tools)
+    for call in answer.tool_calls() if answer.role == "assistant" else []:
+        named = [t for t in left if t.attrs.get("gen_ai.tool.name") == call.name]
+        ran = next((t for t in named if parse_arguments(
+            t.attrs.get("gen_ai.tool.args") or {}) == call.args), None)
+        if ran is None and named:
+            ran = named[0]
+            notes.append(f"{where}: the result of tool call {call.id!r} is {ran.where}'s, "
+                         f"which ran {call.name} with other arguments than the call "
+                         f"recorded ({ran.attrs.get('gen_ai.tool.args')!r})"[:300])
+        if ran is not None:
+            left.remove(ran)
+            taken.add(ran.span_id)
+            out.append(Message(role="tool", content=[ToolResultPart(
+                call_id=call.id, name=call.name, result=ran.attrs.get("gen_ai.output"))]))
+    return out
