@@ -1256,3 +1256,15 @@ def test_a_record_read_by_its_keys_and_malformed_says_what_it_was_read_as() -> N
     assert "read as" not in str(e.value)
     # every format of the registry is named so
     assert {f.name for f in FORMATS} <= set(FORMAT_TITLES)
+
+
+def test_a_text_part_without_its_text_says_so_not_that_text_is_unknown() -> None:
+    # LLaMA-Factory's v1 data writes {"type": "text", "value": …}: the error said "unknown
+    # type 'text' (expected text, …)", contradicting itself
+    row = {"messages": [
+        {"role": "user", "content": [{"type": "text", "value": "Schools near 40, -75?"}]},
+        {"role": "assistant", "content": "Two."}]}
+    with pytest.raises(ImportFormatError) as e:
+        import_text(InMemoryStorage(), json.dumps(row), name="v1.jsonl")
+    assert "line 1: message 0: content part 0 of type 'text' has no string 'text' (its " \
+           "keys: type, value)" in str(e.value), str(e.value)
