@@ -1268,3 +1268,16 @@ def test_a_text_part_without_its_text_says_so_not_that_text_is_unknown() -> None
         import_text(InMemoryStorage(), json.dumps(row), name="v1.jsonl")
     assert "line 1: message 0: content part 0 of type 'text' has no string 'text' (its " \
            "keys: type, value)" in str(e.value), str(e.value)
+
+
+def test_a_rows_media_lists_are_named_not_taken_for_parameters() -> None:
+    # LLaMA-Factory's multimodal demo: "images" beside the messages, an <image> token in
+    # the text; inspect listed {"images": [...]} as the request's parameters
+    row = {"messages": [{"role": "user", "content": "<image>Who are they?"},
+                        {"role": "assistant", "content": "Two footballers."}],
+           "images": ["mllm_demo_data/1.jpg"], "temperature": 0.2}
+    s = InMemoryStorage()
+    report = import_text(s, json.dumps(row), name="mllm.jsonl")
+    record = s.runs.get(f"{report.runs_created[0]}:import")
+    assert record["request_params"] == {"temperature": 0.2}
+    assert "line 1: the row's images (1 named) not imported" in record["notes"]

@@ -22,6 +22,7 @@ from memory_core.importers.common import (
 from memory_core.importers.formats import Record, RecordFormat, Route
 from memory_core.importers.formats.fields import (
     EXPECTED,
+    NOT_PARAMS,
     record_context,
     request_fields,
     request_params,
@@ -70,6 +71,19 @@ def _chat_response(response: Any, where: str, notes: list[str]
     return reply, finish, usage, known, response
 
 
+def _media(row: dict[str, Any], where: str, notes: list[str]) -> set[str]:
+    """A training row's lists of the media its messages refer to (LLaMA-Factory's
+    ``images``, ``videos``, ``audios``: file paths or URLs, an ``<image>`` token in the
+    text for each): named in the notes, never taken for request parameters."""
+    keys = {k for k in _MEDIA if isinstance(row.get(k), list)}
+    for k in sorted(keys):
+        notes.append(f"{where}: the row's {k} ({len(row[k])} named) not imported")
+    return keys
+
+
+_MEDIA = ("images", "videos", "audios")
+
+
 def chat_exchange(obj: dict[str, Any], where: str, index: int,
                   notes: list[str] | None = None, api: str | None = None) -> Exchange:
     """A chat-completions record, or a fine-tuning row whose last message is the
@@ -109,7 +123,9 @@ def chat_exchange(obj: dict[str, Any], where: str, index: int,
         model=model, requested_model=asked, usage=usage, usage_known=usage_known,
         usage_detail=detail,
         finish_reason=finish,
-        params=request_params(request, where), request_fields=request_fields(request),
+        params=request_params(request, where, not_params=NOT_PARAMS | _media(request, where,
+                                                                          notes)),
+        request_fields=request_fields(request),
         tools=from_openai_tools(request.get("tools", request.get("functions")) or [],
                                 where, notes),
         started_at=created, finished_at=created,
