@@ -6,13 +6,16 @@ and OpenInference ``llm.input_messages.N.*``.
 
 Any span with message content is a model call, whatever its operation name — unless a
 span below it has content too (then it only wraps the calls, and is skipped saying so).
-A malformed span rejects the whole file with an ``ImportFormatError`` naming it."""
+A model-call span that cannot be read (malformed content, an output without input) is
+left out with a note naming why, and the file's other calls are imported; a file none
+of whose calls can be read is refused with the first one's ``ImportFormatError``."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
+from memory_core.errors import ImportFormatError
 from memory_core.importers.common import (
     Exchange,
     ParsedFile,
@@ -170,8 +173,13 @@ def parse_spans(spans: list[RawSpan]) -> ParsedFile:
 
 def _parse_spans(spans: list[RawSpan]) -> ParsedFile:
     contents: dict[str, SpanContent] = {}
+    failures: dict[str, ImportFormatError] = {}  # by span id: why it cannot be a run
     for span in spans:
-        c = any_agent_content(span) or span_content(span)
+        try:
+            c = any_agent_content(span) or span_content(span)
+        except ImportFormatError as e:
+            failures[span.span_id] = e
+            continue
         if c is not None:
             contents[span.span_id] = c
     answered, left_out = fill_inputs(spans, contents)
@@ -180,12 +188,20 @@ def _parse_spans(spans: list[RawSpan]) -> ParsedFile:
     skipped: list[SkippedRecord] = []
     for span in spans:
         c = contents.get(span.span_id)
-        if c is not None and span.span_id in wraps:
+        if c is not None and span.span_id not in wraps:
+            try:
+                exchanges.append(exchange_of(span, c, len(exchanges)))
+                continue
+            except ImportFormatError as e:
+                failures[span.span_id] = e
+        if span.span_id in failures:  # one span that cannot be a run: said, the rest
+            skipped.append(SkippedRecord(where=span.where, reason=(  # imported
+                "not imported: "
+                + str(failures[span.span_id]).removeprefix(span.where + ": "))))
+        elif c is not None and span.span_id in wraps:
             skipped.append(SkippedRecord(where=span.where, reason=(
                 f"wraps model-call span {wraps[span.span_id]}, whose messages are "
                 "imported from there")))
-        elif c is not None:
-            exchanges.append(exchange_of(span, c, len(exchanges)))
         elif span.span_id in left_out:
             skipped.append(SkippedRecord(where=span.where, reason=left_out[span.span_id]))
         elif span.span_id in answered:
@@ -194,6 +210,8 @@ def _parse_spans(spans: list[RawSpan]) -> ParsedFile:
                 "after it")))
         elif (reason := _no_content_reason(span)) is not None:
             skipped.append(SkippedRecord(where=span.where, reason=reason))
+    if not exchanges and failures:
+        raise next(iter(failures.values()))
     if not exchanges:
         shown = "; ".join(f"{s.where}: {s.reason}" for s in skipped[:REASONS_SHOWN])
         more = f"; and {len(skipped) - REASONS_SHOWN} more" if len(skipped) > REASONS_SHOWN \
