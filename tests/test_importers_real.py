@@ -1608,7 +1608,7 @@ EXPECTED.update({
                  ("mistral/mistral-small-latest", (262, 33), None),
                  ("mistral/mistral-small-latest", (285, 94), None),
                  ("mistral/mistral-small-latest", (403, 32), None)],
-        "skipped": ["the result of tool call 'call-82cf8bcb69b3' is span 8df3e9cf559c1661 "
+        "skipped": ["the result of tool call 'call-6a3303890479' is span 8df3e9cf559c1661 "
                     "(execute_tool get_current_time)'s, which ran get_current_time with "
                     "other arguments than the call recorded ('{\"timezone\": "
                     "\"America/New_York\"}')"],

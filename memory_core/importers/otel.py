@@ -172,46 +172,47 @@ def parse_spans(spans: list[RawSpan]) -> ParsedFile:
 
 
 def _parse_spans(spans: list[RawSpan]) -> ParsedFile:
-    contents: dict[str, SpanContent] = {}
-    failures: dict[str, ImportFormatError] = {}  # by span id: why it cannot be a run
+    # by the span object's id(): two spans of one id (a tracer's fault) stay two
+    contents: dict[int, SpanContent] = {}
+    failures: dict[int, ImportFormatError] = {}  # why a span with content is no run
     for span in spans:
         try:
             c = any_agent_content(span) or span_content(span)
         except ImportFormatError as e:
-            failures[span.span_id] = e
+            failures[id(span)] = e
             continue
         if c is not None:
-            contents[span.span_id] = c
+            contents[id(span)] = c
     answered, left_out = fill_inputs(spans, contents)
-    wraps = _wrappers(spans, set(contents))
+    wraps = _wrappers(spans, {s.span_id for s in spans
+                              if id(s) in contents or id(s) in failures})
     exchanges: list[Exchange] = []
     skipped: list[SkippedRecord] = []
     for span in spans:
-        c = contents.get(span.span_id)
+        c = contents.get(id(span))
         if c is not None and span.span_id not in wraps:
             try:
                 exchanges.append(exchange_of(span, c, len(exchanges)))
                 continue
             except ImportFormatError as e:
-                failures[span.span_id] = e
-        if span.span_id in failures:  # one span that cannot be a run: said, the rest
-            skipped.append(SkippedRecord(where=span.where, reason=(  # imported
-                "not imported: "
-                + str(failures[span.span_id]).removeprefix(span.where + ": "))))
-        elif c is not None and span.span_id in wraps:
+                failures[id(span)] = e
+        if id(span) in failures:  # one span that cannot be a run: said, the rest imported
+            skipped.append(SkippedRecord(where=span.where, reason=(
+                "not imported: " + str(failures[id(span)]).removeprefix(span.where + ": "))))
+        elif span.span_id in wraps:
             skipped.append(SkippedRecord(where=span.where, reason=(
                 f"wraps model-call span {wraps[span.span_id]}, whose messages are "
                 "imported from there")))
-        elif span.span_id in left_out:
-            skipped.append(SkippedRecord(where=span.where, reason=left_out[span.span_id]))
-        elif span.span_id in answered:
+        elif id(span) in left_out:
+            skipped.append(SkippedRecord(where=span.where, reason=left_out[id(span)]))
+        elif id(span) in answered:
             skipped.append(SkippedRecord(where=span.where, reason=(
                 "a tool run: its result is imported as a tool message of the model call "
                 "after it")))
         elif (reason := _no_content_reason(span)) is not None:
             skipped.append(SkippedRecord(where=span.where, reason=reason))
-    if not exchanges and failures:
-        raise next(iter(failures.values()))
+    if not exchanges and failures:  # (the first span's, in the file's order)
+        raise next(failures[id(s)] for s in spans if id(s) in failures)
     if not exchanges:
         shown = "; ".join(f"{s.where}: {s.reason}" for s in skipped[:REASONS_SHOWN])
         more = f"; and {len(skipped) - REASONS_SHOWN} more" if len(skipped) > REASONS_SHOWN \

@@ -43,7 +43,9 @@ def any_agent_content(span: RawSpan) -> SpanContent | None:
         calls = []
         for j, c in enumerate(listed):
             args = parse_arguments(c.get("tool.args") or {})
-            calls.append(ToolCallPart(id=derived_call_id(j, c["tool.name"], args),
+            # (the span's id in it: a call repeated alike in another span is another call)
+            calls.append(ToolCallPart(id=derived_call_id(j, f"{span.span_id}:{c['tool.name']}",
+                                                         args),
                                       name=c["tool.name"], args=args))
         notes.append(f"{where}: gen_ai.output: {len(calls)} tool call(s) recorded without "
                      f"an id; given {', '.join(repr(c.id) for c in calls)}")
@@ -54,26 +56,27 @@ def any_agent_content(span: RawSpan) -> SpanContent | None:
     return SpanContent([], msgs, reply, None, notes)
 
 
-def fill_inputs(spans: list[RawSpan], contents: dict[str, SpanContent]
-                ) -> tuple[set[str], dict[str, str]]:
+def fill_inputs(spans: list[RawSpan], contents: dict[int, SpanContent]
+                ) -> tuple[set[int], dict[int, str]]:
     """Give each ``call_llm`` span that recorded no input (``contents``, by span id) the
     conversation its agent sent it: the call before's (under the same agent span), its
     answer, and a tool message for each of its calls that a tool span after it ran —
     unless its recorded input tokens are fewer than the call before's (a call of its
     own, as the structured final answer is: its input is unknown, so it is left out).
-    Returns the ids of the tool spans whose results were taken, and why each call left
-    out was (by span id; taken out of ``contents``)."""
+    ``contents`` and what is returned are keyed by the span object's ``id()``: the
+    tool spans whose results were taken, and why each call left out was (taken out of
+    ``contents``)."""
     last: dict[str, tuple[list[Message], int | None]] = {}  # by agent span: the latest
     # call's conversation and its input tokens
     ran: dict[str, list[RawSpan]] = {}  # by agent span: tool spans since that call
-    taken: set[str] = set()
-    left_out: dict[str, str] = {}
+    taken: set[int] = set()
+    left_out: dict[int, str] = {}
     for span in spans:
         agent = span.parent_id
         if _op(span) == TOOL:
             ran.setdefault(agent, []).append(span)
             continue
-        c = contents.get(span.span_id)
+        c = contents.get(id(span))
         if _op(span) != CALL or c is None:
             continue
         tools = ran.pop(agent, [])
@@ -81,11 +84,11 @@ def fill_inputs(spans: list[RawSpan], contents: dict[str, SpanContent]
         tokens = _input_tokens(span)
         if not c.messages and not c.instructions and before:
             if tokens is not None and tokens_before is not None and tokens < tokens_before:
-                left_out[span.span_id] = (
+                left_out[id(span)] = (
                     f"its input was not recorded (any-agent records it on an agent's first "
                     f"call only), and it is not the conversation before it: {tokens} input "
                     f"tokens, the call before {tokens_before}; not imported")
-                del contents[span.span_id]
+                del contents[id(span)]
                 continue
             answered = _results(before[-1], tools, taken, c.notes, span.where)
             c.messages = before + answered
@@ -104,7 +107,7 @@ def _input_tokens(span: RawSpan) -> int | None:
     return n if type(n) is int else None
 
 
-def _results(answer: Message, tools: list[RawSpan], taken: set[str], notes: list[str],
+def _results(answer: Message, tools: list[RawSpan], taken: set[int], notes: list[str],
              where: str) -> list[Message]:
     """A tool message for each call of ``answer`` that one of ``tools`` (in order) ran:
     the first not taken of its name and arguments, else of its name (any-agent's
@@ -122,7 +125,7 @@ def _results(answer: Message, tools: list[RawSpan], taken: set[str], notes: list
                          f"recorded ({ran.attrs.get('gen_ai.tool.args')!r})"[:300])
         if ran is not None:
             left.remove(ran)
-            taken.add(ran.span_id)
+            taken.add(id(ran))
             out.append(Message(role="tool", content=[ToolResultPart(
                 call_id=call.id, name=call.name, result=ran.attrs.get("gen_ai.output"))]))
     return out

@@ -221,9 +221,10 @@ def _sdk_span(raw: dict[str, Any], order: int) -> RawSpan:
     ctx = raw.get("spanContext", raw.get("context")) or {}
     sid = _sdk_id(ctx, "spanId", "span_id") or f"#{order}"
     where = f"span {sid} ({raw['name']})"
-    parent_ctx = raw.get("parentSpanContext")
-    parent = _sdk_id(parent_ctx, "spanId") if isinstance(parent_ctx, dict) else \
-        _sdk_id(raw, "parentSpanId", "parent_id", "parentId")
+    # the JS SDK's parentSpanContext; a Python SpanContext dumped as held ("parent")
+    parent_ctx = raw.get("parentSpanContext", raw.get("parent"))
+    parent = _sdk_id(parent_ctx, "spanId", "span_id") if isinstance(parent_ctx, dict) \
+        else _sdk_id(raw, "parentSpanId", "parent_id", "parentId")
     events: list[Event] = []
     for ev in list_of(raw.get("events"), where, "events"):
         if isinstance(ev, dict):
