@@ -54,3 +54,24 @@ def test_whitespace_inside_a_text_is_another_message() -> None:
     _, report = _import("Action: cast_float\nAction Input: 5.5",
                         "Action: cast_float Action Input: 5.5")
     assert len(report.threads_created) == 2
+
+
+def test_a_whitespace_only_answer_sent_back_as_a_text_part_continues_the_thread() -> None:
+    s = InMemoryStorage()
+    again = {"role": "user", "content": "again"}
+    text = "\n".join([_line([QUESTION], _said(" ")), _line(
+        [QUESTION, {"role": "assistant", "content": [{"type": "text", "text": " "}]}, again],
+        DONE)])
+    report = import_text(s, text, name="react.jsonl")
+    assert len(report.threads_created) == 1 and report.messages_stored == 4
+
+
+def test_a_retry_answered_with_other_whitespace_says_which_answer_is_kept() -> None:
+    s = InMemoryStorage()
+    text = "\n".join([_line([QUESTION], _said("Hello!")), _line([QUESTION], _said("Hello!\n"))])
+    report = import_text(s, text, name="calls.jsonl")
+    assert len(report.threads_created) == 1
+    assert [n.reason for n in report.skipped] == [
+        "its answer differs from line 1's only in the whitespace around its text: taken as "
+        "that answer, stored once as line 1 recorded it",
+        "the same messages and answer as line 1: stored once, and both runs refer to them"]

@@ -59,7 +59,7 @@ def message_key(m: Message) -> str:
         text = m.content.strip()
         if text and type(m.role) is str:  # (a key a new message: no encoder walk)
             return _TEXT_KEY.fill({"role": _STRING(m.role), "text": _STRING(text)})
-        return canonical_json([m.role, [{**_TEXT_PART, "text": text}] if text else []])
+        return canonical_json([m.role, [{**_TEXT_PART, "text": text}] if m.content else []])
     return canonical_json([m.role, [_loose(p) for p in m.parts]])
 
 
@@ -432,10 +432,15 @@ def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
             if _texts(m) != _texts(conv[i]) and (id(tp), seq) not in trimmed:
                 trimmed.add((id(tp), seq))
                 first = tp.first_run[seq]
+                earlier = run_of[first].exchange.where if first is not None else None
                 ex.notes.append(
+                    f"{ex.where}: its answer differs from {earlier}'s only in the "
+                    f"whitespace around its text: taken as that answer, stored once as "
+                    f"{earlier} recorded it"
+                    if i == len(ex.history) and earlier is not None else
                     f"{ex.where}: message {i} ({conv[i].role}) is sent with other "
                     "whitespace around its text than "
-                    + (f"{run_of[first].exchange.where} recorded" if first is not None
+                    + (f"{earlier} recorded" if earlier is not None
                        else "an earlier request sent") + ": taken as the same message, "
                     "stored once as first recorded")
         if ex.response is not None and not isinstance(ex.response.content, str):
