@@ -1280,4 +1280,32 @@ def test_a_rows_media_lists_are_named_not_taken_for_parameters() -> None:
     report = import_text(s, json.dumps(row), name="mllm.jsonl")
     record = s.runs.get(f"{report.runs_created[0]}:import")
     assert record["request_params"] == {"temperature": 0.2}
-    assert "line 1: the row's images (1 named) not imported" in record["notes"]
+    assert "line 1: the record's images (1 named) not imported" in record["notes"]
+
+
+def _batch(choices: list[int], **request: Any) -> tuple[InMemoryStorage, Any]:
+    record = {"request": {"model": "davinci-002", "prompt": ["Say A.", "Say B."], **request},
+              "response": {"model": "davinci-002", "usage": {
+                  "prompt_tokens": 6, "completion_tokens": 8, "total_tokens": 14},
+                  "choices": [{"index": i, "text": f" c{i}"} for i in choices]}}
+    s = InMemoryStorage()
+    return s, import_text(s, json.dumps(record), name="c.jsonl")
+
+
+def test_a_batch_whose_first_prompt_has_no_answer_keeps_its_usage_with_the_next() -> None:
+    s, report = _batch([1])
+    steps = [s.runs.get(f"{rid}:step:0") for rid in report.runs_created]
+    assert steps[0] is None  # prompt 0: no completion recorded, a failed run
+    assert steps[1]["usage_known"] is True
+    assert "line 1 prompt 1: the response's usage counts all 2 prompts of the batch: " \
+           "recorded with this run" in [f"{k.where}: {k.reason}" for k in report.skipped]
+
+
+def test_a_batch_with_n_as_a_whole_float_and_stray_choices_is_said() -> None:
+    s, report = _batch([0, 1, 2, 3], n=2.0)
+    answers = [m.as_message().text() for t in report.threads_created
+               for m in s.memory.get_messages(t) if m.role == "assistant"]
+    assert answers == [" c0", " c2"]
+    s, report = _batch([0, 1, 2, 3])  # n 1: choices 2 and 3 answer no prompt
+    assert "line 1 prompt 1: choice(s) 2, 3 answer no prompt of the 2 (n 1): not imported" \
+        in [f"{k.where}: {k.reason}" for k in report.skipped]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from memory_core.importers.common import (
@@ -71,14 +72,14 @@ def _chat_response(response: Any, where: str, notes: list[str]
     return reply, finish, usage, known, response
 
 
-def _media(row: dict[str, Any], where: str, notes: list[str]) -> set[str]:
-    """A training row's lists of the media its messages refer to (LLaMA-Factory's
-    ``images``, ``videos``, ``audios``: file paths or URLs, an ``<image>`` token in the
-    text for each): named in the notes, never taken for request parameters."""
-    keys = {k for k in _MEDIA if isinstance(row.get(k), list)}
-    for k in sorted(keys):
-        notes.append(f"{where}: the row's {k} ({len(row[k])} named) not imported")
-    return keys
+def _not_params(record: dict[str, Any], where: str, notes: list[str]) -> AbstractSet[str]:
+    """``NOT_PARAMS`` and a record's lists of the media its messages refer to (a training
+    row's ``images``, ``videos``, ``audios`` in LLaMA-Factory's data: file paths or URLs,
+    an ``<image>`` token in the text for each), named in the notes: not parameters."""
+    keys = [k for k in _MEDIA if isinstance(record.get(k), list)]
+    for k in keys:
+        notes.append(f"{where}: the record's {k} ({len(record[k])} named) not imported")
+    return NOT_PARAMS.union(keys) if keys else NOT_PARAMS
 
 
 _MEDIA = ("images", "videos", "audios")
@@ -123,8 +124,7 @@ def chat_exchange(obj: dict[str, Any], where: str, index: int,
         model=model, requested_model=asked, usage=usage, usage_known=usage_known,
         usage_detail=detail,
         finish_reason=finish,
-        params=request_params(request, where, not_params=NOT_PARAMS | _media(request, where,
-                                                                          notes)),
+        params=request_params(request, where, not_params=_not_params(request, where, notes)),
         request_fields=request_fields(request),
         tools=from_openai_tools(request.get("tools", request.get("functions")) or [],
                                 where, notes),

@@ -66,8 +66,11 @@ def completion_exchanges(obj: dict[str, Any], where: str, index: int,
     rest = {k: v for k, v in request.items() if k != "prompt"}
     # ``n`` completions a prompt, prompt after prompt: prompt i's are choices i·n … i·n+n-1
     asked = rest.get("n")
-    n = asked if type(asked) is int and asked > 1 else 1
+    n = int(asked) if isinstance(asked, int | float) and not isinstance(asked, bool) \
+        and asked == int(asked) and asked > 1 else 1
     usage = response.get("usage") if isinstance(response, dict) else None
+    # the batch's one usage goes with the first prompt answered
+    holder = next((i for i in range(len(prompts)) if i * n in by_index), None)
     out: list[Exchange] = []
     for i, (prompt, noted) in enumerate(prompts):
         record: dict[str, Any] = {**{k: v for k, v in obj.items() if k != "request"},
@@ -81,7 +84,7 @@ def completion_exchanges(obj: dict[str, Any], where: str, index: int,
             record["response"] = {**response, "choices": [{
                 "message": {"role": "assistant", "content": text},
                 "finish_reason": choice.get("finish_reason")}]}
-            said += _shared_usage(label, i, len(prompts), record["response"], usage)
+            said += _shared_usage(label, i, holder, len(prompts), record["response"], usage)
             others = sum(i * n + j in by_index for j in range(1, n))
             if others:
                 said.append(f"{label}: {others} alternative choice(s) not imported"
@@ -91,19 +94,25 @@ def completion_exchanges(obj: dict[str, Any], where: str, index: int,
             record.pop("response", None)
             record["error"] = f"no completion recorded for prompt {i}"
         out.append(chat_exchange(record, label, index + i, said, api))
+    stray = sorted(k for k in by_index if not 0 <= k < len(prompts) * n)
+    if stray and out:  # choices no prompt of the batch has (more than n a prompt)
+        out[-1].notes.append(f"{out[-1].where}: choice(s) {', '.join(map(str, stray))} "
+                             f"answer no prompt of the {len(prompts)} (n {n}): not imported")
     return out
 
 
-def _shared_usage(label: str, i: int, prompts: int, response: dict[str, Any],
-                  usage: Any) -> list[str]:
-    """A batch's one usage: kept with its first prompt's run (so that runs add up to
-    what the request used), taken off the others' (their usage unknown); noted."""
+def _shared_usage(label: str, i: int, holder: int | None, prompts: int,
+                  response: dict[str, Any], usage: Any) -> list[str]:
+    """A batch's one usage: kept with the run of ``holder`` (its first prompt answered,
+    so that runs add up to what the request used), taken off the others' (their usage
+    unknown); noted."""
     if prompts == 1 or not usage:
         return []
-    if i > 0:
+    if i != holder:
         del response["usage"]
     return [f"{label}: the response's usage counts all {prompts} prompts of the batch: "
-            + ("recorded with this run" if i == 0 else "recorded with prompt 0's run")]
+            + ("recorded with this run" if i == holder else
+               f"recorded with prompt {holder}'s run")]
 
 
 def _matches(record: Record) -> bool:
