@@ -418,3 +418,20 @@ def test_inspect_names_the_stop_sequence_that_ended_the_answer(tmp_path: Path) -
     assert 'finish reason: stop_sequence ("Action:")' in _memwb(
         "inspect", stopped, "--db", url).splitlines()
     assert "finish reason: tool_use" in _memwb("inspect", called, "--db", url).splitlines()
+
+
+def test_a_failed_call_whose_response_named_a_model_shows_it_as_recorded(
+        tmp_path: Path) -> None:
+    # a failed Responses API call names the model that served it: that one is the
+    # recorded model, the one asked for beside it (it read "model asked for: <served>,
+    # asked for <asked>")
+    record = {"request": {"model": "o3", "input": "hi"},
+              "response": {"status": "failed", "model": "gpt-4.1-mini", "output": [],
+                           "error": {"code": "server_error", "message": "boom"}}}
+    (tmp_path / "failed.jsonl").write_text(json.dumps(record), encoding="utf-8")
+    db = tmp_path / "runs.db"
+    s = SQLiteStorage(str(db))
+    rid = import_file(s, tmp_path / "failed.jsonl").runs_created[0]
+    s.close()
+    out = _memwb("inspect", rid, "--db", f"sqlite:///{db}").splitlines()
+    assert "recorded model: gpt-4.1-mini, asked for o3" in out, out

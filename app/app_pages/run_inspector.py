@@ -270,7 +270,7 @@ if rec is not None:  # an imported run: what its recording says of the call
     st.markdown("#### Recorded call")
     cols = st.columns(3)
     with cols[0]:
-        st.caption("Model" if rec.answered else "Model asked for")
+        st.caption("Model asked for" if rec.asked_only else "Model")
         monospace(said["model"], key="recorded-model")
     usage = rec.usage
     for col, label, count, estimate, within in (

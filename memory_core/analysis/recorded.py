@@ -91,10 +91,17 @@ class RecordedCall(BaseModel):
             if "reasoning" in counted else ""}
 
     @property
+    def asked_only(self) -> bool:
+        """Whether ``model`` is only the one the request asked for: a failed call whose
+        response named no model (one that did is the recorded model, and the one asked
+        for is beside it)."""
+        return not self.answered and self.requested_model is None \
+            and self.requested_id is None
+
+    @property
     def model_label(self) -> str:
-        """What ``model`` is: the one that answered, as recorded, or — a failed call,
-        no answer to name it — the one the request asked for."""
-        return "recorded model" if self.answered else "model asked for"
+        """What ``model`` is, as ``memwb inspect`` labels it."""
+        return "model asked for" if self.asked_only else "recorded model"
 
     def lines(self) -> list[str]:
         """The call as ``memwb inspect`` prints it, a line each."""
