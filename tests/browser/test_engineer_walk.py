@@ -143,7 +143,7 @@ def _check_lands(tab: Any, base: str, run: str, label: str, href: str) -> None:
         # scrolled to
         tab.get_by_role("heading", name="Threads", exact=True).wait_for(
             timeout=PAGE_TIMEOUT_MS)
-        card = _wait_focused(tab)
+        card = _wait_focused(tab, count=int(m[3]) - int(m[2]) + 1)
         assert card["count"] == int(m[3]) - int(m[2]) + 1 and _in_view(card), label
         assert f"st-key-msg-{m[2]}" in card["cls"].split(), label
         assert (query["thread"], query["seq"], query["to"]) == (m[1], m[2], m[3])

@@ -87,9 +87,12 @@ def _focused_card(page: Any) -> dict[str, Any] | None:
     return card
 
 
-def _wait_focused(page: Any) -> dict[str, Any]:
-    page.wait_for_function("document.querySelector('[data-focused=\"true\"]') !== null",
-                           timeout=PAGE_TIMEOUT_MS)
+def _wait_focused(page: Any, count: int = 1) -> dict[str, Any]:
+    """The first highlighted card, once ``count`` cards are highlighted (a range's cards
+    arrive one by one while the page draws: on a busy machine, over seconds)."""
+    page.wait_for_function(
+        f"document.querySelectorAll('[data-focused=\"true\"]').length >= {count}",
+        timeout=PAGE_TIMEOUT_MS)
     page.wait_for_timeout(1000)  # the second, settling scroll
     card = _focused_card(page)
     assert card is not None
