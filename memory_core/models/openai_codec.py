@@ -194,17 +194,17 @@ def content_parts(content: Any, where: str, notes: list[str]
         if not isinstance(part, dict):
             raise _fail(where, f"content part {j} must be an object, got {part!r}")
         kind = part.get("type")
-        text = part.get("text", part.get("refusal"))
-        if kind in ("text", "refusal", "input_text", "output_text") and isinstance(text, str):
+        if kind in ("text", "refusal", "input_text", "output_text"):
+            text = part.get("text", part.get("refusal"))
+            if not isinstance(text, str):
+                # (LLaMA-Factory's v1 data writes {"type": "text", "value": …})
+                raise _fail(where, f"content part {j} of type {kind!r} has no string "
+                                   f"'{'refusal' if kind == 'refusal' else 'text'}' (its "
+                                   f"keys: {', '.join(map(str, part))})")
             texts.append(TextPart(text=text))
         elif kind in ATTACHMENT_TYPES:
             attachments.append(attachment(part, len(texts) + len(attachments)))
             notes.append(f"{where}: content part {j} ({kind}) kept as a placeholder")
-        elif kind in ("text", "refusal", "input_text", "output_text"):
-            # (LLaMA-Factory's v1 data writes {"type": "text", "value": …})
-            raise _fail(where, f"content part {j} of type {kind!r} has no string "
-                               f"'{'refusal' if kind == 'refusal' else 'text'}' (its keys: "
-                               f"{', '.join(map(str, part))})")
         else:
             raise _fail(where, f"content part {j} has unknown type {kind!r} (expected text, "
                                "refusal, image_url, input_audio or file)")
