@@ -51,9 +51,7 @@ def _chat_response(response: Any, where: str, notes: list[str]
     if not isinstance(choices, list) or not choices:
         raise fail(where, "response has no 'choices'")
     if len(choices) > 1:
-        notes.append(f"{where}: {len(choices) - 1} alternative choice(s) not imported"
-                     + (" (the recorded usage counts their tokens too)"
-                        if response.get("usage") else ""))
+        notes.append(alternatives_note(where, len(choices) - 1, response.get("usage")))
     choice = choices[0]
     if not isinstance(choice, dict) or "message" not in choice:
         raise fail(where, "response choice 0 has no 'message'")
@@ -70,6 +68,13 @@ def _chat_response(response: Any, where: str, notes: list[str]
         notes.append(f"{where}: response: its usage {response['usage']!r}"[:300]
                      + " gives no input and output token counts: usage unknown")
     return reply, finish, usage, known, response
+
+
+def alternatives_note(where: str, count: int, usage: Any) -> str:
+    """The note for ``count`` alternative choices (``n`` > 1) dropped: only the first is
+    imported, and a recorded ``usage`` counted them all."""
+    return (f"{where}: {count} alternative choice(s) not imported"
+            + (" (the recorded usage counts their tokens too)" if usage else ""))
 
 
 def _not_params(record: dict[str, Any], where: str, notes: list[str]) -> AbstractSet[str]:

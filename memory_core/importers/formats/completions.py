@@ -9,7 +9,7 @@ from typing import Any
 
 from memory_core.importers.common import Exchange, fail
 from memory_core.importers.formats import Record, RecordFormat
-from memory_core.importers.formats.chat import OPENAI, chat_exchange
+from memory_core.importers.formats.chat import OPENAI, alternatives_note, chat_exchange
 from memory_core.importers.openai_shapes import reassemble_stream
 
 
@@ -87,9 +87,7 @@ def completion_exchanges(obj: dict[str, Any], where: str, index: int,
             said += _shared_usage(label, i, holder, len(prompts), record["response"], usage)
             others = sum(i * n + j in by_index for j in range(1, n))
             if others:
-                said.append(f"{label}: {others} alternative choice(s) not imported"
-                            + (" (the recorded usage counts their tokens too)"
-                               if usage else ""))
+                said.append(alternatives_note(label, others, usage))
         elif "error" not in obj:
             record.pop("response", None)
             record["error"] = f"no completion recorded for prompt {i}"
