@@ -324,6 +324,20 @@ def _say_calls_sent_back_otherwise(ex: Exchange, conv: list[Message], keys: list
 _ID_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{7,}")
 
 
+def _whitespace_note(ex: Exchange, i: int, role: str, earlier: str | None) -> str:
+    """Why message ``i`` of ``ex`` (its answer, when ``i`` is past its history) is the
+    stored one although its text differs around the edges: ``earlier``, the record that
+    stored it (None: a request's history, not a recorded run)."""
+    if i == len(ex.history) and earlier is not None:
+        return (f"{ex.where}: its answer differs from {earlier}'s only in the whitespace "
+                f"around its text: taken as that answer, stored once as {earlier} "
+                "recorded it")
+    return (f"{ex.where}: message {i} ({role}) is sent with other "
+            "whitespace around its text than "
+            + (f"{earlier} recorded" if earlier is not None else "an earlier request sent")
+            + ": taken as the same message, stored once as first recorded")
+
+
 def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
                  resource_override: str | None,
                  stored: StoredThreads | None = None
@@ -432,17 +446,8 @@ def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
             if _texts(m) != _texts(conv[i]) and (id(tp), seq) not in trimmed:
                 trimmed.add((id(tp), seq))
                 first = tp.first_run[seq]
-                earlier = run_of[first].exchange.where if first is not None else None
-                ex.notes.append(
-                    f"{ex.where}: its answer differs from {earlier}'s only in the "
-                    f"whitespace around its text: taken as that answer, stored once as "
-                    f"{earlier} recorded it"
-                    if i == len(ex.history) and earlier is not None else
-                    f"{ex.where}: message {i} ({conv[i].role}) is sent with other "
-                    "whitespace around its text than "
-                    + (f"{earlier} recorded" if earlier is not None
-                       else "an earlier request sent") + ": taken as the same message, "
-                    "stored once as first recorded")
+                ex.notes.append(_whitespace_note(
+                    ex, i, conv[i].role, None if first is None else run_of[first].exchange.where))
         if ex.response is not None and not isinstance(ex.response.content, str):
             for call in ex.response.tool_calls():  # (an answer's calls: those sent back)
                 if not is_derived_call_id(call.id):
