@@ -1,10 +1,10 @@
 """Containers: how a file holds its model calls, told from its text. Each is read into
 exchanges its own way — OTLP into spans (``otel.py``), the others (cassettes, HAR
 files, httprr traces, Azure test-proxy recordings, HTTP-interaction JSON, JSON
-records) into records that
-the formats of ``registry.py`` read (``openai_jsonl.parse_records``) — and each belongs
-to one of the two families an import is told by (``ImportFormat``: ``import_text``'s
-``format``, ``ImportReport.format``, the runs' import records).
+records) into records that the formats of ``registry.py`` read
+(``openai_jsonl.parse_records``) — and each belongs to one of the two families an
+import is told by (``ImportFormat``: ``import_text``'s ``format``,
+``ImportReport.format``, the runs' import records).
 
 The first container in ``CONTAINERS`` that recognises the text reads it; given a
 family, the first of that family, or else its last (which reads whatever it is given,

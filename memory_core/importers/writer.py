@@ -131,11 +131,12 @@ def import_extra(ex: Exchange, rest: dict[str, Any]) -> dict[str, Any]:
     when it is not the OpenAI family's (``"anthropic"``), where the call was sent
     (``endpoint``, when its URL was recorded), the model the request named when
     another answered (``requested_model``: ``another_model``) or the id it named the
-    one that answered by (``requested_id``: a Bedrock inference profile), what the usage says
-    within its counts (``usage_detail``: reasoning, cached input), the stop sequence
-    that ended the answer (``stop_sequence``), the request's ``request_fields`` as sent, the names of the tools a call that failed
-    offered (``tools_offered``: an answered call's step record holds its tools) and, for
-    a history held server-side, where its prompt's reconstructed messages are."""
+    one that answered by (``requested_id``: a Bedrock inference profile), what the
+    usage says within its counts (``usage_detail``: reasoning, cached input), the stop
+    sequence that ended the answer (``stop_sequence``), the request's
+    ``request_fields`` as sent, the names of the tools a call that failed offered
+    (``tools_offered``: an answered call's step record holds its tools) and, for a
+    history held server-side, where its prompt's reconstructed messages are."""
     out = dict(rest)
     if ex.api is not None:
         out["api"] = ex.api
