@@ -24,6 +24,7 @@ from memory_core.importers.common import (
     sharing,
     split_instructions,
 )
+from memory_core.importers.formats.fields import count_of
 from memory_core.importers.jsonvalues import first_document
 from memory_core.importers.otel_anyagent import any_agent_content, fill_inputs
 from memory_core.importers.otel_content import (
@@ -46,11 +47,7 @@ REASONS_SHOWN = 12
 
 
 def _int_attr(attrs: dict[str, Any], *keys: str) -> int | None:
-    for k in keys:
-        v = attrs.get(k)
-        if isinstance(v, int) and not isinstance(v, bool) and v >= 0:
-            return v
-    return None
+    return next((n for k in keys if (n := count_of(attrs.get(k))) is not None), None)
 
 
 def _str_attr(attrs: dict[str, Any], *keys: str) -> str | None:

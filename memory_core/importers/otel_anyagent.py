@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from memory_core.importers.formats.fields import count_of
 from memory_core.importers.otel_content import SpanContent, json_messages
 from memory_core.importers.otel_read import RawSpan
 from memory_core.models.openai_codec import derived_call_id, parse_arguments
@@ -42,11 +43,10 @@ def any_agent_content(span: RawSpan) -> SpanContent | None:
             for c in listed):
         calls = []
         for j, c in enumerate(listed):
-            args = parse_arguments(c.get("tool.args") or {})
+            name, args = c["tool.name"], parse_arguments(c.get("tool.args") or {})
             # (the span's id in it: a call repeated alike in another span is another call)
-            calls.append(ToolCallPart(id=derived_call_id(j, f"{span.span_id}:{c['tool.name']}",
-                                                         args),
-                                      name=c["tool.name"], args=args))
+            cid = derived_call_id(j, f"{span.span_id}:{name}", args)
+            calls.append(ToolCallPart(id=cid, name=name, args=args))
         notes.append(f"{where}: gen_ai.output: {len(calls)} tool call(s) recorded without "
                      f"an id; given {', '.join(repr(c.id) for c in calls)}")
         reply = Message(role="assistant", content=list(calls))
@@ -58,17 +58,18 @@ def any_agent_content(span: RawSpan) -> SpanContent | None:
 
 def fill_inputs(spans: list[RawSpan], contents: dict[int, SpanContent]
                 ) -> tuple[set[int], dict[int, str]]:
-    """Give each ``call_llm`` span that recorded no input (``contents``, by span id) the
-    conversation its agent sent it: the call before's (under the same agent span), its
+    """Give each ``call_llm`` span that recorded no input the conversation its agent
+    sent it: the call before's (under the same agent span), its
     answer, and a tool message for each of its calls that a tool span after it ran —
     unless its recorded input tokens are fewer than the call before's (a call of its
     own, as the structured final answer is: its input is unknown, so it is left out).
     ``contents`` and what is returned are keyed by the span object's ``id()``: the
     tool spans whose results were taken, and why each call left out was (taken out of
     ``contents``)."""
-    last: dict[str, tuple[list[Message], int | None]] = {}  # by agent span: the latest
-    # call's conversation and its input tokens
-    ran: dict[str, list[RawSpan]] = {}  # by agent span: tool spans since that call
+    # by agent span (a call's parent): its latest call's conversation and input tokens,
+    # and the tool spans run since that call
+    last: dict[str, tuple[list[Message], int | None]] = {}
+    ran: dict[str, list[RawSpan]] = {}
     taken: set[int] = set()
     left_out: dict[int, str] = {}
     for span in spans:
@@ -81,7 +82,7 @@ def fill_inputs(spans: list[RawSpan], contents: dict[int, SpanContent]
             continue
         tools = ran.pop(agent, [])
         before, tokens_before = last.get(agent, ([], None))
-        tokens = _input_tokens(span)
+        tokens = count_of(span.attrs.get("gen_ai.usage.input_tokens"))
         if not c.messages and not c.instructions and before:
             if tokens is not None and tokens_before is not None and tokens < tokens_before:
                 left_out[id(span)] = (
@@ -100,11 +101,6 @@ def fill_inputs(spans: list[RawSpan], contents: dict[int, SpanContent]
         last[agent] = (c.instructions + c.messages + ([c.reply] if c.reply is not None
                                                       else []), tokens)
     return taken, left_out
-
-
-def _input_tokens(span: RawSpan) -> int | None:
-    n = span.attrs.get("gen_ai.usage.input_tokens")
-    return n if type(n) is int else None
 
 
 def _results(answer: Message, tools: list[RawSpan], taken: set[int], notes: list[str],
