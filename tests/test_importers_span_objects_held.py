@@ -142,3 +142,22 @@ def test_two_spans_of_one_id_stay_two() -> None:
     s, report = _import({"spans": [bad, good]})
     assert len(report.runs_created) == 1
     assert [k.reason.split(":")[0] for k in report.skipped] == ["not imported"]
+
+
+def test_an_agent_span_over_a_call_that_cannot_be_read_is_still_a_wrapper() -> None:
+    """An agent span repeating its call's messages wraps that call even when the call
+    itself cannot be read: it is not imported in the call's place."""
+    said = {"gen_ai.input.messages": json.dumps([{"role": "user", "content": "Hi"}]),
+            "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [
+                {"type": "text", "content": "Hello"}]}])}
+    agent = {**_span(**said), "name": "invoke_agent a",
+             "context": {"trace_id": TRACE, "span_id": AGENT}, "parent": None}
+    broken = _span(**{**said, "gen_ai.input.messages": json.dumps(
+        [{"role": "narrator", "parts": []}])})
+    other = {**_span(**said), "context": {"trace_id": TRACE, "span_id": 99}, "parent": None}
+    s, report = _import({"spans": [agent, broken, other]})
+    assert len(report.runs_created) == 1
+    reasons = {k.where: k.reason for k in report.skipped}
+    assert reasons[f"span {AGENT:016x} (invoke_agent a)"].startswith(
+        f"wraps model-call span {SPAN:016x}")
+    assert reasons[f"span {SPAN:016x} (chat gpt-4o-mini)"].startswith("not imported: ")
