@@ -457,20 +457,26 @@ def test_import_into_the_demo_database(db_copy: str) -> None:
     assert "cust-anna" in ok(memwb("threads", "--db", db_copy))
 
 
-@pytest.mark.parametrize(("fixture", "needle"), [
-    ("openai_bad_json.jsonl", "line 3"),
-    ("openai_unknown_role.jsonl", "role"),
-    ("openai_orphan_tool.jsonl", "line"),
+@pytest.mark.parametrize(("fixture", "line", "needle"), [
+    ("openai_bad_json.jsonl", 3, "invalid JSON"),
+    ("openai_unknown_role.jsonl", 2, "unknown role 'robot'"),
+    ("openai_orphan_tool.jsonl", 2, "answers tool call 'call_ghost'"),
 ])
 def test_import_malformed_file_changes_nothing(db_copy: str, tmp_path: Path, fixture: str,
-                                               needle: str) -> None:
+                                               line: int, needle: str) -> None:
+    """The bad record alone is refused and writes nothing; in its file, beside good
+    records, it is left out and said so."""
+    bad = tmp_path / fixture
+    bad.write_text((IMPORTS / fixture).read_text(encoding="utf-8").splitlines()[line - 1]
+                   + "\n", encoding="utf-8")
     before = ok(memwb("threads", "--db", db_copy))
-    line = error_line(memwb("import", str(IMPORTS / fixture), "--db", db_copy))
-    assert needle in line
+    assert needle in error_line(memwb("import", str(bad), "--db", db_copy))
     assert ok(memwb("threads", "--db", db_copy)) == before
     fresh = tmp_path / "fresh.duckdb"
-    error_line(memwb("import", str(IMPORTS / fixture), "--db", str(fresh)))
+    error_line(memwb("import", str(bad), "--db", str(fresh)))
     assert not fresh.exists() and not Path(f"{fresh}.wal").exists()
+    said = ok(memwb("import", str(IMPORTS / fixture), "--db", str(fresh)))
+    assert f"  line {line}: not imported: " in said and needle in said
 
 
 def test_import_argument_errors(tmp_path: Path) -> None:

@@ -374,13 +374,48 @@ def test_files_with_nothing_to_import_are_rejected() -> None:
         import_text(storage(), "\n\n", format="openai")
 
 
+# -- one bad record is left out, noted; the rest of the file imported -----------------------
+ONE_BAD = [  # (file, the bad line, its error, its good lines, a text only it holds)
+    ("openai_bad_json.jsonl", 3, "invalid JSON: Expecting ',' delimiter", 2, "oops"),
+    ("openai_orphan_tool.jsonl", 2, "message 1 (tool) answers tool call 'call_ghost', but "
+                                    "no earlier assistant message made that call", 1, "sunny"),
+    ("openai_unknown_role.jsonl", 2, "message 1: unknown role 'robot'", 1, "beep"),
+    ("openai_missing_messages.jsonl", 2, "this looks like an OpenAI chat-completions record "
+                                         "whose request sends no 'messages'", 1, None),
+]
+
+
+@pytest.mark.parametrize(("name", "line", "error", "good", "own"), ONE_BAD)
+def test_one_bad_record_is_noted_and_the_rest_imported(
+        tmp_path: Path, name: str, line: int, error: str, good: int, own: str | None) -> None:
+    s = storage()
+    report = import_file(s, FIX / name, embed=HashingEmbedder(16))
+    assert len(report.runs_created) == good
+    notes = [(k.where, k.reason) for k in report.skipped if k.reason.startswith("not imp")]
+    assert [(w, r[:len("not imported: ") + len(error)]) for w, r in notes] == [
+        (f"line {line}", f"not imported: {error}")]
+    stored = json.dumps(snapshot(s)["messages"], default=str)
+    assert any(snapshot(s)["messages"].values())  # (the good records' messages)
+    assert own is None or own not in stored  # nothing of the bad one
+    # the bad record alone is refused, naming it, and writes nothing
+    alone = _only_line(FIX / name, line, tmp_path)
+    before = snapshot(s)
+    with pytest.raises(ImportFormatError) as info:
+        import_file(s, alone)
+    assert error in str(info.value) and f"'{alone}'" in str(info.value)
+    assert snapshot(s) == before
+
+
+def _only_line(path: Path, n: int, folder: Path) -> Path:
+    """A file of line ``n`` of ``path`` alone (a file none of whose records is read)."""
+    alone = folder / f"line{n}-{path.name}"
+    alone.write_text(path.read_text(encoding="utf-8").splitlines()[n - 1] + "\n",
+                     encoding="utf-8")
+    return alone
+
+
 # -- malformed files leave the store unchanged -----------------------------------------------
 MALFORMED = [
-    ("openai_bad_json.jsonl", "line 3: invalid JSON"),
-    ("openai_orphan_tool.jsonl", "line 2: message 1 (tool) answers tool call 'call_ghost'"),
-    ("openai_unknown_role.jsonl", "line 2: message 1: unknown role 'robot'"),
-    ("openai_missing_messages.jsonl", "line 2: this looks like an OpenAI chat-completions "
-                                      "record whose request sends no 'messages'"),
     ("otel_orphan_tool.json", "span 0123456789abcdef (chat gpt-4o): message 1 (tool) answers "
                               "tool call 'call_missing'"),
     ("otel_missing_messages.json", "span 00aa11bb22cc33dd (chat gpt-4o): missing messages"),
@@ -499,7 +534,7 @@ def test_embeddings_are_batched_with_progress(monkeypatch: pytest.MonkeyPatch) -
     assert memctx["settings"]["embedder"] == "hashing-16"
 
 
-def test_stages_follow_the_whole_import(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_stages_follow_the_whole_import(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """``stages`` reports reading as it goes (no total until the file is read), then
     planning, embedding, threads stored and runs recorded, each ending at its total."""
     import memory_core.importers.common as common
@@ -520,8 +555,8 @@ def test_stages_follow_the_whole_import(monkeypatch: pytest.MonkeyPatch) -> None
     # a file that fails to read reports no total (nothing else either)
     seen.clear()
     with pytest.raises(ImportFormatError):
-        import_file(storage(), FIX / "openai_orphan_tool.jsonl", stages=lambda *a:
-                    seen.append(a))
+        import_file(storage(), _only_line(FIX / "openai_orphan_tool.jsonl", 2, tmp_path),
+                    stages=lambda *a: seen.append(a))
     assert all(total == 0 for _, _, total in seen)
 
 
@@ -616,8 +651,8 @@ def test_duckdb_storage_imports_too(tmp_path: Path) -> None:
         assert Memctx.model_validate(s.runs.get(f"{report.runs_created[3]}:memctx")
                                      ).source == "imported"
         before = snapshot(s)
-        with pytest.raises(ImportFormatError, match="line 2: message 1 \\(tool\\)"):
-            import_file(s, FIX / "openai_orphan_tool.jsonl")
+        with pytest.raises(ImportFormatError, match="line 1: message 1 \\(tool\\)"):
+            import_file(s, _only_line(FIX / "openai_orphan_tool.jsonl", 2, tmp_path))
         assert import_file(s, FIX / "openai_support.jsonl").already_imported
         assert snapshot(s) == before
     finally:

@@ -46,12 +46,23 @@ def test_a_status_given_only_as_its_line_is_read() -> None:
 
 
 def test_a_status_that_is_no_code_is_refused_naming_it() -> None:
+    """A failed call must not be read as an answer: that interaction is left out,
+    noted, and the others imported; a cassette of only such calls is refused."""
+    said = "the response's status must be an HTTP status code, got 'fine'"
+
     def garbled(items: list[dict[str, Any]]) -> None:
         del items[0]["response"]["code"]
         items[0]["response"]["status"] = "fine"
-    with pytest.raises(ImportFormatError, match="interaction 1: the response's status must "
-                                                "be an HTTP status code, got 'fine'"):
-        import_text(InMemoryStorage(), _cassette(garbled), name="c.yaml")
+    report = import_text(InMemoryStorage(), _cassette(garbled), name="c.yaml")
+    assert len(report.runs_created) == 1
+    assert ("interaction 1", f"not imported: {said}") in [
+        (k.where, k.reason) for k in report.skipped]
+
+    def only_it(items: list[dict[str, Any]]) -> None:
+        garbled(items)
+        del items[1:]
+    with pytest.raises(ImportFormatError, match=f"interaction 1: {said}"):
+        import_text(InMemoryStorage(), _cassette(only_it), name="c.yaml")
 
 
 def test_a_request_without_a_url_is_skipped_saying_so() -> None:

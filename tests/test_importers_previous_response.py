@@ -396,6 +396,9 @@ def test_an_input_item_that_is_no_object_after_a_call_is_one_clear_error() -> No
                           "model": "m", "output": [call]}}
     second = {"request": {"model": "m", "input": ["What's the date?", 7], "tools": tools},
               "response": _answer("resp_2", "Monday", "two", 1767600005)}
-    with pytest.raises(ImportFormatError, match="line 2: input\\[0\\]: an item must be an "
+    report = import_text(InMemoryStorage(), jsonl(first, second))  # line 2 left out, noted
+    assert [(k.where, k.reason[:50]) for k in report.skipped] == [
+        ("line 2", "not imported: input[0]: an item must be an object,")]
+    with pytest.raises(ImportFormatError, match="line 1: input\\[0\\]: an item must be an "
                                                 "object, got \"What"):
-        import_text(InMemoryStorage(), jsonl(first, second))
+        import_text(InMemoryStorage(), jsonl(second))

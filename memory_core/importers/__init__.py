@@ -33,6 +33,8 @@ from memory_core.importers.common import (
     date_undated,
     drop_empty_turns,
     keep_file_order,
+    leave_out,
+    not_read,
     recorded_call_ids,
     resolve_tool_names,
 )
@@ -315,7 +317,12 @@ def _import_parsed(storage: Storage, parsed: ParsedFile, *, fmt: ImportFormat, n
                    progress: Progress | None, stages: Stages | None = None) -> ImportReport:
     recorded_call_ids(parsed.exchanges)  # (before the checks: they see the ids kept)
     check_offered_tools(parsed.exchanges)  # (before results take their calls' names)
-    resolve_tool_names(parsed.exchanges)  # (the last check of the file's validity)
+    failed = resolve_tool_names(parsed.exchanges)  # (the last check of the requests)
+    if failed:  # each left out, noted; a file none of whose requests holds is refused
+        if len(failed) == len(parsed.exchanges):
+            raise failed[0][1]
+        parsed.exchanges = leave_out(parsed.exchanges, [ex for ex, _ in failed])
+        parsed.skipped += [not_read(ex.where, e) for ex, e in failed]
     drop_empty_turns(parsed.exchanges)  # (after the checks: their notes count as sent)
     undated = bool(parsed.exchanges) and all(ex.started_at is None for ex in parsed.exchanges)
     out_of_order = keep_file_order(parsed.exchanges, date_undated(parsed.exchanges))

@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
 
+from memory_core.errors import ImportFormatError
 from memory_core.importers.bedrock import EVENT_STREAM, event_stream, invoke_chunks
 from memory_core.importers.bedrock import model_in_path as bedrock_model
 from memory_core.importers.bedrock_invoke import invoke_family, own_format
@@ -255,12 +256,21 @@ def interaction_records(interactions: list[Any], label: str = "interaction"
                         ) -> tuple[list[tuple[str, Any]], list[SkippedRecord]]:
     """vcrpy-shaped interactions (``{"request": {method, uri, body, headers},
     "response": {status, headers, body}}``) as records; each is named ``label`` and its
-    number (a HAR file's are converted to this shape, ``har.py``)."""
+    number (a HAR file's are converted to this shape, ``har.py``). One that cannot be
+    read (or a container's error in its place) is a row of its error
+    (``openai_jsonl.parse_records`` notes it)."""
     rows: list[tuple[str, Any]] = []
     skipped: list[SkippedRecord] = []
     for i, item in enumerate(interactions, start=1):
-        got = interaction_record(item, f"{label} {i}", label)
-        if isinstance(got, SkippedRecord):
+        where = f"{label} {i}"
+        try:  # one that cannot be read is handed on as its error: noted, the rest read
+            got = item if isinstance(item, ImportFormatError) else \
+                interaction_record(item, where, label)
+        except ImportFormatError as e:
+            got = e
+        if isinstance(got, ImportFormatError):
+            rows.append((where, got))
+        elif isinstance(got, SkippedRecord):
             skipped.append(got)
         else:
             rows.append(got)

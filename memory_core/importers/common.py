@@ -10,7 +10,7 @@ import math
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, TypeVar
 
@@ -52,6 +52,13 @@ class SkippedRecord(BaseModel):
 
     where: str
     reason: str
+
+
+def not_read(where: str, error: ImportFormatError) -> SkippedRecord:
+    """The note for one element of a file that cannot be read (a record, an
+    interaction, a span): it is left out and the rest of the file imported."""
+    return SkippedRecord(where=where,
+                         reason="not imported: " + str(error).removeprefix(where + ": "))
 
 
 class ImportReport(BaseModel):
@@ -420,59 +427,90 @@ def openai_messages(raw: Any, where: str, notes: list[str]) -> list[Message]:
 
 
 # -- tool-name resolution ---------------------------------------------------------------
-def resolve_tool_names(exchanges: Sequence[Exchange]) -> None:
+def resolve_tool_names(exchanges: Sequence[Exchange]
+                       ) -> list[tuple[Exchange, ImportFormatError]]:
     """Give every tool result the name of the call it answers: the exchange's message is
     replaced by a named copy (messages may be shared between exchanges, ``sharing``;
     one copy serves every exchange that resolves the same message alike).
 
     A result must answer a call made earlier in the same request, or (when records
     carry a thread key and clients send a trimmed window) earlier in that thread;
-    otherwise the file is malformed and the error names the record and message —
-    unless the request's history is held server-side and not in the file
+    otherwise the request is malformed: it is returned with an error naming the record
+    and message (the import leaves it out, noted) — unless the request's history is held server-side and not in the file
     (``HeldHistory.unrecorded``): the call may be there, so the result is kept as sent,
     its tool name unknown (``""``), and noted.
     """
     known_by_key: dict[str, dict[str, str]] = {}
     named: dict[tuple[int, tuple[str, ...]], tuple[Message, Message]] = {}
+    failed: list[tuple[Exchange, ImportFormatError]] = []
     for ex in exchanges:
-        known = dict(known_by_key.get(ex.thread_key, {})) if ex.thread_key else {}
-        for i, m in enumerate(ex.conversation()):
-            if not isinstance(m.content, list):
-                continue
-            names: list[str] = []
-            for p in m.content:
-                if isinstance(p, ToolCallPart):
-                    known[p.id] = p.name
-                elif isinstance(p, ToolResultPart) and not p.name:
-                    name = known.get(p.call_id)
-                    label = ("response" if i == len(ex.history)
-                             else f"message {i + len(ex.instructions)}")
-                    if name is None and ex.held is not None and ex.held.unrecorded:
-                        ex.notes.append(
-                            f"{ex.where}: {label} (tool) answers tool call '{p.call_id}', "
-                            f"made in the history held server-side ({ex.held.unrecorded}) "
-                            "that is not in the file: kept as sent, its tool name unknown")
-                        name = ""
-                    if name is None:
-                        raise fail(ex.where, f"{label} (tool) answers tool call "
-                                             f"'{p.call_id}', but no earlier assistant "
-                                             "message made that call")
-                    names.append(name)
-            if not any(names):
-                continue
-            key = (id(m), tuple(names))
-            if key not in named:  # (the original is kept with its copy: ids stay unique)
-                given = iter(names)
-                named[key] = (m, m.model_copy(update={"content": [
-                    p.model_copy(update={"name": next(given)})
-                    if isinstance(p, ToolResultPart) and not p.name else p
-                    for p in m.content]}))
-            if i < len(ex.history):
-                ex.history[i] = named[key][1]
-            else:
-                ex.response = named[key][1]
+        try:
+            known = _name_results(ex, known_by_key, named)
+        except ImportFormatError as e:
+            failed.append((ex, e))
+            continue
         if ex.thread_key:
             known_by_key[ex.thread_key] = known
+    return failed
+
+
+def leave_out(exchanges: Sequence[Exchange], out: Sequence[Exchange]) -> list[Exchange]:
+    """The exchanges without ``out``, numbered again from 0 (an exchange's ``index`` is
+    its place in the file's list: its run id, its rows' run); a link to an exchange
+    left out (``replays``, ``held.continues``) is dropped, the others renumbered."""
+    gone = {id(ex) for ex in out}
+    kept = [ex for ex in exchanges if id(ex) not in gone]
+    new = {ex.index: i for i, ex in enumerate(kept)}
+    for i, ex in enumerate(kept):
+        ex.index = i
+        if ex.replays is not None:
+            ex.replays = new.get(ex.replays)
+        if ex.held is not None and ex.held.continues is not None:
+            ex.held = replace(ex.held, continues=new.get(ex.held.continues))
+    return kept
+
+
+def _name_results(ex: Exchange, known_by_key: dict[str, dict[str, str]],
+                  named: dict[tuple[int, tuple[str, ...]], tuple[Message, Message]]
+                  ) -> dict[str, str]:
+    """``resolve_tool_names`` for one exchange: the calls known after it."""
+    known = dict(known_by_key.get(ex.thread_key, {})) if ex.thread_key else {}
+    for i, m in enumerate(ex.conversation()):
+        if not isinstance(m.content, list):
+            continue
+        names: list[str] = []
+        for p in m.content:
+            if isinstance(p, ToolCallPart):
+                known[p.id] = p.name
+            elif isinstance(p, ToolResultPart) and not p.name:
+                name = known.get(p.call_id)
+                label = ("response" if i == len(ex.history)
+                         else f"message {i + len(ex.instructions)}")
+                if name is None and ex.held is not None and ex.held.unrecorded:
+                    ex.notes.append(
+                        f"{ex.where}: {label} (tool) answers tool call '{p.call_id}', "
+                        f"made in the history held server-side ({ex.held.unrecorded}) "
+                        "that is not in the file: kept as sent, its tool name unknown")
+                    name = ""
+                if name is None:
+                    raise fail(ex.where, f"{label} (tool) answers tool call "
+                                         f"'{p.call_id}', but no earlier assistant "
+                                         "message made that call")
+                names.append(name)
+        if not any(names):
+            continue
+        key = (id(m), tuple(names))
+        if key not in named:  # (the original is kept with its copy: ids stay unique)
+            given = iter(names)
+            named[key] = (m, m.model_copy(update={"content": [
+                p.model_copy(update={"name": next(given)})
+                if isinstance(p, ToolResultPart) and not p.name else p
+                for p in m.content]}))
+        if i < len(ex.history):
+            ex.history[i] = named[key][1]
+        else:
+            ex.response = named[key][1]
+    return known
 
 
 # -- tool calls against the tools offered --------------------------------------------------

@@ -17,6 +17,7 @@ import binascii
 import re
 from typing import Any
 
+from memory_core.errors import ImportFormatError
 from memory_core.importers.cassette import interaction_records, parse_recording
 from memory_core.importers.common import ParsedFile, SkippedRecord, Stages, fail
 from memory_core.importers.jsonvalues import load_json
@@ -120,8 +121,12 @@ def _interaction(entry: Any, where: str) -> dict[str, Any]:
 
 def har_records(doc: dict[str, Any]) -> tuple[list[tuple[str, Any]], list[SkippedRecord]]:
     """The HAR file's model calls as ``{"request", "response"|"error"}`` records."""
-    entries = doc["log"]["entries"]
-    interactions = [_interaction(e, f"entry {i}") for i, e in enumerate(entries, start=1)]
+    interactions: list[Any] = []
+    for i, entry in enumerate(doc["log"]["entries"], start=1):
+        try:
+            interactions.append(_interaction(entry, f"entry {i}"))
+        except ImportFormatError as e:  # noted, the other entries read
+            interactions.append(e)
     return interaction_records(interactions, label="entry")
 
 

@@ -24,6 +24,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from memory_core.errors import ImportFormatError
 from memory_core.importers.cassette import interaction_record, parse_recording
 from memory_core.importers.common import ParsedFile, SkippedRecord, Stages, fail
 from memory_core.importers.jsonvalues import first_document, iter_documents
@@ -132,7 +133,10 @@ def http_rows(docs: Iterator[tuple[str, Any]], skipped: list[SkippedRecord]
         if not is_http_interaction(obj):
             yield where, obj
             continue
-        got = interaction_record(as_interaction(obj, where), where, "HTTP interaction")
+        try:
+            got = interaction_record(as_interaction(obj, where), where, "HTTP interaction")
+        except ImportFormatError as e:  # noted, the other interactions read
+            got = (where, e)
         if isinstance(got, SkippedRecord):
             skipped.append(got)
         else:
@@ -142,5 +146,5 @@ def http_rows(docs: Iterator[tuple[str, Any]], skipped: list[SkippedRecord]
 def parse_http_json(text: str, stages: Stages | None = None) -> ParsedFile:
     """A file of HTTP-interaction JSON objects (see the module's docstring)."""
     skipped: list[SkippedRecord] = []
-    rows = list(http_rows(iter_documents(text), skipped))
+    rows = list(http_rows(iter_documents(text, keep_going=True), skipped))
     return parse_recording(rows, skipped, "HTTP-interaction file", "interaction", stages)

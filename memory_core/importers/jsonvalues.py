@@ -9,8 +9,10 @@ import math
 import re
 import sys
 from collections.abc import Iterator
+from itertools import chain
 from typing import Any
 
+from memory_core.errors import ImportFormatError
 from memory_core.importers.common import fail
 
 MAX_DEPTH = 100
@@ -128,10 +130,13 @@ def _lines(text: str) -> Iterator[tuple[int, str]]:
             yield n, line
 
 
-def iter_documents(text: str) -> Iterator[tuple[str, Any]]:
+def iter_documents(text: str, keep_going: bool = False) -> Iterator[tuple[str, Any]]:
     """The records of a file as ``read_documents`` gives them, read one line at a time:
     a JSON-lines file's records are parsed as they are asked for, so a caller that
-    turns each into something smaller never holds the whole file parsed."""
+    turns each into something smaller never holds the whole file parsed. With
+    ``keep_going``, a line of a JSON-lines file that is no JSON (a log cut off while a
+    line was written) comes as its error in place of the object, and the lines after
+    it are read."""
     lines = _lines(text)
     first = next(lines, None)
     if first is None:
@@ -142,30 +147,44 @@ def iter_documents(text: str) -> Iterator[tuple[str, Any]]:
                            "{\"request\": {...}, \"response\": \"<the stream text>\"} instead")
     second = next(lines, None)
     try:
-        doc = load_json(first[1], f"line {first[0]}")
-    except Exception as line_error:
+        doc: Any = load_json(first[1], f"line {first[0]}")
+    except ImportFormatError as line_error:
         if second is None or not first[1].lstrip().startswith(("{", "[")):
             raise
         try:
             whole = load_json(text, "file")  # pretty-printed JSON spans several lines
-        except Exception:
+        except ImportFormatError:
             docs = _concatenated(text)
-            if docs is None:
+            if docs is not None:
+                yield from docs
+                return
+            if not (keep_going and _an_object(second[1])):
                 raise
-            yield from docs
+            doc = line_error  # JSON lines whose first line is broken
+        else:
+            if not isinstance(whole, dict | list):
+                raise line_error from None
+            yield from _items(whole) if isinstance(whole, list) else [("file", whole)]
             return
-        if not isinstance(whole, dict | list):
-            raise line_error from None
-        yield from _items(whole) if isinstance(whole, list) else [("file", whole)]
-        return
     if second is None and isinstance(doc, list):  # one JSON array
         yield from _items(doc)
         return
     yield f"line {first[0]}", doc
-    if second is not None:
-        yield f"line {second[0]}", load_json(second[1], f"line {second[0]}")
-    for n, ln in lines:
-        yield f"line {n}", load_json(ln, f"line {n}")
+    for n, ln in chain([second], lines) if second is not None else ():
+        try:
+            yield f"line {n}", load_json(ln, f"line {n}")
+        except ImportFormatError as e:
+            if not keep_going:
+                raise
+            yield f"line {n}", e
+
+
+def _an_object(line: str) -> bool:
+    """A line that is a JSON object on its own (a JSON-lines file's record)."""
+    try:
+        return isinstance(loads(line), dict)
+    except (ValueError, RecursionError):
+        return False
 
 
 def _concatenated(text: str) -> list[tuple[str, Any]] | None:

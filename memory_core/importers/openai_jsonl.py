@@ -5,8 +5,11 @@ output lines joined into request/response records — and ``parse_records``, whe
 every container of records (this one, VCR cassettes, HAR files) ends: each record
 read by the format that matches it (``registry.read_record``).
 
-Any malformed record rejects the whole file with an ``ImportFormatError`` naming the
-line (or item) and what was expected."""
+A record that cannot be read (a line that is no JSON, a request no format reads or
+one its format finds malformed) is left out with a note naming it and why, and the rest
+of the file is imported; a file none of whose records can be read is refused with the
+first one's error. A container hands such a record on as its error in place of the
+object (``(where, ImportFormatError)``)."""
 
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from memory_core.errors import ImportFormatError
 from memory_core.importers.common import (
     READ_EVERY,
     Exchange,
@@ -21,6 +25,7 @@ from memory_core.importers.common import (
     SkippedRecord,
     Stages,
     fail,
+    not_read,
     sharing,
 )
 from memory_core.importers.jsonvalues import iter_documents
@@ -123,18 +128,24 @@ def _joined(docs: Iterator[tuple[str, Any]], skipped: list[SkippedRecord]
 
 
 def _exchanges(rows: Iterable[tuple[str, Any]], stages: Stages | None
-               ) -> tuple[list[Exchange], int]:
-    """Every record's exchanges, each record let go once turned into them, and how many
-    records were read."""
+               ) -> tuple[list[Exchange], int, list[tuple[str, ImportFormatError]]]:
+    """Every record's exchanges, each record let go once turned into them, how many
+    records were read, and the records that could not be read, with their errors."""
     out: list[Exchange] = []
+    failed: list[tuple[str, ImportFormatError]] = []
     file_state: dict[str, Any] = {}  # what a record leaves for the later ones
     read = 0
     for where, obj in rows:
-        out += read_record(obj, where, len(out), file_state)
         read += 1
+        try:
+            if isinstance(obj, ImportFormatError):  # (its container could not read it)
+                raise obj
+            out += read_record(obj, where, len(out), file_state)
+        except ImportFormatError as e:
+            failed.append((where, e))
         if stages is not None and read % READ_EVERY == 0:
             stages("read", read, 0)  # (the total is known once the file is read)
-    return out, read
+    return out, read, failed
 
 
 def said(skipped: list[SkippedRecord]) -> str:
@@ -151,7 +162,10 @@ def parse_records(rows: Iterable[tuple[str, Any]], skipped: list[SkippedRecord],
     the file's exchanges; ``stages("read", records, 0)`` every ``READ_EVERY`` records
     (the importer reports the total once the file is valid)."""
     with sharing():  # a request repeats its history: each message parsed once
-        exchanges, read = _exchanges(rows, stages)
+        exchanges, read, failed = _exchanges(rows, stages)
+    if not exchanges and failed:  # nothing read: the first record's error says why
+        raise failed[0][1]
+    skipped += [not_read(where, e) for where, e in failed]
     if not exchanges and skipped:
         raise fail("file", f"no model call among its records; {said(skipped)}")
     if not exchanges:
@@ -163,5 +177,5 @@ def parse_records(rows: Iterable[tuple[str, Any]], skipped: list[SkippedRecord],
 def parse_json(text: str, stages: Stages | None = None) -> ParsedFile:
     """A file of JSON records (see the module's docstring)."""
     skipped: list[SkippedRecord] = []
-    return parse_records(_joined(langsmith_rows(iter_documents(text), skipped), skipped),
-                         skipped, stages)
+    docs = iter_documents(text, keep_going=True)
+    return parse_records(_joined(langsmith_rows(docs, skipped), skipped), skipped, stages)

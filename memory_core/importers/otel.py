@@ -21,6 +21,7 @@ from memory_core.importers.common import (
     ParsedFile,
     SkippedRecord,
     fail,
+    not_read,
     sharing,
     split_instructions,
 )
@@ -194,8 +195,7 @@ def _parse_spans(spans: list[RawSpan]) -> ParsedFile:
             except ImportFormatError as e:
                 failures[id(span)] = e
         if id(span) in failures:  # one span that cannot be a run: said, the rest imported
-            skipped.append(SkippedRecord(where=span.where, reason=(
-                "not imported: " + str(failures[id(span)]).removeprefix(span.where + ": "))))
+            skipped.append(not_read(span.where, failures[id(span)]))
         elif span.span_id in wraps:
             skipped.append(SkippedRecord(where=span.where, reason=(
                 f"wraps model-call span {wraps[span.span_id]}, whose messages are "

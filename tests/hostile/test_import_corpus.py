@@ -20,7 +20,7 @@ from memory_core.importers.registry import FORMATS
 from memory_core.storage.inmemory import InMemoryStorage
 from memory_core.storage.sqlite import SQLiteStorage
 from tests.hostile.corpus import FIX, import_files, record_samples, wrong_types
-from tests.hostile.harness import content_hash, memwb, refused
+from tests.hostile.harness import content_hash, memwb, no_traceback, refused
 
 #: the cases the quick tier runs (each a ~1 s subprocess); the rest are marked slow
 QUICK = {"json-deep-array", "jsonl-huge-int", "yaml-alias-bomb", "top-level-null",
@@ -37,10 +37,15 @@ CASES = ["bomb-gzip", "bomb-bzip2", "bomb-xz", "bomb-zstd-file", "yaml-alias-bom
            for n in ("1e999", "minus-1e999", "huge-int")),
          *(f"top-level-{n}" for n in ("number", "string", "null", "true",
                                       "list-of-numbers", "list-of-lists")),
-         "truncated-openai_support", "truncated-otel_genai",
+         "truncated-otel_genai",
          "truncated-langsmithsdk-langsmith_py_wrap_openai_",
          "truncated-mirascope-ts-handles-refusal-for-stream",
          "truncated-openllmetry-test_chat_tool_calls"]
+
+
+# a JSON-lines log cut off while a line was written: its whole lines are imported, the
+# cut one noted (one bad element of a file is a note, not the refusal of the file)
+CUT_LOGS = ["truncated-openai_support"]
 
 
 def _marked(name: str) -> object:
@@ -51,7 +56,7 @@ def _marked(name: str) -> object:
 @pytest.fixture(scope="module")
 def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     made = import_files(tmp_path_factory.mktemp("hostile"))
-    assert sorted(made) == sorted(CASES), "the corpus and the list of cases differ"
+    assert sorted(made) == sorted(CASES + CUT_LOGS), "the corpus and the cases differ"
     return made
 
 
@@ -87,6 +92,19 @@ def test_each_hostile_file_is_one_error_line_and_changes_nothing(
     line = refused(memwb("import", str(files[case]), "--db", f"sqlite:///{db}"))
     assert str(files[case]) in line
     assert content_hash(db) == before
+
+
+@pytest.mark.parametrize("case", CUT_LOGS)
+def test_a_log_cut_off_mid_line_imports_its_whole_lines(case: str, files: dict[str, Path],
+                                                         tmp_path: Path) -> None:
+    data = files[case].read_text(encoding="utf-8")
+    whole, cut = data.count("\n"), len(data.splitlines())
+    assert cut == whole + 1  # (the last line is cut)
+    done = memwb("import", str(files[case]), "--db", f"sqlite:///{tmp_path / 'x.db'}")
+    no_traceback(done.stdout, done.stderr)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert f"  line {cut}: not imported: invalid JSON" in done.stdout
+    assert f", {whole} runs" in done.stdout
 
 
 @pytest.fixture(scope="module")
