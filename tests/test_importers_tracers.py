@@ -410,3 +410,24 @@ def test_openinference_messages_of_the_wrong_shape_are_named(path: tuple[Any, ..
             "start_time": "2024-05-08T21:46:11.480777Z", "attributes": attrs}
     with pytest.raises(ImportFormatError, match=error):
         import_text(InMemoryStorage(), json.dumps(span), name="phoenix.json")
+
+
+def test_openinference_s_gemini_role_model_is_the_assistant() -> None:
+    """OpenInference's Gemini instrumentations write Gemini's own name of the answering
+    role ("model") in llm.input_messages and llm.output_messages."""
+    attrs = {"openinference.span.kind": "LLM", "llm.model_name": "gemini-2.5-flash",
+             "llm.input_messages.0.message.role": "user",
+             "llm.input_messages.0.message.content": "Hi",
+             "llm.input_messages.1.message.role": "model",
+             "llm.input_messages.1.message.content": "Hello!",
+             "llm.input_messages.2.message.role": "user",
+             "llm.input_messages.2.message.content": "Bye",
+             "llm.output_messages.0.message.role": "model",
+             "llm.output_messages.0.message.content": "Goodbye!"}
+    span = {"name": "GenerateContent", "context": {"trace_id": "0x" + "ab" * 16,
+                                                   "span_id": "0x" + "cd" * 8},
+            "start_time": "2025-08-01T13:22:12Z", "attributes": attrs}
+    s = InMemoryStorage()
+    report = import_text(s, json.dumps(span), name="gemini.json")
+    assert [(m.role, m.text()) for m in s.memory.get_messages(report.threads_created[0])] == [
+        ("user", "Hi"), ("assistant", "Hello!"), ("user", "Bye"), ("assistant", "Goodbye!")]

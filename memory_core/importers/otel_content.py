@@ -341,6 +341,15 @@ def _content_value(value: Any) -> Any:
     return value
 
 
+def _calls_as_content(content: Any) -> bool:
+    """Content that is a list of OpenAI tool calls (``{"id", "type": "function",
+    "function": {name, arguments}}``): JetBrains' Koog writes an assistant message's
+    calls so, as its ``content``."""
+    return isinstance(content, list) and bool(content) and all(
+        isinstance(c, dict) and c.get("type") == "function"
+        and isinstance(c.get("function"), dict) and "name" in c["function"] for c in content)
+
+
 def _openllmetry(span: RawSpan, notes: list[str]) -> SpanContent | None:
     prompts = indexed(span.attrs, "gen_ai.prompt")
     completions = indexed(span.attrs, "gen_ai.completion")
@@ -354,7 +363,14 @@ def _openllmetry(span: RawSpan, notes: list[str]) -> SpanContent | None:
         fc = m.get("function_call")
         if isinstance(fc, dict) and not calls:
             calls = [{"id": None, "type": "function", "function": fc}]
-        return {"role": m.get("role") or role, "content": _content_value(m.get("content")),
+        content = _content_value(m.get("content"))
+        if not calls and _calls_as_content(content):  # (Koog: the calls as the content,
+            calls, content = content, None  # its role "tool": the assistant's calls)
+            if m.get("role") != "assistant":
+                notes.append(f"{span.where}: a {m.get('role')!r} message whose content is "
+                             "tool calls: read as the assistant's calls")
+                m = {**m, "role": "assistant"}
+        return {"role": m.get("role") or role, "content": content,
                 "tool_calls": calls or None, "tool_call_id": m.get("tool_call_id"),
                 "name": m.get("name")}
 
@@ -410,8 +426,11 @@ def _oi_chat(m: Any, where: str) -> dict[str, Any]:
                 inner = image.get("image") if isinstance(image, dict) else None
                 url = inner.get("url") if isinstance(inner, dict) else None
                 content.append({"type": "image_url", "image_url": {"url": url}})
-    return {"role": m.get("role"), "content": content, "tool_calls": calls or None,
-            "tool_call_id": m.get("tool_call_id"), "name": m.get("name")}
+    role = m.get("role")
+    # (the Gemini instrumentations write Gemini's own name of the answering role)
+    return {"role": "assistant" if role == "model" else role, "content": content,
+            "tool_calls": calls or None, "tool_call_id": m.get("tool_call_id"),
+            "name": m.get("name")}
 
 
 def _openinference(span: RawSpan, notes: list[str]) -> SpanContent | None:
