@@ -1648,6 +1648,82 @@ EXPECTED.update({
                     "as first recorded"],
         "finishes": ["stop", "stop", "stop"],
     },
+    # Langfuse's own export of a trace (its framework-trace fixtures: the UI's
+    # {"trace", "observations"}, each observation's input, output and metadata as JSON
+    # text; the OpenTelemetry attributes it took in under metadata.attributes, every
+    # value as text). AutoGen: no attributes kept; the input flattened to
+    # "system: …\nuser: …" text; the usage from usageDetails, the parameters from
+    # modelParameters (max_tokens -1 and seed "" are not set)
+    "langfuse-autogen-2025-06-06.trace.json": {
+        "threads": [["user: Say 'Hello World!'", "assistant: Hello World!"]],
+        "runs": [("gpt-4o", (41, 3), None)],
+        "instructions": "You are a helpful AI assistant. Solve tasks using your tools. "
+                        "Reply with TERMINATE when the task has been completed.",
+        "params": {"temperature": 1, "top_p": 1, "frequency_penalty": 0},
+        "skipped": ["input recorded as text, one 'role: text' after another: read as 2 "
+                    "message(s)", "not model calls, not imported (a tool's result is read "
+                    "from the model call sent it): 1 SPAN"],
+    },
+    # LangGraph through Langfuse's LangChain callback: the tool call under
+    # additional_kwargs, the tool's definition listed as a last "tool" message
+    "langfuse-langgraph-python-2025-08-22.trace.json": {
+        "threads": [["user: Be helpful!",
+                     "user: Search the web for 'example' and summarize.",
+                     'assistant: → Web-Search({"query": "example"})',
+                     'tool Web-Search: [{"url": "https://example.com", "title": "Example '
+                     'Result", "q": "example"}]',
+                     'assistant: The search for "example" primarily leads to the website '
+                     "[example.com](https://example.com), which is often used as a …"]],
+        "runs": [("gpt-4o-2024-08-06", (60, 15), ["Web-Search"]),
+                 ("gpt-4o-2024-08-06", (108, 51), ["Web-Search"])],
+        "params": {"temperature": 0},
+        "skipped": ["1 tool definition(s) listed among the input messages: read as the "
+                    "tools offered"],
+    },
+    # JetBrains' Koog (gen_ai.prompt.N / gen_ai.completion.N): an assistant's calls
+    # written as the content of a "tool" message; its results without call ids
+    "langfuse-koog-2025-08-26.trace.json": {
+        "threads": [["user: Greet and say goodbye to the user in the same message. Use "
+                     "provided tools to generate a proper greeting. The user name is Bob.",
+                     'assistant: → HelloTool({"name": "Bob"})',
+                     "tool HelloTool: Hello my darling Bob!",
+                     'assistant: → ByeTool({"name": "Bob"})',
+                     "tool ByeTool: Bye my dear Bob!",
+                     "assistant: Hello my darling Bob! And, bye my dear Bob!"]],
+        "runs": [("gpt-4o", (47, 106), None), ("gpt-4o", (168, 19), None)],
+        "instructions": "You are a nice and polite assistant.",
+        "skipped": ["a 'tool' message whose content is tool calls: read as the "
+                    "assistant's calls"],
+    },
+    # the AI SDK: its attributes as text (token counts '62', ai.prompt.tools a JSON
+    # array of JSON texts), the prompt and the answer's tool calls as input and output
+    "langfuse-vercel-aisdk-2025-11-17.trace.json": {
+        "threads": [["user: What is the weather like today in San Francisco?",
+                     'assistant: → getWeather({"location": "San Francisco"})']],
+        "runs": [("gpt-5-2025-08-07", (62, 85), ["getWeather"])],
+        "skipped": ["AI SDK ai.generateText span: it wraps the model calls"],
+    },
+    # Claude's agent SDK through LangSmith's OpenTelemetry export: three of its four
+    # turns kept no input ({"content": "role"}), each left out, noted
+    "langfuse-claude-agent-2025-12-22.trace.json": {
+        "threads": [["user: What's the weather like in Berlin and New York?",
+                     "assistant: I'll check the weather in both Berlin and New York for "
+                     "you."]],
+        "runs": [("claude-sonnet-4-5-20250929", (19, 29), None)],
+        "skipped": ["not imported: missing messages: the span has an output but no input "
+                    "messages", 'input {"content": "role"} holds no messages'],
+    },
+    # the OpenAI Agents SDK through OpenInference: the attributes hold the messages
+    "langfuse-openai-agents-2025-09-30.trace.json": {
+        "threads": [["user: What's the weather in Tokyo?",
+                     'assistant: → get_weather({"city": "Tokyo"})',
+                     "tool get_weather: The weather in Tokyo is sunny.",
+                     "assistant: The weather in Tokyo is currently sunny. If you need more "
+                     "details like temperature or forecast for the upcoming days, just let "
+                     "me know!"]],
+        "runs": [("gpt-4.1-2025-04-14", (55, 15), ["get_weather"]),
+                 ("gpt-4.1-2025-04-14", (85, 29), ["get_weather"])],
+    },
 })
 
 

@@ -1,5 +1,5 @@
 """Containers: how a file holds its model calls, told from its text. Each is read into
-exchanges its own way — OTLP into spans (``otel.py``), the others (cassettes, HAR
+exchanges its own way — OTLP and Langfuse exports into spans (``otel.py``, ``langfuse.py``), the others (cassettes, HAR
 files, httprr traces, Azure test-proxy recordings, HTTP-interaction JSON, JSON
 records) into records that the formats of ``registry.py`` read
 (``openai_jsonl.parse_records``) — and each belongs to one of the two families an
@@ -22,6 +22,7 @@ from memory_core.importers.common import ImportFormat, ParsedFile, Stages
 from memory_core.importers.har import looks_like_har, parse_har
 from memory_core.importers.http_json import looks_like_http_json, parse_http_json
 from memory_core.importers.httprr import looks_like_httprr, parse_httprr
+from memory_core.importers.langfuse import looks_like_langfuse, parse_langfuse
 from memory_core.importers.openai_jsonl import parse_json
 from memory_core.importers.otel import looks_like_otlp, parse_otlp
 
@@ -37,6 +38,10 @@ class Container:
 
 
 CONTAINERS: tuple[Container, ...] = (
+    # a Langfuse trace's observations ("type": "GENERATION", traceId, startTime), read
+    # as spans
+    Container("langfuse", "otel", looks_like_langfuse,
+              lambda text, _stages: parse_langfuse(text)),
     # resourceSpans/resourceLogs near the start, span objects, Jaeger, Zipkin
     Container("otlp-json", "otel", looks_like_otlp, lambda text, _stages: parse_otlp(text)),
     Container("cassette", "openai", looks_like_cassette, parse_cassette),  # interactions:

@@ -1,0 +1,126 @@
+"""Langfuse exports (memory_core/importers/langfuse.py) in the shapes its API gives them:
+input and output as JSON values (the API) or JSON text (the UI's export), a trace's
+session and user, failed generations, one observation that cannot be read. The real
+exports are in tests/fixtures/imports/real (langfuse-*)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from memory_core.errors import ImportFormatError
+from memory_core.importers import detect_format, import_text
+from memory_core.storage.inmemory import InMemoryStorage
+
+TRACE = "5f1c2e0a9b8d7c6e5f1c2e0a9b8d7c6e"
+
+
+def gen(oid: str, start: str, inp: Any, out: Any, **more: Any) -> dict[str, Any]:
+    return {"id": oid, "traceId": TRACE, "type": "GENERATION", "name": "ChatOpenAI",
+            "startTime": f"2026-03-01T10:00:{start}Z", "endTime": f"2026-03-01T10:00:{start}Z",
+            "parentObservationId": None, "model": "gpt-4o-mini", "input": inp,
+            "output": out, "usageDetails": {"input": 20, "output": 5, "total": 25},
+            "level": "DEFAULT", "statusMessage": None, "metadata": {}, **more}
+
+
+ASK = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Weather?"}]
+CALL = {"role": "assistant", "content": "", "tool_calls": [{
+    "id": "call_1", "type": "function",
+    "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'}}]}
+
+
+def test_the_api_s_observations_list_imports_with_the_trace_s_session_and_user() -> None:
+    trace = {"id": TRACE, "sessionId": "chat-42", "userId": "ana", "observations": [
+        gen("b", "05", [*ASK, CALL, {"role": "tool", "tool_call_id": "call_1",
+                                     "content": "rain"}],
+            {"role": "assistant", "content": "Rain."}),
+        gen("a", "01", ASK, CALL),  # (listed after the call it began before)
+        {"id": "t", "traceId": TRACE, "type": "TOOL", "name": "get_weather",
+         "startTime": "2026-03-01T10:00:03Z", "input": {"city": "Oslo"}, "output": "rain"}]}
+    text = json.dumps(trace)
+    assert detect_format(text) == "otel"
+    s = InMemoryStorage()
+    report = import_text(s, text)
+    assert len(report.runs_created) == 2 and len(report.threads_created) == 1
+    tid = report.threads_created[0]
+    thread = s.memory.get_thread(tid)
+    assert thread is not None and thread.resource_id == "ana"
+    assert [m.role for m in s.memory.get_messages(tid)] == ["user", "assistant", "tool",
+                                                            "assistant"]
+    first = s.runs.get(f"{report.runs_created[0]}:step:0")
+    assert first["model"]["name"] == "gpt-4o-mini" and first["usage_known"]
+    assert (first["response"]["usage"]["input_tokens"], first["response"]["usage"][
+        "output_tokens"]) == (20, 5)
+    assert any("1 TOOL" in k.reason for k in report.skipped)
+    # the same observations as the UI exports them (JSON as text) import alike
+    ui = {"trace": {k: v for k, v in trace.items() if k != "observations"},
+          "observations": [{**o, "input": json.dumps(o["input"]),
+                            "output": json.dumps(o["output"])}
+                           for o in trace["observations"]]}  # type: ignore[attr-defined]
+    again = import_text(s2 := InMemoryStorage(), json.dumps(ui))
+    assert [m.text() for m in s2.memory.get_messages(again.threads_created[0])] == [
+        m.text() for m in s.memory.get_messages(tid)]
+
+
+def test_a_failed_generation_is_a_failed_run_with_its_status_message() -> None:
+    doc = {"data": [gen("a", "01", ASK, None, level="ERROR",
+                        statusMessage="429 Too Many Requests")]}
+    s = InMemoryStorage()
+    report = import_text(s, json.dumps(doc))
+    run = s.runs.require_run(report.runs_created[0])
+    assert run.status == "failed" and run.error == "429 Too Many Requests"
+
+
+def test_one_generation_that_cannot_be_read_is_noted_and_the_rest_imported() -> None:
+    bad = gen("b", "02", [{"role": "narrator", "content": "Once"}], "upon")
+    doc = {"data": [gen("a", "01", ASK, {"role": "assistant", "content": "Sunny."}), bad]}
+    s = InMemoryStorage()
+    report = import_text(s, json.dumps(doc))
+    assert len(report.runs_created) == 1
+    [note] = [k for k in report.skipped if k.reason.startswith("not imported")]
+    assert note.where == "observation b (ChatOpenAI)" and "'narrator'" in note.reason
+    with pytest.raises(ImportFormatError, match=r"observation b \(ChatOpenAI\): .*narrator"):
+        import_text(InMemoryStorage(), json.dumps({"data": [bad]}))
+
+
+def test_an_export_without_a_generation_says_what_it_holds() -> None:
+    doc = {"data": [{"id": "s", "traceId": TRACE, "type": "SPAN", "name": "agent",
+                     "startTime": "2026-03-01T10:00:00Z"}]}
+    with pytest.raises(ImportFormatError, match=r"no GENERATION observation .* 1 SPAN"):
+        import_text(InMemoryStorage(), json.dumps(doc))
+
+
+def test_langchain_js_tool_results_named_by_their_tool_are_results() -> None:
+    """LangChain.js through Langfuse: a tool's result has the tool's name as its role."""
+    inp = [ASK[1], CALL, {"role": "get_weather", "content": "rain", "additional_kwargs": {}}]
+    s = InMemoryStorage()
+    report = import_text(s, json.dumps({"data": [gen("a", "01", inp, {
+        "role": "assistant", "content": "Rain."})]}))
+    [tid] = report.threads_created
+    [result] = [p for m in s.memory.get_messages(tid) for p in m.tool_results()]
+    assert (result.call_id, result.name, result.result) == ("call_1", "get_weather", "rain")
+    assert any("the role 'get_weather', a tool's name" in k.reason for k in report.skipped)
+
+
+def test_attributes_kept_as_text_are_read_as_the_span_had_them() -> None:
+    """Langfuse keeps every attribute value as text: parameters and counts are numbers
+    again, the conventions' arrays lists; message text stays text."""
+    attrs = {"gen_ai.operation.name": "chat", "gen_ai.request.temperature": "0.7",
+             "gen_ai.request.max_tokens": "256", "gen_ai.usage.input_tokens": "31",
+             "gen_ai.usage.output_tokens": "7",
+             "gen_ai.response.finish_reasons": '["stop"]'}
+    doc = {"data": [gen("a", "01", [{"role": "user", "content": "[1, 2]"}],
+                        [{"role": "assistant", "content": "12"}],
+                        metadata=json.dumps({"attributes": attrs}))]}
+    s = InMemoryStorage()
+    report = import_text(s, json.dumps(doc))
+    rid = report.runs_created[0]
+    record = s.runs.get(f"{rid}:import")
+    assert record["request_params"] == {"temperature": 0.7, "max_tokens": 256}
+    step = s.runs.get(f"{rid}:step:0")
+    assert (step["response"]["usage"]["input_tokens"],
+            step["response"]["finish_reason"]) == (31, "stop")
+    assert [m.text() for m in s.memory.get_messages(report.threads_created[0])] == [
+        "[1, 2]", "12"]
