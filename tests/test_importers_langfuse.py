@@ -124,3 +124,30 @@ def test_attributes_kept_as_text_are_read_as_the_span_had_them() -> None:
             step["response"]["finish_reason"]) == (31, "stop")
     assert [m.text() for m in s.memory.get_messages(report.threads_created[0])] == [
         "[1, 2]", "12"]
+
+
+def test_an_observation_that_cannot_be_read_at_all_is_noted() -> None:
+    """A time that is no time, an observation that is no object: left out, noted, with
+    the notes of an observation named with ': ' kept on it."""
+    ok = gen("a", "01", "user: hi\nassistant: yo\nuser: ok", "fine", name="OpenAI: chat")
+    bad = {**gen("b", "02", ASK, "x"), "startTime": "yesterday"}
+    s = InMemoryStorage()
+    report = import_text(s, json.dumps({"data": [ok, bad, 5]}))
+    assert len(report.runs_created) == 1
+    said = {(k.where, k.reason) for k in report.skipped}
+    assert ("observation b (ChatOpenAI)", "not imported: startTime 'yesterday' is not an "
+            "ISO 8601 time") in said
+    assert ("observation 2", "not imported: expected an object, got int") in said
+    assert ("observation a (OpenAI: chat)", "input recorded as text, one 'role: text' after "
+            "another: read as 3 message(s)") in said
+
+
+def test_observations_as_json_lines_and_a_trace_larger_than_the_file_s_head() -> None:
+    obs = [gen("a", "01", ASK, {"role": "assistant", "content": "Sunny."}),
+           gen("b", "02", [*ASK, {"role": "assistant", "content": "Sunny."},
+                           {"role": "user", "content": "Sure?"}], "Yes.")]
+    lines = import_text(InMemoryStorage(), "\n".join(json.dumps(o) for o in obs))
+    assert len(lines.runs_created) == 2 and len(lines.threads_created) == 1
+    big = {"trace": {"id": TRACE, "input": "x" * 200_000, "output": None},
+           "observations": obs}
+    assert len(import_text(InMemoryStorage(), json.dumps(big)).runs_created) == 2

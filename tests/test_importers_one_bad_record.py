@@ -118,3 +118,54 @@ def test_a_tool_result_answering_no_call_leaves_out_its_request_only() -> None:
                                         "'call_ghost', but no earlier assistant message "
                                         "made that call")]
     assert "sunny" not in " ".join(texts(s)) and {"hello", "weather?"} <= set(texts(s))
+
+
+def test_a_record_left_out_is_no_link_for_a_later_one() -> None:
+    """A Responses record that fails after its response was registered: a later
+    request continuing that response must not be joined to the record read next."""
+    def resp(rid: str, text: str, inp: str, **req: Any) -> dict[str, Any]:
+        return {"request": {"model": "m", "input": inp, **req}, "response": {
+            "id": rid, "object": "response", "created_at": 1767600000, "model": "m",
+            "output": [{"type": "message", "id": f"msg_{rid}", "role": "assistant",
+                        "content": [{"type": "output_text", "text": text}]}]}}
+    lines = [resp("resp_a", "A", "hi", temperature="hot"), resp("resp_b", "B", "other"),
+             resp("resp_c", "C", "next", previous_response_id="resp_a")]
+    s = InMemoryStorage()
+    report = import_text(s, "\n".join(json.dumps(r) for r in lines))
+    assert len(report.runs_created) == 2 and len(report.threads_created) == 2
+    threads = [[m.text() for m in s.memory.get_messages(t)] for t in report.threads_created]
+    assert ["other", "B"] in threads and all("next" not in t or "other" not in t
+                                             for t in threads)
+
+
+def test_an_otlp_json_lines_export_cut_off_mid_line_keeps_its_whole_lines() -> None:
+    from tests.test_importers import FIX  # (the OTLP fixture, one export a line)
+    doc = json.dumps(json.loads((FIX / "otel_genai.json").read_text(encoding="utf-8")))
+    s = InMemoryStorage()
+    report = import_text(s, doc + "\n" + doc[: len(doc) // 2] + "\n")
+    assert report.runs_created
+    assert [k.where for k in report.skipped if k.reason.startswith("not imported: invalid")
+            ] == ["line 2"]
+
+
+def test_an_http_interaction_log_whose_first_line_is_cut_is_still_read_as_one() -> None:
+    def call(q: str) -> str:
+        rec = chat(q, "a")
+        return json.dumps({"request": {"method": "POST", "url": URL, "body": rec["request"]},
+                           "response": {"status": 200, "body": rec["response"]}})
+    report = import_text(InMemoryStorage(), "\n".join([call("q0")[:50], call("q1"),
+                                                       call("q2")]))
+    assert len(report.runs_created) == 2
+    assert [k.where for k in report.skipped if k.reason.startswith("not imp")] == ["line 1"]
+
+
+def test_a_first_line_holding_what_cannot_be_stored_is_a_line_not_a_document() -> None:
+    """A NUL in the first record: that line is left out (it was read as the start of a
+    document printed over several lines: the whole file parsed, then refused)."""
+    first = json.dumps(chat("a\u0000b", "x"))
+    report = import_text(InMemoryStorage(), "\n".join([first, json.dumps(chat("q", "a"))]))
+    assert len(report.runs_created) == 1
+    [(where, reason)] = notes(report)
+    assert where == "line 1" and "contains a NUL character" in reason
+    with pytest.raises(ImportFormatError, match=r"^line 1: the string at .* NUL"):
+        import_text(InMemoryStorage(), first + "\n" + first)

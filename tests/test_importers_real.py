@@ -1693,7 +1693,8 @@ EXPECTED.update({
         "runs": [("gpt-4o", (47, 106), None), ("gpt-4o", (168, 19), None)],
         "instructions": "You are a nice and polite assistant.",
         "skipped": ["a 'tool' message whose content is tool calls: read as the "
-                    "assistant's calls"],
+                    "assistant's calls", "1 more completion(s), each a tool call of the "
+                    "same answer (ByeTool): not in this run's answer"],
     },
     # the AI SDK: its attributes as text (token counts '62', ai.prompt.tools a JSON
     # array of JSON texts), the prompt and the answer's tool calls as input and output
@@ -1713,8 +1714,11 @@ EXPECTED.update({
         "skipped": ["not imported: missing messages: the span has an output but no input "
                     "messages", 'input {"content": "role"} holds no messages'],
     },
-    # the OpenAI Agents SDK through OpenInference: the attributes hold the messages
+    # the OpenAI Agents SDK through OpenInference: the attributes hold the messages; the
+    # instructions only among llm.invocation_parameters (the whole Response object)
     "langfuse-openai-agents-2025-09-30.trace.json": {
+        "instructions": "You are a helpful agent.",
+        "params": {"tool_choice": "auto", "top_p": 1, "store": True},
         "threads": [["user: What's the weather in Tokyo?",
                      'assistant: → get_weather({"city": "Tokyo"})',
                      "tool get_weather: The weather in Tokyo is sunny.",
@@ -1891,3 +1895,13 @@ def test_vercel_spans_details() -> None:
     assert run.started_at == datetime.fromtimestamp(1770131992.242, tz=UTC)
     assert run.finished_at == datetime(2026, 2, 3, 15, 19, 54, 21415, tzinfo=UTC)
     assert len(report.skipped) == 6
+
+
+def test_a_response_recorded_as_invocation_parameters_is_no_parameter() -> None:
+    """The OpenAI Agents SDK's OpenInference spans record the Responses API's whole
+    Response as llm.invocation_parameters: its instructions go to the prompt, its own
+    fields (id, created_at, billing …) are no request parameters."""
+    s = InMemoryStorage()
+    report = import_file(s, REAL / "langfuse-openai-agents-2025-09-30.trace.json")
+    params = s.runs.get(f"{report.runs_created[0]}:import")["request_params"]
+    assert not {"id", "created_at", "billing", "instructions", "model"} & set(params)

@@ -50,6 +50,13 @@ def looks_like_http_json(text: str) -> bool:
     if not head.startswith(("{", "[")) or '"request"' not in head or not _HEAD.search(head):
         return False
     doc = first_document(text)  # (JSON lines: the first line's; what follows is ignored)
+    start = text.find("\n")
+    for _ in range(3):  # a first line that is no JSON (cut off): the next ones tell
+        if doc is not None or start < 0:
+            break
+        end = text.find("\n", start + 1)
+        doc = first_document(text[start + 1:end if end >= 0 else len(text)])
+        start = end
     if isinstance(doc, list):
         doc = doc[0] if doc else None
     return is_http_interaction(doc)

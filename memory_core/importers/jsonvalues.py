@@ -151,21 +151,26 @@ def iter_documents(text: str, keep_going: bool = False) -> Iterator[tuple[str, A
     except ImportFormatError as line_error:
         if second is None or not first[1].lstrip().startswith(("{", "[")):
             raise
-        try:
-            whole = load_json(text, "file")  # pretty-printed JSON spans several lines
-        except ImportFormatError:
-            docs = _concatenated(text)
-            if docs is not None:
-                yield from docs
-                return
-            if not (keep_going and _an_object(second[1])):
+        if _whole_value(first[1]):  # a record of JSON lines holding what cannot be read
+            if not keep_going:  # (NaN, a NUL, a lone surrogate): not spread over lines
                 raise
-            doc = line_error  # JSON lines whose first line is broken
+            doc = line_error
         else:
-            if not isinstance(whole, dict | list):
-                raise line_error from None
-            yield from _items(whole) if isinstance(whole, list) else [("file", whole)]
-            return
+            try:
+                whole = load_json(text, "file")  # pretty-printed JSON spans several lines
+            except ImportFormatError:
+                docs = _concatenated(text)
+                if docs is not None:
+                    yield from docs
+                    return
+                if not (keep_going and _an_object(second[1])):
+                    raise
+                doc = line_error  # JSON lines whose first line is broken
+            else:
+                if not isinstance(whole, dict | list):
+                    raise line_error from None
+                yield from _items(whole) if isinstance(whole, list) else [("file", whole)]
+                return
     if second is None and isinstance(doc, list):  # one JSON array
         yield from _items(doc)
         return
@@ -177,6 +182,21 @@ def iter_documents(text: str, keep_going: bool = False) -> Iterator[tuple[str, A
             if not keep_going:
                 raise
             yield f"line {n}", e
+
+
+_LENIENT = json.JSONDecoder()  # (NaN and huge numbers read: only the extent is asked)
+
+
+def _whole_value(line: str) -> bool:
+    """A line that is one whole JSON value by itself (NaN, ``1e999``, a NUL or a lone
+    surrogate in it or not): a record of JSON lines, never the first line of a document
+    printed over several."""
+    stripped = line.strip()
+    try:
+        _, end = _LENIENT.raw_decode(stripped)
+    except (ValueError, RecursionError):
+        return False
+    return end == len(stripped)
 
 
 def _an_object(line: str) -> bool:

@@ -20,20 +20,22 @@ observation's ``model``, ``usageDetails``, ``level: ERROR`` and its trace's
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections import Counter
 from datetime import UTC, datetime
 from typing import Any
 
 from memory_core.errors import ImportFormatError
-from memory_core.importers.common import ParsedFile, SkippedRecord, fail, iso_time
-from memory_core.importers.jsonvalues import load_json
+from memory_core.importers.common import ParsedFile, SkippedRecord, fail, iso_time, not_read
+from memory_core.importers.jsonvalues import check_value, iter_documents, loads
 from memory_core.importers.otel import parse_spans
 from memory_core.importers.otel_content import span_content
 from memory_core.importers.otel_read import RawSpan
 
 _TYPES = ("GENERATION", "SPAN", "EVENT", "AGENT", "TOOL", "CHAIN", "RETRIEVER",
           "EVALUATOR", "EMBEDDING", "GUARDRAIL")
+_UI_EXPORT = re.compile(r'\{\s*"trace"\s*:\s*\{\s*"id"\s*:')
 _TYPE = re.compile(r'"type"\s*:\s*"(?:' + "|".join(_TYPES) + r')"')
 # a message flattened to text as Langfuse shows one ("user: Say 'Hello World!'")
 _ROLE_LINE = re.compile(r"^(system|developer|user|assistant|tool): ", re.MULTILINE)
@@ -43,6 +45,8 @@ def looks_like_langfuse(text: str) -> bool:
     """A JSON document holding Langfuse observations: an observation's ``traceId`` and
     ``startTime`` beside a ``type`` Langfuse gives observations (``"GENERATION"`` …)."""
     head = text.lstrip()[:65536]
+    if _UI_EXPORT.match(head) and '"observations"' in text:  # (the trace first, any size)
+        return True
     return head.startswith(("{", "[")) and '"traceId"' in head and '"startTime"' in head \
         and _TYPE.search(head) is not None
 
@@ -62,14 +66,19 @@ def _observations(doc: Any) -> tuple[dict[str, Any], list[Any]]:
                        "{\"data\": [...]} or a JSON array of observations")
 
 
-def _value(raw: Any) -> Any:
+def _value(raw: Any, where: str = "", what: str = "") -> Any:
     """An observation's input, output or metadata: Langfuse's UI export gives JSON as a
-    JSON string; text that is no JSON stays text."""
+    JSON string; text that is no JSON stays text. JSON that a recording cannot hold
+    (nested too deeply, a NUL, a lone surrogate) is an error naming ``where``."""
     if isinstance(raw, str) and raw.lstrip().startswith(("{", "[", '"')):
         try:
-            return json.loads(raw)
+            value = loads(raw)
         except ValueError:
             return raw
+        except RecursionError:
+            raise fail(where, f"{what} nested too deeply to read") from None
+        check_value(value, f"{where}: {what}", strings=True)
+        return value
     return raw
 
 
@@ -116,12 +125,14 @@ def _typed(key: str, value: Any) -> Any:
     if key.startswith(_NUMERIC):
         if _NUMBER.fullmatch(value):
             number = float(value)
+            if not math.isfinite(number):  # (1e400: kept as text, refused as a number)
+                return value
             return int(value) if number.is_integer() and "." not in value and "e" not in \
                 value.lower() else number
         if value in ("true", "false"):
             return value == "true"
     if key in _ARRAYS and value.startswith("["):
-        parsed = _value(value)
+        parsed = _value(value, key, "")
         return parsed if isinstance(parsed, list) else value
     return value
 
@@ -144,7 +155,8 @@ def _messages_in(raw: list[Any], attrs: dict[str, Any], where: str,
         if role == "tool" and isinstance(content, dict) and content.get("type") == "function":
             tools.append(content)
             continue
-        for c in m.get("tool_calls") or []:
+        calls = m.get("tool_calls")
+        for c in calls if isinstance(calls, list) else []:
             fn = c.get("function") if isinstance(c, dict) else None
             if isinstance(fn, dict) and isinstance(fn.get("name"), str):
                 waiting[fn["name"]] = str(c.get("id"))
@@ -239,7 +251,7 @@ def _usage(attrs: dict[str, Any], obs: dict[str, Any]) -> None:
 
 def _span(obs: dict[str, Any], trace: dict[str, Any], where: str,
           notes: list[str]) -> RawSpan:
-    meta = _value(obs.get("metadata"))
+    meta = _value(obs.get("metadata"), where, "metadata")
     raw_attrs = meta.get("attributes") if isinstance(meta, dict) else None
     attrs = {k: _typed(k, v) for k, v in raw_attrs.items()} \
         if isinstance(raw_attrs, dict) else {}
@@ -254,7 +266,8 @@ def _span(obs: dict[str, Any], trace: dict[str, Any], where: str,
     except ImportFormatError:  # its attributes hold messages, malformed: said as the
         held = True  # span's failure when the spans are read
     if not held:
-        _restore(attrs, _value(obs.get("input")), _value(obs.get("output")), where, notes)
+        _restore(attrs, _value(obs.get("input"), where, "input"),
+                 _value(obs.get("output"), where, "output"), where, notes)
     if not any(k in attrs for k in ("gen_ai.operation.name", "openinference.span.kind",
                                     "ai.operationId")):
         attrs["gen_ai.operation.name"] = "chat"  # (a GENERATION is a model call)
@@ -277,20 +290,40 @@ def _span(obs: dict[str, Any], trace: dict[str, Any], where: str,
 
 
 def parse_langfuse(text: str) -> ParsedFile:
-    """A Langfuse export's model calls (see the module's docstring)."""
-    trace, observations = _observations(load_json(text, "file", "Langfuse export"))
+    """A Langfuse export's model calls (see the module's docstring). One observation
+    that cannot be read is left out, noted; an export none of whose generations can
+    be read is refused with the first one's error."""
+    trace: dict[str, Any] = {}
+    observations: list[tuple[str, Any]] = []
+    failed: list[tuple[str, ImportFormatError]] = []
+    for where, doc in iter_documents(text, keep_going=True):
+        if isinstance(doc, ImportFormatError):
+            failed.append((where, doc))
+        elif isinstance(doc, dict) and "type" in doc and "traceId" in doc:
+            observations.append((f"observation {len(observations)}", doc))  # (a line)
+        else:
+            found_trace, found = _observations(doc)
+            trace = trace or found_trace
+            observations += [(f"observation {len(observations) + i}", o)
+                             for i, o in enumerate(found)]
     spans: list[RawSpan] = []
-    notes: list[str] = []
+    notes: dict[str, list[str]] = {}
     other: Counter[str] = Counter()
-    for i, obs in enumerate(observations):
+    for at, obs in observations:
         if not isinstance(obs, dict):
-            raise fail(f"observation {i}", f"expected an object, got {type(obs).__name__}")
+            failed.append((at, fail(at, f"expected an object, got {type(obs).__name__}")))
+            continue
         kind = str(obs.get("type") or "?")
         if kind != "GENERATION":
             other[kind] += 1
             continue
-        spans.append(_span(obs, trace, f"observation {obs.get('id') or i} "
-                                        f"({obs.get('name') or 'unnamed'})", notes))
+        where = f"observation {obs.get('id') or at.split()[-1]} ({obs.get('name') or 'unnamed'})"
+        try:
+            spans.append(_span(obs, trace, where, notes.setdefault(where, [])))
+        except ImportFormatError as e:
+            failed.append((where, e))
+    if not spans and failed:
+        raise failed[0][1]
     if not spans:
         raise fail("file", "no GENERATION observation (a model call) among its "
                            f"{len(observations)} observation(s)" + (
@@ -299,16 +332,17 @@ def parse_langfuse(text: str) -> ParsedFile:
     # Langfuse lists a trace's observations in no set order: read them as they began
     spans.sort(key=lambda s: s.start or datetime.max.replace(tzinfo=UTC))
     parsed = parse_spans(spans)
-    # the notes made while reading an observation go with its call's own
-    # (or, for one left out, with the reason it was)
+    # the notes made while reading an observation go with its call's own (or, for one
+    # left out, with the reason it was)
     by_where = {ex.where: ex for ex in parsed.exchanges}
     left = {k.where: k for k in parsed.skipped}
-    for note in notes:
-        at, _, said = note.partition(": ")
-        if at in by_where:
-            by_where[at].notes.append(note)
-        elif at in left:
-            left[at].reason += f" ({said})"
+    for where, said in notes.items():
+        for note in said:
+            if where in by_where:
+                by_where[where].notes.append(note)
+            elif where in left:
+                left[where].reason += f" ({note.removeprefix(where + ': ')})"
+    parsed.skipped += [not_read(where, e) for where, e in failed]
     if other:
         parsed.skipped.append(SkippedRecord(where="file", reason=(
             "observations that are not model calls, not imported (a tool's result is read "

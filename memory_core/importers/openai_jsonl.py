@@ -25,6 +25,7 @@ from memory_core.importers.common import (
     SkippedRecord,
     Stages,
     fail,
+    leave_out,
     not_read,
     sharing,
 )
@@ -134,15 +135,20 @@ def _exchanges(rows: Iterable[tuple[str, Any]], stages: Stages | None
     out: list[Exchange] = []
     failed: list[tuple[str, ImportFormatError]] = []
     file_state: dict[str, Any] = {}  # what a record leaves for the later ones
-    read = 0
+    read = index = 0
     for where, obj in rows:
         read += 1
         try:
             if isinstance(obj, ImportFormatError):  # (its container could not read it)
                 raise obj
-            out += read_record(obj, where, len(out), file_state)
+            got = read_record(obj, where, index, file_state)
+            out += got
+            index += len(got)
         except ImportFormatError as e:
             failed.append((where, e))
+            # its index is not given again: what the record left in file_state under
+            # it (a response a later request continues) must not name another record
+            index += 1
         if stages is not None and read % READ_EVERY == 0:
             stages("read", read, 0)  # (the total is known once the file is read)
     return out, read, failed
@@ -165,6 +171,8 @@ def parse_records(rows: Iterable[tuple[str, Any]], skipped: list[SkippedRecord],
         exchanges, read, failed = _exchanges(rows, stages)
     if not exchanges and failed:  # nothing read: the first record's error says why
         raise failed[0][1]
+    if failed:  # numbered again, a link to a record left out dropped
+        exchanges = leave_out(exchanges, [])
     skipped += [not_read(where, e) for where, e in failed]
     if not exchanges and skipped:
         raise fail("file", f"no model call among its records; {said(skipped)}")

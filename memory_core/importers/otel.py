@@ -40,7 +40,7 @@ from memory_core.importers.otel_read import (
     RawSpan,
     is_content_key,
     is_span_document,
-    read_otlp,
+    read_otlp_lines,
 )
 from memory_core.models.base import Usage
 
@@ -225,7 +225,10 @@ def _parse_spans(spans: list[RawSpan]) -> ParsedFile:
 
 def parse_otlp(text: str | None = None, data: bytes | None = None) -> ParsedFile:
     """OTLP/JSON (a document or JSON lines) from ``text``, or OTLP protobuf ``data``."""
-    return parse_spans(read_otlp(text, data))
+    spans, failed = read_otlp_lines(text, data)
+    parsed = parse_spans(spans)
+    parsed.skipped += [not_read(where, e) for where, e in failed]
+    return parsed
 
 
 def parse_otlp_json(text: str) -> ParsedFile:

@@ -346,8 +346,9 @@ def _calls_as_content(content: Any) -> bool:
     "function": {name, arguments}}``): JetBrains' Koog writes an assistant message's
     calls so, as its ``content``."""
     return isinstance(content, list) and bool(content) and all(
-        isinstance(c, dict) and c.get("type") == "function"
-        and isinstance(c.get("function"), dict) and "name" in c["function"] for c in content)
+        isinstance(c, dict) and c.get("type") == "function" and isinstance(c.get("id"), str)
+        and isinstance(c.get("function"), dict) and "name" in c["function"]
+        and "arguments" in c["function"] for c in content)
 
 
 def _openllmetry(span: RawSpan, notes: list[str]) -> SpanContent | None:
@@ -364,8 +365,9 @@ def _openllmetry(span: RawSpan, notes: list[str]) -> SpanContent | None:
         if isinstance(fc, dict) and not calls:
             calls = [{"id": None, "type": "function", "function": fc}]
         content = _content_value(m.get("content"))
-        if not calls and _calls_as_content(content):  # (Koog: the calls as the content,
-            calls, content = content, None  # its role "tool": the assistant's calls)
+        if not calls and not m.get("tool_call_id") and _calls_as_content(content):
+            # Koog writes the assistant's calls as the content, its role "tool"
+            calls, content = content, None
             if m.get("role") != "assistant":
                 notes.append(f"{span.where}: a {m.get('role')!r} message whose content is "
                              "tool calls: read as the assistant's calls")
@@ -391,7 +393,13 @@ def _openllmetry(span: RawSpan, notes: list[str]) -> SpanContent | None:
                      "imported")
     outs = [openai_message(chat(completions[i], "assistant"), f"{span.where}: gen_ai.completion.{i}", notes)
             for i in completions if i not in thinking]
-    if len(outs) > 1:
+    if len(outs) > 1 and all(o.tool_calls() and not o.text() for o in outs):
+        # (Koog writes each of an answer's parallel calls as a completion of its own;
+        # the next request's history holds them one after another)
+        names = ", ".join(p.name for o in outs[1:] for p in o.tool_calls())
+        notes.append(f"{span.where}: {len(outs) - 1} more completion(s), each a tool call "
+                     f"of the same answer ({names}): not in this run's answer")
+    elif len(outs) > 1:
         notes.append(f"{span.where}: {len(outs) - 1} alternative completion(s) not imported")
     finish = completions[min(completions)].get("finish_reason") if completions else None
     return SpanContent([], msgs, outs[0] if outs else None,
@@ -442,10 +450,23 @@ def _openinference(span: RawSpan, notes: list[str]) -> SpanContent | None:
         replies = [openai_message(_oi_chat(outs[i], f"{span.where}: llm.output_messages.{i}"),
                                   f"{span.where}: llm.output_messages.{i}",
                                   notes) for i in outs]
-        return SpanContent([], msgs, replies[0] if replies else None, notes=notes)
+        return SpanContent(_oi_instructions(span, msgs), msgs,
+                           replies[0] if replies else None, notes=notes)
     if span.attrs.get("openinference.span.kind") != "LLM":
         return None
     return _oi_values(span, notes)
+
+
+def _oi_instructions(span: RawSpan, msgs: list[Message]) -> list[Message]:
+    """The Responses API's ``instructions`` (the system prompt sent beside the input),
+    which the OpenAI Agents SDK's OpenInference instrumentation records only among the
+    ``llm.invocation_parameters``; none when the messages hold a system prompt."""
+    inv = span.attrs.get("llm.invocation_parameters")
+    if not isinstance(inv, str) or any(m.role in ("system", "developer") for m in msgs):
+        return []
+    decoded = parse_arguments(inv)
+    text = decoded.get("instructions") if isinstance(decoded, dict) else None
+    return [Message(role="system", content=text)] if isinstance(text, str) and text else []
 
 
 def _oi_values(span: RawSpan, notes: list[str]) -> SpanContent | None:
@@ -750,6 +771,13 @@ def _vercel_params(attrs: dict[str, Any], where: str) -> dict[str, Any]:
     return params
 
 
+# what llm.invocation_parameters may hold that is no request parameter: the model and
+# tools (recorded apart), and the fields of a response (the OpenAI Agents SDK records
+# the Responses API's whole Response there)
+_NOT_PARAMS = {"model", "tools", "id", "object", "created_at", "status", "error",
+               "incomplete_details", "output", "output_text", "usage", "billing"}
+
+
 def span_params(attrs: dict[str, Any], where: str) -> dict[str, Any]:
     """Request parameters the span recorded (``gen_ai.request.*`` without the model,
     OpenInference ``llm.invocation_parameters``, the AI SDK's ``ai.settings.*``)."""
@@ -757,8 +785,9 @@ def span_params(attrs: dict[str, Any], where: str) -> dict[str, Any]:
     inv = attrs.get("llm.invocation_parameters")
     if isinstance(inv, str):
         decoded = load_json(inv, where, "llm.invocation_parameters")
-        if isinstance(decoded, dict):
-            params.update({k: v for k, v in decoded.items() if k not in ("model", "tools")})
+        if isinstance(decoded, dict):  # (the OpenAI Agents SDK's: the whole Response)
+            params.update({k: v for k, v in decoded.items() if k not in _NOT_PARAMS and not (
+                k == "instructions" and isinstance(v, str))})  # (in the prompt instead)
     for key, value in attrs.items():
         if key.startswith(("gen_ai.request.", "llm.request.")) and not key.endswith(".model") \
                 and not key.startswith("llm.request.functions") \

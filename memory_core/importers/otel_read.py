@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from memory_core.errors import ImportFormatError
 from memory_core.importers.common import fail, from_unix, iso_time, list_of
-from memory_core.importers.jsonvalues import read_documents
+from memory_core.importers.jsonvalues import iter_documents
 
 Event = tuple[str, dict[str, Any]]  # (event name, body merged over attributes)
 
@@ -635,5 +636,27 @@ def protobuf_documents(data: bytes) -> list[tuple[str, Any]]:
 
 
 def read_otlp(text: str | None, data: bytes | None = None) -> list[RawSpan]:
-    docs = protobuf_documents(data) if data is not None else read_documents(text or "")
-    return spans_of(docs)
+    """The spans of an export; ImportFormatError for any line that is no JSON."""
+    spans, failed = read_otlp_lines(text, data)
+    if failed:
+        raise failed[0][1]
+    return spans
+
+
+def read_otlp_lines(text: str | None, data: bytes | None = None
+                    ) -> tuple[list[RawSpan], list[tuple[str, ImportFormatError]]]:
+    """The spans of an export, and the lines of a JSON-lines export that are no JSON
+    (a file cut off while a line was written), with their errors; ImportFormatError
+    when no line is."""
+    if data is not None:
+        return spans_of(protobuf_documents(data)), []
+    docs: list[tuple[str, Any]] = []
+    failed: list[tuple[str, ImportFormatError]] = []
+    for where, doc in iter_documents(text or "", keep_going=True):
+        if isinstance(doc, ImportFormatError):
+            failed.append((where, doc))
+        else:
+            docs.append((where, doc))
+    if not docs:
+        raise failed[0][1]
+    return spans_of(docs), failed
