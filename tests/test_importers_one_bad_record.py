@@ -169,3 +169,17 @@ def test_a_first_line_holding_what_cannot_be_stored_is_a_line_not_a_document() -
     assert where == "line 1" and "contains a NUL character" in reason
     with pytest.raises(ImportFormatError, match=r"^line 1: the string at .* NUL"):
         import_text(InMemoryStorage(), first + "\n" + first)
+
+
+def test_notes_come_in_the_file_s_order() -> None:
+    """What reading noted (line 2 left out) and what a call's own reading noted (line
+    1's second choice, line 3's) are listed by line, not by when they were made."""
+    two = chat("q0", "a0")
+    two["response"]["choices"].append({"index": 1, "message": {"role": "assistant",
+                                                                "content": "b0"}})
+    three = chat("q2", "a2")
+    three["response"]["choices"].append({"index": 1, "message": {"role": "assistant",
+                                                                  "content": "b2"}})
+    report = import_text(InMemoryStorage(), "\n".join(
+        [json.dumps(two), "{not json", json.dumps(three)]))
+    assert [k.where for k in report.skipped] == ["line 1", "line 2", "line 3"]

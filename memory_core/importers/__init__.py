@@ -312,6 +312,22 @@ def folded_notes(notes: list[str]) -> list[str]:
             for (placed, text), at in places.items()]
 
 
+# a record's place in its file: "line 12", "interaction 3", "entry 4", "item 2" …
+_PLACE = re.compile(r"(?:line|item|document|interaction|entry|call|HTTP interaction) (\d+)\b")
+
+
+def in_file_order(notes: list[SkippedRecord]) -> list[SkippedRecord]:
+    """The notes on the whole file first, then each record's in the file's order (line
+    3's before line 12's, whether made reading or planning); notes on what has no number
+    (a span) after them, in the order they were made."""
+    def place(k: SkippedRecord) -> tuple[int, int]:
+        if k.where == "file":
+            return 0, 0
+        m = _PLACE.match(k.where)
+        return (1, int(m.group(1))) if m else (2, 0)
+    return sorted(notes, key=place)
+
+
 def _import_parsed(storage: Storage, parsed: ParsedFile, *, fmt: ImportFormat, name: str,
                    digest: str, embed: Embedder | None, resource_id: str | None,
                    progress: Progress | None, stages: Stages | None = None) -> ImportReport:
@@ -339,6 +355,7 @@ def _import_parsed(storage: Storage, parsed: ParsedFile, *, fmt: ImportFormat, n
     report.skipped += [SkippedRecord(where=ex.where, reason=note) for ex in parsed.exchanges
                        for note in folded_notes([n.removeprefix(f"{ex.where}: ")
                                                  for n in ex.notes])]
+    report.skipped = in_file_order(report.skipped)
     if stages is not None:
         stages("planned", len(runs), len(runs))
     ours, clash = _stored_threads(storage, [t.thread_id for t in threads if not t.stored],
