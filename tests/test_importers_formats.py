@@ -1259,15 +1259,15 @@ def test_a_record_read_by_its_keys_and_malformed_says_what_it_was_read_as() -> N
 
 
 def test_a_text_part_without_its_text_says_so_not_that_text_is_unknown() -> None:
-    # LLaMA-Factory's v1 data writes {"type": "text", "value": …}: the error said "unknown
-    # type 'text' (expected text, …)", contradicting itself
+    # a text part without its text said "unknown type 'text' (expected text, …)",
+    # contradicting itself (LLaMA-Factory's v1 "value" is read: formats/llamafactory.py)
     row = {"messages": [
-        {"role": "user", "content": [{"type": "text", "value": "Schools near 40, -75?"}]},
+        {"role": "user", "content": [{"type": "text", "content": "Schools near 40, -75?"}]},
         {"role": "assistant", "content": "Two."}]}
     with pytest.raises(ImportFormatError) as e:
         import_text(InMemoryStorage(), json.dumps(row), name="v1.jsonl")
     assert "line 1: message 0: content part 0 of type 'text' has no string 'text' (its " \
-           "keys: type, value)" in str(e.value), str(e.value)
+           "keys: type, content)" in str(e.value), str(e.value)
 
 
 def test_a_rows_media_lists_are_named_not_taken_for_parameters() -> None:
@@ -1309,3 +1309,32 @@ def test_a_batch_with_n_as_a_whole_float_and_stray_choices_is_said() -> None:
     s, report = _batch([0, 1, 2, 3])  # n 1: choices 2 and 3 answer no prompt
     assert "line 1 prompt 1: choice(s) 2, 3 answer no prompt of the 2 (n 1): not imported" \
         in [f"{k.where}: {k.reason}" for k in report.skipped]
+
+
+def test_llamafactory_v1_rows_with_a_bad_part_are_left_out_naming_it() -> None:
+    """LLaMA-Factory's v1 rows: a tool_call that is no JSON object with a name, or a part
+    of a type the rows do not have, is that row's error (noted; the others imported)."""
+    from memory_core.importers import import_text
+    from memory_core.storage.inmemory import InMemoryStorage
+
+    def row(*parts: dict[str, Any]) -> str:
+        return json.dumps({"messages": [
+            {"role": "user", "content": [{"type": "text", "value": "Hi"}]},
+            {"role": "assistant", "content": list(parts)}]})
+    good = row({"type": "reasoning", "value": "They greet."},
+               {"type": "text", "value": "Hello!"})
+    report = import_text(InMemoryStorage(), "\n".join([
+        good, row({"type": "tool_call", "value": "not json"}),
+        row({"type": "tool_call", "value": '{"arguments": {}}'}),
+        row({"type": "audio", "value": "a.wav"})]))
+    assert len(report.runs_created) == 1
+    said = [(k.where, k.reason) for k in report.skipped if "not imported:" in k.reason]
+    assert [w for w, _ in said] == ["line 2", "line 3", "line 4"]
+    for (_, reason), start in zip(said, [
+            "not imported: message 1: part 0 (tool_call) invalid JSON: Expecting",
+            "not imported: message 1: part 0: a tool_call must be a JSON object with a",
+            'not imported: message 1: part 0 must be {"type": text, reasoning, tool'],
+            strict=True):
+        assert reason.startswith(start), reason
+    assert ("line 1", "message 1: part 0: the model's reasoning not imported") in [
+        (k.where, k.reason) for k in report.skipped]

@@ -1714,6 +1714,62 @@ EXPECTED.update({
         "skipped": ["not imported: missing messages: the span has an output but no input "
                     "messages", 'input {"content": "role"} holds no messages'],
     },
+    # LLaMA-Factory's v1 training rows (first 3 of 50): {"type", "value"} parts, the
+    # model's reasoning (left out, noted), tool calls as JSON text without ids, the
+    # results of parallel calls as one JSON list in one "tool" message, tools as JSON text
+    "llamafactory-reason_tool_use_demo_50.jsonl": {
+        "threads": [
+            ["user: What are the schools near latitude 40 and longitude -75?",
+             "assistant: I'm sorry, but the available tools don't seem to have a function "
+             "specifically for finding schools near a given latitude and longitude.…"],
+            ['user: Can you tell me about the movie "Inception"?',
+             'assistant: → get_movie_details({"title": "Inception"})',
+             'tool get_movie_details: [{"title": "Inception", "director": "Christopher '
+             'Nolan", "release_year": 2010, "genre": "Science fiction", "rating": 8.8}]',
+             'assistant: Here are the key details about the movie "Inception":…',
+             'user: What about "The Dark Knight"?',
+             'assistant: → get_movie_details({"title": "The Dark Knight"})',
+             'tool get_movie_details: [{"title": "The Dark Knight", "director": "Christopher '
+             'Nolan", "release_year": 2008, "genre": "Superhero", "rating": 9.0}]',
+             'assistant: Here are the key details about the movie "The Dark Knight":…'],
+            ["user: Calculate the area of a circle with a radius of 1.5 meters. Also, find "
+             "the area for a radius of 3 meters.",
+             'assistant: → circle_area({"radius": 1.5}) → circle_area({"radius": 3})',
+             "tool circle_area: {'area': 7.0686, 'radius': 1.5, 'unit':'square meters'}",
+             "tool circle_area: {'area': 28.2743, 'radius': 3, 'unit':'square meters'}",
+             "assistant: The area of a circle with a radius of **1.5 meters** is "
+             "approximately **7.07 square meters**…",
+             "user: Can you calculate the area of a circle with different radii? I would "
+             "like to find the area for radii 2.5 meters, 4 meters, and 5.5 meters. Please "
+             "provide the results in square meters.",
+             'assistant: → circle_area({"radius": 2.5}) → circle_area({"radius": 4}) → '
+             'circle_area({"radius": 5.5})',
+             "tool circle_area: {'area': 19.6349, 'radius': 2.5, 'unit':'square meters'}",
+             "tool circle_area: {'area': 50.2655, 'radius': 4.0, 'unit':'square meters'}",
+             "tool circle_area: {'area': 95.0332, 'radius': 5.5, 'unit':'square meters'}",
+             "assistant: The area of a circle with a radius of **2.5 meters** is "
+             "approximately **19.63 square meters**…"]],
+        "runs": [(None, None, ["get_device_asset_by_identifier", "getwebsite", "user_by_id"]),
+                 (None, None, ["get_movie_details", "calculate_discount"]),
+                 (None, None, ["circle_area"])],
+        "instructions": "You are a methodical and expert assistant. Your primary goal is "
+                        "to solve user requests by leveraging a set of available tools.…",
+        "skipped": ["part 0: the model's reasoning not imported",
+                    "2 tool results in one message: read as 2 results, answering the calls "
+                    "in order"],
+    },
+    # LLaMA-Factory's v1 multimodal rows: images as {"type": "image_url", "value": path}
+    "llamafactory-v1_multimodal_demo.jsonl": {
+        "threads": [["user: Who are they? [+image_url]",
+                     "assistant: They're Kane and Gretzka from Bayern Munich.",
+                     "user: What are they doing? [+image_url]",
+                     "assistant: They are celebrating on the soccer field."],
+                    ["user: Who is he? [+image_url]",
+                     "assistant: He's Thomas Muller from Bayern Munich.",
+                     "user: Why is he on the ground?",
+                     "assistant: Because he's sliding on his knees to celebrate."]],
+        "runs": [(None, None, []), (None, None, [])],
+    },
     # the OpenAI Agents SDK through OpenInference: the attributes hold the messages; the
     # instructions only among llm.invocation_parameters (the whole Response object)
     "langfuse-openai-agents-2025-09-30.trace.json": {

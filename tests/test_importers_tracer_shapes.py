@@ -286,9 +286,9 @@ def test_a_batch_with_a_start_whose_end_is_missing_imports_what_is_there() -> No
     assert run.started_at.isoformat() == "2024-10-13T07:05:35.809000+00:00"
     assert s.runs.require_run(whole).status == "completed"
     # (the two SDKs' runs were recorded two days apart, the later one first in the batch)
-    assert [k.where for k in report.skipped] == ["line 1: patch 1", "file", "line 1: post 0"]
-    assert "runs are listed by their recorded times" in report.skipped[1].reason
-    assert "whose start (post) is not in this file" in report.skipped[0].reason
+    assert [k.where for k in report.skipped] == ["file", "line 1: patch 1", "line 1: post 0"]
+    assert "runs are listed by their recorded times" in report.skipped[0].reason
+    assert "whose start (post) is not in this file" in report.skipped[1].reason
     with pytest.raises(ImportFormatError, match="no model call among its records; the end "
                                                 r"\(patch\) of LangSmith run"):
         _imported(json.dumps({"patch": [stray]}))

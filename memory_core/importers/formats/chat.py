@@ -31,6 +31,7 @@ from memory_core.importers.formats.fields import (
     usage_detail,
     usage_of,
 )
+from memory_core.importers.formats.llamafactory import is_v1, tools_of, v1_messages
 from memory_core.importers.openai_shapes import reassemble_stream
 from memory_core.models.base import Usage
 from memory_core.models.openai_codec import from_openai_tools
@@ -99,7 +100,12 @@ def chat_exchange(obj: dict[str, Any], where: str, index: int,
     if not isinstance(request, dict):
         raise fail(where, f"'request' must be an object, got {type(request).__name__}")
     notes = list(notes or [])
-    messages = openai_messages(request["messages"], where, notes)
+    raw_messages, raw_tools = request["messages"], request.get("tools",
+                                                               request.get("functions"))
+    if is_v1(raw_messages):  # (LLaMA-Factory's v1 training rows)
+        raw_messages = v1_messages(raw_messages, where, notes)
+        raw_tools = tools_of(raw_tools, where)
+    messages = openai_messages(raw_messages, where, notes)
     if not messages:
         raise fail(where, "'messages' is empty")
     thread_key, resource = record_context(obj, request, where)
@@ -131,8 +137,7 @@ def chat_exchange(obj: dict[str, Any], where: str, index: int,
         finish_reason=finish,
         params=request_params(request, where, not_params=_not_params(request, where, notes)),
         request_fields=request_fields(request),
-        tools=from_openai_tools(request.get("tools", request.get("functions")) or [],
-                                where, notes),
+        tools=from_openai_tools(raw_tools or [], where, notes),
         started_at=created, finished_at=created,
         error=None if reply is not None else (error if isinstance(error, str)
                                               else json.dumps(error, sort_keys=True)),
