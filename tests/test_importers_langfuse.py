@@ -151,3 +151,18 @@ def test_observations_as_json_lines_and_a_trace_larger_than_the_file_s_head() ->
     big = {"trace": {"id": TRACE, "input": "x" * 200_000, "output": None},
            "observations": obs}
     assert len(import_text(InMemoryStorage(), json.dumps(big)).runs_created) == 2
+
+
+def test_langfuse_2_s_usage_and_an_api_answer_as_its_sdk_wraps_it() -> None:
+    """Langfuse 2's API gives an observation's counts as ``usage`` ({input, output,
+    total, unit}) and promptTokens/completionTokens, not usageDetails; a client may
+    keep the answer as received, {"message", "data": trace}."""
+    obs = {k: v for k, v in gen("a", "01", ASK, "Sunny.").items() if k != "usageDetails"}
+    for extra in ({"usage": {"input": 13, "output": 353, "total": 366, "unit": "TOKENS"}},
+                  {"promptTokens": 13, "completionTokens": 353}):
+        doc = {"message": "ok", "data": {"id": TRACE, "observations": [{**obs, **extra}]}}
+        s = InMemoryStorage()
+        report = import_text(s, json.dumps(doc))
+        step = s.runs.get(f"{report.runs_created[0]}:step:0")
+        assert step["usage_known"] and (step["response"]["usage"]["input_tokens"],
+                                        step["response"]["usage"]["output_tokens"]) == (13, 353)

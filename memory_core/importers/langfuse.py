@@ -35,6 +35,7 @@ from memory_core.importers.otel_read import RawSpan
 
 _TYPES = ("GENERATION", "SPAN", "EVENT", "AGENT", "TOOL", "CHAIN", "RETRIEVER",
           "EVALUATOR", "EMBEDDING", "GUARDRAIL")
+_WRAPPED = re.compile(r'\{\s*("message"\s*:\s*"[^"]*"\s*,\s*)?"data"\s*:\s*\{')
 _UI_EXPORT = re.compile(r'\{\s*"trace"\s*:\s*\{\s*"id"\s*:')
 _TYPE = re.compile(r'"type"\s*:\s*"(?:' + "|".join(_TYPES) + r')"')
 # a message flattened to text as Langfuse shows one ("user: Say 'Hello World!'")
@@ -46,6 +47,8 @@ def looks_like_langfuse(text: str) -> bool:
     ``startTime`` beside a ``type`` Langfuse gives observations (``"GENERATION"`` …)."""
     head = text.lstrip()[:65536]
     if _UI_EXPORT.match(head) and '"observations"' in text:  # (the trace first, any size)
+        return True
+    if _WRAPPED.match(head) and '"observations"' in text and _TYPE.search(text) is not None:
         return True
     return head.startswith(("{", "[")) and '"traceId"' in head and '"startTime"' in head \
         and _TYPE.search(head) is not None
@@ -61,6 +64,9 @@ def _observations(doc: Any) -> tuple[dict[str, Any], list[Any]]:
             return trace, doc["observations"]
         if isinstance(doc.get("data"), list):
             return {}, doc["data"]
+        if isinstance(doc.get("data"), dict) and isinstance(doc["data"].get("observations"),
+                                                            list):
+            return _observations(doc["data"])  # (an API answer wrapped: {message, data})
     raise fail("file", "a Langfuse export must hold its observations: {\"trace\": {...}, "
                        "\"observations\": [...]}, a trace with \"observations\", "
                        "{\"data\": [...]} or a JSON array of observations")
@@ -240,10 +246,13 @@ def _usage(attrs: dict[str, Any], obs: dict[str, Any]) -> None:
     if any("token" in k.lower() and "usage" in k.lower() or k.startswith("llm.token_count")
            for k in attrs):
         return
-    raw = obs.get("usageDetails")
+    # usageDetails (Langfuse 3), usage (2: {input, output, total, unit}), the counts
+    # of either beside them (inputUsage, promptTokens …)
+    raw = next((v for v in (obs.get("usageDetails"), obs.get("usage")) if isinstance(v, dict)
+                and ("input" in v or "output" in v)), None)
     details: dict[str, Any] = raw if isinstance(raw, dict) else {}
-    inp = details.get("input", obs.get("inputUsage"))
-    out = details.get("output", obs.get("outputUsage"))
+    inp = details.get("input", obs.get("inputUsage", obs.get("promptTokens")))
+    out = details.get("output", obs.get("outputUsage", obs.get("completionTokens")))
     if isinstance(inp, int) and isinstance(out, int) and (inp or out):
         attrs["gen_ai.usage.input_tokens"] = inp
         attrs["gen_ai.usage.output_tokens"] = out
