@@ -23,6 +23,7 @@ from memory_core.importers.har import looks_like_har, parse_har
 from memory_core.importers.http_json import looks_like_http_json, parse_http_json
 from memory_core.importers.httprr import looks_like_httprr, parse_httprr
 from memory_core.importers.langfuse import looks_like_langfuse, parse_langfuse
+from memory_core.importers.mlflow import looks_like_mlflow, parse_mlflow
 from memory_core.importers.openai_jsonl import parse_json
 from memory_core.importers.otel import looks_like_otlp, parse_otlp
 
@@ -38,6 +39,9 @@ class Container:
 
 
 CONTAINERS: tuple[Container, ...] = (
+    # an MLflow trace (mlflow.spanType, mlflow.spanInputs …): its model spans' request
+    # and response bodies, read as records
+    Container("mlflow", "openai", looks_like_mlflow, parse_mlflow),
     # a Langfuse trace's observations ("type": "GENERATION", traceId, startTime), read
     # as spans
     Container("langfuse", "otel", looks_like_langfuse,
