@@ -1714,6 +1714,25 @@ EXPECTED.update({
         "skipped": ["not imported: missing messages: the span has an output but no input "
                     "messages", 'input {"content": "role"} holds no messages'],
     },
+    # Node's nock recordings (lmnr-ts): a definition's response as the hex chunks of its
+    # brotli-encoded body (decoded by hand: brotli.decompress of the joined hex)
+    "nock-lmnr-openai-creates-an-openai-span.json": {
+        "threads": [["user: What is the capital of France?",
+                     "assistant: The capital of France is Paris."]],
+        "runs": [("gpt-4.1-nano-2025-04-14", (14, 7), [])],
+        "started": datetime.fromtimestamp(1766775209, tz=UTC),
+    },
+    # an Anthropic call whose history holds a tool call and its result, as JSON
+    "nock-lmnr-anthropic-creates-a-chat-span-with-tool-history.json": {
+        "threads": [["user: What is the weather and current time in San Francisco?",
+                     "assistant: I'll help you get the weather and current time in San "
+                     'Francisco. → get_weather({"location": "San Francisco, CA"})',
+                     "tool get_weather: Sunny and 65 degrees Fahrenheit",
+                     'assistant: → get_time({"timezone": "America/Los_Angeles"})']],
+        "runs": [("claude-3-5-haiku-20241022", (200, 50), ["get_weather", "get_time"])],
+        "finishes": ["tool_use"],
+        "api": "anthropic",
+    },
     # LLaMA-Factory's v1 training rows (first 3 of 50): {"type", "value"} parts, the
     # model's reasoning (left out, noted), tool calls as JSON text without ids, the
     # results of parallel calls as one JSON list in one "tool" message, tools as JSON text

@@ -24,6 +24,7 @@ from memory_core.importers.http_json import looks_like_http_json, parse_http_jso
 from memory_core.importers.httprr import looks_like_httprr, parse_httprr
 from memory_core.importers.langfuse import looks_like_langfuse, parse_langfuse
 from memory_core.importers.mlflow import looks_like_mlflow, parse_mlflow
+from memory_core.importers.nock import looks_like_nock, parse_nock
 from memory_core.importers.openai_jsonl import parse_json
 from memory_core.importers.otel import looks_like_otlp, parse_otlp
 
@@ -50,6 +51,8 @@ CONTAINERS: tuple[Container, ...] = (
     Container("otlp-json", "otel", looks_like_otlp, lambda text, _stages: parse_otlp(text)),
     Container("cassette", "openai", looks_like_cassette, parse_cassette),  # interactions:
     Container("har", "openai", looks_like_har, parse_har),  # {"log": {"entries": [...]}}
+    # Node's nock: [{"scope", "method", "path", "body", "status", "response", …}]
+    Container("nock", "openai", looks_like_nock, parse_nock),
     Container("httprr", "openai", looks_like_httprr, parse_httprr),  # httprr trace v1
     # the Azure SDKs' test proxy: {"Entries": [{"RequestUri", …, "ResponseBody"}]}
     Container("azure-test-proxy", "openai", looks_like_azure_proxy, parse_azure_proxy),

@@ -1,0 +1,47 @@
+"""nock recordings (memory_core/importers/nock.py): nock's older flat rawHeaders with a
+gzip body as hex chunks, a call that is no model call, a definition that cannot be
+read. The real recordings are in tests/fixtures/imports/real (nock-*)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+
+from memory_core.errors import ImportFormatError
+from memory_core.importers import detect_format, import_text
+from memory_core.storage.inmemory import InMemoryStorage
+
+ASK = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "Hi"}]}
+ANSWER = {"id": "c1", "object": "chat.completion", "created": 1766775209, "model": "gpt-4o-mini",
+          "choices": [{"index": 0, "finish_reason": "stop",
+                       "message": {"role": "assistant", "content": "Hello!"}}],
+          "usage": {"prompt_tokens": 8, "completion_tokens": 2, "total_tokens": 10}}
+
+
+def test_a_gzip_body_in_hex_chunks_a_call_that_is_none_and_a_broken_definition() -> None:
+    packed = gzip.compress(json.dumps(ANSWER).encode()).hex()
+    definitions = [
+        {"scope": "https://api.openai.com:443", "method": "POST", "path": "/v1/chat/completions",
+         "body": ASK, "status": 200, "response": [packed[:40], packed[40:]],
+         "rawHeaders": ["Content-Type", "application/json", "Content-Encoding", "gzip"]},
+        {"scope": "https://api.openai.com:443", "method": "GET", "path": "/v1/models",
+         "status": 200, "response": {"data": []}},
+        {"scope": "https://api.openai.com:443", "method": "POST",
+         "path": "/v1/chat/completions", "body": ASK, "status": "OK", "response": ANSWER},
+    ]
+    text = json.dumps(definitions)
+    assert detect_format(text) == "openai"
+    s = InMemoryStorage()
+    report = import_text(s, text)
+    [rid] = report.runs_created
+    assert [m.text() for m in s.memory.get_messages(report.threads_created[0])] == [
+        "Hi", "Hello!"]
+    assert s.runs.get(f"{rid}:step:0")["response"]["usage"]["input_tokens"] == 8
+    said = {(k.where, k.reason) for k in report.skipped}
+    assert ("definition 2", "not a model call this importer reads (GET "
+            "https://api.openai.com:443/v1/models)") in said
+    assert ("definition 3", "not imported: 'status' must be a number, got 'OK'") in said
+    with pytest.raises(ImportFormatError, match=r"definition 1: 'status' must be a number"):
+        import_text(InMemoryStorage(), json.dumps(definitions[2:]))
