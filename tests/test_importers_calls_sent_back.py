@@ -38,8 +38,9 @@ def test_a_call_sent_back_rewritten_starts_a_thread_and_says_why() -> None:
     assert len(report.threads_created) == 2
     assert [(n.where, n.reason) for n in report.skipped] == [(
         "line 2", "sends back tool call 'call_xBZmyTROTl3UDnkHo7ViHPJ6', recorded at line 1, "
-                  "as another message (its arguments or text differ from what was "
-                  "recorded), so its conversation is stored as a new thread")]
+                  "as another message (its arguments, its text or the calls beside it "
+                  "differ from what was recorded), so its conversation is stored as a new "
+                  "thread")]
 
 
 def test_a_call_sent_back_as_recorded_continues_its_thread_without_a_note() -> None:
@@ -70,3 +71,31 @@ def test_a_call_written_out_as_text_starts_a_thread_and_says_why() -> None:
         _line([QUESTION], _call('{"query": "Go 1.0"}')),
         _line([QUESTION, plain, observed], DONE)]), name="agent.jsonl")
     assert len(report.threads_created) == 2 and report.skipped == []
+
+
+def test_calls_sent_back_under_ids_of_the_client_s_own_take_their_answers_ids() -> None:
+    """Ruby's raix sends the model's calls back under new UUIDs: the history no longer
+    matched the answer and the loop was split in two threads, the question stored
+    twice. A call no answer in the file made takes the id of the answer's call of the
+    same name and arguments (its result too), noted."""
+    asked = {"role": "user", "content": "Weather in Zipolite?"}
+    call = {"role": "assistant", "content": None, "tool_calls": [{
+        "id": "call_cTCMx", "type": "function",
+        "function": {"name": "check_weather", "arguments": '{"location":"Zipolite"}'}}]}
+    again = {**call, "tool_calls": [{**call["tool_calls"][0], "id": "5dbfeb20-15d7"}]}
+    result = {"role": "tool", "tool_call_id": "5dbfeb20-15d7", "content": "hot and sunny"}
+
+    def line(messages: list[Any], reply: dict[str, Any]) -> str:
+        return json.dumps({"request": {"model": "m", "messages": messages},
+                           "response": {"choices": [{"message": reply}]}})
+    text = "\n".join([line([asked], call), line([asked, again, result], {
+        "role": "assistant", "content": "Hot and sunny."})])
+    s = InMemoryStorage()
+    report = import_text(s, text, name="raix.jsonl")
+    [tid] = report.threads_created
+    msgs = s.memory.get_messages(tid)
+    assert [m.role for m in msgs] == ["user", "assistant", "tool", "assistant"]
+    assert msgs[1].tool_calls()[0].id == msgs[2].tool_results()[0].call_id == "call_cTCMx"
+    assert [(n.where, n.reason) for n in report.skipped if n.where == "line 2"] == [(
+        "line 2", "tool call(s) sent back under ids of the client's own, which no answer "
+                  "made, take the ids their answers recorded: 5dbfeb20-15d7 as call_cTCMx")]

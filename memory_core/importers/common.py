@@ -584,24 +584,39 @@ def recorded_call_ids(exchanges: Sequence[Exchange]) -> None:
     answer that made it recorded — the latest answer's call of the same name and
     arguments — and the results answering it the same: Gemini 3 answers with an
     ``id`` that clients (R's ellmer) do not send back, and the ids no longer matched
-    the stored answer, splitting the conversation. Noted."""
+    the stored answer, splitting the conversation. The same for a call sent back under
+    an id of the client's own that no answer in the file made (Ruby's raix sends its
+    calls back under new UUIDs). Noted."""
+    answered = {p.id for ex in exchanges if ex.response is not None
+                and not isinstance(ex.response.content, str)
+                for p in ex.response.content if isinstance(p, ToolCallPart)}
     recorded: dict[tuple[str, str], str] = {}
     for ex in exchanges:
         rename: dict[str, str] = {}
+        own: dict[str, str] = {}  # (of those, the ids the client made up)
         for m in ex.history:
             for p in m.content if m.role == "assistant" and not isinstance(m.content, str) \
                     else ():
-                if isinstance(p, ToolCallPart) and is_derived_call_id(p.id):
-                    real = recorded.get((p.name, canonical_json(p.args)))
-                    if real is not None:
-                        rename[p.id] = real
+                if not isinstance(p, ToolCallPart) or p.id in answered:
+                    continue
+                real = recorded.get((p.name, canonical_json(p.args)))
+                if real is not None and real not in rename.values():
+                    rename[p.id] = real
+                    if not is_derived_call_id(p.id):
+                        own[p.id] = real
         if rename:
             ex.history = [_with_ids(m, rename) for m in ex.history]
-            ids = ", ".join(sorted(set(rename.values())))
+        if len(own) < len(rename):
+            ids = ", ".join(sorted(v for k, v in rename.items() if k not in own))
+            n = len(rename) - len(own)
             ex.notes.append(f"{ex.where}: a tool call sent back without the id its answer "
-                            f"recorded takes it: {ids}" if len(rename) == 1 else
-                            f"{ex.where}: {len(rename)} tool calls sent back without the "
+                            f"recorded takes it: {ids}" if n == 1 else
+                            f"{ex.where}: {n} tool calls sent back without the "
                             f"ids their answers recorded take them: {ids}")
+        if own:
+            ex.notes.append(f"{ex.where}: tool call(s) sent back under ids of the client's "
+                            "own, which no answer made, take the ids their answers "
+                            "recorded: " + ", ".join(f"{a} as {b}" for a, b in own.items()))
         reply = ex.response
         for p in reply.content if reply is not None and not isinstance(reply.content, str) \
                 else ():

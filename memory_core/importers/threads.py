@@ -306,8 +306,9 @@ def _say_calls_sent_back_otherwise(ex: Exchange, conv: list[Message], keys: list
             if first is not None and first[0] != key:
                 ex.notes.append(
                     f"{ex.where}: sends back tool call {call.id!r}, recorded at {first[1]}, "
-                    "as another message (its arguments or text differ from what was "
-                    "recorded), so its conversation is stored as a new thread")
+                    "as another message (its arguments, its text or the calls beside "
+                    "it differ from what was recorded), so its conversation is stored as "
+                    "a new thread")
                 return
         text = m.text() if not calls else None
         for token in _ID_TOKEN.findall(text or ""):  # (ids named in the text, looked up)
