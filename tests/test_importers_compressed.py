@@ -73,3 +73,22 @@ def test_a_parse_error_names_its_file(tmp_path: Path) -> None:
     # "file: binary file …" named as the file, not as "file"
     assert str(e.value) == (f"file '{junk}': not an OTLP protobuf export, nor UTF-8 text "
                             "(byte 0x80 at offset 128 is not UTF-8)")
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-be"])
+def test_utf16_text_with_its_byte_order_mark_imports_as_its_utf8(tmp_path: Path,
+                                                                  encoding: str) -> None:
+    """Windows PowerShell 5 writes redirected output as UTF-16 with a byte-order mark:
+    such a file imports as the same file in UTF-8 does."""
+    text = (FIXTURES / "openai_support.jsonl").read_text(encoding="utf-8")
+    wide = tmp_path / "support.jsonl"
+    data = text.encode(encoding)
+    wide.write_bytes(data if data.startswith((b"\xff\xfe", b"\xfe\xff"))
+                     else b"\xfe\xff" + data)
+    plain = import_file(InMemoryStorage(), FIXTURES / "openai_support.jsonl")
+    got = import_file(InMemoryStorage(), wide)
+    assert (got.messages_stored, len(got.runs_created)) == (plain.messages_stored,
+                                                            len(plain.runs_created))
+    wide.write_bytes(b"\xff\xfe" + b"\x00\xd8")  # a lone surrogate: no UTF-16
+    with pytest.raises(ImportFormatError, match="starts as UTF-16 text but is not"):
+        import_file(InMemoryStorage(), wide)

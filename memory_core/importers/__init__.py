@@ -160,7 +160,7 @@ _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 def read_import_file(path: Path) -> bytes:
     """The bytes of an import file, decompressed when it is gzip, bzip2 or xz (told by
-    its first bytes, not its name). InvalidInputError when it cannot be read;
+    its first bytes, not its name), UTF-16 text (with its byte-order mark) as UTF-8. InvalidInputError when it cannot be read;
     ImportFormatError, naming it, when it is zstd (not in Python's standard library
     here) or its compressed data is damaged."""
     try:
@@ -173,12 +173,19 @@ def read_import_file(path: Path) -> bytes:
     for magic, kind in _COMPRESSED:
         if data.startswith(magic):
             try:  # streamed, stopping at MEMWB_MAX_DECOMPRESSED: a small bomb is refused
-                return decompress(data, kind)
+                data = decompress(data, kind)
+                break
             except TooLarge as e:
                 raise ImportFormatError(f"file '{path}': {e}") from None
             except (OSError, EOFError, ValueError, lzma.LZMAError, zlib.error) as e:
                 raise ImportFormatError(f"file '{path}' looks {kind}-compressed but cannot "
                                         f"be decompressed: {e}") from None
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):  # UTF-16 text with its byte-order
+        try:  # mark, as Windows PowerShell 5 redirects output: read as the UTF-8 it holds
+            return data.decode("utf-16").encode("utf-8")
+        except UnicodeError as e:
+            raise ImportFormatError(f"file '{path}' starts as UTF-16 text but is not: "
+                                    f"{e}") from None
     return data
 
 
