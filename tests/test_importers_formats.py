@@ -1338,3 +1338,37 @@ def test_llamafactory_v1_rows_with_a_bad_part_are_left_out_naming_it() -> None:
         assert reason.startswith(start), reason
     assert ("line 1", "message 1: part 0: the model's reasoning not imported") in [
         (k.where, k.reason) for k in report.skipped]
+
+
+def test_review_hostile_values_in_the_newer_readers_are_one_clear_note() -> None:
+    """What a review threw at the LLaMA-Factory, MLflow and nock readers: each a note
+    or one clear error, never another exception."""
+    from memory_core.importers import import_text
+    from memory_core.storage.inmemory import InMemoryStorage
+
+    def rows(*texts: str) -> InMemoryStorage:
+        s = InMemoryStorage()
+        import_text(s, "\n".join(texts))
+        return s
+    good = json.dumps({"messages": [{"role": "user", "content": "Hi"},
+                                    {"role": "assistant", "content": "Hello"}]})
+    odd = json.dumps({"messages": [
+        {"role": "user", "content": [{"type": ["text"], "value": "x"}]},
+        {"role": "assistant", "content": [{"type": "text", "value": "y"}]}]})
+    deep = json.dumps({"messages": [
+        {"role": "user", "content": [{"type": "text", "value": "q"}]},
+        {"role": "tool", "content": [{"type": "text", "value": "[{" + "[" * 5000}]},
+        {"role": "assistant", "content": [{"type": "text", "value": "a"}]}]})
+    for text in (odd, deep):
+        rows(good, text)  # (the other row imports; this one is noted or read)
+    span = {"name": "chat", "span_id": "s", "start_time_unix_nano": "9" * 5000,
+            "attributes": {"mlflow.spanType": json.dumps("CHAT_MODEL"),
+                           "mlflow.spanInputs": "[" * 5000 + "]" * 5000}}
+    with pytest.raises(ImportFormatError, match="span s .*nested"):
+        import_text(InMemoryStorage(), json.dumps({"spans": [span]}))
+    nock = [{"scope": "https://api.openai.com:443", "method": "POST",
+             "path": "/v1/chat/completions", "status": 200,
+             "body": {"model": "m", "messages": [{"role": "user", "content": "Hi"}]},
+             "response": {"choices": [{"message": {"role": "assistant", "content": "Yo"}}]},
+             "rawHeaders": {"content-encoding": []}}]
+    assert len(import_text(InMemoryStorage(), json.dumps(nock)).runs_created) == 1

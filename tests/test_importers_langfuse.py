@@ -166,3 +166,12 @@ def test_langfuse_2_s_usage_and_an_api_answer_as_its_sdk_wraps_it() -> None:
         step = s.runs.get(f"{report.runs_created[0]}:step:0")
         assert step["usage_known"] and (step["response"]["usage"]["input_tokens"],
                                         step["response"]["usage"]["output_tokens"]) == (13, 353)
+
+
+def test_langfuse_2_usage_in_another_unit_is_no_token_count() -> None:
+    obs = {k: v for k, v in gen("a", "01", ASK, "Sunny.").items() if k != "usageDetails"}
+    doc = {"data": [{**obs, "usage": {"input": 1200, "output": 340, "unit": "CHARACTERS"},
+                     "promptTokens": 1200, "completionTokens": 340}]}
+    s = InMemoryStorage()
+    report = import_text(s, json.dumps(doc))
+    assert s.runs.get(f"{report.runs_created[0]}:step:0")["usage_known"] is False

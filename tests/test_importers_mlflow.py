@@ -106,3 +106,27 @@ def test_a_trace_without_a_model_span_says_what_it_holds() -> None:
         span3("a", None, "RETRIEVER", 1764694340000000000, inputs={"q": "pie"}, outputs=[])]}}
     with pytest.raises(ImportFormatError, match=r"no CHAT_MODEL or LLM span .* 1 RETRIEVER"):
         import_text(InMemoryStorage(), json.dumps(trace))
+
+
+def test_other_files_naming_mlflow_s_attribute_are_not_taken_for_mlflow_traces() -> None:
+    """An OTLP export of MLflow's spans ({"key": "mlflow.spanType"}) is read as OTLP,
+    and a record whose data holds a key named so is read as its own format."""
+    from memory_core.importers import detect_format
+    otlp = {"resourceSpans": [{"scopeSpans": [{"spans": [{
+        "traceId": "ab" * 16, "spanId": "cd" * 8, "name": "chat",
+        "attributes": [{"key": "mlflow.spanType", "value": {"stringValue": '"LLM"'}}]}]}]}]}
+    assert detect_format(json.dumps(otlp)) == "otel"
+    record = {"request": {"model": "m", "messages": [{"role": "user", "content": "Hi"}]},
+              "response": {"choices": [{"message": {"role": "assistant", "content": "x"}}]},
+              "metadata": {"filter": {"mlflow.spanType": "LLM"}}}
+    assert len(import_text(InMemoryStorage(), json.dumps(record)).runs_created) == 1
+
+
+def test_a_span_that_cannot_be_read_is_noted_and_a_parent_cycle_keeps_both() -> None:
+    spans = [span3("a", "b", "CHAT_MODEL", 1764694340000000000, inputs=ASK, outputs=ANSWER),
+             span3("b", "a", "CHAT_MODEL", 1764694341000000000, inputs=ASK, outputs=ANSWER),
+             span3("c", None, "LLM", 1764694342000000000, inputs="just text", outputs="x")]
+    report = import_text(InMemoryStorage(), json.dumps({"data": {"spans": spans}}))
+    assert len(report.runs_created) == 2
+    assert ("span c (llm)", "not imported: mlflow.spanInputs is not a request body "
+            "(got str)") in {(k.where, k.reason) for k in report.skipped}

@@ -45,3 +45,15 @@ def test_a_gzip_body_in_hex_chunks_a_call_that_is_none_and_a_broken_definition()
     assert ("definition 3", "not imported: 'status' must be a number, got 'OK'") in said
     with pytest.raises(ImportFormatError, match=r"definition 1: 'status' must be a number"):
         import_text(InMemoryStorage(), json.dumps(definitions[2:]))
+
+
+def test_notes_on_definitions_come_in_the_file_s_order() -> None:
+    def call(status: object) -> dict[str, object]:
+        return {"scope": "https://api.openai.com:443", "method": "POST",
+                "path": "/v1/chat/completions", "body": ASK, "status": status,
+                "response": ANSWER}
+    defs = [call(200)] + [{"scope": "https://x", "method": "GET", "path": "/v1/models"}
+                          for _ in range(9)] + [call("bad")]
+    report = import_text(InMemoryStorage(), json.dumps(defs))
+    wheres = [k.where for k in report.skipped]
+    assert wheres == sorted(wheres, key=lambda w: int(w.split()[-1]))

@@ -320,7 +320,8 @@ def folded_notes(notes: list[str]) -> list[str]:
 
 
 # a record's place in its file: "line 12", "interaction 3", "entry 4", "item 2" …
-_PLACE = re.compile(r"(?:line|item|document|interaction|entry|call|HTTP interaction) (\d+)\b")
+_PLACE = re.compile(r"(?:line|item|document|interaction|entry|call|definition|sample|"
+                    r"HTTP interaction) (\d+)\b")
 
 
 def in_file_order(notes: list[SkippedRecord]) -> list[SkippedRecord]:

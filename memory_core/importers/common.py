@@ -591,37 +591,58 @@ def recorded_call_ids(exchanges: Sequence[Exchange]) -> None:
                 and not isinstance(ex.response.content, str)
                 for p in ex.response.content if isinstance(p, ToolCallPart)}
     recorded: dict[tuple[str, str], str] = {}
+    # an answer's calls by what came before them: (the conversation's texts, the call's
+    # name, its arguments) -> their ids, in the answer's order
+    made: dict[tuple[Any, ...], list[str]] = {}
+    taken: dict[str, str] = {}  # a client's own id -> the answer's it took (for good)
     for ex in exchanges:
         rename: dict[str, str] = {}
         own: dict[str, str] = {}  # (of those, the ids the client made up)
-        for m in ex.history:
+        held = {p.id for m in ex.history if not isinstance(m.content, str)
+                for p in m.content if isinstance(p, ToolCallPart)}
+        for i, m in enumerate(ex.history):
             for p in m.content if m.role == "assistant" and not isinstance(m.content, str) \
                     else ():
                 if not isinstance(p, ToolCallPart) or p.id in answered:
                     continue
-                real = recorded.get((p.name, canonical_json(p.args)))
-                if real is not None and real not in rename.values():
+                if is_derived_call_id(p.id):
+                    real = recorded.get((p.name, canonical_json(p.args)))
+                elif p.id in taken:  # (sent back again by a later request)
+                    real = taken[p.id]
+                else:  # a client's own id: the call an answer made at this point,
+                    # one no other of the client's ids has taken
+                    ids = made.get((_said(ex.history[:i]), p.name, canonical_json(p.args)))
+                    real = next((r for r in ids or () if r not in rename.values()
+                                 and r not in held and r not in taken.values()), None)
+                if real is not None and real not in rename.values() and real not in held:
                     rename[p.id] = real
                     if not is_derived_call_id(p.id):
-                        own[p.id] = real
+                        own[p.id] = taken[p.id] = real
         if rename:
             ex.history = [_with_ids(m, rename) for m in ex.history]
         if len(own) < len(rename):
-            ids = ", ".join(sorted(v for k, v in rename.items() if k not in own))
+            given = ", ".join(sorted(v for k, v in rename.items() if k not in own))
             n = len(rename) - len(own)
             ex.notes.append(f"{ex.where}: a tool call sent back without the id its answer "
-                            f"recorded takes it: {ids}" if n == 1 else
+                            f"recorded takes it: {given}" if n == 1 else
                             f"{ex.where}: {n} tool calls sent back without the "
-                            f"ids their answers recorded take them: {ids}")
+                            f"ids their answers recorded take them: {given}")
         if own:
             ex.notes.append(f"{ex.where}: tool call(s) sent back under ids of the client's "
                             "own, which no answer made, take the ids their answers "
                             "recorded: " + ", ".join(f"{a} as {b}" for a, b in own.items()))
         reply = ex.response
+        before = _said(ex.history)
         for p in reply.content if reply is not None and not isinstance(reply.content, str) \
                 else ():
             if isinstance(p, ToolCallPart) and not is_derived_call_id(p.id):
                 recorded[(p.name, canonical_json(p.args))] = p.id
+                made.setdefault((before, p.name, canonical_json(p.args)), []).append(p.id)
+
+
+def _said(messages: Sequence[Message]) -> tuple[tuple[str, str], ...]:
+    """Messages as their roles and texts (no ids): what a conversation had said."""
+    return tuple((m.role, (m.text() or "").strip()) for m in messages)
 
 
 def _with_ids(m: Message, rename: dict[str, str]) -> Message:

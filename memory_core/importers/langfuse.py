@@ -248,12 +248,15 @@ def _usage(attrs: dict[str, Any], obs: dict[str, Any]) -> None:
         return
     # usageDetails (Langfuse 3), usage (2: {input, output, total, unit}), the counts
     # of either beside them (inputUsage, promptTokens …)
+    unit = obs["usage"].get("unit") if isinstance(obs.get("usage"), dict) else None
+    if unit not in (None, "TOKENS"):  # (CHARACTERS, MILLISECONDS …: no token counts)
+        return
     raw = next((v for v in (obs.get("usageDetails"), obs.get("usage")) if isinstance(v, dict)
                 and ("input" in v or "output" in v)), None)
     details: dict[str, Any] = raw if isinstance(raw, dict) else {}
     inp = details.get("input", obs.get("inputUsage", obs.get("promptTokens")))
     out = details.get("output", obs.get("outputUsage", obs.get("completionTokens")))
-    if isinstance(inp, int) and isinstance(out, int) and (inp or out):
+    if type(inp) is int and type(out) is int and (inp or out):
         attrs["gen_ai.usage.input_tokens"] = inp
         attrs["gen_ai.usage.output_tokens"] = out
 

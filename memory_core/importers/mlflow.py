@@ -16,23 +16,28 @@ messages read from the inner one; other spans are counted in one note."""
 
 from __future__ import annotations
 
-import json
+import re
 from collections import Counter
 from datetime import UTC, datetime
 from typing import Any
 
+from memory_core.errors import ImportFormatError
 from memory_core.importers.common import ParsedFile, SkippedRecord, Stages, fail
-from memory_core.importers.jsonvalues import load_json
+from memory_core.importers.jsonvalues import load_json, loads
 from memory_core.importers.openai_jsonl import parse_records
 
 MODEL_SPANS = ("CHAT_MODEL", "LLM")
-_MARKS = ('"mlflow.spanType"', '"mlflow.spanInputs"', '"mlflow.trace_schema.version"')
+# a span's type as MLflow writes its attributes: a key whose value is JSON text
+# ("mlflow.spanType": "\"CHAT_MODEL\""), not a key named so in another format's data
+_MARK = re.compile(r'"mlflow\.spanType"\s*:\s*"\\"')
 
 
 def looks_like_mlflow(text: str) -> bool:
-    """JSON that names MLflow's span attributes near its start."""
+    """JSON whose spans carry MLflow's attributes near its start (an OTLP export of
+    MLflow's spans is read as OTLP)."""
     head = text.lstrip()[:65536]
-    return head.startswith(("{", "[")) and any(m in head for m in _MARKS)
+    return head.startswith(("{", "[")) and '"resourceSpans"' not in head \
+        and _MARK.search(head) is not None
 
 
 def _traces(doc: Any) -> list[Any]:
@@ -57,13 +62,16 @@ def _spans(trace: Any) -> list[Any]:
     return spans
 
 
-def _attr(attrs: dict[str, Any], key: str) -> Any:
-    """An attribute's value: MLflow keeps each as JSON text."""
+def _attr(attrs: dict[str, Any], key: str, where: str = "") -> Any:
+    """An attribute's value: MLflow keeps each as JSON text (checked as an import
+    file's JSON is: no NUL, nesting a recording needs)."""
     raw = attrs.get(key)
+    if isinstance(raw, str) and raw.lstrip()[:1] in ('"', "{", "["):
+        return load_json(raw, where, key)
     if isinstance(raw, str):
         try:
-            return json.loads(raw)
-        except ValueError:
+            return loads(raw)
+        except (ValueError, RecursionError):
             return raw
     return raw
 
@@ -78,7 +86,7 @@ def _ids(span: dict[str, Any]) -> tuple[str, str]:
 
 def _start(span: dict[str, Any]) -> str | None:
     ns = span.get("start_time_unix_nano", span.get("start_time"))
-    if isinstance(ns, str) and ns.isdigit():
+    if isinstance(ns, str) and ns.isdigit() and len(ns) <= 20:
         ns = int(ns)
     if isinstance(ns, bool) or not isinstance(ns, int) or not 0 < ns < 10**20:
         return None
@@ -128,12 +136,12 @@ def mlflow_records(text: str) -> tuple[list[tuple[str, Any]], list[SkippedRecord
         inner = {_ids(s)[0] for s in model}
         wrapping: set[str] = set()
         for sid in inner:  # each ancestor of a model span that is one itself wraps it
-            p, seen = parent.get(sid, ""), set()
-            while p and p not in seen:
-                seen.add(p)
-                if p in inner:
-                    wrapping.add(p)
+            p, chain = parent.get(sid, ""), []
+            while p and p not in chain and p != sid:
+                chain.append(p)
                 p = parent.get(p, "")
+            if p != sid:  # (parents that come back to the span are no ancestors)
+                wrapping.update(a for a in chain if a in inner)
         for s in spans:
             kind = _attr(attrs[id(s)], "mlflow.spanType")
             if s not in model:
@@ -146,28 +154,37 @@ def mlflow_records(text: str) -> tuple[list[tuple[str, Any]], list[SkippedRecord
                     "a model span around another: its messages are read from the inner "
                     "one")))
                 continue
-            a = attrs[id(s)]
-            request, response = _attr(a, "mlflow.spanInputs"), _attr(a, "mlflow.spanOutputs")
-            if not isinstance(request, dict):
-                rows.append((where, fail(where, "mlflow.spanInputs is not a request body "
-                                                f"(got {type(request).__name__})")))
-                continue
-            record: dict[str, Any] = {"request": request}
-            failed = _failure(s)
-            if failed is not None or response is None:
-                record["error"] = failed or "no mlflow.spanOutputs recorded"
-            else:
-                record["response"] = _with_usage(response, _attr(a, "mlflow.chat.tokenUsage"),
-                                                 where, skipped)
-            when = _start(s)
-            if when is not None:
-                record["recorded_at"] = when
-            rows.append((where, record))
+            try:
+                rows.append((where, _record(s, attrs[id(s)], where, skipped)))
+            except ImportFormatError as e:  # noted, the other spans read
+                rows.append((where, e))
     if other:
         skipped.append(SkippedRecord(where="file", reason=(
             "spans that are not model calls, not imported: "
             + ", ".join(f"{n} {k}" for k, n in other.items()))))
     return rows, skipped
+
+
+def _record(s: dict[str, Any], a: dict[str, Any], where: str,
+            skipped: list[SkippedRecord]) -> dict[str, Any]:
+    """A model span's request/response record (ImportFormatError when its inputs are
+    no request body)."""
+    request = _attr(a, "mlflow.spanInputs", where)
+    response = _attr(a, "mlflow.spanOutputs", where)
+    if not isinstance(request, dict):
+        raise fail(where, "mlflow.spanInputs is not a request body (got "
+                          f"{type(request).__name__})")
+    record: dict[str, Any] = {"request": request}
+    failed = _failure(s)
+    if failed is not None or response is None:
+        record["error"] = failed or "no mlflow.spanOutputs recorded"
+    else:
+        record["response"] = _with_usage(
+            response, _attr(a, "mlflow.chat.tokenUsage", where), where, skipped)
+    when = _start(s)
+    if when is not None:
+        record["recorded_at"] = when
+    return record
 
 
 def parse_mlflow(text: str, stages: Stages | None = None) -> ParsedFile:

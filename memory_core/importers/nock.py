@@ -64,8 +64,8 @@ def _interaction(d: Any, where: str) -> dict[str, Any]:
     if not isinstance(d, dict) or not isinstance(d.get("scope"), str):
         raise fail(where, "a nock definition needs a 'scope' (the origin it was sent to)")
     headers = _headers(d.get("rawHeaders"), where)
-    encoding = next((v[0] for k, v in headers.items() if k.lower() == "content-encoding"),
-                    "").strip().lower()
+    encoding = next(((v or [""])[0] for k, v in headers.items()
+                     if k.lower() == "content-encoding"), "").strip().lower()
     status = d.get("status", 200)
     if isinstance(status, bool) or not isinstance(status, int):
         raise fail(where, f"'status' must be a number, got {status!r}")

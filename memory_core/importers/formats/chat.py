@@ -12,6 +12,7 @@ from collections.abc import Callable
 from collections.abc import Set as AbstractSet
 from typing import Any
 
+from memory_core.errors import ImportFormatError
 from memory_core.importers.common import (
     Exchange,
     fail,
@@ -31,7 +32,12 @@ from memory_core.importers.formats.fields import (
     usage_detail,
     usage_of,
 )
-from memory_core.importers.formats.llamafactory import is_v1, tools_of, v1_messages
+from memory_core.importers.formats.llamafactory import (
+    is_v1,
+    renumbered,
+    tools_of,
+    v1_messages,
+)
 from memory_core.importers.openai_shapes import reassemble_stream
 from memory_core.models.base import Usage
 from memory_core.models.openai_codec import from_openai_tools
@@ -102,10 +108,18 @@ def chat_exchange(obj: dict[str, Any], where: str, index: int,
     notes = list(notes or [])
     raw_messages, raw_tools = request["messages"], request.get("tools",
                                                                request.get("functions"))
+    origin = None
     if is_v1(raw_messages):  # (LLaMA-Factory's v1 training rows)
-        raw_messages = v1_messages(raw_messages, where, notes)
+        raw_messages, origin = v1_messages(raw_messages, where, notes)
         raw_tools = tools_of(raw_tools, where)
-    messages = openai_messages(raw_messages, where, notes)
+    start = len(notes)
+    try:
+        messages = openai_messages(raw_messages, where, notes)
+    except ImportFormatError as e:  # (naming the row's own messages)
+        raise e if origin is None else ImportFormatError(renumbered(str(e), origin)) \
+            from None
+    if origin is not None:
+        notes[start:] = [renumbered(n, origin) for n in notes[start:]]
     if not messages:
         raise fail(where, "'messages' is empty")
     thread_key, resource = record_context(obj, request, where)
