@@ -22,6 +22,7 @@ from memory_core.importers.common import ImportFormat, ParsedFile, Stages
 from memory_core.importers.har import looks_like_har, parse_har
 from memory_core.importers.http_json import looks_like_http_json, parse_http_json
 from memory_core.importers.httprr import looks_like_httprr, parse_httprr
+from memory_core.importers.inspect_log import looks_like_inspect_log, parse_inspect_log
 from memory_core.importers.langfuse import looks_like_langfuse, parse_langfuse
 from memory_core.importers.mlflow import looks_like_mlflow, parse_mlflow
 from memory_core.importers.nock import looks_like_nock, parse_nock
@@ -43,6 +44,9 @@ CONTAINERS: tuple[Container, ...] = (
     # an MLflow trace (mlflow.spanType, mlflow.spanInputs …): its model spans' request
     # and response bodies, read as records
     Container("mlflow", "openai", looks_like_mlflow, parse_mlflow),
+    # an Inspect AI eval log ({"version", "status", "eval", …, "samples"}): its model
+    # events' provider requests and responses, read as records
+    Container("inspect-log", "openai", looks_like_inspect_log, parse_inspect_log),
     # a Langfuse trace's observations ("type": "GENERATION", traceId, startTime), read
     # as spans
     Container("langfuse", "otel", looks_like_langfuse,

@@ -154,8 +154,9 @@ def header_usage(exchanges: list[Exchange], headers: Any, where: str) -> None:
 def request_params(request: dict[str, Any], where: str, *,
                    not_params: AbstractSet[str] = NOT_PARAMS) -> dict[str, Any]:
     """Every sampling/request parameter the record kept (temperature, top_p, seed,
-    max_tokens, stop, response_format, …); numbers must be finite."""
-    params = {k: v for k, v in request.items() if k not in not_params}
+    max_tokens, stop, response_format, …); numbers must be finite. A parameter sent as
+    null is not set (as the APIs read it: SDKs that dump every field send nulls)."""
+    params = {k: v for k, v in request.items() if k not in not_params and v is not None}
     for k in ("temperature", "top_p", "top_k", "seed", "max_tokens", "max_completion_tokens",
               "max_output_tokens", "frequency_penalty", "presence_penalty", "n"):
         v = params.get(k)

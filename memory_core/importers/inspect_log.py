@@ -1,0 +1,156 @@
+"""Inspect AI evaluation logs: the JSON log ``inspect eval`` writes (``--log-format
+json``; ``{"version", "status", "eval", "plan", "results", "stats", "samples"}``).
+
+Each sample's ``model`` events (``events``, or ``transcript.events`` in older logs) are
+its model calls, and each keeps the provider's own request and response as
+``call.request``/``call.response``: the pair becomes a ``{"request", "response"}``
+record read by the registry's formats like any other (``openai_jsonl.parse_records``),
+dated by the event, with the texts the log moved out of the call restored
+(``attachment://<hash>`` from the sample's ``attachments``, ``tc://<hash>`` from older
+logs' ``transcript.content``). An event that failed (its ``error``) is a failed call.
+A model event without its call, and a sample with no model event (an older log: its
+``messages`` and ``output`` only), are read from Inspect's own messages in the OpenAI
+form, noted. A sample's calls are grouped into threads by their messages, as any
+file's are (a scorer's call to a grading model is a conversation of its own)."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from memory_core.importers.common import ParsedFile, SkippedRecord, Stages, fail
+from memory_core.importers.jsonvalues import load_json
+from memory_core.importers.openai_jsonl import parse_records
+
+_START = re.compile(r'\s*\{\s*"version"\s*:\s*\d+\s*,\s*"status"\s*:')
+_REF = re.compile(r"^(attachment|tc)://([0-9a-f]{32})$")
+
+
+def looks_like_inspect_log(text: str) -> bool:
+    """An Inspect log starts ``{"version": 2, "status": …`` and names its ``eval``."""
+    return _START.match(text[:200]) is not None and '"eval"' in text[:4096]
+
+
+def _restore(value: Any, texts: dict[str, str]) -> Any:
+    """``value`` with each ``attachment://``/``tc://`` reference replaced by its text
+    (a reference the log does not hold stays as it is)."""
+    if isinstance(value, str):
+        m = _REF.match(value)
+        return texts.get(m.group(2), value) if m else value
+    if isinstance(value, list):
+        return [_restore(v, texts) for v in value]
+    if isinstance(value, dict):
+        return {k: _restore(v, texts) for k, v in value.items()}
+    return value
+
+
+def _openai_message(m: Any) -> Any:
+    """One of Inspect's chat messages in the OpenAI form (its tool calls' ``function``
+    is the tool's name and ``arguments`` an object; a tool message names its
+    ``function``)."""
+    if not isinstance(m, dict):
+        return m
+    out: dict[str, Any] = {"role": m.get("role"), "content": m.get("content")}
+    content = m.get("content")
+    if isinstance(content, list):  # Inspect's parts: text, reasoning, image …
+        out["content"] = [{"type": "text", "text": p.get("text", "")} if isinstance(p, dict)
+                          and p.get("type") == "text" else p for p in content
+                          if not (isinstance(p, dict) and p.get("type") == "reasoning")]
+    calls = m.get("tool_calls")
+    if isinstance(calls, list) and calls:
+        out["tool_calls"] = [{"id": c.get("id"), "type": "function", "function": {
+            "name": c.get("function"), "arguments": c["arguments"] if isinstance(
+                c.get("arguments"), str) else json.dumps(c.get("arguments", {}))}}
+            if isinstance(c, dict) else c for c in calls]
+    if m.get("role") == "tool":
+        out["tool_call_id"] = m.get("tool_call_id")
+        if isinstance(m.get("function"), str):
+            out["name"] = m["function"]
+    return out
+
+
+def _from_messages(messages: Any, output: Any, model: Any) -> dict[str, Any]:
+    """A chat-completions record from Inspect's messages and its ``ModelOutput``."""
+    request: dict[str, Any] = {"messages": [_openai_message(m) for m in messages or []]}
+    if isinstance(model, str):
+        request["model"] = model
+    record: dict[str, Any] = {"request": request}
+    choices = output.get("choices") if isinstance(output, dict) else None
+    if isinstance(choices, list) and choices and isinstance(choices[0], dict):
+        usage = output.get("usage") if isinstance(output.get("usage"), dict) else {}
+        record["response"] = {
+            "model": output.get("model") or model,
+            "choices": [{"message": _openai_message(c.get("message")),
+                         "finish_reason": c.get("stop_reason")} for c in choices
+                        if isinstance(c, dict)],
+            **({"usage": {"prompt_tokens": usage["input_tokens"],
+                          "completion_tokens": usage["output_tokens"]}}
+               if isinstance(usage.get("input_tokens"), int)
+               and isinstance(usage.get("output_tokens"), int) else {})}
+    return record
+
+
+def _event_record(e: dict[str, Any], texts: dict[str, str], where: str,
+                  skipped: list[SkippedRecord]) -> dict[str, Any]:
+    call = e.get("call") if isinstance(e.get("call"), dict) else None
+    request = call.get("request") if call is not None else None
+    if isinstance(request, dict):
+        record: dict[str, Any] = {"request": _restore(request, texts)}
+        response = call.get("response") if call is not None else None
+        if response is not None:
+            record["response"] = _restore(response, texts)
+    else:
+        skipped.append(SkippedRecord(where=where, reason=(
+            "the provider's request is not in the log (no call): read from Inspect's "
+            "own messages")))
+        record = _restore(_from_messages(e.get("input"), e.get("output"), e.get("model")),
+                          texts)
+    if e.get("error"):
+        record.pop("response", None)
+        record["error"] = str(e["error"])
+    if isinstance(e.get("timestamp"), str):
+        record["recorded_at"] = e["timestamp"]
+    return record
+
+
+def inspect_records(text: str) -> tuple[list[tuple[str, Any]], list[SkippedRecord]]:
+    """The log's model calls as request/response records (see the module's docstring),
+    and what was noted."""
+    log = load_json(text, "file", "Inspect log")
+    samples = log.get("samples") if isinstance(log, dict) else None
+    if not isinstance(samples, list) or not samples:
+        raise fail("file", "the Inspect log holds no samples (a log written with "
+                           "--no-log-samples, or only its header): no model call to read")
+    rows: list[tuple[str, Any]] = []
+    skipped: list[SkippedRecord] = []
+    for i, sample in enumerate(samples):
+        at = f"sample {i + 1}"
+        if not isinstance(sample, dict):
+            rows.append((at, fail(at, f"expected an object, got {type(sample).__name__}")))
+            continue
+        raw = sample.get("transcript")
+        transcript: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        events = sample.get("events") or transcript.get("events") or []
+        texts: dict[str, str] = {**(transcript.get("content") or {}),
+                                 **(sample.get("attachments") or {})}
+        calls = [e for e in events if isinstance(e, dict) and e.get("event") == "model"]
+        for j, e in enumerate(calls):
+            where = f"{at}: model event {j + 1}"
+            rows.append((where, _event_record(e, texts, where, skipped)))
+        if not calls:
+            skipped.append(SkippedRecord(where=at, reason=(
+                "no model event: its messages and output are read as one call")))
+            messages = sample.get("messages") or []
+            if isinstance(messages, list) and messages and isinstance(messages[-1], dict) \
+                    and messages[-1].get("role") == "assistant" and sample.get("output"):
+                messages = messages[:-1]  # (the answer, which the output holds)
+            record = _restore(_from_messages(messages, sample.get("output"), None), texts)
+            rows.append((at, record))
+    return rows, skipped
+
+
+def parse_inspect_log(text: str, stages: Stages | None = None) -> ParsedFile:
+    """An Inspect log's model calls (see the module's docstring)."""
+    rows, skipped = inspect_records(text)
+    return parse_records(rows, skipped, stages)

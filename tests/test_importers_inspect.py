@@ -1,0 +1,74 @@
+"""Inspect AI eval logs (memory_core/importers/inspect_log.py): a model event without
+its provider call, one that failed, and an older log whose samples hold no events. The
+real logs are in tests/fixtures/imports/real (inspectai-*)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from memory_core.importers import detect_format, import_text
+from memory_core.storage.inmemory import InMemoryStorage
+
+ASK = [{"role": "system", "content": "attachment://" + "a" * 32},
+       {"role": "user", "content": "What is 2+2?", "source": "input"}]
+CALL = {"role": "assistant", "content": "", "source": "generate", "tool_calls": [
+    {"id": "toolu_1", "function": "add", "arguments": {"x": 2, "y": 2}, "type": "function"}]}
+RESULT = {"role": "tool", "content": "4", "tool_call_id": "toolu_1", "function": "add"}
+
+
+def log(samples: list[dict[str, Any]]) -> str:
+    return json.dumps({"version": 2, "status": "success",
+                       "eval": {"task": "t", "model": "anthropic/claude-3-5-haiku"},
+                       "plan": {}, "results": {}, "stats": {}, "samples": samples})
+
+
+def model_event(inp: list[Any], message: dict[str, Any], **more: Any) -> dict[str, Any]:
+    return {"timestamp": "2025-03-01T10:00:00+00:00", "event": "model",
+            "model": "anthropic/claude-3-5-haiku", "input": inp, "tools": [],
+            "output": {"model": "claude-3-5-haiku-20241022", "choices": [
+                {"message": message, "stop_reason": "tool_calls"}],
+                "usage": {"input_tokens": 30, "output_tokens": 9}}, **more}
+
+
+def test_model_events_without_their_call_are_read_from_inspect_s_messages() -> None:
+    events = [model_event(ASK, CALL),
+              model_event([*ASK, CALL, RESULT], {"role": "assistant", "content": "4."})]
+    text = log([{"id": 1, "epoch": 1, "events": events,
+                 "attachments": {"a" * 32: "Use the tools."}}])
+    assert detect_format(text) == "openai"
+    s = InMemoryStorage()
+    report = import_text(s, text)
+    assert len(report.runs_created) == 2 and len(report.threads_created) == 1
+    msgs = s.memory.get_messages(report.threads_created[0])
+    assert [m.role for m in msgs] == ["user", "assistant", "tool", "assistant"]
+    assert (msgs[1].tool_calls()[0].name, msgs[1].tool_calls()[0].args) == ("add",
+                                                                            {"x": 2, "y": 2})
+    assert msgs[2].tool_results()[0].call_id == "toolu_1"
+    prompt = s.runs.get(f"{report.runs_created[0]}:prompt")["items"]
+    assert prompt[0]["message"]["content"] == "Use the tools."  # (its attachment)
+    step = s.runs.get(f"{report.runs_created[0]}:step:0")
+    assert (step["response"]["usage"]["input_tokens"], step["model"]["name"]) == (
+        30, "claude-3-5-haiku-20241022")
+    assert any("read from Inspect's own messages" in k.reason for k in report.skipped)
+
+
+def test_a_failed_model_event_is_a_failed_run() -> None:
+    event = model_event(ASK, CALL, error="RateLimitError: 429 Too Many Requests")
+    report = import_text(s := InMemoryStorage(), log([{"id": 1, "events": [event]}]))
+    run = s.runs.require_run(report.runs_created[0])
+    assert run.status == "failed" and run.error == "RateLimitError: 429 Too Many Requests"
+
+
+def test_a_sample_without_model_events_is_read_from_its_messages_and_output() -> None:
+    sample = {"id": 7, "epoch": 1,
+              "messages": [ASK[1], {"role": "assistant", "content": "4"}],
+              "output": {"model": "llama3.1", "choices": [
+                  {"message": {"role": "assistant", "content": "4"}, "stop_reason": "stop"}],
+                  "usage": {"input_tokens": 12, "output_tokens": 1}}}
+    s = InMemoryStorage()
+    report = import_text(s, log([sample]))
+    assert [m.text() for m in s.memory.get_messages(report.threads_created[0])] == [
+        "What is 2+2?", "4"]
+    assert ("sample 1", "no model event: its messages and output are read as one call") in {
+        (k.where, k.reason) for k in report.skipped}
