@@ -72,3 +72,38 @@ def test_a_sample_without_model_events_is_read_from_its_messages_and_output() ->
         "What is 2+2?", "4"]
     assert ("sample 1", "no model event: its messages and output are read as one call") in {
         (k.where, k.reason) for k in report.skipped}
+
+
+def test_a_current_log_s_pooled_inputs_and_calls_are_put_back() -> None:
+    """Inspect (2026) moves a model event's input and its call's messages into the
+    sample's events_data pools, referenced as [start, end) ranges."""
+    request = {"model": "gpt-4o-mini", "call_refs": [[0, 1]], "call_key": "messages",
+               "extra_headers": {"x-irid": "abc"}}
+    response = {"id": "c1", "object": "chat.completion", "created": 1767600000,
+                "model": "gpt-4o-mini", "choices": [{"index": 0, "finish_reason": "stop",
+                                                     "message": {"role": "assistant",
+                                                                 "content": "4"}}],
+                "usage": {"prompt_tokens": 12, "completion_tokens": 1}}
+    event = {"timestamp": "2026-03-01T10:00:00+00:00", "event": "model", "model": "openai/x",
+             "input": [], "input_refs": [[0, 1]],
+             "call": {"request": {k: v for k, v in request.items()
+                                  if k not in ("call_refs", "call_key")},
+                      "call_refs": [[0, 1]], "call_key": "messages", "response": response}}
+    sample = {"id": 1, "events": [event], "events_data": {
+        "messages": [{"role": "user", "content": "What is 2+2?"}],
+        "calls": [{"role": "user", "content": "What is 2+2?"}]}}
+    s = InMemoryStorage()
+    report = import_text(s, log([sample]))
+    assert [m.text() for m in s.memory.get_messages(report.threads_created[0])] == [
+        "What is 2+2?", "4"]
+    assert s.runs.get(f"{report.runs_created[0]}:import")["request_params"] == {}
+
+
+def test_a_call_inspect_marked_failed_is_a_failed_run() -> None:
+    event = model_event(ASK, CALL)
+    event["call"] = {"request": {"model": "m", "messages": [{"role": "user", "content": "q"}]},
+                     "response": {"error": {"message": "context length exceeded"}},
+                     "error": True}
+    report = import_text(s := InMemoryStorage(), log([{"id": 1, "events": [event]}]))
+    run = s.runs.require_run(report.runs_created[0])
+    assert run.status == "failed" and "context length exceeded" in (run.error or "")

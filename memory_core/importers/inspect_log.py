@@ -19,6 +19,7 @@ import json
 import re
 from typing import Any
 
+from memory_core.errors import ImportFormatError
 from memory_core.importers.common import ParsedFile, SkippedRecord, Stages, fail
 from memory_core.importers.jsonvalues import load_json
 from memory_core.importers.openai_jsonl import parse_records
@@ -67,12 +68,21 @@ def _openai_message(m: Any) -> Any:
         out["tool_call_id"] = m.get("tool_call_id")
         if isinstance(m.get("function"), str):
             out["name"] = m["function"]
+        error = m.get("error")
+        if isinstance(error, dict) and not out.get("content"):  # (what the model read)
+            out["content"] = f"{error.get('type', 'error')}: {error.get('message', '')}"
     return out
+
+
+# Inspect's stop reasons in the OpenAI names the chat format reads
+_STOPS = {"max_tokens": "length", "model_length": "length", "tool_calls": "tool_calls",
+          "content_filter": "content_filter", "stop": "stop"}
 
 
 def _from_messages(messages: Any, output: Any, model: Any) -> dict[str, Any]:
     """A chat-completions record from Inspect's messages and its ``ModelOutput``."""
-    request: dict[str, Any] = {"messages": [_openai_message(m) for m in messages or []]}
+    listed = messages if isinstance(messages, list) else []
+    request: dict[str, Any] = {"messages": [_openai_message(m) for m in listed]}
     if isinstance(model, str):
         request["model"] = model
     record: dict[str, Any] = {"request": request}
@@ -82,13 +92,55 @@ def _from_messages(messages: Any, output: Any, model: Any) -> dict[str, Any]:
         record["response"] = {
             "model": output.get("model") or model,
             "choices": [{"message": _openai_message(c.get("message")),
-                         "finish_reason": c.get("stop_reason")} for c in choices
-                        if isinstance(c, dict)],
-            **({"usage": {"prompt_tokens": usage["input_tokens"],
+                         "finish_reason": _STOPS.get(str(c.get("stop_reason")),
+                                                     c.get("stop_reason"))}
+                        for c in choices if isinstance(c, dict)],
+            **({"usage": {"prompt_tokens": usage["input_tokens"] + sum(
+                usage.get(k) or 0 for k in ("input_tokens_cache_read",
+                                            "input_tokens_cache_write")
+                if type(usage.get(k)) is int),  # (Inspect counts them apart)
                           "completion_tokens": usage["output_tokens"]}}
                if isinstance(usage.get("input_tokens"), int)
                and isinstance(usage.get("output_tokens"), int) else {})}
     return record
+
+
+def _expand(refs: Any, pool: Any, where: str) -> list[Any]:
+    """Range-encoded references (``[[start, end_exclusive], …]``) into a pool."""
+    if not isinstance(refs, list) or not isinstance(pool, list):
+        raise fail(where, "references into the sample's events_data, but no pool holds them")
+    out: list[Any] = []
+    for r in refs:
+        if not (isinstance(r, list) and len(r) == 2 and all(type(x) is int for x in r)):
+            raise fail(where, f"a reference must be [start, end], got {r!r}"[:200])
+        out += pool[r[0]:r[1]]
+    return out
+
+
+def _pooled(e: dict[str, Any], pools: dict[str, Any], where: str) -> dict[str, Any]:
+    """The event with what Inspect (since 2026) moved into the sample's ``events_data``
+    put back: ``input_refs`` into ``messages``, ``call.call_refs`` into ``calls`` (under
+    the request's ``call_key``, else ``messages``)."""
+    if e.get("input_refs") is not None and not e.get("input"):
+        e = {**e, "input": _expand(e["input_refs"], pools.get("messages"), where)}
+    call = e.get("call")
+    if isinstance(call, dict) and call.get("call_refs") and isinstance(call.get("request"),
+                                                                     dict):
+        key = call.get("call_key") if isinstance(call.get("call_key"), str) else "messages"
+        e = {**e, "call": {**call, "request": {
+            **call["request"], key: _expand(call["call_refs"], pools.get("calls"), where)}}}
+    return e
+
+
+def _gemini_system(request: dict[str, Any]) -> dict[str, Any]:
+    """Inspect's Gemini calls keep ``system_instruction`` as a list of parts: as the
+    API's content."""
+    for key in ("system_instruction", "systemInstruction"):
+        parts = request.get(key)
+        if isinstance(parts, list):
+            return {**request, key: {"parts": [{"text": p} if isinstance(p, str) else p
+                                               for p in parts]}}
+    return request
 
 
 def _event_record(e: dict[str, Any], texts: dict[str, str], where: str,
@@ -96,10 +148,15 @@ def _event_record(e: dict[str, Any], texts: dict[str, str], where: str,
     call = e.get("call") if isinstance(e.get("call"), dict) else None
     request = call.get("request") if call is not None else None
     if isinstance(request, dict):
-        record: dict[str, Any] = {"request": _restore(request, texts)}
+        record: dict[str, Any] = {"request": _gemini_system(_restore(request, texts))}
         response = call.get("response") if call is not None else None
-        if response is not None:
+        if call is not None and call.get("error") and not e.get("error"):
+            # (a failure Inspect turned into an output: the response is its error)
+            record["error"] = _restore(response, texts) or "the call failed"
+        elif response is not None:
             record["response"] = _restore(response, texts)
+        elif e.get("pending"):
+            record["error"] = "the call had not answered when the log was written"
     else:
         skipped.append(SkippedRecord(where=where, reason=(
             "the provider's request is not in the log (no call): read from Inspect's "
@@ -112,6 +169,23 @@ def _event_record(e: dict[str, Any], texts: dict[str, str], where: str,
     if isinstance(e.get("timestamp"), str):
         record["recorded_at"] = e["timestamp"]
     return record
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _model_events(events: list[Any]) -> Any:
+    """The model events, those of subtasks and tool sub-agents (nested ``events`` in
+    older logs) in their place."""
+    for e in events:
+        if not isinstance(e, dict):
+            continue
+        if e.get("event") == "model":
+            yield e
+        nested = e.get("events")
+        if isinstance(nested, list):
+            yield from _model_events(nested)
 
 
 def inspect_records(text: str) -> tuple[list[tuple[str, Any]], list[SkippedRecord]]:
@@ -132,12 +206,17 @@ def inspect_records(text: str) -> tuple[list[tuple[str, Any]], list[SkippedRecor
         raw = sample.get("transcript")
         transcript: dict[str, Any] = raw if isinstance(raw, dict) else {}
         events = sample.get("events") or transcript.get("events") or []
-        texts: dict[str, str] = {**(transcript.get("content") or {}),
-                                 **(sample.get("attachments") or {})}
-        calls = [e for e in events if isinstance(e, dict) and e.get("event") == "model"]
+        texts: dict[str, str] = {**_dict(transcript.get("content")),
+                                 **_dict(sample.get("attachments"))}
+        pools = _dict(sample.get("events_data"))
+        calls = list(_model_events(events if isinstance(events, list) else []))
         for j, e in enumerate(calls):
             where = f"{at}: model event {j + 1}"
-            rows.append((where, _event_record(e, texts, where, skipped)))
+            try:
+                rows.append((where, _event_record(_pooled(e, pools, where), texts, where,
+                                                  skipped)))
+            except ImportFormatError as err:  # noted, the other events read
+                rows.append((where, err))
         if not calls:
             skipped.append(SkippedRecord(where=at, reason=(
                 "no model event: its messages and output are read as one call")))

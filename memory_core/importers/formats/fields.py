@@ -30,7 +30,10 @@ TOKEN_HEADERS = {"input": "x-amzn-bedrock-input-token-count",
                  "cache_write": "x-amzn-bedrock-cache-write-input-token-count"}
 # request keys that are the conversation or its packaging, not sampling parameters
 NOT_PARAMS = {"messages", "model", "tools", "functions", "input", "instructions",
-              "metadata", "user", "prompt", *REQUEST_FIELDS, *RECORD_KEYS}
+              "metadata", "user", "prompt", *REQUEST_FIELDS, *RECORD_KEYS,
+              # the OpenAI SDK's own arguments, as SDK dumps (Inspect's calls) keep them:
+              # what the client sent besides the body, not the model's parameters
+              "extra_headers", "extra_query", "extra_body"}
 EXPECTED = ("expected an OpenAI chat-completions record ({\"request\": {\"messages\": "
             "[...]}, \"response\": {...}} or {\"messages\": [...], \"response\": {...}}), a "
             "fine-tuning row ({\"messages\": [...]}), a ShareGPT conversation "
