@@ -949,3 +949,13 @@ def test_attribute_ranks_the_message_that_carried_the_answer(db_copy: str) -> No
                                "--lanes")))
     assert {a["kind"] for a in data} == {"message", "lane"}
     assert "nope" in error_line(memwb("attribute", "nope", "--db", db_copy))
+
+
+def test_span_exports_that_are_no_otlp_are_imported_one_by_one(tmp_path: Path) -> None:
+    """Several OTLP exports are joined into one import; two Langfuse exports (read as
+    spans too) were sent to that join and refused as "not an OTLP export"."""
+    real = IMPORTS / "real"
+    files = [str(real / "langfuse-koog-2025-08-26.trace.json"),
+             str(real / "langfuse-autogen-2025-06-06.trace.json")]
+    out = ok(memwb("import", *files, "--db", str(tmp_path / "two.duckdb")))
+    assert all(f"imported {f} (otel)" in out for f in files), out

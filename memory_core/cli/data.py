@@ -26,9 +26,10 @@ from memory_core.cli.common import (
 @app.command("import")
 def import_(files: Annotated[list[Path], typer.Argument(
                 help="Model traffic (OpenAI and compatible servers, Anthropic Messages, "
-                     "Gemini, Cohere, Ollama, Bedrock) as JSONL/JSON logs, VCR cassettes "
-                     "or HAR files; ShareGPT, fine-tuning and batch files; LangSmith runs; "
-                     "or spans: OTLP "
+                     "Gemini, Cohere, Ollama, Bedrock) as JSONL/JSON logs, VCR cassettes, "
+                     "HAR files or nock recordings; ShareGPT, fine-tuning (LLaMA-Factory "
+                     "too) and batch files; LangSmith runs, Langfuse and MLflow traces, "
+                     "Inspect eval logs; or spans: OTLP "
                      "traces/logs (JSON, JSON lines, protobuf), SDK span objects, Jaeger or "
                      "Zipkin JSON. gzip/bzip2/xz read through. Several OTLP "
                      "exports (say traces.json logs.json) are imported as one, so a "
@@ -47,7 +48,7 @@ def import_(files: Annotated[list[Path], typer.Argument(
     """
     from functools import partial
 
-    from memory_core.importers import file_format, import_file, import_otel_files
+    from memory_core.importers import import_file, import_otel_files, is_otlp_file
 
     files = [_import_path(f) for f in files]
     embed = _embedder(embedder, allow_none=True)
@@ -57,11 +58,10 @@ def import_(files: Annotated[list[Path], typer.Argument(
 
     progress = ImportProgress()
 
-    def detected(f: Path) -> str:
-        return guarded(lambda: file_format(f))
+    def otlp(f: Path) -> bool:
+        return guarded(lambda: is_otlp_file(f))
 
-    together = len(files) > 1 and format != "openai" and all(
-        detected(f) == "otel" for f in files)
+    together = len(files) > 1 and format != "openai" and all(otlp(f) for f in files)
     done: list[str] = []
     try:
         with opened(url, read_only=False, must_exist=False) as storage:

@@ -197,6 +197,15 @@ def file_format(path: str | Path) -> ImportFormat:
     return detect_format(data.decode("utf-8-sig", errors="replace"))
 
 
+def is_otlp_file(path: str | Path) -> bool:
+    """An OTLP export (protobuf, or the JSON container of OTLP and other span exports):
+    what ``import_otel_files`` joins with others. A Langfuse export reads as spans too,
+    but is a file of its own."""
+    data = read_import_file(Path(path))
+    return is_binary(data) or container_for(
+        data.decode("utf-8-sig", errors="replace")).name == "otlp-json"
+
+
 @_without_cycle_collection
 def import_otel_files(storage: Storage, paths: Sequence[str | Path], *,
                       embed: Embedder | None = None, resource_id: str | None = None,
