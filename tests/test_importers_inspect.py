@@ -107,3 +107,32 @@ def test_a_call_inspect_marked_failed_is_a_failed_run() -> None:
     report = import_text(s := InMemoryStorage(), log([{"id": 1, "events": [event]}]))
     run = s.runs.require_run(report.runs_created[0])
     assert run.status == "failed" and "context length exceeded" in (run.error or "")
+
+
+def test_inspect_s_own_fields_are_read_in_the_openai_names() -> None:
+    """Without the provider's call: a stop reason of Inspect's (max_tokens) is the
+    OpenAI finish reason, cached input tokens are counted, a tool's error is its
+    result; a Gemini call's system_instruction list is its instructions."""
+    failed = {**RESULT, "content": "", "error": {"type": "timeout", "message": "timed out"}}
+    event = model_event([*ASK, CALL, failed], {"role": "assistant", "content": "Sorry"})
+    event["output"]["choices"][0]["stop_reason"] = "max_tokens"
+    event["output"]["usage"]["input_tokens_cache_read"] = 100
+    gemini = {"timestamp": "2025-03-01T10:00:05+00:00", "event": "model",
+              "model": "google/gemini-2.0-flash", "call": {
+                  "request": {"model": "gemini-2.0-flash", "system_instruction": ["Be brief."],
+                              "contents": [{"role": "user", "parts": [{"text": "Hi"}]}]},
+                  "response": {"candidates": [{"content": {"role": "model", "parts": [
+                      {"text": "Hello"}]}, "finish_reason": "STOP"}]}}}
+    s = InMemoryStorage()
+    report = import_text(s, log([{"id": 1, "events": [event, gemini],
+                                  "attachments": {"a" * 32: "Use the tools."}}]))
+    first, second = report.runs_created
+    step = s.runs.get(f"{first}:step:0")
+    assert (step["response"]["finish_reason"], step["response"]["usage"]["input_tokens"]) \
+        == ("length", 130)
+    tools = [m for t in report.threads_created for m in s.memory.get_messages(t)
+             if m.role == "tool"]
+    assert tools[0].tool_results()[0].result == "timeout: timed out"
+    prompt = s.runs.get(f"{second}:prompt")["items"]
+    assert (prompt[0]["lane"], prompt[0]["message"]["content"]) == ("instructions",
+                                                                    "Be brief.")

@@ -175,3 +175,19 @@ def test_langfuse_2_usage_in_another_unit_is_no_token_count() -> None:
     s = InMemoryStorage()
     report = import_text(s, json.dumps(doc))
     assert s.runs.get(f"{report.runs_created[0]}:step:0")["usage_known"] is False
+
+
+def test_an_answer_in_the_messages_api_s_blocks_is_read_by_its_reader() -> None:
+    """An output in Anthropic's form (text and tool_use blocks) is read as the Messages
+    API reads an assistant turn: its call kept with its id and arguments."""
+    out = {"role": "assistant", "content": [
+        {"type": "text", "text": "Checking."},
+        {"type": "tool_use", "id": "toolu_1", "name": "get_weather",
+         "input": {"city": "Oslo"}}]}
+    s = InMemoryStorage()
+    report = import_text(s, json.dumps({"data": [gen("a", "01", ASK, out)]}))
+    [reply] = [m for m in s.memory.get_messages(report.threads_created[0])
+               if m.role == "assistant"]
+    [call] = reply.tool_calls()
+    assert (reply.text(), call.id, call.name, call.args) == (
+        "Checking.", "toolu_1", "get_weather", {"city": "Oslo"})

@@ -160,9 +160,9 @@ _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 def read_import_file(path: Path) -> bytes:
     """The bytes of an import file, decompressed when it is gzip, bzip2 or xz (told by
-    its first bytes, not its name), UTF-16 text (with its byte-order mark) as UTF-8. InvalidInputError when it cannot be read;
-    ImportFormatError, naming it, when it is zstd (not in Python's standard library
-    here) or its compressed data is damaged."""
+    its first bytes, not its name), UTF-16 text (with its byte-order mark) as UTF-8.
+    InvalidInputError when it cannot be read; ImportFormatError, naming it, when it is
+    zstd (not in Python's standard library here) or its compressed data is damaged."""
     try:
         data = path.read_bytes()
     except OSError as e:

@@ -105,6 +105,23 @@ def load_json(text: str, where: str, what: str = "") -> Any:
     return value
 
 
+def json_or_text(raw: Any, where: str, what: str) -> Any:
+    """A value some exports keep as JSON text (Langfuse's observations, MLflow's span
+    attributes): the JSON it holds, checked as a record's is (an error naming ``where``
+    when nested too deeply, or holding a NUL or a lone surrogate), or — text that is no
+    JSON — the text itself."""
+    if not (isinstance(raw, str) and raw.lstrip()[:1] in ('"', "{", "[")):
+        return raw
+    try:
+        value = loads(raw)
+    except ValueError:
+        return raw
+    except RecursionError:
+        raise fail(where, f"{what} nested too deeply to read") from None
+    check_value(value, f"{where}: {what}", strings=True)
+    return value
+
+
 def is_sse(text: str) -> bool:
     """Text that starts as a server-sent-events stream does: a ``data:`` or ``event:``
     field, or a comment (``: keep-alive``; OpenRouter opens its streams with
@@ -163,7 +180,8 @@ def iter_documents(text: str, keep_going: bool = False) -> Iterator[tuple[str, A
                 if docs is not None:
                     yield from docs
                     return
-                if not (keep_going and _an_object(second[1])):
+                if not (keep_going and second[1].lstrip().startswith("{")
+                        and _whole_value(second[1])):
                     raise
                 doc = line_error  # JSON lines whose first line is broken
             else:
@@ -197,14 +215,6 @@ def _whole_value(line: str) -> bool:
     except (ValueError, RecursionError):
         return False
     return end == len(stripped)
-
-
-def _an_object(line: str) -> bool:
-    """A line that is a JSON object on its own (a JSON-lines file's record)."""
-    try:
-        return isinstance(loads(line), dict)
-    except (ValueError, RecursionError):
-        return False
 
 
 def _concatenated(text: str) -> list[tuple[str, Any]] | None:

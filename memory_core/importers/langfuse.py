@@ -28,7 +28,7 @@ from typing import Any
 
 from memory_core.errors import ImportFormatError
 from memory_core.importers.common import ParsedFile, SkippedRecord, fail, iso_time, not_read
-from memory_core.importers.jsonvalues import check_value, iter_documents, loads
+from memory_core.importers.jsonvalues import iter_documents, json_or_text
 from memory_core.importers.otel import parse_spans
 from memory_core.importers.otel_content import span_content
 from memory_core.importers.otel_read import RawSpan
@@ -70,22 +70,6 @@ def _observations(doc: Any) -> tuple[dict[str, Any], list[Any]]:
     raise fail("file", "a Langfuse export must hold its observations: {\"trace\": {...}, "
                        "\"observations\": [...]}, a trace with \"observations\", "
                        "{\"data\": [...]} or a JSON array of observations")
-
-
-def _value(raw: Any, where: str = "", what: str = "") -> Any:
-    """An observation's input, output or metadata: Langfuse's UI export gives JSON as a
-    JSON string; text that is no JSON stays text. JSON that a recording cannot hold
-    (nested too deeply, a NUL, a lone surrogate) is an error naming ``where``."""
-    if isinstance(raw, str) and raw.lstrip().startswith(("{", "[", '"')):
-        try:
-            value = loads(raw)
-        except ValueError:
-            return raw
-        except RecursionError:
-            raise fail(where, f"{what} nested too deeply to read") from None
-        check_value(value, f"{where}: {what}", strings=True)
-        return value
-    return raw
 
 
 def _flattened(text: str) -> list[dict[str, str]] | None:
@@ -138,7 +122,7 @@ def _typed(key: str, value: Any) -> Any:
         if value in ("true", "false"):
             return value == "true"
     if key in _ARRAYS and value.startswith("["):
-        parsed = _value(value, key, "")
+        parsed = json_or_text(value, key, "")
         return parsed if isinstance(parsed, list) else value
     return value
 
@@ -176,21 +160,6 @@ def _messages_in(raw: list[Any], attrs: dict[str, Any], where: str,
                      "messages: read as the tools offered")
         attrs.setdefault("gen_ai.tool.definitions", json.dumps(tools))
     return out
-
-
-def _anthropic_reply(out: Any) -> Any:
-    """An answer in the Anthropic Messages API's form (``content`` blocks: ``text``,
-    ``tool_use``) in the OpenAI form; anything else as it is."""
-    blocks = out.get("content") if isinstance(out, dict) else None
-    if not (isinstance(blocks, list) and blocks and all(
-            isinstance(b, dict) and b.get("type") in ("text", "tool_use") for b in blocks)):
-        return out
-    text = "".join(str(b.get("text", "")) for b in blocks if b["type"] == "text")
-    calls = [{"id": b.get("id"), "type": "function", "function": {
-        "name": b.get("name"), "arguments": json.dumps(b.get("input", {}))}}
-        for b in blocks if b["type"] == "tool_use"]
-    return {"role": "assistant", "content": text or None, **(
-        {"tool_calls": calls} if calls else {})}
 
 
 def _has_parts(value: Any) -> bool:
@@ -238,7 +207,7 @@ def _restore(attrs: dict[str, Any], inp: Any, out: Any, where: str,
         out = out[0]
     if out is not None:
         attrs["gen_ai.completion"] = out if isinstance(out, str) else json.dumps(
-            _anthropic_reply(_langchain(out)))
+            _langchain(out))
 
 
 def _usage(attrs: dict[str, Any], obs: dict[str, Any]) -> None:
@@ -263,7 +232,7 @@ def _usage(attrs: dict[str, Any], obs: dict[str, Any]) -> None:
 
 def _span(obs: dict[str, Any], trace: dict[str, Any], where: str,
           notes: list[str]) -> RawSpan:
-    meta = _value(obs.get("metadata"), where, "metadata")
+    meta = json_or_text(obs.get("metadata"), where, "metadata")
     raw_attrs = meta.get("attributes") if isinstance(meta, dict) else None
     attrs = {k: _typed(k, v) for k, v in raw_attrs.items()} \
         if isinstance(raw_attrs, dict) else {}
@@ -278,8 +247,8 @@ def _span(obs: dict[str, Any], trace: dict[str, Any], where: str,
     except ImportFormatError:  # its attributes hold messages, malformed: said as the
         held = True  # span's failure when the spans are read
     if not held:
-        _restore(attrs, _value(obs.get("input"), where, "input"),
-                 _value(obs.get("output"), where, "output"), where, notes)
+        _restore(attrs, json_or_text(obs.get("input"), where, "input"),
+                 json_or_text(obs.get("output"), where, "output"), where, notes)
     if not any(k in attrs for k in ("gen_ai.operation.name", "openinference.span.kind",
                                     "ai.operationId")):
         attrs["gen_ai.operation.name"] = "chat"  # (a GENERATION is a model call)

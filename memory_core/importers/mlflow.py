@@ -23,7 +23,7 @@ from typing import Any
 
 from memory_core.errors import ImportFormatError
 from memory_core.importers.common import ParsedFile, SkippedRecord, Stages, fail
-from memory_core.importers.jsonvalues import load_json, loads
+from memory_core.importers.jsonvalues import json_or_text, load_json
 from memory_core.importers.openai_jsonl import parse_records
 
 MODEL_SPANS = ("CHAT_MODEL", "LLM")
@@ -63,17 +63,8 @@ def _spans(trace: Any) -> list[Any]:
 
 
 def _attr(attrs: dict[str, Any], key: str, where: str = "") -> Any:
-    """An attribute's value: MLflow keeps each as JSON text (checked as an import
-    file's JSON is: no NUL, nesting a recording needs)."""
-    raw = attrs.get(key)
-    if isinstance(raw, str) and raw.lstrip()[:1] in ('"', "{", "["):
-        return load_json(raw, where, key)
-    if isinstance(raw, str):
-        try:
-            return loads(raw)
-        except (ValueError, RecursionError):
-            return raw
-    return raw
+    """An attribute's value: MLflow keeps each as JSON text."""
+    return json_or_text(attrs.get(key), where, key)
 
 
 def _ids(span: dict[str, Any]) -> tuple[str, str]:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memory_core.errors import ImportFormatError
-from memory_core.importers.anthropic import anthropic_block, anthropic_messages
+from memory_core.importers.anthropic import anthropic_block, anthropic_messages, assistant_turn
 from memory_core.importers.common import fail, openai_message, openai_messages
 from memory_core.importers.jsonvalues import load_json
 from memory_core.importers.otel_read import Event, RawSpan
@@ -232,6 +232,9 @@ def json_messages(value: Any, where: str, key: str, role: str, notes: list[str]
                 fin if isinstance(fin, str) else None
         if isinstance(parsed.get("parts"), list):
             return _parts_message({"role": role, **parsed}, kw, notes), finish
+        if parsed.get("role", role) == "assistant" and isinstance(parsed.get("content"), list) \
+                and any(map(anthropic_block, parsed["content"])):  # (the Messages API's)
+            return [assistant_turn(parsed["content"], kw, notes)], finish
         if isinstance(parsed.get("text"), str) or "content" in parsed:
             return [openai_message({"role": role, "content": parsed.get("text"), **{
                 k: v for k, v in parsed.items() if k in ("role", "content", "tool_calls",
@@ -342,13 +345,12 @@ def _content_value(value: Any) -> Any:
 
 
 def _calls_as_content(content: Any) -> bool:
-    """Content that is a list of OpenAI tool calls (``{"id", "type": "function",
-    "function": {name, arguments}}``): JetBrains' Koog writes an assistant message's
-    calls so, as its ``content``."""
+    """Content that is OpenAI tool calls (``{"id", "type": "function", "function":
+    {name, arguments}}``), as JetBrains' Koog writes an assistant's calls."""
     return isinstance(content, list) and bool(content) and all(
         isinstance(c, dict) and c.get("type") == "function" and isinstance(c.get("id"), str)
-        and isinstance(c.get("function"), dict) and "name" in c["function"]
-        and "arguments" in c["function"] for c in content)
+        and isinstance(c.get("function"), dict) and {"name", "arguments"} <= set(c["function"])
+        for c in content)
 
 
 def _openllmetry(span: RawSpan, notes: list[str]) -> SpanContent | None:
@@ -366,12 +368,11 @@ def _openllmetry(span: RawSpan, notes: list[str]) -> SpanContent | None:
             calls = [{"id": None, "type": "function", "function": fc}]
         content = _content_value(m.get("content"))
         if not calls and not m.get("tool_call_id") and _calls_as_content(content):
-            # Koog writes the assistant's calls as the content, its role "tool"
-            calls, content = content, None
+            calls, content = content, None  # (Koog: the calls as content, role "tool")
             if m.get("role") != "assistant":
                 notes.append(f"{span.where}: a {m.get('role')!r} message whose content is "
                              "tool calls: read as the assistant's calls")
-                m = {**m, "role": "assistant"}
+            m = {**m, "role": "assistant"}
         return {"role": m.get("role") or role, "content": content,
                 "tool_calls": calls or None, "tool_call_id": m.get("tool_call_id"),
                 "name": m.get("name")}
@@ -394,8 +395,7 @@ def _openllmetry(span: RawSpan, notes: list[str]) -> SpanContent | None:
     outs = [openai_message(chat(completions[i], "assistant"), f"{span.where}: gen_ai.completion.{i}", notes)
             for i in completions if i not in thinking]
     if len(outs) > 1 and all(o.tool_calls() and not o.text() for o in outs):
-        # (Koog writes each of an answer's parallel calls as a completion of its own;
-        # the next request's history holds them one after another)
+        # (Koog: each parallel call a completion; the next request sends them apart)
         names = ", ".join(p.name for o in outs[1:] for p in o.tool_calls())
         notes.append(f"{span.where}: {len(outs) - 1} more completion(s), each a tool call "
                      f"of the same answer ({names}): not in this run's answer")
