@@ -590,6 +590,12 @@ def recorded_call_ids(exchanges: Sequence[Exchange]) -> None:
     answered = {p.id for ex in exchanges if ex.response is not None
                 and not isinstance(ex.response.content, str)
                 for p in ex.response.content if isinstance(p, ToolCallPart)}
+    # (only a file whose requests send back ids no answer made needs the answers'
+    # conversations kept: most files have none, and are not slowed by them)
+    client_made = any(isinstance(p, ToolCallPart) and p.id not in answered
+                      and not is_derived_call_id(p.id) for ex in exchanges
+                      for m in ex.history if not isinstance(m.content, str)
+                      for p in m.content)
     recorded: dict[tuple[str, str], str] = {}
     # an answer's calls by what came before them: (the conversation's texts, the call's
     # name, its arguments) -> their ids, in the answer's order
@@ -632,12 +638,15 @@ def recorded_call_ids(exchanges: Sequence[Exchange]) -> None:
                             "own, which no answer made, take the ids their answers "
                             "recorded: " + ", ".join(f"{a} as {b}" for a, b in own.items()))
         reply = ex.response
-        before = _said(ex.history)
+        before: tuple[tuple[str, str], ...] | None = None
         for p in reply.content if reply is not None and not isinstance(reply.content, str) \
                 else ():
             if isinstance(p, ToolCallPart) and not is_derived_call_id(p.id):
                 recorded[(p.name, canonical_json(p.args))] = p.id
-                made.setdefault((before, p.name, canonical_json(p.args)), []).append(p.id)
+                if client_made:
+                    before = _said(ex.history) if before is None else before
+                    made.setdefault((before, p.name, canonical_json(p.args)),
+                                    []).append(p.id)
 
 
 def _said(messages: Sequence[Message]) -> tuple[tuple[str, str], ...]:

@@ -45,7 +45,7 @@ _ROLE_LINE = re.compile(r"^(system|developer|user|assistant|tool): ", re.MULTILI
 def looks_like_langfuse(text: str) -> bool:
     """A JSON document holding Langfuse observations: an observation's ``traceId`` and
     ``startTime`` beside a ``type`` Langfuse gives observations (``"GENERATION"`` …)."""
-    head = text.lstrip()[:65536]
+    head = text[:65536].lstrip()
     if _UI_EXPORT.match(head) and '"observations"' in text:  # (the trace first, any size)
         return True
     if _WRAPPED.match(head) and '"observations"' in text and _TYPE.search(text) is not None:

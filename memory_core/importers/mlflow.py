@@ -35,7 +35,7 @@ _MARK = re.compile(r'"mlflow\.spanType"\s*:\s*"\\"')
 def looks_like_mlflow(text: str) -> bool:
     """JSON whose spans carry MLflow's attributes near its start (an OTLP export of
     MLflow's spans is read as OTLP)."""
-    head = text.lstrip()[:65536]
+    head = text[:65536].lstrip()
     return head.startswith(("{", "[")) and '"resourceSpans"' not in head \
         and _MARK.search(head) is not None
 
