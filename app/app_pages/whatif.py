@@ -57,6 +57,7 @@ from app.whatif_parts import (
     most_moved,
     plain_summary,
     scope_run_ids,
+    setting_words,
     signed,
     token_totals,
     url_value,
@@ -289,59 +290,85 @@ def _options(key: str, values: tuple[str, ...]) -> tuple[list[str], int]:
 budget_prefill = _prefill("token_budget")
 prefill = tuple(_prefill(k) for k in SETTING_KEYS)
 form_id = f"{scope.kind}:{scope.id}:{prefill}"  # new values when the scope or link changes
-st.markdown("#### Settings to try")
-whose = {"thread": "The thread's", "resource": "The user's", "all": "All"}[scope.kind]
-st.caption(escape_md(
-    f"{whose} {counted(len(in_scope), 'run')}. Prefilled with what they recorded; a box left "
-    "empty keeps each run's own value. Changing a recall setting turns recall on for runs "
-    "that had it off.")
-    + (escape_md(f" (Read from the newest {recorded.read:,} runs.)")
-       if recorded.read < recorded.total else ""))
-with st.form(f"whatif-form:{form_id}", border=True):
-    c1, c2, c3 = st.columns(3)
-    recent_n = c1.number_input(
-        "Recent window (latest messages kept)", min_value=0, max_value=10_000, step=1,
-        value=_prefill("recent_n"), placeholder=_as_recorded("recent_n"),
-        help="How many of the thread's latest messages each prompt holds (recent_n).")
-    recall_options, recall_at = _options("recall", ("on", "off"))
-    recall = c2.radio("Recall of older messages", recall_options, index=recall_at,
-                      horizontal=True, format_func=lambda v: v if v == KEEP else v.title(),
-                      help="Whether older messages similar to the question are looked up "
-                           "and added to the prompt (recall on/off).")
-    mode_options, mode_at = _options("recall.mode", MODES)
-    mode = c3.selectbox("Recall mode", mode_options, index=mode_at,
-                        format_func=lambda v: v if v == KEEP else f"{v} ({MODE_WORDS[v]})",
-                        help="How older messages are found: vector (by meaning), lexical "
-                             "(by shared words) or hybrid (both).")
-    c4, c5, c6 = st.columns(3)
-    threshold = c4.number_input(
-        "Recall threshold (how similar is similar enough)", min_value=0.0, max_value=1.0,
-        step=0.05, format="%.2f", value=_prefill("recall.threshold"),
-        placeholder=_as_recorded("recall.threshold"),
-        help="An older message is recalled only when it is at least this similar to the "
-             "question (recall.threshold).")
-    top_k = c5.number_input(
-        "Recall top-k (older messages at most)", min_value=1, max_value=100, step=1,
-        value=_prefill("recall.top_k"), placeholder=_as_recorded("recall.top_k"),
-        help="How many older messages recall adds at most (recall.top_k).")
-    budget = c6.number_input(
-        "Token budget (prompt length at most)", min_value=1, max_value=1_000_000, step=50,
-        value=budget_prefill if isinstance(budget_prefill, int) else None,
-        placeholder=_as_recorded("token_budget"),
-        help="The most tokens a prompt may hold; older recent messages are left out to fit "
-             "(token_budget). Empty: as each run had it.")
-    had_limit = any(v is not None for v in recorded.values.get("token_budget", ()))
-    no_limit = c6.checkbox("No limit", value=budget_prefill == "off",
-                           help="Take the token budget away.") if had_limit else False
-    submitted = st.form_submit_button("Try these settings", type="primary",
-                                      icon=":material/play_arrow:")
+
+
+def _settings_fold() -> Any | None:
+    """Where the form is drawn. Opened from a link that names settings, the outcome
+    leads and the form waits in a fold naming what was tried, built only once opened
+    (its eleven widgets cost a cold tab ~0.3 CPU-s, issue 36 point 7); open once the
+    user has tried settings here, and whenever nothing was tried yet."""
+    if not from_url:
+        return st.container()
+    tried_words = ", ".join(setting_words(k, v, recorded) for k, v in from_url.items())
+    return opened_fold(escape_md(f"Settings tried: {tried_words} — open to change them"),
+                       key="whatif-settings", icon=":material/tune:",
+                       expanded=ASKED_KEY in st.session_state)
+
+
+def _form() -> dict[str, Any] | None:
+    """The settings form: what it holds once submitted, else None."""
+    st.markdown("#### Settings to try")
+    whose = {"thread": "The thread's", "resource": "The user's", "all": "All"}[scope.kind]
+    st.caption(escape_md(
+        f"{whose} {counted(len(in_scope), 'run')}. Prefilled with what they recorded; a box left "
+        "empty keeps each run's own value. Changing a recall setting turns recall on for runs "
+        "that had it off.")
+        + (escape_md(f" (Read from the newest {recorded.read:,} runs.)")
+           if recorded.read < recorded.total else ""))
+    with st.form(f"whatif-form:{form_id}", border=True):
+        c1, c2, c3 = st.columns(3)
+        recent_n = c1.number_input(
+            "Recent window (latest messages kept)", min_value=0, max_value=10_000, step=1,
+            value=_prefill("recent_n"), placeholder=_as_recorded("recent_n"),
+            help="How many of the thread's latest messages each prompt holds (recent_n).")
+        recall_options, recall_at = _options("recall", ("on", "off"))
+        recall = c2.radio("Recall of older messages", recall_options, index=recall_at,
+                          horizontal=True, format_func=lambda v: v if v == KEEP else v.title(),
+                          help="Whether older messages similar to the question are looked up "
+                               "and added to the prompt (recall on/off).")
+        mode_options, mode_at = _options("recall.mode", MODES)
+        mode = c3.selectbox("Recall mode", mode_options, index=mode_at,
+                            format_func=lambda v: v if v == KEEP else f"{v} ({MODE_WORDS[v]})",
+                            help="How older messages are found: vector (by meaning), lexical "
+                                 "(by shared words) or hybrid (both).")
+        c4, c5, c6 = st.columns(3)
+        threshold = c4.number_input(
+            "Recall threshold (how similar is similar enough)", min_value=0.0, max_value=1.0,
+            step=0.05, format="%.2f", value=_prefill("recall.threshold"),
+            placeholder=_as_recorded("recall.threshold"),
+            help="An older message is recalled only when it is at least this similar to the "
+                 "question (recall.threshold).")
+        top_k = c5.number_input(
+            "Recall top-k (older messages at most)", min_value=1, max_value=100, step=1,
+            value=_prefill("recall.top_k"), placeholder=_as_recorded("recall.top_k"),
+            help="How many older messages recall adds at most (recall.top_k).")
+        budget = c6.number_input(
+            "Token budget (prompt length at most)", min_value=1, max_value=1_000_000, step=50,
+            value=budget_prefill if isinstance(budget_prefill, int) else None,
+            placeholder=_as_recorded("token_budget"),
+            help="The most tokens a prompt may hold; older recent messages are left out to fit "
+                 "(token_budget). Empty: as each run had it.")
+        had_limit = any(v is not None for v in recorded.values.get("token_budget", ()))
+        no_limit = c6.checkbox("No limit", value=budget_prefill == "off",
+                               help="Take the token budget away.") if had_limit else False
+        submitted = st.form_submit_button("Try these settings", type="primary",
+                                          icon=":material/play_arrow:")
+    if not submitted:
+        return None
+    return {"recent_n": recent_n, "recall": None if recall == KEEP else recall,
+            "recall.mode": None if mode == KEEP else mode, "recall.threshold": threshold,
+            "recall.top_k": top_k, "token_budget": "off" if no_limit else budget}
+
+
+settings_fold = _settings_fold()
+form_values: dict[str, Any] | None = None
+if settings_fold is not None:
+    with settings_fold:
+        form_values = _form()
 
 changes: dict[str, Any] = from_url
-if submitted:
-    changes = changes_from_form({
-        "recent_n": recent_n, "recall": None if recall == KEEP else recall,
-        "recall.mode": None if mode == KEEP else mode, "recall.threshold": threshold,
-        "recall.top_k": top_k, "token_budget": "off" if no_limit else budget}, recorded)
+if form_values is not None:
+    changes = changes_from_form(form_values, recorded)
     set_query_params({**{k: url_value(changes[k]) if k in changes else None
                          for k in SETTING_KEYS}, "run": None})
     st.session_state[ASKED_KEY] = _tried(scope, changes)
@@ -378,10 +405,11 @@ report = _with_answers(report)
 moved_runs = [r for r in report.runs if r.status == "changed"]
 cannot = [r for r in report.runs if r.status == "cannot"]
 st.markdown("#### What would change")
-m = st.columns(3)
-m[0].metric("Runs that change", len(moved_runs))
-m[1].metric("Runs unchanged", report.count("unchanged"))
-m[2].metric("Runs that cannot be tried", len(cannot))
+# the counts as a line of text: three st.metric load a number-formatting library a cold
+# tab pays ~0.1 CPU-s for (issue 36 point 7)
+st.markdown(f"**{len(moved_runs):,}** {'run changes' if len(moved_runs) == 1 else 'runs change'}"
+            f" · **{report.count('unchanged'):,}** unchanged · **{len(cannot):,}** cannot be "
+            "tried")
 summary = plain_summary(report, recorded)
 st.markdown(escape_md(summary[0]))
 if summary[1:]:

@@ -51,8 +51,19 @@ def _widget(at: AppTest, kind: str, label: str) -> Any:
                 if w.label == label or (kind == "button" and w.label.startswith(label)))
 
 
+COUNTS = re.compile(r"\*\*([\d,]+)\*\* runs? changes? · \*\*([\d,]+)\*\* unchanged · "
+                    r"\*\*([\d,]+)\*\* cannot be tried")
+
+
 def _metrics(at: AppTest) -> dict[str, int]:
-    return {m.label: int(m.value) for m in at.metric}
+    """The outcome's counts, as the line of text above its summary says them ({} when
+    nothing was tried)."""
+    found = [m for m in (COUNTS.fullmatch(md.value) for md in at.markdown) if m]
+    if not found:
+        return {}
+    (counts,) = found
+    return dict(zip(("Runs that change", "Runs unchanged", "Runs that cannot be tried"),
+                    (int(n.replace(",", "")) for n in counts.groups()), strict=True))
 
 
 def _shown(at: AppTest) -> str:
@@ -65,6 +76,15 @@ def _counts(report: WhatIfReport) -> dict[str, int]:
     return {"Runs that change": report.count("changed"),
             "Runs unchanged": report.count("unchanged"),
             "Runs that cannot be tried": report.count("cannot")}
+
+
+def _open_settings(at: AppTest) -> None:
+    """Open the fold holding the settings form, as a click does (the page reruns and
+    builds the form)."""
+    assert [e for e in at.expander if e.label.replace("\\", "").startswith("Settings tried:")]
+    at.session_state["whatif-settings"] = True
+    at.run()
+    _ok(at)
 
 
 def _try(at: AppTest, **numbers: Any) -> AppTest:
@@ -96,7 +116,7 @@ def test_the_form_is_prefilled_with_what_the_scope_recorded(demo: InMemoryStorag
     assert _widget(at, "radio", "Recall of older messages").value == "on"
     assert _widget(at, "selectbox", "Recall mode").value == "vector"
     assert _widget(at, "number_input", BUDGET).value is None and not at.checkbox  # no run had a budget
-    assert not at.metric  # nothing tried yet: nothing composed
+    assert not _metrics(at)  # nothing tried yet: nothing composed
     moving = app(WHATIF_PAGE, thread="moving-day")
     assert _widget(moving, "number_input", BUDGET).value == 160 and _widget(moving, "number_input", RECENT).value == 18
     assert [c.label for c in moving.checkbox] == ["No limit"]
@@ -158,6 +178,8 @@ def test_lowering_the_recall_bar_brings_older_messages_into_support_3_forgot(
     _widget(at, "selectbox", "Run").set_value(FORGOT).run()
     _ok(at)
     assert at.query_params["run"] == FORGOT
+    # tried here: the form stays in view with what was tried, not folded away
+    assert _widget(at, "number_input", THRESHOLD).value == 0.2
     texts = [t.value for t in at.text]
     assert all(any(t.startswith(k.preview[:40]) for t in texts) for k in entered)
 
@@ -168,6 +190,13 @@ def test_a_larger_token_budget_keeps_the_gate_code(demo: InMemoryStorage,
     expected = what_if(demo, ["token_budget=4000"], thread_id="new-flat")
     at = app(WHATIF_PAGE, thread="new-flat", token_budget="4000", run=GATE)
     _ok(at)
+    assert _metrics(at) == _counts(expected)
+    # the outcome leads: the form waits in a fold naming what the link tried, unbuilt
+    (fold,) = [e for e in at.expander if e.label.replace("\\", "").startswith("Settings tried:")]
+    assert fold.label.replace("\\", "") == ("Settings tried: more room in the prompt (4000 "
+                                            "tokens) — open to change them")
+    assert fold.proto.expanded is False and not at.number_input
+    _open_settings(at)
     assert _widget(at, "number_input", BUDGET).value == 4000  # the form shows what the link tried
     assert _metrics(at) == _counts(expected)
     assert GATE in [r.run_id for r in expected.runs if r.status == "changed"]
@@ -220,7 +249,7 @@ def test_every_run_and_a_user(demo: InMemoryStorage, app: MakeApp) -> None:
     # another scope: what was tried on other runs goes, with its outcome
     _widget(at, "radio", "Which past runs").set_value("all").run()
     _ok(at)
-    assert "recent_n" not in at.query_params and not at.metric
+    assert "recent_n" not in at.query_params and not _metrics(at)
     _widget(at, "radio", "Recall of older messages").set_value("off")
     _widget(at, "button", TRY).click().run()
     _ok(at)

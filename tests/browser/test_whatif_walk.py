@@ -96,6 +96,11 @@ def test_what_if_on_the_demo(minilm_demo_db: Path, tmp_path: Path) -> None:
         body = _outcome(page)
         assert "With more room in the prompt (4000 tokens)" in body
         assert GATE_CODE in body.split("One run side by side", 1)[1]
+        # the outcome leads; the form waits in a fold naming what the link tried
+        fold = page.get_by_text("Settings tried: more room in the prompt (4000 tokens) — "
+                                "open to change them")
+        assert fold.is_visible()
+        assert page.get_by_role("button", name="Try these settings").count() == 0
         page.get_by_role("button", name="Ask again (1 run)").click()
         page.get_by_text("Asked again, 1 of 1 answers changed.").wait_for(
             timeout=COMPOSE_TIMEOUT_MS)
@@ -103,6 +108,10 @@ def test_what_if_on_the_demo(minilm_demo_db: Path, tmp_path: Path) -> None:
         assert "4417" in page.locator("body").inner_text().split(
             "Answer to the what-if prompt", 1)[1]
         page.screenshot(path=str(shots / "whatif-asked.png"), full_page=True)
+        fold.click()  # one click away: the form, holding what the link tried
+        budget = page.get_by_role("spinbutton", name="Token budget")
+        budget.wait_for(timeout=PAGE_TIMEOUT_MS)
+        assert budget.input_value() == "4000"
 
         # 3. a setting that changes nothing says so
         page.goto(f"{base}/whatif?thread=support-3&token_budget=5000", timeout=PAGE_TIMEOUT_MS)
