@@ -39,6 +39,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from bench.bench_pages import (
+    EMPTY_PAGE,
     VIEWPORT,
     PageCase,
     _check,
@@ -55,6 +56,9 @@ IDLE_WINDOW_S = 0.5
 IDLE_CPU_S = 0.05  # Chromium is quiet: under this much CPU in IDLE_WINDOW_S
 IDLE_TIMEOUT_S = 60.0
 SECTION = "Workbench: browser work per page (cold tab)"
+# the limit measured beside the pages: Streamlit showing one title, on its own server
+FLOOR = "Streamlit floor (one st.title)"
+FLOOR_PAGE = PageCase(FLOOR, "", "Empty", {})
 _TICK = os.sysconf("SC_CLK_TCK")
 
 
@@ -221,8 +225,10 @@ def measure_db(db: Path, case_list: Sequence[PageCase], browser: Any, workdir: P
                viewport: dict[str, int] | None = None) -> dict[str, PageFigures]:
     from tests.browser.server import serve
 
-    out: dict[str, PageFigures] = {c.name: PageFigures() for c in case_list}
-    with serve(["--db", str(db)], workdir) as base:
+    out: dict[str, PageFigures] = {c.name: PageFigures() for c in [*case_list, FLOOR_PAGE]}
+    empty = workdir / "empty_page.py"
+    empty.write_text(EMPTY_PAGE, encoding="utf-8")
+    with serve(["--db", str(db)], workdir) as base, serve([], workdir, script=empty) as floor:
         # the server's start-up and its first visitor are not any page's figure
         context = browser.new_context(viewport=VIEWPORT)
         page = context.new_page()
@@ -231,13 +237,15 @@ def measure_db(db: Path, case_list: Sequence[PageCase], browser: Any, workdir: P
         context.close()
         last = time.perf_counter()
         for round_ in range(repeat):
-            for case in case_list:
+            for case in [*case_list, FLOOR_PAGE]:  # the floor in each round, by the same load
                 _expire_caches(last)
                 shot = (shots / f"{db.stem}-{(viewport or VIEWPORT)['width']}-"
                                 f"{case.path or 'start'}.png"
-                        if shots is not None and round_ == 0 else None)
+                        if shots is not None and round_ == 0 and case is not FLOOR_PAGE
+                        else None)
                 try:
-                    s = open_cold(browser, base, case, db.stem, shot, viewport)
+                    s = open_cold(browser, floor if case is FLOOR_PAGE else base, case,
+                                  db.stem, shot, viewport)
                 except SystemExit as e:  # a page that raised: said in its row, not fatal
                     out[case.name].error = str(e).splitlines()[0]
                     print(f"[browser_cpu] {db.stem} {e}", flush=True)
@@ -301,7 +309,10 @@ def render(results: dict[str, dict[str, PageFigures]], loads: dict[str, tuple[fl
         f"{IDLE_CPU_S:g} CPU-s in {IDLE_WINDOW_S:g} s); **renderer main** = the tab's "
         "CDP `TaskDuration` over the same interval (its script, style, layout, paint); "
         "**server CPU-s** = the `streamlit run` process over the same interval. "
-        f"min / median of {repeat} cold opens. Goal (issue 36 point 7): browser ≤ "
+        f"min / median of {repeat} cold opens. **× floor** = the page's median browser "
+        f"CPU-s over that of the limit beside it: Streamlit showing one title "
+        "(bench_pages' empty page) on a server of its own, opened the same way in each "
+        "round. Goal (issue 36 point 7): browser ≤ "
         f"{GOAL_CPU_S:g} CPU-s per page, judged on the median.",
         "",
         f"Rerun: `.venv/bin/python -m bench.bench_browser_cpu "
@@ -313,23 +324,29 @@ def render(results: dict[str, dict[str, PageFigures]], loads: dict[str, tuple[fl
         f"{os.cpu_count()} cores, {platform.processor() or platform.machine()}, shared "
         f"with other jobs · {datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
         "",
-        "| database | page | browser CPU-s | renderer main s | server CPU-s | wall s "
-        "| plotly charts · canvas grids | goal | verdict |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---|",
+        "| database | page | browser CPU-s | × floor | renderer main s | server CPU-s "
+        "| wall s | plotly charts · canvas grids | goal | verdict |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for db_name, pages in results.items():
         lo, hi = loads[db_name]
         label = f"{db_name} (load {lo:.1f}–{hi:.1f})"
+        floor = pages.get(FLOOR)
+        floor_s = statistics.median(x.browser for x in floor.samples) \
+            if floor is not None and floor.samples else None
         for page, fig in pages.items():
             s = fig.samples
             if not s:
-                lines.append(f"| {label} | {page} | — | — | — | — | — | ≤ {GOAL_CPU_S:g} "
+                lines.append(f"| {label} | {page} | — | — | — | — | — | — | ≤ {GOAL_CPU_S:g} "
                              f"| not measured: {fig.error} |")
                 continue
             browser = [x.browser for x in s]
-            verdict = "met" if statistics.median(browser) <= GOAL_CPU_S else "over"
+            verdict = "the limit" if page == FLOOR else (
+                "met" if statistics.median(browser) <= GOAL_CPU_S else "over")
+            times = "—" if floor_s is None else f"{statistics.median(browser) / floor_s:.2f}×"
             lines.append(
-                f"| {label} | {page} | {_fmt(browser)} | {_fmt([x.renderer for x in s])} "
+                f"| {label} | {page} | {_fmt(browser)} | {times} "
+                f"| {_fmt([x.renderer for x in s])} "
                 f"| {_fmt([x.server for x in s])} | {_fmt([x.wall for x in s])} "
                 f"| {s[0].heavy.get('plotly charts', 0)} · {s[0].heavy.get('canvas grids', 0)} "
                 f"| ≤ {GOAL_CPU_S:g} | {verdict} |")
