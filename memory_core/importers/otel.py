@@ -271,7 +271,8 @@ def looks_like_otlp(text: str) -> bool:
     head = stripped[:4096]
     if '"resourceSpans"' in head or '"resourceLogs"' in head:
         return True
-    first = next((ln for ln in stripped.splitlines() if ln.strip()), "").strip()
+    # the first line (the text is stripped in front): not every line of a large log
+    first = stripped.partition("\n")[0].strip()
     if first in ("{", "[{", "[") or first.startswith('{"'):
         whole = first_document(stripped)  # the document, or the first of several
         if is_span_document(whole):
