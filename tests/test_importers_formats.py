@@ -534,7 +534,8 @@ def test_a_responses_stream_cut_at_max_output_tokens_imports_as_incomplete() -> 
     report = import_text(st, json.dumps(record))
     step = st.runs.get(f"{report.runs_created[0]}:step:0")
     assert step["response"]["text"] == "1. Alabama\n2. Alaska"
-    assert step["response"]["finish_reason"] == "incomplete"
+    # the finish reason says why it stopped, as a chat completion's "length" would
+    assert step["response"]["finish_reason"] == "incomplete: max_output_tokens"
     assert step["response"]["usage"] == {"input_tokens": 14, "output_tokens": 8}
     cut = "".join(f"data: {json.dumps(e)}\n\n" for e in events[:2])
     with pytest.raises(ImportFormatError, match="line 1: the recorded Responses stream has no "

@@ -518,7 +518,7 @@ EXPECTED: dict[str, dict[str, Any]] = {
                      "7. Connecticut\n8. Delaware\n9. Florida"]],
         "runs": [("gpt-4o-2024-08-06", (14, 50), [])],
         "identity": {"max_tokens": 50},
-        "finish": "incomplete",
+        "finish": "incomplete: max_output_tokens",
         "skipped": ["response taken from the stream's response.incomplete event"],
     },
     # Mirascope's TypeScript tests record with Polly.js as HAR: a tool loop
@@ -548,7 +548,7 @@ EXPECTED: dict[str, dict[str, Any]] = {
         "call_ids": ["call_pyf0nlTNev1YmQFZuePo7pzV"],
         "params": {"tool_choice": {"type": "function",
                                    "name": "__mirascope_formatted_output_tool__"}},
-        "finish": "incomplete",
+        "finish": "incomplete: max_output_tokens",
         "skipped": ["response taken from the stream's response.incomplete event",
                     "output[0]: item of type 'reasoning' not imported"],
         "started": datetime(2026, 2, 12, 4, 52, 58, tzinfo=UTC),  # created_at 1770871978

@@ -134,6 +134,21 @@ def _held_note(where: str, h: HeldHistory) -> str:
     return note
 
 
+def _incomplete_reason(response: dict[str, Any]) -> str | None:
+    """Why an incomplete response stopped (``incomplete_details.reason``), if it says."""
+    details = response.get("incomplete_details")
+    reason = details.get("reason") if isinstance(details, dict) else None
+    return reason if isinstance(reason, str) and reason else None
+
+
+def _finish(response: dict[str, Any], where: str) -> str | None:
+    """The response's ``status`` as its finish reason, with why it stopped when it is
+    incomplete (``incomplete: max_output_tokens``)."""
+    status = str_field(where, response, "status")
+    reason = _incomplete_reason(response) if status == "incomplete" else None
+    return f"{status}: {reason}" if reason else status
+
+
 def responses_exchange(obj: dict[str, Any], where: str, index: int,
                        held: ServerHistory | None = None) -> Exchange:
     """A Responses API record. With ``held`` (the file's earlier responses by id), a
@@ -169,10 +184,8 @@ def responses_exchange(obj: dict[str, Any], where: str, index: int,
             and response.get("status") == "incomplete":
         # it stopped (max_output_tokens while reasoning, a content filter) before any
         # message: say so rather than "no output recorded"
-        details = response.get("incomplete_details")
-        reason = details.get("reason") if isinstance(details, dict) else None
-        error = f"the response is incomplete ({reason or 'no reason given'}) and holds no " \
-                "output message"
+        why = _incomplete_reason(response) or "no reason given"
+        error = f"the response is incomplete ({why}) and holds no output message"
     if not error and reply is None and isinstance(response, dict) \
             and response.get("status") == "completed" and response.get("output"):
         # a completed response whose output holds only items not imported (a server-side
@@ -194,8 +207,7 @@ def responses_exchange(obj: dict[str, Any], where: str, index: int,
         usage_detail=usage_detail(response.get("usage")) if known and isinstance(
             response, dict) else {},
         requested_model=str_field(where, request, "model"),
-        finish_reason=str_field(where, response, "status") if isinstance(response, dict)
-        else None,
+        finish_reason=_finish(response, where) if isinstance(response, dict) else None,
         params=request_params(request, where), request_fields=request_fields(request),
         tools=tools, started_at=at, finished_at=at,
         error=None if reply is not None else json.dumps(error or "no output recorded",
