@@ -360,16 +360,25 @@ def test_the_run_view_carries_the_recorded_call_only_for_an_imported_run() -> No
 
 
 # -- what the usage says within its counts ---------------------------------------------------
-@pytest.mark.parametrize(("usage", "detail"), [
+@pytest.mark.parametrize(("usage", "detail", "said"), [
     ({"prompt_tokens": 120, "completion_tokens": 170,
       "prompt_tokens_details": {"cached_tokens": 40},
       "completion_tokens_details": {"reasoning_tokens": 150}},
-     {"reasoning": 150, "cached_input": 40}),
+     {"reasoning": 150, "cached_input": 40},
+     " (150 of the output reasoning; 40 of the input cached)"),
+    # a predicted output: the prediction's tokens the answer took, and those it did not
+    # (billed as output all the same)
+    ({"prompt_tokens": 300, "completion_tokens": 90,
+      "completion_tokens_details": {"reasoning_tokens": 0, "accepted_prediction_tokens": 60,
+                                    "rejected_prediction_tokens": 18}},
+     {"accepted_prediction": 60, "rejected_prediction": 18},
+     " (60 of the output from the prediction; 18 of the output the prediction's unused "
+     "part)"),
     ({"prompt_tokens": 12, "completion_tokens": 5,
-      "completion_tokens_details": {"reasoning_tokens": 0}}, {}),  # none: nothing said
+      "completion_tokens_details": {"reasoning_tokens": 0}}, {}, ""),  # none: nothing said
 ])
 def test_reasoning_and_cached_tokens_are_kept_beside_the_counts(
-        tmp_path: Path, usage: dict[str, Any], detail: dict[str, int]) -> None:
+        tmp_path: Path, usage: dict[str, Any], detail: dict[str, int], said: str) -> None:
     line = json.dumps({"request": {"model": "o4-mini", "messages": [
         {"role": "user", "content": "Plan my trip."}]}, "response": {
         "model": "o4-mini", "usage": usage, "choices": [{"message": {
@@ -382,8 +391,7 @@ def test_reasoning_and_cached_tokens_are_kept_beside_the_counts(
     out = _memwb("inspect", rid, "--db", f"sqlite:///{db}").splitlines()
     line_said = next(ln for ln in out if ln.startswith("recorded usage: "))
     want = (f"recorded usage: {usage['prompt_tokens']} in / {usage['completion_tokens']} "
-            "out" + (" (150 of the output reasoning; 40 of the input cached)" if detail
-                     else "") + "; our estimate")
+            f"out{said}; our estimate")
     assert line_said.startswith(want), line_said
 
 

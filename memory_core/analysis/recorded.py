@@ -18,6 +18,8 @@ from memory_core.text import structural_text
 from memory_core.tokens import estimate_tokens
 
 UNRECORDED = "unknown (not in the recording)"
+# what a usage may say within its output count (``RecordedCall.usage_detail``)
+OUTPUT_DETAIL = frozenset({"reasoning", "accepted_prediction", "rejected_prediction"})
 
 
 class RecordedCall(BaseModel):
@@ -35,7 +37,8 @@ class RecordedCall(BaseModel):
     # the id the request named the model that answered by (a Bedrock inference profile)
     requested_id: str | None = None
     endpoint: str | None = None  # where it was sent ("https://api.openai.com")
-    # within the usage's counts: "reasoning" output tokens, "cached_input" tokens
+    # within the usage's counts: "reasoning" output tokens, "cached_input" tokens, a
+    # predicted output's "accepted_prediction" and "rejected_prediction" output tokens
     usage_detail: dict[str, int] = Field(default_factory=dict)
     params: dict[str, Any]  # the request's parameters, as recorded
     # how it was sent, as recorded: ``stream``, ``store``, ``previous_response_id``, …
@@ -66,6 +69,8 @@ class RecordedCall(BaseModel):
             usage = f"{self.usage.input_tokens} in / {self.usage.output_tokens} out"
             within = [said.format(self.usage_detail[k]) for k, said in (
                 ("reasoning", "{} of the output reasoning"),
+                ("accepted_prediction", "{} of the output from the prediction"),
+                ("rejected_prediction", "{} of the output the prediction's unused part"),
                 ("cached_input", "{} of the input cached")) if k in self.usage_detail]
             usage += f" ({'; '.join(within)})" if within else ""
         counted = self.usage_detail if self.usage is not None else {}
@@ -87,8 +92,11 @@ class RecordedCall(BaseModel):
             "endpoint": self.endpoint or "not in the recording",
             "input_within": f"of them {counted['cached_input']:,} read from the cache"
             if "cached_input" in counted else "",
-            "output_within": f"of them {counted['reasoning']:,} reasoning"
-            if "reasoning" in counted else ""}
+            "output_within": "of them " + ", ".join(said.format(counted[k]) for k, said in (
+                ("reasoning", "{:,} reasoning"),
+                ("accepted_prediction", "{:,} from the prediction"),
+                ("rejected_prediction", "{:,} for the prediction's unused part"))
+                if k in counted) if counted.keys() & OUTPUT_DETAIL else ""}
 
     @property
     def asked_only(self) -> bool:

@@ -4,13 +4,14 @@ call was sent and the model it asked for when another answered."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
 from app.components import RUN_PAGE
-from memory_core.importers import import_file
+from memory_core.importers import import_file, import_text
 from memory_core.storage.inmemory import InMemoryStorage
 
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "imports" / "real"
@@ -70,6 +71,22 @@ def test_the_run_inspector_says_the_reasoning_within_the_output(
     at = app(RUN_PAGE, run=rid)
     assert not at.exception and not at.error
     assert "of them 1,001 reasoning" in [c.value.replace("\\", "") for c in at.caption]
+
+
+def test_the_run_inspector_says_a_predicted_outputs_tokens_within_the_output(
+        empty_db: InMemoryStorage, app: Callable[..., AppTest]) -> None:
+    usage = {"prompt_tokens": 300, "completion_tokens": 90, "completion_tokens_details": {
+        "accepted_prediction_tokens": 60, "rejected_prediction_tokens": 18}}
+    line = json.dumps({"request": {"model": "gpt-4o", "prediction": {
+        "type": "content", "content": "def f(): pass"}, "messages": [
+        {"role": "user", "content": "Rename f to g."}]}, "response": {
+        "model": "gpt-4o", "usage": usage, "choices": [{"message": {
+            "role": "assistant", "content": "def g(): pass"}, "finish_reason": "stop"}]}})
+    rid = import_text(empty_db, line, name="calls.jsonl").runs_created[0]
+    at = app(RUN_PAGE, run=rid)
+    assert not at.exception and not at.error
+    assert "of them 60 from the prediction, 18 for the prediction's unused part" in [
+        c.value.replace("\\", "") for c in at.caption]
 
 
 def test_a_failed_call_shows_the_model_it_asked_for_as_such(

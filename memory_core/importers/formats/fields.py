@@ -84,7 +84,10 @@ def usage_detail(raw: Any) -> dict[str, int]:
     (OpenAI's ``completion_tokens_details``/``output_tokens_details.reasoning_tokens``,
     Gemini's ``thoughtsTokenCount``) and ``cached_input`` (OpenAI's
     ``prompt_tokens_details``/``input_tokens_details.cached_tokens``, Anthropic's
-    ``cache_read_input_tokens``, Gemini's ``cachedContentTokenCount``); none that are 0."""
+    ``cache_read_input_tokens``, Gemini's ``cachedContentTokenCount``), and OpenAI's
+    predicted outputs (``completion_tokens_details.accepted_prediction_tokens``: the
+    prediction's tokens the answer holds, ``rejected_prediction_tokens``: those it does
+    not, billed as output all the same); none that are 0."""
     if not isinstance(raw, dict):
         return {}
 
@@ -99,7 +102,11 @@ def usage_detail(raw: Any) -> dict[str, int]:
         "input_tokens_details", "cached_tokens") or count_of(
         raw.get("cache_read_input_tokens")) or count_of(
         raw.get("cachedContentTokenCount", raw.get("cached_content_token_count")))
-    return {k: n for k, n in (("reasoning", reasoning), ("cached_input", cached)) if n}
+    accepted = inner("completion_tokens_details", "accepted_prediction_tokens")
+    rejected = inner("completion_tokens_details", "rejected_prediction_tokens")
+    return {k: n for k, n in (("reasoning", reasoning), ("cached_input", cached),
+                              ("accepted_prediction", accepted),
+                              ("rejected_prediction", rejected)) if n}
 
 
 def _header_count(value: Any) -> int | None:
