@@ -372,8 +372,8 @@ def test_the_run_view_carries_the_recorded_call_only_for_an_imported_run() -> No
       "completion_tokens_details": {"reasoning_tokens": 0, "accepted_prediction_tokens": 60,
                                     "rejected_prediction_tokens": 18}},
      {"accepted_prediction": 60, "rejected_prediction": 18},
-     " (60 of the output from the prediction; 18 of the output the prediction's unused "
-     "part)"),
+     " (60 of the output from the prediction; 18 of the output for the prediction's "
+     "unused part)"),
     ({"prompt_tokens": 12, "completion_tokens": 5,
       "completion_tokens_details": {"reasoning_tokens": 0}}, {}, ""),  # none: nothing said
 ])

@@ -70,7 +70,7 @@ class RecordedCall(BaseModel):
             within = [said.format(self.usage_detail[k]) for k, said in (
                 ("reasoning", "{} of the output reasoning"),
                 ("accepted_prediction", "{} of the output from the prediction"),
-                ("rejected_prediction", "{} of the output the prediction's unused part"),
+                ("rejected_prediction", "{} of the output for the prediction's unused part"),
                 ("cached_input", "{} of the input cached")) if k in self.usage_detail]
             usage += f" ({'; '.join(within)})" if within else ""
         counted = self.usage_detail if self.usage is not None else {}
