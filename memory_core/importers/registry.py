@@ -149,22 +149,19 @@ def read_record(obj: Any, where: str, index: int, file_state: dict[str, Any]
     start = obj.get("started_at")
     if start is not None:  # the recorder's own times of the call: before the body's
         at = _when(start, where, "started_at")
-        done = _when(obj.get("finished_at"), where, "finished_at") or at
+        end = obj.get("finished_at")
+        done = at if end is None else max(at, _when(end, where, "finished_at"))
         for ex in exchanges:
-            if at is not None and done is not None:
-                ex.started_at, ex.finished_at = at, max(at, done)
+            ex.started_at, ex.finished_at = at, done
     return exchanges
 
 
-def _when(value: Any, where: str, what: str) -> datetime | None:
+def _when(value: Any, where: str, what: str) -> datetime:
     """A record's time: ISO 8601 text, or unix seconds (or milliseconds) of a time since
     2000 — not a clock's count from its start (an error naming it otherwise)."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return iso_time(value, where, what)
-    at = from_unix(value, where, what)
-    if at.year < 2000:
+    text = isinstance(value, str)
+    at = iso_time(value, where, what) if text else from_unix(value, where, what)
+    if at is None or not text and at.year < 2000:  # (iso_time reads all text or fails)
         raise fail(where, f"{what} {value!r} is no time of a recording (before 2000): "
                           "unix seconds or milliseconds, or ISO 8601 text")
     return at
