@@ -344,11 +344,14 @@ def _what_differs(recorded: Message, sent: Message, call_id: str) -> str:
     if "".join(old) == "".join(new):
         return (f"its text is split otherwise: {len(old)} part(s) recorded, {len(new)} "
                 "sent")
-    def shown(texts: tuple[str, ...]) -> str:  # (parts as a list: how it was split)
-        return repr(shortened(texts[0]) if texts else "") if len(texts) < 2 else \
-            repr([shortened(t) for t in texts])
+    return f"its text differs: recorded {_parts_said(old)}, sent {_parts_said(new)}"
 
-    return f"its text differs: recorded {shown(old)}, sent {shown(new)}"
+
+def _parts_said(texts: tuple[str, ...]) -> str:
+    """A message's text parts quoted for a note: one part as text, several as a list
+    (how it was split)."""
+    return repr(shortened(texts[0]) if texts else "") if len(texts) < 2 else \
+        repr([shortened(t) for t in texts])
 
 
 def _say_calls_sent_back_otherwise(ex: Exchange, conv: list[Message], keys: list[str],
