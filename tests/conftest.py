@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from collections.abc import Iterator
@@ -18,6 +19,17 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
 _FULL_ONLY_ADAPTERS = {"duckdb-memory", "duckdb-file", "postgres"}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Every new ``AppTest`` has Streamlit scan the metadata of every installed
+    distribution for v2 components (``scan_component_manifests``: ~100 packages,
+    0.5 s a page test on these machines, half of the quick tier's time). What is
+    installed does not change while the tests run: scan once a process."""
+    from streamlit.components.v2 import manifest_scanner
+
+    manifest_scanner.scan_component_manifests = functools.cache(
+        manifest_scanner.scan_component_manifests)
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
