@@ -191,3 +191,93 @@ def test_an_answer_in_the_messages_api_s_blocks_is_read_by_its_reader() -> None:
     [call] = reply.tool_calls()
     assert (reply.text(), call.id, call.name, call.args) == (
         "Checking.", "toolu_1", "get_weather", {"city": "Oslo"})
+
+
+def _counts(s: InMemoryStorage, rid: str) -> tuple[int, int, dict[str, int]]:
+    usage = s.runs.get(f"{rid}:step:0")["response"]["usage"]
+    return (usage["input_tokens"], usage["output_tokens"],
+            s.runs.get(f"{rid}:import")["extra"].get("usage_detail", {}))
+
+
+@pytest.mark.parametrize(("details", "counted"), [
+    # Langfuse's own: every count beside the others, ``total`` their sum
+    ({"input": 179, "output": 35, "total": 298, "input_cache_read": 20,
+      "output_reasoning": 64}, (199, 99, {"reasoning": 64, "cached_input": 20})),
+    # OpenInference's names as Langfuse keeps them, details within (total = in + out)
+    ({"input": 85, "output": 29, "total": 114, "prompt_details.cache_read": 40,
+      "completion_details.reasoning": 10}, (85, 29, {"reasoning": 10, "cached_input": 40})),
+    # a total that is no sum of the counts: the counts taken as they are
+    ({"input": 50, "output": 30, "total": 999, "output_reasoning": 12},
+     (50, 30, {"reasoning": 12})),
+])
+def test_usage_details_are_counted_within_input_and_output(
+        details: dict[str, int], counted: tuple[int, int, dict[str, int]]) -> None:
+    doc = {"data": [{**gen("a", "01", ASK, "Sunny."), "usageDetails": details}]}
+    s = InMemoryStorage()
+    report = import_text(s, json.dumps(doc))
+    assert _counts(s, report.runs_created[0]) == counted
+
+
+def _continuing(oid: str, start: str, inp: Any, out: Any, rid: str,
+                conversation: str | None) -> dict[str, Any]:
+    attrs = {"gen_ai.operation.name": "chat", "gen_ai.response.id": rid,
+             "server.address": "Unknown"}
+    if conversation is not None:
+        attrs["gen_ai.conversation.id"] = conversation
+    return gen(oid, start, inp, out, metadata={"attributes": attrs})
+
+
+def test_a_call_continuing_a_response_held_by_the_server_gets_its_history() -> None:
+    """Microsoft's Agent Framework on the Responses API: each call after the first sends
+    only what is new, its ``gen_ai.conversation.id`` the response it continues."""
+    result = {"role": "tool", "tool_call_id": "call_1", "content": "rain"}
+    again = {"role": "user", "content": "And tomorrow?"}
+    obs = [_continuing("c", "09", [again], {"role": "assistant", "content": "Sun."},
+                       "resp_3", "resp_2"),  # (listed first: the order they began counts)
+           _continuing("a", "01", [ASK[1]], CALL, "resp_1", None),
+           _continuing("b", "05", [result], {"role": "assistant", "content": "Rain."},
+                       "resp_2", "resp_1")]
+    s = InMemoryStorage()
+    report = import_text(s, json.dumps({"data": obs}))
+    assert len(report.threads_created) == 1 and len(report.runs_created) == 3
+    assert [m.text() or m.role for m in s.memory.get_messages(report.threads_created[0])
+            ] == ["Weather?", "assistant", "tool", "Rain.", "And tomorrow?", "Sun."]
+    last = report.runs_created[2]
+    held = s.runs.get(f"{last}:import")["extra"]["server_held_history"]
+    assert held["reconstructed_from"] == "observation b (ChatOpenAI)"
+    assert held["prompt_messages"] == [0, 4]
+    assert len(s.runs.get(f"{last}:input")["messages"]) == 1
+    # Unknown is no server: nothing said of where the calls went
+    assert all("endpoint" not in s.runs.get(f"{r}:import")["extra"]
+               for r in report.runs_created)
+
+
+def test_a_result_for_a_call_of_a_response_not_in_the_file_is_left_out_noted() -> None:
+    result = {"role": "tool", "tool_call_id": "call_1", "content": "rain"}
+    obs = [_continuing("a", "01", ASK, {"role": "assistant", "content": "Hi."},
+                       "resp_1", None),
+           _continuing("b", "05", [result], {"role": "assistant", "content": "Rain."},
+                       "resp_2", "resp_elsewhere")]
+    s = InMemoryStorage()
+    report = import_text(s, json.dumps({"data": obs}))
+    assert len(report.runs_created) == 1
+    assert any("no earlier assistant message made that call" in k.reason
+               for k in report.skipped)
+
+
+@pytest.mark.parametrize(("attrs", "endpoint"), [
+    ({"server.address": "aiplatform.googleapis.com", "server.port": "443"},
+     "aiplatform.googleapis.com:443"),
+    ({"server.address": "localhost", "server.port": 8080}, "localhost:8080"),
+    ({"server.address": "::1"}, "::1"),
+    ({"server.address": "api.openai.com"}, "api.openai.com"),
+    ({"server.address": "Unknown"}, None),
+    ({"server.address": "a host; rm -rf"}, None),
+])
+def test_where_a_span_says_it_was_sent_is_kept_literally(attrs: dict[str, Any],
+                                                         endpoint: str | None) -> None:
+    obs = gen("a", "01", ASK, "Sunny.", metadata={"attributes": {
+        "gen_ai.operation.name": "chat", **attrs}})
+    s = InMemoryStorage()
+    report = import_text(s, json.dumps({"data": [obs]}))
+    assert s.runs.get(f"{report.runs_created[0]}:import")["extra"].get("endpoint") == endpoint

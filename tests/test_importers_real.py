@@ -1932,6 +1932,68 @@ EXPECTED.update({
     },
 })
 
+# Found by a trial of recordings never seen before (2026-12-06)
+EXPECTED.update({
+    # xAI (grok-3-mini through its OpenAI-compatible API, streamed): its usage counts the
+    # reasoning beside the completion's tokens (total_tokens 628 = 288 + 27 + 313), so
+    # the output is 27 + 313, the reasoning said within it
+    "fantasy-OpenAICompatibleThinking-xai-grok-3-mini-thinking-streaming.yaml": {
+        "threads": [["user: What's the weather in Florence, Italy?",
+                     'assistant: → weather({"location": "Florence, Italy"})',
+                     "tool weather: 40 C",
+                     "assistant: The weather in Florence, Italy is 40°C."]],
+        "runs": [("grok-3-mini-high", (288, 340), ["weather"]),
+                 ("grok-3-mini-high", (331, 282), ["weather"])],
+        "instructions": "You are a helpful assistant",
+        "details": [{"reasoning": 313, "cached_input": 287},
+                    {"reasoning": 271, "cached_input": 330}],
+        "endpoint": "https://api.x.ai",
+        "skipped": ["its usage counts 313 reasoning token(s) beside its 27 output token(s) "
+                    "(total 628): output counted as 340"],
+    },
+    # Microsoft's Agent Framework (Responses API) through Langfuse: the second call's
+    # gen_ai.conversation.id is the first call's gen_ai.response.id — it sent only the
+    # tool's result, the server held the rest, rebuilt from the first call
+    "langfuse-microsoft-agent-2025-12-17.trace.json": {
+        "threads": [["user: What's the weather in Tokyo?",
+                     'assistant: → get_weather({"location": "Tokyo, Japan"})',
+                     'tool get_weather: {"type": "function_result", "call_id": '
+                     '"call_CwaJHuXTm9dmHFQPlVbqyzJ0", "result": "The weather in Tokyo, '
+                     'Japan is stormy with a high of 23\\u00b0C."}',
+                     "assistant: Current conditions in Tokyo, Japan: stormy, high around "
+                     "23°C."]],
+        "runs": [("gpt-5-mini-2025-08-07", (77, 86), ["get_weather"]),
+                 ("gpt-5-mini-2025-08-07", (216, 20), ["get_weather"])],
+        "held": {1: ("observation 2406e8343fd49c0e (chat gpt-5-mini)",
+                     [("recent", "user"), ("recent", "assistant")], [("input", "tool")])},
+        "details": [{}, {}],
+    },
+    # LangGraph.js through Langfuse's callback: Langfuse counts the reasoning beside the
+    # output (usageDetails total 278 = 179 + 35 + 64): output 35 + 64
+    "langfuse-langgraph-js-2025-10-30.trace.json": {
+        "threads": [["user: What's the weather in San Francisco?",
+                     'assistant: → get_weather({"city": "San Francisco"})',
+                     "tool get_weather: It's always sunny in San Francisco!",
+                     "assistant: It's always sunny in San Francisco! \n\nWould you like more "
+                     "details (current temperature, hourly forecast, or a multi-day "
+                     "outlook)?"]],
+        "runs": [("gpt-5-mini-2025-08-07", (142, 24), None),
+                 ("gpt-5-mini-2025-08-07", (179, 99), None)],
+        "details": [{}, {"reasoning": 64}],
+        "skipped": ["input message 2 has the role 'get_weather', a tool's name"],
+    },
+    # pydantic-ai on Gemini through Langfuse: the span's server.address is where it went
+    "langfuse-pydantic-ai-with-gemini-2025-12-24.trace.json": {
+        "threads": [['user: what is 1+1?\nOutput format:\n```json\n{\n    "answer": your '
+                     'answer,\n    "rationale": "explanation for answer"\n}\n```',
+                     'assistant: {"answer": "2", "rationale": "The operation 1+1 is a basic '
+                     'arithmetic addition. Adding the integer 1 to itself results in the '
+                     'integer 2."}']],
+        "runs": [("gemini-2.5-flash", (40, 159), None)],
+        "endpoint": "generativelanguage.googleapis.com",
+    },
+})
+
 
 def test_corpus_is_large_and_varied_enough() -> None:
     files = sorted(p.name for p in REAL.iterdir() if p.name != "README.md")
@@ -2057,6 +2119,12 @@ def _check_extras(s: InMemoryStorage, report: Any, want: dict[str, Any]) -> None
                 for rid in report.runs_created] == want["finishes"]
     for rid in report.runs_created:
         assert s.runs.get(f"{rid}:import")["extra"].get("api") == want.get("api")
+    if "details" in want:  # what the usage says within its counts, run by run
+        assert [s.runs.get(f"{rid}:import")["extra"].get("usage_detail", {})
+                for rid in report.runs_created] == want["details"]
+    if "endpoint" in want:
+        assert {s.runs.get(f"{rid}:import")["extra"].get("endpoint")
+                for rid in report.runs_created} == {want["endpoint"]}
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))

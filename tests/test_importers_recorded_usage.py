@@ -443,3 +443,28 @@ def test_a_failed_call_whose_response_named_a_model_shows_it_as_recorded(
     s.close()
     out = _memwb("inspect", rid, "--db", f"sqlite:///{db}").splitlines()
     assert "recorded model: gpt-4.1-mini, asked for o3" in out, out
+
+
+@pytest.mark.parametrize(("usage", "out", "noted"), [
+    # xAI: the reasoning beside the completion's tokens, the total their sum
+    ({"prompt_tokens": 288, "completion_tokens": 27, "total_tokens": 628,
+      "completion_tokens_details": {"reasoning_tokens": 313}}, 340, True),
+    # no total, but more reasoning than output: it cannot be within
+    ({"prompt_tokens": 10, "completion_tokens": 4,
+      "completion_tokens_details": {"reasoning_tokens": 50}}, 54, True),
+    # OpenAI's: the reasoning within the completion's tokens
+    ({"prompt_tokens": 288, "completion_tokens": 340, "total_tokens": 628,
+      "completion_tokens_details": {"reasoning_tokens": 313}}, 340, False),
+])
+def test_reasoning_counted_beside_the_output_is_counted_within_it(
+        usage: dict[str, Any], out: int, noted: bool) -> None:
+    line = json.dumps({"request": {"model": "grok-3-mini", "messages": [
+        {"role": "user", "content": "Weather?"}]}, "response": {
+        "model": "grok-3-mini", "usage": usage, "choices": [{"message": {
+            "role": "assistant", "content": "Sunny."}, "finish_reason": "stop"}]}})
+    s, report = _imported(line + "\n", name="calls.jsonl")
+    rid = report.runs_created[0]
+    assert s.runs.get(f"{rid}:step:0")["response"]["usage"]["output_tokens"] == out
+    assert s.runs.get(f"{rid}:import")["extra"]["usage_detail"]["reasoning"] == \
+        usage["completion_tokens_details"]["reasoning_tokens"]
+    assert any("beside its" in k.reason for k in report.skipped) is noted

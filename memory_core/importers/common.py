@@ -105,6 +105,20 @@ class HeldHistory:
     continues: int | None = None  # the index of the exchange whose response it continues
 
 
+def held_note(where: str, h: HeldHistory) -> str:
+    """The note for a request whose history the server held: where it was rebuilt from,
+    or that it is not in the file."""
+    if h.source is None:
+        return (f"{where}: history held server-side ({h.reference}) is not in the file: "
+                "the prompt holds only what this request sent")
+    note = (f"{where}: history held server-side ({h.reference}) reconstructed from "
+            f"{h.source}: prompt messages {h.start + 1}–{h.start + h.count} were not sent "
+            "with this request")
+    if h.unrecorded is not None:
+        note += f"; the history before {h.unrecorded} is not in the file"
+    return note
+
+
 @dataclass
 class Exchange:
     """One recorded model request and its response, normalised.

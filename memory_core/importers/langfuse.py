@@ -226,8 +226,32 @@ def _usage(attrs: dict[str, Any], obs: dict[str, Any]) -> None:
     inp = details.get("input", obs.get("inputUsage", obs.get("promptTokens")))
     out = details.get("output", obs.get("outputUsage", obs.get("completionTokens")))
     if type(inp) is int and type(out) is int and (inp or out):
+        inp, out = _counted_within(details, inp, out)
         attrs["gen_ai.usage.input_tokens"] = inp
         attrs["gen_ai.usage.output_tokens"] = out
+        for key, attr in _DETAILS.items():
+            if type(details.get(key)) is int and details[key]:
+                attrs[attr] = details[key]
+
+
+# Langfuse's usage details (its own names, and OpenInference's it keeps), as the
+# OpenTelemetry attributes that say them
+_DETAILS = {"output_reasoning": "gen_ai.usage.reasoning.output_tokens",
+            "completion_details.reasoning": "gen_ai.usage.reasoning.output_tokens",
+            "input_cache_read": "gen_ai.usage.cache_read.input_tokens",
+            "prompt_details.cache_read": "gen_ai.usage.cache_read.input_tokens"}
+
+
+def _counted_within(details: dict[str, Any], inp: int, out: int) -> tuple[int, int]:
+    """Langfuse counts a usage's details beside its ``input`` and ``output``, not within
+    them (``total`` is the sum of every count: ``output_reasoning`` is not in ``output``):
+    the input and output with their details in them, as the provider counted them.
+    Counts whose total is not that sum are taken as they are."""
+    counts = {k: v for k, v in details.items() if k != "total" and type(v) is int}
+    if details.get("total") != sum(counts.values()):
+        return inp, out
+    return (sum(v for k, v in counts.items() if k.startswith(("input", "prompt"))),
+            sum(v for k, v in counts.items() if k.startswith(("output", "completion"))))
 
 
 def _span(obs: dict[str, Any], trace: dict[str, Any], where: str,

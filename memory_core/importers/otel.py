@@ -13,19 +13,22 @@ of whose calls can be read is refused with the first one's ``ImportFormatError``
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from memory_core.errors import ImportFormatError
 from memory_core.importers.common import (
     Exchange,
+    HeldHistory,
     ParsedFile,
     SkippedRecord,
     fail,
+    held_note,
     not_read,
     sharing,
     split_instructions,
 )
-from memory_core.importers.formats.fields import count_of
+from memory_core.importers.formats.fields import count_of, with_reasoning
 from memory_core.importers.jsonvalues import first_document
 from memory_core.importers.otel_adk import adk_content, adk_tools
 from memory_core.importers.otel_anyagent import any_agent_content, fill_inputs
@@ -62,6 +65,24 @@ def _str_attr(attrs: dict[str, Any], *keys: str) -> str | None:
 
 VERCEL_WRAPPERS = {"ai.generateText": "doGenerate", "ai.streamText": "doStream",
                    "ai.generateObject": "doGenerate", "ai.streamObject": "doStream"}
+
+
+_HOST = re.compile(r"(?:[A-Za-z0-9-]+\.)+[A-Za-z0-9-]+|localhost|\[[0-9A-Fa-f:.]+\]"
+                   r"|[0-9A-Fa-f]*:[0-9A-Fa-f:.]+")
+
+
+def _server(attrs: dict[str, Any]) -> str | None:
+    """Where the call was sent, as the span says it: ``server.address`` (and
+    ``server.port``), literally; a value that is no host name (Microsoft's Agent
+    Framework writes ``Unknown``) is none."""
+    host = _str_attr(attrs, "server.address")
+    if host is None or not _HOST.fullmatch(host):
+        return None
+    port = count_of(attrs.get("server.port"))
+    if port is None and isinstance(attrs.get("server.port"), str) \
+            and attrs["server.port"].isdigit():
+        port = int(attrs["server.port"])
+    return f"{host}:{port}" if port is not None else host
 
 
 def _content_like(attrs: dict[str, Any]) -> list[str]:
@@ -128,6 +149,17 @@ def exchange_of(span: RawSpan, content: SpanContent, index: int) -> Exchange:
     out = _int_attr(attrs, "gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens",
                     "llm.token_count.completion", "llm.usage.completion_tokens",
                     "ai.usage.outputTokens", "ai.usage.completionTokens")
+    detail = {k: n for k, n in (
+        ("reasoning", _int_attr(attrs, "gen_ai.usage.reasoning.output_tokens",
+                                "gen_ai.usage.output_tokens.reasoning",
+                                "llm.token_count.completion_details.reasoning")),
+        ("cached_input", _int_attr(attrs, "gen_ai.usage.cache_read.input_tokens",
+                                   "gen_ai.usage.input_tokens.cached",
+                                   "llm.token_count.prompt_details.cache_read"))) if n}
+    if inp is not None and out is not None:
+        out = with_reasoning(inp, out, detail.get("reasoning", 0), _int_attr(
+            attrs, "gen_ai.usage.total_tokens", "llm.token_count.total",
+            "llm.usage.total_tokens"), where, notes)
     finish = content.finish
     reasons = attrs.get("gen_ai.response.finish_reasons")
     if finish is None and isinstance(reasons, list) and reasons:
@@ -145,7 +177,9 @@ def exchange_of(span: RawSpan, content: SpanContent, index: int) -> Exchange:
         requested_model=_str_attr(attrs, "gen_ai.request.model", "llm.request.model",
                                   "ai.model.id"),
         usage=Usage(input_tokens=inp or 0, output_tokens=out or 0),
-        usage_known=inp is not None and out is not None, finish_reason=finish,
+        usage_known=inp is not None and out is not None,
+        usage_detail=detail if inp is not None and out is not None else {},
+        endpoint=_server(attrs), finish_reason=finish,
         params=span_params(attrs, where),
         tools=(tools if (tools := span_tools(span, notes)) is not None
                else adk_tools(span, notes)),
@@ -204,6 +238,7 @@ def _parse_spans(spans: list[RawSpan]) -> ParsedFile:
                               if id(s) in contents or id(s) in failures},
                       {s.span_id: contents[id(s)] for s in spans if id(s) in contents})
     exchanges: list[Exchange] = []
+    of_span: dict[int, Exchange] = {}
     skipped: list[SkippedRecord] = []
     # the spans with content that are runs, by span id: a content-less call inside one
     # is said to be that call
@@ -213,6 +248,7 @@ def _parse_spans(spans: list[RawSpan]) -> ParsedFile:
         if c is not None and span.span_id not in wraps:
             try:
                 exchanges.append(exchange_of(span, c, len(exchanges)))
+                of_span[id(span)] = exchanges[-1]
                 continue
             except ImportFormatError as e:
                 failures[id(span)] = e
@@ -236,6 +272,7 @@ def _parse_spans(spans: list[RawSpan]) -> ParsedFile:
                 reason = (f"model call with no message content, inside model-call span "
                           f"{span.parent_id}, whose messages are imported from there")
             skipped.append(SkippedRecord(where=span.where, reason=reason))
+    _held_by_the_server(spans, of_span)
     if not exchanges and failures:  # (the first span's, in the file's order)
         raise next(failures[id(s)] for s in spans if id(s) in failures)
     if not exchanges:
@@ -249,6 +286,38 @@ def _parse_spans(spans: list[RawSpan]) -> ParsedFile:
                            f"span(s) read, {len(skipped)} skipped"
                            + (f": {shown}{more})" if skipped else ")") + hint)
     return ParsedFile(exchanges, skipped)
+
+
+def _held_by_the_server(spans: list[RawSpan], of_span: dict[int, Exchange]) -> None:
+    """A call whose ``gen_ai.conversation.id`` is the ``gen_ai.response.id`` of another
+    call in the file continued that response on the server (the Responses API's
+    ``previous_response_id``, as Microsoft's Agent Framework records it): it sent only
+    what was new (a tool's result), and the server held the rest. Its history gets that
+    call's conversation and answer back, noted, and it continues that call's thread
+    rather than starting one named after the response id. Calls are taken in the
+    order they started, so a chain is rebuilt link by link."""
+    by_response: dict[str, Exchange] = {}
+    for span in spans:
+        ex = of_span.get(id(span))
+        rid = _str_attr(span.attrs, "gen_ai.response.id")
+        if ex is not None and rid is not None:
+            by_response.setdefault(rid, ex)
+    ordered = sorted((s for s in spans if id(s) in of_span),
+                     key=lambda s: (s.start is None, s.start or 0))
+    for span in ordered:
+        ex = of_span[id(span)]
+        cid = _str_attr(span.attrs, "gen_ai.conversation.id")
+        prior = by_response.get(cid) if cid is not None else None
+        if prior is None or prior is ex:
+            continue
+        carried = [*prior.history, *([prior.response] if prior.response else [])]
+        ex.held = HeldHistory(f"gen_ai.conversation.id {cid!r}", source=prior.where,
+                              start=len(ex.instructions), count=len(carried),
+                              unrecorded=prior.held.unrecorded if prior.held else None,
+                              continues=prior.index)
+        ex.history = carried + ex.history
+        ex.thread_key = prior.thread_key
+        ex.notes.insert(0, held_note(ex.where, ex.held))
 
 
 def parse_otlp(text: str | None = None, data: bytes | None = None) -> ParsedFile:

@@ -70,7 +70,7 @@ def _chat_response(response: Any, where: str, notes: list[str]
         raise fail(where, f"response message has role {reply.role!r}, expected 'assistant'")
     finish = choice.get("finish_reason") if isinstance(choice.get("finish_reason"),
                                                        str) else None
-    usage, known = usage_of(response.get("usage"))
+    usage, known = usage_of(response.get("usage"), where, notes)
     if not known and response.get("usage"):  # (counts that are no counts: not read)
         notes.append(f"{where}: response: its usage {response['usage']!r}"[:300]
                      + " gives no input and output token counts: usage unknown")

@@ -69,14 +69,36 @@ def count_of(value: Any) -> int | None:
         and value >= 0 else None
 
 
-def usage_of(raw: Any) -> tuple[Usage, bool]:
+def usage_of(raw: Any, where: str = "", notes: list[str] | None = None
+             ) -> tuple[Usage, bool]:
+    """The input and output token counts of an OpenAI-shaped ``usage``. A server that
+    counts reasoning beside the output rather than within it (xAI's: ``total_tokens`` =
+    prompt + completion + reasoning, or more reasoning than output) has its reasoning
+    added to the output, as OpenAI counts it, noted in ``notes``."""
     if not isinstance(raw, dict):
         return Usage(), False
     inp = count_of(raw.get("prompt_tokens", raw.get("input_tokens")))
     out = count_of(raw.get("completion_tokens", raw.get("output_tokens")))
-    if inp is not None and out is not None:
-        return Usage(input_tokens=inp, output_tokens=out), True
-    return Usage(), False
+    if inp is None or out is None:
+        return Usage(), False
+    out = with_reasoning(inp, out, usage_detail(raw).get("reasoning", 0),
+                         count_of(raw.get("total_tokens")), f"{where}: response", notes)
+    return Usage(input_tokens=inp, output_tokens=out), True
+
+
+def with_reasoning(inp: int, out: int, reasoning: int, total: int | None, where: str,
+                   notes: list[str] | None) -> int:
+    """The output count with its reasoning in it: ``out`` as recorded, unless the record
+    counts the reasoning beside the output (its total is input + output + reasoning, or
+    the reasoning is more than the output), noted."""
+    if reasoning and (reasoning > out or total == inp + out + reasoning != inp + out):
+        if notes is not None:
+            notes.append(f"{where}: its usage counts {reasoning} reasoning token(s) beside "
+                         f"its {out} output token(s)"
+                         + (f" (total {total})" if total is not None else "")
+                         + f": output counted as {out + reasoning}, the reasoning within")
+        return out + reasoning
+    return out
 
 
 def usage_detail(raw: Any) -> dict[str, int]:

@@ -15,6 +15,7 @@ from memory_core.importers.common import (
     HeldHistory,
     fail,
     from_unix,
+    held_note,
     split_instructions,
 )
 from memory_core.importers.formats import Record, RecordFormat
@@ -122,18 +123,6 @@ def _held_history(request: dict[str, Any], held: ServerHistory
     return [], HeldHistory(ref, unrecorded=ref)
 
 
-def _held_note(where: str, h: HeldHistory) -> str:
-    if h.source is None:
-        return (f"{where}: history held server-side ({h.reference}) is not in the file: "
-                "the prompt holds only what this request sent")
-    note = (f"{where}: history held server-side ({h.reference}) reconstructed from "
-            f"{h.source}: prompt messages {h.start + 1}–{h.start + h.count} were not sent "
-            "with this request")
-    if h.unrecorded is not None:
-        note += f"; the history before {h.unrecorded} is not in the file"
-    return note
-
-
 def _incomplete_reason(response: dict[str, Any]) -> str | None:
     """Why an incomplete response stopped (``incomplete_details.reason``), if it says."""
     details = response.get("incomplete_details")
@@ -172,10 +161,11 @@ def responses_exchange(obj: dict[str, Any], where: str, index: int,
                 if i in held.items]
     if history_held is not None:
         history_held.start = len(own) if carried else 0
-        notes.insert(0, _held_note(where, history_held))
+        notes.insert(0, held_note(where, history_held))
     instructions, history = split_instructions([*own, *carried, *inputs])
     thread_key, resource = record_context(obj, request, where)
-    usage, known = usage_of(response.get("usage") if isinstance(response, dict) else None)
+    usage, known = usage_of(response.get("usage") if isinstance(response, dict) else None,
+                            where, notes)
     created = response.get("created_at") if isinstance(response, dict) else None
     at = from_unix(created, where, "response.created_at") if created is not None else None
     model = str_field(where, response, "model") if isinstance(response, dict) else None
