@@ -187,8 +187,10 @@ def find_by_phrase(storage: Storage, run_id: str, phrase: str, *,
     and observations) and the parts of its thread's messages; by shared words (recall's
     BM25 terms) and by meaning (the run's embedder, or ``embed``) over the run's scope.
     Word-for-word hits first, then those holding every word; within each, a place the
-    model was given in the run (but its question), then one it could have been given,
-    then the question, then later echoes (its answer); then recall's hybrid rank."""
+    model was given in the run (but its question), then one it could have been given
+    (in its conversation, or one its recall reached), then the question, then one
+    written before in a conversation it could not reach, then later echoes (its
+    answer); then recall's hybrid rank."""
     from memory_core.recall.lexical import lexical_terms
 
     needle = " ".join(phrase.split()) if isinstance(phrase, str) else ""
@@ -242,14 +244,21 @@ def find_by_phrase(storage: Storage, run_id: str, phrase: str, *,
         return bool(terms) and terms <= set(lexical_terms(" ".join((h.part.text,
                                                                     *h.part.leaves))))
 
+    reach = set(data.memctx.scope_snapshot) if data.memctx is not None else set()
+
     def tier(h: PartHit) -> int:
         g = h.given or (given_at.get(h.ref) if h.ref else None)
         if g is not None and not g.is_question:
             return 0
         m = msgs.get(h.ref) if h.ref else None
-        if m is not None and _written_before(m, data):
+        if m is not None and _written_before(m, data) and (
+                m.thread_id == thread or m.thread_id in reach):
             return 1
-        return 2 if g is not None else 3
+        if g is not None:
+            return 2
+        # a conversation the run's memory could not reach (an imported run's client sent
+        # what it chose of its own conversation): after the question the model was asked
+        return 3 if m is not None and _written_before(m, data) else 4
 
     ordered = sorted(by_key.values(), key=lambda h: (
         not h.contains, not holds_all(h), tier(h), rank.get(h.ref, len(rank))

@@ -8,6 +8,7 @@ corpus: each part it was given is found where it was."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -187,6 +188,31 @@ def test_an_imported_tool_result_is_sent_by_the_client() -> None:
     assert e.sentence.endswith("The client sent this text as the instructions (the system "
                                "prompt) of this request, so the model was given it.")
 
+
+
+def test_an_imported_question_asked_in_another_conversation_too_was_sent() -> None:
+    """Two recorded conversations open with the same question: for the second run, its
+    own question reached the model; the first conversation's copy (written before, but
+    no memory of this run could reach it) comes after it, not as the answer."""
+    from memory_core.importers import import_text
+
+    def line(system: str, answer: str) -> str:
+        return json.dumps({"request": {"model": "m", "messages": [
+            {"role": "system", "content": system},
+            {"role": "user", "content": "tell a joke about socks"}]}, "response": {
+            "model": "m", "choices": [{"message": {"role": "assistant",
+                                                   "content": answer}}]}})
+
+    s = InMemoryStorage(clock=lambda: datetime(2026, 1, 1, tzinfo=UTC))
+    report = import_text(s, line("Be funny.", "Two socks walk in.") + "\n"
+                         + line("Be dry.", "Socks. Feet. Done.") + "\n", name="c.jsonl")
+    assert len(report.threads_created) == 2
+    found = find_by_phrase(s, report.runs_created[1], "tell a joke about socks", embed=EMBED)
+    best = found.best
+    assert best is not None and (best.thread_id, best.seq) == (report.threads_created[1], 0)
+    assert best.explanation.fate == "sent-by-client" and best.explanation.reached_model
+    assert [(m.thread_id, m.seq) for m in found.matches if m.contains] == [
+        (report.threads_created[1], 0), (report.threads_created[0], 0)]
 
 
 def test_the_cli_names_the_part(tmp_path: Path) -> None:
