@@ -393,3 +393,37 @@ def test_a_refused_record_says_what_it_looks_like_and_the_closest_format(
     assert message.startswith(f"file '{path}': line 1: this looks like {looks}"), message
     assert f"; the closest format this importer reads is {closest}, " in message
     assert message.count(". ") == 0  # one sentence
+
+
+@pytest.mark.parametrize(("value", "tools"), [
+    # Phoenix's own traces hide the conversation: no request body, the tools unknown
+    ({"messages": "[sanitized conversation history]"}, None),
+    # the request body as sent, without tools: none were offered
+    ({"messages": [{"role": "user", "content": "Save it."}]}, []),
+    ({"messages": [{"role": "user", "content": "Save it."}], "tools": [{
+        "type": "function", "function": {"name": "list_datasets"}}]}, ["list_datasets"]),
+])
+def test_openinference_input_value_says_the_tools_only_when_it_is_the_request(
+        value: dict[str, Any], tools: list[str] | None) -> None:
+    span = {"name": "claude", "context": {"trace_id": "t1", "span_id": "s2"},
+            "span_kind": "LLM", "parent_id": None, "start_time": "2026-07-09T00:00:01+00:00",
+            "end_time": "2026-07-09T00:00:02+00:00", "status_code": "OK", "attributes": {
+                "openinference.span.kind": "LLM", "llm.model_name": "claude",
+                "input.mime_type": "application/json", "input.value": json.dumps(value),
+                "llm.input_messages.0.message.role": "user",
+                "llm.input_messages.0.message.content": "Save it.",
+                "llm.output_messages.0.message.role": "assistant",
+                "llm.output_messages.0.message.tool_calls.0.tool_call.id": "call-04",
+                "llm.output_messages.0.message.tool_calls.0.tool_call.function.name":
+                    "list_datasets",
+                "llm.output_messages.0.message.tool_calls.0.tool_call.function.arguments":
+                    "{}"}}
+    s, report = _imported(json.dumps([span]), "spans.json")
+    rid = report.runs_created[0]
+    unknown = "tools" in s.runs.get(f"{rid}:memctx")["unknown_fields"]
+    assert unknown is (tools is None)
+    if tools is not None:
+        assert [t["name"] for t in _step(s, rid)["tools"]] == tools
+    # a call is said to name a tool not offered only when the offer is known
+    said = any("did not offer" in k.reason for k in report.skipped)
+    assert said is (tools == [])

@@ -577,7 +577,9 @@ def span_tools(span: RawSpan, notes: list[str]) -> list[dict[str, Any]] | None:
     inp = attrs.get("input.value")
     if attrs.get("input.mime_type") == "application/json" and isinstance(inp, str):
         body = parse_arguments(inp)
-        if isinstance(body, dict) and "messages" in body:
+        # (a request body: its messages a list; a tracer that hides the conversation
+        # writes {"messages": "[sanitized …]"}, which says nothing of the tools)
+        if isinstance(body, dict) and isinstance(body.get("messages"), list):
             return from_openai_tools(body.get("tools") or [], where, notes)
     return None
 
