@@ -170,3 +170,17 @@ def test_a_failed_tool_result_keeps_is_error() -> None:
     msgs = s.memory.get_messages(report.threads_created[0])
     [tool] = [m for m in msgs if m.role == "tool"]
     assert tool.metadata.get("is_error") is True
+
+
+def test_a_run_is_timed_by_its_own_start_and_end() -> None:
+    """LangSmith's times of the call, not an answer's ``created`` (whole seconds); one
+    that is no time is one error naming its key."""
+    run = llm_run([lc("HumanMessage", content="Weather in Oslo?")], ANSWER,
+                  start_time="2026-03-02T10:00:00.250000", end_time=1772445601500)
+    s, report = _import([run])
+    got = s.runs.require_run(report.runs_created[0])
+    assert (got.started_at, got.finished_at) == (
+        datetime(2026, 3, 2, 10, 0, 0, 250000, tzinfo=UTC),
+        datetime(2026, 3, 2, 10, 0, 1, 500000, tzinfo=UTC))
+    with pytest.raises(ImportFormatError, match="start_time 'soon' is not an ISO 8601"):
+        _import([{**run, "start_time": "soon"}])

@@ -1279,6 +1279,8 @@ EXPECTED.update({
         "runs": [("gpt-4o-mini-2024-07-18", (9, 9), [])],
         "finish": "stop",
         "request_fields": [{"stream": False}],
+        # the run's own start_time, not the response's created (20:58:24, whole seconds)
+        "started": datetime(2024, 10, 11, 20, 58, 23, 298773, tzinfo=UTC),
     },
     "langsmithsdk-langsmith_js_wrap_openai_stream.json": {
         # the patch names its run only in its dotted_order; finish_reason recorded as a
@@ -1288,6 +1290,7 @@ EXPECTED.update({
         "finish": "stop",
         "skipped": ["its finish_reason is a stream chunk's choice"],
         "request_fields": [{"stream": True, "stream_options": {"include_usage": True}}],
+        "started": datetime(2024, 10, 13, 7, 5, 35, 809000, tzinfo=UTC),  # epoch ms
     },
 })
 

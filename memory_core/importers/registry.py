@@ -112,9 +112,9 @@ def read_record(obj: Any, where: str, index: int, file_state: dict[str, Any]
     """The exchanges of one record of a file (the first gets ``index``); ``file_state``:
     one dict for the whole file (``Record.file_state``). A call whose body says no time
     takes the one its recording gives (the format's ``dated_by``: a HAR entry's start,
-    an HTTP ``Date``, a LangSmith run's ``start_time``); a record's own ``started_at``
-    (and ``finished_at``: when a recorder times the call itself, as Inspect's model
-    events do) comes before the body's; and the usage its response's
+    an HTTP ``Date``); a record's own start and end (the format's ``timed_by``: when a
+    recorder times the call itself, as Inspect's model events and LangSmith's runs do)
+    come before the body's; and the usage its response's
     headers count when its body counts none (``fields.header_usage``).
     ImportFormatError naming ``where`` when no format reads it (saying what it looks
     like and the closest format read, ``refusal.unread_record``) or its format finds it
@@ -146,11 +146,12 @@ def read_record(obj: Any, where: str, index: int, file_state: dict[str, Any]
         for ex in exchanges:
             if ex.started_at is None:
                 ex.started_at = ex.finished_at = at
-    start = obj.get("started_at")
+    began, ended = fmt.timed_by
+    start = obj.get(began)
     if start is not None:  # the recorder's own times of the call: before the body's
-        at = _when(start, where, "started_at")
-        end = obj.get("finished_at")
-        done = at if end is None else max(at, _when(end, where, "finished_at"))
+        at = _when(start, where, began)
+        end = obj.get(ended)
+        done = at if end is None else max(at, _when(end, where, ended))
         for ex in exchanges:
             ex.started_at, ex.finished_at = at, done
     return exchanges

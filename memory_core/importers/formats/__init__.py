@@ -74,7 +74,10 @@ class RecordFormat:
     (unique: ``registry.check_formats``) and the first that matches reads it:
     ``read(record)`` gives its exchanges, or raises ``ImportFormatError`` naming
     ``record.where``. ``routes``: the URL paths of the API it reads. ``dated_by``: the
-    record key giving a call its time when its body gives none (an ISO time)."""
+    record key giving a call its time when its body gives none (an ISO time).
+    ``timed_by``: the record keys holding the recorder's own start and end of the call,
+    which come before the body's time (a response's ``created`` counts whole
+    seconds)."""
 
     name: str
     priority: int
@@ -82,6 +85,7 @@ class RecordFormat:
     read: Callable[[Record], list[Exchange]]
     routes: tuple[Route, ...] = ()
     dated_by: str = "recorded_at"
+    timed_by: tuple[str, str] = ("started_at", "finished_at")
 
 
 def by_url_or_keys(record: Record, apis: tuple[str, ...],
