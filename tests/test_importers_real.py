@@ -1985,6 +1985,32 @@ EXPECTED.update({
         "details": [{}, {"reasoning": 64}],
         "skipped": ["input message 2 has the role 'get_weather', a tool's name"],
     },
+    # Google ADK on the Gemini API (recorded by LangSmith's tests): calls without ids;
+    # the second conversation's model asks for the same call twice — two calls, each
+    # its own id, each result the answer of the call before it
+    "langsmithsdk-test_google_adk_test_runner_run_sync_with_tool.yaml": {
+        "threads": [["user: What is the weather in New York?",
+                     'assistant: → get_weather({"city": "New York"})',
+                     "tool get_weather: {'report': 'Sunny, 25C in New York.', 'status': "
+                     "'success'}",
+                     "assistant: The weather in New York is Sunny, 25C."],
+                    ["user: What is the weather in New York?",
+                     'assistant: → get_weather({"city": "New York"})',
+                     "tool get_weather: {'report': 'Sunny, 25C in New York.', 'status': "
+                     "'success'}",
+                     'assistant: → get_weather({"city": "New York"})',
+                     "tool get_weather: {'report': 'Sunny, 25C in New York.', 'status': "
+                     "'success'}",
+                     "assistant: The weather in New York is Sunny, 25C."]],
+        "runs": [("gemini-2.5-flash", (91, 64), ["get_weather"]),
+                 ("gemini-2.5-flash", (136, 13), ["get_weather"]),
+                 ("gemini-2.5-flash", (91, 65), ["get_weather"]),
+                 ("gemini-2.5-flash", (181, 13), ["get_weather"])],
+        "call_ids": ["call-2493c85564cf", "call-2493c85564cf-2"],
+        "finishes": ["STOP"] * 4,
+        "api": "gemini",
+        "instructions": 'Use get_weather tool. Only New York…',
+    },
     # pydantic-ai on Gemini through Langfuse: the span's server.address is where it went
     "langfuse-pydantic-ai-with-gemini-2025-12-24.trace.json": {
         "threads": [['user: what is 1+1?\nOutput format:\n```json\n{\n    "answer": your '

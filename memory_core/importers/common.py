@@ -607,6 +607,43 @@ def _holds_nothing(m: Message) -> bool:
                                               for p in m.content))
 
 
+def distinct_calls(conversation: Sequence[Message]) -> list[Message]:
+    """A call recorded without an id gets one derived from its place in its turn, its
+    name and its arguments (``derived_call_id``): two turns of one conversation making
+    the same call (a model asking again) got the same id, and their results could not be
+    told apart. The conversation with the second and later of them given that id with
+    ``-2``, ``-3`` …, and each result the id of the latest call of its id before it
+    (a message changed is a copy: messages are shared between requests). A later
+    request repeating the conversation repeats its turns, so gets the same ids."""
+    seen: dict[str, int] = {}
+    now: dict[str, str] = {}  # a derived id -> that of its latest call
+    out = list(conversation)
+    for i, m in enumerate(out):
+        if isinstance(m.content, str):
+            continue
+        parts = list(m.content)
+        for j, p in enumerate(parts):
+            if isinstance(p, ToolCallPart) and is_derived_call_id(p.id):
+                n = seen[p.id] = seen.get(p.id, 0) + 1
+                now[p.id] = p.id if n == 1 else f"{p.id}-{n}"
+                if n > 1:
+                    parts[j] = p.model_copy(update={"id": now[p.id]})
+            elif isinstance(p, ToolResultPart) and now.get(p.call_id, p.call_id) != p.call_id:
+                parts[j] = p.model_copy(update={"call_id": now[p.call_id]})
+        if parts != m.content:
+            out[i] = m.model_copy(update={"content": parts})
+    return out
+
+
+def distinct_derived_ids(exchanges: Sequence[Exchange]) -> None:
+    """``distinct_calls`` over each request's conversation: its history and answer."""
+    for ex in exchanges:
+        conv = distinct_calls([*ex.history, *([ex.response] if ex.response else [])])
+        ex.history = conv[:len(ex.history)]
+        if ex.response is not None:
+            ex.response = conv[-1]
+
+
 def recorded_call_ids(exchanges: Sequence[Exchange]) -> None:
     """Give a call a request sends back without its id (so we derived one) the id the
     answer that made it recorded — the latest answer's call of the same name and

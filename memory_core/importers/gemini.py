@@ -21,11 +21,22 @@ import math
 import re
 from typing import Any
 
-from memory_core.importers.common import Exchange, fail, iso_time, list_of, object_of
+from memory_core.importers.common import (
+    Exchange,
+    distinct_calls,
+    fail,
+    iso_time,
+    list_of,
+    object_of,
+)
 from memory_core.importers.formats.fields import count_of, usage_detail
 from memory_core.importers.openai_shapes import stream_events
 from memory_core.models.base import Usage
-from memory_core.models.openai_codec import derived_call_id, from_openai_tools
+from memory_core.models.openai_codec import (
+    derived_call_id,
+    from_openai_tools,
+    is_derived_call_id,
+)
 from memory_core.types import Message, TextPart, ToolCallPart, ToolResultPart
 
 GEMINI_PATHS = (":generateContent", ":streamGenerateContent")
@@ -170,8 +181,7 @@ def _answer_ids(messages: list[Message], where: str, notes: list[str]) -> None:
     for i, m in enumerate(messages):
         if m.role == "assistant":
             pending = list(m.tool_calls())
-            derived = {c.id for k, c in enumerate(pending)
-                       if c.id == derived_call_id(k, c.name, c.args)}
+            derived = {c.id for c in pending if is_derived_call_id(c.id)}
         for r in m.tool_results():
             if r.call_id and any(c.id == r.call_id for c in pending):
                 pending = [c for c in pending if c.id != r.call_id]
@@ -396,6 +406,7 @@ def gemini_exchange(obj: dict[str, Any], where: str, index: int, *,
     else:
         raw = obj.get("error") or "no response recorded"
         error = raw if isinstance(raw, str) else json.dumps(raw, sort_keys=True)
+    history = distinct_calls(history)  # (before results without ids take their calls')
     _answer_ids(history, where, notes)
     fields = {k: request[k] for k in _FIELDS if k in request}
     return Exchange(

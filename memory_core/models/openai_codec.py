@@ -55,11 +55,13 @@ def derived_call_id(index: int, name: str, args: Any) -> str:
     return f"call-{digest}"
 
 
-_DERIVED_ID = re.compile(r"call-[0-9a-f]{12}")
+# (an import numbers the same call made again in one conversation: ``-2``, ``-3`` …)
+_DERIVED_ID = re.compile(r"call-[0-9a-f]{12}(?:-[0-9]+)?")
 
 
 def is_derived_call_id(call_id: str) -> bool:
-    """Whether ``call_id`` is one ``derived_call_id`` gave (the recording had none)."""
+    """Whether ``call_id`` is one ``derived_call_id`` gave (the recording had none), or
+    an import numbered it as the same call made again (``importers.common``)."""
     return _DERIVED_ID.fullmatch(call_id) is not None
 
 
