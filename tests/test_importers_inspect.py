@@ -87,6 +87,22 @@ def test_a_sample_without_model_events_is_read_from_its_messages_and_output() ->
         (k.where, k.reason) for k in report.skipped}
 
 
+def test_a_sample_with_no_model_event_and_no_answer_says_so() -> None:
+    """(inspect_ai's log_tool_call_error.json: a sample of tool messages alone.) One
+    error naming the sample; beside a sample that holds a call, a note."""
+    bare = {"id": 1, "epoch": 4, "messages": [RESULT, RESULT], "output": {"choices": []}}
+    with pytest.raises(ImportFormatError) as e:
+        import_text(InMemoryStorage(), log([bare]))
+    assert str(e.value) == ("sample 1 (id 1, epoch 4): no model event, and no answer of the "
+                            "model (its output has no choices, its messages do not end "
+                            "with the assistant's): no model call to import")
+    good = {"id": 2, "epoch": 1, "events": [model_event(
+        ASK, {"role": "assistant", "content": "4"})]}
+    report = import_text(InMemoryStorage(), log([bare, good]))
+    assert len(report.runs_created) == 1
+    assert any(k.where == "sample 1 (id 1, epoch 4)" and "no model event" in k.reason
+               for k in report.skipped)
+
 def test_a_current_log_s_pooled_inputs_and_calls_are_put_back() -> None:
     """Inspect (2026) moves a model event's input and its call's messages into the
     sample's events_data pools, referenced as [start, end) ranges."""

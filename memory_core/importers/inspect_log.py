@@ -312,9 +312,18 @@ def _sample_records(samples: list[tuple[str, Any]]
             except ImportFormatError as err:  # noted, the other events read
                 rows.append((where, err))
         if not calls:
+            messages = sample.get("messages") or []
+            output = sample.get("output")
+            choices = output.get("choices") if isinstance(output, dict) else None
+            if not (isinstance(choices, list) and choices) and not (
+                    isinstance(messages, list) and messages and isinstance(messages[-1], dict)
+                    and messages[-1].get("role") == "assistant"):
+                rows.append((at, fail(at, "no model event, and no answer of the model (its "
+                                          "output has no choices, its messages do not end "
+                                          "with the assistant's): no model call to import")))
+                continue
             skipped.append(SkippedRecord(where=at, reason=(
                 "no model event: its messages and output are read as one call")))
-            messages = sample.get("messages") or []
             if isinstance(messages, list) and messages and isinstance(messages[-1], dict) \
                     and messages[-1].get("role") == "assistant" and sample.get("output"):
                 messages = messages[:-1]  # (the answer, which the output holds)
