@@ -427,3 +427,17 @@ def test_openinference_input_value_says_the_tools_only_when_it_is_the_request(
     # a call is said to name a tool not offered only when the offer is known
     said = any("did not offer" in k.reason for k in report.skipped)
     assert said is (tools == [])
+
+
+def test_span_objects_grouped_under_names_read_as_the_list_of_them() -> None:
+    """OpenInference's fixtures keep the AI SDK's spans grouped by operation
+    (``{"ai.generateText.doGenerate": [spans], …}``): the same runs as the flat list,
+    not one span's attributes."""
+    spans = _load(REAL / "vercel-all-spans.json")
+    grouped: dict[str, list[Any]] = {}
+    for span in spans:
+        grouped.setdefault(span["name"], []).append(span)
+    flat, want = _imported(json.dumps(spans), "all.json")
+    s, report = _imported(json.dumps(grouped), "by-operation.json")
+    assert len(report.runs_created) == len(want.runs_created) > 0
+    assert sorted(_text_of(s, report)) == sorted(_text_of(flat, want))

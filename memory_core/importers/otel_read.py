@@ -347,9 +347,20 @@ def is_span_document(doc: Any) -> bool:
 
 def _is_span_list(doc: Any) -> bool:
     """A trace object holding its span objects under ``spans`` (any-agent's
-    ``AgentTrace``: ``{"spans": [...], "final_output": ...}``)."""
-    return isinstance(doc, dict) and isinstance(doc.get("spans"), list) and \
-        bool(doc["spans"]) and _is_span_object(doc["spans"][0])
+    ``AgentTrace``: ``{"spans": [...], "final_output": ...}``), or span objects grouped
+    under names (OpenInference's fixtures: ``{"ai.generateText": [spans], …}``)."""
+    if not isinstance(doc, dict) or not doc:
+        return False
+    if isinstance(doc.get("spans"), list):
+        return bool(doc["spans"]) and _is_span_object(doc["spans"][0])
+    return all(isinstance(v, list) and v and _is_span_object(v[0]) for v in doc.values())
+
+
+def _listed_spans(doc: dict[str, Any]) -> list[Any]:
+    """The span objects of a ``_is_span_list`` document, in its order."""
+    if isinstance(doc.get("spans"), list):
+        return list(doc["spans"])
+    return [span for group in doc.values() for span in group]
 
 
 def _is_span_object(doc: Any) -> bool:
@@ -541,7 +552,7 @@ def _span_objects(doc: Any, where: str, first: int) -> list[RawSpan] | None:
     if is_jaeger(doc):
         return _jaeger_spans(doc, where, first)
     if _is_span_list(doc):
-        doc = doc["spans"]
+        doc = _listed_spans(doc)
     items = doc if isinstance(doc, list) and doc and _is_span_object(doc[0]) else [doc]
     out: list[RawSpan] = []
     for item in items:
@@ -565,7 +576,8 @@ def is_attribute_map(doc: Any) -> bool:
     as instrumentations' tests and span exporters to plain JSON write them."""
     return isinstance(doc, dict) and bool(doc) and "resourceSpans" not in doc and all(
         isinstance(k, str) for k in doc) and any(
-        k.startswith(("gen_ai.", "llm.", "openinference.", "ai.")) for k in doc)
+        k.startswith(("gen_ai.", "llm.", "openinference.", "ai.")) for k in doc) \
+        and not _is_span_list(doc)
 
 
 def spans_of(docs: list[tuple[str, Any]]) -> list[RawSpan]:
