@@ -122,3 +122,23 @@ def test_a_record_no_format_reads_names_its_keys() -> None:
         read_record({"a": 1, "b": 2}, "line 4", 0, {})
     with pytest.raises(ImportFormatError, match="line 5: expected a JSON object, got list"):
         read_record([1], "line 5", 0, {})
+
+
+@pytest.mark.parametrize(("text", "said"), [
+    # a Claude Agent SDK transcript (OpenInference's tests): YAML, no cassette
+    ("messages:\n- response:\n    request_id: req_1\n", "a YAML document (its keys: "
+     "messages), not JSON; the YAML this importer reads is a VCR cassette"),
+    # aliases that would expand past the limit: not read, so no keys to say
+    ("a: &a [x, x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
+     "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c]\n"
+     "e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d]\nf: [*e, *e, *e, *e, *e, *e, *e, *e]\n",
+     "line 1: invalid JSON"),
+    ("plain words\n", "line 1: invalid JSON"),
+])
+def test_a_yaml_file_that_is_no_cassette_is_said_to_be_yaml(text: str, said: str) -> None:
+    from memory_core.importers import import_text
+    from memory_core.storage.inmemory import InMemoryStorage
+
+    with pytest.raises(ImportFormatError) as e:
+        import_text(InMemoryStorage(), text, name="transcript.yaml")
+    assert said in str(e.value)

@@ -233,6 +233,25 @@ def _bounded(text: str) -> None:
             open_nodes[-1][0] += size
 
 
+def yaml_keys(text: str) -> str | None:
+    """The first keys of ``text`` read as a YAML mapping (safely, bounded), or None
+    when it is no YAML mapping: what a refusal of a YAML file that is no cassette
+    says it holds."""
+    import yaml
+
+    if text.lstrip().startswith(("{", "[")):
+        return None
+    try:
+        _bounded(text)
+        doc = yaml.load(text, Loader=_loader())  # noqa: S506 - a SafeLoader, see _loader
+    except (yaml.YAMLError, ImportFormatError):
+        return None
+    if not isinstance(doc, dict) or not doc:
+        return None
+    keys = [str(k) for k in doc]
+    return ", ".join(keys[:8]) + (f" and {len(keys) - 8} more" if len(keys) > 8 else "")
+
+
 def cassette_records(text: str) -> tuple[list[tuple[str, Any]], list[SkippedRecord]]:
     """The cassette's LLM interactions as ``{"request", "response"|"error"}`` records."""
     import yaml
