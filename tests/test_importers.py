@@ -229,6 +229,9 @@ def _line(**fields: Any) -> str:
      "line 1: message 0: content must be a string, null or a list of parts"),
     (_line(messages=[{"role": ["user"], "content": "x"}]),
      "line 1: message 0: unknown role ['user']"),
+    # (a Claude Agent SDK transcript's messages: no chat messages at all)
+    (_line(messages=[{"direction": "send", "message": {"type": "control_request"}}]),
+     "line 1: message 0: has no 'role' (its keys: direction, message): not a chat message"),
     (_line(messages=[{"role": "assistant", "function_call": {"arguments": "{}"}}]),
      "line 1: message 0: tool call 0 has no function name"),
     (_line(messages=[{"role": "tool", "content": "x"}]),

@@ -215,6 +215,9 @@ def content_parts(content: Any, where: str, notes: list[str]
 
 def _role(raw: dict[str, Any], where: str) -> str:
     role = raw.get("role")
+    if "role" not in raw:  # (no chat message at all: say what it holds)
+        keys = ", ".join(map(str, list(raw)[:8])) or "none"
+        raise _fail(where, f"has no 'role' (its keys: {keys}): not a chat message")
     if not isinstance(role, str) or role not in OPENAI_ROLES:
         raise _fail(where, f"unknown role {role!r} (expected one of {', '.join(OPENAI_ROLES)})")
     return role
