@@ -16,9 +16,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from memory_core.errors import ImportFormatError
 from memory_core.importers.azure_proxy import looks_like_azure_proxy, parse_azure_proxy
-from memory_core.importers.cassette import looks_like_cassette, parse_cassette
-from memory_core.importers.common import ImportFormat, ParsedFile, Stages
+from memory_core.importers.cassette import looks_like_cassette, parse_cassette, yaml_keys
+from memory_core.importers.common import ImportFormat, ParsedFile, Stages, fail
 from memory_core.importers.har import looks_like_har, parse_har
 from memory_core.importers.http_json import looks_like_http_json, parse_http_json
 from memory_core.importers.httprr import looks_like_httprr, parse_httprr
@@ -62,8 +63,23 @@ CONTAINERS: tuple[Container, ...] = (
     Container("azure-test-proxy", "openai", looks_like_azure_proxy, parse_azure_proxy),
     # {"request": {"method", "url", "body"}, "response": {"status", "body"}} per call
     Container("http-json", "openai", looks_like_http_json, parse_http_json),
-    Container("json", "openai", lambda _text: True, parse_json),  # JSON lines, array, docs
+    Container("json", "openai", lambda _text: True,  # JSON lines, array, documents
+              lambda text, stages: _json_or_said_yaml(text, stages)),
 )
+
+
+def _json_or_said_yaml(text: str, stages: Stages | None) -> ParsedFile:
+    """``parse_json``; a YAML file that is no cassette is said to be YAML, not "line 1:
+    invalid JSON"."""
+    try:
+        return parse_json(text, stages)
+    except ImportFormatError as e:
+        if str(e).startswith("line 1: invalid JSON") and \
+                (keys := yaml_keys(text)) is not None:
+            raise fail("file", f"a YAML document (its keys: {keys}), not JSON; the YAML "
+                               "this importer reads is a VCR cassette (an 'interactions' "
+                               "or 'http_interactions' list)") from None
+        raise
 
 
 def container_for(text: str, family: ImportFormat | None = None) -> Container:

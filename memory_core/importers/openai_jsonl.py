@@ -183,19 +183,7 @@ def parse_records(rows: Iterable[tuple[str, Any]], skipped: list[SkippedRecord],
 
 
 def parse_json(text: str, stages: Stages | None = None) -> ParsedFile:
-    """A file of JSON records (see the module's docstring); a YAML file that is no
-    cassette is said to be YAML, not "line 1: invalid JSON"."""
+    """A file of JSON records (see the module's docstring)."""
     skipped: list[SkippedRecord] = []
     docs = iter_documents(text, keep_going=True)
-    try:
-        return parse_records(_joined(langsmith_rows(docs, skipped), skipped), skipped,
-                             stages)
-    except ImportFormatError as e:
-        from memory_core.importers.cassette import yaml_keys  # (it reads records as we do)
-
-        if str(e).startswith("line 1: invalid JSON") and \
-                (keys := yaml_keys(text)) is not None:
-            raise fail("file", f"a YAML document (its keys: {keys}), not JSON; the YAML "
-                               "this importer reads is a VCR cassette (an 'interactions' "
-                               "or 'http_interactions' list)") from None
-        raise
+    return parse_records(_joined(langsmith_rows(docs, skipped), skipped), skipped, stages)
