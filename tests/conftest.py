@@ -19,6 +19,12 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
 _FULL_ONLY_ADAPTERS = {"duckdb-memory", "duckdb-file", "postgres"}
+# whole modules left to the full suite (``slow``): each takes seconds in all on these
+# machines (make test-fast --durations): a demo built against a fake model server, the
+# hostile corpora, the seal's tamper matrix, processes contending for one file
+_SLOW_MODULES = {"tests/test_cli_models.py", "tests/hostile/test_import_corpus.py",
+                 "tests/hostile/test_servers_corpus.py", "tests/capture/test_input_limits.py",
+                 "tests/test_seal_matrix.py", "tests/test_duckdb_processes.py"}
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -52,10 +58,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Markers the quick tier (``make test-fast``) leaves out, set from where a test
     lives and what it runs on rather than by hand: ``browser`` (tests/browser),
     ``model`` (the real MiniLM demo database), ``postgres`` (a PostgreSQL parameter),
-    and ``full`` — the conformance suite on DuckDB and PostgreSQL (the quick tier runs
-    it on in-memory and SQLite)."""
+    ``full`` — the conformance suite on DuckDB and PostgreSQL (the quick tier runs
+    it on in-memory and SQLite) — and ``slow`` for ``_SLOW_MODULES``."""
     for item in items:
         path = Path(str(item.path))
+        if item.nodeid.partition("::")[0] in _SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)
         if "browser" in path.parts:
             item.add_marker(pytest.mark.browser)
         if "minilm_demo_db" in getattr(item, "fixturenames", ()):
