@@ -621,16 +621,16 @@ def distinct_calls(conversation: Sequence[Message]) -> list[Message]:
     for i, m in enumerate(out):
         if isinstance(m.content, str):
             continue
-        parts = list(m.content)
+        parts, changed = list(m.content), False
         for j, p in enumerate(parts):
             if isinstance(p, ToolCallPart) and is_derived_call_id(p.id):
                 n = seen[p.id] = seen.get(p.id, 0) + 1
                 now[p.id] = p.id if n == 1 else f"{p.id}-{n}"
                 if n > 1:
-                    parts[j] = p.model_copy(update={"id": now[p.id]})
+                    parts[j], changed = p.model_copy(update={"id": now[p.id]}), True
             elif isinstance(p, ToolResultPart) and now.get(p.call_id, p.call_id) != p.call_id:
-                parts[j] = p.model_copy(update={"call_id": now[p.call_id]})
-        if parts != m.content:
+                parts[j], changed = p.model_copy(update={"call_id": now[p.call_id]}), True
+        if changed:
             out[i] = m.model_copy(update={"content": parts})
     return out
 
