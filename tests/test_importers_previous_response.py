@@ -209,6 +209,9 @@ def test_why_forgotten_tells_held_history_from_what_the_client_sent() -> None:
     assert "previous_response_id 'resp_0b7fb495" in fates[0].sentence
     assert "reconstructed from interaction 1" in fates[0].sentence
     assert fates[2].fate == "sent-by-client" and fates[3].fate == "written-after"
+    # the request carried the tool result alone: the held messages are not counted as sent
+    assert "it is the one message the recorded request carried" in fates[2].sentence
+    assert fates[2].evidence["sent"] == 1
     # in the run that sent them, the same messages were the client's
     assert why_forgotten(st, first, (thread, 0)).fate == "sent-by-client"
 

@@ -374,14 +374,16 @@ def _explain_imported(data: RunData, msg: StoredMessage, by_lane: dict[tuple[str
     chose it: every sentence says what the recording shows and nothing it lacks."""
     items = data.prompt.items
     lane = by_lane.get((msg.thread_id, msg.seq))
-    n = len(items)
+    server = data.server_held()
+    # what the request carried: its prompt but the history the server held
+    n = len(items) - (server[0]["prompt_messages"][1] - server[0]["prompt_messages"][0]
+                      if server is not None else 0)
     if not items:
         return out("unknown", "This recording does not show what the client sent in this "
                    "request, so whether this message was in it is unknown.")
     unknown = ("this recording does not say whether memory recalled anything or how the "
                "client chose what to send")
     if lane is not None:
-        server = data.server_held()
         if server is not None and (msg.thread_id, msg.seq) in server[1]:
             held = server[0]
             return out("held-by-server", "The model was given this message, but the client "
