@@ -468,3 +468,37 @@ def test_reasoning_counted_beside_the_output_is_counted_within_it(
     assert s.runs.get(f"{rid}:import")["extra"]["usage_detail"]["reasoning"] == \
         usage["completion_tokens_details"]["reasoning_tokens"]
     assert any("beside its" in k.reason for k in report.skipped) is noted
+
+
+def test_an_answer_in_audio_is_its_transcript_and_sent_back_by_id_is_the_same() -> None:
+    """gpt-4o-audio answers with ``audio`` (an id, the data, a transcript) and no
+    content; a client sends the answer back as ``{"audio": {"id"}}`` alone (OpenAI's
+    .NET SDK's ChatWithAudio test): one conversation, the answer its transcript."""
+    said = "Hi there! I'm hearing you loud and clear."
+    first = {"request": {"model": "gpt-4o-audio-preview", "messages": [
+        {"role": "user", "content": "Can you hear me?"}]}, "response": {
+        "model": "gpt-4o-audio-preview", "choices": [{"message": {
+            "role": "assistant", "content": None, "audio": {
+                "id": "audio_1", "data": "UklGRg==", "transcript": said}},
+            "finish_reason": "stop"}]}}
+    second = {"request": {"model": "gpt-4o-audio-preview", "messages": [
+        {"role": "user", "content": "Can you hear me?"},
+        {"role": "assistant", "audio": {"id": "audio_1"}},
+        {"role": "user", "content": "What is the weather?"}]}, "response": {
+        "model": "gpt-4o-audio-preview", "choices": [{"message": {
+            "role": "assistant", "content": "Sunny."}, "finish_reason": "stop"}]}}
+    lost = {**second, "request": {"messages": [
+        {"role": "user", "content": "Again?"},
+        {"role": "assistant", "audio": {"id": "audio_elsewhere"}},
+        {"role": "user", "content": "Well?"}]}}
+    text = "\n".join(json.dumps(x) for x in (first, second, lost)) + "\n"
+    s, report = _imported(text, name="calls.jsonl")
+    assert len(report.threads_created) == 2
+    assert [m.text() for m in s.memory.get_messages(report.threads_created[0])] == [
+        "Can you hear me?", said, "What is the weather?", "Sunny."]
+    reasons = [k.reason for k in report.skipped]
+    assert "response: the answer is audio: its transcript stored as its text" in reasons
+    assert "message 1: an audio answer sent back by its id 'audio_1': stored as the " \
+        "transcript of the answer of that id" in reasons
+    assert any("'audio_elsewhere', whose transcript is not in the file" in r
+               for r in reasons)

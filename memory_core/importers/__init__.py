@@ -29,6 +29,7 @@ from memory_core.importers.common import (
     Progress,
     SkippedRecord,
     Stages,
+    audio_transcripts,
     check_offered_tools,
     date_undated,
     distinct_derived_ids,
@@ -360,6 +361,7 @@ def _import_parsed(storage: Storage, parsed: ParsedFile, *, fmt: ImportFormat, n
                    digest: str, embed: Embedder | None, resource_id: str | None,
                    progress: Progress | None, stages: Stages | None = None) -> ImportReport:
     distinct_derived_ids(parsed.exchanges)
+    audio_transcripts(parsed.exchanges)
     recorded_call_ids(parsed.exchanges)  # (before the checks: they see the ids kept)
     check_offered_tools(parsed.exchanges)  # (before results take their calls' names)
     failed = resolve_tool_names(parsed.exchanges)  # (the last check of the requests)

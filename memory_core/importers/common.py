@@ -644,6 +644,34 @@ def distinct_derived_ids(exchanges: Sequence[Exchange]) -> None:
             ex.response = conv[-1]
 
 
+def audio_transcripts(exchanges: Sequence[Exchange]) -> None:
+    """An answer given as audio is stored as its transcript; a client sends it back by
+    its id alone (``{"role": "assistant", "audio": {"id": …}}``): such a message gets the
+    transcript of the file's answer of that id, noted (or, when no answer in the file
+    has it, stays empty, noted), so the conversation is the one the answer began."""
+    said: dict[str, str] = {}
+    for ex in exchanges:
+        for i, m in enumerate(ex.history):
+            audio = m.metadata.get("audio_id") if m.role == "assistant" else None
+            if not isinstance(audio, str) or m.text():
+                continue
+            known = said.get(audio)
+            if known is None:
+                ex.notes.append(f"{ex.where}: message {i + len(ex.instructions)}: an audio "
+                                f"answer sent back by its id {audio!r}, whose transcript "
+                                "is not in the file: stored empty")
+                continue
+            ex.history[i] = m.model_copy(update={"content": known})
+            ex.notes.append(f"{ex.where}: message {i + len(ex.instructions)}: an audio "
+                            f"answer sent back by its id {audio!r}: stored as the "
+                            "transcript of the answer of that id")
+        reply = ex.response
+        transcript = reply.text() if reply is not None else None
+        if reply is not None and isinstance(reply.metadata.get("audio_id"), str) \
+                and transcript:
+            said[reply.metadata["audio_id"]] = transcript
+
+
 def recorded_call_ids(exchanges: Sequence[Exchange]) -> None:
     """Give a call a request sends back without its id (so we derived one) the id the
     answer that made it recorded — the latest answer's call of the same name and

@@ -293,6 +293,17 @@ def from_openai_message(raw: Any, where: str, notes: list[str]) -> Message:
             notes.append(f"{where}: the answer is a refusal ('refusal'), stored as its text")
         else:
             metadata["refusal"] = refusal
+    audio = raw.get("audio")
+    if role == "assistant" and isinstance(audio, dict):
+        # an answer given as audio (gpt-4o-audio): its transcript is what it said; a
+        # client sends it back by its id alone (``importers.common.audio_transcripts``
+        # gives it the transcript of the answer of that id)
+        if isinstance(audio.get("id"), str) and audio["id"]:
+            metadata["audio_id"] = audio["id"]
+        transcript = audio.get("transcript")
+        if not text and isinstance(transcript, str) and transcript:
+            text = transcript
+            notes.append(f"{where}: the answer is audio: its transcript stored as its text")
     if OPENAI_ROLES[role] == "tool":
         call_id = raw.get("tool_call_id")
         if call_id is not None and not isinstance(call_id, str):

@@ -42,6 +42,8 @@ class ChatStream:
         self.text: list[str] = []
         self.refusal: list[str] = []
         self.reasoning: dict[str, list[str]] = {}  # by the key it came under
+        self.audio_id: str | None = None  # an answer given as audio: its id and transcript
+        self.transcript: list[str] = []
         self.calls: dict[int, dict[str, Any]] = {}
         self.finish: str | None = None
         self.chunks = 0
@@ -84,6 +86,12 @@ class ChatStream:
         for key in REASONING_KEYS:
             if isinstance(delta.get(key), str):
                 self.reasoning.setdefault(key, []).append(delta[key])
+        audio = delta.get("audio")
+        if isinstance(audio, dict):  # (its base64 data is not kept)
+            if isinstance(audio.get("id"), str) and self.audio_id is None:
+                self.audio_id = audio["id"]
+            if isinstance(audio.get("transcript"), str):
+                self.transcript.append(audio["transcript"])
         calls = delta.get("tool_calls")
         for tc in calls if isinstance(calls, list) else []:
             self._add_call(tc)
@@ -140,6 +148,10 @@ class ChatStream:
         if "".join(self.refusal):
             message["refusal"] = "".join(self.refusal)
         message.update({k: "".join(v) for k, v in self.reasoning.items() if "".join(v)})
+        if self.audio_id is not None or "".join(self.transcript):
+            message["audio"] = {k: v for k, v in (("id", self.audio_id),
+                                                  ("transcript", "".join(self.transcript)))
+                                if v}
         if self.calls:
             message["tool_calls"] = [self.calls[i] for i in sorted(self.calls)]
         out: dict[str, Any] = {**self.head, "choices": [
