@@ -2020,6 +2020,17 @@ EXPECTED.update({
         "skipped": ["the answer is audio: its transcript stored as its text"],
         "endpoint": "https://api.openai.com",
     },
+    # Elixir's req_llm (its fixture: one HTTP interaction, the request's body as the
+    # bytes sent, {"b64": "…"}, beside its canonical_json): an Anthropic tool call
+    "reqllm-anthropic-claude_3_5_haiku-multi_tool.json": {
+        "threads": [["user: What's the weather like in Paris, France?",
+                     "assistant: Let me check the current weather in Paris for you.…"]],
+        "runs": [("claude-3-5-haiku-20241022", (449, 84),
+                  ["get_weather", "tell_joke", "get_time"])],
+        "finish": "tool_use",
+        "api": "anthropic",
+        "params": {"max_tokens": 100, "temperature": 0.0},
+    },
     # pydantic-ai on Gemini through Langfuse: the span's server.address is where it went
     "langfuse-pydantic-ai-with-gemini-2025-12-24.trace.json": {
         "threads": [['user: what is 1+1?\nOutput format:\n```json\n{\n    "answer": your '

@@ -155,6 +155,16 @@ def test_hostile_interactions() -> None:
     with pytest.raises(ImportFormatError, match="line 1: response: body marked 'base64:' "
                                                 "is not base64"):
         _imported(json.dumps(garbled))
+    # req_llm's spelling of the bytes sent: {"b64": …}
+    wrapped = copy.deepcopy(call)
+    wrapped["request"]["body"] = {"b64": base64.b64encode(
+        call["request"]["body"].encode()).decode()}
+    s, report = _imported(json.dumps(wrapped))
+    assert _text_of(s, report)[0][0] == "user: What is the sum of 1 and 2?"
+    wrapped["request"]["body"] = {"b64": "%%%"}
+    with pytest.raises(ImportFormatError, match=r"line 1: request: body \{'b64': …\} is not "
+                                                "base64"):
+        _imported(json.dumps(wrapped))
 
 
 def test_exvcr_binary_bodies_and_what_is_no_erlang_binary() -> None:

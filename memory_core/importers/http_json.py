@@ -10,7 +10,8 @@ method and URL.
 Spellings read: the URL as ``url`` or ``uri``; the status as ``{"code", "message"}``,
 a number, ``status_code`` or ``statusCode``; a body as text, as a JSON value already
 parsed, or as ``"base64:…"`` (the test agent's spelling of a body that is not UTF-8
-text: an AWS event stream, say), or — Elixir's ExVCR, a JSON array of such calls — as
+text: an AWS event stream, say) or ``{"b64": "…"}`` (Elixir's req_llm: the bytes
+sent), or — Elixir's ExVCR, a JSON array of such calls — as
 base64 of an Erlang binary term beside ``"binary": true`` (a gzip body, say). Bodies
 are recorded decoded (the test agent keeps what ``requests`` gives, gzip already
 undone), so a ``content-encoding`` header is not applied to them; gzip bytes are still
@@ -70,6 +71,11 @@ def _body(raw: Any, where: str) -> Any:
             return base64.b64decode(raw[len("base64:"):], validate=True)
         except binascii.Error as e:
             raise fail(where, f"body marked 'base64:' is not base64: {e}") from None
+    if isinstance(raw, dict) and set(raw) == {"b64"} and isinstance(raw["b64"], str):
+        try:  # (Elixir's req_llm fixtures: the bytes sent, {"b64": "…"})
+            return base64.b64decode(raw["b64"], validate=True)
+        except binascii.Error as e:
+            raise fail(where, f"body {{'b64': …}} is not base64: {e}") from None
     return raw
 
 
