@@ -2031,6 +2031,22 @@ EXPECTED.update({
         "api": "anthropic",
         "params": {"max_tokens": 100, "temperature": 0.0},
     },
+    # Mastra's recordings ({"meta", "recordings": [HTTP interactions]}): three Anthropic
+    # calls, each timed by its request's timestamp (epoch ms); the first request opens
+    # with the assistant's turn, as sent
+    "mastra-provider-acceptance-anthropic.json": {
+        "threads": [["assistant: Hello! How can I help you today?",
+                     'user: Say the word "ready" and nothing else.', "assistant: ready"],
+                    ['user: I will ask a question next.…', "assistant: ready"],
+                    ["user: Hi.", "assistant: Hello! How can I help you today?",
+                     'user: Say the word "ready" and nothing else.', "assistant: Ready"]],
+        "runs": [("claude-haiku-4-5-20251001", (48, 4), []),
+                 ("claude-haiku-4-5-20251001", (31, 4), []),
+                 ("claude-haiku-4-5-20251001", (41, 4), [])],
+        "instructions": "Answer in at most five words.",
+        "started": datetime(2026, 9, 3, 4, 51, 0, 325000, tzinfo=UTC),  # 1788411060325
+        "api": "anthropic",
+    },
     # pydantic-ai on Gemini through Langfuse: the span's server.address is where it went
     "langfuse-pydantic-ai-with-gemini-2025-12-24.trace.json": {
         "threads": [['user: what is 1+1?\nOutput format:\n```json\n{\n    "answer": your '

@@ -451,3 +451,12 @@ def test_span_objects_grouped_under_names_read_as_the_list_of_them() -> None:
     s, report = _imported(json.dumps(grouped), "by-operation.json")
     assert len(report.runs_created) == len(want.runs_created) > 0
     assert sorted(_text_of(s, report)) == sorted(_text_of(flat, want))
+
+
+def test_mastra_recordings_with_a_bad_timestamp_name_it() -> None:
+    doc = _load(REAL / "mastra-provider-acceptance-anthropic.json")
+    doc["recordings"][1]["request"]["timestamp"] = -5
+    s, report = _imported(json.dumps(doc), "recording.json")
+    assert len(report.runs_created) == 2
+    assert any(k.where == "line 1: recording 1" and "timestamp -5 is not" in k.reason
+               for k in report.skipped), report.skipped

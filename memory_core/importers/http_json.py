@@ -2,7 +2,8 @@
 {"method", "url", "headers", "body"}, "response": {"status", "headers", "body"}}`` —
 what Datadog's test agent (dd-apm-test-agent's VCR proxy, used by dd-trace-py's and
 dd-trace-js's LLM Observability tests) writes for each call, and what other recorders
-write alike. A file holds one such object, a JSON array or JSON lines of them; each is
+write alike. A file holds one such object, a JSON array or JSON lines of them, or
+Mastra's ``{"meta", "recordings": [...]}`` (a request's ``timestamp`` its time); each is
 turned into a VCR interaction and read as one (``cassette.interaction_record``), so the
 model calls become request/response records and any other call is skipped naming its
 method and URL.
@@ -27,7 +28,7 @@ from typing import Any
 
 from memory_core.errors import ImportFormatError
 from memory_core.importers.cassette import interaction_record, parse_recording
-from memory_core.importers.common import ParsedFile, SkippedRecord, Stages, fail
+from memory_core.importers.common import ParsedFile, SkippedRecord, Stages, fail, from_unix
 from memory_core.importers.jsonvalues import first_document, iter_documents
 
 _HEAD = re.compile(r'"(method|url|uri)"\s*:')
@@ -60,7 +61,15 @@ def looks_like_http_json(text: str) -> bool:
         start = end
     if isinstance(doc, list):
         doc = doc[0] if doc else None
-    return is_http_interaction(doc)
+    listed = _recordings(doc)
+    return is_http_interaction(listed[0] if listed else doc)
+
+
+def _recordings(doc: Any) -> list[Any] | None:
+    """Mastra's recordings (``{"meta", "recordings": [interactions]}``): its calls."""
+    found = doc.get("recordings") if isinstance(doc, dict) else None
+    return found if isinstance(found, list) and found and is_http_interaction(found[0]) \
+        else None
 
 
 def _body(raw: Any, where: str) -> Any:
@@ -135,13 +144,25 @@ def as_interaction(obj: dict[str, Any], where: str) -> dict[str, Any]:
                 **_side(resp, f"{where}: response")}
     if "body" in response:  # (vcrpy keeps a response's body under body.string)
         response["body"] = {"string": response["body"]}
-    return {"request": request, "response": response}
+    out: dict[str, Any] = {"request": request, "response": response}
+    sent = req.get("timestamp")  # (Mastra's: when the request was sent, epoch ms)
+    if isinstance(sent, int | float) and not isinstance(sent, bool):
+        out["recorded_at"] = from_unix(sent, f"{where}: request", "timestamp").isoformat()
+    return out
 
 
 def http_rows(docs: Iterator[tuple[str, Any]], skipped: list[SkippedRecord]
               ) -> Iterator[tuple[str, Any]]:
     """Each HTTP interaction as the record of its model call (or skipped, saying why);
     any other document as it is, for the formats to read."""
+    for at, doc in docs:
+        listed = _recordings(doc)
+        yield from _http_rows([(f"{at}: recording {i}", r) for i, r in enumerate(listed)]
+                              if listed is not None else [(at, doc)], skipped)
+
+
+def _http_rows(docs: list[tuple[str, Any]], skipped: list[SkippedRecord]
+               ) -> Iterator[tuple[str, Any]]:
     for where, obj in docs:
         if not is_http_interaction(obj):
             yield where, obj
