@@ -2047,6 +2047,23 @@ EXPECTED.update({
         "started": datetime(2026, 9, 3, 4, 51, 0, 325000, tzinfo=UTC),  # 1788411060325
         "api": "anthropic",
     },
+    # Rust's httpmock (rig's cassettes): YAML documents of when/then, no host; a tool loop
+    # on Claude over three calls
+    "rig-httpmock-default_max_turns_allows_multi_step_tool_use.yaml": {
+        "threads": [["user: Calculate (3 + 5) / 4 and describe the result.",
+                     "assistant: I'll calculate this step by step.…",
+                     "tool add: 8",
+                     "assistant: 3 + 5 = **8**. Now let me divide that result by 4!…",
+                     "tool divide: 2",
+                     "assistant: ### Result: **2**…"]],
+        "runs": [("claude-sonnet-4-6", (673, 106), ["add", "divide"]),
+                 ("claude-sonnet-4-6", (792, 90), ["add", "divide"]),
+                 ("claude-sonnet-4-6", (895, 103), ["add", "divide"])],
+        "instructions": "You are an assistant that must use the available tools for "
+                        "arithmetic. Never compute the result yourself.",
+        "finishes": ["tool_use", "tool_use", "end_turn"],
+        "api": "anthropic",
+    },
     # pydantic-ai on Gemini through Langfuse: the span's server.address is where it went
     "langfuse-pydantic-ai-with-gemini-2025-12-24.trace.json": {
         "threads": [['user: what is 1+1?\nOutput format:\n```json\n{\n    "answer": your '

@@ -460,3 +460,15 @@ def test_mastra_recordings_with_a_bad_timestamp_name_it() -> None:
     assert len(report.runs_created) == 2
     assert any(k.where == "line 1: recording 1" and "timestamp -5 is not" in k.reason
                for k in report.skipped), report.skipped
+
+
+def test_an_httpmock_document_that_is_no_call_is_a_note() -> None:
+    text = (REAL / "rig-httpmock-default_max_turns_allows_multi_step_tool_use.yaml"
+            ).read_text()
+    s, report = _imported(text + "---\nwhen:\n  method: POST\nthen:\n  status: 200\n",
+                          "calls.yaml")
+    assert len(report.runs_created) == 3
+    assert ("call 4", "not imported: an httpmock call needs a 'when' object with a 'path' "
+            "and a 'then' object") in {(k.where, k.reason) for k in report.skipped}
+    with pytest.raises(ImportFormatError, match="invalid YAML httpmock recording"):
+        _imported("when:\n  path: [unclosed\nthen: {}\n", "calls.yaml")

@@ -233,6 +233,19 @@ def _bounded(text: str) -> None:
             open_nodes[-1][0] += size
 
 
+def yaml_documents(text: str, what: str) -> list[Any]:
+    """Every document of a YAML text (safely, bounded as a cassette is); one error
+    naming ``what`` when it is no YAML."""
+    import yaml
+
+    try:
+        _bounded(text)
+        return list(yaml.load_all(text, Loader=_loader()))  # noqa: S506 - a SafeLoader
+    except yaml.YAMLError as e:
+        why = "; ".join(" ".join(ln.split()) for ln in str(e).splitlines() if ln.strip())
+        raise fail("file", f"invalid YAML {what}: {why}") from None
+
+
 def yaml_keys(text: str) -> str | None:
     """The first keys of ``text`` read as a YAML mapping (safely, bounded), or None
     when it is no YAML mapping: what a refusal of a YAML file that is no cassette

@@ -22,6 +22,7 @@ from memory_core.importers.cassette import looks_like_cassette, parse_cassette, 
 from memory_core.importers.common import ImportFormat, ParsedFile, Stages, fail
 from memory_core.importers.har import looks_like_har, parse_har
 from memory_core.importers.http_json import looks_like_http_json, parse_http_json
+from memory_core.importers.httpmock import looks_like_httpmock, parse_httpmock
 from memory_core.importers.httprr import looks_like_httprr, parse_httprr
 from memory_core.importers.inspect_log import looks_like_inspect_log, parse_inspect_log
 from memory_core.importers.langfuse import looks_like_langfuse, parse_langfuse
@@ -55,6 +56,8 @@ CONTAINERS: tuple[Container, ...] = (
     # resourceSpans/resourceLogs near the start, span objects, Jaeger, Zipkin
     Container("otlp-json", "otel", looks_like_otlp, lambda text, _stages: parse_otlp(text)),
     Container("cassette", "openai", looks_like_cassette, parse_cassette),  # interactions:
+    # Rust's httpmock (rig's cassettes): YAML documents of "when:" and "then:"
+    Container("httpmock", "openai", looks_like_httpmock, parse_httpmock),
     Container("har", "openai", looks_like_har, parse_har),  # {"log": {"entries": [...]}}
     # Node's nock: [{"scope", "method", "path", "body", "status", "response", …}]
     Container("nock", "openai", looks_like_nock, parse_nock),

@@ -1,0 +1,42 @@
+"""Rust's httpmock recordings (rig's test cassettes): YAML documents (``---`` between
+them), each one recorded call — ``when``, the request it matched (``path``, ``method``,
+``header`` as ``[{name, value}]``, ``body``), and ``then``, the answer (``status``,
+``header``, ``body``). Each is read as an HTTP interaction (``http_json``). The
+recording names no host: a call is routed by its path, and where it was sent is not
+said."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memory_core.importers.cassette import parse_recording, yaml_documents
+from memory_core.importers.common import ParsedFile, SkippedRecord, Stages, fail
+from memory_core.importers.http_json import http_rows
+
+
+def looks_like_httpmock(text: str) -> bool:
+    """The text opens with a ``when:`` mapping and has a ``then:`` after it."""
+    return text.lstrip().startswith("when:") and "\nthen:" in text
+
+
+def parse_httpmock(text: str, stages: Stages | None = None) -> ParsedFile:
+    """The recording's model calls (see the module's docstring); a document that is no
+    call is a note, the others read."""
+    skipped: list[SkippedRecord] = []
+    rows: list[tuple[str, Any]] = []
+    for i, doc in enumerate(d for d in yaml_documents(text, "httpmock recording")
+                            if d is not None):
+        where = f"call {i + 1}"
+        when = doc.get("when") if isinstance(doc, dict) else None
+        then = doc.get("then") if isinstance(doc, dict) else None
+        if not isinstance(when, dict) or not isinstance(then, dict) \
+                or not isinstance(when.get("path"), str):
+            rows.append((where, fail(where, "an httpmock call needs a 'when' object with "
+                                            "a 'path' and a 'then' object")))
+            continue
+        call = {"request": {"method": str(when.get("method") or "POST"), "url": when["path"],
+                            "headers": when.get("header") or [], "body": when.get("body")},
+                "response": {"status": then.get("status", 200),
+                             "headers": then.get("header") or [], "body": then.get("body")}}
+        rows += http_rows(iter([(where, call)]), skipped)
+    return parse_recording(rows, skipped, "httpmock recording", "call", stages)
