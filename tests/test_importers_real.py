@@ -865,7 +865,9 @@ EXPECTED.update({
                                  "to the other side with OpenTelemetry's distributed "
                                  "tracing!"]],
         "runs": [("claude-3-sonnet-20240229", (16, 29), [])],
-        "params": {"anthropic_version": "bedrock-2023-05-31", "max_tokens": 200},
+        "params": {"max_tokens": 200},
+        # the API version is no sampling parameter: kept as sent beside them
+        "request_fields": [{"anthropic_version": "bedrock-2023-05-31"}],
     },
     "openllmetry-bedrock-invoke-test_anthropic_3_completion_streaming.yaml": {
         "api": "bedrock",

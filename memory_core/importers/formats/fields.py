@@ -15,8 +15,10 @@ from memory_core.models.base import Usage
 THREAD_KEYS = ("thread_id", "conversation_id")
 RESOURCE_KEYS = ("resource_id", "user_id", "user")
 # request keys that say where the conversation is held or how it was sent, not how to
-# sample: kept in the run's import record as they were (``Exchange.request_fields``)
-REQUEST_FIELDS = ("previous_response_id", "conversation", "store", "stream", "stream_options")
+# sample: kept in the run's import record as they were (``Exchange.request_fields``);
+# ``anthropic_version``: the API version a Claude body names on Bedrock and Vertex AI
+REQUEST_FIELDS = ("previous_response_id", "conversation", "store", "stream", "stream_options",
+                  "anthropic_version")
 # the record's own keys, beside the request's in a flat record ({"messages",
 # "response", "thread_id", …}): never request parameters
 RECORD_KEYS = {"response", "error", "url", "recorded_at", "started_at", "finished_at",
