@@ -2066,6 +2066,31 @@ EXPECTED.update({
         "finishes": ["tool_use", "tool_use", "end_turn"],
         "api": "anthropic",
     },
+    # pydantic-ai on Mistral's Magistral: its content a list of typed parts, the model's
+    # reasoning a "thinking" part (left out, noted), in the answer and sent back in the
+    # history (an o3-mini answer before it); then the same streamed, the thinking parts
+    # as the deltas' content
+    "pydanticai-mistral_thinking_part.yaml": {
+        "threads": [["user: How do I cross the street?",
+                     "assistant: I’m not a certified traffic safety expert, but here are "
+                     "some general guidelines…",
+                     "user: Considering the way to cross the street, analogously, how do I "
+                     "cross the river?",
+                     "assistant: Crossing a river is quite different from crossing a "
+                     "street…"]],
+        "runs": [("o3-mini-2025-01-31", (13, 1616), []),
+                 ("magistral-medium-latest", (664, 747), [])],
+        "skipped": ["response: content part 0 (thinking: the model's reasoning) not "
+                    "imported"],
+        "details": [{"reasoning": 1344}, {}],
+    },
+    "pydanticai-mistral_thinking_part_iter.yaml": {
+        "threads": [["user: How do I cross the street?",
+                     "assistant: To cross the street safely, follow these steps:…"]],
+        "runs": [("magistral-medium-latest", (10, 232), [])],
+        "skipped": ["the model's reasoning (58 streamed thinking part(s)) not imported"],
+        "finish": "stop",
+    },
     # pydantic-ai on Gemini through Langfuse: the span's server.address is where it went
     "langfuse-pydantic-ai-with-gemini-2025-12-24.trace.json": {
         "threads": [['user: what is 1+1?\nOutput format:\n```json\n{\n    "answer": your '

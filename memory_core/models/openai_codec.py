@@ -207,9 +207,12 @@ def content_parts(content: Any, where: str, notes: list[str]
         elif kind in ATTACHMENT_TYPES:
             attachments.append(attachment(part, len(texts) + len(attachments)))
             notes.append(f"{where}: content part {j} ({kind}) kept as a placeholder")
+        elif kind in ("thinking", "reasoning"):  # (Mistral's Magistral: its reasoning)
+            notes.append(f"{where}: content part {j} ({kind}: the model's reasoning) not "
+                         "imported")
         else:
             raise _fail(where, f"content part {j} has unknown type {kind!r} (expected text, "
-                               "refusal, image_url, input_audio or file)")
+                               "refusal, thinking, image_url, input_audio or file)")
     return texts, attachments
 
 

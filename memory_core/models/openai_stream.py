@@ -42,6 +42,7 @@ class ChatStream:
         self.text: list[str] = []
         self.refusal: list[str] = []
         self.reasoning: dict[str, list[str]] = {}  # by the key it came under
+        self.thinking = 0  # content parts of the model's reasoning (not kept)
         self.audio_id: str | None = None  # an answer given as audio: its id and transcript
         self.transcript: list[str] = []
         self.calls: dict[int, dict[str, Any]] = {}
@@ -79,6 +80,16 @@ class ChatStream:
             self.role = delta["role"]
         if isinstance(delta.get("content"), str):
             self.text.append(delta["content"])
+        elif isinstance(delta.get("content"), list):  # (Mistral's: typed parts)
+            for part in delta["content"]:
+                kind = part.get("type") if isinstance(part, dict) else None
+                if kind == "text" and isinstance(part.get("text"), str):
+                    self.text.append(part["text"])
+                elif kind in ("thinking", "reasoning"):
+                    self.thinking += 1
+                else:
+                    self._skipped.append(f"stream content part not understood, skipped: "
+                                         f"{str(part)[:80]}")
         elif isinstance(choice.get("text"), str):  # a legacy completions stream
             self.text.append(choice["text"])
         if isinstance(delta.get("refusal"), str):
@@ -136,7 +147,9 @@ class ChatStream:
 
     def notes(self) -> list[str]:
         """What was skipped, and each call whose name came whole more than once."""
-        return self._skipped + [
+        said = [f"the model's reasoning ({self.thinking} streamed thinking part(s)) not "
+                "imported"] if self.thinking else []
+        return self._skipped + said + [
             f"streamed tool call {i} sent its whole name {self.calls[i]['function']['name']!r} "
             f"in {n} chunks: kept once (concatenated it would be "
             f"{self.calls[i]['function']['name'] * n!r})"
