@@ -2091,6 +2091,40 @@ EXPECTED.update({
         "skipped": ["the model's reasoning (58 streamed thinking part(s)) not imported"],
         "finish": "stop",
     },
+    # pydantic-ai on Groq's gpt-oss: the answer's reasoning in "reasoning" (left out),
+    # sent back by the client as the message's text between <think> tags (left out too):
+    # one conversation, not two; the first call failed (tool_use_failed)
+    "pydanticai-groq-tool_use_failed_error.yaml": {
+        "threads": [['user: Please call the "get_something_by_name" tool with non-existent '
+                     'parameters to test error handling…',
+                     'assistant: → get_something_by_name({"foo": "bar"})',
+                     "tool get_something_by_name: 2 validation errors:…",
+                     'assistant: → get_something_by_name({"name": "test"})',
+                     "tool get_something_by_name: Something with name: test",
+                     "assistant: The first call failed due to missing and extra parameters, "
+                     "as expected.…"]],
+        "runs": [(None, None, None),
+                 ("openai/gpt-oss-120b", (301, 52), ["get_something_by_name"]),
+                 ("openai/gpt-oss-120b", (336, 96), ["get_something_by_name"])],
+        "failed_runs": {0: "tool_use_failed"},
+        "details": [{}, {"reasoning": 22}, {"reasoning": 59, "cached_input": 256}],
+        "skipped": ["message 4: its reasoning (76 characters between <think> tags) not "
+                    "imported"],
+    },
+    # the same on Bedrock Converse (Kimi K2 thinking): a reasoningContent block answered,
+    # sent back as a text block between <think> tags
+    "pydanticai-bedrock-bedrock_moonshotai_tool_call.yaml": {
+        "threads": [["user: What is the temperature in London? Use the tool.",
+                     'assistant: → get_temperature({"city": "London"})',
+                     "tool get_temperature: 30°C",
+                     "assistant:  <think> The temperature in London is 30°C."]],
+        "runs": [("moonshot.kimi-k2-thinking", (92, 75), ["get_temperature"]),
+                 ("moonshot.kimi-k2-thinking", (188, 11), ["get_temperature"])],
+        "finishes": ["tool_use", "end_turn"],
+        "api": "bedrock",
+        "skipped": ["content block 0: its reasoning (273 characters between <think> tags) "
+                    "not imported"],
+    },
     # pydantic-ai on Gemini through Langfuse: the span's server.address is where it went
     "langfuse-pydantic-ai-with-gemini-2025-12-24.trace.json": {
         "threads": [['user: what is 1+1?\nOutput format:\n```json\n{\n    "answer": your '

@@ -22,7 +22,7 @@ from typing import Any, Literal
 from memory_core.importers.common import fail, read_shared
 from memory_core.importers.openai_shapes import stream_events
 from memory_core.models.base import ModelResponse
-from memory_core.models.openai_codec import attachment, from_openai_tools
+from memory_core.models.openai_codec import attachment, from_openai_tools, without_think
 from memory_core.runs.runner import assistant_message
 from memory_core.types import Message, TextPart, ToolCallPart, ToolResultPart
 
@@ -276,7 +276,8 @@ def assistant_turn(content: Any, where: str, notes: list[str]) -> Message:
     for j, block in enumerate(blocks):
         kind = _block_type(block, where, j)
         if kind == "text":
-            texts.append(_text(block, where, j))
+            texts.append(without_think(_text(block, where, j), f"{where}: content block {j}",
+                                       notes))
             citations = block.get("citations")
             cited += len(citations) if isinstance(citations, list) else 0
         elif kind == "tool_use":

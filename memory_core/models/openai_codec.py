@@ -56,6 +56,22 @@ def derived_call_id(index: int, name: str, args: Any) -> str:
 
 
 # (an import numbers the same call made again in one conversation: ``-2``, ``-3`` …)
+# a text that opens with the model's reasoning between <think> tags
+_THINK = re.compile(r"\s*<think>(.*?)</think>\s*", re.DOTALL)
+
+
+def without_think(text: str, where: str, notes: list[str]) -> str:
+    """An assistant's text without the reasoning it opens with between ``<think>`` tags
+    (noted): a client sending the reasoning back so (Groq's gpt-oss and Kimi K2 through
+    pydantic-ai), a server answering so (DeepSeek-R1 on vLLM). Reasoning is not
+    imported, in whatever field it comes: the text sent back then matches the answer
+    it repeats."""
+    think = _THINK.match(text) if text.lstrip().startswith("<think>") else None
+    if think is None:
+        return text
+    notes.append(f"{where}: its reasoning ({len(think.group(1).strip()):,} characters "
+                 "between <think> tags) not imported")
+    return text[think.end():]
 _DERIVED_ID = re.compile(r"call-[0-9a-f]{12}(?:-[0-9]+)?")
 
 
@@ -283,6 +299,8 @@ def from_openai_message(raw: Any, where: str, notes: list[str]) -> Message:
     text, attachments = content_parts(raw.get("content"), where, notes)
     if attachments:
         metadata["attachments"] = attachments
+    if role == "assistant" and isinstance(text, str):
+        text = without_think(text, where, notes)
     for key in REASONING_KEYS:  # an OpenAI-compatible server's reasoning text
         if role == "assistant" and isinstance(raw.get(key), str) and raw[key]:
             notes.append(f"{where}: its reasoning ('{key}', {len(raw[key]):,} "
