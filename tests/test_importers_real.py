@@ -2125,6 +2125,23 @@ EXPECTED.update({
         "skipped": ["content block 0: its reasoning (273 characters between <think> tags) "
                     "not imported"],
     },
+    # pydantic-ai on Bedrock Mantle's Responses API: the server numbers each answer's
+    # calls from call_0, so two calls of one conversation share an id; pydantic-ai sends
+    # them back as resp_…:call_0. One conversation, the second call numbered call_0-2
+    "pydanticai-bedrock_mantle-reused_tool_call_ids.yaml": {
+        "threads": [["user: Follow the tool instructions.",
+                     "assistant: → first_tool({})", "tool first_tool: first result",
+                     "assistant: → second_tool({})", "tool second_tool: second result",
+                     "assistant: First tool result: `first result`…",
+                     "user: Reply with exactly OK.", "assistant: OK"]],
+        "runs": [("openai.gpt-5.6-luna", (88, 14), ["first_tool", "second_tool"]),
+                 ("openai.gpt-5.6-luna", (115, 14), ["first_tool", "second_tool"]),
+                 ("openai.gpt-5.6-luna", (142, 33), ["first_tool", "second_tool"]),
+                 ("openai.gpt-5.6-luna", (109, 5), [])],
+        "call_ids": ["call_0", "call_0-2"],
+        "skipped": ["a call id given again in the conversation, stored numbered: 'call_0' "
+                    "as 'call_0-2'"],
+    },
     # pydantic-ai on Gemini through Langfuse: the span's server.address is where it went
     "langfuse-pydantic-ai-with-gemini-2025-12-24.trace.json": {
         "threads": [['user: what is 1+1?\nOutput format:\n```json\n{\n    "answer": your '

@@ -32,7 +32,6 @@ from memory_core.importers.common import (
     audio_transcripts,
     check_offered_tools,
     date_undated,
-    distinct_derived_ids,
     drop_empty_turns,
     keep_file_order,
     leave_out,
@@ -360,7 +359,6 @@ def in_file_order(notes: list[SkippedRecord]) -> list[SkippedRecord]:
 def _import_parsed(storage: Storage, parsed: ParsedFile, *, fmt: ImportFormat, name: str,
                    digest: str, embed: Embedder | None, resource_id: str | None,
                    progress: Progress | None, stages: Stages | None = None) -> ImportReport:
-    distinct_derived_ids(parsed.exchanges)
     audio_transcripts(parsed.exchanges)
     recorded_call_ids(parsed.exchanges)  # (before the checks: they see the ids kept)
     check_offered_tools(parsed.exchanges)  # (before results take their calls' names)

@@ -607,27 +607,32 @@ def _holds_nothing(m: Message) -> bool:
                                               for p in m.content))
 
 
-def distinct_calls(conversation: Sequence[Message]) -> list[Message]:
-    """A call recorded without an id gets one derived from its place in its turn, its
-    name and its arguments (``derived_call_id``): two turns of one conversation making
-    the same call (a model asking again) got the same id, and their results could not be
-    told apart. The conversation with the second and later of them given that id with
-    ``-2``, ``-3`` …, and each result the id of the latest call of its id before it
-    (a message changed is a copy: messages are shared between requests). A later
-    request repeating the conversation repeats its turns, so gets the same ids."""
+def distinct_calls(conversation: Sequence[Message],
+                   renamed: list[str] | None = None) -> list[Message]:
+    """Two calls of one conversation under one id cannot be told apart, nor their
+    results: a call recorded without an id gets one derived from its place in its turn,
+    its name and its arguments (``derived_call_id``), so a model asking again got the
+    same id; and some servers number each answer's calls from ``call_0``. The
+    conversation with the second and later of them given that id with ``-2``, ``-3`` …,
+    and each result the id of the latest call of its id before it (a message changed is
+    a copy: messages are shared between requests); ``renamed`` gets each recorded
+    (not derived) id so renamed, "'call_0' as 'call_0-2'". A later request repeating
+    the conversation repeats its turns, so gets the same ids."""
     seen: dict[str, int] = {}
-    now: dict[str, str] = {}  # a derived id -> that of its latest call
+    now: dict[str, str] = {}  # an id -> that of its latest call
     out = list(conversation)
     for i, m in enumerate(out):
         if isinstance(m.content, str):
             continue
         parts, changed = list(m.content), False
         for j, p in enumerate(parts):
-            if isinstance(p, ToolCallPart) and is_derived_call_id(p.id):
+            if isinstance(p, ToolCallPart):
                 n = seen[p.id] = seen.get(p.id, 0) + 1
                 now[p.id] = p.id if n == 1 else f"{p.id}-{n}"
                 if n > 1:
                     parts[j], changed = p.model_copy(update={"id": now[p.id]}), True
+                    if renamed is not None and not is_derived_call_id(p.id):
+                        renamed.append(f"{p.id!r} as {now[p.id]!r}")
             elif isinstance(p, ToolResultPart) and now.get(p.call_id, p.call_id) != p.call_id:
                 parts[j], changed = p.model_copy(update={"call_id": now[p.call_id]}), True
         if changed:
@@ -635,13 +640,17 @@ def distinct_calls(conversation: Sequence[Message]) -> list[Message]:
     return out
 
 
-def distinct_derived_ids(exchanges: Sequence[Exchange]) -> None:
-    """``distinct_calls`` over each request's conversation: its history and answer."""
-    for ex in exchanges:
-        conv = distinct_calls([*ex.history, *([ex.response] if ex.response else [])])
-        ex.history = conv[:len(ex.history)]
-        if ex.response is not None:
-            ex.response = conv[-1]
+def _distinct_ids(ex: Exchange) -> None:
+    """``distinct_calls`` over a request's conversation (its history and answer),
+    noting the recorded ids it renamed."""
+    renamed: list[str] = []
+    conv = distinct_calls([*ex.history, *([ex.response] if ex.response else [])], renamed)
+    ex.history = conv[:len(ex.history)]
+    if ex.response is not None:
+        ex.response = conv[-1]
+    if renamed:
+        ex.notes.append(f"{ex.where}: a call id given again in the conversation, stored "
+                        f"numbered: {', '.join(dict.fromkeys(renamed))}")
 
 
 def audio_transcripts(exchanges: Sequence[Exchange]) -> None:
@@ -730,6 +739,7 @@ def recorded_call_ids(exchanges: Sequence[Exchange]) -> None:
             ex.notes.append(f"{ex.where}: tool call(s) sent back under ids of the client's "
                             "own, which no answer made, take the ids their answers "
                             "recorded: " + ", ".join(f"{a} as {b}" for a, b in own.items()))
+        _distinct_ids(ex)  # (after the ids sent back are the answers': before they count)
         reply = ex.response
         before: tuple[tuple[str, str], ...] | None = None
         for p in reply.content if reply is not None and not isinstance(reply.content, str) \
