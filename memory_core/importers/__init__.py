@@ -29,16 +29,9 @@ from memory_core.importers.common import (
     Progress,
     SkippedRecord,
     Stages,
-    audio_transcripts,
-    check_offered_tools,
     date_undated,
-    drop_empty_turns,
     keep_file_order,
-    leave_out,
     not_read,
-    recorded_call_ids,
-    resolve_tool_names,
-    say_empty_answers,
 )
 from memory_core.importers.containers import container_for
 from memory_core.importers.httprr import MAGIC_BYTES as HTTPRR_MAGIC
@@ -47,6 +40,15 @@ from memory_core.importers.inspect_log import is_zip, parse_inspect_eval
 from memory_core.importers.jsonvalues import read_documents
 from memory_core.importers.otel import parse_otlp, parse_spans
 from memory_core.importers.otel_read import protobuf_documents, spans_of
+from memory_core.importers.passes import (
+    audio_transcripts,
+    check_offered_tools,
+    drop_empty_turns,
+    leave_out,
+    recorded_call_ids,
+    resolve_tool_names,
+    say_empty_answers,
+)
 from memory_core.importers.stored import StoredImports
 from memory_core.importers.threads import RunPlan, plan_threads
 from memory_core.importers.writer import (

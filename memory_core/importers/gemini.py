@@ -23,7 +23,6 @@ from typing import Any
 
 from memory_core.importers.common import (
     Exchange,
-    distinct_calls,
     fail,
     iso_time,
     list_of,
@@ -31,6 +30,7 @@ from memory_core.importers.common import (
 )
 from memory_core.importers.formats.fields import count_of, usage_detail
 from memory_core.importers.openai_shapes import stream_events
+from memory_core.importers.passes import distinct_calls
 from memory_core.models.base import Usage
 from memory_core.models.openai_codec import (
     derived_call_id,

@@ -25,12 +25,12 @@ from memory_core.importers.common import (
     SkippedRecord,
     Stages,
     fail,
-    leave_out,
     not_read,
     sharing,
 )
 from memory_core.importers.jsonvalues import iter_documents
 from memory_core.importers.langsmith import langsmith_rows
+from memory_core.importers.passes import leave_out
 from memory_core.importers.registry import read_record
 
 
