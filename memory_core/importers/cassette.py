@@ -233,31 +233,30 @@ def _bounded(text: str) -> None:
             open_nodes[-1][0] += size
 
 
-def yaml_documents(text: str, what: str) -> list[Any]:
-    """Every document of a YAML text (safely, bounded as a cassette is); one error
-    naming ``what`` when it is no YAML."""
+def read_yaml(text: str, what: str, *, every: bool = False) -> Any:
+    """``text`` read as YAML, safely and bounded (``_bounded``): its one document, or
+    with ``every`` the list of all of them; one error naming ``what`` when it is no
+    YAML (PyYAML's message spans lines: one, with its position)."""
     import yaml
 
     try:
         _bounded(text)
-        return list(yaml.load_all(text, Loader=_loader()))  # noqa: S506 - a SafeLoader
+        loader = _loader()
+        return list(yaml.load_all(text, Loader=loader)) if every \
+            else yaml.load(text, Loader=loader)  # noqa: S506 - a SafeLoader, see _loader
     except yaml.YAMLError as e:
         why = "; ".join(" ".join(ln.split()) for ln in str(e).splitlines() if ln.strip())
         raise fail("file", f"invalid YAML {what}: {why}") from None
 
 
 def yaml_keys(text: str) -> str | None:
-    """The first keys of ``text`` read as a YAML mapping (safely, bounded), or None
-    when it is no YAML mapping: what a refusal of a YAML file that is no cassette
-    says it holds."""
-    import yaml
-
+    """The first keys of ``text`` read as a YAML mapping, or None when it is no YAML
+    mapping: what a refusal of a YAML file that is no cassette says it holds."""
     if text.lstrip().startswith(("{", "[")):
         return None
     try:
-        _bounded(text)
-        doc = yaml.load(text, Loader=_loader())  # noqa: S506 - a SafeLoader, see _loader
-    except (yaml.YAMLError, ImportFormatError):
+        doc = read_yaml(text, "file")
+    except ImportFormatError:
         return None
     if not isinstance(doc, dict) or not doc:
         return None
@@ -267,14 +266,7 @@ def yaml_keys(text: str) -> str | None:
 
 def cassette_records(text: str) -> tuple[list[tuple[str, Any]], list[SkippedRecord]]:
     """The cassette's LLM interactions as ``{"request", "response"|"error"}`` records."""
-    import yaml
-
-    try:
-        _bounded(text)
-        doc = yaml.load(text, Loader=_loader())  # noqa: S506 - a SafeLoader, see _loader
-    except yaml.YAMLError as e:  # PyYAML's message spans lines: one, with its position
-        why = "; ".join(" ".join(ln.split()) for ln in str(e).splitlines() if ln.strip())
-        raise fail("file", f"invalid YAML cassette: {why}") from None
+    doc = read_yaml(text, "cassette")
     # vcrpy's "interactions"; Ruby's VCR and R's vcr (the format they began) write
     # "http_interactions" of the same shape
     interactions = (doc.get("interactions", doc.get("http_interactions"))
