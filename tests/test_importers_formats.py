@@ -1402,3 +1402,73 @@ def test_review_hostile_values_in_the_newer_readers_are_one_clear_note() -> None
              "response": {"choices": [{"message": {"role": "assistant", "content": "Yo"}}]},
              "rawHeaders": {"content-encoding": []}}]
     assert len(import_text(InMemoryStorage(), json.dumps(nock)).runs_created) == 1
+
+
+def test_stream_chunks_with_no_choices_are_noted_not_dropped_silently() -> None:
+    """A chunk with no ``choices`` and no usage gave nothing and said nothing: a stream of
+    them imported as an empty answer. It is noted; Writer's completions stream (chunks
+    of ``{"value": text}``) is read as its text."""
+    ask = {"model": "m", "prompt": "Tell me a joke", "stream": True}
+    unknown = "".join(f"data: {json.dumps(c)}\n\n" for c in [{"token": "Hi"}, {"token": "!"}])
+    s = InMemoryStorage()
+    report = import_text(s, json.dumps({"request": ask, "response": unknown,
+                                        "url": "https://x.example/v1/completions"}))
+    assert any("2 stream chunk(s) with no choices skipped (keys: token)" in k.reason
+               for k in report.skipped), report.skipped
+    assert any("the answer is empty" in k.reason for k in report.skipped)
+    values = "".join(f"data: {json.dumps({'value': v})}\n\n" for v in ["Why ", "not?"])
+    s = InMemoryStorage()
+    report = import_text(s, json.dumps({"request": ask, "response": values,
+                                        "url": "https://api.writer.com/v1/completions"}))
+    assert [m.text() for m in s.memory.get_messages(report.threads_created[0])] == [
+        "Tell me a joke", "Why not?"]
+
+
+def test_v1_chat_is_cohere_s_unless_the_answer_is_a_chat_completion() -> None:
+    """``/v1/chat`` is Cohere v1's path and Writer's (OpenAI-compatible): a record there
+    answered with ``choices`` is read as chat completions (it was refused as "a Cohere
+    response needs a 'message' object"); Cohere's own stays Cohere's."""
+    writer = {"url": "https://api.writer.com/v1/chat",
+              "request": {"model": "palmyra-x4", "messages": [{"role": "user",
+                                                                "content": "Hi"}]},
+              "response": {"object": "chat.completion", "model": "palmyra-x4",
+                           "choices": [{"index": 0, "finish_reason": "stop", "message": {
+                               "role": "assistant", "content": "Hello"}}]}}
+    cohere = {"url": "https://api.cohere.ai/v1/chat",
+              "request": {"model": "command-r", "message": "Hi"},
+              "response": {"text": "Hello", "generation_id": "g", "finish_reason": "COMPLETE",
+                           "meta": {"billed_units": {"input_tokens": 1, "output_tokens": 1}}}}
+    for record, api in ((writer, None), (cohere, "cohere")):
+        s = InMemoryStorage()
+        report = import_text(s, json.dumps(record))
+        assert [m.text() for m in s.memory.get_messages(report.threads_created[0])] == [
+            "Hi", "Hello"]
+        assert s.runs.get(f"{report.runs_created[0]}:import")["extra"].get("api") == api
+
+
+def test_a_responses_api_answer_alone_is_named_as_one() -> None:
+    """A Responses API response without its request was called "the response of an
+    OpenAI chat-completions record" (both have model, tools and temperature)."""
+    answer = {"id": "resp_1", "object": "response", "model": "gpt-4o", "output": [],
+              "tools": [], "tool_choice": "auto", "temperature": 1.0, "top_p": 1.0,
+              "instructions": None, "previous_response_id": None, "status": "completed"}
+    with pytest.raises(ImportFormatError, match="the response of a Responses API record "
+                                                "without its request"):
+        import_text(InMemoryStorage(), json.dumps(answer))
+
+
+def test_a_refused_cassette_names_its_posts_before_its_gets() -> None:
+    """What a cassette holds instead of a model call this importer reads, POSTs first:
+    watsonx's model call was hidden under "3 more kind(s)" behind a token request and
+    two GETs."""
+    def call(method: str, uri: str) -> str:
+        return (f"- request:\n    method: {method}\n    uri: {uri}\n    body: '{{}}'\n"
+                "  response:\n    status: {code: 200}\n    body: {string: '{}'}\n")
+    text = "interactions:\n" + "".join([
+        call("POST", "https://iam.example/token"), call("GET", "https://api.example/spaces"),
+        call("GET", "https://api.example/projects/1"), call("GET", "https://api.example/a"),
+        call("POST", "https://ml.example/ml/v1/text/generation_stream")]) + "version: 1\n"
+    with pytest.raises(ImportFormatError) as e:
+        import_text(InMemoryStorage(), text, name="c.yaml")
+    shown = str(e.value).split("interaction(s): ", 1)[1]
+    assert shown.index("generation_stream") < shown.index("GET"), shown

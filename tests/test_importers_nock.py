@@ -57,3 +57,53 @@ def test_notes_on_definitions_come_in_the_file_s_order() -> None:
     report = import_text(InMemoryStorage(), json.dumps(defs))
     wheres = [k.where for k in report.skipped]
     assert wheres == sorted(wheres, key=lambda w: int(w.split()[-1]))
+
+
+def _event(event_type: str, payload: dict) -> bytes:
+    """One AWS event-stream message (what Bedrock's ConverseStream sends)."""
+    import struct
+    import zlib
+
+    def header(name: str, value: str) -> bytes:
+        return (bytes([len(name)]) + name.encode() + b"\x07"
+                + struct.pack(">H", len(value)) + value.encode())
+    headers = header(":event-type", event_type) + header(":message-type", "event")
+    body = json.dumps(payload).encode()
+    total = 16 + len(headers) + len(body)
+    prelude = struct.pack(">II", total, len(headers))
+    message = prelude + struct.pack(">I", zlib.crc32(prelude)) + headers + body
+    return message + struct.pack(">I", zlib.crc32(message))
+
+
+CONVERSE = {"messages": [{"role": "user", "content": [{"text": "Hi"}]}]}
+STREAM = b"".join([
+    _event("messageStart", {"role": "assistant"}),
+    _event("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": "Hello!"}}),
+    _event("messageStop", {"stopReason": "end_turn"}),
+    _event("metadata", {"usage": {"inputTokens": 5, "outputTokens": 2, "totalTokens": 7},
+                        "metrics": {"latencyMs": 100}})])
+
+
+def _binary(response: str) -> str:
+    return json.dumps([{
+        "scope": "https://bedrock-runtime.us-east-1.amazonaws.com:443", "method": "POST",
+        "path": "/model/anthropic.claude-3-haiku-20240307-v1%3A0/converse-stream",
+        "body": CONVERSE, "status": 200, "response": response, "responseIsBinary": True,
+        "rawHeaders": ["Content-Type", "application/vnd.amazon.eventstream"]}])
+
+
+def test_a_response_recorded_as_binary_is_its_hex_bytes() -> None:
+    """nock writes a response it finds not to be text (``"responseIsBinary": true``: an
+    AWS event stream) as one hex text; it was refused as invalid JSON."""
+    s = InMemoryStorage()
+    report = import_text(s, _binary(STREAM.hex()))
+    assert [m.text() for m in s.memory.get_messages(report.threads_created[0])] == [
+        "Hi", "Hello!"]
+    extra = s.runs.get(f"{report.runs_created[0]}:import")["extra"]
+    assert extra["endpoint"] == "https://bedrock-runtime.us-east-1.amazonaws.com"
+
+
+def test_a_binary_response_that_is_no_hex_is_one_clear_error() -> None:
+    with pytest.raises(ImportFormatError, match="recorded as binary .responseIsBinary. "
+                                                "must be hex"):
+        import_text(InMemoryStorage(), _binary("not hex at all"))

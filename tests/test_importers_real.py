@@ -2152,6 +2152,87 @@ EXPECTED.update({
         "runs": [("gemini-2.5-flash", (40, 159), None)],
         "endpoint": "generativelanguage.googleapis.com",
     },
+    # Writer's chat (POST /v1/chat, Cohere v1's path too) answers as OpenAI's: a stream of
+    # chat.completion.chunk with seven parallel calls
+    "openllmetry-writer-test_writer_streaming_chat_multiple_tool_call_requests_legacy.yaml": {
+        "threads": [["user: What is the weather like in Zakopane, Warsaw, Lodz, Katowice, "
+                     "Krakow, Poznan and Lublin today?",
+                     "assistant: " + " ".join(f'→ get_weather({{"location": "{c}"}})' for c in (
+                         "Zakopane", "Warsaw", "Lodz", "Katowice", "Krakow", "Poznan",
+                         "Lublin"))]],
+        "runs": [("palmyra-x4", (212, 153), ["get_weather"])],
+        "finish": "tool_calls",
+        "started": datetime(2025, 8, 26, 15, 14, 29, tzinfo=UTC),  # "created":1756221269
+        "endpoint": "https://api.writer.com",
+    },
+    # Writer's legacy completions stream: chunks of {"value": text}, no usage, no time
+    "openllmetry-writer-test_writer_streaming_completions_legacy.yaml": {
+        "threads": [["user: Tell me a joke about OpenTelemetry",
+                     "assistant: Sure, here's a light-hearted joke about OpenTelemetry:\n\n"
+                     "Why did the developer decide to use OpenTelemetry for his project?…"]],
+        "runs": [("palmyra-x4", None, [])],
+    },
+    # nock's "responseIsBinary": the response one hex text (an AWS event stream)
+    "openinference-js-bedrock-should-handle-streaming-tool-calls-and-responses.json": {
+        "threads": [["user: What's the weather in San Francisco and what time is it there?",
+                     "assistant: I can certainly help you with the weather in San Francisco, "
+                     "but I'm afraid I don't have a specific tool to check the current time "
+                     "there. Let me get the weather information for you. → get_weather("
+                     '{"location": "San Francisco, CA", "unit": "fahrenheit"})']],
+        "runs": [("anthropic.claude-3-5-sonnet-20240620-v1:0", (414, 114), ["get_weather"])],
+        "finish": "tool_use",
+        "api": "bedrock",
+        "endpoint": "https://bedrock-runtime.us-east-1.amazonaws.com",  # (nock's ":443")
+    },
+    # a ConverseStream recorded with no response headers: told an event stream by its bytes
+    "openinference-bedrock-TestConverseStream.test_invoke_tool_response_message.yaml": {
+        "threads": [["user: What is the most popular song on WZPZ?",
+                     "assistant: Okay, let's find the most popular song played on radio "
+                     'station WZPZ → top_song({"sign": "WZPZ"})',
+                     "tool top_song: Rock and Roll Hall",
+                     'assistant: \n\nThe most popular song played on radio station WZPZ is '
+                     '"Rock and Roll Hall".']],
+        "runs": [("anthropic.claude-3-haiku-20240307-v1:0", (443, 23), ["top_song"])],
+        "finish": "end_turn",
+        "api": "bedrock",
+    },
+    # Azure's content filter: a choice with no message (finish reason content_filter), the
+    # answer empty, said so; the other three calls answered (the same question each time)
+    "openllmetry-azure-test_chat_content_filtering.yaml": {
+        "threads": [["user: Tell me a joke about opentelemetry", "assistant: "],
+                    ["user: Tell me a joke about opentelemetry",
+                     "assistant: Why did the developer bring OpenTelemetry to the party?…"],
+                    ["user: Tell me a joke about opentelemetry",
+                     "assistant: Why did the developer break up with OpenTelemetry?…"],
+                    ["user: Tell me a joke about opentelemetry",
+                     "assistant: Why did the developer bring OpenTelemetry to the party?…"]],
+        "runs": [("gpt-35-turbo", (15, 19), []),
+                 *[("gpt-4.1-mini-2025-04-14", (16, n), []) for n in (24, 19, 21)]],
+        "finishes": ["content_filter", "stop", "stop", "stop"],
+        "skipped": ["the answer is empty (finish reason 'content_filter')"],
+    },
+    # Azure's prompt filter: an error body sent with HTTP 200, a failed run
+    "openllmetry-azure-test_prompt_content_filtering.yaml": {
+        "threads": [["user: Tell me a joke about opentelemetry",
+                     "assistant: Why did the developer break up with OpenTelemetry?…"],
+                    ["user: Tell me a joke about opentelemetry",
+                     "assistant: Sure! Here's a joke about OpenTelemetry:…"],
+                    ["user: Tell me a joke about opentelemetry",
+                     "assistant: Why did the developer bring OpenTelemetry to the party?…"]],
+        "runs": [(None, None, None),
+                 *[("gpt-4.1-mini-2025-04-14", (16, n), []) for n in (19, 35, 23)]],
+        "failed_runs": {0: "The response was filtered due to the prompt triggering"},
+        "skipped": ["the response is an error, recorded with a success status"],
+    },
+    # Converse usage of {"outputTokens": 50} alone: unknown, and said what it counts
+    "openinference-js-bedrock-should-handle-missing-token-counts.json": {
+        "threads": [["user: Brief response please.",
+                     "assistant: I apologize, but I don't have any previous context or "
+                     "question to provide a brief response to.…"]],
+        "runs": [("anthropic.claude-3-5-sonnet-20240620-v1:0", None, [])],
+        "api": "bedrock",
+        "skipped": ["its usage counts 50 output token(s) but no input tokens: usage unknown"],
+    },
 })
 
 

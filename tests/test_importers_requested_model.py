@@ -148,6 +148,11 @@ def test_an_anthropic_batch_gets_no_endpoint_it_did_not_record() -> None:
     ("https://u:p@host.example/v1", "https://host.example"),
     ("/v1/chat/completions", None),
     ("https://host.example:99999/v1", None),  # a port out of range: malformed
+    # the scheme's own port is not said (nock writes its scopes "…:443")
+    ("https://bedrock-runtime.us-east-1.amazonaws.com:443/model/x/converse",
+     "https://bedrock-runtime.us-east-1.amazonaws.com"),
+    ("http://host.example:80/v1", "http://host.example"),
+    ("http://host.example:443/v1", "http://host.example:443"),
     ("not a url", None),
 ])
 def test_origin(url: str, want: str | None) -> None:

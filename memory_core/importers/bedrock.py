@@ -111,6 +111,17 @@ def _header_value(data: bytes, at: int, kind: int, where: str) -> tuple[Any, int
     raise fail(where, f"event stream header value of unknown type {kind}")
 
 
+def is_event_stream(data: bytes) -> bool:
+    """Whether ``data`` starts as an AWS event stream message does: a length that fits
+    and the checksum of its prelude (what a recording without its ``Content-Type``
+    header still shows)."""
+    if len(data) < 16:
+        return False
+    total, headers_len, prelude_crc = struct.unpack_from(">III", data)
+    return bool(zlib.crc32(data[:8]) == prelude_crc and 16 <= total <= len(data)
+                and headers_len <= total - 16)
+
+
 def event_stream(data: bytes, where: str) -> list[dict[str, Any]]:
     """The messages of an AWS event stream, each its JSON payload with ``_event`` (the
     ``:event-type`` header, or the exception's type); lengths and checksums checked."""

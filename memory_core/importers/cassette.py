@@ -19,7 +19,12 @@ from email.utils import parsedate_to_datetime
 from typing import Any
 
 from memory_core.errors import ImportFormatError
-from memory_core.importers.bedrock import EVENT_STREAM, event_stream, invoke_chunks
+from memory_core.importers.bedrock import (
+    EVENT_STREAM,
+    event_stream,
+    invoke_chunks,
+    is_event_stream,
+)
 from memory_core.importers.bedrock import model_in_path as bedrock_model
 from memory_core.importers.bedrock_invoke import invoke_family, own_format
 from memory_core.importers.common import ParsedFile, SkippedRecord, Stages, fail
@@ -141,8 +146,10 @@ def _body(side: dict[str, Any], where: str) -> Any:
         raw = raw.get("string")
     if raw is None or raw == "":
         return None
-    if isinstance(raw, bytes) and _header(side.get("headers"), "content-type").startswith(
-            EVENT_STREAM):  # Bedrock's ConverseStream and InvokeModelWithResponseStream
+    if isinstance(raw, bytes) and (_header(side.get("headers"), "content-type").startswith(
+            EVENT_STREAM) or is_event_stream(raw)):
+        # Bedrock's ConverseStream and InvokeModelWithResponseStream (told by its bytes
+        # too: some cassettes keep no response headers)
         events = event_stream(raw, where)
         chunks = invoke_chunks(events, where)
         return chunks if chunks is not None else events

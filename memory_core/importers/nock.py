@@ -5,7 +5,8 @@ output_objects: true })``, ``nockBack`` fixtures) — a JSON array of definition
 A definition's ``body`` and ``response`` are JSON as sent (an object), text, or — for a
 response that came content-encoded (gzip, br) — the JSON array of its chunks as hex,
 decoded with the ``content-encoding`` of its ``rawHeaders`` (an object, or nock's
-older flat list of names and values). Each definition is read as a VCR interaction
+older flat list of names and values); a response nock found not to be text
+(``"responseIsBinary": true``: an AWS event stream) is one hex text. Each definition is read as a VCR interaction
 (``cassette.interaction_records``): calls that are no model call are skipped saying so,
 one that cannot be read is left out, noted."""
 
@@ -45,14 +46,17 @@ def _headers(raw: Any, where: str) -> dict[str, list[str]]:
     return out
 
 
-def _side(value: Any, where: str, encoded: bool) -> dict[str, Any]:
+def _side(value: Any, where: str, encoded: bool, binary: bool = False) -> dict[str, Any]:
     """A body as a VCR interaction holds it: JSON already parsed, text, or the bytes
-    of hex chunks."""
-    if encoded and isinstance(value, list) and all(isinstance(c, str) for c in value):
+    of hex chunks (a content-encoded body) or of one hex text (``responseIsBinary``)."""
+    if encoded and isinstance(value, list) and all(isinstance(c, str) for c in value) \
+            or binary and isinstance(value, str):
         try:
             return {"body": {"string": bytes.fromhex("".join(value))}}
         except ValueError as e:
-            raise fail(where, f"a content-encoded body must be hex chunks: {e}") from None
+            what = "a content-encoded body must be hex chunks" if isinstance(value, list) \
+                else "a body recorded as binary (responseIsBinary) must be hex"
+            raise fail(where, f"{what}: {e}") from None
     if isinstance(value, dict | list):
         return {"parsed_body": value}
     if value is None or isinstance(value, str):
@@ -75,7 +79,8 @@ def _interaction(d: Any, where: str) -> dict[str, Any]:
                     **_side(d.get("body"), f"{where}: request", False)},
         "response": {"status": {"code": status}, "headers": headers,
                      **_side(d.get("response"), f"{where}: response",
-                             encoding not in ("", "identity"))},
+                             encoding not in ("", "identity"),
+                             d.get("responseIsBinary") is True)},
     }
 
 

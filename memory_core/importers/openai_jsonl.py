@@ -155,9 +155,11 @@ def _exchanges(rows: Iterable[tuple[str, Any]], stages: Stages | None
 
 
 def said(skipped: list[SkippedRecord]) -> str:
-    """What was skipped instead, each kind once (three at most)."""
+    """What was skipped instead, each kind once (three at most; GETs last)."""
     kinds = Counter(k.reason for k in skipped)
-    shown = [f"{r} ×{n}" if n > 1 else r for r, n in list(kinds.items())[:3]]
+    # a GET is no model call: what was sent (a POST) first, so an unread model call shows
+    firsts = sorted(kinds.items(), key=lambda kind: "(GET " in kind[0])
+    shown = [f"{r} ×{n}" if n > 1 else r for r, n in firsts[:3]]
     more = f"; {len(kinds) - 3} more kind(s)" if len(kinds) > 3 else ""
     return "; ".join(shown) + more
 

@@ -30,14 +30,15 @@ SHAPES: tuple[Shape, ...] = (
     _shape("an OpenAI chat-completions record",
            '{"request": {"messages": [...]}, "response": {"choices": [...]}}',
            "messages choices model tools tool_choice temperature max_tokens "
-           "max_completion_tokens chat.completion"),
+           "max_completion_tokens chat.completion object:chat.completion"),
     _shape("a Responses API record",
            '{"request": {"input": ...}, "response": {"output": [...]}}',
-           "input instructions output previous_response_id max_output_tokens"),
+           "input instructions output previous_response_id max_output_tokens "
+           "object:response"),
     _shape("an Anthropic Messages API record",
            '{"request": {"messages": [...]}, "response": {"type": "message", '
            '"content": [...]}}',
-           "system stop_reason stop_sequence anthropic_version content"),
+           "system stop_reason stop_sequence anthropic_version content object:message"),
     _shape("a Gemini API record",
            '{"request": {"contents": [...]}, "response": {"candidates": [...]}}',
            "contents candidates systemInstruction system_instruction generationConfig "
@@ -92,14 +93,19 @@ def _stream_piece(obj: dict[str, Any]) -> Shape | None:
 
 
 def _keys(obj: dict[str, Any]) -> set[str]:
-    """The record's keys, its request's and its response's (and the response's
-    ``object``/``type`` values, which name what it is)."""
+    """The record's keys, its request's and its response's (and the ``object``/``type``
+    values of each, which name what it is)."""
     keys = {str(k) for k in obj}
+    # what an object says it is, its own or its sides' ("object:response": a Responses
+    # API answer, not a chat completion, though both have model, tools, temperature)
+    keys |= {f"object:{obj[k]}" for k in ("object", "type") if isinstance(obj.get(k), str)}
     for side in ("request", "response"):
         value = obj.get(side)
         if isinstance(value, dict):
             keys |= {str(k) for k in value}
             keys |= {str(value[k]) for k in ("object", "type") if isinstance(value.get(k), str)}
+            keys |= {f"object:{value[k]}" for k in ("object", "type")
+                     if isinstance(value.get(k), str)}
     return keys
 
 
@@ -146,13 +152,15 @@ def _one_message(obj: dict[str, Any]) -> bool:
 
 def closest_shape(obj: dict[str, Any]) -> Shape:
     """The shape read whose marking keys the record shares most (the commonest on a
-    tie, or when it shares none)."""
+    tie, or when it shares none); of those its ``object`` or ``type`` names, if any."""
     if _one_message(obj):  # a chat request holds them
         return SHAPES[0]
     if (streamed := _stream_piece(obj)) is not None:
         return streamed
     keys = _keys(obj)
-    return max(SHAPES, key=lambda s: (len(s.keys & keys), -SHAPES.index(s)))
+    # an object that says what it is ("object": "response") is that, whatever it shares
+    named = [s for s in SHAPES if any(k.startswith("object:") for k in s.keys & keys)]
+    return max(named or SHAPES, key=lambda s: (len(s.keys & keys), -SHAPES.index(s)))
 
 
 def unread_record(obj: dict[str, Any]) -> str:

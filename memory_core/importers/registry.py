@@ -77,20 +77,23 @@ check_formats(FORMATS)
 ROUTES: tuple[Route, ...] = tuple(dict.fromkeys(r for f in FORMATS for r in f.routes))
 
 
-def route(url: str) -> str | None:
+def route(url: str, record: dict[str, Any] | None = None) -> str | None:
     """Which API a request URL (or path) calls — the ``api`` of the route whose paths it
     ends with: ``"openai"`` (chat completions, Responses, legacy completions),
     ``"anthropic"``, ``"vertex-anthropic"``, ``"gemini"``, ``"ollama"``, ``"cohere"``,
     ``"bedrock"`` (Converse), ``"bedrock-invoke"``; None for anything else (not a model
-    call this importer reads)."""
+    call this importer reads). With the ``record``, a route whose ``not_for`` says the
+    record is another API's is passed over (then its keys tell its format)."""
     # (Mistral's client marks a streamed call with a fragment: "…/completions#stream")
     path = url.split("?", 1)[0].split("#", 1)[0].rstrip("/")
-    return next((r.api for r in ROUTES if r.serves(path)), None)
+    return next((r.api for r in ROUTES if r.serves(path) and not (
+        record is not None and r.not_for is not None and r.not_for(record))), None)
 
 
 def origin(url: str) -> str | None:
     """Where a request was sent: its URL's scheme, host and port (never the user and
-    password a URL may carry, nor its path); None for a path or a malformed URL."""
+    password a URL may carry, nor its path; not the scheme's own port, 443 or 80); None
+    for a path or a malformed URL."""
     try:
         parts = urlsplit(url)
         host, port = parts.hostname, parts.port
@@ -99,7 +102,12 @@ def origin(url: str) -> str | None:
     if not parts.scheme or not host:
         return None
     host = f"[{host}]" if ":" in host else host
+    if _DEFAULT_PORTS.get(parts.scheme.lower()) == port:  # (nock writes "…:443")
+        port = None
     return f"{parts.scheme}://{host}" + (f":{port}" if port is not None else "")
+
+
+_DEFAULT_PORTS = {"https": 443, "http": 80}
 
 
 def format_of(record: Record) -> RecordFormat | None:
@@ -122,7 +130,7 @@ def read_record(obj: Any, where: str, index: int, file_state: dict[str, Any]
     if not isinstance(obj, dict):
         raise fail(where, f"expected a JSON object, got {type(obj).__name__}")
     url = obj.get("url")
-    record = Record(obj, where, index, route(url) if isinstance(url, str) else None,
+    record = Record(obj, where, index, route(url, obj) if isinstance(url, str) else None,
                     file_state)
     fmt = format_of(record)
     if fmt is None:  # what it looks like, and the closest format that is read

@@ -16,8 +16,10 @@ one) send the full name in every chunk of a call, which concatenated would name
 
 A delta without an ``index`` (servers that send each call whole in one chunk) belongs
 to the call with its ``id`` when there is one, else starts a new call. What cannot be
-read (a ``choices`` that is no list, a tool-call delta whose ``index`` is no integer) is
-skipped with a note, never fatal: callers decide what a bad stream is."""
+read (a ``choices`` that is no list, a tool-call delta whose ``index`` is no integer, a
+chunk with no ``choices`` and no usage that carries more than the completion's ids) is
+skipped with a note, never fatal: callers decide what a bad stream is. Writer's
+completions stream (chunks of ``{"value": text}``) is read as its text."""
 
 from __future__ import annotations
 
@@ -26,6 +28,9 @@ from typing import Any
 # where OpenAI-compatible servers put an answer's reasoning text (DeepSeek, vLLM, SGLang:
 # "reasoning_content"; OpenRouter, Groq, Ollama's OpenAI API: "reasoning")
 REASONING_KEYS = ("reasoning_content", "reasoning")
+# what every chunk repeats about the completion, not a part of the answer
+_HEAD_KEYS = frozenset({"id", "object", "created", "model", "service_tier",
+                        "system_fingerprint", "usage", "obfuscation", "provider"})
 
 
 class ChatStream:
@@ -51,6 +56,7 @@ class ChatStream:
         self.other_choices = False
         self._skipped: list[str] = []
         self._repeats: dict[int, int] = {}  # call index -> chunks that sent its whole name
+        self._unread: dict[str, int] = {}  # keys of chunks with nothing read -> how many
 
     def add(self, chunk: dict[str, Any]) -> None:
         self.chunks += 1
@@ -62,6 +68,16 @@ class ChatStream:
         if isinstance(usage, dict):
             self.usage = usage
         choices = chunk.get("choices")
+        if choices is None and isinstance(chunk.get("value"), str):
+            self.text.append(chunk["value"])  # Writer's completions stream: {"value": …}
+            return
+        if choices is None and not isinstance(usage, dict):
+            # nothing here is read: said when the chunk carries more than its head
+            # (some streams send chunks of ids alone, an audio stream's sanitised parts)
+            if other := sorted(map(str, set(chunk) - _HEAD_KEYS)):
+                keys = ", ".join(other[:6])
+                self._unread[keys] = self._unread.get(keys, 0) + 1
+            return
         if choices is not None and not isinstance(choices, list):
             self._skipped.append(f"stream chunk's choices is a {type(choices).__name__}, "
                                  "not a list: skipped")
@@ -149,7 +165,9 @@ class ChatStream:
         """What was skipped, and each call whose name came whole more than once."""
         said = [f"the model's reasoning ({self.thinking} streamed thinking part(s)) not "
                 "imported"] if self.thinking else []
-        return self._skipped + said + [
+        unread = [f"{n} stream chunk(s) with no choices skipped (keys: {keys})"
+                  for keys, n in self._unread.items()]
+        return self._skipped + unread + said + [
             f"streamed tool call {i} sent its whole name {self.calls[i]['function']['name']!r} "
             f"in {n} chunks: kept once (concatenated it would be "
             f"{self.calls[i]['function']['name'] * n!r})"

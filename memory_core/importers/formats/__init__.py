@@ -20,12 +20,16 @@ from memory_core.importers.common import Exchange
 class Route:
     """URL paths of one API: a path ending with one of ``suffixes``, containing
     ``within`` and not matching ``unless`` calls it. A record whose ``url`` is one of
-    them has ``Record.api`` = ``api``."""
+    them has ``Record.api`` = ``api``, unless ``not_for(record)`` says it is another
+    API's."""
 
     api: str
     suffixes: tuple[str, ...]
     within: str = ""
     unless: re.Pattern[str] | None = None
+    # a record to one of these paths that another API's shape plainly answers (Writer's
+    # OpenAI-compatible chat at ``/v1/chat``, Cohere v1's path too): not this API's
+    not_for: Callable[[dict[str, Any]], bool] | None = None
 
     def serves(self, path: str) -> bool:
         """Whether ``path`` (no query, no fragment, no trailing slash) calls this API."""

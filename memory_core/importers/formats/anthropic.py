@@ -50,7 +50,7 @@ def anthropic_usage(raw: Any, where: str, notes: list[str]) -> tuple[Usage, bool
     """A Messages API ``usage``: its ``input_tokens`` leave out the prompt tokens written
     to or read from the prompt cache, which OpenAI's ``prompt_tokens`` count; they are
     added, so input tokens are the whole prompt whichever API recorded it (noted)."""
-    usage, known = usage_of(raw)
+    usage, known = usage_of(raw, where, notes)
     cached = {k: n for k in ANTHROPIC_CACHE_TOKENS
               if (n := count_of(raw.get(k) if isinstance(raw, dict) else None))}
     if known and cached:

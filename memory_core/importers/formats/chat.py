@@ -48,6 +48,18 @@ from memory_core.types import Message
 OPENAI = Route("openai", ("/chat/completions", "/responses", "/completions"))
 
 
+def answered_as_chat(record: dict[str, Any]) -> bool:
+    """Whether a record's response is a chat completion or a stream of its chunks (it
+    has ``choices``, which no other API's answer has): Writer's ``/v1/chat``, say, a
+    path Cohere v1 uses too."""
+    response = record.get("response")
+    if isinstance(response, dict):
+        return isinstance(response.get("choices"), list)
+    if isinstance(response, list):
+        return bool(response) and isinstance(response[0], dict) and "choices" in response[0]
+    return isinstance(response, str) and '"choices"' in response[:4000]
+
+
 def _chat_response(response: Any, where: str, notes: list[str]
                    ) -> tuple[Message, str | None, Usage, bool, dict[str, Any]]:
     if isinstance(response, list | str):
@@ -60,6 +72,11 @@ def _chat_response(response: Any, where: str, notes: list[str]
     if len(choices) > 1:
         notes.append(alternatives_note(where, len(choices) - 1, response.get("usage")))
     choice = choices[0]
+    if isinstance(choice, dict) and "message" not in choice \
+            and isinstance(choice.get("finish_reason"), str):
+        # a choice ended with no message (Azure's "content_filter" withholding the
+        # answer): the answer is empty, its finish reason says why (say_empty_answers)
+        choice = {**choice, "message": {"role": "assistant", "content": ""}}
     if not isinstance(choice, dict) or "message" not in choice:
         raise fail(where, "response choice 0 has no 'message'")
     raw_reply = choice["message"]
@@ -71,9 +88,6 @@ def _chat_response(response: Any, where: str, notes: list[str]
     finish = choice.get("finish_reason") if isinstance(choice.get("finish_reason"),
                                                        str) else None
     usage, known = usage_of(response.get("usage"), where, notes)
-    if not known and response.get("usage"):  # (counts that are no counts: not read)
-        notes.append(f"{where}: response: its usage {response['usage']!r}"[:300]
-                     + " gives no input and output token counts: usage unknown")
     return reply, finish, usage, known, response
 
 
@@ -124,6 +138,10 @@ def chat_exchange(obj: dict[str, Any], where: str, index: int,
         raise fail(where, "'messages' is empty")
     thread_key, resource = record_context(obj, request, where)
     response, error = obj.get("response"), obj.get("error")
+    if isinstance(response, dict) and "choices" not in response and response.get("error"):
+        # an error sent with HTTP 200 (Azure's prompt filter): the call failed
+        error, response = response["error"], None
+        notes.append(f"{where}: the response is an error, recorded with a success status")
     reply: Message | None = None
     usage, usage_known, finish, created = Usage(), False, None, None
     model = asked = str_field(where, request, "model")

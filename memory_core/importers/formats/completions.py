@@ -51,8 +51,9 @@ def completion_exchanges(obj: dict[str, Any], where: str, index: int,
         raise fail(where, "the request has no 'prompt' (a legacy completion's input)")
     prompts = _prompt_texts(request["prompt"], where)
     response = obj.get("response")
+    notes = list(notes or [])
     if isinstance(response, list | str):
-        response = reassemble_stream(response, where, [])
+        response = reassemble_stream(response, where, notes)
     choices = response.get("choices") if isinstance(response, dict) else None
     if choices is not None and not isinstance(choices, list):
         raise fail(where, f"response 'choices' must be a list, got {choices!r}"[:300])
@@ -77,7 +78,7 @@ def completion_exchanges(obj: dict[str, Any], where: str, index: int,
                                   "request": {**rest, "messages": [{"role": "user",
                                                                     "content": prompt}]}}
         label = where if len(prompts) == 1 else f"{where} prompt {i}"
-        said = [*(notes or []), *noted]
+        said = [*notes, *noted]
         choice = by_index.get(i * n)
         if isinstance(response, dict) and choice is not None:
             text = choice.get("text", (choice.get("message") or {}).get("content"))

@@ -76,12 +76,19 @@ def usage_of(raw: Any, where: str = "", notes: list[str] | None = None
     """The input and output token counts of an OpenAI-shaped ``usage``. A server that
     counts reasoning beside the output rather than within it (xAI's: ``total_tokens`` =
     prompt + completion + reasoning, or more reasoning than output) has its reasoning
-    added to the output, as OpenAI counts it, noted in ``notes``."""
+    added to the output, as OpenAI counts it, noted in ``notes``. A usage without both
+    counts is unknown, noted with what it does count (Bedrock's ``{"outputTokens": 50}``)."""
     if not isinstance(raw, dict):
         return Usage(), False
     inp = count_of(raw.get("prompt_tokens", raw.get("input_tokens")))
     out = count_of(raw.get("completion_tokens", raw.get("output_tokens")))
     if inp is None or out is None:
+        if notes is not None and any(v is not None for v in raw.values()):
+            said = (f"counts {out} output token(s) but no input tokens" if out is not None
+                    else f"counts {inp} input token(s) but no output tokens"
+                    if inp is not None else f"{raw!r}"[:200]
+                    + " gives no input and output token counts")
+            notes.append(f"{where}: response: its usage {said}: usage unknown")
         return Usage(), False
     out = with_reasoning(inp, out, usage_detail(raw).get("reasoning", 0),
                          count_of(raw.get("total_tokens")), f"{where}: response", notes)
