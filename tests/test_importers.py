@@ -830,3 +830,33 @@ def test_a_span_that_cannot_be_a_run_is_noted_and_the_others_import() -> None:
         "span 9f8e7d6c5b4a3921 (chat gpt-4o)",
         "not imported: gen_ai.input.messages[0]: unknown role 'narrator' (expected one of "
         "system, user, assistant, tool)")]
+
+
+def test_instructions_extended_as_a_conversation_goes_on_keep_its_thread() -> None:
+    """Google ADK adds the artifacts it holds to its system instruction during a
+    conversation: a request that continues a whole earlier conversation (its messages and
+    answer) with those instructions and more after them stays in its thread, noted.
+    Instructions changed otherwise, or a conversation not continued whole, start a new
+    thread as before (two agents asked the same question are two conversations)."""
+    def rec(system: str, *turns: str) -> str:
+        msgs = [{"role": "system", "content": system}]
+        for i, t in enumerate(turns[:-1]):
+            msgs.append({"role": "user" if i % 2 == 0 else "assistant", "content": t})
+        return json.dumps({"request": {"model": "m", "messages": msgs}, "response": {
+            "choices": [{"message": {"role": "assistant", "content": turns[-1]}}]}})
+
+    base = "You are a helpful agent."
+    s = InMemoryStorage()
+    report = import_text(s, "\n".join([
+        rec(base, "Hi", "Hello"),
+        rec(base + "\nYou hold the artifact a.png.", "Hi", "Hello", "Describe it", "A cross"),
+        rec("You are another agent.", "Hi", "Hello", "Again", "Sure"),  # not an extension
+        rec(base + " More.", "Hi", "Hey", "Describe it", "A dot"),  # not continued whole
+    ]) + "\n")
+    threads = [[m.text() for m in s.memory.get_messages(t)] for t in report.threads_created]
+    assert threads[0] == ["Hi", "Hello", "Describe it", "A cross"]
+    assert len(threads) == 3
+    notes = [k.reason for k in report.skipped if "more added" in k.reason]
+    assert notes == ["its instructions are those of the conversation it continues with "
+                     "more added ('You hold the artifact a.png.'): kept in that "
+                     "conversation's thread"]

@@ -2224,6 +2224,24 @@ EXPECTED.update({
         "failed_runs": {0: "The response was filtered due to the prompt triggering"},
         "skipped": ["the response is an error, recorded with a success status"],
     },
+    # Google ADK adds the artifacts it holds to its system instruction as the conversation
+    # goes on: the later calls continue the first one's thread (they made a second one)
+    "openinference-adk-test_google_adk_instrumentor_image_artifacts.yaml": {
+        "threads": [["user: Please process the image at 'sample.png', describe it.",
+                     'assistant: → load_remote_image({"file_path": "sample.png"})',
+                     "tool load_remote_image: {'result': \"Success! Image 'sample.png' is "
+                     "now available as an artifact.\"}",
+                     'assistant: → load_artifacts({"artifact_names": ["sample.png"]})',
+                     "tool load_artifacts: {'artifact_names': ['sample.png'], 'status': "
+                     "'artifact contents temporarily inserted and removed.…",
+                     "user: Artifact sample.png is: [+inline_data]",
+                     "assistant: \nThe image is a simple, blurred cross shape.…"]],
+        "runs": [("gemini-2.0-flash", usage, ["load_remote_image", "load_artifacts"])
+                 for usage in ((188, 11), (306, 9), (608, 115))],
+        "api": "gemini",
+        "skipped": ["its instructions are those of the conversation it continues with more "
+                    "added ('You have a list of artifacts:…"],
+    },
     # Converse usage of {"outputTokens": 50} alone: unknown, and said what it counts
     "openinference-js-bedrock-should-handle-missing-token-counts.json": {
         "threads": [["user: Brief response please.",

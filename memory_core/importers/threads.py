@@ -283,6 +283,8 @@ class _PrefixIndex:
     threads: list[ThreadPlan] = field(default_factory=list)
     full: dict[tuple[str, str | None, str], ThreadPlan] = field(default_factory=dict)
     prefix: dict[tuple[str, str | None, str], ThreadPlan] = field(default_factory=dict)
+    # each thread by its whole chain whatever its instructions (``find_extended``)
+    ends: dict[tuple[str | None, str], ThreadPlan] = field(default_factory=dict)
     chains: dict[str, list[str]] = field(default_factory=dict)
     # each thread's hash of the keys its chain covers (a thread only grows: its chain
     # is extended, not made again from its first message on every request)
@@ -298,9 +300,11 @@ class _PrefixIndex:
             chain = _chain(tp.keys, h)
         if old:
             self.full.pop((tp.instructions_key, tp.resource_id, old[-1]), None)
+            self.ends.pop((tp.resource_id, old[-1]), None)
         self.chains[tp.thread_id] = chain
         if chain:
             self.full.setdefault((tp.instructions_key, tp.resource_id, chain[-1]), tp)
+            self.ends.setdefault((tp.resource_id, chain[-1]), tp)
         for d in chain[len(old or []):]:
             self.prefix.setdefault((tp.instructions_key, tp.resource_id, d), tp)
 
@@ -316,6 +320,21 @@ class _PrefixIndex:
         if tp is not None and all(ids_compatible(tp.messages[i], conv[i])
                                   for i in range(len(conv))):
             return tp, len(keys)  # the same request recorded again: store nothing new
+        return None, -1
+
+    def find_extended(self, extends: Any, resource: str | None, keys: list[str],
+                      conv: list[Message]) -> tuple[ThreadPlan | None, int]:
+        """The thread a request continues whole — its messages and an answer of them —
+        whose instructions ``extends(thread)`` says the request's own extend (Google
+        ADK adds the artifacts it holds to its system instruction as a conversation
+        goes on)."""
+        chain = _chain(keys)
+        for n in range(len(chain), 1, -1):
+            tp = self.ends.get((resource, chain[n - 1]))
+            if tp is not None and len(tp.messages) == n and extends(tp) and all(
+                    ids_compatible(a, b) for a, b in zip(tp.messages, conv, strict=False)
+                    if not isinstance(a.content, str)):
+                return tp, n
         return None, -1
 
 
@@ -403,6 +422,23 @@ def _whitespace_note(ex: Exchange, i: int, role: str, earlier: str | None) -> st
             + ": taken as the same message, stored once as first recorded")
 
 
+def instructions_text(instructions: Sequence[Message]) -> str:
+    """The text of a request's instructions, one message after another."""
+    return "\n".join(m.text() or "" for m in instructions)
+
+
+def _extended(before: str, now: str) -> bool:
+    """Whether instructions ``now`` are ``before`` with more added at the end."""
+    return bool(before.strip()) and len(now) > len(before) and now.startswith(before)
+
+
+def _extended_note(ex: Exchange, before: str, now: str) -> str:
+    added = now[len(before):].strip()
+    return (f"{ex.where}: its instructions are those of the conversation it continues "
+            f"with more added ({shortened(added, 80)!r}): kept in that conversation's "
+            "thread")
+
+
 def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
                  resource_override: str | None,
                  stored: StoredThreads | None = None
@@ -421,6 +457,7 @@ def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
     # each tool-call id an answer of the file made: that answer's key, where, and itself
     calls_seen: dict[str, tuple[str, str, Message]] = {}
     trimmed: set[tuple[int, int]] = set()  # (thread, seq) noted as sent trimmed
+    texts: dict[str, str] = {}  # instructions key -> their text (``find_extended``)
     # ids we gave calls that a later request named otherwise: by thread and our id
     renamed: dict[tuple[int, str], dict[str, str]] = {}
 
@@ -488,6 +525,14 @@ def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
                     tp = near.thread if window is not None else None
             if tp is None:
                 tp, best = index.find(ikey, resource, keys, conv)
+            said = instructions_text(ex.instructions)
+            texts.setdefault(ikey, said)
+            if tp is None and said:
+                tp, best = index.find_extended(
+                    lambda t, now=said: _extended(texts.get(t.instructions_key, ""), now),
+                    resource, keys, conv)
+                if tp is not None:
+                    ex.notes.append(_extended_note(ex, texts[tp.instructions_key], said))
             if tp is None:
                 # the file's n-th new conversation is named the same on every attempt,
                 # whether or not an earlier import holds it
