@@ -2242,6 +2242,32 @@ EXPECTED.update({
         "skipped": ["its instructions are those of the conversation it continues with more "
                     "added ('You have a list of artifacts:…"],
     },
+    # llama-stack's recordings: an HTTP interaction whose response objects (each chunk of
+    # a stream) are wrapped as {"__type__", "__data__"}; a streamed call on Ollama's
+    # OpenAI API, a legacy completion, Ollama's /api/generate (Llama Guard)
+    "llamastack-3ca695048bee.json": {
+        "threads": [["user: What's the weather in Tokyo? Use the get_weather function to "
+                     "get the weather.", 'assistant: → get_weather({"city": "Tokyo"})']],
+        "runs": [("llama3.2:3b-instruct-fp16", None, ["get_weather"])],
+        "call_ids": ["call_rolv1ozt"],
+        "started": datetime(2025, 8, 1, 20, 57, 32, tzinfo=UTC),  # "created": 1754081852
+        "endpoint": "http://localhost:11434",
+    },
+    "llamastack-9e7a83d3d596.json": {
+        "threads": [["user: Respond to this question and explain your answer. Complete the "
+                     "sentence using one word: Roses are red, violets are …",
+                     "assistant: Blue.\n\nMy response is based on the traditional English "
+                     "rhyme…"]],
+        "runs": [("llama3.2:3b-instruct-fp16", (50, 113), [])],
+        "finish": "stop",
+    },
+    "llamastack-e96152610712.json": {
+        "threads": [["user: <|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\n"
+                     "Task: Check if there is unsafe content in 'User' messages…",
+                     "assistant: unsafe\nS2"]],
+        "runs": [("llama-guard3:1b", (207, 5), [])],
+        "api": "ollama",
+    },
     # Converse usage of {"outputTokens": 50} alone: unknown, and said what it counts
     "openinference-js-bedrock-should-handle-missing-token-counts.json": {
         "threads": [["user: Brief response please.",

@@ -13,7 +13,9 @@ a number, ``status_code`` or ``statusCode``; a body as text, as a JSON value alr
 parsed, or as ``"base64:…"`` (the test agent's spelling of a body that is not UTF-8
 text: an AWS event stream, say) or ``{"b64": "…"}`` (Elixir's req_llm: the bytes
 sent), or — Elixir's ExVCR, a JSON array of such calls — as
-base64 of an Erlang binary term beside ``"binary": true`` (a gzip body, say). Bodies
+base64 of an Erlang binary term beside ``"binary": true`` (a gzip body, say); llama-stack's
+recordings (``tests/integration/recordings``) wrap each response object, and each
+chunk of a stream, as ``{"__type__", "__data__"}``: the ``__data__`` is the body. Bodies
 are recorded decoded (the test agent keeps what ``requests`` gives, gzip already
 undone), so a ``content-encoding`` header is not applied to them; gzip bytes are still
 told by their first bytes."""
@@ -106,6 +108,18 @@ def _erlang_binary(raw: Any, where: str) -> bytes:
     return data[6:]
 
 
+def _typed_value(body: Any) -> Any:
+    """A body as llama-stack's recorder writes it — each response object (a stream: each
+    chunk) wrapped as ``{"__type__": "<its Python class>", "__data__": {…}}`` — as the
+    JSON the server sent."""
+    if isinstance(body, dict) and len(body) == 2 and "__type__" in body and "__data__" in body:
+        return body["__data__"]
+    if isinstance(body, list) and body and all(
+            isinstance(x, dict) and "__type__" in x for x in body):
+        return [_typed_value(x) for x in body]
+    return body
+
+
 def _side(side: dict[str, Any], where: str) -> dict[str, Any]:
     headers = side.get("headers")
     if headers is not None and not isinstance(headers, dict | list):
@@ -115,7 +129,7 @@ def _side(side: dict[str, Any], where: str) -> dict[str, Any]:
     out: dict[str, Any] = {"headers": {k: v for k, v in (headers or {}).items()
                                        if str(k).lower() != "content-encoding"}}
     body = _erlang_binary(side.get("body"), where) if side.get("binary") is True \
-        else _body(side.get("body"), where)
+        else _typed_value(_body(side.get("body"), where))
     if isinstance(body, dict | list):
         out["parsed_body"] = body
     elif body is not None and not isinstance(body, str | bytes):
