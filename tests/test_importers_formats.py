@@ -1472,3 +1472,29 @@ def test_a_refused_cassette_names_its_posts_before_its_gets() -> None:
         import_text(InMemoryStorage(), text, name="c.yaml")
     shown = str(e.value).split("interaction(s): ", 1)[1]
     assert shown.index("generation_stream") < shown.index("GET"), shown
+
+
+def test_an_agent_session_with_a_context_object_is_not_called_an_ollama_record() -> None:
+    """Google ADK's session files have a top-level ``context`` object: the refusal said
+    "an Ollama generate request needs a string 'prompt'" (Ollama's ``context`` is a
+    request's token ids), which sent the user the wrong way."""
+    session = {"id": "s1", "context": {"user": "u"}, "events": [{"author": "agent"}],
+               "artifacts": {}}
+    with pytest.raises(ImportFormatError) as e:
+        import_text(InMemoryStorage(), json.dumps(session))
+    assert "Ollama" not in str(e.value) and "keys artifacts, context, events, id" in str(e.value)
+
+
+def test_a_gemini_model_version_is_named_without_its_models_prefix() -> None:
+    """``"modelVersion": "models/gemini-2.5-flash"`` read as another model than the
+    ``gemini-2.5-flash`` the URL asked for."""
+    record = {"url": "https://generativelanguage.googleapis.com/v1beta/models/"
+                     "gemini-2.5-flash:generateContent",
+              "request": {"contents": [{"role": "user", "parts": [{"text": "Hi"}]}]},
+              "response": {"candidates": [{"content": {"role": "model", "parts": [
+                  {"text": "Hello"}]}, "finishReason": "STOP"}],
+                  "modelVersion": "models/gemini-2.5-flash"}}
+    s = InMemoryStorage()
+    report = import_text(s, json.dumps(record))
+    step = s.runs.get(f"{report.runs_created[0]}:step:0")
+    assert step["model"]["name"] == "gemini-2.5-flash"

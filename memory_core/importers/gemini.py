@@ -401,7 +401,10 @@ def gemini_exchange(obj: dict[str, Any], where: str, index: int, *,
         reply, finish, error = _reply(response, where, notes)
         usage, known = _usage(_get(response, "usageMetadata"))
         detail = usage_detail(_get(response, "usageMetadata")) if known else {}
-        model = _get(response, "modelVersion") or model
+        version = _get(response, "modelVersion")
+        if isinstance(version, str) and version.startswith("models/"):
+            version = version[len("models/"):]  # (as the request's URL names it)
+        model = version or model
         created = iso_time(_get(response, "createTime"), where, "createTime")
     else:
         raw = obj.get("error") or "no response recorded"

@@ -51,7 +51,8 @@ _OWN_MESSAGE_KEYS = ("images", "tool_name", "thinking")
 
 def is_ollama_record(obj: Any) -> bool:
     """A record whose answer is Ollama's (``done``, and ``message`` or ``response``), or
-    that has no answer (a failed call) and whose request has keys only Ollama's has."""
+    that has no answer (a failed call) and whose request — a ``model`` and ``messages``
+    or a ``prompt`` — has keys only Ollama's has."""
     if not isinstance(obj, dict):
         return False
     response = obj.get("response")
@@ -62,6 +63,9 @@ def is_ollama_record(obj: Any) -> bool:
     if response is not None or not isinstance(request, dict):
         return False
     messages = request.get("messages")
+    if not isinstance(request.get("model"), str) or not ("prompt" in request or isinstance(
+            messages, list)):  # (no call: an agent's session with a 'context' object)
+        return False
     return any(k in request for k in _OWN_KEYS) or isinstance(messages, list) and any(
         isinstance(m, dict) and any(k in m for k in _OWN_MESSAGE_KEYS) for m in messages)
 
