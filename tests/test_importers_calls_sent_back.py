@@ -187,3 +187,23 @@ def test_every_note_on_an_id_we_gave_names_the_one_the_call_is_stored_with() -> 
                                          result], DONE)]))
     assert ["its text differs: recorded ['Let me', 'check.'], sent 'Let me check.'" in n.reason
             for n in report.skipped] == [True]
+
+
+def test_the_same_id_less_call_made_twice_names_each_its_own_client_id() -> None:
+    """Gemini asked for the same call (no id, same arguments) in two answers, both given
+    the same derived id; the client sent them back as two ids of its own. Each answer's
+    note listed both ids; it names the one its own call is stored with."""
+    made = {"role": "assistant", "content": None, "tool_calls": [{
+        "type": "function", "function": {"name": "GoogleSearch", "arguments": "{}"}}]}
+
+    def sent(cid: str) -> list[dict[str, Any]]:
+        return [{**made, "tool_calls": [{**made["tool_calls"][0], "id": cid}]},
+                {"role": "tool", "tool_call_id": cid, "content": "found"}]
+    report = import_text(InMemoryStorage(), "\n".join([
+        _line([QUESTION], made), _line([QUESTION, *sent("call_a")], made),
+        _line([QUESTION, *sent("call_a"), *sent("call_b")], DONE)]))
+    notes = {n.where: n.reason for n in report.skipped if "had no id" in n.reason}
+    assert notes["line 1"].endswith("line 2 sends it back as 'call_a', the id it is stored "
+                                    "with"), notes
+    assert notes["line 2"].endswith("line 3 sends it back as 'call_b', the id it is stored "
+                                    "with"), notes

@@ -1498,3 +1498,22 @@ def test_a_gemini_model_version_is_named_without_its_models_prefix() -> None:
     report = import_text(s, json.dumps(record))
     step = s.runs.get(f"{report.runs_created[0]}:step:0")
     assert step["model"]["name"] == "gemini-2.5-flash"
+
+
+def test_an_anthropic_refusal_keeps_its_stop_details() -> None:
+    """Claude stopping with ``stop_reason: "refusal"`` says why in ``stop_details``
+    (category, explanation): the run was an empty answer with nothing saying why."""
+    response = {"type": "message", "role": "assistant", "model": "claude-opus-4-6",
+                "content": [], "stop_reason": "refusal", "stop_sequence": None,
+                "stop_details": {"type": "refusal", "category": "reasoning_extraction",
+                                 "explanation": "This request was blocked."},
+                "usage": {"input_tokens": 10, "output_tokens": 0}}
+    record = {"url": "https://api.anthropic.com/v1/messages",
+              "request": {"model": "claude-opus-4-6", "max_tokens": 100,
+                          "messages": [{"role": "user", "content": "Hi"}]},
+              "response": response}
+    report = import_text(InMemoryStorage(), json.dumps(record))
+    reasons = [k.reason for k in report.skipped]
+    assert "stopped (refusal) — type: refusal; category: reasoning_extraction; " \
+           "explanation: This request was blocked." in reasons, reasons
+    assert "the answer is empty (finish reason 'refusal')" in reasons

@@ -111,11 +111,14 @@ _GIVEN = re.compile(r"had no id; given '(call-[0-9a-f]{12})'$")
 
 
 def _say_named_later(runs: Sequence[RunPlan],
-                     renamed: dict[tuple[int, str], dict[str, str]]) -> None:
+                     renamed: dict[tuple[int, str], dict[str, str]],
+                     at_seq: dict[tuple[int, int, str], tuple[str, str]]) -> None:
     """The notes "had no id; given 'call-…'" of calls a later request sent back under
     an id of the client's own (``renamed``: by thread and our id, each id the client
     used and the first request that used it), which the stored call then took: they
-    name the client's id, not ours, which nothing holds."""
+    name the client's id, not ours, which nothing holds. Two answers that made the same
+    id-less call were given the same id: an answer's note names the id its own call
+    took (``at_seq``: by thread, the answer's seq and our id)."""
     for run in runs:
         ex = run.exchange
         for i, note in enumerate(ex.notes):
@@ -123,8 +126,10 @@ def _say_named_later(runs: Sequence[RunPlan],
             named = renamed.get((id(run.thread), m.group(1))) if m else None
             if not m or not named:
                 continue
-            if len(named) == 1:
-                (client, by), = named.items()
+            own = at_seq.get((id(run.thread), run.response_seq, m.group(1))) \
+                if run.response_seq is not None and "response" in note[:m.start()] else None
+            if len(named) == 1 or own is not None:
+                (client, by), = named.items() if own is None else [own]
                 said = f"had no id; {by} sends it back as '{client}', the id it is stored with"
             else:
                 said = (f"had no id; given '{m.group(1)}', which later requests send back "
@@ -460,6 +465,7 @@ def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
     texts: dict[str, str] = {}  # instructions key -> their text (``find_extended``)
     # ids we gave calls that a later request named otherwise: by thread and our id
     renamed: dict[tuple[int, str], dict[str, str]] = {}
+    at_seq: dict[tuple[int, int, str], tuple[str, str]] = {}  # (thread, seq, ours)
 
     def key_of(m: Message) -> str:
         got = keyed.get(id(m))
@@ -557,6 +563,7 @@ def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
                 given = adopt_ids(m, conv[i])  # (a name or ids to give: nothing otherwise)
                 for ours, client in given.items():
                     renamed.setdefault((id(tp), ours), {}).setdefault(client, ex.where)
+                    at_seq.setdefault((id(tp), seq, ours), (client, ex.where))
             if _texts(m) != _texts(conv[i]) and (id(tp), seq) not in trimmed:
                 trimmed.add((id(tp), seq))
                 first = tp.first_run[seq]
@@ -582,5 +589,5 @@ def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
                             f"{run_of[first].exchange.where}: stored once, and both runs "
                             "refer to them")
     if renamed:
-        _say_named_later(runs, renamed)
+        _say_named_later(runs, renamed, at_seq)
     return threads, runs

@@ -19,7 +19,7 @@ from memory_core.importers.anthropic import (
     is_anthropic_record,
     system_messages,
 )
-from memory_core.importers.common import Exchange, fail
+from memory_core.importers.common import Exchange, fail, shortened
 from memory_core.importers.formats import Record, RecordFormat, Route, by_url_or_keys
 from memory_core.importers.formats.fields import (
     NOT_PARAMS,
@@ -100,6 +100,10 @@ def anthropic_exchange(obj: dict[str, Any], where: str, index: int,
     usage, known = anthropic_usage(body.get("usage"), where, notes) if reply is not None \
         else (Usage(), False)
     finish, stop = body.get("stop_reason"), body.get("stop_sequence")
+    details = body.get("stop_details")
+    if isinstance(details, dict) and details:  # (a refusal's category and explanation)
+        said = "; ".join(f"{k}: {v}" for k, v in details.items() if v not in (None, ""))
+        notes.append(f"{where}: stopped ({finish}) — {shortened(said, 300)}")
     return Exchange(
         where=where, index=index, instructions=system_messages(request.get("system"), where),
         history=history, response=reply, thread_key=thread_key, resource_id=resource,
