@@ -20,7 +20,9 @@ from __future__ import annotations
 import bisect
 import json
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -98,7 +100,13 @@ class Changes(BaseModel):
         return out
 
     def describe(self) -> str:
-        return ", ".join(f"{k} = {v}" for k, v in self.flat().items()) or "no change"
+        return said_as_written(self.flat())
+
+
+def said_as_written(changes: Mapping[str, Any]) -> str:
+    """Changes as a user writes them: ``recall.filter = null``, not ``None``."""
+    return ", ".join(f"{k} = {v if isinstance(v, str) else json.dumps(v)}"
+                     for k, v in changes.items()) or "no change"
 
 
 def _value(text: str) -> Any:
@@ -123,16 +131,31 @@ def parse_changes(items: Iterable[str] | Mapping[str, Any]) -> Changes:
             pairs.append((key.strip(), _value(raw.strip())))
     fields: dict[str, Any] = {}
     recall_fields: dict[str, Any] = {}
+    seen: set[str] = set()
     for key, value in pairs:
+        if key in seen:  # (the last one silently won)
+            raise InvalidInputError(f"setting {key!r} is given twice: give it once")
+        seen.add(key)
         if key.startswith("recall."):
             name = key.removeprefix("recall.")
             if name not in RecallConfig.model_fields:
                 raise InvalidInputError(
                     f"unknown recall setting {name!r}; known: {sorted(RecallConfig.model_fields)}")
+            if isinstance(value, bool) and "bool" not in str(
+                    RecallConfig.model_fields[name].annotation):
+                raise InvalidInputError(f"recall.{name} takes no true/false, got {value!r}")
             recall_fields[name] = value
         elif key in TOP_SETTINGS:
+            if isinstance(value, str) and value.lower() in ("on", "off"):
+                value = value.lower()  # (OFF, Off: as off)
+            if isinstance(value, bool):  # (true read as 1 by an integer setting)
+                raise InvalidInputError(f"{key} takes no true/false, got {value!r}"
+                                        + ("; write on or off" if key in _ON_OFF else ""))
             if key == "token_priority" and isinstance(value, str):
                 value = tuple(p.strip() for p in value.split(",") if p.strip())
+                if not value:
+                    raise InvalidInputError("token_priority names no lane: give the lanes, "
+                                            "comma-separated, lowest kept first")
             fields[key] = value
         else:
             raise InvalidInputError(f"unknown setting {key!r}; known: {list(TOP_SETTINGS)} "
@@ -149,9 +172,16 @@ def parse_changes(items: Iterable[str] | Mapping[str, Any]) -> Changes:
             raise InvalidInputError(f"recent_n must be >= 0, got {changes.recent_n}")
     except ValidationError as e:
         err = e.errors()[0]
-        where = ".".join(str(p) for p in err["loc"]) or "setting"
-        raise InvalidInputError(f"{where}: {err['msg']} (got {err.get('input')!r})") from None
+        # the setting as the user wrote it ("token_budget", not "token_budget.int")
+        where = str(err["loc"][0]) if err["loc"] else "setting"
+        allowed = " or off" if where in ("token_budget", "working_memory", "observational") \
+            else ""
+        raise InvalidInputError(f"{where}: {err['msg']}{allowed} (got {err.get('input')!r})"
+                                ) from None
     return changes
+
+
+_ON_OFF = ("recall", "working_memory", "observational", "token_budget")
 
 
 # -- the report ----------------------------------------------------------------------------
@@ -224,7 +254,7 @@ class WhatIfReport(BaseModel):
     def sentence(self) -> str:
         """The outcome in plain words."""
         n, changed, cannot = len(self.runs), self.count("changed"), self.count("cannot")
-        what = ", ".join(f"{k} = {v}" for k, v in self.changes.items()) or "no change"
+        what = said_as_written(self.changes)
         if not n:
             return f"With {what}: no runs to re-compose."
         out = (f"With {what}, {changed} of {n} past run{'s' if n != 1 else ''} would have "
@@ -331,7 +361,8 @@ def changed_settings(settings: CompositionSettings, changes: Changes) -> Composi
     recall = settings.recall
     if changes.recall == "off":
         recall = None
-    elif changes.recall == "on" or changes.recall_fields:
+    elif changes.recall == "on" or changes.recall_fields and recall is not None:
+        # a recall field changes recall where it ran; turning it on is recall=on's
         base = (recall or RecallConfig()).model_dump()
         recall = RecallConfig(**{**base, **changes.recall_fields})
     processors = [dict(p) for p in settings.processors]
@@ -486,21 +517,41 @@ def _same(a: FrozenPrompt, b: FrozenPrompt) -> bool:
     return _lanes(a) == _lanes(b) and _blocks(a) == _blocks(b)
 
 
-_SPECIFIC = re.compile(r"\d")
+# a number as written (an amount, a code, a date, an address): digits and the separators
+# inside it, "10.8.0.0/16" one number, not "10", "8", "0", "0" and "16"
+_NUMBER = re.compile(r"\d+(?:[.,:/-]\d+)*")
 
 
-def quoted_by(answer: str | None, message: Message) -> bool:
-    """Whether the answer quotes the message: they share a run of four words, or a word
-    holding a digit (an amount, a code, a date) of two or more characters."""
+def _numbers(text: str) -> set[str]:
+    """The numbers of a text that say something specific: three digits or more (a
+    "10%" or a "2" is said everywhere)."""
+    return {n for n in _NUMBER.findall(text) if sum(c.isdigit() for c in n) >= 3}
+
+
+def quoted_by(answer: str | None, message: Message, said: AbstractSet[str] = frozenset()
+              ) -> bool:
+    """Whether the answer quotes the message: they share a run of four words, or a
+    number of three digits or more (an amount, a code, a date) that is not among
+    ``said`` — the numbers of the run's own question and those several messages of its
+    prompt repeat: an answer saying "3.11" in a conversation about moving to 3.11
+    quotes none of them."""
     if not answer:
         return False
     text = message.text() or ""
-    a, m = tokenize(answer), tokenize(text)
-    if {t for t in a if _SPECIFIC.search(t) and len(t) >= 2} & \
-            {t for t in m if _SPECIFIC.search(t) and len(t) >= 2}:
+    if (_numbers(answer) & _numbers(text)) - said:
         return True
+    a, m = tokenize(answer), tokenize(text)
     grams = {tuple(m[i:i + 4]) for i in range(len(m) - 3)}
     return any(tuple(a[i:i + 4]) in grams for i in range(len(a) - 3))
+
+
+def _said_anyway(data: RunData, lanes: Mapping[str, Mapping[Ref, Message]]) -> set[str]:
+    """The numbers that single out no message of a run's prompt: its question's, and
+    those three or more of its prompt's messages hold (the conversation's topic)."""
+    asked = "\n".join(m.text() or "" for m in data.input.messages) if data.input else ""
+    counts = Counter(n for by_ref in lanes.values() for m in by_ref.values()
+                     for n in _numbers(m.text() or ""))
+    return _numbers(asked) | {n for n, c in counts.items() if c >= 3}
 
 
 def _key(ref: Ref, message: Message) -> MessageKey:
@@ -521,10 +572,11 @@ def compare(data: RunData, after: Composition) -> RunWhatIf:
                 if before_blocks[lane] != after_blocks[lane]]
     changes = [c for c in changes if c.entered or c.left or c.block_changed]
     where_after = {r: lane for lane in MESSAGE_LANES for r in after_lanes[lane]}
+    said = _said_anyway(data, before_lanes) if data.answer else set()
     keys = [KeyMessage(thread_id=r[0], seq=r[1], preview=preview(m), lane_before=lane,
                        lane_after=where_after.get(r))
             for lane in MESSAGE_LANES for r, m in before_lanes[lane].items()
-            if quoted_by(data.answer, m)]
+            if quoted_by(data.answer, m, said)]
     assert data.memctx is not None
     return RunWhatIf(run_id=data.run_id, thread_id=data.run.thread_id,
                      status="changed" if changes else "unchanged", lanes=changes,

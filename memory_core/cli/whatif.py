@@ -23,9 +23,10 @@ from memory_core.cli.runs import BaseUrlOpt, ModelOpt
 
 SetOpt = Annotated[list[str] | None, typer.Option(
     "--set", help="A setting to change, key=value: recent_n, recall (on/off), "
-                  "recall.<field> (threshold, top_k, mode, scope, …), token_budget "
+                  "recall.<field> (threshold, top_k, mode, scope, …; for runs whose "
+                  "recall ran — recall=on turns it on), token_budget "
                   "(a number or off), token_priority (lanes, comma-separated), "
-                  "working_memory / observational (off). Repeat for several.")]
+                  "working_memory / observational (off). Repeat for several, each once.")]
 
 
 def _signed(n_in: int, n_out: int) -> str:

@@ -165,6 +165,16 @@ def test_what_the_answer_quotes() -> None:
     assert quoted_by("the caretaker says the gate code works", msg)
     assert not quoted_by("I don't know the code.", msg)
     assert not quoted_by(None, msg)
+    # a number is one number as written: "10%" is not the "10" of an address range, and
+    # two digits single out nothing (the trial: "about 10% better" quoted an IP range)
+    address = Message(content="Staging accepts connections from 10.8.0.0/16 only.")
+    assert not quoted_by("3.11's faster interpreter shows: about 10% better.", address)
+    assert quoted_by("Allow 10.8.0.0/16 in the firewall.", address)
+    # a number the question holds, or the conversation's topic, quotes no one message
+    celery = Message(content="Celery 5.3 supports 3.11; 5.2 has a known issue.")
+    assert quoted_by("Yes, 3.11 works.", celery)
+    assert not quoted_by("Yes, 3.11 works.", celery, said={"3.11"})
+
 
 
 def test_re_asked_the_offline_reader_finds_the_gate_code(demo: InMemoryStorage) -> None:
@@ -273,3 +283,45 @@ def test_a_killed_what_if_resumes_without_asking_again(fake_provider: FakeProvid
     # 3 runs x (baseline + variant) = 6 answers; 3 were journaled: 3 asked again
     assert len(fake_provider.chat_bodies) == 4 + 3
     assert "Re-asked, " in done.stdout
+
+
+def test_the_conversation_s_topic_number_is_no_quote(demo: InMemoryStorage) -> None:
+    """A trial: with observational memory off, py311-migration-t21 (its answer "3.11's
+    faster interpreter shows: about 10% better.") was said to lose the messages of the
+    10.8.0.0/16 range, "mypy to 1.10" and Celery on 3.11 — "10" and "3.11" matched as
+    tokens. None of them is quoted."""
+    report = what_if(demo, ["observational=off"], thread_id="py311-migration")
+    by_run = {r.run_id: r for r in report.runs}
+    assert by_run["py311-migration-t21"].key_messages == []
+    assert by_run["py311-migration-t22"].key_messages == []
+
+
+def test_a_recall_field_does_not_turn_recall_on(demo: InMemoryStorage) -> None:
+    """A trial: ``recall.top_k=1`` on trip-1-t02, a run whose recall was off, added a
+    recalled message (a whole default recall config was built for it); on 5,000 runs
+    lowering top_k "added messages" to 1,307. A recall field changes recall where it
+    ran; ``recall=on`` turns it on."""
+    run = what_if(demo, ["recall.top_k=1"], run_ids=["trip-1-t02"]).runs[0]
+    assert run.status == "unchanged", run
+    run = what_if(demo, ["recall=on", "recall.top_k=1"], run_ids=["trip-1-t02"]).runs[0]
+    assert run.status == "changed" and run.entered, run
+
+
+@pytest.mark.parametrize(("items", "error"), [
+    (["recent_n=true"], "recent_n takes no true/false"),
+    (["token_budget=true"], "token_budget takes no true/false"),
+    (["recall=true"], "recall takes no true/false, got True; write on or off"),
+    (["recall.top_k=true"], "recall.top_k takes no true/false"),
+    (["recent_n=3", "recent_n=5"], "setting 'recent_n' is given twice"),
+    (["token_priority="], "token_priority names no lane"),
+    (["token_budget=abc"], "token_budget: .* or off .got 'abc'.$"),
+])
+def test_settings_are_read_strictly(items: list[str], error: str) -> None:
+    with pytest.raises(InvalidInputError, match=error):
+        parse_changes(items)
+
+
+def test_settings_are_said_as_written() -> None:
+    changes = parse_changes(["token_budget=OFF", "recall.filter=null"])
+    assert changes.token_budget == "off"
+    assert changes.describe() == "token_budget = off, recall.filter = null"
