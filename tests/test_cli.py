@@ -353,6 +353,14 @@ def test_why_by_text(demo_db: str) -> None:
                for ln in out.splitlines()), out
     out = ok(memwb("why", "support-3-forgot", "--db", demo_db, "--text", "zebra crossing"))
     assert out.startswith("not-stored: No stored message contains")
+    # copies later runs wrote are named apart: no place it could have read it (its own
+    # question and answer, support-3:20 and :21, are among the others)
+    out = ok(memwb("why", "support-3-forgot", "--db", demo_db, "--text", "refund"))
+    lines = out.splitlines()
+    later = next(ln for ln in lines if ln.startswith("  also_holding_it_written_after_the_"))
+    others = next(ln for ln in lines if ln.startswith("  other messages holding it:"))
+    assert "support-3:22" in later and "support-3:22" not in others, out
+    assert "support-3:20" in others and "support-3:20" not in later, out
 
 
 def test_why_errors(demo_db: str) -> None:
@@ -913,11 +921,11 @@ def test_regress_passes_as_recorded_and_fails_when_a_setting_breaks_a_pin(
         db_copy: str) -> None:
     out = ok(memwb("pin", "home-cabinets", "--suite", "kitchen", "--db", db_copy,
                    "--contains", "12 April", "--max-tokens", "5000"))
-    assert out.strip() == ("home-cabinets pinned to suite kitchen: answer contains “12 April”; "
-                           "prompt ≤ 5000 tokens")
+    assert out.strip() == ("home-cabinets pinned to suite kitchen: answer contains “12 April” "
+                           "(any case); prompt ≤ 5000 tokens")
     passed = memwb("regress", "--db", db_copy)
     assert passed.exit_code == 0, passed.output
-    assert "kitchen  home-cabinets  answer contains “12 April”" in passed.output
+    assert "kitchen  home-cabinets  answer contains “12 April” (any case)" in passed.output
     broken = memwb("regress", "kitchen", "--db", db_copy, "--set", "recall=off")
     assert broken.exit_code == 1
     assert "FAILED" in broken.output and "1 failed" in broken.output.splitlines()[-1]
@@ -935,6 +943,42 @@ def test_pin_errors_are_one_line(db_copy: str) -> None:
                                              "--db", db_copy))
     assert "THREAD:SEQ" in error_line(memwb("pin", "support-3-fixed", "--suite", "s",
                                             "--db", db_copy, "--recalled", "support-1"))
+    # from a trial: --no-unchanged pinned "answer unchanged"; an empty text said only
+    # pydantic's link to its docs; a message that is not stored was pinned
+    assert "No such option: --no-unchanged" in memwb(
+        "pin", "support-3-fixed", "--suite", "s", "--db", db_copy, "--no-unchanged").output
+    assert error_line(memwb("pin", "support-3-fixed", "--suite", "s", "--db", db_copy,
+                            "--contains", "")) == "error: a 'contains' expectation needs its text"
+    assert error_line(memwb("pin", "support-3-fixed", "--suite", "s", "--db", db_copy,
+                            "--recalled", "nosuch:5")) == "error: message nosuch:5 is not stored"
+    assert "cannot both contain and not contain '240'" in error_line(memwb(
+        "pin", "support-3-fixed", "--suite", "s", "--db", db_copy, "--contains", "240",
+        "--not-contains", "240"))
+    assert "no regression suite" in error_line(memwb("regress", "--db", db_copy))
+
+
+def test_a_pin_that_fails_as_recorded_says_so(db_copy: str) -> None:
+    result = memwb("pin", "home-cabinets", "--suite", "s", "--db", db_copy,
+                   "--max-tokens", "1")
+    assert result.exit_code == 0, result.output
+    assert "as recorded, “prompt ≤ 1 tokens” does not hold (the prompt has " in result.stderr
+    out = memwb("regress", "s", "s", "--db", db_copy)  # a suite named twice: checked once
+    assert out.exit_code == 1 and "0 of 1 expectations held" in out.stdout
+
+
+def test_whatif_lists_the_messages_and_refuses_a_muddled_choice(demo_db: str) -> None:
+    out = ok(memwb("whatif", "--db", demo_db, "--run", "support-3-forgot",
+                   "--set", "recall.threshold=0.0", "--set", "recall.top_k=10"))
+    assert "support-3-forgot:" in out.splitlines()
+    assert any(ln.startswith("  + recalled   support-1:") for ln in out.splitlines()), out
+    assert "give runs, or a thread or resource, not both" in error_line(memwb(
+        "whatif", "--db", demo_db, "--run", "support-3-forgot", "--thread", "support-1",
+        "--set", "recent_n=2"))
+    assert error_line(memwb("whatif", "--db", demo_db, "--thread", "nosuch", "--set",
+                            "recent_n=2")) == "error: thread 'nosuch' does not exist"
+    assert "give --ask too" in error_line(memwb("whatif", "--db", demo_db, "--thread",
+                                                "support-3", "--set", "recent_n=2",
+                                                "--repeats", "3"))
 
 
 def test_attribute_ranks_the_message_that_carried_the_answer(db_copy: str) -> None:

@@ -74,6 +74,9 @@ class PhraseSearch(BaseModel):
     searched: str  # where and how it looked, in words
     scope_size: int  # messages compared by words and meaning
     exact: list[tuple[str, int]] = Field(default_factory=list)  # stored word-for-word hits
+    # of those, the ones written after the run started by others (its own question and
+    # answer are its own: no copy it could have been given)
+    later: list[tuple[str, int]] = Field(default_factory=list)
     matches: list[PhraseMatch] = Field(default_factory=list)
     sentence: str
 
@@ -108,7 +111,14 @@ class PhraseSearch(BaseModel):
         if best.contains:
             at = (best.thread_id, best.seq)
             others += [r for r in self.exact if r not in others and r != at]
-            return exp.model_copy(update={"other_matches": others})
+            later = [r for r in others if r in self.later]
+            if not later:
+                return exp.model_copy(update={"other_matches": others})
+            # copies written after the run are no other place it could have read it
+            return exp.model_copy(update={
+                "other_matches": [r for r in others if r not in later],
+                "evidence": {**exp.evidence, "also_holding_it_written_after_the_run":
+                             ", ".join(f"{t}:{q}" for t, q in later)}})
         closest = (f"{best.thread_id} #{best.seq}" if best.part == "text" else
                    f"the {best.part.replace('-', ' ')} part"
                    + (f" of {best.thread_id} #{best.seq}" if best.thread_id else ""))
@@ -283,6 +293,9 @@ def find_by_phrase(storage: Storage, run_id: str, phrase: str, *,
                         embedder=embedder_name(embedder) if embedder else None,
                         by_meaning=meaning, searched=searched, scope_size=len(scored),
                         exact=[h.ref for h in contained if h.ref is not None],
+                        later=[h.ref for h in contained if h.ref is not None
+                               and h.ref in msgs and msgs[h.ref].run_id != run_id
+                               and not _written_before(msgs[h.ref], data)],
                         matches=matches, not_imported=left_out,
                         sentence=_phrase_sentence(needle, contained, matches, where, how,
                                                   meaning, left_out))

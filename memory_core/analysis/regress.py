@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from memory_core.analysis.whatif import Changes, RunWhatIf, parse_changes, what_if
 from memory_core.embedding.hashing import Embedder
@@ -22,12 +22,13 @@ from memory_core.errors import InvalidInputError, NotFoundError
 from memory_core.journal import RunData, load_run
 from memory_core.journal.keys import SUITES_PREFIX, SuiteKeys, check_suite_name, suite_of
 from memory_core.journal.records import Expectation, PinRecord, load_record
+from memory_core.lifecycle.erasure import REDACTED
 from memory_core.models.base import Model
 from memory_core.storage.base import Storage
 from memory_core.storage.common import utc_now
 
 __all__ = ["Expectation", "PinRecord", "RegressReport", "list_suites", "pin_run",
-           "pins_of", "run_suites", "unpin_run"]
+           "pins_of", "recorded_checks", "run_suites", "unpin_run"]
 
 
 # -- pins ------------------------------------------------------------------------------
@@ -72,9 +73,40 @@ def pin_run(storage: Storage, name: str, run_id: str,
     storage.runs.require_run(run_id)
     checked = [e if isinstance(e, Expectation) else Expectation.model_validate(e)
                for e in expectations] or [Expectation(kind="unchanged")]
+    _check_possible(storage, run_id, checked)
     record = PinRecord(run_id=run_id, expectations=checked, note=note, at=at or utc_now())
     _write(storage, name, record)
     return record
+
+
+def _check_possible(storage: Storage, run_id: str, wanted: Sequence[Expectation]) -> None:
+    """InvalidInputError for expectations no answer could meet: about the answer of a
+    run that has none (it failed), a message that is not stored, a text both required
+    and refused."""
+    if any(e.kind in _ABOUT_ANSWER for e in wanted) and load_run(storage, run_id).answer is None:
+        raise InvalidInputError(f"run '{run_id}' has no answer (it failed): pin what it "
+                                "must recall or its token limit, not its answer")
+    for e in wanted:
+        if e.kind == "recalled" and e.ref is not None and not storage.memory.get_messages_by_refs(
+                [(e.ref[0], e.ref[1])]):
+            raise InvalidInputError(f"message {e.ref[0]}:{e.ref[1]} is not stored")
+    required = {e.text.casefold() for e in wanted if e.kind == "contains" and e.text}
+    both = [e.text for e in wanted if e.kind == "not_contains" and e.text
+            and e.text.casefold() in required]
+    if both:
+        raise InvalidInputError(f"the answer cannot both contain and not contain {both[0]!r}")
+
+
+_ABOUT_ANSWER = ("contains", "not_contains", "unchanged")
+
+
+def recorded_checks(storage: Storage, pin: PinRecord) -> list[Check]:
+    """A pin's expectations checked against the run as recorded (what ``regress``
+    without settings says of it): ``memwb pin`` says which already fail."""
+    data = load_run(storage, pin.run_id)
+    return [Check(suite="", run_id=pin.run_id, expectation=e, outcome=outcome,  # type: ignore[arg-type]
+                  seen=seen) for e in pin.expectations
+            for outcome, seen in [_check(e, data, None, storage)]]
 
 
 def unpin_run(storage: Storage, name: str, run_id: str) -> None:
@@ -95,6 +127,7 @@ class Check(BaseModel):
     expectation: Expectation
     outcome: Literal["passed", "failed", "error"]
     seen: str  # what was found, in words
+    note: str | None = None  # why the run was pinned (``memwb pin --note``)
 
 
 class RegressReport(BaseModel):
@@ -121,12 +154,14 @@ class RegressReport(BaseModel):
 
 
 def _needs_answer(pin: PinRecord) -> bool:
-    return any(e.kind in ("contains", "not_contains", "unchanged") for e in pin.expectations)
+    return any(e.kind in _ABOUT_ANSWER for e in pin.expectations)
 
 
-def _check(exp: Expectation, data: RunData, run: RunWhatIf | None) -> tuple[str, str]:
+def _check(exp: Expectation, data: RunData, run: RunWhatIf | None,
+           storage: Storage) -> tuple[str, str]:
     """(outcome, what was seen) of one expectation; ``run`` is the what-if of the run
-    (None: the recorded run is checked as it is)."""
+    (None: the recorded run is checked as it is). What an erasure took cannot be
+    checked: neither a pass nor a regression."""
     if run is not None and run.status == "cannot":
         return "error", f"cannot be re-composed: {run.reason}"
     changed = run is not None and run.status == "changed"
@@ -134,6 +169,8 @@ def _check(exp: Expectation, data: RunData, run: RunWhatIf | None) -> tuple[str,
     if exp.kind == "recalled":
         assert exp.ref is not None
         ref = (exp.ref[0], exp.ref[1])
+        if not storage.memory.get_messages_by_refs([ref]):
+            return "error", f"{ref[0]}#{ref[1]} was erased: cannot be checked"
         got = any(i.lane == "recalled" and (i.thread_id, i.seq) == ref
                   for i in (prompt.items if prompt else []))
         return ("passed" if got else "failed",
@@ -153,6 +190,8 @@ def _check(exp: Expectation, data: RunData, run: RunWhatIf | None) -> tuple[str,
         answer, verdict = run.answer.new_answer, run.answer.verdict
     else:
         answer, verdict = data.answer or "", "unchanged"
+    if REDACTED in answer:
+        return "error", "the answer was erased: cannot be checked"
     if exp.kind == "unchanged":
         return ("passed" if verdict == "unchanged" else "failed",
                 f"the answer is {verdict}" + (f": “{answer}”" if verdict != "unchanged" else ""))
@@ -172,7 +211,8 @@ def run_suites(storage: Storage, names: Iterable[str] | None = None,
     model unless ``model`` is given; journaled, so a second check asks nothing)."""
     if not isinstance(changes, Changes):
         changes = parse_changes(changes)
-    chosen = list(names) if names is not None else list_suites(storage)
+    # (a suite named twice is checked once)
+    chosen = list(dict.fromkeys(names)) if names is not None else list_suites(storage)
     if not chosen:
         raise NotFoundError("no regression suite holds a pinned run; pin one first")
     pinned: list[tuple[str, PinRecord]] = []
@@ -205,10 +245,10 @@ def run_suites(storage: Storage, names: Iterable[str] | None = None,
             continue
         run = recomposed.get(pin.run_id) if changes.flat() else None
         for exp in pin.expectations:
-            outcome, seen = _check(exp, data, run)
+            outcome, seen = _check(exp, data, run, storage)
             report.checks.append(Check(suite=name, run_id=pin.run_id, expectation=exp,
                                        outcome=outcome,  # type: ignore[arg-type]
-                                       seen=seen))
+                                       seen=seen, note=pin.note))
     return report
 
 
@@ -231,5 +271,6 @@ def expectation_from_text(kind: str, value: str | None = None) -> Expectation:
         data["tokens"] = int(value)
     try:
         return Expectation.model_validate(data)
-    except ValueError as e:
-        raise InvalidInputError(str(e).splitlines()[-1].strip()) from None
+    except ValidationError as e:  # its own words, not pydantic's link to its docs
+        raise InvalidInputError(str(e.errors()[0]["msg"]).removeprefix("Value error, ")
+                                ) from None

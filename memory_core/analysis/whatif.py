@@ -623,9 +623,17 @@ def _one(composer: _Composer, run_id: str, changes: Changes) -> RunWhatIf:
 def runs_in_scope(storage: Storage, *, run_ids: Sequence[str] | None = None,
                   thread_id: str | None = None, resource_id: str | None = None) -> list[str]:
     """The runs a what-if covers, oldest first: the given ones, a thread's, a
-    resource's, or every run."""
+    resource's, or every run. Runs given with a thread or a resource must be theirs; a
+    thread or resource that is not stored is NotFoundError (a typo read as "no runs")."""
+    if run_ids and (thread_id is not None or resource_id is not None):
+        raise InvalidInputError("give runs, or a thread or resource, not both: runs given "
+                                "are re-composed whatever their thread")
     if run_ids:
         return list(dict.fromkeys(run_ids))
+    if thread_id is not None and storage.memory.get_thread(thread_id) is None:
+        raise NotFoundError(f"thread '{thread_id}' does not exist")
+    if resource_id is not None and resource_id not in storage.memory.list_resources():
+        raise NotFoundError(f"resource '{resource_id}' has no threads")
     rows = storage.runs.list_runs(thread_id=thread_id, resource_id=resource_id)
     if thread_id is not None and resource_id is not None:
         rows = [r for r in rows if r.resource_id == resource_id]

@@ -180,21 +180,28 @@ def emit_json(value: Any) -> None:
     typer.echo(_CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", text))
 
 
-def _cell(value: Any) -> str:
+def cell(value: Any, whole: bool = False) -> str:
+    """A value as one table cell: one line, escaped for the terminal, cut at ``CELL``
+    characters with an ellipsis unless ``whole``."""
     if isinstance(value, datetime):
         from memory_core.types import is_undated
 
         if is_undated(value):  # an imported call its recording did not date
             return "not recorded"
-    text = "" if value is None else str(value)
-    return terminal_safe(" ".join(text.split()))[:60]
+    text = terminal_safe(" ".join(("" if value is None else str(value)).split()))
+    return text if whole or len(text) <= CELL else text[:CELL - 1] + "…"
 
 
-def table(rows: list[dict[str, Any]], columns: list[str]) -> None:
+CELL = 60  # a cell's characters, but for the columns a table shows whole
+
+
+def table(rows: list[dict[str, Any]], columns: list[str], whole: Sequence[str] = ()) -> None:
+    """Rows as aligned columns, each cell cut at ``CELL`` characters with an ellipsis
+    but in the ``whole`` columns (the last: an explanation cut short says nothing)."""
     if not rows:
         say("(none)")
         return
-    cells = [[_cell(r.get(c)) for c in columns] for r in rows]
+    cells = [[cell(r.get(c), c in whole) for c in columns] for r in rows]
     widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
     say("  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip())
     for row in cells:

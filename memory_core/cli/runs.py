@@ -398,7 +398,7 @@ def diff(run_a: Annotated[str, typer.Argument(help="First run id.")],
     with opened(db) as s:
         d = guarded(lambda: diff_runs(s, run_a, run_b))
     table([e.model_dump() for e in d.changed()],
-          ["thread_id", "seq", "change", "lane_a", "lane_b", "reason"])
+          ["thread_id", "seq", "change", "lane_a", "lane_b", "reason"], whole=["reason"])
     say("")
     say("tokens per lane (a → b):")
     for lane_name, (a, b, delta) in d.token_deltas.items():

@@ -12,6 +12,7 @@ from memory_core.cli.common import (
     MAX_REPEATS,
     DbOpt,
     app,
+    cell,
     emit_json,
     fail,
     guarded,
@@ -75,6 +76,8 @@ def whatif(settings: SetOpt = None, db: DbOpt = None,
         raise fail("give at least one --set key=value")
     changes = guarded(lambda: parse_changes(settings))
     asking = ask or model is not None or base_url is not None
+    if repeats is not None and not asking:  # (it was ignored without a word)
+        raise fail("--repeats asks each prompt several times: give --ask too")
     with opened(db, read_only=not asking) as s:
         chosen = _model(model, base_url)
         with typer.progressbar(length=1, label="re-composing", file=sys.stderr,
@@ -107,12 +110,28 @@ def whatif(settings: SetOpt = None, db: DbOpt = None,
             "tokens": "" if r.status == "cannot" else
             f"{_total(r.tokens_before)} → {_total(r.tokens_after)}",
             "quoted lost": len(r.key_lost) or "",
-            "answer": r.answer.verdict if r.answer else ("not asked: " + r.ask_error
-                                                         if r.ask_error else ""),
-            "why not": r.reason or ""})
+            "answer": r.answer.verdict if r.answer else ("not asked" if r.ask_error else ""),
+            "why not": r.reason or (f"not asked: {r.ask_error}" if r.ask_error else "")})
     table(rows, ["run", "status", "recalled", "recent", "blocks", "tokens", "quoted lost",
-                 *(["answer"] if asking else []), "why not"])
+                 *(["answer"] if asking else []), "why not"], whole=["why not"])
+    _messages(report)
     say(report.sentence)
+
+
+def _messages(report: Any) -> None:
+    """Under the table, each changed run's messages that enter and leave its lanes, and
+    those its answer quoted that it would lose (the table counts them)."""
+    for r in report.runs:
+        moved = [(sign, c.lane, k) for c in r.lanes for sign, keys in (("+", c.entered),
+                                                                      ("-", c.left))
+                 for k in keys]
+        if not moved and not r.key_lost:
+            continue
+        say(f"{r.run_id}:")
+        for sign, lane, k in moved:
+            say(f"  {sign} {lane:<10} {k.thread_id}:{k.seq}  {cell(k.preview)}")
+        for k in r.key_lost:
+            say(f"  quoted, lost  {k.thread_id}:{k.seq}  {cell(k.preview)}")
 
 
 def _model(model: str | None, base_url: str | None) -> Any:
@@ -130,14 +149,16 @@ def pin(run: Annotated[str, typer.Argument(help="Run id.")],
         suite: Annotated[str, typer.Option(help="The suite to pin it to.")],
         db: DbOpt = None,
         contains: Annotated[list[str] | None, typer.Option(
-            help="Its answer must contain this text (repeatable).")] = None,
+            help="Its answer must contain this text, in any case (repeatable).")] = None,
         not_contains: Annotated[list[str] | None, typer.Option(
-            help="Its answer must not contain this text (repeatable).")] = None,
+            help="Its answer must not contain this text, in any case (repeatable).")
+        ] = None,
         recalled: Annotated[list[str] | None, typer.Option(
             help="THREAD:SEQ of a message it must recall (repeatable).")] = None,
         max_tokens: Annotated[int | None, typer.Option(
             help="Its prompt must stay at or under this many tokens.", min=1)] = None,
         unchanged: Annotated[bool, typer.Option(
+            "--unchanged",  # (no --no-unchanged: pinning nothing is no pin)
             help="Its answer must stay the same (the default when nothing else is "
                  "given: keep this answer).")] = False,
         note: Annotated[str | None, typer.Option(help="Why it is pinned.")] = None,
@@ -148,7 +169,7 @@ def pin(run: Annotated[str, typer.Argument(help="Run id.")],
 
     Example: memwb pin move-gate-large-budget --suite gate --contains 4417
     """
-    from memory_core.analysis.regress import pin_run, unpin_run
+    from memory_core.analysis.regress import pin_run, recorded_checks, unpin_run
 
     with opened(db, read_only=False) as s:
         if remove:
@@ -162,8 +183,12 @@ def pin(run: Annotated[str, typer.Argument(help="Run id.")],
                  *([("unchanged", None)] if unchanged else [])]
         wanted = [_expectation(kind, value) for kind, value in given]
         record = guarded(lambda: pin_run(s, suite, run, wanted, note=note))
+        failing = [c for c in recorded_checks(s, record) if c.outcome != "passed"]
     say(f"{run} pinned to suite {suite}: "
         + "; ".join(e.describe() for e in record.expectations))
+    for c in failing:  # a pin that fails at once is a target, or a mistake: said
+        say(f"  as recorded, “{c.expectation.describe()}” does not hold ({c.seen}): "
+            "regress fails until a change meets it", err=True)
 
 
 @app.command()
@@ -197,10 +222,12 @@ def regress(suites: Annotated[list[str] | None, typer.Argument(
                    "sentence": report.sentence,
                    "checks": [c.model_dump(mode="json") for c in report.checks]})
     else:
+        notes = any(c.note for c in report.checks)
         table([{"suite": c.suite, "run": c.run_id, "expectation": c.expectation.describe(),
                 "result": c.outcome.upper() if c.outcome != "passed" else "ok",
-                "seen": c.seen} for c in report.checks],
-              ["suite", "run", "expectation", "result", "seen"])
+                "seen": c.seen, "pinned because": c.note or ""} for c in report.checks],
+              ["suite", "run", "expectation", "result",
+               *(["pinned because"] if notes else []), "seen"], whole=["seen"])
         say(report.sentence)
     if not report.passed:
         raise typer.Exit(1)

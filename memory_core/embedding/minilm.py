@@ -151,7 +151,10 @@ class MiniLMEmbedder:
         if self._model is None:
             _offline()
             from sentence_transformers import SentenceTransformer
+            from transformers.utils import logging as transformers_logging
 
+            # its "Loading weights: 100%|…" bar on stderr, at every command: noise
+            transformers_logging.disable_progress_bar()
             self._model = SentenceTransformer(model_dir(), device=self.device)
         return self._model
 

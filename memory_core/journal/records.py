@@ -161,8 +161,8 @@ class Expectation(_Record):
         return self
 
     def describe(self) -> str:
-        return {"contains": f"answer contains “{self.text}”",
-                "not_contains": f"answer does not contain “{self.text}”",
+        return {"contains": f"answer contains “{self.text}” (any case)",
+                "not_contains": f"answer does not contain “{self.text}” (any case)",
                 "recalled": f"{self.ref[0]}#{self.ref[1]} is recalled" if self.ref else "",
                 "max_tokens": f"prompt ≤ {self.tokens} tokens",
                 "unchanged": "answer unchanged"}[self.kind]

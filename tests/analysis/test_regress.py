@@ -91,3 +91,33 @@ def test_erasing_a_pinned_run_removes_its_pins(demo: InMemoryStorage) -> None:
     erase_thread(demo, "support-3")
     assert [p.run_id for p in pins_of(demo, "support")] == ["move-gate-large-budget"]
     assert not [k for k, v in demo.runs.list("suite:") if v.get("run_id") == "support-3-forgot"]
+
+
+def test_what_an_erasure_took_cannot_be_checked(demo: InMemoryStorage) -> None:
+    """A trial: after the thread of a pinned recalled message was erased, "recalled"
+    still passed and "contains" failed on "[redacted: erased]" — a false pass and a
+    false regression. Both cannot be checked now."""
+    # home-cabinets recalls kitchen-plans #20, the cabinets' delivery date
+    pin_run(demo, "refund", "home-cabinets",
+            [{"kind": "recalled", "ref": ["kitchen-plans", 20]},
+             {"kind": "contains", "text": "12 April"}])
+    assert run_suites(demo, ["refund"]).passed
+    erase_thread(demo, "kitchen-plans")
+    report = run_suites(demo, ["refund", "refund"])  # (named twice: checked once)
+    assert [c.outcome for c in report.checks] == ["error", "error"]
+    assert all("erased" in c.seen for c in report.checks), report.checks
+
+
+def test_a_pin_no_answer_could_meet_is_refused(demo: InMemoryStorage, tmp_path) -> None:
+    from memory_core.importers import import_text
+
+    failed = import_text(demo, '{"request": {"model": "m", "messages": [{"role": "user", '
+                               '"content": "Hi"}]}, "error": "HTTP 500"}\n').runs_created[0]
+    with pytest.raises(InvalidInputError, match="has no answer .it failed."):
+        pin_run(demo, "s", failed, [])
+    with pytest.raises(InvalidInputError, match="nosuch:5 is not stored"):
+        pin_run(demo, "s", "support-3-fixed", [{"kind": "recalled", "ref": ["nosuch", 5]}])
+    with pytest.raises(InvalidInputError, match="cannot both contain and not contain"):
+        pin_run(demo, "s", "support-3-fixed", [{"kind": "contains", "text": "Visa"},
+                                               {"kind": "not_contains", "text": "VISA"}])
+    assert list_suites(demo) == []

@@ -331,7 +331,7 @@ def test_keep_this_answer_pins_the_run(populated: Populated, app: MakeApp) -> No
     pin_run(storage, "gate", RUN_1, [{"kind": "contains", "text": "A-17"}])
     at = app(RUN_PAGE, run=RUN_1)
     _ok(at)
-    assert "Pinned to suite gate: answer contains “A-17”." in _shown(at)
+    assert "Pinned to suite gate: answer contains “A-17” (any case)." in _shown(at)
     box = _widget(at, "selectbox", "Suite")
     assert box.value == "kept answers" and box.options == ["kept answers", "gate"]
     _widget(at, "button", "Keep this answer").click().run()
