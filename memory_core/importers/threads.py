@@ -13,7 +13,7 @@ import copy
 import hashlib
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from json.encoder import encode_basestring as _STRING  # (C; what canonical JSON uses)
@@ -327,8 +327,8 @@ class _PrefixIndex:
             return tp, len(keys)  # the same request recorded again: store nothing new
         return None, -1
 
-    def find_extended(self, extends: Any, resource: str | None, keys: list[str],
-                      conv: list[Message]) -> tuple[ThreadPlan | None, int]:
+    def find_extended(self, extends: Callable[[ThreadPlan], bool], resource: str | None,
+                      keys: list[str], conv: list[Message]) -> tuple[ThreadPlan | None, int]:
         """The thread a request continues whole — its messages and an answer of them —
         whose instructions ``extends(thread)`` says the request's own extend (Google
         ADK adds the artifacts it holds to its system instruction as a conversation
@@ -531,12 +531,12 @@ def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
                     tp = near.thread if window is not None else None
             if tp is None:
                 tp, best = index.find(ikey, resource, keys, conv)
-            said = instructions_text(ex.instructions)
-            texts.setdefault(ikey, said)
-            if tp is None and said:
-                tp, best = index.find_extended(
-                    lambda t, now=said: _extended(texts.get(t.instructions_key, ""), now),
-                    resource, keys, conv)
+            if tp is None and ex.instructions:  # (every thread starts here: its text kept)
+                said = texts.setdefault(ikey, instructions_text(ex.instructions))
+
+                def extends(t: ThreadPlan, now: str = said) -> bool:
+                    return _extended(texts.get(t.instructions_key, ""), now)
+                tp, best = index.find_extended(extends, resource, keys, conv)
                 if tp is not None:
                     ex.notes.append(_extended_note(ex, texts[tp.instructions_key], said))
             if tp is None:
