@@ -207,3 +207,21 @@ def test_the_same_id_less_call_made_twice_names_each_its_own_client_id() -> None
                                     "with"), notes
     assert notes["line 2"].endswith("line 3 sends it back as 'call_b', the id it is stored "
                                     "with"), notes
+
+
+def test_an_answer_sent_back_rewritten_says_where_the_conversations_part() -> None:
+    """LlamaIndex's ReAct agent sends the model's JSON action back as "Action Input: {…}":
+    the history no longer matches the recorded answer, so the conversation is a new
+    thread (as a branch is) — it was split without a word; the note says why and where
+    the two texts part."""
+    first = {"role": "assistant", "content": 'Thought: go.\nAction Input: {"q": "go"}'}
+    sent = {"role": "assistant", "content": "Thought: go.\nAction Input: {'q': 'go'}"}
+    observation = {"role": "user", "content": "Observation: 2012"}
+    report = import_text(InMemoryStorage(), "\n".join([
+        _line([QUESTION], first), _line([QUESTION, sent, observation], DONE)]))
+    assert len(report.threads_created) == 2
+    [note] = [k.reason for k in report.skipped if "sends back the answer" in k.reason]
+    assert note == ("sends back the answer line 1 recorded as another message (recorded "
+                    "'Thought: go.\\nAction Input: {\"q\": \"go\"}', sent "
+                    "\"Thought: go.\\nAction Input: {'q': 'go'}\"), so its "
+                    "conversation is stored as a new thread"), note

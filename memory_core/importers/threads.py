@@ -358,17 +358,24 @@ def _what_differs(recorded: Message, sent: Message, call_id: str) -> str:
         y = canonical_json(_loose(now[c]).get("args"))
         if x != y:
             which = "its arguments" if c == call_id else f"the arguments of {c!r}"
-            at = next(i for i, (p, q) in enumerate(zip(x + "\0", y + "\0", strict=False))
-                      if p != q)  # (where they part: shown, not cut away)
-            start = max(0, at - 30)
-            lead = "…" if start else ""
-            return (f"{which} differ: recorded {lead}{shortened(x[start:])}, sent "
-                    f"{lead}{shortened(y[start:])}")
+            return f"{which} differ: {_where_they_part(x, y)}"
     old, new = _texts(recorded), _texts(sent)
     if "".join(old) == "".join(new):
         return (f"its text is split otherwise: {len(old)} part(s) recorded, {len(new)} "
                 "sent")
     return f"its text differs: recorded {_parts_said(old)}, sent {_parts_said(new)}"
+
+
+def _where_they_part(x: str, y: str, quoted: bool = False) -> str:
+    """"recorded …, sent …": two texts from a little before where they first differ
+    (shown, not cut away with a common beginning); ``quoted``: as Python literals (a
+    text's line breaks shown as \\n)."""
+    at = next(i for i, (p, q) in enumerate(zip(x + "\0", y + "\0", strict=False)) if p != q)
+    start = max(0, at - 30)
+    lead = "…" if start else ""
+    return (f"recorded {lead}{shortened(x[start:])!r}, sent {lead}{shortened(y[start:])!r}"
+            if quoted else f"recorded {lead}{shortened(x[start:])}, sent "
+            f"{lead}{shortened(y[start:])}")
 
 
 def _parts_said(texts: tuple[str, ...]) -> str:
@@ -407,6 +414,33 @@ def _say_calls_sent_back_otherwise(ex: Exchange, conv: list[Message], keys: list
                     "written out as an assistant's text instead of the call, so its "
                     "conversation is stored as a new thread")
                 return
+
+
+def _say_answer_sent_back_otherwise(ex: Exchange, conv: list[Message], keys: list[str],
+                                    ikey: str, resource: str | None, index: _PrefixIndex,
+                                    where: Callable[[int], str]) -> None:
+    """A request that starts a new conversation although its history follows an
+    earlier one up to an answer recorded there, which it sends back as another text
+    (LlamaIndex's ReAct agent writes the model's JSON action out as "Action Input:
+    {…}"): say so, with both texts — the conversations part there."""
+    if any(n.startswith(f"{ex.where}: sends back tool call") for n in ex.notes):
+        return  # (said already, of a call)
+    chain = _chain(keys)
+    for n in range(len(ex.history) - 1, 0, -1):  # (what it sent; its own answer is its own)
+        tp = index.prefix.get((ikey, resource, chain[n - 1]))
+        if tp is None or len(tp.messages) <= n or tp.keys[n] == keys[n] \
+                or tp.messages[n].role != "assistant" or conv[n].role != "assistant":
+            continue
+        if tp.messages[n].tool_calls() or conv[n].tool_calls():
+            return  # (a call sent back otherwise: ``_say_calls_sent_back_otherwise``)
+        first = tp.first_run[n]
+        if first is None:
+            return
+        ex.notes.append(
+            f"{ex.where}: sends back the answer {where(first)} recorded as another message "
+            f"({_where_they_part(tp.messages[n].text() or '', conv[n].text() or '', True)}), so "
+            "its conversation is stored as a new thread")
+        return
 
 
 # what a tool-call id looks like in a text ('call_…', 'toolu_…', 'fc_…', a UUID)
@@ -550,6 +584,8 @@ def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
                 threads.append(tp)
                 if found is None:
                     _say_calls_sent_back_otherwise(ex, conv, keys, calls_seen)
+                    _say_answer_sent_back_otherwise(ex, conv, keys, ikey, resource, index,
+                                                    lambda i: run_of[i].exchange.where)
             seqs = window if window is not None else list(range(min(best, len(keys))))
             seqs += [tp.add(own(ex, conv, i), keys[i], at[i], ex.index if owned[i] else None)
                      for i in range(len(seqs), len(conv))]
