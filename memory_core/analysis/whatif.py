@@ -150,7 +150,7 @@ def parse_changes(items: Iterable[str] | Mapping[str, Any]) -> Changes:
                 value = value.lower()  # (OFF, Off: as off)
             if isinstance(value, bool):  # (true read as 1 by an integer setting)
                 raise InvalidInputError(f"{key} takes no true/false, got {value!r}"
-                                        + ("; write on or off" if key in _ON_OFF else ""))
+                                        + _ON_OFF.get(key, ""))
             if key == "token_priority" and isinstance(value, str):
                 value = tuple(p.strip() for p in value.split(",") if p.strip())
                 if not value:
@@ -181,7 +181,9 @@ def parse_changes(items: Iterable[str] | Mapping[str, Any]) -> Changes:
     return changes
 
 
-_ON_OFF = ("recall", "working_memory", "observational", "token_budget")
+_ON_OFF = {"recall": "; write on or off", "observational": "; write on or off",
+           "working_memory": "; write off, thread or resource",
+           "token_budget": "; write a number or off"}
 
 
 # -- the report ----------------------------------------------------------------------------
