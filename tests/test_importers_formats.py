@@ -1517,3 +1517,35 @@ def test_an_anthropic_refusal_keeps_its_stop_details() -> None:
     assert "stopped (refusal) — type: refusal; category: reasoning_extraction; " \
            "explanation: This request was blocked." in reasons, reasons
     assert "the answer is empty (finish reason 'refusal')" in reasons
+
+
+def test_a_cassette_of_requests_and_responses_pairs_them_in_order() -> None:
+    """LangChain's recorder writes ``requests`` and ``responses`` as two lists (refused
+    as "not a VCR cassette"); lists of different lengths cannot be paired: one error."""
+    ask = json.dumps({"model": "m", "messages": [{"role": "user", "content": "Hi"}]})
+    answer = json.dumps({"choices": [{"message": {"role": "assistant", "content": "Hello"}}]})
+    request = ("- body: '" + ask + "'\n  method: POST\n"
+               "  uri: https://api.openai.com/v1/chat/completions\n")
+    response = "- status: {code: 200}\n  body: {string: '" + answer + "'}\n"
+    s = InMemoryStorage()
+    report = import_text(s, "requests:\n" + request + "responses:\n" + response,
+                         name="c.yaml")
+    assert [m.text() for m in s.memory.get_messages(report.threads_created[0])] == [
+        "Hi", "Hello"]
+    with pytest.raises(ImportFormatError, match="holds 2 requests but 1 responses"):
+        import_text(InMemoryStorage(), "requests:\n" + request * 2 + "responses:\n"
+                    + response, name="c.yaml")
+
+
+def test_a_stream_error_after_the_answer_began_keeps_what_came_before() -> None:
+    chunks = [{"choices": [{"index": 0, "delta": {"role": "assistant", "content": "Hel"}}]},
+              {"choices": [{"index": 0, "delta": {}, "finish_reason": "error"}],
+               "error": {"code": 502, "message": "upstream reset"}}]
+    stream = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks)
+    s = InMemoryStorage()
+    report = import_text(s, json.dumps({"request": {"model": "m", "messages": [
+        {"role": "user", "content": "Hi"}]}, "response": stream}))
+    assert [m.text() for m in s.memory.get_messages(report.threads_created[0])] == [
+        "Hi", "Hel"]
+    assert any("the stream ended with an error after its answer began (upstream reset)"
+               in k.reason for k in report.skipped), report.skipped

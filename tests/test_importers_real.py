@@ -37,6 +37,8 @@ def same(got: str, want: str) -> bool:
     return got.startswith(want[:-1]) if want.endswith("…") else got == want
 
 
+TASK = "user: \nCurrent Task: What is 10000 + 20000? Use the sum_numbers tool…"
+
 # file -> threads (each a list of rendered messages), per-run (model, usage, tools offered)
 # and anything else the file says.
 EXPECTED: dict[str, dict[str, Any]] = {
@@ -2267,6 +2269,65 @@ EXPECTED.update({
                      "assistant: unsafe\nS2"]],
         "runs": [("llama-guard3:1b", (207, 5), [])],
         "api": "ollama",
+    },
+    # LangChain's own recorder (langchain_tests): gzipped YAML of `requests` and
+    # `responses` as two lists; a ConverseStream tool loop on Bedrock
+    "langchain-aws-test_agent_loop_streaming_v1.yaml.gz": {
+        "threads": [["user: What is the weather in San Francisco, CA?",
+                     'assistant: → get_weather({"location": "San Francisco, CA"})',
+                     "tool get_weather: It's sunny.",
+                     "assistant: The weather in San Francisco, CA is currently sunny! ☀️"]],
+        "runs": [("us.anthropic.claude-sonnet-5", (446, 55), ["get_weather"]),
+                 ("us.anthropic.claude-sonnet-5", (512, 25), ["get_weather"])],
+        "finishes": ["tool_use", "end_turn"],
+        "api": "bedrock",
+    },
+    # Converse's citationsContent blocks: their text is the answer's (the second answer was
+    # stored as "Employees should " and the conversation split in two)
+    "langchain-aws-test_citations_document0.yaml.gz": {
+        "threads": [["user: How many days of annual leave do employees get? [+document]",
+                     "assistant: According to the company policy manual, employees get 20 "
+                     "days annual leave. If you need more specific details, consult with "
+                     "your manager for details.",
+                     "user: Who should they consult with?",
+                     "assistant: Employees should consult with your manager for details."]],
+        "runs": [("us.anthropic.claude-sonnet-5", (887, 78), []),
+                 ("us.anthropic.claude-sonnet-5", (975, 34), [])],
+        "api": "bedrock",
+        "skipped": ["cited text read as text; its 1 citation(s) not imported"],
+    },
+    # Gemini answering one empty text part, finishReason STOP: an empty answer with its
+    # usage (it was a failed run, "no answer recorded"); crewAI sends it back not at all
+    "crewai-test_gemini_tool_returning_float.yaml": {
+        "threads": [[TASK, 'assistant: → sum_numbers({"a": 10000, "b": 20000})',
+                     "tool sum_numbers: {'result': 30000}", "user: Analyze the tool result.…",
+                     "assistant: "],
+                    [TASK, 'assistant: → sum_numbers({"a": 10000, "b": 20000})',
+                     "tool sum_numbers: {'result': 30000}", "user: Analyze the tool result.…",
+                     TASK, "assistant: "],
+                    [TASK, 'assistant: → sum_numbers({"a": 10000, "b": 20000})',
+                     "tool sum_numbers: {'result': 30000}", "user: Analyze the tool result.…",
+                     TASK, TASK, 'assistant: \n{"sum_numbers_response": {"result": 30000}}\n']],
+        "runs": [("gemini-2.0-flash-001", usage, ["sum_numbers"])
+                 for usage in ((127, 7), (171, 0), (271, 0), (371, 19))],
+        "finishes": ["STOP"] * 4,
+        "api": "gemini",
+        "skipped": ["the answer is empty (finish reason 'STOP')"],
+    },
+    # OpenRouter's error in the stream's last chunk (beside its choices), nothing said
+    # before it: a failed run (it was completed, empty, the error nowhere)
+    "pydanticai-test_openrouter_stream_error.yaml": {
+        "threads": [["user: Hello there"]],
+        "runs": [(None, None, None)],
+        "failed_runs": {0: "Token limit reached"},
+    },
+    # req_llm's stream: the bytes received as `chunks` beside the response (body null)
+    "reqllm-bedrock-guardrail_converse_blocked_stream.json": {
+        "threads": [["user: What is the weather like in Paris today?",
+                     "assistant: Guardrail blocked the input."]],
+        "runs": [("global.anthropic.claude-haiku-4-5-20251001-v1:0", (0, 0), [])],
+        "finish": "guardrail_intervened",
+        "api": "bedrock",
     },
     # Converse usage of {"outputTokens": 50} alone: unknown, and said what it counts
     "openinference-js-bedrock-should-handle-missing-token-counts.json": {

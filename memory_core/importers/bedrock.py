@@ -325,6 +325,16 @@ def _block(raw: Any, where: str, notes: list[str]) -> dict[str, Any] | None:
         if isinstance(body.get("citations"), dict):
             found["citations"] = body["citations"]
         return found
+    if kind == "citationsContent" and isinstance(body, dict):
+        # text the model wrote citing a document: its text is the answer's, the
+        # citations (where in the document) are not kept
+        pieces = body.get("content")
+        text = "".join(p["text"] for p in (pieces if isinstance(pieces, list) else [])
+                       if isinstance(p, dict) and isinstance(p.get("text"), str))
+        cited = body.get("citations")
+        notes.append(f"{where}: cited text read as text; its "
+                     f"{len(cited) if isinstance(cited, list) else 0} citation(s) not imported")
+        return {"type": "text", "text": text}
     if kind == "reasoningContent" and isinstance(body, dict):
         said = body.get("reasoningText")
         text = said.get("text") if isinstance(said, dict) else None

@@ -52,7 +52,7 @@ NOT_IN_RECORDING = "the conversation is not in the recording"
 
 def looks_like_cassette(text: str) -> bool:
     head = text.lstrip()[:2000]
-    return head.startswith(("interactions:", "http_interactions:")) or any(
+    return head.startswith(("interactions:", "http_interactions:", "requests:")) or any(
         f"\n{key}:" in head for key in ("interactions", "http_interactions"))
 
 
@@ -278,10 +278,25 @@ def cassette_records(text: str) -> tuple[list[tuple[str, Any]], list[SkippedReco
     # "http_interactions" of the same shape
     interactions = (doc.get("interactions", doc.get("http_interactions"))
                     if isinstance(doc, dict) else None)
+    if interactions is None and isinstance(doc, dict) and "requests" in doc:
+        interactions = _paired(doc)
     if not isinstance(interactions, list):
         raise fail("file", "a cassette must have an 'interactions' (or "
                            "'http_interactions') list")
     return interaction_records(interactions)
+
+
+def _paired(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """LangChain's cassettes (``langchain_tests``' persister, gzipped ``.yaml.gz``):
+    ``requests`` and ``responses`` as two lists, the n-th response answering the n-th
+    request, each as vcrpy writes it."""
+    requests, responses = doc.get("requests"), doc.get("responses")
+    if not isinstance(requests, list) or not isinstance(responses, list):
+        raise fail("file", "a cassette of 'requests' needs a 'responses' list beside it")
+    if len(requests) != len(responses):
+        raise fail("file", f"the cassette holds {len(requests)} requests but "
+                           f"{len(responses)} responses: they cannot be paired")
+    return [{"request": q, "response": r} for q, r in zip(requests, responses, strict=True)]
 
 
 def interaction_records(interactions: list[Any], label: str = "interaction"

@@ -372,6 +372,8 @@ def _reply(response: dict[str, Any], where: str, notes: list[str]
                             in_response=True) \
         if isinstance(content, dict) else []
     reply = msgs[0] if msgs else None
+    if reply is not None and finish in _ENDED:
+        return reply, finish, None  # (an empty text that ended as any answer does: said)
     if reply is None or (not reply.tool_calls() and not reply.text()):
         ratings = _get(cand, "safetyRatings")
         blocked = [str(r.get("category")) for r in
@@ -380,6 +382,11 @@ def _reply(response: dict[str, Any], where: str, notes: list[str]
         because = f": {', '.join(blocked)} blocked" if blocked else ""
         return None, finish, f"no answer recorded (finishReason {finish or 'none'}{because})"
     return reply, finish, None
+
+
+# how an answer ends that the model wrote, though it may be empty (a part of "" text, a
+# reasoning model stopped at its limit); other reasons withhold it (SAFETY, RECITATION …)
+_ENDED = ("STOP", "MAX_TOKENS")
 
 
 def gemini_exchange(obj: dict[str, Any], where: str, index: int, *,

@@ -12,7 +12,8 @@ Spellings read: the URL as ``url`` or ``uri``; the status as ``{"code", "message
 a number, ``status_code`` or ``statusCode``; a body as text, as a JSON value already
 parsed, or as ``"base64:…"`` (the test agent's spelling of a body that is not UTF-8
 text: an AWS event stream, say) or ``{"b64": "…"}`` (Elixir's req_llm: the bytes
-sent), or — Elixir's ExVCR, a JSON array of such calls — as
+sent; a stream's as its ``chunks`` beside the response, each ``{"b64": …}``), or —
+Elixir's ExVCR, a JSON array of such calls — as
 base64 of an Erlang binary term beside ``"binary": true`` (a gzip body, say); llama-stack's
 recordings (``tests/integration/recordings``) wrap each response object, and each
 chunk of a stream, as ``{"__type__", "__data__"}``: the ``__data__`` is the body. Bodies
@@ -156,6 +157,17 @@ def as_interaction(obj: dict[str, Any], where: str) -> dict[str, Any]:
                **_side(req, f"{where}: request")}
     response = {"status": {"code": _status(resp, f"{where}: response")},
                 **_side(resp, f"{where}: response")}
+    streamed = obj.get("chunks")
+    if response.get("body") in ("", None) and isinstance(streamed, list) and streamed:
+        # req_llm records a stream's body as its chunks beside the response, each as
+        # the bytes received ({"b64": …}): they are the body
+        pieces = [_body(c, f"{where}: chunk {i}") for i, c in enumerate(streamed)]
+        if all(isinstance(p, bytes) for p in pieces):
+            response["body"] = b"".join(pieces)
+        elif all(isinstance(p, str) for p in pieces):
+            response["body"] = "".join(pieces)
+        else:
+            raise fail(where, "a stream's chunks must each be text or bytes")
     if "body" in response:  # (vcrpy keeps a response's body under body.string)
         response["body"] = {"string": response["body"]}
     out: dict[str, Any] = {"request": request, "response": response}

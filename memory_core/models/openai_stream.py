@@ -37,7 +37,8 @@ class ChatStream:
     """``add`` each chunk (a parsed ``data:`` payload) in order, then ``completion``.
 
     ``head`` holds the last ``id``, ``model`` and ``created`` seen; ``text``, ``calls``
-    and ``finish`` what choice 0 added up to so far; ``other_choices`` whether a chunk
+    and ``finish`` what choice 0 added up to so far; ``error`` the first error a chunk
+    carried (the completion keeps it); ``other_choices`` whether a chunk
     carried another choice (left out); ``chunks`` how many were added."""
 
     def __init__(self) -> None:
@@ -57,6 +58,7 @@ class ChatStream:
         self._skipped: list[str] = []
         self._repeats: dict[int, int] = {}  # call index -> chunks that sent its whole name
         self._unread: dict[str, int] = {}  # keys of chunks with nothing read -> how many
+        self.error: Any = None  # an error a chunk carried (OpenRouter's, mid-stream)
 
     def add(self, chunk: dict[str, Any]) -> None:
         self.chunks += 1
@@ -67,6 +69,8 @@ class ChatStream:
             usage = groq.get("usage")  # Groq puts a stream's usage in its extension
         if isinstance(usage, dict):
             self.usage = usage
+        if chunk.get("error") and self.error is None:  # (the server gave up mid-stream)
+            self.error = chunk["error"]
         choices = chunk.get("choices")
         if choices is None and isinstance(chunk.get("value"), str):
             self.text.append(chunk["value"])  # Writer's completions stream: {"value": …}
@@ -189,4 +193,6 @@ class ChatStream:
             {"index": 0, "message": message, "finish_reason": self.finish}]}
         if self.usage is not None:
             out["usage"] = self.usage
+        if self.error is not None:
+            out["error"] = self.error
         return out

@@ -19,6 +19,7 @@ from memory_core.importers.common import (
     from_unix,
     openai_message,
     openai_messages,
+    shortened,
     split_instructions,
 )
 from memory_core.importers.formats import Record, RecordFormat, Route
@@ -46,6 +47,20 @@ from memory_core.types import Message
 # OpenAI's chat completions, Responses API and legacy completions (and every server
 # compatible with them): the three formats of the OpenAI family tell them apart by keys
 OPENAI = Route("openai", ("/chat/completions", "/responses", "/completions"))
+
+
+def _answered(response: dict[str, Any]) -> bool:
+    """Whether a chat completion's first choice says anything (text or calls)."""
+    choices = response.get("choices")
+    first = choices[0] if isinstance(choices, list) and choices else None
+    message = first.get("message") if isinstance(first, dict) else None
+    return isinstance(message, dict) and bool(message.get("content")
+                                              or message.get("tool_calls"))
+
+
+def _error_said(error: Any) -> str:
+    said = error.get("message") if isinstance(error, dict) else error
+    return shortened(str(said), 120)
 
 
 def answered_as_chat(record: dict[str, Any]) -> bool:
@@ -138,10 +153,16 @@ def chat_exchange(obj: dict[str, Any], where: str, index: int,
         raise fail(where, "'messages' is empty")
     thread_key, resource = record_context(obj, request, where)
     response, error = obj.get("response"), obj.get("error")
-    if isinstance(response, dict) and "choices" not in response and response.get("error"):
-        # an error sent with HTTP 200 (Azure's prompt filter): the call failed
+    if isinstance(response, list | str):
+        response = reassemble_stream(response, where, notes)
+    if isinstance(response, dict) and response.get("error") and not _answered(response):
+        # an error sent with HTTP 200 (Azure's prompt filter; OpenRouter's mid-stream,
+        # after nothing was said): the call failed
         error, response = response["error"], None
         notes.append(f"{where}: the response is an error, recorded with a success status")
+    elif isinstance(response, dict) and response.get("error"):
+        notes.append(f"{where}: the stream ended with an error after its answer began "
+                     f"({_error_said(response['error'])}): the answer is what came before")
     reply: Message | None = None
     usage, usage_known, finish, created = Usage(), False, None, None
     model = asked = str_field(where, request, "model")
