@@ -2329,6 +2329,19 @@ EXPECTED.update({
         "finish": "guardrail_intervened",
         "api": "bedrock",
     },
+    # Cohere Command's InvokeModel stream (chunks of {index, is_finished, text}), two
+    # generations asked: the first is the answer (the whole file was refused)
+    "ddtrace-bedrock-cohere_invoke_stream_multi_output.yaml": {
+        "threads": [["user: \n\nHuman: %s\n\nAssistant: Can you explain what a LLM chain "
+                     "is?",
+                     "assistant:  In machine learning and natural language processing, Long "
+                     "Short"]],
+        "runs": [("cohere.command-light-text-v14", (40, 20), [])],
+        "finish": "MAX_TOKENS",
+        "api": "bedrock",
+        "skipped": ["the stream's other generations (index > 0) not imported (its usage "
+                    "counts their tokens too)"],
+    },
     # Converse usage of {"outputTokens": 50} alone: unknown, and said what it counts
     "openinference-js-bedrock-should-handle-missing-token-counts.json": {
         "threads": [["user: Brief response please.",

@@ -121,6 +121,12 @@ def _piece(chunk: Any, where: str, notes: list[str]
     if "generations" in chunk:  # Cohere Command
         first = _first(chunk, "generations", where, notes)
         return first.get("text"), first.get("finish_reason"), None, None
+    if "is_finished" in chunk:  # a Cohere Command stream's chunk: a piece of generation
+        if chunk.get("index", 0) != 0:  # (num_generations > 1: the first is the answer)
+            if not any(n.endswith(_OTHER_GENERATIONS) for n in notes):
+                notes.append(f"{where}: {_OTHER_GENERATIONS}")
+            return "", None, None, None
+        return chunk.get("text", ""), chunk.get("finish_reason"), None, None
     if "completions" in chunk:  # AI21 Jurassic-2: the tokens it read and wrote listed
         first = _first(chunk, "completions", where, notes)
         data = object_of(first.get("data"), where, "completions[0].data")
@@ -137,7 +143,12 @@ def _piece(chunk: Any, where: str, notes: list[str]
                 _count(usage.get("completion_tokens"), where, "usage.completion_tokens"))
     raise fail(where, "an InvokeModel answer of no shape this importer reads (keys: "
                       f"{', '.join(sorted(map(str, chunk))) or 'none'}; expected generation, "
-                      "outputs, results, outputText, generations, completions or choices)")
+                      "outputs, results, outputText, generations, is_finished (a Cohere "
+                      "stream), completions or choices)")
+
+
+_OTHER_GENERATIONS = ("the stream's other generations (index > 0) not imported (its usage counts "
+                      "their tokens too)")
 
 
 def _answer(response: Any, model: str | None, where: str, notes: list[str]
