@@ -1549,3 +1549,36 @@ def test_a_stream_error_after_the_answer_began_keeps_what_came_before() -> None:
         "Hi", "Hel"]
     assert any("the stream ended with an error after its answer began (upstream reset)"
                in k.reason for k in report.skipped), report.skipped
+
+
+def test_a_claude_code_transcript_is_named_as_one() -> None:
+    """A Claude Code session log (~/.claude/projects/*.jsonl) was "a JSON object …, the
+    closest format … a Cohere Chat record": it is said what it is, and why it is not
+    read."""
+    line = {"type": "user", "sessionId": "s", "uuid": "u1", "parentUuid": None,
+            "cwd": "/tmp", "message": {"role": "user", "content": "Hello"}}
+    with pytest.raises(ImportFormatError) as e:
+        import_text(InMemoryStorage(), json.dumps(line) + "\n", name="session.jsonl")
+    assert "a line of a Claude Code session transcript" in str(e.value)
+    assert "closest format this importer reads is an Anthropic Messages API record" \
+        in str(e.value)
+
+
+def test_an_answer_s_citations_are_said_not_dropped_silently() -> None:
+    """OpenRouter's url_citation annotations and Perplexity's citations were dropped
+    without a word (Cohere's and Anthropic's were noted)."""
+    ask = {"model": "m", "messages": [{"role": "user", "content": "Who won?"}]}
+    chunks = [{"choices": [{"index": 0, "delta": {"role": "assistant", "content": "X[1]."}}],
+               "citations": ["https://a.example", "https://b.example"]},
+              {"choices": [{"index": 0, "delta": {"annotations": [
+                  {"type": "url_citation", "url_citation": {"url": "https://a.example"}}]},
+                  "finish_reason": "stop"}]}]
+    stream = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks)
+    report = import_text(InMemoryStorage(), json.dumps({"request": ask, "response": stream}))
+    assert any("the answer's citations (3: sources it cites) not imported" in k.reason
+               for k in report.skipped), report.skipped
+    plain = {"choices": [{"message": {"role": "assistant", "content": "X.", "annotations": [
+        {"type": "url_citation"}]}}], "citations": ["https://a.example"]}
+    report = import_text(InMemoryStorage(), json.dumps({"request": ask, "response": plain}))
+    assert any("its annotations, citations (sources the answer cites) not imported"
+               in k.reason for k in report.skipped), report.skipped

@@ -121,6 +121,11 @@ def _looks_like(obj: dict[str, Any], keys: set[str], closest: Shape) -> str:
         sent = ", ".join(sorted(map(str, request))[:6]) or "nothing"
         return (f"{closest.name} whose request sends no 'messages', 'input', 'prompt' or "
                 f"'contents' (only {sent}): the conversation is not in the file")
+    if _claude_code_line(obj):
+        return ("a line of a Claude Code session transcript (~/.claude/projects/*.jsonl): "
+                "the session's messages, not the requests sent to the model — what each "
+                "call was given is not in it; record the calls (memwb proxy, or an "
+                "OpenTelemetry export) to import them")
     if "inputs" in obj and "outputs" in obj and "run_type" not in obj:
         return ("a LangSmith dataset example, or a run without its 'run_type': not a "
                 "model call this importer reads")
@@ -146,6 +151,11 @@ def _otel_attributes(attrs: Any) -> bool:
     return isinstance(attrs, dict) and any("." in str(k) for k in attrs)
 
 
+def _claude_code_line(obj: dict[str, Any]) -> bool:
+    """A line of a Claude Code transcript: a session's message with its ids."""
+    return "sessionId" in obj and "uuid" in obj and isinstance(obj.get("message"), dict)
+
+
 def _one_message(obj: dict[str, Any]) -> bool:
     return "role" in obj and "content" in obj and obj.get("type") != "message"
 
@@ -155,6 +165,8 @@ def closest_shape(obj: dict[str, Any]) -> Shape:
     tie, or when it shares none); of those its ``object`` or ``type`` names, if any."""
     if _one_message(obj):  # a chat request holds them
         return SHAPES[0]
+    if _claude_code_line(obj):  # its messages are the Messages API's
+        return _BY_NAME["an Anthropic Messages API record"]
     if (streamed := _stream_piece(obj)) is not None:
         return streamed
     keys = _keys(obj)

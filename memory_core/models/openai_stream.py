@@ -59,6 +59,7 @@ class ChatStream:
         self._repeats: dict[int, int] = {}  # call index -> chunks that sent its whole name
         self._unread: dict[str, int] = {}  # keys of chunks with nothing read -> how many
         self.error: Any = None  # an error a chunk carried (OpenRouter's, mid-stream)
+        self.cited = 0  # citations streamed (annotations, Perplexity's citations): not kept
 
     def add(self, chunk: dict[str, Any]) -> None:
         self.chunks += 1
@@ -71,6 +72,9 @@ class ChatStream:
             self.usage = usage
         if chunk.get("error") and self.error is None:  # (the server gave up mid-stream)
             self.error = chunk["error"]
+        for key in ("citations", "search_results"):  # (Perplexity's, on every chunk)
+            if isinstance(chunk.get(key), list):
+                self.cited = max(self.cited, len(chunk[key]))
         choices = chunk.get("choices")
         if choices is None and isinstance(chunk.get("value"), str):
             self.text.append(chunk["value"])  # Writer's completions stream: {"value": …}
@@ -98,6 +102,8 @@ class ChatStream:
             delta = {}
         if isinstance(delta.get("role"), str) and delta["role"]:
             self.role = delta["role"]
+        if isinstance(delta.get("annotations"), list):  # (OpenRouter's url_citation)
+            self.cited += len(delta["annotations"])
         if isinstance(delta.get("content"), str):
             self.text.append(delta["content"])
         elif isinstance(delta.get("content"), list):  # (Mistral's: typed parts)
@@ -169,6 +175,9 @@ class ChatStream:
         """What was skipped, and each call whose name came whole more than once."""
         said = [f"the model's reasoning ({self.thinking} streamed thinking part(s)) not "
                 "imported"] if self.thinking else []
+        if self.cited:
+            said.append(f"the answer's citations ({self.cited}: sources it cites) not "
+                        "imported")
         unread = [f"{n} stream chunk(s) with no choices skipped (keys: {keys})"
                   for keys, n in self._unread.items()]
         return self._skipped + unread + said + [

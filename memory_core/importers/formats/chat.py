@@ -95,6 +95,13 @@ def _chat_response(response: Any, where: str, notes: list[str]
     if not isinstance(choice, dict) or "message" not in choice:
         raise fail(where, "response choice 0 has no 'message'")
     raw_reply = choice["message"]
+    cited = [k for k, v in (("annotations", raw_reply.get("annotations")
+                             if isinstance(raw_reply, dict) else None),
+                            ("citations", response.get("citations")),
+                            ("search_results", response.get("search_results"))) if v]
+    if cited:  # (url_citation annotations; Perplexity's citations, search results)
+        notes.append(f"{where}: response: its {', '.join(cited)} (sources the answer cites) "
+                     "not imported")
     if isinstance(raw_reply, dict) and "role" not in raw_reply:
         raw_reply = {**raw_reply, "role": "assistant"}
     reply = openai_message(raw_reply, f"{where}: response", notes)
