@@ -485,7 +485,8 @@ def test_a_plain_prompt_record_without_a_url_is_told_by_its_answer() -> None:
     ({"outputs": {"text": "x"}}, "'outputs' must be a list, got {'text': 'x'}"),
     ({"completion": "x"}, "an InvokeModel answer of no shape this importer reads (keys: "
                           "completion; expected generation, outputs, results, outputText, "
-                          "generations, completions or choices)")])
+                          "generations, is_finished (a Cohere stream), completions or "
+                          "choices)")])
 def test_a_bad_plain_prompt_answer_is_refused_naming_the_value(answer: Any, error: str
                                                                 ) -> None:
     with pytest.raises(ImportFormatError) as e:
