@@ -1582,3 +1582,17 @@ def test_an_answer_s_citations_are_said_not_dropped_silently() -> None:
     report = import_text(InMemoryStorage(), json.dumps({"request": ask, "response": plain}))
     assert any("its annotations, citations (sources the answer cites) not imported"
                in k.reason for k in report.skipped), report.skipped
+
+
+def test_hosted_mcp_tools_are_told_apart_by_their_server() -> None:
+    """Two MCP servers offered were both listed as tool "mcp"."""
+    record = {"request": {"model": "gpt-4.1", "input": "Hi", "tools": [
+        {"type": "mcp", "server_label": "github", "server_url": "https://a.example"},
+        {"type": "mcp", "server_label": "stripe", "server_url": "https://b.example"}]},
+        "response": {"object": "response", "model": "gpt-4.1", "output": [
+            {"type": "message", "role": "assistant", "content": [
+                {"type": "output_text", "text": "Hello"}]}]}}
+    s = InMemoryStorage()
+    report = import_text(s, json.dumps(record))
+    step = s.runs.get(f"{report.runs_created[0]}:step:0")
+    assert [t["name"] for t in step["tools"]] == ["mcp:github", "mcp:stripe"]

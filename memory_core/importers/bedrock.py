@@ -235,8 +235,10 @@ def _joined(events: list[dict[str, Any]], where: str, notes: list[str]) -> dict[
                 reasoning = object_of(delta["reasoningContent"], ew, "delta.reasoningContent")
                 said["text"] += _text(reasoning.get("text"), ew)
             else:
-                notes.append(f"{where}: a stream delta of kind "
-                             f"{', '.join(delta) or 'none'} not imported")
+                said = (f"{where}: a stream delta of kind {', '.join(delta) or 'none'} not "
+                        "imported")
+                if said not in notes:  # (once a kind: a cited answer streams many)
+                    notes.append(said)
         elif kind == "messageStop":
             out["stopReason"] = ev.get("stopReason")
         elif kind == "metadata":

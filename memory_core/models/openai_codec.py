@@ -407,7 +407,12 @@ def from_openai_tools(raw: Any, where: str, notes: list[str]) -> list[dict[str, 
         fn = tool.get("function", tool)
         if tool.get("type", "function") != "function" or not isinstance(fn, dict):
             notes.append(f"{where}: tool {j} of type {tool.get('type')!r} kept by name only")
-            out.append({"name": str(tool.get("name") or tool.get("type")), "description": "",
+            # a hosted tool by its own name, else its type and the server it names (two
+            # MCP servers offered read "mcp, mcp")
+            label = tool.get("server_label")
+            name = tool.get("name") or (f"{tool.get('type')}:{label}" if label
+                                        else tool.get("type"))
+            out.append({"name": str(name), "description": "",
                         "parameters": {}, "type": tool.get("type")})
             continue
         name = fn.get("name")
