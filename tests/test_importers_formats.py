@@ -1596,3 +1596,13 @@ def test_hosted_mcp_tools_are_told_apart_by_their_server() -> None:
     report = import_text(s, json.dumps(record))
     step = s.runs.get(f"{report.runs_created[0]}:step:0")
     assert [t["name"] for t in step["tools"]] == ["mcp:github", "mcp:stripe"]
+
+
+def test_a_cassette_of_websocket_messages_says_what_it_holds() -> None:
+    """pydantic-ai records realtime sessions as interactions of {kind, direction, data}:
+    refused with "an interaction needs a 'request' and a 'response' object" alone."""
+    text = ("version: 1\ninteractions:\n- kind: message\n  direction: received\n"
+            "  data: {type: session.created}\n")
+    with pytest.raises(ImportFormatError, match="this one has data, direction, kind — a "
+                                                "WebSocket message"):
+        import_text(InMemoryStorage(), text, name="ws.yaml")

@@ -346,7 +346,14 @@ def interaction_record(item: Any, where: str, label: str = "interaction"
     req = item.get("request") if isinstance(item, dict) else None
     resp = item.get("response") if isinstance(item, dict) else None
     if not isinstance(req, dict) or not isinstance(resp, dict):
-        raise fail(where, f"an {label} needs a 'request' and a 'response' object")
+        has = ", ".join(sorted(map(str, item))[:6]) if isinstance(item, dict) else \
+            type(item).__name__
+        what = (" — a WebSocket message (a realtime session recorded message by message), "
+                "not an HTTP call" if isinstance(item, dict) and "direction" in item else
+                " — a gRPC call's sample, not an HTTP call"
+                if isinstance(item, dict) and "request_sample" in item else "")
+        raise fail(where, f"an {label} needs a 'request' and a 'response' object; this one "
+                          f"has {has}{what}")
     # vcrpy writes "uri", Go's go-vcr "url"
     uri = str(req.get("uri") or req.get("url") or "")
     path = uri.split("?", 1)[0].split("#", 1)[0].rstrip("/")
