@@ -77,8 +77,7 @@ def answered_as_chat(record: dict[str, Any]) -> bool:
 
 def _chat_response(response: Any, where: str, notes: list[str]
                    ) -> tuple[Message, str | None, Usage, bool, dict[str, Any]]:
-    if isinstance(response, list | str):
-        response = reassemble_stream(response, where, notes)
+    """A chat completion's answer (a stream was reassembled by ``chat_exchange``)."""
     if not isinstance(response, dict):
         raise fail(where, f"'response' must be an object, got {type(response).__name__}")
     choices = response.get("choices")
