@@ -313,9 +313,10 @@ class _PrefixIndex:
         for d in chain[len(old or []):]:
             self.prefix.setdefault((tp.instructions_key, tp.resource_id, d), tp)
 
-    def find(self, ikey: str, resource: str | None, keys: list[str],
+    def find(self, ikey: str, resource: str | None, chain: list[str],
              conv: list[Message]) -> tuple[ThreadPlan | None, int]:
-        chain = _chain(keys)
+        """The thread whose messages are the longest prefix of ``conv`` (``chain``: its
+        digests, ``_chain``), and how many of its messages it shares."""
         for n in range(len(chain), 0, -1):
             tp = self.full.get((ikey, resource, chain[n - 1]))
             if tp is not None and all(isinstance(a.content, str) or ids_compatible(a, b)
@@ -324,16 +325,15 @@ class _PrefixIndex:
         tp = self.prefix.get((ikey, resource, chain[-1])) if chain else None
         if tp is not None and all(ids_compatible(tp.messages[i], conv[i])
                                   for i in range(len(conv))):
-            return tp, len(keys)  # the same request recorded again: store nothing new
+            return tp, len(chain)  # the same request recorded again: store nothing new
         return None, -1
 
     def find_extended(self, extends: Callable[[ThreadPlan], bool], resource: str | None,
-                      keys: list[str], conv: list[Message]) -> tuple[ThreadPlan | None, int]:
+                      chain: list[str], conv: list[Message]) -> tuple[ThreadPlan | None, int]:
         """The thread a request continues whole — its messages and an answer of them —
         whose instructions ``extends(thread)`` says the request's own extend (Google
         ADK adds the artifacts it holds to its system instruction as a conversation
         goes on)."""
-        chain = _chain(keys)
         for n in range(len(chain), 1, -1):
             tp = self.ends.get((resource, chain[n - 1]))
             if tp is not None and len(tp.messages) == n and extends(tp) and all(
@@ -417,15 +417,15 @@ def _say_calls_sent_back_otherwise(ex: Exchange, conv: list[Message], keys: list
 
 
 def _say_answer_sent_back_otherwise(ex: Exchange, conv: list[Message], keys: list[str],
-                                    ikey: str, resource: str | None, index: _PrefixIndex,
-                                    where: Callable[[int], str]) -> None:
+                                    chain: list[str], ikey: str, resource: str | None,
+                                    index: _PrefixIndex, where: Callable[[int], str]
+                                    ) -> None:
     """A request that starts a new conversation although its history follows an
     earlier one up to an answer recorded there, which it sends back as another text
     (LlamaIndex's ReAct agent writes the model's JSON action out as "Action Input:
     {…}"): say so, with both texts — the conversations part there."""
     if any(n.startswith(f"{ex.where}: sends back tool call") for n in ex.notes):
         return  # (said already, of a call)
-    chain = _chain(keys)
     for n in range(len(ex.history) - 1, 0, -1):  # (what it sent; its own answer is its own)
         tp = index.prefix.get((ikey, resource, chain[n - 1]))
         if tp is None or len(tp.messages) <= n or tp.keys[n] == keys[n] \
@@ -557,20 +557,21 @@ def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
             near = run_of.get(link) if link is not None else None
             tp, best = None, -1
             window: list[int] | None = None
+            chain = _chain(keys)  # (every prefix's digest: each lookup below reads it)
             if near is not None and near.thread.key is None:
-                tp, best = index.find(near.thread.instructions_key, resource, keys, conv)
+                tp, best = index.find(near.thread.instructions_key, resource, chain, conv)
                 if tp is None and near.response_seq is not None and \
                         near.thread.resource_id == resource:
                     window = _window(near.thread, near.response_seq, keys, conv)
                     tp = near.thread if window is not None else None
             if tp is None:
-                tp, best = index.find(ikey, resource, keys, conv)
+                tp, best = index.find(ikey, resource, chain, conv)
             if tp is None and ex.instructions:  # (every thread starts here: its text kept)
                 said = texts.setdefault(ikey, instructions_text(ex.instructions))
 
                 def extends(t: ThreadPlan, now: str = said) -> bool:
                     return _extended(texts.get(t.instructions_key, ""), now)
-                tp, best = index.find_extended(extends, resource, keys, conv)
+                tp, best = index.find_extended(extends, resource, chain, conv)
                 if tp is not None:
                     ex.notes.append(_extended_note(ex, texts[tp.instructions_key], said))
             if tp is None:
@@ -584,8 +585,8 @@ def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
                 threads.append(tp)
                 if found is None:
                     _say_calls_sent_back_otherwise(ex, conv, keys, calls_seen)
-                    _say_answer_sent_back_otherwise(ex, conv, keys, ikey, resource, index,
-                                                    lambda i: run_of[i].exchange.where)
+                    _say_answer_sent_back_otherwise(ex, conv, keys, chain, ikey, resource,
+                                                    index, lambda i: run_of[i].exchange.where)
             seqs = window if window is not None else list(range(min(best, len(keys))))
             seqs += [tp.add(own(ex, conv, i), keys[i], at[i], ex.index if owned[i] else None)
                      for i in range(len(seqs), len(conv))]
