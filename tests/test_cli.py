@@ -976,7 +976,7 @@ def test_whatif_lists_the_messages_and_refuses_a_muddled_choice(demo_db: str) ->
         "--set", "recent_n=2"))
     assert error_line(memwb("whatif", "--db", demo_db, "--thread", "nosuch", "--set",
                             "recent_n=2")) == "error: thread 'nosuch' does not exist"
-    assert "give --ask too" in error_line(memwb("whatif", "--db", demo_db, "--thread",
+    assert "ask too (--ask)" in error_line(memwb("whatif", "--db", demo_db, "--thread",
                                                 "support-3", "--set", "recent_n=2",
                                                 "--repeats", "3"))
 

@@ -671,6 +671,8 @@ def what_if(storage: Storage, changes: Changes | Iterable[str] | Mapping[str, An
             raise NotFoundError(f"run '{missing[0]}' does not exist")
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
         raise InvalidInputError(f"concurrency must be an integer >= 1, got {concurrency!r}")
+    if repeats is not None and not ask and model is None:  # (it was ignored without a word)
+        raise InvalidInputError("repeats asks each prompt several times: ask too (--ask)")
     composer = _Composer(storage, embed)
     out: list[RunWhatIf] = []
     with storage.session():

@@ -76,8 +76,6 @@ def whatif(settings: SetOpt = None, db: DbOpt = None,
         raise fail("give at least one --set key=value")
     changes = guarded(lambda: parse_changes(settings))
     asking = ask or model is not None or base_url is not None
-    if repeats is not None and not asking:  # (it was ignored without a word)
-        raise fail("--repeats asks each prompt several times: give --ask too")
     with opened(db, read_only=not asking) as s:
         chosen = _model(model, base_url)
         with typer.progressbar(length=1, label="re-composing", file=sys.stderr,

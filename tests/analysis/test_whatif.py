@@ -325,3 +325,9 @@ def test_settings_are_said_as_written() -> None:
     changes = parse_changes(["token_budget=OFF", "recall.filter=null"])
     assert changes.token_budget == "off"
     assert changes.describe() == "token_budget = off, recall.filter = null"
+
+
+def test_repeats_without_asking_is_refused(demo: InMemoryStorage) -> None:
+    """``repeats`` asks each prompt several times: without asking it did nothing."""
+    with pytest.raises(InvalidInputError, match="repeats asks each prompt several times"):
+        what_if(demo, ["recent_n=2"], run_ids=["trip-1-t02"], repeats=3)
