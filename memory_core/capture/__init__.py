@@ -1,5 +1,6 @@
 """Live capture: record an agent's model traffic while it runs, with no change to its
-code. ``proxy_app`` is an OpenAI-compatible recording proxy, ``collector_app`` an
+code. ``proxy_app`` is a recording proxy for chat completions and Anthropic's Messages
+API, ``collector_app`` an
 OTLP/HTTP receiver; both hand what they see to a ``Recorder`` (the one writer, through
 the importers' public API) and are served on loopback by ``LoopbackServer``.
 See docs/capture.md."""

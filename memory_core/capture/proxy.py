@@ -1,8 +1,10 @@
-"""The OpenAI-compatible recording proxy: ``POST /v1/chat/completions`` is forwarded to
-the upstream as it is (headers included; nothing of them is logged or stored), the
-upstream's answer goes back as it is — a streamed one chunk by chunk as it arrives —
-and each finished exchange is recorded as an imported run (OpenAI chat-completions
-request/response). ``GET /v1/models`` passes through unrecorded."""
+"""The recording proxy: ``POST /v1/chat/completions`` (OpenAI-compatible) and
+``POST /v1/messages`` (Anthropic's Messages API: Claude Code, the Anthropic SDKs) are
+forwarded to the upstream as they are (headers included; nothing of them is logged or
+stored), the upstream's answer goes back as it is — a streamed one chunk by chunk as it
+arrives — and each finished exchange is recorded as an imported run (the request and
+the response it adds up to, as ``memwb import`` reads them). ``GET /v1/models`` and
+``POST /v1/messages/count_tokens`` pass through unrecorded."""
 
 from __future__ import annotations
 
@@ -21,6 +23,9 @@ from starlette.routing import Route
 
 from memory_core.capture.redact import header_secrets, redact, redact_text
 from memory_core.capture.server import Recorder, validate_upstream
+from memory_core.errors import ImportFormatError
+from memory_core.importers.anthropic import reassemble_anthropic_stream
+from memory_core.importers.openai_shapes import stream_events
 from memory_core.limits import TooLarge, limit, read_body, too_large
 from memory_core.models.openai_stream import ChatStream
 
@@ -33,6 +38,9 @@ HOP_HEADERS = frozenset({"host", "content-length", "connection", "keep-alive",
 BACK_DROP = frozenset({"content-length", "content-encoding", "transfer-encoding",
                        "connection", "keep-alive"})
 UPSTREAM_TIMEOUT = httpx2.Timeout(600.0, connect=10.0)
+# the APIs recorded: the path each is served at (and forwarded to, after the upstream's
+# base URL)
+CHAT, MESSAGES = "/chat/completions", "/messages"
 
 
 def _forward_headers(headers: Any) -> dict[str, str]:
@@ -88,6 +96,37 @@ def _reassemble(raw: bytes) -> tuple[dict[str, Any] | None, str | None, list[str
     return response, None if ended else "the stream ended before its last chunk", notes
 
 
+def reassemble_messages_sse(raw: bytes) -> tuple[dict[str, Any] | None, str | None,
+                                                 list[str]]:
+    """A streamed Messages API answer as the message it adds up to (or the error body
+    its ``error`` event carried), why it is incomplete (None when it reached
+    ``message_stop`` or an error), and notes on what was not read — reassembled by the
+    importer's own reader (``importers/anthropic.py``)."""
+    text = raw.decode("utf-8", errors="replace")
+    notes: list[str] = []
+    try:
+        events = stream_events(text, "the stream")
+        message = reassemble_anthropic_stream(events, "the stream", notes)
+    except ImportFormatError as e:
+        return None, str(e), notes
+    notes = [n for n in notes if "reassembled from" not in n]  # (how, not what)
+    if message.get("type") != "error" and not any(
+            e.get("type") == "message_stop" for e in events):
+        return None, "the stream ended before message_stop", notes
+    return message, None, notes
+
+
+def _message_problem(doc: Any) -> str | None:
+    """Why a whole answer is not a Messages API message (or error body)."""
+    if not isinstance(doc, dict):
+        return f"the answer is a JSON {type(doc).__name__}, not an object"
+    if doc.get("type") == "error":
+        return None
+    if doc.get("type") != "message" or not isinstance(doc.get("content"), list):
+        return "the answer is not a message with a list of content blocks"
+    return None
+
+
 def _choices_problem(doc: Any) -> str | None:
     """Why a whole answer's shape is not a chat completion the importer can read."""
     if not isinstance(doc, dict):
@@ -105,10 +144,11 @@ def _choices_problem(doc: Any) -> str | None:
 
 class _Exchanges:
     """Turns a finished exchange into the one JSONL record the importer reads, with
-    key-shaped strings (and the request's own credentials) redacted from all of it."""
+    key-shaped strings (and the request's own credentials) redacted from all of it.
+    ``api``: the path the exchange was served at (``CHAT`` or ``MESSAGES``)."""
 
-    def __init__(self, recorder: Recorder) -> None:
-        self.recorder = recorder
+    def __init__(self, recorder: Recorder, base: str, api: str) -> None:
+        self.recorder, self.base, self.api = recorder, base, api
 
     def record(self, request: Any, response: dict[str, Any] | None,
                error: str | None, *, secrets: list[str] | None = None,
@@ -125,6 +165,8 @@ class _Exchanges:
             meta["memwb_capture_notes"] = notes
             log.info("%s: %s", name, "; ".join(redact_text(n, secrets or ()) for n in notes))
         line: dict[str, Any] = {"request": request, "metadata": meta}
+        if self.api == MESSAGES:  # (the URL says which API: the bodies alone may not)
+            line["url"] = self.base + MESSAGES
         if response is not None:
             line["response"] = response
         else:
@@ -145,7 +187,7 @@ class _Exchanges:
             self.record(request, None, f"HTTP {status}: the upstream's body is not JSON",
                         secrets=secrets)
             return
-        problem = _choices_problem(doc)
+        problem = (_message_problem if self.api == MESSAGES else _choices_problem)(doc)
         if problem is not None:
             excerpt = body.decode("utf-8", errors="replace")[:300]
             self.record(request, None, f"HTTP {status}: the answer's shape was not "
@@ -155,7 +197,8 @@ class _Exchanges:
 
     def streamed(self, request: Any, raw: bytes, *,
                  secrets: list[str] | None = None) -> None:
-        response, problem, notes = _reassemble(raw)
+        response, problem, notes = (reassemble_messages_sse if self.api == MESSAGES
+                                    else _reassemble)(raw)
         if problem is not None:
             self.record(request, None, problem, secrets=secrets, notes=notes)
         else:
@@ -188,11 +231,20 @@ async def _bounded_answer(resp: httpx2.Response) -> bytes:
     return b"".join(out)
 
 
+def _proxy_error(api: str, message: str, kind: str, status: int) -> JSONResponse:
+    """The proxy's own error, in the shape of the API the client called (so its SDK
+    reads the message)."""
+    error = {"message": f"memwb proxy: {message}", "type": kind}
+    return JSONResponse({"type": "error", "error": error} if api == MESSAGES
+                        else {"error": error}, status_code=status)
+
+
 def proxy_app(recorder: Recorder, upstream: str) -> Starlette:
-    """The proxy as an ASGI app forwarding to ``upstream`` (a base URL such as
-    ``https://api.openai.com/v1``)."""
+    """The proxy as an ASGI app forwarding to ``upstream``: the base URL both APIs sit
+    under, as far as its version (``https://api.openai.com/v1``,
+    ``https://api.anthropic.com/v1``): ``/v1/<path>`` is forwarded to
+    ``<upstream>/<path>``."""
     base = validate_upstream(upstream)
-    exchanges = _Exchanges(recorder)
     state: dict[str, httpx2.AsyncClient] = {}
 
     @asynccontextmanager
@@ -201,42 +253,42 @@ def proxy_app(recorder: Recorder, upstream: str) -> Starlette:
             state["client"] = client
             yield
 
-    async def unreachable(e: Exception, request: Any, secrets: list[str]) -> Response:
-        why = f"upstream {base} unreachable: {type(e).__name__}: {e}"
-        exchanges.record(request, None, why, secrets=secrets)
-        return JSONResponse({"error": {"message": f"memwb proxy: {why}",
-                                       "type": "upstream_unreachable"}}, status_code=502)
+    def recorded(api: str) -> Any:
+        """The handler of one recorded API (``CHAT`` or ``MESSAGES``)."""
+        exchanges = _Exchanges(recorder, base, api)
 
-    async def chat(request: Request) -> Response:
-        recorder.begin()
-        streaming = False
-        try:
-            response = await exchange(request)
-            streaming = isinstance(response, StreamingResponse)
-            return response
-        finally:
-            if not streaming:  # a stream's relay ends the exchange when the stream does
-                recorder.end()
+        async def handle(request: Request) -> Response:
+            recorder.begin()
+            streaming = False
+            try:
+                response = await exchange(request, api, exchanges)
+                streaming = isinstance(response, StreamingResponse)
+                return response
+            finally:
+                if not streaming:  # a stream's relay ends the exchange when it does
+                    recorder.end()
+        return handle
 
-    async def exchange(request: Request) -> Response:
+    async def exchange(request: Request, api: str, exchanges: _Exchanges) -> Response:
         try:
             raw = await read_body(request)
         except TooLarge as e:  # past MEMWB_MAX_BODY: refused, the rest left unread
-            return JSONResponse({"error": {"message": f"memwb proxy: {e}",
-                                           "type": "request_too_large"}}, status_code=413)
+            return _proxy_error(api, str(e), "request_too_large", 413)
         try:
             body: Any = json.loads(raw)
         except (ValueError, RecursionError):
             body = None  # forwarded anyway: the upstream answers it; not recorded
         client = state["client"]
         secrets = header_secrets(request.headers)
-        up = client.build_request("POST", f"{base}/chat/completions", content=raw,
+        up = client.build_request("POST", base + api, content=raw,
                                   headers=_forward_headers(request.headers),
                                   params=request.query_params)
         try:
             resp = await client.send(up, stream=True)
         except httpx2.HTTPError as e:
-            return await unreachable(e, body, secrets)
+            why = f"upstream {base} unreachable: {type(e).__name__}: {e}"
+            exchanges.record(body, None, why, secrets=secrets)
+            return _proxy_error(api, why, "upstream_unreachable", 502)
         streamed = "text/event-stream" in resp.headers.get("content-type", "")
         if not streamed or resp.status_code >= 400:
             try:  # decoded as it arrives: a small gzip answer may expand to gigabytes
@@ -244,9 +296,7 @@ def proxy_app(recorder: Recorder, upstream: str) -> Starlette:
             except TooLarge as e:
                 why = f"upstream {base}: {e}"
                 exchanges.record(body, None, why, secrets=secrets)
-                return JSONResponse({"error": {"message": f"memwb proxy: {why}",
-                                               "type": "upstream_too_large"}},
-                                    status_code=502)
+                return _proxy_error(api, why, "upstream_too_large", 502)
             finally:
                 await resp.aclose()
             try:
@@ -284,17 +334,27 @@ def proxy_app(recorder: Recorder, upstream: str) -> Starlette:
         return StreamingResponse(relay(), status_code=resp.status_code,
                                  headers=_back_headers(resp.headers))
 
-    async def models(request: Request) -> Response:
-        try:
-            resp = await state["client"].get(f"{base}/models",
-                                             headers=_forward_headers(request.headers))
-        except httpx2.HTTPError as e:
-            return JSONResponse({"error": {"message": f"memwb proxy: upstream {base} "
-                                           f"unreachable: {type(e).__name__}: {e}",
-                                           "type": "upstream_unreachable"}}, status_code=502)
-        return Response(resp.content, status_code=resp.status_code,
-                        headers=_back_headers(resp.headers))
+    def passed(path: str, api: str) -> Any:
+        """A handler forwarding ``<upstream><path>`` as it is, not recorded."""
+        async def handle(request: Request) -> Response:
+            try:
+                raw = await read_body(request)
+            except TooLarge as e:
+                return _proxy_error(api, str(e), "request_too_large", 413)
+            try:
+                resp = await state["client"].request(
+                    request.method, base + path, content=raw or None,
+                    headers=_forward_headers(request.headers), params=request.query_params)
+            except httpx2.HTTPError as e:
+                return _proxy_error(api, f"upstream {base} unreachable: "
+                                    f"{type(e).__name__}: {e}", "upstream_unreachable", 502)
+            return Response(resp.content, status_code=resp.status_code,
+                            headers=_back_headers(resp.headers))
+        return handle
 
     return Starlette(lifespan=lifespan, routes=[
-        Route("/v1/chat/completions", chat, methods=["POST"]),
-        Route("/v1/models", models, methods=["GET"])])
+        Route("/v1" + CHAT, recorded(CHAT), methods=["POST"]),
+        Route("/v1" + MESSAGES, recorded(MESSAGES), methods=["POST"]),
+        Route("/v1/messages/count_tokens", passed("/messages/count_tokens", MESSAGES),
+              methods=["POST"]),
+        Route("/v1/models", passed("/models", CHAT), methods=["GET"])])

@@ -64,15 +64,18 @@ CaptureResource = Annotated[str | None, typer.Option(
 
 @app.command()
 def proxy(upstream: Annotated[str, typer.Option(
-              help="The model server's base URL as an OpenAI client takes it, e.g. "
-                   "https://api.openai.com/v1.")],
+              help="The model server's base URL up to its version: "
+                   "https://api.openai.com/v1, https://api.anthropic.com/v1.")],
           db: DbOpt = None, port: CapturePort = 8788, embedder: CaptureEmbedder = "hashing",
           resource: CaptureResource = None) -> None:
-    """Record an agent's OpenAI-compatible traffic: a proxy on 127.0.0.1 that forwards
-    every chat completion to --upstream and writes each exchange as an imported run.
+    """Record an agent's model calls: a proxy on 127.0.0.1 that forwards every chat
+    completion (OpenAI-compatible) and Messages API call (Anthropic) to --upstream and
+    writes each exchange as an imported run.
 
     Example: memwb proxy --db mine.duckdb --upstream https://api.openai.com/v1, then run
-    the agent with OPENAI_BASE_URL=http://127.0.0.1:8788/v1
+    the agent with OPENAI_BASE_URL=http://127.0.0.1:8788/v1. For Claude Code or an
+    Anthropic SDK: --upstream https://api.anthropic.com/v1 and
+    ANTHROPIC_BASE_URL=http://127.0.0.1:8788
     """
     from memory_core.capture import proxy_app, validate_upstream
 

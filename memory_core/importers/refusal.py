@@ -124,8 +124,9 @@ def _looks_like(obj: dict[str, Any], keys: set[str], closest: Shape) -> str:
     if _claude_code_line(obj):
         return ("a line of a Claude Code session transcript (~/.claude/projects/*.jsonl): "
                 "the session's messages, not the requests sent to the model — what each "
-                "call was given is not in it; record the calls (memwb proxy, or an "
-                "OpenTelemetry export) to import them")
+                "call was given is not in it; record the calls instead: memwb proxy "
+                "--upstream https://api.anthropic.com/v1, then run claude with "
+                "ANTHROPIC_BASE_URL=http://127.0.0.1:8788")
     if "inputs" in obj and "outputs" in obj and "run_type" not in obj:
         return ("a LangSmith dataset example, or a run without its 'run_type': not a "
                 "model call this importer reads")

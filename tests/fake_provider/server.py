@@ -78,6 +78,28 @@ class Received:
     body: Any
 
 
+def serve_in_thread(app: Any, name: str) -> tuple[uvicorn.Server, threading.Thread, int]:
+    """``app`` served by uvicorn on 127.0.0.1 (an ephemeral port) in a daemon thread,
+    once it has started: the server, its thread and its port."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False,
+                            timeout_graceful_shutdown=1)
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]},
+                              name=f"{name}-{port}", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            server.should_exit = True
+            thread.join(timeout=10)
+            raise RuntimeError(f"the {name} did not start")
+        time.sleep(0.01)
+    return server, thread, port
+
+
 def error_body(message: str, *, kind: str = "invalid_request_error",
                param: str | None = None, code: str | None = None) -> dict[str, Any]:
     return {"error": {"message": message, "type": kind, "param": param, "code": code}}
@@ -188,21 +210,7 @@ class FakeProvider:
         app = Starlette(routes=[
             Route("/v1/chat/completions", self._chat, methods=["POST"]),
             Route("/v1/models", self._models, methods=["GET"])])
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.bind(("127.0.0.1", 0))
-        self.port = sock.getsockname()[1]
-        config = uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False,
-                                timeout_graceful_shutdown=1)
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]},
-                                        name=f"fake-provider-{self.port}", daemon=True)
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self._server.started:
-            if time.monotonic() > deadline or not self._thread.is_alive():
-                self.stop()
-                raise RuntimeError("the fake provider did not start")
-            time.sleep(0.01)
+        self._server, self._thread, self.port = serve_in_thread(app, "fake-provider")
         self._timer = threading.Timer(self.max_lifetime, self.stop)
         self._timer.daemon = True
         self._timer.start()
