@@ -52,7 +52,7 @@ FATE_COLOURS: dict[str, str] = {
     # given during the run (a tool call and its result), or a part of the prompt that is
     # no stored message (a phrase found there)
     "earlier-step": "#6baed6", "instructions": "#9ecae1", "working-memory": "#9ecae1",
-    "observations": "#74c476",
+    "observations": "#74c476", "tool-definition": "#9ecae1",
 }
 LANE_TITLES: dict[str, str] = {
     "instructions": "Instructions", "working_memory": "Working memory",

@@ -124,6 +124,8 @@ def _part_label(m: PhraseMatch) -> tuple[str | Id, ...]:
         return ("arguments of the call to ", Id(m.tool or "?"), *call)
     if m.part == "tool-result":
         return ("result of ", Id(m.tool or "?"), *call)
+    if m.part == "tool-definition":
+        return ("definition of tool ", Id(m.tool or "?"), " (name, description, parameters)")
     return (m.part.replace("-", " "),)
 
 
@@ -131,6 +133,8 @@ def _where(m: PhraseMatch) -> tuple[str | Id, ...]:
     """A place as caption parts: the stored message, or where in the run's prompt."""
     if m.thread_id is not None:
         return ref(m.thread_id, m.seq)
+    if m.part == "tool-definition":
+        return ("(not a stored message: a tool offered to the model in this run)",)
     return (f"(not a stored message: {m.lane or '?'} of this run)",)
 
 

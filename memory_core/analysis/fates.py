@@ -38,12 +38,14 @@ Fate = Literal[
     "sent-by-client", "held-by-server", "not-sent-by-client", "unknown",
     # given during the run: a tool call and its result, passed back at a later step
     "earlier-step",
-    # a phrase found in a part of the prompt that is no stored message
-    "instructions", "working-memory", "observations"]
+    # a phrase found in a part of the prompt that is no stored message, or in the
+    # definition of a tool the model was offered
+    "instructions", "working-memory", "observations", "tool-definition"]
 
 #: fates in which the message (or the part) reached the model
 GIVEN_FATES = frozenset({"recalled", "recent", "input", "sent-by-client", "held-by-server",
-                         "earlier-step", "instructions", "working-memory", "observations"})
+                         "earlier-step", "instructions", "working-memory", "observations",
+                         "tool-definition"})
 
 
 class Explanation(BaseModel):

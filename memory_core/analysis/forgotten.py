@@ -23,6 +23,7 @@ from memory_core.analysis.fates import (
 )
 from memory_core.analysis.parts import (
     STEP_LANE,
+    TOOLS_LANE,
     GivenMessage,
     MessagePart,
     PartHit,
@@ -30,6 +31,7 @@ from memory_core.analysis.parts import (
     excerpt,
     given_messages,
     normalise,
+    offered_tools,
     phrase_hits,
     place,
     places_counted,
@@ -219,10 +221,11 @@ def find_by_phrase(storage: Storage, run_id: str, phrase: str, *,
         meaning or (c.lexical_score or 0.0) > 0)}
     terms = set(lexical_terms(needle))
     given = given_messages(data)
+    tools = offered_tools(data)
     thread = data.run.thread_id
     own = (storage.memory.get_messages(thread)
            if thread is not None and storage.memory.get_thread(thread) is not None else [])
-    hits = phrase_hits(given, own, normalise(needle), terms)
+    hits = phrase_hits([*given, *tools], own, normalise(needle), terms)
     # the store's text search reads messages' text, not their tool calls and results:
     # when nothing here holds the phrase, the parts of other conversations are read
     elsewhere: list[Any] = []
@@ -282,6 +285,8 @@ def find_by_phrase(storage: Storage, run_id: str, phrase: str, *,
                 f"{where} {how}; every part of the {len(given)} messages the model was given "
                 "in this run (text, tool calls and results, attachments, instructions, "
                 "working memory, observations)"
+                + (f" and the definitions of the {len(tools)} tools it was offered"
+                   if tools else "")
                 + (f" and of the {len(own)} messages of conversation {thread}" if own else "")
                 + (f"; every part of the {len(elsewhere)} messages of the "
                    f"{len({m.thread_id for m in elsewhere})} newest other conversations"
@@ -345,7 +350,15 @@ def _explain_part(data: RunData, g: GivenMessage) -> Explanation:
     imported = data.memctx is not None and data.memctx.imported
     oid = g.observation_id
     fate: Fate
-    if g.lane == "instructions":
+    if g.lane == TOOLS_LANE:
+        name = g.parts[0].tool if g.parts else None
+        fate, sentence = "tool-definition", (
+            f"The client offered the model tool {name} in this request: its name, "
+            "description and parameters were sent with it, so the model was given this "
+            "text." if imported else
+            f"The assistant was offered tool {name} in this run: its name, description "
+            "and parameters are sent to the model with the prompt.")
+    elif g.lane == "instructions":
         fate, sentence = "instructions", (
             "The client sent this text as the instructions (the system prompt) of this "
             "request, so the model was given it." if imported else
@@ -430,8 +443,8 @@ def _phrase_sentence(needle: str, contained: list[PartHit], matches: list[Phrase
                 f"of what the model was given in this run; the closest {by} are below.")
     return (f"No stored message contains “{needle}”, and none of {where} shares its words "
             f"or comes close in meaning (compared {how}); no part {'stored ' * bool(left_out)}"
-            "of what the model was given in this run (instructions, tool calls and results "
-            "included) holds it either" + (f".{_unread(left_out)}" if left_out else
+            "of what the model was given in this run (instructions, tool calls and results, "
+            "tools offered included) holds it either" + (f".{_unread(left_out)}" if left_out else
                                           ", so the assistant could not have been given it: "
                                           "it was never said, or it was erased."))
 

@@ -1,7 +1,8 @@
 """What the model was given in a run, part by part, as text to search: every message of
 its prompt and of its later steps — text, tool calls' names and arguments, tool results,
-attachment placeholders — and the instructions, working memory and observations, each
-with where it stood; a stored message's parts the same way (why-forgotten by phrase)."""
+attachment placeholders — the instructions, working memory and observations, and the
+tools it was offered (name, description, parameters), each with where it stood; a stored
+message's parts the same way (why-forgotten by phrase)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from memory_core.journal import RunData
 from memory_core.types import Message
 
 PartKind = Literal["text", "tool-call-name", "tool-call-arguments", "tool-result",
-                   "attachment", "instructions", "working-memory", "observations"]
+                   "attachment", "instructions", "working-memory", "observations",
+                   "tool-definition"]
 
 #: prompt lanes whose text is no conversation's message, and the part their text is
 LANE_PARTS: dict[str, PartKind] = {"instructions": "instructions",
@@ -22,6 +24,8 @@ LANE_PARTS: dict[str, PartKind] = {"instructions": "instructions",
                                    "observations": "observations"}
 #: the lane of a message the run's own steps added (a tool call and its result)
 STEP_LANE = "step"
+#: the "lane" of a tool the model was offered (its definition, sent with the request)
+TOOLS_LANE = "tools"
 
 
 def normalise(text: str) -> str:
@@ -118,6 +122,7 @@ class GivenMessage:
     step: int
     ref: tuple[str, int] | None = None
     observation_id: str | None = None
+    parts: tuple[MessagePart, ...] = ()  # searched instead of the message's (a tool's)
 
     @property
     def is_question(self) -> bool:
@@ -158,6 +163,26 @@ def given_messages(data: RunData) -> list[GivenMessage]:
     return out
 
 
+def offered_tools(data: RunData) -> list[GivenMessage]:
+    """Each tool the model was offered in the run (the first step that offered it),
+    its definition as one part: its name, description and parameters' schema (the
+    strings inside it searched as written)."""
+    out: list[GivenMessage] = []
+    seen: set[str] = set()
+    for step in data.steps:
+        for spec in step.tool_specs:
+            schema = value_text(spec.parameters)
+            text = f"{spec.name}: {spec.description}".rstrip(": ") + f" · parameters {schema}"
+            if text in seen:
+                continue
+            seen.add(text)
+            part = MessagePart("tool-definition", text, tool=spec.name, leaves=(
+                spec.name, spec.description, *_leaves(spec.parameters)))
+            out.append(GivenMessage(Message(role="system", content=text), TOOLS_LANE,
+                                    step.index, parts=(part,)))
+    return out
+
+
 # -- a phrase in the parts ---------------------------------------------------------------
 @dataclass(frozen=True)
 class PartHit:
@@ -195,7 +220,7 @@ def phrase_hits(given: list[GivenMessage], others: list[Any], needle: str,
     out: list[PartHit] = []
     seen: set[tuple[str, int]] = set()
     for g in given:
-        hit = part_hit(message_parts(g.message, g.lane), needle, terms)
+        hit = part_hit(list(g.parts) or message_parts(g.message, g.lane), needle, terms)
         if hit is not None and (g.ref is None or g.ref not in seen):
             out.append(PartHit(g.message, hit[0], hit[1], g, g.ref))
             seen.update([g.ref] if g.ref else [])
@@ -225,7 +250,9 @@ def place(hit: PartHit) -> str:
             "attachment": f"an attachment placeholder in {at}",
             "instructions": "the instructions (the system prompt) of this run's prompt",
             "working-memory": "the working memory in this run's prompt",
-            "observations": f"the observations{obs} in this run's prompt"}[p.part]
+            "observations": f"the observations{obs} in this run's prompt",
+            "tool-definition": f"the definition of tool {p.tool} (its name, description "
+                               "and parameters) offered to the model in this run"}[p.part]
 
 
 _NOUNS: dict[str, tuple[str, str]] = {
@@ -234,7 +261,8 @@ _NOUNS: dict[str, tuple[str, str]] = {
     "tool-call-name": ("tool call's name", "tool calls' names"),
     "tool-call-arguments": ("tool call's arguments", "tool calls' arguments"),
     "tool-result": ("tool result", "tool results"),
-    "attachment": ("attachment placeholder", "attachment placeholders")}
+    "attachment": ("attachment placeholder", "attachment placeholders"),
+    "tool-definition": ("tool definition offered", "tool definitions offered")}
 
 
 def places_counted(hits: list[PartHit]) -> str:

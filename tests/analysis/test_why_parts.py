@@ -23,6 +23,7 @@ from memory_core.analysis.parts import (
     given_messages,
     message_parts,
     normalise,
+    offered_tools,
 )
 from memory_core.composition.memory import AgentMemory
 from memory_core.composition.working_memory import WorkingMemoryConfig
@@ -67,7 +68,10 @@ def support_run() -> InMemoryStorage:
             id="call-1", name="lookup_order",
             args={"order_id": "A-7731", "include": "shipping history"})]),
         ANSWER])
-    lookup = Tool(ToolSpec("lookup_order", "Look an order up."), fn=lambda _args: RESULT)
+    lookup = Tool(ToolSpec("lookup_order", "Look an order up.", {
+        "type": "object", "properties": {"order_id": {
+            "type": "string", "description": "The number printed on the receipt"}}}),
+        fn=lambda _args: RESULT)
     agent = Agent(name="support", instructions=INSTRUCTIONS, model=model, tools=[lookup])
     Runner(storage, {"support": agent}, memory=memory, clock=clock).run(
         "support", run_id=RUN, thread_id="t", resource_id="c",
@@ -165,6 +169,20 @@ def test_tool_call_arguments_and_working_memory(support: InMemoryStorage) -> Non
         "working-memory", "working-memory", True)
 
 
+def test_a_tool_definition_the_model_was_offered_reached_it(support: InMemoryStorage
+                                                            ) -> None:
+    """Text of a tool's definition — its description, a parameter's description — is
+    found there: the model was offered the tool, it was not "never said"."""
+    for phrase in ("look an order up", "printed on the receipt"):
+        e = why_forgotten(support, RUN, phrase, embed=EMBED)
+        assert (e.fate, e.evidence["part"], e.evidence["tool"], e.reached_model) == (
+            "tool-definition", "tool-definition", "lookup_order", True), phrase
+        assert "is in the definition of tool lookup_order" in e.sentence
+        assert "The assistant was offered tool lookup_order in this run" in e.sentence
+    found = find_by_phrase(support, RUN, "printed on the receipt", embed=EMBED)
+    assert "the definitions of the 1 tools it was offered" in found.searched
+
+
 def test_an_imported_tool_result_is_sent_by_the_client() -> None:
     """The issue's own case: a number read in a tool result of an imported request."""
     s = InMemoryStorage(clock=lambda: datetime(2026, 1, 1, tzinfo=UTC))
@@ -236,6 +254,12 @@ def test_the_cli_names_the_part(tmp_path: Path) -> None:
     out = memwb("why", third, "--text", "support agent for Acme").splitlines()
     assert out[0].startswith("instructions: “support agent for Acme” is in the instructions")
     assert "  part: instructions" in out
+    # a tool the client offered: its definition (here, a parameter's name) was sent
+    # (the 1st request: its answer calls the tool with that argument, written after)
+    out = memwb("why", "imp-3f26216f1805", "--text", "order_id").splitlines()
+    assert out[0].startswith("tool-definition: “order_id” is in the definition of tool "
+                             "lookup_order"), out[0]
+    assert "The client offered the model tool lookup_order in this request" in out[0]
 
 
 # -- every imported run of the corpus ---------------------------------------------------
@@ -267,28 +291,33 @@ def test_every_part_of_every_imported_run_is_found(name: str) -> None:
         return
     for run in s.runs.list_runs():
         data = load_run(s, run.run_id)
-        places: list[tuple[Message, str | None, tuple[str, int] | None, bool, bool]] = [
-            (g.message, g.lane, g.ref, g.is_question, True) for g in given_messages(data)]
-        places += [(m, None, ref, False, False) for m, step, ref in conversation(data)
+        places: list[tuple[list[MessagePart], str | None, tuple[str, int] | None, bool,
+                           bool]] = [
+            (message_parts(g.message, g.lane), g.lane, g.ref, g.is_question, True)
+            for g in given_messages(data)]
+        places += [(message_parts(m), None, ref, False, False)
+                   for m, step, ref in conversation(data)
                    if step is None and ref is not None]  # the answer, written after
-        for message, lane, ref, question, given in places:
-            for p in message_parts(message, lane):
+        # the tools it was offered: their definitions were sent too
+        places += [(list(g.parts), g.lane, None, False, True) for g in offered_tools(data)]
+        for parts, lane, ref, question, given in places:
+            for p in parts:
                 if not p.text.strip():
                     continue
-                _check_found(s, run.run_id, message, lane, ref, p, question=question,
+                _check_found(s, run.run_id, parts, lane, ref, p, question=question,
                              given=given)
 
 
-def _check_found(s: InMemoryStorage, run_id: str, message: Message, lane: str | None,
-                 ref: tuple[str, int] | None, p: MessagePart, *, question: bool,
-                 given: bool) -> None:
+def _check_found(s: InMemoryStorage, run_id: str, parts: list[MessagePart],
+                 lane: str | None, ref: tuple[str, int] | None, p: MessagePart, *,
+                 question: bool, given: bool) -> None:
     phrase = _phrase(p.text if p.part != "tool-call-arguments" or not p.leaves
                      else next((v for v in p.leaves if v.strip()), p.text))
     needle = normalise(phrase)
     found = find_by_phrase(s, run_id, phrase, embed=EMBED, limit=60)
     where = f"{run_id} {p.part} {phrase!r}"
     # the first part of that message holding the phrase is the one named
-    first = next(q for q in message_parts(message, lane) if q.holds(needle))
+    first = next(q for q in parts if q.holds(needle))
     hit = next((m for m in found.matches if m.contains and (
         (m.thread_id, m.seq) == ref if ref is not None
         else m.thread_id is None and m.lane == lane)), None)
