@@ -225,3 +225,43 @@ def test_an_answer_sent_back_rewritten_says_where_the_conversations_part() -> No
                     "'Thought: go.\\nAction Input: {\"q\": \"go\"}', sent "
                     "\"Thought: go.\\nAction Input: {'q': 'go'}\"), so its "
                     "conversation is stored as a new thread"), note
+
+
+def test_a_number_given_to_a_repeated_id_is_one_no_call_has_yet() -> None:
+    """Gemini's OpenAI-compatible API names every call by its tool ("read_file") and the
+    client (Shopify's roast) sends each back under a UUID of its own. The second answer
+    was numbered "read_file-2", which the third request sends back; the third answer,
+    numbered again from the id alone, was "read_file-2" too: the fourth request's UUID
+    then matched nothing and the conversation split in three, without a word. Each
+    number is one no call of the conversation has: one thread, every call its own id."""
+    def call(uid: str, path: str) -> dict[str, Any]:
+        return {"role": "assistant", "content": None, "tool_calls": [{
+            "id": uid, "type": "function",
+            "function": {"name": "read_file", "arguments": json.dumps({"path": path})}}]}
+
+    def result(uid: str) -> dict[str, Any]:
+        return {"role": "tool", "tool_call_id": uid, "content": f"contents of {uid}"}
+
+    def line(messages: list[Any], reply: dict[str, Any]) -> str:
+        return json.dumps({"request": {"model": "gemini-2.5-flash", "messages": messages,
+                                       "tools": [{"type": "function", "function": {
+                                           "name": "read_file", "parameters": {}}}]},
+                           "response": {"choices": [{"message": reply}]}})
+    paths = ["a.rb", "b.rb", "c.rb", "d.rb"]
+    sent: list[Any] = [{"role": "user", "content": "Read the four files."}]
+    lines = []
+    for n, path in enumerate(paths):
+        lines.append(line(list(sent), call("read_file", path)))
+        uid = f"5d1c0de{n}-aaaa-4bbb-8ccc-{n:012d}"
+        sent += [call(uid, path), result(uid)]
+    lines.append(line(sent, {"role": "assistant", "content": "All four read."}))
+    s = InMemoryStorage()
+    report = import_text(s, "\n".join(lines), name="roast.jsonl")
+    [tid] = report.threads_created
+    msgs = s.memory.get_messages(tid)
+    ids = [p.id for m in msgs for p in m.tool_calls()]
+    assert ids == ["read_file", "read_file-2", "read_file-3", "read_file-4"]
+    assert [p.call_id for m in msgs for p in m.tool_results()] == ids
+    assert msgs[-1].text() == "All four read."
+    assert ("line 3", "a call id given again in the conversation, stored numbered: "
+            "'read_file' as 'read_file-3'") in [(n.where, n.reason) for n in report.skipped]

@@ -2282,6 +2282,33 @@ EXPECTED.update({
         "finishes": ["tool_use", "end_turn"],
         "api": "bedrock",
     },
+    # Gemini's OpenAI-compatible API names every call "read_file" and roast sends each
+    # back under a UUID of its own: the third answer was numbered "read_file-2" again,
+    # the next request's UUID matched nothing, one conversation became three threads
+    "roast-basic_prompt_workflow.yml.gz": {
+        "threads": [["user: Read the provided CSV files.",
+                     'assistant: → read_file({"path": "."})',
+                     "tool read_file: total 16…",
+                     'assistant: → read_file({"path": "skateboard_orders.csv"})',
+                     "tool read_file: order_id,customer_name,customer_email,…",
+                     "assistant: I have read the `skateboard_orders.csv` file.…",
+                     "user: Where are most of my customers from?",
+                     'assistant: → read_file({"path": "skateboard_orders.csv"})',
+                     "tool read_file: order_id,customer_name,customer_email,…",
+                     "assistant: Most of my customers are from the USA.…",
+                     "user: What is my most popular product?",
+                     'assistant: → read_file({"path": "skateboard_orders.csv"})',
+                     "tool read_file: order_id,customer_name,customer_email,…",
+                     "assistant: The most popular product is **Complete Skateboard**…",
+                     "user: Summarize the insights from the report.",
+                     "assistant: Based on the analysis of the skateboard orders, here are…"]],
+        "runs": [("google/gemini-2.5-flash", usage, ["read_file", "grep"]) for usage in (
+            (84, 38), (254, 40), (6996, 209), (7155, 176), (13898, 1271), (15093, 67),
+            (21834, 1085), (22815, 157))],
+        "finishes": ["tool_calls", "tool_calls", "stop", "tool_calls", "stop", "tool_calls",
+                     "stop", "stop"],
+        "call_ids": ["read_file", "read_file-2", "read_file-3", "read_file-4"],
+    },
     # Converse's citationsContent blocks: their text is the answer's (the second answer was
     # stored as "Employees should " and the conversation split in two)
     "langchain-aws-test_citations_document0.yaml.gz": {

@@ -184,6 +184,7 @@ def distinct_calls(conversation: Sequence[Message],
     the conversation repeats its turns, so gets the same ids."""
     seen: dict[str, int] = {}
     now: dict[str, str] = {}  # an id -> that of its latest call
+    taken: set[str] = set()  # every id a call has so far (a number given included)
     out = list(conversation)
     for i, m in enumerate(out):
         if isinstance(m.content, str):
@@ -191,9 +192,15 @@ def distinct_calls(conversation: Sequence[Message],
         parts, changed = list(m.content), False
         for j, p in enumerate(parts):
             if isinstance(p, ToolCallPart):
-                n = seen[p.id] = seen.get(p.id, 0) + 1
-                now[p.id] = p.id if n == 1 else f"{p.id}-{n}"
-                if n > 1:
+                n = seen.get(p.id, 0) + 1
+                new = p.id if n == 1 else f"{p.id}-{n}"
+                while new in taken:  # (a number already given: a request sent back
+                    n += 1  # "read_file-2" and its answer calls "read_file" again)
+                    new = f"{p.id}-{n}"
+                seen[p.id] = n
+                taken.add(new)
+                now[p.id] = new
+                if new != p.id:
                     parts[j], changed = p.model_copy(update={"id": now[p.id]}), True
                     if renamed is not None and not is_derived_call_id(p.id):
                         renamed.append(f"{p.id!r} as {now[p.id]!r}")
