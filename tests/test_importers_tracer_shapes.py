@@ -384,6 +384,26 @@ def test_otlp_tool_definitions_read_one_by_one() -> None:
      "(chat.completion.chunk)", "an OpenAI chat-completions record"),
     ({"type": "response.output_text.delta", "delta": "Hi"},
      "one event of the streamed answer of a Responses API record", "a Responses API record"),
+    # (an outside trial on vercel/ai's fixtures: a stream's first event holds the response
+    # so far, and was read as a record without its request's 'input')
+    ({"type": "response.created", "sequence_number": 0, "response": {
+        "id": "resp_1", "object": "response", "status": "in_progress", "output": []}},
+     "one event of the streamed answer of a Responses API record (response.created), "
+     "without the request", "a Responses API record"),
+    # a Converse answer was named a Responses API one ("output"), a Cohere v2 answer
+    # "no record this importer reads", a legacy completion a chat completion
+    ({"output": {"message": {"role": "assistant", "content": [{"text": "Hi"}]}},
+      "stopReason": "end_turn", "usage": {"inputTokens": 3, "outputTokens": 1}},
+     "the response of a Bedrock Converse record without its request",
+     "a Bedrock Converse record"),
+    ({"id": "c1", "finish_reason": "TOOL_CALL", "message": {
+        "role": "assistant", "tool_plan": "Look it up.", "tool_calls": []},
+      "usage": {"billed_units": {"input_tokens": 3}}},
+     "the response of a Cohere Chat record without its request", "a Cohere Chat record"),
+    ({"id": "cmpl-1", "object": "text_completion", "model": "gpt-3.5-turbo-instruct",
+      "choices": [{"index": 0, "text": "Hi", "finish_reason": "stop"}]},
+     "the response of a legacy completions record without its request",
+     "a legacy completions record"),
     # (trial 10: a span whose ids were removed, which was said to be "a JSON object with
     # keys …" while the closest format named was a span)
     ({"name": "ChatCompletion", "kind": "SPAN_KIND_INTERNAL", "attributes": [

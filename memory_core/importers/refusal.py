@@ -45,7 +45,7 @@ SHAPES: tuple[Shape, ...] = (
            "generation_config usageMetadata usage_metadata modelVersion"),
     _shape("a legacy completions record",
            '{"request": {"prompt": ...}, "response": {"choices": [{"text": ...}]}}',
-           "prompt suffix echo logprobs"),
+           "prompt suffix echo logprobs text_completion object:text_completion"),
     _shape("a ShareGPT conversation", '{"conversations": [{"from": ..., "value": ...}]}',
            "conversations conversation from value"),
     _shape("a LangSmith run",
@@ -59,14 +59,17 @@ SHAPES: tuple[Shape, ...] = (
                                   '"response": {"status": ..., "body": ...}}',
            "method url uri status status_code headers body"),
     _shape("a Cohere Chat record", '{"request": {"message": ..., "chat_history": [...]}, '
-                                   '"response": {"text": ...}}',
+                                   '"response": {"text": ...}} (v1), or {"request": '
+                                   '{"messages": [...]}, "response": {"message": '
+                                   '{"content": [...]}, "finish_reason": ...}} (v2)',
            "message chat_history preamble text generation_id finish_reason"),
     _shape("an Ollama record", '{"request": {"messages": [...], "options": {...}}, '
                                '"response": {"message": {...}, "done": true}}',
            "options keep_alive done eval_count prompt_eval_count done_reason"),
     _shape("a Bedrock Converse record", '{"request": {"messages": [...]}, "response": '
                                         '{"output": {"message": {...}}}}',
-           "inferenceConfig toolConfig stopReason modelId additionalModelRequestFields"),
+           "inferenceConfig toolConfig stopReason modelId additionalModelRequestFields "
+           "metrics output:message"),
     _shape("an OpenTelemetry span", '{"resourceSpans": [...]} or a span with gen_ai.* '
                                     'attributes',
            "traceId spanId trace_id span_id attributes resourceSpans scopeSpans "
@@ -99,6 +102,10 @@ def _keys(obj: dict[str, Any]) -> set[str]:
     # what an object says it is, its own or its sides' ("object:response": a Responses
     # API answer, not a chat completion, though both have model, tools, temperature)
     keys |= {f"object:{obj[k]}" for k in ("object", "type") if isinstance(obj.get(k), str)}
+    for value in (obj, obj.get("response")):  # Converse answers {"output": {"message"}};
+        out = value.get("output") if isinstance(value, dict) else None  # Responses, a list
+        if isinstance(out, dict) and "message" in out:
+            keys.add("output:message")
     for side in ("request", "response"):
         value = obj.get(side)
         if isinstance(value, dict):
@@ -130,7 +137,9 @@ def _looks_like(obj: dict[str, Any], keys: set[str], closest: Shape) -> str:
     if "inputs" in obj and "outputs" in obj and "run_type" not in obj:
         return ("a LangSmith dataset example, or a run without its 'run_type': not a "
                 "model call this importer reads")
-    if request is None and response is None and keys & {"choices", "candidates", "output"} \
+    if request is None and response is None and (
+            keys & {"choices", "candidates", "output"} or "message" in obj and keys & {
+                "finish_reason", "done", "stopReason", "stop_reason"}) \
             or obj.get("type") == "message" and "content" in obj:
         return f"the response of {closest.name} without its request"
     if _one_message(obj):

@@ -209,6 +209,10 @@ def _matches(record: Record) -> bool:
     """A request with ``input``, or a response that is one (``object`` "response", an
     ``output`` list), sent to no URL or to OpenAI's."""
     request, response = record.request, record.obj.get("response")
+    kind = record.obj.get("type")
+    if "request" not in record.obj and isinstance(kind, str) and kind.startswith("response."):
+        return False  # one event of a streamed answer ("response.created" holds the
+        # response so far), not a call: refused as what it is
     return record.api in (None, "openai") and (
         (isinstance(request, dict) and "input" in request) or (
             isinstance(response, dict) and (response.get("object") == "response"
