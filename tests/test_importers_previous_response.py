@@ -166,6 +166,57 @@ def test_a_conversation_object_is_history_not_in_the_file() -> None:
     assert "history" in st.runs.get(f"{report.runs_created[0]}:memctx")["unknown_fields"]
 
 
+def test_a_conversation_whose_items_the_file_holds_is_reconstructed() -> None:
+    """Azure AI Foundry's agents (and the OpenAI Agents SDK with a conversation id):
+    the client creates a conversation with the question, asks for a response naming it
+    and an agent (no input, no instructions), adds the next question as an item, asks
+    again. Each request was refused ("sends no input … not in the recording"); the
+    items the file's Conversations API calls added, and each response's output, are the
+    history — one thread — and the agent's instructions the response echoes are said."""
+    base = "https://x.services.ai.azure.com/api/projects/p/openai"
+    agent = {"name": "MyAgent", "type": "agent_reference"}
+
+    def response(rid: str, text: str) -> dict[str, Any]:
+        return {"id": rid, "object": "response", "status": "completed", "model": "gpt-4o",
+                "instructions": "Answer general questions.", "output": [said(text)],
+                "usage": {"input_tokens": 30, "output_tokens": 9},
+                "conversation": {"id": "conv_1"}}
+
+    def user(text: str) -> dict[str, Any]:
+        return {"type": "message", "role": "user", "content": text}
+    records = [
+        {"url": f"{base}/conversations", "request": {"items": [user("Size of France?")]},
+         "response": {"id": "conv_1", "object": "conversation"}},
+        {"url": f"{base}/responses", "request": {"agent": agent, "conversation": "conv_1"},
+         "response": response("resp_1", "About 248,573 square miles.")},
+        {"url": f"{base}/conversations/conv_1/items",
+         "request": {"items": [user("And its capital?")]},
+         "response": {"object": "list", "data": []}},
+        {"url": f"{base}/responses", "request": {"agent": agent, "conversation": "conv_1"},
+         "response": response("resp_2", "Paris.")}]
+    st = InMemoryStorage()
+    report = import_text(st, jsonl(*records))
+    [tid] = report.threads_created
+    assert [render(m) for m in st.memory.get_messages(tid)] == [
+        "user:Size of France?", "assistant:About 248,573 square miles.",
+        "user:And its capital?", "assistant:Paris."]
+    assert len(report.runs_created) == 2
+    second = report.runs_created[1]
+    prompt = st.runs.get(f"{second}:prompt")["items"]
+    assert [(i["lane"], i["message"]["content"]) for i in prompt] == [
+        ("instructions", "Answer general questions."), ("recent", "Size of France?"),
+        ("recent", "About 248,573 square miles."), ("input", "And its capital?")]
+    held = st.runs.get(f"{second}:import")["extra"]["server_held_history"]
+    assert held["reconstructed_from"] == "line 1, line 2, line 3" and held["unrecorded"] is None
+    notes = st.runs.get(f"{second}:import")["notes"]
+    assert "line 4: the instructions were not sent but applied server-side (agent " \
+           "'MyAgent'): taken from the response's 'instructions'" in notes
+    # a conversation the file did not create is history not in the file, as before
+    report = import_text(InMemoryStorage(), jsonl(records[3]))
+    assert report.runs_created and any("is not in the file" in n.reason
+                                       for n in report.skipped)
+
+
 def test_the_run_inspector_says_which_messages_the_server_held() -> None:
     from pathlib import Path
 

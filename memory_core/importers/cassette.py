@@ -378,8 +378,10 @@ def interaction_record(item: Any, where: str, label: str = "interaction"
     if api == "bedrock-invoke" and invoke_family(body, bedrock_model(path)) is None:
         # InvokeModel sends the model's own body: those read are bedrock_invoke.py's
         return SkippedRecord(where=where, reason=own_format(bedrock_model(path), body))
-    if api != "bedrock-invoke" and not any(k in body for k in CONVERSATION_KEYS) and not (
-            api == "cohere" and "message" in body):  # (Cohere v1's new turn)
+    if api not in ("bedrock-invoke", "openai-conversations") and not any(
+            k in body for k in CONVERSATION_KEYS) and not (
+            api == "cohere" and "message" in body) and not (  # (Cohere v1's new turn)
+            api == "openai" and "conversation" in body):  # (its items held server-side)
         # e.g. Portkey's prompts API (…/prompts/<id>/completions): the server renders
         # a stored template from the variables sent, so the conversation is not here
         return SkippedRecord(where=where, reason=(

@@ -141,12 +141,21 @@ def responses_exchange_parts(request: dict[str, Any], response: Any, where: str,
     kept apart: a later request that continues this response (``previous_response_id``)
     does not inherit them, while the input items are the history it continues."""
     template = request.get("prompt") if isinstance(request.get("prompt"), dict) else None
-    if "input" not in request and template is None:
+    if "input" not in request and template is None and "conversation" not in request:
         raise fail(where, "Responses API record has no request 'input'")
     msgs = response_items(request.get("input", []), where, notes, side="input")
     instructions = request.get("instructions")
     own = [Message(role="system", content=instructions)] \
         if isinstance(instructions, str) and instructions else []
+    echoed = response.get("instructions") if isinstance(response, dict) else None
+    if "instructions" not in request and template is None and isinstance(echoed, str) \
+            and echoed:
+        # applied by the server (an agent's or a stored definition's), echoed back
+        own = [Message(role="system", content=echoed)]
+        notes.append(f"{where}: the instructions were not sent but applied server-side"
+                     + (f" (agent {request['agent'].get('name')!r})"
+                        if isinstance(request.get("agent"), dict) else "")
+                     + ": taken from the response's 'instructions'")
     if template is not None:
         # a stored prompt (reusable template) is rendered server-side from the variables
         # sent; the response echoes what it rendered as its 'instructions' items

@@ -202,7 +202,8 @@ FORMAT_TITLES = {
     "bedrock-prompt": "a Bedrock InvokeModel record",
     "bedrock-invoke": "a Bedrock InvokeModel record", "cohere": "a Cohere Chat record",
     "ollama": "an Ollama record", "langsmith": "a LangSmith run",
-    "sharegpt": "a ShareGPT conversation"}
+    "sharegpt": "a ShareGPT conversation",
+    "conversations": "a Conversations API call (its items)"}
 
 
 def read_as(obj: dict[str, Any], fmt: str) -> str:

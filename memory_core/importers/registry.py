@@ -27,6 +27,7 @@ from memory_core.importers.formats import (
     chat,
     cohere,
     completions,
+    conversations,
     gemini,
     langsmith,
     ollama,
@@ -49,6 +50,7 @@ FORMATS: tuple[RecordFormat, ...] = (
     chat.FORMAT,  # request messages (OpenAI's URLs or none)
     completions.FORMAT,  # request prompt
     responses.FORMAT,  # request input, response output
+    conversations.FORMAT,  # …/conversations(/{id}/items): what a response continues
 )
 
 

@@ -2,7 +2,10 @@
 "instructions", "tools"}, "response": {"output": [...]}}`` (or a recorded stream's last
 event). A request that sends ``previous_response_id`` instead of its history gets it
 back from the file's earlier responses, which the file's state keeps (``ServerHistory``),
-and one that sends back items an earlier response output continues that response."""
+and one that sends back items an earlier response output continues that response. One
+that names a ``conversation`` gets the conversation's items so far: those the file's
+Conversations API calls added (``conversations.py``) and each earlier response's input
+and output in it."""
 
 from __future__ import annotations
 
@@ -44,12 +47,25 @@ class Held:
 
 
 @dataclass
+class Conversation:
+    """A conversation the server holds (the Conversations API): its items so far as
+    messages, the records that added them, the exchange of the last response in it,
+    and what reading its items noted, for the next request that continues it."""
+
+    sources: list[str]
+    messages: list[Message] = field(default_factory=list)
+    last: int | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
 class ServerHistory:
     """The file's Responses API responses read so far: what the server holds after
     each (by response id), and which exchange output each item (by item id: ``msg_…``,
-    ``fc_…``, ``rs_…``)."""
+    ``fc_…``, ``rs_…``); the conversations its Conversations API calls made (by id)."""
 
     responses: dict[str, Held] = field(default_factory=dict)
+    conversations: dict[str, Conversation] = field(default_factory=dict)
     items: dict[str, int] = field(default_factory=dict)
     # each function call item an output held: its item id (fc_…) → its call_id (call_…)
     calls: dict[str, str] = field(default_factory=dict)
@@ -100,18 +116,31 @@ def _an_id(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+def conversation_id(request: dict[str, Any]) -> str | None:
+    """The conversation a Responses API request continues: its ``conversation`` (an id,
+    or ``{"id": …}``)."""
+    conversation = request.get("conversation")
+    return _an_id(conversation.get("id") if isinstance(conversation, dict) else conversation)
+
+
 def _held_history(request: dict[str, Any], held: ServerHistory
                   ) -> tuple[list[Message], HeldHistory | None]:
     """The history a request continues without sending it, and how it was found: the
     earlier record whose response its ``previous_response_id`` names (its history and
-    reply); nothing when that response (or a ``conversation``) is not in the file."""
+    reply), or the items of the ``conversation`` it names that the file holds; nothing
+    when that response (or conversation) is not in the file."""
     prev = _an_id(request.get("previous_response_id"))
     conversation = request.get("conversation")
     if prev is None and conversation is None:
         return [], None
     if prev is None:
-        cid = conversation.get("id") if isinstance(conversation, dict) else conversation
-        ref = f"conversation {str(cid)!r}"
+        cid = conversation_id(request)
+        ref = f"conversation {str(cid if cid is not None else conversation)!r}"
+        conv = held.conversations.get(cid) if cid is not None else None
+        if conv is not None:
+            return list(conv.messages), HeldHistory(ref, source=", ".join(conv.sources),
+                                                    count=len(conv.messages),
+                                                    continues=conv.last)
     else:
         ref = f"previous_response_id {prev!r}"
         found = held.responses.get(prev)
@@ -162,6 +191,11 @@ def responses_exchange(obj: dict[str, Any], where: str, index: int,
     if history_held is not None:
         history_held.start = len(own) if carried else 0
         notes.insert(0, held_note(where, history_held))
+    cid = conversation_id(request) if request.get("previous_response_id") is None else None
+    conv = held.conversations.get(cid) if cid is not None else None
+    if conv is not None:  # what reading its items noted, said once
+        notes += conv.notes
+        conv.notes = []
     instructions, history = split_instructions([*own, *carried, *inputs])
     thread_key, resource = record_context(obj, request, where)
     usage, known = usage_of(response.get("usage") if isinstance(response, dict) else None,
@@ -187,6 +221,11 @@ def responses_exchange(obj: dict[str, Any], where: str, index: int,
                                    [*carried, *inputs, *([reply] if reply else [])],
                                    history_held.unrecorded if history_held is not None
                                    else None)
+    if conv is not None and reply is not None:
+        # the server adds the request's input and the response's output to it
+        conv.messages += [*inputs, *([reply] if reply else [])]
+        conv.last = index
+        conv.sources.append(where)
     if isinstance(response, dict):
         held.items.update(dict.fromkeys(_item_ids(response.get("output")), index))
         held.calls.update(_calls_by_item(response.get("output")))
