@@ -218,3 +218,64 @@ def test_the_fake_refuses_what_the_messages_api_refuses(setup) -> None:  # type:
     recorder.drain()
     # each was asked, so each is a failed run (what the client sent, as it sent it)
     assert len(recorder.runs) + len(recorder.failures) == 4
+
+
+def test_a_claude_code_shaped_session_is_recorded_as_it_was_sent(setup) -> None:  # type: ignore[no-untyped-def]
+    """What Claude Code sends (ANTHROPIC_BASE_URL at the proxy): ?beta=true, an OAuth
+    bearer token and beta headers, the system prompt as cached text blocks, a
+    reminder block before the question, extended thinking streamed back (its signature
+    too) and sent back with the tool call, metadata.user_id. One thread of two runs,
+    the thinking kept out of the stored answer but the call in it, the user id the
+    resource, the token nowhere."""
+    fa, server, recorder, db = setup
+    headers = {"authorization": f"Bearer {KEY}", "anthropic-version": "2023-06-01",
+               "anthropic-beta": "claude-code-20250219,interleaved-thinking-2025-05-14",
+               "x-app": "cli"}
+    system = [{"type": "text", "text": "You are Claude Code.",
+               "cache_control": {"type": "ephemeral"}},
+              {"type": "text", "text": "Working directory: /home/u/proj"}]
+    question = {"role": "user", "content": [
+        {"type": "text", "text": "<system-reminder>Use pytest.</system-reminder>"},
+        {"type": "text", "text": "why does the test fail?",
+         "cache_control": {"type": "ephemeral"}}]}
+    bash = {"name": "Bash", "description": "Executes a given bash command", "input_schema": {
+        "type": "object", "properties": {"command": {"type": "string"}},
+        "required": ["command"]}}
+    turn = [{"type": "thinking", "thinking": "Run the tests first.", "signature": "EpYBc2ln"},
+            {"type": "text", "text": "I'll run the tests."},
+            {"type": "tool_use", "id": "toolu_01A", "name": "Bash",
+             "input": {"command": "pytest -q"}}]
+    body = {"model": "claude-sonnet-4-5", "max_tokens": 32000, "system": system,
+            "tools": [bash], "messages": [question], "stream": True,
+            "thinking": {"type": "enabled", "budget_tokens": 31999},
+            "metadata": {"user_id": "user_0123_account_1111_session_2222"}}
+    fa.reply_next(turn, stop_reason="tool_use")
+    with httpx2.stream("POST", f"{server.url}/v1/messages?beta=true", json=body,
+                       headers=headers) as first:
+        assert b"signature_delta" in b"".join(first.iter_bytes())
+    body["messages"] = [question, {"role": "assistant", "content": turn}, {
+        "role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_01A",
+                                     "content": "1 failed: test_sum - assert 3 == 4"}]}]
+    with httpx2.stream("POST", f"{server.url}/v1/messages?beta=true", json=body,
+                       headers=headers) as second:
+        assert second.status_code == 200 and b"message_stop" in b"".join(second.iter_bytes())
+    assert [r.query for r in fa.requests] == ["beta=true", "beta=true"]
+    s = _runs(recorder, db)
+    try:
+        [thread] = thread_summaries(s, None)
+        assert thread.run_count == 2
+        assert thread.resource_id == "user_0123_account_1111_session_2222"
+        first_run, second_run = (load_run(s, r) for r in recorder.runs)
+        step = first_run.steps[0]
+        assert step.response.finish_reason == "tool_use" and step.response.text == \
+            "I'll run the tests."
+        assert [(c.name, c.args) for c in step.response.tool_calls] == [
+            ("Bash", {"command": "pytest -q"})]
+        view = run_view(s, recorder.runs[1])
+        assert [i.text for i in view.lane("instructions").items] == [
+            "You are Claude Code.\nWorking directory: /home/u/proj"]
+        assert "assert 3 == 4" in view.lane("input").items[-1].text
+        assert second_run.answer == "You said: 1 failed: test_sum - assert 3 == 4"
+        assert KEY not in json.dumps([s.runs.list(r) for r in recorder.runs], default=str)
+    finally:
+        s.close()

@@ -284,6 +284,13 @@ class FakeAnthropic:
                     if fault in ("stream_error", "stream_cut"):
                         return
                     await asyncio.sleep(0)
+            elif block["type"] == "thinking":  # its text, then its signature
+                yield event("content_block_start", {"index": index, "content_block": {
+                    "type": "thinking", "thinking": "", "signature": ""}})
+                yield event("content_block_delta", {"index": index, "delta": {
+                    "type": "thinking_delta", "thinking": block["thinking"]}})
+                yield event("content_block_delta", {"index": index, "delta": {
+                    "type": "signature_delta", "signature": block["signature"]}})
             else:  # tool_use: its input streamed as JSON pieces
                 yield event("content_block_start", {"index": index, "content_block": {
                     **block, "input": {}}})
