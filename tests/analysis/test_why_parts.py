@@ -180,7 +180,7 @@ def test_a_tool_definition_the_model_was_offered_reached_it(support: InMemorySto
         assert "is in the definition of tool lookup_order" in e.sentence
         assert "The assistant was offered tool lookup_order in this run" in e.sentence
     found = find_by_phrase(support, RUN, "printed on the receipt", embed=EMBED)
-    assert "the definitions of the 1 tools it was offered" in found.searched
+    assert "the definition of the 1 tool it was offered" in found.searched
 
 
 def test_an_imported_tool_result_is_sent_by_the_client() -> None:
