@@ -1003,3 +1003,33 @@ def test_span_exports_that_are_no_otlp_are_imported_one_by_one(tmp_path: Path) -
              str(real / "langfuse-autogen-2025-06-06.trace.json")]
     out = ok(memwb("import", *files, "--db", str(tmp_path / "two.duckdb")))
     assert all(f"imported {f} (otel)" in out for f in files), out
+
+
+def test_import_says_each_kind_of_note_a_few_times_then_how_many_more(tmp_path: Path) -> None:
+    """A log of thousands of requests may say the same thing of each (here: an answer
+    calling a tool its request did not offer): the import printed one line a request.
+    Each kind of note is said three times, then how many more and where; every run's
+    import record still holds its own."""
+    lines = []
+    for i in range(10):
+        lines.append(json.dumps({"request": {"model": "m", "messages": [
+            {"role": "user", "content": f"question {i}"}]}, "response": {"choices": [{
+                "message": {"role": "assistant", "content": None, "tool_calls": [{
+                    "id": f"call_{i}", "type": "function", "function": {
+                        "name": "lookup", "arguments": "{}"}}]}}]}}))
+    log = tmp_path / "calls.jsonl"
+    log.write_text("\n".join(lines) + "\n")
+    db = str(tmp_path / "n.duckdb")
+    out = ok(memwb("import", str(log), "--db", db, "--embedder", "none")).splitlines()
+    said = [ln for ln in out if "a tool the request did not offer" in ln]
+    assert [ln.split(":", 1)[0].strip() for ln in said] == ["line 1", "line 2", "line 3"]
+    assert "  … and 7 more like the last, line 4 to line 10" in out
+    assert out[-1] == ("  (7 notes not shown: each run's own are in its import record, "
+                       "memwb inspect RUN)")
+    s = DuckDBStorage(db)
+    try:
+        last = [r.run_id for r in s.runs.list_runs()][-1]
+        assert any("a tool the request did not offer" in n
+                   for n in s.runs.get(f"{last}:import")["notes"])
+    finally:
+        s.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 from typing import Annotated, Any
@@ -137,8 +138,35 @@ def _say_imported(label: str, url: str, report: Any) -> None:
     if report.undated:
         say("  no call in the file is dated (no time in its bodies or headers): the runs "
             "keep the file's order; their times show as not recorded")
-    for s in report.skipped:  # what was not imported, and what was kept differently
-        say(f"  {s.where}: {s.reason}")
+    # what was not imported, and what was kept differently: each kind of note at most
+    # NOTES_SHOWN times (a log of 30,000 requests may say one thing of each), then how
+    # many more; every run's import record keeps its own
+    said: dict[str, list[Any]] = {}
+    for s in report.skipped:
+        said.setdefault(note_kind(s.reason), []).append(s)
+    hidden = 0
+    for notes in said.values():
+        for s in notes[:NOTES_SHOWN]:
+            say(f"  {s.where}: {s.reason}")
+        if len(notes) > NOTES_SHOWN:
+            hidden += len(notes) - NOTES_SHOWN
+            say(f"  … and {len(notes) - NOTES_SHOWN:,} more like the last, "
+                f"{notes[NOTES_SHOWN].where} to {notes[-1].where}")
+    if hidden:
+        say(f"  ({hidden:,} notes not shown: each run's own are in its import record, "
+            "memwb inspect RUN)")
+
+
+NOTES_SHOWN = 3
+# quoted values, and words with a digit in them (numbers, ids)
+_NAMED = re.compile(r"'[^']*'|\"[^\"]*\"|“[^”]*”|[^\s,;:()]*\d[^\s,;:()]*")
+_MORE = re.compile(r"(, [^,;:]*…[^,;:]*)+")  # a list's further items
+
+
+def note_kind(reason: str) -> str:
+    """What a note says with its names, quoted values, numbers and ids taken out, and
+    a list of such items cut to its first: notes of one kind differ only in those."""
+    return _MORE.sub("", _NAMED.sub("…", reason))
 
 
 
