@@ -285,7 +285,7 @@ def find_by_phrase(storage: Storage, run_id: str, phrase: str, *,
                 f"{where} {how}; every part of the {len(given)} messages the model was given "
                 "in this run (text, tool calls and results, attachments, instructions, "
                 "working memory, observations)"
-                + (f" and the definition of the 1 tool it was offered" if len(tools) == 1
+                + (" and the definition of the 1 tool it was offered" if len(tools) == 1
                    else f" and the definitions of the {len(tools)} tools it was offered"
                    if tools else "")
                 + (f" and of the {len(own)} messages of conversation {thread}" if own else "")
