@@ -179,3 +179,26 @@ def test_how_a_call_was_sent_is_shown_as_recorded(tmp_path: Path) -> None:
     (tmp_path / "c").mkdir()
     out = _inspect(tmp_path / "c", "openllmetry-test_anthropic_image_with_history.yaml")
     assert not any(line.startswith("sent with:") for line in out), out
+
+
+def test_an_azure_deployment_named_by_the_url_is_the_model_asked_for() -> None:
+    """Azure OpenAI's clients send no ``model``: the URL names the deployment. A call
+    that failed (no response naming a model) read "model asked for: unknown, not in the
+    recording" with the deployment right there in its URL."""
+    url = ("https://acct.openai.azure.com/openai/deployments/my%20gpt-4o/chat/completions"
+           "?api-version=2024-10-21")
+    failed = {"url": url, "request": {"messages": [{"role": "user", "content": "Hi"}]},
+              "error": {"message": "Unauthorized", "statusCode": 401}}
+    named = {"url": url, "request": {"model": "gpt-4o", "messages": [
+        {"role": "user", "content": "Hello"}]}, "response": {"model": "gpt-4o-2024-08-06",
+                                                             "choices": [{"message": {
+                                                                 "role": "assistant",
+                                                                 "content": "Hi."}}]}}
+    s = InMemoryStorage()
+    report = import_text(s, json.dumps(failed) + "\n" + json.dumps(named) + "\n")
+    first, second = (s.runs.require_run(r) for r in report.runs_created)
+    assert first.status == "failed" and first.agent == "my gpt-4o"
+    assert [(n.where, n.reason) for n in report.skipped] == [(
+        "line 1", "the request names no model; its URL names the Azure OpenAI deployment "
+                  "'my gpt-4o', taken as the model asked for")]
+    assert second.agent == "gpt-4o-2024-08-06"  # a request that names its model: as sent

@@ -8,9 +8,11 @@ turned into one and read by ``chat_exchange``."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from collections.abc import Set as AbstractSet
 from typing import Any
+from urllib.parse import unquote
 
 from memory_core.errors import ImportFormatError
 from memory_core.importers.common import (
@@ -210,8 +212,25 @@ def _matches(record: Record) -> bool:
         and "messages" in request
 
 
-FORMAT = RecordFormat("chat", 100, _matches,
-                      lambda r: [chat_exchange(r.obj, r.where, r.index)], routes=(OPENAI,))
+# Azure OpenAI's URL names the deployment (``…/openai/deployments/<name>/chat/…``), and
+# its clients send no ``model``
+_DEPLOYMENT = re.compile(r"/deployments/([^/]+)/")
+
+
+def _read(record: Record) -> list[Exchange]:
+    obj, request = record.obj, record.request
+    found = _DEPLOYMENT.search(record.path or "")
+    if found is None or not isinstance(request, dict) or "model" in request:
+        return [chat_exchange(obj, record.where, record.index)]
+    name = unquote(found.group(1))
+    named = {**request, "model": name}
+    notes = [f"{record.where}: the request names no model; its URL names the Azure OpenAI "
+             f"deployment {name!r}, taken as the model asked for"]
+    return [chat_exchange({**obj, "request": named} if "request" in obj else named,
+                          record.where, record.index, notes)]
+
+
+FORMAT = RecordFormat("chat", 100, _matches, _read, routes=(OPENAI,))
 
 
 def read_as_chat(convert: Callable[[dict[str, Any], str, list[str]], dict[str, Any]],
