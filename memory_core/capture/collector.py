@@ -324,10 +324,10 @@ def collector_app(recorder: Recorder, *, settle: float = 2.0,
         try:
             doc = decode_export(signal, await read_body(request), ctype,
                                 request.headers.get("content-encoding"))
-        except TooLarge as e:  # the body itself, past MEMWB_MAX_BODY
-            return JSONResponse({"code": 3, "message": str(e)}, status_code=413)
-        except BadExport as e:
-            return JSONResponse({"code": 3, "message": str(e)}, status_code=e.status)
+        except (TooLarge, BadExport) as e:  # (TooLarge: the body, past MEMWB_MAX_BODY)
+            recorder.refused(f"{signal} export", f"not read: {e}")  # (logged, counted)
+            return JSONResponse({"code": 3, "message": str(e)},
+                                status_code=413 if isinstance(e, TooLarge) else e.status)
         total = count_records(signal, doc)
         text = json.dumps(doc, ensure_ascii=False)
         if total == 0 or not any(mark in text for mark in GENAI_MARKS):

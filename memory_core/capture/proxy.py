@@ -8,11 +8,13 @@ the response it adds up to, as ``memwb import`` reads them). ``GET /v1/models`` 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx2
@@ -110,7 +112,12 @@ def reassemble_messages_sse(raw: bytes) -> tuple[dict[str, Any] | None, str | No
     except ImportFormatError as e:
         return None, str(e), notes
     notes = [n for n in notes if "reassembled from" not in n]  # (how, not what)
-    if message.get("type") != "error" and not any(
+    if message.get("type") == "error":
+        error = message.get("error")
+        said = (f"{error.get('type')}: {error.get('message')}" if isinstance(error, dict)
+                else json.dumps(error, ensure_ascii=False))
+        return None, f"the stream carried an error: {said}"[:500], notes
+    if not any(
             e.get("type") == "message_stop" for e in events):
         return None, "the stream ended before message_stop", notes
     return message, None, notes
@@ -151,10 +158,16 @@ class _Exchanges:
         self.recorder, self.base, self.api = recorder, base, api
 
     def record(self, request: Any, response: dict[str, Any] | None,
-               error: str | None, *, secrets: list[str] | None = None,
+               error: str | None, *, began: datetime, secrets: list[str] | None = None,
                notes: list[str] | None = None) -> None:
+        """The exchange that began at ``began`` and ends now, as a record: the proxy's
+        own times are the run's (the Messages API's answer holds none; a chat
+        completion's ``created`` counts whole seconds on the upstream's clock)."""
         cid = uuid.uuid4().hex[:16]
         name = f"proxy:{cid}"
+        if request is None:
+            self.recorder.refused(name, "the request body is not JSON")
+            return
         if not isinstance(request, dict) or not isinstance(request.get("messages"), list):
             self.recorder.refused(name, "the request has no 'messages' list")
             return
@@ -164,9 +177,11 @@ class _Exchanges:
         if notes:
             meta["memwb_capture_notes"] = notes
             log.info("%s: %s", name, "; ".join(redact_text(n, secrets or ()) for n in notes))
-        line: dict[str, Any] = {"request": request, "metadata": meta}
-        if self.api == MESSAGES:  # (the URL says which API: the bodies alone may not)
-            line["url"] = self.base + MESSAGES
+        # the URL says which API (the bodies alone may not) and where it was sent
+        line: dict[str, Any] = {"request": request, "metadata": meta,
+                                "url": self.base + self.api,
+                                "started_at": began.isoformat(),
+                                "finished_at": datetime.now(UTC).isoformat()}
         if response is not None:
             line["response"] = response
         else:
@@ -174,35 +189,39 @@ class _Exchanges:
         line = redact(line, secrets or ())
         self.recorder.submit(json.dumps(line, ensure_ascii=False), name=name, format="openai")
 
-    def finished(self, request: Any, status: int, body: bytes, *,
+    def finished(self, request: Any, status: int, body: bytes, *, began: datetime,
                  secrets: list[str] | None = None) -> None:
         """A whole (not streamed) answer."""
         if status >= 400:
             self.record(request, None, f"HTTP {status}: {_error_text(body)}",
-                        secrets=secrets)
+                        began=began, secrets=secrets)
             return
         try:
             doc = json.loads(body)
         except ValueError:
             self.record(request, None, f"HTTP {status}: the upstream's body is not JSON",
-                        secrets=secrets)
+                        began=began, secrets=secrets)
             return
         problem = (_message_problem if self.api == MESSAGES else _choices_problem)(doc)
         if problem is not None:
             excerpt = body.decode("utf-8", errors="replace")[:300]
             self.record(request, None, f"HTTP {status}: the answer's shape was not "
-                        f"understood ({problem}): {excerpt}", secrets=secrets)
+                        f"understood ({problem}): {excerpt}", began=began, secrets=secrets)
             return
-        self.record(request, doc, None, secrets=secrets)
+        self.record(request, doc, None, began=began, secrets=secrets)
 
-    def streamed(self, request: Any, raw: bytes, *,
-                 secrets: list[str] | None = None) -> None:
+    def streamed(self, request: Any, raw: bytes, *, began: datetime,
+                 secrets: list[str] | None = None, cut: str | None = None) -> None:
+        """A streamed answer; ``cut``: why the stream stopped early, when it did (it
+        names the cause of an incomplete stream)."""
         response, problem, notes = (reassemble_messages_sse if self.api == MESSAGES
                                     else _reassemble)(raw)
         if problem is not None:
-            self.record(request, None, problem, secrets=secrets, notes=notes)
+            ended_early = problem.startswith("the stream ended before")
+            self.record(request, None, cut if cut and ended_early else problem,
+                        began=began, secrets=secrets, notes=notes)
         else:
-            self.record(request, response, None, secrets=secrets, notes=notes)
+            self.record(request, response, None, began=began, secrets=secrets, notes=notes)
 
 
 def _error_text(body: bytes) -> str:
@@ -270,9 +289,11 @@ def proxy_app(recorder: Recorder, upstream: str) -> Starlette:
         return handle
 
     async def exchange(request: Request, api: str, exchanges: _Exchanges) -> Response:
+        began = datetime.now(UTC)
         try:
             raw = await read_body(request)
         except TooLarge as e:  # past MEMWB_MAX_BODY: refused, the rest left unread
+            recorder.refused(f"proxy:{uuid.uuid4().hex[:16]}", f"not forwarded: {e}")
             return _proxy_error(api, str(e), "request_too_large", 413)
         try:
             body: Any = json.loads(raw)
@@ -287,7 +308,7 @@ def proxy_app(recorder: Recorder, upstream: str) -> Starlette:
             resp = await client.send(up, stream=True)
         except httpx2.HTTPError as e:
             why = f"upstream {base} unreachable: {type(e).__name__}: {e}"
-            exchanges.record(body, None, why, secrets=secrets)
+            exchanges.record(body, None, why, began=began, secrets=secrets)
             return _proxy_error(api, why, "upstream_unreachable", 502)
         streamed = "text/event-stream" in resp.headers.get("content-type", "")
         if not streamed or resp.status_code >= 400:
@@ -295,12 +316,13 @@ def proxy_app(recorder: Recorder, upstream: str) -> Starlette:
                 data = await _bounded_answer(resp)
             except TooLarge as e:
                 why = f"upstream {base}: {e}"
-                exchanges.record(body, None, why, secrets=secrets)
+                exchanges.record(body, None, why, began=began, secrets=secrets)
                 return _proxy_error(api, why, "upstream_too_large", 502)
             finally:
                 await resp.aclose()
             try:
-                exchanges.finished(body, resp.status_code, data, secrets=secrets)
+                exchanges.finished(body, resp.status_code, data, began=began,
+                                   secrets=secrets)
             except Exception as e:  # noqa: BLE001 - the client gets its answer anyway
                 log.warning("not recorded: %s", redact_text(f"{type(e).__name__}: {e}",
                                                              secrets))
@@ -310,21 +332,31 @@ def proxy_app(recorder: Recorder, upstream: str) -> Starlette:
         async def relay() -> AsyncIterator[bytes]:
             seen: list[bytes] = []
             held, cap = 0, limit("MEMWB_MAX_BODY")
+            cut: str | None = None  # why the stream stopped early, if it did
             try:
                 async for piece in resp.aiter_bytes():
                     held += len(piece)
                     if held <= cap:  # past the bound relayed, not held for the record
                         seen.append(piece)
                     yield piece
+            except httpx2.HTTPError as e:  # the client's stream ends here too
+                said = redact_text(str(e), secrets)
+                cut = (f"the upstream broke off the stream ({type(e).__name__}"
+                       + (f": {said})" if said else ")"))
+                log.warning("%s", cut)
+            except (asyncio.CancelledError, GeneratorExit):
+                cut = "the client went away (or the proxy stopped) before the stream ended"
+                raise
             finally:
                 try:
                     await resp.aclose()
                     if held > cap:
                         exchanges.record(body, None, "the streamed answer is larger "
                                          f"than {cap} bytes; raise MEMWB_MAX_BODY to "
-                                         "record it", secrets=secrets)
+                                         "record it", began=began, secrets=secrets)
                     else:
-                        exchanges.streamed(body, b"".join(seen), secrets=secrets)
+                        exchanges.streamed(body, b"".join(seen), began=began,
+                                           secrets=secrets, cut=cut)
                 except Exception as e:  # noqa: BLE001 - recording must not cut the stream
                     log.warning("a streamed exchange not recorded: %s",
                                 redact_text(f"{type(e).__name__}: {e}", secrets))

@@ -7,9 +7,11 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-# OpenAI (sk-…, sk-proj-…), Anthropic (sk-ant-…) and the like: the prefix is kept so a
-# reader still sees which kind of key it was
-_KEY = re.compile(r"\b(sk-(?:ant-(?:api\d+-)?|proj-|svcacct-|admin-)?)[A-Za-z0-9_\-]{12,}")
+# OpenAI (sk-…, sk-proj-…), Anthropic (sk-ant-…), OpenRouter (sk-or-…) and the like,
+# Groq (gsk_…), Google (AIza…), xAI (xai-…), Hugging Face (hf_…): the prefix is kept so
+# a reader still sees which kind of key it was
+_KEY = re.compile(r"\b(sk-(?:ant-(?:api\d+-)?|proj-|svcacct-|admin-)?)[A-Za-z0-9_\-]{12,}"
+                  r"|\b(gsk_|AIza|xai-|hf_)[A-Za-z0-9_\-]{20,}")
 # a bearer token in prose ("Bearer abc…"): long enough not to be an ordinary word
 _BEARER = re.compile(r"\b(Bearer)\s+[A-Za-z0-9._~+/=\-]{16,}", re.IGNORECASE)
 # request headers whose value is a credential (their exact value is redacted anywhere)
@@ -34,7 +36,7 @@ def redact_text(text: str, secrets: Iterable[str] = ()) -> str:
     ``[redacted key]`` and key-shaped strings by ``<prefix>…[redacted]``."""
     for secret in sorted({s for s in secrets if len(s) >= 6}, key=len, reverse=True):
         text = text.replace(secret, "[redacted key]")
-    text = _KEY.sub(lambda m: f"{m.group(1)}…[redacted]", text)
+    text = _KEY.sub(lambda m: f"{m.group(1) or m.group(2)}…[redacted]", text)
     return _BEARER.sub(lambda m: f"{m.group(1)} [redacted]", text)
 
 

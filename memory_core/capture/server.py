@@ -86,6 +86,8 @@ def validate_upstream(url: Any) -> str:
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise InvalidInputError(f"upstream must be an http(s) URL such as "
                                 f"https://api.openai.com/v1, got {url!r}")
+    if any(c.isspace() for c in url.strip()):
+        raise InvalidInputError(f"the upstream URL must not contain spaces, got {url!r}")
     if parts.username or parts.password:
         raise InvalidInputError("the upstream URL must not carry credentials; the client's "
                                 "Authorization header is forwarded as it is")
@@ -146,7 +148,7 @@ class Recorder:
             return self.refused(name, f"{type(e).__name__}: {e}")
         self.runs += report.runs_created
         for s in report.skipped:
-            log.info("%s: skipped %s: %s", name, s.where, s.reason)
+            log.info("%s: note: %s: %s", name, s.where, s.reason)
         log.info("%s: recorded %d run(s): %s", name, len(report.runs_created),
                  ", ".join(report.runs_created) or "-")
         return Outcome(report)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 from collections.abc import Callable
 from typing import Annotated, Any
@@ -26,9 +27,19 @@ def _port(value: int) -> int:
     return guarded(lambda: validate_port(value))
 
 
+class _Terminated(Exception):
+    """SIGTERM (``kill``, ``timeout``, ``docker stop``, systemd): a stop like Ctrl-C."""
+
+
+def _terminated(signum: int, frame: Any) -> None:
+    raise _Terminated
+
+
 def _capture(db: str | None, port: int, embedder: str, resource: str | None,
              make_app: Callable[[Any], Any], what: str) -> None:
-    """Serve a capture app on 127.0.0.1:port, writing to ``db`` until interrupted."""
+    """Serve a capture app on 127.0.0.1:port, writing to ``db`` until interrupted
+    (Ctrl-C or SIGTERM: both finish every exchange under way and every queued write,
+    then print the summary)."""
     import logging
 
     from memory_core.capture import LoopbackServer, Recorder
@@ -45,12 +56,17 @@ def _capture(db: str | None, port: int, embedder: str, resource: str | None,
         recorder = Recorder(storage, embed=embed, resource_id=resource)
         server.app = guarded(lambda: make_app(recorder))
         typer.echo(f"{what} on {server.url} writing to {url} (Ctrl-C to stop)", err=True)
+        # uvicorn handles both signals while it serves, then passes the one it got on
+        # to the handler before it: SIGTERM's default would end the process before the
+        # queued writes and the summary
+        before = signal.signal(signal.SIGTERM, _terminated)
         try:
             server.serve()
-        except KeyboardInterrupt:
-            pass  # uvicorn shut down on Ctrl-C and passes the signal on: a normal stop
+        except (KeyboardInterrupt, _Terminated):
+            pass  # uvicorn shut down and passed the signal on: a normal stop
         finally:
             recorder.close()
+            signal.signal(signal.SIGTERM, before)
     typer.echo(f"recorded {len(recorder.runs)} run(s); {len(recorder.failures)} record(s) "
                "not recorded", err=True)
 

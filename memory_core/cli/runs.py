@@ -111,7 +111,8 @@ def inspect(run: Annotated[str, typer.Argument(help="Run id.")], db: DbOpt = Non
         say("note: not in the record (shown as unknown): " + ", ".join(v.unknown_fields))
     if v.error:
         say(f"failed: {v.error}")
-    say(f"answer: {v.answer}")
+    say(f"answer: {v.answer}" if v.answer is not None else
+        "answer: none" + (" (the run failed)" if v.error else ""))
 
 
 @app.command()

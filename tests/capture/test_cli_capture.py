@@ -38,8 +38,10 @@ def _free_port() -> int:
 
 
 @contextmanager
-def _memwb(*args: str) -> Iterator[subprocess.Popen[str]]:
-    """Run memwb in its own process until the block ends, then Ctrl-C it."""
+def _memwb(*args: str, stop: signal.Signals = signal.SIGINT
+           ) -> Iterator[subprocess.Popen[str]]:
+    """Run memwb in its own process until the block ends, then Ctrl-C it (or send it
+    ``stop``)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
     proc = subprocess.Popen([sys.executable, "-m", "memory_core.cli", *args], cwd=ROOT,
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -58,7 +60,7 @@ def _memwb(*args: str) -> Iterator[subprocess.Popen[str]]:
         yield proc
     finally:
         if proc.poll() is None:
-            proc.send_signal(signal.SIGINT)
+            proc.send_signal(stop)
         try:
             proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
@@ -93,6 +95,21 @@ def test_proxy_records_what_the_openai_sdk_sends(tmp_path: Path) -> None:
         s.close()
 
 
+def test_proxy_stopped_by_sigterm_finishes_its_writes_and_says_so(tmp_path: Path) -> None:
+    """``kill``, ``timeout``, ``docker stop`` and systemd send SIGTERM: the proxy ended at
+    once (status -15), without its summary. It stops as on Ctrl-C now."""
+    db, port = str(tmp_path / "t.duckdb"), _free_port()
+    with FakeProvider(api_key="sk-cli-0003") as fp, _memwb(
+            "proxy", "--db", db, "--upstream", fp.base_url, "--port", str(port),
+            stop=signal.SIGTERM) as proc:
+        openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="sk-cli-0003",
+                      max_retries=0).chat.completions.create(
+            model="fake-model", messages=[{"role": "user", "content": "Hi"}])  # type: ignore[list-item]
+    _, err = proc.communicate()
+    assert proc.returncode == 0, err
+    assert "recorded 1 run(s); 0 record(s) not recorded" in err
+
+
 def test_collect_imports_otlp_json_as_it_arrives(tmp_path: Path) -> None:
     db, port = str(tmp_path / "c.duckdb"), _free_port()
     with _memwb("collect", "--db", db, "--port", str(port), "--settle", "0.5") as proc:
@@ -122,6 +139,7 @@ def test_collect_imports_otlp_json_as_it_arrives(tmp_path: Path) -> None:
     (["collect", "--port", "65536"], "port must be an integer from 1 to 65535, got 65536"),
     (["proxy", "--upstream", "localhost:8000"], "upstream must be an http(s) URL"),
     (["proxy", "--upstream", "http://k:secret@127.0.0.1/v1"], "must not carry credentials"),
+    (["proxy", "--upstream", "http://127.0.0.1:9/v1 extra"], "must not contain spaces"),
     (["collect", "--embedder", "nope"], "unknown embedder 'nope'"),
 ])
 def test_bad_flags_are_one_error_line_and_no_database(tmp_path: Path, args: list[str],

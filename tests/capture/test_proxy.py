@@ -305,3 +305,32 @@ def test_concurrent_exchanges_are_all_recorded_by_the_one_writer(setup) -> None:
         assert recorded == set(answers)
     finally:
         s.close()
+
+
+def test_runs_keep_the_proxy_s_times_in_arrival_order_and_where_they_were_sent(setup  # type: ignore[no-untyped-def]
+                                                                            ) -> None:
+    """A chat completion's ``created`` counts whole seconds on the upstream's clock:
+    three turns of a tool loop within one second were listed out of order, and a failed
+    call (no answer) had no time at all (1970). The proxy's own times of each exchange
+    are the run's; where it was sent is recorded too."""
+    fp, server, recorder, db = setup
+    client = _client(server)
+    for n in range(3):
+        client.chat.completions.create(model="fake-model", messages=[  # type: ignore[list-item]
+            {"role": "user", "content": f"Question {n}?"}])
+    bad = openai.OpenAI(base_url=server.url + "/v1", api_key="sk-wrong", max_retries=0)
+    with pytest.raises(openai.AuthenticationError):
+        bad.chat.completions.create(model="fake-model", messages=USER)  # type: ignore[arg-type]
+    recorder.drain()
+    s, run_ids = _runs(db)
+    try:
+        assert run_ids == recorder.runs  # listed as they arrived
+        runs = [s.runs.require_run(r) for r in run_ids]
+        assert [r.status for r in runs] == ["completed"] * 3 + ["failed"]
+        starts = [r.started_at for r in runs]
+        assert starts == sorted(starts) and len(set(starts)) == 4 and starts[0].year >= 2026
+        origin = fp.base_url.rsplit("/v1", 1)[0]
+        assert all(s.runs.get(f"{r}:import")["extra"]["endpoint"] == origin
+                   for r in run_ids)
+    finally:
+        s.close()

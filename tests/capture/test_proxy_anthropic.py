@@ -85,6 +85,11 @@ def test_whole_and_streamed_answers_become_runs_the_workbench_shows(setup) -> No
             assert view.lane("instructions").items[0].text == "You keep notes."
             assert [i.text for i in view.lane("input").items] == [ASK[0]["content"]]
             assert KEY not in json.dumps(s.runs.list(rid), default=str)
+        # the proxy's own times (the Messages API's answer holds none): in arrival order
+        runs = [s.runs.require_run(r) for r in recorder.runs]
+        assert all(r.started_at.year >= 2026 and r.finished_at >= r.started_at
+                   for r in runs)
+        assert [r.run_id for r in s.runs.list_runs()] == recorder.runs
         # asked twice with the same instructions: one conversation; without: another
         threads = thread_summaries(s, None)
         assert len(threads) == 2 and sorted(t.run_count for t in threads) == [1, 2]
@@ -178,7 +183,7 @@ def test_a_stream_cut_short_or_ended_by_an_error_event_is_a_failed_run(setup) ->
     try:
         runs = [s.runs.require_run(r) for r in recorder.runs]
         assert [r.status for r in runs] == ["failed", "failed"]
-        assert "overloaded_error" in (runs[0].error or "")
+        assert runs[0].error == "the stream carried an error: overloaded_error: Overloaded"
         assert runs[1].error == "the stream ended before message_stop"
     finally:
         s.close()

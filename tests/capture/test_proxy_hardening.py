@@ -84,6 +84,13 @@ def test_redact_text_keeps_a_prefix_and_the_prose() -> None:
     # ordinary words are left alone
     assert redact_text("a risk-assessment task-scheduler; Bearer bonds") == \
         "a risk-assessment task-scheduler; Bearer bonds"
+    # the keys of other providers an OpenAI-compatible upstream may echo: Groq, Google,
+    # xAI, Hugging Face
+    others = ("gsk_8Fq2LmN0pQ4rS6tU8vW1xY3z", "AIzaSyD4kL0mN2pQ5rS7tU9vW1xY3zA5bC7dE9f",
+              "xai-7Hj2Kl4Mn6Pq8Rs0Tu2Vw4Xy", "hf_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123")
+    out = redact_text(" ".join(others))
+    assert out == "gsk_…[redacted] AIza…[redacted] xai-…[redacted] hf_…[redacted]"
+    assert redact_text("hf_hub and gsk_short") == "hf_hub and gsk_short"
 
 
 def test_an_echoed_key_is_redacted_from_the_recorded_error(proxy) -> None:  # type: ignore[no-untyped-def]
@@ -183,3 +190,51 @@ def test_a_wrong_typed_choices_is_relayed_and_recorded_as_not_understood(  # typ
     [run] = storage.runs.list_runs()
     assert run.status == "failed"
     assert "shape was not understood" in (run.error or "")
+
+
+def test_a_stream_the_upstream_breaks_off_is_a_failed_run_that_says_so(tmp_path: Path,
+                                                                    caplog) -> None:  # type: ignore[no-untyped-def]
+    """An upstream that drops the connection mid-stream: the client's stream ends there,
+    the run is failed naming the cause (it read "the stream ended before its last
+    chunk", as a client going away did), and the log has one line, no traceback."""
+    import socket
+    import threading
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        conn.recv(65536)
+        chunk = b'data: {"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,' \
+                b'"delta":{"content":"Hel"}}]}\n\n'
+        conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+                     b"transfer-encoding: chunked\r\n\r\n"
+                     + f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+        conn.close()  # no last chunk: the stream is broken off
+    threading.Thread(target=serve, daemon=True).start()
+    storage = DuckDBStorage(str(tmp_path / "cut.duckdb"))
+    recorder = Recorder(storage)
+    base = f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
+    try:
+        with caplog.at_level(logging.WARNING, "memory_core.capture"), LoopbackServer(
+                proxy_app(recorder, base)) as server:
+            with httpx2.stream("POST", server.url + "/v1/chat/completions", json={
+                    "model": "m", "messages": USER, "stream": True}, timeout=30) as resp:
+                got = b""
+                try:
+                    for piece in resp.iter_bytes():
+                        got += piece
+                except httpx2.HTTPError:
+                    pass  # the client's stream is broken off too
+            assert b"Hel" in got
+        recorder.drain()
+        [run] = storage.runs.list_runs()
+        assert run.status == "failed"
+        assert (run.error or "").startswith("the upstream broke off the stream (")
+        assert not any(r.exc_info for r in caplog.records)
+    finally:
+        recorder.close()
+        storage.close()
+        listener.close()

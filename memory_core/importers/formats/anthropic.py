@@ -115,8 +115,8 @@ def anthropic_exchange(obj: dict[str, Any], where: str, index: int,
         params=request_params(request, where, not_params=ANTHROPIC_NOT_PARAMS),
         request_fields=request_fields(request),
         tools=anthropic_tools(request.get("tools") or [], where, notes),
-        error=None if reply is not None else (error if isinstance(error, str)
-                                              else json.dumps(error, sort_keys=True)),
+        error=None if reply is not None else (error if isinstance(error, str) else json.dumps(
+            error, sort_keys=True, ensure_ascii=False)),
         notes=notes, api=api)
 
 

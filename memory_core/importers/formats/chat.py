@@ -200,8 +200,8 @@ def chat_exchange(obj: dict[str, Any], where: str, index: int,
         request_fields=request_fields(request),
         tools=from_openai_tools(raw_tools or [], where, notes),
         started_at=created, finished_at=created,
-        error=None if reply is not None else (error if isinstance(error, str)
-                                              else json.dumps(error, sort_keys=True)),
+        error=None if reply is not None else (error if isinstance(error, str) else json.dumps(
+            error, sort_keys=True, ensure_ascii=False)),
         notes=notes, api=api)
 
 
