@@ -575,18 +575,26 @@ def test_a_completed_response_of_server_side_calls_only_is_no_failure() -> None:
 def test_a_responses_answer_cut_before_any_message_says_why() -> None:
     """gpt-5 can spend all of max_output_tokens reasoning: the response is "incomplete"
     with only a reasoning item. The failed run said "no output recorded", as if the
-    recording had lost it."""
+    recording had lost it; then it was a failed run that dropped its usage (295 in,
+    4,096 out, all reasoning: where the tokens went). It is an empty answer, as a chat
+    completion cut at its length is, its finish reason and its usage as recorded."""
     record = {"request": {"model": "gpt-5-mini", "input": "Recommend a book.",
-                          "max_output_tokens": 16},
+                          "max_output_tokens": 4096},
               "response": {"id": "resp_1", "object": "response", "status": "incomplete",
                            "incomplete_details": {"reason": "max_output_tokens"},
-                           "output": [{"id": "rs_1", "type": "reasoning", "summary": []}]}}
+                           "output": [{"id": "rs_1", "type": "reasoning", "summary": []}],
+                           "usage": {"input_tokens": 295, "output_tokens": 4096,
+                                     "output_tokens_details": {"reasoning_tokens": 4096}}}}
     st = s()
     report = import_text(st, json.dumps(record))
-    run = st.runs.require_run(report.runs_created[0])
-    assert run.status == "failed"
-    assert json.loads(run.error or "") == ("the response is incomplete (max_output_tokens) "
-                                           "and holds no output message")
+    rid = report.runs_created[0]
+    assert st.runs.require_run(rid).status == "completed"
+    step = st.runs.get(f"{rid}:step:0")
+    assert step["response"]["text"] is None and step["usage_known"]
+    assert step["response"]["usage"] == {"input_tokens": 295, "output_tokens": 4096}
+    assert step["response"]["finish_reason"] == "incomplete: max_output_tokens"
+    assert "the answer is empty (finish reason 'incomplete: max_output_tokens', 4096 " \
+           "output token(s) of reasoning)" in [k.reason for k in report.skipped]
 
 
 def test_custom_tool_calls_are_read_in_chat_and_responses_records() -> None:

@@ -2309,6 +2309,38 @@ EXPECTED.update({
                      "stop", "stop"],
         "call_ids": ["read_file", "read_file-2", "read_file-3", "read_file-4"],
     },
+    # Gemini's OpenAI-compatible API of December 2024 wrote camelCase ("finishReason",
+    # "promptTokens"): the usage was "unknown" and the finish reason "not recorded"
+    "boxcars-gemini_ai.yml": {
+        "threads": [["user: Say Hi.", "assistant: Hi!\n"]],
+        "runs": [("gemini-2.5-flash", (4, 3), [])],
+        "finishes": ["stop"],
+    },
+    # a Responses API answer that spent all its max_output_tokens reasoning (the third):
+    # a failed run that dropped its usage; an empty answer now, its usage as recorded
+    "boxcars-calculator.yml": {
+        "threads": [["user: what is 2.173 to the power of 22.1 then diveded by 27.2 to 5 "
+                     "significant digits?",
+                     "assistant: ```ruby\nresult = (2.173 ** 22.1) / 27.2\nresult.round(5)\n```",
+                     "user: The code you gave me did not print a result",
+                     "assistant: Apologies for the oversight. Here's the corrected code:…"],
+                    ["user: what is 2.173 to the power of 22.1 then diveded by 27.2 to 5 "
+                     "significant digits?",
+                     "assistant: ```ruby\nputs((2.173 ** 22.1) / (27.2))\n```\n"],
+                    ["user: system: You can do basic math, but for any hard calculations…",
+                     "assistant: "],
+                    ["user: what is 2.173 to the power of 22.1 then diveded by 27.2 rounded to "
+                     "5 decimal places?",
+                     "assistant: ```ruby\nputs((2.173 ** 22.1 / 27.2).round(5))\n```\n"]],
+        "runs": [("gpt-3.5-turbo-0613", (328, 41), []),
+                 ("gpt-4o-mini-2024-07-18", (299, 24), []),
+                 ("gpt-5-mini-2025-08-07", (295, 4096), []),
+                 ("gpt-4o-mini-2024-07-18", (300, 27), [])],
+        "finishes": ["stop", "stop", "incomplete: max_output_tokens", "stop"],
+        "skipped": ["output[0]: item of type 'reasoning' not imported",
+                    "the answer is empty (finish reason 'incomplete: max_output_tokens', "
+                    "4096 output token(s) of reasoning)"],
+    },
     # Converse's citationsContent blocks: their text is the answer's (the second answer was
     # stored as "Employees should " and the conversation split in two)
     "langchain-aws-test_citations_document0.yaml.gz": {

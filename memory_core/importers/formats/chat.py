@@ -108,8 +108,9 @@ def _chat_response(response: Any, where: str, notes: list[str]
     reply = openai_message(raw_reply, f"{where}: response", notes)
     if reply.role != "assistant":
         raise fail(where, f"response message has role {reply.role!r}, expected 'assistant'")
-    finish = choice.get("finish_reason") if isinstance(choice.get("finish_reason"),
-                                                       str) else None
+    # (Gemini's OpenAI-compatible API wrote camelCase in 2024: "finishReason")
+    said = choice.get("finish_reason", choice.get("finishReason"))
+    finish = said if isinstance(said, str) else None
     usage, known = usage_of(response.get("usage"), where, notes)
     return reply, finish, usage, known, response
 

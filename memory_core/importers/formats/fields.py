@@ -80,8 +80,9 @@ def usage_of(raw: Any, where: str = "", notes: list[str] | None = None
     counts is unknown, noted with what it does count (Bedrock's ``{"outputTokens": 50}``)."""
     if not isinstance(raw, dict):
         return Usage(), False
-    inp = count_of(raw.get("prompt_tokens", raw.get("input_tokens")))
-    out = count_of(raw.get("completion_tokens", raw.get("output_tokens")))
+    # (Gemini's OpenAI-compatible API wrote camelCase in 2024: "promptTokens")
+    inp = count_of(_first(raw, "prompt_tokens", "input_tokens", "promptTokens"))
+    out = count_of(_first(raw, "completion_tokens", "output_tokens", "completionTokens"))
     if inp is None or out is None:
         if notes is not None and any(v is not None for v in raw.values()):
             said = (f"counts {out} output token(s) but no input tokens" if out is not None
@@ -91,8 +92,14 @@ def usage_of(raw: Any, where: str = "", notes: list[str] | None = None
             notes.append(f"{where}: response: its usage {said}: usage unknown")
         return Usage(), False
     out = with_reasoning(inp, out, usage_detail(raw).get("reasoning", 0),
-                         count_of(raw.get("total_tokens")), f"{where}: response", notes)
+                         count_of(_first(raw, "total_tokens", "totalTokens")),
+                         f"{where}: response", notes)
     return Usage(input_tokens=inp, output_tokens=out), True
+
+
+def _first(raw: dict[str, Any], *keys: str) -> Any:
+    """The value of the first of ``keys`` that ``raw`` has (None when it has none)."""
+    return next((raw[k] for k in keys if k in raw), None)
 
 
 def with_reasoning(inp: int, out: int, reasoning: int, total: int | None, where: str,

@@ -204,16 +204,14 @@ def responses_exchange(obj: dict[str, Any], where: str, index: int,
     at = from_unix(created, where, "response.created_at") if created is not None else None
     model = str_field(where, response, "model") if isinstance(response, dict) else None
     error = obj.get("error") or (response.get("error") if isinstance(response, dict) else None)
-    if not error and reply is None and isinstance(response, dict) \
-            and response.get("status") == "incomplete":
+    if not error and reply is None and isinstance(response, dict) and (
+            response.get("status") == "incomplete"
+            or response.get("status") == "completed" and response.get("output")):
         # it stopped (max_output_tokens while reasoning, a content filter) before any
-        # message: say so rather than "no output recorded"
-        why = _incomplete_reason(response) or "no reason given"
-        error = f"the response is incomplete ({why}) and holds no output message"
-    if not error and reply is None and isinstance(response, dict) \
-            and response.get("status") == "completed" and response.get("output"):
-        # a completed response whose output holds only items not imported (a server-side
-        # tool's call, noted): it succeeded, answering nothing we store
+        # message, or its output holds only items not imported (a server-side tool's
+        # call, noted): an empty answer, its finish reason (and the note of an empty
+        # answer) saying why, its usage kept — as a chat completion cut at its length
+        # and Gemini's empty MAX_TOKENS answer are
         reply = Message(role="assistant", content="")
     rid = _an_id(response.get("id")) if isinstance(response, dict) else None
     if rid is not None:
