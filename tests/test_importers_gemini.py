@@ -306,3 +306,18 @@ def test_a_call_sent_back_without_the_id_its_answer_recorded_takes_it() -> None:
     assert [n.reason for n in report.skipped if "takes it" in n.reason] == [
         "a tool call sent back without the id its answer recorded takes it: spt7zdfl"]
     assert len(report.threads_created) == 2  # the Bergen call: another conversation
+
+
+def test_a_file_of_answers_without_requests_says_so() -> None:
+    """gemini-cli's --fake-responses files ({"method": …, "response": [...]} a line) hold
+    the answers it replays, not what was sent: refused as such (it said "'contents' must
+    be a non-empty list", which read as a malformed request)."""
+    line = {"method": "generateContentStream", "response": [{"candidates": [{
+        "content": {"parts": [{"text": "Final Answer"}], "role": "model"},
+        "finishReason": "STOP", "index": 0}]}]}
+    with pytest.raises(ImportFormatError) as e:
+        import_text(InMemoryStorage(), json.dumps(line) + "\n", name="flow.responses")
+    assert str(e.value).startswith(
+        "line 1: the answer of a Gemini API call (generateContentStream) without its "
+        "request, as gemini-cli's fake-responses files record them: what the model was "
+        "sent is not in the file"), str(e.value)
