@@ -227,6 +227,33 @@ def test_an_answer_sent_back_rewritten_says_where_the_conversations_part() -> No
                     "conversation is stored as a new thread"), note
 
 
+def test_a_prefill_sent_back_merged_and_an_answer_sent_back_padded_are_said_right(
+        ) -> None:
+    """Two notes of an outside trial on boxcars' cassettes: a request ending in the
+    client's prefill ("Thought: ") whose answer the client merges into it was said to
+    send back "the answer line 1 recorded" — the prefill was sent, not recorded; and an
+    answer sent back with a space before it and an observation after quoted both texts
+    from their start (they looked the same): they are quoted from where they part."""
+    prefill = {"role": "assistant", "content": "Thought: "}
+    answer = {"role": "assistant", "content": "This is general knowledge."}
+    merged = {"role": "assistant", "content": "Thought:  This is general knowledge."}
+    observation = {"role": "user", "content": "Observation: 2012"}
+    report = import_text(InMemoryStorage(), "\n".join([
+        _line([QUESTION, prefill], answer), _line([QUESTION, merged, observation], DONE)]))
+    [note] = [k.reason for k in report.skipped if "sends back" in k.reason]
+    assert note.startswith("sends back message 1 (assistant), which line 1 sent, as another "
+                           "message (recorded 'Thought:', sent 'Thought:  This is"), note
+    said = "<thought>" + "Pi squared is needed here, so compute it. " * 8 + "</thought>"
+    recorded = {"role": "assistant", "content": said}
+    padded = {"role": "assistant",
+              "content": f" {said}\n\n<observation>9.8696044</observation>"}
+    report = import_text(InMemoryStorage(), "\n".join([
+        _line([QUESTION], recorded), _line([QUESTION, padded, observation], DONE)]))
+    [note] = [k.reason for k in report.skipped if "sends back" in k.reason]
+    assert "(recorded …'ere, so compute it. </thought>', sent …'ere, so compute it. " \
+           "</thought>\\n\\n<observation>9.8696044</observation>')" in note, note
+
+
 def test_a_number_given_to_a_repeated_id_is_one_no_call_has_yet() -> None:
     """Gemini's OpenAI-compatible API names every call by its tool ("read_file") and the
     client (Shopify's roast) sends each back under a UUID of its own. The second answer

@@ -368,8 +368,11 @@ def _what_differs(recorded: Message, sent: Message, call_id: str) -> str:
 
 def _where_they_part(x: str, y: str, quoted: bool = False) -> str:
     """"recorded …, sent …": two texts from a little before where they first differ
-    (shown, not cut away with a common beginning); ``quoted``: as Python literals (a
-    text's line breaks shown as \\n)."""
+    (shown, not cut away with a common beginning) — the whitespace around them left
+    out when they differ in more than that; ``quoted``: as Python literals (a text's
+    line breaks shown as \\n)."""
+    if x.strip() != y.strip():  # (" <thought>…" sent for "<thought>…", and more after)
+        x, y = x.strip(), y.strip()
     at = next(i for i, (p, q) in enumerate(zip(x + "\0", y + "\0", strict=False)) if p != q)
     start = max(0, at - 30)
     lead = "…" if start else ""
@@ -436,8 +439,13 @@ def _say_answer_sent_back_otherwise(ex: Exchange, conv: list[Message], keys: lis
         first = tp.first_run[n]
         if first is None:
             return
+        # the run's answer is the last message it added; one before it, it sent (an
+        # assistant turn of its history, a prefill the answer continued)
+        answered = n + 1 >= len(tp.first_run) or tp.first_run[n + 1] != first
+        what = (f"the answer {where(first)} recorded" if answered else
+                f"message {n} (assistant), which {where(first)} sent,")
         ex.notes.append(
-            f"{ex.where}: sends back the answer {where(first)} recorded as another message "
+            f"{ex.where}: sends back {what} as another message "
             f"({_where_they_part(tp.messages[n].text() or '', conv[n].text() or '', True)}), so "
             "its conversation is stored as a new thread")
         return
