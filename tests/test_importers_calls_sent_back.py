@@ -65,12 +65,16 @@ def test_a_call_written_out_as_text_starts_a_thread_and_says_why() -> None:
         "line 2", "sends back tool call 'call_xBZmyTROTl3UDnkHo7ViHPJ6', recorded at line 1, "
                   "written out as an assistant's text instead of the call, so its "
                   "conversation is stored as a new thread")]
-    # an assistant text that names no recorded call says nothing of the kind
+    # an assistant text that names no recorded call says nothing of the kind (the
+    # branch it is is said as one)
     plain = {"role": "assistant", "content": "I searched for call_unknown_0123456789."}
     report = import_text(InMemoryStorage(), "\n".join([
         _line([QUESTION], _call('{"query": "Go 1.0"}')),
         _line([QUESTION, plain, observed], DONE)]), name="agent.jsonl")
-    assert len(report.threads_created) == 2 and report.skipped == []
+    assert len(report.threads_created) == 2
+    assert [n.reason.split(" (")[0] for n in report.skipped] == [
+        "shares its first 1 message(s) with the conversation line 1 began, then message 1 "
+        "differs"]
 
 
 def test_calls_sent_back_under_ids_of_the_client_s_own_take_their_answers_ids() -> None:
@@ -292,3 +296,39 @@ def test_a_number_given_to_a_repeated_id_is_one_no_call_has_yet() -> None:
     assert msgs[-1].text() == "All four read."
     assert ("line 3", "a call id given again in the conversation, stored numbered: "
             "'read_file' as 'read_file-3'") in [(n.where, n.reason) for n in report.skipped]
+
+
+def test_a_branch_and_a_conversation_under_other_instructions_say_why() -> None:
+    """A new thread whose reason no note gave (an outside trial): raix sends the
+    question again with a system message instead of the answer it got (a branch);
+    AutoGPT sends a whole conversation on under instructions cut short (its last system
+    message moved after the history). Each says which conversation it shares, and
+    where it parts."""
+    asked = {"role": "system", "content": "Maximum tool calls (2) exceeded. Answer now."}
+    report = import_text(InMemoryStorage(), "\n".join([
+        _line([QUESTION], _call(ASKED)), _line([QUESTION, asked], DONE)]))
+    assert len(report.threads_created) == 2
+    [note] = [(k.where, k.reason) for k in report.skipped]
+    assert note == ("line 2", "shares its first 1 message(s) with the conversation line 1 "
+                              "began, then message 1 differs (recorded assistant "
+                              "'→ GoogleSearch({\"__arg1\":\"Go 1.0 release date\"})', sent "
+                              "system 'Maximum tool calls (2) exceeded. Answer now.'): a "
+                              "branch of it, stored as a new thread")
+
+    def line(instructions: list[str], messages: list[Any], answer: str) -> str:
+        return json.dumps({"request": {"model": "m", "messages": [
+            *({"role": "system", "content": t} for t in instructions), *messages]},
+            "response": {"choices": [{"message": {"role": "assistant",
+                                                  "content": answer}}]}})
+    rules = ["You are Entrepreneur-GPT.", "Respond strictly with JSON."]
+    said = {"role": "assistant", "content": '{"command": "write_to_file"}'}
+    report = import_text(InMemoryStorage(), "\n".join([
+        line(rules, [QUESTION], said["content"]),
+        line(rules[:1], [QUESTION, said], '{"command": "task_complete"}')]))
+    assert len(report.threads_created) == 2
+    [note] = [(k.where, k.reason) for k in report.skipped]
+    assert note == ("line 2", "sends the whole of the conversation line 1 began (its 2 "
+                              "messages) under other instructions (recorded 'You are "
+                              "Entrepreneur-GPT.\\nRespond strictly with JSON.', sent 'You "
+                              "are Entrepreneur-GPT.'), so its conversation is stored as a "
+                              "new thread")

@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 from memory_core.importers.common import Exchange, shortened, undated
 from memory_core.models.openai_codec import is_derived_call_id
+from memory_core.text import preview
 from memory_core.types import (
     JsonTemplate,
     Message,
@@ -486,6 +487,58 @@ def _extended_note(ex: Exchange, before: str, now: str) -> str:
             "thread")
 
 
+def _said_message(m: Message) -> str:
+    """A message in a note: its role and one-line preview (a call shown as a call)."""
+    return f"{m.role} {shortened(preview(m), 60)!r}"
+
+
+def _how_they_differ(a: Message, b: Message) -> str | None:
+    """Two messages' difference in a note: two texts where they part; otherwise the
+    messages as they would be shown, or, when those look alike (a call's id), their
+    JSON where it parts; None when nothing tells them apart."""
+    if a.role == b.role and not (a.tool_calls() or b.tool_calls() or a.tool_results()
+                                 or b.tool_results()):
+        x, y = a.text() or "", b.text() or ""
+        return f"{a.role}: {_where_they_part(x, y, True)}" if x != y else None
+    if _said_message(a) != _said_message(b):
+        return f"recorded {_said_message(a)}, sent {_said_message(b)}"
+    x, y = a.canonical_json(), b.canonical_json()
+    return f"{a.role}: {_where_they_part(x, y, True)}" if x != y else None
+
+
+def _say_branch(ex: Exchange, conv: list[Message], chain: list[str], ikey: str,
+                instructions: str, texts: dict[str, str], resource: str | None,
+                index: _PrefixIndex, where: Callable[[int], str]) -> None:
+    """A request that starts a thread of its own, although it shares a conversation's
+    beginning (a branch: a message after it differs, or is left out) or sends a whole
+    conversation under other instructions, that no other note explains: say which
+    conversation, and where it parts (the run would otherwise look like a new one)."""
+    def began(tp: ThreadPlan) -> str:
+        first = next((r for r in tp.first_run if r is not None), None)
+        return f"the conversation {where(first)} began" if first is not None else \
+            "an earlier conversation"
+    sent = min(len(ex.history), len(chain))  # (where it parts is in what it sent: a
+    # request sent alike and answered otherwise is a branch said by nothing)
+    for n in range(sent, 1, -1):  # the whole of one, under other instructions
+        tp = index.ends.get((resource, chain[n - 1]))
+        if tp is not None and len(tp.messages) == n and tp.instructions_key != ikey:
+            before = texts.get(tp.instructions_key, "")
+            ex.notes.append(
+                f"{ex.where}: sends the whole of {began(tp)} (its {n} messages) under other "
+                f"instructions ({_where_they_part(before, instructions, True)}), so its "
+                "conversation is stored as a new thread")
+            return
+    for n in range(sent - 1, 0, -1):  # a beginning shared, then another message
+        tp = index.prefix.get((ikey, resource, chain[n - 1]))
+        differ = _how_they_differ(tp.messages[n], conv[n]) \
+            if tp is not None and len(tp.messages) > n else None
+        if tp is not None and differ is not None:
+            ex.notes.append(
+                f"{ex.where}: shares its first {n} message(s) with {began(tp)}, then "
+                f"message {n} differs ({differ}): a branch of it, stored as a new thread")
+            return
+
+
 def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
                  resource_override: str | None,
                  stored: StoredThreads | None = None
@@ -592,9 +645,14 @@ def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
                 index.threads.append(tp)
                 threads.append(tp)
                 if found is None:
+                    noted = len(ex.notes)
                     _say_calls_sent_back_otherwise(ex, conv, keys, calls_seen)
                     _say_answer_sent_back_otherwise(ex, conv, keys, chain, ikey, resource,
                                                     index, lambda i: run_of[i].exchange.where)
+                    if len(ex.notes) == noted:  # (no other note says why)
+                        now = texts.setdefault(ikey, instructions_text(ex.instructions))
+                        _say_branch(ex, conv, chain, ikey, now, texts, resource, index,
+                                    lambda i: run_of[i].exchange.where)
             seqs = window if window is not None else list(range(min(best, len(keys))))
             seqs += [tp.add(own(ex, conv, i), keys[i], at[i], ex.index if owned[i] else None)
                      for i in range(len(seqs), len(conv))]
