@@ -2341,6 +2341,43 @@ EXPECTED.update({
                     "the answer is empty (finish reason 'incomplete: max_output_tokens', "
                     "4096 output token(s) of reasoning)"],
     },
+    # raix asks again with a system message in place of the answer it got (three tool
+    # calls over its limit): a branch, which split the conversation without a word
+    "raix-respects_max_tool_calls_parameter.yml": {
+        "threads": [["user: Check the weather for multiple cities repeatedly",
+                     'assistant: → check_weather({"location": "New York"}) → check_weather('
+                     '{"location": "Los Angeles"}) → check_weather({"location": "Chicago"})'],
+                    ["user: Check the weather for multiple cities repeatedly",
+                     "system: Maximum tool calls (2) exceeded. Please provide a final "
+                     "response to the user without calling any more tools.",
+                     "assistant: I can provide a general solution on how to check the "
+                     "weather for multiple cities repeatedly.…"]],
+        "runs": [("meta-llama/llama-3.3-8b-instruct:free", (212, 22), ["check_weather"]),
+                 ("meta-llama/llama-3.3-8b-instruct:free", (40, 508), [])],
+        "finishes": ["tool_calls", "stop"],
+        "skipped": ["shares its first 1 message(s) with the conversation interaction 1 "
+                    "began, then message 1 differs (recorded assistant '→ check_weather…"],
+    },
+    # Go's httprr (golang/oscar): Gemini 2.5 Pro, a user turn of two text parts, most of
+    # the output tokens its thinking
+    "oscar-generatetext.httprr": {
+        "threads": [["user: CanonicalHeaderKey returns the canonical format of the header "
+                     "key s.…",
+                     "assistant: Excellent question. You've perfectly described *what* "
+                     "`CanonicalHeaderKey` does.…"]],
+        "runs": [("gemini-2.5-pro", (81, 2963), [])],
+        "finishes": ["STOP"],
+        "api": "gemini",
+    },
+    # instructor-rb: Claude 3 Opus made to call a tool, its <thinking> as a text beside it
+    "instructorrb-anthropic_patch-valid_response.yml": {
+        "threads": [["user: Extract Jason is 25 years old",
+                     "assistant: <thinking>\nThe user has provided a sentence that appears "
+                     "to contain information in the format needed for the User function.…"]],
+        "runs": [("claude-3-opus-20240229", (486, 171), ["User"])],
+        "finishes": ["tool_use"],
+        "api": "anthropic",
+    },
     # Converse's citationsContent blocks: their text is the answer's (the second answer was
     # stored as "Employees should " and the conversation split in two)
     "langchain-aws-test_citations_document0.yaml.gz": {
