@@ -117,8 +117,7 @@ def reassemble_messages_sse(raw: bytes) -> tuple[dict[str, Any] | None, str | No
         said = (f"{error.get('type')}: {error.get('message')}" if isinstance(error, dict)
                 else json.dumps(error, ensure_ascii=False))
         return None, f"the stream carried an error: {said}"[:500], notes
-    if not any(
-            e.get("type") == "message_stop" for e in events):
+    if not any(e.get("type") == "message_stop" for e in events):
         return None, "the stream ended before message_stop", notes
     return message, None, notes
 
