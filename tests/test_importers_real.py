@@ -2378,6 +2378,14 @@ EXPECTED.update({
         "finishes": ["tool_use"],
         "api": "anthropic",
     },
+    # Symfony AI's cassettes list their calls as {"interactions": [...]}: the file was
+    # "a JSON object with keys interactions, which is no record this importer reads"
+    "symfonyai-mistral-tool_call_response.json": {
+        "threads": [["user: What is the weather in Paris?",
+                     'assistant: → get_weather({"location": "Paris"})']],
+        "runs": [("mistral-large-latest", (84, 12), ["get_weather"])],
+        "finishes": ["tool_calls"],
+    },
     # Converse's citationsContent blocks: their text is the answer's (the second answer was
     # stored as "Employees should " and the conversation split in two)
     "langchain-aws-test_citations_document0.yaml.gz": {

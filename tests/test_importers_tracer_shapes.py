@@ -137,6 +137,36 @@ def test_interactions_in_an_array_or_lines_and_what_is_no_model_call() -> None:
         _imported(json.dumps(embeddings))
 
 
+def test_interactions_wrapped_as_json_cassettes_are_read() -> None:
+    """A JSON document listing its calls under "interactions" (Symfony AI's cassettes;
+    vcrpy's JSON serializer, its URL as "uri") or "http_interactions" (Ruby VCR's JSON,
+    each body {"encoding", "string"}) was refused as "a JSON object with keys
+    interactions, which is no record this importer reads"."""
+    call = _load(DD_OPENAI)
+    symfony = {"interactions": [{
+        "request": {**call["request"], "signature": "sha256:…"},
+        "response": {**call["response"], "body_format": "json"}}]}
+    s, report = _imported(json.dumps(symfony), "text_response.json")
+    assert len(report.runs_created) == 1
+    vcrpy = {"version": 1, "interactions": [{
+        "request": {"method": "POST", "uri": call["request"]["url"],
+                    "body": call["request"]["body"], "headers": {}},
+        "response": {"status": {"code": 200, "message": "OK"}, "headers": {},
+                     "body": {"string": call["response"]["body"]}}}]}
+    s, report = _imported(json.dumps(vcrpy), "cassette.json")
+    assert _text_of(s, report)[0][0] == "user: What is the sum of 1 and 2?"
+    ruby = {"recorded_with": "VCR 6.2.0", "http_interactions": [{
+        "request": {"method": "post", "uri": call["request"]["url"], "headers": {},
+                    "body": {"encoding": "UTF-8", "string": call["request"]["body"]}},
+        "response": {"status": {"code": 200, "message": "OK"}, "headers": {},
+                     "body": {"encoding": "UTF-8", "base64_string": base64.b64encode(
+                         call["response"]["body"].encode()).decode()}},
+        "recorded_at": "Sat, 26 Oct 2024 10:00:00 GMT"}]}
+    s, report = _imported(json.dumps(ruby), "cassette.json")
+    assert _text_of(s, report)[0][0] == "user: What is the sum of 1 and 2?"
+    assert len(report.runs_created) == 1
+
+
 def test_hostile_interactions() -> None:
     """A status given as a number, an error answer, a body already parsed; a body marked
     base64 that is not is one error naming the call."""

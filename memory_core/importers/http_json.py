@@ -2,8 +2,10 @@
 {"method", "url", "headers", "body"}, "response": {"status", "headers", "body"}}`` —
 what Datadog's test agent (dd-apm-test-agent's VCR proxy, used by dd-trace-py's and
 dd-trace-js's LLM Observability tests) writes for each call, and what other recorders
-write alike. A file holds one such object, a JSON array or JSON lines of them, or
-Mastra's ``{"meta", "recordings": [...]}`` (a request's ``timestamp`` its time); each is
+write alike. A file holds one such object, a JSON array or JSON lines of them, or a
+document listing them (Mastra's ``{"meta", "recordings": [...]}``, a request's
+``timestamp`` its time; Symfony AI's and vcrpy's JSON ``{"interactions": [...]}``; Ruby
+VCR's JSON ``{"http_interactions": [...]}``, a body ``{"encoding", "string"}``); each is
 turned into a VCR interaction and read as one (``cassette.interaction_record``), so the
 model calls become request/response records and any other call is skipped naming its
 method and URL.
@@ -68,11 +70,19 @@ def looks_like_http_json(text: str) -> bool:
     return is_http_interaction(listed[0] if listed else doc)
 
 
+# the list of calls a document wraps: Mastra's ``{"meta", "recordings": [...]}``, Symfony
+# AI's cassettes and vcrpy's JSON serializer ``{"interactions": [...]}``, Ruby VCR's JSON
+# ``{"http_interactions": [...], "recorded_with"}``
+_WRAPPING = ("recordings", "interactions", "http_interactions")
+
+
 def _recordings(doc: Any) -> list[Any] | None:
-    """Mastra's recordings (``{"meta", "recordings": [interactions]}``): its calls."""
-    found = doc.get("recordings") if isinstance(doc, dict) else None
-    return found if isinstance(found, list) and found and is_http_interaction(found[0]) \
-        else None
+    """The HTTP interactions a document lists under one of ``_WRAPPING``: its calls."""
+    for key in _WRAPPING:
+        found = doc.get(key) if isinstance(doc, dict) else None
+        if isinstance(found, list) and found and is_http_interaction(found[0]):
+            return found
+    return None
 
 
 def _body(raw: Any, where: str) -> Any:
@@ -83,6 +93,15 @@ def _body(raw: Any, where: str) -> Any:
             return base64.b64decode(raw[len("base64:"):], validate=True)
         except binascii.Error as e:
             raise fail(where, f"body marked 'base64:' is not base64: {e}") from None
+    if isinstance(raw, dict) and set(raw) <= {"encoding", "string", "base64_string"} and (
+            isinstance(raw.get("string"), str) or isinstance(raw.get("base64_string"), str)):
+        # (Ruby VCR's JSON serializer: {"encoding", "string"}, or "base64_string")
+        if isinstance(raw.get("string"), str):
+            return raw["string"]
+        try:
+            return base64.b64decode(raw["base64_string"], validate=True)
+        except binascii.Error as e:
+            raise fail(where, f"body's base64_string is not base64: {e}") from None
     if isinstance(raw, dict) and set(raw) == {"b64"} and isinstance(raw["b64"], str):
         try:  # (Elixir's req_llm fixtures: the bytes sent, {"b64": "…"})
             return base64.b64decode(raw["b64"], validate=True)
