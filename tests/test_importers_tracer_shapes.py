@@ -430,6 +430,11 @@ def test_otlp_tool_definitions_read_one_by_one() -> None:
         "role": "assistant", "tool_plan": "Look it up.", "tool_calls": []},
       "usage": {"billed_units": {"input_tokens": 3}}},
      "the response of a Cohere Chat record without its request", "a Cohere Chat record"),
+    # openinference-js's Anthropic cassettes hold a response alone: {status, headers, body}
+    ({"status": 200, "headers": {"content-type": "application/json"},
+      "body": {"id": "msg_1", "type": "message", "content": []}},
+     "an HTTP response (its status and body) without the request it answers",
+     "an HTTP interaction"),
     ({"id": "cmpl-1", "object": "text_completion", "model": "gpt-3.5-turbo-instruct",
       "choices": [{"index": 0, "text": "Hi", "finish_reason": "stop"}]},
      "the response of a legacy completions record without its request",

@@ -134,6 +134,10 @@ def _looks_like(obj: dict[str, Any], keys: set[str], closest: Shape) -> str:
                 "call was given is not in it; record the calls instead: memwb proxy "
                 "--upstream https://api.anthropic.com/v1, then run claude with "
                 "ANTHROPIC_BASE_URL=http://127.0.0.1:8788")
+    if request is None and response is None and "body" in obj and keys & {
+            "status", "status_code", "statusCode"} and not keys & {"method", "url", "uri"}:
+        return ("an HTTP response (its status and body) without the request it answers: "
+                "what was sent is not in the file")
     if "inputs" in obj and "outputs" in obj and "run_type" not in obj:
         return ("a LangSmith dataset example, or a run without its 'run_type': not a "
                 "model call this importer reads")
