@@ -72,9 +72,9 @@ def test_a_call_written_out_as_text_starts_a_thread_and_says_why() -> None:
         _line([QUESTION], _call('{"query": "Go 1.0"}')),
         _line([QUESTION, plain, observed], DONE)]), name="agent.jsonl")
     assert len(report.threads_created) == 2
-    assert [n.reason.split(" (")[0] for n in report.skipped] == [
-        "shares its first 1 message(s) with the conversation line 1 began, then message 1 "
-        "differs"]
+    assert [n.reason.split(" (recorded")[0] for n in report.skipped] == [
+        f"shares its first 1 message(s) with thread {report.threads_created[0]} (the "
+        "conversation line 1 began), then message 1 differs"]
 
 
 def test_calls_sent_back_under_ids_of_the_client_s_own_take_their_answers_ids() -> None:
@@ -309,8 +309,9 @@ def test_a_branch_and_a_conversation_under_other_instructions_say_why() -> None:
         _line([QUESTION], _call(ASKED)), _line([QUESTION, asked], DONE)]))
     assert len(report.threads_created) == 2
     [note] = [(k.where, k.reason) for k in report.skipped]
-    assert note == ("line 2", "shares its first 1 message(s) with the conversation line 1 "
-                              "began, then message 1 differs (recorded assistant "
+    assert note == ("line 2", f"shares its first 1 message(s) with thread "
+                              f"{report.threads_created[0]} (the conversation line 1 "
+                              "began), then message 1 differs (recorded assistant "
                               "'→ GoogleSearch({\"__arg1\":\"Go 1.0 release date\"})', sent "
                               "system 'Maximum tool calls (2) exceeded. Answer now.'): a "
                               "branch of it, stored as a new thread")
@@ -327,8 +328,28 @@ def test_a_branch_and_a_conversation_under_other_instructions_say_why() -> None:
         line(rules[:1], [QUESTION, said], '{"command": "task_complete"}')]))
     assert len(report.threads_created) == 2
     [note] = [(k.where, k.reason) for k in report.skipped]
-    assert note == ("line 2", "sends the whole of the conversation line 1 began (its 2 "
-                              "messages) under other instructions (recorded 'You are "
+    assert note == ("line 2", f"sends the whole of thread {report.threads_created[0]} (the "
+                              "conversation line 1 began), its 2 messages, under other "
+                              "instructions (recorded 'You are "
                               "Entrepreneur-GPT.\\nRespond strictly with JSON.', sent 'You "
                               "are Entrepreneur-GPT.'), so its conversation is stored as a "
                               "new thread")
+
+
+def test_a_branch_of_a_thread_an_earlier_import_stored_says_so() -> None:
+    """A live capture imports each exchange on its own: a second session that opens
+    alike, then asks something else, branched off the first session's thread without a
+    word (an outside trial of `memwb proxy`). It names the thread it shares and where
+    it parts."""
+    s = InMemoryStorage()
+    follow = {"role": "user", "content": "And when was Go 1.1 released?"}
+    other = {"role": "user", "content": "Who designed Go?"}
+    first = import_text(s, _line([QUESTION], DONE), name="proxy:1")
+    import_text(s, _line([QUESTION, DONE, follow], DONE), name="proxy:2")
+    report = import_text(s, _line([QUESTION, DONE, other], DONE), name="proxy:3")
+    [tid] = first.threads_created
+    assert report.threads_created and report.threads_created[0] != tid
+    assert [n.reason for n in report.skipped] == [
+        f"shares its first 2 message(s) with thread {tid} (an earlier import's), then "
+        "message 2 differs (user: recorded 'And when was Go 1.1 released?', sent 'Who "
+        "designed Go?'): a branch of it, stored as a new thread"]

@@ -2355,8 +2355,9 @@ EXPECTED.update({
         "runs": [("meta-llama/llama-3.3-8b-instruct:free", (212, 22), ["check_weather"]),
                  ("meta-llama/llama-3.3-8b-instruct:free", (40, 508), [])],
         "finishes": ["tool_calls", "stop"],
-        "skipped": ["shares its first 1 message(s) with the conversation interaction 1 "
-                    "began, then message 1 differs (recorded assistant '→ check_weather…"],
+        "skipped": ["shares its first 1 message(s) with thread imp-7e0c920c-0 (the "
+                    "conversation interaction 1 began), then message 1 differs (recorded "
+                    "assistant '→ check_weather…"],
     },
     # Go's httprr (golang/oscar): Gemini 2.5 Pro, a user turn of two text parts, most of
     # the output tokens its thinking

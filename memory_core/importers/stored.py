@@ -85,6 +85,17 @@ class StoredImports:
             return None  # not an imported thread: creating it is refused as a clash
         return self._load(key, "")
 
+    def shared(self, ikey: str, resource: str | None, keys: list[str], most: int
+               ) -> tuple[str, int, Message | None] | None:
+        ins = instructions_digest(ikey)
+        chain = chain_digests(keys[:most])
+        for n in range(len(chain), 0, -1):
+            tid = self.prefix.get((ins, resource, chain[n - 1]))
+            if tid is not None:
+                after = self.storage.memory.get_messages(tid, seqs=[n])
+                return tid, n, after[0].as_message() if after else None
+        return None
+
     def find(self, ikey: str, resource: str | None, keys: list[str],
              conv: list[Message]) -> tuple[ThreadPlan, int] | None:
         ins = instructions_digest(ikey)

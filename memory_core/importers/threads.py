@@ -267,6 +267,12 @@ class StoredThreads(Protocol):
         that ``conv`` is a prefix of (a request recorded again); with how many of
         ``conv``'s messages it holds."""
 
+    def shared(self, ikey: str, resource: str | None, keys: list[str], most: int
+               ) -> tuple[str, int, Message | None] | None:
+        """The stored thread with these instructions that shares the longest beginning
+        (at most ``most`` messages) with ``keys``: its id, how many it shares, and its
+        message after them (None: it ends there)."""
+
 
 def _chain(keys: Sequence[str], h: Any = None) -> list[str]:
     """Digests of every prefix of ``keys`` (entry n-1 identifies keys[:n]); with ``h``
@@ -508,15 +514,16 @@ def _how_they_differ(a: Message, b: Message) -> str | None:
 
 def _say_branch(ex: Exchange, conv: list[Message], chain: list[str], ikey: str,
                 instructions: str, texts: dict[str, str], resource: str | None,
-                index: _PrefixIndex, where: Callable[[int], str]) -> None:
+                index: _PrefixIndex, where: Callable[[int], str],
+                stored: StoredThreads | None, keys: list[str]) -> None:
     """A request that starts a thread of its own, although it shares a conversation's
     beginning (a branch: a message after it differs, or is left out) or sends a whole
     conversation under other instructions, that no other note explains: say which
     conversation, and where it parts (the run would otherwise look like a new one)."""
     def began(tp: ThreadPlan) -> str:
         first = next((r for r in tp.first_run if r is not None), None)
-        return f"the conversation {where(first)} began" if first is not None else \
-            "an earlier conversation"
+        return f"thread {tp.thread_id}" + (f" (the conversation {where(first)} began)"
+                                          if first is not None else "")
     sent = min(len(ex.history), len(chain))  # (where it parts is in what it sent: a
     # request sent alike and answered otherwise is a branch said by nothing)
     for n in range(sent, 1, -1):  # the whole of one, under other instructions
@@ -524,7 +531,7 @@ def _say_branch(ex: Exchange, conv: list[Message], chain: list[str], ikey: str,
         if tp is not None and len(tp.messages) == n and tp.instructions_key != ikey:
             before = texts.get(tp.instructions_key, "")
             ex.notes.append(
-                f"{ex.where}: sends the whole of {began(tp)} (its {n} messages) under other "
+                f"{ex.where}: sends the whole of {began(tp)}, its {n} messages, under other "
                 f"instructions ({_where_they_part(before, instructions, True)}), so its "
                 "conversation is stored as a new thread")
             return
@@ -537,6 +544,16 @@ def _say_branch(ex: Exchange, conv: list[Message], chain: list[str], ikey: str,
                 f"{ex.where}: shares its first {n} message(s) with {began(tp)}, then "
                 f"message {n} differs ({differ}): a branch of it, stored as a new thread")
             return
+    found = stored.shared(ikey, resource, keys, sent - 1) if stored is not None else None
+    if found is not None:  # (a thread an earlier import stored: a live capture's)
+        tid, n, after = found
+        differ = _how_they_differ(after, conv[n]) if after is not None else None
+        ex.notes.append(
+            f"{ex.where}: shares its first {n} message(s) with thread {tid} (an earlier "
+            "import's), "
+            + (f"then message {n} differs ({differ})" if differ is not None else
+               "which another request continues")
+            + ": a branch of it, stored as a new thread")
 
 
 def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
@@ -652,7 +669,7 @@ def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
                     if len(ex.notes) == noted:  # (no other note says why)
                         now = texts.setdefault(ikey, instructions_text(ex.instructions))
                         _say_branch(ex, conv, chain, ikey, now, texts, resource, index,
-                                    lambda i: run_of[i].exchange.where)
+                                    lambda i: run_of[i].exchange.where, stored, keys)
             seqs = window if window is not None else list(range(min(best, len(keys))))
             seqs += [tp.add(own(ex, conv, i), keys[i], at[i], ex.index if owned[i] else None)
                      for i in range(len(seqs), len(conv))]
