@@ -267,7 +267,7 @@ else:
 
 st.markdown("#### Model steps")
 if diff.divergent_at is not None:
-    st.caption(f"The runs first diverge at step point {diff.divergent_at}.")
+    st.caption(f"The runs first diverge at step {diff.divergent_at}.")
 if diff.steps:
     light_table([{"#": p.index, "kind": p.kind, "status": p.status,
                   "run A": p.a or MISSING, "run B": p.b or MISSING} for p in diff.steps],

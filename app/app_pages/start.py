@@ -67,7 +67,7 @@ for group in groups:
                      expanded=len(groups) <= 6):
         for t in threads[:THREADS_SHOWN]:
             link_to_message(t.thread_id, None, label=(
-                f"{t.title or t.thread_id} · {t.message_count} messages · "
-                f"{t.run_count} runs"))
+                f"{t.title or t.thread_id} · {counted(t.message_count, 'message')} · "
+                f"{counted(t.run_count, 'run')}"))
         if len(threads) > THREADS_SHOWN:
             st.caption(f"… and {len(threads) - THREADS_SHOWN} more on the Threads page.")

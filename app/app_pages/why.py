@@ -238,7 +238,9 @@ def _closest(search: PhraseSearch) -> Explanation:
             st.caption(escape_md(e.sentence))
     # radio options render Markdown: ids are stored text
     labels = [escape_md(f"{m.thread_id} #{m.seq}" if m.thread_id is not None else
-                        f"{m.part.replace('-', ' ')} ({m.lane or '?'})")
+                        f"the definition of tool {m.tool}" if m.part == "tool-definition" else
+                        m.part.replace("-", " ") if m.part.replace("-", "_") == m.lane else
+                        f"{m.part.replace('-', ' ')} ({(m.lane or '?').replace('_', ' ')})")
               for m in search.matches]
     if far:  # the phrase's own verdict first
         labels = ["the phrase (not stored)", *labels]

@@ -281,14 +281,14 @@ def find_by_phrase(storage: Storage, run_id: str, phrase: str, *,
     how = "by words" + (f" and by meaning with {embedder_name(embedder)}" if meaning else
                         f" (ranked with {embedder_name(embedder)}, which compares words, not "
                         "meaning)" if embedder else "")
-    searched = (f"every stored message for the exact text; the {len(scored)} messages of "
-                f"{where} {how}; every part of the {len(given)} messages the model was given "
-                "in this run (text, tool calls and results, attachments, instructions, "
-                "working memory, observations)"
-                + (" and the definition of the 1 tool it was offered" if len(tools) == 1
-                   else f" and the definitions of the {len(tools)} tools it was offered"
-                   if tools else "")
+    searched = (f"every stored message's text for the exact text; the {len(scored)} "
+                f"messages of {where} {how}; every part of the {len(given)} messages the "
+                "model was given in this run (text, tool calls and results, attachments, "
+                "instructions, working memory, observations)"
                 + (f" and of the {len(own)} messages of conversation {thread}" if own else "")
+                + ("; the definition of the 1 tool it was offered" if len(tools) == 1
+                   else f"; the definitions of the {len(tools)} tools it was offered"
+                   if tools else "")
                 + (f"; every part of the {len(elsewhere)} messages of the "
                    f"{len({m.thread_id for m in elsewhere})} newest other conversations"
                    + (" of its resource" if data.run.resource_id else "") if elsewhere
@@ -429,8 +429,9 @@ def _unread(left_out: list[str]) -> str:
 def _phrase_sentence(needle: str, contained: list[PartHit], matches: list[PhraseMatch],
                      where: str, how: str, meaning: bool, left_out: list[str]) -> str:
     if contained:
-        return (f"“{needle}” appears word for word in {places_counted(contained)}, listed "
-                "first; then the closest others.")
+        return (f"“{needle}” appears word for word in {places_counted(contained)}"
+                + (", listed first; then the closest others."
+                   if any(not m.contains for m in matches) else "."))
     if matches and too_far(needle, matches[0], meaning):
         return (f"No stored message contains “{needle}” word for word, nor does any part "
                 "of what the model was given in this run, and none shares most of its "
