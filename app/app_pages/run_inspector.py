@@ -279,7 +279,8 @@ if rec is not None:  # an imported run: what its recording says of the call
             (cols[2], "Output tokens", usage.output_tokens if usage else None,
              rec.estimated_out, said["output_within"])):
         col.metric(f"{label} (recorded)",
-                   count if count is not None else ("unknown" if rec.answered else "none"))
+                   f"{count:,}" if count is not None else ("unknown" if rec.answered
+                                                           else "none"))
         if within:  # what the recording says within the count
             col.caption(escape_md(within))
         if estimate is not None:

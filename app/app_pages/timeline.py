@@ -108,7 +108,7 @@ st.image(timeline_svg(tl.points, tl.lanes, marked, tl.compactions,
 m = st.columns(3)
 m[0].metric("Runs plotted", len(tl.points))
 m[1].metric("Compactions", len(tl.compactions))
-m[2].metric(f"Largest prompt{estimated}", max(p.total_tokens for p in tl.points))
+m[2].metric(f"Largest prompt{estimated}", f"{max(p.total_tokens for p in tl.points):,}")
 
 st.markdown("#### Runs")
 

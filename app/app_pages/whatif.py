@@ -259,6 +259,11 @@ from_url, bad = ({}, None) if changed_scope else changes_from_url(
     {k: services.query_param(k) for k in SETTING_KEYS})
 if bad:
     st.warning(escape_md(f"A setting in this link was left out: {bad}"), icon=":material/warning:")
+if recorded.read and recorded.skipped == recorded.read:  # said before any form is filled
+    st.info("None of these runs was composed here: they were imported or captured, so "
+            "each holds the prompt its client sent, not how it was composed, and what if "
+            "cannot re-compose them. Their prompts can still be changed and asked again "
+            "on the Counterfactual page.", icon=":material/info:")
 
 
 def _prefill(key: str) -> Any:

@@ -27,7 +27,7 @@ def test_the_run_inspector_shows_the_recorded_call(empty_db: InMemoryStorage,
     assert not at.exception and not at.error
     assert any(m.value == "#### Recorded call" for m in at.markdown)
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics["Input tokens (recorded)"] == "19783"
+    assert metrics["Input tokens (recorded)"] == "19,783"
     assert metrics["Output tokens (recorded)"] == "7"
     # (escaped Markdown: a URL is set in code so that it is shown, not linked)
     captions = [c.value.replace("\\", "").replace("`", "") for c in at.caption]

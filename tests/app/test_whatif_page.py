@@ -277,6 +277,11 @@ def test_runs_that_cannot_be_tried_say_why(app: MakeApp,
         assert (f"With the latest 2 messages kept in view, none of the "
                 f"{len(expected.runs)} past runs could be tried again.") in _shown(at)
         assert "anything different" not in _shown(at)
+        # said before any setting is tried (an outside walk met the whole form first)
+        at = app(WHATIF_PAGE, scope="all")
+        _ok(at)
+        assert "None of these runs was composed here: they were imported or captured" \
+            in " ".join(i.value for i in at.info)
 
 
 # -- asking again --------------------------------------------------------------------------
