@@ -82,6 +82,30 @@ def _lanes_of(data: RunData) -> dict[Ref, str]:
     return lanes
 
 
+def _copies(a: RunData, b: RunData, la: dict[Ref, str], lb: dict[Ref, str]) -> None:
+    """Run B's prompt messages that are copies of run A's, put under A's refs in ``lb``:
+    a branch thread (an import's, a capture's) stores the conversation it shares with
+    another thread again, so the same message stood in both prompts under two refs and
+    read as one leaving and another entering. Only between runs of two threads, and
+    only messages of the same content, paired in prompt order."""
+    if a.run.thread_id == b.run.thread_id:
+        return
+
+    def contents(data: RunData) -> dict[Ref, str]:
+        return {ref: item.message.canonical_json()
+                for item, ref in zip(data.prompt.items, data.prompt_refs(), strict=True)
+                if ref is not None}
+    ka, kb = contents(a), contents(b)
+    left: dict[str, list[Ref]] = {}
+    for ref in la:
+        if ref not in lb and ref in ka:
+            left.setdefault(ka[ref], []).append(ref)
+    for ref in [r for r in lb if r not in la and r in kb]:
+        same = left.get(kb[ref])
+        if same:
+            lb[same.pop(0)] = lb.pop(ref)
+
+
 def _compacted(m: Memctx | None, ref: Ref) -> str | None:
     if m is None or ref[0] != m.thread_id:
         return None
@@ -473,6 +497,7 @@ def diff_runs(storage: Storage, run_a: str, run_b: str, *,
     """Structural diff of two runs' compositions and their model steps."""
     a, b = load_run(storage, run_a), load_run(storage, run_b)
     la, lb = _lanes_of(a), _lanes_of(b)
+    _copies(a, b, la, lb)
     refs = set(la) | set(lb)
     for ref in list(refs):
         if ref not in la and _compacted(a.memctx, ref):

@@ -79,3 +79,31 @@ def test_a_smaller_recent_window_is_named_as_what_left_a_message_out(world: Worl
                for e in left), [e.reason for e in left]
     # missing scores are "—" in sentences, never "None" or "nan"
     assert not any("None" in e.reason or "nan" in e.reason for e in d.entries)
+
+
+def test_a_branch_s_copies_of_the_shared_conversation_are_the_same_messages() -> None:
+    """Two runs of two threads, the second a branch of the first (it stores the
+    conversation they share again): Compare said the shared messages left and others
+    entered — the same question and answer under two refs. Copies are the same message;
+    only the question that differs left and entered."""
+    import json
+
+    from memory_core.importers import import_text
+    from memory_core.storage.inmemory import InMemoryStorage
+
+    def line(messages: list[dict[str, str]], answer: str) -> str:
+        return json.dumps({"request": {"model": "m", "messages": messages}, "response": {
+            "choices": [{"message": {"role": "assistant", "content": answer}}]}})
+    asked = {"role": "user", "content": "Where do we deploy this service?"}
+    said = {"role": "assistant", "content": "On the staging cluster, port 9431."}
+    s = InMemoryStorage()
+    report = import_text(s, "\n".join([
+        line([asked], said["content"]),
+        line([asked, said, {"role": "user", "content": "Which port again?"}], "9431."),
+        line([asked, said, {"role": "user", "content": "Who owns it?"}], "Team Otter.")]))
+    assert len(report.threads_created) == 2
+    diff = diff_runs(s, report.runs_created[1], report.runs_created[2])
+    changes = sorted((e.change, e.preview) for e in diff.entries)
+    assert changes == [("entered", "Who owns it?"), ("left", "Which port again?"),
+                       ("same", "On the staging cluster, port 9431."),
+                       ("same", "Where do we deploy this service?")], changes
