@@ -73,6 +73,7 @@ if view.error or not any(lv.items for lv in view.lanes):
 Ref = tuple[str, int]
 options = services.cached_variant_options(url, run_id)
 recalled: dict[Ref, str] = {(c.thread_id, c.seq): c.label for c in options.recalled}
+given: dict[Ref, str] = {(c.thread_id, c.seq): c.label for c in options.given}
 putbackable: dict[Ref, str] = {(c.thread_id, c.seq): c.label for c in options.put_back}
 present_lanes = options.lanes
 
@@ -93,6 +94,10 @@ if mode == "Subtract chosen recalled":
     chosen = st.multiselect("Recalled messages to subtract", list(recalled),
                             format_func=lambda r: _ref_label(r, recalled),
                             key=f"chosen:{run_id}")
+others: list[Ref] = st.multiselect(
+    "Other messages it was given to subtract (the recent window; an imported run's "
+    "whole history)", list(given), format_func=lambda r: _ref_label(r, given),
+    key=f"others:{run_id}", disabled=not given)
 lanes_out = st.multiselect("Whole lanes to subtract", present_lanes,
                            format_func=lambda ln: LANE_TITLES.get(ln, ln),
                            key=f"lanes:{run_id}")
@@ -100,7 +105,9 @@ put_back: list[Ref] = st.multiselect(
     "Put back (dropped messages and near misses)", list(putbackable),
     format_func=lambda r: _ref_label(r, putbackable), key=f"putback:{run_id}",
     disabled=not putbackable)
-subtract: Literal["all"] | list[Ref] = "all" if mode == "Subtract all recalled" else chosen
+subtract: Literal["all"] | list[Ref] = (
+    "all" if mode == "Subtract all recalled" and not others else
+    [*recalled, *others] if mode == "Subtract all recalled" else [*chosen, *others])
 
 
 def _model_choice() -> tuple[str | None, bool, str | None]:
@@ -244,13 +251,14 @@ if result is not None:
         st.warning(escape_md(note))
 
 st.markdown("#### Leave-one-out attribution")
-st.caption("Replays the run once without each recalled message, to show which ones the "
-           "answer depended on.")
+st.caption("Replays the run once without each stored message it was given (recalled and "
+           "recent), to show which ones the answer depended on.")
 if st.button("Run attribution", icon=":material/bar_chart:",
-             disabled=read_only or not recalled or model_problem is not None,
+             disabled=read_only or not (recalled or given) or model_problem is not None,
              help=(services.READ_ONLY_REASON if read_only else model_problem
-                   or (None if recalled else "This run recalled nothing."))):
-    bar = st.progress(0.0, text="Replaying without each recalled message…")
+                   or (None if recalled or given else
+                       "This run was given no stored message to take away."))):
+    bar = st.progress(0.0, text="Replaying without each message it was given…")
 
     def _progress(done: int, total: int) -> None:
         bar.progress(done / max(total, 1), text=f"{done} of {total} replays done")
@@ -282,7 +290,7 @@ if items:
                   "preview": preview_text(a.preview), "answer without it": a.answer_without}
                  for lab, a in zip(labels, items, strict=True)], key="attribution")
 elif items is not None:
-    st.text("(this run recalled nothing to attribute)")
+    st.text("(this run was given no stored message to attribute)")
 
 st.markdown("#### Past counterfactuals of this run")
 try:

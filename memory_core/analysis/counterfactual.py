@@ -249,6 +249,9 @@ class VariantOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     recalled: list[VariantChoice] = Field(default_factory=list)  # subtractable refs
+    # every other stored message the prompt held (the recent window; all of an imported
+    # run's history): subtractable too, one by one
+    given: list[VariantChoice] = Field(default_factory=list)
     # dropped, near misses, and messages the run was given only as a summary
     put_back: list[VariantChoice] = Field(default_factory=list)
     lanes: list[str] = Field(default_factory=list)  # lanes present in the prompt
@@ -301,12 +304,20 @@ def variant_options(storage: Storage, run_id: str) -> VariantOptions:
     data = load_run(storage, run_id)
     recalled = [VariantChoice(thread_id=r.thread_id, seq=r.seq, label=r.preview)
                 for r in (data.memctx.recalled if data.memctx else [])]
+    shown = {(c.thread_id, c.seq) for c in recalled}
+    given: dict[Ref, VariantChoice] = {}
+    for it in data.prompt.items:  # (as ``attribution`` takes them out, one by one)
+        if it.lane in ("input", "recalled") or it.thread_id is None or it.seq is None \
+                or (it.thread_id, it.seq) in shown:
+            continue
+        given.setdefault((it.thread_id, it.seq), VariantChoice(
+            thread_id=it.thread_id, seq=it.seq, label=preview_of(it.message)))
     present = {it.lane for it in data.prompt.items}
     listed = _put_back_choices(data)
     known = {(c.thread_id, c.seq) for c in listed}
     listed += [c for c in _summarised_choices(storage, data)
                if (c.thread_id, c.seq) not in known]
-    return VariantOptions(recalled=recalled, put_back=listed,
+    return VariantOptions(recalled=recalled, given=list(given.values()), put_back=listed,
                           lanes=[ln for ln in SUBTRACTABLE_LANES if ln in present])
 
 
