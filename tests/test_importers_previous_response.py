@@ -215,6 +215,18 @@ def test_a_conversation_whose_items_the_file_holds_is_reconstructed() -> None:
     report = import_text(InMemoryStorage(), jsonl(records[3]))
     assert report.runs_created and any("is not in the file" in n.reason
                                        for n in report.skipped)
+    # items added to a conversation the file did not make, then two responses: each
+    # gets what the file holds of it, and its history before that is marked unknown
+    # (it read as the whole history)
+    st = InMemoryStorage()
+    report = import_text(st, jsonl(records[2], records[3], records[3]))
+    for rid in report.runs_created:
+        held = st.runs.get(f"{rid}:import")["extra"]["server_held_history"]
+        assert held["unrecorded"] == "conversation 'conv_1'", held
+        assert "history" in st.runs.get(f"{rid}:memctx")["unknown_fields"]
+    last = st.runs.get(f"{report.runs_created[1]}:prompt")["items"]
+    assert [i["message"]["content"] for i in last if i["lane"] != "instructions"] == [
+        "And its capital?", "Paris."]
 
 
 def test_the_run_inspector_says_which_messages_the_server_held() -> None:

@@ -30,7 +30,9 @@ def _read(record: Record) -> list[Exchange]:
         raise fail(where, "a Conversations API call whose conversation id is not "
                           "recorded (no 'id' in its response)")
     held: ServerHistory = record.state("responses", ServerHistory)
-    conv = held.conversations.setdefault(cid, Conversation([]))
+    # items added to a conversation the file did not make: its beginning is not here
+    conv = held.conversations.setdefault(cid, Conversation([], whole=not path.endswith(
+        "/items")))
     conv.sources.append(where)
     conv.messages += response_items(request.get("items") or [], f"{where}: items",
                                     conv.notes, side="input")

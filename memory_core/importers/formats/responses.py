@@ -50,12 +50,15 @@ class Held:
 class Conversation:
     """A conversation the server holds (the Conversations API): its items so far as
     messages, the records that added them, the exchange of the last response in it,
-    and what reading its items noted, for the next request that continues it."""
+    and what reading its items noted, for the next request that continues it.
+    ``whole``: the file made it (``False``: it began before the file, which holds
+    only what came after — the history before that is unknown)."""
 
     sources: list[str]
     messages: list[Message] = field(default_factory=list)
     last: int | None = None
     notes: list[str] = field(default_factory=list)
+    whole: bool = True
 
 
 @dataclass
@@ -137,10 +140,10 @@ def _held_history(request: dict[str, Any], held: ServerHistory
         cid = conversation_id(request)
         ref = f"conversation {str(cid if cid is not None else conversation)!r}"
         conv = held.conversations.get(cid) if cid is not None else None
-        if conv is not None:
-            return list(conv.messages), HeldHistory(ref, source=", ".join(conv.sources),
-                                                    count=len(conv.messages),
-                                                    continues=conv.last)
+        if conv is not None and conv.messages:
+            return list(conv.messages), HeldHistory(
+                ref, source=", ".join(conv.sources), count=len(conv.messages),
+                continues=conv.last, unrecorded=None if conv.whole else ref)
     else:
         ref = f"previous_response_id {prev!r}"
         found = held.responses.get(prev)
@@ -192,7 +195,9 @@ def responses_exchange(obj: dict[str, Any], where: str, index: int,
         history_held.start = len(own) if carried else 0
         notes.insert(0, held_note(where, history_held))
     cid = conversation_id(request) if request.get("previous_response_id") is None else None
-    conv = held.conversations.get(cid) if cid is not None else None
+    # (a conversation the file did not make: what the file holds of it from here on)
+    conv = held.conversations.setdefault(cid, Conversation([], whole=False)) \
+        if cid is not None else None
     if conv is not None:  # what reading its items noted, said once
         notes += conv.notes
         conv.notes = []
