@@ -579,6 +579,9 @@ def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
     renamed: dict[tuple[int, str], dict[str, str]] = {}
     at_seq: dict[tuple[int, int, str], tuple[str, str]] = {}  # (thread, seq, ours)
 
+    def where_of(i: int) -> str:  # (the record exchange ``i`` came from)
+        return run_of[i].exchange.where
+
     def key_of(m: Message) -> str:
         got = keyed.get(id(m))
         if got is None or got[0] is not m:
@@ -665,11 +668,11 @@ def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
                     noted = len(ex.notes)
                     _say_calls_sent_back_otherwise(ex, conv, keys, calls_seen)
                     _say_answer_sent_back_otherwise(ex, conv, keys, chain, ikey, resource,
-                                                    index, lambda i: run_of[i].exchange.where)
+                                                    index, where_of)
                     if len(ex.notes) == noted:  # (no other note says why)
                         now = texts.setdefault(ikey, instructions_text(ex.instructions))
                         _say_branch(ex, conv, chain, ikey, now, texts, resource, index,
-                                    lambda i: run_of[i].exchange.where, stored, keys)
+                                    where_of, stored, keys)
             seqs = window if window is not None else list(range(min(best, len(keys))))
             seqs += [tp.add(own(ex, conv, i), keys[i], at[i], ex.index if owned[i] else None)
                      for i in range(len(seqs), len(conv))]
