@@ -284,3 +284,35 @@ def test_a_claude_code_shaped_session_is_recorded_as_it_was_sent(setup) -> None:
         assert KEY not in json.dumps([s.runs.list(r) for r in recorder.runs], default=str)
     finally:
         s.close()
+
+
+def test_an_unreachable_upstream_and_a_body_not_json_are_said_in_the_api_s_shape(
+        tmp_path: Path) -> None:
+    """The proxy's own errors take the Messages API's shape, so the client's SDK reads
+    the message; a body that is not JSON is forwarded and its not being recorded is
+    said as that (it read "the request has no 'messages' list")."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = s.getsockname()[1]  # nothing listens there once closed
+    storage = DuckDBStorage(str(tmp_path / "down.duckdb"))
+    recorder = Recorder(storage, embed=HashingEmbedder(64))
+    try:
+        with LoopbackServer(proxy_app(recorder, f"http://127.0.0.1:{dead}/v1")) as server:
+            with pytest.raises(anthropic.APIStatusError) as down:
+                _client(server).messages.create(model=MODEL, max_tokens=10, messages=ASK)  # type: ignore[arg-type]
+            assert down.value.status_code == 502
+            assert "memwb proxy: upstream" in str(down.value) and "unreachable" in str(
+                down.value)
+            bad = httpx2.post(f"{server.url}/v1/messages", content=b"{not json",
+                              headers={"x-api-key": KEY})
+            assert bad.status_code == 502 and bad.json()["type"] == "error"
+        recorder.drain()
+        [run] = [storage.runs.require_run(r) for r in recorder.runs]
+        assert run.status == "failed" and "unreachable" in (run.error or "")
+        assert [f.split(": ", 1)[1] for f in recorder.failures] == [
+            "the request body is not JSON"]
+    finally:
+        recorder.close()
+        storage.close()
