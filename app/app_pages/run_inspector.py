@@ -46,6 +46,7 @@ from app.light_table import Link, light_table, message_url
 from memory_core.analysis import views
 from memory_core.analysis.views import LaneItem
 from memory_core.errors import NotFoundError
+from memory_core.provenance.record import LANES
 
 DEFAULT_SUITE = "kept answers"  # where "Keep this answer" pins a run unless told
 KEPT_KEY = "kept-answer"  # session: what the last "Keep this answer" did, said once
@@ -188,8 +189,10 @@ if not view.imported:
 st.markdown("#### Lanes")
 lane_bars(given)
 labels = [f"{LANE_TITLES[lv.lane]} ({lv.total_count})" for lv in given]
-# open on what memory chose (recalled, else the window), not on the instructions
-opening = next((label for lane in ("recalled", "observations", "working_memory", "recent")
+# open on what memory chose (recalled, else the window), not on the instructions; else
+# on the first lane that holds something (a conversation's first call: only its input)
+opening = next((label for lane in ("recalled", "observations", "working_memory", "recent",
+                                   *LANES)
                 for label, lv in zip(labels, given, strict=True)
                 if lv.lane == lane and lv.total_count), None)
 # only the open lane is drawn (a click draws another): every lane's cards at once cost a

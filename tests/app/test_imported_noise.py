@@ -25,6 +25,7 @@ from app.components import (
     WHATIF_PAGE,
     WHY_PAGE,
 )
+from memory_core.analysis import views
 from memory_core.analysis.views import UNKNOWN_SETTING
 from memory_core.importers import import_file
 from memory_core.storage.inmemory import InMemoryStorage
@@ -83,6 +84,22 @@ def test_the_inspector_says_once_what_a_recording_does_not_hold(
     assert "#### Settings" not in headings and "#### Recall scores" not in headings
     assert "#### Left out of the prompt" not in headings
     assert not [e for e in at.expander if e.label == "All settings, as recorded"]
+
+
+def test_the_inspector_opens_on_a_lane_that_holds_something(
+        imported: InMemoryStorage, app: Callable[..., AppTest]) -> None:
+    """A conversation's first call holds only its input (no instructions, nothing before
+    it): the lanes open on the input, not on an empty first tab."""
+    only_input = [r.run_id for r in imported.runs.list_runs()
+                  if [(lv.lane, lv.total_count) for lv in
+                      views.run_view(imported, r.run_id).lanes if lv.total_count]
+                  == [("input", 1)]]
+    assert only_input
+    at = app(RUN_PAGE, run=only_input[0])
+    _ok(at)
+    assert [t.label for t in at.tabs][0] == "Instructions (0)"
+    assert "(nothing in this lane)" not in [t.value for t in at.text]
+    assert any(str(c.value).startswith("1 item · ") for c in at.caption)
 
 
 @pytest.mark.slow
