@@ -221,7 +221,8 @@ def test_an_answer_sent_back_rewritten_says_where_the_conversations_part() -> No
     first = {"role": "assistant", "content": 'Thought: go.\nAction Input: {"q": "go"}'}
     sent = {"role": "assistant", "content": "Thought: go.\nAction Input: {'q': 'go'}"}
     observation = {"role": "user", "content": "Observation: 2012"}
-    report = import_text(InMemoryStorage(), "\n".join([
+    s = InMemoryStorage()
+    report = import_text(s, "\n".join([
         _line([QUESTION], first), _line([QUESTION, sent, observation], DONE)]))
     assert len(report.threads_created) == 2
     [note] = [k.reason for k in report.skipped if "sends back the answer" in k.reason]
@@ -229,6 +230,7 @@ def test_an_answer_sent_back_rewritten_says_where_the_conversations_part() -> No
                     "'Thought: go.\\nAction Input: {\"q\": \"go\"}', sent "
                     "\"Thought: go.\\nAction Input: {'q': 'go'}\"), so its "
                     "conversation is stored as a new thread"), note
+    _branched(s, report)
 
 
 def test_a_prefill_sent_back_merged_and_an_answer_sent_back_padded_are_said_right(
@@ -298,6 +300,14 @@ def test_a_number_given_to_a_repeated_id_is_one_no_call_has_yet() -> None:
             "'read_file' as 'read_file-3'") in [(n.where, n.reason) for n in report.skipped]
 
 
+def _branched(storage: InMemoryStorage, report: Any) -> None:
+    """The second thread the import created is stored as a branch of the first (the
+    Threads page links it)."""
+    first, second = report.threads_created
+    assert storage.memory.require_thread(second).parent_thread_id == first
+    assert storage.memory.require_thread(first).parent_thread_id is None
+
+
 def test_a_branch_and_a_conversation_under_other_instructions_say_why() -> None:
     """A new thread whose reason no note gave (an outside trial): raix sends the
     question again with a system message instead of the answer it got (a branch);
@@ -305,7 +315,8 @@ def test_a_branch_and_a_conversation_under_other_instructions_say_why() -> None:
     message moved after the history). Each says which conversation it shares, and
     where it parts."""
     asked = {"role": "system", "content": "Maximum tool calls (2) exceeded. Answer now."}
-    report = import_text(InMemoryStorage(), "\n".join([
+    s = InMemoryStorage()
+    report = import_text(s, "\n".join([
         _line([QUESTION], _call(ASKED)), _line([QUESTION, asked], DONE)]))
     assert len(report.threads_created) == 2
     [note] = [(k.where, k.reason) for k in report.skipped]
@@ -315,6 +326,7 @@ def test_a_branch_and_a_conversation_under_other_instructions_say_why() -> None:
                               "'→ GoogleSearch({\"__arg1\":\"Go 1.0 release date\"})', sent "
                               "system 'Maximum tool calls (2) exceeded. Answer now.'): a "
                               "branch of it, stored as a new thread")
+    _branched(s, report)
 
     def line(instructions: list[str], messages: list[Any], answer: str) -> str:
         return json.dumps({"request": {"model": "m", "messages": [
@@ -323,7 +335,8 @@ def test_a_branch_and_a_conversation_under_other_instructions_say_why() -> None:
                                                   "content": answer}}]}})
     rules = ["You are Entrepreneur-GPT.", "Respond strictly with JSON."]
     said = {"role": "assistant", "content": '{"command": "write_to_file"}'}
-    report = import_text(InMemoryStorage(), "\n".join([
+    s = InMemoryStorage()
+    report = import_text(s, "\n".join([
         line(rules, [QUESTION], said["content"]),
         line(rules[:1], [QUESTION, said], '{"command": "task_complete"}')]))
     assert len(report.threads_created) == 2
@@ -334,6 +347,7 @@ def test_a_branch_and_a_conversation_under_other_instructions_say_why() -> None:
                               "Entrepreneur-GPT.\\nRespond strictly with JSON.', sent 'You "
                               "are Entrepreneur-GPT.'), so its conversation is stored as a "
                               "new thread")
+    _branched(s, report)
 
 
 def test_a_branch_of_a_thread_an_earlier_import_stored_says_so() -> None:
@@ -353,3 +367,4 @@ def test_a_branch_of_a_thread_an_earlier_import_stored_says_so() -> None:
         f"shares its first 2 message(s) with thread {tid} (an earlier import's), then "
         "message 2 differs (user: recorded 'And when was Go 1.1 released?', sent 'Who "
         "designed Go?'): a branch of it, stored as a new thread"]
+    assert s.memory.require_thread(report.threads_created[0]).parent_thread_id == tid

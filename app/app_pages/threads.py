@@ -145,6 +145,14 @@ thread = st.selectbox("Thread", thread_ids,
                       index=thread_ids.index(wanted_thread) if wanted_thread else 0,
                       format_func=lambda tid: f"{titles[tid] or '(untitled)'} · {tid}")
 
+first = services.cached_thread_messages(url, thread, 1, DEFAULT_PAGE_SIZE)
+if (parent := first.parent_thread_id) is not None:
+    # a clone, or an imported conversation that parts from another (its first run's
+    # note says where)
+    if any(t.thread_id == parent for t in every_thread):
+        link_to_message(parent, None, label=("branched from thread ", Id(parent)))
+    else:
+        st.caption(md("Branched from thread ", Id(parent), ", which is no longer stored."))
 # the thread's runs, newest first, each a link to the inspector; the sidebar's run pages
 # open on this thread's run (its newest, unless the current run is already one of them)
 try:
@@ -184,7 +192,6 @@ focus_end = int(focus_to) if focus_to and focus_to.isdigit() else focus_seq
 if thread != wanted_thread:
     focus_seq = focus_end = None  # the user picked another thread: drop the old focus
 
-first = services.cached_thread_messages(url, thread, 1, DEFAULT_PAGE_SIZE)
 start_page = min(page_of_seq(focus_seq), first.page_count) if focus_seq is not None else 1
 page = int(st.number_input(f"Page (of {first.page_count})", min_value=1,
                            max_value=first.page_count, value=start_page, step=1,

@@ -76,6 +76,7 @@ class MessagePage(BaseModel):
     page_size: int
     page_count: int
     messages: list[MessageView]
+    parent_thread_id: str | None = None  # the thread it was cloned or branched from
 
 
 class SearchHit(BaseModel):
@@ -297,7 +298,8 @@ def thread_messages(storage: Storage, thread_id: str, page: int = 1,
     return MessagePage(
         thread_id=thread_id, title=thread.title, resource_id=thread.resource_id, total=total,
         page=page, page_size=page_size, page_count=page_count,
-        messages=[_message_view(m, usage.get(m.seq, [])) for m in rows])
+        messages=[_message_view(m, usage.get(m.seq, [])) for m in rows],
+        parent_thread_id=thread.parent_thread_id)
 
 
 def _message_view(m: StoredMessage, used_by: list[str]) -> MessageView:

@@ -168,6 +168,8 @@ class ThreadPlan:
     # store already (``stored_meta`` is its import metadata, kept when it is extended)
     stored_count: int = 0
     stored_meta: dict[str, Any] | None = None
+    # the thread this one branches off (a note of its first run says where they part)
+    branch_of: str | None = None
 
     @property
     def stored(self) -> bool:
@@ -429,23 +431,24 @@ def _say_calls_sent_back_otherwise(ex: Exchange, conv: list[Message], keys: list
 def _say_answer_sent_back_otherwise(ex: Exchange, conv: list[Message], keys: list[str],
                                     chain: list[str], ikey: str, resource: str | None,
                                     index: _PrefixIndex, where: Callable[[int], str]
-                                    ) -> None:
+                                    ) -> str | None:
     """A request that starts a new conversation although its history follows an
     earlier one up to an answer recorded there, which it sends back as another text
     (LlamaIndex's ReAct agent writes the model's JSON action out as "Action Input:
-    {…}"): say so, with both texts — the conversations part there."""
+    {…}"): say so, with both texts — the conversations part there. Returns the id of
+    the thread it parts from, when it said so."""
     if any(n.startswith(f"{ex.where}: sends back tool call") for n in ex.notes):
-        return  # (said already, of a call)
+        return None  # (said already, of a call)
     for n in range(len(ex.history) - 1, 0, -1):  # (what it sent; its own answer is its own)
         tp = index.prefix.get((ikey, resource, chain[n - 1]))
         if tp is None or len(tp.messages) <= n or tp.keys[n] == keys[n] \
                 or tp.messages[n].role != "assistant" or conv[n].role != "assistant":
             continue
         if tp.messages[n].tool_calls() or conv[n].tool_calls():
-            return  # (a call sent back otherwise: ``_say_calls_sent_back_otherwise``)
+            return None  # (a call sent back otherwise: ``_say_calls_sent_back_otherwise``)
         first = tp.first_run[n]
         if first is None:
-            return
+            return None
         # the run's answer is the last message it added; one before it, it sent (an
         # assistant turn of its history, a prefill the answer continued)
         answered = n + 1 >= len(tp.first_run) or tp.first_run[n + 1] != first
@@ -455,7 +458,8 @@ def _say_answer_sent_back_otherwise(ex: Exchange, conv: list[Message], keys: lis
             f"{ex.where}: sends back {what} as another message "
             f"({_where_they_part(tp.messages[n].text() or '', conv[n].text() or '', True)}), so "
             "its conversation is stored as a new thread")
-        return
+        return tp.thread_id
+    return None
 
 
 # what a tool-call id looks like in a text ('call_…', 'toolu_…', 'fc_…', a UUID)
@@ -515,11 +519,12 @@ def _how_they_differ(a: Message, b: Message) -> str | None:
 def _say_branch(ex: Exchange, conv: list[Message], chain: list[str], ikey: str,
                 instructions: str, texts: dict[str, str], resource: str | None,
                 index: _PrefixIndex, where: Callable[[int], str],
-                stored: StoredThreads | None, keys: list[str]) -> None:
+                stored: StoredThreads | None, keys: list[str]) -> str | None:
     """A request that starts a thread of its own, although it shares a conversation's
     beginning (a branch: a message after it differs, or is left out) or sends a whole
     conversation under other instructions, that no other note explains: say which
-    conversation, and where it parts (the run would otherwise look like a new one)."""
+    conversation, and where it parts (the run would otherwise look like a new one).
+    Returns that thread's id, when it said so."""
     def began(tp: ThreadPlan) -> str:
         first = next((r for r in tp.first_run if r is not None), None)
         return f"thread {tp.thread_id}" + (f" (the conversation {where(first)} began)"
@@ -534,7 +539,7 @@ def _say_branch(ex: Exchange, conv: list[Message], chain: list[str], ikey: str,
                 f"{ex.where}: sends the whole of {began(tp)}, its {n} messages, under other "
                 f"instructions ({_where_they_part(before, instructions, True)}), so its "
                 "conversation is stored as a new thread")
-            return
+            return tp.thread_id
     for n in range(sent - 1, 0, -1):  # a beginning shared, then another message
         tp = index.prefix.get((ikey, resource, chain[n - 1]))
         differ = _how_they_differ(tp.messages[n], conv[n]) \
@@ -543,7 +548,7 @@ def _say_branch(ex: Exchange, conv: list[Message], chain: list[str], ikey: str,
             ex.notes.append(
                 f"{ex.where}: shares its first {n} message(s) with {began(tp)}, then "
                 f"message {n} differs ({differ}): a branch of it, stored as a new thread")
-            return
+            return tp.thread_id
     found = stored.shared(ikey, resource, keys, sent - 1) if stored is not None else None
     if found is not None:  # (a thread an earlier import stored: a live capture's)
         tid, n, after = found
@@ -554,6 +559,8 @@ def _say_branch(ex: Exchange, conv: list[Message], chain: list[str], ikey: str,
             + (f"then message {n} differs ({differ})" if differ is not None else
                "which another request continues")
             + ": a branch of it, stored as a new thread")
+        return tid
+    return None
 
 
 def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
@@ -667,12 +674,12 @@ def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
                 if found is None:
                     noted = len(ex.notes)
                     _say_calls_sent_back_otherwise(ex, conv, keys, calls_seen)
-                    _say_answer_sent_back_otherwise(ex, conv, keys, chain, ikey, resource,
-                                                    index, where_of)
+                    tp.branch_of = _say_answer_sent_back_otherwise(
+                        ex, conv, keys, chain, ikey, resource, index, where_of)
                     if len(ex.notes) == noted:  # (no other note says why)
                         now = texts.setdefault(ikey, instructions_text(ex.instructions))
-                        _say_branch(ex, conv, chain, ikey, now, texts, resource, index,
-                                    where_of, stored, keys)
+                        tp.branch_of = _say_branch(ex, conv, chain, ikey, now, texts,
+                                                   resource, index, where_of, stored, keys)
             seqs = window if window is not None else list(range(min(best, len(keys))))
             seqs += [tp.add(own(ex, conv, i), keys[i], at[i], ex.index if owned[i] else None)
                      for i in range(len(seqs), len(conv))]

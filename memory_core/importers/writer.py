@@ -648,7 +648,7 @@ def _new_thread(t: ThreadPlan, vectors: dict[tuple[str, int], np.ndarray],
                 report: ImportReport) -> NewThread:
     """A thread no earlier import stored, with its rows."""
     return NewThread(t.thread_id, _rows(t, vectors, run_ids, report), t.resource_id,
-                     thread_title(t.messages), _import_meta(t, import_meta))
+                     thread_title(t.messages), _import_meta(t, import_meta), t.branch_of)
 
 
 def _write_thread(storage: Storage, t: ThreadPlan, vectors: dict[tuple[str, int], np.ndarray],

@@ -244,6 +244,7 @@ class NewThread(NamedTuple):
     resource_id: str | None = None
     title: str | None = None
     metadata: dict[str, Any] | None = None
+    parent_thread_id: str | None = None  # the thread it branches off, if any
 
 
 class MemoryStore:
@@ -325,7 +326,7 @@ class MemoryStore:
         twice, raises InvalidInputError."""
         for t in threads:
             self.create_thread(t.thread_id, resource_id=t.resource_id, title=t.title,
-                               metadata=t.metadata)
+                               metadata=t.metadata, parent_thread_id=t.parent_thread_id)
             if t.rows:
                 self.append_messages(t.thread_id, t.rows)
 

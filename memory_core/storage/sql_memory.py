@@ -316,7 +316,8 @@ class SqlMemoryStore(MemoryStore):
                 one = stage_messages(t.thread_id, t.resource_id, seqs, body, rs, self._clock)
                 if len(one):
                     staged.append(one)
-                thread_rows.append((t.thread_id, t.resource_id, t.title, meta, None,
+                thread_rows.append((t.thread_id, t.resource_id, t.title, meta,
+                                    t.parent_thread_id,
                                     ts_text(now), ts_micros(now), ts_text(now), len(one),
                                     one.top() if len(one) else -1))
             self._db.insert_rows(tx, "threads", _NEW_THREAD_COLS, thread_rows)

@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 from streamlit.testing.v1 import AppTest
 
+from app import services
 from app.components import RUN_PAGE, THREADS_PAGE
 from memory_core.analysis import views
 from memory_core.storage.inmemory import InMemoryStorage
@@ -100,3 +101,37 @@ def test_a_thread_of_the_current_run_keeps_it(populated: Populated, app: MakeApp
     older = [r.run_id for r in storage.runs.list_runs() if r.thread_id == THREAD][0]
     at = _go(app(RUN_PAGE, run=older), THREADS_PAGE, thread=THREAD)
     assert _sidebar_query(at, _run_page_path(at))["run"] == older
+
+
+def test_a_branch_links_the_thread_it_came_from(empty_db: InMemoryStorage,
+                                                 app: MakeApp) -> None:
+    """An imported conversation that parts from another (asked again, then otherwise)
+    names on its page the thread it branched from, as a link; a clone whose source is
+    erased says so instead of a link to nothing."""
+    import json
+
+    from memory_core.importers import import_text
+    from memory_core.lifecycle.erasure import erase_thread
+
+    def line(messages: list[str], answer: str) -> str:
+        return json.dumps({"request": {"model": "m", "messages": [
+            {"role": "user" if i % 2 == 0 else "assistant", "content": t}
+            for i, t in enumerate(messages)]},
+            "response": {"choices": [{"message": {"role": "assistant", "content": answer}}]}})
+    report = import_text(empty_db, "\n".join([
+        line(["When was Go released?"], "2009."),
+        line(["When was Go released?", "2009.", "And Go 1.0?"], "2012."),
+        line(["When was Go released?", "2009.", "Who designed Go?"], "Three people.")]))
+    trunk, branch = report.threads_created
+    at = _go(app(THREADS_PAGE), THREADS_PAGE, thread=branch)
+    assert (f"branched from thread {trunk}", "threads", f"thread={trunk}") in _links(at)
+    at = _go(at, THREADS_PAGE, thread=trunk)
+    assert not [link for link in _links(at) if link[0].startswith("branched from")]
+
+    empty_db.memory.clone_thread(trunk, "copy")
+    erase_thread(empty_db, trunk)
+    services.forget_reads()  # (the page's reads are cached a while)
+    at = _go(at, THREADS_PAGE, thread="copy")
+    assert not [link for link in _links(at) if link[0].startswith("branched from")]
+    assert f"Branched from thread {trunk}, which is no longer stored." in [
+        _shown(str(c.value)) for c in at.caption]

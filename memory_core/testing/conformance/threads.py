@@ -150,7 +150,8 @@ def _new_threads(n: int) -> list[NewThread]:
     return [NewThread(f"n{i}", [row(f"m{i}.{k}", seq=k, run_id=f"r{i}",
                                     embedding=vec(1, i, k) if i % 2 else None)
                                 for k in range(i % 3 + 1)],
-                      resource_id=f"u{i % 2}", title=f"T{i}", metadata={"i": i})
+                      resource_id=f"u{i % 2}", title=f"T{i}", metadata={"i": i},
+                      parent_thread_id=f"n{i - 1}" if i % 4 == 1 else None)
             for i in range(n)]
 
 
@@ -160,6 +161,7 @@ def test_add_threads_is_create_then_append_for_each(storage: Storage) -> None:
     for i in range(12):
         t = storage.memory.require_thread(f"n{i}")
         assert (t.resource_id, t.title, t.metadata) == (f"u{i % 2}", f"T{i}", {"i": i})
+        assert t.parent_thread_id == (f"n{i - 1}" if i % 4 == 1 else None)
         msgs = storage.memory.get_messages(f"n{i}")
         assert [(m.seq, m.content, m.run_id) for m in msgs] == [
             (k, f"m{i}.{k}", f"r{i}") for k in range(i % 3 + 1)]
