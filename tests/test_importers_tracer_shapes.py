@@ -197,6 +197,35 @@ def test_hostile_interactions() -> None:
         _imported(json.dumps(wrapped))
 
 
+def test_a_test_agent_body_kept_compressed_is_read_by_its_content_encoding() -> None:
+    """dd-trace-js's test agent keeps a body as sent: brotli bytes, as "base64:…", beside
+    ``Content-Encoding: br`` (dd-trace-py's records bodies decoded, the header kept): the
+    header is applied to bytes that are no text and to nothing else; bytes that do not
+    decode are one error naming the encoding."""
+    import brotli
+
+    call = _load(DD_OPENAI)
+    answer = call["response"]["body"]
+    s, report = _imported(json.dumps(call))
+    want = _text_of(s, report)
+    assert want[0][-1] == "assistant: ['add']"
+    packed = copy.deepcopy(call)
+    packed["response"]["headers"] = {"Content-Encoding": "br"}
+    packed["response"]["body"] = "base64:" + base64.b64encode(
+        brotli.compress(answer.encode())).decode()
+    s, report = _imported(json.dumps(packed))
+    assert _text_of(s, report) == want
+    # decoded already (text, or bytes of text): the header says what was undone
+    for body in (answer, "base64:" + base64.b64encode(answer.encode()).decode()):
+        packed["response"]["body"] = body
+        s, report = _imported(json.dumps(packed))
+        assert _text_of(s, report) == want
+    packed["response"]["body"] = "base64:" + base64.b64encode(b"\x83\x00garbage").decode()
+    with pytest.raises(ImportFormatError, match=r"line 1: response: body cannot be decoded "
+                                                r"\(br\)"):
+        _imported(json.dumps(packed))
+
+
 def test_exvcr_binary_bodies_and_what_is_no_erlang_binary() -> None:
     """ExVCR (Elixir) records a body that is not UTF-8 text as base64 of an Erlang
     binary term beside ``"binary": true``: the bytes it holds are the body, gzip or not;

@@ -20,8 +20,9 @@ base64 of an Erlang binary term beside ``"binary": true`` (a gzip body, say); ll
 recordings (``tests/integration/recordings``) wrap each response object, and each
 chunk of a stream, as ``{"__type__", "__data__"}``: the ``__data__`` is the body. Bodies
 are recorded decoded (the test agent keeps what ``requests`` gives, gzip already
-undone), so a ``content-encoding`` header is not applied to them; gzip bytes are still
-told by their first bytes."""
+undone), so a ``content-encoding`` header is not applied to them — unless the body is
+bytes that are no UTF-8 text (dd-trace-js's test agent keeps a brotli body as sent);
+gzip bytes are still told by their first bytes."""
 
 from __future__ import annotations
 
@@ -110,6 +111,14 @@ def _body(raw: Any, where: str) -> Any:
     return raw
 
 
+def _is_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 def _erlang_binary(raw: Any, where: str) -> bytes:
     """An ExVCR body marked ``"binary": true``: base64 of the Erlang term format of a
     binary (``:erlang.term_to_binary/1``: version 131, tag 109, a 4-byte length, the
@@ -146,10 +155,14 @@ def _side(side: dict[str, Any], where: str) -> dict[str, Any]:
         raise fail(where, f"'headers' must be an object, got {type(headers).__name__}")
     if isinstance(headers, list):  # [{name, value}] (HAR's spelling)
         headers = {str(h.get("name")): h.get("value") for h in headers if isinstance(h, dict)}
-    out: dict[str, Any] = {"headers": {k: v for k, v in (headers or {}).items()
-                                       if str(k).lower() != "content-encoding"}}
     body = _erlang_binary(side.get("body"), where) if side.get("binary") is True \
         else _typed_value(_body(side.get("body"), where))
+    # a body recorded decoded (text, JSON; bytes of UTF-8 text) is what the header's
+    # encoding gave; bytes that are no text are still as sent (dd-trace-js's test agent
+    # keeps a brotli body so): the header then says how to read them
+    encoded = isinstance(body, bytes) and not _is_utf8(body)
+    out: dict[str, Any] = {"headers": {k: v for k, v in (headers or {}).items()
+                                       if encoded or str(k).lower() != "content-encoding"}}
     if isinstance(body, dict | list):
         out["parsed_body"] = body
     elif body is not None and not isinstance(body, str | bytes):
