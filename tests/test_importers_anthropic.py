@@ -635,3 +635,57 @@ def test_a_message_batch_file_joins_its_requests_and_results() -> None:
     assert report.apis == ["anthropic"]
     assert ok.resource_id == "cust-7"
     assert s.runs.get(f"{ok.run_id}:step:0")["response"]["text"] == "Paris."
+
+
+def test_claude_code_s_billing_block_does_not_split_its_conversation() -> None:
+    """Claude Code and the Claude Agent SDK open every request's system prompt with a
+    billing block whose digest changes every request (``cch=…``): a tool loop was
+    stored as a thread a request ("sends the whole of thread … under other
+    instructions"). The block is left out of the conversation's identity — the real
+    recordings of dd-trace-js's test agent, two calls of one loop, make one thread — and
+    kept in the instructions stored; instructions that differ otherwise still part."""
+    from pathlib import Path
+
+    from memory_core.importers import import_file
+
+    real = Path(__file__).parent / "fixtures" / "imports" / "real"
+    s = InMemoryStorage()
+    first = import_file(s, real / "ddtracejs-claude-agent-sdk_messages_post_d2998a83.json")
+    second = import_file(s, real / "ddtracejs-claude-agent-sdk_messages_post_3cc65b08.json")
+    [thread] = first.threads_created
+    assert second.threads_created == [] and not [
+        n for n in second.skipped if "thread" in n.reason]
+    assert [r.thread_id for r in s.runs.list_runs()] == [thread, thread]
+    [rid] = second.runs_created
+    [system] = [i["message"] for i in record(s, rid, "prompt")["items"]
+                if i["lane"] == "instructions"]
+    assert system["content"][0]["text"].endswith("cc_entrypoint=sdk-ts; cch=0b6c7;")
+
+    def call(billing: str, rules: str, messages: list[dict[str, Any]],
+             answer: dict[str, Any]) -> dict[str, Any]:
+        return {"request": {"model": "claude-x-1", "max_tokens": 100, "tools": [WEATHER],
+                            "system": [text(f"x-anthropic-billing-header: cc_version=2.1; "
+                                            f"cch={billing};"), text(rules)],
+                            "messages": messages}, "response": answer}
+    result = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1",
+                                           "content": "12 °C"}]}
+    loop = [call("0fec7", "You are an agent.", [ASK], message(*CALL["content"])),
+            call("aeff9", "You are an agent.", [ASK, CALL, result], message(text("12 °C.")))]
+    report = import_text(InMemoryStorage(), jsonl(*loop))
+    assert len(report.threads_created) == 1 and len(report.runs_created) == 2
+    other = call("aeff9", "You are another agent.", [ASK, CALL, result],
+                 message(text("12 °C.")))
+    report = import_text(InMemoryStorage(), jsonl(loop[0], other))
+    assert len(report.threads_created) == 2
+    assert any("under other instructions" in n.reason for n in report.skipped)
+    # a client that sends it as a line of a system message's text (an OpenAI-style proxy)
+    openai = [{"request": {"model": "m", "messages": [
+        {"role": "system", "content": f"x-anthropic-billing-header: cch={c};\nBe brief."},
+        *msgs]}, "response": {"choices": [{"message": {"role": "assistant",
+                                                        "content": a}}]}}
+        for c, msgs, a in (("0fec7", [{"role": "user", "content": "Hi"}], "Hello."),
+                           ("aeff9", [{"role": "user", "content": "Hi"},
+                                      {"role": "assistant", "content": "Hello."},
+                                      {"role": "user", "content": "Bye"}], "Bye."))]
+    report = import_text(InMemoryStorage(), jsonl(*openai))
+    assert len(report.threads_created) == 1 and len(report.runs_created) == 2

@@ -2459,6 +2459,44 @@ EXPECTED.update({
 })
 
 
+EXPECTED.update({
+    # the Claude Agent SDK by dd-trace-js's test agent (a call a file); each system
+    # prompt opens with a billing block whose digest changes every request
+    "ddtracejs-claude-agent-sdk_messages_post_d2998a83.json": {
+        "api": "anthropic",
+        "threads": [["user: <system-reminder>\nAs you answer the user's questions, you can use "
+                     "the following cont…",
+                     'assistant: → mcp__local__fetch_weather({"location": "NY", "units": '
+                     '"fahrenheit"})']],
+        "runs": [("claude-sonnet-4-6", (1060, 77), ["mcp__local__fetch_weather"])],
+        "finish": "tool_use",
+        "started": datetime(2026, 8, 20, 15, 30, 7, tzinfo=UTC),
+    },
+    "ddtracejs-claude-agent-sdk_messages_post_3cc65b08.json": {
+        "api": "anthropic",
+        "threads": [["user: <system-reminder>\nAs you answer the user's questions, you can use "
+                     "the following cont…",
+                     'assistant: → mcp__local__fetch_weather({"location": "NY", "units": '
+                     '"fahrenheit"})',
+                     "tool mcp__local__fetch_weather: The weather in NY is 72° in fahrenheit.",
+                     "assistant: The current weather in New York state (NY) is 72 degrees "
+                     "Fahrenheit."]],
+        "runs": [("claude-sonnet-4-6", (1160, 22), ["mcp__local__fetch_weather"])],
+        "finish": "end_turn",
+        "skipped": ["input tokens 1160 = input_tokens 1 + cache_creation_input_tokens 102 + "
+                    "cache_read_input_tokens 1057"],
+    },
+    # a 401 whose body the test agent kept brotli-compressed, as sent
+    "ddtracejs-claude-agent-sdk_messages_post_3f7425c4.json": {
+        "api": "anthropic",
+        "threads": [["user: <session>\nSpawn a subagent to get the weather in New York. After "
+                     "that subagent, do i…"]],
+        "runs": [("claude-sonnet-4-6", None, ["mcp__local__fetch_weather"])],
+        "failed": "invalid x-api-key",
+    },
+})
+
+
 def test_corpus_is_large_and_varied_enough() -> None:
     files = sorted(p.name for p in REAL.iterdir() if p.name != "README.md")
     assert files == sorted(EXPECTED)

@@ -67,6 +67,34 @@ def message_key(m: Message) -> str:
                                     if type(p) is not TextPart or p.text.strip()]])
 
 
+# a text block Claude Code and the Claude Agent SDK put first in every request's system
+# prompt: billing data ("x-anthropic-billing-header: cc_version=…; cc_entrypoint=…;
+# cch=<a digest that changes every request>;"), not instructions
+_BILLING_HEADER = "x-anthropic-billing-header:"
+
+
+def _instructions_key(instructions: Sequence[Message], key_of: Callable[[Message], str]
+                      ) -> str:
+    """Identity of a request's instructions, for finding its conversation: each system
+    message's ``message_key``, Claude Code's billing block left out (its conversations
+    were split into a thread a request); the instructions stored keep it."""
+    keys = []
+    for m in instructions:
+        if type(m.content) is str:
+            if m.content.startswith(_BILLING_HEADER):  # (a proxy's text: its own line)
+                m = m.model_copy(update={"content": m.content.partition("\n")[2]})
+        elif any(type(p) is TextPart and p.text.startswith(_BILLING_HEADER)
+                 for p in m.content):
+            m = m.model_copy(update={"content": [
+                p for p in m.content
+                if not (type(p) is TextPart and p.text.startswith(_BILLING_HEADER))]})
+        else:
+            keys.append(key_of(m))
+            continue
+        keys.append(message_key(m))
+    return f'[{",".join([_STRING(k) for k in keys])}]'  # (canonical)
+
+
 def _texts(m: Message) -> tuple[str, ...]:
     """A message's texts as sent (``message_key`` compares them trimmed)."""
     if type(m.content) is str:
@@ -607,7 +635,7 @@ def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
     for ex in exchanges:
         conv = ex.conversation()
         keys = [key_of(m) for m in conv]
-        ikey = f'[{",".join([_STRING(key_of(m)) for m in ex.instructions])}]'  # (canonical)
+        ikey = _instructions_key(ex.instructions, key_of)
         start = ex.started_at or undated(ex.index)
         end = ex.finished_at or start
         at = [start] * len(ex.history) + ([end] if ex.response is not None else [])
