@@ -277,6 +277,15 @@ def test_bad_stream_events_are_refused_naming_them(events: list[Any], error: str
     ({"request": {"messages": [{"role": "user", "content": [
         {"toolResult": {"toolUseId": "t", "content": True}}]}], "inferenceConfig": {}}},
      r"toolResult 'content' must be a list"),
+    # in Converse's names, not those of the Messages API the blocks are read as
+    ({"response": {"output": {"message": {"role": "assistant", "content": [
+        {"toolResult": {"toolUseId": "t", "content": [{"text": "x"}]}}]}}}},
+     r"response: block 0 of a Converse assistant message is a 'toolResult' block \(the "
+     r"assistant's blocks are text, toolUse, reasoningContent, citationsContent or "
+     r"guardContent\)"),
+    ({"request": {"messages": [{"role": "user", "content": [
+        {"text": "hi"}, {"toolUse": {"toolUseId": "t", "name": "f", "input": {}}}]}]}},
+     r"message 0: block 1 of a Converse user message is a 'toolUse' block"),
 ])
 def test_bad_converse_fields_are_refused_naming_them(change: dict[str, Any], error: str
                                                      ) -> None:

@@ -348,9 +348,26 @@ def _block(raw: Any, where: str, notes: list[str]) -> dict[str, Any] | None:
     return None
 
 
-def converse_blocks(raw: Any, where: str, notes: list[str]) -> list[dict[str, Any]]:
+# what each role's message may hold, as Converse names the kinds (the Messages API the
+# blocks become refuses the others, in its own names)
+_ROLE_KINDS = {"assistant": ("text", "toolUse", "reasoningContent", "citationsContent",
+                             "guardContent", "cachePoint"),
+               "user": ("text", "image", "document", "video", "audio", "toolResult",
+                        "guardContent", "cachePoint", "searchResult")}
+
+
+def converse_blocks(raw: Any, where: str, notes: list[str], role: Any = None
+                    ) -> list[dict[str, Any]]:
     if not isinstance(raw, list):
         raise fail(where, f"'content' must be a list of blocks, got {type(raw).__name__}")
+    allowed = _ROLE_KINDS.get(role) if isinstance(role, str) else None
+    for j, b in enumerate(raw):
+        kind = next(iter(b), None) if isinstance(b, dict) and len(b) == 1 else None
+        if allowed is not None and kind in _BLOCK_KINDS and kind not in allowed:
+            said = [k for k in allowed if k != "cachePoint"]
+            raise fail(where, f"block {j} of a Converse {role} message is a {kind!r} block "
+                              f"(the {role}'s blocks are {', '.join(said[:-1])} or "
+                              f"{said[-1]})")
     out = [_block(b, f"{where}: block {j}", notes) for j, b in enumerate(raw)]
     return [b for b in out if b is not None]
 
@@ -439,7 +456,7 @@ def as_anthropic_record(obj: dict[str, Any], where: str, notes: list[str]
             raise fail(where, f"message {i} must be an object, got {m!r}")
         converted.append({"role": m.get("role"),
                           "content": converse_blocks(m.get("content"), f"{where}: message {i}",
-                                             notes)})
+                                                     notes, m.get("role"))})
     anthropic: dict[str, Any] = {"messages": converted}
     system = converse_blocks(request.get("system") or [], f"{where}: system", notes)
     if system:
@@ -479,7 +496,8 @@ def as_anthropic_record(obj: dict[str, Any], where: str, notes: list[str]
         stop = response.get("stopReason")
         out["response"] = {
             "type": "message", "role": "assistant", "model": model,
-            "content": converse_blocks(message.get("content") or [], f"{where}: response", notes),
+            "content": converse_blocks(message.get("content") or [], f"{where}: response",
+                                       notes, "assistant"),
             "stop_reason": stop, "usage": _usage(
                 response.get("usage"))}
     return out
