@@ -37,8 +37,9 @@ def test_a_real_cassettes_calls_of_one_second_are_listed_in_file_order(tmp_path:
     # the times stay in the seconds recorded; only the third moves, a microsecond
     assert [t.replace(microsecond=0) for t in started[1:]] == [SECOND, SECOND]
     assert started[1] == SECOND and started[2] == SECOND + timedelta(microseconds=1)
-    assert any(s.where == "interaction 3" and "to keep the file's order" in s.reason
-               for s in report.skipped)
+    assert ("interaction 3", "recorded in the same second as interaction 2, which the file "
+            "lists before it; placed 1 µs into that second, after it") in [
+        (k.where, k.reason) for k in report.skipped]
     out = CliRunner().invoke(app, ["runs", "--db", str(db)])
     assert out.exit_code == 0, out.output
     listed = [line.split()[0] for line in out.output.splitlines()[1:]]
@@ -142,3 +143,27 @@ def test_a_file_that_dates_no_call_says_so_and_its_times_show_as_not_recorded(
     report = import_text(InMemoryStorage(), yaml.safe_dump({"interactions": [
         _call(0, "Tue, 03 Feb 2026 15:19:54 GMT"), _call(1, None)]}), name="c.yaml")
     assert not report.undated
+
+
+def test_a_call_of_an_earlier_second_says_which_call_it_is_placed_after() -> None:
+    """Calls of seconds t, t, t+1, t (paper-qa's cassette): the last is placed after the
+    second — in its own second — and before the third; its note named no call and said
+    "to keep the file's order" beside the file's note that the order is not kept: it
+    names the call it follows, and the file's note says the times disagree."""
+    def line(n: int, created: int) -> str:
+        return json.dumps({"request": {"model": "m", "messages": [
+            {"role": "user", "content": f"question {n}"}]}, "response": {
+            "created": created, "choices": [{"message": {"role": "assistant",
+                                                          "content": f"answer {n}"}}]}})
+    t = 1_771_550_206
+    s = InMemoryStorage()
+    report = import_text(s, "\n".join(line(n, c) for n, c in
+                                      enumerate((t, t, t + 1, t), start=1)))
+    notes = [f"{k.where}: {k.reason}" for k in report.skipped]
+    assert "line 4: recorded in the same second as line 2, which the file lists before it; " \
+           "placed 2 µs into that second, after it" in notes
+    assert any(n.startswith("file: line 4 is recorded before a call the file lists "
+                            "earlier") for n in notes), notes
+    listed = [r.run_id for r in s.runs.list_runs()]
+    first, second, third, fourth = report.runs_created
+    assert listed == [first, second, fourth, third]

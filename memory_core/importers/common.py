@@ -222,7 +222,8 @@ def keep_file_order(exchanges: Sequence[Exchange], placed: Sequence[Exchange] = 
     result says so when a call was over before one the file lists first began (the
     file's order and its times disagree; None when they do not): one sentence for the
     file, as a log of concurrent calls may disagree on every line."""
-    latest: dict[datetime, datetime] = {}  # each second: the latest time given in it
+    # each second: the latest time given in it, and the call given it
+    latest: dict[datetime, tuple[datetime, str]] = {}
     moved = {id(ex) for ex in placed}
     newest: tuple[str, datetime] | None = None  # the latest-dated call so far, its time
     disagree: list[tuple[str, datetime, tuple[str, datetime]]] = []  # and the call before
@@ -236,18 +237,21 @@ def keep_file_order(exchanges: Sequence[Exchange], placed: Sequence[Exchange] = 
         elif newest is None or at > newest[1]:
             newest = (ex.where, at)
         second = at.replace(microsecond=0)
-        last = latest.get(second)
-        if (at == second or id(ex) in moved) and last is not None and at <= last \
-                and last + _MICRO < second + _SECOND:
-            ex.started_at = at = last + _MICRO
+        got = latest.get(second)
+        if (at == second or id(ex) in moved) and got is not None and at <= got[0] \
+                and got[0] + _MICRO < second + _SECOND:
+            ex.started_at = at = got[0] + _MICRO
             if ex.finished_at is not None and ex.finished_at < at:
                 ex.finished_at = at
             if id(ex) not in moved:  # (a placed call's note already says where it is)
+                # (after that call, which may be after a later one of the file: the
+                # file's sentence above then says their times disagree)
                 ex.notes.append(
-                    f"{ex.where}: recorded in the same second as a call before it in the "
-                    f"file; placed {(at - second) // _MICRO} µs later, to keep the "
-                    "file's order")
-        latest[second] = max(at, last) if last is not None else at
+                    f"{ex.where}: recorded in the same second as {got[1]}, which the file "
+                    f"lists before it; placed {(at - second) // _MICRO} µs into that "
+                    "second, after it")
+        if got is None or at > got[0]:
+            latest[second] = (at, ex.where)
     if not disagree:
         return None
     (where, at, (before, then)), more = disagree[0], len(disagree) - 1
