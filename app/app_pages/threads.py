@@ -104,8 +104,12 @@ if listing.total > views.THREADS_LISTED:
     st.caption(f"{found}; the newest {views.THREADS_LISTED} are listed here and offered "
                "below" if listing.matched > views.THREADS_LISTED
                else f"{found}; listed here and offered below")
+# a branch's title is its trunk's (their first question): the column tells them apart
+branched = any(t.parent_thread_id for t in listing.listed)
 light_table([{
     "open": thread_link(t.thread_id), "thread": Id(t.thread_id), "title": t.title or "",
+    **({"branched from": Id(t.parent_thread_id) if t.parent_thread_id else ""}
+       if branched else {}),
     "messages": t.message_count,
     "runs": t.run_count, "last activity": fmt_time(t.last_activity)}
     for t in listing.listed], key="threads")

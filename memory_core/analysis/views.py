@@ -50,6 +50,7 @@ class ThreadSummary(BaseModel):
     message_count: int
     run_count: int
     last_activity: datetime
+    parent_thread_id: str | None = None  # the thread it was cloned or branched from
 
 
 class MessageView(BaseModel):
@@ -121,7 +122,8 @@ def thread_summaries(storage: Storage, resource: str | None) -> list[ThreadSumma
             out.append(ThreadSummary(
                 thread_id=t.thread_id, resource_id=t.resource_id, title=t.title,
                 message_count=t.message_count, run_count=r.run_count if r else 0,
-                last_activity=max(moments, default=t.updated_at)))
+                last_activity=max(moments, default=t.updated_at),
+                parent_thread_id=t.parent_thread_id))
     return out
 
 

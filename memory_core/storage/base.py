@@ -198,6 +198,7 @@ class ThreadActivity(NamedTuple):
     updated_at: datetime
     message_count: int
     last_message_at: datetime | None
+    parent_thread_id: str | None = None  # the thread it was cloned or branched from
 
 
 class RunRow(NamedTuple):
@@ -281,7 +282,7 @@ class MemoryStore:
         last = {m.thread_id: m.created_at for m in self.get_messages_by_refs(
             [(tid, top) for tid, (_n, top) in stats.items() if top >= 0])}
         return [ThreadActivity(t.id, t.resource_id, t.title, t.updated_at,
-                               stats.get(t.id, (0, -1))[0], last.get(t.id))
+                               stats.get(t.id, (0, -1))[0], last.get(t.id), t.parent_thread_id)
                 for t in threads]
 
     def update_thread(self, thread_id: str, *, title: str | None = None,

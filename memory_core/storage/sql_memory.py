@@ -141,7 +141,7 @@ class SqlMemoryStore(MemoryStore):
         # the last message by the thread's own max_seq: a key look-up a thread (a hash
         # join on DuckDB), and only its time, not its body
         sql = ("SELECT t.id, t.resource_id, t.title, t.updated_at, t.message_count,"
-               " m.created_at FROM threads t LEFT JOIN messages m"
+               " m.created_at, t.parent_thread_id FROM threads t LEFT JOIN messages m"
                " ON m.thread_id = t.id AND m.seq = t.max_seq")
         params: tuple[Any, ...] = ()
         if resource_id is not None:
@@ -150,7 +150,7 @@ class SqlMemoryStore(MemoryStore):
         sql += " ORDER BY t.created_us DESC, t.id ASC"
         with self._db.read("thread_activity") as tx, many_objects():
             return [ThreadActivity(r[0], r[1], r[2], ts_parse(r[3]), int(r[4]),
-                                   ts_parse_opt(r[5])) for r in tx.query(sql, params)]
+                                   ts_parse_opt(r[5]), r[6]) for r in tx.query(sql, params)]
 
     def list_resources(self) -> list[str]:
         with self._db.read("list_resources") as tx:

@@ -14,6 +14,7 @@ from app.components import RUN_PAGE, THREADS_PAGE
 from memory_core.analysis import views
 from memory_core.storage.inmemory import InMemoryStorage
 from tests.app.fixture_db import NOTES_THREAD, OBS_RUN, RUN_1, THREAD, FixtureInfo
+from tests.app.markdown import tables
 
 Populated = tuple[InMemoryStorage, FixtureInfo]
 MakeApp = Callable[..., AppTest]
@@ -125,6 +126,12 @@ def test_a_branch_links_the_thread_it_came_from(empty_db: InMemoryStorage,
     trunk, branch = report.threads_created
     at = _go(app(THREADS_PAGE), THREADS_PAGE, thread=branch)
     assert (f"branched from thread {trunk}", "threads", f"thread={trunk}") in _links(at)
+    # the listing tells the branch from its trunk (both titled by the first question)
+    [listed] = [t for t in tables(at) if "branched from" in t.columns]
+    by_thread = {row["thread"]: row for row in listed.rows}
+    assert by_thread[branch]["title"] == by_thread[trunk]["title"]
+    assert (by_thread[branch]["branched from"], by_thread[trunk]["branched from"]) == (
+        trunk, "")
     at = _go(at, THREADS_PAGE, thread=trunk)
     assert not [link for link in _links(at) if link[0].startswith("branched from")]
 

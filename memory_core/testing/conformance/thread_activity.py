@@ -33,7 +33,7 @@ def _threads(s: Storage, clock: StepClock) -> None:
     clock.set(10)
     m.create_thread("a", resource_id="u1")  # same instant: ties by id
     clock.set(20)
-    m.create_thread("loose")  # no resource
+    m.create_thread("loose", parent_thread_id="a")  # no resource; a branch of a
     clock.set(30)
     m.create_thread("empty", resource_id="u2")
     m.append_messages("a", [row("x", created_at=T0 + timedelta(hours=1)),
@@ -63,6 +63,7 @@ def test_each_thread_with_its_count_and_last_message_time(clocked: Storage,
     assert by["empty"].message_count == 0 and by["empty"].last_message_at is None
     assert by["empty"].updated_at == m.require_thread("empty").updated_at
     assert by["loose"].resource_id is None
+    assert (by["loose"].parent_thread_id, by["a"].parent_thread_id) == ("a", None)
     # one resource: its threads only, in list_threads order
     assert [t.thread_id for t in m.thread_activity("u1")] == ["a", "b"]
     assert m.thread_activity("nobody") == []
