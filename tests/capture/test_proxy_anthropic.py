@@ -229,14 +229,18 @@ def test_a_claude_code_shaped_session_is_recorded_as_it_was_sent(setup) -> None:
     """What Claude Code sends (ANTHROPIC_BASE_URL at the proxy): ?beta=true, an OAuth
     bearer token and beta headers, the system prompt as cached text blocks, a
     reminder block before the question, extended thinking streamed back (its signature
-    too) and sent back with the tool call, metadata.user_id. One thread of two runs,
+    too) and sent back with the tool call, metadata.user_id, a billing block whose
+    digest changes every request. One thread of two runs,
     the thinking kept out of the stored answer but the call in it, the user id the
     resource, the token nowhere."""
     fa, server, recorder, db = setup
     headers = {"authorization": f"Bearer {KEY}", "anthropic-version": "2023-06-01",
                "anthropic-beta": "claude-code-20250219,interleaved-thinking-2025-05-14",
                "x-app": "cli"}
-    system = [{"type": "text", "text": "You are Claude Code.",
+    # its billing block first, whose digest changes every request (cch=…)
+    billing = "x-anthropic-billing-header: cc_version=2.1.113.b14; cc_entrypoint=cli; cch={};"
+    system = [{"type": "text", "text": billing.format("0b6c7")},
+              {"type": "text", "text": "You are Claude Code.",
                "cache_control": {"type": "ephemeral"}},
               {"type": "text", "text": "Working directory: /home/u/proj"}]
     question = {"role": "user", "content": [
@@ -258,6 +262,7 @@ def test_a_claude_code_shaped_session_is_recorded_as_it_was_sent(setup) -> None:
     with httpx2.stream("POST", f"{server.url}/v1/messages?beta=true", json=body,
                        headers=headers) as first:
         assert b"signature_delta" in b"".join(first.iter_bytes())
+    body["system"] = [{"type": "text", "text": billing.format("d456a")}, *system[1:]]
     body["messages"] = [question, {"role": "assistant", "content": turn}, {
         "role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_01A",
                                      "content": "1 failed: test_sum - assert 3 == 4"}]}]
@@ -278,7 +283,7 @@ def test_a_claude_code_shaped_session_is_recorded_as_it_was_sent(setup) -> None:
             ("Bash", {"command": "pytest -q"})]
         view = run_view(s, recorder.runs[1])
         assert [i.text for i in view.lane("instructions").items] == [
-            "You are Claude Code.\nWorking directory: /home/u/proj"]
+            billing.format("d456a") + "\nYou are Claude Code.\nWorking directory: /home/u/proj"]
         assert "assert 3 == 4" in view.lane("input").items[-1].text
         assert second_run.answer == "You said: 1 failed: test_sum - assert 3 == 4"
         assert KEY not in json.dumps([s.runs.list(r) for r in recorder.runs], default=str)
