@@ -2486,6 +2486,15 @@ EXPECTED.update({
         "skipped": ["input tokens 1160 = input_tokens 1 + cache_creation_input_tokens 102 + "
                     "cache_read_input_tokens 1057"],
     },
+    # pal-mcp-server's recorder: bodies as "content" (the response's base64), keys sorted
+    "palmcp-openai_chat_gpt5_moon_distance.json": {
+        "threads": [["user: === USER REQUEST ===\nUse chat with gpt5 and ask how far the moon "
+                     "is from earth.\n=== …",
+                     "assistant: I can’t initiate a separate “chat with GPT‑5” from this "
+                     "interface, but here’s t…"]],
+        "runs": [("gpt-5-2025-08-07", (1031, 1282), [])],
+        "finish": "stop",
+    },
     # a 401 whose body the test agent kept brotli-compressed, as sent
     "ddtracejs-claude-agent-sdk_messages_post_3f7425c4.json": {
         "api": "anthropic",

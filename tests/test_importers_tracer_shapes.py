@@ -226,6 +226,34 @@ def test_a_test_agent_body_kept_compressed_is_read_by_its_content_encoding() -> 
         _imported(json.dumps(packed))
 
 
+def test_keys_sorted_behind_a_long_body_and_bodies_recorded_as_content() -> None:
+    """A request's keys sorted (``sort_keys``, ``jq -S``) put a long body before
+    "method" and "url": the file was refused as no record, or as a request that sends no
+    messages. pal-mcp-server's recorder keeps a body as ``content``, the response's as
+    ``{"data": base64, "encoding": "base64"}``."""
+    call = _load(DD_OPENAI)
+    s, report = _imported(json.dumps(call))
+    want = _text_of(s, report)
+    long = copy.deepcopy(call)
+    body = json.loads(call["request"]["body"])
+    body["messages"][0]["content"] += " " + "padding " * 2_000
+    long["request"]["body"] = json.dumps(body)
+    for doc in (long, {"interactions": [long]}):
+        s, report = _imported(json.dumps(doc, sort_keys=True))
+        assert len(report.runs_created) == 1
+    recorded = copy.deepcopy(call)
+    for side in ("request", "response"):
+        recorded[side]["content"] = recorded[side].pop("body")
+    recorded["request"]["content"] = json.loads(recorded["request"]["content"])
+    recorded["response"]["content"] = {"data": base64.b64encode(
+        recorded["response"]["content"].encode()).decode(), "encoding": "base64", "size": 1}
+    s, report = _imported(json.dumps({"interactions": [recorded]}, sort_keys=True))
+    assert _text_of(s, report) == want
+    recorded["response"]["content"]["data"] = "%%%"
+    with pytest.raises(ImportFormatError, match="content's base64 data is not base64"):
+        _imported(json.dumps({"interactions": [recorded]}))
+
+
 def test_exvcr_binary_bodies_and_what_is_no_erlang_binary() -> None:
     """ExVCR (Elixir) records a body that is not UTF-8 text as base64 of an Erlang
     binary term beside ``"binary": true``: the bytes it holds are the body, gzip or not;

@@ -38,6 +38,7 @@ from memory_core.importers.common import ParsedFile, SkippedRecord, Stages, fail
 from memory_core.importers.jsonvalues import first_document, iter_documents
 
 _HEAD = re.compile(r'"(method|url|uri)"\s*:')
+_SNIFF = 1 << 20  # how far into the file they are looked for
 
 
 def is_http_interaction(obj: Any) -> bool:
@@ -54,7 +55,9 @@ def is_http_interaction(obj: Any) -> bool:
 def looks_like_http_json(text: str) -> bool:
     """The file's first JSON document (or the first item of a JSON array) is an HTTP
     interaction."""
-    head = text.lstrip()[:4096]
+    # (a request's keys sorted, as ``sort_keys`` and ``jq -S`` write them, put its body
+    # before "method" and "url": the window is as long as a long body)
+    head = text.lstrip()[:_SNIFF]
     if not head.startswith(("{", "[")) or '"request"' not in head or not _HEAD.search(head):
         return False
     doc = first_document(text)  # (JSON lines: the first line's; what follows is ignored)
@@ -149,14 +152,28 @@ def _typed_value(body: Any) -> Any:
     return body
 
 
+def _content(raw: Any, where: str) -> Any:
+    """A body recorded as ``content`` (pal-mcp-server's httpx transport recorder: the
+    request's JSON parsed, the response's bytes as ``{"data", "encoding": "base64",
+    "size"}``)."""
+    if isinstance(raw, dict) and set(raw) <= {"data", "encoding", "size"} \
+            and raw.get("encoding") == "base64" and isinstance(raw.get("data"), str):
+        try:
+            return base64.b64decode(raw["data"], validate=True)
+        except binascii.Error as e:
+            raise fail(where, f"content's base64 data is not base64: {e}") from None
+    return raw
+
+
 def _side(side: dict[str, Any], where: str) -> dict[str, Any]:
     headers = side.get("headers")
     if headers is not None and not isinstance(headers, dict | list):
         raise fail(where, f"'headers' must be an object, got {type(headers).__name__}")
     if isinstance(headers, list):  # [{name, value}] (HAR's spelling)
         headers = {str(h.get("name")): h.get("value") for h in headers if isinstance(h, dict)}
-    body = _erlang_binary(side.get("body"), where) if side.get("binary") is True \
-        else _typed_value(_body(side.get("body"), where))
+    raw = side.get("body") if "body" in side else _content(side.get("content"), where)
+    body = _erlang_binary(raw, where) if side.get("binary") is True \
+        else _typed_value(_body(raw, where))
     # a body recorded decoded (text, JSON; bytes of UTF-8 text) is what the header's
     # encoding gave; bytes that are no text are still as sent (dd-trace-js's test agent
     # keeps a brotli body so): the header then says how to read them
