@@ -2486,6 +2486,14 @@ EXPECTED.update({
         "skipped": ["input tokens 1160 = input_tokens 1 + cache_creation_input_tokens 102 + "
                     "cache_read_input_tokens 1057"],
     },
+    # one OTLP/JSON span on its own, without ids (it was refused as a span "without its
+    # trace and span ids", and still refused with them)
+    "aigateway-openinference_span_chat_tools.json": {
+        "threads": [["user: What is the weather like in Boston today?",
+                     'assistant: → get_current_weather({"location": "Boston, MA", "unit": '
+                     '"fahrenheit"})']],
+        "runs": [("gpt-5-nano-2025-08-07", (162, 287), ["get_current_weather"])],
+    },
     # pal-mcp-server's recorder: bodies as "content" (the response's base64), keys sorted
     "palmcp-openai_chat_gpt5_moon_distance.json": {
         "threads": [["user: === USER REQUEST ===\nUse chat with gpt5 and ask how far the moon "

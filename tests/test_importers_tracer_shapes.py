@@ -497,9 +497,10 @@ def test_otlp_tool_definitions_read_one_by_one() -> None:
      "the response of a legacy completions record without its request",
      "a legacy completions record"),
     # (trial 10: a span whose ids were removed, which was said to be "a JSON object with
-    # keys …" while the closest format named was a span)
-    ({"name": "ChatCompletion", "kind": "SPAN_KIND_INTERNAL", "attributes": [
-        {"key": "llm.system", "value": {"stringValue": "openai"}}], "status": {}},
+    # keys …" while the closest format named was a span; one as OTLP/JSON writes it, its
+    # attributes a list of {key, value}, is read now, ids or none)
+    ({"name": "ChatCompletion", "kind": "SPAN_KIND_INTERNAL", "attributes": {
+        "llm.system": "openai"}, "status": {}},
      "a span ('ChatCompletion') without its trace and span ids", "an OpenTelemetry span"),
     # (an object with a name and attributes that are no span's is not called one)
     ({"name": "web", "attributes": {"replicas": 2}, "spec": {}},

@@ -363,8 +363,18 @@ def _listed_spans(doc: dict[str, Any]) -> list[Any]:
     return [span for group in doc.values() for span in group]
 
 
+def is_otlp_span(doc: Any) -> bool:
+    """One span as OTLP/JSON writes it inside ``scopeSpans`` (``name``, ``attributes``
+    as a list of ``{key, value}``), on its own: envoyproxy/ai-gateway's test spans. Its
+    ids are not needed (a span numbered by its place has none)."""
+    attrs = doc.get("attributes") if isinstance(doc, dict) else None
+    return isinstance(doc, dict) and isinstance(doc.get("name"), str) \
+        and isinstance(attrs, list) and bool(attrs) \
+        and all(isinstance(a, dict) and "key" in a for a in attrs)
+
+
 def _is_span_object(doc: Any) -> bool:
-    return is_sdk_span(doc) or is_zipkin_span(doc) or is_go_span(doc)
+    return is_sdk_span(doc) or is_zipkin_span(doc) or is_go_span(doc) or is_otlp_span(doc)
 
 
 def _micros(value: Any, where: str, what: str) -> datetime | None:
@@ -563,6 +573,8 @@ def _span_objects(doc: Any, where: str, first: int) -> list[RawSpan] | None:
             out.append(_zipkin_span(item, n))
         elif is_go_span(item):
             out.append(_go_span(item, n))
+        elif is_otlp_span(item):
+            out.append(_span(item, where, n))
         elif items is doc:
             raise fail(where, f"item {len(out)} is not a span object like the first: "
                               f"{str(item)[:120]}")

@@ -71,7 +71,7 @@ SHAPES: tuple[Shape, ...] = (
            "inferenceConfig toolConfig stopReason modelId additionalModelRequestFields "
            "metrics output:message"),
     _shape("an OpenTelemetry span", '{"resourceSpans": [...]} or a span with gen_ai.* '
-                                    'attributes',
+                                    '(or llm.*, OpenInference\'s) attributes',
            "traceId spanId trace_id span_id attributes resourceSpans scopeSpans "
            "startTimeUnixNano name"),
 )
