@@ -71,3 +71,45 @@ def test_a_failed_call_after_an_answer_it_repeats_is_said_too() -> None:
     assert [(n.where, n.reason) for n in report.skipped] == [(
         "line 2", "the same messages (no answer recorded) as line 1: stored once, and both "
                   "runs refer to them")]
+
+
+def test_a_failed_call_joins_the_conversation_of_its_retry() -> None:
+    """A failed call (an expired signature, a 5xx) sent again and answered: placed by its
+    messages alone it joined the first conversation sharing them — another model's, in
+    another file (an outside trial: a Mistral call's failure in a Claude thread) — and
+    its retry, answered otherwise, sat alone in a thread. It joins its retry's thread,
+    said; a call failed hours before the same messages are answered is no retry."""
+    def line(model: str, at: int, answer: str | None) -> str:
+        record: dict[str, object] = {"request": {"model": model, "messages": [
+            {"role": "user", "content": "Say this is a test"}]}}
+        if answer is None:
+            record.update(error={"message": "Signature expired"}, started_at=at)
+        else:
+            record["response"] = {"created": at, "model": model, "choices": [
+                {"message": {"role": "assistant", "content": answer}}]}
+        return json.dumps(record)
+    t = 1_750_000_000
+    claude = line("claude-x", t - 10_000_000, "This is a test.")
+    for files in ([claude, "\n".join([line("mistral-y", t, None),
+                                       line("mistral-y", t + 1, "Sure: a test!")])],
+                  ["\n".join([claude, line("mistral-y", t, None),
+                              line("mistral-y", t + 1, "Sure: a test!")])]):
+        s = InMemoryStorage()
+        reports = [import_text(s, text, name=f"f{i}.jsonl") for i, text in enumerate(files)]
+        runs = {r.agent + ":" + r.status: r.thread_id for r in s.runs.list_runs()}
+        assert runs["mistral-y:failed"] == runs["mistral-y:completed"] \
+            != runs["claude-x:completed"]
+        notes = [n.reason for n in reports[-1].skipped]
+        where = "line 2" if len(files) == 1 else "line 1"
+        assert notes == [f"failed; line {int(where[-1]) + 1} sent the same messages again "
+                         "and was answered (a retry): both runs are of its thread"]
+        # the runs are in the file's order still
+        assert [s.runs.require_run(r).status for r in reports[-1].runs_created][-2:] == [
+            "failed", "completed"]
+    # hours apart: the failed call stays where its messages put it, as before
+    s = InMemoryStorage()
+    report = import_text(s, "\n".join([claude, line("mistral-y", t, None),
+                                       line("mistral-y", t + 7_200, "Sure: a test!")]))
+    first, failed, answered = (s.runs.require_run(r) for r in report.runs_created)
+    assert failed.thread_id == first.thread_id != answered.thread_id
+    assert not [n for n in report.skipped if "a retry" in n.reason]

@@ -13,9 +13,9 @@ import copy
 import hashlib
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from json.encoder import encode_basestring as _STRING  # (C; what canonical JSON uses)
 from typing import Any, Protocol
 
@@ -632,14 +632,17 @@ def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
                 ex.response = conv[i]
         return conv[i]
 
-    for ex in exchanges:
+    def resource_of(ex: Exchange) -> str | None:
+        return resource_override if resource_override is not None else ex.resource_id
+    retried = _retried(exchanges, key_of, resource_of)
+    for ex in _retries_after(exchanges, retried):
         conv = ex.conversation()
         keys = [key_of(m) for m in conv]
         ikey = _instructions_key(ex.instructions, key_of)
         start = ex.started_at or undated(ex.index)
         end = ex.finished_at or start
         at = [start] * len(ex.history) + ([end] if ex.response is not None else [])
-        resource = resource_override if resource_override is not None else ex.resource_id
+        resource = resource_of(ex)
         inp = input_start(ex.history)
         # messages first seen in the run's own input or response carry its run id;
         # older history seen for the first time was written by no recorded run
@@ -647,7 +650,13 @@ def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
 
         tp: ThreadPlan | None
         seqs: list[int]
-        if ex.thread_key is not None:
+        if (retry := run_of.get(retried.get(ex.index, -1))) is not None:
+            # a failed call sent again and answered: its retry's thread and messages
+            tp, seqs = retry.thread, list(retry.history_seqs)
+            ex.notes.append(f"{ex.where}: failed; {retry.exchange.where} sent the same "
+                            "messages again and was answered (a retry): both runs are of "
+                            "its thread")
+        elif ex.thread_key is not None:
             tp = by_key.get(ex.thread_key)
             if tp is None:
                 tp = stored.keyed(ex.thread_key) if stored is not None else None
@@ -740,12 +749,66 @@ def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
         # no message (how it was sent may differ: its import record says)
         last = seqs[-1] if seqs else None
         first = tp.first_run[last] if last is not None and last >= tp.stored_count else None
-        if first is not None and first != ex.index and (
+        if first is not None and first != ex.index and retry is None and (
                 ex.response is not None or run_of[first].history_seqs == seqs):
             again = "and answer" if ex.response is not None else "(no answer recorded)"
             ex.notes.append(f"{ex.where}: the same messages {again} as "
                             f"{run_of[first].exchange.where}: stored once, and both runs "
                             "refer to them")
+    runs.sort(key=lambda r: r.exchange.index)  # (a failed call was planned after its retry)
     if renamed:
         _say_named_later(runs, renamed, at_seq)
     return threads, runs
+
+
+RETRY_WITHIN = timedelta(hours=1)  # a retry's start after the failed call's, at most
+
+
+def _retried(exchanges: Sequence[Exchange], key_of: Callable[[Message], str],
+             resource_of: Callable[[Exchange], str | None]) -> dict[int, int]:
+    """Each failed call (no answer) that a later call of the file sends again — the same
+    instructions, messages and resource — and has answered within ``RETRY_WITHIN`` of
+    it (a retry: an expired signature, a 5xx): the retry's index by the failed call's. The failed call belongs
+    to its retry's conversation: placed by its messages alone it joined the first
+    conversation sharing them, another client's or model's, and the retry, answered
+    otherwise than that one, started a thread of its own."""
+    failed = [ex for ex in exchanges if ex.response is None and ex.thread_key is None]
+    if not failed:
+        return {}
+
+    def sig(ex: Exchange) -> tuple[Any, ...]:
+        return (_instructions_key(ex.instructions, key_of), resource_of(ex),
+                *(key_of(m) for m in ex.history))
+    waiting: dict[tuple[Any, ...], list[int]] = {}
+    for ex in failed:
+        waiting.setdefault(sig(ex), []).append(ex.index)
+    sizes = {len(ex.history) for ex in failed}
+    started = {ex.index: ex.started_at for ex in failed}
+
+    def soon_after(f: int, ex: Exchange) -> bool:  # (undated: the file's order says it)
+        at = started[f]
+        return at is None or ex.started_at is None or \
+            timedelta(0) <= ex.started_at - at <= RETRY_WITHIN
+    out: dict[int, int] = {}
+    for ex in exchanges:
+        if ex.response is None or ex.thread_key is not None or len(ex.history) not in sizes:
+            continue
+        found = waiting.get(sig(ex))
+        if found and found[0] < ex.index:
+            out.update((f, ex.index) for f in found if f < ex.index and soon_after(f, ex))
+            waiting[sig(ex)] = [f for f in found if f > ex.index]
+    return out
+
+
+def _retries_after(exchanges: Sequence[Exchange], retried: dict[int, int]
+                   ) -> Iterator[Exchange]:
+    """The exchanges in file order, a failed call that was retried right after its
+    retry (planned in its thread)."""
+    after: dict[int, list[Exchange]] = {}
+    for ex in exchanges:
+        if ex.index in retried:
+            after.setdefault(retried[ex.index], []).append(ex)
+    for ex in exchanges:
+        if ex.index not in retried:
+            yield ex
+            yield from after.get(ex.index, ())
