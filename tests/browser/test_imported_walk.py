@@ -3,11 +3,12 @@ OpenLLMetry's cassette, a Cohere cassette, an OTLP export): the run inspector sa
 what a recording does not hold — no "unknown (not in the record)" rows, no field names
 in its banners — labels its token counts recorded or estimated, and its run picker
 names runs by time and question; on the Threads page a thread id in the table opens
-that thread (point 4). Screenshots (imported-run.png, imported-threads.png) are left in
+that thread (point 4), and a branch links the thread it parted from. Screenshots (imported-run.png, imported-threads.png) are left in
 the test's tmp directory. No request may leave loopback meanwhile."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -29,19 +30,36 @@ from tests.browser.test_follow import _selected, _settled
 pytestmark = pytest.mark.browser
 
 
-def _imported_db(tmp_path: Path) -> Path:
+def _line(messages: list[str], answer: str) -> str:
+    return json.dumps({"request": {"model": "m", "messages": [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": t}
+        for i, t in enumerate(messages)]},
+        "response": {"choices": [{"message": {"role": "assistant", "content": answer}}]}})
+
+
+# a conversation asked on twice from its first answer: the second is a branch of it
+BRANCHED = [_line(["When was Go released?"], "2009."),
+            _line(["When was Go released?", "2009.", "And Go 1.0?"], "2012."),
+            _line(["When was Go released?", "2009.", "Who designed Go?"], "Three people.")]
+
+
+def _imported_db(tmp_path: Path) -> tuple[Path, list[str]]:
+    """The recordings' database, and the threads of the branched conversation (its
+    trunk, then the branch)."""
     db = tmp_path / "imported.duckdb"
+    (tmp_path / "branched.jsonl").write_text("\n".join(BRANCHED) + "\n")
     s = DuckDBStorage(str(db))
     try:
         for path in RECORDINGS:
             import_file(s, path)
+        branched = import_file(s, tmp_path / "branched.jsonl").threads_created
     finally:
         s.close()
-    return db
+    return db, branched
 
 
 def test_imported_runs_without_noise_in_chromium(tmp_path: Path) -> None:
-    db = _imported_db(tmp_path)
+    db, (trunk, branch) = _imported_db(tmp_path)
     with serve(["--db", str(db), "--read-only"], tmp_path) as base, chromium() as browser:
         page = browser.new_page(viewport={"width": 1400, "height": 2400})
         page.goto(f"{base}/run?db=imported&run={WEATHER_ANSWER_RUN}", timeout=PAGE_TIMEOUT_MS)
@@ -92,3 +110,13 @@ def test_imported_runs_without_noise_in_chromium(tmp_path: Path) -> None:
         assert "db=imported" in other.url and f"thread={WEATHER}" in other.url
         other.get_by_role("heading", name="Threads", exact=True).wait_for(
             timeout=PAGE_TIMEOUT_MS)
+
+        # a branch names the thread it parts from, a link that opens it
+        page.goto(f"{base}/threads?db=imported&thread={branch}", timeout=PAGE_TIMEOUT_MS)
+        _selected(page, "Thread", branch)
+        came = main.get_by_role("link", name=f"branched from thread {trunk}")
+        came.wait_for(timeout=PAGE_TIMEOUT_MS)
+        came.click()
+        _selected(page, "Thread", trunk)
+        _settled(page)
+        assert main.get_by_role("link", name=re.compile("^branched from")).count() == 0
