@@ -2494,6 +2494,14 @@ EXPECTED.update({
                      '"fahrenheit"})']],
         "runs": [("gpt-5-nano-2025-08-07", (162, 287), ["get_current_weather"])],
     },
+    # google-genai's replay client: bodies as body_segments (the URL's host a placeholder)
+    "palmcp-genai_replay_chat_cross_step1_mldev.json": {
+        "api": "gemini",
+        "threads": [["user: \nYou are a senior engineering thought-partner collaborating "
+                     "with another AI agent. Y…", "assistant: 7"]],
+        "runs": [("gemini-2.5-flash", (1085, 64), [])],
+        "finish": "STOP",
+    },
     # pal-mcp-server's recorder: bodies as "content" (the response's base64), keys sorted
     "palmcp-openai_chat_gpt5_moon_distance.json": {
         "threads": [["user: === USER REQUEST ===\nUse chat with gpt5 and ask how far the moon "

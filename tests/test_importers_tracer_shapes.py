@@ -254,6 +254,27 @@ def test_keys_sorted_behind_a_long_body_and_bodies_recorded_as_content() -> None
         _imported(json.dumps({"interactions": [recorded]}))
 
 
+def test_google_genai_replay_files_read_their_body_segments() -> None:
+    """google-genai's replay client keeps each body as ``body_segments`` (a stream: a
+    chunk a segment): the file was refused as a call whose request "was not recorded"."""
+    def replay(chunks: list[str]) -> str:
+        return json.dumps({"replay_id": "t/mldev", "interactions": [{"request": {
+            "method": "post",
+            "url": "{MLDEV_URL_PREFIX}/models/gemini-2.5-flash:streamGenerateContent",
+            "headers": {}, "body_segments": [{"contents": [
+                {"role": "user", "parts": [{"text": "Count to three."}]}]}]},
+            "response": {"status_code": 200, "headers": {}, "body_segments": [
+                {"candidates": [{"content": {"role": "model", "parts": [{"text": c}]},
+                                 **({"finishReason": "STOP"} if i == len(chunks) - 1
+                                    else {})}],
+                 "usageMetadata": {"promptTokenCount": 4, "candidatesTokenCount": 3},
+                 "modelVersion": "gemini-2.5-flash"} for i, c in enumerate(chunks)],
+                "byte_segments": [], "sdk_response_segments": []}}]})
+    for chunks in (["One, two, three."], ["One, ", "two, ", "three."]):
+        s, report = _imported(replay(chunks))
+        assert _text_of(s, report) == [["user: Count to three.", "assistant: One, two, three."]]
+
+
 def test_exvcr_binary_bodies_and_what_is_no_erlang_binary() -> None:
     """ExVCR (Elixir) records a body that is not UTF-8 text as base64 of an Erlang
     binary term beside ``"binary": true``: the bytes it holds are the body, gzip or not;

@@ -152,6 +152,12 @@ def _typed_value(body: Any) -> Any:
     return body
 
 
+def _segments(segments: list[Any]) -> Any:
+    """A body as google-genai's replay client records it (``body_segments``: the JSON
+    sent, the JSON received — a stream's chunks one a segment)."""
+    return segments[0] if len(segments) == 1 else segments or None
+
+
 def _content(raw: Any, where: str) -> Any:
     """A body recorded as ``content`` (pal-mcp-server's httpx transport recorder: the
     request's JSON parsed, the response's bytes as ``{"data", "encoding": "base64",
@@ -171,7 +177,8 @@ def _side(side: dict[str, Any], where: str) -> dict[str, Any]:
         raise fail(where, f"'headers' must be an object, got {type(headers).__name__}")
     if isinstance(headers, list):  # [{name, value}] (HAR's spelling)
         headers = {str(h.get("name")): h.get("value") for h in headers if isinstance(h, dict)}
-    raw = side.get("body") if "body" in side else _content(side.get("content"), where)
+    raw = side.get("body") if "body" in side else _segments(side["body_segments"]) \
+        if isinstance(side.get("body_segments"), list) else _content(side.get("content"), where)
     body = _erlang_binary(raw, where) if side.get("binary") is True \
         else _typed_value(_body(raw, where))
     # a body recorded decoded (text, JSON; bytes of UTF-8 text) is what the header's
