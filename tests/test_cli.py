@@ -1033,3 +1033,11 @@ def test_import_says_each_kind_of_note_a_few_times_then_how_many_more(tmp_path: 
                    for n in s.runs.get(f"{last}:import")["notes"])
     finally:
         s.close()
+    # one more than three is said, not folded ("1 more like the last, line 4 to line 4")
+    log.write_text("\n".join(lines[:4]) + "\n")
+    out = ok(memwb("import", str(log), "--db", str(tmp_path / "four.duckdb"),
+                   "--embedder", "none")).splitlines()
+    said = [ln for ln in out if "a tool the request did not offer" in ln]
+    assert [ln.split(":", 1)[0].strip() for ln in said] == ["line 1", "line 2", "line 3",
+                                                            "line 4"]
+    assert not [ln for ln in out if "more like the last" in ln or "not shown" in ln]

@@ -146,12 +146,14 @@ def _say_imported(label: str, url: str, report: Any) -> None:
         said.setdefault(note_kind(s.reason), []).append(s)
     hidden = 0
     for notes in said.values():
-        for s in notes[:NOTES_SHOWN]:
+        # (one more is said, not folded into "1 more like the last")
+        shown = notes if len(notes) <= NOTES_SHOWN + 1 else notes[:NOTES_SHOWN]
+        for s in shown:
             say(f"  {s.where}: {s.reason}")
-        if len(notes) > NOTES_SHOWN:
-            hidden += len(notes) - NOTES_SHOWN
-            say(f"  … and {len(notes) - NOTES_SHOWN:,} more like the last, "
-                f"{notes[NOTES_SHOWN].where} to {notes[-1].where}")
+        if len(notes) > len(shown):
+            hidden += len(notes) - len(shown)
+            say(f"  … and {len(notes) - len(shown):,} more like the last, "
+                f"{notes[len(shown)].where} to {notes[-1].where}")
     if hidden:
         say(f"  ({hidden:,} notes not shown: each run's own are in its import record, "
             "memwb inspect RUN)")
