@@ -8,6 +8,7 @@ of tool results."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -183,3 +184,19 @@ def test_notes_come_in_the_file_s_order() -> None:
     report = import_text(InMemoryStorage(), "\n".join(
         [json.dumps(two), "{not json", json.dumps(three)]))
     assert [k.where for k in report.skipped] == ["line 1", "line 2", "line 3"]
+
+
+def test_a_call_with_no_messages_that_the_server_refused_says_so() -> None:
+    """A recorded call sending ``"messages": []`` answered 400 (envoyproxy/ai-gateway's
+    cassette): its refusal said only "'messages' is empty"; it says the server refused
+    the call, in the server's words. Beside a good call it is a note, alone the error."""
+    refused = {"request": {"model": "m", "messages": []}, "error": {
+        "message": "Invalid 'messages': empty array.", "type": "invalid_request_error"}}
+    said = ("'messages' is empty: the server refused the call (Invalid 'messages': empty "
+            "array.); there is no conversation to import")
+    with pytest.raises(ImportFormatError, match=re.escape(f"line 1: {said}")):
+        import_text(InMemoryStorage(), json.dumps(refused))
+    report = import_text(InMemoryStorage(), "\n".join(
+        json.dumps(r) for r in (chat("hello", "hi"), refused)))
+    [(where, note)] = notes(report)
+    assert where == "line 2" and note.startswith(f"not imported: {said}")

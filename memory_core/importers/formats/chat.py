@@ -159,7 +159,12 @@ def chat_exchange(obj: dict[str, Any], where: str, index: int,
     if origin is not None:
         notes[start:] = [renumbered(n, origin) for n in notes[start:]]
     if not messages:
-        raise fail(where, "'messages' is empty")
+        # (a call refused for it, recorded: the server's words say so)
+        refused = obj.get("error") or (obj["response"].get("error") if isinstance(
+            obj.get("response"), dict) else None)
+        raise fail(where, "'messages' is empty" + (
+            f": the server refused the call ({_error_said(refused)}); there is no "
+            "conversation to import" if refused else ""))
     thread_key, resource = record_context(obj, request, where)
     response, error = obj.get("response"), obj.get("error")
     if isinstance(response, list | str):
