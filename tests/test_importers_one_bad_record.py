@@ -121,6 +121,28 @@ def test_a_tool_result_answering_no_call_leaves_out_its_request_only() -> None:
     assert "sunny" not in " ".join(texts(s)) and {"hello", "weather?"} <= set(texts(s))
 
 
+def test_a_result_naming_its_tool_but_answering_no_call_is_kept_and_said() -> None:
+    """A "function" message names its tool; its tool_call_id answering no call (groq-ruby's
+    cassette sends call_6dh1's result as call_b790) was imported without a word. It is
+    kept as sent, and the note names the call of that tool before it."""
+    call = {"id": "call_6dh1", "type": "function", "function": {
+        "name": "get_weather_report", "arguments": '{"city": "Brisbane"}'}}
+    asked = [{"role": "user", "content": "Weather in Brisbane?"},
+             {"role": "assistant", "content": None, "tool_calls": [call]}]
+    result = {"role": "function", "tool_call_id": "call_b790", "name": "get_weather_report",
+              "content": "25 degrees"}
+    record = chat("", "It is 25 C.")
+    record["request"]["messages"] = [*asked, result]
+    s = InMemoryStorage()
+    report = import_text(s, json.dumps(record))
+    assert len(report.runs_created) == 1
+    assert [(k.where, k.reason) for k in report.skipped] == [
+        ("line 1", "message 2 (tool) answers tool call 'call_b790', which no earlier "
+                   "assistant message made (the call of get_weather_report before it is "
+                   "'call_6dh1'): kept as sent")]
+    assert any("25 degrees" in t for t in texts(s))
+
+
 def test_a_record_left_out_is_no_link_for_a_later_one() -> None:
     """A Responses record that fails after its response was registered: a later
     request continuing that response must not be joined to the record read next."""

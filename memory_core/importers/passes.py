@@ -74,6 +74,17 @@ def _name_results(ex: Exchange, known_by_key: dict[str, dict[str, str]],
         for p in m.content:
             if isinstance(p, ToolCallPart):
                 known[p.id] = p.name
+            elif isinstance(p, ToolResultPart) and p.name and p.call_id \
+                    and p.call_id not in known and not (ex.held and ex.held.unrecorded):
+                # a result that names its tool (a "function" message) is kept, said
+                label = ("response" if i == len(ex.history)
+                         else f"message {i + len(ex.instructions)}")
+                same = [c for c, n in known.items() if n == p.name]
+                ex.notes.append(
+                    f"{ex.where}: {label} ({m.role}) answers tool call '{p.call_id}', which "
+                    "no earlier assistant message made" + (
+                        f" (the call of {p.name} before it is '{same[-1]}')" if same else "")
+                    + ": kept as sent")
             elif isinstance(p, ToolResultPart) and not p.name:
                 name = known.get(p.call_id)
                 label = ("response" if i == len(ex.history)
