@@ -2493,6 +2493,8 @@ EXPECTED.update({
                      'assistant: → get_current_weather({"location": "Boston, MA", "unit": '
                      '"fahrenheit"})']],
         "runs": [("gpt-5-nano-2025-08-07", (162, 287), ["get_current_weather"])],
+        # (from output.value, the response as JSON: llm.output_messages hold none)
+        "finish": "tool_calls",
     },
     # google-genai's replay client: bodies as body_segments (the URL's host a placeholder)
     "palmcp-genai_replay_chat_cross_step1_mldev.json": {

@@ -161,8 +161,25 @@ def openinference(span: RawSpan, notes: list[str]) -> SpanContent | None:
                                   f"{span.where}: llm.output_messages.{i}",
                                   notes) for i in outs]
         return SpanContent(_oi_instructions(span, msgs), msgs,
-                           replies[0] if replies else None, notes=notes)
+                           replies[0] if replies else None, _oi_finish(span), notes=notes)
     return None
+
+
+def _oi_finish(span: RawSpan) -> str | None:
+    """The finish reason of the response ``output.value`` holds as JSON (a chat
+    completion's first choice's, an Anthropic message's ``stop_reason``), which the
+    ``llm.output_messages`` do not."""
+    value = span.attrs.get("output.value")
+    if span.attrs.get("output.mime_type") != "application/json" or not isinstance(value, str):
+        return None
+    parsed = parse_arguments(value)
+    if not isinstance(parsed, dict):
+        return None
+    choices = parsed.get("choices")
+    first = choices[0] if isinstance(choices, list) and choices else None
+    finish = first.get("finish_reason") if isinstance(first, dict) else parsed.get(
+        "stop_reason")
+    return finish if isinstance(finish, str) and finish else None
 
 
 def _oi_instructions(span: RawSpan, msgs: list[Message]) -> list[Message]:
