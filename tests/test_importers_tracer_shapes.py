@@ -275,6 +275,41 @@ def test_google_genai_replay_files_read_their_body_segments() -> None:
         assert _text_of(s, report) == [["user: Count to three.", "assistant: One, two, three."]]
 
 
+def test_wiremock_stub_mappings_recorded_and_matched() -> None:
+    """WireMock's recorder writes each call as a stub mapping: the request's URL as
+    ``url`` or ``urlPath``, the body sent as ``bodyPatterns[0].equalToJson`` (text or
+    JSON), the answer as ``body``, ``jsonBody`` or ``base64Body``; an admin export lists
+    them under ``mappings``. Such a file was refused saying the request body "was not
+    recorded". A stub matching the body by another pattern holds none: it says so."""
+    call = _load(DD_OPENAI)
+    s, report = _imported(json.dumps(call))
+    want = _text_of(s, report)
+    sent, answer = call["request"]["body"], call["response"]["body"]
+    stubs = [
+        {"request": {"method": "POST", "url": "/v1/chat/completions",
+                     "bodyPatterns": [{"equalToJson": sent, "ignoreExtraElements": True}]},
+         "response": {"status": 200, "body": answer}},
+        {"request": {"method": "POST", "urlPath": "/v1/chat/completions",
+                     "bodyPatterns": [{"equalToJson": json.loads(sent)}]},
+         "response": {"status": 200, "jsonBody": json.loads(answer)}},
+        {"request": {"method": "POST", "urlPath": "/v1/chat/completions",
+                     "bodyPatterns": [{"equalTo": sent}]},
+         "response": {"status": 200, "base64Body": base64.b64encode(answer.encode()).decode()}},
+    ]
+    for stub in stubs:
+        s, report = _imported(json.dumps(stub))
+        assert _text_of(s, report) == want, stub
+    s, report = _imported(json.dumps({"mappings": stubs, "meta": {"total": 3}}))
+    assert len(report.runs_created) == 3
+    matched = {"request": {"method": "POST", "url": "/v1/chat/completions",
+                           "bodyPatterns": [{"contains": "That is all"}]},
+               "response": {"status": 200, "body": answer}}
+    with pytest.raises(ImportFormatError, match=r"a WireMock stub mapping whose request body "
+                                                r"is matched by a pattern \(contains 'That "
+                                                r"is all'\), not recorded"):
+        _imported(json.dumps(matched))
+
+
 def test_exvcr_binary_bodies_and_what_is_no_erlang_binary() -> None:
     """ExVCR (Elixir) records a body that is not UTF-8 text as base64 of an Erlang
     binary term beside ``"binary": true``: the bytes it holds are the body, gzip or not;

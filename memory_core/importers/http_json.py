@@ -37,19 +37,25 @@ from memory_core.importers.cassette import interaction_record, parse_recording
 from memory_core.importers.common import ParsedFile, SkippedRecord, Stages, fail, from_unix
 from memory_core.importers.jsonvalues import first_document, iter_documents
 
-_HEAD = re.compile(r'"(method|url|uri)"\s*:')
+_HEAD = re.compile(r'"(method|url|uri|urlPath)"\s*:')
+# the keys a request's URL is under: the recorders', then WireMock's stub mappings'
+_URL_KEYS = ("url", "uri", "urlPath", "urlPattern", "urlPathPattern")
 _SNIFF = 1 << 20  # how far into the file they are looked for
 
 
 def is_http_interaction(obj: Any) -> bool:
-    """One recorded HTTP call: a ``request`` with a ``method`` and a ``url`` (or ``uri``)
-    beside a ``response`` object. (A model request body never has both.)"""
+    """One recorded HTTP call: a ``request`` with a ``method`` and a ``url`` (or ``uri``,
+    or a WireMock mapping's ``urlPath`` …) beside a ``response`` object. (A model request
+    body never has both.)"""
     if not isinstance(obj, dict):
         return False
     req, resp = obj.get("request"), obj.get("response")
     return isinstance(req, dict) and isinstance(resp, dict) \
-        and isinstance(req.get("method"), str) \
-        and isinstance(req.get("url", req.get("uri")), str)
+        and isinstance(req.get("method"), str) and isinstance(_url(req), str)
+
+
+def _url(req: dict[str, Any]) -> Any:
+    return next((req[k] for k in _URL_KEYS if k in req), None)
 
 
 def looks_like_http_json(text: str) -> bool:
@@ -77,7 +83,7 @@ def looks_like_http_json(text: str) -> bool:
 # the list of calls a document wraps: Mastra's ``{"meta", "recordings": [...]}``, Symfony
 # AI's cassettes and vcrpy's JSON serializer ``{"interactions": [...]}``, Ruby VCR's JSON
 # ``{"http_interactions": [...], "recorded_with"}``
-_WRAPPING = ("recordings", "interactions", "http_interactions")
+_WRAPPING = ("recordings", "interactions", "http_interactions", "mappings")
 
 
 def _recordings(doc: Any) -> list[Any] | None:
@@ -152,6 +158,31 @@ def _typed_value(body: Any) -> Any:
     return body
 
 
+def _stub_request(req: dict[str, Any], where: str) -> dict[str, Any]:
+    """A WireMock stub mapping's request (``bodyPatterns``; its recorder writes the body
+    sent as ``equalToJson``, or ``equalTo``) as a recorded one; a mapping matching the
+    body by another pattern (``contains`` …) holds no request body: one error saying so."""
+    patterns = req.get("bodyPatterns")
+    if "body" in req or not isinstance(patterns, list) or not patterns:
+        return req
+    for p in patterns:
+        body = p.get("equalToJson", p.get("equalTo")) if isinstance(p, dict) else None
+        if isinstance(body, str | dict | list):
+            return {**req, "body": body}
+    said = ", ".join(f"{k} {str(v)[:40]!r}" for p in patterns if isinstance(p, dict)
+                     for k, v in p.items())
+    raise fail(where, f"a WireMock stub mapping whose request body is matched by a pattern "
+                      f"({said}), not recorded: the conversation is not in the file "
+                      "(its recorder writes the body as equalToJson)")
+
+
+def _base64_body(raw: Any, where: str) -> bytes:
+    try:  # (a WireMock mapping's body as bytes)
+        return base64.b64decode(raw, validate=True) if isinstance(raw, str) else b""
+    except binascii.Error as e:
+        raise fail(where, f"base64Body is not base64: {e}") from None
+
+
 def _segments(segments: list[Any]) -> Any:
     """A body as google-genai's replay client records it (``body_segments``: the JSON
     sent, the JSON received — a stream's chunks one a segment)."""
@@ -178,7 +209,9 @@ def _side(side: dict[str, Any], where: str) -> dict[str, Any]:
     if isinstance(headers, list):  # [{name, value}] (HAR's spelling)
         headers = {str(h.get("name")): h.get("value") for h in headers if isinstance(h, dict)}
     raw = side.get("body") if "body" in side else _segments(side["body_segments"]) \
-        if isinstance(side.get("body_segments"), list) else _content(side.get("content"), where)
+        if isinstance(side.get("body_segments"), list) else side["jsonBody"] \
+        if "jsonBody" in side else _base64_body(side["base64Body"], where) \
+        if "base64Body" in side else _content(side.get("content"), where)
     body = _erlang_binary(raw, where) if side.get("binary") is True \
         else _typed_value(_body(raw, where))
     # a body recorded decoded (text, JSON; bytes of UTF-8 text) is what the header's
@@ -209,8 +242,8 @@ def _status(resp: dict[str, Any], where: str) -> int:
 def as_interaction(obj: dict[str, Any], where: str) -> dict[str, Any]:
     """A recorded HTTP call in the shape of a vcrpy interaction."""
     req, resp = obj["request"], obj["response"]
-    request = {"method": req["method"], "uri": req.get("url", req.get("uri")),
-               **_side(req, f"{where}: request")}
+    request = {"method": req["method"], "uri": _url(req),
+               **_side(_stub_request(req, where), f"{where}: request")}
     response = {"status": {"code": _status(resp, f"{where}: response")},
                 **_side(resp, f"{where}: response")}
     streamed = obj.get("chunks")
