@@ -561,6 +561,10 @@ def test_otlp_tool_definitions_read_one_by_one() -> None:
     # (an object with a name and attributes that are no span's is not called one)
     ({"name": "web", "attributes": {"replicas": 2}, "spec": {}},
      "a JSON object with keys attributes, name, spec", "an OpenTelemetry span"),
+    # (an outside trial: a chunk of an Ollama stream, not its last, was named OpenAI's)
+    ({"model": "phi3", "created_at": "2024-07-02T10:22:01.1Z",
+      "message": {"role": "assistant", "content": "Hel"}, "done": False},
+     "the response of an Ollama record without its request", "an Ollama record"),
 ])
 def test_a_refused_record_says_what_it_looks_like_and_the_closest_format(
         tmp_path: Path, record: dict[str, Any], looks: str, closest: str) -> None:

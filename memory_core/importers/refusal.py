@@ -65,7 +65,7 @@ SHAPES: tuple[Shape, ...] = (
            "message chat_history preamble text generation_id finish_reason"),
     _shape("an Ollama record", '{"request": {"messages": [...], "options": {...}}, '
                                '"response": {"message": {...}, "done": true}}',
-           "options keep_alive done eval_count prompt_eval_count done_reason"),
+           "options keep_alive done eval_count prompt_eval_count done_reason created_at"),
     _shape("a Bedrock Converse record", '{"request": {"messages": [...]}, "response": '
                                         '{"output": {"message": {...}}}}',
            "inferenceConfig toolConfig stopReason modelId additionalModelRequestFields "
