@@ -112,3 +112,20 @@ def test_counterfactual_names_the_model_of_each_answer(support_db: str,
         "came from another model, and answers of two models are not compared (similarity "
         "to the baseline ")
     assert said[-1].startswith("verdict:  ")
+
+
+def test_why_prints_the_what_if_that_lifts_a_recall_filter(tmp_path: Path) -> None:
+    """A message a recall filter kept out: "let in by: no recall filter" printed no
+    what-if to try (a trial), and recall.filter=off was refused. The what-if it prints
+    now lifts the filter, and run, the message enters the recalled lane."""
+    from sample_data.scenarios.home import HOME
+
+    db = build_demo_file(str(tmp_path / "home.duckdb"), [HOME])
+    lines = ok(memwb("why", "home-tiles", "--db", db, "--text", "tiles")).splitlines()
+    said = next(ln for ln in lines if ln.startswith("  let in by: no recall filter"))
+    tried = shlex.split(re.search(r"\(try: memwb (.*)\)$", said)[1])  # type: ignore[index]
+    assert tried[-2:] == ["--set", "recall.filter=off"]
+    report = json.loads(ok(memwb(*tried, "--db", db, "--json")))
+    (run,) = report["runs"]
+    recalled = next(c for c in run["lanes"] if c["lane"] == "recalled")
+    assert run["status"] == "changed" and recalled["entered"]

@@ -144,6 +144,8 @@ def parse_changes(items: Iterable[str] | Mapping[str, Any]) -> Changes:
             if isinstance(value, bool) and "bool" not in str(
                     RecallConfig.model_fields[name].annotation):
                 raise InvalidInputError(f"recall.{name} takes no true/false, got {value!r}")
+            if name == "filter" and isinstance(value, str) and value.lower() in ("off", "none"):
+                value = None  # (no filter: as null)
             recall_fields[name] = value
         elif key in TOP_SETTINGS:
             if isinstance(value, str) and value.lower() in ("on", "off"):
@@ -174,10 +176,8 @@ def parse_changes(items: Iterable[str] | Mapping[str, Any]) -> Changes:
         err = e.errors()[0]
         # the setting as the user wrote it ("token_budget", not "token_budget.int")
         where = str(err["loc"][0]) if err["loc"] else "setting"
-        allowed = " or off" if where in ("token_budget", "working_memory", "observational") \
-            else ""
-        raise InvalidInputError(f"{where}: {err['msg']}{allowed} (got {err.get('input')!r})"
-                                ) from None
+        raise InvalidInputError(f"{where}: {err['msg']} (got {err.get('input')!r})"
+                                + _ON_OFF.get(where, "")) from None
     return changes
 
 
@@ -277,8 +277,10 @@ class WhatIfReport(BaseModel):
         if failed:
             out += f" {failed} could not be re-asked."
         if cannot:
-            out += (f" {cannot} could not be re-composed (their composition or the store "
-                    "as it was then is not recorded).")
+            why = {r.reason or "" for r in self.runs if r.status == "cannot"}
+            out += (f" {cannot} could not be re-composed with it ("
+                    + (next(iter(why)) if len(why) == 1 else "each run's line says why")
+                    + ").")
         return out
 
 
@@ -361,6 +363,11 @@ class Cannot(Exception):
 def changed_settings(settings: CompositionSettings, changes: Changes) -> CompositionSettings:
     """The run's recorded settings with the changes applied."""
     recall = settings.recall
+    if changes.recall_fields and recall is None and changes.recall != "on":
+        # (said, not ignored: "unchanged" would read as the change making no difference)
+        named = ", ".join(f"recall.{k}" for k in changes.recall_fields)
+        raise Cannot(f"{named} was changed, but recall was off in this run: give "
+                     "recall=on too")
     if changes.recall == "off":
         recall = None
     elif changes.recall == "on" or changes.recall_fields and recall is not None:

@@ -380,8 +380,11 @@ def _say_rules(rules: list[Any], run: str) -> None:
     lifted = let_in(rules)
     if lifted is None:
         return
-    sets = " ".join(f"--set {r.setting}={value_text(r.needed)}" for r in rules
-                    if r.setting is not None and r.needed is not None)
+    # (the filter lets it past by being none: recall.filter=off)
+    sets = " ".join(f"--set {r.setting}={value_text(r.needed)}" if r.needed is not None
+                    else f"--set {r.setting}=off" for r in rules
+                    if r.setting is not None and (r.needed is not None
+                                                  or r.setting == "recall.filter"))
     say(f"  let in by: {lifted}"
         + (f" (try: memwb whatif --run {run} {sets})" if sets else ""))
 

@@ -24,10 +24,11 @@ from memory_core.cli.runs import BaseUrlOpt, ModelOpt
 
 SetOpt = Annotated[list[str] | None, typer.Option(
     "--set", help="A setting to change, key=value: recent_n, recall (on/off), "
-                  "recall.<field> (threshold, top_k, mode, scope, …; for runs whose "
-                  "recall ran — recall=on turns it on), token_budget "
+                  "recall.<field> (threshold, top_k, mode, scope, filter — off for none "
+                  "—, …; for runs whose recall ran — recall=on turns it on), token_budget "
                   "(a number or off), token_priority (lanes, comma-separated), "
-                  "working_memory / observational (off). Repeat for several, each once.")]
+                  "working_memory (off, thread or resource), observational (on or off). "
+                  "Repeat for several, each once.")]
 
 
 def _signed(n_in: int, n_out: int) -> str:

@@ -38,7 +38,9 @@ def _describe(e: ValidationError) -> str:
     for err in e.errors():
         loc = ".".join(str(x) for x in err.get("loc", ())) or "config"
         msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
-        parts.append(f"{loc}: {msg} (got {err.get('input')!r})")
+        # (a message of ours names the value already: "…, got 1.5")
+        parts.append(f"{loc}: {msg}" + ("" if ", got " in msg
+                                         else f" (got {err.get('input')!r})"))
     return "invalid recall config: " + "; ".join(parts)
 
 

@@ -300,9 +300,15 @@ def test_a_recall_field_does_not_turn_recall_on(demo: InMemoryStorage) -> None:
     """A trial: ``recall.top_k=1`` on trip-1-t02, a run whose recall was off, added a
     recalled message (a whole default recall config was built for it); on 5,000 runs
     lowering top_k "added messages" to 1,307. A recall field changes recall where it
-    ran; ``recall=on`` turns it on."""
-    run = what_if(demo, ["recall.top_k=1"], run_ids=["trip-1-t02"]).runs[0]
-    assert run.status == "unchanged", run
+    ran; ``recall=on`` turns it on. Where recall was off the change does not apply, and
+    says so (another trial: it read "unchanged", and a regression suite "ok")."""
+    report = what_if(demo, ["recall.top_k=1"], run_ids=["trip-1-t02"])
+    run = report.runs[0]
+    assert run.status == "cannot" and run.reason == (
+        "recall.top_k was changed, but recall was off in this run: give recall=on too"), run
+    assert report.sentence.endswith(
+        "1 could not be re-composed with it (recall.top_k was changed, but recall was off "
+        "in this run: give recall=on too).")
     run = what_if(demo, ["recall=on", "recall.top_k=1"], run_ids=["trip-1-t02"]).runs[0]
     assert run.status == "changed" and run.entered, run
 
@@ -314,7 +320,10 @@ def test_a_recall_field_does_not_turn_recall_on(demo: InMemoryStorage) -> None:
     (["recall.top_k=true"], "recall.top_k takes no true/false"),
     (["recent_n=3", "recent_n=5"], "setting 'recent_n' is given twice"),
     (["token_priority="], "token_priority names no lane"),
-    (["token_budget=abc"], "token_budget: .* or off .got 'abc'.$"),
+    (["token_budget=abc"], "token_budget: .* .got 'abc'.; write a number or off$"),
+    # (a trial: the value was said twice, "got 1.5 (got 1.5)"; "on" named as off)
+    (["recall.threshold=1.5"], r"threshold must be in \[-1, 1\], got 1.5$"),
+    (["working_memory=on"], r"'resource' \(got 'on'\); write off, thread or resource$"),
 ])
 def test_settings_are_read_strictly(items: list[str], error: str) -> None:
     with pytest.raises(InvalidInputError, match=error):
