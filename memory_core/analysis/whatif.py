@@ -639,10 +639,16 @@ def runs_in_scope(storage: Storage, *, run_ids: Sequence[str] | None = None,
                                 "are re-composed whatever their thread")
     if run_ids:
         return list(dict.fromkeys(run_ids))
-    if thread_id is not None and storage.memory.get_thread(thread_id) is None:
+    thread = storage.memory.get_thread(thread_id) if thread_id is not None else None
+    if thread_id is not None and thread is None:
         raise NotFoundError(f"thread '{thread_id}' does not exist")
     if resource_id is not None and resource_id not in storage.memory.list_resources():
         raise NotFoundError(f"resource '{resource_id}' has no threads")
+    if thread is not None and resource_id is not None and thread.resource_id != resource_id:
+        # (read as "no runs to re-compose": a typo, or the wrong resource)
+        owner = f"resource '{thread.resource_id}'" if thread.resource_id else "no resource"
+        raise InvalidInputError(f"thread '{thread_id}' is not in resource '{resource_id}': "
+                                f"it belongs to {owner}")
     rows = storage.runs.list_runs(thread_id=thread_id, resource_id=resource_id)
     if thread_id is not None and resource_id is not None:
         rows = [r for r in rows if r.resource_id == resource_id]

@@ -340,3 +340,17 @@ def test_repeats_without_asking_is_refused(demo: InMemoryStorage) -> None:
     """``repeats`` asks each prompt several times: without asking it did nothing."""
     with pytest.raises(InvalidInputError, match="repeats asks each prompt several times"):
         what_if(demo, ["recent_n=2"], run_ids=["trip-1-t02"], repeats=3)
+
+
+def test_a_thread_outside_the_resource_given_is_refused(demo: InMemoryStorage) -> None:
+    """A thread and a resource that do not go together read "no runs to re-compose"
+    (a trial), as if the change touched nothing; it is an error naming the thread's own
+    resource, as a run given with a thread is."""
+    thread = next(t for t in demo.memory.list_threads() if t.resource_id is not None)
+    other = next(r for r in demo.memory.list_resources() if r != thread.resource_id)
+    with pytest.raises(InvalidInputError, match=f"thread '{thread.id}' is not in resource "
+                                                f"'{other}': it belongs to resource "
+                                                f"'{thread.resource_id}'"):
+        what_if(demo, ["recent_n=2"], thread_id=thread.id, resource_id=other)
+    assert what_if(demo, ["recent_n=2"], thread_id=thread.id,
+                   resource_id=thread.resource_id).runs
