@@ -4,6 +4,7 @@ home stories, hashing embedder): the happy path and its error paths (one `error:
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -1041,3 +1042,29 @@ def test_import_says_each_kind_of_note_a_few_times_then_how_many_more(tmp_path: 
     assert [ln.split(":", 1)[0].strip() for ln in said] == ["line 1", "line 2", "line 3",
                                                             "line 4"]
     assert not [ln for ln in out if "more like the last" in ln or "not shown" in ln]
+
+
+def test_a_command_that_writes_on_a_read_only_file_says_so(tmp_path: Path) -> None:
+    """A file on a read-only file system (a mount; as root, permissions do not stop a
+    write): a command that writes said "setup failed: cannot open …" (a trial of
+    regress --set). It says the file cannot be written and that the command writes."""
+    import sys
+
+    fixtures = Path(__file__).parent / "fixtures" / "imports"
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    db = folder / "ro.duckdb"
+    ok(memwb("import", str(fixtures / "openai_keyed.jsonl"), "--db", str(db),
+             "--embedder", "none"))
+    script = (f"mount --bind {folder} {folder} && mount -o remount,ro,bind {folder} && "
+              f"{sys.executable} -m memory_core.cli import {fixtures / 'otel_genai.json'} "
+              f"--db {db} --embedder none")
+    done = subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    if "unshare" in done.stderr or "mount:" in done.stderr:
+        pytest.skip(f"no private read-only mount here: {done.stderr.strip()[:200]}")
+    assert done.returncode != 0, done.stdout
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith(f"error: '{db}' cannot be written (") and line.endswith(
+        "this command writes to its database: give it a copy it may write to, or run what "
+        "only reads"), line

@@ -192,6 +192,12 @@ class HeldFile:
                 conn.execute(f"ATTACH ? AS {_ALIAS}{'' if write else ' (READ_ONLY)'}",
                              [self.path])
             except duckdb.Error as e:
+                if write and ("Read-only file system" in str(e) or "Permission denied" in str(e)):
+                    # (a command that writes, on a file it may only read: said so)
+                    raise StorageError(
+                        f"'{self.path}' cannot be written ({str(e).splitlines()[0]}), and this "
+                        "command writes to its database: give it a copy it may write to, "
+                        "or run what only reads") from e
                 if "Could not set lock" not in str(e) and "Conflicting lock" not in str(e):
                     raise StorageError(f"{op} failed: cannot open '{self.path}': {e}") from e
                 ask_for_file(self.path)  # held by another process
