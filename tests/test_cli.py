@@ -902,6 +902,12 @@ def test_whatif_ask_re_asks_the_changed_runs_once(db_copy: str) -> None:
     row = next(ln for ln in out.splitlines() if ln.startswith("support-3-forgot"))
     assert any(v in row for v in ("changed", "unchanged", "inconclusive"))
     assert "Re-asked, " in out.splitlines()[-1]
+    # the answers themselves, not only the verdict (a trial: only --json held them)
+    lines = out.splitlines()
+    recorded = next(ln for ln in lines if ln.startswith("  answer, as recorded: "))
+    assert recorded.split(": ", 1)[1].strip().startswith("I don't know")
+    assert any(ln.startswith("  re-asked with the change: ") and len(ln) > 40 for ln in lines)
+    assert any(ln.startswith("  verdict: ") for ln in lines)
     before = cf_records_of(db_copy, "support-3-forgot")
     assert len(before) == 1 and before[0]["variant"]["settings"] == {
         "recall.threshold": 0.0, "recall.top_k": 10}

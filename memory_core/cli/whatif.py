@@ -119,18 +119,27 @@ def whatif(settings: SetOpt = None, db: DbOpt = None,
 
 def _messages(report: Any) -> None:
     """Under the table, each changed run's messages that enter and leave its lanes, and
-    those its answer quoted that it would lose (the table counts them)."""
+    those its answer quoted that it would lose (the table counts them); re-asked, its
+    answers beside the one recorded (the table gives only the verdict)."""
     for r in report.runs:
         moved = [(sign, c.lane, k) for c in r.lanes for sign, keys in (("+", c.entered),
                                                                       ("-", c.left))
                  for k in keys]
-        if not moved and not r.key_lost:
+        if not moved and not r.key_lost and r.answer is None:
             continue
         say(f"{r.run_id}:")
         for sign, lane, k in moved:
             say(f"  {sign} {lane:<10} {k.thread_id}:{k.seq}  {cell(k.preview)}")
         for k in r.key_lost:
             say(f"  quoted, lost  {k.thread_id}:{k.seq}  {cell(k.preview)}")
+        if r.answer is not None:
+            res = r.answer
+            say(f"  answer, as recorded:          {cell(res.original_answer or '', whole=True)}")
+            for ans in res.baseline_answers:
+                say(f"  re-asked as it was:           {cell(ans, whole=True)}")
+            for ans in res.new_answers:
+                say(f"  re-asked with the change:     {cell(ans, whole=True)}")
+            say(f"  verdict: {res.verdict}")
 
 
 def _model(model: str | None, base_url: str | None) -> Any:
