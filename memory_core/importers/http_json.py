@@ -158,6 +158,19 @@ def _typed_value(body: Any) -> Any:
     return body
 
 
+def _raw_body(side: dict[str, Any], where: str) -> Any:
+    """A side's body under whichever key its recorder wrote it."""
+    if "body" in side:
+        return side["body"]
+    if isinstance(side.get("body_segments"), list):  # (google-genai's replay client)
+        return _segments(side["body_segments"])
+    if "jsonBody" in side:  # (WireMock)
+        return side["jsonBody"]
+    if "base64Body" in side:  # (WireMock)
+        return _base64_body(side["base64Body"], where)
+    return _content(side.get("content"), where)  # (pal-mcp-server's recorder)
+
+
 def _stub_request(req: dict[str, Any], where: str) -> dict[str, Any]:
     """A WireMock stub mapping's request (``bodyPatterns``; its recorder writes the body
     sent as ``equalToJson``, or ``equalTo``) as a recorded one; a mapping matching the
@@ -208,10 +221,7 @@ def _side(side: dict[str, Any], where: str) -> dict[str, Any]:
         raise fail(where, f"'headers' must be an object, got {type(headers).__name__}")
     if isinstance(headers, list):  # [{name, value}] (HAR's spelling)
         headers = {str(h.get("name")): h.get("value") for h in headers if isinstance(h, dict)}
-    raw = side.get("body") if "body" in side else _segments(side["body_segments"]) \
-        if isinstance(side.get("body_segments"), list) else side["jsonBody"] \
-        if "jsonBody" in side else _base64_body(side["base64Body"], where) \
-        if "base64Body" in side else _content(side.get("content"), where)
+    raw = _raw_body(side, where)
     body = _erlang_binary(raw, where) if side.get("binary") is True \
         else _typed_value(_body(raw, where))
     # a body recorded decoded (text, JSON; bytes of UTF-8 text) is what the header's
