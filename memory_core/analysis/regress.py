@@ -87,9 +87,18 @@ def _check_possible(storage: Storage, run_id: str, wanted: Sequence[Expectation]
         raise InvalidInputError(f"run '{run_id}' has no answer (it failed): pin what it "
                                 "must recall or its token limit, not its answer")
     for e in wanted:
-        if e.kind == "recalled" and e.ref is not None and not storage.memory.get_messages_by_refs(
-                [(e.ref[0], e.ref[1])]):
+        if e.kind != "recalled" or e.ref is None:
+            continue
+        found = storage.memory.get_messages_by_refs([(e.ref[0], e.ref[1])])
+        if not found:
             raise InvalidInputError(f"message {e.ref[0]}:{e.ref[1]} is not stored")
+        started = load_run(storage, run_id).run.started_at
+        if found[0].created_at > started:
+            # (a run is composed again as of its time: what came later never reaches it)
+            raise InvalidInputError(
+                f"message {e.ref[0]}:{e.ref[1]} was written after run '{run_id}' started "
+                f"({found[0].created_at.isoformat()} > {started.isoformat()}): no setting "
+                "lets that run recall it")
     required = {e.text.casefold() for e in wanted if e.kind == "contains" and e.text}
     both = [e.text for e in wanted if e.kind == "not_contains" and e.text
             and e.text.casefold() in required]

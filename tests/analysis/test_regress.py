@@ -120,4 +120,13 @@ def test_a_pin_no_answer_could_meet_is_refused(demo: InMemoryStorage, tmp_path) 
     with pytest.raises(InvalidInputError, match="cannot both contain and not contain"):
         pin_run(demo, "s", "support-3-fixed", [{"kind": "contains", "text": "Visa"},
                                                {"kind": "not_contains", "text": "VISA"}])
+    # a message written after the run: it is composed again as of its time (a trial
+    # pinned support-3#25 to support-3-forgot, which no change could ever meet)
+    run = demo.runs.require_run("support-3-forgot")
+    later = next(m for m in demo.memory.get_messages("support-3")
+                 if m.created_at > run.started_at)
+    with pytest.raises(InvalidInputError, match=f"support-3:{later.seq} was written after "
+                                                "run 'support-3-forgot' started"):
+        pin_run(demo, "s", "support-3-forgot",
+                [{"kind": "recalled", "ref": ["support-3", later.seq]}])
     assert list_suites(demo) == []
