@@ -214,10 +214,16 @@ def test_connection_refused() -> None:
         port = s.getsockname()[1]
     m = OpenAIChatModel(base_url=f"http://127.0.0.1:{port}/v1", model="m", timeout=2.0,
                         max_retries=0)
+    # the URL was given: the fix is that URL, not the environment (a trial of whatif
+    # --base-url was told to set MEMWB_OPENAI_BASE_URL)
     with pytest.raises(ModelError, match=rf"^connection refused by http://127\.0\.0\.1:{port}"
                                          r"/v1/chat/completions: is the server running\? "
-                                         r"\(set MEMWB_OPENAI_BASE_URL\)$"):
+                                         r"\(check the base URL given\)$"):
         m.complete(ASK, [])
+    from_env = OpenAIChatModel(model="m", timeout=2.0, max_retries=0, environ={
+        "MEMWB_OPENAI_BASE_URL": f"http://127.0.0.1:{port}/v1"})
+    with pytest.raises(ModelError, match=r"\(set MEMWB_OPENAI_BASE_URL\)$"):
+        from_env.complete(ASK, [])
     secret = OpenAIChatModel(base_url=f"http://admin:hunter22@127.0.0.1:{port}/v1"
                                       "?api-key=S3CRET-Q", model="m", api_key="sk-S3CRET-K",
                              max_retries=0)

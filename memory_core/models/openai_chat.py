@@ -138,13 +138,15 @@ class OpenAIChatModel:
                  environ: Mapping[str, str] | None = None) -> None:
         env = os.environ if environ is None else environ
         base = base_url or env.get(ENV_BASE_URL) or DEFAULT_BASE_URL
+        # what to fix when it is wrong: the URL given, or the environment's
+        self._fix = "check the base URL given" if base_url else f"set {ENV_BASE_URL}"
         try:
             host = urllib.parse.urlsplit(base).hostname
         except ValueError:  # an unclosed IPv6 bracket
             host = None
         if not base.startswith(("http://", "https://")) or not host:
             raise InvalidInputError(f"base URL {public_url(base)!r} must be an http:// or "
-                                    f"https:// URL with a host (set {ENV_BASE_URL})")
+                                    f"https:// URL with a host ({self._fix})")
         self.base_url, self._query = split_base_url(base)
         self.public_base_url = public_url(base)
         self.url = public_url(self.base_url) + "/chat/completions"
@@ -276,7 +278,7 @@ class OpenAIChatModel:
         elif _caused_by(e, ConnectionRefusedError) or "connection refused" in str(
                 e.__cause__ or "").lower():
             msg = (f"connection refused by {self.url}: is the server running? "
-                   f"(set {ENV_BASE_URL}){retried}")
+                   f"({self._fix}){retried}")
         elif isinstance(e, openai.APIConnectionError):
             msg = f"could not reach {self.url}{retried}: {e.__cause__ or e}"
         elif isinstance(e, json.JSONDecodeError):
