@@ -1074,3 +1074,16 @@ def test_a_command_that_writes_on_a_read_only_file_says_so(tmp_path: Path) -> No
     assert line.startswith(f"error: '{db}' cannot be written (") and line.endswith(
         "this command writes to its database: give it a copy it may write to, or run what "
         "only reads"), line
+
+
+def test_whatif_says_a_reason_shared_by_many_runs_once(demo_db: str) -> None:
+    """Over many runs one reason (here: no token budget to reorder) was printed in full
+    on every row (a trial: a 230-character reason 24 times); it is said on the first
+    run's row, and the others point there."""
+    out = ok(memwb("whatif", "--db", demo_db, "--thread", "support-3",
+                   "--set", "token_priority=recent,recalled")).splitlines()
+    rows = [ln for ln in out[1:] if ln.startswith("support-3")]
+    assert len(rows) > 2 and all(" cannot " in ln for ln in rows)
+    first = rows[0].split()[0]
+    assert rows[0].rstrip().endswith("(give token_budget too)")
+    assert all(ln.rstrip().endswith(f"as for {first}") for ln in rows[1:])

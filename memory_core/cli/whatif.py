@@ -96,9 +96,13 @@ def whatif(settings: SetOpt = None, db: DbOpt = None,
                             for r in report.runs]})
         return
     rows = []
+    first_said: dict[str, str] = {}  # a reason said in full once, by the run it was said of
     for r in report.runs:
         if r.status == "unchanged" and not every:
             continue
+        why = r.reason or (f"not asked: {r.ask_error}" if r.ask_error else "")
+        if why and first_said.setdefault(why, r.run_id) != r.run_id:
+            why = f"as for {first_said[why]}"  # (one reason for many runs, said once)
         lane = {c.lane: c for c in r.lanes}
         rec, rnt = lane.get("recalled"), lane.get("recent")
         rows.append({
@@ -110,7 +114,7 @@ def whatif(settings: SetOpt = None, db: DbOpt = None,
             f"{_total(r.tokens_before)} → {_total(r.tokens_after)}",
             "quoted lost": len(r.key_lost) or "",
             "answer": r.answer.verdict if r.answer else ("not asked" if r.ask_error else ""),
-            "why not": r.reason or (f"not asked: {r.ask_error}" if r.ask_error else "")})
+            "why not": why})
     table(rows, ["run", "status", "recalled", "recent", "blocks", "tokens", "quoted lost",
                  *(["answer"] if asking else []), "why not"], whole=["why not"])
     _messages(report)
