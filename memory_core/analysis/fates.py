@@ -206,10 +206,16 @@ def _explain_given(memctx: Memctx, ref: tuple[str, int], lane: str | None,
         if r is not None and r.origin == "neighbour":
             return out("recalled", "The assistant was given this message: it sits next to a "
                        "recalled message and came along as context.", origin="neighbour")
+        # hybrid recall ranks by a fused score; its bar is on the similarity (the cosine)
+        fused = rc.mode == "hybrid" and r is not None and r.vector_score is not None
+        scored = (f"a fused score of {_fmt(r.score)}, a similarity of "
+                  f"{_fmt(r.vector_score)}" if fused and r is not None
+                  else f"a similarity of {_fmt(r.score if r else None)}")
         return out("recalled",
                    f"The assistant was given this message: recall ranked it "
-                   f"#{r.rank if r else '?'} with a similarity of {_fmt(r.score if r else None)}"
-                   f" (the bar was {_fmt(rc.threshold)}, top {rc.top_k} were kept).",
+                   f"#{r.rank if r else '?'} with {scored} (the bar"
+                   + (", on the similarity," if fused else "")
+                   + f" was {_fmt(rc.threshold)}, top {rc.top_k} were kept).",
                    rank=r.rank if r else None, score=r.score if r else None,
                    threshold=rc.threshold, top_k=rc.top_k, origin=r.origin if r else None)
     if lane == "recent":

@@ -40,6 +40,21 @@ def test_recalled_with_rank_and_score(story: World) -> None:
     assert "recall ranked it #" in e.sentence and "the bar was 0.50" in e.sentence
 
 
+def test_a_hybrid_hit_says_its_fused_score_and_its_similarity(world: World) -> None:
+    """Hybrid recall ranks by a fused score, its bar on the similarity: "ranked it #1
+    with a similarity of 1.499 (the bar was 0.000 …)" read as a cosine above 1 (a trial).
+    Both are said, and which the bar applies to."""
+    w = world
+    w.say("old", "r1", user("The refund for the blender was approved: 240 euros."))
+    w.say("cur", "r1", user("Hello"), assistant("Hi!"), user("Quick thing first."))
+    w.run("r-hyb", "cur", "r1", QUESTION,
+          memory=w.memory(recall=recall(top_k=3, threshold=0.2, mode="hybrid")))
+    e = why_forgotten(w.storage, embed=w.embed, run_id="r-hyb", target=("old", 0))
+    assert e.fate == "recalled"
+    assert "with a fused score of " in e.sentence and ", a similarity of " in e.sentence
+    assert "(the bar, on the similarity, was 0.200, top 3 were kept)" in e.sentence
+
+
 def test_dropped_unanswered_tool_call(story: World) -> None:
     e = why_forgotten(story.storage, embed=story.embed, run_id="r-main", target=("old", 5))
     assert e.fate == "dropped" and not e.reached_model
