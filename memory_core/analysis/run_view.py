@@ -57,10 +57,19 @@ class LaneItem(BaseModel):
     observation_id: str | None = None
     sources: list[ObservationSource] = Field(default_factory=list)
     score: float | None = None
+    # the cosine, where the score is another (hybrid recall's fused score): the one
+    # recall's threshold applies to
+    similarity: float | None = None
     rank: int | None = None
     origin: str | None = None
     reason: str | None = None
     tokens: int = 0
+
+
+def _similarity(ref: MessageRef | None) -> float | None:
+    if ref is None or ref.vector_score is None or ref.vector_score == ref.score:
+        return None
+    return ref.vector_score
 
 
 class LaneView(BaseModel):
@@ -206,8 +215,8 @@ def _lane_item(item: PromptItem, recalled_refs: dict[tuple[str, int], MessageRef
     return LaneItem(
         lane=item.lane, role=item.message.role, text=text, thread_id=item.thread_id,
         seq=item.seq, observation_id=item.observation_id, sources=sources,
-        score=ref.score if ref else None, rank=ref.rank if ref else None,
-        origin=item.origin or (ref.origin if ref else None),
+        score=ref.score if ref else None, similarity=_similarity(ref),
+        rank=ref.rank if ref else None, origin=item.origin or (ref.origin if ref else None),
         tokens=estimate_tokens(text))
 
 
@@ -225,8 +234,9 @@ def _dropped_items(storage: Storage, refs: list[MessageRef]) -> list[LaneItem]:
         # the message may have been erased since; the preview is what provenance kept
         text = render_text(stored) if stored is not None else r.preview
         out.append(LaneItem(lane="dropped", role=r.role, text=text, thread_id=r.thread_id,
-                            seq=r.seq, reason=r.reason, score=r.score, rank=r.rank,
-                            origin=r.origin, tokens=estimate_tokens(text)))
+                            seq=r.seq, reason=r.reason, score=r.score,
+                            similarity=_similarity(r), rank=r.rank, origin=r.origin,
+                            tokens=estimate_tokens(text)))
     return out
 
 

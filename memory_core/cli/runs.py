@@ -94,9 +94,13 @@ def inspect(run: Annotated[str, typer.Argument(help="Run id.")], db: DbOpt = Non
             emit_json(memctx.known_json())  # (never a placeholder for what is unknown)
             return
         v = guarded(lambda: views.run_view(s, run))
-    rows = [it.model_dump() for lane in v.lanes for it in lane.items]
-    table(rows, ["lane", "thread_id", "seq", "role", "score", "rank", "origin", "reason",
-                 "tokens", "text"])
+    rows = [{**it.model_dump(), **{k: f"{it_v:.3f}" for k in ("score", "similarity")
+                                   if (it_v := getattr(it, k)) is not None}}
+            for lane in v.lanes for it in lane.items]
+    # hybrid recall's scores are fused: the similarity beside them is what its bar is on
+    fused = any(it.similarity is not None for lane in v.lanes for it in lane.items)
+    table(rows, ["lane", "thread_id", "seq", "role", "score", *(["similarity"] if fused else []),
+                 "rank", "origin", "reason", "tokens", "text"])
     say("")
     say("tokens: " + ", ".join(f"{lv.lane} {lv.tokens}" for lv in v.lanes
                                       if lv.lane != "dropped") + f" (total {v.total_tokens})")

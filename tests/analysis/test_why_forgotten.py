@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from memory_core.analysis.forgotten import lifeline, why_forgotten
@@ -234,3 +236,31 @@ def test_the_record_alone_tells_the_fates_its_near_misses_hold(story: World) -> 
     if ("old", 4) not in near:
         out = explain_message(story.storage, data, far, rescore=False)
         assert out.fate == "unexplained" and "not among the closest matches" in out.sentence
+
+
+def test_inspect_shows_a_hybrid_hit_s_similarity_beside_its_fused_score(
+        world: World, tmp_path: Path) -> None:
+    """inspect printed a hybrid hit's fused score alone, as 1.3480324094259575, beside a
+    threshold that applies to the similarity (a trial): scores to three places, and a
+    similarity column where a score is fused; a vector-mode run has no such column."""
+    from memory_core.analysis.views import run_view
+    from memory_core.storage.duckdb import DuckDBStorage
+    from tests.test_cli import memwb, ok
+
+    db = tmp_path / "hybrid.duckdb"
+    w = world
+    w.storage = DuckDBStorage(db, clock=w.clock)
+    w.say("old", "r1", user("The refund for the blender was approved: 240 euros."))
+    w.say("cur", "r1", user("Hello"), assistant("Hi!"), user("Quick thing first."))
+    w.run("r-hyb", "cur", "r1", QUESTION,
+          memory=w.memory(recall=recall(top_k=3, threshold=0.2, mode="hybrid")))
+    w.run("r-vec", "cur", "r1", QUESTION,
+          memory=w.memory(recall=recall(top_k=3, threshold=0.2)))
+    [hit] = [i for i in run_view(w.storage, "r-hyb").lane("recalled").items if i.rank == 1]
+    assert hit.similarity is not None and hit.score is not None and hit.score > hit.similarity
+    w.storage.close()
+    lines = ok(memwb("inspect", "r-hyb", "--db", str(db))).splitlines()
+    assert lines[0].split()[:6] == ["lane", "thread_id", "seq", "role", "score", "similarity"]
+    row = next(ln for ln in lines if ln.startswith("recalled") and " old " in f" {ln} ")
+    assert f" {hit.score:.3f} " in row and f" {hit.similarity:.3f} " in row
+    assert "similarity" not in ok(memwb("inspect", "r-vec", "--db", str(db))).splitlines()[0]
