@@ -13,13 +13,14 @@ import copy
 import hashlib
 import re
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from json.encoder import encode_basestring as _STRING  # (C; what canonical JSON uses)
 from typing import Any, Protocol
 
 from memory_core.importers.common import Exchange, shortened, undated
+from memory_core.importers.retries import retried_calls, retries_after
 from memory_core.models.openai_codec import is_derived_call_id
 from memory_core.text import preview
 from memory_core.types import (
@@ -634,8 +635,9 @@ def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
 
     def resource_of(ex: Exchange) -> str | None:
         return resource_override if resource_override is not None else ex.resource_id
-    retried = _retried(exchanges, key_of, resource_of)
-    for ex in _retries_after(exchanges, retried):
+    retried = retried_calls(exchanges, lambda ex: _instructions_key(ex.instructions, key_of),
+                            key_of, resource_of)
+    for ex in retries_after(exchanges, retried):
         conv = ex.conversation()
         keys = [key_of(m) for m in conv]
         ikey = _instructions_key(ex.instructions, key_of)
@@ -759,56 +761,3 @@ def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
     if renamed:
         _say_named_later(runs, renamed, at_seq)
     return threads, runs
-
-
-RETRY_WITHIN = timedelta(hours=1)  # a retry's start after the failed call's, at most
-
-
-def _retried(exchanges: Sequence[Exchange], key_of: Callable[[Message], str],
-             resource_of: Callable[[Exchange], str | None]) -> dict[int, int]:
-    """Each failed call (no answer) that a later call of the file sends again — the same
-    instructions, messages and resource — and has answered within ``RETRY_WITHIN`` of
-    it (a retry: an expired signature, a 5xx): the retry's index by the failed call's. The failed call belongs
-    to its retry's conversation: placed by its messages alone it joined the first
-    conversation sharing them, another client's or model's, and the retry, answered
-    otherwise than that one, started a thread of its own."""
-    failed = [ex for ex in exchanges if ex.response is None and ex.thread_key is None]
-    if not failed:
-        return {}
-
-    def sig(ex: Exchange) -> tuple[Any, ...]:
-        return (_instructions_key(ex.instructions, key_of), resource_of(ex),
-                *(key_of(m) for m in ex.history))
-    waiting: dict[tuple[Any, ...], list[int]] = {}
-    for ex in failed:
-        waiting.setdefault(sig(ex), []).append(ex.index)
-    sizes = {len(ex.history) for ex in failed}
-    started = {ex.index: ex.started_at for ex in failed}
-
-    def soon_after(f: int, ex: Exchange) -> bool:  # (undated: the file's order says it)
-        at = started[f]
-        return at is None or ex.started_at is None or \
-            timedelta(0) <= ex.started_at - at <= RETRY_WITHIN
-    out: dict[int, int] = {}
-    for ex in exchanges:
-        if ex.response is None or ex.thread_key is not None or len(ex.history) not in sizes:
-            continue
-        found = waiting.get(sig(ex))
-        if found and found[0] < ex.index:
-            out.update((f, ex.index) for f in found if f < ex.index and soon_after(f, ex))
-            waiting[sig(ex)] = [f for f in found if f > ex.index]
-    return out
-
-
-def _retries_after(exchanges: Sequence[Exchange], retried: dict[int, int]
-                   ) -> Iterator[Exchange]:
-    """The exchanges in file order, a failed call that was retried right after its
-    retry (planned in its thread)."""
-    after: dict[int, list[Exchange]] = {}
-    for ex in exchanges:
-        if ex.index in retried:
-            after.setdefault(retried[ex.index], []).append(ex)
-    for ex in exchanges:
-        if ex.index not in retried:
-            yield ex
-            yield from after.get(ex.index, ())
