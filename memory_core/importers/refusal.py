@@ -48,6 +48,10 @@ SHAPES: tuple[Shape, ...] = (
            "prompt suffix echo logprobs text_completion object:text_completion"),
     _shape("a ShareGPT conversation", '{"conversations": [{"from": ..., "value": ...}]}',
            "conversations conversation from value"),
+    _shape("an AutoGen recorded call",
+           '{"mode": "create", "messages": [{"type": "UserMessage", "content": ...}], '
+           '"response": {"content": ..., "finish_reason": ...}} (ChatCompletionClientRecorder)',
+           "mode stream cached thought"),
     _shape("a LangSmith run",
            '{"run_type": "llm", "inputs": {...}, "outputs": {...}} (or the SDK\'s '
            '{"post": [...], "patch": [...]})',
@@ -206,7 +210,7 @@ FORMAT_TITLES = {
     "bedrock-prompt": "a Bedrock InvokeModel record",
     "bedrock-invoke": "a Bedrock InvokeModel record", "cohere": "a Cohere Chat record",
     "ollama": "an Ollama record", "langsmith": "a LangSmith run",
-    "sharegpt": "a ShareGPT conversation",
+    "sharegpt": "a ShareGPT conversation", "autogen": "an AutoGen recorded call",
     "conversations": "a Conversations API call (its items)"}
 
 

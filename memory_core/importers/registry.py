@@ -21,6 +21,7 @@ from memory_core.importers.formats import (
     RecordFormat,
     Route,
     anthropic,
+    autogen,
     bedrock_converse,
     bedrock_invoke,
     bedrock_prompt,
@@ -39,6 +40,7 @@ from memory_core.importers.refusal import read_as, unread_record
 
 FORMATS: tuple[RecordFormat, ...] = (
     sharegpt.FORMAT,  # {"conversations": [...]}, whatever its URL
+    autogen.FORMAT,  # AutoGen's recorder: mode, messages typed as its LLMMessages
     langsmith.FORMAT,  # a LangSmith run (run_type, inputs/outputs)
     ollama.FORMAT,  # /api/chat, /api/generate; Ollama's keys
     cohere.FORMAT,  # /v2/chat, /v1/chat; Cohere's answers
