@@ -2524,6 +2524,54 @@ EXPECTED.update({
 })
 
 
+EXPECTED.update({
+    # AutoGen's ChatCompletionClientRecorder (task-centric memory's tests): no model, no
+    # tools and no times recorded; a user message's content a list of texts
+    "autogen-demonstration-session.json": {
+        "api": "autogen",
+        "threads": [
+            ["user: You are a telecommunications engineer who wants to build cell ph…",
+             "assistant: 1. **Understanding the User Message:**\n   - You need to det…"],
+            ["user: Your job is to extract a possible answer to the following questi…",
+             "assistant: 3"],
+            ["user: Your job is to decide whether a given answer to a task is correc…",
+             "assistant: 0"],
+            ["user: - My job is to create a thorough index for a book called Task Co…",
+             "assistant: Telecommunications engineering  \nCell phone tower placement…"],
+            ["user: We have been given a task description. Our job is not to complet…",
+             "assistant: Here's a simplified breakdown of the task description:\n\n1. …",
+             "user: Do you see any parts of this list that are irrelevant to actuall…",
+             "assistant: In the context of solving the task, some elements of the li…",
+             "user: Revise your original list to include only the most general terms…",
+             "assistant: 1. House locations: mile markers 2, 4, 5, 9, 10, 11, 16, 17…"],
+            ["user: - My job is to create a thorough index for a book called Task Co…",
+             "assistant: House locations  \nCoverage radius  \nMinimum coverage strate…"],
+            ["user: We have been given a potential insight that may or may not be us…",
+             "assistant: 1"],
+            ["user: You are a telecommunications engineer who wants to build cell ph…",
+             "assistant: **Understanding of the User Message:**\n\nThe user is asking …"],
+            ["user: Your job is to extract a possible answer to the following questi…",
+             "assistant: 2"],
+            ["user: Your job is to decide whether a given answer to a task is correc…",
+             "assistant: 1"],
+        ],
+        "runs": [(None, (252, 335), None),
+                 (None, (571, 2), None),
+                 (None, (305, 2), None),
+                 (None, (302, 26), None),
+                 (None, (185, 156), None),
+                 (None, (378, 149), None),
+                 (None, (611, 72), None),
+                 (None, (278, 14), None),
+                 (None, (516, 2), None),
+                 (None, (572, 661), None),
+                 (None, (897, 2), None),
+                 (None, (305, 2), None)],
+        "finish": "stop",
+    },
+})
+
+
 def test_corpus_is_large_and_varied_enough() -> None:
     files = sorted(p.name for p in REAL.iterdir() if p.name != "README.md")
     assert files == sorted(EXPECTED)
