@@ -43,23 +43,32 @@ def score_chart(candidates: list[views.ScoreCandidate], threshold: float | None,
     (the axis names each bar's rank), the threshold as a horizontal line and the top-k
     cut as a vertical one. Rows that did not pass the filter carry the rank they would
     have had, which others may share: each still gets a bar of its own (drawn at their
-    rank they hid one another)."""
+    rank they hid one another). Hybrid recall's candidates (a fused score beside a
+    similarity) are drawn by their similarity, which the threshold bounds."""
     fig = go.Figure()
     ordered = sorted(candidates, key=lambda c: (c.rank, -c.score, c.thread_id, c.seq))
     slot = {id(c): i + 1 for i, c in enumerate(ordered)}
+    # hybrid recall ranks by a fused score, while its threshold bounds the similarity:
+    # the bars are then the similarities (the line's measure), in the fused order
+    fused = any(c.similarity is not None for c in ordered)
     by_status: dict[str, list[views.ScoreCandidate]] = {}
     for c in ordered:
         by_status.setdefault(c.status, []).append(c)
     for status, cs in by_status.items():
         rank_word = "would-be rank" if status == "filtered-out" else "rank"
+        measure = (f"{rank_word} %{{customdata[0]}} · similarity %{{y:.3f}} · fused score "
+                   "%{customdata[4]}" if fused else f"{rank_word} %{{customdata[0]}} · "
+                   "score %{y:.3f}")
         fig.add_trace(go.Bar(
-            name=status, x=[slot[id(c)] for c in cs], y=[c.score for c in cs],
+            name=status, x=[slot[id(c)] for c in cs],
+            y=[c.similarity if fused and c.similarity is not None else c.score for c in cs],
             marker_color=STATUS_COLOURS.get(status, "#636363"),
             # plotly hover labels understand some HTML: escape stored text
             customdata=[[c.rank, plot_text(f"{c.thread_id} #{c.seq}"),
-                         plot_text(truncate(c.preview, 80)), plot_text(c.filter_clause or "")]
+                         plot_text(truncate(c.preview, 80)), plot_text(c.filter_clause or ""),
+                         fmt_score(c.score)]
                         for c in cs],
-            hovertemplate=(f"{rank_word} %{{customdata[0]}} · score %{{y:.3f}}<br>"
+            hovertemplate=(f"{measure}<br>"
                            "%{customdata[1]}<br>%{customdata[2]}<br>%{customdata[3]}"
                            f"<extra>{status}</extra>")))
     if threshold is not None:
@@ -71,7 +80,8 @@ def score_chart(candidates: list[views.ScoreCandidate], threshold: float | None,
         fig.add_vline(x=inside + 0.5, line_dash="dot", line_color="#333333",
                       annotation_text=f"top-k = {top_k}", annotation_position="top left")
     fig.update_layout(height=320, margin={"l": 10, "r": 10, "t": 30, "b": 10},
-                      xaxis_title="rank", yaxis_title="score", barmode="overlay",
+                      xaxis_title="rank by fused score" if fused else "rank",
+                      yaxis_title="similarity" if fused else "score", barmode="overlay",
                       xaxis={"tickmode": "array", "tickvals": list(range(1, len(ordered) + 1)),
                              "ticktext": [str(c.rank) for c in ordered]})
     return fig

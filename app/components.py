@@ -225,6 +225,14 @@ def candidate_fate(c: views.ScoreCandidate, threshold: float | None,
     return c.status
 
 
+def scored(score: float, similarity: float | None) -> str:
+    """A recall score as a card says it: "score 0.612", or for hybrid recall's fused
+    score "fused score 1.348 · similarity 0.612" (the threshold bounds the similarity)."""
+    if similarity is None:
+        return f"score {fmt_score(score)}"
+    return f"fused score {fmt_score(score)} · similarity {fmt_score(similarity)}"
+
+
 def first_bar_text(candidates: Sequence[views.ScoreCandidate], threshold: float | None,
                    top_k: int | None) -> str:
     """The score chart's caption: what its first bar is, and what became of it (shown
@@ -255,7 +263,11 @@ def settings_text(settings: Mapping[str, Any]) -> list[str]:
         bits = [f"{get('mode') or 'vector'} search over the {get('scope') or 'thread'}"]
         if get("top_k") is not None:
             bits.append(f"keeping the top {get('top_k')}")
-        if get("threshold") is not None:
+        if get("threshold") is not None and get("mode") == "hybrid":
+            # (the bar bounds the similarity only: below it, shared words still count)
+            bits.append(f"counting a similarity from {fmt_score(get('threshold'))} "
+                        "(below it, only shared words count)")
+        elif get("threshold") is not None:
             bits.append(f"scoring at least {fmt_score(get('threshold'))}")
         if get("filter"):
             bits.append("filtered by " + json.dumps(get("filter"), ensure_ascii=False,

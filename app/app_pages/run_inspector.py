@@ -39,6 +39,7 @@ from app.components import (
     recalled_observations,
     ref,
     run_action_bar,
+    scored,
     settings_text,
     tool_call_cards,
 )
@@ -125,7 +126,7 @@ def item_card(item: LaneItem, key: str) -> None:
         if item.rank is not None:
             bits.append(f"rank {item.rank}")
         if item.score is not None:
-            bits.append(f"score {fmt_score(item.score)}")
+            bits.append(scored(item.score, item.similarity))
         if item.origin and not (item.reason and item.origin == "hit"):
             bits.append(f"origin {item.origin}")
         bits.append(f"{item.tokens} tokens")
@@ -181,7 +182,7 @@ if not view.imported:
         for i, c in enumerate(misses):
             with st.container(border=True, key=f"near-miss-{i}"):
                 rank_word = "would-be rank" if c.status == "filtered-out" else "rank"
-                st.caption(escape_md(f"{rank_word} {c.rank} · score {fmt_score(c.score)} · "
+                st.caption(escape_md(f"{rank_word} {c.rank} · {scored(c.score, c.similarity)} · "
                                      f"{candidate_fate(c, view.threshold, view.top_k)}"))
                 literal(preview_text(c.preview))
                 link_to_message(c.thread_id, c.seq, label=("source: ", *ref(c.thread_id, c.seq)))
@@ -233,7 +234,11 @@ if not view.imported:  # (see "Left out of the prompt")
             st.caption("A filtered-out candidate's rank is the one it would have had, had it "
                        "passed the filter.")
         filtered = any(c.filter_clause for c in ranked)  # else no column of blanks
-        light_table([{"rank": c.rank, "score": fmt_score(c.score),
+        fused = any(c.similarity is not None for c in ranked)  # (hybrid recall)
+        light_table([{"rank": c.rank,
+                      **({"fused score": fmt_score(c.score), "similarity": (
+                          "" if c.similarity is None else fmt_score(c.similarity))}
+                         if fused else {"score": fmt_score(c.score)}),
                       "status": c.status,
                       "what became of it": candidate_fate(c, view.threshold, view.top_k),
                       # the thread's id opens the message on the Threads page

@@ -27,6 +27,7 @@ from memory_core.provenance.record import (
     MessageRef,
     ObservationRef,
 )
+from memory_core.recall.results import NearMiss
 from memory_core.storage.base import Storage
 from memory_core.text import PREVIEW_CHARS
 from memory_core.tokens import estimate_tokens
@@ -66,7 +67,7 @@ class LaneItem(BaseModel):
     tokens: int = 0
 
 
-def _similarity(ref: MessageRef | None) -> float | None:
+def _similarity(ref: MessageRef | NearMiss | None) -> float | None:
     if ref is None or ref.vector_score is None or ref.vector_score == ref.score:
         return None
     return ref.vector_score
@@ -93,6 +94,9 @@ class ScoreCandidate(BaseModel):
     preview: str
     filter_clause: str | None = None
     reason: str | None = None  # "dropped": why composition left the hit out
+    # the cosine, where the score is another (hybrid recall's fused score): the one
+    # recall's threshold applies to
+    similarity: float | None = None
 
 
 # why composition left a stored message out of the prompt (``MessageRef.reason``), in words
@@ -159,7 +163,7 @@ class RunView(BaseModel):
         dropped = [ScoreCandidate(thread_id=i.thread_id, seq=i.seq, rank=i.rank,
                                   score=i.score, status="dropped",
                                   preview=" ".join(i.text.split())[:PREVIEW_CHARS],
-                                  reason=i.reason)
+                                  reason=i.reason, similarity=i.similarity)
                    for i in self.lane("dropped").items
                    if i.thread_id is not None and i.seq is not None and i.rank is not None
                    and i.score is not None and i.origin in (None, "hit")]
@@ -253,11 +257,12 @@ def _candidates(memctx: Memctx | None) -> list[ScoreCandidate]:
     for r in memctx.recalled:
         if r.origin in (None, "hit") and r.score is not None and r.rank is not None:
             out.append(ScoreCandidate(thread_id=r.thread_id, seq=r.seq, rank=r.rank,
-                                      score=r.score, status="hit", preview=r.preview))
+                                      score=r.score, status="hit", preview=r.preview,
+                                      similarity=_similarity(r)))
     for nm in memctx.near_misses:
         out.append(ScoreCandidate(thread_id=nm.thread_id, seq=nm.seq, rank=nm.rank,
                                   score=nm.score, status=nm.reason, preview=nm.preview,
-                                  filter_clause=nm.filter_clause))
+                                  filter_clause=nm.filter_clause, similarity=_similarity(nm)))
     # within a rank (filtered-out rows share the would-be rank of where they would have
     # gone), the higher score first: the order recall ranked them in
     return sorted(out, key=lambda c: (c.rank, -c.score, c.thread_id, c.seq))

@@ -1,0 +1,91 @@
+"""A hybrid recall's run on the run inspector: its hits and near misses rank by a fused
+score while its threshold bounds their similarity, so the cards and the candidates'
+table say both, and the score chart draws the similarities against the threshold line
+(a vector-mode run's page is unchanged: one score)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from app.charts import score_chart
+from app.components import RUN_PAGE, fmt_score
+from memory_core.analysis import views
+from memory_core.analysis.views import ScoreCandidate
+from tests.analysis.conftest import QUESTION, World, assistant, recall, user
+from tests.app.conftest import served
+from tests.app.markdown import tables
+
+MakeApp = Callable[..., AppTest]
+
+
+@pytest.fixture
+def hybrid(monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
+    w = World()
+    w.say("old", "r1", user("The refund for the blender was approved: 240 euros."),
+          assistant("Noted."), user("The kettle voucher expired."),
+          user("Nice weather for a lamp."))
+    w.say("cur", "r1", user("Hello"), assistant("Hi!"), user("Quick thing first."))
+    w.run("r-hyb", "cur", "r1", QUESTION,
+          memory=w.memory(recall=recall(top_k=1, threshold=0.2, mode="hybrid")))
+    w.run("r-vec", "cur", "r1", QUESTION,
+          memory=w.memory(recall=recall(top_k=1, threshold=0.2)))
+    yield from (w for _ in served(w.storage, monkeypatch))
+
+
+def _captions(at: AppTest) -> list[str]:
+    return [re.sub(r"\\(.)", r"\1", c.value) for c in at.caption]
+
+
+def test_hybrid_cards_and_table_say_the_fused_score_and_the_similarity(
+        hybrid: World, app: MakeApp) -> None:
+    view = views.run_view(hybrid.storage, "r-hyb")
+    [hit] = [i for i in view.lane("recalled").items if i.rank == 1]
+    assert hit.similarity is not None and hit.score is not None
+    at = app(RUN_PAGE, run="r-hyb")
+    assert not at.exception and not at.error
+    captions = _captions(at)
+    said = f"fused score {fmt_score(hit.score)} · similarity {fmt_score(hit.similarity)}"
+    assert any(said in c for c in captions), captions  # (the Recalled tab opens first)
+    ranked = view.ranked()
+    misses = [c for c in ranked if c.status != "hit" and c.similarity is not None]
+    assert misses  # the near misses' cards say both too
+    assert any(f"fused score {fmt_score(misses[0].score)} · similarity "
+               f"{fmt_score(misses[0].similarity)}" in c for c in captions)
+    [table] = [t for t in tables(at) if "what became of it" in t.columns]
+    assert table.columns[:3] == ["rank", "fused score", "similarity"]
+    assert table.rows[0]["similarity"] == fmt_score(ranked[0].similarity or ranked[0].score)
+    chart = json.loads(at.get("plotly_chart")[0].proto.spec)
+    assert chart["layout"]["yaxis"]["title"]["text"] == "similarity"
+    # the settings say what the threshold bounds
+    assert any("counting a similarity from 0.200 (below it, only shared words count)" in c
+               for c in captions)
+
+
+def test_a_vector_run_says_one_score(hybrid: World, app: MakeApp) -> None:
+    view = views.run_view(hybrid.storage, "r-vec")
+    [hit] = [i for i in view.lane("recalled").items if i.rank == 1]
+    assert hit.similarity is None and hit.score is not None
+    at = app(RUN_PAGE, run="r-vec")
+    captions = _captions(at)
+    assert any(f"score {fmt_score(hit.score)}" in c for c in captions)
+    assert not any("similarity" in c for c in captions)
+    [table] = [t for t in tables(at) if "what became of it" in t.columns]
+    assert table.columns[:2] == ["rank", "score"] and "similarity" not in table.columns
+
+
+def test_the_chart_draws_a_hybrid_candidate_by_its_similarity() -> None:
+    cands = [ScoreCandidate(thread_id="t", seq=1, rank=1, score=1.35, similarity=0.61,
+                            status="hit", preview="a"),
+             ScoreCandidate(thread_id="t", seq=2, rank=2, score=0.9, similarity=0.12,
+                            status="beyond-top-k", preview="b")]
+    fig = score_chart(cands, threshold=0.2, top_k=1)
+    assert [(b.name, list(b.y)) for b in fig.data] == [("hit", [0.61]),
+                                                       ("beyond-top-k", [0.12])]
+    assert "fused score" in fig.data[0].hovertemplate
+    assert fig.layout.yaxis.title.text == "similarity"
+    assert fig.layout.xaxis.title.text == "rank by fused score"
