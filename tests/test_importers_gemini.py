@@ -146,7 +146,7 @@ def test_server_tools_alternatives_and_an_error_record_are_noted() -> None:
 @pytest.mark.parametrize("contents, error", [
     ([USER, {"role": "user", "parts": [{"functionResponse": {"name": "weather",
                                                              "response": {}}}]}],
-     r"line 1: message 1: the functionResponse of 'weather' answers no function call"),
+     r"line 1: message 1: the functionResponse named 'weather' answers no function call"),
     ([USER, {"role": "model", "parts": [{"functionResponse": {"name": "w", "response": {}}}]}],
      r"line 1: contents\[1\]: a model turn holds a functionResponse"),
     ([{"role": "robot", "parts": [{"text": "hi"}]}],
@@ -157,7 +157,13 @@ def test_server_tools_alternatives_and_an_error_record_are_noted() -> None:
     ([USER, {"role": "model", "parts": [{"functionCall": {"id": "a", "name": "w"}}]},
       {"role": "user", "parts": [{"functionResponse": {"id": "b", "name": "w",
                                                         "response": {}}}]}],
-     r"line 1: message 2: the functionResponse of 'w' \(id 'b'\) answers no function call"),
+     r"line 1: message 2: the functionResponse named 'w' \(id 'b'\) answers no function "
+     r"call of the model turn before it \(its unanswered calls: 'w'\)"),
+    # named by neither call of a turn of two: which it answers is not known
+    ([USER, CALLS, {"role": "user", "parts": [{"functionResponse": {
+        "name": "call_9", "response": {}}}]}],
+     r"message 2: the functionResponse named 'call_9' answers no function call of the "
+     r"model turn before it \(its unanswered calls: 'weather', 'clock'\)"),
     ([{"role": "user", "parts": [{"text": "hi"}]}],  # (not a bad record: control)
      None),
 ])
@@ -206,6 +212,26 @@ def test_an_id_the_call_was_recorded_without_answers_the_call_of_its_name() -> N
     assert [r.call_id for r in msgs[2].tool_results()] == [call.id]
     assert any("has id 'pyd_1', which its call was recorded without" in k.reason
                for k in report.skipped)
+
+
+def test_a_response_named_by_the_client_s_call_id_answers_the_one_unanswered_call() -> None:
+    """docker/cagent sends a function response named by its own call id, with no id:
+    the second call of its tool loop was left out ("answers no function call"). The
+    turn's one unanswered call is the one it answers: paired, named, noted."""
+    calls = {"role": "model", "parts": [{"functionCall": {"name": "list_directory",
+                                                          "args": {"path": "."}}}]}
+    answer = {"role": "user", "parts": [{"functionResponse": {
+        "name": "call_1338bc52", "response": {"result": "FILE README.me"}}}]}
+    s, report = _import(_record([USER, calls, answer], _answer({"text": "1"})))
+    msgs = [m.as_message() for m in s.memory.get_messages(report.threads_created[0])]
+    [call] = msgs[1].tool_calls()
+    [result] = msgs[2].tool_results()
+    assert (result.call_id, result.name) == (call.id, "list_directory")
+    notes = [k.reason for k in report.skipped]
+    assert any("functionResponse 'call_1338bc52' names no function call of the model turn "
+               "before it; it answers the turn's one unanswered call, 'list_directory'" in n
+               for n in notes), notes
+    assert not any("has no id; it answers call" in n for n in notes)  # (said once)
 
 
 @pytest.mark.parametrize(("record", "error"), [  # each raised TypeError/AttributeError

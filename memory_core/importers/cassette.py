@@ -135,8 +135,10 @@ def _decompress_other(raw: bytes, encoding: str, where: str) -> bytes:
         raise fail(where, f"body cannot be decoded ({encoding}): {e}") from None
 
 
-def _body(side: dict[str, Any], where: str) -> Any:
-    """A request's or response's body as JSON (a dict) or SSE text (a string)."""
+def _body(side: dict[str, Any], where: str, *, plain_ok: bool = False) -> Any:
+    """A request's or response's body as JSON (a dict) or SSE text (a string);
+    ``plain_ok``: a body that is no JSON is its text (a failed call's error, said as
+    plain text)."""
     if "parsed_body" in side:
         return side["parsed_body"]
     # vcrpy's older httpx stubs wrote a response as {status_code, http_version,
@@ -172,7 +174,14 @@ def _body(side: dict[str, Any], where: str) -> Any:
     if is_sse(raw):
         return raw
     lines = json_lines(raw, where)  # a stream of JSON lines (Ollama's)
-    return lines if lines is not None else load_json(raw, where, "body")
+    if lines is not None:
+        return lines
+    try:
+        return load_json(raw, where, "body")
+    except ImportFormatError:
+        if plain_ok:
+            return raw
+        raise
 
 
 def _python_tag_as_value(loader: Any, suffix: str, node: Any) -> Any:
@@ -389,7 +398,8 @@ def interaction_record(item: Any, where: str, label: str = "interaction"
             f"{CONVERSATION_KEYS[-1]} (its keys: "
             f"{', '.join(sorted(map(str, body))) or 'none'}): {NOT_IN_RECORDING}"))
     code = status_code(resp, where)
-    answer = _body(resp, f"{where}: response")
+    # (a failed call's error may be plain text: a 422's "Failed to deserialize …")
+    answer = _body(resp, f"{where}: response", plain_ok=code != 200)
     record: dict[str, Any] = {"request": body, "url": uri}
     when = recorded_at(item, resp)
     if when is not None:

@@ -187,15 +187,30 @@ def _answer_ids(messages: list[Message], where: str, notes: list[str]) -> None:
                 pending = [c for c in pending if c.id != r.call_id]
                 continue
             # no id; or an id the call was not recorded with: the call of its name
+            renamed = False
             match = next((c for c in pending if c.name == r.name
                           and (not r.call_id or c.id in derived)), None)
+            if match is None and len(pending) == 1 and not r.call_id:
+                # named by something else (cagent names it by its own call id): the
+                # turn's one unanswered call is the one it answers
+                match = pending[0]
+                notes.append(f"{where}: message {i}: functionResponse {r.name!r} names no "
+                             f"function call of the model turn before it; it answers the "
+                             f"turn's one unanswered call, {match.name!r} ({match.id}), "
+                             "and is stored under that name")
+                r, renamed = r.model_copy(update={"name": match.name}), True
             if match is None:
                 said = f" (id {r.call_id!r})" if r.call_id else ""
-                raise fail(where, f"message {i}: the functionResponse of {r.name!r}{said} "
-                                  "answers no function call of the model turn before it")
+                names = ", ".join(repr(c.name) for c in pending)
+                raise fail(where, f"message {i}: the functionResponse named {r.name!r}{said} "
+                                  "answers no function call of the model turn before it "
+                                  + (f"(its unanswered calls: {names})" if names else
+                                     "(it has no unanswered call)"))
             pending.remove(match)
             messages[i] = m.model_copy(update={"content": [
                 r.model_copy(update={"call_id": match.id})]})
+            if renamed:
+                continue
             why = f"has id {r.call_id!r}, which its call was recorded without" if r.call_id \
                 else "has no id"
             notes.append(f"{where}: message {i}: functionResponse {r.name!r} {why}; it "
