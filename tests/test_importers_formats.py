@@ -678,7 +678,9 @@ def test_an_unknown_shape_names_what_it_saw_and_what_to_do() -> None:
         import_text(s(), json.dumps({"prompt_text": "x", "answer": "y"}))
     msg = str(info.value)
     assert "keys answer, prompt_text" in msg
-    assert "the closest format this importer reads is an OpenAI chat-completions" in msg
+    # (it shares no key with any format: the commonest is named, not as the closest)
+    assert "it shares too little with any format this importer reads to name the " \
+           "closest — the commonest is an OpenAI chat-completions" in msg
 
 
 # -- errors, not tracebacks -----------------------------------------------------------------

@@ -2571,6 +2571,34 @@ EXPECTED.update({
     },
 })
 
+_CAGENT_TOOLS = ["directory_tree", "edit_file", "list_directory", "read_file",
+                 "read_multiple_files", "search_files_content", "write_file",
+                 "create_directory", "remove_directory"]
+EXPECTED.update({
+    # docker/cagent: Gemini's function response sent back named by the client's own call
+    # id ("call_1338bc52-…"), with no id: it answers the turn's one unanswered call
+    "cagent-TestExec_Gemini_ToolCall.yaml": {
+        "api": "gemini",
+        "threads": [["user: You are a knowledgeable assistant that helps users with various "
+                     "tasks.…",
+                     "user: ## Filesystem Tools…",
+                     "user: How many files in testdata/working_dir? Only output the number.",
+                     'assistant: → list_directory({"path": "testdata/working_dir"})',
+                     "tool list_directory: {'result': 'FILE README.me\\n'}",
+                     "assistant: 1"]],
+        "runs": [("gemini-2.5-flash", (868, 20), _CAGENT_TOOLS),
+                 ("gemini-2.5-flash", (940, 1), _CAGENT_TOOLS)],
+        "finish": "STOP",
+    },
+    # the Agents SDK's RunResult: one raw response, its usage; no model or tools recorded
+    "agentops-openai_agents_response.json": {
+        "threads": [["user: What is the capital of France?",
+                     "assistant: The capital of France is Paris."]],
+        "runs": [(None, (54, 8), None)],
+        "finish": "completed",
+    },
+})
+
 
 def test_corpus_is_large_and_varied_enough() -> None:
     files = sorted(p.name for p in REAL.iterdir() if p.name != "README.md")

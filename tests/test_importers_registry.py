@@ -118,7 +118,7 @@ def test_a_url_decides_before_the_keys_do() -> None:
 def test_a_record_no_format_reads_names_its_keys() -> None:
     with pytest.raises(ImportFormatError, match="line 4: this looks like a JSON object with "
                                                 "keys a, b, which is no record this "
-                                                "importer reads; the closest format"):
+                                                "importer reads; it shares too little"):
         read_record({"a": 1, "b": 2}, "line 4", 0, {})
     with pytest.raises(ImportFormatError, match="line 5: expected a JSON object, got list"):
         read_record([1], "line 5", 0, {})

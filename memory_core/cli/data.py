@@ -30,8 +30,9 @@ def import_(files: Annotated[list[Path], typer.Argument(
                      "Gemini, Cohere, Ollama, Bedrock) as JSONL/JSON logs, VCR cassettes, "
                      "HAR files or nock recordings; ShareGPT, fine-tuning (LLaMA-Factory "
                      "too) and batch files; LangSmith runs, Langfuse and MLflow traces, "
-                     "Inspect eval logs (.eval or JSON), AutoGen recorded sessions; or spans (Google ADK's too): OTLP "
-                     "traces/logs (JSON, JSON lines, protobuf), SDK span objects, Jaeger or "
+                     "Inspect eval logs (.eval or JSON), AutoGen recorded sessions, Agents "
+                     "SDK run results; or spans (Google ADK's too): OTLP traces/logs (JSON, "
+                     "JSON lines, protobuf), SDK span objects, Jaeger or "
                      "Zipkin JSON. gzip/bzip2/xz/zstd read through. Several OTLP "
                      "exports (say traces.json logs.json) are imported as one, so a "
                      "call's span and its log records join; other files one by one.")],

@@ -142,6 +142,10 @@ def _looks_like(obj: dict[str, Any], keys: set[str], closest: Shape) -> str:
             "status", "status_code", "statusCode"} and not keys & {"method", "url", "uri"}:
         return ("an HTTP response (its status and body) without the request it answers: "
                 "what was sent is not in the file")
+    if "input" in obj and isinstance(obj.get("output"), str | dict) \
+            and request is None and response is None:
+        return ("an evaluation row (an input and the output it got), not a recorded model "
+                "call: what was sent to the model and what it answered are not in it")
     if "inputs" in obj and "outputs" in obj and "run_type" not in obj:
         return ("a LangSmith dataset example, or a run without its 'run_type': not a "
                 "model call this importer reads")
@@ -158,7 +162,10 @@ def _looks_like(obj: dict[str, Any], keys: set[str], closest: Shape) -> str:
         return (f"a span ('{obj['name'][:60]}') without its trace and span ids (no "
                 "trace_id/span_id, traceId/spanId or context)")
     listed = ", ".join(sorted(map(str, obj))[:8]) or "none"
-    return f"a JSON object with keys {listed}, which is no record this importer reads"
+    return f"{_UNKNOWN} {listed}, which is no record this importer reads"
+
+
+_UNKNOWN = "a JSON object with keys"
 
 
 def _otel_attributes(attrs: Any) -> bool:
@@ -196,9 +203,17 @@ def closest_shape(obj: dict[str, Any]) -> Shape:
 def unread_record(obj: dict[str, Any]) -> str:
     """One sentence: what ``obj`` (a record no format reads) looks like and why it is
     not read, and the closest format the importer reads, as it is written."""
+    keys = _keys(obj)
     closest = closest_shape(obj)
-    return (f"this looks like {_looks_like(obj, _keys(obj), closest)}; the closest format "
-            f"this importer reads is {closest.name}, {closest.written}")
+    looks = _looks_like(obj, keys, closest)
+    if looks.startswith(_UNKNOWN) and len(closest.keys & keys) < 2:
+        # one shared key ("session_id" of an agent's trajectory) names no format
+        first = SHAPES[0]
+        return (f"this looks like {looks}; it shares too little with any format this "
+                f"importer reads to name the closest — the commonest is {first.name}, "
+                f"{first.written}")
+    return (f"this looks like {looks}; the closest format this importer reads is "
+            f"{closest.name}, {closest.written}")
 
 
 # each format of the registry (``formats``) as these sentences name it
@@ -211,6 +226,7 @@ FORMAT_TITLES = {
     "bedrock-invoke": "a Bedrock InvokeModel record", "cohere": "a Cohere Chat record",
     "ollama": "an Ollama record", "langsmith": "a LangSmith run",
     "sharegpt": "a ShareGPT conversation", "autogen": "an AutoGen recorded call",
+    "agents-run": "an Agents SDK run result",
     "conversations": "a Conversations API call (its items)"}
 
 

@@ -20,6 +20,7 @@ from memory_core.importers.formats import (
     Record,
     RecordFormat,
     Route,
+    agents_run,
     anthropic,
     autogen,
     bedrock_converse,
@@ -51,6 +52,7 @@ FORMATS: tuple[RecordFormat, ...] = (
     gemini.FORMAT,  # :generateContent; contents, candidates
     chat.FORMAT,  # request messages (OpenAI's URLs or none)
     completions.FORMAT,  # request prompt
+    agents_run.FORMAT,  # the Agents SDK's RunResult: input, raw_responses
     responses.FORMAT,  # request input, response output
     conversations.FORMAT,  # …/conversations(/{id}/items): what a response continues
 )

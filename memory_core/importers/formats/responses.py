@@ -255,6 +255,9 @@ def _matches(record: Record) -> bool:
     if "request" not in record.obj and isinstance(kind, str) and kind.startswith("response."):
         return False  # one event of a streamed answer ("response.created" holds the
         # response so far), not a call: refused as what it is
+    if "request" not in record.obj and isinstance(record.obj.get("output"), str | dict):
+        return False  # an evaluation row ({"input", "output": "4"}): a Responses API
+        # output is a list of items; refused as what it is
     return record.api in (None, "openai") and (
         (isinstance(request, dict) and "input" in request) or (
             isinstance(response, dict) and (response.get("object") == "response"
