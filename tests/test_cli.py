@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -881,6 +882,8 @@ def test_whatif_reports_the_runs_a_setting_would_change(demo_db: str) -> None:
     run = data["runs"][0]
     assert run["status"] == "changed" and run["tokens_after"]["recalled"] > 0
     assert {c["lane"] for c in run["lanes"]} == {"recalled"}
+    # each recalled message entering says its rank and score
+    assert re.search(r"\n  \+ recalled +support-\d+:\d+  rank \d+, score \d\.\d{3} · ", out), out
     none = ok(memwb("whatif", "--db", demo_db, "--thread", "support-3", "--set", "recent_n=6"))
     assert " 0 of " in none and "changed" not in none.splitlines()[0]
 

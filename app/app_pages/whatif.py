@@ -590,12 +590,12 @@ if cannot:
 
 # -- one run side by side ----------------------------------------------------------------------
 def _card(side: str, i: int, badge: tuple[str, str, str] | None, thread_id: str | None,
-          seq: int | None, text: str) -> None:
+          seq: int | None, text: str, recall: str = "") -> None:
     with st.container(border=True, key=f"side-{side}-{i}"):
         if badge is not None:
             st.badge(badge[0], icon=badge[1], color=badge[2])  # type: ignore[arg-type]
         if thread_id is not None and seq is not None:
-            st.caption(md(*ref(thread_id, seq)))
+            st.caption(md(*ref(thread_id, seq), *((f" · {recall}",) if recall else ())))
         literal(preview_text(text))
 
 
@@ -609,8 +609,8 @@ def _side_by_side(r: RunWhatIf) -> None:
     unchanged: list[tuple[str, views.LaneItem]] = []
     for lane in ("recalled", "recent"):
         ch = changes_of.get(lane)
-        gone = {(k.thread_id, k.seq) for k in ch.left} if ch else set()
-        came = {(k.thread_id, k.seq): k.preview for k in ch.entered} if ch else {}
+        gone = {(k.thread_id, k.seq): k for k in ch.left} if ch else {}
+        came = {(k.thread_id, k.seq): k for k in ch.entered} if ch else {}
         items = view.lane(lane).items
         tokens = (getattr(r.tokens_before, lane, 0), getattr(r.tokens_after, lane, 0))
         kept_items = [i for i in items if (i.thread_id, i.seq) not in gone]
@@ -621,16 +621,19 @@ def _side_by_side(r: RunWhatIf) -> None:
         with before_col:
             st.markdown(escape_md(f"{LANE_TITLES[lane]}: {counted(len(items), 'message')}, "
                                   f"{counted(tokens[0], 'token')}"))
-            for j, item in enumerate(i for i in items if (i.thread_id, i.seq) in gone):
+            for j, (item, k) in enumerate((i, gone[(i.thread_id, i.seq)]) for i in items
+                                          if i.thread_id is not None and i.seq is not None
+                                          and (i.thread_id, i.seq) in gone):
                 _card(f"b-{lane}", j, ("left", ":material/remove_circle:", "red"),
-                      item.thread_id, item.seq, item.text)
+                      item.thread_id, item.seq, item.text, k.recall_text(entered=False))
             if kept_items:
                 st.caption(f"and {counted(len(kept_items), 'message')} in both prompts")
         with after_col:
             st.markdown(escape_md(f"{LANE_TITLES[lane]}: {counted(n_after, 'message')}, "
                                   f"{counted(tokens[1], 'token')}"))
-            for j, ((t, s), text) in enumerate(came.items()):
-                _card(f"a-{lane}", j, ("entered", ":material/add_circle:", "green"), t, s, text)
+            for j, ((t, s), k) in enumerate(came.items()):
+                _card(f"a-{lane}", j, ("entered", ":material/add_circle:", "green"), t, s,
+                      k.preview, k.recall_text(entered=True))
             if kept_items:
                 st.caption(f"and {counted(len(kept_items), 'message')} in both prompts")
     blocks = [LANE_TITLES.get(c.lane, c.lane) for c in r.lanes if c.block_changed]

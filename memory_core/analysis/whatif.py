@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from memory_core.analysis.counterfactual import CounterfactualResult, reask_composed
 from memory_core.analysis.stored_vectors import StoredVectors
+from memory_core.analysis.wording import score_text
 from memory_core.composition.processors import (
     DEFAULT_PRIORITY,
     TokenLimiter,
@@ -193,6 +194,39 @@ class MessageKey(BaseModel):
     thread_id: str
     seq: int
     preview: str
+    # a recalled message's recall: entering, its score and rank in the what-if; leaving,
+    # those it had as recorded, and ``now`` what recall made of it in the what-if, in
+    # words ("below the threshold 0.600", "outside the top 1"; None: not a near miss)
+    score: float | None = None
+    similarity: float | None = None  # the cosine, where ``score`` is a fused one
+    rank: int | None = None
+    now: str | None = None
+
+    def recall_text(self, *, entered: bool) -> str:
+        """Its recall in words ("" when it has none): entering, "rank 2, score 0.512";
+        leaving, "was rank 2, score 0.455 · now beyond the top-k"."""
+        if self.score is None:
+            return ""
+        score = (f"fused score {score_text(self.score)}, similarity "
+                 f"{score_text(self.similarity)}" if self.similarity is not None
+                 else f"score {score_text(self.score)}")
+        said = f"{'rank' if entered else 'was rank'} {self.rank}, {score}"
+        if not entered and self.now is not None:
+            said += f" · now {self.now}"
+        return said
+
+
+def _now_words(reason: str, memctx: Memctx) -> str:
+    """A near miss's reason in words, with the what-if's own bound."""
+    rc = memctx.settings.recall
+    if reason == "below-threshold" and rc is not None:
+        return f"below the threshold {score_text(rc.threshold)}"
+    if reason == "beyond-top-k" and rc is not None:
+        return f"outside the top {rc.top_k}"
+    return {"filtered-out": "left out by the filter",
+            "already-in-window": "in the recent window",
+            "duplicate-of-query": "taken for the question itself"}.get(
+                reason, reason.replace("-", " "))
 
 
 class LaneChange(BaseModel):
@@ -568,18 +602,35 @@ def _said_anyway(data: RunData, lanes: Mapping[str, Mapping[Ref, Message]]) -> s
     return _numbers(asked) | {n for n, c in counts.items() if c >= 3}
 
 
-def _key(ref: Ref, message: Message) -> MessageKey:
-    return MessageKey(thread_id=ref[0], seq=ref[1], preview=preview(message))
+def _key(ref: Ref, message: Message, recall: Memctx | None = None,
+         now: Memctx | None = None) -> MessageKey:
+    """``ref`` as a key; a recalled one with its recall in ``recall`` (its score, rank
+    and similarity) and what recall made of it in ``now`` (a near miss's reason)."""
+    key = MessageKey(thread_id=ref[0], seq=ref[1], preview=preview(message))
+    hit = next((r for r in recall.recalled if (r.thread_id, r.seq) == ref
+                and r.score is not None), None) if recall is not None else None
+    if hit is not None:
+        key.score, key.rank = hit.score, hit.rank
+        if hit.vector_score is not None and hit.vector_score != hit.score:
+            key.similarity = hit.vector_score
+    if now is not None:
+        reason = next((nm.reason for nm in now.near_misses
+                       if (nm.thread_id, nm.seq) == ref), None)
+        key.now = _now_words(reason, now) if reason is not None else None
+    return key
 
 
 def compare(data: RunData, after: Composition) -> RunWhatIf:
     """The recorded composition of a run beside its what-if one."""
     before_lanes, after_lanes = _lanes(data.prompt), _lanes(after.prompt)
     before_blocks, after_blocks = _blocks(data.prompt), _blocks(after.prompt)
+    recalls = {"recalled": (data.memctx, after.memctx)}
     changes = [LaneChange(lane=lane,
-                          entered=[_key(r, m) for r, m in after_lanes[lane].items()
+                          entered=[_key(r, m, recalls.get(lane, (None, None))[1])
+                                   for r, m in after_lanes[lane].items()
                                    if r not in before_lanes[lane]],
-                          left=[_key(r, m) for r, m in before_lanes[lane].items()
+                          left=[_key(r, m, *recalls.get(lane, (None, None)))
+                                for r, m in before_lanes[lane].items()
                                 if r not in after_lanes[lane]])
                for lane in MESSAGE_LANES]
     changes += [LaneChange(lane=lane, block_changed=True) for lane in BLOCK_LANES

@@ -133,7 +133,9 @@ def _messages(report: Any) -> None:
             continue
         say(f"{r.run_id}:")
         for sign, lane, k in moved:
-            say(f"  {sign} {lane:<10} {k.thread_id}:{k.seq}  {cell(k.preview)}")
+            said = k.recall_text(entered=sign == "+")
+            say(f"  {sign} {lane:<10} {k.thread_id}:{k.seq}  "
+                f"{said + ' · ' if said else ''}{cell(k.preview)}")
         for k in r.key_lost:
             say(f"  quoted, lost  {k.thread_id}:{k.seq}  {cell(k.preview)}")
         if r.answer is not None:

@@ -11,6 +11,7 @@ from memory_core.analysis.whatif import parse_changes, quoted_by, what_if
 from memory_core.composition.memory import AgentMemory
 from memory_core.errors import InvalidInputError, NotFoundError
 from memory_core.importers import import_file
+from memory_core.journal import load_run
 from memory_core.models.reader import ReaderModel
 from memory_core.recall.config import RecallConfig
 from memory_core.runs.runner import Agent, Runner
@@ -65,6 +66,39 @@ def test_lower_recall_bar_brings_messages_in_and_less_recall_loses_quoted_ones(
     lost = [r for r in off.runs if r.key_lost]
     assert lost and all(k.lane_before == "recalled" for r in lost for k in r.key_lost)
     assert "losing a message its answer quoted" in off.sentence
+
+
+def test_a_recalled_message_entering_or_leaving_says_its_rank_score_and_fate(
+        demo: InMemoryStorage) -> None:
+    """A what-if listed the recalled messages that enter and leave without their recall:
+    one entering has the rank and score the what-if gave it; one leaving has those it
+    had as recorded, and what recall now made of it, with the bound it missed."""
+    run = what_if(demo, ["recall.threshold=0.0", "recall.top_k=10"],
+                  run_ids=["support-3-forgot"]).runs[0]
+    [recalled] = [c for c in run.lanes if c.lane == "recalled"]
+    assert run.memctx_after is not None
+    hits = {(r.thread_id, r.seq): r for r in run.memctx_after.recalled if r.origin == "hit"}
+    for k in recalled.entered:
+        hit = hits[(k.thread_id, k.seq)]
+        assert (k.rank, k.score) == (hit.rank, hit.score) and k.now is None
+        assert k.recall_text(entered=True) == f"rank {k.rank}, score {k.score:.3f}"
+    fewer = what_if(demo, ["recall.top_k=1"])
+    checked = 0
+    for r in fewer.runs:
+        memctx = load_run(demo, r.run_id).memctx
+        assert memctx is not None
+        was = {(h.thread_id, h.seq): h for h in memctx.recalled}
+        for k in (k for c in r.lanes if c.lane == "recalled" for k in c.left):
+            assert (k.rank, k.score) == (was[(k.thread_id, k.seq)].rank,
+                                         was[(k.thread_id, k.seq)].score)
+            assert k.now == "outside the top 1"
+            assert k.recall_text(entered=False) == \
+                f"was rank {k.rank}, score {k.score:.3f} · now outside the top 1"
+            checked += 1
+    assert checked
+    higher = what_if(demo, ["recall.threshold=0.99"])
+    assert {k.now for r in higher.runs for c in r.lanes for k in c.left} == {
+        "below the threshold 0.990"}
 
 
 def test_changes_are_checked_and_named() -> None:

@@ -182,6 +182,12 @@ def test_lowering_the_recall_bar_brings_older_messages_into_support_3_forgot(
     assert _widget(at, "number_input", THRESHOLD).value == 0.2
     texts = [t.value for t in at.text]
     assert all(any(t.startswith(k.preview[:40]) for t in texts) for k in entered)
+    # each message that enters says the rank and score recall gave it in the what-if
+    captions = [shown_text(c.value) for c in at.caption]
+    for k in entered:
+        assert k.score is not None and k.rank is not None
+        assert any(c.endswith(f" · rank {k.rank}, score {k.score:.3f}") for c in captions), \
+            captions
 
 
 def test_a_larger_token_budget_keeps_the_gate_code(demo: InMemoryStorage,
