@@ -40,3 +40,13 @@ def test_the_top_k_cut_falls_between_the_ranks_around_it() -> None:
     assert cut.x0 == 3.5
     hit_bars = next(b for b in fig.data if b.name == "hit")
     assert hit_bars.hovertemplate.startswith("rank ")
+
+
+def test_rows_passed_over_do_not_count_toward_the_top_k() -> None:
+    # rank 1 was already in the prompt's window: recall passed over it, so with top-k 2
+    # ranks 2 and 3 are the hits and the cut falls after rank 3, not after rank 2
+    cands = [_c(1, 0.9, "already-in-window", 1), _c(2, 0.8, "hit", 2), _c(3, 0.7, "hit", 3),
+             _c(4, 0.6, "beyond-top-k", 4)]
+    fig = score_chart(cands, threshold=0.1, top_k=2)
+    (cut,) = [s for s in fig.layout.shapes if s.line.dash == "dot"]
+    assert cut.x0 == 3.5
