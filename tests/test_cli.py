@@ -918,6 +918,27 @@ def test_whatif_ask_re_asks_the_changed_runs_once(db_copy: str) -> None:
     assert cf_records_of(db_copy, "support-3-forgot") == before
 
 
+def test_whatif_ask_exits_1_when_a_run_could_not_be_re_asked(db_copy: str) -> None:
+    """A re-ask that failed (the server unreachable) printed "not asked" and exited 0: a
+    script took the what-if for done. The report is printed, then exit 1."""
+    import socket
+
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    args = ["whatif", "--db", db_copy, "--run", "support-3-forgot", "--set",
+            "recall.threshold=0.0", "--set", "recall.top_k=10", "--model", "gpt-4o-mini",
+            "--base-url", f"http://127.0.0.1:{port}/v1"]
+    out = memwb(*args)
+    assert out.exit_code == 1, out.output
+    row = next(ln for ln in out.stdout.splitlines() if ln.startswith("support-3-forgot"))
+    assert "not asked" in row
+    assert "could not be re-asked" in out.stdout.splitlines()[-1]
+    as_json = memwb(*args, "--json")
+    assert as_json.exit_code == 1
+    assert json.loads(as_json.stdout)["runs"][0]["ask_error"]
+
+
 def cf_records_of(db: str, run_id: str) -> list[dict[str, Any]]:
     storage = DuckDBStorage(db, read_only=True)
     try:

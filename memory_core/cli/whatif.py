@@ -94,6 +94,7 @@ def whatif(settings: SetOpt = None, db: DbOpt = None,
                    "counts": {k: report.count(k) for k in ("changed", "unchanged", "cannot")},
                    "runs": [r.model_dump(mode="json", exclude={"prompt_after", "memctx_after"})
                             for r in report.runs]})
+        _unasked_fail(report)
         return
     rows = []
     first_said: dict[str, str] = {}  # a reason said in full once, by the run it was said of
@@ -119,6 +120,15 @@ def whatif(settings: SetOpt = None, db: DbOpt = None,
                  *(["answer"] if asking else []), "why not"], whole=["why not"])
     _messages(report)
     say(report.sentence)
+    _unasked_fail(report)
+
+
+def _unasked_fail(report: Any) -> None:
+    """Exit 1 when a run that was to be re-asked could not be (the model unreachable …):
+    its answer is unknown, so a script must not take the what-if for done (the report,
+    printed first, names each and why)."""
+    if any(r.ask_error for r in report.runs):
+        raise typer.Exit(1)
 
 
 def _messages(report: Any) -> None:
