@@ -389,9 +389,9 @@ def test_claude_through_invoke_model_is_the_messages_api() -> None:
     assert s.runs.get(f"{second}:step:0")["response"]["text"] == "Hey."
     assert [k.reason for k in report.skipped if "own format" in k.reason] == [
         "a Bedrock InvokeModel call to amazon.titan-embed-text-v2:0 in that model's own "
-        "format (keys: inputText): only Claude's Messages body, Nova's messages, chat "
-        "messages, Cohere's chat, plain-prompt models (Llama, Mistral, Titan text, Cohere "
-        "Command, AI21) and the Converse API are read"]
+        "format (keys: inputText): only Claude's Messages and Text Completions bodies, "
+        "Nova's messages, chat messages, Cohere's chat, plain-prompt models (Llama, Mistral, "
+        "Titan text, Cohere Command, AI21) and the Converse API are read"]
     for rid in report.runs_created:
         assert verify_run(s, rid).status == "ok"
 
@@ -492,10 +492,10 @@ def test_a_plain_prompt_record_without_a_url_is_told_by_its_answer() -> None:
      "'prompt_token_count' must be a token count, got '8'"),
     ({"outputs": []}, "'outputs' is empty: the answer has no text"),
     ({"outputs": {"text": "x"}}, "'outputs' must be a list, got {'text': 'x'}"),
-    ({"completion": "x"}, "an InvokeModel answer of no shape this importer reads (keys: "
-                          "completion; expected generation, outputs, results, outputText, "
-                          "generations, is_finished (a Cohere stream), completions or "
-                          "choices)")])
+    ({"answer": "x"}, "an InvokeModel answer of no shape this importer reads (keys: "
+                      "answer; expected generation, outputs, results, outputText, "
+                      "generations, is_finished (a Cohere stream), completion, completions "
+                      "or choices)")])
 def test_a_bad_plain_prompt_answer_is_refused_naming_the_value(answer: Any, error: str
                                                                 ) -> None:
     with pytest.raises(ImportFormatError) as e:

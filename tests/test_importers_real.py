@@ -2599,6 +2599,28 @@ EXPECTED.update({
     },
 })
 
+EXPECTED.update({
+    # Anthropic's legacy Text Completions API (/v1/complete): the prompt's "\n\nHuman:"
+    # turns are the dialogue; no usage in the API's answer
+    "lmnr-test_anthropic_completion_legacy.yaml": {
+        "api": "anthropic",
+        "threads": [["user: Hello world", "assistant:  Hello!"]],
+        "runs": [("claude-instant-1.2", None, [])],
+        "finish": "stop_sequence",
+    },
+    # Claude 2 on Bedrock's InvokeModel, its prompt without "\n\nHuman:" turns (kept
+    # whole); the usage from the response headers
+    "openllmetry-bedrock-invoke-test_anthropic_2_completion.yaml": {
+        "api": "bedrock",
+        "threads": [["user: Human: Tell me a joke about opentelemetry Assistant:",
+                     "assistant:  Here's a silly joke about opentelemetry:\n\nWhat do you "
+                     "call an open source observability framework that keeps track of "
+                     "traces and spans?\nOpenTele-metry!…"]],
+        "runs": [("anthropic.claude-v2:1", (18, 87), [])],
+        "finish": "stop_sequence",
+    },
+})
+
 
 def test_corpus_is_large_and_varied_enough() -> None:
     files = sorted(p.name for p in REAL.iterdir() if p.name != "README.md")

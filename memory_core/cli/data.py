@@ -26,7 +26,8 @@ from memory_core.cli.common import (
 
 @app.command("import")
 def import_(files: Annotated[list[Path], typer.Argument(
-                help="Model traffic (OpenAI and compatible servers, Anthropic Messages, "
+                help="Model traffic (OpenAI and compatible servers, Anthropic Messages and "
+                     "Text Completions, "
                      "Gemini, Cohere, Ollama, Bedrock) as JSONL/JSON logs, VCR cassettes, "
                      "HAR files or nock recordings; ShareGPT, fine-tuning (LLaMA-Factory "
                      "too) and batch files; LangSmith runs, Langfuse and MLflow traces, "

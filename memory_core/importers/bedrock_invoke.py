@@ -30,7 +30,7 @@ from typing import Any, Literal
 from memory_core.importers.bedrock import guardrail_note, is_converse_record
 from memory_core.importers.common import fail, list_of, object_of
 
-Family = Literal["claude", "nova", "prompt", "chat", "cohere"]
+Family = Literal["claude", "claude-text", "nova", "prompt", "chat", "cohere"]
 # a model id's provider and model name, in a bare id (``meta.llama3-…``), an inference
 # profile's (``us.meta.llama3-…``) or an ARN's last part (an imported or provisioned
 # model's names none: ``…:endpoint/my-endpoint``)
@@ -41,7 +41,8 @@ _PROMPT_VENDORS = ("meta", "mistral", "cohere", "ai21", "deepseek")
 # each model's parameter names as the legacy completions API's
 _PARAM_NAMES = {"max_gen_len": "max_tokens", "maxTokens": "max_tokens",
                 "maxTokenCount": "max_tokens", "topP": "top_p", "p": "top_p", "k": "top_k",
-                "topK": "top_k", "stopSequences": "stop", "stop_sequences": "stop"}
+                "topK": "top_k", "stopSequences": "stop", "stop_sequences": "stop",
+                "max_tokens_to_sample": "max_tokens"}
 _METRICS = "amazon-bedrock-invocationMetrics"
 
 
@@ -61,6 +62,9 @@ def invoke_family(body: dict[str, Any], model: str | None) -> Family | None:
         titan_text = vendor == "amazon" and name.startswith(("titan-text", "titan-tg1"))
         return "prompt" if titan_text or (
             vendor is None and "textGenerationConfig" in body) else None
+    if isinstance(body.get("prompt"), str) and (vendor == "anthropic" or (
+            vendor is None and "\n\nHuman:" in body["prompt"])):
+        return "claude-text"  # Claude 2's Text Completions body: a dialogue
     if isinstance(body.get("prompt"), str) and (vendor is None or vendor in _PROMPT_VENDORS):
         return "prompt"  # (no provider named: an imported or provisioned model's ARN)
     return None
@@ -70,7 +74,8 @@ def own_format(model: str | None, body: dict[str, Any]) -> str:
     """Why an InvokeModel call is not read: the model and the keys it was sent."""
     return (f"a Bedrock InvokeModel call to {model or '?'} in that model's own format "
             f"(keys: {', '.join(sorted(map(str, body))) or 'none'}): only Claude's "
-            "Messages body, Nova's messages, chat messages, Cohere's chat, plain-prompt "
+            "Messages and Text Completions bodies, Nova's messages, chat messages, Cohere's "
+            "chat, plain-prompt "
             "models (Llama, Mistral, Titan text, Cohere Command, AI21) and the Converse API "
             "are read")
 
@@ -118,6 +123,8 @@ def _piece(chunk: Any, where: str, notes: list[str]
     if "outputs" in chunk:  # Mistral
         first = _first(chunk, "outputs", where, notes)
         return first.get("text"), first.get("stop_reason"), None, None
+    if "completion" in chunk:  # Claude 2's Text Completions (a stream's chunk alike)
+        return chunk["completion"], chunk.get("stop_reason"), None, None
     if "generations" in chunk:  # Cohere Command
         first = _first(chunk, "generations", where, notes)
         return first.get("text"), first.get("finish_reason"), None, None
@@ -144,7 +151,7 @@ def _piece(chunk: Any, where: str, notes: list[str]
     raise fail(where, "an InvokeModel answer of no shape this importer reads (keys: "
                       f"{', '.join(sorted(map(str, chunk))) or 'none'}; expected generation, "
                       "outputs, results, outputText, generations, is_finished (a Cohere "
-                      "stream), completions or choices)")
+                      "stream), completion, completions or choices)")
 
 
 _OTHER_GENERATIONS = ("the stream's other generations (index > 0) not imported (its usage counts "

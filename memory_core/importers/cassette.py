@@ -430,8 +430,9 @@ def parse_recording(rows: list[tuple[str, Any]], skipped: list[SkippedRecord], w
     if not rows:
         # what it holds instead, each kind once (an embeddings cassette: its URL)
         raise fail("file", f"the {what} holds no model call this importer reads "
-                           "(chat completions, Responses, Anthropic Messages, Gemini, "
-                           f"Cohere, Ollama, Bedrock); its {len(skipped)} {unit}(s): "
+                           "(chat completions, Responses, Anthropic Messages and Text "
+                           "Completions, Gemini, Cohere, Ollama, Bedrock); its "
+                           f"{len(skipped)} {unit}(s): "
                            f"{said(skipped)}" if skipped else
                    f"the {what} holds no {unit}")
     return parse_records(rows, skipped, stages)

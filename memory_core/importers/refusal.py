@@ -227,6 +227,7 @@ FORMAT_TITLES = {
     "ollama": "an Ollama record", "langsmith": "a LangSmith run",
     "sharegpt": "a ShareGPT conversation", "autogen": "an AutoGen recorded call",
     "agents-run": "an Agents SDK run result",
+    "anthropic-complete": "an Anthropic Text Completions record",
     "conversations": "a Conversations API call (its items)"}
 
 

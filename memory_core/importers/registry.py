@@ -22,6 +22,7 @@ from memory_core.importers.formats import (
     Route,
     agents_run,
     anthropic,
+    anthropic_complete,
     autogen,
     bedrock_converse,
     bedrock_invoke,
@@ -48,6 +49,7 @@ FORMATS: tuple[RecordFormat, ...] = (
     bedrock_invoke.FORMAT,  # …/model/<id>/invoke: the model's own body
     bedrock_converse.FORMAT,  # …/model/<id>/converse; Converse's blocks
     bedrock_prompt.FORMAT,  # no URL; a plain-prompt Bedrock model's answer
+    anthropic_complete.FORMAT,  # …/v1/complete; "\n\nHuman: …" prompts (Claude 1, 2)
     anthropic.FORMAT,  # …/messages, Vertex AI's :rawPredict; the Messages API's shapes
     gemini.FORMAT,  # :generateContent; contents, candidates
     chat.FORMAT,  # request messages (OpenAI's URLs or none)

@@ -23,6 +23,7 @@ from memory_core.importers.cohere import as_chat_record as cohere_record
 from memory_core.importers.common import Exchange, fail
 from memory_core.importers.formats import Record, RecordFormat, Route
 from memory_core.importers.formats.anthropic import anthropic_exchange
+from memory_core.importers.formats.anthropic_complete import legacy_as_chat
 from memory_core.importers.formats.bedrock_converse import read_converse
 from memory_core.importers.formats.chat import chat_exchange
 from memory_core.importers.formats.completions import completion_exchanges
@@ -53,6 +54,9 @@ def invoke_exchanges(record: Record, family: Family | None) -> list[Exchange]:
     if family == "prompt":
         return completion_exchanges(invoke_completion(obj, model, where, notes), where,
                                     index, notes, api="bedrock")
+    if family == "claude-text":  # the dialogue's turns, not one user message
+        return [chat_exchange(legacy_as_chat(invoke_completion(obj, model, where, notes),
+                                             where, notes), where, index, notes, api="bedrock")]
     if model and "model" not in request:
         obj = {**obj, "request": {**request, "model": model}}
     if family == "cohere":
@@ -63,6 +67,7 @@ def invoke_exchanges(record: Record, family: Family | None) -> list[Exchange]:
 _READERS: dict[Family, Callable[[Record], list[Exchange]]] = {
     "claude": _claude, "nova": read_converse,
     "prompt": lambda r: invoke_exchanges(r, "prompt"),
+    "claude-text": lambda r: invoke_exchanges(r, "claude-text"),
     "chat": lambda r: invoke_exchanges(r, "chat"),
     "cohere": lambda r: invoke_exchanges(r, "cohere")}
 
