@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from memory_core.analysis.stored_vectors import StoredVectors
+from memory_core.analysis.stored_vectors import prime_with_stored
 from memory_core.analysis.wording import score_text, value_text
 from memory_core.embedding.hashing import Embedder
 from memory_core.journal import RunData
@@ -158,11 +158,11 @@ class RunScores:
             m = self.memctx
             if self._engine is None:
                 embed = resolve_embedder(m.settings, self.embed)
-                if embed is not None and self.embed is None:  # (the run's own embedder:
-                    embed = StoredVectors(embed, self.storage)  # its question's vector)
-                    if self.data.persist_input is not None and m.query:
-                        embed.learn(self.data.run.thread_id or m.thread_id,
-                                    self.data.persist_input.seqs, m.query)
+                if self.embed is None and self.data.persist_input is not None and m.query:
+                    # (the run's own embedder: its question's stored vector)
+                    prime_with_stored(embed, self.storage,
+                                      self.data.run.thread_id or m.thread_id,
+                                      self.data.persist_input.seqs, m.query)
                 self._engine = RecallEngine(self.storage.memory, embed)
             scored = self._engine.score_all(
                 m.query or "", thread_id=self.data.run.thread_id or m.thread_id,

@@ -1,11 +1,12 @@
-"""An embedder that answers a run's question with the vector the store already holds.
+"""A run's question's vector, from the store, for an embedder whose vectors cost a model.
 
 A run's question is stored after the run (its input), embedded by the memory's embedder
-— the one the run's recall searched with. Re-composing the run (``whatif``, ``regress``)
-asks that embedder for the question's vector again; for all-MiniLM-L6-v2 that meant
-loading the model, 8 of the 11 seconds a what-if over one demo thread took. The stored
-vector is the same vector (one embedder, one text), so it is used; a text the store holds
-no vector of is embedded as before."""
+— the one the run's recall searched with. Re-composing the run (``whatif``, ``regress``,
+the fate rules of ``why``) asks that embedder for the question's vector again; for
+all-MiniLM-L6-v2 that meant loading the model, 8 of the 11 seconds a what-if over one
+demo thread took. The stored vector is the same vector (one embedder, one text), so an
+embedder that takes vectors known without its model (``prime``, as MiniLMEmbedder does)
+is given it; one that computes vectors cheaply (the hashing embedder) is left to."""
 
 from __future__ import annotations
 
@@ -13,36 +14,27 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from memory_core.embedding.hashing import Embedder, embedder_name
+from memory_core.errors import InvalidInputError
 from memory_core.storage.base import Storage
 
 
-class StoredVectors:
-    """``embed``, answering the texts ``learn`` was given a stored vector of with it."""
-
-    def __init__(self, embed: Embedder, storage: Storage) -> None:
-        self.embed, self.storage = embed, storage
-        self.name = embedder_name(embed)
-        self._known: dict[str, np.ndarray] = {}
-
-    def learn(self, thread_id: str, seqs: Sequence[int], text: str) -> None:
-        """Take the stored vector of the message among ``seqs`` of the thread whose text
-        is ``text`` (a run's stored input) as the vector of ``text``."""
-        if text in self._known or not seqs:
-            return
-        store = self.storage.memory
-        lo = min(seqs)
-        block = store.get_embeddings([thread_id], after_seq={thread_id: lo - 1})
-        rows = {int(s): i for i, s in enumerate(block.seqs.tolist()) if int(s) in set(seqs)}
-        if not rows:
-            return
-        for m in store.get_messages_by_refs([(thread_id, s) for s in sorted(rows)]):
-            if m.text() == text:
-                self._known[text] = np.asarray(block.matrix[rows[m.seq]], dtype=np.float32)
-                return
-
-    def __call__(self, texts: Sequence[str]) -> np.ndarray:
-        texts = list(texts)
-        if not texts or any(t not in self._known for t in texts):
-            return np.asarray(self.embed(texts))  # (checked by its caller, as ever)
-        return np.stack([self._known[t] for t in texts])
+def prime_with_stored(embed: object, storage: Storage, thread_id: str, seqs: Sequence[int],
+                      text: str) -> bool:
+    """Give ``embed`` (when it has ``prime``) the stored vector of the message among
+    ``seqs`` of the thread whose text is ``text`` — a run's stored input — as the vector
+    of ``text``. Whether it was given one."""
+    prime = getattr(embed, "prime", None)
+    if prime is None or not seqs:
+        return False
+    store, wanted = storage.memory, set(seqs)
+    block = store.get_embeddings([thread_id], after_seq={thread_id: min(wanted) - 1})
+    rows = {s: i for i, s in enumerate(block.seqs.tolist()) if s in wanted}
+    for m in store.get_messages_by_refs([(thread_id, s) for s in sorted(rows)]):
+        if m.text() == text:
+            try:  # (a vector of another size is another embedder's: not given)
+                prime([text], np.asarray(block.matrix[rows[m.seq]:rows[m.seq] + 1],
+                                         dtype=np.float32))
+            except InvalidInputError:
+                return False
+            return True
+    return False

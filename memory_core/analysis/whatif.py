@@ -29,7 +29,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from memory_core.analysis.counterfactual import CounterfactualResult, reask_composed
-from memory_core.analysis.stored_vectors import StoredVectors
+from memory_core.analysis.stored_vectors import prime_with_stored
 from memory_core.analysis.wording import score_text
 from memory_core.composition.processors import (
     DEFAULT_PRIORITY,
@@ -451,8 +451,6 @@ class _Composer:
                 embed = resolve_embedder(settings, self.embed)
             except MemoryCoreError as e:
                 raise Cannot(f"its embedder cannot be rebuilt ({e})") from None
-            if embed is not None and self.embed is None:  # (the run's own embedder:
-                embed = StoredVectors(embed, self.storage)  # its question's stored vector)
             self._engines[key] = (embed, RecallEngine(self.storage.memory, embed))
         return self._engines[key]
 
@@ -535,8 +533,10 @@ class _Composer:
         if skipped is not None or rc is None or engine is None:
             return RecallLane(skipped=skipped)
         assert trim.query is not None
-        if isinstance(embed, StoredVectors) and data.persist_input is not None:
-            embed.learn(turn.thread_id, data.persist_input.seqs, trim.query)
+        if self.embed is None and data.persist_input is not None:  # (the run's own
+            # embedder: its question's stored vector, not the model's load)
+            prime_with_stored(embed, self.storage, turn.thread_id,
+                              data.persist_input.seqs, trim.query)
         scope = engine.scope_threads(turn.thread_id, turn.resource_id, rc, thread=turn.thread)
         as_of = _as_of(data, scope, end, self.threads)
         lane = run_recall(engine, self.storage.memory, turn, trim, window, rc, as_of)

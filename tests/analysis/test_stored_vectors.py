@@ -14,8 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memory_core.analysis.stored_vectors import StoredVectors
-from memory_core.embedding.hashing import embedder_name
+from memory_core.analysis.stored_vectors import prime_with_stored
 from tests.analysis.conftest import World, assistant, user
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -67,24 +66,25 @@ def test_re_composing_demo_runs_needs_no_model_and_gives_the_model_s_answers(
     assert got["stored"] == got["modelled"]
 
 
-def test_a_text_without_a_stored_vector_is_embedded_and_one_with_it_is_not() -> None:
+def test_an_embedder_that_takes_known_vectors_is_given_the_stored_one() -> None:
     w = World()
     w.say("t", "r", user("Where is my parcel?"), assistant("On its way."))
-    calls: list[list[str]] = []
-
-    def counted(texts: list[str]) -> np.ndarray:
-        calls.append(list(texts))
-        return np.asarray(w.embed(texts))
-
-    embed = StoredVectors(counted, w.storage)
-    assert embed.name == embedder_name(counted)
-    embed.learn("t", [0, 1], "Where is my parcel?")
     stored = w.storage.memory.get_embeddings(["t"]).matrix[0]
-    assert np.array_equal(embed(["Where is my parcel?"])[0], stored)
-    assert calls == []
-    embed.learn("t", [1], "Where is my parcel?")  # (already known: nothing read)
-    got = embed(["Where is my parcel?", "And the refund?"])
-    assert calls == [["Where is my parcel?", "And the refund?"]] and got.shape[0] == 2
-    embed.learn("t", [1], "Some other text")  # no stored message holds it: not known
-    embed(["Some other text"])
-    assert calls[-1] == ["Some other text"]
+
+    class Primed:
+        def __init__(self) -> None:
+            self.given: list[tuple[list[str], np.ndarray]] = []
+
+        def prime(self, texts: list[str], vectors: np.ndarray) -> None:
+            self.given.append((texts, vectors))
+
+    embed = Primed()
+    assert prime_with_stored(embed, w.storage, "t", [0, 1], "Where is my parcel?")
+    [(texts, vectors)] = embed.given
+    assert texts == ["Where is my parcel?"] and np.array_equal(vectors[0], stored)
+    # a text no stored message of those seqs holds is not given; nor to an embedder
+    # without ``prime`` (its vectors cost no model: the hashing embedder)
+    assert not prime_with_stored(embed, w.storage, "t", [1], "Where is my parcel?")
+    assert not prime_with_stored(embed, w.storage, "t", [0, 1], "Something else")
+    assert not prime_with_stored(w.embed, w.storage, "t", [0, 1], "Where is my parcel?")
+    assert len(embed.given) == 1
