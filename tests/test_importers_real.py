@@ -2621,6 +2621,22 @@ EXPECTED.update({
     },
 })
 
+EXPECTED.update({
+    # Gemini CLI's llm_call span (captured by LangWatch): the request's contents and the
+    # response's one Content in Gemini's own shape under the convention's keys; the
+    # model's thought part noted, not kept
+    "langwatch-gemini-cli-llm_call.attributes.json": {
+        "threads": [["user: <session_context>\nThis is the Gemini CLI. We are setting up "
+                     "the context for our chat.…",
+                     "user: Turn 1: reply with exactly the line PONG-GEMINI-B1 and nothing "
+                     "else.",
+                     'assistant: {"complexity_reasoning": "The user request is a trivial, '
+                     'explicit instruction to print a specific string.", '
+                     '"complexity_score": 5}']],
+        "runs": [("gemini-3.1-flash-lite", (767, 30), [])],
+    },
+})
+
 
 def test_corpus_is_large_and_varied_enough() -> None:
     files = sorted(p.name for p in REAL.iterdir() if p.name != "README.md")

@@ -173,7 +173,7 @@ def _camel(snake: str) -> str:
     return head + "".join(w.title() for w in rest)
 
 
-def _answer_ids(messages: list[Message], where: str, notes: list[str]) -> None:
+def answer_ids(messages: list[Message], where: str, notes: list[str]) -> None:
     """A function response without an id answers the latest unanswered call of its
     name (Gemini's older models send neither)."""
     pending: list[ToolCallPart] = []
@@ -432,7 +432,7 @@ def gemini_exchange(obj: dict[str, Any], where: str, index: int, *,
         raw = obj.get("error") or "no response recorded"
         error = raw if isinstance(raw, str) else json.dumps(raw, sort_keys=True)
     history = distinct_calls(history)  # (before results without ids take their calls')
-    _answer_ids(history, where, notes)
+    answer_ids(history, where, notes)
     fields = {k: request[k] for k in _FIELDS if k in request}
     return Exchange(
         where=where, index=index, instructions=instructions, history=history,

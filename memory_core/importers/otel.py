@@ -125,8 +125,9 @@ def _no_content_reason(span: RawSpan) -> str | None:
             return (f"model call whose content this importer does not read: found {shown}, "
                     "in no form it knows (docs/importing.md lists them)")
         return ("model call with no message content: the span records none (content "
-                "capture was off when it was recorded, e.g. OTEL_INSTRUMENTATION_GENAI_"
-                "CAPTURE_MESSAGE_CONTENT=true, or its instrumentation records none)")
+                "capture was off when it was recorded — it is turned on by, e.g., "
+                "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true —, or its "
+                "instrumentation records none)")
     return f"not a model call (operation {op or kind!r}) and no message content"
 
 

@@ -20,6 +20,7 @@ from memory_core.errors import ImportFormatError
 from memory_core.importers.anthropic import anthropic_block, anthropic_messages, assistant_turn
 from memory_core.importers.bedrock import converse_blocks
 from memory_core.importers.common import fail, openai_message, openai_messages
+from memory_core.importers.gemini import answer_ids, content_messages
 from memory_core.importers.jsonvalues import load_json
 from memory_core.importers.otel_indexed import indexed, openinference, openllmetry
 from memory_core.importers.otel_read import Event, RawSpan, SpanContent
@@ -133,16 +134,41 @@ def _message(role: str, parts: Parts, attachments: list[dict[str, Any]],
     return Message(role=role, content=parts, metadata=meta)  # type: ignore[arg-type]
 
 
+# the keys of a part of Gemini's own ``Content`` (which has no 'type')
+_GEMINI_PARTS = ("text", "functionCall", "functionResponse", "inlineData", "fileData",
+                 "executableCode", "codeExecutionResult", "function_call",
+                 "function_response", "inline_data", "file_data")
+
+
+def _gemini_content(m: Any) -> bool:
+    """Gemini's own ``Content`` (role ``user``/``model``, parts ``{text}``,
+    ``functionCall`` …, no 'type'), as Gemini CLI's ``llm_call`` span keeps the
+    request's contents under the convention's keys."""
+    parts = m.get("parts") if isinstance(m, dict) else None
+    return m.get("role") in ("user", "model", None) and isinstance(parts, list) and all(
+        isinstance(p, dict) and "type" not in p and any(k in p for k in _GEMINI_PARTS)
+        for p in parts) if isinstance(m, dict) else False
+
+
 def _parts_messages(where: str, attrs: dict[str, Any], key: str,
                     notes: list[str]) -> list[Message] | None:
     raw = _json(attrs.get(key), where, key)
     if raw is None:
         return None
+    if isinstance(raw, dict) and raw.get("parts") and _gemini_content(raw):
+        raw = [raw]  # (Gemini CLI: the response's one Content, not a list)
     if not isinstance(raw, list):
         raise fail(where, f"{key} must be a JSON array of messages")
     if raw and all(isinstance(m, dict) and "parts" not in m for m in raw):
         # the OpenAI form under the convention's key (any-agent, LiteLLM): read as such
         return openai_messages(raw, f"{where}: {key}", notes)
+    if raw and all(_gemini_content(m) for m in raw):  # read as the Gemini API's
+        out = key.endswith("output.messages")
+        msgs = [msg for i, m in enumerate(raw) for msg in content_messages(
+            m, f"{where}: {key}[{i}]", notes, role="model" if out else None,
+            in_response=out)]
+        answer_ids(msgs, f"{where}: {key}", notes)  # (id-less responses: by name)
+        return msgs
     return [msg for i, m in enumerate(raw)
             for msg in _parts_message(m, f"{where}: {key}[{i}]", notes)]
 
@@ -180,7 +206,8 @@ def _current(span: RawSpan, notes: list[str]) -> SpanContent | None:
             notes.append(f"{span.where}: {len(outs) - 1} alternative output message(s) "
                          "not imported")
         raw_out = _json(attrs["gen_ai.output.messages"], span.where, "gen_ai.output.messages")
-        finish = raw_out[0].get("finish_reason") if isinstance(raw_out[0], dict) else None
+        first = raw_out[0] if isinstance(raw_out, list) else raw_out  # (Gemini CLI: one)
+        finish = first.get("finish_reason") if isinstance(first, dict) else None
     return SpanContent(instructions, msgs or [], outs[0] if outs else None,
                        finish if isinstance(finish, str) else None, notes)
 

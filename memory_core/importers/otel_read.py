@@ -184,7 +184,7 @@ def is_sdk_span(doc: Any) -> bool:
     and span stores write, strands-agents' evals among them)."""
     return isinstance(doc, dict) and isinstance(doc.get("name"), str) \
         and isinstance(doc.get("attributes"), dict) \
-        and (isinstance(doc.get("spanContext", doc.get("context")), dict)
+        and (isinstance(_context(doc), dict)
              or isinstance(doc.get("span_id", doc.get("spanId")), str | int)
              and isinstance(doc.get("trace_id", doc.get("traceId")), str | int)
              and any(k in doc for k in ("start_time", "startTime")))
@@ -234,8 +234,15 @@ def _flattened(attrs: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
+def _context(raw: dict[str, Any]) -> Any:
+    """A span object's ids: the JS SDK's ``spanContext`` (``_spanContext`` in a span
+    given to ``JSON.stringify`` as it is held, Gemini CLI's telemetry file among them)
+    or Python's ``context``."""
+    return raw.get("spanContext", raw.get("_spanContext", raw.get("context")))
+
+
 def _sdk_span(raw: dict[str, Any], order: int) -> RawSpan:
-    ctx = raw.get("spanContext", raw.get("context"))
+    ctx = _context(raw)
     ctx = ctx if isinstance(ctx, dict) else raw  # (its ids beside its name)
     sid = _sdk_id(ctx, "spanId", "span_id") or f"#{order}"
     where = f"span {sid} ({raw['name']})"

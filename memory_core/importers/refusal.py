@@ -77,10 +77,11 @@ SHAPES: tuple[Shape, ...] = (
     _shape("an OpenTelemetry span", '{"resourceSpans": [...]} or a span with gen_ai.* '
                                     '(or llm.*, OpenInference\'s) attributes',
            "traceId spanId trace_id span_id attributes resourceSpans scopeSpans "
-           "startTimeUnixNano name"),
+           "startTimeUnixNano name spanName"),
 )
 _CONVERSATION = ("messages", "input", "prompt", "contents", "conversations")
-_SPAN_IDS = ("trace_id", "span_id", "traceId", "spanId", "context", "spanContext")
+_SPAN_IDS = ("trace_id", "span_id", "traceId", "spanId", "context", "spanContext",
+             "_spanContext")
 _BY_NAME = {s.name: s for s in SHAPES}
 # one event (or chunk) of a streamed answer, by its type: a file of them holds the
 # answer's pieces, not the request
@@ -156,10 +157,12 @@ def _looks_like(obj: dict[str, Any], keys: set[str], closest: Shape) -> str:
         return f"the response of {closest.name} without its request"
     if _one_message(obj):
         return "one chat message, not a request holding the conversation"
-    if isinstance(obj.get("name"), str) and _otel_attributes(obj.get("attributes")) \
+    name = obj.get("name", obj.get("spanName"))
+    if isinstance(name, str) and _otel_attributes(obj.get("attributes")) \
             and not any(obj.get(k) is not None for k in _SPAN_IDS):
-        # a span, by its name and attributes, without what makes it one
-        return (f"a span ('{obj['name'][:60]}') without its trace and span ids (no "
+        # a span, by its name and attributes, without what makes it one (a span store's
+        # own record: {"spanName", "scopeName", "attributes"})
+        return (f"a span ('{name[:60]}') without its trace and span ids (no "
                 "trace_id/span_id, traceId/spanId or context)")
     listed = ", ".join(sorted(map(str, obj))[:8]) or "none"
     return f"{_UNKNOWN} {listed}, which is no record this importer reads"
