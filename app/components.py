@@ -335,6 +335,26 @@ class ThreadPicker:
     newest_first: bool = False
 
 
+def kept_select(box: Any, label: str, options: Sequence[Any], wanted: Any, *, key: str,
+                **kwargs: Any) -> Any:
+    """``box.selectbox(label, options)`` showing ``wanted`` — the page's current choice
+    (the URL's, the run followed) — when that changed since the last run of the page,
+    and otherwise what the user last picked. A selectbox whose ``index`` follows the
+    current choice is another widget each time that index moves (Streamlit keys an
+    unkeyed widget by its arguments), so it forgot every second pick: keyed, it keeps
+    them, and the current choice is put in its state only when it moved elsewhere."""
+    seen = f"{key}:seen"
+    current = st.session_state.get(key)
+    if st.session_state.get(seen) != wanted or current not in options:
+        current = wanted if wanted in options else options[0]
+    # (set every time: a widget of another page with this key gets it too, where a
+    # value its own widget left would be dropped for the default)
+    st.session_state[key] = current
+    value = box.selectbox(label, options, key=key, **kwargs)
+    st.session_state[seen] = value  # (the page follows it: next time, the wanted one)
+    return value
+
+
 def pick_thread(url: str, threads: Mapping[str, int], *, wanted: str | None,
                 where: Any = None, format_func: Callable[[str], str] | None = None,
                 help: str | None = None, picker: ThreadPicker = ThreadPicker(),
@@ -375,9 +395,8 @@ def pick_thread(url: str, threads: Mapping[str, int], *, wanted: str | None,
         from app.run_labels import thread_labeller
 
         format_func = thread_labeller(url, offered)
-    return str(box.selectbox(
-        picker.label, offered, index=offered.index(wanted) if wanted in offered else 0,
-        format_func=format_func, help=help))
+    return str(kept_select(box, picker.label, offered, wanted, key=f"pick:{picker.label}",
+                           format_func=format_func, help=help))
 
 
 def offered_caption(choice: views.OfferedThreads, finding: str,
@@ -430,10 +449,9 @@ def pick_run(url: str, *, page: str = RUN_PAGE) -> tuple[str, list[views.RunSumm
     thread_runs = runs.on_thread(thread)
     run_ids = [r.run_id for r in thread_runs]
     wanted_id = wanted_run.run_id if wanted_run else None
-    run_id = col_run.selectbox(
-        "Run", run_ids,
-        index=run_ids.index(wanted_id) if wanted_id in run_ids else len(run_ids) - 1,
-        format_func=run_labeller(url, thread_runs))
+    run_id = kept_select(col_run, "Run", run_ids,
+                         wanted_id if wanted_id in run_ids else run_ids[-1], key="pick:run",
+                         format_func=run_labeller(url, thread_runs))
     # what the page shows for a URL without ``run`` in a fresh session: that run stays
     # out of the URL (a sidebar link then pushes one history entry, not two), any other
     # goes in, so the URL always opens what is shown

@@ -29,6 +29,7 @@ from app.components import (
     fmt_score,
     follow_run,
     json_view,
+    kept_select,
     link_to_message,
     link_to_run,
     literal,
@@ -117,8 +118,8 @@ def _label(rid: str) -> str:
 
 
 col_a, col_b = st.columns(2)
-run_a = col_a.selectbox("Run A", options, index=options.index(default_a), format_func=_label)
-run_b = col_b.selectbox("Run B", options, index=options.index(default_b), format_func=_label)
+run_a = kept_select(col_a, "Run A", options, default_a, key="pick:run-a", format_func=_label)
+run_b = kept_select(col_b, "Run B", options, default_b, key="pick:run-b", format_func=_label)
 # a run the URL leaves out is written only when it is not what that URL opens in a
 # fresh session: a sidebar link (``?b=``) is then one history entry
 url_a = services.query_param("a")

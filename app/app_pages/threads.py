@@ -27,6 +27,7 @@ from app.components import (
     fmt_time,
     focus_cards,
     follow_run,
+    kept_select,
     link_to_message,
     link_to_run,
     literal,
@@ -84,8 +85,8 @@ elif wanted_resource and wanted_resource not in groups:
 else:
     wanted_group = wanted_resource if wanted_resource else groups[0]
 
-resource = st.selectbox("Resource", groups, index=groups.index(wanted_group),
-                        format_func=views.group_label)
+resource = kept_select(st, "Resource", groups, wanted_group, key="pick:threads-resource",
+                       format_func=views.group_label)
 summaries = views.threads_in_group(every_thread, resource)
 
 st.subheader(f"Threads of {escape_md(views.group_label(resource))}")
@@ -145,9 +146,10 @@ if not thread_ids:
             else "This resource has no threads.")
     st.stop()
 titles = {t.thread_id: t.title for t in offered}
-thread = st.selectbox("Thread", thread_ids,
-                      index=thread_ids.index(wanted_thread) if wanted_thread else 0,
-                      format_func=lambda tid: f"{titles[tid] or '(untitled)'} · {tid}")
+thread = kept_select(st, "Thread", thread_ids,
+                     wanted_thread if wanted_thread in thread_ids else thread_ids[0],
+                     key="pick:threads-thread",
+                     format_func=lambda tid: f"{titles[tid] or '(untitled)'} · {tid}")
 
 first = services.cached_thread_messages(url, thread, 1, DEFAULT_PAGE_SIZE)
 if (parent := first.parent_thread_id) is not None:

@@ -21,6 +21,7 @@ from app.components import (
     escape_md,
     fmt_time,
     follow_run,
+    kept_select,
     link_to_message,
     link_to_run,
     pick_thread,
@@ -64,10 +65,10 @@ thread = pick_thread(url, threads, wanted=wanted or first,
                      format_func=lambda t: f"{t} ({counted(len(runs.positions(t)), 'run')})")
 # the run marked on the chart: the current run when it is on this thread, else the newest
 thread_run_ids = [r.run_id for r in runs.on_thread(thread)]
-marked: str = st.selectbox(
-    "Marked run", thread_run_ids,
-    index=(thread_run_ids.index(current.run_id) if current is not None
-           and current.run_id in thread_run_ids else len(thread_run_ids) - 1),
+marked: str = kept_select(
+    st, "Marked run", thread_run_ids,
+    current.run_id if current is not None and current.run_id in thread_run_ids
+    else thread_run_ids[-1], key="pick:timeline-run",
     format_func=run_labeller(url, runs.on_thread(thread)),
     help="The run marked on the chart; it is also the run the other pages open on.")
 # what a fresh session shows for this URL stays out of it (a sidebar link is then one

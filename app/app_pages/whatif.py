@@ -29,6 +29,7 @@ from app.components import (
     escape_md,
     follow_run,
     json_view,
+    kept_select,
     link_to_message,
     link_to_run,
     literal,
@@ -670,8 +671,10 @@ if moved_runs:
     opened_run = asked_run if asked_run in by_id else (
         remembered if remembered in by_id else ids[0])  # the run the user came from
     summaries = services.cached_runs(url)
-    focus = str(st.selectbox("Run", ids, index=ids.index(opened_run), format_func=run_labeller(
-        url, [r for r in map(summaries.get, ids) if r is not None], threads=kind != "thread")))
+    focus = str(kept_select(st, "Run", ids, opened_run, key="pick:whatif-run",
+                            format_func=run_labeller(url, [r for r in map(summaries.get, ids)
+                                                           if r is not None],
+                                                     threads=kind != "thread")))
     follow_run(focus, in_url=asked_run is not None or focus != ids[0])
     link_to_run(focus, label=("inspect run ", Id(focus)))
     try:

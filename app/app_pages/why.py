@@ -24,6 +24,7 @@ from app.components import (
     fmt_score,
     fmt_time,
     json_view,
+    kept_select,
     link_to_message,
     link_to_run,
     literal,
@@ -96,9 +97,9 @@ if how == PICK:
         st.stop()
     refs = [(m.thread_id, m.seq) for m in msgs]
     texts = {(m.thread_id, m.seq): f"{m.role}: {truncate(m.text, 100)}" for m in msgs}
-    picked = col_msg.selectbox("Message", refs, index=refs.index(url_ref) if url_ref in refs
-                               else 0, format_func=lambda r: f"#{r[1]} · {texts[r]}",
-                               help="The messages of the thread picked beside it.")
+    picked = kept_select(col_msg, "Message", refs, url_ref if url_ref in refs else refs[0],
+                         key="pick:why-message", format_func=lambda r: f"#{r[1]} · {texts[r]}",
+                         help="The messages of the thread picked beside it.")
     msg_thread, msg_seq = picked
     # the run's thread's first message, shown by default, stays out of the URL: a link
     # that opened this page on a run is then one browser history entry, not two
