@@ -79,8 +79,12 @@ def score_chart(candidates: list[views.ScoreCandidate], threshold: float | None,
         # after the top_k-th hit: recall passes over the rows already in the window or
         # copying the question without counting them, so rank 5 may be the 4th hit
         hits = [slot[id(c)] for c in ordered if c.status in ("hit", "dropped")]
-        inside = hits[top_k - 1] if len(hits) >= top_k else \
-            sum(1 for c in ordered if c.rank <= top_k)
+        # fewer hits than top_k: recall walked every candidate that could be one, so
+        # the cut falls after the last it walked (a hit, or a row it passed over)
+        walked = [slot[id(c)] for c in ordered if c.status in (
+            "hit", "dropped", "already-in-window", "duplicate-of-query")]
+        inside = hits[top_k - 1] if len(hits) >= top_k else max(
+            walked, default=sum(1 for c in ordered if c.rank <= top_k))
         fig.add_vline(x=inside + 0.5, line_dash="dot", line_color="#333333",
                       annotation_text=f"top-k = {top_k}", annotation_position="top left")
     fig.update_layout(height=320, margin={"l": 10, "r": 10, "t": 30, "b": 10},

@@ -135,7 +135,8 @@ def counted(n: int, noun: str) -> str:
 def plot_text(text: object) -> str:
     """Stored text for a plotly label, tick or hover: plotly renders a subset of HTML
     (<a href>, <b>, <br>) in those, so it is escaped."""
-    return html.escape(str(text), quote=True)
+    # (quotes are left: plotly shows "&quot;" as it is, and a quote opens no tag)
+    return html.escape(str(text), quote=False)
 
 
 def literal(text: str) -> None:
@@ -273,7 +274,8 @@ def settings_text(settings: Mapping[str, Any]) -> list[str]:
             bits.append("filtered by " + json.dumps(get("filter"), ensure_ascii=False,
                                                     sort_keys=True, default=str))
         if get("message_range"):
-            bits.append(f"with {get('message_range')} neighbouring messages each side")
+            n = get('message_range')
+            bits.append(f"with {n} neighbouring message{'' if n == 1 else 's'} each side")
         embedder = f" (embedder {get('embedder')})" if get("embedder") else ""
         out.append("Recall: " + ", ".join(bits) + embedder + ".")
     elif get("recall_enabled") is False:

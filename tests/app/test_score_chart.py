@@ -50,3 +50,30 @@ def test_rows_passed_over_do_not_count_toward_the_top_k() -> None:
     fig = score_chart(cands, threshold=0.1, top_k=2)
     (cut,) = [s for s in fig.layout.shapes if s.line.dash == "dot"]
     assert cut.x0 == 3.5
+
+
+def test_with_fewer_hits_than_top_k_the_cut_follows_the_last_row_recall_walked() -> None:
+    # top-k 4 but recall ran out after two hits: the window row it passed over (rank 3)
+    # was walked too, the row below the threshold (rank 4) was not
+    cands = [_c(1, 0.9, "hit", 1), _c(2, 0.8, "hit", 2), _c(3, 0.7, "already-in-window", 3),
+             _c(4, 0.1, "below-threshold", 4)]
+    fig = score_chart(cands, threshold=0.3, top_k=4)
+    (cut,) = [s for s in fig.layout.shapes if s.line.dash == "dot"]
+    assert cut.x0 == 3.5
+
+
+def test_hover_text_keeps_quotes_and_escapes_tags() -> None:
+    # plotly showed a tool call's quotes as "&quot;" in the chart's hover
+    from app.components import plot_text
+
+    assert plot_text('lookup({"id": "A-1"}) <b>x</b>') == \
+        'lookup({"id": "A-1"}) &lt;b&gt;x&lt;/b&gt;'
+
+
+def test_one_neighbouring_message_is_said_in_the_singular() -> None:
+    from app.components import settings_text
+
+    said = " ".join(settings_text({"recall_enabled": True, "top_k": 3, "message_range": 1}))
+    assert "with 1 neighbouring message each side" in said
+    said = " ".join(settings_text({"recall_enabled": True, "top_k": 3, "message_range": 2}))
+    assert "with 2 neighbouring messages each side" in said
