@@ -3,6 +3,8 @@ in the order recall ranked them, even where candidates share a rank."""
 
 from __future__ import annotations
 
+import pytest
+
 from app.charts import score_chart
 from memory_core.analysis.views import ScoreCandidate
 
@@ -42,22 +44,18 @@ def test_the_top_k_cut_falls_between_the_ranks_around_it() -> None:
     assert hit_bars.hovertemplate.startswith("rank ")
 
 
-def test_rows_passed_over_do_not_count_toward_the_top_k() -> None:
+@pytest.mark.parametrize(("statuses", "top_k"), [
     # rank 1 was already in the prompt's window: recall passed over it, so with top-k 2
     # ranks 2 and 3 are the hits and the cut falls after rank 3, not after rank 2
-    cands = [_c(1, 0.9, "already-in-window", 1), _c(2, 0.8, "hit", 2), _c(3, 0.7, "hit", 3),
-             _c(4, 0.6, "beyond-top-k", 4)]
-    fig = score_chart(cands, threshold=0.1, top_k=2)
-    (cut,) = [s for s in fig.layout.shapes if s.line.dash == "dot"]
-    assert cut.x0 == 3.5
-
-
-def test_with_fewer_hits_than_top_k_the_cut_follows_the_last_row_recall_walked() -> None:
+    (("already-in-window", "hit", "hit", "beyond-top-k"), 2),
     # top-k 4 but recall ran out after two hits: the window row it passed over (rank 3)
     # was walked too, the row below the threshold (rank 4) was not
-    cands = [_c(1, 0.9, "hit", 1), _c(2, 0.8, "hit", 2), _c(3, 0.7, "already-in-window", 3),
-             _c(4, 0.1, "below-threshold", 4)]
-    fig = score_chart(cands, threshold=0.3, top_k=4)
+    (("hit", "hit", "already-in-window", "below-threshold"), 4),
+])
+def test_the_top_k_cut_follows_the_rows_recall_walked(statuses: tuple[str, ...],
+                                                      top_k: int) -> None:
+    cands = [_c(i + 1, 0.9 - i / 10, status, i + 1) for i, status in enumerate(statuses)]
+    fig = score_chart(cands, threshold=0.1, top_k=top_k)
     (cut,) = [s for s in fig.layout.shapes if s.line.dash == "dot"]
     assert cut.x0 == 3.5
 
