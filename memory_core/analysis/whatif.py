@@ -650,6 +650,12 @@ def _key(ref: Ref, message: Message, recall: Memctx | None = None,
     if now is not None:
         reason = next((nm.reason for nm in now.near_misses
                        if (nm.thread_id, nm.seq) == ref), None)
+        rc = now.settings.recall
+        if reason is None and hit is not None and hit.score is not None and rc is not None \
+                and rc.mode == "vector" and hit.score < rc.threshold:
+            # not among the near misses the what-if kept, but its cosine (the same
+            # question, the same vectors) is under the new bar
+            reason = "below-threshold"
         key.now = _now_words(reason, now) if reason is not None else None
     return key
 

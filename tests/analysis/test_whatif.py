@@ -100,6 +100,10 @@ def test_a_recalled_message_entering_or_leaving_says_its_rank_score_and_fate(
     higher = what_if(demo, ["recall.threshold=0.99"])
     assert {k.now for r in higher.runs for c in r.lanes for k in c.left} == {
         "below the threshold 0.990"}
+    # not among the near misses the what-if keeps (none kept): its cosine says it
+    unkept = what_if(demo, ["recall.threshold=0.99", "recall.near_misses=0"])
+    assert {k.now for r in unkept.runs for c in r.lanes if c.lane == "recalled"
+            for k in c.left} == {"below the threshold 0.990"}
 
 
 def test_a_what_if_reads_each_thread_once(demo: InMemoryStorage,
