@@ -422,7 +422,7 @@ if summary[1:]:
     st.markdown("\n".join(f"- {escape_md(line)}" for line in summary[1:]))
 
 
-def _moved_cards(title: str, shown: list[Any], none: str, tag: str) -> None:
+def _moved_cards(title: str, shown: list[Any], none: str, tag: str, total: int) -> None:
     st.markdown(f"**{title}**")
     if not shown:  # said, so the column beside the other one is not left blank
         st.caption(none)
@@ -432,6 +432,16 @@ def _moved_cards(title: str, shown: list[Any], none: str, tag: str) -> None:
             st.caption(escape_md(f"in {counted(mv.runs, 'run')}"
                                  + (" · an answer quoted it" if mv.quoted else "")))
             link_to_message(mv.thread_id, mv.seq, label=("said in ", *ref(mv.thread_id, mv.seq)))
+    if total > len(shown):  # (the three that matter most: the rest are not hidden)
+        more = total - len(shown)
+        st.caption(f"and {more} more {'message' if more == 1 else 'messages'}: pick a run "
+                   "below to see each run's")
+
+
+def _moved_total(entered: bool) -> int:
+    """How many messages the runs would gain (or lose) in all."""
+    return len({(k.thread_id, k.seq) for r in report.runs for c in r.lanes
+                for k in (c.entered if entered else c.left)})
 
 
 gained, lost = most_moved(report, entered=True), most_moved(report, entered=False)
@@ -440,11 +450,11 @@ if gained or lost:
     with left_col:
         _moved_cards("What they would have remembered", gained,
                      "Nothing: no past message would have entered a prompt it was not in.",
-                     "1")
+                     "1", _moved_total(entered=True))
     with right_col:
         _moved_cards("What they would have lost", lost,
                      "Nothing: every message these runs were given would still be in "
-                     "their prompts.", "0")
+                     "their prompts.", "0", _moved_total(entered=False))
 
 details = opened_fold("Engineer details", key="whatif-details")
 if details is not None:

@@ -164,6 +164,12 @@ def test_lowering_the_recall_bar_brings_older_messages_into_support_3_forgot(
     plain = "\n".join([shown_text(m.value) for m in at.markdown if not is_table(m.value)]
                       + [v for t in tables(at) for row in t.rows for v in row.values()])
     assert "recall.threshold" not in plain and "top_k" not in plain
+    # the three that matter most, and how many more there are (not hidden)
+    total = len({(k.thread_id, k.seq) for r in expected.runs for c in r.lanes
+                 for k in c.entered})
+    assert total > 3
+    assert f"and {total - 3} more messages: pick a run below to see each run's" in \
+        [c.value for c in at.caption]
     # the runs that change, each a link to it side by side
     links = [row["run"] for row in _table(at, "whatif-runs").links]
     assert len(links) == expected.count("changed")
