@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from memory_core.analysis.fate_rules import Rule, RunScores, said_all
 from memory_core.analysis.views import run_answer
-from memory_core.analysis.wording import score_text, value_text
+from memory_core.analysis.wording import MISSING, score_text, value_text
 from memory_core.embedding.hashing import Embedder
 from memory_core.errors import MemoryCoreError
 from memory_core.journal import RunData, load_run
@@ -298,6 +298,24 @@ class _Pair:
         return f" ({'; '.join(tail)})" if tail else ""
 
 
+def _rk(rank: int | None) -> str:
+    """A rank in a reason: "—" where the run's record gives none (not "None")."""
+    return MISSING if rank is None else str(rank)
+
+
+# how a run recalled a message that is no hit of its own (it has no rank), in words
+_CAME_WITH = {"neighbour": "as the neighbour of a hit",
+              "repair": "to complete a recalled tool call"}
+
+
+def _came_with(m: Memctx | None, ref: Ref) -> str | None:
+    """How the run recalled ``ref`` when it is no hit (a hit's neighbour, the other half
+    of a recalled tool call), in words; None for a hit."""
+    origin = next((r.origin for r in (m.recalled if m is not None else [])
+                   if (r.thread_id, r.seq) == ref), None)
+    return _CAME_WITH.get(origin or "")
+
+
 def _reason(p: _Pair) -> str:
     ma, mb = p.ma, p.mb
     if any(m is not None and m.imported for m in (ma, mb)):
@@ -316,8 +334,9 @@ def _reason(p: _Pair) -> str:
     if lane_a == "recent" and lane_b is None:
         return f"{p.window('left it out')}, and it was not recalled"
     if lane_a == "recent" and lane_b == "recalled":
-        return (f"{p.window('left it out')}, then recall brought it back (rank "
-                f"{p.rank('B')}, score {_f(getattr(p.sb, 'score', None))})")
+        how = _came_with(mb, p.ref) or \
+            f"(rank {_rk(p.rank('B'))}, score {_f(getattr(p.sb, 'score', None))})"
+        return f"{p.window('left it out')}, then recall brought it back {how}"
     if lane_a == "recalled" and lane_b is None:
         return _left_recall(p)
     if lane_a is None and lane_b == "recalled":
@@ -333,7 +352,7 @@ def _input_reason(p: _Pair) -> str:
     if p.lane_b is None:
         return f"run A's question; in run B {p.window('left it out')}, and it was not recalled"
     if p.lane_b == "recalled":
-        return f"run A's question, recalled in run B (rank {p.rank('B')})"
+        return f"run A's question, recalled in run B (rank {_rk(p.rank('B'))})"
     return f"run A's question, in run B's {p.lane_b} lane"
 
 
@@ -352,8 +371,8 @@ def _left_recall(p: _Pair) -> str:
     rank_b = p.rank("B")
     if nb == "beyond-top-k" or (rank_b and top_k and rank_b > top_k):
         if "top_k" in p.changes and rank_b and top_k and rank_b <= p.changes["top_k"][0]:
-            return f"{_change(p.changes, 'top_k')} left it out (rank {rank_b})"
-        return (f"pushed out by a new hit: rank {p.rank('A')} → {rank_b} (top {top_k})"
+            return f"{_change(p.changes, 'top_k')} left it out (rank {_rk(rank_b)})"
+        return (f"pushed out by a new hit: rank {_rk(p.rank('A'))} → {_rk(rank_b)} (top {top_k})"
                 f"{p.other_recall_changes()}")
     if nb == "filtered-out":
         by = f"; {_change(p.changes, 'filter')}" if "filter" in p.changes else ""
@@ -365,10 +384,12 @@ def _entered_recall(p: _Pair) -> str:
     """A message run B recalled and run A did not: which setting (or score) let it in."""
     score_b = getattr(p.sb, "score", None)
     rank_b = p.rank("B")
+    if (how := _came_with(p.mb, p.ref)) is not None:  # (no rank of its own)
+        return f"recalled in run B {how}{p.other_recall_changes()}"
     if p.new():
         return f"new message, recalled in run B (score {_f(score_b)})"
     if (switch := p.recall_switch()) is not None:
-        return f"{switch} let it in (rank {rank_b}, score {_f(score_b)})"
+        return f"{switch} let it in (rank {_rk(rank_b)}, score {_f(score_b)})"
     rules = p.rules("A")
     if len(rules) > 1:
         return _by_rules(p, rules, "let it in", p.mb)
@@ -381,10 +402,10 @@ def _entered_recall(p: _Pair) -> str:
     rank_a = p.rank("A")
     if "top_k" in p.changes and rank_b is not None and top_k_a is not None \
             and rank_b > top_k_a:
-        return f"{_change(p.changes, 'top_k')} let it in (rank {rank_b})"
+        return f"{_change(p.changes, 'top_k')} let it in (rank {_rk(rank_b)})"
     if getattr(p.sa, "reason", None) == "filtered-out" and "filter" in p.changes:
-        return f"{_change(p.changes, 'filter')} let it in (rank {rank_b})"
-    return (f"recalled in run B (rank {rank_a} → {rank_b}, score {_f(score_b)})"
+        return f"{_change(p.changes, 'filter')} let it in (rank {_rk(rank_b)})"
+    return (f"recalled in run B (rank {_rk(rank_a)} → {_rk(rank_b)}, score {_f(score_b)})"
             f"{p.other_recall_changes()}")
 
 

@@ -107,3 +107,22 @@ def test_a_branch_s_copies_of_the_shared_conversation_are_the_same_messages() ->
     assert changes == [("entered", "Who owns it?"), ("left", "Which port again?"),
                        ("same", "On the staging cluster, port 9431."),
                        ("same", "Where do we deploy this service?")], changes
+
+
+def test_a_neighbour_of_a_hit_is_said_so_not_ranked_none(world: World) -> None:
+    """Compare said "recalled in run B (rank None → None, score —)" of a message run B
+    recalled beside a hit (hybrid recall's neighbours, a 5,000-run database)."""
+    w = world
+    w.say("old", "r1", user("Nice weather today."),
+          user("The refund for the blender was approved: 240 euros."),
+          assistant("Noted, thanks."))
+    w.say("cur", "r1", user("Hello"), assistant("Hi!"), user("Quick thing first."))
+    w.run("ra", "cur", "r1", QUESTION, memory=w.memory(recall=recall(top_k=1, threshold=0.1)))
+    w.run("rb", "cur", "r1", QUESTION, memory=w.memory(
+        recall=recall(top_k=1, threshold=0.1, message_range=1)))
+    d = diff_runs(w.storage, "ra", "rb", embed=w.embed)
+    entered = [e for e in d.entries if e.change == "entered" and e.lane_b == "recalled"]
+    assert entered
+    assert all(e.reason.startswith("recalled in run B as the neighbour of a hit")
+               for e in entered), [e.reason for e in entered]
+    assert not any("None" in e.reason for e in d.entries)
