@@ -38,7 +38,7 @@ def test_why_lists_both_rules_and_the_what_if_that_lets_it_in(support_db: str) -
         "  kept out by (in the order composition applied them):",
         "    1. below-threshold: below the threshold (0.263 < 0.450); let in by a threshold "
         "of 0.263 or lower",
-        "    2. beyond-top-k: beyond top-k (rank 4 of 3); let in by a top-k of 4 or more",
+        "    2. beyond-top-k: beyond top-k (rank 4, top-k 3); let in by a top-k of 4 or more",
         f"  let in by: a threshold of 0.263 or lower and a top-k of 4 or more (try: memwb "
         f"whatif --run {RUN} --set recall.threshold=0.263 --set recall.top_k=4)"]
     assert "  threshold: 0.45" in lines and "  rank: 4" in lines

@@ -69,7 +69,7 @@ def test_compare_and_the_cli_name_both(demo: Storage, minilm_demo_db: Path) -> N
     assert e.kept_out_by == ["below-threshold", "beyond-top-k"]
     assert e.reason == ("recall threshold 0.450 → 0.400 and recall top_k 3 → 8 let it in: in "
                         "run A it was below the threshold (0.434 < 0.450) and beyond top-k "
-                        "(rank 6 of 3)")
+                        "(rank 6, top-k 3)")
     out = ok(memwb("why", RUN, "--db", str(minilm_demo_db), "--text", "refund of €240"))
     assert (f"  let in by: a threshold of 0.434 or lower and a top-k of 6 or more (try: memwb "
             f"whatif --run {RUN} --set recall.threshold=0.434 --set recall.top_k=6)"

@@ -430,7 +430,7 @@ def _by_rules(p: _Pair, rules: list[Rule], verb: str, other: Memctx | None) -> s
     """A message more than one rule kept out of one run (``rules``, as its fate says):
     the setting changes that lift (or set) them — "recall threshold 0.450 → 0.400 and
     recall top_k 3 → 8 let it in: in run A it was below the threshold (0.434 < 0.450)
-    and beyond top-k (rank 6 of 3)" — or, where no setting did, how its score and rank
+    and beyond top-k (rank 6, top-k 3)" — or, where no setting did, how its score and rank
     moved."""
     side = "A" if verb == "let it in" else "B"  # the run it was kept out of
     named: list[str] = []

@@ -117,8 +117,8 @@ def top_k_rule(config: RecallConfig, rank: int | None, needed: int) -> Rule | No
     (with the rules before it lifted) and top-k took fewer."""
     if needed <= config.top_k:
         return None
-    ranked = f"rank {rank} of {config.top_k}" if rank is not None else \
-        f"{needed - 1} taken before it, top {config.top_k}"
+    ranked = f"rank {rank}, top-k {config.top_k}" if rank is not None else \
+        f"{needed - 1} taken before it, top-k {config.top_k}"
     if rank is not None and rank != needed:
         ranked += f", {needed - 1} taken before it"
     return Rule(rule="beyond-top-k", setting="recall.top_k", value=config.top_k,

@@ -55,7 +55,7 @@ def test_below_the_threshold_and_beyond_top_k_are_both_named(rules_world: World)
         ("below-threshold", "recall.threshold", 0.5, 0.428),
         ("beyond-top-k", "recall.top_k", 2, 5)]
     assert [r.said for r in e.rules] == ["below the threshold (0.429 < 0.500)",
-                                         "beyond top-k (rank 5 of 2)"]
+                                         "beyond top-k (rank 5, top-k 2)"]
     assert e.let_in == "a threshold of 0.428 or lower and a top-k of 5 or more"
     assert "below the bar of 0.500" in e.sentence
     assert "even with a lower bar it ranked #5, while only the top 2" in e.sentence
@@ -93,7 +93,7 @@ def test_the_filter_comes_first_then_the_bar_then_top_k(rules_world: World) -> N
     assert e.let_in == ("no recall filter, a threshold of 0.428 or lower and a top-k of 5 "
                         "or more")
     # r-main's question ranks ahead too, but sits in the recent window: it takes no slot
-    assert e.rules[2].said == "beyond top-k (rank 6 of 2, 4 taken before it)"
+    assert e.rules[2].said == "beyond top-k (rank 6, top-k 2, 4 taken before it)"
     assert ("even without the filter and with a lower bar, 4 messages would have been "
             "recalled before it, while only the top 2 are passed on") in e.sentence
     assert _entered(w, "r-filter", {r.setting: r.needed for r in e.rules}, BOTH)
@@ -158,12 +158,12 @@ def test_compare_names_every_setting_change_that_let_it_in(rules_world: World) -
     assert (e.change, e.lane_a, e.lane_b) == ("entered", None, "recalled")
     assert e.reason == ("recall threshold 0.500 → 0.400 and recall top_k 2 → 5 let it in: "
                         "in run A it was below the threshold (0.429 < 0.500) and beyond "
-                        "top-k (rank 5 of 2)")
+                        "top-k (rank 5, top-k 2)")
     one = next(x for x in d.entries if (x.thread_id, x.seq) == ("old", 3))
     assert one.reason == f"recall top_k 2 → 5 let it in (rank {one.rank_b})"
     back = diff_runs(w.storage, "r-wide", "r-main", embed=w.embed)
     e = next(x for x in back.entries if (x.thread_id, x.seq) == BOTH)
     assert e.reason == ("recall threshold 0.400 → 0.500 and recall top_k 5 → 2 left it out: "
                         "in run B it was below the threshold (0.429 < 0.500) and beyond "
-                        "top-k (rank 5 of 2)")
+                        "top-k (rank 5, top-k 2)")
 

@@ -43,7 +43,7 @@ def test_why_lists_both_rules_in_order_on_the_demo(demo: InMemoryStorage, app: M
     assert "#### Kept out by" in shown
     assert ("1. **below-threshold** — below the threshold (0.263 < 0.450). It would have "
             "passed with a threshold of 0.263 or lower.\n2. **beyond-top-k** — beyond top-k "
-            "(rank 4 of 3). It would have passed with a top-k of 4 or more.") in shown
+            "(rank 4, top-k 3). It would have passed with a top-k of 4 or more.") in shown
     (info,) = [i.value.replace("\\", "") for i in at.info]
     assert info.endswith("It would have been recalled only with a threshold of 0.263 or "
                          "lower and a top-k of 4 or more: any one of these alone still "
@@ -120,7 +120,7 @@ def test_compare_names_both_changes_and_both_rules(
     assert row["reason"].startswith(f"recall threshold {thr:.3f} → {wide:.3f} and recall "
                                     "top_k 1 → 5 let it in: in run A it was below the "
                                     "threshold (")
-    assert row["reason"].endswith("and beyond top-k (rank 3 of 1)")
+    assert row["reason"].endswith("and beyond top-k (rank 3, top-k 1)")
     # the card says it whole too
     assert any(c == row["reason"] for c in (x.value.replace("\\", "") for x in at.caption))
 

@@ -246,7 +246,7 @@ def test_why_by_phrase_shared_in_a_fresh_context_then_compare(walk: Walk) -> Non
         assert re.search(r"recall top_k 3 → 8 let it in \(rank \d+\)", body), body[:4000]
         assert re.search(r"recall threshold 0\.450 → 0\.400 and recall top_k 3 → 8 let it "
                          r"in: in run A it was below the threshold \(0\.434 < 0\.450\) and "
-                         r"beyond top-k \(rank 6 of 3\)", body), body[:4000]
+                         r"beyond top-k \(rank 6, top-k 3\)", body), body[:4000]
         assert re.search(r"Recalled \(5 · [1-9]\d* tokens\)", body)
         assert not re.search(r"\b(None|nan|null)\b", body)
         page.screenshot(path=str(walk.shots / "compare.png"), full_page=True)

@@ -56,7 +56,7 @@ def test_both_rules_and_the_baseline_in_chromium(workbench: str, tmp_path: Path)
         assert "below-threshold" in body and "beyond-top-k" in body
         assert ("It would have been recalled only with a threshold of 0.434 or lower and a "
                 "top-k of 6 or more") in body
-        assert "beyond top-k (rank 6 of 3). It would have passed with a top-k of 6 or more." \
+        assert "beyond top-k (rank 6, top-k 3). It would have passed with a top-k of 6 or more." \
             in body
         page.screenshot(path=str(tmp_path / "why_refund.png"), full_page=True)
 
@@ -66,7 +66,7 @@ def test_both_rules_and_the_baseline_in_chromium(workbench: str, tmp_path: Path)
         _settled(page)
         page.get_by_text("recall threshold 0.450 → 0.400 and recall top_k 3 → 8 let it in: in "
                          "run A it was below the threshold (0.434 < 0.450) and beyond top-k "
-                         "(rank 6 of 3)", exact=True).filter(visible=True).first.wait_for(
+                         "(rank 6, top-k 3)", exact=True).filter(visible=True).first.wait_for(
             timeout=PAGE_TIMEOUT_MS)
         page.screenshot(path=str(tmp_path / "compare.png"), full_page=True)
 
