@@ -148,6 +148,9 @@ def test_search_within_resource(storage: InMemoryStorage) -> None:
     assert views.search(storage, RESOURCE, "   ") == []
     long_hit = views.search(storage, RESOURCE, "long message number 77")
     assert [(h.seq, h.page) for h in long_hit] == [(77, 4)]
+    # no message holds the words as written: those holding every word, in any order
+    assert [h.seq for h in views.search(storage, RESOURCE, "77 number LONG")] == [77]
+    assert views.search(storage, RESOURCE, "77 number kettle") == []
 
 
 def test_run_view_lanes_and_provenance(storage: InMemoryStorage) -> None:

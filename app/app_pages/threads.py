@@ -128,7 +128,10 @@ if searching is not None:
             if resource is None:  # all resources: keep the resource-less threads
                 mine = {t.thread_id for t in summaries}
                 hits = [h for h in hits if h.thread_id in mine]
-            st.caption(f"{counted(len(hits), 'message')} found")
+            said = query.strip().lower()
+            exact = not hits or any(said in h.text.lower() for h in hits)
+            st.caption(f"{counted(len(hits), 'message')} found" + (
+                "" if exact else " holding each of its words (none holds it as written)"))
             if hits:
                 light_table([{"open": thread_link(h.thread_id, h.seq),
                               "thread": Id(h.thread_id), "seq": h.seq, "role": h.role,

@@ -315,13 +315,24 @@ def _message_view(m: StoredMessage, used_by: list[str]) -> MessageView:
 
 def search(storage: Storage, resource: str | None, text: str, *,
            limit: int = 100) -> list[SearchHit]:
-    """Case-insensitive substring search over message text within a resource."""
+    """Case-insensitive substring search over message text within a resource. When no
+    message holds the text as written and it is several words, the messages holding
+    every one of its words (in any order: "kettle A-5179" finds "a kettle as order
+    A-5179"), the rarest word searched and the others checked."""
     needle = text.strip()
     if not needle:
         return []
+    found = storage.memory.search_messages(needle, resource_id=resource, limit=limit)
+    words = list(dict.fromkeys(w.lower() for w in needle.split()))
+    if not found and len(words) > 1:
+        # (the longest word is the likeliest to be rare: the fewest rows to check)
+        key = max(words, key=len)
+        found = [m for m in storage.memory.search_messages(key, resource_id=resource,
+                                                           limit=limit * 20)
+                 if all(w in (m.text() or "").lower() for w in words)][:limit]
     titles: dict[str, str | None] = {}
     hits: list[SearchHit] = []
-    for m in storage.memory.search_messages(needle, resource_id=resource, limit=limit):
+    for m in found:
         if m.thread_id not in titles:
             t = storage.memory.get_thread(m.thread_id)
             titles[m.thread_id] = t.title if t else None

@@ -287,6 +287,11 @@ def test_search_finds_a_message(populated: Populated, app: MakeApp) -> None:
     assert tables(shared)[-1]["seq"] == ["0"]
     at.text_input(key="search").set_value("no such words anywhere").run()
     assert any(c.value == "0 messages found" for c in at.caption)
+    # its words in another order: found, and said to hold each word, not the text
+    at.text_input(key="search").set_value("never parcel").run()
+    assert tables(at)[-1]["seq"] == ["0"]
+    assert any(c.value == "1 message found holding each of its words (none holds it as "
+               "written)" for c in at.caption)
 
 
 def test_large_thread_is_paginated_and_url_seq_opens_its_page(populated: Populated,
