@@ -24,6 +24,10 @@ st.markdown(
 
 st.subheader("Stories")
 st.caption(f"{len(STORIES)} short walkthroughs on the demo database, in plain words.")
+if not services.holds_runs(services.current_url(), [STORIES[0].run]):
+    # (said here, not first on the story's page after a click)
+    st.caption("The database in use is not the demo one: a story opens on the demo "
+               "database when this workbench serves it, and otherwise says how to build it.")
 columns = st.columns(2)
 for n, story in enumerate(STORIES):
     with columns[n % 2], st.container(border=True):
