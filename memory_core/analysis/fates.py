@@ -311,8 +311,9 @@ def _recall_sentence(rules: list[Rule], *, score: float | None, rank: int | None
     text = parts[0] if len(parts) == 1 else "; ".join(parts[:-1]) + "; and " + parts[-1]
     lifted = let_in(rules)
     tail = (f" It would have been recalled with {lifted}." if lifted and len(rules) == 1
-            else f" It would have been recalled only with {lifted}: any one of these "
-                 "alone still leaves it out." if lifted else "")
+            else f" It would have been recalled only with {lifted}, together: "
+                 f"{'either' if len(rules) == 2 else 'any one'} alone still leaves it out."
+            if lifted else "")
     if any(r.rule == "below-threshold" and r.setting is not None and r.admits is None
            for r in rules):
         tail = (" No threshold would have let it in: a message must score above 0 to be "

@@ -60,7 +60,7 @@ def test_below_the_threshold_and_beyond_top_k_are_both_named(rules_world: World)
     assert "below the bar of 0.500" in e.sentence
     assert "even with a lower bar it ranked #5, while only the top 2" in e.sentence
     assert e.sentence.endswith("It would have been recalled only with a threshold of 0.428 "
-                               "or lower and a top-k of 5 or more: any one of these alone "
+                               "or lower and a top-k of 5 or more, together: either alone "
                                "still leaves it out.")
     # composed again as of its time: both changes let it in, neither alone does, and a
     # top-k one short of what the rule names does not either

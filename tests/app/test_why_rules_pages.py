@@ -46,7 +46,7 @@ def test_why_lists_both_rules_in_order_on_the_demo(demo: InMemoryStorage, app: M
             "(rank 4, top-k 3). It would have passed with a top-k of 4 or more.") in shown
     (info,) = [i.value.replace("\\", "") for i in at.info]
     assert info.endswith("It would have been recalled only with a threshold of 0.263 or "
-                         "lower and a top-k of 4 or more: any one of these alone still "
+                         "lower and a top-k of 4 or more, together: either alone still "
                          "leaves it out.")
     assert any(c.startswith("To check it, compose the run again with these settings (the "
                              f"What if page, or `memwb whatif --run {RUN} --set "
