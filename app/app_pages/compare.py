@@ -29,7 +29,6 @@ from app.components import (
     fmt_score,
     follow_run,
     json_view,
-    kept_select,
     link_to_message,
     link_to_run,
     literal,
@@ -40,6 +39,7 @@ from app.components import (
     run_not_found,
     set_query_params,
 )
+from app.kept_select import kept_select
 from app.light_table import Link, light_table, message_url
 from app.run_labels import run_labeller
 from memory_core.analysis import views

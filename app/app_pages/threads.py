@@ -27,7 +27,6 @@ from app.components import (
     fmt_time,
     focus_cards,
     follow_run,
-    kept_select,
     link_to_message,
     link_to_run,
     literal,
@@ -39,6 +38,7 @@ from app.components import (
     used_by_key,
     with_db,
 )
+from app.kept_select import kept_select
 from app.light_table import Link, light_table
 from app.run_labels import questions_of, run_words
 from memory_core.analysis import views

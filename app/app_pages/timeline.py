@@ -21,13 +21,13 @@ from app.components import (
     escape_md,
     fmt_time,
     follow_run,
-    kept_select,
     link_to_message,
     link_to_run,
     pick_thread,
     run_not_found,
     set_query_params,
 )
+from app.kept_select import kept_select
 from app.light_table import light_table, run_link
 from app.run_labels import run_labeller
 from app.timeline_svg import timeline_svg

@@ -29,7 +29,6 @@ from app.components import (
     escape_md,
     follow_run,
     json_view,
-    kept_select,
     link_to_message,
     link_to_run,
     literal,
@@ -41,6 +40,7 @@ from app.components import (
     set_query_params,
     with_db,
 )
+from app.kept_select import kept_select
 from app.light_table import Link, light_table, page_of, run_link
 from app.run_labels import run_labeller
 from app.whatif_parts import (

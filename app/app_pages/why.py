@@ -24,7 +24,6 @@ from app.components import (
     fmt_score,
     fmt_time,
     json_view,
-    kept_select,
     link_to_message,
     link_to_run,
     literal,
@@ -36,6 +35,7 @@ from app.components import (
     set_query_params,
     truncate,
 )
+from app.kept_select import kept_select
 from app.light_table import light_table, run_link
 
 if TYPE_CHECKING:

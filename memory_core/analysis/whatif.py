@@ -17,19 +17,18 @@ page "What if")."""
 
 from __future__ import annotations
 
-import bisect
 import json
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from memory_core.analysis.counterfactual import CounterfactualResult, reask_composed
 from memory_core.analysis.stored_vectors import prime_with_stored
+from memory_core.analysis.whatif_reads import ReadOnce, Threads, tail_upto
 from memory_core.analysis.wording import score_text
 from memory_core.composition.processors import (
     DEFAULT_PRIORITY,
@@ -63,7 +62,7 @@ from memory_core.storage.base import MemoryStore, Storage
 from memory_core.storage.common import ts_micros
 from memory_core.text import preview, tokenize
 from memory_core.tokens import estimate_tokens
-from memory_core.types import Message, StoredMessage
+from memory_core.types import Message
 
 #: lanes whose items are stored messages, compared by (thread, seq)
 MESSAGE_LANES = ("recalled", "recent")
@@ -320,43 +319,7 @@ class WhatIfReport(BaseModel):
 
 
 # -- as of the time a run ran ------------------------------------------------------------
-@dataclass
-class _Threads:
-    """Each thread's seqs and creation times, read once per what-if (one scan)."""
-
-    storage: Storage
-    seqs: dict[str, list[int]] = field(default_factory=dict)
-    created: dict[str, list[int]] = field(default_factory=dict)
-
-    def load(self, thread_ids: Sequence[str]) -> None:
-        missing = [t for t in dict.fromkeys(thread_ids) if t not in self.seqs]
-        if not missing:
-            return
-        rows = self.storage.memory.scope_rows(missing, vectors=False)
-        per: dict[str, list[tuple[int, int]]] = {t: [] for t in missing}
-        for t, s, c in zip(rows.tidx.tolist(), rows.seqs.tolist(), rows.created_us.tolist(),
-                           strict=True):
-            per[rows.threads[t]].append((int(s), int(c)))
-        for t, pairs in per.items():
-            pairs.sort()
-            self.seqs[t] = [s for s, _ in pairs]
-            self.created[t] = [c for _, c in pairs]
-
-    def last_before(self, thread_id: str, started_us: int) -> int:
-        """The highest seq of the thread created at or before ``started_us`` (-1: none)."""
-        self.load([thread_id])
-        best = -1
-        for s, c in zip(self.seqs[thread_id], self.created[thread_id], strict=True):
-            if c <= started_us:
-                best = s
-        return best
-
-    def count_upto(self, thread_id: str, seq: int) -> int:
-        self.load([thread_id])
-        return bisect.bisect_right(self.seqs[thread_id], seq)
-
-
-def _history_end(data: RunData, threads: _Threads) -> int:
+def _history_end(data: RunData, threads: Threads) -> int:
     """The last seq of the run's thread before its input was stored."""
     memctx, thread_id = data.memctx, data.run.thread_id
     assert memctx is not None and thread_id is not None
@@ -367,7 +330,7 @@ def _history_end(data: RunData, threads: _Threads) -> int:
     return threads.last_before(thread_id, ts_micros(data.run.started_at))
 
 
-def _as_of(data: RunData, scope: Sequence[str], end: int, threads: _Threads) -> dict[str, int]:
+def _as_of(data: RunData, scope: Sequence[str], end: int, threads: Threads) -> dict[str, int]:
     """Each scope thread's highest seq when the run started (-1: it did not exist)."""
     memctx = data.memctx
     assert memctx is not None and data.run.thread_id is not None
@@ -377,49 +340,6 @@ def _as_of(data: RunData, scope: Sequence[str], end: int, threads: _Threads) -> 
            else threads.last_before(t, started) for t in scope}
     out[data.run.thread_id] = end
     return out
-
-
-def _tail(store: MemoryStore, thread_id: str, end: int, want: int,
-          threads: _Threads) -> list[StoredMessage]:
-    """The last ``want`` messages of the thread with seq <= ``end``."""
-    seqs = threads.seqs.get(thread_id) or []
-    upto = bisect.bisect_right(seqs, end)
-    if upto == 0 or want <= 0:
-        return []
-    first = seqs[max(0, upto - want)]
-    return store.get_messages(thread_id, from_seq=first, to_seq=end)
-
-
-class _ReadOnce:
-    """The memory store, each thread (and its messages) read once per what-if: a
-    what-if reads a thread again for each of its runs, twice each (the run's own
-    settings, then the changed ones), ~2 ms a read on DuckDB — half of a 1,000-run
-    what-if on the 5,000-run database. A what-if writes nothing, so what was read
-    stays true while it lasts; everything else goes to the store."""
-
-    def __init__(self, store: Any) -> None:
-        self._store = store
-        self._threads: dict[str, Any] = {}
-        self._messages: dict[str, list[StoredMessage]] = {}
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._store, name)
-
-    def get_thread(self, thread_id: str) -> Any:
-        if thread_id not in self._threads:
-            self._threads[thread_id] = self._store.get_thread(thread_id)
-        return self._threads[thread_id]
-
-    def get_messages(self, thread_id: str, *, from_seq: int | None = None,
-                     to_seq: int | None = None,
-                     seqs: Sequence[int] | None = None) -> list[StoredMessage]:
-        rows = self._messages.get(thread_id)
-        if rows is None:
-            rows = self._messages[thread_id] = self._store.get_messages(thread_id)
-        wanted = set(seqs) if seqs is not None else None
-        return [m for m in rows if (from_seq is None or m.seq >= from_seq)
-                and (to_seq is None or m.seq <= to_seq)
-                and (wanted is None or m.seq in wanted)]
 
 
 # -- re-composition ------------------------------------------------------------------------
@@ -474,8 +394,8 @@ class _Composer:
         self.storage = storage
         self.embed = embed
         # (duck-typed: every other method is the store's own)
-        self.store = cast(MemoryStore, _ReadOnce(storage.memory))
-        self.threads = _Threads(storage)
+        self.store = cast(MemoryStore, ReadOnce(storage.memory))
+        self.threads = Threads(storage)
         self._engines: dict[str, tuple[Embedder | None, RecallEngine]] = {}
 
     def engine(self, settings: CompositionSettings) -> tuple[Embedder | None, RecallEngine]:
@@ -502,7 +422,7 @@ class _Composer:
         end = _history_end(data, self.threads)
         self.threads.load([run.thread_id])
         incoming = [i.message for i in data.prompt.items if i.lane == "input"]
-        tail = _tail(self.store, run.thread_id, end, settings.recent_n + len(incoming) + 1,
+        tail = tail_upto(self.store, run.thread_id, end, settings.recent_n + len(incoming) + 1,
                      self.threads)
         trim = InputTrim(incoming=incoming, echo_trimmed=memctx.echo_trimmed, deduped=0,
                          history_end=end, history_count=self.threads.count_upto(

@@ -1,0 +1,28 @@
+"""A selectbox that keeps every pick (the run pages' Run and Thread pickers)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import streamlit as st
+
+
+def kept_select(box: Any, label: str, options: Sequence[Any], wanted: Any, *, key: str,
+                **kwargs: Any) -> Any:
+    """``box.selectbox(label, options)`` showing ``wanted`` — the page's current choice
+    (the URL's, the run followed) — when that changed since the last run of the page,
+    and otherwise what the user last picked. A selectbox whose ``index`` follows the
+    current choice is another widget each time that index moves (Streamlit keys an
+    unkeyed widget by its arguments), so it forgot every second pick: keyed, it keeps
+    them, and the current choice is put in its state only when it moved elsewhere."""
+    seen = f"{key}:seen"
+    current = st.session_state.get(key)
+    if st.session_state.get(seen) != wanted or current not in options:
+        current = wanted if wanted in options else options[0]
+    # (set every time: a widget of another page with this key gets it too, where a
+    # value its own widget left would be dropped for the default)
+    st.session_state[key] = current
+    value = box.selectbox(label, options, key=key, **kwargs)
+    st.session_state[seen] = value  # (the page follows it: next time, the wanted one)
+    return value
