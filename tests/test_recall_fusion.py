@@ -144,3 +144,27 @@ def test_a_later_message_never_lifts_an_older_one_in_an_as_of_recall() -> None:
                       as_of={"t": 3})
     assert [(h.seq, h.score) for h in out_now.hits] == [(h.seq, h.score) for h in out_then.hits]
     assert 4 not in {h.seq for h in out_now.hits}
+
+
+def test_a_row_in_neither_list_never_outranks_a_recalled_one() -> None:
+    """z-scored weighted fusion gives a row below the mean a negative score, and a row
+    that neither list holds 0: ranks, near misses and every candidate's rank still put
+    the rows recall could take first (a near miss ranked above a hit it could not
+    have displaced read as if recall had skipped it)."""
+    engine = _store([("apple pie", unit(10)), ("cherry jam", unit(40)),
+                     ("date loaf", unit(45)), ("banana bread", unit(75)),
+                     ("elder syrup", unit(85))])
+    config = RecallConfig(mode="hybrid", fusion="weighted", score_norm="zscore",
+                          vector_weight=0.5, threshold=0.2, top_k=4, near_misses=3,
+                          **PLAIN)
+    out = engine.run("apple", thread_id="t", resource_id=None, config=config)
+    hits = {h.seq: h for h in out.hits if h.origin == "hit"}
+    assert set(hits) == {0, 1, 2, 3}
+    assert hits[3].score is not None and hits[3].score < 0  # below the mean, still taken
+    assert sorted(h.rank or 0 for h in hits.values()) == [1, 2, 3, 4]
+    assert [(n.seq, n.rank, n.reason) for n in out.near_misses] == \
+        [(4, 5, "below-threshold")]
+    cands = {c.seq: c for c in engine.score_all("apple", thread_id="t", resource_id=None,
+                                                 config=config)}
+    assert [cands[s].rank for s in range(4)] == [hits[s].rank for s in range(4)]
+    assert cands[4].rank is None and not cands[4].eligible

@@ -258,9 +258,13 @@ class RecallEngine:
             lex = self._bm25(idx, query, inside & (idx.doclen[:n] > 0))
         thr = config.threshold
 
+        listed: np.ndarray | None = None  # hybrid: rows in a list rank before the rest
+
         def order_of(rows: np.ndarray, primary: np.ndarray,
                      secondary: Sequence[np.ndarray] = ()) -> np.ndarray:
             keys = [keyrank[rows]] + [-s[rows] for s in reversed(secondary)] + [-primary[rows]]
+            if listed is not None:
+                keys.append(~listed[rows])
             return rows[np.lexsort(keys)] if rows.size else rows
 
         if config.mode == "vector":
@@ -282,7 +286,7 @@ class RecallEngine:
             cand = inside & (has_vec | (idx.doclen[:n] > 0))
             passing = cand & fmask
             vs = np.where(has_vec, vec if vec is not None else 0.0, -np.inf)
-            score, eligible = fuse(idx, config, cand, fmask, vs, lex)
+            score, eligible, listed = fuse(idx, config, cand, fmask, vs, lex)
             secondary = [vs, lex]
         if pool is None:
             order_arr = order_of(np.flatnonzero(cand), score, secondary)
@@ -290,6 +294,8 @@ class RecallEngine:
             # only the head of the ranking is ever shown: select it exactly (by every
             # key down to creation order) in linear time, then sort just that
             keys = [score, *secondary, -keyrank.astype(np.float64)]
+            if listed is not None:
+                keys.insert(0, listed.astype(np.float64))
             head = np.union1d(select_top(cand, keys, pool),
                               select_top(eligible, keys, config.top_k))
             order_arr = order_of(head, score, secondary)
@@ -580,7 +586,7 @@ class RecallEngine:
                 if s is not None and not math.isfinite(s):
                     s = None
                 rank = int(ranked.pos[r]) if inside[r] and ranked.passing[r] and (
-                    s is not None and s > 0) else None
+                    (s is not None and s > 0) or ranked.eligible[r]) else None
                 clause = None
                 if config.filter and not match_filter(config.filter, idx.metadata[r]):
                     clause = first_failing_clause(config.filter, idx.metadata[r])

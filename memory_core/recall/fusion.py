@@ -28,14 +28,17 @@ def around(idx: ScopeIndex, r: int, config: RecallConfig,
 
 
 def fuse(idx: ScopeIndex, config: RecallConfig, cand: np.ndarray, fmask: np.ndarray,
-          vs: np.ndarray, lex: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Hybrid score and eligibility of every row. The vector list holds candidates with
+          vs: np.ndarray, lex: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Hybrid score, eligibility and list membership of every row. The vector list holds candidates with
     ``cosine > 0 and cosine >= threshold``, the lexical list those with ``bm25 > 0``;
     a row in neither is not eligible. ``rrf`` sums ``1 / (rrf_k + rank)`` over the
     lists; ``weighted`` sums ``vector_weight`` x the normalised cosine and the rest x
     the normalised BM25 (each normalised over the passing candidates; 0 outside its
     list). ``context_weight`` first adds that share of the better neighbour's signal
-    (same thread) to each row's; ``question_weight`` scales down rows that ask."""
+    (same thread) to each row's; ``question_weight`` scales down rows that ask.
+    A row in either list ranks before every row in neither (``listed``, filtered-out
+    rows included): a z-scored row below the mean scores under 0, the rows in neither
+    list score 0, and those must not rank above a row recall could take."""
     n = idx.n
     keyrank = idx.ranks()
     passing = cand & fmask
@@ -75,10 +78,11 @@ def fuse(idx: ScopeIndex, config: RecallConfig, cand: np.ndarray, fmask: np.ndar
         q = idx.asks[:n]
         score[q] = np.where(score[q] > 0, score[q] * config.question_weight,
                             score[q] / max(config.question_weight, 1e-9))
-    eligible = passing & (in_v | in_l)
+    listed = in_v | in_l
+    eligible = passing & listed
     if config.fusion == "rrf":
         eligible &= score > 0
-    return score, eligible
+    return score, eligible, listed
 
 
 def with_context(idx: ScopeIndex, values: np.ndarray, weight: float) -> np.ndarray:

@@ -62,8 +62,9 @@ class CandidateScore:
 
     ``score`` is the mode's ranking score (cosine, BM25 or fused; for a filtered-out
     row, the score it would have had). ``rank`` is the 1-based rank among candidates
-    that passed the filter and scored > 0; ``eligible`` says whether it could be a hit
-    (see ``RecallConfig``); ``in_scope`` is False for messages written after ``as_of``.
+    that passed the filter and could be a hit or scored > 0 (a z-scored hybrid hit may
+    score under 0); ``eligible`` says whether it could be a hit (see ``RecallConfig``);
+    ``in_scope`` is False for messages written after ``as_of``.
     """
 
     thread_id: str
