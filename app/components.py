@@ -205,16 +205,22 @@ def with_db(params: Mapping[str, str]) -> dict[str, str]:
 
 
 def candidate_fate(c: views.ScoreCandidate, threshold: float | None,
-                   top_k: int | None) -> str:
+                   top_k: int | None, *, hybrid: bool = False) -> str:
     """What became of a recall candidate, in words: "recalled into the prompt", "rank
-    1 ... dropped: a tool call without its result", "below the threshold 0.450" …"""
+    1 ... dropped: a tool call without its result", "below the threshold 0.450" …
+    (``hybrid``: recall also took rows sharing a word with the question, so a row below
+    the threshold shared none)."""
     if c.status == "hit":
         return "recalled into the prompt"
     if c.status == "dropped":
         return f"recalled, then dropped: {views.drop_reason_text(c.reason)}"
     if c.status == "below-threshold":
-        return ("below the threshold" + (f" {fmt_score(threshold)}" if threshold is not None
-                                         else "") + ": not recalled")
+        bar = "below the threshold" + (f" {fmt_score(threshold)}" if threshold is not None
+                                       else "")
+        if hybrid:
+            bar = ("no word shared with the question, and " + (
+                "no vector to compare" if c.similarity is None else f"a similarity {bar}"))
+        return bar + ": not recalled"
     if c.status == "beyond-top-k":
         return ("above the threshold but outside the top"
                 + (f" {top_k}" if top_k is not None else " k") + ": not recalled")
@@ -227,16 +233,17 @@ def candidate_fate(c: views.ScoreCandidate, threshold: float | None,
     return c.status
 
 
-def scored(score: float, similarity: float | None) -> str:
+def scored(score: float, similarity: float | None, *, hybrid: bool = False) -> str:
     """A recall score as a card says it: "score 0.612", or for hybrid recall's fused
-    score "fused score 1.348 · similarity 0.612" (the threshold bounds the similarity)."""
+    score "fused score 1.348 · similarity 0.612" (the threshold bounds the similarity;
+    a message without a vector has none)."""
     if similarity is None:
-        return f"score {fmt_score(score)}"
+        return f"{'fused score' if hybrid else 'score'} {fmt_score(score)}"
     return f"fused score {fmt_score(score)} · similarity {fmt_score(similarity)}"
 
 
 def first_bar_text(candidates: Sequence[views.ScoreCandidate], threshold: float | None,
-                   top_k: int | None) -> str:
+                   top_k: int | None, *, hybrid: bool = False) -> str:
     """The score chart's caption: what its first bar is, and what became of it (shown
     escaped). A record that lacks rank 1 says so rather than starting silently at 2."""
     if not candidates:
@@ -244,7 +251,7 @@ def first_bar_text(candidates: Sequence[views.ScoreCandidate], threshold: float 
     c = candidates[0]
     rank = "would-be rank" if c.status == "filtered-out" else "rank"
     head = (f"The first bar is {rank} {c.rank}, {c.thread_id} #{c.seq}: "
-            f"{candidate_fate(c, threshold, top_k)}.")
+            f"{candidate_fate(c, threshold, top_k, hybrid=hybrid)}.")
     if c.rank != 1:
         head = (f"Rank 1 is not in this run's record; the chart starts at rank {c.rank}. "
                 + head)

@@ -70,6 +70,7 @@ except Exception as e:  # noqa: BLE001
     st.stop()
 
 run = view.run
+hybrid = view.recall_mode == "hybrid"  # recall also took messages sharing a word
 st.subheader(md("Run ", Id(run.run_id)))
 summary = next(r for r in thread_runs if r.run_id == run_id)
 run_action_bar(summary, services.previous_run(thread_runs, run_id))
@@ -126,7 +127,7 @@ def item_card(item: LaneItem, key: str) -> None:
         if item.rank is not None:
             bits.append(f"rank {item.rank}")
         if item.score is not None:
-            bits.append(scored(item.score, item.similarity))
+            bits.append(scored(item.score, item.similarity, hybrid=hybrid))
         if item.origin and not (item.reason and item.origin == "hit"):
             bits.append(f"origin {item.origin}")
         bits.append(f"{item.tokens} tokens")
@@ -182,8 +183,9 @@ if not view.imported:
         for i, c in enumerate(misses):
             with st.container(border=True, key=f"near-miss-{i}"):
                 rank_word = "would-be rank" if c.status == "filtered-out" else "rank"
-                st.caption(escape_md(f"{rank_word} {c.rank} · {scored(c.score, c.similarity)} · "
-                                     f"{candidate_fate(c, view.threshold, view.top_k)}"))
+                fate = candidate_fate(c, view.threshold, view.top_k, hybrid=hybrid)
+                st.caption(escape_md(f"{rank_word} {c.rank} · {scored(c.score, c.similarity, hybrid=hybrid)} · "
+                                     f"{fate}"))
                 literal(preview_text(c.preview))
                 link_to_message(c.thread_id, c.seq, label=("source: ", *ref(c.thread_id, c.seq)))
 
@@ -228,19 +230,21 @@ if not view.imported:  # (see "Left out of the prompt")
     if view.recall_skipped:
         st.info(escape_md(f"Recall did not run: {view.recall_skipped}"))
     if ranked:
-        st.caption(escape_md(first_bar_text(ranked, view.threshold, view.top_k)))
+        st.caption(escape_md(first_bar_text(ranked, view.threshold, view.top_k,
+                                                hybrid=hybrid)))
         st.plotly_chart(score_chart(ranked, view.threshold, view.top_k), key="scores")
         if any(c.status == "filtered-out" for c in ranked):
             st.caption("A filtered-out candidate's rank is the one it would have had, had it "
                        "passed the filter.")
         filtered = any(c.filter_clause for c in ranked)  # else no column of blanks
-        fused = any(c.similarity is not None for c in ranked)  # (hybrid recall)
+        fused = hybrid or any(c.similarity is not None for c in ranked)
         light_table([{"rank": c.rank,
                       **({"fused score": fmt_score(c.score), "similarity": (
                           "" if c.similarity is None else fmt_score(c.similarity))}
                          if fused else {"score": fmt_score(c.score)}),
                       "status": c.status,
-                      "what became of it": candidate_fate(c, view.threshold, view.top_k),
+                      "what became of it": candidate_fate(c, view.threshold, view.top_k,
+                                                          hybrid=hybrid),
                       # the thread's id opens the message on the Threads page
                       "thread": Link(c.thread_id, message_url(c.thread_id, c.seq)),
                       "seq": c.seq,

@@ -88,8 +88,9 @@ def gated(config: RecallConfig, score: float | None, vector_score: float | None)
 def threshold_rule(config: RecallConfig, score: float | None, vector_score: float | None,
                    lexical_score: float | None) -> Rule | None:
     """The threshold rule when it kept the message out (its filter aside): in vector
-    mode a cosine under the bar (or not above 0); in hybrid mode that and no word shared
-    with the question; in lexical mode no word shared (no setting lifts that)."""
+    mode a cosine under the bar (or not above 0); in hybrid mode that (or no vector) and
+    no word shared with the question; in lexical mode no word shared (no setting lifts
+    that)."""
     lexical = (lexical_score if lexical_score is not None else
                score if config.mode == "lexical" else None) or 0.0
     if config.mode == "lexical":
@@ -104,6 +105,13 @@ def threshold_rule(config: RecallConfig, score: float | None, vector_score: floa
     if config.mode == "hybrid" and lexical > 0:
         return None
     said = f"below the threshold ({score_text(cos)} < {score_text(thr)})"
+    if config.mode == "hybrid":
+        # words alone would have let it in: say that none were shared
+        said = ("it shares no word with the question and has no vector to compare"
+                if cos is None else f"it shares no word with the question and is {said}")
+        if cos is None:
+            return Rule(rule="below-threshold", setting="recall.threshold", value=thr,
+                        said=f"{said}: no threshold admits it")
     if cos is None or cos <= 0:
         return Rule(rule="below-threshold", setting="recall.threshold", value=thr,
                     said=f"{said}: no threshold admits a score that is not above 0")

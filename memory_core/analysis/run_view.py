@@ -67,10 +67,15 @@ class LaneItem(BaseModel):
     tokens: int = 0
 
 
-def _similarity(ref: MessageRef | NearMiss | None) -> float | None:
-    if ref is None or ref.vector_score is None or ref.vector_score == ref.score:
+def _similarity(ref: MessageRef | NearMiss | None, memctx: Memctx | None) -> float | None:
+    """The cosine beside a hybrid run's fused score (shown even where the two are
+    equal: a row in neither list scores 0 whatever its cosine); None in other modes."""
+    if ref is None or ref.vector_score is None:
         return None
-    return ref.vector_score
+    rc = memctx.settings.recall if memctx is not None else None
+    if rc is not None and rc.mode == "hybrid":
+        return ref.vector_score
+    return None if ref.vector_score == ref.score else ref.vector_score
 
 
 class LaneView(BaseModel):
@@ -146,6 +151,9 @@ class RunView(BaseModel):
     threshold: float | None
     top_k: int | None
     candidates: list[ScoreCandidate]
+    # "vector", "lexical" or "hybrid" (None: no recall configured); hybrid recall also
+    # takes a message below the threshold that shares a word with the question
+    recall_mode: str | None = None
     recall_skipped: str | None
     steps: list[StepView]
     tool_calls: list[ToolCallView]
@@ -196,7 +204,7 @@ def _lane_items(storage: Storage, prompt: FrozenPrompt | None,
     for item in (prompt.items if prompt is not None else []):
         lanes[item.lane].append(_lane_item(item, recalled_refs, obs_refs, memctx))
     if memctx is not None:
-        lanes["dropped"] = _dropped_items(storage, memctx.dropped)
+        lanes["dropped"] = _dropped_items(storage, memctx)
     return lanes
 
 
@@ -219,12 +227,13 @@ def _lane_item(item: PromptItem, recalled_refs: dict[tuple[str, int], MessageRef
     return LaneItem(
         lane=item.lane, role=item.message.role, text=text, thread_id=item.thread_id,
         seq=item.seq, observation_id=item.observation_id, sources=sources,
-        score=ref.score if ref else None, similarity=_similarity(ref),
+        score=ref.score if ref else None, similarity=_similarity(ref, memctx),
         rank=ref.rank if ref else None, origin=item.origin or (ref.origin if ref else None),
         tokens=estimate_tokens(text))
 
 
-def _dropped_items(storage: Storage, refs: list[MessageRef]) -> list[LaneItem]:
+def _dropped_items(storage: Storage, memctx: Memctx) -> list[LaneItem]:
+    refs = memctx.dropped
     full: dict[tuple[str, int], StoredMessage] = {}
     by_thread: dict[str, list[int]] = {}
     for r in refs:
@@ -239,7 +248,7 @@ def _dropped_items(storage: Storage, refs: list[MessageRef]) -> list[LaneItem]:
         text = render_text(stored) if stored is not None else r.preview
         out.append(LaneItem(lane="dropped", role=r.role, text=text, thread_id=r.thread_id,
                             seq=r.seq, reason=r.reason, score=r.score,
-                            similarity=_similarity(r), rank=r.rank, origin=r.origin,
+                            similarity=_similarity(r, memctx), rank=r.rank, origin=r.origin,
                             tokens=estimate_tokens(text)))
     return out
 
@@ -258,11 +267,11 @@ def _candidates(memctx: Memctx | None) -> list[ScoreCandidate]:
         if r.origin in (None, "hit") and r.score is not None and r.rank is not None:
             out.append(ScoreCandidate(thread_id=r.thread_id, seq=r.seq, rank=r.rank,
                                       score=r.score, status="hit", preview=r.preview,
-                                      similarity=_similarity(r)))
+                                      similarity=_similarity(r, memctx)))
     for nm in memctx.near_misses:
         out.append(ScoreCandidate(thread_id=nm.thread_id, seq=nm.seq, rank=nm.rank,
                                   score=nm.score, status=nm.reason, preview=nm.preview,
-                                  filter_clause=nm.filter_clause, similarity=_similarity(nm)))
+                                  filter_clause=nm.filter_clause, similarity=_similarity(nm, memctx)))
     # within a rank (filtered-out rows share the would-be rank of where they would have
     # gone), the higher score first: the order recall ranked them in
     return sorted(out, key=lambda c: (c.rank, -c.score, c.thread_id, c.seq))
@@ -394,7 +403,9 @@ def run_view(storage: Storage, run_id: str) -> RunView:
                    and memctx and not memctx.is_unknown_setting("threshold") else None),
         top_k=(settings.recall.top_k if settings and settings.recall
                and memctx and not memctx.is_unknown_setting("top_k") else None),
-        candidates=_candidates(memctx), recall_skipped=memctx.recall_skipped if memctx else None,
+        candidates=_candidates(memctx),
+        recall_mode=settings.recall.mode if settings and settings.recall else None,
+        recall_skipped=memctx.recall_skipped if memctx else None,
         steps=_steps(steps), tool_calls=_tool_calls(reader), notes=notes,
         answer=run_answer(steps, reader.output()),
         recorded=recorded_call(record, memctx, steps, run.agent),

@@ -54,7 +54,7 @@ from memory_core.errors import InvalidInputError, MemoryCoreError, NotFoundError
 from memory_core.journal import RunData, load_run
 from memory_core.models.base import Model
 from memory_core.provenance.prompt import Composition, FrozenPrompt
-from memory_core.provenance.record import CompositionSettings, LaneTokens, Memctx
+from memory_core.provenance.record import CompositionSettings, LaneTokens, Memctx, MessageRef
 from memory_core.recall.config import RecallConfig
 from memory_core.recall.engine import RecallEngine
 from memory_core.runs.registry import resolve_embedder
@@ -219,7 +219,9 @@ def _now_words(reason: str, memctx: Memctx) -> str:
     """A near miss's reason in words, with the what-if's own bound."""
     rc = memctx.settings.recall
     if reason == "below-threshold" and rc is not None:
-        return f"below the threshold {score_text(rc.threshold)}"
+        bar = f"below the threshold {score_text(rc.threshold)}"
+        # hybrid recall also takes a message sharing a word with the question
+        return f"sharing no word with the question and {bar}" if rc.mode == "hybrid" else bar
     if reason == "beyond-top-k" and rc is not None:
         return f"outside the top {rc.top_k}"
     return {"filtered-out": "left out by the filter",
@@ -571,13 +573,23 @@ def _key(ref: Ref, message: Message, recall: Memctx | None = None,
         reason = next((nm.reason for nm in now.near_misses
                        if (nm.thread_id, nm.seq) == ref), None)
         rc = now.settings.recall
-        if reason is None and hit is not None and hit.score is not None and rc is not None \
-                and rc.mode == "vector" and hit.score < rc.threshold:
+        if reason is None and hit is not None and rc is not None and _under_bar(hit, rc):
             # not among the near misses the what-if kept, but its cosine (the same
             # question, the same vectors) is under the new bar
             reason = "below-threshold"
         key.now = _now_words(reason, now) if reason is not None else None
     return key
+
+
+def _under_bar(hit: MessageRef, rc: RecallConfig) -> bool:
+    """Whether a recorded hit falls under ``rc``'s bar with its recorded scores: its
+    cosine in vector mode; in hybrid mode its cosine too, when it shared no word with
+    the question (words alone let a message in)."""
+    if rc.mode == "vector" and hit.score is not None:
+        return hit.score < rc.threshold
+    if rc.mode == "hybrid" and hit.vector_score is not None and not hit.lexical_score:
+        return hit.vector_score < rc.threshold or hit.vector_score <= 0
+    return False
 
 
 def compare(data: RunData, after: Composition) -> RunWhatIf:

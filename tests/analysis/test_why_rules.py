@@ -167,3 +167,27 @@ def test_compare_names_every_setting_change_that_let_it_in(rules_world: World) -
                         "in run B it was below the threshold (0.429 < 0.500) and beyond "
                         "top-k (rank 5, top-k 2)")
 
+
+
+def test_a_hybrid_run_says_the_message_shared_no_word(world: World) -> None:
+    """In hybrid recall shared words alone let a message in, so the threshold kept one
+    out only if it shared none: the rule says both, and what-if's "now" does too."""
+    w = world
+    w.say("old", "r1", user("The refund for the blender was approved.", lang="en"),
+          assistant("Noted."), user("Nice weather today.", lang="en"))
+    w.say("cur", "r1", user("Hello"), assistant("Hi!"))
+    w.run("r-hyb", "cur", "r1", QUESTION, model=ScriptedModel(["OK."]),
+          memory=w.memory(recall=recall(top_k=2, threshold=0.5, mode="hybrid")))
+    e = why_forgotten(w.storage, "r-hyb", ("old", 2), embed=w.embed)
+    assert [r.said for r in e.rules] == [
+        "it shares no word with the question and is below the threshold (0.060 < 0.500)",
+        "beyond top-k (rank 5, top-k 2, 2 taken before it)"]
+    assert e.let_in == "a threshold of 0.059 or lower and a top-k of 3 or more"
+    # recalled with a low bar, then left out by a what-if that raises it
+    w.run("r-low", "cur", "r1", QUESTION, model=ScriptedModel(["OK."]),
+          memory=w.memory(recall=recall(top_k=5, threshold=0.05, mode="hybrid")))
+    run = what_if(w.storage, {"recall.threshold": 0.5}, run_ids=["r-low"],
+                  embed=w.embed).runs[0]
+    [left] = [k for c in run.lanes if c.lane == "recalled" for k in c.left
+              if (k.thread_id, k.seq) == ("old", 2)]
+    assert left.now == "sharing no word with the question and below the threshold 0.500"

@@ -89,3 +89,23 @@ def test_the_chart_draws_a_hybrid_candidate_by_its_similarity() -> None:
     assert "fused score" in fig.data[0].hovertemplate
     assert fig.layout.yaxis.title.text == "similarity"
     assert fig.layout.xaxis.title.text == "rank by fused score"
+
+
+def test_a_hybrid_miss_below_the_bar_says_it_shared_no_word(
+        hybrid: World, app: MakeApp) -> None:
+    """Hybrid recall also takes a message that shares a word with the question, so one
+    kept out by the threshold shared none, and says so; it ranks after every message
+    recall could take, whose fused score may be under 0 (z-scored), while its own is 0."""
+    view = views.run_view(hybrid.storage, "r-hyb")
+    ranked = view.ranked()
+    below = [c for c in ranked if c.status == "below-threshold"]
+    assert below and all(c.similarity is not None and c.similarity < 0.2 for c in below)
+    assert max(ranked.index(c) for c in ranked if c.status != "below-threshold") < \
+        min(ranked.index(c) for c in below)
+    assert any(c.score < 0 for c in ranked if c.status != "below-threshold")
+    at = app(RUN_PAGE, run="r-hyb")
+    said = (f"no word shared with the question, and a similarity below the threshold "
+            f"{fmt_score(0.2)}: not recalled")
+    assert any(said in c for c in _captions(at))
+    [table] = [t for t in tables(at) if "what became of it" in t.columns]
+    assert said in [r["what became of it"] for r in table.rows]
