@@ -605,11 +605,17 @@ def asked_thread(url: str, threads: Mapping[str, int], page: str) -> str | None:
     return wanted
 
 
+def thread_label(thread_id: str, words: str | None) -> str:
+    """How every thread picker names a thread: ``<id> · “<first words>”`` (its title,
+    or its first run's question), ``<id> · (untitled)`` without."""
+    return f"{thread_id} · “{words}”" if words else f"{thread_id} · (untitled)"
+
+
 def thread_not_found(thread_id: str, threads: Sequence[views.ThreadSummary], *,
                      page: str = THREADS_PAGE) -> NoReturn:
     """"Thread … not found" with a search over thread ids and titles."""
     not_found(f"Thread '{thread_id}'", page,
-              [(f"{t.thread_id} {t.title or ''}", f"{t.thread_id} · {t.title or '(untitled)'}",
+              [(f"{t.thread_id} {t.title or ''}", thread_label(t.thread_id, t.title),
                 {"thread": t.thread_id}) for t in threads])
 
 

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 import streamlit as st
 
 from app import services
-from app.components import fmt_time
+from app.components import fmt_time, thread_label
 from memory_core.analysis import views
 from memory_core.errors import MemoryCoreError
 
@@ -99,6 +99,6 @@ def thread_labeller(url: str, thread_ids: Sequence[str]) -> Callable[[str], str]
     def label(thread_id: str) -> str:
         at = first.get(thread_id)
         question = questions.get(runs[at].run_id) if at is not None else None
-        return f"{thread_id} · “{question}”" if question else thread_id
+        return thread_label(thread_id, question) if question else thread_id
 
     return label

@@ -34,6 +34,7 @@ from app.components import (
     opened_fold,
     ref,
     set_query_params,
+    thread_label,
     thread_not_found,
     used_by_key,
     with_db,
@@ -152,7 +153,7 @@ titles = {t.thread_id: t.title for t in offered}
 thread = kept_select(st, "Thread", thread_ids,
                      wanted_thread if wanted_thread in thread_ids else thread_ids[0],
                      key="pick:threads-thread",
-                     format_func=lambda tid: f"{titles[tid] or '(untitled)'} · {tid}")
+                     format_func=lambda tid: thread_label(tid, titles[tid]))
 
 first = services.cached_thread_messages(url, thread, 1, DEFAULT_PAGE_SIZE)
 if (parent := first.parent_thread_id) is not None:

@@ -33,6 +33,7 @@ from app.components import (
     preview_text,
     ref,
     set_query_params,
+    thread_label,
     truncate,
 )
 from app.kept_select import kept_select
@@ -72,8 +73,8 @@ if how == PICK:
     scope_titles = dict(scope)
     col_thread, col_msg = st.columns([1, 2], vertical_alignment="bottom")
 
-    def thread_label(t: str) -> str:
-        return f"{t} · {scope_titles[t] or '(untitled)'}"
+    def titled(t: str) -> str:
+        return thread_label(t, scope_titles[t])
 
     # the run's thread, then its owner's others newest first (scope order); an owner of
     # thousands of threads: the newest THREADS_LISTED, and a box to find the others
@@ -84,7 +85,7 @@ if how == PICK:
         picker=ThreadPicker(label="Message thread", find_key="find-message-thread",
                             find_param="find_message_thread",
                             what="threads the run could have been given", newest_first=True),
-        format_func=thread_label,
+        format_func=titled,
         help="The run's thread, then its owner's other threads.") if scope_ids else None
     try:
         msgs = services.cached_thread_scope_messages(url, msg_thread) if msg_thread else []

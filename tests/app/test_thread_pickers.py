@@ -19,6 +19,7 @@ from app.components import (
     COUNTERFACTUAL_PAGE,
     NO_THREAD,
     RUN_PAGE,
+    THREADS_PAGE,
     TIMELINE_PAGE,
     WHY_PAGE,
     escape_md,
@@ -277,3 +278,20 @@ def test_why_offers_the_runs_thread_and_the_newest_of_its_owners(one_owner: InMe
     _ok(at)
     assert [o.split(" · ")[0] for o in _select(at, "Message").options] == ["#0", "#1"]
     assert at.query_params["thread"] == "t3"
+
+
+def test_every_thread_picker_names_a_thread_alike(many: InMemoryStorage,
+                                                  app: MakeApp) -> None:
+    """The Threads page, the run pages and Why forgotten's message thread name a thread
+    the same way (``<id> · “<first words>”``): three labels for one thread read as
+    three threads."""
+    said = "t7 · “topic odd 7”"
+    threads = app(THREADS_PAGE, thread="t7")
+    _ok(threads)
+    assert _select(threads, "Thread").format_func("t7") == said
+    run = app(RUN_PAGE, run="r7")
+    _ok(run)
+    assert _select(run, "Thread").format_func("t7") == said
+    why = app(WHY_PAGE, run="r7")
+    _ok(why)
+    assert _select(why, "Message thread").format_func("t7") == said

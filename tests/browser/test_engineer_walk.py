@@ -151,7 +151,7 @@ def _check_lands(tab: Any, base: str, run: str, label: str, href: str) -> None:
         tab.get_by_role("heading", name="Threads", exact=True).wait_for(
             timeout=PAGE_TIMEOUT_MS)
         box = tab.locator('input[role="combobox"][aria-label="Thread"]')
-        tab.wait_for_function("([el, t]) => el.value.endsWith(' · ' + t)",
+        tab.wait_for_function("([el, t]) => el.value.startsWith(t + ' · ')",
                               arg=[box.element_handle(), m[1]], timeout=PAGE_TIMEOUT_MS)
     else:
         heading, widget = {"Counterfactual": ("Counterfactual replay", "Run"),
