@@ -5,6 +5,8 @@ alignment of their model steps and tool calls (SPEC §10.3)."""
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
+from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -185,6 +187,8 @@ Changes = dict[str, tuple[Any, Any]]
 def _change(changes: Changes, key: str) -> str:
     """``recall top_k 3 → 8``: a changed setting as a reason names it."""
     a, b = changes[key]
+    if key == "recall_enabled":
+        return f"recall {'on' if a else 'off'} → {'on' if b else 'off'}"
     return f"{SETTING_NAMES.get(key, key)} {value_text(a)} → {value_text(b)}"
 
 
@@ -238,11 +242,13 @@ class _Pair:
 
     def __init__(self, ref: Ref, lane_a: str | None, lane_b: str | None, sa: Any, sb: Any,
                  a: RunData, b: RunData, changes: Changes,
-                 scores: tuple[_Scores, _Scores] | None = None) -> None:
+                 scores: tuple[_Scores, _Scores] | None = None,
+                 written: Callable[[Ref], datetime | None] | None = None) -> None:
         self.ref, self.lane_a, self.lane_b, self.sa, self.sb = ref, lane_a, lane_b, sa, sb
         self.a, self.b, self.changes = a, b, changes
         self.ma, self.mb = a.memctx, b.memctx
         self.scores = scores
+        self.written = written  # a stored message's creation time
 
     def rules(self, side: str) -> list[Rule]:
         """The recall rules that kept the message out of run ``side``'s prompt."""
@@ -251,9 +257,14 @@ class _Pair:
         return self.scores[0 if side == "A" else 1].rules(self.ref)
 
     def new(self) -> bool:
-        """Written after run A composed (so run A could not have held it)."""
+        """Written after run A composed (so run A could not have held it): past run A's
+        snapshot of its thread, or — a thread its recall did not look at (no recall,
+        another scope) — stored after run A started."""
         snap = self.ma.scope_snapshot.get(self.ref[0]) if self.ma else None
-        return snap is None or self.ref[1] > snap
+        if snap is not None:
+            return self.ref[1] > snap
+        at = self.written(self.ref) if self.written is not None else None
+        return at is None or at >= self.a.run.started_at
 
     def rank(self, side: str) -> int | None:
         return getattr(self.sa if side == "A" else self.sb, "rank", None)
@@ -287,9 +298,10 @@ class _Pair:
             else None
 
     def other_recall_changes(self) -> str:
-        """Recall settings that changed besides top_k and threshold, as a tail."""
-        keys = [k for k in ("mode", "scope", "filter", "fusion", "embedder")
-                if k in self.changes]
+        """Recall settings that changed besides top_k and threshold, as a tail (recall
+        turned on or off is said alone: each of its settings then changed from none)."""
+        keys = ["recall_enabled"] if "recall_enabled" in self.changes else \
+            [k for k in ("mode", "scope", "filter", "fusion", "embedder") if k in self.changes]
         if self.ma and self.mb and self.ma.query != self.mb.query:
             tail = ["run B asked a different question"]
         else:
@@ -540,6 +552,10 @@ def diff_runs(storage: Storage, run_a: str, run_b: str, *,
                     # a value a recording never held cannot have changed
                     and not a.memctx.is_unknown_setting(k)
                     and not b.memctx.is_unknown_setting(k)}
+    def written(ref: Ref) -> datetime | None:
+        msgs = storage.memory.get_messages(ref[0], seqs=[ref[1]])
+        return msgs[0].created_at if msgs else None
+
     entries: list[DiffEntry] = []
     for ref in sorted(refs):
         x, y = la.get(ref), lb.get(ref)
@@ -560,7 +576,7 @@ def diff_runs(storage: Storage, run_a: str, run_b: str, *,
             thread_id=ref[0], seq=ref[1], role=role, preview=pv, lane_a=x, lane_b=y,
             change=change,
             reason="" if change == "same" else _reason(_Pair(ref, x, y, sa, sb, a, b, settings,
-                                                             both)),
+                                                             both, written)),
             score_a=getattr(sa, "score", None), score_b=getattr(sb, "score", None),
             rank_a=getattr(sa, "rank", None), rank_b=getattr(sb, "rank", None),
             kept_out_by=[r.rule for r in out_of.rules(ref)] if out_of is not None else []))

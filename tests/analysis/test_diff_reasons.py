@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from memory_core.analysis.diff import diff_runs
 from memory_core.journal import load_run
+from memory_core.types import Message, TextPart, ToolCallPart, ToolResultPart
 from tests.analysis.conftest import World, assistant, recall, user
 
 QUESTION = "What did we decide about the refund for my blender?"
@@ -125,4 +126,28 @@ def test_a_neighbour_of_a_hit_is_said_so_not_ranked_none(world: World) -> None:
     assert entered
     assert all(e.reason.startswith("recalled in run B as the neighbour of a hit")
                for e in entered), [e.reason for e in entered]
+    assert not any("None" in e.reason for e in d.entries)
+
+
+def test_the_other_half_of_a_recalled_tool_call_is_said_so(world: World) -> None:
+    """Run B recalls a tool call (the hit) and composition pulls in its result to keep
+    the pair whole: Compare says the result came to complete the call, not a rank."""
+    w = world
+    w.say("old", "r1",
+          Message(role="assistant", content=[
+              TextPart(text="Checking the refund for the blender."),
+              ToolCallPart(id="tc-1", name="refund", args={"item": "blender"})]),
+          Message(role="tool", content=[ToolResultPart(call_id="tc-1", name="refund",
+                                                       result="ok 17")]),
+          user("Nice weather today."))
+    w.say("cur", "r1", user("Hello"), assistant("Hi!"), user("Quick thing first."))
+    w.run("ra", "cur", "r1", QUESTION, memory=w.memory())  # no recall
+    w.run("rb", "cur", "r1", QUESTION, memory=w.memory(recall=recall(top_k=1, threshold=0.1)))
+    d = diff_runs(w.storage, "ra", "rb", embed=w.embed)
+    entered = {(e.thread_id, e.seq): e.reason for e in d.entries
+               if e.change == "entered" and e.lane_b == "recalled"}
+    assert entered[("old", 1)] == \
+        "recalled in run B to complete a recalled tool call (recall off → on)", entered
+    # written before run A, which recalled nothing: not "new"
+    assert entered[("old", 0)] == "recall off → on let it in (rank 1, score 1.000)", entered
     assert not any("None" in e.reason for e in d.entries)
