@@ -51,8 +51,8 @@ def test_fact_present_vs_removed_changes_the_answer(embed: Any) -> None:
     without_fact = reader.complete(prompt(IRRELEVANT), []).text
     assert with_fact == ("From our conversation: We agreed to refund €240 for order r-7 "
                          "on 3 May 2024.")
-    assert without_fact is not None and without_fact.startswith("I don't know")
-    assert "€240" not in without_fact and "refund" in without_fact
+    # the instructions mention refunds and orders: only the order's id is missing
+    assert without_fact == "I don't know — nothing I was given mentions r-7."
 
 
 @pytest.mark.parametrize("embed", EMBEDDERS, ids=["lexical", "hashing"])
@@ -101,8 +101,23 @@ def test_ignores_earlier_dont_know_answers_and_earlier_questions() -> None:
             Message(role="assistant",
                     content="I don't know — nothing I was given mentions refund."),
             Message(content="How much was the refund for order r-7?")]
+    # the earlier question and answer mention every word of it: they answer nothing
     assert ReaderModel().complete(msgs, []).text == \
-        "I don't know — nothing I was given mentions refund, order or r-7."
+        "I don't know — nothing I was given answers that."
+
+
+def test_a_word_the_prompt_holds_is_never_said_to_be_missing() -> None:
+    """"Nothing I was given mentions refund" beside a recalled "Would you replace it or
+    refund it?" (the demo's forgetting run) was false: a question, the instructions and
+    a tool call answer nothing, but they do mention their words."""
+    asked = [Message(content="Would you replace it or refund it?"),
+             Message(content="What did we decide about the refund for my blender?")]
+    assert ReaderModel().complete(asked, []).text == \
+        "I don't know — nothing I was given mentions blender."
+    call = Message(role="assistant", content=[ToolCallPart(
+        id="c1", name="lookup_order", args={"order": "r-7", "item": "kettle"})])
+    assert ReaderModel().complete([call, Message(content="Which kettle was in r-7?")],
+                                  []).text == "I don't know — nothing I was given answers that."
 
 
 def test_a_reply_to_a_question_carries_the_question_terms() -> None:

@@ -25,7 +25,8 @@ matches the request, including ``update_working_memory``. Heuristics, in order:
 * The best unit answers if its support >= ``min_support``; a second unit is added when
   it covers question terms the first lacks and is nearly as well supported. Ties go to
   the later unit (a correction beats the original). Otherwise: "I don't know — nothing
-  I was given mentions <key terms>."
+  I was given mentions <key terms>." (terms no text of the prompt holds, questions and
+  instructions included), or "… nothing I was given answers that." when all are there.
 """
 
 from __future__ import annotations
@@ -129,7 +130,8 @@ class ReaderModel:
         scored = self.rank(messages, q_index)
         best = [s for s in scored if s.support >= self.min_support]
         if not best:
-            return self._dont_know(question, extract_evidence(messages, q_index))
+            return self._dont_know(question, extract_evidence(messages, q_index),
+                                   [m for i, m in enumerate(messages) if i != q_index])
         chosen = [best[0]]
         covered = set(best[0].matched)
         for s in best[1:]:
@@ -240,9 +242,15 @@ class ReaderModel:
         return " ".join(lines)
 
     @staticmethod
-    def _dont_know(question: str, units: Sequence[Evidence]) -> str:
-        """Names the question's words that nothing in the prompt mentions."""
+    def _dont_know(question: str, units: Sequence[Evidence],
+                   given: Sequence[Message]) -> str:
+        """Names the question's words that nothing in the prompt mentions: neither an
+        evidence unit nor any other text it was given (an earlier question, the
+        instructions, a tool call's name and arguments), which answer nothing but do
+        mention them."""
         present = {t for u in units for t in u.terms}
+        present.update(t for m in given for text in _texts_of(m) for tok in words(text)
+                       if (t := term_of(tok)) is not None)
         missing: dict[str, None] = {}
         for tok in words(question):
             t = term_of(tok)
@@ -262,3 +270,15 @@ class ReaderModel:
     @staticmethod
     def _input_tokens(messages: Iterable[Message]) -> int:
         return sum(estimate_tokens(m.text() or m.canonical_json()) for m in messages)
+
+
+def _texts_of(m: Message) -> list[str]:
+    """Every text of a message a reader would call "given": its text, each tool call's
+    name and argument values, each tool result."""
+    out = [m.text() or ""]
+    for part in m.content if isinstance(m.content, list) else []:
+        if isinstance(part, ToolCallPart):
+            out += [part.name, *flatten_json(part.args)]
+        elif isinstance(part, ToolResultPart):
+            out += [part.name or "", *flatten_json(part.result)]
+    return out
