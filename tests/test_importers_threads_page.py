@@ -174,8 +174,8 @@ def test_a_large_group_lists_its_newest_threads_and_finds_the_rest(
     at = _open()
     assert not at.exception and not at.error
     assert list(tables(at)[0]["thread"]) == ["t7", "t6", "t5"]
-    assert _select(at, "Thread").options == ["topic odd 7 · t7", "topic even 6 · t6",
-                                              "topic odd 5 · t5"]
+    assert _select(at, "Thread").options == ["t7 · “topic odd 7”", "t6 · “topic even 6”",
+                                              "t5 · “topic odd 5”"]
     assert "8 threads; the newest 3 are listed here" in at.caption[0].value
     def find(text: str) -> None:
         next(w for w in at.text_input if w.label == "Find a thread").set_value(text).run()
