@@ -252,6 +252,30 @@ def test_openai_malformed_lines(line: str, expected: str) -> None:
     assert snapshot(s) == snapshot(storage())
 
 
+def test_a_function_message_answering_no_call_is_kept_not_its_request_dropped() -> None:
+    """A legacy ``function`` message names its tool, and the API takes it with no call
+    before it (langgraph's LLMCompiler sends the results of tools its planner ran): the
+    request is imported, each result under an id stable across the conversation's
+    requests, and noted — it was left out whole, its answer with it."""
+    s = storage()
+    sent = [{"role": "user", "content": "How old is the oldest parrot?"},
+            {"role": "function", "name": "search", "content": "Cookie, 82 years"}]
+    report = import_text(s, "\n".join([
+        _line(messages=sent, response={"choices": [{"message": {
+            "role": "assistant", "content": "Cookie, at 82."}}]}),
+        _line(messages=[*sent, {"role": "assistant", "content": "Cookie, at 82."},
+                        {"role": "user", "content": "Thanks"}])]))
+    assert len(report.runs_created) == 2 and report.threads_created == [only_thread(s)]
+    msgs = s.memory.get_messages(only_thread(s))
+    [result] = msgs[1].tool_results()
+    assert (result.name, result.result) == ("search", "Cookie, 82 years")
+    notes = [f"{n.where}: {n.reason}" for n in report.skipped
+             if "answers tool call" in n.reason]
+    assert notes and notes[0].startswith(f"line 1: message 1 (tool) answers tool call "
+                                         f"'{result.call_id}', which no earlier assistant "
+                                         "message made: kept as sent"), report.skipped
+
+
 def test_imported_thread_title_follows_the_spec() -> None:
     # SPEC §2.5: the first user text, whitespace collapsed, trimmed, cut to 80
     s = storage()

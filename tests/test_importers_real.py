@@ -2638,6 +2638,68 @@ EXPECTED.update({
 })
 
 
+_PARROT = "user: What's the oldest parrot alive, and how much longer is that than the average?"
+_APPLES = "user: \n# Apples are tasty\n\nBy Hadley Wickham\nApples are delicious and tasty…"
+_TITLE = 'assistant: {"title":"Apples are tasty","author":"Hadley Wickham"}'
+EXPECTED.update({
+    # LangGraph's LLMCompiler: the planner's streamed plan (a later system message in
+    # its history), then the joiner, sent the tools' results as legacy "function"
+    # messages no call came before — kept, each under an id of its own, noted — and
+    # forced to call JoinOutputs (gzip body); LangSmith and Tavily passed over
+    "langgraph-LLMCompiler_0b3a0916.yaml": {
+        "threads": [[_PARROT,
+                     "system: Remember, ONLY respond with the task list in the correct "
+                     "format!…",
+                     'assistant: 1. tavily_search_results_json(query="oldest parrot alive")'
+                     '\n2. tavily_search_results_json(query="average lifespan of a parrot")'
+                     "\n3. join()<END_OF_PLAN>"],
+                    [_PARROT,
+                     "tool tavily_search_results_json: [{'url': "
+                     "'https://en.wikipedia.org/wiki/Cookie_(cockatoo)'…",
+                     "tool tavily_search_results_json: [{'url': "
+                     "'https://www.birdzilla.com/learn/how-long-do-parrots-live/'…",
+                     "tool join: join",
+                     "system: Using the above previous actions, decide whether to replan or "
+                     "finish.…",
+                     'assistant: → JoinOutputs({"action": {"response": "Cookie, a cockatoo, '
+                     'was recognized as the oldest living parrot at 82 years old in 2015…']],
+        "runs": [("gpt-4-0125-preview", None, []),
+                 ("gpt-4-0125-preview", (1056, 184), ["JoinOutputs"])],
+        "instructions": "Given a user query, create a plan to solve it with the utmost "
+                        "parallelizability.…",
+        "skipped": ["not a model call this importer reads (POST "
+                    "https://api.smith.langchain.com/runs/batch)",
+                    "not a model call this importer reads (POST https://api.tavily.com/search)",
+                    "message 2 (tool) answers tool call 'call-…",
+                    "which no earlier assistant message made: kept as sent"],
+    },
+    # Cloudflare Workers AI through chatlas: structured output answered as the object
+    # itself, kept as its JSON text (which the client sends back as is), noted
+    "chatlas-cloudflare-test_cloudflare_data_extraction.yaml": {
+        "threads": [[_APPLES, _TITLE, _APPLES, _TITLE,
+                     "user: Generate the name and age of a random person.",
+                     'assistant: {"name":"Emily Wilson","age":32}',
+                     "user: What is the name of the person?",
+                     "assistant: The name of the person is Emily Wilson. She is 27 years "
+                     "old, but I previously stated she as 32."]],
+        "runs": [("@cf/meta/llama-3.3-70b-instruct-fp8-fast", None, [])] * 3
+        + [("@cf/meta/llama-3.3-70b-instruct-fp8-fast", (199, 26), [])],
+        "skipped": ["response: content is a JSON object, not a string: kept as its JSON "
+                    "text"],
+        "finishes": ["stop"] * 4,
+    },
+    # langchainrb's Ollama client: a temperature beside the messages, which Ollama does
+    # not read (test_a_setting_ollama_ignores_is_no_parameter)
+    "langchainrb-Ollama_chat_returns_a_chat_completion.yml": {
+        "api": "ollama",
+        "threads": [["user: Hey! How are you?",
+                     "assistant: I'm just a language model, so I don't have feelings or "
+                     "emotions like humans do.…"]],
+        "runs": [("llama3.2", (31, 46), [])],
+        "skipped": ["'temperature' sent at the top level, where Ollama does not read it"],
+    },
+})
+
 def test_corpus_is_large_and_varied_enough() -> None:
     files = sorted(p.name for p in REAL.iterdir() if p.name != "README.md")
     assert files == sorted(EXPECTED)
@@ -2828,3 +2890,14 @@ def test_a_parameter_sent_as_null_is_not_set() -> None:
                                    "events_with_content.yaml")
     params = s.runs.get(f"{report.runs_created[0]}:import")["request_params"]
     assert "keep_alive" not in params and None not in params.values()
+
+
+def test_a_setting_ollama_ignores_is_no_parameter() -> None:
+    """langchainrb sends ``temperature`` beside ``messages``; Ollama reads sampling
+    settings under ``options`` only, so the server ran at its default: recorded as the
+    run's temperature, a counterfactual would take the run for a deterministic one."""
+    s = InMemoryStorage()
+    report = import_file(s, REAL / "langchainrb-Ollama_chat_returns_a_chat_completion.yml")
+    [rid] = report.runs_created
+    assert "temperature" not in s.runs.get(f"{rid}:import")["request_params"]
+    assert s.runs.get(f"{rid}:step:0")["model"]["temperature"] is None

@@ -12,7 +12,8 @@ chat-completions record it is equivalent to, and is read as one.
   ``prompt_eval_count`` / ``eval_count`` as usage, ``created_at``; a stream (JSON
   lines of partial answers, the last one ``done``) is joined first;
 - ``options`` (``temperature``, ``num_predict``, ``top_p``, …) are parameters, as
-  ``format``, ``keep_alive`` and ``think`` are; ``num_predict`` (the most tokens to
+  ``format``, ``keep_alive`` and ``think`` are; a key Ollama does not read (a
+  ``temperature`` beside ``messages``) is noted, not a parameter; ``num_predict`` (the most tokens to
   write) as ``max_tokens``, as the model identity records it for every API (a negative
   one — no limit — keeps its name);
 - a record with no answer (a failed call, no URL) is told by the keys only Ollama's
@@ -27,6 +28,14 @@ from memory_core.importers.jsonvalues import load_json
 
 OLLAMA_PATHS = ("/api/chat", "/api/generate")
 _NOT_SENT = ("messages", "prompt", "system", "images", "context", "options")
+# settings Ollama reads only under ``options`` (and OpenAI's names for two of them):
+# beside ``messages`` the server ignores them
+_OPTIONS_ONLY = frozenset((
+    "temperature", "top_p", "top_k", "min_p", "typical_p", "seed", "num_predict",
+    "max_tokens", "stop", "num_ctx", "num_keep", "repeat_penalty", "repeat_last_n",
+    "presence_penalty", "frequency_penalty", "penalize_newline", "mirostat",
+    "mirostat_tau", "mirostat_eta", "tfs_z", "num_batch", "num_gpu", "main_gpu",
+    "num_thread", "use_mmap", "numa", "low_vram"))
 
 
 def json_lines(text: str, where: str) -> list[Any] | None:
@@ -169,8 +178,16 @@ def as_chat_record(obj: dict[str, Any], where: str, notes: list[str]) -> dict[st
     if isinstance(limit, int) and not isinstance(limit, bool) and limit >= 0:
         options = {**{k: v for k, v in options.items() if k != "num_predict"},
                    "max_tokens": limit}
-    chat = {**{k: v for k, v in request.items() if k not in _NOT_SENT}, **options,
-            "messages": messages}
+    ignored = [k for k in request if k in _OPTIONS_ONLY]
+    if ignored:
+        # (langchainrb sends ``temperature`` beside ``messages``: the server ran with
+        # its own default, so it is no parameter of the run)
+        notes.append(f"{where}: {', '.join(repr(k) for k in ignored)} sent at the top "
+                     "level, where Ollama does not read "
+                     f"{'it' if len(ignored) == 1 else 'them'} (sampling settings go "
+                     "under 'options'): not a parameter of the run")
+    chat = {**{k: v for k, v in request.items() if k not in _NOT_SENT and k not in ignored},
+            **options, "messages": messages}
     out = {k: v for k, v in obj.items() if k not in ("request", "response")}
     out["request"] = chat
     if obj.get("response") is not None:

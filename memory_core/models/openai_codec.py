@@ -296,7 +296,14 @@ def from_openai_message(raw: Any, where: str, notes: list[str]) -> Message:
             metadata["name"] = raw["name"]
     if role == "developer":
         metadata["openai_role"] = "developer"
-    text, attachments = content_parts(raw.get("content"), where, notes)
+    wire = raw.get("content")
+    if isinstance(wire, dict) and OPENAI_ROLES[role] == "assistant":
+        # an answer's structured output given as the object itself, not its text
+        # (Cloudflare Workers AI does so for ``response_format: json_schema``)
+        wire = json.dumps(wire, ensure_ascii=False, separators=(",", ":"))
+        notes.append(f"{where}: content is a JSON object, not a string: kept as its JSON "
+                     "text")
+    text, attachments = content_parts(wire, where, notes)
     if attachments:
         metadata["attachments"] = attachments
     if role == "assistant" and isinstance(text, str):
@@ -351,8 +358,10 @@ def from_openai_messages(raw: Any, where: str, notes: list[str], *,
                          parse: Callable[[Any, str, list[str]], Message] | None = None
                          ) -> list[Message]:
     """A request's ``messages``. A tool message without ``tool_call_id`` answers the
-    first call of the latest assistant message not answered yet (noted). ``parse``
-    reads each message (``from_openai_message`` unless given)."""
+    first call of the latest assistant message not answered yet (noted); with none
+    waiting, one naming its tool (a "function" message) gets a derived id, and one
+    naming none is an error. ``parse`` reads each message (``from_openai_message``
+    unless given)."""
     parse = parse or from_openai_message
     if not isinstance(raw, list):
         raise _fail(where, f"'messages' must be a list, got {type(raw).__name__}")
@@ -370,13 +379,20 @@ def from_openai_messages(raw: Any, where: str, notes: list[str], *,
             pending = [c.id for c in m.tool_calls()]
         for r in m.tool_results():
             if not r.call_id:
-                if not pending:
+                if not pending and not r.name:
                     raise _fail(mw, "tool message has no tool_call_id and no earlier tool "
                                     "call is waiting for an answer")
-                m = m.model_copy(update={"content": [r.model_copy(
-                    update={"call_id": pending[0]})]})
-                notes.append(f"{mw}: tool message had no tool_call_id; taken as the answer "
-                             f"to '{pending[0]}'")
+                if not pending:
+                    # a legacy "function" message names its tool: the API takes it with
+                    # no call before it (results of tools the client ran itself), so it
+                    # is kept, under an id stable across the conversation's requests
+                    # (the import notes a result answering no call it has seen)
+                    cid = derived_call_id(i, r.name, r.result)
+                else:
+                    cid = pending[0]
+                    notes.append(f"{mw}: tool message had no tool_call_id; taken as the "
+                                 f"answer to '{cid}'")
+                m = m.model_copy(update={"content": [r.model_copy(update={"call_id": cid})]})
             cid = m.tool_results()[0].call_id
             if cid in pending:
                 pending.remove(cid)
