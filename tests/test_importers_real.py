@@ -2688,6 +2688,26 @@ EXPECTED.update({
                     "text"],
         "finishes": ["stop"] * 4,
     },
+    # chatlas on Mistral: each structured answer recorded pretty-printed and sent back
+    # compacted — the same JSON value, so one conversation (it was four threads)
+    "chatlas-mistral-test_data_extraction.yaml": {
+        "threads": [[_APPLES,
+                     'assistant: {\n  "title": "Apples are tasty",\n  "author": "Hadley '
+                     'Wickham"\n  \t}',
+                     _APPLES,
+                     'assistant: {\n  "title": "Apples are tasty",\n  "author": "Hadley '
+                     'Wickham"\n}',
+                     "user: Generate the name and age of a random person.",
+                     'assistant: {\n  "name": "Emma Johnson",\n  "age": 28\n}',
+                     "user: What is the name of the person?",
+                     "assistant: The name of the person is **Emma Johnson**."]],
+        "runs": [("mistral-large-latest", (44, 27), []),
+                 ("mistral-large-latest", (104, 24), []),
+                 ("mistral-large-latest", (133, 19), []),
+                 ("mistral-large-latest", (155, 11), [])],
+        "skipped": ["message 1 (assistant) is sent differing only in how its JSON is laid "
+                    "out (the same value) from what interaction 1 recorded"],
+    },
     # langchainrb's Ollama client: a temperature beside the messages, which Ollama does
     # not read (test_a_setting_ollama_ignores_is_no_parameter)
     "langchainrb-Ollama_chat_returns_a_chat_completion.yml": {

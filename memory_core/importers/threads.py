@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import json
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -34,10 +35,24 @@ from memory_core.types import (
 )
 
 
+def _same_text(text: str) -> str:
+    """A text as ``message_key`` compares it: without its surrounding whitespace, and a
+    JSON object or array as its canonical JSON (a client sends a pretty-printed answer
+    back compacted: chatlas's structured output on Mistral, Databricks …)."""
+    text = text.strip()
+    if text[:1] in ("{", "[") and text[-1:] in ("}", "]"):
+        try:
+            value = json.loads(text)
+        except ValueError:
+            return text
+        return canonical_json(value)
+    return text
+
+
 def _loose(p: TextPart | ToolCallPart | ToolResultPart) -> dict[str, Any]:
     data = p.model_dump(mode="json")
     if type(p) is TextPart:
-        data["text"] = p.text.strip()  # (see ``message_key``)
+        data["text"] = _same_text(p.text)  # (see ``message_key``)
     data.pop("id", None)  # call ids are compared separately (see ``adopt_ids``)
     data.pop("call_id", None)
     if type(p) is ToolCallPart and p.args in ("", None):
@@ -58,9 +73,9 @@ def message_key(m: Message) -> str:
     their surrounding whitespace (clients trim an answer they send back: ldp's ReAct
     loop drops its closing newline) and a text of whitespace alone not at all (llm
     sends an answer of tool calls back with a text " " before them); metadata does not
-    count."""
+    count. A JSON object or array is compared as its value (``_same_text``)."""
     if type(m.content) is str:  # (its one text part's JSON, no part made)
-        text = m.content.strip()
+        text = _same_text(m.content)
         if text and type(m.role) is str:  # (a key a new message: no encoder walk)
             return _TEXT_KEY.fill({"role": _STRING(m.role), "text": _STRING(text)})
         return canonical_json([m.role, [{**_TEXT_PART, "text": text}] if text else []])
@@ -101,6 +116,12 @@ def _texts(m: Message) -> tuple[str, ...]:
     if type(m.content) is str:
         return (m.content,) if m.content else ()
     return tuple(p.text for p in m.content if type(p) is TextPart)
+
+
+def _trimmed(m: Message) -> list[str]:
+    """A message's texts as ``message_key`` sees them before reading JSON: trimmed, a
+    text of whitespace alone left out."""
+    return [t.strip() for t in _texts(m) if t.strip()]
 
 
 def _ids(m: Message) -> list[str]:
@@ -495,18 +516,22 @@ def _say_answer_sent_back_otherwise(ex: Exchange, conv: list[Message], keys: lis
 _ID_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{7,}")
 
 
-def _whitespace_note(ex: Exchange, i: int, role: str, earlier: str | None) -> str:
+def _whitespace_note(ex: Exchange, i: int, role: str, earlier: str | None, *,
+                     json_too: bool = False) -> str:
     """Why message ``i`` of ``ex`` (its answer, when ``i`` is past its history) is the
     stored one although its text differs around the edges: ``earlier``, the record that
     stored it (None: a request's history, not a recorded run)."""
+    how = "the whitespace around its text" if not json_too else \
+        "how its JSON is laid out (the same value)"
     if i == len(ex.history) and earlier is not None:
-        return (f"{ex.where}: its answer differs from {earlier}'s only in the whitespace "
-                f"around its text: taken as that answer, stored once as {earlier} "
-                "recorded it")
-    return (f"{ex.where}: message {i} ({role}) is sent with other "
-            "whitespace around its text than "
-            + (f"{earlier} recorded" if earlier is not None else "an earlier request sent")
-            + ": taken as the same message, stored once as first recorded")
+        return (f"{ex.where}: its answer differs from {earlier}'s only in {how}: taken as "
+                f"that answer, stored once as {earlier} recorded it")
+    said = f"{earlier} recorded" if earlier is not None else "an earlier request sent"
+    if json_too:
+        return (f"{ex.where}: message {i} ({role}) is sent differing only in {how} from "
+                f"what {said}: taken as the same message, stored once as first recorded")
+    return (f"{ex.where}: message {i} ({role}) is sent with other whitespace around its "
+            f"text than {said}: taken as the same message, stored once as first recorded")
 
 
 def instructions_text(instructions: Sequence[Message]) -> str:
@@ -737,7 +762,8 @@ def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
                 trimmed.add((id(tp), seq))
                 first = tp.first_run[seq]
                 ex.notes.append(_whitespace_note(
-                    ex, i, conv[i].role, None if first is None else run_of[first].exchange.where))
+                    ex, i, conv[i].role, None if first is None else run_of[first].exchange.where,
+                    json_too=_trimmed(m) != _trimmed(conv[i])))
         if ex.response is not None and not isinstance(ex.response.content, str):
             for call in ex.response.tool_calls():  # (an answer's calls: those sent back)
                 if not is_derived_call_id(call.id):
