@@ -106,6 +106,24 @@ def test_a_chunk_array_of_a_body_not_content_encoded_is_its_text() -> None:
     assert _step(s, report.runs_created[0])["response"]["usage"]["output_tokens"] == 18
 
 
+def test_a_har_document_written_as_yaml_reads_as_its_json_form() -> None:
+    """Sourcegraph Cody's Polly.js persister writes HAR as YAML (``*.har.yaml``): it was
+    refused as "a YAML document … the YAML this importer reads is a VCR cassette"."""
+    import yaml
+
+    doc = _load(POLLY)
+    s, report = _imported("# recorded by Polly.js\n" + yaml.safe_dump(doc, sort_keys=False),
+                          "calls.har.yaml")
+    assert report.format == "openai"
+    assert _text_of(s, report) == [["user: What's the weather like in Boston?",
+                                    "assistant: ['get_current_weather']"]]
+    assert _step(s, report.runs_created[0])["response"]["usage"] == {
+        "input_tokens": 82, "output_tokens": 18}
+    # one without entries is refused as a HAR file, not as a cassette
+    with pytest.raises(ImportFormatError, match="a HAR file must hold"):
+        _imported("log:\n  version: '1.2'\n  entries: {}\n", "empty.har.yaml")
+
+
 # -- HTTP-interaction JSON (Datadog's test agent) ---------------------------------------------
 def test_test_agent_interactions_import_as_their_model_calls() -> None:
     for path, api, model in ((DD_OPENAI, "openai", "gpt-3.5-turbo-0125"),

@@ -8,7 +8,8 @@ A response body is ``content.text``: the decoded text, or base64 of the bytes
 (``encoding: "base64"``). Polly.js's Node adapter records a response sent with a
 ``content-encoding`` (gzip, deflate, br) as the chunks it arrived in, still encoded: a
 JSON array of base64 strings (hex strings before Polly 5) — joined, then decoded by the
-response's ``content-encoding`` as a cassette's body is."""
+response's ``content-encoding`` as a cassette's body is. A HAR document written as YAML
+(Sourcegraph Cody's recordings, ``*.har.yaml``) is read the same way."""
 
 from __future__ import annotations
 
@@ -18,21 +19,27 @@ import re
 from typing import Any
 
 from memory_core.errors import ImportFormatError
-from memory_core.importers.cassette import interaction_records, parse_recording
+from memory_core.importers.cassette import interaction_records, parse_recording, read_yaml
 from memory_core.importers.common import ParsedFile, SkippedRecord, Stages, fail
 from memory_core.importers.jsonvalues import load_json
 
 _START = re.compile(r'\s*\{\s*"log"\s*:')
+# the same document written as YAML (Sourcegraph Cody's Polly.js persister: *.har.yaml)
+_YAML_START = re.compile(r"(?:[ \t]*(?:#[^\n]*)?\n)*(?:---[ \t]*\n)?log:[ \t]*\n")
 
 
 def looks_like_har(text: str) -> bool:
-    """A HAR document starts ``{"log":`` (its entries are checked when it is read)."""
-    return _START.match(text[:200]) is not None
+    """A HAR document starts ``{"log":``, or ``log:`` in YAML with its ``entries`` near
+    (its entries are checked when it is read)."""
+    head = text[:4000]
+    return _START.match(head) is not None or (
+        _YAML_START.match(head) is not None and "\n  entries:" in head)
 
 
 def har_document(text: str) -> dict[str, Any]:
     """The HAR document, ``{"log": {"entries": [...]}}``, or one error saying why not."""
-    doc = load_json(text, "file", "HAR document")
+    doc = load_json(text, "file", "HAR document") if _START.match(text[:200]) \
+        else read_yaml(text, "HAR document")
     log = doc.get("log") if isinstance(doc, dict) else None
     if not isinstance(doc, dict) or not isinstance(log, dict) \
             or not isinstance(log.get("entries"), list):
