@@ -94,3 +94,57 @@ def test_utf16_text_with_its_byte_order_mark_imports_as_its_utf8(tmp_path: Path,
     wide.write_bytes(b"\xff\xfe" + b"\x00\xd8")  # a lone surrogate: no UTF-16
     with pytest.raises(ImportFormatError, match="starts as UTF-16 text but is not"):
         import_file(InMemoryStorage(), wide)
+
+
+# -- LangGraph's packed cassettes: base64 of zlib-compressed MessagePack ------------------------
+PACKED = FIXTURES / "real" / "langgraph-agent_supervisor_882f9e00.msgpack.zlib"
+
+
+def _packed(doc: object) -> str:
+    import base64
+    import zlib
+
+    import msgpack
+
+    return base64.b64encode(zlib.compress(msgpack.packb(doc))).decode()
+
+
+def test_a_packed_cassette_reads_as_the_yaml_cassette_it_packs(tmp_path: Path) -> None:
+    """Unpacked by hand and written as YAML, the same cassette imports alike: the
+    packed one was refused as "line 1: invalid JSON"."""
+    import base64
+    import zlib
+
+    import msgpack
+    import yaml
+
+    doc = msgpack.unpackb(zlib.decompress(base64.b64decode(PACKED.read_text())), raw=False)
+    plain = tmp_path / "supervisor.yaml"
+    plain.write_text(yaml.safe_dump(doc), encoding="utf-8")
+    packed, as_yaml = InMemoryStorage(), InMemoryStorage()
+    import_file(packed, PACKED)
+    import_file(as_yaml, plain)
+    assert _summary(packed)[1] == _summary(as_yaml)[1]  # (run ids hash each file)
+    assert [r.agent for r in packed.runs.list_runs()] == \
+        [r.agent for r in as_yaml.runs.list_runs()] and len(packed.runs.list_runs()) == 8
+
+
+@pytest.mark.parametrize(("text", "error"), [
+    # base64 of a zlib stream, then the text breaks off into what base64 never holds
+    (_packed({"interactions": []})[:40] + "!!!", "whose text is not base64"),
+    (_packed({"interactions": []})[:-8], "whose zlib stream cannot be read"),
+    (__import__("base64").b64encode(__import__("zlib").compress(b"\xc1" * 40)).decode(),
+     "whose MessagePack cannot be read"),
+    (_packed({"version": 1}), "a cassette must have an 'interactions'"),
+])
+def test_a_packed_cassette_that_cannot_be_read_is_one_error(text: str, error: str) -> None:
+    with pytest.raises(ImportFormatError, match=error):
+        import_file(InMemoryStorage(), _write(text))
+
+
+def _write(text: str) -> Path:
+    import tempfile
+
+    path = Path(tempfile.mkdtemp()) / "bad.msgpack.zlib"
+    path.write_text(text, encoding="ascii")
+    return path

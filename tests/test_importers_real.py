@@ -2638,6 +2638,27 @@ EXPECTED.update({
 })
 
 
+_GDP = "user: find US and New York state GDP in 2024. what % of US GDP was New York state?"
+_TO_RESEARCH = "assistant: → transfer_to_research_agent({})"
+_RESEARCH_OK = "tool transfer_to_research_agent: Successfully transferred to research_agent"
+_SEARCHES = ('assistant: → tavily_search({"query": "US GDP in 2024", "search_depth": '
+             '"advanced"}) → tavily_search({"query": "New York state GDP in 2024", '
+             '"search_depth": "advanced"})')
+_US_GDP = 'tool tavily_search: {"query": "US GDP in 2024", "follow_up_questions": null…'
+_NY_GDP = 'tool tavily_search: {"query": "New York state GDP in 2024", "follow_up_questions"…'
+_RESEARCH_SAID = ("assistant: - US GDP in 2024: $29.017 trillion (nominal, current prices)\n"
+                  "- New York state GDP in 2024: $2.284 trillion\n\nNew York state's GDP "
+                  "was approximately 7.87% of US GDP in 2024.…")
+_TO_MATH = "assistant: → transfer_to_math_agent({})"
+_MATH_OK = "tool transfer_to_math_agent: Successfully transferred to math_agent"
+_DIVIDE = 'assistant: → divide({"a": 2.284, "b": 29.017})'
+_DIVIDED = "tool divide: 0.07871247889168417"
+_MULTIPLY = 'assistant: → multiply({"a": 0.07871247889168417, "b": 100})'
+_MULTIPLIED = "tool multiply: 7.8712478891684174"
+_MATH_SAID = ("assistant: - US GDP in 2024: $29.017 trillion\n- New York state GDP in 2024: "
+              "$2.284 trillion\n- New York state's share of US GDP: 7.87%")
+_SUPERVISOR = ["transfer_to_research_agent", "transfer_to_math_agent"]
+_MATH = ["add", "multiply", "divide"]
 _PARROT = "user: What's the oldest parrot alive, and how much longer is that than the average?"
 _APPLES = "user: \n# Apples are tasty\n\nBy Hadley Wickham\nApples are delicious and tasty…"
 _TITLE = 'assistant: {"title":"Apples are tasty","author":"Hadley Wickham"}'
@@ -2707,6 +2728,35 @@ EXPECTED.update({
                  ("mistral-large-latest", (155, 11), [])],
         "skipped": ["message 1 (assistant) is sent differing only in how its JSON is laid "
                     "out (the same value) from what interaction 1 recorded"],
+    },
+    # LangGraph's packed cassette (base64 of zlib-compressed MessagePack): a supervisor
+    # handing over to a research and a math agent, each agent's requests under its own
+    # instructions a thread of its own; Tavily's request passed over
+    "langgraph-agent_supervisor_882f9e00.msgpack.zlib": {
+        "threads": [[_GDP, _TO_RESEARCH, _RESEARCH_OK, _SEARCHES, _US_GDP, _NY_GDP,
+                     _RESEARCH_SAID, _TO_MATH, _MATH_OK, _DIVIDE, _DIVIDED, _MULTIPLY,
+                     _MULTIPLIED, _MATH_SAID,
+                     "assistant: In 2024, US GDP was $29.017 trillion and New York state GDP "
+                     "was $2.284 trillion. New York state's GDP was approximately 7.87% of "
+                     "the total US GDP."],
+                    [_GDP, _TO_RESEARCH, _RESEARCH_OK, _SEARCHES, _US_GDP, _NY_GDP,
+                     _RESEARCH_SAID],
+                    [_GDP, _TO_RESEARCH, _RESEARCH_OK, _SEARCHES, _US_GDP, _NY_GDP,
+                     _RESEARCH_SAID, _TO_MATH, _MATH_OK, _DIVIDE, _DIVIDED, _MULTIPLY,
+                     _MULTIPLIED, _MATH_SAID]],
+        "runs": [("gpt-4.1-2025-04-14", (137, 14), _SUPERVISOR),
+                 ("gpt-4.1-2025-04-14", (875, 71), ["tavily_search"]),
+                 ("gpt-4.1-2025-04-14", (3341, 97), ["tavily_search"]),
+                 ("gpt-4.1-2025-04-14", (2737, 13), _SUPERVISOR),
+                 ("gpt-4.1-2025-04-14", (2786, 22), _MATH),
+                 ("gpt-4.1-2025-04-14", (2825, 25), _MATH),
+                 ("gpt-4.1-2025-04-14", (2867, 46), _MATH),
+                 ("gpt-4.1-2025-04-14", (2899, 44), _SUPERVISOR)],
+        "instructions": "You are a supervisor managing two agents:\n- a research agent.…",
+        "skipped": ["not a model call this importer reads (POST https://api.tavily.com/search)",
+                    "sends the whole of thread"],
+        "finishes": ["tool_calls", "tool_calls", "stop", "tool_calls", "tool_calls",
+                     "tool_calls", "stop", "stop"],
     },
     # langchainrb's Ollama client: a temperature beside the messages, which Ollama does
     # not read (test_a_setting_ollama_ignores_is_no_parameter)

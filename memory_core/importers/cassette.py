@@ -282,7 +282,11 @@ def yaml_keys(text: str) -> str | None:
 
 def cassette_records(text: str) -> tuple[list[tuple[str, Any]], list[SkippedRecord]]:
     """The cassette's LLM interactions as ``{"request", "response"|"error"}`` records."""
-    doc = read_yaml(text, "cassette")
+    return cassette_records_of(read_yaml(text, "cassette"))
+
+
+def cassette_records_of(doc: Any) -> tuple[list[tuple[str, Any]], list[SkippedRecord]]:
+    """``cassette_records`` of a cassette already read (a packed one's, unpacked)."""
     # vcrpy's "interactions"; Ruby's VCR and R's vcr (the format they began) write
     # "http_interactions" of the same shape
     interactions = (doc.get("interactions", doc.get("http_interactions"))

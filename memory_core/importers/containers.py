@@ -30,6 +30,10 @@ from memory_core.importers.mlflow import looks_like_mlflow, parse_mlflow
 from memory_core.importers.nock import looks_like_nock, parse_nock
 from memory_core.importers.openai_jsonl import parse_json
 from memory_core.importers.otel import looks_like_otlp, parse_otlp
+from memory_core.importers.packed_cassette import (
+    looks_like_packed_cassette,
+    parse_packed_cassette,
+)
 
 
 @dataclass(frozen=True)
@@ -56,6 +60,8 @@ CONTAINERS: tuple[Container, ...] = (
     # resourceSpans/resourceLogs near the start, span objects, Jaeger, Zipkin
     Container("otlp-json", "otel", looks_like_otlp, lambda text, _stages: parse_otlp(text)),
     Container("cassette", "openai", looks_like_cassette, parse_cassette),  # interactions:
+    # LangGraph's packed cassettes: base64 of a zlib-compressed MessagePack cassette
+    Container("packed-cassette", "openai", looks_like_packed_cassette, parse_packed_cassette),
     # Rust's httpmock (rig's cassettes): YAML documents of "when:" and "then:"
     Container("httpmock", "openai", looks_like_httpmock, parse_httpmock),
     Container("har", "openai", looks_like_har, parse_har),  # {"log": {"entries": [...]}}
