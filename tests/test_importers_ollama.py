@@ -121,3 +121,31 @@ def test_a_failed_record_without_url_or_answer_is_told_by_its_own_keys(
     assert report.apis == ["ollama"]
     params = s.runs.get(f"{rid}:import")["request_params"]
     assert "options" not in params and "images" not in json.dumps(params)
+
+
+def _cassette(body: str) -> str:
+    import yaml
+
+    return yaml.safe_dump({"interactions": [{
+        "request": {"method": "POST", "uri": "http://localhost:11434/api/chat",
+                    "body": json.dumps({"model": "m", "messages": [
+                        {"role": "user", "content": "hi"}]}), "headers": {}},
+        "response": {"status": {"code": 200, "message": "OK"},
+                     "headers": {"Content-Type": ["application/x-ndjson"]},
+                     "body": {"string": body}}}]})
+
+
+def test_a_stream_with_a_line_broken_in_two_names_that_line() -> None:
+    """A JSON-lines stream whose record is split over two lines (langchainrb's fixtures
+    of a chunk cut mid-record) was read as one JSON body: "body invalid JSON: Extra
+    data: line 2 column 1" — it names the stream line that is no JSON object."""
+    lines = [json.dumps({"model": "m", "message": {"role": "assistant", "content": t},
+                         "done": False}) for t in ("Hel", "lo")]
+    whole = "\n".join([*lines, json.dumps(_answer(""))]) + "\n"
+    s = InMemoryStorage()
+    report = import_text(s, _cassette(whole), name="c.yaml")
+    assert s.runs.get(f"{report.runs_created[0]}:step:0")["response"]["text"] == "Hello"
+    broken = "\n".join([lines[0], lines[1][:20], lines[1][20:], json.dumps(_answer(""))])
+    with pytest.raises(ImportFormatError, match="interaction 1: response: stream line 2 "
+                                                "invalid JSON"):
+        import_text(InMemoryStorage(), _cassette(broken), name="c.yaml")

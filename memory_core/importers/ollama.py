@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from memory_core.errors import ImportFormatError
 from memory_core.importers.common import fail, iso_time
 from memory_core.importers.jsonvalues import load_json
 
@@ -40,11 +41,20 @@ _OPTIONS_ONLY = frozenset((
 
 def json_lines(text: str, where: str) -> list[Any] | None:
     """A body of JSON lines (Ollama streams ``application/x-ndjson``): its objects, or
-    None when it is not several lines of JSON objects."""
+    None when it is not several lines of JSON objects. Several lines whose first is a
+    whole JSON object but whose others are not all objects are a stream with a broken
+    line: one error naming the first line that is no JSON object (it was read as one
+    JSON body, "Extra data: line 2 column 1")."""
     lines = [ln for ln in text.splitlines() if ln.strip()]
-    if len(lines) < 2 or not all(ln.lstrip().startswith("{") for ln in lines):
+    if len(lines) < 2 or not lines[0].lstrip().startswith("{"):
         return None
-    return [load_json(ln, where, "stream line") for ln in lines]
+    if not all(ln.lstrip().startswith("{") for ln in lines):
+        try:  # (pretty-printed JSON opens a line with "{" too, but is no object alone)
+            if not isinstance(load_json(lines[0], where), dict):
+                return None
+        except ImportFormatError:
+            return None
+    return [load_json(ln, where, f"stream line {n}") for n, ln in enumerate(lines, 1)]
 
 
 def _is_answer(chunk: Any) -> bool:
