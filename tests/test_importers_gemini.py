@@ -347,3 +347,27 @@ def test_a_file_of_answers_without_requests_says_so() -> None:
         "line 1: the answer of a Gemini API call (generateContentStream) without its "
         "request, as gemini-cli's fake-responses files record them: what the model was "
         "sent is not in the file"), str(e.value)
+
+
+def test_a_bare_thought_signature_and_a_response_without_result_are_said_so() -> None:
+    """Gemini 3 answers with a part holding only a ``thoughtSignature`` (noted as "a
+    part of kind none"); google/adk-go answers a transfer with a ``functionResponse``
+    that has no ``response`` (stored as null without a word)."""
+    transfer = {"role": "model", "parts": [{"functionCall": {
+        "id": "t1", "name": "transfer_to_agent", "args": {"agent_name": "b"}}}]}
+    done = {"role": "user", "parts": [{"functionResponse": {
+        "id": "t1", "name": "transfer_to_agent"}}]}
+    text = "\n".join([
+        _record([USER], _answer(*transfer["parts"])),
+        _record([USER, transfer, done],
+                _answer({"thoughtSignature": "c2lnbmF0dXJl"}, {"text": "Snow."}))])
+    s, report = _import(text)
+    reasons = [k.reason for k in report.skipped]
+    assert any(r.endswith("functionResponse (transfer_to_agent) has no 'response': kept as "
+                          "an empty result") for r in reasons), reasons
+    assert any(r.endswith("a part holding only a thought signature (the model's encrypted "
+                          "reasoning state) not imported") for r in reasons), reasons
+    assert not any("kind none" in r for r in reasons)
+    [thread] = report.threads_created
+    assert [m.role for m in s.memory.get_messages(thread)] == \
+        ["user", "assistant", "tool", "assistant"]

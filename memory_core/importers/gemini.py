@@ -138,6 +138,10 @@ def content_messages(content: Any, where: str, notes: list[str], *,
             if not isinstance(name, str) or not name:
                 raise fail(pw, f"functionResponse has no name: {answer!r}")
             cid = answer.get("id")
+            if answer.get("response") is None:
+                # (google/adk-go answers a transfer so: the call's result is no object)
+                notes.append(f"{pw}: functionResponse ({name}) has no 'response': kept "
+                             "as an empty result")
             results.append(ToolResultPart(call_id=cid if isinstance(cid, str) else "",
                                           name=name, result=answer.get("response")))
         elif isinstance(_get(p, "inlineData"), dict) or isinstance(_get(p, "fileData"), dict):
@@ -146,8 +150,10 @@ def content_messages(content: Any, where: str, notes: list[str], *,
             notes.append(f"{pw}: {kind} kept as a placeholder")
         else:
             kinds = ", ".join(k for k in p if k not in ("thoughtSignature",
-                                                       "thought_signature")) or "none"
-            notes.append(f"{pw}: a part of kind {kinds} not imported")
+                                                       "thought_signature"))
+            notes.append(f"{pw}: a part of kind {kinds} not imported" if kinds else
+                         f"{pw}: a part holding only a thought signature (the model's "
+                         "encrypted reasoning state) not imported")
     meta: dict[str, Any] = {"attachments": attachments} if attachments else {}
     if role == "model":
         if results:
