@@ -368,3 +368,15 @@ def test_a_branch_of_a_thread_an_earlier_import_stored_says_so() -> None:
         "message 2 differs (user: recorded 'And when was Go 1.1 released?', sent 'Who "
         "designed Go?'): a branch of it, stored as a new thread"]
     assert s.memory.require_thread(report.threads_created[0]).parent_thread_id == tid
+
+
+def test_an_answer_of_whitespace_alone_is_quoted_as_recorded() -> None:
+    """chatlas sends an answer of "\\n" back as "[empty string]": the note said
+    "recorded ''" — the recorded text stripped of what it was made of."""
+    s = InMemoryStorage()
+    report = import_text(s, "\n".join([
+        _line([QUESTION], {"role": "assistant", "content": "\n"}),
+        _line([QUESTION, {"role": "assistant", "content": "[empty string]"},
+               {"role": "user", "content": "And now?"}], DONE)]))
+    [note] = [k.reason for k in report.skipped if "sends back the answer" in k.reason]
+    assert "(recorded '\\n', sent '[empty string]')" in note, note

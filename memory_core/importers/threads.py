@@ -428,9 +428,11 @@ def _what_differs(recorded: Message, sent: Message, call_id: str) -> str:
 def _where_they_part(x: str, y: str, quoted: bool = False) -> str:
     """"recorded …, sent …": two texts from a little before where they first differ
     (shown, not cut away with a common beginning) — the whitespace around them left
-    out when they differ in more than that; ``quoted``: as Python literals (a text's
+    out when they differ in more than that (not from a text of whitespace alone); ``quoted``: as Python literals (a text's
     line breaks shown as \\n)."""
-    if x.strip() != y.strip():  # (" <thought>…" sent for "<thought>…", and more after)
+    if x.strip() != y.strip() and x.strip() and y.strip():
+        # (" <thought>…" sent for "<thought>…", and more after; a text of whitespace
+        # alone is shown as it is: "recorded '\n'", not "recorded ''")
         x, y = x.strip(), y.strip()
     at = next(i for i, (p, q) in enumerate(zip(x + "\0", y + "\0", strict=False)) if p != q)
     start = max(0, at - 30)
