@@ -271,7 +271,8 @@ def _candidates(memctx: Memctx | None) -> list[ScoreCandidate]:
     for nm in memctx.near_misses:
         out.append(ScoreCandidate(thread_id=nm.thread_id, seq=nm.seq, rank=nm.rank,
                                   score=nm.score, status=nm.reason, preview=nm.preview,
-                                  filter_clause=nm.filter_clause, similarity=_similarity(nm, memctx)))
+                                  filter_clause=nm.filter_clause,
+                                  similarity=_similarity(nm, memctx)))
     # within a rank (filtered-out rows share the would-be rank of where they would have
     # gone), the higher score first: the order recall ranked them in
     return sorted(out, key=lambda c: (c.rank, -c.score, c.thread_id, c.seq))

@@ -29,8 +29,9 @@ def around(idx: ScopeIndex, r: int, config: RecallConfig,
 
 def fuse(idx: ScopeIndex, config: RecallConfig, cand: np.ndarray, fmask: np.ndarray,
           vs: np.ndarray, lex: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Hybrid score, eligibility and list membership of every row. The vector list holds candidates with
-    ``cosine > 0 and cosine >= threshold``, the lexical list those with ``bm25 > 0``;
+    """Hybrid score, eligibility and list membership of every row. The vector list
+    holds candidates with ``cosine > 0 and cosine >= threshold``, the lexical list
+    those with ``bm25 > 0``;
     a row in neither is not eligible. ``rrf`` sums ``1 / (rrf_k + rank)`` over the
     lists; ``weighted`` sums ``vector_weight`` x the normalised cosine and the rest x
     the normalised BM25 (each normalised over the passing candidates; 0 outside its
