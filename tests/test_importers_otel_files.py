@@ -106,3 +106,31 @@ def test_memwb_import_takes_both_files(tmp_path: Path) -> None:
         assert all(load_run(s, r.run_id).steps[0].record.usage_known for r in runs)
     finally:
         s.close()
+
+
+def test_a_span_exported_twice_or_before_it_ended_is_read_once() -> None:
+    """The same spans written twice (a file appended to again), and a span exported at
+    its start without an end and again when it ended (Microsoft's Agent Framework
+    samples): each call is one run, the copies said — they were two runs, and the
+    refusal of a file without content listed every span twice."""
+    import copy
+    import json
+
+    from memory_core.importers import import_text
+
+    doc = json.loads((Path(__file__).parent / "fixtures" / "imports" /
+                      "otel_genai.json").read_text(encoding="utf-8"))
+    once = InMemoryStorage()
+    single = import_text(once, json.dumps(doc), name="once.json")
+    started = copy.deepcopy(doc)
+    for span in started["resourceSpans"][0]["scopeSpans"][0]["spans"]:
+        del span["endTimeUnixNano"]
+    twice = InMemoryStorage()
+    report = import_text(twice, "\n".join(json.dumps(d) for d in (started, doc, doc)),
+                         name="twice.jsonl")
+    assert len(report.runs_created) == len(single.runs_created) == 2
+    assert [len(twice.memory.get_messages(t)) for t in report.threads_created] == \
+        [len(once.memory.get_messages(t)) for t in single.threads_created]
+    reasons = [k.reason for k in report.skipped]
+    assert sum("exported before it ended" in r for r in reasons) == 4, reasons
+    assert sum(r.startswith("the same span as") for r in reasons) == 4, reasons

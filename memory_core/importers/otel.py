@@ -222,8 +222,46 @@ def parse_spans(spans: list[RawSpan]) -> ParsedFile:
         return _parse_spans(spans)
 
 
+def _once(spans: list[RawSpan]) -> tuple[list[RawSpan], list[SkippedRecord]]:
+    """Each span once: one written again alike (its ids, name, times, attributes and
+    events: a span exported twice, a file appended to) is read once, and one exported
+    before it ended (no end time; Microsoft's Agent Framework samples write a span at
+    its start and its end) gives way to its finished record; both noted. Two spans of
+    one id that differ otherwise (a tracer's fault) stay two."""
+    at: dict[tuple[Any, ...], int] = {}  # (ids, name, start) -> its place in ``kept``
+    kept: list[RawSpan | None] = []
+    again: list[SkippedRecord] = []
+    for span in spans:
+        key = (span.trace_id, span.span_id, span.name, span.start)
+        i = at.get(key) if span.span_id else None
+        seen = kept[i] if i is not None else None
+        if seen is not None and i is not None:
+            if seen.end == span.end and seen.attrs == span.attrs \
+                    and seen.events == span.events and seen.status_error == span.status_error:
+                again.append(SkippedRecord(where=span.where, reason=(
+                    f"the same span as {seen.where} (its ids, times and attributes): "
+                    "read once")))
+                continue
+            if seen.end is None and span.end is not None:
+                again.append(SkippedRecord(where=seen.where, reason=(
+                    "exported before it ended (no end time): its finished record later "
+                    "in the file is read instead")))
+                kept[i] = None
+        at[key] = len(kept)
+        kept.append(span)
+    return [s for s in kept if s is not None], again
+
+
 def _parse_spans(spans: list[RawSpan]) -> ParsedFile:
-    # by the span object's id(): two spans of one id (a tracer's fault) stay two
+    spans, again = _once(spans)
+    parsed = _parse_unique(spans)
+    parsed.skipped += again
+    return parsed
+
+
+def _parse_unique(spans: list[RawSpan]) -> ParsedFile:
+    # by the span object's id(): two spans of one id that differ (a tracer's fault)
+    # stay two
     contents: dict[int, SpanContent] = {}
     failures: dict[int, ImportFormatError] = {}  # why a span with content is no run
     for span in spans:
