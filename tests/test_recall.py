@@ -635,3 +635,18 @@ def test_an_empty_scope_recalls_nothing_in_every_mode() -> None:
                          config=RecallConfig(mode=mode))
         assert out.hits == [] and out.near_misses == [] and out.skipped is None
         assert out.scope_snapshot == {"t": -1}
+
+
+def test_a_window_row_below_the_bar_is_said_to_be_in_the_window() -> None:
+    """A message in the recent window is in the prompt whatever its score: a near miss
+    of it said "below-threshold", and the run inspector listed it as left out of the
+    prompt (132 such on the 5,000-run database)."""
+    store = make_store()
+    store.create_thread("t")
+    add(store, "t", [("hit", unit(0)), ("below", unit(80)), ("below too", unit(85))])
+    engine = RecallEngine(store, query_to(unit(0)))
+    out = engine.run("q", thread_id="t", resource_id=None,
+                     config=RecallConfig(top_k=1, threshold=0.5, near_misses=5),
+                     window=frozenset({("t", 2)}))
+    assert [(m.preview, m.reason) for m in out.near_misses] == [
+        ("below", "below-threshold"), ("below too", "already-in-window")]

@@ -147,7 +147,8 @@ def item_card(item: LaneItem, key: str) -> None:
 # -- what the model was given, and what was left out: first, without a click ------------
 given = [lv for lv in view.lanes if lv.lane != "dropped"]
 dropped = view.lane("dropped")
-misses = [c for c in view.candidates if c.status != "hit"]
+# (a candidate already in the recent window is in the prompt: not left out of it)
+misses = [c for c in view.candidates if c.status not in ("hit", "already-in-window")]
 st.markdown("#### In the prompt")
 st.caption(escape_md(
     f"{counted(sum(len(lv.items) for lv in given), 'message')}, "

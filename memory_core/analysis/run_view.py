@@ -259,9 +259,13 @@ def _lane_tokens(lane: str, items: list[LaneItem], memctx: Memctx | None) -> int
     return sum(i.tokens for i in items)
 
 
-def _candidates(memctx: Memctx | None) -> list[ScoreCandidate]:
+def _candidates(memctx: Memctx | None, prompt: FrozenPrompt | None) -> list[ScoreCandidate]:
     if memctx is None:
         return []
+    # a near miss the prompt holds in its recent window or input was never left out
+    # (records written before recall named the window first say "below-threshold")
+    held = {(i.thread_id, i.seq) for i in (prompt.items if prompt is not None else [])
+            if i.lane in ("recent", "input")}
     out: list[ScoreCandidate] = []
     for r in memctx.recalled:
         if r.origin in (None, "hit") and r.score is not None and r.rank is not None:
@@ -269,8 +273,10 @@ def _candidates(memctx: Memctx | None) -> list[ScoreCandidate]:
                                       score=r.score, status="hit", preview=r.preview,
                                       similarity=_similarity(r, memctx)))
     for nm in memctx.near_misses:
+        status = "already-in-window" if (nm.thread_id, nm.seq) in held and nm.reason in (
+            "below-threshold", "beyond-top-k") else nm.reason
         out.append(ScoreCandidate(thread_id=nm.thread_id, seq=nm.seq, rank=nm.rank,
-                                  score=nm.score, status=nm.reason, preview=nm.preview,
+                                  score=nm.score, status=status, preview=nm.preview,
                                   filter_clause=nm.filter_clause,
                                   similarity=_similarity(nm, memctx)))
     # within a rank (filtered-out rows share the would-be rank of where they would have
@@ -404,7 +410,7 @@ def run_view(storage: Storage, run_id: str) -> RunView:
                    and memctx and not memctx.is_unknown_setting("threshold") else None),
         top_k=(settings.recall.top_k if settings and settings.recall
                and memctx and not memctx.is_unknown_setting("top_k") else None),
-        candidates=_candidates(memctx),
+        candidates=_candidates(memctx, prompt),
         recall_mode=settings.recall.mode if settings and settings.recall else None,
         recall_skipped=memctx.recall_skipped if memctx else None,
         steps=_steps(steps), tool_calls=_tool_calls(reader), notes=notes,

@@ -519,12 +519,12 @@ class RecallEngine:
             passed_over = picked.skipped.get(r)
             if passed_over is not None:
                 misses.append((r, passed_over))
+            elif key in window:  # in the prompt whatever its score: not left out
+                misses.append((r, "already-in-window"))
             elif not ranked.passing[r]:
                 misses.append((r, "filtered-out"))
             elif not ranked.eligible[r]:
                 misses.append((r, "below-threshold"))
-            elif key in window:
-                misses.append((r, "already-in-window"))
             else:
                 misses.append((r, "beyond-top-k"))
         return misses

@@ -109,3 +109,19 @@ def test_a_hybrid_miss_below_the_bar_says_it_shared_no_word(
     assert any(said in c for c in _captions(at))
     [table] = [t for t in tables(at) if "what became of it" in t.columns]
     assert said in [r["what became of it"] for r in table.rows]
+
+
+def test_a_candidate_in_the_recent_window_is_not_left_out(hybrid: World,
+                                                         app: MakeApp) -> None:
+    """"Hi!" and "Quick thing first." are recall candidates in the recent window: the
+    prompt holds them, so "Left out of the prompt" does not list them as near misses."""
+    view = views.run_view(hybrid.storage, "r-hyb")
+    in_window = [c for c in view.candidates if c.status == "already-in-window"]
+    assert in_window
+    recent = {(i.thread_id, i.seq) for i in view.lane("recent").items}
+    assert all((c.thread_id, c.seq) in recent for c in in_window)
+    at = app(RUN_PAGE, run="r-hyb")
+    left = sum(c.status not in ("hit", "already-in-window") for c in view.candidates)
+    assert any(m.value == f"##### Near misses ({left})" for m in at.markdown)
+    # no near miss's card says it (the candidates' table below still does)
+    assert not any("already in the prompt's recent window" in c for c in _captions(at))
