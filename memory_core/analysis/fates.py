@@ -284,19 +284,33 @@ def _would(rule: Rule) -> str:
 
 
 def _recall_sentence(rules: list[Rule], *, score: float | None, rank: int | None,
-                     top_k: int) -> str:
+                     top_k: int, hybrid: tuple[float | None, float | None] | None = None
+                     ) -> str:
     """The recall rules that kept a message out, in the order recall applied them, and
-    what would have let it in."""
+    what would have let it in. ``hybrid``: the message's similarity and word score in a
+    hybrid recall, which takes a message at the bar or sharing a word with the question
+    and ranks by a fused score (``score``)."""
     parts: list[str] = []
     for i, r in enumerate(rules):
         if r.rule == "filtered-out":
             parts.append("the recall filter excluded it " + r.said.removeprefix("filtered out "))
         elif r.rule == "below-threshold" and r.setting is None:
             parts.append(r.said)  # lexical recall: no word shared
+        elif r.rule == "below-threshold" and hybrid is not None:
+            head = "it shares no word with the question, and its similarity " \
+                if i == 0 else "it also shares no word with the question, and its similarity "
+            parts.append(head + ("could not be told (it has no vector)" if hybrid[0] is None
+                                 else f"{_fmt(hybrid[0])} is below the bar of "
+                                      f"{_fmt(r.value)}"))
         elif r.rule == "below-threshold":
             head = "recall scored it" if i == 0 else "it also scored"
             parts.append(f"{head} {_fmt(score)} against the question, below the bar of "
                          f"{_fmt(r.value)} a message must reach to be recalled")
+        elif i == 0 and hybrid is not None:
+            why = ("it shares a word with the question" if (hybrid[1] or 0) > 0
+                   else f"its similarity {_fmt(hybrid[0])} reaches the bar")
+            parts.append(f"it qualified ({why}), but ranked #{rank} by its fused score "
+                         f"{_fmt(score)} and only the top {top_k} are passed on")
         elif i == 0:
             parts.append(f"it scored {_fmt(score)}, enough to qualify, but ranked #{rank} "
                          f"and only the top {top_k} are passed on")
@@ -317,7 +331,9 @@ def _recall_sentence(rules: list[Rule], *, score: float | None, rank: int | None
     if any(r.rule == "below-threshold" and r.setting is not None and r.admits is None
            for r in rules):
         tail = (" No threshold would have let it in: a message must score above 0 to be "
-                "recalled.")
+                "recalled." if hybrid is None else
+                " No threshold would have let it in: it would need a word of the question, "
+                "or a similarity above 0.")
     return f"The assistant never saw this message: {text}.{tail}"
 
 
@@ -450,7 +466,8 @@ def _explain_near_miss(memctx: Memctx, ref: tuple[str, int], out: _Out) -> Expla
     shown = n.vector_score if n.vector_score is not None else n.score
     return out(rules[0].rule, _recall_sentence(
         rules, score=shown if rules[0].rule != "beyond-top-k" else n.score, rank=n.rank,
-        top_k=rc.top_k), rules=rules, **ev)
+        top_k=rc.top_k, hybrid=(n.vector_score, n.lexical_score) if rc.mode == "hybrid"
+        else None), rules=rules, **ev)
 
 
 def _explain_by_score(scores: RunScores, msg: StoredMessage, out: _Out) -> Explanation:
@@ -475,7 +492,9 @@ def _explain_by_score(scores: RunScores, msg: StoredMessage, out: _Out) -> Expla
     shown = cand.vector_score if cand.vector_score is not None else cand.score
     return out(rules[0].rule, _recall_sentence(
         rules, score=shown if rules[0].rule != "beyond-top-k" else cand.score,
-        rank=cand.rank, top_k=config.top_k), rules=rules, **ev)
+        rank=cand.rank, top_k=config.top_k,
+        hybrid=(cand.vector_score, cand.lexical_score) if config.mode == "hybrid" else None),
+        rules=rules, **ev)
 
 
 #: how many of the closest messages a phrase search reports

@@ -191,3 +191,27 @@ def test_a_hybrid_run_says_the_message_shared_no_word(world: World) -> None:
     [left] = [k for c in run.lanes if c.lane == "recalled" for k in c.left
               if (k.thread_id, k.seq) == ("old", 2)]
     assert left.now == "sharing no word with the question and below the threshold 0.500"
+
+
+def test_a_hybrid_fate_says_how_the_message_qualified_or_did_not(world: World) -> None:
+    """Hybrid recall takes a message at the bar or sharing a word with the question and
+    ranks by a fused score: "it scored -0.794, enough to qualify" and "a message must
+    score above 0" (beside a message recalled on words with a similarity of 0) read
+    false; the sentence says which way it qualified, or that it shared no word."""
+    w = world
+    w.say("old", "r1", user("The refund for the blender was approved.", lang="en"),
+          assistant("Noted."), user("Nice weather today.", lang="en"),
+          user("The blender refund, once more.", lang="en"))
+    w.say("cur", "r1", user("Hello"), assistant("Hi!"))
+    w.run("r-one", "cur", "r1", QUESTION, model=ScriptedModel(["OK."]),
+          memory=w.memory(recall=recall(top_k=1, threshold=0.5, mode="hybrid")))
+    beyond = why_forgotten(w.storage, "r-one", ("old", 0), embed=w.embed)
+    assert beyond.sentence.startswith(
+        "The assistant never saw this message: it qualified (it shares a word with the "
+        "question), but ranked #"), beyond.sentence
+    assert "by its fused score" in beyond.sentence and "enough to qualify" not in \
+        beyond.sentence
+    below = why_forgotten(w.storage, "r-one", ("old", 2), embed=w.embed)
+    assert below.sentence.startswith(
+        "The assistant never saw this message: it shares no word with the question, and "
+        "its similarity 0.060 is below the bar of 0.500"), below.sentence
