@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import streamlit as st
 
 from app import services
+from memory_core.analysis.wording import RECALL_WAS_OFF
 from memory_core.errors import InvalidInputError
 
 if TYPE_CHECKING:
@@ -265,10 +266,16 @@ def plain_summary(report: WhatIfReport, recorded: Recorded) -> list[str]:
     if unasked:
         lines.append(f"{_runs(unasked)} could not be asked again (the table below says "
                      "why).")
-    if cannot:
-        lines.append(f"{_runs(cannot)} could not be tried again: how "
-                     f"{'it was' if cannot == 1 else 'they were'} put together, or what was "
-                     "stored then, is not recorded (listed below).")
+    off = sum(1 for r in report.runs if r.status == "cannot"
+              and RECALL_WAS_OFF in (r.reason or ""))
+    if off:  # (the form's Recall box: "On" lets a recall setting reach them)
+        lines.append(f"{_runs(off)} had recall off, so a recall setting changes nothing "
+                     "there: set Recall to On as well to try it on "
+                     f"{'it' if off == 1 else 'them'} (listed below).")
+    if cannot - off:
+        lines.append(f"{_runs(cannot - off)} could not be tried again: how "
+                     f"{'it was' if cannot - off == 1 else 'they were'} put together, or what "
+                     "was stored then, is not recorded (listed below).")
     return lines
 
 

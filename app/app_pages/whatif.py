@@ -317,8 +317,8 @@ def _form() -> dict[str, Any] | None:
     whose = {"thread": "The thread's", "resource": "The user's", "all": "All"}[scope.kind]
     st.caption(escape_md(
         f"{whose} {counted(len(in_scope), 'run')}. Prefilled with what they recorded; a box left "
-        "empty keeps each run's own value. Changing a recall setting turns recall on for runs "
-        "that had it off.")
+        "empty keeps each run's own value. A recall setting reaches runs that had recall off "
+        "only with Recall set to On.")
         + (escape_md(f" (Read from the newest {recorded.read:,} runs.)")
            if recorded.read < recorded.total else ""))
     with st.form(f"whatif-form:{form_id}", border=True):

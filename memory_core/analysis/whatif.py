@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from memory_core.analysis.counterfactual import CounterfactualResult, reask_composed
 from memory_core.analysis.stored_vectors import prime_with_stored
 from memory_core.analysis.whatif_reads import ReadOnce, Threads, tail_upto
-from memory_core.analysis.wording import score_text
+from memory_core.analysis.wording import RECALL_WAS_OFF, score_text
 from memory_core.composition.processors import (
     DEFAULT_PRIORITY,
     TokenLimiter,
@@ -355,8 +355,7 @@ def changed_settings(settings: CompositionSettings, changes: Changes) -> Composi
     if changes.recall_fields and recall is None and changes.recall != "on":
         # (said, not ignored: "unchanged" would read as the change making no difference)
         named = ", ".join(f"recall.{k}" for k in changes.recall_fields)
-        raise Cannot(f"{named} was changed, but recall was off in this run: give "
-                     "recall=on too")
+        raise Cannot(f"{named} was changed, but {RECALL_WAS_OFF}: give recall=on too")
     if changes.recall == "off":
         recall = None
     elif changes.recall == "on" or changes.recall_fields and recall is not None:

@@ -29,3 +29,8 @@ def value_text(x: Any) -> str:
     if isinstance(x, bool) or not isinstance(x, int | str):
         return json.dumps(x, ensure_ascii=False, sort_keys=True)
     return str(x)
+
+
+#: why a recall setting cannot be tried on a run that had recall off (part of what-if's
+#: reason for such a run; the workbench counts those runs by it)
+RECALL_WAS_OFF = "recall was off in this run"

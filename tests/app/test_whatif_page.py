@@ -381,3 +381,21 @@ def test_keep_this_answer_is_off_on_a_read_only_workbench(
     with pytest.raises(InvalidInputError, match="read-only"):
         services.keep_answer(next(iter(services.served().databases.values())), "x", RUN_1)
     assert not pins_of(storage, "x")
+
+
+def test_runs_with_recall_off_are_told_to_turn_it_on(demo: InMemoryStorage,
+                                                      app: MakeApp) -> None:
+    """The form said "Changing a recall setting turns recall on for runs that had it off"
+    and the result then said those runs could not be tried because "how they were put
+    together … is not recorded"; each run's line said "recall was off in this run"."""
+    expected = what_if(demo, ["recall.threshold=0.2"])
+    off = [r for r in expected.runs if r.status == "cannot"
+           and "recall was off in this run" in (r.reason or "")]
+    assert off
+    at = app(WHATIF_PAGE, scope="all", **{"recall.threshold": "0.2"})
+    _ok(at)
+    shown = _shown(at)
+    assert (f"{len(off)} past runs had recall off, so a recall setting changes nothing "
+            "there: set Recall to On as well to try it on them") in shown, shown
+    if len(off) == expected.count("cannot"):
+        assert "is not recorded" not in shown
