@@ -161,7 +161,7 @@ def test_ui_runs_streamlit_on_the_database(demo_db: str,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[tuple[list[str], dict[str, str]]] = []
 
-    def fake_call(cmd: list[str], env: dict[str, str]) -> int:
+    def fake_call(cmd: list[str], env: dict[str, str], **_: object) -> int:
         calls.append((cmd, env))
         return 0
 
@@ -180,7 +180,7 @@ def test_ui_runs_streamlit_on_the_database(demo_db: str,
 
 def test_ui_passes_streamlit_exit_code_and_checks_the_file(
         tmp_path: Path, demo_db: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(subprocess, "call", lambda cmd, env: 3)
+    monkeypatch.setattr(subprocess, "call", lambda cmd, env, **_: 3)
     assert memwb("ui", "--db", demo_db).exit_code == 3
     assert "does not exist" in error_line(memwb("ui", "--db", str(tmp_path / "no.duckdb")))
 
@@ -574,7 +574,7 @@ def test_demo_refuses_to_overwrite_what_is_not_a_demo_database(
 def test_empty_db_is_an_error_never_the_env_database(command: list[str], db_copy: str,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MEMWB_DB", db_copy)
-    monkeypatch.setattr(subprocess, "call", lambda cmd, env: pytest.fail("ui started"))
+    monkeypatch.setattr(subprocess, "call", lambda cmd, env, **_: pytest.fail("ui started"))
     before = Path(db_copy).read_bytes()
     for empty in ("", "  "):
         assert "--db is empty" in error_line(memwb(*command, "--db", empty))
@@ -593,7 +593,7 @@ def test_tilde_is_expanded_by_every_command(demo_db: str, tmp_path: Path,
     monkeypatch.setenv("MEMWB_DB", "~/home.duckdb")
     assert "support-3-forgot" in ok(memwb("runs"))
     calls: list[list[str]] = []
-    monkeypatch.setattr(subprocess, "call", lambda cmd, env: calls.append(cmd) or 0)
+    monkeypatch.setattr(subprocess, "call", lambda cmd, env, **_: calls.append(cmd) or 0)
     ok(memwb("ui", "--db", "~/home.duckdb"))
     assert calls[0][-2:] == ["--db", str(tmp_path / "home.duckdb")]
     assert not (Path.cwd() / "~").exists()
@@ -602,7 +602,7 @@ def test_tilde_is_expanded_by_every_command(demo_db: str, tmp_path: Path,
 @pytest.mark.parametrize("port", ["70000", "0", "-1", "65536", "eighty"])
 def test_ui_port_is_validated_in_one_line(port: str, demo_db: str,
                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(subprocess, "call", lambda cmd, env: pytest.fail("ui started"))
+    monkeypatch.setattr(subprocess, "call", lambda cmd, env, **_: pytest.fail("ui started"))
     line = error_line(memwb("ui", "--db", demo_db, "--port", port))
     assert "--port" in line
     assert error_line(memwb("ui", "--db", demo_db, "--port", port)).startswith("error: ")
@@ -726,7 +726,7 @@ def test_a_bare_path_to_our_sqlite_database_opens_as_sqlite(tmp_path: Path) -> N
 def test_ui_serves_every_db_given_and_read_only(demo_db: str, tmp_path: Path,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[list[str]] = []
-    monkeypatch.setattr(subprocess, "call", lambda cmd, env: calls.append(cmd) or 0)
+    monkeypatch.setattr(subprocess, "call", lambda cmd, env, **_: calls.append(cmd) or 0)
     other = tmp_path / "other.duckdb"
     shutil.copy(demo_db, other)
     res = memwb("ui", "--db", demo_db, "--db", str(other), "--read-only")
@@ -745,7 +745,7 @@ def test_ui_serves_every_db_given_and_read_only(demo_db: str, tmp_path: Path,
 
 def test_ui_refuses_a_foreign_database(tmp_path: Path,
                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(subprocess, "call", lambda cmd, env: pytest.fail("ui started"))
+    monkeypatch.setattr(subprocess, "call", lambda cmd, env, **_: pytest.fail("ui started"))
     foreign = tmp_path / "app.db"
     before = _foreign_sqlite(foreign)
     assert "is not a Memory Workbench database" in error_line(
@@ -1111,3 +1111,40 @@ def test_whatif_says_a_reason_shared_by_many_runs_once(demo_db: str) -> None:
     first = rows[0].split()[0]
     assert rows[0].rstrip().endswith("(give token_budget too)")
     assert all(ln.rstrip().endswith(f"as for {first}") for ln in rows[1:])
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not __import__("sys").platform.startswith("linux"),
+                    reason="the kernel's parent-death signal is Linux's")
+def test_ui_stopped_with_sigterm_stops_its_server(demo_db: str) -> None:
+    """`memwb ui` runs Streamlit as a child: stopped with SIGTERM (a service manager, a
+    script's kill), it left the server serving on the port, and the next `memwb ui` on
+    that port said "serving …" and then failed for the port."""
+    import signal
+    import socket
+    import sys
+    import time
+
+    from tests.browser.server import free_port
+
+    def serving(port: int) -> bool:
+        with socket.socket() as s:
+            return s.connect_ex(("127.0.0.1", port)) == 0
+
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "memory_core.cli", "ui", "--db", demo_db,
+                             "--port", str(port)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while not serving(port) and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert serving(port), "the workbench never served"
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+        deadline = time.monotonic() + 30
+        while serving(port) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not serving(port), "the Streamlit server outlived memwb ui"
+    finally:
+        proc.kill()

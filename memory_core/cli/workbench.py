@@ -181,4 +181,21 @@ def ui(db: DbsOpt = None,
         + (" (read-only)" if read_only else ""), err=True)
     # the app serves exactly the --db given here: no $MEMWB_DB left to disagree
     env = {k: v for k, v in os.environ.items() if k != "MEMWB_DB"}
-    raise typer.Exit(subprocess.call(cmd, env=env))
+    raise typer.Exit(subprocess.call(cmd, env=env, preexec_fn=_dies_with_parent()))
+
+
+def _dies_with_parent() -> Callable[[], None] | None:
+    """What the Streamlit server runs before it starts, on Linux: ask the kernel to
+    send it SIGTERM when ``memwb ui`` ends. Stopped with SIGTERM (a service manager, a
+    script's kill), ``memwb ui`` left the server running, still serving on the port."""
+    if not sys.platform.startswith("linux"):
+        return None
+
+    def ask() -> None:
+        import ctypes
+        import signal
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGTERM))  # PR_SET_PDEATHSIG
+
+    return ask
