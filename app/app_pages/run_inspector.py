@@ -52,6 +52,11 @@ from memory_core.provenance.record import LANES
 DEFAULT_SUITE = "kept answers"  # where "Keep this answer" pins a run unless told
 KEPT_KEY = "kept-answer"  # session: what the last "Keep this answer" did, said once
 ALL_SETTINGS_KEY = "all-settings"  # session: whether "All settings, as recorded" is open
+# how a hybrid run's candidates are ranked, under their table
+HYBRID_RANKS = ("Hybrid recall takes a message whose similarity reaches the threshold or "
+                "that shares a word with the question (a word score above 0), and ranks "
+                "those by the fused score, which has no fixed scale and can be under 0; a "
+                "message it cannot take ranks after them all.")
 # an imported run's token counts are ours (chars/4), beside the recording's own
 ESTIMATED = " (our estimate, chars/4)"
 
@@ -241,7 +246,9 @@ if not view.imported:  # (see "Left out of the prompt")
         fused = hybrid or any(c.similarity is not None for c in ranked)
         light_table([{"rank": c.rank,
                       **({"fused score": fmt_score(c.score), "similarity": (
-                          "" if c.similarity is None else fmt_score(c.similarity))}
+                          "" if c.similarity is None else fmt_score(c.similarity)),
+                          # above 0: a word shared with the question, which lets it in
+                          "word score": "" if c.lexical is None else fmt_score(c.lexical)}
                          if fused else {"score": fmt_score(c.score)}),
                       "status": c.status,
                       "what became of it": candidate_fate(c, view.threshold, view.top_k,
@@ -252,6 +259,8 @@ if not view.imported:  # (see "Left out of the prompt")
                       **({"filter clause": c.filter_clause or ""} if filtered else {}),
                       "preview": preview_text(c.preview)}
                      for c in ranked], key="candidates")
+        if hybrid:
+            st.caption(HYBRID_RANKS)
     else:
         st.text("(no recall candidates recorded)")
 

@@ -61,6 +61,9 @@ class LaneItem(BaseModel):
     # the cosine, where the score is another (hybrid recall's fused score): the one
     # recall's threshold applies to
     similarity: float | None = None
+    # hybrid recall's word score (BM25 against the question): above 0, the message
+    # shares a word with it, which lets it in whatever its similarity
+    lexical: float | None = None
     rank: int | None = None
     origin: str | None = None
     reason: str | None = None
@@ -76,6 +79,12 @@ def _similarity(ref: MessageRef | NearMiss | None, memctx: Memctx | None) -> flo
     if rc is not None and rc.mode == "hybrid":
         return ref.vector_score
     return None if ref.vector_score == ref.score else ref.vector_score
+
+
+def _lexical(ref: MessageRef | NearMiss, memctx: Memctx) -> float | None:
+    """A hybrid run's word score of ``ref`` (None in other modes)."""
+    rc = memctx.settings.recall
+    return ref.lexical_score if rc is not None and rc.mode == "hybrid" else None
 
 
 class LaneView(BaseModel):
@@ -102,6 +111,9 @@ class ScoreCandidate(BaseModel):
     # the cosine, where the score is another (hybrid recall's fused score): the one
     # recall's threshold applies to
     similarity: float | None = None
+    # hybrid recall's word score (BM25 against the question): above 0, the message
+    # shares a word with it, which lets it in whatever its similarity
+    lexical: float | None = None
 
 
 # why composition left a stored message out of the prompt (``MessageRef.reason``), in words
@@ -271,14 +283,16 @@ def _candidates(memctx: Memctx | None, prompt: FrozenPrompt | None) -> list[Scor
         if r.origin in (None, "hit") and r.score is not None and r.rank is not None:
             out.append(ScoreCandidate(thread_id=r.thread_id, seq=r.seq, rank=r.rank,
                                       score=r.score, status="hit", preview=r.preview,
-                                      similarity=_similarity(r, memctx)))
+                                      similarity=_similarity(r, memctx),
+                                      lexical=_lexical(r, memctx)))
     for nm in memctx.near_misses:
         status = "already-in-window" if (nm.thread_id, nm.seq) in held and nm.reason in (
             "below-threshold", "beyond-top-k") else nm.reason
         out.append(ScoreCandidate(thread_id=nm.thread_id, seq=nm.seq, rank=nm.rank,
                                   score=nm.score, status=status, preview=nm.preview,
                                   filter_clause=nm.filter_clause,
-                                  similarity=_similarity(nm, memctx)))
+                                  similarity=_similarity(nm, memctx),
+                                  lexical=_lexical(nm, memctx)))
     # within a rank (filtered-out rows share the would-be rank of where they would have
     # gone), the higher score first: the order recall ranked them in
     return sorted(out, key=lambda c: (c.rank, -c.score, c.thread_id, c.seq))

@@ -57,7 +57,14 @@ def test_hybrid_cards_and_table_say_the_fused_score_and_the_similarity(
     assert any(f"fused score {fmt_score(misses[0].score)} · similarity "
                f"{fmt_score(misses[0].similarity)}" in c for c in captions)
     [table] = [t for t in tables(at) if "what became of it" in t.columns]
-    assert table.columns[:3] == ["rank", "fused score", "similarity"]
+    assert table.columns[:4] == ["rank", "fused score", "similarity", "word score"]
+    # the word score says why a message under the bar was taken: it shares a word
+    words = {(c.thread_id, c.seq): c.lexical for c in ranked}
+    assert all(w is not None for w in words.values())
+    assert any(w and c.status == "hit" for c in ranked
+               if (w := words[(c.thread_id, c.seq)]) is not None)
+    assert any("ranks those by the fused score, which has no fixed scale" in c
+               for c in captions)
     assert table.rows[0]["similarity"] == fmt_score(ranked[0].similarity or ranked[0].score)
     chart = json.loads(at.get("plotly_chart")[0].proto.spec)
     assert chart["layout"]["yaxis"]["title"]["text"] == "similarity"
