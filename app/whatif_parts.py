@@ -191,7 +191,8 @@ def setting_words(key: str, value: Any, recorded: Recorded) -> str:
     if key == "recall.threshold":
         return _more_or_less(key, value, recorded, "a higher bar for “similar enough”",
                              "a lower bar for “similar enough”",
-                             f"a bar for “similar enough” of {value:.2f}")
+                             # (as set: 0.434 was said "0.43")
+                             f"a bar for “similar enough” of {value:g}")
     if key == "recall.top_k":
         room = f"room for up to {value} remembered messages"
         return room + (f" instead of {old}" if old is not None and old != value else "")

@@ -278,7 +278,7 @@ def _prefill(key: str) -> Any:
 def _as_recorded(key: str) -> str:
     """A placeholder naming the values the runs recorded (several, or none)."""
     seen = recorded.values.get(key, ())
-    shown = [("no limit" if v is None else f"{v:.2f}" if isinstance(v, float) else str(v))
+    shown = [("no limit" if v is None else f"{v:g}" if isinstance(v, float) else str(v))
              for v in seen]
     if len(shown) == 1:  # one value that no box shows: no limit
         return shown[0]
@@ -435,7 +435,7 @@ def _moved_cards(title: str, shown: list[Any], none: str, tag: str, total: int) 
     if total > len(shown):  # (the three that matter most: the rest are not hidden)
         more = total - len(shown)
         st.caption(f"and {more} more {'message' if more == 1 else 'messages'}: pick a run "
-                   "below to see each run's")
+                   "below to see the messages each run gains and loses.")
 
 
 def _moved_total(entered: bool) -> int:

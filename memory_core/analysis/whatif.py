@@ -221,7 +221,8 @@ def _now_words(reason: str, memctx: Memctx) -> str:
     if reason == "below-threshold" and rc is not None:
         bar = f"below the threshold {score_text(rc.threshold)}"
         # hybrid recall also takes a message sharing a word with the question
-        return f"sharing no word with the question and {bar}" if rc.mode == "hybrid" else bar
+        return f"{bar} (it shares no word with the question)" if rc.mode == "hybrid" \
+            else bar
     if reason == "beyond-top-k" and rc is not None:
         return f"outside the top {rc.top_k}"
     return {"filtered-out": "left out by the filter",

@@ -190,7 +190,7 @@ def test_a_hybrid_run_says_the_message_shared_no_word(world: World) -> None:
                   embed=w.embed).runs[0]
     [left] = [k for c in run.lanes if c.lane == "recalled" for k in c.left
               if (k.thread_id, k.seq) == ("old", 2)]
-    assert left.now == "sharing no word with the question and below the threshold 0.500"
+    assert left.now == "below the threshold 0.500 (it shares no word with the question)"
 
 
 def test_a_hybrid_fate_says_how_the_message_qualified_or_did_not(world: World) -> None:

@@ -133,6 +133,12 @@ def test_one_message_kept_in_view_is_said_in_the_singular() -> None:
         == "the latest 3 messages kept in view instead of 6"
 
 
+def test_a_threshold_is_said_as_set() -> None:
+    """Why forgotten suggests "a threshold of 0.434"; What if said it back as 0.43."""
+    assert setting_words("recall.threshold", 0.434, Recorded(values={
+        "recall.threshold": (0.3, 0.45)})) == "a bar for “similar enough” of 0.434"
+
+
 def test_only_what_differs_from_every_run_is_a_change() -> None:
     recorded = Recorded(values={"recent_n": (6,), "recall.threshold": (0.4, 0.45),
                                 "token_budget": (None,)}, read=3, total=3)
@@ -168,8 +174,8 @@ def test_lowering_the_recall_bar_brings_older_messages_into_support_3_forgot(
     total = len({(k.thread_id, k.seq) for r in expected.runs for c in r.lanes
                  for k in c.entered})
     assert total > 3
-    assert f"and {total - 3} more messages: pick a run below to see each run's" in \
-        [c.value for c in at.caption]
+    assert (f"and {total - 3} more messages: pick a run below to see the messages each run "
+            "gains and loses.") in [c.value for c in at.caption]
     # the runs that change, each a link to it side by side
     links = [row["run"] for row in _table(at, "whatif-runs").links]
     assert len(links) == expected.count("changed")
