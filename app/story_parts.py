@@ -189,8 +189,9 @@ def given_parts(view: views.RunView, *, engineer: bool) -> None:
         gloss(PLAIN_PARTS[lane])
         for it in lv.items:
             with st.container(border=True):
-                literal(plain_text(it.role, it.text, lane))
-                if engineer:
+                said = plain_text(it.role, it.text, lane)
+                literal(said)
+                if engineer and it.text != said:  # (as stored, where the words differ)
                     literal(it.text)
     dropped = view.lane("dropped")
     if dropped.items:

@@ -19,6 +19,7 @@ from app import services
 from app.components import STORY_PAGE
 from app.stories import STORIES, story_by_key
 from app.story_parts import GLOSSARY_HEAD, Bar, match_caption, match_table
+from memory_core.analysis import views
 from memory_core.importers import import_text
 from memory_core.storage.inmemory import InMemoryStorage
 from sample_data.build import DemoClock, build_into
@@ -265,6 +266,13 @@ def test_engineer_details_show_the_terms(demo: InMemoryStorage, app: MakeApp) ->
     assert re.search(r"support-1 #\d+", texts)
     assert "rank" in " ".join(_chart_texts(at))  # the engineer's score chart
     assert BANNED.search(texts)
+    # a recalled message whose plain words are its text is shown once, not twice
+    at = _story(app, "home")
+    at.toggle(key="story-engineer").set_value(True).run()
+    _ok(at)
+    recalled = [i.text for i in views.run_view(demo, "home-tiles").lane("recalled").items]
+    shown = [t.value for t in at.text]
+    assert recalled and all(shown.count(t) == 1 for t in recalled), (recalled, shown)
 
 
 def test_glossary_pairs_plain_and_engineer_words(demo: InMemoryStorage, app: MakeApp) -> None:
