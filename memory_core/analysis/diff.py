@@ -19,7 +19,7 @@ from memory_core.errors import MemoryCoreError
 from memory_core.journal import RunData, load_run
 from memory_core.provenance.record import LANES, Memctx
 from memory_core.storage.base import Storage
-from memory_core.types import canonical_json
+from memory_core.types import StoredMessage, canonical_json
 
 Ref = tuple[str, int]
 Change = Literal["entered", "left", "moved", "same"]
@@ -552,9 +552,17 @@ def diff_runs(storage: Storage, run_a: str, run_b: str, *,
                     # a value a recording never held cannot have changed
                     and not a.memctx.is_unknown_setting(k)
                     and not b.memctx.is_unknown_setting(k)}
+    stored: dict[Ref, StoredMessage | None] = {}  # a message read once, when needed
+
+    def read(ref: Ref) -> StoredMessage | None:
+        if ref not in stored:
+            msgs = storage.memory.get_messages(ref[0], seqs=[ref[1]])
+            stored[ref] = msgs[0] if msgs else None
+        return stored[ref]
+
     def written(ref: Ref) -> datetime | None:
-        msgs = storage.memory.get_messages(ref[0], seqs=[ref[1]])
-        return msgs[0].created_at if msgs else None
+        m = read(ref)
+        return m.created_at if m is not None else None
 
     entries: list[DiffEntry] = []
     for ref in sorted(refs):
@@ -563,12 +571,10 @@ def diff_runs(storage: Storage, run_a: str, run_b: str, *,
                           "left" if y is None else "moved")
         sa = scores_a.get(ref) if "recalled" in (x, y) else None
         sb = scores_b.get(ref) if "recalled" in (x, y) else None
-        if ref not in previews:
-            msgs = storage.memory.get_messages(ref[0], seqs=[ref[1]])
-            if msgs:
-                from memory_core.text import preview
+        if ref not in previews and (msg := read(ref)) is not None:
+            from memory_core.text import preview
 
-                previews[ref] = (msgs[0].role, preview(msgs[0]))
+            previews[ref] = (msg.role, preview(msg))
         role, pv = previews.get(ref, (None, ""))
         out_of = (scores_a if change == "entered" else scores_b) \
             if change in ("entered", "left") and "recalled" in (x, y) else None
