@@ -243,13 +243,13 @@ if not view.imported:  # (see "Left out of the prompt")
             st.caption("A filtered-out candidate's rank is the one it would have had, had it "
                        "passed the filter.")
         filtered = any(c.filter_clause for c in ranked)  # else no column of blanks
-        fused = hybrid or any(c.similarity is not None for c in ranked)
+
         light_table([{"rank": c.rank,
                       **({"fused score": fmt_score(c.score), "similarity": (
                           "" if c.similarity is None else fmt_score(c.similarity)),
                           # above 0: a word shared with the question, which lets it in
                           "word score": "" if c.lexical is None else fmt_score(c.lexical)}
-                         if fused else {"score": fmt_score(c.score)}),
+                         if hybrid else {"score": fmt_score(c.score)}),
                       "status": c.status,
                       "what became of it": candidate_fate(c, view.threshold, view.top_k,
                                                           hybrid=hybrid),
