@@ -10,6 +10,7 @@ time (the proxy, the collector) or exported in several files continues its threa
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import json
 import re
@@ -41,12 +42,20 @@ def _same_text(text: str) -> str:
     back compacted: chatlas's structured output on Mistral, Databricks …)."""
     text = text.strip()
     if text[:1] in ("{", "[") and text[-1:] in ("}", "]"):
-        try:
-            value = json.loads(text)
-        except ValueError:
-            return text
-        return canonical_json(value)
+        # (a short one cached: a request sends its history's answers again; a long one
+        # is not kept, so the cache stays small)
+        return _as_json_value(text) if len(text) <= 16_384 else _as_json_value.__wrapped__(
+            text)
     return text
+
+
+@functools.lru_cache(maxsize=1024)
+def _as_json_value(text: str) -> str:
+    """``text``'s canonical JSON, or ``text`` when it is no JSON."""
+    try:
+        return canonical_json(json.loads(text))
+    except ValueError:
+        return text
 
 
 def _loose(p: TextPart | ToolCallPart | ToolResultPart) -> dict[str, Any]:
