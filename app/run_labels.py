@@ -24,23 +24,46 @@ def cached_run_questions(url: str, run_ids: tuple[str, ...]) -> dict[str, str]:
     return views.run_questions(services.get_services(url).storage, run_ids)
 
 
-def run_words(run: views.RunSummary, question: str | None) -> str:
-    """``<time> · “<first words>”``: a run as a person tells it from the others."""
+LABEL_CHARS = 64  # what a closed run picker shows of a label on a half-width page
+
+
+def run_words(run: views.RunSummary, question: str | None, *, day: bool = True) -> str:
+    """``<time> · “<first words>”``: a run as a person tells it from the others (the
+    time without its date when not ``day``)."""
     when = fmt_time(run.started_at)
+    if not day and when != "not recorded":
+        when = when.split(" ", 1)[-1]
     return " · ".join([f"time {when}" if when == "not recorded" else when,
                        f"“{question}”" if question else NO_QUESTION])
 
 
 def run_label(run: views.RunSummary, question: str | None, *,
-              thread: str | None = None) -> str:
+              thread: str | None = None, day: bool = True) -> str:
     """``<time> · “<first words>” [· in <thread>] · <id>``, and the status when the run
-    did not complete. Labels are plain text (a select box does not render Markdown)."""
-    parts = [run_words(run, question)]
-    if thread:
-        parts.append(f"in {thread}")
-    parts.append(run.run_id)
-    label = " · ".join(parts)
-    return label if run.status == "completed" else f"{label} ({run.status})"
+    did not complete. Labels are plain text (a select box does not render Markdown).
+    The question is cut shorter (at a word, "…") so that the label fits
+    ``LABEL_CHARS``: a closed picker cuts its label's end, where the id is, which tells
+    ``support-3-forgot`` from ``support-3-fixed``."""
+    tail = [f"in {thread}"] if thread else []
+    tail.append(run.run_id if run.status == "completed"
+                else f"{run.run_id} ({run.status})")
+    # the room the question has beside the time, the tail and their separators
+    room = LABEL_CHARS - len(run_words(run, "?", day=day)) + 3 - len(" · ".join(["", *tail]))
+    if question and len(question) + 2 > room:
+        question = _cut(question, room - 2)
+    return " · ".join([run_words(run, question, day=day), *tail])
+
+
+def _cut(text: str, chars: int) -> str:
+    """``text`` cut to at most ``chars`` characters at a word, with "…" (its first word
+    alone, cut, when even that does not fit; a few characters at least)."""
+    chars = max(chars, 16)
+    if len(text) <= chars:
+        return text
+    head = text[:chars - 1].rstrip("…")
+    if " " in head:
+        head = head.rsplit(" ", 1)[0]
+    return head.rstrip(" ,.;:") + "…"
 
 
 def questions_of(url: str, run_ids: Sequence[str]) -> dict[str, str]:
@@ -59,6 +82,9 @@ def run_labeller(url: str, runs: Sequence[views.RunSummary], *,
     first words, else its id) — for pickers offering runs of several threads."""
     by_id = {r.run_id: r for r in runs}
     questions = questions_of(url, list(by_id))
+    # runs of one day are told apart by their time alone: the id keeps its room
+    days = {str(r.started_at)[:10] for r in runs if fmt_time(r.started_at) != "not recorded"}
+    day = len(days) > 1
     titles: dict[str, str] = {}
     read: list[bool] = []  # the titles are read once, when a label first needs them
 
@@ -78,7 +104,7 @@ def run_labeller(url: str, runs: Sequence[views.RunSummary], *,
         if run is None:
             return run_id
         return run_label(run, questions.get(run_id),
-                         thread=thread_of(run) if threads else None)
+                         thread=thread_of(run) if threads else None, day=day)
 
     return label
 
