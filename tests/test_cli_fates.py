@@ -33,7 +33,9 @@ def test_why_lists_both_rules_and_the_what_if_that_lets_it_in(support_db: str) -
     # support-1#4 ("I paid 240 euros"): under the bar, and fourth where three are kept
     out = ok(memwb("why", RUN, "--db", support_db, "--thread", "support-1", "--seq", "4"))
     lines = out.splitlines()
-    assert lines[0].startswith("below-threshold (support-1:4): The assistant never saw")
+    # the first line names both rules, as the lines under it
+    assert lines[0].startswith("below-threshold + beyond-top-k (support-1:4): The assistant "
+                               "never saw")
     assert lines[1:5] == [
         "  kept out by (in the order composition applied them):",
         "    1. below-threshold: below the threshold (0.263 < 0.450); let in by a threshold "

@@ -170,11 +170,11 @@ if engineer and key is not None:
         try:
             why = services.cached_why(url, story.run, key[0], key[1], None)
             st.caption(escape_md(f"why_forgotten({story.run}, {key[0]} #{key[1]}): "
-                                 f"{why.fate} — {why.sentence}"))
+                                 f"{why.named} — {why.sentence}"))
         except Exception as e:  # noqa: BLE001
             st.caption(escape_md(services.friendly_error(e)))
-    if view.candidates:
-        st.plotly_chart(score_chart(view.candidates, view.threshold, view.top_k),
+    if ranked := view.ranked():  # from rank 1: the hits composition dropped too
+        st.plotly_chart(score_chart(ranked, view.threshold, view.top_k),
                         key="story-scores")
 
 # -- 5 -------------------------------------------------------------------------------

@@ -69,6 +69,12 @@ class Explanation(BaseModel):
     rules: list[Rule] = Field(default_factory=list)
 
     @property
+    def named(self) -> str:
+        """Every rule that kept the message out, by name, in composition's order
+        ("below-threshold + beyond-top-k"); the fate alone when no rule did."""
+        return " + ".join(dict.fromkeys(r.rule for r in self.rules)) or self.fate
+
+    @property
     def let_in(self) -> str | None:
         """What would have let the message in, every rule's change joined; None when
         no rule kept it out, or one no setting lifts did."""

@@ -359,7 +359,7 @@ def why(run: Annotated[str, typer.Argument(help="Run id.")], db: DbOpt = None,
     said = [f"{exp.thread_id}:{exp.seq}" if exp.thread_id is not None else None,
             part if part != exp.fate else None]
     where = f" ({', '.join(w for w in said if w)})" if any(said) else ""
-    say(f"{exp.fate}{where}: {exp.sentence}")
+    say(f"{exp.named}{where}: {exp.sentence}")
     _say_rules(exp.rules, run)
     for k, v in exp.evidence.items():
         say(f"  {k}: {v}")
