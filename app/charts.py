@@ -55,10 +55,10 @@ def score_chart(candidates: list[views.ScoreCandidate], threshold: float | None,
     for c in ordered:
         by_status.setdefault(c.status, []).append(c)
     for status, cs in by_status.items():
-        rank_word = "would-be rank" if status == "filtered-out" else "rank"
-        measure = (f"{rank_word} %{{customdata[0]}} · similarity %{{y:.3f}} · fused score "
-                   "%{customdata[4]}" if fused else f"{rank_word} %{{customdata[0]}} · "
-                   "score %{y:.3f}")
+        rank = "rank %{customdata[0]}" + (" without the filter" if status == "filtered-out"
+                                          else "")
+        measure = (f"{rank} · similarity %{{y:.3f}} · fused score %{{customdata[4]}}" if fused
+                   else f"{rank} · score %{{y:.3f}}")
         fig.add_trace(go.Bar(
             name=status, x=[slot[id(c)] for c in cs],
             y=[c.similarity if fused and c.similarity is not None else c.score for c in cs],

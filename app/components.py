@@ -249,8 +249,8 @@ def first_bar_text(candidates: Sequence[views.ScoreCandidate], threshold: float 
     if not candidates:
         return "Recall found no candidates."
     c = candidates[0]
-    rank = "would-be rank" if c.status == "filtered-out" else "rank"
-    head = (f"The first bar is {rank} {c.rank}, {c.thread_id} #{c.seq}: "
+    rank = f"rank {c.rank}" + (" without the filter" if c.status == "filtered-out" else "")
+    head = (f"The first bar is {rank}, {c.thread_id} #{c.seq}: "
             f"{candidate_fate(c, threshold, top_k, hybrid=hybrid)}.")
     if c.rank != 1:
         head = (f"Rank 1 is not in this run's record; the chart starts at rank {c.rank}. "

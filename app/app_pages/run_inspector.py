@@ -188,9 +188,10 @@ if not view.imported:
                        else "Recall found nothing near the question.")
         for i, c in enumerate(misses):
             with st.container(border=True, key=f"near-miss-{i}"):
-                rank_word = "would-be rank" if c.status == "filtered-out" else "rank"
+                rank = f"rank {c.rank}" + (" without the filter" if c.status == "filtered-out"
+                                           else "")
                 fate = candidate_fate(c, view.threshold, view.top_k, hybrid=hybrid)
-                st.caption(escape_md(f"{rank_word} {c.rank} · {scored(c.score, c.similarity, hybrid=hybrid)} · "
+                st.caption(escape_md(f"{rank} · {scored(c.score, c.similarity, hybrid=hybrid)} · "
                                      f"{fate}"))
                 literal(preview_text(c.preview))
                 link_to_message(c.thread_id, c.seq, label=("source: ", *ref(c.thread_id, c.seq)))

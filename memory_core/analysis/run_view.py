@@ -275,7 +275,8 @@ def _candidates(memctx: Memctx | None, prompt: FrozenPrompt | None) -> list[Scor
     if memctx is None:
         return []
     # a near miss the prompt holds in its recent window or input was never left out
-    # (records written before recall named the window first say "below-threshold")
+    # (records written before recall named the window first say "below-threshold",
+    # "filtered-out" …)
     held = {(i.thread_id, i.seq) for i in (prompt.items if prompt is not None else [])
             if i.lane in ("recent", "input")}
     out: list[ScoreCandidate] = []
@@ -287,14 +288,24 @@ def _candidates(memctx: Memctx | None, prompt: FrozenPrompt | None) -> list[Scor
                                       lexical=_lexical(r, memctx)))
     for nm in memctx.near_misses:
         status = "already-in-window" if (nm.thread_id, nm.seq) in held and nm.reason in (
-            "below-threshold", "beyond-top-k") else nm.reason
+            "below-threshold", "beyond-top-k", "filtered-out") else nm.reason
         out.append(ScoreCandidate(thread_id=nm.thread_id, seq=nm.seq, rank=nm.rank,
                                   score=nm.score, status=status, preview=nm.preview,
                                   filter_clause=nm.filter_clause,
                                   similarity=_similarity(nm, memctx),
                                   lexical=_lexical(nm, memctx)))
-    # within a rank (filtered-out rows share the would-be rank of where they would have
-    # gone), the higher score first: the order recall ranked them in
+    # a filtered-out row's record holds where it would have gone among the rows the
+    # filter passed, which every such row above the first hit shares (five read "rank
+    # 1"): it is said as its rank with the filter lifted, as why-forgotten counts it —
+    # every row recorded with a higher score goes before it (the other filtered-out
+    # rows, a window row the filter did not pass), and every row its record counted
+    every = sorted(out, key=lambda c: (-c.score, c.rank, c.thread_id, c.seq))
+    place = {id(c): i + 1 for i, c in enumerate(every)}
+    filtered = [c for c in every if c.status == "filtered-out"]
+    lifted = {id(c): max(c.rank + i, place[id(c)]) for i, c in enumerate(filtered)}
+    out = [c.model_copy(update={"rank": lifted[id(c)]}) if id(c) in lifted else c
+           for c in out]
+    # within a rank, the higher score first: the order recall ranked them in
     return sorted(out, key=lambda c: (c.rank, -c.score, c.thread_id, c.seq))
 
 

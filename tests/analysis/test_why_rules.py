@@ -215,3 +215,30 @@ def test_a_hybrid_fate_says_how_the_message_qualified_or_did_not(world: World) -
     assert below.sentence.startswith(
         "The assistant never saw this message: it shares no word with the question, and "
         "its similarity 0.060 is below the bar of 0.500"), below.sentence
+
+
+def test_filtered_out_rows_are_ranked_as_if_the_filter_were_lifted(rules_world: World) -> None:
+    """The record keeps where a filtered-out row would have gone among the rows the filter
+    passed, which every such row above the first of them shares ("rank 1" four times):
+    the run view ranks them with the filter lifted, as why-forgotten counts them."""
+    from memory_core.analysis import views
+
+    w = rules_world
+    w.run("r-de", "cur", "r1", QUESTION, model=ScriptedModel(["OK."]),
+          memory=w.memory(recall=recall(top_k=2, threshold=0.3,
+                                        filter={"lang": {"$eq": "de"}})))
+    memctx = load_run(w.storage, "r-de").memctx
+    assert memctx is not None
+    recorded = [n.rank for n in memctx.near_misses if n.reason == "filtered-out"]
+    assert len(recorded) > len(set(recorded))  # shared in the record
+    out = [c for c in views.run_view(w.storage, "r-de").ranked() if c.status == "filtered-out"]
+    by_score = sorted(out, key=lambda c: -c.score)
+    assert [c.rank for c in by_score] == sorted({c.rank for c in out})  # one each, in order
+    beyond = 0
+    for c in out:
+        e = why_forgotten(w.storage, "r-de", (c.thread_id, c.seq), embed=w.embed)
+        for rule in e.rules:
+            if rule.rule == "beyond-top-k":
+                beyond += 1
+                assert rule.said.startswith(f"beyond top-k (rank {c.rank},"), (rule.said, c)
+    assert beyond

@@ -25,7 +25,7 @@ def test_candidates_sharing_a_rank_each_get_a_bar() -> None:
     # highest score first, as recall ranked them; the axis names their shared rank
     assert list(zip(bars.x, bars.y, strict=True)) == [(1, 0.34), (2, 0.29), (3, 0.28)]
     assert list(fig.layout.xaxis.ticktext) == ["1", "1", "1"]
-    assert "would-be rank" in bars.hovertemplate
+    assert "rank %{customdata[0]} without the filter" in bars.hovertemplate
     # all three are within the top-k cut: the line is drawn after them
     (cut,) = [s for s in fig.layout.shapes if s.line.dash == "dot"]
     assert cut.x0 == 3.5
