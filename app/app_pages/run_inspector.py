@@ -128,7 +128,7 @@ def item_card(item: LaneItem, key: str) -> None:
     with st.container(border=True, key=key):
         # a dropped message leads with why
         bits = [f"dropped: {views.drop_reason_text(item.reason)}"] if item.reason else []
-        bits.append(item.role)
+        bits.append(f"{item.role} ({item.name})" if item.name else item.role)
         if item.rank is not None:
             bits.append(f"rank {item.rank}")
         if item.score is not None:

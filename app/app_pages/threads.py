@@ -234,7 +234,9 @@ for m in shown:
     focused = (focus_seq is not None and focus_end is not None
                and focus_seq <= m.seq <= focus_end)
     with st.container(border=True, key=f"msg-{m.seq}"):
-        head: list[str | Id] = [f"#{m.seq} · {m.role} · {fmt_time(m.created_at)}"]
+        # the agent or participant that wrote it, where the message names one
+        who = f"{m.role} ({name})" if (name := views.speaker_name(m.metadata)) else m.role
+        head: list[str | Id] = [f"#{m.seq} · {who} · {fmt_time(m.created_at)}"]
         if focused:
             head.insert(0, "▶ ")
         st.caption(md(*head))

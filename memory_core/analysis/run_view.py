@@ -4,7 +4,7 @@ order, the steps, tool calls and the recorded call."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -68,6 +68,16 @@ class LaneItem(BaseModel):
     origin: str | None = None
     reason: str | None = None
     tokens: int = 0
+    # who wrote it, where the message names them (a multi-agent conversation's agent,
+    # an OpenAI message's ``name``)
+    name: str | None = None
+
+
+def speaker_name(metadata: Mapping[str, Any] | None) -> str | None:
+    """The ``name`` a message carries in its metadata (the agent or participant that
+    wrote it), when it is a non-empty string."""
+    name = (metadata or {}).get("name")
+    return name if isinstance(name, str) and name.strip() else None
 
 
 def _similarity(ref: MessageRef | NearMiss | None, memctx: Memctx | None) -> float | None:
@@ -241,7 +251,7 @@ def _lane_item(item: PromptItem, recalled_refs: dict[tuple[str, int], MessageRef
         seq=item.seq, observation_id=item.observation_id, sources=sources,
         score=ref.score if ref else None, similarity=_similarity(ref, memctx),
         rank=ref.rank if ref else None, origin=item.origin or (ref.origin if ref else None),
-        tokens=estimate_tokens(text))
+        tokens=estimate_tokens(text), name=speaker_name(item.message.metadata))
 
 
 def _dropped_items(storage: Storage, memctx: Memctx) -> list[LaneItem]:
@@ -261,7 +271,8 @@ def _dropped_items(storage: Storage, memctx: Memctx) -> list[LaneItem]:
         out.append(LaneItem(lane="dropped", role=r.role, text=text, thread_id=r.thread_id,
                             seq=r.seq, reason=r.reason, score=r.score,
                             similarity=_similarity(r, memctx), rank=r.rank, origin=r.origin,
-                            tokens=estimate_tokens(text)))
+                            tokens=estimate_tokens(text),
+                            name=speaker_name(stored.metadata if stored else None)))
     return out
 
 

@@ -30,6 +30,7 @@ from memory_core.analysis.run_view import StepView as StepView
 from memory_core.analysis.run_view import ToolCallView as ToolCallView
 from memory_core.analysis.run_view import drop_reason_text as drop_reason_text
 from memory_core.analysis.run_view import run_view as run_view
+from memory_core.analysis.run_view import speaker_name as speaker_name
 from memory_core.errors import InvalidInputError
 from memory_core.journal import prefetched_readers
 from memory_core.storage.base import RunRow, Storage

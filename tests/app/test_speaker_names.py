@@ -1,0 +1,51 @@
+"""A multi-agent conversation, imported: each message says which agent wrote it (the
+OpenAI message's ``name``), on the Threads page and in the run inspector's lanes."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+from app.components import RUN_PAGE, THREADS_PAGE
+from memory_core.importers import import_file
+from memory_core.storage.inmemory import InMemoryStorage
+
+
+def _log(tmp_path: Path) -> Path:
+    messages = [
+        {"role": "system", "content": "You are a team of agents."},
+        {"role": "user", "content": "Plan a trip to Lisbon.", "name": "Eva"},
+        {"role": "assistant", "content": "Three days: Alfama, Belém, Sintra.",
+         "name": "planner"},
+        {"role": "user", "content": "Check the plan for *gaps*.", "name": "critic_agent"}]
+    record = {"request": {"model": "gpt-4o-mini", "messages": messages},
+              "response": {"id": "chatcmpl-1", "object": "chat.completion", "created": 1,
+                           "model": "gpt-4o-mini",
+                           "choices": [{"index": 0, "finish_reason": "stop",
+                                        "message": {"role": "assistant",
+                                                    "content": "Add a rest day."}}]}}
+    path = tmp_path / "team.jsonl"
+    path.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    return path
+
+
+def test_each_message_names_the_agent_that_wrote_it(
+        empty_db: InMemoryStorage, app: Callable[..., AppTest], tmp_path: Path) -> None:
+    report = import_file(empty_db, _log(tmp_path))
+    (run_id,) = report.runs_created
+    thread = empty_db.runs.require_run(run_id).thread_id
+    assert thread is not None
+    at = app(THREADS_PAGE, thread=thread)
+    assert not at.exception and not at.error
+    heads = [h for c in at.caption if (h := str(c.value).replace("\\", "")).startswith("#")]
+    assert any(" · user (Eva) · " in h for h in heads), heads
+    assert any(" · assistant (planner) · " in h for h in heads), heads
+    # a name as stored, never read as Markdown
+    assert any(" · user (critic_agent) · " in h for h in heads), heads
+    at = app(RUN_PAGE, run=run_id)
+    assert not at.exception and not at.error
+    captions = [str(c.value).replace("\\", "") for c in at.caption]
+    assert any(c.startswith("assistant (planner) · ") for c in captions), captions
