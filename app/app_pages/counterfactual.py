@@ -299,13 +299,15 @@ except Exception as e:  # noqa: BLE001
     st.error(escape_md(services.friendly_error(e)))
     past = []
 if past:
+    # five columns, so the answers have room: how a verdict was reached is one cell
+    # (what it was judged against, the similarity, the model that answered)
     light_table([{"change": p.description, "verdict": p.verdict,
-                  "similarity": fmt_score(p.similarity),
-                  "judged against": "baseline" if p.same_model is False
-                  else "recorded answer + baseline" if p.baseline_answers
-                  else "recorded answer",
                   "new answer": p.new_answer,
-                  "model": p.model.get("name", "?"), "key": Id(p.key)}
+                  "judged against": ("baseline" if p.same_model is False
+                                     else "recorded answer + baseline" if p.baseline_answers
+                                     else "recorded answer")
+                  + f" · similarity {fmt_score(p.similarity)} · by {p.model.get('name', '?')}",
+                  "key": Id(p.key)}
                  for p in past], key="past")
 else:
     st.text("(none yet)")

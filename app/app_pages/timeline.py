@@ -9,6 +9,8 @@ finds the others by id or title (``components.pick_thread``).
 
 from __future__ import annotations
 
+import re
+
 import streamlit as st
 
 from app import services
@@ -120,23 +122,44 @@ def known(value: int | None, field: str, p: TimelinePoint) -> int | str:
     return UNKNOWN if value is None or field in p.unknown_fields else value
 
 
+# runs of one day are told by their time, and a status is a column only where one
+# differs from "completed": the columns that vary fit the page
+days = {fmt_time(p.started_at)[:10] for p in tl.points}
+one_day = len(days) == 1 and bool(re.fullmatch(r"\d{4}-\d\d-\d\d", next(iter(days))))
 rows = [{
-    "run": run_link(p.run_id), "started": fmt_time(p.started_at), "status": p.status,
+    "run": run_link(p.run_id),
+    "started": fmt_time(p.started_at)[11:] if one_day else fmt_time(p.started_at),
+    "status": p.status,
     f"total{estimated}": p.total_tokens,
     **{LANE_TITLES[ln]: known(p.tokens[ln], ln, p) for ln in tl.lanes},
     "recalled msgs": known(p.recalled_count, "recalled", p),
     "dropped": known(p.dropped_count, "dropped", p),
     "observations": known(p.observation_count, "observations", p),
     "compaction": "yes" if p.compacted else ""} for p in tl.points]
-# a column no run's record holds is left out and named once, not a column of "unknown"
+# a column no run's record holds is left out and named once, not a column of "unknown";
+# so is one where every run has none (0 tokens of a lane, no compaction): the columns
+# that vary fit the page
 unheld = [k for k in rows[0] if all(r[k] == UNKNOWN for r in rows)]
+counts = {"recalled msgs": "messages recalled", "dropped": "messages dropped",
+          "observations": "observations made", "compaction": "compactions"}
+lanes = {LANE_TITLES[ln] for ln in tl.lanes}
+nothing = [k for k in rows[0] if (k in lanes or k in counts) and k not in unheld
+           and all(r[k] in (0, "") for r in rows)]
+if all(r["status"] == "completed" for r in rows):
+    nothing.append("status")
 # the table opens on the marked run's page (the runs are oldest first, as in the chart)
-light_table([{k: v for k, v in r.items() if k not in unheld} for r in rows],
+light_table([{k: v for k, v in r.items() if k not in unheld and k not in nothing}
+             for r in rows],
             key="timeline", opens_at=next(
                 (i for i, p in enumerate(tl.points) if p.run_id == marked), None))
+said_once = ([f"Every run started on {next(iter(days))}."] if one_day else []) + (
+    ["Every run completed."] if "status" in nothing else [])
+if none := [k for k in nothing if k != "status"]:
+    said_once.append("Not shown, as no run here has any: " + ", ".join(
+        counts.get(k) or f"{k.lower()} tokens" for k in none) + ".")
+if said_once:
+    st.caption(" ".join(said_once))
 if unheld:
-    counts = {"recalled msgs": "messages recalled", "dropped": "messages dropped",
-              "observations": "observations made"}
     said = [counts.get(k) or f"{k.lower()} tokens" for k in unheld]
     st.caption("Not shown, as no run's record holds them (imported from recordings, which "
                f"hold what the model was sent, not what memory decided): {', '.join(said)}.")

@@ -336,8 +336,10 @@ def test_attribution_shows_a_bar_per_message_the_run_was_given(demo: InMemorySto
     assert (table["changed"] == "yes").any()  # the answer depended on at least one of them
     # effects and similarities read as every score does: 3 decimals
     past = tables(at)[-1].frame()
-    for cell in (*table["effect"], *past["similarity"]):
+    for cell in table["effect"]:
         assert re.fullmatch(r"\d\.\d{3}", cell), cell
+    for cell in past["judged against"]:
+        assert re.search(r" · similarity \d\.\d{3} · by ", cell), cell
 
 
 def test_a_scripted_run_cannot_be_replayed_and_says_so(demo: InMemoryStorage,
@@ -595,6 +597,19 @@ def test_timeline_shows_stacked_lanes_and_marks_the_compaction(demo: InMemorySto
     _ok(at)
     assert at.query_params["thread"] == "support-3"
     assert _svg(at, "line", "data-compaction") == []
+    # no run of support-3 had working memory, observations or a compaction: the table
+    # leaves those columns out (it fits the page) and names them once
+    (table,) = [t for t in tables(at) if "run" in t.columns]
+    assert "Recalled" in table.columns and "Recent" in table.columns
+    for gone in ("Working memory", "Observations", "observations", "compaction", "status"):
+        assert gone not in table.columns, table.columns
+    # every run completed, on one day: said once, the times alone in the table
+    assert all(re.fullmatch(r"\d\d:\d\d:\d\d", t) for t in table["started"])
+    assert "Every run completed." in _captions(at)
+    assert re.search(r"Every run started on \d{4}-\d\d-\d\d\.", _captions(at))
+    said = _captions(at)
+    assert "Not shown, as no run here has any: working memory tokens, observations " \
+        "tokens, " in said and "observations made, compactions." in said
 
 
 def test_timeline_names_the_runs_it_cannot_plot(empty_db: InMemoryStorage,

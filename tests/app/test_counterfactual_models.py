@@ -149,7 +149,7 @@ def test_another_model_is_judged_against_its_baseline_shown_beside_its_answer(
     reader = [t for t in shown if t.startswith("From our conversation:")]
     assert len(reader) == 2 and reader[0] == reader[1]
     past = next(t for t in tables(at) if "judged against" in t.columns)
-    assert past["judged against"] == ["baseline"]
+    assert past["judged against"] == ["baseline · similarity 1.000 · by offline-reader"]
 
 
 def copy_answered_by_gpt(storage: InMemoryStorage, answer: str) -> str:
