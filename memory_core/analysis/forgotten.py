@@ -30,6 +30,7 @@ from memory_core.analysis.parts import (
     PartKind,
     excerpt,
     given_messages,
+    message_parts,
     normalise,
     offered_tools,
     phrase_hits,
@@ -273,9 +274,17 @@ def find_by_phrase(storage: Storage, run_id: str, phrase: str, *,
         # what it chose of its own conversation): after the question the model was asked
         return 3 if m is not None and _written_before(m, data) else 4
 
+    def closeness(h: PartHit) -> int:
+        return rank.get(h.ref, len(rank)) if h.ref else len(rank)
+
+    # the phrase, or all its words, first where the model was given them; a message
+    # that holds only some of its words by how close it is (a compacted message sharing
+    # two words and close in meaning before a recent one sharing one word, not close),
+    # the question itself and what was written after the run after those
     ordered = sorted(by_key.values(), key=lambda h: (
-        not h.contains, not holds_all(h), tier(h), rank.get(h.ref, len(rank))
-        if h.ref else len(rank)))
+        not h.contains, not holds_all(h),
+        (tier(h), closeness(h)) if h.contains or holds_all(h)
+        else (tier(h) > 1, closeness(h), tier(h))))
     matches = [_phrase_match(storage, data, h, needle, msgs, close, embed)
                for h in ordered[:limit]]
     how = "by words" + (f" and by meaning with {embedder_name(embedder)}" if meaning else
@@ -283,8 +292,7 @@ def find_by_phrase(storage: Storage, run_id: str, phrase: str, *,
                         "meaning)" if embedder else "")
     searched = (f"every stored message's text for the exact text; the {len(scored)} "
                 f"messages of {where} {how}; every part of the {len(given)} messages the "
-                "model was given in this run (text, tool calls and results, attachments, "
-                "instructions, working memory, observations)"
+                f"model was given in this run ({_kinds_given(given)})"
                 + (f" and of the {len(own)} messages of conversation {thread}" if own else "")
                 + ("; the definition of the 1 tool it was offered" if len(tools) == 1
                    else f"; the definitions of the {len(tools)} tools it was offered"
@@ -305,6 +313,22 @@ def find_by_phrase(storage: Storage, run_id: str, phrase: str, *,
                         matches=matches, not_imported=left_out,
                         sentence=_phrase_sentence(needle, contained, matches, where, how,
                                                   meaning, left_out))
+
+
+#: the parts a run's given messages can hold, in words, in the order they are named
+_KIND_WORDS: dict[str, str] = {
+    "instructions": "instructions", "text": "text", "tool-call-name": "tool calls",
+    "tool-call-arguments": "tool calls", "tool-result": "tool results",
+    "attachment": "attachments", "working-memory": "working memory",
+    "observations": "observations"}
+
+
+def _kinds_given(given: Sequence[GivenMessage]) -> str:
+    """The kinds of part the given messages hold, in words ("instructions, text, tool
+    calls"): what the search read, not every kind it could have."""
+    held = {p.part for g in given for p in (g.parts or message_parts(g.message, g.lane))}
+    return ", ".join(dict.fromkeys(w for k, w in _KIND_WORDS.items() if k in held)) \
+        or "no text"
 
 
 def too_far(phrase: str, m: PhraseMatch, by_meaning: bool) -> bool:

@@ -12,6 +12,7 @@ import pytest
 from memory_core.analysis.forgotten import find_by_phrase, why_forgotten
 from memory_core.embedding.hashing import HashingEmbedder
 from memory_core.errors import InvalidInputError, NotFoundError
+from memory_core.types import Message, TextPart, ToolCallPart, ToolResultPart
 from tests.analysis.conftest import QUESTION, KeywordEmbedder, World, assistant, recall, user
 from tests.analysis.test_why_forgotten import story as story  # noqa: F401 - fixture
 
@@ -136,3 +137,41 @@ def test_other_matches_of_a_phrase_found_word_for_word_hold_it_too() -> None:
     assert any(not m.contains for m in found.matches)  # the near one was found
     e = why_forgotten(w.storage, "r-main", "Hello!")
     assert set(e.other_matches) | {(e.thread_id, e.seq)} == holding
+
+
+def test_a_closer_message_the_model_never_saw_comes_before_a_farther_one_it_did() -> None:
+    """A phrase no message holds whole: the message sharing two of its words and close
+    in meaning comes first, though the model never saw it, before a recent one sharing
+    one word (the demo's compacted staging range was listed 5th, after four recent
+    messages sharing only "staging"); the question itself comes after both."""
+    w = World()
+    w.say("old", "r1", user("The lamp refund is pending."), assistant("Noted."),
+          user("Nice weather today."))
+    w.say("cur", "r1", user("Hello"), assistant("Hi!"), user("Do I still have a voucher?"))
+    w.run("r-main", "cur", "r1", "Any news on the lamp?",
+          memory=w.memory(recall=recall(top_k=3, threshold=0.99)))
+    found = find_by_phrase(w.storage, "r-main", "lamp refund voucher", embed=w.embed)
+    order = [(m.thread_id, m.seq, m.explanation.fate) for m in found.matches]
+    assert order[:2] == [("old", 0, "below-threshold"), ("cur", 2, "recent")], order
+    assert order[2][2] == "input", order  # the question: after them
+
+
+def test_what_was_searched_names_only_the_parts_there_were() -> None:
+    """"every part of the 5 messages … (text, tool calls and results, attachments,
+    instructions, working memory, observations)" overstated a run given plain text:
+    the sentence names the kinds of part the run's messages held."""
+    w = World()
+    w.say("old", "r1", user("The lamp refund is pending."))
+    w.say("cur", "r1", user("Hello"), assistant("Hi!"))
+    w.run("r-plain", "cur", "r1", "Any news on the lamp?",
+          memory=w.memory(recall=recall(top_k=3)))
+    plain = find_by_phrase(w.storage, "r-plain", "lamp", embed=w.embed).searched
+    assert "model was given in this run (instructions, text)" in plain, plain
+    # a run whose recent window holds a tool call and its result
+    w.say("cur", "r1", Message(role="assistant", content=[
+        TextPart(text="Checking."), ToolCallPart(id="c1", name="lookup", args={"q": "lamp"})]),
+        Message(role="tool", content=[ToolResultPart(call_id="c1", name="lookup",
+                                                     result={"status": "pending"})]))
+    w.run("r-tools", "cur", "r1", "And now?", memory=w.memory(recall=recall(top_k=3)))
+    told = find_by_phrase(w.storage, "r-tools", "lamp", embed=w.embed).searched
+    assert "in this run (instructions, text, tool calls, tool results)" in told, told
