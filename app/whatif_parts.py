@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any, Literal
 import streamlit as st
 
 from app import services
-from memory_core.analysis.wording import RECALL_WAS_OFF
 from memory_core.errors import InvalidInputError
 
 if TYPE_CHECKING:
@@ -267,8 +266,7 @@ def plain_summary(report: WhatIfReport, recorded: Recorded) -> list[str]:
     if unasked:
         lines.append(f"{_runs(unasked)} could not be asked again (the table below says "
                      "why).")
-    off = sum(1 for r in report.runs if r.status == "cannot"
-              and RECALL_WAS_OFF in (r.reason or ""))
+    off = sum(1 for r in report.runs if r.status == "cannot" and r.recall_off)
     if off:  # (the form's Recall box: "On" lets a recall setting reach them)
         lines.append(f"{_runs(off)} had recall off, so a recall setting changes nothing "
                      "there: set Recall to On as well to try it on "

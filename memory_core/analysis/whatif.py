@@ -257,6 +257,9 @@ class RunWhatIf(BaseModel):
     thread_id: str | None
     status: Literal["changed", "unchanged", "cannot"]
     reason: str | None = None  # why it cannot be re-composed
+    # "cannot" because a recall setting was changed where recall was off (recall=on
+    # would try it): counted apart from the runs whose composition is not recorded
+    recall_off: bool = False
     lanes: list[LaneChange] = Field(default_factory=list)
     tokens_before: LaneTokens | None = None
     tokens_after: LaneTokens | None = None
@@ -347,7 +350,12 @@ def _as_of(data: RunData, scope: Sequence[str], end: int, threads: Threads) -> d
 
 # -- re-composition ------------------------------------------------------------------------
 class Cannot(Exception):
-    """This run cannot be re-composed; the message says why, in plain words."""
+    """This run cannot be re-composed; the message says why, in plain words
+    (``recall_off``: a recall setting was changed where recall was off)."""
+
+    def __init__(self, reason: str, *, recall_off: bool = False) -> None:
+        super().__init__(reason)
+        self.recall_off = recall_off
 
 
 def changed_settings(settings: CompositionSettings, changes: Changes) -> CompositionSettings:
@@ -356,7 +364,8 @@ def changed_settings(settings: CompositionSettings, changes: Changes) -> Composi
     if changes.recall_fields and recall is None and changes.recall != "on":
         # (said, not ignored: "unchanged" would read as the change making no difference)
         named = ", ".join(f"recall.{k}" for k in changes.recall_fields)
-        raise Cannot(f"{named} was changed, but {RECALL_WAS_OFF}: give recall=on too")
+        raise Cannot(f"{named} was changed, but {RECALL_WAS_OFF}: give recall=on too",
+                     recall_off=True)
     if changes.recall == "off":
         recall = None
     elif changes.recall == "on" or changes.recall_fields and recall is not None:
@@ -622,9 +631,10 @@ def compare(data: RunData, after: Composition) -> RunWhatIf:
 
 
 # -- entry points --------------------------------------------------------------------------
-def _cannot(data: RunData | None, run_id: str, reason: str) -> RunWhatIf:
+def _cannot(data: RunData | None, run_id: str, reason: str, *,
+            recall_off: bool = False) -> RunWhatIf:
     return RunWhatIf(run_id=run_id, thread_id=data.run.thread_id if data else None,
-                     status="cannot", reason=reason)
+                     status="cannot", reason=reason, recall_off=recall_off)
 
 
 def _one(composer: _Composer, run_id: str, changes: Changes) -> RunWhatIf:
@@ -651,7 +661,7 @@ def _one(composer: _Composer, run_id: str, changes: Changes) -> RunWhatIf:
                            "so a change could not be told from that drift")
         after = baseline if settings == memctx.settings else composer.compose(data, settings)
     except Cannot as e:
-        return _cannot(data, run_id, str(e))
+        return _cannot(data, run_id, str(e), recall_off=e.recall_off)
     except InvalidInputError as e:
         return _cannot(data, run_id, f"the changed settings do not apply to it ({e})")
     return compare(data, after)

@@ -366,6 +366,7 @@ def test_a_recall_field_does_not_turn_recall_on(demo: InMemoryStorage) -> None:
     run = report.runs[0]
     assert run.status == "cannot" and run.reason == (
         "recall.top_k was changed, but recall was off in this run: give recall=on too"), run
+    assert run.recall_off  # told apart from a run whose composition is not recorded
     assert report.sentence.endswith(
         "1 could not be re-composed with it (recall.top_k was changed, but recall was off "
         "in this run: give recall=on too).")
