@@ -289,6 +289,17 @@ def _would(rule: Rule) -> str:
     return f"It would have been given to the model with {rule.admits}."
 
 
+def _no_place(rule: Rule, rank: int | None) -> str:
+    """For a top-k rule whose needed top-k is under the rank: the messages ranked ahead
+    that recall passed over (already in the prompt, a repeat of the question) — why
+    "ranked #52" is let in by "a top-k of 49"."""
+    if not isinstance(rule.needed, int) or rank is None or rule.needed >= rank:
+        return ""
+    ahead = rank - rule.needed
+    return (f" ({ahead} of the messages ranked ahead of it {'was' if ahead == 1 else 'were'}"
+            " already in the prompt and took no place)")
+
+
 def _recall_sentence(rules: list[Rule], *, score: float | None, rank: int | None,
                      top_k: int, hybrid: tuple[float | None, float | None] | None = None
                      ) -> str:
@@ -316,10 +327,11 @@ def _recall_sentence(rules: list[Rule], *, score: float | None, rank: int | None
             why = ("it shares a word with the question" if (hybrid[1] or 0) > 0
                    else f"its similarity {_fmt(hybrid[0])} reaches the bar")
             parts.append(f"it qualified ({why}), but ranked #{rank} by its fused score "
-                         f"{_fmt(score)} and only the top {top_k} are passed on")
+                         f"{_fmt(score)} and only the top {top_k} are passed on"
+                         + _no_place(r, rank))
         elif i == 0:
             parts.append(f"it scored {_fmt(score)}, enough to qualify, but ranked #{rank} "
-                         f"and only the top {top_k} are passed on")
+                         f"and only the top {top_k} are passed on" + _no_place(r, rank))
         else:
             past = " and ".join(("without the filter" if p.rule == "filtered-out" else
                                  "with a lower bar") for p in rules[:i])

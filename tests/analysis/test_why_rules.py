@@ -242,3 +242,24 @@ def test_filtered_out_rows_are_ranked_as_if_the_filter_were_lifted(rules_world: 
                 beyond += 1
                 assert rule.said.startswith(f"beyond top-k (rank {c.rank},"), (rule.said, c)
     assert beyond
+
+
+def test_a_rank_past_messages_already_in_the_prompt_says_why_its_top_k_is_lower(
+        rules_world: World) -> None:
+    """A walk read "ranked #52 … would have been recalled with a top-k of 49": three
+    messages ranked ahead were in the prompt already and took no place. Said."""
+    w = rules_world
+    # r-main's question, stored in "cur", ranks first and sits in this run's window
+    w.run("r-again", "cur", "r1", QUESTION, model=ScriptedModel(["OK."]),
+          memory=w.memory(recall=recall(top_k=2, threshold=0.5)))
+    e = why_forgotten(w.storage, "r-again", ("old", 3), embed=w.embed)
+    assert [r.rule for r in e.rules] == ["beyond-top-k"]
+    (rule,) = e.rules
+    rank = e.evidence["rank"]
+    assert isinstance(rule.needed, int) and rule.needed < rank
+    ahead = rank - rule.needed
+    assert (f"ranked #{rank} and only the top 2 are passed on ({ahead} of the messages "
+            "ranked ahead of it ") in e.sentence, e.sentence
+    assert "already in the prompt and took no place)" in e.sentence
+    assert e.sentence.endswith(f"It would have been recalled with a top-k of {rule.needed} "
+                               "or more.")
