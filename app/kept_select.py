@@ -16,6 +16,14 @@ def kept_select(box: Any, label: str, options: Sequence[Any], wanted: Any, *, ke
     current choice is another widget each time that index moves (Streamlit keys an
     unkeyed widget by its arguments), so it forgot every second pick: keyed, it keeps
     them, and the current choice is put in its state only when it moved elsewhere."""
+    if None in options:
+        # a select box shows a value of None as nothing picked ("Choose an option"): the
+        # Threads page's "(no resource)" group is offered as a stand-in for it
+        fmt = kwargs.pop("format_func", str)
+        shown = [NONE if o is None else o for o in options]
+        picked = kept_select(box, label, shown, NONE if wanted is None else wanted, key=key,
+                             format_func=lambda o: fmt(None if o is NONE else o), **kwargs)
+        return None if picked is NONE else picked
     seen = f"{key}:seen"
     current = st.session_state.get(key)
     if st.session_state.get(seen) != wanted or current not in options:
@@ -26,3 +34,13 @@ def kept_select(box: Any, label: str, options: Sequence[Any], wanted: Any, *, ke
     value = box.selectbox(label, options, key=key, **kwargs)
     st.session_state[seen] = value  # (the page follows it: next time, the wanted one)
     return value
+
+
+class _NoneOption:
+    """The stand-in for an option None (one object for the process)."""
+
+    def __repr__(self) -> str:
+        return "NONE"
+
+
+NONE = _NoneOption()

@@ -1,5 +1,6 @@
-"""A multi-agent conversation, imported: each message says which agent wrote it (the
-OpenAI message's ``name``), on the Threads page and in the run inspector's lanes."""
+"""An imported multi-agent conversation on the pages: each message says which agent
+wrote it (the OpenAI message's ``name``), on the Threads page and in the run inspector's
+lanes; its threads, of no resource, are shown picked under "(no resource)"."""
 
 from __future__ import annotations
 
@@ -49,3 +50,16 @@ def test_each_message_names_the_agent_that_wrote_it(
     assert not at.exception and not at.error
     captions = [str(c.value).replace("\\", "") for c in at.caption]
     assert any(c.startswith("assistant (planner) · ") for c in captions), captions
+
+
+def test_the_no_resource_group_is_shown_picked(
+        empty_db: InMemoryStorage, app: Callable[..., AppTest], tmp_path: Path) -> None:
+    """An imported file's threads belong to no resource: the Threads page's Resource
+    picker showed "Choose an option" (nothing picked) above "Threads of (no resource)"."""
+    import_file(empty_db, _log(tmp_path))
+    at = app(THREADS_PAGE)
+    assert not at.exception and not at.error
+    (picker,) = [s for s in at.selectbox if s.label == "Resource"]
+    assert picker.value is not None
+    assert picker.format_func(picker.value) == "(no resource)"
+    assert [s.value.replace("\\", "") for s in at.subheader] == ["Threads of (no resource)"]
