@@ -22,8 +22,8 @@ def kept_select(box: Any, label: str, options: Sequence[Any], wanted: Any, *, ke
         fmt = kwargs.pop("format_func", str)
         shown = [NONE if o is None else o for o in options]
         picked = kept_select(box, label, shown, NONE if wanted is None else wanted, key=key,
-                             format_func=lambda o: fmt(None if o is NONE else o), **kwargs)
-        return None if picked is NONE else picked
+                             format_func=lambda o: fmt(None if o == NONE else o), **kwargs)
+        return None if picked == NONE else picked
     seen = f"{key}:seen"
     current = st.session_state.get(key)
     if st.session_state.get(seen) != wanted or current not in options:
@@ -37,7 +37,14 @@ def kept_select(box: Any, label: str, options: Sequence[Any], wanted: Any, *, ke
 
 
 class _NoneOption:
-    """The stand-in for an option None (one object for the process)."""
+    """The stand-in for an option None: every copy of it is equal (session state may
+    hold a copy)."""
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _NoneOption)
+
+    def __hash__(self) -> int:
+        return hash(_NoneOption)
 
     def __repr__(self) -> str:
         return "NONE"
