@@ -397,9 +397,10 @@ def offered_caption(choice: views.OfferedThreads, finding: str,
     if not text:
         return f"{choice.total:,} {what}; the newest {choice.listed:,} are offered below"
     if not choice.matched:
-        return f"None of the {choice.total:,} {what} holds '{text}'"
+        return f"None of the {choice.total:,} {what} has '{text}' in its id or title"
     found = (f"{choice.matched:,} of the {choice.total:,} {what} "
-             f"{'holds' if choice.matched == 1 else 'hold'} '{text}'")
+             f"{'has' if choice.matched == 1 else 'have'} '{text}' in "
+             f"{'its' if choice.matched == 1 else 'their'} id or title")
     return (f"{found}; the newest {choice.listed:,} are offered below"
             if choice.matched > choice.listed else f"{found}; offered below")
 

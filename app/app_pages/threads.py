@@ -101,7 +101,8 @@ if len(summaries) > views.THREADS_LISTED:
 listing = views.list_threads_of(summaries, finding)
 if listing.total > views.THREADS_LISTED:
     found = (f"{listing.matched:,} of the {listing.total:,} threads "
-             f"{'holds' if listing.matched == 1 else 'hold'} '{escape_md(finding.strip())}'"
+             f"{'has' if listing.matched == 1 else 'have'} '{escape_md(finding.strip())}' "
+             f"in {'its' if listing.matched == 1 else 'their'} id or title"
              if finding.strip() else f"{listing.total:,} threads")
     st.caption(f"{found}; the newest {views.THREADS_LISTED} are listed here and offered "
                "below" if listing.matched > views.THREADS_LISTED
@@ -146,7 +147,8 @@ offered = [*listing.listed, *(t for t in summaries if t.thread_id == wanted_thre
                               and t not in listing.listed)]
 thread_ids = [t.thread_id for t in offered]
 if not thread_ids:
-    st.info("No thread of this resource holds that text." if finding.strip()
+    st.info("No thread of this resource has that text in its id or title (the search "
+            "below finds messages)." if finding.strip()
             else "This resource has no threads.")
     st.stop()
 titles = {t.thread_id: t.title for t in offered}

@@ -124,8 +124,8 @@ def test_the_run_inspector_finds_a_thread_by_id_or_title(many: InMemoryStorage,
     assert _threads(at) == ["t2", "t4", "t6", "t7"]  # the newest three, and the open one
     assert _select(at, "Thread").value == "t7" and _select(at, "Run").value == "r7"
     assert at.query_params["find"] == "EVEN"
-    assert escape_md("4 of the 8 threads with runs hold 'EVEN'; the newest 3 are offered "
-                     "below") in _captions(at)
+    assert escape_md("4 of the 8 threads with runs have 'EVEN' in their id or title; the "
+                     "newest 3 are offered below") in _captions(at)
     _find(at, "t1")
     assert _threads(at) == ["t1", "t7"]
     _select(at, "Thread").set_value("t1").run()
@@ -134,7 +134,7 @@ def test_the_run_inspector_finds_a_thread_by_id_or_title(many: InMemoryStorage,
     assert at.query_params["run"] == "r1b"
     _find(at, "nothing like it")
     assert _threads(at) == ["t1"]  # the open thread stays
-    assert escape_md("None of the 8 threads with runs holds 'nothing like it'") in _captions(at)
+    assert escape_md("None of the 8 threads with runs has 'nothing like it' in its id or title") in _captions(at)
 
 
 @pytest.mark.parametrize(("page", "run_label"), [(RUN_PAGE, "Run"),
@@ -270,8 +270,8 @@ def test_why_offers_the_runs_thread_and_the_newest_of_its_owners(one_owner: InMe
     at.text_input(key="find-message-thread").set_value("odd").run()
     _ok(at)
     assert _message_threads(at) == ["t0", "t7", "t5", "t3"]
-    assert escape_md("4 of the 8 threads the run could have been given hold 'odd'; the "
-                     "newest 3 are offered below") in _captions(at)
+    assert escape_md("4 of the 8 threads the run could have been given have 'odd' in their "
+                     "id or title; the newest 3 are offered below") in _captions(at)
     assert at.query_params["find_message_thread"] == "odd"
     assert "find" not in at.query_params  # the run picker's own find box is another
     _select(at, "Message thread").set_value("t3").run()
