@@ -234,8 +234,10 @@ def _closest(search: PhraseSearch) -> Explanation:
                    else "close in meaning")
             # a message's text is the usual place: only another part is named
             part = () if m.part == "text" else (" · in the ", *_part_label(m))
+            # (the phrase's similarity: the sentence under it may name the message's
+            # similarity to the run's question, which recall compared)
             st.caption(md(*_where(m), f" · {e.role or '?'}", *part, f" · {how} · "
-                          f"similarity {fmt_score(m.similarity)}"))
+                          f"similarity to the phrase {fmt_score(m.similarity)}"))
             literal(preview_text(e.preview or "") if m.part == "text" else m.excerpt)
             st.caption(escape_md(e.sentence))
     # radio options render Markdown: ids are stored text

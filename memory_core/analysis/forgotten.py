@@ -291,8 +291,8 @@ def find_by_phrase(storage: Storage, run_id: str, phrase: str, *,
                         f" (ranked with {embedder_name(embedder)}, which compares words, not "
                         "meaning)" if embedder else "")
     searched = (f"every stored message's text for the exact text; the {len(scored)} "
-                f"messages of {where} {how}; every part of the {len(given)} messages the "
-                f"model was given in this run ({_kinds_given(given)})"
+                f"messages of {where} {how}; every part of {_given_counted(given)} "
+                f"({_kinds_given(given)})"
                 + (f" and of the {len(own)} messages of conversation {thread}" if own else "")
                 + ("; the definition of the 1 tool it was offered" if len(tools) == 1
                    else f"; the definitions of the {len(tools)} tools it was offered"
@@ -321,6 +321,15 @@ _KIND_WORDS: dict[str, str] = {
     "tool-call-arguments": "tool calls", "tool-result": "tool results",
     "attachment": "attachments", "working-memory": "working memory",
     "observations": "observations"}
+
+
+def _given_counted(given: Sequence[GivenMessage]) -> str:
+    """"the 22 messages the model was given in this run", and how many its tool steps
+    added where some did (the run inspector counts the prompt's alone)."""
+    added = sum(1 for g in given if g.lane == STEP_LANE)
+    said = f"the {len(given)} messages the model was given in this run"
+    return said if not added else (f"{said} ({len(given) - added} in its prompt, {added} "
+                                   "added by its tool steps)")
 
 
 def _kinds_given(given: Sequence[GivenMessage]) -> str:

@@ -9,6 +9,7 @@ corpus: each part it was given is found where it was."""
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -111,6 +112,11 @@ def test_a_number_read_in_a_tool_result_reached_the_model(support: InMemoryStora
     best = found.best
     assert best is not None and best.part == "tool-result" and best.lane == "step"
     assert '"weight_kg": 3.25' in best.excerpt
+    # what was searched counts the prompt's messages apart from those the tool steps
+    # added (the run inspector counts the prompt's alone), and names the parts held
+    assert re.search(r"every part of the \d+ messages the model was given in this run "
+                     r"\(\d+ in its prompt, \d+ added by its tool steps\) \(instructions, "
+                     r"text, tool calls, tool results, working memory\)", found.searched), found.searched
     # the words of a JSON result, in any order, find it too
     words = why_forgotten(support, RUN, "Parcelnet delivered", embed=EMBED)
     assert words.evidence["part"] == "tool-result" and words.reached_model

@@ -551,7 +551,7 @@ def test_words_of_the_phrase_find_the_stored_refund_with_its_fate(
     assert infos[0].startswith("No stored message contains “240 refund” word for word")
     caps = _captions(at)
     # the closest messages, each with its fate; the refund (both words) first
-    assert "support-1 #17 · assistant · shares 240, refund · similarity " in caps
+    assert "support-1 #17 · assistant · shares 240, refund · similarity to the phrase " in caps
     # each listed message carries its fate as a badge
     assert sum(1 for m in md if m.startswith(":red-badge[") or m.startswith(":green-badge[")
                ) == len(next(r for r in at.radio if r.label == "Explain in detail").options)

@@ -41,7 +41,7 @@ def test_a_number_in_a_tool_result_names_the_tool_result(support: InMemoryStorag
     assert "## :green-badge[:material/check_circle: earlier-step]" in md
     seq = next(m.seq for m in support.memory.get_messages("t") if m.tool_results())
     assert (f"t #{seq} · tool · in the result of lookup_order (call call-1) · contains "
-            "the phrase · similarity —") in _captions(at)
+            "the phrase · similarity to the phrase —") in _captions(at)
     # the matched part's text, as stored: never Markdown or HTML
     shown = [t.value for t in at.text]
     assert any(RESULT["note"] in t and '"weight_kg": 3.25' in t for t in shown), shown
@@ -61,7 +61,7 @@ def test_a_phrase_of_the_system_prompt_is_the_instructions(support: InMemoryStor
         m.value for m in at.markdown]
     caps = _captions(at)
     assert ("(not a stored message: instructions of this run) · system · in the "
-            "instructions · contains the phrase · similarity —") in caps
+            "instructions · contains the phrase · similarity to the phrase —") in caps
     assert "instructions of this run's prompt · system" in caps
     infos = [shown_text(i.value) for i in at.info]
     assert infos[0].startswith("“need a manager's sign-off” appears word for word in the "

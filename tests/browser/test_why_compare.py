@@ -64,7 +64,7 @@ def test_why_by_phrase_then_compare_in_chromium(workbench: str, tmp_path: Path) 
         assert f"No stored message contains “{PHRASE}” word for word" in body
         assert "it was never said" not in body
         # the refund request, both words shared, among the closest, with its fate
-        assert re.search(rf"{THREAD} #0 · user · shares parcel, refund · similarity "
+        assert re.search(rf"{THREAD} #0 · user · shares parcel, refund · similarity to the phrase "
                          r"(\d\.\d{3}|—)", body), body
         page.get_by_role("heading", name=re.compile("Lifeline of")).wait_for(
             timeout=PAGE_TIMEOUT_MS)
