@@ -19,9 +19,11 @@ from app.components import (
     Id,
     answer_text,
     escape_md,
+    fmt_score,
     link_to_run,
     literal,
     md,
+    preview_text,
     ref,
     with_db,
 )
@@ -258,11 +260,14 @@ def _match_bar(score: float, cells: int = 12) -> str:
 
 def _preview(text: str) -> str:
     """A message's opening as one plain line: a tool call, cut short or not, named in
-    words (never its JSON)."""
+    words (never its JSON); a recorded preview cut at its length ends in "…"."""
     text = plain_text("assistant", _CALL_START.sub(
-        lambda m: f"(asks the {_tool_words(m[1])} system)", text))
+        lambda m: f"(asks the {_tool_words(m[1])} system)", preview_text(text)))
     text = " ".join(text.split())
-    return escape_md(text if len(text) <= 120 else text[:119] + "…")
+    if len(text) > 120:  # cut at a word
+        head = text[:119]
+        text = (head.rsplit(" ", 1)[0] if " " in head else head).rstrip("…") + "…"
+    return escape_md(text)
 
 
 def match_table(bars: list[Bar], threshold: float, top_k: int | None,
@@ -524,7 +529,7 @@ def fix_section(url: str, story: Story, view: views.RunView, fixed: views.RunVie
                     st.caption(escape_md(f"↑ {story.key_name}"))
                 if engineer:
                     st.caption(md(*ref(it.thread_id, it.seq), f" · rank {it.rank} · "
-                                  f"score {it.score}"))
+                                  f"score {fmt_score(it.score)}"))
 
 
 def engineer_prompt(view: views.RunView) -> None:

@@ -264,6 +264,7 @@ def test_engineer_details_show_the_terms(demo: InMemoryStorage, app: MakeApp) ->
     assert "run support-3-forgot" in texts and "support-3-fixed" in texts
     assert "threshold: 0.45 → 0.4" in texts and "top_k: 3 → 8" in texts
     assert re.search(r"support-1 #\d+", texts)
+    assert not re.search(r"score -?\d\.\d{4,}", texts)  # scores as every score reads
     assert "rank" in " ".join(_chart_texts(at))  # the engineer's score chart
     assert BANNED.search(texts)
     # a recalled message whose plain words are its text is shown once, not twice
@@ -338,6 +339,22 @@ def test_the_table_names_a_tool_call_in_words() -> None:
               'Starting the refund. → refund({"amount": 240, "ord', "unanswered-tool-call")
     text = match_table([bar], 0.45, 3, None, "x").replace("\\", "")
     assert "(asks the refund system)" in text and "amount" not in text
+
+
+def test_a_preview_cut_at_its_length_says_so() -> None:
+    """The plain table showed "…will reach your Visa card ending 4411 within 5" as if
+    the message ended there: the recorded preview was cut at its length."""
+    from memory_core.text import PREVIEW_CHARS
+
+    cut = ("The refund of €240 for order A-1042 was approved today and will reach your "
+           "Visa card ending 4411 within 5 business days.")[:PREVIEW_CHARS]
+    assert len(cut) == PREVIEW_CHARS
+    text = match_table([Bar(1, 0.5, "hit", ("support-1", 17), cut)], 0.45, 3, None, "x")
+    shown = text.replace("\\", "")
+    assert "|" not in shown.split("ending 4411 ")[1].split("…")[0], shown  # cut, said
+    assert re.search(r"ending 4411 (\w+ )*\w+… \|", shown), shown  # at a word
+    whole = match_table([Bar(1, 0.5, "hit", ("support-1", 17), "Short.")], 0.45, 3, None, "x")
+    assert "| Short\\. |" in whole  # a preview shorter than the cut: as it is
 
 
 def test_the_caption_states_the_real_rule() -> None:

@@ -6,6 +6,7 @@ refund decision out."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -40,3 +41,7 @@ def test_the_engineer_chart_starts_at_the_dropped_first_match(
     captions = [str(c.value).replace("\\", "") for c in at.caption]
     assert any(c.startswith("why_forgotten(support-3-forgot, support-1 #")
                and "below-threshold + beyond-top-k — " in c for c in captions), captions
+    # what the fix let in, each with its rank and score — to 3 decimals, as every score
+    let_in = [c for c in captions
+              if re.fullmatch(r"`?support-1`? #\d+ · rank \d+ · score .*", c)]
+    assert let_in and all(re.search(r"score \d\.\d{3}$", c) for c in let_in), let_in
