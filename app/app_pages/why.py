@@ -230,7 +230,8 @@ def _closest(search: PhraseSearch) -> Explanation:
                 st.badge(e.fate, color="green" if given else "red",
                          icon=":material/check_circle:" if given else ":material/block:")
             how = ("contains the phrase" if m.contains else
-                   "shares " + ", ".join(m.shared_terms) if m.shared_terms
+                   "shares " + ", ".join(f"{w} (as “{m.shared_as[w]}”)" if w in m.shared_as
+                                         else w for w in m.shared_terms) if m.shared_terms
                    else "close in meaning")
             # a message's text is the usual place: only another part is named
             part = () if m.part == "text" else (" · in the ", *_part_label(m))

@@ -60,6 +60,9 @@ class PhraseMatch(BaseModel):
     excerpt: str = ""  # the matched part's text around the phrase
     contains: bool  # the part holds the phrase word for word
     shared_terms: list[str] = Field(default_factory=list)  # the phrase's words it holds
+    # a shared word the part holds in another form (recall's terms meet: "staging" and
+    # "stage"): the phrase's word → the part's
+    shared_as: dict[str, str] = Field(default_factory=dict)
     similarity: float | None = None  # cosine with the phrase (None: not embedded)
     lexical: float | None = None  # BM25 of the phrase against the message
     explanation: Explanation
@@ -372,7 +375,8 @@ def _phrase_match(storage: Storage, data: RunData, h: PartHit, needle: str,
         part=p.part, tool=p.tool, call_id=p.call_id,
         lane=h.given.lane if h.given else None,
         excerpt=excerpt(p.text, normalise(needle)), contains=h.contains,
-        shared_terms=_shared_words(needle, " ".join((p.text, *p.leaves))),
+        shared_terms=(shared := _shared_words(needle, " ".join((p.text, *p.leaves)))),
+        shared_as=_forms(shared, " ".join((p.text, *p.leaves))),
         similarity=c.vector_score if c else None, lexical=c.lexical_score if c else None,
         explanation=exp.model_copy(update={"sentence": sentence,
                                            "evidence": {**said, **exp.evidence}}))
@@ -432,6 +436,24 @@ def _shared_words(phrase: str, text: str) -> list[str]:
     held = set(lexical_terms(text))
     words = [w for w in tokenize(phrase) if w not in STOP_WORDS]
     return list(dict.fromkeys(w for w in words if set(lexical_terms(w)) & held))
+
+
+def _forms(words: Sequence[str], text: str) -> dict[str, str]:
+    """Each of ``words`` that ``text`` holds only in another form (its first word with
+    the same recall terms), word → form."""
+    from memory_core.recall.lexical import lexical_terms
+
+    mine = tokenize(text)
+    held = {w.lower() for w in mine}
+    out: dict[str, str] = {}
+    for w in words:
+        if w.lower() in held:
+            continue
+        terms = set(lexical_terms(w))
+        form = next((m for m in mine if set(lexical_terms(m)) & terms), None)
+        if form is not None:
+            out[w] = form
+    return out
 
 
 def _words_said(words: Sequence[str]) -> str:

@@ -175,3 +175,18 @@ def test_what_was_searched_names_only_the_parts_there_were() -> None:
     w.run("r-tools", "cur", "r1", "And now?", memory=w.memory(recall=recall(top_k=3)))
     told = find_by_phrase(w.storage, "r-tools", "lamp", embed=w.embed).searched
     assert "in this run (instructions, text, tool calls, tool results)" in told, told
+
+
+def test_a_word_shared_in_another_form_names_the_form() -> None:
+    """"shares staging" beside "…the old Dockerfile stage…": recall's terms meet, so
+    the word counts as shared, but the message holds "stage": the match says so."""
+    w = World()
+    w.embed = HashingEmbedder(64)
+    w.say("old", "r1", user("Remove the old Dockerfile stage."), user("Staging is ready."))
+    w.say("cur", "r1", user("Hello"))
+    w.run("r-main", "cur", "r1", "Anything else?", memory=w.memory(recall=recall(top_k=3)))
+    found = find_by_phrase(w.storage, "r-main", "staging dockerfile")
+    by_seq = {m.seq: m for m in found.matches if m.thread_id == "old"}
+    assert by_seq[0].shared_terms == ["staging", "dockerfile"]
+    assert by_seq[0].shared_as == {"staging": "stage"}
+    assert by_seq[1].shared_as == {}  # "Staging" is the word itself
