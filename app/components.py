@@ -266,8 +266,14 @@ def settings_text(settings: Mapping[str, Any]) -> list[str]:
         return None if value == views.UNKNOWN_SETTING else value
 
     out: list[str] = []
-    if get("recent_n") is not None:
-        out.append(f"Recent window: the last {get('recent_n')} messages of the thread.")
+    if get("recent_n") is not None and get("observational") is True:
+        # (composition keeps every message after the last observed one: recent_n holds
+        # only until the first observation is made)
+        out.append("Recent window: every message of the thread not yet condensed into an "
+                   f"observation (the last {get('recent_n')} until the first one is made).")
+    elif get("recent_n") is not None:
+        out.append(f"Recent window: the last {get('recent_n')} messages of the thread (more "
+                   "where a tool call must stay with its results).")
     if get("recall_enabled") is True or (get("recall_enabled") is None and get("top_k")):
         bits = [f"{get('mode') or 'vector'} search over the {get('scope') or 'thread'}"]
         if get("top_k") is not None:

@@ -225,9 +225,14 @@ def _explain_given(memctx: Memctx, ref: tuple[str, int], lane: str | None,
                    rank=r.rank if r else None, score=r.score if r else None,
                    threshold=rc.threshold, top_k=rc.top_k, origin=r.origin if r else None)
     if lane == "recent":
+        # with observational memory the window is every message not yet condensed into
+        # an observation, not the last recent_n
+        kept = ("messages of the conversation not yet condensed into observations"
+                if memctx.settings.observational and memctx.observations else
+                "messages of the conversation")
         return out("recent", f"The assistant was given this message: it was among the last "
-                   f"{memctx.recent_count} messages of the conversation, which are always "
-                   "included.", recent_count=memctx.recent_count)
+                   f"{memctx.recent_count} {kept}, which are always included.",
+                   recent_count=memctx.recent_count)
     return None
 
 

@@ -168,6 +168,11 @@ def test_compacted_into_observation(world: World) -> None:
     assert lost.evidence["fact_survives"] is False
     assert lost.evidence["from_seq"] == 0 and lost.evidence["to_seq"] >= 2
     assert "the summary no longer mentions it" in lost.sentence
+    # a message after the observed ones: in the window observational memory keeps
+    recent = why_forgotten(w.storage, embed=w.embed, run_id="r-om", target=("long", 5))
+    assert recent.fate == "recent", recent
+    assert "messages of the conversation not yet condensed into observations, which " \
+        "are always included." in recent.sentence, recent.sentence
 
 
 def test_lifeline_follows_a_message_across_runs(world: World) -> None:

@@ -124,6 +124,11 @@ def test_settings_are_folded_and_said_in_words(populated: Populated, app: MakeAp
     assert words in [_unescaped(c.value) for c in at.caption]
     (folded,) = [e for e in at.expander if e.label == "All settings, as recorded"]
     assert folded.proto.expanded is False
+    # with observational memory the window is what no observation condensed yet (a walk
+    # read "the last 8 messages" above a recent lane of 51)
+    observed = " ".join(settings_text({"recent_n": 8, "observational": True}))
+    assert observed.startswith("Recent window: every message of the thread not yet "
+                               "condensed into an observation (the last 8 until the first")
     at.session_state["all-settings"] = True  # a click opens it
     at.run()
     (folded,) = [e for e in at.expander if e.label == "All settings, as recorded"]
