@@ -253,7 +253,9 @@ def plain_summary(report: WhatIfReport, recorded: Recorded) -> list[str]:
             lines.append(f"{_runs(lost)} would have lost something "
                          f"{'it was' if lost == 1 else 'they were'} given"
                          + (f" — {relied:,} of them something {'its' if relied == 1 else 'their'}"
-                            " answer relied on." if relied else "."))
+                            " answer relied on." if relied else
+                            f", none of it quoted in {'its' if lost == 1 else 'their'} "
+                            "answer."))
         if reworded:
             lines.append(f"{_runs(reworded)} would have had {'its' if reworded == 1 else 'their'}"
                          " instructions, notes or summaries change.")

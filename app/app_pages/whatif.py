@@ -319,7 +319,8 @@ def _form() -> dict[str, Any] | None:
         f"{whose} {counted(len(in_scope), 'run')}. Prefilled with what they recorded; a box left "
         "empty keeps each run's own value. A recall setting reaches runs that had recall off "
         "only with Recall set to On.")
-        + (escape_md(f" (Read from the newest {recorded.read:,} runs.)")
+        + (escape_md(f" (The prefilled values are read from the newest {recorded.read:,} "
+                     "runs; what if covers them all.)")
            if recorded.read < recorded.total else ""))
     with st.form(f"whatif-form:{form_id}", border=True):
         c1, c2, c3 = st.columns(3)

@@ -348,6 +348,22 @@ def test_plain_summary_of_an_asked_report(demo: InMemoryStorage) -> None:
     assert "Asked again, 1 of 1 answer changed." in lines
 
 
+def test_runs_that_lose_messages_say_whether_their_answers_quoted_them(
+        demo: InMemoryStorage) -> None:
+    """"12 past runs would have lost something they were given" above a table whose
+    "quoted lost" column was 0 in every row read as a contradiction: the line says it."""
+    for changes, quoted in ((["recent_n=5"], False), (["recent_n=2"], True)):
+        report = what_if(demo, changes, thread_id="support-3")
+        moved = [r for r in report.runs if r.status == "changed"]
+        lost = sum(1 for r in moved if r.left)
+        relied = sum(1 for r in moved if r.key_lost)
+        assert lost and bool(relied) == quoted
+        lines = plain_summary(report, Recorded(values={"recent_n": (6,)}))
+        said = next(ln for ln in lines if "would have lost something" in ln)
+        assert said.endswith(f" — {relied:,} of them something their answer relied on."
+                             if quoted else ", none of it quoted in their answer."), said
+
+
 # -- keep this answer (run inspector) ----------------------------------------------------------
 def test_keep_this_answer_pins_the_run(populated: Populated, app: MakeApp) -> None:
     storage, _ = populated
