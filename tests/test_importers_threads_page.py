@@ -221,7 +221,7 @@ def test_the_timeline_says_once_what_imported_runs_cannot_know(
     assert not at.exception and not at.error
     rows = tables(at)[0]
     for column in (LANE_TITLES["recalled"], LANE_TITLES["working_memory"],
-                   LANE_TITLES["observations"], "recalled msgs", "dropped", "observations"):
+                   LANE_TITLES["observations"], "recalled msgs", "dropped", "observations made"):
         assert column not in rows.columns, column
     assert all(int(v.replace(",", "")) > 0 for v in rows[LANE_TITLES["input"]])  # what the recording knows
     assert all(int(v.replace(",", "")) > 0 for v in rows["total (our estimate)"])

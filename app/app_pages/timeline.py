@@ -134,14 +134,14 @@ rows = [{
     **{LANE_TITLES[ln]: known(p.tokens[ln], ln, p) for ln in tl.lanes},
     "recalled msgs": known(p.recalled_count, "recalled", p),
     "dropped": known(p.dropped_count, "dropped", p),
-    "observations": known(p.observation_count, "observations", p),
+    "observations made": known(p.observation_count, "observations", p),
     "compaction": "yes" if p.compacted else ""} for p in tl.points]
 # a column no run's record holds is left out and named once, not a column of "unknown";
 # so is one where every run has none (0 tokens of a lane, no compaction): the columns
 # that vary fit the page
 unheld = [k for k in rows[0] if all(r[k] == UNKNOWN for r in rows)]
 counts = {"recalled msgs": "messages recalled", "dropped": "messages dropped",
-          "observations": "observations made", "compaction": "compactions"}
+          "observations made": "observations made", "compaction": "compactions"}
 lanes = {LANE_TITLES[ln] for ln in tl.lanes}
 nothing = [k for k in rows[0] if (k in lanes or k in counts) and k not in unheld
            and all(r[k] in (0, "") for r in rows)]

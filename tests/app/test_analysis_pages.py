@@ -584,6 +584,9 @@ def test_timeline_shows_stacked_lanes_and_marks_the_compaction(demo: InMemorySto
     assert [ln.get("data-compaction") for ln in _svg(at, "line", "data-compaction")] == ["25"]
     assert any((t.text or "").startswith("compaction: ") for t in _svg(at, "text", "x"))
     assert {m.label: m.value for m in at.metric}["Compactions"] == "1"
+    # the observations lane's tokens and the count of observations, told apart
+    (runs,) = [t for t in tables(at) if "run" in t.columns]
+    assert {"Observations", "observations made"} <= set(runs.columns), runs.columns
     # the compaction's run and its new observations, each id in the code font
     (point,) = composition_timeline(demo, "py311-migration").compactions
     new = point.new_observations
@@ -601,7 +604,8 @@ def test_timeline_shows_stacked_lanes_and_marks_the_compaction(demo: InMemorySto
     # leaves those columns out (it fits the page) and names them once
     (table,) = [t for t in tables(at) if "run" in t.columns]
     assert "Recalled" in table.columns and "Recent" in table.columns
-    for gone in ("Working memory", "Observations", "observations", "compaction", "status"):
+    for gone in ("Working memory", "Observations", "observations made", "compaction",
+                 "status"):
         assert gone not in table.columns, table.columns
     # every run completed, on one day: said once, the times alone in the table
     assert all(re.fullmatch(r"\d\d:\d\d:\d\d", t) for t in table["started"])
