@@ -38,6 +38,7 @@ from app.components import (
     ref,
     run_not_found,
     set_query_params,
+    truncate,
 )
 from app.kept_select import kept_select
 from app.light_table import Link, light_table, message_url
@@ -147,8 +148,12 @@ except Exception as e:  # noqa: BLE001
     st.stop()
 
 # an imported run's recording holds no memory decision: said once here, not on each card
-imported = [side for side, rid in (("A", run_a), ("B", run_b))
-            if (memctx := services.cached_memctx(url, rid)) is not None and memctx.imported]
+memctxs = {side: services.cached_memctx(url, rid) for side, rid in (("A", run_a), ("B", run_b))}
+imported = [side for side, memctx in memctxs.items() if memctx is not None and memctx.imported]
+# hybrid recall ranks by a fused score, which has no fixed scale: the score column says so
+SCORE = "fused score" if any(
+    m is not None and m.settings.recall is not None and m.settings.recall.mode == "hybrid"
+    for m in memctxs.values()) else "score"
 caveat = imported_caveat(imported) if imported else ""
 if imported:
     st.info(("Run A was imported from a recording: it holds" if imported == ["A"] else
@@ -194,11 +199,13 @@ if changed:
         "message": Link(f"{e.thread_id} #{e.seq}", message_url(e.thread_id, e.seq), code=False),
         # run A's and run B's side by side in one cell: the reason and preview keep room
         "lane (A → B)": _pair(e.lane_a, e.lane_b),
-        # every rule recall kept it out by (in the run it was out of), before the reason
-        "kept out by": " + ".join(e.kept_out_by) or MISSING, "reason": _reason(e),
-        "score (A → B)": _pair(fmt_score(e.score_a), fmt_score(e.score_b)),
+        # every rule recall kept it out by, in the run it was out of, leads the reason:
+        # one column fewer, so the table fits the page
+        "reason": (f"kept out of run {'A' if e.change == 'entered' else 'B'} by "
+                   f"{' + '.join(e.kept_out_by)}: " if e.kept_out_by else "") + _reason(e),
+        f"{SCORE} (A → B)": _pair(fmt_score(e.score_a), fmt_score(e.score_b)),
         "rank (A → B)": _pair(fmt_cell(e.rank_a), fmt_cell(e.rank_b)),
-        "preview": preview_text(e.preview)}
+        "preview": truncate(preview_text(e.preview), 80)}
         for e in changed], key="changes", drop_empty=True)
 else:
     st.text("The two prompts carried the same messages in the same lanes.")
@@ -212,7 +219,7 @@ def _card(side: str, lane: str, i: int, entry: DiffEntry) -> None:
         bits = [f"{entry.thread_id} #{entry.seq}", entry.role or "?"]
         score = entry.score_a if side == "A" else entry.score_b
         if score is not None:
-            bits.append(f"score {fmt_score(score)}")
+            bits.append(f"{SCORE} {fmt_score(score)}")
         st.caption(escape_md(" · ".join(bits)))
         literal(preview_text(entry.preview))
         if entry.reason:

@@ -198,6 +198,11 @@ def _bar(m: Memctx | None) -> tuple[float | None, int | None]:
     return (rc.threshold, rc.top_k) if rc is not None else (None, None)
 
 
+def _hybrid(m: Memctx | None) -> bool:
+    rc = m.settings.recall if m is not None else None
+    return rc is not None and rc.mode == "hybrid"
+
+
 def _gated(scored: Any, m: Memctx | None) -> float | None:
     """The score a run's threshold applied to: the score in vector mode, the cosine
     alone in hybrid mode (the fused score is never compared with the bar), none in
@@ -282,16 +287,25 @@ class _Pair:
         return ("newer messages pushed it out of the recent window" if verb.startswith("left")
                 else "it entered the recent window")
 
+    def measure(self) -> str:
+        """What the threshold bounds, in words: hybrid recall's bar applies to the
+        similarity, not to the fused score a table shows beside it."""
+        return "similarity" if _hybrid(self.ma) or _hybrid(self.mb) else "score"
+
     def crossed(self, verb: str, bar: str) -> str:
         """The score moved across the threshold, or (same score in both runs) the
-        threshold moved past it."""
+        threshold moved past it; in hybrid recall the similarity, and a message out of
+        run B's prompt by it shared no word with B's question."""
         gated_a, gated_b = _gated(self.sa, self.ma), _gated(self.sb, self.mb)
+        what = self.measure()
         if gated_a is not None and gated_b is not None and _f(gated_a) == _f(gated_b) \
                 and "threshold" in self.changes:
-            return (f"{_change(self.changes, 'threshold')} {verb}: its unchanged score "
+            return (f"{_change(self.changes, 'threshold')} {verb}: its unchanged {what} "
                     f"{_f(gated_b)} ended up across the threshold")
-        return (f"score moved across the threshold: {_f(gated_a)} → {_f(gated_b)} "
-                f"(bar {bar}){self.other_recall_changes()}")
+        words = (", sharing no word with run B's question"
+                 if verb.startswith("left") and _hybrid(self.mb) else "")
+        return (f"{what} moved across the threshold: {_f(gated_a)} → {_f(gated_b)} "
+                f"(bar {bar}){words}{self.other_recall_changes()}")
 
     def recall_switch(self) -> str | None:
         return _change(self.changes, "recall_enabled") if "recall_enabled" in self.changes \
@@ -372,6 +386,9 @@ def _left_recall(p: _Pair) -> str:
     """A message run A recalled and run B did not: which setting (or score) moved."""
     if (switch := p.recall_switch()) is not None:
         return f"{switch}: recall did not run in run B"
+    if (how := _came_with(p.ma, p.ref)) is not None:  # (no rank or score of its own)
+        return (f"recalled in run A only {how}, which run B did not recall"
+                f"{p.other_recall_changes()}")
     rules = p.rules("B")
     if len(rules) > 1:
         return _by_rules(p, rules, "left it out", p.ma)
@@ -384,7 +401,11 @@ def _left_recall(p: _Pair) -> str:
     if nb == "beyond-top-k" or (rank_b and top_k and rank_b > top_k):
         if "top_k" in p.changes and rank_b and top_k and rank_b <= p.changes["top_k"][0]:
             return f"{_change(p.changes, 'top_k')} left it out (rank {_rk(rank_b)})"
-        return (f"pushed out by a new hit: rank {_rk(p.rank('A'))} → {_rk(rank_b)} (top {top_k})"
+        # (a rank past top-k that was recalled: rows already in the prompt took no place)
+        ahead = "; rows already in the prompt take no place" \
+            if top_k is not None and (p.rank("A") or 0) > top_k else ""
+        return (f"pushed out by a new hit: rank {_rk(p.rank('A'))} → {_rk(rank_b)} (top "
+                f"{top_k}{ahead})"
                 f"{p.other_recall_changes()}")
     if nb == "filtered-out":
         by = f"; {_change(p.changes, 'filter')}" if "filter" in p.changes else ""
@@ -452,8 +473,11 @@ def _by_rules(p: _Pair, rules: list[Rule], verb: str, other: Memctx | None) -> s
         if key is not None and key in p.changes and _lifts(r, other):
             named.append(_change(p.changes, key))
         elif r.rule == "below-threshold":
-            moved.append(f"score moved across the threshold: {_f(_gated(p.sa, p.ma))} → "
-                         f"{_f(_gated(p.sb, p.mb))} (bar {_f(r.value)})")
+            moved.append(f"{p.measure()} moved across the threshold: "
+                         f"{_f(_gated(p.sa, p.ma))} → {_f(_gated(p.sb, p.mb))} "
+                         f"(bar {_f(r.value)})" + (
+                             ", sharing no word with run B's question"
+                             if side == "B" and _hybrid(p.mb) else ""))
         elif r.rule == "beyond-top-k":
             ra, rb = p.rank("A"), p.rank("B")
             ranks = f"rank {ra} → {rb}" if ra and rb else f"rank {ra or rb} in run " \

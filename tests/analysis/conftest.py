@@ -110,3 +110,16 @@ def story(world: World) -> World:
     w.say("cur", "r1", user("Hello"), assistant("Hi!"), user("Quick thing first."))
     w.run("r1", "cur", "r1", QUESTION, memory=w.memory(recall=recall(top_k=3, threshold=0.5)))
     return w
+
+
+def hybrid_pair(w: World) -> World:
+    """Runs "ra" (the refund question) and "rb" (about the weather) with one hybrid
+    recall: the refund decision is recalled in ra and left out of rb, whose question
+    shares no word with it, its similarity under the bar."""
+    w.say("old", "r1", user("The refund for the blender was approved."),
+          assistant("Noted."), user("Nice weather today."))
+    w.say("cur", "r1", user("Hello"), assistant("Hi!"))
+    hybrid = recall(top_k=3, threshold=0.5, mode="hybrid")
+    w.run("ra", "cur", "r1", QUESTION, memory=w.memory(recall=hybrid))
+    w.run("rb", "cur", "r1", "How is the weather?", memory=w.memory(recall=hybrid))
+    return w

@@ -6,7 +6,7 @@ from __future__ import annotations
 from memory_core.analysis.diff import diff_runs
 from memory_core.journal import load_run
 from memory_core.types import Message, TextPart, ToolCallPart, ToolResultPart
-from tests.analysis.conftest import World, assistant, recall, user
+from tests.analysis.conftest import World, assistant, hybrid_pair, recall, user
 
 QUESTION = "What did we decide about the refund for my blender?"
 
@@ -151,3 +151,37 @@ def test_the_other_half_of_a_recalled_tool_call_is_said_so(world: World) -> None
     # written before run A, which recalled nothing: not "new"
     assert entered[("old", 0)] == "recall off → on let it in (rank 1, score 1.000)", entered
     assert not any("None" in e.reason for e in d.entries)
+
+
+def test_a_neighbour_run_b_did_not_bring_is_said_so(world: World) -> None:
+    """The other way round: run A recalled it beside a hit, run B not; Compare said
+    "score moved across the threshold: 0.000 → -0.292" of a message with no score of its
+    own in run A (a walk on the 5,000-run file)."""
+    w = world
+    w.say("old", "r1", user("Nice weather today."),
+          user("The refund for the blender was approved: 240 euros."),
+          assistant("Noted, thanks."))
+    w.say("cur", "r1", user("Hello"), assistant("Hi!"), user("Quick thing first."))
+    w.run("ra", "cur", "r1", QUESTION, memory=w.memory(
+        recall=recall(top_k=1, threshold=0.1, message_range=1)))
+    w.run("rb", "cur", "r1", QUESTION, memory=w.memory(recall=recall(top_k=1, threshold=0.1)))
+    d = diff_runs(w.storage, "ra", "rb", embed=w.embed)
+    left = [e for e in d.entries if e.change == "left" and e.lane_a == "recalled"]
+    assert left
+    assert all(e.reason.startswith("recalled in run A only as the neighbour of a hit, "
+                                   "which run B did not recall") for e in left), \
+        [e.reason for e in left]
+
+
+def test_a_hybrid_bar_is_said_of_the_similarity(world: World) -> None:
+    """Hybrid recall's bar bounds the similarity, while Compare's score column shows
+    the fused score: "score moved across the threshold: 1.000 → -0.196" sat beside
+    "7.127 → 0.000". The reason names the similarity, and that no word was shared."""
+    w = hybrid_pair(world)
+    d = diff_runs(w.storage, "ra", "rb", embed=w.embed)
+    left = {(e.thread_id, e.seq): e.reason for e in d.entries
+            if e.change == "left" and e.lane_a == "recalled"}
+    assert ("old", 0) in left, left
+    assert left[("old", 0)].startswith("similarity moved across the threshold: 1.000 → "), left
+    assert "(bar 0.500), sharing no word with run B's question" in left[("old", 0)]
+    assert not any(r.startswith("score moved") for r in left.values())

@@ -16,7 +16,7 @@ from app.charts import score_chart
 from app.components import RUN_PAGE, fmt_score
 from memory_core.analysis import views
 from memory_core.analysis.views import ScoreCandidate
-from tests.analysis.conftest import QUESTION, World, assistant, recall, user
+from tests.analysis.conftest import QUESTION, World, assistant, hybrid_pair, recall, user
 from tests.app.conftest import served
 from tests.app.markdown import tables
 
@@ -132,3 +132,22 @@ def test_a_candidate_in_the_recent_window_is_not_left_out(hybrid: World,
     assert any(m.value == f"##### Near misses ({left})" for m in at.markdown)
     # no near miss's card says it (the candidates' table below still does)
     assert not any("already in the prompt's recent window" in c for c in _captions(at))
+
+
+def test_compare_names_the_fused_score_of_a_hybrid_run(
+        monkeypatch: pytest.MonkeyPatch, app: MakeApp) -> None:
+    """Compare's score column beside a reason about the similarity read as two numbers
+    for one thing ("7.127 → 0.000" beside "1.000 → -0.196"): with a hybrid run on either
+    side it says it holds the fused score."""
+    from app.components import COMPARE_PAGE
+
+    w = hybrid_pair(World())
+    for _ in served(w.storage, monkeypatch):
+        at = app(COMPARE_PAGE, a="ra", b="rb")
+        assert not at.exception and not at.error, [e.value for e in at.error]
+        (changes,) = [t for t in tables(at) if "change" in t.columns]
+        assert "fused score (A → B)" in changes.columns, changes.columns
+        assert "score (A → B)" not in changes.columns
+        assert any(" · fused score " in c for c in _captions(at)), _captions(at)
+        reasons = " ".join(changes["reason"])
+        assert "similarity moved across the threshold" in reasons, reasons

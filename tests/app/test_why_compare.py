@@ -128,7 +128,8 @@ def test_a_reason_names_the_top_k_change(populated: Populated, app: MakeApp) -> 
     assert len(entered) >= 1
     for _, row in entered.iterrows():
         rank_b = row["rank (A → B)"].split(" → ")[1]
-        assert row["reason"] == f"recall top_k 1 → 4 let it in (rank {rank_b})"
+        assert row["reason"] == ("kept out of run A by beyond-top-k: recall top_k 1 → 4 "
+                                 f"let it in (rank {rank_b})")
     assert any(c.value.replace("\\", "").startswith("recall top_k 1 → 4 let it in (rank ")
                for c in at.caption)
     # the run pickers tell runs apart to the second
