@@ -612,10 +612,18 @@ def asked_thread(url: str, threads: Mapping[str, int], page: str) -> str | None:
     return wanted
 
 
+def title_text(title: str) -> str:
+    """A thread's title as stored, with "…" when it was cut there: a title is the first
+    user text cut to ``TITLE_CHARS`` (SPEC §2.5), which read "should arrive on 14 M"."""
+    from memory_core.composition.memory import TITLE_CHARS
+
+    return title + "…" if len(title) >= TITLE_CHARS else title
+
+
 def thread_label(thread_id: str, words: str | None) -> str:
     """How every thread picker names a thread: ``<id> · “<first words>”`` (its title,
     or its first run's question), ``<id> · (untitled)`` without."""
-    return f"{thread_id} · “{words}”" if words else f"{thread_id} · (untitled)"
+    return f"{thread_id} · “{title_text(words)}”" if words else f"{thread_id} · (untitled)"
 
 
 def thread_not_found(thread_id: str, threads: Sequence[views.ThreadSummary], *,

@@ -36,6 +36,7 @@ from app.components import (
     set_query_params,
     thread_label,
     thread_not_found,
+    title_text,
     used_by_key,
     with_db,
 )
@@ -110,7 +111,7 @@ if listing.total > views.THREADS_LISTED:
 # a branch's title is its trunk's (their first question): the column tells them apart
 branched = any(t.parent_thread_id for t in listing.listed)
 light_table([{
-    "open": thread_link(t.thread_id), "thread": Id(t.thread_id), "title": t.title or "",
+    "open": thread_link(t.thread_id), "thread": Id(t.thread_id), "title": title_text(t.title or ""),
     **({"branched from": Id(t.parent_thread_id) if t.parent_thread_id else ""}
        if branched else {}),
     "messages": t.message_count,

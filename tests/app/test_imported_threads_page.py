@@ -13,12 +13,13 @@ from streamlit.testing.v1 import AppTest
 from app.components import RUN_PAGE, THREADS_PAGE
 from memory_core.importers import import_file
 from memory_core.storage.inmemory import InMemoryStorage
+from tests.app.markdown import tables
 
 
-def _log(tmp_path: Path) -> Path:
+def _log(tmp_path: Path, first: str = "Plan a trip to Lisbon.") -> Path:
     messages = [
         {"role": "system", "content": "You are a team of agents."},
-        {"role": "user", "content": "Plan a trip to Lisbon.", "name": "Eva"},
+        {"role": "user", "content": first, "name": "Eva"},
         {"role": "assistant", "content": "Three days: Alfama, Belém, Sintra.",
          "name": "planner"},
         {"role": "user", "content": "Check the plan for *gaps*.", "name": "critic_agent"}]
@@ -46,6 +47,9 @@ def test_each_message_names_the_agent_that_wrote_it(
     assert any(" · assistant (planner) · " in h for h in heads), heads
     # a name as stored, never read as Markdown
     assert any(" · user (critic_agent) · " in h for h in heads), heads
+    # a title shorter than the cut is shown as it is
+    (table,) = [t for t in tables(at) if "title" in t.columns]
+    assert [t.replace("\\", "") for t in table["title"]] == ["Plan a trip to Lisbon."]
     at = app(RUN_PAGE, run=run_id)
     assert not at.exception and not at.error
     captions = [str(c.value).replace("\\", "") for c in at.caption]
@@ -63,3 +67,20 @@ def test_the_no_resource_group_is_shown_picked(
     assert picker.value is not None
     assert picker.format_func(picker.value) == "(no resource)"
     assert [s.value.replace("\\", "") for s in at.subheader] == ["Threads of (no resource)"]
+
+
+def test_a_title_cut_at_its_length_says_so(empty_db: InMemoryStorage,
+                                            app: Callable[..., AppTest],
+                                            tmp_path: Path) -> None:
+    """A thread's title is its first user text cut to 80 characters (SPEC §2.5): the
+    table read "…and should arrive on 14 M" as if that were all."""
+    from memory_core.composition.memory import TITLE_CHARS
+
+    first = ("I ordered a backpack as order A-4437; it cost 87 euros and should arrive on "
+             "14 May, but the tracking page has not moved since Monday.")
+    import_file(empty_db, _log(tmp_path, first))
+    at = app(THREADS_PAGE)
+    assert not at.exception and not at.error
+    (table,) = [t for t in tables(at) if "title" in t.columns]
+    (title,) = table["title"]
+    assert title.replace("\\", "") == first[:TITLE_CHARS] + "…"
