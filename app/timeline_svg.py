@@ -88,7 +88,13 @@ def timeline_svg(points: list[TimelinePoint], lanes: Sequence[str], marked: str 
     widest = max(len(p.run_id[-24:]) for p in points) * 6.5 + 16
     every = max(1, -(-n // max(1, min(MAX_LABELS, int(plot_w // widest)))))
     for p in points[::every]:
-        out.append(_text(x(p.index), TOP + plot_h + 16, p.run_id[-24:], text_anchor="middle",
+        # a label centred on the first or last run would run past the picture's edge
+        # (the last id read "imp-3c4838b"): it is drawn from, or up to, its run instead
+        label = p.run_id[-24:]
+        half = len(label) * 6.5 / 2
+        anchor = ("start" if x(p.index) - half < 0 else
+                  "end" if x(p.index) + half > WIDTH else "middle")
+        out.append(_text(x(p.index), TOP + plot_h + 16, label, text_anchor=anchor,
                          fill="#333333", font_size="11"))
     out += [_text(LEFT + plot_w / 2, HEIGHT - 30, "run (oldest first)", text_anchor="middle"),
             _text(16, TOP + plot_h / 2, y_title, text_anchor="middle",

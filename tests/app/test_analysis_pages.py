@@ -767,3 +767,26 @@ def test_the_timeline_picture_shows_run_ids_literally() -> None:
     texts = [e.text for e in picture.iter() if e.text]
     assert f"this run: {odd}" in texts and odd in texts
     assert not [e for e in picture.iter() if e.tag.endswith("}b")]
+
+
+def test_the_timeline_picture_keeps_its_edge_labels_inside() -> None:
+    """The run labels were centred on their runs: the last one ran past the picture's
+    right edge ("imp-3c4838b" of a longer id). Each label stays inside the picture."""
+    from app.timeline_svg import WIDTH, timeline_svg
+    from memory_core.analysis.timeline import TimelinePoint
+    from memory_core.provenance.record import LANES
+
+    ids = [f"imp-3c4838b1e2-{i:02d}" for i in range(3)]
+    points = [TimelinePoint(index=i, run_id=rid, started_at=datetime(2026, 1, 1, tzinfo=UTC),
+                            status="completed", tokens={ln: 10 for ln in LANES},
+                            total_tokens=10 * len(LANES), recalled_count=0, recent_count=1,
+                            dropped_count=0, observation_count=0)
+              for i, rid in enumerate(ids)]
+    picture = ET.fromstring(timeline_svg(points, list(LANES), None, [], "prompt tokens"))
+    labels = {e.text: e for e in picture.iter() if e.text in ids}
+    assert set(labels) == set(ids)
+    for rid, e in labels.items():
+        x, half = float(e.get("x", "0")), len(rid) * 6.5
+        anchor = e.get("text-anchor")
+        left = x if anchor == "start" else x - half if anchor == "end" else x - half / 2
+        assert 0 <= left and left + half <= WIDTH, (rid, anchor, x)
