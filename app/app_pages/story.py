@@ -40,8 +40,11 @@ if services.query_param("story") not in (None, story.key):
     set_query_params({"story": story.key})  # an unknown story: the URL names the one shown
 parts.glossary_start()
 parts.say(story.intro)
+if "story-engineer" not in st.session_state:  # a link can open the engineer's view
+    st.session_state["story-engineer"] = services.query_param("engineer") == "on"
 engineer = st.toggle("Engineer details", key="story-engineer",
                      help="Show the ids, settings and numbers behind each step.")
+set_query_params({"engineer": "on" if engineer else None})
 with st.expander("Glossary: the words engineers use for these things"):
     # a small Markdown table, not a canvas grid: fourteen rows of words (issue 36 point 7)
     st.markdown(parts.GLOSSARY_HEAD + "\n".join(

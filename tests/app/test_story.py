@@ -482,3 +482,20 @@ def test_the_summary_story_puts_the_summarised_range_back(fresh_demo: InMemorySt
     assert any("Right answer" in m.value for m in at.markdown)
     assert any("From our conversation: The staging database only accepts connections "
                "from the 10.8.0.0/16" in t.value for t in at.text)
+
+
+def test_the_engineer_view_is_in_the_link(demo: InMemoryStorage, app: MakeApp) -> None:
+    """The Engineer details toggle was not kept in the URL: that view could not be
+    shared as a link."""
+    at = _story(app, "support")
+    assert at.toggle(key="story-engineer").value is False
+    assert "engineer" not in at.query_params
+    at.toggle(key="story-engineer").set_value(True).run()
+    _ok(at)
+    assert at.query_params["engineer"] == "on"
+    opened = app(STORY_PAGE, story="support", engineer="on")  # the link, in a new session
+    _ok(opened)
+    assert opened.toggle(key="story-engineer").value is True
+    assert "run support-3-forgot" in "\n".join(shown_texts(opened)).replace("\\", "")
+    opened.toggle(key="story-engineer").set_value(False).run()
+    assert "engineer" not in opened.query_params
