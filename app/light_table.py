@@ -172,8 +172,14 @@ def table_style(key: str, names: Sequence[str], rows: Sequence[Mapping[str, Any]
     short = [f"{scope} td:nth-child({i})" for i, n in enumerate(names, 1)
              if all(_length(r.get(n)) <= SHORT_CHARS for r in rows)]
     cells = ", ".join([f"{scope} td code", f"{scope} td a", *short])
+    # of several columns of long text, the one holding the most keeps room enough to be
+    # read (Compare's reasons were squeezed to a word a line beside their previews)
+    long = {i: sum(_length(r.get(n)) for r in rows) for i, n in enumerate(names, 1)
+            if any(_length(r.get(n)) > SHORT_CHARS for r in rows)}
+    widest = (f"{scope} td:nth-child({max(long, key=lambda i: long[i])}) "
+              "{ min-width: 16em; } ") if len(long) > 1 else ""
     # headers may wrap; a table wider than the page scrolls inside its own box
-    return (f"<style>{cells} {{ white-space: nowrap; }} "
+    return (f"<style>{cells} {{ white-space: nowrap; }} {widest}"
             f"{scope} [data-testid='stMarkdownContainer'] {{ overflow-x: auto; }}</style>")
 
 
