@@ -179,9 +179,16 @@ def test_run_view_lanes_and_provenance(storage: InMemoryStorage) -> None:
     assert rv.lane("recent").items[0].text == SCRIPT_TEXT
     assert rv.threshold == THRESHOLD and rv.top_k == memctx.settings.recall.top_k  # type: ignore[union-attr]
     assert rv.settings["scope"] == "resource"
+    # (a filtered-out near miss is ranked with the filter lifted: the rank the record
+    # gives it is where it would have gone among the rows the filter passed)
     expected = sorted([(r.rank, "hit") for r in memctx.recalled if r.origin == "hit"]
-                      + [(n.rank, n.reason) for n in memctx.near_misses])
-    assert sorted((c.rank, c.status) for c in rv.candidates) == expected
+                      + [(n.rank, n.reason) for n in memctx.near_misses
+                         if n.reason != "filtered-out"])
+    assert sorted((c.rank, c.status) for c in rv.candidates
+                  if c.status != "filtered-out") == expected
+    lifted = {(c.thread_id, c.seq): c.rank for c in rv.candidates if c.status == "filtered-out"}
+    assert all(lifted[(n.thread_id, n.seq)] >= n.rank for n in memctx.near_misses
+               if n.reason == "filtered-out")
     assert {"hit", "below-threshold", "filtered-out"} <= {c.status for c in rv.candidates}
     clauses = {c.filter_clause for c in rv.candidates if c.status == "filtered-out"}
     assert clauses == {n.filter_clause for n in memctx.near_misses

@@ -34,6 +34,7 @@ def shown_text(markdown: str) -> str:
 
 
 _TABLE_STYLE = re.compile(r"<style>\.st-key-table-[^<{}]*\{ white-space: nowrap; \} "
+                          r"(\.st-key-table-[^<{}]*\{ min-width: \d+em; \} )?"
                           r"\.st-key-table-[^<{}]*\{ overflow-x: auto; \}</style>")
 _CELL_SPLIT = re.compile(r"(?<!\\)\|")
 _LINK = re.compile(r"^\[(.*)\]\(([^)]*)\)$", re.S)

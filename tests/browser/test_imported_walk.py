@@ -85,11 +85,13 @@ def test_imported_runs_without_noise_in_chromium(tmp_path: Path) -> None:
         assert thread_box.input_value() == f"{WEATHER} · “{QUESTION_WORDS}”"
         box = page.locator('input[role="combobox"][aria-label="Run"]')
         shown = box.input_value()
-        assert shown.startswith("2026-01-02 08:00:02 · ") and QUESTION_WORDS in shown
+        # (runs of one day, told by their time; the question cut at a word so that the
+        # run id at the end fits)
+        assert shown.startswith("08:00:02 · ") and QUESTION_WORDS[:28] in shown
         box.click()
         options = [o.inner_text() for o in page.get_by_role("option").all()]
         assert len(options) == 2
-        assert all(re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d · “", o) for o in options)
+        assert all(re.match(r"\d\d:\d\d:\d\d · “", o) for o in options)
         page.keyboard.press("Escape")
 
         # Threads: a thread id in the table is a link to that thread

@@ -82,9 +82,10 @@ def test_why_by_phrase_then_compare_in_chromium(workbench: str, tmp_path: Path) 
         _settled(page, "[data-testid='stMetricValue']")
         assert page.locator(".js-plotly-plot").count() == 0  # the tokens: a table
         assert page.locator("[data-testid='stDataFrame']").count() == 0  # of text
-        # the reason is a cell of the "what changed" table, whole, beside its message link
+        # the reason is a cell of the "what changed" table, whole (led by the rule that
+        # kept the message out of run A), beside its message link
         cell = page.locator("td").filter(has_text=re.compile(
-            r"^recall top_k 1 → 4 let it in \(rank \d+\)$"))
+            r"^kept out of run A by beyond-top-k: recall top_k 1 → 4 let it in \(rank \d+\)$"))
         row = page.locator(".st-key-table-changes tr").filter(has=cell)
         assert row.count() >= 1
         assert row.first.locator("a[href*='threads?']").count() == 1
