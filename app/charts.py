@@ -60,7 +60,9 @@ def score_chart(candidates: list[views.ScoreCandidate], threshold: float | None,
         measure = (f"{rank} · similarity %{{y:.3f}} · fused score %{{customdata[4]}}" if fused
                    else f"{rank} · score %{{y:.3f}}")
         fig.add_trace(go.Bar(
-            name=status, x=[slot[id(c)] for c in cs],
+            # one width for every bar: plotly sizes a trace's bars by the gaps between
+            # its own slots, so a status with bars two slots apart covered its neighbours
+            name=status, x=[slot[id(c)] for c in cs], width=0.8,
             y=[c.similarity if fused and c.similarity is not None else c.score for c in cs],
             marker_color=STATUS_COLOURS.get(status, "#636363"),
             # plotly hover labels understand some HTML: escape stored text

@@ -26,6 +26,11 @@ def test_candidates_sharing_a_rank_each_get_a_bar() -> None:
     assert list(zip(bars.x, bars.y, strict=True)) == [(1, 0.34), (2, 0.29), (3, 0.28)]
     assert list(fig.layout.xaxis.ticktext) == ["1", "1", "1"]
     assert "rank %{customdata[0]} without the filter" in bars.hovertemplate
+    # every bar one width: plotly sized a trace's bars by the gaps between its own
+    # slots, so hits two slots apart were drawn twice as wide, over their neighbours
+    mixed = score_chart([_c(1, 0.9, "hit", 1), _c(1, 0.8, "filtered-out", 7),
+                         _c(2, 0.7, "hit", 2)], threshold=0.3, top_k=3)
+    assert {t.width for t in mixed.data} == {0.8}
     # all three are within the top-k cut: the line is drawn after them
     (cut,) = [s for s in fig.layout.shapes if s.line.dash == "dot"]
     assert cut.x0 == 3.5
