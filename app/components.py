@@ -612,6 +612,12 @@ def asked_thread(url: str, threads: Mapping[str, int], page: str) -> str | None:
     return wanted
 
 
+def speaker(role: str, name: str | None) -> str:
+    """A message's role and, where it names one, the agent or participant that wrote
+    it: "assistant (planner)"; a name that only repeats the role ("User") is left out."""
+    return f"{role} ({name})" if name and name.strip().lower() != role.lower() else role
+
+
 def title_text(title: str) -> str:
     """A thread's title as stored, with "…" when it was cut there: a title is the first
     user text cut to ``TITLE_CHARS`` (SPEC §2.5), which read "should arrive on 14 M"."""

@@ -41,6 +41,7 @@ from app.components import (
     run_action_bar,
     scored,
     settings_text,
+    speaker,
     tool_call_cards,
 )
 from app.light_table import Link, light_table, message_url
@@ -128,7 +129,7 @@ def item_card(item: LaneItem, key: str) -> None:
     with st.container(border=True, key=key):
         # a dropped message leads with why
         bits = [f"dropped: {views.drop_reason_text(item.reason)}"] if item.reason else []
-        bits.append(f"{item.role} ({item.name})" if item.name else item.role)
+        bits.append(speaker(item.role, item.name))
         if item.rank is not None:
             bits.append(f"rank {item.rank}")
         if item.score is not None:

@@ -34,6 +34,7 @@ from app.components import (
     opened_fold,
     ref,
     set_query_params,
+    speaker,
     thread_label,
     thread_not_found,
     title_text,
@@ -238,7 +239,7 @@ for m in shown:
                and focus_seq <= m.seq <= focus_end)
     with st.container(border=True, key=f"msg-{m.seq}"):
         # the agent or participant that wrote it, where the message names one
-        who = f"{m.role} ({name})" if (name := views.speaker_name(m.metadata)) else m.role
+        who = speaker(m.role, views.speaker_name(m.metadata))
         head: list[str | Id] = [f"#{m.seq} · {who} · {fmt_time(m.created_at)}"]
         if focused:
             head.insert(0, "▶ ")

@@ -22,7 +22,8 @@ def _log(tmp_path: Path, first: str = "Plan a trip to Lisbon.") -> Path:
         {"role": "user", "content": first, "name": "Eva"},
         {"role": "assistant", "content": "Three days: Alfama, Belém, Sintra.",
          "name": "planner"},
-        {"role": "user", "content": "Check the plan for *gaps*.", "name": "critic_agent"}]
+        {"role": "user", "content": "Check the plan for *gaps*.", "name": "critic_agent"},
+        {"role": "assistant", "content": "Noted.", "name": "Assistant"}]
     record = {"request": {"model": "gpt-4o-mini", "messages": messages},
               "response": {"id": "chatcmpl-1", "object": "chat.completion", "created": 1,
                            "model": "gpt-4o-mini",
@@ -47,6 +48,9 @@ def test_each_message_names_the_agent_that_wrote_it(
     assert any(" · assistant (planner) · " in h for h in heads), heads
     # a name as stored, never read as Markdown
     assert any(" · user (critic_agent) · " in h for h in heads), heads
+    # a name that only repeats the role is not said again ("assistant (Assistant)")
+    assert "Noted." in [t.value for t in at.text]
+    assert not any("(Assistant)" in h for h in heads), heads
     # a title shorter than the cut is shown as it is
     (table,) = [t for t in tables(at) if "title" in t.columns]
     assert [t.replace("\\", "") for t in table["title"]] == ["Plan a trip to Lisbon."]
