@@ -401,6 +401,10 @@ def _explain_unseen(storage: Storage, data: RunData, msg: StoredMessage,
                    scope="other-resource", message_resource=msg_resource,
                    run_resource=run.resource_id)
     if not s.recall_enabled:
+        if msg.thread_id != run.thread_id:  # no window holds another conversation's
+            return out("recall-off", f"Recall was off for this run, and this message is in "
+                       f"another conversation ({msg.thread_id}): only recall reaches beyond "
+                       "the conversation the assistant is in.", recent_n=s.recent_n)
         return out("recall-off", f"Recall was off for this run, and this message was older "
                    f"than the {s.recent_n} most recent messages the assistant always sees.",
                    recent_n=s.recent_n)

@@ -129,6 +129,10 @@ def test_recall_off(story: World) -> None:
     story.run("r-off", "cur", "r1", QUESTION, memory=story.memory(recall=None))
     e = why_forgotten(story.storage, embed=story.embed, run_id="r-off", target=("old", 0))
     assert e.fate == "recall-off" and "Recall was off" in e.sentence
+    # "old" is another conversation: no recent window holds it, so the window is not why
+    assert e.sentence == ("Recall was off for this run, and this message is in another "
+                          "conversation (old): only recall reaches beyond the conversation "
+                          "the assistant is in.")
 
 
 def test_text_target_and_not_stored(story: World) -> None:
