@@ -115,9 +115,15 @@ def threshold_rule(config: RecallConfig, score: float | None, vector_score: floa
     if cos is None or cos <= 0:
         return Rule(rule="below-threshold", setting="recall.threshold", value=thr,
                     said=f"{said}: no threshold admits a score that is not above 0")
-    needed = math.floor(cos * 1000) / 1000  # shown to 3 decimals: never above the score
+    # never above the score: to 3 decimals, or to 4 where the score shown (rounded to 3)
+    # is above that ("scored it 0.128 … a threshold of 0.127 or lower" read as wrong)
+    needed = math.floor(cos * 1000) / 1000
+    shown = f"{needed:.3f}"
+    if shown != score_text(cos):
+        needed = math.floor(cos * 10000) / 10000
+        shown = f"{needed:.4f}"
     return Rule(rule="below-threshold", setting="recall.threshold", value=thr,
-                needed=needed, said=said, admits=f"a threshold of {score_text(needed)} or lower")
+                needed=needed, said=said, admits=f"a threshold of {shown} or lower")
 
 
 def top_k_rule(config: RecallConfig, rank: int | None, needed: int) -> Rule | None:

@@ -52,14 +52,14 @@ def test_below_the_threshold_and_beyond_top_k_are_both_named(rules_world: World)
     e = why_forgotten(w.storage, "r-main", BOTH, embed=w.embed)
     assert e.fate == "below-threshold" and not e.reached_model  # the first rule
     assert [(r.rule, r.setting, r.value, r.needed) for r in e.rules] == [
-        ("below-threshold", "recall.threshold", 0.5, 0.428),
+        ("below-threshold", "recall.threshold", 0.5, 0.4289),
         ("beyond-top-k", "recall.top_k", 2, 5)]
     assert [r.said for r in e.rules] == ["below the threshold (0.429 < 0.500)",
                                          "beyond top-k (rank 5, top-k 2)"]
-    assert e.let_in == "a threshold of 0.428 or lower and a top-k of 5 or more"
+    assert e.let_in == "a threshold of 0.4289 or lower and a top-k of 5 or more"
     assert "below the bar of 0.500" in e.sentence
     assert "even with a lower bar it ranked #5, while only the top 2" in e.sentence
-    assert e.sentence.endswith("It would have been recalled only with a threshold of 0.428 "
+    assert e.sentence.endswith("It would have been recalled only with a threshold of 0.4289 "
                                "or lower and a top-k of 5 or more, together: either alone "
                                "still leaves it out.")
     # composed again as of its time: both changes let it in, neither alone does, and a
@@ -90,14 +90,14 @@ def test_the_filter_comes_first_then_the_bar_then_top_k(rules_world: World) -> N
     e = why_forgotten(w.storage, "r-filter", BOTH, embed=w.embed)
     assert [r.rule for r in e.rules] == ["filtered-out", "below-threshold", "beyond-top-k"]
     assert e.fate == "filtered-out" and "lang" in e.evidence["filter_clause"]
-    assert e.let_in == ("no recall filter, a threshold of 0.428 or lower and a top-k of 5 "
+    assert e.let_in == ("no recall filter, a threshold of 0.4289 or lower and a top-k of 5 "
                         "or more")
     # r-main's question ranks ahead too, but sits in the recent window: it takes no slot
     assert e.rules[2].said == "beyond top-k (rank 6, top-k 2, 4 taken before it)"
     assert ("even without the filter and with a lower bar, 4 messages would have been "
             "recalled before it, while only the top 2 are passed on") in e.sentence
     assert _entered(w, "r-filter", {r.setting: r.needed for r in e.rules}, BOTH)
-    assert not _entered(w, "r-filter", {"recall.threshold": 0.428, "recall.top_k": 5}, BOTH)
+    assert not _entered(w, "r-filter", {"recall.threshold": 0.4289, "recall.top_k": 5}, BOTH)
 
 
 def test_the_run_record_alone_tells_the_same_rules(rules_world: World) -> None:
@@ -182,7 +182,7 @@ def test_a_hybrid_run_says_the_message_shared_no_word(world: World) -> None:
     assert [r.said for r in e.rules] == [
         "it shares no word with the question and is below the threshold (0.060 < 0.500)",
         "beyond top-k (rank 5, top-k 2, 2 taken before it)"]
-    assert e.let_in == "a threshold of 0.059 or lower and a top-k of 3 or more"
+    assert e.let_in == "a threshold of 0.0596 or lower and a top-k of 3 or more"
     # recalled with a low bar, then left out by a what-if that raises it
     w.run("r-low", "cur", "r1", QUESTION, model=ScriptedModel(["OK."]),
           memory=w.memory(recall=recall(top_k=5, threshold=0.05, mode="hybrid")))
