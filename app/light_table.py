@@ -177,7 +177,7 @@ def table_style(key: str, names: Sequence[str], rows: Sequence[Mapping[str, Any]
     long = {i: sum(_length(r.get(n)) for r in rows) for i, n in enumerate(names, 1)
             if any(_length(r.get(n)) > SHORT_CHARS for r in rows)}
     widest = (f"{scope} td:nth-child({max(long, key=lambda i: long[i])}) "
-              "{ min-width: 16em; } ") if len(long) > 1 else ""
+              "{ min-width: 13em; } ") if len(long) > 1 else ""
     # headers may wrap; a table wider than the page scrolls inside its own box
     return (f"<style>{cells} {{ white-space: nowrap; }} {widest}"
             f"{scope} [data-testid='stMarkdownContainer'] {{ overflow-x: auto; }}</style>")

@@ -205,7 +205,7 @@ if changed:
                    f"{' + '.join(e.kept_out_by)}: " if e.kept_out_by else "") + _reason(e),
         f"{SCORE} (A → B)": _pair(fmt_score(e.score_a), fmt_score(e.score_b)),
         "rank (A → B)": _pair(fmt_cell(e.rank_a), fmt_cell(e.rank_b)),
-        "preview": truncate(preview_text(e.preview), 60)}
+        "preview": truncate(preview_text(e.preview), 40)}
         for e in changed], key="changes", drop_empty=True)
 else:
     st.text("The two prompts carried the same messages in the same lanes.")

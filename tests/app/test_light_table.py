@@ -163,7 +163,7 @@ def test_a_tables_style_keeps_ids_and_short_columns_whole() -> None:
     two = table_style("changes", ["reason", "preview"], [
         {"reason": "a sentence " * 10, "preview": "a preview longer than a short cell is"},
         {"reason": "another sentence " * 8, "preview": "Noted."}])
-    assert ".st-key-table-changes td:nth-child(1) { min-width: 16em; }" in two
+    assert ".st-key-table-changes td:nth-child(1) { min-width: 13em; }" in two
     assert "nth-child(2) { min-width" not in two
     # a page's tables bring their styles and no other HTML
     at = AppTest.from_function(_paged_app)
