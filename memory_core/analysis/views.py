@@ -125,6 +125,9 @@ def thread_summaries(storage: Storage, resource: str | None) -> list[ThreadSumma
                 message_count=t.message_count, run_count=r.run_count if r else 0,
                 last_activity=max(moments, default=t.updated_at),
                 parent_thread_id=t.parent_thread_id))
+    # newest first by the time shown: an import writes its threads when it runs, so the
+    # store's order (by update) put a thread of February above one of April
+    out.sort(key=lambda s: s.last_activity, reverse=True)
     return out
 
 

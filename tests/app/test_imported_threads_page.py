@@ -16,7 +16,8 @@ from memory_core.storage.inmemory import InMemoryStorage
 from tests.app.markdown import tables
 
 
-def _log(tmp_path: Path, first: str = "Plan a trip to Lisbon.") -> Path:
+def _log(tmp_path: Path, first: str = "Plan a trip to Lisbon.", *, created: int = 1,
+         name: str = "team.jsonl") -> Path:
     messages = [
         {"role": "system", "content": "You are a team of agents."},
         {"role": "user", "content": first, "name": "Eva"},
@@ -25,12 +26,12 @@ def _log(tmp_path: Path, first: str = "Plan a trip to Lisbon.") -> Path:
         {"role": "user", "content": "Check the plan for *gaps*.", "name": "critic_agent"},
         {"role": "assistant", "content": "Noted.", "name": "Assistant"}]
     record = {"request": {"model": "gpt-4o-mini", "messages": messages},
-              "response": {"id": "chatcmpl-1", "object": "chat.completion", "created": 1,
+              "response": {"id": "chatcmpl-1", "object": "chat.completion", "created": created,
                            "model": "gpt-4o-mini",
                            "choices": [{"index": 0, "finish_reason": "stop",
                                         "message": {"role": "assistant",
                                                     "content": "Add a rest day."}}]}}
-    path = tmp_path / "team.jsonl"
+    path = tmp_path / name
     path.write_text(json.dumps(record) + "\n", encoding="utf-8")
     return path
 
@@ -88,3 +89,21 @@ def test_a_title_cut_at_its_length_says_so(empty_db: InMemoryStorage,
     (table,) = [t for t in tables(at) if "title" in t.columns]
     (title,) = table["title"]
     assert title.replace("\\", "") == first[:TITLE_CHARS] + "…"
+
+
+def test_threads_are_listed_newest_first_by_the_time_shown(
+        empty_db: InMemoryStorage, app: Callable[..., AppTest], tmp_path: Path) -> None:
+    """An import writes its threads when it runs: a file of February imported after one
+    of April was listed above it, its "last activity" out of order."""
+    from datetime import UTC, datetime
+
+    from memory_core.analysis import views
+
+    april = int(datetime(2026, 4, 21, tzinfo=UTC).timestamp())
+    february = int(datetime(2026, 2, 25, tzinfo=UTC).timestamp())
+    import_file(empty_db, _log(tmp_path, "Plan a trip to Porto.", created=april, name="a.jsonl"))
+    import_file(empty_db, _log(tmp_path, "Plan a trip to Faro.", created=february,
+                               name="b.jsonl"))
+    listed = views.thread_summaries(empty_db, None)
+    assert [t.title for t in listed] == ["Plan a trip to Porto.", "Plan a trip to Faro."]
+    assert listed[0].last_activity > listed[1].last_activity
