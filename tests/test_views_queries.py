@@ -34,7 +34,8 @@ def _one_by_one(storage: Any, resource: str | None) -> list[tuple[Any, ...]]:
         last = max([t.updated_at, *(m.created_at for m in tail),
                     *(r.finished_at or r.started_at for r in runs)])
         out.append((t.id, storage.memory.count_messages(t.id), len(runs), last))
-    return out
+    # newest first by that last activity (the store's order breaks ties)
+    return sorted(out, key=lambda row: row[3], reverse=True)
 
 
 def test_summaries_read_runs_and_counts_once_and_agree_with_per_thread_reads() -> None:
