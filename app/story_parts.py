@@ -528,8 +528,10 @@ def fix_section(url: str, story: Story, view: views.RunView, fixed: views.RunVie
                 if (it.thread_id, it.seq) == key:
                     st.caption(escape_md(f"↑ {story.key_name}"))
                 if engineer:
-                    st.caption(md(*ref(it.thread_id, it.seq), f" · rank {it.rank} · "
-                                  f"score {fmt_score(it.score)}"))
+                    # (its rank in the fixed run: the table above ranks the run that
+                    # forgot, so the same message may read "position 6" there)
+                    st.caption(md(*ref(it.thread_id, it.seq), f" · rank {it.rank} in run ",
+                                  Id(story.fix.run), f" · score {fmt_score(it.score)}"))
 
 
 def engineer_prompt(view: views.RunView) -> None:

@@ -43,5 +43,6 @@ def test_the_engineer_chart_starts_at_the_dropped_first_match(
                and "below-threshold + beyond-top-k — " in c for c in captions), captions
     # what the fix let in, each with its rank and score — to 3 decimals, as every score
     let_in = [c for c in captions
-              if re.fullmatch(r"`?support-1`? #\d+ · rank \d+ · score .*", c)]
+              if re.fullmatch(r"`?support-1`? #\d+ · rank \d+ in run `support-3-fixed` · "
+                              r"score .*", c)]
     assert let_in and all(re.search(r"score \d\.\d{3}$", c) for c in let_in), let_in
