@@ -22,10 +22,8 @@ from app.components import (
     LANE_TITLES,
     Id,
     answer_text,
-    candidate_fate,
     counted,
     escape_md,
-    first_bar_text,
     fmt_score,
     fmt_time,
     json_view,
@@ -39,12 +37,11 @@ from app.components import (
     recalled_observations,
     ref,
     run_action_bar,
-    scored,
-    settings_text,
     speaker,
     tool_call_cards,
 )
 from app.light_table import Link, light_table, message_url
+from app.run_words import candidate_fate, first_bar_text, scored, settings_text
 from memory_core.analysis import views
 from memory_core.analysis.views import LaneItem
 from memory_core.errors import NotFoundError

@@ -10,7 +10,8 @@ from typing import Any
 
 from streamlit.testing.v1 import AppTest
 
-from app.components import RUN_PAGE, first_bar_text, settings_text
+from app.components import RUN_PAGE
+from app.run_words import first_bar_text, settings_text
 from memory_core.analysis import views
 from memory_core.analysis.views import ScoreCandidate
 from memory_core.storage.inmemory import InMemoryStorage

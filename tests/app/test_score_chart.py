@@ -74,7 +74,7 @@ def test_hover_text_keeps_quotes_and_escapes_tags() -> None:
 
 
 def test_one_neighbouring_message_is_said_in_the_singular() -> None:
-    from app.components import settings_text
+    from app.run_words import settings_text
 
     said = " ".join(settings_text({"recall_enabled": True, "top_k": 3, "message_range": 1}))
     assert "with 1 neighbouring message each side" in said
