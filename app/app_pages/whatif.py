@@ -340,7 +340,7 @@ def _form() -> dict[str, Any] | None:
                                  "(by shared words) or hybrid (both).")
         c4, c5, c6 = st.columns(3)
         threshold = c4.number_input(
-            "Recall threshold (how similar is similar enough)", min_value=0.0, max_value=1.0,
+            "Recall threshold (minimum similarity)", min_value=0.0, max_value=1.0,
             step=0.05, format="%.2f", value=_prefill("recall.threshold"),
             placeholder=_as_recorded("recall.threshold"),
             help="An older message is recalled only when it is at least this similar to the "

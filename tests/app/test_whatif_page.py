@@ -36,7 +36,7 @@ from tests.helpers import cf_records
 MakeApp = Callable[..., AppTest]
 Populated = tuple[InMemoryStorage, FixtureInfo]
 FORGOT, GATE = "support-3-forgot", "move-gate-small-budget"
-THRESHOLD = "Recall threshold (how similar is similar enough)"
+THRESHOLD = "Recall threshold (minimum similarity)"
 TOP_K = "Recall top-k (older messages at most)"
 RECENT = "Recent window (latest messages kept)"
 BUDGET = "Token budget (prompt length at most)"
