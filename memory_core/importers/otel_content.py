@@ -621,12 +621,15 @@ _GEMINI_TOOLS = ("google_search", "googleSearch", "google_search_retrieval",
 
 
 def _offered(items: list[tuple[Any, Any]], where: str, source: str, notes: list[str]
-             ) -> list[dict[str, Any]]:
+             ) -> list[dict[str, Any]] | None:
     """The tool definitions of ``source`` (each a JSON text or value, with the function
     that puts it in the OpenAI form), read one by one: Gemini's ``function_declarations``
     are their functions, its built-in tools kept by name; one that cannot be read is
-    left out with a note naming it."""
+    left out with a note naming it. None (the tools offered are unknown) when none of
+    them could be read: tools were offered, but which is not in the recording (a
+    tracer that blanked them: ``{}``), so no call is said to name a tool not offered."""
     out: list[dict[str, Any]] = []
+    unread = 0
     for j, (raw, convert) in enumerate(items):
         at = f"{source}[{j}]"
         tools: list[Any] = []
@@ -657,8 +660,13 @@ def _offered(items: list[tuple[Any, Any]], where: str, source: str, notes: list[
                 if len(tools) <= 1 else problem
             notes.append(f"{where}: {at} not read, left out of the tools offered: "
                          f"{problem}"[:400])
+            unread += 1
             continue
         out += read
+    if unread and unread == len(items):
+        notes.append(f"{where}: none of the {unread} tool definitions in {source} could be "
+                     "read: the tools offered are unknown")
+        return None
     return out
 
 

@@ -229,6 +229,9 @@ class ThreadPlan:
     stored_meta: dict[str, Any] | None = None
     # the thread this one branches off (a note of its first run says where they part)
     branch_of: str | None = None
+    # a session's thread (``key``) a request sent the history of: a request of the
+    # session that continues none of its threads is another conversation (``_in_session``)
+    sends_history: bool = False
 
     @property
     def stored(self) -> bool:
@@ -271,6 +274,51 @@ def _suffix_overlap(stored: list[str], conv: list[str]) -> int:
         if stored[-k:] == conv[:k]:
             return k
     return 0
+
+
+def _in_session(family: list[ThreadPlan], keys: list[str]
+                ) -> tuple[ThreadPlan | None, int, int | None]:
+    """The thread of a session (the threads planned under one thread key, its first
+    named by the key) a request goes on: the one whose last messages its conversation
+    begins with (most of them wins; the newest on a tie), or that holds the whole
+    conversation (a re-recorded earlier request: ``pos``); else the newest, to append
+    the conversation to — unless the session's requests send their history, when a
+    request that continues none of its threads is another conversation (None: a
+    subagent's, or a branch)."""
+    best: tuple[ThreadPlan | None, int] = (None, 0)
+    for tp in family:
+        k = _suffix_overlap(tp.keys, keys)
+        if k and k >= best[1]:
+            best = (tp, k)
+    if best[0] is not None:
+        return best[0], best[1], None
+    for tp in reversed(family):
+        if (pos := _find_run(tp.keys, keys)) is not None:
+            return tp, 0, pos
+    newest = family[-1]
+    if newest.keys and any(tp.sends_history for tp in family):
+        return None, 0, None
+    return newest, 0, None
+
+
+def _say_other_conversation(ex: Exchange, family: list[ThreadPlan], keys: list[str],
+                            name: str) -> str | None:
+    """The note of a request of a session that continues none of the session's
+    threads, which the session's other requests send the history of: a branch of the
+    thread whose beginning it shares (returned), or another conversation."""
+    shared = [(next((i for i, (a, b) in enumerate(zip(tp.keys, keys, strict=False))
+                     if a != b), min(len(tp.keys), len(keys))), tp) for tp in family]
+    n, tp = max(shared, key=lambda x: x[0])
+    session = family[0].thread_id
+    if n:
+        ex.notes.append(f"{ex.where}: shares its first {n} message(s) with thread {tp.thread_id} "
+                        f"of session {session}, then goes on otherwise: a branch of it, "
+                        f"stored as thread {name}")
+        return tp.thread_id
+    ex.notes.append(f"{ex.where}: continues none of session {session}'s conversations, "
+                    "whose requests send their history (a subagent's, or another "
+                    f"conversation of the session): stored as thread {name}")
+    return None
 
 
 def _find_run(stored: list[str], conv: list[str]) -> int | None:
@@ -633,7 +681,7 @@ def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
                  stored: StoredThreads | None = None
                  ) -> tuple[list[ThreadPlan], list[RunPlan]]:
     threads: list[ThreadPlan] = []
-    by_key: dict[str, ThreadPlan] = {}
+    by_key: dict[str, list[ThreadPlan]] = {}  # a session's threads, the first named by its key
     index = _PrefixIndex()
     runs: list[RunPlan] = []
     run_of: dict[int, RunPlan] = {}  # by exchange index
@@ -695,21 +743,29 @@ def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
                             "messages again and was answered (a retry): both runs are of "
                             "its thread")
         elif ex.thread_key is not None:
-            tp = by_key.get(ex.thread_key)
-            if tp is None:
+            family = by_key.get(ex.thread_key)
+            if family is None:
                 tp = stored.keyed(ex.thread_key) if stored is not None else None
                 tp = tp or ThreadPlan(ex.thread_key, ex.thread_key, resource, ikey)
-                by_key[ex.thread_key] = tp
+                family = by_key[ex.thread_key] = [tp]
                 threads.append(tp)
-            k = _suffix_overlap(tp.keys, keys)
+            tp, k, pos = _in_session(family, keys)
+            if tp is None:  # another conversation of a session whose requests send
+                name = f"{ex.thread_key}~{len(family) + 1}"  # their history
+                tp = (stored.keyed(name) if stored is not None else None) \
+                    or ThreadPlan(name, name, resource, ikey)
+                tp.branch_of = _say_other_conversation(ex, family, keys, name)
+                family.append(tp)
+                threads.append(tp)
             if k == len(keys):
                 seqs = list(range(len(tp.keys) - k, len(tp.keys)))
-            elif k == 0 and (pos := _find_run(tp.keys, keys)) is not None:
+            elif pos is not None:
                 seqs = list(range(pos, pos + len(keys)))  # a re-recorded earlier request
             else:
                 seqs = list(range(len(tp.keys) - k, len(tp.keys)))
                 seqs += [tp.add(own(ex, conv, i), keys[i], at[i], ex.index if owned[i] else None)
                          for i in range(k, len(conv))]
+            tp.sends_history = tp.sends_history or k > 0 or inp > 0
         else:
             # a request continuing a response held server-side, or sending back items
             # an earlier response output, looks in that response's thread even when its
