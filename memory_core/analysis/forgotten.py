@@ -140,7 +140,8 @@ class PhraseSearch(BaseModel):
         return exp.model_copy(update={
             "other_matches": others,
             "sentence": f"No stored message contains “{self.phrase}” word for word; the "
-                        f"closest is {closest}. {exp.sentence}",
+                        f"closest is {closest}. {exp.sentence}"
+                        + (_unread(self.not_imported) if self.not_imported else ""),
             "evidence": {**exp.evidence, "matched": self.searched,
                          "shared_terms": best.shared_terms,
                          "similarity": best.similarity}})
@@ -306,6 +307,8 @@ def find_by_phrase(storage: Storage, run_id: str, phrase: str, *,
                    else ""))
     contained = [h for h in ordered if h.contains]
     left_out = not_imported(data)
+    if not contained:  # it may have been in what the recordings of its other runs held
+        left_out += others_not_imported(storage, data)
     return PhraseSearch(run_id=run_id, phrase=needle,
                         embedder=embedder_name(embedder) if embedder else None,
                         by_meaning=meaning, searched=searched, scope_size=len(scored),
@@ -472,12 +475,38 @@ def not_imported(data: RunData) -> list[str]:
     return [n for n in (record.notes if record is not None else []) if "not imported" in n]
 
 
+#: the other runs of a conversation whose import records a phrase search reads at most
+OTHER_RUNS_READ = 200
+
+
+def others_not_imported(storage: Storage, data: RunData) -> list[str]:
+    """``not_imported`` of the other imported runs of an imported run's conversation
+    (the nearest ``OTHER_RUNS_READ``), each note after its run's id: a thought a model
+    wrote in an earlier answer, never stored, is where a phrase searched in vain was.
+    None for a run this library ran."""
+    m = data.memctx
+    if m is None or not m.imported or data.run.thread_id is None:
+        return []
+    runs = [r for r in storage.runs.list_runs(thread_id=data.run.thread_id)
+            if r.run_id != data.run.run_id]
+    runs.sort(key=lambda r: abs((r.started_at - data.run.started_at).total_seconds()))
+    out = []
+    for r in sorted(runs[:OTHER_RUNS_READ], key=lambda r: (r.started_at, r.run_id)):
+        record = RunReader(storage.runs, r.run_id).import_record()
+        out += [f"run {r.run_id}: {n}" for n in (record.notes if record is not None else [])
+                if "not imported" in n]
+    return out
+
+
 def _unread(left_out: list[str]) -> str:
     """The end of a sentence saying nothing holds a phrase, for a run whose recording
-    held parts the import left out: they may have."""
+    (or another run's of its conversation: its note starts "run …: ") held parts the
+    import left out: they may have."""
     first = left_out[0] if len(left_out[0]) <= 120 else left_out[0][:119] + "…"
     more = f" and {len(left_out) - 1} more" if len(left_out) > 1 else ""
-    return (f" But the recording of this run held parts that were not imported (“{first}”"
+    whose = "the recording of this run" if not any(n.startswith("run ") for n in left_out) \
+        else "the recordings of this conversation's runs"
+    return (f" But {whose} held parts that were not imported (“{first}”"
             f"{more}): it may have been in one of them, recorded but not kept here.")
 
 
@@ -497,7 +526,8 @@ def _phrase_sentence(needle: str, contained: list[PartHit], matches: list[Phrase
     if matches:
         by = "by words and meaning" if meaning else "by words"
         return (f"No stored message contains “{needle}” word for word, nor does any part "
-                f"of what the model was given in this run; the closest {by} are below.")
+                f"of what the model was given in this run; the closest {by} are below."
+                + (_unread(left_out) if left_out else ""))
     return (f"No stored message contains “{needle}”, and none of {where} shares its words "
             f"or comes close in meaning (compared {how}); no part {'stored ' * bool(left_out)}"
             "of what the model was given in this run (instructions, tool calls and results, "

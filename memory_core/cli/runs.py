@@ -359,7 +359,9 @@ def why(run: Annotated[str, typer.Argument(help="Run id.")], db: DbOpt = None,
     said = [f"{exp.thread_id}:{exp.seq}" if exp.thread_id is not None else None,
             part if part != exp.fate else None]
     where = f" ({', '.join(w for w in said if w)})" if any(said) else ""
-    say(f"{exp.named}{where}: {exp.sentence}")
+    # a phrase no place holds word for word: the fate is its closest match's
+    closest = "closest match " if text is not None and "matched" in exp.evidence else ""
+    say(f"{closest}{exp.named}{where}: {exp.sentence}")
     _say_rules(exp.rules, run)
     for k, v in exp.evidence.items():
         say(f"  {k}: {v}")

@@ -171,13 +171,61 @@ def test_a_phrase_only_in_what_the_import_left_out_is_not_said_never_said() -> N
     assert "the recording of this run held parts that were not imported" in e.sentence
     assert e.evidence["not_imported"] and all("not imported" in n
                                               for n in e.evidence["not_imported"])
-    # a run whose recording left nothing out still says it was never said
-    plain = {**record, "response": {**record["response"], "content": [
-        {"type": "text", "text": "It is 4417."}]}}
+    # a run whose conversation's recordings left nothing out still says it was never
+    # said (another conversation: the same one would hold the first run's thinking)
+    plain = {"request": {**record["request"], "messages": [
+        {"role": "user", "content": "Which code opens it?"}]},
+        "response": {**record["response"], "content": [{"type": "text", "text": "4417."}]}}
     again = import_text(s, json.dumps(plain), name="b.jsonl", embed=HashingEmbedder(32))
     e = why_forgotten(s, again.runs_created[0], "lilac door")
     assert e.fate == "not-stored" and "never said" in e.sentence
     assert "not_imported" not in e.evidence
+
+
+def test_a_phrase_only_in_an_earlier_run_s_unimported_thinking_is_said_to_be_there(
+        tmp_path: Path) -> None:
+    """An outside trial (simonw/llm-gemini's cassette): the phrase was in the first
+    call's thought, which the import left out, and was searched from the last run: its
+    own recording left nothing out, so the answer named only the closest message, and
+    the CLI headed it with that message's fate as if found."""
+    from typer.testing import CliRunner
+
+    from memory_core.cli import app
+
+    think = {"type": "thinking", "thinking": "Generating pelican names, maybe Charles.",
+             "signature": "s"}
+    first = {"request": {"model": "claude-x", "max_tokens": 64, "messages": [
+        {"role": "user", "content": "Two names for a pet pelican"}]},
+        "response": {"type": "message", "role": "assistant", "model": "claude-x",
+                     "content": [think, {"type": "text", "text": "Charles."}],
+                     "stop_reason": "end_turn", "usage": {"input_tokens": 9, "output_tokens": 5}}}
+    second = {"request": {**first["request"], "messages": [
+        *first["request"]["messages"], {"role": "assistant", "content": "Charles."},
+        {"role": "user", "content": "And a second name?"}]},
+        "response": {**first["response"], "content": [{"type": "text", "text": "Sammy."}]}}
+    db = tmp_path / "p.duckdb"
+    with DuckDBStorage(db) as s:
+        report = import_text(s, "\n".join(json.dumps(r) for r in (first, second)),
+                             name="p.jsonl", embed=HashingEmbedder(32))
+        one, two = report.runs_created
+        # nothing holds it word for word; the closest shares most of its words
+        e = why_forgotten(s, two, "Generating Pelican Names")
+        assert e.fate != "not-stored" and "matched" in e.evidence
+        assert "the recordings of this conversation's runs held parts that were not " \
+               f"imported (“run {one}: " in e.sentence
+        # searched from the run whose own recording left it out: its own notes alone
+        mine = why_forgotten(s, one, "lilac door")
+        assert "the recording of this run held parts" in mine.sentence
+        assert f"run {one}:" not in mine.sentence
+        # a phrase some message holds: no word of what was left out
+        held = why_forgotten(s, two, "a second name")
+        assert "not imported" not in held.sentence
+    out = CliRunner().invoke(app, ["why", two, "--db", str(db), "--text",
+                                   "Generating Pelican Names"])
+    assert out.exit_code == 0, out.output
+    assert out.output.startswith("closest match "), out.output
+    out = CliRunner().invoke(app, ["why", two, "--db", str(db), "--text", "a second name"])
+    assert not out.output.startswith("closest match "), out.output
 
 
 def test_a_phrase_in_a_tool_result_of_another_conversation_is_found_there() -> None:
