@@ -380,3 +380,26 @@ def test_an_answer_of_whitespace_alone_is_quoted_as_recorded() -> None:
                {"role": "user", "content": "And now?"}], DONE)]))
     [note] = [k.reason for k in report.skipped if "sends back the answer" in k.reason]
     assert "(recorded '\\n', sent '[empty string]')" in note, note
+
+
+def test_arguments_encoded_twice_are_kept_as_sent() -> None:
+    """An outside trial (Arize Phoenix's cassette): a request sent a call's arguments
+    as a JSON string of a JSON object, ``"\\"{…}\\""``. Decoded once they were stored as
+    the object's text, without the quotes the model was shown, and nothing said so."""
+    from memory_core.models.openai_codec import to_openai_messages
+
+    twice = json.dumps('{\n    "city": "San Francisco"\n}')
+    s = InMemoryStorage()
+    report = import_text(s, "\n".join([
+        _line([QUESTION], _call(twice)),
+        _line([QUESTION, _call(twice), RESULT], {"role": "assistant", "content": "2012."}),
+        _line([QUESTION, _call(ASKED), RESULT], {"role": "assistant", "content": "2012."})]),
+        name="twice.jsonl")
+    first = s.memory.get_messages(report.threads_created[0])[1].as_message()
+    assert first.tool_calls()[0].args == twice  # the text as sent, quotes and all
+    assert to_openai_messages([first])[0]["tool_calls"][0]["function"]["arguments"] == twice
+    # sent back alike, the call continues its thread
+    assert len(s.memory.get_messages(report.threads_created[0])) == 4
+    # arguments encoded once are read as the object they are
+    other = s.memory.get_messages(report.threads_created[1])[1].as_message()
+    assert other.tool_calls()[0].args == {"__arg1": "Go 1.0 release date"}

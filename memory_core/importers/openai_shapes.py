@@ -9,6 +9,7 @@ from typing import Any
 from memory_core.importers.common import fail, split_instructions
 from memory_core.importers.jsonvalues import load_json
 from memory_core.models.openai_codec import (
+    call_arguments,
     derived_call_id,
     from_openai_message,
     from_openai_messages,
@@ -69,7 +70,7 @@ def _function_call(item: dict[str, Any], j: int, where: str) -> ToolCallPart:
         raise fail(where, f"{item.get('type')} item {j} has no name")
     # a custom tool's call carries its free-form input text, kept as sent
     args = item.get("input", "") if item.get("type") == "custom_tool_call" \
-        else parse_arguments(item.get("arguments") or {})
+        else call_arguments(item.get("arguments") or {})
     cid = item.get("call_id") or item.get("id") or derived_call_id(j, name, args)
     return ToolCallPart(id=str(cid), name=name, args=args)
 
@@ -207,7 +208,7 @@ def _sharegpt_call(value: Any, j: int, where: str) -> Message:
         if not isinstance(c, dict) or not isinstance(c.get("name"), str):
             raise fail(where, f"turn {j}: a function_call value must be JSON with a "
                               f"'name', got {value!r}")
-        args = parse_arguments(c.get("arguments", c.get("parameters", {})))
+        args = call_arguments(c.get("arguments", c.get("parameters", {})))
         calls.append(ToolCallPart(id=str(c.get("id") or derived_call_id(k, c["name"], args)),
                                   name=c["name"], args=args))
     return Message(role="assistant", content=calls)

@@ -15,7 +15,7 @@ from typing import Any
 from memory_core.importers.formats.fields import count_of
 from memory_core.importers.otel_content import json_messages
 from memory_core.importers.otel_read import RawSpan, SpanContent
-from memory_core.models.openai_codec import derived_call_id, parse_arguments
+from memory_core.models.openai_codec import call_arguments, derived_call_id, parse_arguments
 from memory_core.types import Message, ToolCallPart, ToolResultPart
 
 CALL, TOOL = "call_llm", "execute_tool"
@@ -43,7 +43,7 @@ def any_agent_content(span: RawSpan) -> SpanContent | None:
             for c in listed):
         calls = []
         for j, c in enumerate(listed):
-            name, args = c["tool.name"], parse_arguments(c.get("tool.args") or {})
+            name, args = c["tool.name"], call_arguments(c.get("tool.args") or {})
             # (the span's id in it: a call repeated alike in another span is another call)
             cid = derived_call_id(j, f"{span.span_id}:{name}", args)
             calls.append(ToolCallPart(id=cid, name=name, args=args))

@@ -24,7 +24,12 @@ from memory_core.importers.gemini import answer_ids, content_messages
 from memory_core.importers.jsonvalues import load_json
 from memory_core.importers.otel_indexed import indexed, openinference, openllmetry
 from memory_core.importers.otel_read import Event, RawSpan, SpanContent
-from memory_core.models.openai_codec import attachment, from_openai_tools, parse_arguments
+from memory_core.models.openai_codec import (
+    attachment,
+    call_arguments,
+    from_openai_tools,
+    parse_arguments,
+)
 from memory_core.types import Message, TextPart, ToolCallPart, ToolResultPart
 
 MODEL_CALL_OPERATIONS = {"chat", "text_completion", "generate_content", "completion"}
@@ -60,7 +65,7 @@ def _parts(raw: Any, where: str, notes: list[str]) -> tuple[Parts, list[dict[str
             if not isinstance(cid, str) or not cid:
                 raise fail(where, f"tool_call part {j} ({name}) has no id")
             out.append(ToolCallPart(id=cid, name=name,
-                                    args=parse_arguments(p.get("arguments") or {})))
+                                    args=call_arguments(p.get("arguments") or {})))
         elif kind == "tool_call_response":
             cid = p.get("id")
             if not isinstance(cid, str) or not cid:

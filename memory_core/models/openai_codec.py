@@ -253,6 +253,15 @@ def parse_arguments(value: Any) -> Any:
         return value
 
 
+def call_arguments(value: Any) -> Any:
+    """A tool call's arguments: ``parse_arguments``, except a JSON text that is itself
+    a string (a client that encoded the arguments twice, ``"\\"{…}\\""``) stays the text
+    as sent, quotes and all: decoded once it would read as the object the model never
+    wrote, and go back to a model without its quotes."""
+    parsed = parse_arguments(value)
+    return value if isinstance(value, str) and isinstance(parsed, str) else parsed
+
+
 def tool_calls_in(raw: Any, where: str, notes: list[str]) -> list[ToolCallPart]:
     if raw is None:
         return []
@@ -265,7 +274,7 @@ def tool_calls_in(raw: Any, where: str, notes: list[str]) -> list[ToolCallPart]:
         if not isinstance(fn, dict) or not isinstance(fn.get("name"), str) or not fn["name"]:
             raise _fail(where, f"tool call {j} has no function name: {tc!r}")
         # a custom tool (free-form input, GPT-5) is called with its input text as sent
-        args = fn.get("input", "") if custom else parse_arguments(fn.get("arguments", {}))
+        args = fn.get("input", "") if custom else call_arguments(fn.get("arguments", {}))
         call_id = tc.get("id")
         if call_id is None or call_id == "":
             call_id = derived_call_id(j, fn["name"], args)
