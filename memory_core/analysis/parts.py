@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from memory_core.journal import RunData
@@ -68,15 +68,60 @@ class MessagePart:
     tool: str | None = None
     call_id: str | None = None
     leaves: tuple[str, ...] = ()  # strings inside a JSON value, also searched
+    # a JSON object's value (tool arguments, a result): a phrase of its members holds
+    # whatever order the recording wrote them in (the store keeps them sorted)
+    obj: dict[str, Any] | None = field(default=None, compare=False, hash=False)
 
     def holds(self, needle: str) -> bool:
-        """Whether the part holds ``needle`` (already ``normalise``d) word for word."""
-        return any(needle in normalise(t) for t in (self.text, *self.leaves))
+        """Whether the part holds ``needle`` (already ``normalise``d) word for word, or
+        — for a JSON object — each of the members ``needle`` writes out
+        (``"operation":"add","a":5`` in ``{"a":5,"b":3,"operation":"add"}``)."""
+        return any(needle in normalise(t) for t in (self.text, *self.leaves)) or (
+            self.obj is not None and _members_held(needle, self.obj))
+
+
+def _members(needle: str) -> dict[str, Any] | None:
+    """The JSON object members a phrase writes out (``"a":5,"b":"x"``, with or without
+    its braces), or None when it is no such text."""
+    body = needle.strip().removeprefix("{").removesuffix("}").strip().rstrip(",")
+    if '":' not in body and '" :' not in body:
+        return None
+    try:
+        got = json.loads("{" + body + "}")
+    except ValueError:
+        return None
+    return got if isinstance(got, dict) and got else None
+
+
+def _same(a: Any, b: Any) -> bool:
+    """JSON values equal as a phrase is compared (case and whitespace aside)."""
+    def said(x: Any) -> str:
+        return normalise(json.dumps(x, ensure_ascii=False, sort_keys=True,
+                                    separators=(",", ":")))
+    return said(a) == said(b)
+
+
+def _members_held(needle: str, obj: dict[str, Any]) -> bool:
+    """Whether ``obj``, or an object inside it, has every member ``needle`` writes out."""
+    wanted = _members(needle)
+    if wanted is None:
+        return False
+
+    def held(o: Any) -> bool:
+        if isinstance(o, dict):
+            have = {normalise(str(k)): v for k, v in o.items()}
+            if all(normalise(str(k)) in have and _same(have[normalise(str(k))], v)
+                   for k, v in wanted.items()):
+                return True
+            return any(held(v) for v in o.values())
+        return isinstance(o, list) and any(held(v) for v in o)
+    return held(obj)
 
 
 def _json_part(kind: PartKind, value: Any, tool: str, call_id: str) -> MessagePart:
     leaves = () if isinstance(value, str) else tuple(_leaves(value))
-    return MessagePart(kind, value_text(value), tool=tool, call_id=call_id, leaves=leaves)
+    return MessagePart(kind, value_text(value), tool=tool, call_id=call_id, leaves=leaves,
+                       obj=value if isinstance(value, dict) else None)
 
 
 def attachment_text(att: dict[str, Any]) -> str:

@@ -30,7 +30,7 @@ from memory_core.composition.memory import AgentMemory
 from memory_core.composition.working_memory import WorkingMemoryConfig
 from memory_core.embedding.hashing import HashingEmbedder
 from memory_core.errors import ImportFormatError, InvalidInputError
-from memory_core.importers import import_file
+from memory_core.importers import import_file, import_text
 from memory_core.journal import load_run
 from memory_core.models.base import ModelResponse, Tool, ToolSpec
 from memory_core.models.scripted import ScriptedModel
@@ -173,6 +173,33 @@ def test_tool_call_arguments_and_working_memory(support: InMemoryStorage) -> Non
     wm = why_forgotten(support, RUN, "signal at noon", embed=EMBED)
     assert (wm.fate, wm.evidence["part"], wm.reached_model) == (
         "working-memory", "working-memory", True)
+
+
+def test_arguments_are_found_by_their_members_in_the_order_recorded() -> None:
+    """An outside trial (openllmetry-js's AI SDK recording): the request sent
+    ``{"operation":"add","a":5,"b":3}``; the store keeps the members sorted, so the
+    phrase as recorded was "in no stored message word for word"."""
+    call = Message(role="assistant", content=[ToolCallPart(
+        id="c1", name="calculate", args={"a": 5, "b": 3, "operation": "add",
+                                         "opts": {"Round": True, "to": "Int"}})])
+    args = next(p for p in message_parts(call) if p.part == "tool-call-arguments")
+    for phrase in ('"operation":"add","a":5', '{"b": 3, "operation": "ADD"}',
+                   '"to": "int", "round": true'):  # (a member of an object inside)
+        assert args.holds(normalise(phrase)), phrase
+    for phrase in ('"operation":"add","a":6', '"operation":"add","c":5', 'operation add',
+                   '"a":"5"', '[1, 2]'):
+        assert not args.holds(normalise(phrase)), phrase
+    s = InMemoryStorage()
+    line = {"request": {"model": "gpt-4o", "messages": [
+        {"role": "user", "content": "What is 5 + 3?"}], "tools": [{"type": "function",
+            "function": {"name": "calculate", "parameters": {}}}]},
+        "response": {"choices": [{"message": {"role": "assistant", "content": None,
+            "tool_calls": [{"id": "c1", "type": "function", "function": {
+                "name": "calculate",
+                "arguments": '{"operation":"add","a":5,"b":3}'}}]}}]}}
+    report = import_text(s, json.dumps(line), name="calc.jsonl")
+    e = why_forgotten(s, report.runs_created[0], '"operation":"add","a":5')
+    assert e.evidence["part"] == "tool-call-arguments" and "matched" not in e.evidence
 
 
 def test_a_tool_definition_the_model_was_offered_reached_it(support: InMemoryStorage
