@@ -175,3 +175,54 @@ def test_a_v1_stream_without_its_response_is_joined() -> None:
         step = s.runs.get(f"{report.runs_created[0]}:step:0")
         assert (step["response"]["text"], len(step["response"]["tool_calls"]),
                 step["response"]["finish_reason"]) == (text, calls, "COMPLETE")
+
+
+# -- the legacy Generate API (/v1/generate) ------------------------------------------------
+def _generate(response: Any, **request: Any) -> str:
+    return json.dumps({"url": "https://api.cohere.ai/v1/generate",
+                       "request": {"model": "command-light", "prompt": "What happened to Pluto?",
+                                   **request}, "response": response})
+
+
+def test_a_generate_call_is_the_prompt_answered_by_its_first_generation() -> None:
+    s = InMemoryStorage()
+    report = import_text(s, _generate({"generations": [
+        {"text": " It became a dwarf planet.", "finish_reason": "COMPLETE"},
+        {"text": " It was renamed.", "finish_reason": "COMPLETE"}],
+        "meta": {"billed_units": {"input_tokens": 5, "output_tokens": 7}}},
+        num_generations=2, stop_sequences=["\n"]), name="g.jsonl")
+    got = [m.as_message() for m in s.memory.get_messages(report.threads_created[0])]
+    assert [(m.role, m.text()) for m in got] == [
+        ("user", "What happened to Pluto?"), ("assistant", " It became a dwarf planet.")]
+    step = s.runs.get(f"{report.runs_created[0]}:step:0")
+    assert step["response"]["usage"]["input_tokens"] == 5
+    assert step["response"]["finish_reason"] == "COMPLETE"
+    assert any("1 other generation(s) (num_generations) not imported" in k.reason
+               for k in report.skipped)
+
+
+def test_a_generate_stream_without_its_end_is_its_texts_joined() -> None:
+    events = "\n".join(json.dumps(e) for e in [
+        {"text": " It", "is_finished": False, "event_type": "text-generation"},
+        {"text": " shrank.", "is_finished": False, "event_type": "text-generation"}])
+    s = InMemoryStorage()
+    report = import_text(s, _generate(events, stream=True), name="g.jsonl")
+    last = s.memory.get_messages(report.threads_created[0])[-1].as_message()
+    assert last.text() == " It shrank."
+    assert any("no token counts" in k.reason for k in report.skipped)
+
+
+def test_a_generate_answer_without_generations_is_named() -> None:
+    with pytest.raises(ImportFormatError, match="needs 'generations'"):
+        import_text(InMemoryStorage(), _generate({"text": "?"}), name="g.jsonl")
+
+
+def test_other_apis_generate_paths_are_not_cohere_s() -> None:
+    """Ollama's /api/generate answers ``response``; it stays Ollama's."""
+    s = InMemoryStorage()
+    report = import_text(s, json.dumps({
+        "url": "http://localhost:11434/api/generate",
+        "request": {"model": "llama3", "prompt": "Hi", "stream": False},
+        "response": {"model": "llama3", "response": "Hello!", "done": True,
+                     "created_at": "2024-01-01T00:00:00Z"}}), name="o.jsonl")
+    assert report.apis == ["ollama"]

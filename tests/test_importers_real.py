@@ -2621,6 +2621,20 @@ EXPECTED.update({
     },
 })
 
+_PLUTO: dict[str, Any] = {
+    "api": "cohere",
+    "threads": [["user: What happened to Pluto?",
+                 "assistant:  Pluto was reclassified from a planethe to a dwarf planet…"]],
+    "finish": "COMPLETE", "identity": {"temperature": 2}}
+EXPECTED.update({
+    # Cohere's legacy Generate API (/v1/generate), as OpenLLMetry-JS's Cohere tests
+    # recorded it: the prompt is the user's message, the first generation the answer,
+    # meta.billed_units the usage; streamed, as JSON lines ending in stream-end
+    "openllmetryjs-cohere-generate.har": {**_PLUTO, "runs": [("command-light", (5, 57), [])]},
+    "openllmetryjs-cohere-generate-streaming.har": {
+        **_PLUTO, "runs": [("command-light", (5, 55), [])]},
+})
+
 EXPECTED.update({
     # Gemini CLI's llm_call span (captured by LangWatch): the request's contents and the
     # response's one Content in Gemini's own shape under the convention's keys; the

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 from memory_core.importers.common import fail, list_of, object_of, openai_tool_call
@@ -367,6 +368,20 @@ def _v1_stream(events: list[dict[str, Any]], where: str) -> dict[str, Any]:
     return out
 
 
+def _streamed(response: Any, where: str, notes: list[str],
+              join: Callable[[list[dict[str, Any]], str], dict[str, Any]]) -> Any:
+    """A v1 record's response: a recorded stream (JSON lines, as a record may hold the
+    body, or its events) as the answer ``join`` makes of its events, noted; anything
+    else as it is."""
+    if isinstance(response, str):
+        response = json_lines(response, where) or response
+    if isinstance(response, list):
+        events = stream_events(response, where)
+        response = join(events, where)
+        notes.append(f"{where}: response reassembled from {len(events)} stream event(s)")
+    return response
+
+
 def _listed(value: Any) -> list[Any]:
     """``value`` when it is a list, else nothing: what only a note counts."""
     return value if isinstance(value, list) else []
@@ -406,13 +421,7 @@ def _v1_record(obj: dict[str, Any], request: dict[str, Any], where: str,
                      "not in the recording")
     out = {k: v for k, v in obj.items() if k not in ("request", "response")}
     out["request"] = chat
-    response = obj.get("response")
-    if isinstance(response, str):  # (JSON lines, as a record may hold the body)
-        response = json_lines(response, where) or response
-    if isinstance(response, list):
-        events = stream_events(response, where)
-        response = _v1_stream(events, where)
-        notes.append(f"{where}: response reassembled from {len(events)} stream event(s)")
+    response = _streamed(obj.get("response"), where, notes, _v1_stream)
     if response is not None:
         response = object_of(response, where, "response")
         message: dict[str, Any] = {"role": "assistant",
@@ -428,4 +437,78 @@ def _v1_record(obj: dict[str, Any], request: dict[str, Any], where: str,
         if "usage" not in out["response"]:
             notes.append(f"{where}: response: no token counts (meta.tokens, token_count or "
                          "meta.billed_units): its usage is unknown")
+    return out
+
+
+# -- v1 Generate (legacy) ----------------------------------------------------------------
+GENERATE_PATHS = ("/v1/generate",)
+_GENERATE_STREAM = re.compile(r'"event_type"\s*:\s*"(text-generation|stream-end)"')
+
+
+def is_generate_record(obj: Any) -> bool:
+    """A Cohere Generate record: a ``prompt`` answered with ``generations``, or a stream
+    of ``text-generation`` events (Text Generation Inference's ``/generate`` takes
+    ``inputs``, Ollama's ``/api/generate`` answers ``response``: neither is one)."""
+    request = obj.get("request", obj) if isinstance(obj, dict) else None
+    if not isinstance(request, dict) or not isinstance(request.get("prompt"), str):
+        return False
+    response = obj.get("response")
+    if isinstance(response, dict):
+        return isinstance(response.get("generations"), list)
+    if isinstance(response, list):
+        return bool(response) and isinstance(response[0], dict) and \
+            isinstance(response[0].get("event_type"), str)
+    return isinstance(response, str) and bool(_GENERATE_STREAM.search(response[:4000]))
+
+
+def _generate_stream(events: list[dict[str, Any]], where: str) -> dict[str, Any]:
+    """A Generate stream as the answer it streamed: its ``stream-end`` event's
+    ``response`` when it carries one, else its ``text-generation`` texts joined."""
+    end = next((ev for ev in events if ev.get("event_type") == "stream-end"
+                or ev.get("is_finished") is True), None)
+    if end is not None and isinstance(end.get("response"), dict):
+        out = dict(end["response"])
+        gens = out.get("generations")
+        if isinstance(gens, list) and gens and isinstance(gens[0], dict) \
+                and gens[0].get("finish_reason") is None:
+            out["generations"] = [{**gens[0], "finish_reason": end.get("finish_reason")},
+                                  *gens[1:]]
+        return out
+    text = "".join(_v1_text(ev.get("text"), where, "text") for ev in events
+                   if ev.get("event_type", "text-generation") == "text-generation"
+                   and ev.get("is_finished") is not True)
+    return {"generations": [{"text": text, "finish_reason":
+                             end.get("finish_reason") if end is not None else None}]}
+
+
+def generate_as_chat(obj: dict[str, Any], where: str, notes: list[str]) -> dict[str, Any]:
+    """A Cohere Generate record (``POST /v1/generate``, the legacy completion API) as
+    the chat-completions record it is equivalent to: the prompt is one user message,
+    the first generation the answer (others noted), ``meta.billed_units`` the usage."""
+    request = object_of(obj.get("request", obj), where, "request")
+    prompt = request.get("prompt")
+    if not isinstance(prompt, str):
+        raise fail(where, "a Cohere Generate request needs its 'prompt' as a string")
+    chat = {_V1_PARAMS.get(k, k): v for k, v in request.items() if k != "prompt"}
+    chat["messages"] = [{"role": "user", "content": prompt}]
+    out = {k: v for k, v in obj.items() if k not in ("request", "response")}
+    out["request"] = chat
+    response = _streamed(obj.get("response"), where, notes, _generate_stream)
+    if response is not None:
+        response = object_of(response, where, "response")
+        gens = response.get("generations")
+        if not isinstance(gens, list) or not gens or not isinstance(gens[0], dict):
+            raise fail(where, "a Cohere Generate response needs 'generations', a list of "
+                              "objects")
+        first = gens[0]
+        if len(gens) > 1:
+            notes.append(f"{where}: response: {len(gens) - 1} other generation(s) "
+                         "(num_generations) not imported")
+        message = {"role": "assistant", "content": _v1_text(first.get("text"), where, "text")}
+        out["response"] = _chat_answer(
+            message, {**response, "finish_reason": first.get("finish_reason")},
+            object_of(response.get("meta"), where, "meta"), request.get("model"))
+        if "usage" not in out["response"]:
+            notes.append(f"{where}: response: no token counts (meta.billed_units): its "
+                         "usage is unknown")
     return out

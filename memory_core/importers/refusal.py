@@ -67,6 +67,9 @@ SHAPES: tuple[Shape, ...] = (
                                    '{"messages": [...]}, "response": {"message": '
                                    '{"content": [...]}, "finish_reason": ...}} (v2)',
            "message chat_history preamble text generation_id finish_reason"),
+    _shape("a Cohere Generate record", '{"request": {"prompt": ...}, "response": '
+                                       '{"generations": [{"text": ...}]}} (/v1/generate)',
+           "generations billed_units is_finished num_generations return_likelihoods"),
     _shape("an Ollama record", '{"request": {"messages": [...], "options": {...}}, '
                                '"response": {"message": {...}, "done": true}}',
            "options keep_alive done eval_count prompt_eval_count done_reason created_at"),
@@ -227,6 +230,7 @@ FORMAT_TITLES = {
     "bedrock-converse": "a Bedrock Converse record",
     "bedrock-prompt": "a Bedrock InvokeModel record",
     "bedrock-invoke": "a Bedrock InvokeModel record", "cohere": "a Cohere Chat record",
+    "cohere-generate": "a Cohere Generate record",
     "ollama": "an Ollama record", "langsmith": "a LangSmith run",
     "sharegpt": "a ShareGPT conversation", "autogen": "an AutoGen recorded call",
     "agents-run": "an Agents SDK run result",

@@ -29,6 +29,7 @@ from memory_core.importers.formats import (
     bedrock_prompt,
     chat,
     cohere,
+    cohere_generate,
     completions,
     conversations,
     gemini,
@@ -46,6 +47,7 @@ FORMATS: tuple[RecordFormat, ...] = (
     langsmith.FORMAT,  # a LangSmith run (run_type, inputs/outputs)
     ollama.FORMAT,  # /api/chat, /api/generate; Ollama's keys
     cohere.FORMAT,  # /v2/chat, /v1/chat; Cohere's answers
+    cohere_generate.FORMAT,  # /v1/generate; a prompt answered with generations
     bedrock_invoke.FORMAT,  # …/model/<id>/invoke: the model's own body
     bedrock_converse.FORMAT,  # …/model/<id>/converse; Converse's blocks
     bedrock_prompt.FORMAT,  # no URL; a plain-prompt Bedrock model's answer
