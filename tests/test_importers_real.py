@@ -2144,14 +2144,15 @@ EXPECTED.update({
         "skipped": ["a call id given again in the conversation, stored numbered: 'call_0' "
                     "as 'call_0-2'"],
     },
-    # pydantic-ai on Gemini through Langfuse: the span's server.address is where it went
+    # pydantic-ai on Gemini through Langfuse: the span's server.address is where it went;
+    # its model_request_parameters list no tools (native output mode): none offered
     "langfuse-pydantic-ai-with-gemini-2025-12-24.trace.json": {
         "threads": [['user: what is 1+1?\nOutput format:\n```json\n{\n    "answer": your '
                      'answer,\n    "rationale": "explanation for answer"\n}\n```',
                      'assistant: {"answer": "2", "rationale": "The operation 1+1 is a basic '
                      'arithmetic addition. Adding the integer 1 to itself results in the '
                      'integer 2."}']],
-        "runs": [("gemini-2.5-flash", (40, 159), None)],
+        "runs": [("gemini-2.5-flash", (40, 159), [])],
         "endpoint": "generativelanguage.googleapis.com",
     },
     # Writer's chat (POST /v1/chat, Cohere v1's path too) answers as OpenAI's: a stream of
@@ -2633,6 +2634,49 @@ EXPECTED.update({
     "openllmetryjs-cohere-generate.har": {**_PLUTO, "runs": [("command-light", (5, 57), [])]},
     "openllmetryjs-cohere-generate-streaming.har": {
         **_PLUTO, "runs": [("command-light", (5, 55), [])]},
+})
+
+_JOKE_TOOLS = ["get_pun_suggestion", "get_dad_joke_suggestion", "get_one_liner_suggestion",
+               "get_car_joke_suggestion", "get_tree_joke_suggestion"]
+EXPECTED.update({
+    # pydantic-ai through Langfuse: tool results as the convention's tool_call_response
+    # parts, their text under "result" (stored as null before); the tools offered in
+    # pydantic-ai's model_request_parameters (function_tools, output_tools)
+    "langfuse-pydantic-ai-tools-2025-12-04.trace.json": {
+        "threads": [["user: Select and call THREE of the available tools to get joke "
+                     "suggestions about 'programming'.",
+                     'assistant: → get_pun_suggestion({"topic": "programming"}) → '
+                     'get_dad_joke_suggestion({"topic": "programming"}) → '
+                     'get_one_liner_suggestion({"topic": "programming"})',
+                     "tool get_pun_suggestion: Pun idea: Play on words related to "
+                     "'programming' - think about homophones or double meanings",
+                     "tool get_dad_joke_suggestion: Dad joke idea: Use a classic "
+                     "setup-punchline format about 'programming' with a groan-worthy twist",
+                     "tool get_one_liner_suggestion: One-liner idea: Make a quick, witty "
+                     "observation about 'programming' in a single sentence",
+                     "assistant: I gathered some great ideas for a programming joke!…",
+                     "user: Now write a funny joke about 'programming' based on the "
+                     "suggestions you received. Just output the joke, nothing else.",
+                     "assistant: Why do programmers hate nature?  \nIt has too many bugs!"],
+                    ["user: Rate this joke:\n\nWhy do programmers hate nature?  \nIt has too "
+                     "many bugs!",
+                     'assistant: → final_result({"feedback": "The joke is clever…']],
+        "runs": [("gpt-4o-mini-2024-07-18", (265, 73), _JOKE_TOOLS),
+                 ("gpt-4o-mini-2024-07-18", (417, 53), _JOKE_TOOLS),
+                 ("gpt-4o-mini-2024-07-18", (502, 14), _JOKE_TOOLS),
+                 ("gpt-4o-mini-2024-07-18", (131, 69), ["final_result"])],
+        "finishes": ["tool_call", "stop", "stop", "tool_call"],
+    },
+    # Vertex AI's SDK through OpenInference and Langfuse: the response's finish_reason
+    # the enum's number (1: STOP)
+    "langfuse-vertex-ai-2025-08-01.trace.json": {
+        "threads": [["user: What is Langfuse?",
+                     "assistant: **Langfuse** is an **open-source observability and "
+                     "evaluation platform…"]],
+        "runs": [("projects/vertex-ai-integration-467711/locations/europe-central2/"
+                  "publishers/google/models/gemini-2.5-flash", (5, 845), None)],
+        "finish": "STOP",
+    },
 })
 
 EXPECTED.update({

@@ -587,3 +587,29 @@ def test_a_record_with_trace_ids_but_no_span_times_is_no_span() -> None:
                                                   "content": "Hello"}}]}}
     report = import_text(InMemoryStorage(), json.dumps(line))
     assert report.format == "openai" and len(report.runs_created) == 1
+
+
+def test_pydantic_ai_s_request_parameters_name_the_tools_offered() -> None:
+    """pydantic-ai's spans list what it offered the model in ``model_request_parameters``
+    (JSON text on the wire): function tools, output tools and the provider's built-in
+    tools (by their kind); a tool result's text under ``result``."""
+    asked = {"function_tools": [{"name": "get_weather", "description": "Weather.",
+                                 "parameters_json_schema": {"type": "object"}}],
+             "output_tools": [], "builtin_tools": [{"kind": "web_search"}]}
+    chat = _flat_span("1000000000000002", "chat gpt-4o", {
+        "gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o",
+        "model_request_parameters": json.dumps(asked),
+        "gen_ai.input.messages": json.dumps([
+            {"role": "user", "parts": [{"type": "text", "content": "Weather in Paris?"}]},
+            {"role": "assistant", "parts": [{"type": "tool_call", "id": "c1",
+                                             "name": "get_weather", "arguments": {}}]},
+            {"role": "user", "parts": [{"type": "tool_call_response", "id": "c1",
+                                        "name": "get_weather", "result": "Rainy, 57°F."}]}]),
+        "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [
+            {"type": "text", "content": "It is rainy."}], "finish_reason": "stop"}])})
+    s = InMemoryStorage()
+    report = import_text(s, json.dumps([chat]))
+    step = s.runs.get(f"{report.runs_created[0]}:step:0")
+    assert [t["name"] for t in step["tools"]] == ["get_weather", "web_search"]
+    result = s.memory.get_messages(report.threads_created[0])[2].as_message()
+    assert [r.result for r in result.tool_results()] == ["Rainy, 57°F."]

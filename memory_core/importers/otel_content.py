@@ -70,7 +70,9 @@ def _parts(raw: Any, where: str, notes: list[str]) -> tuple[Parts, list[dict[str
             cid = p.get("id")
             if not isinstance(cid, str) or not cid:
                 raise fail(where, f"tool_call_response part {j} has no id")
-            out.append(ToolResultPart(call_id=cid, name="", result=p.get("response")))
+            # (the convention's ``response``; pydantic-ai writes ``result``)
+            out.append(ToolResultPart(call_id=cid, name="", result=p.get(
+                "response", p.get("result"))))
         elif kind in ATTACHMENT_PARTS:
             attachments.append({**attachment({"type": kind, kind: {
                 k: v for k, v in p.items() if k in ("uri", "url", "mime_type", "modality")}},
@@ -606,6 +608,16 @@ def span_tools(span: RawSpan, notes: list[str]) -> list[dict[str, Any]] | None:
     if oi:
         return _offered([((t.get("tool") or {}).get("json_schema"), None)
                          for t in oi.values()], where, "llm.tools", notes)
+    asked = attrs.get("model_request_parameters")  # pydantic-ai's (JSON text, or kept
+    asked = parse_arguments(asked) if isinstance(asked, str) else asked  # parsed)
+    if isinstance(asked, dict) and any(isinstance(asked.get(k), list) for k in _PYDANTIC_TOOLS):
+        return _offered([({"type": "function", "function": {
+            # (a built-in tool, the provider's own — web search —, by its kind)
+            "name": t.get("name", t.get("kind") if k == "builtin_tools" else None),
+            "description": t.get("description"),
+            "parameters": t.get("parameters_json_schema")}} if isinstance(t, dict) else t, None)
+            for k in _PYDANTIC_TOOLS for t in asked.get(k) or []],
+            where, "model_request_parameters", notes)
     inp = attrs.get("input.value")
     if attrs.get("input.mime_type") == "application/json" and isinstance(inp, str):
         body = parse_arguments(inp)
@@ -616,6 +628,9 @@ def span_tools(span: RawSpan, notes: list[str]) -> list[dict[str, Any]] | None:
     return None
 
 
+# pydantic-ai's ``model_request_parameters``: the function tools, the output tools
+# (``final_result``) and the provider's built-in tools it offered the model
+_PYDANTIC_TOOLS = ("function_tools", "output_tools", "builtin_tools")
 # Gemini's tools that are no function (what OpenInference's google-genai instrumentation
 # writes as a tool's json_schema: ``{"code_execution": {}}``), kept by name
 _GEMINI_TOOLS = ("google_search", "googleSearch", "google_search_retrieval",

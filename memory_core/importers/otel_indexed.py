@@ -9,6 +9,7 @@ from typing import Any
 
 from memory_core.importers.anthropic import anthropic_block, anthropic_messages
 from memory_core.importers.common import fail, openai_message, openai_messages
+from memory_core.importers.gemini import finish_reason as gemini_finish
 from memory_core.importers.otel_read import RawSpan, SpanContent
 from memory_core.models.openai_codec import parse_arguments
 from memory_core.types import Message
@@ -175,6 +176,10 @@ def _oi_finish(span: RawSpan) -> str | None:
     parsed = parse_arguments(value)
     if not isinstance(parsed, dict):
         return None
+    candidates = parsed.get("candidates")  # (a Gemini response, Vertex AI's SDK's:
+    if isinstance(candidates, list) and candidates and isinstance(candidates[0], dict):
+        c0 = candidates[0]  # its finish reason may be the enum's number)
+        return gemini_finish(c0.get("finish_reason", c0.get("finishReason")))
     choices = parsed.get("choices")
     first = choices[0] if isinstance(choices, list) and choices else None
     finish = first.get("finish_reason") if isinstance(first, dict) else parsed.get(
