@@ -2667,6 +2667,14 @@ EXPECTED.update({
                  ("gpt-4o-mini-2024-07-18", (131, 69), ["final_result"])],
         "finishes": ["tool_call", "stop", "stop", "tool_call"],
     },
+    # LlamaIndex's completion through OpenInference and Langfuse: input.value holds the
+    # call's arguments ({"args": [...]}), llm.prompts the prompt the model was sent
+    "langfuse-llamaindex-2025-06-05.trace.json": {
+        "threads": [["user: What is Langfuse?",
+                     "assistant: Langfuse is a tool designed to help developers monitor and "
+                     "debug applications that utilize large language models (LLMs).…"]],
+        "runs": [("gpt-4o", (13, 81), None)],
+    },
     # Vertex AI's SDK through OpenInference and Langfuse: the response's finish_reason
     # the enum's number (1: STOP)
     "langfuse-vertex-ai-2025-08-01.trace.json": {

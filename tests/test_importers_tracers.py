@@ -613,3 +613,20 @@ def test_pydantic_ai_s_request_parameters_name_the_tools_offered() -> None:
     assert [t["name"] for t in step["tools"]] == ["get_weather", "web_search"]
     result = s.memory.get_messages(report.threads_created[0])[2].as_message()
     assert [r.result for r in result.tool_results()] == ["Rainy, 57°F."]
+
+
+def test_openinference_s_prompts_are_the_user_s_not_the_call_s_arguments() -> None:
+    """A completion-style LLM span: ``input.value`` is the call's arguments
+    (LlamaIndex: ``{"args": [...]}``), ``llm.prompts`` (a JSON list, or
+    ``llm.prompts.N.prompt.text``) what the model was sent."""
+    for prompts in ({"llm.prompts": json.dumps(["What is Langfuse?"])},
+                    {"llm.prompts.0.prompt.text": "What is Langfuse?"}):
+        span = _flat_span("1000000000000002", "OpenAI.complete", {
+            "openinference.span.kind": "LLM", "llm.model_name": "gpt-4o",
+            "input.value": json.dumps({"args": ["What is Langfuse?"]}),
+            "input.mime_type": "application/json", **prompts,
+            "output.value": "An observability platform."})
+        s = InMemoryStorage()
+        report = import_text(s, json.dumps([span]))
+        got = [m.as_message().text() for m in s.memory.get_messages(report.threads_created[0])]
+        assert got == ["What is Langfuse?", "An observability platform."], prompts

@@ -399,9 +399,15 @@ def _oi_values(span: RawSpan, notes: list[str]) -> SpanContent | None:
     msgs: list[Message] = []
     reply: Message | None = None
     finish: str | None = None
+    prompts = _oi_prompts(attrs)
+    if prompts:  # a completion's prompts: input.value may be the call's arguments
+        msgs = [Message(role="user", content=p) for p in prompts]  # (``{"args": [...]}``)
+        if len(prompts) > 1:
+            notes.append(f"{where}: llm.prompts holds {len(prompts)} prompts: each kept as "
+                         "a user message")
     for side, role in (("input", "user"), ("output", "assistant")):
         value = attrs.get(f"{side}.value")
-        if not isinstance(value, str):
+        if not isinstance(value, str) or side == "input" and prompts:
             continue
         if attrs.get(f"{side}.mime_type") == "application/json":
             load_json(value, where, f"{side}.value")  # a malformed value names the span
@@ -415,6 +421,19 @@ def _oi_values(span: RawSpan, notes: list[str]) -> SpanContent | None:
     if not msgs and reply is None:
         return None
     return SpanContent([], msgs, reply, finish, notes)
+
+
+def _oi_prompts(attrs: dict[str, Any]) -> list[str]:
+    """OpenInference's ``llm.prompts`` of a completion-style LLM span — a JSON list of
+    texts, or ``llm.prompts.N.prompt.text`` — the prompts the model was sent."""
+    raw = attrs.get("llm.prompts")
+    listed = parse_arguments(raw) if isinstance(raw, str) else raw
+    if isinstance(listed, list) and listed and all(isinstance(p, str) for p in listed):
+        return listed
+    texts = [(p.get("prompt") or {}).get("text") if isinstance(p.get("prompt"), dict)
+             else None for p in indexed(attrs, "llm.prompts").values()]
+    return [t for t in texts if isinstance(t, str)] if texts and all(
+        isinstance(t, str) for t in texts) else []
 
 
 def _openlit_attrs(span: RawSpan, notes: list[str]) -> SpanContent | None:
