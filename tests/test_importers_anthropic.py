@@ -689,3 +689,50 @@ def test_claude_code_s_billing_block_does_not_split_its_conversation() -> None:
                                       {"role": "user", "content": "Bye"}], "Bye."))]
     report = import_text(InMemoryStorage(), jsonl(*openai))
     assert len(report.threads_created) == 1 and len(report.runs_created) == 2
+
+
+# -- a call the API refused for its history -----------------------------------------------
+_ORPHAN = [{"role": "user", "content": "What's the weather in SF?"},
+           {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1",
+                                         "content": "Sunny, 20°C."}]}]
+_REFUSED = {"type": "error", "error": {
+    "type": "invalid_request_error", "message": "messages.0.content.1: unexpected "
+    "`tool_use_id` found in `tool_result` blocks: toolu_1."}}
+
+
+def _call(messages: list[dict[str, Any]], response: dict[str, Any]) -> str:
+    return json.dumps({"request": {"model": "claude-haiku-4-5", "max_tokens": 64,
+                                   "messages": messages}, "response": response})
+
+
+def test_a_call_the_api_refused_for_its_history_is_a_failed_run() -> None:
+    """An outside trial (anthropic-sdk-python's tool-runner snapshot, a client bug caught
+    on the wire): the request sent a tool_result whose tool_use it had dropped, and the
+    API answered 400. The history check left the call out, so the failure — the one
+    call that showed the bug — was not in the import."""
+    s = InMemoryStorage()
+    report = import_text(s, _call(_ORPHAN, _REFUSED), name="refused.jsonl")
+    run = s.runs.require_run(report.runs_created[0])
+    assert run.status == "failed" and "unexpected `tool_use_id`" in (run.error or "")
+    stored = [m.as_message() for m in s.memory.get_messages(report.threads_created[0])]
+    assert [r.result for r in stored[1].tool_results()] == ["Sunny, 20°C."]
+    assert any("answers tool call 'toolu_1', but no earlier assistant message made that "
+               "call; the API refused the call" in k.reason for k in report.skipped)
+    # an unanswered call in a refused request: kept, said
+    unanswered = [{"role": "user", "content": "Weather?"},
+                  {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_2",
+                                                     "name": "get_weather", "input": {}}]},
+                  {"role": "user", "content": "Well?"}]
+    again = import_text(InMemoryStorage(), _call(unanswered, _REFUSED), name="u.jsonl")
+    assert len(again.runs_created) == 1
+    assert any("made tool call(s) 'toolu_2' that message 2 (user) does not answer" in k.reason
+               and "the API refused the call" in k.reason for k in again.skipped)
+
+
+def test_the_same_history_answered_is_still_refused() -> None:
+    """The API answers no such request: a record that says it did is malformed."""
+    answered = {"type": "message", "role": "assistant", "model": "claude-haiku-4-5",
+                "content": [{"type": "text", "text": "Sunny."}], "stop_reason": "end_turn",
+                "usage": {"input_tokens": 9, "output_tokens": 2}}
+    with pytest.raises(ImportFormatError, match="made no such call"):
+        import_text(InMemoryStorage(), _call(_ORPHAN, answered), name="a.jsonl")

@@ -19,7 +19,7 @@ import json
 import re
 from typing import Any, Literal
 
-from memory_core.importers.common import fail, read_shared
+from memory_core.importers.common import fail, read_shared, shortened
 from memory_core.importers.openai_shapes import stream_events
 from memory_core.models.base import ModelResponse
 from memory_core.models.openai_codec import attachment, from_openai_tools, without_think
@@ -315,10 +315,14 @@ def request_turn(item: Any, where: str, notes: list[str]) -> list[Message]:
     return turn
 
 
-def anthropic_messages(raw: Any, where: str, notes: list[str]) -> list[Message]:
+def anthropic_messages(raw: Any, where: str, notes: list[str], *,
+                       refused: str | None = None) -> list[Message]:
     """A request's ``messages``, checked as the API checks them: every ``tool_use`` of
     an assistant message is answered by a ``tool_result`` of the next (user) message,
-    and every ``tool_result`` answers a call of the assistant message before it."""
+    and every ``tool_result`` answers a call of the assistant message before it. For a
+    call the API ``refused`` (its error), a request that breaks those rules — which is
+    often why it was refused — is kept as sent: an unanswered call noted, a result
+    answering no call left to ``resolve_tool_names`` (its tool name unknown, noted)."""
     if not isinstance(raw, list):
         raise fail(where, f"'messages' must be a list, got {type(raw).__name__}")
     out: list[Message] = []
@@ -327,30 +331,35 @@ def anthropic_messages(raw: Any, where: str, notes: list[str]) -> list[Message]:
     for i, item in enumerate(raw):
         turn = read_shared(request_turn, item, f"{where}: message {i}", notes)
         if turn[0].role == "assistant":
-            _all_answered(where, pending, asked_at, f"message {i} (assistant) does not answer")
+            _all_answered(where, pending, asked_at, f"message {i} (assistant) does not answer",
+                          notes, refused)
             pending, asked_at = [c.id for c in turn[0].tool_calls()], i
             out += turn
             continue
         label = f"message {i} ({item['role']})"
         answered = [r.call_id for m in turn for r in m.tool_results()]
         for cid in answered:
-            if cid not in pending:
+            if cid not in pending and refused is None:
                 raise fail(where, f"{label} answers tool call '{cid}', but the assistant "
                                   "message before it made no such call")
         _all_answered(where, [c for c in pending if c not in answered], asked_at,
-                      f"{label} does not answer")
+                      f"{label} does not answer", notes, refused)
         pending = []
         out += turn
-    _all_answered(where, pending, asked_at, "no message after it answers")
+    _all_answered(where, pending, asked_at, "no message after it answers", notes, refused)
     return out
 
 
-def _all_answered(where: str, unanswered: list[str], asked_at: int, what: str) -> None:
+def _all_answered(where: str, unanswered: list[str], asked_at: int, what: str,
+                  notes: list[str], refused: str | None) -> None:
     if unanswered:
         ids = ", ".join(f"'{c}'" for c in unanswered)
-        raise fail(where, f"message {asked_at} (assistant) made tool call(s) {ids} that "
-                          f"{what} (a tool_use must be answered by a tool_result in the "
-                          "next user message)")
+        said = (f"message {asked_at} (assistant) made tool call(s) {ids} that {what} (a "
+                "tool_use must be answered by a tool_result in the next user message)")
+        if refused is None:
+            raise fail(where, said)
+        notes.append(f"{where}: {said}; the API refused the call "
+                     f"({shortened(refused, 160)}): kept as sent")
 
 
 def anthropic_tools(raw: Any, where: str, notes: list[str]) -> list[dict[str, Any]]:

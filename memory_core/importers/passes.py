@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import Any
 
 from memory_core.errors import ImportFormatError
-from memory_core.importers.common import Exchange, fail
+from memory_core.importers.common import Exchange, fail, shortened
 from memory_core.models.openai_codec import is_derived_call_id
 from memory_core.types import Message, TextPart, ToolCallPart, ToolResultPart, canonical_json
 
@@ -94,6 +94,13 @@ def _name_results(ex: Exchange, known_by_key: dict[str, dict[str, str]],
                         f"{ex.where}: {label} (tool) answers tool call '{p.call_id}', "
                         f"made in the history held server-side ({ex.held.unrecorded}) "
                         "that is not in the file: kept as sent, its tool name unknown")
+                    name = ""
+                elif name is None and ex.error is not None:  # (often why it was refused)
+                    ex.notes.append(
+                        f"{ex.where}: {label} (tool) answers tool call '{p.call_id}', but no "
+                        "earlier assistant message made that call; the API refused the "
+                        f"call ({shortened(ex.error, 160)}): kept as sent, its tool name "
+                        "unknown")
                     name = ""
                 if name is None:
                     raise fail(ex.where, f"{label} (tool) answers tool call "

@@ -12,6 +12,7 @@ import json
 import re
 from typing import Any
 
+from memory_core.errors import ImportFormatError
 from memory_core.importers.anthropic import (
     anthropic_messages,
     anthropic_reply,
@@ -80,7 +81,16 @@ def anthropic_exchange(obj: dict[str, Any], where: str, index: int,
     if "messages" not in request:
         raise fail(where, "Messages API record has no request 'messages'")
     notes = list(notes or [])
-    history = anthropic_messages(request["messages"], where, notes)
+    strict = list(notes)
+    try:
+        history = anthropic_messages(request["messages"], where, strict)
+        notes = strict
+    except ImportFormatError:
+        refused = _refusal(obj, where)
+        if refused is None:
+            raise
+        # a call the API refused: its request as sent, whatever broke the API's rules
+        history = anthropic_messages(request["messages"], where, notes, refused=refused)
     if not history:
         raise fail(where, "'messages' is empty")
     if history[-1].role == "assistant":
@@ -118,6 +128,19 @@ def anthropic_exchange(obj: dict[str, Any], where: str, index: int,
         error=None if reply is not None else (error if isinstance(error, str) else json.dumps(
             error, sort_keys=True, ensure_ascii=False)),
         notes=notes, api=api)
+
+
+def _refusal(obj: dict[str, Any], where: str) -> str | None:
+    """The error a record of a call the API refused holds (its ``error``, or an error
+    body as the response), as text; None for a call that was answered."""
+    error = obj.get("error")
+    if not error and obj.get("response") is not None:
+        reply, _, failed = anthropic_reply(obj["response"], where, [])
+        error = failed if reply is None else None
+    if not error:
+        return None
+    return error if isinstance(error, str) else json.dumps(error, sort_keys=True,
+                                                           ensure_ascii=False)
 
 
 def _read(record: Record) -> list[Exchange]:
