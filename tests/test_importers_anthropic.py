@@ -736,3 +736,21 @@ def test_the_same_history_answered_is_still_refused() -> None:
                 "usage": {"input_tokens": 9, "output_tokens": 2}}
     with pytest.raises(ImportFormatError, match="made no such call"):
         import_text(InMemoryStorage(), _call(_ORPHAN, answered), name="a.jsonl")
+
+
+def test_a_call_code_execution_made_is_said_not_the_model_s() -> None:
+    """Programmatic tool calling (anthropic-sdk-python's snapshot): a tool_use whose
+    ``caller`` is the code execution tool was shown as the model's own call."""
+    answer = {"type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+              "content": [{"type": "tool_use", "id": "toolu_9", "name": "get_weather",
+                           "input": {"location": "NYC"}, "caller": {
+                               "type": "code_execution_20260120", "tool_id": "srvtoolu_1"}},
+                          {"type": "tool_use", "id": "toolu_8", "name": "get_weather",
+                           "input": {"location": "SF"}, "caller": {"type": "direct"}}],
+              "stop_reason": "tool_use", "usage": {"input_tokens": 9, "output_tokens": 2}}
+    report = import_text(InMemoryStorage(), _call([{"role": "user", "content": "Weather?"}],
+                                                  answer), name="c.jsonl")
+    said = [k.reason for k in report.skipped if "made by" in k.reason]
+    assert said == ["response: content block 0: tool call 'toolu_9' (get_weather) was made "
+                    "by code_execution_20260120 (srvtoolu_1), not by the model directly: "
+                    "its caller not imported"], said

@@ -286,6 +286,11 @@ def assistant_turn(content: Any, where: str, notes: list[str]) -> Message:
                 raise fail(where, f"tool_use block {j} needs an 'id' and a 'name', got "
                                   f"{block!r}")
             calls.append(ToolCallPart(id=cid, name=name, args=block.get("input", {})))
+            caller = block.get("caller")  # (programmatic tool calling: code the model ran
+            if isinstance(caller, dict) and caller.get("type") not in (None, "direct"):
+                notes.append(f"{where}: content block {j}: tool call '{cid}' ({name}) was "
+                             f"made by {caller.get('type')} ({caller.get('tool_id')}), not "
+                             "by the model directly: its caller not imported")  # made it)
         elif _not_imported(kind) or kind in USER_SOURCE_BLOCKS:
             notes.append(f"{where}: content block {j} ({kind}) not imported")
         else:
