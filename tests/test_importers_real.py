@@ -2688,6 +2688,24 @@ EXPECTED.update({
 })
 
 EXPECTED.update({
+    # Semantic Kernel's serialised ChatHistory (.NET, a UTF-8 BOM): one run per assistant
+    # message, its model, usage, finish reason and time from the message's metadata; a
+    # tool message's result given twice (a TextContent and a FunctionResultContent)
+    "semantickernel-serializedChatHistoryV1_15_1.json": {
+        "threads": [["user: Given the current time of day and weather, what is the likely "
+                     "color of the sky in Boston?",
+                     'assistant: → HelperFunctions-Get_Weather_For_City({"cityName": '
+                     '"Boston"})',
+                     "tool HelperFunctions-Get_Weather_For_City: 61 and rainy",
+                     "assistant: Given the current weather in Boston is 61°F and rainy, the "
+                     "likely color of the sky would be gray or overcast…"]],
+        "runs": [("gpt-4", (196, 23), None), ("gpt-4", (237, 34), None)],
+        "finishes": ["tool_calls", "stop"],
+        "started": datetime(2024, 7, 16, 16, 13, 0, tzinfo=UTC),
+    },
+})
+
+EXPECTED.update({
     # Gemini CLI's llm_call span (captured by LangWatch): the request's contents and the
     # response's one Content in Gemini's own shape under the convention's keys; the
     # model's thought part noted, not kept

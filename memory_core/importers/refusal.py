@@ -48,6 +48,10 @@ SHAPES: tuple[Shape, ...] = (
            "prompt suffix echo logprobs text_completion object:text_completion"),
     _shape("a ShareGPT conversation", '{"conversations": [{"from": ..., "value": ...}]}',
            "conversations conversation from value"),
+    _shape("a Semantic Kernel chat history",
+           '[{"Role": {"Label": "user"}, "Items": [{"$type": "TextContent", "Text": ...}]}, '
+           '...] (a serialised ChatHistory)',
+           "Role Label Items $type ModelId Metadata"),
     _shape("an AutoGen recorded call",
            '{"mode": "create", "messages": [{"type": "UserMessage", "content": ...}], '
            '"response": {"content": ..., "finish_reason": ...}} (ChatCompletionClientRecorder)',
@@ -232,7 +236,8 @@ FORMAT_TITLES = {
     "bedrock-invoke": "a Bedrock InvokeModel record", "cohere": "a Cohere Chat record",
     "cohere-generate": "a Cohere Generate record",
     "ollama": "an Ollama record", "langsmith": "a LangSmith run",
-    "sharegpt": "a ShareGPT conversation", "autogen": "an AutoGen recorded call",
+    "sharegpt": "a ShareGPT conversation",
+    "semantic-kernel": "a Semantic Kernel chat history", "autogen": "an AutoGen recorded call",
     "agents-run": "an Agents SDK run result",
     "anthropic-complete": "an Anthropic Text Completions record",
     "conversations": "a Conversations API call (its items)"}

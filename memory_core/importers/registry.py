@@ -36,6 +36,7 @@ from memory_core.importers.formats import (
     langsmith,
     ollama,
     responses,
+    semantic_kernel,
     sharegpt,
 )
 from memory_core.importers.formats.fields import header_usage
@@ -43,6 +44,7 @@ from memory_core.importers.refusal import read_as, unread_record
 
 FORMATS: tuple[RecordFormat, ...] = (
     sharegpt.FORMAT,  # {"conversations": [...]}, whatever its URL
+    semantic_kernel.FORMAT,  # a serialised ChatHistory (gathered: chat_histories)
     autogen.FORMAT,  # AutoGen's recorder: mode, messages typed as its LLMMessages
     langsmith.FORMAT,  # a LangSmith run (run_type, inputs/outputs)
     ollama.FORMAT,  # /api/chat, /api/generate; Ollama's keys

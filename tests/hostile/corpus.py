@@ -216,6 +216,7 @@ def record_samples() -> dict[str, dict[str, Any]]:
     """One record of every format of ``registry.FORMATS``, by format name, taken from
     the fixtures (JSON records and cassette interactions)."""
     from memory_core.importers.formats import Record
+    from memory_core.importers.formats.semantic_kernel import chat_histories
     from memory_core.importers.jsonvalues import read_documents
     from memory_core.importers.registry import FORMATS, format_of, route
 
@@ -237,10 +238,10 @@ def record_samples() -> dict[str, dict[str, Any]]:
 
     for path in sorted(FIX.rglob("*.json*")):
         try:
-            docs = read_documents(path.read_text(encoding="utf-8"))
+            docs = read_documents(path.read_text(encoding="utf-8-sig"))
         except Exception:  # noqa: BLE001 - fixtures of other containers
             continue
-        for _, doc in docs:
+        for _, doc in chat_histories(docs):  # (a ChatHistory's messages: one record)
             consider(doc)
     for path in sorted(FIX.rglob("*.yaml")):
         for obj in _cassette_records(path):
