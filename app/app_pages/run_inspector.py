@@ -127,6 +127,8 @@ def item_card(item: LaneItem, key: str) -> None:
         # a dropped message leads with why
         bits = [f"dropped: {views.drop_reason_text(item.reason)}"] if item.reason else []
         bits.append(speaker(item.role, item.name))
+        if item.error:  # (the tool reported an error, and the model was told so)
+            bits.append("an error result")
         if item.rank is not None:
             bits.append(f"rank {item.rank}")
         if item.score is not None:

@@ -71,6 +71,9 @@ class LaneItem(BaseModel):
     # who wrote it, where the message names them (a multi-agent conversation's agent,
     # an OpenAI message's ``name``)
     name: str | None = None
+    # a tool result its tool reported as an error (the message's ``is_error``: the
+    # model was told so, as Anthropic's and LangChain's results say)
+    error: bool = False
 
 
 def speaker_name(metadata: Mapping[str, Any] | None) -> str | None:
@@ -251,7 +254,8 @@ def _lane_item(item: PromptItem, recalled_refs: dict[tuple[str, int], MessageRef
         seq=item.seq, observation_id=item.observation_id, sources=sources,
         score=ref.score if ref else None, similarity=_similarity(ref, memctx),
         rank=ref.rank if ref else None, origin=item.origin or (ref.origin if ref else None),
-        tokens=estimate_tokens(text), name=speaker_name(item.message.metadata))
+        tokens=estimate_tokens(text), name=speaker_name(item.message.metadata),
+        error=(item.message.metadata or {}).get("is_error") is True)
 
 
 def _dropped_items(storage: Storage, memctx: Memctx) -> list[LaneItem]:
@@ -272,7 +276,9 @@ def _dropped_items(storage: Storage, memctx: Memctx) -> list[LaneItem]:
                             seq=r.seq, reason=r.reason, score=r.score,
                             similarity=_similarity(r, memctx), rank=r.rank, origin=r.origin,
                             tokens=estimate_tokens(text),
-                            name=speaker_name(stored.metadata if stored else None)))
+                            name=speaker_name(stored.metadata if stored else None),
+                            error=stored is not None
+                            and (stored.metadata or {}).get("is_error") is True))
     return out
 
 

@@ -95,7 +95,8 @@ def inspect(run: Annotated[str, typer.Argument(help="Run id.")], db: DbOpt = Non
             return
         v = guarded(lambda: views.run_view(s, run))
     rows = [{**it.model_dump(), **{k: f"{it_v:.3f}" for k in ("score", "similarity")
-                                   if (it_v := getattr(it, k)) is not None}}
+                                   if (it_v := getattr(it, k)) is not None},
+             **({"role": f"{it.role} (error)"} if it.error else {})}  # (is_error: told)
             for lane in v.lanes for it in lane.items]
     # hybrid recall's scores are fused: the similarity beside them is what its bar is on
     fused = any(it.similarity is not None for lane in v.lanes for it in lane.items)
