@@ -10,162 +10,31 @@ time (the proxy, the collector) or exported in several files continues its threa
 from __future__ import annotations
 
 import copy
-import functools
 import hashlib
-import json
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from json.encoder import encode_basestring as _STRING  # (C; what canonical JSON uses)
 from typing import Any, Protocol
 
 from memory_core.importers.common import Exchange, shortened, undated
+from memory_core.importers.message_keys import (
+    adopt_ids,
+    ids_compatible,
+    instructions_key,
+    loose_part,
+    message_key,
+    texts_of,
+    trimmed_texts,
+)
 from memory_core.importers.retries import retried_calls, retries_after
 from memory_core.models.openai_codec import is_derived_call_id
 from memory_core.text import preview
 from memory_core.types import (
-    JsonTemplate,
     Message,
-    TextPart,
-    ToolCallPart,
-    ToolResultPart,
     canonical_json,
-    json_slot,
 )
-
-
-def _same_text(text: str) -> str:
-    """A text as ``message_key`` compares it: without its surrounding whitespace, and a
-    JSON object or array as its canonical JSON (a client sends a pretty-printed answer
-    back compacted: chatlas's structured output on Mistral, Databricks …)."""
-    text = text.strip()
-    if text[:1] in ("{", "[") and text[-1:] in ("}", "]"):
-        # (a short one cached: a request sends its history's answers again; a long one
-        # is not kept, so the cache stays small)
-        return _as_json_value(text) if len(text) <= 16_384 else _as_json_value.__wrapped__(
-            text)
-    return text
-
-
-@functools.lru_cache(maxsize=1024)
-def _as_json_value(text: str) -> str:
-    """``text``'s canonical JSON, or ``text`` when it is no JSON."""
-    try:
-        return canonical_json(json.loads(text))
-    except ValueError:
-        return text
-
-
-def _loose(p: TextPart | ToolCallPart | ToolResultPart) -> dict[str, Any]:
-    data = p.model_dump(mode="json")
-    if type(p) is TextPart:
-        data["text"] = _same_text(p.text)  # (see ``message_key``)
-    data.pop("id", None)  # call ids are compared separately (see ``adopt_ids``)
-    data.pop("call_id", None)
-    if type(p) is ToolCallPart and p.args in ("", None):
-        # a call without arguments: a stream that sent none (or ``null``) gives "",
-        # and the client sends it back as "{}" — the same call
-        data["args"] = {}
-    return data
-
-
-_TEXT_PART = _loose(TextPart(text=""))  # (a text part's shape, dumped once)
-# a text message's key: canonical_json([role, [{…text part…}]]) with both filled in
-_TEXT_KEY = JsonTemplate([json_slot("role"), [{**_TEXT_PART, "text": json_slot("text")}]])
-
-
-def message_key(m: Message) -> str:
-    """Identity of a message for matching repeated history: role and parts without
-    tool-call ids (a string and a single text part are the same message), texts without
-    their surrounding whitespace (clients trim an answer they send back: ldp's ReAct
-    loop drops its closing newline) and a text of whitespace alone not at all (llm
-    sends an answer of tool calls back with a text " " before them); metadata does not
-    count. A JSON object or array is compared as its value (``_same_text``)."""
-    if type(m.content) is str:  # (its one text part's JSON, no part made)
-        text = _same_text(m.content)
-        if text and type(m.role) is str:  # (a key a new message: no encoder walk)
-            return _TEXT_KEY.fill({"role": _STRING(m.role), "text": _STRING(text)})
-        return canonical_json([m.role, [{**_TEXT_PART, "text": text}] if text else []])
-    return canonical_json([m.role, [_loose(p) for p in m.parts
-                                    if type(p) is not TextPart or p.text.strip()]])
-
-
-# a text block Claude Code and the Claude Agent SDK put first in every request's system
-# prompt: billing data ("x-anthropic-billing-header: cc_version=…; cc_entrypoint=…;
-# cch=<a digest that changes every request>;"), not instructions
-_BILLING_HEADER = "x-anthropic-billing-header:"
-
-
-def _instructions_key(instructions: Sequence[Message], key_of: Callable[[Message], str]
-                      ) -> str:
-    """Identity of a request's instructions, for finding its conversation: each system
-    message's ``message_key``, Claude Code's billing block left out (its conversations
-    were split into a thread a request); the instructions stored keep it."""
-    keys = []
-    for m in instructions:
-        if type(m.content) is str:
-            if m.content.startswith(_BILLING_HEADER):  # (a proxy's text: its own line)
-                m = m.model_copy(update={"content": m.content.partition("\n")[2]})
-        elif any(type(p) is TextPart and p.text.startswith(_BILLING_HEADER)
-                 for p in m.content):
-            m = m.model_copy(update={"content": [
-                p for p in m.content
-                if not (type(p) is TextPart and p.text.startswith(_BILLING_HEADER))]})
-        else:
-            keys.append(key_of(m))
-            continue
-        keys.append(message_key(m))
-    return f'[{",".join([_STRING(k) for k in keys])}]'  # (canonical)
-
-
-def _texts(m: Message) -> tuple[str, ...]:
-    """A message's texts as sent (``message_key`` compares them trimmed)."""
-    if type(m.content) is str:
-        return (m.content,) if m.content else ()
-    return tuple(p.text for p in m.content if type(p) is TextPart)
-
-
-def _trimmed(m: Message) -> list[str]:
-    """A message's texts as ``message_key`` sees them before reading JSON: trimmed, a
-    text of whitespace alone left out."""
-    return [t.strip() for t in _texts(m) if t.strip()]
-
-
-def _ids(m: Message) -> list[str]:
-    if isinstance(m.content, str):  # text only (and not a part made to say so)
-        return []
-    return [p.id if isinstance(p, ToolCallPart) else p.call_id
-            for p in m.content if isinstance(p, ToolCallPart | ToolResultPart)]
-
-
-def ids_compatible(stored: Message, seen: Message) -> bool:
-    """The same message as far as ids go: equal ids, or ids we derived (the recording
-    had none) that a later request spells out."""
-    if isinstance(stored.content, str) or isinstance(seen.content, str):
-        return True  # (no ids on one side: nothing to compare)
-    return all(a == b or is_derived_call_id(a) for a, b in zip(_ids(stored), _ids(seen),
-                                                                strict=False))
-
-
-def adopt_ids(stored: Message, seen: Message) -> dict[str, str]:
-    """Give ``stored`` the ids the client used for calls we had to name ourselves, and
-    the ``name`` the client gave a response it sends back as history; the ids given,
-    each by the one it replaces."""
-    if "name" in seen.metadata and "name" not in stored.metadata:
-        stored.metadata["name"] = seen.metadata["name"]
-    if isinstance(stored.content, str):  # (no ids to give)
-        return {}
-    mapping = {a: b for a, b in zip(_ids(stored), _ids(seen), strict=False) if a != b}
-    if not mapping:
-        return mapping
-    stored.content = [p.model_copy(update={"id": mapping.get(p.id, p.id)})
-                      if isinstance(p, ToolCallPart) else
-                      p.model_copy(update={"call_id": mapping.get(p.call_id, p.call_id)})
-                      if isinstance(p, ToolResultPart) else p for p in stored.content]
-    return mapping
-
 
 _GIVEN = re.compile(r"had no id; given '(call-[0-9a-f]{12})'$")
 
@@ -470,12 +339,12 @@ def _what_differs(recorded: Message, sent: Message, call_id: str) -> str:
     if a.name != b.name:
         return f"its tool's name differs: recorded {a.name!r}, sent {b.name!r}"
     for c in was:  # (the first call whose arguments the client rewrote)
-        x = canonical_json(_loose(was[c]).get("args"))
-        y = canonical_json(_loose(now[c]).get("args"))
+        x = canonical_json(loose_part(was[c]).get("args"))
+        y = canonical_json(loose_part(now[c]).get("args"))
         if x != y:
             which = "its arguments" if c == call_id else f"the arguments of {c!r}"
             return f"{which} differ: {_where_they_part(x, y)}"
-    old, new = _texts(recorded), _texts(sent)
+    old, new = texts_of(recorded), texts_of(sent)
     if "".join(old) == "".join(new):
         return (f"its text is split otherwise: {len(old)} part(s) recorded, {len(new)} "
                 "sent")
@@ -719,12 +588,12 @@ def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
 
     def resource_of(ex: Exchange) -> str | None:
         return resource_override if resource_override is not None else ex.resource_id
-    retried = retried_calls(exchanges, lambda ex: _instructions_key(ex.instructions, key_of),
+    retried = retried_calls(exchanges, lambda ex: instructions_key(ex.instructions, key_of),
                             key_of, resource_of)
     for ex in retries_after(exchanges, retried):
         conv = ex.conversation()
         keys = [key_of(m) for m in conv]
-        ikey = _instructions_key(ex.instructions, key_of)
+        ikey = instructions_key(ex.instructions, key_of)
         start = ex.started_at or undated(ex.index)
         end = ex.finished_at or start
         at = [start] * len(ex.history) + ([end] if ex.response is not None else [])
@@ -825,12 +694,12 @@ def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
                 for ours, client in given.items():
                     renamed.setdefault((id(tp), ours), {}).setdefault(client, ex.where)
                     at_seq.setdefault((id(tp), seq, ours), (client, ex.where))
-            if _texts(m) != _texts(conv[i]) and (id(tp), seq) not in trimmed:
+            if texts_of(m) != texts_of(conv[i]) and (id(tp), seq) not in trimmed:
                 trimmed.add((id(tp), seq))
                 first = tp.first_run[seq]
                 ex.notes.append(_whitespace_note(
                     ex, i, conv[i].role, None if first is None else run_of[first].exchange.where,
-                    json_too=_trimmed(m) != _trimmed(conv[i])))
+                    json_too=trimmed_texts(m) != trimmed_texts(conv[i])))
         if ex.response is not None and not isinstance(ex.response.content, str):
             for call in ex.response.tool_calls():  # (an answer's calls: those sent back)
                 if not is_derived_call_id(call.id):
