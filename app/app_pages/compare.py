@@ -148,12 +148,10 @@ except Exception as e:  # noqa: BLE001
     st.stop()
 
 # an imported run's recording holds no memory decision: said once here, not on each card
-memctxs = {side: services.cached_memctx(url, rid) for side, rid in (("A", run_a), ("B", run_b))}
-imported = [side for side, memctx in memctxs.items() if memctx is not None and memctx.imported]
+imported = [side for side, rid in (("A", run_a), ("B", run_b))
+            if (memctx := services.cached_memctx(url, rid)) is not None and memctx.imported]
 # hybrid recall ranks by a fused score, which has no fixed scale: the score column says so
-SCORE = "fused score" if any(
-    m is not None and m.settings.recall is not None and m.settings.recall.mode == "hybrid"
-    for m in memctxs.values()) else "score"
+SCORE = "fused score" if diff.fused_scores else "score"
 caveat = imported_caveat(imported) if imported else ""
 if imported:
     st.info(("Run A was imported from a recording: it holds" if imported == ["A"] else

@@ -68,6 +68,9 @@ class RunDiff(BaseModel):
     # with is shown, not taken for no answer)
     answer_a: str | None = None
     answer_b: str | None = None
+    # either run's recall was hybrid: its scores are fused ranks' scores, with no fixed
+    # scale (a page names the column so), and its bar applies to the similarity
+    fused_scores: bool = False
 
     def changed(self) -> list[DiffEntry]:
         return [e for e in self.entries if e.change != "same"]
@@ -302,10 +305,14 @@ class _Pair:
                 and "threshold" in self.changes:
             return (f"{_change(self.changes, 'threshold')} {verb}: its unchanged {what} "
                     f"{_f(gated_b)} ended up across the threshold")
-        words = (", sharing no word with run B's question"
-                 if verb.startswith("left") and _hybrid(self.mb) else "")
+        words = self.no_word_shared() if verb.startswith("left") else ""
         return (f"{what} moved across the threshold: {_f(gated_a)} → {_f(gated_b)} "
                 f"(bar {bar}){words}{self.other_recall_changes()}")
+
+    def no_word_shared(self) -> str:
+        """What a hybrid run B's bar says of a message it kept out: it shared no word
+        with B's question (a word shared lets a message in whatever its similarity)."""
+        return ", sharing no word with run B's question" if _hybrid(self.mb) else ""
 
     def recall_switch(self) -> str | None:
         return _change(self.changes, "recall_enabled") if "recall_enabled" in self.changes \
@@ -475,9 +482,7 @@ def _by_rules(p: _Pair, rules: list[Rule], verb: str, other: Memctx | None) -> s
         elif r.rule == "below-threshold":
             moved.append(f"{p.measure()} moved across the threshold: "
                          f"{_f(_gated(p.sa, p.ma))} → {_f(_gated(p.sb, p.mb))} "
-                         f"(bar {_f(r.value)})" + (
-                             ", sharing no word with run B's question"
-                             if side == "B" and _hybrid(p.mb) else ""))
+                         f"(bar {_f(r.value)})" + (p.no_word_shared() if side == "B" else ""))
         elif r.rule == "beyond-top-k":
             ra, rb = p.rank("A"), p.rank("B")
             ranks = f"rank {ra} → {rb}" if ra and rb else f"rank {ra or rb} in run " \
@@ -621,4 +626,5 @@ def diff_runs(storage: Storage, run_a: str, run_b: str, *,
     return RunDiff(run_a=run_a, run_b=run_b, entries=entries, token_deltas=deltas,
                    settings_changed=settings, steps=steps, divergent_at=div,
                    answer_a=run_answer(a.steps, a.output),
-                   answer_b=run_answer(b.steps, b.output))
+                   answer_b=run_answer(b.steps, b.output),
+                   fused_scores=_hybrid(a.memctx) or _hybrid(b.memctx))

@@ -185,3 +185,13 @@ def test_a_hybrid_bar_is_said_of_the_similarity(world: World) -> None:
     assert left[("old", 0)].startswith("similarity moved across the threshold: 1.000 → "), left
     assert "(bar 0.500), sharing no word with run B's question" in left[("old", 0)]
     assert not any(r.startswith("score moved") for r in left.values())
+    # the diff says its scores are fused (Compare names the column so), and only then
+    assert d.fused_scores
+
+
+def test_a_diff_of_vector_runs_has_no_fused_scores(world: World) -> None:
+    w = world
+    w.say("t", "r1", user("The refund for the blender was approved."), assistant("Noted."))
+    w.run("va", "t", "r1", QUESTION, memory=w.memory(recall=recall(top_k=1, threshold=0.1)))
+    w.run("vb", "t", "r1", QUESTION, memory=w.memory(recall=recall(top_k=2, threshold=0.1)))
+    assert not diff_runs(w.storage, "va", "vb", embed=w.embed).fused_scores
