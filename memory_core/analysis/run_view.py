@@ -76,6 +76,12 @@ class LaneItem(BaseModel):
     error: bool = False
 
 
+def error_result(metadata: Mapping[str, Any] | None) -> bool:
+    """Whether a message is a tool result its tool reported as an error (its
+    ``is_error``, which the model was told)."""
+    return (metadata or {}).get("is_error") is True
+
+
 def speaker_name(metadata: Mapping[str, Any] | None) -> str | None:
     """The ``name`` a message carries in its metadata (the agent or participant that
     wrote it), when it is a non-empty string."""
@@ -255,7 +261,7 @@ def _lane_item(item: PromptItem, recalled_refs: dict[tuple[str, int], MessageRef
         score=ref.score if ref else None, similarity=_similarity(ref, memctx),
         rank=ref.rank if ref else None, origin=item.origin or (ref.origin if ref else None),
         tokens=estimate_tokens(text), name=speaker_name(item.message.metadata),
-        error=(item.message.metadata or {}).get("is_error") is True)
+        error=error_result(item.message.metadata))
 
 
 def _dropped_items(storage: Storage, memctx: Memctx) -> list[LaneItem]:
@@ -277,8 +283,7 @@ def _dropped_items(storage: Storage, memctx: Memctx) -> list[LaneItem]:
                             similarity=_similarity(r, memctx), rank=r.rank, origin=r.origin,
                             tokens=estimate_tokens(text),
                             name=speaker_name(stored.metadata if stored else None),
-                            error=stored is not None
-                            and (stored.metadata or {}).get("is_error") is True))
+                            error=error_result(stored.metadata if stored else None)))
     return out
 
 
