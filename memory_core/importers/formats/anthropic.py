@@ -125,8 +125,7 @@ def anthropic_exchange(obj: dict[str, Any], where: str, index: int,
         params=request_params(request, where, not_params=ANTHROPIC_NOT_PARAMS),
         request_fields=request_fields(request),
         tools=anthropic_tools(request.get("tools") or [], where, notes),
-        error=None if reply is not None else (error if isinstance(error, str) else json.dumps(
-            error, sort_keys=True, ensure_ascii=False)),
+        error=None if reply is not None else _error_text(error),
         notes=notes, api=api)
 
 
@@ -137,8 +136,11 @@ def _refusal(obj: dict[str, Any], where: str) -> str | None:
     if not error and obj.get("response") is not None:
         reply, _, failed = anthropic_reply(obj["response"], where, [])
         error = failed if reply is None else None
-    if not error:
-        return None
+    return _error_text(error) if error else None
+
+
+def _error_text(error: Any) -> str:
+    """A recorded error as the run keeps it: its text, or its JSON."""
     return error if isinstance(error, str) else json.dumps(error, sort_keys=True,
                                                            ensure_ascii=False)
 
