@@ -62,3 +62,23 @@ def test_an_item_of_another_type_is_noted_not_imported() -> None:
 def test_what_is_wrong_in_a_history_is_named(history: list[Any], error: str) -> None:
     with pytest.raises(ImportFormatError, match=error):
         import_text(InMemoryStorage(), json.dumps(history), name="h.json")
+
+
+def test_a_tool_message_without_a_result_item_answers_the_call_its_metadata_names() -> None:
+    """Histories serialised before FunctionResultContent: a tool message is its text,
+    the call it answers in ``Metadata["ChatCompletionsToolCall.Id"]`` (two calls'
+    results in the other order still answer their own)."""
+    calls = [{"$type": "FunctionCallContent", "Id": f"call_{c}", "PluginName": "Helper",
+              "FunctionName": "Weather", "Arguments": {"city": c}} for c in ("Boston", "Oslo")]
+    history = [_msg("user", _text("Weather?")), _msg("assistant", *calls, **_ANSWER),
+               _msg("tool", _text("Oslo: snow"),
+                    Metadata={"ChatCompletionsToolCall.Id": "call_Oslo"}),
+               _msg("tool", _text("Boston: rain"),
+                    Metadata={"ChatCompletionsToolCall.Id": "call_Boston"}),
+               _msg("assistant", _text("Snow and rain."), **_ANSWER)]
+    s = InMemoryStorage()
+    report = import_text(s, json.dumps(history), name="h.json")
+    results = [r for m in s.memory.get_messages(report.threads_created[0])[2:4]
+               for r in m.as_message().tool_results()]
+    assert [(r.call_id, r.result) for r in results] == [("call_Oslo", "Oslo: snow"),
+                                                        ("call_Boston", "Boston: rain")]

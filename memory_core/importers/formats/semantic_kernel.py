@@ -23,6 +23,7 @@ from memory_core.models.base import Usage
 
 KEY = "semantic_kernel_chat_history"  # the record the file's messages are gathered into
 _ROLES = ("system", "developer", "user", "assistant", "tool")
+_TOOL_CALL_ID = "ChatCompletionsToolCall.Id"  # (a tool message's metadata: its call)
 
 
 def is_message(obj: Any) -> bool:
@@ -91,6 +92,10 @@ def _as_openai(obj: dict[str, Any], at: str, notes: list[str]) -> list[dict[str,
     text = "".join(what for kind, what in items if kind == "text")
     calls = [what for kind, what in items if kind == "call"]
     out: dict[str, Any] = {"role": role, "content": text or None}
+    meta = obj.get("Metadata")
+    answers = meta.get(_TOOL_CALL_ID) if isinstance(meta, dict) else None
+    if role == "tool" and isinstance(answers, str):  # (an older history: the result's
+        out["tool_call_id"] = answers  # text alone, the call it answers in metadata)
     if calls:
         out["tool_calls"] = calls
     return [out]
