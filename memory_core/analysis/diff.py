@@ -206,6 +206,12 @@ def _hybrid(m: Memctx | None) -> bool:
     return rc is not None and rc.mode == "hybrid"
 
 
+def _scored(scored: Any, m: Memctx | None) -> str:
+    """A recalled message's score in a reason, named as its run's recall made it: a
+    fused score (reciprocal ranks summed) in hybrid recall, a similarity otherwise."""
+    return f"{'fused score' if _hybrid(m) else 'score'} {_f(getattr(scored, 'score', None))}"
+
+
 def _gated(scored: Any, m: Memctx | None) -> float | None:
     """The score a run's threshold applied to: the score in vector mode, the cosine
     alone in hybrid mode (the fused score is never compared with the bar), none in
@@ -368,7 +374,7 @@ def _reason(p: _Pair) -> str:
         return f"{p.window('left it out')}, and it was not recalled"
     if lane_a == "recent" and lane_b == "recalled":
         how = _came_with(mb, p.ref) or \
-            f"(rank {_rk(p.rank('B'))}, score {_f(getattr(p.sb, 'score', None))})"
+            f"(rank {_rk(p.rank('B'))}, {_scored(p.sb, mb)})"
         return f"{p.window('left it out')}, then recall brought it back {how}"
     if lane_a == "recalled" and lane_b is None:
         return _left_recall(p)
@@ -422,14 +428,14 @@ def _left_recall(p: _Pair) -> str:
 
 def _entered_recall(p: _Pair) -> str:
     """A message run B recalled and run A did not: which setting (or score) let it in."""
-    score_b = getattr(p.sb, "score", None)
+    score_b = _scored(p.sb, p.mb)
     rank_b = p.rank("B")
     if (how := _came_with(p.mb, p.ref)) is not None:  # (no rank of its own)
         return f"recalled in run B {how}{p.other_recall_changes()}"
     if p.new():
-        return f"new message, recalled in run B (score {_f(score_b)})"
+        return f"new message, recalled in run B ({score_b})"
     if (switch := p.recall_switch()) is not None:
-        return f"{switch} let it in (rank {_rk(rank_b)}, score {_f(score_b)})"
+        return f"{switch} let it in (rank {_rk(rank_b)}, {score_b})"
     rules = p.rules("A")
     if len(rules) > 1:
         return _by_rules(p, rules, "let it in", p.mb)
@@ -445,7 +451,7 @@ def _entered_recall(p: _Pair) -> str:
         return f"{_change(p.changes, 'top_k')} let it in (rank {_rk(rank_b)})"
     if getattr(p.sa, "reason", None) == "filtered-out" and "filter" in p.changes:
         return f"{_change(p.changes, 'filter')} let it in (rank {_rk(rank_b)})"
-    return (f"recalled in run B (rank {_rk(rank_a)} → {_rk(rank_b)}, score {_f(score_b)})"
+    return (f"recalled in run B (rank {_rk(rank_a)} → {_rk(rank_b)}, {score_b})"
             f"{p.other_recall_changes()}")
 
 

@@ -240,11 +240,14 @@ def _explain_dropped(storage: Storage, memctx: Memctx, msg: StoredMessage,
                      out: _Out) -> Explanation | None:
     """Recall or the window found it, but composition (or a processor) left it out."""
     ref = (msg.thread_id, msg.seq)
+    # hybrid recall ranks by a fused score (reciprocal ranks summed), not a similarity
+    score = "fused score" if recall_config_from_settings(memctx.settings).mode == "hybrid" \
+        else "score"
     for d in memctx.dropped:
         if (d.thread_id, d.seq) == ref:
             found = ("It was among the most recent messages" if d.lane == "recent"
                      else "Recall found this message" + (
-                         f" (rank {d.rank}, score {_fmt(d.score)})" if d.rank is not None
+                         f" (rank {d.rank}, {score} {_fmt(d.score)})" if d.rank is not None
                          else ""))
             if d.reason == "token-limit":
                 rule = token_rule(memctx, ref, _unit_before(storage, memctx, msg))

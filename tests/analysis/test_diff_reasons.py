@@ -195,3 +195,25 @@ def test_a_diff_of_vector_runs_has_no_fused_scores(world: World) -> None:
     w.run("va", "t", "r1", QUESTION, memory=w.memory(recall=recall(top_k=1, threshold=0.1)))
     w.run("vb", "t", "r1", QUESTION, memory=w.memory(recall=recall(top_k=2, threshold=0.1)))
     assert not diff_runs(w.storage, "va", "vb", embed=w.embed).fused_scores
+
+
+def test_a_hybrid_score_in_a_reason_is_called_fused() -> None:
+    """Compare's reason "new message, recalled in run B (score 3.379)" gave a fused
+    score (a sum of reciprocal ranks) the name of a similarity; in hybrid recall it
+    says "fused score", in vector recall "score"."""
+    reasons = {}
+    for mode in ("hybrid", "vector"):
+        w = World()
+        w.say("old", "r1", user("Nice weather today."), assistant("Noted."))
+        w.say("cur", "r1", user("Hello"), assistant("Hi!"))
+        rc = recall(top_k=3, threshold=0.1, mode=mode)
+        w.run("ra", "cur", "r1", QUESTION, memory=w.memory(recall=rc))
+        w.say("old", "r1", user("The refund for the blender was approved: 240 euros."))
+        w.run("rb", "cur", "r1", QUESTION, memory=w.memory(recall=rc))
+        d = diff_runs(w.storage, "ra", "rb", embed=w.embed)
+        reasons[mode] = [e.reason for e in d.entries
+                         if e.change == "entered" and e.lane_b == "recalled"]
+    assert any(r.startswith("new message, recalled in run B (fused score ")
+               for r in reasons["hybrid"]), reasons
+    assert any(r.startswith("new message, recalled in run B (score ")
+               for r in reasons["vector"]), reasons

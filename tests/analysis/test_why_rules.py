@@ -263,3 +263,22 @@ def test_a_rank_past_messages_already_in_the_prompt_says_why_its_top_k_is_lower(
     assert "already in the prompt and took no place)" in e.sentence
     assert e.sentence.endswith(f"It would have been recalled with a top-k of {rule.needed} "
                                "or more.")
+
+
+def test_a_hybrid_recall_trimmed_names_its_fused_score(world: World) -> None:
+    """A recalled message the limiter removed is said with its score: in hybrid
+    recall a fused score (reciprocal ranks summed), not a similarity."""
+    w = world
+    w.say("old", "r1", user("The refund for the blender was approved."),
+          user("Refund ok?"), user("The lamp refund is pending."))
+    w.say("cur", "r1", user("Hello"), assistant("Hi!"))
+    hybrid = recall(top_k=3, threshold=0.5, mode="hybrid")
+    free = w.memory(recall=hybrid).load_context(
+        thread_id="cur", resource_id="r1", input=[user(QUESTION)], instructions=INSTRUCTIONS)
+    w.run("r-tight", "cur", "r1", QUESTION, model=ScriptedModel(["OK."]),
+          memory=w.memory(recall=hybrid, token_budget=free.memctx.tokens.total - 1))
+    (d,) = load_run(w.storage, "r-tight").memctx.dropped
+    e = why_forgotten(w.storage, "r-tight", (d.thread_id, d.seq), embed=w.embed)
+    assert e.fate == "trimmed-by-token-limit"
+    assert e.sentence.startswith(f"Recall found this message (rank {d.rank}, fused score "), \
+        e.sentence
