@@ -76,7 +76,10 @@ class PhraseSearch(BaseModel):
     phrase: str
     embedder: str | None  # the embedder that ranked the scope (None: words only)
     by_meaning: bool = False  # whether that embedder compares meaning (not hashing)
-    not_imported: list[str] = Field(default_factory=list)  # ``not_imported`` of the run
+    # ``not_imported`` of the run, then (when nothing held the phrase) of its
+    # conversation's other runs, each after its run's id; ``from_others``: any of theirs
+    not_imported: list[str] = Field(default_factory=list)
+    from_others: bool = False
     searched: str  # where and how it looked, in words
     scope_size: int  # messages compared by words and meaning
     exact: list[tuple[str, int]] = Field(default_factory=list)  # stored word-for-word hits
@@ -141,7 +144,8 @@ class PhraseSearch(BaseModel):
             "other_matches": others,
             "sentence": f"No stored message contains “{self.phrase}” word for word; the "
                         f"closest is {closest}. {exp.sentence}"
-                        + (_unread(self.not_imported) if self.not_imported else ""),
+                        + (_unread(self.not_imported, self.from_others)
+                           if self.not_imported else ""),
             "evidence": {**exp.evidence, "matched": self.searched,
                          "shared_terms": best.shared_terms,
                          "similarity": best.similarity}})
@@ -306,9 +310,9 @@ def find_by_phrase(storage: Storage, run_id: str, phrase: str, *,
                    + (" of its resource" if data.run.resource_id else "") if elsewhere
                    else ""))
     contained = [h for h in ordered if h.contains]
-    left_out = not_imported(data)
-    if not contained:  # it may have been in what the recordings of its other runs held
-        left_out += others_not_imported(storage, data)
+    # it may have been in what the recordings of its other runs held
+    others = others_not_imported(storage, data) if not contained else []
+    left_out = not_imported(data) + others
     return PhraseSearch(run_id=run_id, phrase=needle,
                         embedder=embedder_name(embedder) if embedder else None,
                         by_meaning=meaning, searched=searched, scope_size=len(scored),
@@ -316,9 +320,9 @@ def find_by_phrase(storage: Storage, run_id: str, phrase: str, *,
                         later=[h.ref for h in contained if h.ref is not None
                                and h.ref in msgs and msgs[h.ref].run_id != run_id
                                and not _written_before(msgs[h.ref], data)],
-                        matches=matches, not_imported=left_out,
+                        matches=matches, not_imported=left_out, from_others=bool(others),
                         sentence=_phrase_sentence(needle, contained, matches, where, how,
-                                                  meaning, left_out))
+                                                  meaning, left_out, bool(others)))
 
 
 #: the parts a run's given messages can hold, in words, in the order they are named
@@ -498,20 +502,21 @@ def others_not_imported(storage: Storage, data: RunData) -> list[str]:
     return out
 
 
-def _unread(left_out: list[str]) -> str:
+def _unread(left_out: list[str], others: bool) -> str:
     """The end of a sentence saying nothing holds a phrase, for a run whose recording
-    (or another run's of its conversation: its note starts "run …: ") held parts the
-    import left out: they may have."""
+    (or, ``others``, another run's of its conversation) held parts the import left
+    out: they may have."""
     first = left_out[0] if len(left_out[0]) <= 120 else left_out[0][:119] + "…"
     more = f" and {len(left_out) - 1} more" if len(left_out) > 1 else ""
-    whose = "the recording of this run" if not any(n.startswith("run ") for n in left_out) \
-        else "the recordings of this conversation's runs"
+    whose = "the recordings of this conversation's runs" if others \
+        else "the recording of this run"
     return (f" But {whose} held parts that were not imported (“{first}”"
             f"{more}): it may have been in one of them, recorded but not kept here.")
 
 
 def _phrase_sentence(needle: str, contained: list[PartHit], matches: list[PhraseMatch],
-                     where: str, how: str, meaning: bool, left_out: list[str]) -> str:
+                     where: str, how: str, meaning: bool, left_out: list[str],
+                     others: bool) -> str:
     if contained:
         return (f"“{needle}” appears word for word in {places_counted(contained)}"
                 + (", listed first; then the closest others."
@@ -521,19 +526,20 @@ def _phrase_sentence(needle: str, contained: list[PartHit], matches: list[Phrase
                 "of what the model was given in this run, and none shares most of its "
                 f"words (compared {how}): the nearest shares only "
                 f"{_words_said(matches[0].shared_terms)}."
-                + (_unread(left_out) if left_out else
+                + (_unread(left_out, others) if left_out else
                    " It was never said in these words, or it was erased."))
     if matches:
         by = "by words and meaning" if meaning else "by words"
         return (f"No stored message contains “{needle}” word for word, nor does any part "
                 f"of what the model was given in this run; the closest {by} are below."
-                + (_unread(left_out) if left_out else ""))
+                + (_unread(left_out, others) if left_out else ""))
     return (f"No stored message contains “{needle}”, and none of {where} shares its words "
             f"or comes close in meaning (compared {how}); no part {'stored ' * bool(left_out)}"
             "of what the model was given in this run (instructions, tool calls and results, "
-            "tools offered included) holds it either" + (f".{_unread(left_out)}" if left_out else
-                                          ", so the assistant could not have been given it: "
-                                          "it was never said, or it was erased."))
+            "tools offered included) holds it either"
+            + (f".{_unread(left_out, others)}" if left_out else
+               ", so the assistant could not have been given it: it was never said, or it "
+               "was erased."))
 
 
 def why_forgotten(storage: Storage, run_id: str, target: tuple[str, int] | str, *,
