@@ -164,9 +164,16 @@ def _recorded(reader: RunReader, storage: Storage
     rec_output = reader.output()
     record = storage.runs.get_run(run_id)
     if rec_output is None:
+        if record is not None and record.status == "failed":
+            # (an imported call the API refused, or a run that raised: no answer exists)
+            error = " ".join((record.error or "").split())
+            said = f": {error if len(error) <= 200 else error[:199] + '…'}" if error else ""
+            raise InvalidInputError(f"run '{run_id}' has no recorded output: it failed"
+                                    f"{said}; there is nothing to replay")
         status = record.status if record else "no runs-table record"
-        raise InvalidInputError(f"run '{run_id}' has no recorded output (status {status}); "
-                                "resume it before replaying")
+        raise InvalidInputError(f"run '{run_id}' has no recorded output (status {status}): "
+                                "it never finished; Runner.run with this run_id resumes it, "
+                                "then it can be replayed")
     prompt = reader.prompt()
     if prompt is None:
         raise NotFoundError(f"run '{run_id}' has no frozen prompt ('{keys.prompt}')")
