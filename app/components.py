@@ -19,6 +19,7 @@ import streamlit as st
 
 from app.kept_select import kept_select
 from memory_core.analysis import views
+from memory_core.analysis.wording import counted as counted  # (the pages say counts so)
 from memory_core.types import is_undated
 
 START_PAGE = "app_pages/start.py"
@@ -126,11 +127,6 @@ def ref(thread_id: str | None, seq: int | None, *,
         return (Id(thread_id),)
     tail = f" #{seq}" if to_seq is None or to_seq == seq else f" #{seq}–{to_seq}"
     return (Id(thread_id), tail)
-
-
-def counted(n: int, noun: str) -> str:
-    """``n`` and the noun in the number it takes: "1 thread", "3 threads", "0 runs"."""
-    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
 
 
 def plot_text(text: object) -> str:

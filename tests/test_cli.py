@@ -255,13 +255,13 @@ def tool_run(db: str, thread_id: str) -> str:
 
 def test_replay_is_identical(demo_db: str) -> None:
     out = ok(memwb("replay", "support-3-forgot", "--db", demo_db))
-    assert out.startswith("replay of support-3-forgot: identical (1 steps, 1 verified; ")
+    assert out.startswith("replay of support-3-forgot: identical (1 step, 1 verified; ")
 
 
 def test_replay_checks_tool_calls(demo_db: str) -> None:
     run_id = tool_run(demo_db, "support-1")
     out = ok(memwb("replay", run_id, "--db", demo_db))
-    assert out.startswith(f"replay of {run_id}: identical (2 steps, 2 verified; 1 tool calls")
+    assert out.startswith(f"replay of {run_id}: identical (2 steps, 2 verified; 1 tool call;")
 
 
 def test_replay_unknown_run(demo_db: str) -> None:
@@ -459,6 +459,11 @@ def test_import_into_a_new_database(tmp_path: Path) -> None:
             "anything" in inspected and "note: not in the record" in inspected)
     again = ok(memwb("import", src, "--db", db))
     assert "was already imported" in again
+    # an imported call's input was recorded as sent, not hashed: replay says so
+    # rather than "0 verified"
+    assert ok(memwb("replay", runs[-1], "--db", db)).startswith(
+        f"replay of {runs[-1]}: identical (1 step, recorded without input hashes, so "
+        "its input is not compared; 0 tool calls; 1 stored message checked)")
 
 
 def test_import_into_the_demo_database(db_copy: str) -> None:

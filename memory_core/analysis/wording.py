@@ -11,6 +11,11 @@ from typing import Any
 MISSING = "—"
 
 
+def counted(n: int, noun: str) -> str:
+    """``n`` and the noun in the number it takes: "1 thread", "3 threads", "0 runs"."""
+    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
+
+
 def score_text(x: object) -> str:
     """A score (cosine, BM25, fused, a threshold): 3 decimals; ``MISSING`` when there is
     none (None, NaN, not a number)."""

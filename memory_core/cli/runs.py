@@ -135,10 +135,21 @@ def replay(run: Annotated[str, typer.Argument(help="Run id.")], db: DbOpt = None
         say(f"replay of {run}: redacted by the erasure of {', '.join(r.redacted_by)}; "
                    "its records were rewritten, so byte-identity is not checked")
         return
+    from memory_core.analysis.wording import counted
+
     sealed = "" if r.integrity == "ok" else " (unsealed: recorded before sealing existed)"
-    say(f"replay of {run}: identical ({r.steps} steps, {r.verified_steps} verified; "
-               f"{r.tool_calls} tool calls; {r.messages_checked} stored messages checked)"
-               f"{sealed}")
+    # a step recorded without its input's hashes (an imported call, an older journal)
+    # re-derives the same output, but its input has nothing to be compared with
+    if not r.unverified_steps:
+        checked = f"{r.verified_steps} verified"
+    elif not r.verified_steps:
+        checked = ("recorded without input hashes, so "
+                   + ("its input is" if r.steps == 1 else "their inputs are") + " not compared")
+    else:
+        checked = f"{r.verified_steps} verified, {r.unverified_steps} without input hashes"
+    say(f"replay of {run}: identical ({counted(r.steps, 'step')}, {checked}; "
+        f"{counted(r.tool_calls, 'tool call')}; "
+        f"{counted(r.messages_checked, 'stored message')} checked){sealed}")
     for note in r.notes:
         say(f"note: {note}")
 
