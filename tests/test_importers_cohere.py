@@ -60,6 +60,31 @@ def test_a_bad_stream_is_refused_naming_it() -> None:
         import_text(InMemoryStorage(), json.dumps(record), name="c.jsonl")
 
 
+_V2_STREAM = ('data: {"type":"message-start","delta":{"message":{"role":"assistant"}}}\n\n'
+              'data: {"type":"content-delta","index":0,"delta":{"message":{"content":'
+              '{"text":"Three."}}}}\n\n'
+              'data: {"type":"message-end","delta":{"finish_reason":"COMPLETE"}}\n\n')
+
+
+def test_a_stream_ends_at_its_quoted_done_marker() -> None:
+    """Cohere's v2 stream (weave's cassette) ends ``data: "[DONE]"``, the marker as a
+    JSON string: the end of the stream, not a chunk that is no JSON object."""
+    record = {"request": {"model": "command", "messages": [
+        {"role": "user", "content": "count"}]}, "response": _V2_STREAM + 'data: "[DONE]"\n\n'}
+    s = InMemoryStorage()
+    report = import_text(s, json.dumps(record), name="c.jsonl")
+    [thread] = report.threads_created
+    assert [m.as_message().text() for m in s.memory.get_messages(thread)] == ["count", "Three."]
+
+
+def test_a_stream_chunk_that_is_no_object_is_named() -> None:
+    record = {"request": {"model": "command", "messages": [
+        {"role": "user", "content": "count"}]}, "response": _V2_STREAM + 'data: [1, 2]\n\n'}
+    with pytest.raises(ImportFormatError, match=r"line 1: stream chunk 3 is \[1, 2\], not a "
+                                                r"JSON object"):
+        import_text(InMemoryStorage(), json.dumps(record), name="c.jsonl")
+
+
 def test_a_reasoning_stream_notes_its_thinking_and_reads_past_an_odd_delta() -> None:
     """A reasoning model streams its thinking as content deltas before the text: noted
     (it was dropped without a word); a delta whose content is no object adds no text."""

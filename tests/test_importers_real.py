@@ -993,6 +993,14 @@ EXPECTED.update({
                      "for ye:…"]],
         "runs": [("command", (69, 110), [])],
     },
+    # its stream ends with the marker quoted, ``data: "[DONE]"``; cut at max_tokens
+    "weave-cohere-test_cohere_stream_v2.yaml": {
+        "api": "cohere",
+        "threads": [["user: count to three",
+                     "assistant: Sure! Here is me counting to three:"]],
+        "runs": [("command", (65, 10), [])],
+        "finishes": ["MAX_TOKENS"],
+    },
     "openllmetry-cohere-test_cohere_v2_chat_legacy_with_tool_calls_and_history.yaml": {
         "api": "cohere",
         "threads": [[_TOKYO, _TOKYO_CALLS, "tool get_time: 4:20 PM",

@@ -4,9 +4,10 @@ conversations. Only reading and validating; every error names the record."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from memory_core.importers.common import fail, split_instructions
+from memory_core.importers.common import fail, shortened, split_instructions
 from memory_core.importers.jsonvalues import load_json
 from memory_core.models.openai_codec import (
     call_arguments,
@@ -34,12 +35,14 @@ def stream_events(stream: list[Any] | str, where: str) -> list[dict[str, Any]]:
         for line in stream.splitlines():
             if line.startswith("data:"):
                 payload = line[5:].strip()
-                if payload == "[DONE]":
+                if payload in ("[DONE]", '"[DONE]"'):  # (Cohere's v2 stream quotes it)
                     break
                 items.append(load_json(payload, where, "stream chunk"))
     events = [x for x in items if isinstance(x, dict)]
     if len(events) != len(items):
-        raise fail(where, "every chunk of a recorded stream must be a JSON object")
+        i, bad = next((i, x) for i, x in enumerate(items) if not isinstance(x, dict))
+        raise fail(where, f"stream chunk {i} is {shortened(json.dumps(bad))}, not a JSON "
+                          "object (every chunk of a recorded stream must be one)")
     if not events:
         raise fail(where, "the recorded stream has no chunks")
     return events
