@@ -191,5 +191,6 @@ def test_the_cli_replays_an_imported_tool_call_and_says_where_it_stopped(
     result = CliRunner().invoke(app, ["replay", rid, "--db", db])
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
-    assert lines[0].startswith(f"replay of {rid}: identical (1 steps")
+    assert lines[0].startswith(f"replay of {rid}: identical (1 step, recorded without input "
+                               "hashes, so its input is not compared; 0 tool calls")
     assert lines[1].startswith("note: the recording ends on the model's call to lookup_order")
