@@ -128,6 +128,8 @@ def _part_label(m: PhraseMatch) -> tuple[str | Id, ...]:
         return ("result of ", Id(m.tool or "?"), *call)
     if m.part == "tool-definition":
         return ("definition of tool ", Id(m.tool or "?"), " (name, description, parameters)")
+    if m.part == "request-parameters":
+        return ("response format the request asked for",)
     return (m.part.replace("-", " "),)
 
 
@@ -137,6 +139,8 @@ def _where(m: PhraseMatch) -> tuple[str | Id, ...]:
         return ref(m.thread_id, m.seq)
     if m.part == "tool-definition":
         return ("(not a stored message: a tool offered to the model in this run)",)
+    if m.part == "request-parameters":
+        return ("(not a stored message: sent with this run's request)",)
     return (f"(not a stored message: {m.lane or '?'} of this run)",)
 
 
@@ -244,6 +248,7 @@ def _closest(search: PhraseSearch) -> Explanation:
     # radio options render Markdown: ids are stored text
     labels = [escape_md(f"{m.thread_id} #{m.seq}" if m.thread_id is not None else
                         f"the definition of tool {m.tool}" if m.part == "tool-definition" else
+                        "the response format" if m.part == "request-parameters" else
                         m.part.replace("-", " ") if m.part.replace("-", "_") == m.lane else
                         f"{m.part.replace('-', ' ')} ({(m.lane or '?').replace('_', ' ')})")
               for m in search.matches]

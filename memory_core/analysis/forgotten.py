@@ -22,6 +22,8 @@ from memory_core.analysis.fates import (
     explain_message,
 )
 from memory_core.analysis.parts import (
+    LANE_PARTS,
+    PARAMS_LANE,
     STEP_LANE,
     TOOLS_LANE,
     GivenMessage,
@@ -36,14 +38,36 @@ from memory_core.analysis.parts import (
     phrase_hits,
     place,
     places_counted,
+    request_parameters,
 )
 from memory_core.embedding.hashing import Embedder, HashingEmbedder, embedder_name
 from memory_core.errors import InvalidInputError, NotFoundError
-from memory_core.journal import RunData, RunReader, load_run
+from memory_core.journal import RunData, RunKeys, RunReader, load_run
 from memory_core.runs.registry import resolve_embedder
 from memory_core.storage.base import Storage
 from memory_core.text import STOP_WORDS, preview, tokenize
 from memory_core.types import StoredMessage
+
+
+class OtherRunPart(BaseModel):
+    """A part of another run's request that no stored message keeps (its instructions,
+    a tool's definition, a response format) and that holds a phrase word for word."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    run_id: str
+    thread_id: str | None = None
+    part: PartKind
+    tool: str | None = None
+
+    def said(self) -> str:
+        """Where it is, in words: "the instructions of run r1 (conversation t1)"."""
+        of = f"run {self.run_id}" + (f" (conversation {self.thread_id})"
+                                     if self.thread_id else "")
+        if self.part == "tool-definition":
+            return f"the definition of tool {self.tool} offered in {of}"
+        if self.part == "request-parameters":
+            return f"the response format requested in {of}"
+        return f"the {self.part.replace('-', ' ')} of {of}"
 
 
 class PhraseMatch(BaseModel):
@@ -80,6 +104,8 @@ class PhraseSearch(BaseModel):
     # conversation's other runs, each after its run's id; ``from_others``: any of theirs
     not_imported: list[str] = Field(default_factory=list)
     from_others: bool = False
+    # held word for word only by parts of other runs' requests no message keeps
+    in_other_runs: list[OtherRunPart] = Field(default_factory=list)
     searched: str  # where and how it looked, in words
     scope_size: int  # messages compared by words and meaning
     exact: list[tuple[str, int]] = Field(default_factory=list)  # stored word-for-word hits
@@ -98,7 +124,8 @@ class PhraseSearch(BaseModel):
         """Whether even the closest match is too far to be what the phrase speaks of
         (``too_far``); False when nothing matched."""
         best = self.best
-        return best is not None and too_far(self.phrase, best, self.by_meaning)
+        return best is not None and (bool(self.in_other_runs)
+                                     or too_far(self.phrase, best, self.by_meaning))
 
     def verdict(self) -> Explanation:
         """The phrase's fate, as ``why_forgotten`` gives it: the best match's when it is
@@ -106,7 +133,10 @@ class PhraseSearch(BaseModel):
         matched, or the nearest is too far — naming the nearest and what the import
         left out."""
         best = self.best
-        left_out = {"not_imported": self.not_imported} if self.not_imported else {}
+        left_out: dict[str, Any] = {"not_imported": self.not_imported} \
+            if self.not_imported else {}
+        if self.in_other_runs:
+            left_out["in_other_runs"] = [o.said() for o in self.in_other_runs]
         if best is None:
             return Explanation(run_id=self.run_id, fate="not-stored", reached_model=False,
                                sentence=self.sentence,
@@ -198,6 +228,45 @@ def _other_conversations(storage: Storage, data: RunData) -> list[Any]:
             if not isinstance(m.content, str)]
 
 
+#: the steps of another run whose tools offered a phrase search reads (its first ten:
+#: an agent offers the same tools at every step, as a rule)
+OTHER_RUN_STEPS_READ = 10
+
+
+def _other_runs_holding(storage: Storage, data: RunData, needle: str
+                        ) -> tuple[list[OtherRunPart], int]:
+    """The parts of other runs' requests that no stored message keeps — instructions,
+    working memory, observations, the tools offered, an imported request's response
+    format — holding ``needle`` (``normalise``d) word for word, a part a run: the runs
+    of the run's resource (the store's, when it has none), its conversation's first,
+    then the nearest in time, ``OTHER_RUNS_READ`` at most, read in one query; and how
+    many were read."""
+    me = data.run
+    rows = [r for r in storage.runs.run_rows() if r.run_id != me.run_id
+            and (me.resource_id is None or r.resource_id == me.resource_id)]
+    rows.sort(key=lambda r: (r.thread_id != me.thread_id,
+                             abs((r.started_at - me.started_at).total_seconds()), r.run_id))
+    rows = rows[:OTHER_RUNS_READ]
+    wanted = {r.run_id: [k.prompt, k.import_,
+                         *(k.step(n) for n in range(OTHER_RUN_STEPS_READ))]
+              for r in rows for k in (RunKeys(r.run_id),)}
+    got = storage.runs.get_many([key for keys in wanted.values() for key in keys])
+    out = []
+    for r in rows:
+        reader = RunReader.of_entries(r.run_id, [(k, got[k]) for k in wanted[r.run_id]
+                                                 if k in got])
+        prompt = reader.prompt()
+        kept_by_none = [GivenMessage(it.message, it.lane, 0) for it in
+                        (prompt.items if prompt is not None else []) if it.lane in LANE_PARTS]
+        parts = [*kept_by_none, *offered_tools(reader.steps()),
+                 *request_parameters(reader.import_record())]
+        hit = next(iter(phrase_hits(parts, [], needle, set())), None)
+        if hit is not None:
+            out.append(OtherRunPart(run_id=r.run_id, thread_id=r.thread_id,
+                                    part=hit.part.part, tool=hit.part.tool))
+    return out, len(rows)
+
+
 def find_by_phrase(storage: Storage, run_id: str, phrase: str, *,
                    embed: Embedder | None = None,
                    limit: int = PHRASE_MATCHES) -> PhraseSearch:
@@ -230,7 +299,7 @@ def find_by_phrase(storage: Storage, run_id: str, phrase: str, *,
         meaning or (c.lexical_score or 0.0) > 0)}
     terms = set(lexical_terms(needle))
     given = given_messages(data)
-    tools = offered_tools(data)
+    tools = [*offered_tools(data.steps), *request_parameters(data.import_record)]
     thread = data.run.thread_id
     own = (storage.memory.get_messages(thread)
            if thread is not None and storage.memory.get_thread(thread) is not None else [])
@@ -241,6 +310,10 @@ def find_by_phrase(storage: Storage, run_id: str, phrase: str, *,
     if not exact and not any(h.contains for h in hits):
         elsewhere = _other_conversations(storage, data)
         hits += phrase_hits([], elsewhere, normalise(needle), set())  # (word for word)
+    # nor what other runs were given that no message keeps (another agent's
+    # instructions): a phrase there was never given to this run
+    in_other_runs, runs_read = _other_runs_holding(storage, data, normalise(needle)) \
+        if not exact and not any(h.contains for h in hits) else ([], 0)
     msgs = {m.ref: m for m in [*exact, *own, *elsewhere]}
     missing = [r for r in dict.fromkeys([*(h.ref for h in hits if h.ref), *close])
                if r not in msgs]
@@ -298,13 +371,19 @@ def find_by_phrase(storage: Storage, run_id: str, phrase: str, *,
     how = "by words" + (f" and by meaning with {embedder_name(embedder)}" if meaning else
                         f" (ranked with {embedder_name(embedder)}, which compares words, not "
                         "meaning)" if embedder else "")
+    defs = [t for t in tools if t.lane == TOOLS_LANE]
     searched = (f"every stored message's text for the exact text; the {len(scored)} "
                 f"messages of {where} {how}; every part of {_given_counted(given)} "
                 f"({_kinds_given(given)})"
                 + (f" and of the {len(own)} messages of conversation {thread}" if own else "")
-                + ("; the definition of the 1 tool it was offered" if len(tools) == 1
-                   else f"; the definitions of the {len(tools)} tools it was offered"
-                   if tools else "")
+                + ("; the definition of the 1 tool it was offered" if len(defs) == 1
+                   else f"; the definitions of the {len(defs)} tools it was offered"
+                   if defs else "")
+                + ("; the response format it was asked for"
+                   if len(defs) < len(tools) else "")
+                + (f"; what the requests of {runs_read} other run{'s' * (runs_read != 1)} "
+                   "held that no message keeps (instructions, tools offered, response "
+                   "formats)" if runs_read else "")
                 + (f"; every part of the {len(elsewhere)} messages of the "
                    f"{len({m.thread_id for m in elsewhere})} newest other conversations"
                    + (" of its resource" if data.run.resource_id else "") if elsewhere
@@ -321,8 +400,10 @@ def find_by_phrase(storage: Storage, run_id: str, phrase: str, *,
                                and h.ref in msgs and msgs[h.ref].run_id != run_id
                                and not _written_before(msgs[h.ref], data)],
                         matches=matches, not_imported=left_out, from_others=bool(others),
+                        in_other_runs=in_other_runs,
                         sentence=_phrase_sentence(needle, contained, matches, where, how,
-                                                  meaning, left_out, bool(others)))
+                                                  meaning, left_out, bool(others),
+                                                  in_other_runs))
 
 
 #: the parts a run's given messages can hold, in words, in the order they are named
@@ -403,6 +484,10 @@ def _explain_part(data: RunData, g: GivenMessage) -> Explanation:
             "text." if imported else
             f"The assistant was offered tool {name} in this run: its name, description "
             "and parameters are sent to the model with the prompt.")
+    elif g.lane == PARAMS_LANE:
+        fate, sentence = "sent-by-client", (
+            "The client sent this text with the request, in the response format it asked "
+            "for, so the model was given it.")
     elif g.lane == "instructions":
         fate, sentence = "instructions", (
             "The client sent this text as the instructions (the system prompt) of this "
@@ -516,11 +601,19 @@ def _unread(left_out: list[str], others: bool) -> str:
 
 def _phrase_sentence(needle: str, contained: list[PartHit], matches: list[PhraseMatch],
                      where: str, how: str, meaning: bool, left_out: list[str],
-                     others: bool) -> str:
+                     others: bool, in_other_runs: Sequence[OtherRunPart] = ()) -> str:
     if contained:
         return (f"“{needle}” appears word for word in {places_counted(contained)}"
                 + (", listed first; then the closest others."
                    if any(not m.contains for m in matches) else "."))
+    if in_other_runs:
+        first, n = in_other_runs[0], len({o.run_id for o in in_other_runs}) - 1
+        more = f" (and {n} other run{'s' * (n != 1)})" if n else ""
+        return (f"No stored message contains “{needle}”, nor does any part of what the "
+                f"model was given in this run; it is word for word in {first.said()}"
+                f"{more}, a part of another request that this run's model was not given."
+                + (" The closest parts of this run are below, none of them the phrase."
+                   if matches else ""))
     if matches and too_far(needle, matches[0], meaning):
         return (f"No stored message contains “{needle}” word for word, nor does any part "
                 "of what the model was given in this run, and none shares most of its "

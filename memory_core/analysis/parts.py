@@ -7,16 +7,16 @@ message's parts the same way (why-forgotten by phrase)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from memory_core.journal import RunData
+from memory_core.journal import ImportRecord, RunData, RunStep
 from memory_core.types import Message
 
 PartKind = Literal["text", "tool-call-name", "tool-call-arguments", "tool-result",
                    "attachment", "instructions", "working-memory", "observations",
-                   "tool-definition"]
+                   "tool-definition", "request-parameters"]
 
 #: prompt lanes whose text is no conversation's message, and the part their text is
 LANE_PARTS: dict[str, PartKind] = {"instructions": "instructions",
@@ -26,6 +26,9 @@ LANE_PARTS: dict[str, PartKind] = {"instructions": "instructions",
 STEP_LANE = "step"
 #: the "lane" of a tool the model was offered (its definition, sent with the request)
 TOOLS_LANE = "tools"
+#: the "lane" of an imported request's parameters the model reads: a response format,
+#: its schema (names, titles, descriptions), sent with the request
+PARAMS_LANE = "request_parameters"
 
 
 def normalise(text: str) -> str:
@@ -208,13 +211,13 @@ def given_messages(data: RunData) -> list[GivenMessage]:
     return out
 
 
-def offered_tools(data: RunData) -> list[GivenMessage]:
-    """Each tool the model was offered in the run (the first step that offered it),
-    its definition as one part: its name, description and parameters' schema (the
+def offered_tools(steps: Sequence[RunStep]) -> list[GivenMessage]:
+    """Each tool the model was offered in a run's ``steps`` (the first step that offered
+    it), its definition as one part: its name, description and parameters' schema (the
     strings inside it searched as written)."""
     out: list[GivenMessage] = []
     seen: set[str] = set()
-    for step in data.steps:
+    for step in steps:
         for spec in step.tool_specs:
             schema = value_text(spec.parameters)
             text = f"{spec.name}: {spec.description}".rstrip(": ") + f" · parameters {schema}"
@@ -226,6 +229,37 @@ def offered_tools(data: RunData) -> list[GivenMessage]:
             out.append(GivenMessage(Message(role="system", content=text), TOOLS_LANE,
                                     step.index, parts=(part,)))
     return out
+
+
+def _read_by_model(value: Any, path: str = "") -> Iterator[tuple[str, Any]]:
+    """The members of a request's parameters the model reads, each with its path: an
+    object whose key names a format or a schema and that says more than its ``type``
+    (``response_format``'s JSON schema, the Responses API's ``text.format``, Gemini's
+    ``responseSchema``, Ollama's ``format`` as a schema); the sampling settings, stop
+    sequences, metadata, an audio format or a plain ``{"type": "text"}`` are left."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            at = f"{path}.{k}" if path else str(k)
+            if ("format" in str(k).lower() or "schema" in str(k).lower()) \
+                    and isinstance(v, dict) and set(v) - {"type"}:
+                yield at, v
+            else:
+                yield from _read_by_model(v, at)
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _read_by_model(v, f"{path}[{i}]")
+
+
+def request_parameters(record: ImportRecord | None) -> list[GivenMessage]:
+    """An imported run's recorded parameters the model reads (``_read_by_model``) as
+    one part, given with the request; none for a run this library ran, or a request
+    that set no format."""
+    held = dict(_read_by_model(dict(record.request_params))) if record is not None else {}
+    if not held:
+        return []
+    text = json.dumps(held, ensure_ascii=False)
+    part = MessagePart("request-parameters", text, leaves=tuple(_leaves(held)), obj=held)
+    return [GivenMessage(Message(role="system", content=text), PARAMS_LANE, 0, parts=(part,))]
 
 
 # -- a phrase in the parts ---------------------------------------------------------------
@@ -297,7 +331,9 @@ def place(hit: PartHit) -> str:
             "working-memory": "the working memory in this run's prompt",
             "observations": f"the observations{obs} in this run's prompt",
             "tool-definition": f"the definition of tool {p.tool} (its name, description "
-                               "and parameters) offered to the model in this run"}[p.part]
+                               "and parameters) offered to the model in this run",
+            "request-parameters": "the response format this run's request asked for (in "
+                                  "its recorded parameters)"}[p.part]
 
 
 _NOUNS: dict[str, tuple[str, str]] = {

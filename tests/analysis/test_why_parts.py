@@ -25,6 +25,7 @@ from memory_core.analysis.parts import (
     message_parts,
     normalise,
     offered_tools,
+    request_parameters,
 )
 from memory_core.composition.memory import AgentMemory
 from memory_core.composition.working_memory import WorkingMemoryConfig
@@ -266,6 +267,78 @@ def test_an_imported_question_asked_in_another_conversation_too_was_sent() -> No
         (report.threads_created[1], 0), (report.threads_created[0], 0)]
 
 
+def _agent_line(system: str, question: str, answer: str, **request: Any) -> str:
+    return json.dumps({"request": {"model": "m", "messages": [
+        {"role": "system", "content": system}, {"role": "user", "content": question}],
+        **request}, "response": {"model": "m", "choices": [
+            {"message": {"role": "assistant", "content": answer}}]}})
+
+
+def test_a_phrase_of_another_run_s_instructions_was_not_given() -> None:
+    """Two agents' requests in one file (a tracer's concurrency test): agent A's
+    instructions were never given to agent B's run. The phrase, searched in B's run,
+    was called B's own instructions ("so the model was given it", sharing one word);
+    with both absent from the store it was "never said". It is in another run's
+    request, which this run was not given."""
+    s = InMemoryStorage(clock=lambda: datetime(2026, 1, 1, tzinfo=UTC))
+    report = import_text(s, "\n".join([
+        _agent_line("You are agent A. Just respond with 'A' and nothing else.", "Go", "A"),
+        _agent_line("You are agent B. Just respond with 'B' and nothing else.", "Go", "B")]),
+        name="agents.jsonl")
+    run_a, run_b = report.runs_created
+    for run, phrase, other in ((run_b, "You are agent A", run_a),
+                               (run_a, "respond with 'B' and nothing else", run_b)):
+        e = why_forgotten(s, run, phrase, embed=EMBED)
+        assert (e.fate, e.reached_model) == ("not-stored", False), e
+        assert f"it is word for word in the instructions of run {other} " in e.sentence, \
+            e.sentence
+        assert e.evidence["in_other_runs"] == [
+            f"the instructions of run {other} (conversation "
+            f"{s.runs.require_run(other).thread_id})"]
+        search = find_by_phrase(s, run, phrase, embed=EMBED)
+        assert "what the requests of 1 other run held" in search.searched
+    # its own instructions are still its own
+    e = why_forgotten(s, run_b, "You are agent B", embed=EMBED)
+    assert (e.fate, e.reached_model) == ("instructions", True)
+
+
+def test_a_tool_offered_only_in_another_run_was_not_given() -> None:
+    tool = {"type": "function", "function": {
+        "name": "transfer_to_math_tutor", "description": "Handoff to the Math Tutor agent",
+        "parameters": {"type": "object", "properties": {}}}}
+    s = InMemoryStorage(clock=lambda: datetime(2026, 1, 1, tzinfo=UTC))
+    report = import_text(s, "\n".join([
+        _agent_line("Triage the question.", "Help with algebra", "Handing off.",
+                    tools=[tool]),
+        _agent_line("You tutor maths.", "Solve x + 1 = 2", "x = 1")]), name="handoff.jsonl")
+    e = why_forgotten(s, report.runs_created[1], "Math Tutor", embed=EMBED)
+    assert (e.fate, e.reached_model) == ("not-stored", False)
+    assert ("it is word for word in the definition of tool transfer_to_math_tutor offered "
+            f"in run {report.runs_created[0]}") in e.sentence
+
+
+def test_a_response_format_s_schema_reached_the_model() -> None:
+    """A structured-output request's schema (its names, titles, descriptions) is sent
+    to the model with the request: "HomeworkOutput" was said "never said, or erased"."""
+    fmt = {"format": {"type": "json_schema", "name": "final_output", "schema": {
+        "title": "HomeworkOutput", "type": "object", "properties": {
+            "is_homework": {"title": "Is Homework", "type": "boolean"}}}}}
+    s = InMemoryStorage(clock=lambda: datetime(2026, 1, 1, tzinfo=UTC))
+    report = import_text(s, _agent_line("Check if the user is asking about homework.",
+                                        "Who was the first president?",
+                                        '{"is_homework": false}', text=fmt,
+                                        temperature=0.2, user="ann"), name="guard.jsonl")
+    [run] = report.runs_created
+    for phrase in ("HomeworkOutput", "Is Homework"):
+        e = why_forgotten(s, run, phrase, embed=EMBED)
+        assert (e.fate, e.reached_model, e.evidence["part"]) == (
+            "sent-by-client", True, "request-parameters"), e
+        assert e.sentence.startswith(f"“{phrase}” is in the response format this run's "
+                                     "request asked for")
+    # settings the model is never shown are no part of it
+    assert why_forgotten(s, run, "ann", embed=EMBED).fate == "not-stored"
+
+
 def test_the_cli_names_the_part(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
@@ -332,7 +405,9 @@ def test_every_part_of_every_imported_run_is_found(name: str) -> None:
                    for m, step, ref in conversation(data)
                    if step is None and ref is not None]  # the answer, written after
         # the tools it was offered: their definitions were sent too
-        places += [(list(g.parts), g.lane, None, False, True) for g in offered_tools(data)]
+        places += [(list(g.parts), g.lane, None, False, True)
+                   for g in [*offered_tools(data.steps),
+                             *request_parameters(data.import_record)]]
         for parts, lane, ref, question, given in places:
             for p in parts:
                 if not p.text.strip():

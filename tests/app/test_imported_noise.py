@@ -223,3 +223,38 @@ def test_first_words_are_short_whatever_the_text() -> None:
         "one two three four five six seven eight…")
     blob = first_words("data:" + "A" * 5000)
     assert len(blob) == QUESTION_CHARS and blob.endswith("…")
+
+
+def test_why_names_another_run_s_instructions_and_a_response_format(
+        empty_db: InMemoryStorage, app: Callable[..., AppTest]) -> None:
+    """The Why page on two agents' requests in one file: agent A's instructions, typed
+    in agent B's run, are in another run's request (not stored, not given), and a
+    structured-output schema's title reached the model with the request."""
+    import json
+
+    from memory_core.importers import import_text
+
+    fmt = {"type": "json_schema", "json_schema": {"name": "verdict", "schema": {
+        "title": "HomeworkOutput", "type": "object", "properties": {}}}}
+
+    def line(system: str, **request: Any) -> str:
+        return json.dumps({"request": {"model": "m", "messages": [
+            {"role": "system", "content": system}, {"role": "user", "content": "Go"}],
+            **request}, "response": {"model": "m", "choices": [
+                {"message": {"role": "assistant", "content": "Done."}}]}})
+
+    report = import_text(empty_db, line("You are agent A. Reply A.") + "\n"
+                         + line("You are agent B. Reply B.", response_format=fmt),
+                         name="agents.jsonl")
+    run_a, run_b = report.runs_created
+    at = app(WHY_PAGE, run=run_b, q="You are agent A")
+    _ok(at)
+    shown = "\n".join(_texts(at)).replace("\\", "")
+    assert "not-stored" in shown
+    assert f"it is word for word in the instructions of run {run_a}" in shown
+    at = app(WHY_PAGE, run=run_b, q="HomeworkOutput")
+    _ok(at)
+    shown = "\n".join(_texts(at)).replace("\\", "")
+    assert "sent-by-client" in shown
+    assert "(not a stored message: sent with this run's request)" in shown
+    assert "in the response format the request asked for" in shown
