@@ -514,6 +514,29 @@ def test_a_refusal_is_the_answer_text_streamed_or_not_and_sent_back_alike() -> N
                    for k in report.skipped)
 
 
+def test_an_answer_s_url_citations_are_noted_with_the_pages_cited() -> None:
+    """A web-searched Responses answer annotates its text with ``url_citation``s
+    (Weave's cassette): they were dropped without a note while the search call beside
+    them was noted."""
+    cite = {"type": "url_citation", "start_index": 0, "end_index": 12,
+            "url": "https://news.example/markets", "title": "Markets"}
+    record = {"request": {"model": "gpt-4o", "input": "News today?",
+                          "tools": [{"type": "web_search_preview"}]},
+              "response": {"id": "resp_1", "object": "response", "model": "gpt-4o",
+                           "output": [
+                               {"type": "web_search_call", "id": "ws_1", "status": "completed"},
+                               {"type": "message", "role": "assistant", "content": [
+                                   {"type": "output_text", "text": "Stocks rose.",
+                                    "annotations": [cite, {**cite, "start_index": 6}]}]}],
+                           "usage": {"input_tokens": 9, "output_tokens": 3}}}
+    st = s()
+    report = import_text(st, json.dumps(record))
+    assert "output[1]: 2 annotation(s) of its text (url_citation) not imported; citing " \
+           "https://news.example/markets" in [n.reason for n in report.skipped]
+    step = st.runs.get(f"{report.runs_created[0]}:step:0")
+    assert step["response"]["text"] == "Stocks rose."
+
+
 def test_a_responses_stream_cut_at_max_output_tokens_imports_as_incomplete() -> None:
     """A Responses API stream that stops at ``max_output_tokens`` ends with
     ``response.incomplete``, not ``response.completed``: the whole file was refused

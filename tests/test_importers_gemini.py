@@ -308,6 +308,34 @@ def test_google_search_grounding_is_noted_and_its_tokens_are_input() -> None:
         "search results' tokens are counted in the input"]
 
 
+def test_citations_of_recited_sources_are_noted_streamed_or_not() -> None:
+    """An answer that recites sources carries ``citationMetadata`` (Weave's cassette:
+    two GitHub repositories); it was dropped without a word, and ``why`` on a cited
+    repository then said "never said". Noted with the sources, in a stream too, and in
+    Vertex AI's spelling (``citations``)."""
+    cited = {"citationSources": [
+        {"startIndex": 0, "endIndex": 9, "uri": "https://github.com/a/leap"},
+        {"startIndex": 9, "endIndex": 20, "uri": "https://github.com/b/codeWarsTwo"}]}
+    want = ("response: its 2 citation(s) of sources its text recites not imported "
+            "(https://github.com/a/leap, https://github.com/b/codeWarsTwo)")
+    answer = _answer({"text": "def leap(y): ..."})
+    answer["candidates"][0]["citationMetadata"] = cited
+    _, report = _import(_record([USER], answer))
+    assert [n.reason for n in report.skipped] == [want]
+    chunks = [{"candidates": [{"content": {"role": "model", "parts": [{"text": "def "}]}}]},
+              {"candidates": [{"content": {"role": "model", "parts": [{"text": "leap"}]},
+                               "finishReason": "STOP", "citationMetadata": cited}]}]
+    _, report = _import(_record([USER], chunks))
+    assert want in [n.reason for n in report.skipped]
+    vertex = _answer({"text": "def leap(y): ..."})
+    vertex["candidates"][0]["citationMetadata"] = {"citations": [
+        {"startIndex": 0, "uri": "https://github.com/a/leap"}]}
+    _, report = _import(_record([USER], vertex))
+    assert [n.reason for n in report.skipped] == [
+        "response: its 1 citation(s) of sources its text recites not imported "
+        "(https://github.com/a/leap)"]
+
+
 def test_a_call_sent_back_without_the_id_its_answer_recorded_takes_it() -> None:
     # Gemini 3 answers with functionCall ids; a client sends the call back without
     # one: the call and its result take the recorded id, and the loop is one thread

@@ -1180,6 +1180,22 @@ EXPECTED.update({
 # Gemini API traffic (generateContent / streamGenerateContent), recorded by pydantic-ai
 _FRANCE = "user: What is the capital of France?"
 EXPECTED.update({
+    # the answer recites two public repositories' code: its citationMetadata, noted
+    "weave-google_genai-test_chat_session_sync.yaml": {
+        "api": "gemini",
+        "threads": [["user: Write a python function named `is_leap_year` that checks if a "
+                     "year is a leap year.",
+                     "assistant: ```python\ndef is_leap_year(year):\n  \"\"\"\n  Checks if a "
+                     "year is a leap year according to the Gregorian calendar rules.…"]],
+        "runs": [("gemini-2.0-flash", (51, 233), [])],
+        "instructions": "\nYou are an expert software developer and a helpful coding "
+                        "assistant.\nYou are able to generate high-quality code in the Python "
+                        "programming language.",
+        "skipped": ["response: its 2 citation(s) of sources its text recites not imported "
+                    "(https://github.com/Ashu-sketch/PracticeProjects, "
+                    "https://github.com/bownejp20/codeWarsTwo)"],
+        "finishes": ["STOP"],
+    },
     "pydanticai-google-test_google_model_instructions.yaml": {
         "api": "gemini",
         "threads": [[_FRANCE, "assistant: The capital of France is Paris.\n"]],

@@ -299,6 +299,7 @@ def _joined(response: Any, where: str, notes: list[str]) -> dict[str, Any]:
     parts: list[Any] = []
     out: dict[str, Any] = {}
     finish, others, grounding = None, False, None
+    cited: list[Any] = []
     chunks = stream_events(response, where)
     for chunk in chunks:
         for key in ("usageMetadata", "modelVersion", "responseId", "createTime",
@@ -319,14 +320,27 @@ def _joined(response: Any, where: str, notes: list[str]) -> dict[str, Any]:
             parts.extend(more)
             finish = _get(cand, "finishReason") or finish
             grounding = _get(cand, "groundingMetadata") or grounding
+            cited += _citations(cand)
     if parts or finish:
         out["candidates"] = [{"content": {"role": "model", "parts": parts},
                               "finishReason": finish,
-                              **({"groundingMetadata": grounding} if grounding else {})}]
+                              **({"groundingMetadata": grounding} if grounding else {}),
+                              **({"citationMetadata": {"citationSources": cited}}
+                                 if cited else {})}]
     if others:
         out["alternatives"] = True
     notes.append(f"{where}: response reassembled from {len(chunks)} stream chunk(s)")
     return out
+
+
+def _citations(cand: dict[str, Any]) -> list[Any]:
+    """A candidate's citations of sources its text recites (``citationMetadata``:
+    ``citationSources`` in the Gemini API, ``citations`` in Vertex AI's)."""
+    meta = _get(cand, "citationMetadata")
+    if not isinstance(meta, dict):
+        return []
+    got = _get(meta, "citationSources") or meta.get("citations")
+    return [c for c in got if isinstance(c, dict)] if isinstance(got, list) else []
 
 
 def _usage(meta: Any) -> tuple[Usage, bool]:
@@ -387,6 +401,12 @@ def _reply(response: dict[str, Any], where: str, notes: list[str]
         notes.append(f"{where}: response: its grounding (Google Search: {n} "
                      f"quer{'y' if n == 1 else 'ies'}, {m} source{'' if m == 1 else 's'}) "
                      "not imported; the search results' tokens are counted in the input")
+    if cited := _citations(cand):
+        uris = list(dict.fromkeys(str(c["uri"]) for c in cited if isinstance(c.get("uri"), str)))
+        notes.append(f"{where}: response: its {len(cited)} citation(s) of sources its text "
+                     "recites not imported"
+                     + (f" ({', '.join(uris[:3])}{' …' if len(uris) > 3 else ''})"
+                        if uris else ""))
     finish = finish_reason(_get(cand, "finishReason"))
     content = cand.get("content")
     msgs = content_messages(content, f"{where}: response", notes, role="model",

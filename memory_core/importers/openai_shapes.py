@@ -107,6 +107,8 @@ def response_items(items: Any, where: str, notes: list[str], *,
                 call_id=str(item.get("call_id") or ""), name="",
                 result=output if isinstance(output, str) else parse_arguments(output))]))
         elif kind == "message":
+            if side == "output":
+                _note_annotations(item.get("content"), iw, notes)
             m = from_openai_message({k: v for k, v in item.items()
                                      if k in ("role", "content", "name")}, iw, notes)
             if m.role == "assistant" and out and out[-1].role == "assistant" \
@@ -117,6 +119,21 @@ def response_items(items: Any, where: str, notes: list[str], *,
         else:
             notes.append(f"{iw}: item of type {kind!r} not imported")
     return out
+
+
+def _note_annotations(content: Any, where: str, notes: list[str]) -> None:
+    """An answer's text annotations (``url_citation``: a cited page's title and URL,
+    ``file_citation`` …) are not kept: noted, with the first URLs they cite."""
+    found = [a for part in (content if isinstance(content, list) else [])
+             if isinstance(part, dict) and isinstance(part.get("annotations"), list)
+             for a in part["annotations"] if isinstance(a, dict)]
+    if not found:
+        return
+    kinds = ", ".join(dict.fromkeys(str(a.get("type", "?")) for a in found))
+    urls = list(dict.fromkeys(str(a["url"]) for a in found if isinstance(a.get("url"), str)))
+    cited = f"; citing {', '.join(urls[:3])}{' …' if len(urls) > 3 else ''}" if urls else ""
+    notes.append(f"{where}: {len(found)} annotation(s) of its text ({kinds}) not "
+                 f"imported{cited}")
 
 
 STREAM_ENDS = ("response.completed", "response.incomplete", "response.failed")
