@@ -174,7 +174,7 @@ class PhraseSearch(BaseModel):
             "other_matches": others,
             "sentence": f"No stored message contains “{self.phrase}” word for word; the "
                         f"closest is {closest}. {exp.sentence}"
-                        + (_unread(self.not_imported, self.from_others)
+                        + (_unread(self.not_imported, self.from_others, self.phrase)
                            if self.not_imported else ""),
             "evidence": {**exp.evidence, "matched": self.searched,
                          "shared_terms": best.shared_terms,
@@ -587,14 +587,19 @@ def others_not_imported(storage: Storage, data: RunData) -> list[str]:
     return out
 
 
-def _unread(left_out: list[str], others: bool) -> str:
+def _unread(left_out: list[str], others: bool, needle: str) -> str:
     """The end of a sentence saying nothing holds a phrase, for a run whose recording
     (or, ``others``, another run's of its conversation) held parts the import left
-    out: they may have."""
-    first = left_out[0] if len(left_out[0]) <= 120 else left_out[0][:119] + "…"
-    more = f" and {len(left_out) - 1} more" if len(left_out) > 1 else ""
+    out: they may have — or one does, when its note names the phrase (a cited URL)."""
     whose = "the recordings of this conversation's runs" if others \
         else "the recording of this run"
+    said = normalise(needle)
+    holding = next((n for n in left_out if said in normalise(n)), None)
+    if holding is not None:
+        return (f" But {whose} held parts that were not imported, and one of them holds it "
+                f"(“{excerpt(holding, said)}”): it was recorded but not kept here.")
+    first = left_out[0] if len(left_out[0]) <= 120 else left_out[0][:119] + "…"
+    more = f" and {len(left_out) - 1} more" if len(left_out) > 1 else ""
     return (f" But {whose} held parts that were not imported (“{first}”"
             f"{more}): it may have been in one of them, recorded but not kept here.")
 
@@ -619,18 +624,18 @@ def _phrase_sentence(needle: str, contained: list[PartHit], matches: list[Phrase
                 "of what the model was given in this run, and none shares most of its "
                 f"words (compared {how}): the nearest shares only "
                 f"{_words_said(matches[0].shared_terms)}."
-                + (_unread(left_out, others) if left_out else
+                + (_unread(left_out, others, needle) if left_out else
                    " It was never said in these words, or it was erased."))
     if matches:
         by = "by words and meaning" if meaning else "by words"
         return (f"No stored message contains “{needle}” word for word, nor does any part "
                 f"of what the model was given in this run; the closest {by} are below."
-                + (_unread(left_out, others) if left_out else ""))
+                + (_unread(left_out, others, needle) if left_out else ""))
     return (f"No stored message contains “{needle}”, and none of {where} shares its words "
             f"or comes close in meaning (compared {how}); no part {'stored ' * bool(left_out)}"
             "of what the model was given in this run (instructions, tool calls and results, "
             "tools offered included) holds it either"
-            + (f".{_unread(left_out, others)}" if left_out else
+            + (f".{_unread(left_out, others, needle)}" if left_out else
                ", so the assistant could not have been given it: it was never said, or it "
                "was erased."))
 

@@ -270,3 +270,16 @@ def test_what_the_import_noted_of_a_call_is_said_with_its_run() -> None:
         name="calls.json")
     note = run_view(s, report.runs_created[0]).notes[0]
     assert note.count("had no id") == 5 and re.search(r"; and \d+ more$", note), note
+
+
+def test_a_phrase_a_left_out_part_names_is_said_to_be_in_it() -> None:
+    """Weave's Gemini cassette: the answer cites two repositories (not imported, noted
+    with their URLs). A cited repository's name is in that note: not "it may have been
+    in one of them" but that one of them holds it."""
+    s = InMemoryStorage()
+    report = import_file(s, FIX / "real" / "weave-google_genai-test_chat_session_sync.yaml")
+    e = why_forgotten(s, report.runs_created[0], "codeWarsTwo")
+    assert e.fate == "not-stored" and not e.reached_model
+    assert "held parts that were not imported, and one of them holds it (“" in e.sentence
+    assert "https://github.com/bownejp20/codeWarsTwo" in e.sentence
+    assert e.sentence.endswith("it was recorded but not kept here.")
