@@ -430,9 +430,14 @@ def _explain_imported(data: RunData, msg: StoredMessage, by_lane: dict[tuple[str
     items = data.prompt.items
     lane = by_lane.get((msg.thread_id, msg.seq))
     server = data.server_held()
-    # what the request carried: its prompt but the history the server held
-    n = len(items) - (server[0]["prompt_messages"][1] - server[0]["prompt_messages"][0]
-                      if server is not None else 0)
+    # what the request carried: its prompt's messages but the history the server held;
+    # its instructions are said apart (Anthropic's and Gemini's requests send them
+    # outside their messages, so "one of the 4 messages" counted one too many there)
+    lo, hi = server[0]["prompt_messages"] if server is not None else (0, 0)
+    carried = [it for i, it in enumerate(items) if not lo <= i < hi]
+    beside = " beside its instructions" if any(it.lane == "instructions" for it in carried) \
+        else ""
+    n = sum(1 for it in carried if it.lane != "instructions")
     if not items:
         return out("unknown", "This recording does not show what the client sent in this "
                    "request, so whether this message was in it is unknown.")
@@ -449,14 +454,15 @@ def _explain_imported(data: RunData, msg: StoredMessage, by_lane: dict[tuple[str
                        lane=lane, sent=n, reference=held["reference"])
         which = "the one message" if n == 1 else f"one of the {n} messages"
         return out("sent-by-client", f"The client sent this message in this request: it is "
-                   f"{which} the recorded request carried ({unknown}).",
+                   f"{which} the recorded request carried{beside} ({unknown}).",
                    lane=lane, sent=n)
     if msg.run_id == data.run.run_id:
         return out("written-after", "This is the answer recorded for this request, so it "
                    "was written after the request was sent.", sent=n)
-    tail = (f"{unknown}; the client sent " + ("one message, and this was not it" if n == 1
-                                              else f"these {n} messages, and this was not "
-                                                   "one of them"))
+    tail = (f"{unknown}; the client sent " + (
+        "its instructions alone" if n == 0 else
+        f"one message{beside}, and this was not it" if n == 1 else
+        f"these {n} messages{beside}, and this was not one of them"))
     if msg.thread_id != data.run.thread_id:
         return out("not-sent-by-client", f"The client did not send this message in this "
                    f"request (it is in another conversation, {msg.thread_id}): {tail}.",

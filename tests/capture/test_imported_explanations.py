@@ -137,6 +137,35 @@ def test_a_request_of_one_message_is_said_in_the_singular() -> None:
     assert run_view(s, second).notes[0].endswith("the client sent this one message")
 
 
+def test_a_request_s_instructions_are_not_counted_among_its_messages() -> None:
+    """An Anthropic request of three messages and a ``system`` prompt: the question was
+    "one of the 4 messages the recorded request carried" — the instructions are no
+    message of it. So for a chat request whose system prompt is one: the same count."""
+    for name, record in (
+            ("a.jsonl", {"request": {"model": "claude-x", "max_tokens": 64,
+                                     "system": "Answer tersely.", "messages": [
+                                         {"role": "user", "content": "My code is 4417."},
+                                         {"role": "assistant", "content": "Noted."},
+                                         {"role": "user", "content": "Which gate code?"}]},
+                         "response": {"type": "message", "role": "assistant",
+                                      "model": "claude-x", "stop_reason": "end_turn",
+                                      "content": [{"type": "text", "text": "4417."}],
+                                      "usage": {"input_tokens": 9, "output_tokens": 2}}}),
+            ("c.jsonl", {"request": {"model": "m", "messages": [
+                {"role": "system", "content": "Answer tersely."},
+                {"role": "user", "content": "My code is 4417."},
+                {"role": "assistant", "content": "Noted."},
+                {"role": "user", "content": "Which gate code?"}]},
+                "response": {"choices": [{"message": {"role": "assistant",
+                                                      "content": "4417."}}]}})):
+        s = InMemoryStorage()
+        [run] = import_text(s, json.dumps(record), name=name).runs_created
+        e = why_forgotten(s, run, "Which gate code?")
+        assert "it is one of the 3 messages the recorded request carried beside its " \
+               "instructions" in e.sentence, (name, e.sentence)
+        assert e.evidence["sent"] == 3
+
+
 def test_unknown_paths_cover_the_fields_below_them() -> None:
     from memory_core.provenance.record import CompositionSettings, Memctx
 
