@@ -239,8 +239,9 @@ def test_the_run_inspector_says_which_messages_the_server_held() -> None:
     path = (Path(__file__).parent / "fixtures" / "imports" / "real"
             / "msagentframework-test_agent_with_tool_calls.yaml")
     first, second = import_file(st, path).runs_created
-    # interaction 1 sent its system message and question: all of its prompt
-    assert "the client sent these 2 messages" in views.run_view(st, first).notes[0]
+    # interaction 1 sent its instructions and question: all of its prompt
+    assert views.run_view(st, first).notes[0].endswith(
+        "the client sent this one message beside its instructions")
     # interaction 2 sent one tool result; the rest came from interaction 1's record (it
     # read "the client sent these 4 messages")
     note = views.run_view(st, second).notes[0]

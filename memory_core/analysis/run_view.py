@@ -383,7 +383,7 @@ def _these(n: int) -> str:
     return "this one message" if n == 1 else f"these {n} messages"
 
 
-def _imported_note(record: ImportRecord | None, shown: int) -> str:
+def _imported_note(record: ImportRecord | None, shown: int, instructed: int) -> str:
     """What an imported run's prompt is: what the client sent, or — for a Responses API
     request that sent ``previous_response_id`` instead of its history — which of the
     prompt's messages the server held and were reconstructed from an earlier record
@@ -391,25 +391,29 @@ def _imported_note(record: ImportRecord | None, shown: int) -> str:
     call (a thinking block not imported, a stream reassembled), the first few."""
     noted = record.notes if record is not None else []
     more = f"; and {len(noted) - _NOTES_SHOWN} more" if len(noted) > _NOTES_SHOWN else ""
-    return _prompt_said(record, shown) + (
+    return _prompt_said(record, shown, instructed) + (
         f". The import noted: {'; '.join(noted[:_NOTES_SHOWN])}{more}" if noted else "")
 
 
 _NOTES_SHOWN = 5  # (a call can gather dozens: each the CLI's import report lists)
 
 
-def _prompt_said(record: ImportRecord | None, shown: int) -> str:
+def _prompt_said(record: ImportRecord | None, shown: int, instructed: int) -> str:
+    """``shown``: the prompt's items, ``instructed`` of them its instructions (said
+    apart: Anthropic's, Gemini's and Responses' requests send them outside their
+    messages)."""
     head = ("imported run: this recording does not say whether memory recalled anything "
             "— it holds what the client sent the model and what came back, not memory "
             "settings, recall scores or what was left out; ")
     held = record.held_history() if record is not None else None
+    sent = _these(shown - instructed) + (" beside its instructions" if instructed else "")
     if held is None:
-        return head + f"the client sent {_these(shown)}"
+        return head + f"the client sent {sent}"
     unrecorded = (f"; the history before {held['unrecorded']} is not in the recording"
                   if held.get("unrecorded") else "")
     span = held.get("prompt_messages") or [0, 0]
     if not held.get("reconstructed_from") or span[1] <= span[0]:
-        return (head + f"the client sent {_these(shown)} and referred to the rest "
+        return (head + f"the client sent {sent} and referred to the rest "
                 f"of the conversation by {held['reference']}, held by the server"
                 + unrecorded)
     lo, hi = int(span[0]), int(span[1])
@@ -433,7 +437,9 @@ def run_view(storage: Storage, run_id: str) -> RunView:
         notes.append(f"run '{run_id}' has no provenance record ('{reader.keys.memctx}'): "
                      "scores, dropped items and near misses are unknown")
     elif memctx.imported:
-        notes.append(_imported_note(record, len(prompt.items) if prompt is not None else 0))
+        items_sent = prompt.items if prompt is not None else []
+        notes.append(_imported_note(record, len(items_sent), sum(
+            1 for it in items_sent if it.lane == "instructions")))
     elif memctx.messages_only:
         from memory_core.composition.other_memory import NO_PROVENANCE
 

@@ -164,6 +164,9 @@ def test_a_request_s_instructions_are_not_counted_among_its_messages() -> None:
         assert "it is one of the 3 messages the recorded request carried beside its " \
                "instructions" in e.sentence, (name, e.sentence)
         assert e.evidence["sent"] == 3
+        # the run inspector's note counts them alike
+        assert run_view(s, run).notes[0].endswith(
+            "the client sent these 3 messages beside its instructions")
 
 
 def test_unknown_paths_cover_the_fields_below_them() -> None:
