@@ -993,6 +993,29 @@ EXPECTED.update({
                      "for ye:…"]],
         "runs": [("command", (69, 110), [])],
     },
+    # PostHog's harness fixtures: a path without its host, bodies as {"kind": "json",
+    # "value"} or {"kind": "sse", "chunks"}, the time the document's recordedAt
+    "posthog-harness-openai-chat-tools.json": {
+        "threads": [["user: Call get_weather for Paris. Do not answer with text.",
+                     'assistant: → get_weather({"city": "Paris"})']],
+        "runs": [("gpt-4.1-mini-2025-04-14", (58, 5), ["get_weather"])],
+        "started": datetime(2026, 9, 20, 2, 12, 0, tzinfo=UTC),  # created 1789870320
+    },
+    "posthog-harness-anthropic-tools.json": {
+        "api": "anthropic",
+        "threads": [["user: Get the weather in Paris in celsius.",
+                     'assistant: → get_weather({"city": "Paris", "unit": "celsius"})']],
+        "runs": [("claude-haiku-4-5-20251001", (681, 50), ["get_weather"])],
+        # the answer has no time: the document's recordedAt
+        "started": datetime(2026, 9, 19, 20, 7, 25, 253000, tzinfo=UTC),
+        "finishes": ["tool_use"],
+    },
+    "posthog-harness-gemini-tools.json": {
+        "api": "gemini",
+        "threads": [["user: Call describe_shape for a blue triangle with three sides.",
+                     'assistant: → describe_shape({"color": "blue", "sides": 3})']],
+        "runs": [("gemini-3.1-flash-lite", (67, 20), ["describe_shape"])],
+    },
     # its stream ends with the marker quoted, ``data: "[DONE]"``; cut at max_tokens
     "weave-cohere-test_cohere_stream_v2.yaml": {
         "api": "cohere",

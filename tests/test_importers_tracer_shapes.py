@@ -663,3 +663,35 @@ def test_an_httpmock_document_that_is_no_call_is_a_note() -> None:
             "and a 'then' object") in {(k.where, k.reason) for k in report.skipped}
     with pytest.raises(ImportFormatError, match="invalid YAML httpmock recording"):
         _imported("when:\n  path: [unclosed\nthen: {}\n", "calls.yaml")
+
+
+# -- PostHog's harness fixtures: a path, bodies by kind, the document's time ---------------
+PH_TOOLS = REAL / "posthog-harness-anthropic-tools.json"
+
+
+def test_posthog_harness_bodies_by_kind_and_hostile_variants() -> None:
+    """The request's ``path`` is its URL (no host recorded); ``{"kind": "json",
+    "value"}`` is the body, ``{"kind": "sse", "chunks"}`` the stream's text joined; the
+    document's ``provenance.recordedAt`` dates a call its body does not. Each was
+    refused whole: "shares too little with any format"."""
+    doc = _load(PH_TOOLS)
+    s, report = _imported(json.dumps(doc), "anthropic-tools.json")
+    [rid] = report.runs_created
+    assert s.runs.require_run(rid).started_at.isoformat() == "2026-09-19T20:07:25.253000+00:00"
+    assert _text_of(s, report) == [["user: Get the weather in Paris in celsius.",
+                                    "assistant: ['get_weather']"]]
+    # a stream whose chunks are no texts: one error naming it, nothing written
+    bad = copy.deepcopy(doc)
+    bad["interactions"][0]["response"]["body"]["chunks"] = [{"event": "message_start"}]
+    with pytest.raises(ImportFormatError, match="recording 0: response: an SSE body's "
+                                                "'chunks' must be a list of texts"):
+        _imported(json.dumps(bad), "bad.json")
+    # an interaction that is no model call (an embedding) beside the one that is
+    embed = {"request": {"method": "POST", "path": "/v1/embeddings", "body": {
+        "kind": "json", "value": {"model": "e", "input": "x"}}},
+        "response": {"status": 200, "body": {"kind": "json", "value": {"data": []}}}}
+    two = copy.deepcopy(doc)
+    two["interactions"].insert(0, embed)
+    s, report = _imported(json.dumps(two), "two.json")
+    assert len(report.runs_created) == 1
+    assert any(k.where.endswith("recording 0") for k in report.skipped), report.skipped

@@ -5,7 +5,9 @@ dd-trace-js's LLM Observability tests) writes for each call, and what other reco
 write alike. A file holds one such object, a JSON array or JSON lines of them, or a
 document listing them (Mastra's ``{"meta", "recordings": [...]}``, a request's
 ``timestamp`` its time; Symfony AI's and vcrpy's JSON ``{"interactions": [...]}``; Ruby
-VCR's JSON ``{"http_interactions": [...]}``, a body ``{"encoding", "string"}``); each is
+VCR's JSON ``{"http_interactions": [...]}``, a body ``{"encoding", "string"}``; PostHog's
+harness fixtures ``{"provenance": {"recordedAt"}, "interactions": [...]}``, a request's
+``path`` alone, a body ``{"kind": "json", "value"}`` or ``{"kind": "sse", "chunks"}``); each is
 turned into a VCR interaction and read as one (``cassette.interaction_record``), so the
 model calls become request/response records and any other call is skipped naming its
 method and URL.
@@ -37,9 +39,10 @@ from memory_core.importers.cassette import interaction_record, parse_recording
 from memory_core.importers.common import ParsedFile, SkippedRecord, Stages, fail, from_unix
 from memory_core.importers.jsonvalues import first_document, iter_documents
 
-_HEAD = re.compile(r'"(method|url|uri|urlPath)"\s*:')
-# the keys a request's URL is under: the recorders', then WireMock's stub mappings'
-_URL_KEYS = ("url", "uri", "urlPath", "urlPattern", "urlPathPattern")
+_HEAD = re.compile(r'"(method|url|uri|urlPath|path)"\s*:')
+# the keys a request's URL is under: the recorders', then WireMock's stub mappings',
+# then a path alone (PostHog's LLM-analytics harness fixtures: the host is the SDK's)
+_URL_KEYS = ("url", "uri", "urlPath", "urlPattern", "urlPathPattern", "path")
 _SNIFF = 1 << 20  # how far into the file they are looked for
 
 
@@ -112,6 +115,14 @@ def _body(raw: Any, where: str) -> Any:
             return base64.b64decode(raw["base64_string"], validate=True)
         except binascii.Error as e:
             raise fail(where, f"body's base64_string is not base64: {e}") from None
+    if isinstance(raw, dict) and set(raw) == {"kind", "value"} and raw["kind"] in (
+            "json", "text"):
+        return raw["value"]  # (PostHog's harness fixtures: {"kind": "json", "value": …})
+    if isinstance(raw, dict) and set(raw) == {"kind", "chunks"} and raw["kind"] == "sse":
+        chunks = raw["chunks"]  # (and a stream's text as received, chunk by chunk)
+        if not isinstance(chunks, list) or not all(isinstance(c, str) for c in chunks):
+            raise fail(where, "an SSE body's 'chunks' must be a list of texts")
+        return "".join(chunks)
     if isinstance(raw, dict) and set(raw) == {"b64"} and isinstance(raw["b64"], str):
         try:  # (Elixir's req_llm fixtures: the bytes sent, {"b64": "…"})
             return base64.b64decode(raw["b64"], validate=True)
@@ -249,8 +260,11 @@ def _status(resp: dict[str, Any], where: str) -> int:
     return code
 
 
-def as_interaction(obj: dict[str, Any], where: str) -> dict[str, Any]:
-    """A recorded HTTP call in the shape of a vcrpy interaction."""
+def as_interaction(obj: dict[str, Any], where: str, recorded_at: Any = None
+                   ) -> dict[str, Any]:
+    """A recorded HTTP call in the shape of a vcrpy interaction; ``recorded_at``: when
+    the document listing it says it was recorded (PostHog's ``provenance.recordedAt``),
+    for a call that says nothing itself."""
     req, resp = obj["request"], obj["response"]
     request = {"method": req["method"], "uri": _url(req),
                **_side(_stub_request(req, where), f"{where}: request")}
@@ -273,6 +287,8 @@ def as_interaction(obj: dict[str, Any], where: str) -> dict[str, Any]:
     sent = req.get("timestamp")  # (Mastra's: when the request was sent, epoch ms)
     if isinstance(sent, int | float) and not isinstance(sent, bool):
         out["recorded_at"] = from_unix(sent, f"{where}: request", "timestamp").isoformat()
+    elif isinstance(recorded_at, str):
+        out["recorded_at"] = recorded_at
     return out
 
 
@@ -282,18 +298,21 @@ def http_rows(docs: Iterator[tuple[str, Any]], skipped: list[SkippedRecord]
     any other document as it is, for the formats to read."""
     for at, doc in docs:
         listed = _recordings(doc)
+        provenance = doc.get("provenance") if listed is not None else None
+        when = provenance.get("recordedAt") if isinstance(provenance, dict) else None
         yield from _http_rows([(f"{at}: recording {i}", r) for i, r in enumerate(listed)]
-                              if listed is not None else [(at, doc)], skipped)
+                              if listed is not None else [(at, doc)], skipped, when)
 
 
-def _http_rows(docs: list[tuple[str, Any]], skipped: list[SkippedRecord]
-               ) -> Iterator[tuple[str, Any]]:
+def _http_rows(docs: list[tuple[str, Any]], skipped: list[SkippedRecord],
+               recorded_at: Any = None) -> Iterator[tuple[str, Any]]:
     for where, obj in docs:
         if not is_http_interaction(obj):
             yield where, obj
             continue
         try:
-            got = interaction_record(as_interaction(obj, where), where, "HTTP interaction")
+            got = interaction_record(as_interaction(obj, where, recorded_at), where,
+                                     "HTTP interaction")
         except ImportFormatError as e:  # noted, the other interactions read
             got = (where, e)
         if isinstance(got, SkippedRecord):
