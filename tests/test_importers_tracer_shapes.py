@@ -583,6 +583,17 @@ def test_otlp_tool_definitions_read_one_by_one() -> None:
     ({"model": "phi3", "created_at": "2024-07-02T10:22:01.1Z",
       "message": {"role": "assistant", "content": "Hel"}, "done": False},
      "the response of an Ollama record without its request", "an Ollama record"),
+    # (an outside trial: goose's scenario recordings, calls keyed by a hash of their
+    # request, were "a JSON object with keys 205407e3…, 586e1757…" as if those were
+    # field names, then an evaluation row whose sent messages "are not in it")
+    ({"205407e3c76ac3acb35d9da9f560058217d3b267873f8e0a715a1946e2714ddd": {
+        "input": {"system": "You are goose.", "messages": [], "tools": []},
+        "output": {"message": {"role": "assistant"}, "usage": {}}},
+      "586e1757b28212d5816fef39a5f7c91304fd7853e8bf49546a1439a1eea41b04": {
+          "input": {}, "output": {}}},
+     "2 object(s) keyed by hashes (205407e3c76a…), the first of them a model call recorded "
+     "as its input (messages, system, tools) and output (message, usage), in a shape this "
+     "importer does not read", "a Responses API record"),
 ])
 def test_a_refused_record_says_what_it_looks_like_and_the_closest_format(
         tmp_path: Path, record: dict[str, Any], looks: str, closest: str) -> None:

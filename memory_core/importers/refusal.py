@@ -7,6 +7,7 @@ record's keys (its own, its ``request``'s and its ``response``'s)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from string import hexdigits
 from typing import Any
 
 
@@ -150,6 +151,12 @@ def _looks_like(obj: dict[str, Any], keys: set[str], closest: Shape) -> str:
             "status", "status_code", "statusCode"} and not keys & {"method", "url", "uri"}:
         return ("an HTTP response (its status and body) without the request it answers: "
                 "what was sent is not in the file")
+    sent, got = obj.get("input"), obj.get("output")
+    if isinstance(sent, dict) and isinstance(got, dict) and request is None \
+            and response is None and any(k in sent for k in _CONVERSATION):
+        return (f"a model call recorded as its input ({', '.join(sorted(map(str, sent))[:6])})"
+                f" and output ({', '.join(sorted(map(str, got))[:6])}), in a shape this "
+                "importer does not read")
     if "input" in obj and isinstance(obj.get("output"), str | dict) \
             and request is None and response is None:
         return ("an evaluation row (an input and the output it got), not a recorded model "
@@ -210,9 +217,24 @@ def closest_shape(obj: dict[str, Any]) -> Shape:
     return max(named or SHAPES, key=lambda s: (len(s.keys & keys), -SHAPES.index(s)))
 
 
+def _hash_keyed(obj: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """The objects of a document keyed by hashes (a recorder's store of calls indexed by
+    a digest of each request: goose's scenario recordings), or None."""
+    if obj and all(len(str(k)) >= 16 and all(c in hexdigits for c in str(k)) for k in obj) \
+            and all(isinstance(v, dict) for v in obj.values()):
+        return list(obj.values())
+    return None
+
+
 def unread_record(obj: dict[str, Any]) -> str:
     """One sentence: what ``obj`` (a record no format reads) looks like and why it is
     not read, and the closest format the importer reads, as it is written."""
+    if (inner := _hash_keyed(obj)) is not None:
+        # its keys are no field names: what each object keyed so looks like
+        first = next(iter(obj))
+        said = unread_record(inner[0]).removeprefix("this looks like ")
+        return (f"this looks like {len(inner)} object(s) keyed by hashes ({first[:12]}…), "
+                f"the first of them {said}")
     keys = _keys(obj)
     closest = closest_shape(obj)
     looks = _looks_like(obj, keys, closest)
