@@ -151,11 +151,11 @@ def _looks_like(obj: dict[str, Any], keys: set[str], closest: Shape) -> str:
             "status", "status_code", "statusCode"} and not keys & {"method", "url", "uri"}:
         return ("an HTTP response (its status and body) without the request it answers: "
                 "what was sent is not in the file")
-    sent, got = obj.get("input"), obj.get("output")
-    if isinstance(sent, dict) and isinstance(got, dict) and request is None \
-            and response is None and any(k in sent for k in _CONVERSATION):
-        return (f"a model call recorded as its input ({', '.join(sorted(map(str, sent))[:6])})"
-                f" and output ({', '.join(sorted(map(str, got))[:6])}), in a shape this "
+    given, got = obj.get("input"), obj.get("output")
+    if isinstance(given, dict) and isinstance(got, dict) and request is None \
+            and response is None and any(k in given for k in _CONVERSATION):
+        return (f"a model call recorded as its input ({', '.join(sorted(map(str, given))[:6])}"
+                f") and output ({', '.join(sorted(map(str, got))[:6])}), in a shape this "
                 "importer does not read")
     if "input" in obj and isinstance(obj.get("output"), str | dict) \
             and request is None and response is None:
@@ -231,9 +231,9 @@ def unread_record(obj: dict[str, Any]) -> str:
     not read, and the closest format the importer reads, as it is written."""
     if (inner := _hash_keyed(obj)) is not None:
         # its keys are no field names: what each object keyed so looks like
-        first = next(iter(obj))
+        key = str(next(iter(obj)))
         said = unread_record(inner[0]).removeprefix("this looks like ")
-        return (f"this looks like {len(inner)} object(s) keyed by hashes ({first[:12]}…), "
+        return (f"this looks like {len(inner)} object(s) keyed by hashes ({key[:12]}…), "
                 f"the first of them {said}")
     keys = _keys(obj)
     closest = closest_shape(obj)
