@@ -304,7 +304,9 @@ def test_inspect_shows_the_recorded_call_beside_the_estimate(tmp_path: Path) -> 
     failure = next(ln for ln in out if ln.startswith("failed: "))
     assert '"code": "model_not_found"' in failure and \
         "The model `this-model-does-not-exist` does not exist" in failure, failure
-    assert out[-1] == "answer: none (the run failed)"  # (it read "answer: None")
+    # (it read "answer: None", then "none (the run failed)", of a call the recording
+    # shows answered with an error, or whose body the recorder did not keep)
+    assert out[-1] == "answer: none recorded (the line above says why)"
     # the run list names the error of the run that failed, and only of that one
     listed = _memwb("runs", "--db", url).splitlines()
     assert listed[0].split() == ["run_id", "agent", "thread_id", "status", "started_at",

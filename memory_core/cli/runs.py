@@ -116,8 +116,11 @@ def inspect(run: Annotated[str, typer.Argument(help="Run id.")], db: DbOpt = Non
         say("note: not in the record (shown as unknown): " + ", ".join(v.unknown_fields))
     if v.error:
         say(f"failed: {v.error}")
+    # an imported run "failed" where no answer was recorded (an error, or a body the
+    # recorder did not keep): what is known is that none is in the recording
     say(f"answer: {v.answer}" if v.answer is not None else
-        "answer: none" + (" (the run failed)" if v.error else ""))
+        "answer: none" + (" recorded (the line above says why)" if v.error and v.recorded
+                          else " (the run failed)" if v.error else ""))
 
 
 @app.command()
