@@ -99,7 +99,10 @@ st.caption(md(f"{run.status} · agent ", Id(run.agent), f" · started {fmt_time(
 if run.thread_id:
     link_to_message(run.thread_id, None, label=("thread ", Id(run.thread_id)))
 if view.error:
-    st.error(escape_md(f"The run failed: {view.error}"))
+    # an imported call "failed" where its recording holds no answer: an error the API
+    # sent, or a body the recorder did not keep
+    st.error(escape_md(f"No answer was recorded: {view.error}" if view.imported
+                       else f"The run failed: {view.error}"))
 for note in view.notes:
     # an imported run's note is what its recording holds, said once: not a warning
     (st.info if view.imported else st.warning)(escape_md(note))

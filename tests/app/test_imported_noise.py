@@ -258,3 +258,15 @@ def test_why_names_another_run_s_instructions_and_a_response_format(
     assert "sent-by-client" in shown
     assert "(not a stored message: sent with this run's request)" in shown
     assert "in the response format the request asked for" in shown
+
+
+def test_an_imported_call_without_an_answer_is_not_said_to_have_failed(
+        empty_db: InMemoryStorage, app: Callable[..., AppTest]) -> None:
+    """A recorded 404 (the OpenTelemetry instrumentation's cassette): the inspector said
+    "The run failed: …" as of a run this library ran; the recording holds no answer."""
+    report = import_file(empty_db, FIXTURES / "real" / "otelv2-test_chat_completion_404.yaml")
+    [rid] = report.runs_created
+    at = app(RUN_PAGE, run=rid)
+    assert not at.exception, at.exception
+    [error] = [e.value.replace("\\", "") for e in at.error]
+    assert error.startswith("No answer was recorded: ") and "model_not_found" in error, error
