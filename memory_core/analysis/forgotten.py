@@ -3,6 +3,7 @@ evidence and one plain sentence, and its lifeline across every run of its thread
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -587,6 +588,9 @@ def others_not_imported(storage: Storage, data: RunData) -> list[str]:
     return out
 
 
+_QUOTED = re.compile(r"https?://[^\s,)]+|'[^']*'|\"[^\"]*\"")
+
+
 def _unread(left_out: list[str], others: bool, needle: str) -> str:
     """The end of a sentence saying nothing holds a phrase, for a run whose recording
     (or, ``others``, another run's of its conversation) held parts the import left
@@ -594,7 +598,10 @@ def _unread(left_out: list[str], others: bool, needle: str) -> str:
     whose = "the recordings of this conversation's runs" if others \
         else "the recording of this run"
     said = normalise(needle)
-    holding = next((n for n in left_out if said in normalise(n)), None)
+    # what a note quotes of the recording (a cited URL, a value in quotes), not the
+    # note's own words ("a thought … not imported" holds no thought)
+    holding = next((n for n in left_out
+                    if any(said in normalise(q) for q in _QUOTED.findall(n))), None)
     if holding is not None:
         return (f" But {whose} held parts that were not imported, and one of them holds it "
                 f"(“{excerpt(holding, said)}”): it was recorded but not kept here.")

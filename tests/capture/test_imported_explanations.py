@@ -315,3 +315,7 @@ def test_a_phrase_a_left_out_part_names_is_said_to_be_in_it() -> None:
     assert "held parts that were not imported, and one of them holds it (“" in e.sentence
     assert "https://github.com/bownejp20/codeWarsTwo" in e.sentence
     assert e.sentence.endswith("it was recorded but not kept here.")
+    # the note's own words are no part of the recording: "citation" is in no quote
+    e = why_forgotten(s, report.runs_created[0], "citation")
+    assert "one of them holds it" not in e.sentence
+    assert "it may have been in one of them" in e.sentence
