@@ -379,6 +379,10 @@ def test_the_run_view_carries_the_recorded_call_only_for_an_imported_run() -> No
      "unused part)"),
     ({"prompt_tokens": 12, "completion_tokens": 5,
       "completion_tokens_details": {"reasoning_tokens": 0}}, {}, ""),  # none: nothing said
+    # the input written to the prompt cache (PostHog's harness recordings): it was lost
+    ({"prompt_tokens": 1942, "completion_tokens": 5,
+      "prompt_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 1930}},
+     {"cache_write": 1930}, " (1930 of the input written to the cache)"),
 ])
 def test_reasoning_and_cached_tokens_are_kept_beside_the_counts(
         tmp_path: Path, usage: dict[str, Any], detail: dict[str, int], said: str) -> None:
@@ -505,3 +509,24 @@ def test_an_answer_in_audio_is_its_transcript_and_sent_back_by_id_is_the_same() 
         "transcript of the answer of that id" in reasons
     assert any("'audio_elsewhere', whose transcript is not in the file" in r
                for r in reasons)
+
+
+def test_an_anthropic_cache_write_is_kept_beside_the_input() -> None:
+    """``cache_creation_input_tokens`` (the prompt written to the cache, billed above
+    the input) was only in a note: it is kept within the input count, as a read is."""
+    record = {"request": {"model": "claude-x", "max_tokens": 8, "messages": [
+        {"role": "user", "content": "Hi"}]},
+        "response": {"type": "message", "role": "assistant", "model": "claude-x",
+                     "content": [{"type": "text", "text": "Hello."}],
+                     "stop_reason": "end_turn",
+                     "usage": {"input_tokens": 11, "output_tokens": 5,
+                               "cache_creation_input_tokens": 11149,
+                               "cache_read_input_tokens": 30}}}
+    s = InMemoryStorage()
+    rid = import_text(s, json.dumps(record), name="a.jsonl").runs_created[0]
+    assert s.runs.get(f"{rid}:import")["extra"]["usage_detail"] == {
+        "cached_input": 30, "cache_write": 11149}
+    rec = run_view(s, rid).recorded
+    assert rec is not None and rec.usage is not None and rec.usage.input_tokens == 11190
+    assert rec.said()["input_within"] == \
+        "of them 30 read from the cache, 11,149 written to the cache"

@@ -37,8 +37,9 @@ class RecordedCall(BaseModel):
     # the id the request named the model that answered by (a Bedrock inference profile)
     requested_id: str | None = None
     endpoint: str | None = None  # where it was sent ("https://api.openai.com")
-    # within the usage's counts: "reasoning" output tokens, "cached_input" tokens, a
-    # predicted output's "accepted_prediction" and "rejected_prediction" output tokens
+    # within the usage's counts: "reasoning" output tokens, "cached_input" tokens (read
+    # from the prompt cache), "cache_write" ones (written to it), a predicted output's
+    # "accepted_prediction" and "rejected_prediction" output tokens
     usage_detail: dict[str, int] = Field(default_factory=dict)
     params: dict[str, Any]  # the request's parameters, as recorded
     # how it was sent, as recorded: ``stream``, ``store``, ``previous_response_id``, …
@@ -71,7 +72,9 @@ class RecordedCall(BaseModel):
                 ("reasoning", "{} of the output reasoning"),
                 ("accepted_prediction", "{} of the output from the prediction"),
                 ("rejected_prediction", "{} of the output for the prediction's unused part"),
-                ("cached_input", "{} of the input cached")) if k in self.usage_detail]
+                ("cached_input", "{} of the input cached"),
+                ("cache_write", "{} of the input written to the cache"))
+                if k in self.usage_detail]
             usage += f" ({'; '.join(within)})" if within else ""
         counted = self.usage_detail if self.usage is not None else {}
         out_est = f" / {self.estimated_out} out" if self.estimated_out is not None else ""
@@ -90,8 +93,10 @@ class RecordedCall(BaseModel):
             + (f" ({json.dumps(self.stop_sequence, ensure_ascii=False)})"
                if self.stop_sequence is not None else ""),
             "endpoint": self.endpoint or "not in the recording",
-            "input_within": f"of them {counted['cached_input']:,} read from the cache"
-            if "cached_input" in counted else "",
+            "input_within": "of them " + ", ".join(said.format(counted[k]) for k, said in (
+                ("cached_input", "{:,} read from the cache"),
+                ("cache_write", "{:,} written to the cache")) if k in counted)
+            if counted.keys() & {"cached_input", "cache_write"} else "",
             "output_within": "of them " + ", ".join(said.format(counted[k]) for k, said in (
                 ("reasoning", "{:,} reasoning"),
                 ("accepted_prediction", "{:,} from the prediction"),

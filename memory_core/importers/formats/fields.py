@@ -122,8 +122,10 @@ def usage_detail(raw: Any) -> dict[str, int]:
     (OpenAI's ``completion_tokens_details``/``output_tokens_details.reasoning_tokens``,
     Gemini's ``thoughtsTokenCount``) and ``cached_input`` (OpenAI's
     ``prompt_tokens_details``/``input_tokens_details.cached_tokens``, Anthropic's
-    ``cache_read_input_tokens``, Gemini's ``cachedContentTokenCount``), and OpenAI's
-    predicted outputs (``completion_tokens_details.accepted_prediction_tokens``: the
+    ``cache_read_input_tokens``, Gemini's ``cachedContentTokenCount``), ``cache_write``
+    (the input written to the prompt cache: Anthropic's ``cache_creation_input_tokens``,
+    OpenAI's ``input_tokens_details``/``prompt_tokens_details.cache_write_tokens``),
+    and OpenAI's predicted outputs (``completion_tokens_details.accepted_prediction_tokens``: the
     prediction's tokens the answer holds, ``rejected_prediction_tokens``: those it does
     not, billed as output all the same); none that are 0."""
     if not isinstance(raw, dict):
@@ -140,9 +142,13 @@ def usage_detail(raw: Any) -> dict[str, int]:
         "input_tokens_details", "cached_tokens") or count_of(
         raw.get("cache_read_input_tokens")) or count_of(
         raw.get("cachedContentTokenCount", raw.get("cached_content_token_count")))
+    written = inner("input_tokens_details", "cache_write_tokens") or inner(
+        "prompt_tokens_details", "cache_write_tokens") or count_of(
+        raw.get("cache_creation_input_tokens"))
     accepted = inner("completion_tokens_details", "accepted_prediction_tokens")
     rejected = inner("completion_tokens_details", "rejected_prediction_tokens")
     return {k: n for k, n in (("reasoning", reasoning), ("cached_input", cached),
+                              ("cache_write", written),
                               ("accepted_prediction", accepted),
                               ("rejected_prediction", rejected)) if n}
 
