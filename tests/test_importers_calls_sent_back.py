@@ -403,3 +403,58 @@ def test_arguments_encoded_twice_are_kept_as_sent() -> None:
     # arguments encoded once are read as the object they are
     other = s.memory.get_messages(report.threads_created[1])[1].as_message()
     assert other.tool_calls()[0].args == {"__arg1": "Go 1.0 release date"}
+
+
+def _numbered(name: str, question: str) -> str:
+    """A text-generation-inference answer: its call numbered 0, its arguments an
+    object."""
+    return json.dumps({"request": {"model": "tgi", "messages": [
+        {"role": "user", "content": question}], "tools": [
+        {"type": "function", "function": {"name": n, "parameters": {}}}
+        for n in ("weather", "forecast")]},
+        "response": {"choices": [{"message": {"role": "assistant", "content": None,
+                                              "tool_calls": [{"id": 0, "type": "function",
+                                                              "function": {
+                                                                  "name": name,
+                                                                  "arguments": {"days": 3}}}]}}]}})
+
+
+def test_an_answer_reusing_an_earlier_answer_s_call_id_sends_nothing_back() -> None:
+    """huggingface_hub's TGI cassette: each answer's call is numbered 0. The number was
+    refused ("id must be a string, got 0", the whole file); as text, the second answer's
+    call was said to be the first's "sent back as another message": its own answer sends
+    nothing back."""
+    report = import_text(InMemoryStorage(), "\n".join([
+        _numbered("forecast", "Weather in Oslo?"),
+        _numbered("weather", "Weather in Paris?")]), name="tgi.jsonl")
+    assert len(report.runs_created) == 2
+    reasons = [n.reason for n in report.skipped]
+    assert reasons == ["response: tool call 0 (forecast) has the number 0 as its id; kept "
+                       "as the text '0'",
+                       "response: tool call 0 (weather) has the number 0 as its id; kept "
+                       "as the text '0'"], reasons
+
+
+def test_a_result_sent_back_under_a_numbered_id_answers_its_call() -> None:
+    s = InMemoryStorage()
+    call = {"role": "assistant", "content": None, "tool_calls": [
+        {"id": 0, "type": "function", "function": {"name": "weather", "arguments": "{}"}}]}
+    text = "\n".join([
+        _line([QUESTION], {**call, "tool_calls": [{**call["tool_calls"][0], "function": {
+            "name": "GoogleSearch", "arguments": "{}"}}]}),
+        _line([QUESTION, {**call, "tool_calls": [{**call["tool_calls"][0], "function": {
+            "name": "GoogleSearch", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": 0, "content": "March 28, 2012"}], DONE)])
+    report = import_text(s, text, name="agent.jsonl")
+    [thread] = report.threads_created
+    msgs = [m.as_message() for m in s.memory.get_messages(thread)]
+    assert [r.call_id for r in msgs[2].tool_results()] == [msgs[1].tool_calls()[0].id] == ["0"]
+    assert any("tool_call_id is the number 0; kept as the text '0'" in n.reason
+               for n in report.skipped)
+    # a value that is no number nor text is still refused, naming it (that record
+    # alone: the other is imported)
+    bad = text.replace('"tool_call_id": 0', '"tool_call_id": true')
+    report = import_text(InMemoryStorage(), bad, name="bad.jsonl")
+    assert len(report.runs_created) == 1
+    assert any("tool_call_id must be a string, got True" in n.reason
+               for n in report.skipped), report.skipped

@@ -993,6 +993,23 @@ EXPECTED.update({
                      "for ye:…"]],
         "runs": [("command", (69, 110), [])],
     },
+    # text-generation-inference numbers its calls ("id": 0) and sends arguments as an
+    # object: the whole file was refused; both answers' calls are call '0'
+    "hfhub-InferenceClientVCRTest.test_chat_completion_with_tool.yaml": {
+        "threads": [["user: What's the weather like the next 3 days in San Francisco, CA?",
+                     'assistant: → get_n_day_weather_forecast({"format": "fahrenheit", '
+                     '"location": "San Francisco, CA", "num_days": 3})'],
+                    ["user: What's the weather like the next 3 days in San Francisco, CA?",
+                     'assistant: → get_current_weather({"format": "fahrenheit", '
+                     '"location": "San Francisco, CA"})']],
+        "runs": [("hsramall/hsramall-70b-chat-placeholder", (246, 27),
+                  ["get_current_weather", "get_n_day_weather_forecast"]),
+                 ("hsramall/hsramall-70b-chat-placeholder", (144, 16),
+                  ["get_current_weather", "get_n_day_weather_forecast"])],
+        "skipped": ["response: tool call 0 (get_n_day_weather_forecast) has the number 0 as "
+                    "its id; kept as the text '0'"],
+        "finishes": ["eos_token", "eos_token"],
+    },
     # PostHog's harness fixtures: a path without its host, bodies as {"kind": "json",
     # "value"} or {"kind": "sse", "chunks"}, the time the document's recordedAt
     "posthog-harness-openai-chat-tools.json": {

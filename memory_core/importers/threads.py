@@ -382,8 +382,11 @@ def _say_calls_sent_back_otherwise(ex: Exchange, conv: list[Message], keys: list
     the client (langchaingo sends a string the model gave as ``{"__arg1": …}``), its
     text changed, or the call written out as an assistant's text (smolagents: "Calling
     tools: [{'id': 'call_…', …}]"): the history no longer matches, so say why it is a
-    thread of its own, and what differs."""
-    for m, key in zip(conv, keys, strict=True):
+    thread of its own, and what differs. Only what it sent is looked at: its own answer
+    may reuse an id an earlier answer had (text-generation-inference numbers each
+    answer's calls from 0) without sending anything back."""
+    sent = len(ex.history)
+    for m, key in zip(conv[:sent], keys[:sent], strict=True):
         if m.role != "assistant":
             continue
         calls = m.tool_calls()

@@ -280,6 +280,11 @@ def tool_calls_in(raw: Any, where: str, notes: list[str]) -> list[ToolCallPart]:
             call_id = derived_call_id(j, fn["name"], args)
             notes.append(f"{where}: tool call {j} ({fn['name']}) had no id; given "
                          f"'{call_id}'")
+        elif isinstance(call_id, int) and not isinstance(call_id, bool):
+            # (text-generation-inference numbers its calls: "id": 0)
+            notes.append(f"{where}: tool call {j} ({fn['name']}) has the number {call_id} "
+                         f"as its id; kept as the text '{call_id}'")
+            call_id = str(call_id)
         elif not isinstance(call_id, str):
             raise _fail(where, f"tool call {j} ({fn['name']}) id must be a string, got "
                                f"{call_id!r}")
@@ -343,6 +348,10 @@ def from_openai_message(raw: Any, where: str, notes: list[str]) -> Message:
             notes.append(f"{where}: the answer is audio: its transcript stored as its text")
     if OPENAI_ROLES[role] == "tool":
         call_id = raw.get("tool_call_id")
+        if isinstance(call_id, int) and not isinstance(call_id, bool):
+            notes.append(f"{where}: tool_call_id is the number {call_id}; kept as the text "
+                         f"'{call_id}'")  # (the number a call was given, sent back)
+            call_id = str(call_id)
         if call_id is not None and not isinstance(call_id, str):
             raise _fail(where, f"tool_call_id must be a string, got {call_id!r}")
         result = text if isinstance(text, str) else "\n".join(t.text for t in text)
