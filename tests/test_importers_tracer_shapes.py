@@ -706,3 +706,78 @@ def test_posthog_harness_bodies_by_kind_and_hostile_variants() -> None:
     s, report = _imported(json.dumps(two), "two.json")
     assert len(report.runs_created) == 1
     assert any(k.where.endswith("recording 0") for k in report.skipped), report.skipped
+
+
+# -- background Responses: answered "queued", then polled or cancelled ----------------------
+def _response(status: str, text: str | None = None) -> dict[str, Any]:
+    return {"id": "resp_bg1", "object": "response", "model": "gpt-5-mini", "status": status,
+            "created_at": 1789870232, "output": [] if text is None else [
+                {"type": "message", "role": "assistant", "content": [
+                    {"type": "output_text", "text": text}]}],
+            "usage": None if text is None else {"input_tokens": 20, "output_tokens": 36}}
+
+
+def _background(*after: tuple[str, str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """A vcrpy-shaped POST answered queued, then each (method, path, body) after it."""
+    post = {"request": {"method": "POST", "uri": "https://api.openai.com/v1/responses",
+                        "body": json.dumps({"model": "gpt-5-mini", "background": True,
+                                            "input": "What is 17 * 23?"})},
+            "response": {"status": {"code": 200}, "body": {"string": json.dumps(
+                _response("queued"))}}}
+    return [post, *({"request": {"method": m, "uri": f"https://api.openai.com{p}",
+                                 "body": None},
+                     "response": {"status": {"code": 200},
+                                  "body": {"string": json.dumps(b)}}} for m, p, b in after)]
+
+
+def test_a_background_call_is_answered_by_its_last_poll() -> None:
+    """PostHog's harness recorded a background Responses call: the POST answered
+    "queued", two GETs of the response, the last "completed" with the answer. The run
+    was failed, "no output recorded", and the polls "not a model call"."""
+    import yaml
+
+    polled = "/v1/responses/resp_bg1"
+    cassette = yaml.safe_dump({"interactions": _background(
+        ("GET", polled, _response("in_progress")),
+        ("GET", polled, _response("completed", "391")))})
+    s, report = _imported(cassette, "background.yaml")
+    [rid] = report.runs_created
+    run = s.runs.require_run(rid)
+    assert run.status == "completed" and _text_of(s, report) == [
+        ["user: What is 17 * 23?", "assistant: 391"]]
+    assert _step(s, rid)["response"]["usage"] == {"input_tokens": 20, "output_tokens": 36}
+    reasons = {k.where: k.reason for k in report.skipped}
+    assert reasons["interaction 2"] == ("a poll of background response resp_bg1 (GET "
+                                        f"https://api.openai.com{polled}), read into the "
+                                        "call that started it")
+    assert reasons["interaction 3"].startswith("a poll of background response")
+    assert "a background call, answered 'queued': its answer is the response its poll " \
+           "read at interaction 3" in reasons["interaction 1"]
+
+
+def test_a_background_call_cancelled_or_never_seen_to_end_says_so() -> None:
+    import yaml
+
+    cancelled = yaml.safe_dump({"interactions": _background(
+        ("POST", "/v1/responses/resp_bg1/cancel", _response("cancelled")))})
+    s, report = _imported(cancelled, "cancel.yaml")
+    run = s.runs.require_run(report.runs_created[0])
+    assert run.status == "failed" and "the response was cancelled before it answered" \
+        in (run.error or "")
+    assert any(k.reason.startswith("the cancellation of background response resp_bg1")
+               for k in report.skipped)
+    # polled, but never seen to end: what the recording holds, said
+    s, report = _imported(yaml.safe_dump({"interactions": _background(
+        ("GET", "/v1/responses/resp_bg1", _response("in_progress")))}), "cut.yaml")
+    run = s.runs.require_run(report.runs_created[0])
+    assert run.status == "failed" and "still queued when the recording ended" \
+        in (run.error or ""), run.error
+    # a GET of a response no call of the file started stays what it was: no model call
+    _, report = _imported(yaml.safe_dump({"interactions": [
+        _background()[0], {"request": {"method": "GET", "uri":
+                                       "https://api.openai.com/v1/responses/resp_other"},
+                           "response": {"status": {"code": 200}, "body": {"string":
+                                        json.dumps({**_response("completed", "x"),
+                                                    "id": "resp_other"})}}}]}), "o.yaml")
+    assert any(k.reason.startswith("not a model call this importer reads (GET")
+               for k in report.skipped), report.skipped

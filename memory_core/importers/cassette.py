@@ -13,6 +13,7 @@ the ``parsed_body`` some projects' serializers write."""
 
 from __future__ import annotations
 
+import re
 import zlib
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
@@ -312,6 +313,68 @@ def _paired(doc: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"request": q, "response": r} for q, r in zip(requests, responses, strict=True)]
 
 
+# a background response's poll (``GET …/responses/{id}``) or cancellation (``POST
+# …/responses/{id}/cancel``), and the statuses a response ends in
+_POLL = re.compile(r"/responses/([^/?#]+?)(/cancel)?/?(?:[?#].*)?$")
+_QUEUED = ("queued", "in_progress")
+_ENDED = ("completed", "incomplete", "failed", "cancelled")
+
+
+class BackgroundPolls:
+    """A background Responses call (``"background": true``) is answered ``queued`` and
+    polled, or cancelled, until its status ends: the last poll's body, once ended, is
+    its answer. Only the polls' bodies are read ahead (their paths name them); a call
+    answered ``queued`` is seen as the file's records are read, before its polls."""
+
+    def __init__(self, interactions: list[tuple[str, Any]]) -> None:
+        """``interactions``: each vcrpy-shaped interaction after where it is."""
+        # each poll's index → what it is, and the response's id
+        self.polls: dict[int, tuple[str, str]] = {}
+        self.ended: dict[str, tuple[str, dict[str, Any]]] = {}
+        self.started: set[str] = set()
+        for i, (where, item) in enumerate(interactions):
+            req = item.get("request") if isinstance(item, dict) else None
+            resp = item.get("response") if isinstance(item, dict) else None
+            if not isinstance(req, dict) or not isinstance(resp, dict):
+                continue
+            polled = _POLL.search(str(req.get("uri") or req.get("url") or ""))
+            method = str(req.get("method") or "POST").upper()
+            if polled is None or not (method == "GET" or method == "POST" and polled[2]):
+                continue
+            try:
+                body = _body(resp, f"{where}: response", plain_ok=True)
+            except ImportFormatError:
+                continue  # (its own reading says so)
+            if isinstance(body, dict) and body.get("object") == "response" \
+                    and body.get("id") == polled[1]:
+                self.polls[i] = ("the cancellation" if polled[2] else "a poll", polled[1])
+                if body.get("status") in _ENDED:
+                    self.ended[polled[1]] = (where, body)
+
+    def answer(self, record: dict[str, Any]) -> str | None:
+        """Give a call answered ``queued`` the ended body its polls read, if any; where
+        that was read (None: not a background call, or never seen to end)."""
+        got = record.get("response")
+        if not isinstance(got, dict) or got.get("status") not in _QUEUED \
+                or not isinstance(got.get("id"), str):
+            return None
+        self.started.add(got["id"])
+        if got["id"] not in self.ended:
+            return None
+        where, body = self.ended[got["id"]]
+        record["response"] = body
+        return where
+
+    def skipped(self, i: int, where: str, method: str, path: str) -> SkippedRecord | None:
+        """Why interaction ``i`` is skipped when it polls a call the file started."""
+        poll = self.polls.get(i)
+        if poll is None or poll[1] not in self.started:
+            return None
+        return SkippedRecord(where=where, reason=(
+            f"{poll[0]} of background response {poll[1]} ({method} {path}), read into the "
+            "call that started it"))
+
+
 def interaction_records(interactions: list[Any], label: str = "interaction"
                         ) -> tuple[list[tuple[str, Any]], list[SkippedRecord]]:
     """vcrpy-shaped interactions (``{"request": {method, uri, body, headers},
@@ -321,11 +384,12 @@ def interaction_records(interactions: list[Any], label: str = "interaction"
     (``openai_jsonl.parse_records`` notes it)."""
     rows: list[tuple[str, Any]] = []
     skipped: list[SkippedRecord] = []
-    for i, item in enumerate(interactions, start=1):
-        where = f"{label} {i}"
+    named = [(f"{label} {i}", item) for i, item in enumerate(interactions, start=1)]
+    polls = BackgroundPolls(named)
+    for i, (where, item) in enumerate(named):
         try:  # one that cannot be read is handed on as its error: noted, the rest read
             got = item if isinstance(item, ImportFormatError) else \
-                interaction_record(item, where, label)
+                interaction_record(item, where, label, polls, i)
         except ImportFormatError as e:
             got = e
         if isinstance(got, ImportFormatError):
@@ -352,10 +416,12 @@ def status_code(resp: dict[str, Any], where: str) -> int:
     return code
 
 
-def interaction_record(item: Any, where: str, label: str = "interaction"
+def interaction_record(item: Any, where: str, label: str = "interaction",
+                       polls: BackgroundPolls | None = None, index: int = 0
                        ) -> tuple[str, Any] | SkippedRecord:
     """One vcrpy-shaped interaction as a ``{"request", "response"|"error"}`` record
-    (with its ``url``), or why it is skipped (not a model call, no body recorded)."""
+    (with its ``url``), or why it is skipped (not a model call, no body recorded, a
+    background response's poll); ``polls``: the file's (``index``: this one's, from 0)."""
     req = item.get("request") if isinstance(item, dict) else None
     resp = item.get("response") if isinstance(item, dict) else None
     if not isinstance(req, dict) or not isinstance(resp, dict):
@@ -374,6 +440,8 @@ def interaction_record(item: Any, where: str, label: str = "interaction"
     if not uri:
         return SkippedRecord(where=where, reason=f"its request ({req.get('method')}) "
                                                  "records no URL (no 'uri' or 'url')")
+    if polls is not None and (poll := polls.skipped(index, where, method, path)):
+        return poll
     api = route(uri)
     if api is None or method != "POST":
         # (a model call is a POST; a GET of …/chat/completions lists stored
@@ -413,6 +481,8 @@ def interaction_record(item: Any, where: str, label: str = "interaction"
         record["usage_headers"] = counted
     if code == 200 and answer is not None:
         record["response"] = answer
+        if polls is not None and (read := polls.answer(record)) is not None:
+            record["polled"] = read  # (a background call: its answer a poll read)
     else:
         error = answer.get("error", answer) if isinstance(answer, dict) else answer
         # a 200 with no body (the client gave up reading it): the answer was not

@@ -35,7 +35,11 @@ from collections.abc import Iterator
 from typing import Any
 
 from memory_core.errors import ImportFormatError
-from memory_core.importers.cassette import interaction_record, parse_recording
+from memory_core.importers.cassette import (
+    BackgroundPolls,
+    interaction_record,
+    parse_recording,
+)
 from memory_core.importers.common import ParsedFile, SkippedRecord, Stages, fail, from_unix
 from memory_core.importers.jsonvalues import first_document, iter_documents
 
@@ -306,15 +310,25 @@ def http_rows(docs: Iterator[tuple[str, Any]], skipped: list[SkippedRecord]
 
 def _http_rows(docs: list[tuple[str, Any]], skipped: list[SkippedRecord],
                recorded_at: Any = None) -> Iterator[tuple[str, Any]]:
+    calls: list[tuple[str, Any]] = []  # (where, the interaction, or why it is none)
     for where, obj in docs:
-        if not is_http_interaction(obj):
+        try:
+            calls.append((where, as_interaction(obj, where, recorded_at)
+                          if is_http_interaction(obj) else None))
+        except ImportFormatError as e:
+            calls.append((where, e))
+    polls = BackgroundPolls(calls)  # (a background response's polls)
+    for i, ((where, obj), (_, call)) in enumerate(zip(docs, calls, strict=True)):
+        if call is None:
             yield where, obj
             continue
         try:
-            got = interaction_record(as_interaction(obj, where, recorded_at), where,
-                                     "HTTP interaction")
+            got = call if isinstance(call, ImportFormatError) else interaction_record(
+                call, where, "HTTP interaction", polls, i)
         except ImportFormatError as e:  # noted, the other interactions read
-            got = (where, e)
+            got = e
+        if isinstance(got, ImportFormatError):
+            got = (where, got)
         if isinstance(got, SkippedRecord):
             skipped.append(got)
         else:

@@ -157,6 +157,10 @@ def read_record(obj: Any, where: str, index: int, file_state: dict[str, Any]
         # with no Ollama in it)
         raise ImportFormatError(f"{e}; {read_as(obj, fmt.name)}") from None
     header_usage(exchanges, obj.get("usage_headers"), where)
+    if isinstance(polled := obj.get("polled"), str):  # (cassette.BackgroundPolls)
+        for ex in exchanges:
+            ex.notes.append(f"{where}: a background call, answered 'queued': its answer "
+                            f"is the response its poll read at {polled}")
     sent_to = origin(url) if isinstance(url, str) else None
     for ex in exchanges:
         ex.endpoint = ex.endpoint or sent_to

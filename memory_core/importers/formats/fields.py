@@ -22,7 +22,7 @@ REQUEST_FIELDS = ("previous_response_id", "conversation", "store", "stream", "st
 # the record's own keys, beside the request's in a flat record ({"messages",
 # "response", "thread_id", …}): never request parameters
 RECORD_KEYS = {"response", "error", "url", "recorded_at", "started_at", "finished_at",
-               "usage_headers", "resource_id", "user_id", *THREAD_KEYS}
+               "usage_headers", "polled", "resource_id", "user_id", *THREAD_KEYS}
 # token counts an HTTP response sends as headers (Bedrock's InvokeModel: most of its
 # models' bodies carry none), by what they count; an HTTP recording keeps those it has
 # in its record's ``usage_headers``

@@ -242,9 +242,21 @@ def responses_exchange(obj: dict[str, Any], where: str, index: int,
         finish_reason=_finish(response, where) if isinstance(response, dict) else None,
         params=request_params(request, where), request_fields=request_fields(request),
         tools=tools, started_at=at, finished_at=at,
-        error=None if reply is not None else json.dumps(error or "no output recorded",
-                                                        sort_keys=True),
+        error=None if reply is not None else json.dumps(
+            error or _unanswered(response), sort_keys=True),
         notes=notes, held=history_held, replays=max(replayed, default=None))
+
+
+def _unanswered(response: Any) -> str:
+    """Why a response holds no answer, when it has no error: its status, where that
+    says it (a background call cancelled, or never seen to end)."""
+    status = response.get("status") if isinstance(response, dict) else None
+    if status == "cancelled":
+        return "the response was cancelled before it answered (status 'cancelled')"
+    if status in ("queued", "in_progress"):
+        return (f"the response was still {status.replace('_', ' ')} when the recording "
+                "ended (a background call whose end was not recorded)")
+    return "no output recorded"
 
 
 def _matches(record: Record) -> bool:
