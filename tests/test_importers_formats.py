@@ -1639,3 +1639,64 @@ def test_a_cassette_of_websocket_messages_says_what_it_holds() -> None:
     with pytest.raises(ImportFormatError, match="this one has data, direction, kind — a "
                                                 "WebSocket message"):
         import_text(InMemoryStorage(), text, name="ws.yaml")
+
+
+# -- DSPy's LM history ---------------------------------------------------------------------
+def _dspy_entry(question: str, answer: Any, **over: Any) -> dict[str, Any]:
+    return {"prompt": None, "messages": [
+        {"role": "system", "content": "Your input fields are: `input`."},
+        {"role": "user", "content": f"[[ ## input ## ]]\n{question}"}],
+        "kwargs": {"temperature": 0.0}, "response": "…", "outputs": [answer],
+        "usage": {"prompt_tokens": 40, "completion_tokens": 9, "total_tokens": 49},
+        "cost": 0.0001624, "timestamp": "2025-08-13T18:20:44.059820",
+        "uuid": "93b03c3f-7e96-43a0-bac1-2ececc179365", "model": "openai/gpt-4.1-mini",
+        "response_model": "gpt-4.1-mini-2025-04-14", "model_type": "chat", **over}
+
+
+def test_dspy_lm_history_entries_are_chat_calls() -> None:
+    """DSPy's LM history, as its tests keep it (``{"lm": [...], "reflection_lm":
+    [...]}``): refused as "a JSON object with keys lm, reflection_lm" though each entry
+    is a request and its answer. Each entry is a run; a list, or JSON lines, too."""
+    call = {"id": "call_1", "type": "function",
+            "function": {"name": "search", "arguments": "{\"q\": \"fox\"}"}}
+    doc = {"lm": [_dspy_entry("What does the fox say?", "[[ ## output ## ]]\nRing-ding."),
+                  _dspy_entry("Search it.", {"text": None, "tool_calls": [call],
+                                             "reasoning_content": "Look it up."})],
+           "reflection_lm": [_dspy_entry("Improve the instruction.", "Be terse.",
+                                         usage={}, outputs=["Be terse.", "Be brief."])]}
+    st = s()
+    report = import_text(st, json.dumps(doc), name="history.json")
+    assert len(report.runs_created) == 3
+    first = st.runs.get(f"{report.runs_created[0]}:step:0")
+    assert first["response"]["text"] == "[[ ## output ## ]]\nRing-ding."
+    assert first["response"]["usage"] == {"input_tokens": 40, "output_tokens": 9}
+    assert first["model"]["name"] == "gpt-4.1-mini-2025-04-14"
+    run = st.runs.require_run(report.runs_created[0])
+    assert run.started_at.isoformat() == "2025-08-13T18:20:44.059820+00:00"
+    assert st.runs.get(f"{report.runs_created[0]}:import")["request_params"] == {
+        "temperature": 0.0}
+    second = st.runs.get(f"{report.runs_created[1]}:step:0")
+    assert [c["name"] for c in second["response"]["tool_calls"]] == ["search"]
+    reasons = {(k.where, k.reason) for k in report.skipped}
+    assert ("line 1: lm[1]", "the output's reasoning_content not imported") in reasons
+    assert ("line 1: reflection_lm[0]", "1 other output(s) not imported") in reasons
+    assert ("line 1: lm[0]", "its cost (0.0001624) not imported") in reasons
+    assert ("line 1: lm[0]", "its timestamp has no time zone (DSPy writes the local "
+            "time): read as UTC") in reasons
+    # the usage DSPy kept empty (a cached call) is unknown, not zero
+    from memory_core.analysis.views import run_view
+
+    third = run_view(st, report.runs_created[2]).recorded
+    assert third is not None and third.usage is None
+    # a list of entries (json.dump(lm.history)) and JSON lines read alike
+    for text in (json.dumps(doc["lm"]), "\n".join(json.dumps(e) for e in doc["lm"])):
+        assert len(import_text(s(), text, name="h.json").runs_created) == 2
+
+
+def test_a_bad_dspy_entry_is_named_and_the_others_read() -> None:
+    doc = {"lm": [_dspy_entry("What does the fox say?", "Ring."),
+                  _dspy_entry("Sky?", "Blue.", messages="not a list")]}
+    report = import_text(s(), json.dumps(doc), name="history.json")
+    assert len(report.runs_created) == 1
+    assert any(k.where == "line 1: lm[1]" and "needs its 'messages' (a list)" in k.reason
+               for k in report.skipped), report.skipped

@@ -1010,6 +1010,25 @@ EXPECTED.update({
                     "its id; kept as the text '0'"],
         "finishes": ["eos_token", "eos_token"],
     },
+    # DSPy's LM history as its GEPA tests keep it: {"lm": [...], "reflection_lm": [...]},
+    # each entry a call (messages, outputs, no usage recorded: cached); repeated calls
+    # of the same messages and answer are stored once
+    "dspy-gepa_dummy_lm.json": {
+        "threads": [["user: [[ ## input ## ]]\nWhat does the fox say?…",
+                     "assistant: [[ ## output ## ]]\nThe fox says a variety of sounds…"],
+                    ["user: [[ ## input ## ]]\nWhat is the color of the sky?…",
+                     "assistant: [[ ## output ## ]]\nThe color of the sky is typically…"],
+                    ["user: [[ ## input ## ]]\nWhat is the color of the sky?…",
+                     "assistant: [[ ## output ## ]]\nBlue.\n\n[[ ## completed ## ]]"],
+                    ["user: [[ ## input ## ]]\nWhat does the fox say?…",
+                     "assistant: [[ ## output ## ]]\nRing-ding-ding-ding-dingeringeding!…"],
+                    ["user: I provided an assistant with the following instructions…",
+                     "assistant: ``` \nGiven the field `input` containing a question…"]],
+        "runs": [("gpt-4.1-mini-2025-04-14", None, [])] * 11,
+        "skipped": ["its timestamp has no time zone (DSPy writes the local time): read as "
+                    "UTC", "its cost (0.0001624) not imported"],
+        "started": datetime(2025, 8, 13, 18, 20, 44, 59820, tzinfo=UTC),
+    },
     # PostHog's harness fixtures: a path without its host, bodies as {"kind": "json",
     # "value"} or {"kind": "sse", "chunks"}, the time the document's recordedAt
     "posthog-harness-openai-chat-tools.json": {

@@ -28,6 +28,7 @@ from memory_core.importers.common import (
     not_read,
     sharing,
 )
+from memory_core.importers.formats.dspy import dspy_histories
 from memory_core.importers.formats.semantic_kernel import chat_histories
 from memory_core.importers.jsonvalues import iter_documents
 from memory_core.importers.langsmith import langsmith_rows
@@ -189,5 +190,5 @@ def parse_json(text: str, stages: Stages | None = None) -> ParsedFile:
     """A file of JSON records (see the module's docstring)."""
     skipped: list[SkippedRecord] = []
     docs = iter_documents(text, keep_going=True)
-    return parse_records(_joined(langsmith_rows(chat_histories(docs), skipped), skipped),
-                         skipped, stages)
+    return parse_records(_joined(langsmith_rows(chat_histories(dspy_histories(docs)),
+                                                skipped), skipped), skipped, stages)

@@ -57,6 +57,11 @@ SHAPES: tuple[Shape, ...] = (
            '{"mode": "create", "messages": [{"type": "UserMessage", "content": ...}], '
            '"response": {"content": ..., "finish_reason": ...}} (ChatCompletionClientRecorder)',
            "mode stream cached thought"),
+    _shape("an entry of DSPy's LM history",
+           '{"messages": [...], "kwargs": {...}, "outputs": [...], "usage": {...}, '
+           '"timestamp": ..., "uuid": ..., "model": ..., "model_type": "chat"} '
+           '(dspy.LM.history, dumped)',
+           "outputs model_type uuid response_model cost kwargs timestamp"),
     _shape("a LangSmith run",
            '{"run_type": "llm", "inputs": {...}, "outputs": {...}} (or the SDK\'s '
            '{"post": [...], "patch": [...]})',
@@ -260,6 +265,7 @@ FORMAT_TITLES = {
     "ollama": "an Ollama record", "langsmith": "a LangSmith run",
     "sharegpt": "a ShareGPT conversation",
     "semantic-kernel": "a Semantic Kernel chat history", "autogen": "an AutoGen recorded call",
+    "dspy": "an entry of DSPy's LM history",
     "agents-run": "an Agents SDK run result",
     "anthropic-complete": "an Anthropic Text Completions record",
     "conversations": "a Conversations API call (its items)"}

@@ -32,6 +32,7 @@ from memory_core.importers.formats import (
     cohere_generate,
     completions,
     conversations,
+    dspy,
     gemini,
     langsmith,
     ollama,
@@ -46,6 +47,7 @@ FORMATS: tuple[RecordFormat, ...] = (
     sharegpt.FORMAT,  # {"conversations": [...]}, whatever its URL
     semantic_kernel.FORMAT,  # a serialised ChatHistory (gathered: chat_histories)
     autogen.FORMAT,  # AutoGen's recorder: mode, messages typed as its LLMMessages
+    dspy.FORMAT,  # an entry of DSPy's LM history: messages, outputs, model_type, uuid
     langsmith.FORMAT,  # a LangSmith run (run_type, inputs/outputs)
     ollama.FORMAT,  # /api/chat, /api/generate; Ollama's keys
     cohere.FORMAT,  # /v2/chat, /v1/chat; Cohere's answers
