@@ -594,6 +594,18 @@ def test_otlp_tool_definitions_read_one_by_one() -> None:
      "2 object(s) keyed by hashes (205407e3c76a…), the first of them a model call recorded "
      "as its input (messages, system, tools) and output (message, usage), in a shape this "
      "importer does not read", "a Responses API record"),
+    # (an outside trial: TruLens's event rows, an app's span, were "a JSON object with
+    # keys event_id, record, …" whose closest format was a chat record)
+    ({"event_id": "1753680176729768885", "record": {
+        "kind": 1, "name": "__main__.RAG.generate_completion", "parent_span_id": "1"},
+      "record_attributes": {"ai.observability.app_name": "coffee_rag",
+                            "ai.observability.call.return": "Seattle."},
+      "record_type": "SPAN", "resource_attributes": {}, "start_timestamp": "2025-07-28",
+      "timestamp": "2025-07-28", "trace": {"span_id": "2", "trace_id": "3"}},
+     "an event of TruLens's span table (record, record_attributes, trace) for "
+     "'__main__.RAG.generate_completion', whose attributes (ai.observability.app_name, "
+     "ai.observability.call.return …) are an app's, holding no model call's messages",
+     "an OpenTelemetry span"),
 ])
 def test_a_refused_record_says_what_it_looks_like_and_the_closest_format(
         tmp_path: Path, record: dict[str, Any], looks: str, closest: str) -> None:

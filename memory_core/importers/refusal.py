@@ -61,7 +61,7 @@ SHAPES: tuple[Shape, ...] = (
            '{"messages": [...], "kwargs": {...}, "outputs": [...], "usage": {...}, '
            '"timestamp": ..., "uuid": ..., "model": ..., "model_type": "chat"} '
            '(dspy.LM.history, dumped)',
-           "outputs model_type uuid response_model cost kwargs timestamp"),
+           "outputs model_type uuid response_model cost kwargs"),
     _shape("a LangSmith run",
            '{"run_type": "llm", "inputs": {...}, "outputs": {...}} (or the SDK\'s '
            '{"post": [...], "patch": [...]})',
@@ -176,6 +176,15 @@ def _looks_like(obj: dict[str, Any], keys: set[str], closest: Shape) -> str:
         return f"the response of {closest.name} without its request"
     if _one_message(obj):
         return "one chat message, not a request holding the conversation"
+    attrs = obj.get("record_attributes")
+    if _trulens_event(obj) and isinstance(attrs, dict):
+        # TruLens's (Snowflake AI observability's) event rows: an app's span, the model
+        # call inside it not recorded as one
+        said = obj["record"].get("name")
+        return ("an event of TruLens's span table (record, record_attributes, trace)"
+                + (f" for '{str(said)[:60]}'" if said else "") + ", whose attributes "
+                f"({', '.join(sorted(map(str, attrs))[:3])} …) are an app's, holding no "
+                "model call's messages (no gen_ai.* or llm.* attributes)")
     name = obj.get("name", obj.get("spanName"))
     if isinstance(name, str) and _otel_attributes(obj.get("attributes")) \
             and not any(obj.get(k) is not None for k in _SPAN_IDS):
@@ -198,6 +207,13 @@ def _otel_attributes(attrs: Any) -> bool:
     return isinstance(attrs, dict) and any("." in str(k) for k in attrs)
 
 
+def _trulens_event(obj: dict[str, Any]) -> bool:
+    """A row of TruLens's event table: a span as ``record``, ``record_attributes`` and
+    ``trace`` ({span_id, trace_id})."""
+    return isinstance(obj.get("record"), dict) and isinstance(obj.get("trace"), dict) \
+        and _otel_attributes(obj.get("record_attributes"))
+
+
 def _claude_code_line(obj: dict[str, Any]) -> bool:
     """A line of a Claude Code transcript: a session's message with its ids."""
     return "sessionId" in obj and "uuid" in obj and isinstance(obj.get("message"), dict)
@@ -214,6 +230,8 @@ def closest_shape(obj: dict[str, Any]) -> Shape:
         return SHAPES[0]
     if _claude_code_line(obj):  # its messages are the Messages API's
         return _BY_NAME["an Anthropic Messages API record"]
+    if _trulens_event(obj):  # (a span, in another spelling)
+        return _BY_NAME["an OpenTelemetry span"]
     if (streamed := _stream_piece(obj)) is not None:
         return streamed
     keys = _keys(obj)
