@@ -793,3 +793,25 @@ def test_a_background_call_cancelled_or_never_seen_to_end_says_so() -> None:
                                                     "id": "resp_other"})}}}]}), "o.yaml")
     assert any(k.reason.startswith("not a model call this importer reads (GET")
                for k in report.skipped), report.skipped
+
+
+def test_a_post_to_an_unknown_path_says_what_it_sends() -> None:
+    """huggingface_hub's text-generation cassettes (``{"inputs", "parameters"}`` to
+    ``…/models/<id>``) were "not a model call this importer reads", as a GET would be:
+    the reason now says it is a call in a format not read, and a conversation sent to
+    a path no format serves says so."""
+    import yaml
+
+    def cassette(path: str, body: dict[str, Any]) -> str:
+        return yaml.safe_dump({"interactions": [{
+            "request": {"method": "POST", "uri": f"https://example.test{path}",
+                        "body": json.dumps(body)},
+            "response": {"status": {"code": 200}, "body": {"string": "[]"}}}]})
+
+    with pytest.raises(ImportFormatError, match=r"\(POST https://example.test/models/t5\): a "
+                       r"Hugging Face text-generation call \(\{\"inputs\", \"parameters\"\}"):
+        _imported(cassette("/models/t5", {"inputs": "Hi", "parameters": {}}), "hf.yaml")
+    with pytest.raises(ImportFormatError, match=r"\(POST https://example.test/v9/talk\): it "
+                       r"sends 'messages', but to a path no API this importer reads is "
+                       r"served at"):
+        _imported(cassette("/v9/talk", {"messages": []}), "x.yaml")

@@ -416,6 +416,25 @@ def status_code(resp: dict[str, Any], where: str) -> int:
     return code
 
 
+def _unknown_api(req: dict[str, Any], where: str) -> str:
+    """What a POST to a path no format serves sends, when it is a model call's body: a
+    Hugging Face text-generation call (``{"inputs", "parameters"}``), or a conversation
+    sent to a path the importer does not know."""
+    try:
+        body = _body(req, f"{where}: request")
+    except ImportFormatError:
+        return ""
+    if not isinstance(body, dict):
+        return ""
+    if "inputs" in body:
+        return (": a Hugging Face text-generation call ({\"inputs\", \"parameters\"}, "
+                "text-generation-inference's own API), a format it does not read")
+    # (not 'input' nor 'prompt': embeddings and moderations send those)
+    sent = [k for k in ("messages", "contents") if k in body]
+    return (f": it sends {sent[0]!r}, but to a path no API this importer reads is served "
+            "at" if sent else "")
+
+
 def interaction_record(item: Any, where: str, label: str = "interaction",
                        polls: BackgroundPolls | None = None, index: int = 0
                        ) -> tuple[str, Any] | SkippedRecord:
@@ -447,7 +466,9 @@ def interaction_record(item: Any, where: str, label: str = "interaction",
         # (a model call is a POST; a GET of …/chat/completions lists stored
         # completions, a DELETE of …/responses/{id} removes one)
         return SkippedRecord(where=where, reason=f"not a model call this importer reads "
-                                                 f"({req.get('method')} {path})")
+                                                 f"({req.get('method')} {path})"
+                                                 + (_unknown_api(req, where)
+                                                    if method == "POST" else ""))
     body = _body(req, f"{where}: request")
     if body is None:  # (a recorder that filtered bodies out, or a GET)
         return SkippedRecord(where=where, reason=(
