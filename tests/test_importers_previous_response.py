@@ -469,3 +469,40 @@ def test_an_input_item_that_is_no_object_after_a_call_is_one_clear_error() -> No
     with pytest.raises(ImportFormatError, match="line 1: input\\[0\\]: an item must be an "
                                                 "object, got \"What"):
         import_text(InMemoryStorage(), jsonl(second))
+
+
+def test_a_call_sending_only_its_conversation_is_a_responses_call() -> None:
+    """An Azure AI agent's call sends ``{"agent", "conversation"}`` and no input (what
+    it continues is held server-side). Four such calls answered 500 (azure-sdk's
+    recording) were refused as "a ShareGPT conversation whose request sends no
+    'messages'": they are failed Responses calls, and answered, a run."""
+    import yaml
+
+    from memory_core.importers import import_text
+
+    def interaction(status: int, body: dict[str, Any]) -> dict[str, Any]:
+        return {"request": {"method": "POST",
+                            "uri": "https://x.services.ai.azure.com/api/projects/p/openai/"
+                                   "responses",
+                            "body": json.dumps({"agent": {"name": "helper",
+                                                          "type": "agent_reference"},
+                                                "conversation": {"id": "conv_1"}})},
+                "response": {"status": {"code": status}, "body": {"string": json.dumps(body)}}}
+
+    failed = yaml.safe_dump({"interactions": [
+        interaction(500, {"error": {"code": "server_error", "message": "Internal"}})]})
+    s = InMemoryStorage()
+    [rid] = import_text(s, failed, name="crud.yaml").runs_created
+    run = s.runs.require_run(rid)
+    assert run.status == "failed" and "Internal" in (run.error or "")
+    answered = yaml.safe_dump({"interactions": [interaction(200, {
+        "id": "resp_1", "object": "response", "model": "gpt-4o", "status": "completed",
+        "output": [{"type": "message", "role": "assistant", "content": [
+            {"type": "output_text", "text": "Done."}]}],
+        "usage": {"input_tokens": 30, "output_tokens": 2}})]})
+    s = InMemoryStorage()
+    report = import_text(s, answered, name="agent.yaml")
+    [rid] = report.runs_created
+    assert s.runs.get(f"{rid}:step:0")["response"]["text"] == "Done."
+    assert any("history held server-side (conversation 'conv_1')" in k.reason
+               for k in report.skipped)

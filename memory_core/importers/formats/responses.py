@@ -272,6 +272,10 @@ def _matches(record: Record) -> bool:
         # output is a list of items; refused as what it is
     return record.api in (None, "openai") and (
         (isinstance(request, dict) and "input" in request) or (
+            # (a request continuing a conversation held server-side, nothing new sent:
+            # an Azure AI agent's call, {"agent", "conversation"})
+            isinstance(request, dict) and "conversation" in request
+            and (record.path or "").endswith("/responses")) or (
             isinstance(response, dict) and (response.get("object") == "response"
                                             or isinstance(response.get("output"), list))))
 
