@@ -211,6 +211,15 @@ def test_a_conversation_whose_items_the_file_holds_is_reconstructed() -> None:
     notes = st.runs.get(f"{second}:import")["notes"]
     assert "line 4: the instructions were not sent but applied server-side (agent " \
            "'MyAgent'): taken from the response's 'instructions'" in notes
+    # and why says so of a phrase of them: not "the client sent this text" (azure-sdk's
+    # agent recording, an outside trial)
+    from memory_core.analysis.forgotten import why_forgotten
+
+    e = why_forgotten(st, second, "general questions")
+    assert (e.fate, e.reached_model) == ("instructions", True)
+    assert "The server applied this text as the instructions of this request (those of " \
+           "agent 'MyAgent', echoed in its response): the client did not send it" \
+           in e.sentence, e.sentence
     # a conversation the file did not create is history not in the file, as before
     report = import_text(InMemoryStorage(), jsonl(records[3]))
     assert report.runs_created and any("is not in the file" in n.reason

@@ -154,6 +154,9 @@ class Exchange:
     # (``store``, ``stream``, …): kept in the run's import record as they were sent
     request_fields: dict[str, Any] = field(default_factory=dict)
     api: str | None = None  # the API when not the OpenAI family: "anthropic", "gemini", "ollama", "bedrock"
+    # who applied the instructions server-side, the client sending none (a Responses
+    # API agent's or stored prompt's, echoed in the response): "agent 'helper'"
+    instructions_applied_by: str | None = None
 
     def conversation(self) -> list[Message]:
         """The history and the response (when recorded), as a thread stores them."""

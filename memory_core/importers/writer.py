@@ -152,6 +152,8 @@ def import_extra(ex: Exchange, rest: dict[str, Any]) -> dict[str, Any]:
         out["stop_sequence"] = ex.stop_sequence
     if ex.request_fields:
         out["request_fields"] = dict(ex.request_fields)
+    if ex.instructions_applied_by is not None:
+        out["instructions_applied_by"] = ex.instructions_applied_by
     if ex.response is None and ex.tools is not None:  # (no step record holds them)
         out["tools_offered"] = [t.name for t in _tool_specs(ex.tools)]
     if ex.held is not None:

@@ -185,6 +185,16 @@ def responses_exchange(obj: dict[str, Any], where: str, index: int,
     held = held if held is not None else ServerHistory()
     request, by_item = _call_ids_read(request, held, where, notes)
     own, inputs, reply, tools = responses_exchange_parts(request, response, where, notes)
+    # instructions the client did not send (``own`` taken from the response's echo): an
+    # agent's, or a stored prompt's, applied by the server
+    applied_by = None
+    if own and not (isinstance(request.get("instructions"), str)
+                    and request["instructions"]):
+        agent, prompt = request.get("agent"), request.get("prompt")
+        applied_by = (f"agent {agent.get('name')!r}" if isinstance(agent, dict)
+                      and agent.get("name") else
+                      f"prompt {prompt.get('id')!r}" if isinstance(prompt, dict)
+                      else "the server")
     carried, history_held = _held_history(request, held)
     # an input item an earlier response output (a client sending back what it got, with
     # its ids): the request continues that response even when it sends only part of
@@ -244,7 +254,8 @@ def responses_exchange(obj: dict[str, Any], where: str, index: int,
         tools=tools, started_at=at, finished_at=at,
         error=None if reply is not None else json.dumps(
             error or _unanswered(response), sort_keys=True),
-        notes=notes, held=history_held, replays=max(replayed, default=None))
+        notes=notes, held=history_held, replays=max(replayed, default=None),
+        instructions_applied_by=applied_by)
 
 
 def _unanswered(response: Any) -> str:
