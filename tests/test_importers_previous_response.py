@@ -515,3 +515,34 @@ def test_a_call_sending_only_its_conversation_is_a_responses_call() -> None:
     assert s.runs.get(f"{rid}:step:0")["response"]["text"] == "Done."
     assert any("history held server-side (conversation 'conv_1')" in k.reason
                for k in report.skipped)
+
+
+def test_a_conversation_the_file_made_empty_holds_no_unknown_history() -> None:
+    """azure-sdk's agent recording creates its conversation empty (``POST
+    …/conversations``, body ``{}``), then asks: the first call's history was said "held
+    server-side … not in the file", and marked unknown, though the file shows there was
+    none."""
+    from memory_core.importers import import_text
+
+    base = "https://x.services.ai.azure.com/api/projects/p/openai"
+    made = {"url": f"{base}/conversations", "request": {},
+            "response": {"id": "conv_9", "object": "conversation"}}
+    asked = {"url": f"{base}/responses",
+             "request": {"conversation": "conv_9", "input": "Capital of France?",
+                         "agent": {"name": "helper", "type": "agent_reference"}},
+             "response": {"id": "resp_9", "object": "response", "model": "gpt-4o",
+                          "instructions": "Answer briefly.",
+                          "status": "completed", "output": [
+                              {"type": "message", "role": "assistant", "content": [
+                                  {"type": "output_text", "text": "Paris."}]}]}}
+    st = InMemoryStorage()
+    report = import_text(st, "\n".join(json.dumps(r) for r in (made, asked)) + "\n")
+    [rid] = report.runs_created
+    assert not any("held server-side" in k.reason for k in report.skipped), report.skipped
+    assert "history" not in st.runs.get(f"{rid}:memctx")["unknown_fields"]
+    # the inspector counts what the client sent apart from what the server applied
+    from memory_core.analysis.views import run_view
+
+    assert run_view(st, rid).notes[0].split(". The import noted")[0].endswith(
+        "the client sent this one message beside the instructions the server applied "
+        "(agent 'helper')"), run_view(st, rid).notes[0]

@@ -131,7 +131,8 @@ def _held_history(request: dict[str, Any], held: ServerHistory
     """The history a request continues without sending it, and how it was found: the
     earlier record whose response its ``previous_response_id`` names (its history and
     reply), or the items of the ``conversation`` it names that the file holds; nothing
-    when that response (or conversation) is not in the file."""
+    when that response (or conversation) is not in the file — nor held, when the file
+    made the conversation empty."""
     prev = _an_id(request.get("previous_response_id"))
     conversation = request.get("conversation")
     if prev is None and conversation is None:
@@ -140,6 +141,8 @@ def _held_history(request: dict[str, Any], held: ServerHistory
         cid = conversation_id(request)
         ref = f"conversation {str(cid if cid is not None else conversation)!r}"
         conv = held.conversations.get(cid) if cid is not None else None
+        if conv is not None and conv.whole and not conv.messages:
+            return [], None  # (the file made it empty: it held nothing before this)
         if conv is not None and conv.messages:
             return list(conv.messages), HeldHistory(
                 ref, source=", ".join(conv.sources), count=len(conv.messages),
