@@ -1700,3 +1700,43 @@ def test_a_bad_dspy_entry_is_named_and_the_others_read() -> None:
     assert len(report.runs_created) == 1
     assert any(k.where == "line 1: lm[1]" and "needs its 'messages' (a list)" in k.reason
                for k in report.skipped), report.skipped
+
+
+# -- Continue's chat sessions ------------------------------------------------------------
+def test_a_continue_session_is_one_thread_a_run_per_answer() -> None:
+    """Continue keeps a chat as ``{"sessionId", "history": [{"message", "contextItems",
+    "promptLogs"}]}``: refused as "a JSON object with keys history, sessionId, …". Each
+    answer is a run of the session's thread; its prompt log gives the model and options;
+    context items are named, not imported; tool calls are read."""
+    call = {"id": "call_1", "type": "function",
+            "function": {"name": "read_file", "arguments": "{\"path\": \"a.kt\"}"}}
+    log = {"modelTitle": "GPT-4o", "prompt": "<user>\n…", "completion": "…",
+           "completionOptions": {"model": "gpt-4o", "maxTokens": 2048, "temperature": 0.2}}
+    session = {"sessionId": "s-1", "title": "Env vars", "workspaceDirectory": "/w",
+               "history": [
+                   {"message": {"role": "user", "content": [
+                       {"type": "text", "text": "How do I read env vars in Kotlin?"}]},
+                    "contextItems": [{"name": "Main.kt", "content": "fun main() {}"}]},
+                   {"message": {"role": "assistant", "content": "", "toolCalls": [call]},
+                    "contextItems": [], "promptLogs": [log]},
+                   {"message": {"role": "tool", "content": "fun main() {}",
+                                "toolCallId": "call_1"}, "contextItems": []},
+                   {"message": {"role": "assistant", "content": "Use System.getenv."},
+                    "contextItems": [], "promptLogs": [log]}]}
+    st = s()
+    report = import_text(st, json.dumps(session), name="s-1.json")
+    assert report.threads_created == ["s-1"] and len(report.runs_created) == 2
+    msgs = [m.as_message() for m in st.memory.get_messages("s-1")]
+    assert [m.role for m in msgs] == ["user", "assistant", "tool", "assistant"]
+    assert [c.name for c in msgs[1].tool_calls()] == ["read_file"]
+    assert [r.call_id for r in msgs[2].tool_results()] == ["call_1"]
+    second = report.runs_created[1]
+    assert st.runs.get(f"{second}:step:0")["model"]["name"] == "gpt-4o"
+    assert st.runs.get(f"{second}:import")["request_params"] == {
+        "max_tokens": 2048, "temperature": 0.2}
+    assert any("history[0]: its 1 context item(s) (Main.kt) not imported" in k.reason
+               for k in report.skipped), report.skipped
+    lone = {**session, "history": session["history"][:1]}
+    with pytest.raises(ImportFormatError, match="the Continue session has no assistant "
+                                                "message after a user message"):
+        import_text(s(), json.dumps(lone), name="lone.json")

@@ -1010,6 +1010,27 @@ EXPECTED.update({
                     "its id; kept as the text '0'"],
         "finishes": ["eos_token", "eos_token"],
     },
+    # Continue's chat session (the IDE assistant's ~/.continue/sessions): one thread
+    # keyed by the session, a run per answer, its model from the prompt log
+    "continue-session-89004c9d.json": {
+        "threads": [["user: Troubleshoot jetbrains error:\n* What wen…",
+                     "assistant: The error message you're encountering in…",
+                     "user: convert the following markdown to not us…",
+                     "assistant: Certainly! Here's the given markdown tex…",
+                     "user: how to get environment variables in kotl…",
+                     "assistant: In Kotlin, you can access environment va…",
+                     "user: why might a jetbrains run config not sho…",
+                     "assistant: If a JetBrains IDE run configuration is …",
+                     "user: how to set node process.env variables fr…",
+                     "assistant: You can set environment variables in a s…",
+                     "user: this is a test…",
+                     "assistant: It looks like you're performing a test. …",
+                     "user: how to run tasks in sequence for a vscod…",
+                     "assistant: In Visual Studio Code, the `launch.json`…"]],
+        "runs": [("cd_proxy_model_59930878-e15a-4cc5-81cf-d980da01c9e3", None, None)] * 5
+        + [("gpt-4o", None, None)] * 2,
+        "thread_ids": ["89004c9d-6d6f-4786-83e0-a9f61c80bf44"],
+    },
     # DSPy's LM history as its GEPA tests keep it: {"lm": [...], "reflection_lm": [...]},
     # each entry a call (messages, outputs, no usage recorded: cached); repeated calls
     # of the same messages and answer are stored once

@@ -57,6 +57,10 @@ SHAPES: tuple[Shape, ...] = (
            '{"mode": "create", "messages": [{"type": "UserMessage", "content": ...}], '
            '"response": {"content": ..., "finish_reason": ...}} (ChatCompletionClientRecorder)',
            "mode stream cached thought"),
+    _shape("a Continue session",
+           '{"sessionId": ..., "history": [{"message": {"role": ..., "content": ...}, '
+           '"contextItems": [...], "promptLogs": [...]}]} (~/.continue/sessions)',
+           "sessionId history workspaceDirectory contextItems promptLogs"),
     _shape("an entry of DSPy's LM history",
            '{"messages": [...], "kwargs": {...}, "outputs": [...], "usage": {...}, '
            '"timestamp": ..., "uuid": ..., "model": ..., "model_type": "chat"} '
@@ -283,7 +287,7 @@ FORMAT_TITLES = {
     "ollama": "an Ollama record", "langsmith": "a LangSmith run",
     "sharegpt": "a ShareGPT conversation",
     "semantic-kernel": "a Semantic Kernel chat history", "autogen": "an AutoGen recorded call",
-    "dspy": "an entry of DSPy's LM history",
+    "dspy": "an entry of DSPy's LM history", "continue": "a Continue session",
     "agents-run": "an Agents SDK run result",
     "anthropic-complete": "an Anthropic Text Completions record",
     "conversations": "a Conversations API call (its items)"}

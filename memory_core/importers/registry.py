@@ -31,6 +31,7 @@ from memory_core.importers.formats import (
     cohere,
     cohere_generate,
     completions,
+    continue_session,
     conversations,
     dspy,
     gemini,
@@ -46,6 +47,7 @@ from memory_core.importers.refusal import read_as, unread_record
 FORMATS: tuple[RecordFormat, ...] = (
     sharegpt.FORMAT,  # {"conversations": [...]}, whatever its URL
     semantic_kernel.FORMAT,  # a serialised ChatHistory (gathered: chat_histories)
+    continue_session.FORMAT,  # Continue's session: sessionId, history of messages
     autogen.FORMAT,  # AutoGen's recorder: mode, messages typed as its LLMMessages
     dspy.FORMAT,  # an entry of DSPy's LM history: messages, outputs, model_type, uuid
     langsmith.FORMAT,  # a LangSmith run (run_type, inputs/outputs)
