@@ -353,8 +353,9 @@ def places_counted(hits: list[PartHit]) -> str:
     for h in hits:
         kind = "unstored" if h.part.part == "text" and h.ref is None else h.part.part
         counts[kind] = counts.get(kind, 0) + 1
-    said = [f"{n} {_NOUNS[k][n != 1]}" if k in _NOUNS else f"the {k.replace('-', ' ')}"
-            for k, n in counts.items()]
+    said = [f"{n} {_NOUNS[k][n != 1]}" if k in _NOUNS else
+            "the response format the request asked for" if k == "request-parameters"
+            else f"the {k.replace('-', ' ')}" for k, n in counts.items()]
     return said[0] if len(said) == 1 else ", ".join(said[:-1]) + " and " + said[-1]
 
 

@@ -337,6 +337,9 @@ def test_a_response_format_s_schema_reached_the_model() -> None:
                                      "request asked for")
     # settings the model is never shown are no part of it
     assert why_forgotten(s, run, "ann", embed=EMBED).fate == "not-stored"
+    assert find_by_phrase(s, run, "HomeworkOutput", embed=EMBED).sentence.startswith(
+        "“HomeworkOutput” appears word for word in the response format the request asked "
+        "for")  # (it read "in the request parameters")
 
 
 def test_the_cli_names_the_part(tmp_path: Path) -> None:
