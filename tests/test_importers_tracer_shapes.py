@@ -763,8 +763,8 @@ def test_a_background_call_is_answered_by_its_last_poll() -> None:
                                         f"https://api.openai.com{polled}), read into the "
                                         "call that started it")
     assert reasons["interaction 3"].startswith("a poll of background response")
-    assert "a background call, answered 'queued': its answer is the response its poll " \
-           "read at interaction 3" in reasons["interaction 1"]
+    assert "a background call, answered 'queued': its answer is the last response read " \
+           "of it, at interaction 3" in reasons["interaction 1"]
 
 
 def test_a_background_call_cancelled_or_never_seen_to_end_says_so() -> None:

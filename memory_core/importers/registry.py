@@ -164,7 +164,7 @@ def read_record(obj: Any, where: str, index: int, file_state: dict[str, Any]
     if isinstance(polled := obj.get("polled"), str):  # (cassette.BackgroundPolls)
         for ex in exchanges:
             ex.notes.append(f"{where}: a background call, answered 'queued': its answer "
-                            f"is the response its poll read at {polled}")
+                            f"is the last response read of it, at {polled}")
     sent_to = origin(url) if isinstance(url, str) else None
     for ex in exchanges:
         ex.endpoint = ex.endpoint or sent_to
