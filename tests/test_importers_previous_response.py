@@ -504,6 +504,11 @@ def test_a_call_sending_only_its_conversation_is_a_responses_call() -> None:
     [rid] = import_text(s, failed, name="crud.yaml").runs_created
     run = s.runs.require_run(rid)
     assert run.status == "failed" and "Internal" in (run.error or "")
+    from memory_core.analysis.views import run_view
+
+    # (it read "the client sent these 0 messages and referred to the rest …")
+    assert "the client sent no message and referred to the rest of the conversation by " \
+           "conversation 'conv_1'" in run_view(s, rid).notes[0], run_view(s, rid).notes[0]
     answered = yaml.safe_dump({"interactions": [interaction(200, {
         "id": "resp_1", "object": "response", "model": "gpt-4o", "status": "completed",
         "output": [{"type": "message", "role": "assistant", "content": [

@@ -380,7 +380,8 @@ def _truncated(storage: Storage, run_id: str) -> list[tuple[str, int]]:
 
 
 def _these(n: int) -> str:
-    return "this one message" if n == 1 else f"these {n} messages"
+    return "no message" if n == 0 else "this one message" if n == 1 \
+        else f"these {n} messages"
 
 
 def _imported_note(record: ImportRecord | None, shown: int, instructed: int) -> str:
