@@ -1688,6 +1688,10 @@ def test_dspy_lm_history_entries_are_chat_calls() -> None:
 
     third = run_view(st, report.runs_created[2]).recorded
     assert third is not None and third.usage is None
+    # a timestamp that names its zone, an offset west of UTC too, is read as written
+    west = [_dspy_entry("Sky?", "Blue.", timestamp="2025-08-13T18:20:44-05:00")]
+    report = import_text(s(), json.dumps(west), name="w.json")
+    assert not any("no time zone" in k.reason for k in report.skipped), report.skipped
     # a list of entries (json.dump(lm.history)) and JSON lines read alike
     for text in (json.dumps(doc["lm"]), "\n".join(json.dumps(e) for e in doc["lm"])):
         assert len(import_text(s(), text, name="h.json").runs_created) == 2
