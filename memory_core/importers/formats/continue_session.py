@@ -70,8 +70,6 @@ def session_exchanges(obj: dict[str, Any], where: str, index: int) -> list[Excha
         out.append(Exchange(where=f"{where}: history[{i}]", index=index + len(out),
                             instructions=instructions, history=sent, response=m,
                             thread_key=obj["sessionId"], model=model,
-                            requested_model=log.get("modelTitle") if isinstance(
-                                log.get("modelTitle"), str) and model is None else None,
                             params=params, notes=notes if not out else []))
     if not out:
         raise fail(where, "the Continue session has no assistant message after a user "
