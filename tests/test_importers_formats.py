@@ -1740,6 +1740,17 @@ def test_a_continue_session_is_one_thread_a_run_per_answer() -> None:
         "max_tokens": 2048, "temperature": 0.2}
     assert any("history[0]: its 1 context item(s) (Main.kt) not imported" in k.reason
                for k in report.skipped), report.skipped
+    # a prompt log naming only its title (a label the user chose): the model unknown
+    from memory_core.analysis.views import run_view
+
+    titled = {**session, "history": [session["history"][0], {
+        "message": {"role": "assistant", "content": "Use System.getenv."},
+        "promptLogs": [{"modelTitle": "My favourite model", "completionOptions": {}}]}]}
+    st = s()
+    [rid] = import_text(st, json.dumps(titled), name="t.json").runs_created
+    rec = run_view(st, rid).recorded
+    assert rec is not None and rec.requested_model is None and "favourite" not in str(
+        rec.said()["model"])
     lone = {**session, "history": session["history"][:1]}
     with pytest.raises(ImportFormatError, match="the Continue session has no assistant "
                                                 "message after a user message"):
