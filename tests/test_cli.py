@@ -356,13 +356,16 @@ def test_why_by_text(demo_db: str) -> None:
     out = ok(memwb("why", "support-3-forgot", "--db", demo_db, "--text", "zebra crossing"))
     assert out.startswith("not-stored: No stored message contains")
     # copies later runs wrote are named apart: no place it could have read it (its own
-    # question and answer, support-3:20 and :21, are among the others)
+    # question, support-3:20, is among the others; its answer, :21, named as such)
     out = ok(memwb("why", "support-3-forgot", "--db", demo_db, "--text", "refund"))
     lines = out.splitlines()
     later = next(ln for ln in lines if ln.startswith("  also_holding_it_written_after_the_"))
     others = next(ln for ln in lines if ln.startswith("  other messages holding it:"))
+    answer = next(ln for ln in lines if ln.startswith("  also_in_this_runs_answer:"))
     assert "support-3:22" in later and "support-3:22" not in others, out
     assert "support-3:20" in others and "support-3:20" not in later, out
+    assert answer == "  also_in_this_runs_answer: support-3:21", out
+    assert "support-3:21" not in others + later, out
 
 
 def test_why_errors(demo_db: str) -> None:

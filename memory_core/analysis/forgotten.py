@@ -113,6 +113,8 @@ class PhraseSearch(BaseModel):
     # of those, the ones written after the run started by others (its own question and
     # answer are its own: no copy it could have been given)
     later: list[tuple[str, int]] = Field(default_factory=list)
+    # and the run's own answer (written after its request was sent)
+    answer: list[tuple[str, int]] = Field(default_factory=list)
     matches: list[PhraseMatch] = Field(default_factory=list)
     sentence: str
 
@@ -152,13 +154,17 @@ class PhraseSearch(BaseModel):
             at = (best.thread_id, best.seq)
             others += [r for r in self.exact if r not in others and r != at]
             later = [r for r in others if r in self.later]
-            if not later:
+            answer = [r for r in others if r in self.answer]
+            if not later and not answer:
                 return exp.model_copy(update={"other_matches": others})
-            # copies written after the run are no other place it could have read it
+            # the run's answer and copies written after the run are no other place it
+            # could have read it
+            after = {"also_in_this_runs_answer": answer,
+                     "also_holding_it_written_after_the_run": later}
             return exp.model_copy(update={
-                "other_matches": [r for r in others if r not in later],
-                "evidence": {**exp.evidence, "also_holding_it_written_after_the_run":
-                             ", ".join(f"{t}:{q}" for t, q in later)}})
+                "other_matches": [r for r in others if r not in later and r not in answer],
+                "evidence": {**exp.evidence, **{k: ", ".join(f"{t}:{q}" for t, q in v)
+                                                for k, v in after.items() if v}}})
         closest = (f"{best.thread_id} #{best.seq}" if best.part == "text" else
                    f"the {best.part.replace('-', ' ')} part"
                    + (f" of {best.thread_id} #{best.seq}" if best.thread_id else ""))
@@ -400,6 +406,9 @@ def find_by_phrase(storage: Storage, run_id: str, phrase: str, *,
                         later=[h.ref for h in contained if h.ref is not None
                                and h.ref in msgs and msgs[h.ref].run_id != run_id
                                and not _written_before(msgs[h.ref], data)],
+                        answer=[h.ref for h in contained if h.ref is not None
+                                and h.ref in msgs and msgs[h.ref].run_id == run_id
+                                and h.ref not in given_at],
                         matches=matches, not_imported=left_out, from_others=bool(others),
                         in_other_runs=in_other_runs,
                         sentence=_phrase_sentence(needle, contained, matches, where, how,

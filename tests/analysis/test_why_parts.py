@@ -147,7 +147,11 @@ def test_a_tool_result_the_model_repeated_is_not_written_after(
     assert "1 tool result and 1 stored message" in found.sentence
     e = why_forgotten(support, RUN, "89.47", embed=EMBED)
     assert e.fate == "earlier-step" and e.reached_model
-    assert ("t", _seq(support, answer=True)) in e.other_matches
+    # the answer is named as the run's own, written after: no other place it read it
+    answer = f"t:{_seq(support, answer=True)}"
+    assert ("t", _seq(support, answer=True)) not in e.other_matches
+    assert e.evidence["also_in_this_runs_answer"] == answer
+    assert found.answer == [("t", _seq(support, answer=True))]
 
 
 def test_the_system_prompt_is_the_instructions(support: InMemoryStorage) -> None:
