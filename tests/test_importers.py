@@ -404,8 +404,6 @@ def test_files_with_nothing_to_import_are_rejected() -> None:
 # -- one bad record is left out, noted; the rest of the file imported -----------------------
 ONE_BAD = [  # (file, the bad line, its error, its good lines, a text only it holds)
     ("openai_bad_json.jsonl", 3, "invalid JSON: Expecting ',' delimiter", 2, "oops"),
-    ("openai_orphan_tool.jsonl", 2, "message 1 (tool) answers tool call 'call_ghost', but "
-                                    "no earlier assistant message made that call", 1, "sunny"),
     ("openai_unknown_role.jsonl", 2, "message 1: unknown role 'robot'", 1, "beep"),
     ("openai_missing_messages.jsonl", 2, "this looks like an OpenAI chat-completions record "
                                          "whose request sends no 'messages'", 1, None),
@@ -443,8 +441,6 @@ def _only_line(path: Path, n: int, folder: Path) -> Path:
 
 # -- malformed files leave the store unchanged -----------------------------------------------
 MALFORMED = [
-    ("otel_orphan_tool.json", "span 0123456789abcdef (chat gpt-4o): message 1 (tool) answers "
-                              "tool call 'call_missing'"),
     ("otel_missing_messages.json", "span 00aa11bb22cc33dd (chat gpt-4o): missing messages"),
     ("otel_bad_attribute_json.json", "span fedcba9876543210 (chat gpt-4o): "
                                      "gen_ai.input.messages invalid JSON"),
@@ -582,7 +578,7 @@ def test_stages_follow_the_whole_import(monkeypatch: pytest.MonkeyPatch, tmp_pat
     # a file that fails to read reports no total (nothing else either)
     seen.clear()
     with pytest.raises(ImportFormatError):
-        import_file(storage(), _only_line(FIX / "openai_orphan_tool.jsonl", 2, tmp_path),
+        import_file(storage(), _only_line(FIX / "openai_unknown_role.jsonl", 2, tmp_path),
                     stages=lambda *a: seen.append(a))
     assert all(total == 0 for _, _, total in seen)
 
@@ -678,8 +674,8 @@ def test_duckdb_storage_imports_too(tmp_path: Path) -> None:
         assert Memctx.model_validate(s.runs.get(f"{report.runs_created[3]}:memctx")
                                      ).source == "imported"
         before = snapshot(s)
-        with pytest.raises(ImportFormatError, match="line 1: message 1 \\(tool\\)"):
-            import_file(s, _only_line(FIX / "openai_orphan_tool.jsonl", 2, tmp_path))
+        with pytest.raises(ImportFormatError, match="line 1: message 1: unknown role"):
+            import_file(s, _only_line(FIX / "openai_unknown_role.jsonl", 2, tmp_path))
         assert import_file(s, FIX / "openai_support.jsonl").already_imported
         assert snapshot(s) == before
     finally:

@@ -103,9 +103,10 @@ def test_an_http_interaction_that_cannot_be_read_is_noted() -> None:
     assert "q1" not in texts(s)
 
 
-def test_a_tool_result_answering_no_call_leaves_out_its_request_only() -> None:
-    """Its conversation's later requests send it again, so they are left out too; a
-    conversation without it imports whole."""
+def test_a_tool_result_answering_no_call_is_kept_as_sent() -> None:
+    """A window trimmed of the call but not of its result, answered by a lenient server:
+    what the model was sent is kept, its tool name unknown, and said — as are the
+    conversation's later requests that send it again; nothing is left out."""
     orphan = {"role": "tool", "tool_call_id": "call_ghost", "content": "sunny"}
     first = chat("weather?", "checking", key="w")
     bad = chat("and now?", "still sunny", [{"role": "user", "content": "weather?"},
@@ -114,11 +115,16 @@ def test_a_tool_result_answering_no_call_leaves_out_its_request_only() -> None:
     other = chat("hello", "hi", key="h")
     s = InMemoryStorage()
     report = import_text(s, "\n".join(json.dumps(r) for r in (first, bad, other)))
-    assert len(report.runs_created) == 2
-    assert notes(report) == [("line 2", "not imported: message 2 (tool) answers tool call "
-                                        "'call_ghost', but no earlier assistant message "
-                                        "made that call")]
-    assert "sunny" not in " ".join(texts(s)) and {"hello", "weather?"} <= set(texts(s))
+    assert len(report.runs_created) == 3 and not notes(report)
+    said = [(k.where, k.reason) for k in report.skipped if "call_ghost" in k.reason]
+    assert said == [("line 2", "message 2 (tool) answers tool call 'call_ghost', but no "
+                               "earlier assistant message made that call; the model "
+                               "answered the request all the same: kept as sent, its tool "
+                               "name unknown")]
+    (kept,) = [m for t in s.memory.list_threads() for m in s.memory.get_messages(t.id)
+               if m.role == "tool"]
+    (result,) = kept.tool_results()
+    assert (result.call_id, result.name, result.result) == ("call_ghost", "", "sunny")
 
 
 def test_a_result_naming_its_tool_but_answering_no_call_is_kept_and_said() -> None:

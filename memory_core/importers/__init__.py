@@ -31,7 +31,6 @@ from memory_core.importers.common import (
     Stages,
     date_undated,
     keep_file_order,
-    not_read,
 )
 from memory_core.importers.containers import container_for
 from memory_core.importers.httprr import MAGIC_BYTES as HTTPRR_MAGIC
@@ -44,7 +43,6 @@ from memory_core.importers.passes import (
     audio_transcripts,
     check_offered_tools,
     drop_empty_turns,
-    leave_out,
     recorded_call_ids,
     resolve_tool_names,
     say_empty_answers,
@@ -364,12 +362,7 @@ def _import_parsed(storage: Storage, parsed: ParsedFile, *, fmt: ImportFormat, n
     audio_transcripts(parsed.exchanges)
     recorded_call_ids(parsed.exchanges)  # (before the checks: they see the ids kept)
     check_offered_tools(parsed.exchanges)  # (before results take their calls' names)
-    failed = resolve_tool_names(parsed.exchanges)  # (the last check of the requests)
-    if failed:  # each left out, noted; a file none of whose requests holds is refused
-        if len(failed) == len(parsed.exchanges):
-            raise failed[0][1]
-        parsed.exchanges = leave_out(parsed.exchanges, [ex for ex, _ in failed])
-        parsed.skipped += [not_read(ex.where, e) for ex, e in failed]
+    resolve_tool_names(parsed.exchanges)  # (the last check of the requests)
     drop_empty_turns(parsed.exchanges)  # (after the checks: their notes count as sent)
     say_empty_answers(parsed.exchanges)
     undated = bool(parsed.exchanges) and all(ex.started_at is None for ex in parsed.exchanges)

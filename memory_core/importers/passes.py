@@ -2,8 +2,8 @@
 planned: answers sent back in an audio id get their transcript; the ids a client sends
 back take those the answers recorded, and a call id given twice in one conversation is
 numbered; calls are checked against the tools offered; tool results take the names of
-the calls they answer (a request whose result answers no call is left out); turns that
-hold nothing are dropped and empty answers said. ``importers._import_parsed`` runs them
+the calls they answer (one answering no call the file holds is kept, its name unknown);
+turns that hold nothing are dropped and empty answers said. ``importers._import_parsed`` runs them
 in that order."""
 
 from __future__ import annotations
@@ -12,38 +12,30 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from memory_core.errors import ImportFormatError
-from memory_core.importers.common import Exchange, fail, shortened
+from memory_core.importers.common import Exchange, shortened
 from memory_core.models.openai_codec import is_derived_call_id
 from memory_core.types import Message, TextPart, ToolCallPart, ToolResultPart, canonical_json
 
 
 # -- tool-name resolution ---------------------------------------------------------------
-def resolve_tool_names(exchanges: Sequence[Exchange]
-                       ) -> list[tuple[Exchange, ImportFormatError]]:
+def resolve_tool_names(exchanges: Sequence[Exchange]) -> None:
     """Give every tool result the name of the call it answers: the exchange's message is
     replaced by a named copy (messages may be shared between exchanges, ``sharing``;
     one copy serves every exchange that resolves the same message alike).
 
-    A result must answer a call made earlier in the same request, or (when records
-    carry a thread key and clients send a trimmed window) earlier in that thread;
-    otherwise the request is malformed: it is returned with an error naming the record
-    and message (the import leaves it out, noted) — unless the request's history is held server-side and not in the file
-    (``HeldHistory.unrecorded``): the call may be there, so the result is kept as sent,
-    its tool name unknown (``""``), and noted.
+    A result answers a call made earlier in the same request, or (when records carry a
+    thread key and clients send a trimmed window) earlier in that thread. One that
+    answers no call the file holds — its call in history held server-side
+    (``HeldHistory.unrecorded``), a request the API refused, or a window trimmed of
+    the call that a lenient server answered all the same — is kept as sent, its tool
+    name unknown (``""``), and noted: it is what the model was sent.
     """
     known_by_key: dict[str, dict[str, str]] = {}
     named: dict[tuple[int, tuple[str, ...]], tuple[Message, Message]] = {}
-    failed: list[tuple[Exchange, ImportFormatError]] = []
     for ex in exchanges:
-        try:
-            known = _name_results(ex, known_by_key, named)
-        except ImportFormatError as e:
-            failed.append((ex, e))
-            continue
+        known = _name_results(ex, known_by_key, named)
         if ex.thread_key:
             known_by_key[ex.thread_key] = known
-    return failed
 
 
 def leave_out(exchanges: Sequence[Exchange], out: Sequence[Exchange]) -> list[Exchange]:
@@ -102,10 +94,13 @@ def _name_results(ex: Exchange, known_by_key: dict[str, dict[str, str]],
                         f"call ({shortened(ex.error, 160)}): kept as sent, its tool name "
                         "unknown")
                     name = ""
-                if name is None:
-                    raise fail(ex.where, f"{label} (tool) answers tool call "
-                                         f"'{p.call_id}', but no earlier assistant "
-                                         "message made that call")
+                elif name is None:  # (a window trimmed of its call, a server that
+                    # took it all the same: what the model was sent, as sent)
+                    ex.notes.append(
+                        f"{ex.where}: {label} (tool) answers tool call '{p.call_id}', but no "
+                        "earlier assistant message made that call; the model answered "
+                        "the request all the same: kept as sent, its tool name unknown")
+                    name = ""
                 names.append(name)
         if not any(names):
             continue
