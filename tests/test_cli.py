@@ -478,7 +478,6 @@ def test_import_into_the_demo_database(db_copy: str) -> None:
 @pytest.mark.parametrize(("fixture", "line", "needle"), [
     ("openai_bad_json.jsonl", 3, "invalid JSON"),
     ("openai_unknown_role.jsonl", 2, "unknown role 'robot'"),
-    ("openai_orphan_tool.jsonl", 2, "answers tool call 'call_ghost'"),
 ])
 def test_import_malformed_file_changes_nothing(db_copy: str, tmp_path: Path, fixture: str,
                                                line: int, needle: str) -> None:
