@@ -113,3 +113,24 @@ def test_a_failed_call_joins_the_conversation_of_its_retry() -> None:
     first, failed, answered = (s.runs.require_run(r) for r in report.runs_created)
     assert failed.thread_id == first.thread_id != answered.thread_id
     assert not [n for n in report.skipped if "a retry" in n.reason]
+
+
+def test_each_run_of_a_repeated_call_was_answered_by_the_stored_answer() -> None:
+    """The later run's answer is the message the first stored: `why` calls it that
+    run's answer too, not one that "comes later in the conversation" (magentic's
+    seeded cassette), and so does the answer's lifeline."""
+    from memory_core.analysis.forgotten import lifeline, why_forgotten
+
+    s = InMemoryStorage()
+    report = import_text(s, "\n".join([_call("Say hello!", "Hello! How can I help?")] * 2),
+                         name="calls.jsonl")
+    first, second = report.runs_created
+    (tid,) = report.threads_created
+    for rid in (first, second):
+        e = why_forgotten(s, rid, (tid, 1))
+        assert e.fate == "written-after" and not e.reached_model, (rid, e.sentence)
+        assert why_forgotten(s, rid, "How can I help").fate == "written-after"
+    e = why_forgotten(s, second, (tid, 1))
+    assert f"the same as run {first}'s and stored once" in e.sentence
+    assert e.evidence["stored_by"] == first
+    assert [p.fate for p in lifeline(s, tid, 1)] == ["written-after", "written-after"]

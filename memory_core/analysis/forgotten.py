@@ -738,9 +738,11 @@ def lifeline(storage: Storage, thread_id: str, seq: int, *,
             data = load_run(storage, r.run_id, record=r)
         elif memctx is not None and memctx.imported:
             # an imported run's fates also read where its input went and what of its
-            # prompt the server held (two point reads more, imported runs only)
+            # prompt the server held and what it stored of its answer (three point reads
+            # more, imported runs only)
             data = RunData(run=r, prompt=prompt, memctx=memctx,
                            persist_input=reader.persist_input(),
+                           persist_output=reader.persist_output(),
                            import_record=reader.import_record())
         else:
             data = RunData(run=r, prompt=prompt, memctx=memctx)
