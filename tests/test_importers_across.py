@@ -161,3 +161,30 @@ def test_extending_a_thread_survives_a_failed_import(tmp_path: Path,
         sorted(r.run_id for r in clean.runs.list_runs())
     for r in clean.runs.list_runs():
         assert load_run(s, r.run_id).memctx == load_run(clean, r.run_id).memctx
+
+
+def _hello(model: str) -> str:
+    return json.dumps({"messages": [{"role": "user", "content": "Say hello!"}], "response": {
+        "model": model, "choices": [{"message": {"role": "assistant", "content": "Hello!"}}]}})
+
+
+def test_a_lone_question_answered_alike_by_another_model_is_another_conversation(
+        tmp_path: Path) -> None:
+    """magentic's cassettes: gpt-4o and llama3.1 each told "Say hello!" answered alike. A
+    later file's request that sends nothing of a stored thread but its first message
+    repeats that thread only when put to the model its runs were; otherwise the two
+    files' runs shared one thread, whose erasure took the other file's run with it."""
+    s = InMemoryStorage()
+    first = import_file(s, _file(tmp_path, "a.jsonl", [_hello("gpt-4o")]))
+    other = import_file(s, _file(tmp_path, "b.jsonl", [_hello("llama3.1")]))
+    assert other.threads_extended == [] and len(other.threads_created) == 1
+    assert other.threads_created != first.threads_created
+    erase_thread(s, first.threads_created[0])
+    assert s.runs.get_run(other.runs_created[0]) is not None
+    # put to the same model again (a proxy capturing one exchange at a time): a repeat,
+    # stored once and said so
+    again = import_file(s, _file(tmp_path, "c.jsonl", [_hello("llama3.1"), ""]))
+    assert again.threads_created == [] and again.threads_extended == other.threads_created
+    assert [(k.where, k.reason) for k in again.skipped] == [(
+        "line 1", f"the same messages and answer as thread {other.threads_created[0]} (an "
+                  "earlier import's): stored once, and both runs refer to them")]

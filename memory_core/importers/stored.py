@@ -75,6 +75,11 @@ class StoredImports:
         self.used.add(thread_id)
         return tp
 
+    def _asked_of(self, thread_id: str, model: str | None) -> bool:
+        """Whether a run of the thread was a call of ``model`` (its agent)."""
+        return any(r.agent == (model or "imported")
+                   for r in self.storage.runs.list_runs(thread_id=thread_id))
+
     def keyed(self, key: str) -> ThreadPlan | None:
         if key not in self.meta or key in self.used:
             return None  # not an imported thread: creating it is refused as a clash
@@ -92,7 +97,14 @@ class StoredImports:
         return None
 
     def find(self, ikey: str, resource: str | None, keys: list[str],
-             conv: list[Message]) -> tuple[ThreadPlan, int] | None:
+             conv: list[Message], sent: int, model: str | None
+             ) -> tuple[ThreadPlan, int] | None:
+        """The earlier import's thread the conversation ``keys`` (``conv``; the
+        request sent its first ``sent``) continues or repeats, and how many of its
+        messages it shares. A request that sent no more than the thread's first
+        message (a lone question, answered alike) repeats it only when asked of a
+        model the thread's runs were (``model``): two files' "Say hello!" put to two
+        models are two conversations, not one."""
         ins = instructions_digest(ikey)
         chain = chain_digests(keys)
         candidates = [self.full.get((ins, resource, chain[n - 1]))
@@ -104,7 +116,7 @@ class StoredImports:
                 continue  # this import already continues it: a branch starts a new thread
             tp = self._load(tid, ikey)
             n = min(len(tp.keys), len(keys))
-            if tp.keys[:n] == keys[:n] and all(ids_compatible(tp.messages[i], conv[i])
+            if (sent > 1 or self._asked_of(tid, model)) and tp.keys[:n] == keys[:n] and all(ids_compatible(tp.messages[i], conv[i])
                                                for i in range(n)):
                 return tp, n
             self.used.discard(tid)

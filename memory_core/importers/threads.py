@@ -240,9 +240,11 @@ class StoredThreads(Protocol):
         """The imported thread stored under ``key``, or None."""
 
     def find(self, ikey: str, resource: str | None, keys: list[str],
-             conv: list[Message]) -> tuple[ThreadPlan, int] | None:
+             conv: list[Message], sent: int, model: str | None
+             ) -> tuple[ThreadPlan, int] | None:
         """A stored thread whose messages are a prefix of ``conv`` (longest first), or
-        that ``conv`` is a prefix of (a request recorded again); with how many of
+        that ``conv`` is a prefix of (a request recorded again: one that sent only its
+        first message, ``sent``, asked of a model its runs were); with how many of
         ``conv``'s messages it holds."""
 
     def shared(self, ikey: str, resource: str | None, keys: list[str], most: int
@@ -669,11 +671,16 @@ def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
                 # the file's n-th new conversation is named the same on every attempt,
                 # whether or not an earlier import holds it
                 name = f"{implicit_prefix}{len(index.threads)}"
-                found = stored.find(ikey, resource, keys, conv) if stored is not None \
-                    else None
+                found = stored.find(ikey, resource, keys, conv, len(ex.history),
+                                    ex.model) if stored is not None else None
                 tp, best = found or (ThreadPlan(name, None, resource, ikey), 0)
                 index.threads.append(tp)
                 threads.append(tp)
+                if found is not None and best >= len(keys):  # (nothing new to store)
+                    again = "and answer" if ex.response is not None else "(no answer recorded)"
+                    ex.notes.append(f"{ex.where}: the same messages {again} as thread "
+                                    f"{tp.thread_id} (an earlier import's): stored once, "
+                                    "and both runs refer to them")
                 if found is None:
                     noted = len(ex.notes)
                     _say_calls_sent_back_otherwise(ex, conv, keys, calls_seen)
