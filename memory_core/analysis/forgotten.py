@@ -428,8 +428,13 @@ def _given_counted(given: Sequence[GivenMessage]) -> str:
     """"the 22 messages the model was given in this run", and how many its tool steps
     added where some did (the run inspector counts the prompt's alone)."""
     added = sum(1 for g in given if g.lane == STEP_LANE)
-    said = f"the {len(given)} messages the model was given in this run"
-    return said if not added else (f"{said} ({len(given) - added} in its prompt, {added} "
+    # (its instructions are said apart: they are no message of the conversation)
+    told = sum(1 for g in given if g.lane == "instructions")
+    n = len(given) - told
+    said = (f"the {n} message{'s' * (n != 1)}"
+            + (" and the instructions" if told else "")
+            + " the model was given in this run")
+    return said if not added else (f"{said} ({n - added} in its prompt, {added} "
                                    "added by its tool steps)")
 
 

@@ -115,8 +115,10 @@ def test_a_number_read_in_a_tool_result_reached_the_model(support: InMemoryStora
     assert '"weight_kg": 3.25' in best.excerpt
     # what was searched counts the prompt's messages apart from those the tool steps
     # added (the run inspector counts the prompt's alone), and names the parts held
-    assert re.search(r"every part of the \d+ messages the model was given in this run "
-                     r"\(\d+ in its prompt, \d+ added by its tool steps\) \(instructions, "
+    # (its instructions said apart: they are no message of the conversation)
+    assert re.search(r"every part of the \d+ messages and the instructions the model was "
+                     r"given in this run \(\d+ in its prompt, \d+ added by its tool steps\) "
+                     r"\(instructions, "
                      r"text, tool calls, tool results, working memory\)", found.searched), found.searched
     # the words of a JSON result, in any order, find it too
     words = why_forgotten(support, RUN, "Parcelnet delivered", embed=EMBED)
@@ -443,3 +445,20 @@ def _check_found(s: InMemoryStorage, run_id: str, parts: list[MessagePart],
     assert found.best is not None and found.best.contains, where
     if given and not question:  # something the model was given comes first
         assert found.best.explanation.reached_model, where
+
+
+@pytest.mark.parametrize(("system", "said"), [
+    (False, "every part of the 1 message the model was given in this run (text)"),
+    (True, "every part of the 1 message and the instructions the model was given in this "
+           "run (instructions, text)")])
+def test_what_was_searched_counts_messages_apart_from_instructions(
+        system: bool, said: str) -> None:
+    """"the 2 messages" was said of a request of one message and a system prompt, and
+    "the 1 messages" of one without."""
+    msgs = [{"role": "system", "content": "Be brief."}] * system + [
+        {"role": "user", "content": "Name a colour."}]
+    s = InMemoryStorage()
+    report = import_text(s, json.dumps({"messages": msgs, "response": {"choices": [
+        {"message": {"role": "assistant", "content": "Teal."}}]}}))
+    found = find_by_phrase(s, report.runs_created[0], "zebra crossing")
+    assert said in found.searched, found.searched
