@@ -634,8 +634,20 @@ def _unread(left_out: list[str], others: bool, needle: str) -> str:
                 f"(“{excerpt(holding, said)}”): it was recorded but not kept here.")
     first = left_out[0] if len(left_out[0]) <= 120 else left_out[0][:119] + "…"
     more = f" and {len(left_out) - 1} more" if len(left_out) > 1 else ""
+    if not others and all(_of_answer(n) for n in left_out):
+        # (the model's own reasoning, citations …: written after it was sent the request)
+        return (f" But the answer recorded for this run held parts that were not imported "
+                f"(“{first}”{more}): it may have been in one of them, written by the model "
+                "after it was sent this request, not given to it.")
     return (f" But {whose} held parts that were not imported (“{first}”"
             f"{more}): it may have been in one of them, recorded but not kept here.")
+
+
+def _of_answer(note: str) -> bool:
+    """Whether an import note speaks of the recorded answer ("interaction 3: response:
+    its reasoning … not imported")."""
+    _, _, said = note.partition(": ")
+    return said.startswith("response")
 
 
 def _phrase_sentence(needle: str, contained: list[PartHit], matches: list[PhraseMatch],

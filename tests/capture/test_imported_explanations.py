@@ -200,7 +200,10 @@ def test_a_phrase_only_in_what_the_import_left_out_is_not_said_never_said() -> N
     e = why_forgotten(s, run, "lilac door")
     assert e.fate == "not-stored" and not e.reached_model
     assert "never said" not in e.sentence
-    assert "the recording of this run held parts that were not imported" in e.sentence
+    # (the answer's thinking: written by the model, not given to it)
+    assert "the answer recorded for this run held parts that were not imported" in e.sentence
+    assert e.sentence.endswith("written by the model after it was sent this request, not "
+                               "given to it.")
     assert e.evidence["not_imported"] and all("not imported" in n
                                               for n in e.evidence["not_imported"])
     # a run whose conversation's recordings left nothing out still says it was never
@@ -247,7 +250,7 @@ def test_a_phrase_only_in_an_earlier_run_s_unimported_thinking_is_said_to_be_the
                f"imported (“run {one}: " in e.sentence
         # searched from the run whose own recording left it out: its own notes alone
         mine = why_forgotten(s, one, "lilac door")
-        assert "the recording of this run held parts" in mine.sentence
+        assert "the answer recorded for this run held parts" in mine.sentence
         assert f"run {one}:" not in mine.sentence
         # a phrase some message holds: no word of what was left out
         held = why_forgotten(s, two, "a second name")
@@ -319,3 +322,20 @@ def test_a_phrase_a_left_out_part_names_is_said_to_be_in_it() -> None:
     e = why_forgotten(s, report.runs_created[0], "citation")
     assert "one of them holds it" not in e.sentence
     assert "it may have been in one of them" in e.sentence
+
+
+def test_a_phrase_only_the_answer_s_left_out_parts_may_hold_was_not_given() -> None:
+    """paper-qa's DeepSeek cassette: the answer's reasoning is not imported. A phrase no
+    part holds may have been in that reasoning — which the model wrote after it was
+    sent the request: `why` said "it may have been in one of them" as if it could have
+    been given to the model."""
+    s = InMemoryStorage()
+    real = Path(__file__).resolve().parents[1] / "fixtures" / "imports" / "real"
+    rid = import_file(s, real / "genai-cohere-reasoning-GenSync-Text.yaml").runs_created[0]
+    e = why_forgotten(s, rid, "quantum chromodynamics")
+    assert e.fate == "not-stored" and not e.reached_model
+    assert e.sentence.endswith(
+        "But the answer recorded for this run held parts that were not imported "
+        "(“interaction 1: response: content part 0 (thinking) not imported”): it may have "
+        "been in one of them, written by the model after it was sent this request, not "
+        "given to it."), e.sentence
