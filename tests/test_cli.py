@@ -496,6 +496,24 @@ def test_import_malformed_file_changes_nothing(db_copy: str, tmp_path: Path, fix
     assert f"  line {line}: not imported: " in said and needle in said
 
 
+def test_import_of_several_files_says_what_a_refusal_left_unimported(tmp_path: Path) -> None:
+    """The first file refused: the files after it were not imported — said, as it is
+    when a later file is refused; and nothing is written."""
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("not json\n", encoding="utf-8")
+    good = str(IMPORTS / "openai_keyed.jsonl")
+    db = tmp_path / "new.duckdb"
+    r = memwb("import", str(bad), good, good, "--db", str(db))
+    assert r.exit_code != 0
+    first, *rest = r.stderr.strip().splitlines()
+    assert first.startswith("error: ") and "bad.jsonl" in first
+    assert rest == ["nothing imported: the 2 files after it were not imported either"]
+    assert not db.exists()
+    r = memwb("import", good, str(bad), "--db", str(db))
+    assert r.stderr.strip().splitlines()[-1] == (
+        f"stopped after importing {good}; the files after it were not imported")
+
+
 def test_import_argument_errors(tmp_path: Path) -> None:
     db = str(tmp_path / "x.duckdb")
     src = str(IMPORTS / "openai_support.jsonl")

@@ -82,7 +82,12 @@ def import_(files: Annotated[list[Path], typer.Argument(
         if done:
             say(f"stopped after importing {', '.join(done)}; the files after it were not "
                 "imported", err=True)
-        elif created and path is not None:
+            raise
+        if len(files) > 1 and not together:
+            n = len(files) - 1
+            say(f"nothing imported: the {n} file{'s' * (n != 1)} after it "
+                f"{'were' if n != 1 else 'was'} not imported either", err=True)
+        if created and path is not None:
             # a rejected file leaves no trace, not even an empty database
             for leftover in (Path(path), Path(path + ".wal")):
                 leftover.unlink(missing_ok=True)
