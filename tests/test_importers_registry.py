@@ -5,6 +5,7 @@ API whose paths a format declares."""
 from __future__ import annotations
 
 import importlib
+import json
 import pkgutil
 from typing import Any
 
@@ -132,13 +133,63 @@ def test_a_record_no_format_reads_names_its_keys() -> None:
     ("a: &a [x, x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
      "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c]\n"
      "e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d]\nf: [*e, *e, *e, *e, *e, *e, *e, *e]\n",
-     "line 1: invalid JSON"),
-    ("plain words\n", "line 1: invalid JSON"),
+     "a YAML document that could not be read as one (it begins 'a: &a [x, x, x, x, x, "
+     "x, x, x, x, x]'), not JSON"),
+    # a text that is no JSON at all: what it looks like, not "line 1: invalid JSON"
+    # (outside trials: Aider's LLM history, OpenHands' prompt logs, kani's recordings)
+    ("plain words\n", "plain text, not JSON (it begins 'plain words'): no recording this "
+                      "importer reads, which are JSON records"),
+    ("TO LLM 2025-01-31T11:21:36\n-------\nSYSTEM Act as an expert.\n",
+     "plain text, not JSON (it begins 'TO LLM 2025-01-31T11:21:36')"),
+    ("POST https://api.anthropic.com/v1/messages\ncontent-type: application/json\n\n"
+     '{"max_tokens":64,"messages":[]}\n',
+     "a raw HTTP request (POST https://api.anthropic.com/v1/messages), without its "
+     "response, not JSON; the raw HTTP this importer reads is an httprr trace"),
+    ("POST /v1/chat/completions HTTP/1.1\n\n{}\n\nHTTP/1.1 200 OK\n\n{}\n",
+     "a raw HTTP request (POST /v1/chat/completions) and its response, not JSON"),
+    ("<|im_start|>user\nHello!<|im_end|>\n<|im_start|>assistant\n",
+     "a prompt as text (ChatML's <|im_start|> turns), not a recorded model call"),
+    # one that starts as JSON says where it breaks
+    ('{"messages": [\n', "line 1: invalid JSON"),
 ])
-def test_a_yaml_file_that_is_no_cassette_is_said_to_be_yaml(text: str, said: str) -> None:
+def test_a_file_that_is_no_json_is_said_for_what_it_is(text: str, said: str) -> None:
     from memory_core.importers import import_text
     from memory_core.storage.inmemory import InMemoryStorage
 
     with pytest.raises(ImportFormatError) as e:
         import_text(InMemoryStorage(), text, name="transcript.yaml")
     assert said in str(e.value)
+
+
+def test_a_list_of_chat_messages_is_said_to_be_one() -> None:
+    """mini-swe-agent's trajectory, a JSON array of 22 messages: "item 1: this looks like
+    one chat message" said what its first item was, not what the file is."""
+    from memory_core.importers import import_text
+    from memory_core.storage.inmemory import InMemoryStorage
+
+    msgs = [{"role": "system", "content": "You fix bugs."},
+            {"role": "user", "content": "Fix it."},
+            {"role": "assistant", "content": "Done."}]
+    with pytest.raises(ImportFormatError, match=r"^file: a list of 3 chat messages, not "
+                                                r"requests holding them: .* wrap it as "
+                                                r"\{\"messages\": \[\.\.\.\]\}"):
+        import_text(InMemoryStorage(), json.dumps(msgs))
+    # one message alone is still that record's refusal
+    with pytest.raises(ImportFormatError, match="this looks like one chat message"):
+        import_text(InMemoryStorage(), json.dumps(msgs[:1]))
+
+
+def test_an_object_keyed_by_texts_is_said_by_its_first_key_s_beginning() -> None:
+    """MetaGPT's response cache maps each prompt to its answer: the refusal listed the
+    keys — a prompt of 3,572 characters — whole."""
+    from memory_core.importers import import_text
+    from memory_core.storage.inmemory import InMemoryStorage
+
+    prompt = "\n## context\n\n" + "Write a plan. " * 300
+    with pytest.raises(ImportFormatError) as e:
+        import_text(InMemoryStorage(), json.dumps({prompt: "A plan.", "Hi": "Hello."}))
+    said = str(e.value)
+    assert said.startswith(f"line 1: this looks like a JSON object of 2 entries keyed by "
+                           f"texts (the first {len(prompt):,} characters long, beginning "
+                           f"{prompt[:60]!r}): a map of texts, not a record"), said
+    assert prompt[:200] not in said and len(said) < 500

@@ -13,6 +13,7 @@ text is decoded (``import_file``)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -78,17 +79,51 @@ CONTAINERS: tuple[Container, ...] = (
 
 
 def _json_or_said_yaml(text: str, stages: Stages | None) -> ParsedFile:
-    """``parse_json``; a YAML file that is no cassette is said to be YAML, not "line 1:
-    invalid JSON"."""
+    """``parse_json``; a YAML file that is no cassette is said to be YAML, and a text
+    that is no JSON at all what it looks like, not "line 1: invalid JSON"."""
     try:
         return parse_json(text, stages)
     except ImportFormatError as e:
-        if str(e).startswith("line 1: invalid JSON") and \
-                (keys := yaml_keys(text)) is not None:
+        if not str(e).startswith("line 1: invalid JSON"):
+            raise
+        if (keys := yaml_keys(text)) is not None:
             raise fail("file", f"a YAML document (its keys: {keys}), not JSON; the YAML "
                                "this importer reads is a VCR cassette (an 'interactions' "
                                "or 'http_interactions' list)") from None
+        if (said := _plain_text(text)) is not None:
+            raise fail("file", said) from None
         raise
+
+
+_HTTP_REQUEST = re.compile(r"(GET|POST|PUT|PATCH|DELETE) (\S+)(?: HTTP/[\d.]+)?")
+_HTTP_STATUS = re.compile(r"^HTTP/[\d.]+ \d{3}", re.MULTILINE)
+_YAML_START = re.compile(r"---(\s|$)|[A-Za-z_][\w.-]*:(\s|$)")
+
+
+def _plain_text(text: str) -> str | None:
+    """What a text that is no JSON at all looks like, with the closest the importer
+    reads; None for one that starts as JSON (its own error says where it breaks)."""
+    first = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    if first[:1] in ("{", "[", '"', ""):
+        return None
+    if (m := _HTTP_REQUEST.fullmatch(first)) is not None:
+        answered = _HTTP_STATUS.search(text) is not None
+        return (f"a raw HTTP request ({m[1]} {m[2][:100]})"
+                + (" and its response" if answered else ", without its response")
+                + ", not JSON; the raw HTTP this importer reads is an httprr trace (its "
+                "first line 'httprr trace v1'), and a call as JSON an HTTP-interaction "
+                "file ({\"request\": {\"method\", \"url\", \"body\"}, \"response\": "
+                "{\"status\", \"body\"}})")
+    if _YAML_START.match(first):  # (one yaml_keys did not read: its aliases too many)
+        return (f"a YAML document that could not be read as one (it begins {first[:60]!r}), "
+                "not JSON; the YAML this importer reads is a VCR cassette (an "
+                "'interactions' or 'http_interactions' list)")
+    if "<|im_start|>" in text:
+        return ("a prompt as text (ChatML's <|im_start|> turns), not a recorded model "
+                "call: no request as an API received it, and no answer")
+    return (f"plain text, not JSON (it begins {first[:80]!r}): no recording this importer "
+            "reads, which are JSON records (JSON lines, an array or documents), VCR "
+            "cassettes, HAR, httprr and OTLP files (docs/importing.md, \"What it reads\")")
 
 
 def container_for(text: str, family: ImportFormat | None = None) -> Container:

@@ -33,6 +33,7 @@ from memory_core.importers.formats.semantic_kernel import chat_histories
 from memory_core.importers.jsonvalues import iter_documents
 from memory_core.importers.langsmith import langsmith_rows
 from memory_core.importers.passes import leave_out
+from memory_core.importers.refusal import ONE_MESSAGE
 from memory_core.importers.registry import read_record
 
 
@@ -174,6 +175,13 @@ def parse_records(rows: Iterable[tuple[str, Any]], skipped: list[SkippedRecord],
     with sharing():  # a request repeats its history: each message parsed once
         exchanges, read, failed = _exchanges(rows, stages)
     if not exchanges and failed:  # nothing read: the first record's error says why
+        if len(failed) > 1 and all(ONE_MESSAGE in str(e) for _, e in failed):
+            # (a conversation kept as its messages: no record of them is a request)
+            raise fail("file", f"a list of {len(failed)} chat messages, not requests "
+                               "holding them: a conversation as it was kept, not what "
+                               "each call was sent; to import it as one call, wrap it as "
+                               "{\"messages\": [...]} (a fine-tuning row: its last "
+                               "assistant message the answer)")
         raise failed[0][1]
     if failed:  # numbered again, a link to a record left out dropped
         exchanges = leave_out(exchanges, [])

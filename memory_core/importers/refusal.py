@@ -179,7 +179,7 @@ def _looks_like(obj: dict[str, Any], keys: set[str], closest: Shape) -> str:
             or obj.get("type") == "message" and "content" in obj:
         return f"the response of {closest.name} without its request"
     if _one_message(obj):
-        return "one chat message, not a request holding the conversation"
+        return ONE_MESSAGE
     attrs = obj.get("record_attributes")
     if _trulens_event(obj) and isinstance(attrs, dict):
         # TruLens's (Snowflake AI observability's) event rows: an app's span, the model
@@ -201,6 +201,9 @@ def _looks_like(obj: dict[str, Any], keys: set[str], closest: Shape) -> str:
 
 
 _UNKNOWN = "a JSON object with keys"
+#: what a record that is one chat message is said to be (a file of only such records
+#: is said to be a list of them: ``openai_jsonl.parse_records``)
+ONE_MESSAGE = "one chat message, not a request holding the conversation"
 
 
 def _otel_attributes(attrs: Any) -> bool:
@@ -262,6 +265,15 @@ def unread_record(obj: dict[str, Any]) -> str:
         said = unread_record(inner[0]).removeprefix("this looks like ")
         return (f"this looks like {len(inner)} object(s) keyed by hashes ({key[:12]}…), "
                 f"the first of them {said}")
+    if any(len(str(k)) > 80 or "\n" in str(k) for k in obj):
+        # its keys are texts (MetaGPT's response cache keys each answer by its prompt):
+        # said by their number and the first's beginning, not listed whole
+        key, first = str(next(iter(obj))), SHAPES[0]
+        return (f"this looks like a JSON object of {len(obj):,} entries keyed by texts "
+                f"(the first {len(key):,} characters long, beginning {key[:60]!r}): a map "
+                "of texts, not a record — no request as an API received it, nor the "
+                f"model it was sent to; the commonest format this importer reads is "
+                f"{first.name}, {first.written}")
     keys = _keys(obj)
     closest = closest_shape(obj)
     looks = _looks_like(obj, keys, closest)
