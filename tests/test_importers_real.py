@@ -2958,6 +2958,133 @@ EXPECTED.update({
     },
 })
 
+# OpenHands' LLM completion logs (agent-sdk's fixtures): one file a call, the messages
+# sent, kwargs, the response, cost, timestamp (when the log was written) and latency_sec;
+# the DeepSeek ones drive the model without native tool calling, and keep raw_response,
+# what it wrote — the answer — beside OpenHands' reading of it
+_OH_TOOLS = ["execute_bash", "str_replace_editor", "finish"]
+_OH_SYSTEM = ("You are OpenHands agent, a helpful AI assistant that can interact with a "
+              "computer to solve tasks.…")
+_OH_TAGS = {"trace_version": "1.0.0", "tags": [
+    "model:litellm_proxy/{}", "agent:Agent", "web_host:unspecified",
+    "openhands_version:1.0.0", "openhands_tools_version:1.0.0"]}
+_OH_FIRST = "user: Here's a running example of how to perform a task with the provided tools.…"
+_OH_LS = ("I'll create a new Python file named hello.py that prints 'Hello, World!'. Let me "
+          "first check the current directory and then create the file.")
+_OH_VIEW = ("I can see there's already a hello.py file in the current directory. Let me check "
+            "its contents first to see if it already contains the expected code.\n\n"
+            "<function=str_replace_editor>\n<parameter=command>view</parameter>\n"
+            "<parameter=path>/Users/xingyaow/Projects/OpenHands/openhands-v1-dev/agent-sdk."
+            "worktree/telemetry/hello.py</parameter>\n<parameter=security_risk>LOW</parameter>"
+            "\n")
+_OH_RUN = ("Perfect! The hello.py file already exists and contains exactly what was requested "
+           "- it prints 'Hello, World!'. Let me verify it works by running it:\n\n"
+           "<function=execute_bash>\n<parameter=command>python hello.py</parameter>\n"
+           "<parameter=security_risk>LOW</parameter>\n")
+# (the earlier answers as the next request sends them back: OpenHands' reading written out)
+_OH_SENT = [f"assistant: {_OH_LS}\n\n<function=execute_bash>\n<parameter=command>pwd && "
+            "ls -la</parameter>\n<parameter=security_risk>LOW</parameter>\n</function>",
+            "user: EXECUTION RESULT of [execute_bash]:\n/Users/xingyaow/Projects/OpenHands/"
+            "openhands-v1-dev/agent-sdk.worktree/telemetry\ntotal 784…",
+            f"assistant: {_OH_VIEW}</function>",
+            "user: EXECUTION RESULT of [str_replace_editor]:\nHere's the result of running "
+            "`cat -n` on /Users/xingyaow/Projects/OpenHands/openhands-v1-dev/agent-sdk."
+            "worktree/telemetry/hello.py:\n     1\tprint('Hello, World!')\n",
+            f"assistant: {_OH_RUN}</function>",
+            "user: EXECUTION RESULT of [execute_bash]:\nHello, World!\n[The command completed "
+            "with exit code 0.]…"]
+_OH_PROMPTED = "tool calling written into the prompt (OpenHands' non-native mode, its tools " \
+    "sent with the call as well): the answer is what the model wrote (raw_response)"
+_OH_DEEPSEEK = {"params": {"max_completion_tokens": 8192, "stop": ["</function"],
+                           "temperature": 0.0, "top_p": 1.0},
+                "request_fields": [{"metadata": {**_OH_TAGS, "tags": [
+                    _OH_TAGS["tags"][0].format("deepseek/deepseek-chat"),
+                    *_OH_TAGS["tags"][1:]]}}],
+                "instructions": _OH_SYSTEM}
+_OH_CLAUDE = {"params": {"max_completion_tokens": 64000, "temperature": 0.0, "top_p": 1.0},
+              "request_fields": [{"metadata": {**_OH_TAGS, "tags": [
+                  _OH_TAGS["tags"][0].format("anthropic/claude-sonnet-4-20250514"),
+                  *_OH_TAGS["tags"][1:]]}}],
+              "instructions": _OH_SYSTEM, "finish": "tool_calls"}
+_OH_HELLO = "user: Hello! Can you create a new Python file named hello.py that prints " \
+    "'Hello, World!'?"
+_OH_CREATE = ("assistant: I'll create a new Python file named `hello.py` that prints 'Hello, "
+              "World!' for you. → str_replace_editor({\"command\": \"create\", \"file_text\": "
+              "\"print('Hello, World!')\", \"path\": \"/workspace/hello.py\", "
+              "\"security_risk\": \"LOW\"})")
+EXPECTED.update({
+    "openhands-litellm_proxy__anthropic__claude-sonnet-4-20250514-1757015025.972.json": {
+        **_OH_CLAUDE,
+        "threads": [[_OH_HELLO, _OH_CREATE]],
+        "runs": [("litellm_proxy/claude-sonnet-4-20250514", (4812, 146), _OH_TOOLS)],
+        "call_ids": ["toolu_01AaHKJphyeTw3GFp4Xgiekv"],
+        "skipped": ["OpenHands logged its cost (0.016626000000000002) and the model's "
+                    "context window (200000 tokens)"],
+        # timestamp 1757015025.9723232 less latency_sec 4.65870213508606
+        "started": datetime(2025, 9, 4, 19, 43, 41, 313621, tzinfo=UTC),
+    },
+    "openhands-litellm_proxy__anthropic__claude-sonnet-4-20250514-1757015029.090.json": {
+        **_OH_CLAUDE,
+        "threads": [[_OH_HELLO, _OH_CREATE,
+                     "tool str_replace_editor: Ran into [Errno 2] No such file or directory: "
+                     "'/workspace/hello.py' while trying to write to /workspace/hello.py",
+                     "assistant: Let me first check the current directory structure and then "
+                     "create the file in the appropriate location: → execute_bash("
+                     "{\"command\": \"pwd && ls -la\", \"security_risk\": \"LOW\"})"]],
+        "runs": [("litellm_proxy/claude-sonnet-4-20250514", (5002, 95), _OH_TOOLS)],
+        "call_ids": ["toolu_01AaHKJphyeTw3GFp4Xgiekv", "toolu_01MgS75uyxLSueHHFj1DXiRZ"],
+        # 1757015029.090024 less 3.1146161556243896
+        "started": datetime(2025, 9, 4, 19, 43, 45, 975408, tzinfo=UTC),
+    },
+    # the first call: DeepSeek answered with a native call (the tools were sent as well),
+    # which raw_response logged as {} and response kept
+    "openhands-litellm_proxy__deepseek__deepseek-chat-1757015054.055.json": {
+        **_OH_DEEPSEEK,
+        "threads": [[_OH_FIRST, f"assistant: {_OH_LS} → execute_bash({{\"command\": \"pwd && "
+                                "ls -la\", \"security_risk\": \"LOW\"})"]],
+        "runs": [("litellm_proxy/deepseek-chat", (7911, 59), _OH_TOOLS)],
+        "call_ids": ["call_00_MYiKq2phNBtYd9chUKjkAgdV"],
+        "skipped": [_OH_PROMPTED, "raw_response logged its 1 tool call(s) empty: taken from "
+                    "response"],
+        "finish": "tool_calls",
+        "details": [{"cached_input": 7872}],
+        # 1757015054.0548532 less 6.516070127487183
+        "started": datetime(2025, 9, 4, 19, 44, 7, 538783, tzinfo=UTC),
+    },
+    # the others: the answer is the text DeepSeek wrote, cut by the stop sequence
+    # "</function"; OpenHands sends it back closed ("</function>")
+    "openhands-litellm_proxy__deepseek__deepseek-chat-1757015062.589.json": {
+        **_OH_DEEPSEEK,
+        "threads": [[_OH_FIRST, *_OH_SENT[:2], f"assistant: {_OH_VIEW}"]],
+        "runs": [("litellm_proxy/deepseek-chat", (8856, 100), _OH_TOOLS)],
+        "skipped": [_OH_PROMPTED],
+        "finish": "stop",
+        "details": [{"cached_input": 8000}],
+        "started": datetime(2025, 9, 4, 19, 44, 14, 731387, tzinfo=UTC),
+    },
+    "openhands-litellm_proxy__deepseek__deepseek-chat-1757015068.723.json": {
+        **_OH_DEEPSEEK,
+        "threads": [[_OH_FIRST, *_OH_SENT[:4], f"assistant: {_OH_RUN}"]],
+        "runs": [("litellm_proxy/deepseek-chat", (9027, 64), _OH_TOOLS)],
+        "skipped": [_OH_PROMPTED],
+        "details": [{"cached_input": 8896}],
+        "started": datetime(2025, 9, 4, 19, 44, 22, 597711, tzinfo=UTC),
+    },
+    "openhands-litellm_proxy__deepseek__deepseek-chat-1757015076.651.json": {
+        **_OH_DEEPSEEK,
+        "threads": [[_OH_FIRST, *_OH_SENT,
+                     "assistant: <function=finish>\n<parameter=message>The hello.py file "
+                     "already exists and contains the requested code. It successfully prints "
+                     "'Hello, World!' when executed. The file is located at /Users/xingyaow/"
+                     "Projects/OpenHands/openhands-v1-dev/agent-sdk.worktree/telemetry/"
+                     "hello.py and works as expected.</parameter>\n"]],
+        "runs": [("litellm_proxy/deepseek-chat", (9204, 79), _OH_TOOLS)],
+        "skipped": [_OH_PROMPTED],
+        "details": [{"cached_input": 9024}],
+        "started": datetime(2025, 9, 4, 19, 44, 29, 399181, tzinfo=UTC),
+    },
+})
+
 def test_corpus_is_large_and_varied_enough() -> None:
     files = sorted(p.name for p in REAL.iterdir() if p.name != "README.md")
     assert files == sorted(EXPECTED)

@@ -66,6 +66,11 @@ SHAPES: tuple[Shape, ...] = (
            '"timestamp": ..., "uuid": ..., "model": ..., "model_type": "chat"} '
            '(dspy.LM.history, dumped)',
            "outputs model_type uuid response_model cost kwargs"),
+    _shape("an OpenHands LLM completion log",
+           '{"messages": [...], "tools": [...], "kwargs": {...}, "context_window": ..., '
+           '"response": {"choices": [...]}, "cost": ..., "timestamp": ..., '
+           '"latency_sec": ...} (log_completions=True)',
+           "kwargs context_window latency_sec raw_messages raw_response cost timestamp"),
     _shape("a LangSmith run",
            '{"run_type": "llm", "inputs": {...}, "outputs": {...}} (or the SDK\'s '
            '{"post": [...], "patch": [...]})',
@@ -300,6 +305,7 @@ FORMAT_TITLES = {
     "sharegpt": "a ShareGPT conversation",
     "semantic-kernel": "a Semantic Kernel chat history", "autogen": "an AutoGen recorded call",
     "dspy": "an entry of DSPy's LM history", "continue": "a Continue session",
+    "openhands": "an OpenHands LLM completion log",
     "agents-run": "an Agents SDK run result",
     "anthropic-complete": "an Anthropic Text Completions record",
     "conversations": "a Conversations API call (its items)"}

@@ -37,6 +37,7 @@ from memory_core.importers.formats import (
     gemini,
     langsmith,
     ollama,
+    openhands,
     responses,
     semantic_kernel,
     sharegpt,
@@ -50,6 +51,7 @@ FORMATS: tuple[RecordFormat, ...] = (
     continue_session.FORMAT,  # Continue's session: sessionId, history of messages
     autogen.FORMAT,  # AutoGen's recorder: mode, messages typed as its LLMMessages
     dspy.FORMAT,  # an entry of DSPy's LM history: messages, outputs, model_type, uuid
+    openhands.FORMAT,  # an OpenHands completion log: messages, response, kwargs, latency_sec
     langsmith.FORMAT,  # a LangSmith run (run_type, inputs/outputs)
     ollama.FORMAT,  # /api/chat, /api/generate; Ollama's keys
     cohere.FORMAT,  # /v2/chat, /v1/chat; Cohere's answers
