@@ -1,7 +1,8 @@
 """OpenHands' LLM completion logs (``log_completions=True``, one JSON file per model
 call): each log is one run of the call as sent and answered. Driven without native tool
 calling, the model's answer is ``raw_response`` — the text it wrote, ``<function=…>``
-and all — not ``response``, OpenHands' reading of it. The logs of the real corpus are
+and all — not ``response``, OpenHands' reading of it; the next request sends that
+reading back as text again, and continues the thread. The logs of the real corpus are
 agent-sdk's own fixtures (tests/fixtures/imports/real/README.md)."""
 
 from __future__ import annotations
@@ -107,6 +108,39 @@ def test_a_tool_call_the_raw_response_logged_empty_is_the_responses() -> None:
     assert _answer(s, report.runs_created[0])["tool_calls"] == []
     assert "line 1: raw_response logged its 1 tool call(s) empty: not imported" \
         in _reasons(report)
+
+
+def test_the_logs_of_one_conversation_are_one_thread(tmp_path: Path) -> None:
+    """The next request sends the answer back as OpenHands writes its reading of it out
+    — the call closed by ``</function>`` (the stop sequence cut it), a native call as
+    ``<function=…>`` text — so each log began a thread of its own: four for DeepSeek's
+    four calls. Imported one by one, and as a JSON array or JSON lines, in order."""
+    db = tmp_path / "oh.duckdb"
+    out = CliRunner().invoke(app, ["import", *map(str, DEEPSEEK), "--db", str(db),
+                                   "--embedder", "none"])
+    assert out.exit_code == 0, out.output
+    assert "message 3 (assistant) is the answer an earlier import recorded, sent back as " \
+        "its client rewrites it (recorded …'=security_risk>LOW</parameter>', sent " \
+        "…'=security_risk>LOW</parameter>\\n</function>')" in out.output
+    with DuckDBStorage(db) as s:
+        threads = s.memory.list_threads()
+        assert len(threads) == 1 and len(s.runs.list_runs()) == 4
+        stored = s.memory.get_messages(threads[0].id)
+        assert [m.role for m in stored] == ["user", "assistant"] * 4
+        assert stored[3].text().endswith("<parameter=security_risk>LOW</parameter>\n")
+    logs = [_log(p) for p in DEEPSEEK]
+    for text in (json.dumps(logs), "\n".join(json.dumps(g) for g in logs)):
+        s = InMemoryStorage()
+        report = import_text(s, text, name="logs.json")
+        assert report.threads_created and len(report.threads_created) == 1
+        runs = report.runs_created
+        assert [s.runs.require_run(r).started_at.second for r in runs] == [7, 14, 22, 29]
+        last = _answer(s, runs[3])["text"]
+        assert last.startswith("<function=finish>\n<parameter=message>The hello.py file")
+    s = InMemoryStorage()  # the native logs continue their thread as before
+    for path in CLAUDE:
+        report = import_file(s, path)
+    assert len(s.memory.list_threads()) == 1 and len(s.runs.list_runs()) == 2
 
 
 def _native(**over: Any) -> dict[str, Any]:

@@ -157,6 +157,11 @@ class Exchange:
     # who applied the instructions server-side, the client sending none (a Responses
     # API agent's or stored prompt's, echoed in the response): "agent 'helper'"
     instructions_applied_by: str | None = None
+    # the answer as its client sends it back in its next request, when the format
+    # knows the client rewrites it (OpenHands' non-native tool calling writes the call
+    # it read out of the answer's text out again): the thread goes on from that form,
+    # the answer stored as recorded
+    sent_back_as: Message | None = None
 
     def conversation(self) -> list[Message]:
         """The history and the response (when recorded), as a thread stores them."""

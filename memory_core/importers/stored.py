@@ -27,9 +27,28 @@ def chain_metadata(tp: ThreadPlan) -> dict[str, Any]:
     before = (tp.stored_meta or {}).get("chain")
     ins = before.get("instructions") if isinstance(before, dict) else None
     # a keyed thread is found by its key, not its instructions: keep what was stored
-    return {"instructions": ins if isinstance(ins, str) and tp.key is not None
-            else instructions_digest(tp.instructions_key),
-            "prefixes": chain_digests(tp.keys)}
+    out: dict[str, Any] = {"instructions": ins if isinstance(ins, str) and tp.key is not None
+                           else instructions_digest(tp.instructions_key),
+                           "prefixes": chain_digests(tp.keys)}
+    if tp.sent_back:  # (its digests are of the forms sent back: the keys they were of)
+        out["sent_back"] = {str(seq): m.model_dump(mode="json")
+                            for seq, m in sorted(tp.sent_back.items())}
+    return out
+
+
+def _sent_back(chain: Any, count: int) -> dict[int, Message]:
+    """A stored thread's answers sent back rewritten (``ThreadPlan.sent_back``), as its
+    import metadata keeps them; what does not read as one is left out."""
+    kept = chain.get("sent_back") if isinstance(chain, dict) else None
+    out: dict[int, Message] = {}
+    for seq, raw in kept.items() if isinstance(kept, dict) else ():
+        try:
+            at, m = int(seq), Message.model_validate(raw)
+        except ValueError:  # (pydantic's ValidationError is one)
+            continue
+        if 0 <= at < count:
+            out[at] = m
+    return out
 
 
 @dataclass
@@ -72,6 +91,9 @@ class StoredImports:
             m = sm.as_message()
             tp.add(m, message_key(m), sm.created_at, None)
         tp.stored_count = len(tp.messages)
+        tp.sent_back = _sent_back(imp.get("chain"), tp.stored_count)
+        for seq, m in tp.sent_back.items():
+            tp.keys[seq] = message_key(m)
         self.used.add(thread_id)
         return tp
 

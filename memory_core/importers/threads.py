@@ -101,6 +101,9 @@ class ThreadPlan:
     # a session's thread (``key``) a request sent the history of: a request of the
     # session that continues none of its threads is another conversation (``_in_session``)
     sends_history: bool = False
+    # answers stored as recorded that their client sends back rewritten, by seq
+    # (``Exchange.sent_back_as``): the thread's key there is the rewritten form's
+    sent_back: dict[int, Message] = field(default_factory=dict)
 
     @property
     def stored(self) -> bool:
@@ -467,6 +470,27 @@ def _whitespace_note(ex: Exchange, i: int, role: str, earlier: str | None, *,
             f"text than {said}: taken as the same message, stored once as first recorded")
 
 
+def _sent_back_note(ex: Exchange, i: int, earlier: str | None, stored: Message,
+                    sent: Message) -> str:
+    """Why message ``i`` of ``ex`` is stored otherwise than it reads: an answer its
+    client sends back rewritten (``Exchange.sent_back_as``) — the answer ``earlier``
+    recorded (None: an earlier import's), or the run's own answer, which a later
+    request's rewritten form was stored as first."""
+    own = i == len(ex.history)
+    answer, back = (sent, stored) if own else (stored, sent)
+    calls = [c.name for c in answer.tool_calls()] if not back.tool_calls() else []
+    how = _where_they_part(answer.text() or "", back.text() or "", True) + (
+        f"; its call {', '.join(calls)} written out as text" if calls else "")
+    if own:
+        return (f"{ex.where}: its answer was stored first as a later request sent it back, "
+                f"rewritten by its client ({how}): taken as that message, stored once as "
+                "first recorded")
+    said = earlier or "an earlier import"
+    return (f"{ex.where}: message {i} (assistant) is the answer {said} recorded, sent back "
+            f"as its client rewrites it ({how}): taken as that answer, stored once as "
+            "recorded")
+
+
 def instructions_text(instructions: Sequence[Message]) -> str:
     """The text of a request's instructions, one message after another."""
     return "\n".join(m.text() or "" for m in instructions)
@@ -598,6 +622,9 @@ def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
     for ex in retries_after(exchanges, retried):
         conv = ex.conversation()
         keys = [key_of(m) for m in conv]
+        echo = ex.sent_back_as if ex.response is not None else None
+        if echo is not None:  # (the thread goes on as the client sends the answer back)
+            keys[-1] = key_of(echo)
         ikey = instructions_key(ex.instructions, key_of)
         start = ex.started_at or undated(ex.index)
         end = ex.finished_at or start
@@ -707,14 +734,19 @@ def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
             if texts_of(m) != texts_of(conv[i]) and (id(tp), seq) not in trimmed:
                 trimmed.add((id(tp), seq))
                 first = tp.first_run[seq]
-                ex.notes.append(_whitespace_note(
-                    ex, i, conv[i].role, None if first is None else run_of[first].exchange.where,
+                earlier = None if first is None else run_of[first].exchange.where
+                back = seq in tp.sent_back or echo is not None and i == len(ex.history)
+                ex.notes.append(_sent_back_note(ex, i, earlier, m, conv[i])
+                                if back else _whitespace_note(
+                    ex, i, conv[i].role, earlier,
                     json_too=trimmed_texts(m) != trimmed_texts(conv[i])))
         if ex.response is not None and not isinstance(ex.response.content, str):
             for call in ex.response.tool_calls():  # (an answer's calls: those sent back)
                 if not is_derived_call_id(call.id):
                     calls_seen.setdefault(call.id, (keys[-1], ex.where, ex.response))
         h = len(ex.history)
+        if echo is not None:
+            tp.sent_back.setdefault(seqs[h], echo)
         runs.append(RunPlan(ex, tp, seqs[:h], seqs[h] if ex.response is not None else None,
                             inp))
         run_of[ex.index] = runs[-1]

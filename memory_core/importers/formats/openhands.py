@@ -11,18 +11,22 @@ its parameters (its ``tools`` the tools offered; ``extra_body.metadata``, the cl
 tags, kept as sent with it, not as a parameter) and ``response`` the answer — in
 non-fncall mode ``raw_response``, what the model wrote, for ``response`` is then
 OpenHands' reading of it (the call it read out of the text) and ``raw_messages`` the
-agent's own form of the messages: neither was sent or written by the model.
-``timestamp`` is when the log was written, once the call returned: the call ended then
-and began ``latency_sec`` before. ``cost`` and ``context_window`` are noted."""
+agent's own form of the messages: neither was sent or written by the model. The next
+request sends the answer back as OpenHands read it, written out as text again
+(``Exchange.sent_back_as``): the thread goes on from that form. ``timestamp`` is when
+the log was written, once the call returned: the call ended then and began
+``latency_sec`` before. ``cost`` and ``context_window`` are noted."""
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from typing import Any, TypeGuard
 
 from memory_core.importers.common import Exchange, fail, from_unix, shortened
 from memory_core.importers.formats import Record, RecordFormat
 from memory_core.importers.formats.chat import chat_exchange
+from memory_core.types import Message
 
 _MARKS = ("messages", "response", "kwargs", "latency_sec")
 
@@ -102,6 +106,33 @@ def _written(obj: dict[str, Any], read: dict[str, Any], where: str, notes: list[
     return raw
 
 
+def _as_text(message: dict[str, Any] | None) -> str | None:
+    """An answer as OpenHands writes it into its next request in non-fncall mode: its
+    text, then its one call as ``<function=name>`` with a ``<parameter=…>`` line each
+    (``convert_tool_call_to_string``); None when it cannot be written so."""
+    if message is None or not isinstance(content := message.get("content") or "", str):
+        return None
+    calls = message.get("tool_calls")
+    if not calls:
+        return content
+    one = calls[0] if isinstance(calls, list) and len(calls) == 1 else None
+    fn = one.get("function") if isinstance(one, dict) else None
+    if not isinstance(fn, dict):
+        return None
+    try:
+        args = json.loads(fn["arguments"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    if not isinstance(args, dict):
+        return None
+    out = f"<function={fn['name']}>\n"
+    for name, value in args.items():
+        wide = "\n" if isinstance(value, str) and "\n" in value else ""
+        said = json.dumps(value) if isinstance(value, list | dict) else f"{value}"
+        out += f"<parameter={name}>{wide}{said}{wide}</parameter>\n"
+    return f"{content}\n\n{out}</function>".lstrip()
+
+
 def _as_chat(obj: dict[str, Any], where: str, notes: list[str]) -> dict[str, Any]:
     kwargs = _object(obj, "kwargs", where)
     extra = kwargs.get("extra_body")
@@ -140,6 +171,11 @@ def _read(record: Record) -> list[Exchange]:
     notes: list[str] = []
     ex = chat_exchange(_as_chat(obj, where, notes), where, record.index, notes)
     _date(ex, obj, where)
+    if "raw_response" in obj and ex.response is not None:
+        # OpenHands sends its reading of the answer back, written out as text again
+        text = _as_text(_first_message(obj["response"]))
+        if text and text != (ex.response.text() or ""):
+            ex.sent_back_as = Message(role="assistant", content=text)
     extra = obj["kwargs"].get("extra_body")
     if isinstance(extra, dict) and extra.get("metadata") is not None:
         ex.request_fields = {**ex.request_fields, "metadata": extra["metadata"]}
