@@ -399,6 +399,31 @@ def test_parts_names_images_and_missing_ids_are_kept_with_notice() -> None:
     assert prompt["items"][0]["message"]["metadata"] == {"openai_role": "developer"}
 
 
+def test_an_image_written_into_a_text_as_html_is_a_placeholder() -> None:
+    """NVIDIA's API takes an image as <img src="data:…"> in the message text (paper-qa's
+    nemotron cassette): 672,076 characters of base64 were stored as the text, the
+    thread's title and a 168,019-token estimate. Each such image is now a placeholder,
+    as an image_url part's data URI is; a small one, an example of the markup, stays."""
+    data = "iVBORw0KGgo" * 200
+    text = f'Parse this. <img src="data:image/png;base64,{data}" /> Thanks.'
+    small = 'Write <img src="data:image/png;base64,AAAA"/> in HTML.'
+    st = InMemoryStorage()
+    report = import_text(st, "\n".join(json.dumps({
+        "messages": [{"role": "user", "content": t}],
+        "response": {"choices": [{"message": {"role": "assistant", "content": "ok"}}]}})
+        for t in (text, small)))
+    first, second = (st.memory.get_messages(t)[0] for t in report.threads_created)
+    assert [p.text for p in first.parts] == ["Parse this. ", " Thanks."]
+    assert first.metadata["attachments"] == [{
+        "index": 1, "type": "image_url", "media_type": "image/png", "bytes": len(data),
+        "sha256": hashlib.sha256(data.encode()).hexdigest()}]
+    assert data not in json.dumps(st.runs.list(report.runs_created[0]), default=str)
+    assert second.content == small and "attachments" not in second.metadata
+    assert [k.reason for k in report.skipped if "<img" in k.reason] == [
+        'message 0: 1 image(s) written into its text as <img src="data:…"> kept as '
+        "placeholders"]
+
+
 def test_fine_tuning_rows_and_sharegpt_conversations() -> None:
     ft = {"messages": [{"role": "user", "content": "2+2?"},
                        {"role": "assistant", "content": "4"}]}

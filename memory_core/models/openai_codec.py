@@ -192,6 +192,35 @@ def attachment(part: dict[str, Any], index: int) -> dict[str, Any]:
     return out
 
 
+#: an image written into a text as HTML (NVIDIA's API takes images so); a small one is
+#: left as the text it is (an example of the markup, not an image sent)
+_INLINE_IMAGE = re.compile(
+    r'<img\s+src="(data:image/[\w.+-]+;base64,[A-Za-z0-9+/=]{1000,})"\s*/?>')
+
+
+def _inline_images(text: str, where: str, notes: list[str]
+                   ) -> tuple[str | list[TextPart], list[dict[str, Any]]]:
+    """A text holding images as ``<img src="data:…">``: the text around them as its
+    parts, each image a placeholder, as an ``image_url`` part's data URI is."""
+    found = list(_INLINE_IMAGE.finditer(text))
+    if not found:
+        return text, []
+    texts: list[TextPart] = []
+    attachments: list[dict[str, Any]] = []
+    pos = 0
+    for m in found:
+        if m.start() > pos:
+            texts.append(TextPart(text=text[pos:m.start()]))
+        attachments.append(attachment({"type": "image_url", "image_url": {"url": m[1]}},
+                                      len(texts) + len(attachments)))
+        pos = m.end()
+    if pos < len(text):
+        texts.append(TextPart(text=text[pos:]))
+    notes.append(f"{where}: {len(found)} image(s) written into its text as <img "
+                 "src=\"data:…\"> kept as placeholders")
+    return texts, attachments
+
+
 def content_parts(content: Any, where: str, notes: list[str]
                   ) -> tuple[str | list[TextPart], list[dict[str, Any]]]:
     """Wire content as our text (a string, or a list of text parts) plus attachment
@@ -199,7 +228,8 @@ def content_parts(content: Any, where: str, notes: list[str]
     if content is None:
         return "", []
     if isinstance(content, str):
-        return content, []
+        return (content, []) if "data:image/" not in content \
+            else _inline_images(content, where, notes)
     if not isinstance(content, list):
         raise _fail(where, f"content must be a string, null or a list of parts, got "
                            f"{type(content).__name__}")
