@@ -138,8 +138,9 @@ class StoredImports:
                 continue  # this import already continues it: a branch starts a new thread
             tp = self._load(tid, ikey)
             n = min(len(tp.keys), len(keys))
-            if (sent > 1 or self._asked_of(tid, model)) and tp.keys[:n] == keys[:n] and all(ids_compatible(tp.messages[i], conv[i])
-                                               for i in range(n)):
+            same = tp.keys[:n] == keys[:n] and all(ids_compatible(tp.messages[i], conv[i])
+                                                   for i in range(n))
+            if same and (sent > 1 or self._asked_of(tid, model)):
                 return tp, n
             self.used.discard(tid)
         return None
