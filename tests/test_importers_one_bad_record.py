@@ -228,3 +228,17 @@ def test_a_call_with_no_messages_that_the_server_refused_says_so() -> None:
         json.dumps(r) for r in (chat("hello", "hi"), refused)))
     [(where, note)] = notes(report)
     assert where == "line 2" and note.startswith(f"not imported: {said}")
+
+
+def test_why_says_the_kept_orphan_result_s_tool_is_not_recorded() -> None:
+    """`why` said "in the result of tool  (call call_ghost)", a blank for its name."""
+    from memory_core.analysis.forgotten import why_forgotten
+
+    orphan = {"role": "tool", "tool_call_id": "call_ghost", "content": "sunny at 42"}
+    s = InMemoryStorage()
+    report = import_text(s, json.dumps(chat("and now?", "still sunny", [
+        {"role": "user", "content": "weather?"}, orphan])))
+    e = why_forgotten(s, report.runs_created[0], "sunny at 42")
+    assert e.fate == "sent-by-client" and e.evidence["part"] == "tool-result"
+    assert "the result of a tool whose name is not recorded (call call_ghost)" in e.sentence
+    assert "tool" not in e.evidence

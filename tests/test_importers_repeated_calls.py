@@ -134,3 +134,23 @@ def test_each_run_of_a_repeated_call_was_answered_by_the_stored_answer() -> None
     assert f"the same as run {first}'s and stored once" in e.sentence
     assert e.evidence["stored_by"] == first
     assert [p.fate for p in lifeline(s, tid, 1)] == ["written-after", "written-after"]
+
+
+def test_an_answer_a_later_import_stored_first_is_the_run_s_answer_too() -> None:
+    """A later request imported first stores the conversation with no run of its own
+    for the earlier answer: `why` said it was "the same as run None's"."""
+    from memory_core.analysis.forgotten import why_forgotten
+
+    ask, answer, more = ("Say hello!", "Hello! How can I help?", "Thanks.")
+    later = json.dumps({"request": {"model": "m", "messages": [
+        {"role": "user", "content": ask}, {"role": "assistant", "content": answer},
+        {"role": "user", "content": more}]}, "response": {"choices": [
+            {"message": {"role": "assistant", "content": "You are welcome."}}]}})
+    s = InMemoryStorage()
+    import_text(s, later, name="later.jsonl")
+    first = import_text(s, _call(ask, answer), name="first.jsonl")
+    (tid,) = first.threads_extended
+    e = why_forgotten(s, first.runs_created[0], (tid, 1))
+    assert e.fate == "written-after", e.sentence
+    assert "run None" not in e.sentence and "stored_by" not in e.evidence
+    assert "stored once, as a later request of the conversation sent it back" in e.sentence

@@ -461,10 +461,14 @@ def _explain_imported(data: RunData, msg: StoredMessage, by_lane: dict[tuple[str
                    "was written after the request was sent.", sent=n)
     if data.persist_output is not None and msg.thread_id == data.run.thread_id \
             and msg.seq in data.persist_output.seqs:
-        # (a request the file recorded again, answered alike: its messages stored once)
-        return out("written-after", "This is the answer recorded for this request, the "
-                   f"same as run {msg.run_id}'s and stored once, so it was written after "
-                   "the request was sent.", sent=n, stored_by=msg.run_id)
+        # (a request the file recorded again, answered alike: its messages stored once;
+        # or a later request that sent it back, imported first)
+        same = (f"the same as run {msg.run_id}'s and stored once" if msg.run_id else
+                "stored once, as a later request of the conversation sent it back")
+        said = f"This is the answer recorded for this request, {same}, so it was " \
+            "written after the request was sent."
+        return out("written-after", said, sent=n, stored_by=msg.run_id) if msg.run_id \
+            else out("written-after", said, sent=n)
     tail = (f"{unknown}; the client sent " + (
         "its instructions alone" if n == 0 else
         f"one message{beside}, and this was not it" if n == 1 else

@@ -471,7 +471,7 @@ def _phrase_match(storage: Storage, data: RunData, h: PartHit, needle: str,
         exp = _explain_part(data, h.given)
     p, c = h.part, close.get(h.ref) if h.ref else None
     said = {"part": p.part, **{k: v for k, v in (("tool", p.tool), ("call_id", p.call_id))
-                                if v is not None}}
+                                if v}}
     sentence = f"“{needle}” is in {place(h)}. {exp.sentence}" if h.contains else exp.sentence
     return PhraseMatch(
         thread_id=h.ref[0] if h.ref else None, seq=h.ref[1] if h.ref else None,

@@ -321,11 +321,13 @@ def place(hit: PartHit) -> str:
     else:
         at = f"the {g.lane if g else 'input'} part of this run's prompt"
     obs = f" (observation {g.observation_id})" if g and g.observation_id else ""
+    # (a result answering no call the recording holds: its tool's name is unknown)
+    tool = f"tool {p.tool}" if p.tool else "a tool whose name is not recorded"
     return {"text": f"the text of {at}",
             "tool-call-name": f"the name of tool call {p.call_id} in {at}",
-            "tool-call-arguments": f"the arguments of the call to tool {p.tool} (call "
+            "tool-call-arguments": f"the arguments of the call to {tool} (call "
                                    f"{p.call_id}) in {at}",
-            "tool-result": f"the result of tool {p.tool} (call {p.call_id}) in {at}",
+            "tool-result": f"the result of {tool} (call {p.call_id}) in {at}",
             "attachment": f"an attachment placeholder in {at}",
             "instructions": "the instructions (the system prompt) of this run's prompt",
             "working-memory": "the working memory in this run's prompt",
