@@ -511,7 +511,11 @@ def test_import_of_several_files_says_what_a_refusal_left_unimported(tmp_path: P
     assert not db.exists()
     r = memwb("import", good, str(bad), "--db", str(db))
     assert r.stderr.strip().splitlines()[-1] == (
-        f"stopped after importing {good}; the files after it were not imported")
+        f"stopped after importing {good}, the last file refused")
+    r = memwb("import", good, str(bad), good, "--db", str(tmp_path / "other.duckdb"))
+    assert r.stderr.strip().splitlines()[-1] == (
+        f"stopped after importing {good}; the 1 file after the one refused was not "
+        "imported")
 
 
 def test_import_argument_errors(tmp_path: Path) -> None:

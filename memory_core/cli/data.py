@@ -79,14 +79,16 @@ def import_(files: Annotated[list[Path], typer.Argument(
                     resource_id=resource, stages=progress)))
                 done.append(str(f))
     except typer.Exit:
+        left = len(files) - len(done) - 1  # (the files after the one refused)
         if done:
-            say(f"stopped after importing {', '.join(done)}; the files after it were not "
-                "imported", err=True)
+            say(f"stopped after importing {', '.join(done)}" + (
+                f"; the {left} file{'s' * (left != 1)} after the one refused "
+                f"{'were' if left != 1 else 'was'} not imported" if left else
+                ", the last file refused"), err=True)
             raise
-        if len(files) > 1 and not together:
-            n = len(files) - 1
-            say(f"nothing imported: the {n} file{'s' * (n != 1)} after it "
-                f"{'were' if n != 1 else 'was'} not imported either", err=True)
+        if left and not together:
+            say(f"nothing imported: the {left} file{'s' * (left != 1)} after it "
+                f"{'were' if left != 1 else 'was'} not imported either", err=True)
         if created and path is not None:
             # a rejected file leaves no trace, not even an empty database
             for leftover in (Path(path), Path(path + ".wal")):
