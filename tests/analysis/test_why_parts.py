@@ -209,6 +209,23 @@ def test_arguments_are_found_by_their_members_in_the_order_recorded() -> None:
     assert e.evidence["part"] == "tool-call-arguments" and "matched" not in e.evidence
 
 
+def test_arguments_are_found_by_members_cut_short_mid_value() -> None:
+    """Outside trials (magentic's Mistral cassette): a phrase copied out of recorded
+    arguments ends mid-value — ``"quote":"It does not do to dwell`` — and was "in no
+    stored message word for word"; its last member is now compared by the beginning of
+    its text, the others whole."""
+    call = Message(role="assistant", content=[ToolCallPart(
+        id="c1", name="return_quote", args={"quote": "May the Force be with you.",
+                                            "character": "Obi-Wan Kenobi", "n": 3})])
+    args = next(p for p in message_parts(call) if p.part == "tool-call-arguments")
+    for phrase in ('{"quote": "May the Force', '"character":"Obi-Wan Kenobi","quote":"may',
+                   '"quote": "May the Force be with you."'):
+        assert args.holds(normalise(phrase)), phrase
+    for phrase in ('{"quote": "the Force', '"character":"Obi-Wan","quote":"May',
+                   '"n": "3', '"nobody": "May'):
+        assert not args.holds(normalise(phrase)), phrase
+
+
 def test_a_tool_definition_the_model_was_offered_reached_it(support: InMemoryStorage
                                                             ) -> None:
     """Text of a tool's definition — its description, a parameter's description — is
