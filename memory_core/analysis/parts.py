@@ -83,17 +83,23 @@ class MessagePart:
             self.obj is not None and _members_held(needle, self.obj))
 
 
-def _members(needle: str) -> dict[str, Any] | None:
+def _members(needle: str) -> tuple[dict[str, Any], str | None] | None:
     """The JSON object members a phrase writes out (``"a":5,"b":"x"``, with or without
-    its braces), or None when it is no such text."""
+    its braces), and the member whose text value it cuts short, if any (``"quote":"It
+    does not do`` — a phrase copied out of arguments mid-value); None when it is no
+    such text."""
     body = needle.strip().removeprefix("{").removesuffix("}").strip().rstrip(",")
     if '":' not in body and '" :' not in body:
         return None
-    try:
-        got = json.loads("{" + body + "}")
-    except ValueError:
-        return None
-    return got if isinstance(got, dict) and got else None
+    for text, cut in (("{" + body + "}", False), ("{" + body + '"}', True)):
+        try:
+            got = json.loads(text)
+        except ValueError:
+            continue
+        if isinstance(got, dict) and got:
+            last = list(got)[-1]
+            return got, (last if cut and isinstance(got[last], str) else None)
+    return None
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -104,17 +110,26 @@ def _same(a: Any, b: Any) -> bool:
     return said(a) == said(b)
 
 
+_NONE = object()  # (no such member)
+
+
 def _members_held(needle: str, obj: dict[str, Any]) -> bool:
     """Whether ``obj``, or an object inside it, has every member ``needle`` writes out."""
-    wanted = _members(needle)
-    if wanted is None:
+    found = _members(needle)
+    if found is None:
         return False
+    wanted, cut = found
+
+    def same(k: str, v: Any, have: dict[str, Any]) -> bool:
+        got = have.get(normalise(k), _NONE)
+        if k == cut:  # (its value's beginning)
+            return isinstance(got, str) and normalise(got).startswith(normalise(v))
+        return got is not _NONE and _same(got, v)
 
     def held(o: Any) -> bool:
         if isinstance(o, dict):
             have = {normalise(str(k)): v for k, v in o.items()}
-            if all(normalise(str(k)) in have and _same(have[normalise(str(k))], v)
-                   for k, v in wanted.items()):
+            if all(same(str(k), v, have) for k, v in wanted.items()):
                 return True
             return any(held(v) for v in o.values())
         return isinstance(o, list) and any(held(v) for v in o)
