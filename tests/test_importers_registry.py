@@ -136,11 +136,12 @@ def test_a_record_no_format_reads_names_its_keys() -> None:
      "a YAML document that could not be read as one (it begins 'a: &a [x, x, x, x, x, "
      "x, x, x, x, x]'), not JSON"),
     # a text that is no JSON at all: what it looks like, not "line 1: invalid JSON"
-    # (outside trials: Aider's LLM history, OpenHands' prompt logs, kani's recordings)
+    # (outside trials: Aider's chat history in Markdown — its LLM history is read —,
+    # OpenHands' prompt logs, kani's recordings)
     ("plain words\n", "plain text, not JSON (it begins 'plain words'): no recording this "
                       "importer reads, which are JSON records"),
-    ("TO LLM 2025-01-31T11:21:36\n-------\nSYSTEM Act as an expert.\n",
-     "plain text, not JSON (it begins 'TO LLM 2025-01-31T11:21:36')"),
+    ("# aider chat started at 2025-01-31 11:21:30\n\n#### Fix the bug\n",
+     "plain text, not JSON (it begins '# aider chat started at 2025-01-31 11:21:30')"),
     ("POST https://api.anthropic.com/v1/messages\ncontent-type: application/json\n\n"
      '{"max_tokens":64,"messages":[]}\n',
      "a raw HTTP request (POST https://api.anthropic.com/v1/messages), without its "

@@ -1,6 +1,6 @@
 """Containers: how a file holds its model calls, told from its text. Each is read into
 exchanges its own way — OTLP and Langfuse exports into spans (``otel.py``, ``langfuse.py``), the others (cassettes, HAR
-files, httprr traces, Azure test-proxy recordings, HTTP-interaction JSON, JSON
+files, httprr traces, Aider's LLM histories, Azure test-proxy recordings, HTTP-interaction JSON, JSON
 records) into records that the formats of ``registry.py`` read
 (``openai_jsonl.parse_records``) — and each belongs to one of the two families an
 import is told by (``ImportFormat``: ``import_text``'s ``format``,
@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from memory_core.errors import ImportFormatError
+from memory_core.importers.aider import looks_like_aider, parse_aider
 from memory_core.importers.azure_proxy import looks_like_azure_proxy, parse_azure_proxy
 from memory_core.importers.cassette import looks_like_cassette, parse_cassette, yaml_keys
 from memory_core.importers.common import ImportFormat, ParsedFile, Stages, fail
@@ -69,6 +70,8 @@ CONTAINERS: tuple[Container, ...] = (
     # Node's nock: [{"scope", "method", "path", "body", "status", "response", …}]
     Container("nock", "openai", looks_like_nock, parse_nock),
     Container("httprr", "openai", looks_like_httprr, parse_httprr),  # httprr trace v1
+    # Aider's --llm-history-file: "TO LLM <time>", its messages, "LLM RESPONSE <time>"
+    Container("aider-history", "openai", looks_like_aider, parse_aider),
     # the Azure SDKs' test proxy: {"Entries": [{"RequestUri", …, "ResponseBody"}]}
     Container("azure-test-proxy", "openai", looks_like_azure_proxy, parse_azure_proxy),
     # {"request": {"method", "url", "body"}, "response": {"status", "body"}} per call
