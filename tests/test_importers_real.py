@@ -3085,6 +3085,56 @@ EXPECTED.update({
     },
 })
 
+# Aider's LLM history (its first 4 calls): each call resends the whole chat, so the second
+# continues the first's thread; the third (code mode: another system prompt, the repo
+# map and the added files' message written anew, the new request with Aider's reminder
+# appended) and the fourth (the repo map changed again) each start their own
+_AIDER_ASK = ["user: I am working with you on code in a git repository.\nHere are summaries "
+              "of some files present in my git repo.…",
+              "assistant: Ok, I won't try and edit those files without asking first.",
+              "user: I have *added these files to the chat* so you see all of their "
+              "contents.…",
+              "assistant: Ok, I will use that as the true, current contents of the files."]
+_AIDER_CODE = ["user: Here are summaries of some files present in my git repository.…",
+               "assistant: Ok, I won't try and edit those files without asking first.",
+               "user: I have *added these files to the chat* so you can go ahead and edit "
+               "them.…",
+               "assistant: Ok, any changes I propose will be to those files."]
+_AIDER_CHAT = ["user: This project is a super simple random friendly name generator I keep "
+               "needing everywhere that can be installed easily with pip - pip install "
+               "friendly_names. We need this in the README.md and in the pyproject.toml",
+               "assistant: I notice that while the project structure is set up, both the "
+               "README.md and pyproject.toml could use better descriptions…",
+               "user: let's think through the ideal interface. I imagine using it to "
+               'generate names like "red-loop-bounty"',
+               "assistant: Ah, that helps clarify the vision! It sounds like you want to "
+               "generate names…"]
+EXPECTED.update({
+    "aider-friendly_names.aider.llm.history": {
+        "threads": [
+            [*_AIDER_ASK, *_AIDER_CHAT],
+            [*_AIDER_CODE, *_AIDER_CHAT,
+             "user: yes, let's do that and make sure the README.md is updated\n\n# "
+             "*SEARCH/REPLACE block* Rules:…",
+             "assistant: I'll help update both the README.md and create the "
+             "implementation.…"],
+            [*_AIDER_CODE, *_AIDER_CHAT,
+             "user: yes, let's do that and make sure the README.md is updated",
+             "assistant: I'll help update both the README.md and create the "
+             "implementation.…",
+             "user: I added these files to the chat: src/friendly_names/__init__.py…",
+             "assistant: Great! Now I can provide the implementation.…"]],
+        # no model, no usage, no tools written
+        "runs": [(None, None, None)] * 4,
+        "instructions": "Act as an expert code analyst.\nAnswer questions about the "
+                        "supplied code.…",
+        "skipped": ["Aider's LLM history names neither the model nor the tools offered",
+                    "its times have no time zone (Aider writes the local time): read as "
+                    "UTC"],
+        "started": datetime(2025, 1, 31, 11, 21, 36, tzinfo=UTC),  # TO LLM 2025-01-31T11:21:36
+    },
+})
+
 def test_corpus_is_large_and_varied_enough() -> None:
     files = sorted(p.name for p in REAL.iterdir() if p.name != "README.md")
     assert files == sorted(EXPECTED)
