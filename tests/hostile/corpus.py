@@ -4,7 +4,7 @@ temporary folder: nothing large is committed, and a bomb is a few hundred KiB on
 * ``import_files(folder)``: files for ``memwb import`` — compression bombs (gzip,
   bzip2, xz; zstd and brotli bodies in a cassette), a YAML alias bomb, nesting 100,000
   levels deep (JSON and YAML), numbers no float or int holds, NUL bytes, invalid UTF-8,
-  empty and truncated files, wrong top-level types.
+  empty and truncated files, wrong top-level types, Aider histories with nothing readable.
 * ``record_samples()``: one real record of every format the registry knows
   (``registry.FORMATS``), found in the test fixtures, for the wrong-type sweeps.
 * ``wrong_types(doc)``: every array and object of a document replaced, one at a time,
@@ -147,6 +147,10 @@ def import_files(folder: Path) -> dict[str, Path]:
         "cassette-gzip-bomb-body": cassette(bomb("gzip"), encoding="gzip"),
         "cassette-deflate-bomb-body": cassette(deflate_bomb(), encoding="deflate"),
         "cassette-not-yaml": "interactions: [\n  - {request: \n",
+        # Aider's LLM history: its first line, then nothing of it that can be read
+        "aider-no-role": "TO LLM 2025-01-31T11:21:36\n-------\nNOBODY hi\n" * 3,
+        "aider-impossible-time": "TO LLM 2025-13-45T25:61:61\n-------\nUSER hi\n"
+                                 "LLM RESPONSE 2025-13-45T25:61:62\nASSISTANT hello\n",
     }
     for name, raw in NUMBERS.items():
         files[f"jsonl-{name}"] = _chat_line(raw)

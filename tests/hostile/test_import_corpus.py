@@ -33,6 +33,7 @@ CASES = ["bomb-gzip", "bomb-bzip2", "bomb-xz", "bomb-zstd-file", "yaml-alias-bom
          "nul-byte", "nul-escape", "lone-surrogate", "invalid-utf8", "empty", "whitespace",
          "bom-only", "binary-noise", "cassette-br-body", "cassette-zstd-body",
          "cassette-gzip-bomb-body", "cassette-deflate-bomb-body", "cassette-not-yaml",
+         "aider-no-role", "aider-impossible-time",
          *(f"{c}-{n}" for c in ("jsonl", "otlp", "cassette", "har")
            for n in ("1e999", "minus-1e999", "huge-int")),
          *(f"top-level-{n}" for n in ("number", "string", "null", "true",
