@@ -3135,6 +3135,69 @@ EXPECTED.update({
     },
 })
 
+# SWE-agent's demonstration, a 1.0 replay: each step keeps the history after it
+# ("messages"), which the next step was sent; the history processor (last_n_observations,
+# n=5) elides the older observations, so from the sixth call on each request parts from
+# the one before and starts a thread. The 26 messages as the last call was sent them:
+_SWE = [
+    "user: We're currently solving the following issue within our…",
+    "assistant: Let's list out some of the files in the repositor…",
+    "tool bash: Old environment output: (7 lines omitted)",
+    "assistant: We see that there's a setup.py file. This could b…",
+    "tool open: Old environment output: (98 lines omitted)",
+    "assistant: The setup.py file contains a lot of useful inform…",
+    "tool bash: Old environment output: (52 lines omitted)",
+    "assistant: Perfect! Now that everything's installed, we can …",
+    "tool create: Old environment output: (5 lines omitted)",
+    "assistant: Now let's paste in the example code from the issu…",
+    "tool insert: Old environment output: (14 lines omitted)",
+    "assistant: Now let's run the code to see if we see the same …",
+    "tool bash: Old environment output: (4 lines omitted)",
+    "assistant: We are indeed seeing the same output as the issue…",
+    "tool bash: Old environment output: (7 lines omitted)",
+    "assistant: It looks like the `src` directory is present, whi…",
+    "tool find_file: Found 1 matches for \"fields.py\" in /testbed/…",
+    "assistant: It looks like the `fields.py` file is present in …",
+    "tool open: [File: src/marshmallow/fields.py (1997 lines tota…",
+    "assistant: Oh no! My edit command did not use the proper ind…",
+    "tool edit: Text replaced. Please review the changes and make…",
+    "assistant: The code has been updated to use the `round` func…",
+    "tool bash: 345\n(Open file: /testbed/src/marshmallow/fields.p…",
+    "assistant: The output has changed from 344 to 345, which sug…",
+    "tool bash: Your command ran successfully and did not produce…",
+    "assistant: Calling `submit` to submit. → submit({})"]
+# the observations elided there, as the calls before sent them whole
+_SWE_WHOLE = {2: "tool bash: AUTHORS.rst\t    LICENSE\t RELEASING.md\t      p…",
+              4: "tool open: [File: setup.py (94 lines total)]\r\n1:import re…",
+              6: "tool bash: Obtaining file:///testbed\r\n  Installing build…",
+              8: "tool create: [File: reproduce.py (1 lines total)]\r\n1:\n(Ope…",
+              10: "tool insert: [File: /testbed/reproduce.py (10 lines total)…",
+              12: "tool bash: 344\n(Open file: /testbed/reproduce.py)\n(Curre…",
+              14: "tool bash: AUTHORS.rst\t    LICENSE\t RELEASING.md\t      p…"}
+
+
+def _swe_thread(t: int) -> list[str]:
+    """The thread ending with step t + 5's call (the first one holds steps 1 to 5): the
+    observations before message 2t + 1 elided."""
+    return [_SWE_WHOLE[i] if i in _SWE_WHOLE and i > 2 * t else m
+            for i, m in enumerate(_SWE[:12 + 2 * t])]
+
+
+EXPECTED.update({
+    "sweagent-marshmallow-code__marshmallow-1867.traj": {
+        "threads": [_swe_thread(t) for t in range(8)],
+        # the model "replay" (no language model); tools and usage not kept per call
+        "runs": [("replay", None, None)] * 12,
+        "instructions": "SETTING: You are an autonomous programmer, and you're working…",
+        "skipped": ["what the first step was sent is kept by no step",
+                    "SWE-agent counts usage only for the whole task (info.model_stats: "
+                    "api_calls 13, tokens_sent 0, tokens_received 0, instance_cost 0): no "
+                    "call's own is known",
+                    "the model is SWE-agent's 'replay'"],
+    },
+})
+
+
 def test_corpus_is_large_and_varied_enough() -> None:
     files = sorted(p.name for p in REAL.iterdir() if p.name != "README.md")
     assert files == sorted(EXPECTED)

@@ -71,6 +71,12 @@ SHAPES: tuple[Shape, ...] = (
            '"response": {"choices": [...]}, "cost": ..., "timestamp": ..., '
            '"latency_sec": ...} (log_completions=True)',
            "kwargs context_window latency_sec raw_messages raw_response cost timestamp"),
+    _shape("a SWE-agent trajectory",
+           '{"trajectory": [{"query": [...], "response": ..., "action": ..., '
+           '"observation": ...}], "history": [...], "info": {"model_stats": {...}}, '
+           '"replay_config": ...} (*.traj)',
+           "trajectory history replay_config environment query "
+           "observation thought execution_time model_stats"),
     _shape("a LangSmith run",
            '{"run_type": "llm", "inputs": {...}, "outputs": {...}} (or the SDK\'s '
            '{"post": [...], "patch": [...]})',
@@ -306,6 +312,7 @@ FORMAT_TITLES = {
     "semantic-kernel": "a Semantic Kernel chat history", "autogen": "an AutoGen recorded call",
     "dspy": "an entry of DSPy's LM history", "continue": "a Continue session",
     "openhands": "an OpenHands LLM completion log",
+    "swe-agent": "a call of a SWE-agent trajectory",
     "agents-run": "an Agents SDK run result",
     "anthropic-complete": "an Anthropic Text Completions record",
     "conversations": "a Conversations API call (its items)"}

@@ -41,6 +41,7 @@ from memory_core.importers.formats import (
     responses,
     semantic_kernel,
     sharegpt,
+    swe_agent,
 )
 from memory_core.importers.formats.fields import header_usage
 from memory_core.importers.refusal import read_as, unread_record
@@ -52,6 +53,7 @@ FORMATS: tuple[RecordFormat, ...] = (
     autogen.FORMAT,  # AutoGen's recorder: mode, messages typed as its LLMMessages
     dspy.FORMAT,  # an entry of DSPy's LM history: messages, outputs, model_type, uuid
     openhands.FORMAT,  # an OpenHands completion log: messages, response, kwargs, latency_sec
+    swe_agent.FORMAT,  # a call of a (mini-)SWE-agent trajectory (gathered: agent_trajectories)
     langsmith.FORMAT,  # a LangSmith run (run_type, inputs/outputs)
     ollama.FORMAT,  # /api/chat, /api/generate; Ollama's keys
     cohere.FORMAT,  # /v2/chat, /v1/chat; Cohere's answers

@@ -221,6 +221,7 @@ def record_samples() -> dict[str, dict[str, Any]]:
     the fixtures (JSON records and cassette interactions)."""
     from memory_core.importers.formats import Record
     from memory_core.importers.formats.semantic_kernel import chat_histories
+    from memory_core.importers.formats.swe_agent import agent_trajectories
     from memory_core.importers.jsonvalues import read_documents
     from memory_core.importers.registry import FORMATS, format_of, route
 
@@ -240,12 +241,13 @@ def record_samples() -> dict[str, dict[str, Any]]:
                     if isinstance(item, dict) and item is not obj:
                         consider({k: v for k, v in item.items() if k != "post"})
 
-    for path in sorted(FIX.rglob("*.json*")):
+    for path in sorted([*FIX.rglob("*.json*"), *FIX.rglob("*.traj")]):
         try:
             docs = read_documents(path.read_text(encoding="utf-8-sig"))
         except Exception:  # noqa: BLE001 - fixtures of other containers
             continue
-        for _, doc in chat_histories(docs):  # (a ChatHistory's messages: one record)
+        # (a ChatHistory's messages: one record; a trajectory: a record per call)
+        for _, doc in chat_histories(agent_trajectories(docs)):
             consider(doc)
     for path in sorted(FIX.rglob("*.yaml")):
         for obj in _cassette_records(path):
