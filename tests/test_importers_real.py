@@ -3183,6 +3183,7 @@ def _swe_thread(t: int) -> list[str]:
             for i, m in enumerate(_SWE[:12 + 2 * t])]
 
 
+_MINI_OUT = "tool bash: <returncode>0</returncode>\n<output>\n"
 EXPECTED.update({
     "sweagent-marshmallow-code__marshmallow-1867.traj": {
         "threads": [_swe_thread(t) for t in range(8)],
@@ -3194,6 +3195,36 @@ EXPECTED.update({
                     "api_calls 13, tokens_sent 0, tokens_received 0, instance_cost 0): no "
                     "call's own is known",
                     "the model is SWE-agent's 'replay'"],
+    },
+    # mini-swe-agent 2.2.7 on DeepSeek: each call sent the whole list of messages before
+    # its answer; the fifth call failed (the exit message), not a message of the thread
+    "minisweagent-pvlib__pvlib-python-1606.traj.json": {
+        "threads": [["user: <pr_description>\nConsider the following PR description:\n"
+                     "golden-section…",
+                     'assistant: → bash({"command": "ls -la /testbed"})',
+                     f"{_MINI_OUT}total 108…",
+                     'assistant: → bash({"command": "ls -la /testbed/pvlib/"})',
+                     f"{_MINI_OUT}total 808…",
+                     'assistant: → bash({"command": "grep -n \\"_golden_sect_DataFrame\\" '
+                     '/testbed/pvlib/tools.py"})',
+                     f"{_MINI_OUT}302:def _golden_sect_DataFrame(params, lower, upper, "
+                     "func, atol=1e-8):\n</output>",
+                     "assistant: → bash({\"command\": \"sed -n '302,400p' /testbed/pvlib/"
+                     "tools.py\"})"]],
+        "runs": [("deepseek-reasoner", (3394, 74), None), ("deepseek-reasoner", (4067, 72), None),
+                 ("deepseek-reasoner", (4863, 103), None),
+                 ("deepseek-reasoner", (5023, 69), None)],
+        "instructions": "You are a helpful assistant that can interact with a computer "
+                        "shell to solve programming tasks.",
+        "call_ids": ["call_00_OuHuwnzky8t9nZGQvAlBm7zu", "call_00_M8rnSzIiRjz87DgXa474mH8t",
+                     "call_00_5ij81mkkrNAixyAyA5PPxDUQ", "call_00_9dpTIPcbnpGzIUWuncKX5Pli"],
+        "skipped": ["rebuilt from the transcript; mini-swe-agent sends its whole history "
+                    "each call", "its reasoning ('reasoning_content', 119 characters) not "
+                    "imported"],
+        "finishes": ["tool_calls"] * 4,
+        "details": [{"reasoning": 26, "cached_input": 3392}, {"reasoning": 20, "cached_input": 3392},
+                    {"reasoning": 39, "cached_input": 4032}, {"reasoning": 9, "cached_input": 4800}],
+        "started": datetime(2026, 4, 13, 10, 20, 45, tzinfo=UTC),  # created 1776075645
     },
 })
 

@@ -1,9 +1,10 @@
-"""SWE-agent's trajectories (``*.traj``): each model call a run of what it was sent.
-SWE-agent keeps that with each step from 1.1 on (``query``); 1.0 kept each step's
-history after it (``messages``), which the next step is sent; a trajectory with neither
-holds only the agent's transcript (``history``, trimmed before each call) and is
-refused. The real file is SWE-agent's own demonstration, a 1.0 replay
-(tests/fixtures/imports/real/README.md)."""
+"""SWE-agent's trajectories (``*.traj``) and mini-swe-agent's (``*.traj.json``): each
+model call a run of what it was sent. SWE-agent keeps that with each step from 1.1 on
+(``query``); 1.0 kept each step's history after it (``messages``), which the next step
+is sent; a trajectory with neither holds only the agent's transcript (``history``,
+trimmed before each call) and is refused. mini-swe-agent sends its whole list of
+messages each call. The real files are SWE-agent's own demonstration (a 1.0 replay) and
+a mini-swe-agent 2.2.7 run (tests/fixtures/imports/real/README.md)."""
 
 from __future__ import annotations
 
@@ -17,12 +18,13 @@ from typer.testing import CliRunner
 
 from memory_core.cli import app
 from memory_core.errors import ImportFormatError
-from memory_core.importers import import_text
+from memory_core.importers import import_file, import_text
 from memory_core.storage.duckdb import DuckDBStorage
 from memory_core.storage.inmemory import InMemoryStorage
 
 REAL = Path(__file__).parent / "fixtures" / "imports" / "real"
 MARSHMALLOW = REAL / "sweagent-marshmallow-code__marshmallow-1867.traj"
+MINI = REAL / "minisweagent-pvlib__pvlib-python-1606.traj.json"
 SYSTEM = {"role": "system", "content": "You are an autonomous programmer.",
           "agent": "main", "message_type": "system_prompt"}
 TASK = {"role": "user", "content": "Fix the bug in fields.py.", "agent": "main",
@@ -201,10 +203,71 @@ def test_a_malformed_step_is_named_and_the_others_import() -> None:
                             "needs its 'tool_call_ids'") for r in reasons), reasons
 
 
-def test_the_real_file_imports_verifies_and_replays(tmp_path: Path) -> None:
+def _mini() -> dict[str, Any]:
+    """mini-swe-agent 2's trajectory: each answer with the API's response in ``extra``."""
+    def answer(i: int, command: str, created: int) -> dict[str, Any]:
+        message = {"content": "", "role": "assistant", "tool_calls": [_call(i, command)]}
+        return {**message, "extra": {"actions": [{"command": command}], "cost": 0.001,
+                                     "timestamp": created + 0.5, "response": {
+            "id": f"r{i}", "created": created, "model": "deepseek-reasoner",
+            "object": "chat.completion",
+            "choices": [{"index": 0, "finish_reason": "tool_calls", "message": message}],
+            "usage": {"prompt_tokens": 100 * (i + 1), "completion_tokens": 10,
+                      "total_tokens": 100 * (i + 1) + 10}}}}
+
+    def output(i: int, text: str) -> dict[str, Any]:
+        return {"content": text, "tool_call_id": f"call_{i}", "role": "tool",
+                "extra": {"returncode": 0, "timestamp": 1776075650.0}}
+
+    return {"info": {"model_stats": {"instance_cost": 0.002, "api_calls": 3},
+                     "config": {"model": {"model_name": "deepseek/deepseek-reasoner"}},
+                     "mini_version": "2.2.7", "exit_status": "Submitted"},
+            "messages": [
+                {"role": "system", "content": "You are a helpful assistant."},
+                {"role": "user", "content": "Fix golden-section search."},
+                answer(0, "ls", 1776075645), output(0, "pvlib\nsetup.py"),
+                {"role": "user", "content": "Tool call error: no tool call.",
+                 "extra": {"interrupt_type": "FormatError", "response": {"id": "r1"}}},
+                answer(2, "cat pvlib/tools.py", 1776075653), output(2, "def golden(): ..."),
+                {"role": "exit", "content": "", "extra": {"exit_status": "Submitted"}}],
+            "trajectory_format": "mini-swe-agent-1.1"}
+
+
+def test_mini_swe_agent_each_answer_is_a_call_of_every_message_before_it() -> None:
+    """mini-swe-agent sends its whole list of messages each call (less their
+    ``extra``): each assistant message is a run of the messages before it, answered by
+    the response ``extra`` keeps (its usage and time); a format error's call, whose
+    answer is not among the messages, is noted; the exit message was never sent."""
+    s = InMemoryStorage()
+    report = import_text(s, json.dumps(_mini(), indent=2), name="t.traj.json")
+    assert len(report.runs_created) == 2 and len(report.threads_created) == 1
+    first, second = report.runs_created
+    assert [r for r, _ in _prompt(s, second)] == ["system", "user", "assistant", "tool",
+                                                  "user"]
+    assert _prompt(s, second)[-1] == ("user", "Tool call error: no tool call.")
+    step = s.runs.get(f"{second}:step:0")
+    assert (step["response"]["usage"]["input_tokens"],
+            step["response"]["usage"]["output_tokens"]) == (300, 10)
+    assert step["model"]["name"] == "deepseek-reasoner"
+    assert s.runs.require_run(first).started_at.timestamp() == 1776075645
+    reasons = _reasons(report)
+    assert ("file: messages[2]: rebuilt from the transcript; mini-swe-agent sends its whole "
+            "history each call") in reasons
+    assert any(r.startswith("file: messages[4]: not imported: a call whose answer "
+                            "mini-swe-agent could not parse") for r in reasons), reasons
+    # a message that is no object: the calls that sent it are named, the first imports
+    doc = _mini()
+    doc["messages"][3] = "not a message"
+    report = import_text(InMemoryStorage(), json.dumps(doc), name="t.traj.json")
+    assert len(report.runs_created) == 1
+    assert any(r.startswith("line 1: messages[5]: not imported: message 3: a message must "
+                            "be an object") for r in _reasons(report)), _reasons(report)
+
+
+def test_the_real_files_import_verify_and_replay(tmp_path: Path) -> None:
     """SWE-agent's demonstration (a 1.0 replay, 13 steps): 12 runs, the first step's
     request kept by no step; an observation in step 2's messages was sent by step 3's
-    call, not step 1's."""
+    call, not step 1's. mini-swe-agent's run: 4 calls, one thread."""
     db = tmp_path / "swe.duckdb"
     runner = CliRunner()
     out = runner.invoke(app, ["import", str(MARSHMALLOW), "--db", str(db),
@@ -224,6 +287,10 @@ def test_the_real_file_imports_verifies_and_replays(tmp_path: Path) -> None:
     for run in (runs[0], runs[-1]):
         out = runner.invoke(app, ["replay", run, "--db", str(db)])
         assert out.exit_code == 0 and f"replay of {run}: identical" in out.output, out.output
+    s2 = InMemoryStorage()
+    report = import_file(s2, MINI)
+    assert len(report.runs_created) == 4 and len(report.threads_created) == 1
+    assert not report.undated
 
 
 def test_a_step_s_answer_the_history_does_not_keep_keeps_its_text() -> None:

@@ -74,8 +74,9 @@ SHAPES: tuple[Shape, ...] = (
     _shape("a SWE-agent trajectory",
            '{"trajectory": [{"query": [...], "response": ..., "action": ..., '
            '"observation": ...}], "history": [...], "info": {"model_stats": {...}}, '
-           '"replay_config": ...} (*.traj)',
-           "trajectory history replay_config environment query "
+           '"replay_config": ...} (*.traj; mini-swe-agent\'s *.traj.json: {"messages": '
+           '[...], "info": {...}, "trajectory_format": "mini-swe-agent-1.1"})',
+           "trajectory history replay_config environment trajectory_format query "
            "observation thought execution_time model_stats"),
     _shape("a LangSmith run",
            '{"run_type": "llm", "inputs": {...}, "outputs": {...}} (or the SDK\'s '
@@ -312,7 +313,7 @@ FORMAT_TITLES = {
     "semantic-kernel": "a Semantic Kernel chat history", "autogen": "an AutoGen recorded call",
     "dspy": "an entry of DSPy's LM history", "continue": "a Continue session",
     "openhands": "an OpenHands LLM completion log",
-    "swe-agent": "a call of a SWE-agent trajectory",
+    "swe-agent": "a call of a SWE-agent or mini-swe-agent trajectory",
     "agents-run": "an Agents SDK run result",
     "anthropic-complete": "an Anthropic Text Completions record",
     "conversations": "a Conversations API call (its items)"}

@@ -1,7 +1,8 @@
 """SWE-agent's trajectories (``*.traj``: one JSON file per task, ``{"environment",
 "trajectory": [step…], "history": [message…], "info": {…, "model_stats"},
-"replay_config"}``), each call turned into the chat completion it was
-(``agent_trajectories``) and read as one.
+"replay_config"}``) and mini-swe-agent's (``*.traj.json``: ``{"info", "messages",
+"trajectory_format": "mini-swe-agent-1.1"}``), each call turned into the chat
+completion it was (``agent_trajectories``) and read as one.
 
 SWE-agent: ``history`` is the agent's transcript, which its history processors trim
 before each call (old observations elided): not what a call was sent. What each step
@@ -15,7 +16,12 @@ next one sent it with an error message no step keeps), and the first step's requ
 kept by no step. A trajectory that keeps neither is refused. A step's answer is its
 ``response`` with the tool calls of its message in ``history``; the model the one
 ``replay_config`` names; SWE-agent counts usage only for the whole task
-(``info.model_stats``), and keeps no times: the runs keep the file's order, undated."""
+(``info.model_stats``), and keeps no times: the runs keep the file's order, undated.
+
+mini-swe-agent sends its whole list of messages each call (``self.model.query(
+self.messages)``, agents/default.py; less each message's ``extra``): each assistant
+message is a call, every message before it its request, its ``extra.response`` (the
+API's answer, with its usage and time) the response."""
 
 from __future__ import annotations
 
@@ -36,6 +42,7 @@ REFUSED = ("a SWE-agent trajectory whose steps do not keep what the model was se
            "its 'query' from 1.1)")
 PREVIOUS = ("its request is the messages kept with the step before (SWE-agent 1.0 keeps "
             "with each step the history after it, which the next step is sent)")
+REBUILT = "rebuilt from the transcript; mini-swe-agent sends its whole history each call"
 
 
 def _is_swe_agent(obj: Any) -> bool:
@@ -51,16 +58,26 @@ def _is_swe_agent(obj: Any) -> bool:
             "message_type" in m or "agent" in m) for m in history)
 
 
+def _is_mini(obj: Any) -> bool:
+    fmt = obj.get("trajectory_format") if isinstance(obj, dict) else None
+    return isinstance(fmt, str) and fmt.startswith("mini-swe-agent") and isinstance(
+        obj.get("messages"), list)
+
+
 def agent_trajectories(docs: Iterable[tuple[str, Any]]) -> Iterator[tuple[str, Any]]:
-    """The documents, a SWE-agent trajectory given as its calls (each named by its step,
-    ``trajectory[3]``); a call whose request is not kept comes as its error."""
+    """The documents, a SWE-agent or mini-swe-agent trajectory given as its calls (each
+    named by its step, ``trajectory[3]``, or its message, ``messages[4]``); a call whose
+    request is not kept comes as its error."""
     for where, obj in docs:
-        if _is_swe_agent(obj):
+        if _is_mini(obj):
+            yield from _mini_calls(where, obj)
+        elif _is_swe_agent(obj):
             yield from _swe_agent_calls(where, obj)
         else:
             yield where, obj
 
 
+# -- SWE-agent ------------------------------------------------------------------------------
 def _dict(obj: Any, *keys: str) -> dict[str, Any]:
     """``obj[keys[0]][keys[1]]…`` when each is an object (``replay_config`` may be kept as
     its JSON text), else {}."""
@@ -210,6 +227,55 @@ def _swe_agent_chat(ctx: dict[str, Any], where: str, notes: list[str]) -> dict[s
     return {"request": request, "response": {"choices": [{"message": answer}]}}
 
 
+# -- mini-swe-agent -------------------------------------------------------------------------
+def _mini_calls(where: str, obj: dict[str, Any]) -> Iterator[tuple[str, Any]]:
+    model = _dict(obj, "info", "config", "model").get("model_name")
+    first = [] if isinstance(model, str) else [
+        "the model is not recorded (info.config.model names none)"]
+    sent: list[Any] = []
+    for i, message in enumerate(obj["messages"]):
+        at = f"{where}: messages[{i}]"
+        role = message.get("role") if isinstance(message, dict) else None
+        extra = message.get("extra") if isinstance(message, dict) else None
+        if role == "exit":
+            continue  # (ends the run: never sent)
+        if role == "assistant":
+            yield at, {**message, KEY: {"sent": list(sent), "model": model, "mini": True,
+                                        "notes": first}}
+            first = []
+        elif isinstance(extra, dict) and extra.get("interrupt_type") == "FormatError" \
+                and "response" in extra:
+            yield at, fail(at, "a call whose answer mini-swe-agent could not parse: only "
+                               "its format error is kept in the messages")
+        sent.append(message)
+
+
+def _mini_message(item: Any, at: str) -> dict[str, Any]:
+    """A message as mini-swe-agent sends it: without its ``extra``."""
+    if not isinstance(item, dict):
+        raise fail(at, f"a message must be an object, got {shortened(repr(item), 80)}")
+    return {k: v for k, v in item.items() if k != "extra"}
+
+
+def _mini_chat(obj: dict[str, Any], ctx: dict[str, Any], where: str, notes: list[str]
+               ) -> dict[str, Any]:
+    sent = ctx.get("sent")
+    if not isinstance(sent, list):
+        raise fail(where, f"the messages sent must be a list, got {shortened(repr(sent), 80)}")
+    notes.append(f"{where}: {REBUILT}")
+    request: dict[str, Any] = {
+        "messages": [_mini_message(m, f"{where}: message {i}")
+                     for i, m in enumerate(sent)]}
+    if isinstance(ctx.get("model"), str):
+        request["model"] = ctx["model"]
+    extra = obj.get("extra")
+    response = extra.get("response") if isinstance(extra, dict) else None
+    if not (isinstance(response, dict) and isinstance(response.get("choices"), list)):
+        answer = {k: v for k, v in obj.items() if k not in (KEY, "extra")}
+        response = {"choices": [{"message": answer}]}
+    return {"request": request, "response": response}
+
+
 def _read(record: Record) -> list[Exchange]:
     obj, where = record.obj, record.where
     ctx = obj[KEY]
@@ -218,8 +284,10 @@ def _read(record: Record) -> list[Exchange]:
     said = ctx.get("notes")
     notes = [f"{where}: {n}" for n in said if isinstance(n, str)] \
         if isinstance(said, list) else []
-    ex = chat_exchange(_swe_agent_chat(ctx, where, notes), where, record.index, notes)
-    ex.tools = None  # (not kept: not "none offered")
+    chat = _mini_chat(obj, ctx, where, notes) if ctx.get("mini") is True else \
+        _swe_agent_chat(ctx, where, notes)
+    ex = chat_exchange(chat, where, record.index, notes)
+    ex.tools = None  # (neither keeps the tools offered: not "none offered")
     return [ex]
 
 
