@@ -645,9 +645,11 @@ def _unread(left_out: list[str], others: bool, needle: str) -> str:
 
 def _of_answer(note: str) -> bool:
     """Whether an import note speaks of the recorded answer ("interaction 3: response:
-    its reasoning … not imported")."""
-    _, _, said = note.partition(": ")
-    return said.startswith("response")
+    its reasoning … not imported"; "file: messages[2]: response: …")."""
+    return _ANSWER_NOTE.search(note) is not None
+
+
+_ANSWER_NOTE = re.compile(r": response\b(?!_)")
 
 
 def _phrase_sentence(needle: str, contained: list[PartHit], matches: list[PhraseMatch],

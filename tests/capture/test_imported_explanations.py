@@ -339,3 +339,19 @@ def test_a_phrase_only_the_answer_s_left_out_parts_may_hold_was_not_given() -> N
         "(“interaction 1: response: content part 0 (thinking) not imported”): it may have "
         "been in one of them, written by the model after it was sent this request, not "
         "given to it."), e.sentence
+
+
+def test_the_answer_s_left_out_parts_are_told_by_their_note_wherever_it_is() -> None:
+    """mini-swe-agent's notes name their place inside the file ("line 1: messages[2]:
+    response: its reasoning … not imported"): the answer's reasoning was told apart only
+    when the note began "<where>: response"."""
+    real = Path(__file__).resolve().parents[1] / "fixtures" / "imports" / "real"
+    traj = json.loads((real / "minisweagent-pvlib__pvlib-python-1606.traj.json")
+                      .read_text(encoding="utf-8"))
+    traj["messages"] = traj["messages"][:3]  # (its first call alone)
+    s = InMemoryStorage()
+    (rid,) = import_text(s, json.dumps(traj), name="one.traj.json").runs_created
+    e = why_forgotten(s, rid, "quantum chromodynamics")
+    assert ": messages[2]: response: its reasoning" in e.sentence, e.sentence
+    assert e.sentence.endswith("written by the model after it was sent this request, not "
+                               "given to it."), e.sentence
