@@ -225,14 +225,14 @@ def _similar(storage: Storage, data: RunData, phrase: str,
 OTHER_CONVERSATIONS = 200  # the most a phrase search reads the parts of, newest first
 
 
-def _other_conversations(storage: Storage, data: RunData) -> list[Any]:
+def _other_conversations(storage: Storage, data: RunData) -> tuple[list[Any], int]:
     """The messages holding parts (tool calls and results, attachments) of the newest
     ``OTHER_CONVERSATIONS`` conversations of the run's resource (of the store when it
-    has none) but its own."""
+    has none) but its own, and how many conversations were read."""
     threads = [t.id for t in storage.memory.list_threads(data.run.resource_id)
                if t.id != data.run.thread_id][:OTHER_CONVERSATIONS]
     return [m for t in threads for m in storage.memory.get_messages(t)
-            if not isinstance(m.content, str)]
+            if not isinstance(m.content, str)], len(threads)
 
 
 #: the steps of another run whose tools offered a phrase search reads (its first ten:
@@ -314,8 +314,9 @@ def find_by_phrase(storage: Storage, run_id: str, phrase: str, *,
     # the store's text search reads messages' text, not their tool calls and results:
     # when nothing here holds the phrase, the parts of other conversations are read
     elsewhere: list[Any] = []
+    conversations = 0
     if not exact and not any(h.contains for h in hits):
-        elsewhere = _other_conversations(storage, data)
+        elsewhere, conversations = _other_conversations(storage, data)
         hits += phrase_hits([], elsewhere, normalise(needle), set())  # (word for word)
     # nor what other runs were given that no message keeps (another agent's
     # instructions): a phrase there was never given to this run
@@ -391,8 +392,11 @@ def find_by_phrase(storage: Storage, run_id: str, phrase: str, *,
                 + (f"; what the requests of {runs_read} other run{'s' * (runs_read != 1)} "
                    "held that no message keeps (instructions, tools offered, response "
                    "formats)" if runs_read else "")
-                + (f"; every part of the {len(elsewhere)} messages of the "
-                   f"{len({m.thread_id for m in elsewhere})} newest other conversations"
+                + (f"; the tool calls, tool results and attachments of the "
+                   f"{len(elsewhere)} message{'s' * (len(elsewhere) != 1)} holding any in "
+                   + (f"the {conversations} other conversation{'s' * (conversations != 1)}"
+                      if conversations < OTHER_CONVERSATIONS
+                      else f"the newest {conversations} other conversations")
                    + (" of its resource" if data.run.resource_id else "") if elsewhere
                    else ""))
     contained = [h for h in ordered if h.contains]

@@ -13,7 +13,7 @@ import pytest
 
 from memory_core.analysis.diff import diff_runs
 from memory_core.analysis.fates import GIVEN_FATES
-from memory_core.analysis.forgotten import lifeline, why_forgotten
+from memory_core.analysis.forgotten import find_by_phrase, lifeline, why_forgotten
 from memory_core.analysis.timeline import composition_timeline
 from memory_core.analysis.views import UNKNOWN_SETTING, run_view
 from memory_core.embedding.hashing import HashingEmbedder
@@ -284,6 +284,12 @@ def test_a_phrase_in_a_tool_result_of_another_conversation_is_found_there() -> N
     assert len(report.threads_created) == 2
     e = why_forgotten(s, report.runs_created[1], "Joe denied the request")
     assert e.fate == "not-sent-by-client" and e.evidence["part"] == "tool-result"
+    # what was searched counts the messages holding parts, and the conversations read
+    # ("every part of the 2 messages of the 1 newest other conversations" before)
+    found = find_by_phrase(s, report.runs_created[1], "Joe denied everything")
+    assert found.searched.endswith("; the tool calls, tool results and attachments of the 2 "
+                                   "messages holding any in the 1 other conversation"), \
+        found.searched
     assert e.thread_id == report.threads_created[0]
 
 
