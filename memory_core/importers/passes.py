@@ -54,6 +54,19 @@ def leave_out(exchanges: Sequence[Exchange], out: Sequence[Exchange]) -> list[Ex
     return kept
 
 
+def _why_no_call(ex: Exchange) -> str:
+    """Why a tool result's call is in no message the file holds: the history held
+    server-side, or none made it — the API refusing the request (often for that very
+    reason), or a lenient server answering a window trimmed of the call."""
+    if ex.held is not None and ex.held.unrecorded:
+        return (f"made in the history held server-side ({ex.held.unrecorded}) that is not "
+                "in the file")
+    made = "but no earlier assistant message made that call; "
+    if ex.error is not None:
+        return made + f"the API refused the call ({shortened(ex.error, 160)})"
+    return made + "the model answered the request all the same"
+
+
 def _name_results(ex: Exchange, known_by_key: dict[str, dict[str, str]],
                   named: dict[tuple[int, tuple[str, ...]], tuple[Message, Message]]
                   ) -> dict[str, str]:
@@ -81,25 +94,10 @@ def _name_results(ex: Exchange, known_by_key: dict[str, dict[str, str]],
                 name = known.get(p.call_id)
                 label = ("response" if i == len(ex.history)
                          else f"message {i + len(ex.instructions)}")
-                if name is None and ex.held is not None and ex.held.unrecorded:
+                if name is None:  # kept as sent, its tool name unknown: why it is so
                     ex.notes.append(
                         f"{ex.where}: {label} (tool) answers tool call '{p.call_id}', "
-                        f"made in the history held server-side ({ex.held.unrecorded}) "
-                        "that is not in the file: kept as sent, its tool name unknown")
-                    name = ""
-                elif name is None and ex.error is not None:  # (often why it was refused)
-                    ex.notes.append(
-                        f"{ex.where}: {label} (tool) answers tool call '{p.call_id}', but no "
-                        "earlier assistant message made that call; the API refused the "
-                        f"call ({shortened(ex.error, 160)}): kept as sent, its tool name "
-                        "unknown")
-                    name = ""
-                elif name is None:  # (a window trimmed of its call, a server that
-                    # took it all the same: what the model was sent, as sent)
-                    ex.notes.append(
-                        f"{ex.where}: {label} (tool) answers tool call '{p.call_id}', but no "
-                        "earlier assistant message made that call; the model answered "
-                        "the request all the same: kept as sent, its tool name unknown")
+                        + _why_no_call(ex) + ": kept as sent, its tool name unknown")
                     name = ""
                 names.append(name)
         if not any(names):
