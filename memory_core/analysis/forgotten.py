@@ -489,14 +489,6 @@ def _phrase_match(storage: Storage, data: RunData, h: PartHit, needle: str,
                                            "evidence": {**said, **exp.evidence}}))
 
 
-def _applied_by(data: RunData) -> str | None:
-    """Who applied an imported request's instructions server-side (its import record's
-    ``instructions_applied_by``), or None: the client sent them."""
-    record = data.import_record
-    by = record.extra.get("instructions_applied_by") if record is not None else None
-    return by if isinstance(by, str) else None
-
-
 def _explain_part(data: RunData, g: GivenMessage) -> Explanation:
     """The fate of a message the model was given that is no stored message: the
     instructions, working memory, observations, an input or a step not stored."""
@@ -515,7 +507,8 @@ def _explain_part(data: RunData, g: GivenMessage) -> Explanation:
         fate, sentence = "sent-by-client", (
             "The client sent this text with the request, in the response format it asked "
             "for, so the model was given it.")
-    elif g.lane == "instructions" and imported and (by := _applied_by(data)) is not None:
+    elif g.lane == "instructions" and imported and data.import_record is not None \
+            and (by := data.import_record.instructions_applied_by()) is not None:
         fate, sentence = "instructions", (
             f"The server applied this text as the instructions of this request (those of {by}, "
             "echoed in its response): the client did not send it, but the model was "

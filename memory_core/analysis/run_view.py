@@ -407,7 +407,7 @@ def _prompt_said(record: ImportRecord | None, shown: int, instructed: int) -> st
             "— it holds what the client sent the model and what came back, not memory "
             "settings, recall scores or what was left out; ")
     held = record.held_history() if record is not None else None
-    by = record.extra.get("instructions_applied_by") if record is not None else None
+    by = record.instructions_applied_by() if record is not None else None
     sent = _these(shown - instructed) + (
         f" beside the instructions the server applied ({by})" if instructed and by
         else " beside its instructions" if instructed else "")

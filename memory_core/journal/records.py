@@ -128,6 +128,12 @@ class ImportRecord(_Record):
         held = self.extra.get("server_held_history")
         return held if isinstance(held, dict) else None
 
+    def instructions_applied_by(self) -> str | None:
+        """``extra.instructions_applied_by``: who applied the request's instructions
+        server-side ("agent 'helper'"); None when the client sent them."""
+        by = self.extra.get("instructions_applied_by")
+        return by if isinstance(by, str) else None
+
 
 class TitleRecord(_Record):
     """``<run>:title``: the title model's answer on a thread's first turn (SPEC §2.5):
