@@ -470,6 +470,14 @@ def _whitespace_note(ex: Exchange, i: int, role: str, earlier: str | None, *,
             f"text than {said}: taken as the same message, stored once as first recorded")
 
 
+def _again_note(ex: Exchange, first: str) -> str:
+    """A request recorded again as ``first`` was (a retry, a test run twice): nothing
+    new to store, so why its run adds no message."""
+    again = "and answer" if ex.response is not None else "(no answer recorded)"
+    return (f"{ex.where}: the same messages {again} as {first}: stored once, and both "
+            "runs refer to them")
+
+
 def _sent_back_note(ex: Exchange, i: int, earlier: str | None, stored: Message,
                     sent: Message) -> str:
     """Why message ``i`` of ``ex`` is stored otherwise than it reads: an answer its
@@ -704,10 +712,8 @@ def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
                 index.threads.append(tp)
                 threads.append(tp)
                 if found is not None and best >= len(keys):  # (nothing new to store)
-                    again = "and answer" if ex.response is not None else "(no answer recorded)"
-                    ex.notes.append(f"{ex.where}: the same messages {again} as thread "
-                                    f"{tp.thread_id} (an earlier import's): stored once, "
-                                    "and both runs refer to them")
+                    ex.notes.append(_again_note(
+                        ex, f"thread {tp.thread_id} (an earlier import's)"))
                 if found is None:
                     noted = len(ex.notes)
                     _say_calls_sent_back_otherwise(ex, conv, keys, calls_seen)
@@ -757,10 +763,7 @@ def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
         first = tp.first_run[last] if last is not None and last >= tp.stored_count else None
         if first is not None and first != ex.index and retry is None and (
                 ex.response is not None or run_of[first].history_seqs == seqs):
-            again = "and answer" if ex.response is not None else "(no answer recorded)"
-            ex.notes.append(f"{ex.where}: the same messages {again} as "
-                            f"{run_of[first].exchange.where}: stored once, and both runs "
-                            "refer to them")
+            ex.notes.append(_again_note(ex, run_of[first].exchange.where))
     runs.sort(key=lambda r: r.exchange.index)  # (a failed call was planned after its retry)
     if renamed:
         _say_named_later(runs, renamed, at_seq)
