@@ -80,15 +80,15 @@ def import_(files: Annotated[list[Path], typer.Argument(
                 done.append(str(f))
     except typer.Exit:
         left = len(files) - len(done) - 1  # (the files after the one refused)
+        them = f"the {left} file{'s' * (left != 1)}"
+        were = "were" if left != 1 else "was"
         if done:
             say(f"stopped after importing {', '.join(done)}" + (
-                f"; the {left} file{'s' * (left != 1)} after the one refused "
-                f"{'were' if left != 1 else 'was'} not imported" if left else
+                f"; {them} after the one refused {were} not imported" if left else
                 ", the last file refused"), err=True)
             raise
         if left and not together:
-            say(f"nothing imported: the {left} file{'s' * (left != 1)} after it "
-                f"{'were' if left != 1 else 'was'} not imported either", err=True)
+            say(f"nothing imported: {them} after it {were} not imported either", err=True)
         if created and path is not None:
             # a rejected file leaves no trace, not even an empty database
             for leftover in (Path(path), Path(path + ".wal")):

@@ -90,14 +90,16 @@ def _json_or_said_yaml(text: str, stages: Stages | None) -> ParsedFile:
         if not str(e).startswith("line 1: invalid JSON"):
             raise
         if (keys := yaml_keys(text)) is not None:
-            raise fail("file", f"a YAML document (its keys: {keys}), not JSON; the YAML "
-                               "this importer reads is a VCR cassette (an 'interactions' "
-                               "or 'http_interactions' list)") from None
+            raise fail("file", f"a YAML document (its keys: {keys}), not JSON; "
+                               + _CASSETTE_YAML) from None
         if (said := _plain_text(text)) is not None:
             raise fail("file", said) from None
         raise
 
 
+#: what a YAML file that is no cassette is told the importer reads
+_CASSETTE_YAML = ("the YAML this importer reads is a VCR cassette (an 'interactions' or "
+                  "'http_interactions' list)")
 _HTTP_REQUEST = re.compile(r"(GET|POST|PUT|PATCH|DELETE) (\S+)(?: HTTP/[\d.]+)?")
 _HTTP_STATUS = re.compile(r"^HTTP/[\d.]+ \d{3}", re.MULTILINE)
 _YAML_START = re.compile(r"---(\s|$)|[A-Za-z_][\w.-]*:(\s|$)")
@@ -119,8 +121,7 @@ def _plain_text(text: str) -> str | None:
                 "{\"status\", \"body\"}})")
     if _YAML_START.match(first):  # (one yaml_keys did not read: its aliases too many)
         return (f"a YAML document that could not be read as one (it begins {first[:60]!r}), "
-                "not JSON; the YAML this importer reads is a VCR cassette (an "
-                "'interactions' or 'http_interactions' list)")
+                "not JSON; " + _CASSETTE_YAML)
     if "<|im_start|>" in text:
         return ("a prompt as text (ChatML's <|im_start|> turns), not a recorded model "
                 "call: no request as an API received it, and no answer")
