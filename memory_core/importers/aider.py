@@ -30,14 +30,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memory_core.errors import ImportFormatError
-from memory_core.importers.common import ParsedFile, SkippedRecord, Stages, fail, iso_time
+from memory_core.importers.common import (
+    ParsedFile,
+    SkippedRecord,
+    Stages,
+    fail,
+    iso_time,
+    names_zone,
+)
 from memory_core.importers.openai_jsonl import parse_records
 
 REQUEST, RESPONSE = "TO LLM", "LLM RESPONSE"
 _TIME = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)?"
 _HEADER = re.compile(rf"({REQUEST}|{RESPONSE}) ({_TIME})")
 _FIRST = re.compile(rf"(?:[ \t]*\r?\n)*{REQUEST} {_TIME}\r?(?:\n|$)")  # (after blank lines)
-_ZONED = re.compile(r"(?:Z|[+-]\d\d:\d\d)$")
 SEPARATOR = "-------"
 ROLES = {"SYSTEM": "system", "USER": "user", "ASSISTANT": "assistant"}
 # the keys of a content part Aider writes (a text, its prompt-caching mark, an image)
@@ -223,7 +229,7 @@ def parse_aider(text: str, stages: Stages | None = None) -> ParsedFile:
     skipped = [SkippedRecord(where="file", reason=(
         "Aider's LLM history names neither the model nor the tools offered: each "
         "run's are unknown"))]
-    if any(not _ZONED.search(b.time) for b in blocks):
+    if any(not names_zone(b.time) for b in blocks):
         skipped.append(SkippedRecord(where="file", reason=(
             "its times have no time zone (Aider writes the local time): read as UTC")))
     if cached:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -315,6 +316,15 @@ def iso_time(value: Any, where: str, what: str) -> datetime | None:
     except ValueError:
         raise fail(where, f"{what} {value!r} is not an ISO 8601 time") from None
     return at if at.tzinfo else at.replace(tzinfo=UTC)
+
+
+def names_zone(text: str) -> bool:
+    """Whether an ISO 8601 time names its zone (``Z`` or an offset, ``+02:00`` or
+    ``-05:00``); ``iso_time`` reads one that does not as UTC, which its reader says."""
+    return _ZONE.search(text.strip()) is not None
+
+
+_ZONE = re.compile(r"(?:Z|[+-]\d\d:?\d\d)$")
 
 
 def from_unix(value: Any, where: str, what: str, *, scale: int = 1) -> datetime:

@@ -11,10 +11,9 @@ time without a zone: read as UTC, noted)."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from datetime import datetime
 from typing import Any
 
-from memory_core.importers.common import fail, iso_time
+from memory_core.importers.common import fail, iso_time, names_zone
 from memory_core.importers.formats import RecordFormat
 from memory_core.importers.formats.chat import read_as_chat
 
@@ -87,15 +86,10 @@ def _as_chat(obj: dict[str, Any], where: str, notes: list[str]) -> dict[str, Any
         "choices": [{"message": _answer(outputs[0], where, notes)}],
         **({"usage": usage} if isinstance(usage, dict) and usage else {})}
     when = iso_time(obj.get("timestamp"), where, "timestamp")  # (None: not a text)
-    if when is not None and not _zoned(obj["timestamp"]):
+    if when is not None and not names_zone(obj["timestamp"]):
         notes.append(f"{where}: its timestamp has no time zone (DSPy writes the local "
                      "time): read as UTC")
     return record
-
-
-def _zoned(text: str) -> bool:
-    """Whether an ISO time names its zone (``Z`` or an offset, ``+02:00``/``-05:00``)."""
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).tzinfo is not None
 
 
 # (dated by the entry's timestamp: the chat completion it holds has no time)
