@@ -437,6 +437,32 @@ def test_erase_errors(db_copy: str, tmp_path: Path) -> None:
 
 
 # -- import -------------------------------------------------------------------------------
+def test_an_import_continuing_a_thread_says_no_new_thread(tmp_path: Path) -> None:
+    """The stage line and the summary agree: a second file continuing the first's one
+    conversation writes to 1 thread and stores no new one (it read "stored 1 threads"
+    above "0 threads (continuing 1 earlier thread(s))")."""
+    db = str(tmp_path / "mine.duckdb")
+    turns = [("I fly to Lisbon on May 3.", "Noted."), ("My budget is 900 euros.", "Noted.")]
+
+    def line(upto: int) -> str:
+        msgs = [{"role": "system", "content": "You plan trips."}]
+        for q, a in turns[:upto]:
+            msgs += [{"role": "user", "content": q}, {"role": "assistant", "content": a}]
+        msgs.append({"role": "user", "content": turns[upto][0]})
+        answer = {"role": "assistant", "content": turns[upto][1]}
+        return json.dumps({"messages": msgs, "response": {"choices": [{"message": answer}]}})
+
+    for name, upto in (("a.jsonl", 0), ("b.jsonl", 1)):
+        (tmp_path / name).write_text(line(upto) + "\n")
+    first = memwb("import", str(tmp_path / "a.jsonl"), "--db", db, "--embedder", "none")
+    assert ": 1 thread, 2 messages, 0 embeddings, 1 run\n" in ok(first)
+    assert "wrote the messages of 1 thread\n" in first.stderr
+    assert "recorded 1 run\n" in first.stderr and "1 threads" not in first.stderr
+    second = memwb("import", str(tmp_path / "b.jsonl"), "--db", db, "--embedder", "none")
+    assert ": 0 new threads (continuing 1 earlier thread), 2 messages" in ok(second)
+    assert "wrote the messages of 1 thread\n" in second.stderr
+
+
 def test_import_into_a_new_database(tmp_path: Path) -> None:
     db = str(tmp_path / "mine.duckdb")
     src = str(IMPORTS / "openai_support.jsonl")
@@ -449,7 +475,7 @@ def test_import_into_a_new_database(tmp_path: Path) -> None:
     # the stages on stderr, each ending with its count
     stages = [ln.split()[0] for ln in res.stderr.splitlines() if ln.split()[-1] in (
         "records", "requests", "messages", "threads", "runs")]
-    assert list(dict.fromkeys(stages)) == ["read", "planned", "embedded", "stored",
+    assert list(dict.fromkeys(stages)) == ["read", "planned", "embedded", "wrote",
                                            "recorded"]
     assert f"recorded {counts['runs']} runs" in res.stderr
     threads = ok(memwb("threads", "--db", db, "--resource", "acme")).splitlines()[1:]

@@ -9,6 +9,8 @@ from typing import Annotated, Any
 
 import typer
 
+from memory_core.analysis.wording import counted
+
 # typer (0.29) vendors click; its exception classes live here
 from memory_core.cli.common import (
     DbOpt,
@@ -116,9 +118,11 @@ class ImportProgress:
     """An import's stages on stderr: a line when a stage starts and ends, and at most
     one every ``every`` seconds between (a million-message log reads for minutes)."""
 
-    WHAT = {"read": ("read", "records"), "planned": ("planned", "requests"),
-            "embedded": ("embedded", "messages"), "stored": ("stored", "threads"),
-            "recorded": ("recorded", "runs")}
+    # (the threads written are new ones and earlier ones continued: not "stored",
+    # which the summary says of new threads only)
+    WHAT = {"read": ("read", "record"), "planned": ("planned", "request"),
+            "embedded": ("embedded", "message"),
+            "stored": ("wrote the messages of", "thread"), "recorded": ("recorded", "run")}
 
     def __init__(self, every: float = 2.0) -> None:
         self.every, self.stage, self.last = every, "", 0.0
@@ -128,9 +132,11 @@ class ImportProgress:
         if stage == self.stage and done != total and now - self.last < self.every:
             return
         self.stage, self.last = stage, now
-        verb, unit = self.WHAT.get(stage, (stage, "items"))
+        verb, unit = self.WHAT.get(stage, (stage, "item"))
         of = f" of {total:,}" if total and done != total else ""
-        say(f"{verb} {done:,}{of} {unit}", err=True)
+        # the noun in the number of the count it ends with: "1 thread", "2 of 3 runs"
+        say(f"{verb} {done:,}{of} {counted(total if of else done, unit).split(' ', 1)[1]}",
+            err=True)
 
 
 def _say_imported(label: str, url: str, report: Any) -> None:
@@ -139,11 +145,13 @@ def _say_imported(label: str, url: str, report: Any) -> None:
         return
     if report.resumed:
         say(f"an earlier import of {label} stopped part way; completing it")
-    extended = (f" (continuing {len(report.threads_extended)} earlier thread(s))"
+    extended = (f" (continuing {counted(len(report.threads_extended), 'earlier thread')})"
                 if report.threads_extended else "")
+    threads = counted(len(report.threads_created), "new thread" if extended else "thread")
     say(f"imported {label} ({', '.join(report.apis) or report.format}) into {url}: "
-        f"{len(report.threads_created)} threads{extended}, {report.messages_stored} messages, "
-        f"{report.embeddings_stored} embeddings, {len(report.runs_created)} runs")
+        f"{threads}{extended}, {counted(report.messages_stored, 'message')}, "
+        f"{counted(report.embeddings_stored, 'embedding')}, "
+        f"{counted(len(report.runs_created), 'run')}")
     if report.undated:
         say("  no call in the file is dated (no time in its bodies or headers): the runs "
             "keep the file's order; their times show as not recorded")
