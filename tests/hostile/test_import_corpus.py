@@ -105,7 +105,7 @@ def test_a_log_cut_off_mid_line_imports_its_whole_lines(case: str, files: dict[s
     no_traceback(done.stdout, done.stderr)
     assert done.returncode == 0, done.stderr[-2000:]
     assert f"  line {cut}: not imported: invalid JSON" in done.stdout
-    assert f", {whole} runs" in done.stdout
+    assert f", {whole} run{'' if whole == 1 else 's'}\n" in done.stdout
 
 
 @pytest.fixture(scope="module")
