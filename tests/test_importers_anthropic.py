@@ -754,3 +754,38 @@ def test_a_call_code_execution_made_is_said_not_the_model_s() -> None:
     assert said == ["response: content block 0: tool call 'toolu_9' (get_weather) was made "
                     "by code_execution_20260120 (srvtoolu_1), not by the model directly: "
                     "its caller not imported"], said
+
+
+# Mistral's Magistral sends its earlier answer back as content blocks: a ``thinking``
+# block (a list of text chunks) and the text. The answer is a chat completion, however
+# it was recorded: whole, its chunks, or their SSE text.
+_MAGISTRAL_HISTORY = [
+    {"role": "user", "content": "What is 17 times 19?"},
+    {"role": "assistant", "content": [
+        {"type": "thinking", "closed": True,
+         "thinking": [{"type": "text", "text": "17 x 20 = 340, minus 17 is 323."}]},
+        {"type": "text", "text": "323"}]},
+    {"role": "user", "content": "Plus one?"}]
+_CHUNKS = [{"object": "chat.completion.chunk", "model": "magistral-small-latest",
+            "choices": [{"index": 0, "delta": {"role": "assistant", "content": "324"}}]},
+           {"object": "chat.completion.chunk", "model": "magistral-small-latest",
+            "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}]
+
+
+@pytest.mark.parametrize("response", [
+    {"object": "chat.completion", "model": "magistral-small-latest", "choices": [
+        {"index": 0, "finish_reason": "stop",
+         "message": {"role": "assistant", "content": "324"}}]},
+    _CHUNKS,
+    "".join(f"data: {json.dumps(c)}\n\n" for c in _CHUNKS) + "data: [DONE]\n\n"],
+    ids=["whole", "chunks", "sse"])
+def test_a_chat_completion_with_thinking_blocks_in_its_history_is_no_claude_call(
+        response: Any) -> None:
+    s = InMemoryStorage()
+    line = json.dumps({"request": {"model": "magistral-small-latest",
+                                   "messages": _MAGISTRAL_HISTORY}, "response": response})
+    report = import_text(s, line + "\n")
+    (tid,) = report.threads_created
+    assert [m.text() for m in s.memory.get_messages(tid)] == [
+        "What is 17 times 19?", "323", "Plus one?", "324"]
+    assert any("thinking" in k.reason for k in report.skipped), report.skipped

@@ -56,6 +56,8 @@ def is_anthropic_record(obj: dict[str, Any]) -> bool:
     if isinstance(response, list) and response and isinstance(response[0], dict) \
             and response[0].get("type") in STREAM_EVENTS:
         return True
+    if _chat_completion(response):  # answered as OpenAI answers, whatever its request
+        return False  # holds (Mistral's thinking blocks in a history)
     request = obj.get("request", obj)
     if not isinstance(request, dict) or not isinstance(request.get("messages"), list):
         return False
@@ -64,6 +66,17 @@ def is_anthropic_record(obj: dict[str, Any]) -> bool:
     return "system" in request or "anthropic_version" in request or any(
         anthropic_block(b) for m in request["messages"]
         if isinstance(m, dict) and isinstance(m.get("content"), list) for b in m["content"])
+
+
+def _chat_completion(response: Any) -> bool:
+    """A chat completion, or a streamed one: its chunks, or their SSE text."""
+    if isinstance(response, str):
+        return _CHUNK.search(response[:2000]) is not None
+    first = response[0] if isinstance(response, list) and response else response
+    return isinstance(first, dict) and isinstance(first.get("choices"), list)
+
+
+_CHUNK = re.compile(r'^data: *\{.*"choices" *:', re.M)
 
 
 def anthropic_block(block: Any) -> bool:
