@@ -756,6 +756,25 @@ def test_a_call_code_execution_made_is_said_not_the_model_s() -> None:
                     "its caller not imported"], said
 
 
+def test_texts_apart_from_each_other_are_paragraphs_not_glued() -> None:
+    """Texts next to each other are one text (cut where citations start and end); a
+    text after a server tool's call and result is another paragraph. It read
+    "…recent developments.Based on my research", text the model never wrote."""
+    use = {"type": "mcp_tool_use", "id": "mcptoolu_1", "name": "search_repositories",
+           "server_name": "github", "input": {"query": "ai"}}
+    result = {"type": "mcp_tool_result", "tool_use_id": "mcptoolu_1", "is_error": False,
+              "content": [{"type": "text", "text": "{\"full_name\":\"lutzroeder/netron\"}"}]}
+    rec = {"request": {"model": "c", "max_tokens": 8, "messages": [ASK]},
+           "response": message(text("Let me look at recent developments."), use, result,
+                               text("Based on my research, "), text("netron leads."))}
+    s = InMemoryStorage()
+    report = import_text(s, jsonl(rec))
+    assert [m.content for m in stored(s, report.threads_created[0])][-1] == (
+        "Let me look at recent developments.\n\nBased on my research, netron leads.")
+    assert ("response: 3 text blocks joined into one text, a blank line where other "
+            "blocks stood between two of them (1 place)") in [k.reason for k in report.skipped]
+
+
 # Mistral's Magistral sends its earlier answer back as content blocks: a ``thinking``
 # block (a list of text chunks) and the text. The answer is a chat completion, however
 # it was recorded: whole, its chunks, or their SSE text.

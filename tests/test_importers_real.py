@@ -1215,7 +1215,7 @@ EXPECTED.update({
         "api": "anthropic",
         "threads": [["user: Give me the top 3 news in the world today.",
                      "assistant: Let me search for more specific breaking news stories to "
-                     "get clearer headlines.Based on the search results, I can identify "
+                     "get clearer headlines.\n\nBased on the search results, I can identify "
                      "the top 3 major news stories from around the world today (August "
                      "14, 2025):…"]],
         "runs": [("claude-sonnet-4-20250514", (31772, 644), ["web_search"])],

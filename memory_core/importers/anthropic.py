@@ -285,10 +285,18 @@ def assistant_turn(content: Any, where: str, notes: list[str]) -> Message:
         return Message(role="assistant", content=content)
     texts: list[str] = []
     calls: list[ToolCallPart] = []
-    cited = 0
+    cited = apart = 0
+    last_text = -1  # the index of the last text block
     for j, block in enumerate(blocks):
         kind = _block_type(block, where, j)
         if kind == "text":
+            # texts next to each other are one text cut where citations start and end;
+            # a text after other blocks (a server tool's call and result, thinking) is
+            # another paragraph: a blank line between, not glued ("….Based on")
+            if texts and last_text != j - 1:
+                texts.append("\n\n")
+                apart += 1
+            last_text = j
             texts.append(without_think(_text(block, where, j), f"{where}: content block {j}",
                                        notes))
             citations = block.get("citations")
@@ -310,7 +318,9 @@ def assistant_turn(content: Any, where: str, notes: list[str]) -> Message:
             raise fail(where, f"content block {j} of an assistant message has type {kind!r} "
                               "(expected text, tool_use, thinking or redacted_thinking)")
     if len(texts) > 1:
-        notes.append(f"{where}: {len(texts)} text blocks joined into one text")
+        gaps = (f", a blank line where other blocks stood between two of them ({apart} "
+                f"place{'' if apart == 1 else 's'})" if apart else "")
+        notes.append(f"{where}: {len(texts) - apart} text blocks joined into one text{gaps}")
     if cited:  # (where a text came from: a document, a search result, a web page)
         notes.append(f"{where}: {cited} citation(s) of its text not imported")
     return assistant_message(ModelResponse(text="".join(texts) or None, tool_calls=calls))
