@@ -584,9 +584,14 @@ def _words_said(words: Sequence[str]) -> str:
 def not_imported(data: RunData) -> list[str]:
     """What the import of an imported run noted it left out of the recording (its
     import record's notes saying "not imported": thinking, search results, citations,
-    alternative choices …); none for a run this library ran."""
+    alternative choices …; and the attachments kept as placeholders, whose content is
+    not kept); none for a run this library ran."""
     record = data.import_record
-    return [n for n in (record.notes if record is not None else []) if "not imported" in n]
+    return [n for n in (record.notes if record is not None else [])
+            if "not imported" in n or _PLACEHOLDER.search(n)]
+
+
+_PLACEHOLDER = re.compile(r"\bkept as (?:a )?placeholders?\b")
 
 
 #: the other runs of a conversation whose import records a phrase search reads at most
@@ -632,6 +637,13 @@ def _unread(left_out: list[str], others: bool, needle: str) -> str:
     first = left_out[0] if len(left_out[0]) <= 120 else left_out[0][:119] + "…"
     more = f" and {len(left_out) - 1} more" if len(left_out) > 1 else ""
     if not others and all(_of_answer(n) for n in left_out):
+        ran = [n for n in left_out if _SERVER_RESULT.search(n)]
+        if ran:  # (a tool the provider's server ran inside the call: input, not output)
+            first = ran[0] if len(ran[0]) <= 120 else ran[0][:119] + "…"
+            return (f" But the answer recorded for this run held parts that were not "
+                    f"imported, among them a result of a tool the provider's server ran "
+                    f"during this call (“{first}”): it may have been in one, given to the "
+                    "model while it answered, recorded but not kept here.")
         # (the model's own reasoning, citations …: written after it was sent the request)
         return (f" But the answer recorded for this run held parts that were not imported "
                 f"(“{first}”{more}): it may have been in one of them, written by the model "
@@ -647,6 +659,10 @@ def _of_answer(note: str) -> bool:
 
 
 _ANSWER_NOTE = re.compile(r": response\b(?!_)")
+# what a server ran inside the call and gave the model (Claude's web search, MCP, code
+# execution results; the Responses API's calls that carry their own results)
+_SERVER_RESULT = re.compile(r"\b[a-z_]*tool_result\b|\b(?:mcp|code_interpreter|file_search|"
+                            r"web_search)_call\b")
 
 
 def _phrase_sentence(needle: str, contained: list[PartHit], matches: list[PhraseMatch],

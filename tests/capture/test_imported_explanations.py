@@ -361,3 +361,50 @@ def test_the_answer_s_left_out_parts_are_told_by_their_note_wherever_it_is() -> 
     assert ": messages[2]: response: its reasoning" in e.sentence, e.sentence
     assert e.sentence.endswith("written by the model after it was sent this request, not "
                                "given to it."), e.sentence
+
+
+def test_a_phrase_a_server_run_tool_s_result_may_hold_was_given_not_written() -> None:
+    """activeagent's MCP cassette: Claude called a GitHub MCP server and read its
+    results within the one call; the results are not imported. A phrase of them was
+    "written by the model after it was sent this request, not given to it" — the
+    model read it."""
+    use = {"type": "mcp_tool_use", "id": "mcptoolu_1", "name": "search_repositories",
+           "server_name": "github", "input": {"query": "ai"}}
+    result = {"type": "mcp_tool_result", "tool_use_id": "mcptoolu_1", "is_error": False,
+              "content": [{"type": "text", "text": '{"full_name":"lutzroeder/netron"}'}]}
+    record = {"request": {"model": "claude-sonnet-4-5", "max_tokens": 64, "messages": [
+        {"role": "user", "content": "Which AI repositories are popular?"}],
+        "mcp_servers": [{"type": "url", "url": "https://example.com/mcp", "name": "github"}]},
+        "response": {"type": "message", "id": "msg_1", "role": "assistant",
+                     "model": "claude-sonnet-4-5", "stop_reason": "end_turn",
+                     "content": [use, result, {"type": "text", "text": "Netron leads."}],
+                     "usage": {"input_tokens": 900, "output_tokens": 8}}}
+    s = InMemoryStorage()
+    (rid,) = import_text(s, json.dumps(record) + "\n").runs_created
+    e = why_forgotten(s, rid, "lutzroeder/netron")
+    assert "written by the model" not in e.sentence, e.sentence
+    assert e.sentence.endswith(
+        "among them a result of a tool the provider's server ran during this call "
+        "(“line 1: response: content block 1 (mcp_tool_result) not imported”): it may "
+        "have been in one, given to the model while it answered, recorded but not kept "
+        "here."), \
+        e.sentence
+
+
+def test_a_phrase_an_attachment_may_hold_was_not_never_said() -> None:
+    """crewAI's Responses cassette sends a PDF as base64 ``file_data``, kept as a
+    placeholder: `why` on its bytes said "it was never said, or it was erased" though
+    the model was given the file."""
+    pdf = "data:application/pdf;base64,JVBERi0xLjQKJcfsj6IKNSAwIG9iago="
+    record = {"request": {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": [
+        {"type": "text", "text": "Summarise the file."},
+        {"type": "file", "file": {"filename": "report.pdf", "file_data": pdf}}]}]},
+        "response": {"object": "chat.completion", "model": "gpt-4o-mini", "choices": [
+            {"index": 0, "finish_reason": "stop",
+             "message": {"role": "assistant", "content": "A sales report."}}]}}
+    s = InMemoryStorage()
+    (rid,) = import_text(s, json.dumps(record) + "\n").runs_created
+    e = why_forgotten(s, rid, "JVBERi0xLjQKJcfsj6IK")
+    assert "never said" not in e.sentence, e.sentence
+    assert "kept as a placeholder" in e.sentence and e.sentence.endswith(
+        "recorded but not kept here."), e.sentence
