@@ -1780,3 +1780,42 @@ def test_a_continue_session_is_one_thread_a_run_per_answer() -> None:
     with pytest.raises(ImportFormatError, match="the Continue session has no assistant "
                                                 "message after a user message"):
         import_text(s(), json.dumps(lone), name="lone.json")
+
+
+def test_credentials_in_a_request_are_withheld_everywhere(tmp_path: Path) -> None:
+    """A token sent to an MCP server (Anthropic's ``mcp_servers``, a Responses MCP tool's
+    ``headers``) or a client's ``api_key`` logged among its settings is stored as
+    "[withheld]", noted with where it was; it is in no byte of the database."""
+    from memory_core.storage.sqlite import SQLiteStorage
+
+    secret = "sk-live-0123456789abcdef"
+    records = [
+        {"request": {"model": "claude-haiku-4-5", "max_tokens": 64,
+                     "messages": [{"role": "user", "content": "Hi"}],
+                     "mcp_servers": [{"name": "gh", "type": "url", "url": "https://x.test/mcp",
+                                      "authorization_token": secret}]},
+         "response": {"type": "message", "role": "assistant", "model": "claude-haiku-4-5",
+                      "content": [{"type": "text", "text": "Hello."}],
+                      "stop_reason": "end_turn",
+                      "usage": {"input_tokens": 5, "output_tokens": 2}}},
+        {"request": {"model": "gpt-4o-mini", "api_key": secret, "temperature": 0,
+                     "messages": [{"role": "user", "content": "Weather?"}],
+                     "tools": [{"type": "mcp", "server_label": "wx",
+                                "headers": {"Authorization": f"Bearer {secret}"}}]},
+         "response": {"object": "chat.completion", "model": "gpt-4o-mini", "choices": [
+             {"index": 0, "finish_reason": "stop",
+              "message": {"role": "assistant", "content": "Sunny."}}]}}]
+    db = tmp_path / "x.db"
+    with SQLiteStorage(str(db)) as s:
+        report = import_text(s, "".join(json.dumps(r) + "\n" for r in records))
+        first, second = report.runs_created
+        assert s.runs.get(f"{first}:import")["request_params"]["mcp_servers"][0][
+            "authorization_token"] == "[withheld]"
+        assert s.runs.get(f"{second}:import")["request_params"]["api_key"] == "[withheld]"
+        assert [t["name"] for t in s.runs.get(f"{first}:step:0")["tools"]] == ["mcp:gh"]
+    notes = [k.reason for k in report.skipped]
+    assert ("request 'mcp_servers[0].authorization_token': a credential, withheld "
+            "(stored as [withheld])") in notes
+    assert "request 'api_key': a credential, withheld (stored as [withheld])" in notes
+    # (an MCP tool is kept by name only: its headers are not stored at all)
+    assert secret.encode() not in b"".join(p.read_bytes() for p in tmp_path.iterdir())

@@ -42,6 +42,25 @@ TASK = "user: \nCurrent Task: What is 10000 + 20000? Use the sum_numbers tool…
 # file -> threads (each a list of rendered messages), per-run (model, usage, tools offered)
 # and anything else the file says.
 EXPECTED: dict[str, dict[str, Any]] = {
+    # Anthropic's MCP connector: each server offered by name, as the Responses API's MCP
+    # tool is; its token withheld
+    "activeagent-anthropic_mcp_multiple_servers.yml": {
+        "threads": [["user: What tools do you have available?",
+                     "assistant: I have a comprehensive set of tools available for working "
+                     "with GitHub and other services. Here's an overview:\n\n## GitHub "
+                     "Repository Management…"]],
+        "runs": [("claude-haiku-4-5-20251001", (14184, 497),
+                  ["mcp:cloudflare-demo", "mcp:github-copilot"])],
+        "skipped": ["MCP server 'cloudflare-demo' kept by name only",
+                    "request 'mcp_servers[1].authorization_token': a credential, withheld "
+                    "(stored as [withheld])"],
+        "params": {"max_tokens": 1024, "mcp_servers": [
+            {"name": "cloudflare-demo", "type": "url",
+             "url": "https://demo-day.mcp.cloudflare.com/sse"},
+            {"name": "github-copilot", "type": "url", "url": "https://api.githubcopilot.com/mcp/",
+             "authorization_token": "[withheld]"}]},
+        "api": "anthropic",
+    },
     # Mistral's thinking block in the history: a chat completion, not an Anthropic
     # record (it was refused as one: "response has no 'content' list of blocks")
     "llmmistral-magistral-completion-replay.json": {

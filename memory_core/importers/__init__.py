@@ -46,6 +46,7 @@ from memory_core.importers.passes import (
     recorded_call_ids,
     resolve_tool_names,
     say_empty_answers,
+    withhold_credentials,
 )
 from memory_core.importers.stored import StoredImports
 from memory_core.importers.threads import RunPlan, plan_threads
@@ -359,6 +360,7 @@ def in_file_order(notes: list[SkippedRecord]) -> list[SkippedRecord]:
 def _import_parsed(storage: Storage, parsed: ParsedFile, *, fmt: ImportFormat, name: str,
                    digest: str, embed: Embedder | None, resource_id: str | None,
                    progress: Progress | None, stages: Stages | None = None) -> ImportReport:
+    withhold_credentials(parsed.exchanges)
     audio_transcripts(parsed.exchanges)
     recorded_call_ids(parsed.exchanges)  # (before the checks: they see the ids kept)
     check_offered_tools(parsed.exchanges)  # (before results take their calls' names)

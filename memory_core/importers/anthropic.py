@@ -390,15 +390,28 @@ def _all_answered(where: str, unanswered: list[str], asked_at: int, what: str,
                      f"({shortened(refused, 160)}): kept as sent")
 
 
-def anthropic_tools(raw: Any, where: str, notes: list[str]) -> list[dict[str, Any]]:
+def anthropic_tools(raw: Any, where: str, notes: list[str],
+                    mcp_servers: Any = None) -> list[dict[str, Any]]:
     """``tools`` (``name``, ``description``, ``input_schema``) as the step record stores
     offered tools; a server tool (``type`` such as ``web_search_20250305``) is kept by
-    name only, as ``from_openai_tools`` keeps other providers' built-in tools."""
+    name only, as ``from_openai_tools`` keeps other providers' built-in tools, and so
+    is each of ``mcp_servers`` (``mcp:<name>``, as the Responses API's MCP tool is)."""
     if isinstance(raw, list):
         raw = [{k: v for k, v in t.items() if k != "type"}
                if isinstance(t, dict) and t.get("type") in (None, "custom") else t
                for t in raw]
-    return from_openai_tools(raw, where, notes)
+    tools = from_openai_tools(raw, where, notes)
+    for j, server in enumerate(mcp_servers if isinstance(mcp_servers, list) else []):
+        name = server.get("name") if isinstance(server, dict) else None
+        if not isinstance(name, str) or not name:
+            notes.append(f"{where}: mcp_servers[{j}] names no server: not among the tools "
+                         "offered")
+            continue
+        notes.append(f"{where}: MCP server {name!r} kept by name only (the tools it "
+                     "offered are not in the request)")
+        tools.append({"name": f"mcp:{name}", "description": "", "parameters": {},
+                      "type": "mcp"})
+    return tools
 
 
 # -- response ---------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 """What an import does across a file's requests once they are read, before threads are
-planned: answers sent back in an audio id get their transcript; the ids a client sends
+planned: credentials in a request's settings are withheld; answers sent back in an audio id get their transcript; the ids a client sends
 back take those the answers recorded, and a call id given twice in one conversation is
 numbered; calls are checked against the tools offered; tool results take the names of
 the calls they answer (one answering no call the file holds is kept, its name unknown);
@@ -8,6 +8,7 @@ in that order."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -15,6 +16,48 @@ from typing import Any
 from memory_core.importers.common import Exchange, shortened
 from memory_core.models.openai_codec import is_derived_call_id
 from memory_core.types import Message, TextPart, ToolCallPart, ToolResultPart, canonical_json
+
+# -- credentials ------------------------------------------------------------------------
+#: keys whose values are credentials (an MCP server's ``authorization_token``, a header
+#: map's ``Authorization``, a client's ``api_key`` logged among its settings)
+_CREDENTIAL = re.compile(r"(?:^|[_-])(?:api[_-]?key|apikey|access[_-]?token|auth[_-]?token|"
+                         r"authorization(?:[_-]?token)?|refresh[_-]?token|bearer[_-]?token|"
+                         r"client[_-]?secret|secret|password)$", re.I)
+WITHHELD = "[withheld]"
+
+
+def withhold_credentials(exchanges: Sequence[Exchange]) -> None:
+    """A credential among a request's recorded settings, fields or offered tools is
+    stored as ``WITHHELD``, noted with where it was (a token sent to an MCP server would
+    otherwise sit in the database and in ``memwb inspect``)."""
+    for ex in exchanges:
+        found: list[str] = []
+        ex.params = _withheld(ex.params, "", found)
+        ex.request_fields = _withheld(ex.request_fields, "", found)
+        if ex.tools is not None:
+            ex.tools = _withheld(ex.tools, "tools", found)
+        if found:
+            ex.notes.append(f"{ex.where}: request {', '.join(found)}: a credential, "
+                            f"withheld (stored as {WITHHELD})")
+
+
+def _withheld(value: Any, path: str, found: list[str]) -> Any:
+    """``value`` with every credential's value withheld: a copy where one is found,
+    else ``value`` itself (requests share their tools' definitions)."""
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            at = f"{path}.{k}" if path else str(k)
+            if isinstance(k, str) and _CREDENTIAL.search(k) and isinstance(v, str) and v:
+                out[k] = WITHHELD
+                found.append(f"'{at}'")
+            else:
+                out[k] = _withheld(v, at, found)
+        return out if any(out[k] is not v for k, v in value.items()) else value
+    if isinstance(value, list):
+        items = [_withheld(v, f"{path}[{i}]", found) for i, v in enumerate(value)]
+        return items if any(a is not b for a, b in zip(items, value, strict=True)) else value
+    return value
 
 
 # -- tool-name resolution ---------------------------------------------------------------

@@ -124,7 +124,8 @@ def anthropic_exchange(obj: dict[str, Any], where: str, index: int,
         usage_detail=usage_detail(body.get("usage")) if known else {},
         params=request_params(request, where, not_params=ANTHROPIC_NOT_PARAMS),
         request_fields=request_fields(request),
-        tools=anthropic_tools(request.get("tools") or [], where, notes),
+        tools=anthropic_tools(request.get("tools") or [], where, notes,
+                              request.get("mcp_servers")),
         error=None if reply is not None else _error_text(error),
         notes=notes, api=api)
 
