@@ -880,3 +880,13 @@ def test_instructions_extended_as_a_conversation_goes_on_keep_its_thread() -> No
     assert notes == ["its instructions are those of the conversation it continues with "
                      "more added ('You hold the artifact a.png.'): kept in that "
                      "conversation's thread"]
+
+
+def test_a_message_naming_an_otlp_key_is_no_span_export() -> None:
+    """A chat record whose message says "resourceLogs" (found by the round trip above)
+    was taken for an OTLP export by its first 4 KB and refused as one."""
+    line = json.dumps({"messages": [
+        {"role": "user", "content": "What is the field for log records?"},
+        {"role": "assistant", "content": "resourceLogs"}]})
+    report = import_text(InMemoryStorage(), line + "\n")
+    assert report.format == "openai" and len(report.runs_created) == 1

@@ -371,13 +371,16 @@ def parse_otlp_json(text: str) -> ParsedFile:
     return parse_otlp(text)
 
 
+_OTLP_KEY = re.compile(r'(?<!\\)"resource(?:Spans|Logs)"\s*:')
+
+
 def looks_like_otlp(text: str) -> bool:
     """OTLP/JSON when the document (or its first line) has ``resourceSpans`` or
     ``resourceLogs``, is one span's attributes, a span object (or a JSON array of them)
     as SDKs and tracers write them, or a Jaeger export (``is_span_document``)."""
     stripped = text.lstrip()
     head = stripped[:4096]
-    if '"resourceSpans"' in head or '"resourceLogs"' in head:
+    if _OTLP_KEY.search(head):  # (as a key: a message may say "resourceLogs")
         return True
     # the first line (the text is stripped in front): not every line of a large log
     first = stripped.partition("\n")[0].strip()
