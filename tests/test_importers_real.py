@@ -37,11 +37,35 @@ def same(got: str, want: str) -> bool:
     return got.startswith(want[:-1]) if want.endswith("…") else got == want
 
 
+_PARALLEL_SEARCH = ["parallel_local_search_one", "parallel_local_search_two",
+                    "parallel_local_search_three"]
 TASK = "user: \nCurrent Task: What is 10000 + 20000? Use the sum_numbers tool…"
 
 # file -> threads (each a list of rendered messages), per-run (model, usage, tools offered)
 # and anything else the file says.
 EXPECTED: dict[str, dict[str, Any]] = {
+    # the first answer sent back as its calls alone: one thread (it was two)
+    "crewai-bedrock_parallel_native_tool_calling.yaml": {
+        "threads": [[
+            "user: \nCurrent Task: This is a tool-calling compliance test. In your next "
+            "assistant turn, emit exactly 3 tool calls…",
+            "assistant: I'll execute all 3 parallel searches simultaneously right now! "
+            '→ parallel_local_search_one({"query": "latest OpenAI model release notes"}) '
+            '→ parallel_local_search_two({"query": "latest Anthropic model release notes"}) '
+            '→ parallel_local_search_three({"query": "latest Gemini model release notes"})',
+            "tool parallel_local_search_one: [one] latest OpenAI model release notes",
+            "tool parallel_local_search_two: [two] latest Anthropic model release notes",
+            "tool parallel_local_search_three: [three] latest Gemini model release notes",
+            "assistant: The three parallel searches were executed simultaneously across all "
+            "tools…"]],
+        "runs": [("us.anthropic.claude-sonnet-4-6", (914, 169), _PARALLEL_SEARCH),
+                 ("us.anthropic.claude-sonnet-4-6", (1197, 173), _PARALLEL_SEARCH)],
+        "skipped": ["message 1 (assistant) is the answer interaction 1 recorded, sent back "
+                    "as its client rewrites it (recorded \"I'll execute all 3 parallel "
+                    "searches simultaneously right now!\", sent ''): taken as that answer, "
+                    "stored once as recorded"],
+        "api": "bedrock",
+    },
     # Anthropic's MCP connector: each server offered by name, as the Responses API's MCP
     # tool is; its token withheld
     "activeagent-anthropic_mcp_multiple_servers.yml": {

@@ -20,6 +20,8 @@ from memory_core.analysis.fate_rules import (
 )
 from memory_core.analysis.parts import (
     conversation,
+    message_parts,
+    normalise,
 )
 from memory_core.analysis.wording import score_text
 from memory_core.embedding.hashing import Embedder
@@ -153,7 +155,7 @@ def explain_message(storage: Storage, data: RunData, msg: StoredMessage, *,
         if step is not None:  # the run's own tool call or result, given to a later step
             return out("earlier-step", _step_sentence(msg, step), step=step)
     if memctx is not None and memctx.imported:
-        return _explain_imported(data, msg, by_lane, out)
+        return _explain_imported(data, msg, by_lane, out, fact)
     if memctx is None:
         if lane:
             return out("recent" if lane != "recalled" else "recalled",
@@ -423,8 +425,22 @@ def _explain_unseen(storage: Storage, data: RunData, msg: StoredMessage,
     return None
 
 
+def _holds(m: Message, fact: str) -> bool:
+    """Whether a part of ``m`` holds ``fact`` word for word (its text, a call's name or
+    arguments, a result)."""
+    said = normalise(fact)
+    return any(said in normalise(p.text) or any(said in normalise(v) for v in p.leaves)
+               for p in message_parts(m))
+
+
+def _sent_form(data: RunData, ref: tuple[str, int]) -> Message | None:
+    """The message stored at ``ref`` as this run's request sent it (its prompt item)."""
+    return next((it.message for it, r in zip(data.prompt.items, data.prompt_refs(),
+                                             strict=True) if r == ref), None)
+
+
 def _explain_imported(data: RunData, msg: StoredMessage, by_lane: dict[tuple[str, int], str],
-                      out: _Out) -> Explanation:
+                      out: _Out, fact: str | None = None) -> Explanation:
     """An imported run's record holds the request the client sent, not how its memory
     chose it: every sentence says what the recording shows and nothing it lacks."""
     items = data.prompt.items
@@ -453,6 +469,18 @@ def _explain_imported(data: RunData, msg: StoredMessage, by_lane: dict[tuple[str
                        f"{held['reconstructed_from']} of the recording ({unknown}).",
                        lane=lane, sent=n, reference=held["reference"])
         which = "the one message" if n == 1 else f"one of the {n} messages"
+        sent = _sent_form(data, (msg.thread_id, msg.seq)) if fact is not None else None
+        if sent is not None and not _holds(sent, fact or "") and _holds(msg, fact or ""):
+            # (an answer its client sends back rewritten: stored as recorded, sent
+            # otherwise — crewAI drops the text before Bedrock's calls)
+            by = f" as run {msg.run_id} recorded it" if msg.run_id else ""
+            shown = preview(sent)
+            how = ("its tool calls alone, without its text" if not sent.text() else
+                   f"“{shown}{'…' if len(shown) < len(' '.join((sent.text() or '').split())) else ''}”")
+            return out("not-sent-by-client", f"The client sent this message in this request, "
+                       f"but not this text: the message is stored{by}, and this request "
+                       f"sent it back as its client rewrote it ({how}).", lane=lane, sent=n,
+                       sent_rewritten=True)
         return out("sent-by-client", f"The client sent this message in this request: it is "
                    f"{which} the recorded request carried{beside} ({unknown}).",
                    lane=lane, sent=n)

@@ -41,6 +41,7 @@ from memory_core.importers.otel import parse_otlp, parse_spans
 from memory_core.importers.otel_read import protobuf_documents, spans_of
 from memory_core.importers.passes import (
     audio_transcripts,
+    calls_sent_back_alike,
     check_offered_tools,
     drop_empty_turns,
     recorded_call_ids,
@@ -365,6 +366,7 @@ def _import_parsed(storage: Storage, parsed: ParsedFile, *, fmt: ImportFormat, n
     recorded_call_ids(parsed.exchanges)  # (before the checks: they see the ids kept)
     check_offered_tools(parsed.exchanges)  # (before results take their calls' names)
     resolve_tool_names(parsed.exchanges)  # (the last check of the requests)
+    calls_sent_back_alike(parsed.exchanges)
     drop_empty_turns(parsed.exchanges)  # (after the checks: their notes count as sent)
     say_empty_answers(parsed.exchanges)
     undated = bool(parsed.exchanges) and all(ex.started_at is None for ex in parsed.exchanges)

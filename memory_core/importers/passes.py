@@ -60,6 +60,41 @@ def _withheld(value: Any, path: str, found: list[str]) -> Any:
     return value
 
 
+# -- answers sent back with their calls alike -------------------------------------------
+def calls_sent_back_alike(exchanges: Sequence[Exchange]) -> None:
+    """An answer whose tool calls (with the ids the provider gave them) a later request
+    sends back alike, in an assistant message of another text — the text before the
+    calls dropped, as crewAI drops it on Bedrock — is that answer sent back as its
+    client rewrites it (``Exchange.sent_back_as``): the conversation goes on from that
+    form in one thread, the answer stored as recorded. Its conversation was split in
+    two threads. Only ids the provider gave count (ids a reader numbered repeat)."""
+    answers: dict[str, Exchange] = {}
+    for ex in exchanges:
+        for m in ex.history:
+            if m.role != "assistant" or type(m.content) is str or not answers:
+                continue
+            calls = m.tool_calls()
+            first = answers.get(calls[0].id) if calls else None
+            if first is None or first.sent_back_as is not None or first.response is None \
+                    or first.response is m:
+                continue
+            recorded = first.response.tool_calls()
+            if _calls_alike(recorded, calls) and \
+                    (first.response.text() or "").strip() != (m.text() or "").strip():
+                first.sent_back_as = m
+        if ex.response is not None and type(ex.response.content) is not str:
+            for call in ex.response.tool_calls():
+                if call.id and not is_derived_call_id(call.id):
+                    answers.setdefault(call.id, ex)
+
+
+def _calls_alike(a: Sequence[ToolCallPart], b: Sequence[ToolCallPart]) -> bool:
+    """The same calls in the same order: ids, names and arguments."""
+    return len(a) == len(b) and all(
+        x.id == y.id and x.name == y.name and canonical_json(x.args) == canonical_json(y.args)
+        for x, y in zip(a, b, strict=True))
+
+
 # -- tool-name resolution ---------------------------------------------------------------
 def resolve_tool_names(exchanges: Sequence[Exchange]) -> None:
     """Give every tool result the name of the call it answers: the exchange's message is

@@ -408,3 +408,23 @@ def test_a_phrase_an_attachment_may_hold_was_not_never_said() -> None:
     assert "never said" not in e.sentence, e.sentence
     assert "kept as a placeholder" in e.sentence and e.sentence.endswith(
         "recorded but not kept here."), e.sentence
+
+
+def test_a_phrase_of_an_answer_sent_back_without_it_was_not_given_again() -> None:
+    """crewAI's Bedrock cassette: the second request sends the first answer back as its
+    calls alone. The stored answer keeps its text; `why` on that text for the second
+    run said "The client sent this message in this request" — the request sent the
+    message, not the text."""
+    s = InMemoryStorage()
+    real = Path(__file__).resolve().parents[1] / "fixtures" / "imports" / "real"
+    first, second = import_file(
+        s, real / "crewai-bedrock_parallel_native_tool_calling.yaml").runs_created
+    e = why_forgotten(s, second, "parallel searches simultaneously")
+    assert e.fate == "not-sent-by-client" and not e.reached_model, e.sentence
+    assert e.sentence.endswith(
+        "The client sent this message in this request, but not this text: the message is "
+        f"stored as run {first} recorded it, and this request sent it back as its client "
+        "rewrote it (its tool calls alone, without its text)."), e.sentence
+    # a call it did send back is given
+    e = why_forgotten(s, second, "latest Anthropic model release notes")
+    assert e.reached_model, e.sentence
