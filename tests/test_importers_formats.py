@@ -612,7 +612,9 @@ def test_a_completed_response_of_server_side_calls_only_is_no_failure() -> None:
     assert step["response"]["usage"] == {"input_tokens": 291, "output_tokens": 23}
     reasons = [k.reason for k in report.skipped]
     assert "output[0]: item of type 'mcp_call' not imported" in reasons
-    assert "the answer is empty (finish reason 'completed')" in reasons
+    # (and says why it is empty: the server ran the tool, and its item is not imported)
+    assert ("the answer is empty (finish reason 'completed'): its output holds only items "
+            "of tools OpenAI's server ran (mcp_call), which are not imported") in reasons
     # a response that failed or holds no output at all still fails
     failed = {**record["response"], "status": "failed", "output": [],
               "error": {"code": "server_error", "message": "boom"}}

@@ -313,6 +313,43 @@ EXPECTED: dict[str, dict[str, Any]] = {
                      "assistant: Four plus five equals **nine**."]],
         "runs": [("gpt-4.1-2025-04-14", (13, 9), [])],
     },
+    # OpenTelemetry JS's Responses API mocks (nock): the calls of the tools OpenAI
+    # defines and the client runs are the answer's tool calls, their action the
+    # arguments; a tool OpenAI's server ran (mcp_call) is noted, and the empty answer
+    # says why it is empty
+    "otjs-openai-responses-records-local-shell-calls.json": {
+        "threads": [["user: List the files in the current directory",
+                     'assistant: → local_shell({"command": ["ls", "-la"], "type": "exec"})']],
+        "runs": [("gpt-4.1-2025-04-14", (291, 23), ["local_shell"])],
+        "call_ids": ["call_ls_001"],
+        "skipped": ["tool 0 of type 'local_shell' kept by name only"],
+    },
+    "otjs-openai-responses-records-computer-use-calls.json": {
+        "threads": [["user: Check the latest OpenAI news on bing.com.",
+                     'assistant: → computer_use_preview({"button": "left", "type": "click", '
+                     '"x": 156, "y": 50})']],
+        "runs": [("computer-use-preview-2025-04-14", (291, 23), ["computer_use_preview"])],
+        "call_ids": ["call_zw3..."],
+        "params": {"truncation": "auto"},
+        "skipped": ["output[0]: item of type 'reasoning' not imported"],
+    },
+    "otjs-openai-responses-records-mcp-calls.json": {
+        "threads": [["user: Roll 2d4+1", "assistant: "]],
+        "runs": [("gpt-4.1-2025-04-14", (291, 23), ["mcp:dmcp"])],
+        "finish": "completed",
+        "skipped": ["input[1]: item of type 'mcp_list_tools' not imported",
+                    "input[2]: item of type 'mcp_approval_request' not imported",
+                    "input[3]: item of type 'mcp_approval_response' not imported",
+                    "output[0]: item of type 'mcp_call' not imported",
+                    "the answer is empty (finish reason 'completed'): its output holds only "
+                    "items of tools OpenAI's server ran (mcp_call), which are not imported"],
+    },
+    "otjs-openai-responses-records-custom-tool-calls.json": {
+        "threads": [["user: Use the code_exec tool to print hello world to the console.",
+                     'assistant: → code_exec("print(\\"hello world\\")")']],
+        "runs": [("gpt-4.1-2025-04-14", (291, 23), ["code_exec"])],
+        "call_ids": ["call_aGiFQkRWSWAIsMQ19fKqxUgb"],
+    },
     "logfire-test_sync_chat_completions_stream_version_latest.yaml": {
         "threads": [["user: What is four plus five?", "assistant: Four plus five is nine."]],
         "runs": [("gpt-4.1-2025-04-14", None, [])],

@@ -389,8 +389,10 @@ def _imported_note(record: ImportRecord | None, shown: int, instructed: int) -> 
     request that sent ``previous_response_id`` instead of its history — which of the
     prompt's messages the server held and were reconstructed from an earlier record
     (importing.md, "history held server-side"); then what the import noted of this
-    call (a thinking block not imported, a stream reassembled), the first few."""
-    noted = record.notes if record is not None else []
+    call (a thinking block not imported, a stream reassembled), the first few — the
+    note of an empty answer first, which says why the answer shown is empty."""
+    noted = sorted(record.notes if record is not None else [],
+                   key=lambda n: ": the answer is empty" not in n)
     more = f"; and {len(noted) - _NOTES_SHOWN} more" if len(noted) > _NOTES_SHOWN else ""
     return _prompt_said(record, shown, instructed) + (
         f". The import noted: {'; '.join(noted[:_NOTES_SHOWN])}{more}" if noted else "")

@@ -163,6 +163,10 @@ class Exchange:
     # it read out of the answer's text out again): the thread goes on from that form,
     # the answer stored as recorded
     sent_back_as: Message | None = None
+    # why the answer is empty, when the format knows and its finish reason does not say
+    # (a Responses API output of server-side tool items only): the note of an empty
+    # answer says it
+    empty_because: str | None = None
 
     def conversation(self) -> list[Message]:
         """The history and the response (when recorded), as a thread stores them."""

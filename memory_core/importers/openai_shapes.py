@@ -10,6 +10,7 @@ from typing import Any
 from memory_core.importers.common import fail, shortened, split_instructions
 from memory_core.importers.jsonvalues import load_json
 from memory_core.models.openai_codec import (
+    attachment,
     call_arguments,
     derived_call_id,
     from_openai_message,
@@ -67,21 +68,74 @@ def reassemble_stream(stream: list[Any] | str, where: str, notes: list[str]
 
 
 # -- Responses API --------------------------------------------------------------------------
-def _function_call(item: dict[str, Any], j: int, where: str) -> ToolCallPart:
-    name = item.get("name")
-    if not isinstance(name, str) or not name:
-        raise fail(where, f"{item.get('type')} item {j} has no name")
-    # a custom tool's call carries its free-form input text, kept as sent
-    args = item.get("input", "") if item.get("type") == "custom_tool_call" \
-        else call_arguments(item.get("arguments") or {})
+# tools OpenAI offers whose calls the client runs: their call items carry an ``action``
+# (the command to run, the click to make), and the item answering each one its output
+CLIENT_CALLS = {"local_shell_call": "local_shell", "computer_call": "computer"}
+CLIENT_OUTPUTS = ("local_shell_call_output", "computer_call_output")
+# items of tools OpenAI's server runs inside the one call (the call and its output both
+# in the response): not imported, noted
+SERVER_ITEMS = ("web_search_call", "file_search_call", "code_interpreter_call",
+                "image_generation_call", "mcp_call", "mcp_list_tools",
+                "mcp_approval_request", "mcp_approval_response")
+
+
+def computer_tool_name(tools: Any) -> str:
+    """The name a ``computer_call`` calls: the offered computer-use tool's, as
+    ``from_openai_tools`` names it (``computer_use_preview``), else ``computer``."""
+    for tool in tools if isinstance(tools, list) else []:
+        if isinstance(tool, dict) and tool.get("type") in ("computer_use_preview", "computer"):
+            return str(tool.get("name") or tool["type"])
+    return "computer"
+
+
+def _function_call(item: dict[str, Any], j: int, where: str, notes: list[str],
+                   computer: str) -> ToolCallPart:
+    kind = item.get("type")
+    if kind in CLIENT_CALLS:
+        # a call of a tool OpenAI defines: its action is what the client is to do
+        name = computer if kind == "computer_call" else CLIENT_CALLS[str(kind)]
+        args = item.get("action")
+        if not isinstance(args, dict):
+            raise fail(where, f"{kind} item {j} has no 'action' object, got {args!r}")
+        checks = item.get("pending_safety_checks")
+        if isinstance(checks, list) and checks:
+            notes.append(f"{where}: its {len(checks)} pending safety check(s) not imported")
+    else:
+        if not isinstance(item.get("name"), str) or not item["name"]:
+            raise fail(where, f"{kind} item {j} has no name")
+        name = item["name"]
+        # a custom tool's call carries its free-form input text, kept as sent
+        args = item.get("input", "") if kind == "custom_tool_call" \
+            else call_arguments(item.get("arguments") or {})
     cid = item.get("call_id") or item.get("id") or derived_call_id(j, name, args)
+    if kind in CLIENT_CALLS and not item.get("call_id"):
+        # (its output names the call by its call_id: one missing links no output)
+        notes.append(f"{where}: {kind} item {j} has no call_id; given {str(cid)!r}")
     return ToolCallPart(id=str(cid), name=name, args=args)
 
 
+def _call_output(item: dict[str, Any], where: str, notes: list[str]) -> Message:
+    """An item answering a call (``function_call_output`` …) as a tool result; a
+    screenshot (``computer_call_output``) as an attachment placeholder, never its
+    base64."""
+    output = item.get("output")
+    metadata: dict[str, Any] = {}
+    if isinstance(output, dict) and output.get("type") in ("computer_screenshot",
+                                                           "input_image"):
+        metadata["attachments"] = [attachment(output, 0)]
+        notes.append(f"{where}: its {output['type']} kept as a placeholder")
+        result: Any = ""
+    else:
+        result = output if isinstance(output, str) else parse_arguments(output)
+    return Message(role="tool", content=[ToolResultPart(
+        call_id=str(item.get("call_id") or ""), name="", result=result)], metadata=metadata)
+
+
 def response_items(items: Any, where: str, notes: list[str], *,
-                   side: str) -> list[Message]:
+                   side: str, computer: str = "computer") -> list[Message]:
     """Responses API items (``input`` or ``output``) as chat messages: consecutive
-    assistant text and function calls form one assistant message."""
+    assistant text and function calls form one assistant message; ``computer``: the
+    name a ``computer_call`` calls (``computer_tool_name``)."""
     if isinstance(items, str):
         return [Message(role="user", content=items)]
     if not isinstance(items, list):
@@ -93,19 +147,16 @@ def response_items(items: Any, where: str, notes: list[str], *,
         if not isinstance(item, dict):
             raise fail(iw, f"an item must be an object, got {item!r}")
         kind = item.get("type", "message")
-        if kind in ("function_call", "custom_tool_call"):
-            call = _function_call(item, j, iw)
+        if kind in ("function_call", "custom_tool_call", *CLIENT_CALLS):
+            call = _function_call(item, j, iw, notes, computer)
             if out and out[-1].role == "assistant":
                 prev = out.pop()
                 out.append(Message(role="assistant", content=[*prev.parts, call],
                                    metadata=prev.metadata))
             else:
                 out.append(Message(role="assistant", content=[call]))
-        elif kind in ("function_call_output", "custom_tool_call_output"):
-            output = item.get("output")
-            out.append(Message(role="tool", content=[ToolResultPart(
-                call_id=str(item.get("call_id") or ""), name="",
-                result=output if isinstance(output, str) else parse_arguments(output))]))
+        elif kind in ("function_call_output", "custom_tool_call_output", *CLIENT_OUTPUTS):
+            out.append(_call_output(item, iw, notes))
         elif kind == "message":
             if side == "output":
                 _note_annotations(item.get("content"), iw, notes)
@@ -164,7 +215,9 @@ def responses_exchange_parts(request: dict[str, Any], response: Any, where: str,
     template = request.get("prompt") if isinstance(request.get("prompt"), dict) else None
     if "input" not in request and template is None and "conversation" not in request:
         raise fail(where, "Responses API record has no request 'input'")
-    msgs = response_items(request.get("input", []), where, notes, side="input")
+    computer = computer_tool_name(request.get("tools"))
+    msgs = response_items(request.get("input", []), where, notes, side="input",
+                          computer=computer)
     instructions = request.get("instructions")
     own = [Message(role="system", content=instructions)] \
         if isinstance(instructions, str) and instructions else []
@@ -195,7 +248,8 @@ def responses_exchange_parts(request: dict[str, Any], response: Any, where: str,
                          "messages are not in the file")
     reply: Message | None = None
     if isinstance(response, dict) and response.get("output") is not None:
-        outs = response_items(response["output"], where, notes, side="output")
+        outs = response_items(response["output"], where, notes, side="output",
+                              computer=computer)
         if outs:
             reply = outs[0]
             if len(outs) > 1:

@@ -441,7 +441,8 @@ def say_empty_answers(exchanges: Sequence[Exchange]) -> None:
                f"{ex.usage_detail['reasoning']} output token(s) of reasoning"
                if ex.usage_detail.get("reasoning") else ""]
         said = ", ".join(w for w in why if w)
-        ex.notes.append(f"{ex.where}: the answer is empty" + (f" ({said})" if said else ""))
+        ex.notes.append(f"{ex.where}: the answer is empty" + (f" ({said})" if said else "")
+                        + (f": {ex.empty_because}" if ex.empty_because else ""))
 
 
 def drop_empty_turns(exchanges: Sequence[Exchange]) -> None:

@@ -31,7 +31,11 @@ from memory_core.importers.formats.fields import (
     usage_detail,
     usage_of,
 )
-from memory_core.importers.openai_shapes import completed_response, responses_exchange_parts
+from memory_core.importers.openai_shapes import (
+    SERVER_ITEMS,
+    completed_response,
+    responses_exchange_parts,
+)
 from memory_core.types import Message
 
 
@@ -222,6 +226,7 @@ def responses_exchange(obj: dict[str, Any], where: str, index: int,
     at = from_unix(created, where, "response.created_at") if created is not None else None
     model = str_field(where, response, "model") if isinstance(response, dict) else None
     error = obj.get("error") or (response.get("error") if isinstance(response, dict) else None)
+    empty_because = None
     if not error and reply is None and isinstance(response, dict) and (
             response.get("status") == "incomplete"
             or response.get("status") == "completed" and response.get("output")):
@@ -231,6 +236,7 @@ def responses_exchange(obj: dict[str, Any], where: str, index: int,
         # answer) saying why, its usage kept — as a chat completion cut at its length
         # and Gemini's empty MAX_TOKENS answer are
         reply = Message(role="assistant", content="")
+        empty_because = _only_server_items(response.get("output"))
     rid = _an_id(response.get("id")) if isinstance(response, dict) else None
     if rid is not None:
         held.responses[rid] = Held(where, index,
@@ -258,7 +264,20 @@ def responses_exchange(obj: dict[str, Any], where: str, index: int,
         error=None if reply is not None else json.dumps(
             error or _unanswered(response), sort_keys=True),
         notes=notes, held=history_held, replays=max(replayed, default=None),
-        instructions_applied_by=applied_by)
+        instructions_applied_by=applied_by, empty_because=empty_because)
+
+
+def _only_server_items(output: Any) -> str | None:
+    """Why an output with no message or client call is no answer, when its items are
+    all of tools OpenAI's server ran (and reasoning): the model's turn ended inside the
+    call, after the server's tool ran, without a message."""
+    kinds = [str(i.get("type")) for i in output if isinstance(i, dict)] \
+        if isinstance(output, list) else []
+    ran = [k for k in dict.fromkeys(kinds) if k in SERVER_ITEMS]
+    if not ran or not all(k in SERVER_ITEMS or k == "reasoning" for k in kinds):
+        return None
+    return (f"its output holds only items of tools OpenAI's server ran "
+            f"({', '.join(ran)}), which are not imported")
 
 
 def _unanswered(response: Any) -> str:
