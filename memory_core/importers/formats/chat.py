@@ -44,11 +44,41 @@ from memory_core.importers.formats.llamafactory import (
 from memory_core.importers.openai_shapes import reassemble_stream
 from memory_core.models.base import Usage
 from memory_core.models.openai_codec import from_openai_tools
+from memory_core.models.openai_stream import REASONING_KEYS
 from memory_core.types import Message
 
 # OpenAI's chat completions, Responses API and legacy completions (and every server
 # compatible with them): the three formats of the OpenAI family tell them apart by keys
 OPENAI = Route("openai", ("/chat/completions", "/responses", "/completions"))
+
+
+# the keys of a chat message the codec reads (``models/openai_codec.py``): any other is
+# dropped, and noted (``_note_unread_keys``)
+READ_KEYS = frozenset(("role", "content", "name", "tool_calls", "function_call",
+                       "tool_call_id", "refusal", "audio", "is_error", *REASONING_KEYS))
+
+
+def _note_unread_keys(raw: Any, where: str, notes: list[str], *, said: tuple[str, ...] = ()
+                      ) -> None:
+    """One note per key of the messages ``raw`` (a list, or one message) that is read
+    nowhere and holds something (a null, false or empty one drops nothing), naming the
+    messages that have it; ``said``: keys another note names already. Ollama's
+    ``images`` (base64) are not imported either: its OpenAI-compatible API does not read
+    them (its ``/api/chat`` does, and its reader keeps them as placeholders)."""
+    messages = raw if isinstance(raw, list) else [raw]
+    found: dict[str, list[int]] = {}
+    for i, m in enumerate(messages):
+        for key, value in m.items() if isinstance(m, dict) else ():
+            if key not in READ_KEYS and key not in said and value is not None \
+                    and value is not False and value not in ("", [], {}):
+                found.setdefault(str(key), []).append(i)
+    for key, at in found.items():
+        which = f"message(s) {', '.join(map(str, at))}" if isinstance(raw, list) \
+            else "response"
+        why = (": Ollama's OpenAI-compatible API does not read it (its /api/chat does)"
+               if key == "images" else "")
+        notes.append(f"{where}: {which}: key {key!r} not imported (no key of the OpenAI "
+                     f"chat format){why}")
 
 
 def _answered(response: dict[str, Any]) -> bool:
@@ -106,6 +136,7 @@ def _chat_response(response: Any, where: str, notes: list[str]
     if isinstance(raw_reply, dict) and "role" not in raw_reply:
         raw_reply = {**raw_reply, "role": "assistant"}
     reply = openai_message(raw_reply, f"{where}: response", notes)
+    _note_unread_keys(raw_reply, where, notes, said=("annotations",))
     if reply.role != "assistant":
         raise fail(where, f"response message has role {reply.role!r}, expected 'assistant'")
     # (Gemini's OpenAI-compatible API wrote camelCase in 2024: "finishReason")
@@ -156,6 +187,7 @@ def chat_exchange(obj: dict[str, Any], where: str, index: int,
     except ImportFormatError as e:  # (naming the row's own messages)
         raise e if origin is None else ImportFormatError(renumbered(str(e), origin)) \
             from None
+    _note_unread_keys(raw_messages, where, notes)
     if origin is not None:
         notes[start:] = [renumbered(n, origin) for n in notes[start:]]
     if not messages:
