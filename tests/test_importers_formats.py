@@ -1821,3 +1821,26 @@ def test_credentials_in_a_request_are_withheld_everywhere(tmp_path: Path) -> Non
     assert "request 'api_key': a credential, withheld (stored as [withheld])" in notes
     # (an MCP tool is kept by name only: its headers are not stored at all)
     assert secret.encode() not in b"".join(p.read_bytes() for p in tmp_path.iterdir())
+
+
+def test_alternative_choices_are_said_alike_whole_or_streamed() -> None:
+    """n = 2: the choice after the first is left out, said the same way whether the
+    answer was recorded whole or as a stream (the stream said "stream choices other
+    than index 0 not imported", without how many or what the usage counts)."""
+    usage = {"prompt_tokens": 9, "completion_tokens": 8, "total_tokens": 17}
+    whole = {"object": "chat.completion", "model": "gpt-4o-mini", "usage": usage,
+             "choices": [{"index": i, "finish_reason": "stop", "message": {
+                 "role": "assistant", "content": text}} for i, text in enumerate("AB")]}
+    chunks = [{"object": "chat.completion.chunk", "model": "gpt-4o-mini", "choices": [
+        {"index": i, "delta": {"role": "assistant", "content": text}}]}
+        for i, text in enumerate("AB")]
+    chunks.append({"object": "chat.completion.chunk", "model": "gpt-4o-mini",
+                   "choices": [], "usage": usage})
+    said = []
+    for response in (whole, chunks):
+        line = json.dumps({"request": {"model": "gpt-4o-mini", "n": 2, "messages": [
+            {"role": "user", "content": "Say a letter."}]}, "response": response})
+        report = import_text(InMemoryStorage(), line + "\n")
+        said.append([k.reason for k in report.skipped if "choice" in k.reason])
+    assert said[0] == said[1] == ["1 alternative choice(s) not imported (the recorded "
+                                  "usage counts their tokens too)"], said

@@ -49,6 +49,13 @@ def stream_events(stream: list[Any] | str, where: str) -> list[dict[str, Any]]:
     return events
 
 
+def alternatives_note(where: str, count: int, usage: Any) -> str:
+    """The note for ``count`` alternative choices (``n`` > 1) dropped, whole or streamed:
+    only the first is imported, and a recorded ``usage`` counted them all."""
+    return (f"{where}: {count} alternative choice(s) not imported"
+            + (" (the recorded usage counts their tokens too)" if usage else ""))
+
+
 def reassemble_stream(stream: list[Any] | str, where: str, notes: list[str]
                       ) -> dict[str, Any]:
     """``chat.completion.chunk`` deltas joined into one chat completion by
@@ -61,8 +68,8 @@ def reassemble_stream(stream: list[Any] | str, where: str, notes: list[str]
     for chunk in events:
         chat.add(chunk)
     notes += [f"{where}: {note}" for note in chat.notes()]
-    if chat.other_choices:
-        notes.append(f"{where}: stream choices other than index 0 not imported")
+    if chat.other_choices:  # (said as of a whole answer's choices)
+        notes.append(alternatives_note(where, len(chat.other_choices), chat.usage))
     notes.append(f"{where}: response reassembled from {len(events)} stream chunk(s)")
     return chat.completion()
 

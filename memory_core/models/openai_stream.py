@@ -38,8 +38,8 @@ class ChatStream:
 
     ``head`` holds the last ``id``, ``model`` and ``created`` seen; ``text``, ``calls``
     and ``finish`` what choice 0 added up to so far; ``error`` the first error a chunk
-    carried (the completion keeps it); ``other_choices`` whether a chunk
-    carried another choice (left out); ``chunks`` how many were added."""
+    carried (the completion keeps it); ``other_choices`` the indices of the other
+    choices chunks carried (left out); ``chunks`` how many were added."""
 
     def __init__(self) -> None:
         self.head: dict[str, Any] = {}
@@ -54,7 +54,7 @@ class ChatStream:
         self.calls: dict[int, dict[str, Any]] = {}
         self.finish: str | None = None
         self.chunks = 0
-        self.other_choices = False
+        self.other_choices: set[str] = set()
         self._skipped: list[str] = []
         self._repeats: dict[int, int] = {}  # call index -> chunks that sent its whole name
         self._unread: dict[str, int] = {}  # keys of chunks with nothing read -> how many
@@ -92,7 +92,8 @@ class ChatStream:
             return
         for choice in choices or []:
             if not isinstance(choice, dict) or choice.get("index", 0) != 0:
-                self.other_choices = True
+                self.other_choices.add(str(choice.get("index")) if isinstance(choice, dict)
+                                       else repr(choice))
                 continue
             self._add_choice(choice)
 

@@ -41,7 +41,7 @@ from memory_core.importers.formats.llamafactory import (
     tools_of,
     v1_messages,
 )
-from memory_core.importers.openai_shapes import reassemble_stream
+from memory_core.importers.openai_shapes import alternatives_note, reassemble_stream
 from memory_core.models.base import Usage
 from memory_core.models.openai_codec import from_openai_tools
 from memory_core.models.openai_stream import REASONING_KEYS
@@ -144,13 +144,6 @@ def _chat_response(response: Any, where: str, notes: list[str]
     finish = said if isinstance(said, str) else None
     usage, known = usage_of(response.get("usage"), where, notes)
     return reply, finish, usage, known, response
-
-
-def alternatives_note(where: str, count: int, usage: Any) -> str:
-    """The note for ``count`` alternative choices (``n`` > 1) dropped: only the first is
-    imported, and a recorded ``usage`` counted them all."""
-    return (f"{where}: {count} alternative choice(s) not imported"
-            + (" (the recorded usage counts their tokens too)" if usage else ""))
 
 
 def _not_params(record: dict[str, Any], where: str, notes: list[str]) -> AbstractSet[str]:

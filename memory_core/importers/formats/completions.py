@@ -9,8 +9,8 @@ from typing import Any
 
 from memory_core.importers.common import Exchange, fail
 from memory_core.importers.formats import Record, RecordFormat
-from memory_core.importers.formats.chat import OPENAI, alternatives_note, chat_exchange
-from memory_core.importers.openai_shapes import reassemble_stream
+from memory_core.importers.formats.chat import OPENAI, chat_exchange
+from memory_core.importers.openai_shapes import alternatives_note, reassemble_stream
 
 
 def _token_ids(value: Any) -> bool:
