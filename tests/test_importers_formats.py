@@ -1844,3 +1844,25 @@ def test_alternative_choices_are_said_alike_whole_or_streamed() -> None:
         said.append([k.reason for k in report.skipped if "choice" in k.reason])
     assert said[0] == said[1] == ["1 alternative choice(s) not imported (the recorded "
                                   "usage counts their tokens too)"], said
+
+
+def test_a_failed_call_without_a_body_keeps_its_recorded_reason() -> None:
+    """ruby-openai's streamed 500 records no body, only its status: the run's error
+    read "HTTP 500", without the "Internal Server Error" the recording holds."""
+    import yaml
+
+    req = {"model": "gpt-4o", "messages": [{"role": "user", "content": "Hi"}]}
+
+    def interaction(status: Any) -> dict[str, Any]:
+        return {"request": {"method": "POST", "uri": "https://api.openai.com/v1/chat/completions",
+                            "body": json.dumps(req), "headers": {}},
+                "response": {"status": status, "headers": {}, "body": {"string": ""}}}
+
+    text = yaml.safe_dump({"interactions": [
+        interaction({"code": 500, "message": "Internal Server Error"}),
+        interaction("502 Bad Gateway"), interaction({"code": 503, "message": ""})],
+        "version": 1})
+    s = InMemoryStorage()
+    report = import_text(s, text)
+    assert [s.runs.require_run(r).error for r in report.runs_created] == [
+        "HTTP 500 Internal Server Error", "HTTP 502 Bad Gateway", "HTTP 503"]

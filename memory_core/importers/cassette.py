@@ -416,6 +416,15 @@ def status_code(resp: dict[str, Any], where: str) -> int:
     return code
 
 
+def status_text(resp: dict[str, Any]) -> str:
+    """The reason phrase a recorded status carries (vcrpy's ``status.message``, go-vcr's
+    ``status: "500 Internal Server Error"``), after a space; "" when none is recorded."""
+    status = resp.get("status")
+    text = status.get("message") if isinstance(status, dict) else \
+        status.split(" ", 1)[1] if isinstance(status, str) and " " in status else None
+    return f" {text.strip()}" if isinstance(text, str) and text.strip() else ""
+
+
 def _unknown_api(req: dict[str, Any], where: str) -> str:
     """What a POST to a path no format serves sends, when it is a model call's body: a
     Hugging Face text-generation call (``{"inputs", "parameters"}``), or a conversation
@@ -508,7 +517,7 @@ def interaction_record(item: Any, where: str, label: str = "interaction",
         error = answer.get("error", answer) if isinstance(answer, dict) else answer
         # a 200 with no body (the client gave up reading it): the answer was not
         # recorded, which "HTTP 200" as the run's error did not say
-        record["error"] = error or (f"HTTP {code}" if code != 200 else
+        record["error"] = error or (f"HTTP {code}{status_text(resp)}" if code != 200 else
                                     "the response body was not recorded (HTTP 200)")
     return where, record
 
