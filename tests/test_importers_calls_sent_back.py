@@ -495,3 +495,10 @@ def test_calls_sent_back_with_other_arguments_or_numbered_ids_stay_apart() -> No
             del c["id"]
     text = "\n".join([_line([QUESTION], idless[0]), _line([QUESTION, idless[1]], DONE)])
     assert len(import_text(InMemoryStorage(), text, name="b.jsonl").threads_created) == 2
+    # an id two answers gave (a server numbering each answer's calls) names neither
+    other = {"role": "user", "content": "And Go 1.1?"}
+    text = "\n".join([_line([QUESTION], _two_calls(text="Searching.")),
+                      _line([other], _two_calls(text="Looking.")),
+                      _line([QUESTION, _two_calls()], DONE)])
+    report = import_text(InMemoryStorage(), text, name="c.jsonl")
+    assert not [n for n in report.skipped if "rewrites it" in n.reason], report.skipped

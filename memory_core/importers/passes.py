@@ -1,8 +1,10 @@
 """What an import does across a file's requests once they are read, before threads are
-planned: credentials in a request's settings are withheld; answers sent back in an audio id get their transcript; the ids a client sends
-back take those the answers recorded, and a call id given twice in one conversation is
-numbered; calls are checked against the tools offered; tool results take the names of
-the calls they answer (one answering no call the file holds is kept, its name unknown);
+planned: credentials in a request's settings are withheld; answers sent back in an audio
+id get their transcript; the ids a client sends back take those the answers recorded,
+and a call id given twice in one conversation is numbered; calls are checked against the
+tools offered; tool results take the names of the calls they answer (one answering no
+call the file holds is kept, its name unknown); an answer whose calls are sent back
+alike in another text is that answer, sent back rewritten;
 turns that hold nothing are dropped and empty answers said. ``importers._import_parsed`` runs them
 in that order."""
 
@@ -14,6 +16,7 @@ from dataclasses import replace
 from typing import Any
 
 from memory_core.importers.common import Exchange, shortened
+from memory_core.importers.message_keys import message_key
 from memory_core.models.openai_codec import is_derived_call_id
 from memory_core.types import Message, TextPart, ToolCallPart, ToolResultPart, canonical_json
 
@@ -68,7 +71,7 @@ def calls_sent_back_alike(exchanges: Sequence[Exchange]) -> None:
     client rewrites it (``Exchange.sent_back_as``): the conversation goes on from that
     form in one thread, the answer stored as recorded. Its conversation was split in
     two threads. Only ids the provider gave count (ids a reader numbered repeat)."""
-    answers: dict[str, Exchange] = {}
+    answers: dict[str, Exchange | None] = {}  # None: an id two answers gave
     for ex in exchanges:
         for m in ex.history:
             if m.role != "assistant" or type(m.content) is str or not answers:
@@ -78,14 +81,13 @@ def calls_sent_back_alike(exchanges: Sequence[Exchange]) -> None:
             if first is None or first.sent_back_as is not None or first.response is None \
                     or first.response is m:
                 continue
-            recorded = first.response.tool_calls()
-            if _calls_alike(recorded, calls) and \
-                    (first.response.text() or "").strip() != (m.text() or "").strip():
+            if _calls_alike(first.response.tool_calls(), calls) and \
+                    message_key(first.response) != message_key(m):
                 first.sent_back_as = m
         if ex.response is not None and type(ex.response.content) is not str:
             for call in ex.response.tool_calls():
                 if call.id and not is_derived_call_id(call.id):
-                    answers.setdefault(call.id, ex)
+                    answers[call.id] = ex if call.id not in answers else None
 
 
 def _calls_alike(a: Sequence[ToolCallPart], b: Sequence[ToolCallPart]) -> bool:
