@@ -365,7 +365,8 @@ def _where_they_part(x: str, y: str, quoted: bool = False) -> str:
         # (" <thought>…" sent for "<thought>…", and more after; a text of whitespace
         # alone is shown as it is: "recorded '\n'", not "recorded ''")
         x, y = x.strip(), y.strip()
-    at = next(i for i, (p, q) in enumerate(zip(x + "\0", y + "\0", strict=False)) if p != q)
+    at = next((i for i, (p, q) in enumerate(zip(x + "\0", y + "\0", strict=False))
+               if p != q), len(x))
     start = max(0, at - 30)
     lead = "…" if start else ""
     return (f"recorded {lead}{shortened(x[start:])!r}, sent {lead}{shortened(y[start:])!r}"
@@ -487,7 +488,11 @@ def _sent_back_note(ex: Exchange, i: int, earlier: str | None, stored: Message,
     own = i == len(ex.history)
     answer, back = (sent, stored) if own else (stored, sent)
     calls = [c.name for c in answer.tool_calls()] if not back.tool_calls() else []
-    how = _where_they_part(answer.text() or "", back.text() or "", True) + (
+    was, now = answer.text() or "", back.text() or ""
+    # (the same text in other parts: a client that joins an answer's text parts)
+    how = (_where_they_part(was, now, True) if was != now else
+           f"its text in {len(texts_of(answer))} part(s) recorded, "
+           f"{len(texts_of(back))} sent") + (
         f"; its call {', '.join(calls)} written out as text" if calls else "")
     if own:
         return (f"{ex.where}: its answer was stored first as a later request sent it back, "
