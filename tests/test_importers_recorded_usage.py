@@ -530,3 +530,29 @@ def test_an_anthropic_cache_write_is_kept_beside_the_input() -> None:
     assert rec is not None and rec.usage is not None and rec.usage.input_tokens == 11190
     assert rec.said()["input_within"] == \
         "of them 30 read from the cache, 11,149 written to the cache"
+
+
+@pytest.mark.parametrize(("usage", "counted", "noted"), [
+    # Charm's proxy (hyper.charm.land): the cached input beside prompt_tokens
+    ({"prompt_tokens": 704, "completion_tokens": 45, "total_tokens": 8621,
+      "prompt_tokens_details": {"cached_tokens": 7872}}, (8576, 45), True),
+    # more cached than input, no total
+    ({"prompt_tokens": 91, "completion_tokens": 12,
+      "prompt_tokens_details": {"cached_tokens": 8576}}, (8667, 12), True),
+    # OpenAI's: the cached input within prompt_tokens
+    ({"prompt_tokens": 9005, "completion_tokens": 115, "total_tokens": 9120,
+      "prompt_tokens_details": {"cached_tokens": 8000}}, (9005, 115), False)])
+def test_cached_input_counted_beside_the_input_is_added_to_it(
+        usage: dict[str, Any], counted: tuple[int, int], noted: bool) -> None:
+    """A server that counts the cached input beside ``prompt_tokens`` (its total is
+    prompt + completion + cached) was shown as "704 in (7872 of the input cached)",
+    the input understated twelvefold."""
+    line = json.dumps({"request": {"model": "glm-5.1", "messages": [
+        {"role": "user", "content": "Edit the file."}]}, "response": {
+        "object": "chat.completion", "model": "glm-5.1", "usage": usage, "choices": [
+            {"index": 0, "finish_reason": "stop",
+             "message": {"role": "assistant", "content": "Done."}}]}})
+    s, report = _imported(line + "\n", name="f.jsonl")
+    assert _usage(s, report) == counted
+    said = [k.reason for k in report.skipped if "cached input token(s) beside" in k.reason]
+    assert bool(said) == noted, report.skipped

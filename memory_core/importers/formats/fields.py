@@ -76,7 +76,9 @@ def usage_of(raw: Any, where: str = "", notes: list[str] | None = None
     """The input and output token counts of an OpenAI-shaped ``usage``. A server that
     counts reasoning beside the output rather than within it (xAI's: ``total_tokens`` =
     prompt + completion + reasoning, or more reasoning than output) has its reasoning
-    added to the output, as OpenAI counts it, noted in ``notes``. A usage without both
+    added to the output, as OpenAI counts it, noted in ``notes``; and so the cached
+    input a server counts beside the input (Charm's proxy: total = prompt + completion
+    + cached) is added to the input. A usage without both
     counts is unknown, noted with what it does count (Bedrock's ``{"outputTokens": 50}``)."""
     if not isinstance(raw, dict):
         return Usage(), False
@@ -91,8 +93,13 @@ def usage_of(raw: Any, where: str = "", notes: list[str] | None = None
                     + " gives no input and output token counts")
             notes.append(f"{where}: response: its usage {said}: usage unknown")
         return Usage(), False
-    out = with_reasoning(inp, out, usage_detail(raw).get("reasoning", 0),
-                         count_of(_first(raw, "total_tokens", "totalTokens")),
+    total = count_of(_first(raw, "total_tokens", "totalTokens"))
+    # (OpenAI's cached count, within prompt_tokens by its definition; Anthropic's
+    # cache_read_input_tokens is beside input_tokens by its own, and its reader adds it)
+    details = _first(raw, "prompt_tokens_details", "input_tokens_details")
+    cached = count_of(details.get("cached_tokens")) if isinstance(details, dict) else None
+    inp = with_cached(inp, out, cached or 0, total, f"{where}: response", notes)
+    out = with_reasoning(inp, out, usage_detail(raw).get("reasoning", 0), total,
                          f"{where}: response", notes)
     return Usage(input_tokens=inp, output_tokens=out), True
 
@@ -100,6 +107,21 @@ def usage_of(raw: Any, where: str = "", notes: list[str] | None = None
 def _first(raw: dict[str, Any], *keys: str) -> Any:
     """The value of the first of ``keys`` that ``raw`` has (None when it has none)."""
     return next((raw[k] for k in keys if k in raw), None)
+
+
+def with_cached(inp: int, out: int, cached: int, total: int | None, where: str,
+                notes: list[str] | None) -> int:
+    """The input count with its cached part in it: ``inp`` as recorded, unless the record
+    counts the cached input beside the input (its total is input + output + cached, or
+    more is cached than was input: Charm's proxy), noted."""
+    if cached and (cached > inp or total == inp + out + cached != inp + out):
+        if notes is not None:
+            notes.append(f"{where}: its usage counts {cached} cached input token(s) beside "
+                         f"its {inp} input token(s)"
+                         + (f" (total {total})" if total is not None else "")
+                         + f": input counted as {inp + cached}, the cached within")
+        return inp + cached
+    return inp
 
 
 def with_reasoning(inp: int, out: int, reasoning: int, total: int | None, where: str,
