@@ -1506,6 +1506,18 @@ def test_v1_chat_is_cohere_s_unless_the_answer_is_a_chat_completion() -> None:
         assert s.runs.get(f"{report.runs_created[0]}:import")["extra"].get("api") == api
 
 
+def test_a_claude_answer_alone_without_its_type_is_named_as_one() -> None:
+    """Kong's gateway fixtures keep Claude's answer without its "type": it was "a JSON
+    object with keys content, model, stop_reason, usage, which is no record this
+    importer reads", where the typed one is named the response it is."""
+    answer = {"content": [{"type": "text", "text": "You cannot divide by zero."}],
+              "stop_reason": "stop_sequence", "model": "claude-2.1",
+              "usage": {"input_tokens": 0, "output_tokens": 0}}
+    with pytest.raises(ImportFormatError, match="the response of an Anthropic Messages API "
+                                                "record without its request"):
+        import_text(InMemoryStorage(), json.dumps(answer, indent=2))
+
+
 def test_a_responses_api_answer_alone_is_named_as_one() -> None:
     """A Responses API response without its request was called "the response of an
     OpenAI chat-completions record" (both have model, tools and temperature)."""
