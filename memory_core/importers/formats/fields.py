@@ -114,14 +114,8 @@ def with_cached(inp: int, out: int, cached: int, total: int | None, where: str,
     """The input count with its cached part in it: ``inp`` as recorded, unless the record
     counts the cached input beside the input (its total is input + output + cached, or
     more is cached than was input: Charm's proxy), noted."""
-    if cached and (cached > inp or total == inp + out + cached != inp + out):
-        if notes is not None:
-            notes.append(f"{where}: its usage counts {cached} cached input token(s) beside "
-                         f"its {inp} input token(s)"
-                         + (f" (total {total})" if total is not None else "")
-                         + f": input counted as {inp + cached}, the cached within")
-        return inp + cached
-    return inp
+    return _within(inp, cached, inp + out, total, ("cached input", "input", "cached"),
+                   where, notes)
 
 
 def with_reasoning(inp: int, out: int, reasoning: int, total: int | None, where: str,
@@ -129,14 +123,24 @@ def with_reasoning(inp: int, out: int, reasoning: int, total: int | None, where:
     """The output count with its reasoning in it: ``out`` as recorded, unless the record
     counts the reasoning beside the output (its total is input + output + reasoning, or
     the reasoning is more than the output), noted."""
-    if reasoning and (reasoning > out or total == inp + out + reasoning != inp + out):
+    return _within(out, reasoning, inp + out, total, ("reasoning", "output", "reasoning"),
+                   where, notes)
+
+
+def _within(count: int, part: int, both: int, total: int | None,
+            words: tuple[str, str, str], where: str, notes: list[str] | None) -> int:
+    """``count`` with ``part`` in it: as recorded, unless the record counts the part
+    beside it (``total`` = input + output + part, or the part is more than ``count``),
+    noted in ``words`` (what the part is, what the count is, the part's short name)."""
+    if part and (part > count or total == both + part != both):
+        what, of, short = words
         if notes is not None:
-            notes.append(f"{where}: its usage counts {reasoning} reasoning token(s) beside "
-                         f"its {out} output token(s)"
+            notes.append(f"{where}: its usage counts {part} {what} token(s) beside "
+                         f"its {count} {of} token(s)"
                          + (f" (total {total})" if total is not None else "")
-                         + f": output counted as {out + reasoning}, the reasoning within")
-        return out + reasoning
-    return out
+                         + f": {of} counted as {count + part}, the {short} within")
+        return count + part
+    return count
 
 
 def usage_detail(raw: Any) -> dict[str, int]:
