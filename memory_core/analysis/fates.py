@@ -433,6 +433,16 @@ def _holds(m: Message, fact: str) -> bool:
                for p in message_parts(m))
 
 
+def _rewritten(sent: Message) -> str:
+    """A message as a client sent it back rewritten, in a sentence: its calls alone, or
+    its text's preview (with an ellipsis where the preview cuts it)."""
+    text = " ".join((sent.text() or "").split())
+    if not text:
+        return "its tool calls alone, without its text"
+    shown = preview(sent)
+    return f"“{shown}{'…' if len(shown) < len(text) else ''}”"
+
+
 def _sent_form(data: RunData, ref: tuple[str, int]) -> Message | None:
     """The message stored at ``ref`` as this run's request sent it (its prompt item)."""
     return next((it.message for it, r in zip(data.prompt.items, data.prompt_refs(),
@@ -474,13 +484,10 @@ def _explain_imported(data: RunData, msg: StoredMessage, by_lane: dict[tuple[str
             # (an answer its client sends back rewritten: stored as recorded, sent
             # otherwise — crewAI drops the text before Bedrock's calls)
             by = f" as run {msg.run_id} recorded it" if msg.run_id else ""
-            shown = preview(sent)
-            how = ("its tool calls alone, without its text" if not sent.text() else
-                   f"“{shown}{'…' if len(shown) < len(' '.join((sent.text() or '').split())) else ''}”")
             return out("not-sent-by-client", f"The client sent this message in this request, "
                        f"but not this text: the message is stored{by}, and this request "
-                       f"sent it back as its client rewrote it ({how}).", lane=lane, sent=n,
-                       sent_rewritten=True)
+                       f"sent it back as its client rewrote it ({_rewritten(sent)}).",
+                       lane=lane, sent=n, sent_rewritten=True)
         return out("sent-by-client", f"The client sent this message in this request: it is "
                    f"{which} the recorded request carried{beside} ({unknown}).",
                    lane=lane, sent=n)

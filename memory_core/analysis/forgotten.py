@@ -634,22 +634,26 @@ def _unread(left_out: list[str], others: bool, needle: str) -> str:
     if holding is not None:
         return (f" But {whose} held parts that were not imported, and one of them holds it "
                 f"(“{excerpt(holding, said)}”): it was recorded but not kept here.")
-    first = left_out[0] if len(left_out[0]) <= 120 else left_out[0][:119] + "…"
+    first = _clipped(left_out[0])
     more = f" and {len(left_out) - 1} more" if len(left_out) > 1 else ""
     if not others and all(_of_answer(n) for n in left_out):
         ran = [n for n in left_out if _SERVER_RESULT.search(n)]
         if ran:  # (a tool the provider's server ran inside the call: input, not output)
-            first = ran[0] if len(ran[0]) <= 120 else ran[0][:119] + "…"
             return (f" But the answer recorded for this run held parts that were not "
                     f"imported, among them a result of a tool the provider's server ran "
-                    f"during this call (“{first}”): it may have been in one, given to the "
-                    "model while it answered, recorded but not kept here.")
+                    f"during this call (“{_clipped(ran[0])}”): it may have been in one, "
+                    "given to the model while it answered, recorded but not kept here.")
         # (the model's own reasoning, citations …: written after it was sent the request)
         return (f" But the answer recorded for this run held parts that were not imported "
                 f"(“{first}”{more}): it may have been in one of them, written by the model "
                 "after it was sent this request, not given to it.")
     return (f" But {whose} held parts that were not imported (“{first}”"
             f"{more}): it may have been in one of them, recorded but not kept here.")
+
+
+def _clipped(note: str) -> str:
+    """A note quoted in a sentence: its first 120 characters."""
+    return note if len(note) <= 120 else note[:119] + "…"
 
 
 def _of_answer(note: str) -> bool:
