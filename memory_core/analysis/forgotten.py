@@ -116,6 +116,9 @@ class PhraseSearch(BaseModel):
     # and the run's own answer (written after its request was sent)
     answer: list[tuple[str, int]] = Field(default_factory=list)
     matches: list[PhraseMatch] = Field(default_factory=list)
+    # the run's recorded error, when it holds the phrase and no part does (the server's
+    # answer to a failed call: written after the request was sent)
+    in_error: str | None = None
     sentence: str
 
     @property
@@ -140,6 +143,11 @@ class PhraseSearch(BaseModel):
             if self.not_imported else {}
         if self.in_other_runs:
             left_out["in_other_runs"] = [o.said() for o in self.in_other_runs]
+        if self.in_error is not None:  # (no part holds it: see ``find_by_phrase``)
+            return Explanation(run_id=self.run_id, fate="written-after", reached_model=False,
+                               sentence=self.sentence,
+                               evidence={"text": self.phrase, "part": "error",
+                                         "searched": self.searched})
         if best is None:
             return Explanation(run_id=self.run_id, fate="not-stored", reached_model=False,
                                sentence=self.sentence,
@@ -398,10 +406,15 @@ def find_by_phrase(storage: Storage, run_id: str, phrase: str, *,
                       if conversations < OTHER_CONVERSATIONS
                       else f"the newest {conversations} other conversations")
                    + (" of its resource" if data.run.resource_id else "") if elsewhere
-                   else ""))
+                   else "")
+                + ("; the error the run failed with" if data.run.error else ""))
     contained = [h for h in ordered if h.contains]
+    # the error a failed call was answered with, when no part holds the phrase: the
+    # server's answer, written after the request (it is no message)
+    error = data.run.error if not contained and data.run.error else None
+    in_error = error if error and normalise(needle) in normalise(error) else None
     # it may have been in what the recordings of its other runs held
-    others = others_not_imported(storage, data) if not contained else []
+    others = others_not_imported(storage, data) if not contained and not in_error else []
     left_out = not_imported(data) + others
     return PhraseSearch(run_id=run_id, phrase=needle,
                         embedder=embedder_name(embedder) if embedder else None,
@@ -414,10 +427,10 @@ def find_by_phrase(storage: Storage, run_id: str, phrase: str, *,
                                 and h.ref in msgs and msgs[h.ref].run_id == run_id
                                 and h.ref not in given_at],
                         matches=matches, not_imported=left_out, from_others=bool(others),
-                        in_other_runs=in_other_runs,
-                        sentence=_phrase_sentence(needle, contained, matches, where, how,
-                                                  meaning, left_out, bool(others),
-                                                  in_other_runs))
+                        in_other_runs=in_other_runs, in_error=in_error,
+                        sentence=_error_sentence(needle, in_error) if in_error else
+                        _phrase_sentence(needle, contained, matches, where, how, meaning,
+                                         left_out, bool(others), in_other_runs))
 
 
 #: the parts a run's given messages can hold, in words, in the order they are named
@@ -667,6 +680,14 @@ _ANSWER_NOTE = re.compile(r": response\b(?!_)")
 # execution results; the Responses API's calls that carry their own results)
 _SERVER_RESULT = re.compile(r"\b[a-z_]*tool_result\b|\b(?:mcp|code_interpreter|file_search|"
                             r"web_search)_call\b")
+
+
+def _error_sentence(needle: str, error: str) -> str:
+    """A phrase only the run's recorded error holds."""
+    return (f"No stored message contains “{needle}”, nor does any part of what the model "
+            f"was given in this run; it is in the error this run failed with "
+            f"(“{excerpt(error, normalise(needle))}”): the answer to its request, written "
+            "after the request was sent, not given to the model.")
 
 
 def _phrase_sentence(needle: str, contained: list[PartHit], matches: list[PhraseMatch],

@@ -428,3 +428,23 @@ def test_a_phrase_of_an_answer_sent_back_without_it_was_not_given_again() -> Non
     # a call it did send back is given
     e = why_forgotten(s, second, "latest Anthropic model release notes")
     assert e.reached_model, e.sentence
+
+
+def test_a_phrase_of_a_failed_call_s_error_is_the_server_s_answer() -> None:
+    """paper-qa's cassette of a call refused with a 400: `why` on the error's words said
+    "No stored message contains it", pointing at the image placeholder, though the run
+    keeps the error the server answered with."""
+    record = {"request": {"model": "gpt-4o", "messages": [
+        {"role": "user", "content": "Describe the figure."}]},
+        "error": {"message": "You uploaded an unsupported image. Please make sure your "
+                             "image is png or jpeg.", "code": "invalid_image_format"}}
+    s = InMemoryStorage()
+    (rid,) = import_text(s, json.dumps(record) + "\n").runs_created
+    assert s.runs.require_run(rid).status == "failed"
+    e = why_forgotten(s, rid, "You uploaded an unsupported image")
+    assert e.fate == "written-after" and not e.reached_model, e.sentence
+    assert e.evidence["part"] == "error" and "the error the run failed with" in \
+        e.evidence["searched"]
+    assert "it is in the error this run failed with" in e.sentence, e.sentence
+    # a phrase the request holds is still the request's
+    assert why_forgotten(s, rid, "Describe the figure").reached_model
