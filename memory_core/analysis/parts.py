@@ -7,9 +7,10 @@ message's parts the same way (why-forgotten by phrase)."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from memory_core.journal import ImportRecord, RunData, RunStep
 from memory_core.types import Message
@@ -71,9 +72,10 @@ class MessagePart:
     tool: str | None = None
     call_id: str | None = None
     leaves: tuple[str, ...] = ()  # strings inside a JSON value, also searched
-    # a JSON object's value (tool arguments, a result): a phrase of its members holds
-    # whatever order the recording wrote them in (the store keeps them sorted)
-    obj: dict[str, Any] | None = field(default=None, compare=False, hash=False)
+    # a JSON value (tool arguments, a result: an object, or a list holding objects): a
+    # phrase of its objects' members holds whatever order the recording wrote them in
+    # (the store keeps them sorted)
+    obj: dict[str, Any] | list[Any] | None = field(default=None, compare=False, hash=False)
 
     def holds(self, needle: str) -> bool:
         """Whether the part holds ``needle`` (already ``normalise``d) word for word, or
@@ -83,22 +85,48 @@ class MessagePart:
             self.obj is not None and _members_held(needle, self.obj))
 
 
-def _members(needle: str) -> tuple[dict[str, Any], str | None] | None:
-    """The JSON object members a phrase writes out (``"a":5,"b":"x"``, with or without
-    its braces), and the member whose text value it cuts short, if any (``"quote":"It
-    does not do`` — a phrase copied out of arguments mid-value); None when it is no
-    such text."""
+class _Fragment(NamedTuple):
+    """The JSON object members a phrase writes out, and what it cuts short: the key
+    whose text value it ends inside (``cut``), the end of the value it starts inside
+    (``head``: ``Kenobi","quote":…``), a key it ends on (``last_key``: ``…,"quote"``)."""
+
+    members: dict[str, Any]
+    cut: str | None = None
+    head: str | None = None
+    last_key: str | None = None
+
+
+# a phrase that starts inside a text value: that value's end, then the members after it
+_HEAD = re.compile(r'"?((?:[^"\\]|\\.)*)"\s*,\s*(?=")')
+# a phrase that ends on a key (with or without its colon)
+_LAST_KEY = re.compile(r',\s*"((?:[^"\\]|\\.)*)"\s*:?\s*$')
+
+
+def _members(needle: str) -> _Fragment | None:
+    """The members a phrase writes out (``"a":5,"b":"x"``, with or without its braces;
+    starting or ending inside a value, or ending on a key — a phrase copied out of
+    arguments anywhere, their keys in any order: the store keeps them sorted); None
+    when it is no such text."""
     body = needle.strip().removeprefix("{").removesuffix("}").strip().rstrip(",")
     if '":' not in body and '" :' not in body:
         return None
-    for text, cut in (("{" + body + "}", False), ("{" + body + '"}', True)):
-        try:
-            got = json.loads(text)
-        except ValueError:
-            continue
-        if isinstance(got, dict) and got:
-            last = list(got)[-1]
-            return got, (last if cut and isinstance(got[last], str) else None)
+    heads: list[tuple[str | None, str]] = [(None, body)]
+    if (m := _HEAD.match(body)) is not None and not body[m.end():].startswith(":"):
+        heads.append((m.group(1), body[m.end():]))
+    for head, rest in heads:
+        tails: list[tuple[str | None, str]] = [(None, rest)]
+        if (k := _LAST_KEY.search(rest)) is not None:
+            tails.append((k.group(1), rest[:k.start()]))
+        for last_key, core in tails:
+            for text, cut in (("{" + core + "}", False), ("{" + core + '"}', True)):
+                try:
+                    got = json.loads(text)
+                except ValueError:
+                    continue
+                if isinstance(got, dict) and got:
+                    last = list(got)[-1]
+                    return _Fragment(got, last if cut and isinstance(got[last], str)
+                                     else None, head, last_key)
     return None
 
 
@@ -113,12 +141,13 @@ def _same(a: Any, b: Any) -> bool:
 _NONE = object()  # (no such member)
 
 
-def _members_held(needle: str, obj: dict[str, Any]) -> bool:
-    """Whether ``obj``, or an object inside it, has every member ``needle`` writes out."""
+def _members_held(needle: str, obj: dict[str, Any] | list[Any]) -> bool:
+    """Whether ``obj``, or an object inside it, has every member ``needle`` writes out
+    (and, where it starts inside a value or ends on a key, such a value and key)."""
     found = _members(needle)
     if found is None:
         return False
-    wanted, cut = found
+    wanted, cut, head, last_key = found
 
     def same(k: str, v: Any, have: dict[str, Any]) -> bool:
         got = have.get(normalise(k), _NONE)
@@ -129,7 +158,10 @@ def _members_held(needle: str, obj: dict[str, Any]) -> bool:
     def held(o: Any) -> bool:
         if isinstance(o, dict):
             have = {normalise(str(k)): v for k, v in o.items()}
-            if all(same(str(k), v, have) for k, v in wanted.items()):
+            if all(same(str(k), v, have) for k, v in wanted.items()) and (
+                    last_key is None or normalise(last_key) in have) and (
+                    head is None or any(isinstance(v, str) and normalise(v).endswith(
+                        normalise(head)) for k, v in have.items() if k not in wanted)):
                 return True
             return any(held(v) for v in o.values())
         return isinstance(o, list) and any(held(v) for v in o)
@@ -139,7 +171,7 @@ def _members_held(needle: str, obj: dict[str, Any]) -> bool:
 def _json_part(kind: PartKind, value: Any, tool: str, call_id: str) -> MessagePart:
     leaves = () if isinstance(value, str) else tuple(_leaves(value))
     return MessagePart(kind, value_text(value), tool=tool, call_id=call_id, leaves=leaves,
-                       obj=value if isinstance(value, dict) else None)
+                       obj=value if isinstance(value, dict | list) else None)
 
 
 def attachment_text(att: dict[str, Any]) -> str:

@@ -226,6 +226,29 @@ def test_arguments_are_found_by_members_cut_short_mid_value() -> None:
         assert not args.holds(normalise(phrase)), phrase
 
 
+def test_arguments_are_found_from_inside_a_value_to_a_key_and_inside_lists() -> None:
+    """A trial's phrases copied from recorded arguments, or from memwb's own display of
+    them, crossing two members: starting inside one value (``Kenobi","quote":"May``),
+    ending on a key (``"character":"Obi-Wan Kenobi","quote"``); and members of objects
+    inside a list of arguments (nemotron's ``[[{"bbox": {"xmin": …, "ymin": …}}]]``).
+    Each was "in no stored message word for word"."""
+    call = Message(role="assistant", content=[
+        ToolCallPart(id="c1", name="return_quote", args={
+            "quote": "May the Force be with you.", "character": "Obi-Wan Kenobi"}),
+        ToolCallPart(id="c2", name="markdown_bbox", args=[[{"bbox": {
+            "xmin": 0.1558, "ymin": 0.08, "xmax": 0.84}, "text": "# PaSa"}]])])
+    quote, bbox = (p for p in message_parts(call) if p.part == "tool-call-arguments")
+    for phrase in ('"May the Force be with you.", "character": "Obi-Wan Kenobi"',
+                   'Kenobi","quote":"May', '"character":"Obi-Wan Kenobi","quote"',
+                   'Force be with you.", "character": "Obi-Wan Kenobi",'):
+        assert quote.holds(normalise(phrase)), phrase
+    for phrase in ('Vader","quote":"May', '"character":"Albus Dumbledore","quote"',
+                   '"character":"Obi-Wan Kenobi","name"', 'Kenobi","character":"Obi'):
+        assert not quote.holds(normalise(phrase)), phrase
+    assert bbox.holds(normalise('"xmin": 0.1558, "ymin": 0.08'))
+    assert not bbox.holds(normalise('"xmin": 0.1558, "ymin": 0.09'))
+
+
 def test_a_tool_definition_the_model_was_offered_reached_it(support: InMemoryStorage
                                                             ) -> None:
     """Text of a tool's definition — its description, a parameter's description — is
