@@ -374,13 +374,20 @@ def find_by_phrase(storage: Storage, run_id: str, phrase: str, *,
     def closeness(h: PartHit) -> int:
         return rank.get(h.ref, len(rank)) if h.ref else len(rank)
 
+    def first_written(h: PartHit) -> tuple[Any, ...]:
+        """Echoes written after the run, the first written first (a tool result
+        before the answer that repeats it)."""
+        m = msgs.get(h.ref) if h.ref else None
+        return (m.created_at, m.seq) if m is not None else (data.run.started_at, 0)
+
     # the phrase, or all its words, first where the model was given them; a message
     # that holds only some of its words by how close it is (a compacted message sharing
     # two words and close in meaning before a recent one sharing one word, not close),
     # the question itself and what was written after the run after those
     ordered = sorted(by_key.values(), key=lambda h: (
         not h.contains, not holds_all(h),
-        (tier(h), closeness(h)) if h.contains or holds_all(h)
+        (tier(h), first_written(h) if tier(h) == 4 else (closeness(h),))
+        if h.contains or holds_all(h)
         else (tier(h) > 1, closeness(h), tier(h))))
     matches = [_phrase_match(storage, data, h, needle, msgs, close, embed)
                for h in ordered[:limit]]

@@ -8,6 +8,7 @@ import json
 import re
 from itertools import pairwise
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -448,3 +449,27 @@ def test_a_phrase_of_a_failed_call_s_error_is_the_server_s_answer() -> None:
     assert "it is in the error this run failed with" in e.sentence, e.sentence
     # a phrase the request holds is still the request's
     assert why_forgotten(s, rid, "Describe the figure").reached_model
+
+
+def test_a_phrase_written_after_the_run_names_where_it_first_was() -> None:
+    """llm-openrouter's tool loop: for the first run, `why` on a phrase of the tool's
+    result cited the final answer that repeats it (#3), not the result (#2) where it
+    first was; both are written after the run, the first written is named."""
+    call = {"id": "call_v1", "type": "function",
+            "function": {"name": "llm_version", "arguments": "{}"}}
+    ask = {"role": "user", "content": "Which llm version is this?"}
+    asked = {"role": "assistant", "content": None, "tool_calls": [call]}
+    result = {"role": "tool", "tool_call_id": "call_v1", "content": "0.0+test"}
+
+    def line(messages: list[dict[str, Any]], answer: dict[str, Any], at: int) -> str:
+        return json.dumps({"request": {"model": "gpt-4o", "messages": messages},
+                           "response": {"created": at, "choices": [{"message": answer}]}})
+
+    s = InMemoryStorage()
+    first, _ = import_text(s, "\n".join([
+        line([ask], asked, 1767268800),
+        line([ask, asked, result], {"role": "assistant",
+                                    "content": "This is llm version 0.0+test."},
+             1767268810)]) + "\n").runs_created
+    e = why_forgotten(s, first, "0.0+test")
+    assert not e.reached_model and e.seq == 2, (e.seq, e.sentence)
