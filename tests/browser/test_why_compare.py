@@ -57,9 +57,10 @@ def test_why_by_phrase_then_compare_in_chromium(workbench: str, tmp_path: Path) 
         box.fill(PHRASE)
         box.press("Enter")
         page.get_by_role("heading", name="Closest messages").wait_for(timeout=PAGE_TIMEOUT_MS)
-        # the list under the heading can draw after it
-        page.get_by_text(re.compile(r"shares parcel, refund")).first.wait_for(
-            timeout=PAGE_TIMEOUT_MS)
+        # the list under the heading can draw after it, one card at a time: wait for
+        # the card looked for below, not the first (a loaded CI read the body between)
+        page.get_by_text(re.compile(rf"{THREAD} #0 · user · shares parcel, refund")).first \
+            .wait_for(timeout=PAGE_TIMEOUT_MS)
         body = page.locator("body").inner_text()
         assert f"No stored message contains “{PHRASE}” word for word" in body
         assert "it was never said" not in body
