@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from memory_core.analysis.parts import excerpt, normalise
-from memory_core.journal import RunData, RunReader
+from memory_core.journal import ImportRecord, RunData, RunReader
 from memory_core.storage.base import Storage
 
 
@@ -17,7 +17,10 @@ def not_imported(data: RunData) -> list[str]:
     import record's notes saying "not imported": thinking, search results, citations,
     alternative choices …; and the attachments kept as placeholders, whose content is
     not kept); none for a run this library ran."""
-    record = data.import_record
+    return _left_out(data.import_record)
+
+
+def _left_out(record: ImportRecord | None) -> list[str]:
     return [n for n in (record.notes if record is not None else [])
             if "not imported" in n or _PLACEHOLDER.search(n)]
 
@@ -42,9 +45,8 @@ def others_not_imported(storage: Storage, data: RunData) -> list[str]:
     runs.sort(key=lambda r: abs((r.started_at - data.run.started_at).total_seconds()))
     out = []
     for r in sorted(runs[:OTHER_RUNS_READ], key=lambda r: (r.started_at, r.run_id)):
-        record = RunReader(storage.runs, r.run_id).import_record()
-        out += [f"run {r.run_id}: {n}" for n in (record.notes if record is not None else [])
-                if "not imported" in n]
+        out += [f"run {r.run_id}: {n}"
+                for n in _left_out(RunReader(storage.runs, r.run_id).import_record())]
     return out
 
 

@@ -473,3 +473,36 @@ def test_a_phrase_written_after_the_run_names_where_it_first_was() -> None:
              1767268810)]) + "\n").runs_created
     e = why_forgotten(s, first, "0.0+test")
     assert not e.reached_model and e.seq == 2, (e.seq, e.sentence)
+
+
+def test_a_phrase_another_run_s_attachment_may_hold_is_said_to_be_there() -> None:
+    """A phrase searched from the first run of a tool loop, where only the next
+    request's tool result held it — a PDF kept as a placeholder — was said "never
+    said": another run's placeholder notes were not read, only its "not imported" ones."""
+    pdf = "data:application/pdf;base64,JVBERi0xLjQKJcfsj6IKNSAwIG9iago="
+    call = {"id": "call_1", "type": "function",
+            "function": {"name": "fetch_report", "arguments": "{}"}}
+    ask = {"role": "user", "content": "Summarise the latest report."}
+    offered = [{"type": "function", "function": {"name": "fetch_report",
+                                                 "parameters": {"type": "object"}}}]
+
+    def answer(message: dict[str, Any]) -> dict[str, Any]:
+        return {"object": "chat.completion", "model": "gpt-4o-mini", "choices": [
+            {"index": 0, "finish_reason": "stop", "message": message}]}
+
+    first = {"request": {"model": "gpt-4o-mini", "tools": offered, "messages": [ask]},
+             "response": answer({"role": "assistant", "content": None,
+                                 "tool_calls": [call]})}
+    second = {"request": {"model": "gpt-4o-mini", "tools": offered, "messages": [
+        ask, {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "call_1", "content": [
+            {"type": "text", "text": "The report:"},
+            {"type": "file", "file": {"filename": "report.pdf", "file_data": pdf}}]}]},
+        "response": answer({"role": "assistant", "content": "A sales report."})}
+    s = InMemoryStorage()
+    report = import_text(s, "\n".join(json.dumps(r) for r in (first, second)))
+    one, two = report.runs_created
+    e = why_forgotten(s, one, "JVBERi0xLjQKJcfsj6IK")
+    assert "never said" not in e.sentence, e.sentence
+    assert "the recordings of this conversation's runs held parts that were not " \
+           f"imported (“run {two}: " in e.sentence and "placeholder" in e.sentence, e.sentence
