@@ -505,3 +505,35 @@ def test_calls_sent_back_with_other_arguments_or_numbered_ids_stay_apart() -> No
                       _line([QUESTION, _two_calls()], DONE)])
     report = import_text(InMemoryStorage(), text, name="c.jsonl")
     assert not [n for n in report.skipped if "rewrites it" in n.reason], report.skipped
+
+
+def test_a_call_sent_back_after_another_history_is_a_branch_and_says_so() -> None:
+    """An outside trial (llm.rb's cassettes): the next request sends the answer's call
+    back as it was, with its result, but its first two messages in another order. It
+    was a thread of its own without a word, holding a call no run of it made; it is
+    a branch of the conversation that made the call now, and says why it is apart."""
+    bot = {"role": "user", "content": "You are a bot that can search."}
+    cases = ((bot, QUESTION), "the messages before it in another order than that "
+                              "conversation's"), \
+        (({"role": "user", "content": "Hello."}, bot),
+         "other messages before it than that conversation's, from the first on")
+    for (first, second), said in cases:
+        s = InMemoryStorage()
+        report = import_text(s, "\n".join([
+            _line([QUESTION, bot], _call(ASKED)),
+            _line([first, second, _call(ASKED), RESULT], DONE)]), name="agent.jsonl")
+        one, two = report.threads_created
+        assert [(k.where, k.reason) for k in report.skipped] == [(
+            "line 2", "sends back tool call 'call_xBZmyTROTl3UDnkHo7ViHPJ6', recorded at "
+                      f"line 1 (thread {one}), after {said}, so its conversation is stored "
+                      "as a new thread, a branch of that one")]
+        _branched(s, report)
+    # the same messages before it, or a beginning shared: a branch after the call or
+    # before it (SWE-agent elides older results), said where it parts as before
+    for first, sent in (([QUESTION], [QUESTION, _call(ASKED), {**RESULT, "content": "2012"}]),
+                        ([QUESTION, bot], [QUESTION, {**bot, "content": "Be brief."},
+                                           _call(ASKED), RESULT])):
+        report = import_text(InMemoryStorage(), "\n".join([
+            _line(first, _call(ASKED)), _line([*first, _call(ASKED), RESULT], DONE),
+            _line(sent, DONE)]))
+        assert [k.reason[:12] for k in report.skipped] == ["shares its f"], report.skipped

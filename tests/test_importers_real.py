@@ -66,6 +66,26 @@ EXPECTED: dict[str, dict[str, Any]] = {
                     "stored once as recorded"],
         "api": "bedrock",
     },
+    # llm.rb sends its first two messages in another order with the call back: a
+    # branch of the conversation that made the call (it was apart without a word)
+    "llmrb-anthropic_chat_stream_tool.yml": {
+        "threads": [["user: Hey, run the 'date' command",
+                     "user: You are a bot that can run UNIX system commands",
+                     "assistant: I'll run the 'date' command for you. → system("
+                     '{"command": "date"})'],
+                    ["user: You are a bot that can run UNIX system commands",
+                     "user: Hey, run the 'date' command",
+                     'assistant: → system({"command": "date"})',
+                     'tool system: {"success":true}',
+                     "assistant: I've executed the `date` command for you. This command "
+                     "displays the current date and time on the system. The command ran "
+                     "successfully!"]],
+        "runs": [("claude-sonnet-4-20250514", (391, 64), ["system"]),
+                 ("claude-sonnet-4-20250514", (459, 31), ["system"])],
+        "skipped": ["sends back tool call 'toolu_01PabM8SbAD7d1xbTctiNvF5', recorded at "
+                    "interaction 1 (thread imp-…"],
+        "api": "anthropic",
+    },
     # Anthropic's MCP connector: each server offered by name, as the Responses API's MCP
     # tool is; its token withheld
     "activeagent-anthropic_mcp_multiple_servers.yml": {

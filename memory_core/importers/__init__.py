@@ -50,7 +50,8 @@ from memory_core.importers.passes import (
     withhold_credentials,
 )
 from memory_core.importers.stored import StoredImports
-from memory_core.importers.threads import RunPlan, plan_threads
+from memory_core.importers.thread_plan import RunPlan
+from memory_core.importers.threads import plan_threads
 from memory_core.importers.writer import (
     RunsToWrite,
     embed_threads,

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memory_core.importers.message_keys import ids_compatible, message_key
-from memory_core.importers.threads import ThreadPlan, chain_digests, instructions_digest
+from memory_core.importers.thread_plan import ThreadPlan, chain_digests, instructions_digest
 from memory_core.storage.base import Storage
 from memory_core.types import Message
 

@@ -10,30 +10,42 @@ time (the proxy, the collector) or exported in several files continues its threa
 from __future__ import annotations
 
 import copy
-import hashlib
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Any, Protocol
+from collections.abc import Sequence
 
-from memory_core.importers.common import Exchange, shortened, undated
+from memory_core.importers.common import Exchange, undated
 from memory_core.importers.message_keys import (
     adopt_ids,
     ids_compatible,
     instructions_key,
-    loose_part,
     message_key,
     texts_of,
     trimmed_texts,
 )
 from memory_core.importers.retries import retried_calls, retries_after
+from memory_core.importers.thread_notes import (
+    MadeCall,
+    again_note,
+    extended,
+    extended_note,
+    instructions_text,
+    say_answer_sent_back_otherwise,
+    say_branch,
+    say_calls_sent_back_otherwise,
+    sent_back_note,
+    whitespace_note,
+)
+from memory_core.importers.thread_plan import (
+    PrefixIndex,
+    RunPlan,
+    StoredThreads,
+    ThreadPlan,
+    prefix_digests,
+)
 from memory_core.models.openai_codec import is_derived_call_id
-from memory_core.text import preview
 from memory_core.types import (
     Message,
-    canonical_json,
 )
 
 _GIVEN = re.compile(r"had no id; given '(call-[0-9a-f]{12})'$")
@@ -74,56 +86,6 @@ def _own_copy(m: Message) -> Message:
     return m.model_copy(update={
         "content": m.content if isinstance(m.content, str) else list(m.content),
         "metadata": copy.deepcopy(m.metadata) if m.metadata else {}})
-
-
-@dataclass
-class ThreadPlan:
-    thread_id: str
-    key: str | None
-    resource_id: str | None
-    instructions_key: str
-    messages: list[Message] = field(default_factory=list)
-    keys: list[str] = field(default_factory=list)
-    created_at: list[datetime] = field(default_factory=list)
-    first_run: list[int | None] = field(default_factory=list)  # exchange index or None
-    # per stored seq, computed once for all the runs whose history repeats it
-    token_counts: dict[int, int] = field(default_factory=dict)
-    previews: dict[int, str] = field(default_factory=dict)
-    # (lane, seq or place) → (the message or ref, its JSON in a run's records): the
-    # writer's, made once a thread
-    prompt_items: dict[tuple[str, int], tuple[Any, str]] = field(default_factory=dict)
-    # a thread an earlier import stored: its first ``stored_count`` messages are in the
-    # store already (``stored_meta`` is its import metadata, kept when it is extended)
-    stored_count: int = 0
-    stored_meta: dict[str, Any] | None = None
-    # the thread this one branches off (a note of its first run says where they part)
-    branch_of: str | None = None
-    # a session's thread (``key``) a request sent the history of: a request of the
-    # session that continues none of its threads is another conversation (``_in_session``)
-    sends_history: bool = False
-    # answers stored as recorded that their client sends back rewritten, by seq
-    # (``Exchange.sent_back_as``): the thread's key there is the rewritten form's
-    sent_back: dict[int, Message] = field(default_factory=dict)
-
-    @property
-    def stored(self) -> bool:
-        return self.stored_meta is not None
-
-    def add(self, m: Message, key: str, at: datetime, run: int | None) -> int:
-        self.messages.append(m)
-        self.keys.append(key)
-        self.created_at.append(at)
-        self.first_run.append(run)
-        return len(self.messages) - 1
-
-
-@dataclass
-class RunPlan:
-    exchange: Exchange
-    thread: ThreadPlan
-    history_seqs: list[int]
-    response_seq: int | None
-    input_from: int  # history[input_from:] is the run's input (after the last assistant)
 
 
 def input_start(history: Sequence[Message]) -> int:
@@ -223,377 +185,13 @@ def _window(tp: ThreadPlan, end: int, keys: list[str], conv: list[Message]
     return seqs
 
 
-def instructions_digest(ikey: str) -> str:
-    """Short digest of a thread's instructions key (stored in its import metadata)."""
-    return hashlib.sha1(ikey.encode("utf-8", "surrogatepass")).hexdigest()[:CHAIN_DIGITS]
-
-
-CHAIN_DIGITS = 16  # 64 bits per stored prefix digest: enough to find, content decides
-
-
-def chain_digests(keys: Sequence[str]) -> list[str]:
-    """The stored form of a thread's prefix digests (see ``StoredThreads``)."""
-    return [d[:CHAIN_DIGITS] for d in _chain(keys)]
-
-
-class StoredThreads(Protocol):
-    """Threads earlier imports stored, as the planner may continue them."""
-
-    def keyed(self, key: str) -> ThreadPlan | None:
-        """The imported thread stored under ``key``, or None."""
-
-    def find(self, ikey: str, resource: str | None, keys: list[str],
-             conv: list[Message], sent: int, model: str | None
-             ) -> tuple[ThreadPlan, int] | None:
-        """A stored thread whose messages are a prefix of ``conv`` (longest first), or
-        that ``conv`` is a prefix of (a request recorded again: one that sent only its
-        first message, ``sent``, asked of a model its runs were); with how many of
-        ``conv``'s messages it holds."""
-
-    def shared(self, ikey: str, resource: str | None, keys: list[str], most: int
-               ) -> tuple[str, int, Message | None] | None:
-        """The stored thread with these instructions that shares the longest beginning
-        (at most ``most`` messages) with ``keys``: its id, how many it shares, and its
-        message after them (None: it ends there)."""
-
-
-def _chain(keys: Sequence[str], h: Any = None) -> list[str]:
-    """Digests of every prefix of ``keys`` (entry n-1 identifies keys[:n]); with ``h``
-    (the hash of keys before these, updated here) of every prefix after those."""
-    out: list[str] = []
-    h = hashlib.sha1() if h is None else h
-    for k in keys:
-        h.update(k.encode("utf-8", "surrogatepass"))
-        h.update(b"\x00")
-        out.append(h.copy().hexdigest())
-    return out
-
-
-@dataclass
-class _PrefixIndex:
-    """Threads without a key, found by their content: the thread whose messages are a
-    prefix of a request's conversation (longest wins), or — for a retry — a thread the
-    request is a prefix of. Lookups cost one hash per message, not a scan of threads."""
-
-    threads: list[ThreadPlan] = field(default_factory=list)
-    full: dict[tuple[str, str | None, str], ThreadPlan] = field(default_factory=dict)
-    prefix: dict[tuple[str, str | None, str], ThreadPlan] = field(default_factory=dict)
-    # each thread by its whole chain whatever its instructions (``find_extended``)
-    ends: dict[tuple[str | None, str], ThreadPlan] = field(default_factory=dict)
-    chains: dict[str, list[str]] = field(default_factory=dict)
-    # each thread's hash of the keys its chain covers (a thread only grows: its chain
-    # is extended, not made again from its first message on every request)
-    hashes: dict[str, Any] = field(default_factory=dict)
-
-    def register(self, tp: ThreadPlan) -> None:
-        old = self.chains.get(tp.thread_id)
-        h = self.hashes.get(tp.thread_id)
-        if old is not None and h is not None and len(old) <= len(tp.keys):
-            chain = old + _chain(tp.keys[len(old):], h)
-        else:
-            h = self.hashes[tp.thread_id] = hashlib.sha1()
-            chain = _chain(tp.keys, h)
-        if old:
-            self.full.pop((tp.instructions_key, tp.resource_id, old[-1]), None)
-            self.ends.pop((tp.resource_id, old[-1]), None)
-        self.chains[tp.thread_id] = chain
-        if chain:
-            self.full.setdefault((tp.instructions_key, tp.resource_id, chain[-1]), tp)
-            self.ends.setdefault((tp.resource_id, chain[-1]), tp)
-        for d in chain[len(old or []):]:
-            self.prefix.setdefault((tp.instructions_key, tp.resource_id, d), tp)
-
-    def find(self, ikey: str, resource: str | None, chain: list[str],
-             conv: list[Message]) -> tuple[ThreadPlan | None, int]:
-        """The thread whose messages are the longest prefix of ``conv`` (``chain``: its
-        digests, ``_chain``), and how many of its messages it shares."""
-        for n in range(len(chain), 0, -1):
-            tp = self.full.get((ikey, resource, chain[n - 1]))
-            if tp is not None and all(isinstance(a.content, str) or ids_compatible(a, b)
-                                      for a, b in zip(tp.messages[:n], conv, strict=False)):
-                return tp, n  # (a text has no ids: compatible, without a call)
-        tp = self.prefix.get((ikey, resource, chain[-1])) if chain else None
-        if tp is not None and all(ids_compatible(tp.messages[i], conv[i])
-                                  for i in range(len(conv))):
-            return tp, len(chain)  # the same request recorded again: store nothing new
-        return None, -1
-
-    def find_extended(self, extends: Callable[[ThreadPlan], bool], resource: str | None,
-                      chain: list[str], conv: list[Message]) -> tuple[ThreadPlan | None, int]:
-        """The thread a request continues whole — its messages and an answer of them —
-        whose instructions ``extends(thread)`` says the request's own extend (Google
-        ADK adds the artifacts it holds to its system instruction as a conversation
-        goes on)."""
-        for n in range(len(chain), 1, -1):
-            tp = self.ends.get((resource, chain[n - 1]))
-            if tp is not None and len(tp.messages) == n and extends(tp) and all(
-                    ids_compatible(a, b) for a, b in zip(tp.messages, conv, strict=False)
-                    if not isinstance(a.content, str)):
-                return tp, n
-        return None, -1
-
-
-def _what_differs(recorded: Message, sent: Message, call_id: str) -> str:
-    """How an answer sent back differs from the one recorded, in a few words."""
-    was = {c.id: c for c in recorded.tool_calls()}
-    now = {c.id: c for c in sent.tool_calls()}
-    if list(was) != list(now):
-        return (f"the calls beside it differ: recorded {', '.join(map(repr, was))}; sent "
-                f"{', '.join(map(repr, now))}")
-    a, b = was[call_id], now[call_id]
-    if a.name != b.name:
-        return f"its tool's name differs: recorded {a.name!r}, sent {b.name!r}"
-    for c in was:  # (the first call whose arguments the client rewrote)
-        x = canonical_json(loose_part(was[c]).get("args"))
-        y = canonical_json(loose_part(now[c]).get("args"))
-        if x != y:
-            which = "its arguments" if c == call_id else f"the arguments of {c!r}"
-            return f"{which} differ: {_where_they_part(x, y)}"
-    old, new = texts_of(recorded), texts_of(sent)
-    if "".join(old) == "".join(new):
-        return (f"its text is split otherwise: {len(old)} part(s) recorded, {len(new)} "
-                "sent")
-    return f"its text differs: recorded {_parts_said(old)}, sent {_parts_said(new)}"
-
-
-def _where_they_part(x: str, y: str, quoted: bool = False) -> str:
-    """"recorded …, sent …": two texts from a little before where they first differ
-    (shown, not cut away with a common beginning) — the whitespace around them left
-    out when they differ in more than that (not from a text of whitespace alone); ``quoted``: as Python literals (a text's
-    line breaks shown as \\n)."""
-    if x.strip() != y.strip() and x.strip() and y.strip():
-        # (" <thought>…" sent for "<thought>…", and more after; a text of whitespace
-        # alone is shown as it is: "recorded '\n'", not "recorded ''")
-        x, y = x.strip(), y.strip()
-    at = next((i for i, (p, q) in enumerate(zip(x + "\0", y + "\0", strict=False))
-               if p != q), len(x))
-    start = max(0, at - 30)
-    lead = "…" if start else ""
-    return (f"recorded {lead}{shortened(x[start:])!r}, sent {lead}{shortened(y[start:])!r}"
-            if quoted else f"recorded {lead}{shortened(x[start:])}, sent "
-            f"{lead}{shortened(y[start:])}")
-
-
-def _parts_said(texts: tuple[str, ...]) -> str:
-    """A message's text parts quoted for a note: one part as text, several as a list
-    (how it was split)."""
-    return repr(shortened(texts[0]) if texts else "") if len(texts) < 2 else \
-        repr([shortened(t) for t in texts])
-
-
-def _say_calls_sent_back_otherwise(ex: Exchange, conv: list[Message], keys: list[str],
-                                   seen: dict[str, tuple[str, str, Message]]) -> None:
-    """A request that starts a new conversation although it sends back a tool call an
-    earlier one recorded (by its id), as another message — its arguments rewritten by
-    the client (langchaingo sends a string the model gave as ``{"__arg1": …}``), its
-    text changed, or the call written out as an assistant's text (smolagents: "Calling
-    tools: [{'id': 'call_…', …}]"): the history no longer matches, so say why it is a
-    thread of its own, and what differs. Only what it sent is looked at: its own answer
-    may reuse an id an earlier answer had (text-generation-inference numbers each
-    answer's calls from 0) without sending anything back."""
-    sent = len(ex.history)
-    for m, key in zip(conv[:sent], keys[:sent], strict=True):
-        if m.role != "assistant":
-            continue
-        calls = m.tool_calls()
-        for call in calls:
-            first = seen.get(call.id)
-            if first is not None and first[0] != key:
-                ex.notes.append(
-                    f"{ex.where}: sends back tool call {call.id!r}, recorded at {first[1]}, "
-                    f"as another message ({_what_differs(first[2], m, call.id)}), so its "
-                    "conversation is stored as a new thread")
-                return
-        text = m.text() if not calls else None
-        for token in _ID_TOKEN.findall(text or ""):  # (ids named in the text, looked up)
-            first = seen.get(token)
-            if first is not None:
-                ex.notes.append(
-                    f"{ex.where}: sends back tool call {token!r}, recorded at {first[1]}, "
-                    "written out as an assistant's text instead of the call, so its "
-                    "conversation is stored as a new thread")
-                return
-
-
-def _say_answer_sent_back_otherwise(ex: Exchange, conv: list[Message], keys: list[str],
-                                    chain: list[str], ikey: str, resource: str | None,
-                                    index: _PrefixIndex, where: Callable[[int], str]
-                                    ) -> str | None:
-    """A request that starts a new conversation although its history follows an
-    earlier one up to an answer recorded there, which it sends back as another text
-    (LlamaIndex's ReAct agent writes the model's JSON action out as "Action Input:
-    {…}"): say so, with both texts — the conversations part there. Returns the id of
-    the thread it parts from, when it said so."""
-    if any(n.startswith(f"{ex.where}: sends back tool call") for n in ex.notes):
-        return None  # (said already, of a call)
-    for n in range(len(ex.history) - 1, 0, -1):  # (what it sent; its own answer is its own)
-        tp = index.prefix.get((ikey, resource, chain[n - 1]))
-        if tp is None or len(tp.messages) <= n or tp.keys[n] == keys[n] \
-                or tp.messages[n].role != "assistant" or conv[n].role != "assistant":
-            continue
-        if tp.messages[n].tool_calls() or conv[n].tool_calls():
-            return None  # (a call sent back otherwise: ``_say_calls_sent_back_otherwise``)
-        first = tp.first_run[n]
-        if first is None:
-            return None
-        # the run's answer is the last message it added; one before it, it sent (an
-        # assistant turn of its history, a prefill the answer continued)
-        answered = n + 1 >= len(tp.first_run) or tp.first_run[n + 1] != first
-        what = (f"the answer {where(first)} recorded" if answered else
-                f"message {n} (assistant), which {where(first)} sent,")
-        ex.notes.append(
-            f"{ex.where}: sends back {what} as another message "
-            f"({_where_they_part(tp.messages[n].text() or '', conv[n].text() or '', True)}), so "
-            "its conversation is stored as a new thread")
-        return tp.thread_id
-    return None
-
-
-# what a tool-call id looks like in a text ('call_…', 'toolu_…', 'fc_…', a UUID)
-_ID_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{7,}")
-
-
-def _whitespace_note(ex: Exchange, i: int, role: str, earlier: str | None, *,
-                     json_too: bool = False) -> str:
-    """Why message ``i`` of ``ex`` (its answer, when ``i`` is past its history) is the
-    stored one although its text differs around the edges: ``earlier``, the record that
-    stored it (None: a request's history, not a recorded run)."""
-    how = "the whitespace around its text" if not json_too else \
-        "how its JSON is laid out (the same value)"
-    if i == len(ex.history) and earlier is not None:
-        return (f"{ex.where}: its answer differs from {earlier}'s only in {how}: taken as "
-                f"that answer, stored once as {earlier} recorded it")
-    said = f"{earlier} recorded" if earlier is not None else "an earlier request sent"
-    if json_too:
-        return (f"{ex.where}: message {i} ({role}) is sent differing only in {how} from "
-                f"what {said}: taken as the same message, stored once as first recorded")
-    return (f"{ex.where}: message {i} ({role}) is sent with other whitespace around its "
-            f"text than {said}: taken as the same message, stored once as first recorded")
-
-
-def _again_note(ex: Exchange, first: str) -> str:
-    """A request recorded again as ``first`` was (a retry, a test run twice): nothing
-    new to store, so why its run adds no message."""
-    again = "and answer" if ex.response is not None else "(no answer recorded)"
-    return (f"{ex.where}: the same messages {again} as {first}: stored once, and both "
-            "runs refer to them")
-
-
-def _sent_back_note(ex: Exchange, i: int, earlier: str | None, stored: Message,
-                    sent: Message) -> str:
-    """Why message ``i`` of ``ex`` is stored otherwise than it reads: an answer its
-    client sends back rewritten (``Exchange.sent_back_as``) — the answer ``earlier``
-    recorded (None: an earlier import's), or the run's own answer, which a later
-    request's rewritten form was stored as first."""
-    own = i == len(ex.history)
-    answer, back = (sent, stored) if own else (stored, sent)
-    calls = [c.name for c in answer.tool_calls()] if not back.tool_calls() else []
-    was, now = answer.text() or "", back.text() or ""
-    # (the same text in other parts: a client that joins an answer's text parts)
-    how = (_where_they_part(was, now, True) if was != now else
-           f"its text in {len(texts_of(answer))} part(s) recorded, "
-           f"{len(texts_of(back))} sent") + (
-        f"; its call {', '.join(calls)} written out as text" if calls else "")
-    if own:
-        return (f"{ex.where}: its answer was stored first as a later request sent it back, "
-                f"rewritten by its client ({how}): taken as that message, stored once as "
-                "first recorded")
-    said = earlier or "an earlier import"
-    return (f"{ex.where}: message {i} (assistant) is the answer {said} recorded, sent back "
-            f"as its client rewrites it ({how}): taken as that answer, stored once as "
-            "recorded")
-
-
-def instructions_text(instructions: Sequence[Message]) -> str:
-    """The text of a request's instructions, one message after another."""
-    return "\n".join(m.text() or "" for m in instructions)
-
-
-def _extended(before: str, now: str) -> bool:
-    """Whether instructions ``now`` are ``before`` with more added at the end."""
-    return bool(before.strip()) and len(now) > len(before) and now.startswith(before)
-
-
-def _extended_note(ex: Exchange, before: str, now: str) -> str:
-    added = now[len(before):].strip()
-    return (f"{ex.where}: its instructions are those of the conversation it continues "
-            f"with more added ({shortened(added, 80)!r}): kept in that conversation's "
-            "thread")
-
-
-def _said_message(m: Message) -> str:
-    """A message in a note: its role and one-line preview (a call shown as a call)."""
-    return f"{m.role} {shortened(preview(m), 60)!r}"
-
-
-def _how_they_differ(a: Message, b: Message) -> str | None:
-    """Two messages' difference in a note: two texts where they part; otherwise the
-    messages as they would be shown, or, when those look alike (a call's id), their
-    JSON where it parts; None when nothing tells them apart."""
-    if a.role == b.role and not (a.tool_calls() or b.tool_calls() or a.tool_results()
-                                 or b.tool_results()):
-        x, y = a.text() or "", b.text() or ""
-        return f"{a.role}: {_where_they_part(x, y, True)}" if x != y else None
-    if _said_message(a) != _said_message(b):
-        return f"recorded {_said_message(a)}, sent {_said_message(b)}"
-    x, y = a.canonical_json(), b.canonical_json()
-    return f"{a.role}: {_where_they_part(x, y, True)}" if x != y else None
-
-
-def _say_branch(ex: Exchange, conv: list[Message], chain: list[str], ikey: str,
-                instructions: str, texts: dict[str, str], resource: str | None,
-                index: _PrefixIndex, where: Callable[[int], str],
-                stored: StoredThreads | None, keys: list[str]) -> str | None:
-    """A request that starts a thread of its own, although it shares a conversation's
-    beginning (a branch: a message after it differs, or is left out) or sends a whole
-    conversation under other instructions, that no other note explains: say which
-    conversation, and where it parts (the run would otherwise look like a new one).
-    Returns that thread's id, when it said so."""
-    def began(tp: ThreadPlan) -> str:
-        first = next((r for r in tp.first_run if r is not None), None)
-        return f"thread {tp.thread_id}" + (f" (the conversation {where(first)} began)"
-                                          if first is not None else "")
-    sent = min(len(ex.history), len(chain))  # (where it parts is in what it sent: a
-    # request sent alike and answered otherwise is a branch said by nothing)
-    for n in range(sent, 1, -1):  # the whole of one, under other instructions
-        tp = index.ends.get((resource, chain[n - 1]))
-        if tp is not None and len(tp.messages) == n and tp.instructions_key != ikey:
-            before = texts.get(tp.instructions_key, "")
-            ex.notes.append(
-                f"{ex.where}: sends the whole of {began(tp)}, its {n} messages, under other "
-                f"instructions ({_where_they_part(before, instructions, True)}), so its "
-                "conversation is stored as a new thread")
-            return tp.thread_id
-    for n in range(sent - 1, 0, -1):  # a beginning shared, then another message
-        tp = index.prefix.get((ikey, resource, chain[n - 1]))
-        differ = _how_they_differ(tp.messages[n], conv[n]) \
-            if tp is not None and len(tp.messages) > n else None
-        if tp is not None and differ is not None:
-            ex.notes.append(
-                f"{ex.where}: shares its first {n} message(s) with {began(tp)}, then "
-                f"message {n} differs ({differ}): a branch of it, stored as a new thread")
-            return tp.thread_id
-    found = stored.shared(ikey, resource, keys, sent - 1) if stored is not None else None
-    if found is not None:  # (a thread an earlier import stored: a live capture's)
-        tid, n, after = found
-        differ = _how_they_differ(after, conv[n]) if after is not None else None
-        ex.notes.append(
-            f"{ex.where}: shares its first {n} message(s) with thread {tid} (an earlier "
-            "import's), "
-            + (f"then message {n} differs ({differ})" if differ is not None else
-               "which another request continues")
-            + ": a branch of it, stored as a new thread")
-        return tid
-    return None
-
-
 def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
                  resource_override: str | None,
                  stored: StoredThreads | None = None
                  ) -> tuple[list[ThreadPlan], list[RunPlan]]:
     threads: list[ThreadPlan] = []
     by_key: dict[str, list[ThreadPlan]] = {}  # a session's threads, the first named by its key
-    index = _PrefixIndex()
+    index = PrefixIndex()
     runs: list[RunPlan] = []
     run_of: dict[int, RunPlan] = {}  # by exchange index
     # message objects held more than once (a parser shares identical messages): a
@@ -603,7 +201,7 @@ def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
     held = Counter(id(m) for ex in exchanges for m in ex.conversation())
     keyed: dict[int, tuple[Message, str]] = {}  # (keeps each message keyed alive)
     # each tool-call id an answer of the file made: that answer's key, where, and itself
-    calls_seen: dict[str, tuple[str, str, Message]] = {}
+    calls_seen: dict[str, MadeCall] = {}
     trimmed: set[tuple[int, int]] = set()  # (thread, seq) noted as sent trimmed
     texts: dict[str, str] = {}  # instructions key -> their text (``find_extended``)
     # ids we gave calls that a later request named otherwise: by thread and our id
@@ -690,7 +288,7 @@ def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
             near = run_of.get(link) if link is not None else None
             tp, best = None, -1
             window: list[int] | None = None
-            chain = _chain(keys)  # (every prefix's digest: each lookup below reads it)
+            chain = prefix_digests(keys)  # (every prefix's digest: each lookup below reads it)
             if near is not None and near.thread.key is None:
                 tp, best = index.find(near.thread.instructions_key, resource, chain, conv)
                 if tp is None and near.response_seq is not None and \
@@ -703,10 +301,10 @@ def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
                 said = texts.setdefault(ikey, instructions_text(ex.instructions))
 
                 def extends(t: ThreadPlan, now: str = said) -> bool:
-                    return _extended(texts.get(t.instructions_key, ""), now)
+                    return extended(texts.get(t.instructions_key, ""), now)
                 tp, best = index.find_extended(extends, resource, chain, conv)
                 if tp is not None:
-                    ex.notes.append(_extended_note(ex, texts[tp.instructions_key], said))
+                    ex.notes.append(extended_note(ex, texts[tp.instructions_key], said))
             if tp is None:
                 # the file's n-th new conversation is named the same on every attempt,
                 # whether or not an earlier import holds it
@@ -717,16 +315,17 @@ def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
                 index.threads.append(tp)
                 threads.append(tp)
                 if found is not None and best >= len(keys):  # (nothing new to store)
-                    ex.notes.append(_again_note(
+                    ex.notes.append(again_note(
                         ex, f"thread {tp.thread_id} (an earlier import's)"))
                 if found is None:
                     noted = len(ex.notes)
-                    _say_calls_sent_back_otherwise(ex, conv, keys, calls_seen)
-                    tp.branch_of = _say_answer_sent_back_otherwise(
-                        ex, conv, keys, chain, ikey, resource, index, where_of)
+                    tp.branch_of = say_calls_sent_back_otherwise(ex, conv, keys,
+                                                                  calls_seen) \
+                        or say_answer_sent_back_otherwise(ex, conv, keys, chain, ikey,
+                                                           resource, index, where_of)
                     if len(ex.notes) == noted:  # (no other note says why)
                         now = texts.setdefault(ikey, instructions_text(ex.instructions))
-                        tp.branch_of = _say_branch(ex, conv, chain, ikey, now, texts,
+                        tp.branch_of = say_branch(ex, conv, chain, ikey, now, texts,
                                                    resource, index, where_of, stored, keys)
             seqs = window if window is not None else list(range(min(best, len(keys))))
             seqs += [tp.add(own(ex, conv, i), keys[i], at[i], ex.index if owned[i] else None)
@@ -747,14 +346,15 @@ def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
                 first = tp.first_run[seq]
                 earlier = None if first is None else run_of[first].exchange.where
                 back = seq in tp.sent_back or echo is not None and i == len(ex.history)
-                ex.notes.append(_sent_back_note(ex, i, earlier, m, conv[i])
-                                if back else _whitespace_note(
+                ex.notes.append(sent_back_note(ex, i, earlier, m, conv[i])
+                                if back else whitespace_note(
                     ex, i, conv[i].role, earlier,
                     json_too=trimmed_texts(m) != trimmed_texts(conv[i])))
         if ex.response is not None and not isinstance(ex.response.content, str):
             for call in ex.response.tool_calls():  # (an answer's calls: those sent back)
                 if not is_derived_call_id(call.id):
-                    calls_seen.setdefault(call.id, (keys[-1], ex.where, ex.response))
+                    calls_seen.setdefault(call.id, MadeCall(keys[-1], ex.where, ex.response,
+                                                         tp, seqs[len(ex.history)]))
         h = len(ex.history)
         if echo is not None:
             tp.sent_back.setdefault(seqs[h], echo)
@@ -768,7 +368,7 @@ def plan_threads(exchanges: Sequence[Exchange], implicit_prefix: str,
         first = tp.first_run[last] if last is not None and last >= tp.stored_count else None
         if first is not None and first != ex.index and retry is None and (
                 ex.response is not None or run_of[first].history_seqs == seqs):
-            ex.notes.append(_again_note(ex, run_of[first].exchange.where))
+            ex.notes.append(again_note(ex, run_of[first].exchange.where))
     runs.sort(key=lambda r: r.exchange.index)  # (a failed call was planned after its retry)
     if renamed:
         _say_named_later(runs, renamed, at_seq)

@@ -20,7 +20,7 @@ from memory_core.embedding.hashing import Embedder, embedder_name
 from memory_core.errors import InvalidInputError
 from memory_core.importers.common import Exchange, ImportReport, Progress, Stages, undated
 from memory_core.importers.stored import chain_metadata
-from memory_core.importers.threads import RunPlan, ThreadPlan
+from memory_core.importers.thread_plan import RunPlan, ThreadPlan
 from memory_core.journal import (
     ImportRecord,
     JournalWriter,
