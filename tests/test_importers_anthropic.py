@@ -160,7 +160,8 @@ def test_a_tool_result_with_is_error_and_block_content() -> None:
     assert tool.metadata["is_error"] is True
     [att] = tool.metadata["attachments"]
     assert att["type"] == "image" and att["media_type"] == "image/png"
-    assert att["bytes"] == len("iVBORw0KGgo=") and len(att["sha256"]) == 64
+    # (the 8 bytes "iVBORw0KGgo=" encodes)
+    assert att["bytes"] == 8 and len(att["sha256"]) == 64
     assert any("(image) kept as a placeholder" in k.reason for k in report.skipped)
 
 

@@ -4,6 +4,7 @@ OpenLLMetry/OpenLIT/OpenInference attribute forms, the OpenAI log family; what i
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 from datetime import UTC, datetime, timedelta
@@ -388,8 +389,8 @@ def test_parts_names_images_and_missing_ids_are_kept_with_notice() -> None:
     assert [p.text for p in user.parts] == ["What is this?", "Be brief."]  # not joined
     assert user.metadata["name"] == "ann"
     assert user.metadata["attachments"] == [{
-        "index": 1, "type": "image_url", "media_type": "image/png", "bytes": 4,
-        "sha256": hashlib.sha256(b"AAAA").hexdigest()}]
+        "index": 1, "type": "image_url", "media_type": "image/png", "bytes": 3,
+        "sha256": hashlib.sha256(b"\0\0\0").hexdigest()}]
     call = msgs[1].tool_calls()[0]
     assert call.id.startswith("call-") and msgs[2].tool_results()[0].call_id == call.id
     reasons = " ".join(k.reason for k in report.skipped)
@@ -415,13 +416,51 @@ def test_an_image_written_into_a_text_as_html_is_a_placeholder() -> None:
     first, second = (st.memory.get_messages(t)[0] for t in report.threads_created)
     assert [p.text for p in first.parts] == ["Parse this. ", " Thanks."]
     assert first.metadata["attachments"] == [{
-        "index": 1, "type": "image_url", "media_type": "image/png", "bytes": len(data),
-        "sha256": hashlib.sha256(data.encode()).hexdigest()}]
+        "index": 1, "type": "image_url", "media_type": "image/png",
+        **_decoded(data)}]
     assert data not in json.dumps(st.runs.list(report.runs_created[0]), default=str)
     assert second.content == small and "attachments" not in second.metadata
     assert [k.reason for k in report.skipped if "<img" in k.reason] == [
         'message 0: 1 image(s) written into its text as <img src="data:…"> kept as '
         "placeholders"]
+
+
+def _decoded(data: str) -> dict[str, Any]:
+    raw = base64.b64decode(data + "=" * (-len(data) % 4))
+    return {"bytes": len(raw), "sha256": hashlib.sha256(raw).hexdigest()}
+
+
+def test_a_placeholder_names_the_size_and_digest_of_what_was_sent() -> None:
+    """An outside trial (Braintrust's cassettes): a placeholder's size and sha256 were
+    the base64 text's — a 1,958,567-byte PNG said 2,611,424 bytes and a digest no file
+    has. They are the decoded content's now, for a data URI, an audio part's data and a
+    Gemini inline part, base64 wrapped or URL-safe alike; text that is not base64 is
+    summarised as it is, and says so."""
+    png = bytes(range(256)) * 5 + b"\xfb\xff"
+    plain, safe = base64.b64encode(png).decode(), base64.urlsafe_b64encode(png).decode()
+    want = {"bytes": len(png), "sha256": hashlib.sha256(png).hexdigest()}
+    parts = [{"type": "image_url", "image_url": {"url": f"data:image/png;base64,{plain}"}},
+             {"type": "input_audio", "input_audio": {"data": safe, "format": "wav"}},
+             {"type": "image_url", "image_url": {
+                 "url": "data:image/png;base64," + "\n".join(plain[i:i + 76]
+                                                            for i in range(0, len(plain), 76))}},
+             {"type": "image_url", "image_url": {"url": "data:text/plain,a%20b"}},
+             {"type": "image_url", "image_url": {"url": "data:image/png;base64,@@not it@@"}}]
+    st = InMemoryStorage()
+    report = import_text(st, json.dumps({"messages": [{"role": "user", "content": [
+        {"type": "text", "text": "What is this?"}, *parts]}], "response": {"choices": [
+            {"message": {"role": "assistant", "content": "A test card."}}]}}))
+    got = st.memory.get_messages(report.threads_created[0])[0].metadata["attachments"]
+    assert [{k: a[k] for k in ("bytes", "sha256") if k in a} for a in got[:3]] == [want] * 3
+    assert (got[3]["bytes"], got[3]["sha256"]) == (3, hashlib.sha256(b"a b").hexdigest())
+    assert got[4]["encoded"] == "not base64" and got[4]["bytes"] == len("@@not it@@")
+    gemini = {"contents": [{"role": "user", "parts": [
+        {"text": "What is this?"}, {"inlineData": {"mimeType": "image/png", "data": plain}}]}]}
+    st = InMemoryStorage()
+    report = import_text(st, json.dumps({"request": gemini, "response": {"candidates": [
+        {"content": {"role": "model", "parts": [{"text": "A test card."}]}}]}}))
+    (att,) = st.memory.get_messages(report.threads_created[0])[0].metadata["attachments"]
+    assert {k: att[k] for k in ("bytes", "sha256")} == want, att
 
 
 def test_fine_tuning_rows_and_sharegpt_conversations() -> None:

@@ -41,7 +41,8 @@ def test_images_thinking_and_tool_names() -> None:
     msgs = [m.as_message() for m in s.memory.get_messages(report.threads_created[0])]
     assert [m.role for m in msgs] == ["user", "assistant", "tool", "assistant"]
     assert msgs[0].metadata["attachments"][0]["type"] == "image"
-    assert msgs[0].metadata["attachments"][0]["bytes"] == len("iVBORw0KGgo=")
+    # (the 8 bytes "iVBORw0KGgo=" encodes)
+    assert msgs[0].metadata["attachments"][0]["bytes"] == 8
     [result] = msgs[2].tool_results()
     assert (result.name, result.call_id) == ("lookup", msgs[1].tool_calls()[0].id)
     assert any("thinking not imported" in k.reason for k in report.skipped)

@@ -573,10 +573,10 @@ EXPECTED: dict[str, dict[str, Any]] = {
         "instructions": "You are an expert assistant who can solve any task using tool "
                         "calls. You will be given a task to solve as best you can.…",
         "params": {"stop": ["Observation:", "Calling tools:"], "tool_choice": "required"},
-        # the base64 text's length and SHA-256 (of "data:image/png;base64,…")
+        # the PNG's size and SHA-256 (decoded from "data:image/png;base64,…")
         "attachment": {"index": 1, "type": "image_url", "media_type": "image/png",
-                       "bytes": 5704, "sha256": "095162c1632d188c29306fc810f1e84a8ab32a94"
-                                                "618a961916f808a660a172cd"},
+                       "bytes": 4277, "sha256": "f932888c878b69bff2b83269366cfebb605771c5"
+                                                "509baa11e138cc7d0e34fb43"},
         "skipped": ["message 1: content part 1 (image_url) kept as a placeholder"],
     },
     "llamaindex-test_tool_calls_in_chat_response_openai.yaml": {
@@ -865,8 +865,8 @@ EXPECTED: dict[str, dict[str, Any]] = {
                  ("claude-3-5-haiku-20241022", (1382, 80), [])],
         "instructions": "You are a helpful assistant. Be concise and to the point.",
         "attachment": {"index": 1, "type": "image", "source": "base64",
-                       "media_type": "image/jpeg", "bytes": 133852, "sha256":
-                       "598ee032c929b1dffcb86e9217d7734f626531e86cb45eecd9e5982026cbafd7"},
+                       "media_type": "image/jpeg", "bytes": 100388, "sha256":
+                       "9df130b77025213d703c4fa811085f57154f63284ea58da2bee81e3bf8415c0d"},
         "skipped": ["message 2: content block 1 (image) kept as a placeholder"],
         "finishes": ["end_turn", "end_turn"],
         "api": "anthropic",

@@ -15,7 +15,6 @@ call of its name."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import re
@@ -36,6 +35,7 @@ from memory_core.models.openai_codec import (
     derived_call_id,
     from_openai_tools,
     is_derived_call_id,
+    payload_summary,
 )
 from memory_core.types import Message, TextPart, ToolCallPart, ToolResultPart
 
@@ -89,7 +89,7 @@ def _attachment(kind: str, body: dict[str, Any], index: int) -> dict[str, Any]:
         out["url"] = uri
     data = body.get("data")
     if isinstance(data, str):
-        out.update(bytes=len(data), sha256=hashlib.sha256(data.encode()).hexdigest())
+        out.update(payload_summary(data))
     return out
 
 

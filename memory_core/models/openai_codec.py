@@ -10,8 +10,9 @@ Rules (both directions):
   ``system`` with ``metadata["openai_role"] = "developer"``;
 - image, audio and file parts cannot be messages' parts here: each becomes a typed
   placeholder in ``metadata["attachments"]`` (``index`` in the content list, ``type``
-  and what identifies it; a ``data:`` URI is summarised by media type, size and sha256)
-  and goes back out as the same part when its URL was kept, else as a text part naming it;
+  and what identifies it; a ``data:`` URI is summarised by media type and its decoded
+  content's size and sha256) and goes back out as the same part when its URL was kept,
+  else as a text part naming it;
 - tool calls: arguments are a JSON string on the wire and a parsed value here (text that
   is not JSON stays the string it was); a call with no id gets a deterministic one,
   ``derived_call_id`` (the formula the model client uses), and a ``tool`` message with no
@@ -20,11 +21,13 @@ Rules (both directions):
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import re
 from collections.abc import Callable, Sequence
 from typing import Any
+from urllib.parse import unquote_to_bytes
 
 from memory_core.errors import ImportFormatError
 from memory_core.models.base import ToolSpec
@@ -164,8 +167,28 @@ def to_openai_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
 # -- OpenAI -> ours --------------------------------------------------------------------
 def _data_uri_summary(url: str) -> dict[str, Any]:
     head, _, data = url.partition(",")
-    return {"media_type": head[5:].split(";")[0] or None, "bytes": len(data),
-            "sha256": hashlib.sha256(data.encode("utf-8", "surrogatepass")).hexdigest()}
+    return {"media_type": head[5:].split(";")[0] or None,
+            **payload_summary(data, base64_text=head.endswith(";base64"))}
+
+
+def payload_summary(data: str, *, base64_text: bool = True) -> dict[str, Any]:
+    """The size and sha256 of the content a part sends encoded (base64 — standard or
+    URL-safe, padded or not, wrapped or not — or a data URI's percent-encoding): what
+    the file holds, so a placeholder can be matched to it (they were the encoded
+    text's, a third larger). Text that does not decode is summarised as it is, and
+    says so."""
+    text = "".join(data.split()) if base64_text else data
+    try:
+        if not base64_text:
+            raw = unquote_to_bytes(text)
+        else:
+            padded = (text + "=" * (-len(text) % 4)).encode("ascii")
+            alt = b"-_" if ("-" in text or "_" in text) else None
+            raw = base64.b64decode(padded, altchars=alt, validate=True)
+    except (ValueError, UnicodeEncodeError):  # (binascii.Error is a ValueError)
+        return {"bytes": len(data), "sha256": hashlib.sha256(
+            data.encode("utf-8", "surrogatepass")).hexdigest(), "encoded": "not base64"}
+    return {"bytes": len(raw), "sha256": hashlib.sha256(raw).hexdigest()}
 
 
 def attachment(part: dict[str, Any], index: int) -> dict[str, Any]:
@@ -187,8 +210,7 @@ def attachment(part: dict[str, Any], index: int) -> dict[str, Any]:
             if isinstance(body.get(k), str):
                 out[k] = body[k]
         if isinstance(body.get("data"), str):
-            out.update(bytes=len(body["data"]), sha256=hashlib.sha256(
-                body["data"].encode("utf-8", "surrogatepass")).hexdigest())
+            out.update(payload_summary(body["data"]))
     return out
 
 
