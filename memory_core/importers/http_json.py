@@ -83,23 +83,30 @@ def looks_like_http_json(text: str) -> bool:
         start = end
     if isinstance(doc, list):
         doc = doc[0] if doc else None
-    listed = _recordings(doc)
-    return is_http_interaction(listed[0] if listed else doc)
+    return _recordings(doc) is not None or is_http_interaction(doc)
 
 
 # the list of calls a document wraps: Mastra's ``{"meta", "recordings": [...]}``, Symfony
 # AI's cassettes and vcrpy's JSON serializer ``{"interactions": [...]}``, Ruby VCR's JSON
-# ``{"http_interactions": [...], "recorded_with"}``
+# ``{"http_interactions": [...], "recorded_with"}``, WireMock's ``{"mappings": [...]}``
 _WRAPPING = ("recordings", "interactions", "http_interactions", "mappings")
+
+
+def _listing(doc: Any) -> tuple[str, list[Any]] | None:
+    """The key and list of HTTP interactions a document lists under one of
+    ``_WRAPPING``: its calls (told by any one of them, so a first one hand-edited past
+    reading is a note, not the file's refusal)."""
+    for key in _WRAPPING:
+        found = doc.get(key) if isinstance(doc, dict) else None
+        if isinstance(found, list) and any(is_http_interaction(x) for x in found):
+            return key, found
+    return None
 
 
 def _recordings(doc: Any) -> list[Any] | None:
     """The HTTP interactions a document lists under one of ``_WRAPPING``: its calls."""
-    for key in _WRAPPING:
-        found = doc.get(key) if isinstance(doc, dict) else None
-        if isinstance(found, list) and found and is_http_interaction(found[0]):
-            return found
-    return None
+    listed = _listing(doc)
+    return listed[1] if listed is not None else None
 
 
 def _body(raw: Any, where: str) -> Any:
@@ -301,20 +308,45 @@ def http_rows(docs: Iterator[tuple[str, Any]], skipped: list[SkippedRecord]
     """Each HTTP interaction as the record of its model call (or skipped, saying why);
     any other document as it is, for the formats to read."""
     for at, doc in docs:
-        listed = _recordings(doc)
-        provenance = doc.get("provenance") if listed is not None else None
+        listing = _listing(doc)
+        if listing is None:
+            yield from _http_rows([(at, doc)], skipped)
+            continue
+        key, listed = listing
+        provenance = doc.get("provenance")
         when = provenance.get("recordedAt") if isinstance(provenance, dict) else None
-        yield from _http_rows([(f"{at}: recording {i}", r) for i, r in enumerate(listed)]
-                              if listed is not None else [(at, doc)], skipped, when)
+        yield from _http_rows([(f"{at}: recording {i}", r) for i, r in enumerate(listed)],
+                              skipped, when, key)
+
+
+def _not_a_call(obj: Any, where: str) -> ImportFormatError:
+    """Why an item a document lists among its calls is none."""
+    if not isinstance(obj, dict):
+        return fail(where, f"an HTTP interaction must be an object, got {type(obj).__name__}")
+    for side in ("request", "response"):
+        if side not in obj:
+            keys = ", ".join(sorted(map(str, obj))[:8]) or "none"
+            return fail(where, f"an HTTP interaction needs a 'request' and a 'response' "
+                               f"object; this one has no {side!r} (its keys: {keys})")
+        if not isinstance(obj[side], dict):
+            return fail(where, f"its {side!r} must be an object, got "
+                               f"{type(obj[side]).__name__}")
+    req = obj["request"]
+    if not isinstance(req.get("method"), str):
+        return fail(where, f"its request's 'method' must be a text, got {req.get('method')!r}")
+    return fail(where, f"its request has no URL (no {', '.join(repr(k) for k in _URL_KEYS)})")
 
 
 def _http_rows(docs: list[tuple[str, Any]], skipped: list[SkippedRecord],
-               recorded_at: Any = None) -> Iterator[tuple[str, Any]]:
+               recorded_at: Any = None, listed_as: str | None = None
+               ) -> Iterator[tuple[str, Any]]:
+    """``listed_as``: the key a document lists them under, where each must be a call."""
     calls: list[tuple[str, Any]] = []  # (where, the interaction, or why it is none)
     for where, obj in docs:
         try:
             calls.append((where, as_interaction(obj, where, recorded_at)
-                          if is_http_interaction(obj) else None))
+                          if is_http_interaction(obj) else
+                          None if listed_as is None else _not_a_call(obj, where)))
         except ImportFormatError as e:
             calls.append((where, e))
     polls = BackgroundPolls(calls)  # (a background response's polls)
