@@ -3350,6 +3350,71 @@ EXPECTED.update({
 })
 
 
+# Braintrust's JS SDK e2e cassettes (its seinfeld recorder): {"entries", "meta"}, each
+# entry's bodies a payload by kind ("json", "text", "sse" events, "base64")
+_OK, _STREAM = "user: Reply with exactly OK.", "user: Reply with exactly STREAM."
+EXPECTED.update({
+    "btjs-cohere-v8.cassette.json": {
+        "api": "cohere",
+        # v2 chat, then streamed (SSE chunks, one event each); embed and rerank skipped
+        "threads": [[_OK, "assistant: OK."], [_STREAM, "assistant: STREAM."]],
+        "runs": [("command-a-03-2025", (500, 4), []), ("command-a-03-2025", (500, 4), [])],
+        "finishes": ["COMPLETE", "COMPLETE"],
+        "details": [{"cached_input": 464}, {"cached_input": 448}],
+        # the bodies have no time: the entry's recordedAt
+        "started": datetime(2026, 7, 7, 14, 14, 10, 555000, tzinfo=UTC),
+        "skipped": ["not a model call this importer reads (POST https://api.cohere.com/v2/embed)",
+                    "not a model call this importer reads (POST https://api.cohere.com/v2/rerank)"],
+        "endpoint": "https://api.cohere.com",
+    },
+    "btjs-ollama-v0.6.cassette.json": {
+        "api": "ollama",
+        # /api/chat, then streamed (a "text" body of JSON lines); /api/generate alike, its
+        # prompt the same user message: the same two conversations
+        "threads": [[_OK, "assistant: OK"], [_STREAM, "assistant: STREAM"]],
+        "runs": [("gpt-oss:20b", (67, 40), []), ("gpt-oss:20b", (67, 47), []),
+                 ("gpt-oss:20b", (67, 40), []), ("gpt-oss:20b", (67, 79), [])],
+        "finishes": ["stop"] * 4,
+        # created_at 2026-07-30T14:17:15.968759871Z (to the microsecond)
+        "started": datetime(2026, 7, 30, 14, 17, 15, 968759, tzinfo=UTC),
+        "skipped": ["the model's thinking not imported"],
+        "params": {"max_tokens": 128, "temperature": 0, "think": False},  # (num_predict)
+        "endpoint": "https://ollama.com",
+    },
+    "btjs-groq-v1.cassette.json": {
+        "threads": [[_OK, "assistant: OK"], [_STREAM, "assistant: STREAM"],
+                    ["user: Solve this step by step: Elena has 3 boxes with 4 marbles each, "
+                     "gives away 5 marbles, then doubles what remains. Reply with just the "
+                     "final number.", "assistant: 14"],
+                    ["user: Check the weather in Vienna and use the weather tool.",
+                     'assistant: → get_weather({"location": "Vienna"})']],
+        "runs": [("llama-3.3-70b-versatile", (40, 2), []),
+                 ("llama-3.3-70b-versatile", (40, 2), []),
+                 ("openai/gpt-oss-20b", (108, 168), []),
+                 ("llama-3.3-70b-versatile", (246, 11), ["get_weather"])],
+        "finishes": ["stop", "stop", "stop", "tool_calls"],
+        "details": [{}, {}, {"reasoning": 158}, {}],
+        "call_ids": ["8865gje10"],
+        "started": datetime(2026, 8, 4, 3, 12, 59, tzinfo=UTC),  # created 1785813179
+        "skipped": ["response: its reasoning ('reasoning'…"],
+        "endpoint": "https://api.groq.com",
+    },
+    "btjs-anthropic-bedrock-v0.cassette.json": {
+        "api": "bedrock",
+        # InvokeModel with Claude's Messages body; then streamed, the AWS event stream a
+        # "base64" body
+        "threads": [[_OK, "assistant: OK"],
+                    ["user: Count from 1 to 3 and include the words one two three.",
+                     "assistant: 1 - one\n2 - two\n3 - three"]],
+        "runs": [("claude-sonnet-4-5-20250929", (12, 4), []),
+                 ("claude-sonnet-4-5-20250929", (24, 18), [])],
+        "finishes": ["end_turn", "end_turn"],
+        "started": datetime(2026, 7, 6, 14, 36, 30, 877000, tzinfo=UTC),  # recordedAt
+        "params": {"max_tokens": 24, "temperature": 0},
+        "endpoint": "https://bedrock-runtime.us-east-2.amazonaws.com",
+    },
+})
+
 def test_corpus_is_large_and_varied_enough() -> None:
     files = sorted(p.name for p in REAL.iterdir() if p.name != "README.md")
     assert files == sorted(EXPECTED)

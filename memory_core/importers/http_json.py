@@ -7,7 +7,9 @@ document listing them (Mastra's ``{"meta", "recordings": [...]}``, a request's
 ``timestamp`` its time; Symfony AI's and vcrpy's JSON ``{"interactions": [...]}``; Ruby
 VCR's JSON ``{"http_interactions": [...]}``, a body ``{"encoding", "string"}``; PostHog's
 harness fixtures ``{"provenance": {"recordedAt"}, "interactions": [...]}``, a request's
-``path`` alone, a body ``{"kind": "json", "value"}`` or ``{"kind": "sse", "chunks"}``); each is
+``path`` alone, a body ``{"kind": "json", "value"}`` or ``{"kind": "sse", "chunks"}``;
+Braintrust's seinfeld cassettes ``{"entries": [...], "meta"}``, whose bodies by kind
+``seinfeld.py`` reads, each entry's ``recordedAt`` its time); each is
 turned into a VCR interaction and read as one (``cassette.interaction_record``), so the
 model calls become request/response records and any other call is skipped naming its
 method and URL.
@@ -32,6 +34,7 @@ import base64
 import binascii
 import re
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Any
 
 from memory_core.errors import ImportFormatError
@@ -42,6 +45,7 @@ from memory_core.importers.cassette import (
 )
 from memory_core.importers.common import ParsedFile, SkippedRecord, Stages, fail, from_unix
 from memory_core.importers.jsonvalues import first_document, iter_documents
+from memory_core.importers.seinfeld import seinfeld_entry
 
 _HEAD = re.compile(r'"(method|url|uri|urlPath|path)"\s*:')
 # the keys a request's URL is under: the recorders', then WireMock's stub mappings',
@@ -88,8 +92,9 @@ def looks_like_http_json(text: str) -> bool:
 
 # the list of calls a document wraps: Mastra's ``{"meta", "recordings": [...]}``, Symfony
 # AI's cassettes and vcrpy's JSON serializer ``{"interactions": [...]}``, Ruby VCR's JSON
-# ``{"http_interactions": [...], "recorded_with"}``, WireMock's ``{"mappings": [...]}``
-_WRAPPING = ("recordings", "interactions", "http_interactions", "mappings")
+# ``{"http_interactions": [...], "recorded_with"}``, WireMock's ``{"mappings": [...]}``,
+# Braintrust's seinfeld cassettes ``{"entries": [...], "meta"}`` (``seinfeld.py``)
+_WRAPPING = ("recordings", "interactions", "http_interactions", "mappings", "entries")
 
 
 def _listing(doc: Any) -> tuple[str, list[Any]] | None:
@@ -279,8 +284,10 @@ def as_interaction(obj: dict[str, Any], where: str, recorded_at: Any = None
     req, resp = obj["request"], obj["response"]
     request = {"method": req["method"], "uri": _url(req),
                **_side(_stub_request(req, where), f"{where}: request")}
-    response = {"status": {"code": _status(resp, f"{where}: response")},
-                **_side(resp, f"{where}: response")}
+    status: dict[str, Any] = {"code": _status(resp, f"{where}: response")}
+    if isinstance(resp.get("statusText"), str):  # (the reason phrase, fetch's name)
+        status["message"] = resp["statusText"]
+    response = {"status": status, **_side(resp, f"{where}: response")}
     streamed = obj.get("chunks")
     if response.get("body") in ("", None) and isinstance(streamed, list) and streamed:
         # req_llm records a stream's body as its chunks beside the response, each as
@@ -298,6 +305,13 @@ def as_interaction(obj: dict[str, Any], where: str, recorded_at: Any = None
     sent = req.get("timestamp")  # (Mastra's: when the request was sent, epoch ms)
     if isinstance(sent, int | float) and not isinstance(sent, bool):
         out["recorded_at"] = from_unix(sent, f"{where}: request", "timestamp").isoformat()
+    elif isinstance(obj.get("recordedAt"), str):  # (a seinfeld entry's: its answer read)
+        try:
+            datetime.fromisoformat(obj["recordedAt"].replace("Z", "+00:00"))
+        except ValueError:
+            raise fail(where, f"recordedAt {obj['recordedAt']!r} is not an ISO 8601 "
+                              "time") from None
+        out["recorded_at"] = obj["recordedAt"]
     elif isinstance(recorded_at, str):
         out["recorded_at"] = recorded_at
     return out
@@ -315,7 +329,8 @@ def http_rows(docs: Iterator[tuple[str, Any]], skipped: list[SkippedRecord]
         key, listed = listing
         provenance = doc.get("provenance")
         when = provenance.get("recordedAt") if isinstance(provenance, dict) else None
-        yield from _http_rows([(f"{at}: recording {i}", r) for i, r in enumerate(listed)],
+        label = "entry" if key == "entries" else "recording"
+        yield from _http_rows([(f"{at}: {label} {i}", r) for i, r in enumerate(listed)],
                               skipped, when, key)
 
 
@@ -344,6 +359,8 @@ def _http_rows(docs: list[tuple[str, Any]], skipped: list[SkippedRecord],
     calls: list[tuple[str, Any]] = []  # (where, the interaction, or why it is none)
     for where, obj in docs:
         try:
+            if listed_as == "entries":
+                obj = seinfeld_entry(obj, where)
             calls.append((where, as_interaction(obj, where, recorded_at)
                           if is_http_interaction(obj) else
                           None if listed_as is None else _not_a_call(obj, where)))
