@@ -312,6 +312,9 @@ def assistant_turn(content: Any, where: str, notes: list[str]) -> Message:
                 notes.append(f"{where}: content block {j}: tool call '{cid}' ({name}) was "
                              f"made by {caller.get('type')} ({caller.get('tool_id')}), not "
                              "by the model directly: its caller not imported")  # made it)
+        elif kind in ("server_tool_use", "mcp_tool_use"):  # (what the model asked for:
+            notes.append(f"{where}: content block {j} ({kind}: {_call_said(block)}) not "
+                         "imported")  # quoted, so ``why`` finds a phrase of it there)
         elif _not_imported(kind) or kind in USER_SOURCE_BLOCKS:
             notes.append(f"{where}: content block {j} ({kind}) not imported")
         else:
@@ -324,6 +327,13 @@ def assistant_turn(content: Any, where: str, notes: list[str]) -> Message:
     if cited:  # (where a text came from: a document, a search result, a web page)
         notes.append(f"{where}: {cited} citation(s) of its text not imported")
     return assistant_message(ModelResponse(text="".join(texts) or None, tool_calls=calls))
+
+
+def _call_said(block: dict[str, Any]) -> str:
+    """A server tool's call as a note quotes it: its name and input as sent (its first
+    300 characters)."""
+    said = json.dumps(block.get("input"), ensure_ascii=False)
+    return f"{block.get('name')} {said if len(said) <= 300 else said[:299] + '…'}"
 
 
 def request_turn(item: Any, where: str, notes: list[str]) -> list[Message]:

@@ -506,3 +506,33 @@ def test_a_phrase_another_run_s_attachment_may_hold_is_said_to_be_there() -> Non
     assert "never said" not in e.sentence, e.sentence
     assert "the recordings of this conversation's runs held parts that were not " \
            f"imported (“run {two}: " in e.sentence and "placeholder" in e.sentence, e.sentence
+
+
+def test_a_phrase_of_a_server_tool_s_call_is_said_to_be_in_it() -> None:
+    """An outside trial (llm.rb's web search cassette): the phrase was the query the
+    model wrote for Claude's web search, a block not imported; `why` said it "may have
+    been in" a search result, "given to the model while it answered". The note of a
+    server tool's call now quotes the call, so the phrase is found in it: written by
+    the model, recorded but not kept here."""
+    use = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search",
+           "input": {"query": "lilac door opening hours 2026"}}
+    result = {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": [
+        {"type": "web_search_result", "url": "https://example.com/door", "title": "Doors",
+         "encrypted_content": "EqQBCkYIBhgC"}]}
+    record = {"request": {"model": "claude-sonnet-4-5", "max_tokens": 64,
+                          "tools": [{"type": "web_search_20250305", "name": "web_search"}],
+                          "messages": [{"role": "user", "content": "When does it open?"}]},
+              "response": {"type": "message", "id": "msg_1", "role": "assistant",
+                           "model": "claude-sonnet-4-5", "stop_reason": "end_turn",
+                           "content": [use, result, {"type": "text", "text": "At nine."}],
+                           "usage": {"input_tokens": 900, "output_tokens": 8}}}
+    s = InMemoryStorage()
+    report = import_text(s, json.dumps(record) + "\n")
+    assert "line 1: response: content block 0 (server_tool_use: web_search {\"query\": " \
+           "\"lilac door opening hours 2026\"}) not imported" in [
+               k.reason if k.where == "file" else f"{k.where}: {k.reason}"
+               for k in report.skipped], report.skipped
+    e = why_forgotten(s, report.runs_created[0], "lilac door opening hours")
+    assert "given to the model while it answered" not in e.sentence, e.sentence
+    assert "one of them holds it" in e.sentence and "server_tool_use" in e.sentence, \
+        e.sentence
