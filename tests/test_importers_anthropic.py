@@ -809,3 +809,39 @@ def test_a_chat_completion_with_thinking_blocks_in_its_history_is_no_claude_call
     assert [m.text() for m in s.memory.get_messages(tid)] == [
         "What is 17 times 19?", "323", "Plus one?", "324"]
     assert any("thinking" in k.reason for k in report.skipped), report.skipped
+
+
+def test_prompt_caching_marks_are_noted_where_they_are() -> None:
+    """Two outside trials (LangChain's prompt caching test, Claude Code's requests):
+    ``cache_control`` on a system block, a message's block, a tool result's part or a
+    tool was dropped without a word. It changes no text the model reads; one note per
+    request now says where the marks were."""
+    mark = {"type": "ephemeral"}
+    request = {"model": "claude-x", "max_tokens": 16, "cache_control": mark,
+               "system": [{"type": "text", "text": "Be brief.", "cache_control": mark}],
+               "tools": [{"name": "look", "input_schema": {"type": "object"}},
+                         {"name": "find", "input_schema": {"type": "object"},
+                          "cache_control": mark}],
+               "messages": [
+                   {"role": "user", "content": [{"type": "text", "text": "Look.",
+                                                 "cache_control": mark}]},
+                   {"role": "assistant", "content": [
+                       {"type": "tool_use", "id": "toolu_1", "name": "look", "input": {}}]},
+                   {"role": "user", "content": [
+                       {"type": "tool_result", "tool_use_id": "toolu_1", "content": [
+                           {"type": "text", "text": "a door", "cache_control": mark}]}]}]}
+    response = {"type": "message", "role": "assistant", "model": "claude-x",
+                "content": [{"type": "text", "text": "A door."}], "stop_reason": "end_turn",
+                "usage": {"input_tokens": 9, "output_tokens": 3}}
+    s = InMemoryStorage()
+    report = import_text(s, json.dumps({"request": request, "response": response}))
+    assert [k.reason for k in report.skipped if "cache" in k.reason] == [
+        "5 prompt-caching mark(s) (cache_control: the request, system block 0, message 0 "
+        "block 0, message 2 block 0 part 0, tool 1) not imported: where the provider "
+        "caches the prompt, no text it reads"]
+    (tid,) = report.threads_created
+    assert [m.text() for m in s.memory.get_messages(tid)][0] == "Look."
+    plain = {**request, "messages": [{"role": "user", "content": "Look."}]}
+    del plain["cache_control"], plain["system"], plain["tools"]
+    report = import_text(InMemoryStorage(), json.dumps({"request": plain, "response": response}))
+    assert not [k for k in report.skipped if "cache" in k.reason]

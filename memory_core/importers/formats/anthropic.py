@@ -96,6 +96,10 @@ def anthropic_exchange(obj: dict[str, Any], where: str, index: int,
     if history[-1].role == "assistant":
         notes.append(f"{where}: the request ends with an assistant message (a prefill): "
                      "the response continues its text")
+    if marked := _cache_marks(request):
+        notes.append(f"{where}: {len(marked)} prompt-caching mark(s) (cache_control: "
+                     f"{', '.join(marked[:5])}{' …' if len(marked) > 5 else ''}) not "
+                     "imported: where the provider caches the prompt, no text it reads")
     sent = request.get("metadata")
     thread_key, resource = record_context(obj, request, where,
                                            *([sent] if isinstance(sent, dict) else []))
@@ -128,6 +132,29 @@ def anthropic_exchange(obj: dict[str, Any], where: str, index: int,
                               request.get("mcp_servers")),
         error=None if reply is not None else _error_text(error),
         notes=notes, api=api)
+
+
+def _cache_marks(request: dict[str, Any]) -> list[str]:
+    """Where a request marks its prompt for caching (``cache_control`` on a block of
+    the system prompt, of a message or of a tool result's content, on a tool, or on
+    the request itself): "system block 0", "message 2 block 1", "tool 3"."""
+    def blocks(value: Any) -> list[Any]:
+        return value if isinstance(value, list) else []
+
+    def marked(block: Any) -> bool:
+        return isinstance(block, dict) and bool(block.get("cache_control"))
+
+    found = ["the request"] if request.get("cache_control") else []
+    found += [f"system block {j}" for j, b in enumerate(blocks(request.get("system")))
+              if marked(b)]
+    for i, m in enumerate(blocks(request.get("messages"))):
+        for j, b in enumerate(blocks(m.get("content") if isinstance(m, dict) else None)):
+            inner = b.get("content") if isinstance(b, dict) else None
+            found += [f"message {i} block {j}"] if marked(b) else []
+            found += [f"message {i} block {j} part {k}"
+                      for k, part in enumerate(blocks(inner)) if marked(part)]
+    return found + [f"tool {k}" for k, t in enumerate(blocks(request.get("tools")))
+                    if marked(t)]
 
 
 def _refusal(obj: dict[str, Any], where: str) -> str | None:
