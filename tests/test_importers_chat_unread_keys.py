@@ -55,3 +55,23 @@ def test_other_unread_keys_are_noted_one_note_a_key_and_empty_ones_not_at_all() 
         "message(s) 0, 1: key 'weight' not imported (no key of the OpenAI chat format)",
         "response: key 'provider_specific_fields' not imported (no key of the OpenAI chat "
         "format)"]
+
+
+def test_a_text_part_s_other_keys_are_noted_once_a_key() -> None:
+    """An outside trial (LangChain's prompt caching through an OpenAI-compatible
+    proxy): ``cache_control`` on a text part was dropped without a word. A text part's
+    keys other than its type and text are noted, once a key, naming the messages."""
+    mark = {"type": "ephemeral"}
+    msgs, noted = _import(
+        [{"role": "system", "content": [{"type": "text", "text": "Be brief.",
+                                         "cache_control": mark}]},
+         {"role": "user", "content": [{"type": "text", "text": "Hi.", "cache_control": mark},
+                                      {"type": "text", "text": "There.", "cache_control": mark,
+                                       "lang": "en", "note": ""}]}],
+        {"role": "assistant", "content": "Hello."})
+    assert [m.text() for m in msgs] == ["Hi. There.", "Hello."]
+    assert noted == [
+        "message(s) 0, 1: text parts' key 'cache_control' not imported (no key of the OpenAI "
+        "chat format): a mark where the provider caches the prompt, no text it reads",
+        "message(s) 1: text parts' key 'lang' not imported (no key of the OpenAI chat "
+        "format)"]

@@ -67,18 +67,34 @@ def _note_unread_keys(raw: Any, where: str, notes: list[str], *, said: tuple[str
     them (its ``/api/chat`` does, and its reader keeps them as placeholders)."""
     messages = raw if isinstance(raw, list) else [raw]
     found: dict[str, list[int]] = {}
+    in_parts: dict[str, list[int]] = {}  # (a text part's other keys: cache_control …)
     for i, m in enumerate(messages):
         for key, value in m.items() if isinstance(m, dict) else ():
-            if key not in READ_KEYS and key not in said and value is not None \
-                    and value is not False and value not in ("", [], {}):
+            if key not in READ_KEYS and key not in said and _holds(value):
                 found.setdefault(str(key), []).append(i)
+        content = m.get("content") if isinstance(m, dict) else None
+        for part in content if isinstance(content, list) else ():
+            if isinstance(part, dict) and part.get("type") == "text":
+                for key, value in part.items():
+                    if key not in ("type", "text") and _holds(value) \
+                            and i not in in_parts.get(key, []):
+                        in_parts.setdefault(str(key), []).append(i)
+    which = "message(s) {}" if isinstance(raw, list) else "response"
     for key, at in found.items():
-        which = f"message(s) {', '.join(map(str, at))}" if isinstance(raw, list) \
-            else "response"
         why = (": Ollama's OpenAI-compatible API does not read it (its /api/chat does)"
                if key == "images" else "")
-        notes.append(f"{where}: {which}: key {key!r} not imported (no key of the OpenAI "
-                     f"chat format){why}")
+        notes.append(f"{where}: {which.format(', '.join(map(str, at)))}: key {key!r} not "
+                     f"imported (no key of the OpenAI chat format){why}")
+    for key, at in in_parts.items():
+        why = (": a mark where the provider caches the prompt, no text it reads"
+               if key == "cache_control" else "")
+        notes.append(f"{where}: {which.format(', '.join(map(str, at)))}: text parts' key "
+                     f"{key!r} not imported (no key of the OpenAI chat format){why}")
+
+
+def _holds(value: Any) -> bool:
+    """Whether a value says anything (a null, false or empty one drops nothing)."""
+    return value is not None and value is not False and value not in ("", [], {})
 
 
 def _answered(response: dict[str, Any]) -> bool:
