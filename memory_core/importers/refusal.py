@@ -78,6 +78,14 @@ SHAPES: tuple[Shape, ...] = (
            '[...], "info": {...}, "trajectory_format": "mini-swe-agent-1.1"})',
            "trajectory history replay_config environment trajectory_format query "
            "observation thought execution_time model_stats"),
+    _shape("a Letta agent file",
+           '{"agent_type": ..., "llm_config": {...}, "messages": [...], '
+           '"in_context_message_indices": [...], "tools": [...]} (.af, Letta up to 0.10; '
+           'since: {"agents": [{"messages": [...], "in_context_message_ids": [...]}], '
+           '"tools": [...], "blocks": [...], ...})',
+           "agent_type llm_config core_memory in_context_message_indices "
+           "in_context_message_ids tool_rules embedding_config agents blocks mcp_servers "
+           "message_buffer_autoclear"),
     _shape("a LangSmith run",
            '{"run_type": "llm", "inputs": {...}, "outputs": {...}} (or the SDK\'s '
            '{"post": [...], "patch": [...]})',
@@ -315,6 +323,7 @@ FORMAT_TITLES = {
     "dspy": "an entry of DSPy's LM history", "continue": "a Continue session",
     "openhands": "an OpenHands LLM completion log",
     "swe-agent": "a call of a SWE-agent or mini-swe-agent trajectory",
+    "letta": "a call of a Letta agent file's agent",
     "agents-run": "an Agents SDK run result",
     "anthropic-complete": "an Anthropic Text Completions record",
     "conversations": "a Conversations API call (its items)"}

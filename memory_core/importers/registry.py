@@ -36,6 +36,7 @@ from memory_core.importers.formats import (
     dspy,
     gemini,
     langsmith,
+    letta,
     ollama,
     openhands,
     responses,
@@ -51,6 +52,7 @@ FORMATS: tuple[RecordFormat, ...] = (
     semantic_kernel.FORMAT,  # a serialised ChatHistory (gathered: chat_histories)
     continue_session.FORMAT,  # Continue's session: sessionId, history of messages
     autogen.FORMAT,  # AutoGen's recorder: mode, messages typed as its LLMMessages
+    letta.FORMAT,  # a call of a Letta agent file's agent (gathered: letta_agent_files)
     dspy.FORMAT,  # an entry of DSPy's LM history: messages, outputs, model_type, uuid
     openhands.FORMAT,  # an OpenHands completion log: messages, response, kwargs, latency_sec
     swe_agent.FORMAT,  # a call of a (mini-)SWE-agent trajectory (gathered: agent_trajectories)
