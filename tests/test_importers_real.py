@@ -3415,6 +3415,244 @@ EXPECTED.update({
     },
 })
 
+
+# Letta's agent files: every answer a call, its prompt rebuilt from the agent's messages
+# (the system message in effect, then the context); Letta's own messages packed as JSON
+def _lu(said: str) -> str:  # a user's message as Letta packs it
+    return 'user: {\n  "type": "user_message",\n  "message": ' + json.dumps(said) + "…"
+
+
+def _la(thought: str, tool: str) -> str:  # an answer: its inner thoughts, then its call
+    return f"assistant: {thought} → {tool}(…"
+
+
+_L_HEARTBEAT = 'user: {\n  "type": "heartbeat",…'
+_L_LOGIN = 'user: {\n  "type": "login",\n  "last_login": "Never (first login)",…'
+
+
+def _lr(tool: str, message: str = '"None"') -> str:  # a tool's result as Letta packs it
+    return f'tool {tool}: {{\n  "status": "OK",\n  "message": {message},…'
+
+
+_L_SEND = "send_message"
+# memgpt_agent_with_convo.af: each turn a user message, the answer's send_message and its
+# result; a memory edit answered by a heartbeat and a second call (the system message
+# Letta wrote anew between them is the next call's instructions, not a message)
+_L_TURNS = [
+    ("hi my name is actually sarah not chad ",
+     "The user has corrected their name. Updating core memory to reflect this change.",
+     "core_memory_replace"),
+    (None, "I've updated the user's name in my core memory. Now I'll acknowledge this "
+           "change and continue the conversation.", _L_SEND),
+    ("I want you to stop calling yourself Sam, its not the best name for you ",
+     "The user wants to change my name. I'll ask for their suggestion.", _L_SEND),
+    ("I think you should be called BigChungus ",
+     "The user has suggested a new name. Updating core memory to reflect this change.",
+     "core_memory_replace"),
+    (None, "I've updated my name in my core memory. Acknowledging this change and "
+           "continuing the conversation.", _L_SEND),
+    ("Can you come up with a conversation topic? ",
+     "Given Sarah's background in computer science, we could discuss the implications of "
+     "artificial intelligence on society.", _L_SEND),
+    ("I feel like stateful ai agents are the future ",
+     "Sarah believes in the potential of stateful AI agents. I'll ask her to elaborate on "
+     "why she thinks they are the future.", _L_SEND),
+    ("can you write a long essay about it? I need to do that for school ",
+     "Sarah needs help with an essay. I can provide a detailed outline to guide her.",
+     _L_SEND),
+    ("Yeah, looks good - write the essay ",
+     "Sarah approved the outline. Time to draft the essay. Starting with the "
+     "introduction.", _L_SEND),
+    ("hm that wasn't very long ",
+     "Sarah wants a longer essay. I'll expand on the first point in our outline.", _L_SEND),
+    ("its ok, not everyone is good at this ",
+     "Sarah seems dissatisfied. I need to understand her expectations better.", _L_SEND),
+    ("well it was just kind of short ",
+     "Sarah found the essay short. I'll try to provide more in-depth information and make "
+     "the essay longer.", _L_SEND),
+    ("alrite that was better ",
+     "Sarah found the expanded essay better. I'll ask if she needs help with anything "
+     "else.", _L_SEND),
+    ("what your favorite ice cream? ",
+     "I don't taste food, but I can generate a playful response.", _L_SEND),
+    ("what does that taste like in human words? ",
+     "Sarah wants a 'human' description of the flavor. I'll create a more relatable "
+     "analogy.", _L_SEND),
+    ("I like vanilla ",
+     "Sarah shared her favorite ice cream flavor. I'll add this to my core memory for "
+     "future reference.", "core_memory_append"),
+    (None, "I've updated my core memory with Sarah's favorite ice cream flavor. Now I'll "
+           "acknowledge this and continue the conversation.", _L_SEND),
+    ("it sounds like you dont want to talk to me anymore ",
+     "Sarah feels I don't want to converse. I need to reassure her that I'm here for a "
+     "meaningful interaction.", _L_SEND),
+    ("wow you know so many things about me",
+     "Sarah seems surprised. I'll explain that my goal is to create personalized and "
+     "meaningful conversations.", _L_SEND),
+    ("can you stop staying stuff like \" Is there anything specific you'd like to talk "
+     "about or explore further\" its very redundant ",
+     "Sarah finds my prompts redundant. I need to vary my conversation starters and be "
+     "more spontaneous.", _L_SEND),
+    ("why do all your messages end with a question ",
+     "Sarah noticed my conversation pattern. I'll explain that it's a common method to "
+     "keep the discussion flowing.", _L_SEND),
+    ("it is pretty thrilling - I like to sail with by bff jean-luc ",
+     "Sarah shared that she enjoys sailing with her friend Jean-Luc. I'll add this to my "
+     "core memory.", "core_memory_append"),
+    (None, "I've updated my core memory with Sarah's sailing partner. Now I'll acknowledge "
+           "this and continue the conversation.", _L_SEND),
+    ("do you have any friends? ",
+     "Sarah asked if I have friends. As an AI, I don't have friends in the traditional "
+     "sense, but I can communicate in a friendly way.", _L_SEND),
+]
+
+
+def _l_turns(turns: list[tuple[str | None, str, str]]) -> list[str]:
+    """The messages of turns: the input (a user's message, or Letta's heartbeat after a
+    call that asked for one), the answer, and — but for the last — its result."""
+    out: list[str] = []
+    for k, (said, thought, tool) in enumerate(turns):
+        if k:
+            out.append(_lr(turns[k - 1][2]))
+        out += [_lu(said) if said is not None else _L_HEARTBEAT, _la(thought, tool)]
+    return out
+
+
+_LETTA_TOOLS = ["archival_memory_search", "core_memory_append", "archival_memory_insert",
+                "send_message", "core_memory_replace", "conversation_search"]
+_LETTA_V2_TOOLS = ["Read", "Edit", "Grep", "ExitPlanMode", "KillBash", "memory",
+                   "MultiEdit", "Write", "Bash", "fetch_webpage", "TodoWrite",
+                   "conversation_search", "LS", "BashOutput", "Glob", "web_search"]
+_L_PWD = "/Users/sarahwooders/repos/letta-cloud/apps/core"
+_MAX = ["memory_insert", "conversation_search", "send_message", "memory_replace",
+        "web_search_custom_beta"]
+_L_SENT = '"Sent message successfully."'
+_L_SEARCH = "web_search_custom_beta"
+EXPECTED.update({
+    # Letta 0.6.47 (its tests' agent file): one memgpt agent, 91 messages. The boot
+    # sequence (assistant, tool, login) is no call; Letta summarised the conversation
+    # before the call answering "am I your friend?", keeping that question: the calls
+    # from there on are a thread of their own, beginning with the summary
+    "letta-memgpt_agent_with_convo.af": {
+        "threads": [
+            [_la("Bootup sequence complete. Persona activated. Testing messaging "
+                 "functionality.", _L_SEND),
+             _lr(_L_SEND, "null"), _L_LOGIN, *_l_turns(_L_TURNS)],
+            ['user: {\n  "type": "system_alert",\n  "message": "Note: prior messages (69 of '
+             '80 total messages) have been hidden from view…',
+             _lu("am I your friend? "),
+             _la("Sarah's question seems to be about our relationship. I should answer in a "
+                 "way that reflects our shared experiences and conversations.", _L_SEND),
+             _lr(_L_SEND), _lu("I suppose so "),
+             _la("Sarah seems a bit uncertain, perhaps she has more questions or thoughts on "
+                 "the topic. I should encourage her to share.", _L_SEND),
+             _lr(_L_SEND), _lu("Can you start calling me Sam from now on? "),
+             _la("Sarah wants to be called Sam. I should update my core memory to reflect "
+                 "this change.", "core_memory_replace")]],
+        "runs": [("gpt-4-0613", None, _LETTA_TOOLS)] * 27,
+        "instructions": "You are Letta, the latest version of Limnal Corporation's digital "
+                        "companion, developed in 2023.…",
+        "lanes": {24: [("instructions", "system"), ("input", "user"), ("input", "user")]},
+        "skipped": ["its prompt is rebuilt from the agent's messages as Letta builds a "
+                    "request", "messages[1] (assistant): Letta's initial message sequence",
+                    "messages[79] (tool): in no call's prompt rebuilt from the file",
+                    "messages[89] (system), messages[90] (tool): written after the agent's "
+                    "last answer in the file", "the summary messages[81] took the place of "
+                    "the messages before it in the agent's context but messages[80] (user)",
+                    "Letta writes its messages' times without a zone: read as UTC"],
+        # a call starts with the last message before its answer: the first, the user's
+        "started": datetime(2025, 4, 1, 3, 51, 8, 745024, tzinfo=UTC),
+    },
+    # Letta 0.10's export of a memgpt_v2 agent switched from gpt-4o-mini to Claude after
+    # its first answer: each call's model is its answer's; tool results as Letta sends
+    # them (its tool_returns here keep no text: the message's content is sent)
+    "letta-max_messages.af": {
+        "threads": [[
+            "user: hihihi",
+            "assistant: The user seems friendly and casual, which is great! I want to reply "
+            'in a warm and upbeat manner. → send_message({"message": "Hey there! 😊 How\'s '
+            'it going?", "request_heartbeat": false})',
+            _lr(_L_SEND, _L_SENT), "user: testing",
+            'assistant: The user is just The user is just saying "testing"…',
+            _lr(_L_SEND, _L_SENT),
+            "user: use web search to search the web for news about quanta ai",
+            'assistant: The user wants me to search for news about "quanta ai".…',
+            f'tool {_L_SEARCH}: {{\n  "status": "Failed",…', _L_HEARTBEAT,
+            "assistant: The web search function failed because there's no API key…",
+            _lr(_L_SEND, _L_SENT), "user: try again",
+            "assistant: The user wants me to try the web search again for Quanta AI news.…",
+            f'tool {_L_SEARCH}: {{\n  "status": "Failed",…', _L_HEARTBEAT,
+            "assistant: The web search is still failing - this time with an authorization "
+            "error.…", _lr(_L_SEND, _L_SENT), "user: try one more time",
+            "assistant: The user is asking me to try the web search one more time.…",
+            f'tool {_L_SEARCH}: {{\n  "status": "Failed",…', _L_HEARTBEAT,
+            "assistant: The web search failed again with an API key error.…",
+            _lr(_L_SEND, _L_SENT), "user: one more time, i reset keys",
+            "assistant: The user says they reset the keys, so maybe the authentication issue "
+            "is fixed now.…",
+            f'tool {_L_SEARCH}: {{\n  "status": "OK",\n  "message": "{{\\n  '
+            '\\"api_key_source\\": \\"system_settings\\",…',
+            _L_HEARTBEAT,
+            "assistant: Great! The web search worked this time after the user reset the "
+            "keys.…"]],
+        "runs": [("gpt-4o-mini", None, _MAX)] + [("claude-sonnet-4-20250514", None, _MAX)] * 9,
+        "instructions": "<base_instructions>\nYou are Letta, the latest version of Limnal "
+                        "Corporation's digital companion…",
+        "call_ids": ["call_uGHCovaPClUMAKwMFH5rtglk", "toolu_01Ggq1bk3z3C13ADPyBBBZy6",
+                     "toolu_01GuB9EKpuqYuTJgLZeLEea5", "toolu_01CDkHACBgvUtMuJQDPKzc1x",
+                     "toolu_01JTcNxffvYEsNnrmTwwH5J7", "toolu_01EaXpJyYgfHLyQJXTPCyM4F",
+                     "toolu_01VAEYdJUeHunNp679XDwLkj", "toolu_01EGCvb192xMi3ShqVgRXaE9",
+                     "toolu_01CUp6vgZetr89rYM5CXNSnd", "toolu_01NzxdMEDLFmFZfNmhHyx7FK"],
+        "skipped": ["messages[30] (tool): written after the agent's last answer",
+                    "llm_config.put_inner_thoughts_in_kwargs"],
+        "started": datetime(2025, 8, 8, 14, 49, 28, 22964, tzinfo=UTC),
+    },
+    # Letta's AgentFileSchema (letta-code's agent on Claude): tools run on approval —
+    # each answer asking to run them an `approval` message, the user's answer (with the
+    # client's results) not sent, the tool message after it one result per call; the
+    # last answer's calls await approval
+    "letta-test_agent.af": {
+        "threads": [[
+            "user: tell me about this repo",
+            'assistant: → LS({"path": "."}) → Bash({"command": "pwd", "description": "Get '
+            'current working directory"}) → Glob({"pattern": "README*"}) → Glob({"pattern": '
+            '"package.json"})',
+            f'tool Glob: {{\n  "status": "OK",\n  "message": "Found 1 file\\n{_L_PWD}/'
+            'README.md",…', 'tool Glob: {\n  "status": "OK",\n  "message": "No files found",…',
+            'tool LS: {\n  "status": "OK",\n  "message": "- /Users/sarahwooders/repos/…',
+            f'tool Bash: {{\n  "status": "OK",\n  "message": "{_L_PWD}\\n",…',
+            f'assistant: → Read({{"file_path": "{_L_PWD}/README.md"}}) → Read({{"file_path": '
+            f'"{_L_PWD}/pyproject.toml"}})',
+            'tool Read: {\n  "status": "OK",\n  "message": "  1→<p align=\\"center\\">…',
+            'tool Read: {\n  "status": "OK",\n  "message": "  1→[project]\\n  2→name = '
+            '\\"letta\\"…',
+            "assistant: This is **Letta** (formerly MemGPT) - a Python-based platform for "
+            "building stateful AI agents…",
+            "user: whats the current pypi version?",
+            'assistant: → Bash({"command": "pip index versions letta 2>/dev/null | head -5", '
+            '"description": "Check latest Letta version on PyPI"})',
+            'tool Bash: {\n  "status": "OK",\n  "message": "(Command completed with no '
+            'output)",…',
+            'assistant: → Bash({"command": "curl -s https://pypi.org/pypi/letta/json…',
+            'tool Bash: {\n  "status": "Failed",\n  "message": "Error: request to call tool '
+            'denied. User reason: just stop ",…',
+            "user: hi ", "assistant: Hi! How can I help you?",
+            "user: can you call bash 3 times in parallel to print something ",
+            'assistant: → Bash({"command": "echo \\"First parallel command\\"", '
+            '"description": "Print first message"}) → Bash(…']],
+        "runs": [("claude-sonnet-4-5-20250929", None, _LETTA_V2_TOOLS)] * 7,
+        "instructions": "You are a self-improving AI agent with advanced memory.\nYou are "
+                        "connected to an interactive CLI tool…",
+        "lanes": {1: [("instructions", "system"), ("recent", "user"),
+                      ("recent", "assistant")] + [("input", "tool")] * 4},
+        "skipped": ["messages[3] (approval), messages[6] (approval), messages[11] "
+                    "(approval), messages[14] (approval): the user's answers to tool calls",
+                    "response: its reasoning (1 part(s)) not imported",
+                    "its tool rules (requires_approval) may have offered fewer"],
+        "started": datetime(2025, 11, 29, 2, 51, 49, 549251, tzinfo=UTC),
+    },
+})
+
 def test_corpus_is_large_and_varied_enough() -> None:
     files = sorted(p.name for p in REAL.iterdir() if p.name != "README.md")
     assert files == sorted(EXPECTED)

@@ -472,6 +472,10 @@ def _check_found(s: InMemoryStorage, run_id: str, parts: list[MessagePart],
                      else next((v for v in p.leaves if v.strip()), p.text))
     needle = normalise(phrase)
     found = find_by_phrase(s, run_id, phrase, embed=EMBED, limit=60)
+    if len(found.matches) == 60 and all(m.contains for m in found.matches):
+        # a phrase in more places than one search lists (a key every message of a long
+        # conversation holds, Letta's "message"): all of them, to find this one's
+        found = find_by_phrase(s, run_id, phrase, embed=EMBED, limit=1000)
     where = f"{run_id} {p.part} {phrase!r}"
     # the first part of that message holding the phrase is the one named
     first = next(q for q in parts if q.holds(needle))

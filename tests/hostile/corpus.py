@@ -218,8 +218,11 @@ def wrong_types(doc: Any, *, limit: int | None = None) -> Iterator[tuple[str, An
 
 def record_samples() -> dict[str, dict[str, Any]]:
     """One record of every format of ``registry.FORMATS``, by format name, taken from
-    the fixtures (JSON records and cassette interactions)."""
+    the fixtures (JSON records and cassette interactions); for a format whose records a
+    file's document is gathered into (Letta's agent files: one a call), the smallest
+    such document, whole."""
     from memory_core.importers.formats import Record
+    from memory_core.importers.formats.letta import letta_agent_files
     from memory_core.importers.formats.semantic_kernel import chat_histories
     from memory_core.importers.formats.swe_agent import agent_trajectories
     from memory_core.importers.jsonvalues import read_documents
@@ -241,11 +244,17 @@ def record_samples() -> dict[str, dict[str, Any]]:
                     if isinstance(item, dict) and item is not obj:
                         consider({k: v for k, v in item.items() if k != "post"})
 
-    for path in sorted([*FIX.rglob("*.json*"), *FIX.rglob("*.traj")]):
+    for path in sorted([*FIX.rglob("*.json*"), *FIX.rglob("*.traj"), *FIX.rglob("*.af")]):
         try:
             docs = read_documents(path.read_text(encoding="utf-8-sig"))
         except Exception:  # noqa: BLE001 - fixtures of other containers
             continue
+        for _, doc in docs:  # (an agent file: the document, each of whose calls a record)
+            gathered = list(letta_agent_files([("sample", doc)]))
+            if gathered and gathered[0][1] is not doc and (
+                    "letta" not in found or len(json.dumps(doc)) < len(json.dumps(
+                        found["letta"]))):
+                found["letta"] = doc
         # (a ChatHistory's messages: one record; a trajectory: a record per call)
         for _, doc in chat_histories(agent_trajectories(docs)):
             consider(doc)
