@@ -73,6 +73,34 @@ def test_render_text_shows_calls_and_results_literally() -> None:
     assert views.render_text(Message(content=SCRIPT_TEXT)) == SCRIPT_TEXT
 
 
+def test_an_attachment_is_shown_where_it_stood_and_not_counted() -> None:
+    """An outside trial (Braintrust's Gemini cassette): the run view showed "First,
+    look at this image: What color is this image?" — the image between the two texts,
+    which `why` searches, not shown. A placeholder is shown where it stood, by its
+    type, media type and size; the row's token estimate is still the lane's (the
+    attachment's tokens are not known)."""
+    import json
+
+    from memory_core.analysis.run_view import run_view
+    from memory_core.importers import import_text
+
+    png = "data:image/png;base64,AAAA"
+    record = {"request": {"model": "m", "messages": [{"role": "user", "content": [
+        {"type": "text", "text": "First, look at this image:"},
+        {"type": "image_url", "image_url": {"url": png}},
+        {"type": "text", "text": "What color is it?"},
+        {"type": "input_audio", "input_audio": {"data": "AAAAAA==", "format": "wav"}}]}]},
+        "response": {"choices": [{"message": {"role": "assistant", "content": "Blue."}}]}}
+    s = InMemoryStorage()
+    (rid,) = import_text(s, json.dumps(record)).runs_created
+    (row,) = [i for lane in run_view(s, rid).lanes for i in lane.items]
+    assert row.text == ("First, look at this image:\n[image_url: image/png, 3 bytes]\n"
+                        "What color is it?\n[input_audio: wav, 4 bytes]")
+    assert row.tokens == estimate_tokens("First, look at this image:\nWhat color is it?")
+    assert views.render_text(Message(content="Hi.", metadata={"attachments": [
+        {"type": "image"}, {"type": "document", "index": 9}]})) == "Hi.\n[image]\n[document]"
+
+
 def test_resources_and_thread_summaries(storage: InMemoryStorage) -> None:
     assert views.list_resources(storage) == ["user-42", "user-7"]
     rows = {t.thread_id: t for t in views.thread_summaries(storage, RESOURCE)}

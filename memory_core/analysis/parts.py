@@ -12,6 +12,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
+from memory_core.analysis.rendering import attachment_text
 from memory_core.journal import ImportRecord, RunData, RunStep
 from memory_core.types import Message
 
@@ -172,15 +173,6 @@ def _json_part(kind: PartKind, value: Any, tool: str, call_id: str) -> MessagePa
     leaves = () if isinstance(value, str) else tuple(_leaves(value))
     return MessagePart(kind, value_text(value), tool=tool, call_id=call_id, leaves=leaves,
                        obj=value if isinstance(value, dict | list) else None)
-
-
-def attachment_text(att: dict[str, Any]) -> str:
-    """An attachment placeholder (``metadata["attachments"]``) as text: its type and
-    what identifies it, as the model client names one it could not send."""
-    kind = str(att.get("type", "attachment"))
-    described = ", ".join(f"{k} {v}" for k, v in sorted(att.items())
-                          if k not in ("type", "index"))
-    return f"[{kind}: {described}]" if described else f"[{kind}]"
 
 
 def message_parts(message: Message, lane: str | None = None) -> list[MessagePart]:

@@ -41,9 +41,11 @@ def tool_result_text(part: ToolResultPart) -> str:
     return f"{part.name} → {_json_text(part.result)}"
 
 
-def render_text(message: Message) -> str:
+def render_text(message: Message, *, attachments: bool = True) -> str:
     """The whole message as plain text, one part per line: text as is, a call as
-    ``→ name(args)``, a result as ``name → result`` (never clipped, never HTML)."""
+    ``→ name(args)``, a result as ``name → result``, an attachment kept as a
+    placeholder as ``[type: media type, … bytes]`` where it stood among them
+    (``attachments``; never clipped, never HTML)."""
     lines: list[str] = []
     for p in message.parts:
         if isinstance(p, TextPart):
@@ -52,7 +54,33 @@ def render_text(message: Message) -> str:
             lines.append(tool_call_text(p))
         else:
             lines.append(tool_result_text(p))
+    held = message.metadata.get("attachments") if attachments else None
+    placed = [a for a in held if isinstance(a, dict)] if isinstance(held, list) else []
+    end = len(lines)  # (an index is the attachment's place in the content sent)
+    for at, att in sorted(((a["index"] if type(a.get("index")) is int and a["index"] >= 0
+                            else end, a) for a in placed), key=lambda x: x[0]):
+        lines.insert(min(at, len(lines)), attachment_label(att))
     return "\n".join(lines)
+
+
+def attachment_label(att: dict[str, Any]) -> str:
+    """An attachment placeholder as a message's text shows it: its type, media type,
+    name or where it is, and size (``attachment_text`` has all it keeps)."""
+    said = [str(att[k]) for k in ("media_type", "mime_type", "format", "filename", "url",
+                                  "file_id") if isinstance(att.get(k), str)]
+    if type(att.get("bytes")) is int:
+        said.append(f"{att['bytes']:,} bytes")
+    kind = str(att.get("type", "attachment"))
+    return f"[{kind}: {', '.join(said)}]" if said else f"[{kind}]"
+
+
+def attachment_text(att: dict[str, Any]) -> str:
+    """An attachment placeholder (``metadata["attachments"]``) as text: its type and
+    what identifies it, as the model client names one it could not send."""
+    kind = str(att.get("type", "attachment"))
+    described = ", ".join(f"{k} {v}" for k, v in sorted(att.items())
+                          if k not in ("type", "index"))
+    return f"[{kind}: {described}]" if described else f"[{kind}]"
 
 
 def run_answer(steps: Sequence[RunStep], output: OutputRecord | None) -> str | None:

@@ -260,7 +260,9 @@ def _lane_item(item: PromptItem, recalled_refs: dict[tuple[str, int], MessageRef
         seq=item.seq, observation_id=item.observation_id, sources=sources,
         score=ref.score if ref else None, similarity=_similarity(ref, memctx),
         rank=ref.rank if ref else None, origin=item.origin or (ref.origin if ref else None),
-        tokens=estimate_tokens(text), name=speaker_name(item.message.metadata),
+        # (the estimate of what the prompt's lane counts: an attachment's is not known)
+        tokens=estimate_tokens(render_text(item.message, attachments=False)),
+        name=speaker_name(item.message.metadata),
         error=error_result(item.message.metadata))
 
 
@@ -281,7 +283,8 @@ def _dropped_items(storage: Storage, memctx: Memctx) -> list[LaneItem]:
         out.append(LaneItem(lane="dropped", role=r.role, text=text, thread_id=r.thread_id,
                             seq=r.seq, reason=r.reason, score=r.score,
                             similarity=_similarity(r, memctx), rank=r.rank, origin=r.origin,
-                            tokens=estimate_tokens(text),
+                            tokens=estimate_tokens(text if stored is None else render_text(
+                                stored, attachments=False)),
                             name=speaker_name(stored.metadata if stored else None),
                             error=error_result(stored.metadata if stored else None)))
     return out
