@@ -123,3 +123,20 @@ def test_inspect_shows_why_the_answer_is_empty_before_the_other_notes() -> None:
     shown = note.split("The import noted: ", 1)[1]
     assert shown.startswith("definition 1: the answer is empty (finish reason 'completed'): "
                             "its output holds only items of tools OpenAI's server ran"), shown
+
+
+def test_a_failed_responses_call_s_error_text_is_kept_unquoted() -> None:
+    """An outside trial (Braintrust's LiteLLM cassette): a Responses call recorded with
+    HTTP 200 and no body listed its error as "\\"the response body was not recorded
+    (HTTP 200)\\"", a text encoded as JSON. A text is kept as it is; an error object as
+    JSON, its letters as they are."""
+    url = "https://api.openai.com/v1/responses"
+    rows = [{"url": url, "request": {"model": "gpt-4o-mini", "input": "Hi"},
+             "error": "the response body was not recorded (HTTP 200)"},
+            {"url": url, "request": {"model": "gpt-4o-mini", "input": "Hi"},
+             "error": {"message": "Modèle inconnu", "code": "model_not_found"}}]
+    s = InMemoryStorage()
+    report = import_text(s, "\n".join(json.dumps(r) for r in rows))
+    errors = [s.runs.get_run(r).error for r in report.runs_created]
+    assert errors == ["the response body was not recorded (HTTP 200)",
+                      '{"code": "model_not_found", "message": "Modèle inconnu"}']

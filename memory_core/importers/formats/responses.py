@@ -261,8 +261,7 @@ def responses_exchange(obj: dict[str, Any], where: str, index: int,
         finish_reason=_finish(response, where) if isinstance(response, dict) else None,
         params=request_params(request, where), request_fields=request_fields(request),
         tools=tools, started_at=at, finished_at=at,
-        error=None if reply is not None else json.dumps(
-            error or _unanswered(response), sort_keys=True),
+        error=None if reply is not None else _said(error or _unanswered(response)),
         notes=notes, held=history_held, replays=max(replayed, default=None),
         instructions_applied_by=applied_by, empty_because=empty_because)
 
@@ -278,6 +277,13 @@ def _only_server_items(output: Any) -> str | None:
         return None
     return (f"its output holds only items of tools OpenAI's server ran "
             f"({', '.join(ran)}), which are not imported")
+
+
+def _said(error: Any) -> str:
+    """A failed call's error as its run keeps it: a text as it is (it was quoted as
+    JSON), anything else as JSON."""
+    return error if isinstance(error, str) else json.dumps(error, sort_keys=True,
+                                                           ensure_ascii=False)
 
 
 def _unanswered(response: Any) -> str:
