@@ -69,8 +69,8 @@ def _payload(body: Any, where: str) -> Any:
             raise fail(where, "an 'sse' body's 'chunks' must be a list of texts (its events)")
         return "".join(f"{c}\n\n" for c in chunks)
     if kind == "binary":
-        size = f" ({body['contentType']})" if isinstance(body.get("contentType"), str) else ""
-        raise fail(where, f"the body{size} was kept outside the cassette, in the file "
+        typed = f" ({body['contentType']})" if isinstance(body.get("contentType"), str) else ""
+        raise fail(where, f"the body{typed} was kept outside the cassette, in the file "
                           f"{body.get('path')!r} beside it (the recorder's sidecar for a "
                           "body of 64 KiB or more): it is not in this file")
     if not isinstance(value, str):
