@@ -3653,6 +3653,29 @@ EXPECTED.update({
     },
 })
 
+# Roo Code's task history (api_conversation_history.json): each answer a call, its
+# prompt the messages before it; no model, usage, system prompt or tools kept
+EXPECTED.update({
+    "roo-03deadab-api_conversation_history.json": {
+        "threads": [["user: <task>\nTEST-HIERARCHY-B: Tu es une branche de test B dans une "
+                     "hiérarchie de test en cascad…",
+                     "assistant: Je vais créer la sous-tâche TEST-NODE-B1 comme demandé.\n\n"
+                     "<new_task>…",
+                     "user: \n\nNew instructions for task continuation:\n<user_message>…",
+                     "assistant: <attempt_completion>\n<result>\n✅ **TEST-HIERARCHY-B "
+                     "TERMINÉ** - Mission accomplie avec succ…"]],
+        "runs": [(None, None, None)] * 2,
+        "skipped": ["the task's history keeps neither the system prompt nor the tools "
+                    "offered: both are unknown",
+                    "its prompt is rebuilt from the task's history as Cline and Roo Code "
+                    "send it (every message before the answer)…",
+                    "the answer has no model and no usage recorded…"],
+        "started": datetime(2025, 9, 25, 16, 59, 22, 59000, tzinfo=UTC),  # ts 1758819562059
+        "api": "anthropic",
+    },
+})
+
+
 def test_corpus_is_large_and_varied_enough() -> None:
     files = sorted(p.name for p in REAL.iterdir() if p.name != "README.md")
     assert files == sorted(EXPECTED)

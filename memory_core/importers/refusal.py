@@ -324,6 +324,7 @@ FORMAT_TITLES = {
     "openhands": "an OpenHands LLM completion log",
     "swe-agent": "a call of a SWE-agent or mini-swe-agent trajectory",
     "letta": "a call of a Letta agent file's agent",
+    "cline": "a call of a Cline or Roo Code task history",
     "agents-run": "an Agents SDK run result",
     "anthropic-complete": "an Anthropic Text Completions record",
     "conversations": "a Conversations API call (its items)"}

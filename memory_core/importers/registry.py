@@ -28,6 +28,7 @@ from memory_core.importers.formats import (
     bedrock_invoke,
     bedrock_prompt,
     chat,
+    cline,
     cohere,
     cohere_generate,
     completions,
@@ -51,6 +52,7 @@ FORMATS: tuple[RecordFormat, ...] = (
     sharegpt.FORMAT,  # {"conversations": [...]}, whatever its URL
     semantic_kernel.FORMAT,  # a serialised ChatHistory (gathered: chat_histories)
     continue_session.FORMAT,  # Continue's session: sessionId, history of messages
+    cline.FORMAT,  # a call of a Cline/Roo Code task history (gathered: cline_histories)
     autogen.FORMAT,  # AutoGen's recorder: mode, messages typed as its LLMMessages
     letta.FORMAT,  # a call of a Letta agent file's agent (gathered: letta_agent_files)
     dspy.FORMAT,  # an entry of DSPy's LM history: messages, outputs, model_type, uuid

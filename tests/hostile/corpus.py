@@ -222,6 +222,7 @@ def record_samples() -> dict[str, dict[str, Any]]:
     file's document is gathered into (Letta's agent files: one a call), the smallest
     such document, whole."""
     from memory_core.importers.formats import Record
+    from memory_core.importers.formats.cline import cline_histories
     from memory_core.importers.formats.letta import letta_agent_files
     from memory_core.importers.formats.semantic_kernel import chat_histories
     from memory_core.importers.formats.swe_agent import agent_trajectories
@@ -256,7 +257,7 @@ def record_samples() -> dict[str, dict[str, Any]]:
                         found["letta"]))):
                 found["letta"] = doc
         # (a ChatHistory's messages: one record; a trajectory: a record per call)
-        for _, doc in chat_histories(agent_trajectories(docs)):
+        for _, doc in cline_histories(chat_histories(agent_trajectories(docs))):
             consider(doc)
     for path in sorted(FIX.rglob("*.yaml")):
         for obj in _cassette_records(path):
