@@ -88,12 +88,12 @@ def test_evaluation_rows_are_refused_saying_what_they_are() -> None:
 
 
 def test_an_object_sharing_one_key_with_a_format_names_no_closest_one() -> None:
-    trajectory = {"schema_version": "1.0", "session_id": "s1", "agent": {"name": "x"},
-                  "steps": [{"step_id": 1, "source": "user", "message": "hi"}]}
+    trajectory = {"session_id": "s1", "actor": {"name": "x"},
+                  "events": [{"kind": "user", "text": "hi"}]}
     with pytest.raises(ImportFormatError) as e:
         import_text(InMemoryStorage(), json.dumps(trajectory), name="t.json")
     said = str(e.value)
-    assert "keys agent, schema_version, session_id, steps, which is no record" in said
+    assert "keys actor, events, session_id, which is no record" in said
     assert "shares too little with any format this importer reads to name the closest" \
         in said
     assert "LangSmith" not in said and "the commonest is an OpenAI chat-completions" in said

@@ -28,6 +28,7 @@ from memory_core.importers.common import (
     not_read,
     sharing,
 )
+from memory_core.importers.formats.atif import atif_trajectories
 from memory_core.importers.formats.cline import cline_histories
 from memory_core.importers.formats.dspy import dspy_histories
 from memory_core.importers.formats.letta import letta_agent_files
@@ -201,6 +202,6 @@ def parse_json(text: str, stages: Stages | None = None) -> ParsedFile:
     """A file of JSON records (see the module's docstring)."""
     skipped: list[SkippedRecord] = []
     docs = iter_documents(text, keep_going=True)
-    docs = cline_histories(letta_agent_files(agent_trajectories(docs)))
+    docs = cline_histories(atif_trajectories(letta_agent_files(agent_trajectories(docs))))
     return parse_records(_joined(langsmith_rows(chat_histories(dspy_histories(docs)),
                                                 skipped), skipped), skipped, stages)

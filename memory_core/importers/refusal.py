@@ -86,6 +86,13 @@ SHAPES: tuple[Shape, ...] = (
            "agent_type llm_config core_memory in_context_message_indices "
            "in_context_message_ids tool_rules embedding_config agents blocks mcp_servers "
            "message_buffer_autoclear"),
+    _shape("an ATIF trajectory",
+           '{"schema_version": "ATIF-v1.7", "session_id": ..., "agent": {"name": ..., '
+           '"model_name": ...}, "steps": [{"step_id": 1, "source": "user", "message": ...}, '
+           '{"source": "agent", "tool_calls": [...], "observation": {"results": [...]}, '
+           '"metrics": {...}}]} (Harbor\'s Agent Trajectory Interchange Format)',
+           "schema_version session_id trajectory_id agent steps final_metrics "
+           "continued_trajectory_ref subagent_trajectories"),
     _shape("a LangSmith run",
            '{"run_type": "llm", "inputs": {...}, "outputs": {...}} (or the SDK\'s '
            '{"post": [...], "patch": [...]})',
@@ -325,6 +332,7 @@ FORMAT_TITLES = {
     "swe-agent": "a call of a SWE-agent or mini-swe-agent trajectory",
     "letta": "a call of a Letta agent file's agent",
     "cline": "a call of a Cline or Roo Code task history",
+    "atif": "a call of an ATIF trajectory's agent",
     "agents-run": "an Agents SDK run result",
     "anthropic-complete": "an Anthropic Text Completions record",
     "conversations": "a Conversations API call (its items)"}

@@ -23,6 +23,7 @@ from memory_core.importers.formats import (
     agents_run,
     anthropic,
     anthropic_complete,
+    atif,
     autogen,
     bedrock_converse,
     bedrock_invoke,
@@ -50,6 +51,7 @@ from memory_core.importers.refusal import read_as, unread_record
 
 FORMATS: tuple[RecordFormat, ...] = (
     sharegpt.FORMAT,  # {"conversations": [...]}, whatever its URL
+    atif.FORMAT,  # a call of an ATIF trajectory's agent (gathered: atif_trajectories)
     semantic_kernel.FORMAT,  # a serialised ChatHistory (gathered: chat_histories)
     continue_session.FORMAT,  # Continue's session: sessionId, history of messages
     cline.FORMAT,  # a call of a Cline/Roo Code task history (gathered: cline_histories)
