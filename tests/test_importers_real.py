@@ -3676,6 +3676,63 @@ EXPECTED.update({
 })
 
 
+# ATIF trajectories (Harbor's Agent Trajectory Interchange Format) as NVIDIA's NeMo Agent
+# Toolkit writes them: each agent step a call, its prompt rebuilt from the steps before it;
+# no metrics (usage unknown), no tool_definitions (tools unknown); a call begins at the
+# step before it
+_ATIF_REBUILT = "its prompt is rebuilt from the trajectory's steps before it"
+_NAT_EXTRA = ["steps' extra: ancestry, data_schema, invocation: not imported",
+              "tool calls' extra: ancestry, invocation: not imported"]
+EXPECTED.update({
+    "nemoagent-exmp02_atif.json": {
+        "threads": [["user: What is 3 + 4?", 'assistant: → calculator__add({"a": 3, "b": 4})',
+                     "tool calculator__add: 7", "assistant: 3 + 4 = 7"]],
+        "runs": [("gpt-4.1", None, None)] * 2,
+        "call_ids": ["call_abc"],
+        "thread_ids": ["agent-001"],
+        "skipped": [_ATIF_REBUILT, *_NAT_EXTRA, "the agent's tool_definitions are not "
+                    "recorded"],
+        "started": datetime(2026, 1, 2, 0, 0, 1, tzinfo=UTC),
+    },
+    "nemoagent-exmp04_atif.json": {
+        "threads": [["user: Summarize the document at /docs/intro.md",
+                     'assistant: Let me read that file for you. → read_file({"path": '
+                     '"/docs/intro.md"})',
+                     "tool read_file: Title: Intro\nThis project is an end-to-end demo.",
+                     "assistant: The document is the introduction page for an end-to-end "
+                     "demo project."]],
+        "runs": [("claude-3-5-sonnet", None, None)] * 2,
+        "call_ids": ["toolu_01abc"],
+        "thread_ids": ["agent-004"],
+        "skipped": [_ATIF_REBUILT, *_NAT_EXTRA],
+        "started": datetime(2026, 1, 4, 0, 0, 1, tzinfo=UTC),
+    },
+    # the router's system step its instructions; each specialist's call sent the whole
+    # trajectory before it (ATIF says no more of what each was sent)
+    "nemoagent-exmp06_atif.json": {
+        "threads": [["user: Two things: (1) write a Python function for factorial, and (2) "
+                     "tell me what 2^32 equals.",
+                     "assistant: Plan: send the factorial-code task to claude-3-5-sonnet "
+                     "(strong code synthesis), and the 2^32 arithmetic to gemini-2.0-flash. "
+                     "I'll combine the responses.",
+                     "user: Write a Python function for factorial.",
+                     "assistant: ```python\ndef factorial(n: int) -> int:\n    return 1 if "
+                     "n <= 1 else n * factorial(n - 1)\n```",
+                     "user: What is 2^32?", "assistant: 2^32 = 4,294,967,296"]],
+        "runs": [("gpt-4o", None, None), ("claude-3-5-sonnet", None, None),
+                 ("gemini-2.0-flash", None, None)],
+        "instructions": "You are a router. Decide which specialist handles each part of the "
+                        "user's request.",
+        "lanes": {2: [("instructions", "system"), ("recent", "user"), ("recent", "assistant"),
+                      ("recent", "user"), ("recent", "assistant"), ("input", "user")]},
+        "thread_ids": ["orchestrator-006"],
+        "skipped": [_ATIF_REBUILT, "steps' extra: ancestry, data_schema, invocation: not "
+                    "imported"],
+        "started": datetime(2026, 1, 6, 0, 0, 1, tzinfo=UTC),
+    },
+})
+
+
 def test_corpus_is_large_and_varied_enough() -> None:
     files = sorted(p.name for p in REAL.iterdir() if p.name != "README.md")
     assert files == sorted(EXPECTED)

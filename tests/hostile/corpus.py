@@ -219,9 +219,10 @@ def wrong_types(doc: Any, *, limit: int | None = None) -> Iterator[tuple[str, An
 def record_samples() -> dict[str, dict[str, Any]]:
     """One record of every format of ``registry.FORMATS``, by format name, taken from
     the fixtures (JSON records and cassette interactions); for a format whose records a
-    file's document is gathered into (Letta's agent files: one a call), the smallest
-    such document, whole."""
+    file's document is gathered into (Letta's agent files, ATIF trajectories: one a
+    call), the smallest such document, whole."""
     from memory_core.importers.formats import Record
+    from memory_core.importers.formats.atif import is_trajectory
     from memory_core.importers.formats.cline import cline_histories
     from memory_core.importers.formats.letta import letta_agent_files
     from memory_core.importers.formats.semantic_kernel import chat_histories
@@ -256,6 +257,9 @@ def record_samples() -> dict[str, dict[str, Any]]:
                     "letta" not in found or len(json.dumps(doc)) < len(json.dumps(
                         found["letta"]))):
                 found["letta"] = doc
+            if is_trajectory(doc) and ("atif" not in found or len(json.dumps(doc)) < len(
+                    json.dumps(found["atif"]))):
+                found["atif"] = doc  # (an ATIF trajectory: each agent step a record)
         # (a ChatHistory's messages: one record; a trajectory: a record per call)
         for _, doc in cline_histories(chat_histories(agent_trajectories(docs))):
             consider(doc)
