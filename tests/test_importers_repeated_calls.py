@@ -115,6 +115,26 @@ def test_a_failed_call_joins_the_conversation_of_its_retry() -> None:
     assert not [n for n in report.skipped if "a retry" in n.reason]
 
 
+def test_the_same_messages_answered_by_another_model_are_no_retry() -> None:
+    """An eval sends one prompt to each of its providers: a failed call to one and the
+    next provider's answer to the same messages are two calls, not a call and its retry
+    (promptfoo's export: a rate-limited gpt-5-mini, then gpt-5)."""
+    def line(model: str, answer: str | None) -> str:
+        record: dict[str, object] = {"request": {"model": model, "messages": [
+            {"role": "user", "content": "Solve this riddle"}]}, "started_at": 1_750_000_000}
+        if answer is None:
+            record["error"] = {"message": "Rate limit reached"}
+        else:
+            record["response"] = {"created": 1_750_000_001, "model": model, "choices": [
+                {"message": {"role": "assistant", "content": answer}}]}
+        return json.dumps(record)
+    s = InMemoryStorage()
+    report = import_text(s, "\n".join([line("gpt-5-mini", None), line("gpt-5", "An echo.")]),
+                         name="calls.jsonl")
+    assert not [n for n in report.skipped if "a retry" in n.reason]
+    assert [s.runs.require_run(r).status for r in report.runs_created] == [
+        "failed", "completed"]
+
 def test_each_run_of_a_repeated_call_was_answered_by_the_stored_answer() -> None:
     """The later run's answer is the message the first stored: `why` calls it that
     run's answer too, not one that "comes later in the conversation" (magentic's

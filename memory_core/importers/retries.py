@@ -18,17 +18,19 @@ def retried_calls(exchanges: Sequence[Exchange], ikey_of: Callable[[Exchange], s
                   key_of: Callable[[Message], str],
                   resource_of: Callable[[Exchange], str | None]) -> dict[int, int]:
     """Each failed call (no answer) that a later call of the file sends again — the same
-    instructions, messages and resource — and has answered within ``RETRY_WITHIN`` of
-    it (a retry: an expired signature, a 5xx): the retry's index by the failed call's. The failed call belongs
-    to its retry's conversation: placed by its messages alone it joined the first
-    conversation sharing them, another client's or model's, and the retry, answered
-    otherwise than that one, started a thread of its own."""
+    instructions, messages and resource, to the same model — and has answered within
+    ``RETRY_WITHIN`` of it (a retry: an expired signature, a 5xx): the retry's index by
+    the failed call's. The failed call belongs to its retry's conversation: placed by
+    its messages alone it joined the first conversation sharing them, another client's
+    or model's, and the retry, answered otherwise than that one, started a thread of
+    its own. The same messages sent to another model are another call (an eval's next
+    provider), not its retry."""
     failed = [ex for ex in exchanges if ex.response is None and ex.thread_key is None]
     if not failed:
         return {}
 
     def sig(ex: Exchange) -> tuple[Any, ...]:
-        return (ikey_of(ex), resource_of(ex),
+        return (ikey_of(ex), resource_of(ex), ex.requested_model,
                 *(key_of(m) for m in ex.history))
     waiting: dict[tuple[Any, ...], list[int]] = {}
     for ex in failed:
