@@ -3733,6 +3733,51 @@ EXPECTED.update({
 })
 
 
+_RIDDLE_ECHO = ("user: Solve this riddle: I speak without a mouth and hear without ears. I have "
+                "no body, but I come alive with wind. What am I?")
+_RIDDLE_BOAT = ("user: Solve this riddle: You see a boat filled with people. It has not sunk, "
+                "but when you look again you don't see a single person on the boat. Why?")
+EXPECTED.update({
+    # promptfoo's export of an eval (two riddles, each put to gpt-5-mini and gpt-5): each
+    # result a run, dated by the eval; the answers differ, so four threads
+    "promptfoo-sample-export.json": {
+        "threads": [
+            [_RIDDLE_ECHO, "assistant: Answer: An echo.\n\nExplanation: An echo \"speaks\" by "
+                           "repeating sound without a mouth…"],
+            [_RIDDLE_ECHO, "assistant: An echo."],
+            [_RIDDLE_BOAT, "assistant: Because all the people on the boat were married — so "
+                           "you don't see a \"single\" person."],
+            [_RIDDLE_BOAT, "assistant: Because “single” is the trick: everyone on the boat is "
+                           "married, so you don’t see a single (unmarried) person."]],
+        "runs": [("gpt-5-mini", (37, 245), None), ("gpt-5", (37, 204), None),
+                 ("gpt-5-mini", (41, 157), None), ("gpt-5", (41, 102), None)],
+        "details": [{"reasoning": 192}, {"reasoning": 192}, {"reasoning": 128},
+                    {"reasoning": 64}],
+        "finishes": ["stop"] * 4,
+        "skipped": ["promptfoo's grading of the answer (failed, score 0.75: 'Latency 5794ms "
+                    "is greater than threshold 3000ms') not imported; its graders' own model "
+                    "calls used 256 tokens (227 prompt, 29 completion), not this call's",
+                    "its cost (0.00049925, as promptfoo priced it) not imported",
+                    "promptfoo keeps no time of its own: dated by the eval's (results.timestamp "
+                    "2025-10-01T20:08:11.168Z), in the file's order; its latencyMs (5794)"],
+        "started": datetime(2025, 10, 1, 20, 8, 11, 168000, tzinfo=UTC),
+    },
+    # `promptfoo eval -o output.json` of one call, graded by nested assert-sets whose
+    # model-graded parts made calls of their own (2882 tokens: not this call's)
+    "promptfoo-french-greeting-test-output.json": {
+        "threads": [["user: Greet the user in French.",
+                     "assistant: Bonjour ! Comment puis-je vous aider aujourd'hui ?"]],
+        "runs": [("gpt-4o-mini", (14, 10), None)],
+        "finish": "stop",
+        "skipped": ["promptfoo's grading of the answer (failed, score 0.82: 'Aggregate score "
+                    "0.82 < 0.9 threshold') not imported; its graders' own model calls used "
+                    "2882 tokens (589 prompt, 2293 completion), not this call's",
+                    "its latencyMs (1352) taken as its duration"],
+        "started": datetime(2026, 1, 21, 22, 56, 55, 886000, tzinfo=UTC),
+    },
+})
+
+
 def test_corpus_is_large_and_varied_enough() -> None:
     files = sorted(p.name for p in REAL.iterdir() if p.name != "README.md")
     assert files == sorted(EXPECTED)

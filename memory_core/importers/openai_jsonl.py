@@ -32,6 +32,7 @@ from memory_core.importers.formats.atif import atif_trajectories
 from memory_core.importers.formats.cline import cline_histories
 from memory_core.importers.formats.dspy import dspy_histories
 from memory_core.importers.formats.letta import letta_agent_files
+from memory_core.importers.formats.promptfoo import promptfoo_evals
 from memory_core.importers.formats.semantic_kernel import chat_histories
 from memory_core.importers.formats.swe_agent import agent_trajectories
 from memory_core.importers.jsonvalues import iter_documents
@@ -202,6 +203,7 @@ def parse_json(text: str, stages: Stages | None = None) -> ParsedFile:
     """A file of JSON records (see the module's docstring)."""
     skipped: list[SkippedRecord] = []
     docs = iter_documents(text, keep_going=True)
-    docs = cline_histories(atif_trajectories(letta_agent_files(agent_trajectories(docs))))
+    docs = promptfoo_evals(cline_histories(atif_trajectories(letta_agent_files(
+        agent_trajectories(docs)))))
     return parse_records(_joined(langsmith_rows(chat_histories(dspy_histories(docs)),
                                                 skipped), skipped), skipped, stages)

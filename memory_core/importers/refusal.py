@@ -66,6 +66,13 @@ SHAPES: tuple[Shape, ...] = (
            '"timestamp": ..., "uuid": ..., "model": ..., "model_type": "chat"} '
            '(dspy.LM.history, dumped)',
            "outputs model_type uuid response_model cost kwargs"),
+    _shape("a promptfoo eval export",
+           '{"evalId": ..., "results": {"version": 3, "timestamp": ..., "results": '
+           '[{"prompt": {"raw": ...}, "provider": {"id": ...}, "response": {"output": ...}, '
+           '"testIdx": ..., "promptIdx": ...}], "stats": {...}}, "config": {...}} (promptfoo '
+           'eval -o results.json, promptfoo export; -o results.jsonl: one result a line)',
+           "evalId shareableUrl promptIdx testIdx promptId gradingResult failureReason "
+           "testCase namedScores latencyMs"),
     _shape("an OpenHands LLM completion log",
            '{"messages": [...], "tools": [...], "kwargs": {...}, "context_window": ..., '
            '"response": {"choices": [...]}, "cost": ..., "timestamp": ..., '
@@ -333,6 +340,7 @@ FORMAT_TITLES = {
     "letta": "a call of a Letta agent file's agent",
     "cline": "a call of a Cline or Roo Code task history",
     "atif": "a call of an ATIF trajectory's agent",
+    "promptfoo": "a result of a promptfoo eval",
     "agents-run": "an Agents SDK run result",
     "anthropic-complete": "an Anthropic Text Completions record",
     "conversations": "a Conversations API call (its items)"}

@@ -41,6 +41,7 @@ from memory_core.importers.formats import (
     letta,
     ollama,
     openhands,
+    promptfoo,
     responses,
     semantic_kernel,
     sharegpt,
@@ -61,6 +62,7 @@ FORMATS: tuple[RecordFormat, ...] = (
     openhands.FORMAT,  # an OpenHands completion log: messages, response, kwargs, latency_sec
     swe_agent.FORMAT,  # a call of a (mini-)SWE-agent trajectory (gathered: agent_trajectories)
     langsmith.FORMAT,  # a LangSmith run (run_type, inputs/outputs)
+    promptfoo.FORMAT,  # a promptfoo eval result (gathered: promptfoo_evals), or a results line
     ollama.FORMAT,  # /api/chat, /api/generate; Ollama's keys
     cohere.FORMAT,  # /v2/chat, /v1/chat; Cohere's answers
     cohere_generate.FORMAT,  # /v1/generate; a prompt answered with generations

@@ -106,14 +106,18 @@ def another_model(asked: str | None, answered: str | None) -> bool:
     resolved (``gpt-4`` → ``gpt-4-0613``), a router's choice. Not when the name asked
     for only wraps the one that answered — a Bedrock model id or inference profile
     (``us.anthropic.claude-sonnet-4-5-20250929-v1:0``), a Gemini resource name
-    (``models/gemini-2.0-flash``)."""
+    (``models/gemini-2.0-flash``), a provider-prefixed id (promptfoo's
+    ``openai:chat:gpt-4o``)."""
     return asked is not None and answered is not None and answered not in _named(asked)
 
 
 def _named(asked: str) -> set[str]:
     """The model names an id asked for stands for: itself, a resource name's last part
-    (``…models/<name>``), a Bedrock id's model (``[region.]provider.<name>[-vN[:M]]``)."""
+    (``…models/<name>``), a Bedrock id's model (``[region.]provider.<name>[-vN[:M]]``),
+    a provider-prefixed id's (``<provider>:[<api>:]<name>``)."""
     names = {asked}
+    if (prefixed := _PREFIXED.fullmatch(asked)) is not None:
+        names |= {prefixed[1], prefixed[1].partition(":")[2]}
     if (resource := _RESOURCE.fullmatch(asked)) is not None:
         names.add(resource[1])
     if (bedrock := _BEDROCK.fullmatch(asked)) is not None:
@@ -124,6 +128,7 @@ def _named(asked: str) -> set[str]:
 _RESOURCE = re.compile(r"(?:.*/)?models/(.+)")
 _BEDROCK = re.compile(r"(?:[a-z]{2,5}\.)?[a-z0-9]+\.([^./]+)")
 _VERSION = re.compile(r"-v\d+(?::\d+)?$")
+_PREFIXED = re.compile(r"[a-z][a-z0-9_-]*:(.+)")
 
 
 def import_extra(ex: Exchange, rest: dict[str, Any]) -> dict[str, Any]:

@@ -225,6 +225,7 @@ def record_samples() -> dict[str, dict[str, Any]]:
     from memory_core.importers.formats.atif import is_trajectory
     from memory_core.importers.formats.cline import cline_histories
     from memory_core.importers.formats.letta import letta_agent_files
+    from memory_core.importers.formats.promptfoo import promptfoo_evals
     from memory_core.importers.formats.semantic_kernel import chat_histories
     from memory_core.importers.formats.swe_agent import agent_trajectories
     from memory_core.importers.jsonvalues import read_documents
@@ -260,8 +261,9 @@ def record_samples() -> dict[str, dict[str, Any]]:
             if is_trajectory(doc) and ("atif" not in found or len(json.dumps(doc)) < len(
                     json.dumps(found["atif"]))):
                 found["atif"] = doc  # (an ATIF trajectory: each agent step a record)
-        # (a ChatHistory's messages: one record; a trajectory: a record per call)
-        for _, doc in cline_histories(chat_histories(agent_trajectories(docs))):
+        # (a ChatHistory's messages: one record; a trajectory, an eval: one a call)
+        for _, doc in promptfoo_evals(cline_histories(chat_histories(agent_trajectories(
+                docs)))):
             consider(doc)
     for path in sorted(FIX.rglob("*.yaml")):
         for obj in _cassette_records(path):
