@@ -30,6 +30,7 @@ from memory_core.importers.formats import (
     bedrock_prompt,
     chat,
     cline,
+    codex,
     cohere,
     cohere_generate,
     completions,
@@ -63,6 +64,7 @@ FORMATS: tuple[RecordFormat, ...] = (
     swe_agent.FORMAT,  # a call of a (mini-)SWE-agent trajectory (gathered: agent_trajectories)
     langsmith.FORMAT,  # a LangSmith run (run_type, inputs/outputs)
     promptfoo.FORMAT,  # a promptfoo eval result (gathered: promptfoo_evals), or a results line
+    codex.FORMAT,  # a call of a Codex CLI rollout (gathered: codex_rollouts)
     ollama.FORMAT,  # /api/chat, /api/generate; Ollama's keys
     cohere.FORMAT,  # /v2/chat, /v1/chat; Cohere's answers
     cohere_generate.FORMAT,  # /v1/generate; a prompt answered with generations
