@@ -6,12 +6,13 @@ wrong in one."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from memory_core.errors import ImportFormatError
-from memory_core.importers import import_text
+from memory_core.importers import import_file, import_text
 from memory_core.storage.inmemory import InMemoryStorage
 
 
@@ -180,3 +181,29 @@ def test_without_token_counts_a_call_ends_at_a_tool_output() -> None:
     assert s.runs.get(f"{second}:step:0")["usage_known"] is False
     assert any("the rollout counts no usage (no token_count events)" in r
                for r in _reasons(report))
+
+
+def test_ccusages_usage_only_rollout_is_refused() -> None:
+    """ccusage's own fixture (ryoppippi/ccusage @ 5816e640e882,
+    apps/ccusage/test/fixtures/codex/sessions/project-alpha/session-alpha.jsonl, MIT):
+    a turn_context and two token_count events, refused saying what it holds."""
+    path = Path(__file__).parent / "fixtures" / "imports" / "ccusage-codex-session-alpha.jsonl"
+    with pytest.raises(ImportFormatError, match="no response items, only 2 token_count"):
+        import_file(InMemoryStorage(), path)
+
+
+def test_a_tool_output_of_content_parts_is_its_text_an_image_a_placeholder() -> None:
+    """Codex (and the Responses API) take a call's output as a list of content parts:
+    its texts are the result, an image a placeholder (never its base64), noted."""
+    image = {"type": "input_image", "image_url": "data:image/png;base64,iVBORw0KGgo="}
+    lines = [META, TURN, _user(2, "Look."), _call(3, "c1", "shot"),
+             _item(4, type="function_call_output", call_id="c1",
+                   output=[{"type": "input_text", "text": "Captured: "},
+                           {"type": "input_text", "text": "a.png"}, image]),
+             _count(5, 5, 1, 5), _said(6, "A cat."), _count(7, 9, 1, 14)]
+    s = InMemoryStorage()
+    report = import_text(s, _text(lines), name="rollout.jsonl")
+    result = s.memory.get_messages(report.threads_created[0])[2]
+    assert result.tool_results()[0].result == "Captured: a.png"
+    assert [a["type"] for a in result.metadata["attachments"]] == ["input_image"]
+    assert any("its input_image kept as a placeholder" in r for r in _reasons(report))

@@ -121,6 +121,17 @@ def _function_call(item: dict[str, Any], j: int, where: str, notes: list[str],
     return ToolCallPart(id=str(cid), name=name, args=args)
 
 
+_TEXT_PARTS = ("input_text", "output_text")
+_OUTPUT_PARTS = (*_TEXT_PARTS, "input_image", "input_file")
+
+
+def _content_parts(output: Any) -> bool:
+    """A call's output given as a list of content parts (texts, images, files)."""
+    return isinstance(output, list) and bool(output) and all(
+        isinstance(p, dict) and p.get("type") in _OUTPUT_PARTS and (
+            p["type"] not in _TEXT_PARTS or isinstance(p.get("text"), str)) for p in output)
+
+
 def _call_output(item: dict[str, Any], where: str, notes: list[str]) -> Message:
     """An item answering a call (``function_call_output`` …) as a tool result; a
     screenshot (``computer_call_output``) as an attachment placeholder, never its
@@ -132,6 +143,15 @@ def _call_output(item: dict[str, Any], where: str, notes: list[str]) -> Message:
         metadata["attachments"] = [attachment(output, 0)]
         notes.append(f"{where}: its {output['type']} kept as a placeholder")
         result: Any = ""
+    elif _content_parts(output):
+        # a list of content parts (the API takes one as a call's output; Codex writes
+        # its tools' results so): their texts, an image or file a placeholder
+        others = [p for p in output if p["type"] not in _TEXT_PARTS]
+        if others:
+            metadata["attachments"] = [attachment(p, i) for i, p in enumerate(others)]
+            notes.append(f"{where}: its {', '.join(str(p['type']) for p in others)} kept "
+                         "as a placeholder")
+        result = "".join(p["text"] for p in output if p["type"] in _TEXT_PARTS)
     else:
         result = output if isinstance(output, str) else parse_arguments(output)
     return Message(role="tool", content=[ToolResultPart(
