@@ -3778,6 +3778,69 @@ EXPECTED.update({
 })
 
 
+# OpenAI Codex CLI rollouts (~/.codex/sessions/…/rollout-*.jsonl): each model call a
+# run whose prompt is rebuilt from the response items before it; no file here counts
+# usage (no token_count events), so a call ends at the first tool output after it
+_CODEX_REBUILT = "its input rebuilt from the rollout's response items before it"
+_CODEX_NO_TOOLS = "the tools offered are not recorded (a rollout keeps no tool list)"
+EXPECTED.update({
+    # claude-code-log's synthetic rollout: a shell call, an apply_patch (a custom tool:
+    # its input text), an MCP tool's call, then the answer — four calls
+    "ccl-codex-rollout-11111111.jsonl": {
+        "threads": [["user: List the synthetic files.",
+                     'assistant: → exec_command({"cmd": "find . -maxdepth 1 -type f"})',
+                     "tool exec_command: ./alpha.txt\n./beta.txt",
+                     'assistant: → apply_patch("*** Begin Patch\\n*** Add File: gamma.txt'
+                     '\\n+synthetic\\n*** End Patch")',
+                     "tool apply_patch: Done!",
+                     'assistant: → mcp__synthetic__lookup({"query": "fixture"})',
+                     'tool mcp__synthetic__lookup: {"status":"ok"}',
+                     "assistant: The synthetic files are alpha.txt and beta.txt."]],
+        "runs": [("synthetic-model", None, None)] * 4,
+        "thread_ids": ["11111111-1111-4111-8111-111111111111"],
+        "call_ids": ["call-structured-001", "call-custom-001", "call-mcp-001"],
+        "skipped": [_CODEX_REBUILT, _CODEX_NO_TOOLS, "output[0]: item of type 'reasoning' "
+                    "not imported", "its 1 earlier reasoning item(s), sent back encrypted, "
+                    "not imported", "the rollout's events (user_message, agent_message) "
+                    "are what Codex's UI showed", "line 14: not a rollout line Codex "
+                    "writes (type 'future_synthetic_record'): not imported"],
+        "started": datetime(2026, 1, 2, 3, 4, 7, 1000, tzinfo=UTC),
+    },
+    # claude-code-transcripts' sample: the user's instructions in session_meta (the
+    # rollouts of older Codex), no turn_context: the model unknown
+    "cct-sample_codex_session.jsonl": {
+        "threads": [["user: Write a hello world function",
+                     "assistant: Here is a simple hello world function."]],
+        "runs": [(None, None, None)],
+        "instructions": "Sample instructions",
+        "thread_ids": ["test-session"],
+        "skipped": [_CODEX_REBUILT, "the model is not recorded (no turn_context names it)",
+                    "session_meta's 'instructions' (the user's), which no message sent "
+                    "holds, taken as instructions"],
+        "started": datetime(2025, 1, 1, 0, 0, 1, tzinfo=UTC),
+    },
+    # agentsview's minimal rollouts: a call left unanswered at the end of the file
+    "agentsview-codex-fc_args_1.jsonl": {
+        "threads": [["user: inspect files",
+                     'assistant: → exec_command({"cmd": "rg --files", "workdir": "/tmp"})']],
+        "runs": [(None, None, None)],
+        "thread_ids": ["fc-args-1"],
+        "call_ids": ["call_test"],
+    },
+    # two calls of one answer (no output between them) given the same call id: the
+    # second numbered; neither has arguments
+    "agentsview-codex-function_calls.jsonl": {
+        "threads": [["user: Run the tests",
+                     "assistant: → shell_command({}) → apply_patch({})"]],
+        "runs": [(None, None, None)],
+        "thread_ids": ["fc-1"],
+        "call_ids": ["call_test", "call_test-2"],
+        "skipped": ["a call id given again in the conversation, stored numbered: "
+                    "'call_test' as 'call_test-2'"],
+    },
+})
+
+
 def test_corpus_is_large_and_varied_enough() -> None:
     files = sorted(p.name for p in REAL.iterdir() if p.name != "README.md")
     assert files == sorted(EXPECTED)
