@@ -143,7 +143,7 @@ def _call_output(item: dict[str, Any], where: str, notes: list[str]) -> Message:
         metadata["attachments"] = [attachment(output, 0)]
         notes.append(f"{where}: its {output['type']} kept as a placeholder")
         result: Any = ""
-    elif _content_parts(output):
+    elif isinstance(output, list) and _content_parts(output):
         # a list of content parts (the API takes one as a call's output; Codex writes
         # its tools' results so): their texts, an image or file a placeholder
         others = [p for p in output if p["type"] not in _TEXT_PARTS]
