@@ -207,3 +207,25 @@ def test_a_tool_output_of_content_parts_is_its_text_an_image_a_placeholder() -> 
     assert result.tool_results()[0].result == "Captured: a.png"
     assert [a["type"] for a in result.metadata["attachments"]] == ["input_image"]
     assert any("its input_image kept as a placeholder" in r for r in _reasons(report))
+
+
+@pytest.mark.slow
+def test_a_rollout_survives_wrong_types_in_every_line() -> None:
+    """Each line of a rollout with a value of the wrong type at any depth: the file
+    imports (the line noted) or is refused in one line, never a crash."""
+    from memory_core.errors import MemoryCoreError
+    from tests.hostile.corpus import wrong_types
+
+    lines = [META, TURN, _user(2, "Go."), _call(3, "c1", "ls"), _result(4, "c1", "x"),
+             _count(5, 5, 1, 5), _said(6, "Done."), _count(7, 9, 1, 14),
+             _line(8, "compacted", {"message": "s", "replacement_history": [
+                 {"type": "message", "role": "user", "content": "Go."}]})]
+    for n, line in enumerate(lines):
+        for where, bad in wrong_types(line, limit=200):
+            text = _text([*lines[:n], bad, *lines[n + 1:]])
+            try:
+                import_text(InMemoryStorage(), text, name="rollout.jsonl")
+            except MemoryCoreError as e:
+                assert "\n" not in str(e), (n, where, e)
+            except Exception as e:  # noqa: BLE001 - the point: name the case that broke
+                raise AssertionError(f"line {n + 1} {where}: {type(e).__name__}: {e}") from e

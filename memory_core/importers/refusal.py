@@ -144,7 +144,8 @@ _ANTHROPIC_EVENTS = frozenset({"message_start", "content_block_start", "content_
 def _stream_piece(obj: dict[str, Any]) -> Shape | None:
     """The shape whose streamed answer ``obj`` is one event or chunk of, if it is one."""
     kind = obj.get("type")
-    fmt = ("anthropic" if kind in _ANTHROPIC_EVENTS and "request" not in obj else
+    fmt = ("anthropic" if isinstance(kind, str) and kind in _ANTHROPIC_EVENTS
+           and "request" not in obj else
            "chat" if obj.get("object") == "chat.completion.chunk" else
            "responses" if isinstance(kind, str) and kind.startswith("response.")
            and "request" not in obj else None)

@@ -224,6 +224,7 @@ def record_samples() -> dict[str, dict[str, Any]]:
     from memory_core.importers.formats import Record
     from memory_core.importers.formats.atif import is_trajectory
     from memory_core.importers.formats.cline import cline_histories
+    from memory_core.importers.formats.codex import codex_rollouts
     from memory_core.importers.formats.letta import letta_agent_files
     from memory_core.importers.formats.promptfoo import promptfoo_evals
     from memory_core.importers.formats.semantic_kernel import chat_histories
@@ -263,7 +264,7 @@ def record_samples() -> dict[str, dict[str, Any]]:
                 found["atif"] = doc  # (an ATIF trajectory: each agent step a record)
         # (a ChatHistory's messages: one record; a trajectory, an eval: one a call)
         for _, doc in promptfoo_evals(cline_histories(chat_histories(agent_trajectories(
-                docs)))):
+                codex_rollouts(docs))))):
             consider(doc)
     for path in sorted(FIX.rglob("*.yaml")):
         for obj in _cassette_records(path):

@@ -300,8 +300,35 @@ def _as_usage(last: dict[str, Any]) -> dict[str, Any]:
     return usage
 
 
+def _checked(ctx: Any, where: str) -> dict[str, Any]:
+    """A call as ``codex_rollouts`` gives it (a record may hold one written otherwise):
+    its items lists of objects, its lines' objects and times texts; an error naming
+    the first part that is not."""
+    def bad(what: str, value: Any) -> ImportFormatError:
+        return fail(where, f"'{KEY}' {what}, got {shortened(repr(value), 80)}")
+    if not isinstance(ctx, dict):
+        raise bad("must be an object", ctx)
+    for key in ("input", "output"):
+        items = ctx.get(key)
+        if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
+            raise bad(f"'{key}' must be a list of items", items)
+    for key in ("meta", "turn"):
+        if not isinstance(ctx.get(key), dict):
+            raise bad(f"'{key}' must be an object", ctx.get(key))
+    for key in ("started", "finished"):
+        if ctx.get(key) is not None and not isinstance(ctx[key], str):
+            raise bad(f"'{key}' must be a time as text", ctx[key])
+    if ctx.get("usage") is not None and not isinstance(ctx["usage"], dict):
+        raise bad("'usage' must be an object", ctx["usage"])
+    notes = ctx.get("notes")
+    if not isinstance(notes, list) or not all(isinstance(n, str) for n in notes):
+        raise bad("'notes' must be a list of texts", notes)
+    return ctx
+
+
 def _read(record: Record) -> list[Exchange]:
-    where, ctx = record.where, record.obj[KEY]
+    where = record.where
+    ctx = _checked(record.obj[KEY], where)
     meta, turn = ctx["meta"], ctx["turn"]
     notes = [REBUILT]
     sent = [i for i in ctx["input"] if i.get("type") != "reasoning"]
@@ -345,7 +372,7 @@ def _read(record: Record) -> list[Exchange]:
 
 
 def _matches(record: Record) -> bool:
-    return isinstance(record.obj.get(KEY), dict)
+    return KEY in record.obj
 
 
 FORMAT = RecordFormat("codex", 22, _matches, _read)
