@@ -342,6 +342,7 @@ FORMAT_TITLES = {
     "cline": "a call of a Cline or Roo Code task history",
     "atif": "a call of an ATIF trajectory's agent",
     "promptfoo": "a result of a promptfoo eval",
+    "codex": "a call of a Codex CLI rollout",
     "agents-run": "an Agents SDK run result",
     "anthropic-complete": "an Anthropic Text Completions record",
     "conversations": "a Conversations API call (its items)"}
