@@ -229,3 +229,24 @@ def test_a_rollout_survives_wrong_types_in_every_line() -> None:
                 assert "\n" not in str(e), (n, where, e)
             except Exception as e:  # noqa: BLE001 - the point: name the case that broke
                 raise AssertionError(f"line {n + 1} {where}: {type(e).__name__}: {e}") from e
+
+
+def test_an_older_rollout_of_bare_items_is_read_alike() -> None:
+    """Codex before mid-2025 wrote a first line ``{"id", "timestamp", "instructions",
+    "git"}``, then each Responses API item bare, with ``{"record_type": "state"}``
+    lines between: read as the wrapped lines are (no times: undated)."""
+    lines = [{"id": "old-1", "timestamp": "2025-05-01T10:00:00Z", "instructions": None,
+              "git": {"branch": "main"}}, {"record_type": "state"},
+             {"type": "message", "role": "user",
+              "content": [{"type": "input_text", "text": "Make a README."}]},
+             {"record_type": "state"},
+             {"type": "function_call", "name": "shell", "call_id": "c1",
+              "arguments": json.dumps({"command": ["touch", "README.md"]})},
+             {"type": "function_call_output", "call_id": "c1", "output": "ok"},
+             {"type": "message", "role": "assistant",
+              "content": [{"type": "output_text", "text": "Created."}]}]
+    s = InMemoryStorage()
+    report = import_text(s, _text(lines), name="rollout.jsonl")
+    assert report.threads_created == ["old-1"] and len(report.runs_created) == 2
+    assert _prompt(s, report.runs_created[1])[-1] == ("tool", "ok")
+    assert s.runs.get(f"{report.runs_created[1]}:step:0")["response"]["text"] == "Created."

@@ -48,10 +48,38 @@ def is_rollout_line(obj: Any) -> bool:
                                                    "metadata"}
 
 
+_OLD_META = {"id", "timestamp", "instructions", "git"}
+
+
+def _is_old_meta(obj: Any) -> bool:
+    """The first line of a rollout of Codex before it wrapped its lines (mid-2025):
+    ``{"id", "timestamp", "instructions", "git"}``, the items after it bare."""
+    return isinstance(obj, dict) and {"id", "timestamp"} <= set(obj) <= _OLD_META \
+        and isinstance(obj["id"], str) and isinstance(obj["timestamp"], str)
+
+
+def _wrapped(lines: Iterable[tuple[str, Any]]) -> Iterator[tuple[str, Any]]:
+    """An older rollout's lines as the wrapped ones: its first the session_meta, each
+    bare Responses API item a response_item; its ``{"record_type": "state"}`` lines
+    (Codex's own bookkeeping) passed over."""
+    first = True
+    for where, obj in lines:
+        if first and not isinstance(obj, ImportFormatError):
+            first = False
+            yield where, {"type": "session_meta", "payload": obj}
+        elif isinstance(obj, dict) and "record_type" in obj and set(obj) <= {
+                "record_type", "state"}:
+            continue
+        elif isinstance(obj, dict) and isinstance(obj.get("type"), str):
+            yield where, {"type": "response_item", "payload": obj}
+        else:
+            yield where, obj
+
+
 def codex_rollouts(docs: Iterable[tuple[str, Any]]) -> Iterator[tuple[str, Any]]:
-    """The documents, a file whose first readable line is a rollout line given as its
-    model calls (each named by the line of its first output item); a line that cannot
-    be read comes as its error."""
+    """The documents, a file whose first readable line is a rollout line (or an older
+    rollout's first line) given as its model calls (each named by the line of its
+    first output item); a line that cannot be read comes as its error."""
     docs = iter(docs)
     held: list[tuple[str, Any]] = []
     for where, obj in docs:
@@ -60,6 +88,9 @@ def codex_rollouts(docs: Iterable[tuple[str, Any]]) -> Iterator[tuple[str, Any]]
             continue
         if is_rollout_line(obj):
             yield from _Rollout().calls([*held, *docs])
+            return
+        if _is_old_meta(obj):
+            yield from _Rollout().calls(list(_wrapped([*held, *docs])))
             return
         break
     yield from held
