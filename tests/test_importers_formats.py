@@ -1662,17 +1662,18 @@ def test_a_stream_error_after_the_answer_began_keeps_what_came_before() -> None:
                in k.reason for k in report.skipped), report.skipped
 
 
-def test_a_claude_code_transcript_is_named_as_one() -> None:
-    """A Claude Code session log (~/.claude/projects/*.jsonl) was "a JSON object …, the
-    closest format … a Cohere Chat record": it is said what it is, and why it is not
-    read."""
-    line = {"type": "user", "sessionId": "s", "uuid": "u1", "parentUuid": None,
-            "cwd": "/tmp", "message": {"role": "user", "content": "Hello"}}
-    with pytest.raises(ImportFormatError) as e:
-        import_text(InMemoryStorage(), json.dumps(line) + "\n", name="session.jsonl")
-    assert "a line of a Claude Code session transcript" in str(e.value)
-    assert "closest format this importer reads is an Anthropic Messages API record" \
-        in str(e.value)
+def test_a_claude_code_transcript_is_read_not_refused() -> None:
+    """A Claude Code session log (~/.claude/projects/*.jsonl) was refused, advising
+    ``memwb proxy``: each call is now read, its request rebuilt (noted)."""
+    lines = [{"type": "user", "sessionId": "s", "uuid": "u1", "parentUuid": None,
+              "cwd": "/tmp", "message": {"role": "user", "content": "Hello"}},
+             {"type": "assistant", "sessionId": "s", "uuid": "u2", "parentUuid": "u1",
+              "message": {"id": "m1", "role": "assistant", "model": "claude-x",
+                          "content": [{"type": "text", "text": "Hi"}]}}]
+    report = import_text(InMemoryStorage(), "".join(json.dumps(x) + "\n" for x in lines),
+                         name="session.jsonl")
+    assert len(report.runs_created) == 1
+    assert not [k for k in report.skipped if "memwb proxy" in k.reason]
 
 
 def test_an_answer_s_citations_are_said_not_dropped_silently() -> None:

@@ -29,6 +29,7 @@ from memory_core.importers.common import (
     sharing,
 )
 from memory_core.importers.formats.atif import atif_trajectories
+from memory_core.importers.formats.claude_code import claude_code_transcripts
 from memory_core.importers.formats.cline import cline_histories
 from memory_core.importers.formats.codex import codex_rollouts
 from memory_core.importers.formats.dspy import dspy_histories
@@ -204,7 +205,7 @@ def parse_json(text: str, stages: Stages | None = None) -> ParsedFile:
     """A file of JSON records (see the module's docstring)."""
     skipped: list[SkippedRecord] = []
     docs = codex_rollouts(iter_documents(text, keep_going=True))
-    docs = promptfoo_evals(cline_histories(atif_trajectories(letta_agent_files(
-        agent_trajectories(docs)))))
+    docs = promptfoo_evals(cline_histories(atif_trajectories(claude_code_transcripts(
+        letta_agent_files(agent_trajectories(docs))))))
     return parse_records(_joined(langsmith_rows(chat_histories(dspy_histories(docs)),
                                                 skipped), skipped), skipped, stages)

@@ -185,12 +185,6 @@ def _looks_like(obj: dict[str, Any], keys: set[str], closest: Shape) -> str:
         sent = ", ".join(sorted(map(str, request))[:6]) or "nothing"
         return (f"{closest.name} whose request sends no 'messages', 'input', 'prompt' or "
                 f"'contents' (only {sent}): the conversation is not in the file")
-    if _claude_code_line(obj):
-        return ("a line of a Claude Code session transcript (~/.claude/projects/*.jsonl): "
-                "the session's messages, not the requests sent to the model — what each "
-                "call was given is not in it; record the calls instead: memwb proxy "
-                "--upstream https://api.anthropic.com/v1, then run claude with "
-                "ANTHROPIC_BASE_URL=http://127.0.0.1:8788")
     if request is None and response is None and "body" in obj and keys & {
             "status", "status_code", "statusCode"} and not keys & {"method", "url", "uri"}:
         return ("an HTTP response (its status and body) without the request it answers: "
@@ -257,11 +251,6 @@ def _trulens_event(obj: dict[str, Any]) -> bool:
         and _otel_attributes(obj.get("record_attributes"))
 
 
-def _claude_code_line(obj: dict[str, Any]) -> bool:
-    """A line of a Claude Code transcript: a session's message with its ids."""
-    return "sessionId" in obj and "uuid" in obj and isinstance(obj.get("message"), dict)
-
-
 def _one_message(obj: dict[str, Any]) -> bool:
     return "role" in obj and "content" in obj and obj.get("type") != "message"
 
@@ -271,8 +260,6 @@ def closest_shape(obj: dict[str, Any]) -> Shape:
     tie, or when it shares none); of those its ``object`` or ``type`` names, if any."""
     if _one_message(obj):  # a chat request holds them
         return SHAPES[0]
-    if _claude_code_line(obj):  # its messages are the Messages API's
-        return _BY_NAME["an Anthropic Messages API record"]
     if _trulens_event(obj):  # (a span, in another spelling)
         return _BY_NAME["an OpenTelemetry span"]
     if (streamed := _stream_piece(obj)) is not None:

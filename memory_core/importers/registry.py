@@ -29,6 +29,7 @@ from memory_core.importers.formats import (
     bedrock_invoke,
     bedrock_prompt,
     chat,
+    claude_code,
     cline,
     codex,
     cohere,
@@ -65,6 +66,7 @@ FORMATS: tuple[RecordFormat, ...] = (
     langsmith.FORMAT,  # a LangSmith run (run_type, inputs/outputs)
     promptfoo.FORMAT,  # a promptfoo eval result (gathered: promptfoo_evals), or a results line
     codex.FORMAT,  # a call of a Codex CLI rollout (gathered: codex_rollouts)
+    claude_code.FORMAT,  # a call of a Claude Code transcript (gathered: claude_code_transcripts)
     ollama.FORMAT,  # /api/chat, /api/generate; Ollama's keys
     cohere.FORMAT,  # /v2/chat, /v1/chat; Cohere's answers
     cohere_generate.FORMAT,  # /v1/generate; a prompt answered with generations

@@ -223,6 +223,7 @@ def record_samples() -> dict[str, dict[str, Any]]:
     call), the smallest such document, whole."""
     from memory_core.importers.formats import Record
     from memory_core.importers.formats.atif import is_trajectory
+    from memory_core.importers.formats.claude_code import claude_code_transcripts
     from memory_core.importers.formats.cline import cline_histories
     from memory_core.importers.formats.codex import codex_rollouts
     from memory_core.importers.formats.letta import letta_agent_files
@@ -262,9 +263,10 @@ def record_samples() -> dict[str, dict[str, Any]]:
             if is_trajectory(doc) and ("atif" not in found or len(json.dumps(doc)) < len(
                     json.dumps(found["atif"]))):
                 found["atif"] = doc  # (an ATIF trajectory: each agent step a record)
-        # (a ChatHistory's messages: one record; a trajectory, an eval: one a call)
-        for _, doc in promptfoo_evals(cline_histories(chat_histories(agent_trajectories(
-                codex_rollouts(docs))))):
+        # (a ChatHistory's messages: one record; a trajectory, a transcript, an eval:
+        # one a call)
+        for _, doc in promptfoo_evals(cline_histories(claude_code_transcripts(chat_histories(
+                agent_trajectories(codex_rollouts(docs)))))):
             consider(doc)
     for path in sorted(FIX.rglob("*.yaml")):
         for obj in _cassette_records(path):
