@@ -1133,6 +1133,50 @@ EXPECTED.update({
     },
     # Continue's chat session (the IDE assistant's ~/.continue/sessions): one thread
     # keyed by the session, a run per answer, its model from the prompt log
+    # Claude Code session transcripts (~/.claude/projects/<dir>/<session>.jsonl): each
+    # assistant API call a run, its request rebuilt from the transcript (noted); the
+    # system prompt and the tools offered are not in the file (unknown). A hand-written
+    # sample with no parentUuid (read in file order) and a summary line first:
+    "cct-sample_session.jsonl": {
+        "threads": [["user: Create a hello world function",
+                     "assistant: I'll create that function for you. → Write("
+                     '{"content": "def hello():\\n    return \'Hello, World!\'\\n", '
+                     '"file_path": "/project/hello.py"})',
+                     "tool Write: File written successfully",
+                     'assistant: → Bash({"command": "git add . && git commit -m \'Add hello '
+                     'function\'", "description": "Commit changes"})',
+                     "tool Bash: [main abc1234] Add hello function\n 1 file changed",
+                     "user: Now add a goodbye function",
+                     "assistant: Done! The hello function is ready."]],
+        "runs": [(None, None, None)] * 3,
+        "api": "anthropic",
+        "skipped": ["not imported: summary",
+                    "its request is rebuilt from the session transcript, in file order"],
+        "started": datetime(2025, 12, 24, 10, 0, 5, tzinfo=UTC),
+    },
+    # a subagent's sidechain (isSidechain) as claude-code-viewer's mock keeps it
+    "ccv-agent-test-hash-123.jsonl": {
+        "threads": [["user: Run the test suite",
+                     "assistant: I'll run the test suite for you."]],
+        "runs": [("claude-sonnet-4-20250514", (100, 10), None)],
+        "api": "anthropic",
+        "finish": "end_turn",
+        "skipped": ["a subagent's call (isSidechain): a thread of its own",
+                    "following parentUuid back from its first line"],
+        "started": datetime(2025, 9, 3, 0, 47, 21, 540000, tzinfo=UTC),
+    },
+    # an older transcript: usage on the line (inputTokens, cache…InputTokens), content a
+    # text, no parentUuid; its two answers in a row, the second sent the first
+    "tokscale-claude-conversation.jsonl": {
+        "threads": [["user: Hello", "assistant: Hi there!", "assistant: How can I help?"]],
+        "runs": [("claude-3-5-sonnet-20241022", (350, 100), None),
+                 ("claude-3-5-sonnet-20241022", (150, 80), None)],
+        "api": "anthropic",
+        "skipped": ["input tokens 350 = input_tokens 200 + cache_creation_input_tokens 100 "
+                    "+ cache_read_input_tokens 50",
+                    "the request ends with an assistant message (a prefill)"],
+        "started": datetime(2024, 12, 1, 10, 0, 30, tzinfo=UTC),
+    },
     "continue-session-89004c9d.json": {
         "threads": [["user: Troubleshoot jetbrains error:\n* What wen…",
                      "assistant: The error message you're encountering in…",
