@@ -1177,6 +1177,31 @@ EXPECTED.update({
                     "the request ends with an assistant message (a prefill)"],
         "started": datetime(2024, 12, 1, 10, 0, 30, tzinfo=UTC),
     },
+    # iFlow CLI's transcript (Claude Code's shape, the model glm-4.7): each line names the
+    # turn's prompt as its parent, an answer's pieces each an id of their own (joined:
+    # no user line between them), tool calls repeated by the next piece (kept once),
+    # tool results kept as Gemini-style objects, usage all 0 (unknown)
+    "agentsview-iflow-session.jsonl": {
+        "threads": [['user: 启动app时确保环境变量 DOCKER_API_VERSION="1.46"',
+                     "assistant: 我需要先了解这个项目的结构和启动方式，然后确保在启动时设置…",
+                     "tool read_file: # Tauri + Yew\n\nThis template should help…",
+                     'tool read_file: [package]\nname = "docker-image-retagger-ui"…',
+                     'tool read_file: {\n  "$schema": "https://schema.tauri.app/config/2"…',
+                     'assistant: → read_file({"absolute_path": "C:\\\\exp\\\\docker-image-'
+                     'retagger\\\\src-tauri\\\\src\\\\lib.rs"})…',
+                     "tool read_file: // Learn more about Tauri commands at…",
+                     "tool read_file: // Prevents additional console window on Windows…",
+                     "assistant: 我了解了项目结构。…",
+                     "tool replace: File modified",
+                     "assistant: 已完成修改。在 `src-tauri/src/lib.rs:27` 添加了环境变量设置…"]],
+        "runs": [("glm-4.7", None, None)] * 4,
+        "api": "anthropic",
+        "skipped": ["the lines' parentUuid names the turn's prompt",
+                    "joined as one answer: no user line comes between them",
+                    "tool call block(s) repeat one an earlier line gave",
+                    "responseParts.functionResponse", "its usage counts nothing"],
+        "started": datetime(2026, 1, 21, 5, 56, 52, 470000, tzinfo=UTC),
+    },
     "continue-session-89004c9d.json": {
         "threads": [["user: Troubleshoot jetbrains error:\n* What wen…",
                      "assistant: The error message you're encountering in…",

@@ -29,6 +29,7 @@ no model call: each is left out with a note saying so."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -46,6 +47,10 @@ REBUILT = ("its request is rebuilt from the session transcript (following parent
 IN_FILE_ORDER = ("its request is rebuilt from the session transcript, in file order (no "
                  "line names its parentUuid): what the agent sent is not kept; its system "
                  "prompt and the tools it offered are not in the file (unknown)")
+FANNED = ("its request is rebuilt from the session transcript, in file order (the lines' "
+          "parentUuid names the turn's prompt, not the line before, as iFlow CLI writes "
+          "it): what the agent sent is not kept; its system prompt and the tools it "
+          "offered are not in the file (unknown)")
 NO_CONTENT = ("a transcript line without its message's content (usage only, as a usage "
               "tracker keeps it): nothing sent or answered is in it")
 SYNTHETIC = ("an answer the agent wrote itself (model '<synthetic>': an API error or an "
@@ -108,17 +113,29 @@ class _Transcript:
                     self.repeated += 1
                 else:
                     self.by_uuid[uuid] = i
-        self.chained = any(isinstance(obj.get("parentUuid"), str) for _, obj in lines)
+        self.fan = _fan(lines)
+        self.chained = not self.fan and any(isinstance(obj.get("parentUuid"), str)
+                                            for _, obj in lines)
         self.calls: dict[str, list[int]] = {}  # an answer's lines, by its message id
         self.call_of: dict[int, str] = {}
         self.results: dict[str, int] = {}  # the user line answering a tool call, by its id
+        self.first_use: dict[str, int] = {}  # the first line giving a tool call, by its id
+        self.repeats = 0
         for i, (where, obj) in enumerate(lines):
             message = obj["message"]
             if _role(obj) == "assistant" and _answer(obj):
                 mid, req = message.get("id"), obj.get("requestId")
                 key = mid if isinstance(mid, str) else req if isinstance(req, str) else where
+                if self.fan and i - 1 in self.call_of:  # (the answer's next piece)
+                    key = self.call_of[i - 1]
                 self.calls.setdefault(key, []).append(i)
                 self.call_of[i] = key
+                for block in _content(message):
+                    ref = block.get("id") if isinstance(block, dict) and block.get(
+                        "type") == "tool_use" else None
+                    if isinstance(ref, str):
+                        self.repeats += ref in self.first_use
+                        self.first_use.setdefault(ref, i)
             elif _role(obj) == "user":
                 for block in _content(message):
                     if isinstance(block, dict) and block.get("type") == "tool_result" \
@@ -147,6 +164,57 @@ class _Transcript:
             out.append(k)
             parent = self.lines[k][1].get("parentUuid")
         return out[::-1]
+
+
+def _fan(lines: list[tuple[str, dict[str, Any]]]) -> bool:
+    """Whether the lines' ``parentUuid`` names the turn's prompt rather than the line
+    before (as iFlow CLI writes it): answers with ids of their own naming one parent."""
+    firsts: dict[str, set[Any]] = {}
+    for _, obj in lines:
+        parent = obj.get("parentUuid")
+        if _role(obj) == "assistant" and _answer(obj) and isinstance(parent, str):
+            firsts.setdefault(parent, set()).add(str(obj["message"].get("id")))
+    return any(len(ids) > 2 for ids in firsts.values())
+
+
+def _blocks(t: _Transcript, at: list[int]) -> list[Any]:
+    """The content of an answer's lines, a tool call a later line repeats (by its id)
+    once, with the first line giving it."""
+    out: list[Any] = []
+    seen: set[str] = set()
+    for i in at:
+        for block in _content(t.lines[i][1]["message"]):
+            ref = block.get("id") if isinstance(block, dict) and block.get(
+                "type") == "tool_use" else None
+            if isinstance(ref, str):
+                if ref in seen or t.first_use.get(ref, i) < i:
+                    continue
+                seen.add(ref)
+            out.append(block)
+    return out
+
+
+def _user_blocks(message: dict[str, Any], reshaped: list[int]) -> list[Any]:
+    """A user line's content as sent: a tool result kept as an object (iFlow CLI keeps
+    the Gemini-style ``responseParts.functionResponse`` it sent) is the text of its
+    ``response`` (``output``), or its JSON (counted in ``reshaped``)."""
+    out: list[Any] = []
+    for block in _content(message):
+        result = block.get("content") if isinstance(block, dict) and block.get(
+            "type") == "tool_result" else None
+        if isinstance(result, dict):
+            reshaped[0] += 1
+            parts = result.get("responseParts")
+            call = parts.get("functionResponse") if isinstance(parts, dict) else None
+            said = call.get("response") if isinstance(call, dict) else None
+            if isinstance(said, dict) and isinstance(said.get("output"), str):
+                text = said["output"]
+            else:
+                text = json.dumps(said if said is not None else result, ensure_ascii=False,
+                                  sort_keys=True)
+            block = {**block, "content": text}
+        out.append(block)
+    return out
 
 
 def _role(obj: dict[str, Any]) -> str | None:
@@ -179,6 +247,7 @@ def _history(t: _Transcript, chain: list[int], notes: list[str]) -> list[dict[st
     done: set[str] = set()
     skipped: Counter[str] = Counter()
     meta = 0
+    reshaped = [0]
     off_chain: list[int] = []
     on_chain = set(chain)
     for k in chain:
@@ -189,7 +258,7 @@ def _history(t: _Transcript, chain: list[int], notes: list[str]) -> list[dict[st
             if key in done:
                 continue
             done.add(key)
-            content = [b for i in t.calls[key] for b in _content(t.lines[i][1]["message"])]
+            content = _blocks(t, t.calls[key])
             messages.append({"role": "assistant", "content": content})
             for block in content:  # results that are not on the chain, after their call
                 ref = block.get("id") if isinstance(block, dict) and block.get(
@@ -198,11 +267,12 @@ def _history(t: _Transcript, chain: list[int], notes: list[str]) -> list[dict[st
                 if r is not None and r not in on_chain and r not in off_chain:
                     off_chain.append(r)
                     on_chain.add(r)
-                    messages.append({"role": "user", "content": _content(
-                        t.lines[r][1]["message"])})
+                    messages.append({"role": "user", "content": _user_blocks(
+                        t.lines[r][1]["message"], reshaped)})
         elif role == "user" and "content" in obj["message"]:
             meta += obj.get("isMeta") is True
-            messages.append({"role": "user", "content": _content(obj["message"])})
+            messages.append({"role": "user", "content": _user_blocks(obj["message"],
+                                                                     reshaped)})
         else:
             skipped[str(obj.get("subtype") or obj.get("type") or "usage only")] += 1
     if off_chain:
@@ -210,6 +280,10 @@ def _history(t: _Transcript, chain: list[int], notes: list[str]) -> list[dict[st
                      f"{' …' if len(off_chain) > 3 else ''}) found by their tool_use_id, off "
                      "the parentUuid chain (parallel tool results are each chained to their "
                      "call)")
+    if reshaped[0]:
+        notes.append(f"{reshaped[0]} tool result(s) kept as an object (iFlow CLI's "
+                     "responseParts.functionResponse): read as its response's output (or "
+                     "its JSON); its resultDisplay, the user's view, not imported")
     if meta:
         notes.append(f"{meta} line(s) marked isMeta (the agent's own text, hidden from the "
                      "user) kept: they are sent")
@@ -239,7 +313,11 @@ def _call(t: _Transcript, key: str, file_notes: list[str]) -> tuple[str, Any]:
         notes.append(f"its {len(at)} lines are out of order in the file: joined in the "
                      "order of their timestamps")
     chain = t.chain(at[0], notes)
-    notes.insert(len(file_notes), REBUILT if t.chained else IN_FILE_ORDER)
+    notes.insert(len(file_notes), REBUILT if t.chained else FANNED if t.fan
+                 else IN_FILE_ORDER)
+    if t.fan and len({str(t.lines[i][1]["message"].get("id")) for i in at}) > 1:
+        notes.append(f"its {len(at)} lines, each with an id of its own, joined as one "
+                     "answer: no user line comes between them")
     sent = _history(t, chain, notes)
     broken = next((n for n in notes if n.startswith("its history stops at")), None)
     if not sent:
@@ -254,10 +332,14 @@ def _call(t: _Transcript, key: str, file_notes: list[str]) -> tuple[str, Any]:
                      "(isCompactSummary) in place of what came before, a thread of its own")
     message = last["message"]
     response = {"type": "message", "role": "assistant", "model": message.get("model"),
-                "content": [b for i in at for b in _content(t.lines[i][1]["message"])],
+                "content": _blocks(t, at),
                 "stop_reason": message.get("stop_reason"),
                 "stop_sequence": message.get("stop_sequence")}
-    if (usage := _usage(last)) is not None:
+    usage = _usage(last)
+    if isinstance(usage, dict) and usage and not any(usage.values()):
+        notes.append("its usage counts nothing (every count 0, as iFlow CLI writes it): "
+                     "unknown")
+    elif usage is not None:
         response["usage"] = usage
     request: dict[str, Any] = {"messages": sent}
     if isinstance(message.get("model"), str):
@@ -306,6 +388,9 @@ def _unordered(rows: list[tuple[str, Any]]) -> Iterator[tuple[str, Any]]:
         said = ", ".join(f"{k} ×{n}" if n > 1 else k for k, n in unsent.items())
         file_notes.append(f"the transcript's lines never sent to the model (a summary is a "
                           f"conversation's title) not imported: {said}")
+    if t.repeats:
+        file_notes.append(f"{t.repeats} tool call block(s) repeat one an earlier line gave "
+                          "(the same id, as iFlow CLI writes an answer's pieces): kept once")
     if t.repeated:
         file_notes.append(f"{t.repeated} line(s) repeat an earlier line's uuid (a resumed "
                           "session writes them again): the first kept")
