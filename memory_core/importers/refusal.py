@@ -323,6 +323,7 @@ FORMAT_TITLES = {
     "sharegpt": "a ShareGPT conversation",
     "semantic-kernel": "a Semantic Kernel chat history", "autogen": "an AutoGen recorded call",
     "dspy": "an entry of DSPy's LM history", "continue": "a Continue session",
+    "claude-code": "a call of a Claude Code session transcript",
     "openhands": "an OpenHands LLM completion log",
     "swe-agent": "a call of a SWE-agent or mini-swe-agent trajectory",
     "letta": "a call of a Letta agent file's agent",
