@@ -73,9 +73,9 @@ class _Call:
     notes: tuple[str, ...]
 
 
-def _time(ts: Any, where: str) -> str:
+def _time(ts: Any, where: str) -> datetime:
     try:
-        return datetime.fromtimestamp(ts / 1000, UTC).isoformat()
+        return datetime.fromtimestamp(ts / 1000, UTC)
     except (OverflowError, OSError, ValueError) as e:
         raise fail(where, f"'ts' {ts!r} is no time in milliseconds: {e}") from None
 
@@ -112,8 +112,8 @@ def _read(record: Record) -> list[Exchange]:
                         f"(no {'modelInfo' if model is None else 'metrics'}"
                         f"{' or metrics' if len(unknown) == 2 else ''}; the task's "
                         "ui_messages.json holds its tokens): unknown")
-    ex.started_at = datetime.fromisoformat(_time(sent[-1]["ts"], where))
-    ex.finished_at = datetime.fromisoformat(_time(answer["ts"], where))
+    ex.started_at = _time(sent[-1]["ts"], where)
+    ex.finished_at = _time(answer["ts"], where)
     return [ex]
 
 
