@@ -556,3 +556,31 @@ def test_cached_input_counted_beside_the_input_is_added_to_it(
     assert _usage(s, report) == counted
     said = [k.reason for k in report.skipped if "cached input token(s) beside" in k.reason]
     assert bool(said) == noted, report.skipped
+
+
+def test_inspect_says_parameters_are_unknown_where_a_file_keeps_none(tmp_path: Path) -> None:
+    """A prompt rebuilt from an agent's session keeps no parameters it was sent: they
+    are unknown, not "none"; a trajectory whose config sets them has them, said from
+    where; a request recorded whole with none sent says none."""
+    url, runs = _db(tmp_path, "roo-03deadab-api_conversation_history.json",
+                    "minisweagent-pvlib__pvlib-python-1606.traj.json",
+                    "sweagent-marshmallow-code__marshmallow-1867.traj",
+                    "semantickernel-serializedChatHistoryV1_15_1.json")
+    said = {run: _memwb("inspect", run, "--db", url).splitlines() for run in runs}
+    lines = {run: next(ln for ln in out if ln.startswith("recorded parameters: "))
+             for run, out in said.items()}
+    mini = [run for run in runs if '"temperature": 0.0' in lines[run]]
+    assert mini and all(lines[run] == 'recorded parameters: {"parallel_tool_calls": true, '
+                        '"temperature": 0.0}' for run in mini), lines
+    assert any("config sets them (info.config.model.model_kwargs); its other settings "
+               "(drop_params) not read as sent" in ln for ln in said[mini[0]]), said[mini[0]]
+    # Roo's history, SWE-agent's replay (no model called) and a chat history: unknown
+    unknown = [run for run in runs if run not in mini]
+    assert len(unknown) >= 3 and all(
+        lines[run] == "recorded parameters: unknown (not in the recording)"
+        for run in unknown), lines
+    assert all("params" in line for run in unknown for line in said[run]
+               if line.startswith("note: not in the record (shown as unknown)"))
+    (tmp_path / "whole").mkdir()
+    url, (whole,) = _db(tmp_path / "whole", "otelv2-test_chat_completion_404.yaml")
+    assert "recorded parameters: none" in _memwb("inspect", whole, "--db", url).splitlines()

@@ -304,3 +304,40 @@ def test_a_step_s_answer_the_history_does_not_keep_keeps_its_text() -> None:
     step = s.runs.get(f"{report.runs_created[0]}:step:0")
     assert step["response"]["text"] == "Let me look around."
     assert not step["response"].get("tool_calls")
+
+
+def test_the_parameters_each_call_was_sent_are_the_config_s_or_unknown() -> None:
+    """Neither SWE-agent's steps nor mini-swe-agent's messages keep what each call was
+    sent with; the trajectory's model config does: SWE-agent's temperature, top_p, a
+    stop list and completion_kwargs, mini-swe-agent's model_kwargs (litellm's own
+    options not sent). Without a config the parameters are unknown, not "none"."""
+    doc = _query_trajectory()
+    doc["replay_config"] = json.dumps({"agent": {"model": {
+        "name": "gpt-4o", "temperature": 0.0, "top_p": 1.0, "stop": [],
+        "completion_kwargs": {"max_tokens": 512, "num_retries": 3},
+        "per_instance_cost_limit": 3.0}}})
+    s = InMemoryStorage()
+    report = import_text(s, json.dumps(doc), name="t.traj")
+    for run in report.runs_created:
+        assert s.runs.get(f"{run}:import")["request_params"] == {
+            "temperature": 0.0, "top_p": 1.0, "max_tokens": 512}
+        assert "params" not in s.runs.get(f"{run}:memctx")["unknown_fields"]
+        assert s.runs.get(f"{run}:step:0")["model"]["temperature"] == 0.0
+    notes = s.runs.get(f"{report.runs_created[0]}:import")["notes"]
+    assert any("as the trajectory's config sets them (replay_config.agent.model); its "
+               "other settings (num_retries) not read as sent" in n
+               for n in notes), notes
+    doc["replay_config"] = json.dumps({"agent": {"model": {"name": "gpt-4o"}}})
+    report = import_text(s := InMemoryStorage(), json.dumps(doc), name="t.traj")
+    assert all(s.runs.get(f"{run}:import")["request_params"] == {}
+               and "params" in s.runs.get(f"{run}:memctx")["unknown_fields"]
+               for run in report.runs_created)
+    mini = _mini()
+    mini["info"]["config"]["model"]["model_kwargs"] = {"drop_params": True, "seed": 7}
+    report = import_text(s := InMemoryStorage(), json.dumps(mini), name="m.traj.json")
+    assert report.runs_created and all(
+        s.runs.get(f"{run}:import")["request_params"] == {"seed": 7}
+        for run in report.runs_created)
+    report = import_text(s := InMemoryStorage(), json.dumps(_mini()), name="m.traj.json")
+    assert all("params" in s.runs.get(f"{run}:memctx")["unknown_fields"]
+               for run in report.runs_created)

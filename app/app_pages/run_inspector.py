@@ -317,8 +317,8 @@ if rec is not None:  # an imported run: what its recording says of the call
     st.caption("Request parameters")
     if rec.params:
         json_view(rec.params)
-    else:
-        st.text("(none recorded)")
+    else:  # none sent, or none kept by a file that rebuilds its prompts
+        st.text("(none recorded)" if rec.params is not None else "(not in the recording)")
 
 st.markdown("#### Model steps")
 if not view.steps:

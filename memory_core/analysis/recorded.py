@@ -24,8 +24,8 @@ OUTPUT_DETAIL = frozenset({"reasoning", "accepted_prediction", "rejected_predict
 
 class RecordedCall(BaseModel):
     """An imported run's call as recorded. ``None`` is what the recording does not say
-    (``Memctx.unknown_fields``), never a placeholder: ``model``, ``tools`` (the names of
-    the tools offered; ``[]``: none were), ``usage``; a failed call recorded no answer
+    (``Memctx.unknown_fields``), never a placeholder: ``model``, ``params`` (``{}``: none
+    were sent), ``tools`` (the names of the tools offered; ``[]``: none were), ``usage``; a failed call recorded no answer
     (``answered`` false), so no usage or finish reason, and its tools only where the
     import kept them."""
 
@@ -41,7 +41,7 @@ class RecordedCall(BaseModel):
     # from the prompt cache), "cache_write" ones (written to it), a predicted output's
     # "accepted_prediction" and "rejected_prediction" output tokens
     usage_detail: dict[str, int] = Field(default_factory=dict)
-    params: dict[str, Any]  # the request's parameters, as recorded
+    params: dict[str, Any] | None  # the request's parameters, as recorded
     # how it was sent, as recorded: ``stream``, ``store``, ``previous_response_id``, …
     sent_with: dict[str, Any] = Field(default_factory=dict)
     tools: list[str] | None
@@ -82,7 +82,7 @@ class RecordedCall(BaseModel):
             "model": f"{self.model}{api}{asked}" if self.model
             else f"unknown{api}, not in the recording{asked}",
             "params": json.dumps(self.params, ensure_ascii=False, sort_keys=True)
-            if self.params else "none",
+            if self.params else "none" if self.params is not None else UNRECORDED,
             "sent_with": json.dumps(self.sent_with, ensure_ascii=False, sort_keys=True)
             if self.sent_with else "",
             "tools": ", ".join(self.tools) or "none" if self.tools is not None
@@ -144,6 +144,7 @@ def recorded_call(record: ImportRecord | None, memctx: Memctx | None,
              for k in ("api", "requested_model", "requested_id", "endpoint",
                        "stop_sequence")}
     detail, fields = extra.get("usage_detail"), extra.get("request_fields")
+    params = None if memctx.is_unknown("params") else dict(record.request_params)
     where: dict[str, Any] = {
         **texts, "sent_with": dict(fields) if isinstance(fields, dict) else {},
         "usage_detail": {k: n for k, n in detail.items() if isinstance(n, int)}
@@ -153,13 +154,12 @@ def recorded_call(record: ImportRecord | None, memctx: Memctx | None,
         tools = offered if isinstance(offered, list) and all(
             isinstance(t, str) for t in offered) else None
         return RecordedCall(model=model, **where,
-                            params=dict(record.request_params), tools=tools, answered=False,
+                            params=params, tools=tools, answered=False,
                             usage=None, finish_reason=None,
                             estimated_in=memctx.tokens.total, estimated_out=None)
     resp = step.response
     return RecordedCall(
-        model=model, **where,
-        params=dict(record.request_params),
+        model=model, **where, params=params,
         tools=None if memctx.is_unknown("tools") else [t.name for t in step.record.tools],
         answered=True, usage=resp.usage if step.record.usage_known else None,
         finish_reason=resp.finish_reason, estimated_in=memctx.tokens.total,

@@ -240,4 +240,5 @@ def parse_aider(text: str, stages: Stages | None = None) -> ParsedFile:
     for ex in parsed.exchanges:
         ex.notes += notes.get(ex.where, [])
         ex.tools = None  # (not written: not "none offered")
+        ex.params_known = False  # (nor the parameters sent)
     return parsed

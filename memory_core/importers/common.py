@@ -142,6 +142,9 @@ class Exchange:
     finish_reason: str | None = None
     stop_sequence: str | None = None  # the stop sequence that ended the answer (Anthropic)
     params: dict[str, Any] = field(default_factory=dict)  # recorded request parameters
+    # False where the file keeps no request's parameters (a prompt rebuilt from an
+    # agent's session): ``params`` is then empty, and unknown rather than "none sent"
+    params_known: bool = True
     tools: list[dict[str, Any]] | None = None  # offered tools; None: not recorded
     started_at: datetime | None = None
     finished_at: datetime | None = None

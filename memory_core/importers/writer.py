@@ -92,10 +92,12 @@ def _identity(ex: Exchange) -> dict[str, Any]:
 
 def unknown_fields(ex: Exchange) -> list[str]:
     """What this recording lacks: the memory decisions always, and the offered tools,
-    usage or model when the record does not say, and ``history`` when the request
-    continued a conversation held server-side that the file does not hold."""
+    request parameters, usage or model when the record does not say, and ``history``
+    when the request continued a conversation held server-side that the file does not
+    hold."""
     extra = [name for name, missing in (
-        ("tools", ex.tools is None), ("usage", not ex.usage_known and ex.response),
+        ("tools", ex.tools is None), ("params", not ex.params_known),
+        ("usage", not ex.usage_known and ex.response),
         ("model", ex.model is None),
         ("history", ex.held is not None and ex.held.unrecorded is not None)) if missing]
     return UNKNOWN_FIELDS + extra

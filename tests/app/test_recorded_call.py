@@ -100,3 +100,19 @@ def test_a_failed_call_shows_the_model_it_asked_for_as_such(
     assert "Model asked for" in captions and "Model" not in captions, captions
     at = app(RUN_PAGE, run=answered)
     assert "Model" in [c.value for c in at.caption]
+
+
+def test_the_run_inspector_says_parameters_a_rebuilt_prompt_lacks_are_unknown(
+        empty_db: InMemoryStorage, app: Callable[..., AppTest]) -> None:
+    # Roo Code's task history keeps the messages, not what they were sent with; the
+    # failed call's cassette (its error shown) keeps a request that sent none
+    roo = import_file(empty_db, REAL / "roo-03deadab-api_conversation_history.json")
+    bare = import_file(empty_db, REAL / "otelv2-test_chat_completion_404.yaml")
+    texts = {}
+    for rid in (roo.runs_created[0], bare.runs_created[0]):
+        at = app(RUN_PAGE, run=rid)
+        assert not at.exception and (rid == bare.runs_created[0] or not at.error)
+        texts[rid] = [t.value for t in at.text]
+    assert "(not in the recording)" in texts[roo.runs_created[0]]
+    assert "(none recorded)" in texts[bare.runs_created[0]]
+    assert "(not in the recording)" not in texts[bare.runs_created[0]]

@@ -60,6 +60,7 @@ def _read(record: Record) -> list[Exchange]:
         ex = responses_exchange({"request": {"input": list(sent)}, "response": body},
                                 label, record.index + len(out), held)
         ex.tools = None  # (not in the run result: not "none offered")
+        ex.params_known = False  # (nor the parameters sent)
         out.append(ex)
         # the next call is sent this one's output, and the results of its calls
         sent += resp["output"]

@@ -560,6 +560,7 @@ def _read(record: Record) -> list[Exchange]:
     call, where = record.obj[KEY], record.where
     notes = [f"{where}: {n}" for n in call.notes]
     ex = chat_exchange(call.chat, where, record.index, notes)
+    ex.params_known = False  # (a step keeps no parameters sent)
     if not call.tools_known:
         ex.tools = None  # (not recorded: not "none offered")
     ex.thread_key = call.thread

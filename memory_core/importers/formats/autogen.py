@@ -43,6 +43,7 @@ def _read(record: Record) -> list[Exchange]:
         chat["error"] = "the recorder kept no response for this call"
     ex = chat_exchange(chat, where, record.index, notes, api="autogen")
     ex.tools = None  # (not recorded: the calls are not checked against "none offered")
+    ex.params_known = False  # (nor the parameters sent)
     return [ex]
 
 

@@ -219,6 +219,7 @@ def chat_exchange(obj: dict[str, Any], where: str, index: int,
         notes.append(f"{where}: the stream ended with an error after its answer began "
                      f"({_error_said(response['error'])}): the answer is what came before")
     reply: Message | None = None
+    rebuilt = False
     usage, usage_known, finish, created = Usage(), False, None, None
     model = asked = str_field(where, request, "model")
     detail: dict[str, int] = {}
@@ -234,6 +235,7 @@ def chat_exchange(obj: dict[str, Any], where: str, index: int,
                               "assistant's (a fine-tuning row ends with the answer): "
                               + EXPECTED)
         reply = messages.pop()  # fine-tuning row: the last message is the answer
+        rebuilt = True  # (a row, not a request: what it was sent with is not kept)
         notes.append(f"{where}: no response recorded; the last message is taken as the "
                      "answer (fine-tuning row)")
     instructions, history = split_instructions(messages)
@@ -243,8 +245,9 @@ def chat_exchange(obj: dict[str, Any], where: str, index: int,
         model=model, requested_model=asked, usage=usage, usage_known=usage_known,
         usage_detail=detail,
         finish_reason=finish,
-        params=request_params(request, where, not_params=_not_params(request, where, notes)),
-        request_fields=request_fields(request),
+        params=(params := request_params(request, where,
+                                         not_params=_not_params(request, where, notes))),
+        params_known=bool(params) or not rebuilt, request_fields=request_fields(request),
         tools=from_openai_tools(raw_tools or [], where, notes),
         started_at=created, finished_at=created,
         error=None if reply is not None else (error if isinstance(error, str) else json.dumps(

@@ -417,6 +417,7 @@ def _read(record: Record) -> list[Exchange]:
             raise
         raise ImportFormatError(f"{e} — {broken}") from None
     ex.tools = None  # (not recorded: not "none offered")
+    ex.params_known = False  # (nor the parameters sent)
     thread = ctx.get("thread")
     ex.thread_key = thread if isinstance(thread, str) else None
     started = iso_time(ctx.get("started"), where, "timestamp")

@@ -94,6 +94,7 @@ def _read(record: Record) -> list[Exchange]:
     ex = anthropic_exchange({"request": request, "response": reply}, where, record.index,
                             notes)
     ex.tools = None  # (not kept: not "none offered")
+    ex.params_known = False  # (nor the parameters sent)
     info, metrics = answer.get("modelInfo"), answer.get("metrics")
     model = info.get("modelId") if isinstance(info, dict) else None
     if isinstance(model, str) and model:

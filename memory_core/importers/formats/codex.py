@@ -394,6 +394,9 @@ def _read(record: Record) -> list[Exchange]:
     ex = responses_exchange(obj, where, record.index)
     ex.notes = said + ex.notes
     ex.tools = None
+    # (what turn_context names, the model's reasoning effort, is all a rollout keeps of
+    # what was sent with the call: without it, the parameters are not known)
+    ex.params_known = bool(ex.params)
     ex.started_at = iso_time(ctx["started"], where, "timestamp")
     ex.finished_at = iso_time(ctx["finished"], where, "timestamp") or ex.started_at
     ex.started_at = ex.started_at or ex.finished_at

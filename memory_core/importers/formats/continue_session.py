@@ -64,13 +64,15 @@ def session_exchanges(obj: dict[str, Any], where: str, index: int) -> list[Excha
             continue
         log = _log(history[i])
         options = log.get("completionOptions")
+        known = isinstance(options, dict)  # (else the parameters sent are not kept)
         options = options if isinstance(options, dict) else {}
         model = options.get("model") if isinstance(options.get("model"), str) else None
         params = {ours: options[k] for k, ours in _OPTIONS.items() if k in options}
         out.append(Exchange(where=f"{where}: history[{i}]", index=index + len(out),
                             instructions=instructions, history=sent, response=m,
                             thread_key=obj["sessionId"], model=model,
-                            params=params, notes=notes if not out else []))
+                            params=params, params_known=known,
+                            notes=notes if not out else []))
     if not out:
         raise fail(where, "the Continue session has no assistant message after a user "
                           "message")

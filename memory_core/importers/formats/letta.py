@@ -716,7 +716,8 @@ def _call_record(c: _Call, msgs: list[_Msg], where: str, notes: list[str],
     return _Gathered(
         msgs[c.system].sent[0] if c.system is not None else None, sent,
         answer.sent[0] if answer.sent else {"role": "assistant", "content": None}, model,
-        params, tools, c.thread, started, finished, [f"{at}: {n}" for n in notes])
+        params if same else None, tools, c.thread, started, finished,
+        [f"{at}: {n}" for n in notes])
 
 
 @dataclass(frozen=True)
@@ -729,7 +730,7 @@ class _Gathered:
     sent: list[dict[str, Any]]
     answer: dict[str, Any]
     model: str | None
-    params: dict[str, Any]
+    params: dict[str, Any] | None  # None: not known (the config names another model)
     tools: list[dict[str, Any]] | None
     thread: str
     started: datetime | None
@@ -747,7 +748,8 @@ def _read(record: Record) -> list[Exchange]:
     tools = from_openai_tools(call.tools, where, notes) if call.tools is not None else None
     return [Exchange(where=where, index=record.index, instructions=instructions,
                      history=history, response=response, thread_key=call.thread,
-                     model=call.model, requested_model=call.model, params=dict(call.params),
+                     model=call.model, requested_model=call.model,
+                     params=dict(call.params or {}), params_known=call.params is not None,
                      tools=tools, started_at=call.started, finished_at=call.finished,
                      notes=notes)]
 

@@ -461,6 +461,7 @@ def _read(record: Record) -> list[Exchange]:
     ex = chat_exchange(_as_chat(obj, where, notes), where, record.index, notes)
     pid, label = _provider(obj, where)
     ex.tools = None  # (a result keeps the tools offered nowhere: not "none offered")
+    ex.params_known = False  # (nor the parameters sent)
     ex.requested_model = pid  # (its provider, as the eval asked for it)
     if provider_model(pid) is None:
         ex.notes.append(f"{where}: its provider {shortened(pid, 60)!r} names no model (a "

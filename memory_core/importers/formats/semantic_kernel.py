@@ -147,6 +147,7 @@ def history_exchanges(record: dict[str, Any], where: str, index: int) -> list[Ex
             usage=Usage(input_tokens=counts[0], output_tokens=counts[1]) if counts
             else Usage(), usage_known=counts is not None,
             finish_reason=finish if isinstance(finish, str) else None,
+            params_known=False,  # (a chat history keeps no execution settings)
             started_at=iso_time(meta.get("Created"), at, "Metadata.Created"),
             notes=notes if not out else []))
     if not out:

@@ -30,7 +30,8 @@ def sharegpt_exchanges(obj: dict[str, Any], where: str, index: int) -> list[Exch
             continue
         out.append(Exchange(where=f"{where} turn {i}", index=index + len(out),
                             instructions=instructions, history=history, response=m,
-                            thread_key=key, tools=tools, notes=notes if not out else []))
+                            thread_key=key, tools=tools, params_known=False,
+                            notes=notes if not out else []))
     if not out:
         raise fail(where, "ShareGPT conversation has no assistant ('gpt') turn after a "
                           "user turn")

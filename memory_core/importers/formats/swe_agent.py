@@ -43,6 +43,13 @@ REFUSED = ("a SWE-agent trajectory whose steps do not keep what the model was se
 PREVIOUS = ("its request is the messages kept with the step before (SWE-agent 1.0 keeps "
             "with each step the history after it, which the next step is sent)")
 REBUILT = "rebuilt from the transcript; mini-swe-agent sends its whole history each call"
+# what a model's config may set that is sent with each call (litellm passes these on to
+# the provider; its own options, ``drop_params``, ``num_retries``, … are not sent)
+SENT_PARAMS = frozenset((
+    "temperature", "top_p", "max_tokens", "max_completion_tokens", "seed", "stop", "n",
+    "presence_penalty", "frequency_penalty", "logit_bias", "parallel_tool_calls",
+    "reasoning_effort", "response_format", "tool_choice", "logprobs", "top_logprobs",
+    "service_tier", "top_k", "thinking"))
 
 
 def _is_swe_agent(obj: Any) -> bool:
@@ -143,6 +150,7 @@ def _swe_agent_calls(where: str, obj: dict[str, Any]) -> Iterator[tuple[str, Any
     elif name == "replay":
         first.append("the model is SWE-agent's 'replay': it answered with the actions of a "
                      "recorded run, no language model was called")
+    params = _config_params(model, first) if name not in (None, "replay") else None
     answers = _kept_answers(obj["history"], steps)
     for k, step in enumerate(steps):
         at = f"{where}: trajectory[{k}]"
@@ -170,8 +178,39 @@ def _swe_agent_calls(where: str, obj: dict[str, Any]) -> Iterator[tuple[str, Any
         yield at, {**step, KEY: {
             "sent": sent, "response": step.get("response"), "kept": answers[k],
             "model": name, "system_as_user": model.get("convert_system_to_user") is True,
-            "notes": first + notes}}
+            "params": params, "notes": first + notes}}
         first = []
+
+
+def _config_params(model: dict[str, Any], notes: list[str]) -> dict[str, Any] | None:
+    """What SWE-agent sends with each call from its model config (``replay_config.agent
+    .model``): its ``temperature`` and ``top_p``, a ``stop`` list that is not empty, and
+    its ``completion_kwargs``; None when the config sets none of them."""
+    if not any(k in model for k in ("temperature", "top_p", "completion_kwargs")):
+        return None
+    config: dict[str, Any] = {k: model[k] for k in ("temperature", "top_p") if k in model}
+    if model.get("stop"):
+        config["stop"] = model["stop"]
+    kwargs = model.get("completion_kwargs")
+    if isinstance(kwargs, dict):
+        config.update(kwargs)
+    return _sent_params(config, "replay_config.agent.model", notes)
+
+
+def _sent_params(config: dict[str, Any], source: str, notes: list[str]) -> dict[str, Any]:
+    """The parameters of a model config that each call sends (``SENT_PARAMS``), the
+    config's other settings noted as not read; a note says where they came from."""
+    sent = {k: v for k, v in config.items() if k in SENT_PARAMS and v is not None}
+    other = sorted(k for k in config if k not in SENT_PARAMS)
+    notes.append(f"each call's parameters as the trajectory's config sets them ({source})"
+                 + (f"; its other settings ({', '.join(other)}) not read as sent"
+                    if other else ""))
+    return sent
+
+
+def _params(ctx: dict[str, Any]) -> dict[str, Any]:
+    params = ctx.get("params")
+    return params if isinstance(params, dict) else {}
 
 
 def _sent_message(item: Any, at: str, system_as_user: bool, notes: list[str]
@@ -221,7 +260,7 @@ def _swe_agent_chat(ctx: dict[str, Any], where: str, notes: list[str]) -> dict[s
     elif kept is None:
         notes.append(f"{where}: its answer is not kept in the history (requeried): its tool "
                      "calls, if any, not recorded")
-    request: dict[str, Any] = {"messages": messages}
+    request: dict[str, Any] = {"messages": messages, **_params(ctx)}
     if isinstance(ctx.get("model"), str):
         request["model"] = ctx["model"]
     return {"request": request, "response": {"choices": [{"message": answer}]}}
@@ -229,9 +268,13 @@ def _swe_agent_chat(ctx: dict[str, Any], where: str, notes: list[str]) -> dict[s
 
 # -- mini-swe-agent -------------------------------------------------------------------------
 def _mini_calls(where: str, obj: dict[str, Any]) -> Iterator[tuple[str, Any]]:
-    model = _dict(obj, "info", "config", "model").get("model_name")
+    config = _dict(obj, "info", "config", "model")
+    model = config.get("model_name")
     first = [] if isinstance(model, str) else [
         "the model is not recorded (info.config.model names none)"]
+    kwargs = config.get("model_kwargs")
+    params = _sent_params(kwargs, "info.config.model.model_kwargs", first) \
+        if isinstance(kwargs, dict) else None
     sent: list[Any] = []
     for i, message in enumerate(obj["messages"]):
         at = f"{where}: messages[{i}]"
@@ -241,7 +284,7 @@ def _mini_calls(where: str, obj: dict[str, Any]) -> Iterator[tuple[str, Any]]:
             continue  # (ends the run: never sent)
         if role == "assistant":
             yield at, {**message, KEY: {"sent": list(sent), "model": model, "mini": True,
-                                        "notes": first}}
+                                        "params": params, "notes": first}}
             first = []
         elif isinstance(extra, dict) and extra.get("interrupt_type") == "FormatError" \
                 and "response" in extra:
@@ -265,7 +308,7 @@ def _mini_chat(obj: dict[str, Any], ctx: dict[str, Any], where: str, notes: list
     notes.append(f"{where}: {REBUILT}")
     request: dict[str, Any] = {
         "messages": [_mini_message(m, f"{where}: message {i}")
-                     for i, m in enumerate(sent)]}
+                     for i, m in enumerate(sent)], **_params(ctx)}
     if isinstance(ctx.get("model"), str):
         request["model"] = ctx["model"]
     extra = obj.get("extra")
@@ -288,6 +331,7 @@ def _read(record: Record) -> list[Exchange]:
         _swe_agent_chat(ctx, where, notes)
     ex = chat_exchange(chat, where, record.index, notes)
     ex.tools = None  # (neither keeps the tools offered: not "none offered")
+    ex.params_known = isinstance(ctx.get("params"), dict)  # (None: no config says)
     return [ex]
 
 
