@@ -3910,6 +3910,27 @@ EXPECTED.update({
 })
 
 
+# R's vcr before 2.0 (lemur's fixtures): "recorded_at: 2024-10-08 05:33:27 GMT", text with
+# the name of UTC, was refused as no ISO 8601 time; Ollama's model-load request beside a
+# call is no call, and says so
+EXPECTED.update({
+    "lemur-openaichat.yml": {
+        "threads": [["user: Hello there!", "assistant: Hello! How can I assist you today?"]],
+        "runs": [("gpt-4o-2024-08-06", (10, 9), [])],
+        "started": datetime(2024, 10, 8, 5, 33, 27, tzinfo=UTC),
+    },
+    "lemur-ollama.yml": {
+        "threads": [["user: Hello there!",
+                     "assistant: How are you today? Is there something I can help you with "
+                     "or would you like to chat?"]],
+        "runs": [("llama3.2", (28, 21), [])],
+        "skipped": ["Ollama's request to load the model (http://localhost/api/generate "
+                    "naming no prompt or messages): no model call"],
+        "started": datetime(2024, 10, 15, 2, 38, 39, 873750, tzinfo=UTC),
+        "api": "ollama",
+    },
+})
+
 def test_corpus_is_large_and_varied_enough() -> None:
     files = sorted(p.name for p in REAL.iterdir() if p.name != "README.md")
     assert files == sorted(EXPECTED)

@@ -47,3 +47,36 @@ def test_a_binary_body_that_is_no_base64_is_one_clear_error() -> None:
     broken = text[:start] + "!binary |-\n        ***not base64***" + text[end:]
     with pytest.raises(ImportFormatError, match="invalid YAML cassette"):
         import_text(InMemoryStorage(), broken, name="c.yml")
+
+
+def test_r_vcr_before_2_0_dates_by_its_gmt_text_and_a_bad_time_is_a_note() -> None:
+    """lemur's cassettes (R's vcr 1.x) write ``recorded_at: 2024-10-08 05:33:27 GMT``:
+    refused as "not an ISO 8601 time". It is the call's time when the body has none; a
+    time nothing reads leaves the call undated, noted, rather than refusing it."""
+    text = (REAL / "lemur-openaichat.yml").read_text(encoding="utf-8")
+    assert "recorded_at: 2024-10-08 05:33:27 GMT" in text
+    bodiless = text.replace('"created": 1728365607,', "")  # (no time in the body)
+    s = InMemoryStorage()
+    report = import_text(s, bodiless, name="c.yml")
+    assert s.runs.require_run(report.runs_created[0]).started_at == datetime(
+        2024, 10, 8, 5, 33, 27, tzinfo=UTC)
+    s = InMemoryStorage()
+    report = import_text(s, bodiless.replace("2024-10-08 05:33:27 GMT", "last Tuesday"),
+                         name="c.yml")
+    assert len(report.runs_created) == 1 and report.undated
+    notes = s.runs.get(f"{report.runs_created[0]}:import")["notes"]
+    assert any("its recorded time 'last Tuesday' is no time the importer reads: the call "
+               "is undated" in n for n in notes), notes
+
+
+def test_ollama_s_load_and_unload_requests_are_no_call() -> None:
+    text = (REAL / "lemur-ollama.yml").read_text(encoding="utf-8")
+    unload = text.replace('''string: '{"model":"llama3.2"}\'''',
+                          '''string: '{"model":"llama3.2","keep_alive":0}\'''')
+    assert unload != text
+    for doc, verb in ((text, "load"), (unload, "unload")):
+        report = import_text(InMemoryStorage(), doc, name="o.yml")
+        assert len(report.runs_created) == 1
+        assert [k.reason for k in report.skipped] == [
+            f"Ollama's request to {verb} the model (http://localhost/api/generate naming "
+            "no prompt or messages): no model call"]

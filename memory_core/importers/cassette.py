@@ -88,9 +88,9 @@ def usage_headers(headers: Any) -> dict[str, Any]:
 def recorded_at(item: dict[str, Any], response: dict[str, Any]) -> str | None:
     """When the call was made, as the recording says it: the interaction's
     ``recorded_at`` — a HAR entry's ``startedDateTime`` (ISO), Ruby's VCR's HTTP date,
-    R's vcr's YAML time — else the response's HTTP ``Date`` header (to the second): for
+    R's vcr's YAML time (before vcr 2.0, its text with " GMT") — else the response's HTTP ``Date`` header (to the second): for
     APIs whose bodies carry no time (Anthropic, Gemini, Bedrock), the only one there is.
-    A ``recorded_at`` that is no time is returned as it is (and refused naming it)."""
+    A ``recorded_at`` that is no time is returned as it is (the call undated, noted)."""
     started = item.get("recorded_at")
     if isinstance(started, datetime):  # R's vcr: "2026-08-02 17:44:04", a YAML time
         return _utc(started)
@@ -99,9 +99,20 @@ def recorded_at(item: dict[str, Any], response: dict[str, Any]) -> str | None:
             datetime.fromisoformat(started.replace("Z", "+00:00"))
             return started
         except ValueError:  # Ruby's VCR: "Wed, 19 Aug 2026 14:34:53 GMT"
-            return _http_date(started) or started
+            return _http_date(started) or _named_utc(started) or started
     date = _raw_header(response.get("headers"), "date")
     return _http_date(date) if date else None  # (an unreadable one: the call is undated)
+
+
+def _named_utc(text: str) -> str | None:
+    """R's vcr before 2.0 ("2024-10-08 05:33:27 GMT"): a time and the name of UTC."""
+    stamp, _, zone = text.rpartition(" ")
+    if zone not in ("GMT", "UTC"):
+        return None
+    try:
+        return _utc(datetime.fromisoformat(stamp).replace(tzinfo=UTC))
+    except ValueError:
+        return None
 
 
 def _http_date(text: str) -> str | None:
@@ -495,6 +506,11 @@ def interaction_record(item: Any, where: str, label: str = "interaction",
             api == "openai" and "conversation" in body):  # (its items held server-side)
         # e.g. Portkey's prompts API (…/prompts/<id>/completions): the server renders
         # a stored template from the variables sent, so the conversation is not here
+        if api == "ollama" and set(body) <= {"model", "keep_alive", "options"}:
+            # (Ollama's documented way to load a model, or with keep_alive 0 unload it)
+            return SkippedRecord(where=where, reason=(
+                f"Ollama's request to {'unload' if body.get('keep_alive') in (0, '0') else 'load'} "
+                f"the model ({path} naming no prompt or messages): no model call"))
         return SkippedRecord(where=where, reason=(
             f"the request to {path} sends no {', '.join(CONVERSATION_KEYS[:-1])} or "
             f"{CONVERSATION_KEYS[-1]} (its keys: "

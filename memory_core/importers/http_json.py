@@ -34,7 +34,6 @@ import base64
 import binascii
 import re
 from collections.abc import Iterator
-from datetime import datetime
 from typing import Any
 
 from memory_core.errors import ImportFormatError
@@ -306,12 +305,7 @@ def as_interaction(obj: dict[str, Any], where: str, recorded_at: Any = None
     if isinstance(sent, int | float) and not isinstance(sent, bool):
         out["recorded_at"] = from_unix(sent, f"{where}: request", "timestamp").isoformat()
     elif isinstance(obj.get("recordedAt"), str):  # (a seinfeld entry's: its answer read)
-        try:
-            datetime.fromisoformat(obj["recordedAt"].replace("Z", "+00:00"))
-        except ValueError:
-            raise fail(where, f"recordedAt {obj['recordedAt']!r} is not an ISO 8601 "
-                              "time") from None
-        out["recorded_at"] = obj["recordedAt"]
+        out["recorded_at"] = obj["recordedAt"]  # (one that is no time: noted, undated)
     elif isinstance(recorded_at, str):
         out["recorded_at"] = recorded_at
     return out

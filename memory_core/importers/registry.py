@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from memory_core.errors import ImportFormatError
-from memory_core.importers.common import Exchange, fail, from_unix, iso_time
+from memory_core.importers.common import Exchange, fail, from_unix, iso_time, shortened
 from memory_core.importers.formats import (
     Record,
     RecordFormat,
@@ -186,7 +186,13 @@ def read_record(obj: Any, where: str, index: int, file_state: dict[str, Any]
         ex.endpoint = ex.endpoint or sent_to
     when = obj.get(fmt.dated_by)
     if isinstance(when, str):
-        at = iso_time(when, where, "recorded_at")
+        try:
+            at = iso_time(when, where, "recorded_at")
+        except ImportFormatError:  # (one bad field: the call undated, not refused)
+            at = None
+            for ex in exchanges:
+                ex.notes.append(f"{where}: its recorded time {shortened(when, 60)!r} is "
+                                "no time the importer reads: the call is undated")
         for ex in exchanges:
             if ex.started_at is None:
                 ex.started_at = ex.finished_at = at
