@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from memory_core.analysis.views import run_view
 from memory_core.composition.memory import token_text
 from memory_core.embedding.hashing import HashingEmbedder
 from memory_core.errors import ImportFormatError, InvalidInputError
@@ -301,6 +302,11 @@ def test_openai_developer_role_is_instructions_and_late_system_is_kept() -> None
     assert [i.lane for i in prompt.items] == ["instructions", "recent", "recent", "input",
                                               "input"]
     assert prompt.items[0].message.role == "system"
+    # stored as a system message, shown as the developer's it was sent as (the late
+    # system message as a system one)
+    assert [(i.lane, i.role) for lane in run_view(s, run.run_id).lanes
+            for i in lane.items][:3] == [("instructions", "developer"),
+                                         ("recent", "user"), ("recent", "assistant")]
 
 
 # -- OTLP/JSON -------------------------------------------------------------------------------

@@ -255,8 +255,11 @@ def _lane_item(item: PromptItem, recalled_refs: dict[tuple[str, int], MessageRef
         sources = [ObservationSource(observation_id=o.id, thread_id=o.thread_id,
                                      level=o.level, from_seq=o.from_seq, to_seq=o.to_seq)
                    for o in picked]
+    role = item.message.role
+    if role == "system" and item.message.metadata.get("openai_role") == "developer":
+        role = "developer"  # (stored as a system message: shown as it was sent)
     return LaneItem(
-        lane=item.lane, role=item.message.role, text=text, thread_id=item.thread_id,
+        lane=item.lane, role=role, text=text, thread_id=item.thread_id,
         seq=item.seq, observation_id=item.observation_id, sources=sources,
         score=ref.score if ref else None, similarity=_similarity(ref, memctx),
         rank=ref.rank if ref else None, origin=item.origin or (ref.origin if ref else None),
