@@ -255,7 +255,7 @@ def _lane_item(item: PromptItem, recalled_refs: dict[tuple[str, int], MessageRef
         sources = [ObservationSource(observation_id=o.id, thread_id=o.thread_id,
                                      level=o.level, from_seq=o.from_seq, to_seq=o.to_seq)
                    for o in picked]
-    role = item.message.role
+    role: str = item.message.role
     if role == "system" and item.message.metadata.get("openai_role") == "developer":
         role = "developer"  # (stored as a system message: shown as it was sent)
     return LaneItem(
