@@ -18,6 +18,15 @@ def drop_observations(s: Any) -> None:
     s.core.delete(OBSERVATIONS, [k for k, _ in s.core.scan(OBSERVATIONS)])
 
 
+def prompt_texts(s: Any, run: str) -> list[tuple[str, str]]:
+    """An imported run's prompt as (role, text): a tool message's text its result."""
+    def text(content: Any) -> str:
+        return content if isinstance(content, str) else "".join(
+            str(p.get("text", p.get("result", ""))) for p in content)
+    return [(i["message"]["role"], text(i["message"]["content"]))
+            for i in jget(s, f"{run}:prompt")["items"]]
+
+
 def jget(s: Any, key: str) -> Any:
     """A journal value that must exist."""
     value = s.runs.get(key)

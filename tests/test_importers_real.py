@@ -3931,6 +3931,118 @@ EXPECTED.update({
     },
 })
 
+EXPECTED.update({
+    # Gemini CLI's chat file (session-*.json, gemini-cli 0.10): each answer a run, its
+    # prompt rebuilt; its tool calls' results from toolCalls[].result; the first
+    # answer's tokens all 0 (unknown); thoughts counted in the output
+    "aisessions-gemini-cli-pomodoro-timer.json": {
+        "threads": [[
+            "user: Build a simple Pomodoro timer web app using HTML, CSS, and JavaScript.…",
+            "assistant: Okay, I will build the Pomodoro timer.\n\nFirst, I'll create the "
+            "`index.html`, `style.css`, and `script.js` files. → write_file(…",
+            "tool write_file: {'output': 'Successfully created and wrote to new file: "
+            "/Users/yoavfarhi/dev/pomodoro/gemini/index.html.'}",
+            "tool write_file: {'output': 'Successfully created and wrote to new file: "
+            "/Users/yoavfarhi/dev/pomodoro/gemini/style.css.'}",
+            "tool write_file: {'output': 'Successfully created and wrote to new file: "
+            "/Users/yoavfarhi/dev/pomodoro/gemini/script.js.'}",
+            "assistant: I've created the `index.html`, `style.css`, and `script.js` files…",
+            "user: add smooth transitions between states",
+            "assistant: Okay, I'll add a smooth transition effect. I will modify the "
+            "`style.css` file. → replace(…",
+            "tool replace: {'output': 'Successfully modified file: /Users/yoavfarhi/dev/"
+            "pomodoro/gemini/style.css (1 replacements).'}",
+            "assistant: I've added the smooth transition.…",
+            "user: add a Pause/Resume feature",
+            "assistant: Okay, I'll add a pause/resume feature.…",
+            "tool replace: {'output': 'Successfully modified file: /Users/yoavfarhi/dev/"
+            "pomodoro/gemini/index.html (1 replacements).'}",
+            "assistant: Okay, now to `script.js`.…",
+            "tool replace: {'output': 'Successfully modified file: /Users/yoavfarhi/dev/"
+            "pomodoro/gemini/script.js (1 replacements).'}",
+            "assistant: I've updated the HTML and JavaScript to add the pause/resume feature. "
+            "It's all set.",
+            "user: Anything else we should add?",
+            "assistant: Here are a few ideas to enhance the app:…",
+            "user: Add a visual progress bar and long breaks suggestions",
+            "assistant: Okay, I'll add a visual progress bar and long breaks.…",
+            "tool replace: {'output': 'Successfully modified file: …",
+            "assistant: Okay, adding progress bar CSS to `style.css` now. → replace(…",
+            "tool replace: {'output': 'Successfully modified file: …",
+            "assistant: Okay, I'm updating `script.js`.…",
+            "tool replace: {'output': 'Successfully modified file: …",
+            "assistant: I've implemented the progress bar and long breaks, but I found a bug…",
+            "tool replace: {'output': 'Successfully modified file: …",
+            "assistant: Fixed the `updateTimerDisplay` bug and inverted the progress bar.…",
+            "tool replace: {'error': \"A secondary check by an LLM determined that no changes "
+            "were necessary…",
+            "assistant: My apologies, `resetTimer` was already correct.…"]],
+        "runs": [("gemini-2.5-pro", None, None),
+                 ("gemini-2.5-pro", (7269, 46 + 58), None),
+                 ("gemini-2.5-pro", (7320, 250 + 62), None),
+                 ("gemini-2.5-pro", (7598, 23 + 41), None),
+                 ("gemini-2.5-pro", (7627, 140 + 215), None),
+                 ("gemini-2.5-pro", (7795, 1273 + 92), None),
+                 ("gemini-2.5-pro", (9096, 22 + 27), None),
+                 ("gemini-2.5-pro", (9124, 114 + 158), None),
+                 ("gemini-2.5-pro", (9247, 303 + 270), None),
+                 ("gemini-2.5-pro", (9578, 276 + 19), None),
+                 ("gemini-2.5-pro", (9882, 1577 + 163), None),
+                 ("gemini-2.5-pro", (11487, 485 + 117), None),
+                 ("gemini-2.5-pro", (12000, 331 + 63), None),
+                 ("gemini-2.5-pro", (12707, 35 + 63), None)],
+        "api": "gemini",
+        "thread_ids": ["gemini-cli/0b23371a-ce2e-4b1c-81a0-44af5d94d9ce"],
+        "skipped": ["its prompt is rebuilt from the Gemini CLI session",
+                    "its tokens count nothing (every count 0): its usage is unknown",
+                    "its 2 thought(s) (the model's reasoning summaries) not imported"],
+        "started": datetime(2025, 10, 21, 20, 4, 20, 819000, tzinfo=UTC),
+    },
+    # a main session of gemini-cli 0.3x (user content as parts): an error and two info
+    # messages the terminal showed (noted); the prompt sent twice, the first cancelled;
+    # the second answer's tool calls (one cancelled) answered by no later call
+    "aim-gemini-session-2026-03-18T01-58-b26e4930.json": {
+        "threads": [[
+            "user: /A.I.M. initialization check: Execute /chat debug immediately and report "
+            "the total\n  'input_token_count'.…",
+            "user: /A.I.M. initialization check: Execute /chat debug immediately and report "
+            "the total\n  'input_token_count'.…",
+            "assistant: I will begin by reading the mandatory core files and continuity logs…",
+            "tool read_file: {'output': '# A.I.M. - Core Soul & Mandate (GEMINI.md)…",
+            "tool read_file: {'output': '# IDENTITY.md - A.I.M. (Actual Intelligent Memory)…",
+            "tool read_file: {'output': '# USER.md - Brian…",
+            "tool read_file: {'output': '# AGENTS.md - A.I.M. Workspace Rules…",
+            "tool read_file: {'output': '# MEMORY.md — Curated Long-Term Memory (A.I.M.)…",
+            "tool list_directory: {'output': 'Directory listing for /home/kingb/aim/"
+            "continuity:…",
+            "assistant: I will read the latest continuity log to complete the Startup "
+            "Mandate's intelligence loading…"]],
+        "runs": [("gemini-3-flash-preview", (8196, 121 + 271), None),
+                 ("gemini-3-flash-preview", (11255, 83 + 163), None)],
+        "api": "gemini",
+        "skipped": ["the session's messages of what the terminal showed, never sent to the "
+                    "model, not imported: error, info ×2"],
+        "started": datetime(2026, 3, 18, 2, 1, 46, 157000, tzinfo=UTC),
+    },
+    # a subagent's session: three answers hold only thoughts and tokens (their tool calls
+    # not kept: not imported, noted), the last one its text, its prompt noted as lacking
+    "aim-gemini-session-2026-03-18T02-08-6745da32.json": {
+        "threads": [[
+            "user: Your task is to answer the following question about Gemini CLI:\n"
+            "<question>\nHow do I enable Local OTEL telemetry in ~/.gemini/settings.json?…",
+            "assistant: To enable Local OpenTelemetry (OTEL) telemetry in Gemini CLI, you "
+            "need to modify the `~/.gemini/settings.json` file…"]],
+        "runs": [("gemini-3-flash-preview", (28064, 1014 + 739), None)],
+        "api": "gemini",
+        "thread_ids": ["gemini-cli/6745da32-772a-411b-bdd7-c780c0da1cfb/subagent"],
+        "skipped": ["not imported: an answer holding neither text nor a tool call (10 output "
+                    "tokens)",
+                    "its prompt lacks what followed 3 earlier answer(s)"],
+        "started": datetime(2026, 3, 18, 2, 8, 54, 58000, tzinfo=UTC),
+    },
+})
+
+
 def test_corpus_is_large_and_varied_enough() -> None:
     files = sorted(p.name for p in REAL.iterdir() if p.name != "README.md")
     assert files == sorted(EXPECTED)

@@ -33,6 +33,7 @@ from memory_core.importers.formats.claude_code import claude_code_transcripts
 from memory_core.importers.formats.cline import cline_histories
 from memory_core.importers.formats.codex import codex_rollouts
 from memory_core.importers.formats.dspy import dspy_histories
+from memory_core.importers.formats.gemini_cli import gemini_cli_sessions
 from memory_core.importers.formats.letta import letta_agent_files
 from memory_core.importers.formats.promptfoo import promptfoo_evals
 from memory_core.importers.formats.semantic_kernel import chat_histories
@@ -204,7 +205,7 @@ def parse_records(rows: Iterable[tuple[str, Any]], skipped: list[SkippedRecord],
 def parse_json(text: str, stages: Stages | None = None) -> ParsedFile:
     """A file of JSON records (see the module's docstring)."""
     skipped: list[SkippedRecord] = []
-    docs = codex_rollouts(iter_documents(text, keep_going=True))
+    docs = gemini_cli_sessions(codex_rollouts(iter_documents(text, keep_going=True)))
     docs = promptfoo_evals(cline_histories(atif_trajectories(claude_code_transcripts(
         letta_agent_files(agent_trajectories(docs))))))
     return parse_records(_joined(langsmith_rows(chat_histories(dspy_histories(docs)),

@@ -331,6 +331,7 @@ FORMAT_TITLES = {
     "atif": "a call of an ATIF trajectory's agent",
     "promptfoo": "a result of a promptfoo eval",
     "codex": "a call of a Codex CLI rollout",
+    "gemini-cli": "a call of a Gemini CLI session",
     "agents-run": "an Agents SDK run result",
     "anthropic-complete": "an Anthropic Text Completions record",
     "conversations": "a Conversations API call (its items)"}

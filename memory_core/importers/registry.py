@@ -39,6 +39,7 @@ from memory_core.importers.formats import (
     conversations,
     dspy,
     gemini,
+    gemini_cli,
     langsmith,
     letta,
     ollama,
@@ -67,6 +68,7 @@ FORMATS: tuple[RecordFormat, ...] = (
     promptfoo.FORMAT,  # a promptfoo eval result (gathered: promptfoo_evals), or a results line
     codex.FORMAT,  # a call of a Codex CLI rollout (gathered: codex_rollouts)
     claude_code.FORMAT,  # a call of a Claude Code transcript (gathered: claude_code_transcripts)
+    gemini_cli.FORMAT,  # a call of a Gemini CLI session (gathered: gemini_cli_sessions)
     ollama.FORMAT,  # /api/chat, /api/generate; Ollama's keys
     cohere.FORMAT,  # /v2/chat, /v1/chat; Cohere's answers
     cohere_generate.FORMAT,  # /v1/generate; a prompt answered with generations

@@ -226,6 +226,7 @@ def record_samples() -> dict[str, dict[str, Any]]:
     from memory_core.importers.formats.claude_code import claude_code_transcripts
     from memory_core.importers.formats.cline import cline_histories
     from memory_core.importers.formats.codex import codex_rollouts
+    from memory_core.importers.formats.gemini_cli import gemini_cli_sessions
     from memory_core.importers.formats.letta import letta_agent_files
     from memory_core.importers.formats.promptfoo import promptfoo_evals
     from memory_core.importers.formats.semantic_kernel import chat_histories
@@ -266,7 +267,7 @@ def record_samples() -> dict[str, dict[str, Any]]:
         # (a ChatHistory's messages: one record; a trajectory, a transcript, an eval:
         # one a call)
         for _, doc in promptfoo_evals(cline_histories(claude_code_transcripts(chat_histories(
-                agent_trajectories(codex_rollouts(docs)))))):
+                agent_trajectories(gemini_cli_sessions(codex_rollouts(docs))))))):
             consider(doc)
     for path in sorted(FIX.rglob("*.yaml")):
         for obj in _cassette_records(path):
