@@ -241,6 +241,40 @@ def test_a_session_of_no_model_call_is_refused_naming_gemini_cli() -> None:
     assert "OpenAI" not in str(e.value)
 
 
+@pytest.mark.parametrize(("doc", "said"), [
+    # gemini-cli's Logger (logs.json): the user's prompts only
+    ([{"sessionId": "s1", "messageId": 0, "timestamp": "2025-07-01T00:00:00.000Z",
+       "type": "user", "message": "hello"}],
+     "this is an entry of Gemini CLI's prompt log (logs.json"),
+    # Roo Code's (and Cline's) ClineMessage: what the panel showed
+    ([{"ts": 1758819562059, "type": "say", "say": "text", "text": "List the files."},
+      {"ts": 1758819563000, "type": "ask", "ask": "tool", "text": "{}"}],
+     "this is a message of Cline's or Roo Code's UI messages (ui_messages.json: ts, type "
+     "'say', say 'text'), which hold what the panel showed, not the model calls: import "
+     "api_conversation_history.json from the same task folder"),
+])
+def test_other_files_of_agents_are_refused_by_name(doc: Any, said: str) -> None:
+    with pytest.raises(ImportFormatError, match="item 1: " + _escaped(said)):
+        _imported(json.dumps(doc), name="f.json")
+
+
+def test_a_pi_session_is_refused_by_name() -> None:
+    text = _jsonl(
+        {"type": "session", "version": 3, "id": "a1b2", "timestamp": "2026-01-01T00:00:00Z",
+         "cwd": "/work"},
+        {"type": "message", "id": "e1", "parentId": None, "timestamp": "2026-01-01T00:00:01Z",
+         "message": {"role": "user", "content": "hi", "timestamp": 1767225601000}})
+    with pytest.raises(ImportFormatError, match="line 1: this is a line of a pi coding "
+                                                "agent session .* record pi's model calls "
+                                                "with `memwb proxy` instead"):
+        _imported(text, name="s.jsonl")
+
+
+def _escaped(text: str) -> str:
+    import re
+    return re.escape(text)
+
+
 def test_wrong_types_at_every_depth_import_or_refuse_in_one_line() -> None:
     """The session document and its JSON-lines log, each value at a time replaced by
     one of another type: imported, or refused in one line — never a crash."""

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from string import hexdigits
 from typing import Any
 
+from memory_core.importers.common import shortened
+
 
 @dataclass(frozen=True)
 class Shape:
@@ -279,9 +281,52 @@ def _hash_keyed(obj: dict[str, Any]) -> list[dict[str, Any]] | None:
     return None
 
 
+# what other agents keep on disk, told by keys their own source writes (a shape no
+# format reads, and what to import or record instead)
+_UI_SAYS = ("ask", "say")
+_PI_ENTRIES = frozenset({"message", "thinking_level_change", "model_change", "compaction",
+                         "branch_summary", "custom", "custom_message", "label",
+                         "session_info"})
+
+
+def known_file(obj: dict[str, Any]) -> str | None:
+    """The sentence for a record of another agent's file no format reads, named: Gemini
+    CLI's prompt log, Cline's and Roo Code's UI messages, a pi session's lines; None for
+    any other record."""
+    kind = obj.get("type") if isinstance(obj.get("type"), str) else None
+    if set(obj) == {"sessionId", "messageId", "timestamp", "type", "message"} \
+            and type(obj["messageId"]) is int and isinstance(obj["message"], str):
+        # (gemini-cli's Logger: ~/.gemini/tmp/<project>/logs.json)
+        return ("this is an entry of Gemini CLI's prompt log (logs.json: sessionId, "
+                "messageId, type, message), which keeps the user's prompts only, no model "
+                "call: import the session's chat file from the same folder, "
+                "chats/session-*.json (or .jsonl)")
+    if kind in _UI_SAYS and isinstance(obj.get(kind), str) \
+            and type(obj.get("ts")) in (int, float) and "role" not in obj:
+        # (ClineMessage: {ts, type: "ask" | "say", ask | say, text, …})
+        return ("this is a message of Cline's or Roo Code's UI messages (ui_messages.json: "
+                f"ts, type {kind!r}, {kind} {shortened(obj[kind], 40)!r}), which hold what "
+                "the panel showed, not the model calls: import api_conversation_history.json "
+                "from the same task folder")
+    if kind == "session" and all(isinstance(obj.get(k), str)
+                                 for k in ("id", "timestamp", "cwd")) \
+            or kind in _PI_ENTRIES and "parentId" in obj and isinstance(obj.get("id"), str) \
+            and isinstance(obj.get("timestamp"), str):
+        # (pi's SessionManager: a "session" header, then entries with id and parentId)
+        return ("this is a line of a pi coding agent session (~/.pi/agent/sessions/…/"
+                "*.jsonl: a 'session' header, then entries with id and parentId), which "
+                "this importer does not read: record pi's model calls with `memwb proxy` "
+                "instead")
+    return None
+
+
 def unread_record(obj: dict[str, Any]) -> str:
     """One sentence: what ``obj`` (a record no format reads) looks like and why it is
-    not read, and the closest format the importer reads, as it is written."""
+    not read, and the closest format the importer reads, as it is written — or, for a
+    record of another agent's file told by its keys (``known_file``), what it is and
+    what to import instead."""
+    if (known := known_file(obj)) is not None:
+        return known
     if (inner := _hash_keyed(obj)) is not None:
         # its keys are no field names: what each object keyed so looks like
         key = str(next(iter(obj)))
