@@ -408,6 +408,7 @@ def _read(record: Record) -> list[Exchange]:
                          record.index, thread_key=call.thread, resource_id=None)
     ex.notes[:0] = notes
     ex.tools = None  # (not recorded: not "none offered")
+    ex.params_known = False  # (nor the generation config sent)
     finished = iso_time(call.finished, where, "timestamp")
     started = iso_time(call.started, where, "timestamp") or finished
     if started is not None:
