@@ -121,7 +121,8 @@ version: 1
     [rid] = report.runs_created
     run = s.runs.require_run(rid)
     assert run.status == "failed"
-    assert run.error == "Failed to deserialize the JSON body into the target type"
+    assert run.error == ("HTTP 422 Unprocessable Entity: Failed to deserialize the JSON "
+                         "body into the target type")
     # a 200 whose body is no JSON is still refused as malformed
     with pytest.raises(ImportFormatError, match="response: body invalid JSON"):
         import_text(InMemoryStorage(), cassette.replace("code: 422", "code: 200"),

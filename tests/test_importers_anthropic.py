@@ -246,7 +246,10 @@ def test_an_error_response_is_a_failed_run() -> None:
         ("https://api.anthropic.com/v1/messages", body, 529, json.dumps(error))))
     run = s.runs.require_run(report.runs_created[0])
     assert run.status == "failed" and run.error is not None
-    assert json.loads(run.error) == error["error"]
+    # the status as recorded (this one's reason phrase is not), then the error as sent
+    status, _, said = run.error.partition(": ")
+    assert status == "HTTP 529" and json.loads(said) == error["error"]
+    assert said == '{"type": "overloaded_error", "message": "Overloaded"}'
     assert stored(s, report.threads_created[0]) == [Message(role="user",
                                                             content="Weather in Oslo?")]
     # a JSON-lines record whose response is the error body (and an error event in a

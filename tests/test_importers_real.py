@@ -156,6 +156,7 @@ EXPECTED: dict[str, dict[str, Any]] = {
         "threads": [["user: Say this is a test"]],
         "runs": [("this-model-does-not-exist", None, [])],
         "failed": "The model `this-model-does-not-exist` does not exist…",
+        "status": "HTTP 404 Not Found",
     },
     "otelv2-test_responses_create_captures_tool_call_contentcontent_mode0.yaml": {
         "threads": [["user: What's the weather in Seattle right now?",
@@ -4144,7 +4145,11 @@ def _check_extras(s: InMemoryStorage, report: Any, want: dict[str, Any]) -> None
     if "failed" in want:
         run = s.runs.require_run(first)
         assert run.status == "failed" and run.error is not None
-        assert same(json.loads(run.error)["message"], want["failed"])
+        # an HTTP recording's says the status, then the error as the body sent it
+        status, _, said = run.error.partition(": ") if run.error.startswith("HTTP ") \
+            else ("", "", run.error)
+        assert status == want.get("status", status), run.error
+        assert same(json.loads(said)["message"], want["failed"])
     for i, error in want.get("failed_runs", {}).items():
         run = s.runs.require_run(report.runs_created[i])
         assert run.status == "failed" and error in (run.error or ""), run.error

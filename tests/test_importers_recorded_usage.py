@@ -302,6 +302,9 @@ def test_inspect_shows_the_recorded_call_beside_the_estimate(tmp_path: Path) -> 
     assert "model asked for: this-model-does-not-exist" in out, out
     assert not any(ln.startswith("recorded model") for ln in out)
     failure = next(ln for ln in out if ln.startswith("failed: "))
+    assert failure.startswith('failed: HTTP 404 Not Found: {"message": "The model `this-')
+    assert failure.endswith('"type": "invalid_request_error", "param": null, "code": '
+                            '"model_not_found"}'), failure
     assert '"code": "model_not_found"' in failure and \
         "The model `this-model-does-not-exist` does not exist" in failure, failure
     # (it read "answer: None", then "none (the run failed)", of a call the recording
@@ -311,7 +314,8 @@ def test_inspect_shows_the_recorded_call_beside_the_estimate(tmp_path: Path) -> 
     listed = _memwb("runs", "--db", url).splitlines()
     assert listed[0].split() == ["run_id", "agent", "thread_id", "status", "started_at",
                                  "error"]
-    assert any(ln.startswith(failed) and '{"code": "model_not_found"' in ln
+    # (the status as recorded, then the error as the body sent it: its keys in order)
+    assert any(ln.startswith(failed) and 'HTTP 404 Not Found: {"message": "The model' in ln
                for ln in listed), listed
     assert all("{" not in ln for ln in listed if ln.startswith(bedrock))
 

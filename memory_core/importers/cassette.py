@@ -13,6 +13,7 @@ the ``parsed_body`` some projects' serializers write."""
 
 from __future__ import annotations
 
+import json
 import re
 import zlib
 from datetime import UTC, datetime
@@ -529,12 +530,17 @@ def interaction_record(item: Any, where: str, label: str = "interaction",
         record["response"] = answer
         if polls is not None and (read := polls.answer(record)) is not None:
             record["polled"] = read  # (a background call: its answer a poll read)
-    else:
-        error = answer.get("error", answer) if isinstance(answer, dict) else answer
+    elif code == 200:
         # a 200 with no body (the client gave up reading it): the answer was not
         # recorded, which "HTTP 200" as the run's error did not say
-        record["error"] = error or (f"HTTP {code}{status_text(resp)}" if code != 200 else
-                                    "the response body was not recorded (HTTP 200)")
+        record["error"] = "the response body was not recorded (HTTP 200)"
+    else:
+        # the status as recorded, then the error as the server sent it (its keys in
+        # the body's order; an "error" object's, without the wrapper)
+        error = answer.get("error", answer) if isinstance(answer, dict) else answer
+        said = error if isinstance(error, str) or not error else json.dumps(
+            error, ensure_ascii=False)
+        record["error"] = f"HTTP {code}{status_text(resp)}" + (f": {said}" if said else "")
     return where, record
 
 
