@@ -140,8 +140,12 @@ def test_a_record_no_format_reads_names_its_keys() -> None:
     # OpenHands' prompt logs, kani's recordings)
     ("plain words\n", "plain text, not JSON (it begins 'plain words'): no recording this "
                       "importer reads, which are JSON records"),
-    ("# aider chat started at 2025-01-31 11:21:30\n\n#### Fix the bug\n",
-     "plain text, not JSON (it begins '# aider chat started at 2025-01-31 11:21:30')"),
+    # (Aider writes its transcript with a blank first line: "line 2: invalid JSON" it was)
+    ("\n# aider chat started at 2025-01-31 11:21:30\n\n#### Fix the bug\n",
+     "Aider's chat transcript (.aider.chat.history.md: the chat as the terminal showed "
+     "it, in Markdown), not its model calls: it keeps no request as sent and no usage; "
+     "run Aider with --llm-history-file FILE and import that file"),
+    ("\n\nplain words\n", "plain text, not JSON (it begins 'plain words')"),
     ("POST https://api.anthropic.com/v1/messages\ncontent-type: application/json\n\n"
      '{"max_tokens":64,"messages":[]}\n',
      "a raw HTTP request (POST https://api.anthropic.com/v1/messages), without its "
@@ -194,3 +198,28 @@ def test_an_object_keyed_by_texts_is_said_by_its_first_key_s_beginning() -> None
                            f"texts (the first {len(prompt):,} characters long, beginning "
                            f"{prompt[:60]!r}): a map of texts, not a record"), said
     assert prompt[:200] not in said and len(said) < 500
+
+
+@pytest.mark.parametrize(("doc", "said"), [
+    # google/adk-python's tests/integration/fixture/*/…session.json (an older Session)
+    ({"id": "s1", "context": {}, "past_events": [], "events": [
+        {"invocation_id": "UfYAgiCT", "author": "user", "id": "qKEz3Vss",
+         "content": {"parts": [{"text": "Research floods in Florida."}], "role": "user"},
+         "timestamp": 1734292270.899412},
+        {"invocation_id": "UfYAgiCT", "author": "root_agent", "id": "b2",
+         "content": {"parts": [{"text": "On it."}], "role": "model"},
+         "timestamp": 1734292271.5}]},
+     "this is a Google ADK session (2 event(s), each with its author and invocation_id): "
+     "the agents' conversation, not the model calls ADK made of it"),
+    ({"eval_set_id": "roll_die", "name": "roll_die", "eval_cases": [
+        {"eval_id": "c1", "conversation": [], "session_input": {}}]},
+     "this is a Google ADK eval set (eval_set_id, eval_cases): the conversations expected "
+     "of an agent, not recorded model calls"),
+])
+def test_google_adk_files_are_named_in_their_refusal(doc: dict[str, Any], said: str) -> None:
+    from memory_core.importers import import_text
+    from memory_core.storage.inmemory import InMemoryStorage
+
+    with pytest.raises(ImportFormatError) as e:
+        import_text(InMemoryStorage(), json.dumps(doc, indent=1), name="s.json")
+    assert said in str(e.value), str(e.value)

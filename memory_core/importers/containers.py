@@ -87,7 +87,9 @@ def _json_or_said_yaml(text: str, stages: Stages | None) -> ParsedFile:
     try:
         return parse_json(text, stages)
     except ImportFormatError as e:
-        if not str(e).startswith("line 1: invalid JSON"):
+        # (the first line that is not blank: "line 2" after an empty first line)
+        first = next((i for i, ln in enumerate(text.splitlines(), 1) if ln.strip()), 1)
+        if not str(e).startswith(f"line {first}: invalid JSON"):
             raise
         if (keys := yaml_keys(text)) is not None:
             raise fail("file", f"a YAML document (its keys: {keys}), not JSON; "
@@ -122,6 +124,11 @@ def _plain_text(text: str) -> str | None:
     if _YAML_START.match(first):  # (one yaml_keys did not read: its aliases too many)
         return (f"a YAML document that could not be read as one (it begins {first[:60]!r}), "
                 "not JSON; " + _CASSETTE_YAML)
+    if first.startswith("# aider chat started at"):
+        return ("Aider's chat transcript (.aider.chat.history.md: the chat as the "
+                "terminal showed it, in Markdown), not its model calls: it keeps no "
+                "request as sent and no usage; run Aider with --llm-history-file FILE and "
+                "import that file, which holds each call's messages and answer")
     if "<|im_start|>" in text:
         return ("a prompt as text (ChatML's <|im_start|> turns), not a recorded model "
                 "call: no request as an API received it, and no answer")

@@ -290,10 +290,24 @@ _PI_ENTRIES = frozenset({"message", "thinking_level_change", "model_change", "co
 
 
 def known_file(obj: dict[str, Any]) -> str | None:
-    """The sentence for a record of another agent's file no format reads, named: Gemini
-    CLI's prompt log, Cline's and Roo Code's UI messages, a pi session's lines; None for
-    any other record."""
+    """The sentence for a record of another agent's file no format reads, named: a
+    Google ADK session or eval set, Gemini CLI's prompt log, Cline's and Roo Code's UI
+    messages, a pi session's lines; None for any other record."""
     kind = obj.get("type") if isinstance(obj.get("type"), str) else None
+    events = obj.get("events")
+    if isinstance(events, list) and events and all(
+            isinstance(e, dict) and "author" in e and "invocation_id" in e for e in events):
+        # (google-adk's Session: {"id", "app_name", "user_id", "state", "events", …})
+        return (f"this is a Google ADK session ({len(events)} event(s), each with its "
+                "author and invocation_id): the agents' conversation, not the model calls "
+                "ADK made of it — ADK builds each request from the events with its "
+                "instructions and tools, which the session does not keep; import ADK's "
+                "OpenTelemetry spans of the run instead, or record it with `memwb proxy`")
+    if isinstance(obj.get("eval_set_id"), str) and isinstance(obj.get("eval_cases"), list):
+        # (google-adk's EvalSet: {"eval_set_id", "name", "eval_cases": [...]})
+        return ("this is a Google ADK eval set (eval_set_id, eval_cases): the "
+                "conversations expected of an agent, not recorded model calls; import the "
+                "spans or a recording of the eval's run instead")
     if set(obj) == {"sessionId", "messageId", "timestamp", "type", "message"} \
             and type(obj["messageId"]) is int and isinstance(obj["message"], str):
         # (gemini-cli's Logger: ~/.gemini/tmp/<project>/logs.json)
