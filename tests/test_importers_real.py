@@ -3910,6 +3910,73 @@ EXPECTED.update({
     },
 })
 
+_CODY_EDIT = "user: This is part of the file: src/{}\n\nThe user has the following code in…"
+_CODY_CONTEXT = "user: Codebase context from file path src/{0}: Codebase context from file src/{0}…"
+_CODY_PREFILL = "the request ends with an assistant message (a prefill): the response continues"
+EXPECTED.update({
+    # Sourcegraph Cody's own Polly.js recordings (*.har.yaml): its completions API, the
+    # request body as postData.textJSON, speakers system/human/assistant, a modelref as
+    # the model, api-version 5 and 8 answering deltaText in SSE events; its GraphQL,
+    # client-config and health calls skipped by URL; the API counts no tokens
+    "cody-chat_103640681.har.yaml": {
+        "threads": [['user: Answer positively without apologizing.\n\nQuestion: respond '
+                     'with "hello" and nothing else',
+                     "assistant: hello"],
+                    ["user: Codebase context from file animal.ts:\n```typescript:animal.ts"
+                     "\ninterface StrangeAnimal {\n    makesSound(): 'coo' | 'moo'\n}\n```",
+                     "assistant: Ok.",
+                     "user: Answer positively without apologizing.\n\nQuestion: implement "
+                     "a cow. Only print the code without any explanation.",
+                     "assistant: ```typescript:cow.ts\nclass Cow implements StrangeAnimal {"
+                     "\n    makesSound(): 'coo' | 'moo' {\n        return 'moo'\n    }\n}\n```"]],
+        "runs": [("claude-3-5-sonnet-latest", None, [])] * 2,
+        "instructions": "You are Cody, an AI coding assistant from Sourcegraph.If your answer "
+                        "contains fenced code blocks in Markdown…",
+        "identity": {"name": "claude-3-5-sonnet-latest"},
+        "params": {"max_tokens": 4000, "temperature": 0.2, "top_k": -1, "top_p": -1},
+        "finishes": ["end_turn", "end_turn"],
+        "api": "sourcegraph",
+        "endpoint": "https://sourcegraph.sourcegraph.com",
+        "started": datetime(2025, 6, 18, 7, 10, 3, 189000, tzinfo=UTC),
+        "skipped": ["not a model call this importer reads (POST "
+                    "https://sourcegraph.sourcegraph.com/.api/graphql)",
+                    "not a model call this importer reads (GET "
+                    "https://sourcegraph.sourcegraph.com/healthz)"],
+    },
+    # Cody's edit command: the last message an assistant's "<CODE5711>", a prefill the
+    # answer continues, stopped at the stop sequence "</CODE5711>"; context files each
+    # answered "Ok."
+    "cody-edit_1541920145.har.yaml": {
+        "threads": [[_CODY_EDIT.format("sum.ts"), "assistant: <CODE5711>",
+                     "assistant: export function sum(c: number, b: number): number {\n"
+                     "    /* CURSOR */\n}"],
+                    [_CODY_CONTEXT.format("ChatColumn.tsx"), "assistant: Ok.",
+                     _CODY_CONTEXT.format("ChatColumn.tsx"), "assistant: Ok.",
+                     _CODY_EDIT.format("ChatColumn.tsx"), "assistant: <CODE5711>",
+                     "assistant: export interface Message {\n    text: string;\n    "
+                     "chatID: string;\n}…"],
+                    [_CODY_EDIT.format("trickyLogic.ts"), "assistant: <CODE5711>",
+                     "assistant: export function trickyLogic(a: number, b: number): number "
+                     "{\n    switch (true) {…"],
+                    [_CODY_CONTEXT.format("query.sql"), "assistant: Ok.",
+                     _CODY_CONTEXT.format("query.sql"), "assistant: Ok.",
+                     _CODY_EDIT.format("query.sql"), "assistant: <CODE5711>",
+                     "assistant: set gst = (price * 0.1)\n"]],
+        "runs": [("claude-3-5-sonnet-latest", None, [])]
+        + [("claude-3-5-haiku-latest", None, [])] * 3,
+        "instructions": "You are Cody, an AI coding assistant from Sourcegraph.\n\n- You are "
+                        "an AI programming assistant…",
+        "params": {"max_tokens": 4000, "stop": ["</CODE5711>"], "temperature": 0,
+                   "top_k": -1, "top_p": -1},
+        "finishes": ["stop_sequence"] * 4,
+        "api": "sourcegraph",
+        "endpoint": "https://sourcegraph.com",
+        "started": datetime(2025, 6, 2, 13, 11, 36, 507000, tzinfo=UTC),
+        "skipped": [_CODY_PREFILL, "not a model call this importer reads (GET "
+                    "https://sourcegraph.com/.api/client-config)"],
+    },
+})
+
 
 # R's vcr before 2.0 (lemur's fixtures): "recorded_at: 2024-10-08 05:33:27 GMT", text with
 # the name of UTC, was refused as no ISO 8601 time; Ollama's model-load request beside a

@@ -30,7 +30,8 @@ from memory_core.cli.common import (
 def import_(files: Annotated[list[Path], typer.Argument(
                 help="Model traffic (OpenAI and compatible servers, Anthropic Messages and "
                      "Text Completions, "
-                     "Gemini, Cohere, Ollama, Bedrock) as JSONL/JSON logs, VCR cassettes "
+                     "Gemini, Cohere, Ollama, Bedrock, Sourcegraph's Cody) as JSONL/JSON logs, VCR "
+                     "cassettes "
                      "(LangGraph's packed ones too), HAR files or nock recordings; ShareGPT, fine-tuning (LLaMA-Factory "
                      "too) and batch files; LangSmith runs, Langfuse and MLflow traces, "
                      "Inspect eval logs (.eval or JSON), AutoGen recorded sessions, Agents "

@@ -557,7 +557,7 @@ def parse_recording(rows: list[tuple[str, Any]], skipped: list[SkippedRecord], w
         # what it holds instead, each kind once (an embeddings cassette: its URL)
         raise fail("file", f"the {what} holds no model call this importer reads "
                            "(chat completions, Responses, Anthropic Messages and Text "
-                           "Completions, Gemini, Cohere, Ollama, Bedrock); its "
+                           "Completions, Gemini, Cohere, Ollama, Bedrock, Sourcegraph); its "
                            f"{len(skipped)} {unit}(s): "
                            f"{said(skipped)}" if skipped else
                    f"the {what} holds no {unit}")

@@ -9,7 +9,8 @@ A response body is ``content.text``: the decoded text, or base64 of the bytes
 ``content-encoding`` (gzip, deflate, br) as the chunks it arrived in, still encoded: a
 JSON array of base64 strings (hex strings before Polly 5) — joined, then decoded by the
 response's ``content-encoding`` as a cassette's body is. A HAR document written as YAML
-(Sourcegraph Cody's recordings, ``*.har.yaml``) is read the same way."""
+(Sourcegraph Cody's recordings, ``*.har.yaml``) is read the same way; its persister
+writes a JSON request body parsed, as ``postData.textJSON``, in place of its text."""
 
 from __future__ import annotations
 
@@ -119,11 +120,22 @@ def _interaction(entry: Any, where: str) -> dict[str, Any]:
     return {
         "recorded_at": entry.get("startedDateTime"),
         "request": {"method": req.get("method"), "uri": req.get("url"),
-                    "body": (post or {}).get("text", ""),
+                    **_post_body(post or {}, where),
                     "headers": _headers(req.get("headers"), f"{where}: request")},
         "response": {"status": {"code": status}, "headers": headers,
                      "body": {"string": body}},
     }
+
+
+def _post_body(post: dict[str, Any], where: str) -> dict[str, Any]:
+    """A request's body: ``postData.text``, or the JSON Cody's Polly.js persister writes
+    parsed in its place (``textJSON``)."""
+    if post.get("text") in (None, "") and "textJSON" in post:
+        if not isinstance(post["textJSON"], dict | list):
+            raise fail(where, "'postData.textJSON' must be a JSON object or array, got "
+                              f"{type(post['textJSON']).__name__}")
+        return {"parsed_body": post["textJSON"]}
+    return {"body": post.get("text", "")}
 
 
 def har_records(doc: dict[str, Any]) -> tuple[list[tuple[str, Any]], list[SkippedRecord]]:

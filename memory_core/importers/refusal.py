@@ -378,6 +378,7 @@ FORMAT_TITLES = {
     "bedrock-prompt": "a Bedrock InvokeModel record",
     "bedrock-invoke": "a Bedrock InvokeModel record", "cohere": "a Cohere Chat record",
     "cohere-generate": "a Cohere Generate record",
+    "sourcegraph": "a Sourcegraph completions record",
     "ollama": "an Ollama record", "langsmith": "a LangSmith run",
     "sharegpt": "a ShareGPT conversation",
     "semantic-kernel": "a Semantic Kernel chat history", "autogen": "an AutoGen recorded call",

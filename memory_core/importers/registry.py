@@ -48,6 +48,7 @@ from memory_core.importers.formats import (
     responses,
     semantic_kernel,
     sharegpt,
+    sourcegraph,
     swe_agent,
 )
 from memory_core.importers.formats.fields import header_usage
@@ -72,6 +73,7 @@ FORMATS: tuple[RecordFormat, ...] = (
     ollama.FORMAT,  # /api/chat, /api/generate; Ollama's keys
     cohere.FORMAT,  # /v2/chat, /v1/chat; Cohere's answers
     cohere_generate.FORMAT,  # /v1/generate; a prompt answered with generations
+    sourcegraph.FORMAT,  # /.api/completions/stream, /code; Cody's speakers
     bedrock_invoke.FORMAT,  # …/model/<id>/invoke: the model's own body
     bedrock_converse.FORMAT,  # …/model/<id>/converse; Converse's blocks
     bedrock_prompt.FORMAT,  # no URL; a plain-prompt Bedrock model's answer
@@ -115,7 +117,7 @@ def route(url: str, record: dict[str, Any] | None = None) -> str | None:
     """Which API a request URL (or path) calls — the ``api`` of the route whose paths it
     ends with: ``"openai"`` (chat completions, Responses, legacy completions),
     ``"anthropic"``, ``"vertex-anthropic"``, ``"gemini"``, ``"ollama"``, ``"cohere"``,
-    ``"bedrock"`` (Converse), ``"bedrock-invoke"``; None for anything else (not a model
+    ``"bedrock"`` (Converse), ``"bedrock-invoke"``, ``"sourcegraph"`` (Cody's); None for anything else (not a model
     call this importer reads). With the ``record``, a route whose ``not_for`` says the
     record is another API's is passed over (then its keys tell its format)."""
     # (Mistral's client marks a streamed call with a fragment: "…/completions#stream")

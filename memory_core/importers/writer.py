@@ -19,6 +19,7 @@ from memory_core.composition.memory import thread_title, token_text
 from memory_core.embedding.hashing import Embedder, embedder_name
 from memory_core.errors import InvalidInputError
 from memory_core.importers.common import Exchange, ImportReport, Progress, Stages, undated
+from memory_core.importers.sourcegraph import model_name
 from memory_core.importers.stored import chain_metadata
 from memory_core.importers.thread_plan import RunPlan, ThreadPlan
 from memory_core.journal import (
@@ -109,15 +110,17 @@ def another_model(asked: str | None, answered: str | None) -> bool:
     for only wraps the one that answered — a Bedrock model id or inference profile
     (``us.anthropic.claude-sonnet-4-5-20250929-v1:0``), a Gemini resource name
     (``models/gemini-2.0-flash``), a provider-prefixed id (promptfoo's
-    ``openai:chat:gpt-4o``)."""
+    ``openai:chat:gpt-4o``), a Sourcegraph modelref
+    (``anthropic::2024-10-22::claude-3-5-sonnet-latest``)."""
     return asked is not None and answered is not None and answered not in _named(asked)
 
 
 def _named(asked: str) -> set[str]:
     """The model names an id asked for stands for: itself, a resource name's last part
     (``…models/<name>``), a Bedrock id's model (``[region.]provider.<name>[-vN[:M]]``),
-    a provider-prefixed id's (``<provider>:[<api>:]<name>``)."""
-    names = {asked}
+    a provider-prefixed id's (``<provider>:[<api>:]<name>``), a Sourcegraph modelref's
+    (``<provider>::<api-version>::<name>``)."""
+    names = {asked, model_name(asked)}
     if (prefixed := _PREFIXED.fullmatch(asked)) is not None:
         names |= {prefixed[1], prefixed[1].partition(":")[2]}
     if (resource := _RESOURCE.fullmatch(asked)) is not None:

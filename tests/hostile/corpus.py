@@ -285,6 +285,7 @@ def _cassette_records(path: Path) -> Iterator[dict[str, Any]]:
         doc = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError:
         return
+    yield from _har_yaml_records(doc)
     for it in (doc or {}).get("interactions") or []:
         try:
             req = it["request"].get("parsed_body") or json.loads(it["request"]["body"])
@@ -301,6 +302,22 @@ def _cassette_records(path: Path) -> Iterator[dict[str, Any]]:
             # (vcrpy writes "uri", go-vcr "url")
             url = it["request"].get("uri") or it["request"].get("url")
             yield {"url": url, "request": req, "response": resp}
+
+
+def _har_yaml_records(doc: Any) -> Iterator[dict[str, Any]]:
+    """A HAR document in YAML (Sourcegraph Cody's Polly.js recordings): each entry whose
+    request body was written parsed (``postData.textJSON``) as a flat record, its
+    response the text recorded (an SSE stream)."""
+    log = doc.get("log") if isinstance(doc, dict) else None
+    for entry in (log.get("entries") if isinstance(log, dict) else None) or []:
+        try:
+            req = entry["request"]["postData"]["textJSON"]
+            text = entry["response"]["content"]["text"]
+            url = entry["request"]["url"]
+        except (KeyError, TypeError):
+            continue
+        if isinstance(req, dict) and isinstance(text, str):
+            yield {"url": url, "request": req, "response": text}
 
 
 # -- server bodies --------------------------------------------------------------------------
