@@ -456,6 +456,57 @@ def _unknown_api(req: dict[str, Any], where: str) -> str:
             "at" if sent else "")
 
 
+# APIs whose model work happens on the server, apart from the call recorded: OpenAI's
+# Assistants API (its runs call the model; Azure OpenAI serves it under /openai/),
+# Anthropic's Message Batches and OpenAI's Batch API (answered later, elsewhere)
+_ASSISTANTS = re.compile(r"/(?:v1|openai)/(?:assistants|threads)(?:/|$)")
+_MESSAGE_BATCHES = re.compile(r"/v1/messages/batches(?:/[^/]+(/results)?)?$")
+_BATCHES = re.compile(r"/(?:v1|openai)/batches(?:/|$)")
+
+
+_SERVER_SIDE = {
+    "assistants": "OpenAI's Assistants API: the runs' model calls happen on the server and "
+                  "are not in the recording",
+    "batch-sent": "Anthropic's Message Batches: the answers come later from …/results, not "
+                  "in this call",
+    "batch-status": "Anthropic's Message Batches: a batch's status; the answers come from "
+                    "…/results, not in this call",
+    "batch-results": "Anthropic's Message Batches: the results of a batch, apart from the "
+                     "requests they answer (a batch file of both, requests and results "
+                     "concatenated, is read)",
+    "openai-batch": "OpenAI's Batch API: the requests are in an uploaded file and the "
+                    "answers in its output file, not in this call (the two files "
+                    "concatenated are read as a batch file)"}
+
+
+def _server_side(path: str, method: str) -> str:
+    """Why a call to an API whose model work happens on the server holds no model call
+    to import, naming the API, after ": " ("" for any other path)."""
+    batch = _MESSAGE_BATCHES.search(path)
+    kind = ("assistants" if _ASSISTANTS.search(path) else
+            None if batch is None and not _BATCHES.search(path) else
+            "openai-batch" if batch is None else "batch-results" if batch[1] else
+            "batch-sent" if method == "POST" and path.endswith("/batches") else
+            "batch-status")
+    return "" if kind is None else f": {_SERVER_SIDE[kind]}"
+
+
+def _all_server_side(skipped: list[SkippedRecord]) -> tuple[str, str] | None:
+    """When every call skipped is one to an API whose model work happens on the server:
+    what each such API's calls hold instead, once; and the calls (three at most)."""
+    whys = [next((w for w in _SERVER_SIDE.values() if k.reason.endswith(f": {w}")), None)
+            for k in skipped]
+    if not skipped or None in whys:
+        return None
+    calls = list(dict.fromkeys(k.reason[:-len(w) - 2].removeprefix(_NOT_READ)[1:-1]
+                               for k, w in zip(skipped, whys, strict=True) if w))
+    shown = "; ".join(calls[:3]) + (f"; {len(calls) - 3} more" if len(calls) > 3 else "")
+    return "; ".join(dict.fromkeys(w for w in whys if w)), shown
+
+
+_NOT_READ = "not a model call this importer reads "
+
+
 def interaction_record(item: Any, where: str, label: str = "interaction",
                        polls: BackgroundPolls | None = None, index: int = 0
                        ) -> tuple[str, Any] | SkippedRecord:
@@ -486,10 +537,10 @@ def interaction_record(item: Any, where: str, label: str = "interaction",
     if api is None or method != "POST":
         # (a model call is a POST; a GET of …/chat/completions lists stored
         # completions, a DELETE of …/responses/{id} removes one)
-        return SkippedRecord(where=where, reason=f"not a model call this importer reads "
-                                                 f"({req.get('method')} {path})"
-                                                 + (_unknown_api(req, where)
-                                                    if method == "POST" else ""))
+        return SkippedRecord(where=where, reason=f"{_NOT_READ}({req.get('method')} {path})"
+                                                 + (_server_side(path, method) or (
+                                                     _unknown_api(req, where)
+                                                     if method == "POST" else "")))
     body = _body(req, f"{where}: request")
     if body is None:  # (a recorder that filtered bodies out, or a GET)
         return SkippedRecord(where=where, reason=(
@@ -553,6 +604,11 @@ def parse_recording(rows: list[tuple[str, Any]], skipped: list[SkippedRecord], w
         # model calls all, but none with its conversation (a scrubbed request body)
         raise fail("file", f"the {what} holds {len(skipped)} model call(s), none of which "
                            f"can be imported: {said(skipped)}")
+    server_side = None if rows else _all_server_side(skipped)
+    if server_side is not None:  # (the Assistants API's threads and runs, say)
+        raise fail("file", f"the {what} holds no model call this importer reads: "
+                           f"{server_side[0]}; its {len(skipped)} {unit}(s): "
+                           f"{server_side[1]}")
     if not rows:
         # what it holds instead, each kind once (an embeddings cassette: its URL)
         raise fail("file", f"the {what} holds no model call this importer reads "
