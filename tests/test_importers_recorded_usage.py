@@ -588,3 +588,15 @@ def test_inspect_says_parameters_are_unknown_where_a_file_keeps_none(tmp_path: P
     (tmp_path / "whole").mkdir()
     url, (whole,) = _db(tmp_path / "whole", "otelv2-test_chat_completion_404.yaml")
     assert "recorded parameters: none" in _memwb("inspect", whole, "--db", url).splitlines()
+
+
+def test_a_failed_call_s_tools_not_recorded_are_unknown_not_for_want_of_an_answer() -> None:
+    """The tools offered are the request's: a failed Aider call said "not recorded (no
+    answer)" where the file keeps no call's tools (outside trial 56)."""
+    from memory_core.analysis.recorded import UNRECORDED, RecordedCall
+
+    failed = RecordedCall(model=None, api=None, params=None, tools=None, answered=False,
+                          usage=None, finish_reason=None, estimated_in=3,
+                          estimated_out=None)
+    assert failed.said()["tools"] == UNRECORDED
+    assert failed.model_copy(update={"tools": []}).said()["tools"] == "none"

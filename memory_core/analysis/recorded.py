@@ -85,8 +85,9 @@ class RecordedCall(BaseModel):
             if self.params else "none" if self.params is not None else UNRECORDED,
             "sent_with": json.dumps(self.sent_with, ensure_ascii=False, sort_keys=True)
             if self.sent_with else "",
+            # (the tools are the request's: unknown, answered or not, when not recorded)
             "tools": ", ".join(self.tools) or "none" if self.tools is not None
-            else UNRECORDED if self.answered else "not recorded (no answer)",
+            else UNRECORDED,
             "usage": usage,
             "estimate": f"{self.estimated_in} in{out_est} (chars/4)",
             "finish": (self.finish_reason or ("not recorded" if self.answered else "none"))
