@@ -4111,6 +4111,70 @@ EXPECTED.update({
 })
 
 
+EXPECTED.update({
+    # τ-bench's results (the first 2 of the 200 episodes of its historical gpt-4o airline
+    # trajectories): each answer a run, its prompt rebuilt; one thread an episode; the
+    # model, tools, parameters and usage not in the file; the user simulator's last
+    # message (###STOP###) after the last answer sent in no call
+    "taubench-gpt-4o-airline-first2.json": {
+        "threads": [
+            [
+                "user: Hi! I'm looking to book a flight from New York to Seattle on May…",
+                "assistant: To assist you with booking a flight, I'll need your user ID…",
+                "user: Sure, my user ID is mia_li_3668.",
+                "assistant: Thank you, Mia. Could you please let me know the following…",
+                "user: 1. One-way\n2. Economy\n3. It's just me traveling.\n4. I want to us…",
+                "assistant: → get_user_details({\"user_id\": \"mia_li_3668\"})",
+                "tool get_user_details: {\"name\": {\"first_name\": \"Mia\", \"last_name\": \"Li…",
+                "assistant: → search_direct_flight({\"date\": \"2024-05-20\", \"destination\"…",
+                "tool search_direct_flight: [{\"flight_number\": \"HAT069\", \"origin\": \"JFK…",
+                "assistant: Here are the available direct flights from New York (JFK) t…",
+                "user: Neither of those options works for me as I don't want to fly bef…",
+                "assistant: → search_onestop_flight({\"date\": \"2024-05-20\", \"destination…",
+                "tool search_onestop_flight: [[{\"flight_number\": \"HAT057\", \"origin\": \"J…",
+                "assistant: Here are some one-stop flight options from New York (JFK) t…",
+                "user: I'll go with the first option, Flight HAT136.",
+                "assistant: → calculate({\"expression\": \"152 + 103\"})",
+                "tool calculate: 255.0",
+                "assistant: The total cost for the selected flights in economy class is…",
+                "user: Yes, please proceed with that booking. Thank you!",
+                "assistant: → book_reservation({\"cabin\": \"economy\", \"destination\": \"SEA…",
+                "tool book_reservation: Error: payment amount does not add up, total pr…",
+                "assistant: → think({\"thought\": \"The total cost for the selected flight…",
+                "tool think: ",
+                "assistant: → calculate({\"expression\": \"305 - 250\"})",
+                "tool calculate: 55.0",
+                "assistant: The total cost for the selected flights is actually $305. H…",
+                "user: Yes, I confirm. Please go ahead with this payment.",
+                "assistant: → book_reservation({\"cabin\": \"economy\", \"destination\": \"SEA…",
+                "tool book_reservation: {\"reservation_id\": \"HATHAT\", \"user_id\": \"mia_li…",
+                "assistant: Your flight from New York (JFK) to Seattle (SEA) has been s…",
+            ],
+            [
+                "user: Hi there! I need to change my return flight from Texas to Newark…",
+                "assistant: I can help you with that. First, I'll need your user ID and…",
+                "user: I don’t have the reservation ID with me, is it possible to look…",
+                "assistant: Unfortunately, I need the reservation ID to proceed with mo…",
+                "user: I must have left it somewhere else. If basic economy tickets can…",
+                "assistant: I can assist you with canceling your reservation since you…",
+                "user: I don't remember the reservation ID, but I can tell you that I'm…",
+                "assistant: Unfortunately, I need the reservation ID to proceed with th…",
+                "user: Okay, I'll try to find it and contact a human agent if needed. T…",
+                "assistant: You're welcome! If you have any other questions or need fur…",
+            ],
+        ],
+        "runs": [(None, None, None)] * 20,
+        "thread_ids": ["tau-bench/0/0", "tau-bench/1/0"],
+        "instructions": "# Airline Agent Policy\n\nThe current time is 2024-05-15 15:00:00 EST.…",
+        "skipped": ["its prompt is rebuilt from the episode's trajectory as τ-bench's agent sends",
+                    "τ-bench's results keep neither the agent's model and temperature",
+                    "the episode's reward (0.0) and info (reward_info, source, task, user_cost) "
+                    "not imported",
+                    "the episode's 1 message(s) after its last answer (user;"],
+    },
+})
+
+
 def test_corpus_is_large_and_varied_enough() -> None:
     files = sorted(p.name for p in REAL.iterdir() if p.name != "README.md")
     assert files == sorted(EXPECTED)

@@ -38,6 +38,7 @@ from memory_core.importers.formats.letta import letta_agent_files
 from memory_core.importers.formats.promptfoo import promptfoo_evals
 from memory_core.importers.formats.semantic_kernel import chat_histories
 from memory_core.importers.formats.swe_agent import agent_trajectories
+from memory_core.importers.formats.tau_bench import tau_bench_results
 from memory_core.importers.jsonvalues import iter_documents
 from memory_core.importers.langsmith import langsmith_rows
 from memory_core.importers.passes import leave_out
@@ -205,7 +206,8 @@ def parse_records(rows: Iterable[tuple[str, Any]], skipped: list[SkippedRecord],
 def parse_json(text: str, stages: Stages | None = None) -> ParsedFile:
     """A file of JSON records (see the module's docstring)."""
     skipped: list[SkippedRecord] = []
-    docs = gemini_cli_sessions(codex_rollouts(iter_documents(text, keep_going=True)))
+    docs = tau_bench_results(gemini_cli_sessions(codex_rollouts(iter_documents(
+        text, keep_going=True))))
     docs = promptfoo_evals(cline_histories(atif_trajectories(claude_code_transcripts(
         letta_agent_files(agent_trajectories(docs))))))
     return parse_records(_joined(langsmith_rows(chat_histories(dspy_histories(docs)),

@@ -392,6 +392,7 @@ FORMAT_TITLES = {
     "promptfoo": "a result of a promptfoo eval",
     "codex": "a call of a Codex CLI rollout",
     "gemini-cli": "a call of a Gemini CLI session",
+    "tau-bench": "a call of a τ-bench episode",
     "agents-run": "an Agents SDK run result",
     "anthropic-complete": "an Anthropic Text Completions record",
     "conversations": "a Conversations API call (its items)"}

@@ -50,6 +50,7 @@ from memory_core.importers.formats import (
     sharegpt,
     sourcegraph,
     swe_agent,
+    tau_bench,
 )
 from memory_core.importers.formats.fields import header_usage
 from memory_core.importers.refusal import read_as, unread_record
@@ -70,6 +71,7 @@ FORMATS: tuple[RecordFormat, ...] = (
     codex.FORMAT,  # a call of a Codex CLI rollout (gathered: codex_rollouts)
     claude_code.FORMAT,  # a call of a Claude Code transcript (gathered: claude_code_transcripts)
     gemini_cli.FORMAT,  # a call of a Gemini CLI session (gathered: gemini_cli_sessions)
+    tau_bench.FORMAT,  # a call of a τ-bench episode (gathered: tau_bench_results)
     ollama.FORMAT,  # /api/chat, /api/generate; Ollama's keys
     cohere.FORMAT,  # /v2/chat, /v1/chat; Cohere's answers
     cohere_generate.FORMAT,  # /v1/generate; a prompt answered with generations

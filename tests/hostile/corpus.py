@@ -231,6 +231,7 @@ def record_samples() -> dict[str, dict[str, Any]]:
     from memory_core.importers.formats.promptfoo import promptfoo_evals
     from memory_core.importers.formats.semantic_kernel import chat_histories
     from memory_core.importers.formats.swe_agent import agent_trajectories
+    from memory_core.importers.formats.tau_bench import tau_bench_results
     from memory_core.importers.jsonvalues import read_documents
     from memory_core.importers.registry import FORMATS, format_of, route
 
@@ -266,6 +267,7 @@ def record_samples() -> dict[str, dict[str, Any]]:
                 found["atif"] = doc  # (an ATIF trajectory: each agent step a record)
         # (a ChatHistory's messages: one record; a trajectory, a transcript, an eval:
         # one a call)
+        docs = tau_bench_results(docs)
         for _, doc in promptfoo_evals(cline_histories(claude_code_transcripts(chat_histories(
                 agent_trajectories(gemini_cli_sessions(codex_rollouts(docs))))))):
             consider(doc)
