@@ -4170,7 +4170,8 @@ EXPECTED.update({
                     "τ-bench's results keep neither the agent's model and temperature",
                     "the episode's reward (0.0) and info (reward_info, source, task, user_cost) "
                     "not imported",
-                    "the episode's 1 message(s) after its last answer (user;"],
+                    "the episode's 1 message(s) after its last answer (user; the user "
+                    "simulator's '###STOP###' ends an episode)"],
     },
 })
 

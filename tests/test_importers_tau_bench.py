@@ -68,9 +68,9 @@ def test_each_answer_of_an_episode_is_a_run_and_each_episode_a_thread() -> None:
                for r in reasons) == 4
     # the user simulator's last message, after the last answer, was sent in no call
     assert [m.role for m in s.memory.get_messages("tau-bench/0/1")][-1] == "assistant"
-    assert reasons.count("the episode's 1 message(s) after its last answer (user; a user "
-                         "simulator's '###STOP###' ends an episode) were sent in no call: "
-                         "not imported") == 2
+    assert reasons.count("the episode's 1 message(s) after its last answer (user; the "
+                         "user simulator's '###STOP###' ends an episode) were sent in no "
+                         "call: not imported") == 2
 
 
 def test_a_failed_episode_is_a_note_and_the_rest_imports() -> None:

@@ -126,8 +126,11 @@ def _calls(where: str, obj: dict[str, Any], first: tuple[str, ...]
 def _after(rest: list[Any]) -> str:
     """The note of the messages after an episode's last answer, sent in no call."""
     roles = ", ".join(str(m.get("role")) if isinstance(m, dict) else "?" for m in rest)
-    return (f"the episode's {len(rest)} message(s) after its last answer ({roles}; a user "
-            "simulator's '###STOP###' ends an episode) were sent in no call: not imported")
+    end = rest[-1].get("content") if isinstance(rest[-1], dict) else None
+    stop = "; the user simulator's '###STOP###' ends an episode" \
+        if isinstance(end, str) and "###STOP###" in end else ""
+    return (f"the episode's {len(rest)} message(s) after its last answer ({roles}{stop}) "
+            "were sent in no call: not imported")
 
 
 def _read(record: Record) -> list[Exchange]:
