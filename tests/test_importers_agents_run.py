@@ -87,6 +87,27 @@ def test_evaluation_rows_are_refused_saying_what_they_are() -> None:
     assert not s.memory.list_threads() and not s.runs.list_runs()
 
 
+def test_an_input_alone_is_refused_not_stored_as_a_failed_call() -> None:
+    """An eval dataset row ({"input", "expected_output"}) and Genkit's flow test
+    ({"name", "input": "", "commands", "result", "trace"}) were stored as failed
+    Responses API calls, their other keys as "recorded parameters" (outside trial 57)."""
+    for text, beside in (
+            ('{"input": "What is 2+2?", "expected_output": "4"}\n'
+             '{"input": "Capital of Peru?", "expected_output": "Lima"}\n', "expected_output"),
+            (json.dumps({"name": "flow", "input": "", "commands": [], "result": {},
+                         "trace": {}}), "commands, name, result, trace")):
+        s = InMemoryStorage()
+        with pytest.raises(ImportFormatError) as e:
+            import_text(s, text, name="rows.jsonl")
+        assert f"this looks like an input with no model, answer or error (beside it: " \
+               f"{beside}) — an evaluation dataset row" in str(e.value), str(e.value)
+        assert not s.memory.list_threads() and not s.runs.list_runs()
+    # a request with its model and no answer is still a call that failed
+    report = import_text(s := InMemoryStorage(), '{"input": "hi", "model": "gpt-4o"}',
+                         name="r.jsonl")
+    assert s.runs.require_run(report.runs_created[0]).status == "failed"
+
+
 def test_an_object_sharing_one_key_with_a_format_names_no_closest_one() -> None:
     trajectory = {"session_id": "s1", "actor": {"name": "x"},
                   "events": [{"kind": "user", "text": "hi"}]}

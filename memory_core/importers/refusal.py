@@ -201,6 +201,13 @@ def _looks_like(obj: dict[str, Any], keys: set[str], closest: Shape) -> str:
             and request is None and response is None:
         return ("an evaluation row (an input and the output it got), not a recorded model "
                 "call: what was sent to the model and what it answered are not in it")
+    if "input" in obj and request is None and response is None and not keys & {
+            "model", "error", "output", "url", "messages"}:
+        others = sorted(map(str, keys - {"input"}))
+        return ("an input with no model, answer or error"
+                + (f" (beside it: {', '.join(others[:6])})" if others else "")
+                + " — an evaluation dataset row, a flow test's input —, not a recorded model "
+                "call: what was sent to the model and what it answered are not in it")
     if "inputs" in obj and "outputs" in obj and "run_type" not in obj:
         return ("a LangSmith dataset example, or a run without its 'run_type': not a "
                 "model call this importer reads")

@@ -298,6 +298,12 @@ def _unanswered(response: Any) -> str:
     return "no output recorded"
 
 
+# what a bare record shows of a call beside its input: the model asked, an answer, an
+# error, a URL, or the request's other fields
+_CALL_SIGNS = frozenset(("model", "response", "error", "output", "status", "url",
+                         "instructions", "tools", "previous_response_id", "conversation"))
+
+
 def _matches(record: Record) -> bool:
     """A request with ``input``, or a response that is one (``object`` "response", an
     ``output`` list), sent to no URL or to OpenAI's."""
@@ -309,6 +315,9 @@ def _matches(record: Record) -> bool:
     if "request" not in record.obj and isinstance(record.obj.get("output"), str | dict):
         return False  # an evaluation row ({"input", "output": "4"}): a Responses API
         # output is a list of items; refused as what it is
+    if "request" not in record.obj and not record.obj.keys() & _CALL_SIGNS:
+        return False  # an input alone — an eval dataset row ({"input", "expected_output"}),
+        # a flow test's input —: no model, no answer, no error; refused as what it is
     return record.api in (None, "openai") and (
         (isinstance(request, dict) and "input" in request) or (
             # (a request continuing a conversation held server-side, nothing new sent:
